@@ -1,0 +1,48 @@
+"""Command line: parses, prints, and calls the layers below. Never imports torch or deepspeed.
+
+Each subcommand lives in `autotune/commands/<name>.py` with `register(subparsers)`, which adds its
+parser and sets `func(args) -> int`. A `UserError` anywhere becomes one line on stderr and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from autotune import __version__
+from autotune.errors import UserError
+
+COMMANDS = ("run", "space", "report", "export", "sensors")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="autotune",
+        description="Energy-aware DeepSpeed configuration autotuner for multimodal training.",
+    )
+    parser.add_argument("--version", action="version", version=f"autotune {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(f"autotune.commands.{name}").register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except UserError as exc:
+        print(f"autotune: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("autotune: interrupted; completed trials are kept, run the same command again to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

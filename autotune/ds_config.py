@@ -1,0 +1,93 @@
+"""The one function that turns a candidate into a DeepSpeed config.
+
+The probe passes this dict to `deepspeed.initialize`, and `autotune export` writes the same dict,
+so what is exported is exactly what was probed. Activation checkpointing is applied by the trainer
+(`trainer.engine.apply_deepspeed`) from the candidate's `activation_checkpointing` knob; the
+`activation_checkpointing` section here mirrors it for DeepSpeed's own checkpointing API.
+"""
+
+from __future__ import annotations
+
+from autotune.candidate import Candidate
+
+# Bucket sizes from DeepSpeed's SuperOffload example (shared/reference/deepspeed.md).
+_BUCKET_ELEMENTS = int(4e8)
+
+
+def _zero_section(candidate: Candidate) -> dict:
+    knobs = candidate.knobs
+    zero: dict = {"stage": knobs.zero_stage}
+    if knobs.zero_stage == 0:
+        return zero
+    zero.update(
+        {
+            "overlap_comm": knobs.optimizer_offload != "async" and candidate.hardware.cuda,
+            "contiguous_gradients": True,
+            "reduce_bucket_size": _BUCKET_ELEMENTS,
+        }
+    )
+    if knobs.zero_stage == 3:
+        zero.update({"sub_group_size": _BUCKET_ELEMENTS, "stage3_prefetch_bucket_size": _BUCKET_ELEMENTS // 8})
+    if knobs.optimizer_offload == "sync":
+        # ZeRO-Offload: CPU Adam, the step waits for the host.
+        zero["offload_optimizer"] = {"device": "cpu", "pin_memory": candidate.hardware.cuda}
+    elif knobs.optimizer_offload == "async":
+        # SuperOffload (ZeRO-3, CUDA only): the CPU step overlaps the next backward.
+        zero["offload_optimizer"] = {
+            "device": "cpu",
+            "pin_memory": True,
+            "ratio": 0.90,
+            "super_offload": True,
+            "cpuadam_cores_perc": 0.90,
+        }
+    return zero
+
+
+def _checkpointing_section(mode: str) -> dict:
+    return {
+        "partition_activations": False,
+        "cpu_checkpointing": mode in ("offload_sync", "offload_async"),
+        "contiguous_memory_optimization": False,
+        "synchronize_checkpoint_boundary": False,
+        "profile": False,
+    }
+
+
+def deepspeed_config(candidate: Candidate, learning_rate: float = 1e-4) -> dict:
+    """DeepSpeed JSON for one candidate (valid candidates only: see autotune.space.rules)."""
+    knobs, workload = candidate.knobs, candidate.workload
+    config: dict = {
+        "train_batch_size": workload.global_batch,
+        "train_micro_batch_size_per_gpu": knobs.micro_batch,
+        "gradient_accumulation_steps": candidate.grad_accum,
+        "gradient_clipping": 1.0,
+        "steps_per_print": 10**9,
+        "wall_clock_breakdown": False,
+        "optimizer": {
+            "type": "AdamW",
+            "params": {"lr": learning_rate, "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.0},
+        },
+        "zero_optimization": _zero_section(candidate),
+        "bf16": {"enabled": candidate.precision == "bf16"},
+    }
+    if knobs.activation_checkpointing != "none":
+        config["activation_checkpointing"] = _checkpointing_section(knobs.activation_checkpointing)
+    if knobs.sp_degree > 1:
+        config["sequence_parallel_size"] = knobs.sp_degree
+    return config
+
+
+def launch_command(candidate: Candidate, config_path: str) -> list[str]:
+    """A torchrun/deepspeed command that trains with this config (one node) or on a hostfile."""
+    probe = ["-m", "trainer.probe", "--candidate", "candidate.json", "--deepspeed-config", config_path]
+    if candidate.knobs.nodes == 1:
+        return ["torchrun", f"--nproc_per_node={candidate.gpus_per_node}", *probe]
+    return [
+        "deepspeed",
+        "--hostfile",
+        "hostfile",
+        f"--num_nodes={candidate.knobs.nodes}",
+        f"--num_gpus={candidate.gpus_per_node}",
+        "--module",
+        *probe,
+    ]

@@ -1,0 +1,42 @@
+"""Training samples: a seeded synthetic generator with the workload's shapes.
+
+One sample is a dict with fixed shapes so batches stack:
+  prompt_ids  LongTensor[P]          text before the video
+  frames      FloatTensor[F, 3, H, W] normalised pixels (H = W = model.vision.image_size)
+  answer_ids  LongTensor[A]          text after the video; P + A = workload.text_tokens
+The LLM sequence is [prompt | F x tokens_per_frame visual tokens | answer]; the loss is on text.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from autotune.models import ModelSpec
+from autotune.workload import Workload
+
+
+def prompt_length(text_tokens: int) -> int:
+    """Text before the video: a quarter of the text (at least one token when there are two or more)."""
+    return min(max(1, text_tokens // 4), text_tokens - 1) if text_tokens > 1 else 0
+
+
+class SyntheticVideoSamples(torch.utils.data.Dataset):
+    """Deterministic random samples: sample i is the same on every rank and every run."""
+
+    def __init__(self, model: ModelSpec, workload: Workload, length: int, seed: int = 0):
+        self.model, self.workload, self.length, self.seed = model, workload, length, seed
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, index: int) -> dict:
+        generator = torch.Generator().manual_seed(self.seed * 1_000_003 + index)
+        text, vocab = self.workload.text_tokens, self.model.llm.vocab
+        size = self.model.vision.image_size
+        prompt = prompt_length(text)
+        ids = torch.randint(0, vocab, (text,), generator=generator)
+        return {
+            "prompt_ids": ids[:prompt],
+            "frames": torch.randn(self.workload.frames, 3, size, size, generator=generator),
+            "answer_ids": ids[prompt:],
+        }
