@@ -1,4 +1,5 @@
-"""Training samples: a seeded synthetic generator with the workload's shapes.
+"""Training samples: a seeded synthetic generator with the workload's shapes, and `make_dataset`,
+which picks synthetic or a user's local video dataset (trainer/video_dataset.py) with the same shapes.
 
 One sample is a dict with fixed shapes so batches stack:
   prompt_ids  LongTensor[P]          text before the video
@@ -8,6 +9,8 @@ The LLM sequence is [prompt | F x tokens_per_frame visual tokens | answer]; the 
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import torch
 
@@ -40,3 +43,28 @@ class SyntheticVideoSamples(torch.utils.data.Dataset):
             "frames": torch.randn(self.workload.frames, 3, size, size, generator=generator),
             "answer_ids": ids[prompt:],
         }
+
+
+def make_dataset(
+    model: ModelSpec,
+    workload: Workload,
+    data: str | None,
+    length: int,
+    seed: int = 0,
+    video_root: str | None = None,
+    tokenizer=None,
+) -> torch.utils.data.Dataset:
+    """The probe's data source: synthetic when `data` is None, else a LLaVA-Video annotation file.
+
+    `video_root` defaults to the annotation file's folder; `tokenizer` (str -> ids) defaults to the
+    byte-level stand-in (trainer/text_ids.py). Both sources give the same shapes, so a probe's cost
+    differs only by the real data's text and decode work. See docs/data.md.
+    """
+    if data is None:
+        return SyntheticVideoSamples(model, workload, length, seed)
+    # Lazy: the video path needs PyAV (ffmpeg), which synthetic-only installs do not have.
+    from trainer.video_dataset import LocalVideoSamples
+
+    return LocalVideoSamples(
+        model, workload, Path(data), None if video_root is None else Path(video_root), length, seed, tokenizer
+    )

@@ -1,0 +1,60 @@
+"""How one candidate is evaluated: the backend interface and the result every backend returns."""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import asdict, dataclass, field
+
+from autotune.candidate import Candidate
+
+STATUSES = ("ok", "oom", "failed", "timeout", "invalid")
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """One evaluated candidate. Figures are for the whole fixed workload unless the name says per step.
+
+    `source` says where time came from (measured | simulated); `energy_source` where energy came from
+    (measured | estimated | simulated | unavailable). Unavailable energy is None, never 0.
+    """
+
+    status: str
+    source: str
+    energy_source: str
+    time_s: float | None = None
+    energy_kj: float | None = None
+    tflops: float | None = None  # model TFLOP/s per GPU
+    mfu: float | None = None
+    step_time_s: float | None = None
+    peak_mem_gib: float | None = None
+    energy_components_kj: dict = field(default_factory=dict)
+    mean_power_w: float | None = None  # per GPU module
+    error: str | None = None
+    details: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown probe status {self.status!r}")
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class Backend(abc.ABC):
+    """Evaluates candidates. Implementations: `simulate` (analytic) and `launch` (real probe runs)."""
+
+    name: str = ""
+    #: what time figures from this backend are: "simulated" or "measured"
+    source: str = ""
+
+    @abc.abstractmethod
+    def evaluate(self, candidate: Candidate) -> ProbeResult:
+        """Run (or model) the candidate; never raises for a candidate that fails: that is a result."""
+
+    def describe(self) -> str:
+        """One line for the user: what this backend does and why it was chosen."""
+        return self.name

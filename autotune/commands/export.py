@@ -1,0 +1,36 @@
+"""`autotune export RUN_DIR --pick knee`: a DeepSpeed JSON config and its launch command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("export", help="write the DeepSpeed config of a pick or trial")
+    parser.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    choice = parser.add_mutually_exclusive_group()
+    choice.add_argument("--pick", choices=("fastest", "min-energy", "knee"), help="a recommended point (default: knee)")
+    choice.add_argument("--trial", type=int, help="any feasible trial by number")
+    parser.add_argument("-o", "--output", type=Path, help="config file (default: RUN_DIR/configs/<pick>.json)")
+    parser.add_argument("--storage", help="the study's storage URL, when it is not RUN_DIR/study.db")
+    parser.set_defaults(func=_run)
+
+
+def _run(args) -> int:
+    from autotune.errors import UserError
+    from autotune.export import choose_trial, export_trial
+    from autotune.report import study_view
+    from autotune.study import load_finished_study
+
+    if not args.run_dir.is_dir():
+        raise UserError(f"{args.run_dir} is not a directory; pass the --out directory of an `autotune run`")
+    study = load_finished_study(args.run_dir, args.storage)
+    if "settings" not in study.user_attrs:
+        raise UserError(f"the study in {args.run_dir} has no trials yet; run `autotune run` first")
+    view = study_view(study)
+    trial, stem = choose_trial(view, args.pick, args.trial)
+    output = args.output or args.run_dir / "configs" / f"{stem}.json"
+    backend = study.user_attrs.get("backend", {}).get("name", "unknown")
+    for path in export_trial(view, trial, output, backend):
+        print(path)
+    return 0

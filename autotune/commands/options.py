@@ -1,0 +1,54 @@
+"""Options shared by `run` and `space`: what model, on what hardware, with what workload and space."""
+
+from __future__ import annotations
+
+import argparse
+
+from autotune.errors import ConfigError
+from autotune.hardware import load_hardware
+from autotune.models import load_model
+from autotune.space import load_space, parse_nodes
+from autotune.study.settings import StudySettings
+from autotune.workload import make_workload
+
+
+def add_study_options(parser: argparse.ArgumentParser) -> None:
+    what = parser.add_argument_group("what to tune")
+    what.add_argument("--model", default="32b", help="preset (tiny, 7b, 32b, 72b) or a model JSON file (default: 32b)")
+    what.add_argument("--nodes", default=None, help="nodes, or a range such as 2-8 (default: 4, or the space file's list)")
+    what.add_argument("--hardware", default="gh200", help="profile (gh200, h100-sxm, cpu) or a TOML file (default: gh200)")
+    what.add_argument("--gpus-per-node", type=int, default=0, help="GPUs used per node (default: the profile's node)")
+    what.add_argument("--space", default=None, help="search-space TOML (default: search_spaces/default.toml)")
+    work = parser.add_argument_group("workload (the fixed work every candidate is measured on)")
+    work.add_argument("--frames", type=int, help="video frames per sample")
+    work.add_argument("--text-tokens", type=int, help="text tokens per sample")
+    work.add_argument("--global-batch", type=int, help="samples per optimizer step (held fixed)")
+    work.add_argument("--samples", type=int, help="samples of the whole job: time and energy are to process these")
+    work.add_argument("--precision", choices=("bf16", "fp32"), help="default: bf16 on CUDA hardware, fp32 on cpu")
+
+
+def build_settings(args: argparse.Namespace) -> StudySettings:
+    model = load_model(args.model)
+    hardware = load_hardware(args.hardware)
+    if args.gpus_per_node < 0 or args.gpus_per_node > hardware.gpus_per_node:
+        raise ConfigError(
+            f"--gpus-per-node {args.gpus_per_node} is outside 1..{hardware.gpus_per_node} for hardware '{hardware.name}'"
+        )
+    nodes = parse_nodes(args.nodes)
+    if nodes is None and args.space is None:
+        nodes = (4,)
+    workload = make_workload(
+        model,
+        frames=args.frames,
+        text_tokens=args.text_tokens,
+        global_batch=args.global_batch,
+        samples=args.samples,
+        precision=args.precision,
+    )
+    return StudySettings(
+        model=model,
+        hardware=hardware,
+        workload=workload,
+        gpus_per_node=args.gpus_per_node or hardware.gpus_per_node,
+        space=load_space(args.space, nodes),
+    )

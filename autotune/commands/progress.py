@@ -1,0 +1,34 @@
+"""A progress bar over evaluated trials (rich), fed by the study loop's callback."""
+
+from __future__ import annotations
+
+import contextlib
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from autotune.study.loop import StudyProgress
+
+
+@contextlib.contextmanager
+def trial_progress(console, total: int):
+    with Progress(
+        TextColumn("[bold]trials"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=console,
+        transient=False,
+    ) as bar:
+        task = bar.add_task("", total=total)
+
+        def on_trial(number, params, result, note):
+            if result is None:
+                return  # a pruned proposal: nothing was evaluated
+            bar.advance(task)
+            if result.ok:
+                bar.update(task, description=f"#{number}: {result.time_s / 3600:.2f} h, {result.energy_kj:.0f} kJ ({result.source})")
+            else:
+                bar.update(task, description=f"#{number}: {result.status} {note[:60]}")
+
+        yield StudyProgress(on_trial=on_trial)

@@ -1,0 +1,63 @@
+"""Export one point of a study as a DeepSpeed JSON config, with its candidate file and launch command.
+
+The config is `autotune.ds_config.deepspeed_config(candidate)`, exactly what a probe of that candidate
+ran, plus an `autotune` section (ignored by DeepSpeed) that says where its figures came from.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+from autotune.ds_config import deepspeed_config, launch_command
+from autotune.errors import UserError
+from autotune.report.study_points import StudyView
+
+PICKS = {"fastest": "fastest", "min-energy": "min_energy", "knee": "knee"}
+
+
+def choose_trial(view: StudyView, pick: str | None, trial: int | None) -> tuple[int, str]:
+    """(trial number, file stem) for --pick or --trial."""
+    if trial is not None:
+        if view.point(trial) is None:
+            feasible = ", ".join(str(p.trial) for p in view.points) or "none"
+            raise UserError(f"trial {trial} is not a feasible evaluated trial of this study; choose one of: {feasible}")
+        return trial, f"trial-{trial}"
+    key = PICKS[pick or "knee"]
+    if key not in view.picks:
+        raise UserError("this study has no feasible configuration to export yet; run `autotune run` with more --trials")
+    return view.picks[key], pick or "knee"
+
+
+def export_trial(view: StudyView, trial: int, config_path: Path, backend: str) -> list[Path]:
+    """Write the config, the candidate file and the launch command; returns the paths written."""
+    point = view.point(trial)
+    candidate = view.settings.candidate(point.params)
+    config = deepspeed_config(candidate)
+    config["autotune"] = {
+        "trial": trial,
+        "backend": backend,
+        "time_source": point.source,
+        "energy_source": point.energy_source,
+        "time_to_solution_s": point.time_s,
+        "energy_to_solution_kj": point.energy_kj,
+        "tflops_per_gpu": point.tflops,
+        "note": f"figures are {point.source} (time) and {point.energy_source} (energy); DeepSpeed ignores this section",
+        "candidate": point.params,
+    }
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    config_path.write_text(json.dumps(config, indent=2) + "\n")
+    candidate_path = config_path.with_name(config_path.stem + ".candidate.json")
+    candidate_path.write_text(json.dumps(candidate.to_dict(), indent=2) + "\n")
+    command = launch_command(candidate, config_path.name)
+    command = [candidate_path.name if part == "candidate.json" else part for part in command]
+    launch_path = config_path.with_name(config_path.stem + ".launch.sh")
+    launch_path.write_text(
+        "#!/usr/bin/env bash\n"
+        f"# Trains the autotune model with {config_path.name} ({point.source} time, {point.energy_source} energy).\n"
+        "# Run from this directory; for several nodes, write a DeepSpeed hostfile named 'hostfile' first.\n"
+        'cd "$(dirname "$0")"\n' + shlex.join(command) + "\n"
+    )
+    launch_path.chmod(0o755)
+    return [config_path, candidate_path, launch_path]

@@ -1,0 +1,66 @@
+"""Measurement errors, and the one place where vendor and OS errors are translated into them.
+
+Availability probes never raise: they turn these errors into a `reason` string (see discover.py).
+Errors escape only from what the user asked for explicitly (reading a source that was available).
+"""
+
+from __future__ import annotations
+
+# Reasons a source is missing, as `autotune sensors` prints them. Free text may follow after ": ".
+NOT_PRESENT = "not present"
+PERMISSION_DENIED = "permission denied"
+NO_DRIVER = "no driver"
+UNREADABLE = "unreadable"
+UNSUPPORTED = "not supported"
+
+
+class MeasureError(Exception):
+    """Base class of every error raised by autotune.measure."""
+
+
+class SourceUnavailable(MeasureError):
+    """A source cannot be read; `reason` is one of the reason constants above (plus detail)."""
+
+    def __init__(self, reason: str, detail: str = ""):
+        self.reason = reason if not detail else f"{reason}: {detail}"
+        super().__init__(self.reason)
+
+
+class WindowError(MeasureError):
+    """A measurement window used out of order (end before begin, begin twice)."""
+
+
+def translate_os_error(exc: OSError, path) -> SourceUnavailable:
+    """A failed sysfs read -> SourceUnavailable with the reason a user can act on."""
+    if isinstance(exc, FileNotFoundError):
+        return SourceUnavailable(NOT_PRESENT, f"{path} does not exist")
+    if isinstance(exc, PermissionError):
+        return SourceUnavailable(PERMISSION_DENIED, f"{path} (run as root or relax its mode)")
+    if isinstance(exc, IsADirectoryError):
+        return SourceUnavailable(UNREADABLE, f"{path} is a directory, not a sensor file")
+    return SourceUnavailable(UNREADABLE, f"{path}: {exc.strerror or exc}")
+
+
+def translate_value_error(exc: ValueError, path) -> SourceUnavailable:
+    return SourceUnavailable(UNREADABLE, f"{path} does not hold a number ({exc})")
+
+
+def translate_nvml_error(exc: Exception) -> SourceUnavailable:
+    """pynvml.NVMLError (or a failed import of pynvml) -> SourceUnavailable."""
+    if isinstance(exc, ImportError):
+        return SourceUnavailable(NO_DRIVER, "nvidia-ml-py (pynvml) is not installed")
+    code = getattr(exc, "value", None)
+    try:
+        import pynvml
+    except ImportError:  # pragma: no cover - a test double raised without pynvml around
+        return SourceUnavailable(UNREADABLE, f"NVML: {exc}")
+    by_code = {
+        getattr(pynvml, "NVML_ERROR_LIBRARY_NOT_FOUND", -1): (NO_DRIVER, "libnvidia-ml.so not found"),
+        getattr(pynvml, "NVML_ERROR_DRIVER_NOT_LOADED", -1): (NO_DRIVER, "NVIDIA driver not loaded"),
+        getattr(pynvml, "NVML_ERROR_NO_PERMISSION", -1): (PERMISSION_DENIED, "NVML refused the query"),
+        getattr(pynvml, "NVML_ERROR_NOT_SUPPORTED", -1): (UNSUPPORTED, "this GPU does not report it"),
+        getattr(pynvml, "NVML_ERROR_FUNCTION_NOT_FOUND", -1): (UNSUPPORTED, "driver too old for this query"),
+        getattr(pynvml, "NVML_ERROR_GPU_IS_LOST", -1): (UNREADABLE, "GPU fell off the bus"),
+    }
+    reason, detail = by_code.get(code, (UNREADABLE, f"NVML error {code}: {exc}"))
+    return SourceUnavailable(reason, detail)

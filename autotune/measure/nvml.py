@@ -1,0 +1,178 @@
+"""NVIDIA GPUs through NVML (nvidia-ml-py, imported as `pynvml` only when first used).
+
+Totals come from the energy counter (`nvmlDeviceGetTotalEnergyConsumption`, millijoules since the
+driver loaded, refreshed every 20-100 ms); timelines from instant power (`NVML_FI_DEV_POWER_INSTANT`,
+milliwatts), falling back to the averaged reading. On Grace Hopper (GH200) the counter covers the
+whole module (CPU + GPU + memory): such a source has scope `module`, and no CPU figure is ever added
+on top of it.
+
+All of pynvml sits behind `NvmlApi`, a thin adapter: the logic here is tested on CPU with a double.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from autotune.measure import units
+from autotune.measure.base import PowerSource, ProbeResult, SourceStatus
+from autotune.measure.errors import NOT_PRESENT, SourceUnavailable, translate_nvml_error
+
+NVML_COUNTER_UPDATE_PERIOD_S = 0.1  # upper end of the 20-100 ms refresh NVIDIA documents
+
+
+def is_grace_hopper(device_name: str) -> bool:
+    """GH200 / GH100-Grace boards report module-scope energy."""
+    name = device_name.upper()
+    return "GH200" in name or "GRACE" in name
+
+
+class NvmlApi:
+    """The NVML calls this library makes, in its units. Every pynvml error leaves as SourceUnavailable."""
+
+    def __init__(self):
+        self._pynvml = None
+        self._handles: dict[int, object] = {}
+
+    def _lib(self):
+        if self._pynvml is None:
+            try:
+                import pynvml
+            except ImportError as exc:
+                raise translate_nvml_error(exc) from None
+            self._pynvml = pynvml
+        return self._pynvml
+
+    def _call(self, name: str, *args):
+        lib = self._lib()
+        try:
+            return getattr(lib, name)(*args)
+        except Exception as exc:  # pynvml.NVMLError and the like: translated in one place
+            raise translate_nvml_error(exc) from None
+
+    def _handle(self, index: int):
+        if index not in self._handles:
+            self._handles[index] = self._call("nvmlDeviceGetHandleByIndex", index)
+        return self._handles[index]
+
+    def init(self) -> None:
+        self._call("nvmlInit")
+
+    def shutdown(self) -> None:
+        self._call("nvmlShutdown")
+
+    def device_count(self) -> int:
+        return int(self._call("nvmlDeviceGetCount"))
+
+    def device_name(self, index: int) -> str:
+        name = self._call("nvmlDeviceGetName", self._handle(index))
+        return name.decode() if isinstance(name, bytes) else str(name)
+
+    def total_energy_mj(self, index: int) -> int:
+        return int(self._call("nvmlDeviceGetTotalEnergyConsumption", self._handle(index)))
+
+    def power_mw(self, index: int, *, instant: bool, module: bool = False) -> int:
+        """Instant or averaged power; `module` asks for the whole-module scope (Grace Hopper)."""
+        pynvml = self._lib()
+        if not instant and not module:
+            return int(self._call("nvmlDeviceGetPowerUsage", self._handle(index)))
+        field = pynvml.NVML_FI_DEV_POWER_INSTANT if instant else pynvml.NVML_FI_DEV_POWER_AVERAGE
+        scope = pynvml.NVML_POWER_SCOPE_MODULE if module else pynvml.NVML_POWER_SCOPE_GPU
+        (value,) = self._call("nvmlDeviceGetFieldValues", self._handle(index), [(field, scope)])
+        if value.nvmlReturn != 0:
+            raise translate_nvml_error(pynvml.NVMLError(value.nvmlReturn))
+        return int(value.value.uiVal)
+
+    def temperature_c(self, index: int) -> float:
+        return float(self._call("nvmlDeviceGetTemperature", self._handle(index), 0))  # 0 = NVML_TEMPERATURE_GPU
+
+
+class NvmlGpuSource(PowerSource):
+    kind = "nvml"
+
+    def __init__(self, api: NvmlApi, index: int):
+        self.api, self.device_name = api, api.device_name(index)
+        self.module_scope = is_grace_hopper(self.device_name)
+        scope = "module" if self.module_scope else "gpu"
+        super().__init__(label=f"GPU {index} ({self.device_name})", scope=scope, component=scope,
+                         index=index, unit="mJ, mW", update_period_s=NVML_COUNTER_UPDATE_PERIOD_S)
+        self.has_counter = _supported(lambda: api.total_energy_mj(index))
+        self.power_mode = next((mode for mode in ("instant", "average")
+                                if _supported(lambda m=mode: self._power_mw(m))), None)
+        if not self.has_counter and self.power_mode is None:
+            raise SourceUnavailable(NOT_PRESENT, f"GPU {index} reports neither energy nor power")
+
+    def _power_mw(self, mode: str) -> int:
+        return self.api.power_mw(self.index, instant=mode == "instant", module=self.module_scope)
+
+    def read_power_w(self) -> float | None:
+        return None if self.power_mode is None else units.mw_to_w(self._power_mw(self.power_mode))
+
+    def read_average_power_w(self) -> float | None:
+        """The driver's own averaged power (1 s window on Ampere and newer), for comparison."""
+        try:
+            return units.mw_to_w(self._power_mw("average"))
+        except SourceUnavailable:
+            return None
+
+    def read_energy_j(self) -> float | None:
+        return units.mj_to_j(self.api.total_energy_mj(self.index)) if self.has_counter else None
+
+    def read_temperature_c(self) -> float | None:
+        try:
+            return self.api.temperature_c(self.index)
+        except SourceUnavailable:
+            return None
+
+    def close(self) -> None:
+        _supported(self.api.shutdown)
+
+    def describe(self) -> dict:
+        return {**super().describe(), "device_name": self.device_name, "counter": self.has_counter,
+                "power": self.power_mode}
+
+
+def _supported(read) -> bool:
+    try:
+        read()
+        return True
+    except SourceUnavailable:
+        return False
+
+
+def probe(api: NvmlApi | None = None) -> ProbeResult:
+    """One source per visible GPU (each holds one NVML init, released by its close())."""
+    api = api or NvmlApi()
+    try:
+        api.init()
+    except SourceUnavailable as exc:
+        return ProbeResult([], [SourceStatus("nvml", "NVIDIA GPUs", "gpu", "mJ, mW", False, exc.reason)])
+    sources, missing = [], []
+    try:
+        count = api.device_count()
+        for index in range(count):
+            try:
+                api.init()  # NVML counts inits: each source's close() gives one back
+                sources.append(NvmlGpuSource(api, index))
+            except SourceUnavailable as exc:
+                _supported(api.shutdown)
+                missing.append(SourceStatus("nvml", f"GPU {index}", "gpu", "mJ, mW", False, exc.reason))
+        if count == 0:
+            missing.append(SourceStatus("nvml", "NVIDIA GPUs", "gpu", "mJ, mW", False,
+                                        f"{NOT_PRESENT}: the driver sees no GPU"))
+    except SourceUnavailable as exc:
+        missing.append(SourceStatus("nvml", "NVIDIA GPUs", "gpu", "mJ, mW", False, exc.reason))
+    finally:
+        _supported(api.shutdown)
+    return ProbeResult(sources, missing)
+
+
+@lru_cache(maxsize=1)
+def is_available() -> bool:
+    """Cached: whether NVML sees at least one GPU with energy or power. Never raises."""
+    try:
+        result = probe()
+    except Exception:  # an availability probe must not fail for what the user did not ask for
+        return False
+    for source in result.sources:
+        source.close()
+    return bool(result.sources)

@@ -1,0 +1,73 @@
+"""The sysfs root and small readers for sensor files.
+
+The root is passed in (never patched): `sysfs_root()` reads AUTOTUNE_SYSFS_ROOT (default /sys) so a
+container with a remapped sysfs, and the tests with trees they write, point the library elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from autotune.measure.errors import translate_os_error, translate_value_error
+
+SYSFS_ROOT_ENV = "AUTOTUNE_SYSFS_ROOT"
+DEFAULT_SYSFS_ROOT = "/sys"
+
+
+def sysfs_root(root: str | os.PathLike | None = None) -> Path:
+    """The root to read sensors under: an explicit argument, else $AUTOTUNE_SYSFS_ROOT, else /sys."""
+    if root is not None:
+        return Path(root)
+    return Path(os.environ.get(SYSFS_ROOT_ENV) or DEFAULT_SYSFS_ROOT)
+
+
+def read_text(path: Path) -> str:
+    """The stripped content of a sensor file; raises SourceUnavailable with the reason."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read().decode("utf-8", "replace").strip()
+    except OSError as exc:
+        raise translate_os_error(exc, path) from None
+
+
+def read_int(path: Path) -> int:
+    text = read_text(path)
+    try:
+        return int(text)
+    except ValueError as exc:
+        raise translate_value_error(exc, path) from None
+
+
+class SensorFile:
+    """A sensor file kept open and re-read with pread: the sampler polls it every few milliseconds,
+    and open/close per read would cost more than the read itself."""
+
+    _READ_BYTES = 64
+
+    def __init__(self, path: Path):
+        self.path = path
+        try:
+            self._fd = os.open(path, os.O_RDONLY)
+            self.read_int()  # fail now (directory, garbage), not in the sampler thread
+        except OSError as exc:
+            self.close()
+            raise translate_os_error(exc, path) from None
+
+    def read_int(self) -> int:
+        try:
+            raw = os.pread(self._fd, self._READ_BYTES, 0)
+        except OSError as exc:
+            raise translate_os_error(exc, self.path) from None
+        try:
+            return int(raw)
+        except ValueError as exc:
+            raise translate_value_error(exc, self.path) from None
+
+    def close(self) -> None:
+        fd, self._fd = getattr(self, "_fd", None), None
+        if fd is not None:
+            os.close(fd)
+
+    def __del__(self):
+        self.close()

@@ -1,0 +1,67 @@
+"""Read a finished (or running) study into what the report needs: every trial, the feasible points."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import optuna
+from optuna.trial import TrialState
+
+from autotune.flops import flops_per_sample
+from autotune.report.front import Point, pareto_front, recommendations
+from autotune.study.settings import StudySettings
+
+
+@dataclass(frozen=True)
+class StudyView:
+    settings: StudySettings
+    trials: list[dict]  # one row per distinct trial: number, params, status, figures, reason
+    points: list[Point]  # feasible, evaluated
+    front: list[Point]
+    picks: dict[str, int]
+    baseline_trial: int | None
+
+    def point(self, trial: int) -> Point | None:
+        return next((p for p in self.points if p.trial == trial), None)
+
+
+def _status(t: optuna.trial.FrozenTrial) -> str:
+    result = t.user_attrs.get("result") or {}
+    if t.state == TrialState.PRUNED and "reason" in t.user_attrs:
+        return "invalid"
+    return result.get("status") or ("ok" if t.state == TrialState.COMPLETE else t.state.name.lower())
+
+
+def study_view(study: optuna.Study) -> StudyView:
+    settings = StudySettings.from_dict(study.user_attrs["settings"])
+    rows, points, baseline_trial = [], [], None
+    for t in study.get_trials(deepcopy=False):
+        if "duplicate_of" in t.user_attrs or t.state == TrialState.RUNNING or "candidate" not in t.user_attrs:
+            continue
+        result = t.user_attrs.get("result") or {}
+        params = t.user_attrs["candidate"]["knobs"]
+        if t.user_attrs.get("baseline"):
+            baseline_trial = t.number
+        row = {"trial": t.number, "params": params, "status": _status(t), "reason": t.user_attrs.get("reason") or result.get("error")}
+        row.update({k: result.get(k) for k in ("time_s", "energy_kj", "tflops", "peak_mem_gib", "source", "energy_source")})
+        rows.append(row)
+        feasible = t.state == TrialState.COMPLETE and all(v <= 0 for v in t.constraints.values())
+        if feasible and result.get("time_s") is not None and result.get("energy_kj") is not None:
+            candidate = settings.candidate(params)
+            total_tflop = flops_per_sample(settings.model, settings.workload).model_train * settings.workload.samples / 1e12
+            points.append(
+                Point(
+                    trial=t.number,
+                    params=params,
+                    time_s=result["time_s"],
+                    energy_kj=result["energy_kj"],
+                    tflops=result.get("tflops"),
+                    tflop_per_kj=total_tflop / result["energy_kj"] if result["energy_kj"] else None,
+                    peak_mem_gib=result.get("peak_mem_gib"),
+                    source=result.get("source", ""),
+                    energy_source=result.get("energy_source", ""),
+                    extra={"gpus": candidate.gpus, "energy_components_kj": result.get("energy_components_kj", {})},
+                )
+            )
+    front = pareto_front(points)
+    return StudyView(settings, rows, points, front, recommendations(front), baseline_trial)

@@ -1,0 +1,235 @@
+"""The analytic simulator: step time, memory and energy of a candidate from first principles.
+
+First version, to be calibrated against measurements (shared/reference/gh200-study.md gives the
+direction and rough size). Every constant below is an assumption and is named as one.
+
+Time of one optimizer step on one GPU = micro-steps x (compute + exposed communication +
+exposed activation offload) + exposed optimizer step:
+- compute: hardware FLOPs (recomputation included) at an achievable fraction of peak that falls
+  for small per-GPU micro-steps;
+- ZeRO collectives by stage (all-reduce at the boundary for 0/1, reduce-scatter per micro-step
+  for 2/3, parameter all-gathers per micro-step for 3), partly hidden behind compute on CUDA;
+- Ulysses all-to-all of q, k, v and the attention output per LLM layer, on the critical path;
+- optimizer: Adam on the GPU (memory bound), or ZeRO-Offload (gradients to host, CPU Adam,
+  parameters back, serialised) or SuperOffload (the same work overlapped with the backward);
+- activation offload: block inputs to host in forward and back in backward, blocking (sync) or
+  overlapped with compute (async).
+Power per phase = idle + activity x (max - idle) for GPU and CPU, plus memory and interconnect,
+throttled under the module power cap (clock scaling: dynamic power ~ f^3, time ~ 1/f).
+Energy = sum over phases of power x duration, for every GPU and its host share.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from autotune.candidate import Candidate
+from autotune.flops import flops_per_sample
+from autotune.memory import estimate_memory
+
+# Assumptions (calibration targets):
+MAX_COMPUTE_EFFICIENCY = 0.55  # achievable fraction of dense peak for large GEMMs + flash attention
+HALF_EFFICIENCY_TOKENS = 2048  # tokens per GPU micro-step at which efficiency halves
+LINK_EFFICIENCY = 0.70  # achieved fraction of a link's nominal bandwidth
+CUDA_COMM_OVERLAP = 0.70  # fraction of ZeRO collectives hidden behind compute (overlap_comm, prefetch)
+ASYNC_OFFLOAD_WINDOW = 0.90  # fraction of the overlap window an async transfer can use
+GPU_ADAM_BYTES_PER_PARAM = 36  # fp32 master, moments, grads read and written by a fused Adam
+# GPU activity (0 = idle power, 1 = max power) in each phase:
+ACTIVITY = {"compute": 0.80, "communication": 0.30, "offload_wait": 0.15, "gpu_optimizer": 0.50}
+CPU_BACKGROUND_ACTIVITY = 0.15  # data loading, kernel launches
+# Power rises faster than achieved throughput near full load (clocks and voltage boost with
+# occupancy): compute activity scales with utilisation**UTILISATION_POWER_EXPONENT. Above the
+# utilisation where (idle + dynamic * u**x) / u is least, going faster costs energy per FLOP: the
+# source of the time-energy trade-off between micro-batch sizes (cf. Zeus, NSDI'23). Calibrate.
+UTILISATION_POWER_EXPONENT = 1.5
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    time_s: float  # per optimizer step
+    gpu_activity: float
+    cpu_activity: float
+    link_activity: float
+
+
+@dataclass(frozen=True)
+class SimulatedStep:
+    step_time_s: float
+    time_s: float
+    energy_kj: float
+    energy_components_kj: dict
+    tflops: float  # model TFLOP/s per GPU
+    mfu: float
+    mean_power_w: float  # per GPU module (GPU + host share + memory/interconnect)
+    peak_mem_gib: float
+    phases: tuple[Phase, ...] = field(default=())
+
+
+def _bandwidth_bps(candidate: Candidate, group_size: int) -> float:
+    """Collective bandwidth per GPU: intra-node when the group fits one node, else the network."""
+    hw = candidate.hardware
+    link = hw.intra_node if group_size <= candidate.gpus_per_node else hw.inter_node
+    return link.bandwidth_gbs * 1e9 * LINK_EFFICIENCY
+
+
+def _compute_utilisation(candidate: Candidate) -> float:
+    """Achieved fraction of the achievable peak: small per-GPU micro-steps keep the GPU less busy."""
+    knobs = candidate.knobs
+    tokens = knobs.micro_batch * candidate.workload.tokens_per_sample(candidate.model) / knobs.sp_degree
+    return tokens / (tokens + HALF_EFFICIENCY_TOKENS)
+
+
+def _compute_time_s(candidate: Candidate) -> float:
+    """Hardware FLOPs of one micro-step on one GPU at the achievable rate."""
+    knobs = candidate.knobs
+    flops = flops_per_sample(candidate.model, candidate.workload)
+    recompute = knobs.activation_checkpointing != "none"
+    per_gpu = knobs.micro_batch * flops.hardware_train(recompute) / knobs.sp_degree
+    efficiency = MAX_COMPUTE_EFFICIENCY * _compute_utilisation(candidate)
+    peak = candidate.hardware.peak_tflops(candidate.precision) * 1e12
+    return per_gpu / (peak * efficiency)
+
+
+def _ulysses_time_s(candidate: Candidate) -> float:
+    """All-to-all of q, k, v and the output per LLM layer, forward, backward and recompute."""
+    sp = candidate.knobs.sp_degree
+    if sp == 1:
+        return 0.0
+    llm = candidate.model.llm
+    s_local = candidate.workload.tokens_per_sample(candidate.model) / sp
+    elem_b = 2 if candidate.precision == "bf16" else 4
+    per_layer = (2 * llm.hidden + 2 * llm.kv_heads * llm.head_dim) * s_local * candidate.knobs.micro_batch * elem_b
+    passes = 3 if candidate.knobs.activation_checkpointing != "none" else 2
+    volume = llm.layers * per_layer * passes * (sp - 1) / sp
+    return volume / _bandwidth_bps(candidate, sp)
+
+
+def _zero_comm_s(candidate: Candidate) -> tuple[float, float]:
+    """(per micro-step, per optimizer boundary) seconds of ZeRO collectives, before overlap."""
+    g = candidate.gpus
+    if g == 1:
+        return 0.0, 0.0
+    p = candidate.model.params()
+    elem_b = 2 if candidate.precision == "bf16" else 4
+    ring = (g - 1) / g
+    bw = _bandwidth_bps(candidate, g)
+    stage = candidate.knobs.zero_stage
+    grads = p * elem_b * ring / bw
+    params = p * elem_b * ring / bw
+    if stage in (0, 1):
+        boundary = 2 * grads + (params if stage == 1 else 0.0)  # all-reduce (+ all-gather of updated params)
+        return 0.0, boundary
+    if stage == 2:
+        return grads, params  # reduce-scatter each micro-step, all-gather after the step
+    gathers = 3 if candidate.knobs.activation_checkpointing != "none" else 2
+    return gathers * params + grads, 0.0
+
+
+def _optimizer_s(candidate: Candidate) -> tuple[float, float]:
+    """(GPU optimizer seconds, offloaded optimizer seconds) for one step, before overlap."""
+    hw = candidate.hardware
+    p = candidate.model.params()
+    local = p if candidate.knobs.zero_stage == 0 else p / candidate.gpus
+    if candidate.knobs.optimizer_offload == "none":
+        return local * GPU_ADAM_BYTES_PER_PARAM / (hw.gpu.memory_bandwidth_gbs * 1e9), 0.0
+    elem_b = 2 if candidate.precision == "bf16" else 4
+    link = hw.host_link.bandwidth_gbs * 1e9 * LINK_EFFICIENCY
+    transfer = 2 * local * elem_b / link  # gradients down, parameters up
+    return 0.0, transfer + local / hw.cpu.adam_params_per_s
+
+
+def _activation_offload_s(candidate: Candidate) -> float:
+    """Block inputs to the host in the forward and back in the backward, per micro-step."""
+    if not candidate.knobs.activation_checkpointing.startswith("offload"):
+        return 0.0
+    model, knobs = candidate.model, candidate.knobs
+    elem_b = 2 if candidate.precision == "bf16" else 4
+    s_local = candidate.workload.tokens_per_sample(model) / knobs.sp_degree
+    v = model.vision
+    frames_local = candidate.workload.frames / knobs.sp_degree
+    kept = model.llm.layers * s_local * model.llm.hidden + v.layers * frames_local * v.patches_per_frame * v.hidden
+    link = candidate.hardware.host_link.bandwidth_gbs * 1e9 * LINK_EFFICIENCY
+    return 2 * kept * knobs.micro_batch * elem_b / link
+
+
+def step_phases(candidate: Candidate) -> tuple[Phase, ...]:
+    """The phases of one optimizer step on one GPU, with their durations and activities."""
+    accum = candidate.grad_accum
+    compute = _compute_time_s(candidate)
+    overlap = CUDA_COMM_OVERLAP if candidate.hardware.cuda else 0.0
+    per_micro, boundary = _zero_comm_s(candidate)
+    exposed_comm = accum * (per_micro * (1 - overlap) + _ulysses_time_s(candidate)) + boundary * (1 - overlap)
+
+    # Overlapped work is hidden in time but not in power: it runs during the compute phase and
+    # raises the CPU's and the links' draw there (and may push the module into its power cap).
+    compute_s = accum * compute
+    offload = _activation_offload_s(candidate)
+    hidden_offload = 0.0
+    if candidate.knobs.activation_checkpointing == "offload_async":
+        exposed_offload = max(0.0, offload - ASYNC_OFFLOAD_WINDOW * compute)
+        hidden_offload = accum * (offload - exposed_offload)
+    else:
+        exposed_offload = offload
+    gpu_opt, host_opt = _optimizer_s(candidate)
+    hidden_host_opt = 0.0
+    if candidate.knobs.optimizer_offload == "async":
+        backward_window = compute * 2 / 3  # the last micro-step's backward
+        exposed = max(0.1 * host_opt, host_opt - ASYNC_OFFLOAD_WINDOW * backward_window)
+        hidden_host_opt, host_opt = host_opt - exposed, exposed
+    hidden_comm = accum * per_micro * overlap + boundary * overlap
+    compute_activity = ACTIVITY["compute"] * _compute_utilisation(candidate) ** UTILISATION_POWER_EXPONENT
+    compute_cpu = min(1.0, CPU_BACKGROUND_ACTIVITY + hidden_host_opt / compute_s)
+    compute_link = min(1.0, 0.2 + (hidden_offload + hidden_comm) / compute_s)
+    return (
+        Phase("compute", compute_s, compute_activity, compute_cpu, compute_link),
+        Phase("communication", exposed_comm, ACTIVITY["communication"], CPU_BACKGROUND_ACTIVITY, 1.0),
+        Phase("activation_offload", accum * exposed_offload, ACTIVITY["offload_wait"], CPU_BACKGROUND_ACTIVITY, 1.0),
+        Phase("gpu_optimizer", gpu_opt, ACTIVITY["gpu_optimizer"], CPU_BACKGROUND_ACTIVITY, 0.5),
+        Phase("host_optimizer", host_opt, ACTIVITY["offload_wait"], 1.0, 0.5),
+    )
+
+
+def _phase_power_w(candidate: Candidate, phase: Phase) -> tuple[float, float, float, float]:
+    """(GPU, CPU, memory+interconnect power in W, time stretch) for one GPU under the module cap."""
+    hw = candidate.hardware
+    gpu = hw.gpu.idle_power_w + phase.gpu_activity * (hw.gpu.max_power_w - hw.gpu.idle_power_w)
+    cpu = hw.cpu.idle_power_w + phase.cpu_activity * (hw.cpu.max_power_w - hw.cpu.idle_power_w)
+    mem = hw.power.memory_interconnect_w * (0.5 + 0.5 * phase.link_activity)
+    stretch = 1.0
+    allowed_gpu = hw.power.module_cap_w - cpu - mem
+    if gpu > allowed_gpu > hw.gpu.idle_power_w:
+        # Clocks drop until the module fits its cap: dynamic power ~ f^3, so time grows by the cube root.
+        stretch = ((gpu - hw.gpu.idle_power_w) / (allowed_gpu - hw.gpu.idle_power_w)) ** (1 / 3)
+        gpu = allowed_gpu
+    return gpu, cpu, mem, stretch
+
+
+def simulate(candidate: Candidate) -> SimulatedStep:
+    """Time, energy and throughput of the candidate on the study's fixed work."""
+    phases = []
+    gpu_j = cpu_j = mem_j = 0.0
+    for phase in step_phases(candidate):
+        gpu_w, cpu_w, mem_w, stretch = _phase_power_w(candidate, phase)
+        time_s = phase.time_s * stretch
+        phases.append(Phase(phase.name, time_s, phase.gpu_activity, phase.cpu_activity, phase.link_activity))
+        gpu_j += gpu_w * time_s
+        cpu_j += cpu_w * time_s
+        mem_j += mem_w * time_s
+    step_time_s = sum(p.time_s for p in phases)
+    steps = candidate.workload.samples / candidate.workload.global_batch
+    scale_kj = steps * candidate.gpus / 1000.0
+    energy = {"gpu": gpu_j * scale_kj, "cpu": cpu_j * scale_kj, "memory_interconnect": mem_j * scale_kj}
+    model_flops = flops_per_sample(candidate.model, candidate.workload).model_train
+    tflops = model_flops * candidate.workload.global_batch / (step_time_s * candidate.gpus) / 1e12
+    return SimulatedStep(
+        step_time_s=step_time_s,
+        time_s=steps * step_time_s,
+        energy_kj=sum(energy.values()),
+        energy_components_kj=energy,
+        tflops=tflops,
+        mfu=tflops / candidate.hardware.peak_tflops(candidate.precision),
+        mean_power_w=(gpu_j + cpu_j + mem_j) / step_time_s,
+        peak_mem_gib=estimate_memory(candidate).peak_mem_gib,
+        phases=tuple(phases),
+    )

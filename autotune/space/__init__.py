@@ -1,0 +1,19 @@
+"""The search space: which knob values a study may try, the rules a candidate must meet, and the
+memory estimate that prunes what would not fit.
+"""
+
+from autotune.space.files import SearchSpace, load_space, parse_nodes
+from autotune.space.enumerate import CandidateCheck, check_candidate, enumerate_space
+from autotune.space.rules import rule_violation
+from autotune.space.baseline import baseline
+
+__all__ = [
+    "baseline",
+    "CandidateCheck",
+    "SearchSpace",
+    "check_candidate",
+    "enumerate_space",
+    "load_space",
+    "parse_nodes",
+    "rule_violation",
+]

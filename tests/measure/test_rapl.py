@@ -1,0 +1,58 @@
+"""RAPL: package and DRAM counters, wrap-around, nested domains, unreadable counters."""
+
+from __future__ import annotations
+
+import pytest
+from measure_fakes import RaplTree
+
+from autotune.measure import EnergyWindow, WrapCounter, node_block, rapl
+
+
+def test_wrap_counter_adds_the_range_on_each_decrease():
+    counter = WrapCounter(max_value=1000)
+    assert [counter.update(v) for v in (900, 990, 40, 500, 10)] == [900, 990, 1040, 1500, 2010]
+
+
+def test_package_counter_that_wraps_during_the_window(tmp_path, clock):
+    tree = RaplTree(tmp_path, max_energy_range_uj=262_143_328_850, start_uj=262_000_000_000)
+    found = rapl.probe(tmp_path)
+    assert {s.label for s in found.sources} == {"package-0", "dram (package-0)"}  # core, psys nested
+    tree.set_energy_uj(tree.dram, 0)
+    window = EnergyWindow(found.sources, clock=clock, background=False)
+    window.begin()
+    for second in (1, 2, 3):  # 100 W on the package: 262.2e9 uJ passes the wrap point
+        clock.advance(1.0)
+        tree.set_energy_uj(tree.package, 262_000_000_000 + second * 100_000_000)
+        tree.set_energy_uj(tree.dram, second * 10_000_000)
+        if second < 3:
+            window.sampler.tick()
+    assert (tree.package / "energy_uj").read_text().strip() == "156671150"  # wrapped: below the start
+    result = window.end()
+    package = next(e for e in result.entries if e.scope == "package")
+    assert package.energy_j == pytest.approx(300.0)
+    assert package.method == "counter" and package.integrated_j is None
+    dram = next(e for e in result.entries if e.scope == "dram")
+    assert dram.energy_j == pytest.approx(30.0)
+    block = node_block(result)
+    assert block["energy_j"] == pytest.approx(330.0)
+    assert block["components"]["cpu_j"] == pytest.approx(300.0)
+    assert block["components"]["memory_interconnect_j"] == pytest.approx(30.0)
+    assert block["components"]["not_measured"] == ["gpu"]
+    # counter-only sources still draw a timeline (power from counter differences)
+    assert [p["power_w"] for p in block["timeline"]][1:] == pytest.approx([110.0, 110.0, 110.0])
+
+
+def test_unreadable_energy_file_is_permission_or_unreadable(rapl_tree):
+    energy = rapl_tree.package / "energy_uj"
+    energy.unlink()
+    energy.mkdir()
+    found = rapl.probe(rapl_tree.package.parent.parent.parent)
+    assert [s.label for s in found.sources] == ["dram (package-0)"]
+    (missing,) = found.missing
+    assert missing.label == "package-0" and missing.reason.startswith("unreadable")
+
+
+def test_no_powercap_means_no_driver(tmp_path):
+    (missing,) = rapl.probe(tmp_path).missing
+    assert missing.reason.startswith("no driver")
+    assert rapl.is_available(str(tmp_path)) is False

@@ -1,0 +1,138 @@
+"""The command line as a user runs it: real subprocesses, exit codes, files written."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def autotune(*args, timeout=120, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "autotune.cli", *map(str, args)], capture_output=True, text=True, timeout=timeout, cwd=cwd
+    )
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "32b-4n"
+    result = autotune("run", "--model", "32b", "--nodes", "4", "--trials", "30", "--out", out)
+    assert result.returncode == 0, result.stderr
+    return out, result
+
+
+def test_help_and_simulate_never_import_torch():
+    code = (
+        "import sys; from autotune.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "main(['space', '--model', '7b', '--nodes', '1', '--simulate', '--json'])\n"
+        "bad = [m for m in ('torch', 'deepspeed') if m in sys.modules]\n"
+        "sys.stderr.write('IMPORTED:' + ','.join(bad))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "IMPORTED:" in result.stderr and result.stderr.rsplit("IMPORTED:", 1)[1] == ""
+
+
+def test_run_writes_run_directory(finished_run):
+    out, result = finished_run
+    pareto = json.loads((out / "pareto.json").read_text())
+    for key in ("model", "nodes", "gpus", "hardware", "backend", "source", "trials", "front", "recommendations"):
+        assert key in pareto
+    assert pareto["source"] == "simulated" and pareto["backend"] == "simulate"
+    assert (pareto["model"], pareto["nodes"], pareto["gpus"], pareto["hardware"]) == ("32b", 4, 16, "gh200")
+    assert set(pareto["recommendations"]) == {"fastest", "min_energy", "knee"}
+    assert len(pareto["feasible"]) >= 3
+    front_trials = {p["trial"] for p in pareto["front"]}
+    assert set(pareto["recommendations"].values()) <= front_trials
+    for point in pareto["front"]:
+        assert {"trial", "params", "time_s", "energy_kj", "tflops", "tflop_per_kj", "peak_mem_gib"} <= set(point)
+    for pick in ("fastest", "min-energy", "knee"):
+        assert (out / "configs" / f"{pick}.json").is_file()
+    assert (out / "study.db").is_file()
+    assert "simulate" in result.stderr and "Pareto front" in result.stdout
+
+
+def test_report_prints_the_table_again(finished_run):
+    out, _ = finished_run
+    result = autotune("report", out)
+    assert result.returncode == 0, result.stderr
+    assert "Pareto front" in result.stdout and "simulated" in result.stdout
+
+
+def test_exported_config_is_accepted_by_deepspeed(finished_run, tmp_path):
+    out, _ = finished_run
+    target = tmp_path / "knee.json"
+    result = autotune("export", out, "--pick", "knee", "-o", target)
+    assert result.returncode == 0, result.stderr
+    config = json.loads(target.read_text())
+    assert config["autotune"]["time_source"] == "simulated" and config["autotune"]["energy_source"] == "simulated"
+    launch = target.with_name("knee.launch.sh").read_text()
+    assert "trainer.probe" in launch and "knee.json" in launch
+    gpus = 16
+    check = (
+        "import json, sys; from unittest import mock; import deepspeed.runtime.config as c\n"
+        f"cfg = json.load(open({str(target)!r}))\n"
+        f"with mock.patch.object(c.dist, 'get_rank', return_value=0), mock.patch.object(c.dist, 'get_world_size', return_value={gpus}):\n"
+        "    d = c.DeepSpeedConfig(cfg)\n"
+        "print(d.train_batch_size, d.zero_optimization_stage)\n"
+    )
+    parsed = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=120)
+    assert parsed.returncode == 0, parsed.stderr
+    assert parsed.stdout.split()[-2:] == [str(config["train_batch_size"]), str(config["zero_optimization"]["stage"])]
+
+
+def test_export_by_trial_number(finished_run, tmp_path):
+    out, _ = finished_run
+    trial = json.loads((out / "pareto.json").read_text())["feasible"][0]["trial"]
+    result = autotune("export", out, "--trial", trial, "-o", tmp_path / "t.json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads((tmp_path / "t.json").read_text())["autotune"]["trial"] == trial
+
+
+def test_space_json_lists_every_candidate():
+    result = autotune("space", "--model", "tiny", "--nodes", "1", "--hardware", "cpu", "--json", "--simulate")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)
+    assert len(rows) == 4 * 3 * 4 * 4 * 4
+    for row in rows:
+        assert {"params", "valid", "reason", "peak_mem_gib"} <= set(row)
+        assert (row["reason"] is None) == row["valid"]
+        if row["valid"]:
+            assert row["time_s"] > 0 and row["energy_kj"] > 0 and row["tflops"] > 0
+    assert any("CUDA" in (r["reason"] or "") for r in rows)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["run", "--model", "13b"], "unknown model '13b'"),
+        (["run", "--hardware", "tpu"], "unknown hardware 'tpu'"),
+        (["run", "--nodes", "0"], "--nodes '0' must be at least 1"),
+        (["space", "--space", "missing.toml"], "does not exist"),
+        (["report", "."], "is not a run directory"),
+        (["export", "nowhere"], "is not a directory"),
+        (["run", "--storage", "postgresql://nobody@127.0.0.1:1/none", "--trials", "1"], "cannot open study storage"),
+        (["run", "--model", "72b", "--nodes", "1", "--space", "{space}"], "nothing in the space fits"),
+    ],
+)
+def test_bad_input_one_line_exit_2(tmp_path, args, message):
+    space = tmp_path / "space.toml"
+    space.write_text(
+        'zero_stage = [0]\noptimizer_offload = ["none"]\nactivation_checkpointing = ["none"]\n'
+        "sp_degree = [1]\nmicro_batch = [8]\n"
+    )
+    args = [a.replace("{space}", str(space)) for a in args]
+    result = autotune(*args, cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = [l for l in result.stderr.strip().splitlines() if l.strip()]
+    assert len(lines) == 1 and message in lines[0], result.stderr
+
+
+def test_malformed_space_file_leaves_existing_study_intact(finished_run, tmp_path):
+    out, _ = finished_run
+    before = (out / "pareto.json").read_text()
+    bad = tmp_path / "bad.toml"
+    bad.write_text("zero_stage = ")
+    result = autotune("run", "--model", "32b", "--nodes", "4", "--space", bad, "--out", out)
+    assert result.returncode == 2 and "not valid TOML" in result.stderr
+    assert (out / "pareto.json").read_text() == before

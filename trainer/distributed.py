@@ -1,0 +1,88 @@
+"""Process-group set-up and teardown for probe ranks, with timeouts so a dead peer never hangs us.
+
+Rank layout comes from the launcher's environment (torchrun, the deepspeed launcher and srun
+wrappers all export RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class LaunchEnv:
+    rank: int
+    world_size: int
+    local_rank: int
+    local_world_size: int
+
+    @property
+    def node_rank(self) -> int:
+        return self.rank // self.local_world_size
+
+    @property
+    def is_node_leader(self) -> bool:
+        """Local rank 0: the rank that reads this node's energy sensors."""
+        return self.local_rank == 0
+
+
+def launch_env() -> LaunchEnv:
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    return LaunchEnv(
+        rank=int(os.environ.get("RANK", "0")),
+        world_size=world,
+        local_rank=int(os.environ.get("LOCAL_RANK", "0")),
+        local_world_size=int(os.environ.get("LOCAL_WORLD_SIZE", str(world))),
+    )
+
+
+def init_process_group(env: LaunchEnv, timeout_s: float) -> None:
+    """DeepSpeed's init (gloo on CPU, NCCL on CUDA) with a collective timeout.
+
+    A single-process run without a launcher gets a local rendezvous of its own, so
+    `python -m trainer.probe ...` works without torchrun.
+    """
+    import deepspeed
+    from deepspeed.accelerator import get_accelerator
+
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", str(29500 + os.getpid() % 1000))
+    os.environ.setdefault("RANK", str(env.rank))
+    os.environ.setdefault("WORLD_SIZE", str(env.world_size))
+    os.environ.setdefault("LOCAL_RANK", str(env.local_rank))
+    if get_accelerator().device_name() == "cuda":
+        get_accelerator().set_device(env.local_rank)
+    deepspeed.init_distributed(
+        dist_backend=get_accelerator().communication_backend_name(),
+        timeout=datetime.timedelta(seconds=timeout_s),
+        verbose=False,
+    )
+
+
+def device_sync() -> None:
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
+def teardown(failed: bool = False) -> None:
+    """Destroy the process group if there is one; never raises (it runs on failure paths).
+
+    After a failure NCCL may still hold collectives that peers will never join, and destroying the
+    group would wait for them; aborting drops them (gloo's destroy is local and never waits).
+    """
+    import torch.distributed as dist
+    from torch.distributed import distributed_c10d
+
+    try:
+        if not (dist.is_available() and dist.is_initialized()):
+            return
+        if failed and dist.get_backend() == "nccl" and hasattr(distributed_c10d, "_abort_process_group"):
+            distributed_c10d._abort_process_group()
+        else:
+            dist.destroy_process_group()
+    except Exception:  # noqa: BLE001 - a broken group must not mask the probe's own error
+        pass

@@ -1,0 +1,151 @@
+"""The probe: train one candidate for a short measured window and write result.json.
+
+    python -m trainer.probe --candidate candidate.json --out result.json
+    torchrun --nproc_per_node=2 -m trainer.probe --model tiny --hardware cpu --zero-stage 3 \\
+        --activation-checkpointing offload_sync --sp-degree 2 --out result.json
+
+Exit status 0 means status "ok"; anything else still leaves a result.json (status "oom" or
+"failed" with the error) whenever any rank could write one. Test hook for launch-backend tests:
+AUTOTUNE_PROBE_TEST_HOOK=hang|crash|oom makes every rank (or only rank
+AUTOTUNE_PROBE_TEST_HOOK_RANK) sleep forever, raise an error, or raise an out-of-memory error
+right after the process group is up. Schema: docs/result-schema.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from autotune.candidate import KNOBS, Candidate, Knobs, candidate_from_dict
+from autotune.hardware import load_hardware
+from autotune.models import load_model
+from autotune.workload import make_workload
+from trainer.distributed import LaunchEnv, init_process_group, launch_env, teardown
+
+TEST_HOOK_ENV = "AUTOTUNE_PROBE_TEST_HOOK"
+TEST_HOOK_RANK_ENV = "AUTOTUNE_PROBE_TEST_HOOK_RANK"
+_KNOB_FLAGS = {"zero_stage": int, "optimizer_offload": str, "activation_checkpointing": str, "sp_degree": int, "micro_batch": int, "nodes": int}
+_WORKLOAD_FLAGS = {"frames": int, "text_tokens": int, "global_batch": int, "samples": int}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m trainer.probe", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--candidate", help="candidate JSON (Candidate.to_dict()); or give the flags below")
+    parser.add_argument("--out", default="result.json", help="where rank 0 writes the result")
+    parser.add_argument("--model", help="preset (tiny, 7b, 32b, 72b) or model JSON path")
+    parser.add_argument("--hardware", help="hardware profile name or TOML path (default: cpu)")
+    for knob, kind in _KNOB_FLAGS.items():
+        parser.add_argument("--" + knob.replace("_", "-"), type=kind)
+    parser.add_argument("--gpus-per-node", type=int, help="ranks per node (default: WORLD_SIZE / nodes)")
+    for name, kind in _WORKLOAD_FLAGS.items():
+        parser.add_argument("--" + name.replace("_", "-"), type=kind)
+    parser.add_argument("--precision", choices=("bf16", "fp32"))
+    parser.add_argument("--warmup-steps", type=int, default=2, help="optimizer steps before the window")
+    parser.add_argument("--steps", type=int, default=5, help="at least this many measured optimizer steps")
+    parser.add_argument("--probe-seconds", type=float, default=0.0, help="and at least this long a window")
+    parser.add_argument("--deepspeed-config", help="train with this exported DeepSpeed JSON instead")
+    parser.add_argument("--collective-timeout-s", type=float, default=600.0, help="process-group timeout")
+    args = parser.parse_args(argv)
+    if args.steps < 1 or args.warmup_steps < 0:
+        parser.error("--steps must be >= 1 and --warmup-steps >= 0")
+    if not args.candidate and not args.model:
+        parser.error("give --candidate FILE or --model (plus knob flags)")
+    return args
+
+
+def candidate_from_args(args: argparse.Namespace, world_size: int) -> Candidate:
+    """From the candidate file, or from one flag per knob (unset knobs keep Knobs' defaults)."""
+    flags = [k for k in (*_KNOB_FLAGS, *_WORKLOAD_FLAGS, "model", "hardware", "precision", "gpus_per_node") if getattr(args, k) is not None]
+    if args.candidate:
+        if flags:
+            raise ValueError(f"--candidate already fixes {', '.join(flags)}: give either the file or the flags")
+        return candidate_from_dict(json.loads(Path(args.candidate).read_text()))
+    model = load_model(args.model)
+    knobs = Knobs(**{k: getattr(args, k) for k in KNOBS if getattr(args, k) is not None})
+    workload = make_workload(model, precision=args.precision, **{k: getattr(args, k) for k in _WORKLOAD_FLAGS})
+    gpus_per_node = args.gpus_per_node or max(1, world_size // knobs.nodes)
+    return Candidate(knobs, model, load_hardware(args.hardware or "cpu"), workload, gpus_per_node=gpus_per_node)
+
+
+def run_test_hook(rank: int) -> None:
+    hook = os.environ.get(TEST_HOOK_ENV, "")
+    only_rank = os.environ.get(TEST_HOOK_RANK_ENV)
+    if not hook or (only_rank is not None and int(only_rank) != rank):
+        return
+    if hook == "hang":
+        while True:
+            time.sleep(3600)
+    if hook == "crash":
+        raise RuntimeError(f"{TEST_HOOK_ENV}=crash: simulated probe failure on rank {rank}")
+    if hook == "oom":
+        import torch
+
+        raise torch.OutOfMemoryError(f"{TEST_HOOK_ENV}=oom: simulated out-of-memory on rank {rank}")
+    raise ValueError(f"{TEST_HOOK_ENV}={hook!r}: use hang, crash or oom")
+
+
+def device_name(cuda: bool) -> str:
+    import torch
+
+    return torch.cuda.get_device_name() if cuda else "cpu"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    env = launch_env()
+    out = Path(args.out)
+    if env.rank == 0 and out.exists():
+        out.unlink()  # a stale file must not pass for this run's (ranks rendezvous before they can write)
+
+    from trainer import result as results
+    from trainer.engine import UnsupportedCandidate, check_supported, cuda_available
+
+    cuda = cuda_available()
+    candidate, ds_config, failed = None, None, True
+    base = results.base_result(None, None, env.world_size, device_name(cuda))
+    try:
+        candidate = candidate_from_args(args, env.world_size)
+        ds_config = _ds_config(args, candidate)
+        base = results.base_result(candidate, ds_config, env.world_size, device_name(cuda))
+        check_supported(candidate, env.world_size, cuda)  # refuse before any process group exists
+        init_process_group(env, args.collective_timeout_s)
+        run_test_hook(env.rank)
+        from trainer.run import run_probe
+
+        outcome = run_probe(candidate, ds_config, args, env, cuda, base)
+        if env.rank == 0:
+            results.write_result(out, outcome, overwrite=True)
+        failed = False
+        return 0
+    except UnsupportedCandidate as exc:
+        _write_failure(results, out, results.failure_result(base, exc, env.rank, refused=True), env)
+        return 1
+    except BaseException as exc:  # noqa: BLE001 - every failure becomes a result, never a hang
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        _write_failure(results, out, results.failure_result(base, exc, env.rank), env)
+        return 1
+    finally:
+        teardown(failed)
+
+
+def _ds_config(args: argparse.Namespace, candidate: Candidate) -> dict:
+    if args.deepspeed_config:
+        return json.loads(Path(args.deepspeed_config).read_text())
+    from autotune.ds_config import deepspeed_config
+
+    return deepspeed_config(candidate)
+
+
+def _write_failure(results, out: Path, failure: dict, env: LaunchEnv) -> None:
+    wrote = results.write_result(out, failure, overwrite=False)
+    if wrote or env.rank == 0:
+        print(f"probe rank {env.rank}: {failure['status']}: {failure['error']}", file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,144 @@
+"""result.json: what one probe hands back to the tuner (schema: docs/result-schema.md).
+
+Measured figures only; a failed or refused probe still writes a file with `status` and `error`.
+The file is written atomically, and the first writer wins: a rank that fails writes its own error,
+and the errors other ranks then see (a dead peer) cannot overwrite it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import resource
+import statistics
+import tempfile
+import traceback
+from pathlib import Path
+
+import torch
+
+from autotune.candidate import Candidate
+from autotune.flops import flops_per_sample, vit_block_flops
+
+SCHEMA_VERSION = 1
+_GIB = 1024**3
+_KIB = 1024
+
+
+def bytes_to_gib(value: float) -> float:
+    return value / _GIB
+
+
+def is_oom(exc: BaseException) -> bool:
+    """torch.OutOfMemoryError (CUDA), MemoryError, and the allocator errors that arrive as RuntimeError."""
+    if isinstance(exc, (torch.OutOfMemoryError, MemoryError)):
+        return True
+    text = str(exc)
+    return isinstance(exc, RuntimeError) and (
+        "out of memory" in text.lower() or "DefaultCPUAllocator: can't allocate memory" in text
+    )
+
+
+def peak_memory() -> tuple[float, str]:
+    """(GiB, kind): CUDA max_memory_allocated, or the peak RSS of this process on CPU."""
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        return bytes_to_gib(torch.cuda.max_memory_allocated()), "cuda_max_memory_allocated"
+    rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    return bytes_to_gib(rss_kib * _KIB), "process_peak_rss"
+
+
+def flops_per_sample_train(candidate: Candidate) -> tuple[float, float]:
+    """(model, hardware) FLOPs of one training sample.
+
+    Model FLOPs are autotune.flops' (what MFU is quoted on). Hardware FLOPs add what this trainer
+    really runs on top: one more forward of every recomputed block when checkpointing, and the
+    vision tower + projector (forward and backward) repeated on each of the sp_degree ranks that
+    share a sample, since Ulysses shards only the decoder. Sequence padding is left out (< sp tokens).
+    """
+    knobs = candidate.knobs
+    fps = flops_per_sample(candidate.model, candidate.workload)
+    model = fps.model_train
+    recompute = knobs.activation_checkpointing != "none"
+    vision_share = fps.vit + fps.projector
+    vit_blocks = candidate.workload.frames * candidate.model.vision.layers * vit_block_flops(candidate.model)
+    extra_sp = (knobs.sp_degree - 1) * (3 * vision_share + (vit_blocks if recompute else 0.0))
+    return model, fps.hardware_train(recompute) + extra_sp
+
+
+def step_statistics(step_times_s: list[float]) -> dict:
+    return {
+        "mean": statistics.fmean(step_times_s) if step_times_s else math.nan,
+        "std": statistics.stdev(step_times_s) if len(step_times_s) > 1 else 0.0,
+        "min": min(step_times_s, default=math.nan),
+        "max": max(step_times_s, default=math.nan),
+    }
+
+
+def throughput(candidate: Candidate, steps: int, window_s: float, world_size: int) -> dict:
+    """Samples/s, TFLOP/s (whole job and per device), MFU against the profile's peak."""
+    model_flops, hardware_flops = flops_per_sample_train(candidate)
+    samples = steps * candidate.workload.global_batch
+    samples_per_s = samples / window_s
+    peak_tflops = candidate.hardware.peak_tflops(candidate.precision)
+    model_tflops = samples_per_s * model_flops / 1e12
+    hardware_tflops = samples_per_s * hardware_flops / 1e12
+    return {
+        "samples_per_s": samples_per_s,
+        "tokens_per_s": samples_per_s * candidate.workload.tokens_per_sample(candidate.model),
+        "flops_per_sample": {"model": model_flops, "hardware": hardware_flops},
+        "tflops": {
+            "model_total": model_tflops,
+            "model_per_device": model_tflops / world_size,
+            "hardware_total": hardware_tflops,
+            "hardware_per_device": hardware_tflops / world_size,
+        },
+        "peak_tflops_per_device": peak_tflops,
+        "mfu": model_tflops / world_size / peak_tflops,
+        "hfu": hardware_tflops / world_size / peak_tflops,
+    }
+
+
+def base_result(candidate: Candidate | None, ds_config: dict | None, world_size: int, device: str) -> dict:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "source": "measured",
+        "status": "failed",
+        "candidate": candidate.to_dict() if candidate is not None else None,
+        "ds_config": ds_config,
+        "world_size": world_size,
+        "device": device,
+    }
+
+
+def failure_result(base: dict, exc: BaseException, rank: int, refused: bool = False) -> dict:
+    result = dict(base)
+    result["status"] = "oom" if is_oom(exc) else "failed"
+    result["error"] = f"{type(exc).__name__}: {exc}"
+    result["failed_rank"] = rank
+    if refused:
+        result["refused"] = True
+    else:
+        result["traceback"] = "".join(traceback.format_exception(exc))[-4000:]
+    return result
+
+
+def write_result(path: Path, result: dict, overwrite: bool) -> bool:
+    """Atomic write; with overwrite=False the first writer wins. Returns whether this call wrote."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w") as handle:
+        json.dump(result, handle, indent=2, default=str)
+        handle.write("\n")
+    try:
+        if overwrite:
+            os.replace(tmp, path)
+            return True
+        try:
+            os.link(tmp, path)  # fails if the file exists: exclusive, atomic
+            return True
+        except FileExistsError:
+            return False
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
