@@ -28,6 +28,13 @@ def _zero_section(candidate: Candidate) -> dict:
     )
     if knobs.zero_stage == 3:
         zero.update({"sub_group_size": _BUCKET_ELEMENTS, "stage3_prefetch_bucket_size": _BUCKET_ELEMENTS // 8})
+        if knobs.sp_degree > 1:
+            # DeepSpeed 0.19.8 ZeRO-3's reduce-scatter path averages gradients over the SP ranks too
+            # (1/sp too small; stages 0-2 and ZeRO-3's contiguous path sum over SP as Ulysses needs).
+            # Take the contiguous path: no reduce_scatter, and a bucket that holds the largest tensor
+            # (a bigger one would fall back to reduce-scatter). tests/trainer checks SP 2 == SP 1.
+            zero["reduce_scatter"] = False
+            zero["reduce_bucket_size"] = max(_BUCKET_ELEMENTS, candidate.model.largest_layer_params())
     if knobs.optimizer_offload == "sync":
         # ZeRO-Offload: CPU Adam, the step waits for the host.
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": candidate.hardware.cuda}

@@ -98,7 +98,7 @@ def timed_run(loop, sources, period_s: float | None, iterations: int) -> dict:
 
 
 def measure_loop(name, loop, sources, periods, seconds: float, repeats: int) -> list[dict]:
-    iterations = max(1, int(100 * seconds / loop(100)))
+    iterations = max(1, int(10_000 * seconds / loop(10_000)))
     loop(iterations // 4)  # warm-up
     runs: dict = {None: [], **{p: [] for p in periods}}
     for _ in range(repeats):

@@ -75,6 +75,8 @@ def main() -> None:
     # Built last: DeepSpeed keeps the SP groups for the rest of the process.
     results["loss_20_steps"] = trajectory(world, 20, optimizer="adamw", zero_stage=2)
     results["sp2"] = trajectory(world, 4, zero_stage=1, sp_degree=world)
+    results["sp2_zero2"] = trajectory(world, 4, zero_stage=2, sp_degree=world)
+    results["sp2_zero3"] = trajectory(world, 4, zero_stage=3, sp_degree=world)
     results["sp2_zero3_offload"] = trajectory(
         world, 4, zero_stage=3, sp_degree=world, activation_checkpointing="offload_sync"
     )
