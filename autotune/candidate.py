@@ -64,7 +64,7 @@ class Candidate:
 
     @property
     def precision(self) -> str:
-        return self.workload.precision or ("bf16" if self.hardware.cuda else "fp32")
+        return self.workload.precision  # resolved in __post_init__ (bf16 on CUDA, fp32 on CPU)
 
     def to_dict(self) -> dict:
         return {

@@ -32,12 +32,6 @@ class SearchSpace:
     def values(self, knob: str) -> tuple:
         return getattr(self, knob)
 
-    def size(self) -> int:
-        total = 1
-        for knob in ("zero_stage", "optimizer_offload", "activation_checkpointing", "sp_degree", "micro_batch", "nodes"):
-            total *= len(self.values(knob))
-        return total
-
 
 def parse_nodes(text: str | int | None) -> tuple[int, ...] | None:
     """`4` -> (4,); `2-8` -> (2, 3, ..., 8). None stays None (the space file decides)."""
