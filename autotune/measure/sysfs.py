@@ -39,40 +39,20 @@ def read_int(path: Path) -> int:
         raise translate_value_error(exc, path) from None
 
 
-def _gil_holding_pread():
-    """libc pread called without releasing the GIL (ctypes.PyDLL), or None where unavailable.
-
-    Why: os.pread releases the GIL for a ~1 us syscall, and in a GIL-bound process the sampler thread
-    then waits up to the 5 ms switch interval to get it back, once per sensor: 16 GH200 sensors turn
-    one tick into 16 forced GIL hand-offs (a convoy). Holding the GIL for the read makes a tick one
-    hand-off. The cost: a sensor whose read is slow (an ACPI evaluation) stalls Python meanwhile.
-    """
-    try:
-        import ctypes
-
-        pread = ctypes.PyDLL(None, use_errno=True).pread
-        pread.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_long]
-        pread.restype = ctypes.c_ssize_t
-        return pread
-    except (ImportError, OSError, AttributeError):
-        return None
-
-
-_PREAD = _gil_holding_pread()
-
-
 class SensorFile:
     """A sensor file kept open and re-read with pread: the sampler polls it every few milliseconds,
-    and open/close per read would cost more than the read itself."""
+    and open/close per read would cost more than the read itself.
+
+    os.pread releases the GIL. In a busy Python process the sampler may then wait for the GIL after
+    each read (timing jitter, visible as fewer samples per second at 10 ms), but every sample carries
+    its own timestamp, so integration stays right; holding the GIL instead would stall the trainer for
+    as long as a slow sensor takes (GH200's ACPI power meter evaluates firmware on each read).
+    """
 
     _READ_BYTES = 64
 
     def __init__(self, path: Path):
         self.path = path
-        if _PREAD is not None:
-            import ctypes
-
-            self._buffer = ctypes.create_string_buffer(self._READ_BYTES)
         try:
             self._fd = os.open(path, os.O_RDONLY)
             self.read_int()  # fail now (directory, garbage), not in the sampler thread
@@ -81,15 +61,7 @@ class SensorFile:
             raise translate_os_error(exc, path) from None
 
     def _pread(self) -> bytes:
-        if _PREAD is None:
-            return os.pread(self._fd, self._READ_BYTES, 0)
-        import ctypes
-
-        count = _PREAD(self._fd, self._buffer, self._READ_BYTES, 0)
-        if count < 0:
-            error = ctypes.get_errno()
-            raise OSError(error, os.strerror(error))
-        return self._buffer.raw[:count]
+        return os.pread(self._fd, self._READ_BYTES, 0)
 
     def read_int(self) -> int:
         try:

@@ -60,6 +60,11 @@ def test_background_sampler_ticks_at_its_period(gh200_tree):
     sampler.stop()
     assert 8 <= sampler.tick_count <= 16
     assert sampler.series[0].power_w[0] == pytest.approx(600.0)
+    first = sampler.tick_count
+    sampler.start()  # a stopped sampler can run again (its wake-up lock was left free)
+    time.sleep(0.05)
+    sampler.stop()
+    assert sampler.tick_count > first
     with pytest.raises(ValueError):
         PowerSampler(sources, period_s=0)
 
