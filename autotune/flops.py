@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from autotune.candidate import Candidate
 from autotune.models import ModelSpec
 from autotune.workload import Workload
 
@@ -80,3 +81,18 @@ def flops_per_sample(model: ModelSpec, workload: Workload) -> FlopsPerSample:
         llm=float(llm_blocks + lm_head),
         blocks=float(frames * vit_blocks + llm_blocks),
     )
+
+
+def hardware_flops_per_sample(candidate: Candidate) -> float:
+    """FLOPs the trainer really runs for one training sample, over all ranks that share it.
+
+    On top of the model FLOPs: one more forward of every recomputed block when checkpointing, and the
+    vision tower + projector (forward and backward) repeated on each of the sp_degree ranks that
+    share a sample, since Ulysses shards only the decoder. Sequence padding is left out (< sp tokens).
+    """
+    knobs = candidate.knobs
+    fps = flops_per_sample(candidate.model, candidate.workload)
+    recompute = knobs.activation_checkpointing != "none"
+    vit_blocks = candidate.workload.frames * candidate.model.vision.layers * vit_block_flops(candidate.model)
+    vision_train = TRAIN_MULTIPLIER * (fps.vit + fps.projector) + (vit_blocks if recompute else 0.0)
+    return fps.hardware_train(recompute) + (knobs.sp_degree - 1) * vision_train

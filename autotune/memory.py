@@ -110,7 +110,7 @@ def activation_bytes(candidate: Candidate) -> float:
     block_input = 2 * s_local * b * h * scale
 
     v = model.vision
-    frames_local = workload.frames * b / knobs.sp_degree  # SP ranks share a sample's frames
+    frames_local = workload.frames * b  # Ulysses shards the decoder only: every SP rank encodes all frames
     full_vit_layer = KORTHIKANTI_BYTES_PER_TOKEN_HIDDEN * v.patches_per_frame * frames_local * v.hidden * scale
     vit_input = 2 * v.patches_per_frame * frames_local * v.hidden * scale
 

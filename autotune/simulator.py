@@ -5,7 +5,7 @@ direction and rough size). Every constant below is an assumption and is named as
 
 Time of one optimizer step on one GPU = micro-steps x (compute + exposed communication +
 exposed activation offload) + exposed optimizer step:
-- compute: hardware FLOPs (recomputation included) at an achievable fraction of peak that falls
+- compute: hardware FLOPs (recomputation included, the vision tower on every SP rank) at an achievable fraction of peak that falls
   for small per-GPU micro-steps;
 - ZeRO collectives by stage (all-reduce at the boundary for 0/1, reduce-scatter per micro-step
   for 2/3, parameter all-gathers per micro-step for 3), partly hidden behind compute on CUDA;
@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from autotune.candidate import Candidate
-from autotune.flops import flops_per_sample
+from autotune.flops import flops_per_sample, hardware_flops_per_sample
 from autotune.memory import estimate_memory
 
 # Assumptions (calibration targets):
@@ -83,9 +83,7 @@ def _compute_utilisation(candidate: Candidate) -> float:
 def _compute_time_s(candidate: Candidate) -> float:
     """Hardware FLOPs of one micro-step on one GPU at the achievable rate."""
     knobs = candidate.knobs
-    flops = flops_per_sample(candidate.model, candidate.workload)
-    recompute = knobs.activation_checkpointing != "none"
-    per_gpu = knobs.micro_batch * flops.hardware_train(recompute) / knobs.sp_degree
+    per_gpu = knobs.micro_batch * hardware_flops_per_sample(candidate) / knobs.sp_degree
     efficiency = MAX_COMPUTE_EFFICIENCY * _compute_utilisation(candidate)
     peak = candidate.hardware.peak_tflops(candidate.precision) * 1e12
     return per_gpu / (peak * efficiency)
@@ -147,7 +145,7 @@ def _activation_offload_s(candidate: Candidate) -> float:
     elem_b = 2 if candidate.precision == "bf16" else 4
     s_local = candidate.workload.tokens_per_sample(model) / knobs.sp_degree
     v = model.vision
-    frames_local = candidate.workload.frames / knobs.sp_degree
+    frames_local = candidate.workload.frames  # every SP rank runs the whole vision tower
     kept = model.llm.layers * s_local * model.llm.hidden + v.layers * frames_local * v.patches_per_frame * v.hidden
     link = candidate.hardware.host_link.bandwidth_gbs * 1e9 * LINK_EFFICIENCY
     return 2 * kept * knobs.micro_batch * elem_b / link

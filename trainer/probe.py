@@ -77,6 +77,7 @@ def run_test_hook(rank: int) -> None:
     if not hook or (only_rank is not None and int(only_rank) != rank):
         return
     if hook == "hang":
+        print(f"{TEST_HOOK_ENV}=hang: rank {rank} sleeps until killed", file=sys.stderr, flush=True)
         while True:
             time.sleep(3600)
     if hook == "crash":

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from autotune.candidate import Candidate
-from autotune.flops import flops_per_sample, vit_block_flops
+from autotune.flops import flops_per_sample, hardware_flops_per_sample
 
 SCHEMA_VERSION = 1
 _GIB = 1024**3
@@ -49,21 +49,9 @@ def peak_memory() -> tuple[float, str]:
 
 
 def flops_per_sample_train(candidate: Candidate) -> tuple[float, float]:
-    """(model, hardware) FLOPs of one training sample.
-
-    Model FLOPs are autotune.flops' (what MFU is quoted on). Hardware FLOPs add what this trainer
-    really runs on top: one more forward of every recomputed block when checkpointing, and the
-    vision tower + projector (forward and backward) repeated on each of the sp_degree ranks that
-    share a sample, since Ulysses shards only the decoder. Sequence padding is left out (< sp tokens).
-    """
-    knobs = candidate.knobs
-    fps = flops_per_sample(candidate.model, candidate.workload)
-    model = fps.model_train
-    recompute = knobs.activation_checkpointing != "none"
-    vision_share = fps.vit + fps.projector
-    vit_blocks = candidate.workload.frames * candidate.model.vision.layers * vit_block_flops(candidate.model)
-    extra_sp = (knobs.sp_degree - 1) * (3 * vision_share + (vit_blocks if recompute else 0.0))
-    return model, fps.hardware_train(recompute) + extra_sp
+    """(model, hardware) FLOPs of one training sample: model FLOPs are what MFU is quoted on,
+    hardware FLOPs add recomputation and the vision tower repeated on every SP rank."""
+    return flops_per_sample(candidate.model, candidate.workload).model_train, hardware_flops_per_sample(candidate)
 
 
 def step_statistics(step_times_s: list[float]) -> dict:

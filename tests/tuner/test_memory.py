@@ -53,7 +53,9 @@ def test_sp_and_micro_batch_scale_activations(make_candidate):
     one = estimate_memory(make_candidate(activation_checkpointing="recompute")).activations_gib
     sp2 = estimate_memory(make_candidate(activation_checkpointing="recompute", sp_degree=2)).activations_gib
     mb2 = estimate_memory(make_candidate(activation_checkpointing="recompute", micro_batch=2)).activations_gib
-    assert sp2 == pytest.approx(one / 2, rel=0.01) and mb2 == pytest.approx(one * 2, rel=0.01)
+    # SP shards the decoder's sequence; the vision tower runs whole on every SP rank.
+    assert one / 2 < sp2 < one
+    assert mb2 == pytest.approx(one * 2, rel=0.01)
 
 
 def test_too_big_candidate_does_not_fit_and_says_why(make_candidate):

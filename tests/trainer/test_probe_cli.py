@@ -1,0 +1,85 @@
+"""The probe's command line, its refusals and its result file (in-process, no process group)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from trainer import result as results
+from trainer.probe import candidate_from_args, main, parse_args
+
+
+def test_knob_flags_build_the_candidate_and_default_gpus_per_node_from_world_size():
+    args = parse_args(["--model", "tiny", "--zero-stage", "3", "--sp-degree", "2", "--activation-checkpointing",
+                       "offload_sync", "--global-batch", "4", "--frames", "1"])
+    candidate = candidate_from_args(args, world_size=2)
+    assert candidate.knobs.zero_stage == 3 and candidate.knobs.sp_degree == 2
+    assert candidate.knobs.activation_checkpointing == "offload_sync"
+    assert candidate.gpus_per_node == 2 and candidate.dp_degree == 1 and candidate.grad_accum == 4
+    assert candidate.workload.frames == 1 and candidate.precision == "fp32"
+
+
+def test_a_candidate_file_round_trips(tmp_path):
+    args = parse_args(["--model", "tiny", "--micro-batch", "2", "--hardware", "cpu"])
+    candidate = candidate_from_args(args, world_size=2)
+    path = tmp_path / "candidate.json"
+    path.write_text(json.dumps(candidate.to_dict()))
+    again = candidate_from_args(parse_args(["--candidate", str(path)]), world_size=2)
+    assert again.to_dict() == candidate.to_dict()
+
+
+def test_file_and_knob_flags_together_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="either the file or the flags"):
+        candidate_from_args(parse_args(["--candidate", "x.json", "--zero-stage", "1"]), world_size=1)
+
+
+def test_superoffload_on_cpu_is_refused_before_starting_with_the_reason(tmp_path, monkeypatch):
+    monkeypatch.setenv("DS_ACCELERATOR", "cpu")
+    out = tmp_path / "result.json"
+    code = main(["--model", "tiny", "--zero-stage", "3", "--optimizer-offload", "async", "--out", str(out)])
+    result = json.loads(out.read_text())
+    assert code != 0
+    assert result["status"] == "failed" and result["refused"] is True
+    assert "SuperOffload" in result["error"] and "CUDA" in result["error"] and "choose" in result["error"]
+    assert result["candidate"]["knobs"]["optimizer_offload"] == "async" and result["source"] == "measured"
+    assert not torch.distributed.is_initialized()
+
+
+@pytest.mark.parametrize(
+    "error, status",
+    [
+        (torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"), "oom"),
+        (MemoryError(), "oom"),
+        (RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 1 bytes"), "oom"),
+        (RuntimeError("shapes cannot be multiplied"), "failed"),
+    ],
+)
+def test_failures_are_classified(error, status):
+    failure = results.failure_result(results.base_result(None, None, 2, "cpu"), error, rank=1)
+    assert failure["status"] == status and failure["failed_rank"] == 1 and failure["error"]
+
+
+def test_the_first_failure_written_wins(tmp_path):
+    out = tmp_path / "result.json"
+    assert results.write_result(out, {"status": "oom"}, overwrite=False)
+    assert not results.write_result(out, {"status": "failed"}, overwrite=False)
+    assert json.loads(out.read_text())["status"] == "oom"
+    assert list(tmp_path.iterdir()) == [out]  # no temporary files left behind
+
+
+def test_throughput_uses_the_analytic_flops_and_the_profile_peak():
+    from autotune.candidate import Candidate, Knobs
+    from autotune.flops import flops_per_sample
+    from autotune.hardware import load_hardware
+    from autotune.models import load_model
+    from autotune.workload import make_workload
+
+    spec = load_model("tiny")
+    candidate = Candidate(Knobs(), spec, load_hardware("cpu"), make_workload(spec, global_batch=4), gpus_per_node=2)
+    stats = results.throughput(candidate, steps=10, window_s=4.0, world_size=2)
+    model_flops = flops_per_sample(spec, candidate.workload).model_train
+    assert stats["samples_per_s"] == pytest.approx(10.0)
+    assert stats["tflops"]["model_total"] == pytest.approx(10.0 * model_flops / 1e12)
+    assert stats["mfu"] == pytest.approx(stats["tflops"]["model_per_device"] / 0.1)
