@@ -12,9 +12,11 @@ from pathlib import Path
 
 from autotune.ds_config import deepspeed_config, launch_command
 from autotune.errors import UserError
+from autotune.report.picks import PICK_FILES
 from autotune.report.study_points import StudyView
 
-PICKS = {"fastest": "fastest", "min-energy": "min_energy", "knee": "knee"}
+# --pick spelling (hyphens) -> recommendation key in the study view / pareto.json
+PICKS = {stem: key for key, stem in PICK_FILES.items()}
 
 
 def choose_trial(view: StudyView, pick: str | None, trial: int | None) -> tuple[int, str]:

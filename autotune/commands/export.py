@@ -9,7 +9,11 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("export", help="write the DeepSpeed config of a pick or trial")
     parser.add_argument("run_dir", type=Path, metavar="RUN_DIR")
     choice = parser.add_mutually_exclusive_group()
-    choice.add_argument("--pick", choices=("fastest", "min-energy", "knee"), help="a recommended point (default: knee)")
+    choice.add_argument(
+        "--pick",
+        choices=("fastest", "min-energy", "knee", "max-slowdown", "cost-weighted"),
+        help="a recommended point (default: knee)",
+    )
     choice.add_argument("--trial", type=int, help="any feasible trial by number")
     parser.add_argument("-o", "--output", type=Path, help="config file (default: RUN_DIR/configs/<pick>.json)")
     parser.add_argument("--storage", help="the study's storage URL, when it is not RUN_DIR/study.db")

@@ -1,4 +1,4 @@
-"""What every finished run leaves behind: pareto.json, the picks exported, the table printed."""
+"""What every finished run leaves behind: pareto.json, the picks exported, report.html, the table printed."""
 
 from __future__ import annotations
 
@@ -6,18 +6,41 @@ from pathlib import Path
 
 from autotune.export import export_trial
 from autotune.report import pareto_document, study_view, write_pareto_json
+from autotune.report.html import write_report_html
+from autotune.report.picks import DEFAULT_ETA, DEFAULT_MAX_SLOWDOWN, PICK_FILES
 from autotune.report.table import print_report
 
-PICK_FILES = {"fastest": "fastest", "min_energy": "min-energy", "knee": "knee"}
+# The study remembers what its picks were chosen with, so `autotune report` chooses the same ones.
+PICK_PARAMETERS_ATTR = "pick_parameters"
 
 
-def finish_run(study, run_dir: Path, console) -> dict:
-    view = study_view(study)
+def stored_pick_parameters(study, max_slowdown: float | None, eta: float | None) -> tuple[float, float]:
+    """Command-line values first, then those the study's last run used, then the defaults."""
+    stored = study.user_attrs.get(PICK_PARAMETERS_ATTR, {})
+    return (
+        max_slowdown if max_slowdown is not None else stored.get("max_slowdown", DEFAULT_MAX_SLOWDOWN),
+        eta if eta is not None else stored.get("eta", DEFAULT_ETA),
+    )
+
+
+def build_report(study, max_slowdown: float | None = None, eta: float | None = None):
+    """(view, pareto document) of a study."""
+    view = study_view(study, *stored_pick_parameters(study, max_slowdown, eta))
     backend = study.user_attrs.get("backend", {})
-    document = pareto_document(view, backend.get("name", "unknown"), backend.get("reason", ""))
-    write_pareto_json(run_dir / "pareto.json", document)
+    return view, pareto_document(view, backend.get("name", "unknown"), backend.get("reason", ""))
+
+
+def export_picks(view, run_dir: Path, backend: str) -> None:
     for pick, trial in view.picks.items():
-        export_trial(view, trial, run_dir / "configs" / f"{PICK_FILES[pick]}.json", document["backend"])
+        export_trial(view, trial, run_dir / "configs" / f"{PICK_FILES[pick]}.json", backend)
+
+
+def finish_run(study, run_dir: Path, console, max_slowdown: float | None = None, eta: float | None = None) -> dict:
+    view, document = build_report(study, max_slowdown, eta)
+    study.set_user_attr(PICK_PARAMETERS_ATTR, {"max_slowdown": view.pick_parameters.max_slowdown, "eta": view.pick_parameters.eta})
+    write_pareto_json(run_dir / "pareto.json", document)
+    export_picks(view, run_dir, document["backend"])
+    write_report_html(run_dir / "report.html", view, document, run_dir)
     print_report(view, document)
-    console.print(f"run directory: {run_dir} (study.db, pareto.json, configs/)")
+    console.print(f"run directory: {run_dir} (study.db, pareto.json, report.html, configs/)")
     return document

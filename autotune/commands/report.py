@@ -1,31 +1,79 @@
-"""`autotune report RUN_DIR`: the Pareto table and picks again (pareto.json is rewritten from the study)."""
+"""`autotune report RUN_DIR`: the Pareto front and picks again, as a table, JSON or Markdown, and
+report.html with --html. Figures come from the study itself; pareto.json is left as the run wrote it."""
 
 from __future__ import annotations
 
+import argparse
+import json
+import sys
 from pathlib import Path
+
+FORMATS = ("table", "json", "md")
+
+
+def add_pick_options(parser: argparse.ArgumentParser) -> None:
+    """--max-slowdown and --eta, shared by `run` and `report`; None means the study's stored choice."""
+    picks = parser.add_argument_group("picks")
+    picks.add_argument(
+        "--max-slowdown", type=float, metavar="X",
+        help="the 'max_slowdown' pick: least energy within X times the fastest time "
+             "(default: 1.05, or what the study's last run used)",
+    )
+    picks.add_argument(
+        "--eta", type=float, metavar="ETA",
+        help="the 'cost_weighted' pick minimises ETA x energy + (1 - ETA) x max power x time (Zeus); "
+             "1 = energy only, 0 = time only (default: 0.5, or what the study's last run used)",
+    )
+
+
+def check_pick_options(args: argparse.Namespace) -> None:
+    from autotune.report.picks import DEFAULT_ETA, DEFAULT_MAX_SLOWDOWN, check_pick_parameters
+
+    check_pick_parameters(
+        DEFAULT_MAX_SLOWDOWN if args.max_slowdown is None else args.max_slowdown,
+        DEFAULT_ETA if args.eta is None else args.eta,
+    )
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("report", help="print the Pareto front and picks of a run directory")
     parser.add_argument("run_dir", type=Path, metavar="RUN_DIR")
     parser.add_argument("--storage", help="the study's storage URL, when it is not RUN_DIR/study.db")
+    parser.add_argument(
+        "--format", choices=FORMATS, default="table",
+        help="table (default, for the terminal), json (the pareto.json document) or md (Markdown, for an issue)",
+    )
+    parser.add_argument("--html", action="store_true", help="also write RUN_DIR/report.html and the picks' configs/")
+    add_pick_options(parser)
     parser.set_defaults(func=_run)
 
 
 def _run(args) -> int:
     from rich.console import Console
 
+    from autotune.commands.finish import build_report, export_picks
     from autotune.errors import UserError
-    from autotune.report import pareto_document, study_view
+    from autotune.report.html import write_report_html
+    from autotune.report.markdown import markdown_report
     from autotune.report.table import print_report
     from autotune.study import load_finished_study
 
     if not args.run_dir.is_dir():
         raise UserError(f"{args.run_dir} is not a directory; pass the --out directory of an `autotune run`")
+    check_pick_options(args)
     study = load_finished_study(args.run_dir, args.storage)
     if "settings" not in study.user_attrs:
         raise UserError(f"the study in {args.run_dir} has no trials yet; run `autotune run` first")
-    view = study_view(study)
-    backend = study.user_attrs.get("backend", {})
-    print_report(view, pareto_document(view, backend.get("name", "unknown"), backend.get("reason", "")), Console())
+    view, document = build_report(study, args.max_slowdown, args.eta)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    elif args.format == "md":
+        sys.stdout.write(markdown_report(view, document))
+    else:
+        print_report(view, document, Console())
+    if args.html:
+        # The page links configs/<pick>.json: write them, so every link it holds resolves.
+        export_picks(view, args.run_dir, document["backend"])
+        path = write_report_html(args.run_dir / "report.html", view, document, args.run_dir)
+        print(f"wrote {path}", file=sys.stderr)
     return 0

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from autotune.commands.options import add_study_options, build_settings
+from autotune.commands.report import add_pick_options
 
 
 def register(subparsers) -> None:
@@ -21,6 +22,7 @@ def register(subparsers) -> None:
     study.add_argument("--out", type=Path, help="run directory (default: runs/<model>-<nodes>n)")
     study.add_argument("--storage", help="Optuna storage URL instead of RUN_DIR/study.db (e.g. postgresql://...)")
     study.add_argument("--backend", default="auto", help="auto (default) or simulate")
+    add_pick_options(parser)
     parser.set_defaults(func=_run)
 
 
@@ -39,9 +41,11 @@ def _run(args: argparse.Namespace) -> int:
     from autotune.study.loop import make_sampler, run_study, valid_checks
     from autotune.commands.progress import trial_progress
     from autotune.commands.finish import finish_run
+    from autotune.commands.report import check_pick_options
 
     if args.trials < 1:
         raise UserError(f"--trials must be at least 1 (got {args.trials})")
+    check_pick_options(args)
     settings = build_settings(args)
     console = Console(stderr=True)
     run_dir = args.out or default_run_dir(args)
@@ -57,5 +61,5 @@ def _run(args: argparse.Namespace) -> int:
     study.set_user_attr("backend", {"name": backend.name, "reason": getattr(backend, "reason", "")})
     with trial_progress(console, args.trials) as progress:
         run_study(study, settings, backend, args.trials, progress, checks)
-    finish_run(study, run_dir, console)
+    finish_run(study, run_dir, console, args.max_slowdown, args.eta)
     return 0

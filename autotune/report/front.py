@@ -16,6 +16,7 @@ class Point:
     peak_mem_gib: float | None = None
     source: str = ""
     energy_source: str = ""
+    gpus: int | None = None  # of this point's configuration: the cost-weighted pick scales max power by it
     extra: dict = field(default_factory=dict, compare=False)
 
     def to_dict(self) -> dict:
@@ -29,6 +30,7 @@ class Point:
             "peak_mem_gib": self.peak_mem_gib,
             "source": self.source,
             "energy_source": self.energy_source,
+            "gpus": self.gpus,
         }
 
 
@@ -68,10 +70,63 @@ def knee(front: list[Point]) -> Point | None:
     return max(front, key=lambda p: (1 - sum(norm(p)), -p.trial))
 
 
-def recommendations(front: list[Point]) -> dict[str, int]:
-    """Trial numbers of the picks: fastest, min_energy, knee (empty when nothing is feasible)."""
+def fastest(front: list[Point]) -> Point | None:
+    return min(front, key=lambda p: (p.time_s, p.energy_kj, p.trial), default=None)
+
+
+def min_energy(front: list[Point]) -> Point | None:
+    return min(front, key=lambda p: (p.energy_kj, p.time_s, p.trial), default=None)
+
+
+# A point at exactly max_slowdown x the fastest time must count as within it, whatever the rounding.
+_SLOWDOWN_REL_TOL = 1e-9
+
+
+def best_under_slowdown(front: list[Point], max_slowdown: float) -> Point | None:
+    """The least energy among points no slower than max_slowdown x the fastest time (1.05: at most 5%
+    slower). Searching the front is enough: a point off it is beaten by one on it that is no slower."""
+    if max_slowdown < 1.0:
+        raise ValueError(f"max_slowdown must be >= 1 (got {max_slowdown})")
+    quickest = fastest(front)
+    if quickest is None:
+        return None
+    limit_s = max_slowdown * quickest.time_s * (1 + _SLOWDOWN_REL_TOL)
+    return min_energy([p for p in front if p.time_s <= limit_s])
+
+
+def zeus_cost_j(point: Point, eta: float, max_power_w: float) -> float:
+    """Zeus's cost, eta * E + (1 - eta) * P_max * T, in joules (Zeus, NSDI 2023).
+
+    P_max is `max_power_w` (per GPU) x the point's GPUs, so the time term prices a second at what the
+    whole job could draw at most: eta 1 is pure energy, eta 0 pure time, and in between the two terms
+    are on the same scale. The per-GPU figure is the caller's: see `report.picks.max_power_per_gpu_w`.
+    """
+    if point.gpus is None:
+        raise ValueError(f"point of trial {point.trial} has no GPU count; the cost-weighted pick needs it")
+    return eta * point.energy_kj * 1000.0 + (1 - eta) * max_power_w * point.gpus * point.time_s
+
+
+def cost_weighted(front: list[Point], eta: float, max_power_w: float) -> Point | None:
+    """The point of least Zeus cost (see `zeus_cost_j`); ties go to the faster, then the lower trial.
+    The cost grows with time and with energy, so its minimum is always on the front."""
+    if not 0.0 <= eta <= 1.0:
+        raise ValueError(f"eta must be within [0, 1] (got {eta})")
+    return min(front, key=lambda p: (zeus_cost_j(p, eta, max_power_w), p.time_s, p.trial), default=None)
+
+
+def recommendations(
+    front: list[Point], max_slowdown: float = 1.05, eta: float = 0.5, max_power_w: float | None = None
+) -> dict[str, int]:
+    """Trial numbers of the picks: fastest, min_energy, knee, max_slowdown and, when the per-GPU max
+    power is known, cost_weighted (empty when nothing is feasible)."""
     if not front:
         return {}
-    fastest = min(front, key=lambda p: (p.time_s, p.energy_kj, p.trial))
-    min_energy = min(front, key=lambda p: (p.energy_kj, p.time_s, p.trial))
-    return {"fastest": fastest.trial, "min_energy": min_energy.trial, "knee": knee(front).trial}
+    picks = {
+        "fastest": fastest(front).trial,
+        "min_energy": min_energy(front).trial,
+        "knee": knee(front).trial,
+        "max_slowdown": best_under_slowdown(front, max_slowdown).trial,
+    }
+    if max_power_w is not None:
+        picks["cost_weighted"] = cost_weighted(front, eta, max_power_w).trial
+    return picks

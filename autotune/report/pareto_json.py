@@ -1,7 +1,8 @@
 """pareto.json: the front, every feasible point, the picks and where the figures came from.
 
 Other tools read this file: keep the keys `model`, `nodes`, `gpus`, `hardware`, `backend`, `source`,
-`trials`, `front`, `recommendations` stable; add new keys beside them.
+`trials`, `front`, `recommendations` stable; add new keys beside them (and new picks inside
+`recommendations`: readers must not assume it holds only fastest, min_energy and knee).
 """
 
 from __future__ import annotations
@@ -9,11 +10,21 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from autotune.report.picks import front_note, pick_rows
 from autotune.report.study_points import StudyView
 
 
 def _one_or_list(values: list[int]):
     return values[0] if len(values) == 1 else values
+
+
+def nodes_text(nodes) -> str:
+    """`4`, or `2-8` for a contiguous range, else `2, 4, 8`: how a user wrote --nodes."""
+    if isinstance(nodes, int):
+        return str(nodes)
+    if list(nodes) == list(range(nodes[0], nodes[-1] + 1)):
+        return f"{nodes[0]}-{nodes[-1]}"
+    return ", ".join(map(str, nodes))
 
 
 def provenance(view: StudyView) -> dict:
@@ -23,10 +34,31 @@ def provenance(view: StudyView) -> dict:
     return {"time": sources, "energy": energy}
 
 
+_SOURCE_WORDS = {
+    "simulated": "simulated by the analytic model (no hardware was run)",
+    "measured": "measured with sensors on the hardware",
+    "estimated": "estimated from a power model (no energy sensor was available)",
+    "unavailable": "unavailable (no sensor and no estimate)",
+    "none": "not available (no trial was evaluated)",
+}
+
+
+def provenance_sentence(document: dict) -> str:
+    """One line saying where time and energy came from, for the top of every report."""
+
+    def words(source) -> str:
+        if isinstance(source, list):  # mixed sources: name each, never hide the mix
+            return "mixed: " + "; ".join(_SOURCE_WORDS.get(s, s) for s in source)
+        return _SOURCE_WORDS.get(source, source)
+
+    return f"Time is {words(document['source'])}. Energy is {words(document['energy_source'])}."
+
+
 def pareto_document(view: StudyView, backend: str, backend_reason: str) -> dict:
     settings = view.settings
     nodes = list(settings.space.nodes)
     sources = provenance(view)
+    trials_by_status = {s: sum(r["status"] == s for r in view.trials) for s in sorted({r["status"] for r in view.trials})}
     return {
         "model": settings.model.name,
         "nodes": _one_or_list(nodes),
@@ -39,11 +71,16 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str) -> dict:
         "energy_source": sources["energy"][0] if len(sources["energy"]) == 1 else (sources["energy"] or ["none"]),
         "workload": settings.workload.to_dict(),
         "trials": len(view.trials),
-        "trials_by_status": {s: sum(r["status"] == s for r in view.trials) for s in sorted({r["status"] for r in view.trials})},
+        "trials_by_status": trials_by_status,
         "baseline": view.baseline_trial,
         "front": [p.to_dict() for p in view.front],
         "feasible": [p.to_dict() for p in view.points],
         "recommendations": view.picks,
+        "recommendation_parameters": view.pick_parameters.to_dict(),
+        # Each pick against the baseline trial; percentages are None when the baseline is not feasible.
+        "picks": pick_rows(view.picks, view.points, view.baseline_trial),
+        # A plain sentence when there is no trade-off (no feasible point, one, or one beating all); else None.
+        "note": front_note(view.points, view.front, trials_by_status),
     }
 
 

@@ -9,6 +9,7 @@ from optuna.trial import TrialState
 
 from autotune.flops import flops_per_sample
 from autotune.report.front import Point, pareto_front, recommendations
+from autotune.report.picks import DEFAULT_ETA, DEFAULT_MAX_SLOWDOWN, PickParameters, max_power_per_gpu_w
 from autotune.study.settings import StudySettings
 
 
@@ -20,6 +21,7 @@ class StudyView:
     front: list[Point]
     picks: dict[str, int]
     baseline_trial: int | None
+    pick_parameters: PickParameters = PickParameters()
 
     def point(self, trial: int) -> Point | None:
         return next((p for p in self.points if p.trial == trial), None)
@@ -32,7 +34,8 @@ def _status(t: optuna.trial.FrozenTrial) -> str:
     return result.get("status") or ("ok" if t.state == TrialState.COMPLETE else t.state.name.lower())
 
 
-def study_view(study: optuna.Study) -> StudyView:
+def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, eta: float = DEFAULT_ETA) -> StudyView:
+    """The study's trials, feasible points, front and picks (chosen with max_slowdown and eta)."""
     settings = StudySettings.from_dict(study.user_attrs["settings"])
     rows, points, baseline_trial = [], [], None
     for t in study.get_trials(deepcopy=False):
@@ -60,8 +63,11 @@ def study_view(study: optuna.Study) -> StudyView:
                     peak_mem_gib=result.get("peak_mem_gib"),
                     source=result.get("source", ""),
                     energy_source=result.get("energy_source", ""),
-                    extra={"gpus": candidate.gpus, "energy_components_kj": result.get("energy_components_kj", {})},
+                    gpus=candidate.gpus,
+                    extra={"energy_components_kj": result.get("energy_components_kj", {})},
                 )
             )
     front = pareto_front(points)
-    return StudyView(settings, rows, points, front, recommendations(front), baseline_trial)
+    parameters = PickParameters(max_slowdown, eta, max_power_per_gpu_w(settings.hardware))
+    picks = recommendations(front, parameters.max_slowdown, parameters.eta, parameters.max_power_per_gpu_w)
+    return StudyView(settings, rows, points, front, picks, baseline_trial, parameters)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import sys
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from autotune.report.pareto_json import nodes_text
+from autotune.report.picks import pick_label
 from autotune.report.study_points import StudyView
-
-PICK_LABELS = {"fastest": "fastest", "min_energy": "least energy", "knee": "knee"}
 
 
 KNOB_COLUMNS = (
@@ -22,7 +23,7 @@ KNOB_COLUMNS = (
 )
 
 
-def _knobs(params: dict) -> str:
+def knobs_sentence(params: dict) -> str:
     return (
         f"ZeRO-{params['zero_stage']} optimizer offload {params['optimizer_offload']}, "
         f"checkpointing {params['activation_checkpointing']}, SP {params['sp_degree']}, "
@@ -39,17 +40,18 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
     console = console or Console(width=None if sys.stdout.isatty() else 160)
     source, energy_source = document["source"], document["energy_source"]
     console.print(
-        f"[bold]{document['model']}[/] on {document['nodes']} node(s) of {document['hardware']}, "
+        f"[bold]{document['model']}[/] on {nodes_text(document['nodes'])} node(s) of {document['hardware']}, "
         f"backend {document['backend']}: time is [bold]{source}[/], energy is [bold]{energy_source}[/]"
     )
     counts = ", ".join(f"{n} {s}" for s, n in document["trials_by_status"].items())
     console.print(f"{document['trials']} trials ({counts})")
+    if document.get("note"):
+        console.print(f"[yellow]{escape(document['note'])}[/]")
     if not view.front:
-        console.print("[yellow]No feasible configuration: nothing fits or every probe failed. See `autotune space`.[/]")
         return
     picks_by_trial: dict[int, list[str]] = {}
     for pick, trial in view.picks.items():
-        picks_by_trial.setdefault(trial, []).append(PICK_LABELS[pick])
+        picks_by_trial.setdefault(trial, []).append(pick_label(pick, view.pick_parameters))
     table = Table(title=f"Pareto front (time vs energy to solution, {energy_source} energy)")
     table.add_column("trial", justify="right")
     for _, title in KNOB_COLUMNS:
@@ -69,12 +71,17 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
             ", ".join(picks_by_trial.get(p.trial, [])),
         )
     console.print(table)
-    base = view.point(view.baseline_trial) if view.baseline_trial is not None else None
-    for pick, trial in view.picks.items():
-        p = view.point(trial)
-        line = f"[bold]{PICK_LABELS[pick]}[/]: trial {trial}, {_knobs(p.params)}"
-        if base is not None and base.trial != p.trial:
-            saved = 100 * (1 - p.energy_kj / base.energy_kj)
-            slower = 100 * (p.time_s / base.time_s - 1)
-            line += f"  ({saved:+.1f}% energy saved, {slower:+.1f}% time vs baseline trial {base.trial})"
+    for row in document["picks"]:
+        p = view.point(row["trial"])
+        line = f"[bold]{escape(pick_label(row['name'], view.pick_parameters))}[/]: trial {p.trial}, {knobs_sentence(p.params)}"
+        if row["energy_saved_pct"] is not None and p.trial != view.baseline_trial:
+            line += (
+                f"  ({row['energy_saved_pct']:+.1f}% energy saved, {row['time_change_pct']:+.1f}% time, "
+                f"{_fmt(row['tflop_per_kj_change_pct'], '+.1f')}% TFLOP/kJ vs baseline trial {view.baseline_trial})"
+            )
         console.print(line)
+    parameters = view.pick_parameters
+    if "cost_weighted" in view.picks:
+        console.print(
+            f"[dim]cost-weighted: eta x energy + (1 - eta) x {parameters.max_power_per_gpu_w:g} W/GPU x GPUs x time (Zeus)[/]"
+        )

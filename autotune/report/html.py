@@ -1,0 +1,266 @@
+"""report.html: one self-contained page (no script, no external file) that opens offline.
+
+The page is a list of sections, each a function (view, document, run_dir) -> HTML. Later sections
+(parameter importance, tuning cost and payback, power timelines) are new functions appended to
+SECTIONS; nothing else changes. Every piece of text that comes from a study goes through `esc`.
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from pathlib import Path
+
+from autotune.report.pareto_json import nodes_text
+from autotune.ds_config import deepspeed_config
+from autotune.report.front import Point
+from autotune.report.pareto_json import provenance_sentence
+from autotune.report.picks import PICK_FILES, pick_label, short_pick_label
+from autotune.report.study_points import StudyView
+from autotune.report.svg import Marker, scatter_svg, stacked_bar_svg
+from autotune.report.table import KNOB_COLUMNS, knobs_sentence
+
+# Components are drawn in this order; a measured result may name others, which follow.
+COMPONENT_ORDER = ("gpu", "cpu", "memory_interconnect")
+
+
+def esc(value) -> str:
+    return escape("" if value is None else str(value))
+
+
+def _num(value, spec: str) -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def _scale(max_value: float, units: tuple[tuple[str, float], ...]) -> tuple[str, float]:
+    """The largest unit in which the biggest figure is at least 1 (units ascend by divisor)."""
+    chosen = units[0]
+    for unit in units:
+        if max_value >= unit[1]:
+            chosen = unit
+    return chosen
+
+
+def _time_unit(values_s: list[float]) -> tuple[str, float]:
+    return _scale(max(values_s, default=0.0), (("s", 1.0), ("min", 60.0), ("h", 3600.0)))
+
+
+def _energy_unit(values_kj: list[float]) -> tuple[str, float]:
+    return _scale(max(values_kj, default=0.0), (("kJ", 1.0), ("kWh", 3600.0), ("MWh", 3.6e6)))
+
+
+def _picks_by_trial(view: StudyView) -> dict[int, list[str]]:
+    grouped: dict[int, list[str]] = {}
+    for name, trial in view.picks.items():
+        grouped.setdefault(trial, []).append(name)
+    return grouped
+
+
+def _table(headers: list[str], rows: list[list[str]], css_class: str = "") -> str:
+    """Cells are HTML already (callers escape); headers are escaped here."""
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    body = "\n".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f'<table class="{css_class}"><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>'
+
+
+def header_section(view: StudyView, document: dict, run_dir: Path) -> str:
+    workload = document["workload"]
+    counts = ", ".join(f"{n} {s}" for s, n in document["trials_by_status"].items()) or "none"
+    note = f'<p class="note">{esc(document["note"])}</p>' if document.get("note") else ""
+    return (
+        f"<header><h1>autotune report: {esc(document['model'])} on {esc(nodes_text(document['nodes']))} node(s) of "
+        f"{esc(document['hardware'])}</h1>\n"
+        f'<p class="provenance provenance-{esc(document["source"] if isinstance(document["source"], str) else "mixed")}">'
+        f"<strong>Where the figures come from:</strong> {esc(provenance_sentence(document))} "
+        f"Backend: {esc(document['backend'])} ({esc(document.get('backend_reason', ''))}).</p>\n"
+        f"<p>Workload held fixed for every trial: {esc(workload.get('samples'))} samples, global batch "
+        f"{esc(workload.get('global_batch'))}, {esc(workload.get('frames'))} frames and "
+        f"{esc(workload.get('text_tokens'))} text tokens per sample. Trials: {esc(document['trials'])} ({esc(counts)}); "
+        f"baseline trial: {esc(document['baseline'])}.</p>\n{note}</header>"
+    )
+
+
+def scatter_section(view: StudyView, document: dict, run_dir: Path) -> str:
+    figured = [r for r in view.trials if r.get("time_s") is not None and r.get("energy_kj") is not None]
+    if not figured:
+        return '<section id="scatter"><h2>Time vs energy</h2><p>No trial has figures to plot.</p></section>'
+    t_unit, t_div = _time_unit([r["time_s"] for r in figured])
+    e_unit, e_div = _energy_unit([r["energy_kj"] for r in figured])
+    feasible = {p.trial for p in view.points}
+    front = {p.trial for p in view.front}
+    labels = {t: [short_pick_label(n, view.pick_parameters) for n in names] for t, names in _picks_by_trial(view).items()}
+    markers = []
+    for r in figured:
+        trial = r["trial"]
+        name = labels.get(trial, []) + (["baseline"] if trial == view.baseline_trial else [])
+        css = "front" if trial in front else "baseline" if trial == view.baseline_trial else "feasible" if trial in feasible else "infeasible"
+        tooltip = (
+            f"trial {trial} ({r['status']}{'' if trial in feasible else ', infeasible'}): {knobs_sentence(r['params'])}; "
+            f"{r['time_s'] / t_div:.3g} {t_unit}, {r['energy_kj'] / e_div:.3g} {e_unit}"
+        )
+        markers.append(Marker(r["time_s"] / t_div, r["energy_kj"] / e_div, css, tooltip, ", ".join(name)))
+    line = [(p.time_s / t_div, p.energy_kj / e_div) for p in view.front]
+    title = f"Time vs energy to solution of every evaluated trial ({document['source']} time, {document['energy_source']} energy)"
+    svg = scatter_svg(markers, line, f"time to solution ({t_unit})", f"energy to solution ({e_unit})", str(title))
+    legend = (
+        '<p class="legend"><span class="key front"></span> Pareto front (line) <span class="key feasible"></span> '
+        'other feasible <span class="key baseline"></span> baseline <span class="key infeasible"></span> '
+        "infeasible or failed with figures. Hover a point for its configuration.</p>"
+    )
+    return f'<section id="scatter"><h2>Time vs energy</h2>\n{svg}\n{legend}</section>'
+
+
+def _pct(value) -> str:
+    return "n/a" if value is None else f"{value:+.1f}%"
+
+
+def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
+    if not document["picks"]:
+        return f'<section id="picks"><h2>Recommended configurations</h2><p class="note">{esc(document.get("note") or "No picks.")}</p></section>'
+    rows = []
+    for row in document["picks"]:
+        p = view.point(row["trial"])
+        rows.append([
+            f'<a href="#trial-{p.trial}">{esc(pick_label(row["name"], view.pick_parameters))}</a>',
+            esc(p.trial),
+            esc(knobs_sentence(p.params)),
+            esc(_num(p.time_s / 3600, ".3f")),
+            esc(_num(p.energy_kj / 3600, ".2f")),
+            esc(_num(p.tflops, ".0f")),
+            esc(_num(p.tflop_per_kj, ".1f")),
+            esc(_pct(row["energy_saved_pct"])),
+            esc(_pct(row["time_change_pct"])),
+            esc(_pct(row["tflop_per_kj_change_pct"])),
+        ])
+    headers = ["pick", "trial", "configuration", "time h", "energy kWh", "TFLOP/s /GPU", "TFLOP /kJ",
+               "energy saved", "time change", "TFLOP/kJ change"]
+    params = view.pick_parameters
+    explain = (
+        f"Savings are against the baseline trial {esc(document['baseline'])} (what one would run untuned); "
+        "n/a where the baseline is not feasible. "
+        f"'{esc(pick_label('max_slowdown', params))}': least energy with time at most {params.max_slowdown:g} x the fastest. "
+    )
+    if params.max_power_per_gpu_w is not None:
+        explain += (
+            f"'{esc(pick_label('cost_weighted', params))}': least eta x energy + (1 - eta) x P_max x time, with "
+            f"P_max = {params.max_power_per_gpu_w:g} W per GPU x the configuration's GPUs (Zeus cost)."
+        )
+    return f'<section id="picks"><h2>Recommended configurations</h2>\n{_table(headers, rows, "picks")}\n<p class="explain">{explain}</p></section>'
+
+
+def _components_html(point: Point) -> str:
+    components = point.extra.get("energy_components_kj") or {}
+    if not components:
+        return "<p>No energy breakdown by component for this trial.</p>"
+    names = [c for c in COMPONENT_ORDER if c in components] + sorted(set(components) - set(COMPONENT_ORDER))
+    parts = [(name, float(components[name])) for name in names if components[name] is not None]
+    total = sum(v for _, v in parts) or 1.0
+    rows = [[esc(name), esc(f"{v:,.0f}"), esc(f"{100 * v / total:.1f}%")] for name, v in parts]
+    bar = stacked_bar_svg(parts, f"energy by component, trial {point.trial}")
+    return f'<div class="components">{bar}\n{_table(["component", "energy kJ", "share"], rows, "components")}</div>'
+
+
+def _config_html(view: StudyView, names: list[str], point: Point, run_dir: Path) -> str:
+    links = " ".join(
+        f'<a href="configs/{esc(PICK_FILES[n])}.json">configs/{esc(PICK_FILES[n])}.json</a>' for n in names
+    )
+    path = run_dir / "configs" / f"{PICK_FILES[names[0]]}.json"
+    if path.is_file():
+        text = path.read_text()
+    else:  # not exported (an older run): show the same config the export would write, minus its notes
+        text = json.dumps(deepspeed_config(view.settings.candidate(point.params)), indent=2)
+        links += " (not written yet: run <code>autotune report RUN_DIR --html</code>)"
+    return f"<p>DeepSpeed config: {links}</p>\n<pre>{esc(text)}</pre>"
+
+
+def pick_details_section(view: StudyView, document: dict, run_dir: Path) -> str:
+    blocks = []
+    for trial, names in _picks_by_trial(view).items():
+        point = view.point(trial)
+        title = ", ".join(pick_label(n, view.pick_parameters) for n in names)
+        blocks.append(
+            f'<article class="pick" id="trial-{trial}"><h3>{esc(title)}: trial {trial}</h3>\n'
+            f"<p>{esc(knobs_sentence(point.params))}; {esc(point.gpus)} GPUs.</p>\n"
+            f"<h4>Energy by component</h4>\n{_components_html(point)}\n"
+            f"{_config_html(view, names, point, run_dir)}</article>"
+        )
+    if not blocks:
+        return ""
+    return '<section id="pick-details"><h2>Each pick</h2>\n' + "\n".join(blocks) + "</section>"
+
+
+def _trial_row(row: dict, feasible: set[int]) -> list[str]:
+    status = row["status"] if row["status"] != "ok" or row["trial"] in feasible else "ok (infeasible)"
+    figures_or_reason = (
+        [esc(_num(row["time_s"] / 3600, ".3f")), esc(_num(row["energy_kj"] / 3600, ".2f")), esc(_num(row.get("tflops"), ".0f"))]
+        if row.get("time_s") is not None and row.get("energy_kj") is not None
+        else ["", "", ""]
+    )
+    return [
+        esc(row["trial"]),
+        f'<span class="status status-{esc(row["status"])}">{esc(status)}</span>',
+        *(esc(row["params"].get(knob)) for knob, _ in KNOB_COLUMNS),
+        *figures_or_reason,
+        esc(row.get("reason") or ""),
+    ]
+
+
+def trials_section(view: StudyView, document: dict, run_dir: Path) -> str:
+    feasible = {p.trial for p in view.points}
+    headers = ["trial", "status", *(title for _, title in KNOB_COLUMNS), "time h", "energy kWh", "TFLOP/s /GPU", "reason"]
+    evaluated = [r for r in view.trials if r["status"] != "invalid"]
+    # Candidates refused before running (rules, memory estimate) are many and teach little: fold them.
+    refused = [r for r in view.trials if r["status"] == "invalid"]
+    html = '<section id="trials"><h2>All evaluated trials</h2>\n'
+    html += _table(headers, [_trial_row(r, feasible) for r in evaluated], "trials") if evaluated else "<p>None.</p>"
+    if refused:
+        html += (
+            f"\n<details><summary>{len(refused)} candidates refused before running (invalid: a rule or the memory "
+            f"estimate)</summary>\n{_table(headers, [_trial_row(r, feasible) for r in refused], 'trials')}</details>"
+        )
+    return html + "</section>"
+
+
+SECTIONS = [header_section, scatter_section, picks_section, pick_details_section, trials_section]
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 24px auto; max-width: 1200px; color: #222; line-height: 1.4; }
+h1 { font-size: 1.5em; } h2 { border-bottom: 1px solid #ddd; padding-bottom: 4px; margin-top: 1.6em; }
+.provenance { background: #eef4ff; border-left: 4px solid #3b6fd8; padding: 8px 12px; }
+.provenance-simulated { background: #fff6e5; border-left-color: #d89a3b; }
+.note { background: #fff3cd; border-left: 4px solid #e0a800; padding: 8px 12px; font-weight: 600; }
+table { border-collapse: collapse; margin: 8px 0; font-size: 0.9em; }
+th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; }
+thead th { background: #f3f3f3; }
+pre { background: #f7f7f7; border: 1px solid #ddd; padding: 8px; max-height: 420px; overflow: auto; font-size: 0.85em; }
+.status-ok { color: #1a7f37; } .status-oom, .status-failed, .status-timeout { color: #c62828; font-weight: 600; }
+.status-invalid { color: #777; }
+.chart .plot-area { fill: #fff; stroke: #999; } .chart .grid { stroke: #eee; }
+.chart text { font-size: 12px; fill: #333; } .chart .axis-label { font-size: 13px; }
+.front-line { fill: none; stroke: #3b6fd8; stroke-width: 2; }
+.marker.front { fill: #3b6fd8; } .marker.feasible { fill: #9bb3e0; }
+.marker.baseline { fill: #ff9f1c; } .marker.infeasible { fill: none; stroke: #c62828; stroke-width: 1.5; }
+.pick-label { font-weight: 600; } .leader { stroke: #888; stroke-width: 0.8; }
+.legend .key { display: inline-block; width: 10px; height: 10px; border-radius: 50%; margin-left: 10px; }
+.legend .key.front { background: #3b6fd8; } .legend .key.feasible { background: #9bb3e0; }
+.legend .key.baseline { background: #ff9f1c; } .legend .key.infeasible { border: 1.5px solid #c62828; border-radius: 0; }
+.part-0 { fill: #3b6fd8; } .part-1 { fill: #ff9f1c; } .part-2 { fill: #2a9d8f; } .part-3 { fill: #9b5de5; }
+.part-4 { fill: #999; } .chart .bar-label { fill: #fff; font-weight: 600; }
+article.pick { border: 1px solid #ddd; border-radius: 6px; padding: 4px 16px; margin: 12px 0; }
+"""
+
+
+def render_report_html(view: StudyView, document: dict, run_dir: Path) -> str:
+    body = "\n".join(section(view, document, run_dir) for section in SECTIONS)
+    title = f"autotune: {document['model']} on {document['hardware']}"
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+        f"<title>{esc(title)}</title>\n<style>{STYLE}</style></head>\n<body>\n{body}\n</body></html>\n"
+    )
+
+
+def write_report_html(path: Path, view: StudyView, document: dict, run_dir: Path) -> Path:
+    tmp = path.with_suffix(".html.tmp")
+    tmp.write_text(render_report_html(view, document, run_dir), encoding="utf-8")
+    tmp.replace(path)  # a browser tab reloading mid-write never sees half a page
+    return path

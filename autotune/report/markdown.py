@@ -1,0 +1,72 @@
+"""`autotune report --format md`: the front and the picks as GitHub Markdown, to paste into an issue."""
+
+from __future__ import annotations
+
+from autotune.report.pareto_json import nodes_text
+from autotune.report.pareto_json import provenance_sentence
+from autotune.report.picks import pick_label
+from autotune.report.study_points import StudyView
+from autotune.report.table import KNOB_COLUMNS, knobs_sentence
+
+
+def md_cell(value) -> str:
+    """A table cell: pipes would split the cell and newlines end the row."""
+    return "" if value is None else str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _num(value, spec: str) -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def _pct(value) -> str:
+    return "n/a" if value is None else f"{value:+.1f}%"
+
+
+def _row(cells) -> str:
+    return "| " + " | ".join(md_cell(c) for c in cells) + " |"
+
+
+def markdown_report(view: StudyView, document: dict) -> str:
+    counts = ", ".join(f"{n} {s}" for s, n in document["trials_by_status"].items()) or "none"
+    lines = [
+        f"### autotune: {md_cell(document['model'])} on {md_cell(nodes_text(document['nodes']))} node(s) of {md_cell(document['hardware'])}",
+        "",
+        f"**{provenance_sentence(document)}** Backend `{document['backend']}`. "
+        f"{document['trials']} trials ({counts}); baseline trial {document['baseline']}.",
+        "",
+    ]
+    if document.get("note"):
+        lines += [f"> **{document['note']}**", ""]
+    if view.front:
+        labels: dict[int, list[str]] = {}
+        for name, trial in view.picks.items():
+            labels.setdefault(trial, []).append(pick_label(name, view.pick_parameters))
+        knob_titles = [title for _, title in KNOB_COLUMNS]
+        lines += [
+            "**Pareto front**",
+            "",
+            _row(["trial", *knob_titles, "time h", "energy kWh", "TFLOP/s /GPU", "TFLOP /kJ", "pick"]),
+            _row(["---:"] + ["---"] * len(knob_titles) + ["---:"] * 4 + ["---"]),
+        ]
+        for p in view.front:
+            lines.append(_row([
+                p.trial,
+                *(p.params[knob] for knob, _ in KNOB_COLUMNS),
+                _num(p.time_s / 3600, ".2f"),
+                _num(p.energy_kj / 3600, ".1f"),
+                _num(p.tflops, ".0f"),
+                _num(p.tflop_per_kj, ".1f"),
+                ", ".join(labels.get(p.trial, [])),
+            ]))
+        lines.append("")
+    if document["picks"]:
+        lines += [f"**Picks** (vs baseline trial {document['baseline']})", ""]
+        for row in document["picks"]:
+            p = view.point(row["trial"])
+            lines.append(
+                f"- **{pick_label(row['name'], view.pick_parameters)}**: trial {p.trial}, {knobs_sentence(p.params)}: "
+                f"energy saved {_pct(row['energy_saved_pct'])}, time {_pct(row['time_change_pct'])}, "
+                f"TFLOP/kJ {_pct(row['tflop_per_kj_change_pct'])}"
+            )
+        lines.append("")
+    return "\n".join(lines) + "\n"

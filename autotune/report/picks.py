@@ -1,0 +1,120 @@
+"""The picks a report offers: the parameters they were chosen with, what each saves against the
+baseline trial, and a plain sentence when there is no trade-off to choose from.
+
+Every output (terminal, pareto.json, Markdown, HTML) takes its pick rows and labels from here, so
+they cannot disagree.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from autotune.errors import UserError
+from autotune.hardware import HardwareProfile
+from autotune.report.front import Point
+
+DEFAULT_MAX_SLOWDOWN = 1.05
+DEFAULT_ETA = 0.5
+
+# Export file stems (configs/<stem>.json): the CLI spells picks with hyphens.
+PICK_FILES = {
+    "fastest": "fastest",
+    "min_energy": "min-energy",
+    "knee": "knee",
+    "max_slowdown": "max-slowdown",
+    "cost_weighted": "cost-weighted",
+}
+
+
+@dataclass(frozen=True)
+class PickParameters:
+    max_slowdown: float = DEFAULT_MAX_SLOWDOWN
+    eta: float = DEFAULT_ETA
+    max_power_per_gpu_w: float | None = None  # Zeus's P_max per GPU; None leaves out the cost-weighted pick
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def check_pick_parameters(max_slowdown: float, eta: float) -> None:
+    """User-facing check of --max-slowdown and --eta."""
+    if not (math.isfinite(max_slowdown) and max_slowdown >= 1.0):
+        raise UserError(f"--max-slowdown must be at least 1 (1.05 allows 5% more time than the fastest), got {max_slowdown}")
+    if not (math.isfinite(eta) and 0.0 <= eta <= 1.0):
+        raise UserError(f"--eta must be between 0 (time only) and 1 (energy only), got {eta}")
+
+
+def max_power_per_gpu_w(hardware: HardwareProfile) -> float:
+    """Zeus's P_max per GPU, scaled to what our energy to solution counts.
+
+    Zeus measures GPU energy only and uses the GPU's power limit. Our energy counts the GPU, its share
+    of the host CPU and memory/interconnect, so P_max is the most those can draw together; where one
+    module cap bounds all of them (GH200: `module_scope_energy`), the cap is the most the module draws.
+    """
+    total_w = hardware.gpu.max_power_w + hardware.cpu.max_power_w + hardware.power.memory_interconnect_w
+    return min(total_w, hardware.power.module_cap_w) if hardware.module_scope_energy else total_w
+
+
+def pick_label(name: str, parameters: PickParameters) -> str:
+    if name == "max_slowdown":
+        return f"least energy within {100 * (parameters.max_slowdown - 1):g}% of fastest"
+    if name == "cost_weighted":
+        return f"cost-weighted (eta {parameters.eta:g})"
+    return {"fastest": "fastest", "min_energy": "least energy", "knee": "knee"}.get(name, name)
+
+
+def short_pick_label(name: str, parameters: PickParameters) -> str:
+    """For chart labels, where several picks share a point and space is short."""
+    if name == "max_slowdown":
+        return f"within {100 * (parameters.max_slowdown - 1):g}%"
+    if name == "cost_weighted":
+        return f"cost (eta {parameters.eta:g})"
+    return pick_label(name, parameters)
+
+
+def _change_pct(new: float | None, old: float | None) -> float | None:
+    if new is None or old is None or old == 0:
+        return None
+    return 100.0 * (new / old - 1.0)
+
+
+def savings(point: Point, base: Point | None) -> dict:
+    """Percent changes against the baseline point; None where there is no feasible baseline.
+    Energy is a saving (positive = less energy), time and TFLOP/kJ are changes (negative time = faster)."""
+    if base is None:
+        return {"energy_saved_pct": None, "time_change_pct": None, "tflop_per_kj_change_pct": None}
+    energy_change = _change_pct(point.energy_kj, base.energy_kj)
+    return {
+        "energy_saved_pct": None if energy_change is None else 0.0 - energy_change,  # never "-0.0%"
+        "time_change_pct": _change_pct(point.time_s, base.time_s),
+        "tflop_per_kj_change_pct": _change_pct(point.tflop_per_kj, base.tflop_per_kj),
+    }
+
+
+def pick_rows(picks: dict[str, int], points: list[Point], baseline_trial: int | None) -> list[dict]:
+    """One row per pick: {name, trial, energy_saved_pct, time_change_pct, tflop_per_kj_change_pct}."""
+    by_trial = {p.trial: p for p in points}
+    base = by_trial.get(baseline_trial) if baseline_trial is not None else None
+    return [{"name": name, "trial": trial, **savings(by_trial[trial], base)} for name, trial in picks.items()]
+
+
+def front_note(points: list[Point], front: list[Point], trials_by_status: dict[str, int]) -> str | None:
+    """A plain sentence when the front offers no choice; None when it holds a trade-off."""
+    if not points:
+        counts = ", ".join(f"{n} {s}" for s, n in trials_by_status.items()) or "no trials"
+        return (
+            f"No feasible configuration: no trial ran to completion ({counts}). Nothing is recommended; "
+            "see `autotune space` for what fits, or widen the space and run more --trials."
+        )
+    if len(points) == 1:
+        return (
+            f"Only one feasible configuration (trial {points[0].trial}): every pick is that trial and there is "
+            "no trade-off to choose from; run more --trials or widen the space to compare."
+        )
+    if len(front) == 1:
+        return (
+            f"One configuration (trial {front[0].trial}) is both the fastest and the least energy of "
+            f"{len(points)} feasible ones: every pick is that trial."
+        )
+    return None

@@ -1,0 +1,144 @@
+"""Small inline-SVG charts for report.html: a scatter with a front line, and a stacked bar.
+
+Our own few lines instead of a plotting library: the page must open offline as one file, and the
+tuner must not pull matplotlib (or a browser-side script) in for two charts. Every text is escaped;
+colours come from CSS classes the page defines, so the charts carry no style of their own.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from html import escape
+
+
+@dataclass(frozen=True)
+class Marker:
+    x: float
+    y: float
+    css_class: str  # how the page draws it: "feasible", "front", "infeasible", "baseline"
+    tooltip: str  # shown on hover, through the SVG <title> element (no script needed)
+    label: str = ""  # drawn beside the marker (pick names)
+
+
+def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+    """Round tick values covering [lo, hi] (steps of 1, 2, 2.5 or 5 x 10^k)."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return []
+    if hi <= lo:
+        hi = lo + (abs(lo) * 0.1 or 1.0)
+    raw_step = (hi - lo) / max(count, 1)
+    power = 10 ** math.floor(math.log10(raw_step))
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw_step)
+    first = math.floor(lo / step) * step
+    ticks, value = [], first
+    while value <= hi + step * 1e-9:
+        ticks.append(round(value, 12))
+        value += step
+    if ticks[-1] < hi:
+        ticks.append(round(value, 12))
+    return ticks
+
+
+def _fmt_tick(value: float) -> str:
+    return f"{value:.6g}"
+
+
+def scatter_svg(
+    markers: list[Marker],
+    front_xy: list[tuple[float, float]],
+    x_label: str,
+    y_label: str,
+    title: str,
+    width_px: int = 760,
+    height_px: int = 460,
+) -> str:
+    """A scatter of markers, the front as a polyline (in the order given), labelled axes."""
+    left, right, top, bottom = 78, 150, 36, 56  # room for tick labels and pick labels to the right
+    plot_w, plot_h = width_px - left - right, height_px - top - bottom
+    xs = [m.x for m in markers] or [0.0, 1.0]
+    ys = [m.y for m in markers] or [0.0, 1.0]
+    x_ticks = nice_ticks(min(xs), max(xs))
+    y_ticks = nice_ticks(min(ys), max(ys))
+    x0, x1 = x_ticks[0], x_ticks[-1]
+    y0, y1 = y_ticks[0], y_ticks[-1]
+
+    def px(x: float) -> float:
+        return left + (x - x0) / ((x1 - x0) or 1.0) * plot_w
+
+    def py(y: float) -> float:
+        return top + plot_h - (y - y0) / ((y1 - y0) or 1.0) * plot_h
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart scatter" role="img" '
+        f'viewBox="0 0 {width_px} {height_px}" width="{width_px}" height="{height_px}">',
+        f"<title>{escape(title)}</title>",
+        f'<rect class="plot-area" x="{left}" y="{top}" width="{plot_w}" height="{plot_h}"/>',
+    ]
+    for t in x_ticks:
+        parts.append(f'<line class="grid" x1="{px(t):.1f}" y1="{top}" x2="{px(t):.1f}" y2="{top + plot_h}"/>')
+        parts.append(f'<text class="tick" x="{px(t):.1f}" y="{top + plot_h + 18}" text-anchor="middle">{_fmt_tick(t)}</text>')
+    for t in y_ticks:
+        parts.append(f'<line class="grid" x1="{left}" y1="{py(t):.1f}" x2="{left + plot_w}" y2="{py(t):.1f}"/>')
+        parts.append(f'<text class="tick" x="{left - 8}" y="{py(t) + 4:.1f}" text-anchor="end">{_fmt_tick(t)}</text>')
+    parts.append(f'<text class="axis-label" x="{left + plot_w / 2:.1f}" y="{height_px - 12}" text-anchor="middle">{escape(x_label)}</text>')
+    parts.append(
+        f'<text class="axis-label" x="18" y="{top + plot_h / 2:.1f}" text-anchor="middle" '
+        f'transform="rotate(-90 18 {top + plot_h / 2:.1f})">{escape(y_label)}</text>'
+    )
+    if len(front_xy) > 1:
+        points = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in front_xy)
+        parts.append(f'<polyline class="front-line" points="{points}"/>')
+    # Front and picks last, so they are drawn over the cloud of other trials.
+    order = {"infeasible": 0, "feasible": 1, "baseline": 2, "front": 3}
+    for m in sorted(markers, key=lambda m: (order.get(m.css_class, 1), bool(m.label))):
+        cx, cy = px(m.x), py(m.y)
+        if m.css_class == "infeasible":  # a square, so it reads apart from feasible points without colour
+            tag, geometry = "rect", f'x="{cx - 5:.1f}" y="{cy - 5:.1f}" width="10" height="10"'
+        else:
+            tag, geometry = "circle", f'cx="{cx:.1f}" cy="{cy:.1f}" r="{6 if m.label else 4.5}"'
+        parts.append(f'<{tag} class="marker {escape(m.css_class)}" {geometry}><title>{escape(m.tooltip)}</title></{tag}>')
+    parts += _labels([(px(m.x), py(m.y), m.label) for m in markers if m.label])
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+_LABEL_LINE_PX = 15
+
+
+def _labels(anchors: list[tuple[float, float, str]]) -> list[str]:
+    """Pick labels beside their markers, pushed down so no two overlap (picks often sit close
+    together on a front); a label moved away from its marker gets a leader line back to it."""
+    out, last_y = [], -1e9
+    for cx, cy, text in sorted(anchors, key=lambda a: (a[1], a[0])):
+        y = max(cy - 7, last_y + _LABEL_LINE_PX)
+        last_y = y
+        if y - (cy - 7) > 1:
+            out.append(f'<line class="leader" x1="{cx:.1f}" y1="{cy:.1f}" x2="{cx + 9:.1f}" y2="{y - 4:.1f}"/>')
+        out.append(f'<text class="pick-label" x="{cx + 9:.1f}" y="{y:.1f}">{escape(text)}</text>')
+    return out
+
+
+def stacked_bar_svg(parts_kj: list[tuple[str, float]], title: str, width_px: int = 560, height_px: int = 34) -> str:
+    """One horizontal bar split into named shares (energy by component); classes `part-<index>`."""
+    total = sum(v for _, v in parts_kj if v > 0)
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart bar" role="img" '
+        f'viewBox="0 0 {width_px} {height_px}" width="{width_px}" height="{height_px}">',
+        f"<title>{escape(title)}</title>",
+    ]
+    x = 0.0
+    for index, (name, value) in enumerate(parts_kj):
+        if total <= 0 or value <= 0:
+            continue
+        w = value / total * width_px
+        share = f"{name}: {value:,.0f} kJ ({100 * value / total:.0f}%)"
+        out.append(
+            f'<rect class="part-{index}" x="{x:.1f}" y="0" width="{w:.1f}" height="{height_px}">'
+            f"<title>{escape(share)}</title></rect>"
+        )
+        if w > 70:  # label only where it fits; the table beside the bar has every figure
+            out.append(f'<text class="bar-label" x="{x + 6:.1f}" y="{height_px / 2 + 4:.1f}">{escape(name)}</text>')
+        x += w
+    out.append("</svg>")
+    return "\n".join(out)

@@ -1,0 +1,92 @@
+"""Finished run directories built in-process: a simulated study, one with OOM and failed probes,
+one with a single feasible point and one with none."""
+
+import io
+from dataclasses import replace
+
+import pytest
+from rich.console import Console
+
+from autotune.backends.base import Backend, ProbeResult
+from autotune.backends.simulate import SimulateBackend
+from autotune.commands.finish import finish_run
+from autotune.commands.options import build_settings
+from autotune.study import open_study, run_study
+from autotune.study.loop import make_sampler
+
+# A reason that would break the page if it were not escaped.
+HOSTILE_ERROR = 'CUDA error <script>alert("x")</script> & more'
+
+
+class _Args:
+    model, hardware, gpus_per_node, space = "32b", "gh200", 0, None
+    frames = text_tokens = global_batch = samples = precision = None
+
+    def __init__(self, nodes):
+        self.nodes = nodes
+
+
+class ScriptedBackend(Backend):
+    """Simulated figures, except where `outcome(candidate, call_index)` names another status."""
+
+    name = "scripted"
+    source = "simulated"
+
+    def __init__(self, outcome):
+        self.outcome = outcome
+        self.calls = 0
+        self.simulate = SimulateBackend()
+
+    def evaluate(self, candidate):
+        status = self.outcome(candidate, self.calls)
+        self.calls += 1
+        result = self.simulate.evaluate(candidate)
+        if status == "ok":
+            return result
+        if status == "oom":
+            return ProbeResult(status="oom", source="simulated", energy_source="simulated", error="CUDA out of memory")
+        # A failed probe that still reports figures: the page must draw it apart from feasible points.
+        return replace(result, status=status, error=HOSTILE_ERROR)
+
+
+def finished_run(run_dir, backend, trials, nodes="4", **pick_options):
+    settings = build_settings(_Args(nodes))
+    study = open_study(run_dir, None, make_sampler(0, trials))
+    run_study(study, settings, backend, trials)
+    study.set_user_attr("backend", {"name": backend.name, "reason": "test"})
+    finish_run(study, run_dir, Console(file=io.StringIO()), **pick_options)
+    return study
+
+
+@pytest.fixture(scope="session")
+def simulated_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("simulated") / "32b-2to8n"
+    finished_run(run_dir, SimulateBackend(), 10, nodes="2-8")
+    return run_dir
+
+
+def _oom_and_failed(candidate, call):
+    if candidate.knobs.micro_batch >= 4:
+        return "oom"
+    return "failed" if call % 3 == 2 else "ok"
+
+
+@pytest.fixture(scope="session")
+def failing_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("failing") / "run"
+    finished_run(run_dir, ScriptedBackend(_oom_and_failed), 10)
+    return run_dir
+
+
+@pytest.fixture(scope="session")
+def single_point_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("single") / "run"
+    finished_run(run_dir, ScriptedBackend(lambda c, call: "ok" if call == 0 else "oom"), 4)
+    return run_dir
+
+
+@pytest.fixture(scope="session")
+def infeasible_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("none") / "run"
+    finished_run(run_dir, ScriptedBackend(lambda c, call: "oom" if call % 2 else "failed"), 4)
+    return run_dir

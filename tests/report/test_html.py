@@ -1,0 +1,68 @@
+"""report.html as text: self-contained, escaped, every section there; and the small SVG helpers."""
+
+import json
+import re
+
+import pytest
+
+from autotune.report.svg import Marker, nice_ticks, scatter_svg
+from tests.report.conftest import HOSTILE_ERROR
+
+
+def _links(html):
+    return re.findall(r'href="([^"]+)"', html)
+
+
+def test_page_is_self_contained(simulated_run):
+    html = (simulated_run / "report.html").read_text()
+    assert "<script" not in html.lower() and "<link" not in html.lower() and "@import" not in html
+    assert not re.search(r'(src|href)="(https?:)?//', html)
+    # Only the SVG namespace may name a URL: it is an identifier, never fetched.
+    assert set(re.findall(r"https?://[^\"' ]+", html)) <= {"http://www.w3.org/2000/svg"}
+
+
+def test_page_sections_for_a_simulated_run(simulated_run):
+    html = (simulated_run / "report.html").read_text()
+    doc = json.loads((simulated_run / "pareto.json").read_text())
+    assert html.index("Where the figures come from") < html.index("<svg")  # provenance first
+    assert "Time is simulated by the analytic model" in html
+    assert html.count('class="marker ') == sum(1 for _ in doc["feasible"])  # every evaluated trial is drawn
+    assert '<polyline class="front-line"' in html or len(doc["front"]) == 1
+    for trial in set(doc["recommendations"].values()):
+        assert f'id="trial-{trial}"' in html
+    for link in (link for link in _links(html) if link.startswith("configs/")):
+        assert (simulated_run / link).is_file(), link
+    stems = {"fastest", "min-energy", "knee", "max-slowdown", "cost-weighted"}
+    assert {link[len("configs/"):-len(".json")] for link in _links(html) if link.startswith("configs/")} == stems
+    assert html.count("<pre>") == len(set(doc["recommendations"].values()))  # one config per distinct pick
+    assert "&quot;zero_optimization&quot;" in html
+    for component in ("gpu", "cpu", "memory_interconnect"):
+        assert f"<td>{component}</td>" in html
+
+
+def test_failed_and_oom_trials_shown_apart_and_escaped(failing_run):
+    html = (failing_run / "report.html").read_text()
+    doc = json.loads((failing_run / "pareto.json").read_text())
+    assert doc["trials_by_status"].get("oom", 0) >= 1 and doc["trials_by_status"].get("failed", 0) >= 1
+    assert "<script" not in html and "&lt;script&gt;" in html  # the hostile error text, harmless
+    assert html.count('class="status status-oom"') == doc["trials_by_status"]["oom"]
+    assert html.count('class="status status-failed"') == doc["trials_by_status"]["failed"]
+    # Failed probes here still carried figures: drawn as infeasible squares, not as feasible points.
+    assert html.count('<rect class="marker infeasible"') == doc["trials_by_status"]["failed"]
+    assert "CUDA out of memory" in html
+
+
+def test_nice_ticks_cover_the_range_with_round_steps():
+    assert nice_ticks(0.18, 2.2) == [0.0, 0.5, 1.0, 1.5, 2.0, 2.5]
+    ticks = nice_ticks(7.0, 7.0)  # one point: still an axis around it
+    assert ticks[0] <= 7.0 <= ticks[-1] and len(ticks) >= 2
+
+
+def test_scatter_labels_never_overlap_and_are_escaped():
+    markers = [Marker(1.0, 1.0, "front", "a", "fastest"), Marker(1.01, 1.0, "front", "b", "<knee>"),
+               Marker(1.02, 1.0, "baseline", "c", "baseline")]
+    svg = scatter_svg(markers, [(1.0, 1.0), (1.01, 1.0)], "time (h)", "energy (kWh)", "t")
+    ys = sorted(float(y) for y in re.findall(r'<text class="pick-label" x="[^"]+" y="([^"]+)"', svg))
+    assert len(ys) == 3 and all(b - a >= 15 for a, b in zip(ys, ys[1:]))
+    assert "&lt;knee&gt;" in svg and "<knee>" not in svg
+    assert svg.count('<line class="leader"') == 2  # two labels moved off their markers point back

@@ -1,0 +1,117 @@
+"""pareto.json, the terminal table, Markdown and `autotune report --format/--html` on finished runs,
+including runs with one feasible point and none."""
+
+import io
+import json
+
+import pytest
+from rich.console import Console
+
+from autotune.cli import main
+from autotune.commands.finish import build_report
+from autotune.report.markdown import markdown_report
+from autotune.report.table import print_report
+from autotune.study import load_finished_study
+
+EXISTING_KEYS = ("model", "nodes", "gpus", "hardware", "backend", "source", "trials", "front", "recommendations")
+
+
+def _document(run_dir):
+    return json.loads((run_dir / "pareto.json").read_text())
+
+
+def _terminal(run_dir) -> str:
+    view, document = build_report(load_finished_study(run_dir))
+    out = io.StringIO()
+    print_report(view, document, Console(file=out, width=200))
+    return out.getvalue()
+
+
+def test_pareto_json_picks_and_parameters(simulated_run):
+    doc = _document(simulated_run)
+    assert all(key in doc for key in EXISTING_KEYS)
+    assert set(doc["recommendations"]) == {"fastest", "min_energy", "knee", "max_slowdown", "cost_weighted"}
+    assert doc["recommendation_parameters"] == {"max_slowdown": 1.05, "eta": 0.5, "max_power_per_gpu_w": 680.0}
+    assert [row["name"] for row in doc["picks"]] == list(doc["recommendations"])
+    fastest_time = min(p["time_s"] for p in doc["front"])
+    by_trial = {p["trial"]: p for p in doc["feasible"]}
+    assert by_trial[doc["recommendations"]["max_slowdown"]]["time_s"] <= 1.05 * fastest_time
+    base = by_trial[doc["baseline"]]
+    for row in doc["picks"]:
+        point = by_trial[row["trial"]]
+        assert row["energy_saved_pct"] == pytest.approx(100 * (1 - point["energy_kj"] / base["energy_kj"]))
+        assert row["time_change_pct"] == pytest.approx(100 * (point["time_s"] / base["time_s"] - 1))
+        assert row["tflop_per_kj_change_pct"] == pytest.approx(100 * (point["tflop_per_kj"] / base["tflop_per_kj"] - 1))
+    for stem in ("fastest", "min-energy", "knee", "max-slowdown", "cost-weighted"):
+        assert (simulated_run / "configs" / f"{stem}.json").is_file()
+    assert doc["note"] is None
+
+
+def test_single_feasible_point_says_so_everywhere(single_point_run):
+    doc = _document(single_point_run)
+    assert len(doc["feasible"]) == 1 and doc["trials_by_status"]["oom"] == 3
+    assert set(doc["recommendations"].values()) == {doc["feasible"][0]["trial"]}
+    assert doc["note"].startswith("Only one feasible configuration")
+    assert "Only one feasible configuration" in _terminal(single_point_run)
+    assert "Only one feasible configuration" in (single_point_run / "report.html").read_text()
+
+
+def test_no_feasible_point_says_so_everywhere(infeasible_run):
+    doc = _document(infeasible_run)
+    assert doc["front"] == [] and doc["recommendations"] == {} and doc["picks"] == []
+    assert doc["note"].startswith("No feasible configuration") and "oom" in doc["note"]
+    terminal = _terminal(infeasible_run)
+    assert "No feasible configuration" in terminal and "Pareto front" not in terminal.split("\n", 2)[2]
+    html = (infeasible_run / "report.html").read_text()
+    assert "No feasible configuration" in html and "status-oom" in html and "status-failed" in html
+    assert not (infeasible_run / "configs").exists()
+
+
+def test_report_format_table(simulated_run, capsys):
+    assert main(["report", str(simulated_run)]) == 0
+    out = capsys.readouterr().out
+    assert "Pareto front" in out and "least energy within 5% of fastest" in out and "cost-weighted (eta 0.5)" in out
+
+
+def test_report_format_json_is_the_pareto_document(simulated_run, capsys):
+    assert main(["report", str(simulated_run), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == _document(simulated_run)
+
+
+def test_report_format_md(simulated_run, capsys):
+    assert main(["report", str(simulated_run), "--format", "md"]) == 0
+    md = capsys.readouterr().out
+    doc = _document(simulated_run)
+    table = [line for line in md.splitlines() if line.startswith("|")]
+    assert len(table) == 2 + len(doc["front"])  # header, alignment row, one row per front point
+    assert all(line.count("|") == table[0].count("|") for line in table)
+    assert "**Picks** (vs baseline trial" in md and md.count("\n- **") == len(doc["picks"])
+    assert "simulated by the analytic model" in md
+
+
+def test_report_options_change_the_picks_not_pareto_json(simulated_run, capsys):
+    before = (simulated_run / "pareto.json").read_text()
+    assert main(["report", str(simulated_run), "--format", "json", "--eta", "1", "--max-slowdown", "100"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["recommendations"]["cost_weighted"] == doc["recommendations"]["min_energy"]  # eta 1: energy only
+    assert doc["recommendations"]["max_slowdown"] == doc["recommendations"]["min_energy"]
+    assert (simulated_run / "pareto.json").read_text() == before
+
+
+def test_report_markdown_escapes_pipes(simulated_run):
+    view, document = build_report(load_finished_study(simulated_run))
+    document = {**document, "model": "a|b"}
+    assert "a\\|b" in markdown_report(view, document)
+
+
+@pytest.mark.parametrize(("option", "value"), [("--max-slowdown", "0.5"), ("--eta", "-0.1")])
+def test_bad_pick_options_exit_2(simulated_run, capsys, option, value):
+    assert main(["report", str(simulated_run), option, value]) == 2
+    assert option in capsys.readouterr().err
+
+
+def test_report_html_option_writes_the_page(simulated_run, capsys):
+    page = simulated_run / "report.html"
+    page.unlink()
+    assert main(["report", str(simulated_run), "--html", "--format", "md"]) == 0
+    assert page.is_file() and "wrote" in capsys.readouterr().err
