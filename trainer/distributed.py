@@ -83,6 +83,10 @@ def teardown(failed: bool = False) -> None:
         if failed and dist.get_backend() == "nccl" and hasattr(distributed_c10d, "_abort_process_group"):
             distributed_c10d._abort_process_group()
         else:
+            if not failed:
+                # Leave together: a rank that tears gloo down while its peer is still sending makes
+                # the peer's transport thread abort the process (seen as SIGABRT after a good run).
+                dist.barrier()
             dist.destroy_process_group()
     except Exception:  # noqa: BLE001 - a broken group must not mask the probe's own error
         pass

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import torch
+import torch.utils.data
 
 from autotune.candidate import Candidate
-from trainer.data import SyntheticVideoSamples
 from trainer.engine import TrainingEngine
 from trainer.phases import PhaseClock
 from trainer.sequence_parallel import report_loss
@@ -19,7 +19,7 @@ def to_device(batch: dict, device: torch.device, dtype: torch.dtype) -> dict:
 
 
 def micro_batches(
-    samples: SyntheticVideoSamples, candidate: Candidate, training: TrainingEngine, step: int
+    samples: torch.utils.data.Dataset, candidate: Candidate, training: TrainingEngine, step: int
 ) -> list[dict]:
     """This rank's micro-batches for optimizer step `step` (SP ranks of one group get the same ones)."""
     micro, accum, dp = candidate.knobs.micro_batch, candidate.grad_accum, training.dp_degree

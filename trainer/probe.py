@@ -48,6 +48,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=5, help="at least this many measured optimizer steps")
     parser.add_argument("--probe-seconds", type=float, default=0.0, help="and at least this long a window")
     parser.add_argument("--deepspeed-config", help="train with this exported DeepSpeed JSON instead")
+    parser.add_argument("--data", help="LLaVA-Video-style annotation JSON (default: synthetic samples); docs/data.md")
+    parser.add_argument("--video-root", help="folder the annotation's video paths are relative to (default: its folder)")
     parser.add_argument("--collective-timeout-s", type=float, default=600.0, help="process-group timeout")
     args = parser.parse_args(argv)
     if args.steps < 1 or args.warmup_steps < 0:

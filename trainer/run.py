@@ -20,7 +20,13 @@ def run_probe(
 ) -> dict | None:
     """Returns the finished result on rank 0, None elsewhere."""
     training = apply_deepspeed(build_model(candidate.model), candidate, ds_config)
-    settings = WindowSettings(warmup_steps=args.warmup_steps, steps=args.steps, min_seconds=args.probe_seconds)
+    settings = WindowSettings(
+        warmup_steps=args.warmup_steps,
+        steps=args.steps,
+        min_seconds=args.probe_seconds,
+        data=args.data,
+        video_root=args.video_root,
+    )
     window = measure_window(training, candidate, settings, env, cuda)
 
     stats = results.throughput(candidate, window.steps, window.window_s, env.world_size)

@@ -14,7 +14,7 @@ import torch
 import torch.distributed as dist
 
 from autotune.candidate import Candidate
-from trainer.data import SyntheticVideoSamples
+from trainer.data import make_dataset
 from trainer.distributed import LaunchEnv, device_sync
 from trainer.energy import ProbeEnergy
 from trainer.engine import TrainingEngine
@@ -32,6 +32,8 @@ class WindowSettings:
     warmup_steps: int
     steps: int
     min_seconds: float
+    data: str | None = None  # LLaVA-Video annotation file; None = synthetic samples
+    video_root: str | None = None
 
 
 @dataclass
@@ -59,7 +61,10 @@ def _opening_sync() -> None:
 def measure_window(
     training: TrainingEngine, candidate: Candidate, settings: WindowSettings, env: LaunchEnv, cuda: bool
 ) -> WindowMeasurement:
-    samples = SyntheticVideoSamples(candidate.model, candidate.workload, length=candidate.workload.samples)
+    # Batches are built (videos decoded) before the window: the probe measures training, not loading.
+    samples = make_dataset(
+        candidate.model, candidate.workload, settings.data, length=candidate.workload.samples, video_root=settings.video_root
+    )
     pool = [micro_batches(samples, candidate, training, step) for step in range(_DATA_POOL_STEPS)]
     clock = PhaseClock(cuda)
     hook = mark_llm_start(training, clock)

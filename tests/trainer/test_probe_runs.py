@@ -28,7 +28,7 @@ def _probe(tmp_path, flags: list[str], nproc: int = 2, **env: str) -> tuple[subp
 
 def _assert_ok(done, result, knobs: dict) -> None:
     assert result["status"] == "ok", result.get("error", "") + done.stderr[-3000:]
-    assert done.returncode == 0
+    assert done.returncode == 0, done.stderr[-3000:]
     for knob, value in knobs.items():
         assert result["candidate"]["knobs"][knob] == value
     assert result["source"] == "measured" and result["device"] == "cpu"

@@ -149,3 +149,17 @@ def test_unreadable_video_is_a_config_error_from_the_worker(tmp_path):
     # DataLoader re-raises the worker's exception with its type; the message names the file and fix.
     with pytest.raises(ConfigError, match=r"broken.mp4: cannot be decoded .*re-encode"):
         next(iter(make_video_loader(dataset, batch_size=1, num_workers=1)))
+
+
+@pytest.mark.slow
+def test_probe_trains_on_a_local_video_dataset(dataset_dir, tmp_path):
+    """`python -m trainer.probe --data annotations.json`: a real 1-rank probe on decoded videos."""
+    from tests.trainer.conftest import torchrun
+
+    out = tmp_path / "result.json"
+    flags = ["-m", "trainer.probe", "--model", "tiny", "--hardware", "cpu", "--warmup-steps", "1", "--steps", "2",
+             "--global-batch", "2", "--data", str(dataset_dir / "annotations.json"), "--out", str(out)]
+    done = torchrun(flags, nproc=1, cwd=tmp_path, timeout_s=180)
+    result = json.loads(out.read_text())
+    assert result["status"] == "ok", result.get("error", "") + done.stderr[-3000:]
+    assert result["tflops"]["model_total"] > 0
