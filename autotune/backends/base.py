@@ -30,6 +30,10 @@ class ProbeResult:
     energy_components_kj: dict = field(default_factory=dict)
     mean_power_w: float | None = None  # per GPU module
     error: str | None = None
+    # Backend-specific extras. Keys the report reads when present: "phases_s" (time per phase of one
+    # step), "energy" (the probe's energy block: provenance, per-phase energy, power timeline; see
+    # docs/energy-block.md), "repeats" (list of per-repeat time_s/energy_kj), "cv" (coefficient of
+    # variation of time and energy over repeats), "log_tail" (last lines of a failed probe's log).
     details: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -52,8 +56,12 @@ class Backend(abc.ABC):
     source: str = ""
 
     @abc.abstractmethod
-    def evaluate(self, candidate: Candidate) -> ProbeResult:
-        """Run (or model) the candidate; never raises for a candidate that fails: that is a result."""
+    def evaluate(self, candidate: Candidate, trial_number: int = 0) -> ProbeResult:
+        """Run (or model) the candidate; never raises for a candidate that fails: that is a result.
+
+        `trial_number` names the trial's working directory (RUN_DIR/trials/NNNN) where a backend
+        keeps files; a backend that keeps none ignores it.
+        """
 
     def describe(self) -> str:
         """One line for the user: what this backend does and why it was chosen."""

@@ -14,7 +14,7 @@ class SimulateBackend(Backend):
     def __init__(self, reason: str = "chosen with --backend simulate"):
         self.reason = reason
 
-    def evaluate(self, candidate: Candidate) -> ProbeResult:
+    def evaluate(self, candidate: Candidate, trial_number: int = 0) -> ProbeResult:
         step = simulate(candidate)
         return ProbeResult(
             status="ok",

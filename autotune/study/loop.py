@@ -166,7 +166,7 @@ def run_study(
             else:
                 study.tell(trial, state=TrialState.FAIL)
             continue
-        result = backend.evaluate(candidate)
+        result = backend.evaluate(candidate, trial.number)
         _record(trial, candidate, result)
         _tell_result(study, trial, result, check.memory.device_excess_gib)
         done[key] = study.get_trials(deepcopy=False)[trial.number]
