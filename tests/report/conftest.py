@@ -37,7 +37,7 @@ class ScriptedBackend(Backend):
         self.calls = 0
         self.simulate = SimulateBackend()
 
-    def evaluate(self, candidate):
+    def evaluate(self, candidate, trial_number=0):
         status = self.outcome(candidate, self.calls)
         self.calls += 1
         result = self.simulate.evaluate(candidate)
