@@ -1,33 +1,62 @@
-"""`--backend auto|simulate`: which backend evaluates the study's candidates, and why."""
+"""`--backend auto|simulate|launch`: which backend evaluates the study's candidates, and why."""
 
 from __future__ import annotations
 
-import os
-import shutil
+import argparse
 from pathlib import Path
 
 from autotune.backends.base import Backend
 from autotune.backends.simulate import SimulateBackend
 from autotune.errors import UserError
 
-BACKENDS = ("auto", "simulate")
+
+def _launch_backend(args: argparse.Namespace, run_dir: Path, reason: str) -> Backend:
+    from autotune.backends.launch import LaunchBackend
+
+    backend = LaunchBackend(
+        run_dir=run_dir,
+        launcher=args.launcher,
+        probe_timeout_s=args.probe_timeout,
+        warmup_steps=args.warmup_steps,
+        probe_steps=args.probe_steps,
+        probe_seconds=args.probe_seconds,
+        repeats=args.repeats,
+        hostfile=args.hostfile,
+        allow_estimated_energy=args.allow_estimated_energy,
+    )
+    backend.reason = reason
+    return backend
 
 
-def _gpu_cluster_present() -> str | None:
-    """A sentence naming the GPUs found (without importing torch), or None."""
-    if os.environ.get("SLURM_JOB_ID") and os.environ.get("SLURM_JOB_GPUS", os.environ.get("SLURM_GPUS_ON_NODE")):
-        return f"SLURM allocation {os.environ['SLURM_JOB_ID']} with GPUs"
-    if Path("/dev/nvidia0").exists() or shutil.which("nvidia-smi"):
-        return "NVIDIA GPUs on this machine"
-    return None
-
-
-def choose_backend(name: str) -> Backend:
-    if name == "simulate":
+def choose_backend(args: argparse.Namespace, run_dir: Path, nodes: int = 1, gpus_per_node: int | None = None) -> Backend:
+    """`nodes`/`gpus_per_node`: the largest candidate's, so `auto` launches only where it all fits."""
+    if args.backend == "simulate":
         return SimulateBackend("chosen with --backend simulate")
-    if name != "auto":
-        raise UserError(f"unknown backend {name!r}; use one of {', '.join(BACKENDS)}")
-    found = _gpu_cluster_present()
-    if found is None:
-        return SimulateBackend("no GPU cluster here (no CUDA devices, no SLURM GPU allocation)")
-    return SimulateBackend(f"{found}, but probe launching is not part of this version yet")
+    if args.backend == "launch":
+        return _launch_backend(args, run_dir, "chosen with --backend launch")
+    from autotune.backends.launch import detect_launch_target
+
+    present, why = detect_launch_target(args.hostfile, nodes=nodes, gpus_per_node=gpus_per_node)
+    if present:
+        return _launch_backend(args, run_dir, why)
+    return SimulateBackend(why)
+
+
+def energy_sensor_present() -> bool:
+    from autotune.measure import discover
+
+    found = discover()
+    try:
+        return found.available
+    finally:
+        found.close()
+
+
+def check_energy_objective(backend: Backend, objectives: str, allow_estimated: bool) -> None:
+    """Refuse to rank by energy that no sensor measures, unless the user accepts estimates."""
+    if backend.name != "launch" or "energy" not in objectives or allow_estimated or energy_sensor_present():
+        return
+    raise UserError(
+        "no energy sensor on this machine (see `autotune sensors`): pass --allow-estimated-energy to rank by "
+        "energy estimated from the hardware profile, or --objectives time"
+    )

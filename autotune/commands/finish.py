@@ -7,6 +7,7 @@ from pathlib import Path
 from autotune.export import export_trial
 from autotune.report import pareto_document, study_view, write_pareto_json
 from autotune.report.html import write_report_html
+from autotune.report.importance import knob_importance
 from autotune.report.picks import DEFAULT_ETA, DEFAULT_MAX_SLOWDOWN, PICK_FILES
 from autotune.report.table import print_report
 
@@ -27,7 +28,7 @@ def build_report(study, max_slowdown: float | None = None, eta: float | None = N
     """(view, pareto document) of a study."""
     view = study_view(study, *stored_pick_parameters(study, max_slowdown, eta))
     backend = study.user_attrs.get("backend", {})
-    return view, pareto_document(view, backend.get("name", "unknown"), backend.get("reason", ""))
+    return view, pareto_document(view, backend.get("name", "unknown"), backend.get("reason", ""), knob_importance(study, view))
 
 
 def export_picks(view, run_dir: Path, backend: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 from pathlib import Path
 
 from autotune.commands.options import add_study_options, build_settings
@@ -20,8 +21,26 @@ def register(subparsers) -> None:
     study.add_argument("--trials", type=int, default=30, help="candidates to evaluate in total, earlier runs included (default: 30)")
     study.add_argument("--seed", type=int, default=0, help="sampler seed: the same seed gives the same study (default: 0)")
     study.add_argument("--out", type=Path, help="run directory (default: runs/<model>-<nodes>n)")
-    study.add_argument("--storage", help="Optuna storage URL instead of RUN_DIR/study.db (e.g. postgresql://...)")
-    study.add_argument("--backend", default="auto", help="auto (default) or simulate")
+    study.add_argument(
+        "--storage", help="Optuna storage URL instead of RUN_DIR/study.db; workers sharing one (postgresql://...) split the trials"
+    )
+    study.add_argument("--objectives", choices=("time,energy", "time"), default="time,energy", help="what to minimise (default: time,energy)")
+    probe = parser.add_argument_group("evaluation")
+    probe.add_argument(
+        "--backend", choices=("auto", "simulate", "launch"), default="auto",
+        help="launch: real probe runs; simulate: the analytic model; auto (default): launch when the GPUs are here",
+    )
+    probe.add_argument("--launcher", choices=("auto", "torchrun", "deepspeed", "srun"), default="auto", help="how probes start (default: auto)")
+    probe.add_argument("--hostfile", type=Path, help="DeepSpeed hostfile for multi-node probes")
+    probe.add_argument("--probe-timeout", type=float, default=900.0, help="seconds before a probe is killed (default: 900)")
+    probe.add_argument("--warmup-steps", type=int, default=2, help="optimizer steps before the measured window (default: 2)")
+    probe.add_argument("--probe-steps", type=int, default=5, help="measured optimizer steps, at least (default: 5)")
+    probe.add_argument("--probe-seconds", type=float, default=0.0, help="measured window, at least this long (default: 0)")
+    probe.add_argument("--repeats", type=int, default=1, help="probes per candidate, to measure noise (default: 1)")
+    probe.add_argument(
+        "--allow-estimated-energy", action="store_true",
+        help="accept energy estimated from the hardware profile where no sensor exists (labelled estimated)",
+    )
     add_pick_options(parser)
     parser.set_defaults(func=_run)
 
@@ -32,19 +51,36 @@ def default_run_dir(args: argparse.Namespace) -> Path:
     return Path("runs") / f"{model}-{nodes}n"
 
 
-def _run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
-    from autotune.backends.select import choose_backend
+def _check_probe_options(args: argparse.Namespace) -> None:
     from autotune.errors import UserError
-    from autotune.study import open_study
-    from autotune.study.loop import make_sampler, run_study, valid_checks
-    from autotune.commands.progress import trial_progress
-    from autotune.commands.finish import finish_run
-    from autotune.commands.report import check_pick_options
 
     if args.trials < 1:
         raise UserError(f"--trials must be at least 1 (got {args.trials})")
+    for name in ("repeats", "probe_steps"):
+        if getattr(args, name) < 1:
+            raise UserError(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(args, name)})")
+    if args.warmup_steps < 0 or args.probe_seconds < 0 or args.probe_timeout <= 0:
+        raise UserError("--warmup-steps and --probe-seconds must be >= 0 and --probe-timeout > 0")
+    if args.hostfile is not None and not args.hostfile.is_file():
+        raise UserError(f"--hostfile {args.hostfile} does not exist; write a DeepSpeed hostfile (one 'host slots=N' per line)")
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt  # SIGTERM (scancel, kill) stops a run like Ctrl-C: the probe is killed, trials kept
+
+
+def _run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from autotune.backends.select import check_energy_objective, choose_backend
+    from autotune.commands.finish import finish_run
+    from autotune.commands.progress import trial_progress
+    from autotune.commands.report import check_pick_options
+    from autotune.errors import UserError
+    from autotune.study import open_study
+    from autotune.study.loop import make_sampler, run_study, valid_checks
+
+    _check_probe_options(args)
     check_pick_options(args)
     settings = build_settings(args)
     console = Console(stderr=True)
@@ -52,14 +88,20 @@ def _run(args: argparse.Namespace) -> int:
     if run_dir.exists() and not run_dir.is_dir():
         raise UserError(f"--out {run_dir} is a file, not a directory; choose another --out")
     checks = valid_checks(settings)
-    backend = choose_backend(args.backend)
-    study = open_study(run_dir, args.storage, make_sampler(args.seed, args.trials))
+    backend = choose_backend(args, run_dir, max(settings.space.nodes), settings.gpus_per_node)
+    check_energy_objective(backend, args.objectives, args.allow_estimated_energy)
+    study = open_study(run_dir, args.storage, make_sampler(args.seed, args.trials), len(args.objectives.split(",")))
+    run_dir.mkdir(parents=True, exist_ok=True)  # reports and exports land here whatever the storage
     console.print(f"backend: {backend.describe()}")
     if "settings" in study.user_attrs:
         settings.check_same_as(study.user_attrs["settings"], args.storage or str(run_dir))
         console.print(f"resuming the study in {args.storage or run_dir} ({len(study.trials)} trials so far)")
     study.set_user_attr("backend", {"name": backend.name, "reason": getattr(backend, "reason", "")})
-    with trial_progress(console, args.trials) as progress:
-        run_study(study, settings, backend, args.trials, progress, checks)
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        with trial_progress(console, args.trials) as progress:
+            run_study(study, settings, backend, args.trials, progress, checks, args.objectives, args.storage is not None)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     finish_run(study, run_dir, console, args.max_slowdown, args.eta)
     return 0

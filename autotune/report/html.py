@@ -8,12 +8,14 @@ SECTIONS; nothing else changes. Every piece of text that comes from a study goes
 from __future__ import annotations
 
 import json
-from html import escape
 from pathlib import Path
 
 from autotune.report.pareto_json import nodes_text
 from autotune.ds_config import deepspeed_config
 from autotune.report.front import Point
+from autotune.report.html_analysis import importance_section, power_html, tuning_cost_section
+from autotune.report.timeline import PROVENANCE_WORDS
+from autotune.report.html_parts import esc, num as _num, table as _table
 from autotune.report.pareto_json import provenance_sentence
 from autotune.report.picks import PICK_FILES, pick_label, short_pick_label
 from autotune.report.study_points import StudyView
@@ -22,14 +24,6 @@ from autotune.report.table import KNOB_COLUMNS, knobs_sentence
 
 # Components are drawn in this order; a measured result may name others, which follow.
 COMPONENT_ORDER = ("gpu", "cpu", "memory_interconnect")
-
-
-def esc(value) -> str:
-    return escape("" if value is None else str(value))
-
-
-def _num(value, spec: str) -> str:
-    return "n/a" if value is None else format(value, spec)
 
 
 def _scale(max_value: float, units: tuple[tuple[str, float], ...]) -> tuple[str, float]:
@@ -54,13 +48,6 @@ def _picks_by_trial(view: StudyView) -> dict[int, list[str]]:
     for name, trial in view.picks.items():
         grouped.setdefault(trial, []).append(name)
     return grouped
-
-
-def _table(headers: list[str], rows: list[list[str]], css_class: str = "") -> str:
-    """Cells are HTML already (callers escape); headers are escaped here."""
-    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
-    body = "\n".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return f'<table class="{css_class}"><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>'
 
 
 def header_section(view: StudyView, document: dict, run_dir: Path) -> str:
@@ -156,8 +143,9 @@ def _components_html(point: Point) -> str:
     parts = [(name, float(components[name])) for name in names if components[name] is not None]
     total = sum(v for _, v in parts) or 1.0
     rows = [[esc(name), esc(f"{v:,.0f}"), esc(f"{100 * v / total:.1f}%")] for name, v in parts]
-    bar = stacked_bar_svg(parts, f"energy by component, trial {point.trial}")
-    return f'<div class="components">{bar}\n{_table(["component", "energy kJ", "share"], rows, "components")}</div>'
+    bar = stacked_bar_svg(parts, f"energy by component, trial {point.trial} ({point.energy_source} energy)")
+    source = f'<p class="explain">Energy {esc(PROVENANCE_WORDS.get(point.energy_source, point.energy_source))}.</p>'
+    return f'<div class="components">{bar}\n{_table(["component", "energy kJ", "share"], rows, "components")}{source}</div>'
 
 
 def _config_html(view: StudyView, names: list[str], point: Point, run_dir: Path) -> str:
@@ -182,6 +170,7 @@ def pick_details_section(view: StudyView, document: dict, run_dir: Path) -> str:
             f'<article class="pick" id="trial-{trial}"><h3>{esc(title)}: trial {trial}</h3>\n'
             f"<p>{esc(knobs_sentence(point.params))}; {esc(point.gpus)} GPUs.</p>\n"
             f"<h4>Energy by component</h4>\n{_components_html(point)}\n"
+            f"<h4>Power over one step</h4>\n{power_html(point)}\n"
             f"{_config_html(view, names, point, run_dir)}</article>"
         )
     if not blocks:
@@ -221,7 +210,10 @@ def trials_section(view: StudyView, document: dict, run_dir: Path) -> str:
     return html + "</section>"
 
 
-SECTIONS = [header_section, scatter_section, picks_section, pick_details_section, trials_section]
+SECTIONS = [
+    header_section, scatter_section, picks_section, importance_section, tuning_cost_section,
+    pick_details_section, trials_section,
+]
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 24px auto; max-width: 1200px; color: #222; line-height: 1.4; }
@@ -246,6 +238,14 @@ pre { background: #f7f7f7; border: 1px solid #ddd; padding: 8px; max-height: 420
 .legend .key.baseline { background: #ff9f1c; } .legend .key.infeasible { border: 1.5px solid #c62828; border-radius: 0; }
 .part-0 { fill: #3b6fd8; } .part-1 { fill: #ff9f1c; } .part-2 { fill: #2a9d8f; } .part-3 { fill: #9b5de5; }
 .part-4 { fill: #999; } .chart .bar-label { fill: #fff; font-weight: 600; }
+.importance-row { display: flex; flex-wrap: wrap; gap: 24px; } .importance h3 { font-size: 1em; margin: 8px 0 2px; }
+.share-bar { fill: #3b6fd8; } .power-line { fill: none; stroke: #222; stroke-width: 1.5; }
+.band.phase-vit_fwd { fill: #cfe3ff; } .band.phase-llm_fwd { fill: #b8e0d2; } .band.phase-backward { fill: #ffd6a5; }
+.band.phase-optimizer { fill: #e4c1f9; } .band.phase-none { fill: #f2f2f2; } .band.phase-compute { fill: #b8e0d2; }
+.band.phase-communication { fill: #cfe3ff; } .band.phase-activation_offload { fill: #ffd6a5; }
+.band.phase-gpu_optimizer { fill: #e4c1f9; } .band.phase-host_optimizer { fill: #f9c6c9; }
+.chart .band + .bar-label { fill: #222; }
+figure.power { margin: 8px 0; } figcaption { font-size: 0.9em; color: #444; }
 article.pick { border: 1px solid #ddd; border-radius: 6px; padding: 4px 16px; margin: 12px 0; }
 """
 

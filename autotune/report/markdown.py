@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from autotune.report.pareto_json import nodes_text
 from autotune.report.pareto_json import provenance_sentence
+from autotune.report.importance import importance_sentence
+from autotune.report.payback import cost_sentence, payback_by_trial, payback_sentence
 from autotune.report.picks import pick_label
 from autotune.report.study_points import StudyView
 from autotune.report.table import KNOB_COLUMNS, knobs_sentence
@@ -69,4 +71,24 @@ def markdown_report(view: StudyView, document: dict) -> str:
                 f"TFLOP/kJ {_pct(row['tflop_per_kj_change_pct'])}"
             )
         lines.append("")
+    lines += analysis_lines(view, document)
     return "\n".join(lines) + "\n"
+
+
+def analysis_lines(view: StudyView, document: dict) -> list[str]:
+    """Which knobs mattered, and what tuning cost with each pick's payback."""
+    lines = []
+    importance = document.get("importance")
+    if isinstance(importance, dict):
+        lines += ["**Which knobs mattered** (share of each objective's variation, fANOVA over the feasible trials)", ""]
+        lines += [f"- {name}: {importance_sentence(shares)}" for name, shares in importance.items()]
+        lines.append("")
+    cost = document.get("tuning_cost")
+    if cost:
+        lines += [f"**Tuning cost**: {cost_sentence(cost)}", ""]
+        lines += [
+            f"- {', '.join(pick_label(n, view.pick_parameters) for n in names)} (trial {row['trial']}): {payback_sentence(row)}"
+            for names, row in payback_by_trial(cost["payback"])
+        ]
+        lines.append("")
+    return lines

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from autotune.report.importance import METHOD as IMPORTANCE_METHOD
+from autotune.report.payback import tuning_cost
 from autotune.report.picks import front_note, pick_rows
 from autotune.report.study_points import StudyView
 
@@ -54,7 +56,8 @@ def provenance_sentence(document: dict) -> str:
     return f"Time is {words(document['source'])}. Energy is {words(document['energy_source'])}."
 
 
-def pareto_document(view: StudyView, backend: str, backend_reason: str) -> dict:
+def pareto_document(view: StudyView, backend: str, backend_reason: str, importance: dict | None = None) -> dict:
+    """`importance` comes from `report.importance.knob_importance` (it needs the study, not just the view)."""
     settings = view.settings
     nodes = list(settings.space.nodes)
     sources = provenance(view)
@@ -81,6 +84,11 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str) -> dict:
         "picks": pick_rows(view.picks, view.points, view.baseline_trial),
         # A plain sentence when there is no trade-off (no feasible point, one, or one beating all); else None.
         "note": front_note(view.points, view.front, trials_by_status),
+        # Per objective, {knob: share of its variation explained} (largest first), or why there is none.
+        "importance": importance if importance is not None else "not computed",
+        "importance_method": IMPORTANCE_METHOD,
+        # The probes' own time and energy, and after how many training hours each pick repays them.
+        "tuning_cost": tuning_cost(view),
     }
 
 

@@ -16,7 +16,9 @@ from autotune.study.settings import StudySettings
 @dataclass(frozen=True)
 class StudyView:
     settings: StudySettings
-    trials: list[dict]  # one row per distinct trial: number, params, status, figures, reason
+    # One row per distinct trial: number, params, status, figures, reason, gpus, and the result's
+    # `details` (the tuning cost reads every probe's, failed ones included: they drew power too).
+    trials: list[dict]
     points: list[Point]  # feasible, evaluated
     front: list[Point]
     picks: dict[str, int]
@@ -45,12 +47,13 @@ def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, 
         params = t.user_attrs["candidate"]["knobs"]
         if t.user_attrs.get("baseline"):
             baseline_trial = t.number
+        candidate = settings.candidate(params)
         row = {"trial": t.number, "params": params, "status": _status(t), "reason": t.user_attrs.get("reason") or result.get("error")}
         row.update({k: result.get(k) for k in ("time_s", "energy_kj", "tflops", "peak_mem_gib", "source", "energy_source")})
+        row.update({"gpus": candidate.gpus, "details": result.get("details") or {}})
         rows.append(row)
         feasible = t.state == TrialState.COMPLETE and all(v <= 0 for v in t.constraints.values())
         if feasible and result.get("time_s") is not None and result.get("energy_kj") is not None:
-            candidate = settings.candidate(params)
             total_tflop = flops_per_sample(settings.model, settings.workload).model_train * settings.workload.samples / 1e12
             points.append(
                 Point(
@@ -64,7 +67,7 @@ def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, 
                     source=result.get("source", ""),
                     energy_source=result.get("energy_source", ""),
                     gpus=candidate.gpus,
-                    extra={"energy_components_kj": result.get("energy_components_kj", {})},
+                    extra={"energy_components_kj": result.get("energy_components_kj", {}), "details": row["details"]},
                 )
             )
     front = pareto_front(points)

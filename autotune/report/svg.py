@@ -119,8 +119,12 @@ def _labels(anchors: list[tuple[float, float, str]]) -> list[str]:
     return out
 
 
-def stacked_bar_svg(parts_kj: list[tuple[str, float]], title: str, width_px: int = 560, height_px: int = 34) -> str:
-    """One horizontal bar split into named shares (energy by component); classes `part-<index>`."""
+def stacked_bar_svg(
+    parts_kj: list[tuple[str, float]], title: str, width_px: int = 560, height_px: int = 34, unit: str = "kJ",
+    css_classes: list[str] | None = None,
+) -> str:
+    """One horizontal bar split into named shares (energy by component, time by phase); classes
+    `part-<index>` unless `css_classes` names one per part."""
     total = sum(v for _, v in parts_kj if v > 0)
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart bar" role="img" '
@@ -132,13 +136,37 @@ def stacked_bar_svg(parts_kj: list[tuple[str, float]], title: str, width_px: int
         if total <= 0 or value <= 0:
             continue
         w = value / total * width_px
-        share = f"{name}: {value:,.0f} kJ ({100 * value / total:.0f}%)"
+        share = f"{name}: {value:,.{0 if unit == 'kJ' else 3}f} {unit} ({100 * value / total:.0f}%)"
+        css = css_classes[index] if css_classes else f"part-{index}"
         out.append(
-            f'<rect class="part-{index}" x="{x:.1f}" y="0" width="{w:.1f}" height="{height_px}">'
+            f'<rect class="{escape(css)}" x="{x:.1f}" y="0" width="{w:.1f}" height="{height_px}">'
             f"<title>{escape(share)}</title></rect>"
         )
         if w > 70:  # label only where it fits; the table beside the bar has every figure
             out.append(f'<text class="bar-label" x="{x + 6:.1f}" y="{height_px / 2 + 4:.1f}">{escape(name)}</text>')
         x += w
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def share_bars_svg(shares: dict[str, float], title: str, width_px: int = 460, bar_px: int = 18) -> str:
+    """One horizontal bar per name, as long as its share of 1, largest first (knob importance)."""
+    label_px, gap_px = 190, 6  # room for the longest knob name, activation_checkpointing
+    height_px = len(shares) * (bar_px + gap_px) + gap_px
+    scale = width_px - label_px - 50
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart shares" role="img" '
+        f'viewBox="0 0 {width_px} {height_px}" width="{width_px}" height="{height_px}">',
+        f"<title>{escape(title)}</title>",
+    ]
+    for i, (name, share) in enumerate(sorted(shares.items(), key=lambda kv: -kv[1])):
+        y = gap_px + i * (bar_px + gap_px)
+        w = max(0.0, min(1.0, share)) * scale
+        out.append(f'<text x="{label_px - 6}" y="{y + bar_px - 5}" text-anchor="end">{escape(name)}</text>')
+        out.append(
+            f'<rect class="share-bar" x="{label_px}" y="{y}" width="{w:.1f}" height="{bar_px}">'
+            f"<title>{escape(f'{name}: {100 * share:.1f}%')}</title></rect>"
+        )
+        out.append(f'<text x="{label_px + w + 4:.1f}" y="{y + bar_px - 5}">{100 * share:.0f}%</text>')
     out.append("</svg>")
     return "\n".join(out)

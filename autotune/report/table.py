@@ -8,7 +8,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from autotune.report.importance import importance_sentence
 from autotune.report.pareto_json import nodes_text
+from autotune.report.payback import cost_sentence, payback_by_trial, payback_sentence
 from autotune.report.picks import pick_label
 from autotune.report.study_points import StudyView
 
@@ -48,6 +50,7 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
     if document.get("note"):
         console.print(f"[yellow]{escape(document['note'])}[/]")
     if not view.front:
+        _print_analysis(view, document, console)
         return
     picks_by_trial: dict[int, list[str]] = {}
     for pick, trial in view.picks.items():
@@ -85,3 +88,17 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
         console.print(
             f"[dim]cost-weighted: eta x energy + (1 - eta) x {parameters.max_power_per_gpu_w:g} W/GPU x GPUs x time (Zeus)[/]"
         )
+    _print_analysis(view, document, console)
+
+
+def _print_analysis(view: StudyView, document: dict, console: Console) -> None:
+    importance = document.get("importance")
+    if isinstance(importance, dict):
+        for name, shares in importance.items():
+            console.print(f"knobs that mattered for {name}: {escape(importance_sentence(shares))}")
+    cost = document.get("tuning_cost")
+    if cost:
+        console.print(f"tuning cost: {escape(cost_sentence(cost))}")
+        for names, row in payback_by_trial(cost["payback"]):
+            labels = ", ".join(pick_label(n, view.pick_parameters) for n in names)
+            console.print(f"  {escape(labels)} (trial {row['trial']}): {escape(payback_sentence(row))}")

@@ -1,13 +1,17 @@
-"""The trial loop: ask Optuna for a candidate, check it, evaluate it, tell Optuna what happened.
+"""The trial loop: Optuna proposes a candidate, we check it, evaluate it and record what happened.
 
 - Constraints (value <= 0 is feasible), set on every trial so samplers see the same keys:
   `rule_violation` (1 when a validity rule is broken), `memory_excess_gib` (the memory estimate
   over usable device memory), `probe_oom` (1 when a probe ran out of memory).
 - A candidate that breaks a rule or would not fit is never evaluated: its trial is PRUNED with the
   violated constraint, which TPE counts as infeasible evidence, so the sampler learns the wall.
+  A probe that runs out of memory is PRUNED the same way. A probe that fails or times out is FAIL
+  (Optuna learns nothing from it, the report shows it) and the study goes on.
 - A candidate already evaluated in this study is not evaluated again: its earlier result is told.
-- `--trials N` counts evaluated candidates; the loop also stops when every valid candidate has been
-  evaluated. Resuming counts what the study already holds, so nothing completed is lost or repeated.
+- `--trials N` counts evaluated candidates over the whole study (every worker, every earlier run);
+  the loop also stops when every valid candidate has been evaluated.
+- The loop runs in `study.optimize`, so several workers on one RDB storage share the study and
+  Optuna's heartbeats retry the trials of a worker that died (see storage.py).
 """
 
 from __future__ import annotations
@@ -28,6 +32,11 @@ from autotune.study.settings import StudySettings
 CONSTRAINT_KEYS = ("rule_violation", "memory_excess_gib", "probe_oom")
 # Proposals per evaluated trial before the loop gives up on finding new valid candidates.
 MAX_PROPOSALS_PER_TRIAL = 25
+OBJECTIVES = {"time": ("time_s",), "time,energy": ("time_s", "energy_kj")}
+
+
+class ProbeFailed(Exception):
+    """A probe failed or timed out: the trial is FAIL, the study goes on."""
 
 
 @dataclass
@@ -41,6 +50,7 @@ def make_sampler(seed: int | None, n_trials: int) -> optuna.samplers.BaseSampler
     """TPE (multivariate, constraint-aware) with a short random start: the baseline is enqueued first
     and budgets are 10-60 trials, so waiting for 10 random trials (the default) wastes a third of them.
     GPSampler would fit well too, but it imports torch, which the simulate path must not load.
+    benchmarks/samplers.py compares it with random sampling on our own problem.
     """
     return optuna.samplers.TPESampler(
         seed=seed,
@@ -50,56 +60,21 @@ def make_sampler(seed: int | None, n_trials: int) -> optuna.samplers.BaseSampler
     )
 
 
-def _params_key(params: dict) -> str:
+def params_key(params: dict) -> str:
     return json.dumps({k: params[k] for k in KNOBS}, sort_keys=True)
 
 
-def _suggest(trial: optuna.Trial, settings: StudySettings) -> dict:
-    space = settings.space
-    params = {}
-    for knob in KNOBS:
-        choices = list(space.values(knob))
-        if knob == "optimizer_offload" and not settings.hardware.cuda and len(choices) > 1:
-            # SuperOffload cannot run without CUDA: keep it out of the sampler's choices entirely.
-            choices = [c for c in choices if c != "async"] or choices
-        params[knob] = trial.suggest_categorical(knob, choices)
-    return params
+def is_evaluated(t: optuna.trial.FrozenTrial) -> bool:
+    """A trial whose candidate was really evaluated (not pruned unrun, not a repeat, not interrupted)."""
+    return "result" in t.user_attrs and "duplicate_of" not in t.user_attrs
 
 
-def _set_constraints(trial: optuna.Trial, rule: float, memory_excess: float, oom: float) -> None:
-    for key, value in zip(CONSTRAINT_KEYS, (rule, memory_excess, oom)):
-        trial.set_constraint(key, float(value))
-
-
-def _evaluated(study: optuna.Study) -> dict[str, optuna.trial.FrozenTrial]:
+def evaluated_trials(study: optuna.Study) -> dict[str, optuna.trial.FrozenTrial]:
     done = {}
-    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
-        if "candidate" in t.user_attrs and "duplicate_of" not in t.user_attrs:
-            done.setdefault(_params_key(t.user_attrs["candidate"]["knobs"]), t)
+    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED)):
+        if is_evaluated(t):
+            done.setdefault(params_key(t.user_attrs["candidate"]["knobs"]), t)
     return done
-
-
-def _record(trial: optuna.Trial, candidate, result: ProbeResult) -> None:
-    trial.set_user_attr("candidate", candidate.to_dict())
-    trial.set_user_attr("result", result.to_dict())
-
-
-def _tell_result(study, trial, result: ProbeResult, memory_excess: float) -> None:
-    _set_constraints(trial, 0.0, memory_excess, 1.0 if result.status == "oom" else 0.0)
-    if result.ok and result.time_s is not None and result.energy_kj is not None:
-        study.tell(trial, [result.time_s, result.energy_kj])
-    elif result.status == "oom":
-        study.tell(trial, state=TrialState.PRUNED)  # infeasible evidence for the sampler
-    else:
-        study.tell(trial, state=TrialState.FAIL)
-
-
-def _retry_interrupted(study: optuna.Study) -> None:
-    """Trials left RUNNING by a killed run are failed and their candidates queued again."""
-    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        study._storage.set_trial_state_values(t._trial_id, state=TrialState.FAIL)
-        if t.params:
-            study.enqueue_trial(t.params, user_attrs={"retry_of": t.number}, skip_if_exists=True)
 
 
 def valid_checks(settings: StudySettings) -> list:
@@ -114,6 +89,126 @@ def valid_checks(settings: StudySettings) -> list:
     return checks
 
 
+def _suggest(trial: optuna.Trial, settings: StudySettings) -> dict:
+    params = {}
+    for knob in KNOBS:
+        choices = list(settings.space.values(knob))
+        if knob == "optimizer_offload" and not settings.hardware.cuda and len(choices) > 1:
+            # SuperOffload cannot run without CUDA: keep it out of the sampler's choices entirely.
+            choices = [c for c in choices if c != "async"] or choices
+        params[knob] = trial.suggest_categorical(knob, choices)
+    return params
+
+
+def _set_constraints(trial: optuna.Trial, rule: float, memory_excess: float, oom: float) -> None:
+    for key, value in zip(CONSTRAINT_KEYS, (rule, memory_excess, oom)):
+        trial.set_constraint(key, float(value))
+
+
+def _objective_values(result: ProbeResult, objectives: tuple[str, ...]) -> list[float] | None:
+    values = [getattr(result, name) for name in objectives]
+    return None if any(v is None for v in values) else [float(v) for v in values]
+
+
+class _Objective:
+    """The function `study.optimize` calls once per proposal."""
+
+    def __init__(self, settings, backend, objectives, progress):
+        self.settings, self.backend, self.objectives, self.progress = settings, backend, objectives, progress
+
+    def __call__(self, trial: optuna.Trial):
+        params = _suggest(trial, self.settings)
+        candidate = self.settings.candidate(params)
+        trial.set_user_attr("candidate", candidate.to_dict())
+        check = check_candidate(candidate)
+        if not check.valid:
+            return self._prune_invalid(trial, params, check)
+        earlier = evaluated_trials(trial.study).get(params_key(params))
+        if earlier is not None:
+            return self._repeat(trial, earlier)
+        self._refuse_if_running_elsewhere(trial, params)
+        try:
+            result = self.backend.evaluate(candidate, trial.number)
+        except KeyboardInterrupt:
+            trial.set_user_attr("interrupted", True)  # retried when the study resumes
+            raise
+        trial.set_user_attr("result", result.to_dict())
+        _set_constraints(trial, 0.0, check.memory.device_excess_gib, 1.0 if result.status == "oom" else 0.0)
+        if self.progress.on_trial:
+            self.progress.on_trial(trial.number, params, result, result.error or "")
+        values = _objective_values(result, self.objectives) if result.ok else None
+        if values is not None:
+            return values
+        if result.status == "oom":
+            raise optuna.TrialPruned("out of memory")  # infeasible evidence for the sampler
+        if result.ok:
+            raise ProbeFailed(f"probe gave no {' and '.join(self.objectives)} (energy unavailable?)")
+        raise ProbeFailed(f"{result.status}: {(result.error or '').strip()[:300]}")
+
+    def _prune_invalid(self, trial, params, check):
+        # A rule breaker has no memory estimate; one that does not fit has an excess > 0.
+        if check.memory is None:
+            _set_constraints(trial, 1.0, 0.0, 0.0)
+        else:
+            _set_constraints(trial, 0.0, max(check.memory.device_excess_gib, check.memory.host_excess_gib), 0.0)
+        trial.set_user_attr("reason", check.reason)
+        if self.progress.on_trial:
+            self.progress.on_trial(trial.number, params, None, check.reason)
+        raise optuna.TrialPruned(check.reason)
+
+    def _refuse_if_running_elsewhere(self, trial, params) -> None:
+        """Another worker is probing this very candidate: do not probe it twice. FAIL teaches the
+        sampler nothing, so the candidate is not held against; the other worker's result will count."""
+        for other in trial.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+            if other.number != trial.number and other.params == params and "candidate" in other.user_attrs:
+                trial.set_user_attr("duplicate_of", other.number)
+                _set_constraints(trial, 0.0, 0.0, 0.0)
+                raise ProbeFailed(f"same candidate as trial {other.number}, running on another worker")
+
+    def _repeat(self, trial, earlier):
+        trial.set_user_attr("duplicate_of", earlier.number)
+        for key in CONSTRAINT_KEYS:
+            trial.set_constraint(key, earlier.constraints.get(key, 0.0))
+        if earlier.state == TrialState.COMPLETE:
+            return earlier.values
+        if earlier.state == TrialState.PRUNED:
+            raise optuna.TrialPruned(f"same candidate as trial {earlier.number}")
+        raise ProbeFailed(f"same candidate as failed trial {earlier.number}")
+
+
+def _stop_when_done(n_trials: int, valid_total: int, max_proposals: int):
+    def callback(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+        trials = study.get_trials(deepcopy=False)
+        if len([t for t in trials if is_evaluated(t)]) >= min(n_trials, valid_total) or len(trials) >= max_proposals:
+            study.stop()
+
+    return callback
+
+
+def retry_interrupted(study: optuna.Study, include_running: bool = True) -> int:
+    """Queue again the candidates of trials a stopped run left unfinished.
+
+    Interrupted trials (Ctrl-C, SIGTERM) are FAIL with an `interrupted` mark. RUNNING trials (the
+    process was killed outright) are failed first, but only with one worker per storage: on shared
+    storage a RUNNING trial may be a live worker's, and Optuna's heartbeats retry the dead ones.
+    """
+    retried = set(study.user_attrs.get("retried_trials", []))
+    queued = 0
+    for t in study.get_trials(deepcopy=False):
+        running = include_running and t.state == TrialState.RUNNING
+        unfinished = running or (t.state == TrialState.FAIL and t.user_attrs.get("interrupted"))
+        if not unfinished or t.number in retried or not t.params:
+            continue
+        if t.state == TrialState.RUNNING:
+            study._storage.set_trial_state_values(t._trial_id, state=TrialState.FAIL)  # no public API for this
+        study.enqueue_trial(t.params, user_attrs={"retry_of": t.number})
+        retried.add(t.number)
+        queued += 1
+    if queued:
+        study.set_user_attr("retried_trials", sorted(retried))
+    return queued
+
+
 def run_study(
     study: optuna.Study,
     settings: StudySettings,
@@ -121,56 +216,26 @@ def run_study(
     n_trials: int,
     progress: StudyProgress | None = None,
     checks: list | None = None,
+    objectives: str = "time,energy",
+    shared_storage: bool = False,
 ) -> int:
-    """Evaluate up to n_trials candidates in total (counting earlier runs); returns how many ran now."""
+    """Evaluate candidates until the study holds n_trials evaluated ones; returns how many ran now."""
     progress = progress or StudyProgress()
     checks = checks if checks is not None else valid_checks(settings)
     valid_total = sum(c.valid for c in checks)
     if not study.trials:
         study.set_user_attr("settings", settings.to_dict())
+        study.set_user_attr("objectives", objectives)
         base = baseline(checks)
         if base is not None:
             study.enqueue_trial(base.candidate.knobs.to_dict(), user_attrs={"baseline": True})
-    _retry_interrupted(study)
-
-    done = _evaluated(study)
-    ran_now = 0
-    proposals = 0
-    while len(done) < min(n_trials, valid_total) and proposals < MAX_PROPOSALS_PER_TRIAL * n_trials:
-        proposals += 1
-        trial = study.ask()
-        params = _suggest(trial, settings)
-        candidate = settings.candidate(params)
-        check = check_candidate(candidate)
-        trial.set_user_attr("candidate", candidate.to_dict())
-        if not check.valid:
-            # A rule breaker has no memory estimate; one that does not fit has an excess > 0.
-            if check.memory is None:
-                _set_constraints(trial, 1.0, 0.0, 0.0)
-            else:
-                _set_constraints(trial, 0.0, max(check.memory.device_excess_gib, check.memory.host_excess_gib), 0.0)
-            trial.set_user_attr("reason", check.reason)
-            study.tell(trial, state=TrialState.PRUNED)
-            if progress.on_trial:
-                progress.on_trial(trial.number, params, None, check.reason)
-            continue
-        key = _params_key(params)
-        if key in done:
-            earlier = done[key]
-            trial.set_user_attr("duplicate_of", earlier.number)
-            trial.set_user_attr("result", earlier.user_attrs.get("result"))
-            for ckey in CONSTRAINT_KEYS:
-                trial.set_constraint(ckey, earlier.constraints.get(ckey, 0.0))
-            if earlier.state == TrialState.COMPLETE:
-                study.tell(trial, earlier.values)
-            else:
-                study.tell(trial, state=TrialState.FAIL)
-            continue
-        result = backend.evaluate(candidate, trial.number)
-        _record(trial, candidate, result)
-        _tell_result(study, trial, result, check.memory.device_excess_gib)
-        done[key] = study.get_trials(deepcopy=False)[trial.number]
-        ran_now += 1
-        if progress.on_trial:
-            progress.on_trial(trial.number, params, result, result.error or "")
-    return ran_now
+    retry_interrupted(study, include_running=not shared_storage)
+    before = len([t for t in study.get_trials(deepcopy=False) if is_evaluated(t)])
+    if before >= min(n_trials, valid_total):
+        return 0
+    study.optimize(
+        _Objective(settings, backend, OBJECTIVES[objectives], progress),
+        catch=(ProbeFailed,),
+        callbacks=[_stop_when_done(n_trials, valid_total, len(study.trials) + MAX_PROPOSALS_PER_TRIAL * n_trials)],
+    )
+    return len([t for t in study.get_trials(deepcopy=False) if is_evaluated(t)]) - before

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import time
 import warnings
 from pathlib import Path
 
@@ -11,48 +13,76 @@ import optuna
 from autotune.errors import UserError
 
 STUDY_NAME = "autotune"
-DIRECTIONS = ("minimize", "minimize")
 METRIC_NAMES = ("time_to_solution_s", "energy_to_solution_kj")
+# Shared storage: a worker records a heartbeat every interval while it runs a trial; a trial whose
+# heartbeat is older than the grace period belongs to a dead worker and is retried (twice at most).
+# The environment may shorten them (tests) or lengthen them (a slow shared database).
+HEARTBEAT_INTERVAL_ENV, GRACE_PERIOD_ENV = "AUTOTUNE_HEARTBEAT_INTERVAL_S", "AUTOTUNE_HEARTBEAT_GRACE_S"
+HEARTBEAT_INTERVAL_S = 30
+GRACE_PERIOD_S = 120
 
 
 def storage_url(run_dir: Path, storage: str | None) -> str:
     return storage or f"sqlite:///{(run_dir / 'study.db').resolve()}"
 
 
-def _open_storage(url: str):
-    try:
-        return optuna.storages.RDBStorage(url)
-    except Exception as exc:  # SQLAlchemy raises many kinds; the user needs one line
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise UserError(
-            f"cannot open study storage {url!r} ({first}); check the URL, the server and its driver, "
-            "or leave out --storage to use RUN_DIR/study.db"
-        ) from None
+def _open_storage(url: str, heartbeat: bool = False):
+    with warnings.catch_warnings():
+        # Optuna 5.0 marks heartbeats experimental; the user needs no warning about our choice.
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        kwargs = {}
+        if heartbeat:
+            kwargs = {
+                "heartbeat_interval": int(os.environ.get(HEARTBEAT_INTERVAL_ENV, HEARTBEAT_INTERVAL_S)),
+                "grace_period": int(os.environ.get(GRACE_PERIOD_ENV, GRACE_PERIOD_S)),
+                "heartbeat_stale_trial_callback": optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=2),
+            }
+        for attempt in range(3):
+            try:
+                return optuna.storages.RDBStorage(url, **kwargs)
+            except Exception as exc:  # SQLAlchemy raises many kinds; the user needs one line
+                # Workers starting together on an empty database race to create Optuna's tables:
+                # the loser sees a duplicate key; the tables exist by the time it tries again.
+                if "duplicate key" in str(exc) and attempt < 2:
+                    time.sleep(1.0 + attempt)
+                    continue
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                raise UserError(
+                    f"cannot open study storage {url!r} ({first}); check the URL, the server and its driver, "
+                    "or leave out --storage to use RUN_DIR/study.db"
+                ) from None
 
 
-def open_study(run_dir: Path, storage: str | None, sampler) -> optuna.Study:
-    """Create the study or load the one already there (resume)."""
-    optuna.logging.set_verbosity(logging.WARNING)
+def open_study(run_dir: Path, storage: str | None, sampler, objectives: int = 2) -> optuna.Study:
+    """Create the study or load the one already there (resume). `--storage` means workers may share
+    it, so heartbeats are on there; the run directory's SQLite file has one worker."""
+    # Our progress bar reports failed probes; Optuna's own warning would add a traceback per trial.
+    optuna.logging.set_verbosity(logging.ERROR)
     if storage is None:
         run_dir.mkdir(parents=True, exist_ok=True)
     url = storage_url(run_dir, storage)
     study = optuna.create_study(
-        storage=_open_storage(url),
+        storage=_open_storage(url, heartbeat=storage is not None),
         sampler=sampler,
         study_name=STUDY_NAME,
-        directions=list(DIRECTIONS),
+        directions=["minimize"] * objectives,
         load_if_exists=True,
     )
+    if len(study.directions) != objectives:  # load_if_exists keeps the stored directions silently
+        raise UserError(
+            f"the study in {storage or run_dir} has {len(study.directions)} objective(s), this run asks for "
+            f"{objectives}; repeat its --objectives or pass --out NEW_DIR"
+        )
     if study.metric_names is None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            study.set_metric_names(list(METRIC_NAMES))  # names optuna-dashboard shows
+            study.set_metric_names(list(METRIC_NAMES[:objectives]))  # names optuna-dashboard shows
     return study
 
 
 def load_finished_study(run_dir: Path, storage: str | None = None) -> optuna.Study:
     """The study of an existing run directory, for `report` and `export`."""
-    optuna.logging.set_verbosity(logging.WARNING)
+    optuna.logging.set_verbosity(logging.ERROR)
     if storage is None and not (run_dir / "study.db").is_file():
         raise UserError(
             f"{run_dir} is not a run directory (no study.db); pass the --out directory of an `autotune run`"

@@ -1,5 +1,6 @@
 """Finished run directories built in-process: a simulated study, one with OOM and failed probes,
-one with a single feasible point and one with none."""
+one with a single feasible point, one with none, and a "measured" one whose probes carry energy
+blocks and probe costs."""
 
 import io
 from dataclasses import replace
@@ -13,6 +14,7 @@ from autotune.commands.finish import finish_run
 from autotune.commands.options import build_settings
 from autotune.study import open_study, run_study
 from autotune.study.loop import make_sampler
+from tests.report.energy_block import energy_block
 
 # A reason that would break the page if it were not escaped.
 HOSTILE_ERROR = 'CUDA error <script>alert("x")</script> & more'
@@ -89,4 +91,39 @@ def single_point_run(tmp_path_factory):
 def infeasible_run(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("none") / "run"
     finished_run(run_dir, ScriptedBackend(lambda c, call: "oom" if call % 2 else "failed"), 4)
+    return run_dir
+
+
+# What each probe of the measured run costs beyond its window (start-up, warm-up), and an OOM probe.
+STARTUP_S, STARTUP_KJ = 60.0, 40.0
+OOM_PROBE_COST = {"time_s": 35.0, "energy_kj": 25.0}
+
+
+class MeasuredBackend(Backend):
+    """Simulated figures labelled measured, with a constructed energy block and a probe cost: what
+    the launch backend hands back on a GH200 node. Every fourth probe runs out of memory."""
+
+    name = "measured-fake"
+    source = "measured"
+
+    def __init__(self):
+        self.calls = 0
+        self.simulate = SimulateBackend()
+
+    def evaluate(self, candidate, trial_number=0):
+        self.calls += 1
+        if self.calls % 4 == 0:
+            return ProbeResult(status="oom", source="measured", energy_source="measured", error="CUDA out of memory",
+                               details={"probe_cost": dict(OOM_PROBE_COST)})
+        result = self.simulate.evaluate(candidate)
+        block = energy_block(nodes=candidate.knobs.nodes, scale=0.8 + 0.02 * candidate.knobs.micro_batch)
+        cost = {"time_s": block["window_s"] + STARTUP_S, "energy_kj": block["energy_j"] / 1000 + STARTUP_KJ}
+        return replace(result, source="measured", energy_source="measured",
+                       details={"energy": block, "probe_cost": cost})
+
+
+@pytest.fixture(scope="session")
+def measured_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("measured") / "run"
+    finished_run(run_dir, MeasuredBackend(), 12)
     return run_dir

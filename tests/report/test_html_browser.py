@@ -38,7 +38,7 @@ def _page_errors(stderr: str, page: Path) -> list[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("run", ["simulated_run", "failing_run"])
+@pytest.mark.parametrize("run", ["simulated_run", "failing_run", "measured_run"])
 def test_report_renders_in_chromium(run, request, tmp_path):
     run_dir = request.getfixturevalue(run)
     page = run_dir / "report.html"
@@ -47,6 +47,10 @@ def test_report_renders_in_chromium(run, request, tmp_path):
     assert '<svg xmlns="http://www.w3.org/2000/svg" class="chart scatter"' in dom.stdout
     assert 'class="pick-label"' in dom.stdout and 'id="picks"' in dom.stdout
     assert "Where the figures come from" in dom.stdout
+    assert 'id="importance"' in dom.stdout and 'id="tuning-cost"' in dom.stdout
+    if run == "measured_run":  # a power-over-one-step chart per distinct pick, phases shaded
+        assert dom.stdout.count('class="chart power"') == dom.stdout.count('<article class="pick"') >= 1
+        assert 'class="band phase-backward"' in dom.stdout
     assert _page_errors(dom.stderr, page) == []
 
     ARTIFACTS.mkdir(exist_ok=True)

@@ -1,0 +1,222 @@
+"""The `launch` backend: real probe runs of the trainer, started by torchrun, deepspeed or srun."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+
+from autotune.backends.base import Backend, ProbeResult
+from autotune.backends.launchers import (
+    LaunchPlan,
+    build_plan,
+    check_launcher_settings,
+    detect_launch_target,
+    resolve_launcher,
+    unreachable_reason,
+)
+from autotune.backends.probe_outcome import measured_figures, not_ok_result, ok_result, read_result
+from autotune.backends.probe_process import ProbeProcess
+from autotune.candidate import Candidate
+from autotune.ds_config import deepspeed_config
+from autotune.errors import UserError
+
+__all__ = ["LaunchBackend", "ProbeInterrupted", "detect_launch_target"]
+
+# Room for a probe to report a stuck collective itself (which rank, which op) before we kill it.
+_COLLECTIVE_SHARE_OF_TIMEOUT = 0.8
+
+
+class ProbeInterrupted(KeyboardInterrupt):
+    """The study was interrupted while a probe ran; its processes are gone. A KeyboardInterrupt, so
+    the study loop treats it as Ctrl-C (the trial is marked interrupted and retried on resume)."""
+
+
+class LaunchBackend(Backend):
+    """Runs each candidate as a real probe: `trainer.probe` under a launcher, one result.json back.
+
+    Every trial gets RUN_DIR/trials/NNNN/ with candidate.json, ds_config.json (the exact DeepSpeed
+    config the probe trains with: it is passed as --deepspeed-config), log.txt (the launcher's stdout
+    and stderr) and result.json (result-1.json ... result-N.json with repeats=N). Probe trouble is a
+    result, never an exception: status ok | oom | failed | timeout (docs/launch.md).
+
+    Interruptions: the launcher runs in a session of its own, so a Ctrl-C at the terminal does not
+    reach the ranks. Two ways to stop them, both ending in SIGTERM to the probe's process group and
+    SIGKILL after `kill_grace_s`:
+    - a KeyboardInterrupt raised in `evaluate()` (Python's default SIGINT handler) kills the group
+      and is re-raised;
+    - `abort()`, callable from a signal handler (e.g. for SIGTERM) or another thread, kills the
+      running group; `evaluate()` then raises `ProbeInterrupted` (a KeyboardInterrupt). Abort is
+      final: every later `evaluate()` raises it too, so no new probe starts during shutdown.
+    """
+
+    name = "launch"
+    source = "measured"
+
+    def __init__(
+        self,
+        *,
+        run_dir: Path,
+        launcher: str = "auto",
+        probe_timeout_s: float = 900.0,
+        warmup_steps: int = 2,
+        probe_steps: int = 5,
+        probe_seconds: float = 0.0,
+        repeats: int = 1,
+        hostfile: Path | None = None,
+        allow_estimated_energy: bool = True,
+        env: dict[str, str] | None = None,
+        python: str = sys.executable,
+        kill_grace_s: float = 10.0,
+        collective_timeout_s: float | None = None,
+    ):
+        if repeats < 1:
+            raise UserError(f"--repeats must be at least 1 (got {repeats})")
+        if probe_timeout_s <= 0 or probe_steps < 1 or warmup_steps < 0:
+            raise UserError("probe timeout must be > 0 s, probe steps >= 1 and warm-up steps >= 0")
+        self.run_dir = Path(run_dir)
+        self.hostfile = Path(hostfile) if hostfile is not None else None
+        self.env = {k: str(v) for k, v in (env or {}).items()}
+        check_launcher_settings(launcher, self.hostfile, {**os.environ, **self.env})
+        self.launcher = launcher
+        self.probe_timeout_s = probe_timeout_s
+        self.warmup_steps, self.probe_steps, self.probe_seconds = warmup_steps, probe_steps, probe_seconds
+        self.repeats = repeats
+        # Not acted on here: results always carry their energy provenance, and the study decides
+        # whether an estimated figure may serve as an objective. Kept for describe().
+        self.allow_estimated_energy = allow_estimated_energy
+        self.python = python
+        self.kill_grace_s = kill_grace_s
+        self.reason = ""  # why this backend was chosen; the CLI sets it (shown by describe())
+        self.collective_timeout_s = collective_timeout_s or probe_timeout_s * _COLLECTIVE_SHARE_OF_TIMEOUT
+        self._current: ProbeProcess | None = None  # plain attribute: abort() may run in a signal handler
+        self._aborted = False
+
+    def trial_dir(self, trial_number: int) -> Path:
+        return self.run_dir / "trials" / f"{trial_number:04d}"
+
+    def abort(self) -> None:
+        """Kill the running probe's process group (if any); see the class docstring."""
+        self._aborted = True
+        process = self._current
+        if process is not None:
+            process.kill_group(self.kill_grace_s)
+
+    def evaluate(self, candidate: Candidate, trial_number: int = 0) -> ProbeResult:
+        self._raise_if_aborted()
+        trial_dir = self.trial_dir(trial_number).resolve()
+        log_path = trial_dir / "log.txt"
+        self._prepare(trial_dir, candidate)
+        environ = {**os.environ, **self.env}
+        launcher = resolve_launcher(self.launcher, candidate, self.hostfile, environ)
+        reason = unreachable_reason(launcher, candidate, self.hostfile, environ)
+        if reason is not None:
+            _append_log(log_path, f"== autotune: not launched: {reason}\n")
+            return not_ok_result("failed", reason, trial_dir, log_path, launcher=launcher)
+        repeats = []
+        for repeat in range(1, self.repeats + 1):
+            out = trial_dir / ("result.json" if self.repeats == 1 else f"result-{repeat}.json")
+            outcome = self._run_once(launcher, candidate, trial_dir, out, f"{repeat}/{self.repeats}")
+            if isinstance(outcome, ProbeResult):
+                return outcome  # a repeat that is not ok decides the trial: no mean over a failure
+            try:
+                repeats.append(measured_figures(outcome, candidate, out))
+            except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
+                error = (f"result.json from the probe lacks a figure the backend needs ({exc!r}): "
+                         "are the tuner and the trainer on the nodes the same version?")
+                return not_ok_result("failed", error, trial_dir, log_path, launcher=launcher)
+        return ok_result(repeats, trial_dir, launcher=launcher)
+
+    def describe(self) -> str:
+        energy = "estimated energy accepted" if self.allow_estimated_energy else "measured energy only"
+        why = f": {self.reason}" if self.reason else ""
+        return (f"launch (real probe runs via {self.launcher}, {self.warmup_steps}+{self.probe_steps} steps, "
+                f"x{self.repeats}, timeout {self.probe_timeout_s:g} s; {energy}){why}")
+
+    # --- steps of evaluate -----------------------------------------------------------------------
+
+    def _prepare(self, trial_dir: Path, candidate: Candidate) -> None:
+        """Fresh inputs; no result or log of an earlier attempt at this trial number may survive."""
+        trial_dir.mkdir(parents=True, exist_ok=True)
+        for stale in trial_dir.glob("result*.json"):
+            stale.unlink()
+        (trial_dir / "log.txt").write_text("")
+        (trial_dir / "candidate.json").write_text(json.dumps(candidate.to_dict(), indent=2) + "\n")
+        (trial_dir / "ds_config.json").write_text(json.dumps(deepspeed_config(candidate), indent=2) + "\n")
+
+    def _probe_args(self, trial_dir: Path, out: Path) -> list[str]:
+        # Absolute paths: remote ranks (pdsh, srun) may start in another directory of the shared file system.
+        return [
+            "--candidate", str(trial_dir / "candidate.json"),
+            "--deepspeed-config", str(trial_dir / "ds_config.json"),
+            "--out", str(out),
+            "--warmup-steps", str(self.warmup_steps),
+            "--steps", str(self.probe_steps),
+            "--probe-seconds", str(self.probe_seconds),
+            "--collective-timeout-s", str(self.collective_timeout_s),
+        ]
+
+    def _run_once(self, launcher: str, candidate: Candidate, trial_dir: Path, out: Path, repeat: str) -> dict | ProbeResult:
+        """One probe start: its result.json as a dict when ok, else the ProbeResult saying why not."""
+        log_path = trial_dir / "log.txt"
+        environ = {**os.environ, **self.env}
+        plan: LaunchPlan = build_plan(launcher, candidate, self._probe_args(trial_dir, out), python=self.python,
+                                      hostfile=self.hostfile, environ=environ)
+        if plan.launcher == "deepspeed" and self.env:
+            # The deepspeed runner forwards these to remote nodes (pdsh) from ./.deepspeed_env.
+            (trial_dir / ".deepspeed_env").write_text("".join(f"{k}={v}\n" for k, v in self.env.items()))
+        _append_log(log_path, f"== autotune: repeat {repeat}, {plan.launcher}: {shlex.join(plan.command)}\n")
+        try:
+            process = ProbeProcess(plan.command, trial_dir, {**environ, **plan.env}, log_path)
+        except OSError as exc:
+            error = f"could not start {plan.command[0]}: {exc}"
+            return not_ok_result("failed", error, trial_dir, log_path, launcher=launcher)
+        self._current = process
+        try:
+            if self._aborted:  # abort() ran between the check in evaluate() and this start
+                process.kill_group(self.kill_grace_s)
+            exit_code = process.wait(self.probe_timeout_s)
+            if exit_code is None:
+                process.kill_group(self.kill_grace_s)
+            else:
+                process.finish(self.kill_grace_s)
+        except BaseException:
+            process.kill_group(self.kill_grace_s)
+            raise
+        finally:
+            self._current = None
+        self._raise_if_aborted()
+        return self._outcome(read_result(out), exit_code, trial_dir, launcher)
+
+    def _outcome(self, result: dict | None, exit_code: int | None, trial_dir: Path, launcher: str) -> dict | ProbeResult:
+        """The file is authoritative: a probe that wrote its result and then hung in teardown still counts."""
+        log_path = trial_dir / "log.txt"
+        extra = {"launcher": launcher, "exit_code": exit_code}
+        if result is None and exit_code is None:
+            error = f"no result within {self.probe_timeout_s:g} s: killed the probe's process group"
+            _append_log(log_path, f"== autotune: timeout: {error}\n")
+            return not_ok_result("timeout", error, trial_dir, log_path, **extra)
+        if result is None:
+            how = f"was killed by signal {-exit_code}" if exit_code < 0 else f"exited with status {exit_code}"
+            return not_ok_result("failed", f"the probe {how} without writing a result", trial_dir, log_path, **extra)
+        if exit_code is None:
+            _append_log(log_path, f"== autotune: killed after {self.probe_timeout_s:g} s, after the result was written\n")
+        if result["status"] == "ok":
+            return result
+        status = result["status"] if result["status"] in ("oom", "failed") else "failed"
+        error = result.get("error") or f"probe status {result['status']!r} without an error message"
+        for key in ("refused", "failed_rank"):
+            if key in result:
+                extra[key] = result[key]
+        return not_ok_result(status, error, trial_dir, log_path, **extra)
+
+    def _raise_if_aborted(self) -> None:
+        if self._aborted:
+            raise ProbeInterrupted("the launch backend was aborted: no probe runs any more")
+
+
+def _append_log(log_path: Path, line: str) -> None:
+    with open(log_path, "a") as handle:
+        handle.write(line)

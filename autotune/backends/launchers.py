@@ -1,0 +1,219 @@
+"""Which launcher starts a probe, whether it can reach the nodes a candidate needs, and its command.
+
+Launchers (all built as argument lists, never shell strings):
+- `torchrun`: one node, `python -m torch.distributed.run --standalone`; a one-rank candidate runs
+  `python -m trainer.probe` directly (no agent, no rendezvous to wait for).
+- `deepspeed`: `python -m deepspeed.launcher.runner --hostfile H` (the `deepspeed` script's module,
+  so the tuner's interpreter is used); several nodes through pdsh, as DeepSpeed does it.
+- `srun`: inside a SLURM allocation; every task runs `autotune.backends.srun_rank`, which turns the
+  task's SLURM variables into the RANK/LOCAL_RANK/MASTER_ADDR the trainer reads, then execs the probe.
+
+`detect_launch_target` tells `--backend auto` whether the requested GPUs are here at all.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autotune.candidate import Candidate
+from autotune.errors import UserError
+
+LAUNCHERS = ("auto", "torchrun", "deepspeed", "srun")
+_NVIDIA_SMI_TIMEOUT_S = 10.0
+_LOCAL_HOSTS = ("localhost", "127.0.0.1")
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """One probe start: the launcher's name, its argument list, and environment on top of ours."""
+
+    launcher: str
+    command: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+
+
+# --- what is reachable ---------------------------------------------------------------------------
+
+
+def read_hostfile(path: Path) -> dict[str, int]:
+    """DeepSpeed hostfile (`host slots=N` per line, `#` comments) -> {host: slots}, in file order."""
+    hosts: dict[str, int] = {}
+    for number, raw in enumerate(Path(path).read_text().splitlines(), start=1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        parts = line.split()
+        slots = [p for p in parts[1:] if p.startswith("slots=")]
+        try:
+            hosts[parts[0]] = int(slots[0].split("=", 1)[1]) if slots else 1
+        except ValueError:
+            raise UserError(f"hostfile {path}, line {number}: write `HOST slots=N` (got {raw.strip()!r})") from None
+    return hosts
+
+
+def local_gpu_count() -> int | None:
+    """CUDA devices on this machine from `nvidia-smi -L` (no torch import); None without nvidia-smi."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return None
+    try:
+        listing = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=_NVIDIA_SMI_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if listing.returncode != 0:
+        return 0
+    return sum(1 for line in listing.stdout.splitlines() if line.startswith("GPU "))
+
+
+def slurm_nodes(environ: dict[str, str]) -> int | None:
+    """Nodes of the SLURM allocation we run in, or None outside one."""
+    if not environ.get("SLURM_JOB_ID"):
+        return None
+    return int(environ.get("SLURM_JOB_NUM_NODES") or environ.get("SLURM_NNODES") or 1)
+
+
+def slurm_gpus_per_node(environ: dict[str, str]) -> int | None:
+    """GPUs per node SLURM gave the job (gres), or None when the allocation does not say."""
+    on_node = environ.get("SLURM_GPUS_ON_NODE")
+    if on_node and on_node.isdigit():
+        return int(on_node)
+    job_gpus = environ.get("SLURM_JOB_GPUS")
+    return len(job_gpus.split(",")) if job_gpus else None
+
+
+def detect_launch_target(
+    hostfile: Path | None, *, nodes: int = 1, gpus_per_node: int | None = None, environ: dict[str, str] | None = None
+) -> tuple[bool, str]:
+    """(ok, reason): whether probes can start on the GPUs asked for (`nodes` x `gpus_per_node`).
+
+    Looks, in order, at the hostfile, a SLURM allocation, then local CUDA devices (`nvidia-smi -L`).
+    Never imports torch and never raises for what is merely absent.
+    """
+    environ = dict(os.environ if environ is None else environ)
+    if hostfile is not None:
+        if not Path(hostfile).is_file():
+            return False, f"hostfile {hostfile} does not exist"
+        hosts = read_hostfile(hostfile)
+        if len(hosts) < nodes:
+            return False, f"hostfile {hostfile} lists {len(hosts)} host(s); {nodes} node(s) requested"
+        return True, f"hostfile {hostfile}: {len(hosts)} host(s), {sum(hosts.values())} slot(s) (deepspeed launcher)"
+    local = local_gpu_count()
+    allocated = slurm_nodes(environ)
+    if allocated is not None:
+        if allocated < nodes:
+            return False, f"SLURM allocation {environ['SLURM_JOB_ID']} has {allocated} node(s); {nodes} requested"
+        gpus = slurm_gpus_per_node(environ) or local
+        if not gpus:
+            return False, f"SLURM allocation {environ['SLURM_JOB_ID']} has no GPUs (allocate with --gpus-per-node)"
+        return True, f"SLURM allocation {environ['SLURM_JOB_ID']}: {allocated} node(s), {gpus} GPU(s) per node (srun)"
+    if not local:
+        return False, "no CUDA devices here (nvidia-smi -L lists none), no SLURM allocation, no --hostfile"
+    if nodes > 1:
+        return False, f"{local} GPU(s) on this machine only; {nodes} nodes need --hostfile or a SLURM allocation"
+    if gpus_per_node is not None and gpus_per_node > local:
+        return False, f"{local} GPU(s) on this machine; {gpus_per_node} requested"
+    return True, f"{local} NVIDIA GPU(s) on this machine (torchrun)"
+
+
+def check_launcher_settings(launcher: str, hostfile: Path | None, environ: dict[str, str]) -> None:
+    """Raise a UserError naming the fix when the chosen launcher cannot work at all."""
+    if launcher not in LAUNCHERS:
+        raise UserError(f"unknown launcher {launcher!r}; use one of {', '.join(LAUNCHERS)}")
+    if hostfile is not None and not Path(hostfile).is_file():
+        raise UserError(f"hostfile {hostfile} does not exist: give a DeepSpeed hostfile (`HOST slots=N` per line)")
+    if launcher == "deepspeed" and hostfile is None:
+        raise UserError("the deepspeed launcher needs --hostfile (`HOST slots=N` per line)")
+    if launcher == "srun" and not environ.get("SLURM_JOB_ID"):
+        raise UserError("the srun launcher runs inside a SLURM allocation: start autotune from sbatch or salloc")
+    if launcher == "srun" and shutil.which("srun", path=environ.get("PATH")) is None:
+        raise UserError("srun is not on PATH: load the SLURM module, or use --launcher torchrun|deepspeed")
+
+
+def resolve_launcher(requested: str, candidate: Candidate, hostfile: Path | None, environ: dict[str, str]) -> str:
+    """`auto`: srun in a SLURM allocation that spans (or the candidate needs) several nodes; the
+    deepspeed launcher when a hostfile is given; torchrun otherwise."""
+    if requested != "auto":
+        return requested
+    allocated = slurm_nodes(environ)
+    if allocated is not None and (candidate.knobs.nodes > 1 or allocated > 1):
+        return "srun"
+    if hostfile is not None:
+        return "deepspeed"
+    return "torchrun"
+
+
+def unreachable_reason(launcher: str, candidate: Candidate, hostfile: Path | None, environ: dict[str, str]) -> str | None:
+    """Why this launcher cannot start the candidate's ranks (a failed result, not a crash), or None."""
+    nodes, per_node = candidate.knobs.nodes, candidate.gpus_per_node
+    if launcher == "torchrun":
+        if nodes > 1:
+            return (f"the candidate needs {nodes} nodes but torchrun starts ranks on this machine only: "
+                    "give --hostfile (deepspeed launcher) or run inside a SLURM allocation (srun)")
+        local = local_gpu_count() if candidate.hardware.cuda else None
+        if local is not None and per_node > local:
+            return f"the candidate needs {per_node} GPUs per node; this machine has {local}"
+    elif launcher == "deepspeed":
+        hosts = read_hostfile(hostfile)
+        if len(hosts) < nodes:
+            return f"the candidate needs {nodes} nodes; hostfile {hostfile} lists {len(hosts)}"
+        short = [host for host, slots in list(hosts.items())[:nodes] if slots < per_node]
+        if short:
+            return f"the candidate needs {per_node} GPUs per node; hostfile {hostfile} gives fewer on {', '.join(short)}"
+    elif launcher == "srun":
+        allocated = slurm_nodes(environ) or 0
+        if nodes > allocated:
+            return f"the candidate needs {nodes} nodes; SLURM allocation {environ.get('SLURM_JOB_ID')} has {allocated}"
+    return None
+
+
+# --- commands ------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    """A TCP port free on this machine now (consecutive probes must not share a rendezvous port)."""
+    with socket.socket() as sock:
+        sock.bind(("", 0))
+        return sock.getsockname()[1]
+
+
+def _single_local_host(hosts: dict[str, int], nodes: int) -> bool:
+    first = next(iter(hosts))
+    return nodes == 1 and first in (*_LOCAL_HOSTS, socket.gethostname())
+
+
+def build_plan(
+    launcher: str, candidate: Candidate, probe_args: list[str], *, python: str, hostfile: Path | None,
+    environ: dict[str, str],
+) -> LaunchPlan:
+    probe = ["-m", "trainer.probe", *probe_args]
+    nodes, per_node = candidate.knobs.nodes, candidate.gpus_per_node
+    port = str(free_port())
+    if launcher == "torchrun" and candidate.gpus == 1:
+        # The trainer reads the rank layout from the environment; set it so an outer launcher's
+        # variables (the tuner itself under torchrun or srun) cannot leak into the probe.
+        layout = {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
+                  "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
+        return LaunchPlan("torchrun", [python, *probe], layout)
+    if launcher == "torchrun":
+        return LaunchPlan("torchrun", [python, "-m", "torch.distributed.run", "--standalone", "--nnodes=1",
+                                       f"--nproc_per_node={per_node}", *probe])
+    if launcher == "deepspeed":
+        command = [python, "-m", "deepspeed.launcher.runner", "--hostfile", str(hostfile), f"--num_nodes={nodes}",
+                   f"--num_gpus={per_node}", f"--master_port={port}", "--no_local_rank"]
+        if _single_local_host(read_hostfile(hostfile), nodes):
+            # One local host: DeepSpeed would still ssh to it to check and to find its address.
+            command += ["--no_ssh_check", "--master_addr=127.0.0.1"]
+        return LaunchPlan("deepspeed", [*command, "--module", *probe[1:]])
+    if launcher == "srun":
+        command = ["srun", f"--nodes={nodes}", f"--ntasks={nodes * per_node}", f"--ntasks-per-node={per_node}",
+                   "--kill-on-bad-exit=1", "--export=ALL"]
+        if slurm_gpus_per_node(environ):
+            command.append(f"--gpus-per-node={per_node}")  # newer SLURM gives a step no GRES unless asked
+        layout = {"WORLD_SIZE": str(nodes * per_node), "LOCAL_WORLD_SIZE": str(per_node), "MASTER_PORT": port}
+        return LaunchPlan("srun", [*command, python, "-m", "autotune.backends.srun_rank", *probe], layout)
+    raise ValueError(f"no command for launcher {launcher!r}")

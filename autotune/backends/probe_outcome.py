@@ -1,0 +1,159 @@
+"""A probe's result.json (docs/result-schema.md) -> the ProbeResult the study records.
+
+A probe measures a few optimizer steps; the study compares configurations on the fixed workload
+(`samples` at a fixed `global_batch`). Time and energy are scaled from the measured steps to the
+workload's `samples / global_batch` steps, the same count the simulator uses, so measured and
+simulated figures answer the same question.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+from autotune.backends.base import ProbeResult
+from autotune.candidate import Candidate
+
+LOG_TAIL_LINES = 40
+_LOG_TAIL_BYTES = 64 * 1024
+_J_PER_KJ = 1000.0
+
+
+def j_to_kj(energy_j: float) -> float:
+    return energy_j / _J_PER_KJ
+
+
+def read_result(path: Path) -> dict | None:
+    """The probe's result, or None when it wrote none (or a torn one: the probe writes atomically,
+    so that means something else went wrong)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and "status" in data else None
+
+
+def log_tail(log_path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        with open(log_path, "rb") as handle:
+            handle.seek(0, 2)
+            handle.seek(max(0, handle.tell() - _LOG_TAIL_BYTES))
+            text = handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def workload_steps(candidate: Candidate) -> float:
+    return candidate.workload.samples / candidate.workload.global_batch
+
+
+def _phases_s(result: dict) -> dict[str, float]:
+    """Mean time of each phase per optimizer step (rank 0's marks)."""
+    totals: dict[str, float] = {}
+    steps = {mark["step"] for mark in result.get("phases", [])}
+    for mark in result.get("phases", []):
+        totals[mark["name"]] = totals.get(mark["name"], 0.0) + mark["end_s"] - mark["start_s"]
+    return {name: total / len(steps) for name, total in totals.items()} if steps else {}
+
+
+def _energy_figures(block: dict | None, measured_steps: int, scale_steps: float, gpus: int) -> dict:
+    """Energy of the workload from the window's energy: per measured step x workload steps."""
+    provenance = (block or {}).get("provenance", "unavailable")
+    energy_j = (block or {}).get("energy_j")
+    if provenance == "unavailable" or energy_j is None:
+        return {"energy_source": "unavailable", "energy_kj": None, "energy_components_kj": {}, "mean_power_w": None}
+    per_step = scale_steps / measured_steps
+    # Counted buckets only ("gpu_j", "module_j", ...): "within_module" is inside module_j, never added.
+    components = {
+        name.removesuffix("_j"): j_to_kj(value * per_step)
+        for name, value in block.get("components", {}).items()
+        if name.endswith("_j") and isinstance(value, (int, float))
+    }
+    mean_power_w = block.get("mean_power_w")
+    return {
+        "energy_source": provenance,
+        "energy_kj": j_to_kj(energy_j * per_step),
+        "energy_components_kj": components,
+        "mean_power_w": mean_power_w / gpus if mean_power_w is not None else None,  # per GPU module
+    }
+
+
+def measured_figures(result: dict, candidate: Candidate, result_file: Path) -> dict:
+    """One ok repeat's figures on the fixed workload (the fields of ProbeResult, plus the block)."""
+    step_time_s = result["step_time_s"]["mean"]
+    scale_steps = workload_steps(candidate)
+    return {
+        "result_file": str(result_file),
+        "time_s": step_time_s * scale_steps,
+        "step_time_s": step_time_s,
+        "tflops": result["tflops"]["model_per_device"],
+        "mfu": result["mfu"],
+        "peak_mem_gib": result.get("peak_memory_gib"),
+        "phases_s": _phases_s(result),
+        "energy": result.get("energy"),
+        **_energy_figures(result.get("energy"), result["steps"]["measured"], scale_steps, candidate.gpus),
+    }
+
+
+def _mean(values: list) -> float | None:
+    return None if any(v is None for v in values) else statistics.fmean(values)
+
+
+def _cv(values: list) -> float | None:
+    """Coefficient of variation (sample standard deviation / mean); None where a value is missing."""
+    if any(v is None for v in values) or len(values) < 2 or statistics.fmean(values) == 0:
+        return None
+    return statistics.stdev(values) / statistics.fmean(values)
+
+
+def _energy_source(sources: list[str]) -> str:
+    """The weakest provenance over repeats: one unavailable repeat makes the mean unavailable."""
+    for weakest in ("unavailable", "estimated"):
+        if weakest in sources:
+            return weakest
+    return sources[0]
+
+
+def ok_result(repeats: list[dict], trial_dir: Path, **extra_details) -> ProbeResult:
+    """Objective values are means over repeats; the first repeat's energy block is kept whole."""
+    source = _energy_source([r["energy_source"] for r in repeats])
+    energies = [r["energy_kj"] for r in repeats] if source != "unavailable" else [None]
+    components = {name: _mean([r["energy_components_kj"].get(name) for r in repeats])
+                  for name in repeats[0]["energy_components_kj"]} if source != "unavailable" else {}
+    details = {
+        "energy": repeats[0]["energy"],
+        "phases_s": repeats[0]["phases_s"],
+        "repeats": [{k: r[k] for k in ("result_file", "time_s", "energy_kj", "step_time_s", "tflops", "energy_source")}
+                    for r in repeats],
+        "trial_dir": str(trial_dir),
+        **extra_details,
+    }
+    if len(repeats) > 1:
+        details["cv"] = {"time": _cv([r["time_s"] for r in repeats]), "energy": _cv(energies)}
+    return ProbeResult(
+        status="ok",
+        source="measured",
+        energy_source=source,
+        time_s=_mean([r["time_s"] for r in repeats]),
+        energy_kj=_mean(energies),
+        tflops=_mean([r["tflops"] for r in repeats]),
+        mfu=_mean([r["mfu"] for r in repeats]),
+        step_time_s=_mean([r["step_time_s"] for r in repeats]),
+        peak_mem_gib=max((r["peak_mem_gib"] for r in repeats if r["peak_mem_gib"] is not None), default=None),
+        energy_components_kj={k: v for k, v in components.items() if v is not None},
+        mean_power_w=_mean([r["mean_power_w"] for r in repeats]) if source != "unavailable" else None,
+        details=details,
+    )
+
+
+def not_ok_result(status: str, error: str, trial_dir: Path, log_path: Path, **details) -> ProbeResult:
+    """oom, failed or timeout: no figures; the error and the end of the log say why."""
+    return ProbeResult(
+        status=status,
+        source="measured",
+        energy_source="unavailable",
+        error=error,
+        details={"trial_dir": str(trial_dir), "log_tail": log_tail(log_path), **details},
+    )

@@ -1,0 +1,104 @@
+"""One launcher process in a session of its own, so that it and every rank it starts can be killed together.
+
+A launcher (torchrun, the deepspeed runner, srun) starts ranks that start helper processes of their
+own; killing the launcher alone would leave ranks spinning on a GPU. Everything a probe starts on
+this machine inherits the launcher's process group (ranks do not call setsid), so signalling the group
+reaches all of it. Remote ranks are the remote launchers' business: the deepspeed runner (pdsh) and
+srun tear their nodes down on SIGTERM, which is why SIGTERM comes first and SIGKILL only after a grace.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+_POLL_S = 0.1
+_SIGKILL_WAIT_S = 5.0
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes in a process group; from /proc where there is one."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return []
+        except PermissionError:
+            pass
+        return [pgid]
+    members = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # exited while we looked
+        # Fields after the parenthesised command name: state ppid pgrp ...
+        state, _ppid, pgrp = stat.rsplit(")", 1)[1].split()[:3]
+        if int(pgrp) == pgid and state not in ("Z", "X"):
+            members.append(int(entry.name))
+    return members
+
+
+class ProbeProcess:
+    """A started launcher: wait for it with a deadline, or kill its whole process group."""
+
+    def __init__(self, command: list[str], cwd: Path, env: dict[str, str], log_path: Path):
+        self._log = open(log_path, "ab")  # noqa: SIM115 - closed in _close once the group is gone
+        try:
+            self.popen = subprocess.Popen(
+                command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except BaseException:
+            self._log.close()
+            raise
+        self.pgid = self.popen.pid  # a session leader's group id is its pid
+
+    def wait(self, timeout_s: float) -> int | None:
+        """The launcher's exit status, or None when it is still running after timeout_s."""
+        try:
+            return self.popen.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def kill_group(self, grace_s: float) -> None:
+        """SIGTERM the group, SIGKILL whatever is left after grace_s. Idempotent.
+
+        Safe from a signal handler that interrupted `wait()`: it never blocks on the launcher's
+        wait lock (poll only), and a second Ctrl-C during the grace still ends in SIGKILL.
+        """
+        self._signal(signal.SIGTERM)
+        try:
+            self._wait_until_gone(grace_s)
+        finally:
+            self._signal(signal.SIGKILL)
+            self._wait_until_gone(_SIGKILL_WAIT_S)
+            self.popen.poll()  # reap the launcher last: until then its pid (the group id) cannot be reused
+            self._close()
+
+    def _wait_until_gone(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while group_members(self.pgid) and time.monotonic() < deadline:
+            time.sleep(_POLL_S)
+
+    def finish(self, grace_s: float) -> None:
+        """After the launcher exited: ranks it left behind (a dead agent's workers) go too."""
+        if group_members(self.pgid):
+            self.kill_group(grace_s)
+        self._close()
+
+    def _signal(self, signum: int) -> None:
+        try:
+            os.killpg(self.pgid, signum)
+        except (ProcessLookupError, PermissionError):
+            pass  # the group is already gone
+
+    def _close(self) -> None:
+        if not self._log.closed:
+            self._log.close()

@@ -1,0 +1,56 @@
+"""Per-task shim under srun: SLURM's task variables -> the rank layout the trainer reads, then exec.
+
+    srun --nodes=2 --ntasks-per-node=4 python -m autotune.backends.srun_rank -m trainer.probe ...
+
+srun sets SLURM_PROCID / SLURM_LOCALID / SLURM_STEP_NODELIST per task, while the trainer
+(`trainer.distributed.launch_env`) reads RANK / LOCAL_RANK / WORLD_SIZE / LOCAL_WORLD_SIZE and
+MASTER_ADDR, as torchrun exports them. One environment for all tasks cannot hold per-task ranks,
+so each task sets its own here and replaces itself with `python ARGS...` (no extra process, so
+signals srun forwards reach the probe itself). WORLD_SIZE, LOCAL_WORLD_SIZE and MASTER_PORT come
+from the launch backend; SLURM_NTASKS and friends fill them in when absent (a hand-written sbatch).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+_BRACKET = re.compile(r"^(?P<prefix>[^\[,]*)\[(?P<ranges>[^\]]*)\](?P<suffix>[^,]*)")
+
+
+def first_host(nodelist: str) -> str:
+    """First host of a SLURM hostlist: 'gpu[003-010,12],login1' -> 'gpu003' (zero padding kept)."""
+    nodelist = nodelist.strip()
+    bracket = _BRACKET.match(nodelist)
+    if bracket is None:
+        return nodelist.split(",", 1)[0]
+    first_range = bracket["ranges"].split(",", 1)[0]
+    return bracket["prefix"] + first_range.split("-", 1)[0] + bracket["suffix"]
+
+
+def rank_env(environ: dict[str, str]) -> dict[str, str]:
+    """The variables this task needs, from srun's (raises KeyError outside an srun step)."""
+    ntasks = environ.get("SLURM_STEP_NUM_TASKS") or environ["SLURM_NTASKS"]
+    per_node = environ.get("SLURM_NTASKS_PER_NODE", "").split("(")[0] or ntasks
+    nodelist = environ.get("SLURM_STEP_NODELIST") or environ["SLURM_JOB_NODELIST"]
+    return {
+        "RANK": environ["SLURM_PROCID"],
+        "LOCAL_RANK": environ["SLURM_LOCALID"],
+        "WORLD_SIZE": environ.get("WORLD_SIZE") or ntasks,
+        "LOCAL_WORLD_SIZE": environ.get("LOCAL_WORLD_SIZE") or per_node,
+        # Task 0 runs on the step's first node (srun's default block distribution).
+        "MASTER_ADDR": first_host(nodelist),
+        "MASTER_PORT": environ.get("MASTER_PORT") or str(29500 + int(environ.get("SLURM_JOB_ID", "0")) % 1000),
+    }
+
+
+def main(argv: list[str]) -> None:
+    if not argv:
+        sys.exit("usage: srun ... python -m autotune.backends.srun_rank -m trainer.probe ARGS")
+    os.environ.update(rank_env(dict(os.environ)))
+    os.execv(sys.executable, [sys.executable, *argv])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,112 @@
+"""report.html sections that look behind the front: which knobs mattered, what tuning cost and when
+it pays back, and the power over one step of each pick. Each says where its figures come from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from autotune.report.front import Point
+from autotune.report.html_parts import esc, num, table
+from autotune.report.importance import METHOD, held_fixed
+from autotune.report.payback import SECONDS_PER_HOUR, cost_sentence
+from autotune.report.picks import pick_label
+from autotune.report.study_points import StudyView
+from autotune.report.svg import share_bars_svg, stacked_bar_svg
+from autotune.report.svg_power import phase_css, power_timeline_svg
+from autotune.report.timeline import PHASE_LABELS, PROVENANCE_WORDS, power_profile, simulated_phases
+
+OBJECTIVE_TITLES = {"time_to_solution_s": "time to solution", "energy_to_solution_kj": "energy to solution"}
+
+
+def _source_text(source) -> str:
+    return source if isinstance(source, str) else "mixed " + "/".join(source)
+
+
+def importance_section(view: StudyView, document: dict, run_dir: Path) -> str:
+    importance = document.get("importance") or {}
+    sources = {"time_to_solution_s": document["source"], "energy_to_solution_kj": document["energy_source"]}
+    blocks = []
+    for name, shares in importance.items():
+        title = f"{OBJECTIVE_TITLES.get(name, name)} ({_source_text(sources.get(name, ''))})"
+        if isinstance(shares, str):
+            body = f'<p class="note">{esc(shares)}</p>'
+        else:
+            body = share_bars_svg(shares, f"share of the variation of {title} each knob explains")
+        blocks.append(f'<div class="importance"><h3>{esc(title)}</h3>\n{body}</div>')
+    fixed = held_fixed(view)
+    fixed_text = f" Held at one value over these trials, so not ranked: {', '.join(fixed)}." if fixed else ""
+    return (
+        '<section id="importance"><h2>Which knobs mattered</h2>\n'
+        f'<div class="importance-row">{"".join(blocks)}</div>\n'
+        f'<p class="explain">{esc(METHOD)}. Shares describe this study\'s {len(view.points)} feasible trials, '
+        f"as the sampler chose them, not the whole space.{esc(fixed_text)}</p></section>"
+    )
+
+
+def tuning_cost_section(view: StudyView, document: dict, run_dir: Path) -> str:
+    cost = document.get("tuning_cost")
+    if not cost:
+        return ""
+    rows = []
+    for row in cost["payback"]:
+        saved = row["saved_kj_per_training_hour"]
+        rows.append([
+            esc(pick_label(row["name"], view.pick_parameters)),
+            esc(row["trial"]),
+            esc(num(None if saved is None else saved / SECONDS_PER_HOUR, ".3g")),
+            esc(num(row["payback_training_hours"], ".3g")),
+            esc(row["text"]),
+        ])
+    payback = (
+        table(["pick", "trial", "kWh saved per training hour", "payback h", "tuning is repaid"], rows, "payback")
+        if rows else "<p>No pick, so no payback.</p>"
+    )
+    return (
+        '<section id="tuning-cost"><h2>Tuning cost and payback</h2>\n'
+        f'<p class="provenance">{esc(cost_sentence(cost))}</p>\n{payback}\n'
+        '<p class="explain">Saved per training hour = (baseline energy - pick energy) / pick time, both on the '
+        "study's fixed workload: what an hour of training with the pick saves against running the baseline "
+        "for the same samples. Payback hours = tuning energy / that saving.</p></section>"
+    )
+
+
+def _phase_table(block: dict) -> str:
+    phases = block.get("phases") or {}
+    if not phases:
+        return ""
+    rows = [
+        [esc(PHASE_LABELS.get(name, name)), esc(num(p.get("time_s"), ".3f")), esc(num(p.get("energy_j"), ",.0f")),
+         esc(num(p.get("mean_power_w"), ",.0f")), esc(p.get("steps"))]
+        for name, p in phases.items()
+    ]
+    return table(["phase (all steps of the window)", "time s", "energy J", "mean power W", "steps"], rows, "phases")
+
+
+def power_html(point: Point) -> str:
+    """Power over one step (measured or estimated timeline), else the simulated phase breakdown."""
+    details = point.extra.get("details") or {}
+    profile = power_profile(details)
+    if profile is not None:
+        what = PROVENANCE_WORDS.get(profile.provenance, profile.provenance)
+        scope = f"step {profile.step}" if profile.step is not None else "the whole window (steps too short to draw one)"
+        node = f"node {profile.node}" if profile.node is not None else "the node"
+        title = f"power of {node} over {scope}, trial {point.trial}: {what}"
+        caption = (
+            f"Power of {node} over {scope}, {what}" + (f" ({profile.sensors})" if profile.sensors else "")
+            + ". Phases are shaded from the trainer's phase marks, as exact as the sampling period."
+        )
+        svg = power_timeline_svg(profile.samples, title)
+        return f'<figure class="power">{svg}\n<figcaption>{esc(caption)}</figcaption></figure>\n{_phase_table(details["energy"])}'
+    phases = simulated_phases(details)
+    if phases and point.source == "simulated":
+        step_s = sum(s for _, s in phases)
+        labelled = [(PHASE_LABELS.get(name, name), s) for name, s in phases]
+        bar = stacked_bar_svg(labelled, f"simulated phases of one step, trial {point.trial}", width_px=760,
+                              unit="s", css_classes=[f"band {phase_css(name)}" for name, _ in phases])
+        rows = [[esc(label), esc(f"{s:.3f}"), esc(f"{100 * s / step_s:.1f}%")] for label, s in labelled]
+        return (
+            f'<figure class="power">{bar}\n<figcaption>Simulated by the analytic model (nothing was measured): '
+            f"the phases of one {step_s:.3g} s step. No power timeline exists for a simulated trial.</figcaption></figure>\n"
+            f'{table(["phase (simulated)", "time s", "share"], rows, "phases")}'
+        )
+    return "<p>No power timeline for this trial: its result holds no energy timeline or phase breakdown.</p>"

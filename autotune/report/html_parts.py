@@ -1,0 +1,20 @@
+"""Small HTML helpers every report.html section shares: escaping, number cells, tables."""
+
+from __future__ import annotations
+
+from html import escape
+
+
+def esc(value) -> str:
+    return escape("" if value is None else str(value))
+
+
+def num(value, spec: str) -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def table(headers: list[str], rows: list[list[str]], css_class: str = "") -> str:
+    """Cells are HTML already (callers escape); headers are escaped here."""
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    body = "\n".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f'<table class="{css_class}"><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>'

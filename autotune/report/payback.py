@@ -1,0 +1,150 @@
+"""What tuning cost (the probes' own time and energy) and after how much training a pick repays it.
+
+Cost of one probe, best figure first:
+1. `details["probe_cost"] = {"time_s", "energy_kj"}`: the whole probe (start-up, warm-up, window),
+   written by a backend that knows it;
+2. the energy block's measured window (`energy_j`, `window_s`): a lower bound, since start-up and
+   warm-up are outside the window;
+3. a simulated trial ran nothing: 0 s and 0 kJ of hardware;
+4. otherwise unknown (an OOM or a crash before the window opened, with no probe_cost): counted, and
+   the total is marked incomplete rather than silently short.
+
+Payback compares a pick with the baseline on the same work. Per sample the pick saves
+(E_base - E_pick) / samples; one hour of training with the pick processes samples / T_pick * 3600
+samples, so it saves (E_base - E_pick) / T_pick * 3600 kJ per hour. Tuning is repaid after
+tuning_energy / that many hours of training with the pick, or equivalently after
+tuning_energy / (E_base - E_pick) runs of the study's workload. No saving: never repaid.
+"""
+
+from __future__ import annotations
+
+from autotune.report.study_points import StudyView
+KJ_PER_J = 1e-3
+SECONDS_PER_HOUR = 3600.0
+
+
+def probe_cost(row: dict) -> dict:
+    """{"time_s", "energy_kj", "basis", "provenance"} of one evaluated trial (None where unknown)."""
+    details = row.get("details") or {}
+    cost = details.get("probe_cost")
+    block = details.get("energy") or {}
+    if isinstance(cost, dict) and cost.get("time_s") is not None:
+        provenance = block.get("provenance") or row.get("energy_source") or "unknown"
+        return {"time_s": float(cost["time_s"]), "energy_kj": cost.get("energy_kj"), "basis": "probe_cost", "provenance": provenance}
+    if block.get("window_s") is not None:
+        energy_j = block.get("energy_j")
+        return {
+            "time_s": float(block["window_s"]),
+            "energy_kj": None if energy_j is None else energy_j * KJ_PER_J,
+            "basis": "energy_window",
+            "provenance": block.get("provenance") or "unknown",
+        }
+    if row.get("source") == "simulated":
+        return {"time_s": 0.0, "energy_kj": 0.0, "basis": "simulated", "provenance": "simulated"}
+    return {"time_s": None, "energy_kj": None, "basis": "unknown", "provenance": "unknown"}
+
+
+def _cost_note(probes: int, by_basis: dict[str, int], energy_kj: float | None) -> str:
+    if probes == 0:
+        return "No probe ran: tuning cost nothing."
+    if by_basis.get("simulated") == probes:
+        return (
+            f"Simulated study: nothing ran on hardware ({probes} candidates modelled analytically), so tuning "
+            "cost no GPU time and no energy; a measured study would pay for its probes."
+        )
+    parts = []
+    if by_basis.get("energy_window"):
+        parts.append(
+            f"{by_basis['energy_window']} probe(s) report only their measured window (start-up and warm-up "
+            "not counted): the totals are a lower bound"
+        )
+    if by_basis.get("unknown"):
+        parts.append(f"{by_basis['unknown']} probe(s) have no cost figure at all (failed before measuring)")
+    if energy_kj is None:
+        parts.append("energy is unknown for some probes that have a time")
+    return ("; ".join(parts) + ".") if parts else "Totals cover every probe, start-up and warm-up included."
+
+
+def payback_row(name: str, trial: int, view: StudyView, tuning_energy_kj: float | None, ran_on_hardware: bool) -> dict:
+    """One pick's saving per training hour against the baseline, and the hours until tuning is repaid."""
+    row = {"name": name, "trial": trial, "saved_kj_per_training_hour": None, "payback_training_hours": None,
+           "payback_workloads": None, "text": ""}
+    point, base = view.point(trial), view.point(view.baseline_trial) if view.baseline_trial is not None else None
+    if base is None:
+        row["text"] = "n/a: the baseline is not feasible, so there is no saving to measure against"
+        return row
+    saved_kj = base.energy_kj - point.energy_kj
+    row["saved_kj_per_training_hour"] = saved_kj / point.time_s * SECONDS_PER_HOUR
+    if not ran_on_hardware:
+        row.update(payback_training_hours=0.0, payback_workloads=0.0, text="at once: no probe ran on hardware, so tuning cost no energy")
+    elif saved_kj <= 0:
+        row["text"] = "never: this pick uses no less energy than the baseline"
+    elif tuning_energy_kj is None:
+        row["text"] = "unknown: the probes' energy was not measured"
+    else:
+        hours = tuning_energy_kj / row["saved_kj_per_training_hour"]
+        row.update(payback_training_hours=hours, payback_workloads=tuning_energy_kj / saved_kj,
+                   text=f"after {hours:.3g} h of training with this pick ({tuning_energy_kj / saved_kj:.3g} runs of the workload)")
+    return row
+
+
+def tuning_cost(view: StudyView) -> dict:
+    """The `tuning_cost` block of pareto.json: totals over every probe that ran, and each pick's payback."""
+    ran = [r for r in view.trials if r["status"] != "invalid"]  # refused before running: cost nothing
+    costs = [probe_cost(r) for r in ran]
+    by_basis: dict[str, int] = {}
+    for c in costs:
+        by_basis[c["basis"]] = by_basis.get(c["basis"], 0) + 1
+    timed = [(c, r) for c, r in zip(costs, ran) if c["time_s"] is not None]
+    energies = [c["energy_kj"] for c in costs if c["basis"] != "unknown"]
+    energy_kj = None if any(e is None for e in energies) else sum(energies)
+    provenances = sorted({c["provenance"] for c in costs if c["basis"] != "unknown"})
+    ran_on_hardware = any(c["basis"] != "simulated" for c in costs)
+    document = {
+        "ran_on_hardware": ran_on_hardware,
+        "probes": len(ran),
+        "probes_by_basis": by_basis,
+        "time_s": sum(c["time_s"] for c, _ in timed),
+        "gpu_hours": sum(c["time_s"] * r["gpus"] for c, r in timed) / SECONDS_PER_HOUR,
+        "energy_kj": energy_kj,
+        "provenance": provenances[0] if len(provenances) == 1 else (provenances or "none"),
+        "complete": set(by_basis) <= {"probe_cost", "simulated"},
+        "note": _cost_note(len(ran), by_basis, energy_kj),
+    }
+    document["payback"] = [payback_row(name, trial, view, energy_kj, ran_on_hardware) for name, trial in view.picks.items()]
+    return document
+
+
+def _energy_text(energy_kj: float) -> str:
+    return f"{energy_kj / SECONDS_PER_HOUR:.3g} kWh ({energy_kj:,.0f} kJ)" if energy_kj >= 1 else f"{energy_kj:.3g} kJ"
+
+
+def cost_sentence(cost: dict) -> str:
+    """One line for every output: what the probes took, with where the figures come from."""
+    if not cost["ran_on_hardware"]:
+        return cost["note"]
+    energy = "unknown energy" if cost["energy_kj"] is None else _energy_text(cost["energy_kj"])
+    provenance = cost["provenance"] if isinstance(cost["provenance"], str) else "mixed: " + ", ".join(cost["provenance"])
+    return (
+        f"Tuning ran {cost['probes']} probes: {cost['time_s'] / SECONDS_PER_HOUR:.3g} h of probe time, "
+        f"{cost['gpu_hours']:.3g} GPU-hours, {energy}; {provenance}. {cost['note']}"
+    )
+
+
+def payback_sentence(row: dict) -> str:
+    """`saves 1.2 kWh per training hour against the baseline; tuning is repaid after 3 h ...`."""
+    saved_kj = row["saved_kj_per_training_hour"]
+    if saved_kj is None:
+        return row["text"]
+    rate = (
+        f"saves {saved_kj / SECONDS_PER_HOUR:.3g} kWh" if saved_kj > 0 else f"uses {-saved_kj / SECONDS_PER_HOUR:.3g} kWh more"
+    ) if saved_kj else "saves nothing"
+    return f"{rate} per training hour against the baseline; tuning is repaid {row['text']}"
+
+
+def payback_by_trial(rows: list[dict]) -> list[tuple[list[str], dict]]:
+    """Picks that share a trial share a payback: one (pick names, row) per distinct trial, in pick order."""
+    grouped: dict[int, tuple[list[str], dict]] = {}
+    for row in rows:
+        grouped.setdefault(row["trial"], ([], row))[0].append(row["name"])
+    return list(grouped.values())

@@ -1,0 +1,106 @@
+"""LaunchBackend outcomes with a stand-in probe (fast): the backend starts `PYTHON -m trainer.probe
+ARGS` for a one-rank candidate, so a small script given as `python` plays the probe's part."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+
+import pytest
+
+from tests.backends.conftest import live_processes_mentioning, probe_result
+
+PRELUDE = f"""#!{sys.executable}
+import json, subprocess, sys, time
+out = sys.argv[sys.argv.index("--out") + 1]
+def write(result):
+    with open(out, "w") as handle:
+        json.dump(result, handle)
+"""
+
+
+@pytest.fixture
+def fake_probe(tmp_path):
+    """fake_probe(body) -> path of an executable script that acts as the probe."""
+
+    def make(body: str):
+        script = tmp_path / "fake-python"
+        script.write_text(PRELUDE + textwrap.dedent(body))
+        script.chmod(0o755)
+        return str(script)
+
+    return make
+
+
+def test_a_probe_exiting_without_a_result_is_failed_with_its_log(make_launch_backend, make_candidate, fake_probe):
+    python = fake_probe('print("rank 0: segfault in the loss", file=sys.stderr)\nsys.exit(3)\n')
+    result = make_launch_backend(python=python).evaluate(make_candidate(), trial_number=1)
+    assert result.status == "failed" and "exited with status 3 without writing a result" in result.error
+    assert "segfault in the loss" in result.details["log_tail"]
+
+
+def test_a_stale_result_of_an_earlier_attempt_never_counts(make_launch_backend, make_candidate, fake_probe):
+    backend = make_launch_backend(python=fake_probe("sys.exit(1)\n"))
+    trial = backend.trial_dir(1)
+    trial.mkdir(parents=True)
+    (trial / "result.json").write_text(json.dumps(probe_result()))
+    assert backend.evaluate(make_candidate(), trial_number=1).status == "failed"
+
+
+def test_a_refusal_keeps_the_probe_s_error(make_launch_backend, make_candidate, fake_probe):
+    python = fake_probe('write({"status": "failed", "error": "UnsupportedCandidate: use zero_stage 3", '
+                        '"refused": True, "failed_rank": 0})\nsys.exit(1)\n')
+    result = make_launch_backend(python=python).evaluate(make_candidate(), trial_number=1)
+    assert result.status == "failed" and result.error == "UnsupportedCandidate: use zero_stage 3"
+    assert result.details["refused"] is True and result.details["exit_code"] == 1
+
+
+def test_a_hang_kills_the_whole_group_including_grandchildren(make_launch_backend, make_candidate, fake_probe):
+    # Like a launcher whose ranks start helpers: the `sleep` is a grandchild, reachable only through the group.
+    python = fake_probe('subprocess.Popen(["sleep", "300", out])\nprint("hung", flush=True)\ntime.sleep(300)\n')
+    backend = make_launch_backend(python=python, probe_timeout_s=1.0, kill_grace_s=1.0)
+    result = backend.evaluate(make_candidate(), trial_number=2)
+    assert result.status == "timeout" and "1 s" in result.error and "hung" in result.details["log_tail"]
+    assert live_processes_mentioning(str(backend.trial_dir(2))) == []
+
+
+def test_a_probe_ignoring_sigterm_is_killed_after_the_grace(make_launch_backend, make_candidate, fake_probe):
+    python = fake_probe("import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(300)\n")
+    backend = make_launch_backend(python=python, probe_timeout_s=0.5, kill_grace_s=0.5)
+    assert backend.evaluate(make_candidate(), trial_number=3).status == "timeout"
+    assert live_processes_mentioning(str(backend.trial_dir(3))) == []
+
+
+def test_a_written_result_counts_even_if_the_probe_then_hangs_in_teardown(make_launch_backend, make_candidate, fake_probe):
+    python = fake_probe(f"write({probe_result()!r})\ntime.sleep(300)\n")
+    backend = make_launch_backend(python=python, probe_timeout_s=1.0, kill_grace_s=0.5)
+    result = backend.evaluate(make_candidate(), trial_number=4)
+    assert result.ok and result.time_s == pytest.approx(0.5 * 32)
+    assert "killed after 1 s, after the result was written" in (backend.trial_dir(4) / "log.txt").read_text()
+
+
+def test_helpers_left_behind_by_a_finished_probe_are_killed(make_launch_backend, make_candidate, fake_probe):
+    python = fake_probe(f'subprocess.Popen(["sleep", "300", out])\nwrite({probe_result()!r})\n')
+    backend = make_launch_backend(python=python)
+    assert backend.evaluate(make_candidate(), trial_number=5).ok
+    assert live_processes_mentioning(str(backend.trial_dir(5))) == []
+
+
+def test_a_result_missing_figures_is_failed_not_a_crash(make_launch_backend, make_candidate, fake_probe):
+    python = fake_probe('write({"status": "ok", "steps": {"measured": 2}})\n')
+    result = make_launch_backend(python=python).evaluate(make_candidate(), trial_number=6)
+    assert result.status == "failed" and "lacks a figure" in result.error
+
+
+def test_a_launcher_that_cannot_start_is_failed(make_launch_backend, make_candidate, tmp_path):
+    result = make_launch_backend(python=str(tmp_path / "no-such-python")).evaluate(make_candidate(), 7)
+    assert result.status == "failed" and "could not start" in result.error
+
+
+def test_more_nodes_than_torchrun_reaches_is_failed_without_a_launch(make_launch_backend, make_candidate):
+    backend = make_launch_backend(launcher="auto")
+    result = backend.evaluate(make_candidate(gpus_per_node=1, nodes=2), trial_number=8)
+    assert result.status == "failed" and "--hostfile" in result.error
+    assert "not launched" in (backend.trial_dir(8) / "log.txt").read_text()
+    assert json.loads((backend.trial_dir(8) / "ds_config.json").read_text())["train_batch_size"] == 2

@@ -1,0 +1,154 @@
+"""LaunchBackend with real probe subprocesses: the trial directory, every outcome, and cleanup.
+
+Kept cheap: the tiny model on CPU ranks, one warm-up and two measured steps (see conftest.py).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+
+import pytest
+
+from autotune.backends.launch import ProbeInterrupted
+from autotune.ds_config import deepspeed_config
+from tests.backends.conftest import PROBE_TIMEOUT_S, live_processes_mentioning
+
+pytestmark = pytest.mark.slow
+HANG = {"AUTOTUNE_PROBE_TEST_HOOK": "hang"}
+
+
+def _explain(result) -> str:
+    return f"{result.status}: {result.error}\n{result.details.get('log_tail', '')}"
+
+
+def _wait_for_hang(log_path, timeout_s: float = 60.0) -> None:
+    """Until the probe reports it reached the hook (past process-group set-up)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if log_path.exists() and "sleeps until killed" in log_path.read_text():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"the probe never reached the hang hook:\n{log_path.read_text()[-3000:]}")
+
+
+def test_two_ranks_under_torchrun_write_the_trial_directory(make_launch_backend, make_candidate):
+    backend = make_launch_backend()
+    candidate = make_candidate(gpus_per_node=2, zero_stage=2)
+    result = backend.evaluate(candidate, trial_number=7)
+    assert result.ok, _explain(result)
+
+    trial = backend.run_dir / "trials" / "0007"
+    assert {"candidate.json", "ds_config.json", "log.txt", "result.json"} <= {p.name for p in trial.iterdir()}
+    assert json.loads((trial / "candidate.json").read_text()) == candidate.to_dict()
+    ds_config = json.loads((trial / "ds_config.json").read_text())
+    probe_result = json.loads((trial / "result.json").read_text())
+    assert ds_config == deepspeed_config(candidate) == probe_result["ds_config"]  # exported == ran
+    assert "torch.distributed.run" in (trial / "log.txt").read_text().splitlines()[0]
+
+    assert probe_result["world_size"] == 2
+    assert result.source == "measured" and result.energy_source == "estimated"
+    workload_steps = candidate.workload.samples / candidate.workload.global_batch
+    assert result.time_s == pytest.approx(probe_result["step_time_s"]["mean"] * workload_steps)
+    measured = probe_result["steps"]["measured"]
+    assert result.energy_kj == pytest.approx(probe_result["energy"]["energy_j"] / measured * workload_steps / 1000)
+    assert result.tflops == pytest.approx(probe_result["tflops"]["model_per_device"])
+    assert result.details["energy"]["provenance"] == "estimated" and result.details["energy"]["timeline"]
+    assert result.details["trial_dir"] == str(trial) and "cv" not in result.details
+
+
+def test_a_hung_probe_times_out_and_leaves_no_process(make_launch_backend, make_candidate):
+    backend = make_launch_backend(env_extra=HANG, probe_timeout_s=20.0)
+    started_s = time.monotonic()
+    result = backend.evaluate(make_candidate(gpus_per_node=2), trial_number=1)
+    assert result.status == "timeout", _explain(result)
+    assert time.monotonic() - started_s < 20.0 + backend.kill_grace_s + 10.0
+    assert "20 s" in result.error and "sleeps until killed" in result.details["log_tail"]
+    trial = backend.run_dir / "trials" / "0001"
+    assert live_processes_mentioning(str(trial)) == []  # agent and both ranks are gone
+
+
+def test_a_crashing_probe_is_failed_with_its_error_and_log(make_launch_backend, make_candidate):
+    backend = make_launch_backend(env_extra={"AUTOTUNE_PROBE_TEST_HOOK": "crash"})
+    result = backend.evaluate(make_candidate(gpus_per_node=1), trial_number=2)
+    assert result.status == "failed"
+    assert "simulated probe failure" in result.error
+    assert "simulated probe failure" in result.details["log_tail"]
+    assert result.details["exit_code"] != 0 and result.energy_kj is None
+
+
+def test_an_out_of_memory_probe_is_oom(make_launch_backend, make_candidate):
+    backend = make_launch_backend(env_extra={"AUTOTUNE_PROBE_TEST_HOOK": "oom"})
+    result = backend.evaluate(make_candidate(gpus_per_node=1), trial_number=3)
+    assert result.status == "oom", _explain(result)
+    assert "simulated out-of-memory" in result.error
+
+
+def test_repeats_keep_every_result_and_report_the_mean_and_spread(make_launch_backend, make_candidate):
+    backend = make_launch_backend(repeats=2)
+    result = backend.evaluate(make_candidate(gpus_per_node=1), trial_number=4)
+    assert result.ok, _explain(result)
+    trial = backend.run_dir / "trials" / "0004"
+    assert (trial / "result-1.json").exists() and (trial / "result-2.json").exists()
+    assert not (trial / "result.json").exists()
+    repeats = result.details["repeats"]
+    assert len(repeats) == 2
+    assert result.time_s == pytest.approx(sum(r["time_s"] for r in repeats) / 2)
+    assert result.energy_kj == pytest.approx(sum(r["energy_kj"] for r in repeats) / 2)
+    assert result.details["cv"]["time"] >= 0 and result.details["cv"]["energy"] >= 0
+
+
+def test_abort_from_another_thread_kills_the_running_probe(make_launch_backend, make_candidate):
+    backend = make_launch_backend(env_extra=HANG, probe_timeout_s=PROBE_TIMEOUT_S)
+    raised: list[BaseException] = []
+
+    def study_loop():
+        try:
+            backend.evaluate(make_candidate(gpus_per_node=2), trial_number=5)
+        except BaseException as exc:  # noqa: BLE001 - the test inspects what reached the loop
+            raised.append(exc)
+
+    loop = threading.Thread(target=study_loop)
+    loop.start()
+    trial = backend.run_dir / "trials" / "0005"
+    _wait_for_hang(trial / "log.txt")
+    backend.abort()
+    loop.join(timeout=backend.kill_grace_s + 15.0)
+    assert not loop.is_alive()
+    assert len(raised) == 1 and isinstance(raised[0], ProbeInterrupted)
+    assert live_processes_mentioning(str(trial)) == []
+    with pytest.raises(ProbeInterrupted):  # abort is final: no new probe starts during shutdown
+        backend.evaluate(make_candidate(gpus_per_node=1), trial_number=6)
+
+
+def test_ctrl_c_during_a_probe_kills_it_and_propagates(make_launch_backend, make_candidate):
+    backend = make_launch_backend(env_extra=HANG, probe_timeout_s=PROBE_TIMEOUT_S)
+    trial = backend.run_dir / "trials" / "0008"
+
+    def interrupt(signum, frame):
+        if "sleeps until killed" not in (trial / "log.txt").read_text():
+            signal.alarm(1)  # not hung yet: Ctrl-C a little later
+            return
+        raise KeyboardInterrupt  # what Python's SIGINT handler does in the study's main thread
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.alarm(3)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            backend.evaluate(make_candidate(gpus_per_node=1), trial_number=8)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert live_processes_mentioning(str(trial)) == []
+
+
+def test_the_deepspeed_launcher_runs_a_probe_from_a_local_hostfile(tmp_path, make_launch_backend, make_candidate):
+    hostfile = tmp_path / "hostfile"
+    hostfile.write_text("localhost slots=2\n")
+    backend = make_launch_backend(launcher="auto", hostfile=hostfile)
+    result = backend.evaluate(make_candidate(gpus_per_node=2), trial_number=9)
+    assert result.ok, _explain(result)
+    assert result.details["launcher"] == "deepspeed"
+    assert "deepspeed.launcher.runner" in (backend.run_dir / "trials" / "0009" / "log.txt").read_text()

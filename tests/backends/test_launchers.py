@@ -1,0 +1,132 @@
+"""Launcher choice, reachability, commands (argument lists) and detect_launch_target; no probe runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from autotune.backends import launchers
+from autotune.backends.launchers import (
+    build_plan,
+    check_launcher_settings,
+    detect_launch_target,
+    read_hostfile,
+    resolve_launcher,
+    unreachable_reason,
+)
+from autotune.errors import UserError
+
+SLURM_2_NODES = {"SLURM_JOB_ID": "42", "SLURM_JOB_NUM_NODES": "2", "SLURM_GPUS_ON_NODE": "4", "PATH": "/usr/bin"}
+PROBE_ARGS = ["--candidate", "/r/candidate.json", "--out", "/r/result.json"]
+
+
+@pytest.fixture
+def hostfile(tmp_path):
+    path = tmp_path / "hostfile"
+    path.write_text("# two GH200 nodes\nnid001 slots=4\nnid002 slots=4  # spare\n\n")
+    return path
+
+
+@pytest.fixture
+def no_local_gpus(monkeypatch):
+    monkeypatch.setattr(launchers, "local_gpu_count", lambda: None)
+
+
+def test_hostfile_lists_hosts_and_slots_in_order(hostfile):
+    assert read_hostfile(hostfile) == {"nid001": 4, "nid002": 4}
+
+
+def test_a_malformed_hostfile_names_the_format(tmp_path):
+    bad = tmp_path / "hostfile"
+    bad.write_text("nid001 slots=four\n")
+    with pytest.raises(UserError, match="HOST slots=N"):
+        read_hostfile(bad)
+
+
+@pytest.mark.parametrize(
+    ("nodes", "environ", "with_hostfile", "expected"),
+    [
+        (1, {}, False, "torchrun"),
+        (1, {}, True, "deepspeed"),
+        (2, {"SLURM_JOB_ID": "42", "SLURM_NNODES": "1"}, True, "srun"),  # the candidate spans nodes
+        (1, {"SLURM_JOB_ID": "42", "SLURM_NNODES": "2"}, False, "srun"),  # the allocation does
+        (1, {"SLURM_JOB_ID": "42", "SLURM_NNODES": "1"}, False, "torchrun"),  # one node: no srun needed
+    ],
+)
+def test_auto_picks_the_launcher(make_candidate, hostfile, nodes, environ, with_hostfile, expected):
+    candidate = make_candidate(gpus_per_node=1, nodes=nodes)
+    assert resolve_launcher("auto", candidate, hostfile if with_hostfile else None, environ) == expected
+
+
+def test_a_launcher_that_cannot_work_is_a_user_error(hostfile, tmp_path):
+    with pytest.raises(UserError, match="--hostfile"):
+        check_launcher_settings("deepspeed", None, {})
+    with pytest.raises(UserError, match="SLURM allocation"):
+        check_launcher_settings("srun", None, {})
+    with pytest.raises(UserError, match="does not exist"):
+        check_launcher_settings("auto", tmp_path / "missing", {})
+    with pytest.raises(UserError, match="unknown launcher"):
+        check_launcher_settings("mpirun", None, {})
+    check_launcher_settings("deepspeed", hostfile, {})  # fine
+
+
+def test_more_nodes_than_reachable_is_a_reason_not_an_exception(make_candidate, hostfile, no_local_gpus):
+    two_nodes = make_candidate(gpus_per_node=4, nodes=2)
+    assert "--hostfile" in unreachable_reason("torchrun", two_nodes, None, {})
+    assert unreachable_reason("deepspeed", two_nodes, hostfile, {}) is None
+    assert "lists 2" in unreachable_reason("deepspeed", make_candidate(gpus_per_node=4, nodes=3), hostfile, {})
+    assert "fewer on nid001" in unreachable_reason("deepspeed", make_candidate(gpus_per_node=8), hostfile, {})
+    assert unreachable_reason("srun", two_nodes, None, SLURM_2_NODES) is None
+    assert "has 2" in unreachable_reason("srun", make_candidate(gpus_per_node=4, nodes=4), None, SLURM_2_NODES)
+
+
+def test_a_one_rank_candidate_runs_the_probe_directly_with_its_own_layout(make_candidate):
+    plan = build_plan("torchrun", make_candidate(gpus_per_node=1), PROBE_ARGS, python="py", hostfile=None, environ={})
+    assert plan.command == ["py", "-m", "trainer.probe", *PROBE_ARGS]
+    assert plan.env["RANK"] == "0" and plan.env["WORLD_SIZE"] == "1" and plan.env["LOCAL_WORLD_SIZE"] == "1"
+
+
+def test_torchrun_starts_one_rank_per_gpu_on_this_node(make_candidate):
+    plan = build_plan("torchrun", make_candidate(gpus_per_node=2), PROBE_ARGS, python="py", hostfile=None, environ={})
+    assert plan.command[:3] == ["py", "-m", "torch.distributed.run"]
+    assert "--standalone" in plan.command and "--nproc_per_node=2" in plan.command
+    assert plan.command[-len(PROBE_ARGS) - 2:] == ["-m", "trainer.probe", *PROBE_ARGS]
+
+
+def test_deepspeed_gets_the_hostfile_and_no_local_rank_argument(make_candidate, hostfile):
+    plan = build_plan("deepspeed", make_candidate(gpus_per_node=4, nodes=2), PROBE_ARGS, python="py",
+                      hostfile=hostfile, environ={})
+    command = plan.command
+    assert command[:3] == ["py", "-m", "deepspeed.launcher.runner"]
+    assert command[command.index("--hostfile") + 1] == str(hostfile)
+    assert {"--num_nodes=2", "--num_gpus=4", "--no_local_rank"} <= set(command)  # the probe has no --local_rank
+    assert "--no_ssh_check" not in command  # remote nodes: DeepSpeed checks ssh itself
+    assert command[command.index("--module") + 1:] == ["trainer.probe", *PROBE_ARGS]
+
+
+def test_srun_runs_every_task_through_the_rank_shim(make_candidate):
+    plan = build_plan("srun", make_candidate(gpus_per_node=4, nodes=2), PROBE_ARGS, python="py", hostfile=None,
+                      environ=SLURM_2_NODES)
+    command = plan.command
+    assert command[0] == "srun"
+    assert {"--nodes=2", "--ntasks=8", "--ntasks-per-node=4", "--gpus-per-node=4", "--kill-on-bad-exit=1"} <= set(command)
+    assert command[command.index("py"):] == ["py", "-m", "autotune.backends.srun_rank", "-m", "trainer.probe", *PROBE_ARGS]
+    assert plan.env["WORLD_SIZE"] == "8" and plan.env["LOCAL_WORLD_SIZE"] == "4" and plan.env["MASTER_PORT"]
+
+
+def test_detect_launch_target_reads_hostfile_slurm_then_local_gpus(hostfile, monkeypatch):
+    monkeypatch.setattr(launchers, "local_gpu_count", lambda: None)
+    assert detect_launch_target(hostfile, nodes=2)[0] is True
+    ok, reason = detect_launch_target(hostfile, nodes=3)
+    assert not ok and "lists 2 host(s)" in reason
+    assert detect_launch_target(None, nodes=2, environ=SLURM_2_NODES) == (
+        True, "SLURM allocation 42: 2 node(s), 4 GPU(s) per node (srun)")
+    ok, reason = detect_launch_target(None, environ={"SLURM_JOB_ID": "42"})
+    assert not ok and "no GPUs" in reason
+    ok, reason = detect_launch_target(None, environ={})
+    assert not ok and "no CUDA devices" in reason
+
+    monkeypatch.setattr(launchers, "local_gpu_count", lambda: 4)
+    assert detect_launch_target(None, gpus_per_node=4, environ={})[0] is True
+    ok, reason = detect_launch_target(None, nodes=2, environ={})
+    assert not ok and "--hostfile or a SLURM allocation" in reason
+    assert detect_launch_target(None, gpus_per_node=8, environ={})[0] is False

@@ -1,0 +1,64 @@
+"""result.json -> ProbeResult: scaling to the fixed workload, energy provenance, repeats."""
+
+from __future__ import annotations
+
+import pytest
+
+from autotune.backends.probe_outcome import measured_figures, ok_result
+from tests.backends.conftest import probe_result
+
+
+def gh200_block(energy_j: float = 4000.0, provenance: str = "measured") -> dict:
+    return {
+        "provenance": provenance, "energy_j": energy_j, "mean_power_w": 8000.0, "window_s": 2.0,
+        "components": {"module_j": energy_j, "within_module": {"grace_j": 500.0}},
+        "phases": {"backward": {"energy_j": 1000.0}}, "timeline": [{"t_s": 0.1, "power_w": 8000.0}],
+    }
+
+
+@pytest.fixture
+def two_gh200_nodes(make_candidate):
+    # 8 GPUs; workload: samples / global batch = 64 / 2 = 32 steps
+    return make_candidate(gpus_per_node=4, hardware="gh200", nodes=2)
+
+
+def test_time_and_energy_are_scaled_from_measured_steps_to_the_workload(two_gh200_nodes, tmp_path):
+    assert two_gh200_nodes.workload.samples / two_gh200_nodes.workload.global_batch == 32
+    figures = measured_figures(probe_result(0.5, gh200_block(4000.0)), two_gh200_nodes, tmp_path / "result.json")
+    result = ok_result([figures], tmp_path)
+    assert result.time_s == pytest.approx(0.5 * 32)
+    assert result.energy_kj == pytest.approx(4000.0 / 4 * 32 / 1000)  # per measured step x workload steps
+    assert result.energy_components_kj == {"module": pytest.approx(32.0)}  # within_module is never added
+    assert result.mean_power_w == pytest.approx(8000.0 / 8)  # per GPU module
+    assert result.energy_source == "measured" and result.source == "measured"
+    assert result.tflops == 100.0 and result.peak_mem_gib == 60.0
+    assert result.details["phases_s"] == {"backward": pytest.approx(0.25)}
+    assert result.details["energy"]["timeline"]  # the block is kept whole for the report
+
+
+def test_an_absent_energy_block_is_unavailable_never_zero(two_gh200_nodes, tmp_path):
+    result = ok_result([measured_figures(probe_result(), two_gh200_nodes, tmp_path / "r.json")], tmp_path)
+    assert result.energy_kj is None and result.energy_source == "unavailable"
+    assert result.energy_components_kj == {} and result.mean_power_w is None
+    assert result.time_s == pytest.approx(16.0)
+
+
+def test_repeats_average_and_the_weakest_provenance_labels_the_mean(two_gh200_nodes, tmp_path):
+    first = measured_figures(probe_result(0.4, gh200_block(4000.0)), two_gh200_nodes, tmp_path / "result-1.json")
+    second = measured_figures(probe_result(0.6, gh200_block(6000.0, "estimated")), two_gh200_nodes, tmp_path / "result-2.json")
+    result = ok_result([first, second], tmp_path)
+    assert result.time_s == pytest.approx(0.5 * 32)
+    assert result.energy_kj == pytest.approx(5000.0 / 4 * 32 / 1000)
+    assert result.energy_source == "estimated"
+    files = [r["result_file"] for r in result.details["repeats"]]
+    assert files == [str(tmp_path / "result-1.json"), str(tmp_path / "result-2.json")]
+    assert result.details["cv"]["time"] == pytest.approx(0.1 * 2**0.5 / 0.5)  # sample stdev / mean
+    assert result.details["cv"]["energy"] == pytest.approx(1000.0 * 2**0.5 / 5000.0)
+
+
+def test_one_repeat_without_energy_makes_the_mean_energy_unavailable(two_gh200_nodes, tmp_path):
+    first = measured_figures(probe_result(0.4, gh200_block()), two_gh200_nodes, tmp_path / "result-1.json")
+    second = measured_figures(probe_result(0.6), two_gh200_nodes, tmp_path / "result-2.json")
+    result = ok_result([first, second], tmp_path)
+    assert result.energy_kj is None and result.energy_source == "unavailable"
+    assert result.details["cv"]["energy"] is None and result.details["cv"]["time"] > 0

@@ -1,0 +1,103 @@
+"""Knob importance: shares over feasible trials only, deterministic, and plain reasons when there
+are too few trials or nothing varies."""
+
+import json
+import time
+
+import optuna
+import pytest
+from optuna.distributions import CategoricalDistribution
+from optuna.trial import TrialState, create_trial
+
+from autotune.candidate import KNOBS
+from autotune.cli import main
+from autotune.report.front import Point
+from autotune.report.importance import MIN_TRIALS, knob_importance
+from autotune.report.study_points import StudyView
+from autotune.study.storage import METRIC_NAMES
+
+BASE = {"zero_stage": 3, "optimizer_offload": "none", "activation_checkpointing": "recompute", "sp_degree": 1,
+        "micro_batch": 1, "nodes": 4}
+DISTRIBUTIONS = {
+    "zero_stage": CategoricalDistribution([2, 3]), "optimizer_offload": CategoricalDistribution(["none", "sync"]),
+    "activation_checkpointing": CategoricalDistribution(["recompute", "offload_async"]),
+    "sp_degree": CategoricalDistribution([1, 2, 4]), "micro_batch": CategoricalDistribution([1, 2, 4]),
+    "nodes": CategoricalDistribution([4]),
+}
+
+
+def _study_and_view(trials: list[tuple[dict, tuple[float, float]]], pruned: int = 0):
+    """An in-memory study of COMPLETE trials (and PRUNED ones with params but no values), and the
+    report's view of it: the complete ones are its feasible points."""
+    study = optuna.create_study(directions=["minimize", "minimize"])
+    points = []
+    for params, values in trials:
+        study.add_trial(create_trial(params=params, distributions=DISTRIBUTIONS, values=list(values)))
+        number = len(study.trials) - 1
+        points.append(Point(trial=number, params=params, time_s=values[0], energy_kj=values[1], gpus=16))
+    for i in range(pruned):  # refused before running: params, no values; must not count
+        study.add_trial(create_trial(params={**BASE, "sp_degree": 4}, distributions=DISTRIBUTIONS, state=TrialState.PRUNED))
+    return study, StudyView(None, [], points, points, {}, None)
+
+
+def _grid(n: int):
+    """sp_degree drives time (x1, x2, x4 faster); micro_batch nudges energy; zero_stage does nothing."""
+    rows = []
+    for i in range(n):
+        params = {**BASE, "sp_degree": (1, 2, 4)[i % 3], "micro_batch": (1, 2, 4)[(i // 3) % 3], "zero_stage": (2, 3)[i % 2]}
+        time_s = 1000.0 / params["sp_degree"]
+        rows.append((params, (time_s, 500.0 + 40.0 * params["micro_batch"])))
+    return rows
+
+
+def test_shares_rank_the_knob_that_drives_each_objective():
+    study, view = _study_and_view(_grid(18), pruned=5)
+    importance = knob_importance(study, view)
+    assert list(importance) == list(METRIC_NAMES)
+    time_shares, energy_shares = importance["time_to_solution_s"], importance["energy_to_solution_kj"]
+    assert next(iter(time_shares)) == "sp_degree" and time_shares["sp_degree"] > 0.8
+    assert next(iter(energy_shares)) == "micro_batch" and energy_shares["micro_batch"] > 0.8
+    assert sum(time_shares.values()) == pytest.approx(1.0, abs=1e-3)
+    assert "nodes" not in time_shares  # one value over the trials: nothing to attribute
+    assert knob_importance(study, view) == importance  # seeded: the same study gives the same shares
+
+
+def test_too_few_trials_say_so_and_pruned_trials_do_not_count():
+    study, view = _study_and_view(_grid(MIN_TRIALS - 1), pruned=10)
+    importance = knob_importance(study, view)
+    assert importance["time_to_solution_s"].startswith(f"not enough trials: {MIN_TRIALS - 1} feasible")
+
+
+def test_nothing_varies_says_so():
+    same_values = [(p, (100.0, 50.0)) for p, _ in _grid(9)]
+    study, view = _study_and_view(same_values)
+    assert "same time_to_solution_s" in knob_importance(study, view)["time_to_solution_s"]
+    same_knobs = [(BASE, (100.0 + i, 50.0 + i)) for i in range(9)]
+    study, view = _study_and_view(same_knobs)
+    assert "same knob values" in knob_importance(study, view)["energy_to_solution_kj"]
+
+
+def test_pareto_json_and_outputs_carry_importance(simulated_run, capsys):
+    doc = json.loads((simulated_run / "pareto.json").read_text())
+    assert set(doc["importance"]) == set(METRIC_NAMES) and "fANOVA" in doc["importance_method"]
+    for shares in doc["importance"].values():
+        assert isinstance(shares, dict) and set(shares) <= set(KNOBS) and sum(shares.values()) == pytest.approx(1.0, abs=1e-3)
+    html = (simulated_run / "report.html").read_text()
+    assert html.count('class="chart shares"') == 2 and "Which knobs mattered" in html
+    top = next(iter(doc["importance"]["time_to_solution_s"]))
+    assert main(["report", str(simulated_run), "--format", "md"]) == 0
+    assert f"- time_to_solution_s: {top} " in capsys.readouterr().out
+
+
+def test_single_point_run_says_not_enough_trials(single_point_run):
+    doc = json.loads((single_point_run / "pareto.json").read_text())
+    assert doc["importance"]["energy_to_solution_kj"].startswith("not enough trials: 1 feasible")
+    assert "not enough trials: 1 feasible" in (single_point_run / "report.html").read_text()
+
+
+def test_importance_of_60_trials_costs_little():
+    study, view = _study_and_view(_grid(60))
+    knob_importance(*_study_and_view(_grid(9)))  # pays scikit-learn's import (about 1.5 s on a slow machine)
+    start = time.perf_counter()
+    knob_importance(study, view)
+    assert time.perf_counter() - start < 1.5  # about 0.5 s on 2 slow cores

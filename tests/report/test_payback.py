@@ -1,0 +1,67 @@
+"""Tuning cost (what the probes took) and payback (training hours until a pick repays it)."""
+
+import json
+
+import pytest
+
+from autotune.report.front import Point
+from autotune.report.payback import payback_row, probe_cost
+from autotune.report.study_points import StudyView
+from autotune.study import load_finished_study
+from tests.report.conftest import OOM_PROBE_COST
+
+
+def pt(trial, time_s, energy_kj):
+    return Point(trial=trial, params={}, time_s=time_s, energy_kj=energy_kj, gpus=16)
+
+
+def test_probe_cost_prefers_probe_cost_then_window_then_simulated():
+    block = {"provenance": "measured", "energy_j": 52_000.0, "window_s": 20.0}
+    assert probe_cost({"details": {"energy": block, "probe_cost": {"time_s": 90.0, "energy_kj": 80.0}}}) == {
+        "time_s": 90.0, "energy_kj": 80.0, "basis": "probe_cost", "provenance": "measured"}
+    assert probe_cost({"details": {"energy": block}}) == {
+        "time_s": 20.0, "energy_kj": 52.0, "basis": "energy_window", "provenance": "measured"}
+    assert probe_cost({"source": "simulated", "details": {"phases_s": {}}})["energy_kj"] == 0.0
+    assert probe_cost({"source": "measured", "details": {}})["basis"] == "unknown"
+
+
+def test_payback_hours_compare_the_same_work():
+    # Baseline 10 h, 1000 kWh; pick 8 h, 800 kWh: 200 kWh saved per workload, over 8 h of training
+    # with the pick = 25 kWh (90,000 kJ) per hour; 180,000 kJ of tuning repaid after 2 h (0.25 workloads).
+    view = StudyView(None, [], [pt(0, 36_000.0, 3_600_000.0), pt(1, 28_800.0, 2_880_000.0)], [], {}, 0)
+    row = payback_row("knee", 1, view, 180_000.0, ran_on_hardware=True)
+    assert row["saved_kj_per_training_hour"] == pytest.approx(90_000.0)
+    assert row["payback_training_hours"] == pytest.approx(2.0) and row["payback_workloads"] == pytest.approx(0.25)
+    assert payback_row("fastest", 0, view, 180_000.0, True)["text"].startswith("never")
+    assert payback_row("knee", 1, view, None, True)["text"].startswith("unknown")
+    no_baseline = StudyView(None, [], [pt(1, 28_800.0, 2_880_000.0)], [], {}, 5)
+    assert payback_row("knee", 1, no_baseline, 180_000.0, True)["payback_training_hours"] is None
+
+
+def test_simulated_study_cost_nothing_and_says_so(simulated_run):
+    cost = json.loads((simulated_run / "pareto.json").read_text())["tuning_cost"]
+    assert cost["ran_on_hardware"] is False and cost["energy_kj"] == 0.0 and cost["time_s"] == 0.0
+    assert "nothing ran on hardware" in cost["note"]
+    assert {row["payback_training_hours"] for row in cost["payback"]} == {0.0}
+    assert "nothing ran on hardware" in (simulated_run / "report.html").read_text()
+
+
+def test_measured_study_sums_every_probe_that_ran(measured_run):
+    doc = json.loads((measured_run / "pareto.json").read_text())
+    cost = doc["tuning_cost"]
+    study = load_finished_study(measured_run)
+    ran = [t for t in study.trials if "result" in t.user_attrs and "duplicate_of" not in t.user_attrs]
+    expected_kj = sum(t.user_attrs["result"]["details"]["probe_cost"]["energy_kj"] for t in ran)
+    assert doc["trials_by_status"]["oom"] >= 1  # OOM probes cost energy too
+    assert cost["probes"] == len(ran) and cost["energy_kj"] == pytest.approx(expected_kj)
+    assert cost["complete"] is True and cost["provenance"] == "measured"
+    assert cost["energy_kj"] > doc["trials_by_status"]["oom"] * OOM_PROBE_COST["energy_kj"]
+    knee = next(row for row in cost["payback"] if row["name"] == "knee")
+    by_trial = {p["trial"]: p for p in doc["feasible"]}
+    base, pick = by_trial[doc["baseline"]], by_trial[knee["trial"]]
+    saved = (base["energy_kj"] - pick["energy_kj"]) / pick["time_s"] * 3600
+    assert knee["saved_kj_per_training_hour"] == pytest.approx(saved)
+    if saved > 0:
+        assert knee["payback_training_hours"] == pytest.approx(cost["energy_kj"] / saved)
+    html = (measured_run / "report.html").read_text()
+    assert "Tuning ran " in html and "GPU-hours" in html and 'class="payback"' in html

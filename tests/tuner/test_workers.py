@@ -1,0 +1,76 @@
+"""Several `autotune run` workers sharing one study on a real PostgreSQL server."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+import optuna
+import pytest
+
+from autotune.study.loop import is_evaluated
+
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def postgres_url():
+    """A throwaway PostgreSQL server on 127.0.0.1 (Debian's package; .ci/run installs it)."""
+    pytest.importorskip("psycopg", reason="the PostgreSQL driver comes with `pip install -e .[dev]`")
+    bindirs = sorted(glob.glob("/usr/lib/postgresql/*/bin"))
+    if not bindirs:
+        pytest.skip("PostgreSQL server not installed (apt-get install postgresql)")
+    bindir = Path(bindirs[-1])
+    # Not under pytest's tmp_path: that is private to root, and the server runs as another user.
+    data = Path(tempfile.mkdtemp(prefix="autotune-pg-")) / "data"
+    run_as = []
+    if os.geteuid() == 0:  # initdb refuses root: run the server as the package's postgres user
+        run_as = ["runuser", "-u", "postgres", "--"]
+        data.parent.chmod(0o777)
+    subprocess.run([*run_as, bindir / "initdb", "-D", data, "-A", "trust", "-U", "autotune"], check=True,
+                   capture_output=True, timeout=120)
+    port = _free_port()
+    options = f"-p {port} -h 127.0.0.1 -k {data}"
+    subprocess.run([*run_as, bindir / "pg_ctl", "-D", data, "-o", options, "-l", data / "log", "-w", "start"],
+                   check=True, capture_output=True, timeout=120)
+    yield f"postgresql://autotune@127.0.0.1:{port}/postgres"
+    subprocess.run([*run_as, bindir / "pg_ctl", "-D", data, "-m", "immediate", "stop"], capture_output=True, timeout=60)
+    shutil.rmtree(data.parent, ignore_errors=True)
+
+
+def _worker(url: str, out: Path, trials: int) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "autotune.cli", "run", "--model", "32b", "--nodes", "2-8", "--trials", str(trials),
+           "--backend", "simulate", "--storage", url, "--out", str(out)]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_two_workers_share_one_study(postgres_url, tmp_path):
+    trials = 30
+    workers = [_worker(postgres_url, tmp_path / f"worker{i}", trials) for i in range(2)]
+    for w in workers:
+        _, stderr = w.communicate(timeout=300)
+        assert w.returncode == 0, stderr[-2000:]
+    study = optuna.load_study(study_name="autotune", storage=postgres_url)
+    evaluated = [t for t in study.trials if is_evaluated(t)]
+    # Each worker stops once the study holds `trials`; one still probing then may add one more.
+    assert trials <= len(evaluated) <= trials + 1
+    knobs = Counter(json.dumps(t.user_attrs["candidate"]["knobs"], sort_keys=True) for t in evaluated)
+    assert max(knobs.values()) == 1  # no candidate evaluated twice
+    assert not [t for t in study.trials if t.state == optuna.trial.TrialState.RUNNING]
+    # Both wrote a report of the whole shared study.
+    fronts = [json.loads((tmp_path / f"worker{i}" / "pareto.json").read_text()) for i in range(2)]
+    assert all(f["trials"] >= trials for f in fronts)
