@@ -73,8 +73,21 @@ def candidate_from_args(args: argparse.Namespace, world_size: int) -> Candidate:
     return Candidate(knobs, model, load_hardware(args.hardware or "cpu"), workload, gpus_per_node=gpus_per_node)
 
 
-def run_test_hook(rank: int) -> None:
-    hook = os.environ.get(TEST_HOOK_ENV, "")
+def _hook_for(spec: str, candidate: Candidate) -> str:
+    """The hook that applies to this candidate. `spec` is `KIND` (every probe) or a `;` list of
+    `KIND@knob=value[,knob=value]` (only probes of matching candidates), e.g. `oom@zero_stage=1;hang@zero_stage=3`:
+    lets a test make chosen trials of a real study fail while the others run."""
+    knobs = {k: str(v) for k, v in candidate.knobs.to_dict().items()}
+    for entry in filter(None, (part.strip() for part in spec.split(";"))):
+        kind, _, condition = entry.partition("@")
+        pairs = [pair.split("=", 1) for pair in condition.split(",") if pair]
+        if all(len(p) == 2 and knobs.get(p[0].strip()) == p[1].strip() for p in pairs):
+            return kind.strip()
+    return ""
+
+
+def run_test_hook(rank: int, candidate: Candidate) -> None:
+    hook = _hook_for(os.environ.get(TEST_HOOK_ENV, ""), candidate)
     only_rank = os.environ.get(TEST_HOOK_RANK_ENV)
     if not hook or (only_rank is not None and int(only_rank) != rank):
         return
@@ -116,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         base = results.base_result(candidate, ds_config, env.world_size, device_name(cuda))
         check_supported(candidate, env.world_size, cuda)  # refuse before any process group exists
         init_process_group(env, args.collective_timeout_s)
-        run_test_hook(env.rank)
+        run_test_hook(env.rank, candidate)
         from trainer.run import run_probe
 
         outcome = run_probe(candidate, ds_config, args, env, cuda, base)

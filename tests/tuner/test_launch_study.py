@@ -1,0 +1,99 @@
+"""`autotune run --backend launch` as a user runs it: real 2-rank DeepSpeed probes on CPU."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+
+from autotune.study.loop import is_evaluated
+
+pytestmark = pytest.mark.slow
+RUN = [sys.executable, "-m", "autotune.cli", "run", "--model", "tiny", "--nodes", "1", "--gpus-per-node", "2",
+       "--hardware", "cpu", "--backend", "launch", "--warmup-steps", "1", "--probe-steps", "2"]
+
+
+def _env(**extra: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "AUTOTUNE_PROBE_TEST_HOOK"}
+    return {**env, "DS_ACCELERATOR": "cpu", "OMP_NUM_THREADS": "1", **extra}
+
+
+def _study(out: Path) -> optuna.Study:
+    return optuna.load_study(study_name="autotune", storage=f"sqlite:///{out / 'study.db'}")
+
+
+def test_interrupted_launch_study_resumes_to_a_measured_front(tmp_path):
+    """The issue's command; Ctrl-C after two probes; the same command finishes with them kept."""
+    out = tmp_path / "run"
+    cmd = [*RUN, "--trials", "6", "--allow-estimated-energy", "--out", str(out)]
+    first = subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 240
+    while time.time() < deadline and first.poll() is None:
+        time.sleep(1)
+        try:
+            if len([t for t in _study(out).trials if is_evaluated(t)]) >= 2:
+                break
+        except Exception:  # the database is not there yet
+            continue
+    first.send_signal(signal.SIGINT)
+    _, stderr = first.communicate(timeout=120)
+    assert first.returncode == 130, stderr[-2000:]
+    kept = {t.number: t.values for t in _study(out).trials if is_evaluated(t)}
+    assert len(kept) >= 2
+    running = [t for t in _study(out).trials if t.state == optuna.trial.TrialState.RUNNING]
+    assert not running  # the interrupted trial is closed (and queued again), not left running
+
+    second = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0, second.stderr[-3000:]
+    study = _study(out)
+    evaluated = [t for t in study.trials if is_evaluated(t)]
+    assert len(evaluated) == 6
+    assert {t.number: t.values for t in evaluated if t.number in kept} == kept
+    pareto = json.loads((out / "pareto.json").read_text())
+    assert pareto["backend"] == "launch" and pareto["front"]
+    for point in pareto["front"]:
+        assert point["source"] == "measured" and point["energy_source"] == "estimated"
+    for number in kept:
+        assert (out / "trials" / f"{number:04d}" / "result.json").is_file()
+
+
+def test_failing_probes_are_results_and_the_study_goes_on(tmp_path):
+    space = tmp_path / "space.toml"
+    space.write_text(
+        'zero_stage = [0, 1, 2, 3]\noptimizer_offload = ["none"]\nactivation_checkpointing = ["none"]\n'
+        "sp_degree = [1]\nmicro_batch = [1]\n"
+    )
+    out = tmp_path / "run"
+    hooks = "oom@zero_stage=1;crash@zero_stage=2;hang@zero_stage=3"
+    cmd = [*RUN, "--trials", "4", "--objectives", "time", "--space", str(space), "--probe-timeout", "25", "--out", str(out)]
+    done = subprocess.run(cmd, env=_env(AUTOTUNE_PROBE_TEST_HOOK=hooks), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    by_stage = {t.user_attrs["candidate"]["knobs"]["zero_stage"]: t for t in _study(out).trials if is_evaluated(t)}
+    assert set(by_stage) == {0, 1, 2, 3}
+    assert by_stage[0].state == optuna.trial.TrialState.COMPLETE
+    oom = by_stage[1]
+    assert oom.state == optuna.trial.TrialState.PRUNED and oom.constraints["probe_oom"] > 0  # infeasible evidence
+    crash = by_stage[2]
+    assert crash.state == optuna.trial.TrialState.FAIL
+    assert "simulated probe failure" in crash.user_attrs["result"]["error"]
+    hang = by_stage[3]
+    assert hang.state == optuna.trial.TrialState.FAIL and hang.user_attrs["result"]["status"] == "timeout"
+    pareto = json.loads((out / "pareto.json").read_text())
+    statuses = pareto["trials_by_status"]
+    assert statuses.get("oom") == 1 and statuses.get("failed") == 1 and statuses.get("timeout") == 1
+    assert [p["trial"] for p in pareto["front"]] == [by_stage[0].number]
+
+
+def test_energy_objective_without_a_sensor_is_refused(tmp_path):
+    done = subprocess.run([*RUN, "--trials", "1", "--out", str(tmp_path / "run")], env=_env(), capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2
+    assert "--allow-estimated-energy" in done.stderr and "--objectives time" in done.stderr
+    assert not (tmp_path / "run" / "study.db").exists()
