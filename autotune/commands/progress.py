@@ -6,6 +6,7 @@ import contextlib
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from autotune.report.units import energy_text, time_text
 from autotune.study.loop import StudyProgress
 
 
@@ -27,7 +28,8 @@ def trial_progress(console, total: int):
                 return  # a pruned proposal: nothing was evaluated
             bar.advance(task)
             if result.ok:
-                bar.update(task, description=f"#{number}: {result.time_s / 3600:.2f} h, {result.energy_kj:.0f} kJ ({result.source})")
+                energy = energy_text(result.energy_kj) if result.energy_kj is not None else "energy unavailable"
+                bar.update(task, description=f"#{number}: {time_text(result.time_s)}, {energy} ({result.source})")
             else:
                 bar.update(task, description=f"#{number}: {result.status} {note[:60]}")
 

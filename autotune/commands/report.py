@@ -49,8 +49,6 @@ def register(subparsers) -> None:
 
 
 def _run(args) -> int:
-    from rich.console import Console
-
     from autotune.commands.finish import build_report, export_picks
     from autotune.errors import UserError
     from autotune.report.html import write_report_html
@@ -70,7 +68,7 @@ def _run(args) -> int:
     elif args.format == "md":
         sys.stdout.write(markdown_report(view, document))
     else:
-        print_report(view, document, Console())
+        print_report(view, document)
     if args.html:
         # The page links configs/<pick>.json: write them, so every link it holds resolves.
         export_picks(view, args.run_dir, document["backend"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from autotune.report.units import energy_unit, figure, time_unit
 from autotune.report.pareto_json import nodes_text
 from autotune.ds_config import deepspeed_config
 from autotune.report.front import Point
@@ -24,23 +25,6 @@ from autotune.report.table import KNOB_COLUMNS, knobs_sentence
 
 # Components are drawn in this order; a measured result may name others, which follow.
 COMPONENT_ORDER = ("gpu", "cpu", "memory_interconnect")
-
-
-def _scale(max_value: float, units: tuple[tuple[str, float], ...]) -> tuple[str, float]:
-    """The largest unit in which the biggest figure is at least 1 (units ascend by divisor)."""
-    chosen = units[0]
-    for unit in units:
-        if max_value >= unit[1]:
-            chosen = unit
-    return chosen
-
-
-def _time_unit(values_s: list[float]) -> tuple[str, float]:
-    return _scale(max(values_s, default=0.0), (("s", 1.0), ("min", 60.0), ("h", 3600.0)))
-
-
-def _energy_unit(values_kj: list[float]) -> tuple[str, float]:
-    return _scale(max(values_kj, default=0.0), (("kJ", 1.0), ("kWh", 3600.0), ("MWh", 3.6e6)))
 
 
 def _picks_by_trial(view: StudyView) -> dict[int, list[str]]:
@@ -71,8 +55,8 @@ def scatter_section(view: StudyView, document: dict, run_dir: Path) -> str:
     figured = [r for r in view.trials if r.get("time_s") is not None and r.get("energy_kj") is not None]
     if not figured:
         return '<section id="scatter"><h2>Time vs energy</h2><p>No trial has figures to plot.</p></section>'
-    t_unit, t_div = _time_unit([r["time_s"] for r in figured])
-    e_unit, e_div = _energy_unit([r["energy_kj"] for r in figured])
+    t_unit, t_div = time_unit([r["time_s"] for r in figured])
+    e_unit, e_div = energy_unit([r["energy_kj"] for r in figured])
     feasible = {p.trial for p in view.points}
     front = {p.trial for p in view.front}
     labels = {t: [short_pick_label(n, view.pick_parameters) for n in names] for t, names in _picks_by_trial(view).items()}
@@ -105,21 +89,23 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
     if not document["picks"]:
         return f'<section id="picks"><h2>Recommended configurations</h2><p class="note">{esc(document.get("note") or "No picks.")}</p></section>'
     rows = []
+    t_unit, t_div = time_unit([view.point(r["trial"]).time_s for r in document["picks"]])
+    e_unit, e_div = energy_unit([view.point(r["trial"]).energy_kj for r in document["picks"]])
     for row in document["picks"]:
         p = view.point(row["trial"])
         rows.append([
             f'<a href="#trial-{p.trial}">{esc(pick_label(row["name"], view.pick_parameters))}</a>',
             esc(p.trial),
             esc(knobs_sentence(p.params)),
-            esc(_num(p.time_s / 3600, ".3f")),
-            esc(_num(p.energy_kj / 3600, ".2f")),
-            esc(_num(p.tflops, ".0f")),
-            esc(_num(p.tflop_per_kj, ".1f")),
+            esc(figure(p.time_s, t_div)),
+            esc(figure(p.energy_kj, e_div)),
+            esc(figure(p.tflops)),
+            esc(figure(p.tflop_per_kj)),
             esc(_pct(row["energy_saved_pct"])),
             esc(_pct(row["time_change_pct"])),
             esc(_pct(row["tflop_per_kj_change_pct"])),
         ])
-    headers = ["pick", "trial", "configuration", "time h", "energy kWh", "TFLOP/s /GPU", "TFLOP /kJ",
+    headers = ["pick", "trial", "configuration", f"time {t_unit}", f"energy {e_unit}", "TFLOP/s /GPU", "TFLOP /kJ",
                "energy saved", "time change", "TFLOP/kJ change"]
     params = view.pick_parameters
     explain = (
@@ -178,10 +164,10 @@ def pick_details_section(view: StudyView, document: dict, run_dir: Path) -> str:
     return '<section id="pick-details"><h2>Each pick</h2>\n' + "\n".join(blocks) + "</section>"
 
 
-def _trial_row(row: dict, feasible: set[int]) -> list[str]:
+def _trial_row(row: dict, feasible: set[int], t_div: float, e_div: float) -> list[str]:
     status = row["status"] if row["status"] != "ok" or row["trial"] in feasible else "ok (infeasible)"
     figures_or_reason = (
-        [esc(_num(row["time_s"] / 3600, ".3f")), esc(_num(row["energy_kj"] / 3600, ".2f")), esc(_num(row.get("tflops"), ".0f"))]
+        [esc(figure(row["time_s"], t_div)), esc(figure(row["energy_kj"], e_div)), esc(figure(row.get("tflops")))]
         if row.get("time_s") is not None and row.get("energy_kj") is not None
         else ["", "", ""]
     )
@@ -196,16 +182,18 @@ def _trial_row(row: dict, feasible: set[int]) -> list[str]:
 
 def trials_section(view: StudyView, document: dict, run_dir: Path) -> str:
     feasible = {p.trial for p in view.points}
-    headers = ["trial", "status", *(title for _, title in KNOB_COLUMNS), "time h", "energy kWh", "TFLOP/s /GPU", "reason"]
+    t_unit, t_div = time_unit([r["time_s"] for r in view.trials])
+    e_unit, e_div = energy_unit([r["energy_kj"] for r in view.trials])
+    headers = ["trial", "status", *(title for _, title in KNOB_COLUMNS), f"time {t_unit}", f"energy {e_unit}", "TFLOP/s /GPU", "reason"]
     evaluated = [r for r in view.trials if r["status"] != "invalid"]
     # Candidates refused before running (rules, memory estimate) are many and teach little: fold them.
     refused = [r for r in view.trials if r["status"] == "invalid"]
     html = '<section id="trials"><h2>All evaluated trials</h2>\n'
-    html += _table(headers, [_trial_row(r, feasible) for r in evaluated], "trials") if evaluated else "<p>None.</p>"
+    html += _table(headers, [_trial_row(r, feasible, t_div, e_div) for r in evaluated], "trials") if evaluated else "<p>None.</p>"
     if refused:
         html += (
             f"\n<details><summary>{len(refused)} candidates refused before running (invalid: a rule or the memory "
-            f"estimate)</summary>\n{_table(headers, [_trial_row(r, feasible) for r in refused], 'trials')}</details>"
+            f"estimate)</summary>\n{_table(headers, [_trial_row(r, feasible, t_div, e_div) for r in refused], 'trials')}</details>"
         )
     return html + "</section>"
 

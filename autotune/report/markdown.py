@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from autotune.report.units import energy_unit, figure, time_unit
 from autotune.report.pareto_json import nodes_text
 from autotune.report.pareto_json import provenance_sentence
 from autotune.report.importance import importance_sentence
@@ -44,20 +45,22 @@ def markdown_report(view: StudyView, document: dict) -> str:
         for name, trial in view.picks.items():
             labels.setdefault(trial, []).append(pick_label(name, view.pick_parameters))
         knob_titles = [title for _, title in KNOB_COLUMNS]
+        t_unit, t_div = time_unit([p.time_s for p in view.front])
+        e_unit, e_div = energy_unit([p.energy_kj for p in view.front])
         lines += [
             "**Pareto front**",
             "",
-            _row(["trial", *knob_titles, "time h", "energy kWh", "TFLOP/s /GPU", "TFLOP /kJ", "pick"]),
+            _row(["trial", *knob_titles, f"time {t_unit}", f"energy {e_unit}", "TFLOP/s /GPU", "TFLOP /kJ", "pick"]),
             _row(["---:"] + ["---"] * len(knob_titles) + ["---:"] * 4 + ["---"]),
         ]
         for p in view.front:
             lines.append(_row([
                 p.trial,
                 *(p.params[knob] for knob, _ in KNOB_COLUMNS),
-                _num(p.time_s / 3600, ".2f"),
-                _num(p.energy_kj / 3600, ".1f"),
-                _num(p.tflops, ".0f"),
-                _num(p.tflop_per_kj, ".1f"),
+                figure(p.time_s, t_div),
+                figure(p.energy_kj, e_div),
+                figure(p.tflops),
+                figure(p.tflop_per_kj),
                 ", ".join(labels.get(p.trial, [])),
             ]))
         lines.append("")

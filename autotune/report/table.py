@@ -12,6 +12,7 @@ from autotune.report.importance import importance_sentence
 from autotune.report.pareto_json import nodes_text
 from autotune.report.payback import cost_sentence, payback_by_trial, payback_sentence
 from autotune.report.picks import pick_label
+from autotune.report.units import energy_unit, figure, time_unit
 from autotune.report.study_points import StudyView
 
 
@@ -59,18 +60,20 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
     table.add_column("trial", justify="right")
     for _, title in KNOB_COLUMNS:
         table.add_column(title)
-    for column in ("time h", "energy kWh", "TFLOP/s /GPU", "TFLOP /kJ", "mem GiB"):
+    t_unit, t_div = time_unit([p.time_s for p in view.front])
+    e_unit, e_div = energy_unit([p.energy_kj for p in view.front])
+    for column in (f"time {t_unit}", f"energy {e_unit}", "TFLOP/s /GPU", "TFLOP /kJ", "mem GiB"):
         table.add_column(column, justify="right")
     table.add_column("pick")
     for p in view.front:
         table.add_row(
             str(p.trial),
             *(str(p.params[knob]) for knob, _ in KNOB_COLUMNS),
-            _fmt(p.time_s / 3600, ".2f"),
-            _fmt(p.energy_kj / 3600, ".1f"),
-            _fmt(p.tflops, ".0f"),
-            _fmt(p.tflop_per_kj, ".1f"),
-            _fmt(p.peak_mem_gib, ".1f"),
+            figure(p.time_s, t_div),
+            figure(p.energy_kj, e_div),
+            figure(p.tflops),
+            figure(p.tflop_per_kj),
+            figure(p.peak_mem_gib),
             ", ".join(picks_by_trial.get(p.trial, [])),
         )
     console.print(table)

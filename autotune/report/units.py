@@ -1,0 +1,42 @@
+"""Display units chosen from the figures themselves: a CPU test study lasts seconds and joules,
+a 72B study days and megawatt-hours, and both must read well in one table."""
+
+from __future__ import annotations
+
+
+def _scale(max_value: float, units: tuple[tuple[str, float], ...]) -> tuple[str, float]:
+    """The largest unit in which the biggest figure is at least 1 (units ascend by divisor)."""
+    chosen = units[0]
+    for unit in units:
+        if max_value >= unit[1]:
+            chosen = unit
+    return chosen
+
+
+def time_unit(values_s: list[float]) -> tuple[str, float]:
+    """(unit name, seconds per unit) for a column of durations in seconds."""
+    return _scale(max((v for v in values_s if v is not None), default=0.0), (("s", 1.0), ("min", 60.0), ("h", 3600.0)))
+
+
+def energy_unit(values_kj: list[float]) -> tuple[str, float]:
+    """(unit name, kJ per unit) for a column of energies in kJ."""
+    units = (("J", 1e-3), ("kJ", 1.0), ("kWh", 3600.0), ("MWh", 3.6e6))
+    return _scale(max((v for v in values_kj if v is not None), default=0.0), units)
+
+
+def figure(value: float | None, divisor: float = 1.0) -> str:
+    """Three significant figures, thousands separated; n/a where there is no figure."""
+    if value is None:
+        return "n/a"
+    scaled = value / divisor
+    return f"{scaled:,.0f}" if abs(scaled) >= 1000 else f"{scaled:.3g}"
+
+
+def time_text(value_s: float | None) -> str:
+    unit, divisor = time_unit([value_s or 0.0])
+    return f"{figure(value_s, divisor)} {unit}"
+
+
+def energy_text(value_kj: float | None) -> str:
+    unit, divisor = energy_unit([value_kj or 0.0])
+    return f"{figure(value_kj, divisor)} {unit}"
