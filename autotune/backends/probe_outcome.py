@@ -12,16 +12,12 @@ import json
 import statistics
 from pathlib import Path
 
+from autotune.measure.units import j_to_kj
 from autotune.backends.base import ProbeResult
 from autotune.candidate import Candidate
 
 LOG_TAIL_LINES = 40
 _LOG_TAIL_BYTES = 64 * 1024
-_J_PER_KJ = 1000.0
-
-
-def j_to_kj(energy_j: float) -> float:
-    return energy_j / _J_PER_KJ
 
 
 def read_result(path: Path) -> dict | None:

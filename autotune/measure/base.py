@@ -91,3 +91,15 @@ class ProbeResult:
     @property
     def statuses(self) -> list[SourceStatus]:
         return [status_of(s) for s in self.sources] + list(self.missing)
+
+
+def probe_finds_sources(probe, root) -> bool:
+    """Whether `probe(root)` finds a readable source; closes what it opened. Never raises: an
+    availability check must not fail for what the user did not ask for."""
+    try:
+        result = probe(root)
+    except Exception:  # noqa: BLE001
+        return False
+    for source in result.sources:
+        source.close()
+    return bool(result.sources)

@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from autotune.measure import units
-from autotune.measure.base import PowerSource, ProbeResult, SourceStatus
+from autotune.measure.base import PowerSource, ProbeResult, SourceStatus, probe_finds_sources
 from autotune.measure.errors import NO_DRIVER, NOT_PRESENT, SourceUnavailable
 from autotune.measure.sysfs import SensorFile, read_int, read_text, sysfs_root
 
@@ -97,13 +97,7 @@ def probe(root=None) -> ProbeResult:
 @lru_cache(maxsize=8)
 def is_available(root: str | None = None) -> bool:
     """Cached: whether this node has at least one readable GH200 power sensor. Never raises."""
-    try:
-        result = probe(root)
-    except Exception:  # an availability probe must not fail for what the user did not ask for
-        return False
-    for source in result.sources:
-        source.close()
-    return bool(result.sources)
+    return probe_finds_sources(probe, root)
 
 
 def read_temperatures_c(root=None) -> dict[str, float]:

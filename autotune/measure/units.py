@@ -15,6 +15,10 @@ def mj_to_j(energy_mj: float) -> float:
     return energy_mj * 1e-3
 
 
+def j_to_kj(energy_j: float) -> float:
+    return energy_j * 1e-3
+
+
 def uw_to_w(power_uw: float) -> float:
     return power_uw * 1e-6
 
