@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from autotune.report.noise import noise_sentence
 from autotune.report.units import energy_unit, figure, time_unit
 from autotune.report.pareto_json import nodes_text
 from autotune.ds_config import deepspeed_config
@@ -38,6 +39,8 @@ def header_section(view: StudyView, document: dict, run_dir: Path) -> str:
     workload = document["workload"]
     counts = ", ".join(f"{n} {s}" for s, n in document["trials_by_status"].items()) or "none"
     note = f'<p class="note">{esc(document["note"])}</p>' if document.get("note") else ""
+    if document.get("noise"):
+        note += f"<p>Measurement noise: {esc(noise_sentence(document['noise']))}.</p>"
     return (
         f"<header><h1>autotune report: {esc(document['model'])} on {esc(nodes_text(document['nodes']))} node(s) of "
         f"{esc(document['hardware'])}</h1>\n"

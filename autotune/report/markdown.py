@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from autotune.report.noise import noise_sentence
 from autotune.report.units import energy_unit, figure, time_unit
 from autotune.report.pareto_json import nodes_text
 from autotune.report.pareto_json import provenance_sentence
@@ -40,6 +41,8 @@ def markdown_report(view: StudyView, document: dict) -> str:
     ]
     if document.get("note"):
         lines += [f"> **{document['note']}**", ""]
+    if document.get("noise"):
+        lines += [f"Measurement noise: {noise_sentence(document['noise'])}.", ""]
     if view.front:
         labels: dict[int, list[str]] = {}
         for name, trial in view.picks.items():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from autotune.report.noise import noise_summary
 from autotune.report.importance import METHOD as IMPORTANCE_METHOD
 from autotune.report.payback import tuning_cost
 from autotune.report.picks import front_note, pick_rows
@@ -89,6 +90,8 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
         "importance_method": IMPORTANCE_METHOD,
         # The probes' own time and energy, and after how many training hours each pick repays them.
         "tuning_cost": tuning_cost(view),
+        # Spread over repeated probes (--repeats): a saving smaller than this is noise.
+        "noise": noise_summary(view),
     }
 
 

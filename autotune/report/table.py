@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from autotune.report.noise import noise_sentence
 from autotune.report.importance import importance_sentence
 from autotune.report.pareto_json import nodes_text
 from autotune.report.payback import cost_sentence, payback_by_trial, payback_sentence
@@ -50,6 +51,8 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
     console.print(f"{document['trials']} trials ({counts})")
     if document.get("note"):
         console.print(f"[yellow]{escape(document['note'])}[/]")
+    if document.get("noise"):
+        console.print(f"measurement noise: {escape(noise_sentence(document['noise']))}")
     if not view.front:
         _print_analysis(view, document, console)
         return

@@ -21,11 +21,12 @@ def finished_run(tmp_path_factory):
     return out, result
 
 
-def test_help_and_simulate_never_import_torch():
+def test_help_and_simulate_never_import_torch(tmp_path):
     code = (
         "import sys; from autotune.cli import main\n"
         "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
         "main(['space', '--model', '7b', '--nodes', '1', '--simulate', '--json'])\n"
+        f"main(['run', '--model', '7b', '--nodes', '1', '--trials', '3', '--backend', 'simulate', '--out', {str(tmp_path)!r}])\n"
         "bad = [m for m in ('torch', 'deepspeed') if m in sys.modules]\n"
         "sys.stderr.write('IMPORTED:' + ','.join(bad))\n"
     )
