@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -74,3 +75,47 @@ def test_two_workers_share_one_study(postgres_url, tmp_path):
     # Both wrote a report of the whole shared study.
     fronts = [json.loads((tmp_path / f"worker{i}" / "pareto.json").read_text()) for i in range(2)]
     assert all(f["trials"] >= trials for f in fronts)
+
+
+@pytest.mark.filterwarnings("ignore:Heartbeat of storage:UserWarning")  # the test plays the dead worker with ask()
+def test_a_dead_workers_trial_is_retried_by_another(postgres_url, tmp_path, monkeypatch):
+    """A worker that died mid-trial leaves it RUNNING; once its heartbeat is stale, the next worker
+    fails it and probes the same candidate again (Optuna heartbeats)."""
+    from autotune.commands.options import build_settings
+    from autotune.study import open_study
+    from autotune.study.loop import _suggest, make_sampler, valid_checks
+
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as connection:  # a database of its own
+        connection.execute("CREATE DATABASE dead_worker")
+    url = postgres_url.rsplit("/", 1)[0] + "/dead_worker"
+    monkeypatch.setenv("AUTOTUNE_HEARTBEAT_INTERVAL_S", "1")
+    monkeypatch.setenv("AUTOTUNE_HEARTBEAT_GRACE_S", "2")
+
+    class Args:
+        model, nodes, hardware, gpus_per_node, space = "32b", "2-8", "gh200", 0, None
+        frames = text_tokens = global_batch = samples = precision = None
+
+    settings = build_settings(Args())
+    study = open_study(tmp_path, url, make_sampler(0, 5))
+    study.set_user_attr("settings", settings.to_dict())
+    study.set_user_attr("objectives", "time,energy")
+    valid = next(c for c in valid_checks(settings) if c.valid)
+    study.enqueue_trial(valid.candidate.knobs.to_dict())
+    dead = study.ask()
+    params = _suggest(dead, settings)
+    dead.set_user_attr("candidate", settings.candidate(params).to_dict())
+    study._storage.record_heartbeat(dead._trial_id)  # the worker was alive once, then vanished
+    time.sleep(3)
+    worker = subprocess.run(
+        [sys.executable, "-m", "autotune.cli", "run", "--model", "32b", "--nodes", "2-8", "--trials", "3",
+         "--backend", "simulate", "--storage", url, "--out", str(tmp_path / "w")],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "AUTOTUNE_HEARTBEAT_INTERVAL_S": "1",
+                                                          "AUTOTUNE_HEARTBEAT_GRACE_S": "2"},
+    )
+    assert worker.returncode == 0, worker.stderr[-2000:]
+    trials = optuna.load_study(study_name="autotune", storage=url).trials
+    assert trials[dead.number].state == optuna.trial.TrialState.FAIL
+    retried = [t for t in trials if t.system_attrs.get("failed_trial") == dead.number]
+    assert len(retried) == 1 and retried[0].params == params and is_evaluated(retried[0])
