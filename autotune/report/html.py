@@ -131,10 +131,11 @@ def _components_html(point: Point) -> str:
     names = [c for c in COMPONENT_ORDER if c in components] + sorted(set(components) - set(COMPONENT_ORDER))
     parts = [(name, float(components[name])) for name in names if components[name] is not None]
     total = sum(v for _, v in parts) or 1.0
-    rows = [[esc(name), esc(f"{v:,.0f}"), esc(f"{100 * v / total:.1f}%")] for name, v in parts]
+    e_unit, e_div = energy_unit([v for _, v in parts])
+    rows = [[esc(name), esc(figure(v, e_div)), esc(f"{100 * v / total:.1f}%")] for name, v in parts]
     bar = stacked_bar_svg(parts, f"energy by component, trial {point.trial} ({point.energy_source} energy)")
     source = f'<p class="explain">Energy {esc(PROVENANCE_WORDS.get(point.energy_source, point.energy_source))}.</p>'
-    return f'<div class="components">{bar}\n{_table(["component", "energy kJ", "share"], rows, "components")}{source}</div>'
+    return f'<div class="components">{bar}\n{_table(["component", f"energy {e_unit}", "share"], rows, "components")}{source}</div>'
 
 
 def _config_html(view: StudyView, names: list[str], point: Point, run_dir: Path) -> str:

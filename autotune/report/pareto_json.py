@@ -39,7 +39,7 @@ def provenance(view: StudyView) -> dict:
 
 _SOURCE_WORDS = {
     "simulated": "simulated by the analytic model (no hardware was run)",
-    "measured": "measured with sensors on the hardware",
+    "measured": "measured on the hardware (probe runs; energy from its sensors)",
     "estimated": "estimated from a power model (no energy sensor was available)",
     "unavailable": "unavailable (no sensor and no estimate)",
     "none": "not available (no trial was evaluated)",
@@ -54,7 +54,8 @@ def provenance_sentence(document: dict) -> str:
             return "mixed: " + "; ".join(_SOURCE_WORDS.get(s, s) for s in source)
         return _SOURCE_WORDS.get(source, source)
 
-    return f"Time is {words(document['source'])}. Energy is {words(document['energy_source'])}."
+    time_words = words(document["source"]).replace(" (probe runs; energy from its sensors)", " by probe runs")
+    return f"Time is {time_words}. Energy is {words(document['energy_source'])}."
 
 
 def pareto_document(view: StudyView, backend: str, backend_reason: str, importance: dict | None = None) -> dict:
