@@ -89,15 +89,17 @@ def valid_checks(settings: StudySettings) -> list:
     return checks
 
 
-def _suggest(trial: optuna.Trial, settings: StudySettings) -> dict:
-    params = {}
-    for knob in KNOBS:
-        choices = list(settings.space.values(knob))
-        if knob == "optimizer_offload" and not settings.hardware.cuda and len(choices) > 1:
-            # SuperOffload cannot run without CUDA: keep it out of the sampler's choices entirely.
-            choices = [c for c in choices if c != "async"] or choices
-        params[knob] = trial.suggest_categorical(knob, choices)
-    return params
+def usable_values(checks: list) -> dict[str, list]:
+    """Per knob, the values (in the space file's order) that at least one valid, fitting candidate
+    uses. A value no valid candidate has (SuperOffload without CUDA, ZeRO-0 for a 72B model) can
+    only waste proposals, so the sampler is never offered it; `autotune space` still lists it."""
+    used = {knob: {getattr(c.candidate.knobs, knob) for c in checks if c.valid} for knob in KNOBS}
+    return {knob: [v for v in dict.fromkeys(getattr(c.candidate.knobs, knob) for c in checks) if v in used[knob]]
+            for knob in KNOBS}
+
+
+def _suggest(trial: optuna.Trial, choices: dict[str, list]) -> dict:
+    return {knob: trial.suggest_categorical(knob, choices[knob]) for knob in KNOBS}
 
 
 def _set_constraints(trial: optuna.Trial, rule: float, memory_excess: float, oom: float) -> None:
@@ -113,11 +115,12 @@ def _objective_values(result: ProbeResult, objectives: tuple[str, ...]) -> list[
 class _Objective:
     """The function `study.optimize` calls once per proposal."""
 
-    def __init__(self, settings, backend, objectives, progress):
+    def __init__(self, settings, backend, objectives, progress, choices):
         self.settings, self.backend, self.objectives, self.progress = settings, backend, objectives, progress
+        self.choices = choices
 
     def __call__(self, trial: optuna.Trial):
-        params = _suggest(trial, self.settings)
+        params = _suggest(trial, self.choices)
         candidate = self.settings.candidate(params)
         trial.set_user_attr("candidate", candidate.to_dict())
         check = check_candidate(candidate)
@@ -234,7 +237,7 @@ def run_study(
     if before >= min(n_trials, valid_total):
         return 0
     study.optimize(
-        _Objective(settings, backend, OBJECTIVES[objectives], progress),
+        _Objective(settings, backend, OBJECTIVES[objectives], progress, usable_values(checks)),
         catch=(ProbeFailed,),
         callbacks=[_stop_when_done(n_trials, valid_total, len(study.trials) + MAX_PROPOSALS_PER_TRIAL * n_trials)],
     )

@@ -98,3 +98,15 @@ def test_run_killed_midway_resumes(tmp_path):
     assert {t.number: t.values for t in evaluated if t.number in before} == before
     assert not [t for t in after.trials if t.state == optuna.trial.TrialState.RUNNING]
     assert json.loads((out / "pareto.json").read_text())["recommendations"]
+
+
+def test_values_no_valid_candidate_has_are_never_offered():
+    from autotune.study.loop import usable_values, valid_checks
+
+    class Args(_Args):
+        model, hardware = "tiny", "cpu"
+
+    choices = usable_values(valid_checks(build_settings(Args(nodes="1"))))
+    assert "async" not in choices["optimizer_offload"]  # SuperOffload needs CUDA
+    assert choices["sp_degree"] == [1, 2]  # 2 CPU ranks: SP 4 and 8 cannot divide them
+    assert choices["zero_stage"] == [0, 1, 2, 3]

@@ -83,7 +83,7 @@ def test_a_dead_workers_trial_is_retried_by_another(postgres_url, tmp_path, monk
     fails it and probes the same candidate again (Optuna heartbeats)."""
     from autotune.commands.options import build_settings
     from autotune.study import open_study
-    from autotune.study.loop import _suggest, make_sampler, valid_checks
+    from autotune.study.loop import _suggest, make_sampler, usable_values, valid_checks
 
     import psycopg
 
@@ -101,10 +101,11 @@ def test_a_dead_workers_trial_is_retried_by_another(postgres_url, tmp_path, monk
     study = open_study(tmp_path, url, make_sampler(0, 5))
     study.set_user_attr("settings", settings.to_dict())
     study.set_user_attr("objectives", "time,energy")
-    valid = next(c for c in valid_checks(settings) if c.valid)
+    checks = valid_checks(settings)
+    valid = next(c for c in checks if c.valid)
     study.enqueue_trial(valid.candidate.knobs.to_dict())
     dead = study.ask()
-    params = _suggest(dead, settings)
+    params = _suggest(dead, usable_values(checks))
     dead.set_user_attr("candidate", settings.candidate(params).to_dict())
     study._storage.record_heartbeat(dead._trial_id)  # the worker was alive once, then vanished
     time.sleep(3)
