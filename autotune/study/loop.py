@@ -125,7 +125,7 @@ class _Objective:
         trial.set_user_attr("candidate", candidate.to_dict())
         check = check_candidate(candidate)
         if not check.valid:
-            return self._prune_invalid(trial, params, check)
+            self._prune_invalid(trial, params, check)
         earlier = evaluated_trials(trial.study).get(params_key(params))
         if earlier is not None:
             return self._repeat(trial, earlier)
