@@ -13,6 +13,7 @@ This module imports neither torch nor pynvml at import time.
 from __future__ import annotations
 
 import os
+import time
 
 from autotune.measure import NodeMeter
 from autotune.measure import merge_node_blocks as _merge_node_blocks
@@ -28,8 +29,10 @@ class ProbeEnergy:
         if local_rank == 0:
             # torchrun sets LOCAL_WORLD_SIZE: the accelerators this node's probe actually uses.
             accelerators = int(os.environ.get("LOCAL_WORLD_SIZE", 0)) or None
+            # The trainer stamps its phases with time.monotonic() (trainer/phases.py): the samples must
+            # share that clock, or no sample would fall inside any phase.
             self._meter = NodeMeter(hardware, node=node_rank, root=sysfs_root, accelerators=accelerators,
-                                    allow_estimate=allow_estimate)
+                                    allow_estimate=allow_estimate, clock=time.monotonic)
 
     @property
     def mode(self) -> str:

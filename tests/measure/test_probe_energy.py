@@ -11,10 +11,11 @@ from trainer.energy import ProbeEnergy, merge_node_blocks
 
 
 def _run_window(probe: ProbeEnergy, seconds: float = 0.25, utilisation=None):
+    """Phases stamped as the trainer stamps them (trainer/phases.py: time.monotonic)."""
     probe.begin()
-    start = time.time()
+    start = time.monotonic()
     time.sleep(seconds)
-    marks = [{"name": "llm_fwd", "start_s": start, "end_s": time.time(), "step": 0}]
+    marks = [{"name": "llm_fwd", "start_s": start, "end_s": time.monotonic(), "step": 0}]
     return probe.end(marks, utilisation)
 
 
@@ -54,3 +55,14 @@ def test_estimate_can_be_refused_and_then_energy_is_unavailable(no_sensor_env):
     block = _run_window(probe, seconds=0.05)
     assert block["provenance"] == "unavailable" and block["energy_j"] is None
     assert "no driver" in block["flags"][0]
+
+
+def test_samples_fall_inside_the_trainers_phases(gh200_tree, monkeypatch):
+    monkeypatch.setenv("AUTOTUNE_SYSFS_ROOT", str(gh200_tree.root))
+    monkeypatch.setenv("AUTOTUNE_ENERGY_SOURCES", "hwmon")
+    probe = ProbeEnergy(load_hardware("gh200"), node_rank=0, local_rank=0)
+    block = _run_window(probe, seconds=0.5)
+    phase = block["phases"]["llm_fwd"]
+    assert phase["time_s"] == pytest.approx(0.5, abs=0.1)
+    assert phase["mean_power_w"] == pytest.approx(block["mean_power_w"], rel=0.05)
+    assert any(point["phase"] == "llm_fwd" for point in block["timeline"])
