@@ -27,10 +27,6 @@ class Workload:
     def tokens_per_sample(self, model: ModelSpec) -> int:
         return self.frames * model.vision.tokens_per_frame + self.text_tokens
 
-    def steps(self) -> int:
-        """Optimizer steps to process the fixed work (the last partial batch counts as a step)."""
-        return -(-self.samples // self.global_batch)
-
     def to_dict(self) -> dict:
         return asdict(self)
 

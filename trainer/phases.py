@@ -13,9 +13,6 @@ import time
 
 import torch
 
-PHASES = ("vit_fwd", "llm_fwd", "backward", "optimizer")
-
-
 class PhaseClock:
     def __init__(self, cuda: bool):
         self.cuda = cuda

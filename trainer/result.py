@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from trainer.model.attention import flash_attn_available
 from autotune.candidate import Candidate
 from autotune.flops import flops_per_sample, hardware_flops_per_sample
 
@@ -96,6 +97,8 @@ def base_result(candidate: Candidate | None, ds_config: dict | None, world_size:
         "ds_config": ds_config,
         "world_size": world_size,
         "device": device,
+        # Which attention kernel the model ran: the GH200 study used FlashAttention-2.
+        "attention": "flash_attn" if flash_attn_available() else "torch_sdpa",
     }
 
 

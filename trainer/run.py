@@ -32,8 +32,9 @@ def run_probe(
     stats = results.throughput(candidate, window.steps, window.window_s, env.world_size)
     energy_block = None
     if window.energy is not None:
-        utilisation = min(1.0, stats["hfu"])
-        energy_block = window.energy.end(window.phases, utilisation)
+        # No measured busy fraction of the window exists (HFU is a share of peak FLOP/s, not of time):
+        # the estimate assumes the devices were busy throughout, and its block says so.
+        energy_block = window.energy.end(window.phases, None)
     memory_gib, memory_kind = results.peak_memory()
     mine = {
         "rank": env.rank,

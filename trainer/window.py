@@ -68,10 +68,11 @@ def measure_window(
     pool = [micro_batches(samples, candidate, training, step) for step in range(_DATA_POOL_STEPS)]
     clock = PhaseClock(cuda)
     hook = mark_llm_start(training, clock)
+    # Sensor discovery (NVML init, sysfs walk) happens here, before the timed window opens.
+    energy = ProbeEnergy(candidate.hardware, node_rank=env.node_rank, local_rank=env.local_rank)
     try:
         warmup = [train_step(training, pool[s % len(pool)], clock) for s in range(settings.warmup_steps)]
         _opening_sync()
-        energy = ProbeEnergy(candidate.hardware, node_rank=env.node_rank, local_rank=env.local_rank)
         if env.is_node_leader:
             energy.begin()
         clock.open()

@@ -29,7 +29,9 @@ def trial_progress(console, total: int):
             bar.advance(task)
             if result.ok:
                 energy = energy_text(result.energy_kj) if result.energy_kj is not None else "energy unavailable"
-                bar.update(task, description=f"#{number}: {time_text(result.time_s)}, {energy} ({result.source})")
+                bar.update(
+                    task, description=f"#{number}: {time_text(result.time_s)} ({result.source}), {energy} ({result.energy_source})"
+                )
             else:
                 bar.update(task, description=f"#{number}: {result.status} {note[:60]}")
 

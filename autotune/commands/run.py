@@ -100,7 +100,10 @@ def _run(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         with trial_progress(console, args.trials) as progress:
-            run_study(study, settings, backend, args.trials, progress, checks, args.objectives, args.storage is not None)
+            run_study(
+                study, settings, backend, args.trials, progress, checks, args.objectives,
+                shared_storage=args.storage is not None, accept_estimated_energy=args.allow_estimated_energy,
+            )
     finally:
         signal.signal(signal.SIGTERM, previous)
     finish_run(study, run_dir, console, args.max_slowdown, args.eta)

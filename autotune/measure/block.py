@@ -21,8 +21,11 @@ def node_block(result, phases: list[dict] | None = None, *, node: int = 0) -> di
     flags = list(result.flags)
     flags += [f"{e.label}: {flag}" for e in entries for flag in e.flags]
     if counted and any(e.energy_j is None for e in counted):
+        # A node total missing a GPU or module is not that node's energy: unavailable, as merge.py
+        # treats a node that is missing from the cluster total.
         flags.append("incomplete: " + ", ".join(e.label for e in counted if e.energy_j is None)
-                     + " unavailable; energy_j excludes it")
+                     + " unavailable, so the node total is too")
+        energy_j = None
     provenance = result.provenance if energy_j is not None else "unavailable"
     times, total_w, by_scope = _power_timeline(result, counted)
     block = {

@@ -11,9 +11,6 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 
-PHASE_NAMES = ("vit_fwd", "llm_fwd", "backward", "optimizer")
-
-
 def _clean(times_s, power_w):
     points = [(t, p) for t, p in zip(times_s, power_w) if p is not None]
     return [t for t, _ in points], [p for _, p in points]

@@ -115,17 +115,20 @@ class EnergyWindow:
         counter_j = energies[-1] - energies[0] if len(energies) >= 2 else None
         has_power = any(p is not None for p in series.power_w)
         integrated_j = trapezoid_j(series.times_s, series.power_w) if has_power else None
-        energy_j = counter_j if counter_j is not None else integrated_j
+        # A counter that did not move over a real window is stuck (or too coarse): never report its 0 J.
+        stuck = counter_j == 0.0 and window_s > 0
+        energy_j = integrated_j if counter_j is None or stuck else counter_j
         flags = []
         if window_s < source.update_period_s:
             flags.append(f"window {window_s:.3f} s is shorter than the sensor's update period "
                          f"{source.update_period_s} s: the figure is not reliable")
         if counter_j == 0.0 and window_s > 0:
-            flags.append("energy counter did not advance during the window")
+            flags.append("energy counter did not advance during the window: "
+                         + ("integrated power used instead" if integrated_j is not None else "energy unavailable"))
         return SourceEnergy(
             kind=source.kind, label=source.label, scope=source.scope, component=source.component,
             within=source.within, index=source.index, energy_j=energy_j,
-            method="counter" if counter_j is not None else "integrated",
+            method="counter" if counter_j is not None and not stuck else "integrated",
             mean_power_w=units.mean_power_w(energy_j, window_s),
             counter_j=counter_j if integrated_j is not None else None,
             integrated_j=integrated_j if counter_j is not None else None,

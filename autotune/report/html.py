@@ -17,7 +17,7 @@ from autotune.ds_config import deepspeed_config
 from autotune.report.front import Point
 from autotune.report.html_analysis import importance_section, power_html, tuning_cost_section
 from autotune.report.timeline import PROVENANCE_WORDS
-from autotune.report.html_parts import esc, num as _num, table as _table
+from autotune.report.html_parts import esc, table as _table
 from autotune.report.pareto_json import provenance_sentence
 from autotune.report.picks import PICK_FILES, pick_label, short_pick_label
 from autotune.report.study_points import StudyView

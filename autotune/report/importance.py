@@ -51,6 +51,7 @@ def _objective_importance(study: optuna.Study, knobs: list[str], index: int) -> 
 
 def knob_importance(study: optuna.Study, view: StudyView) -> dict:
     """{objective name: {knob: share, largest first} or a sentence saying why there is none}."""
+    names = METRIC_NAMES[: len(study.directions)]  # a time-only study (--objectives time) has one
     wanted = {p.trial for p in view.points}
     trials = [
         t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
@@ -61,15 +62,15 @@ def knob_importance(study: optuna.Study, view: StudyView) -> dict:
             f"not enough trials: {len(trials)} feasible, importance needs at least {MIN_TRIALS} "
             "(run more --trials)"
         )
-        return {name: reason for name in METRIC_NAMES}
+        return {name: reason for name in names}
     knobs = [k for k in KNOBS if len({repr(t.params.get(k)) for t in trials}) > 1 and all(k in t.params for t in trials)]
     if not knobs:
         reason = "every feasible trial has the same knob values: nothing to attribute"
-        return {name: reason for name in METRIC_NAMES}
+        return {name: reason for name in names}
     # The evaluator reads every COMPLETE trial of the study it is given: give it only ours.
-    subset = optuna.create_study(directions=["minimize"] * len(METRIC_NAMES))
+    subset = optuna.create_study(directions=["minimize"] * len(names))
     subset.add_trials(trials)
-    return {name: _objective_importance(subset, knobs, index) for index, name in enumerate(METRIC_NAMES)}
+    return {name: _objective_importance(subset, knobs, index) for index, name in enumerate(names)}
 
 
 def held_fixed(view: StudyView) -> list[str]:

@@ -18,10 +18,6 @@ def md_cell(value) -> str:
     return "" if value is None else str(value).replace("|", "\\|").replace("\n", " ")
 
 
-def _num(value, spec: str) -> str:
-    return "n/a" if value is None else format(value, spec)
-
-
 def _pct(value) -> str:
     return "n/a" if value is None else f"{value:+.1f}%"
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, NoReturn
 
 import optuna
 from optuna.trial import TrialState
@@ -115,9 +115,9 @@ def _objective_values(result: ProbeResult, objectives: tuple[str, ...]) -> list[
 class _Objective:
     """The function `study.optimize` calls once per proposal."""
 
-    def __init__(self, settings, backend, objectives, progress, choices):
+    def __init__(self, settings, backend, objectives, progress, choices, accept_estimated_energy):
         self.settings, self.backend, self.objectives, self.progress = settings, backend, objectives, progress
-        self.choices = choices
+        self.choices, self.accept_estimated_energy = choices, accept_estimated_energy
 
     def __call__(self, trial: optuna.Trial):
         params = _suggest(trial, self.choices)
@@ -136,9 +136,13 @@ class _Objective:
             trial.set_user_attr("interrupted", True)  # retried when the study resumes
             raise
         trial.set_user_attr("result", result.to_dict())
-        _set_constraints(trial, 0.0, check.memory.device_excess_gib, 1.0 if result.status == "oom" else 0.0)
+        memory_excess = max(check.memory.device_excess_gib, check.memory.host_excess_gib)
+        _set_constraints(trial, 0.0, memory_excess, 1.0 if result.status == "oom" else 0.0)
         if self.progress.on_trial:
             self.progress.on_trial(trial.number, params, result, result.error or "")
+        if result.ok and "energy_kj" in self.objectives and result.energy_source == "estimated" and not self.accept_estimated_energy:
+            # A node without a sensor (here, or a remote one) sent an estimate: never rank by it unasked.
+            raise ProbeFailed("energy was only estimated (no sensor on a probe node); pass --allow-estimated-energy or --objectives time")
         values = _objective_values(result, self.objectives) if result.ok else None
         if values is not None:
             return values
@@ -148,7 +152,7 @@ class _Objective:
             raise ProbeFailed(f"probe gave no {' and '.join(self.objectives)} (energy unavailable?)")
         raise ProbeFailed(f"{result.status}: {(result.error or '').strip()[:300]}")
 
-    def _prune_invalid(self, trial, params, check):
+    def _prune_invalid(self, trial, params, check) -> NoReturn:
         # A rule breaker has no memory estimate; one that does not fit has an excess > 0.
         if check.memory is None:
             _set_constraints(trial, 1.0, 0.0, 0.0)
@@ -221,6 +225,7 @@ def run_study(
     checks: list | None = None,
     objectives: str = "time,energy",
     shared_storage: bool = False,
+    accept_estimated_energy: bool = True,
 ) -> int:
     """Evaluate candidates until the study holds n_trials evaluated ones; returns how many ran now."""
     progress = progress or StudyProgress()
@@ -237,7 +242,7 @@ def run_study(
     if before >= min(n_trials, valid_total):
         return 0
     study.optimize(
-        _Objective(settings, backend, OBJECTIVES[objectives], progress, usable_values(checks)),
+        _Objective(settings, backend, OBJECTIVES[objectives], progress, usable_values(checks), accept_estimated_energy),
         catch=(ProbeFailed,),
         callbacks=[_stop_when_done(n_trials, valid_total, len(study.trials) + MAX_PROPOSALS_PER_TRIAL * n_trials)],
     )

@@ -56,3 +56,22 @@ def test_no_powercap_means_no_driver(tmp_path):
     (missing,) = rapl.probe(tmp_path).missing
     assert missing.reason.startswith("no driver")
     assert rapl.is_available(str(tmp_path)) is False
+
+
+def test_a_counter_that_never_moves_is_unavailable_not_zero(tmp_path, clock):
+    tree = RaplTree(tmp_path, start_uj=5_000_000)
+    found = rapl.probe(tmp_path)
+    window = EnergyWindow(found.sources, clock=clock, background=False)
+    window.begin()
+    for _ in range(3):  # the DRAM counter moves, the package counter is stuck
+        clock.advance(1.0)
+        tree.set_energy_uj(tree.dram, 5_000_000 + int(clock() * 1e6) % 1000)
+        window.sampler.tick()
+    result = window.end()
+    package = next(e for e in result.entries if e.scope == "package")
+    assert package.energy_j is None
+    assert any("did not advance" in flag and "unavailable" in flag for flag in package.flags)
+    block = node_block(result)
+    # The package is a counted source: without it the node total is unavailable, never a partial sum.
+    assert block["energy_j"] is None and block["provenance"] == "unavailable"
+    assert any("incomplete" in flag for flag in block["flags"])

@@ -147,3 +147,14 @@ def test_export_every_pick(finished_run, tmp_path, pick):
     assert result.returncode == 0, result.stderr
     key = pick.replace("-", "_")
     assert json.loads((tmp_path / f"{pick}.json").read_text())["autotune"]["trial"] == pareto["recommendations"][key]
+
+
+def test_time_only_study_reports_and_ranks_knobs_for_time(tmp_path):
+    out = tmp_path / "run"
+    result = autotune("run", "--model", "32b", "--nodes", "2-8", "--trials", "10", "--objectives", "time", "--out", out)
+    assert result.returncode == 0, result.stderr
+    pareto = json.loads((out / "pareto.json").read_text())
+    assert list(pareto["importance"]) == ["time_to_solution_s"]
+    assert pareto["recommendations"]["fastest"] in {p["trial"] for p in pareto["front"]}
+    again = autotune("run", "--model", "32b", "--nodes", "2-8", "--trials", "10", "--out", out)
+    assert again.returncode == 2 and "objective" in again.stderr  # resuming with other objectives is refused
