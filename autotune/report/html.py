@@ -74,7 +74,8 @@ def scatter_section(view: StudyView, document: dict, run_dir: Path) -> str:
         )
         markers.append(Marker(r["time_s"] / t_div, r["energy_kj"] / e_div, css, tooltip, ", ".join(name)))
     line = [(p.time_s / t_div, p.energy_kj / e_div) for p in view.front]
-    title = f"Time vs energy to solution of every evaluated trial ({document['source']} time, {document['energy_source']} energy)"
+    time_source, energy_source = (" and ".join(v) if isinstance(v, list) else v for v in (document["source"], document["energy_source"]))
+    title = f"Time vs energy to solution of every evaluated trial ({time_source} time, {energy_source} energy)"
     svg = scatter_svg(markers, line, f"time to solution ({t_unit})", f"energy to solution ({e_unit})", str(title))
     legend = (
         '<p class="legend"><span class="key front"></span> Pareto front (line) <span class="key feasible"></span> '

@@ -42,7 +42,8 @@ def _fmt(value, spec: str) -> str:
 def print_report(view: StudyView, document: dict, console: Console | None = None) -> None:
     # Piped or captured output gets a wide table instead of rich's 80-column default.
     console = console or Console(width=None if sys.stdout.isatty() else 160)
-    source, energy_source = document["source"], document["energy_source"]
+    # A study whose points came from several sources lists them all ("measured and estimated").
+    source, energy_source = (" and ".join(v) if isinstance(v, list) else v for v in (document["source"], document["energy_source"]))
     console.print(
         f"[bold]{document['model']}[/] on {nodes_text(document['nodes'])} node(s) of {document['hardware']}, "
         f"backend {document['backend']}: time is [bold]{source}[/], energy is [bold]{energy_source}[/]"
