@@ -66,6 +66,11 @@ class Candidate:
     def precision(self) -> str:
         return self.workload.precision  # resolved in __post_init__ (bf16 on CUDA, fp32 on CPU)
 
+    @property
+    def bytes_per_element(self) -> int:
+        """Bytes of one parameter, gradient or activation element in the training precision."""
+        return 2 if self.precision == "bf16" else 4
+
     def to_dict(self) -> dict:
         return {
             "knobs": self.knobs.to_dict(),

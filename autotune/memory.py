@@ -75,8 +75,7 @@ def model_state_bytes(candidate: Candidate) -> tuple[float, float]:
     largest = float(candidate.model.largest_layer_params())
     stage, offload = candidate.knobs.zero_stage, candidate.knobs.optimizer_offload != "none"
     bf16 = candidate.precision == "bf16"
-    param_b = 2 if bf16 else 4
-    grad_b = 2 if bf16 else 4
+    param_b = grad_b = candidate.bytes_per_element
     optim_b = 16 if bf16 else 8  # (fp32 grads + master +) Adam moments
     per_node = candidate.gpus_per_node
     if stage == 0:
@@ -102,7 +101,7 @@ def model_state_bytes(candidate: Candidate) -> tuple[float, float]:
 def activation_bytes(candidate: Candidate) -> float:
     """Activations per GPU for one micro-batch (the peak is reached at the end of the forward)."""
     model, knobs, workload = candidate.model, candidate.knobs, candidate.workload
-    scale = 1.0 if candidate.precision == "bf16" else 2.0
+    scale = candidate.bytes_per_element / 2  # the coefficients below are for 16-bit activations
     b = knobs.micro_batch
     s_local = workload.tokens_per_sample(model) / knobs.sp_degree
     h = model.llm.hidden
@@ -134,7 +133,7 @@ def buffer_bytes(candidate: Candidate) -> float:
     from autotune.ds_config import deepspeed_config
 
     zero = deepspeed_config(candidate)["zero_optimization"]
-    param_b = 2 if candidate.precision == "bf16" else 4
+    param_b = candidate.bytes_per_element
     elements = zero.get("reduce_bucket_size", 0) + zero.get("stage3_prefetch_bucket_size", 0)
     return min(elements, candidate.model.params()) * param_b
 

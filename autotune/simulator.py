@@ -96,7 +96,7 @@ def _ulysses_time_s(candidate: Candidate) -> float:
         return 0.0
     llm = candidate.model.llm
     s_local = candidate.workload.tokens_per_sample(candidate.model) / sp
-    elem_b = 2 if candidate.precision == "bf16" else 4
+    elem_b = candidate.bytes_per_element
     per_layer = (2 * llm.hidden + 2 * llm.kv_heads * llm.head_dim) * s_local * candidate.knobs.micro_batch * elem_b
     passes = 3 if candidate.knobs.activation_checkpointing != "none" else 2
     volume = llm.layers * per_layer * passes * (sp - 1) / sp
@@ -109,7 +109,7 @@ def _zero_comm_s(candidate: Candidate) -> tuple[float, float]:
     if g == 1:
         return 0.0, 0.0
     p = candidate.model.params()
-    elem_b = 2 if candidate.precision == "bf16" else 4
+    elem_b = candidate.bytes_per_element
     ring = (g - 1) / g
     bw = _bandwidth_bps(candidate, g)
     stage = candidate.knobs.zero_stage
@@ -131,7 +131,7 @@ def _optimizer_s(candidate: Candidate) -> tuple[float, float]:
     local = p if candidate.knobs.zero_stage == 0 else p / candidate.gpus
     if candidate.knobs.optimizer_offload == "none":
         return local * GPU_ADAM_BYTES_PER_PARAM / (hw.gpu.memory_bandwidth_gbs * 1e9), 0.0
-    elem_b = 2 if candidate.precision == "bf16" else 4
+    elem_b = candidate.bytes_per_element
     link = hw.host_link.bandwidth_gbs * 1e9 * LINK_EFFICIENCY
     transfer = 2 * local * elem_b / link  # gradients down, parameters up
     return 0.0, transfer + local / hw.cpu.adam_params_per_s
@@ -142,7 +142,7 @@ def _activation_offload_s(candidate: Candidate) -> float:
     if not candidate.knobs.activation_checkpointing.startswith("offload"):
         return 0.0
     model, knobs = candidate.model, candidate.knobs
-    elem_b = 2 if candidate.precision == "bf16" else 4
+    elem_b = candidate.bytes_per_element
     s_local = candidate.workload.tokens_per_sample(model) / knobs.sp_degree
     v = model.vision
     frames_local = candidate.workload.frames  # every SP rank runs the whole vision tower
