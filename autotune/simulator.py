@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from autotune.candidate import Candidate
 from autotune.flops import flops_per_sample, hardware_flops_per_sample
+from autotune.measure.units import j_to_kj
 from autotune.memory import estimate_memory
 
 # Assumptions (calibration targets):
@@ -216,8 +217,8 @@ def simulate(candidate: Candidate) -> SimulatedStep:
         mem_j += mem_w * time_s
     step_time_s = sum(p.time_s for p in phases)
     steps = candidate.workload.samples / candidate.workload.global_batch
-    scale_kj = steps * candidate.gpus / 1000.0
-    energy = {"gpu": gpu_j * scale_kj, "cpu": cpu_j * scale_kj, "memory_interconnect": mem_j * scale_kj}
+    per_step_j = {"gpu": gpu_j, "cpu": cpu_j, "memory_interconnect": mem_j}  # one GPU and its host share
+    energy = {name: j_to_kj(joules * steps * candidate.gpus) for name, joules in per_step_j.items()}
     model_flops = flops_per_sample(candidate.model, candidate.workload).model_train
     tflops = model_flops * candidate.workload.global_batch / (step_time_s * candidate.gpus) / 1e12
     return SimulatedStep(

@@ -19,6 +19,10 @@ def j_to_kj(energy_j: float) -> float:
     return energy_j * 1e-3
 
 
+def kj_to_j(energy_kj: float) -> float:
+    return energy_kj * 1e3
+
+
 def uw_to_w(power_uw: float) -> float:
     return power_uw * 1e-6
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from autotune.measure.units import kj_to_j
+
 
 @dataclass(frozen=True)
 class Point:
@@ -103,7 +105,7 @@ def zeus_cost_j(point: Point, eta: float, max_power_w: float) -> float:
     """
     if point.gpus is None:
         raise ValueError(f"point of trial {point.trial} has no GPU count; the cost-weighted pick needs it")
-    return eta * point.energy_kj * 1000.0 + (1 - eta) * max_power_w * point.gpus * point.time_s
+    return eta * kj_to_j(point.energy_kj) + (1 - eta) * max_power_w * point.gpus * point.time_s
 
 
 def cost_weighted(front: list[Point], eta: float, max_power_w: float) -> Point | None:

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from autotune.report.noise import noise_sentence
-from autotune.report.units import energy_unit, figure, time_unit
+from autotune.report.units import energy_unit, figure, pct_text, time_unit
 from autotune.report.pareto_json import nodes_text
 from autotune.ds_config import deepspeed_config
 from autotune.report.front import Point
@@ -19,7 +19,7 @@ from autotune.report.html_analysis import importance_section, power_html, tuning
 from autotune.report.timeline import PROVENANCE_WORDS
 from autotune.report.html_parts import esc, table as _table
 from autotune.report.pareto_json import provenance_sentence
-from autotune.report.picks import PICK_FILES, pick_label, short_pick_label
+from autotune.report.picks import PICK_FILES, pick_label, picks_by_trial, short_pick_label
 from autotune.report.study_points import StudyView
 from autotune.report.svg import Marker, scatter_svg, stacked_bar_svg
 from autotune.report.table import KNOB_COLUMNS, knobs_sentence
@@ -27,12 +27,6 @@ from autotune.report.table import KNOB_COLUMNS, knobs_sentence
 # Components are drawn in this order; a measured result may name others, which follow.
 COMPONENT_ORDER = ("gpu", "cpu", "memory_interconnect")
 
-
-def _picks_by_trial(view: StudyView) -> dict[int, list[str]]:
-    grouped: dict[int, list[str]] = {}
-    for name, trial in view.picks.items():
-        grouped.setdefault(trial, []).append(name)
-    return grouped
 
 
 def header_section(view: StudyView, document: dict, run_dir: Path) -> str:
@@ -62,7 +56,7 @@ def scatter_section(view: StudyView, document: dict, run_dir: Path) -> str:
     e_unit, e_div = energy_unit([r["energy_kj"] for r in figured])
     feasible = {p.trial for p in view.points}
     front = {p.trial for p in view.front}
-    labels = {t: [short_pick_label(n, view.pick_parameters) for n in names] for t, names in _picks_by_trial(view).items()}
+    labels = {t: [short_pick_label(n, view.pick_parameters) for n in names] for t, names in picks_by_trial(view).items()}
     markers = []
     for r in figured:
         trial = r["trial"]
@@ -85,10 +79,6 @@ def scatter_section(view: StudyView, document: dict, run_dir: Path) -> str:
     return f'<section id="scatter"><h2>Time vs energy</h2>\n{svg}\n{legend}</section>'
 
 
-def _pct(value) -> str:
-    return "n/a" if value is None else f"{value:+.1f}%"
-
-
 def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
     if not document["picks"]:
         return f'<section id="picks"><h2>Recommended configurations</h2><p class="note">{esc(document.get("note") or "No picks.")}</p></section>'
@@ -105,9 +95,9 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
             esc(figure(p.energy_kj, e_div)),
             esc(figure(p.tflops)),
             esc(figure(p.tflop_per_kj)),
-            esc(_pct(row["energy_saved_pct"])),
-            esc(_pct(row["time_change_pct"])),
-            esc(_pct(row["tflop_per_kj_change_pct"])),
+            esc(pct_text(row["energy_saved_pct"])),
+            esc(pct_text(row["time_change_pct"])),
+            esc(pct_text(row["tflop_per_kj_change_pct"])),
         ])
     headers = ["pick", "trial", "configuration", f"time {t_unit}", f"energy {e_unit}", "TFLOP/s /GPU", "TFLOP /kJ",
                "energy saved", "time change", "TFLOP/kJ change"]
@@ -154,7 +144,7 @@ def _config_html(view: StudyView, names: list[str], point: Point, run_dir: Path)
 
 def pick_details_section(view: StudyView, document: dict, run_dir: Path) -> str:
     blocks = []
-    for trial, names in _picks_by_trial(view).items():
+    for trial, names in picks_by_trial(view).items():
         point = view.point(trial)
         title = ", ".join(pick_label(n, view.pick_parameters) for n in names)
         blocks.append(

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from autotune.report.noise import noise_sentence
-from autotune.report.units import energy_unit, figure, time_unit
+from autotune.report.units import energy_unit, figure, pct_text, time_unit
 from autotune.report.pareto_json import nodes_text
 from autotune.report.pareto_json import provenance_sentence
 from autotune.report.importance import importance_sentence
 from autotune.report.payback import cost_sentence, payback_by_trial, payback_sentence
-from autotune.report.picks import pick_label
+from autotune.report.picks import pick_label, picks_by_trial
 from autotune.report.study_points import StudyView
 from autotune.report.table import KNOB_COLUMNS, knobs_sentence
 
@@ -16,10 +16,6 @@ from autotune.report.table import KNOB_COLUMNS, knobs_sentence
 def md_cell(value) -> str:
     """A table cell: pipes would split the cell and newlines end the row."""
     return "" if value is None else str(value).replace("|", "\\|").replace("\n", " ")
-
-
-def _pct(value) -> str:
-    return "n/a" if value is None else f"{value:+.1f}%"
 
 
 def _row(cells) -> str:
@@ -40,9 +36,7 @@ def markdown_report(view: StudyView, document: dict) -> str:
     if document.get("noise"):
         lines += [f"Measurement noise: {noise_sentence(document['noise'])}.", ""]
     if view.front:
-        labels: dict[int, list[str]] = {}
-        for name, trial in view.picks.items():
-            labels.setdefault(trial, []).append(pick_label(name, view.pick_parameters))
+        labels = {t: [pick_label(n, view.pick_parameters) for n in names] for t, names in picks_by_trial(view).items()}
         knob_titles = [title for _, title in KNOB_COLUMNS]
         t_unit, t_div = time_unit([p.time_s for p in view.front])
         e_unit, e_div = energy_unit([p.energy_kj for p in view.front])
@@ -69,8 +63,8 @@ def markdown_report(view: StudyView, document: dict) -> str:
             p = view.point(row["trial"])
             lines.append(
                 f"- **{pick_label(row['name'], view.pick_parameters)}**: trial {p.trial}, {knobs_sentence(p.params)}: "
-                f"energy saved {_pct(row['energy_saved_pct'])}, time {_pct(row['time_change_pct'])}, "
-                f"TFLOP/kJ {_pct(row['tflop_per_kj_change_pct'])}"
+                f"energy saved {pct_text(row['energy_saved_pct'])}, time {pct_text(row['time_change_pct'])}, "
+                f"TFLOP/kJ {pct_text(row['tflop_per_kj_change_pct'])}"
             )
         lines.append("")
     lines += analysis_lines(view, document)

@@ -18,8 +18,8 @@ tuning_energy / (E_base - E_pick) runs of the study's workload. No saving: never
 
 from __future__ import annotations
 
+from autotune.measure.units import j_to_kj
 from autotune.report.study_points import StudyView
-KJ_PER_J = 1e-3
 SECONDS_PER_HOUR = 3600.0
 
 
@@ -35,7 +35,7 @@ def probe_cost(row: dict) -> dict:
         energy_j = block.get("energy_j")
         return {
             "time_s": float(block["window_s"]),
-            "energy_kj": None if energy_j is None else energy_j * KJ_PER_J,
+            "energy_kj": None if energy_j is None else j_to_kj(energy_j),
             "basis": "energy_window",
             "provenance": block.get("provenance") or "unknown",
         }

@@ -118,3 +118,11 @@ def front_note(points: list[Point], front: list[Point], trials_by_status: dict[s
             f"{len(points)} feasible ones: every pick is that trial."
         )
     return None
+
+
+def picks_by_trial(view) -> dict[int, list[str]]:
+    """{trial: [pick names]} in pick order: one trial is often several picks at once."""
+    grouped: dict[int, list[str]] = {}
+    for name, trial in view.picks.items():
+        grouped.setdefault(trial, []).append(name)
+    return grouped

@@ -12,8 +12,8 @@ from autotune.report.noise import noise_sentence
 from autotune.report.importance import importance_sentence
 from autotune.report.pareto_json import nodes_text
 from autotune.report.payback import cost_sentence, payback_by_trial, payback_sentence
-from autotune.report.picks import pick_label
-from autotune.report.units import energy_unit, figure, time_unit
+from autotune.report.picks import pick_label, picks_by_trial
+from autotune.report.units import energy_unit, figure, pct_text, time_unit
 from autotune.report.study_points import StudyView
 
 
@@ -35,10 +35,6 @@ def knobs_sentence(params: dict) -> str:
     )
 
 
-def _fmt(value, spec: str) -> str:
-    return "n/a" if value is None else format(value, spec)
-
-
 def print_report(view: StudyView, document: dict, console: Console | None = None) -> None:
     # Piped or captured output gets a wide table instead of rich's 80-column default.
     console = console or Console(width=None if sys.stdout.isatty() else 160)
@@ -57,9 +53,7 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
     if not view.front:
         _print_analysis(view, document, console)
         return
-    picks_by_trial: dict[int, list[str]] = {}
-    for pick, trial in view.picks.items():
-        picks_by_trial.setdefault(trial, []).append(pick_label(pick, view.pick_parameters))
+    labels = {t: [pick_label(n, view.pick_parameters) for n in names] for t, names in picks_by_trial(view).items()}
     table = Table(title=f"Pareto front (time vs energy to solution, {energy_source} energy)")
     table.add_column("trial", justify="right")
     for _, title in KNOB_COLUMNS:
@@ -78,7 +72,7 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
             figure(p.tflops),
             figure(p.tflop_per_kj),
             figure(p.peak_mem_gib),
-            ", ".join(picks_by_trial.get(p.trial, [])),
+            ", ".join(labels.get(p.trial, [])),
         )
     console.print(table)
     for row in document["picks"]:
@@ -86,8 +80,8 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
         line = f"[bold]{escape(pick_label(row['name'], view.pick_parameters))}[/]: trial {p.trial}, {knobs_sentence(p.params)}"
         if row["energy_saved_pct"] is not None and p.trial != view.baseline_trial:
             line += (
-                f"  ({row['energy_saved_pct']:+.1f}% energy saved, {row['time_change_pct']:+.1f}% time, "
-                f"{_fmt(row['tflop_per_kj_change_pct'], '+.1f')}% TFLOP/kJ vs baseline trial {view.baseline_trial})"
+                f"  ({pct_text(row['energy_saved_pct'])} energy saved, {pct_text(row['time_change_pct'])} time, "
+                f"{pct_text(row['tflop_per_kj_change_pct'])} TFLOP/kJ vs baseline trial {view.baseline_trial})"
             )
         console.print(line)
     parameters = view.pick_parameters

@@ -32,6 +32,11 @@ def figure(value: float | None, divisor: float = 1.0) -> str:
     return f"{scaled:,.0f}" if abs(scaled) >= 1000 else f"{scaled:.3g}"
 
 
+def pct_text(value: float | None) -> str:
+    """A signed change in percent (`+7.9%`); n/a where there is none."""
+    return "n/a" if value is None else f"{value:+.1f}%"
+
+
 def time_text(value_s: float | None) -> str:
     unit, divisor = time_unit([value_s or 0.0])
     return f"{figure(value_s, divisor)} {unit}"
