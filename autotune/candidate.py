@@ -13,9 +13,19 @@ from autotune.hardware import HardwareProfile, load_hardware
 from autotune.models import ModelSpec, model_from_json
 from autotune.workload import Workload, with_precision
 
-KNOBS = ("zero_stage", "optimizer_offload", "activation_checkpointing", "sp_degree", "micro_batch", "nodes")
+KNOBS = (
+    "zero_stage",
+    "optimizer_offload",
+    "activation_checkpointing",
+    "sp_degree",
+    "micro_batch",
+    "nodes",
+    "power_limit",
+    "sm_clock_mhz",
+)
 OPTIMIZER_OFFLOAD = ("none", "sync", "async")
 ACTIVATION_CHECKPOINTING = ("none", "recompute", "offload_sync", "offload_async")
+SM_CLOCK_UNTOUCHED = "max"
 
 
 @dataclass(frozen=True)
@@ -26,9 +36,18 @@ class Knobs:
     sp_degree: int = 1
     micro_batch: int = 1
     nodes: int = 1
+    # Fraction of each device's default power limit (1.0: untouched); on a GH200 the module's limit.
+    power_limit: float = 1.0
+    # SM clock cap in MHz, or "max" (untouched).
+    sm_clock_mhz: int | str = SM_CLOCK_UNTOUCHED
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in KNOBS}
+
+    @property
+    def changes_device_settings(self) -> bool:
+        """Whether a run of these knobs sets a power limit or clock that must be restored afterwards."""
+        return self.power_limit != 1.0 or self.sm_clock_mhz != SM_CLOCK_UNTOUCHED
 
 
 @dataclass(frozen=True)

@@ -26,9 +26,14 @@ from autotune.models import load_model
 from autotune.workload import make_workload
 from trainer.distributed import LaunchEnv, init_process_group, launch_env, teardown
 
+def _sm_clock(text: str) -> int | str:
+    return text if text == "max" else int(text)
+
+
 TEST_HOOK_ENV = "AUTOTUNE_PROBE_TEST_HOOK"
 TEST_HOOK_RANK_ENV = "AUTOTUNE_PROBE_TEST_HOOK_RANK"
-_KNOB_FLAGS = {"zero_stage": int, "optimizer_offload": str, "activation_checkpointing": str, "sp_degree": int, "micro_batch": int, "nodes": int}
+_KNOB_FLAGS = {"zero_stage": int, "optimizer_offload": str, "activation_checkpointing": str, "sp_degree": int, "micro_batch": int, "nodes": int,
+               "power_limit": float, "sm_clock_mhz": _sm_clock}
 _WORKLOAD_FLAGS = {"frames": int, "text_tokens": int, "global_batch": int, "samples": int}
 
 

@@ -25,6 +25,9 @@ class GpuSpec:
     peak_fp32_tflops: float
     idle_power_w: float
     max_power_w: float
+    # SM clock range NVML accepts for locked clocks (nvmlDeviceGetSupportedGraphicsClocks).
+    min_sm_clock_mhz: float
+    max_sm_clock_mhz: float
 
 
 @dataclass(frozen=True)
@@ -48,8 +51,12 @@ class LinkSpec:
 
 @dataclass(frozen=True)
 class PowerSpec:
+    # The default power limit: the module's on a GH200 (CPU + GPU + memory), else the GPU's.
+    # The `power_limit` knob is a fraction of it.
     module_cap_w: float
     memory_interconnect_w: float
+    # The lowest limit the device accepts (nvmlDeviceGetPowerManagementLimitConstraints' minimum).
+    min_limit_w: float
 
 
 @dataclass(frozen=True)

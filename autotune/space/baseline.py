@@ -1,7 +1,7 @@
 """The study's baseline: what a user would run without tuning, and what picks are compared with.
 
 As in the GH200 study: no optimizer offload, no activation offload, no sequence parallelism, the
-fewest nodes; among those, the lowest ZeRO stage, no recomputation if it fits, and the largest
+GPUs' power limit and clocks as they are, the fewest nodes; among those, the lowest ZeRO stage, no recomputation if it fits, and the largest
 micro-batch that the memory estimate lets fit.
 """
 
@@ -24,5 +24,6 @@ def baseline(checks: list[CandidateCheck]) -> CandidateCheck | None:
         and c.candidate.knobs.optimizer_offload == "none"
         and c.candidate.knobs.activation_checkpointing in ("none", "recompute")
         and c.candidate.knobs.sp_degree == 1
+        and not c.candidate.knobs.changes_device_settings
     ]
     return min(eligible, key=_preference, default=None)

@@ -6,7 +6,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from autotune.candidate import ACTIVATION_CHECKPOINTING, OPTIMIZER_OFFLOAD
+from autotune.candidate import ACTIVATION_CHECKPOINTING, OPTIMIZER_OFFLOAD, SM_CLOCK_UNTOUCHED
 from autotune.errors import ConfigError
 
 DEFAULT_SPACE = Path(__file__).resolve().parents[2] / "search_spaces" / "default.toml"
@@ -17,6 +17,8 @@ _ALLOWED = {
     "activation_checkpointing": ACTIVATION_CHECKPOINTING,
 }
 _POSITIVE_INTS = ("sp_degree", "micro_batch", "nodes")
+# Device settings: optional in a space file (older files have none); absent means untouched.
+_DEVICE_KNOBS = {"power_limit": (1.0,), "sm_clock_mhz": (SM_CLOCK_UNTOUCHED,)}
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,8 @@ class SearchSpace:
     sp_degree: tuple[int, ...]
     micro_batch: tuple[int, ...]
     nodes: tuple[int, ...]
+    power_limit: tuple[float, ...] = _DEVICE_KNOBS["power_limit"]
+    sm_clock_mhz: tuple[int | str, ...] = _DEVICE_KNOBS["sm_clock_mhz"]
     source: str = ""
 
     def values(self, knob: str) -> tuple:
@@ -51,6 +55,10 @@ def parse_nodes(text: str | int | None) -> tuple[int, ...] | None:
     return nodes
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _knob_values(data: dict, knob: str, origin: str) -> tuple:
     values = data.get(knob)
     if not isinstance(values, list) or not values:
@@ -60,8 +68,18 @@ def _knob_values(data: dict, knob: str, origin: str) -> tuple:
         if bad:
             allowed = ", ".join(map(str, _ALLOWED[knob]))
             raise ConfigError(f"space file {origin}: '{knob}' has {bad}; allowed values are {allowed}")
-    if knob in _POSITIVE_INTS and not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in values):
+    if knob in _POSITIVE_INTS and not all(_is_int(v) and v >= 1 for v in values):
         raise ConfigError(f"space file {origin}: '{knob}' must list whole numbers >= 1 (got {values})")
+    if knob == "power_limit":
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 1 for v in values):
+            raise ConfigError(
+                f"space file {origin}: 'power_limit' must list fractions of the default limit in (0, 1], e.g. [1.0, 0.9, 0.8] (got {values})"
+            )
+        values = [float(v) for v in values]
+    if knob == "sm_clock_mhz" and not all(v == SM_CLOCK_UNTOUCHED or (_is_int(v) and v >= 1) for v in values):
+        raise ConfigError(
+            f"space file {origin}: 'sm_clock_mhz' must list \"max\" or clocks in whole MHz >= 1, e.g. [\"max\", 1600] (got {values})"
+        )
     return tuple(dict.fromkeys(values))  # keep order, drop repeats
 
 
@@ -74,7 +92,7 @@ def load_space(path: str | Path | None = None, nodes: tuple[int, ...] | None = N
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"space file {path} is not valid TOML ({exc}); fix it or start from search_spaces/default.toml") from None
-    unknown = set(data) - set(_ALLOWED) - set(_POSITIVE_INTS)
+    unknown = set(data) - set(_ALLOWED) - set(_POSITIVE_INTS) - set(_DEVICE_KNOBS)
     if unknown:
         raise ConfigError(f"space file {path}: unknown key(s) {', '.join(sorted(unknown))}; see search_spaces/default.toml")
     if nodes is None:
@@ -88,5 +106,6 @@ def load_space(path: str | Path | None = None, nodes: tuple[int, ...] | None = N
         sp_degree=_knob_values(data, "sp_degree", str(path)),
         micro_batch=_knob_values(data, "micro_batch", str(path)),
         nodes=tuple(nodes),
+        **{knob: _knob_values(data, knob, str(path)) for knob in _DEVICE_KNOBS if knob in data},
         source=str(path),
     )

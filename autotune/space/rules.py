@@ -6,7 +6,7 @@ Each rule returns a reason a user can read, or None. The memory estimate is sepa
 
 from __future__ import annotations
 
-from autotune.candidate import Candidate
+from autotune.candidate import SM_CLOCK_UNTOUCHED, Candidate
 
 
 def _offload_needs_zero(c: Candidate) -> str | None:
@@ -57,6 +57,33 @@ def _global_batch_fixed(c: Candidate) -> str | None:
     return None
 
 
+def _power_limit_settable(c: Candidate) -> str | None:
+    fraction = c.knobs.power_limit
+    if fraction == 1.0:
+        return None
+    if not c.hardware.cuda:
+        return f"a power limit ({fraction:g} of the default) needs NVIDIA GPUs; hardware '{c.hardware.name}' has none"
+    limit_w = fraction * c.hardware.power.module_cap_w
+    if limit_w < c.hardware.power.min_limit_w:
+        return (
+            f"power limit {fraction:g} x {c.hardware.power.module_cap_w:g} W = {limit_w:g} W is below the device's "
+            f"minimum of {c.hardware.power.min_limit_w:g} W"
+        )
+    return None
+
+
+def _sm_clock_settable(c: Candidate) -> str | None:
+    clock = c.knobs.sm_clock_mhz
+    if clock == SM_CLOCK_UNTOUCHED:
+        return None
+    if not c.hardware.cuda:
+        return f"an SM clock cap ({clock} MHz) needs NVIDIA GPUs; hardware '{c.hardware.name}' has none"
+    gpu = c.hardware.gpu
+    if not gpu.min_sm_clock_mhz <= clock <= gpu.max_sm_clock_mhz:
+        return f"SM clock {clock} MHz is outside the device's {gpu.min_sm_clock_mhz:g}-{gpu.max_sm_clock_mhz:g} MHz"
+    return None
+
+
 RULES = (
     _offload_needs_zero,
     _superoffload_needs_zero3,
@@ -65,6 +92,8 @@ RULES = (
     _sp_divides_heads,
     _sp_within_sequence,
     _global_batch_fixed,
+    _power_limit_settable,
+    _sm_clock_settable,
 )
 
 

@@ -94,7 +94,7 @@ def test_space_json_lists_every_candidate():
     result = autotune("space", "--model", "tiny", "--nodes", "1", "--hardware", "cpu", "--json", "--simulate")
     assert result.returncode == 0, result.stderr
     rows = json.loads(result.stdout)
-    assert len(rows) == 4 * 3 * 4 * 4 * 4
+    assert len(rows) == 4 * 3 * 4 * 4 * 4 * 4  # zero, opt offload, ckpt, sp, micro-batch, power limit
     for row in rows:
         assert {"params", "valid", "reason", "peak_mem_gib"} <= set(row)
         assert (row["reason"] is None) == row["valid"]

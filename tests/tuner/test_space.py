@@ -1,9 +1,11 @@
 import pytest
 
+from autotune.candidate import Candidate, Knobs
 from autotune.errors import ConfigError
 from autotune.hardware import load_hardware
 from autotune.models import load_model
 from autotune.space import baseline, enumerate_space, load_space, parse_nodes, rule_violation
+from autotune.space.files import DEFAULT_SPACE
 from autotune.workload import make_workload
 
 
@@ -57,7 +59,7 @@ def test_malformed_space_file_is_refused(tmp_path):
 def test_every_candidate_listed_and_invalid_ones_explained():
     model = load_model("32b")
     checks = list(enumerate_space(load_space(None, (4,)), model, load_hardware("gh200"), make_workload(model)))
-    assert len(checks) == 4 * 3 * 4 * 4 * 4
+    assert len(checks) == 4 * 3 * 4 * 4 * 4 * 4  # zero, opt offload, ckpt, sp, micro-batch, power limit
     assert any(c.valid for c in checks)
     assert all(c.reason for c in checks if not c.valid)
     assert any("GiB per GPU" in (c.reason or "") for c in checks)  # the memory estimate prunes too
@@ -70,3 +72,55 @@ def test_baseline_has_no_offload_and_no_sp():
     assert base is not None and base.valid
     k = base.candidate.knobs
     assert (k.optimizer_offload, k.sp_degree) == ("none", 1) and k.activation_checkpointing in ("none", "recompute")
+    assert (k.power_limit, k.sm_clock_mhz) == (1.0, "max")  # what a user runs untuned: the device as it is
+
+
+def _space_file(tmp_path, extra: str) -> str:
+    text = DEFAULT_SPACE.read_text().replace("power_limit = [1.0, 0.9, 0.8, 0.7]\n", "").replace('sm_clock_mhz = ["max"]\n', "")
+    path = tmp_path / "space.toml"
+    path.write_text(text + extra)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "power_limit = [1.2]",
+        "power_limit = [0]",
+        "power_limit = [-0.5]",
+        'power_limit = ["0.9"]',
+        "power_limit = [true]",
+        "power_limit = []",
+        "sm_clock_mhz = [0]",
+        'sm_clock_mhz = ["fast"]',
+        "sm_clock_mhz = [1500.5]",
+        "sm_clock_mhz = [false]",
+    ],
+)
+def test_device_knob_values_are_checked(tmp_path, line):
+    with pytest.raises(ConfigError, match=line.split(" =")[0]):
+        load_space(_space_file(tmp_path, line + "\n"), (1,))
+
+
+def test_device_knobs_default_to_untouched_when_a_space_file_omits_them(tmp_path):
+    space = load_space(_space_file(tmp_path, ""), (1,))
+    assert space.power_limit == (1.0,) and space.sm_clock_mhz == ("max",)
+
+
+def test_power_limit_below_device_minimum_is_invalid_with_reason():
+    model = load_model("32b")
+    hardware = load_hardware("h100-sxm")  # 700 W default, 200 W minimum
+    low = Candidate(Knobs(zero_stage=3, micro_batch=1, power_limit=0.25), model, hardware, make_workload(model))
+    assert "below the device's minimum of 200 W" in rule_violation(low)
+    ok = Candidate(Knobs(zero_stage=3, micro_batch=1, power_limit=0.3), model, hardware, make_workload(model))
+    assert rule_violation(ok) is None
+
+
+def test_device_knobs_need_cuda_and_a_clock_in_range():
+    model = load_model("tiny")
+    cpu = load_hardware("cpu")
+    assert "needs NVIDIA GPUs" in rule_violation(Candidate(Knobs(power_limit=0.9), model, cpu, make_workload(model)))
+    assert "needs NVIDIA GPUs" in rule_violation(Candidate(Knobs(sm_clock_mhz=1200), model, cpu, make_workload(model)))
+    gh200 = load_hardware("gh200")
+    assert "outside the device's" in rule_violation(Candidate(Knobs(sm_clock_mhz=5000), model, gh200, make_workload(model)))
+    assert rule_violation(Candidate(Knobs(sm_clock_mhz=1400), model, gh200, make_workload(model))) is None

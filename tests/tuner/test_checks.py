@@ -1,0 +1,32 @@
+import math
+
+import pytest
+
+from autotune.checks import checked_number, refuse_unknown_keys
+from autotune.errors import ConfigError
+
+
+@pytest.mark.parametrize("value", ["4", None, True, [1], {"a": 1}, math.nan, math.inf])
+def test_non_numbers_are_refused_naming_origin_key_and_value(value):
+    with pytest.raises(ConfigError) as err:
+        checked_number("model m.json", "llm.layers", value, low=1)
+    text = str(err.value)
+    assert text.startswith("model m.json: llm.layers = ") and repr(value) in text and "\n" not in text
+
+
+def test_ranges_and_whole_numbers():
+    assert checked_number("f", "k", 3, low=1, integer=True) == 3
+    assert checked_number("f", "k", 3.0, low=1, integer=True) == 3
+    assert checked_number("f", "k", 2, low=0, low_open=True) == 2.0
+    with pytest.raises(ConfigError, match=r"out of range; it must be a number > 0"):
+        checked_number("f", "k", 0, low=0, low_open=True)
+    with pytest.raises(ConfigError, match=r"is not a whole number"):
+        checked_number("f", "k", 2.5, low=1, integer=True)
+    with pytest.raises(ConfigError, match=r"must be a number >= 0 and <= 1; use a fraction"):
+        checked_number("f", "k", 1.5, low=0, high=1, fix="use a fraction")
+
+
+def test_unknown_keys_are_named():
+    refuse_unknown_keys("f", {"a": 1}, ("a", "b"), "see docs")
+    with pytest.raises(ConfigError, match=r"unknown key\(s\) c, d; allowed: a, b; see docs"):
+        refuse_unknown_keys("f", {"a": 1, "d": 2, "c": 3}, ("a", "b"), "see docs")
