@@ -109,7 +109,7 @@ def simulator_constants(origin: str, raw: dict | None, base=None) -> SimulatorCo
     for name, value in raw.items():
         s = _SPECS[name]
         values[name] = checked_number(origin, f"[simulator] {name}", value, low=s.low, high=s.high,
-                                      fix=f"{s.meaning}")
+                                      fix=f"meaning: {s.meaning}")
     return SimulatorConstants(**values)
 
 
