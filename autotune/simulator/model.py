@@ -186,6 +186,10 @@ def step_phases(candidate: Candidate) -> tuple[Phase, ...]:
               k.clock_sensitivity_link),
         Phase("gpu_optimizer", gpu_opt, k.gpu_activity_optimizer, background_cpu, 0.5, k.clock_sensitivity_memory),
         Phase("host_optimizer", host_opt, k.gpu_activity_offload_wait, 1.0, 0.5, k.clock_sensitivity_link),
+        # Fixed cost per optimizer step (engine.step bookkeeping, gradient-norm sync, launch gaps at the
+        # accumulation boundary): what a larger global batch amortises over more samples.
+        Phase("step_overhead", k.step_overhead_s, k.gpu_activity_communication, background_cpu, 0.5,
+              k.clock_sensitivity_link),
     )
 
 
