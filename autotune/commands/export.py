@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from autotune.commands.flags import whole_number_flag
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("export", help="write the DeepSpeed config of a pick or trial")
@@ -14,13 +16,14 @@ def register(subparsers) -> None:
         choices=("fastest", "min-energy", "knee", "max-slowdown", "cost-weighted"),
         help="a recommended point (default: knee)",
     )
-    choice.add_argument("--trial", type=int, help="any feasible trial by number")
+    choice.add_argument("--trial", type=whole_number_flag(low=0), help="any feasible trial by number")
     parser.add_argument("-o", "--output", type=Path, help="config file (default: RUN_DIR/configs/<pick>.json)")
     parser.add_argument("--storage", help="the study's storage URL, when it is not RUN_DIR/study.db")
     parser.set_defaults(func=_run)
 
 
 def _run(args) -> int:
+    from autotune.commands.paths import writable_file
     from autotune.errors import UserError
     from autotune.export import choose_trial, export_trial
     from autotune.report import study_view
@@ -28,12 +31,14 @@ def _run(args) -> int:
 
     if not args.run_dir.is_dir():
         raise UserError(f"{args.run_dir} is not a directory; pass the --out directory of an `autotune run`")
+    if args.output is not None:
+        writable_file(args.output, "-o")  # before the study is read: a bad path fails first, in one line
     study = load_finished_study(args.run_dir, args.storage)
     if "settings" not in study.user_attrs:
         raise UserError(f"the study in {args.run_dir} has no trials yet; run `autotune run` first")
     view = study_view(study)
     trial, stem = choose_trial(view, args.pick, args.trial)
-    output = args.output or args.run_dir / "configs" / f"{stem}.json"
+    output = args.output or writable_file(args.run_dir / "configs" / f"{stem}.json", "the default output")
     backend = study.user_attrs.get("backend", {}).get("name", "unknown")
     for path in export_trial(view, trial, output, backend):
         print(path)

@@ -50,6 +50,7 @@ def register(subparsers) -> None:
 
 def _run(args) -> int:
     from autotune.commands.finish import build_report, export_picks
+    from autotune.commands.paths import writable_directory
     from autotune.errors import UserError
     from autotune.report.html import write_report_html
     from autotune.report.markdown import markdown_report
@@ -59,6 +60,8 @@ def _run(args) -> int:
     if not args.run_dir.is_dir():
         raise UserError(f"{args.run_dir} is not a directory; pass the --out directory of an `autotune run`")
     check_pick_options(args)
+    if args.html:
+        writable_directory(args.run_dir, "RUN_DIR", fix="--html writes report.html and configs/ there; drop --html or copy the run directory")
     study = load_finished_study(args.run_dir, args.storage)
     if "settings" not in study.user_attrs:
         raise UserError(f"the study in {args.run_dir} has no trials yet; run `autotune run` first")
