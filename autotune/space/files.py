@@ -41,6 +41,9 @@ class SearchSpace:
 
 _NODES_RANGE = re.compile(r"(\d+)-(\d+)")
 _NODES_HELP = "write e.g. --nodes 4 or --nodes 2-8"
+# Every node count multiplies the space: 3000 counts take minutes just to enumerate. A study over
+# more picks a few (nodes = [64, 128, 256] in a space file).
+MAX_NODE_COUNTS = 256
 
 
 def parse_nodes(text: str | int | None) -> tuple[int, ...] | None:
@@ -58,6 +61,11 @@ def parse_nodes(text: str | int | None) -> tuple[int, ...] | None:
         raise ConfigError(f"--nodes {raw!r} must be at least 1 (a range is LOW-HIGH with 1 <= LOW <= HIGH); {_NODES_HELP}")
     if low > high:
         raise ConfigError(f"--nodes {raw!r}: LOW {low} must not exceed HIGH {high}; write --nodes {high}-{low}")
+    if high - low + 1 > MAX_NODE_COUNTS:
+        raise ConfigError(
+            f"--nodes {raw!r} spans {high - low + 1} node counts, more than {MAX_NODE_COUNTS}; "
+            "narrow the range, or list a few counts in the space file (nodes = [64, 128, 256]) and leave out --nodes"
+        )
     return tuple(range(low, high + 1))
 
 
