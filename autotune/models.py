@@ -270,7 +270,7 @@ def load_model(name_or_path: str) -> ModelSpec:
     if name_or_path in PRESETS:
         return PRESETS[name_or_path]
     path = Path(name_or_path)
-    if path.suffix == ".json":
+    if path.suffix.lower() == ".json":
         origin = f"model file {path}"
         try:
             data = json.loads(path.read_text(), object_pairs_hook=_refuse_duplicate_keys)

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from autotune.commands.flags import whole_number_flag
+from autotune.commands.flags import path_flag, text_flag, whole_number_flag
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("export", help="write the DeepSpeed config of a pick or trial")
-    parser.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    parser.add_argument("run_dir", type=path_flag, metavar="RUN_DIR")
     choice = parser.add_mutually_exclusive_group()
     choice.add_argument(
         "--pick",
@@ -17,8 +15,8 @@ def register(subparsers) -> None:
         help="a recommended point (default: knee)",
     )
     choice.add_argument("--trial", type=whole_number_flag(low=0), help="any feasible trial by number")
-    parser.add_argument("-o", "--output", type=Path, help="config file (default: RUN_DIR/configs/<pick>.json)")
-    parser.add_argument("--storage", help="the study's storage URL, when it is not RUN_DIR/study.db")
+    parser.add_argument("-o", "--output", type=path_flag, help="config file (default: RUN_DIR/configs/<pick>.json)")
+    parser.add_argument("--storage", type=text_flag, help="the study's storage URL, when it is not RUN_DIR/study.db")
     parser.set_defaults(func=_run)
 
 

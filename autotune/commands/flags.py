@@ -7,6 +7,7 @@ is parsed, before any file is read or any study opened, with the wording of `aut
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from autotune.checks import number_problem
 
@@ -38,3 +39,18 @@ def number_flag(*, low=None, high=None, low_open: bool = False, integer: bool = 
 
 def whole_number_flag(*, low=None, high=None):
     return number_flag(low=low, high=high, integer=True)
+
+
+def text_flag(text: str) -> str:
+    """A name or path flag: an empty value (an unset shell variable, `--out ""`) is refused, not taken
+    as the current directory or as 'not given'."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty; give a value (an unset shell variable?)")
+    return text
+
+
+def path_flag(text: str) -> Path:
+    return Path(text_flag(text))
+
+
+text_flag.__name__ = path_flag.__name__ = "value"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from autotune.commands.flags import whole_number_flag
+from autotune.commands.flags import text_flag, whole_number_flag
 from autotune.errors import ConfigError
 from autotune.hardware import load_hardware
 from autotune.models import load_model
@@ -15,14 +15,14 @@ from autotune.workload import make_workload
 
 def add_study_options(parser: argparse.ArgumentParser) -> None:
     what = parser.add_argument_group("what to tune")
-    what.add_argument("--model", default="32b", help="preset (tiny, 7b, 32b, 72b) or a model JSON file (default: 32b)")
+    what.add_argument("--model", type=text_flag, default="32b", help="preset (tiny, 7b, 32b, 72b) or a model JSON file (default: 32b)")
     what.add_argument("--nodes", default=None, help="nodes, or a range such as 2-8 (default: 4, or the space file's list)")
-    what.add_argument("--hardware", default="gh200", help="profile (gh200, h100-sxm, cpu) or a TOML file (default: gh200)")
+    what.add_argument("--hardware", type=text_flag, default="gh200", help="profile (gh200, h100-sxm, cpu) or a TOML file (default: gh200)")
     what.add_argument(
         "--gpus-per-node", type=whole_number_flag(low=1), default=None,
         help="GPUs used per node, 1 to the profile's count (default: the whole node of the profile)",
     )
-    what.add_argument("--space", default=None, help="search-space TOML (default: search_spaces/default.toml)")
+    what.add_argument("--space", type=text_flag, default=None, help="search-space TOML (default: search_spaces/default.toml)")
     work = parser.add_argument_group("workload (the fixed work every candidate is measured on)")
     work.add_argument("--frames", type=whole_number_flag(low=1), help="video frames per sample")
     work.add_argument("--text-tokens", type=whole_number_flag(low=1), help="text tokens per sample")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
+from autotune.commands.flags import path_flag, text_flag
 
 FORMATS = ("table", "json", "md")
 
@@ -37,8 +37,8 @@ def check_pick_options(args: argparse.Namespace) -> None:
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("report", help="print the Pareto front and picks of a run directory")
-    parser.add_argument("run_dir", type=Path, metavar="RUN_DIR")
-    parser.add_argument("--storage", help="the study's storage URL, when it is not RUN_DIR/study.db")
+    parser.add_argument("run_dir", type=path_flag, metavar="RUN_DIR")
+    parser.add_argument("--storage", type=text_flag, help="the study's storage URL, when it is not RUN_DIR/study.db")
     parser.add_argument(
         "--format", choices=FORMATS, default="table",
         help="table (default, for the terminal), json (the pareto.json document) or md (Markdown, for an issue)",

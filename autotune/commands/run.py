@@ -7,7 +7,7 @@ import signal
 from pathlib import Path
 
 from autotune.backends.probe_options import probe_bounds
-from autotune.commands.flags import number_flag, whole_number_flag
+from autotune.commands.flags import number_flag, path_flag, text_flag, whole_number_flag
 from autotune.commands.options import add_study_options, build_settings
 from autotune.commands.report import add_pick_options
 
@@ -22,9 +22,9 @@ def register(subparsers) -> None:
     study = parser.add_argument_group("study")
     study.add_argument("--trials", type=whole_number_flag(low=1), default=30, help="candidates to evaluate in total, earlier runs included (default: 30)")
     study.add_argument("--seed", type=whole_number_flag(low=0, high=2**32 - 1), default=0, help="sampler seed: the same seed gives the same study (default: 0)")
-    study.add_argument("--out", type=Path, help="run directory (default: runs/<model>-<nodes>n)")
+    study.add_argument("--out", type=path_flag, help="run directory (default: runs/<model>-<nodes>n)")
     study.add_argument(
-        "--storage", help="Optuna storage URL instead of RUN_DIR/study.db; workers sharing one (postgresql://...) split the trials"
+        "--storage", type=text_flag, help="Optuna storage URL instead of RUN_DIR/study.db; workers sharing one (postgresql://...) split the trials"
     )
     study.add_argument("--objectives", choices=("time,energy", "time"), default="time,energy", help="what to minimise (default: time,energy)")
     probe = parser.add_argument_group("evaluation")
@@ -33,7 +33,7 @@ def register(subparsers) -> None:
         help="launch: real probe runs; simulate: the analytic model; auto (default): launch when the GPUs are here",
     )
     probe.add_argument("--launcher", choices=("auto", "torchrun", "deepspeed", "srun"), default="auto", help="how probes start (default: auto)")
-    probe.add_argument("--hostfile", type=Path, help="DeepSpeed hostfile for multi-node probes")
+    probe.add_argument("--hostfile", type=path_flag, help="DeepSpeed hostfile for multi-node probes")
     probe.add_argument("--probe-timeout", type=number_flag(**probe_bounds("probe_timeout_s")), default=900.0, help="seconds before a probe is killed (default: 900)")
     probe.add_argument("--warmup-steps", type=number_flag(**probe_bounds("warmup_steps")), default=2, help="optimizer steps before the measured window (default: 2)")
     probe.add_argument("--probe-steps", type=number_flag(**probe_bounds("probe_steps")), default=5, help="measured optimizer steps, at least (default: 5)")

@@ -123,7 +123,7 @@ def load_space(path: str | Path | None = None, nodes: tuple[int, ...] | None = N
     """Read a space file (default: search_spaces/default.toml); `nodes` from --nodes wins over the file."""
     path = Path(path) if path else DEFAULT_SPACE
     if not path.is_file():
-        what = "is a directory, not a file" if path.is_dir() else "does not exist"
+        what = "is a directory, not a file" if path.is_dir() else "is not a regular file" if path.exists() else "does not exist"
         raise ConfigError(f"space file {path} {what}; pass --space with a TOML file like search_spaces/default.toml")
     try:
         data = tomllib.loads(path.read_text())

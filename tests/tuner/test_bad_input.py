@@ -171,9 +171,10 @@ def test_model_file_that_is_not_a_model(tmp_path, text, words):
 
 
 def test_model_file_missing_or_a_directory(tmp_path):
-    with pytest.raises(ConfigError) as err:
-        load_model(str(tmp_path / "gone.json"))
-    assert_one_clear_line(str(err.value), "gone.json does not exist")
+    for gone in ("gone.json", "GONE.JSON"):
+        with pytest.raises(ConfigError) as err:
+            load_model(str(tmp_path / gone))
+        assert_one_clear_line(str(err.value), f"{gone} does not exist")
     (tmp_path / "dir.json").mkdir()
     with pytest.raises(ConfigError) as err:
         load_model(str(tmp_path / "dir.json"))
@@ -260,9 +261,10 @@ def test_space_file_that_is_not_a_space(tmp_path, text, words):
     refused_space(path, *words)
 
 
-def test_space_file_missing_or_a_directory(tmp_path):
+def test_space_file_missing_or_not_a_file(tmp_path):
     refused_space(tmp_path / "gone.toml", "does not exist")
     refused_space(tmp_path, "is a directory")
+    refused_space(Path("/dev/null"), "is not a regular file")
 
 
 @pytest.mark.parametrize("text, words", [
@@ -320,6 +322,18 @@ def test_numeric_flag_wrong_type_or_range(tmp_path, capsys, command, flag, value
     err = run_main([command, *extra, flag, value], capsys)
     assert_one_clear_line(err, flag)
     assert not out.exists()  # refused before any study or run directory was made
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "--out", ""], ["run", "--model", ""], ["run", "--hardware", " "], ["run", "--space", ""],
+    ["run", "--storage", ""], ["run", "--hostfile", ""], ["space", "--model", ""], ["report", ""],
+    ["report", "x", "--storage", ""], ["export", ""], ["export", "x", "-o", ""], ["export", "x", "--storage", ""],
+])
+def test_empty_name_or_path_is_refused_not_taken_as_here_or_default(tmp_path, capsys, monkeypatch, argv):
+    monkeypatch.chdir(tmp_path)
+    err = run_main(argv, capsys)
+    assert_one_clear_line(err, "is empty")
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("argv, words", [
