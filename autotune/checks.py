@@ -11,6 +11,10 @@ import math
 
 from autotune.errors import ConfigError
 
+# A count (layers, samples, steps) past this is a typo; past ~1e308 it would not even fit the floats
+# the simulator computes in. Files and flags use it as the upper bound of their whole numbers.
+MAX_COUNT = 10**12
+
 
 def _bound(number) -> str:
     return str(number) if isinstance(number, int) else f"{number:g}"  # 4294967295 in full, 0.5 not 0.500000
@@ -34,7 +38,7 @@ def number_problem(value, *, low=None, high=None, low_open: bool = False, intege
         return f"is not {'a whole number' if integer else 'a number'}; it must be {allowed}"
     if integer and not isinstance(value, int) and not (math.isfinite(value) and value == int(value)):
         return f"is not a whole number; it must be {allowed}"
-    if not math.isfinite(value):
+    if isinstance(value, float) and not math.isfinite(value):  # (an int is finite, and may exceed a float)
         return f"is not finite; it must be {allowed}"
     too_low = low is not None and (value <= low if low_open else value < low)
     if too_low or (high is not None and value > high):

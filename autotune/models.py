@@ -11,7 +11,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from autotune.checks import number_problem, refuse_unknown_keys
+from autotune.checks import MAX_COUNT, number_problem, refuse_unknown_keys
 from autotune.errors import ConfigError
 
 
@@ -141,6 +141,7 @@ _VISION_SIZES = ("hidden", "layers", "heads", "mlp", "patch", "image_size")
 _LLM_KEYS = (*_LLM_SIZES, "mrope_sections", "rope_theta", "tie_embeddings")
 _VISION_KEYS = (*_VISION_SIZES, "pool")
 _TOP_KEYS = ("name", "llm", "vision", "default_workload")
+_MAX_SIZE = MAX_COUNT
 _WORKLOAD_KEYS = ("frames", "text_tokens", "global_batch", "samples")
 
 
@@ -173,7 +174,7 @@ class _Reader:
 
     def sizes(self, part: dict, prefix: str, keys: tuple) -> dict:
         """Whole numbers >= 1 of the keys present (a missing one is refused by `require` or has a default)."""
-        return {key: self.number(f"{prefix}.{key}", part[key], low=1, integer=True) for key in keys if key in part}
+        return {key: self.number(f"{prefix}.{key}", part[key], low=1, high=_MAX_SIZE, integer=True) for key in keys if key in part}
 
     def require(self, part: dict, prefix: str, keys: tuple) -> None:
         missing = [key for key in keys if key not in part]
@@ -197,7 +198,9 @@ def _read_llm(reader: _Reader, data: dict) -> LLMSpec:
     sections = part["mrope_sections"]
     if not (isinstance(sections, list) and len(sections) == 3):
         reader.fail("llm.mrope_sections", sections, "is not a list of three whole numbers (time, height, width)")
-    values["mrope_sections"] = tuple(reader.number(f"llm.mrope_sections[{i}]", v, low=1, integer=True) for i, v in enumerate(sections))
+    values["mrope_sections"] = tuple(
+        reader.number(f"llm.mrope_sections[{i}]", v, low=1, high=_MAX_SIZE, integer=True) for i, v in enumerate(sections)
+    )
     if "rope_theta" in part:
         values["rope_theta"] = reader.number("llm.rope_theta", part["rope_theta"], low=0, low_open=True)
     if "tie_embeddings" in part:

@@ -4,15 +4,15 @@ from code) read, so the two can never disagree. Imports nothing heavy: `autotune
 
 from __future__ import annotations
 
-from autotune.checks import checked_number
+from autotune.checks import MAX_COUNT, checked_number
 
 # keyword of LaunchBackend -> (its flag, its bounds for checks.number_problem / checked_number)
 PROBE_OPTIONS: dict[str, tuple[str, dict]] = {
     "probe_timeout_s": ("--probe-timeout", {"low": 0, "low_open": True}),
-    "warmup_steps": ("--warmup-steps", {"low": 0, "integer": True}),
-    "probe_steps": ("--probe-steps", {"low": 1, "integer": True}),
+    "warmup_steps": ("--warmup-steps", {"low": 0, "high": MAX_COUNT, "integer": True}),
+    "probe_steps": ("--probe-steps", {"low": 1, "high": MAX_COUNT, "integer": True}),
     "probe_seconds": ("--probe-seconds", {"low": 0}),
-    "repeats": ("--repeats", {"low": 1, "integer": True}),
+    "repeats": ("--repeats", {"low": 1, "high": MAX_COUNT, "integer": True}),
 }
 
 

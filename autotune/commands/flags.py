@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from autotune.checks import number_problem
+from autotune.checks import MAX_COUNT, number_problem
 
 
 def _as_number(text: str, integer: bool):
@@ -37,7 +37,7 @@ def number_flag(*, low=None, high=None, low_open: bool = False, integer: bool = 
     return convert
 
 
-def whole_number_flag(*, low=None, high=None):
+def whole_number_flag(*, low=None, high=MAX_COUNT):
     return number_flag(low=low, high=high, integer=True)
 
 

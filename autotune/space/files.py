@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autotune.candidate import ACTIVATION_CHECKPOINTING, OPTIMIZER_OFFLOAD, SM_CLOCK_UNTOUCHED
+from autotune.checks import MAX_COUNT
 from autotune.errors import ConfigError
 
 DEFAULT_SPACE = Path(__file__).resolve().parents[2] / "search_spaces" / "default.toml"
@@ -59,6 +60,8 @@ def parse_nodes(text: str | int | None) -> tuple[int, ...] | None:
         raise ConfigError(f"--nodes {raw!r} is not a whole number or a range LOW-HIGH; {_NODES_HELP}")
     if low < 1:
         raise ConfigError(f"--nodes {raw!r} must be at least 1 (a range is LOW-HIGH with 1 <= LOW <= HIGH); {_NODES_HELP}")
+    if high > MAX_COUNT:
+        raise ConfigError(f"--nodes {raw!r} is more than {MAX_COUNT} nodes; {_NODES_HELP}")
     if low > high:
         raise ConfigError(f"--nodes {raw!r}: LOW {low} must not exceed HIGH {high}; write --nodes {high}-{low}")
     if high - low + 1 > MAX_NODE_COUNTS:
@@ -87,14 +90,14 @@ def _checked_value(origin: str, knob: str, value):
             raise _refused(origin, knob, value, f"which is not one of the allowed values {', '.join(map(_shown, allowed))}")
         return value
     if knob in _POSITIVE_INTS:
-        if not (_is_int(value) and value >= 1):
-            raise _refused(origin, knob, value, "which is not a whole number >= 1")
+        if not (_is_int(value) and 1 <= value <= MAX_COUNT):
+            raise _refused(origin, knob, value, f"which is not a whole number >= 1 and <= {MAX_COUNT}")
         return value
     if knob == "power_limit":
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
             raise _refused(origin, knob, value, "which is not a fraction of the default limit in (0, 1], e.g. [1.0, 0.9, 0.8]")
         return float(value)
-    if not (value == SM_CLOCK_UNTOUCHED or (_is_int(value) and value >= 1)):  # sm_clock_mhz
+    if not (value == SM_CLOCK_UNTOUCHED or (_is_int(value) and 1 <= value <= MAX_COUNT)):  # sm_clock_mhz
         raise _refused(origin, knob, value, f'which is not "{SM_CLOCK_UNTOUCHED}" or a clock in whole MHz >= 1, e.g. ["max", 1600]')
     return value
 

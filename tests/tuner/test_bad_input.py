@@ -41,6 +41,7 @@ def assert_one_clear_line(text: str, *must_contain: str) -> None:
 
 NOT_WHOLE_NUMBERS = [True, False, "4", 2.5, 2.0, None, [1], {}, math.nan, math.inf, -math.inf]
 BELOW_ONE = [0, -1]
+TOO_BIG = [10**13, 10**400]  # past 1e308 no float holds it: the simulator would overflow
 MODEL_SIZES = (
     [("llm", key) for key in ("hidden", "layers", "heads", "kv_heads", "ffn", "vocab")]
     + [("vision", key) for key in ("hidden", "layers", "heads", "mlp", "patch", "image_size", "pool")]
@@ -74,12 +75,12 @@ def test_a_preset_written_to_a_file_loads_back_unchanged(tmp_path):
 
 
 @pytest.mark.parametrize("part, key", MODEL_SIZES)
-@pytest.mark.parametrize("value", NOT_WHOLE_NUMBERS + BELOW_ONE)
+@pytest.mark.parametrize("value", NOT_WHOLE_NUMBERS + BELOW_ONE + TOO_BIG)
 def test_model_size_wrong_type_or_range(tmp_path, part, key, value):
     data = tiny()
     data[part][key] = value
     message = refused_model(tmp_path, data, f"{part}.{key} = ", "whole number")
-    assert ("out of range" in message) == (value in BELOW_ONE and not isinstance(value, bool))
+    assert ("out of range" in message) == (value in BELOW_ONE + TOO_BIG and not isinstance(value, bool))
 
 
 @pytest.mark.parametrize("value", NOT_WHOLE_NUMBERS + BELOW_ONE)
@@ -191,9 +192,9 @@ WRONG_SPACE_VALUES = {
     "zero_stage": ["true", "false", "1.0", '"1"', "4", "-1", "[1]"],
     "optimizer_offload": ["true", '"cpu"', "1", '["none"]', '"None"'],
     "activation_checkpointing": ["true", '"full"', "0"],
-    "sp_degree": ["0", "-1", "true", "2.0", '"2"', "[2]", "1.5"],
+    "sp_degree": ["0", "-1", "true", "2.0", '"2"', "[2]", "1.5", "10000000000000"],
     "micro_batch": ["0", "-2", "true", "2.0", '"2"', "[2]", "inf"],
-    "nodes": ["0", "-1", "true", "2.0", '"2"', "[2]", "nan"],
+    "nodes": ["0", "-1", "true", "2.0", '"2"', "[2]", "nan", "1" + "0" * 30],
     "power_limit": ["0", "1.5", "-0.5", "true", '"0.9"', "nan", "inf", "[0.9]"],
     "sm_clock_mhz": ['"min"', "0", "-1", "1600.5", "1600.0", "true", '["max"]', '"MAX"'],
 }
@@ -273,6 +274,7 @@ def test_space_file_missing_or_not_a_file(tmp_path):
     ("-2", ["must be at least 1"]), ("a-b", ["not a whole number or a range"]), ("1.5", ["not a whole number or a range"]),
     ("", ["not a whole number or a range"]), ("1--2", ["not a whole number or a range"]), ("4,8", ["not a whole number"]),
     ("1-3000", ["3000 node counts", "more than 256"]), ("x", ["not a whole number"]),
+    ("1" + "0" * 30, ["more than 1000000000000 nodes"]),
 ])
 def test_nodes_flag(text, words):
     with pytest.raises(ConfigError) as err:
@@ -287,7 +289,7 @@ def test_nodes_flag_accepts_numbers_and_ranges():
 # --- flags, in-process -------------------------------------------------------------------------
 
 STUDY = ["--model", "tiny", "--hardware", "cpu", "--nodes", "1"]
-NOT_WHOLE = ["x", "1.5", "nan", "inf", "", "1e400"]
+NOT_WHOLE = ["x", "1.5", "nan", "inf", "", "1e400", "1" + "0" * 400]
 
 
 def flag_cases():
