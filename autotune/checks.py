@@ -11,15 +11,39 @@ import math
 
 from autotune.errors import ConfigError
 
+# A count (layers, samples, steps) past this is a typo; past ~1e308 it would not even fit the floats
+# the simulator computes in. Files and flags use it as the upper bound of their whole numbers.
+MAX_COUNT = 10**12
+
+
+def _bound(number) -> str:
+    return str(number) if isinstance(number, int) else f"{number:g}"  # 4294967295 in full, 0.5 not 0.500000
+
 
 def _allowed(integer: bool, low, high, low_open: bool) -> str:
     kind = "a whole number" if integer else "a number"
     bounds = []
     if low is not None:
-        bounds.append(f"{'>' if low_open else '>='} {low:g}")
+        bounds.append(f"{'>' if low_open else '>='} {_bound(low)}")
     if high is not None:
-        bounds.append(f"<= {high:g}")
+        bounds.append(f"<= {_bound(high)}")
     return f"{kind} {' and '.join(bounds)}".strip()
+
+
+def number_problem(value, *, low=None, high=None, low_open: bool = False, integer: bool = False) -> str | None:
+    """Why `value` is not an allowed number ("is out of range; it must be a number > 0"), or None.
+    The wording every check of a file or a flag shares; booleans, NaN and infinities are refused."""
+    allowed = _allowed(integer, low, high, low_open)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"is not {'a whole number' if integer else 'a number'}; it must be {allowed}"
+    if integer and not isinstance(value, int) and not (math.isfinite(value) and value == int(value)):
+        return f"is not a whole number; it must be {allowed}"
+    if isinstance(value, float) and not math.isfinite(value):  # (an int is finite, and may exceed a float)
+        return f"is not finite; it must be {allowed}"
+    too_low = low is not None and (value <= low if low_open else value < low)
+    if too_low or (high is not None and value > high):
+        return f"is out of range; it must be {allowed}"
+    return None
 
 
 def checked_number(
@@ -36,22 +60,10 @@ def checked_number(
     """`value` as an int (integer=True) or float, or a ConfigError naming origin, key, value and range.
 
     Booleans are refused (TOML's `true` is not 1), and so are NaN and infinities."""
-    allowed = _allowed(integer, low, high, low_open)
-    suffix = f"; {fix}" if fix else ""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        what = "a whole number" if integer else "a number"
-        raise ConfigError(f"{origin}: {key} = {value!r} is not {what}; it must be {allowed}{suffix}")
-    if integer and not isinstance(value, int):
-        if not (math.isfinite(value) and value == int(value)):
-            raise ConfigError(f"{origin}: {key} = {value!r} is not a whole number; it must be {allowed}{suffix}")
-        value = int(value)
-    if not math.isfinite(value):
-        raise ConfigError(f"{origin}: {key} = {value!r} is not finite; it must be {allowed}{suffix}")
-    too_low = low is not None and (value <= low if low_open else value < low)
-    too_high = high is not None and value > high
-    if too_low or too_high:
-        raise ConfigError(f"{origin}: {key} = {value!r} is out of range; it must be {allowed}{suffix}")
-    return value if integer else float(value)
+    problem = number_problem(value, low=low, high=high, low_open=low_open, integer=integer)
+    if problem:
+        raise ConfigError(f"{origin}: {key} = {value!r} {problem}{f'; {fix}' if fix else ''}")
+    return int(value) if integer else float(value)
 
 
 def refuse_unknown_keys(origin: str, data: dict, known, fix: str) -> None:

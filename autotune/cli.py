@@ -16,8 +16,20 @@ from autotune.errors import UserError
 COMMANDS = ("run", "space", "report", "export", "sensors")
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """Usage mistakes read like every other bad input: one line naming the problem, exit 2.
+    (argparse's default prints the whole usage block first; `--help` still shows it.)"""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see `{self.prog} --help`)\n")
+
+
+def one_line(message: str) -> str:
+    return " ".join(part.strip() for part in str(message).splitlines() if part.strip())
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="autotune",
         description="Energy-aware DeepSpeed configuration autotuner for multimodal training.",
     )
@@ -37,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except UserError as exc:
-        print(f"autotune: error: {exc}", file=sys.stderr)
+        print(f"autotune: error: {one_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("autotune: interrupted; completed trials are kept, run the same command again to resume", file=sys.stderr)

@@ -11,6 +11,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from autotune.checks import MAX_COUNT, number_problem, refuse_unknown_keys
 from autotune.errors import ConfigError
 
 
@@ -133,43 +134,138 @@ PRESETS: dict[str, ModelSpec] = {
 }
 
 
-def _validate(spec: ModelSpec, origin: str) -> ModelSpec:
-    llm, vis = spec.llm, spec.vision
+_SCHEMA = "docs/model-schema.md"
+# Keys of each part of a model file, and what they must be; optional ones have defaults in the dataclasses.
+_LLM_SIZES = ("hidden", "layers", "heads", "kv_heads", "ffn", "vocab")
+_VISION_SIZES = ("hidden", "layers", "heads", "mlp", "patch", "image_size")
+_LLM_KEYS = (*_LLM_SIZES, "mrope_sections", "rope_theta", "tie_embeddings")
+_VISION_KEYS = (*_VISION_SIZES, "pool")
+_TOP_KEYS = ("name", "llm", "vision", "default_workload")
+_MAX_SIZE = MAX_COUNT
+_WORKLOAD_KEYS = ("frames", "text_tokens", "global_batch", "samples")
+
+
+class _Reader:
+    """Reads one model file's values, each checked for type and range, every error naming the file and key."""
+
+    def __init__(self, origin: str):
+        self.origin = origin
+
+    def fail(self, key: str, value, problem: str):
+        raise ConfigError(f"{self.origin}: {key} = {_shown(value)} {problem}; fix the file (schema: {_SCHEMA})")
+
+    def part(self, data: dict, key: str, known: tuple, required: bool) -> dict:
+        if key not in data:
+            if required:
+                raise ConfigError(f"{self.origin}: '{key}' is missing; it must be an object with {', '.join(known)} (schema: {_SCHEMA})")
+            return {}
+        if not isinstance(data[key], dict):
+            self.fail(key, data[key], "is not an object; it must be {...} with " + ", ".join(known))
+        refuse_unknown_keys(f"{self.origin}: {key}", data[key], known, f"fix the file (schema: {_SCHEMA})")
+        return data[key]
+
+    def number(self, key: str, value, **bounds):
+        problem = number_problem(value, **bounds)
+        if problem is None and bounds.get("integer") and isinstance(value, float):
+            problem = "is not a whole number; write it without a decimal point"  # 64.0 is a float in JSON
+        if problem:
+            self.fail(key, value, problem)
+        return int(value) if bounds.get("integer") else float(value)
+
+    def sizes(self, part: dict, prefix: str, keys: tuple) -> dict:
+        """Whole numbers >= 1 of the keys present (a missing one is refused by `require` or has a default)."""
+        return {key: self.number(f"{prefix}.{key}", part[key], low=1, high=_MAX_SIZE, integer=True) for key in keys if key in part}
+
+    def require(self, part: dict, prefix: str, keys: tuple) -> None:
+        missing = [key for key in keys if key not in part]
+        if missing:
+            raise ConfigError(f"{self.origin}: {', '.join(f'{prefix}.{k}' for k in missing)} missing; "
+                              f"{prefix} needs {', '.join(keys)} (schema: {_SCHEMA})")
+
+
+def _shown(value) -> str:
+    """A value as it reads in JSON (true, "x", [1, 2]), not as Python prints it."""
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _read_llm(reader: _Reader, data: dict) -> LLMSpec:
+    part = reader.part(data, "llm", _LLM_KEYS, required=True)
+    reader.require(part, "llm", (*_LLM_SIZES, "mrope_sections"))
+    values = reader.sizes(part, "llm", _LLM_SIZES)
+    sections = part["mrope_sections"]
+    if not (isinstance(sections, list) and len(sections) == 3):
+        reader.fail("llm.mrope_sections", sections, "is not a list of three whole numbers (time, height, width)")
+    values["mrope_sections"] = tuple(
+        reader.number(f"llm.mrope_sections[{i}]", v, low=1, high=_MAX_SIZE, integer=True) for i, v in enumerate(sections)
+    )
+    if "rope_theta" in part:
+        values["rope_theta"] = reader.number("llm.rope_theta", part["rope_theta"], low=0, low_open=True)
+    if "tie_embeddings" in part:
+        if not isinstance(part["tie_embeddings"], bool):
+            reader.fail("llm.tie_embeddings", part["tie_embeddings"], "is not true or false")
+        values["tie_embeddings"] = part["tie_embeddings"]
+    return LLMSpec(**values)
+
+
+def _read_vision(reader: _Reader, data: dict) -> VisionSpec:
+    part = reader.part(data, "vision", _VISION_KEYS, required=True)
+    reader.require(part, "vision", _VISION_SIZES)
+    return VisionSpec(**reader.sizes(part, "vision", _VISION_KEYS))
+
+
+def _read_default_workload(reader: _Reader, data: dict) -> dict:
+    part = reader.part(data, "default_workload", _WORKLOAD_KEYS, required=False)
+    values = reader.sizes(part, "default_workload", _WORKLOAD_KEYS)
+    if "samples" in values and "global_batch" in values and values["samples"] < values["global_batch"]:
+        reader.fail("default_workload.samples", values["samples"],
+                    f"is less than one global batch (default_workload.global_batch = {values['global_batch']})")
+    return values
+
+
+def _shape_problems(llm: LLMSpec, vis: VisionSpec) -> list[str]:
+    """Rules between the sizes: the trainer builds heads by splitting widths, and frames by patches."""
     problems = []
     if llm.hidden % llm.heads:
         problems.append(f"llm.hidden {llm.hidden} is not a multiple of llm.heads {llm.heads}")
-    if llm.heads % llm.kv_heads:
+    elif llm.heads % llm.kv_heads:
         problems.append(f"llm.heads {llm.heads} is not a multiple of llm.kv_heads {llm.kv_heads}")
-    if not problems and sum(llm.mrope_sections) * 2 != llm.head_dim:
-        problems.append(f"llm.mrope_sections {list(llm.mrope_sections)} must sum to head_dim/2 = {llm.head_dim // 2}")
+    elif sum(llm.mrope_sections) * 2 != llm.head_dim:
+        problems.append(
+            f"llm.mrope_sections {list(llm.mrope_sections)} sum to {sum(llm.mrope_sections)}, not to "
+            f"head_dim/2 = llm.hidden / llm.heads / 2 = {llm.head_dim / 2:g}"
+        )
     if vis.hidden % vis.heads:
         problems.append(f"vision.hidden {vis.hidden} is not a multiple of vision.heads {vis.heads}")
     if vis.image_size % vis.patch or vis.patches_per_side % vis.pool:
-        problems.append(
-            f"vision.image_size {vis.image_size} must be a multiple of patch*pool = {vis.patch * vis.pool}"
-        )
+        problems.append(f"vision.image_size {vis.image_size} is not a multiple of vision.patch * vision.pool = {vis.patch * vis.pool}")
+    return problems
+
+
+def model_from_json(data: dict, origin: str = "model", default_name: str = "custom") -> ModelSpec:
+    """A ModelSpec from the documented JSON schema; every value checked, unknown keys refused."""
+    reader = _Reader(origin)
+    if not isinstance(data, dict):
+        reader.fail("the top level", data, "is not an object; a model file is {\"llm\": {...}, \"vision\": {...}}")
+    refuse_unknown_keys(origin, data, _TOP_KEYS, f"fix the file (schema: {_SCHEMA})")
+    name = data.get("name", default_name)
+    if not isinstance(name, str) or not name.strip():
+        reader.fail("name", name, "is not a non-empty string")
+    llm, vision = _read_llm(reader, data), _read_vision(reader, data)
+    problems = _shape_problems(llm, vision)
     if problems:
-        raise ConfigError(f"model {origin}: {'; '.join(problems)}; fix the file (schema: docs/model-schema.md)")
-    return spec
+        raise ConfigError(f"{origin}: {'; '.join(problems)}; fix the file (schema: {_SCHEMA})")
+    return ModelSpec(name=name, llm=llm, vision=vision, default_workload=_read_default_workload(reader, data))
 
 
-def model_from_json(data: dict, origin: str = "<dict>") -> ModelSpec:
-    try:
-        llm = dict(data["llm"])
-        llm["mrope_sections"] = tuple(llm["mrope_sections"])
-        return _validate(
-            ModelSpec(
-                name=str(data.get("name", Path(origin).stem)),
-                llm=LLMSpec(**llm),
-                vision=VisionSpec(**data["vision"]),
-                default_workload=dict(data.get("default_workload", {})),
-            ),
-            origin,
-        )
-    except (KeyError, TypeError) as exc:
-        raise ConfigError(
-            f"model {origin}: missing or unknown field ({exc}); see docs/model-schema.md for the schema"
-        ) from None
+def _refuse_duplicate_keys(pairs: list) -> dict:
+    keys = [key for key, _ in pairs]
+    repeated = sorted({key for key in keys if keys.count(key) > 1})
+    if repeated:
+        raise ValueError(f"key(s) {', '.join(repeated)} appear more than once")
+    return dict(pairs)
 
 
 def load_model(name_or_path: str) -> ModelSpec:
@@ -177,13 +273,18 @@ def load_model(name_or_path: str) -> ModelSpec:
     if name_or_path in PRESETS:
         return PRESETS[name_or_path]
     path = Path(name_or_path)
-    if path.suffix == ".json" and path.exists():
+    if path.suffix.lower() == ".json":
+        origin = f"model file {path}"
         try:
-            data = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"model file {path}: not valid JSON ({exc}); fix the file") from None
-        return model_from_json(data, str(path))
+            data = json.loads(path.read_text(), object_pairs_hook=_refuse_duplicate_keys)
+        except FileNotFoundError:
+            raise ConfigError(f"{origin} does not exist; pass a preset ({', '.join(PRESETS)}) or an existing JSON file") from None
+        except OSError as exc:
+            raise ConfigError(f"{origin} cannot be read ({exc.strerror or exc}); pass a readable JSON file") from None
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, a repeated key
+            raise ConfigError(f"{origin} is not valid JSON ({exc}); fix the file (schema: {_SCHEMA})") from None
+        return model_from_json(data, origin, default_name=path.stem)
     raise ConfigError(
         f"unknown model '{name_or_path}': use one of {', '.join(PRESETS)} "
-        "or the path of a JSON model file (schema: docs/model-schema.md)"
+        f"or the path of a JSON model file (schema: {_SCHEMA})"
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
+from autotune.checks import checked_number
 from autotune.errors import ConfigError
 from autotune.models import ModelSpec
 
@@ -31,19 +32,36 @@ class Workload:
         return asdict(self)
 
 
+WORKLOAD_KEYS = ("frames", "text_tokens", "global_batch", "samples")
+PRECISIONS = ("bf16", "fp32")
+
+
 def make_workload(model: ModelSpec, **overrides) -> Workload:
-    """Defaults of the model (or the study's), with the user's options on top (None = keep default)."""
-    values = {**DEFAULT_WORKLOAD, **model.default_workload}
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    workload = Workload(**values)
-    for name in ("frames", "global_batch", "samples"):
-        if getattr(workload, name) < 1:
-            raise ConfigError(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(workload, name)})")
-    if workload.text_tokens < 1:
-        raise ConfigError(f"--text-tokens must be at least 1 (got {workload.text_tokens}): the loss is on text tokens")
-    if workload.precision not in (None, "bf16", "fp32"):
-        raise ConfigError(f"precision must be bf16 or fp32 (got {workload.precision!r})")
-    return workload
+    """Defaults of the model (or the study's), with the user's options on top (None = keep default).
+
+    The flags and the model file are each checked where they are read; here the values are checked
+    once more (for callers from code) and against each other, naming where each one came from."""
+    given = {k: v for k, v in overrides.items() if v is not None}
+    values = {**DEFAULT_WORKLOAD, **model.default_workload, **given}
+    for name in WORKLOAD_KEYS:
+        values[name] = checked_number("workload", name, values[name], low=1, integer=True)
+    if values.get("precision") not in (None, *PRECISIONS):
+        raise ConfigError(f"workload: precision = {values['precision']!r} is not allowed; it must be bf16 or fp32")
+    if values["samples"] < values["global_batch"]:
+        samples, batch = (_named(name, values, given, model) for name in ("samples", "global_batch"))
+        raise ConfigError(
+            f"{samples} is less than one global batch, {batch}: the job must run at least one optimizer step; "
+            f"pass --samples {values['global_batch']} or more, or a smaller --global-batch"
+        )
+    return Workload(**values)
+
+
+def _named(name: str, values: dict, given: dict, model: ModelSpec) -> str:
+    """A workload value with where it came from, so an error never blames a flag that was not given."""
+    if name in given:
+        return f"--{name.replace('_', '-')} {values[name]}"
+    where = f"from the default_workload of model {model.name}" if name in model.default_workload else "by default"
+    return f"{name} {values[name]} {where}"
 
 
 def with_precision(workload: Workload, cuda: bool) -> Workload:

@@ -18,10 +18,10 @@ from autotune.backends.launchers import (
     unreachable_reason,
 )
 from autotune.backends.probe_outcome import measured_figures, not_ok_result, ok_result, read_result
+from autotune.backends.probe_options import check_probe_options
 from autotune.backends.probe_process import ProbeProcess
 from autotune.candidate import Candidate
 from autotune.ds_config import deepspeed_config
-from autotune.errors import UserError
 
 __all__ = ["LaunchBackend", "ProbeInterrupted", "detect_launch_target"]
 
@@ -72,10 +72,9 @@ class LaunchBackend(Backend):
         kill_grace_s: float = 10.0,
         collective_timeout_s: float | None = None,
     ):
-        if repeats < 1:
-            raise UserError(f"--repeats must be at least 1 (got {repeats})")
-        if probe_timeout_s <= 0 or probe_steps < 1 or warmup_steps < 0:
-            raise UserError("probe timeout must be > 0 s, probe steps >= 1 and warm-up steps >= 0")
+        checked = check_probe_options(probe_timeout_s=probe_timeout_s, warmup_steps=warmup_steps,
+                                      probe_steps=probe_steps, probe_seconds=probe_seconds, repeats=repeats)
+        probe_timeout_s, warmup_steps, probe_steps, probe_seconds, repeats = checked.values()
         self.run_dir = Path(run_dir)
         self.hostfile = Path(hostfile) if hostfile is not None else None
         self.env = {k: str(v) for k, v in (env or {}).items()}

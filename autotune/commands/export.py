@@ -2,25 +2,26 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from autotune.commands.flags import path_flag, text_flag, whole_number_flag
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("export", help="write the DeepSpeed config of a pick or trial")
-    parser.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    parser.add_argument("run_dir", type=path_flag, metavar="RUN_DIR")
     choice = parser.add_mutually_exclusive_group()
     choice.add_argument(
         "--pick",
         choices=("fastest", "min-energy", "knee", "max-slowdown", "cost-weighted"),
         help="a recommended point (default: knee)",
     )
-    choice.add_argument("--trial", type=int, help="any feasible trial by number")
-    parser.add_argument("-o", "--output", type=Path, help="config file (default: RUN_DIR/configs/<pick>.json)")
-    parser.add_argument("--storage", help="the study's storage URL, when it is not RUN_DIR/study.db")
+    choice.add_argument("--trial", type=whole_number_flag(low=0), help="any feasible trial by number")
+    parser.add_argument("-o", "--output", type=path_flag, help="config file (default: RUN_DIR/configs/<pick>.json)")
+    parser.add_argument("--storage", type=text_flag, help="the study's storage URL, when it is not RUN_DIR/study.db")
     parser.set_defaults(func=_run)
 
 
 def _run(args) -> int:
+    from autotune.commands.paths import writable_file
     from autotune.errors import UserError
     from autotune.export import choose_trial, export_trial
     from autotune.report import study_view
@@ -28,12 +29,14 @@ def _run(args) -> int:
 
     if not args.run_dir.is_dir():
         raise UserError(f"{args.run_dir} is not a directory; pass the --out directory of an `autotune run`")
+    if args.output is not None:
+        writable_file(args.output, "-o")  # before the study is read: a bad path fails first, in one line
     study = load_finished_study(args.run_dir, args.storage)
     if "settings" not in study.user_attrs:
         raise UserError(f"the study in {args.run_dir} has no trials yet; run `autotune run` first")
     view = study_view(study)
     trial, stem = choose_trial(view, args.pick, args.trial)
-    output = args.output or args.run_dir / "configs" / f"{stem}.json"
+    output = args.output or writable_file(args.run_dir / "configs" / f"{stem}.json", "the default output")
     backend = study.user_attrs.get("backend", {}).get("name", "unknown")
     for path in export_trial(view, trial, output, backend):
         print(path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from autotune.commands.flags import text_flag, whole_number_flag
 from autotune.errors import ConfigError
 from autotune.hardware import load_hardware
 from autotune.models import load_model
@@ -14,25 +15,31 @@ from autotune.workload import make_workload
 
 def add_study_options(parser: argparse.ArgumentParser) -> None:
     what = parser.add_argument_group("what to tune")
-    what.add_argument("--model", default="32b", help="preset (tiny, 7b, 32b, 72b) or a model JSON file (default: 32b)")
+    what.add_argument("--model", type=text_flag, default="32b", help="preset (tiny, 7b, 32b, 72b) or a model JSON file (default: 32b)")
     what.add_argument("--nodes", default=None, help="nodes, or a range such as 2-8 (default: 4, or the space file's list)")
-    what.add_argument("--hardware", default="gh200", help="profile (gh200, h100-sxm, cpu) or a TOML file (default: gh200)")
-    what.add_argument("--gpus-per-node", type=int, default=0, help="GPUs used per node (default: the profile's node)")
-    what.add_argument("--space", default=None, help="search-space TOML (default: search_spaces/default.toml)")
+    what.add_argument("--hardware", type=text_flag, default="gh200", help="profile (gh200, h100-sxm, cpu) or a TOML file (default: gh200)")
+    what.add_argument(
+        "--gpus-per-node", type=whole_number_flag(low=1), default=None,
+        help="GPUs used per node, 1 to the profile's count (default: the whole node of the profile)",
+    )
+    what.add_argument("--space", type=text_flag, default=None, help="search-space TOML (default: search_spaces/default.toml)")
     work = parser.add_argument_group("workload (the fixed work every candidate is measured on)")
-    work.add_argument("--frames", type=int, help="video frames per sample")
-    work.add_argument("--text-tokens", type=int, help="text tokens per sample")
-    work.add_argument("--global-batch", type=int, help="samples per optimizer step (held fixed)")
-    work.add_argument("--samples", type=int, help="samples of the whole job: time and energy are to process these")
+    work.add_argument("--frames", type=whole_number_flag(low=1), help="video frames per sample")
+    work.add_argument("--text-tokens", type=whole_number_flag(low=1), help="text tokens per sample")
+    work.add_argument("--global-batch", type=whole_number_flag(low=1), help="samples per optimizer step (held fixed)")
+    work.add_argument("--samples", type=whole_number_flag(low=1), help="samples of the whole job: time and energy are to process these")
     work.add_argument("--precision", choices=("bf16", "fp32"), help="default: bf16 on CUDA hardware, fp32 on cpu")
 
 
 def build_settings(args: argparse.Namespace) -> StudySettings:
     model = load_model(args.model)
     hardware = load_hardware(args.hardware)
-    if args.gpus_per_node < 0 or args.gpus_per_node > hardware.gpus_per_node:
+    # Leaving the flag out means the profile's whole node; a given value is checked, never replaced.
+    gpus_per_node = hardware.gpus_per_node if args.gpus_per_node is None else args.gpus_per_node
+    if not 1 <= gpus_per_node <= hardware.gpus_per_node:
         raise ConfigError(
-            f"--gpus-per-node {args.gpus_per_node} is outside 1..{hardware.gpus_per_node} for hardware '{hardware.name}'"
+            f"--gpus-per-node {args.gpus_per_node} is outside 1..{hardware.gpus_per_node}, the GPUs of a "
+            f"node of hardware '{hardware.name}'; pass a count in that range, or leave the flag out to use the whole node"
         )
     nodes = parse_nodes(args.nodes)
     if nodes is None and args.space is None:
@@ -49,6 +56,6 @@ def build_settings(args: argparse.Namespace) -> StudySettings:
         model=model,
         hardware=hardware,
         workload=workload,
-        gpus_per_node=args.gpus_per_node or hardware.gpus_per_node,
+        gpus_per_node=gpus_per_node,
         space=load_space(args.space, nodes),
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
+from autotune.commands.flags import path_flag, text_flag
 
 FORMATS = ("table", "json", "md")
 
@@ -37,8 +37,8 @@ def check_pick_options(args: argparse.Namespace) -> None:
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("report", help="print the Pareto front and picks of a run directory")
-    parser.add_argument("run_dir", type=Path, metavar="RUN_DIR")
-    parser.add_argument("--storage", help="the study's storage URL, when it is not RUN_DIR/study.db")
+    parser.add_argument("run_dir", type=path_flag, metavar="RUN_DIR")
+    parser.add_argument("--storage", type=text_flag, help="the study's storage URL, when it is not RUN_DIR/study.db")
     parser.add_argument(
         "--format", choices=FORMATS, default="table",
         help="table (default, for the terminal), json (the pareto.json document) or md (Markdown, for an issue)",
@@ -50,6 +50,7 @@ def register(subparsers) -> None:
 
 def _run(args) -> int:
     from autotune.commands.finish import build_report, export_picks
+    from autotune.commands.paths import writable_directory
     from autotune.errors import UserError
     from autotune.report.html import write_report_html
     from autotune.report.markdown import markdown_report
@@ -59,6 +60,8 @@ def _run(args) -> int:
     if not args.run_dir.is_dir():
         raise UserError(f"{args.run_dir} is not a directory; pass the --out directory of an `autotune run`")
     check_pick_options(args)
+    if args.html:
+        writable_directory(args.run_dir, "RUN_DIR", fix="--html writes report.html and configs/ there; drop --html or copy the run directory")
     study = load_finished_study(args.run_dir, args.storage)
     if "settings" not in study.user_attrs:
         raise UserError(f"the study in {args.run_dir} has no trials yet; run `autotune run` first")

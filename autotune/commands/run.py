@@ -6,6 +6,8 @@ import argparse
 import signal
 from pathlib import Path
 
+from autotune.backends.probe_options import probe_bounds
+from autotune.commands.flags import number_flag, path_flag, text_flag, whole_number_flag
 from autotune.commands.options import add_study_options, build_settings
 from autotune.commands.report import add_pick_options
 
@@ -18,11 +20,11 @@ def register(subparsers) -> None:
     )
     add_study_options(parser)
     study = parser.add_argument_group("study")
-    study.add_argument("--trials", type=int, default=30, help="candidates to evaluate in total, earlier runs included (default: 30)")
-    study.add_argument("--seed", type=int, default=0, help="sampler seed: the same seed gives the same study (default: 0)")
-    study.add_argument("--out", type=Path, help="run directory (default: runs/<model>-<nodes>n)")
+    study.add_argument("--trials", type=whole_number_flag(low=1), default=30, help="candidates to evaluate in total, earlier runs included (default: 30)")
+    study.add_argument("--seed", type=whole_number_flag(low=0, high=2**32 - 1), default=0, help="sampler seed: the same seed gives the same study (default: 0)")
+    study.add_argument("--out", type=path_flag, help="run directory (default: runs/<model>-<nodes>n)")
     study.add_argument(
-        "--storage", help="Optuna storage URL instead of RUN_DIR/study.db; workers sharing one (postgresql://...) split the trials"
+        "--storage", type=text_flag, help="Optuna storage URL instead of RUN_DIR/study.db; workers sharing one (postgresql://...) split the trials"
     )
     study.add_argument("--objectives", choices=("time,energy", "time"), default="time,energy", help="what to minimise (default: time,energy)")
     probe = parser.add_argument_group("evaluation")
@@ -31,12 +33,12 @@ def register(subparsers) -> None:
         help="launch: real probe runs; simulate: the analytic model; auto (default): launch when the GPUs are here",
     )
     probe.add_argument("--launcher", choices=("auto", "torchrun", "deepspeed", "srun"), default="auto", help="how probes start (default: auto)")
-    probe.add_argument("--hostfile", type=Path, help="DeepSpeed hostfile for multi-node probes")
-    probe.add_argument("--probe-timeout", type=float, default=900.0, help="seconds before a probe is killed (default: 900)")
-    probe.add_argument("--warmup-steps", type=int, default=2, help="optimizer steps before the measured window (default: 2)")
-    probe.add_argument("--probe-steps", type=int, default=5, help="measured optimizer steps, at least (default: 5)")
-    probe.add_argument("--probe-seconds", type=float, default=0.0, help="measured window, at least this long (default: 0)")
-    probe.add_argument("--repeats", type=int, default=1, help="probes per candidate, to measure noise (default: 1)")
+    probe.add_argument("--hostfile", type=path_flag, help="DeepSpeed hostfile for multi-node probes")
+    probe.add_argument("--probe-timeout", type=number_flag(**probe_bounds("probe_timeout_s")), default=900.0, help="seconds before a probe is killed (default: 900)")
+    probe.add_argument("--warmup-steps", type=number_flag(**probe_bounds("warmup_steps")), default=2, help="optimizer steps before the measured window (default: 2)")
+    probe.add_argument("--probe-steps", type=number_flag(**probe_bounds("probe_steps")), default=5, help="measured optimizer steps, at least (default: 5)")
+    probe.add_argument("--probe-seconds", type=number_flag(**probe_bounds("probe_seconds")), default=0.0, help="measured window, at least this long (default: 0)")
+    probe.add_argument("--repeats", type=number_flag(**probe_bounds("repeats")), default=1, help="probes per candidate, to measure noise (default: 1)")
     probe.add_argument(
         "--allow-estimated-energy", action="store_true",
         help="accept energy estimated from the hardware profile where no sensor exists (labelled estimated)",
@@ -51,18 +53,12 @@ def default_run_dir(args: argparse.Namespace) -> Path:
     return Path("runs") / f"{model}-{nodes}n"
 
 
-def _check_probe_options(args: argparse.Namespace) -> None:
+def _check_hostfile(args: argparse.Namespace) -> None:
+    """Numbers were checked while parsing (flags.py, backends/probe_options.py); files are checked here."""
     from autotune.errors import UserError
 
-    if args.trials < 1:
-        raise UserError(f"--trials must be at least 1 (got {args.trials})")
-    for name in ("repeats", "probe_steps"):
-        if getattr(args, name) < 1:
-            raise UserError(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(args, name)})")
-    if args.warmup_steps < 0 or args.probe_seconds < 0 or args.probe_timeout <= 0:
-        raise UserError("--warmup-steps and --probe-seconds must be >= 0 and --probe-timeout > 0")
     if args.hostfile is not None and not args.hostfile.is_file():
-        raise UserError(f"--hostfile {args.hostfile} does not exist; write a DeepSpeed hostfile (one 'host slots=N' per line)")
+        raise UserError(f"--hostfile {args.hostfile} is not a file; write a DeepSpeed hostfile (one 'host slots=N' per line)")
 
 
 def _raise_interrupt(signum, frame):
@@ -74,22 +70,22 @@ def _run(args: argparse.Namespace) -> int:
 
     from autotune.backends.select import check_energy_objective, choose_backend
     from autotune.commands.finish import finish_run
+    from autotune.commands.paths import writable_directory
     from autotune.commands.progress import trial_progress
     from autotune.commands.report import check_pick_options
-    from autotune.errors import UserError
     from autotune.study import open_study
     from autotune.study.loop import make_sampler, run_study, valid_checks
 
-    _check_probe_options(args)
+    _check_hostfile(args)
     check_pick_options(args)
     settings = build_settings(args)
     console = Console(stderr=True)
     run_dir = args.out or default_run_dir(args)
-    if run_dir.exists() and not run_dir.is_dir():
-        raise UserError(f"--out {run_dir} is a file, not a directory; choose another --out")
     checks = valid_checks(settings)
     backend = choose_backend(args, run_dir, max(settings.space.nodes), settings.gpus_per_node)
     check_energy_objective(backend, args.objectives, args.allow_estimated_energy)
+    # Before any study is opened or probe started: a path that cannot be written fails now, in one line.
+    writable_directory(run_dir, "--out" if args.out else "run directory", fix="pass --out with a writable directory")
     study = open_study(run_dir, args.storage, make_sampler(args.seed, args.trials), len(args.objectives.split(",")))
     run_dir.mkdir(parents=True, exist_ok=True)  # reports and exports land here whatever the storage
     console.print(f"backend: {backend.describe()}")

@@ -9,23 +9,24 @@ from __future__ import annotations
 import json
 import time
 
+from autotune.commands.flags import number_flag
+
+_MAX_SAMPLE_S = 86400.0  # a day: longer is a typo, and time.sleep overflows on huge values
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("sensors", help="list the energy and power sources of this machine")
     parser.add_argument("--json", action="store_true", help="print a JSON list")
-    parser.add_argument("--sample", type=float, metavar="SECONDS",
+    parser.add_argument("--sample", type=number_flag(low=0, low_open=True, high=_MAX_SAMPLE_S), metavar="SECONDS",
                         help="sample every available source for SECONDS and add its mean power (W)")
-    parser.add_argument("--period", type=float, default=0.1, metavar="SECONDS",
+    parser.add_argument("--period", type=number_flag(low=0, low_open=True, high=_MAX_SAMPLE_S), default=0.1, metavar="SECONDS",
                         help="sampling period for --sample (default 0.1)")
     parser.set_defaults(func=_run)
 
 
 def _run(args) -> int:
-    from autotune.errors import UserError
     from autotune.measure import EnergyWindow, discover, sysfs_root
 
-    if args.sample is not None and args.sample <= 0:
-        raise UserError(f"--sample must be a positive number of seconds, got {args.sample}")
     found = discover()
     rows = []
     for status in found.statuses:

@@ -15,7 +15,7 @@ from autotune.study.loop import make_sampler
 
 
 class _Args:
-    model, hardware, gpus_per_node, space = "32b", "gh200", 0, None
+    model, hardware, gpus_per_node, space = "32b", "gh200", None, None
     frames = text_tokens = global_batch = samples = precision = None
 
     def __init__(self, nodes="4"):

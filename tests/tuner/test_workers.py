@@ -94,7 +94,7 @@ def test_a_dead_workers_trial_is_retried_by_another(postgres_url, tmp_path, monk
     monkeypatch.setenv("AUTOTUNE_HEARTBEAT_GRACE_S", "2")
 
     class Args:
-        model, nodes, hardware, gpus_per_node, space = "32b", "2-8", "gh200", 0, None
+        model, nodes, hardware, gpus_per_node, space = "32b", "2-8", "gh200", None, None
         frames = text_tokens = global_batch = samples = precision = None
 
     settings = build_settings(Args())

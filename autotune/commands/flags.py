@@ -1,0 +1,56 @@
+"""Argparse types for numeric flags: each value is checked for type and range while the command line
+is parsed, before any file is read or any study opened, with the wording of `autotune.checks`:
+
+    --repeats 0   ->  autotune run: error: argument --repeats: '0' is out of range; it must be a whole number >= 1
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from autotune.checks import MAX_COUNT, number_problem
+
+
+def _as_number(text: str, integer: bool):
+    """int or float as written, else the text itself (which number_problem then refuses)."""
+    for convert in ((int, float) if integer else (float,)):
+        try:
+            return convert(text)
+        except ValueError:
+            continue
+    return text
+
+
+def number_flag(*, low=None, high=None, low_open: bool = False, integer: bool = False):
+    """An argparse `type=`: the flag's text as an int (integer=True) or a float within the bounds.
+    NaN and infinities are refused, and so is '1.5' where a whole number belongs."""
+
+    def convert(text: str):
+        value = _as_number(text.strip(), integer)
+        problem = number_problem(value, low=low, high=high, low_open=low_open, integer=integer)
+        if problem:
+            raise argparse.ArgumentTypeError(f"{text!r} {problem}")
+        return int(value) if integer else float(value)
+
+    convert.__name__ = "whole number" if integer else "number"  # argparse names the type in some errors
+    return convert
+
+
+def whole_number_flag(*, low=None, high=MAX_COUNT):
+    return number_flag(low=low, high=high, integer=True)
+
+
+def text_flag(text: str) -> str:
+    """A name or path flag: an empty value (an unset shell variable, `--out ""`) is refused, not taken
+    as the current directory or as 'not given'."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty; give a value (an unset shell variable?)")
+    return text
+
+
+def path_flag(text: str) -> Path:
+    return Path(text_flag(text))
+
+
+text_flag.__name__ = path_flag.__name__ = "value"

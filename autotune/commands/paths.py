@@ -1,0 +1,52 @@
+"""Output paths checked before any work: a run directory or an export file that cannot be written is
+one line and exit 2 before a study is opened or a probe started, not a traceback at the end."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from autotune.errors import UserError
+
+
+def _directory_problem(path: Path) -> str | None:
+    """Create `path` (and its parents) if needed and prove a file can be written there; else why not.
+
+    Trying is the only honest test: permission bits say nothing to root, and /proc, read-only mounts
+    or a full disk refuse whoever asks."""
+    blocker = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        return f"{blocker} is a file, not a directory"
+    created = [p for p in (path, *path.parents) if not p.exists()]
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        for made in created:  # leave nothing behind of a directory we could not use
+            try:
+                made.rmdir()
+            except OSError:
+                break
+        return f"cannot write in {path} ({exc.strerror or exc})"
+    return None
+
+
+def writable_directory(path: Path, what: str, fix: str = "choose a writable directory") -> Path:
+    """`path` as a directory files can be written in, created if needed; `what` names it ("--out")."""
+    path = Path(path)
+    problem = _directory_problem(path)
+    if problem:
+        raise UserError(f"{what} {path}: {problem}; {fix}")
+    return path
+
+
+def writable_file(path: Path, what: str) -> Path:
+    """`path` as a file that can be written: not a directory, in a writable directory (created if needed)."""
+    path = Path(path)
+    if path.is_dir() or str(path).endswith("/"):
+        raise UserError(f"{what} {path} is a directory; give a file name such as {path / 'knee.json'}")
+    problem = _directory_problem(path.parent)
+    if problem:
+        raise UserError(f"{what} {path}: {problem}; choose a writable path")
+    return path

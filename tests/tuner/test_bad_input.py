@@ -1,0 +1,515 @@
+"""Bad input of every kind: each wrong value of every field of a model file, a space file and every
+numeric or path flag is refused with one line naming where it came from, exit status 2, and no study
+created or changed (issue 12).
+
+Three layers, fastest first: the file loaders called directly (hundreds of cases), the command line
+in-process (`autotune.cli.main`, every flag), and a representative set through the real command as a
+subprocess, which also proves that no traceback reaches the terminal and that an existing study.db is
+left byte for byte as it was.
+"""
+
+import copy
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autotune.cli import main
+from autotune.commands.paths import writable_directory, writable_file
+from autotune.errors import ConfigError, UserError
+from autotune.models import PRESETS, load_model
+from autotune.space import load_space, parse_nodes
+
+# What no user-facing reason may contain: Python's own words about our code.
+PYTHON_LEAKS = ("Traceback", "__init__", "positional argument", "keyword argument", "object has no attribute",
+                "NoneType", "unhashable", "not subscriptable", "invalid literal", "Error:")
+
+
+def assert_one_clear_line(text: str, *must_contain: str) -> None:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    assert len(lines) == 1, text
+    for leak in PYTHON_LEAKS:
+        assert leak not in lines[0], lines[0]
+    for part in must_contain:
+        assert part in lines[0], (part, lines[0])
+
+
+# --- model files -------------------------------------------------------------------------------
+
+NOT_WHOLE_NUMBERS = [True, False, "4", 2.5, 2.0, None, [1], {}, math.nan, math.inf, -math.inf]
+BELOW_ONE = [0, -1]
+TOO_BIG = [10**13, 10**400]  # past 1e308 no float holds it: the simulator would overflow
+MODEL_SIZES = (
+    [("llm", key) for key in ("hidden", "layers", "heads", "kv_heads", "ffn", "vocab")]
+    + [("vision", key) for key in ("hidden", "layers", "heads", "mlp", "patch", "image_size", "pool")]
+    + [("default_workload", key) for key in ("frames", "text_tokens", "global_batch", "samples")]
+)
+
+
+def write_model(tmp_path: Path, data, name="m.json") -> Path:
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else json.dumps(data))  # NaN/Infinity as Python's json writes them
+    return path
+
+
+def refused_model(tmp_path, data, *must_contain):
+    path = write_model(tmp_path, data)
+    with pytest.raises(ConfigError) as err:
+        load_model(str(path))
+    assert_one_clear_line(str(err.value), str(path), *must_contain)
+    return str(err.value)
+
+
+def tiny() -> dict:
+    return copy.deepcopy(PRESETS["tiny"].to_json())
+
+
+def test_a_preset_written_to_a_file_loads_back_unchanged(tmp_path):
+    for name, spec in PRESETS.items():
+        data = spec.to_json()
+        data.pop("name")
+        assert load_model(str(write_model(tmp_path, data, f"{name}.json"))) == spec
+
+
+@pytest.mark.parametrize("part, key", MODEL_SIZES)
+@pytest.mark.parametrize("value", NOT_WHOLE_NUMBERS + BELOW_ONE + TOO_BIG)
+def test_model_size_wrong_type_or_range(tmp_path, part, key, value):
+    data = tiny()
+    data[part][key] = value
+    message = refused_model(tmp_path, data, f"{part}.{key} = ", "whole number")
+    assert ("out of range" in message) == (value in BELOW_ONE + TOO_BIG and not isinstance(value, bool))
+
+
+@pytest.mark.parametrize("value", NOT_WHOLE_NUMBERS + BELOW_ONE)
+def test_mrope_section_wrong_type_or_range(tmp_path, value):
+    data = tiny()
+    data["llm"]["mrope_sections"][1] = value
+    refused_model(tmp_path, data, "llm.mrope_sections[1] = ")
+
+
+@pytest.mark.parametrize("value", [[2, 6], [2, 3, 3, 0], "2,3,3", 8, None, {}])
+def test_mrope_sections_not_three_numbers(tmp_path, value):
+    data = tiny()
+    data["llm"]["mrope_sections"] = value
+    refused_model(tmp_path, data, "llm.mrope_sections = ", "three whole numbers")
+
+
+@pytest.mark.parametrize("key, value, allowed", [
+    ("rope_theta", 0, "> 0"), ("rope_theta", -1e6, "> 0"), ("rope_theta", True, "a number"),
+    ("rope_theta", "1e6", "a number"), ("rope_theta", None, "a number"), ("rope_theta", math.nan, "finite"),
+    ("rope_theta", math.inf, "finite"), ("tie_embeddings", 1, "true or false"), ("tie_embeddings", "false", "true or false"),
+    ("tie_embeddings", None, "true or false"),
+])
+def test_llm_optional_values(tmp_path, key, value, allowed):
+    data = tiny()
+    data["llm"][key] = value
+    refused_model(tmp_path, data, f"llm.{key} = ", allowed)
+
+
+@pytest.mark.parametrize("value", [3, "", "  ", None, [], {}])
+def test_model_name_must_be_a_string(tmp_path, value):
+    data = tiny()
+    data["name"] = value
+    refused_model(tmp_path, data, "name = ", "non-empty string")
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda d: d["llm"].update(heads=3), ["llm.hidden 64", "multiple of llm.heads 3"]),
+    (lambda d: d["llm"].update(kv_heads=3), ["multiple of llm.kv_heads 3"]),
+    (lambda d: d["llm"].update(mrope_sections=[2, 2, 2]), ["mrope_sections [2, 2, 2]", "head_dim/2", "= 8"]),
+    (lambda d: d["llm"].update(hidden=60, heads=4, mrope_sections=[3, 4, 4]), ["head_dim/2", "7.5"]),
+    (lambda d: d["vision"].update(hidden=33), ["vision.hidden 33", "vision.heads 2"]),
+    (lambda d: d["vision"].update(image_size=50), ["vision.image_size 50", "= 28"]),
+    (lambda d: d["vision"].update(pool=3), ["vision.image_size 56", "= 42"]),
+    (lambda d: d["vision"].update(patch=100), ["vision.image_size 56", "= 200"]),
+    (lambda d: d["default_workload"].update(samples=4), ["default_workload.samples = 4", "global batch"]),
+])
+def test_model_shape_rules(tmp_path, change, words):
+    data = tiny()
+    change(data)
+    refused_model(tmp_path, data, *words)
+
+
+@pytest.mark.parametrize("where", ["", "llm", "vision", "default_workload"])
+def test_unknown_key_at_every_level(tmp_path, where):
+    data = tiny()
+    (data[where] if where else data)["layer"] = 2
+    refused_model(tmp_path, data, "unknown key(s) layer", "allowed:")
+
+
+@pytest.mark.parametrize("part, key", [("", "llm"), ("", "vision")] + [
+    ("llm", k) for k in ("hidden", "layers", "heads", "kv_heads", "ffn", "vocab", "mrope_sections")
+] + [("vision", k) for k in ("hidden", "layers", "heads", "mlp", "patch", "image_size")])
+def test_missing_key(tmp_path, part, key):
+    data = tiny()
+    (data[part] if part else data).pop(key)
+    refused_model(tmp_path, data, key, "missing")
+
+
+@pytest.mark.parametrize("part", ["llm", "vision", "default_workload"])
+@pytest.mark.parametrize("value", [[1], 3, "x", None])
+def test_part_is_not_an_object(tmp_path, part, value):
+    data = tiny()
+    data[part] = value
+    refused_model(tmp_path, data, f"{part} = ", "is not an object")
+
+
+@pytest.mark.parametrize("text, words", [
+    ("[1, 2]", ["the top level = [1, 2]", "not an object"]),
+    ("3", ["not an object"]),
+    ('"tiny"', ["not an object"]),
+    ("null", ["not an object"]),
+    ("{", ["not valid JSON"]),
+    ("", ["not valid JSON"]),
+    ('{"llm": {}, "llm": {}}', ["not valid JSON", "llm appear more than once"]),
+    (b"\xff\xfe{".decode("latin-1"), ["not valid JSON"]),
+])
+def test_model_file_that_is_not_a_model(tmp_path, text, words):
+    refused_model(tmp_path, text, *words)
+
+
+def test_model_file_missing_or_a_directory(tmp_path):
+    for gone in ("gone.json", "GONE.JSON"):
+        with pytest.raises(ConfigError) as err:
+            load_model(str(tmp_path / gone))
+        assert_one_clear_line(str(err.value), f"{gone} does not exist")
+    (tmp_path / "dir.json").mkdir()
+    with pytest.raises(ConfigError) as err:
+        load_model(str(tmp_path / "dir.json"))
+    assert_one_clear_line(str(err.value), "dir.json cannot be read")
+
+
+# --- space files -------------------------------------------------------------------------------
+
+SPACE = {
+    "zero_stage": "[0, 1]", "optimizer_offload": '["none"]', "activation_checkpointing": '["none"]',
+    "sp_degree": "[1]", "micro_batch": "[1, 2]", "nodes": "[1]", "power_limit": "[1.0]", "sm_clock_mhz": '["max"]',
+}
+WRONG_SPACE_VALUES = {
+    "zero_stage": ["true", "false", "1.0", '"1"', "4", "-1", "[1]"],
+    "optimizer_offload": ["true", '"cpu"', "1", '["none"]', '"None"'],
+    "activation_checkpointing": ["true", '"full"', "0"],
+    "sp_degree": ["0", "-1", "true", "2.0", '"2"', "[2]", "1.5", "10000000000000"],
+    "micro_batch": ["0", "-2", "true", "2.0", '"2"', "[2]", "inf"],
+    "nodes": ["0", "-1", "true", "2.0", '"2"', "[2]", "nan", "1" + "0" * 30],
+    "power_limit": ["0", "1.5", "-0.5", "true", '"0.9"', "nan", "inf", "[0.9]"],
+    "sm_clock_mhz": ['"min"', "0", "-1", "1600.5", "1600.0", "true", '["max"]', '"MAX"'],
+}
+
+
+def write_space(tmp_path: Path, **changes) -> Path:
+    values = {**SPACE, **changes}
+    path = tmp_path / "space.toml"
+    path.write_text("".join(f"{knob} = {value}\n" for knob, value in values.items() if value is not None))
+    return path
+
+
+def refused_space(path: Path, *must_contain, nodes=None):
+    with pytest.raises(ConfigError) as err:
+        load_space(path, nodes)
+    assert_one_clear_line(str(err.value), str(path), *must_contain)
+    return str(err.value)
+
+
+def test_the_sample_space_loads(tmp_path):
+    space = load_space(write_space(tmp_path))
+    assert space.zero_stage == (0, 1) and space.power_limit == (1.0,) and space.nodes == (1,)
+
+
+@pytest.mark.parametrize("knob, value", [(k, v) for k, values in WRONG_SPACE_VALUES.items() for v in values])
+def test_space_value_of_wrong_type_or_range(tmp_path, knob, value):
+    path = write_space(tmp_path, **{knob: f"[{value}]"})
+    shown = json.dumps(__import__("tomllib").loads(f"v = {value}")["v"])
+    refused_space(path, f"'{knob}' has {shown}, which is not")
+
+
+@pytest.mark.parametrize("knob", list(SPACE))
+@pytest.mark.parametrize("value", ["1", '"none"', "[]", "{a = 1}", "true", "2026-01-01"])
+def test_space_knob_is_not_a_list(tmp_path, knob, value):
+    refused_space(write_space(tmp_path, **{knob: value}), f"'{knob}' = ", "is not a non-empty list")
+
+
+@pytest.mark.parametrize("knob, value", [
+    ("zero_stage", "[1, 0, 1]"), ("optimizer_offload", '["none", "none"]'), ("micro_batch", "[2, 2]"),
+    ("power_limit", "[1, 1.0]"), ("sm_clock_mhz", '["max", 1600, 1600]'), ("nodes", "[1, 1]"),
+])
+def test_space_value_listed_twice(tmp_path, knob, value):
+    refused_space(write_space(tmp_path, **{knob: value}), f"'{knob}' lists", "more than once")
+
+
+@pytest.mark.parametrize("knob", ["zero_stage", "optimizer_offload", "activation_checkpointing", "sp_degree", "micro_batch"])
+def test_space_required_knob_missing(tmp_path, knob):
+    refused_space(write_space(tmp_path, **{knob: None}), f"'{knob}' is missing")
+
+
+def test_space_nodes_are_checked_even_where_the_flag_wins(tmp_path):
+    refused_space(write_space(tmp_path, nodes="[true]"), "'nodes' has true", nodes=(2,))
+    assert load_space(write_space(tmp_path, nodes="[8]"), (2,)).nodes == (2,)
+
+
+@pytest.mark.parametrize("text, words", [
+    ("zero_stage = [0]\nzero_stages = [1]\n", ["unknown key(s) zero_stages"]),
+    ("[space]\nzero_stage = [0]\n", ["unknown key(s) space"]),
+    ("zero_stage = ", ["not valid TOML"]),
+    ("zero_stage = [0]\nzero_stage = [1]\n", ["not valid TOML"]),
+])
+def test_space_file_that_is_not_a_space(tmp_path, text, words):
+    path = tmp_path / "space.toml"
+    path.write_text(text)
+    refused_space(path, *words)
+
+
+def test_space_file_missing_or_not_a_file(tmp_path):
+    refused_space(tmp_path / "gone.toml", "does not exist")
+    refused_space(tmp_path, "is a directory")
+    refused_space(Path("/dev/null"), "is not a regular file")
+
+
+@pytest.mark.parametrize("text, words", [
+    ("0", ["must be at least 1"]), ("-3", ["must be at least 1"]), ("0-4", ["must be at least 1"]),
+    ("8-2", ["LOW 8 must not exceed HIGH 2", "--nodes 2-8"]), ("2-", ["not a whole number or a range"]),
+    ("-2", ["must be at least 1"]), ("a-b", ["not a whole number or a range"]), ("1.5", ["not a whole number or a range"]),
+    ("", ["not a whole number or a range"]), ("1--2", ["not a whole number or a range"]), ("4,8", ["not a whole number"]),
+    ("1-3000", ["3000 node counts", "more than 256"]), ("x", ["not a whole number"]),
+    ("1" + "0" * 30, ["more than 1000000000000 nodes"]),
+])
+def test_nodes_flag(text, words):
+    with pytest.raises(ConfigError) as err:
+        parse_nodes(text)
+    assert_one_clear_line(str(err.value), f"--nodes {text!r}", *words)
+
+
+def test_nodes_flag_accepts_numbers_and_ranges():
+    assert parse_nodes("4") == (4,) and parse_nodes(" 2-4 ") == (2, 3, 4) and parse_nodes(None) is None
+
+
+# --- flags, in-process -------------------------------------------------------------------------
+
+STUDY = ["--model", "tiny", "--hardware", "cpu", "--nodes", "1"]
+NOT_WHOLE = ["x", "1.5", "nan", "inf", "", "1e400", "1" + "0" * 400]
+
+
+def flag_cases():
+    cases = []
+    for flag, low in [("--trials", 1), ("--seed", 0), ("--warmup-steps", 0), ("--probe-steps", 1), ("--repeats", 1),
+                      ("--gpus-per-node", 1), ("--frames", 1), ("--text-tokens", 1), ("--global-batch", 1), ("--samples", 1)]:
+        cases += [("run", flag, value) for value in [*NOT_WHOLE, str(low - 1), "-5"]]
+    for flag in ("--probe-timeout", "--probe-seconds"):
+        cases += [("run", flag, value) for value in ["x", "nan", "inf", "-inf", "-1"]]
+    cases += [("run", "--probe-timeout", "0"), ("run", "--seed", str(2**32))]
+    cases += [("run", "--max-slowdown", v) for v in ["x", "0.99", "0", "nan", "inf", "-1"]]
+    cases += [("run", "--eta", v) for v in ["x", "-0.1", "1.01", "nan", "inf"]]
+    cases += [("space", flag, v) for flag in ("--gpus-per-node", "--frames", "--samples") for v in ["0", "x", "2.5"]]
+    cases += [("sensors", flag, v) for flag in ("--sample", "--period") for v in ["0", "-1", "x", "nan", "inf", "1e9"]]
+    return cases
+
+
+def run_main(argv, capsys) -> str:
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse refuses while parsing
+        code = exc.code
+    captured = capsys.readouterr()
+    assert code == 2, captured
+    return captured.err
+
+
+@pytest.mark.parametrize("command, flag, value", flag_cases())
+def test_numeric_flag_wrong_type_or_range(tmp_path, capsys, command, flag, value):
+    out = tmp_path / "run"
+    extra = [*STUDY, "--out", str(out)] if command == "run" else STUDY if command == "space" else []
+    err = run_main([command, *extra, flag, value], capsys)
+    assert_one_clear_line(err, flag)
+    assert not out.exists()  # refused before any study or run directory was made
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "--out", ""], ["run", "--model", ""], ["run", "--hardware", " "], ["run", "--space", ""],
+    ["run", "--storage", ""], ["run", "--hostfile", ""], ["space", "--model", ""], ["report", ""],
+    ["report", "x", "--storage", ""], ["export", ""], ["export", "x", "-o", ""], ["export", "x", "--storage", ""],
+])
+def test_empty_name_or_path_is_refused_not_taken_as_here_or_default(tmp_path, capsys, monkeypatch, argv):
+    monkeypatch.chdir(tmp_path)
+    err = run_main(argv, capsys)
+    assert_one_clear_line(err, "is empty")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--gpus-per-node", "3"], ["--gpus-per-node 3 is outside 1..2", "'cpu'"]),
+    (["--samples", "4"], ["--samples 4 is less than one global batch", "global_batch 8 from the default_workload of model tiny"]),
+    (["--global-batch", "128"], ["samples 64 from the default_workload of model tiny", "--global-batch 128"]),
+    (["--samples", "16", "--global-batch", "32"], ["--samples 16", "--global-batch 32"]),
+    (["--nodes", "8-2"], ["LOW 8 must not exceed HIGH 2"]),
+    (["--hostfile", "missing-hostfile"], ["--hostfile missing-hostfile is not a file"]),
+])
+def test_flags_that_disagree_with_each_other_or_the_profile(tmp_path, capsys, argv, words):
+    out = tmp_path / "run"
+    err = run_main(["run", *STUDY, "--out", str(out), *argv], capsys)
+    assert_one_clear_line(err, *words)
+    assert not out.exists()
+
+
+def test_gpus_per_node_left_out_means_the_profile_node(tmp_path, capsys):
+    from autotune.cli import build_parser
+    from autotune.commands.options import build_settings
+
+    args = build_parser().parse_args(["space", *STUDY])
+    assert args.gpus_per_node is None and build_settings(args).gpus_per_node == 2
+
+
+def test_model_or_space_errors_name_the_file_never_a_flag(tmp_path, capsys):
+    data = tiny()
+    data["default_workload"]["frames"] = 0
+    model = write_model(tmp_path, data)
+    err = run_main(["run", "--model", str(model), "--hardware", "cpu", "--nodes", "1", "--out", str(tmp_path / "r")], capsys)
+    assert_one_clear_line(err, str(model), "default_workload.frames = 0")
+    assert "--frames" not in err
+    space = write_space(tmp_path, micro_batch="[0]")
+    err = run_main(["space", "--model", "tiny", "--hardware", "cpu", "--space", str(space)], capsys)
+    assert_one_clear_line(err, str(space), "'micro_batch' has 0")
+    assert "--" not in err.split("see ")[0]
+
+
+# --- output paths ------------------------------------------------------------------------------
+
+def unwritable_dirs(tmp_path: Path) -> list[tuple[Path, str]]:
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    return [(afile, "afile is a file"), (afile / "sub", "afile is a file"), (Path("/proc/autotune-x"), "cannot write in")]
+
+
+def test_output_directory_that_cannot_be_written(tmp_path):
+    for path, words in unwritable_dirs(tmp_path):
+        with pytest.raises(UserError) as err:
+            writable_directory(path, "--out")
+        assert_one_clear_line(str(err.value), f"--out {path}", words)
+    assert writable_directory(tmp_path / "a" / "b", "--out").is_dir()
+
+
+def test_output_file_that_cannot_be_written(tmp_path):
+    for path, words in [*unwritable_dirs(tmp_path), (tmp_path, "is a directory")]:
+        with pytest.raises(UserError) as err:
+            writable_file(path / "x.json" if "file" in words or "write" in words else path, "-o")
+        assert_one_clear_line(str(err.value), "-o", words)
+
+
+def test_nothing_of_a_refused_directory_is_left_behind(tmp_path):
+    import os
+
+    if os.geteuid() == 0:
+        pytest.skip("root writes in a read-only directory")
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    with pytest.raises(UserError, match="cannot write in"):
+        writable_directory(locked / "a" / "b", "--out")
+    assert list(locked.iterdir()) == []
+
+
+# --- the probe options: one table for the command line and the launch backend ------------------
+
+@pytest.mark.parametrize("keyword, value, flag", [
+    ("repeats", 0, "--repeats"), ("probe_steps", 0, "--probe-steps"), ("warmup_steps", -1, "--warmup-steps"),
+    ("probe_timeout_s", 0, "--probe-timeout"), ("probe_seconds", math.nan, "--probe-seconds"), ("repeats", True, "--repeats"),
+])
+def test_launch_backend_refuses_what_the_flag_refuses(tmp_path, capsys, keyword, value, flag):
+    from autotune.backends.launch import LaunchBackend
+
+    with pytest.raises(ConfigError) as err:
+        LaunchBackend(run_dir=tmp_path, **{keyword: value})
+    assert_one_clear_line(str(err.value), f"{flag} = {value!r}")
+    assert_one_clear_line(run_main(["run", *STUDY, "--out", str(tmp_path / "r"), flag, str(value)], capsys), flag)
+
+
+# --- through the real command, as a user runs it ------------------------------------------------
+
+def autotune(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "autotune.cli", *map(str, args)],
+                          capture_output=True, text=True, timeout=60, cwd=cwd)
+
+
+@pytest.fixture(scope="module")
+def existing_run(tmp_path_factory):
+    """A finished study: bad input pointed at it must leave study.db byte for byte as it was."""
+    out = tmp_path_factory.mktemp("existing") / "run"
+    done = autotune("run", *STUDY, "--trials", "2", "--backend", "simulate", "--out", out, cwd=out.parent)
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def _bad_model(tmp_path):
+    data = tiny()
+    data["llm"]["layers"] = 0
+    return write_model(tmp_path, data)
+
+
+CLI_CASES = [
+    (["run", "--model", "{model}"], "llm.layers = 0"),
+    (["run", "--model", "{tmp}/gone.json"], "does not exist"),
+    (["run", "--space", "{space}"], "'zero_stage' has true"),
+    (["space", "--space", "{space}"], "'zero_stage' has true"),
+    (["run", "--nodes", "8-2"], "LOW 8 must not exceed HIGH 2"),
+    (["run", "--nodes", "0"], "--nodes '0' must be at least 1"),
+    (["run", "--nodes", "a-b"], "not a whole number or a range"),
+    (["run", "--gpus-per-node", "0"], "--gpus-per-node: '0' is out of range"),
+    (["run", "--gpus-per-node", "3"], "outside 1..2"),
+    (["run", "--samples", "4"], "less than one global batch"),
+    (["run", "--frames", "0"], "--frames"),
+    (["run", "--text-tokens", "-1"], "--text-tokens"),
+    (["run", "--global-batch", "1.5"], "--global-batch"),
+    (["run", "--trials", "0"], "--trials"),
+    (["run", "--trials", "x"], "--trials: 'x' is not a whole number"),
+    (["run", "--seed", "-1"], "--seed"),
+    (["run", "--probe-timeout", "nan"], "--probe-timeout: 'nan' is not finite"),
+    (["run", "--probe-seconds", "-1"], "--probe-seconds"),
+    (["run", "--repeats", "0"], "--repeats"),
+    (["run", "--warmup-steps", "-1"], "--warmup-steps"),
+    (["run", "--probe-steps", "0"], "--probe-steps"),
+    (["run", "--max-slowdown", "0.9"], "--max-slowdown"),
+    (["run", "--eta", "1.5"], "--eta"),
+    (["run", "--bogus-flag", "1"], "unrecognized arguments"),
+    (["report", "{existing}", "--eta", "nan"], "--eta"),
+    (["report", "{existing}", "--max-slowdown", "x"], "--max-slowdown"),
+    (["export", "{existing}", "--trial", "-1"], "--trial"),
+    (["export", "{existing}", "--trial", "99"], "trial 99 is not a feasible"),
+    (["export", "{existing}", "-o", "{tmp}"], "is a directory"),
+    (["export", "{existing}", "-o", "{tmp}/afile/x.json"], "afile is a file"),
+    (["export", "{existing}", "-o", "/proc/autotune-x/x.json"], "cannot write in"),
+    (["sensors", "--sample", "0"], "--sample"),
+    (["sensors", "--period", "inf"], "--period"),
+]
+
+
+@pytest.mark.parametrize("argv, words", CLI_CASES)
+def test_through_the_command_line_leaves_the_study_untouched(tmp_path, existing_run, argv, words):
+    model, space = _bad_model(tmp_path), write_space(tmp_path, zero_stage="[true]")
+    (tmp_path / "afile").write_text("")
+    fill = {"{model}": model, "{space}": space, "{tmp}": tmp_path, "{existing}": existing_run}
+    argv = [_filled(part, fill) for part in argv]
+    if argv[0] == "run":  # the study options not given in the case, and the existing study as --out
+        pairs = zip(STUDY[::2], STUDY[1::2])
+        argv += [*(part for flag, value in pairs if flag not in argv for part in (flag, value)), "--out", str(existing_run)]
+    before = (existing_run / "study.db").read_bytes()
+    result = autotune(*argv, cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert_one_clear_line(result.stderr, words)
+    assert (existing_run / "study.db").read_bytes() == before
+
+
+@pytest.mark.parametrize("out", ["{tmp}/afile", "{tmp}/afile/run", "/proc/autotune-x"])
+def test_unwritable_out_is_refused_before_a_study_exists(tmp_path, out):
+    (tmp_path / "afile").write_text("")
+    out = out.replace("{tmp}", str(tmp_path))
+    result = autotune("run", *STUDY, "--trials", "1", "--out", out, cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert_one_clear_line(result.stderr, f"--out {out}")
+    assert not list(tmp_path.rglob("study.db"))
+
+
+def _filled(part: str, fill: dict) -> str:
+    for key, value in fill.items():
+        part = part.replace(key, str(value))
+    return part
