@@ -63,6 +63,11 @@ class Backend(abc.ABC):
         keeps files; a backend that keeps none ignores it.
         """
 
+    def device_settings_available(self) -> tuple[bool, str]:
+        """Optional hook: whether candidates may set power limits and SM clocks, and the reason when
+        not (the study then keeps those knobs untouched). Backends that change no device: (True, "")."""
+        return True, ""
+
     def describe(self) -> str:
         """One line for the user: what this backend does and why it was chosen."""
         return self.name

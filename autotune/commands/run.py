@@ -65,6 +65,24 @@ def _check_probe_options(args: argparse.Namespace) -> None:
         raise UserError(f"--hostfile {args.hostfile} does not exist; write a DeepSpeed hostfile (one 'host slots=N' per line)")
 
 
+def keep_device_knobs_if_unsettable(settings, backend, console):
+    """Where the backend cannot set power limits or clocks (no NVML, no permission), those knobs stay
+    untouched and the rest of the space is searched: said once, before any candidate is enumerated."""
+    from dataclasses import replace
+
+    from autotune.candidate import SM_CLOCK_UNTOUCHED
+
+    space = settings.space
+    untouched = space.power_limit == (1.0,) and space.sm_clock_mhz == (SM_CLOCK_UNTOUCHED,)
+    if untouched or not settings.hardware.cuda:  # without CUDA the validity rules refuse each, with the reason
+        return settings
+    settable, reason = backend.device_settings_available()
+    if settable:
+        return settings
+    console.print(f"[yellow]warning: power_limit stays 1.0 and sm_clock_mhz stays max for this study: {reason}[/]")
+    return replace(settings, space=replace(space, power_limit=(1.0,), sm_clock_mhz=(SM_CLOCK_UNTOUCHED,)))
+
+
 def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt  # SIGTERM (scancel, kill) stops a run like Ctrl-C: the probe is killed, trials kept
 
@@ -87,8 +105,9 @@ def _run(args: argparse.Namespace) -> int:
     run_dir = args.out or default_run_dir(args)
     if run_dir.exists() and not run_dir.is_dir():
         raise UserError(f"--out {run_dir} is a file, not a directory; choose another --out")
-    checks = valid_checks(settings)
     backend = choose_backend(args, run_dir, max(settings.space.nodes), settings.gpus_per_node)
+    settings = keep_device_knobs_if_unsettable(settings, backend, console)
+    checks = valid_checks(settings)
     check_energy_objective(backend, args.objectives, args.allow_estimated_energy)
     study = open_study(run_dir, args.storage, make_sampler(args.seed, args.trials), len(args.objectives.split(",")))
     run_dir.mkdir(parents=True, exist_ok=True)  # reports and exports land here whatever the storage
