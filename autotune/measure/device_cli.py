@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
 import sys
 from pathlib import Path
 
@@ -31,9 +32,9 @@ def _parser() -> argparse.ArgumentParser:
     apply = commands.add_parser("apply", help="set the power limit (fraction of the default) and SM clock cap")
     apply.add_argument("--power-limit", type=float, default=1.0, help="fraction of each device's default limit")
     apply.add_argument("--sm-clock-mhz", type=_clock, default=SM_CLOCK_UNTOUCHED, help="SM clock cap, or max")
-    apply.add_argument("--record", type=Path, required=True, help="where the previous values are kept")
+    apply.add_argument("--record", required=True, help="where the previous values are kept ({host}: this host's name)")
     restore = commands.add_parser("restore", help="put back what `apply` recorded")
-    restore.add_argument("--record", type=Path, required=True)
+    restore.add_argument("--record", required=True)
     show = commands.add_parser("show", help="each device's power limits and clocks")
     show.add_argument("--json", action="store_true")
     return parser
@@ -71,6 +72,8 @@ def run(args: argparse.Namespace, api) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if getattr(args, "record", None) is not None:  # one record per node when several share a directory
+        args.record = Path(args.record.replace("{host}", socket.gethostname()))
     if args.command == "apply" and not args.power_limit > 0.0:
         print(f"error: --power-limit must be a positive fraction of the default limit, got {args.power_limit}", file=sys.stderr)
         return 2
