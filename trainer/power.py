@@ -12,7 +12,9 @@ Ways out and who restores:
 - SIGKILL, or a rank stuck in a collective past the grace: nothing in-process can run; the launch
   backend compares every local device with the values it recorded before the study and restores.
 
-A run whose knobs leave power and clock untouched touches nothing (NVML is not even loaded).
+A run whose knobs leave power and clock untouched touches nothing (NVML is not even loaded). Under
+`srun --gpu-freq` (AUTOTUNE_SM_CLOCK_SET_BY=srun, set by the launch backend) SLURM applies and resets
+the clock: the probe then leaves the clock alone and records who set it.
 """
 
 from __future__ import annotations
@@ -22,17 +24,26 @@ import signal
 import sys
 from contextlib import contextmanager
 
-from autotune.candidate import Candidate
+from dataclasses import replace
+
+from autotune.candidate import SM_CLOCK_UNTOUCHED, Candidate
 from trainer.distributed import LaunchEnv
 
 APPLIED_BY = "local rank 0 of each node, for the devices CUDA_VISIBLE_DEVICES names there"
+SM_CLOCK_SET_BY_ENV = "AUTOTUNE_SM_CLOCK_SET_BY"  # autotune.backends.launchers sets it for srun --gpu-freq
+
+
+def clock_set_by_launcher() -> str | None:
+    return os.environ.get(SM_CLOCK_SET_BY_ENV) or None
 
 
 class DeviceSettingsGuard:
     """Applies a candidate's limit and clock on this node; `restore()` is idempotent and signal-safe."""
 
     def __init__(self, candidate: Candidate, env: LaunchEnv):
-        self.knobs, self.env = candidate.knobs, env
+        self.asked, self.env = candidate.knobs, env
+        # What NVML must do here: the clock is not ours when the launcher set it.
+        self.knobs = replace(self.asked, sm_clock_mhz=SM_CLOCK_UNTOUCHED) if clock_set_by_launcher() else self.asked
         self.api = None
         self.records: list[dict] = []
         self.error: str | None = None
@@ -49,7 +60,7 @@ class DeviceSettingsGuard:
         from autotune.measure import device_control as dc
         from autotune.measure.errors import DeviceControlError, SourceUnavailable
 
-        self._previous_handler = signal.signal(signal.SIGTERM, self._on_sigterm)
+        self._previous_handler = signal.signal(signal.SIGTERM, self._on_sigterm) or signal.SIG_DFL
         try:
             self.api = dc.nvml_api()
             self.api.init()
@@ -79,7 +90,7 @@ class DeviceSettingsGuard:
                     self.api.shutdown()
                 except Exception:  # noqa: BLE001
                     pass
-            if self._previous_handler is not None:
+            if self._previous_handler is not None:  # SIG_DFL stands for a handler installed outside Python
                 signal.signal(signal.SIGTERM, self._previous_handler)
 
     def _on_sigterm(self, signum, frame) -> None:
@@ -88,7 +99,7 @@ class DeviceSettingsGuard:
 
     def summary(self) -> dict | None:
         """This node's part of result.json's `device_settings`; None when the knobs touch nothing."""
-        if not self.knobs.changes_device_settings:
+        if not self.asked.changes_device_settings:
             return None
         return {"node_rank": self.env.node_rank, "devices": self.records, "error": self.error}
 
@@ -97,8 +108,11 @@ def device_settings_block(candidate: Candidate, node_parts: list[dict]) -> dict 
     """result.json's `device_settings`: what was asked, who applied it, each node's devices."""
     if not candidate.knobs.changes_device_settings:
         return None
-    return {"power_limit": candidate.knobs.power_limit, "sm_clock_mhz": candidate.knobs.sm_clock_mhz,
-            "applied_by": APPLIED_BY, "nodes": [p for p in node_parts if p is not None]}
+    block = {"power_limit": candidate.knobs.power_limit, "sm_clock_mhz": candidate.knobs.sm_clock_mhz,
+             "applied_by": APPLIED_BY, "nodes": [p for p in node_parts if p is not None]}
+    if clock_set_by_launcher() and candidate.knobs.sm_clock_mhz != SM_CLOCK_UNTOUCHED:
+        block["sm_clock_set_by"] = f"{clock_set_by_launcher()} --gpu-freq={candidate.knobs.sm_clock_mhz}"
+    return block
 
 
 def agree_or_refuse(guard: DeviceSettingsGuard, env: LaunchEnv) -> None:

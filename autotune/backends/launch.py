@@ -104,6 +104,9 @@ class LaunchBackend(Backend):
         also records every local device's settings before the study."""
         return self._devices.available()
 
+    def sets_clock_itself(self) -> bool:
+        return self.launcher == "srun"  # srun --gpu-freq (autotune/backends/launchers.py)
+
     def abort(self) -> None:
         """Kill the running probe's process group (if any); see the class docstring."""
         self._aborted = True

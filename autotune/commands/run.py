@@ -79,8 +79,12 @@ def keep_device_knobs_if_unsettable(settings, backend, console):
     settable, reason = backend.device_settings_available()
     if settable:
         return settings
-    console.print(f"[yellow]warning: power_limit stays 1.0 and sm_clock_mhz stays max for this study: {reason}[/]")
-    return replace(settings, space=replace(space, power_limit=(1.0,), sm_clock_mhz=(SM_CLOCK_UNTOUCHED,)))
+    untouched = {"power_limit": (1.0,)}
+    if not backend.sets_clock_itself():
+        untouched["sm_clock_mhz"] = (SM_CLOCK_UNTOUCHED,)
+    kept = " and ".join(f"{knob} stays {values[0]}" for knob, values in untouched.items())
+    console.print(f"[yellow]warning: {kept} for this study: {reason}[/]")
+    return replace(settings, space=replace(space, **untouched))
 
 
 def _raise_interrupt(signum, frame):

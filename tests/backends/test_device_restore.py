@@ -4,6 +4,7 @@ kept untouched (said once, the rest of the space searched) where they cannot be 
 from __future__ import annotations
 
 import io
+import os
 import sys
 import textwrap
 
@@ -84,6 +85,7 @@ def test_without_permission_the_study_keeps_the_knobs_untouched_and_searches_the
     narrowed = keep_device_knobs_if_unsettable(settings, backend, Console(file=out, width=300))
     warning = out.getvalue()
     assert warning.count("warning") == 1 and "root or CAP_SYS_ADMIN" in warning
+    assert "power_limit stays 1.0 and sm_clock_mhz stays max" in warning
     assert narrowed.space.power_limit == (1.0,) and narrowed.space.sm_clock_mhz == ("max",)
     assert narrowed.space.zero_stage == settings.space.zero_stage  # the rest of the space is untouched
     assert fake.changes == []
@@ -104,3 +106,31 @@ def test_with_permission_the_space_is_kept_and_the_devices_recorded(fake_gpus, m
     out = io.StringIO()
     assert keep_device_knobs_if_unsettable(settings, make_launch_backend(env_extra=env), Console(file=out)) is settings
     assert out.getvalue() == "" and fake.device(0)["limit_mw"] == 700_000
+
+
+def test_under_srun_the_clock_stays_searchable_without_permission(tmp_path, fake_gpus, make_launch_backend, monkeypatch):
+    from autotune.backends.launchers import SM_CLOCK_SET_BY_ENV, build_plan
+    from autotune.commands.run import keep_device_knobs_if_unsettable
+    from dataclasses import replace
+
+    from autotune.space import SearchSpace
+
+    fake, env = fake_gpus
+    fake.permission = False
+    monkeypatch.setenv("SLURM_JOB_ID", "42")
+    monkeypatch.setenv("SLURM_NNODES", "1")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "srun").write_text("#!/bin/sh\n")  # never run: only found on PATH
+    (tmp_path / "bin" / "srun").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    settings = _h100_settings()
+    settings = replace(settings, space=replace(settings.space, sm_clock_mhz=("max", 1500)))
+    assert isinstance(settings.space, SearchSpace)
+    backend = make_launch_backend(env_extra=env, launcher="srun")
+    out = io.StringIO()
+    narrowed = keep_device_knobs_if_unsettable(settings, backend, Console(file=out, width=300))
+    assert narrowed.space.power_limit == (1.0,) and narrowed.space.sm_clock_mhz == ("max", 1500)
+    assert "power_limit stays 1.0 for this study" in out.getvalue()
+    candidate = narrowed.candidate({**narrowed.candidate({}).knobs.to_dict(), "sm_clock_mhz": 1500})
+    plan = build_plan("srun", candidate, ["--out", "r.json"], python="py", hostfile=None, environ={})
+    assert "--gpu-freq=1500" in plan.command and plan.env[SM_CLOCK_SET_BY_ENV] == "srun"

@@ -93,3 +93,13 @@ def test_untouched_knobs_touch_nothing(tmp_path):
     done, result = _probe(tmp_path, state, [])
     assert result["status"] == "ok", done.stderr[-3000:]
     assert "device_settings" not in result and fake.changes == []
+
+
+def test_a_clock_set_by_srun_is_left_to_slurm(tmp_path):
+    fake, state = _fake(tmp_path)
+    done, result = _probe(tmp_path, state, ["--power-limit", "0.9", "--sm-clock-mhz", "1500"],
+                          AUTOTUNE_SM_CLOCK_SET_BY="srun")
+    assert result["status"] == "ok", done.stderr[-3000:]
+    assert result["device_settings"]["sm_clock_set_by"] == "srun --gpu-freq=1500"
+    assert result["device_settings"]["nodes"][0]["devices"][0]["sm_clock_cap_mhz"] is None
+    assert fake.changes == [["limit", 0, 612_000, True], ["limit", 0, 680_000, True]]  # no lock, no reset
