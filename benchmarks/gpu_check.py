@@ -47,13 +47,14 @@ class Checks:
     def left_s(self) -> float:
         return BUDGET_S - (time.monotonic() - self.started)
 
-    def run(self, name: str, command: list[str], timeout_s: float, env: dict | None = None) -> subprocess.CompletedProcess | None:
-        """A subprocess with its log in OUT/<name>.log; None (and the check failed) on a timeout."""
+    def run(self, name: str, command: list[str], timeout_s: float, stdout: Path | None = None) -> subprocess.CompletedProcess | None:
+        """A subprocess with its log in OUT/<name>.log (stdout in `stdout` if given); None (and the check
+        failed) on a timeout."""
         timeout_s = max(1.0, min(timeout_s, self.left_s()))
-        with open(self.out / f"{name}.log", "w") as log:
+        with open(self.out / f"{name}.log", "w") as log, open(stdout or os.devnull, "w") as out:
             try:
-                return subprocess.run(command, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
-                                      stdout=log, stderr=subprocess.STDOUT, text=True, timeout=timeout_s)
+                return subprocess.run(command, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+                                      stdout=out if stdout else log, stderr=log, text=True, timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 self.record(name, "failed", reason=f"timed out after {timeout_s:.0f} s (see {name}.log)")
                 return None
@@ -150,9 +151,10 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     checks = Checks(args.out)
 
-    done = checks.run("sensors", [sys.executable, "-m", "autotune.cli", "sensors", "--json", "--sample", "2"], 60)
+    target = args.out / "sensors.json"
+    done = checks.run("sensors", [sys.executable, "-m", "autotune.cli", "sensors", "--json", "--sample", "2"], 60, stdout=target)
     if done is not None:
-        sensors = json.loads((args.out / "sensors.log").read_text()) if done.returncode == 0 else {}
+        sensors = json.loads(target.read_text()) if done.returncode == 0 else {}
         checks.record("sensors", "ok" if sensors.get("devices") else "failed", devices=sensors.get("devices"),
                       settable=sensors.get("device_settings_settable"), reason=sensors.get("device_settings_reason"))
 
