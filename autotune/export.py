@@ -12,6 +12,7 @@ from pathlib import Path
 
 from autotune.ds_config import deepspeed_config, launch_command
 from autotune.errors import UserError
+from autotune.export_device import device_script
 from autotune.report.picks import PICK_FILES
 from autotune.report.study_points import StudyView
 
@@ -32,8 +33,9 @@ def choose_trial(view: StudyView, pick: str | None, trial: int | None) -> tuple[
     return view.picks[key], pick or "knee"
 
 
-def export_trial(view: StudyView, trial: int, config_path: Path, backend: str) -> list[Path]:
-    """Write the config, the candidate file and the launch command; returns the paths written."""
+def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, launcher: str = "auto") -> list[Path]:
+    """Write the config, the candidate file and the launch command; returns the paths written.
+    `launcher` "srun" applies an SM clock cap through `srun --gpu-freq` (autotune/export_device.py)."""
     point = view.point(trial)
     candidate = view.settings.candidate(point.params)
     config = deepspeed_config(candidate)
@@ -47,6 +49,8 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str) -
         "tflops_per_gpu": point.tflops,
         "note": f"figures are {point.source} (time) and {point.energy_source} (energy); DeepSpeed ignores this section",
         "candidate": point.params,
+        "power_limit": candidate.knobs.power_limit,  # fraction of each device's default limit; 1.0 = untouched
+        "sm_clock_mhz": candidate.knobs.sm_clock_mhz,  # "max" = untouched
     }
     config_path.parent.mkdir(parents=True, exist_ok=True)
     config_path.write_text(json.dumps(config, indent=2) + "\n")
@@ -54,12 +58,14 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str) -
     candidate_path.write_text(json.dumps(candidate.to_dict(), indent=2) + "\n")
     command = launch_command(candidate, config_path.name)
     command = [candidate_path.name if part == "candidate.json" else part for part in command]
+    device_lines, device_prefix = device_script(candidate.knobs, candidate.knobs.nodes, launcher)
     launch_path = config_path.with_name(config_path.stem + ".launch.sh")
     launch_path.write_text(
         "#!/usr/bin/env bash\n"
         f"# Trains the autotune model with {config_path.name} ({point.source} time, {point.energy_source} energy).\n"
         "# Run from this directory; for several nodes, write a DeepSpeed hostfile named 'hostfile' first.\n"
-        'cd "$(dirname "$0")"\n' + shlex.join(command) + "\n"
+        'cd "$(dirname "$0")"\n' + "".join(line + "\n" for line in device_lines)
+        + shlex.join(device_prefix + command) + "\n"
     )
     launch_path.chmod(0o755)
     return [config_path, candidate_path, launch_path]

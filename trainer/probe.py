@@ -18,6 +18,7 @@ import json
 import os
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 from autotune.candidate import KNOBS, Candidate, Knobs, candidate_from_dict
@@ -25,6 +26,7 @@ from autotune.hardware import load_hardware
 from autotune.models import load_model
 from autotune.workload import make_workload
 from trainer.distributed import LaunchEnv, init_process_group, launch_env, teardown
+from trainer.power import agree_or_refuse, applied_device_settings, device_settings_block
 
 def _sm_clock(text: str) -> int | str:
     return text if text == "max" else int(text)
@@ -128,16 +130,22 @@ def main(argv: list[str] | None = None) -> int:
     cuda = cuda_available()
     candidate, ds_config, failed = None, None, True
     base = results.base_result(None, None, env.world_size, device_name(cuda))
+    device_settings = ExitStack()  # closed first on every way out: the limit is restored before teardown
     try:
         candidate = candidate_from_args(args, env.world_size)
         ds_config = _ds_config(args, candidate)
         base = results.base_result(candidate, ds_config, env.world_size, device_name(cuda))
         check_supported(candidate, env.world_size, cuda)  # refuse before any process group exists
         init_process_group(env, args.collective_timeout_s)
+        guard = device_settings.enter_context(applied_device_settings(candidate, env))  # before the warm-up
+        block = device_settings_block(candidate, [guard.summary()])
+        if block is not None:
+            base["device_settings"] = block
+        agree_or_refuse(guard, env)
         run_test_hook(env.rank, candidate)
         from trainer.run import run_probe
 
-        outcome = run_probe(candidate, ds_config, args, env, cuda, base)
+        outcome = run_probe(candidate, ds_config, args, env, cuda, base, guard.summary())
         if env.rank == 0:
             results.write_result(out, outcome, overwrite=True)
         failed = False
@@ -151,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         _write_failure(results, out, results.failure_result(base, exc, env.rank), env)
         return 1
     finally:
+        device_settings.close()
         teardown(failed)
 
 

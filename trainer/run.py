@@ -12,13 +12,16 @@ from trainer.distributed import LaunchEnv
 from trainer.energy import merge_node_blocks
 from trainer.engine import apply_deepspeed
 from trainer.model import build_model
+from trainer.power import device_settings_block
 from trainer.window import WindowSettings, measure_window
 
 
 def run_probe(
-    candidate: Candidate, ds_config: dict, args: argparse.Namespace, env: LaunchEnv, cuda: bool, base: dict
+    candidate: Candidate, ds_config: dict, args: argparse.Namespace, env: LaunchEnv, cuda: bool, base: dict,
+    device_settings: dict | None = None,
 ) -> dict | None:
-    """Returns the finished result on rank 0, None elsewhere."""
+    """Returns the finished result on rank 0, None elsewhere. `device_settings`: this node leader's applied
+    power limit and clock (trainer.power), gathered into the result."""
     training = apply_deepspeed(build_model(candidate.model), candidate, ds_config)
     settings = WindowSettings(
         warmup_steps=args.warmup_steps,
@@ -44,6 +47,7 @@ def run_probe(
         "warmup_losses": window.warmup_losses,
         "energy": energy_block,
         "is_node_leader": env.is_node_leader,
+        "device_settings": device_settings,
     }
     ranks: list[dict] = [None] * env.world_size  # type: ignore[list-item]
     dist.all_gather_object(ranks, mine)
@@ -73,6 +77,9 @@ def _summarise(base, candidate, training, window, stats, ranks, memory_kind) -> 
     energy = merge_node_blocks([r["energy"] for r in ranks if r["is_node_leader"]])
     if energy is not None:  # absent, never zero, when nothing was measured
         result["energy"] = energy
+    settings = device_settings_block(candidate, [r["device_settings"] for r in ranks if r["is_node_leader"]])
+    if settings is not None:
+        result["device_settings"] = settings
     return result
 
 

@@ -63,6 +63,16 @@ class Backend(abc.ABC):
         keeps files; a backend that keeps none ignores it.
         """
 
+    def device_settings_available(self) -> tuple[bool, str]:
+        """Optional hook: whether candidates may set power limits and SM clocks, and the reason when
+        not (the study then keeps those knobs untouched). Backends that change no device: (True, "")."""
+        return True, ""
+
+    def sets_clock_itself(self) -> bool:
+        """Optional hook: whether the launcher applies sm_clock_mhz without privileges (srun --gpu-freq),
+        so the clock stays searchable where device_settings_available() says no."""
+        return False
+
     def describe(self) -> str:
         """One line for the user: what this backend does and why it was chosen."""
         return self.name

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from autotune.backends.base import Backend, ProbeResult
+from autotune.backends.device_restore import LocalDeviceSettings
 from autotune.backends.launchers import (
     LaunchPlan,
     build_plan,
@@ -92,9 +93,18 @@ class LaunchBackend(Backend):
         self.collective_timeout_s = collective_timeout_s or probe_timeout_s * _COLLECTIVE_SHARE_OF_TIMEOUT
         self._current: ProbeProcess | None = None  # plain attribute: abort() may run in a signal handler
         self._aborted = False
+        self._devices = LocalDeviceSettings()  # power limits and clocks before the study, for dead probes
 
     def trial_dir(self, trial_number: int) -> Path:
         return self.run_dir / "trials" / f"{trial_number:04d}"
+
+    def device_settings_available(self) -> tuple[bool, str]:
+        """Whether probes may set power limits and clocks (checked on this machine, once) and why not;
+        also records every local device's settings before the study."""
+        return self._devices.available()
+
+    def sets_clock_itself(self) -> bool:
+        return self.launcher == "srun"  # srun --gpu-freq (autotune/backends/launchers.py)
 
     def abort(self) -> None:
         """Kill the running probe's process group (if any); see the class docstring."""
@@ -114,6 +124,8 @@ class LaunchBackend(Backend):
         if reason is not None:
             _append_log(log_path, f"== autotune: not launched: {reason}\n")
             return not_ok_result("failed", reason, trial_dir, log_path, launcher=launcher)
+        if candidate.knobs.changes_device_settings:
+            self._devices.record()
         repeats = []
         for repeat in range(1, self.repeats + 1):
             out = trial_dir / ("result.json" if self.repeats == 1 else f"result-{repeat}.json")
@@ -173,6 +185,7 @@ class LaunchBackend(Backend):
             error = f"could not start {plan.command[0]}: {exc}"
             return not_ok_result("failed", error, trial_dir, log_path, launcher=launcher)
         self._current = process
+        exit_code = None
         try:
             if self._aborted:  # abort() ran between the check in evaluate() and this start
                 process.kill_group(self.kill_grace_s)
@@ -186,6 +199,9 @@ class LaunchBackend(Backend):
             raise
         finally:
             self._current = None
+            if exit_code != 0:  # killed, crashed or timed out: it may have left a device capped
+                for line in self._devices.restore_after(candidate):
+                    _append_log(log_path, f"== autotune: {line}\n")
         self._raise_if_aborted()
         return self._outcome(read_result(out), exit_code, trial_dir, launcher)
 

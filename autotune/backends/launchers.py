@@ -20,7 +20,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autotune.candidate import Candidate
+from autotune.candidate import SM_CLOCK_UNTOUCHED, Candidate
 from autotune.errors import UserError
 
 LAUNCHERS = ("auto", "torchrun", "deepspeed", "srun")
@@ -186,6 +186,9 @@ def _single_local_host(hosts: dict[str, int], nodes: int) -> bool:
     return nodes == 1 and first in (*_LOCAL_HOSTS, socket.gethostname())
 
 
+SM_CLOCK_SET_BY_ENV = "AUTOTUNE_SM_CLOCK_SET_BY"  # "srun": the launcher applied sm_clock_mhz (trainer/power.py)
+
+
 def build_plan(
     launcher: str, candidate: Candidate, probe_args: list[str], *, python: str, hostfile: Path | None,
     environ: dict[str, str],
@@ -215,5 +218,9 @@ def build_plan(
         if slurm_gpus_per_node(environ):
             command.append(f"--gpus-per-node={per_node}")  # newer SLURM gives a step no GRES unless asked
         layout = {"WORLD_SIZE": str(nodes * per_node), "LOCAL_WORLD_SIZE": str(per_node), "MASTER_PORT": port}
+        if candidate.knobs.sm_clock_mhz != SM_CLOCK_UNTOUCHED:
+            # slurmd sets and resets the step's GPU clock itself, no privileges needed; the probe then leaves it
+            command.append(f"--gpu-freq={candidate.knobs.sm_clock_mhz}")
+            layout[SM_CLOCK_SET_BY_ENV] = "srun"
         return LaunchPlan("srun", [*command, python, "-m", "autotune.backends.srun_rank", *probe], layout)
     raise ValueError(f"no command for launcher {launcher!r}")

@@ -17,6 +17,8 @@ def register(subparsers) -> None:
     choice.add_argument("--trial", type=whole_number_flag(low=0), help="any feasible trial by number")
     parser.add_argument("-o", "--output", type=path_flag, help="config file (default: RUN_DIR/configs/<pick>.json)")
     parser.add_argument("--storage", type=text_flag, help="the study's storage URL, when it is not RUN_DIR/study.db")
+    parser.add_argument("--launcher", choices=("auto", "srun"), default="auto",
+                        help="srun: launch.sh sets an SM clock cap with srun --gpu-freq (default: NVML from the script)")
     parser.set_defaults(func=_run)
 
 
@@ -38,6 +40,6 @@ def _run(args) -> int:
     trial, stem = choose_trial(view, args.pick, args.trial)
     output = args.output or writable_file(args.run_dir / "configs" / f"{stem}.json", "the default output")
     backend = study.user_attrs.get("backend", {}).get("name", "unknown")
-    for path in export_trial(view, trial, output, backend):
+    for path in export_trial(view, trial, output, backend, launcher=args.launcher):
         print(path)
     return 0

@@ -61,6 +61,28 @@ def _check_hostfile(args: argparse.Namespace) -> None:
         raise UserError(f"--hostfile {args.hostfile} is not a file; write a DeepSpeed hostfile (one 'host slots=N' per line)")
 
 
+def keep_device_knobs_if_unsettable(settings, backend, console):
+    """Where the backend cannot set power limits or clocks (no NVML, no permission), those knobs stay
+    untouched and the rest of the space is searched: said once, before any candidate is enumerated."""
+    from dataclasses import replace
+
+    from autotune.candidate import SM_CLOCK_UNTOUCHED
+
+    space = settings.space
+    untouched = space.power_limit == (1.0,) and space.sm_clock_mhz == (SM_CLOCK_UNTOUCHED,)
+    if untouched or not settings.hardware.cuda:  # without CUDA the validity rules refuse each, with the reason
+        return settings
+    settable, reason = backend.device_settings_available()
+    if settable:
+        return settings
+    untouched = {"power_limit": (1.0,)}
+    if not backend.sets_clock_itself():
+        untouched["sm_clock_mhz"] = (SM_CLOCK_UNTOUCHED,)
+    kept = " and ".join(f"{knob} stays {values[0]}" for knob, values in untouched.items())
+    console.print(f"[yellow]warning: {kept} for this study: {reason}[/]")
+    return replace(settings, space=replace(space, **untouched))
+
+
 def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt  # SIGTERM (scancel, kill) stops a run like Ctrl-C: the probe is killed, trials kept
 
@@ -81,8 +103,9 @@ def _run(args: argparse.Namespace) -> int:
     settings = build_settings(args)
     console = Console(stderr=True)
     run_dir = args.out or default_run_dir(args)
-    checks = valid_checks(settings)
     backend = choose_backend(args, run_dir, max(settings.space.nodes), settings.gpus_per_node)
+    settings = keep_device_knobs_if_unsettable(settings, backend, console)
+    checks = valid_checks(settings)
     check_energy_objective(backend, args.objectives, args.allow_estimated_energy)
     # Before any study is opened or probe started: a path that cannot be written fails now, in one line.
     writable_directory(run_dir, "--out" if args.out else "run directory", fix="pass --out with a writable directory")

@@ -1,4 +1,5 @@
-"""`autotune sensors`: the energy and power sources of this machine, and why the others are missing.
+"""`autotune sensors`: the energy and power sources of this machine, and why the others are missing;
+each GPU's power limits (current, default, allowed) and SM clocks, and whether this process may change them.
 
 Never imports torch; pynvml loads only when NVML is probed. AUTOTUNE_SYSFS_ROOT points the sysfs
 sources at another tree (containers with a remapped sysfs, tests).
@@ -44,11 +45,63 @@ def _run(args) -> int:
             row["mean_power_w"] = entry.mean_power_w if entry else None  # null: unavailable, never 0 W
             row["sampled_s"] = result.window_s
     found.close()
+    devices, devices_reason = _device_settings()
+    settable, settable_reason = _settable(devices)
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps({"sources": rows, "devices": devices, "devices_reason": devices_reason,
+                          "device_settings_settable": settable, "device_settings_reason": settable_reason}, indent=2))
     else:
         _print_table(rows, str(sysfs_root()), sampled=bool(args.sample))
+        _print_devices(devices, devices_reason, settable, settable_reason)
     return 0
+
+
+def _device_settings() -> tuple[list[dict], str]:
+    """Each GPU's limits and clocks (read-only NVML queries), or why there are none."""
+    from autotune.measure import device_control as dc
+
+    try:
+        api = dc.nvml_api()
+        api.init()
+    except Exception as exc:  # noqa: BLE001 - a missing driver is a reason, not a failure
+        return [], f"NVML is not usable here ({getattr(exc, 'reason', exc)})"
+    try:
+        devices = [d.to_dict() for d in dc.read_settings(api)]
+        return devices, "" if devices else "NVML sees no GPU"
+    except Exception as exc:  # noqa: BLE001
+        return [], str(getattr(exc, "reason", exc))
+    finally:
+        try:
+            api.shutdown()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def _settable(devices: list[dict]) -> tuple[bool, str]:
+    if not devices:
+        return False, "no GPU"
+    from autotune.measure.device_control import control_available
+
+    return control_available()
+
+
+def _print_devices(devices: list[dict], reason: str, settable: bool, settable_reason: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    if not devices:
+        console.print(f"GPU power limits and clocks: none ({reason})")
+        return
+    table = Table(title="GPU power limits and SM clocks (power_limit is a fraction of the default)")
+    for column in ("GPU", "name", "scope", "limit W", "default W", "allowed W", "SM clock MHz", "max SM MHz"):
+        table.add_column(column)
+    for d in devices:
+        table.add_row(str(d["index"]), d["name"], d["scope"], f"{d['power_limit_w']:g}", f"{d['default_power_limit_w']:g}",
+                      f"{d['min_power_limit_w']:g}-{d['max_power_limit_w']:g}", str(d["sm_clock_mhz"]),
+                      str(d["max_sm_clock_mhz"]))
+    console.print(table)
+    console.print("this process may change them" if settable else f"[yellow]cannot change them: {settable_reason}[/]")
 
 
 def _print_table(rows: list[dict], root: str, sampled: bool) -> None:

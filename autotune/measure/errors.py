@@ -26,6 +26,20 @@ class SourceUnavailable(MeasureError):
         super().__init__(self.reason)
 
 
+class DeviceControlError(MeasureError):
+    """A power limit or clock could not be read, set or restored; `reason` says why and what to do."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        super().__init__(reason)
+
+
+NEEDS_PRIVILEGE = (
+    "changing GPU power limits or clocks needs root or CAP_SYS_ADMIN (NVML: no permission); run as root, give "
+    "the container CAP_SYS_ADMIN, or keep power_limit = [1.0] and sm_clock_mhz = [\"max\"] in the space"
+)
+
+
 class WindowError(MeasureError):
     """A measurement window used out of order (end before begin, begin twice)."""
 
@@ -64,3 +78,14 @@ def translate_nvml_error(exc: Exception) -> SourceUnavailable:
     }
     reason, detail = by_code.get(code, (UNREADABLE, f"NVML error {code}: {exc}"))
     return SourceUnavailable(reason, detail)
+
+
+def translate_nvml_control_error(exc: Exception) -> DeviceControlError:
+    """A failed NVML change (power limit, locked clocks) -> DeviceControlError; no permission names the fix."""
+    try:
+        import pynvml
+    except ImportError:
+        pynvml = None
+    if pynvml is not None and getattr(exc, "value", None) == pynvml.NVML_ERROR_NO_PERMISSION:
+        return DeviceControlError(NEEDS_PRIVILEGE)
+    return DeviceControlError(f"NVML refused the change ({translate_nvml_error(exc).reason})")

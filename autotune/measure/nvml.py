@@ -15,7 +15,7 @@ from functools import lru_cache
 
 from autotune.measure import units
 from autotune.measure.base import PowerSource, ProbeResult, SourceStatus
-from autotune.measure.errors import NOT_PRESENT, SourceUnavailable, translate_nvml_error
+from autotune.measure.errors import NOT_PRESENT, SourceUnavailable, translate_nvml_control_error, translate_nvml_error
 
 NVML_COUNTER_UPDATE_PERIOD_S = 0.1  # upper end of the 20-100 ms refresh NVIDIA documents
 
@@ -42,12 +42,12 @@ class NvmlApi:
             self._pynvml = pynvml
         return self._pynvml
 
-    def _call(self, name: str, *args):
+    def _call(self, name: str, *args, translate=translate_nvml_error):
         lib = self._lib()
         try:
             return getattr(lib, name)(*args)
         except Exception as exc:  # pynvml.NVMLError and the like: translated in one place
-            raise translate_nvml_error(exc) from None
+            raise translate(exc) from None
 
     def _handle(self, index: int):
         if index not in self._handles:
@@ -67,6 +67,10 @@ class NvmlApi:
         name = self._call("nvmlDeviceGetName", self._handle(index))
         return name.decode() if isinstance(name, bytes) else str(name)
 
+    def device_uuid(self, index: int) -> str:
+        uuid = self._call("nvmlDeviceGetUUID", self._handle(index))
+        return uuid.decode() if isinstance(uuid, bytes) else str(uuid)
+
     def total_energy_mj(self, index: int) -> int:
         return int(self._call("nvmlDeviceGetTotalEnergyConsumption", self._handle(index)))
 
@@ -76,11 +80,53 @@ class NvmlApi:
         if not instant and not module:
             return int(self._call("nvmlDeviceGetPowerUsage", self._handle(index)))
         field = pynvml.NVML_FI_DEV_POWER_INSTANT if instant else pynvml.NVML_FI_DEV_POWER_AVERAGE
+        return self._scoped_field(index, field, module)
+
+    def _scoped_field(self, index: int, field: int, module: bool) -> int:
+        pynvml = self._lib()
         scope = pynvml.NVML_POWER_SCOPE_MODULE if module else pynvml.NVML_POWER_SCOPE_GPU
         (value,) = self._call("nvmlDeviceGetFieldValues", self._handle(index), [(field, scope)])
         if value.nvmlReturn != 0:
             raise translate_nvml_error(pynvml.NVMLError(value.nvmlReturn))
         return int(value.value.uiVal)
+
+    # --- power limits and clocks: reads need no privilege, changes need root or CAP_SYS_ADMIN ------
+
+    def power_limits_mw(self, index: int, *, module: bool = False) -> dict[str, int]:
+        """{"current", "default", "min", "max"} in mW; module scope through NVML's scoped field values."""
+        pynvml, handle = self._lib(), self._handle(index)
+        if module:
+            fields = {"current": pynvml.NVML_FI_DEV_POWER_CURRENT_LIMIT, "default": pynvml.NVML_FI_DEV_POWER_DEFAULT_LIMIT,
+                      "min": pynvml.NVML_FI_DEV_POWER_MIN_LIMIT, "max": pynvml.NVML_FI_DEV_POWER_MAX_LIMIT}
+            return {key: self._scoped_field(index, field, True) for key, field in fields.items()}
+        low, high = self._call("nvmlDeviceGetPowerManagementLimitConstraints", handle)
+        return {"current": int(self._call("nvmlDeviceGetPowerManagementLimit", handle)),
+                "default": int(self._call("nvmlDeviceGetPowerManagementDefaultLimit", handle)),
+                "min": int(low), "max": int(high)}
+
+    def set_power_limit_mw(self, index: int, limit_mw: int, *, module: bool = False) -> None:
+        pynvml, handle = self._lib(), self._handle(index)
+        if module:
+            self._call("nvmlDeviceSetPowerManagementLimit_v2", handle, pynvml.NVML_POWER_SCOPE_MODULE, int(limit_mw),
+                       translate=translate_nvml_control_error)
+        else:
+            self._call("nvmlDeviceSetPowerManagementLimit", handle, int(limit_mw), translate=translate_nvml_control_error)
+
+    def sm_clocks_mhz(self, index: int) -> dict:
+        """{"current", "max", "supported"}: the SM clock now, its maximum, and the clocks NVML accepts."""
+        pynvml, handle = self._lib(), self._handle(index)
+        memory_mhz = max(self._call("nvmlDeviceGetSupportedMemoryClocks", handle))
+        supported = sorted(int(c) for c in self._call("nvmlDeviceGetSupportedGraphicsClocks", handle, memory_mhz))
+        return {"current": int(self._call("nvmlDeviceGetClockInfo", handle, pynvml.NVML_CLOCK_SM)),
+                "max": int(self._call("nvmlDeviceGetMaxClockInfo", handle, pynvml.NVML_CLOCK_SM)),
+                "supported": supported}
+
+    def lock_sm_clocks_mhz(self, index: int, min_mhz: int, max_mhz: int) -> None:
+        self._call("nvmlDeviceSetGpuLockedClocks", self._handle(index), int(min_mhz), int(max_mhz),
+                   translate=translate_nvml_control_error)
+
+    def reset_sm_clocks(self, index: int) -> None:
+        self._call("nvmlDeviceResetGpuLockedClocks", self._handle(index), translate=translate_nvml_control_error)
 
     def temperature_c(self, index: int) -> float:
         return float(self._call("nvmlDeviceGetTemperature", self._handle(index), 0))  # 0 = NVML_TEMPERATURE_GPU

@@ -20,6 +20,7 @@ from autotune.report.timeline import PROVENANCE_WORDS
 from autotune.report.html_parts import esc, table as _table
 from autotune.report.pareto_json import provenance_sentence
 from autotune.report.picks import PICK_FILES, pick_label, picks_by_trial, short_pick_label
+from autotune.report.power_limit import power_limit_section
 from autotune.report.study_points import StudyView
 from autotune.report.svg import Marker, scatter_svg, stacked_bar_svg
 from autotune.report.table import KNOB_COLUMNS, knobs_sentence
@@ -194,7 +195,7 @@ def trials_section(view: StudyView, document: dict, run_dir: Path) -> str:
 
 
 SECTIONS = [
-    header_section, scatter_section, picks_section, importance_section, tuning_cost_section,
+    header_section, scatter_section, picks_section, power_limit_section, importance_section, tuning_cost_section,
     pick_details_section, trials_section,
 ]
 

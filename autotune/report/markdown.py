@@ -9,6 +9,7 @@ from autotune.report.pareto_json import provenance_sentence
 from autotune.report.importance import importance_sentence
 from autotune.report.payback import cost_sentence, payback_by_trial, payback_sentence
 from autotune.report.picks import pick_label, picks_by_trial
+from autotune.report.power_limit import sweep_sentence
 from autotune.report.study_points import StudyView
 from autotune.report.table import KNOB_COLUMNS, knobs_sentence
 
@@ -67,6 +68,8 @@ def markdown_report(view: StudyView, document: dict) -> str:
                 f"TFLOP/kJ {pct_text(row['tflop_per_kj_change_pct'])}"
             )
         lines.append("")
+    if sweep_sentence(view):
+        lines += [sweep_sentence(view), ""]
     lines += analysis_lines(view, document)
     return "\n".join(lines) + "\n"
 

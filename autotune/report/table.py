@@ -13,6 +13,7 @@ from autotune.report.importance import importance_sentence
 from autotune.report.pareto_json import nodes_text
 from autotune.report.payback import cost_sentence, payback_by_trial, payback_sentence
 from autotune.report.picks import pick_label, picks_by_trial
+from autotune.report.power_limit import device_knobs_text, sweep_sentence
 from autotune.report.units import energy_unit, figure, pct_text, time_unit
 from autotune.report.study_points import StudyView
 
@@ -32,7 +33,7 @@ def knobs_sentence(params: dict) -> str:
         f"ZeRO-{params['zero_stage']} optimizer offload {params['optimizer_offload']}, "
         f"checkpointing {params['activation_checkpointing']}, SP {params['sp_degree']}, "
         f"micro-batch {params['micro_batch']}, {params['nodes']} node(s)"
-    )
+    ) + device_knobs_text(params)
 
 
 def print_report(view: StudyView, document: dict, console: Console | None = None) -> None:
@@ -89,6 +90,9 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
         console.print(
             f"[dim]cost-weighted: eta x energy + (1 - eta) x {parameters.max_power_per_gpu_w:g} W/GPU x GPUs x time (Zeus)[/]"
         )
+    sweep = sweep_sentence(view)
+    if sweep:
+        console.print(escape(sweep))
     _print_analysis(view, document, console)
 
 

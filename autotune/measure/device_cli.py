@@ -1,0 +1,96 @@
+"""Apply or restore this node's GPU power limit and SM clock cap from a shell (exported launch.sh uses it).
+
+    python -m autotune.measure.device_cli apply --power-limit 0.8 --sm-clock-mhz 1500 --record FILE
+    python -m autotune.measure.device_cli restore --record FILE
+    python -m autotune.measure.device_cli show [--json]
+
+`apply` writes FILE with the previous values *before* changing anything, so `restore` (e.g. from a
+shell `trap ... EXIT`) undoes a partial apply too; `restore` without FILE does nothing. Only the
+devices CUDA_VISIBLE_DEVICES names (default: all) are touched. Exit status 2 with one line on error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import sys
+from pathlib import Path
+
+from autotune.candidate import SM_CLOCK_UNTOUCHED
+from autotune.measure import device_control as dc
+from autotune.measure.errors import DeviceControlError, SourceUnavailable
+
+
+def _clock(text: str) -> int | str:
+    return text if text == SM_CLOCK_UNTOUCHED else int(text)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m autotune.measure.device_cli", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    apply = commands.add_parser("apply", help="set the power limit (fraction of the default) and SM clock cap")
+    apply.add_argument("--power-limit", type=float, default=1.0, help="fraction of each device's default limit")
+    apply.add_argument("--sm-clock-mhz", type=_clock, default=SM_CLOCK_UNTOUCHED, help="SM clock cap, or max")
+    apply.add_argument("--record", required=True, help="where the previous values are kept ({host}: this host's name)")
+    restore = commands.add_parser("restore", help="put back what `apply` recorded")
+    restore.add_argument("--record", required=True)
+    show = commands.add_parser("show", help="each device's power limits and clocks")
+    show.add_argument("--json", action="store_true")
+    return parser
+
+
+def _write_record(path: Path, records: list[dict]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(records, indent=2) + "\n")
+    tmp.replace(path)
+
+
+def run(args: argparse.Namespace, api) -> list[str]:
+    """The command's output lines."""
+    if args.command == "restore":
+        if not args.record.is_file():
+            return []
+        done = dc.restore(api, json.loads(args.record.read_text()))
+        args.record.unlink()
+        return done
+    if args.command == "show":
+        settings = [s.to_dict() for s in dc.read_settings(api)]
+        if args.json:
+            return [json.dumps(settings, indent=2)]
+        return [f"GPU {s['index']} ({s['name']}, {s['scope']} scope): power limit {s['power_limit_w']:g} W "
+                f"(default {s['default_power_limit_w']:g}, allowed {s['min_power_limit_w']:g}-{s['max_power_limit_w']:g}); "
+                f"SM clock {s['sm_clock_mhz']} MHz (max {s['max_sm_clock_mhz']})" for s in settings]
+    devices = dc.read_settings(api, dc.visible_indices(api))
+    _write_record(args.record, dc.records_before(devices, args.sm_clock_mhz))
+    records = dc.apply(api, devices, args.power_limit, args.sm_clock_mhz)
+    _write_record(args.record, records)
+    return [f"GPU {r['index']}: power limit {r['power_limit_w']:g} W ({r['scope']} scope, was "
+            f"{r['previous_power_limit_w']:g} W)" + (f", SM clock cap {r['sm_clock_cap_mhz']} MHz" if r["sm_clock_cap_mhz"] else "")
+            for r in records]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if getattr(args, "record", None) is not None:  # one record per node when several share a directory
+        args.record = Path(args.record.replace("{host}", socket.gethostname()))
+    if args.command == "apply" and not args.power_limit > 0.0:
+        print(f"error: --power-limit must be a positive fraction of the default limit, got {args.power_limit}", file=sys.stderr)
+        return 2
+    api = dc.nvml_api()
+    try:
+        api.init()
+        try:
+            lines = run(args, api)
+        finally:
+            api.shutdown()
+    except (DeviceControlError, SourceUnavailable) as exc:
+        print(f"error: {exc.reason}", file=sys.stderr)
+        return 2
+    for line in lines:
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,190 @@
+"""Power limits and SM clocks of this node's NVIDIA GPUs: read them, apply a candidate's, restore them.
+
+A candidate's `power_limit` is a fraction of each device's *default* limit; on Grace Hopper (GH200)
+the limit is the module's (CPU + GPU + memory: `nvmlDeviceSetPowerManagementLimit_v2` with module
+scope, what JUPITER's 680 W cap limits), elsewhere the GPU's. `sm_clock_mhz` caps the SM clock
+through NVML locked clocks (range: lowest supported clock .. the cap, so the GPU may still clock down).
+
+Reads need no privilege; changes need root or CAP_SYS_ADMIN, and NVML refuses them otherwise (the
+refusal is translated once, in autotune.measure.errors). Limits outlive the process that set them:
+whoever applies keeps the record `apply()` returns and hands it to `restore()`. NVML has no query
+for a lock someone else set, so restoring a clock means resetting the locked clocks.
+
+AUTOTUNE_NVML_API=module:factory replaces NVML with a double (tests only: a fake GPU whose state
+other processes see).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import asdict, dataclass
+
+from autotune.candidate import SM_CLOCK_UNTOUCHED
+from autotune.measure import units
+from autotune.measure.errors import DeviceControlError, SourceUnavailable
+from autotune.measure.nvml import NvmlApi, is_grace_hopper
+
+NVML_API_ENV = "AUTOTUNE_NVML_API"
+
+
+@dataclass(frozen=True)
+class DeviceSettings:
+    """One device's power limit (W, in `scope`) and SM clock (MHz) as NVML reports them now."""
+
+    index: int
+    name: str
+    scope: str  # "module" (Grace Hopper) or "gpu"
+    power_limit_w: float
+    default_power_limit_w: float
+    min_power_limit_w: float
+    max_power_limit_w: float
+    sm_clock_mhz: int
+    max_sm_clock_mhz: int
+    min_supported_sm_clock_mhz: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def nvml_api():
+    """The NVML adapter, or the double AUTOTUNE_NVML_API names."""
+    spec = os.environ.get(NVML_API_ENV)
+    if not spec:
+        return NvmlApi()
+    module, _, factory = spec.partition(":")
+    target = importlib.import_module(module)
+    for part in factory.split("."):
+        target = getattr(target, part)
+    return target()
+
+
+def read_settings(api, indices: list[int] | None = None) -> list[DeviceSettings]:
+    """Every listed (default: every) device's settings; api must be initialised."""
+    indices = range(api.device_count()) if indices is None else indices
+    settings = []
+    try:
+        for index in indices:
+            name = api.device_name(index)
+            module = is_grace_hopper(name)
+            limits = api.power_limits_mw(index, module=module)
+            clocks = api.sm_clocks_mhz(index)
+            settings.append(DeviceSettings(
+                index=index, name=name, scope="module" if module else "gpu",
+                power_limit_w=units.mw_to_w(limits["current"]), default_power_limit_w=units.mw_to_w(limits["default"]),
+                min_power_limit_w=units.mw_to_w(limits["min"]), max_power_limit_w=units.mw_to_w(limits["max"]),
+                sm_clock_mhz=clocks["current"], max_sm_clock_mhz=clocks["max"],
+                min_supported_sm_clock_mhz=min(clocks["supported"], default=0),
+            ))
+    except SourceUnavailable as exc:
+        raise DeviceControlError(f"cannot read GPU power limits or clocks ({exc.reason})") from None
+    return settings
+
+
+def visible_indices(api, environ=None) -> list[int]:
+    """NVML indices of the devices this job may use: CUDA_VISIBLE_DEVICES (indices or UUIDs), else all.
+
+    CUDA numbers devices fastest-first, NVML by PCI bus; on the identical GPUs of one node the two agree.
+    """
+    environ = os.environ if environ is None else environ
+    count = api.device_count()
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return list(range(count))
+    entries = [e.strip() for e in visible.split(",") if e.strip()]
+    if all(e.isdigit() for e in entries):
+        return [int(e) for e in entries if int(e) < count]
+    uuids = {api.device_uuid(i): i for i in range(count)}
+    return [uuids[e] for e in entries if e in uuids]
+
+
+def target_limit_w(device: DeviceSettings, fraction: float) -> float:
+    limit_w = fraction * device.default_power_limit_w
+    if not device.min_power_limit_w <= limit_w <= device.max_power_limit_w:
+        raise DeviceControlError(
+            f"power limit {fraction:g} x {device.default_power_limit_w:g} W = {limit_w:g} W is outside GPU "
+            f"{device.index}'s allowed {device.min_power_limit_w:g}-{device.max_power_limit_w:g} W ({device.scope} scope)"
+        )
+    return limit_w
+
+
+def records_before(devices: list[DeviceSettings], sm_clock_mhz: int | str) -> list[dict]:
+    """What restore() needs, written down *before* anything changes (a process killed mid-apply is undone too)."""
+    clock = None if sm_clock_mhz == SM_CLOCK_UNTOUCHED else int(sm_clock_mhz)
+    return [{"index": d.index, "name": d.name, "scope": d.scope, "previous_power_limit_w": d.power_limit_w,
+             "power_limit_w": d.power_limit_w, "default_power_limit_w": d.default_power_limit_w,
+             "sm_clock_cap_mhz": clock} for d in devices]
+
+
+def apply(api, devices: list[DeviceSettings], power_limit: float, sm_clock_mhz: int | str) -> list[dict]:
+    """Set the limit and clock cap on each device; returns the record restore() needs.
+
+    All or nothing: when one device refuses, every device is restored before the error leaves.
+    """
+    for device in devices:  # refuse what is out of range before NVML changes anything
+        if power_limit != 1.0:
+            target_limit_w(device, power_limit)
+        if sm_clock_mhz != SM_CLOCK_UNTOUCHED and not (
+                device.min_supported_sm_clock_mhz <= int(sm_clock_mhz) <= device.max_sm_clock_mhz):
+            raise DeviceControlError(f"SM clock {sm_clock_mhz} MHz is outside GPU {device.index}'s "
+                                     f"{device.min_supported_sm_clock_mhz}-{device.max_sm_clock_mhz} MHz")
+    records = records_before(devices, sm_clock_mhz)
+    try:
+        for device, record in zip(devices, records):
+            if power_limit != 1.0:
+                record["power_limit_w"] = target_limit_w(device, power_limit)
+                api.set_power_limit_mw(device.index, round(record["power_limit_w"] * 1e3), module=device.scope == "module")
+            if record["sm_clock_cap_mhz"] is not None:
+                api.lock_sm_clocks_mhz(device.index, device.min_supported_sm_clock_mhz, record["sm_clock_cap_mhz"])
+    except BaseException:
+        restore(api, records)
+        raise
+    return records
+
+
+def restore(api, records: list[dict]) -> list[str]:
+    """Put each recorded device back; returns one line per change made. Tries every device before raising."""
+    done, failures = [], []
+    for record in records:
+        index, module = record["index"], record["scope"] == "module"
+        try:
+            current_w = units.mw_to_w(api.power_limits_mw(index, module=module)["current"])
+            previous_w = record["previous_power_limit_w"]
+            if abs(current_w - previous_w) > 0.5:  # NVML rounds to whole mW; anything else is ours to undo
+                api.set_power_limit_mw(index, round(previous_w * 1e3), module=module)
+                done.append(f"GPU {index}: power limit {current_w:g} W -> {previous_w:g} W restored")
+            if record.get("sm_clock_cap_mhz") is not None:
+                api.reset_sm_clocks(index)
+                done.append(f"GPU {index}: locked SM clocks reset")
+        except (DeviceControlError, SourceUnavailable) as exc:
+            failures.append(f"GPU {index}: {getattr(exc, 'reason', exc)}")
+    if failures:
+        raise DeviceControlError("could not restore " + "; ".join(failures))
+    return done
+
+
+def control_available(api=None) -> tuple[bool, str]:
+    """Whether this process may change the local GPUs' power limits and clocks; the reason when not.
+
+    Asks NVML to set device 0's limit to its current value: the same privilege check, no change. Never raises.
+    """
+    try:
+        api = api or nvml_api()
+        api.init()
+    except Exception as exc:  # noqa: BLE001 - an availability probe answers, it does not fail
+        return False, f"NVML is not usable here ({getattr(exc, 'reason', exc)})"
+    try:
+        if api.device_count() == 0:
+            return False, "NVML sees no GPU on this machine"
+        (device,) = read_settings(api, [0])
+        api.set_power_limit_mw(0, round(device.power_limit_w * 1e3), module=device.scope == "module")
+        return True, ""
+    except (DeviceControlError, SourceUnavailable) as exc:
+        return False, exc.reason
+    except Exception as exc:  # noqa: BLE001
+        return False, f"NVML failed: {exc}"
+    finally:
+        try:
+            api.shutdown()
+        except Exception:  # noqa: BLE001
+            pass

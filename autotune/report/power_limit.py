@@ -1,0 +1,120 @@
+"""The power limit in the report: how a pick's limit and clock read, and what the limit did to the best
+parallel configuration (the fastest pick's other knobs, at every evaluated limit) as a small chart.
+
+The sweep compares the same configuration at several limits, so the trade-off it shows is the
+limit's alone; its energy saved and slowdown are against that configuration's untouched (1.0) run.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from autotune.candidate import SM_CLOCK_UNTOUCHED
+from autotune.report.front import Point
+from autotune.report.html_parts import esc, table
+from autotune.report.picks import savings
+from autotune.report.svg import nice_ticks
+from autotune.report.units import energy_unit, figure, pct_text, time_unit
+
+_DEVICE_KNOBS = ("power_limit", "sm_clock_mhz")
+
+
+def device_knobs_text(params: dict) -> str:
+    """", power limit 0.8 x default, SM clock cap 1500 MHz"; empty where both are untouched."""
+    text = ""
+    if params.get("power_limit", 1.0) != 1.0:
+        text += f", power limit {params['power_limit']:g} x default"
+    if params.get("sm_clock_mhz", SM_CLOCK_UNTOUCHED) != SM_CLOCK_UNTOUCHED:
+        text += f", SM clock cap {params['sm_clock_mhz']} MHz"
+    return text
+
+
+def power_limit_sweep(view) -> list[Point]:
+    """The fastest pick's configuration at each evaluated power limit, highest limit first."""
+    fastest = view.point(view.picks["fastest"]) if "fastest" in view.picks else None
+    if fastest is None:
+        return []
+    others = {k: v for k, v in fastest.params.items() if k != "power_limit"}
+    same = [p for p in view.points if {k: v for k, v in p.params.items() if k != "power_limit"} == others]
+    by_limit = {p.params.get("power_limit", 1.0): p for p in sorted(same, key=lambda p: p.trial)}
+    return [by_limit[limit] for limit in sorted(by_limit, reverse=True)]
+
+
+def sweep_sentence(view) -> str | None:
+    """One line for the terminal and Markdown; None when fewer than two limits were evaluated."""
+    sweep = power_limit_sweep(view)
+    if len(sweep) < 2:
+        return None
+    base = next((p for p in sweep if p.params.get("power_limit", 1.0) == 1.0), None)
+    parts = []
+    for p in sweep:
+        part = f"{p.params.get('power_limit', 1.0):g}: trial {p.trial}"
+        if base is not None and p is not base:
+            change = savings(p, base)
+            part += f" ({pct_text(change['energy_saved_pct'])} energy saved, {pct_text(change['time_change_pct'])} time)"
+        parts.append(part)
+    return f"power limit of the fastest configuration ({p.source} time, {p.energy_source} energy): " + "; ".join(parts)
+
+
+def _panel(xs: list[float], ys: list[float], tips: list[str], y_label: str, x_label: str, width_px=360, height_px=240) -> str:
+    left, right, top, bottom = 64, 16, 16, 48
+    plot_w, plot_h = width_px - left - right, height_px - top - bottom
+    x_ticks = nice_ticks(min(xs), max(xs))
+    y_ticks = nice_ticks(min(ys) * 0.95, max(ys) * 1.05)
+    x0, x1, y0, y1 = x_ticks[0], x_ticks[-1], y_ticks[0], y_ticks[-1]
+
+    def px(x):
+        return left + (x - x0) / ((x1 - x0) or 1.0) * plot_w
+
+    def py(y):
+        return top + plot_h - (y - y0) / ((y1 - y0) or 1.0) * plot_h
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart power-limit" role="img" '
+           f'viewBox="0 0 {width_px} {height_px}" width="{width_px}" height="{height_px}">',
+           f"<title>{escape(y_label)} against {escape(x_label)}</title>",
+           f'<rect class="plot-area" x="{left}" y="{top}" width="{plot_w}" height="{plot_h}"/>']
+    for t in x_ticks:
+        out.append(f'<text class="tick" x="{px(t):.1f}" y="{top + plot_h + 16}" text-anchor="middle">{t:.6g}</text>')
+    for t in y_ticks:
+        out.append(f'<line class="grid" x1="{left}" y1="{py(t):.1f}" x2="{left + plot_w}" y2="{py(t):.1f}"/>')
+        out.append(f'<text class="tick" x="{left - 6}" y="{py(t) + 4:.1f}" text-anchor="end">{t:.6g}</text>')
+    out.append(f'<text class="axis-label" x="{left + plot_w / 2:.1f}" y="{height_px - 8}" text-anchor="middle">{escape(x_label)}</text>')
+    out.append(f'<text class="axis-label" x="14" y="{top + plot_h / 2:.1f}" text-anchor="middle" '
+               f'transform="rotate(-90 14 {top + plot_h / 2:.1f})">{escape(y_label)}</text>')
+    out.append('<polyline class="front-line" points="' + " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(xs, ys)) + '"/>')
+    for x, y, tip in zip(xs, ys, tips):
+        out.append(f'<circle class="marker front" cx="{px(x):.1f}" cy="{py(y):.1f}" r="4.5"><title>{escape(tip)}</title></circle>')
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def power_limit_section(view, document: dict, run_dir) -> str:
+    """report.html: energy and time against the power limit for the best parallel configuration."""
+    sweep = power_limit_sweep(view)
+    if len(sweep) < 2:
+        return ""
+    limits = [p.params.get("power_limit", 1.0) for p in sweep]
+    t_unit, t_div = time_unit([p.time_s for p in sweep])
+    e_unit, e_div = energy_unit([p.energy_kj for p in sweep])
+    tips = [f"trial {p.trial}: power limit {limit:g}, {figure(p.time_s, t_div)} {t_unit}, {figure(p.energy_kj, e_div)} {e_unit}"
+            for p, limit in zip(sweep, limits)]
+    x_label = "power limit (fraction of the default)"
+    charts = (_panel(limits, [p.energy_kj / e_div for p in sweep], tips, f"energy to solution ({e_unit})", x_label)
+              + _panel(limits, [p.time_s / t_div for p in sweep], tips, f"time to solution ({t_unit})", x_label))
+    base = next((p for p in sweep if p.params.get("power_limit", 1.0) == 1.0), None)
+    rows = []
+    for p, limit in zip(sweep, limits):
+        change = savings(p, base) if base is not None else {"energy_saved_pct": None, "time_change_pct": None}
+        rows.append([esc(f"{limit:g}"), esc(p.trial), esc(figure(p.time_s, t_div)), esc(figure(p.energy_kj, e_div)),
+                     esc(pct_text(change["energy_saved_pct"])), esc(pct_text(change["time_change_pct"]))])
+    fixed = {k: v for k, v in sweep[0].params.items() if k not in _DEVICE_KNOBS}
+    what = ", ".join(f"{k} {v}" for k, v in fixed.items()) + device_knobs_text({"sm_clock_mhz": sweep[0].params.get("sm_clock_mhz")})
+    return (
+        '<section id="power-limit"><h2>Power limit of the best parallel configuration</h2>\n'
+        f"<p>The fastest pick's configuration ({esc(what)}) at every evaluated power limit "
+        f"({esc(sweep[0].source)} time, {esc(sweep[0].energy_source)} energy). Energy saved and time change are "
+        "against the same configuration at its default limit (1.0), n/a where that was not evaluated.</p>\n"
+        f'<div class="importance-row">{charts}</div>\n'
+        + table(["power limit", "trial", f"time {t_unit}", f"energy {e_unit}", "energy saved", "time change"], rows, "power-limit")
+        + "</section>"
+    )

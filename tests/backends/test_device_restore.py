@@ -1,0 +1,136 @@
+"""Power limits and clocks seen from the tuner: restored after a probe that died holding them, and
+kept untouched (said once, the rest of the space searched) where they cannot be set."""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import textwrap
+
+import pytest
+from rich.console import Console
+
+from tests.backends.conftest import REPO
+
+sys.path.insert(0, str(REPO / "tests" / "measure"))
+from measure_fakes import FAKE_NVML_API_SPEC, FAKE_NVML_STATE_ENV, FakeNvml  # noqa: E402
+
+
+@pytest.fixture
+def fake_gpus(tmp_path, monkeypatch):
+    """The fake NVML, file-backed, for the tuner (this process) and the probes it starts alike."""
+    state = tmp_path / "nvml.json"
+    fake = FakeNvml(names=("NVIDIA H100 80GB HBM3",) * 2, state_path=state)
+    env = {"AUTOTUNE_NVML_API": FAKE_NVML_API_SPEC, FAKE_NVML_STATE_ENV: str(state)}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return fake, {**env, "PYTHONPATH": f"{REPO}:{REPO / 'tests' / 'measure'}"}
+
+
+def _killed_probe(tmp_path, power_limit: str) -> str:
+    """A stand-in probe that caps the GPUs (through the device CLI) and dies by SIGKILL: nothing in it can restore."""
+    script = tmp_path / "fake-python"
+    script.write_text(f"#!{sys.executable}\n" + textwrap.dedent(f"""
+        import os, signal, subprocess, sys
+        subprocess.run([{sys.executable!r}, "-m", "autotune.measure.device_cli", "apply", "--power-limit",
+                        {power_limit!r}, "--record", "record.json"], check=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """))
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_the_backend_restores_what_a_killed_probe_left(tmp_path, fake_gpus, make_launch_backend, make_candidate):
+    fake, env = fake_gpus
+    backend = make_launch_backend(env_extra=env, python=_killed_probe(tmp_path, "0.6"))
+    result = backend.evaluate(make_candidate(power_limit=0.6), trial_number=1)
+    assert result.status == "failed" and "killed by signal 9" in result.error
+    assert [fake.device(i)["limit_mw"] for i in (0, 1)] == [700_000, 700_000]
+    assert ["limit", 0, 420_000, False] in fake.changes  # the probe did cap it
+    log = (backend.trial_dir(1) / "log.txt").read_text()
+    assert "== autotune: GPU 0: power limit 420 W -> 700 W restored" in log
+
+
+def test_a_probe_of_untouched_knobs_leaves_the_devices_alone(tmp_path, fake_gpus, make_launch_backend, make_candidate):
+    fake, env = fake_gpus
+    backend = make_launch_backend(env_extra=env, python=_killed_probe(tmp_path, "1.0"))
+    assert backend.evaluate(make_candidate(), trial_number=1).status == "failed"
+    assert fake.changes == []
+
+
+def _h100_settings():
+    from tests.tuner.test_study import _Args
+
+    from autotune.commands.options import build_settings
+
+    args = _Args(nodes="1")
+    args.model, args.hardware = "7b", "h100-sxm"
+    return build_settings(args)
+
+
+def test_without_permission_the_study_keeps_the_knobs_untouched_and_searches_the_rest(
+        tmp_path, fake_gpus, make_launch_backend):
+    from autotune.backends.simulate import SimulateBackend
+    from autotune.commands.run import keep_device_knobs_if_unsettable
+    from autotune.study import open_study, run_study
+    from autotune.study.loop import make_sampler, valid_checks
+
+    fake, env = fake_gpus
+    fake.permission = False
+    settings = _h100_settings()
+    assert set(settings.space.power_limit) > {1.0}
+    out = io.StringIO()
+    backend = make_launch_backend(env_extra=env)
+    narrowed = keep_device_knobs_if_unsettable(settings, backend, Console(file=out, width=300))
+    warning = out.getvalue()
+    assert warning.count("warning") == 1 and "root or CAP_SYS_ADMIN" in warning
+    assert "power_limit stays 1.0 and sm_clock_mhz stays max" in warning
+    assert narrowed.space.power_limit == (1.0,) and narrowed.space.sm_clock_mhz == ("max",)
+    assert narrowed.space.zero_stage == settings.space.zero_stage  # the rest of the space is untouched
+    assert fake.changes == []
+    checks = valid_checks(narrowed)
+    assert any(c.valid for c in checks) and all(c.candidate.knobs.power_limit == 1.0 for c in checks)
+    # and the study goes on over the rest (simulated here: the point is what is enumerated and run)
+    study = open_study(tmp_path / "run", None, make_sampler(0, 4))
+    run_study(study, narrowed, SimulateBackend(), 4)
+    evaluated = [t for t in study.trials if "result" in t.user_attrs]
+    assert evaluated and all(t.user_attrs["candidate"]["knobs"]["power_limit"] == 1.0 for t in evaluated)
+
+
+def test_with_permission_the_space_is_kept_and_the_devices_recorded(fake_gpus, make_launch_backend):
+    from autotune.commands.run import keep_device_knobs_if_unsettable
+
+    fake, env = fake_gpus
+    settings = _h100_settings()
+    out = io.StringIO()
+    assert keep_device_knobs_if_unsettable(settings, make_launch_backend(env_extra=env), Console(file=out)) is settings
+    assert out.getvalue() == "" and fake.device(0)["limit_mw"] == 700_000
+
+
+def test_under_srun_the_clock_stays_searchable_without_permission(tmp_path, fake_gpus, make_launch_backend, monkeypatch):
+    from autotune.backends.launchers import SM_CLOCK_SET_BY_ENV, build_plan
+    from autotune.commands.run import keep_device_knobs_if_unsettable
+    from dataclasses import replace
+
+    from autotune.space import SearchSpace
+
+    fake, env = fake_gpus
+    fake.permission = False
+    monkeypatch.setenv("SLURM_JOB_ID", "42")
+    monkeypatch.setenv("SLURM_NNODES", "1")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "srun").write_text("#!/bin/sh\n")  # never run: only found on PATH
+    (tmp_path / "bin" / "srun").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    settings = _h100_settings()
+    settings = replace(settings, space=replace(settings.space, sm_clock_mhz=("max", 1500)))
+    assert isinstance(settings.space, SearchSpace)
+    backend = make_launch_backend(env_extra=env, launcher="srun")
+    out = io.StringIO()
+    narrowed = keep_device_knobs_if_unsettable(settings, backend, Console(file=out, width=300))
+    assert narrowed.space.power_limit == (1.0,) and narrowed.space.sm_clock_mhz == ("max", 1500)
+    assert "power_limit stays 1.0 for this study" in out.getvalue()
+    candidate = narrowed.candidate({**narrowed.candidate({}).knobs.to_dict(), "sm_clock_mhz": 1500})
+    plan = build_plan("srun", candidate, ["--out", "r.json"], python="py", hostfile=None, environ={})
+    assert "--gpu-freq=1500" in plan.command and plan.env[SM_CLOCK_SET_BY_ENV] == "srun"

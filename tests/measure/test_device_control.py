@@ -1,0 +1,166 @@
+"""Power limits and SM clocks through the NVML double: read, apply, restore, refuse without permission."""
+
+from __future__ import annotations
+
+import pynvml
+import pytest
+from measure_fakes import FakeNvml
+
+from autotune.measure import device_control as dc
+from autotune.measure.errors import DeviceControlError, translate_nvml_control_error
+from autotune.measure.nvml import NvmlApi
+
+H100 = "NVIDIA H100 80GB HBM3"
+GH200 = "NVIDIA GH200 120GB"
+
+
+def test_reads_limits_and_clocks_with_the_module_scope_on_grace_hopper():
+    h100, gh200 = dc.read_settings(FakeNvml(names=(H100, GH200)))
+    assert (h100.scope, h100.power_limit_w, h100.default_power_limit_w, h100.min_power_limit_w) == ("gpu", 700, 700, 200)
+    assert (gh200.scope, gh200.default_power_limit_w) == ("module", 680)
+    assert (h100.sm_clock_mhz, h100.max_sm_clock_mhz, h100.min_supported_sm_clock_mhz) == (1980, 1980, 345)
+
+
+def test_apply_sets_a_fraction_of_the_default_and_restore_puts_it_back():
+    api = FakeNvml(names=(GH200, GH200))
+    records = dc.apply(api, dc.read_settings(api), 0.8, 1500)
+    assert [api.device(i)["limit_mw"] for i in (0, 1)] == [544_000, 544_000]
+    assert api.changes[0] == ["limit", 0, 544_000, True]  # module scope on a GH200
+    assert api.device(0)["locked_mhz"] == [345, 1500]
+    assert records[0]["power_limit_w"] == pytest.approx(544.0) and records[0]["previous_power_limit_w"] == 680
+    done = dc.restore(api, records)
+    assert [api.device(i)["limit_mw"] for i in (0, 1)] == [680_000, 680_000]
+    assert api.device(1)["locked_mhz"] is None
+    assert "GPU 0: power limit 544 W -> 680 W restored" in done
+    assert dc.restore(api, records) == ["GPU 0: locked SM clocks reset", "GPU 1: locked SM clocks reset"]
+
+
+def test_untouched_knobs_change_nothing():
+    api = FakeNvml()
+    records = dc.apply(api, dc.read_settings(api), 1.0, "max")
+    assert api.changes == [] and dc.restore(api, records) == [] and api.changes == []
+
+
+def test_without_permission_the_reason_names_root_or_cap_sys_admin_and_nothing_changes():
+    api = FakeNvml(permission=False)
+    with pytest.raises(DeviceControlError, match="root or CAP_SYS_ADMIN"):
+        dc.apply(api, dc.read_settings(api), 0.8, "max")
+    assert api.device(0)["limit_mw"] == 700_000
+    ok, reason = dc.control_available(api)
+    assert not ok and "CAP_SYS_ADMIN" in reason
+
+
+def test_a_limit_outside_the_allowed_range_is_refused_before_nvml_is_asked():
+    api = FakeNvml()
+    with pytest.raises(DeviceControlError, match="outside GPU 0's allowed 200-700 W"):
+        dc.apply(api, dc.read_settings(api), 0.2, "max")
+    with pytest.raises(DeviceControlError, match="SM clock 3000 MHz"):
+        dc.apply(api, dc.read_settings(api), 1.0, 3000)
+    assert api.changes == []
+
+
+def test_records_before_hold_the_previous_values_for_a_process_killed_mid_apply():
+    api = FakeNvml()
+    (record,) = dc.records_before(dc.read_settings(api), 1500)
+    api.set_power_limit_mw(0, 500_000)
+    api.lock_sm_clocks_mhz(0, 345, 1500)
+    dc.restore(api, [record])
+    assert api.device(0)["limit_mw"] == 700_000 and api.device(0)["locked_mhz"] is None
+
+
+def test_all_or_nothing_when_a_later_device_refuses():
+    api = FakeNvml(names=(H100, H100))
+    devices = dc.read_settings(api)
+    api.device(1)["min_mw"] = 650_000  # NVML refuses GPU 1 (in-memory fake: the dict is the state)
+    with pytest.raises(DeviceControlError):
+        dc.apply(api, devices, 0.8, "max")
+    assert api.device(0)["limit_mw"] == 700_000 and api.changes[-1] == ["limit", 0, 700_000, False]
+
+
+def test_control_available_with_permission_changes_nothing():
+    api = FakeNvml()
+    assert dc.control_available(api) == (True, "")
+    assert api.device(0)["limit_mw"] == 700_000 and api.inits == 0
+    assert dc.control_available(FakeNvml(names=())) == (False, "NVML sees no GPU on this machine")
+
+
+def test_visible_devices_by_index_or_uuid():
+    api = FakeNvml(names=(H100,) * 4)
+    assert dc.visible_indices(api, {}) == [0, 1, 2, 3]
+    assert dc.visible_indices(api, {"CUDA_VISIBLE_DEVICES": "2,3"}) == [2, 3]
+    assert dc.visible_indices(api, {"CUDA_VISIBLE_DEVICES": "GPU-fake-1"}) == [1]
+
+
+def test_file_backed_state_is_shared_between_two_doubles(tmp_path, monkeypatch):
+    state = tmp_path / "nvml.json"
+    FakeNvml(names=(H100,), state_path=state)
+    monkeypatch.setenv("AUTOTUNE_FAKE_NVML_STATE", str(state))
+    monkeypatch.setenv(dc.NVML_API_ENV, "measure_fakes:FakeNvml.from_env")
+    other = dc.nvml_api()
+    dc.apply(other, dc.read_settings(other), 0.5, "max")
+    assert FakeNvml.from_env().device(0)["limit_mw"] == 350_000
+
+
+def test_no_permission_from_nvml_is_translated_once():
+    error = translate_nvml_control_error(pynvml.NVMLError(pynvml.NVML_ERROR_NO_PERMISSION))
+    assert "root or CAP_SYS_ADMIN" in error.reason
+    assert "not supported" in translate_nvml_control_error(pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)).reason
+
+
+class _RecordingLib:
+    """Stands in for the pynvml module inside NvmlApi, to check which NVML call each scope makes."""
+
+    NVML_POWER_SCOPE_MODULE, NVML_POWER_SCOPE_GPU = pynvml.NVML_POWER_SCOPE_MODULE, pynvml.NVML_POWER_SCOPE_GPU
+
+    def __init__(self):
+        self.calls = []
+
+    def __getattr__(self, name):
+        def call(*args):
+            self.calls.append((name, args[1:]))
+            if name == "nvmlDeviceSetPowerManagementLimit_v2":
+                raise pynvml.NVMLError(pynvml.NVML_ERROR_NO_PERMISSION)
+        return call
+
+
+def test_adapter_sets_module_scope_through_v2_and_gpu_scope_through_v1():
+    api = NvmlApi()
+    api._pynvml = lib = _RecordingLib()
+    api.set_power_limit_mw(0, 500_000)
+    with pytest.raises(DeviceControlError, match="CAP_SYS_ADMIN"):
+        api.set_power_limit_mw(0, 500_000, module=True)
+    assert lib.calls[1:] == [("nvmlDeviceSetPowerManagementLimit", (500_000,)),
+                             ("nvmlDeviceSetPowerManagementLimit_v2", (pynvml.NVML_POWER_SCOPE_MODULE, 500_000))]
+
+
+def test_cli_apply_then_restore_in_separate_processes(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    state = tmp_path / "nvml.json"
+    FakeNvml(names=(GH200,), state_path=state)
+    env = {**os.environ, "PYTHONPATH": f"{repo}:{repo / 'tests' / 'measure'}", "AUTOTUNE_FAKE_NVML_STATE": str(state),
+           dc.NVML_API_ENV: "measure_fakes:FakeNvml.from_env"}
+    record = tmp_path / "record.json"
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "autotune.measure.device_cli", *args], env=env,
+                              capture_output=True, text=True, timeout=60)
+
+    done = cli("apply", "--power-limit", "0.75", "--record", str(record))
+    assert done.returncode == 0, done.stderr
+    assert "GPU 0: power limit 510 W (module scope, was 680 W)" in done.stdout
+    assert json_state(state)["devices"][0]["limit_mw"] == 510_000
+    assert cli("restore", "--record", str(record)).returncode == 0 and not record.exists()
+    assert json_state(state)["devices"][0]["limit_mw"] == 680_000
+    refused = cli("apply", "--power-limit", "0.1", "--record", str(record))
+    assert refused.returncode == 2 and "outside GPU 0's allowed" in refused.stderr
+
+
+def json_state(path):
+    import json
+
+    return json.loads(path.read_text())

@@ -1,0 +1,50 @@
+"""The power limit in the report: per-pick limit/clock text and the sweep chart of the fastest configuration."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from autotune.report.front import Point
+from autotune.report.power_limit import device_knobs_text, power_limit_section, power_limit_sweep, sweep_sentence
+from autotune.report.table import knobs_sentence
+
+BASE = {"zero_stage": 3, "optimizer_offload": "none", "activation_checkpointing": "recompute", "sp_degree": 1,
+        "micro_batch": 1, "nodes": 4, "sm_clock_mhz": "max"}
+
+
+def _point(trial, limit, time_s, energy_kj, **other):
+    return Point(trial=trial, params={**BASE, **other, "power_limit": limit}, time_s=time_s, energy_kj=energy_kj,
+                 source="simulated", energy_source="simulated")
+
+
+def _view(points, fastest):
+    return SimpleNamespace(points=points, picks={"fastest": fastest},
+                           point=lambda t: next((p for p in points if p.trial == t), None))
+
+
+def test_pick_text_names_the_limit_and_clock_only_when_set():
+    assert device_knobs_text({"power_limit": 1.0, "sm_clock_mhz": "max"}) == ""
+    assert device_knobs_text({"power_limit": 0.8, "sm_clock_mhz": 1500}) == ", power limit 0.8 x default, SM clock cap 1500 MHz"
+    assert knobs_sentence({**BASE, "power_limit": 0.7}).endswith("4 node(s), power limit 0.7 x default")
+    assert device_knobs_text({}) == ""  # a study from before the knobs existed
+
+
+def test_sweep_is_the_fastest_configuration_across_limits_with_savings_against_its_default():
+    points = [_point(0, 1.0, 100.0, 50.0), _point(1, 0.9, 101.0, 46.0), _point(2, 0.7, 110.0, 44.0),
+              _point(3, 0.8, 90.0, 60.0, zero_stage=2),  # another configuration: not in the sweep
+              _point(4, 0.8, 104.0, 45.0)]
+    view = _view(points, fastest=1)
+    assert [p.trial for p in power_limit_sweep(view)] == [0, 1, 4, 2]
+    sentence = sweep_sentence(view)
+    assert "0.9: trial 1 (+8.0% energy saved, +1.0% time)" in sentence
+    assert "0.7: trial 2 (+12.0% energy saved, +10.0% time)" in sentence and "simulated" in sentence
+    html = power_limit_section(view, {}, None)
+    assert html.count("<svg") == 2 and html.count("<circle") == 8
+    assert "+12.0%" in html and "energy to solution (kJ)" in html and "zero_stage 3" in html
+
+
+def test_no_sweep_without_two_limits():
+    view = _view([_point(0, 1.0, 100.0, 50.0), _point(1, 1.0, 90.0, 60.0, zero_stage=2)], fastest=1)
+    assert power_limit_sweep(view) == [view.point(1)]
+    assert sweep_sentence(view) is None and power_limit_section(view, {}, None) == ""
+    assert power_limit_sweep(SimpleNamespace(points=[], picks={}, point=lambda t: None)) == []

@@ -1,0 +1,105 @@
+"""The probe applies the power limit / SM clock before its warm-up and restores them on every way out.
+
+Real probe processes on CPU; the GPUs are the fake NVML of tests/measure, whose state lives in a JSON
+file, so the test sees what the probe did even after the probe was killed.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.trainer.conftest import REPO, cpu_env
+
+pytestmark = pytest.mark.slow
+sys.path.insert(0, str(REPO / "tests" / "measure"))
+from measure_fakes import FAKE_NVML_API_SPEC, FAKE_NVML_STATE_ENV, FakeNvml  # noqa: E402
+
+PROBE = ["-m", "trainer.probe", "--model", "tiny", "--hardware", "cpu", "--warmup-steps", "1", "--steps", "2",
+         "--global-batch", "1"]
+TIMEOUT_S = 180
+
+
+def _env(tmp_path, state, **extra) -> dict:
+    empty = tmp_path / "empty-sys"
+    empty.mkdir(exist_ok=True)
+    return cpu_env(PYTHONPATH=f"{REPO}:{REPO / 'tests' / 'measure'}", AUTOTUNE_NVML_API=FAKE_NVML_API_SPEC,
+                   **{FAKE_NVML_STATE_ENV: str(state)}, AUTOTUNE_SYSFS_ROOT=str(empty),
+                   AUTOTUNE_ENERGY_SOURCES="hwmon,rapl", **extra)
+
+
+def _fake(tmp_path, **kwargs) -> tuple[FakeNvml, object]:
+    state = tmp_path / "nvml.json"
+    return FakeNvml(names=("NVIDIA GH200 120GB",), state_path=state, **kwargs), state
+
+
+def _probe(tmp_path, state, flags, **extra):
+    out = tmp_path / "result.json"
+    done = subprocess.run([sys.executable, *PROBE, *flags, "--out", str(out)], cwd=tmp_path,
+                          env=_env(tmp_path, state, **extra), capture_output=True, text=True, timeout=TIMEOUT_S)
+    return done, json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("hook, status", [("", "ok"), ("crash", "failed"), ("oom", "oom")])
+def test_limit_applied_then_restored_on_normal_end_exception_and_oom(tmp_path, hook, status):
+    fake, state = _fake(tmp_path)
+    done, result = _probe(tmp_path, state, ["--power-limit", "0.8", "--sm-clock-mhz", "1500"],
+                          AUTOTUNE_PROBE_TEST_HOOK=hook)
+    assert result["status"] == status, result.get("error", "") + done.stderr[-3000:]
+    (node,) = result["device_settings"]["nodes"]
+    (device,) = node["devices"]
+    assert device["power_limit_w"] == pytest.approx(544.0) and device["previous_power_limit_w"] == 680
+    assert device["scope"] == "module" and device["sm_clock_cap_mhz"] == 1500 and node["error"] is None
+    assert result["device_settings"]["power_limit"] == 0.8
+    assert fake.changes == [["limit", 0, 544_000, True], ["lock", 0, 345, 1500], ["limit", 0, 680_000, True], ["reset", 0]]
+    assert fake.device(0)["limit_mw"] == 680_000 and fake.device(0)["locked_mhz"] is None
+
+
+def test_sigterm_from_the_tuner_restores_before_the_probe_dies(tmp_path):
+    fake, state = _fake(tmp_path)
+    process = subprocess.Popen([sys.executable, *PROBE, "--power-limit", "0.7", "--out", str(tmp_path / "r.json")],
+                               cwd=tmp_path, env=_env(tmp_path, state, AUTOTUNE_PROBE_TEST_HOOK="hang"),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + TIMEOUT_S
+        while fake.device(0)["limit_mw"] == 680_000 and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.2)
+        assert fake.device(0)["limit_mw"] == 476_000, "the probe never applied the limit"
+        time.sleep(0.5)  # let it reach the hang
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == -signal.SIGTERM
+    assert fake.device(0)["limit_mw"] == 680_000, stderr[-2000:]
+    assert "power limit 476 W -> 680 W restored" in stderr
+
+
+def test_without_permission_the_probe_is_refused_with_the_reason(tmp_path):
+    fake, state = _fake(tmp_path, permission=False)
+    done, result = _probe(tmp_path, state, ["--power-limit", "0.8"])
+    assert done.returncode == 1 and result["status"] == "failed" and result.get("refused") is True
+    assert "root or CAP_SYS_ADMIN" in result["error"]
+    assert fake.changes == [] and fake.device(0)["limit_mw"] == 680_000
+
+
+def test_untouched_knobs_touch_nothing(tmp_path):
+    fake, state = _fake(tmp_path)
+    done, result = _probe(tmp_path, state, [])
+    assert result["status"] == "ok", done.stderr[-3000:]
+    assert "device_settings" not in result and fake.changes == []
+
+
+def test_a_clock_set_by_srun_is_left_to_slurm(tmp_path):
+    fake, state = _fake(tmp_path)
+    done, result = _probe(tmp_path, state, ["--power-limit", "0.9", "--sm-clock-mhz", "1500"],
+                          AUTOTUNE_SM_CLOCK_SET_BY="srun")
+    assert result["status"] == "ok", done.stderr[-3000:]
+    assert result["device_settings"]["sm_clock_set_by"] == "srun --gpu-freq=1500"
+    assert result["device_settings"]["nodes"][0]["devices"][0]["sm_clock_cap_mhz"] is None
+    assert fake.changes == [["limit", 0, 612_000, True], ["limit", 0, 680_000, True]]  # no lock, no reset

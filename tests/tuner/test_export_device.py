@@ -1,0 +1,93 @@
+"""Export of a pick with a power limit or SM clock: the launch.sh applies it for the run and restores it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from autotune.candidate import Knobs
+from autotune.export import export_trial
+from autotune.export_device import device_script
+from autotune.report.front import Point
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "measure"))
+from measure_fakes import FAKE_NVML_API_SPEC, FAKE_NVML_STATE_ENV, FakeNvml  # noqa: E402
+
+
+def _view(**knobs):
+    from autotune.commands.options import build_settings
+    from tests.tuner.test_study import _Args
+
+    args = _Args(nodes="1")
+    args.model, args.hardware = "7b", "h100-sxm"
+    settings = build_settings(args)
+    params = {**Knobs(zero_stage=3, **knobs).to_dict()}
+    point = Point(trial=7, params=params, time_s=100.0, energy_kj=50.0, source="measured", energy_source="measured")
+    return SimpleNamespace(point=lambda trial: point if trial == 7 else None, settings=settings)
+
+
+def _export(tmp_path, launcher="auto", **knobs) -> tuple[dict, Path]:
+    paths = export_trial(_view(**knobs), 7, tmp_path / "configs" / "knee.json", "launch", launcher=launcher)
+    config, _, script = paths
+    return json.loads(config.read_text()), script
+
+
+def test_untouched_knobs_add_nothing_to_the_script(tmp_path):
+    assert device_script(Knobs(), 1, "auto") == ([], [])
+    config, script = _export(tmp_path)
+    assert "device_cli" not in script.read_text()
+    assert config["autotune"]["power_limit"] == 1.0 and config["autotune"]["sm_clock_mhz"] == "max"
+
+
+def test_launch_sh_applies_the_limit_for_the_run_and_restores_it_on_exit(tmp_path):
+    config, script = _export(tmp_path, power_limit=0.8, sm_clock_mhz=1500)
+    assert config["autotune"]["power_limit"] == 0.8 and config["autotune"]["sm_clock_mhz"] == 1500
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+    state = tmp_path / "nvml.json"
+    fake = FakeNvml(names=("NVIDIA H100 80GB HBM3",) * 2, state_path=state)
+    # A stand-in torchrun that reports what the GPUs were set to while "training" ran.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    seen = tmp_path / "seen.json"
+    (bin_dir / "torchrun").write_text(f"#!/bin/sh\ncp {state} {seen}\n")
+    (bin_dir / "torchrun").chmod(0o755)
+    (bin_dir / "python").symlink_to(sys.executable)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "PYTHONPATH": f"{REPO}:{REPO / 'tests' / 'measure'}",
+           "AUTOTUNE_NVML_API": FAKE_NVML_API_SPEC, FAKE_NVML_STATE_ENV: str(state)}
+    done = subprocess.run([str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    during = json.loads(seen.read_text())["devices"]
+    assert [d["limit_mw"] for d in during] == [560_000, 560_000] and during[0]["locked_mhz"] == [345, 1500]
+    assert [fake.device(i)["limit_mw"] for i in (0, 1)] == [700_000, 700_000]
+    assert fake.device(1)["locked_mhz"] is None
+    assert not list(script.parent.glob(".autotune-device-settings.*"))  # the record is gone with the restore
+
+    fake.permission = False
+    seen.unlink()
+    refused = subprocess.run([str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "CAP_SYS_ADMIN" in refused.stderr
+    assert not seen.exists(), "training must not start at another limit than the pick's"
+
+
+def test_srun_sets_the_clock_itself_and_says_it_has_no_power_limit(tmp_path):
+    _, script = _export(tmp_path, launcher="srun", sm_clock_mhz=1500)
+    text = script.read_text()
+    assert "srun --gpu-freq=1500 torchrun" in text and "device_cli" not in text
+    _, script = _export(tmp_path, launcher="srun", power_limit=0.7, sm_clock_mhz=1500)
+    text = script.read_text()
+    assert "SLURM has no per-step power-limit option" in text
+    assert "srun --ntasks-per-node=1 --nodes=1 python -m autotune.measure.device_cli apply --power-limit 0.7 --sm-clock-mhz max" in text
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+
+
+@pytest.mark.parametrize("nodes", [2])
+def test_several_nodes_without_srun_say_which_node_is_changed(nodes):
+    lines, _ = device_script(Knobs(power_limit=0.9, nodes=nodes), nodes, "auto")
+    assert any("other 1 node(s)" in line for line in lines)

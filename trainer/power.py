@@ -1,0 +1,145 @@
+"""The probe's power limit and SM clock cap: applied before the warm-up, restored on every way out.
+
+Who applies: local rank 0 of each node, for the devices this job sees on that node
+(CUDA_VISIBLE_DEVICES). One writer per node because on a GH200 the limit is the module's, and a
+limit is a property of the node's hardware, not of a rank; the node leader already owns the node's
+energy sensors, and if a rank dies its leader (or, failing that, the launch backend) still restores.
+
+Ways out and who restores:
+- normal end, exception, out-of-memory: the `with` block's exit (probe.main's finally);
+- SIGTERM (the tuner's timeout kills the process group): a handler restores, then lets the signal
+  take the process down as before;
+- SIGKILL, or a rank stuck in a collective past the grace: nothing in-process can run; the launch
+  backend compares every local device with the values it recorded before the study and restores.
+
+A run whose knobs leave power and clock untouched touches nothing (NVML is not even loaded). Under
+`srun --gpu-freq` (AUTOTUNE_SM_CLOCK_SET_BY=srun, set by the launch backend) SLURM applies and resets
+the clock: the probe then leaves the clock alone and records who set it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from contextlib import contextmanager
+
+from dataclasses import replace
+
+from autotune.candidate import SM_CLOCK_UNTOUCHED, Candidate
+from trainer.distributed import LaunchEnv
+
+APPLIED_BY = "local rank 0 of each node, for the devices CUDA_VISIBLE_DEVICES names there"
+SM_CLOCK_SET_BY_ENV = "AUTOTUNE_SM_CLOCK_SET_BY"  # autotune.backends.launchers sets it for srun --gpu-freq
+
+
+def clock_set_by_launcher() -> str | None:
+    return os.environ.get(SM_CLOCK_SET_BY_ENV) or None
+
+
+class DeviceSettingsGuard:
+    """Applies a candidate's limit and clock on this node; `restore()` is idempotent and signal-safe."""
+
+    def __init__(self, candidate: Candidate, env: LaunchEnv):
+        self.asked, self.env = candidate.knobs, env
+        # What NVML must do here: the clock is not ours when the launcher set it.
+        self.knobs = replace(self.asked, sm_clock_mhz=SM_CLOCK_UNTOUCHED) if clock_set_by_launcher() else self.asked
+        self.api = None
+        self.records: list[dict] = []
+        self.error: str | None = None
+        self._restored = False
+        self._previous_handler = None
+
+    @property
+    def active(self) -> bool:
+        return self.knobs.changes_device_settings and self.env.is_node_leader
+
+    def apply(self) -> None:
+        if not self.active:
+            return
+        from autotune.measure import device_control as dc
+        from autotune.measure.errors import DeviceControlError, SourceUnavailable
+
+        self._previous_handler = signal.signal(signal.SIGTERM, self._on_sigterm) or signal.SIG_DFL
+        try:
+            self.api = dc.nvml_api()
+            self.api.init()
+            devices = dc.read_settings(self.api, dc.visible_indices(self.api))
+            if not devices:
+                raise DeviceControlError("NVML sees none of this job's GPUs: nothing to set a power limit or clock on")
+            self.records = dc.records_before(devices, self.knobs.sm_clock_mhz)  # a SIGTERM from here on restores
+            self.records = dc.apply(self.api, devices, self.knobs.power_limit, self.knobs.sm_clock_mhz)
+        except (DeviceControlError, SourceUnavailable) as exc:
+            self.error = f"power limit / SM clock not applied on node {self.env.node_rank}: {exc.reason}"
+
+    def restore(self) -> None:
+        if self._restored or not self.active:
+            return
+        self._restored = True
+        try:
+            if self.api is not None and self.records:
+                from autotune.measure import device_control as dc
+
+                for line in dc.restore(self.api, self.records):
+                    print(f"probe node {self.env.node_rank}: {line}", file=sys.stderr, flush=True)
+        except Exception as exc:  # noqa: BLE001 - a failed restore is reported; the launch backend retries it
+            print(f"probe node {self.env.node_rank}: could not restore GPU settings: {exc}", file=sys.stderr, flush=True)
+        finally:
+            if self.api is not None:
+                try:
+                    self.api.shutdown()
+                except Exception:  # noqa: BLE001
+                    pass
+            if self._previous_handler is not None:  # SIG_DFL stands for a handler installed outside Python
+                signal.signal(signal.SIGTERM, self._previous_handler)
+
+    def _on_sigterm(self, signum, frame) -> None:
+        self.restore()  # puts the previous handler back
+        os.kill(os.getpid(), signum)  # and dies of the signal as it would have
+
+    def summary(self) -> dict | None:
+        """This node's part of result.json's `device_settings`; None when the knobs touch nothing."""
+        if not self.asked.changes_device_settings:
+            return None
+        return {"node_rank": self.env.node_rank, "devices": self.records, "error": self.error}
+
+
+def device_settings_block(candidate: Candidate, node_parts: list[dict]) -> dict | None:
+    """result.json's `device_settings`: what was asked, who applied it, each node's devices."""
+    if not candidate.knobs.changes_device_settings:
+        return None
+    block = {"power_limit": candidate.knobs.power_limit, "sm_clock_mhz": candidate.knobs.sm_clock_mhz,
+             "applied_by": APPLIED_BY, "nodes": [p for p in node_parts if p is not None]}
+    if clock_set_by_launcher() and candidate.knobs.sm_clock_mhz != SM_CLOCK_UNTOUCHED:
+        block["sm_clock_set_by"] = f"{clock_set_by_launcher()} --gpu-freq={candidate.knobs.sm_clock_mhz}"
+    return block
+
+
+def agree_or_refuse(guard: DeviceSettingsGuard, env: LaunchEnv) -> None:
+    """Every rank learns whether each node leader applied the settings; all refuse the candidate if one could not.
+
+    A probe at the wrong limit would measure another candidate, so it is refused, never run.
+    """
+    if not guard.knobs.changes_device_settings:
+        return
+    errors = [guard.error]
+    if env.world_size > 1:
+        import torch.distributed as dist
+
+        errors = [None] * env.world_size
+        dist.all_gather_object(errors, guard.error)
+    reasons = sorted({e for e in errors if e})
+    if reasons:
+        from trainer.engine import UnsupportedCandidate
+
+        raise UnsupportedCandidate("; ".join(reasons))
+
+
+@contextmanager
+def applied_device_settings(candidate: Candidate, env: LaunchEnv):
+    guard = DeviceSettingsGuard(candidate, env)
+    try:
+        guard.apply()
+        yield guard
+    finally:
+        guard.restore()
