@@ -214,7 +214,7 @@ pre { background: #f7f7f7; border: 1px solid #ddd; padding: 8px; max-height: 420
 .chart .plot-area { fill: #fff; stroke: #999; } .chart .grid { stroke: #eee; }
 .chart text { font-size: 12px; fill: #333; } .chart .axis-label { font-size: 13px; }
 .front-line { fill: none; stroke: #3b6fd8; stroke-width: 2; }
-.marker.front { fill: #3b6fd8; } .marker.feasible { fill: #9bb3e0; }
+.marker.front, .sweep-point { fill: #3b6fd8; } .marker.feasible { fill: #9bb3e0; }
 .marker.baseline { fill: #ff9f1c; } .marker.infeasible { fill: none; stroke: #c62828; stroke-width: 1.5; }
 .pick-label { font-weight: 600; } .leader { stroke: #888; stroke-width: 0.8; }
 .legend .key { display: inline-block; width: 10px; height: 10px; border-radius: 50%; margin-left: 10px; }

@@ -83,7 +83,7 @@ def _panel(xs: list[float], ys: list[float], tips: list[str], y_label: str, x_la
                f'transform="rotate(-90 14 {top + plot_h / 2:.1f})">{escape(y_label)}</text>')
     out.append('<polyline class="front-line" points="' + " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(xs, ys)) + '"/>')
     for x, y, tip in zip(xs, ys, tips):
-        out.append(f'<circle class="marker front" cx="{px(x):.1f}" cy="{py(y):.1f}" r="4.5"><title>{escape(tip)}</title></circle>')
+        out.append(f'<circle class="sweep-point" cx="{px(x):.1f}" cy="{py(y):.1f}" r="4.5"><title>{escape(tip)}</title></circle>')
     out.append("</svg>")
     return "\n".join(out)
 
