@@ -28,21 +28,10 @@ from autotune.flops import flops_per_sample, hardware_flops_per_sample
 from autotune.measure.units import j_to_kj
 from autotune.memory import estimate_memory
 
-# Assumptions (calibration targets):
-MAX_COMPUTE_EFFICIENCY = 0.55  # achievable fraction of dense peak for large GEMMs + flash attention
-HALF_EFFICIENCY_TOKENS = 2048  # tokens per GPU micro-step at which efficiency halves
-LINK_EFFICIENCY = 0.70  # achieved fraction of a link's nominal bandwidth
-CUDA_COMM_OVERLAP = 0.70  # fraction of ZeRO collectives hidden behind compute (overlap_comm, prefetch)
-ASYNC_OFFLOAD_WINDOW = 0.90  # fraction of the overlap window an async transfer can use
-GPU_ADAM_BYTES_PER_PARAM = 36  # fp32 master, moments, grads read and written by a fused Adam
-# GPU activity (0 = idle power, 1 = max power) in each phase:
-ACTIVITY = {"compute": 0.80, "communication": 0.30, "offload_wait": 0.15, "gpu_optimizer": 0.50}
-CPU_BACKGROUND_ACTIVITY = 0.15  # data loading, kernel launches
-# Power rises faster than achieved throughput near full load (clocks and voltage boost with
-# occupancy): compute activity scales with utilisation**UTILISATION_POWER_EXPONENT. Above the
-# utilisation where (idle + dynamic * u**x) / u is least, going faster costs energy per FLOP: the
-# source of the time-energy trade-off between micro-batch sizes (cf. Zeus, NSDI'23). Calibrate.
-UTILISATION_POWER_EXPONENT = 1.5
+
+def _constants(candidate: Candidate):
+    """The profile's [simulator] constants (docs/simulator.md): every one applies to every candidate."""
+    return candidate.hardware.simulator
 
 
 @dataclass(frozen=True)
@@ -63,6 +52,7 @@ class SimulatedStep:
     tflops: float  # model TFLOP/s per GPU
     mfu: float
     mean_power_w: float  # per GPU module (GPU + host share + memory/interconnect)
+    mean_gpu_power_w: float  # per GPU, the GPU alone (the GH200 study publishes both)
     peak_mem_gib: float
     phases: tuple[Phase, ...] = field(default=())
 
@@ -71,21 +61,21 @@ def _bandwidth_bps(candidate: Candidate, group_size: int) -> float:
     """Collective bandwidth per GPU: intra-node when the group fits one node, else the network."""
     hw = candidate.hardware
     link = hw.intra_node if group_size <= candidate.gpus_per_node else hw.inter_node
-    return link.bandwidth_gbs * 1e9 * LINK_EFFICIENCY
+    return link.bandwidth_gbs * 1e9 * _constants(candidate).link_efficiency
 
 
 def _compute_utilisation(candidate: Candidate) -> float:
     """Achieved fraction of the achievable peak: small per-GPU micro-steps keep the GPU less busy."""
     knobs = candidate.knobs
     tokens = knobs.micro_batch * candidate.workload.tokens_per_sample(candidate.model) / knobs.sp_degree
-    return tokens / (tokens + HALF_EFFICIENCY_TOKENS)
+    return tokens / (tokens + _constants(candidate).half_efficiency_tokens)
 
 
 def _compute_time_s(candidate: Candidate) -> float:
     """Hardware FLOPs of one micro-step on one GPU at the achievable rate."""
     knobs = candidate.knobs
     per_gpu = knobs.micro_batch * hardware_flops_per_sample(candidate) / knobs.sp_degree
-    efficiency = MAX_COMPUTE_EFFICIENCY * _compute_utilisation(candidate)
+    efficiency = _constants(candidate).max_compute_efficiency * _compute_utilisation(candidate)
     peak = candidate.hardware.peak_tflops(candidate.precision) * 1e12
     return per_gpu / (peak * efficiency)
 
@@ -127,15 +117,15 @@ def _zero_comm_s(candidate: Candidate) -> tuple[float, float]:
 
 def _optimizer_s(candidate: Candidate) -> tuple[float, float]:
     """(GPU optimizer seconds, offloaded optimizer seconds) for one step, before overlap."""
-    hw = candidate.hardware
+    hw, k = candidate.hardware, _constants(candidate)
     p = candidate.model.params()
     local = p if candidate.knobs.zero_stage == 0 else p / candidate.gpus
     if candidate.knobs.optimizer_offload == "none":
-        return local * GPU_ADAM_BYTES_PER_PARAM / (hw.gpu.memory_bandwidth_gbs * 1e9), 0.0
+        return local * k.gpu_adam_bytes_per_param / (hw.gpu.memory_bandwidth_gbs * 1e9), 0.0
     elem_b = candidate.bytes_per_element
-    link = hw.host_link.bandwidth_gbs * 1e9 * LINK_EFFICIENCY
+    link = hw.host_link.bandwidth_gbs * 1e9 * k.link_efficiency
     transfer = 2 * local * elem_b / link  # gradients down, parameters up
-    return 0.0, transfer + local / hw.cpu.adam_params_per_s
+    return 0.0, transfer + local / k.cpu_adam_params_per_s
 
 
 def _activation_offload_s(candidate: Candidate) -> float:
@@ -148,15 +138,16 @@ def _activation_offload_s(candidate: Candidate) -> float:
     v = model.vision
     frames_local = candidate.workload.frames  # every SP rank runs the whole vision tower
     kept = model.llm.layers * s_local * model.llm.hidden + v.layers * frames_local * v.patches_per_frame * v.hidden
-    link = candidate.hardware.host_link.bandwidth_gbs * 1e9 * LINK_EFFICIENCY
+    link = candidate.hardware.host_link.bandwidth_gbs * 1e9 * _constants(candidate).link_efficiency
     return 2 * kept * knobs.micro_batch * elem_b / link
 
 
 def step_phases(candidate: Candidate) -> tuple[Phase, ...]:
     """The phases of one optimizer step on one GPU, with their durations and activities."""
+    k = _constants(candidate)
     accum = candidate.grad_accum
     compute = _compute_time_s(candidate)
-    overlap = CUDA_COMM_OVERLAP if candidate.hardware.cuda else 0.0
+    overlap = k.comm_overlap if candidate.hardware.cuda else 0.0
     per_micro, boundary = _zero_comm_s(candidate)
     exposed_comm = accum * (per_micro * (1 - overlap) + _ulysses_time_s(candidate)) + boundary * (1 - overlap)
 
@@ -166,7 +157,7 @@ def step_phases(candidate: Candidate) -> tuple[Phase, ...]:
     offload = _activation_offload_s(candidate)
     hidden_offload = 0.0
     if candidate.knobs.activation_checkpointing == "offload_async":
-        exposed_offload = max(0.0, offload - ASYNC_OFFLOAD_WINDOW * compute)
+        exposed_offload = max(0.0, offload - k.async_offload_window * compute)
         hidden_offload = accum * (offload - exposed_offload)
     else:
         exposed_offload = offload
@@ -174,18 +165,19 @@ def step_phases(candidate: Candidate) -> tuple[Phase, ...]:
     hidden_host_opt = 0.0
     if candidate.knobs.optimizer_offload == "async":
         backward_window = compute * 2 / 3  # the last micro-step's backward
-        exposed = max(0.1 * host_opt, host_opt - ASYNC_OFFLOAD_WINDOW * backward_window)
+        exposed = max(k.async_optimizer_exposed_min * host_opt, host_opt - k.async_offload_window * backward_window)
         hidden_host_opt, host_opt = host_opt - exposed, exposed
     hidden_comm = accum * per_micro * overlap + boundary * overlap
-    compute_activity = ACTIVITY["compute"] * _compute_utilisation(candidate) ** UTILISATION_POWER_EXPONENT
-    compute_cpu = min(1.0, CPU_BACKGROUND_ACTIVITY + hidden_host_opt / compute_s)
-    compute_link = min(1.0, 0.2 + (hidden_offload + hidden_comm) / compute_s)
+    compute_activity = k.gpu_activity_compute * _compute_utilisation(candidate) ** k.utilisation_power_exponent
+    background_cpu = k.cpu_background_activity
+    compute_cpu = min(1.0, background_cpu + hidden_host_opt / compute_s)
+    compute_link = min(1.0, k.link_background_activity + (hidden_offload + hidden_comm) / compute_s)
     return (
         Phase("compute", compute_s, compute_activity, compute_cpu, compute_link),
-        Phase("communication", exposed_comm, ACTIVITY["communication"], CPU_BACKGROUND_ACTIVITY, 1.0),
-        Phase("activation_offload", accum * exposed_offload, ACTIVITY["offload_wait"], CPU_BACKGROUND_ACTIVITY, 1.0),
-        Phase("gpu_optimizer", gpu_opt, ACTIVITY["gpu_optimizer"], CPU_BACKGROUND_ACTIVITY, 0.5),
-        Phase("host_optimizer", host_opt, ACTIVITY["offload_wait"], 1.0, 0.5),
+        Phase("communication", exposed_comm, k.gpu_activity_communication, background_cpu, 1.0),
+        Phase("activation_offload", accum * exposed_offload, k.gpu_activity_offload_wait, background_cpu, 1.0),
+        Phase("gpu_optimizer", gpu_opt, k.gpu_activity_optimizer, background_cpu, 0.5),
+        Phase("host_optimizer", host_opt, k.gpu_activity_offload_wait, 1.0, 0.5),
     )
 
 
@@ -194,7 +186,8 @@ def _phase_power_w(candidate: Candidate, phase: Phase) -> tuple[float, float, fl
     hw = candidate.hardware
     gpu = hw.gpu.idle_power_w + phase.gpu_activity * (hw.gpu.max_power_w - hw.gpu.idle_power_w)
     cpu = hw.cpu.idle_power_w + phase.cpu_activity * (hw.cpu.max_power_w - hw.cpu.idle_power_w)
-    mem = hw.power.memory_interconnect_w * (0.5 + 0.5 * phase.link_activity)
+    idle_share = candidate.hardware.simulator.memory_idle_fraction
+    mem = hw.power.memory_interconnect_w * (idle_share + (1 - idle_share) * phase.link_activity)
     stretch = 1.0
     allowed_gpu = hw.power.module_cap_w - cpu - mem
     if gpu > allowed_gpu > hw.gpu.idle_power_w:
@@ -229,6 +222,7 @@ def simulate(candidate: Candidate) -> SimulatedStep:
         tflops=tflops,
         mfu=tflops / candidate.hardware.peak_tflops(candidate.precision),
         mean_power_w=(gpu_j + cpu_j + mem_j) / step_time_s,
+        mean_gpu_power_w=gpu_j / step_time_s,
         peak_mem_gib=estimate_memory(candidate).peak_mem_gib,
         phases=tuple(phases),
     )

@@ -1,0 +1,71 @@
+"""Writing a hardware profile back as TOML (`autotune calibrate -o my-cluster.toml`), and validated copies.
+
+`load_hardware(path)` of what `dump_hardware(profile)` wrote gives an equal profile: floats are
+written with `repr` (exact), strings with JSON escapes (valid TOML basic strings).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields, replace
+
+from autotune.hardware.profile import HardwareProfile
+from autotune.hardware.simulator_constants import (
+    SIMULATOR_CONSTANTS,
+    SIMULATOR_ERROR_KEYS,
+    simulator_constants,
+    simulator_error,
+)
+
+
+def _value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, int):
+        return str(value)
+    return repr(float(value))
+
+
+def _table(name: str, spec) -> list[str]:
+    lines = ["", f"[{name}]"]
+    lines += [f"{f.name} = {_value(getattr(spec, f.name))}" for f in fields(spec)]
+    return lines
+
+
+def dump_hardware(profile: HardwareProfile, header: str = "") -> str:
+    """The profile as a TOML document; `header` becomes leading comment lines (e.g. how it was fitted)."""
+    lines = [f"# {line}" if line else "#" for line in header.splitlines()]
+    lines += [
+        f"name = {_value(profile.name)}",
+        f"description = {_value(profile.description)}",
+        f"gpus_per_node = {_value(profile.gpus_per_node)}",
+        f"cuda = {_value(profile.cuda)}",
+        f"module_scope_energy = {_value(profile.module_scope_energy)}",
+    ]
+    for section in ("gpu", "cpu", "host_link", "intra_node", "inter_node", "power"):
+        lines += _table(section, getattr(profile, section))
+    lines += ["", "# The simulator's constants (docs/simulator.md): value, then [low, high] bounds and meaning.",
+              "[simulator]"]
+    for spec in SIMULATOR_CONSTANTS:
+        lines.append(f"# [{spec.low:g}, {spec.high:g}] {spec.meaning}")
+        lines.append(f"{spec.name} = {_value(profile.simulator[spec.name])}")
+    if profile.simulator_error:
+        lines += ["", "# Leave-one-out error of the simulator with these constants, percent per metric.",
+                  "[simulator_error]"]
+        lines += [f"{key} = {_value(profile.simulator_error[key])}"
+                  for key in SIMULATOR_ERROR_KEYS if key in profile.simulator_error]
+    return "\n".join(lines) + "\n"
+
+
+def with_simulator_constants(profile: HardwareProfile, values: dict, error: dict | None = None) -> HardwareProfile:
+    """A copy of `profile` with some simulator constants replaced (checked against their bounds);
+    `error`, when given, replaces its [simulator_error] figures."""
+    origin = f"simulator constants for hardware '{profile.name}'"
+    constants = simulator_constants(origin, {k: float(v) if isinstance(v, int) and not isinstance(v, bool) else v
+                                             for k, v in values.items()}, base=profile.simulator)
+    changes = {"simulator": constants}
+    if error is not None:
+        changes["simulator_error"] = simulator_error(origin, error)
+    return replace(profile, **changes)

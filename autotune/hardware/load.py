@@ -1,0 +1,155 @@
+"""Reading a hardware profile TOML: every key known, every number checked for type and range.
+
+A wrong profile is refused when read, with one line naming the file, the key, the value and what is
+allowed, before a study directory is touched (a zero bandwidth or peak would otherwise crash or lie
+mid-study).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import fields
+from pathlib import Path
+
+from autotune.checks import checked_number, refuse_unknown_keys
+from autotune.errors import ConfigError
+from autotune.hardware.profile import CpuSpec, GpuSpec, HardwareProfile, LinkSpec, PowerSpec
+from autotune.hardware.simulator_constants import simulator_constants, simulator_error
+
+PROFILE_DIR = Path(__file__).parent
+SCHEMA = "see autotune/hardware/gh200.toml"
+
+# Bounds per number: (low, low_open, high, integer). Highs are generous: they catch unit mistakes
+# (W for kW, MB/s for GB/s), not plausible future hardware.
+_POSITIVE = (0.0, True, None, False)
+_WATTS = (0.0, False, 1.0e5, False)
+_NUMBERS = {
+    "gpus_per_node": (1, False, 1024, True),
+    "memory_gib": (0.0, True, 1.0e6, False),
+    "memory_bandwidth_gbs": (0.0, True, 1.0e6, False),
+    "bandwidth_gbs": (0.0, True, 1.0e6, False),
+    "peak_bf16_tflops": (0.0, True, 1.0e5, False),
+    "peak_fp32_tflops": (0.0, True, 1.0e5, False),
+    "idle_power_w": _WATTS,
+    "max_power_w": (0.0, True, 1.0e5, False),
+    "min_sm_clock_mhz": (0.0, False, 1.0e5, False),
+    "max_sm_clock_mhz": (0.0, False, 1.0e5, False),
+    "cores": (1, False, 1.0e6, True),
+    "module_cap_w": (0.0, True, 1.0e5, False),
+    "memory_interconnect_w": _WATTS,
+    "min_limit_w": (0.0, True, 1.0e5, False),
+}
+_TOP_KEYS = ("name", "description", "gpus_per_node", "cuda", "module_scope_energy", "gpu", "cpu",
+             "host_link", "intra_node", "inter_node", "power", "simulator", "simulator_error")
+
+
+def available_hardware() -> list[str]:
+    return sorted(p.stem for p in PROFILE_DIR.glob("*.toml"))
+
+
+def _text(origin: str, key: str, value, required: bool = True) -> str:
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise ConfigError(f"{origin}: {key} = {value!r} is not allowed; it must be a non-empty string in quotes")
+    return value
+
+
+def _flag(origin: str, key: str, value) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{origin}: {key} = {value!r} is not allowed; it must be true or false")
+    return value
+
+
+def _number(origin: str, key: str, value, field_name: str):
+    low, low_open, high, integer = _NUMBERS[field_name]
+    return checked_number(origin, key, value, low=low, high=high, low_open=low_open, integer=integer)
+
+
+def _section(cls, data: dict, section: str, origin: str):
+    raw = data.get(section)
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{origin}: missing [{section}] table; {SCHEMA}")
+    names = [f.name for f in fields(cls)]
+    refuse_unknown_keys(f"{origin} [{section}]", raw, names, SCHEMA)
+    missing = [n for n in names if n not in raw]
+    if missing:
+        raise ConfigError(f"{origin}: [{section}] lacks {', '.join(missing)}; {SCHEMA}")
+    values = {}
+    for n in names:
+        key = f"[{section}] {n}"
+        values[n] = _text(origin, key, raw[n]) if n == "name" else _number(origin, key, raw[n], n)
+    return cls(**values)
+
+
+def _not_above(origin: str, low_key: str, low: float, high_key: str, high: float, why: str) -> None:
+    if low > high:
+        raise ConfigError(f"{origin}: {low_key} = {low:g} is above {high_key} = {high:g}; {why}")
+
+
+def _check_consistency(origin: str, p: HardwareProfile) -> None:
+    """Relations between fields that each look fine alone."""
+    _not_above(origin, "[gpu] idle_power_w", p.gpu.idle_power_w, "[gpu] max_power_w", p.gpu.max_power_w,
+               "idle power must not exceed max power")
+    _not_above(origin, "[cpu] idle_power_w", p.cpu.idle_power_w, "[cpu] max_power_w", p.cpu.max_power_w,
+               "idle power must not exceed max power")
+    _not_above(origin, "[gpu] min_sm_clock_mhz", p.gpu.min_sm_clock_mhz, "[gpu] max_sm_clock_mhz",
+               p.gpu.max_sm_clock_mhz, "the lowest clock must not exceed the highest")
+    _not_above(origin, "[power] min_limit_w", p.power.min_limit_w, "[power] module_cap_w", p.power.module_cap_w,
+               "the lowest accepted limit must not exceed the default limit")
+    # The cap must leave room above idle, or no work could ever run under it.
+    idle_w = p.gpu.idle_power_w
+    what = "[gpu] idle_power_w"
+    if p.module_scope_energy:
+        idle_w += p.cpu.idle_power_w
+        what += " + [cpu] idle_power_w"
+    if idle_w >= p.power.module_cap_w:
+        raise ConfigError(f"{origin}: [power] module_cap_w = {p.power.module_cap_w:g} is not above the idle power "
+                          f"it caps ({what} = {idle_w:g}); raise the cap or lower the idle figures")
+
+
+def parse_hardware(data: dict, origin: str, source: str = "") -> HardwareProfile:
+    """A HardwareProfile from a TOML document's tables, validated."""
+    refuse_unknown_keys(origin, data, _TOP_KEYS, SCHEMA)
+    for key in ("name", "gpus_per_node"):
+        if key not in data:
+            raise ConfigError(f"{origin}: missing '{key}'; {SCHEMA}")
+    for table in ("simulator", "simulator_error"):
+        if table in data and not isinstance(data[table], dict):
+            raise ConfigError(f"{origin}: '{table}' must be a [{table}] table; {SCHEMA}")
+    profile = HardwareProfile(
+        name=_text(origin, "name", data["name"]),
+        description=_text(origin, "description", data.get("description", ""), required=False),
+        gpus_per_node=_number(origin, "gpus_per_node", data["gpus_per_node"], "gpus_per_node"),
+        cuda=_flag(origin, "cuda", data.get("cuda", True)),
+        module_scope_energy=_flag(origin, "module_scope_energy", data.get("module_scope_energy", False)),
+        gpu=_section(GpuSpec, data, "gpu", origin),
+        cpu=_section(CpuSpec, data, "cpu", origin),
+        host_link=_section(LinkSpec, data, "host_link", origin),
+        intra_node=_section(LinkSpec, data, "intra_node", origin),
+        inter_node=_section(LinkSpec, data, "inter_node", origin),
+        power=_section(PowerSpec, data, "power", origin),
+        source=source,
+        simulator=simulator_constants(origin, data.get("simulator")),
+        simulator_error=simulator_error(origin, data.get("simulator_error")),
+    )
+    _check_consistency(origin, profile)
+    return profile
+
+
+def load_hardware(name_or_path: str) -> HardwareProfile:
+    """Load a named profile (`gh200`, `h100-sxm`, `cpu`) or a TOML file with the same schema."""
+    path = Path(name_or_path)
+    if not (path.suffix == ".toml" and path.is_file()):
+        path = PROFILE_DIR / f"{name_or_path}.toml"
+    if not path.is_file():
+        raise ConfigError(
+            f"unknown hardware '{name_or_path}': use one of {', '.join(available_hardware())} "
+            f"or the path of a TOML profile ({SCHEMA})"
+        )
+    origin = f"hardware profile {path}"
+    try:
+        data = tomllib.loads(path.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{origin}: not valid TOML ({exc}); fix the file") from None
+    except OSError as exc:
+        raise ConfigError(f"{origin}: cannot be read ({exc.strerror}); check the path and its permissions") from None
+    return parse_hardware(data, origin, source=str(path))

@@ -1,0 +1,74 @@
+"""The immutable dataclasses of a hardware profile (one node; per accelerator where a figure is shared)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from autotune.hardware.simulator_constants import DEFAULT_SIMULATOR_CONSTANTS, SimulatorConstants
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    name: str
+    memory_gib: float
+    memory_bandwidth_gbs: float
+    peak_bf16_tflops: float
+    peak_fp32_tflops: float
+    idle_power_w: float
+    max_power_w: float
+    # SM clock range NVML accepts for locked clocks (nvmlDeviceGetSupportedGraphicsClocks);
+    # 0 and 0 on a device without a settable clock.
+    min_sm_clock_mhz: float
+    max_sm_clock_mhz: float
+
+
+@dataclass(frozen=True)
+class CpuSpec:
+    """The host CPU share that serves one accelerator (a Grace per GH200, 1/8 of a DGX host)."""
+
+    name: str
+    cores: int
+    memory_gib: float
+    memory_bandwidth_gbs: float
+    idle_power_w: float
+    max_power_w: float
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    name: str
+    bandwidth_gbs: float
+
+
+@dataclass(frozen=True)
+class PowerSpec:
+    # The default power limit: the module's on a GH200 (CPU + GPU + memory), else the GPU's.
+    # The `power_limit` knob is a fraction of it.
+    module_cap_w: float
+    memory_interconnect_w: float
+    # The lowest limit the device accepts (nvmlDeviceGetPowerManagementLimitConstraints' minimum).
+    min_limit_w: float
+
+
+@dataclass(frozen=True)
+class HardwareProfile:
+    name: str
+    description: str
+    gpus_per_node: int
+    cuda: bool
+    module_scope_energy: bool
+    gpu: GpuSpec
+    cpu: CpuSpec
+    host_link: LinkSpec
+    intra_node: LinkSpec
+    inter_node: LinkSpec
+    power: PowerSpec
+    # Where the profile was read from: not part of what the profile *is* (a dumped copy is equal).
+    source: str = field(default="", compare=False)
+    simulator: SimulatorConstants = DEFAULT_SIMULATOR_CONSTANTS
+    # Leave-one-out error of the simulator in percent per metric (time_s_pct, energy_kj_pct,
+    # tflops_pct, power_w_pct), written by `autotune calibrate`; empty when never calibrated.
+    simulator_error: dict = field(default_factory=dict, hash=False)
+
+    def peak_tflops(self, dtype: str = "bf16") -> float:
+        return self.gpu.peak_bf16_tflops if dtype == "bf16" else self.gpu.peak_fp32_tflops

@@ -1,0 +1,131 @@
+"""The simulator's tunable constants: their names, defaults, physical bounds and meanings, as data.
+
+A hardware profile's `[simulator]` table sets them (missing keys take the default below); `autotune
+calibrate` fits them to measurements within the bounds. Every constant applies to every candidate:
+there is no per-configuration fudge factor. The table lives in the core layer because the profile
+loader validates against it; `autotune.simulator.constants` re-exports it for the simulator's users.
+"""
+
+from __future__ import annotations
+
+from dataclasses import make_dataclass
+from typing import NamedTuple
+
+from autotune.checks import checked_number, refuse_unknown_keys
+
+
+class ConstantSpec(NamedTuple):
+    name: str
+    default: float
+    low: float
+    high: float
+    meaning: str
+
+
+SIMULATOR_CONSTANTS: tuple[ConstantSpec, ...] = (
+    # Compute
+    ConstantSpec("max_compute_efficiency", 0.55, 0.2, 0.95,
+                 "achievable fraction of dense peak FLOP/s for large GEMMs and flash attention"),
+    ConstantSpec("half_efficiency_tokens", 2048.0, 16.0, 65536.0,
+                 "tokens per GPU micro-step at which the achieved compute efficiency halves"),
+    ConstantSpec("gpu_adam_bytes_per_param", 36.0, 16.0, 64.0,
+                 "HBM bytes a fused GPU Adam reads and writes per parameter (fp32 master, moments, grads)"),
+    ConstantSpec("cpu_adam_params_per_s", 2.0e9, 1.0e7, 1.0e11,
+                 "parameters per second DeepSpeed's CPU Adam updates on the host share of one GPU"),
+    # Links and overlap
+    ConstantSpec("link_efficiency", 0.70, 0.2, 1.0,
+                 "achieved fraction of a link's nominal bandwidth (collectives, host copies)"),
+    ConstantSpec("comm_overlap", 0.70, 0.0, 1.0,
+                 "fraction of ZeRO collectives hidden behind compute on CUDA (overlap_comm, prefetch)"),
+    ConstantSpec("async_offload_window", 0.90, 0.0, 1.0,
+                 "fraction of the compute window an asynchronous copy or host optimizer step can use"),
+    ConstantSpec("async_optimizer_exposed_min", 0.10, 0.0, 1.0,
+                 "fraction of the host optimizer step SuperOffload can never hide (the last buckets)"),
+    # Activity: 0 = idle power, 1 = the component's max power
+    ConstantSpec("gpu_activity_compute", 0.80, 0.3, 1.0,
+                 "GPU activity while computing at full utilisation"),
+    ConstantSpec("gpu_activity_communication", 0.30, 0.0, 1.0,
+                 "GPU activity while waiting on exposed collectives"),
+    ConstantSpec("gpu_activity_offload_wait", 0.15, 0.0, 1.0,
+                 "GPU activity while stalled on a host copy or the host optimizer"),
+    ConstantSpec("gpu_activity_optimizer", 0.50, 0.0, 1.0,
+                 "GPU activity during a memory-bound GPU optimizer step"),
+    ConstantSpec("cpu_background_activity", 0.15, 0.0, 1.0,
+                 "host CPU activity from data loading and kernel launches alone"),
+    ConstantSpec("link_background_activity", 0.20, 0.0, 1.0,
+                 "link activity during compute with nothing overlapped on it"),
+    ConstantSpec("memory_idle_fraction", 0.50, 0.0, 1.0,
+                 "share of power.memory_interconnect_w drawn with the links idle"),
+    ConstantSpec("utilisation_power_exponent", 1.5, 1.0, 3.0,
+                 "compute activity grows as utilisation**x: power rises faster than throughput near full load"),
+)
+
+CONSTANT_NAMES = tuple(spec.name for spec in SIMULATOR_CONSTANTS)
+_SPECS = {spec.name: spec for spec in SIMULATOR_CONSTANTS}
+
+
+class _ByName:
+    """Mapping-style read access on top of the frozen dataclass fields."""
+
+    def __getitem__(self, name: str) -> float:
+        if name not in _SPECS:
+            raise KeyError(name)
+        return getattr(self, name)
+
+    def keys(self):
+        return CONSTANT_NAMES
+
+    def __iter__(self):
+        return iter(CONSTANT_NAMES)
+
+    def __len__(self) -> int:
+        return len(CONSTANT_NAMES)
+
+    def as_dict(self) -> dict[str, float]:
+        return {name: getattr(self, name) for name in CONSTANT_NAMES}
+
+
+# One float field per spec, frozen and hashable (a Candidate holding the profile stays hashable).
+SimulatorConstants = make_dataclass(
+    "SimulatorConstants",
+    [(spec.name, float) for spec in SIMULATOR_CONSTANTS],
+    bases=(_ByName,),
+    frozen=True,
+)
+SimulatorConstants.__module__ = __name__
+SimulatorConstants.__doc__ = "The simulator's constants of one hardware profile, by attribute or by name."
+
+
+def spec(name: str) -> ConstantSpec:
+    return _SPECS[name]
+
+
+def simulator_constants(origin: str, raw: dict | None, base=None) -> SimulatorConstants:
+    """Validated constants: `raw` over `base` (default: the specs' defaults); one line per problem."""
+    raw = raw or {}
+    fix = "see docs/simulator.md for each constant's meaning and bounds"
+    refuse_unknown_keys(f"{origin} [simulator]", raw, CONSTANT_NAMES, fix)
+    values = base.as_dict() if base is not None else {s.name: s.default for s in SIMULATOR_CONSTANTS}
+    for name, value in raw.items():
+        s = _SPECS[name]
+        values[name] = checked_number(origin, f"[simulator] {name}", value, low=s.low, high=s.high,
+                                      fix=f"meaning: {s.meaning}")
+    return SimulatorConstants(**values)
+
+
+DEFAULT_SIMULATOR_CONSTANTS = simulator_constants("built-in defaults", {})
+
+# The cross-validated error `autotune calibrate` writes: percent, per metric.
+SIMULATOR_ERROR_KEYS = ("time_s_pct", "energy_kj_pct", "tflops_pct", "power_w_pct")
+
+
+def simulator_error(origin: str, raw: dict | None) -> dict[str, float]:
+    raw = raw or {}
+    refuse_unknown_keys(f"{origin} [simulator_error]", raw, SIMULATOR_ERROR_KEYS,
+                        "it holds the leave-one-out error in percent that `autotune calibrate` writes")
+    return {key: checked_number(origin, f"[simulator_error] {key}", raw[key], low=0.0, high=1000.0)
+            for key in SIMULATOR_ERROR_KEYS if key in raw}
+
+
+__all__ = ["SIMULATOR_CONSTANTS", "SIMULATOR_ERROR_KEYS", "ConstantSpec", "SimulatorConstants",
+           "DEFAULT_SIMULATOR_CONSTANTS", "simulator_constants", "simulator_error", "spec"]
