@@ -58,6 +58,15 @@ SIMULATOR_CONSTANTS: tuple[ConstantSpec, ...] = (
                  "share of power.memory_interconnect_w drawn with the links idle"),
     ConstantSpec("utilisation_power_exponent", 1.5, 1.0, 3.0,
                  "compute activity grows as utilisation**x: power rises faster than throughput near full load"),
+    # Clock and voltage (power limit, SM clock cap): autotune/hardware/power_model.py
+    ConstantSpec("min_voltage_fraction", 0.65, 0.3, 1.0,
+                 "GPU supply voltage at the DVFS floor over the voltage at max clock (dynamic power ~ f * V**2)"),
+    ConstantSpec("clock_sensitivity_compute", 0.90, 0.5, 1.0,
+                 "share of compute-phase time that scales with 1/SM clock (the rest is memory bound)"),
+    ConstantSpec("clock_sensitivity_memory", 0.20, 0.0, 0.6,
+                 "share of a memory-bound phase's time (GPU optimizer) that scales with 1/SM clock"),
+    ConstantSpec("clock_sensitivity_link", 0.05, 0.0, 0.3,
+                 "share of a link-bound phase's time (collectives, host copies) that scales with 1/SM clock"),
 )
 
 CONSTANT_NAMES = tuple(spec.name for spec in SIMULATOR_CONSTANTS)

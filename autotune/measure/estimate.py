@@ -1,23 +1,24 @@
 """Estimate mode: a documented power model, for machines without any sensor (CPU boxes, CI).
 
 It lets the tuner run end to end; its figures are labelled `estimated` wherever they appear and it
-is never used where a sensor exists (see discover.py). Per accelerator, with utilisation u in [0, 1]
+is never used where a sensor exists (see discover.py). The power curve is the simulator's
+(autotune/hardware/power_model.py: one model, one place), driven by the utilisation u in [0, 1]
 (the fraction of the window the device was busy; u = 1 when the caller does not know):
 
-    gpu_w    = min(gpu.idle_power_w + u * (gpu.max_power_w - gpu.idle_power_w), power.module_cap_w)
-    cpu_w    = cpu.idle_power_w + CPU_ACTIVITY * u * (cpu.max_power_w - cpu.idle_power_w)
-    memory_w = u * power.memory_interconnect_w
-    node_w   = accelerators * (gpu_w + cpu_w + memory_w)
+    gpu_activity = u, cpu_activity = CPU_ACTIVITY * u, link_activity = u, at the highest clock
+    whose power fits power.module_cap_w (the module on a module-scope profile, else the GPU)
+    node_w = accelerators * (gpu_w + cpu_w + memory_w)
 
-On a module-scope profile (GH200) the three shares are one module figure, capped at
-power.module_cap_w per module. CPU_ACTIVITY = 0.5: the GH200 study measured 55-71 W of CPU power
-while training against a 40 W idle / 100 W cap profile, i.e. a quarter to a half of the headroom.
+On a module-scope profile (GH200) the three shares are one module figure. CPU_ACTIVITY = 0.5: the
+GH200 study measured 55-71 W of CPU power while training against a 40 W idle / 100 W cap profile,
+i.e. a quarter to a half of the headroom.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from autotune.hardware.power_model import PowerCurve
 from autotune.measure.window import SourceEnergy, WindowResult
 
 CPU_ACTIVITY = 0.5
@@ -25,41 +26,29 @@ ASSUMED_BUSY = 1.0
 
 
 @dataclass(frozen=True)
-class PowerModel:
-    accelerators: int
-    gpu_idle_w: float
-    gpu_max_w: float
-    cpu_idle_w: float
-    cpu_max_w: float
-    memory_interconnect_w: float
-    module_cap_w: float
-    module_scope: bool
+class PowerModel(PowerCurve):
+    accelerators: int = 1
     hardware: str = ""
 
     @classmethod
     def from_hardware(cls, hardware, accelerators: int | None = None) -> PowerModel:
         """From an autotune.hardware.HardwareProfile; `accelerators` defaults to the node's GPUs."""
-        return cls(accelerators=int(accelerators or hardware.gpus_per_node),
-                   gpu_idle_w=hardware.gpu.idle_power_w, gpu_max_w=hardware.gpu.max_power_w,
-                   cpu_idle_w=hardware.cpu.idle_power_w, cpu_max_w=hardware.cpu.max_power_w,
-                   memory_interconnect_w=hardware.power.memory_interconnect_w,
-                   module_cap_w=hardware.power.module_cap_w, module_scope=hardware.module_scope_energy,
+        curve = PowerCurve.from_hardware(hardware)
+        return cls(**asdict(curve), accelerators=int(accelerators or hardware.gpus_per_node),
                    hardware=hardware.name)
 
     def accelerator_power_w(self, utilisation: float) -> dict[str, float]:
-        """{"gpu", "cpu", "memory_interconnect"} watts of one accelerator's share."""
+        """{"gpu", "cpu", "memory_interconnect"} watts of one accelerator's share, within the limit."""
         u = min(1.0, max(0.0, utilisation))
-        gpu_w = min(self.gpu_idle_w + u * (self.gpu_max_w - self.gpu_idle_w), self.module_cap_w)
-        cpu_w = self.cpu_idle_w + CPU_ACTIVITY * u * (self.cpu_max_w - self.cpu_idle_w)
-        return {"gpu": gpu_w, "cpu": cpu_w, "memory_interconnect": u * self.memory_interconnect_w}
+        activity = (u, CPU_ACTIVITY * u, u)
+        clock = self.highest_clock_under(self.module_cap_w, *activity)
+        return self.shares_w(*activity, clock)
 
     def module_power_w(self, utilisation: float) -> float:
-        return min(sum(self.accelerator_power_w(utilisation).values()), self.module_cap_w)
+        return sum(self.accelerator_power_w(utilisation).values())
 
     def node_power_w(self, utilisation: float) -> float:
-        if self.module_scope:
-            return self.accelerators * self.module_power_w(utilisation)
-        return self.accelerators * sum(self.accelerator_power_w(utilisation).values())
+        return self.accelerators * self.module_power_w(utilisation)
 
 
 def estimate_window(model: PowerModel, begin_s: float, end_s: float,
@@ -75,9 +64,8 @@ def estimate_window(model: PowerModel, begin_s: float, end_s: float,
     for index in range(model.accelerators):
         if model.module_scope:
             entries.append(_entry("module", "module", None, index, model.module_power_w(utilisation), window_s))
-            scale = model.module_power_w(utilisation) / sum(shares_w.values())
-            for component, power_w in shares_w.items():  # the capped module, split pro rata
-                entries.append(_entry(component, component, "module", index, power_w * scale, window_s))
+            for component, power_w in shares_w.items():  # the module's breakdown, never added on top
+                entries.append(_entry(component, component, "module", index, power_w, window_s))
         else:
             for component, power_w in shares_w.items():
                 entries.append(_entry(component, component, None, index, power_w, window_s))

@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 from autotune.candidate import Candidate
 from autotune.flops import flops_per_sample, hardware_flops_per_sample
 from autotune.measure.units import j_to_kj
+from autotune.hardware.power_model import PowerCurve
 from autotune.memory import estimate_memory
+from autotune.simulator.clock import run_phase
 
 
 def _constants(candidate: Candidate):
@@ -41,6 +43,10 @@ class Phase:
     gpu_activity: float
     cpu_activity: float
     link_activity: float
+    # Share of the phase's time that scales with 1/SM clock (simulator/clock.py).
+    clock_sensitivity: float = 1.0
+    # The SM clock the phase ran at, over the highest clock (set by simulate()).
+    clock_fraction: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -173,41 +179,27 @@ def step_phases(candidate: Candidate) -> tuple[Phase, ...]:
     compute_cpu = min(1.0, background_cpu + hidden_host_opt / compute_s)
     compute_link = min(1.0, k.link_background_activity + (hidden_offload + hidden_comm) / compute_s)
     return (
-        Phase("compute", compute_s, compute_activity, compute_cpu, compute_link),
-        Phase("communication", exposed_comm, k.gpu_activity_communication, background_cpu, 1.0),
-        Phase("activation_offload", accum * exposed_offload, k.gpu_activity_offload_wait, background_cpu, 1.0),
-        Phase("gpu_optimizer", gpu_opt, k.gpu_activity_optimizer, background_cpu, 0.5),
-        Phase("host_optimizer", host_opt, k.gpu_activity_offload_wait, 1.0, 0.5),
+        Phase("compute", compute_s, compute_activity, compute_cpu, compute_link, k.clock_sensitivity_compute),
+        Phase("communication", exposed_comm, k.gpu_activity_communication, background_cpu, 1.0,
+              k.clock_sensitivity_link),
+        Phase("activation_offload", accum * exposed_offload, k.gpu_activity_offload_wait, background_cpu, 1.0,
+              k.clock_sensitivity_link),
+        Phase("gpu_optimizer", gpu_opt, k.gpu_activity_optimizer, background_cpu, 0.5, k.clock_sensitivity_memory),
+        Phase("host_optimizer", host_opt, k.gpu_activity_offload_wait, 1.0, 0.5, k.clock_sensitivity_link),
     )
-
-
-def _phase_power_w(candidate: Candidate, phase: Phase) -> tuple[float, float, float, float]:
-    """(GPU, CPU, memory+interconnect power in W, time stretch) for one GPU under the module cap."""
-    hw = candidate.hardware
-    gpu = hw.gpu.idle_power_w + phase.gpu_activity * (hw.gpu.max_power_w - hw.gpu.idle_power_w)
-    cpu = hw.cpu.idle_power_w + phase.cpu_activity * (hw.cpu.max_power_w - hw.cpu.idle_power_w)
-    idle_share = candidate.hardware.simulator.memory_idle_fraction
-    mem = hw.power.memory_interconnect_w * (idle_share + (1 - idle_share) * phase.link_activity)
-    stretch = 1.0
-    allowed_gpu = hw.power.module_cap_w - cpu - mem
-    if gpu > allowed_gpu > hw.gpu.idle_power_w:
-        # Clocks drop until the module fits its cap: dynamic power ~ f^3, so time grows by the cube root.
-        stretch = ((gpu - hw.gpu.idle_power_w) / (allowed_gpu - hw.gpu.idle_power_w)) ** (1 / 3)
-        gpu = allowed_gpu
-    return gpu, cpu, mem, stretch
 
 
 def simulate(candidate: Candidate) -> SimulatedStep:
     """Time, energy and throughput of the candidate on the study's fixed work."""
+    curve = PowerCurve.from_hardware(candidate.hardware)
     phases = []
     gpu_j = cpu_j = mem_j = 0.0
-    for phase in step_phases(candidate):
-        gpu_w, cpu_w, mem_w, stretch = _phase_power_w(candidate, phase)
-        time_s = phase.time_s * stretch
-        phases.append(Phase(phase.name, time_s, phase.gpu_activity, phase.cpu_activity, phase.link_activity))
-        gpu_j += gpu_w * time_s
-        cpu_j += cpu_w * time_s
-        mem_j += mem_w * time_s
+    for planned in step_phases(candidate):
+        phase, shares_w = run_phase(candidate, curve, planned)
+        phases.append(phase)
+        gpu_j += shares_w["gpu"] * phase.time_s
+        cpu_j += shares_w["cpu"] * phase.time_s
+        mem_j += shares_w["memory_interconnect"] * phase.time_s
     step_time_s = sum(p.time_s for p in phases)
     steps = candidate.workload.samples / candidate.workload.global_batch
     per_step_j = {"gpu": gpu_j, "cpu": cpu_j, "memory_interconnect": mem_j}  # one GPU and its host share

@@ -13,14 +13,19 @@ def test_h100_node_power_follows_the_formula():
     shares = model.accelerator_power_w(0.5)
     assert shares["gpu"] == pytest.approx(70 + 0.5 * (700 - 70))
     assert shares["cpu"] == pytest.approx(15 + 0.5 * 0.5 * (45 - 15))
-    assert shares["memory_interconnect"] == pytest.approx(0.5 * 25)
+    m = load_hardware("h100-sxm").simulator.memory_idle_fraction  # links draw part of their power idle
+    assert shares["memory_interconnect"] == pytest.approx(25 * (m + (1 - m) * 0.5))
     assert model.node_power_w(0.5) == pytest.approx(8 * sum(shares.values()))
 
 
 def test_gh200_module_is_capped_and_one_figure():
     model = PowerModel.from_hardware(load_hardware("gh200"))
-    assert model.module_power_w(1.0) == pytest.approx(680.0)  # 600 + 70 + 35 capped at the module cap
-    assert model.module_power_w(0.0) == pytest.approx(90 + 40)
+    assert model.module_power_w(1.0) == pytest.approx(680.0)  # 600 + 70 + 35 held at the module cap
+    shares = model.accelerator_power_w(1.0)
+    assert shares["cpu"] == pytest.approx(70) and shares["memory_interconnect"] == pytest.approx(35)
+    assert shares["gpu"] == pytest.approx(680 - 70 - 35)  # the GPU's clock drops until the module fits
+    m = load_hardware("gh200").simulator.memory_idle_fraction
+    assert model.module_power_w(0.0) == pytest.approx(90 + 40 + m * 35)
     block = node_block(estimate_window(model, 100.0, 110.0, utilisation=1.0))
     assert block["provenance"] == "estimated"
     assert block["energy_j"] == pytest.approx(4 * 680.0 * 10.0)
@@ -39,3 +44,12 @@ def test_unknown_utilisation_assumes_busy_and_says_so():
     assert block["energy_j"] == pytest.approx(node_w * 4.0)
     assert block["phases"]["backward"]["energy_j"] == pytest.approx(node_w * 2.0)
     assert {s["method"] for s in block["sources"]} == {"model"}
+
+
+def test_estimate_and_simulator_share_one_power_curve():
+    """The estimate is the simulator's power curve (autotune/hardware/power_model.py) at activity u."""
+    from autotune.hardware.power_model import PowerCurve
+
+    hardware = load_hardware("h100-sxm")
+    model, curve = PowerModel.from_hardware(hardware), PowerCurve.from_hardware(hardware)
+    assert model.accelerator_power_w(0.3) == pytest.approx(curve.shares_w(0.3, 0.5 * 0.3, 0.3))
