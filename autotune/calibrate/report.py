@@ -80,6 +80,8 @@ def report_text(document: dict) -> str:
         f"({', '.join(document['sources'])})",
     ]
     lines += [f"  skipped: {line}" for line in document.get("skipped", [])]
+    if document.get("loo_by") == "configuration":
+        lines.append("  'left out': predicted by a fit that saw no figure of that configuration (the error quoted)")
     if document.get("not_run"):
         counts = ", ".join(f"{n} {status}" for status, n in document["not_run"].items())
         lines.append(f"  probes without figures ({counts}): they teach the memory estimate, not the simulator; not fitted")
@@ -98,13 +100,13 @@ def report_text(document: dict) -> str:
         "mean absolute percentage error",
         _mape_line("  before (base profile)", document["before_mape"]),
         _mape_line("  after the fit", document["fit_mape"]),
-        _mape_line("  leave-one-out (quoted)", document["loo_mape"]),
+        _mape_line(f"  left out, by {document.get('loo_by') or '-'}", document["loo_mape"]),
         "",
         f"{'constant':<30} {'base':>12} {'fitted':>12}  bounds",
     ]
     for name, value in document["constants"].items():
         spec = _SPECS[name]
-        fitted = f"{value:.4g}" if name in document["fitted"] else "(not fitted)"
+        fitted = f"{value:.4g}" if name in document["fitted"] else "(held)" if name in document.get("held", []) else "(not fitted)"
         flag = "  <- at its bound" if name in document["at_bound"] else ""
         lines.append(f"{name:<30} {document['defaults'][name]:>12.4g} {fitted:>12}  [{spec.low:g}, {spec.high:g}]{flag}")
     if document["at_bound"]:
