@@ -41,6 +41,8 @@ SIMULATOR_CONSTANTS: tuple[ConstantSpec, ...] = (
                  "fraction of the compute window an asynchronous copy or host optimizer step can use"),
     ConstantSpec("async_optimizer_exposed_min", 0.10, 0.0, 1.0,
                  "fraction of the host optimizer step SuperOffload can never hide (the last buckets)"),
+    ConstantSpec("step_overhead_s", 0.2, 0.0, 5.0,
+                 "seconds per optimizer step outside the modelled phases (engine.step bookkeeping, grad-norm sync, launch gaps)"),
     # Activity: 0 = idle power, 1 = the component's max power
     ConstantSpec("gpu_activity_compute", 0.80, 0.3, 1.0,
                  "GPU activity while computing at full utilisation"),
@@ -56,8 +58,8 @@ SIMULATOR_CONSTANTS: tuple[ConstantSpec, ...] = (
                  "link activity during compute with nothing overlapped on it"),
     ConstantSpec("memory_idle_fraction", 0.50, 0.0, 1.0,
                  "share of power.memory_interconnect_w drawn with the links idle"),
-    ConstantSpec("utilisation_power_exponent", 1.5, 1.0, 3.0,
-                 "compute activity grows as utilisation**x: power rises faster than throughput near full load"),
+    ConstantSpec("utilisation_power_exponent", 1.0, 0.5, 2.0,
+                 "compute-phase GPU activity grows as utilisation**x (1: power linear in achieved throughput)"),
     # Clock and voltage (power limit, SM clock cap): autotune/hardware/power_model.py
     ConstantSpec("min_voltage_fraction", 0.65, 0.3, 1.0,
                  "GPU supply voltage at the DVFS floor over the voltage at max clock (dynamic power ~ f * V**2)"),

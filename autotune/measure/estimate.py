@@ -6,7 +6,8 @@ is never used where a sensor exists (see discover.py). The power curve is the si
 (the fraction of the window the device was busy; u = 1 when the caller does not know):
 
     gpu_activity = u, cpu_activity = CPU_ACTIVITY * u, link_activity = u, at the highest clock
-    whose power fits power.module_cap_w (the module on a module-scope profile, else the GPU)
+    whose power fits the run's limit (power_limit x power.module_cap_w; the module on a
+    module-scope profile, else the GPU)
     node_w = accelerators * (gpu_w + cpu_w + memory_w)
 
 On a module-scope profile (GH200) the three shares are one module figure. CPU_ACTIVITY = 0.5: the
@@ -29,19 +30,21 @@ ASSUMED_BUSY = 1.0
 class PowerModel(PowerCurve):
     accelerators: int = 1
     hardware: str = ""
+    limit_w: float = 0.0  # the power limit the run had (0: the default limit, power.module_cap_w)
 
     @classmethod
-    def from_hardware(cls, hardware, accelerators: int | None = None) -> PowerModel:
-        """From an autotune.hardware.HardwareProfile; `accelerators` defaults to the node's GPUs."""
+    def from_hardware(cls, hardware, accelerators: int | None = None, power_limit: float = 1.0) -> PowerModel:
+        """From an autotune.hardware.HardwareProfile; `accelerators` defaults to the node's GPUs;
+        `power_limit` is the run's limit as a fraction of the default (the `power_limit` knob)."""
         curve = PowerCurve.from_hardware(hardware)
         return cls(**asdict(curve), accelerators=int(accelerators or hardware.gpus_per_node),
-                   hardware=hardware.name)
+                   hardware=hardware.name, limit_w=power_limit * hardware.power.module_cap_w)
 
     def accelerator_power_w(self, utilisation: float) -> dict[str, float]:
         """{"gpu", "cpu", "memory_interconnect"} watts of one accelerator's share, within the limit."""
         u = min(1.0, max(0.0, utilisation))
         activity = (u, CPU_ACTIVITY * u, u)
-        clock = self.highest_clock_under(self.module_cap_w, *activity)
+        clock = self.highest_clock_under(self.limit_w or self.module_cap_w, *activity)
         return self.shares_w(*activity, clock)
 
     def module_power_w(self, utilisation: float) -> float:

@@ -1,12 +1,12 @@
 """The analytic simulator: step time, memory and energy of a candidate from first principles.
 
-First version, to be calibrated against measurements (shared/reference/gh200-study.md gives the
-direction and rough size). Every constant below is an assumption and is named as one.
+Every tunable constant is data in the hardware profile's [simulator] table (docs/simulator.md), with
+its bounds; `autotune calibrate` fits them to measurements.
 
 Time of one optimizer step on one GPU = micro-steps x (compute + exposed communication +
-exposed activation offload) + exposed optimizer step:
-- compute: hardware FLOPs (recomputation included, the vision tower on every SP rank) at an achievable fraction of peak that falls
-  for small per-GPU micro-steps;
+exposed activation offload) + exposed optimizer step + a fixed per-step overhead:
+- compute: hardware FLOPs (recomputation included, the vision tower on every SP rank) at an
+  achievable fraction of peak that falls for small per-GPU micro-steps;
 - ZeRO collectives by stage (all-reduce at the boundary for 0/1, reduce-scatter per micro-step
   for 2/3, parameter all-gathers per micro-step for 3), partly hidden behind compute on CUDA;
 - Ulysses all-to-all of q, k, v and the attention output per LLM layer, on the critical path;
@@ -14,9 +14,10 @@ exposed activation offload) + exposed optimizer step:
   parameters back, serialised) or SuperOffload (the same work overlapped with the backward);
 - activation offload: block inputs to host in forward and back in backward, blocking (sync) or
   overlapped with compute (async).
-Power per phase = idle + activity x (max - idle) for GPU and CPU, plus memory and interconnect,
-throttled under the module power cap (clock scaling: dynamic power ~ f^3, time ~ 1/f).
-Energy = sum over phases of power x duration, for every GPU and its host share.
+Each phase then runs at the highest SM clock its power fits under the power limit and the clock cap
+(clock.py); power per phase comes from the one power curve the estimate mode shares
+(autotune/hardware/power_model.py). Energy = sum over phases of power x duration, for every GPU and
+its host share.
 """
 
 from __future__ import annotations
@@ -186,6 +187,10 @@ def step_phases(candidate: Candidate) -> tuple[Phase, ...]:
               k.clock_sensitivity_link),
         Phase("gpu_optimizer", gpu_opt, k.gpu_activity_optimizer, background_cpu, 0.5, k.clock_sensitivity_memory),
         Phase("host_optimizer", host_opt, k.gpu_activity_offload_wait, 1.0, 0.5, k.clock_sensitivity_link),
+        # Fixed cost per optimizer step (engine.step bookkeeping, gradient-norm sync, launch gaps at the
+        # accumulation boundary): what a larger global batch amortises over more samples.
+        Phase("step_overhead", k.step_overhead_s, k.gpu_activity_communication, background_cpu, 0.5,
+              k.clock_sensitivity_link),
     )
 
 

@@ -53,3 +53,10 @@ def test_estimate_and_simulator_share_one_power_curve():
     hardware = load_hardware("h100-sxm")
     model, curve = PowerModel.from_hardware(hardware), PowerCurve.from_hardware(hardware)
     assert model.accelerator_power_w(0.3) == pytest.approx(curve.shares_w(0.3, 0.5 * 0.3, 0.3))
+
+
+def test_a_lower_power_limit_lowers_the_estimate():
+    hardware = load_hardware("gh200")
+    capped = PowerModel.from_hardware(hardware, power_limit=0.7)
+    assert capped.module_power_w(1.0) == pytest.approx(0.7 * 680.0)
+    assert capped.module_power_w(0.0) == pytest.approx(PowerModel.from_hardware(hardware).module_power_w(0.0))

@@ -54,3 +54,18 @@ def test_gh200_magnitudes_near_the_study(make_candidate):
     s = simulate(make_candidate(model="32b", nodes=4, micro_batch=2, activation_checkpointing="recompute"))
     assert 200 < s.tflops < 600
     assert 0.5 < s.mean_power_w / 600 < 1.1
+
+
+def test_step_overhead_is_paid_once_per_optimizer_step(make_candidate):
+    """A fixed cost per optimizer step: a larger global batch (fewer steps) amortises it."""
+    from dataclasses import replace
+
+    from autotune.hardware import with_simulator_constants
+
+    c = make_candidate(activation_checkpointing="recompute")
+    steps = c.workload.samples / c.workload.global_batch
+    times = {}
+    for overhead_s in (0.0, 1.0):
+        hardware = with_simulator_constants(c.hardware, {"step_overhead_s": overhead_s})
+        times[overhead_s] = simulate(replace(c, hardware=hardware)).time_s
+    assert times[1.0] - times[0.0] == pytest.approx(steps * 1.0)

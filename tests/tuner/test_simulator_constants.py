@@ -105,3 +105,11 @@ def test_simulator_error_is_checked(tmp_path):
 def test_gpu_power_is_part_of_module_power(make_candidate):
     s = simulate(make_candidate(activation_checkpointing="recompute", micro_batch=2))
     assert 0 < s.mean_gpu_power_w < s.mean_power_w
+
+
+def test_profile_survives_pickle_for_worker_processes():
+    import pickle
+
+    profile = with_simulator_constants(load_hardware("gh200"), {"comm_overlap": 0.5}, error={"tflops_pct": 3.0})
+    again = pickle.loads(pickle.dumps(profile))
+    assert again == profile and again.simulator["comm_overlap"] == 0.5 and dict(again.simulator)["comm_overlap"] == 0.5
