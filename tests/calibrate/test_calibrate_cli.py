@@ -101,3 +101,16 @@ def test_a_corrupt_measured_result_is_refused_with_one_line(simulated_run, tmp_p
     refused = autotune("calibrate", run, "--no-loo", "--allow-simulated")
     assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
     assert "time_s" in refused.stderr and "out of range" in refused.stderr
+
+
+@pytest.mark.slow
+def test_the_shipped_gh200_error_is_what_calibration_measures():
+    """The default profile's [simulator_error] is not stale: recalibrating it as its header says gives the same error."""
+    from autotune.hardware import load_hardware
+
+    result = autotune("calibrate", "--reference", "gh200-study", "--hold", "comm_overlap", "--hold", "step_overhead_s", "--json")
+    assert result.returncode == 0, result.stderr
+    loo = json.loads(result.stdout)["loo_mape"]
+    shipped = load_hardware("gh200").simulator_error
+    for metric in ("time_s", "energy_kj", "tflops", "power_w"):
+        assert shipped[f"{metric}_pct"] == pytest.approx(loo[metric], abs=0.3), metric
