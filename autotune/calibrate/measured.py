@@ -55,7 +55,14 @@ def _trial_observations(origin: str, trial, settings, allow_estimated: bool, all
         return
     knobs = checked_knobs(origin, key, (trial.user_attrs.get("candidate") or {}).get("knobs"))
     candidate = settings.candidate(knobs.to_dict())
+    components = (((result.get("details") or {}).get("energy") or {}).get("components") or {})
+    missing = components.get("not_measured") or []
     for metric, value in _figures(result, candidate).items():
+        if metric in ("energy_kj", "module_power_w") and missing and value is not None:
+            # The simulator's energy counts GPU, host share and memory: a node total without its CPU is not that.
+            runs.skipped.append(f"{origin} {key}: {metric} leaves out {', '.join(missing)} (no sensor), "
+                                "unlike the simulator's whole-node figure; not fitted")
+            continue
         if metric in ("energy_kj", "module_power_w"):
             energy_source = result.get("energy_source")
             if energy_source == "unavailable" or value is None:

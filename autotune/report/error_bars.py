@@ -9,14 +9,17 @@ spread over repeats is in report.noise.
 
 from __future__ import annotations
 
-from autotune.report.study_points import StudyView
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # light module: `autotune space` uses error_suffix without loading the study layer
+    from autotune.report.study_points import StudyView
 
 # Which figure decides each pick; the picks that trade both off need both apart to rank.
 _DECIDED_BY = {"fastest": ("time_s",), "min_energy": ("energy_kj",)}
 _BOTH = ("time_s", "energy_kj")
 
 
-def simulator_error(view: StudyView) -> dict | None:
+def simulator_error(view: "StudyView") -> dict | None:
     """{'time_s_pct': ..., ...} of the profile when some figure is simulated (empty: not calibrated); None else."""
     if not any(p.source == "simulated" or p.energy_source == "simulated" for p in view.points):
         return None
@@ -29,7 +32,7 @@ def _within(a: float | None, b: float | None, pct: float | None) -> bool:
     return abs(a / b - 1.0) * 100.0 <= pct
 
 
-def pick_ties(view: StudyView, error: dict | None) -> dict[str, list[int]]:
+def pick_ties(view: "StudyView", error: dict | None) -> dict[str, list[int]]:
     """{pick: [front trials it cannot be told apart from within the simulator's error]}."""
     if not error:
         return {name: [] for name in view.picks}
