@@ -23,7 +23,6 @@ from autotune.hardware import HardwareProfile
 class MeasuredRuns:
     observations: list[Observation] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # one line per figure or probe left out, with why
-    hardware_names: set = field(default_factory=set)
     not_run: dict = field(default_factory=dict)  # status (oom, failed, timeout) -> probes
 
 
@@ -101,7 +100,6 @@ def load_measured(run_dirs: list[Path], hardware: HardwareProfile, allow_estimat
         stored = study.user_attrs.get("settings")
         if not stored:
             raise UserError(f"the study in {run_dir} has no trials yet; run `autotune run` there first")
-        runs.hardware_names.add(stored.get("hardware_name"))
         if stored.get("hardware_name") != hardware.name:
             raise UserError(
                 f"{run_dir} was measured on hardware '{stored.get('hardware_name')}' but the profile to calibrate is "

@@ -37,10 +37,6 @@ class Observation:
     approximate: bool = False
     note: str = ""
 
-    @property
-    def label(self) -> str:
-        return f"{self.id} ({'ratio of ' if self.relative_to is not None else ''}{self.metric})"
-
 
 def checked_observation(origin: str, key: str, metric, value, relative: bool) -> tuple[str, float]:
     """The metric name and a positive, finite value, or one line saying which record is broken."""
