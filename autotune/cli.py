@@ -13,7 +13,7 @@ import sys
 from autotune import __version__
 from autotune.errors import UserError
 
-COMMANDS = ("run", "space", "report", "export", "sensors")
+COMMANDS = ("run", "space", "report", "export", "sensors", "calibrate")
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -49,7 +49,11 @@ def _run(args) -> int:
     for column in ("ZeRO", "opt offload", "ckpt", "SP", "mb", "nodes", "mem GiB", "valid / reason"):
         table.add_column(column)
     if args.simulate:
-        for column in ("time h (sim)", "energy kWh (sim)", "TFLOP/s (sim)"):
+        from autotune.report.error_bars import error_suffix
+
+        error = dict(settings.hardware.simulator_error)  # the profile's leave-one-out error: "+- 9%", or "+- ?%"
+        for column in (f"time h (sim{error_suffix(error, 'time_s')})", f"energy kWh (sim{error_suffix(error, 'energy_kj')})",
+                       f"TFLOP/s (sim{error_suffix(error, 'tflops')})"):
             table.add_column(column, justify="right")
     for r in rows:
         p = r["params"]

@@ -19,6 +19,7 @@ from autotune.report.html_analysis import importance_section, power_html, tuning
 from autotune.report.timeline import PROVENANCE_WORDS
 from autotune.report.html_parts import esc, table as _table
 from autotune.report.pareto_json import provenance_sentence
+from autotune.report.error_bars import error_sentence, error_suffix, tie_sentence
 from autotune.report.picks import PICK_FILES, pick_label, picks_by_trial, short_pick_label
 from autotune.report.power_limit import power_limit_section
 from autotune.report.study_points import StudyView
@@ -86,10 +87,12 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
     rows = []
     t_unit, t_div = time_unit([view.point(r["trial"]).time_s for r in document["picks"]])
     e_unit, e_div = energy_unit([view.point(r["trial"]).energy_kj for r in document["picks"]])
+    error = document.get("simulator_error")
     for row in document["picks"]:
         p = view.point(row["trial"])
+        tie = f' <span class="note">({esc(tie_sentence(row["tied_with"]))})</span>' if row.get("tied_with") else ""
         rows.append([
-            f'<a href="#trial-{p.trial}">{esc(pick_label(row["name"], view.pick_parameters))}</a>',
+            f'<a href="#trial-{p.trial}">{esc(pick_label(row["name"], view.pick_parameters))}</a>{tie}',
             esc(p.trial),
             esc(knobs_sentence(p.params)),
             esc(figure(p.time_s, t_div)),
@@ -100,10 +103,11 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
             esc(pct_text(row["time_change_pct"])),
             esc(pct_text(row["tflop_per_kj_change_pct"])),
         ])
-    headers = ["pick", "trial", "configuration", f"time {t_unit}", f"energy {e_unit}", "TFLOP/s /GPU", "TFLOP /kJ",
+    headers = ["pick", "trial", "configuration", f"time {t_unit}{error_suffix(error, 'time_s')}",
+               f"energy {e_unit}{error_suffix(error, 'energy_kj')}", "TFLOP/s /GPU", "TFLOP /kJ",
                "energy saved", "time change", "TFLOP/kJ change"]
     params = view.pick_parameters
-    explain = (
+    explain = (f"{esc(error_sentence(error))} " if error_sentence(error) else "") + (
         f"Savings are against the baseline trial {esc(document['baseline'])} (what one would run untuned); "
         "n/a where the baseline is not feasible. "
         f"'{esc(pick_label('max_slowdown', params))}': least energy with time at most {params.max_slowdown:g} x the fastest. "

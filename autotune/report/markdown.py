@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from autotune.report.error_bars import error_sentence, error_suffix, tie_sentence
 from autotune.report.noise import noise_sentence
 from autotune.report.units import energy_unit, figure, pct_text, time_unit
 from autotune.report.pareto_json import nodes_text
@@ -36,6 +37,9 @@ def markdown_report(view: StudyView, document: dict) -> str:
         lines += [f"> **{document['note']}**", ""]
     if document.get("noise"):
         lines += [f"Measurement noise: {noise_sentence(document['noise'])}.", ""]
+    error = document.get("simulator_error")
+    if error_sentence(error):
+        lines += [error_sentence(error), ""]
     if view.front:
         labels = {t: [pick_label(n, view.pick_parameters) for n in names] for t, names in picks_by_trial(view).items()}
         knob_titles = [title for _, title in KNOB_COLUMNS]
@@ -44,7 +48,8 @@ def markdown_report(view: StudyView, document: dict) -> str:
         lines += [
             "**Pareto front**",
             "",
-            _row(["trial", *knob_titles, f"time {t_unit}", f"energy {e_unit}", "TFLOP/s /GPU", "TFLOP /kJ", "pick"]),
+            _row(["trial", *knob_titles, f"time {t_unit}{error_suffix(error, 'time_s')}",
+                  f"energy {e_unit}{error_suffix(error, 'energy_kj')}", "TFLOP/s /GPU", "TFLOP /kJ", "pick"]),
             _row(["---:"] + ["---"] * len(knob_titles) + ["---:"] * 4 + ["---"]),
         ]
         for p in view.front:
@@ -66,6 +71,7 @@ def markdown_report(view: StudyView, document: dict) -> str:
                 f"- **{pick_label(row['name'], view.pick_parameters)}**: trial {p.trial}, {knobs_sentence(p.params)}: "
                 f"energy saved {pct_text(row['energy_saved_pct'])}, time {pct_text(row['time_change_pct'])}, "
                 f"TFLOP/kJ {pct_text(row['tflop_per_kj_change_pct'])}"
+                + (f" ({tie_sentence(row['tied_with'])})" if row.get("tied_with") else "")
             )
         lines.append("")
     if sweep_sentence(view):

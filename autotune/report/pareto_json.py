@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from autotune.report.error_bars import pick_ties, simulator_error, with_ties
 from autotune.report.noise import noise_summary
 from autotune.report.importance import METHOD as IMPORTANCE_METHOD
 from autotune.report.payback import tuning_cost
@@ -63,6 +64,7 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
     settings = view.settings
     nodes = list(settings.space.nodes)
     sources = provenance(view)
+    error = simulator_error(view)
     trials_by_status = {s: sum(r["status"] == s for r in view.trials) for s in sorted({r["status"] for r in view.trials})}
     return {
         "model": settings.model.name,
@@ -83,7 +85,10 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
         "recommendations": view.picks,
         "recommendation_parameters": view.pick_parameters.to_dict(),
         # Each pick against the baseline trial; percentages are None when the baseline is not feasible.
-        "picks": pick_rows(view.picks, view.points, view.baseline_trial),
+        "picks": with_ties(pick_rows(view.picks, view.points, view.baseline_trial), pick_ties(view, error)),
+        # Simulated figures: the profile's leave-one-out error in percent ({} when not calibrated), else None.
+        # A pick's `tied_with` lists the front trials it cannot be told apart from within that error.
+        "simulator_error": error,
         # A plain sentence when there is no trade-off (no feasible point, one, or one beating all); else None.
         "note": front_note(view.points, view.front, trials_by_status),
         # Per objective, {knob: share of its variation explained} (largest first), or why there is none.

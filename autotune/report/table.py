@@ -8,13 +8,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from autotune.report.error_bars import error_sentence, error_suffix, tie_sentence
 from autotune.report.noise import noise_sentence
 from autotune.report.importance import importance_sentence
 from autotune.report.pareto_json import nodes_text
 from autotune.report.payback import cost_sentence, payback_by_trial, payback_sentence
 from autotune.report.picks import pick_label, picks_by_trial
 from autotune.report.power_limit import device_knobs_text, sweep_sentence
-from autotune.report.units import energy_unit, figure, pct_text, time_unit
+from autotune.report.units import energy_text, energy_unit, figure, pct_text, time_text, time_unit
 from autotune.report.study_points import StudyView
 
 
@@ -51,6 +52,9 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
         console.print(f"[yellow]{escape(document['note'])}[/]")
     if document.get("noise"):
         console.print(f"measurement noise: {escape(noise_sentence(document['noise']))}")
+    error = document.get("simulator_error")
+    if error_sentence(error):
+        console.print(f"[dim]{escape(error_sentence(error))}[/]")
     if not view.front:
         _print_analysis(view, document, console)
         return
@@ -61,7 +65,8 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
         table.add_column(title)
     t_unit, t_div = time_unit([p.time_s for p in view.front])
     e_unit, e_div = energy_unit([p.energy_kj for p in view.front])
-    for column in (f"time {t_unit}", f"energy {e_unit}", "TFLOP/s /GPU", "TFLOP /kJ", "mem GiB"):
+    for column in (f"time {t_unit}{error_suffix(error, 'time_s')}", f"energy {e_unit}{error_suffix(error, 'energy_kj')}",
+                   "TFLOP/s /GPU", "TFLOP /kJ", "mem GiB"):
         table.add_column(column, justify="right")
     table.add_column("pick")
     for p in view.front:
@@ -79,6 +84,10 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
     for row in document["picks"]:
         p = view.point(row["trial"])
         line = f"[bold]{escape(pick_label(row['name'], view.pick_parameters))}[/]: trial {p.trial}, {knobs_sentence(p.params)}"
+        if error is not None:
+            line += f"; {time_text(p.time_s)}{error_suffix(error, 'time_s')}, {energy_text(p.energy_kj)}{error_suffix(error, 'energy_kj')}"
+        if row.get("tied_with"):
+            line += f" [yellow]({tie_sentence(row['tied_with'])})[/]"
         if row["energy_saved_pct"] is not None and p.trial != view.baseline_trial:
             line += (
                 f"  ({pct_text(row['energy_saved_pct'])} energy saved, {pct_text(row['time_change_pct'])} time, "

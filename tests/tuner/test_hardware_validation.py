@@ -64,6 +64,8 @@ def _wrong_values(table, key):
         s = spec(key)
         wrong += [(s.low - abs(s.low) * 0.5 - 0.01, "below its bound"), (s.high * 2 + 1, "above its bound")]
         return wrong
+    if table == "simulator_error":  # percent, 0..1000 (the shipped gh200 profile carries its calibrated error)
+        return wrong + [(2000.0, "above its bound")]
     low, low_open, high, integer = _NUMBERS[key]
     if low_open or low >= 1:
         wrong.append((0 if integer else 0.0, "zero"))
@@ -103,7 +105,7 @@ def test_unknown_key_in_every_table_is_refused(tmp_path, table):
     assert "bandwith_gbs" in _refused(tmp_path, data)
 
 
-@pytest.mark.parametrize("table, key", [(t, k) for t, k in _fields() if t not in (None, "simulator")]
+@pytest.mark.parametrize("table, key", [(t, k) for t, k in _fields() if t not in (None, "simulator", "simulator_error")]
                          + [(None, "name"), (None, "gpus_per_node")])
 def test_missing_required_key_is_refused(tmp_path, table, key):
     data = _copy()

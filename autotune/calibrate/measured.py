@@ -1,0 +1,115 @@
+"""Observations from the user's own studies: every evaluated probe of each run directory.
+
+A probe that ran gives its time, TFLOP/s, module power and energy (and GPU power where the node
+counted the GPU apart); one that ran out of memory or failed has no figures and is counted, not fitted.
+Only measured figures calibrate: a simulated study would fit the simulator to itself, and estimated
+energy comes from a power model, not a sensor. Either is skipped with a line saying why, unless the
+caller allows it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autotune.calibrate.observations import Observation, checked_knobs, checked_observation
+from autotune.candidate import Candidate
+from autotune.errors import ConfigError, UserError
+from autotune.hardware import HardwareProfile
+
+
+@dataclass
+class MeasuredRuns:
+    observations: list[Observation] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # one line per figure or probe left out, with why
+    not_run: dict = field(default_factory=dict)  # status (oom, failed, timeout) -> probes
+
+
+def _figures(result: dict, candidate: Candidate) -> dict:
+    """metric -> value of one ok probe, per the ProbeResult fields (time and energy for the whole work)."""
+    figures = {"time_s": result.get("time_s"), "tflops": result.get("tflops"), "energy_kj": result.get("energy_kj"),
+               "module_power_w": result.get("mean_power_w")}
+    gpu_kj = (result.get("energy_components_kj") or {}).get("gpu")
+    time_s = result.get("time_s")
+    if isinstance(gpu_kj, (int, float)) and isinstance(time_s, (int, float)) and time_s > 0:
+        # The node counted its GPUs apart (not a GH200 module): mean GPU power per GPU over the run.
+        figures["power_w"] = 1000.0 * gpu_kj / time_s / candidate.gpus
+    return figures
+
+
+def _trial_observations(origin: str, trial, settings, allow_estimated: bool, allow_simulated: bool, runs: MeasuredRuns):
+    result = trial.user_attrs["result"]
+    key = f"trial {trial.number}"
+    if not isinstance(result, dict) or "status" not in result:
+        raise ConfigError(f"{origin}: {key} has no readable result; the study is damaged: re-run that trial or leave the run out")
+    if result["status"] != "ok":
+        runs.not_run[result["status"]] = runs.not_run.get(result["status"], 0) + 1
+        return
+    if result.get("source") != "measured" and not allow_simulated:
+        runs.skipped.append(
+            f"{origin} {key}: its figures are {result.get('source')}, not measured (calibrating the simulator "
+            "against its own output teaches nothing); pass --allow-simulated only to test the fit"
+        )
+        return
+    knobs = checked_knobs(origin, key, (trial.user_attrs.get("candidate") or {}).get("knobs"))
+    candidate = settings.candidate(knobs.to_dict())
+    components = (((result.get("details") or {}).get("energy") or {}).get("components") or {})
+    missing = components.get("not_measured") or []
+    for metric, value in _figures(result, candidate).items():
+        if metric in ("energy_kj", "module_power_w") and missing and value is not None:
+            # The simulator's energy counts GPU, host share and memory: a node total without its CPU is not that.
+            runs.skipped.append(f"{origin} {key}: {metric} leaves out {', '.join(missing)} (no sensor), "
+                                "unlike the simulator's whole-node figure; not fitted")
+            continue
+        if metric in ("energy_kj", "module_power_w"):
+            energy_source = result.get("energy_source")
+            if energy_source == "unavailable" or value is None:
+                continue  # no sensor: nothing to fit, and never 0 J
+            if energy_source == "estimated" and not allow_estimated:
+                runs.skipped.append(
+                    f"{origin} {key}: {metric} is estimated from a power model, not measured; "
+                    "pass --allow-estimated-energy to fit it anyway"
+                )
+                continue
+            if energy_source == "simulated" and not allow_simulated:
+                continue
+        if value is None:
+            raise ConfigError(f"{origin}: {key} is 'ok' but lacks {metric}; the result is incomplete: re-run it or leave the run out")
+        if isinstance(value, float) and math.isnan(value):
+            raise ConfigError(f"{origin}: {key} {metric} is NaN; the result is corrupt: re-run it or leave the run out")
+        metric, number = checked_observation(origin, key, metric, value, relative=False)
+        runs.observations.append(Observation(f"{Path(origin).name}#{trial.number}", candidate, metric, number, origin))
+
+
+def load_measured(run_dirs: list[Path], hardware: HardwareProfile, allow_estimated: bool = False,
+                  allow_simulated: bool = False) -> MeasuredRuns:
+    """Observations from every evaluated trial of each run directory, on `hardware`."""
+    from dataclasses import replace
+
+    from autotune.study import load_finished_study
+    from autotune.study.loop import evaluated_trials
+    from autotune.study.settings import StudySettings
+
+    runs = MeasuredRuns()
+    for run_dir in run_dirs:
+        origin = str(run_dir)
+        if not Path(run_dir).is_dir():
+            raise UserError(f"{run_dir} is not a directory; pass the --out directory of an `autotune run`")
+        study = load_finished_study(Path(run_dir))
+        stored = study.user_attrs.get("settings")
+        if not stored:
+            raise UserError(f"the study in {run_dir} has no trials yet; run `autotune run` there first")
+        if stored.get("hardware_name") != hardware.name:
+            raise UserError(
+                f"{run_dir} was measured on hardware '{stored.get('hardware_name')}' but the profile to calibrate is "
+                f"'{hardware.name}'; pass --hardware {stored.get('hardware')} (calibrate one kind of node at a time)"
+            )
+        try:
+            # The stored profile path may be gone (another machine): the candidates take `hardware` instead.
+            settings = replace(StudySettings.from_dict({**stored, "hardware": hardware.source or hardware.name}), hardware=hardware)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise UserError(f"{run_dir}: the study's stored settings are unreadable ({exc}); the study is damaged") from None
+        for trial in evaluated_trials(study).values():
+            _trial_observations(origin, trial, settings, allow_estimated, allow_simulated, runs)
+    return runs

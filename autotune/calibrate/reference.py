@@ -1,0 +1,129 @@
+"""Reference observations: published figures shipped with the project, or a file like them.
+
+`load_reference("gh200-study")` reads autotune/calibrate/gh200-study.json: the GH200 study's tables,
+one record per figure (see the file's own `assumptions` and `samples_derivation`). A user may write
+a file in the same schema for figures of their own (`--reference my-figures.json`):
+
+    {"name": ..., "hardware": "gh200",
+     "configurations": {NAME: {"model": "7b", "knobs": {...}, "workload": {frames, text_tokens, global_batch, samples}}},
+     "figures": [{"id": ..., "configuration": NAME, "metric": "time_s", "value": 1248.0,
+                  "relative_to": NAME (optional), "bound": "lower" (optional), "approximate": false, ...}]}
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from autotune.calibrate.observations import BOUNDS, Observation, checked_knobs, checked_observation
+from autotune.candidate import Candidate
+from autotune.checks import checked_number, refuse_unknown_keys
+from autotune.errors import ConfigError
+from autotune.hardware import HardwareProfile
+from autotune.models import load_model
+from autotune.workload import Workload
+
+REFERENCE_DIR = Path(__file__).parent
+_TOP_KEYS = ("name", "description", "source", "hardware", "caveat", "metrics", "relative", "assumptions",
+             "samples_derivation", "groups", "configurations", "figures")
+_CONFIGURATION_KEYS = ("group", "model", "knobs", "workload")
+_WORKLOAD_KEYS = ("frames", "text_tokens", "global_batch", "samples")
+_FIGURE_KEYS = ("id", "configuration", "metric", "value", "published", "approximate", "relative_to", "bound",
+                "derived", "note")
+_FIX = "see autotune/calibrate/gh200-study.json for the schema"
+
+
+def available_references() -> list[str]:
+    return sorted(p.stem for p in REFERENCE_DIR.glob("*.json"))
+
+
+def reference_path(name_or_path: str) -> Path:
+    path = Path(name_or_path)
+    if path.suffix == ".json" and path.is_file():
+        return path
+    path = REFERENCE_DIR / f"{name_or_path}.json"
+    if not path.is_file():
+        raise ConfigError(
+            f"unknown reference '{name_or_path}': use one of {', '.join(available_references())} "
+            f"or the path of a JSON file of figures ({_FIX})"
+        )
+    return path
+
+
+def read_reference(name_or_path: str) -> tuple[dict, str]:
+    """The reference document and the name to cite it by."""
+    path = reference_path(name_or_path)
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"reference {path}: not valid JSON ({exc}); fix the file") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"reference {path}: the top level must be an object; {_FIX}")
+    refuse_unknown_keys(f"reference {path}", data, _TOP_KEYS, _FIX)
+    for key in ("hardware", "configurations", "figures"):
+        if key not in data:
+            raise ConfigError(f"reference {path}: missing '{key}'; {_FIX}")
+    return data, str(data.get("name") or path.stem)
+
+
+def _candidate(origin: str, name: str, raw, hardware: HardwareProfile) -> Candidate:
+    key = f"configuration {name!r}"
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{origin}: {key} must be an object; {_FIX}")
+    refuse_unknown_keys(f"{origin}: {key}", raw, _CONFIGURATION_KEYS, _FIX)
+    for part in ("model", "knobs", "workload"):
+        if part not in raw:
+            raise ConfigError(f"{origin}: {key} lacks '{part}'; {_FIX}")
+    workload = raw["workload"]
+    if not isinstance(workload, dict) or set(workload) != set(_WORKLOAD_KEYS):
+        raise ConfigError(f"{origin}: {key} workload must hold exactly {', '.join(_WORKLOAD_KEYS)}; {_FIX}")
+    counts = {k: checked_number(origin, f"{key} workload {k}", workload[k], low=1, integer=True) for k in _WORKLOAD_KEYS}
+    return Candidate(checked_knobs(origin, key, raw["knobs"]), load_model(str(raw["model"])), hardware, Workload(**counts))
+
+
+def _observation(origin: str, index: int, raw, candidates: dict, source: str) -> Observation:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{origin}: figure {index} must be an object; {_FIX}")
+    key = f"figure {raw.get('id', index)!r}"
+    refuse_unknown_keys(f"{origin}: {key}", raw, _FIGURE_KEYS, _FIX)
+    for part in ("configuration", "metric", "value"):
+        if part not in raw:
+            raise ConfigError(f"{origin}: {key} lacks '{part}'; every figure names its configuration, metric and value")
+    for part in ("configuration", "relative_to"):
+        if part in raw and raw[part] not in candidates:
+            raise ConfigError(f"{origin}: {key} {part} {raw[part]!r} is not among the configurations; {_FIX}")
+    if raw.get("bound") not in (None, *BOUNDS):
+        raise ConfigError(f"{origin}: {key} bound {raw['bound']!r}; use 'lower' or 'upper' or leave it out")
+    relative = "relative_to" in raw
+    metric, value = checked_observation(origin, key, raw["metric"], raw["value"], relative)
+    return Observation(
+        id=str(raw.get("id", index)),
+        candidate=candidates[raw["configuration"]],
+        metric=metric,
+        value=value,
+        source=source,
+        relative_to=candidates[raw["relative_to"]] if relative else None,
+        bound=raw.get("bound"),
+        approximate=bool(raw.get("approximate", False)),
+        note=str(raw.get("note", "")),
+    )
+
+
+def load_reference(name_or_path: str, hardware: HardwareProfile) -> list[Observation]:
+    """Every figure of the reference as an observation on `hardware` (whose name must be the reference's)."""
+    data, name = read_reference(name_or_path)
+    origin = f"reference {name}"
+    if data["hardware"] != hardware.name:
+        raise ConfigError(
+            f"{origin} holds figures measured on '{data['hardware']}' hardware, but --hardware is '{hardware.name}'; "
+            f"pass --hardware {data['hardware']} (or a profile of that name) to calibrate against it"
+        )
+    if not isinstance(data["configurations"], dict) or not isinstance(data["figures"], list) or not data["figures"]:
+        raise ConfigError(f"{origin}: 'configurations' must be an object and 'figures' a non-empty list; {_FIX}")
+    candidates = {n: _candidate(origin, n, raw, hardware) for n, raw in data["configurations"].items()}
+    observations = [_observation(origin, i, raw, candidates, name) for i, raw in enumerate(data["figures"])]
+    ids = [o.id for o in observations]
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:
+        raise ConfigError(f"{origin}: figure id(s) {', '.join(repeated)} appear more than once; give each figure its own id")
+    return observations

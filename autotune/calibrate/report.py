@@ -1,0 +1,117 @@
+"""The calibration report: each observation's error before and after the fit and left out of it, the
+mean absolute percentage error per metric, and the fitted constants (terminal text or JSON)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from autotune.calibrate.fit import Calibration, Fit, mape_by_metric
+from autotune.hardware import SIMULATOR_CONSTANTS
+
+# The [simulator_error] keys a profile carries, from the leave-one-out error of these metrics.
+ERROR_KEYS = {"time_s": "time_s_pct", "energy_kj": "energy_kj_pct", "tflops": "tflops_pct", "power_w": "power_w_pct"}
+_SPECS = {spec.name: spec for spec in SIMULATOR_CONSTANTS}
+
+
+def _rounded(values: dict[str, float], digits: int = 2) -> dict[str, float]:
+    return {k: round(float(v), digits) for k, v in values.items()}
+
+
+def at_bound(constants: dict[str, float], names) -> list[str]:
+    """Fitted constants that ended on a bound: the data push them further than physics allows, which
+    points at a mechanism the model lacks rather than at a better value."""
+    hits = []
+    for name in names:
+        spec, value = _SPECS[name], constants[name]
+        if abs(value - spec.low) <= 1e-3 * (spec.high - spec.low) or abs(value - spec.high) <= 1e-3 * (spec.high - spec.low):
+            hits.append(name)
+    return hits
+
+
+def calibration_document(cal: Calibration, fit: Fit, loo: np.ndarray | None, extra: dict) -> dict:
+    before = cal.pct_errors(cal.predict(cal.base_constants))
+    after = cal.pct_errors(fit.predictions)
+    left_out = cal.pct_errors(loo) if loo is not None else None
+    rows = []
+    for i, o in enumerate(cal.observations):
+        rows.append({
+            "id": o.id,
+            "source": o.source,
+            "metric": o.metric,
+            "relative_to_baseline": o.relative_to is not None,
+            "bound": o.bound,
+            "approximate": o.approximate,
+            "observed": round(o.value, 6),
+            "error_before_pct": round(float(before[i]), 2),
+            "error_fit_pct": round(float(after[i]), 2),
+            "error_loo_pct": None if left_out is None else round(float(left_out[i]), 2),
+        })
+    return {
+        "hardware": cal.base.name,
+        "observations": len(cal.observations),
+        "sources": sorted({o.source for o in cal.observations}),
+        "before_mape": _rounded(mape_by_metric(cal.observations, before)),
+        "fit_mape": _rounded(mape_by_metric(cal.observations, after)),
+        "loo_mape": None if left_out is None else _rounded(mape_by_metric(cal.observations, left_out)),
+        "constants": {name: float(f"{value:.6g}") for name, value in fit.constants.items()},
+        "defaults": {name: float(f"{value:.6g}") for name, value in cal.base_constants.items()},
+        "fitted": list(fit.fitted),
+        "at_bound": at_bound(fit.constants, fit.fitted),
+        "per_observation": rows,
+        **extra,
+    }
+
+
+def profile_error(document: dict) -> dict[str, float]:
+    """The [simulator_error] figures a calibrated profile carries: its leave-one-out error."""
+    loo = document.get("loo_mape") or {}
+    return {key: round(loo[metric], 1) for metric, key in ERROR_KEYS.items() if metric in loo}
+
+
+def _mape_line(title: str, mape: dict | None) -> str:
+    if mape is None:
+        return f"{title:<28} (not computed: --no-loo)"
+    return f"{title:<28} " + "  ".join(f"{metric} {value:5.1f}%" for metric, value in mape.items())
+
+
+def report_text(document: dict) -> str:
+    lines = [
+        f"calibrating the simulator of '{document['hardware']}' against {document['observations']} observations "
+        f"({', '.join(document['sources'])})",
+    ]
+    lines += [f"  skipped: {line}" for line in document.get("skipped", [])]
+    if document.get("loo_by") == "configuration":
+        lines.append("  'left out': predicted by a fit that saw no figure of that configuration (the error quoted)")
+    if document.get("not_run"):
+        counts = ", ".join(f"{n} {status}" for status, n in document["not_run"].items())
+        lines.append(f"  probes without figures ({counts}): they teach the memory estimate, not the simulator; not fitted")
+    lines += ["", f"{'observation':<46} {'metric':<15} {'observed':>11} {'before':>8} {'fit':>8} {'left out':>9}"]
+    for row in document["per_observation"]:
+        observed = f"x{row['observed']:.4g}" if row["relative_to_baseline"] else f"{row['observed']:.5g}"
+        marks = ("~" if row["approximate"] else "") + {"lower": ">", "upper": "<"}.get(row["bound"] or "", "")
+        loo = "" if row["error_loo_pct"] is None else f"{row['error_loo_pct']:+8.1f}%"
+        lines.append(
+            f"{row['id'][:46]:<46} {row['metric']:<15} {marks + observed:>11} {row['error_before_pct']:+7.1f}% "
+            f"{row['error_fit_pct']:+7.1f}% {loo:>9}"
+        )
+    lines += [
+        "  (xR: a ratio to the study's baseline; ~: published as approximate; >: a lower bound)",
+        "",
+        "mean absolute percentage error",
+        _mape_line("  before (base profile)", document["before_mape"]),
+        _mape_line("  after the fit", document["fit_mape"]),
+        _mape_line(f"  left out, by {document.get('loo_by') or '-'}", document["loo_mape"]),
+        "",
+        f"{'constant':<30} {'base':>12} {'fitted':>12}  bounds",
+    ]
+    for name, value in document["constants"].items():
+        spec = _SPECS[name]
+        fitted = f"{value:.4g}" if name in document["fitted"] else "(held)" if name in document.get("held", []) else "(not fitted)"
+        flag = "  <- at its bound" if name in document["at_bound"] else ""
+        lines.append(f"{name:<30} {document['defaults'][name]:>12.4g} {fitted:>12}  [{spec.low:g}, {spec.high:g}]{flag}")
+    if document["at_bound"]:
+        lines.append(
+            f"{len(document['at_bound'])} constant(s) ended on a bound: the figures ask for more than the model's "
+            "mechanisms can give there (see docs/simulator.md, Calibration)."
+        )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,126 @@
+"""`autotune calibrate [RUN_DIR ...] [--reference gh200-study] -o my-cluster.toml`: fit the simulator's
+constants to measurements, print its error before and after and left out, and write the profile."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "calibrate",
+        help="fit the simulator's constants to measured studies or published figures; write a calibrated profile",
+        description=(
+            "Fit the [simulator] constants of a hardware profile to observations (every probe of measured run "
+            "directories, and/or a reference set of published figures), print each observation's error before and "
+            "after the fit and its leave-one-out error, and write the calibrated profile with -o."
+        ),
+    )
+    parser.add_argument("run_dirs", type=Path, nargs="*", metavar="RUN_DIR", help="measured studies (`autotune run --out`)")
+    parser.add_argument("--reference", metavar="NAME", help="published figures: gh200-study, or a JSON file in its schema")
+    parser.add_argument(
+        "--hardware", help="the profile to calibrate: name or TOML (default: the hardware the run directories were "
+                           "measured on, else the reference's, gh200)",
+    )
+    parser.add_argument("-o", "--output", type=Path, help="write the calibrated profile here (TOML; use it with --hardware)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON (loo_mape, fit_mape, constants, ...)")
+    parser.add_argument(
+        "--loo-by", choices=("configuration", "figure"), default="configuration",
+        help="what a leave-one-out fold leaves out: every figure of one configuration (default: the error on a "
+             "configuration never measured, as in a study) or one figure at a time (3x slower, and optimistic)",
+    )
+    parser.add_argument("--no-loo", action="store_true", help="skip the leave-one-out error (quick look; -o then writes no error)")
+    parser.add_argument(
+        "--hold", metavar="NAME", action="append", default=[],
+        help="keep this constant at the base profile's value (repeatable), e.g. one that ends on a bound only "
+             "because the model lacks a mechanism",
+    )
+    parser.add_argument("--allow-estimated-energy", action="store_true", help="fit energy a power model estimated, too")
+    parser.add_argument("--allow-simulated", action="store_true", help="fit simulated studies too (only to test the fit itself)")
+    parser.set_defaults(func=_run)
+
+
+def _base_hardware(args: argparse.Namespace):
+    from autotune.calibrate.reference import read_reference
+    from autotune.hardware import load_hardware
+
+    if args.hardware:
+        return load_hardware(args.hardware)
+    if args.run_dirs:
+        from autotune.study import load_finished_study
+
+        names = {(load_finished_study(d).user_attrs.get("settings") or {}).get("hardware") for d in args.run_dirs if d.is_dir()}
+        if len(names) == 1 and None not in names:
+            return load_hardware(names.pop())
+    if args.reference:
+        return load_hardware(read_reference(args.reference)[0]["hardware"])
+    return load_hardware("gh200")
+
+
+def _check_output(path: Path | None) -> None:
+    from autotune.errors import UserError
+
+    if path is None:
+        return
+    if path.is_dir():
+        raise UserError(f"-o {path} is a directory; name a TOML file such as my-cluster.toml")
+    if path.suffix != ".toml":
+        raise UserError(f"-o {path}: a hardware profile is a .toml file (`--hardware` reads only .toml paths); name it e.g. my-cluster.toml")
+    if not path.parent.is_dir():
+        raise UserError(f"-o {path}: the directory {path.parent} does not exist; create it first")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from autotune.calibrate.fit import Calibration
+    from autotune.calibrate.measured import load_measured
+    from autotune.calibrate.reference import load_reference
+    from autotune.calibrate.report import calibration_document, profile_error, report_text
+    from autotune.errors import UserError
+    from autotune.hardware import dump_hardware, with_simulator_constants
+
+    if not args.run_dirs and not args.reference:
+        raise UserError("nothing to calibrate against: pass measured run directories and/or --reference gh200-study")
+    _check_output(args.output)
+    base = _base_hardware(args)
+    observations, extra = [], {"skipped": [], "not_run": {}}
+    if args.reference:
+        observations += load_reference(args.reference, base)
+    if args.run_dirs:
+        measured = load_measured(args.run_dirs, base, args.allow_estimated_energy, args.allow_simulated)
+        observations += measured.observations
+        extra = {"skipped": measured.skipped, "not_run": measured.not_run}
+    if not observations:
+        raise UserError(
+            "no usable observation: every probe failed, ran out of memory or had only simulated/estimated figures "
+            f"({len(extra['skipped'])} skipped); run a measured study (`autotune run --backend launch`) first"
+        )
+    cal = Calibration(observations, base)
+    unknown = sorted(set(args.hold) - set(cal.names))
+    if unknown:
+        raise UserError(f"--hold {', '.join(unknown)}: no such simulator constant; one of {', '.join(cal.names)}")
+    fit = cal.fit(tuple(n for n in cal.informed() if n not in args.hold))
+    loo = None if args.no_loo else cal.leave_one_out(fit, args.loo_by)
+    document = calibration_document(cal, fit, loo, {"loo_by": None if args.no_loo else args.loo_by, "held": args.hold, **extra})
+    if args.output is not None:
+        error = profile_error(document)
+        profile = with_simulator_constants(base, fit.constants, error=error)
+        header = (
+            f"Calibrated by `autotune calibrate` from {base.source or base.name} against "
+            f"{len(observations)} observations ({', '.join(document['sources'])})"
+            f"{'; held at the base values: ' + ', '.join(args.hold) if args.hold else ''}.\n"
+            f"Leave-one-out mean absolute error (%): {error or 'not computed'}"
+        )
+        tmp = args.output.with_suffix(".toml.tmp")
+        tmp.write_text(dump_hardware(profile, header))
+        tmp.replace(args.output)
+        document["written"] = str(args.output)
+    if args.json:
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    else:
+        sys.stdout.write(report_text(document))
+        if args.output is not None:
+            sys.stdout.write(f"wrote {args.output}: use it with --hardware {args.output}\n")
+    return 0

@@ -1,0 +1,79 @@
+"""Error bars on simulated figures: the hardware profile's cross-validated error (`autotune calibrate`
+writes it to [simulator_error]), and the picks that error cannot tell apart from another front point.
+
+A simulated "18.4 min" is "18.4 min +- 8%" when the profile's leave-one-out time error is 8%; a pick
+whose time (fastest), energy (least energy) or both (the other picks) lie within that error of
+another front point's is a tie, not a ranking. Measured studies carry no simulator error: their
+spread over repeats is in report.noise.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # light module: `autotune space` uses error_suffix without loading the study layer
+    from autotune.report.study_points import StudyView
+
+# Which figure decides each pick; the picks that trade both off need both apart to rank.
+_DECIDED_BY = {"fastest": ("time_s",), "min_energy": ("energy_kj",)}
+_BOTH = ("time_s", "energy_kj")
+
+
+def simulator_error(view: "StudyView") -> dict | None:
+    """{'time_s_pct': ..., ...} of the profile when some figure is simulated (empty: not calibrated); None else."""
+    if not any(p.source == "simulated" or p.energy_source == "simulated" for p in view.points):
+        return None
+    return dict(view.settings.hardware.simulator_error)
+
+
+def _within(a: float | None, b: float | None, pct: float | None) -> bool:
+    if a is None or b is None or pct is None or b == 0:
+        return False
+    return abs(a / b - 1.0) * 100.0 <= pct
+
+
+def pick_ties(view: "StudyView", error: dict | None) -> dict[str, list[int]]:
+    """{pick: [front trials it cannot be told apart from within the simulator's error]}."""
+    if not error:
+        return {name: [] for name in view.picks}
+    ties = {}
+    for name, trial in view.picks.items():
+        pick = view.point(trial)
+        figures = _DECIDED_BY.get(name, _BOTH)
+        ties[name] = [
+            other.trial for other in view.front
+            if other.trial != trial and other.source == "simulated"
+            and all(_within(getattr(other, f), getattr(pick, f), error.get(f"{f}_pct")) for f in figures)
+        ]
+    return ties
+
+
+def with_ties(rows: list[dict], ties: dict[str, list[int]]) -> list[dict]:
+    """Pick rows (report.picks.pick_rows) with `tied_with`: the trials within the simulator's error."""
+    return [{**row, "tied_with": ties.get(row["name"], [])} for row in rows]
+
+
+def error_suffix(error: dict | None, metric: str) -> str:
+    """' +- 8%' after a simulated figure; ' +- ?%' when the profile is not calibrated; '' for measured."""
+    if error is None:
+        return ""
+    pct = error.get(f"{metric}_pct")
+    return f" +- {pct:.0f}%" if pct is not None else " +- ?%"
+
+
+def error_sentence(error: dict | None) -> str | None:
+    """One line on how far the simulated figures can be trusted, or None for measured studies."""
+    if error is None:
+        return None
+    if not error:
+        return ("Simulated figures carry no error bar: this hardware profile was not calibrated "
+                "(`autotune calibrate` measures the simulator's error and writes it to the profile).")
+    parts = ", ".join(f"{key.removesuffix('_pct').replace('_', ' ')} +- {value:.0f}%" for key, value in error.items())
+    return f"Simulated figures are within about {parts} (the profile's leave-one-out error); picks closer than that are ties."
+
+
+def tie_sentence(tied_with: list[int]) -> str:
+    if not tied_with:
+        return ""
+    trials = ", ".join(str(t) for t in tied_with)
+    return f"tie with trial {trials} within the simulator's error"

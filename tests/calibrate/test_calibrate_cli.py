@@ -1,0 +1,116 @@
+"""`autotune calibrate` as a user runs it: real subprocesses, exit codes, the profile it writes."""
+
+import json
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+
+def autotune(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "autotune.cli", *map(str, args)], capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.slow
+def test_reference_calibration_writes_a_profile_a_study_can_use(tmp_path):
+    profile = tmp_path / "gh200-calibrated.toml"
+    result = autotune("calibrate", "--reference", "gh200-study", "-o", profile, "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    for key in ("loo_mape", "fit_mape", "before_mape"):
+        assert set(report[key]) >= {"time_s", "energy_kj", "tflops", "power_w"}
+    assert report["fit_mape"]["time_s"] < report["before_mape"]["time_s"]
+    assert report["fit_mape"]["time_s"] <= report["loo_mape"]["time_s"] + 1e-9
+    assert "[simulator_error]" in profile.read_text() and f"time_s_pct = {round(report['loo_mape']['time_s'], 1)}" in profile.read_text()
+    run = autotune("run", "--model", "7b", "--nodes", "1", "--trials", "3", "--backend", "simulate",
+                   "--hardware", profile, "--out", tmp_path / "run")
+    assert run.returncode == 0, run.stderr
+    pareto = json.loads((tmp_path / "run" / "pareto.json").read_text())
+    assert pareto["hardware"] == "gh200" and pareto["front"]
+
+
+def test_quick_calibration_prints_the_error_tables(tmp_path):
+    result = autotune("calibrate", "--reference", "gh200-study", "--no-loo")
+    assert result.returncode == 0, result.stderr
+    assert "mean absolute percentage error" in result.stdout and "after the fit" in result.stdout
+    assert "7b-baseline-time" in result.stdout
+
+
+def test_out_of_bound_constants_are_refused(tmp_path):
+    from autotune.hardware import PROFILE_DIR
+
+    text = (PROFILE_DIR / "gh200.toml").read_text()
+    assert "max_compute_efficiency" in text
+    bad = tmp_path / "bad.toml"
+    bad.write_text("\n".join(
+        "max_compute_efficiency = 5.0" if line.startswith("max_compute_efficiency") else line for line in text.splitlines()
+    ))
+    result = autotune("calibrate", "--reference", "gh200-study", "--hardware", bad, "--no-loo")
+    assert result.returncode == 2
+    assert "max_compute_efficiency" in result.stderr and "out of range" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_corrupt_reference_file_is_refused_with_one_line(tmp_path):
+    from autotune.calibrate.reference import REFERENCE_DIR
+
+    data = json.loads((REFERENCE_DIR / "gh200-study.json").read_text())
+    data["figures"][3]["value"] = "n/a"
+    path = tmp_path / "figures.json"
+    path.write_text(json.dumps(data))
+    result = autotune("calibrate", "--reference", path, "--no-loo")
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert "is not a number" in result.stderr and data["figures"][3]["id"] in result.stderr
+
+
+def test_nothing_to_calibrate_against_is_refused():
+    result = autotune("calibrate")
+    assert result.returncode == 2 and "--reference gh200-study" in result.stderr
+
+
+@pytest.fixture(scope="module")
+def simulated_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "7b-1n"
+    result = autotune("run", "--model", "7b", "--nodes", "1", "--trials", "6", "--backend", "simulate", "--out", out)
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def test_simulated_studies_are_not_observations_unless_allowed(simulated_run):
+    refused = autotune("calibrate", simulated_run, "--no-loo")
+    assert refused.returncode == 2 and "no usable observation" in refused.stderr
+    allowed = autotune("calibrate", simulated_run, "--no-loo", "--json", "--allow-simulated")
+    assert allowed.returncode == 0, allowed.stderr
+    report = json.loads(allowed.stdout)
+    assert report["observations"] >= 6 and report["sources"] == [str(simulated_run)]
+    # The simulator against its own output with its own constants: nothing to correct.
+    assert all(value < 0.5 for value in report["before_mape"].values())
+
+
+def test_a_corrupt_measured_result_is_refused_with_one_line(simulated_run, tmp_path):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(simulated_run, run)
+    with sqlite3.connect(run / "study.db") as db:
+        row = db.execute("SELECT trial_user_attribute_id, value_json FROM trial_user_attributes WHERE key = 'result' LIMIT 1").fetchone()
+        result = json.loads(row[1])
+        result["time_s"] = -3.0
+        db.execute("UPDATE trial_user_attributes SET value_json = ? WHERE trial_user_attribute_id = ?", (json.dumps(result), row[0]))
+    refused = autotune("calibrate", run, "--no-loo", "--allow-simulated")
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
+    assert "time_s" in refused.stderr and "out of range" in refused.stderr
+
+
+@pytest.mark.slow
+def test_the_shipped_gh200_error_is_what_calibration_measures():
+    """The default profile's [simulator_error] is not stale: recalibrating it as its header says gives the same error."""
+    from autotune.hardware import load_hardware
+
+    result = autotune("calibrate", "--reference", "gh200-study", "--hold", "comm_overlap", "--hold", "step_overhead_s", "--json")
+    assert result.returncode == 0, result.stderr
+    loo = json.loads(result.stdout)["loo_mape"]
+    shipped = load_hardware("gh200").simulator_error
+    for metric in ("time_s", "energy_kj", "tflops", "power_w"):
+        assert shipped[f"{metric}_pct"] == pytest.approx(loo[metric], abs=0.3), metric

@@ -1,0 +1,79 @@
+"""Which figures of a measured probe become observations, and which are skipped with a reason."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from autotune.calibrate.measured import MeasuredRuns, _trial_observations
+from autotune.errors import ConfigError
+from autotune.hardware import load_hardware
+from autotune.models import load_model
+from autotune.space import load_space
+from autotune.study.settings import StudySettings
+from autotune.workload import make_workload
+
+KNOBS = {"zero_stage": 3, "optimizer_offload": "none", "activation_checkpointing": "recompute", "sp_degree": 1,
+         "micro_batch": 1, "nodes": 1, "power_limit": 1.0, "sm_clock_mhz": "max"}
+
+
+def _settings(hardware="h100-sxm"):
+    model = load_model("7b")
+    return StudySettings(model, load_hardware(hardware), make_workload(model), 8 if hardware == "h100-sxm" else 4,
+                         load_space(None, (1,)))
+
+
+def _trial(**result):
+    base = {"status": "ok", "source": "measured", "energy_source": "measured", "time_s": 600.0, "tflops": 400.0,
+            "energy_kj": 2000.0, "mean_power_w": 500.0, "energy_components_kj": {"gpu": 1800.0, "cpu": 200.0}}
+    return SimpleNamespace(number=3, user_attrs={"result": {**base, **result}, "candidate": {"knobs": KNOBS}})
+
+
+def _observe(trial, **allow):
+    runs = MeasuredRuns()
+    _trial_observations("runs/x", trial, _settings(), allow.get("estimated", False), allow.get("simulated", False), runs)
+    return runs
+
+
+def test_a_measured_probe_gives_every_metric_with_gpu_power_from_its_gpu_energy():
+    runs = _observe(_trial())
+    got = {o.metric: o.value for o in runs.observations}
+    assert got == {"time_s": 600.0, "tflops": 400.0, "energy_kj": 2000.0, "module_power_w": 500.0,
+                   "power_w": pytest.approx(1800e3 / 600 / 8)}
+    assert not runs.skipped
+
+
+def test_estimated_energy_is_skipped_with_a_reason_unless_allowed():
+    runs = _observe(_trial(energy_source="estimated"))
+    assert {o.metric for o in runs.observations} == {"time_s", "tflops", "power_w"}
+    assert any("estimated" in line and "--allow-estimated-energy" in line for line in runs.skipped)
+    assert {o.metric for o in _observe(_trial(energy_source="estimated"), estimated=True).observations} >= {"energy_kj"}
+
+
+def test_energy_without_the_cpu_is_not_compared_with_whole_node_energy():
+    details = {"energy": {"components": {"gpu_j": 1.0, "not_measured": ["cpu"]}}}
+    runs = _observe(_trial(details=details))
+    assert "energy_kj" not in {o.metric for o in runs.observations}
+    assert any("leaves out cpu" in line for line in runs.skipped)
+
+
+def test_oom_and_failed_probes_are_counted_not_fitted():
+    runs = _observe(_trial(status="oom"))
+    assert runs.not_run == {"oom": 1} and not runs.observations
+
+
+@pytest.mark.parametrize("result, words", [
+    ({"time_s": None}, "lacks time_s"),
+    ({"time_s": -5.0}, "out of range"),
+    ({"tflops": "fast"}, "is not a number"),
+])
+def test_a_corrupt_probe_result_is_refused_in_one_line(result, words):
+    with pytest.raises(ConfigError) as refused:
+        _observe(_trial(**result))
+    assert words in str(refused.value) and "trial 3" in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_an_unknown_knob_is_refused():
+    trial = _trial()
+    trial.user_attrs["candidate"] = {"knobs": {**KNOBS, "zero_stag": 3}}
+    with pytest.raises(ConfigError, match="unknown key"):
+        _observe(trial)

@@ -1,0 +1,75 @@
+"""Simulated figures carry the profile's error; picks closer than that error are ties, not rankings."""
+
+import io
+import json
+from dataclasses import replace
+
+from rich.console import Console
+
+from autotune.commands.finish import build_report
+from autotune.hardware import load_hardware, with_simulator_constants
+from autotune.report.error_bars import error_suffix, pick_ties, simulator_error
+from autotune.report.front import Point
+from autotune.report.markdown import markdown_report
+from autotune.report.study_points import StudyView
+from autotune.report.table import print_report
+from autotune.study import load_finished_study
+
+
+class _Settings:
+    def __init__(self, error):
+        self.hardware = with_simulator_constants(load_hardware("gh200"), {}, error=error)
+
+
+def _view(error, source="simulated"):
+    points = [
+        Point(1, {}, time_s=100.0, energy_kj=1000.0, source=source, energy_source=source),
+        Point(2, {}, time_s=104.0, energy_kj=900.0, source=source, energy_source=source),
+        Point(3, {}, time_s=150.0, energy_kj=700.0, source=source, energy_source=source),
+    ]
+    return StudyView(_Settings(error), [], points, points, {"fastest": 1, "min_energy": 3, "knee": 2}, None)
+
+
+def test_picks_within_the_error_are_ties():
+    view = _view({"time_s_pct": 5.0, "energy_kj_pct": 8.0})
+    ties = pick_ties(view, simulator_error(view))
+    assert ties["fastest"] == [2]  # 4% slower is within a 5% time error
+    assert ties["min_energy"] == []  # 900 vs 700 kJ: 29% apart
+    assert ties["knee"] == []  # trial 1's energy is 11% away: beyond 8%
+    tighter = _view({"time_s_pct": 3.0, "energy_kj_pct": 8.0})
+    assert pick_ties(tighter, simulator_error(tighter))["fastest"] == []
+
+
+def test_measured_studies_carry_no_simulator_error():
+    view = _view({"time_s_pct": 5.0}, source="measured")
+    assert simulator_error(view) is None
+    assert error_suffix(None, "time_s") == "" and pick_ties(view, None)["fastest"] == []
+
+
+def test_uncalibrated_profile_says_its_error_is_unknown():
+    view = _view({})
+    assert simulator_error(view) == {} and error_suffix({}, "time_s") == " +- ?%"
+    assert pick_ties(view, {})["fastest"] == []  # no error known: nothing is called a tie
+
+
+def test_pareto_json_terminal_and_markdown_show_the_error(simulated_run, tmp_path):
+    study = load_finished_study(simulated_run)
+    view, built = build_report(study, None, None)
+    error = {"time_s_pct": 50.0, "energy_kj_pct": 50.0}
+    view = replace(view, settings=replace(view.settings, hardware=with_simulator_constants(view.settings.hardware, {}, error=error)))
+    from autotune.report.pareto_json import pareto_document
+
+    document = pareto_document(view, "simulate", "test", built["importance"])
+    assert document["simulator_error"] == error
+    assert any(row["tied_with"] for row in document["picks"])  # +-50% makes most picks ties
+    json.dumps(document)
+    out = io.StringIO()
+    print_report(view, document, Console(file=out, width=200))
+    text = out.getvalue()
+    assert "+- 50%" in text and "tie with trial" in text
+    md = markdown_report(view, document)
+    assert "+- 50%" in md and "tie with trial" in md
+    from autotune.report.html import render_report_html
+
+    page = render_report_html(view, document, simulated_run)
+    assert "+- 50%" in page and "tie with trial" in page
