@@ -10,7 +10,8 @@ import json
 import shlex
 from pathlib import Path
 
-from autotune.ds_config import deepspeed_config, launch_command
+from autotune.backends.launchers import probe_command
+from autotune.ds_config import deepspeed_config
 from autotune.errors import UserError
 from autotune.report.picks import PICK_FILES
 from autotune.report.study_points import StudyView
@@ -30,6 +31,13 @@ def choose_trial(view: StudyView, pick: str | None, trial: int | None) -> tuple[
     if key not in view.picks:
         raise UserError("this study has no feasible configuration to export yet; run `autotune run` with more --trials")
     return view.picks[key], pick or "knee"
+
+
+def launch_command(candidate, config_name: str, candidate_name: str) -> list[str]:
+    """What `<pick>.launch.sh` runs: the tuner's own probe command (torchrun on one node, the
+    deepspeed launcher on a `hostfile` for several), with the launchers' console scripts."""
+    launcher = "torchrun" if candidate.knobs.nodes == 1 else "deepspeed"
+    return probe_command(launcher, candidate, ["--candidate", candidate_name, "--deepspeed-config", config_name])
 
 
 def export_trial(view: StudyView, trial: int, config_path: Path, backend: str) -> list[Path]:
@@ -52,8 +60,7 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str) -
     config_path.write_text(json.dumps(config, indent=2) + "\n")
     candidate_path = config_path.with_name(config_path.stem + ".candidate.json")
     candidate_path.write_text(json.dumps(candidate.to_dict(), indent=2) + "\n")
-    command = launch_command(candidate, config_path.name)
-    command = [candidate_path.name if part == "candidate.json" else part for part in command]
+    command = launch_command(candidate, config_path.name, candidate_path.name)
     launch_path = config_path.with_name(config_path.stem + ".launch.sh")
     launch_path.write_text(
         "#!/usr/bin/env bash\n"
