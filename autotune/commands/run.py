@@ -88,7 +88,7 @@ def _run(args: argparse.Namespace) -> int:
     if run_dir.exists() and not run_dir.is_dir():
         raise UserError(f"--out {run_dir} is a file, not a directory; choose another --out")
     checks = valid_checks(settings)
-    backend = choose_backend(args, run_dir, max(settings.space.nodes), settings.gpus_per_node)
+    backend = choose_backend(args, run_dir, max(settings.space.nodes), settings.gpus_per_node, settings.hardware)
     check_energy_objective(backend, args.objectives, args.allow_estimated_energy)
     study = open_study(run_dir, args.storage, make_sampler(args.seed, args.trials), len(args.objectives.split(",")))
     run_dir.mkdir(parents=True, exist_ok=True)  # reports and exports land here whatever the storage
