@@ -78,6 +78,7 @@ def _run(args: argparse.Namespace) -> int:
     from autotune.commands.report import check_pick_options
     from autotune.errors import UserError
     from autotune.study import open_study
+    from autotune.study.storage import sole_worker
     from autotune.study.loop import make_sampler, run_study, valid_checks
 
     _check_probe_options(args)
@@ -99,10 +100,10 @@ def _run(args: argparse.Namespace) -> int:
     study.set_user_attr("backend", {"name": backend.name, "reason": getattr(backend, "reason", "")})
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
-        with trial_progress(console, args.trials) as progress:
+        with sole_worker(run_dir, args.storage) as alone, trial_progress(console, args.trials) as progress:
             run_study(
                 study, settings, backend, args.trials, progress, checks, args.objectives,
-                shared_storage=args.storage is not None, accept_estimated_energy=args.allow_estimated_energy,
+                shared_storage=not alone, accept_estimated_energy=args.allow_estimated_energy,
             )
     finally:
         signal.signal(signal.SIGTERM, previous)

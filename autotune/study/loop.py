@@ -11,12 +11,14 @@
 - `--trials N` counts evaluated candidates over the whole study (every worker, every earlier run);
   the loop also stops when every valid candidate has been evaluated.
 - The loop runs in `study.optimize`, so several workers on one RDB storage share the study and
-  Optuna's heartbeats retry the trials of a worker that died (see storage.py).
+  Optuna's heartbeats retry the trials of a worker that died (see storage.py). Two workers that
+  propose one candidate at once: the lower trial number probes it, the higher is its duplicate.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from typing import Callable, NoReturn
 
@@ -33,6 +35,9 @@ CONSTRAINT_KEYS = ("rule_violation", "memory_excess_gib", "probe_oom")
 # Proposals per evaluated trial before the loop gives up on finding new valid candidates.
 MAX_PROPOSALS_PER_TRIAL = 25
 OBJECTIVES = {"time": ("time_s",), "time,energy": ("time_s", "energy_kj")}
+# How long a worker waits for an earlier trial another worker is still proposing (a dead worker's
+# half-proposed trial must not hold the study up for ever).
+PROPOSAL_WAIT_S = 30.0
 
 
 class ProbeFailed(Exception):
@@ -164,13 +169,15 @@ class _Objective:
         raise optuna.TrialPruned(check.reason)
 
     def _refuse_if_running_elsewhere(self, trial, params) -> None:
-        """Another worker is probing this very candidate: do not probe it twice. FAIL teaches the
-        sampler nothing, so the candidate is not held against; the other worker's result will count."""
-        for other in trial.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-            if other.number != trial.number and other.params == params and "candidate" in other.user_attrs:
-                trial.set_user_attr("duplicate_of", other.number)
-                _set_constraints(trial, 0.0, 0.0, 0.0)
-                raise ProbeFailed(f"same candidate as trial {other.number}, running on another worker")
+        """Several workers may propose one candidate at once: the lowest-numbered unfinished trial that
+        holds it probes it, every later one is a duplicate (FAIL teaches the sampler nothing, the
+        owner's result counts). Trial numbers follow creation order and an owner never looks at later
+        trials, so exactly one of them probes; a later trial waits for earlier ones still being proposed."""
+        owner = _earlier_unfinished_holder(trial.study, trial.number, params_key(params))
+        if owner is not None:
+            trial.set_user_attr("duplicate_of", owner)
+            _set_constraints(trial, 0.0, 0.0, 0.0)
+            raise ProbeFailed(f"same candidate as trial {owner}, running on another worker")
 
     def _repeat(self, trial, earlier):
         trial.set_user_attr("duplicate_of", earlier.number)
@@ -181,6 +188,27 @@ class _Objective:
         if earlier.state == TrialState.PRUNED:
             raise optuna.TrialPruned(f"same candidate as trial {earlier.number}")
         raise ProbeFailed(f"same candidate as failed trial {earlier.number}")
+
+
+def _earlier_unfinished_holder(study: optuna.Study, number: int, key: str, wait_s: float = PROPOSAL_WAIT_S) -> int | None:
+    """The lowest number below `number` of a RUNNING or WAITING (queued) trial with these knobs, or None.
+    Earlier trials whose knobs are still being suggested are waited for (up to `wait_s`)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        holders, pending = [], False
+        for other in study.get_trials(deepcopy=False, states=(TrialState.RUNNING, TrialState.WAITING)):
+            if other.number >= number:
+                continue
+            knobs = {**other.system_attrs.get("fixed_params", {}), **other.params}  # queued: fixed params
+            if not all(k in knobs for k in KNOBS):
+                pending = pending or other.state == TrialState.RUNNING
+            elif params_key(knobs) == key:
+                holders.append(other.number)
+        if holders:
+            return min(holders)
+        if not pending or time.monotonic() > deadline:
+            return None
+        time.sleep(0.05)
 
 
 def _stop_when_done(n_trials: int, valid_total: int, max_proposals: int):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
 import os
 import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import optuna
@@ -51,6 +54,32 @@ def _open_storage(url: str, heartbeat: bool = False):
                     f"cannot open study storage {url!r} ({first}); check the URL, the server and its driver, "
                     "or leave out --storage to use RUN_DIR/study.db"
                 ) from None
+
+
+@contextlib.contextmanager
+def sole_worker(run_dir: Path, storage: str | None) -> Iterator[bool]:
+    """Whether this worker is the only one on the study while the block runs: only then is a RUNNING
+    trial a dead run's, which may be failed and queued again (a live worker's trial may not be).
+
+    The run directory's SQLite study: every worker holds a shared lock on RUN_DIR/.workers.lock while
+    it runs; one that can take it exclusively first is alone. A --storage study may have workers on
+    other machines: never alone (Optuna's heartbeats retry dead workers' trials there).
+    """
+    if storage is not None:
+        yield False
+        return
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with open(run_dir / ".workers.lock", "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            alone = True
+        except BlockingIOError:
+            alone = False
+        fcntl.flock(lock, fcntl.LOCK_SH)  # converts ours, or waits for a starting worker's to convert
+        try:
+            yield alone
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def open_study(run_dir: Path, storage: str | None, sampler, objectives: int = 2) -> optuna.Study:
