@@ -91,7 +91,8 @@ def _run(args: argparse.Namespace) -> int:
     checks = valid_checks(settings)
     backend = choose_backend(args, run_dir, max(settings.space.nodes), settings.gpus_per_node, settings.hardware)
     check_energy_objective(backend, args.objectives, args.allow_estimated_energy)
-    study = open_study(run_dir, args.storage, make_sampler(args.seed, args.trials), len(args.objectives.split(",")))
+    study = open_study(run_dir, args.storage, make_sampler(args.seed, args.trials), len(args.objectives.split(",")),
+                       cheap_figures=backend.name == "simulate")
     run_dir.mkdir(parents=True, exist_ok=True)  # reports and exports land here whatever the storage
     console.print(f"backend: {backend.describe()}")
     if "settings" in study.user_attrs:

@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from typing import Callable, NoReturn
@@ -30,6 +29,7 @@ from autotune.candidate import KNOBS
 from autotune.errors import UserError
 from autotune.space import baseline, check_candidate, enumerate_space
 from autotune.study.settings import StudySettings
+from autotune.study.unique import params_key, unique_candidates
 
 CONSTRAINT_KEYS = ("rule_violation", "memory_excess_gib", "probe_oom")
 # Proposals per evaluated trial before the loop gives up on finding new valid candidates.
@@ -63,10 +63,6 @@ def make_sampler(seed: int | None, n_trials: int) -> optuna.samplers.BaseSampler
         n_startup_trials=max(3, min(10, n_trials // 4)),
         constant_liar=True,
     )
-
-
-def params_key(params: dict) -> str:
-    return json.dumps({k: params[k] for k in KNOBS}, sort_keys=True)
 
 
 def is_evaluated(t: optuna.trial.FrozenTrial) -> bool:
@@ -120,9 +116,10 @@ def _objective_values(result: ProbeResult, objectives: tuple[str, ...]) -> list[
 class _Objective:
     """The function `study.optimize` calls once per proposal."""
 
-    def __init__(self, settings, backend, objectives, progress, choices, accept_estimated_energy):
+    def __init__(self, settings, backend, objectives, progress, choices, accept_estimated_energy, shared=True):
         self.settings, self.backend, self.objectives, self.progress = settings, backend, objectives, progress
         self.choices, self.accept_estimated_energy = choices, accept_estimated_energy
+        self.shared = shared  # other workers may run trials of this study
 
     def __call__(self, trial: optuna.Trial):
         params = _suggest(trial, self.choices)
@@ -134,7 +131,8 @@ class _Objective:
         earlier = evaluated_trials(trial.study).get(params_key(params))
         if earlier is not None:
             return self._repeat(trial, earlier)
-        self._refuse_if_running_elsewhere(trial, params)
+        if self.shared:
+            self._refuse_if_running_elsewhere(trial, params)
         try:
             result = self.backend.evaluate(candidate, trial.number)
         except KeyboardInterrupt:
@@ -269,8 +267,10 @@ def run_study(
     before = len([t for t in study.get_trials(deepcopy=False) if is_evaluated(t)])
     if before >= min(n_trials, valid_total):
         return 0
+    choices = usable_values(checks)
+    study.sampler = unique_candidates(study.sampler, choices, [c.candidate.knobs.to_dict() for c in checks if c.valid])
     study.optimize(
-        _Objective(settings, backend, OBJECTIVES[objectives], progress, usable_values(checks), accept_estimated_energy),
+        _Objective(settings, backend, OBJECTIVES[objectives], progress, choices, accept_estimated_energy, shared_storage),
         catch=(ProbeFailed,),
         callbacks=[_stop_when_done(n_trials, valid_total, len(study.trials) + MAX_PROPOSALS_PER_TRIAL * n_trials)],
     )
