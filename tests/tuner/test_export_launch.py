@@ -68,3 +68,32 @@ def test_a_one_node_export_uses_torchrun_like_the_tuner(make_candidate):
     command = launch_command(make_candidate(model="7b", nodes=1), "knee.json", "knee.candidate.json")
     assert command[:4] == ["torchrun", "--standalone", "--nnodes=1", "--nproc_per_node=4"]
     assert command[4:] == ["-m", "trainer.probe", "--candidate", "knee.candidate.json", "--deepspeed-config", "knee.json"]
+
+
+def test_an_exported_candidate_names_a_built_in_profile(two_node_run):
+    import json
+
+    candidate = json.loads((two_node_run / "configs" / "knee.candidate.json").read_text())
+    assert candidate["hardware"] == "gh200"
+
+
+def test_a_custom_profile_is_copied_beside_the_export_and_named_relatively(tmp_path, monkeypatch):
+    import json
+    import shutil
+
+    from autotune.candidate import candidate_from_dict
+    from autotune.hardware import PROFILE_DIR
+
+    profile = tmp_path / "profiles" / "mynode.toml"
+    profile.parent.mkdir()
+    shutil.copy(PROFILE_DIR / "cpu.toml", profile)
+    out = tmp_path / "run"
+    result = _run("run", "--model", "tiny", "--nodes", "1", "--hardware", profile, "--trials", "3",
+                  "--backend", "simulate", "--out", out)
+    assert result.returncode == 0, result.stderr
+    configs = out / "configs"
+    data = json.loads((configs / "knee.candidate.json").read_text())
+    assert data["hardware"] == "mynode.toml" and (configs / "mynode.toml").read_text() == profile.read_text()
+    profile.unlink()  # the export must not need the original any more
+    monkeypatch.chdir(configs)  # where the launch script runs
+    assert candidate_from_dict(data).hardware.name == "cpu"
