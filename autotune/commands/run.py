@@ -79,7 +79,7 @@ def _run(args: argparse.Namespace) -> int:
     from autotune.errors import UserError
     from autotune.study import open_study
     from autotune.study.storage import sole_worker
-    from autotune.study.loop import make_sampler, run_study, valid_checks
+    from autotune.study.loop import is_evaluated, make_sampler, run_study, valid_checks
 
     _check_probe_options(args)
     check_pick_options(args)
@@ -101,7 +101,9 @@ def _run(args: argparse.Namespace) -> int:
     study.set_user_attr("backend", {"name": backend.name, "reason": getattr(backend, "reason", "")})
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
-        with sole_worker(run_dir, args.storage) as alone, trial_progress(console, args.trials) as progress:
+        done = sum(is_evaluated(t) for t in study.get_trials(deepcopy=False))
+        total = min(args.trials, sum(c.valid for c in checks))  # the loop stops when the space runs out
+        with sole_worker(run_dir, args.storage) as alone, trial_progress(console, total, done) as progress:
             run_study(
                 study, settings, backend, args.trials, progress, checks, args.objectives,
                 shared_storage=not alone, accept_estimated_energy=args.allow_estimated_energy,
