@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Callable, NoReturn
 
 import optuna
@@ -116,10 +117,9 @@ def _objective_values(result: ProbeResult, objectives: tuple[str, ...]) -> list[
 class _Objective:
     """The function `study.optimize` calls once per proposal."""
 
-    def __init__(self, settings, backend, objectives, progress, choices, accept_estimated_energy, shared=True):
+    def __init__(self, settings, backend, objectives, progress, choices, accept_estimated_energy):
         self.settings, self.backend, self.objectives, self.progress = settings, backend, objectives, progress
         self.choices, self.accept_estimated_energy = choices, accept_estimated_energy
-        self.shared = shared  # other workers may run trials of this study
 
     def __call__(self, trial: optuna.Trial):
         params = _suggest(trial, self.choices)
@@ -128,11 +128,15 @@ class _Objective:
         check = check_candidate(candidate)
         if not check.valid:
             self._prune_invalid(trial, params, check)
+        # Running trials first, evaluated ones after: a trial of another worker that finishes between
+        # the two looks is then seen by one of them (checked the other way round, by neither).
+        # Always, too: a worker that started alone may be joined by another at any time.
+        owner = _earlier_unfinished_holder(trial.study, trial.number, params_key(params))
         earlier = evaluated_trials(trial.study).get(params_key(params))
         if earlier is not None:
             return self._repeat(trial, earlier)
-        if self.shared:
-            self._refuse_if_running_elsewhere(trial, params)
+        if owner is not None:
+            self._running_elsewhere(trial, owner)
         try:
             result = self.backend.evaluate(candidate, trial.number)
         except KeyboardInterrupt:
@@ -166,16 +170,14 @@ class _Objective:
             self.progress.on_trial(trial.number, params, None, check.reason)
         raise optuna.TrialPruned(check.reason)
 
-    def _refuse_if_running_elsewhere(self, trial, params) -> None:
+    def _running_elsewhere(self, trial, owner: int) -> NoReturn:
         """Several workers may propose one candidate at once: the lowest-numbered unfinished trial that
         holds it probes it, every later one is a duplicate (FAIL teaches the sampler nothing, the
         owner's result counts). Trial numbers follow creation order and an owner never looks at later
         trials, so exactly one of them probes; a later trial waits for earlier ones still being proposed."""
-        owner = _earlier_unfinished_holder(trial.study, trial.number, params_key(params))
-        if owner is not None:
-            trial.set_user_attr("duplicate_of", owner)
-            _set_constraints(trial, 0.0, 0.0, 0.0)
-            raise ProbeFailed(f"same candidate as trial {owner}, running on another worker")
+        trial.set_user_attr("duplicate_of", owner)
+        _set_constraints(trial, 0.0, 0.0, 0.0)
+        raise ProbeFailed(f"same candidate as trial {owner}, running on another worker")
 
     def _repeat(self, trial, earlier):
         trial.set_user_attr("duplicate_of", earlier.number)
@@ -190,7 +192,8 @@ class _Objective:
 
 def _earlier_unfinished_holder(study: optuna.Study, number: int, key: str, wait_s: float = PROPOSAL_WAIT_S) -> int | None:
     """The lowest number below `number` of a RUNNING or WAITING (queued) trial with these knobs, or None.
-    Earlier trials whose knobs are still being suggested are waited for (up to `wait_s`)."""
+    Earlier trials whose knobs are still being suggested are waited for; one started more than `wait_s`
+    ago with its knobs still unset belongs to a dead worker and is not."""
     deadline = time.monotonic() + wait_s
     while True:
         holders, pending = [], False
@@ -199,7 +202,8 @@ def _earlier_unfinished_holder(study: optuna.Study, number: int, key: str, wait_
                 continue
             knobs = {**other.system_attrs.get("fixed_params", {}), **other.params}  # queued: fixed params
             if not all(k in knobs for k in KNOBS):
-                pending = pending or other.state == TrialState.RUNNING
+                fresh = other.datetime_start is not None and (datetime.now() - other.datetime_start).total_seconds() < wait_s
+                pending = pending or (other.state == TrialState.RUNNING and fresh)
             elif params_key(knobs) == key:
                 holders.append(other.number)
         if holders:
@@ -230,10 +234,12 @@ def retry_interrupted(study: optuna.Study, include_running: bool = True) -> int:
     for t in study.get_trials(deepcopy=False):
         running = include_running and t.state == TrialState.RUNNING
         unfinished = running or (t.state == TrialState.FAIL and t.user_attrs.get("interrupted"))
-        if not unfinished or t.number in retried or not t.params:
+        if not unfinished or t.number in retried:
             continue
         if t.state == TrialState.RUNNING:
             study._storage.set_trial_state_values(t._trial_id, state=TrialState.FAIL)  # no public API for this
+        if not all(k in t.params for k in KNOBS):
+            continue  # killed while its candidate was being proposed: there is nothing to retry
         study.enqueue_trial(t.params, user_attrs={"retry_of": t.number})
         retried.add(t.number)
         queued += 1
@@ -270,7 +276,7 @@ def run_study(
     choices = usable_values(checks)
     study.sampler = unique_candidates(study.sampler, choices, [c.candidate.knobs.to_dict() for c in checks if c.valid])
     study.optimize(
-        _Objective(settings, backend, OBJECTIVES[objectives], progress, choices, accept_estimated_energy, shared_storage),
+        _Objective(settings, backend, OBJECTIVES[objectives], progress, choices, accept_estimated_energy),
         catch=(ProbeFailed,),
         callbacks=[_stop_when_done(n_trials, valid_total, len(study.trials) + MAX_PROPOSALS_PER_TRIAL * n_trials)],
     )

@@ -33,11 +33,12 @@ def params_key(params: dict) -> str:
 
 
 def held_keys(study: optuna.Study, except_number: int | None = None) -> set[str]:
-    """Keys of every candidate some trial holds: finished in any state, running, or queued."""
+    """Keys of every candidate some trial holds: finished in any state, running, or queued. An
+    interrupted trial (Ctrl-C) holds nothing: its candidate was never evaluated and may be proposed."""
     held = set()
     for t in study.get_trials(deepcopy=False):
         knobs = {**t.system_attrs.get("fixed_params", {}), **t.params}
-        if t.number != except_number and all(k in knobs for k in KNOBS):
+        if t.number != except_number and all(k in knobs for k in KNOBS) and not t.user_attrs.get("interrupted"):
             held.add(params_key(knobs))
     return held
 
