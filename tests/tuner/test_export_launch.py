@@ -68,6 +68,10 @@ def test_a_one_node_export_uses_torchrun_like_the_tuner(make_candidate):
     command = launch_command(make_candidate(model="7b", nodes=1), "knee.json", "knee.candidate.json")
     assert command[:4] == ["torchrun", "--standalone", "--nnodes=1", "--nproc_per_node=4"]
     assert command[4:] == ["-m", "trainer.probe", "--candidate", "knee.candidate.json", "--deepspeed-config", "knee.json"]
+    from torch.distributed.run import get_args_parser
+
+    parsed = get_args_parser().parse_args(command[1:])  # torchrun's own parsing
+    assert parsed.module and parsed.training_script == "trainer.probe" and parsed.nproc_per_node == "4"
 
 
 def test_an_exported_candidate_names_a_built_in_profile(two_node_run):
