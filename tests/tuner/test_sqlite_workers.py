@@ -3,7 +3,6 @@ exactly once, none is lost to a race, and neither worker disturbs the other's ru
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
