@@ -83,18 +83,3 @@ def deepspeed_config(candidate: Candidate, learning_rate: float = 1e-4) -> dict:
         config["sequence_parallel_size"] = knobs.sp_degree
     return config
 
-
-def launch_command(candidate: Candidate, config_path: str) -> list[str]:
-    """A torchrun/deepspeed command that trains with this config (one node) or on a hostfile."""
-    probe = ["-m", "trainer.probe", "--candidate", "candidate.json", "--deepspeed-config", config_path]
-    if candidate.knobs.nodes == 1:
-        return ["torchrun", f"--nproc_per_node={candidate.gpus_per_node}", *probe]
-    return [
-        "deepspeed",
-        "--hostfile",
-        "hostfile",
-        f"--num_nodes={candidate.knobs.nodes}",
-        f"--num_gpus={candidate.gpus_per_node}",
-        "--module",
-        *probe,
-    ]

@@ -10,9 +10,12 @@ import json
 import shlex
 from pathlib import Path
 
-from autotune.ds_config import deepspeed_config, launch_command
+from autotune.atomic_write import write_text_atomic
+from autotune.backends.launchers import probe_command
+from autotune.ds_config import deepspeed_config
 from autotune.errors import UserError
 from autotune.export_device import device_script
+from autotune.hardware import PROFILE_DIR
 from autotune.report.picks import PICK_FILES
 from autotune.report.study_points import StudyView
 
@@ -31,6 +34,29 @@ def choose_trial(view: StudyView, pick: str | None, trial: int | None) -> tuple[
     if key not in view.picks:
         raise UserError("this study has no feasible configuration to export yet; run `autotune run` with more --trials")
     return view.picks[key], pick or "knee"
+
+
+def launch_command(candidate, config_name: str, candidate_name: str) -> list[str]:
+    """What `<pick>.launch.sh` runs: the tuner's own probe command (torchrun on one node, the
+    deepspeed launcher on a `hostfile` for several), with the launchers' console scripts."""
+    launcher = "torchrun" if candidate.knobs.nodes == 1 else "deepspeed"
+    return probe_command(launcher, candidate, ["--candidate", candidate_name, "--deepspeed-config", config_name])
+
+
+def portable_candidate(candidate, directory: Path) -> tuple[dict, list[Path]]:
+    """The candidate file's contents, usable on another machine: a built-in hardware profile by its
+    name (`gh200`), a custom one copied into `directory` and named relative to it (the launch script
+    runs there). Returns (candidate dict, files copied)."""
+    data = candidate.to_dict()
+    source = Path(candidate.hardware.source) if candidate.hardware.source else None
+    if source is None or source.resolve().parent == PROFILE_DIR.resolve():
+        data["hardware"] = source.stem if source is not None else candidate.hardware.name
+        return data, []
+    copy = directory / source.name
+    if copy.resolve() != source.resolve():
+        write_text_atomic(copy, source.read_text())
+    data["hardware"] = copy.name
+    return data, [copy]
 
 
 def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, launcher: str = "auto") -> list[Path]:
@@ -53,19 +79,20 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
         "sm_clock_mhz": candidate.knobs.sm_clock_mhz,  # "max" = untouched
     }
     config_path.parent.mkdir(parents=True, exist_ok=True)
-    config_path.write_text(json.dumps(config, indent=2) + "\n")
+    write_text_atomic(config_path, json.dumps(config, indent=2) + "\n")
     candidate_path = config_path.with_name(config_path.stem + ".candidate.json")
-    candidate_path.write_text(json.dumps(candidate.to_dict(), indent=2) + "\n")
-    command = launch_command(candidate, config_path.name)
-    command = [candidate_path.name if part == "candidate.json" else part for part in command]
+    candidate_data, copied = portable_candidate(candidate, config_path.parent)
+    write_text_atomic(candidate_path, json.dumps(candidate_data, indent=2) + "\n")
+    command = launch_command(candidate, config_path.name, candidate_path.name)
     device_lines, device_prefix = device_script(candidate.knobs, candidate.knobs.nodes, launcher)
     launch_path = config_path.with_name(config_path.stem + ".launch.sh")
-    launch_path.write_text(
+    write_text_atomic(
+        launch_path,
         "#!/usr/bin/env bash\n"
         f"# Trains the autotune model with {config_path.name} ({point.source} time, {point.energy_source} energy).\n"
         "# Run from this directory; for several nodes, write a DeepSpeed hostfile named 'hostfile' first.\n"
         'cd "$(dirname "$0")"\n' + "".join(line + "\n" for line in device_lines)
-        + shlex.join(device_prefix + command) + "\n"
+        + shlex.join(device_prefix + command) + "\n",
+        mode=0o755,
     )
-    launch_path.chmod(0o755)
-    return [config_path, candidate_path, launch_path]
+    return [config_path, candidate_path, *copied, launch_path]

@@ -31,6 +31,12 @@ def cuda_available() -> bool:
 def check_supported(candidate: Candidate, world_size: int, cuda: bool) -> None:
     """Refuse, before any engine is built, what this machine or launch cannot run."""
     knobs = candidate.knobs
+    if candidate.hardware.cuda and not cuda:
+        # Measured CPU figures must never be reported under a GPU profile's name and power model.
+        raise UnsupportedCandidate(
+            f"the hardware profile {candidate.hardware.name} describes CUDA GPUs but this rank has none: its figures "
+            f"would be CPU figures reported as {candidate.hardware.name}'s; use --hardware cpu, or launch on the GPU nodes"
+        )
     if knobs.optimizer_offload == "async" and not cuda:
         raise UnsupportedCandidate(
             "optimizer_offload=async is SuperOffload, which DeepSpeed runs only on NVIDIA CUDA GPUs "

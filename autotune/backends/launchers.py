@@ -5,6 +5,7 @@ Launchers (all built as argument lists, never shell strings):
   `python -m trainer.probe` directly (no agent, no rendezvous to wait for).
 - `deepspeed`: `python -m deepspeed.launcher.runner --hostfile H` (the `deepspeed` script's module,
   so the tuner's interpreter is used); several nodes through pdsh, as DeepSpeed does it.
+`probe_command` builds the torchrun and deepspeed commands, for the tuner and for `autotune export`.
 - `srun`: inside a SLURM allocation; every task runs `autotune.backends.srun_rank`, which turns the
   task's SLURM variables into the RANK/LOCAL_RANK/MASTER_ADDR the trainer reads, then execs the probe.
 
@@ -189,11 +190,38 @@ def _single_local_host(hosts: dict[str, int], nodes: int) -> bool:
 SM_CLOCK_SET_BY_ENV = "AUTOTUNE_SM_CLOCK_SET_BY"  # "srun": the launcher applied sm_clock_mhz (trainer/power.py)
 
 
+def probe_command(
+    launcher: str, candidate: Candidate, probe_args: list[str], *, python: str | None = None,
+    hostfile: Path | str = "hostfile", master_port: str | None = None, one_local_host: bool = False,
+) -> list[str]:
+    """The argument list that starts `trainer.probe` on every rank of the candidate with torchrun or
+    the deepspeed launcher. The tuner's probes and an exported `<pick>.launch.sh` both come from here,
+    so what a user runs is what was probed. `python`: run the launcher as a module of this interpreter
+    (the tuner); None: its console script (`torchrun`, `deepspeed`), as a user types it.
+
+    The deepspeed launcher passes `--local_rank=N` to the probe (it accepts and ignores it: LOCAL_RANK
+    in the environment, which the launcher sets too, is what the trainer reads).
+    """
+    nodes, per_node = candidate.knobs.nodes, candidate.gpus_per_node
+    if launcher == "torchrun":
+        prefix = [python, "-m", "torch.distributed.run"] if python else ["torchrun"]
+        return [*prefix, "--standalone", "--nnodes=1", f"--nproc_per_node={per_node}", "-m", "trainer.probe", *probe_args]
+    if launcher == "deepspeed":
+        prefix = [python, "-m", "deepspeed.launcher.runner"] if python else ["deepspeed"]
+        command = [*prefix, "--hostfile", str(hostfile), f"--num_nodes={nodes}", f"--num_gpus={per_node}"]
+        if master_port is not None:
+            command.append(f"--master_port={master_port}")
+        if one_local_host:
+            # One local host: DeepSpeed would still ssh to it to check and to find its address.
+            command += ["--no_ssh_check", "--master_addr=127.0.0.1"]
+        return [*command, "--module", "trainer.probe", *probe_args]
+    raise ValueError(f"no probe command for launcher {launcher!r}")
+
+
 def build_plan(
     launcher: str, candidate: Candidate, probe_args: list[str], *, python: str, hostfile: Path | None,
     environ: dict[str, str],
 ) -> LaunchPlan:
-    probe = ["-m", "trainer.probe", *probe_args]
     nodes, per_node = candidate.knobs.nodes, candidate.gpus_per_node
     port = str(free_port())
     if launcher == "torchrun" and candidate.gpus == 1:
@@ -201,17 +229,13 @@ def build_plan(
         # variables (the tuner itself under torchrun or srun) cannot leak into the probe.
         layout = {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
                   "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
-        return LaunchPlan("torchrun", [python, *probe], layout)
+        return LaunchPlan("torchrun", [python, "-m", "trainer.probe", *probe_args], layout)
     if launcher == "torchrun":
-        return LaunchPlan("torchrun", [python, "-m", "torch.distributed.run", "--standalone", "--nnodes=1",
-                                       f"--nproc_per_node={per_node}", *probe])
+        return LaunchPlan("torchrun", probe_command("torchrun", candidate, probe_args, python=python))
     if launcher == "deepspeed":
-        command = [python, "-m", "deepspeed.launcher.runner", "--hostfile", str(hostfile), f"--num_nodes={nodes}",
-                   f"--num_gpus={per_node}", f"--master_port={port}", "--no_local_rank"]
-        if _single_local_host(read_hostfile(hostfile), nodes):
-            # One local host: DeepSpeed would still ssh to it to check and to find its address.
-            command += ["--no_ssh_check", "--master_addr=127.0.0.1"]
-        return LaunchPlan("deepspeed", [*command, "--module", *probe[1:]])
+        one_local = _single_local_host(read_hostfile(hostfile), nodes)
+        return LaunchPlan("deepspeed", probe_command("deepspeed", candidate, probe_args, python=python, hostfile=hostfile,
+                                                     master_port=port, one_local_host=one_local))
     if launcher == "srun":
         command = ["srun", f"--nodes={nodes}", f"--ntasks={nodes * per_node}", f"--ntasks-per-node={per_node}",
                    "--kill-on-bad-exit=1", "--export=ALL"]
@@ -222,5 +246,5 @@ def build_plan(
             # slurmd sets and resets the step's GPU clock itself, no privileges needed; the probe then leaves it
             command.append(f"--gpu-freq={candidate.knobs.sm_clock_mhz}")
             layout[SM_CLOCK_SET_BY_ENV] = "srun"
-        return LaunchPlan("srun", [*command, python, "-m", "autotune.backends.srun_rank", *probe], layout)
+        return LaunchPlan("srun", [*command, python, "-m", "autotune.backends.srun_rank", "-m", "trainer.probe", *probe_args], layout)
     raise ValueError(f"no command for launcher {launcher!r}")

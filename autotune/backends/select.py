@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from autotune.backends.base import Backend
@@ -10,8 +11,29 @@ from autotune.backends.simulate import SimulateBackend
 from autotune.errors import UserError
 
 
-def _launch_backend(args: argparse.Namespace, run_dir: Path, reason: str) -> Backend:
+def check_device_matches_profile(hardware, hostfile: Path | None, environ: dict[str, str] | None = None) -> None:
+    """Refuse, before the first probe, probes that would run on this machine without the device the
+    hardware profile describes: CPU ranks under a GPU profile would be reported as that GPU's
+    measured figures. Probes on other nodes (a hostfile, a SLURM allocation) are checked by the
+    probe itself on each rank (`trainer.engine.check_supported`)."""
+    from autotune.backends.launchers import local_gpu_count, slurm_nodes
+
+    environ = dict(os.environ if environ is None else environ)
+    if hardware is None or not hardware.cuda or hostfile is not None or slurm_nodes(environ) is not None:
+        return
+    if local_gpu_count():
+        return
+    raise UserError(
+        f"--hardware {hardware.name} describes CUDA GPUs, but this machine has none (nvidia-smi lists no GPU) and "
+        f"no --hostfile or SLURM allocation reaches other nodes: its probes would run on CPU and be reported as "
+        f"{hardware.name} figures; use --hardware cpu, --backend simulate, or run where the GPUs are"
+    )
+
+
+def _launch_backend(args: argparse.Namespace, run_dir: Path, reason: str, hardware=None) -> Backend:
     from autotune.backends.launch import LaunchBackend
+
+    check_device_matches_profile(hardware, args.hostfile)
 
     backend = LaunchBackend(
         run_dir=run_dir,
@@ -28,17 +50,20 @@ def _launch_backend(args: argparse.Namespace, run_dir: Path, reason: str) -> Bac
     return backend
 
 
-def choose_backend(args: argparse.Namespace, run_dir: Path, nodes: int = 1, gpus_per_node: int | None = None) -> Backend:
-    """`nodes`/`gpus_per_node`: the largest candidate's, so `auto` launches only where it all fits."""
+def choose_backend(
+    args: argparse.Namespace, run_dir: Path, nodes: int = 1, gpus_per_node: int | None = None, hardware=None
+) -> Backend:
+    """`nodes`/`gpus_per_node`: the largest candidate's, so `auto` launches only where it all fits;
+    `hardware`: the study's profile, which a launch backend's probes must match (see above)."""
     if args.backend == "simulate":
         return SimulateBackend("chosen with --backend simulate")
     if args.backend == "launch":
-        return _launch_backend(args, run_dir, "chosen with --backend launch")
+        return _launch_backend(args, run_dir, "chosen with --backend launch", hardware)
     from autotune.backends.launch import detect_launch_target
 
     present, why = detect_launch_target(args.hostfile, nodes=nodes, gpus_per_node=gpus_per_node)
     if present:
-        return _launch_backend(args, run_dir, why)
+        return _launch_backend(args, run_dir, why, hardware)
     return SimulateBackend(why)
 
 

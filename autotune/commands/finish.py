@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from autotune.export import export_trial
@@ -36,12 +37,33 @@ def export_picks(view, run_dir: Path, backend: str) -> None:
         export_trial(view, trial, run_dir / "configs" / f"{PICK_FILES[pick]}.json", backend)
 
 
+def pareto_json_state(path: Path, document: dict) -> str | None:
+    """Why the pareto.json at `path` is not `document`: "missing", "damaged (...)", "out of date";
+    None when it already holds exactly this document."""
+    try:
+        stored = json.loads(path.read_text())
+    except FileNotFoundError:
+        return "missing"
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return f"damaged ({type(exc).__name__}: {str(exc).splitlines()[0][:80] if str(exc) else 'unreadable'})"
+    return None if stored == json.loads(json.dumps(document)) else "out of date"
+
+
+def write_outputs(view, document: dict, run_dir: Path, html: bool = True) -> list[Path]:
+    """pareto.json, the picks' configs/ and report.html (when asked for, or when one is there to keep
+    in step): every file written whole, to a temporary name first, so none can disagree or be half written."""
+    write_pareto_json(run_dir / "pareto.json", document)
+    export_picks(view, run_dir, document["backend"])
+    written = [run_dir / "pareto.json", run_dir / "configs"]
+    if html or (run_dir / "report.html").exists():
+        written.append(write_report_html(run_dir / "report.html", view, document, run_dir))
+    return written
+
+
 def finish_run(study, run_dir: Path, console, max_slowdown: float | None = None, eta: float | None = None) -> dict:
     view, document = build_report(study, max_slowdown, eta)
     study.set_user_attr(PICK_PARAMETERS_ATTR, {"max_slowdown": view.pick_parameters.max_slowdown, "eta": view.pick_parameters.eta})
-    write_pareto_json(run_dir / "pareto.json", document)
-    export_picks(view, run_dir, document["backend"])
-    write_report_html(run_dir / "report.html", view, document, run_dir)
+    write_outputs(view, document, run_dir)
     print_report(view, document)
     console.print(f"run directory: {run_dir} (study.db, pareto.json, report.html, configs/)")
     return document

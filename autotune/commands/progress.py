@@ -11,7 +11,9 @@ from autotune.study.loop import StudyProgress
 
 
 @contextlib.contextmanager
-def trial_progress(console, total: int):
+def trial_progress(console, total: int, done: int = 0):
+    """`total`: evaluated candidates the study will hold at the end; `done`: those it holds already
+    (a resumed study), so the bar counts the study, not this session."""
     with Progress(
         TextColumn("[bold]trials"),
         BarColumn(),
@@ -21,7 +23,7 @@ def trial_progress(console, total: int):
         console=console,
         transient=False,
     ) as bar:
-        task = bar.add_task("", total=total)
+        task = bar.add_task("", total=total, completed=min(done, total))
 
         def on_trial(number, params, result, note):
             if result is None:

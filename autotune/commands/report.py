@@ -1,5 +1,7 @@
 """`autotune report RUN_DIR`: the Pareto front and picks again, as a table, JSON or Markdown, and
-report.html with --html. Figures come from the study itself; pareto.json is left as the run wrote it."""
+report.html with --html. Figures come from the study itself (study.db), and the report rewrites the
+files it shows (pareto.json, configs/, report.html when asked for or already there), so they never
+disagree with it; a damaged or missing pareto.json is rebuilt, and the report says so."""
 
 from __future__ import annotations
 
@@ -43,16 +45,15 @@ def register(subparsers) -> None:
         "--format", choices=FORMATS, default="table",
         help="table (default, for the terminal), json (the pareto.json document) or md (Markdown, for an issue)",
     )
-    parser.add_argument("--html", action="store_true", help="also write RUN_DIR/report.html and the picks' configs/")
+    parser.add_argument("--html", action="store_true", help="also write RUN_DIR/report.html (rewritten anyway when there)")
     add_pick_options(parser)
     parser.set_defaults(func=_run)
 
 
 def _run(args) -> int:
-    from autotune.commands.finish import build_report, export_picks
+    from autotune.commands.finish import build_report, pareto_json_state, write_outputs
     from autotune.commands.paths import writable_directory
     from autotune.errors import UserError
-    from autotune.report.html import write_report_html
     from autotune.report.markdown import markdown_report
     from autotune.report.table import print_report
     from autotune.study import load_finished_study
@@ -66,6 +67,14 @@ def _run(args) -> int:
     if "settings" not in study.user_attrs:
         raise UserError(f"the study in {args.run_dir} has no trials yet; run `autotune run` first")
     view, document = build_report(study, args.max_slowdown, args.eta)
+    state = pareto_json_state(args.run_dir / "pareto.json", document)
+    written = write_outputs(view, document, args.run_dir, html=args.html)
+    if state is not None:
+        # Say so: a tool that read the old file must not go on believing it.
+        names = ", ".join(p.name + ("/" if p.suffix == "" else "") for p in written)
+        verb = "rebuilt" if state.startswith("damaged") or state == "missing" else "rewrote"
+        print(f"pareto.json in {args.run_dir} was {state}: {verb} {names} from the study ({args.storage or 'study.db'})",
+              file=sys.stderr)
     if args.format == "json":
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     elif args.format == "md":
@@ -73,8 +82,5 @@ def _run(args) -> int:
     else:
         print_report(view, document)
     if args.html:
-        # The page links configs/<pick>.json: write them, so every link it holds resolves.
-        export_picks(view, args.run_dir, document["backend"])
-        path = write_report_html(args.run_dir / "report.html", view, document, args.run_dir)
-        print(f"wrote {path}", file=sys.stderr)
+        print(f"wrote {args.run_dir / 'report.html'}", file=sys.stderr)
     return 0

@@ -96,20 +96,22 @@ def _run(args: argparse.Namespace) -> int:
     from autotune.commands.progress import trial_progress
     from autotune.commands.report import check_pick_options
     from autotune.study import open_study
-    from autotune.study.loop import make_sampler, run_study, valid_checks
+    from autotune.study.storage import sole_worker
+    from autotune.study.loop import is_evaluated, make_sampler, run_study, valid_checks
 
     _check_hostfile(args)
     check_pick_options(args)
     settings = build_settings(args)
     console = Console(stderr=True)
     run_dir = args.out or default_run_dir(args)
-    backend = choose_backend(args, run_dir, max(settings.space.nodes), settings.gpus_per_node)
+    backend = choose_backend(args, run_dir, max(settings.space.nodes), settings.gpus_per_node, settings.hardware)
     settings = keep_device_knobs_if_unsettable(settings, backend, console)
     checks = valid_checks(settings)
     check_energy_objective(backend, args.objectives, args.allow_estimated_energy)
     # Before any study is opened or probe started: a path that cannot be written fails now, in one line.
     writable_directory(run_dir, "--out" if args.out else "run directory", fix="pass --out with a writable directory")
-    study = open_study(run_dir, args.storage, make_sampler(args.seed, args.trials), len(args.objectives.split(",")))
+    study = open_study(run_dir, args.storage, make_sampler(args.seed, args.trials), len(args.objectives.split(",")),
+                       cheap_figures=backend.name == "simulate")
     run_dir.mkdir(parents=True, exist_ok=True)  # reports and exports land here whatever the storage
     console.print(f"backend: {backend.describe()}")
     if "settings" in study.user_attrs:
@@ -118,10 +120,12 @@ def _run(args: argparse.Namespace) -> int:
     study.set_user_attr("backend", {"name": backend.name, "reason": getattr(backend, "reason", "")})
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
-        with trial_progress(console, args.trials) as progress:
+        done = sum(is_evaluated(t) for t in study.get_trials(deepcopy=False))
+        total = min(args.trials, sum(c.valid for c in checks))  # the loop stops when the space runs out
+        with sole_worker(run_dir, args.storage) as alone, trial_progress(console, total, done) as progress:
             run_study(
                 study, settings, backend, args.trials, progress, checks, args.objectives,
-                shared_storage=args.storage is not None, accept_estimated_energy=args.allow_estimated_energy,
+                shared_storage=not alone, accept_estimated_energy=args.allow_estimated_energy,
             )
     finally:
         signal.signal(signal.SIGTERM, previous)

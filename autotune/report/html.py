@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from autotune.atomic_write import write_text_atomic
+
 from autotune.report.noise import noise_sentence
 from autotune.report.units import energy_unit, figure, pct_text, time_unit
 from autotune.report.pareto_json import nodes_text
@@ -18,7 +20,7 @@ from autotune.report.front import Point
 from autotune.report.html_analysis import importance_section, power_html, tuning_cost_section
 from autotune.report.timeline import PROVENANCE_WORDS
 from autotune.report.html_parts import esc, table as _table
-from autotune.report.pareto_json import provenance_sentence
+from autotune.report.pareto_json import provenance_sentence, workload_sentence
 from autotune.report.error_bars import error_sentence, error_suffix, tie_sentence
 from autotune.report.picks import PICK_FILES, pick_label, picks_by_trial, short_pick_label
 from autotune.report.power_limit import power_limit_section
@@ -43,9 +45,7 @@ def header_section(view: StudyView, document: dict, run_dir: Path) -> str:
         f'<p class="provenance provenance-{esc(document["source"] if isinstance(document["source"], str) else "mixed")}">'
         f"<strong>Where the figures come from:</strong> {esc(provenance_sentence(document))} "
         f"Backend: {esc(document['backend'])} ({esc(document.get('backend_reason', ''))}).</p>\n"
-        f"<p>Workload held fixed for every trial: {esc(workload.get('samples'))} samples, global batch "
-        f"{esc(workload.get('global_batch'))}, {esc(workload.get('frames'))} frames and "
-        f"{esc(workload.get('text_tokens'))} text tokens per sample. Trials: {esc(document['trials'])} ({esc(counts)}); "
+        f"<p>{esc(workload_sentence(workload))} Trials: {esc(document['trials'])} ({esc(counts)}); "
         f"baseline trial: {esc(document['baseline'])}.</p>\n{note}</header>"
     )
 
@@ -248,7 +248,5 @@ def render_report_html(view: StudyView, document: dict, run_dir: Path) -> str:
 
 
 def write_report_html(path: Path, view: StudyView, document: dict, run_dir: Path) -> Path:
-    tmp = path.with_suffix(".html.tmp")
-    tmp.write_text(render_report_html(view, document, run_dir), encoding="utf-8")
-    tmp.replace(path)  # a browser tab reloading mid-write never sees half a page
-    return path
+    # A browser tab reloading mid-write never sees half a page.
+    return write_text_atomic(path, render_report_html(view, document, run_dir))

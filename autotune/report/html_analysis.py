@@ -7,7 +7,7 @@ from pathlib import Path
 
 from autotune.report.front import Point
 from autotune.report.html_parts import esc, num, table
-from autotune.report.importance import METHOD, held_fixed
+from autotune.report.importance import METHOD, OBJECTIVE_TITLES, held_fixed
 from autotune.report.payback import SECONDS_PER_HOUR, cost_sentence
 from autotune.report.picks import pick_label
 from autotune.report.study_points import StudyView
@@ -15,7 +15,6 @@ from autotune.report.svg import share_bars_svg, stacked_bar_svg
 from autotune.report.svg_power import phase_css, power_timeline_svg
 from autotune.report.timeline import PHASE_LABELS, PROVENANCE_WORDS, power_profile, simulated_phases
 
-OBJECTIVE_TITLES = {"time_to_solution_s": "time to solution", "energy_to_solution_kj": "energy to solution"}
 
 
 def _source_text(source) -> str:

@@ -78,6 +78,9 @@ def held_fixed(view: StudyView) -> list[str]:
     return [k for k in KNOBS if len({repr(p.params.get(k)) for p in view.points}) <= 1] if view.points else []
 
 
+OBJECTIVE_TITLES = {"time_to_solution_s": "time to solution", "energy_to_solution_kj": "energy to solution"}
+
+
 def importance_sentence(shares: dict | str, top: int = 3) -> str:
     """`sp_degree 45%, nodes 44%, micro_batch 8%`, or the reason there are no shares."""
     if isinstance(shares, str):

@@ -6,8 +6,8 @@ from autotune.report.error_bars import error_sentence, error_suffix, tie_sentenc
 from autotune.report.noise import noise_sentence
 from autotune.report.units import energy_unit, figure, pct_text, time_unit
 from autotune.report.pareto_json import nodes_text
-from autotune.report.pareto_json import provenance_sentence
-from autotune.report.importance import importance_sentence
+from autotune.report.pareto_json import provenance_sentence, workload_sentence
+from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
 from autotune.report.payback import cost_sentence, payback_by_trial, payback_sentence
 from autotune.report.picks import pick_label, picks_by_trial
 from autotune.report.power_limit import sweep_sentence
@@ -31,6 +31,8 @@ def markdown_report(view: StudyView, document: dict) -> str:
         "",
         f"**{provenance_sentence(document)}** Backend `{document['backend']}`. "
         f"{document['trials']} trials ({counts}); baseline trial {document['baseline']}.",
+        "",
+        md_cell(workload_sentence(document["workload"])),
         "",
     ]
     if document.get("note"):
@@ -86,7 +88,7 @@ def analysis_lines(view: StudyView, document: dict) -> list[str]:
     importance = document.get("importance")
     if isinstance(importance, dict):
         lines += ["**Which knobs mattered** (share of each objective's variation, fANOVA over the feasible trials)", ""]
-        lines += [f"- {name}: {importance_sentence(shares)}" for name, shares in importance.items()]
+        lines += [f"- {OBJECTIVE_TITLES.get(name, name)}: {importance_sentence(shares)}" for name, shares in importance.items()]
         lines.append("")
     cost = document.get("tuning_cost")
     if cost:

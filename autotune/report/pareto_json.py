@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from autotune.atomic_write import write_text_atomic
 from autotune.report.error_bars import pick_ties, simulator_error, with_ties
 from autotune.report.noise import noise_summary
 from autotune.report.importance import METHOD as IMPORTANCE_METHOD
 from autotune.report.payback import tuning_cost
 from autotune.report.picks import front_note, pick_rows
 from autotune.report.study_points import StudyView
+from autotune.workload import with_precision
 
 
 def _one_or_list(values: list[int]):
@@ -59,6 +61,15 @@ def provenance_sentence(document: dict) -> str:
     return f"Time is {time_words}. Energy is {words(document['energy_source'])}."
 
 
+def workload_sentence(workload: dict) -> str:
+    """The fixed work every trial is measured on, for the top of every report."""
+    return (
+        f"Workload held fixed for every trial: {workload.get('samples')} samples, global batch {workload.get('global_batch')}, "
+        f"{workload.get('frames')} frames and {workload.get('text_tokens')} text tokens per sample, "
+        f"{workload.get('precision')} precision."
+    )
+
+
 def pareto_document(view: StudyView, backend: str, backend_reason: str, importance: dict | None = None) -> dict:
     """`importance` comes from `report.importance.knob_importance` (it needs the study, not just the view)."""
     settings = view.settings
@@ -76,7 +87,8 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
         # "simulated" or "measured" for time; energy may be estimated where a probe had no sensor.
         "source": sources["time"][0] if len(sources["time"]) == 1 else (sources["time"] or ["none"]),
         "energy_source": sources["energy"][0] if len(sources["energy"]) == 1 else (sources["energy"] or ["none"]),
-        "workload": settings.workload.to_dict(),
+        # As the candidates ran it: the precision resolved from the hardware when the user gave none.
+        "workload": with_precision(settings.workload, settings.hardware.cuda).to_dict(),
         "trials": len(view.trials),
         "trials_by_status": trials_by_status,
         "baseline": view.baseline_trial,
@@ -102,6 +114,4 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
 
 
 def write_pareto_json(path: Path, document: dict) -> None:
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(document, indent=2) + "\n")
-    tmp.replace(path)  # never leave a half-written file for other tools to read
+    write_text_atomic(path, json.dumps(document, indent=2) + "\n")  # never half a file for other tools to read

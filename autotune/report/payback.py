@@ -139,7 +139,9 @@ def payback_sentence(row: dict) -> str:
     rate = (
         f"saves {saved_kj / SECONDS_PER_HOUR:.3g} kWh" if saved_kj > 0 else f"uses {-saved_kj / SECONDS_PER_HOUR:.3g} kWh more"
     ) if saved_kj else "saves nothing"
-    return f"{rate} per training hour against the baseline; tuning is repaid {row['text']}"
+    when, _, why = row["text"].partition(": ")
+    repaid = {"never": "tuning is never repaid", "unknown": "when tuning is repaid is unknown"}.get(when, f"tuning is repaid {when}")
+    return f"{rate} per training hour against the baseline; {repaid}" + (f": {why}" if why else "")
 
 
 def payback_by_trial(rows: list[dict]) -> list[tuple[list[str], dict]]:

@@ -56,12 +56,20 @@ def max_power_per_gpu_w(hardware: HardwareProfile) -> float:
     return min(total_w, hardware.power.module_cap_w) if hardware.module_scope_energy else total_w
 
 
-def pick_label(name: str, parameters: PickParameters) -> str:
+def _meaning(name: str, parameters: PickParameters) -> str:
     if name == "max_slowdown":
         return f"least energy within {100 * (parameters.max_slowdown - 1):g}% of fastest"
     if name == "cost_weighted":
-        return f"cost-weighted (eta {parameters.eta:g})"
-    return {"fastest": "fastest", "min_energy": "least energy", "knee": "knee"}.get(name, name)
+        return f"eta {parameters.eta:g}"
+    return {"min_energy": "least energy"}.get(name, "")
+
+
+def pick_label(name: str, parameters: PickParameters) -> str:
+    """The pick's `autotune export --pick` name, with what it means where the name does not say it:
+    `min-energy (least energy)`, `max-slowdown (least energy within 5% of fastest)`, `knee`."""
+    stem = PICK_FILES.get(name, name)
+    meaning = _meaning(name, parameters)
+    return f"{stem} ({meaning})" if meaning else stem
 
 
 def short_pick_label(name: str, parameters: PickParameters) -> str:
@@ -70,7 +78,7 @@ def short_pick_label(name: str, parameters: PickParameters) -> str:
         return f"within {100 * (parameters.max_slowdown - 1):g}%"
     if name == "cost_weighted":
         return f"cost (eta {parameters.eta:g})"
-    return pick_label(name, parameters)
+    return PICK_FILES.get(name, name)
 
 
 def _change_pct(new: float | None, old: float | None) -> float | None:

@@ -10,8 +10,8 @@ from rich.table import Table
 
 from autotune.report.error_bars import error_sentence, error_suffix, tie_sentence
 from autotune.report.noise import noise_sentence
-from autotune.report.importance import importance_sentence
-from autotune.report.pareto_json import nodes_text
+from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
+from autotune.report.pareto_json import nodes_text, workload_sentence
 from autotune.report.payback import cost_sentence, payback_by_trial, payback_sentence
 from autotune.report.picks import pick_label, picks_by_trial
 from autotune.report.power_limit import device_knobs_text, sweep_sentence
@@ -46,6 +46,7 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
         f"[bold]{document['model']}[/] on {nodes_text(document['nodes'])} node(s) of {document['hardware']}, "
         f"backend {document['backend']}: time is [bold]{source}[/], energy is [bold]{energy_source}[/]"
     )
+    console.print(escape(workload_sentence(document["workload"])))
     counts = ", ".join(f"{n} {s}" for s, n in document["trials_by_status"].items())
     console.print(f"{document['trials']} trials ({counts})")
     if document.get("note"):
@@ -109,7 +110,7 @@ def _print_analysis(view: StudyView, document: dict, console: Console) -> None:
     importance = document.get("importance")
     if isinstance(importance, dict):
         for name, shares in importance.items():
-            console.print(f"knobs that mattered for {name}: {escape(importance_sentence(shares))}")
+            console.print(f"knobs that mattered for {OBJECTIVE_TITLES.get(name, name)}: {escape(importance_sentence(shares))}")
     cost = document.get("tuning_cost")
     if cost:
         console.print(f"tuning cost: {escape(cost_sentence(cost))}")

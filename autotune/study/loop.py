@@ -11,13 +11,15 @@
 - `--trials N` counts evaluated candidates over the whole study (every worker, every earlier run);
   the loop also stops when every valid candidate has been evaluated.
 - The loop runs in `study.optimize`, so several workers on one RDB storage share the study and
-  Optuna's heartbeats retry the trials of a worker that died (see storage.py).
+  Optuna's heartbeats retry the trials of a worker that died (see storage.py). Two workers that
+  propose one candidate at once: the lower trial number probes it, the higher is its duplicate.
 """
 
 from __future__ import annotations
 
-import json
+import time
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Callable, NoReturn
 
 import optuna
@@ -28,11 +30,15 @@ from autotune.candidate import KNOBS
 from autotune.errors import UserError
 from autotune.space import baseline, check_candidate, enumerate_space
 from autotune.study.settings import StudySettings
+from autotune.study.unique import params_key, unique_candidates
 
 CONSTRAINT_KEYS = ("rule_violation", "memory_excess_gib", "probe_oom")
 # Proposals per evaluated trial before the loop gives up on finding new valid candidates.
 MAX_PROPOSALS_PER_TRIAL = 25
 OBJECTIVES = {"time": ("time_s",), "time,energy": ("time_s", "energy_kj")}
+# How long a worker waits for an earlier trial another worker is still proposing (a dead worker's
+# half-proposed trial must not hold the study up for ever).
+PROPOSAL_WAIT_S = 30.0
 
 
 class ProbeFailed(Exception):
@@ -58,10 +64,6 @@ def make_sampler(seed: int | None, n_trials: int) -> optuna.samplers.BaseSampler
         n_startup_trials=max(3, min(10, n_trials // 4)),
         constant_liar=True,
     )
-
-
-def params_key(params: dict) -> str:
-    return json.dumps({k: params[k] for k in KNOBS}, sort_keys=True)
 
 
 def is_evaluated(t: optuna.trial.FrozenTrial) -> bool:
@@ -126,10 +128,15 @@ class _Objective:
         check = check_candidate(candidate)
         if not check.valid:
             self._prune_invalid(trial, params, check)
+        # Running trials first, evaluated ones after: a trial of another worker that finishes between
+        # the two looks is then seen by one of them (checked the other way round, by neither).
+        # Always, too: a worker that started alone may be joined by another at any time.
+        owner = _earlier_unfinished_holder(trial.study, trial.number, params_key(params))
         earlier = evaluated_trials(trial.study).get(params_key(params))
         if earlier is not None:
             return self._repeat(trial, earlier)
-        self._refuse_if_running_elsewhere(trial, params)
+        if owner is not None:
+            self._running_elsewhere(trial, owner)
         try:
             result = self.backend.evaluate(candidate, trial.number)
         except KeyboardInterrupt:
@@ -163,14 +170,14 @@ class _Objective:
             self.progress.on_trial(trial.number, params, None, check.reason)
         raise optuna.TrialPruned(check.reason)
 
-    def _refuse_if_running_elsewhere(self, trial, params) -> None:
-        """Another worker is probing this very candidate: do not probe it twice. FAIL teaches the
-        sampler nothing, so the candidate is not held against; the other worker's result will count."""
-        for other in trial.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-            if other.number != trial.number and other.params == params and "candidate" in other.user_attrs:
-                trial.set_user_attr("duplicate_of", other.number)
-                _set_constraints(trial, 0.0, 0.0, 0.0)
-                raise ProbeFailed(f"same candidate as trial {other.number}, running on another worker")
+    def _running_elsewhere(self, trial, owner: int) -> NoReturn:
+        """Several workers may propose one candidate at once: the lowest-numbered unfinished trial that
+        holds it probes it, every later one is a duplicate (FAIL teaches the sampler nothing, the
+        owner's result counts). Trial numbers follow creation order and an owner never looks at later
+        trials, so exactly one of them probes; a later trial waits for earlier ones still being proposed."""
+        trial.set_user_attr("duplicate_of", owner)
+        _set_constraints(trial, 0.0, 0.0, 0.0)
+        raise ProbeFailed(f"same candidate as trial {owner}, running on another worker")
 
     def _repeat(self, trial, earlier):
         trial.set_user_attr("duplicate_of", earlier.number)
@@ -181,6 +188,29 @@ class _Objective:
         if earlier.state == TrialState.PRUNED:
             raise optuna.TrialPruned(f"same candidate as trial {earlier.number}")
         raise ProbeFailed(f"same candidate as failed trial {earlier.number}")
+
+
+def _earlier_unfinished_holder(study: optuna.Study, number: int, key: str, wait_s: float = PROPOSAL_WAIT_S) -> int | None:
+    """The lowest number below `number` of a RUNNING or WAITING (queued) trial with these knobs, or None.
+    Earlier trials whose knobs are still being suggested are waited for; one started more than `wait_s`
+    ago with its knobs still unset belongs to a dead worker and is not."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        holders, pending = [], False
+        for other in study.get_trials(deepcopy=False, states=(TrialState.RUNNING, TrialState.WAITING)):
+            if other.number >= number:
+                continue
+            knobs = {**other.system_attrs.get("fixed_params", {}), **other.params}  # queued: fixed params
+            if not all(k in knobs for k in KNOBS):
+                fresh = other.datetime_start is not None and (datetime.now() - other.datetime_start).total_seconds() < wait_s
+                pending = pending or (other.state == TrialState.RUNNING and fresh)
+            elif params_key(knobs) == key:
+                holders.append(other.number)
+        if holders:
+            return min(holders)
+        if not pending or time.monotonic() > deadline:
+            return None
+        time.sleep(0.05)
 
 
 def _stop_when_done(n_trials: int, valid_total: int, max_proposals: int):
@@ -204,10 +234,12 @@ def retry_interrupted(study: optuna.Study, include_running: bool = True) -> int:
     for t in study.get_trials(deepcopy=False):
         running = include_running and t.state == TrialState.RUNNING
         unfinished = running or (t.state == TrialState.FAIL and t.user_attrs.get("interrupted"))
-        if not unfinished or t.number in retried or not t.params:
+        if not unfinished or t.number in retried:
             continue
         if t.state == TrialState.RUNNING:
             study._storage.set_trial_state_values(t._trial_id, state=TrialState.FAIL)  # no public API for this
+        if not all(k in t.params for k in KNOBS):
+            continue  # killed while its candidate was being proposed: there is nothing to retry
         study.enqueue_trial(t.params, user_attrs={"retry_of": t.number})
         retried.add(t.number)
         queued += 1
@@ -241,8 +273,10 @@ def run_study(
     before = len([t for t in study.get_trials(deepcopy=False) if is_evaluated(t)])
     if before >= min(n_trials, valid_total):
         return 0
+    choices = usable_values(checks)
+    study.sampler = unique_candidates(study.sampler, choices, [c.candidate.knobs.to_dict() for c in checks if c.valid])
     study.optimize(
-        _Objective(settings, backend, OBJECTIVES[objectives], progress, usable_values(checks), accept_estimated_energy),
+        _Objective(settings, backend, OBJECTIVES[objectives], progress, choices, accept_estimated_energy),
         catch=(ProbeFailed,),
         callbacks=[_stop_when_done(n_trials, valid_total, len(study.trials) + MAX_PROPOSALS_PER_TRIAL * n_trials)],
     )

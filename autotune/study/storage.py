@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
 import os
 import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import optuna
@@ -53,16 +56,62 @@ def _open_storage(url: str, heartbeat: bool = False):
                 ) from None
 
 
-def open_study(run_dir: Path, storage: str | None, sampler, objectives: int = 2) -> optuna.Study:
+@contextlib.contextmanager
+def sole_worker(run_dir: Path, storage: str | None) -> Iterator[bool]:
+    """Whether this worker is the only one on the study while the block runs: only then is a RUNNING
+    trial a dead run's, which may be failed and queued again (a live worker's trial may not be).
+
+    The run directory's SQLite study: every worker holds a shared lock on RUN_DIR/.workers.lock while
+    it runs; one that can take it exclusively first is alone. A --storage study may have workers on
+    other machines: never alone (Optuna's heartbeats retry dead workers' trials there).
+    """
+    if storage is not None:
+        yield False
+        return
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with open(run_dir / ".workers.lock", "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            alone = True
+        except BlockingIOError:
+            alone = False
+        fcntl.flock(lock, fcntl.LOCK_SH)  # converts ours, or waits for a starting worker's to convert
+        try:
+            yield alone
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _commit_without_fsync(rdb) -> None:
+    """SQLite commits that do not wait for the disk (PRAGMA synchronous=OFF). A trial is ~30 commits,
+    and at ~10 ms of fsync each they were most of a simulated study's time. A crash of the tuner loses
+    nothing; an operating-system crash or power loss may damage the file, so only studies whose
+    figures are cheap to compute again (simulated) write this way."""
+    import sqlalchemy
+
+    if rdb.engine.name != "sqlite":
+        return
+    sqlalchemy.event.listen(rdb.engine, "connect", lambda connection, _: connection.execute("PRAGMA synchronous=OFF"))
+    rdb.engine.dispose()  # connections opened before the listener close; new ones get the pragma
+
+
+def open_study(
+    run_dir: Path, storage: str | None, sampler, objectives: int = 2, cheap_figures: bool = False
+) -> optuna.Study:
     """Create the study or load the one already there (resume). `--storage` means workers may share
-    it, so heartbeats are on there; the run directory's SQLite file has one worker."""
+    it, so heartbeats are on there; workers on one run directory's SQLite file see each other through
+    `sole_worker`. `cheap_figures`: the backend's figures cost nothing to compute again (simulate),
+    so SQLite need not wait for the disk on every commit."""
     # Our progress bar reports failed probes; Optuna's own warning would add a traceback per trial.
     optuna.logging.set_verbosity(logging.ERROR)
     if storage is None:
         run_dir.mkdir(parents=True, exist_ok=True)
     url = storage_url(run_dir, storage)
+    rdb = _open_storage(url, heartbeat=storage is not None)
+    if cheap_figures:
+        _commit_without_fsync(rdb)
     study = optuna.create_study(
-        storage=_open_storage(url, heartbeat=storage is not None),
+        storage=rdb,
         sampler=sampler,
         study_name=STUDY_NAME,
         directions=["minimize"] * objectives,

@@ -92,13 +92,13 @@ def test_torchrun_starts_one_rank_per_gpu_on_this_node(make_candidate):
     assert plan.command[-len(PROBE_ARGS) - 2:] == ["-m", "trainer.probe", *PROBE_ARGS]
 
 
-def test_deepspeed_gets_the_hostfile_and_no_local_rank_argument(make_candidate, hostfile):
+def test_deepspeed_gets_the_hostfile_and_the_module_without_dash_m(make_candidate, hostfile):
     plan = build_plan("deepspeed", make_candidate(gpus_per_node=4, nodes=2), PROBE_ARGS, python="py",
                       hostfile=hostfile, environ={})
     command = plan.command
     assert command[:3] == ["py", "-m", "deepspeed.launcher.runner"]
     assert command[command.index("--hostfile") + 1] == str(hostfile)
-    assert {"--num_nodes=2", "--num_gpus=4", "--no_local_rank"} <= set(command)  # the probe has no --local_rank
+    assert {"--num_nodes=2", "--num_gpus=4"} <= set(command)  # the probe accepts the --local_rank DeepSpeed passes
     assert "--no_ssh_check" not in command  # remote nodes: DeepSpeed checks ssh itself
     assert command[command.index("--module") + 1:] == ["trainer.probe", *PROBE_ARGS]
 

@@ -86,7 +86,7 @@ def test_pareto_json_and_outputs_carry_importance(simulated_run, capsys):
     assert html.count('class="chart shares"') == 2 and "Which knobs mattered" in html
     top = next(iter(doc["importance"]["time_to_solution_s"]))
     assert main(["report", str(simulated_run), "--format", "md"]) == 0
-    assert f"- time_to_solution_s: {top} " in capsys.readouterr().out
+    assert f"- time to solution: {top} " in capsys.readouterr().out
 
 
 def test_single_point_run_says_not_enough_trials(single_point_run):

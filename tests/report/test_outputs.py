@@ -70,7 +70,7 @@ def test_no_feasible_point_says_so_everywhere(infeasible_run):
 def test_report_format_table(simulated_run, capsys):
     assert main(["report", str(simulated_run)]) == 0
     out = capsys.readouterr().out
-    assert "Pareto front" in out and "least energy within 5% of fastest" in out and "cost-weighted (eta 0.5)" in out
+    assert "Pareto front" in out and "max-slowdown (least energy within 5% of fastest)" in out and "cost-weighted (eta 0.5)" in out
 
 
 def test_report_format_json_is_the_pareto_document(simulated_run, capsys):
@@ -89,13 +89,58 @@ def test_report_format_md(simulated_run, capsys):
     assert "simulated by the analytic model" in md
 
 
-def test_report_options_change_the_picks_not_pareto_json(simulated_run, capsys):
-    before = (simulated_run / "pareto.json").read_text()
+def test_report_options_change_the_picks_and_every_file_follows(simulated_run, capsys):
     assert main(["report", str(simulated_run), "--format", "json", "--eta", "1", "--max-slowdown", "100"]) == 0
-    doc = json.loads(capsys.readouterr().out)
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
     assert doc["recommendations"]["cost_weighted"] == doc["recommendations"]["min_energy"]  # eta 1: energy only
     assert doc["recommendations"]["max_slowdown"] == doc["recommendations"]["min_energy"]
-    assert (simulated_run / "pareto.json").read_text() == before
+    assert _document(simulated_run) == doc and "was out of date: rewrote pareto.json" in err
+    exported = json.loads((simulated_run / "configs" / "max-slowdown.json").read_text())
+    assert exported["autotune"]["trial"] == doc["recommendations"]["max_slowdown"]
+    assert "eta 1" in (simulated_run / "report.html").read_text()
+    assert main(["report", str(simulated_run)]) == 0  # back to the run's own picks for the other tests
+    assert "out of date" in capsys.readouterr().err and _document(simulated_run)["recommendation_parameters"]["eta"] == 0.5
+
+
+@pytest.mark.parametrize("damage", ["{ half a docu", "", "\x00\xff\xfe"])
+def test_a_damaged_pareto_json_is_rebuilt_with_every_output_and_said_so(tmp_path, simulated_run, capsys, damage):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(simulated_run, run)
+    (run / "pareto.json").write_bytes(damage.encode("latin-1"))
+    (run / "configs" / "knee.json").write_text("{")  # a damaged config too: rewritten with the rest
+    assert main(["report", str(run), "--format", "md"]) == 0
+    err = capsys.readouterr().err
+    assert "pareto.json in" in err and "was damaged" in err and "rebuilt pareto.json, configs/, report.html" in err
+    doc = _document(run)  # valid again, and the same document the report showed
+    assert doc == build_report(load_finished_study(run))[1]
+    assert json.loads((run / "configs" / "knee.json").read_text())["autotune"]["trial"] == doc["recommendations"]["knee"]
+    assert not list(run.glob(".*.tmp")) and not list((run / "configs").glob(".*.tmp"))
+    assert main(["report", str(run)]) == 0 and "pareto.json" not in capsys.readouterr().err  # in step: nothing to say
+
+
+def test_reports_state_the_workload_and_use_plain_words(simulated_run):
+    doc = _document(simulated_run)
+    assert doc["workload"]["precision"] == "bf16"  # what the candidates ran (GH200: bf16), never null
+    view, document = build_report(load_finished_study(simulated_run))
+    for text in (_terminal(simulated_run), markdown_report(view, document), (simulated_run / "report.html").read_text()):
+        assert "Workload held fixed for every trial" in text and "bf16 precision" in text
+        assert f"global batch {doc['workload']['global_batch']}" in text
+        assert "repaid never" not in text
+    for text in (_terminal(simulated_run), markdown_report(view, document)):  # the page quotes configs' JSON
+        assert "time_to_solution_s" not in text and "energy_to_solution_kj" not in text
+    assert "knobs that mattered for time to solution" in _terminal(simulated_run)
+
+
+def test_every_report_names_each_pick_as_export_takes_it(simulated_run):
+    view, document = build_report(load_finished_study(simulated_run))
+    md = markdown_report(view, document)
+    terminal = _terminal(simulated_run)
+    html = (simulated_run / "report.html").read_text()
+    for stem in ("fastest", "min-energy (least energy)", "knee", "max-slowdown (least energy", "cost-weighted (eta"):
+        assert stem in md and stem in terminal and stem in html
 
 
 def test_report_markdown_escapes_pipes(simulated_run):

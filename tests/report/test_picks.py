@@ -6,6 +6,7 @@ from autotune.errors import UserError
 from autotune.hardware import load_hardware
 from autotune.report.front import Point
 from autotune.report.picks import (
+    PICK_FILES,
     PickParameters,
     check_pick_parameters,
     front_note,
@@ -55,10 +56,14 @@ def test_max_power_per_gpu():
     assert max_power_per_gpu_w(h100) == h100.gpu.max_power_w + h100.cpu.max_power_w + h100.power.memory_interconnect_w
 
 
-def test_labels_name_the_parameters():
+def test_labels_name_the_export_pick_and_the_parameters():
     params = PickParameters(max_slowdown=1.1, eta=0.25, max_power_per_gpu_w=680.0)
-    assert pick_label("max_slowdown", params) == "least energy within 10% of fastest"
+    assert pick_label("max_slowdown", params) == "max-slowdown (least energy within 10% of fastest)"
     assert pick_label("cost_weighted", params) == "cost-weighted (eta 0.25)"
+    assert pick_label("min_energy", params) == "min-energy (least energy)"
+    assert pick_label("fastest", params) == "fastest" and pick_label("knee", params) == "knee"
+    for name, stem in PICK_FILES.items():  # every label starts with what `autotune export --pick` takes
+        assert pick_label(name, params).split(" (")[0] == stem
 
 
 @pytest.mark.parametrize(("max_slowdown", "eta", "message"), [(0.9, 0.5, "--max-slowdown"), (1.05, 1.2, "--eta"), (float("nan"), 0.5, "--max-slowdown")])

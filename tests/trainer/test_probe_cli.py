@@ -83,3 +83,13 @@ def test_throughput_uses_the_analytic_flops_and_the_profile_peak():
     assert stats["samples_per_s"] == pytest.approx(10.0)
     assert stats["tflops"]["model_total"] == pytest.approx(10.0 * model_flops / 1e12)
     assert stats["mfu"] == pytest.approx(stats["tflops"]["model_per_device"] / 0.1)
+
+
+def test_a_gpu_profile_on_a_cpu_rank_is_refused_with_the_reason(tmp_path, monkeypatch):
+    monkeypatch.setenv("DS_ACCELERATOR", "cpu")
+    out = tmp_path / "result.json"
+    code = main(["--model", "tiny", "--hardware", "gh200", "--gpus-per-node", "1", "--out", str(out)])
+    result = json.loads(out.read_text())
+    assert code != 0 and result["status"] == "failed" and result["refused"] is True
+    assert "gh200 describes CUDA GPUs but this rank has none" in result["error"] and "--hardware cpu" in result["error"]
+    assert not torch.distributed.is_initialized()

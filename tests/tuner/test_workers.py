@@ -120,3 +120,14 @@ def test_a_dead_workers_trial_is_retried_by_another(postgres_url, tmp_path, monk
     assert trials[dead.number].state == optuna.trial.TrialState.FAIL
     retried = [t for t in trials if t.system_attrs.get("failed_trial") == dead.number]
     assert len(retried) == 1 and retried[0].params == params and is_evaluated(retried[0])
+
+
+def test_two_workers_on_a_small_space_evaluate_every_valid_candidate_once(postgres_url, tmp_path):
+    """The same race as on SQLite (tests/tuner/test_sqlite_workers.py), on PostgreSQL."""
+    import psycopg
+
+    from tests.tuner.test_sqlite_workers import run_two_workers_and_check
+
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        connection.execute("CREATE DATABASE small_space")
+    run_two_workers_and_check(tmp_path, postgres_url.rsplit("/", 1)[0] + "/small_space")

@@ -1,0 +1,105 @@
+"""Never ask the sampler for a candidate the study already has.
+
+TPE, random sampling and NSGA-II know nothing of our finite, categorical space: late in a study most
+of their proposals are candidates already evaluated, pruned or running, and each such proposal cost
+an Optuna trial (a 200-candidate study once took 2,713 trials and minutes of sampling). The wrapper
+here lets the sampler propose as usual and, when the proposal is a candidate the study holds in any
+trial (evaluated, pruned as invalid, running on another worker, queued), replaces it by the nearest
+valid candidate no trial holds yet (fewest knobs changed; ties broken by a generator seeded with the
+trial number, so a study is reproducible). Every Optuna trial is then a new candidate, and the only
+trials that are not evaluated are invalid proposals, each pruned once, and the rare candidate two
+workers propose in the same instant (loop.py settles those).
+
+A sampler that never repeats by construction says so with `proposes_unique_candidates = True` and is
+not wrapped.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Sequence
+
+import optuna
+from optuna.distributions import CategoricalDistribution
+from optuna.trial import FrozenTrial, TrialState
+
+from autotune.candidate import KNOBS
+
+
+def params_key(params: dict) -> str:
+    """One candidate's knob values as a hashable, order-free key."""
+    return json.dumps({k: params[k] for k in KNOBS}, sort_keys=True)
+
+
+def held_keys(study: optuna.Study, except_number: int | None = None) -> set[str]:
+    """Keys of every candidate some trial holds: finished in any state, running, or queued. An
+    interrupted trial (Ctrl-C) holds nothing: its candidate was never evaluated and may be proposed."""
+    held = set()
+    for t in study.get_trials(deepcopy=False):
+        knobs = {**t.system_attrs.get("fixed_params", {}), **t.params}
+        if t.number != except_number and all(k in knobs for k in KNOBS) and not t.user_attrs.get("interrupted"):
+            held.add(params_key(knobs))
+    return held
+
+
+def _changed_knobs(a: dict, b: dict) -> int:
+    return sum(a[k] != b[k] for k in KNOBS)
+
+
+class UniqueCandidateSampler(optuna.samplers.BaseSampler):
+    """Wraps a sampler so that no proposal repeats a candidate the study already holds.
+
+    `choices`: per knob, the values the loop suggests from; `valid`: the knob dicts of every valid
+    candidate, in the space's order. All knobs are sampled jointly in `sample_relative` (the base
+    sampler's relative proposal, completed by its independent sampling) so the whole candidate can
+    be checked before any value is stored.
+    """
+
+    proposes_unique_candidates = True
+
+    def __init__(self, base: optuna.samplers.BaseSampler, choices: dict[str, list], valid: list[dict]):
+        self.base = base
+        self.space = {knob: CategoricalDistribution(choices[knob]) for knob in KNOBS}
+        self.valid = {params_key(knobs): knobs for knobs in valid}
+        self.replaced = 0  # proposals replaced in this process (benchmarks report it)
+
+    def infer_relative_search_space(self, study, trial: FrozenTrial) -> dict:
+        return dict(self.space)
+
+    def sample_relative(self, study, trial: FrozenTrial, search_space: dict) -> dict:
+        if trial.system_attrs.get("fixed_params"):
+            return {}  # a queued candidate (baseline, retry): not the sampler's to change
+        proposal = dict(self.base.sample_relative(study, trial, self.base.infer_relative_search_space(study, trial)))
+        for knob in KNOBS:
+            if knob not in proposal:
+                proposal[knob] = self.base.sample_independent(study, trial, knob, self.space[knob])
+        held = held_keys(study, except_number=trial.number)
+        if params_key(proposal) not in held:
+            return proposal
+        free = [knobs for key, knobs in self.valid.items() if key not in held]
+        if not free:
+            return proposal  # nothing new is left; the loop stops on its own
+        fewest = min(_changed_knobs(proposal, knobs) for knobs in free)
+        nearest = [knobs for knobs in free if _changed_knobs(proposal, knobs) == fewest]
+        self.replaced += 1
+        return dict(random.Random(trial.number).choice(nearest))
+
+    def sample_independent(self, study, trial, param_name, param_distribution):
+        return self.base.sample_independent(study, trial, param_name, param_distribution)
+
+    def before_trial(self, study, trial: FrozenTrial) -> None:
+        self.base.before_trial(study, trial)
+
+    def after_trial(self, study, trial: FrozenTrial, state: TrialState, values: Sequence[float] | None) -> None:
+        self.base.after_trial(study, trial, state, values)
+
+    def reseed_rng(self) -> None:
+        self.base.reseed_rng()
+
+
+def unique_candidates(sampler: optuna.samplers.BaseSampler, choices: dict[str, list], valid: list[dict]):
+    """`sampler`, wrapped unless it already proposes only new candidates."""
+    if getattr(sampler, "proposes_unique_candidates", False):
+        return sampler
+    return UniqueCandidateSampler(sampler, choices, valid)

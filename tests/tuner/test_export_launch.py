@@ -1,0 +1,103 @@
+"""The exported launch command of a pick runs: it goes through the real deepspeed launcher's argument
+parsing and then, with the `--local_rank` that launcher adds, through the probe's own parsing."""
+
+import os
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from autotune.backends.launchers import build_plan
+from autotune.export import launch_command
+
+
+def _run(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "autotune.cli", *map(str, args)], capture_output=True, text=True,
+                          timeout=120, cwd=cwd)
+
+
+@pytest.fixture(scope="module")
+def two_node_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "7b-2n"
+    result = _run("run", "--model", "7b", "--nodes", "2", "--trials", "6", "--backend", "simulate", "--out", out)
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def _script_command(launch_sh):
+    lines = [line for line in launch_sh.read_text().splitlines() if line and not line.startswith(("#", "cd "))]
+    assert len(lines) == 1, lines  # one command after the cd
+    return shlex.split(lines[0])
+
+
+def test_exported_multi_node_command_passes_deepspeed_and_probe_parsing(two_node_run, monkeypatch):
+    from deepspeed.launcher.runner import parse_args as deepspeed_parse_args
+
+    from trainer.probe import candidate_from_args, parse_args as probe_parse_args
+
+    configs = two_node_run / "configs"
+    command = _script_command(configs / "knee.launch.sh")
+    assert command[0] == "deepspeed" and "-m" not in command[: command.index("trainer.probe")]
+    launcher_args = deepspeed_parse_args(command[1:])
+    assert launcher_args.module and launcher_args.user_script == "trainer.probe"
+    assert (launcher_args.hostfile, launcher_args.num_nodes, launcher_args.num_gpus) == ("hostfile", 2, 4)
+    # deepspeed.launcher.launch runs `python -u -m trainer.probe --local_rank=N <script args>` on each rank.
+    probe_args = probe_parse_args(["--local_rank=3", *launcher_args.user_args])
+    assert probe_args.local_rank == 3
+    monkeypatch.chdir(configs)  # the script cds to its own directory first
+    candidate = candidate_from_args(probe_args, world_size=8)
+    assert candidate.knobs.nodes == 2 and os.path.isfile(probe_args.deepspeed_config)
+
+
+def test_export_and_the_tuner_build_the_same_deepspeed_command(make_candidate, tmp_path):
+    hostfile = tmp_path / "hostfile"
+    hostfile.write_text("nid001 slots=4\nnid002 slots=4\n")
+    candidate = make_candidate(model="7b", nodes=2)
+    exported = launch_command(candidate, "knee.json", "knee.candidate.json")
+    probe_args = ["--candidate", "knee.candidate.json", "--deepspeed-config", "knee.json"]
+    tuner = build_plan("deepspeed", candidate, probe_args, python="py", hostfile=hostfile, environ={}).command
+    # Same flags and probe arguments; the tuner runs the launcher module with its own interpreter on a
+    # free master port and names the hostfile by its path.
+    tuner_flags = [part for part in tuner[3:] if not part.startswith("--master_port=")]
+    assert tuner[:3] == ["py", "-m", "deepspeed.launcher.runner"]
+    assert [p if p != str(hostfile) else "hostfile" for p in tuner_flags] == exported[1:]
+
+
+def test_a_one_node_export_uses_torchrun_like_the_tuner(make_candidate):
+    command = launch_command(make_candidate(model="7b", nodes=1), "knee.json", "knee.candidate.json")
+    assert command[:4] == ["torchrun", "--standalone", "--nnodes=1", "--nproc_per_node=4"]
+    assert command[4:] == ["-m", "trainer.probe", "--candidate", "knee.candidate.json", "--deepspeed-config", "knee.json"]
+    from torch.distributed.run import get_args_parser
+
+    parsed = get_args_parser().parse_args(command[1:])  # torchrun's own parsing
+    assert parsed.module and parsed.training_script == "trainer.probe" and parsed.nproc_per_node == "4"
+
+
+def test_an_exported_candidate_names_a_built_in_profile(two_node_run):
+    import json
+
+    candidate = json.loads((two_node_run / "configs" / "knee.candidate.json").read_text())
+    assert candidate["hardware"] == "gh200"
+
+
+def test_a_custom_profile_is_copied_beside_the_export_and_named_relatively(tmp_path, monkeypatch):
+    import json
+    import shutil
+
+    from autotune.candidate import candidate_from_dict
+    from autotune.hardware import PROFILE_DIR
+
+    profile = tmp_path / "profiles" / "mynode.toml"
+    profile.parent.mkdir()
+    shutil.copy(PROFILE_DIR / "cpu.toml", profile)
+    out = tmp_path / "run"
+    result = _run("run", "--model", "tiny", "--nodes", "1", "--hardware", profile, "--trials", "3",
+                  "--backend", "simulate", "--out", out)
+    assert result.returncode == 0, result.stderr
+    configs = out / "configs"
+    data = json.loads((configs / "knee.candidate.json").read_text())
+    assert data["hardware"] == "mynode.toml" and (configs / "mynode.toml").read_text() == profile.read_text()
+    profile.unlink()  # the export must not need the original any more
+    monkeypatch.chdir(configs)  # where the launch script runs
+    assert candidate_from_dict(data).hardware.name == "cpu"
