@@ -31,7 +31,7 @@ def _settings(tmp_path):
     space.write_text(SPACE)
 
     class Args:
-        model, nodes, hardware, gpus_per_node = "7b", "1", "gh200", 0
+        model, nodes, hardware, gpus_per_node = "7b", "1", "gh200", None  # None: the profile's whole node, as when the flag is left out
         frames = text_tokens = global_batch = samples = precision = None
 
     Args.space = str(space)
