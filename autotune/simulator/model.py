@@ -25,11 +25,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from autotune.candidate import Candidate
-from autotune.flops import flops_per_sample, hardware_flops_per_sample
+from autotune.flops import flops_per_sample
 from autotune.measure.units import j_to_kj
 from autotune.hardware.power_model import PowerCurve
 from autotune.memory import estimate_memory
 from autotune.simulator.clock import run_phase
+from autotune.simulator.compute import compute_time_s, token_utilisation
 
 
 def _constants(candidate: Candidate):
@@ -58,33 +59,29 @@ class SimulatedStep:
     energy_components_kj: dict
     tflops: float  # model TFLOP/s per GPU
     mfu: float
-    mean_power_w: float  # per GPU module (GPU + host share + memory/interconnect)
+    mean_power_w: float  # per GPU module (GPU + host share + memory/interconnect + regulator loss)
     mean_gpu_power_w: float  # per GPU, the GPU alone (the GH200 study publishes both)
     peak_mem_gib: float
     phases: tuple[Phase, ...] = field(default=())
 
 
-def _bandwidth_bps(candidate: Candidate, group_size: int) -> float:
-    """Collective bandwidth per GPU: intra-node when the group fits one node, else the network."""
+def _bandwidth_bps(candidate: Candidate, group_size: int, ring: bool = True) -> float:
+    """Collective bandwidth per GPU: intra-node when the group fits one node, else across nodes.
+
+    Mechanism (rail-aligned rings): NCCL runs one ring per NIC rail, each carrying its share of the
+    data, so a ring collective across nodes moves at the node's aggregate NIC bandwidth per GPU
+    (gpus_per_node x inter_node, one HCA per GPU), capped by the intra-node links its in-node hops
+    use. nccl-tests bus bandwidth across DGX A100 nodes (8 x 25 GB/s HDR) is ~190 GB/s, not 25. An
+    all-to-all (Ulysses) has no such rings: each GPU's traffic leaves through its own NIC.
+    """
     hw = candidate.hardware
-    link = hw.intra_node if group_size <= candidate.gpus_per_node else hw.inter_node
-    return link.bandwidth_gbs * 1e9 * _constants(candidate).link_efficiency
-
-
-def _compute_utilisation(candidate: Candidate) -> float:
-    """Achieved fraction of the achievable peak: small per-GPU micro-steps keep the GPU less busy."""
-    knobs = candidate.knobs
-    tokens = knobs.micro_batch * candidate.workload.tokens_per_sample(candidate.model) / knobs.sp_degree
-    return tokens / (tokens + _constants(candidate).half_efficiency_tokens)
-
-
-def _compute_time_s(candidate: Candidate) -> float:
-    """Hardware FLOPs of one micro-step on one GPU at the achievable rate."""
-    knobs = candidate.knobs
-    per_gpu = knobs.micro_batch * hardware_flops_per_sample(candidate) / knobs.sp_degree
-    efficiency = _constants(candidate).max_compute_efficiency * _compute_utilisation(candidate)
-    peak = candidate.hardware.peak_tflops(candidate.precision) * 1e12
-    return per_gpu / (peak * efficiency)
+    efficiency = _constants(candidate).link_efficiency
+    if group_size <= candidate.gpus_per_node:
+        return hw.intra_node.bandwidth_gbs * 1e9 * efficiency
+    across_gbs = hw.inter_node.bandwidth_gbs
+    if ring:
+        across_gbs = min(hw.intra_node.bandwidth_gbs, candidate.gpus_per_node * across_gbs)
+    return across_gbs * 1e9 * efficiency
 
 
 def _ulysses_time_s(candidate: Candidate) -> float:
@@ -98,7 +95,7 @@ def _ulysses_time_s(candidate: Candidate) -> float:
     per_layer = (2 * llm.hidden + 2 * llm.kv_heads * llm.head_dim) * s_local * candidate.knobs.micro_batch * elem_b
     passes = 3 if candidate.knobs.activation_checkpointing != "none" else 2
     volume = llm.layers * per_layer * passes * (sp - 1) / sp
-    return volume / _bandwidth_bps(candidate, sp)
+    return volume / _bandwidth_bps(candidate, sp, ring=False)
 
 
 def _zero_comm_s(candidate: Candidate) -> tuple[float, float]:
@@ -120,6 +117,22 @@ def _zero_comm_s(candidate: Candidate) -> tuple[float, float]:
         return grads, params  # reduce-scatter each micro-step, all-gather after the step
     gathers = 3 if candidate.knobs.activation_checkpointing != "none" else 2
     return gathers * params + grads, 0.0
+
+
+def _zero3_block_overhead_s(candidate: Candidate) -> float:
+    """Per micro-step: ZeRO-3's fixed cost per block and pass, paid whatever the batch.
+
+    Mechanism (ZeRO-3 per-module overhead): before each block runs, ZeRO-3's hooks fetch its
+    parameter partitions (launching the all-gather and waiting for the first one the prefetch did not
+    cover) and release them after; the cost is per module, not per token, so a larger micro-batch
+    amortises it. This is why a doubled batch sped every model in the GH200 study up by 6-20%
+    although the GEMMs were large at either batch. Every SP rank runs every block.
+    """
+    if candidate.knobs.zero_stage != 3:
+        return 0.0
+    model = candidate.model
+    passes = 3 if candidate.knobs.activation_checkpointing != "none" else 2
+    return _constants(candidate).zero3_block_overhead_s * (model.llm.layers + model.vision.layers) * passes
 
 
 def _optimizer_s(candidate: Candidate) -> tuple[float, float]:
@@ -149,14 +162,38 @@ def _activation_offload_s(candidate: Candidate) -> float:
     return 2 * kept * knobs.micro_batch * elem_b / link
 
 
+def _hidden_comm_s(candidate: Candidate, compute_s: float, per_micro_s: float, boundary_s: float) -> tuple[float, float]:
+    """(per micro-step, per optimizer boundary) seconds of ZeRO collectives hidden behind compute.
+
+    Mechanism (overlap bounded by the compute it hides behind): a collective on a side stream hides
+    only while compute runs, and shares the SMs and HBM with it, so at most comm_overlap x the
+    micro-step's compute time is hidden; the rest is exposed. A large model over a slow network
+    (72B on 32 GPUs at micro-batch 1) exposes communication that a doubled batch hides, which is
+    why offloading, by freeing memory for that batch, sped it up most. The boundary collectives
+    (all-reduce for ZeRO 0/1, parameter all-gather for 2) hide in what is left of the last
+    micro-step's backward (2/3 of its compute). A share comm_exposed_min of every collective is never
+    hidden (the pipeline's fill and drain, gathers waited on beyond the prefetch depth), so even
+    well-hidden ZeRO-3 traffic costs time in proportion to the model's size over the link's speed.
+    Nothing overlaps without CUDA streams.
+    """
+    if not candidate.hardware.cuda:
+        return 0.0, 0.0
+    k = _constants(candidate)
+    window_s = k.comm_overlap * compute_s
+    hideable = 1 - k.comm_exposed_min
+    hidden_micro = min(per_micro_s * hideable, window_s)
+    hidden_boundary = min(boundary_s * hideable, max(0.0, window_s * 2 / 3 - hidden_micro))
+    return hidden_micro, hidden_boundary
+
+
 def step_phases(candidate: Candidate) -> tuple[Phase, ...]:
     """The phases of one optimizer step on one GPU, with their durations and activities."""
     k = _constants(candidate)
     accum = candidate.grad_accum
-    compute = _compute_time_s(candidate)
-    overlap = k.comm_overlap if candidate.hardware.cuda else 0.0
+    compute = compute_time_s(candidate)
     per_micro, boundary = _zero_comm_s(candidate)
-    exposed_comm = accum * (per_micro * (1 - overlap) + _ulysses_time_s(candidate)) + boundary * (1 - overlap)
+    hidden_micro, hidden_boundary = _hidden_comm_s(candidate, compute, per_micro, boundary)
+    exposed_comm = accum * (per_micro - hidden_micro + _ulysses_time_s(candidate)) + boundary - hidden_boundary
 
     # Overlapped work is hidden in time but not in power: it runs during the compute phase and
     # raises the CPU's and the links' draw there (and may push the module into its power cap).
@@ -174,8 +211,8 @@ def step_phases(candidate: Candidate) -> tuple[Phase, ...]:
         backward_window = compute * 2 / 3  # the last micro-step's backward
         exposed = max(k.async_optimizer_exposed_min * host_opt, host_opt - k.async_offload_window * backward_window)
         hidden_host_opt, host_opt = host_opt - exposed, exposed
-    hidden_comm = accum * per_micro * overlap + boundary * overlap
-    compute_activity = k.gpu_activity_compute * _compute_utilisation(candidate) ** k.utilisation_power_exponent
+    hidden_comm = accum * hidden_micro + hidden_boundary
+    compute_activity = k.gpu_activity_compute * token_utilisation(candidate) ** k.utilisation_power_exponent
     background_cpu = k.cpu_background_activity
     compute_cpu = min(1.0, background_cpu + hidden_host_opt / compute_s)
     compute_link = min(1.0, k.link_background_activity + (hidden_offload + hidden_comm) / compute_s)
@@ -183,7 +220,14 @@ def step_phases(candidate: Candidate) -> tuple[Phase, ...]:
         Phase("compute", compute_s, compute_activity, compute_cpu, compute_link, k.clock_sensitivity_compute),
         Phase("communication", exposed_comm, k.gpu_activity_communication, background_cpu, 1.0,
               k.clock_sensitivity_link),
-        Phase("activation_offload", accum * exposed_offload, k.gpu_activity_offload_wait, background_cpu, 1.0,
+        # Mechanism (short stalls keep compute power): ZeRO-3's per-block hooks and a blocking copy of
+        # each block's checkpoint stall the GPU for a few milliseconds between a block's kernels, too
+        # short for its power management to react, so it draws compute-level power through them (the
+        # study's 7B drew more GPU power with sync activation offload than without). Long stalls (an
+        # exposed collective phase, the host optimizer step) fall to their own, lower activity.
+        Phase("zero3_block_overhead", accum * _zero3_block_overhead_s(candidate), compute_activity,
+              background_cpu, compute_link, k.clock_sensitivity_link),
+        Phase("activation_offload", accum * exposed_offload, compute_activity, background_cpu, 1.0,
               k.clock_sensitivity_link),
         Phase("gpu_optimizer", gpu_opt, k.gpu_activity_optimizer, background_cpu, 0.5, k.clock_sensitivity_memory),
         Phase("host_optimizer", host_opt, k.gpu_activity_offload_wait, 1.0, 0.5, k.clock_sensitivity_link),
@@ -198,16 +242,19 @@ def simulate(candidate: Candidate) -> SimulatedStep:
     """Time, energy and throughput of the candidate on the study's fixed work."""
     curve = PowerCurve.from_hardware(candidate.hardware)
     phases = []
-    gpu_j = cpu_j = mem_j = 0.0
+    per_step_j = {"gpu": 0.0, "cpu": 0.0, "memory_interconnect": 0.0}  # one GPU and its host share
+    loss_j = 0.0
     for planned in step_phases(candidate):
         phase, shares_w = run_phase(candidate, curve, planned)
         phases.append(phase)
-        gpu_j += shares_w["gpu"] * phase.time_s
-        cpu_j += shares_w["cpu"] * phase.time_s
-        mem_j += shares_w["memory_interconnect"] * phase.time_s
+        for name in per_step_j:
+            per_step_j[name] += shares_w[name] * phase.time_s
+        loss_j += curve.delivery_loss_w(shares_w) * phase.time_s
+    if curve.module_scope:  # a module sensor sees its regulators' loss; component sensors do not
+        per_step_j["power_delivery"] = loss_j
+    gpu_j = per_step_j["gpu"]
     step_time_s = sum(p.time_s for p in phases)
     steps = candidate.workload.samples / candidate.workload.global_batch
-    per_step_j = {"gpu": gpu_j, "cpu": cpu_j, "memory_interconnect": mem_j}  # one GPU and its host share
     energy = {name: j_to_kj(joules * steps * candidate.gpus) for name, joules in per_step_j.items()}
     model_flops = flops_per_sample(candidate.model, candidate.workload).model_train
     tflops = model_flops * candidate.workload.global_batch / (step_time_s * candidate.gpus) / 1e12
@@ -218,7 +265,7 @@ def simulate(candidate: Candidate) -> SimulatedStep:
         energy_components_kj=energy,
         tflops=tflops,
         mfu=tflops / candidate.hardware.peak_tflops(candidate.precision),
-        mean_power_w=(gpu_j + cpu_j + mem_j) / step_time_s,
+        mean_power_w=sum(per_step_j.values()) / step_time_s,
         mean_gpu_power_w=gpu_j / step_time_s,
         peak_mem_gib=estimate_memory(candidate).peak_mem_gib,
         phases=tuple(phases),
