@@ -9,7 +9,7 @@ from autotune.hardware import load_hardware, with_simulator_constants
 from autotune.hardware.power_model import PowerCurve
 from autotune.simulator import simulate, step_phases
 from autotune.simulator.compute import CAUSAL_EXECUTED_SHARE, compute_parts, compute_time_s, part_efficiency
-from autotune.simulator.model import _bandwidth_bps, _hidden_comm_s, _zero3_block_overhead_s, _zero_comm_s
+from autotune.simulator.comm import bandwidth_bps, hidden_comm_s, zero3_block_overhead_s, zero_comm_s
 
 
 def _with(candidate, **constants):
@@ -61,13 +61,13 @@ def test_overlap_is_bounded_by_the_compute_it_hides_behind(make_candidate):
     c = make_candidate(model="72b", nodes=16, micro_batch=1, activation_checkpointing="recompute")
     k = c.hardware.simulator
     compute = compute_time_s(c)
-    per_micro, _ = _zero_comm_s(c)
-    hidden, _ = _hidden_comm_s(c, compute, per_micro, 0.0)
+    per_micro, _ = zero_comm_s(c)
+    hidden, _ = hidden_comm_s(c, compute, per_micro, 0.0)
     assert hidden <= k.comm_overlap * compute + 1e-12 and hidden <= per_micro * (1 - k.comm_exposed_min) + 1e-12
     # More compute behind the same collectives hides more of them, up to the exposed share.
     tight = _with(c, comm_overlap=0.1, comm_exposed_min=0.0)
-    hidden_1 = _hidden_comm_s(tight, compute, per_micro, 0.0)[0]
-    hidden_2 = _hidden_comm_s(tight, 2 * compute, per_micro, 0.0)[0]
+    hidden_1 = hidden_comm_s(tight, compute, per_micro, 0.0)[0]
+    hidden_2 = hidden_comm_s(tight, 2 * compute, per_micro, 0.0)[0]
     assert hidden_2 == pytest.approx(min(per_micro, 2 * hidden_1)) and hidden_2 > hidden_1
     # Exposed collectives per sample fall when the batch doubles over the same GPUs.
     def exposed_per_sample(mb):
@@ -77,25 +77,25 @@ def test_overlap_is_bounded_by_the_compute_it_hides_behind(make_candidate):
 
     assert exposed_per_sample(2) < exposed_per_sample(1)
     # Nothing overlaps without CUDA streams.
-    assert _hidden_comm_s(replace(c, hardware=replace(c.hardware, cuda=False)), compute, per_micro, 1.0) == (0.0, 0.0)
+    assert hidden_comm_s(replace(c, hardware=replace(c.hardware, cuda=False)), compute, per_micro, 1.0) == (0.0, 0.0)
 
 
 def test_ring_collectives_use_every_rail_all_to_all_does_not(make_candidate):
     c = make_candidate(model="32b", nodes=4)
     hw, eff = c.hardware, c.hardware.simulator.link_efficiency
     across = min(hw.intra_node.bandwidth_gbs, c.gpus_per_node * hw.inter_node.bandwidth_gbs) * 1e9 * eff
-    assert _bandwidth_bps(c, c.gpus) == pytest.approx(across)
-    assert _bandwidth_bps(c, c.gpus, ring=False) == pytest.approx(hw.inter_node.bandwidth_gbs * 1e9 * eff)
-    assert _bandwidth_bps(c, c.gpus_per_node) == pytest.approx(hw.intra_node.bandwidth_gbs * 1e9 * eff)
+    assert bandwidth_bps(c, c.gpus) == pytest.approx(across)
+    assert bandwidth_bps(c, c.gpus, ring=False) == pytest.approx(hw.inter_node.bandwidth_gbs * 1e9 * eff)
+    assert bandwidth_bps(c, c.gpus_per_node) == pytest.approx(hw.intra_node.bandwidth_gbs * 1e9 * eff)
 
 
 def test_zero3_pays_a_fixed_cost_per_block_and_pass(make_candidate):
     c = make_candidate(model="32b", micro_batch=1, activation_checkpointing="recompute")
     k, m = c.hardware.simulator, c.model
-    assert _zero3_block_overhead_s(c) == pytest.approx(k.zero3_block_overhead_s * (m.llm.layers + m.vision.layers) * 3)
-    assert _zero3_block_overhead_s(replace(c, knobs=replace(c.knobs, zero_stage=2))) == 0.0
+    assert zero3_block_overhead_s(c) == pytest.approx(k.zero3_block_overhead_s * (m.llm.layers + m.vision.layers) * 3)
+    assert zero3_block_overhead_s(replace(c, knobs=replace(c.knobs, zero_stage=2))) == 0.0
     # The same per micro-step whatever its batch: a larger micro-batch amortises it.
-    assert _zero3_block_overhead_s(replace(c, knobs=replace(c.knobs, micro_batch=4))) == _zero3_block_overhead_s(c)
+    assert zero3_block_overhead_s(replace(c, knobs=replace(c.knobs, micro_batch=4))) == zero3_block_overhead_s(c)
 
 
 def test_short_stalls_draw_compute_power_long_ones_do_not(make_candidate):
