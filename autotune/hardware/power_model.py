@@ -15,6 +15,12 @@ on energy conservation", 2017). Static power (leakage, board, memory refresh: th
 not fall with the clock, which is why a slower clock can cost energy: the optimum lies where static
 power times the longer time outweighs the dynamic power saved.
 
+A module-scope sensor (GH200 module power) measures the module's input, ahead of its voltage
+regulators, so it also sees their loss: module_w = (gpu_w + cpu_w + memory_w) / (1 - power_delivery_loss).
+Per-component sensors (NVML, RAPL) measure after the regulators, so elsewhere the loss is not seen.
+The GH200 study's module power is 126-146 W above its GPU power while the CPU drew 55-71 W: the rest
+is memory, C2C and these losses.
+
 A power limit covers the module on a module-scope profile (GH200: CPU + GPU + memory, NVML's module
 scope) and the GPU alone elsewhere. Under a limit the GPU runs at the highest clock whose power fits;
 at its lowest clock it draws what it draws (a limit below that is refused by the space rules).
@@ -37,6 +43,7 @@ class PowerCurve:
     memory_idle_fraction: float
     min_voltage_fraction: float
     min_clock_fraction: float  # the lowest settable SM clock over the highest (1.0: no clock control)
+    power_delivery_loss: float = 0.0  # seen only on a module-scope profile (docstring)
 
     @classmethod
     def from_hardware(cls, hardware) -> PowerCurve:
@@ -48,7 +55,8 @@ class PowerCurve:
                    memory_interconnect_w=hardware.power.memory_interconnect_w,
                    module_cap_w=hardware.power.module_cap_w, module_scope=hardware.module_scope_energy,
                    memory_idle_fraction=k.memory_idle_fraction, min_voltage_fraction=k.min_voltage_fraction,
-                   min_clock_fraction=gpu.min_sm_clock_mhz / gpu.max_sm_clock_mhz if clocked else 1.0)
+                   min_clock_fraction=gpu.min_sm_clock_mhz / gpu.max_sm_clock_mhz if clocked else 1.0,
+                   power_delivery_loss=k.power_delivery_loss if hardware.module_scope_energy else 0.0)
 
     def dynamic_scale(self, clock_fraction: float) -> float:
         """GPU dynamic power at this clock over the dynamic power at max clock: f * v(f)**2."""
@@ -66,9 +74,13 @@ class PowerCurve:
             "memory_interconnect": self.memory_interconnect_w * (m + (1 - m) * link_activity),
         }
 
+    def delivery_loss_w(self, shares_w: dict[str, float]) -> float:
+        """Voltage-regulator loss a module-scope sensor sees on top of the components' power (0 elsewhere)."""
+        return sum(shares_w.values()) * self.power_delivery_loss / (1 - self.power_delivery_loss)
+
     def limited_w(self, shares_w: dict[str, float]) -> float:
-        """The part of the power a limit applies to: the module's sum, or the GPU alone."""
-        return sum(shares_w.values()) if self.module_scope else shares_w["gpu"]
+        """The part of the power a limit applies to: the module's input, or the GPU alone."""
+        return sum(shares_w.values()) + self.delivery_loss_w(shares_w) if self.module_scope else shares_w["gpu"]
 
     def highest_clock_under(self, limit_w: float, gpu_activity: float, cpu_activity: float,
                             link_activity: float, clock_cap: float = 1.0) -> float:
@@ -81,6 +93,8 @@ class PowerCurve:
         if full_dynamic_w <= 0:
             return cap  # nothing the clock can save: slowing down would only cost time
         fixed_w = self.limited_w(self.shares_w(0.0, cpu_activity, link_activity))
+        if self.module_scope:  # the regulators' loss grows with the GPU's dynamic power too
+            full_dynamic_w /= 1 - self.power_delivery_loss
         target = (limit_w - fixed_w) / full_dynamic_w  # the f * v(f)**2 that fits, in (0, scale(cap))
         floor = self.min_voltage_fraction
         clock = target ** (1 / 3) if target >= floor ** 3 else target / (floor * floor)  # invert f * v(f)**2

@@ -24,8 +24,16 @@ class ConstantSpec(NamedTuple):
 
 SIMULATOR_CONSTANTS: tuple[ConstantSpec, ...] = (
     # Compute
-    ConstantSpec("max_compute_efficiency", 0.55, 0.2, 0.95,
-                 "achievable fraction of dense peak FLOP/s for large GEMMs and flash attention"),
+    ConstantSpec("max_compute_efficiency", 0.75, 0.2, 0.95,
+                 "achievable fraction of dense peak FLOP/s for GEMMs of a layer 8192 wide (cuBLAS bf16 8k GEMMs on H100: ~0.75-0.85); "
+                 "narrower layers run slower, see gemm_half_efficiency_width"),
+    # Width-dependent compute (simulator/compute.py): norms, activations, rotary and residual adds move
+    # bytes in proportion to tokens x width while GEMMs do tokens x width**2 FLOPs, so a narrow layer
+    # spends a larger share of its time memory bound: its rate is max x width / (width + this).
+    ConstantSpec("gemm_half_efficiency_width", 512.0, 0.0, 4096.0,
+                 "layer width (hidden size) at which memory-bound elementwise work halves the GEMM rate (roofline estimate ~500-800 on H100)"),
+    ConstantSpec("attention_efficiency", 0.5, 0.3, 1.0,
+                 "flash attention's rate over the wide-GEMM rate, on the FLOPs it runs (FlashAttention-2 on H100: ~350 of ~700 TFLOP/s, Shah et al. 2024)"),
     ConstantSpec("half_efficiency_tokens", 2048.0, 16.0, 65536.0,
                  "tokens per GPU micro-step at which the achieved compute efficiency halves"),
     ConstantSpec("gpu_adam_bytes_per_param", 36.0, 16.0, 64.0,
@@ -36,11 +44,19 @@ SIMULATOR_CONSTANTS: tuple[ConstantSpec, ...] = (
     ConstantSpec("link_efficiency", 0.70, 0.2, 1.0,
                  "achieved fraction of a link's nominal bandwidth (collectives, host copies)"),
     ConstantSpec("comm_overlap", 0.70, 0.0, 1.0,
-                 "fraction of ZeRO collectives hidden behind compute on CUDA (overlap_comm, prefetch)"),
+                 "share of a micro-step's compute time ZeRO collectives can hide behind on CUDA (overlap_comm, prefetch; "
+                 "they contend with compute for SMs and HBM): hidden <= this x compute, the rest is exposed"),
+    ConstantSpec("comm_exposed_min", 0.1, 0.0, 0.6,
+                 "share of each micro-step's ZeRO collectives no overlap hides: the first gather before any compute, "
+                 "the last reduce-scatter after the backward, gathers waited on beyond the prefetch depth"),
     ConstantSpec("async_offload_window", 0.90, 0.0, 1.0,
                  "fraction of the compute window an asynchronous copy or host optimizer step can use"),
     ConstantSpec("async_optimizer_exposed_min", 0.10, 0.0, 1.0,
                  "fraction of the host optimizer step SuperOffload can never hide (the last buckets)"),
+    ConstantSpec("zero3_block_overhead_s", 0.004, 0.0, 0.05,
+                 "seconds per transformer block per pass (forward, recompute, backward) that ZeRO-3 spends outside "
+                 "kernels: parameter fetch/release hooks, all-gather launch and wait on the block's first use "
+                 "(DeepSpeed's ZeRO-3 hooks cost milliseconds per module)"),
     ConstantSpec("step_overhead_s", 0.2, 0.0, 5.0,
                  "seconds per optimizer step outside the modelled phases (engine.step bookkeeping, grad-norm sync, launch gaps)"),
     # Activity: 0 = idle power, 1 = the component's max power
@@ -58,6 +74,9 @@ SIMULATOR_CONSTANTS: tuple[ConstantSpec, ...] = (
                  "link activity during compute with nothing overlapped on it"),
     ConstantSpec("memory_idle_fraction", 0.50, 0.0, 1.0,
                  "share of power.memory_interconnect_w drawn with the links idle"),
+    ConstantSpec("power_delivery_loss", 0.07, 0.0, 0.15,
+                 "share of a module's input power lost in its voltage regulators, seen only by a module-scope sensor "
+                 "(GH200 module power; NVML and RAPL measure after the regulators); 48 V-to-core conversion is 88-95% efficient"),
     ConstantSpec("utilisation_power_exponent", 1.0, 0.5, 2.0,
                  "compute-phase GPU activity grows as utilisation**x (1: power linear in achieved throughput)"),
     # Clock and voltage (power limit, SM clock cap): autotune/hardware/power_model.py

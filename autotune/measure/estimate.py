@@ -48,7 +48,10 @@ class PowerModel(PowerCurve):
         return self.shares_w(*activity, clock)
 
     def module_power_w(self, utilisation: float) -> float:
-        return sum(self.accelerator_power_w(utilisation).values())
+        """What the module's sensor would read: its components plus, on a module-scope profile, the
+        regulators' loss ahead of them (power_model.py)."""
+        shares_w = self.accelerator_power_w(utilisation)
+        return sum(shares_w.values()) + self.delivery_loss_w(shares_w)
 
     def node_power_w(self, utilisation: float) -> float:
         return self.accelerators * self.module_power_w(utilisation)
@@ -69,6 +72,9 @@ def estimate_window(model: PowerModel, begin_s: float, end_s: float,
             entries.append(_entry("module", "module", None, index, model.module_power_w(utilisation), window_s))
             for component, power_w in shares_w.items():  # the module's breakdown, never added on top
                 entries.append(_entry(component, component, "module", index, power_w, window_s))
+            loss_w = model.delivery_loss_w(shares_w)
+            if loss_w > 0:  # the regulators' loss the module sensor sees: no component of its own
+                entries.append(_entry("power_delivery", None, "module", index, loss_w, window_s))
         else:
             for component, power_w in shares_w.items():
                 entries.append(_entry(component, component, None, index, power_w, window_s))

@@ -3,12 +3,13 @@
 Every tunable constant is data in the hardware profile's [simulator] table (docs/simulator.md), with
 its bounds; `autotune calibrate` fits them to measurements.
 
-Time of one optimizer step on one GPU = micro-steps x (compute + exposed communication +
-exposed activation offload) + exposed optimizer step + a fixed per-step overhead:
-- compute: hardware FLOPs (recomputation included, the vision tower on every SP rank) at an
-  achievable fraction of peak that falls for small per-GPU micro-steps;
-- ZeRO collectives by stage (all-reduce at the boundary for 0/1, reduce-scatter per micro-step
-  for 2/3, parameter all-gathers per micro-step for 3), partly hidden behind compute on CUDA;
+Time of one optimizer step on one GPU = micro-steps x (compute + exposed communication + ZeRO-3
+block overhead + exposed activation offload) + exposed optimizer step + a fixed per-step overhead:
+- compute (compute.py): hardware FLOPs (recomputation included, the vision tower on every SP rank)
+  part by part, each at a rate set by its shape (GEMM width, attention), lower for small micro-steps;
+- ZeRO collectives by stage (comm.py: all-reduce at the boundary for 0/1, reduce-scatter per
+  micro-step for 2/3, parameter all-gathers per micro-step for 3) on rail-aligned rings, hidden
+  behind at most a share of the compute on CUDA, never all of them; ZeRO-3's fixed cost per block;
 - Ulysses all-to-all of q, k, v and the attention output per LLM layer, on the critical path;
 - optimizer: Adam on the GPU (memory bound), or ZeRO-Offload (gradients to host, CPU Adam,
   parameters back, serialised) or SuperOffload (the same work overlapped with the backward);
@@ -25,11 +26,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from autotune.candidate import Candidate
-from autotune.flops import flops_per_sample, hardware_flops_per_sample
+from autotune.flops import flops_per_sample
 from autotune.measure.units import j_to_kj
 from autotune.hardware.power_model import PowerCurve
 from autotune.memory import estimate_memory
 from autotune.simulator.clock import run_phase
+from autotune.simulator.comm import hidden_comm_s, ulysses_time_s, zero3_block_overhead_s, zero_comm_s
+from autotune.simulator.compute import compute_time_s, token_utilisation
 
 
 def _constants(candidate: Candidate):
@@ -58,68 +61,10 @@ class SimulatedStep:
     energy_components_kj: dict
     tflops: float  # model TFLOP/s per GPU
     mfu: float
-    mean_power_w: float  # per GPU module (GPU + host share + memory/interconnect)
+    mean_power_w: float  # per GPU module (GPU + host share + memory/interconnect + regulator loss)
     mean_gpu_power_w: float  # per GPU, the GPU alone (the GH200 study publishes both)
     peak_mem_gib: float
     phases: tuple[Phase, ...] = field(default=())
-
-
-def _bandwidth_bps(candidate: Candidate, group_size: int) -> float:
-    """Collective bandwidth per GPU: intra-node when the group fits one node, else the network."""
-    hw = candidate.hardware
-    link = hw.intra_node if group_size <= candidate.gpus_per_node else hw.inter_node
-    return link.bandwidth_gbs * 1e9 * _constants(candidate).link_efficiency
-
-
-def _compute_utilisation(candidate: Candidate) -> float:
-    """Achieved fraction of the achievable peak: small per-GPU micro-steps keep the GPU less busy."""
-    knobs = candidate.knobs
-    tokens = knobs.micro_batch * candidate.workload.tokens_per_sample(candidate.model) / knobs.sp_degree
-    return tokens / (tokens + _constants(candidate).half_efficiency_tokens)
-
-
-def _compute_time_s(candidate: Candidate) -> float:
-    """Hardware FLOPs of one micro-step on one GPU at the achievable rate."""
-    knobs = candidate.knobs
-    per_gpu = knobs.micro_batch * hardware_flops_per_sample(candidate) / knobs.sp_degree
-    efficiency = _constants(candidate).max_compute_efficiency * _compute_utilisation(candidate)
-    peak = candidate.hardware.peak_tflops(candidate.precision) * 1e12
-    return per_gpu / (peak * efficiency)
-
-
-def _ulysses_time_s(candidate: Candidate) -> float:
-    """All-to-all of q, k, v and the output per LLM layer, forward, backward and recompute."""
-    sp = candidate.knobs.sp_degree
-    if sp == 1:
-        return 0.0
-    llm = candidate.model.llm
-    s_local = candidate.workload.tokens_per_sample(candidate.model) / sp
-    elem_b = candidate.bytes_per_element
-    per_layer = (2 * llm.hidden + 2 * llm.kv_heads * llm.head_dim) * s_local * candidate.knobs.micro_batch * elem_b
-    passes = 3 if candidate.knobs.activation_checkpointing != "none" else 2
-    volume = llm.layers * per_layer * passes * (sp - 1) / sp
-    return volume / _bandwidth_bps(candidate, sp)
-
-
-def _zero_comm_s(candidate: Candidate) -> tuple[float, float]:
-    """(per micro-step, per optimizer boundary) seconds of ZeRO collectives, before overlap."""
-    g = candidate.gpus
-    if g == 1:
-        return 0.0, 0.0
-    p = candidate.model.params()
-    elem_b = candidate.bytes_per_element
-    ring = (g - 1) / g
-    bw = _bandwidth_bps(candidate, g)
-    stage = candidate.knobs.zero_stage
-    grads = p * elem_b * ring / bw
-    params = p * elem_b * ring / bw
-    if stage in (0, 1):
-        boundary = 2 * grads + (params if stage == 1 else 0.0)  # all-reduce (+ all-gather of updated params)
-        return 0.0, boundary
-    if stage == 2:
-        return grads, params  # reduce-scatter each micro-step, all-gather after the step
-    gathers = 3 if candidate.knobs.activation_checkpointing != "none" else 2
-    return gathers * params + grads, 0.0
 
 
 def _optimizer_s(candidate: Candidate) -> tuple[float, float]:
@@ -153,10 +98,10 @@ def step_phases(candidate: Candidate) -> tuple[Phase, ...]:
     """The phases of one optimizer step on one GPU, with their durations and activities."""
     k = _constants(candidate)
     accum = candidate.grad_accum
-    compute = _compute_time_s(candidate)
-    overlap = k.comm_overlap if candidate.hardware.cuda else 0.0
-    per_micro, boundary = _zero_comm_s(candidate)
-    exposed_comm = accum * (per_micro * (1 - overlap) + _ulysses_time_s(candidate)) + boundary * (1 - overlap)
+    compute = compute_time_s(candidate)
+    per_micro, boundary = zero_comm_s(candidate)
+    hidden_micro, hidden_boundary = hidden_comm_s(candidate, compute, per_micro, boundary)
+    exposed_comm = accum * (per_micro - hidden_micro + ulysses_time_s(candidate)) + boundary - hidden_boundary
 
     # Overlapped work is hidden in time but not in power: it runs during the compute phase and
     # raises the CPU's and the links' draw there (and may push the module into its power cap).
@@ -174,8 +119,8 @@ def step_phases(candidate: Candidate) -> tuple[Phase, ...]:
         backward_window = compute * 2 / 3  # the last micro-step's backward
         exposed = max(k.async_optimizer_exposed_min * host_opt, host_opt - k.async_offload_window * backward_window)
         hidden_host_opt, host_opt = host_opt - exposed, exposed
-    hidden_comm = accum * per_micro * overlap + boundary * overlap
-    compute_activity = k.gpu_activity_compute * _compute_utilisation(candidate) ** k.utilisation_power_exponent
+    hidden_comm = accum * hidden_micro + hidden_boundary
+    compute_activity = k.gpu_activity_compute * token_utilisation(candidate) ** k.utilisation_power_exponent
     background_cpu = k.cpu_background_activity
     compute_cpu = min(1.0, background_cpu + hidden_host_opt / compute_s)
     compute_link = min(1.0, k.link_background_activity + (hidden_offload + hidden_comm) / compute_s)
@@ -183,7 +128,14 @@ def step_phases(candidate: Candidate) -> tuple[Phase, ...]:
         Phase("compute", compute_s, compute_activity, compute_cpu, compute_link, k.clock_sensitivity_compute),
         Phase("communication", exposed_comm, k.gpu_activity_communication, background_cpu, 1.0,
               k.clock_sensitivity_link),
-        Phase("activation_offload", accum * exposed_offload, k.gpu_activity_offload_wait, background_cpu, 1.0,
+        # Mechanism (short stalls keep compute power): ZeRO-3's per-block hooks and a blocking copy of
+        # each block's checkpoint stall the GPU for a few milliseconds between a block's kernels, too
+        # short for its power management to react, so it draws compute-level power through them (the
+        # study's 7B drew more GPU power with sync activation offload than without). Long stalls (an
+        # exposed collective phase, the host optimizer step) fall to their own, lower activity.
+        Phase("zero3_block_overhead", accum * zero3_block_overhead_s(candidate), compute_activity,
+              background_cpu, compute_link, k.clock_sensitivity_link),
+        Phase("activation_offload", accum * exposed_offload, compute_activity, background_cpu, 1.0,
               k.clock_sensitivity_link),
         Phase("gpu_optimizer", gpu_opt, k.gpu_activity_optimizer, background_cpu, 0.5, k.clock_sensitivity_memory),
         Phase("host_optimizer", host_opt, k.gpu_activity_offload_wait, 1.0, 0.5, k.clock_sensitivity_link),
@@ -198,16 +150,19 @@ def simulate(candidate: Candidate) -> SimulatedStep:
     """Time, energy and throughput of the candidate on the study's fixed work."""
     curve = PowerCurve.from_hardware(candidate.hardware)
     phases = []
-    gpu_j = cpu_j = mem_j = 0.0
+    per_step_j = {"gpu": 0.0, "cpu": 0.0, "memory_interconnect": 0.0}  # one GPU and its host share
+    loss_j = 0.0
     for planned in step_phases(candidate):
         phase, shares_w = run_phase(candidate, curve, planned)
         phases.append(phase)
-        gpu_j += shares_w["gpu"] * phase.time_s
-        cpu_j += shares_w["cpu"] * phase.time_s
-        mem_j += shares_w["memory_interconnect"] * phase.time_s
+        for name in per_step_j:
+            per_step_j[name] += shares_w[name] * phase.time_s
+        loss_j += curve.delivery_loss_w(shares_w) * phase.time_s
+    if curve.module_scope:  # a module sensor sees its regulators' loss; component sensors do not
+        per_step_j["power_delivery"] = loss_j
+    gpu_j = per_step_j["gpu"]
     step_time_s = sum(p.time_s for p in phases)
     steps = candidate.workload.samples / candidate.workload.global_batch
-    per_step_j = {"gpu": gpu_j, "cpu": cpu_j, "memory_interconnect": mem_j}  # one GPU and its host share
     energy = {name: j_to_kj(joules * steps * candidate.gpus) for name, joules in per_step_j.items()}
     model_flops = flops_per_sample(candidate.model, candidate.workload).model_train
     tflops = model_flops * candidate.workload.global_batch / (step_time_s * candidate.gpus) / 1e12
@@ -218,7 +173,7 @@ def simulate(candidate: Candidate) -> SimulatedStep:
         energy_components_kj=energy,
         tflops=tflops,
         mfu=tflops / candidate.hardware.peak_tflops(candidate.precision),
-        mean_power_w=(gpu_j + cpu_j + mem_j) / step_time_s,
+        mean_power_w=sum(per_step_j.values()) / step_time_s,
         mean_gpu_power_w=gpu_j / step_time_s,
         peak_mem_gib=estimate_memory(candidate).peak_mem_gib,
         phases=tuple(phases),

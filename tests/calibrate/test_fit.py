@@ -13,11 +13,12 @@ from autotune.errors import ConfigError
 from autotune.hardware import SIMULATOR_CONSTANTS, load_hardware, with_simulator_constants
 from autotune.simulator import simulate
 
-TRUE = {"max_compute_efficiency": 0.62, "half_efficiency_tokens": 1200.0, "gpu_activity_compute": 0.9,
-        "link_efficiency": 0.55}
-# Relative tolerance of recovery: the efficiency curve's half point is weakly identified (the study's
-# micro-steps hold 12k-100k tokens, near its plateau) and the prior pulls it towards its default 2048.
-TOLERANCE = {"half_efficiency_tokens": 0.2}
+TRUE = {"max_compute_efficiency": 0.62, "gpu_activity_compute": 0.9, "link_efficiency": 0.55,
+        "comm_exposed_min": 0.3, "power_delivery_loss": 0.1}
+# Relative tolerance of recovery. The token-efficiency half point is left out: the study's micro-steps
+# hold 12k-100k tokens, near its plateau, where it trades against the per-block ZeRO-3 overhead (both
+# are fixed costs per micro-step); the exposed share of collectives is seen only through 16-64 GPU runs.
+TOLERANCE = {"comm_exposed_min": 0.15}
 METRICS = {"time_s": "time_s", "energy_kj": "energy_kj", "tflops": "tflops", "power_w": "mean_gpu_power_w"}
 
 

@@ -20,12 +20,14 @@ def test_h100_node_power_follows_the_formula():
 
 def test_gh200_module_is_capped_and_one_figure():
     model = PowerModel.from_hardware(load_hardware("gh200"))
-    assert model.module_power_w(1.0) == pytest.approx(680.0)  # 600 + 70 + 35 held at the module cap
+    assert model.module_power_w(1.0) == pytest.approx(680.0)  # 600 + 70 + 35 + regulator loss held at the cap
     shares = model.accelerator_power_w(1.0)
     assert shares["cpu"] == pytest.approx(70) and shares["memory_interconnect"] == pytest.approx(35)
-    assert shares["gpu"] == pytest.approx(680 - 70 - 35)  # the GPU's clock drops until the module fits
+    loss = load_hardware("gh200").simulator.power_delivery_loss  # the module sensor sees the regulators' loss
+    assert 0 < loss < 0.15
+    assert shares["gpu"] == pytest.approx(680 * (1 - loss) - 70 - 35)  # the GPU's clock drops until the module fits
     m = load_hardware("gh200").simulator.memory_idle_fraction
-    assert model.module_power_w(0.0) == pytest.approx(90 + 40 + m * 35)
+    assert model.module_power_w(0.0) == pytest.approx((90 + 40 + m * 35) / (1 - loss))
     block = node_block(estimate_window(model, 100.0, 110.0, utilisation=1.0))
     assert block["provenance"] == "estimated"
     assert block["energy_j"] == pytest.approx(4 * 680.0 * 10.0)

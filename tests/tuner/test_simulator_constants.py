@@ -44,7 +44,7 @@ def test_missing_keys_take_the_defaults(tmp_path):
                     + "[simulator]\nlink_efficiency = 0.5\n")
     profile = load_hardware(str(path))
     assert profile.simulator.link_efficiency == 0.5
-    assert profile.simulator["max_compute_efficiency"] == 0.55  # the spec default
+    assert profile.simulator["max_compute_efficiency"] == 0.75  # the spec default
     assert profile.simulator_error == {}
 
 
