@@ -15,6 +15,10 @@ def register(subparsers) -> None:
         help="a recommended point (default: knee)",
     )
     choice.add_argument("--trial", type=int, help="any feasible trial by number")
+    choice.add_argument(
+        "--measurements", type=Path, metavar="FILE",
+        help="write every probed candidate's result as JSON lines for `autotune run --backend replay --measurements FILE`",
+    )
     parser.add_argument("-o", "--output", type=Path, help="config file (default: RUN_DIR/configs/<pick>.json)")
     parser.add_argument("--storage", help="the study's storage URL, when it is not RUN_DIR/study.db")
     parser.set_defaults(func=_run)
@@ -31,10 +35,32 @@ def _run(args) -> int:
     study = load_finished_study(args.run_dir, args.storage)
     if "settings" not in study.user_attrs:
         raise UserError(f"the study in {args.run_dir} has no trials yet; run `autotune run` first")
+    if args.measurements is not None:
+        return _write_measurements(study, args.measurements)
     view = study_view(study)
     trial, stem = choose_trial(view, args.pick, args.trial)
     output = args.output or args.run_dir / "configs" / f"{stem}.json"
     backend = study.user_attrs.get("backend", {}).get("name", "unknown")
     for path in export_trial(view, trial, output, backend):
         print(path)
+    return 0
+
+
+def _write_measurements(study, path: Path) -> int:
+    """One replay record per evaluated candidate (the first evaluation; repeats of it were not probed)."""
+    import json
+
+    from autotune.backends.replay import measurement_record
+    from autotune.study.loop import evaluated_trials
+
+    records = []
+    for trial in sorted(evaluated_trials(study).values(), key=lambda t: t.number):
+        record = measurement_record(trial.user_attrs["candidate"]["knobs"], trial.user_attrs["result"])
+        if record is not None:
+            records.append(record)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in records))
+    tmp.replace(path)
+    print(f"{path}: {len(records)} probe results (replay with --backend replay --measurements {path})")
     return 0

@@ -27,8 +27,15 @@ def register(subparsers) -> None:
     study.add_argument("--objectives", choices=("time,energy", "time"), default="time,energy", help="what to minimise (default: time,energy)")
     probe = parser.add_argument_group("evaluation")
     probe.add_argument(
-        "--backend", choices=("auto", "simulate", "launch"), default="auto",
-        help="launch: real probe runs; simulate: the analytic model; auto (default): launch when the GPUs are here",
+        "--backend", choices=("auto", "simulate", "launch", "replay"), default="auto",
+        help="launch: real probe runs; simulate: the analytic model; replay: recorded results (--measurements); "
+        "auto (default): launch when the GPUs are here",
+    )
+    probe.add_argument(
+        "--measurements", type=Path, metavar="FILE",
+        help="recorded results for --backend replay: JSON lines of {params, status, time_s, energy_kj, tflops, "
+        "peak_mem_gib, source} (as `autotune export RUN_DIR --measurements FILE` writes), or the list "
+        "`autotune space --simulate --json` prints; a candidate with no record fails",
     )
     probe.add_argument("--launcher", choices=("auto", "torchrun", "deepspeed", "srun"), default="auto", help="how probes start (default: auto)")
     probe.add_argument("--hostfile", type=Path, help="DeepSpeed hostfile for multi-node probes")
