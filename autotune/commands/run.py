@@ -9,6 +9,13 @@ from pathlib import Path
 from autotune.commands.options import add_study_options, build_settings
 from autotune.commands.report import add_pick_options
 
+# Kept in step with autotune.study.guided.STOP_RULE (a test checks); not imported, so --help stays light.
+STOP_RULE_HELP = (
+    "no unprobed valid candidate has a 5% or higher chance (simulator x correction learnt from the probes) "
+    "of beating the probed front by more than 1% in time or energy, after at least 3 successful probes and "
+    "the predicted front's ends and knee"
+)
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -18,7 +25,16 @@ def register(subparsers) -> None:
     )
     add_study_options(parser)
     study = parser.add_argument_group("study")
-    study.add_argument("--trials", type=int, default=30, help="candidates to evaluate in total, earlier runs included (default: 30)")
+    study.add_argument(
+        "--trials", type=int, default=30,
+        help="budget: candidates to evaluate at most, earlier runs included (default: 30); the guided sampler "
+        "stops earlier when it has converged: " + STOP_RULE_HELP,
+    )
+    study.add_argument(
+        "--sampler", choices=("guided", "tpe", "random", "nsga2"), default="guided",
+        help="guided (default): simulator predictions corrected by the probes, expected hypervolume improvement, "
+        "early stop; tpe, random, nsga2: Optuna's, for comparison (they run the whole budget)",
+    )
     study.add_argument("--seed", type=int, default=0, help="sampler seed: the same seed gives the same study (default: 0)")
     study.add_argument("--out", type=Path, help="run directory (default: runs/<model>-<nodes>n)")
     study.add_argument(
@@ -85,7 +101,7 @@ def _run(args: argparse.Namespace) -> int:
     from autotune.commands.report import check_pick_options
     from autotune.errors import UserError
     from autotune.study import open_study
-    from autotune.study.loop import make_sampler, run_study, valid_checks
+    from autotune.study.loop import CONVERGED_ATTR, make_sampler, run_study, valid_checks
 
     _check_probe_options(args)
     check_pick_options(args)
@@ -97,13 +113,15 @@ def _run(args: argparse.Namespace) -> int:
     checks = valid_checks(settings)
     backend = choose_backend(args, run_dir, max(settings.space.nodes), settings.gpus_per_node)
     check_energy_objective(backend, args.objectives, args.allow_estimated_energy)
-    study = open_study(run_dir, args.storage, make_sampler(args.seed, args.trials), len(args.objectives.split(",")))
+    study = open_study(run_dir, args.storage, make_sampler(args.seed, args.trials, args.sampler, checks),
+                       len(args.objectives.split(",")))
     run_dir.mkdir(parents=True, exist_ok=True)  # reports and exports land here whatever the storage
     console.print(f"backend: {backend.describe()}")
     if "settings" in study.user_attrs:
         settings.check_same_as(study.user_attrs["settings"], args.storage or str(run_dir))
         console.print(f"resuming the study in {args.storage or run_dir} ({len(study.trials)} trials so far)")
     study.set_user_attr("backend", {"name": backend.name, "reason": getattr(backend, "reason", "")})
+    study.set_user_attr("sampler", args.sampler)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         with trial_progress(console, args.trials) as progress:
@@ -113,5 +131,8 @@ def _run(args: argparse.Namespace) -> int:
             )
     finally:
         signal.signal(signal.SIGTERM, previous)
+    converged = study.user_attrs.get(CONVERGED_ATTR)
+    if converged:
+        console.print(f"converged after {converged['probes']} probes: {converged['rule']}")
     finish_run(study, run_dir, console, args.max_slowdown, args.eta)
     return 0
