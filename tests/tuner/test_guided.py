@@ -149,3 +149,33 @@ def test_cli_replays_the_space_list_and_stops_on_its_own(tmp_path):
     assert "converged after" in run.stderr
     pareto = json.loads((tmp_path / "run" / "pareto.json").read_text())
     assert 0 < pareto["trials"] < 20 and pareto["source"] == "simulated"
+
+
+@pytest.mark.slow
+def test_two_workers_share_the_model(tmp_path):
+    """Two `autotune run` processes on one SQLite study: neither probes what the other did or is doing,
+    and together they stop about where one worker alone would."""
+    settings = build_settings(_Args())
+    path, _ = _table(valid_checks(settings), tmp_path)
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+
+    def worker(i):
+        return subprocess.Popen(
+            [sys.executable, "-m", "autotune.cli", "run", "--model", "32b", "--nodes", "2-8", "--backend", "replay",
+             "--measurements", str(path), "--trials", "40", "--storage", url, "--out", str(tmp_path / f"w{i}")],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+
+    optuna.storages.RDBStorage(url)  # tables first: two workers creating them at once is another issue's race
+    workers = [worker(0), worker(1)]
+    for w in workers:
+        _, stderr = w.communicate(timeout=600)
+        assert w.returncode == 0, stderr[-2000:]
+    study = optuna.load_study(study_name="autotune", storage=url)
+    evaluated = [t for t in study.trials if "result" in t.user_attrs and "duplicate_of" not in t.user_attrs]
+    knobs = [params_key(t.user_attrs["candidate"]["knobs"]) for t in evaluated]
+    assert len(knobs) == len(set(knobs))  # nothing probed twice
+    alone = _guided(tmp_path / "alone", settings, valid_checks(settings))
+    run_study(alone, settings, ReplayBackend(path), 40)
+    # Each worker decides without the other's result in flight, so a few more; never twice the work.
+    assert len(evaluated) <= 1.5 * len(evaluated_trials(alone)) + 2
