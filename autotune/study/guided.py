@@ -13,7 +13,11 @@ when nothing can improve the front: the same posterior then says the search is d
 With one objective (--objectives time) it reduces to expected improvement of the best time.
 
 The first probes: the baseline (enqueued by the loop), then the ends and the knee of the front the
-simulator predicts, so the front is anchored before the model is trusted to fill it in.
+simulator predicts, so the front is anchored before the model is trusted to fill it in. Then, unless
+the simulator has reproduced every probe so far, coverage probes: until every value of every knob has
+been probed once, the candidate with the most unprobed values (best EHVI among them). A simulator
+that is wrong in a region no probe resembles (a knob interaction it does not model) cannot be
+corrected there, and a GP fitted on a few alike residuals would otherwise be confident about it.
 
 It never proposes an invalid candidate (it only knows valid ones), one already probed, or one another
 worker is probing or has queued. Everything is recomputed from the study's trials at each call, so
@@ -38,7 +42,8 @@ MIN_OK_PROBES_TO_STOP = 3
 STOP_RULE = (
     f"no unprobed valid candidate has a {STOP_CHANCE:.0%} or higher chance (simulator x correction learnt "
     f"from the probes) of beating the probed front by more than 1% in time or energy, after at least "
-    f"{MIN_OK_PROBES_TO_STOP} successful probes and the predicted front's ends and knee"
+    f"{MIN_OK_PROBES_TO_STOP} successful probes, the predicted front's ends and knee, and (unless the "
+    f"simulator reproduced every probe) every knob value probed once"
 )
 
 
@@ -85,10 +90,27 @@ class GuidedSampler(optuna.samplers.BaseSampler):
                 return i
         if not view.free.any():
             return None
+        covering = self._coverage(view)
+        if covering is not None:
+            return covering
         score = np.where(view.free, view.expected_improvement, -1.0)
         if score.max() <= 0:  # nothing is expected to help: the one most likely to enter, then the least certain
             score = np.where(view.free, view.chance_to_enter + 1e-9 * view.log_std.sum(axis=1), -1.0)
         return int(np.argmax(score))
+
+    def _coverage(self, view: Outlook) -> int | None:
+        """The free candidate with the most knob values no probe has had yet (None when all have been)."""
+        if view.simulator_exact:
+            return None
+        params = self.predictions.params
+        obs = view.observations
+        seen = {(k, str(v)) for i in obs.done | obs.busy for k, v in params[i].items()}
+        runnable = view.free & (view.chance_to_run > 0.5)
+        new = np.array([sum((k, str(v)) not in seen for k, v in p.items()) if runnable[i] else 0 for i, p in enumerate(params)])
+        if new.max() == 0:
+            return None
+        best = new == new.max()
+        return int(np.argmax(np.where(best, view.expected_improvement + 1e-12 * view.chance_to_enter, -1.0)))
 
     def converged(self, study: optuna.Study) -> bool:
         """The early stop (STOP_RULE)."""
@@ -97,7 +119,9 @@ class GuidedSampler(optuna.samplers.BaseSampler):
         seeds_left = [i for i in self.seed_indices(objectives) if view.free[i] and view.chance_to_run[i] > 0.5]
         if len(view.observations.ok) < MIN_OK_PROBES_TO_STOP and view.free.any():
             return False
-        return not seeds_left and not (view.free & (view.chance_to_enter >= STOP_CHANCE)).any()
+        if seeds_left or self._coverage(view) is not None:
+            return False
+        return not (view.free & (view.chance_to_enter >= STOP_CHANCE)).any()
 
     # --- Optuna's sampler interface --------------------------------------------------------------
 

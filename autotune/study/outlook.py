@@ -105,6 +105,7 @@ class Outlook:
     chance_to_enter: np.ndarray  # (N,) x chance_to_run: chance to improve the front by more than 1%
     expected_improvement: np.ndarray  # (N,) x chance_to_run: expected hypervolume improvement
     observations: Observations
+    simulator_exact: bool  # every ok probe is the simulator's figure times one factor per objective
 
 
 def _chance_to_run(pred: Predictions, obs: Observations) -> np.ndarray:
@@ -141,4 +142,6 @@ def outlook(pred: Predictions, obs: Observations, objectives: int, seed: int = 0
     free[list(obs.done | obs.busy)] = False
     enter = enters_front(samples, front).mean(axis=1) * chance_to_run
     gain = improvement(samples, front, reference).mean(axis=1) * chance_to_run
-    return Outlook(predicted, log_std, chance_to_run, front, reference, free, enter, gain, obs)
+    residual = measured - pred.log_values[probed][:, :objectives] if probed else np.zeros((0, objectives))
+    exact = bool(probed) and float(np.abs(residual - residual.mean(axis=0)).max()) < 1e-9
+    return Outlook(predicted, log_std, chance_to_run, front, reference, free, enter, gain, obs, exact)
