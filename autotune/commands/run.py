@@ -30,7 +30,7 @@ def register(subparsers) -> None:
     study.add_argument(
         "--trials", type=int, default=30,
         help="budget: candidates to evaluate at most, earlier runs included (default: 30); the guided sampler "
-        "stops earlier when it has converged: " + STOP_RULE_HELP,
+        "stops earlier when it has converged: " + STOP_RULE_HELP.replace("%", "%%"),  # argparse formats help with %
     )
     study.add_argument(
         "--sampler", choices=("guided", "tpe", "random", "nsga2"), default="guided",

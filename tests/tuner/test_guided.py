@@ -187,6 +187,9 @@ def test_help_states_the_stop_rule():
     from autotune.study.guided import STOP_RULE
 
     assert STOP_RULE_HELP == STOP_RULE  # --help must say the rule the study applies
+    shown = subprocess.run([sys.executable, "-m", "autotune.cli", "run", "--help"], capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert "5% or higher chance" in " ".join(shown.stdout.split())
 
 
 def test_time_only_guided_study_stops_on_its_own(tmp_path):
