@@ -11,9 +11,8 @@ from autotune.commands.report import add_pick_options
 
 # Kept in step with autotune.study.guided.STOP_RULE (a test checks); not imported, so --help stays light.
 STOP_RULE_HELP = (
-    "no unprobed valid candidate has both a 5% or higher chance (simulator x correction learnt from the probes) "
-    "of beating the probed front by more than 1% in time or energy and an expected gain of 1% or more of the "
-    "front's hypervolume, after at least 3 successful probes, "
+    "no unprobed valid candidate has a 5% or higher chance (simulator x correction learnt from the probes) "
+    "of beating the probed front by more than 1% in time or energy, after at least 3 successful probes, "
     "the predicted front's ends and knee, and (unless the simulator reproduced every probe) every knob value "
     "probed once"
 )

@@ -69,14 +69,3 @@ def enters_front(samples: np.ndarray, front: np.ndarray, margin: float = ENTER_M
         return np.ones(samples.shape[:-1], dtype=bool)
     covered = np.all(front[None, None, :, :] <= margin * samples[:, :, None, :], axis=-1)
     return ~covered.any(axis=-1)
-
-
-def front_volume(front: np.ndarray, reference: np.ndarray) -> float:
-    """Hypervolume of a front up to `reference` (one objective: how far the best is below it)."""
-    if not len(front):
-        return 0.0
-    if front.shape[1] == 1:
-        return float(max(reference[0] - front[:, 0].min(), 0.0))
-    ordered = front[np.argsort(front[:, 0])]
-    ends = np.append(ordered[1:, 0], reference[0])
-    return float((np.clip(ends - ordered[:, 0], 0, None) * np.clip(reference[1] - ordered[:, 1], 0, None)).sum())

@@ -23,7 +23,7 @@ import optuna
 from optuna.trial import TrialState
 
 from autotune.candidate import KNOBS
-from autotune.study.acquisition import enters_front, front_indices, front_volume, improvement
+from autotune.study.acquisition import enters_front, front_indices, improvement
 from autotune.study.correction import corrected_log_prediction, knob_features
 
 SAME_SHAPE_OOM_CHANCE = 0.1
@@ -106,7 +106,6 @@ class Outlook:
     expected_improvement: np.ndarray  # (N,) x chance_to_run: expected hypervolume improvement
     observations: Observations
     simulator_exact: bool  # every ok probe is the simulator's figure times one factor per objective
-    front_volume: float  # hypervolume of the probed front up to `reference` (time alone: reference - best)
 
 
 def _chance_to_run(pred: Predictions, obs: Observations) -> np.ndarray:
@@ -145,5 +144,4 @@ def outlook(pred: Predictions, obs: Observations, objectives: int, seed: int = 0
     gain = improvement(samples, front, reference).mean(axis=1) * chance_to_run
     residual = measured - pred.log_values[probed][:, :objectives] if probed else np.zeros((0, objectives))
     exact = bool(probed) and float(np.abs(residual - residual.mean(axis=0)).max()) < 1e-9
-    volume = front_volume(front, reference)
-    return Outlook(predicted, log_std, chance_to_run, front, reference, free, enter, gain, obs, exact, volume)
+    return Outlook(predicted, log_std, chance_to_run, front, reference, free, enter, gain, obs, exact)
