@@ -200,3 +200,39 @@ def test_time_only_guided_study_stops_on_its_own(tmp_path):
     assert CONVERGED_ATTR in study.user_attrs
     fastest = min(simulate(c.candidate).time_s for c in checks if c.valid)
     assert min(t.values[0] for t in study.trials if t.state == TrialState.COMPLETE) <= 1.01 * fastest
+
+
+def test_simulate_study_finds_the_exact_front_and_says_exhaustive(tmp_path):
+    from autotune.commands.finish import build_report
+
+    settings = build_settings(_Args())
+    checks = valid_checks(settings)
+    study = _guided(tmp_path, settings, checks)
+    study.set_user_attr("backend", {"name": "simulate", "reason": "test"})
+    run_study(study, settings, SimulateBackend(), 30, checks=checks)
+    truth = np.array([[simulate(c.candidate).time_s, simulate(c.candidate).energy_kj] for c in checks if c.valid])
+    truth_front = truth[front_indices(truth)]
+    evaluated = evaluated_trials(study)
+    assert CONVERGED_ATTR in study.user_attrs and len(evaluated) <= len(truth_front) + 3
+    found = np.array([t.values for t in evaluated.values()])
+    assert _epsilon(found, truth_front) <= 1.01
+    _, document = build_report(study)
+    assert document["search"]["exhaustive"] is True and "exhaustive" in document["search"]["exhaustive_note"]
+    assert document["predicted"] == []
+
+
+def test_a_study_cut_short_lists_predicted_candidates_apart(tmp_path):
+    from autotune.commands.finish import build_report
+
+    settings = build_settings(_Args())
+    checks = valid_checks(settings)
+    path, _ = _table(checks, tmp_path)
+    study = _guided(tmp_path, settings, checks)
+    study.set_user_attr("backend", {"name": "replay", "reason": "test"})
+    run_study(study, settings, ReplayBackend(path), 2, checks=checks)  # the budget, not the model, stopped it
+    view, document = build_report(study)
+    assert document["search"]["converged"] is None and document["predicted"]
+    front_params = [p["params"] for p in document["front"]]
+    for p in document["predicted"]:
+        assert p["source"] == "predicted" and p["chance_to_enter_front"] >= 0.05
+        assert p["params"] not in front_params
