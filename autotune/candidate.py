@@ -7,6 +7,7 @@ reads (`python -m trainer.probe --candidate FILE`): self-contained, the full mod
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from autotune.hardware import HardwareProfile, load_hardware
@@ -26,6 +27,11 @@ KNOBS = (
 OPTIMIZER_OFFLOAD = ("none", "sync", "async")
 ACTIVATION_CHECKPOINTING = ("none", "recompute", "offload_sync", "offload_async")
 SM_CLOCK_UNTOUCHED = "max"
+
+
+def params_key(params: dict) -> str:
+    """One candidate's knob values as a hashable, order-free key (the study's identity of a candidate)."""
+    return json.dumps({k: params[k] for k in KNOBS}, sort_keys=True)
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,8 @@ import json
 import os
 import shlex
 import sys
+import time
+from dataclasses import replace
 from pathlib import Path
 
 from autotune.backends.base import Backend, ProbeResult
@@ -126,19 +128,21 @@ class LaunchBackend(Backend):
             return not_ok_result("failed", reason, trial_dir, log_path, launcher=launcher)
         if candidate.knobs.changes_device_settings:
             self._devices.record()
-        repeats = []
+        repeats, walls_s = [], []
         for repeat in range(1, self.repeats + 1):
             out = trial_dir / ("result.json" if self.repeats == 1 else f"result-{repeat}.json")
+            started = time.monotonic()
             outcome = self._run_once(launcher, candidate, trial_dir, out, f"{repeat}/{self.repeats}")
+            walls_s.append(time.monotonic() - started)
             if isinstance(outcome, ProbeResult):
-                return outcome  # a repeat that is not ok decides the trial: no mean over a failure
+                return _with_probe_cost(outcome, walls_s, repeats)  # a repeat that is not ok decides the trial
             try:
                 repeats.append(measured_figures(outcome, candidate, out))
             except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
                 error = (f"result.json from the probe lacks a figure the backend needs ({exc!r}): "
                          "are the tuner and the trainer on the nodes the same version?")
-                return not_ok_result("failed", error, trial_dir, log_path, launcher=launcher)
-        return ok_result(repeats, trial_dir, launcher=launcher)
+                return _with_probe_cost(not_ok_result("failed", error, trial_dir, log_path, launcher=launcher), walls_s, repeats)
+        return _with_probe_cost(ok_result(repeats, trial_dir, launcher=launcher), walls_s, repeats)
 
     def describe(self) -> str:
         energy = "estimated energy accepted" if self.allow_estimated_energy else "measured energy only"
@@ -230,6 +234,38 @@ class LaunchBackend(Backend):
     def _raise_if_aborted(self) -> None:
         if self._aborted:
             raise ProbeInterrupted("the launch backend was aborted: no probe runs any more")
+
+
+def probe_cost(walls_s: list[float], repeats: list[dict]) -> dict:
+    """What the probe cost, every repeat and every phase of it (docs/launch.md, "Tuning cost").
+
+    Time is the tuner's wall clock from the launcher's start to its end (start-up, warm-up, the
+    measured window, teardown): measured, always. Energy is what sensors saw, and they only read the
+    measured windows: the sum of the windows' energy, so a lower bound (`energy_scope: window`);
+    None when a repeat has no window energy (it failed before measuring, or no sensor and no estimate).
+    """
+    blocks = [r.get("energy") or {} for r in repeats]
+    window_j = [b.get("energy_j") for b in blocks]
+    energy_kj = None if not repeats or len(repeats) < len(walls_s) or any(e is None for e in window_j) else sum(window_j) / 1000.0
+    window_s = [b.get("window_s") for b in blocks]
+    provenances = sorted({b.get("provenance", "unavailable") for b in blocks})
+    return {
+        "time_s": sum(walls_s),
+        "energy_kj": energy_kj,
+        "energy_scope": "window",
+        "energy_provenance": provenances[0] if len(provenances) == 1 else (provenances or "unavailable"),
+        "parts": {
+            "runs": len(walls_s),
+            "wall_s": walls_s,
+            "window_s": None if not repeats or any(w is None for w in window_s) else sum(window_s),
+            "measured": ["time: whole probe, every run (wall clock)",
+                         "energy: the measured windows only (start-up and warm-up are not seen by a sensor)"],
+        },
+    }
+
+
+def _with_probe_cost(result: ProbeResult, walls_s: list[float], repeats: list[dict]) -> ProbeResult:
+    return replace(result, details={**result.details, "probe_cost": probe_cost(walls_s, repeats)})
 
 
 def _append_log(log_path: Path, line: str) -> None:

@@ -1,4 +1,4 @@
-"""`--backend auto|simulate|launch`: which backend evaluates the study's candidates, and why."""
+"""`--backend auto|simulate|launch|replay`: which backend evaluates the study's candidates, and why."""
 
 from __future__ import annotations
 
@@ -50,11 +50,24 @@ def _launch_backend(args: argparse.Namespace, run_dir: Path, reason: str, hardwa
     return backend
 
 
+def _replay_backend(backend: str, measurements: Path | None) -> Backend:
+    if measurements is None:
+        raise UserError("--backend replay needs --measurements FILE (JSON lines, or `autotune space --simulate --json` output)")
+    if backend != "replay":
+        raise UserError(f"--measurements is read only by --backend replay (got --backend {backend}); add --backend replay")
+    from autotune.backends.replay import ReplayBackend
+
+    return ReplayBackend(measurements)
+
+
 def choose_backend(
     args: argparse.Namespace, run_dir: Path, nodes: int = 1, gpus_per_node: int | None = None, hardware=None
 ) -> Backend:
     """`nodes`/`gpus_per_node`: the largest candidate's, so `auto` launches only where it all fits;
     `hardware`: the study's profile, which a launch backend's probes must match (see above)."""
+    measurements = getattr(args, "measurements", None)
+    if args.backend == "replay" or measurements is not None:
+        return _replay_backend(args.backend, measurements)
     if args.backend == "simulate":
         return SimulateBackend("chosen with --backend simulate")
     if args.backend == "launch":

@@ -15,6 +15,10 @@ def register(subparsers) -> None:
         help="a recommended point (default: knee)",
     )
     choice.add_argument("--trial", type=whole_number_flag(low=0), help="any feasible trial by number")
+    choice.add_argument(
+        "--measurements", type=path_flag, metavar="FILE",
+        help="write every probed candidate's result as JSON lines for `autotune run --backend replay --measurements FILE`",
+    )
     parser.add_argument("-o", "--output", type=path_flag, help="config file (default: RUN_DIR/configs/<pick>.json)")
     parser.add_argument("--storage", type=text_flag, help="the study's storage URL, when it is not RUN_DIR/study.db")
     parser.add_argument("--launcher", choices=("auto", "srun"), default="auto",
@@ -33,13 +37,35 @@ def _run(args) -> int:
         raise UserError(f"{args.run_dir} is not a directory; pass the --out directory of an `autotune run`")
     if args.output is not None:
         writable_file(args.output, "-o")  # before the study is read: a bad path fails first, in one line
+    if args.measurements is not None:
+        writable_file(args.measurements, "--measurements")
     study = load_finished_study(args.run_dir, args.storage)
     if "settings" not in study.user_attrs:
         raise UserError(f"the study in {args.run_dir} has no trials yet; run `autotune run` first")
+    if args.measurements is not None:
+        return _write_measurements(study, args.measurements)
     view = study_view(study)
     trial, stem = choose_trial(view, args.pick, args.trial)
     output = args.output or writable_file(args.run_dir / "configs" / f"{stem}.json", "the default output")
     backend = study.user_attrs.get("backend", {}).get("name", "unknown")
     for path in export_trial(view, trial, output, backend, launcher=args.launcher):
         print(path)
+    return 0
+
+
+def _write_measurements(study, path: Path) -> int:
+    """One replay record per evaluated candidate (the first evaluation; repeats of it were not probed)."""
+    import json
+
+    from autotune.atomic_write import write_text_atomic
+    from autotune.backends.replay import measurement_record
+    from autotune.study.loop import evaluated_trials
+
+    records = []
+    for trial in sorted(evaluated_trials(study).values(), key=lambda t: t.number):
+        record = measurement_record(trial.user_attrs["candidate"]["knobs"], trial.user_attrs["result"])
+        if record is not None:
+            records.append(record)
+    write_text_atomic(path, "".join(json.dumps(r) + "\n" for r in records))
+    print(f"{path}: {len(records)} probe results (replay with --backend replay --measurements {path})")
     return 0

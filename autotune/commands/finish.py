@@ -10,6 +10,7 @@ from autotune.report import pareto_document, study_view, write_pareto_json
 from autotune.report.html import write_report_html
 from autotune.report.importance import knob_importance
 from autotune.report.picks import DEFAULT_ETA, DEFAULT_MAX_SLOWDOWN, PICK_FILES
+from autotune.report.search import search_summary
 from autotune.report.table import print_report
 
 # The study remembers what its picks were chosen with, so `autotune report` chooses the same ones.
@@ -29,7 +30,11 @@ def build_report(study, max_slowdown: float | None = None, eta: float | None = N
     """(view, pareto document) of a study."""
     view = study_view(study, *stored_pick_parameters(study, max_slowdown, eta))
     backend = study.user_attrs.get("backend", {})
-    return view, pareto_document(view, backend.get("name", "unknown"), backend.get("reason", ""), knob_importance(study, view))
+    document = pareto_document(view, backend.get("name", "unknown"), backend.get("reason", ""), knob_importance(study, view))
+    # How the search ended and what the model says it may have missed (predicted, never on the front).
+    document["search"] = search_summary(study, view, backend.get("name", "unknown"))
+    document["predicted"] = document["search"].pop("predicted")
+    return view, document
 
 
 def export_picks(view, run_dir: Path, backend: str) -> None:

@@ -11,6 +11,14 @@ from autotune.commands.flags import number_flag, path_flag, text_flag, whole_num
 from autotune.commands.options import add_study_options, build_settings
 from autotune.commands.report import add_pick_options
 
+# Kept in step with autotune.study.guided.STOP_RULE (a test checks); not imported, so --help stays light.
+STOP_RULE_HELP = (
+    "no unprobed valid candidate has a 5% or higher chance (simulator x correction learnt from the probes) "
+    "of beating the probed front by more than 1% in time or energy, after at least 3 successful probes, "
+    "the predicted front's ends and knee, and (unless the simulator reproduced every probe) every knob value "
+    "probed once"
+)
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -20,7 +28,16 @@ def register(subparsers) -> None:
     )
     add_study_options(parser)
     study = parser.add_argument_group("study")
-    study.add_argument("--trials", type=whole_number_flag(low=1), default=30, help="candidates to evaluate in total, earlier runs included (default: 30)")
+    study.add_argument(
+        "--trials", type=whole_number_flag(low=1), default=30,
+        help="budget: candidates to evaluate at most, earlier runs included (default: 30); the guided sampler "
+        "stops earlier when it has converged: " + STOP_RULE_HELP.replace("%", "%%"),  # argparse formats help with %
+    )
+    study.add_argument(
+        "--sampler", choices=("guided", "tpe", "random", "nsga2"), default="guided",
+        help="guided (default): simulator predictions corrected by the probes, expected hypervolume improvement, "
+        "early stop; tpe, random, nsga2: Optuna's, for comparison (they run the whole budget)",
+    )
     study.add_argument("--seed", type=whole_number_flag(low=0, high=2**32 - 1), default=0, help="sampler seed: the same seed gives the same study (default: 0)")
     study.add_argument("--out", type=path_flag, help="run directory (default: runs/<model>-<nodes>n)")
     study.add_argument(
@@ -29,8 +46,15 @@ def register(subparsers) -> None:
     study.add_argument("--objectives", choices=("time,energy", "time"), default="time,energy", help="what to minimise (default: time,energy)")
     probe = parser.add_argument_group("evaluation")
     probe.add_argument(
-        "--backend", choices=("auto", "simulate", "launch"), default="auto",
-        help="launch: real probe runs; simulate: the analytic model; auto (default): launch when the GPUs are here",
+        "--backend", choices=("auto", "simulate", "launch", "replay"), default="auto",
+        help="launch: real probe runs; simulate: the analytic model; replay: recorded results (--measurements); "
+        "auto (default): launch when the GPUs are here",
+    )
+    probe.add_argument(
+        "--measurements", type=path_flag, metavar="FILE",
+        help="recorded results for --backend replay: JSON lines of {params, status, time_s, energy_kj, tflops, "
+        "peak_mem_gib, source} (as `autotune export RUN_DIR --measurements FILE` writes), or the list "
+        "`autotune space --simulate --json` prints; a candidate with no record fails",
     )
     probe.add_argument("--launcher", choices=("auto", "torchrun", "deepspeed", "srun"), default="auto", help="how probes start (default: auto)")
     probe.add_argument("--hostfile", type=path_flag, help="DeepSpeed hostfile for multi-node probes")
@@ -97,7 +121,7 @@ def _run(args: argparse.Namespace) -> int:
     from autotune.commands.report import check_pick_options
     from autotune.study import open_study
     from autotune.study.storage import sole_worker
-    from autotune.study.loop import is_evaluated, make_sampler, run_study, valid_checks
+    from autotune.study.loop import CONVERGED_ATTR, is_evaluated, make_sampler, run_study, valid_checks
 
     _check_hostfile(args)
     check_pick_options(args)
@@ -110,7 +134,7 @@ def _run(args: argparse.Namespace) -> int:
     check_energy_objective(backend, args.objectives, args.allow_estimated_energy)
     # Before any study is opened or probe started: a path that cannot be written fails now, in one line.
     writable_directory(run_dir, "--out" if args.out else "run directory", fix="pass --out with a writable directory")
-    study = open_study(run_dir, args.storage, make_sampler(args.seed, args.trials), len(args.objectives.split(",")),
+    study = open_study(run_dir, args.storage, make_sampler(args.seed, args.trials, args.sampler, checks), len(args.objectives.split(",")),
                        cheap_figures=backend.name == "simulate")
     run_dir.mkdir(parents=True, exist_ok=True)  # reports and exports land here whatever the storage
     console.print(f"backend: {backend.describe()}")
@@ -118,6 +142,7 @@ def _run(args: argparse.Namespace) -> int:
         settings.check_same_as(study.user_attrs["settings"], args.storage or str(run_dir))
         console.print(f"resuming the study in {args.storage or run_dir} ({len(study.trials)} trials so far)")
     study.set_user_attr("backend", {"name": backend.name, "reason": getattr(backend, "reason", "")})
+    study.set_user_attr("sampler", args.sampler)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         done = sum(is_evaluated(t) for t in study.get_trials(deepcopy=False))
@@ -129,5 +154,8 @@ def _run(args: argparse.Namespace) -> int:
             )
     finally:
         signal.signal(signal.SIGTERM, previous)
+    converged = study.user_attrs.get(CONVERGED_ATTR)
+    if converged:
+        console.print(f"converged after {converged['probes']} probes: {converged['rule']}")
     finish_run(study, run_dir, console, args.max_slowdown, args.eta)
     return 0

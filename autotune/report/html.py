@@ -37,6 +37,11 @@ def header_section(view: StudyView, document: dict, run_dir: Path) -> str:
     workload = document["workload"]
     counts = ", ".join(f"{n} {s}" for s, n in document["trials_by_status"].items()) or "none"
     note = f'<p class="note">{esc(document["note"])}</p>' if document.get("note") else ""
+    if "search" in document:
+        from autotune.report.search import search_sentences
+
+        lines = search_sentences({**document["search"], "predicted": document.get("predicted", [])})
+        note += "".join(f"<p>Search: {esc(line)}</p>" for line in lines)
     if document.get("noise"):
         note += f"<p>Measurement noise: {esc(noise_sentence(document['noise']))}.</p>"
     return (

@@ -1,8 +1,9 @@
 """What tuning cost (the probes' own time and energy) and after how much training a pick repays it.
 
 Cost of one probe, best figure first:
-1. `details["probe_cost"] = {"time_s", "energy_kj"}`: the whole probe (start-up, warm-up, window),
-   written by a backend that knows it;
+1. `details["probe_cost"] = {"time_s", "energy_kj"}`: the whole probe (start-up, warm-up, window,
+   every repeat), written by a backend that knows it. The launch backend's time is its wall clock
+   (whole probe) and its energy the measured windows only (`energy_scope: "window"`): a lower bound;
 2. the energy block's measured window (`energy_j`, `window_s`): a lower bound, since start-up and
    warm-up are outside the window;
 3. a simulated trial ran nothing: 0 s and 0 kJ of hardware;
@@ -30,7 +31,9 @@ def probe_cost(row: dict) -> dict:
     block = details.get("energy") or {}
     if isinstance(cost, dict) and cost.get("time_s") is not None:
         provenance = block.get("provenance") or row.get("energy_source") or "unknown"
-        return {"time_s": float(cost["time_s"]), "energy_kj": cost.get("energy_kj"), "basis": "probe_cost", "provenance": provenance}
+        # Whole-probe time, but energy a sensor saw only in the measured windows.
+        basis = "probe_cost_window_energy" if cost.get("energy_scope") == "window" else "probe_cost"
+        return {"time_s": float(cost["time_s"]), "energy_kj": cost.get("energy_kj"), "basis": basis, "provenance": provenance}
     if block.get("window_s") is not None:
         energy_j = block.get("energy_j")
         return {
@@ -53,6 +56,11 @@ def _cost_note(probes: int, by_basis: dict[str, int], energy_kj: float | None) -
             "cost no GPU time and no energy; a measured study would pay for its probes."
         )
     parts = []
+    if by_basis.get("probe_cost_window_energy"):
+        parts.append(
+            f"{by_basis['probe_cost_window_energy']} probe(s): time measured for the whole probe (start-up, warm-up, "
+            "window, every repeat), energy measured only in the windows (start-up and warm-up unseen): energy is a lower bound"
+        )
     if by_basis.get("energy_window"):
         parts.append(
             f"{by_basis['energy_window']} probe(s) report only their measured window (start-up and warm-up "
@@ -96,7 +104,10 @@ def tuning_cost(view: StudyView) -> dict:
     for c in costs:
         by_basis[c["basis"]] = by_basis.get(c["basis"], 0) + 1
     timed = [(c, r) for c, r in zip(costs, ran) if c["time_s"] is not None]
-    energies = [c["energy_kj"] for c in costs if c["basis"] != "unknown"]
+    # A window-scoped probe that never opened its window (OOM, crash) drew energy no sensor saw: the
+    # total leaves it out and is a lower bound (the note says so), rather than unknown altogether.
+    energies = [c["energy_kj"] for c in costs
+                if c["basis"] != "unknown" and not (c["basis"] == "probe_cost_window_energy" and c["energy_kj"] is None)]
     energy_kj = None if any(e is None for e in energies) else sum(energies)
     provenances = sorted({c["provenance"] for c in costs if c["basis"] != "unknown"})
     ran_on_hardware = any(c["basis"] != "simulated" for c in costs)

@@ -107,6 +107,11 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
 
 
 def _print_analysis(view: StudyView, document: dict, console: Console) -> None:
+    if "search" in document:
+        from autotune.report.search import search_sentences
+
+        for line in search_sentences({**document["search"], "predicted": document.get("predicted", [])}):
+            console.print(f"search: {escape(line)}")
     importance = document.get("importance")
     if isinstance(importance, dict):
         for name, shares in importance.items():

@@ -29,8 +29,10 @@ from autotune.backends.base import Backend, ProbeResult
 from autotune.candidate import KNOBS
 from autotune.errors import UserError
 from autotune.space import baseline, check_candidate, enumerate_space
+from autotune.study.guided import STOP_RULE
 from autotune.study.settings import StudySettings
-from autotune.study.unique import params_key, unique_candidates
+from autotune.candidate import params_key
+from autotune.study.unique import unique_candidates
 
 CONSTRAINT_KEYS = ("rule_violation", "memory_excess_gib", "probe_oom")
 # Proposals per evaluated trial before the loop gives up on finding new valid candidates.
@@ -39,6 +41,8 @@ OBJECTIVES = {"time": ("time_s",), "time,energy": ("time_s", "energy_kj")}
 # How long a worker waits for an earlier trial another worker is still proposing (a dead worker's
 # half-proposed trial must not hold the study up for ever).
 PROPOSAL_WAIT_S = 30.0
+# Study attribute set when the study stopped early: {"probes": evaluated candidates, "rule": ...}.
+CONVERGED_ATTR = "converged"
 
 
 class ProbeFailed(Exception):
@@ -52,12 +56,27 @@ class StudyProgress:
     on_trial: Callable[[int, dict, ProbeResult | None, str], None] | None = None
 
 
-def make_sampler(seed: int | None, n_trials: int) -> optuna.samplers.BaseSampler:
-    """TPE (multivariate, constraint-aware) with a short random start: the baseline is enqueued first
-    and budgets are 10-60 trials, so waiting for 10 random trials (the default) wastes a third of them.
-    GPSampler would fit well too, but it imports torch, which the simulate path must not load.
-    benchmarks/samplers.py compares it with random sampling on our own problem.
+SAMPLERS = ("guided", "tpe", "random", "nsga2")
+
+
+def make_sampler(seed: int | None, n_trials: int, kind: str = "tpe", checks: list | None = None) -> optuna.samplers.BaseSampler:
+    """`guided` (the CLI's default, see study/guided.py) needs the space's `checks`. The others stay
+    for comparison (benchmarks/search_efficiency.py): TPE (multivariate, constraint-aware) with a short
+    random start, since the baseline is enqueued first and budgets are 10-60 trials; random; NSGA-II.
+    GPSampler would fit too, but it imports torch, which the simulate path must not load.
     """
+    if kind == "guided":
+        from autotune.study.guided import GuidedSampler
+
+        if checks is None:
+            raise ValueError("the guided sampler needs the space's checks (valid_checks(settings))")
+        return GuidedSampler(checks, usable_values(checks), seed)
+    if kind == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    if kind == "nsga2":
+        return optuna.samplers.NSGAIISampler(seed=seed)
+    if kind != "tpe":
+        raise UserError(f"unknown sampler {kind!r}; choose one of {', '.join(SAMPLERS)}")
     return optuna.samplers.TPESampler(
         seed=seed,
         multivariate=True,
@@ -213,13 +232,23 @@ def _earlier_unfinished_holder(study: optuna.Study, number: int, key: str, wait_
         time.sleep(0.05)
 
 
-def _stop_when_done(n_trials: int, valid_total: int, max_proposals: int):
+def _stop_when_done(n_trials: int, valid_total: int, max_proposals: int, early_stop: bool = True):
     def callback(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
         trials = study.get_trials(deepcopy=False)
-        if len([t for t in trials if is_evaluated(t)]) >= min(n_trials, valid_total) or len(trials) >= max_proposals:
+        evaluated = len([t for t in trials if is_evaluated(t)])
+        if evaluated >= min(n_trials, valid_total) or len(trials) >= max_proposals:
+            study.stop()
+        elif early_stop and _converged(study):
+            study.set_user_attr(CONVERGED_ATTR, {"probes": evaluated, "rule": STOP_RULE})
             study.stop()
 
     return callback
+
+
+def _converged(study: optuna.Study) -> bool:
+    """The guided sampler's early stop (other samplers have no model to stop on)."""
+    converged = getattr(study.sampler, "converged", None)
+    return bool(converged and converged(study))
 
 
 def retry_interrupted(study: optuna.Study, include_running: bool = True) -> int:
@@ -237,10 +266,15 @@ def retry_interrupted(study: optuna.Study, include_running: bool = True) -> int:
         if not unfinished or t.number in retried:
             continue
         if t.state == TrialState.RUNNING:
-            study._storage.set_trial_state_values(t._trial_id, state=TrialState.FAIL)  # no public API for this
-        if not all(k in t.params for k in KNOBS):
-            continue  # killed while its candidate was being proposed: there is nothing to retry
-        study.enqueue_trial(t.params, user_attrs={"retry_of": t.number})
+            # Public API: tell() finishes a RUNNING trial by number. A run killed between creating a
+            # trial and its first suggest leaves one with no params: failed too, or it stays forever.
+            study.tell(t.number, state=TrialState.FAIL)
+        # A trial killed before its first suggest still has its queued knobs (the baseline, a retry).
+        params = t.params if len(t.params) == len(KNOBS) else t.system_attrs.get("fixed_params")
+        if not params:
+            continue
+        attrs = {"retry_of": t.number, **({"baseline": True} if t.user_attrs.get("baseline") else {})}
+        study.enqueue_trial(params, user_attrs=attrs)
         retried.add(t.number)
         queued += 1
     if queued:
@@ -258,6 +292,7 @@ def run_study(
     objectives: str = "time,energy",
     shared_storage: bool = False,
     accept_estimated_energy: bool = True,
+    early_stop: bool = True,
 ) -> int:
     """Evaluate candidates until the study holds n_trials evaluated ones; returns how many ran now."""
     progress = progress or StudyProgress()
@@ -271,13 +306,13 @@ def run_study(
             study.enqueue_trial(base.candidate.knobs.to_dict(), user_attrs={"baseline": True})
     retry_interrupted(study, include_running=not shared_storage)
     before = len([t for t in study.get_trials(deepcopy=False) if is_evaluated(t)])
-    if before >= min(n_trials, valid_total):
+    if before >= min(n_trials, valid_total) or (early_stop and CONVERGED_ATTR in study.user_attrs and _converged(study)):
         return 0
     choices = usable_values(checks)
     study.sampler = unique_candidates(study.sampler, choices, [c.candidate.knobs.to_dict() for c in checks if c.valid])
     study.optimize(
         _Objective(settings, backend, OBJECTIVES[objectives], progress, choices, accept_estimated_energy),
         catch=(ProbeFailed,),
-        callbacks=[_stop_when_done(n_trials, valid_total, len(study.trials) + MAX_PROPOSALS_PER_TRIAL * n_trials)],
+        callbacks=[_stop_when_done(n_trials, valid_total, len(study.trials) + MAX_PROPOSALS_PER_TRIAL * n_trials, early_stop)],
     )
     return len([t for t in study.get_trials(deepcopy=False) if is_evaluated(t)]) - before

@@ -16,7 +16,6 @@ not wrapped.
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Sequence
 
@@ -24,12 +23,8 @@ import optuna
 from optuna.distributions import CategoricalDistribution
 from optuna.trial import FrozenTrial, TrialState
 
-from autotune.candidate import KNOBS
+from autotune.candidate import KNOBS, params_key
 
-
-def params_key(params: dict) -> str:
-    """One candidate's knob values as a hashable, order-free key."""
-    return json.dumps({k: params[k] for k in KNOBS}, sort_keys=True)
 
 
 def held_keys(study: optuna.Study, except_number: int | None = None) -> set[str]:

@@ -104,3 +104,19 @@ def test_more_nodes_than_torchrun_reaches_is_failed_without_a_launch(make_launch
     assert result.status == "failed" and "--hostfile" in result.error
     assert "not launched" in (backend.trial_dir(8) / "log.txt").read_text()
     assert json.loads((backend.trial_dir(8) / "ds_config.json").read_text())["train_batch_size"] == 2
+
+
+def test_every_probe_carries_its_whole_cost(make_launch_backend, make_candidate, fake_probe):
+    """Time: the whole probe on the tuner's clock, every repeat; energy: the measured windows only."""
+    block = {"provenance": "measured", "energy_j": 500.0, "window_s": 0.1, "components": {"gpu_j": 500.0}, "mean_power_w": 100.0}
+    ok = make_launch_backend(python=fake_probe(f"time.sleep(0.3)\nwrite({probe_result(energy_block=block)!r})\n"), repeats=2)
+    result = ok.evaluate(make_candidate(), trial_number=2)
+    assert result.ok, result.error
+    cost = result.details["probe_cost"]
+    assert cost["parts"]["runs"] == 2 and len(cost["parts"]["wall_s"]) == 2
+    assert cost["time_s"] >= 0.6 and cost["time_s"] >= cost["parts"]["window_s"]
+    windows_j = [json.loads((ok.trial_dir(2) / f"result-{i}.json").read_text())["energy"]["energy_j"] for i in (1, 2)]
+    assert cost["energy_scope"] == "window" and cost["energy_kj"] == pytest.approx(sum(windows_j) / 1000.0)
+    failed = make_launch_backend(python=fake_probe("time.sleep(0.2)\nsys.exit(3)\n")).evaluate(make_candidate(), trial_number=3)
+    assert failed.status == "failed"
+    assert failed.details["probe_cost"]["time_s"] >= 0.2 and failed.details["probe_cost"]["energy_kj"] is None

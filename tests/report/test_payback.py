@@ -65,3 +65,16 @@ def test_measured_study_sums_every_probe_that_ran(measured_run):
         assert knee["payback_training_hours"] == pytest.approx(cost["energy_kj"] / saved)
     html = (measured_run / "report.html").read_text()
     assert "Tuning ran " in html and "GPU-hours" in html and 'class="payback"' in html
+
+
+def test_window_scoped_energy_is_a_lower_bound_and_says_so():
+    from autotune.report.payback import tuning_cost
+
+    whole = {"time_s": 120.0, "energy_kj": 40.0, "energy_scope": "window"}
+    unseen = {"time_s": 30.0, "energy_kj": None, "energy_scope": "window"}  # OOM before its window
+    rows = [{"status": "ok", "gpus": 4, "details": {"energy": {"provenance": "measured"}, "probe_cost": whole}},
+            {"status": "oom", "gpus": 4, "energy_source": "unavailable", "details": {"probe_cost": unseen}}]
+    assert probe_cost(rows[0])["basis"] == "probe_cost_window_energy"
+    cost = tuning_cost(StudyView(None, rows, [], [], {}, None))
+    assert cost["time_s"] == 150.0 and cost["energy_kj"] == 40.0 and cost["complete"] is False
+    assert "lower bound" in cost["note"] and "whole probe" in cost["note"]

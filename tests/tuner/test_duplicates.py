@@ -9,7 +9,7 @@ from optuna.trial import TrialState
 
 from autotune.candidate import KNOBS
 from autotune.study.loop import _earlier_unfinished_holder, retry_interrupted
-from autotune.study.unique import params_key
+from autotune.candidate import params_key
 
 KNOB_VALUES = {"zero_stage": 3, "optimizer_offload": "none", "activation_checkpointing": "recompute", "sp_degree": 1,
                "micro_batch": 1, "nodes": 2, "power_limit": 1.0, "sm_clock_mhz": "max"}

@@ -76,7 +76,7 @@ def test_run_killed_midway_resumes(tmp_path):
     out = tmp_path / "run"
     trials = 60
     cmd = [sys.executable, "-m", "autotune.cli", "run", "--model", "32b", "--nodes", "2-8", "--trials", str(trials),
-           "--out", str(out)]
+           "--sampler", "tpe", "--out", str(out)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     db = out / "study.db"
     deadline = time.time() + 120

@@ -12,7 +12,8 @@ from autotune.candidate import KNOBS
 from autotune.commands.options import build_settings
 from autotune.study import open_study, run_study
 from autotune.study.loop import is_evaluated, usable_values, valid_checks
-from autotune.study.unique import UniqueCandidateSampler, params_key, unique_candidates
+from autotune.candidate import params_key
+from autotune.study.unique import UniqueCandidateSampler, unique_candidates
 
 # 7B on one GH200 node over a small space (48 candidates, some invalid): a budget of 100 exhausts it.
 SPACE = """

@@ -55,7 +55,7 @@ def postgres_url():
 
 def _worker(url: str, out: Path, trials: int) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "autotune.cli", "run", "--model", "32b", "--nodes", "2-8", "--trials", str(trials),
-           "--backend", "simulate", "--storage", url, "--out", str(out)]
+           "--backend", "simulate", "--sampler", "tpe", "--storage", url, "--out", str(out)]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

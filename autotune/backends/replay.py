@@ -1,0 +1,206 @@
+"""The `replay` backend: a candidate is evaluated by looking up its recorded result.
+
+A study measured on one cluster can be re-run and re-analysed anywhere, and tuner tests and search
+benchmarks run in milliseconds. The file (`--measurements FILE`) is either
+
+- JSON lines, one record per candidate (what `autotune export RUN_DIR --measurements FILE` writes):
+  {"params": {<every knob>: value}, "status": "ok"|"oom"|"failed", "time_s", "energy_kj", "tflops",
+   "peak_mem_gib" (optional), "source" (optional: measured | estimated | simulated; default measured)}
+  `source` "estimated" means measured time and energy estimated from a power model, as the launch
+  backend reports a probe without an energy sensor. An optional "probe_cost" {"time_s", "energy_kj"}
+  keeps what the original probe cost, for the report's tuning cost;
+- or the JSON list `autotune space --simulate --json` prints (entries with "valid": false are not
+  candidates and are skipped).
+
+Records without `power_limit` / `sm_clock_mhz` (files from before those knobs) mean untouched (1.0 /
+"max"). A candidate with no record is a failed trial whose reason says so. Every value is checked
+for type and range where it is read, with one line naming the file, the line and the key.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from autotune.backends.base import Backend, ProbeResult
+from autotune.candidate import ACTIVATION_CHECKPOINTING, KNOBS, OPTIMIZER_OFFLOAD, SM_CLOCK_UNTOUCHED, Candidate
+from autotune.checks import checked_number, refuse_unknown_keys
+from autotune.errors import ConfigError
+
+SOURCES = ("measured", "estimated", "simulated")
+RECORD_STATUSES = ("ok", "oom", "failed")
+_FIX = "see `autotune run --help` (--measurements) for the record format"
+_KNOB_DEFAULTS = {"power_limit": 1.0, "sm_clock_mhz": SM_CLOCK_UNTOUCHED}
+_RECORD_KEYS = ("params", "status", "time_s", "energy_kj", "tflops", "peak_mem_gib", "source", "error", "probe_cost")
+# What `autotune space --simulate --json` adds beside a record's keys.
+_SPACE_LIST_KEYS = ("valid", "reason")
+
+
+def record_key(params: dict) -> str:
+    return json.dumps({k: params[k] for k in KNOBS}, sort_keys=True)
+
+
+def _choice(origin: str, key: str, value, allowed: tuple):
+    if value not in allowed or isinstance(value, bool):
+        raise ConfigError(f"{origin}: {key} = {value!r} is not one of {', '.join(map(repr, allowed))}; {_FIX}")
+    return value
+
+
+def _checked_params(origin: str, params) -> dict:
+    if not isinstance(params, dict):
+        raise ConfigError(f"{origin}: params = {params!r} is not an object of knob values; {_FIX}")
+    refuse_unknown_keys(origin, params, KNOBS, _FIX)
+    missing = [k for k in KNOBS if k not in params and k not in _KNOB_DEFAULTS]
+    if missing:
+        raise ConfigError(f"{origin}: params lacks {', '.join(missing)}; every knob needs a value ({_FIX})")
+    out = {**_KNOB_DEFAULTS, **params}
+    out["zero_stage"] = _choice(origin, "params.zero_stage", out["zero_stage"], (0, 1, 2, 3))
+    out["optimizer_offload"] = _choice(origin, "params.optimizer_offload", out["optimizer_offload"], OPTIMIZER_OFFLOAD)
+    out["activation_checkpointing"] = _choice(
+        origin, "params.activation_checkpointing", out["activation_checkpointing"], ACTIVATION_CHECKPOINTING
+    )
+    for knob in ("sp_degree", "micro_batch", "nodes"):
+        out[knob] = checked_number(origin, f"params.{knob}", out[knob], low=1, integer=True, fix=_FIX)
+    out["power_limit"] = checked_number(origin, "params.power_limit", out["power_limit"], low=0, high=1, low_open=True, fix=_FIX)
+    if out["sm_clock_mhz"] != SM_CLOCK_UNTOUCHED:
+        out["sm_clock_mhz"] = checked_number(origin, "params.sm_clock_mhz", out["sm_clock_mhz"], low=1, integer=True, fix=_FIX)
+    return out
+
+
+def _optional_number(origin: str, record: dict, key: str, low_open: bool = False):
+    value = record.get(key)
+    return None if value is None else checked_number(origin, key, value, low=0, low_open=low_open, fix=_FIX)
+
+
+def checked_record(origin: str, record) -> dict:
+    """One record, every value checked; `origin` names the file and line for the error."""
+    if not isinstance(record, dict):
+        raise ConfigError(f"{origin}: a record must be a JSON object, not {type(record).__name__}; {_FIX}")
+    refuse_unknown_keys(origin, record, _RECORD_KEYS + _SPACE_LIST_KEYS, _FIX)
+    if "params" not in record:
+        raise ConfigError(f"{origin}: the record has no params; {_FIX}")
+    status = _choice(origin, "status", record.get("status", "ok"), RECORD_STATUSES)
+    out = {
+        "params": _checked_params(origin, record["params"]),
+        "status": status,
+        "source": _choice(origin, "source", record.get("source", "measured"), SOURCES),
+        "error": record.get("error") if isinstance(record.get("error"), str) else None,
+        "tflops": _optional_number(origin, record, "tflops"),
+        "peak_mem_gib": _optional_number(origin, record, "peak_mem_gib"),
+        "time_s": _optional_number(origin, record, "time_s", low_open=True),
+        "energy_kj": _optional_number(origin, record, "energy_kj", low_open=True),
+    }
+    if status == "ok" and out["time_s"] is None:
+        raise ConfigError(f"{origin}: an ok record needs time_s (a number > 0); {_FIX}")
+    cost = record.get("probe_cost")
+    if cost is not None:
+        if not isinstance(cost, dict):
+            raise ConfigError(f"{origin}: probe_cost = {cost!r} is not an object with time_s and energy_kj; {_FIX}")
+        out["probe_cost"] = {key: _optional_number(f"{origin} probe_cost", cost, key) for key in ("time_s", "energy_kj")}
+    return out
+
+
+def _entries(path: Path, text: str) -> list[tuple[str, object]]:
+    """(origin, parsed JSON) per record: a JSON list (`autotune space --simulate --json`) or JSON lines."""
+    if text.lstrip().startswith("["):
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise ConfigError(f"measurements {path}: not valid JSON ({exc}); {_FIX}") from None
+        return [(f"measurements {path} entry {i + 1}", entry) for i, entry in enumerate(data)]
+    entries = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            entries.append((f"measurements {path} line {number}", json.loads(line)))
+        except ValueError as exc:
+            raise ConfigError(f"measurements {path} line {number}: not valid JSON ({exc}); {_FIX}") from None
+    return entries
+
+
+def load_measurements(path: Path) -> dict[str, dict]:
+    """{record_key(params): checked record}; refuses a file with no usable record or a candidate twice."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read --measurements {path} ({exc.strerror or exc}); pass an existing file") from None
+    records: dict[str, dict] = {}
+    for origin, entry in _entries(path, text):
+        if isinstance(entry, dict) and entry.get("valid") is False:
+            continue  # `autotune space --json` lists invalid candidates too: they are not candidates
+        record = checked_record(origin, entry)
+        key = record_key(record["params"])
+        if key in records:
+            raise ConfigError(f"{origin}: a second record for the same knobs as {records[key]['origin']}; keep one")
+        records[key] = {**record, "origin": origin}
+    if not records:
+        raise ConfigError(f"measurements {path} holds no record of a valid candidate; {_FIX}")
+    return records
+
+
+def _result(record: dict) -> ProbeResult:
+    source = record["source"]
+    time_source = "measured" if source == "estimated" else source
+    details = {"replayed_from": record["origin"]}
+    if "probe_cost" in record:
+        details["probe_cost"] = record["probe_cost"]
+    if record["status"] != "ok":
+        return ProbeResult(status=record["status"], source=time_source, energy_source="unavailable",
+                           error=record["error"] or f"recorded as {record['status']}", details=details)
+    return ProbeResult(
+        status="ok",
+        source=time_source,
+        energy_source=source if record["energy_kj"] is not None else "unavailable",
+        time_s=record["time_s"],
+        energy_kj=record["energy_kj"],
+        tflops=record["tflops"],
+        peak_mem_gib=record["peak_mem_gib"],
+        details=details,
+    )
+
+
+class ReplayBackend(Backend):
+    name = "replay"
+
+    def __init__(self, path: Path, reason: str = "chosen with --backend replay"):
+        self.path = Path(path)
+        self.records = load_measurements(self.path)
+        sources = {r["source"] for r in self.records.values()}
+        # What time figures are: the records' own labels, carried through unchanged.
+        self.source = "simulated" if sources == {"simulated"} else "measured"
+        self.reason = reason
+
+    def evaluate(self, candidate: Candidate, trial_number: int = 0) -> ProbeResult:
+        record = self.records.get(record_key(candidate.knobs.to_dict()))
+        if record is None:
+            return ProbeResult(status="failed", source=self.source, energy_source="unavailable",
+                               error=f"no record for this candidate in {self.path} (replay evaluates only recorded candidates)")
+        return _result(record)
+
+    def describe(self) -> str:
+        sources = sorted({r["source"] for r in self.records.values()})
+        return f"replay ({len(self.records)} recorded candidates from {self.path}; figures {', '.join(sources)}): {self.reason}"
+
+
+def measurement_record(params: dict, result: dict) -> dict | None:
+    """The replay record of one evaluated trial's result (ProbeResult.to_dict()); None if it has none.
+
+    A timeout is recorded as failed; estimated energy keeps its label (source "estimated")."""
+    status = result.get("status")
+    if status not in ("ok", "oom", "failed", "timeout"):
+        return None
+    record = {"params": {k: params[k] for k in KNOBS}, "status": "failed" if status == "timeout" else status}
+    source = result.get("source") or "measured"
+    if result.get("energy_source") == "estimated":
+        source = "estimated"
+    record["source"] = source
+    if status == "ok":
+        record.update({k: result.get(k) for k in ("time_s", "energy_kj", "tflops", "peak_mem_gib")})
+    elif result.get("error"):
+        record["error"] = result["error"][:500]
+    cost = (result.get("details") or {}).get("probe_cost")
+    if isinstance(cost, dict):
+        record["probe_cost"] = {k: cost.get(k) for k in ("time_s", "energy_kj")}
+    return record

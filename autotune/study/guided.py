@@ -1,0 +1,142 @@
+"""The guided sampler (the default): the simulator's prediction of every candidate, corrected by the
+probes so far, decides what to probe next and when the search is done.
+
+Why this acquisition. A probe costs minutes of a whole allocation, while the simulator predicts every
+valid candidate in milliseconds, so the sampler scores all of them at every step instead of
+searching a surrogate. The score is the expected hypervolume improvement (EHVI) of the probed
+time-energy front, averaged over 128 draws from each candidate's posterior (the simulator's figure x
+exp(GP correction), see correction.py) and multiplied by the chance that the candidate runs at all
+(the memory wall learnt from out-of-memory probes, see outlook.py). EHVI is the measure the study is
+judged by (the front's hypervolume and how close its points are), it rewards both a candidate that
+is predicted to beat the front and one whose uncertainty might let it, and it goes to zero exactly
+when nothing can improve the front: the same posterior then says the search is done (`converged`).
+With one objective (--objectives time) it reduces to expected improvement of the best time.
+
+The first probes: the baseline (enqueued by the loop), then the ends and the knee of the front the
+simulator predicts, so the front is anchored before the model is trusted to fill it in. Then, unless
+the simulator has reproduced every probe so far, coverage probes: until every value of every knob has
+been probed once, the candidate with the most unprobed values (best EHVI among them). A simulator
+that is wrong in a region no probe resembles (a knob interaction it does not model) cannot be
+corrected there, and a GP fitted on a few alike residuals would otherwise be confident about it.
+
+It never proposes an invalid candidate (it only knows valid ones), one already probed, or one another
+worker is probing or has queued. Everything is recomputed from the study's trials at each call, so
+SQLite or PostgreSQL storage, resume, several workers and optuna-dashboard keep working.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import optuna
+from optuna.distributions import CategoricalDistribution
+from optuna.trial import FrozenTrial
+
+from autotune.study.acquisition import front_indices, knee_index
+from autotune.study.outlook import Outlook, Predictions, observe, outlook
+
+# The early stop: no unprobed candidate has at least this chance of improving the probed front by
+# more than 1% in time or energy (a chance that already counts the risk of running out of memory).
+STOP_CHANCE = 0.05
+# Measured and rejected (benchmarks/search_efficiency.py): also asking for an expected gain of 1% of the
+# front's hypervolume stopped studies 5-30 probes earlier, but before the front was found in the 7b
+# interactions and combined truths. Finding the front comes first.
+# Before this many ok probes the correction's hyper-parameters are not fitted: never stop earlier.
+MIN_OK_PROBES_TO_STOP = 3
+STOP_RULE = (
+    f"no unprobed valid candidate has a {STOP_CHANCE:.0%} or higher chance (simulator x correction learnt "
+    f"from the probes) of beating the probed front by more than 1% in time or energy, after at least "
+    f"{MIN_OK_PROBES_TO_STOP} successful probes, the predicted front's ends and knee, and (unless the "
+    f"simulator reproduced every probe) every knob value probed once"
+)
+
+
+class GuidedSampler(optuna.samplers.BaseSampler):
+    def __init__(self, checks: list, choices: dict[str, list], seed: int | None = None):
+        self._checks = checks
+        self._choices = choices
+        self._seed = 0 if seed is None else seed
+        self._predictions: Predictions | None = None
+        self._fallback = optuna.samplers.RandomSampler(seed=seed)
+        self._cache: tuple[tuple, Outlook] | None = None
+
+    @property
+    def predictions(self) -> Predictions:
+        if self._predictions is None:
+            self._predictions = Predictions(self._checks)
+        return self._predictions
+
+    # --- the model at this point of the study ----------------------------------------------------
+
+    def outlook(self, study: optuna.Study, current_trial: int | None = None) -> Outlook:
+        pred = self.predictions
+        obs = observe(study, pred.index, current_trial)
+        # The same trials give the same model: the stop check and the next proposal share one fit.
+        key = (tuple(sorted(obs.ok)), tuple(sorted(obs.oom)), tuple(sorted(obs.failed)), tuple(sorted(obs.busy)), len(study.directions))
+        if self._cache is None or self._cache[0] != key:
+            self._cache = (key, outlook(pred, obs, len(study.directions), self._seed))
+        return self._cache[1]
+
+    def seed_indices(self, objectives: int) -> list[int]:
+        """The simulator's predicted front: its fastest end, its least-energy end, its knee."""
+        values = np.exp(self.predictions.log_values[:, :objectives])
+        front = front_indices(values)
+        if objectives == 1:
+            return front[:1]
+        ordered = sorted(front, key=lambda i: values[i, 0])
+        picks = [ordered[0], ordered[-1], ordered[knee_index(values[ordered])]]
+        return list(dict.fromkeys(picks))
+
+    def next_candidate(self, study: optuna.Study, current_trial: int | None) -> int | None:
+        view = self.outlook(study, current_trial)
+        for i in self.seed_indices(len(study.directions)):
+            if view.free[i] and view.chance_to_run[i] > 0.5:
+                return i
+        if not view.free.any():
+            return None
+        covering = self._coverage(view)
+        if covering is not None:
+            return covering
+        score = np.where(view.free, view.expected_improvement, -1.0)
+        if score.max() <= 0:  # nothing is expected to help: the one most likely to enter, then the least certain
+            score = np.where(view.free, view.chance_to_enter + 1e-9 * view.log_std.sum(axis=1), -1.0)
+        return int(np.argmax(score))
+
+    def _coverage(self, view: Outlook) -> int | None:
+        """The free candidate with the most knob values no probe has had yet (None when all have been)."""
+        if view.simulator_exact:
+            return None
+        params = self.predictions.params
+        obs = view.observations
+        seen = {(k, str(v)) for i in obs.done | obs.busy for k, v in params[i].items()}
+        runnable = view.free & (view.chance_to_run > 0.5)
+        new = np.array([sum((k, str(v)) not in seen for k, v in p.items()) if runnable[i] else 0 for i, p in enumerate(params)])
+        if new.max() == 0:
+            return None
+        best = new == new.max()
+        return int(np.argmax(np.where(best, view.expected_improvement + 1e-12 * view.chance_to_enter, -1.0)))
+
+    def converged(self, study: optuna.Study) -> bool:
+        """The early stop (STOP_RULE)."""
+        view = self.outlook(study)
+        objectives = len(study.directions)
+        seeds_left = [i for i in self.seed_indices(objectives) if view.free[i] and view.chance_to_run[i] > 0.5]
+        if len(view.observations.ok) < MIN_OK_PROBES_TO_STOP and view.free.any():
+            return False
+        if seeds_left or self._coverage(view) is not None:
+            return False
+        return not (view.free & (view.chance_to_enter >= STOP_CHANCE)).any()
+
+    # --- Optuna's sampler interface --------------------------------------------------------------
+
+    def infer_relative_search_space(self, study, trial: FrozenTrial) -> dict:
+        return {knob: CategoricalDistribution(values) for knob, values in self._choices.items()}
+
+    def sample_relative(self, study, trial: FrozenTrial, search_space: dict) -> dict:
+        if trial.system_attrs.get("fixed_params"):
+            return {}  # an enqueued trial (baseline, retry): its knobs are given
+        i = self.next_candidate(study, trial.number)
+        return {} if i is None else dict(self.predictions.params[i])
+
+    def sample_independent(self, study, trial, param_name, param_distribution):
+        # Only reached when every candidate is probed or taken: the loop then stops or refuses it.
+        return self._fallback.sample_independent(study, trial, param_name, param_distribution)

@@ -1,0 +1,143 @@
+"""What the study knows now: each valid candidate's predicted time and energy, corrected by the probes.
+
+Everything is derived from the study's trials each time (nothing is kept between calls except the
+simulator's predictions, which never change), so several workers, a resumed run and `autotune report`
+all see the same model.
+
+- ok probes train the correction (see correction.py) and make the probed front;
+- out-of-memory probes move the memory wall: a candidate of the same shape (everything but
+  micro-batch and device settings) whose memory estimate is at least the OOM'd one's is very likely
+  to run out of memory too (chance to run 10%); anywhere else, an estimate at least as high as the
+  lowest one that ran out halves the chance;
+- failed probes, and candidates another worker is probing or has queued (RUNNING, WAITING), are
+  not proposed again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import optuna
+from optuna.trial import TrialState
+
+from autotune.candidate import KNOBS, params_key
+from autotune.study.acquisition import enters_front, front_indices, improvement
+from autotune.study.correction import corrected_log_prediction, knob_features
+
+SAME_SHAPE_OOM_CHANCE = 0.1
+ABOVE_WALL_CHANCE = 0.5
+SAMPLES = 128
+_SHAPE_KNOBS = ("zero_stage", "optimizer_offload", "activation_checkpointing", "sp_degree", "nodes")
+
+
+
+@dataclass
+class Observations:
+    ok: dict[int, np.ndarray]  # candidate index -> measured objective values (first evaluation)
+    oom: set[int]
+    failed: set[int]
+    busy: set[int]  # being probed by another worker, or queued
+
+    @property
+    def done(self) -> set[int]:
+        return set(self.ok) | self.oom | self.failed
+
+
+def _trial_params(t: optuna.trial.FrozenTrial) -> dict | None:
+    params = t.params if len(t.params) == len(KNOBS) else t.system_attrs.get("fixed_params")
+    return params if params and all(k in params for k in KNOBS) else None
+
+
+def observe(study: optuna.Study, index: dict[str, int], current_trial: int | None = None) -> Observations:
+    obs = Observations({}, set(), set(), set())
+    for t in study.get_trials(deepcopy=False):
+        params = _trial_params(t)
+        i = index.get(params_key(params)) if params else None
+        if i is None or t.number == current_trial or "duplicate_of" in t.user_attrs:
+            continue
+        constraints = t.constraints
+        if t.state in (TrialState.RUNNING, TrialState.WAITING):
+            obs.busy.add(i)
+        elif t.state == TrialState.COMPLETE and all(v <= 0 for v in constraints.values()) and t.values:
+            obs.ok.setdefault(i, np.array(t.values, dtype=float))
+        elif t.state == TrialState.PRUNED and constraints.get("probe_oom", 0) > 0:
+            obs.oom.add(i)
+        elif t.state in (TrialState.PRUNED, TrialState.COMPLETE) or (t.state == TrialState.FAIL and not t.user_attrs.get("interrupted")):
+            obs.failed.add(i)
+    for i in obs.ok:
+        obs.oom.discard(i)
+        obs.failed.discard(i)
+    return obs
+
+
+class Predictions:
+    """The simulator's figures for every valid candidate, computed once per sampler (500+ candidates)."""
+
+    def __init__(self, checks: list):
+        from autotune.simulator import simulate
+
+        valid = [c for c in checks if c.valid]
+        self.params = [c.candidate.knobs.to_dict() for c in valid]
+        self.index = {params_key(p): i for i, p in enumerate(self.params)}
+        steps = [simulate(c.candidate) for c in valid]
+        self.log_values = np.log(np.array([[s.time_s, s.energy_kj] for s in steps]))
+        self.memory_gib = np.array([c.memory.peak_mem_gib for c in valid])
+        self.shapes = [tuple(p[k] for k in _SHAPE_KNOBS) for p in self.params]
+        self.features = knob_features(self.params)
+
+    def __len__(self) -> int:
+        return len(self.params)
+
+
+@dataclass
+class Outlook:
+    mean: np.ndarray  # (N, M) corrected prediction of each objective
+    log_std: np.ndarray  # (N, M) uncertainty of log(objective)
+    chance_to_run: np.ndarray  # (N,) chance the candidate does not run out of memory
+    front: np.ndarray  # (K, M) probed feasible front
+    reference: np.ndarray  # (M,) hypervolume reference point
+    free: np.ndarray  # (N,) bool: not probed, not being probed
+    chance_to_enter: np.ndarray  # (N,) x chance_to_run: chance to improve the front by more than 1%
+    expected_improvement: np.ndarray  # (N,) x chance_to_run: expected hypervolume improvement
+    observations: Observations
+    simulator_exact: bool  # every ok probe is the simulator's figure times one factor per objective
+
+
+def _chance_to_run(pred: Predictions, obs: Observations) -> np.ndarray:
+    chance = np.ones(len(pred))
+    if not obs.oom:
+        return chance
+    lowest_oom = min(pred.memory_gib[i] for i in obs.oom)
+    chance[pred.memory_gib >= lowest_oom] *= ABOVE_WALL_CHANCE
+    for o in obs.oom:
+        same = np.array([s == pred.shapes[o] for s in pred.shapes]) & (pred.memory_gib >= pred.memory_gib[o])
+        chance[same] = np.minimum(chance[same], SAME_SHAPE_OOM_CHANCE)
+    return chance
+
+
+def outlook(pred: Predictions, obs: Observations, objectives: int, seed: int = 0) -> Outlook:
+    """Corrected predictions and, for every candidate, its chance to enter the front and its EHVI."""
+    probed = sorted(obs.ok)
+    measured = np.log(np.array([obs.ok[i][:objectives] for i in probed])) if probed else np.zeros((0, objectives))
+    means, stds = [], []
+    for m in range(objectives):
+        mu, sd = corrected_log_prediction(pred.features, pred.log_values[:, m], probed, measured[:, m], seed)
+        means.append(mu)
+        stds.append(sd)
+    log_mean, log_std = np.stack(means, axis=1), np.stack(stds, axis=1)
+    front_values = np.array([obs.ok[i][:objectives] for i in probed]).reshape(-1, objectives)
+    front = front_values[front_indices(front_values)] if len(front_values) else front_values
+    predicted = np.exp(log_mean)
+    predicted_front = predicted[front_indices(predicted)]
+    reference = 1.1 * np.vstack([predicted_front, front]).max(axis=0)
+    z = np.random.default_rng(seed).standard_normal((SAMPLES, objectives))
+    samples = np.exp(log_mean[:, None, :] + log_std[:, None, :] * z[None, :, :])
+    chance_to_run = _chance_to_run(pred, obs)
+    free = np.ones(len(pred), dtype=bool)
+    free[list(obs.done | obs.busy)] = False
+    enter = enters_front(samples, front).mean(axis=1) * chance_to_run
+    gain = improvement(samples, front, reference).mean(axis=1) * chance_to_run
+    residual = measured - pred.log_values[probed][:, :objectives] if probed else np.zeros((0, objectives))
+    exact = bool(probed) and float(np.abs(residual - residual.mean(axis=0)).max()) < 1e-9
+    return Outlook(predicted, log_std, chance_to_run, front, reference, free, enter, gain, obs, exact)

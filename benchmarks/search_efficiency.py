@@ -1,0 +1,192 @@
+"""How many probes each sampler needs to find the true time-energy front, on truths that are not the
+simulator (benchmarks/ground_truths.py: perturbed constants, unmodelled interactions, a lower memory
+wall, noise, all combined), for 7b on 1 node, 32b on 4, 72b on 8 and 32b on 2-8 nodes.
+
+For each study (the real study loop, `run_study`, with an in-process table backend and in-memory
+storage) it counts probes (evaluated candidates, out-of-memory and failed ones included; a proposal
+refused as invalid costs nothing and is not counted) until
+  (a) every true-front point has a probed point within 1% (multiplicative epsilon indicator <= 1.01),
+  (b) the probed front holds 95% of the true front's hypervolume (reference: 1.1 x the true front's
+      worst time and worst energy).
+A study that stops (guided's early stop, or the budget) before reaching a target counts as "not
+reached": medians and worst cases treat it as infinite and the table prints ">budget".
+
+    python benchmarks/search_efficiency.py --quick          # 1 seed per family (a few minutes)
+    python benchmarks/search_efficiency.py --seeds 3        # the table in docs/benchmarks.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import optuna
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ground_truths import FAMILIES, TableBackend, truth_table  # noqa: E402
+
+from autotune.commands.options import build_settings  # noqa: E402
+from autotune.report.hypervolume import hypervolume_2d  # noqa: E402
+from autotune.study import run_study  # noqa: E402
+from autotune.study.acquisition import front_indices  # noqa: E402
+from autotune.study.loop import CONVERGED_ATTR, SAMPLERS, is_evaluated, make_sampler, valid_checks  # noqa: E402
+from autotune.candidate import params_key  # noqa: E402
+
+CASES = (("7b", "1"), ("32b", "4"), ("72b", "8"), ("32b", "2-8"))
+RESULTS = Path(__file__).resolve().parent / "results" / "search_efficiency.json"
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
+DOC_START, DOC_END = "<!-- search_efficiency:start -->", "<!-- search_efficiency:end -->"
+
+
+class _Args:
+    hardware, gpus_per_node, space = "gh200", 0, None
+    frames = text_tokens = global_batch = samples = precision = None
+
+    def __init__(self, model, nodes):
+        self.model, self.nodes = model, nodes
+
+
+def epsilon_indicator(found: np.ndarray, truth: np.ndarray) -> float:
+    if not len(found):
+        return math.inf
+    ratios = np.maximum(found[None, :, 0] / truth[:, None, 0], found[None, :, 1] / truth[:, None, 1])
+    return float(ratios.min(axis=1).max())
+
+
+def probes_to_targets(sequence: list, truth_front: np.ndarray) -> tuple[float, float]:
+    """Probes until (a) epsilon <= 1.01 and (b) 95% hypervolume; inf where the study never got there."""
+    reference = 1.1 * truth_front.max(axis=0)
+    best_hv = hypervolume_2d([tuple(p) for p in truth_front], tuple(reference))
+    reach_a = reach_b = math.inf
+    found = []
+    for n, values in enumerate(sequence, start=1):
+        if values is not None:
+            found.append(values)
+        points = np.array(found).reshape(-1, 2)
+        if reach_a == math.inf and epsilon_indicator(points, truth_front) <= 1.01:
+            reach_a = n
+        if reach_b == math.inf and hypervolume_2d([tuple(p) for p in points], tuple(reference)) >= 0.95 * best_hv:
+            reach_b = n
+        if reach_a < math.inf and reach_b < math.inf:
+            break
+    return reach_a, reach_b
+
+
+def run_one(settings, checks, table, clean, sampler: str, seed: int, budget: int) -> dict:
+    study = optuna.create_study(directions=["minimize", "minimize"], sampler=make_sampler(seed, budget, sampler, checks))
+    start = time.perf_counter()
+    run_study(study, settings, TableBackend(table), budget, checks=checks)
+    seconds = time.perf_counter() - start
+    sequence = []
+    for t in sorted(study.get_trials(deepcopy=False), key=lambda t: t.number):
+        if is_evaluated(t):
+            sequence.append(clean[params_key(t.user_attrs["candidate"]["knobs"])])  # noise-free figures
+    return {"sequence": sequence, "probes": len(sequence), "converged": CONVERGED_ATTR in study.user_attrs, "seconds": seconds}
+
+
+def _stat(values: list[float], how) -> float:
+    return how(values) if values else math.inf
+
+
+def run_case(model: str, nodes: str, families, seeds: int, samplers, budget: int) -> list[dict]:
+    settings = build_settings(_Args(model, nodes))
+    checks = valid_checks(settings)
+    rows = []
+    for family in families:
+        for seed in range(seeds):
+            table, clean = truth_table(checks, family, seed)
+            values = np.array([v for v in clean.values() if v is not None])
+            truth = values[front_indices(values)]
+            for sampler in samplers:
+                run = run_one(settings, checks, table, clean, sampler, seed, budget)
+                reach_a, reach_b = probes_to_targets(run["sequence"], truth)
+                rows.append({"model": model, "nodes": nodes, "family": family, "seed": seed, "sampler": sampler,
+                             "valid": len(table), "true_front": len(truth), "probes": run["probes"],
+                             "converged": run["converged"], "to_epsilon_1pct": reach_a, "to_hv_95pct": reach_b,
+                             "seconds": round(run["seconds"], 2)})
+                print(f"{model}/{nodes} {family:<13} seed {seed} {sampler:<7} front {len(truth):>2}: "
+                      f"(a) {reach_a:>4} (b) {reach_b:>4} probes {run['probes']:>3}{' converged' if run['converged'] else ''}",
+                      file=sys.stderr, flush=True)
+    return rows
+
+
+def summarise(rows: list[dict], budget: int) -> list[dict]:
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["model"], r["nodes"], r["family"], r["sampler"]), []).append(r)
+    out = []
+    for (model, nodes, family, sampler), rs in groups.items():
+        a = [r["to_epsilon_1pct"] for r in rs]
+        b = [r["to_hv_95pct"] for r in rs]
+        out.append({"model": model, "nodes": nodes, "family": family, "sampler": sampler, "seeds": len(rs),
+                    "true_front": statistics.median(r["true_front"] for r in rs),
+                    "a_median": statistics.median(a), "a_worst": max(a),
+                    "b_median": statistics.median(b), "b_worst": max(b),
+                    "probes_median": statistics.median(r["probes"] for r in rs)})
+    return out
+
+
+def _cell(value: float, budget: int) -> str:
+    return f">{budget}" if value == math.inf else f"{value:g}"
+
+
+def table_markdown(summary: list[dict], budget: int) -> str:
+    lines = ["| case | truth | front | sampler | (a) median | (a) worst | (b) median | (b) worst | probes run |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for s in summary:
+        lines.append(f"| {s['model']} on {s['nodes']} | {s['family']} | {s['true_front']:g} | {s['sampler']} | "
+                     f"{_cell(s['a_median'], budget)} | {_cell(s['a_worst'], budget)} | {_cell(s['b_median'], budget)} | "
+                     f"{_cell(s['b_worst'], budget)} | {s['probes_median']:g} |")
+    return "\n".join(lines)
+
+
+def write_docs(markdown: str, command: str) -> None:
+    text = DOCS.read_text()
+    block = f"{DOC_START}\nCommand: `{command}`\n\n{markdown}\n{DOC_END}"
+    if DOC_START in text:
+        head, rest = text.split(DOC_START, 1)
+        text = head + block + rest.split(DOC_END, 1)[1]
+    else:
+        text = text.rstrip() + "\n\n## Search efficiency (`benchmarks/search_efficiency.py`)\n\n" + block + "\n"
+    DOCS.write_text(text)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="1 seed per family")
+    parser.add_argument("--budget", type=int, default=60, help="probes per study at most (default: 60)")
+    parser.add_argument("--samplers", nargs="+", default=list(SAMPLERS), choices=SAMPLERS)
+    parser.add_argument("--families", nargs="+", default=list(FAMILIES), choices=FAMILIES)
+    parser.add_argument("--cases", nargs="+", default=[f"{m}:{n}" for m, n in CASES], help="MODEL:NODES")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--no-docs", action="store_true", help="do not rewrite the table in docs/benchmarks.md")
+    args = parser.parse_args()
+    seeds = 1 if args.quick else args.seeds
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    rows = []
+    for case in args.cases:
+        model, nodes = case.split(":")
+        rows += run_case(model, nodes, args.families, seeds, args.samplers, args.budget)
+    summary = summarise(rows, args.budget)
+    markdown = table_markdown(summary, args.budget)
+    print(markdown)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    encode = lambda v: None if v == math.inf else v  # noqa: E731  (JSON has no infinity: null = not reached)
+    args.out.write_text(json.dumps({
+        "budget": args.budget, "seeds": seeds,
+        "summary": [{k: encode(v) for k, v in s.items()} for s in summary],
+        "runs": [{k: encode(v) for k, v in r.items()} for r in rows],
+    }, indent=1) + "\n")
+    if not args.no_docs:
+        write_docs(markdown, "python benchmarks/search_efficiency.py " + " ".join(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    main()

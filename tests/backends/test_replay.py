@@ -1,0 +1,100 @@
+"""The replay backend: recorded results looked up, every value checked where it is read."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from autotune.backends.replay import ReplayBackend, load_measurements, measurement_record
+from autotune.errors import ConfigError
+
+KNOBS_OLD = {"zero_stage": 3, "optimizer_offload": "none", "activation_checkpointing": "recompute",
+             "sp_degree": 1, "micro_batch": 1, "nodes": 4}
+
+
+def _write(tmp_path, records, name="m.jsonl"):
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def test_a_record_without_the_device_knobs_means_untouched(tmp_path, make_candidate):
+    path = _write(tmp_path, [{"params": KNOBS_OLD, "status": "ok", "time_s": 100.0, "energy_kj": 50.0, "tflops": 300}])
+    backend = ReplayBackend(path)
+    result = backend.evaluate(make_candidate(**KNOBS_OLD))
+    assert result.ok and result.time_s == 100.0 and result.energy_kj == 50.0 and result.tflops == 300
+    assert result.source == "measured" and result.energy_source == "measured"  # the default label
+    other = backend.evaluate(make_candidate(**KNOBS_OLD, power_limit=0.8))
+    assert other.status == "failed" and "no record" in other.error and str(path) in other.error
+
+
+def test_labels_are_kept(tmp_path, make_candidate):
+    records = [
+        {"params": KNOBS_OLD, "status": "ok", "time_s": 100.0, "energy_kj": 50.0, "source": "estimated"},
+        {"params": {**KNOBS_OLD, "micro_batch": 2}, "status": "oom", "source": "simulated"},
+    ]
+    backend = ReplayBackend(_write(tmp_path, records))
+    estimated = backend.evaluate(make_candidate(**KNOBS_OLD))
+    assert (estimated.source, estimated.energy_source) == ("measured", "estimated")
+    oom = backend.evaluate(make_candidate(**{**KNOBS_OLD, "micro_batch": 2}))
+    assert oom.status == "oom" and oom.time_s is None and oom.energy_source == "unavailable"
+
+
+@pytest.mark.parametrize(
+    "record, words",
+    [
+        ({"params": KNOBS_OLD, "status": "ok", "time_s": "fast", "energy_kj": 1.0}, ["line 2", "time_s", "'fast'"]),
+        ({"params": KNOBS_OLD, "status": "ok", "time_s": -1.0, "energy_kj": 1.0}, ["line 2", "time_s", "out of range"]),
+        ({"params": {**KNOBS_OLD, "zero_stage": 4}, "status": "ok", "time_s": 1.0}, ["line 2", "zero_stage", "4"]),
+        ({"params": {**KNOBS_OLD, "nodes": 0}, "status": "ok", "time_s": 1.0}, ["line 2", "nodes"]),
+        ({"params": {**KNOBS_OLD, "power_limit": 1.5}, "status": "ok", "time_s": 1.0}, ["line 2", "power_limit"]),
+        ({"params": {"zero_stage": 3}, "status": "ok", "time_s": 1.0}, ["line 2", "lacks", "micro_batch"]),
+        ({"params": KNOBS_OLD, "status": "crashed"}, ["line 2", "status", "crashed"]),
+        ({"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "source": "guessed"}, ["line 2", "source"]),
+        ({"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "enrgy_kj": 1.0}, ["line 2", "enrgy_kj"]),
+        ({"params": KNOBS_OLD, "status": "ok"}, ["line 2", "time_s"]),
+    ],
+)
+def test_bad_values_name_file_line_and_key(tmp_path, record, words):
+    good = {"params": {**KNOBS_OLD, "micro_batch": 4}, "status": "ok", "time_s": 1.0, "energy_kj": 1.0}
+    path = _write(tmp_path, [good, record])
+    with pytest.raises(ConfigError) as error:
+        load_measurements(path)
+    message = str(error.value)
+    assert "\n" not in message and str(path) in message
+    for word in words:
+        assert word in message
+
+
+def test_torn_json_and_duplicates_are_refused(tmp_path):
+    path = tmp_path / "m.jsonl"
+    path.write_text('{"params": ' + "\n")
+    with pytest.raises(ConfigError, match="line 1: not valid JSON"):
+        load_measurements(path)
+    record = {"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "energy_kj": 1.0}
+    with pytest.raises(ConfigError, match="line 2: a second record"):
+        load_measurements(_write(tmp_path, [record, record]))
+
+
+def test_the_space_list_is_accepted_and_invalid_entries_skipped(tmp_path):
+    rows = [
+        {"params": KNOBS_OLD, "valid": True, "reason": None, "peak_mem_gib": 40.0, "time_s": 10.0, "energy_kj": 5.0,
+         "tflops": 200.0, "source": "simulated"},
+        {"params": {**KNOBS_OLD, "zero_stage": 0}, "valid": False, "reason": "does not fit", "peak_mem_gib": 400.0},
+    ]
+    path = tmp_path / "space.json"
+    path.write_text(json.dumps(rows, indent=1))
+    records = load_measurements(path)
+    assert len(records) == 1 and next(iter(records.values()))["source"] == "simulated"
+
+
+def test_measurement_record_round_trips_a_result(tmp_path, make_candidate):
+    result = {"status": "timeout", "source": "measured", "energy_source": "unavailable", "error": "no result within 900 s"}
+    assert measurement_record({**KNOBS_OLD, "power_limit": 1.0, "sm_clock_mhz": "max"}, result)["status"] == "failed"
+    ok = {"status": "ok", "source": "measured", "energy_source": "estimated", "time_s": 3.0, "energy_kj": 2.0, "tflops": 1.0,
+          "peak_mem_gib": None, "details": {"probe_cost": {"time_s": 60.0, "energy_kj": None}}}
+    record = measurement_record({**KNOBS_OLD, "power_limit": 1.0, "sm_clock_mhz": "max"}, ok)
+    replayed = ReplayBackend(_write(tmp_path, [record])).evaluate(make_candidate(**KNOBS_OLD))
+    assert (replayed.time_s, replayed.energy_kj, replayed.energy_source) == (3.0, 2.0, "estimated")
+    assert replayed.details["probe_cost"] == {"time_s": 60.0, "energy_kj": None}

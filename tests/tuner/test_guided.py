@@ -1,0 +1,238 @@
+"""The guided sampler on real SQLite studies: what it proposes, when it stops, resume, replay round trip."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from autotune.backends.replay import ReplayBackend
+from autotune.backends.simulate import SimulateBackend
+from autotune.commands.options import build_settings
+from autotune.simulator import simulate
+from autotune.study import open_study, run_study
+from autotune.study.acquisition import front_indices
+from autotune.study.loop import CONVERGED_ATTR, evaluated_trials, make_sampler, usable_values, valid_checks
+from autotune.candidate import params_key
+
+
+class _Args:
+    hardware, gpus_per_node, space = "gh200", 0, None
+    frames = text_tokens = global_batch = samples = precision = None
+
+    def __init__(self, model="32b", nodes="2-8"):
+        self.model, self.nodes = model, nodes
+
+
+def _guided(tmp_path, settings, checks, seed=0):
+    return open_study(tmp_path, None, make_sampler(seed, 30, "guided", checks))
+
+
+def _table(checks, tmp_path):
+    """A ground truth the simulator does not know: offload 15% slower, recompute 10% less energy."""
+    records = []
+    for check in checks:
+        if not check.valid:
+            continue
+        knobs, step = check.candidate.knobs, simulate(check.candidate)
+        time_s = step.time_s * (1.15 if knobs.optimizer_offload != "none" else 1.0)
+        energy_kj = step.energy_kj * (0.9 if knobs.activation_checkpointing == "recompute" else 1.0)
+        records.append({"params": knobs.to_dict(), "status": "ok", "time_s": time_s, "energy_kj": energy_kj, "source": "simulated"})
+    path = tmp_path / "table.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path, records
+
+
+def _epsilon(found: np.ndarray, truth: np.ndarray) -> float:
+    """Multiplicative epsilon indicator: how far the found front is from covering the true one."""
+    return max(min(max(f[0] / t[0], f[1] / t[1]) for f in found) for t in truth)
+
+
+def test_never_proposes_invalid_probed_or_running(tmp_path):
+    settings = build_settings(_Args())
+    checks = valid_checks(settings)
+    sampler = make_sampler(0, 30, "guided", checks)
+    study = open_study(tmp_path, None, sampler)
+    run_study(study, settings, SimulateBackend(), 30, checks=checks)
+    valid = {params_key(c.candidate.knobs.to_dict()) for c in checks if c.valid}
+    proposed = [params_key(t.params) for t in study.trials]
+    assert set(proposed) <= valid  # never an invalid candidate
+    assert len(proposed) == len(set(proposed))  # never one already probed
+    assert not [t for t in study.trials if "duplicate_of" in t.user_attrs]
+    # A candidate another worker is probing is not proposed either.
+    nxt = sampler.next_candidate(study, None)
+    running = study.ask()  # what another worker's loop does: it suggests, then probes for minutes
+    choices = usable_values(checks)
+    assert {k: running.suggest_categorical(k, choices[k]) for k in choices} == sampler.predictions.params[nxt]
+    assert sampler.next_candidate(study, None) != nxt
+
+
+def test_early_stop_fires_on_a_known_table_after_the_true_front(tmp_path):
+    settings = build_settings(_Args())
+    checks = valid_checks(settings)
+    path, records = _table(checks, tmp_path)
+    study = _guided(tmp_path, settings, checks)
+    run_study(study, settings, ReplayBackend(path), 200, checks=checks)
+    evaluated = evaluated_trials(study)
+    print(f"converged after {len(evaluated)} probes of {len(records)} candidates")
+    assert CONVERGED_ATTR in study.user_attrs  # stopped on its own, well within the budget
+    assert study.user_attrs[CONVERGED_ATTR]["probes"] == len(evaluated) < 200
+    truth = np.array([[r["time_s"], r["energy_kj"]] for r in records])
+    found = np.array([t.values for t in evaluated.values() if t.state == TrialState.COMPLETE])
+    assert _epsilon(found, truth[front_indices(truth)]) <= 1.01  # not before the true front is found
+
+
+def test_killed_guided_study_resumes_without_repeating_a_probe(tmp_path):
+    settings = build_settings(_Args())
+    checks = valid_checks(settings)
+    study = _guided(tmp_path, settings, checks)
+    run_study(study, settings, SimulateBackend(), 2, checks=checks)
+    # What SIGKILL leaves: a trial that had its knobs (mid-probe), and one killed before its first suggest.
+    mid_probe = study.ask()
+    sampler = study.sampler
+    choices = usable_values(checks)
+    killed_knobs = {k: mid_probe.suggest_categorical(k, choices[k]) for k in choices}
+    study.ask()  # no params at all
+    before = {k: t.values for k, t in evaluated_trials(study).items()}
+    resumed = _guided(tmp_path, settings, checks)
+    run_study(resumed, settings, SimulateBackend(), 30, checks=checks)
+    trials = resumed.get_trials(deepcopy=False)
+    assert not [t for t in trials if t.state == TrialState.RUNNING]
+    evaluated = evaluated_trials(resumed)
+    assert {k: evaluated[k].values for k in before} == before
+    assert params_key(killed_knobs) in evaluated  # the interrupted probe ran again, once
+    assert not [t for t in trials if "duplicate_of" in t.user_attrs]
+
+
+def test_replay_round_trip_gives_the_same_front(tmp_path):
+    """A measured-like study exported with `export --measurements` and replayed finds the same front."""
+    settings = build_settings(_Args(model="7b", nodes="1"))
+    checks = valid_checks(settings)
+    original = open_study(tmp_path / "a", None, make_sampler(1, 40, "random"))
+    run_study(original, settings, SimulateBackend(), 40, checks=checks)
+    from autotune.cli import main
+
+    measurements = tmp_path / "m.jsonl"
+    (tmp_path / "a").mkdir(exist_ok=True)
+    assert main(["export", str(tmp_path / "a"), "--measurements", str(measurements)]) == 0
+    lines = [json.loads(line) for line in measurements.read_text().splitlines()]
+    assert len(lines) == len(evaluated_trials(original))
+    replayed = open_study(tmp_path / "b", None, make_sampler(0, 40, "guided", checks))
+    run_study(replayed, settings, ReplayBackend(measurements), 200, checks=checks)
+
+    def front(study):
+        points = {params_key(t.params): tuple(t.values) for t in study.trials if t.state == TrialState.COMPLETE}
+        keys = list(points)
+        values = np.array([points[k] for k in keys])
+        return {keys[i]: points[keys[i]] for i in front_indices(values)}
+
+    assert front(replayed) == front(original)
+    sources = {t.user_attrs["result"]["source"] for t in replayed.trials if t.state == TrialState.COMPLETE}
+    assert sources == {"simulated"}  # the record's label, kept
+
+
+def test_cli_replays_the_space_list_and_stops_on_its_own(tmp_path):
+    space = subprocess.run([sys.executable, "-m", "autotune.cli", "space", "--model", "32b", "--nodes", "4", "--simulate", "--json"],
+                           capture_output=True, text=True, timeout=120, check=True)
+    measurements = tmp_path / "space.json"
+    measurements.write_text(space.stdout)
+    run = subprocess.run(
+        [sys.executable, "-m", "autotune.cli", "run", "--model", "32b", "--nodes", "4", "--backend", "replay",
+         "--measurements", str(measurements), "--trials", "20", "--out", str(tmp_path / "run")],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "converged after" in run.stderr
+    pareto = json.loads((tmp_path / "run" / "pareto.json").read_text())
+    assert 0 < pareto["trials"] < 20 and pareto["source"] == "simulated"
+
+
+@pytest.mark.slow
+def test_two_workers_share_the_model(tmp_path):
+    """Two `autotune run` processes on one SQLite study: neither probes what the other did or is doing,
+    and together they stop about where one worker alone would."""
+    settings = build_settings(_Args())
+    path, _ = _table(valid_checks(settings), tmp_path)
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+
+    def worker(i):
+        return subprocess.Popen(
+            [sys.executable, "-m", "autotune.cli", "run", "--model", "32b", "--nodes", "2-8", "--backend", "replay",
+             "--measurements", str(path), "--trials", "40", "--storage", url, "--out", str(tmp_path / f"w{i}")],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+
+    optuna.storages.RDBStorage(url)  # tables first: two workers creating them at once is another issue's race
+    workers = [worker(0), worker(1)]
+    for w in workers:
+        _, stderr = w.communicate(timeout=600)
+        assert w.returncode == 0, stderr[-2000:]
+    study = optuna.load_study(study_name="autotune", storage=url)
+    evaluated = [t for t in study.trials if "result" in t.user_attrs and "duplicate_of" not in t.user_attrs]
+    knobs = [params_key(t.user_attrs["candidate"]["knobs"]) for t in evaluated]
+    assert len(knobs) == len(set(knobs))  # nothing probed twice
+    alone = _guided(tmp_path / "alone", settings, valid_checks(settings))
+    run_study(alone, settings, ReplayBackend(path), 40)
+    # Each worker decides without the other's result in flight, so a few more; never twice the work.
+    assert len(evaluated) <= 1.5 * len(evaluated_trials(alone)) + 2
+
+
+def test_help_states_the_stop_rule():
+    from autotune.commands.run import STOP_RULE_HELP
+    from autotune.study.guided import STOP_RULE
+
+    assert STOP_RULE_HELP == STOP_RULE  # --help must say the rule the study applies
+    shown = subprocess.run([sys.executable, "-m", "autotune.cli", "run", "--help"], capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert "5% or higher chance" in " ".join(shown.stdout.split())
+
+
+def test_time_only_guided_study_stops_on_its_own(tmp_path):
+    settings = build_settings(_Args(model="7b", nodes="1"))
+    checks = valid_checks(settings)
+    study = open_study(tmp_path, None, make_sampler(0, 40, "guided", checks), objectives=1)
+    run_study(study, settings, SimulateBackend(), 40, checks=checks, objectives="time")
+    assert CONVERGED_ATTR in study.user_attrs
+    fastest = min(simulate(c.candidate).time_s for c in checks if c.valid)
+    assert min(t.values[0] for t in study.trials if t.state == TrialState.COMPLETE) <= 1.01 * fastest
+
+
+def test_simulate_study_finds_the_exact_front_and_says_exhaustive(tmp_path):
+    from autotune.commands.finish import build_report
+
+    settings = build_settings(_Args())
+    checks = valid_checks(settings)
+    study = _guided(tmp_path, settings, checks)
+    study.set_user_attr("backend", {"name": "simulate", "reason": "test"})
+    run_study(study, settings, SimulateBackend(), 30, checks=checks)
+    truth = np.array([[simulate(c.candidate).time_s, simulate(c.candidate).energy_kj] for c in checks if c.valid])
+    truth_front = truth[front_indices(truth)]
+    evaluated = evaluated_trials(study)
+    assert CONVERGED_ATTR in study.user_attrs and len(evaluated) <= len(truth_front) + 3
+    found = np.array([t.values for t in evaluated.values()])
+    assert _epsilon(found, truth_front) <= 1.01
+    _, document = build_report(study)
+    assert document["search"]["exhaustive"] is True and "exhaustive" in document["search"]["exhaustive_note"]
+    assert document["predicted"] == []
+
+
+def test_a_study_cut_short_lists_predicted_candidates_apart(tmp_path):
+    from autotune.commands.finish import build_report
+
+    settings = build_settings(_Args())
+    checks = valid_checks(settings)
+    path, _ = _table(checks, tmp_path)
+    study = _guided(tmp_path, settings, checks)
+    study.set_user_attr("backend", {"name": "replay", "reason": "test"})
+    run_study(study, settings, ReplayBackend(path), 2, checks=checks)  # the budget, not the model, stopped it
+    view, document = build_report(study)
+    assert document["search"]["converged"] is None and document["predicted"]
+    front_params = [p["params"] for p in document["front"]]
+    for p in document["predicted"]:
+        assert p["source"] == "predicted" and p["chance_to_enter_front"] >= 0.05
+        assert p["params"] not in front_params
