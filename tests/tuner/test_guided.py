@@ -22,7 +22,7 @@ from autotune.candidate import params_key
 
 
 class _Args:
-    hardware, gpus_per_node, space = "gh200", 0, None
+    hardware, gpus_per_node, space = "gh200", None, None  # gpus_per_node None: the whole node
     frames = text_tokens = global_batch = samples = precision = None
 
     def __init__(self, model="32b", nodes="2-8"):
