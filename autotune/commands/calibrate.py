@@ -8,6 +8,8 @@ import json
 import sys
 from pathlib import Path
 
+from autotune.commands.flags import path_flag
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -19,13 +21,13 @@ def register(subparsers) -> None:
             "after the fit and its leave-one-out error, and write the calibrated profile with -o."
         ),
     )
-    parser.add_argument("run_dirs", type=Path, nargs="*", metavar="RUN_DIR", help="measured studies (`autotune run --out`)")
+    parser.add_argument("run_dirs", type=path_flag, nargs="*", metavar="RUN_DIR", help="measured studies (`autotune run --out`)")
     parser.add_argument("--reference", metavar="NAME", help="published figures: gh200-study, or a JSON file in its schema")
     parser.add_argument(
         "--hardware", help="the profile to calibrate: name or TOML (default: the hardware the run directories were "
                            "measured on, else the reference's, gh200)",
     )
-    parser.add_argument("-o", "--output", type=Path, help="write the calibrated profile here (TOML; use it with --hardware)")
+    parser.add_argument("-o", "--output", type=path_flag, help="write the calibrated profile here (TOML; use it with --hardware)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON (loo_mape, fit_mape, constants, ...)")
     parser.add_argument(
         "--loo-by", choices=("configuration", "figure"), default="configuration",
@@ -61,6 +63,7 @@ def _base_hardware(args: argparse.Namespace):
 
 
 def _check_output(path: Path | None) -> None:
+    from autotune.commands.paths import writable_file
     from autotune.errors import UserError
 
     if path is None:
@@ -69,11 +72,11 @@ def _check_output(path: Path | None) -> None:
         raise UserError(f"-o {path} is a directory; name a TOML file such as my-cluster.toml")
     if path.suffix != ".toml":
         raise UserError(f"-o {path}: a hardware profile is a .toml file (`--hardware` reads only .toml paths); name it e.g. my-cluster.toml")
-    if not path.parent.is_dir():
-        raise UserError(f"-o {path}: the directory {path.parent} does not exist; create it first")
+    writable_file(path, "-o")  # before the fit: an unwritable path fails now, in one line
 
 
 def _run(args: argparse.Namespace) -> int:
+    from autotune.atomic_write import write_text_atomic
     from autotune.calibrate.fit import Calibration
     from autotune.calibrate.measured import load_measured
     from autotune.calibrate.reference import load_reference
@@ -113,9 +116,7 @@ def _run(args: argparse.Namespace) -> int:
             f"{'; held at the base values: ' + ', '.join(args.hold) if args.hold else ''}.\n"
             f"Leave-one-out mean absolute error (%): {error or 'not computed'}"
         )
-        tmp = args.output.with_suffix(".toml.tmp")
-        tmp.write_text(dump_hardware(profile, header))
-        tmp.replace(args.output)
+        write_text_atomic(args.output, dump_hardware(profile, header))
         document["written"] = str(args.output)
     if args.json:
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
