@@ -63,7 +63,7 @@ def run_two_workers_and_check(tmp_path, storage: str | None = None) -> None:
         assert worker.returncode == 0, stderr[-3000:]
 
     class Args:
-        model, nodes, hardware, gpus_per_node = "7b", "1", "gh200", 0
+        model, nodes, hardware, gpus_per_node = "7b", "1", "gh200", None  # None: the whole node, as when the flag is left out
         frames = text_tokens = global_batch = samples = precision = None
 
     Args.space = str(space)
