@@ -51,6 +51,10 @@ STOP_RULE = (
 
 
 class GuidedSampler(optuna.samplers.BaseSampler):
+    # It only proposes free candidates, so loop.py must not wrap it in unique.py's sampler: the
+    # wrapper would also hide `converged`, and the study would never stop early.
+    proposes_unique_candidates = True
+
     def __init__(self, checks: list, choices: dict[str, list], seed: int | None = None):
         self._checks = checks
         self._choices = choices
