@@ -45,8 +45,8 @@ MIN_OK_PROBES_TO_STOP = 3
 STOP_RULE = (
     f"no unprobed valid candidate has a {STOP_CHANCE:.0%} or higher chance (simulator x correction learnt "
     f"from the probes) of beating the probed front by more than 1% in time or energy, after at least "
-    f"{MIN_OK_PROBES_TO_STOP} successful probes, the predicted front's ends and knee, and (unless the "
-    f"simulator reproduced every probe) every knob value probed once"
+    f"{MIN_OK_PROBES_TO_STOP} successful probes, the predicted front's ends and knee, and (unless every "
+    f"probe is a simulated figure the simulator reproduced) every knob value probed once"
 )
 
 
