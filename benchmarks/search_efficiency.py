@@ -45,7 +45,7 @@ DOC_START, DOC_END = "<!-- search_efficiency:start -->", "<!-- search_efficiency
 
 
 class _Args:
-    hardware, gpus_per_node, space = "gh200", 0, None
+    hardware, gpus_per_node, space = "gh200", None, None  # None: the whole node
     frames = text_tokens = global_batch = samples = precision = None
 
     def __init__(self, model, nodes):

@@ -15,8 +15,8 @@ from autotune.commands.report import add_pick_options
 STOP_RULE_HELP = (
     "no unprobed valid candidate has a 5% or higher chance (simulator x correction learnt from the probes) "
     "of beating the probed front by more than 1% in time or energy, after at least 3 successful probes, "
-    "the predicted front's ends and knee, and (unless the simulator reproduced every probe) every knob value "
-    "probed once"
+    "the predicted front's ends and knee, and (unless every probe is a simulated figure the simulator "
+    "reproduced) every knob value probed once"
 )
 
 

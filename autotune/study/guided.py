@@ -45,12 +45,16 @@ MIN_OK_PROBES_TO_STOP = 3
 STOP_RULE = (
     f"no unprobed valid candidate has a {STOP_CHANCE:.0%} or higher chance (simulator x correction learnt "
     f"from the probes) of beating the probed front by more than 1% in time or energy, after at least "
-    f"{MIN_OK_PROBES_TO_STOP} successful probes, the predicted front's ends and knee, and (unless the "
-    f"simulator reproduced every probe) every knob value probed once"
+    f"{MIN_OK_PROBES_TO_STOP} successful probes, the predicted front's ends and knee, and (unless every "
+    f"probe is a simulated figure the simulator reproduced) every knob value probed once"
 )
 
 
 class GuidedSampler(optuna.samplers.BaseSampler):
+    # It only proposes free candidates, so loop.py must not wrap it in unique.py's sampler: the
+    # wrapper would also hide `converged`, and the study would never stop early.
+    proposes_unique_candidates = True
+
     def __init__(self, checks: list, choices: dict[str, list], seed: int | None = None):
         self._checks = checks
         self._choices = choices

@@ -80,6 +80,7 @@ def test_early_stop_fires_on_a_known_table_after_the_true_front(tmp_path):
     run_study(study, settings, ReplayBackend(path), 200, checks=checks)
     evaluated = evaluated_trials(study)
     print(f"converged after {len(evaluated)} probes of {len(records)} candidates")
+    assert type(study.sampler).__name__ == "GuidedSampler"  # not wrapped: a wrapper hid its early stop
     assert CONVERGED_ATTR in study.user_attrs  # stopped on its own, well within the budget
     assert study.user_attrs[CONVERGED_ATTR]["probes"] == len(evaluated) < 200
     truth = np.array([[r["time_s"], r["energy_kj"]] for r in records])
