@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # light module: `autotune space` uses error_suffix without lo
 # Which figure decides each pick; the picks that trade both off need both apart to rank.
 _DECIDED_BY = {"fastest": ("time_s",), "min_energy": ("energy_kj",)}
 _BOTH = ("time_s", "energy_kj")
+_METRIC_WORDS = {"time_s_pct": "time", "energy_kj_pct": "energy", "tflops_pct": "TFLOP/s", "power_w_pct": "power"}
 
 
 def simulator_error(view: "StudyView") -> dict | None:
@@ -68,7 +69,7 @@ def error_sentence(error: dict | None) -> str | None:
     if not error:
         return ("Simulated figures carry no error bar: this hardware profile was not calibrated "
                 "(`autotune calibrate` measures the simulator's error and writes it to the profile).")
-    parts = ", ".join(f"{key.removesuffix('_pct').replace('_', ' ')} +- {value:.0f}%" for key, value in error.items())
+    parts = ", ".join(f"{_METRIC_WORDS.get(key, key)} +- {value:.0f}%" for key, value in error.items())
     return f"Simulated figures are within about {parts} (the profile's leave-one-out error); picks closer than that are ties."
 
 

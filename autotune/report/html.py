@@ -26,7 +26,7 @@ from autotune.report.picks import PICK_FILES, pick_label, picks_by_trial, short_
 from autotune.report.power_limit import power_limit_section
 from autotune.report.study_points import StudyView
 from autotune.report.svg import Marker, scatter_svg, stacked_bar_svg
-from autotune.report.table import KNOB_COLUMNS, knobs_sentence
+from autotune.report.table import KNOB_COLUMNS, knob_value, knobs_sentence
 
 # Components are drawn in this order; a measured result may name others, which follow.
 COMPONENT_ORDER = ("gpu", "cpu", "memory_interconnect")
@@ -179,7 +179,7 @@ def _trial_row(row: dict, feasible: set[int], t_div: float, e_div: float) -> lis
     return [
         esc(row["trial"]),
         f'<span class="status status-{esc(row["status"])}">{esc(status)}</span>',
-        *(esc(row["params"].get(knob)) for knob, _ in KNOB_COLUMNS),
+        *(esc(knob_value(row["params"], knob)) for knob, _ in KNOB_COLUMNS),
         *figures_or_reason,
         esc(row.get("reason") or ""),
     ]

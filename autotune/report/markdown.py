@@ -12,7 +12,7 @@ from autotune.report.payback import cost_sentence, payback_by_trial, payback_sen
 from autotune.report.picks import pick_label, picks_by_trial
 from autotune.report.power_limit import sweep_sentence
 from autotune.report.study_points import StudyView
-from autotune.report.table import KNOB_COLUMNS, knobs_sentence
+from autotune.report.table import KNOB_COLUMNS, knob_value, knobs_sentence
 
 
 def md_cell(value) -> str:
@@ -57,7 +57,7 @@ def markdown_report(view: StudyView, document: dict) -> str:
         for p in view.front:
             lines.append(_row([
                 p.trial,
-                *(p.params[knob] for knob, _ in KNOB_COLUMNS),
+                *(knob_value(p.params, knob) for knob, _ in KNOB_COLUMNS),
                 figure(p.time_s, t_div),
                 figure(p.energy_kj, e_div),
                 figure(p.tflops),

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from autotune.candidate import Knobs
 from autotune.report.error_bars import error_sentence, error_suffix, tie_sentence
 from autotune.report.noise import noise_sentence
 from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
@@ -26,7 +27,13 @@ KNOB_COLUMNS = (
     ("sp_degree", "SP"),
     ("micro_batch", "mb"),
     ("nodes", "nodes"),
+    ("power_limit", "power limit"),  # the fraction of the default limit; the SM clock cap is in knobs_sentence
 )
+
+
+def knob_value(params: dict, knob: str):
+    """A knob's value in a trial; a study from before the knob existed ran it untouched."""
+    return params.get(knob, getattr(Knobs(), knob))
 
 
 def knobs_sentence(params: dict) -> str:
@@ -73,7 +80,7 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
     for p in view.front:
         table.add_row(
             str(p.trial),
-            *(str(p.params[knob]) for knob, _ in KNOB_COLUMNS),
+            *(str(knob_value(p.params, knob)) for knob, _ in KNOB_COLUMNS),
             figure(p.time_s, t_div),
             figure(p.energy_kj, e_div),
             figure(p.tflops),
