@@ -47,6 +47,10 @@ def _run(args) -> int:
     view = study_view(study)
     trial, stem = choose_trial(view, args.pick, args.trial)
     output = args.output or writable_file(args.run_dir / "configs" / f"{stem}.json", "the default output")
+    for suffix in (".candidate.json", ".launch.sh"):  # written beside the config
+        beside = output.with_name(output.stem + suffix)
+        if beside.is_dir():
+            raise UserError(f"{beside} is a directory, and export writes a file there beside {output.name}; remove it or choose another -o")
     backend = study.user_attrs.get("backend", {}).get("name", "unknown")
     for path in export_trial(view, trial, output, backend, launcher=args.launcher):
         print(path)

@@ -513,3 +513,15 @@ def _filled(part: str, fill: dict) -> str:
     for key, value in fill.items():
         part = part.replace(key, str(value))
     return part
+
+
+def test_a_directory_where_export_writes_beside_the_config_is_one_line(tmp_path):
+    run = tmp_path / "run"
+    subprocess.run([sys.executable, "-m", "autotune.cli", "run", "--model", "7b", "--nodes", "1", "--trials", "3",
+                    "--out", str(run)], check=True, capture_output=True, timeout=120)
+    (tmp_path / "out" / "knee.launch.sh").mkdir(parents=True)
+    result = subprocess.run([sys.executable, "-m", "autotune.cli", "export", str(run), "--pick", "knee", "-o",
+                             str(tmp_path / "out" / "knee.json")], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().count("\n") == 0 and "knee.launch.sh is a directory" in result.stderr
+    assert not (tmp_path / "out" / "knee.json").exists()  # nothing half-written
