@@ -31,7 +31,8 @@ sm_clock_mhz = ["max"]
 
 def _worker(out: Path, space: Path, seed: int, storage: str | None = None) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "autotune.cli", "run", "--model", "7b", "--nodes", "1", "--space", str(space),
-           "--trials", "200", "--seed", str(seed), "--backend", "simulate", "--out", str(out)]
+           "--trials", "200", "--seed", str(seed), "--backend", "simulate", "--out", str(out),
+           "--sampler", "tpe"]  # runs the whole space; the guided sampler would converge first (its own test: test_guided.py)
     cmd += ["--storage", storage] if storage else []
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
