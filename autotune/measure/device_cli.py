@@ -17,6 +17,7 @@ import socket
 import sys
 from pathlib import Path
 
+from autotune.atomic_write import write_text_atomic
 from autotune.candidate import SM_CLOCK_UNTOUCHED
 from autotune.measure import device_control as dc
 from autotune.measure.errors import DeviceControlError, SourceUnavailable
@@ -41,9 +42,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _write_record(path: Path, records: list[dict]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(records, indent=2) + "\n")
-    tmp.replace(path)
+    write_text_atomic(path, json.dumps(records, indent=2) + "\n")
 
 
 def run(args: argparse.Namespace, api) -> list[str]:
