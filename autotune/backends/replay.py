@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 
 from autotune.backends.base import Backend, ProbeResult
-from autotune.candidate import ACTIVATION_CHECKPOINTING, KNOBS, OPTIMIZER_OFFLOAD, SM_CLOCK_UNTOUCHED, Candidate
+from autotune.candidate import ACTIVATION_CHECKPOINTING, KNOBS, OPTIMIZER_OFFLOAD, SM_CLOCK_UNTOUCHED, Candidate, params_key
 from autotune.checks import checked_number, refuse_unknown_keys
 from autotune.errors import ConfigError
 
@@ -34,10 +34,6 @@ _KNOB_DEFAULTS = {"power_limit": 1.0, "sm_clock_mhz": SM_CLOCK_UNTOUCHED}
 _RECORD_KEYS = ("params", "status", "time_s", "energy_kj", "tflops", "peak_mem_gib", "source", "error", "probe_cost")
 # What `autotune space --simulate --json` adds beside a record's keys.
 _SPACE_LIST_KEYS = ("valid", "reason")
-
-
-def record_key(params: dict) -> str:
-    return json.dumps({k: params[k] for k in KNOBS}, sort_keys=True)
 
 
 def _choice(origin: str, key: str, value, allowed: tuple):
@@ -120,7 +116,7 @@ def _entries(path: Path, text: str) -> list[tuple[str, object]]:
 
 
 def load_measurements(path: Path) -> dict[str, dict]:
-    """{record_key(params): checked record}; refuses a file with no usable record or a candidate twice."""
+    """{params_key(params): checked record}; refuses a file with no usable record or a candidate twice."""
     path = Path(path)
     try:
         text = path.read_text()
@@ -131,7 +127,7 @@ def load_measurements(path: Path) -> dict[str, dict]:
         if isinstance(entry, dict) and entry.get("valid") is False:
             continue  # `autotune space --json` lists invalid candidates too: they are not candidates
         record = checked_record(origin, entry)
-        key = record_key(record["params"])
+        key = params_key(record["params"])
         if key in records:
             raise ConfigError(f"{origin}: a second record for the same knobs as {records[key]['origin']}; keep one")
         records[key] = {**record, "origin": origin}
@@ -173,7 +169,7 @@ class ReplayBackend(Backend):
         self.reason = reason
 
     def evaluate(self, candidate: Candidate, trial_number: int = 0) -> ProbeResult:
-        record = self.records.get(record_key(candidate.knobs.to_dict()))
+        record = self.records.get(params_key(candidate.knobs.to_dict()))
         if record is None:
             return ProbeResult(status="failed", source=self.source, energy_source="unavailable",
                                error=f"no record for this candidate in {self.path} (replay evaluates only recorded candidates)")
