@@ -10,9 +10,14 @@ refused as invalid costs nothing and is not counted) until
       worst time and worst energy).
 A study that stops (guided's early stop, or the budget) before reaching a target counts as "not
 reached": medians and worst cases treat it as infinite and the table prints ">budget".
+"fewest" is the least number of probes that can reach (a) at all, for a sampler that knew the truth
+(an exact minimum set cover of the true front; the baseline probe every study starts with aside): a
+front whose points are more than 1% apart needs a probe per point, so no sampler can beat it.
 
     python benchmarks/search_efficiency.py --quick          # 1 seed per family (a few minutes)
     python benchmarks/search_efficiency.py --seeds 3        # the table in docs/benchmarks.md
+    python benchmarks/search_efficiency.py --samplers tpe random nsga2 --no-docs --out base.json
+    python benchmarks/search_efficiency.py --samplers guided --merge base.json   # one table of both
 """
 
 from __future__ import annotations
@@ -78,6 +83,21 @@ def probes_to_targets(sequence: list, truth_front: np.ndarray) -> tuple[float, f
     return reach_a, reach_b
 
 
+def fewest_probes_to_cover(candidates: np.ndarray, truth_front: np.ndarray) -> int:
+    """The least number of candidates (rows of `candidates`, noise-free figures) with a point within 1%
+    of every true-front point: breadth-first over the subsets of the front covered so far."""
+    covers = {int(sum(1 << j for j, t in enumerate(truth_front) if max(c[0] / t[0], c[1] / t[1]) <= 1.01))
+              for c in candidates}
+    covers.discard(0)
+    full = (1 << len(truth_front)) - 1
+    reached, layer, probes = {0}, {0}, 0
+    while full not in reached:
+        probes += 1
+        layer = {m | c for m in layer for c in covers} - reached
+        reached |= layer
+    return probes
+
+
 def run_one(settings, checks, table, clean, sampler: str, seed: int, budget: int) -> dict:
     study = optuna.create_study(directions=["minimize", "minimize"], sampler=make_sampler(seed, budget, sampler, checks))
     start = time.perf_counter()
@@ -90,8 +110,16 @@ def run_one(settings, checks, table, clean, sampler: str, seed: int, budget: int
     return {"sequence": sequence, "probes": len(sequence), "converged": CONVERGED_ATTR in study.user_attrs, "seconds": seconds}
 
 
-def _stat(values: list[float], how) -> float:
-    return how(values) if values else math.inf
+def _table_order(run: dict) -> tuple:
+    case = f"{run['model']}:{run['nodes']}"
+    cases = [f"{m}:{n}" for m, n in CASES]
+    return (cases.index(case) if case in cases else len(cases), case, FAMILIES.index(run["family"]),
+            SAMPLERS.index(run["sampler"]), run["seed"])
+
+
+def decode_run(run: dict) -> dict:
+    """A run read back from a result file: null (JSON's "not reached") is infinite again."""
+    return {k: math.inf if v is None and k.startswith("to_") else v for k, v in run.items()}
 
 
 def run_case(model: str, nodes: str, families, seeds: int, samplers, budget: int) -> list[dict]:
@@ -103,11 +131,12 @@ def run_case(model: str, nodes: str, families, seeds: int, samplers, budget: int
             table, clean = truth_table(checks, family, seed)
             values = np.array([v for v in clean.values() if v is not None])
             truth = values[front_indices(values)]
+            fewest = fewest_probes_to_cover(values, truth)
             for sampler in samplers:
                 run = run_one(settings, checks, table, clean, sampler, seed, budget)
                 reach_a, reach_b = probes_to_targets(run["sequence"], truth)
                 rows.append({"model": model, "nodes": nodes, "family": family, "seed": seed, "sampler": sampler,
-                             "valid": len(table), "true_front": len(truth), "probes": run["probes"],
+                             "valid": len(table), "true_front": len(truth), "fewest": fewest, "probes": run["probes"],
                              "converged": run["converged"], "to_epsilon_1pct": reach_a, "to_hv_95pct": reach_b,
                              "seconds": round(run["seconds"], 2)})
                 print(f"{model}/{nodes} {family:<13} seed {seed} {sampler:<7} front {len(truth):>2}: "
@@ -126,6 +155,7 @@ def summarise(rows: list[dict], budget: int) -> list[dict]:
         b = [r["to_hv_95pct"] for r in rs]
         out.append({"model": model, "nodes": nodes, "family": family, "sampler": sampler, "seeds": len(rs),
                     "true_front": statistics.median(r["true_front"] for r in rs),
+                    "fewest": statistics.median(r["fewest"] for r in rs),
                     "a_median": statistics.median(a), "a_worst": max(a),
                     "b_median": statistics.median(b), "b_worst": max(b),
                     "probes_median": statistics.median(r["probes"] for r in rs)})
@@ -137,10 +167,10 @@ def _cell(value: float, budget: int) -> str:
 
 
 def table_markdown(summary: list[dict], budget: int) -> str:
-    lines = ["| case | truth | front | sampler | (a) median | (a) worst | (b) median | (b) worst | probes run |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| case | truth | front | fewest | sampler | (a) median | (a) worst | (b) median | (b) worst | probes run |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for s in summary:
-        lines.append(f"| {s['model']} on {s['nodes']} | {s['family']} | {s['true_front']:g} | {s['sampler']} | "
+        lines.append(f"| {s['model']} on {s['nodes']} | {s['family']} | {s['true_front']:g} | {s['fewest']:g} | {s['sampler']} | "
                      f"{_cell(s['a_median'], budget)} | {_cell(s['a_worst'], budget)} | {_cell(s['b_median'], budget)} | "
                      f"{_cell(s['b_worst'], budget)} | {s['probes_median']:g} |")
     return "\n".join(lines)
@@ -166,14 +196,20 @@ def main() -> None:
     parser.add_argument("--families", nargs="+", default=list(FAMILIES), choices=FAMILIES)
     parser.add_argument("--cases", nargs="+", default=[f"{m}:{n}" for m, n in CASES], help="MODEL:NODES")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--merge", nargs="+", type=Path, default=[], metavar="JSON",
+                        help="add the runs of earlier result files (other samplers, other seeds) to the table")
     parser.add_argument("--no-docs", action="store_true", help="do not rewrite the table in docs/benchmarks.md")
     args = parser.parse_args()
     seeds = 1 if args.quick else args.seeds
     optuna.logging.set_verbosity(optuna.logging.ERROR)
-    rows = []
+    rows = [decode_run(r) for path in args.merge for r in json.loads(path.read_text())["runs"]]
     for case in args.cases:
         model, nodes = case.split(":")
         rows += run_case(model, nodes, args.families, seeds, args.samplers, args.budget)
+    # A study run again here replaces its merged record (same case, truth, seed and sampler).
+    rows = list({(r["model"], r["nodes"], r["family"], r["seed"], r["sampler"]): r for r in rows}.values())
+    rows.sort(key=_table_order)
+    seeds = len({r["seed"] for r in rows})
     summary = summarise(rows, args.budget)
     markdown = table_markdown(summary, args.budget)
     print(markdown)
