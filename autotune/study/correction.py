@@ -1,21 +1,34 @@
 """What the probes so far say about the simulator's error: a Gaussian process on log(measured/predicted).
 
-One GP per objective, the knobs as features (ordinal knobs as numbers scaled to [0, 1], categorical
-ones one-hot), so a probe corrects its neighbours most and far-away candidates keep the prior's
-uncertainty. The residual's mean over the probes is taken out first: a simulator that is uniformly
-20% off is corrected everywhere by one probe, and the GP only has to learn how the error varies.
+One GP per objective over the valid candidates. The residual's mean over the probes is taken out
+first: a simulator that is uniformly 20% off is corrected everywhere by one probe, and the GP only
+has to learn how the error varies. Its kernel (see `_Kernel`) adds three parts:
+- a Matern kernel on the knobs (ordinal knobs as numbers scaled to [0, 1], categorical ones one-hot):
+  a probe corrects the candidates that resemble it (the same configuration at another power limit);
+- the main effects of knob values and of pairs of knob values (an order-2 additive kernel on shared
+  values): a probe with "SP 4" and "offload async" informs every candidate with either, and more
+  the ones with both. Errors a simulator makes are of that kind (a mechanism mis-weighted for one
+  ZeRO stage, an interaction of this SP degree with that offload), and a distance kernel cannot
+  carry them across candidates that differ in other knobs.
 
-Before three probes the kernel's hyper-parameters cannot be fitted, so a fixed prior is used: a
-residual of about 15% (one standard deviation) that varies over about one knob's range. From three
-probes on they are fitted by maximum likelihood, with a noise term (repeated probes disagree by a
-few percent), so a simulator that keeps being right ends with a small uncertainty, and one that is
-wrong in ways the knobs explain keeps a large one where nothing was probed.
+Before three probes the hyper-parameters cannot be fitted, so a fixed prior is used: a residual of
+about 15% (one standard deviation) that varies over about one knob's range. From three probes on the
+three amplitudes, the Matern length and a noise term are fitted by maximum likelihood: structured
+residuals are carried to the candidates that share their knob values, and where probes have near
+twins (the same configuration at another power limit) residuals that disagree between twins are
+taken as measurement noise. (With no twins probed, noise and a short-range error cannot be told
+apart, and the fit may follow the measurements.)
+
+A fit can only learn from what was probed: residuals that are all alike fit small amplitudes, which
+would vouch for candidates no probe resembles (a knob interaction no probe has hit). So every
+candidate keeps MIN_RESIDUAL_STD of doubt, less the more it resembles a probe; except where the
+probes are the simulator's own figures up to one factor (the simulate backend).
 """
 
 from __future__ import annotations
 
 import math
-import warnings
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -26,48 +39,114 @@ from autotune.candidate import KNOBS
 _LOG2_KNOBS = ("sp_degree", "micro_batch", "nodes")
 _ORDINAL_KNOBS = ("zero_stage", *_LOG2_KNOBS, "power_limit")
 PRIOR_RESIDUAL_STD = 0.15  # log(measured/predicted), before anything is fitted
-PRIOR_LENGTH_SCALE = 1.0
 MIN_PROBES_TO_FIT = 3
+# Doubt left on a candidate no probe resembles: about the simulator's calibrated error (3-4%,
+# docs/simulator.md) plus a margin. 3% was measured to stop only a few probes earlier.
 MIN_RESIDUAL_STD = 0.05
 # Features span [0, 1] per knob: a longer length scale would let a few probes vouch for regions of the
 # space (another SP degree, another offload) that none of them resembles.
 MAX_LENGTH_SCALE = 0.7
 
 
-def knob_features(params_list: list[dict]) -> np.ndarray:
-    """One row per candidate: ordinal knobs in [0, 1] over the candidates given, categorical one-hot."""
-    columns = []
+@dataclass(frozen=True)
+class KnobFeatures:
+    """The two views of a candidate's knobs the correction's kernel compares."""
+
+    scaled: np.ndarray  # (N, D) ordinal knobs in [0, 1], categorical one-hot: distances for the Matern part
+    values: np.ndarray  # (N, L) one-hot of every varying knob's value: shared values and value pairs
+    varying: int  # how many knobs take more than one value
+
+    def shared_values(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """(len(a), len(b)): how many knob values candidates a[i] and b[j] have in common."""
+        return self.values[a] @ self.values[b].T
+
+
+def knob_features(params_list: list[dict]) -> KnobFeatures:
+    """Per candidate: ordinal knobs in [0, 1] over the candidates given plus categorical one-hot, and
+    the one-hot of every knob's value (ordinal or not)."""
+    columns, values, varying = [], [], 0
     for knob in KNOBS:
-        values = [p[knob] for p in params_list]
-        numeric = knob in _ORDINAL_KNOBS and all(isinstance(v, (int, float)) for v in values)
+        raw = [p[knob] for p in params_list]
+        levels = sorted({str(v) for v in raw})
+        if len(levels) > 1:
+            varying += 1
+            values.append(np.array([[str(v) == level for level in levels] for v in raw], dtype=float))
+        numeric = knob in _ORDINAL_KNOBS and all(isinstance(v, (int, float)) for v in raw)
         if numeric:
-            x = np.array([math.log2(v) if knob in _LOG2_KNOBS else float(v) for v in values])
+            x = np.array([math.log2(v) if knob in _LOG2_KNOBS else float(v) for v in raw])
             span = x.max() - x.min()
             columns.append(((x - x.min()) / span if span else np.zeros_like(x))[:, None])
-        else:
-            levels = sorted({str(v) for v in values})
-            if len(levels) > 1:
-                columns.append(np.array([[str(v) == level for level in levels] for v in values], dtype=float))
-    return np.hstack(columns) if columns else np.zeros((len(params_list), 1))
+        elif len(levels) > 1:
+            columns.append(values[-1])
+    n = len(params_list)
+    return KnobFeatures(np.hstack(columns) if columns else np.zeros((n, 1)),
+                        np.hstack(values) if values else np.zeros((n, 1)), varying)
 
 
-def _gaussian_process(fit_hyperparameters: bool, seed: int, min_residual_std: float):
-    from sklearn.gaussian_process import GaussianProcessRegressor
-    from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
+def _matern(scaled_a: np.ndarray, scaled_b: np.ndarray, length: float) -> np.ndarray:
+    """Matern 5/2 correlation."""
+    r = np.sqrt(np.clip(((scaled_a[:, None, :] - scaled_b[None, :, :]) ** 2).sum(-1), 0, None)) / length
+    return (1.0 + math.sqrt(5) * r + 5.0 / 3.0 * r**2) * np.exp(-math.sqrt(5) * r)
 
-    kernel = ConstantKernel(PRIOR_RESIDUAL_STD**2, (min_residual_std**2, 1.0)) * Matern(MAX_LENGTH_SCALE, (0.1, MAX_LENGTH_SCALE), nu=2.5) + WhiteKernel(
-        1e-4, (1e-6, 1e-2)
-    )
-    return GaussianProcessRegressor(
-        kernel=kernel,
-        optimizer="fmin_l_bfgs_b" if fit_hyperparameters else None,
-        n_restarts_optimizer=1 if fit_hyperparameters else 0,
-        random_state=seed,
-    )
+
+class _Kernel:
+    """k(x, x') = a_m Matern(|x - x'| / l) + a_1 (shared values / K) + a_2 (shared value pairs / K(K-1)/2).
+
+    The Matern part lets a probe correct the candidates that resemble it; the two additive parts are
+    the main effects of knob values and of pairs of knob values (an order-2 additive kernel): a probe
+    with "SP 4" and "offload async" informs every candidate with either, and more the ones with both,
+    however different the rest of their knobs is. Knob interactions the simulator lacks are of that
+    kind (this SP degree with that offload), and a distance kernel cannot carry them across the space."""
+
+    def __init__(self, features: KnobFeatures):
+        self.f = features
+
+    def gram(self, theta: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        amp_m, length, amp_1, amp_2 = np.exp(theta[:4])
+        k = self.f.varying
+        s = self.f.shared_values(a, b)
+        out = amp_m * _matern(self.f.scaled[a], self.f.scaled[b], length) + amp_1 * s / max(k, 1)
+        if k > 1:
+            out = out + amp_2 * s * (s - 1) / (k * (k - 1))
+        return out
+
+    def prior_variance(self, theta: np.ndarray) -> float:
+        amp_m, _, amp_1, amp_2 = np.exp(theta[:4])
+        return float(amp_m + amp_1 + (amp_2 if self.f.varying > 1 else 0.0))
+
+
+# Before MIN_PROBES_TO_FIT: all of the prior's residual in the Matern part, a little noise.
+_PRIOR_THETA = np.array([2 * math.log(PRIOR_RESIDUAL_STD), math.log(MAX_LENGTH_SCALE), math.log(1e-8), math.log(1e-8), math.log(1e-4)])
+
+
+def _negative_log_likelihood(theta, kernel: _Kernel, probed: np.ndarray, y: np.ndarray) -> float:
+    gram = kernel.gram(theta, probed, probed) + (math.exp(theta[4]) + 1e-10) * np.eye(len(probed))
+    try:
+        chol = np.linalg.cholesky(gram)
+    except np.linalg.LinAlgError:
+        return 1e10
+    alpha = np.linalg.solve(chol.T, np.linalg.solve(chol, y))
+    return float(0.5 * y @ alpha + np.log(np.diag(chol)).sum())
+
+
+def _fit(kernel: _Kernel, probed: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Maximum-likelihood log(Matern amplitude, length, main-effect amplitude, pair amplitude, noise)."""
+    from scipy.optimize import minimize
+
+    bounds = [(math.log(1e-8), 0.0), (math.log(0.1), math.log(MAX_LENGTH_SCALE)),
+              (math.log(1e-8), 0.0), (math.log(1e-8), 0.0), (math.log(1e-6), math.log(1e-2))]
+    best = None
+    # Two starts: the prior (all in the Matern part) and a mix of all three parts.
+    for start in (_PRIOR_THETA, np.array([math.log(0.05**2), math.log(0.3), math.log(0.01), math.log(0.01), math.log(1e-4)])):
+        start = np.clip(start, [b[0] for b in bounds], [b[1] for b in bounds])
+        result = minimize(_negative_log_likelihood, start, args=(kernel, probed, y), method="L-BFGS-B", bounds=bounds)
+        if best is None or result.fun < best.fun:
+            best = result
+    return best.x
 
 
 def corrected_log_prediction(
-    features: np.ndarray, log_predicted: np.ndarray, probed: list[int], log_measured: np.ndarray, seed: int = 0
+    features: KnobFeatures, log_predicted: np.ndarray, probed: list[int], log_measured: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Mean and standard deviation of log(objective) for every candidate (rows of `features`).
 
@@ -79,18 +158,24 @@ def corrected_log_prediction(
     residual = log_measured - log_predicted[probed]
     offset = float(residual.mean())
     # A simulator that reproduces every probe (up to one factor) is trusted as exact: the simulate
-    # backend, or a replay of simulated figures. Any other study keeps MIN_RESIDUAL_STD of doubt where
-    # no probe resembles a candidate: a handful of alike residuals must not vouch for the whole space.
+    # backend, or a replay of simulated figures.
     exact = float(np.abs(residual - offset).max()) < 1e-9
-    gp = _gaussian_process(len(probed) >= MIN_PROBES_TO_FIT, seed, 1e-6 if exact else MIN_RESIDUAL_STD)
-    with warnings.catch_warnings():
-        # Residuals that are all alike drive the amplitude to its bound: that is the answer, not a problem.
-        warnings.simplefilter("ignore")
-        gp.fit(features[probed], residual - offset)
-        mean, std = gp.predict(features, return_std=True)
+    kernel = _Kernel(features)
+    at = np.array(probed)
+    y = residual - offset
+    theta = _fit(kernel, at, y) if len(probed) >= MIN_PROBES_TO_FIT else _PRIOR_THETA
+    gram = kernel.gram(theta, at, at) + (math.exp(theta[4]) + 1e-10) * np.eye(len(at))
+    chol = np.linalg.cholesky(gram)
+    everyone = np.arange(n)
+    cross = kernel.gram(theta, everyone, at)  # (n, probes)
+    mean = cross @ np.linalg.solve(chol.T, np.linalg.solve(chol, y))
+    v = np.linalg.solve(chol, cross.T)
     # The question is whether a candidate's true figure beats the front, not whether one noisy probe
-    # of it would: take the measurement noise out of the spread (else every twin of a probed
-    # candidate looks uncertain by the noise, and gets probed for it).
-    noise = gp.kernel_.k2.noise_level
-    latent = np.sqrt(np.clip(std**2 - noise, 0.0, None))
-    return log_predicted + offset + mean, np.maximum(latent, 1e-6)
+    # of it would: the spread is the latent function's, without the measurement noise (else every twin
+    # of a probed candidate looks uncertain by the noise, and gets probed for it).
+    latent = np.sqrt(np.clip(kernel.prior_variance(theta) - (v**2).sum(axis=0), 0.0, None))
+    # Doubt the fit cannot remove: residuals that are alike (or pure noise) fit a small amplitude, which
+    # would vouch for candidates no probe resembles. MIN_RESIDUAL_STD of doubt stays on each candidate,
+    # less the more it resembles a probe (the prior's Matern correlation with its nearest probe).
+    doubt = 0.0 if exact else MIN_RESIDUAL_STD * np.sqrt(1.0 - _matern(features.scaled, features.scaled[at], MAX_LENGTH_SCALE).max(axis=1) ** 2)
+    return log_predicted + offset + mean, np.maximum(np.maximum(latent, doubt), 1e-6)

@@ -3,14 +3,17 @@ probes so far, decides what to probe next and when the search is done.
 
 Why this acquisition. A probe costs minutes of a whole allocation, while the simulator predicts every
 valid candidate in milliseconds, so the sampler scores all of them at every step instead of
-searching a surrogate. The score is the expected hypervolume improvement (EHVI) of the probed
-time-energy front, averaged over 128 draws from each candidate's posterior (the simulator's figure x
-exp(GP correction), see correction.py) and multiplied by the chance that the candidate runs at all
-(the memory wall learnt from out-of-memory probes, see outlook.py). EHVI is the measure the study is
-judged by (the front's hypervolume and how close its points are), it rewards both a candidate that
-is predicted to beat the front and one whose uncertainty might let it, and it goes to zero exactly
-when nothing can improve the front: the same posterior then says the search is done (`converged`).
-With one objective (--objectives time) it reduces to expected improvement of the best time.
+searching a surrogate. Each candidate's posterior is the simulator's figure x exp(GP correction)
+(see correction.py), drawn 128 times, times the chance that it runs at all (the memory wall learnt
+from out-of-memory probes, see outlook.py). The score is the chance that the candidate beats the
+front by more than 1% in time or energy (the front: the model's figures of the probed candidates),
+with the expected hypervolume improvement (EHVI) to break ties. That chance is what the study is
+judged by (every point of the true front reached within 1%), and it is what the early stop asks
+(`converged`: no candidate keeps STOP_CHANCE of it), so the next probe is always the candidate the
+stop rule is most worried about. EHVI alone was measured to do worse
+(benchmarks/search_efficiency.py, docs/benchmarks.md): it favours large, uncertain gains and leaves
+the front's near-ties, each a point of the front more than 1% from its neighbours, to the end.
+With one objective (--objectives time) the chance is that of beating the best time by 1%.
 
 The first probes: the baseline (enqueued by the loop), then the ends and the knee of the front the
 simulator predicts, so the front is anchored before the model is trusted to fill it in. Then, unless
@@ -100,10 +103,10 @@ class GuidedSampler(optuna.samplers.BaseSampler):
         covering = self._coverage(view)
         if covering is not None:
             return covering
-        score = np.where(view.free, view.expected_improvement, -1.0)
-        if score.max() <= 0:  # nothing is expected to help: the one most likely to enter, then the least certain
-            score = np.where(view.free, view.chance_to_enter + 1e-9 * view.log_std.sum(axis=1), -1.0)
-        return int(np.argmax(score))
+        # The chance to enter the front by more than 1% first, EHVI among equal chances, then doubt.
+        chance = np.round(view.chance_to_enter, 6)
+        order = np.lexsort((view.log_std.sum(axis=1), view.expected_improvement, chance, view.free))
+        return int(order[-1])
 
     def _coverage(self, view: Outlook) -> int | None:
         """The free candidate with the most knob values no probe has had yet (None when all have been)."""

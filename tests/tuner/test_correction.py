@@ -1,0 +1,62 @@
+"""The guided sampler's correction (autotune/study/correction.py) on synthetic residuals: what a probe
+teaches about the candidates it does not resemble, and the doubt that stays."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from autotune.study.correction import MIN_RESIDUAL_STD, corrected_log_prediction, knob_features
+
+# A small space of four categorical-ish knobs (names from the real space, so the feature code treats
+# them as it does in a study): 3 x 3 x 4 x 4 = 144 candidates.
+_VALUES = {
+    "zero_stage": [1, 2, 3],
+    "optimizer_offload": ["none", "sync", "async"],
+    "activation_checkpointing": ["none", "recompute", "offload_sync", "offload_async"],
+    "micro_batch": [1, 2, 4, 8],
+}
+_FIXED = {"sp_degree": 1, "nodes": 1, "power_limit": 1.0, "sm_clock_mhz": "max"}
+PARAMS = [dict(zip(_VALUES, combo), **_FIXED) for combo in itertools.product(*_VALUES.values())]
+
+
+def _index(**knobs) -> list[int]:
+    return [i for i, p in enumerate(PARAMS) if all(p[k] == v for k, v in knobs.items())]
+
+
+def _fit(true_log_residual: np.ndarray, probed: list[int], noise: np.ndarray | None = None):
+    features = knob_features(PARAMS)
+    log_predicted = np.zeros(len(PARAMS))  # the simulator says 1 for everyone
+    measured = true_log_residual[probed] + (0.0 if noise is None else noise)
+    return corrected_log_prediction(features, log_predicted, probed, measured)
+
+
+def test_a_pair_interaction_carries_to_candidates_that_differ_in_every_other_knob():
+    # The truth: ZeRO-2 with optimizer offload "sync" is 30% slower; the simulator knows nothing of it.
+    truth = np.zeros(len(PARAMS))
+    truth[_index(zero_stage=2, optimizer_offload="sync")] = np.log(1.3)
+    rng = np.random.default_rng(0)
+    probed = sorted(rng.choice(len(PARAMS), size=24, replace=False).tolist())
+    hit = [i for i in probed if PARAMS[i]["zero_stage"] == 2 and PARAMS[i]["optimizer_offload"] == "sync"]
+    assert hit  # the seed's probes include the interaction at least once
+    mean, _ = _fit(truth, probed)
+    unprobed = [i for i in range(len(PARAMS)) if i not in probed]
+    with_pair = [i for i in unprobed if truth[i] > 0]
+    # Candidates with only one of the two values: the pair, not either value alone, is slow.
+    one_value = [i for i in unprobed if truth[i] == 0 and (PARAMS[i]["zero_stage"] == 2) != (PARAMS[i]["optimizer_offload"] == "sync")]
+    assert with_pair and one_value
+    assert np.mean(mean[with_pair]) > np.mean(mean[one_value]) + 0.1
+    assert np.mean(mean[with_pair]) > 0.15  # most of log(1.3) = 0.26, on candidates no probe resembles closely
+
+
+def test_candidates_no_probe_resembles_keep_doubt_unless_the_figures_are_the_simulators():
+    truth = np.zeros(len(PARAMS))
+    probed = _index(zero_stage=1, optimizer_offload="none")  # 16 probes, all alike, all right
+    _, std = _fit(truth, probed, noise=np.full(len(probed), 0.05))  # off by one factor: exact otherwise
+    far = _index(zero_stage=3, optimizer_offload="async")
+    assert np.all(std[far] <= 1e-3)  # the simulator's own figures (up to one factor) vouch for everyone
+    noise = np.random.default_rng(2).normal(0.0, 0.01, size=len(probed))
+    _, std = _fit(truth, probed, noise)
+    assert np.all(std[far] >= 0.9 * MIN_RESIDUAL_STD)  # measured figures that agree prove nothing there
+    assert np.all(std[probed] < std[far])
