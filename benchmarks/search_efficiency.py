@@ -18,6 +18,7 @@ front whose points are more than 1% apart needs a probe per point, so no sampler
     python benchmarks/search_efficiency.py --seeds 3        # the table in docs/benchmarks.md
     python benchmarks/search_efficiency.py --samplers tpe random nsga2 --no-docs --out base.json
     python benchmarks/search_efficiency.py --samplers guided --merge base.json   # one table of both
+    python benchmarks/search_efficiency.py --cases --merge base.json guided.json  # a table, no new run
 """
 
 from __future__ import annotations
@@ -167,10 +168,10 @@ def _cell(value: float, budget: int) -> str:
 
 
 def table_markdown(summary: list[dict], budget: int) -> str:
-    lines = ["| case | truth | front | fewest | sampler | (a) median | (a) worst | (b) median | (b) worst | probes run |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| case | truth | front | fewest | sampler | seeds | (a) median | (a) worst | (b) median | (b) worst | probes run |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in summary:
-        lines.append(f"| {s['model']} on {s['nodes']} | {s['family']} | {s['true_front']:g} | {s['fewest']:g} | {s['sampler']} | "
+        lines.append(f"| {s['model']} on {s['nodes']} | {s['family']} | {s['true_front']:g} | {s['fewest']:g} | {s['sampler']} | {s['seeds']} | "
                      f"{_cell(s['a_median'], budget)} | {_cell(s['a_worst'], budget)} | {_cell(s['b_median'], budget)} | "
                      f"{_cell(s['b_worst'], budget)} | {s['probes_median']:g} |")
     return "\n".join(lines)
@@ -194,7 +195,8 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=60, help="probes per study at most (default: 60)")
     parser.add_argument("--samplers", nargs="+", default=list(SAMPLERS), choices=SAMPLERS)
     parser.add_argument("--families", nargs="+", default=list(FAMILIES), choices=FAMILIES)
-    parser.add_argument("--cases", nargs="+", default=[f"{m}:{n}" for m, n in CASES], help="MODEL:NODES")
+    parser.add_argument("--cases", nargs="*", default=[f"{m}:{n}" for m, n in CASES],
+                        help="MODEL:NODES (none: only the --merge files)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--merge", nargs="+", type=Path, default=[], metavar="JSON",
                         help="add the runs of earlier result files (other samplers, other seeds) to the table")

@@ -35,7 +35,7 @@ def register(subparsers) -> None:
     )
     study.add_argument(
         "--sampler", choices=("guided", "tpe", "random", "nsga2"), default="guided",
-        help="guided (default): simulator predictions corrected by the probes, expected hypervolume improvement, "
+        help="guided (default): simulator predictions corrected by the probes, probes next the candidate most likely to beat the front, "
         "early stop; tpe, random, nsga2: Optuna's, for comparison (they run the whole budget)",
     )
     study.add_argument("--seed", type=whole_number_flag(low=0, high=2**32 - 1), default=0, help="sampler seed: the same seed gives the same study (default: 0)")
