@@ -16,17 +16,9 @@ from autotune.study.loop import is_evaluated, params_key
 
 pytestmark = pytest.mark.slow
 
-# A 7B model on one GH200 node over a small space: 48 candidates, so a budget of 200 asks for all
-# of them and the samplers of both workers keep proposing the same few as the space runs out.
-SPACE = """
-zero_stage = [1, 2, 3]
-optimizer_offload = ["none", "sync"]
-activation_checkpointing = ["none", "recompute"]
-sp_degree = [1, 2]
-micro_batch = [1, 2]
-power_limit = [1.0]
-sm_clock_mhz = ["max"]
-"""
+# 7B on one GH200 node over a small space (48 candidates): a budget of 200 asks for all of them, and
+# the samplers of both workers keep proposing the same few as the space runs out.
+SPACE = Path(__file__).with_name("small_7b_space.toml")
 
 
 def _worker(out: Path, space: Path, seed: int, storage: str | None = None) -> subprocess.Popen:
@@ -50,15 +42,13 @@ def run_two_workers_and_check(tmp_path, storage: str | None = None) -> None:
     from autotune.commands.options import build_settings
     from autotune.study.loop import valid_checks
 
-    space = tmp_path / "space.toml"
-    space.write_text(SPACE)
     out = tmp_path / "run"
     url = storage or f"sqlite:///{out / 'study.db'}"
-    first = _worker(out, space, 0, storage)
+    first = _worker(out, SPACE, 0, storage)
     deadline = time.time() + 120
     while _evaluated_so_far(url) < 2 and time.time() < deadline and first.poll() is None:
         time.sleep(0.2)
-    second = _worker(tmp_path / "run2" if storage else out, space, 1, storage)  # joins mid-trial
+    second = _worker(tmp_path / "run2" if storage else out, SPACE, 1, storage)  # joins mid-trial
     for worker in (first, second):
         _, stderr = worker.communicate(timeout=600)
         assert worker.returncode == 0, stderr[-3000:]
@@ -67,7 +57,7 @@ def run_two_workers_and_check(tmp_path, storage: str | None = None) -> None:
         model, nodes, hardware, gpus_per_node = "7b", "1", "gh200", None  # None: the whole node, as when the flag is left out
         frames = text_tokens = global_batch = samples = precision = None
 
-    Args.space = str(space)
+    Args.space = str(SPACE)
     valid = {params_key(c.candidate.knobs.to_dict()) for c in valid_checks(build_settings(Args())) if c.valid}
     study = optuna.load_study(study_name="autotune", storage=url)
     evaluated = Counter(params_key(t.user_attrs["candidate"]["knobs"]) for t in study.trials if is_evaluated(t))

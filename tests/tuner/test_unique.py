@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import optuna
 import pytest
@@ -16,26 +17,15 @@ from autotune.candidate import params_key
 from autotune.study.unique import UniqueCandidateSampler, unique_candidates
 
 # 7B on one GH200 node over a small space (48 candidates, some invalid): a budget of 100 exhausts it.
-SPACE = """
-zero_stage = [1, 2, 3]
-optimizer_offload = ["none", "sync"]
-activation_checkpointing = ["none", "recompute"]
-sp_degree = [1, 2]
-micro_batch = [1, 2]
-power_limit = [1.0]
-sm_clock_mhz = ["max"]
-"""
+SPACE = Path(__file__).with_name("small_7b_space.toml")
 
 
-def _settings(tmp_path):
-    space = tmp_path / "space.toml"
-    space.write_text(SPACE)
-
+def _settings():
     class Args:
         model, nodes, hardware, gpus_per_node = "7b", "1", "gh200", None  # None: the profile's whole node, as when the flag is left out
         frames = text_tokens = global_batch = samples = precision = None
 
-    Args.space = str(space)
+    Args.space = str(SPACE)
     return build_settings(Args())
 
 
@@ -48,7 +38,7 @@ SAMPLERS = {
 
 @pytest.mark.parametrize("name", sorted(SAMPLERS))
 def test_every_trial_is_a_new_candidate_until_the_space_is_exhausted(tmp_path, name):
-    settings = _settings(tmp_path)
+    settings = _settings()
     checks = valid_checks(settings)
     valid = {params_key(c.candidate.knobs.to_dict()) for c in checks if c.valid}
     study = open_study(tmp_path, None, SAMPLERS[name](), cheap_figures=True)
@@ -80,7 +70,7 @@ class _Stubborn(optuna.samplers.BaseSampler):
 
 
 def test_a_repeated_proposal_becomes_the_nearest_unprobed_valid_candidate(tmp_path):
-    settings = _settings(tmp_path)
+    settings = _settings()
     checks = valid_checks(settings)
     valid = [c.candidate.knobs.to_dict() for c in checks if c.valid]
     first = valid[0]
