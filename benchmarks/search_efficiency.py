@@ -58,11 +58,19 @@ class _Args:
         self.model, self.nodes = model, nodes
 
 
+TARGET_EPSILON = 1.01  # target (a): every true-front point has a probed point within 1%
+
+
+def cover_ratios(found: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """(len(truth), len(found)): by how much each found point falls short of each true-front point in
+    its worse objective (<= TARGET_EPSILON: it covers that point)."""
+    return np.maximum(found[None, :, 0] / truth[:, None, 0], found[None, :, 1] / truth[:, None, 1])
+
+
 def epsilon_indicator(found: np.ndarray, truth: np.ndarray) -> float:
     if not len(found):
         return math.inf
-    ratios = np.maximum(found[None, :, 0] / truth[:, None, 0], found[None, :, 1] / truth[:, None, 1])
-    return float(ratios.min(axis=1).max())
+    return float(cover_ratios(found, truth).min(axis=1).max())
 
 
 def probes_to_targets(sequence: list, truth_front: np.ndarray) -> tuple[float, float]:
@@ -75,7 +83,7 @@ def probes_to_targets(sequence: list, truth_front: np.ndarray) -> tuple[float, f
         if values is not None:
             found.append(values)
         points = np.array(found).reshape(-1, 2)
-        if reach_a == math.inf and epsilon_indicator(points, truth_front) <= 1.01:
+        if reach_a == math.inf and epsilon_indicator(points, truth_front) <= TARGET_EPSILON:
             reach_a = n
         if reach_b == math.inf and hypervolume_2d([tuple(p) for p in points], tuple(reference)) >= 0.95 * best_hv:
             reach_b = n
@@ -87,8 +95,8 @@ def probes_to_targets(sequence: list, truth_front: np.ndarray) -> tuple[float, f
 def fewest_probes_to_cover(candidates: np.ndarray, truth_front: np.ndarray) -> int:
     """The least number of candidates (rows of `candidates`, noise-free figures) with a point within 1%
     of every true-front point: breadth-first over the subsets of the front covered so far."""
-    covers = {int(sum(1 << j for j, t in enumerate(truth_front) if max(c[0] / t[0], c[1] / t[1]) <= 1.01))
-              for c in candidates}
+    bits = 1 << np.arange(len(truth_front))
+    covers = {int(bits[column].sum()) for column in (cover_ratios(candidates, truth_front) <= TARGET_EPSILON).T}
     covers.discard(0)
     full = (1 << len(truth_front)) - 1
     reached, layer, probes = {0}, {0}, 0
