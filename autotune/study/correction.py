@@ -110,6 +110,10 @@ class _Kernel:
             out = out + amp_2 * s * (s - 1) / (k * (k - 1))
         return out
 
+    def with_noise(self, theta: np.ndarray, probed: np.ndarray) -> np.ndarray:
+        """The probes' Gram matrix plus their measurement noise (and a jitter that keeps it invertible)."""
+        return self.gram(theta, probed, probed) + (math.exp(theta[4]) + 1e-10) * np.eye(len(probed))
+
     def prior_variance(self, theta: np.ndarray) -> float:
         amp_m, _, amp_1, amp_2 = np.exp(theta[:4])
         return float(amp_m + amp_1 + (amp_2 if self.f.varying > 1 else 0.0))
@@ -120,9 +124,8 @@ _PRIOR_THETA = np.array([2 * math.log(PRIOR_RESIDUAL_STD), math.log(MAX_LENGTH_S
 
 
 def _negative_log_likelihood(theta, kernel: _Kernel, probed: np.ndarray, y: np.ndarray) -> float:
-    gram = kernel.gram(theta, probed, probed) + (math.exp(theta[4]) + 1e-10) * np.eye(len(probed))
     try:
-        chol = np.linalg.cholesky(gram)
+        chol = np.linalg.cholesky(kernel.with_noise(theta, probed))
     except np.linalg.LinAlgError:
         return 1e10
     alpha = np.linalg.solve(chol.T, np.linalg.solve(chol, y))
@@ -164,8 +167,7 @@ def corrected_log_prediction(
     at = np.array(probed)
     y = residual - offset
     theta = _fit(kernel, at, y) if len(probed) >= MIN_PROBES_TO_FIT else _PRIOR_THETA
-    gram = kernel.gram(theta, at, at) + (math.exp(theta[4]) + 1e-10) * np.eye(len(at))
-    chol = np.linalg.cholesky(gram)
+    chol = np.linalg.cholesky(kernel.with_noise(theta, at))
     everyone = np.arange(n)
     cross = kernel.gram(theta, everyone, at)  # (n, probes)
     mean = cross @ np.linalg.solve(chol.T, np.linalg.solve(chol, y))
