@@ -14,6 +14,7 @@ right after the process group is up. Schema: docs/result-schema.md.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import os
 import sys
@@ -179,5 +180,19 @@ def _write_failure(results, out: Path, failure: dict, env: LaunchEnv) -> None:
         print(f"probe rank {env.rank}: {failure['status']}: {failure['error']}", file=sys.stderr, flush=True)
 
 
+def exit_now(code: int) -> None:
+    """Leave without the interpreter's finalization, once everything is written and flushed.
+
+    DeepSpeed keeps its gloo process groups alive past destroy_process_group (their worker threads
+    are still running at exit), and finalizing Python under them aborts the process now and then
+    (SIGABRT, "terminate called without an active exception") after a good run: a wrong exit status
+    for a probe whose result is already written.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    faulthandler.enable()  # a native crash (SIGSEGV, SIGABRT) leaves each thread's Python stack in the log
+    exit_now(main())
