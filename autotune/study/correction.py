@@ -83,9 +83,13 @@ def knob_features(params_list: list[dict]) -> KnobFeatures:
                         np.hstack(values) if values else np.zeros((n, 1)), varying)
 
 
+def _distance(scaled_a: np.ndarray, scaled_b: np.ndarray) -> np.ndarray:
+    return np.sqrt(np.clip(((scaled_a[:, None, :] - scaled_b[None, :, :]) ** 2).sum(-1), 0, None))
+
+
 def _matern(scaled_a: np.ndarray, scaled_b: np.ndarray, length: float) -> np.ndarray:
     """Matern 5/2 correlation."""
-    r = np.sqrt(np.clip(((scaled_a[:, None, :] - scaled_b[None, :, :]) ** 2).sum(-1), 0, None)) / length
+    r = _distance(scaled_a, scaled_b) / length
     return (1.0 + math.sqrt(5) * r + 5.0 / 3.0 * r**2) * np.exp(-math.sqrt(5) * r)
 
 
@@ -96,23 +100,39 @@ class _Kernel:
     the main effects of knob values and of pairs of knob values (an order-2 additive kernel): a probe
     with "SP 4" and "offload async" informs every candidate with either, and more the ones with both,
     however different the rest of their knobs is. Knob interactions the simulator lacks are of that
-    kind (this SP degree with that offload), and a distance kernel cannot carry them across the space."""
+    kind (this SP degree with that offload), and a distance kernel cannot carry them across the space.
+
+    theta = log(a_m, l, a_1, a_2, noise). What a Gram matrix depends on besides theta (`parts`: knob
+    distances and shared values) is computed once per pair of candidate sets, not per likelihood call."""
 
     def __init__(self, features: KnobFeatures):
         self.f = features
 
-    def gram(self, theta: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        amp_m, length, amp_1, amp_2 = np.exp(theta[:4])
+    def parts(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Knob distance, shared values / K and shared value pairs / K(K-1)/2, each (len(a), len(b))."""
         k = self.f.varying
         s = self.f.shared_values(a, b)
-        out = amp_m * _matern(self.f.scaled[a], self.f.scaled[b], length) + amp_1 * s / max(k, 1)
-        if k > 1:
-            out = out + amp_2 * s * (s - 1) / (k * (k - 1))
-        return out
+        pairs = s * (s - 1) / (k * (k - 1)) if k > 1 else np.zeros_like(s)
+        return _distance(self.f.scaled[a], self.f.scaled[b]), s / max(k, 1), pairs
 
-    def with_noise(self, theta: np.ndarray, probed: np.ndarray) -> np.ndarray:
-        """The probes' Gram matrix plus their measurement noise (and a jitter that keeps it invertible)."""
-        return self.gram(theta, probed, probed) + (math.exp(theta[4]) + 1e-10) * np.eye(len(probed))
+    def gram(self, theta: np.ndarray, parts: tuple) -> np.ndarray:
+        return self.gram_and_slopes(theta, parts)[0]
+
+    def gram_and_slopes(self, theta: np.ndarray, parts: tuple) -> tuple[np.ndarray, list[np.ndarray]]:
+        """The Gram matrix and its derivatives by theta[0..3] (the likelihood's analytic gradient)."""
+        amp_m, length, amp_1, amp_2 = np.exp(theta[:4])
+        distance, shared, pairs = parts
+        r = distance / length
+        decay = np.exp(-math.sqrt(5) * r)
+        matern = (1.0 + math.sqrt(5) * r + 5.0 / 3.0 * r**2) * decay
+        by_log_length = amp_m * 5.0 / 3.0 * r**2 * (1.0 + math.sqrt(5) * r) * decay
+        slopes = [amp_m * matern, by_log_length, amp_1 * shared, amp_2 * pairs]
+        return slopes[0] + slopes[2] + slopes[3], slopes
+
+    @staticmethod
+    def noise_diagonal(theta: np.ndarray, n: int) -> np.ndarray:
+        """The probes' measurement noise (and a jitter that keeps the Gram matrix invertible)."""
+        return (math.exp(theta[4]) + 1e-10) * np.eye(n)
 
     def prior_variance(self, theta: np.ndarray) -> float:
         amp_m, _, amp_1, amp_2 = np.exp(theta[:4])
@@ -123,13 +143,21 @@ class _Kernel:
 _PRIOR_THETA = np.array([2 * math.log(PRIOR_RESIDUAL_STD), math.log(MAX_LENGTH_SCALE), math.log(1e-8), math.log(1e-8), math.log(1e-4)])
 
 
-def _negative_log_likelihood(theta, kernel: _Kernel, probed: np.ndarray, y: np.ndarray) -> float:
+def _negative_log_likelihood(theta, kernel: _Kernel, parts: tuple, y: np.ndarray) -> tuple[float, np.ndarray]:
+    """-log p(y | theta) up to a constant, and its gradient by theta."""
+    from scipy.linalg import cho_solve
+
+    gram, slopes = kernel.gram_and_slopes(theta, parts)
     try:
-        chol = np.linalg.cholesky(kernel.with_noise(theta, probed))
+        chol = np.linalg.cholesky(gram + kernel.noise_diagonal(theta, len(y)))
     except np.linalg.LinAlgError:
-        return 1e10
-    alpha = np.linalg.solve(chol.T, np.linalg.solve(chol, y))
-    return float(0.5 * y @ alpha + np.log(np.diag(chol)).sum())
+        return 1e10, np.zeros(len(theta))
+    alpha = cho_solve((chol, True), y)
+    # d(-log p)/d theta_j = tr((K^-1 - alpha alpha^T) dK/d theta_j) / 2
+    w = cho_solve((chol, True), np.eye(len(y))) - np.outer(alpha, alpha)
+    gradient = [0.5 * float((w * slope).sum()) for slope in slopes]
+    gradient.append(0.5 * math.exp(theta[4]) * float(np.trace(w)))
+    return float(0.5 * y @ alpha + np.log(np.diag(chol)).sum()), np.array(gradient)
 
 
 def _fit(kernel: _Kernel, probed: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -138,11 +166,12 @@ def _fit(kernel: _Kernel, probed: np.ndarray, y: np.ndarray) -> np.ndarray:
 
     bounds = [(math.log(1e-8), 0.0), (math.log(0.1), math.log(MAX_LENGTH_SCALE)),
               (math.log(1e-8), 0.0), (math.log(1e-8), 0.0), (math.log(1e-6), math.log(1e-2))]
+    parts = kernel.parts(probed, probed)
     best = None
     # Two starts: the prior (all in the Matern part) and a mix of all three parts.
     for start in (_PRIOR_THETA, np.array([math.log(0.05**2), math.log(0.3), math.log(0.01), math.log(0.01), math.log(1e-4)])):
         start = np.clip(start, [b[0] for b in bounds], [b[1] for b in bounds])
-        result = minimize(_negative_log_likelihood, start, args=(kernel, probed, y), method="L-BFGS-B", bounds=bounds)
+        result = minimize(_negative_log_likelihood, start, args=(kernel, parts, y), jac=True, method="L-BFGS-B", bounds=bounds)
         if best is None or result.fun < best.fun:
             best = result
     return best.x
@@ -167,9 +196,9 @@ def corrected_log_prediction(
     at = np.array(probed)
     y = residual - offset
     theta = _fit(kernel, at, y) if len(probed) >= MIN_PROBES_TO_FIT else _PRIOR_THETA
-    chol = np.linalg.cholesky(kernel.with_noise(theta, at))
+    chol = np.linalg.cholesky(kernel.gram(theta, kernel.parts(at, at)) + kernel.noise_diagonal(theta, len(at)))
     everyone = np.arange(n)
-    cross = kernel.gram(theta, everyone, at)  # (n, probes)
+    cross = kernel.gram(theta, kernel.parts(everyone, at))  # (n, probes)
     mean = cross @ np.linalg.solve(chol.T, np.linalg.solve(chol, y))
     v = np.linalg.solve(chol, cross.T)
     # The question is whether a candidate's true figure beats the front, not whether one noisy probe
