@@ -21,8 +21,10 @@ apart, and the fit may follow the measurements.)
 
 A fit can only learn from what was probed: residuals that are all alike fit small amplitudes, which
 would vouch for candidates no probe resembles (a knob interaction no probe has hit). So every
-candidate keeps MIN_RESIDUAL_STD of doubt, less the more it resembles a probe; except where the
-probes are the simulator's own figures up to one factor (the simulate backend).
+candidate keeps some doubt, less the more it resembles a probe: MIN_RESIDUAL_STD at first, and once
+the probes span every knob value, how far the fit misses a probe it was not given (leave-one-out),
+no less than DOUBT_FLOOR_STD. None where the probes are the simulator's own figures up to one factor
+(the simulate backend).
 """
 
 from __future__ import annotations
@@ -43,6 +45,12 @@ MIN_PROBES_TO_FIT = 3
 # Doubt left on a candidate no probe resembles: about the simulator's calibrated error (3-4%,
 # docs/simulator.md) plus a margin. 3% was measured to stop only a few probes earlier.
 MIN_RESIDUAL_STD = 0.05
+# Once the probes span the space (every value of every knob in some ok probe, and at least this many
+# probes), the doubt is how far the fit misses a probe it was not given (leave-one-out), kept between
+# DOUBT_FLOOR_STD and MIN_RESIDUAL_STD: a simulator the probes show to be right within 1% is not doubted
+# by 5% (benchmarks/search_efficiency.py: the front reached in fewer probes, studies stopped earlier).
+MIN_PROBES_TO_CALIBRATE_DOUBT = 8
+DOUBT_FLOOR_STD = 0.01
 # Features span [0, 1] per knob: a longer length scale would let a few probes vouch for regions of the
 # space (another SP degree, another offload) that none of them resembles.
 MAX_LENGTH_SCALE = 0.7
@@ -177,6 +185,21 @@ def _fit(kernel: _Kernel, probed: np.ndarray, y: np.ndarray) -> np.ndarray:
     return best.x
 
 
+def _doubt_std(features: KnobFeatures, probed: np.ndarray, chol: np.ndarray, y: np.ndarray) -> float:
+    """MIN_RESIDUAL_STD, or once the probes span the space the fit's leave-one-out error (its closed
+    form for a GP: residual_i / [K^-1]_ii, Rasmussen & Williams eq. 5.12) within the doubt's bounds.
+
+    Probes that all sit in one corner could agree with each other and still say nothing of the rest,
+    so the calibration waits until every knob value has been in an ok probe."""
+    from scipy.linalg import cho_solve
+
+    spans = bool(features.values[probed].max(axis=0).min() > 0)
+    if len(probed) < MIN_PROBES_TO_CALIBRATE_DOUBT or not spans:
+        return MIN_RESIDUAL_STD
+    leave_one_out = cho_solve((chol, True), y) / np.diag(cho_solve((chol, True), np.eye(len(y))))
+    return float(np.clip(np.sqrt(np.mean(leave_one_out**2)), DOUBT_FLOOR_STD, MIN_RESIDUAL_STD))
+
+
 def corrected_log_prediction(
     features: KnobFeatures, log_predicted: np.ndarray, probed: list[int], log_measured: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -206,7 +229,7 @@ def corrected_log_prediction(
     # of a probed candidate looks uncertain by the noise, and gets probed for it).
     latent = np.sqrt(np.clip(kernel.prior_variance(theta) - (v**2).sum(axis=0), 0.0, None))
     # Doubt the fit cannot remove: residuals that are alike (or pure noise) fit a small amplitude, which
-    # would vouch for candidates no probe resembles. MIN_RESIDUAL_STD of doubt stays on each candidate,
+    # would vouch for candidates no probe resembles. Some doubt stays on each candidate (_doubt_std),
     # less the more it resembles a probe (the prior's Matern correlation with its nearest probe).
-    doubt = 0.0 if exact else MIN_RESIDUAL_STD * np.sqrt(1.0 - _matern(features.scaled, features.scaled[at], MAX_LENGTH_SCALE).max(axis=1) ** 2)
+    doubt = 0.0 if exact else _doubt_std(features, at, chol, y) * np.sqrt(1.0 - _matern(features.scaled, features.scaled[at], MAX_LENGTH_SCALE).max(axis=1) ** 2)
     return log_predicted + offset + mean, np.maximum(np.maximum(latent, doubt), 1e-6)

@@ -7,7 +7,13 @@ import itertools
 
 import numpy as np
 
-from autotune.study.correction import MIN_RESIDUAL_STD, corrected_log_prediction, knob_features
+from autotune.study.correction import (
+    DOUBT_FLOOR_STD,
+    MIN_PROBES_TO_CALIBRATE_DOUBT,
+    MIN_RESIDUAL_STD,
+    corrected_log_prediction,
+    knob_features,
+)
 
 # A small space of four categorical-ish knobs (names from the real space, so the feature code treats
 # them as it does in a study): 3 x 3 x 4 x 4 = 144 candidates.
@@ -60,3 +66,34 @@ def test_candidates_no_probe_resembles_keep_doubt_unless_the_figures_are_the_sim
     _, std = _fit(truth, probed, noise)
     assert np.all(std[far] >= 0.9 * MIN_RESIDUAL_STD)  # measured figures that agree prove nothing there
     assert np.all(std[probed] < std[far])
+
+
+def _spanning_probes(count: int, seed: int) -> list[int]:
+    """`count` random candidates that hold every value of every knob at least once."""
+    rng = np.random.default_rng(seed)
+    while True:
+        probed = sorted(rng.choice(len(PARAMS), size=count, replace=False).tolist())
+        if all({PARAMS[i][k] for i in probed} == set(values) for k, values in _VALUES.items()):
+            return probed
+
+
+def test_doubt_follows_how_well_the_fit_predicts_probes_it_was_not_given():
+    probed = _spanning_probes(12, seed=3)
+    unprobed = [i for i in range(len(PARAMS)) if i not in probed]
+    far = [i for i in unprobed if min(sum(PARAMS[i][k] != PARAMS[j][k] for k in _VALUES) for j in probed) >= 2]
+    assert far
+    rng = np.random.default_rng(4)
+    # The simulator right within 0.5% (noise): the doubt falls from 5% to its floor's neighbourhood.
+    _, std = _fit(np.zeros(len(PARAMS)), probed, noise=rng.normal(0.0, 0.005, size=len(probed)))
+    assert np.all(std[far] < 0.6 * MIN_RESIDUAL_STD)
+    assert np.all(std[far] > 0.5 * DOUBT_FLOOR_STD)  # never none: the floor, less near a probe
+    # Residuals with no structure (each candidate off by its own 10%): nothing predicts a probe from
+    # the others, and the full doubt stays.
+    truth = np.random.default_rng(5).normal(0.0, 0.10, size=len(PARAMS))
+    _, std = _fit(truth, probed)
+    assert np.all(std[far] >= 0.9 * MIN_RESIDUAL_STD)
+    # Too few probes to judge the fit by: the full doubt, however well they agree.
+    few = _spanning_probes(MIN_PROBES_TO_CALIBRATE_DOUBT - 1, seed=6)
+    _, std = _fit(np.zeros(len(PARAMS)), few, noise=rng.normal(0.0, 0.005, size=len(few)))
+    far_few = [i for i in range(len(PARAMS)) if min(sum(PARAMS[i][k] != PARAMS[j][k] for k in _VALUES) for j in few) >= 2]
+    assert np.median(std[far_few]) >= 0.9 * MIN_RESIDUAL_STD
