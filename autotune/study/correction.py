@@ -95,10 +95,13 @@ def _distance(scaled_a: np.ndarray, scaled_b: np.ndarray) -> np.ndarray:
     return np.sqrt(np.clip(((scaled_a[:, None, :] - scaled_b[None, :, :]) ** 2).sum(-1), 0, None))
 
 
-def _matern(scaled_a: np.ndarray, scaled_b: np.ndarray, length: float) -> np.ndarray:
-    """Matern 5/2 correlation."""
-    r = _distance(scaled_a, scaled_b) / length
+def _matern_of(r: np.ndarray) -> np.ndarray:
+    """Matern 5/2 correlation at distance r (in length scales)."""
     return (1.0 + math.sqrt(5) * r + 5.0 / 3.0 * r**2) * np.exp(-math.sqrt(5) * r)
+
+
+def _matern(scaled_a: np.ndarray, scaled_b: np.ndarray, length: float) -> np.ndarray:
+    return _matern_of(_distance(scaled_a, scaled_b) / length)
 
 
 class _Kernel:
@@ -131,10 +134,8 @@ class _Kernel:
         amp_m, length, amp_1, amp_2 = np.exp(theta[:4])
         distance, shared, pairs = parts
         r = distance / length
-        decay = np.exp(-math.sqrt(5) * r)
-        matern = (1.0 + math.sqrt(5) * r + 5.0 / 3.0 * r**2) * decay
-        by_log_length = amp_m * 5.0 / 3.0 * r**2 * (1.0 + math.sqrt(5) * r) * decay
-        slopes = [amp_m * matern, by_log_length, amp_1 * shared, amp_2 * pairs]
+        by_log_length = amp_m * 5.0 / 3.0 * r**2 * (1.0 + math.sqrt(5) * r) * np.exp(-math.sqrt(5) * r)
+        slopes = [amp_m * _matern_of(r), by_log_length, amp_1 * shared, amp_2 * pairs]
         return slopes[0] + slopes[2] + slopes[3], slopes
 
     @staticmethod
