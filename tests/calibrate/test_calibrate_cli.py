@@ -1,15 +1,14 @@
 """`autotune calibrate` as a user runs it: real subprocesses, exit codes, the profile it writes."""
 
+import functools
 import json
 import sqlite3
-import subprocess
-import sys
 
 import pytest
 
+from tests import cli
 
-def autotune(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "autotune.cli", *map(str, args)], capture_output=True, text=True, timeout=timeout)
+autotune = functools.partial(cli.autotune, timeout=300)  # calibration with leave-one-out takes minutes
 
 
 @pytest.mark.slow

@@ -9,15 +9,15 @@ left byte for byte as it was.
 """
 
 import copy
+import functools
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from autotune.cli import main
+from tests import cli
 from autotune.commands.paths import writable_directory, writable_file
 from autotune.errors import ConfigError, UserError
 from autotune.models import PRESETS, load_model
@@ -426,9 +426,7 @@ def test_launch_backend_refuses_what_the_flag_refuses(tmp_path, capsys, keyword,
 
 # --- through the real command, as a user runs it ------------------------------------------------
 
-def autotune(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "autotune.cli", *map(str, args)],
-                          capture_output=True, text=True, timeout=60, cwd=cwd)
+autotune = functools.partial(cli.autotune, timeout=60)
 
 
 @pytest.fixture(scope="module")
@@ -517,11 +515,10 @@ def _filled(part: str, fill: dict) -> str:
 
 def test_a_directory_where_export_writes_beside_the_config_is_one_line(tmp_path):
     run = tmp_path / "run"
-    subprocess.run([sys.executable, "-m", "autotune.cli", "run", "--model", "7b", "--nodes", "1", "--trials", "3",
-                    "--out", str(run)], check=True, capture_output=True, timeout=120)
+    done = cli.autotune("run", "--model", "7b", "--nodes", "1", "--trials", "3", "--out", run)
+    assert done.returncode == 0, done.stderr
     (tmp_path / "out" / "knee.launch.sh").mkdir(parents=True)
-    result = subprocess.run([sys.executable, "-m", "autotune.cli", "export", str(run), "--pick", "knee", "-o",
-                             str(tmp_path / "out" / "knee.json")], capture_output=True, text=True, timeout=120)
+    result = cli.autotune("export", run, "--pick", "knee", "-o", tmp_path / "out" / "knee.json")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().count("\n") == 0 and "knee.launch.sh is a directory" in result.stderr
     assert not (tmp_path / "out" / "knee.json").exists()  # nothing half-written

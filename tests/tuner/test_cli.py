@@ -6,11 +6,7 @@ import sys
 
 import pytest
 
-
-def autotune(*args, timeout=120, cwd=None):
-    return subprocess.run(
-        [sys.executable, "-m", "autotune.cli", *map(str, args)], capture_output=True, text=True, timeout=timeout, cwd=cwd
-    )
+from tests.cli import autotune
 
 
 @pytest.fixture(scope="module")

@@ -3,24 +3,20 @@ parsing and then, with the `--local_rank` that launcher adds, through the probe'
 
 import os
 import shlex
-import subprocess
-import sys
 
 import pytest
 
 from autotune.backends.launchers import build_plan
 from autotune.export import launch_command
+from tests.cli import autotune
 
 
-def _run(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "autotune.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=120, cwd=cwd)
 
 
 @pytest.fixture(scope="module")
 def two_node_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs") / "7b-2n"
-    result = _run("run", "--model", "7b", "--nodes", "2", "--trials", "6", "--backend", "simulate", "--out", out)
+    result = autotune("run", "--model", "7b", "--nodes", "2", "--trials", "6", "--backend", "simulate", "--out", out)
     assert result.returncode == 0, result.stderr
     return out
 
@@ -93,7 +89,7 @@ def test_a_custom_profile_is_copied_beside_the_export_and_named_relatively(tmp_p
     profile.parent.mkdir()
     shutil.copy(PROFILE_DIR / "cpu.toml", profile)
     out = tmp_path / "run"
-    result = _run("run", "--model", "tiny", "--nodes", "1", "--hardware", profile, "--trials", "3",
+    result = autotune("run", "--model", "tiny", "--nodes", "1", "--hardware", profile, "--trials", "3",
                   "--backend", "simulate", "--out", out)
     assert result.returncode == 0, result.stderr
     configs = out / "configs"

@@ -19,6 +19,7 @@ from autotune.study import open_study, run_study
 from autotune.study.acquisition import front_indices
 from autotune.study.loop import CONVERGED_ATTR, evaluated_trials, make_sampler, usable_values, valid_checks
 from autotune.candidate import params_key
+from tests.cli import autotune
 
 
 class _Args:
@@ -138,15 +139,12 @@ def test_replay_round_trip_gives_the_same_front(tmp_path):
 
 
 def test_cli_replays_the_space_list_and_stops_on_its_own(tmp_path):
-    space = subprocess.run([sys.executable, "-m", "autotune.cli", "space", "--model", "32b", "--nodes", "4", "--simulate", "--json"],
-                           capture_output=True, text=True, timeout=120, check=True)
+    space = autotune("space", "--model", "32b", "--nodes", "4", "--simulate", "--json")
+    assert space.returncode == 0, space.stderr
     measurements = tmp_path / "space.json"
     measurements.write_text(space.stdout)
-    run = subprocess.run(
-        [sys.executable, "-m", "autotune.cli", "run", "--model", "32b", "--nodes", "4", "--backend", "replay",
-         "--measurements", str(measurements), "--trials", "20", "--out", str(tmp_path / "run")],
-        capture_output=True, text=True, timeout=300,
-    )
+    run = autotune("run", "--model", "32b", "--nodes", "4", "--backend", "replay", "--measurements", measurements,
+                   "--trials", "20", "--out", tmp_path / "run", timeout=300)
     assert run.returncode == 0, run.stderr
     assert "converged after" in run.stderr
     pareto = json.loads((tmp_path / "run" / "pareto.json").read_text())
@@ -188,7 +186,7 @@ def test_help_states_the_stop_rule():
     from autotune.study.guided import STOP_RULE
 
     assert STOP_RULE_HELP == STOP_RULE  # --help must say the rule the study applies
-    shown = subprocess.run([sys.executable, "-m", "autotune.cli", "run", "--help"], capture_output=True, text=True, timeout=60)
+    shown = autotune("run", "--help", timeout=60)
     assert shown.returncode == 0, shown.stderr
     assert "5% or higher chance" in " ".join(shown.stdout.split())
 
