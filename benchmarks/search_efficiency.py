@@ -40,7 +40,7 @@ from ground_truths import FAMILIES, TableBackend, truth_table  # noqa: E402
 from autotune.commands.options import build_settings  # noqa: E402
 from autotune.report.hypervolume import hypervolume_2d  # noqa: E402
 from autotune.study import run_study  # noqa: E402
-from autotune.study.acquisition import front_indices  # noqa: E402
+from autotune.pareto import front_indices  # noqa: E402
 from autotune.study.loop import CONVERGED_ATTR, SAMPLERS, is_evaluated, make_sampler, valid_checks  # noqa: E402
 from autotune.candidate import params_key  # noqa: E402
 

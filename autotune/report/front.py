@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from autotune.measure.units import kj_to_j
+from autotune.pareto import front_indices, knee_index
 
 
 @dataclass(frozen=True)
@@ -36,40 +39,24 @@ class Point:
         }
 
 
-def _dominates(a: Point, b: Point) -> bool:
-    return a.time_s <= b.time_s and a.energy_kj <= b.energy_kj and (a.time_s < b.time_s or a.energy_kj < b.energy_kj)
+def _objectives(points: list[Point]) -> np.ndarray:
+    return np.array([[p.time_s, p.energy_kj] for p in points], dtype=float).reshape(-1, 2)
 
 
 def pareto_front(points: list[Point]) -> list[Point]:
     """Points no other point beats in both time and energy, fastest first; exact ties keep the first trial."""
-    front = []
-    seen = set()
-    for p in sorted(points, key=lambda p: (p.time_s, p.energy_kj, p.trial)):
-        if (p.time_s, p.energy_kj) in seen or any(_dominates(q, p) for q in points):
-            continue
-        seen.add((p.time_s, p.energy_kj))
-        front.append(p)
-    return front
+    by_trial = sorted(points, key=lambda p: p.trial)
+    return [by_trial[i] for i in front_indices(_objectives(by_trial))]
 
 
 def knee(front: list[Point]) -> Point | None:
     """The point farthest below the line from the fastest to the least-energy point, in objectives
-    normalised to [0, 1] over the front (the classic knee of a two-objective front). With two
-    points, the one nearer the ideal (0, 0)."""
+    normalised to [0, 1] over the front (the classic knee of a two-objective front). Ties, and a
+    front of two points, go to the lower trial."""
     if not front:
         return None
-    if len(front) == 1:
-        return front[0]
-    t0, t1 = min(p.time_s for p in front), max(p.time_s for p in front)
-    e0, e1 = min(p.energy_kj for p in front), max(p.energy_kj for p in front)
-
-    def norm(p: Point) -> tuple[float, float]:
-        return ((p.time_s - t0) / ((t1 - t0) or 1.0), (p.energy_kj - e0) / ((e1 - e0) or 1.0))
-
-    if len(front) == 2:
-        return min(front, key=lambda p: (sum(norm(p)), p.trial))
-    # The extremes normalise to (0, 1) and (1, 0): distance below the line x + y = 1 is 1 - x - y.
-    return max(front, key=lambda p: (1 - sum(norm(p)), -p.trial))
+    by_trial = sorted(front, key=lambda p: p.trial)
+    return by_trial[knee_index(_objectives(by_trial))]
 
 
 def fastest(front: list[Point]) -> Point | None:

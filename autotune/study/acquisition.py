@@ -1,7 +1,8 @@
 """Front arithmetic for the guided sampler, vectorised over candidates and posterior samples.
 
 All objectives are minimised. A "front" here is an array (K, n_objectives) of mutually
-non-dominated points; samples are arrays (N candidates, S samples, n_objectives).
+non-dominated points (autotune/pareto.py finds it); samples are arrays (N candidates, S samples,
+n_objectives).
 """
 
 from __future__ import annotations
@@ -11,27 +12,6 @@ import numpy as np
 # A point within this factor of the front (in every objective) does not count as new: the
 # benchmark's target is every true-front point reached within 1%.
 ENTER_MARGIN = 1.01
-
-
-def front_indices(values: np.ndarray) -> list[int]:
-    """Indices of the non-dominated rows of `values` (N, M), first of exact ties kept."""
-    order = np.lexsort(values.T[::-1])
-    kept: list[int] = []
-    for i in order:
-        v = values[i]
-        if any(np.all(values[j] <= v) for j in kept):
-            continue
-        kept.append(int(i))
-    return kept
-
-
-def knee_index(front: np.ndarray) -> int:
-    """The front point farthest below the line joining its two ends (objectives scaled to [0, 1])."""
-    if len(front) <= 2:
-        return int(np.argmin(front.sum(axis=1)))
-    low, span = front.min(axis=0), np.ptp(front, axis=0)
-    scaled = (front - low) / np.where(span > 0, span, 1.0)
-    return int(np.argmax(1.0 - scaled.sum(axis=1)))
 
 
 def hypervolume_improvement(samples: np.ndarray, front: np.ndarray, reference: np.ndarray) -> np.ndarray:

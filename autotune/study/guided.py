@@ -34,7 +34,7 @@ import optuna
 from optuna.distributions import CategoricalDistribution
 from optuna.trial import FrozenTrial
 
-from autotune.study.acquisition import front_indices, knee_index
+from autotune.pareto import front_indices, knee_index
 from autotune.study.outlook import Outlook, Predictions, observe, outlook
 
 # The early stop: no unprobed candidate has at least this chance of improving the probed front by

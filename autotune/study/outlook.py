@@ -22,7 +22,8 @@ import optuna
 from optuna.trial import TrialState
 
 from autotune.candidate import KNOBS, params_key
-from autotune.study.acquisition import enters_front, front_indices, improvement
+from autotune.pareto import front_indices
+from autotune.study.acquisition import enters_front, improvement
 from autotune.study.correction import corrected_log_prediction, knob_features
 
 SAME_SHAPE_OOM_CHANCE = 0.1

@@ -16,7 +16,7 @@ from autotune.backends.simulate import SimulateBackend
 from autotune.commands.options import build_settings
 from autotune.simulator import simulate
 from autotune.study import open_study, run_study
-from autotune.study.acquisition import front_indices
+from autotune.pareto import front_indices
 from autotune.study.loop import CONVERGED_ATTR, evaluated_trials, make_sampler, usable_values, valid_checks
 from autotune.candidate import params_key
 from tests.cli import autotune

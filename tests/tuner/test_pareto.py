@@ -1,0 +1,26 @@
+"""The front and knee on arrays (autotune/pareto.py), shared by the report and the guided sampler."""
+
+import numpy as np
+
+from autotune.pareto import front_indices, knee_index
+
+
+def test_front_drops_dominated_rows_orders_by_time_and_keeps_the_first_of_exact_ties():
+    values = np.array([[130.0, 650.0], [100.0, 1000.0], [120.0, 900.0], [110.0, 700.0], [110.0, 700.0], [200.0, 600.0]])
+    assert front_indices(values) == [1, 3, 0, 5]
+    assert front_indices(np.empty((0, 2))) == []
+
+
+def test_knee_is_the_same_in_any_units():
+    front = np.array([[100.0, 1000.0], [110.0, 700.0], [130.0, 650.0], [200.0, 600.0]])
+    assert knee_index(front) == 1
+    # Energy in J instead of kJ, time in hours: the knee must not follow the larger numbers.
+    assert knee_index(front * np.array([1 / 3600, 1000.0])) == 1
+
+
+def test_knee_of_two_points_or_of_ties_is_the_first_given():
+    assert knee_index(np.array([[200.0, 600.0], [100.0, 1000.0]])) == 0
+    assert knee_index(np.array([[100.0, 1000.0], [200.0, 600.0]])) == 0
+    assert knee_index(np.array([[100.0, 1000.0]])) == 0
+    # Two points equally far below the line through the ends: the first of them.
+    assert knee_index(np.array([[0.0, 10.0], [2.0, 4.0], [4.0, 2.0], [10.0, 0.0]])) == 1
