@@ -51,6 +51,10 @@ MIN_RESIDUAL_STD = 0.05
 # by 5% (benchmarks/search_efficiency.py: the front reached in fewer probes, studies stopped earlier).
 MIN_PROBES_TO_CALIBRATE_DOUBT = 8
 DOUBT_FLOOR_STD = 0.01
+# The part of the leave-one-out error taken for measurement noise is at most this (log) std: a probe's
+# time and energy over a measured window repeat within a few percent, so a larger fitted noise is error
+# the fit has not learnt (with no twins probed the two cannot be told apart), and stays doubt.
+MAX_NOISE_STD = 0.03
 # Features span [0, 1] per knob: a longer length scale would let a few probes vouch for regions of the
 # space (another SP degree, another offload) that none of them resembles.
 MAX_LENGTH_SCALE = 0.7
@@ -186,9 +190,13 @@ def _fit(kernel: _Kernel, probed: np.ndarray, y: np.ndarray) -> np.ndarray:
     return best.x
 
 
-def _doubt_std(features: KnobFeatures, probed: np.ndarray, chol: np.ndarray, y: np.ndarray) -> float:
+def _doubt_std(features: KnobFeatures, probed: np.ndarray, chol: np.ndarray, y: np.ndarray, noise_var: float) -> float:
     """MIN_RESIDUAL_STD, or once the probes span the space the fit's leave-one-out error (its closed
     form for a GP: residual_i / [K^-1]_ii, Rasmussen & Williams eq. 5.12) within the doubt's bounds.
+
+    A left-out probe is missed by the fit's error and by the probe's own measurement noise; the doubt
+    is about the candidate's true figure, so the fitted noise variance is taken out (else 2% noise
+    keeps a 2% doubt on every near-tie of the front, and the study never stops).
 
     Probes that all sit in one corner could agree with each other and still say nothing of the rest,
     so the calibration waits until every knob value has been in an ok probe."""
@@ -198,7 +206,8 @@ def _doubt_std(features: KnobFeatures, probed: np.ndarray, chol: np.ndarray, y: 
     if len(probed) < MIN_PROBES_TO_CALIBRATE_DOUBT or not spans:
         return MIN_RESIDUAL_STD
     leave_one_out = cho_solve((chol, True), y) / np.diag(cho_solve((chol, True), np.eye(len(y))))
-    return float(np.clip(np.sqrt(np.mean(leave_one_out**2)), DOUBT_FLOOR_STD, MIN_RESIDUAL_STD))
+    latent_var = max(float(np.mean(leave_one_out**2)) - min(noise_var, MAX_NOISE_STD**2), 0.0)
+    return float(np.clip(math.sqrt(latent_var), DOUBT_FLOOR_STD, MIN_RESIDUAL_STD))
 
 
 def corrected_log_prediction(
@@ -232,5 +241,5 @@ def corrected_log_prediction(
     # Doubt the fit cannot remove: residuals that are alike (or pure noise) fit a small amplitude, which
     # would vouch for candidates no probe resembles. Some doubt stays on each candidate (_doubt_std),
     # less the more it resembles a probe (the prior's Matern correlation with its nearest probe).
-    doubt = 0.0 if exact else _doubt_std(features, at, chol, y) * np.sqrt(1.0 - _matern(features.scaled, features.scaled[at], MAX_LENGTH_SCALE).max(axis=1) ** 2)
+    doubt = 0.0 if exact else _doubt_std(features, at, chol, y, math.exp(theta[4])) * np.sqrt(1.0 - _matern(features.scaled, features.scaled[at], MAX_LENGTH_SCALE).max(axis=1) ** 2)
     return log_predicted + offset + mean, np.maximum(np.maximum(latent, doubt), 1e-6)

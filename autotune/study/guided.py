@@ -17,10 +17,12 @@ With one objective (--objectives time) the chance is that of beating the best ti
 
 The first probes: the baseline (enqueued by the loop), then the ends and the knee of the front the
 simulator predicts, so the front is anchored before the model is trusted to fill it in. Then, unless
-the simulator has reproduced every probe so far, coverage probes: until every value of every knob has
-been probed once, the candidate with the most unprobed values (best EHVI among them). A simulator
-that is wrong in a region no probe resembles (a knob interaction it does not model) cannot be
-corrected there, and a GP fitted on a few alike residuals would otherwise be confident about it.
+the simulator has reproduced every probe so far, every value of every knob is probed once before the
+study may stop (coverage): a simulator that is wrong in a region no probe resembles (a knob
+interaction it does not model) cannot be corrected there, and a GP fitted on a few alike residuals
+would otherwise be confident about it. A coverage probe is the most promising candidate that holds an
+unprobed value; it is taken as soon as it is about as good a bet as the best candidate
+(COVERAGE_SHARE_OF_BEST), else once no candidate is a good bet any more.
 
 It never proposes an invalid candidate (it only knows valid ones), one already probed, or one another
 worker is probing or has queued. Everything is recomputed from the study's trials at each call, so
@@ -45,6 +47,10 @@ STOP_CHANCE = 0.05
 # interactions and combined truths. Finding the front comes first.
 # Before this many ok probes the correction's hyper-parameters are not fitted: never stop earlier.
 MIN_OK_PROBES_TO_STOP = 3
+# A coverage probe (a knob value not probed yet) is taken early only if its chance to enter the front
+# is at least this share of the best candidate's (benchmarks/search_efficiency.py: coverage probes first,
+# by most new values, delayed the front by 2-5 probes; by chance alone, they hit the memory wall).
+COVERAGE_SHARE_OF_BEST = 0.5
 STOP_RULE = (
     f"no unprobed valid candidate has a {STOP_CHANCE:.0%} or higher chance (simulator x correction learnt "
     f"from the probes) of beating the probed front by more than 1% in time or energy, after at least "
@@ -100,27 +106,33 @@ class GuidedSampler(optuna.samplers.BaseSampler):
                 return i
         if not view.free.any():
             return None
+        best = self._most_promising(view)
         covering = self._coverage(view)
-        if covering is not None:
-            return covering
-        # The chance to enter the front by more than 1% first, EHVI among equal chances, then doubt.
+        if covering is None:
+            return best
+        # A coverage probe that is also a good bet costs nothing; one far from the front waits until
+        # nothing is a good bet (else it delays the front by a probe per knob value).
+        good_bet = view.chance_to_enter[covering] >= COVERAGE_SHARE_OF_BEST * view.chance_to_enter[best]
+        return covering if good_bet or view.chance_to_enter[best] < STOP_CHANCE else best
+
+    @staticmethod
+    def _most_promising(view: Outlook, among: np.ndarray | None = None) -> int:
+        """The chance to enter the front by more than 1% first, EHVI among equal chances, then doubt."""
+        allowed = view.free if among is None else view.free & among
         chance = np.round(view.chance_to_enter, 6)
-        order = np.lexsort((view.log_std.sum(axis=1), view.expected_improvement, chance, view.free))
-        return int(order[-1])
+        return int(np.lexsort((view.log_std.sum(axis=1), view.expected_improvement, chance, allowed))[-1])
 
     def _coverage(self, view: Outlook) -> int | None:
-        """The free candidate with the most knob values no probe has had yet (None when all have been)."""
+        """The most promising free candidate that holds a knob value no probe has had yet (None when
+        every value has been probed, or no candidate that holds one is likely to run)."""
         if view.simulator_exact:
             return None
         params = self.predictions.params
         obs = view.observations
         seen = {(k, str(v)) for i in obs.done | obs.busy for k, v in params[i].items()}
         runnable = view.free & (view.chance_to_run > 0.5)
-        new = np.array([sum((k, str(v)) not in seen for k, v in p.items()) if runnable[i] else 0 for i, p in enumerate(params)])
-        if new.max() == 0:
-            return None
-        best = new == new.max()
-        return int(np.argmax(np.where(best, view.expected_improvement + 1e-12 * view.chance_to_enter, -1.0)))
+        new = np.array([runnable[i] and any((k, str(v)) not in seen for k, v in p.items()) for i, p in enumerate(params)])
+        return self._most_promising(view, new) if new.any() else None
 
     def converged(self, study: optuna.Study) -> bool:
         """The early stop (STOP_RULE)."""
