@@ -21,9 +21,10 @@ apart, and the fit may follow the measurements.)
 
 A fit can only learn from what was probed: residuals that are all alike fit small amplitudes, which
 would vouch for candidates no probe resembles (a knob interaction no probe has hit). So every
-candidate keeps some doubt, less the more it resembles a probe: MIN_RESIDUAL_STD at first, and once
-the probes span every knob value, how far the fit misses a probe it was not given (leave-one-out),
-no less than DOUBT_FLOOR_STD. None where the probes are the simulator's own figures up to one factor
+candidate keeps some doubt, less the more it resembles a probe: MIN_RESIDUAL_STD at first, and from
+MIN_PROBES_TO_CALIBRATE_DOUBT probes on, how far the fit misses a probe it was not given
+(leave-one-out, less the probes' measurement noise), no less than DOUBT_FLOOR_STD, on candidates
+whose every knob value some probe has had. None where the probes are the simulator's own figures up to one factor
 (the simulate backend).
 """
 
@@ -45,8 +46,7 @@ MIN_PROBES_TO_FIT = 3
 # Doubt left on a candidate no probe resembles: about the simulator's calibrated error (3-4%,
 # docs/simulator.md) plus a margin. 3% was measured to stop only a few probes earlier.
 MIN_RESIDUAL_STD = 0.05
-# Once the probes span the space (every value of every knob in some ok probe, and at least this many
-# probes), the doubt is how far the fit misses a probe it was not given (leave-one-out), kept between
+# From this many ok probes on, the doubt is how far the fit misses a probe it was not given (leave-one-out), kept between
 # DOUBT_FLOOR_STD and MIN_RESIDUAL_STD: a simulator the probes show to be right within 1% is not doubted
 # by 5% (benchmarks/search_efficiency.py: the front reached in fewer probes, studies stopped earlier).
 MIN_PROBES_TO_CALIBRATE_DOUBT = 8
@@ -190,7 +190,7 @@ def _fit(kernel: _Kernel, probed: np.ndarray, y: np.ndarray) -> np.ndarray:
     return best.x
 
 
-def _doubt_std(features: KnobFeatures, probed: np.ndarray, chol: np.ndarray, y: np.ndarray, noise_var: float) -> float:
+def _doubt_std(probed: np.ndarray, chol: np.ndarray, y: np.ndarray, noise_var: float) -> float:
     """MIN_RESIDUAL_STD, or once the probes span the space the fit's leave-one-out error (its closed
     form for a GP: residual_i / [K^-1]_ii, Rasmussen & Williams eq. 5.12) within the doubt's bounds.
 
@@ -198,12 +198,13 @@ def _doubt_std(features: KnobFeatures, probed: np.ndarray, chol: np.ndarray, y: 
     is about the candidate's true figure, so the fitted noise variance is taken out (else 2% noise
     keeps a 2% doubt on every near-tie of the front, and the study never stops).
 
-    Probes that all sit in one corner could agree with each other and still say nothing of the rest,
-    so the calibration waits until every knob value has been in an ok probe."""
+    Probes that all sit in one corner could agree with each other and still say nothing of the rest:
+    this calibrated doubt is for candidates whose knob values have all been probed; the others keep
+    MIN_RESIDUAL_STD (`corrected_log_prediction`). Waiting for every value before calibrating at all
+    was measured to keep the doubt at 5% for most of a study: studies ran 10-20 probes longer."""
     from scipy.linalg import cho_solve
 
-    spans = bool(features.values[probed].max(axis=0).min() > 0)
-    if len(probed) < MIN_PROBES_TO_CALIBRATE_DOUBT or not spans:
+    if len(probed) < MIN_PROBES_TO_CALIBRATE_DOUBT:
         return MIN_RESIDUAL_STD
     leave_one_out = cho_solve((chol, True), y) / np.diag(cho_solve((chol, True), np.eye(len(y))))
     latent_var = max(float(np.mean(leave_one_out**2)) - min(noise_var, MAX_NOISE_STD**2), 0.0)
@@ -241,5 +242,10 @@ def corrected_log_prediction(
     # Doubt the fit cannot remove: residuals that are alike (or pure noise) fit a small amplitude, which
     # would vouch for candidates no probe resembles. Some doubt stays on each candidate (_doubt_std),
     # less the more it resembles a probe (the prior's Matern correlation with its nearest probe).
-    doubt = 0.0 if exact else _doubt_std(features, at, chol, y, math.exp(theta[4])) * np.sqrt(1.0 - _matern(features.scaled, features.scaled[at], MAX_LENGTH_SCALE).max(axis=1) ** 2)
+    if exact:
+        doubt = 0.0
+    else:
+        unprobed_value = features.values[:, features.values[at].max(axis=0) == 0].any(axis=1)
+        doubt = np.where(unprobed_value, MIN_RESIDUAL_STD, _doubt_std(at, chol, y, math.exp(theta[4])))
+        doubt = doubt * np.sqrt(1.0 - _matern(features.scaled, features.scaled[at], MAX_LENGTH_SCALE).max(axis=1) ** 2)
     return log_predicted + offset + mean, np.maximum(np.maximum(latent, doubt), 1e-6)
