@@ -24,8 +24,8 @@ would vouch for candidates no probe resembles (a knob interaction no probe has h
 candidate keeps some doubt, less the more it resembles a probe: MIN_RESIDUAL_STD at first, and from
 MIN_PROBES_TO_CALIBRATE_DOUBT probes on, how far the fit misses a probe it was not given
 (leave-one-out, less the probes' measurement noise), no less than DOUBT_FLOOR_STD, on candidates
-whose every knob value some probe has had. None where the probes are the simulator's own figures up to one factor
-(the simulate backend).
+whose every knob value some probe has had. None where the probes are the simulator's own figures up
+to one factor (the simulate backend).
 """
 
 from __future__ import annotations
@@ -46,9 +46,10 @@ MIN_PROBES_TO_FIT = 3
 # Doubt left on a candidate no probe resembles: about the simulator's calibrated error (3-4%,
 # docs/simulator.md) plus a margin. 3% was measured to stop only a few probes earlier.
 MIN_RESIDUAL_STD = 0.05
-# From this many ok probes on, the doubt is how far the fit misses a probe it was not given (leave-one-out), kept between
-# DOUBT_FLOOR_STD and MIN_RESIDUAL_STD: a simulator the probes show to be right within 1% is not doubted
-# by 5% (benchmarks/search_efficiency.py: the front reached in fewer probes, studies stopped earlier).
+# From this many ok probes on, the doubt is how far the fit misses a probe it was not given
+# (leave-one-out), kept between DOUBT_FLOOR_STD and MIN_RESIDUAL_STD: a simulator the probes show to be
+# right within 1% is not doubted by 5% (benchmarks/search_efficiency.py: the front reached in fewer
+# probes, studies stopped earlier).
 MIN_PROBES_TO_CALIBRATE_DOUBT = 8
 DOUBT_FLOOR_STD = 0.01
 # The part of the leave-one-out error taken for measurement noise is at most this (log) std: a probe's
@@ -102,10 +103,6 @@ def _distance(scaled_a: np.ndarray, scaled_b: np.ndarray) -> np.ndarray:
 def _matern_of(r: np.ndarray) -> np.ndarray:
     """Matern 5/2 correlation at distance r (in length scales)."""
     return (1.0 + math.sqrt(5) * r + 5.0 / 3.0 * r**2) * np.exp(-math.sqrt(5) * r)
-
-
-def _matern(scaled_a: np.ndarray, scaled_b: np.ndarray, length: float) -> np.ndarray:
-    return _matern_of(_distance(scaled_a, scaled_b) / length)
 
 
 class _Kernel:
@@ -232,7 +229,8 @@ def corrected_log_prediction(
     theta = _fit(kernel, at, y) if len(probed) >= MIN_PROBES_TO_FIT else _PRIOR_THETA
     chol = np.linalg.cholesky(kernel.gram(theta, kernel.parts(at, at)) + kernel.noise_diagonal(theta, len(at)))
     everyone = np.arange(n)
-    cross = kernel.gram(theta, kernel.parts(everyone, at))  # (n, probes)
+    cross_parts = kernel.parts(everyone, at)
+    cross = kernel.gram(theta, cross_parts)  # (n, probes)
     mean = cross @ np.linalg.solve(chol.T, np.linalg.solve(chol, y))
     v = np.linalg.solve(chol, cross.T)
     # The question is whether a candidate's true figure beats the front, not whether one noisy probe
@@ -247,5 +245,6 @@ def corrected_log_prediction(
     else:
         unprobed_value = features.values[:, features.values[at].max(axis=0) == 0].any(axis=1)
         doubt = np.where(unprobed_value, MIN_RESIDUAL_STD, _doubt_std(at, chol, y, math.exp(theta[4])))
-        doubt = doubt * np.sqrt(1.0 - _matern(features.scaled, features.scaled[at], MAX_LENGTH_SCALE).max(axis=1) ** 2)
+        nearest_probe = _matern_of(cross_parts[0] / MAX_LENGTH_SCALE).max(axis=1)  # cross_parts[0]: knob distances
+        doubt = doubt * np.sqrt(1.0 - nearest_probe**2)
     return log_predicted + offset + mean, np.maximum(np.maximum(latent, doubt), 1e-6)

@@ -77,10 +77,14 @@ def _spanning_probes(count: int, seed: int) -> list[int]:
             return probed
 
 
+def _far_from(probed: list[int]) -> list[int]:
+    """Candidates that differ from every probe in at least two knobs."""
+    return [i for i in range(len(PARAMS)) if min(sum(PARAMS[i][k] != PARAMS[j][k] for k in _VALUES) for j in probed) >= 2]
+
+
 def test_doubt_follows_how_well_the_fit_predicts_probes_it_was_not_given():
     probed = _spanning_probes(12, seed=3)
-    unprobed = [i for i in range(len(PARAMS)) if i not in probed]
-    far = [i for i in unprobed if min(sum(PARAMS[i][k] != PARAMS[j][k] for k in _VALUES) for j in probed) >= 2]
+    far = _far_from(probed)
     assert far
     rng = np.random.default_rng(4)
     # The simulator right within 0.5% (noise): the doubt falls from 5% to its floor's neighbourhood.
@@ -95,7 +99,7 @@ def test_doubt_follows_how_well_the_fit_predicts_probes_it_was_not_given():
     # Too few probes to judge the fit by: the full doubt, however well they agree.
     few = _spanning_probes(MIN_PROBES_TO_CALIBRATE_DOUBT - 1, seed=6)
     _, std = _fit(np.zeros(len(PARAMS)), few, noise=rng.normal(0.0, 0.005, size=len(few)))
-    far_few = [i for i in range(len(PARAMS)) if min(sum(PARAMS[i][k] != PARAMS[j][k] for k in _VALUES) for j in few) >= 2]
+    far_few = _far_from(few)
     assert np.median(std[far_few]) >= 0.9 * MIN_RESIDUAL_STD
 
 
@@ -106,7 +110,7 @@ def test_measurement_noise_is_not_taken_for_doubt():
     medians = []
     for draw in range(6):
         probed = _spanning_probes(16, seed=3 + draw)
-        far = [i for i in range(len(PARAMS)) if i not in probed and min(sum(PARAMS[i][k] != PARAMS[j][k] for k in _VALUES) for j in probed) >= 2]
+        far = _far_from(probed)
         noise = np.random.default_rng(10 + draw).normal(0.0, 0.02, size=len(probed))
         _, std = _fit(np.zeros(len(PARAMS)), probed, noise)
         medians.append(np.median(std[far]))
