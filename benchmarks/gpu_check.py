@@ -124,12 +124,12 @@ def power_probe(checks: Checks, limit: float, hardware: str, kill: bool = False)
     result = json.loads(out.read_text()) if out.exists() else {}
     energy = result.get("energy") or {}
     row = {"power_limit": limit, "before_w": before_w, "during_min_w": min(seen, default=None), "after_w": after_w,
-           "restored": abs(after_w - before_w) < 1.0, "exit_code": process.returncode, "status": result.get("status"),
+           "restored": abs(after_w - before_w) < 1.0, "exit_code": process.returncode, "probe_status": result.get("status"),
            "seconds": round(time.monotonic() - started, 1), "step_time_s": (result.get("step_time_s") or {}).get("mean"),
            "energy_j": energy.get("energy_j"), "energy_provenance": energy.get("provenance"),
            "mean_power_w": energy.get("mean_power_w"), "device_settings": result.get("device_settings")}
     applied = limit == 1.0 or (row["during_min_w"] is not None and row["during_min_w"] < before_w - 1.0)
-    ok = row["restored"] and applied and (process.returncode == -signal.SIGTERM if kill else row["status"] == "ok")
+    ok = row["restored"] and applied and (process.returncode == -signal.SIGTERM if kill else row["probe_status"] == "ok")
     checks.record(name, "ok" if ok else "failed", **row)
     return row
 

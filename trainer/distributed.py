@@ -63,6 +63,13 @@ def init_process_group(env: LaunchEnv, timeout_s: float) -> None:
     )
 
 
+def collective_device() -> torch.device:
+    """Where a collective's tensors must live: NCCL (CUDA) only reduces GPU tensors, gloo CPU ones."""
+    from deepspeed.accelerator import get_accelerator
+
+    return torch.device(get_accelerator().current_device_name())
+
+
 def device_sync() -> None:
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         torch.cuda.synchronize()

@@ -15,7 +15,7 @@ import torch.distributed as dist
 
 from autotune.candidate import Candidate
 from trainer.data import make_dataset
-from trainer.distributed import LaunchEnv, device_sync
+from trainer.distributed import LaunchEnv, collective_device, device_sync
 from trainer.energy import ProbeEnergy
 from trainer.engine import TrainingEngine
 from trainer.loop import mark_llm_start, micro_batches, train_step
@@ -48,7 +48,7 @@ class WindowMeasurement:
 
 
 def _max_over_ranks(value: float) -> float:
-    tensor = torch.tensor([value], dtype=torch.float64)
+    tensor = torch.tensor([value], dtype=torch.float64, device=collective_device())
     dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
     return float(tensor)
 
