@@ -29,6 +29,17 @@ def storage_url(run_dir: Path, storage: str | None) -> str:
     return storage or f"sqlite:///{(run_dir / 'study.db').resolve()}"
 
 
+# What a worker sees when another one created Optuna's schema while it was creating it too: SQLite
+# ("table studies already exists", "UNIQUE constraint failed: alembic_version.version_num", or the
+# file locked by the other's transaction), PostgreSQL and MySQL ("duplicate key", "Duplicate entry").
+_SCHEMA_RACE_MESSAGES = ("already exists", "unique constraint failed", "duplicate key", "duplicate entry", "database is locked")
+CREATE_ATTEMPTS = 4
+
+
+def _lost_schema_race(exc: Exception) -> bool:
+    return any(message in str(exc).lower() for message in _SCHEMA_RACE_MESSAGES)
+
+
 def _open_storage(url: str, heartbeat: bool = False):
     with warnings.catch_warnings():
         # Optuna 5.0 marks heartbeats experimental; the user needs no warning about our choice.
@@ -40,14 +51,15 @@ def _open_storage(url: str, heartbeat: bool = False):
                 "grace_period": int(os.environ.get(GRACE_PERIOD_ENV, GRACE_PERIOD_S)),
                 "heartbeat_stale_trial_callback": optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=2),
             }
-        for attempt in range(3):
+        for attempt in range(CREATE_ATTEMPTS):
             try:
                 return optuna.storages.RDBStorage(url, **kwargs)
             except Exception as exc:  # SQLAlchemy raises many kinds; the user needs one line
-                # Workers starting together on an empty database race to create Optuna's tables:
-                # the loser sees a duplicate key; the tables exist by the time it tries again.
-                if "duplicate key" in str(exc) and attempt < 2:
-                    time.sleep(1.0 + attempt)
+                # Workers starting together on an empty database race to create Optuna's tables: the
+                # loser sees a table or version row the winner has just made; by the time it tries
+                # again the schema is complete, and opening it creates nothing.
+                if _lost_schema_race(exc) and attempt < CREATE_ATTEMPTS - 1:
+                    time.sleep(0.5 + attempt)
                     continue
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 raise UserError(
