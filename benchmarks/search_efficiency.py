@@ -128,7 +128,7 @@ def _table_order(run: dict) -> tuple:
 
 def decode_run(run: dict) -> dict:
     """A run read back from a result file: null (JSON's "not reached") is infinite again."""
-    return {k: math.inf if v is None and k.startswith("to_") else v for k, v in run.items()}
+    return {k: math.inf if v is None and (k.startswith("to_") or k == "epsilon_at_stop") else v for k, v in run.items()}
 
 
 def run_case(model: str, nodes: str, families, seeds: int, samplers, budget: int) -> list[dict]:
@@ -144,12 +144,15 @@ def run_case(model: str, nodes: str, families, seeds: int, samplers, budget: int
             for sampler in samplers:
                 run = run_one(settings, checks, table, clean, sampler, seed, budget)
                 reach_a, reach_b = probes_to_targets(run["sequence"], truth)
+                found = np.array([v for v in run["sequence"] if v is not None]).reshape(-1, 2)
                 rows.append({"model": model, "nodes": nodes, "family": family, "seed": seed, "sampler": sampler,
                              "valid": len(table), "true_front": len(truth), "fewest": fewest, "probes": run["probes"],
                              "converged": run["converged"], "to_epsilon_1pct": reach_a, "to_hv_95pct": reach_b,
+                             "epsilon_at_stop": round(epsilon_indicator(found, truth), 4),
                              "seconds": round(run["seconds"], 2)})
                 print(f"{model}/{nodes} {family:<13} seed {seed} {sampler:<7} front {len(truth):>2}: "
-                      f"(a) {reach_a:>4} (b) {reach_b:>4} probes {run['probes']:>3}{' converged' if run['converged'] else ''}",
+                      f"(a) {reach_a:>4} (b) {reach_b:>4} probes {run['probes']:>3}{' converged' if run['converged'] else ''} "
+                      f"epsilon at stop {epsilon_indicator(found, truth):.3f}",
                       file=sys.stderr, flush=True)
     return rows
 
@@ -167,7 +170,9 @@ def summarise(rows: list[dict], budget: int) -> list[dict]:
                     "fewest": statistics.median(r["fewest"] for r in rs),
                     "a_median": statistics.median(a), "a_worst": max(a),
                     "b_median": statistics.median(b), "b_worst": max(b),
-                    "probes_median": statistics.median(r["probes"] for r in rs)})
+                    "probes_median": statistics.median(r["probes"] for r in rs),
+                    # How far the study's front fell short of the truth when it stopped (older files lack it).
+                    "epsilon_at_stop_worst": max((r["epsilon_at_stop"] for r in rs if "epsilon_at_stop" in r), default=None)})
     return out
 
 
@@ -175,13 +180,21 @@ def _cell(value: float, budget: int) -> str:
     return f">{budget}" if value == math.inf else f"{value:g}"
 
 
+def _shortfall(epsilon: float | None) -> str:
+    """The epsilon indicator as a percentage a user reads: the worst true-front point's best probed
+    match is this much slower or more energy-hungry."""
+    if epsilon is None:
+        return "n/a"
+    return "inf" if epsilon == math.inf else f"{100 * (epsilon - 1):.1f}%"
+
+
 def table_markdown(summary: list[dict], budget: int) -> str:
-    lines = ["| case | truth | front | fewest | sampler | seeds | (a) median | (a) worst | (b) median | (b) worst | probes run |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| case | truth | front | fewest | sampler | seeds | (a) median | (a) worst | (b) median | (b) worst | probes run | short of the front at stop, worst |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in summary:
         lines.append(f"| {s['model']} on {s['nodes']} | {s['family']} | {s['true_front']:g} | {s['fewest']:g} | {s['sampler']} | {s['seeds']} | "
                      f"{_cell(s['a_median'], budget)} | {_cell(s['a_worst'], budget)} | {_cell(s['b_median'], budget)} | "
-                     f"{_cell(s['b_worst'], budget)} | {s['probes_median']:g} |")
+                     f"{_cell(s['b_worst'], budget)} | {s['probes_median']:g} | {_shortfall(s.get('epsilon_at_stop_worst'))} |")
     return "\n".join(lines)
 
 

@@ -104,6 +104,7 @@ class Outlook:
     chance_to_enter: np.ndarray  # (N,) x chance_to_run: chance to improve the front by more than 1%
     expected_improvement: np.ndarray  # (N,) x chance_to_run: expected hypervolume improvement
     observations: Observations
+    log_residual: np.ndarray  # (ok probes, M) log(measured / simulated), in the order of sorted(observations.ok)
     # Every ok probe is the simulator's figure times one factor per objective, and says it is simulated.
     simulator_exact: bool
 
@@ -151,4 +152,4 @@ def outlook(pred: Predictions, obs: Observations, objectives: int, seed: int = 0
     # first probes (a truth that differs only in knob interactions not probed yet) still get the
     # coverage probes: a match to 1e-9 proves nothing about the regions no probe resembles.
     exact = bool(probed) and float(np.abs(residual - residual.mean(axis=0)).max()) < 1e-9 and obs.sources == {"simulated"}
-    return Outlook(predicted, log_std, chance_to_run, front, reference, free, enter, gain, obs, exact)
+    return Outlook(predicted, log_std, chance_to_run, front, reference, free, enter, gain, obs, residual, exact)

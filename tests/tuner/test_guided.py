@@ -92,6 +92,30 @@ def test_early_stop_fires_on_a_known_table_after_the_true_front(tmp_path):
     assert {(k, str(v)) for t in evaluated.values() for k, v in t.params.items()} == every_value
 
 
+def test_early_stop_waits_for_a_knob_interaction_the_simulator_lacks(tmp_path):
+    """Offload 15% slower everywhere (an error the probes show), and activation offload_async with
+    micro-batch 2 35% faster: only a probe holding both values can show it, and it moves the front's
+    fast end. Without the coverage of value pairs the study stopped after 15 probes, 38% short of it."""
+    settings = build_settings(_Args("32b", "4"))
+    checks = valid_checks(settings)
+    records = []
+    for check in checks:
+        if check.valid:
+            knobs, step = check.candidate.knobs, simulate(check.candidate)
+            time_s = step.time_s * (1.15 if knobs.optimizer_offload != "none" else 1.0)
+            if knobs.activation_checkpointing == "offload_async" and knobs.micro_batch == 2:
+                time_s *= 0.65
+            records.append({"params": knobs.to_dict(), "status": "ok", "time_s": time_s, "energy_kj": step.energy_kj})
+    path = tmp_path / "table.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    study = _guided(tmp_path, settings, checks)
+    run_study(study, settings, ReplayBackend(path), 100, checks=checks)
+    assert CONVERGED_ATTR in study.user_attrs
+    truth = np.array([[r["time_s"], r["energy_kj"]] for r in records])
+    found = np.array([t.values for t in evaluated_trials(study).values() if t.state == TrialState.COMPLETE])
+    assert _epsilon(found, truth[front_indices(truth)]) <= 1.01
+
+
 def test_killed_guided_study_resumes_without_repeating_a_probe(tmp_path):
     settings = build_settings(_Args())
     checks = valid_checks(settings)
