@@ -1,4 +1,5 @@
-"""What the probes so far say about the simulator's error: a Gaussian process on log(measured/predicted).
+"""What the probes so far say about the simulator's error: a Gaussian process on log(measured/predicted),
+where "predicted" is the simulator with its mechanisms re-weighted by the same probes (reweight.py).
 
 One GP per objective over the valid candidates. The residual's mean over the probes is taken out
 first: a simulator that is uniformly 20% off is corrected everywhere by one probe, and the GP only

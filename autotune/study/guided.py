@@ -3,7 +3,8 @@ probes so far, decides what to probe next and when the search is done.
 
 Why this acquisition. A probe costs minutes of a whole allocation, while the simulator predicts every
 valid candidate in milliseconds, so the sampler scores all of them at every step instead of
-searching a surrogate. Each candidate's posterior is the simulator's figure x exp(GP correction)
+searching a surrogate. Each candidate's posterior is the simulator's figure, its mechanisms re-weighted
+by the probes (reweight.py), x exp(GP correction)
 (see correction.py), drawn 128 times, times the chance that it runs at all (the memory wall learnt
 from out-of-memory probes, see outlook.py). The score is the chance that the candidate beats the
 front by more than 1% in time or energy (the front: the model's figures of the probed candidates),
@@ -42,6 +43,7 @@ from optuna.trial import FrozenTrial
 
 from autotune.pareto import front_indices, knee_index
 from autotune.study.acquisition import enters_front
+from autotune.study.reweight import leave_one_out_log_residual
 from autotune.study.outlook import Outlook, Predictions, observe, outlook
 
 # The early stop: no unprobed candidate has at least this chance of improving the probed front by
@@ -57,10 +59,11 @@ MIN_OK_PROBES_TO_STOP = 3
 # by most new values, delayed the front by 2-5 probes; by chance alone, they hit the memory wall).
 COVERAGE_SHARE_OF_BEST = 0.5
 # Pairs of knob values (coverage, second part): a pair no probe has held may be off by this many times
-# the largest error a probe has shown. benchmarks/search_efficiency.py (`interactions`, `combined`: six
-# value pairs at +-15%): without it, 32b/4 and 72b/8 studies stopped with the front's fast end missed
-# by up to 24%; with it, by at most 2.2%, for 5-10 more probes per study; where the simulator
-# reproduces the probes (`memory_wall`) the reach is about zero and it costs nothing.
+# the largest error the re-weighted simulator makes on a probe it was not fitted to (leave-one-out).
+# benchmarks/search_efficiency.py (`interactions`, `combined`: six value pairs at +-15%): without it,
+# 32b/4 and 72b/8 studies stopped with the front's fast end missed by up to 24%; with it (before the
+# re-weighting) by at most 2.2%, for 5-10 more probes per study. Where the simulator reproduces the
+# probes (`memory_wall`) or only mis-weights its mechanisms (`perturbed`) the reach is about zero.
 PAIR_REACH = 2.0
 STOP_RULE = (
     f"no unprobed valid candidate has a {STOP_CHANCE:.0%} or higher chance (simulator x correction learnt "
@@ -163,12 +166,16 @@ class GuidedSampler(optuna.samplers.BaseSampler):
         return self._most_promising(view, unseen == unseen.max()) if unseen.max() > 0 else None
 
     def _could_enter_if_wrong(self, view: Outlook) -> np.ndarray:
-        """(N,) whether the candidate would beat the probed front by more than 1% were the simulator's
-        error on it PAIR_REACH times the largest error any probe has shown (each objective's log
-        residual, less its mean: the part the correction's offset does not already carry)."""
-        residual = view.log_residual
-        if not len(residual):
+        """(N,) whether the candidate would beat the probed front by more than 1% were the model's error
+        on it PAIR_REACH times the re-weighted simulator's largest leave-one-out error on a probe (each
+        objective's log residual, less its mean: the part the correction's offset carries)."""
+        probed = sorted(view.observations.ok)
+        if not probed:
             return np.zeros(len(view.free), dtype=bool)
+        objectives = view.mean.shape[1]
+        measured = np.log(np.array([view.observations.ok[i][:objectives] for i in probed]))
+        pred = self.predictions
+        residual = leave_one_out_log_residual(pred.time_parts, pred.energy_parts, probed, measured)
         reach = PAIR_REACH * np.abs(residual - residual.mean(axis=0)).max(axis=0)
         return enters_front((view.mean * np.exp(-reach))[:, None, :], view.front)[:, 0]
 

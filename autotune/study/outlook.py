@@ -4,7 +4,8 @@ Everything is derived from the study's trials each time (nothing is kept between
 simulator's predictions, which never change), so several workers, a resumed run and `autotune report`
 all see the same model.
 
-- ok probes train the correction (see correction.py) and make the probed front;
+- ok probes re-weight the simulator's mechanisms (reweight.py), train the correction of what is left
+  (correction.py) and make the probed front;
 - out-of-memory probes move the memory wall: a candidate of the same shape (everything but
   micro-batch and device settings) whose memory estimate is at least the OOM'd one's is very likely
   to run out of memory too (chance to run 10%); anywhere else, an estimate at least as high as the
@@ -25,6 +26,7 @@ from autotune.candidate import KNOBS, params_key
 from autotune.pareto import front_indices
 from autotune.study.acquisition import enters_front, improvement
 from autotune.study.correction import corrected_log_prediction, knob_features
+from autotune.study.reweight import reweighted_log_prediction
 
 SAME_SHAPE_OOM_CHANCE = 0.1
 ABOVE_WALL_CHANCE = 0.5
@@ -85,6 +87,12 @@ class Predictions:
         self.index = {params_key(p): i for i, p in enumerate(self.params)}
         steps = [simulate(c.candidate) for c in valid]
         self.log_values = np.log(np.array([[s.time_s, s.energy_kj] for s in steps]))
+        # Per mechanism (reweight.py): each phase's share of the time to solution, each component's energy.
+        phases = sorted({p.name for s in steps for p in s.phases})
+        components = sorted({name for s in steps for name in s.energy_components_kj})
+        self.time_parts = np.array([[sum(p.time_s for p in s.phases if p.name == name) * s.time_s / s.step_time_s
+                                     for name in phases] for s in steps])
+        self.energy_parts = np.array([[s.energy_components_kj.get(name, 0.0) for name in components] for s in steps])
         self.memory_gib = np.array([c.memory.peak_mem_gib for c in valid])
         self.shapes = [tuple(p[k] for k in _SHAPE_KNOBS) for p in self.params]
         self.features = knob_features(self.params)
@@ -104,7 +112,6 @@ class Outlook:
     chance_to_enter: np.ndarray  # (N,) x chance_to_run: chance to improve the front by more than 1%
     expected_improvement: np.ndarray  # (N,) x chance_to_run: expected hypervolume improvement
     observations: Observations
-    log_residual: np.ndarray  # (ok probes, M) log(measured / simulated), in the order of sorted(observations.ok)
     # Every ok probe is the simulator's figure times one factor per objective, and says it is simulated.
     simulator_exact: bool
 
@@ -125,9 +132,16 @@ def outlook(pred: Predictions, obs: Observations, objectives: int, seed: int = 0
     """Corrected predictions and, for every candidate, its chance to enter the front and its EHVI."""
     probed = sorted(obs.ok)
     measured = np.log(np.array([obs.ok[i][:objectives] for i in probed])) if probed else np.zeros((0, objectives))
+    raw = measured - pred.log_values[probed][:, :objectives] if probed else np.zeros((0, objectives))
+    reproduced = bool(probed) and float(np.abs(raw - raw.mean(axis=0)).max()) < 1e-9
+    # The simulator with its mechanisms re-weighted by the probes is the prior the correction starts
+    # from; one that reproduces every probe up to one factor is left as it is (the correction trusts it).
+    base = pred.log_values[:, :objectives]
+    if probed and not reproduced:
+        base = reweighted_log_prediction(pred.time_parts, pred.energy_parts, probed, measured)
     means, stds = [], []
     for m in range(objectives):
-        mu, sd = corrected_log_prediction(pred.features, pred.log_values[:, m], probed, measured[:, m])
+        mu, sd = corrected_log_prediction(pred.features, base[:, m], probed, measured[:, m])
         means.append(mu)
         stds.append(sd)
     log_mean, log_std = np.stack(means, axis=1), np.stack(stds, axis=1)
@@ -146,10 +160,9 @@ def outlook(pred: Predictions, obs: Observations, objectives: int, seed: int = 0
     free[list(obs.done | obs.busy)] = False
     enter = enters_front(samples, front).mean(axis=1) * chance_to_run
     gain = improvement(samples, front, reference).mean(axis=1) * chance_to_run
-    residual = measured - pred.log_values[probed][:, :objectives] if probed else np.zeros((0, objectives))
     # Only figures labelled simulated (the simulate backend, a replay of `autotune space --simulate`)
     # are taken as the simulator's by construction. Measured figures that happen to match it on the
     # first probes (a truth that differs only in knob interactions not probed yet) still get the
     # coverage probes: a match to 1e-9 proves nothing about the regions no probe resembles.
-    exact = bool(probed) and float(np.abs(residual - residual.mean(axis=0)).max()) < 1e-9 and obs.sources == {"simulated"}
-    return Outlook(predicted, log_std, chance_to_run, front, reference, free, enter, gain, obs, residual, exact)
+    exact = reproduced and obs.sources == {"simulated"}
+    return Outlook(predicted, log_std, chance_to_run, front, reference, free, enter, gain, obs, exact)
