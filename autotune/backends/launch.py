@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from autotune.backends.base import Backend, ProbeResult
+from autotune.backends.cuda_arch import probe_environment_fix
 from autotune.backends.device_restore import LocalDeviceSettings
 from autotune.backends.launchers import (
     LaunchPlan,
@@ -176,12 +177,18 @@ class LaunchBackend(Backend):
     def _run_once(self, launcher: str, candidate: Candidate, trial_dir: Path, out: Path, repeat: str) -> dict | ProbeResult:
         """One probe start: its result.json as a dict when ok, else the ProbeResult saying why not."""
         log_path = trial_dir / "log.txt"
-        environ = {**os.environ, **self.env}
+        given = {**os.environ, **self.env}
+        arch_fix = probe_environment_fix(given)
+        forwarded = {**self.env, **arch_fix}
+        environ = {**given, **arch_fix}
         plan: LaunchPlan = build_plan(launcher, candidate, self._probe_args(trial_dir, out), python=self.python,
                                       hostfile=self.hostfile, environ=environ)
-        if plan.launcher == "deepspeed" and self.env:
+        if plan.launcher == "deepspeed" and forwarded:
             # The deepspeed runner forwards these to remote nodes (pdsh) from ./.deepspeed_env.
-            (trial_dir / ".deepspeed_env").write_text("".join(f"{k}={v}\n" for k, v in self.env.items()))
+            (trial_dir / ".deepspeed_env").write_text("".join(f"{k}={v}\n" for k, v in forwarded.items()))
+        for name, value in arch_fix.items():
+            _append_log(log_path, f"== autotune: {name}={value} for the probe (was {given[name]!r}: "
+                                  "DeepSpeed's op builder cannot read an architecture's letter suffix)\n")
         _append_log(log_path, f"== autotune: repeat {repeat}, {plan.launcher}: {shlex.join(plan.command)}\n")
         try:
             process = ProbeProcess(plan.command, trial_dir, {**environ, **plan.env}, log_path)

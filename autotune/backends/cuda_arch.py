@@ -1,0 +1,31 @@
+"""TORCH_CUDA_ARCH_LIST as DeepSpeed's op builder can read it.
+
+DeepSpeed 0.19's JIT builder (fused Adam, CPU Adam) sorts the list with int() on each part of an
+entry, so an architecture-specific entry such as "9.0a" (sm_90a, which some CUDA images set for
+Hopper) fails every probe with "invalid literal for int() with base 10: '0a'" before the first step.
+The kernels DeepSpeed builds for a probe use nothing of sm_90a's extras, so the probes get the plain
+architecture ("9.0"), and the trial log says so.
+"""
+
+from __future__ import annotations
+
+import re
+
+VARIABLE = "TORCH_CUDA_ARCH_LIST"
+# "9.0a", "10.0f", "9.0a+PTX": an architecture with a letter suffix (and perhaps +PTX).
+_SUFFIXED = re.compile(r"^(\d+\.\d+)[a-z]+(\+PTX)?$", re.IGNORECASE)
+
+
+def buildable_arch_list(value: str) -> str:
+    """The list with letter suffixes dropped ("9.0a" -> "9.0"), separators and other entries kept."""
+    parts = re.split(r"([;\s]+)", value)
+    return "".join(_SUFFIXED.sub(r"\1\2", part) for part in parts)
+
+
+def probe_environment_fix(environ: dict[str, str]) -> dict[str, str]:
+    """What to set in a probe's environment for DeepSpeed to build its ops ({} when nothing)."""
+    value = environ.get(VARIABLE)
+    if value is None:
+        return {}
+    fixed = buildable_arch_list(value)
+    return {} if fixed == value else {VARIABLE: fixed}
