@@ -11,8 +11,10 @@ import json
 import time
 
 from autotune.commands.flags import number_flag
+from autotune.errors import UserError
 
 _MAX_SAMPLE_S = 86400.0  # a day: longer is a typo, and time.sleep overflows on huge values
+_DEFAULT_PERIOD_S = 0.1
 
 
 def register(subparsers) -> None:
@@ -20,14 +22,22 @@ def register(subparsers) -> None:
     parser.add_argument("--json", action="store_true", help="print a JSON list")
     parser.add_argument("--sample", type=number_flag(low=0, low_open=True, high=_MAX_SAMPLE_S), metavar="SECONDS",
                         help="sample every available source for SECONDS and add its mean power (W)")
-    parser.add_argument("--period", type=number_flag(low=0, low_open=True, high=_MAX_SAMPLE_S), default=0.1, metavar="SECONDS",
-                        help="sampling period for --sample (default 0.1)")
+    parser.add_argument("--period", type=number_flag(low=0, low_open=True, high=_MAX_SAMPLE_S), metavar="SECONDS",
+                        help=f"sampling period for --sample (default {_DEFAULT_PERIOD_S})")
     parser.set_defaults(func=_run)
 
 
 def _run(args) -> int:
     from autotune.measure import EnergyWindow, discover, sysfs_root
 
+    # Checked before anything is read: a period alone would otherwise be silently ignored.
+    if args.period is not None and args.sample is None:
+        raise UserError(f"--period {args.period:g} sets how often --sample samples; add --sample SECONDS, "
+                        f"e.g. --sample 10 --period {args.period:g}")
+    period_s = _DEFAULT_PERIOD_S if args.period is None else args.period
+    if args.sample is not None and period_s > args.sample:
+        raise UserError(f"--period {period_s:g} is longer than --sample {args.sample:g}: the window would hold "
+                        "no sample between its ends; give a --period shorter than --sample")
     found = discover()
     rows = []
     for status in found.statuses:
@@ -35,7 +45,7 @@ def _run(args) -> int:
         row["available"] = status.available
         rows.append(row)
     if args.sample and found.sources:
-        window = EnergyWindow(found.sources, period_s=args.period)
+        window = EnergyWindow(found.sources, period_s=period_s)
         window.begin()
         time.sleep(args.sample)
         result = window.end()

@@ -478,6 +478,8 @@ CLI_CASES = [
     (["export", "{existing}", "-o", "/proc/autotune-x/x.json"], "cannot write in"),
     (["sensors", "--sample", "0"], "--sample"),
     (["sensors", "--period", "inf"], "--period"),
+    (["sensors", "--period", "0.5"], "add --sample"),
+    (["sensors", "--sample", "0.2", "--period", "1"], "--period 1 is longer than --sample 0.2"),
 ]
 
 
