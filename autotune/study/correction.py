@@ -211,14 +211,15 @@ def _doubt_std(probed: np.ndarray, chol: np.ndarray, y: np.ndarray, noise_var: f
 
 def corrected_log_prediction(
     features: KnobFeatures, log_predicted: np.ndarray, probed: list[int], log_measured: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and standard deviation of log(objective) for every candidate (rows of `features`).
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """Mean and standard deviation of log(objective) for every candidate (rows of `features`), and the
+    probes' measurement noise the fit found (log std, at most MAX_NOISE_STD; 0 before it is fitted).
 
     `log_predicted`: the simulator's log(objective) per candidate; `probed`: indices of the candidates
     measured, with `log_measured` their log(objective) in the same order."""
     n = len(log_predicted)
     if not probed:
-        return log_predicted.copy(), np.full(n, PRIOR_RESIDUAL_STD)
+        return log_predicted.copy(), np.full(n, PRIOR_RESIDUAL_STD), 0.0
     residual = log_measured - log_predicted[probed]
     offset = float(residual.mean())
     # A simulator that reproduces every probe (up to one factor) is trusted as exact: the simulate
@@ -248,4 +249,5 @@ def corrected_log_prediction(
         doubt = np.where(unprobed_value, MIN_RESIDUAL_STD, _doubt_std(at, chol, y, math.exp(theta[4])))
         nearest_probe = _matern_of(cross_parts[0] / MAX_LENGTH_SCALE).max(axis=1)  # cross_parts[0]: knob distances
         doubt = doubt * np.sqrt(1.0 - nearest_probe**2)
-    return log_predicted + offset + mean, np.maximum(np.maximum(latent, doubt), 1e-6)
+    noise_std = min(math.sqrt(math.exp(theta[4])), MAX_NOISE_STD) if len(probed) >= MIN_PROBES_TO_FIT else 0.0
+    return log_predicted + offset + mean, np.maximum(np.maximum(latent, doubt), 1e-6), noise_std

@@ -63,7 +63,8 @@ COVERAGE_SHARE_OF_BEST = 0.5
 # benchmarks/search_efficiency.py (`interactions`, `combined`: six value pairs at +-15%): without it,
 # 32b/4 and 72b/8 studies stopped with the front's fast end missed by up to 24%; with it (before the
 # re-weighting) by at most 2.2%, for 5-10 more probes per study. Where the simulator reproduces the
-# probes (`memory_wall`) or only mis-weights its mechanisms (`perturbed`) the reach is about zero.
+# probes (`memory_wall`), only mis-weights its mechanisms (`perturbed`) or the probes only scatter by
+# measurement noise (`noise`) the reach is about zero.
 PAIR_REACH = 2.0
 STOP_RULE = (
     f"no unprobed valid candidate has a {STOP_CHANCE:.0%} or higher chance (simulator x correction learnt "
@@ -79,6 +80,16 @@ def _value_pairs(params: dict) -> list[tuple]:
     """Every pair of the candidate's knob values, e.g. (("micro_batch", "2"), ("sp_degree", "4"))."""
     values = sorted((k, str(v)) for k, v in params.items())
     return [(a, b) for n, a in enumerate(values) for b in values[n + 1:]]
+
+
+def pair_reach(log_residual: np.ndarray, noise_std: np.ndarray) -> np.ndarray:
+    """(M,) how wrong (log) the model may be on a pair of knob values no probe has held: PAIR_REACH times
+    the largest miss on a probe (`log_residual` (k, M), less its mean), less what measurement noise
+    alone makes the largest of k misses (about sigma sqrt(2 ln k)): only the excess is error the
+    simulator may repeat elsewhere."""
+    by_noise = noise_std * np.sqrt(2 * np.log(max(len(log_residual), 2)))
+    largest = np.abs(log_residual - log_residual.mean(axis=0)).max(axis=0)
+    return PAIR_REACH * np.clip(largest - by_noise, 0.0, None)
 
 
 class GuidedSampler(optuna.samplers.BaseSampler):
@@ -168,7 +179,8 @@ class GuidedSampler(optuna.samplers.BaseSampler):
     def _could_enter_if_wrong(self, view: Outlook) -> np.ndarray:
         """(N,) whether the candidate would beat the probed front by more than 1% were the model's error
         on it PAIR_REACH times the re-weighted simulator's largest leave-one-out error on a probe (each
-        objective's log residual, less its mean: the part the correction's offset carries)."""
+        objective's log residual, less its mean: the part the correction's offset carries), less what
+        measurement noise alone would make the largest of them."""
         probed = sorted(view.observations.ok)
         if not probed:
             return np.zeros(len(view.free), dtype=bool)
@@ -176,7 +188,7 @@ class GuidedSampler(optuna.samplers.BaseSampler):
         measured = np.log(np.array([view.observations.ok[i][:objectives] for i in probed]))
         pred = self.predictions
         residual = leave_one_out_log_residual(pred.time_parts, pred.energy_parts, probed, measured)
-        reach = PAIR_REACH * np.abs(residual - residual.mean(axis=0)).max(axis=0)
+        reach = pair_reach(residual, view.noise_std)
         return enters_front((view.mean * np.exp(-reach))[:, None, :], view.front)[:, 0]
 
     def converged(self, study: optuna.Study) -> bool:

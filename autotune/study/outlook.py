@@ -112,6 +112,7 @@ class Outlook:
     chance_to_enter: np.ndarray  # (N,) x chance_to_run: chance to improve the front by more than 1%
     expected_improvement: np.ndarray  # (N,) x chance_to_run: expected hypervolume improvement
     observations: Observations
+    noise_std: np.ndarray  # (M,) the probes' measurement noise the correction found (log std)
     # Every ok probe is the simulator's figure times one factor per objective, and says it is simulated.
     simulator_exact: bool
 
@@ -139,11 +140,12 @@ def outlook(pred: Predictions, obs: Observations, objectives: int, seed: int = 0
     base = pred.log_values[:, :objectives]
     if probed and not reproduced:
         base = reweighted_log_prediction(pred.time_parts, pred.energy_parts, probed, measured)
-    means, stds = [], []
+    means, stds, noise = [], [], []
     for m in range(objectives):
-        mu, sd = corrected_log_prediction(pred.features, base[:, m], probed, measured[:, m])
+        mu, sd, noise_std = corrected_log_prediction(pred.features, base[:, m], probed, measured[:, m])
         means.append(mu)
         stds.append(sd)
+        noise.append(noise_std)
     log_mean, log_std = np.stack(means, axis=1), np.stack(stds, axis=1)
     predicted = np.exp(log_mean)
     # The front to beat is the model's figure of each probed candidate: where the fit takes part of a
@@ -165,4 +167,4 @@ def outlook(pred: Predictions, obs: Observations, objectives: int, seed: int = 0
     # first probes (a truth that differs only in knob interactions not probed yet) still get the
     # coverage probes: a match to 1e-9 proves nothing about the regions no probe resembles.
     exact = reproduced and obs.sources == {"simulated"}
-    return Outlook(predicted, log_std, chance_to_run, front, reference, free, enter, gain, obs, exact)
+    return Outlook(predicted, log_std, chance_to_run, front, reference, free, enter, gain, obs, np.array(noise), exact)

@@ -262,3 +262,16 @@ def test_a_study_cut_short_lists_predicted_candidates_apart(tmp_path):
     for p in document["predicted"]:
         assert p["source"] == "predicted" and p["chance_to_enter_front"] >= 0.05
         assert p["params"] not in front_params
+
+
+def test_measurement_noise_alone_gives_no_reach_to_unprobed_pairs():
+    from autotune.study.guided import pair_reach
+
+    rng = np.random.default_rng(0)
+    noise = rng.normal(0, 0.02, (30, 2))  # 30 probes, 2% measurement noise, the model otherwise right
+    assert (pair_reach(noise, np.array([0.02, 0.02])) < 0.01).all()
+    # Without the noise taken out, the largest of 30 noisy misses would read as a 6-9% error to fear.
+    assert (pair_reach(noise, np.zeros(2)) > 0.06).all()
+    # One probe the simulator missed by 30% (a pair it lacks) still counts, noise or not.
+    noise[7, 0] += 0.3
+    assert pair_reach(noise, np.array([0.02, 0.02]))[0] > 0.4
