@@ -17,7 +17,7 @@ STOP_RULE_HELP = (
     "of beating the probed front by more than 1% in time or energy, after at least 3 successful probes, "
     "the predicted front's ends and knee, and (unless every probe is a simulated figure the simulator "
     "reproduced) every knob value probed once, and every pair of knob values held by a candidate that would "
-    "enter the front were the simulator 2x as wrong on it as on the worst probe"
+    "enter the front were the simulator 2x as wrong on it as on the worst probe (beyond measurement noise)"
 )
 
 

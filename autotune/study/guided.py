@@ -72,7 +72,7 @@ STOP_RULE = (
     f"{MIN_OK_PROBES_TO_STOP} successful probes, the predicted front's ends and knee, and (unless every "
     f"probe is a simulated figure the simulator reproduced) every knob value probed once, and every pair "
     f"of knob values held by a candidate that would enter the front were the simulator {PAIR_REACH:g}x as "
-    f"wrong on it as on the worst probe"
+    f"wrong on it as on the worst probe (beyond measurement noise)"
 )
 
 
@@ -157,9 +157,9 @@ class GuidedSampler(optuna.samplers.BaseSampler):
 
     def _coverage(self, view: Outlook) -> int | None:
         """A probe the study owes before it may stop (None: none is owed): first the most promising free
-        candidate that holds a knob value no probe has had yet; then the candidate, among those that
-        could enter the front were the simulator as wrong on them as PAIR_REACH, that holds the most
-        pairs of knob values no probe has had (most promising among equals)."""
+        candidate that holds a knob value no probe has had yet; then, among the candidates that could
+        enter the front were the model wrong on them by `pair_reach`, the one that holds the most pairs
+        of knob values no probe has had (most promising among equals)."""
         if view.simulator_exact:
             return None
         params = self.predictions.params

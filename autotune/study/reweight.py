@@ -2,11 +2,11 @@
 
 The simulator builds a step's time from phases (compute, communication, ZeRO-3 block overhead,
 activation offload, GPU and host optimizer, step overhead) and its energy from components (GPU, CPU,
-memory and interconnect, power delivery). What it gets wrong on a new cluster is mostly how much
+memory and interconnect, power delivery). Much of what it gets wrong on a new cluster is how much
 each mechanism costs there (communication 30% slower than modelled, the host optimizer twice as fast),
-and that error is shared by every candidate in proportion to how much of its step the mechanism
-takes. So before the Gaussian process learns what is left, each mechanism gets a weight fitted to the
-probes so far:
+an error every candidate shares in proportion to how much of its step the mechanism takes. So
+before the Gaussian process learns what is left, each mechanism gets a weight fitted to the probes
+so far:
 
     time(c)   = sum over phases p of w_p x phase_p(c)
     energy(c) = sum over components q of v_q x component_q(c) x time(c) / simulated time(c)
