@@ -122,6 +122,7 @@ def device_name(cuda: bool) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    _readable_arch_list()
     env = launch_env()
     out = Path(args.out)
     if env.rank == 0 and out.exists():
@@ -164,6 +165,17 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         device_settings.close()
         teardown(failed)
+
+
+def _readable_arch_list() -> None:
+    """TORCH_CUDA_ARCH_LIST without an architecture's letter suffix (9.0a -> 9.0) before DeepSpeed
+    builds its ops: its builder cannot read the suffix (trainer/cuda_arch.py)."""
+    from trainer.cuda_arch import probe_environment_fix
+
+    for name, value in probe_environment_fix(dict(os.environ)).items():
+        print(f"probe: {name}={value} (was {os.environ[name]!r}: DeepSpeed's op builder cannot read an "
+              "architecture's letter suffix)", file=sys.stderr, flush=True)
+        os.environ[name] = value
 
 
 def _ds_config(args: argparse.Namespace, candidate: Candidate) -> dict:

@@ -11,7 +11,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from autotune.backends.base import Backend, ProbeResult
-from autotune.backends.cuda_arch import probe_environment_fix
 from autotune.backends.device_restore import LocalDeviceSettings
 from autotune.backends.launchers import (
     LaunchPlan,
@@ -177,18 +176,12 @@ class LaunchBackend(Backend):
     def _run_once(self, launcher: str, candidate: Candidate, trial_dir: Path, out: Path, repeat: str) -> dict | ProbeResult:
         """One probe start: its result.json as a dict when ok, else the ProbeResult saying why not."""
         log_path = trial_dir / "log.txt"
-        given = {**os.environ, **self.env}
-        arch_fix = probe_environment_fix(given)
-        forwarded = {**self.env, **arch_fix}
-        environ = {**given, **arch_fix}
+        environ = {**os.environ, **self.env}
         plan: LaunchPlan = build_plan(launcher, candidate, self._probe_args(trial_dir, out), python=self.python,
                                       hostfile=self.hostfile, environ=environ)
-        if plan.launcher == "deepspeed" and forwarded:
+        if plan.launcher == "deepspeed" and self.env:
             # The deepspeed runner forwards these to remote nodes (pdsh) from ./.deepspeed_env.
-            (trial_dir / ".deepspeed_env").write_text("".join(f"{k}={v}\n" for k, v in forwarded.items()))
-        for name, value in arch_fix.items():
-            _append_log(log_path, f"== autotune: {name}={value} for the probe (was {given[name]!r}: "
-                                  "DeepSpeed's op builder cannot read an architecture's letter suffix)\n")
+            (trial_dir / ".deepspeed_env").write_text("".join(f"{k}={v}\n" for k, v in self.env.items()))
         _append_log(log_path, f"== autotune: repeat {repeat}, {plan.launcher}: {shlex.join(plan.command)}\n")
         try:
             process = ProbeProcess(plan.command, trial_dir, {**environ, **plan.env}, log_path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 import torch
@@ -93,3 +94,13 @@ def test_a_gpu_profile_on_a_cpu_rank_is_refused_with_the_reason(tmp_path, monkey
     assert code != 0 and result["status"] == "failed" and result["refused"] is True
     assert "gh200 describes CUDA GPUs but this rank has none" in result["error"] and "--hardware cpu" in result["error"]
     assert not torch.distributed.is_initialized()
+
+
+def test_the_probe_drops_an_arch_suffix_deepspeed_cannot_read(tmp_path, monkeypatch, capsys):
+    """Seen on an H100 image (TORCH_CUDA_ARCH_LIST=9.0a): DeepSpeed's op builder failed every probe
+    with "invalid literal for int() with base 10: '0a'" building fused Adam."""
+    monkeypatch.setenv("DS_ACCELERATOR", "cpu")
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "8.0;9.0a")
+    main(["--model", "tiny", "--zero-stage", "3", "--optimizer-offload", "async", "--out", str(tmp_path / "r.json")])
+    assert os.environ["TORCH_CUDA_ARCH_LIST"] == "8.0;9.0"
+    assert "TORCH_CUDA_ARCH_LIST=8.0;9.0 (was '8.0;9.0a'" in capsys.readouterr().err

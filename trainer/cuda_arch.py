@@ -3,8 +3,9 @@
 DeepSpeed 0.19's JIT builder (fused Adam, CPU Adam) sorts the list with int() on each part of an
 entry, so an architecture-specific entry such as "9.0a" (sm_90a, which some CUDA images set for
 Hopper) fails every probe with "invalid literal for int() with base 10: '0a'" before the first step.
-The kernels DeepSpeed builds for a probe use nothing of sm_90a's extras, so the probes get the plain
-architecture ("9.0"), and the trial log says so.
+The kernels DeepSpeed builds for a probe use nothing of sm_90a's extras, so each probe rank sets the
+plain architecture ("9.0") for itself before DeepSpeed starts (probe.py), and says so in the
+trial log.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from autotune.backends.cuda_arch import buildable_arch_list, probe_environment_fix
+from trainer.cuda_arch import buildable_arch_list, probe_environment_fix
 
 
 @pytest.mark.parametrize("given, buildable", [
