@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 
 from autotune import __version__
@@ -52,6 +53,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"autotune: error: {one_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        # Everything is saved by now: a second Ctrl-C (or SIGTERM) during the interpreter's shutdown must
+        # not kill it by the default action (exit status -2 instead of 130, a traceback mid-cleanup).
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, signal.SIG_IGN)
         print("autotune: interrupted; completed trials are kept, run the same command again to resume", file=sys.stderr)
         return 130
 

@@ -33,7 +33,10 @@ def test_interrupted_launch_study_resumes_to_a_measured_front(tmp_path):
     """The issue's command; Ctrl-C after two probes; the same command finishes with them kept."""
     out = tmp_path / "run"
     cmd = [*RUN, "--trials", "6", "--allow-estimated-energy", "--out", str(out)]
-    first = subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Output to a file, not a pipe: nothing reads a pipe while the test polls, and a full one would
+    # block the tuner's writes.
+    log = open(tmp_path / "first.log", "w+")  # noqa: SIM115 - closed below
+    first = subprocess.Popen(cmd, env=_env(), stdout=log, stderr=subprocess.STDOUT, text=True)
     deadline = time.time() + 240
     while time.time() < deadline and first.poll() is None:
         time.sleep(1)
@@ -43,8 +46,11 @@ def test_interrupted_launch_study_resumes_to_a_measured_front(tmp_path):
         except Exception:  # the database is not there yet
             continue
     first.send_signal(signal.SIGINT)
-    _, stderr = first.communicate(timeout=120)
-    assert first.returncode == 130, stderr[-2000:]
+    first.wait(timeout=120)
+    log.seek(0)
+    output = log.read()
+    log.close()
+    assert first.returncode == 130, output[-2000:]
     kept = {t.number: t.values for t in _study(out).trials if is_evaluated(t)}
     assert len(kept) >= 2
     running = [t for t in _study(out).trials if t.state == optuna.trial.TrialState.RUNNING]
