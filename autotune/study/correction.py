@@ -74,6 +74,18 @@ class KnobFeatures:
         """(len(a), len(b)): how many knob values candidates a[i] and b[j] have in common."""
         return self.values[a] @ self.values[b].T
 
+    def holds_unseen_value(self, seen: list[int]) -> np.ndarray:
+        """(N,) whether the candidate holds a knob value none of the candidates `seen` holds."""
+        return self.values[:, self.values[seen].max(axis=0, initial=0) == 0].any(axis=1)
+
+    def unseen_value_pairs(self, seen: list[int]) -> np.ndarray:
+        """(N,) how many pairs of the candidate's knob values no candidate in `seen` holds together."""
+        together = self.values[seen].T @ self.values[seen] > 0  # (L, L): value pairs some candidate holds
+        apart = (~together).astype(float)
+        # Each pair (a, b) of a candidate's values is counted twice over a x b, and a value with itself once.
+        twice = ((self.values @ apart) * self.values).sum(axis=1) - self.values @ np.diag(apart)
+        return np.rint(twice / 2).astype(int)
+
 
 def knob_features(params_list: list[dict]) -> KnobFeatures:
     """Per candidate: ordinal knobs in [0, 1] over the candidates given plus categorical one-hot, and
@@ -245,8 +257,7 @@ def corrected_log_prediction(
     if exact:
         doubt = 0.0
     else:
-        unprobed_value = features.values[:, features.values[at].max(axis=0) == 0].any(axis=1)
-        doubt = np.where(unprobed_value, MIN_RESIDUAL_STD, _doubt_std(at, chol, y, math.exp(theta[4])))
+        doubt = np.where(features.holds_unseen_value(probed), MIN_RESIDUAL_STD, _doubt_std(at, chol, y, math.exp(theta[4])))
         nearest_probe = _matern_of(cross_parts[0] / MAX_LENGTH_SCALE).max(axis=1)  # cross_parts[0]: knob distances
         doubt = doubt * np.sqrt(1.0 - nearest_probe**2)
     noise_std = min(math.sqrt(math.exp(theta[4])), MAX_NOISE_STD) if len(probed) >= MIN_PROBES_TO_FIT else 0.0

@@ -76,12 +76,6 @@ STOP_RULE = (
 )
 
 
-def _value_pairs(params: dict) -> list[tuple]:
-    """Every pair of the candidate's knob values, e.g. (("micro_batch", "2"), ("sp_degree", "4"))."""
-    values = sorted((k, str(v)) for k, v in params.items())
-    return [(a, b) for n, a in enumerate(values) for b in values[n + 1:]]
-
-
 def pair_reach(log_residual: np.ndarray, noise_std: np.ndarray) -> np.ndarray:
     """(M,) how wrong (log) the model may be on a pair of knob values no probe has held: PAIR_REACH times
     the largest miss on a probe (`log_residual` (k, M), less its mean), less what measurement noise
@@ -162,18 +156,14 @@ class GuidedSampler(optuna.samplers.BaseSampler):
         of knob values no probe has had (most promising among equals)."""
         if view.simulator_exact:
             return None
-        params = self.predictions.params
+        features = self.predictions.features
         obs = view.observations
-        seen = {(k, str(v)) for i in obs.done | obs.busy for k, v in params[i].items()}
+        seen = sorted(obs.done | obs.busy)
         runnable = view.free & (view.chance_to_run > 0.5)
-        new = np.array([runnable[i] and any((k, str(v)) not in seen for k, v in p.items()) for i, p in enumerate(params)])
+        new = runnable & features.holds_unseen_value(seen)
         if new.any():
             return self._most_promising(view, new)
-        reachable = runnable & self._could_enter_if_wrong(view)
-        seen_pairs = {pair for i in obs.done | obs.busy for pair in _value_pairs(params[i])}
-        unseen = np.zeros(len(params), dtype=int)
-        for i in np.flatnonzero(reachable):
-            unseen[i] = sum(pair not in seen_pairs for pair in _value_pairs(params[i]))
+        unseen = np.where(runnable & self._could_enter_if_wrong(view), features.unseen_value_pairs(seen), 0)
         return self._most_promising(view, unseen == unseen.max()) if unseen.max() > 0 else None
 
     def _could_enter_if_wrong(self, view: Outlook) -> np.ndarray:
