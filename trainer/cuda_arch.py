@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-VARIABLE = "TORCH_CUDA_ARCH_LIST"
+ARCH_LIST = "TORCH_CUDA_ARCH_LIST"
 # "9.0a", "10.0f", "9.0a+PTX": an architecture with a letter suffix (and perhaps +PTX).
 _SUFFIXED = re.compile(r"^(\d+\.\d+)[a-z]+(\+PTX)?$", re.IGNORECASE)
 
@@ -21,12 +21,3 @@ def buildable_arch_list(value: str) -> str:
     """The list with letter suffixes dropped ("9.0a" -> "9.0"), separators and other entries kept."""
     parts = re.split(r"([;\s]+)", value)
     return "".join(_SUFFIXED.sub(r"\1\2", part) for part in parts)
-
-
-def probe_environment_fix(environ: dict[str, str]) -> dict[str, str]:
-    """What to set in a probe's environment for DeepSpeed to build its ops ({} when nothing)."""
-    value = environ.get(VARIABLE)
-    if value is None:
-        return {}
-    fixed = buildable_arch_list(value)
-    return {} if fixed == value else {VARIABLE: fixed}

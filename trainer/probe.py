@@ -170,12 +170,13 @@ def main(argv: list[str] | None = None) -> int:
 def _readable_arch_list() -> None:
     """TORCH_CUDA_ARCH_LIST without an architecture's letter suffix (9.0a -> 9.0) before DeepSpeed
     builds its ops: its builder cannot read the suffix (trainer/cuda_arch.py)."""
-    from trainer.cuda_arch import probe_environment_fix
+    from trainer.cuda_arch import ARCH_LIST, buildable_arch_list
 
-    for name, value in probe_environment_fix(dict(os.environ)).items():
-        print(f"probe: {name}={value} (was {os.environ[name]!r}: DeepSpeed's op builder cannot read an "
-              "architecture's letter suffix)", file=sys.stderr, flush=True)
-        os.environ[name] = value
+    given = os.environ.get(ARCH_LIST)
+    if given is not None and buildable_arch_list(given) != given:
+        os.environ[ARCH_LIST] = buildable_arch_list(given)
+        print(f"probe: {ARCH_LIST}={os.environ[ARCH_LIST]} (was {given!r}: DeepSpeed's op builder cannot read "
+              "an architecture's letter suffix)", file=sys.stderr, flush=True)
 
 
 def _ds_config(args: argparse.Namespace, candidate: Candidate) -> dict:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainer.cuda_arch import buildable_arch_list, probe_environment_fix
+from trainer.cuda_arch import buildable_arch_list
 
 
 @pytest.mark.parametrize("given, buildable", [
@@ -20,8 +20,3 @@ from trainer.cuda_arch import buildable_arch_list, probe_environment_fix
 def test_only_letter_suffixes_are_dropped(given, buildable):
     assert buildable_arch_list(given) == buildable
 
-
-def test_nothing_is_set_when_nothing_needs_fixing():
-    assert probe_environment_fix({}) == {}
-    assert probe_environment_fix({"TORCH_CUDA_ARCH_LIST": "9.0"}) == {}
-    assert probe_environment_fix({"TORCH_CUDA_ARCH_LIST": "9.0a"}) == {"TORCH_CUDA_ARCH_LIST": "9.0"}
