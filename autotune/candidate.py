@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from autotune.checks import MAX_COUNT, shown
 from autotune.hardware import HardwareProfile, load_hardware
 from autotune.models import ModelSpec, model_from_json
 from autotune.workload import Workload, with_precision
@@ -24,9 +25,49 @@ KNOBS = (
     "power_limit",
     "sm_clock_mhz",
 )
+ZERO_STAGES = (0, 1, 2, 3)
 OPTIMIZER_OFFLOAD = ("none", "sync", "async")
 ACTIVATION_CHECKPOINTING = ("none", "recompute", "offload_sync", "offload_async")
 SM_CLOCK_UNTOUCHED = "max"
+_CHOICES = {"zero_stage": ZERO_STAGES, "optimizer_offload": OPTIMIZER_OFFLOAD, "activation_checkpointing": ACTIVATION_CHECKPOINTING}
+_COUNTS = ("sp_degree", "micro_batch", "nodes")
+
+
+def knob_value(knob: str, value):
+    """`value` as a candidate holds it for `knob` (power_limit a float), or ValueError saying what is allowed
+    ("is not one of the allowed values 0, 1, 2, 3"); each file that lists knob values words its own line around it.
+
+    Types are exact: Python takes `true` for 1 and `1.0` for 1, but a file must say what it means, and a
+    knob value is part of a candidate's identity (`params_key`): a zero_stage of 1.0 would match no candidate."""
+    if knob in _CHOICES:
+        allowed = _CHOICES[knob]
+        if type(value) is not type(allowed[0]) or value not in allowed:
+            listed = ", ".join(map(shown, allowed))
+            raise ValueError(f"is not one of the allowed values {listed}{_as_written(value, allowed.__contains__)}")
+        return value
+    if knob in _COUNTS:
+        if not _is_count(value):
+            raise ValueError(f"is not a whole number >= 1 and <= {MAX_COUNT}{_as_written(value, _is_count)}")
+        return value
+    if knob == "power_limit":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:  # NaN fails 0 < NaN
+            raise ValueError("is not a fraction of the default power limit in (0, 1], e.g. 0.8")
+        return float(value)
+    assert knob == "sm_clock_mhz", f"{knob} is not a knob"
+    if value != SM_CLOCK_UNTOUCHED and not _is_count(value):
+        raise ValueError(f'is not "{SM_CLOCK_UNTOUCHED}" or a clock in whole MHz >= 1 and <= {MAX_COUNT}{_as_written(value, _is_count)}')
+    return value
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_COUNT
+
+
+def _as_written(value, allowed) -> str:
+    """The hint for an allowed whole number written as a float (2.0 in JSON or TOML): write it without the point."""
+    if isinstance(value, float) and value.is_integer() and allowed(int(value)):
+        return f" (write {int(value)}, not {shown(value)})"
+    return ""
 
 
 def params_key(params: dict) -> str:

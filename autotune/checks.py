@@ -7,6 +7,7 @@ key, the value and what is allowed (every input file of the tool uses these, so 
 
 from __future__ import annotations
 
+import json
 import math
 
 from autotune.errors import ConfigError
@@ -14,6 +15,11 @@ from autotune.errors import ConfigError
 # A count (layers, samples, steps) past this is a typo; past ~1e308 it would not even fit the floats
 # the simulator computes in. Files and flags use it as the upper bound of their whole numbers.
 MAX_COUNT = 10**12
+
+
+def shown(value) -> str:
+    """A value as a TOML or JSON file writes it (true, "none", 1.5), not as Python prints it (True, 'none')."""
+    return json.dumps(value, default=str)
 
 
 def _bound(number) -> str:

@@ -11,7 +11,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from autotune.checks import MAX_COUNT, number_problem, refuse_unknown_keys
+from autotune.checks import MAX_COUNT, number_problem, refuse_unknown_keys, shown
 from autotune.errors import ConfigError
 
 
@@ -152,7 +152,7 @@ class _Reader:
         self.origin = origin
 
     def fail(self, key: str, value, problem: str):
-        raise ConfigError(f"{self.origin}: {key} = {_shown(value)} {problem}; fix the file (schema: {_SCHEMA})")
+        raise ConfigError(f"{self.origin}: {key} = {shown(value)} {problem}; fix the file (schema: {_SCHEMA})")
 
     def part(self, data: dict, key: str, known: tuple, required: bool) -> dict:
         if key not in data:
@@ -181,14 +181,6 @@ class _Reader:
         if missing:
             raise ConfigError(f"{self.origin}: {', '.join(f'{prefix}.{k}' for k in missing)} missing; "
                               f"{prefix} needs {', '.join(keys)} (schema: {_SCHEMA})")
-
-
-def _shown(value) -> str:
-    """A value as it reads in JSON (true, "x", [1, 2]), not as Python prints it."""
-    try:
-        return json.dumps(value)
-    except (TypeError, ValueError):
-        return repr(value)
 
 
 def _read_llm(reader: _Reader, data: dict) -> LLMSpec:

@@ -23,8 +23,8 @@ import json
 from pathlib import Path
 
 from autotune.backends.base import Backend, ProbeResult
-from autotune.candidate import ACTIVATION_CHECKPOINTING, KNOBS, OPTIMIZER_OFFLOAD, SM_CLOCK_UNTOUCHED, Candidate, params_key
-from autotune.checks import checked_number, refuse_unknown_keys
+from autotune.candidate import KNOBS, SM_CLOCK_UNTOUCHED, Candidate, knob_value, params_key
+from autotune.checks import checked_number, refuse_unknown_keys, shown
 from autotune.errors import ConfigError
 
 SOURCES = ("measured", "estimated", "simulated")
@@ -49,18 +49,15 @@ def _checked_params(origin: str, params) -> dict:
     missing = [k for k in KNOBS if k not in params and k not in _KNOB_DEFAULTS]
     if missing:
         raise ConfigError(f"{origin}: params lacks {', '.join(missing)}; every knob needs a value ({_FIX})")
-    out = {**_KNOB_DEFAULTS, **params}
-    out["zero_stage"] = _choice(origin, "params.zero_stage", out["zero_stage"], (0, 1, 2, 3))
-    out["optimizer_offload"] = _choice(origin, "params.optimizer_offload", out["optimizer_offload"], OPTIMIZER_OFFLOAD)
-    out["activation_checkpointing"] = _choice(
-        origin, "params.activation_checkpointing", out["activation_checkpointing"], ACTIVATION_CHECKPOINTING
-    )
-    for knob in ("sp_degree", "micro_batch", "nodes"):
-        out[knob] = checked_number(origin, f"params.{knob}", out[knob], low=1, integer=True, fix=_FIX)
-    out["power_limit"] = checked_number(origin, "params.power_limit", out["power_limit"], low=0, high=1, low_open=True, fix=_FIX)
-    if out["sm_clock_mhz"] != SM_CLOCK_UNTOUCHED:
-        out["sm_clock_mhz"] = checked_number(origin, "params.sm_clock_mhz", out["sm_clock_mhz"], low=1, integer=True, fix=_FIX)
-    return out
+    values = {**_KNOB_DEFAULTS, **params}
+    return {knob: _knob_value(origin, knob, values[knob]) for knob in KNOBS}
+
+
+def _knob_value(origin: str, knob: str, value):
+    try:
+        return knob_value(knob, value)
+    except ValueError as why:
+        raise ConfigError(f"{origin}: params.{knob} = {shown(value)} {why}; {_FIX}") from None
 
 
 def _optional_number(origin: str, record: dict, key: str, low_open: bool = False):

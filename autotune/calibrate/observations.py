@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from autotune.candidate import ACTIVATION_CHECKPOINTING, KNOBS, OPTIMIZER_OFFLOAD, SM_CLOCK_UNTOUCHED, Candidate, Knobs
-from autotune.checks import checked_number, refuse_unknown_keys
+from autotune.candidate import KNOBS, Candidate, Knobs, knob_value
+from autotune.checks import checked_number, refuse_unknown_keys, shown
 from autotune.errors import ConfigError
 
 # Metric -> what it is (per GPU where it says so); keys of the error tables.
@@ -49,28 +49,15 @@ def checked_observation(origin: str, key: str, metric, value, relative: bool) ->
     return metric, number
 
 
-_CHOICES = {
-    "zero_stage": (0, 1, 2, 3),
-    "optimizer_offload": OPTIMIZER_OFFLOAD,
-    "activation_checkpointing": ACTIVATION_CHECKPOINTING,
-}
-
-
 def checked_knobs(origin: str, key: str, raw) -> Knobs:
     """Knob values of one configuration: unknown knobs and impossible values are refused, not guessed."""
     if not isinstance(raw, dict):
         raise ConfigError(f"{origin}: {key} knobs must be a table of knob values, got {raw!r}")
     refuse_unknown_keys(f"{origin}: {key} knobs", raw, KNOBS, "knob names are those of search_spaces/default.toml")
-    values = dict(raw)
-    for knob, choices in _CHOICES.items():
-        if knob in values and values[knob] not in choices:
-            raise ConfigError(f"{origin}: {key} {knob} = {values[knob]!r}; allowed: {', '.join(map(str, choices))}")
-    for knob in ("sp_degree", "micro_batch", "nodes"):
-        if knob in values:
-            values[knob] = checked_number(origin, f"{key} {knob}", values[knob], low=1, integer=True)
-    if "power_limit" in values:
-        values["power_limit"] = checked_number(origin, f"{key} power_limit", values["power_limit"], low=0.0, high=1.0, low_open=True)
-    clock = values.get("sm_clock_mhz", SM_CLOCK_UNTOUCHED)
-    if clock != SM_CLOCK_UNTOUCHED:
-        values["sm_clock_mhz"] = checked_number(origin, f"{key} sm_clock_mhz", clock, low=1, integer=True)
+    values = {}
+    for knob, value in raw.items():
+        try:
+            values[knob] = knob_value(knob, value)
+        except ValueError as why:
+            raise ConfigError(f"{origin}: {key} {knob} = {shown(value)} {why}; see search_spaces/default.toml") from None
     return Knobs(**values)

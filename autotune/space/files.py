@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from autotune.candidate import ACTIVATION_CHECKPOINTING, OPTIMIZER_OFFLOAD, SM_CLOCK_UNTOUCHED
-from autotune.checks import MAX_COUNT
+from autotune.candidate import KNOBS, SM_CLOCK_UNTOUCHED, knob_value
+from autotune.checks import MAX_COUNT, shown
 from autotune.errors import ConfigError
 
 DEFAULT_SPACE = Path(__file__).resolve().parents[2] / "search_spaces" / "default.toml"
 
-_ALLOWED = {
-    "zero_stage": (0, 1, 2, 3),
-    "optimizer_offload": OPTIMIZER_OFFLOAD,
-    "activation_checkpointing": ACTIVATION_CHECKPOINTING,
-}
-_POSITIVE_INTS = ("sp_degree", "micro_batch", "nodes")
 # Device settings: optional in a space file (older files have none); absent means untouched.
 _DEVICE_KNOBS = {"power_limit": (1.0,), "sm_clock_mhz": (SM_CLOCK_UNTOUCHED,)}
 
@@ -72,38 +65,12 @@ def parse_nodes(text: str | int | None) -> tuple[int, ...] | None:
     return tuple(range(low, high + 1))
 
 
-def _shown(value) -> str:
-    """A value as TOML writes it (true, "none", 1.5), not as Python prints it."""
-    return json.dumps(value, default=str)
-
-
-def _refused(origin: str, knob: str, value, why: str):
-    return ConfigError(f"space file {origin}: '{knob}' has {_shown(value)}, {why}; see search_spaces/default.toml")
-
-
 def _checked_value(origin: str, knob: str, value):
-    """One listed value, converted (power_limit to float), or a ConfigError saying what is allowed.
-    Python takes `true` for 1 and `1.0` for 1: a space file must say what it means."""
-    if knob in _ALLOWED:
-        allowed = _ALLOWED[knob]
-        if isinstance(value, bool) or type(value) is not type(allowed[0]) or value not in allowed:
-            raise _refused(origin, knob, value, f"which is not one of the allowed values {', '.join(map(_shown, allowed))}")
-        return value
-    if knob in _POSITIVE_INTS:
-        if not (_is_int(value) and 1 <= value <= MAX_COUNT):
-            raise _refused(origin, knob, value, f"which is not a whole number >= 1 and <= {MAX_COUNT}")
-        return value
-    if knob == "power_limit":
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
-            raise _refused(origin, knob, value, "which is not a fraction of the default limit in (0, 1], e.g. [1.0, 0.9, 0.8]")
-        return float(value)
-    if not (value == SM_CLOCK_UNTOUCHED or (_is_int(value) and 1 <= value <= MAX_COUNT)):  # sm_clock_mhz
-        raise _refused(origin, knob, value, f'which is not "{SM_CLOCK_UNTOUCHED}" or a clock in whole MHz >= 1, e.g. ["max", 1600]')
-    return value
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    """One listed value, converted (power_limit to float), or a ConfigError saying what is allowed."""
+    try:
+        return knob_value(knob, value)
+    except ValueError as why:
+        raise ConfigError(f"space file {origin}: '{knob}' has {shown(value)}, which {why}; see search_spaces/default.toml") from None
 
 
 def _knob_values(data: dict, knob: str, origin: str) -> tuple:
@@ -112,13 +79,13 @@ def _knob_values(data: dict, knob: str, origin: str) -> tuple:
     values = data[knob]
     if not isinstance(values, list) or not values:
         raise ConfigError(
-            f"space file {origin}: '{knob}' = {_shown(values) if not isinstance(values, dict) else '{...}'} "
+            f"space file {origin}: '{knob}' = {shown(values) if not isinstance(values, dict) else '{...}'} "
             "is not a non-empty list; write e.g. " + f"{knob} = [...], see search_spaces/default.toml"
         )
     checked = [_checked_value(origin, knob, value) for value in values]
     repeated = [value for i, value in enumerate(checked) if value in checked[:i]]
     if repeated:
-        raise ConfigError(f"space file {origin}: '{knob}' lists {_shown(repeated[0])} more than once; list each value once")
+        raise ConfigError(f"space file {origin}: '{knob}' lists {shown(repeated[0])} more than once; list each value once")
     return tuple(checked)
 
 
@@ -134,7 +101,7 @@ def load_space(path: str | Path | None = None, nodes: tuple[int, ...] | None = N
         raise ConfigError(f"space file {path} cannot be read ({exc.strerror or exc}); pass a readable TOML file") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"space file {path} is not valid TOML ({exc}); fix it or start from search_spaces/default.toml") from None
-    unknown = set(data) - set(_ALLOWED) - set(_POSITIVE_INTS) - set(_DEVICE_KNOBS)
+    unknown = set(data) - set(KNOBS)
     if unknown:
         raise ConfigError(f"space file {path}: unknown key(s) {', '.join(sorted(unknown))}; see search_spaces/default.toml")
     if nodes is None and "nodes" not in data:

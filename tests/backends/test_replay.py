@@ -98,3 +98,31 @@ def test_measurement_record_round_trips_a_result(tmp_path, make_candidate):
     replayed = ReplayBackend(_write(tmp_path, [record])).evaluate(make_candidate(**KNOBS_OLD))
     assert (replayed.time_s, replayed.energy_kj, replayed.energy_source) == (3.0, 2.0, "estimated")
     assert replayed.details["probe_cost"] == {"time_s": 60.0, "energy_kj": None}
+
+
+@pytest.mark.parametrize("knob, value, words", [
+    # Accepted before (1.0 matched no candidate's key; 2.0 and 1600.0 were read as 2 and 1600): now refused as a space file refuses them.
+    ("zero_stage", 1.0, ["params.zero_stage = 1.0 is not one of the allowed values 0, 1, 2, 3 (write 1, not 1.0)"]),
+    ("nodes", 2.0, ["params.nodes = 2.0 is not a whole number >= 1", "(write 2, not 2.0)"]),
+    ("sm_clock_mhz", 1600.0, ['params.sm_clock_mhz = 1600.0 is not "max" or a clock in whole MHz', "(write 1600, not 1600.0)"]),
+    ("micro_batch", 10**13, ["params.micro_batch = 10000000000000 is not a whole number >= 1 and <= 1000000000000"]),
+    ("sm_clock_mhz", 10**13, ["params.sm_clock_mhz = 10000000000000"]),
+    # Refused before too, shown as the file writes them.
+    ("optimizer_offload", "cpu", ['params.optimizer_offload = "cpu" is not one of the allowed values "none", "sync", "async"']),
+    ("activation_checkpointing", True, ["params.activation_checkpointing = true is not one of"]),
+    ("power_limit", 0, ["params.power_limit = 0 is not a fraction of the default power limit in (0, 1]"]),
+    ("sm_clock_mhz", "MAX", ['params.sm_clock_mhz = "MAX" is not "max"']),
+])
+def test_knob_values_are_refused_as_a_space_file_refuses_them(tmp_path, knob, value, words):
+    path = _write(tmp_path, [{"params": {**KNOBS_OLD, knob: value}, "status": "ok", "time_s": 1.0}])
+    with pytest.raises(ConfigError) as error:
+        load_measurements(path)
+    message = str(error.value)
+    assert "\n" not in message and message.startswith(f"measurements {path} line 1: ") and message.endswith("(--measurements) for the record format")
+    for word in words:
+        assert word in message
+
+
+def test_a_power_limit_of_1_is_the_untouched_limit(tmp_path):
+    records = load_measurements(_write(tmp_path, [{"params": {**KNOBS_OLD, "power_limit": 1}, "status": "ok", "time_s": 1.0}]))
+    assert next(iter(records.values()))["params"]["power_limit"] == 1.0

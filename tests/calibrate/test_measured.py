@@ -77,3 +77,17 @@ def test_an_unknown_knob_is_refused():
     trial.user_attrs["candidate"] = {"knobs": {**KNOBS, "zero_stag": 3}}
     with pytest.raises(ConfigError, match="unknown key"):
         _observe(trial)
+
+
+@pytest.mark.parametrize("knob, value, words", [
+    ("zero_stage", True, "zero_stage = true is not one of the allowed values 0, 1, 2, 3"),  # accepted before: True == 1
+    ("sp_degree", 2.0, "sp_degree = 2.0 is not a whole number >= 1 and <= 1000000000000 (write 2, not 2.0)"),  # read as 2 before
+    ("nodes", 10**13, "nodes = 10000000000000 is not a whole number"),  # no upper bound before
+    ("power_limit", 1.5, "power_limit = 1.5 is not a fraction of the default power limit"),
+])
+def test_a_knob_value_is_refused_as_a_space_file_refuses_it(knob, value, words):
+    trial = _trial()
+    trial.user_attrs["candidate"] = {"knobs": {**KNOBS, knob: value}}
+    with pytest.raises(ConfigError) as refused:
+        _observe(trial)
+    assert words in str(refused.value) and "\n" not in str(refused.value)
