@@ -13,7 +13,7 @@ from autotune.candidate import SM_CLOCK_UNTOUCHED
 from autotune.report.front import Point
 from autotune.report.html_parts import esc, table
 from autotune.report.picks import savings
-from autotune.report.svg import nice_ticks
+from autotune.report.svg import Frame, axes, chart_start, nice_ticks
 from autotune.report.units import energy_unit, figure, pct_text, time_unit
 
 _DEVICE_KNOBS = ("power_limit", "sm_clock_mhz")
@@ -57,30 +57,10 @@ def sweep_sentence(view) -> str | None:
 
 
 def _panel(xs: list[float], ys: list[float], tips: list[str], y_label: str, x_label: str, width_px=360, height_px=240) -> str:
-    left, right, top, bottom = 64, 16, 16, 48
-    plot_w, plot_h = width_px - left - right, height_px - top - bottom
-    x_ticks = nice_ticks(min(xs), max(xs))
-    y_ticks = nice_ticks(min(ys) * 0.95, max(ys) * 1.05)
-    x0, x1, y0, y1 = x_ticks[0], x_ticks[-1], y_ticks[0], y_ticks[-1]
-
-    def px(x):
-        return left + (x - x0) / ((x1 - x0) or 1.0) * plot_w
-
-    def py(y):
-        return top + plot_h - (y - y0) / ((y1 - y0) or 1.0) * plot_h
-
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart power-limit" role="img" '
-           f'viewBox="0 0 {width_px} {height_px}" width="{width_px}" height="{height_px}">',
-           f"<title>{escape(y_label)} against {escape(x_label)}</title>",
-           f'<rect class="plot-area" x="{left}" y="{top}" width="{plot_w}" height="{plot_h}"/>']
-    for t in x_ticks:
-        out.append(f'<text class="tick" x="{px(t):.1f}" y="{top + plot_h + 16}" text-anchor="middle">{t:.6g}</text>')
-    for t in y_ticks:
-        out.append(f'<line class="grid" x1="{left}" y1="{py(t):.1f}" x2="{left + plot_w}" y2="{py(t):.1f}"/>')
-        out.append(f'<text class="tick" x="{left - 6}" y="{py(t) + 4:.1f}" text-anchor="end">{t:.6g}</text>')
-    out.append(f'<text class="axis-label" x="{left + plot_w / 2:.1f}" y="{height_px - 8}" text-anchor="middle">{escape(x_label)}</text>')
-    out.append(f'<text class="axis-label" x="14" y="{top + plot_h / 2:.1f}" text-anchor="middle" '
-               f'transform="rotate(-90 14 {top + plot_h / 2:.1f})">{escape(y_label)}</text>')
+    frame = Frame(width_px, height_px, left=64, right=16, top=16, bottom=48,
+                  x_ticks=nice_ticks(min(xs), max(xs)), y_ticks=nice_ticks(min(ys) * 0.95, max(ys) * 1.05))
+    px, py = frame.px, frame.py
+    out = chart_start(frame, "power-limit", f"{y_label} against {x_label}") + axes(frame, x_label, y_label)
     out.append('<polyline class="front-line" points="' + " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(xs, ys)) + '"/>')
     for x, y, tip in zip(xs, ys, tips):
         out.append(f'<circle class="sweep-point" cx="{px(x):.1f}" cy="{py(y):.1f}" r="4.5"><title>{escape(tip)}</title></circle>')

@@ -1,4 +1,5 @@
-"""Small inline-SVG charts for report.html: a scatter with a front line, and a stacked bar.
+"""Small inline-SVG charts for report.html: a scatter with a front line, and a stacked bar; the axes
+every chart with a plot area draws (`Frame`, `chart_start`, `axes`: here once, for the power charts too).
 
 Our own few lines instead of a plotting library: the page must open offline as one file, and the
 tuner must not pull matplotlib (or a browser-side script) in for two charts. Every text is escaped;
@@ -40,8 +41,65 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     return ticks
 
 
-def _fmt_tick(value: float) -> str:
-    return f"{value:.6g}"
+@dataclass(frozen=True)
+class Frame:
+    """A chart's size, the margins around its plot area (room for ticks, labels, a legend), and the
+    ticks whose range the plot area spans: where a data value is drawn."""
+
+    width_px: int
+    height_px: int
+    left: int
+    right: int
+    top: int
+    bottom: int
+    x_ticks: list[float]
+    y_ticks: list[float]
+
+    @property
+    def plot_w(self) -> int:
+        return self.width_px - self.left - self.right
+
+    @property
+    def plot_h(self) -> int:
+        return self.height_px - self.top - self.bottom
+
+    def px(self, x: float) -> float:
+        x0, x1 = self.x_ticks[0], self.x_ticks[-1]
+        return self.left + (x - x0) / ((x1 - x0) or 1.0) * self.plot_w
+
+    def py(self, y: float) -> float:
+        y0, y1 = self.y_ticks[0], self.y_ticks[-1]
+        return self.top + self.plot_h - (y - y0) / ((y1 - y0) or 1.0) * self.plot_h
+
+
+def chart_start(frame: Frame, css_class: str, title: str) -> list[str]:
+    """The <svg> element opened (class `chart <css_class>`), its title (read out and shown on hover),
+    and the plot area's background; the caller closes it with "</svg>"."""
+    return [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart {css_class}" role="img" '
+        f'viewBox="0 0 {frame.width_px} {frame.height_px}" width="{frame.width_px}" height="{frame.height_px}">',
+        f"<title>{escape(title)}</title>",
+        f'<rect class="plot-area" x="{frame.left}" y="{frame.top}" width="{frame.plot_w}" height="{frame.plot_h}"/>',
+    ]
+
+
+def axes(frame: Frame, x_label: str, y_label: str, x_grid: bool = False) -> list[str]:
+    """Grid lines at the y ticks (and at the x ticks with `x_grid`), the tick values, and both axis labels."""
+    left, top, right, bottom = frame.left, frame.top, frame.left + frame.plot_w, frame.top + frame.plot_h
+    out = []
+    for t in frame.x_ticks:
+        x = f"{frame.px(t):.1f}"
+        if x_grid:
+            out.append(f'<line class="grid" x1="{x}" y1="{top}" x2="{x}" y2="{bottom}"/>')
+        out.append(f'<text class="tick" x="{x}" y="{bottom + 16}" text-anchor="middle">{t:.6g}</text>')
+    for t in frame.y_ticks:
+        y = frame.py(t)
+        out.append(f'<line class="grid" x1="{left}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}"/>')
+        out.append(f'<text class="tick" x="{left - 8}" y="{y + 4:.1f}" text-anchor="end">{t:.6g}</text>')
+    middle = f"{top + frame.plot_h / 2:.1f}"
+    out.append(f'<text class="axis-label" x="{left + frame.plot_w / 2:.1f}" y="{bottom + 36}" text-anchor="middle">{escape(x_label)}</text>')
+    out.append(f'<text class="axis-label" x="16" y="{middle}" text-anchor="middle" transform="rotate(-90 16 {middle})">{escape(y_label)}</text>')
+    return out
 
 
 def scatter_svg(
@@ -54,38 +112,13 @@ def scatter_svg(
     height_px: int = 460,
 ) -> str:
     """A scatter of markers, the front as a polyline (in the order given), labelled axes."""
-    left, right, top, bottom = 78, 150, 36, 56  # room for tick labels and pick labels to the right
-    plot_w, plot_h = width_px - left - right, height_px - top - bottom
     xs = [m.x for m in markers] or [0.0, 1.0]
     ys = [m.y for m in markers] or [0.0, 1.0]
-    x_ticks = nice_ticks(min(xs), max(xs))
-    y_ticks = nice_ticks(min(ys), max(ys))
-    x0, x1 = x_ticks[0], x_ticks[-1]
-    y0, y1 = y_ticks[0], y_ticks[-1]
-
-    def px(x: float) -> float:
-        return left + (x - x0) / ((x1 - x0) or 1.0) * plot_w
-
-    def py(y: float) -> float:
-        return top + plot_h - (y - y0) / ((y1 - y0) or 1.0) * plot_h
-
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart scatter" role="img" '
-        f'viewBox="0 0 {width_px} {height_px}" width="{width_px}" height="{height_px}">',
-        f"<title>{escape(title)}</title>",
-        f'<rect class="plot-area" x="{left}" y="{top}" width="{plot_w}" height="{plot_h}"/>',
-    ]
-    for t in x_ticks:
-        parts.append(f'<line class="grid" x1="{px(t):.1f}" y1="{top}" x2="{px(t):.1f}" y2="{top + plot_h}"/>')
-        parts.append(f'<text class="tick" x="{px(t):.1f}" y="{top + plot_h + 18}" text-anchor="middle">{_fmt_tick(t)}</text>')
-    for t in y_ticks:
-        parts.append(f'<line class="grid" x1="{left}" y1="{py(t):.1f}" x2="{left + plot_w}" y2="{py(t):.1f}"/>')
-        parts.append(f'<text class="tick" x="{left - 8}" y="{py(t) + 4:.1f}" text-anchor="end">{_fmt_tick(t)}</text>')
-    parts.append(f'<text class="axis-label" x="{left + plot_w / 2:.1f}" y="{height_px - 12}" text-anchor="middle">{escape(x_label)}</text>')
-    parts.append(
-        f'<text class="axis-label" x="18" y="{top + plot_h / 2:.1f}" text-anchor="middle" '
-        f'transform="rotate(-90 18 {top + plot_h / 2:.1f})">{escape(y_label)}</text>'
-    )
+    # Room for tick labels, and for pick labels to the right.
+    frame = Frame(width_px, height_px, left=78, right=150, top=36, bottom=56,
+                  x_ticks=nice_ticks(min(xs), max(xs)), y_ticks=nice_ticks(min(ys), max(ys)))
+    px, py = frame.px, frame.py
+    parts = chart_start(frame, "scatter", title) + axes(frame, x_label, y_label, x_grid=True)
     if len(front_xy) > 1:
         points = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in front_xy)
         parts.append(f'<polyline class="front-line" points="{points}"/>')

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from autotune.report.svg import Marker, nice_ticks, scatter_svg
+from autotune.report.svg import Frame, Marker, axes, nice_ticks, scatter_svg
 from tests.report.conftest import HOSTILE_ERROR
 
 
@@ -56,6 +56,15 @@ def test_nice_ticks_cover_the_range_with_round_steps():
     assert nice_ticks(0.18, 2.2) == [0.0, 0.5, 1.0, 1.5, 2.0, 2.5]
     ticks = nice_ticks(7.0, 7.0)  # one point: still an axis around it
     assert ticks[0] <= 7.0 <= ticks[-1] and len(ticks) >= 2
+
+
+def test_axes_span_the_plot_area_from_the_first_tick_to_the_last_and_are_escaped():
+    frame = Frame(300, 200, left=60, right=20, top=10, bottom=40, x_ticks=[0.5, 1.0, 1.5], y_ticks=[0.0, 50.0, 100.0])
+    assert (frame.px(0.5), frame.px(1.5), frame.py(0.0), frame.py(100.0)) == (60, 280, 160, 10)
+    drawn = "\n".join(axes(frame, "limit <x>", "energy & kJ"))
+    assert re.findall(r'<text class="tick" [^>]*>([^<]+)</text>', drawn) == ["0.5", "1", "1.5", "0", "50", "100"]
+    assert drawn.count('class="grid"') == 3 and "limit &lt;x&gt;" in drawn and "energy &amp; kJ" in drawn
+    assert "\n".join(axes(frame, "x", "y", x_grid=True)).count('class="grid"') == 6
 
 
 def test_scatter_labels_never_overlap_and_are_escaped():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from types import SimpleNamespace
 
 from autotune.report.front import Point
@@ -41,6 +42,11 @@ def test_sweep_is_the_fastest_configuration_across_limits_with_savings_against_i
     html = power_limit_section(view, {}, None)
     assert html.count("<svg") == 2 and html.count("<circle") == 8
     assert "+12.0%" in html and "energy to solution (kJ)" in html and "zero_stage 3" in html
+    for panel, y_label in zip(html.split("<svg")[1:], ["energy to solution", "time to solution"]):
+        ticks = re.findall(r'<text class="tick" [^>]*>([^<]+)</text>', panel)
+        assert ticks[:5] == ["0.6", "0.7", "0.8", "0.9", "1"] and len(ticks) > 6  # the limits, then the figures
+        labels = re.findall(r'<text class="axis-label" [^>]*>([^<]+)</text>', panel)
+        assert labels[0] == "power limit (fraction of the default)" and labels[1].startswith(y_label) and len(labels) == 2
 
 
 def test_no_sweep_without_two_limits():
