@@ -92,10 +92,15 @@ def test_early_stop_fires_on_a_known_table_after_the_true_front(tmp_path):
     assert {(k, str(v)) for t in evaluated.values() for k, v in t.params.items()} == every_value
 
 
-def test_early_stop_waits_for_a_knob_interaction_the_simulator_lacks(tmp_path):
+def test_early_stop_waits_for_a_knob_interaction_the_simulator_lacks(tmp_path, monkeypatch):
     """Offload 15% slower everywhere (an error the probes show), and activation offload_async with
     micro-batch 2 35% faster: only a probe holding both values can show it, and it moves the front's
     fast end. Without the coverage of value pairs the study stopped after 15 probes, 38% short of it."""
+    import autotune.study.guided as guided
+
+    refits = []  # the pair reach's leave-one-out refits, once per set of ok probes (k fits each)
+    refit = guided.leave_one_out_log_residual
+    monkeypatch.setattr(guided, "leave_one_out_log_residual", lambda *a: refits.append(tuple(a[2])) or refit(*a))
     settings = build_settings(_Args("32b", "4"))
     checks = valid_checks(settings)
     records = []
@@ -114,6 +119,7 @@ def test_early_stop_waits_for_a_knob_interaction_the_simulator_lacks(tmp_path):
     truth = np.array([[r["time_s"], r["energy_kj"]] for r in records])
     found = np.array([t.values for t in evaluated_trials(study).values() if t.state == TrialState.COMPLETE])
     assert _epsilon(found, truth[front_indices(truth)]) <= 1.01
+    assert refits and len(refits) == len(set(refits))  # the proposal and the stop check share them
 
 
 def test_killed_guided_study_resumes_without_repeating_a_probe(tmp_path):
