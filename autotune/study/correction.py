@@ -24,8 +24,9 @@ A fit can only learn from what was probed: residuals that are all alike fit smal
 would vouch for candidates no probe resembles (a knob interaction no probe has hit). So every
 candidate keeps some doubt, less the more it resembles a probe: MIN_RESIDUAL_STD at first, and from
 MIN_PROBES_TO_CALIBRATE_DOUBT probes on, how far the fit misses a probe it was not given
-(leave-one-out, less the probes' measurement noise), no less than DOUBT_FLOOR_STD, on candidates
-whose every knob value some probe has had. None where the probes are the simulator's own figures up
+(leave-one-out, less the probes' measurement noise) on candidates whose every knob value some probe
+has had, in proportion to the square root of the share of their value pairs no probe has held
+together, and no less than DOUBT_FLOOR_STD. None where the probes are the simulator's own figures up
 to one factor (the simulate backend).
 """
 
@@ -200,13 +201,20 @@ def _fit(kernel: _Kernel, probed: np.ndarray, y: np.ndarray) -> np.ndarray:
     return best.x
 
 
-def _doubt_std(probed: np.ndarray, chol: np.ndarray, y: np.ndarray, noise_var: float) -> float:
-    """MIN_RESIDUAL_STD, or once the probes span the space the fit's leave-one-out error (its closed
-    form for a GP: residual_i / [K^-1]_ii, Rasmussen & Williams eq. 5.12) within the doubt's bounds.
+def _doubt_std(probed: np.ndarray, chol: np.ndarray, y: np.ndarray, noise_var: float, unseen_pair_share: np.ndarray) -> np.ndarray:
+    """(N,) MIN_RESIDUAL_STD, or once the probes span the space the fit's leave-one-out error (its closed
+    form for a GP: residual_i / [K^-1]_ii, Rasmussen & Williams eq. 5.12) within the doubt's bounds,
+    times the square root of the candidate's share of value pairs no probe has held together.
 
     A left-out probe is missed by the fit's error and by the probe's own measurement noise; the doubt
     is about the candidate's true figure, so the fitted noise variance is taken out (else 2% noise
     keeps a 2% doubt on every near-tie of the front, and the study never stops).
+
+    The error the fit makes on a left-out probe is mostly knob interactions it has not learnt, and the
+    kernel learns them pair by pair: a candidate whose every pair of values some probe has held keeps
+    only DOUBT_FLOOR_STD. Kept whole, the doubt of one probe that hit an interaction stays on every
+    near-tie of the front (dozens of power-limit and offload variants of one configuration), which then
+    get probed before any knob value no probe has had (benchmarks/search_efficiency.py, `interactions`).
 
     Probes that all sit in one corner could agree with each other and still say nothing of the rest:
     this calibrated doubt is for candidates whose knob values have all been probed; the others keep
@@ -215,10 +223,18 @@ def _doubt_std(probed: np.ndarray, chol: np.ndarray, y: np.ndarray, noise_var: f
     from scipy.linalg import cho_solve
 
     if len(probed) < MIN_PROBES_TO_CALIBRATE_DOUBT:
-        return MIN_RESIDUAL_STD
+        return np.full(len(unseen_pair_share), MIN_RESIDUAL_STD)
     leave_one_out = cho_solve((chol, True), y) / np.diag(cho_solve((chol, True), np.eye(len(y))))
     latent_var = max(float(np.mean(leave_one_out**2)) - min(noise_var, MAX_NOISE_STD**2), 0.0)
-    return float(np.clip(math.sqrt(latent_var), DOUBT_FLOOR_STD, MIN_RESIDUAL_STD))
+    calibrated = float(np.clip(math.sqrt(latent_var), DOUBT_FLOOR_STD, MIN_RESIDUAL_STD))
+    return np.maximum(calibrated * np.sqrt(unseen_pair_share), DOUBT_FLOOR_STD)
+
+
+def _unseen_pair_share(features: KnobFeatures, probed: list[int]) -> np.ndarray:
+    """(N,) the share of each candidate's pairs of knob values that no probe has held together (1 where
+    fewer than two knobs vary: no pair has been learnt)."""
+    k = features.varying
+    return features.unseen_value_pairs(probed) / (k * (k - 1) / 2) if k > 1 else np.ones(len(features.values))
 
 
 def corrected_log_prediction(
@@ -257,7 +273,8 @@ def corrected_log_prediction(
     if exact:
         doubt = 0.0
     else:
-        doubt = np.where(features.holds_unseen_value(probed), MIN_RESIDUAL_STD, _doubt_std(at, chol, y, math.exp(theta[4])))
+        calibrated = _doubt_std(at, chol, y, math.exp(theta[4]), _unseen_pair_share(features, probed))
+        doubt = np.where(features.holds_unseen_value(probed), MIN_RESIDUAL_STD, calibrated)
         nearest_probe = _matern_of(cross_parts[0] / MAX_LENGTH_SCALE).max(axis=1)  # cross_parts[0]: knob distances
         doubt = doubt * np.sqrt(1.0 - nearest_probe**2)
     noise_std = min(math.sqrt(math.exp(theta[4])), MAX_NOISE_STD) if len(probed) >= MIN_PROBES_TO_FIT else 0.0
