@@ -175,14 +175,12 @@ class GuidedSampler(optuna.samplers.BaseSampler):
         probed = sorted(view.observations.ok)
         if not probed:
             return np.zeros(len(view.free), dtype=bool)
-        objectives = view.mean.shape[1]
-        measured = np.log(np.array([view.observations.ok[i][:objectives] for i in probed]))
         # The reach depends on the ok probes alone, while the outlook also changes with the trials
         # running: the proposal and the stop check after each probe share one set of k refits.
-        key = (tuple(probed), measured.tobytes(), view.noise_std.tobytes())
+        key = (tuple(probed), view.log_measured.tobytes(), view.noise_std.tobytes())
         if self._reach_cache is None or self._reach_cache[0] != key:
             pred = self.predictions
-            residual = leave_one_out_log_residual(pred.time_parts, pred.energy_parts, probed, measured)
+            residual = leave_one_out_log_residual(pred.time_parts, pred.energy_parts, probed, view.log_measured)
             self._reach_cache = (key, pair_reach(residual, view.noise_std))
         reach = self._reach_cache[1]
         return enters_front((view.mean * np.exp(-reach))[:, None, :], view.front)[:, 0]

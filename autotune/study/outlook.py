@@ -112,6 +112,7 @@ class Outlook:
     chance_to_enter: np.ndarray  # (N,) x chance_to_run: chance to improve the front by more than 1%
     expected_improvement: np.ndarray  # (N,) x chance_to_run: expected hypervolume improvement
     observations: Observations
+    log_measured: np.ndarray  # (ok probes, M) their measured log(objective), in the order of sorted(observations.ok)
     noise_std: np.ndarray  # (M,) the probes' measurement noise the correction found (log std)
     # Every ok probe is the simulator's figure times one factor per objective, and says it is simulated.
     simulator_exact: bool
@@ -167,4 +168,4 @@ def outlook(pred: Predictions, obs: Observations, objectives: int, seed: int = 0
     # first probes (a truth that differs only in knob interactions not probed yet) still get the
     # coverage probes: a match to 1e-9 proves nothing about the regions no probe resembles.
     exact = reproduced and obs.sources == {"simulated"}
-    return Outlook(predicted, log_std, chance_to_run, front, reference, free, enter, gain, obs, np.array(noise), exact)
+    return Outlook(predicted, log_std, chance_to_run, front, reference, free, enter, gain, obs, measured, np.array(noise), exact)
