@@ -37,14 +37,13 @@ def test_interrupted_launch_study_resumes_to_a_measured_front(tmp_path):
     # block the tuner's writes.
     log = open(tmp_path / "first.log", "w+")  # noqa: SIM115 - closed below
     first = subprocess.Popen(cmd, env=_env(), stdout=log, stderr=subprocess.STDOUT, text=True)
+    # Waits for the third probe's result.json (trials run one after another, so the first two are in
+    # the study by then), not for the study's SQLite file: a full-suite run once polled the database
+    # for the whole run without seeing two trials (cause not found), and the tuner finished unstopped.
     deadline = time.time() + 240
-    while time.time() < deadline and first.poll() is None:
-        time.sleep(1)
-        try:
-            if len([t for t in _study(out).trials if is_evaluated(t)]) >= 2:
-                break
-        except Exception:  # the database is not there yet
-            continue
+    while time.time() < deadline and first.poll() is None and len(list(out.glob("trials/*/result.json"))) < 3:
+        time.sleep(0.5)
+    assert first.poll() is None, "the tuner finished before the test could interrupt it"
     first.send_signal(signal.SIGINT)
     first.wait(timeout=120)
     log.seek(0)
