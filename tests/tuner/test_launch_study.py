@@ -36,10 +36,13 @@ def test_interrupted_launch_study_resumes_to_a_measured_front(tmp_path):
     # Output to a file, not a pipe: nothing reads a pipe while the test polls, and a full one would
     # block the tuner's writes.
     log = open(tmp_path / "first.log", "w+")  # noqa: SIM115 - closed below
-    first = subprocess.Popen(cmd, env=_env(), stdout=log, stderr=subprocess.STDOUT, text=True)
+    # SIGINT at its default in the tuner, as in a terminal: a test run started in the background (nohup,
+    # `cmd &` in a script) ignores SIGINT, the tuner would inherit that, and Python then installs no
+    # KeyboardInterrupt handler: Ctrl-C would never reach it.
+    first = subprocess.Popen(cmd, env=_env(), stdout=log, stderr=subprocess.STDOUT, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     # Waits for the third probe's result.json (trials run one after another, so the first two are in
-    # the study by then), not for the study's SQLite file: a full-suite run once polled the database
-    # for the whole run without seeing two trials (cause not found), and the tuner finished unstopped.
+    # the study by then).
     deadline = time.time() + 240
     while time.time() < deadline and first.poll() is None and len(list(out.glob("trials/*/result.json"))) < 3:
         time.sleep(0.5)
