@@ -94,7 +94,12 @@ class Knobs:
     @property
     def changes_device_settings(self) -> bool:
         """Whether a run of these knobs sets a power limit or clock that must be restored afterwards."""
-        return self.power_limit != 1.0 or self.sm_clock_mhz != SM_CLOCK_UNTOUCHED
+        return any(getattr(self, knob) != untouched for knob, untouched in UNTOUCHED_DEVICE_SETTINGS.items())
+
+
+# The device settings a run leaves as they are (Knobs' defaults): what a space file or a measurement
+# record that names no power limit or clock means (files written before these knobs existed).
+UNTOUCHED_DEVICE_SETTINGS = {"power_limit": Knobs.power_limit, "sm_clock_mhz": Knobs.sm_clock_mhz}
 
 
 @dataclass(frozen=True)

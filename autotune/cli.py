@@ -15,6 +15,7 @@ from autotune import __version__
 from autotune.errors import UserError
 
 COMMANDS = ("run", "space", "report", "export", "sensors", "calibrate")
+INTERRUPTED = 130  # the shell's status for a command ended by Ctrl-C (128 + SIGINT)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -53,13 +54,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"autotune: error: {one_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        # Everything is saved by now: a second Ctrl-C (or SIGTERM) during the interpreter's shutdown must
-        # not kill it by the default action (exit status -2 instead of 130, a traceback mid-cleanup).
+        print("autotune: interrupted; completed trials are kept, run the same command again to resume", file=sys.stderr)
+        return INTERRUPTED
+
+
+def console_main() -> None:
+    """The `autotune` command (and `python -m autotune.cli`): main(), then exit with its status.
+
+    After an interrupt everything is saved: a second Ctrl-C (or SIGTERM) during the interpreter's
+    shutdown must not kill it by the default action (exit status -2 instead of 130, a traceback
+    mid-cleanup), so the process ignores both from then on. That is the process's business, not
+    main()'s: a caller of main() in its own process keeps its signal handling."""
+    status = main()
+    if status == INTERRUPTED:
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, signal.SIG_IGN)
-        print("autotune: interrupted; completed trials are kept, run the same command again to resume", file=sys.stderr)
-        return 130
+    sys.exit(status)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console_main()

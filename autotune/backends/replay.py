@@ -23,14 +23,13 @@ import json
 from pathlib import Path
 
 from autotune.backends.base import Backend, ProbeResult
-from autotune.candidate import KNOBS, SM_CLOCK_UNTOUCHED, Candidate, knob_value, params_key
+from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, Candidate, knob_value, params_key
 from autotune.checks import checked_number, refuse_unknown_keys, shown
 from autotune.errors import ConfigError
 
 SOURCES = ("measured", "estimated", "simulated")
 RECORD_STATUSES = ("ok", "oom", "failed")
 _FIX = "see `autotune run --help` (--measurements) for the record format"
-_KNOB_DEFAULTS = {"power_limit": 1.0, "sm_clock_mhz": SM_CLOCK_UNTOUCHED}
 _RECORD_KEYS = ("params", "status", "time_s", "energy_kj", "tflops", "peak_mem_gib", "source", "error", "probe_cost")
 # What `autotune space --simulate --json` adds beside a record's keys.
 _SPACE_LIST_KEYS = ("valid", "reason")
@@ -46,10 +45,10 @@ def _checked_params(origin: str, params) -> dict:
     if not isinstance(params, dict):
         raise ConfigError(f"{origin}: params = {params!r} is not an object of knob values; {_FIX}")
     refuse_unknown_keys(origin, params, KNOBS, _FIX)
-    missing = [k for k in KNOBS if k not in params and k not in _KNOB_DEFAULTS]
+    missing = [k for k in KNOBS if k not in params and k not in UNTOUCHED_DEVICE_SETTINGS]
     if missing:
         raise ConfigError(f"{origin}: params lacks {', '.join(missing)}; every knob needs a value ({_FIX})")
-    values = {**_KNOB_DEFAULTS, **params}
+    values = {**UNTOUCHED_DEVICE_SETTINGS, **params}
     return {knob: _knob_value(origin, knob, values[knob]) for knob in KNOBS}
 
 

@@ -9,22 +9,30 @@ from __future__ import annotations
 
 from html import escape
 
-from autotune.candidate import SM_CLOCK_UNTOUCHED
+from autotune.candidate import UNTOUCHED_DEVICE_SETTINGS
 from autotune.report.front import Point
 from autotune.report.html_parts import esc, table
 from autotune.report.picks import savings
 from autotune.report.svg import Frame, axes, chart_start, nice_ticks
 from autotune.report.units import energy_unit, figure, pct_text, time_unit
 
-_DEVICE_KNOBS = ("power_limit", "sm_clock_mhz")
+
+
+def _setting(params: dict, knob: str):
+    """A point's power limit or clock (runs recorded before these knobs existed name none: untouched)."""
+    return params.get(knob, UNTOUCHED_DEVICE_SETTINGS[knob])
+
+
+def _limit(point: Point) -> float:
+    return _setting(point.params, "power_limit")
 
 
 def device_knobs_text(params: dict) -> str:
     """", power limit 0.8 x default, SM clock cap 1500 MHz"; empty where both are untouched."""
     text = ""
-    if params.get("power_limit", 1.0) != 1.0:
+    if _setting(params, "power_limit") != UNTOUCHED_DEVICE_SETTINGS["power_limit"]:
         text += f", power limit {params['power_limit']:g} x default"
-    if params.get("sm_clock_mhz", SM_CLOCK_UNTOUCHED) != SM_CLOCK_UNTOUCHED:
+    if _setting(params, "sm_clock_mhz") != UNTOUCHED_DEVICE_SETTINGS["sm_clock_mhz"]:
         text += f", SM clock cap {params['sm_clock_mhz']} MHz"
     return text
 
@@ -36,7 +44,7 @@ def power_limit_sweep(view) -> list[Point]:
         return []
     others = {k: v for k, v in fastest.params.items() if k != "power_limit"}
     same = [p for p in view.points if {k: v for k, v in p.params.items() if k != "power_limit"} == others]
-    by_limit = {p.params.get("power_limit", 1.0): p for p in sorted(same, key=lambda p: p.trial)}
+    by_limit = {_limit(p): p for p in sorted(same, key=lambda p: p.trial)}
     return [by_limit[limit] for limit in sorted(by_limit, reverse=True)]
 
 
@@ -45,10 +53,10 @@ def sweep_sentence(view) -> str | None:
     sweep = power_limit_sweep(view)
     if len(sweep) < 2:
         return None
-    base = next((p for p in sweep if p.params.get("power_limit", 1.0) == 1.0), None)
+    base = next((p for p in sweep if _limit(p) == UNTOUCHED_DEVICE_SETTINGS["power_limit"]), None)
     parts = []
     for p in sweep:
-        part = f"{p.params.get('power_limit', 1.0):g}: trial {p.trial}"
+        part = f"{_limit(p):g}: trial {p.trial}"
         if base is not None and p is not base:
             change = savings(p, base)
             part += f" ({pct_text(change['energy_saved_pct'])} energy saved, {pct_text(change['time_change_pct'])} time)"
@@ -73,7 +81,7 @@ def power_limit_section(view, document: dict, run_dir) -> str:
     sweep = power_limit_sweep(view)
     if len(sweep) < 2:
         return ""
-    limits = [p.params.get("power_limit", 1.0) for p in sweep]
+    limits = [_limit(p) for p in sweep]
     t_unit, t_div = time_unit([p.time_s for p in sweep])
     e_unit, e_div = energy_unit([p.energy_kj for p in sweep])
     tips = [f"trial {p.trial}: power limit {limit:g}, {figure(p.time_s, t_div)} {t_unit}, {figure(p.energy_kj, e_div)} {e_unit}"
@@ -81,13 +89,13 @@ def power_limit_section(view, document: dict, run_dir) -> str:
     x_label = "power limit (fraction of the default)"
     charts = (_panel(limits, [p.energy_kj / e_div for p in sweep], tips, f"energy to solution ({e_unit})", x_label)
               + _panel(limits, [p.time_s / t_div for p in sweep], tips, f"time to solution ({t_unit})", x_label))
-    base = next((p for p in sweep if p.params.get("power_limit", 1.0) == 1.0), None)
+    base = next((p for p in sweep if _limit(p) == UNTOUCHED_DEVICE_SETTINGS["power_limit"]), None)
     rows = []
     for p, limit in zip(sweep, limits):
         change = savings(p, base) if base is not None else {"energy_saved_pct": None, "time_change_pct": None}
         rows.append([esc(f"{limit:g}"), esc(p.trial), esc(figure(p.time_s, t_div)), esc(figure(p.energy_kj, e_div)),
                      esc(pct_text(change["energy_saved_pct"])), esc(pct_text(change["time_change_pct"]))])
-    fixed = {k: v for k, v in sweep[0].params.items() if k not in _DEVICE_KNOBS}
+    fixed = {k: v for k, v in sweep[0].params.items() if k not in UNTOUCHED_DEVICE_SETTINGS}
     what = ", ".join(f"{k} {v}" for k, v in fixed.items()) + device_knobs_text({"sm_clock_mhz": sweep[0].params.get("sm_clock_mhz")})
     return (
         '<section id="power-limit"><h2>Power limit of the best parallel configuration</h2>\n'

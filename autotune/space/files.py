@@ -7,14 +7,14 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from autotune.candidate import KNOBS, SM_CLOCK_UNTOUCHED, knob_value
+from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, knob_value
 from autotune.checks import MAX_COUNT, shown
 from autotune.errors import ConfigError
 
 DEFAULT_SPACE = Path(__file__).resolve().parents[2] / "search_spaces" / "default.toml"
 
 # Device settings: optional in a space file (older files have none); absent means untouched.
-_DEVICE_KNOBS = {"power_limit": (1.0,), "sm_clock_mhz": (SM_CLOCK_UNTOUCHED,)}
+_DEVICE_KNOBS = {knob: (untouched,) for knob, untouched in UNTOUCHED_DEVICE_SETTINGS.items()}
 
 
 @dataclass(frozen=True)

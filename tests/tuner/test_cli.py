@@ -154,3 +154,20 @@ def test_time_only_study_reports_and_ranks_knobs_for_time(tmp_path):
     assert pareto["recommendations"]["fastest"] in {p["trial"] for p in pareto["front"]}
     again = autotune("run", "--model", "32b", "--nodes", "2-8", "--trials", "10", "--out", out)
     assert again.returncode == 2 and "objective" in again.stderr  # resuming with other objectives is refused
+
+
+def test_an_interrupt_in_process_returns_130_and_leaves_the_callers_signals_alone(monkeypatch, capsys):
+    import signal
+
+    from autotune import cli
+    from autotune.commands import space
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(space, "_run", interrupted)
+    before = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    assert cli.main(["space", "--model", "7b", "--nodes", "1"]) == 130
+    assert "interrupted; completed trials are kept" in capsys.readouterr().err
+    # Only the console script (cli.console_main) ignores a second Ctrl-C while the process exits.
+    assert {signum: signal.getsignal(signum) for signum in before} == before
