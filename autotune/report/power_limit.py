@@ -17,7 +17,6 @@ from autotune.report.svg import Frame, axes, chart_start, nice_ticks
 from autotune.report.units import energy_unit, figure, pct_text, time_unit
 
 
-
 def _setting(params: dict, knob: str):
     """A point's power limit or clock (runs recorded before these knobs existed name none: untouched)."""
     return params.get(knob, UNTOUCHED_DEVICE_SETTINGS[knob])
