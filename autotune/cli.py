@@ -43,6 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; its exit status. Ctrl-C (KeyboardInterrupt) is left to the caller: the console
+    script turns it into status 130 (`console_main`)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
@@ -53,22 +55,24 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"autotune: error: {one_line(exc)}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("autotune: interrupted; completed trials are kept, run the same command again to resume", file=sys.stderr)
-        return INTERRUPTED
 
 
 def console_main() -> None:
     """The `autotune` command (and `python -m autotune.cli`): main(), then exit with its status.
 
-    After an interrupt everything is saved: a second Ctrl-C (or SIGTERM) during the interpreter's
-    shutdown must not kill it by the default action (exit status -2 instead of 130, a traceback
-    mid-cleanup), so the process ignores both from then on. That is the process's business, not
-    main()'s: a caller of main() in its own process keeps its signal handling."""
-    status = main()
-    if status == INTERRUPTED:
+    After Ctrl-C everything is saved (each layer cleans up on its way out): a second Ctrl-C, or the
+    SIGINT that `timeout` and some launchers send to the whole process group right after the first,
+    must not interrupt this message or kill the interpreter's shutdown by the default action (exit
+    status -2 instead of 130, a traceback mid-cleanup). So the process ignores SIGINT and SIGTERM from
+    then on. That is the process's business, not main()'s: a caller of main() in its own process gets
+    the KeyboardInterrupt and keeps its signal handling."""
+    try:
+        status = main()
+    except KeyboardInterrupt:
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, signal.SIG_IGN)
+        print("autotune: interrupted; completed trials are kept, run the same command again to resume", file=sys.stderr)
+        status = INTERRUPTED
     sys.exit(status)
 
 
