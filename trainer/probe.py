@@ -173,9 +173,10 @@ def _readable_arch_list() -> None:
     from trainer.cuda_arch import ARCH_LIST, buildable_arch_list
 
     given = os.environ.get(ARCH_LIST)
-    if given is not None and buildable_arch_list(given) != given:
-        os.environ[ARCH_LIST] = buildable_arch_list(given)
-        print(f"probe: {ARCH_LIST}={os.environ[ARCH_LIST]} (was {given!r}: DeepSpeed's op builder cannot read "
+    fixed = None if given is None else buildable_arch_list(given)
+    if fixed != given:
+        os.environ[ARCH_LIST] = fixed
+        print(f"probe: {ARCH_LIST}={fixed} (was {given!r}: DeepSpeed's op builder cannot read "
               "an architecture's letter suffix)", file=sys.stderr, flush=True)
 
 
