@@ -20,6 +20,15 @@ twins (the same configuration at another power limit) residuals that disagree be
 taken as measurement noise. (With no twins probed, noise and a short-range error cannot be told
 apart, and the fit may follow the measurements.)
 
+Then each value pair some probe holds gets a variance of its own (sparse Bayesian learning: type-II
+maximum likelihood per pair, `_fit_sparse`). An interaction is one pair among a hundred or more, so a
+probe the simulator got right says that none of its twenty-odd pairs holds one, and those pairs are
+cleared; a probe's residual goes to the pairs no such probe has held (evenly among pairs that always
+appear together). With one variance shared by every pair, a probe that hit an interaction left a few
+percent of spread on every candidate, and studies probed dozens of near-ties of the predicted front
+before any other region (benchmarks/search_efficiency.py, `interactions`). Pairs no probe holds keep
+the even fit's share.
+
 A fit can only learn from what was probed: residuals that are all alike fit small amplitudes, which
 would vouch for candidates no probe resembles (a knob interaction no probe has hit). So every
 candidate keeps some doubt, less the more it resembles a probe: MIN_RESIDUAL_STD at first, and from
@@ -70,6 +79,7 @@ class KnobFeatures:
     scaled: np.ndarray  # (N, D) ordinal knobs in [0, 1], categorical one-hot: distances for the Matern part
     values: np.ndarray  # (N, L) one-hot of every varying knob's value: shared values and value pairs
     varying: int  # how many knobs take more than one value
+    pairs: np.ndarray  # (N, P) 1 where the candidate holds the value pair (every pair some candidate holds)
 
     def shared_values(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """(len(a), len(b)): how many knob values candidates a[i] and b[j] have in common."""
@@ -106,8 +116,10 @@ def knob_features(params_list: list[dict]) -> KnobFeatures:
         elif len(levels) > 1:
             columns.append(values[-1])
     n = len(params_list)
-    return KnobFeatures(np.hstack(columns) if columns else np.zeros((n, 1)),
-                        np.hstack(values) if values else np.zeros((n, 1)), varying)
+    onehot = np.hstack(values) if values else np.zeros((n, 1))
+    a, b = np.triu_indices(onehot.shape[1], k=1)
+    pairs = onehot[:, a] * onehot[:, b]
+    return KnobFeatures(np.hstack(columns) if columns else np.zeros((n, 1)), onehot, varying, pairs[:, pairs.any(axis=0)])
 
 
 def _distance(scaled_a: np.ndarray, scaled_b: np.ndarray) -> np.ndarray:
@@ -184,13 +196,19 @@ def _negative_log_likelihood(theta, kernel: _Kernel, parts: tuple, y: np.ndarray
     return float(0.5 * y @ alpha + np.log(np.diag(chol)).sum()), np.array(gradient)
 
 
-def _fit(kernel: _Kernel, probed: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Maximum-likelihood log(Matern amplitude, length, main-effect amplitude, pair amplitude, noise)."""
+def _fit(kernel: _Kernel, probed: np.ndarray, y: np.ndarray, parts: tuple | None = None, log_noise: float | None = None) -> np.ndarray:
+    """Maximum-likelihood log(Matern amplitude, length, main-effect amplitude, pair amplitude, noise).
+    With `parts` given (their pair part already weighted per pair), the pair amplitude stays 1 and the
+    noise `log_noise`."""
     from scipy.optimize import minimize
 
     bounds = [(math.log(1e-8), 0.0), (math.log(0.1), math.log(MAX_LENGTH_SCALE)),
               (math.log(1e-8), 0.0), (math.log(1e-8), 0.0), (math.log(1e-6), math.log(1e-2))]
-    parts = kernel.parts(probed, probed)
+    if parts is None:
+        parts = kernel.parts(probed, probed)
+    else:
+        bounds[3] = (0.0, 0.0)
+        bounds[4] = (log_noise, log_noise)
     best = None
     # Two starts: the prior (all in the Matern part) and a mix of all three parts.
     for start in (_PRIOR_THETA, np.array([math.log(0.05**2), math.log(0.3), math.log(0.01), math.log(0.01), math.log(1e-4)])):
@@ -199,6 +217,52 @@ def _fit(kernel: _Kernel, probed: np.ndarray, y: np.ndarray) -> np.ndarray:
         if best is None or result.fun < best.fun:
             best = result
     return best.x
+
+
+# MacKay updates per fit of the pair variances (the variances of cleared pairs fall geometrically), and
+# rounds of pair variances and other hyper-parameters fitted in turn.
+SPARSE_ITERATIONS = 60
+SPARSE_ROUNDS = 2
+
+
+def _pair_variances(kernel: _Kernel, theta: np.ndarray, at: np.ndarray, y: np.ndarray, gamma: np.ndarray) -> np.ndarray:
+    """(P,) a variance per value pair: for pairs some probe holds, the type-II maximum likelihood
+    (sparse Bayesian learning, MacKay's update, from `gamma`) with the rest of the kernel fixed: a
+    probe whose residual is small clears its pairs, a residual is put on the pairs no clean probe holds
+    (shared evenly among pairs that always appear together). Pairs no probe holds keep `gamma`."""
+    f = kernel.f
+    phi = f.pairs[at]
+    seen = phi.any(axis=0)
+    gamma = gamma.copy()
+    if not seen.any():
+        return gamma
+    phi = phi[:, seen]
+    without_pairs = np.r_[theta[:3], -np.inf, theta[4]]
+    rest = kernel.gram(without_pairs, kernel.parts(at, at)) + kernel.noise_diagonal(theta, len(at))
+    g = np.maximum(gamma[seen], 1e-6)
+    for _ in range(SPARSE_ITERATIONS):
+        inverse = np.linalg.inv(rest + (phi * g) @ phi.T)
+        q = phi.T @ (inverse @ y)
+        s = np.einsum("ip,ij,jp->p", phi, inverse, phi)
+        g = np.clip(g * q**2 / np.maximum(s, 1e-12), 1e-10, 1.0)
+    gamma[seen] = g
+    return gamma
+
+
+def _fit_sparse(kernel: _Kernel, at: np.ndarray, y: np.ndarray, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """theta (pair amplitude 1) and a variance per value pair, fitted in turn from the even fit `theta`:
+    the pairs' variances, then the Matern and main-effect parts again with those, and so on. The
+    noise stays the even fit's: with a variance per pair the likelihood would explain noise as pairs."""
+    k = kernel.f.varying
+    gamma = np.full(kernel.f.pairs.shape[1], math.exp(theta[3]) / (k * (k - 1) / 2) if k > 1 else 0.0)
+    if k < 2:
+        return theta, gamma
+    distance, shared, _ = kernel.parts(at, at)
+    for _ in range(SPARSE_ROUNDS):
+        gamma = _pair_variances(kernel, theta, at, y, gamma)
+        pair_part = (kernel.f.pairs[at] * gamma) @ kernel.f.pairs[at].T
+        theta = _fit(kernel, at, y, (distance, shared, pair_part), theta[4])
+    return theta, _pair_variances(kernel, theta, at, y, gamma)
 
 
 def _doubt_std(probed: np.ndarray, chol: np.ndarray, y: np.ndarray, noise_var: float, unseen_pair_share: np.ndarray) -> np.ndarray:
@@ -256,24 +320,36 @@ def corrected_log_prediction(
     kernel = _Kernel(features)
     at = np.array(probed)
     y = residual - offset
-    theta = _fit(kernel, at, y) if len(probed) >= MIN_PROBES_TO_FIT else _PRIOR_THETA
-    chol = np.linalg.cholesky(kernel.gram(theta, kernel.parts(at, at)) + kernel.noise_diagonal(theta, len(at)))
     everyone = np.arange(n)
-    cross_parts = kernel.parts(everyone, at)
+    gamma = None
+    theta = _fit(kernel, at, y) if len(probed) >= MIN_PROBES_TO_FIT else _PRIOR_THETA
+    # The doubt is calibrated on the even fit (five hyper-parameters): a left-out probe's own pairs
+    # were fitted to it, so the sparse fit's leave-one-out error would flatter it.
+    even_chol = np.linalg.cholesky(kernel.gram(theta, kernel.parts(at, at)) + kernel.noise_diagonal(theta, len(at)))
+    if len(probed) >= MIN_PROBES_TO_FIT and not exact:
+        theta, gamma = _fit_sparse(kernel, at, y, theta)
+
+    def parts(a, b):
+        distance, shared, even = kernel.parts(a, b)
+        return distance, shared, even if gamma is None else (features.pairs[a] * gamma) @ features.pairs[b].T
+
+    chol = even_chol if gamma is None else np.linalg.cholesky(kernel.gram(theta, parts(at, at)) + kernel.noise_diagonal(theta, len(at)))
+    cross_parts = parts(everyone, at)
     cross = kernel.gram(theta, cross_parts)  # (n, probes)
     mean = cross @ np.linalg.solve(chol.T, np.linalg.solve(chol, y))
     v = np.linalg.solve(chol, cross.T)
+    prior = kernel.prior_variance(theta) if gamma is None else math.exp(theta[0]) + math.exp(theta[2]) + features.pairs @ gamma
     # The question is whether a candidate's true figure beats the front, not whether one noisy probe
     # of it would: the spread is the latent function's, without the measurement noise (else every twin
     # of a probed candidate looks uncertain by the noise, and gets probed for it).
-    latent = np.sqrt(np.clip(kernel.prior_variance(theta) - (v**2).sum(axis=0), 0.0, None))
+    latent = np.sqrt(np.clip(prior - (v**2).sum(axis=0), 0.0, None))
     # Doubt the fit cannot remove: residuals that are alike (or pure noise) fit a small amplitude, which
     # would vouch for candidates no probe resembles. Some doubt stays on each candidate (_doubt_std),
     # less the more it resembles a probe (the prior's Matern correlation with its nearest probe).
     if exact:
         doubt = 0.0
     else:
-        calibrated = _doubt_std(at, chol, y, math.exp(theta[4]), _unseen_pair_share(features, probed))
+        calibrated = _doubt_std(at, even_chol, y, math.exp(theta[4]), _unseen_pair_share(features, probed))
         doubt = np.where(features.holds_unseen_value(probed), MIN_RESIDUAL_STD, calibrated)
         nearest_probe = _matern_of(cross_parts[0] / MAX_LENGTH_SCALE).max(axis=1)  # cross_parts[0]: knob distances
         doubt = doubt * np.sqrt(1.0 - nearest_probe**2)

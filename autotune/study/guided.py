@@ -19,7 +19,8 @@ With one objective (--objectives time) the chance is that of beating the best ti
 The first probes: the baseline (enqueued by the loop), then the ends and the knee of the front the
 simulator predicts, so the front is anchored before the model is trusted to fill it in. Then, unless
 the simulator has reproduced every probe so far, every value of every knob is probed once before the
-study may stop (coverage): a simulator that is wrong in a region no probe resembles (a knob
+study may stop (coverage; a probe that ran out of memory or failed measured nothing, and does not
+count): a simulator that is wrong in a region no probe resembles (a knob
 interaction it does not model) cannot be corrected there, and a GP fitted on a few alike residuals
 would otherwise be confident about it. A coverage probe is the most promising candidate that holds an
 unprobed value; it is taken as soon as it is about as good a bet as the best candidate
@@ -159,7 +160,8 @@ class GuidedSampler(optuna.samplers.BaseSampler):
             return None
         features = self.predictions.features
         obs = view.observations
-        seen = sorted(obs.done | obs.busy)
+        # A probe that ran out of memory or failed measured nothing: its values and pairs are still owed.
+        seen = sorted(set(obs.ok) | obs.busy)
         runnable = view.free & (view.chance_to_run > 0.5)
         new = runnable & features.holds_unseen_value(seen)
         if new.any():

@@ -139,3 +139,26 @@ def test_doubt_stays_on_value_pairs_no_probe_has_held():
     # Before the doubt is calibrated, every candidate keeps the whole prior doubt.
     few = MIN_PROBES_TO_CALIBRATE_DOUBT - 1
     assert np.all(_doubt_std(np.arange(few), np.eye(few), np.zeros(few), 0.0, share) == MIN_RESIDUAL_STD)
+
+
+def test_probes_the_simulator_got_right_clear_their_value_pairs():
+    # An interaction is one pair of values among dozens (here ZeRO-2 with offload "sync", 30% slower):
+    # a probe the simulator got right says that none of its pairs holds one. Candidates whose every pair
+    # such probes have held are then about as certain as the probes, however large the residual of the
+    # probe that hit the interaction; the candidates with the slow pair inherit its residual. (With one
+    # variance shared by every pair, the probe that hit the interaction left a few percent of doubt on
+    # every candidate, and a study probed dozens of near-ties of its front before anything else.)
+    truth = np.zeros(len(PARAMS))
+    truth[_index(zero_stage=2, optimizer_offload="sync")] = np.log(1.3)
+    probed = _spanning_probes(20, seed=7)
+    assert any(truth[i] > 0 for i in probed)
+    mean, std = _fit(truth, probed)
+    features = knob_features(PARAMS)
+    clean = [i for i in probed if truth[i] == 0]
+    held_by_clean = features.pairs[clean].any(axis=0)
+    cleared = [i for i in range(len(PARAMS)) if i not in probed and held_by_clean[features.pairs[i] > 0].all()]
+    slow = [i for i in range(len(PARAMS)) if i not in probed and truth[i] > 0]
+    assert cleared and slow
+    assert np.max(std[cleared]) < 1.5 * DOUBT_FLOOR_STD
+    assert np.max(np.abs(mean[cleared])) < 0.02
+    assert np.mean(mean[slow]) > 0.2  # most of log(1.3) = 0.26
