@@ -16,8 +16,9 @@ STOP_RULE_HELP = (
     "no unprobed valid candidate has a 5% or higher chance (simulator x correction learnt from the probes) "
     "of beating the probed front by more than 1% in time or energy, after at least 3 successful probes, "
     "the predicted front's ends and knee, and (unless every probe is a simulated figure the simulator "
-    "reproduced) every knob value probed once, and every pair of knob values held by a candidate that would "
-    "enter the front were the simulator 2x as wrong on it as on the worst probe (beyond measurement noise)"
+    "reproduced) every knob value measured once, and every pair of knob values held by a candidate that would "
+    "enter the front were the simulator 2x as wrong on it as on the worst probe (beyond measurement noise), "
+    "or 22% wrong if that is more"
 )
 
 

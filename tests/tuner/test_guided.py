@@ -270,11 +270,15 @@ def test_a_study_cut_short_lists_predicted_candidates_apart(tmp_path):
         assert p["params"] not in front_params
 
 
-def test_measurement_noise_alone_gives_no_reach_to_unprobed_pairs():
-    from autotune.study.guided import pair_reach
+def test_measurement_noise_alone_gives_no_reach_to_unprobed_pairs_beyond_the_floor(monkeypatch):
+    import autotune.study.guided as guided
+    from autotune.study.guided import MIN_PAIR_REACH, pair_reach
 
     rng = np.random.default_rng(0)
     noise = rng.normal(0, 0.02, (30, 2))  # 30 probes, 2% measurement noise, the model otherwise right
+    # Only the floor: an interaction no probe has hit shows no error to scale from.
+    assert pair_reach(noise, np.array([0.02, 0.02])) == pytest.approx([MIN_PAIR_REACH] * 2)
+    monkeypatch.setattr(guided, "MIN_PAIR_REACH", 0.0)
     assert (pair_reach(noise, np.array([0.02, 0.02])) < 0.01).all()
     # Without the noise taken out, the largest of 30 noisy misses would read as a 6-9% error to fear.
     assert (pair_reach(noise, np.zeros(2)) > 0.06).all()
