@@ -1,6 +1,6 @@
 """How many probes each sampler needs to find the true time-energy front, on truths that are not the
 simulator (benchmarks/ground_truths.py: perturbed constants, unmodelled interactions, a lower memory
-wall, noise, all combined), for 7b on 1 node, 32b on 4, 72b on 8 and 32b on 2-8 nodes.
+wall, noise, all combined, one unmodelled pair), for 7b on 1 node, 32b on 4, 72b on 8 and 32b on 2-8 nodes.
 
 For each study (the real study loop, `run_study`, with an in-process table backend and in-memory
 storage) it counts probes (evaluated candidates, out-of-memory and failed ones included; a proposal
