@@ -70,9 +70,10 @@ COVERAGE_SHARE_OF_BEST = 0.5
 # measurement noise (`noise`) the reach is about zero.
 PAIR_REACH = 2.0
 # ... and by at least this much (log, a factor of 1.22): an interaction no probe has hit shows no error
-# to scale from. Without it, a truth that is the simulator but for one pair 25% faster (and 1% noise) left
-# 3 of 10 32b/4 studies and 4 of 6 72b/8 ones 12-22% short of the front after 15-26 probes, the pair never
-# probed; with it none, for about 10 more probes per study where the simulator is right (docs/benchmarks.md).
+# to scale from. Without it, truths that are the simulator but for one pair 25% faster (1% noise; the
+# benchmark's `one_pair`) left 32b/4 and 72b/8 studies 12-22% short of the front after 15-26 probes, the
+# pair never probed; with it none, for about 10 more probes per study where the simulator is right
+# (docs/benchmarks.md, session 9).
 MIN_PAIR_REACH = 0.2
 STOP_RULE = (
     f"no unprobed valid candidate has a {STOP_CHANCE:.0%} or higher chance (simulator x correction learnt "
