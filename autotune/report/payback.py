@@ -7,8 +7,11 @@ Cost of one probe, best figure first:
 2. the energy block's measured window (`energy_j`, `window_s`): a lower bound, since start-up and
    warm-up are outside the window;
 3. a simulated trial ran nothing: 0 s and 0 kJ of hardware;
-4. otherwise unknown (an OOM or a crash before the window opened, with no probe_cost): counted, and
-   the total is marked incomplete rather than silently short.
+4. a trial replayed from a measurements file with no `probe_cost`: it ran somewhere, at a cost the file
+   does not say;
+5. otherwise unknown (an OOM or a crash before the window opened, with no probe_cost).
+A total that leaves out probes of the last two kinds is marked incomplete rather than silently short;
+with no probe of known cost at all, the total is unknown (None), never 0.
 
 Payback compares a pick with the baseline on the same work. Per sample the pick saves
 (E_base - E_pick) / samples; one hour of training with the pick processes samples / T_pick * 3600
@@ -44,6 +47,8 @@ def probe_cost(row: dict) -> dict:
         }
     if row.get("source") == "simulated":
         return {"time_s": 0.0, "energy_kj": 0.0, "basis": "simulated", "provenance": "simulated"}
+    if details.get("replayed_from"):
+        return {"time_s": None, "energy_kj": None, "basis": "replayed", "provenance": "unknown"}
     return {"time_s": None, "energy_kj": None, "basis": "unknown", "provenance": "unknown"}
 
 
@@ -66,9 +71,14 @@ def _cost_note(probes: int, by_basis: dict[str, int], energy_kj: float | None) -
             f"{by_basis['energy_window']} probe(s) report only their measured window (start-up and warm-up "
             "not counted): the totals are a lower bound"
         )
+    if by_basis.get("replayed"):
+        parts.append(
+            f"{by_basis['replayed']} probe(s) were replayed from a measurements file that records no probe cost "
+            "(`probe_cost`): what they cost where they were measured is unknown"
+        )
     if by_basis.get("unknown"):
         parts.append(f"{by_basis['unknown']} probe(s) have no cost figure at all (failed before measuring)")
-    if energy_kj is None:
+    if energy_kj is None and (by_basis.get("probe_cost") or by_basis.get("energy_window")):
         parts.append("energy is unknown for some probes that have a time")
     return ("; ".join(parts) + ".") if parts else "Totals cover every probe, start-up and warm-up included."
 
@@ -88,7 +98,7 @@ def payback_row(name: str, trial: int, view: StudyView, tuning_energy_kj: float 
     elif saved_kj <= 0:
         row["text"] = "never: this pick uses no less energy than the baseline"
     elif tuning_energy_kj is None:
-        row["text"] = "unknown: the probes' energy was not measured"
+        row["text"] = "unknown: the probes' energy is not known"
     else:
         hours = tuning_energy_kj / row["saved_kj_per_training_hour"]
         row.update(payback_training_hours=hours, payback_workloads=tuning_energy_kj / saved_kj,
@@ -107,16 +117,18 @@ def tuning_cost(view: StudyView) -> dict:
     # A window-scoped probe that never opened its window (OOM, crash) drew energy no sensor saw: the
     # total leaves it out and is a lower bound (the note says so), rather than unknown altogether.
     energies = [c["energy_kj"] for c in costs
-                if c["basis"] != "unknown" and not (c["basis"] == "probe_cost_window_energy" and c["energy_kj"] is None)]
-    energy_kj = None if any(e is None for e in energies) else sum(energies)
+                if c["basis"] not in ("unknown", "replayed") and not (c["basis"] == "probe_cost_window_energy" and c["energy_kj"] is None)]
+    # Probes that ran, none of known cost: the cost is unknown, not zero.
+    energy_kj = None if any(e is None for e in energies) or (ran and not energies) else sum(energies)
+    time_s = sum(c["time_s"] for c, _ in timed) if timed or not ran else None
     provenances = sorted({c["provenance"] for c in costs if c["basis"] != "unknown"})
     ran_on_hardware = any(c["basis"] != "simulated" for c in costs)
     document = {
         "ran_on_hardware": ran_on_hardware,
         "probes": len(ran),
         "probes_by_basis": by_basis,
-        "time_s": sum(c["time_s"] for c, _ in timed),
-        "gpu_hours": sum(c["time_s"] * r["gpus"] for c, r in timed) / SECONDS_PER_HOUR,
+        "time_s": time_s,
+        "gpu_hours": None if time_s is None else sum(c["time_s"] * r["gpus"] for c, r in timed) / SECONDS_PER_HOUR,
         "energy_kj": energy_kj,
         "provenance": provenances[0] if len(provenances) == 1 else (provenances or "none"),
         "complete": set(by_basis) <= {"probe_cost", "simulated"},
@@ -136,6 +148,8 @@ def cost_sentence(cost: dict) -> str:
         return cost["note"]
     energy = "unknown energy" if cost["energy_kj"] is None else _energy_text(cost["energy_kj"])
     provenance = cost["provenance"] if isinstance(cost["provenance"], str) else "mixed: " + ", ".join(cost["provenance"])
+    if cost["time_s"] is None:
+        return f"Tuning ran {cost['probes']} probes: unknown probe time and {energy}. {cost['note']}"
     return (
         f"Tuning ran {cost['probes']} probes: {cost['time_s'] / SECONDS_PER_HOUR:.3g} h of probe time, "
         f"{cost['gpu_hours']:.3g} GPU-hours, {energy}; {provenance}. {cost['note']}"

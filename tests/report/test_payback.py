@@ -78,3 +78,25 @@ def test_window_scoped_energy_is_a_lower_bound_and_says_so():
     cost = tuning_cost(StudyView(None, rows, [], [], {}, None))
     assert cost["time_s"] == 150.0 and cost["energy_kj"] == 40.0 and cost["complete"] is False
     assert "lower bound" in cost["note"] and "whole probe" in cost["note"]
+
+
+def test_replayed_probes_without_a_recorded_cost_make_the_cost_unknown_not_zero():
+    # A study replayed from a measurements file with no `probe_cost`: the probes ran on some cluster at
+    # a cost the file does not say. Reported as 0 h, 0 kJ, "repaid after 0 h" before.
+    from autotune.report.payback import cost_sentence, tuning_cost
+
+    replayed = {"status": "ok", "gpus": 16, "source": "measured", "details": {"replayed_from": "measured.jsonl"}}
+    assert probe_cost(replayed)["basis"] == "replayed"
+    view = StudyView(None, [replayed, replayed], [pt(0, 36_000.0, 3_600_000.0), pt(1, 28_800.0, 2_880_000.0)], [], {"knee": 1}, 0)
+    cost = tuning_cost(view)
+    assert cost["ran_on_hardware"] is True and cost["complete"] is False
+    assert cost["time_s"] is None and cost["gpu_hours"] is None and cost["energy_kj"] is None
+    assert "replayed from a measurements file that records no probe cost" in cost["note"]
+    assert "have a time" not in cost["note"]  # none has
+    assert "unknown probe time and unknown energy" in cost_sentence(cost)
+    knee = cost["payback"][0]
+    assert knee["saved_kj_per_training_hour"] > 0 and knee["payback_training_hours"] is None
+    assert knee["text"].startswith("unknown")
+    # Probes that failed before measuring, none of known cost: unknown too, not 0 kJ.
+    failed = {"status": "failed", "gpus": 16, "source": "measured", "details": {}}
+    assert tuning_cost(StudyView(None, [failed], [], [], {}, None))["energy_kj"] is None
