@@ -13,7 +13,8 @@ benchmarks run in milliseconds. The file (`--measurements FILE`) is either
   candidates and are skipped).
 
 Records without `power_limit` / `sm_clock_mhz` (files from before those knobs) mean untouched (1.0 /
-"max"). A candidate with no record is a failed trial whose reason says so. Every value is checked
+"max"). A candidate with no record is a failed trial whose reason says so; a file with no record of
+any valid candidate of the study is refused before the study opens. Every value is checked
 for type and range where it is read, with one line naming the file, the line and the key.
 """
 
@@ -163,6 +164,20 @@ class ReplayBackend(Backend):
         # What time figures are: the records' own labels, carried through unchanged.
         self.source = "simulated" if sources == {"simulated"} else "measured"
         self.reason = reason
+
+    def check_matches(self, checks: list) -> None:
+        """Refuses, in one line, a file that holds no record of any valid candidate of this study (measured
+        for another node count or space): every probe would fail with "no record". A file measured for
+        another model on the same nodes cannot be told apart here: records hold knobs, not the model."""
+        valid = {params_key(c.candidate.knobs.to_dict()) for c in checks if c.valid}
+        if not valid or valid & set(self.records):
+            return
+        nodes = sorted({r["params"]["nodes"] for r in self.records.values()})
+        raise ConfigError(
+            f"measurements {self.path}: none of its {len(self.records)} records is a valid candidate of this study "
+            f"(they are for --nodes {', '.join(map(str, nodes))}); run with the --model, --nodes, --space and "
+            "workload it was measured with"
+        )
 
     def evaluate(self, candidate: Candidate, trial_number: int = 0) -> ProbeResult:
         record = self.records.get(params_key(candidate.knobs.to_dict()))

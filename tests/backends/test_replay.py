@@ -126,3 +126,21 @@ def test_knob_values_are_refused_as_a_space_file_refuses_them(tmp_path, knob, va
 def test_a_power_limit_of_1_is_the_untouched_limit(tmp_path):
     records = load_measurements(_write(tmp_path, [{"params": {**KNOBS_OLD, "power_limit": 1}, "status": "ok", "time_s": 1.0}]))
     assert next(iter(records.values()))["params"]["power_limit"] == 1.0
+
+
+def test_a_file_for_another_node_count_is_refused_before_the_study_opens(tmp_path):
+    # Records of 4-node candidates replayed as a 1-node study: every probe would fail with "no record".
+    from tests.cli import autotune
+
+    path = _write(tmp_path, [{"params": KNOBS_OLD, "status": "ok", "time_s": 100.0, "energy_kj": 50.0, "tflops": 300}])
+    run_dir = tmp_path / "run"
+    done = autotune("run", "--model", "7b", "--nodes", "1", "--backend", "replay", "--measurements", str(path),
+                    "--trials", "5", "--out", str(run_dir))
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "none of its 1 records is a valid candidate of this study" in lines[0]
+    assert "--nodes 4" in lines[0] and not run_dir.exists()
+    # A study whose node range holds the file's 4 nodes replays it.
+    ok = autotune("run", "--model", "32b", "--nodes", "2-8", "--backend", "replay", "--measurements", str(path),
+                  "--trials", "2", "--out", str(tmp_path / "range"))
+    assert ok.returncode == 0, ok.stderr
