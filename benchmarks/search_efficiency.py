@@ -37,7 +37,9 @@ import optuna
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ground_truths import FAMILIES, TableBackend, truth_table  # noqa: E402
 
+from autotune.commands.flags import whole_number_flag  # noqa: E402
 from autotune.commands.options import build_settings  # noqa: E402
+from autotune.errors import UserError  # noqa: E402
 from autotune.report.hypervolume import hypervolume_2d  # noqa: E402
 from autotune.study import run_study  # noqa: E402
 from autotune.pareto import front_indices  # noqa: E402
@@ -209,14 +211,44 @@ def write_docs(markdown: str, command: str) -> None:
     DOCS.write_text(text)
 
 
+# What the table needs of a merged run (older runs have no epsilon_at_stop: their column says n/a).
+_RUN_KEYS = ("model", "nodes", "family", "seed", "sampler", "true_front", "fewest", "probes",
+             "to_epsilon_1pct", "to_hv_95pct")
+
+
+def _case_flag(text: str) -> tuple[str, str]:
+    """MODEL:NODES, checked as `autotune run --model --nodes` checks them."""
+    model, colon, nodes = text.partition(":")
+    if not colon:
+        raise argparse.ArgumentTypeError(f"{text!r} is not MODEL:NODES; write e.g. 32b:4 or 32b:2-8")
+    try:
+        build_settings(_Args(model, nodes))
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
+    return model, nodes
+
+
+def _merged_runs(parser: argparse.ArgumentParser, path: Path) -> list[dict]:
+    """The runs of a results file, decoded; one line and exit 2 for anything else."""
+    try:
+        runs = [decode_run(r) for r in json.loads(path.read_text())["runs"]]
+        missing = sorted({key for r in runs for key in _RUN_KEYS if key not in r})
+        if missing:
+            raise KeyError(f"runs without {', '.join(missing)}: an older format")
+        return runs
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        parser.error(f"--merge {path}: not a results file of this benchmark ({type(exc).__name__}: {exc}); "
+                     "pass one its --out wrote")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--seeds", type=whole_number_flag(low=1), default=3)
     parser.add_argument("--quick", action="store_true", help="1 seed per family")
-    parser.add_argument("--budget", type=int, default=60, help="probes per study at most (default: 60)")
+    parser.add_argument("--budget", type=whole_number_flag(low=1), default=60, help="probes per study at most (default: 60)")
     parser.add_argument("--samplers", nargs="+", default=list(SAMPLERS), choices=SAMPLERS)
     parser.add_argument("--families", nargs="+", default=list(FAMILIES), choices=FAMILIES)
-    parser.add_argument("--cases", nargs="*", default=[f"{m}:{n}" for m, n in CASES],
+    parser.add_argument("--cases", nargs="*", type=_case_flag, default=list(CASES),
                         help="MODEL:NODES (none: only the --merge files)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--merge", nargs="+", type=Path, default=[], metavar="JSON",
@@ -225,9 +257,8 @@ def main() -> None:
     args = parser.parse_args()
     seeds = 1 if args.quick else args.seeds
     optuna.logging.set_verbosity(optuna.logging.ERROR)
-    rows = [decode_run(r) for path in args.merge for r in json.loads(path.read_text())["runs"]]
-    for case in args.cases:
-        model, nodes = case.split(":")
+    rows = [run for path in args.merge for run in _merged_runs(parser, path)]
+    for model, nodes in args.cases:
         rows += run_case(model, nodes, args.families, seeds, args.samplers, args.budget)
     # A study run again here replaces its merged record (same case, truth, seed and sampler).
     rows = list({(r["model"], r["nodes"], r["family"], r["seed"], r["sampler"]): r for r in rows}.values())
