@@ -243,7 +243,7 @@ def _pair_variances(kernel: _Kernel, theta: np.ndarray, at: np.ndarray, y: np.nd
     for _ in range(SPARSE_ITERATIONS):
         inverse = np.linalg.inv(rest + (phi * g) @ phi.T)
         q = phi.T @ (inverse @ y)
-        s = np.einsum("ip,ij,jp->p", phi, inverse, phi)
+        s = (phi * (inverse @ phi)).sum(axis=0)
         g = np.clip(g * q**2 / np.maximum(s, 1e-12), 1e-10, 1.0)
     gamma[seen] = g
     return gamma
