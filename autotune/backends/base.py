@@ -73,6 +73,10 @@ class Backend(abc.ABC):
         so the clock stays searchable where device_settings_available() says no."""
         return False
 
+    def check_candidates(self, checks: list) -> None:
+        """Optional hook: refuse, in one line (a UserError), before the study opens, a space this
+        backend cannot evaluate at all (replay: a file with no record of any valid candidate)."""
+
     def describe(self) -> str:
         """One line for the user: what this backend does and why it was chosen."""
         return self.name

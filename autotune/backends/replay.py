@@ -165,7 +165,7 @@ class ReplayBackend(Backend):
         self.source = "simulated" if sources == {"simulated"} else "measured"
         self.reason = reason
 
-    def check_matches(self, checks: list) -> None:
+    def check_candidates(self, checks: list) -> None:
         """Refuses, in one line, a file that holds no record of any valid candidate of this study (measured
         for another node count or space): every probe would fail with "no record". A file measured for
         another model on the same nodes cannot be told apart here: records hold knobs, not the model."""

@@ -133,8 +133,7 @@ def _run(args: argparse.Namespace) -> int:
     backend = choose_backend(args, run_dir, max(settings.space.nodes), settings.gpus_per_node, settings.hardware)
     settings = keep_device_knobs_if_unsettable(settings, backend, console)
     checks = valid_checks(settings)
-    if backend.name == "replay":
-        backend.check_matches(checks)
+    backend.check_candidates(checks)
     check_energy_objective(backend, args.objectives, args.allow_estimated_energy)
     # Before any study is opened or probe started: a path that cannot be written fails now, in one line.
     writable_directory(run_dir, "--out" if args.out else "run directory", fix="pass --out with a writable directory")
