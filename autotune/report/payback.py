@@ -25,6 +25,8 @@ from __future__ import annotations
 from autotune.measure.units import j_to_kj
 from autotune.report.study_points import StudyView
 SECONDS_PER_HOUR = 3600.0
+# Probes whose cost no figure tells (kinds 4 and 5 above): counted, left out of the totals.
+_NO_COST_FIGURE = ("replayed", "unknown")
 
 
 def probe_cost(row: dict) -> dict:
@@ -117,11 +119,11 @@ def tuning_cost(view: StudyView) -> dict:
     # A window-scoped probe that never opened its window (OOM, crash) drew energy no sensor saw: the
     # total leaves it out and is a lower bound (the note says so), rather than unknown altogether.
     energies = [c["energy_kj"] for c in costs
-                if c["basis"] not in ("unknown", "replayed") and not (c["basis"] == "probe_cost_window_energy" and c["energy_kj"] is None)]
+                if c["basis"] not in _NO_COST_FIGURE and not (c["basis"] == "probe_cost_window_energy" and c["energy_kj"] is None)]
     # Probes that ran, none of known cost: the cost is unknown, not zero.
     energy_kj = None if any(e is None for e in energies) or (ran and not energies) else sum(energies)
     time_s = sum(c["time_s"] for c, _ in timed) if timed or not ran else None
-    provenances = sorted({c["provenance"] for c in costs if c["basis"] != "unknown"})
+    provenances = sorted({c["provenance"] for c in costs if c["basis"] not in _NO_COST_FIGURE})
     ran_on_hardware = any(c["basis"] != "simulated" for c in costs)
     document = {
         "ran_on_hardware": ran_on_hardware,

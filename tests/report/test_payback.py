@@ -97,6 +97,12 @@ def test_replayed_probes_without_a_recorded_cost_make_the_cost_unknown_not_zero(
     knee = cost["payback"][0]
     assert knee["saved_kj_per_training_hour"] > 0 and knee["payback_training_hours"] is None
     assert knee["text"].startswith("unknown")
+    # Beside a probe of known cost, one replayed without it is left out of the totals and their label.
+    costed = {"status": "ok", "gpus": 16, "energy_source": "measured",
+              "details": {"replayed_from": "measured.jsonl", "probe_cost": {"time_s": 60.0, "energy_kj": 30.0}}}
+    mixed = tuning_cost(StudyView(None, [costed, replayed], [], [], {}, None))
+    assert mixed["time_s"] == 60.0 and mixed["energy_kj"] == 30.0 and mixed["provenance"] == "measured"
+    assert mixed["complete"] is False
     # Probes that failed before measuring, none of known cost: unknown too, not 0 kJ.
     failed = {"status": "failed", "gpus": 16, "source": "measured", "details": {}}
     assert tuning_cost(StudyView(None, [failed], [], [], {}, None))["energy_kj"] is None
