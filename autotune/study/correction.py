@@ -141,7 +141,9 @@ class _Kernel:
     kind (this SP degree with that offload), and a distance kernel cannot carry them across the space.
 
     theta = log(a_m, l, a_1, a_2, noise). What a Gram matrix depends on besides theta (`parts`: knob
-    distances and shared values) is computed once per pair of candidate sets, not per likelihood call."""
+    distances and shared values) is computed once per pair of candidate sets, not per likelihood call.
+    With a variance per value pair (`gamma`, see `_fit_sparse`) the pair part is weighted pair by pair
+    (`weighted`) and a_2 is 1."""
 
     def __init__(self, features: KnobFeatures):
         self.f = features
@@ -152,6 +154,13 @@ class _Kernel:
         s = self.f.shared_values(a, b)
         pairs = s * (s - 1) / (k * (k - 1)) if k > 1 else np.zeros_like(s)
         return _distance(self.f.scaled[a], self.f.scaled[b]), s / max(k, 1), pairs
+
+    def weighted(self, parts: tuple, a: np.ndarray, b: np.ndarray, gamma: np.ndarray | None) -> tuple:
+        """`parts` of candidates a and b with the pair part weighted by a variance per value pair
+        (sum over the pairs both hold of gamma); `parts` as they are when gamma is None."""
+        if gamma is None:
+            return parts
+        return parts[0], parts[1], (self.f.pairs[a] * gamma) @ self.f.pairs[b].T
 
     def gram(self, theta: np.ndarray, parts: tuple) -> np.ndarray:
         return self.gram_and_slopes(theta, parts)[0]
@@ -170,8 +179,11 @@ class _Kernel:
         """The probes' measurement noise (and a jitter that keeps the Gram matrix invertible)."""
         return (math.exp(theta[4]) + 1e-10) * np.eye(n)
 
-    def prior_variance(self, theta: np.ndarray) -> float:
+    def prior_variance(self, theta: np.ndarray, gamma: np.ndarray | None = None) -> float | np.ndarray:
+        """The latent function's variance before any probe: one figure, or per candidate with gamma."""
         amp_m, _, amp_1, amp_2 = np.exp(theta[:4])
+        if gamma is not None:
+            return amp_m + amp_1 + amp_2 * (self.f.pairs @ gamma)
         return float(amp_m + amp_1 + (amp_2 if self.f.varying > 1 else 0.0))
 
 
@@ -196,19 +208,17 @@ def _negative_log_likelihood(theta, kernel: _Kernel, parts: tuple, y: np.ndarray
     return float(0.5 * y @ alpha + np.log(np.diag(chol)).sum()), np.array(gradient)
 
 
-def _fit(kernel: _Kernel, probed: np.ndarray, y: np.ndarray, parts: tuple | None = None, log_noise: float | None = None) -> np.ndarray:
-    """Maximum-likelihood log(Matern amplitude, length, main-effect amplitude, pair amplitude, noise).
-    With `parts` given (their pair part already weighted per pair), the pair amplitude stays 1 and the
-    noise `log_noise`."""
+def _fit(kernel: _Kernel, parts: tuple, y: np.ndarray, fixed_log_noise: float | None = None) -> np.ndarray:
+    """Maximum-likelihood log(Matern amplitude, length, main-effect amplitude, pair amplitude, noise)
+    on the probes' `parts`. With `fixed_log_noise` (the parts' pair part weighted per pair,
+    `_fit_sparse`) the pair amplitude stays 1 and the noise is that."""
     from scipy.optimize import minimize
 
     bounds = [(math.log(1e-8), 0.0), (math.log(0.1), math.log(MAX_LENGTH_SCALE)),
               (math.log(1e-8), 0.0), (math.log(1e-8), 0.0), (math.log(1e-6), math.log(1e-2))]
-    if parts is None:
-        parts = kernel.parts(probed, probed)
-    else:
+    if fixed_log_noise is not None:
         bounds[3] = (0.0, 0.0)
-        bounds[4] = (log_noise, log_noise)
+        bounds[4] = (fixed_log_noise, fixed_log_noise)
     best = None
     # Two starts: the prior (all in the Matern part) and a mix of all three parts.
     for start in (_PRIOR_THETA, np.array([math.log(0.05**2), math.log(0.3), math.log(0.01), math.log(0.01), math.log(1e-4)])):
@@ -225,11 +235,12 @@ SPARSE_ITERATIONS = 60
 SPARSE_ROUNDS = 2
 
 
-def _pair_variances(kernel: _Kernel, theta: np.ndarray, at: np.ndarray, y: np.ndarray, gamma: np.ndarray) -> np.ndarray:
+def _pair_variances(kernel: _Kernel, theta: np.ndarray, at: np.ndarray, parts: tuple, y: np.ndarray, gamma: np.ndarray) -> np.ndarray:
     """(P,) a variance per value pair: for pairs some probe holds, the type-II maximum likelihood
     (sparse Bayesian learning, MacKay's update, from `gamma`) with the rest of the kernel fixed: a
     probe whose residual is small clears its pairs, a residual is put on the pairs no clean probe holds
-    (shared evenly among pairs that always appear together). Pairs no probe holds keep `gamma`."""
+    (shared evenly among pairs that always appear together). Pairs no probe holds keep `gamma`.
+    `parts`: the probes' (`at`) own."""
     f = kernel.f
     phi = f.pairs[at]
     seen = phi.any(axis=0)
@@ -238,7 +249,7 @@ def _pair_variances(kernel: _Kernel, theta: np.ndarray, at: np.ndarray, y: np.nd
         return gamma
     phi = phi[:, seen]
     without_pairs = np.r_[theta[:3], -np.inf, theta[4]]
-    rest = kernel.gram(without_pairs, kernel.parts(at, at)) + kernel.noise_diagonal(theta, len(at))
+    rest = kernel.gram(without_pairs, parts) + kernel.noise_diagonal(theta, len(at))
     g = np.maximum(gamma[seen], 1e-6)
     for _ in range(SPARSE_ITERATIONS):
         inverse = np.linalg.inv(rest + (phi * g) @ phi.T)
@@ -249,20 +260,19 @@ def _pair_variances(kernel: _Kernel, theta: np.ndarray, at: np.ndarray, y: np.nd
     return gamma
 
 
-def _fit_sparse(kernel: _Kernel, at: np.ndarray, y: np.ndarray, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """theta (pair amplitude 1) and a variance per value pair, fitted in turn from the even fit `theta`:
-    the pairs' variances, then the Matern and main-effect parts again with those, and so on. The
-    noise stays the even fit's: with a variance per pair the likelihood would explain noise as pairs."""
+def _fit_sparse(kernel: _Kernel, at: np.ndarray, parts: tuple, y: np.ndarray, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """theta (pair amplitude 1) and a variance per value pair, fitted in turn from the even fit `theta`
+    on the probes' (`at`) `parts`: the pairs' variances, then the Matern and main-effect parts again
+    with those, and so on. The noise stays the even fit's: with a variance per pair the likelihood
+    would explain noise as pairs."""
     k = kernel.f.varying
     gamma = np.full(kernel.f.pairs.shape[1], math.exp(theta[3]) / (k * (k - 1) / 2) if k > 1 else 0.0)
     if k < 2:
         return theta, gamma
-    distance, shared, _ = kernel.parts(at, at)
     for _ in range(SPARSE_ROUNDS):
-        gamma = _pair_variances(kernel, theta, at, y, gamma)
-        pair_part = (kernel.f.pairs[at] * gamma) @ kernel.f.pairs[at].T
-        theta = _fit(kernel, at, y, (distance, shared, pair_part), theta[4])
-    return theta, _pair_variances(kernel, theta, at, y, gamma)
+        gamma = _pair_variances(kernel, theta, at, parts, y, gamma)
+        theta = _fit(kernel, kernel.weighted(parts, at, at, gamma), y, theta[4])
+    return theta, _pair_variances(kernel, theta, at, parts, y, gamma)
 
 
 def _doubt_std(probed: np.ndarray, chol: np.ndarray, y: np.ndarray, noise_var: float, unseen_pair_share: np.ndarray) -> np.ndarray:
@@ -321,24 +331,21 @@ def corrected_log_prediction(
     at = np.array(probed)
     y = residual - offset
     everyone = np.arange(n)
+    probe_parts = kernel.parts(at, at)
     gamma = None
-    theta = _fit(kernel, at, y) if len(probed) >= MIN_PROBES_TO_FIT else _PRIOR_THETA
+    theta = _fit(kernel, probe_parts, y) if len(probed) >= MIN_PROBES_TO_FIT else _PRIOR_THETA
     # The doubt is calibrated on the even fit (five hyper-parameters): a left-out probe's own pairs
     # were fitted to it, so the sparse fit's leave-one-out error would flatter it.
-    even_chol = np.linalg.cholesky(kernel.gram(theta, kernel.parts(at, at)) + kernel.noise_diagonal(theta, len(at)))
+    even_chol = np.linalg.cholesky(kernel.gram(theta, probe_parts) + kernel.noise_diagonal(theta, len(at)))
+    chol = even_chol
     if len(probed) >= MIN_PROBES_TO_FIT and not exact:
-        theta, gamma = _fit_sparse(kernel, at, y, theta)
-
-    def parts(a, b):
-        distance, shared, even = kernel.parts(a, b)
-        return distance, shared, even if gamma is None else (features.pairs[a] * gamma) @ features.pairs[b].T
-
-    chol = even_chol if gamma is None else np.linalg.cholesky(kernel.gram(theta, parts(at, at)) + kernel.noise_diagonal(theta, len(at)))
-    cross_parts = parts(everyone, at)
+        theta, gamma = _fit_sparse(kernel, at, probe_parts, y, theta)
+        chol = np.linalg.cholesky(kernel.gram(theta, kernel.weighted(probe_parts, at, at, gamma)) + kernel.noise_diagonal(theta, len(at)))
+    cross_parts = kernel.weighted(kernel.parts(everyone, at), everyone, at, gamma)
     cross = kernel.gram(theta, cross_parts)  # (n, probes)
     mean = cross @ np.linalg.solve(chol.T, np.linalg.solve(chol, y))
     v = np.linalg.solve(chol, cross.T)
-    prior = kernel.prior_variance(theta) if gamma is None else math.exp(theta[0]) + math.exp(theta[2]) + features.pairs @ gamma
+    prior = kernel.prior_variance(theta, gamma)
     # The question is whether a candidate's true figure beats the front, not whether one noisy probe
     # of it would: the spread is the latent function's, without the measurement noise (else every twin
     # of a probed candidate looks uncertain by the noise, and gets probed for it).
