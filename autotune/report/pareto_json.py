@@ -45,7 +45,7 @@ _SOURCE_WORDS = {
     "measured": "measured on the hardware (probe runs; energy from its sensors)",
     "estimated": "estimated from a power model (no energy sensor was available)",
     "unavailable": "unavailable (no sensor and no estimate)",
-    "none": "not available (no trial was evaluated)",
+    "none": "not available (no trial has figures: none was evaluated, or every one ran out of memory or failed)",
 }
 
 

@@ -49,9 +49,12 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
     console = console or Console(width=None if sys.stdout.isatty() else 160)
     # A study whose points came from several sources lists them all ("measured and estimated").
     source, energy_source = (" and ".join(v) if isinstance(v, list) else v for v in (document["source"], document["energy_source"]))
+    # "none": no trial has figures (every probe ran out of memory or failed), not figures of kind "none".
+    figures = ("no trial has time or energy figures yet" if document["source"] == ["none"]
+               else f"time is [bold]{source}[/], energy is [bold]{energy_source}[/]")
     console.print(
         f"[bold]{document['model']}[/] on {nodes_text(document['nodes'])} node(s) of {document['hardware']}, "
-        f"backend {document['backend']}: time is [bold]{source}[/], energy is [bold]{energy_source}[/]"
+        f"backend {document['backend']}: {figures}"
     )
     console.print(escape(workload_sentence(document["workload"])))
     counts = ", ".join(f"{n} {s}" for s, n in document["trials_by_status"].items())

@@ -62,6 +62,8 @@ def test_no_feasible_point_says_so_everywhere(infeasible_run):
     assert doc["note"].startswith("No feasible configuration") and "oom" in doc["note"]
     terminal = _terminal(infeasible_run)
     assert "No feasible configuration" in terminal and "Pareto front" not in terminal.split("\n", 2)[2]
+    # No figures at all: the header says so, instead of "time is none, energy is none".
+    assert "no trial has time or energy figures yet" in terminal.splitlines()[0] and "is none" not in terminal
     html = (infeasible_run / "report.html").read_text()
     assert "No feasible configuration" in html and "status-oom" in html and "status-failed" in html
     assert not (infeasible_run / "configs").exists()
