@@ -18,7 +18,9 @@ STOP_RULE_HELP = (
     "the predicted front's ends and knee, and (unless every probe is a simulated figure the simulator "
     "reproduced) every knob value measured once, and every pair of knob values held by a candidate that would "
     "enter the front were the simulator 2x as wrong on it as on the worst probe (beyond measurement noise), "
-    "or 22% wrong if that is more"
+    "or 22% wrong if that is more, and a second probe of each pair held only by one probe measured more than "
+    "10% faster or cheaper than the simulator says (beyond noise), where a candidate holding it would enter "
+    "the front by that much"
 )
 
 

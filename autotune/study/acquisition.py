@@ -44,8 +44,10 @@ def improvement(samples: np.ndarray, front: np.ndarray, reference: np.ndarray) -
 
 def enters_front(samples: np.ndarray, front: np.ndarray, margin: float = ENTER_MARGIN) -> np.ndarray:
     """Whether each sample point is more than `margin` better than every front point in some objective,
-    i.e. no front point is within the margin of it in all objectives."""
-    if not len(front):
+    i.e. no front point is within the margin of it in all objectives. `front`: (K, M), or (S, K, M)
+    drawn with the samples (one front per sample)."""
+    if not front.shape[-2]:
         return np.ones(samples.shape[:-1], dtype=bool)
-    covered = np.all(front[None, None, :, :] <= margin * samples[:, :, None, :], axis=-1)
+    front = front[None, None] if front.ndim == 2 else front[None]
+    covered = np.all(front <= margin * samples[:, :, None, :], axis=-1)
     return ~covered.any(axis=-1)

@@ -62,7 +62,12 @@ MIN_RESIDUAL_STD = 0.05
 # right within 1% is not doubted by 5% (benchmarks/search_efficiency.py: the front reached in fewer
 # probes, studies stopped earlier).
 MIN_PROBES_TO_CALIBRATE_DOUBT = 8
-DOUBT_FLOOR_STD = 0.01
+# Half the front's 1% margin: at 1%, a near-tie of the front 0.5% from it kept a 7% chance to beat it
+# by 1% on the doubt alone, and studies probed a dozen power-limit and offload variants of the front's
+# configurations before any region no probe resembled (benchmarks/search_efficiency.py, session 10:
+# with the front drawn jointly (outlook.py), 0.5% cut the probes run by a tenth, the front reached as
+# soon or sooner in most studies).
+DOUBT_FLOOR_STD = 0.005
 # The part of the leave-one-out error taken for measurement noise is at most this (log) std: a probe's
 # time and energy over a measured window repeat within a few percent, so a larger fitted noise is error
 # the fit has not learnt (with no twins probed the two cannot be told apart), and stays doubt.
@@ -88,6 +93,10 @@ class KnobFeatures:
     def holds_unseen_value(self, seen: list[int]) -> np.ndarray:
         """(N,) whether the candidate holds a knob value none of the candidates `seen` holds."""
         return self.values[:, self.values[seen].max(axis=0, initial=0) == 0].any(axis=1)
+
+    def unseen_pairs(self, seen: list[int]) -> np.ndarray:
+        """(P,) whether no candidate in `seen` holds the value pair (a column of `pairs`)."""
+        return ~self.pairs[seen].any(axis=0)
 
     def unseen_value_pairs(self, seen: list[int]) -> np.ndarray:
         """(N,) how many pairs of the candidate's knob values no candidate in `seen` holds together."""
@@ -313,15 +322,18 @@ def _unseen_pair_share(features: KnobFeatures, probed: list[int]) -> np.ndarray:
 
 def corrected_log_prediction(
     features: KnobFeatures, log_predicted: np.ndarray, probed: list[int], log_measured: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, float]:
-    """Mean and standard deviation of log(objective) for every candidate (rows of `features`), and the
-    probes' measurement noise the fit found (log std, at most MAX_NOISE_STD; 0 before it is fitted).
+) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
+    """Mean and standard deviation of log(objective) for every candidate (rows of `features`), the
+    probes' measurement noise the fit found (log std, at most MAX_NOISE_STD; 0 before it is fitted),
+    and (N, len(probed)) the posterior covariance of each candidate's log figure with each probed
+    candidate's: a twin of a probe moves with it, so whether the twin beats the probe is a question
+    of their difference, not of each one's spread.
 
     `log_predicted`: the simulator's log(objective) per candidate; `probed`: indices of the candidates
     measured, with `log_measured` their log(objective) in the same order."""
     n = len(log_predicted)
     if not probed:
-        return log_predicted.copy(), np.full(n, PRIOR_RESIDUAL_STD), 0.0
+        return log_predicted.copy(), np.full(n, PRIOR_RESIDUAL_STD), 0.0, np.zeros((n, 0))
     residual = log_measured - log_predicted[probed]
     offset = float(residual.mean())
     # A simulator that reproduces every probe (up to one factor) is trusted as exact: the simulate
@@ -361,4 +373,6 @@ def corrected_log_prediction(
         nearest_probe = _matern_of(cross_parts[0] / MAX_LENGTH_SCALE).max(axis=1)  # cross_parts[0]: knob distances
         doubt = doubt * np.sqrt(1.0 - nearest_probe**2)
     noise_std = min(math.sqrt(math.exp(theta[4])), MAX_NOISE_STD) if len(probed) >= MIN_PROBES_TO_FIT else 0.0
-    return log_predicted + offset + mean, np.maximum(np.maximum(latent, doubt), 1e-6), noise_std
+    # The doubt is not the GP's: it is taken as independent of every probe (no covariance).
+    with_probes = cross - v.T @ v[:, at]
+    return log_predicted + offset + mean, np.maximum(np.maximum(latent, doubt), 1e-6), noise_std, with_probes

@@ -7,8 +7,8 @@ searching a surrogate. Each candidate's posterior is the simulator's figure, its
 by the probes (reweight.py), x exp(GP correction)
 (see correction.py), drawn 128 times, times the chance that it runs at all (the memory wall learnt
 from out-of-memory probes, see outlook.py). The score is the chance that the candidate beats the
-front by more than 1% in time or energy (the front: the model's figures of the probed candidates),
-with the expected hypervolume improvement (EHVI) to break ties. That chance is what the study is
+front by more than 1% in time or energy (the front: the probed candidates, drawn with the candidate,
+so a twin of a front probe is judged by how it differs from it), with the expected hypervolume improvement (EHVI) to break ties. That chance is what the study is
 judged by (every point of the true front reached within 1%), and it is what the early stop asks
 (`converged`: no candidate keeps STOP_CHANCE of it), so the next probe is always the candidate the
 stop rule is most worried about. EHVI alone was measured to do worse
@@ -29,6 +29,10 @@ the same goes for pairs of values (an interaction is a pair: "SP 4 with offload 
 those of candidates that could enter the front were the simulator PAIR_REACH times as wrong on them as
 on the worst probe so far, or MIN_PAIR_REACH if that is more: covering every pair would cost dozens of
 probes, but a simulator that has reproduced every probe may still lack one interaction no probe hit.
+Pairs that a smaller error would bring onto the front are covered first (`pair_coverage_value`). A
+pair held by one probe only, one the simulator overrated, is owed a second probe where that miss would
+put a candidate holding the pair on the front (`_suspect_pairs`): one probe cannot say which of its
+pairs carries its miss.
 
 It never proposes an invalid candidate (it only knows valid ones), one already probed, or one another
 worker is probing or has queued. Everything is recomputed from the study's trials at each call, so
@@ -45,7 +49,7 @@ from optuna.distributions import CategoricalDistribution
 from optuna.trial import FrozenTrial
 
 from autotune.pareto import front_indices, knee_index
-from autotune.study.acquisition import enters_front
+from autotune.study.acquisition import ENTER_MARGIN
 from autotune.study.reweight import leave_one_out_log_residual
 from autotune.study.outlook import Outlook, Predictions, observe, outlook
 
@@ -75,6 +79,9 @@ PAIR_REACH = 2.0
 # pair never probed; with it none, for about 10 more probes per study where the simulator is right
 # (docs/benchmarks.md, session 9).
 MIN_PAIR_REACH = 0.2
+# A probe the re-weighted simulator overrated by more than this (log, beyond noise) is a suspect: the pairs
+# only it holds are owed again (`_suspect_pairs`). Half the floor above.
+SUSPECT_MISS = MIN_PAIR_REACH / 2
 STOP_RULE = (
     f"no unprobed valid candidate has a {STOP_CHANCE:.0%} or higher chance (simulator x correction learnt "
     f"from the probes) of beating the probed front by more than 1% in time or energy, after at least "
@@ -82,7 +89,9 @@ STOP_RULE = (
     f"probe is a simulated figure the simulator reproduced) every knob value measured once, and every pair "
     f"of knob values held by a candidate that would enter the front were the simulator {PAIR_REACH:g}x as "
     f"wrong on it as on the worst probe (beyond measurement noise), or {math.exp(MIN_PAIR_REACH) - 1:.0%} "
-    f"wrong if that is more"
+    f"wrong if that is more, and a second probe of each pair held only by one probe measured more than "
+    f"{1 - math.exp(-SUSPECT_MISS):.0%} faster or cheaper than the simulator says (beyond noise), where a "
+    f"candidate holding it would enter the front by that much"
 )
 
 
@@ -94,6 +103,33 @@ def pair_reach(log_residual: np.ndarray, noise_std: np.ndarray) -> np.ndarray:
     by_noise = noise_std * np.sqrt(2 * np.log(max(len(log_residual), 2)))
     largest = np.abs(log_residual - log_residual.mean(axis=0)).max(axis=0)
     return np.maximum(PAIR_REACH * np.clip(largest - by_noise, 0.0, None), MIN_PAIR_REACH)
+
+
+def share_of_reach_to_enter(mean: np.ndarray, front: np.ndarray, reach: np.ndarray) -> np.ndarray:
+    """(N,) the error (log, per objective a share of `reach` (M,)) by which the model must overrate each
+    candidate (`mean` (N, M)) for it to beat the front (K, M) by more than 1%: below 1, the candidate
+    could enter the front were the model that wrong on it; 0 if it enters as it is."""
+    if not len(front):
+        return np.zeros(len(mean))
+    # Beating front point p by the margin in objective m takes an error of log(margin x mean / p) there;
+    # the candidate must beat every front point, in whichever objective is cheapest for each.
+    needed = np.log(ENTER_MARGIN * mean[:, None, :] / front[None, :, :]) / reach  # (N, K, M)
+    return np.clip(needed.min(axis=2).max(axis=1), 0.0, None)
+
+
+def pair_coverage_value(owed: np.ndarray, share: np.ndarray, could_enter: np.ndarray) -> np.ndarray:
+    """(N,) what probing each candidate that `could_enter` tells of the value pairs still owed (`owed`
+    (N, P): 1 where the candidate holds the pair): the sum, over the owed pairs it holds, of the chance
+    that the pair hides an interaction that moves the front, i.e. one at least as large as the least
+    error (`share_of_reach_to_enter`) any candidate holding the pair needs, an interaction's size taken
+    as normal with the reach PAIR_REACH standard deviations. The pairs of near-front candidates come
+    first, and of those a probe that holds many (benchmarks/search_efficiency.py: by count of pairs
+    alone, the pair of a -29% interaction one power step off the front waited for 18 coverage probes)."""
+    from scipy.special import ndtr
+
+    holders = np.where((owed > 0) & could_enter[:, None], share[:, None], np.inf)
+    weight = ndtr(-PAIR_REACH * holders.min(axis=0))
+    return np.where(could_enter, owed @ weight, 0.0)
 
 
 class GuidedSampler(optuna.samplers.BaseSampler):
@@ -108,7 +144,7 @@ class GuidedSampler(optuna.samplers.BaseSampler):
         self._predictions: Predictions | None = None
         self._fallback = optuna.samplers.RandomSampler(seed=seed)
         self._cache: tuple[tuple, Outlook] | None = None
-        self._reach_cache: tuple[tuple, np.ndarray] | None = None
+        self._reach_cache: tuple[tuple, tuple] | None = None
 
     @property
     def predictions(self) -> Predictions:
@@ -163,8 +199,9 @@ class GuidedSampler(optuna.samplers.BaseSampler):
     def _coverage(self, view: Outlook) -> int | None:
         """A probe the study owes before it may stop (None: none is owed): first the most promising free
         candidate that holds a knob value no probe has had yet; then, among the candidates that could
-        enter the front were the model wrong on them by `pair_reach`, the one that holds the most pairs
-        of knob values no probe has had (most promising among equals)."""
+        enter the front were the model wrong on them by `pair_reach`, the one whose pairs of knob values
+        no probe has had are most likely to hide an interaction that moves the front
+        (`pair_coverage_value`; most promising among equals)."""
         if view.simulator_exact:
             return None
         features = self.predictions.features
@@ -175,26 +212,66 @@ class GuidedSampler(optuna.samplers.BaseSampler):
         new = runnable & features.holds_unseen_value(seen)
         if new.any():
             return self._most_promising(view, new)
-        unseen = np.where(runnable & self._could_enter_if_wrong(view), features.unseen_value_pairs(seen), 0)
-        return self._most_promising(view, unseen == unseen.max()) if unseen.max() > 0 else None
+        share = self._share_of_reach_to_enter(view)
+        could_enter = runnable & (share < 1.0)
+        owed = (features.unseen_pairs(seen) & features.pairs[could_enter].any(axis=0)) | self._suspect_pairs(view, runnable)
+        if not owed.any():
+            return None
+        value = np.round(pair_coverage_value(features.pairs[:, owed], share, could_enter), 9)
+        return self._most_promising(view, could_enter & (value == value.max()))
 
-    def _could_enter_if_wrong(self, view: Outlook) -> np.ndarray:
-        """(N,) whether the candidate would beat the probed front by more than 1% were the model's error
-        on it PAIR_REACH times the re-weighted simulator's largest leave-one-out error on a probe (each
-        objective's log residual, less its mean: the part the correction's offset carries), less what
-        measurement noise alone would make the largest of them."""
+    def _suspect_pairs(self, view: Outlook, runnable: np.ndarray) -> np.ndarray:
+        """(P,) value pairs held by one ok probe only, one the re-weighted simulator overrated (measured
+        faster or cheaper, beyond noise) and no probe it got right holds, where a runnable candidate
+        holding the pair would enter the front were the whole miss the pair's: one probe cannot tell
+        which of its twenty-odd pairs carries a miss, and the correction shares it among them, so the
+        candidate that would show it stays predicted near the simulator (benchmarks/search_efficiency.py:
+        32b 2-8 `combined` stopped 11% short of the front's fast end, the -29% pair probed once)."""
+        features, obs = self.predictions.features, view.observations
+        probed = sorted(obs.ok)
+        suspect = np.zeros(features.pairs.shape[1], dtype=bool)
+        if len(probed) < 2 or not len(view.front):
+            return suspect
+        residual, _ = self._residual_and_reach(view)
+        by_noise = view.noise_std * np.sqrt(2 * np.log(len(probed)))
+        gain = np.clip(-(residual - residual.mean(axis=0)) - by_noise, 0.0, None)  # (k, M) overrated by
+        clean = [i for i, g in zip(probed, gain) if g.max() <= SUSPECT_MISS]
+        once = features.pairs[probed].sum(axis=0) == 1
+        cleared = features.pairs[clean + sorted(obs.busy)].any(axis=0)
+        for j, i in enumerate(probed):
+            if gain[j].max() <= SUSPECT_MISS:
+                continue
+            pairs = (features.pairs[i] > 0) & once & ~cleared
+            if not pairs.any():
+                continue
+            holders = runnable & (features.pairs[:, pairs] > 0).any(axis=1)
+            share = share_of_reach_to_enter(view.mean[holders], view.front, np.maximum(gain[j], 1e-9))
+            entering = share < 1.0
+            if entering.any():
+                suspect |= pairs & (features.pairs[holders][entering] > 0).any(axis=0)
+        return suspect
+
+    def _residual_and_reach(self, view: Outlook) -> tuple[np.ndarray, np.ndarray]:
+        """The re-weighted simulator's leave-one-out log residual on each ok probe (k, M), and `pair_reach`."""
         probed = sorted(view.observations.ok)
-        if not probed:
-            return np.zeros(len(view.free), dtype=bool)
         # The reach depends on the ok probes alone, while the outlook also changes with the trials
         # running: the proposal and the stop check after each probe share one set of k refits.
         key = (tuple(probed), view.log_measured.tobytes(), view.noise_std.tobytes())
         if self._reach_cache is None or self._reach_cache[0] != key:
             pred = self.predictions
             residual = leave_one_out_log_residual(pred.time_parts, pred.energy_parts, probed, view.log_measured)
-            self._reach_cache = (key, pair_reach(residual, view.noise_std))
-        reach = self._reach_cache[1]
-        return enters_front((view.mean * np.exp(-reach))[:, None, :], view.front)[:, 0]
+            self._reach_cache = (key, (residual, pair_reach(residual, view.noise_std)))
+        return self._reach_cache[1]
+
+    def _share_of_reach_to_enter(self, view: Outlook) -> np.ndarray:
+        """(N,) `share_of_reach_to_enter` with the reach of this point of the study: PAIR_REACH times the
+        re-weighted simulator's largest leave-one-out error on a probe (each objective's log residual,
+        less its mean: the part the correction's offset carries), less what measurement noise alone
+        would make the largest of them (`pair_reach`). Below 1: the candidate could enter the front."""
+        probed = sorted(view.observations.ok)
+        if not probed:
+            return np.full(len(view.free), np.inf)
+        return share_of_reach_to_enter(view.mean, view.front, self._residual_and_reach(view)[1])
 
     def converged(self, study: optuna.Study) -> bool:
         """The early stop (STOP_RULE)."""

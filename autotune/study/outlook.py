@@ -130,6 +130,42 @@ def _chance_to_run(pred: Predictions, obs: Observations) -> np.ndarray:
     return chance
 
 
+def _samples_with_front(log_mean: np.ndarray, log_std: np.ndarray, with_probes: list[np.ndarray], probed: list[int],
+                        on_front: list[int], seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """SAMPLES draws of every candidate's figures (N, S, M) and, in the same draws, of the probed front's
+    true figures (S, K, M; `on_front`: positions in `probed`), drawn jointly per objective from the
+    correction's posterior: the front's figures first, then each candidate's given them.
+
+    A candidate that differs from a front probe in one setting (another offload at the same power
+    limit) shares most of its error with it: drawn apart, the two would each carry the probes'
+    measurement noise, and dozens of such near-ties of the front would each keep a 5-15% chance to
+    beat it by 1%, and get probed one by one, before any region the probes have not seen
+    (benchmarks/search_efficiency.py). Drawn together, only their difference counts."""
+    rng = np.random.default_rng(seed)
+    z = rng.standard_normal((SAMPLES, log_mean.shape[1]))  # common to every candidate, as before
+    log_samples = np.repeat(log_mean[:, None, :], SAMPLES, axis=1)
+    log_front = np.repeat(log_mean[[probed[j] for j in on_front]][None, :, :], SAMPLES, axis=0)
+    for m, covariance in enumerate(with_probes):
+        with_front = covariance[:, on_front]  # (N, K)
+        among_front = with_front[[probed[j] for j in on_front]]  # (K, K)
+        if not len(on_front) or not np.any(among_front):
+            log_samples[:, :, m] += log_std[:, None, m] * z[None, :, m]
+            continue
+        values, vectors = np.linalg.eigh((among_front + among_front.T) / 2)
+        values = np.clip(values, 0.0, None)
+        drawn = (rng.standard_normal((SAMPLES, len(on_front))) * np.sqrt(values)) @ vectors.T  # (S, K)
+        # Given the front's draw: the candidate's mean moves by its regression on the front's error, and
+        # its spread is what the front does not explain (pseudo-inverse: probes the fit knows exactly).
+        keep = values > 1e-12 * max(values.max(), 1e-300)
+        inverse = (vectors[:, keep] / values[keep]) @ vectors[:, keep].T
+        weights = with_front @ inverse  # (N, K)
+        explained = (weights * with_front).sum(axis=1)
+        spread = np.sqrt(np.clip(log_std[:, m] ** 2 - explained, 0.0, None))
+        log_samples[:, :, m] += weights @ drawn.T + spread[:, None] * z[None, :, m]
+        log_front[:, :, m] += drawn
+    return np.exp(log_samples), np.exp(log_front)
+
+
 def outlook(pred: Predictions, obs: Observations, objectives: int, seed: int = 0) -> Outlook:
     """Corrected predictions and, for every candidate, its chance to enter the front and its EHVI."""
     probed = sorted(obs.ok)
@@ -141,27 +177,28 @@ def outlook(pred: Predictions, obs: Observations, objectives: int, seed: int = 0
     base = pred.log_values[:, :objectives]
     if probed and not reproduced:
         base = reweighted_log_prediction(pred.time_parts, pred.energy_parts, probed, measured)
-    means, stds, noise = [], [], []
+    means, stds, noise, with_probes = [], [], [], []
     for m in range(objectives):
-        mu, sd, noise_std = corrected_log_prediction(pred.features, base[:, m], probed, measured[:, m])
+        mu, sd, noise_std, covariance = corrected_log_prediction(pred.features, base[:, m], probed, measured[:, m])
         means.append(mu)
         stds.append(sd)
         noise.append(noise_std)
+        with_probes.append(covariance)
     log_mean, log_std = np.stack(means, axis=1), np.stack(stds, axis=1)
     predicted = np.exp(log_mean)
     # The front to beat is the model's figure of each probed candidate: where the fit takes part of a
     # residual for measurement noise, a probe that measured 2% low does not hide a neighbour that is
     # truly 1% better. Where probes are exact (the simulate backend) the two are the same.
     front_values = predicted[probed].reshape(-1, objectives)
-    front = front_values[front_indices(front_values)] if len(front_values) else front_values
+    on_front = front_indices(front_values) if len(front_values) else []
+    front = front_values[on_front]
     predicted_front = predicted[front_indices(predicted)]
     reference = 1.1 * np.vstack([predicted_front, front]).max(axis=0)
-    z = np.random.default_rng(seed).standard_normal((SAMPLES, objectives))
-    samples = np.exp(log_mean[:, None, :] + log_std[:, None, :] * z[None, :, :])
+    samples, front_samples = _samples_with_front(log_mean, log_std, with_probes, probed, on_front, seed)
     chance_to_run = _chance_to_run(pred, obs)
     free = np.ones(len(pred), dtype=bool)
     free[list(obs.done | obs.busy)] = False
-    enter = enters_front(samples, front).mean(axis=1) * chance_to_run
+    enter = enters_front(samples, front_samples).mean(axis=1) * chance_to_run
     gain = improvement(samples, front, reference).mean(axis=1) * chance_to_run
     # Only figures labelled simulated (the simulate backend, a replay of `autotune space --simulate`)
     # are taken as the simulator's by construction. Measured figures that happen to match it on the

@@ -37,7 +37,7 @@ def _fit(true_log_residual: np.ndarray, probed: list[int], noise: np.ndarray | N
     features = knob_features(PARAMS)
     log_predicted = np.zeros(len(PARAMS))  # the simulator says 1 for everyone
     measured = true_log_residual[probed] + (0.0 if noise is None else noise)
-    mean, std, _ = corrected_log_prediction(features, log_predicted, probed, measured)
+    mean, std, _, _ = corrected_log_prediction(features, log_predicted, probed, measured)
     return mean, std
 
 
