@@ -65,8 +65,8 @@ MIN_PROBES_TO_CALIBRATE_DOUBT = 8
 # Half the front's 1% margin: at 1%, a near-tie of the front 0.5% from it kept a 7% chance to beat it
 # by 1% on the doubt alone, and studies probed a dozen power-limit and offload variants of the front's
 # configurations before any region no probe resembled (benchmarks/search_efficiency.py, session 10:
-# with the front drawn jointly (outlook.py), 0.5% cut the probes run by a tenth, the front reached as
-# soon or sooner in most studies).
+# with the front drawn jointly (outlook.py), 0.5% cut the probes run on `perturbed` truths by a quarter,
+# the front reached as soon; docs/benchmarks.md).
 DOUBT_FLOOR_STD = 0.005
 # The part of the leave-one-out error taken for measurement noise is at most this (log) std: a probe's
 # time and energy over a measured window repeat within a few percent, so a larger fitted noise is error

@@ -8,12 +8,13 @@ by the probes (reweight.py), x exp(GP correction)
 (see correction.py), drawn 128 times, times the chance that it runs at all (the memory wall learnt
 from out-of-memory probes, see outlook.py). The score is the chance that the candidate beats the
 front by more than 1% in time or energy (the front: the probed candidates, drawn with the candidate,
-so a twin of a front probe is judged by how it differs from it), with the expected hypervolume improvement (EHVI) to break ties. That chance is what the study is
-judged by (every point of the true front reached within 1%), and it is what the early stop asks
-(`converged`: no candidate keeps STOP_CHANCE of it), so the next probe is always the candidate the
-stop rule is most worried about. EHVI alone was measured to do worse
-(benchmarks/search_efficiency.py, docs/benchmarks.md): it favours large, uncertain gains and leaves
-the front's near-ties, each a point of the front more than 1% from its neighbours, to the end.
+so a twin of a front probe is judged by how it differs from it), with the expected hypervolume
+improvement (EHVI) to break ties. That chance is what the study is judged by (every point of the
+true front reached within 1%), and it is what the early stop asks (`converged`: no candidate keeps
+STOP_CHANCE of it), so the next probe is always the candidate the stop rule is most worried about.
+EHVI alone was measured to do worse (benchmarks/search_efficiency.py, docs/benchmarks.md): it
+favours large, uncertain gains and leaves the front's near-ties, each a point of the front more than
+1% from its neighbours, to the end.
 With one objective (--objectives time) the chance is that of beating the best time by 1%.
 
 The first probes: the baseline (enqueued by the loop), then the ends and the knee of the front the
