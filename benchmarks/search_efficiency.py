@@ -19,6 +19,7 @@ front whose points are more than 1% apart needs a probe per point, so no sampler
     python benchmarks/search_efficiency.py --samplers tpe random nsga2 --no-docs --out base.json
     python benchmarks/search_efficiency.py --samplers guided --merge base.json   # one table of both
     python benchmarks/search_efficiency.py --cases --merge base.json guided.json  # a table, no new run
+    python benchmarks/search_efficiency.py --samplers guided --first-seed 3 --no-docs --out more.json
 """
 
 from __future__ import annotations
@@ -133,12 +134,12 @@ def decode_run(run: dict) -> dict:
     return {k: math.inf if v is None and (k.startswith("to_") or k == "epsilon_at_stop") else v for k, v in run.items()}
 
 
-def run_case(model: str, nodes: str, families, seeds: int, samplers, budget: int) -> list[dict]:
+def run_case(model: str, nodes: str, families, seeds: range, samplers, budget: int) -> list[dict]:
     settings = build_settings(_Args(model, nodes))
     checks = valid_checks(settings)
     rows = []
     for family in families:
-        for seed in range(seeds):
+        for seed in seeds:
             table, clean = truth_table(checks, family, seed)
             values = np.array([v for v in clean.values() if v is not None])
             truth = values[front_indices(values)]
@@ -244,6 +245,9 @@ def _merged_runs(parser: argparse.ArgumentParser, path: Path) -> list[dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=whole_number_flag(low=1), default=3)
+    parser.add_argument("--first-seed", type=whole_number_flag(low=0, high=2**32 - 1), default=0,
+                        help="the seeds run are FIRST_SEED ... FIRST_SEED + SEEDS - 1 (default: 0): a second "
+                        "sample of the same truth families, to merge with the first")
     parser.add_argument("--quick", action="store_true", help="1 seed per family")
     parser.add_argument("--budget", type=whole_number_flag(low=1), default=60, help="probes per study at most (default: 60)")
     parser.add_argument("--samplers", nargs="+", default=list(SAMPLERS), choices=SAMPLERS)
@@ -255,7 +259,7 @@ def main() -> None:
                         help="add the runs of earlier result files (other samplers, other seeds) to the table")
     parser.add_argument("--no-docs", action="store_true", help="do not rewrite the table in docs/benchmarks.md")
     args = parser.parse_args()
-    seeds = 1 if args.quick else args.seeds
+    seeds = range(args.first_seed, args.first_seed + (1 if args.quick else args.seeds))
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     rows = [run for path in args.merge for run in _merged_runs(parser, path)]
     for model, nodes in args.cases:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,8 @@ SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "search_efficiency
     (["--cases", "7b"], "is not MODEL:NODES"),
     (["--cases", "7b:0"], "must be at least 1"),
     (["--seeds", "0"], "out of range"),
+    (["--first-seed", "-1"], "out of range"),
+    (["--first-seed", "1.5"], "not a whole number"),
     (["--budget", "x"], "not a whole number"),
     (["--merge", "README.md"], "not a results file of this benchmark"),
 ])
@@ -26,3 +29,14 @@ def test_bad_flags_get_one_line_and_exit_2(tmp_path, flags, words):
     last = done.stderr.strip().splitlines()[-1]
     assert words in last and "Traceback" not in done.stderr
     assert not out.exists()
+
+
+def test_first_seed_runs_the_seeds_after_it(tmp_path):
+    # A second sample of the same truths, to merge with the first: seeds 5 and 6, not 0 and 1.
+    out = tmp_path / "results.json"
+    done = subprocess.run([sys.executable, str(SCRIPT), "--cases", "72b:8", "--families", "one_pair", "--samplers", "random",
+                           "--seeds", "2", "--first-seed", "5", "--budget", "3", "--no-docs", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300, cwd=SCRIPT.parents[1])
+    assert done.returncode == 0, done.stderr[-2000:]
+    runs = json.loads(out.read_text())["runs"]
+    assert sorted(r["seed"] for r in runs) == [5, 6] and all(r["probes"] == 3 for r in runs)
