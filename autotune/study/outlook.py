@@ -140,8 +140,8 @@ def _samples_with_front(log_mean: np.ndarray, log_std: np.ndarray, with_probes: 
     limit) shares most of its error with it: drawn apart, the two would each carry the probes'
     measurement noise, and each near-tie of the front would keep a chance to beat it by 1% that is the
     noise's. Drawn together, only their difference counts. (Measured alone this changed little: the
-    near-ties' spread was mostly the doubt's, which is independent of the probes; it is what lets the
-    doubt's floor be 0.5%, correction.py.)"""
+    near-ties' spread was mostly the doubt's, which is independent of the probes; it was measured and
+    kept together with the doubt's floor at 0.5%, correction.py.)"""
     rng = np.random.default_rng(seed)
     z = rng.standard_normal((SAMPLES, log_mean.shape[1]))  # one draw for every candidate: compared on the same draws
     log_samples = np.repeat(log_mean[:, None, :], SAMPLES, axis=1)
