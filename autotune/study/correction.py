@@ -100,11 +100,7 @@ class KnobFeatures:
 
     def unseen_value_pairs(self, seen: list[int]) -> np.ndarray:
         """(N,) how many pairs of the candidate's knob values no candidate in `seen` holds together."""
-        together = self.values[seen].T @ self.values[seen] > 0  # (L, L): value pairs some candidate holds
-        apart = (~together).astype(float)
-        # Each pair (a, b) of a candidate's values is counted twice over a x b, and a value with itself once.
-        twice = ((self.values @ apart) * self.values).sum(axis=1) - self.values @ np.diag(apart)
-        return np.rint(twice / 2).astype(int)
+        return (self.pairs @ self.unseen_pairs(seen)).astype(int)
 
 
 def knob_features(params_list: list[dict]) -> KnobFeatures:

@@ -101,9 +101,15 @@ def pair_reach(log_residual: np.ndarray, noise_std: np.ndarray) -> np.ndarray:
     the largest miss on a probe (`log_residual` (k, M), less its mean), less what measurement noise
     alone makes the largest of k misses (about sigma sqrt(2 ln k)): only the excess is error the
     simulator may repeat elsewhere; and at least MIN_PAIR_REACH."""
-    by_noise = noise_std * np.sqrt(2 * np.log(max(len(log_residual), 2)))
-    largest = np.abs(log_residual - log_residual.mean(axis=0)).max(axis=0)
-    return np.maximum(PAIR_REACH * np.clip(largest - by_noise, 0.0, None), MIN_PAIR_REACH)
+    miss, by_noise = _misses(log_residual, noise_std)
+    return np.maximum(PAIR_REACH * np.clip(np.abs(miss).max(axis=0) - by_noise, 0.0, None), MIN_PAIR_REACH)
+
+
+def _misses(log_residual: np.ndarray, noise_std: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each probe's miss (`log_residual` (k, M) less its mean: the part the correction's offset
+    carries), and (M,) what measurement noise alone makes the largest of k misses (about
+    sigma sqrt(2 ln k))."""
+    return log_residual - log_residual.mean(axis=0), noise_std * np.sqrt(2 * np.log(max(len(log_residual), 2)))
 
 
 def share_of_reach_to_enter(mean: np.ndarray, front: np.ndarray, reach: np.ndarray) -> np.ndarray:
@@ -233,9 +239,8 @@ class GuidedSampler(optuna.samplers.BaseSampler):
         suspect = np.zeros(features.pairs.shape[1], dtype=bool)
         if len(probed) < 2 or not len(view.front):
             return suspect
-        residual, _ = self._residual_and_reach(view)
-        by_noise = view.noise_std * np.sqrt(2 * np.log(len(probed)))
-        gain = np.clip(-(residual - residual.mean(axis=0)) - by_noise, 0.0, None)  # (k, M) overrated by
+        miss, by_noise = _misses(self._residual_and_reach(view)[0], view.noise_std)
+        gain = np.clip(-miss - by_noise, 0.0, None)  # (k, M) how far the simulator overrated each probe
         clean = [i for i, g in zip(probed, gain) if g.max() <= SUSPECT_MISS]
         once = features.pairs[probed].sum(axis=0) == 1
         cleared = features.pairs[clean + sorted(obs.busy)].any(axis=0)

@@ -144,11 +144,12 @@ def _samples_with_front(log_mean: np.ndarray, log_std: np.ndarray, with_probes: 
     kept together with the doubt's floor at 0.5%, correction.py.)"""
     rng = np.random.default_rng(seed)
     z = rng.standard_normal((SAMPLES, log_mean.shape[1]))  # one draw for every candidate: compared on the same draws
+    front_candidates = [probed[j] for j in on_front]
     log_samples = np.repeat(log_mean[:, None, :], SAMPLES, axis=1)
-    log_front = np.repeat(log_mean[[probed[j] for j in on_front]][None, :, :], SAMPLES, axis=0)
+    log_front = np.repeat(log_mean[front_candidates][None, :, :], SAMPLES, axis=0)
     for m, covariance in enumerate(with_probes):
         with_front = covariance[:, on_front]  # (N, K)
-        among_front = with_front[[probed[j] for j in on_front]]  # (K, K)
+        among_front = with_front[front_candidates]  # (K, K)
         if not len(on_front) or not np.any(among_front):
             log_samples[:, :, m] += log_std[:, None, m] * z[None, :, m]
             continue
