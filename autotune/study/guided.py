@@ -164,8 +164,11 @@ class GuidedSampler(optuna.samplers.BaseSampler):
     def outlook(self, study: optuna.Study, current_trial: int | None = None) -> Outlook:
         pred = self.predictions
         obs = observe(study, pred.index, current_trial)
-        # The same trials give the same model: the stop check and the next proposal share one fit.
-        key = (tuple(sorted(obs.ok)), tuple(sorted(obs.oom)), tuple(sorted(obs.failed)), tuple(sorted(obs.busy)), len(study.directions))
+        # The same trials give the same model: the stop check and the next proposal share one fit. The
+        # key holds the figures too, so one sampler may serve several studies of the same candidates.
+        measured = tuple((i, obs.ok[i].tobytes()) for i in sorted(obs.ok))
+        key = (measured, tuple(sorted(obs.sources)), tuple(sorted(obs.oom)), tuple(sorted(obs.failed)),
+               tuple(sorted(obs.busy)), len(study.directions))
         if self._cache is None or self._cache[0] != key:
             self._cache = (key, outlook(pred, obs, len(study.directions), self._seed))
         return self._cache[1]

@@ -359,8 +359,8 @@ def test_the_pairs_of_a_probe_measured_far_faster_than_simulated_stay_owed():
     pairs = pred.features.pairs
     assert owed.any() and (pairs[suspect][owed] > 0).all()
     assert not pairs[others][:, owed].any()
-    # Measured as simulated, the same probe leaves nothing owed (a new sampler: one serves one study).
-    sampler = make_sampler(0, 30, "guided", checks)
+    # Measured as simulated, the same probe leaves nothing owed (the same sampler: its model is keyed by
+    # the figures, not only by which candidates were probed).
     study = _study_with_probes(sampler, {i: (1.0, 1.0) for i in [*others, int(suspect)]})
     view = sampler.outlook(study)
     assert not sampler._suspect_pairs(view, view.free & (view.chance_to_run > 0.5)).any()
