@@ -47,7 +47,8 @@ def register(subparsers) -> None:
     study.add_argument(
         "--storage", type=text_flag, help="Optuna storage URL instead of RUN_DIR/study.db; workers sharing one (postgresql://...) split the trials"
     )
-    study.add_argument("--objectives", choices=("time,energy", "time"), default="time,energy", help="what to minimise (default: time,energy)")
+    study.add_argument("--objectives", choices=("time,energy", "time"), default="time,energy", metavar="OBJECTIVES",
+                       help="what to minimise: time,energy (the front of both, default) or time (the fastest alone)")
     probe = parser.add_argument_group("evaluation")
     probe.add_argument(
         "--backend", choices=("auto", "simulate", "launch", "replay"), default="auto",

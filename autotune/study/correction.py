@@ -3,7 +3,7 @@ where "predicted" is the simulator with its mechanisms re-weighted by the same p
 
 One GP per objective over the valid candidates. The residual's mean over the probes is taken out
 first: a simulator that is uniformly 20% off is corrected everywhere by one probe, and the GP only
-has to learn how the error varies. Its kernel (see `_Kernel`) adds three parts:
+has to learn how the error varies. Its kernel (see `Kernel`, knob_kernel.py) adds three parts:
 - a Matern kernel on the knobs (ordinal knobs as numbers scaled to [0, 1], categorical ones one-hot):
   a probe corrects the candidates that resemble it (the same configuration at another power limit);
 - the main effects of knob values and of pairs of knob values (an order-2 additive kernel on shared
@@ -42,16 +42,11 @@ to one factor (the simulate backend).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
-from autotune.candidate import KNOBS
+from autotune.study.knob_kernel import Kernel, KnobFeatures, matern_of
 
-# Knobs whose order means something (more ZeRO, more SP, bigger micro-batch, more nodes, less power);
-# the rest are categories. Sizes grow in powers of two, so their logarithm is the distance.
-_LOG2_KNOBS = ("sp_degree", "micro_batch", "nodes")
-_ORDINAL_KNOBS = ("zero_stage", *_LOG2_KNOBS, "power_limit")
 PRIOR_RESIDUAL_STD = 0.15  # log(measured/predicted), before anything is fitted
 MIN_PROBES_TO_FIT = 3
 # Doubt left on a candidate no probe resembles: about the simulator's calibrated error (3-4%,
@@ -77,126 +72,11 @@ MAX_NOISE_STD = 0.03
 MAX_LENGTH_SCALE = 0.7
 
 
-@dataclass(frozen=True)
-class KnobFeatures:
-    """The two views of a candidate's knobs the correction's kernel compares."""
-
-    scaled: np.ndarray  # (N, D) ordinal knobs in [0, 1], categorical one-hot: distances for the Matern part
-    values: np.ndarray  # (N, L) one-hot of every varying knob's value: shared values and value pairs
-    varying: int  # how many knobs take more than one value
-    pairs: np.ndarray  # (N, P) 1 where the candidate holds the value pair (every pair some candidate holds)
-
-    def shared_values(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """(len(a), len(b)): how many knob values candidates a[i] and b[j] have in common."""
-        return self.values[a] @ self.values[b].T
-
-    def holds_unseen_value(self, seen: list[int]) -> np.ndarray:
-        """(N,) whether the candidate holds a knob value none of the candidates `seen` holds."""
-        return self.values[:, self.values[seen].max(axis=0, initial=0) == 0].any(axis=1)
-
-    def unseen_pairs(self, seen: list[int]) -> np.ndarray:
-        """(P,) whether no candidate in `seen` holds the value pair (a column of `pairs`)."""
-        return ~self.pairs[seen].any(axis=0)
-
-    def unseen_value_pairs(self, seen: list[int]) -> np.ndarray:
-        """(N,) how many pairs of the candidate's knob values no candidate in `seen` holds together."""
-        return (self.pairs @ self.unseen_pairs(seen)).astype(int)
-
-
-def knob_features(params_list: list[dict]) -> KnobFeatures:
-    """Per candidate: ordinal knobs in [0, 1] over the candidates given plus categorical one-hot, and
-    the one-hot of every knob's value (ordinal or not)."""
-    columns, values, varying = [], [], 0
-    for knob in KNOBS:
-        raw = [p[knob] for p in params_list]
-        levels = sorted({str(v) for v in raw})
-        if len(levels) > 1:
-            varying += 1
-            values.append(np.array([[str(v) == level for level in levels] for v in raw], dtype=float))
-        numeric = knob in _ORDINAL_KNOBS and all(isinstance(v, (int, float)) for v in raw)
-        if numeric:
-            x = np.array([math.log2(v) if knob in _LOG2_KNOBS else float(v) for v in raw])
-            span = x.max() - x.min()
-            columns.append(((x - x.min()) / span if span else np.zeros_like(x))[:, None])
-        elif len(levels) > 1:
-            columns.append(values[-1])
-    n = len(params_list)
-    onehot = np.hstack(values) if values else np.zeros((n, 1))
-    a, b = np.triu_indices(onehot.shape[1], k=1)
-    pairs = onehot[:, a] * onehot[:, b]
-    return KnobFeatures(np.hstack(columns) if columns else np.zeros((n, 1)), onehot, varying, pairs[:, pairs.any(axis=0)])
-
-
-def _distance(scaled_a: np.ndarray, scaled_b: np.ndarray) -> np.ndarray:
-    return np.sqrt(np.clip(((scaled_a[:, None, :] - scaled_b[None, :, :]) ** 2).sum(-1), 0, None))
-
-
-def _matern_of(r: np.ndarray) -> np.ndarray:
-    """Matern 5/2 correlation at distance r (in length scales)."""
-    return (1.0 + math.sqrt(5) * r + 5.0 / 3.0 * r**2) * np.exp(-math.sqrt(5) * r)
-
-
-class _Kernel:
-    """k(x, x') = a_m Matern(|x - x'| / l) + a_1 (shared values / K) + a_2 (shared value pairs / K(K-1)/2).
-
-    The Matern part lets a probe correct the candidates that resemble it; the two additive parts are
-    the main effects of knob values and of pairs of knob values (an order-2 additive kernel): a probe
-    with "SP 4" and "offload async" informs every candidate with either, and more the ones with both,
-    however different the rest of their knobs is. Knob interactions the simulator lacks are of that
-    kind (this SP degree with that offload), and a distance kernel cannot carry them across the space.
-
-    theta = log(a_m, l, a_1, a_2, noise). What a Gram matrix depends on besides theta (`parts`: knob
-    distances and shared values) is computed once per pair of candidate sets, not per likelihood call.
-    With a variance per value pair (`gamma`, see `_fit_sparse`) the pair part is weighted pair by pair
-    (`weighted`) and a_2 is 1."""
-
-    def __init__(self, features: KnobFeatures):
-        self.f = features
-
-    def parts(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Knob distance, shared values / K and shared value pairs / K(K-1)/2, each (len(a), len(b))."""
-        k = self.f.varying
-        s = self.f.shared_values(a, b)
-        pairs = s * (s - 1) / (k * (k - 1)) if k > 1 else np.zeros_like(s)
-        return _distance(self.f.scaled[a], self.f.scaled[b]), s / max(k, 1), pairs
-
-    def weighted(self, parts: tuple, a: np.ndarray, b: np.ndarray, gamma: np.ndarray | None) -> tuple:
-        """`parts` of candidates a and b with the pair part weighted by a variance per value pair
-        (sum over the pairs both hold of gamma); `parts` as they are when gamma is None."""
-        if gamma is None:
-            return parts
-        return parts[0], parts[1], (self.f.pairs[a] * gamma) @ self.f.pairs[b].T
-
-    def gram(self, theta: np.ndarray, parts: tuple) -> np.ndarray:
-        return self.gram_and_slopes(theta, parts)[0]
-
-    def gram_and_slopes(self, theta: np.ndarray, parts: tuple) -> tuple[np.ndarray, list[np.ndarray]]:
-        """The Gram matrix and its derivatives by theta[0..3] (the likelihood's analytic gradient)."""
-        amp_m, length, amp_1, amp_2 = np.exp(theta[:4])
-        distance, shared, pairs = parts
-        r = distance / length
-        by_log_length = amp_m * 5.0 / 3.0 * r**2 * (1.0 + math.sqrt(5) * r) * np.exp(-math.sqrt(5) * r)
-        slopes = [amp_m * _matern_of(r), by_log_length, amp_1 * shared, amp_2 * pairs]
-        return slopes[0] + slopes[2] + slopes[3], slopes
-
-    @staticmethod
-    def noise_diagonal(theta: np.ndarray, n: int) -> np.ndarray:
-        """The probes' measurement noise (and a jitter that keeps the Gram matrix invertible)."""
-        return (math.exp(theta[4]) + 1e-10) * np.eye(n)
-
-    def prior_variance(self, theta: np.ndarray, gamma: np.ndarray | None = None) -> float | np.ndarray:
-        """The latent function's variance before any probe: one figure, or per candidate with gamma."""
-        amp_m, _, amp_1, amp_2 = np.exp(theta[:4])
-        if gamma is not None:
-            return amp_m + amp_1 + amp_2 * (self.f.pairs @ gamma)
-        return float(amp_m + amp_1 + (amp_2 if self.f.varying > 1 else 0.0))
-
-
 # Before MIN_PROBES_TO_FIT: all of the prior's residual in the Matern part, a little noise.
 _PRIOR_THETA = np.array([2 * math.log(PRIOR_RESIDUAL_STD), math.log(MAX_LENGTH_SCALE), math.log(1e-8), math.log(1e-8), math.log(1e-4)])
 
 
-def _negative_log_likelihood(theta, kernel: _Kernel, parts: tuple, y: np.ndarray) -> tuple[float, np.ndarray]:
+def _negative_log_likelihood(theta, kernel: Kernel, parts: tuple, y: np.ndarray) -> tuple[float, np.ndarray]:
     """-log p(y | theta) up to a constant, and its gradient by theta."""
     from scipy.linalg import cho_solve
 
@@ -213,7 +93,7 @@ def _negative_log_likelihood(theta, kernel: _Kernel, parts: tuple, y: np.ndarray
     return float(0.5 * y @ alpha + np.log(np.diag(chol)).sum()), np.array(gradient)
 
 
-def _fit(kernel: _Kernel, parts: tuple, y: np.ndarray, fixed_log_noise: float | None = None) -> np.ndarray:
+def _fit(kernel: Kernel, parts: tuple, y: np.ndarray, fixed_log_noise: float | None = None) -> np.ndarray:
     """Maximum-likelihood log(Matern amplitude, length, main-effect amplitude, pair amplitude, noise)
     on the probes' `parts`. With `fixed_log_noise` (the parts' pair part weighted per pair,
     `_fit_sparse`) the pair amplitude stays 1 and the noise is that."""
@@ -240,7 +120,7 @@ SPARSE_ITERATIONS = 60
 SPARSE_ROUNDS = 2
 
 
-def _pair_variances(kernel: _Kernel, theta: np.ndarray, at: np.ndarray, parts: tuple, y: np.ndarray, gamma: np.ndarray) -> np.ndarray:
+def _pair_variances(kernel: Kernel, theta: np.ndarray, at: np.ndarray, parts: tuple, y: np.ndarray, gamma: np.ndarray) -> np.ndarray:
     """(P,) a variance per value pair: for pairs some probe holds, the type-II maximum likelihood
     (sparse Bayesian learning, MacKay's update, from `gamma`) with the rest of the kernel fixed: a
     probe whose residual is small clears its pairs, a residual is put on the pairs no clean probe holds
@@ -265,7 +145,7 @@ def _pair_variances(kernel: _Kernel, theta: np.ndarray, at: np.ndarray, parts: t
     return gamma
 
 
-def _fit_sparse(kernel: _Kernel, at: np.ndarray, parts: tuple, y: np.ndarray, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _fit_sparse(kernel: Kernel, at: np.ndarray, parts: tuple, y: np.ndarray, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """theta (pair amplitude 1) and a variance per value pair, fitted in turn from the even fit `theta`
     on the probes' (`at`) `parts`: the pairs' variances, then the Matern and main-effect parts again
     with those, and so on. The noise stays the even fit's: with a variance per pair the likelihood
@@ -335,7 +215,7 @@ def corrected_log_prediction(
     # A simulator that reproduces every probe (up to one factor) is trusted as exact: the simulate
     # backend, or a replay of simulated figures.
     exact = float(np.abs(residual - offset).max()) < 1e-9
-    kernel = _Kernel(features)
+    kernel = Kernel(features)
     at = np.array(probed)
     y = residual - offset
     everyone = np.arange(n)
@@ -366,7 +246,7 @@ def corrected_log_prediction(
     else:
         calibrated = _doubt_std(at, even_chol, y, math.exp(theta[4]), _unseen_pair_share(features, probed))
         doubt = np.where(features.holds_unseen_value(probed), MIN_RESIDUAL_STD, calibrated)
-        nearest_probe = _matern_of(cross_parts[0] / MAX_LENGTH_SCALE).max(axis=1)  # cross_parts[0]: knob distances
+        nearest_probe = matern_of(cross_parts[0] / MAX_LENGTH_SCALE).max(axis=1)  # cross_parts[0]: knob distances
         doubt = doubt * np.sqrt(1.0 - nearest_probe**2)
     noise_std = min(math.sqrt(math.exp(theta[4])), MAX_NOISE_STD) if len(probed) >= MIN_PROBES_TO_FIT else 0.0
     # The doubt is not the GP's: it is taken as independent of every probe (no covariance).

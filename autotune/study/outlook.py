@@ -25,7 +25,8 @@ from optuna.trial import TrialState
 from autotune.candidate import KNOBS, params_key
 from autotune.pareto import front_indices
 from autotune.study.acquisition import enters_front, improvement
-from autotune.study.correction import corrected_log_prediction, knob_features
+from autotune.study.correction import corrected_log_prediction
+from autotune.study.knob_kernel import knob_features
 from autotune.study.reweight import reweighted_log_prediction
 
 SAME_SHAPE_OOM_CHANCE = 0.1

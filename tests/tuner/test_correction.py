@@ -14,8 +14,8 @@ from autotune.study.correction import (
     MIN_PROBES_TO_CALIBRATE_DOUBT,
     MIN_RESIDUAL_STD,
     corrected_log_prediction,
-    knob_features,
 )
+from autotune.study.knob_kernel import knob_features
 
 # A small space of four categorical-ish knobs (names from the real space, so the feature code treats
 # them as it does in a study): 3 x 3 x 4 x 4 = 144 candidates.
