@@ -207,3 +207,13 @@ def test_a_second_ctrl_c_while_exiting_is_ignored():
     assert result.returncode == 130, result.stderr
     assert result.stderr.strip().splitlines() == [
         "autotune: interrupted; completed trials are kept, run the same command again to resume"], result.stderr
+
+
+def test_run_help_names_the_objectives_choices_as_written():
+    """argparse joins choices with commas, so "time,energy" and "time" read as three choices
+    ("{time,energy,time}"); the help names the two a user can pass and what each minimises."""
+    result = autotune("run", "--help")
+    assert result.returncode == 0, result.stderr
+    text = " ".join(result.stdout.split())
+    assert "{time,energy,time}" not in text
+    assert "--objectives OBJECTIVES" in text and "time,energy (the front of both, default) or time" in text
