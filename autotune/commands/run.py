@@ -10,18 +10,7 @@ from autotune.backends.probe_options import probe_bounds
 from autotune.commands.flags import number_flag, path_flag, text_flag, whole_number_flag
 from autotune.commands.options import add_study_options, build_settings
 from autotune.commands.report import add_pick_options
-
-# Kept in step with autotune.study.guided.STOP_RULE (a test checks); not imported, so --help stays light.
-STOP_RULE_HELP = (
-    "no unprobed valid candidate has a 5% or higher chance (simulator x correction learnt from the probes) "
-    "of beating the probed front by more than 1% in time or energy, after at least 3 successful probes, "
-    "the predicted front's ends and knee, and (unless every probe is a simulated figure the simulator "
-    "reproduced) every knob value measured once, and every pair of knob values held by a candidate that would "
-    "enter the front were the simulator 2x as wrong on it as on the worst probe (beyond measurement noise), "
-    "or 22% wrong if that is more, and a second probe of each pair held only by one probe measured more than "
-    "10% faster or cheaper than the simulator says (beyond noise), where a candidate holding it would enter "
-    "the front by that much"
-)
+from autotune.study.stop_rule import STOP_RULE
 
 
 def register(subparsers) -> None:
@@ -35,7 +24,7 @@ def register(subparsers) -> None:
     study.add_argument(
         "--trials", type=whole_number_flag(low=1), default=30,
         help="budget: candidates to evaluate at most, earlier runs included (default: 30); the guided sampler "
-        "stops earlier when it has converged: " + STOP_RULE_HELP.replace("%", "%%"),  # argparse formats help with %
+        "stops earlier when it has converged: " + STOP_RULE.replace("%", "%%"),  # argparse formats help with %
     )
     study.add_argument(
         "--sampler", choices=("guided", "tpe", "random", "nsga2"), default="guided",

@@ -1,0 +1,47 @@
+"""When the guided sampler's study is done (guided.py, `GuidedSampler.converged`): the thresholds of the
+early stop and the rule in words, which `autotune run --help` and the study's record both state.
+
+One definition: `--help` (autotune/commands/run.py), the study's record of why it stopped (loop.py)
+and the report (report/search.py) state the rule the sampler applies.
+"""
+
+from __future__ import annotations
+
+import math
+
+# The early stop: no unprobed candidate has at least this chance of improving the probed front by
+# more than 1% in time or energy (a chance that already counts the risk of running out of memory).
+STOP_CHANCE = 0.05
+# Measured and rejected (benchmarks/search_efficiency.py): also asking for an expected gain of 1% of the
+# front's hypervolume stopped studies 5-30 probes earlier, but before the front was found in the 7b
+# interactions and combined truths. Finding the front comes first.
+# Before this many ok probes the correction's hyper-parameters are not fitted: never stop earlier.
+MIN_OK_PROBES_TO_STOP = 3
+# Pairs of knob values (coverage, second part): a pair no probe has held may be off by this many times
+# the largest error the re-weighted simulator makes on a probe it was not fitted to (leave-one-out).
+# benchmarks/search_efficiency.py (`interactions`, `combined`: six value pairs at +-15%): without it,
+# 32b/4 and 72b/8 studies stopped with the front's fast end missed by up to 24%; with it (before the
+# re-weighting) by at most 2.2%, for 5-10 more probes per study. Where the simulator reproduces the
+# probes (`memory_wall`), only mis-weights its mechanisms (`perturbed`) or the probes only scatter by
+# measurement noise (`noise`) the reach is about zero.
+PAIR_REACH = 2.0
+# ... and by at least this much (log, a factor of 1.22): an interaction no probe has hit shows no error
+# to scale from. Without it, truths that are the simulator but for one pair 25% faster (1% noise; the
+# benchmark's `one_pair`) left 32b/4 and 72b/8 studies 12-22% short of the front after 15-26 probes, the
+# pair never probed; with it none, for about 10 more probes per study where the simulator is right
+# (docs/benchmarks.md, session 9).
+MIN_PAIR_REACH = 0.2
+# A probe the re-weighted simulator overrated by more than this (log, beyond noise) is a suspect: the pairs
+# only it holds are owed again (`_suspect_pairs`). Half the floor above.
+SUSPECT_MISS = MIN_PAIR_REACH / 2
+STOP_RULE = (
+    f"no unprobed valid candidate has a {STOP_CHANCE:.0%} or higher chance (simulator x correction learnt "
+    f"from the probes) of beating the probed front by more than 1% in time or energy, after at least "
+    f"{MIN_OK_PROBES_TO_STOP} successful probes, the predicted front's ends and knee, and (unless every "
+    f"probe is a simulated figure the simulator reproduced) every knob value measured once, and every pair "
+    f"of knob values held by a candidate that would enter the front were the simulator {PAIR_REACH:g}x as "
+    f"wrong on it as on the worst probe (beyond measurement noise), or {math.exp(MIN_PAIR_REACH) - 1:.0%} "
+    f"wrong if that is more, and a second probe of each pair held only by one probe measured more than "
+    f"{1 - math.exp(-SUSPECT_MISS):.0%} faster or cheaper than the simulator says (beyond noise), where a "
+    f"candidate holding it would enter the front by that much"
+)
