@@ -38,7 +38,7 @@ def _run(args) -> int:
     if args.output is not None:
         writable_file(args.output, "-o")  # before the study is read: a bad path fails first, in one line
     if args.measurements is not None:
-        writable_file(args.measurements, "--measurements")
+        writable_file(args.measurements, "--measurements", example="measurements.jsonl")
     study = load_finished_study(args.run_dir, args.storage)
     if "settings" not in study.user_attrs:
         raise UserError(f"the study in {args.run_dir} has no trials yet; run `autotune run` first")

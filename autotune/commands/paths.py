@@ -41,11 +41,12 @@ def writable_directory(path: Path, what: str, fix: str = "choose a writable dire
     return path
 
 
-def writable_file(path: Path, what: str) -> Path:
-    """`path` as a file that can be written: not a directory, in a writable directory (created if needed)."""
+def writable_file(path: Path, what: str, example: str = "knee.json") -> Path:
+    """`path` as a file that can be written: not a directory, in a writable directory (created if needed).
+    `example`: a file name of the kind expected, suggested when `path` is a directory."""
     path = Path(path)
     if path.is_dir() or str(path).endswith("/"):
-        raise UserError(f"{what} {path} is a directory; give a file name such as {path / 'knee.json'}")
+        raise UserError(f"{what} {path} is a directory; give a file name such as {path / example}")
     problem = _directory_problem(path.parent)
     if problem:
         raise UserError(f"{what} {path}: {problem}; choose a writable path")
