@@ -14,9 +14,9 @@ import numpy as np
 
 from autotune.pareto import front_indices
 from autotune.study.acquisition import ENTER_MARGIN, enters_front
-from autotune.study.stop_rule import STOP_CHANCE
 from autotune.study.loop import CONVERGED_ATTR, valid_checks
 from autotune.study.outlook import Predictions, observe, outlook
+from autotune.study.stop_rule import STOP_CHANCE
 
 MAX_PREDICTED = 5
 

@@ -29,8 +29,8 @@ from autotune.backends.base import Backend, ProbeResult
 from autotune.candidate import KNOBS
 from autotune.errors import UserError
 from autotune.space import baseline, check_candidate, enumerate_space
-from autotune.study.stop_rule import STOP_RULE
 from autotune.study.settings import StudySettings
+from autotune.study.stop_rule import STOP_RULE
 from autotune.candidate import params_key
 from autotune.study.unique import unique_candidates
 
