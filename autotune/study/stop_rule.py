@@ -1,8 +1,6 @@
-"""When the guided sampler's study is done (guided.py, `GuidedSampler.converged`): the thresholds of the
-early stop and the rule in words, which `autotune run --help` and the study's record both state.
-
-One definition: `--help` (autotune/commands/run.py), the study's record of why it stopped (loop.py)
-and the report (report/search.py) state the rule the sampler applies.
+"""When the guided sampler's study is done (guided.py, `GuidedSampler.converged`): the early stop's
+thresholds, and the rule in words that `autotune run --help` (commands/run.py), the study's record of
+why it stopped (loop.py) and the report (report/search.py) state, defined once here.
 """
 
 from __future__ import annotations
