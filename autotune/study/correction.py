@@ -131,8 +131,8 @@ SPARSE_ROUNDS = 2
 # A pair's variance is fitted to what the measurement noise times this (in variance: twice its standard
 # deviation) leaves unexplained. Some 150 pairs, each free to take a variance, against 25 probes: at the
 # noise itself, type-II maximum likelihood puts a residual of one or two noise deviations on the pairs
-# only that probe holds, and the hundred candidates holding them follow the noise. Where probes are
-# exact (no noise fitted) nothing changes: an interaction no noise explains is taken whole.
+# only that probe holds, and the hundred-odd candidates holding them follow the noise. Where probes are
+# exact the fitted noise is small, and an interaction no noise explains is still taken whole.
 PAIR_NOISE_MARGIN = 4.0
 
 

@@ -122,6 +122,24 @@ def test_measurement_noise_is_not_taken_for_doubt():
 
 
 
+def test_measurement_noise_is_not_passed_on_to_the_candidates_no_probe_measured():
+    # The simulator right, 25 probes 2.5% noisy: the corrected predictions of the other candidates
+    # should stay near the simulator's, not follow each probe's noise to the candidates that share its
+    # knob values, and the spread they are given should cover what error is left. Before the Matern
+    # length's floor and the pairs' noise margin, the fit took the noise for error: 2.5% rms off (0.6
+    # noise deviations' worth would be 1.5%), a quarter of the candidates more than 2 sd off.
+    errors, beyond_two_sd = [], []
+    for draw in range(6):
+        probed = _spanning_probes(25, seed=3 + draw)
+        noise = np.random.default_rng(10 + draw).normal(0.0, 0.025, size=len(probed))
+        mean, std = _fit(np.zeros(len(PARAMS)), probed, noise)
+        unprobed = [i for i in range(len(PARAMS)) if i not in probed]
+        errors.append(np.sqrt(np.mean(mean[unprobed] ** 2)))
+        beyond_two_sd.append(np.mean(np.abs(mean[unprobed]) > 2 * std[unprobed]))
+    assert np.median(errors) < 0.6 * 0.025  # measured: 0.010 (before: 0.025)
+    assert np.median(beyond_two_sd) < 0.1  # measured: 0.0 (before: 0.24)
+
+
 def test_doubt_stays_on_value_pairs_no_probe_has_held():
     # A fit that misses a left-out probe by 5%: doubt about knob interactions, which the kernel learns
     # pair by pair. A candidate whose every pair of values some probe has held keeps only the floor; one
