@@ -116,7 +116,7 @@ def _fit(kernel: Kernel, parts: tuple, y: np.ndarray, fixed_log_noise: float | N
         bounds[4] = (fixed_log_noise, fixed_log_noise)
     best = None
     # Two starts: the prior (all in the Matern part) and a mix of all three parts.
-    for start in (_PRIOR_THETA, np.array([math.log(0.05**2), math.log(0.3), math.log(0.01), math.log(0.01), math.log(1e-4)])):
+    for start in (_PRIOR_THETA, np.array([math.log(0.05**2), math.log(MIN_LENGTH_SCALE), math.log(0.01), math.log(0.01), math.log(1e-4)])):
         start = np.clip(start, [b[0] for b in bounds], [b[1] for b in bounds])
         result = minimize(_negative_log_likelihood, start, args=(kernel, parts, y), jac=True, method="L-BFGS-B", bounds=bounds)
         if best is None or result.fun < best.fun:

@@ -121,7 +121,6 @@ def test_measurement_noise_is_not_taken_for_doubt():
     assert min(medians) > 0.5 * DOUBT_FLOOR_STD
 
 
-
 def test_measurement_noise_is_not_passed_on_to_the_candidates_no_probe_measured():
     # The simulator right, 25 probes 2.5% noisy: the corrected predictions of the other candidates
     # should stay near the simulator's, not follow each probe's noise to the candidates that share its
