@@ -148,13 +148,15 @@ def run_case(model: str, nodes: str, families, seeds: range, samplers, budget: i
                 run = run_one(settings, checks, table, clean, sampler, seed, budget)
                 reach_a, reach_b = probes_to_targets(run["sequence"], truth)
                 found = np.array([v for v in run["sequence"] if v is not None]).reshape(-1, 2)
+                out_of_memory = sum(v is None for v in run["sequence"])
                 rows.append({"model": model, "nodes": nodes, "family": family, "seed": seed, "sampler": sampler,
                              "valid": len(table), "true_front": len(truth), "fewest": fewest, "probes": run["probes"],
+                             "out_of_memory": out_of_memory,
                              "converged": run["converged"], "to_epsilon_1pct": reach_a, "to_hv_95pct": reach_b,
                              "epsilon_at_stop": round(epsilon_indicator(found, truth), 4),
                              "seconds": round(run["seconds"], 2)})
                 print(f"{model}/{nodes} {family:<13} seed {seed} {sampler:<7} front {len(truth):>2}: "
-                      f"(a) {reach_a:>4} (b) {reach_b:>4} probes {run['probes']:>3}{' converged' if run['converged'] else ''} "
+                      f"(a) {reach_a:>4} (b) {reach_b:>4} probes {run['probes']:>3} (out of memory {out_of_memory}){' converged' if run['converged'] else ''} "
                       f"epsilon at stop {epsilon_indicator(found, truth):.3f}",
                       file=sys.stderr, flush=True)
     return rows
@@ -174,6 +176,9 @@ def summarise(rows: list[dict], budget: int) -> list[dict]:
                     "a_median": statistics.median(a), "a_worst": max(a),
                     "b_median": statistics.median(b), "b_worst": max(b),
                     "probes_median": statistics.median(r["probes"] for r in rs),
+                    # Probes spent on candidates that ran out of memory (older files lack it).
+                    "out_of_memory_median": (statistics.median(r["out_of_memory"] for r in rs)
+                                             if all("out_of_memory" in r for r in rs) else None),
                     # How far the study's front fell short of the truth when it stopped (older files lack it).
                     "epsilon_at_stop_worst": max((r["epsilon_at_stop"] for r in rs if "epsilon_at_stop" in r), default=None)})
     return out
@@ -181,6 +186,10 @@ def summarise(rows: list[dict], budget: int) -> list[dict]:
 
 def _cell(value: float, budget: int) -> str:
     return f">{budget}" if value == math.inf else f"{value:g}"
+
+
+def _count(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:g}"
 
 
 def _shortfall(epsilon: float | None) -> str:
@@ -192,12 +201,12 @@ def _shortfall(epsilon: float | None) -> str:
 
 
 def table_markdown(summary: list[dict], budget: int) -> str:
-    lines = ["| case | truth | front | fewest | sampler | seeds | (a) median | (a) worst | (b) median | (b) worst | probes run | short of the front at stop, worst |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| case | truth | front | fewest | sampler | seeds | (a) median | (a) worst | (b) median | (b) worst | probes run | of them out of memory | short of the front at stop, worst |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in summary:
         lines.append(f"| {s['model']} on {s['nodes']} | {s['family']} | {s['true_front']:g} | {s['fewest']:g} | {s['sampler']} | {s['seeds']} | "
                      f"{_cell(s['a_median'], budget)} | {_cell(s['a_worst'], budget)} | {_cell(s['b_median'], budget)} | "
-                     f"{_cell(s['b_worst'], budget)} | {s['probes_median']:g} | {_shortfall(s.get('epsilon_at_stop_worst'))} |")
+                     f"{_cell(s['b_worst'], budget)} | {s['probes_median']:g} | {_count(s.get('out_of_memory_median'))} | {_shortfall(s.get('epsilon_at_stop_worst'))} |")
     return "\n".join(lines)
 
 
@@ -236,6 +245,9 @@ def _merged_runs(parser: argparse.ArgumentParser, path: Path) -> list[dict]:
         missing = sorted({key for r in runs for key in _RUN_KEYS if key not in r})
         if missing:
             raise KeyError(f"runs without {', '.join(missing)}: an older format")
+        for r in runs:
+            if "out_of_memory" in r and not (type(r["out_of_memory"]) is int and 0 <= r["out_of_memory"] <= r["probes"]):
+                raise ValueError(f"out_of_memory {r['out_of_memory']!r} is not a count of the run's {r['probes']!r} probes")
         return runs
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         parser.error(f"--merge {path}: not a results file of this benchmark ({type(exc).__name__}: {exc}); "

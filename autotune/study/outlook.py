@@ -7,9 +7,9 @@ all see the same model.
 - ok probes re-weight the simulator's mechanisms (reweight.py), train the correction of what is left
   (correction.py) and make the probed front;
 - out-of-memory probes move the memory wall: a candidate of the same shape (everything but
-  micro-batch and device settings) whose memory estimate is at least the OOM'd one's is very likely
-  to run out of memory too (chance to run 10%); anywhere else, an estimate at least as high as the
-  lowest one that ran out halves the chance;
+  micro-batch and device settings) whose memory estimate is at least the OOM'd one's runs out of
+  memory too (chance to run SAME_SHAPE_OOM_CHANCE); anywhere else, a candidate whose estimate is at
+  least the lowest one that ran out runs with the chance the probes around it give (`_chance_to_run`);
 - failed probes, and candidates another worker is probing or has queued (RUNNING, WAITING), are
   not proposed again.
 """
@@ -29,8 +29,12 @@ from autotune.study.correction import corrected_log_prediction
 from autotune.study.knob_kernel import knob_features
 from autotune.study.reweight import reweighted_log_prediction
 
-SAME_SHAPE_OOM_CHANCE = 0.1
-ABOVE_WALL_CHANCE = 0.5
+# A candidate that differs from one that ran out of memory only in micro-batch (no smaller) or device
+# settings (power limit, SM clock) needs at least its memory: it runs out too, but for a flaky OOM.
+# benchmarks/search_efficiency.py (`combined`: a lower wall, docs/benchmarks.md session 13): at 10%,
+# with half the chance above the lowest OOM elsewhere, studies spent 8-27 probes on OOMs, power-limit
+# twins of one that had run out among them; with 2% and `_chance_to_run`'s rule, 190 -> 107 over 12.
+SAME_SHAPE_OOM_CHANCE = 0.02
 SAMPLES = 128
 _SHAPE_KNOBS = ("zero_stage", "optimizer_offload", "activation_checkpointing", "sp_degree", "nodes")
 
@@ -120,13 +124,25 @@ class Outlook:
 
 
 def _chance_to_run(pred: Predictions, obs: Observations) -> np.ndarray:
+    """(N,) the chance each candidate runs without running out of memory, from the probes so far.
+
+    Below the lowest memory estimate that ran out, 1: the estimate's wall has not been seen there.
+    At or above it, the rule of succession over the probes that speak to the candidate: one that ran
+    out at an estimate no higher than its own says it runs out too, one that ran at an estimate no
+    lower says it runs (a third after the first OOM, less with each further one, more where a probe
+    ran above it: estimates of different shapes err differently). The same shape is SAME_SHAPE_OOM_CHANCE."""
     chance = np.ones(len(pred))
     if not obs.oom:
         return chance
-    lowest_oom = min(pred.memory_gib[i] for i in obs.oom)
-    chance[pred.memory_gib >= lowest_oom] *= ABOVE_WALL_CHANCE
+    memory = pred.memory_gib
+    ran = memory[sorted(obs.ok)]
+    ran_out = memory[sorted(obs.oom)]
+    above = memory >= ran_out.min()
+    runs_above = (ran[None, :] >= memory[above, None]).sum(axis=1)
+    out_below = (ran_out[None, :] <= memory[above, None]).sum(axis=1)
+    chance[above] = (1 + runs_above) / (2 + runs_above + out_below)
     for o in obs.oom:
-        same = np.array([s == pred.shapes[o] for s in pred.shapes]) & (pred.memory_gib >= pred.memory_gib[o])
+        same = np.array([s == pred.shapes[o] for s in pred.shapes]) & (memory >= memory[o])
         chance[same] = np.minimum(chance[same], SAME_SHAPE_OOM_CHANCE)
     return chance
 

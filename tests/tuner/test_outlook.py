@@ -1,5 +1,5 @@
-"""The guided sampler's front arithmetic: candidates drawn with the probed front, and the order of
-the pair-coverage probes."""
+"""The guided sampler's front arithmetic: candidates drawn with the probed front, the order of the
+pair-coverage probes, and the memory wall learnt from out-of-memory probes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from scipy.special import ndtr
 
 from autotune.study.acquisition import enters_front
 from autotune.study.guided import PAIR_REACH, pair_coverage_value, share_of_reach_to_enter
-from autotune.study.outlook import _samples_with_front
+from autotune.study.outlook import SAME_SHAPE_OOM_CHANCE, Observations, _chance_to_run, _samples_with_front
 
 
 def _chance_twin_beats_probe(correlation: float) -> float:
@@ -64,3 +64,36 @@ def test_pair_coverage_prefers_the_pairs_of_near_front_candidates_over_more_pair
     assert value[4] == 0.0
     # A pair's weight is set by the candidate that needs the least error among those that could enter.
     assert abs(value[2] - ndtr(-PAIR_REACH * 0.1)) < 1e-12
+
+
+class _Memory:
+    """What `_chance_to_run` reads of the predictions: each candidate's memory estimate and shape."""
+
+    def __init__(self, memory_gib: list[float], shapes: list[str]):
+        self.memory_gib, self.shapes = np.array(memory_gib), shapes
+
+    def __len__(self) -> int:
+        return len(self.shapes)
+
+
+def _observed(ok=(), oom=()) -> Observations:
+    return Observations({i: np.ones(2) for i in ok}, set(oom), set(), set(), {"measured"})
+
+
+def test_the_memory_wall_is_learnt_from_the_probes_on_either_side_of_it():
+    #                  0     1     2     3     4     5     6
+    pred = _Memory([40.0, 50.0, 60.0, 60.0, 65.0, 70.0, 80.0], ["a", "a", "a", "a", "b", "b", "c"])
+    assert np.all(_chance_to_run(pred, _observed(ok=[0])) == 1.0)  # no OOM: no wall seen
+    one = _chance_to_run(pred, _observed(ok=[0], oom=[2]))
+    # Below the lowest estimate that ran out: untouched.
+    assert one[0] == one[1] == 1.0
+    # The same shape at no less memory (another power limit, a bigger micro-batch) runs out too.
+    assert one[3] == SAME_SHAPE_OOM_CHANCE
+    # Another shape above the wall: one OOM says a third.
+    assert np.allclose(one[[4, 5, 6]], 1 / 3)
+    # Each further OOM at or below a candidate's estimate lowers its chance ...
+    two = _chance_to_run(pred, _observed(ok=[0], oom=[2, 4]))
+    assert np.isclose(two[6], 1 / 4) and two[5] == SAME_SHAPE_OOM_CHANCE
+    # ... and a probe that ran at a higher estimate raises it (estimates of other shapes err otherwise).
+    ran_above = _chance_to_run(pred, _observed(ok=[0, 6], oom=[2]))
+    assert np.isclose(ran_above[4], 1 / 2) and np.isclose(ran_above[5], 1 / 2)

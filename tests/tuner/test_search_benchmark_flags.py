@@ -40,3 +40,23 @@ def test_first_seed_runs_the_seeds_after_it(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     runs = json.loads(out.read_text())["runs"]
     assert sorted(r["seed"] for r in runs) == [5, 6] and all(r["probes"] == 3 for r in runs)
+
+
+def test_a_merged_file_with_a_bad_out_of_memory_count_is_refused_and_a_good_one_tabled(tmp_path):
+    # A study on a truth with a memory wall: the probes that ran out of memory are counted, and tabled.
+    good = tmp_path / "good.json"
+    done = subprocess.run([sys.executable, str(SCRIPT), "--cases", "72b:8", "--families", "memory_wall", "--samplers", "guided",
+                           "--seeds", "1", "--budget", "12", "--no-docs", "--out", str(good)],
+                          capture_output=True, text=True, timeout=300, cwd=SCRIPT.parents[1])
+    assert done.returncode == 0, done.stderr[-2000:]
+    run = json.loads(good.read_text())["runs"][0]
+    assert 0 < run["out_of_memory"] < run["probes"] == 12
+    row = next(line for line in done.stdout.splitlines() if "| guided |" in line)
+    assert f"| {run['probes']} | {run['out_of_memory']} |" in row
+    for wrong in ("many", -1, 13, 2.5, None, True):
+        bad = tmp_path / "bad.json"
+        bad.write_text(json.dumps({"runs": [{**run, "out_of_memory": wrong}]}))
+        done = subprocess.run([sys.executable, str(SCRIPT), "--cases", "--merge", str(bad), "--no-docs", "--out", str(tmp_path / "o.json")],
+                              capture_output=True, text=True, timeout=120, cwd=SCRIPT.parents[1])
+        assert done.returncode == 2, wrong
+        assert "is not a count of the run's 12 probes" in done.stderr.strip().splitlines()[-1]
