@@ -397,12 +397,10 @@ def test_values_no_candidate_near_the_front_holds_are_covered_after_the_near_fro
     assert pick is not None and not far[pick]  # a near-front pair first
     # Once the value is near the front, it comes first again.
     monkeypatch.setattr(GuidedSampler, "_share_of_reach_to_enter", share_with(0.0))
-    sampler._cache = None
     assert far[sampler._coverage(sampler.outlook(study))]
     # Far, with every near-front pair covered: still owed, so the study may not stop before it is probed.
     monkeypatch.setattr(GuidedSampler, "_share_of_reach_to_enter", share_with(5.0))
     monkeypatch.setattr(GuidedSampler, "_suspect_pairs", lambda self, view, runnable: np.zeros(pred.features.pairs.shape[1], dtype=bool))
     near_all = _study_with_probes(sampler, {int(i): (1.1, 1.0) for i in np.flatnonzero(~far)})
-    sampler._cache = None
     last = sampler._coverage(sampler.outlook(near_all))
     assert last is not None and far[last] and not sampler.converged(near_all)
