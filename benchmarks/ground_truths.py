@@ -8,7 +8,9 @@ Each family turns the valid candidates of a study into a table {params_key: Prob
 - `interactions`: knob interactions the simulator does not model: six random pairs of knob values
   (e.g. "SP 4 with optimizer offload async") each multiply time and energy by their own factor;
 - `memory_wall`: the simulator's figures, but the real memory wall lower than the estimate's: the
-  candidates above a seeded quantile (60-85%) of the memory estimate run out of memory;
+  candidates above a seeded quantile (60-85%) of the memory estimate run out of memory, and the peak
+  memory a probe measures is its estimate times the one factor that puts that quantile at the device's
+  memory (in the other families the estimate is right);
 - `noise`: the simulator x 1-3% multiplicative measurement noise: the study sees noisy figures, the
   targets are judged on the noise-free ones (a lucky draw is not a better configuration);
 - `combined`: perturbed + interactions + memory wall + 2% noise;
@@ -23,6 +25,7 @@ import numpy as np
 
 from autotune.backends.base import Backend, ProbeResult
 from autotune.candidate import KNOBS
+from autotune.memory import HEADROOM_FRACTION
 from autotune.simulator import simulate
 from autotune.candidate import params_key
 
@@ -74,8 +77,12 @@ def truth_table(checks: list, family: str, seed: int) -> tuple[dict[str, ProbeRe
         if mem >= wall:
             table[key] = ProbeResult(status="oom", source="measured", energy_source="unavailable", error="benchmark wall")
         else:
+            # The peak device memory the probe measures: the estimate, scaled so that a candidate at the
+            # wall fills the whole device (the estimate is checked against the usable share).
+            device_gib = check.memory.device_limit_gib / (1 - HEADROOM_FRACTION)
             table[key] = ProbeResult(status="ok", source="measured", energy_source="measured",
-                                     time_s=float(time_s), energy_kj=float(energy_kj))
+                                     time_s=float(time_s), energy_kj=float(energy_kj),
+                                     peak_mem_gib=float(mem * device_gib / wall if np.isfinite(wall) else mem))
     return table, clean
 
 

@@ -87,6 +87,9 @@ def measured_figures(result: dict, candidate: Candidate, result_file: Path) -> d
         "tflops": result["tflops"]["model_per_device"],
         "mfu": result["mfu"],
         "peak_mem_gib": result.get("peak_memory_gib"),
+        # On CPU the peak is the process's resident set, not device memory: the sampler must not
+        # read it against the device's memory estimate (outlook.py, `_chance_to_fit`).
+        "peak_mem_kind": result.get("peak_memory_kind"),
         "phases_s": _phases_s(result),
         "energy": result.get("energy"),
         **_energy_figures(result.get("energy"), result["steps"]["measured"], scale_steps, candidate.gpus),
@@ -121,6 +124,7 @@ def ok_result(repeats: list[dict], trial_dir: Path, **extra_details) -> ProbeRes
     details = {
         "energy": repeats[0]["energy"],
         "phases_s": repeats[0]["phases_s"],
+        "peak_mem_kind": repeats[0].get("peak_mem_kind"),
         "repeats": [{k: r[k] for k in ("result_file", "time_s", "energy_kj", "step_time_s", "tflops", "energy_source")}
                     for r in repeats],
         "trial_dir": str(trial_dir),

@@ -6,6 +6,9 @@ all see the same model.
 
 - ok probes re-weight the simulator's mechanisms (reweight.py), train the correction of what is left
   (correction.py) and make the probed front;
+- the peak device memory ok probes measured places the memory wall before anything runs out: the
+  estimate's error on a probe is taken for its shape's, and elsewhere for the probes' mean, give or
+  take their spread (`_chance_to_fit`);
 - out-of-memory probes move the memory wall: a candidate of the same shape (everything but
   micro-batch and device settings) whose memory estimate is at least the OOM'd one's runs out of
   memory too (chance to run SAME_SHAPE_OOM_CHANCE); anywhere else, a candidate whose estimate is at
@@ -16,13 +19,15 @@ all see the same model.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
 import numpy as np
 import optuna
 from optuna.trial import TrialState
 
 from autotune.candidate import KNOBS, params_key
+from autotune.memory import HEADROOM_FRACTION
 from autotune.pareto import front_indices
 from autotune.study.acquisition import enters_front, improvement
 from autotune.study.correction import corrected_log_prediction
@@ -35,6 +40,11 @@ from autotune.study.reweight import reweighted_log_prediction
 # with half the chance above the lowest OOM elsewhere, studies spent 8-27 probes on OOMs, power-limit
 # twins of one that had run out among them; with 2% and `_chance_to_run`'s rule, 190 -> 107 over 12.
 SAME_SHAPE_OOM_CHANCE = 0.02
+# A probe's measured peak device memory against its estimate: the log of the ratio is taken as known
+# to no better than this, however alike the probes' ratios are (allocator rounding, fragmentation).
+MEMORY_RATIO_SPREAD_FLOOR = 0.02
+# Peak memory figures that are not the device's: on CPU the trainer reports its process's resident set.
+HOST_PEAK_KINDS = ("process_peak_rss",)
 SAMPLES = 128
 _SHAPE_KNOBS = ("zero_stage", "optimizer_offload", "activation_checkpointing", "sp_degree", "nodes")
 
@@ -47,6 +57,7 @@ class Observations:
     failed: set[int]
     busy: set[int]  # being probed by another worker, or queued
     sources: set[str]  # where the ok probes' figures came from (measured, estimated, simulated)
+    peak_mem_gib: dict[int, float] = field(default_factory=dict)  # ok probes' measured peak device memory
 
     @property
     def done(self) -> set[int]:
@@ -56,6 +67,15 @@ class Observations:
 def _trial_params(t: optuna.trial.FrozenTrial) -> dict | None:
     params = t.params if len(t.params) == len(KNOBS) else t.system_attrs.get("fixed_params")
     return params if params and all(k in params for k in KNOBS) else None
+
+
+def _device_peak_gib(result: dict) -> float | None:
+    """The probe's measured peak device memory, or None where it has none (or only the host's)."""
+    peak = result.get("peak_mem_gib")
+    kind = (result.get("details") or {}).get("peak_mem_kind")
+    if kind in HOST_PEAK_KINDS or type(peak) not in (int, float) or not (math.isfinite(peak) and peak > 0):
+        return None
+    return float(peak)
 
 
 def observe(study: optuna.Study, index: dict[str, int], current_trial: int | None = None) -> Observations:
@@ -69,8 +89,12 @@ def observe(study: optuna.Study, index: dict[str, int], current_trial: int | Non
         if t.state in (TrialState.RUNNING, TrialState.WAITING):
             obs.busy.add(i)
         elif t.state == TrialState.COMPLETE and all(v <= 0 for v in constraints.values()) and t.values:
+            result = t.user_attrs.get("result", {})
             obs.ok.setdefault(i, np.array(t.values, dtype=float))
-            obs.sources.add(t.user_attrs.get("result", {}).get("source", "measured"))
+            obs.sources.add(result.get("source", "measured"))
+            peak = _device_peak_gib(result)
+            if peak is not None:
+                obs.peak_mem_gib.setdefault(i, peak)
         elif t.state == TrialState.PRUNED and constraints.get("probe_oom", 0) > 0:
             obs.oom.add(i)
         elif t.state in (TrialState.PRUNED, TrialState.COMPLETE) or (t.state == TrialState.FAIL and not t.user_attrs.get("interrupted")):
@@ -99,6 +123,8 @@ class Predictions:
                                      for name in phases] for s in steps])
         self.energy_parts = np.array([[s.energy_components_kj.get(name, 0.0) for name in components] for s in steps])
         self.memory_gib = np.array([c.memory.peak_mem_gib for c in valid])
+        # What runs out is the whole device, not the usable share the estimate is checked against.
+        self.device_gib = np.array([c.memory.device_limit_gib / (1 - HEADROOM_FRACTION) for c in valid])
         self.shapes = [tuple(p[k] for k in _SHAPE_KNOBS) for p in self.params]
         self.features = knob_features(self.params)
 
@@ -130,8 +156,9 @@ def _chance_to_run(pred: Predictions, obs: Observations) -> np.ndarray:
     At or above it, the rule of succession over the probes that speak to the candidate: one that ran
     out at an estimate no higher than its own says it runs out too, one that ran at an estimate no
     lower says it runs (a third after the first OOM, less with each further one, more where a probe
-    ran above it: estimates of different shapes err differently). The same shape is SAME_SHAPE_OOM_CHANCE."""
-    chance = np.ones(len(pred))
+    ran above it: estimates of different shapes err differently). The same shape is SAME_SHAPE_OOM_CHANCE.
+    Never more than the measured peak memory gives (`_chance_to_fit`)."""
+    chance = _chance_to_fit(pred, obs)
     if not obs.oom:
         return chance
     memory = pred.memory_gib
@@ -140,11 +167,37 @@ def _chance_to_run(pred: Predictions, obs: Observations) -> np.ndarray:
     above = memory >= ran_out.min()
     runs_above = (ran[None, :] >= memory[above, None]).sum(axis=1)
     out_below = (ran_out[None, :] <= memory[above, None]).sum(axis=1)
-    chance[above] = (1 + runs_above) / (2 + runs_above + out_below)
+    chance[above] = np.minimum(chance[above], (1 + runs_above) / (2 + runs_above + out_below))
     for o in obs.oom:
         same = np.array([s == pred.shapes[o] for s in pred.shapes]) & (memory >= memory[o])
         chance[same] = np.minimum(chance[same], SAME_SHAPE_OOM_CHANCE)
     return chance
+
+
+def _chance_to_fit(pred: Predictions, obs: Observations) -> np.ndarray:
+    """(N,) the chance each candidate's peak memory fits the device, from the peak device memory the ok
+    probes measured (1 where none did).
+
+    The memory estimate's error is a factor: a probe that measured 30% more than its estimate says the
+    candidates of its shape (everything but micro-batch and device settings) need 30% more than theirs,
+    and candidates of shapes no probe has had are taken to be off by the probes' mean factor. Either is
+    known to the probes' spread in log ratio (at least MEMORY_RATIO_SPREAD_FLOOR), so a candidate the
+    factor puts at the device's memory has half a chance. Out-of-memory probes only bound the wall from
+    above, one at a time; a measured peak places it for every candidate at once.
+    (benchmarks/search_efficiency.py, `memory_wall` and `combined`: probes that ran out of memory
+    176 -> 66 over 24 studies, docs/benchmarks.md session 14.)"""
+    from scipy.special import ndtr
+
+    if not obs.peak_mem_gib:
+        return np.ones(len(pred))
+    probed = sorted(obs.peak_mem_gib)
+    log_ratio = np.log(np.array([obs.peak_mem_gib[i] for i in probed]) / pred.memory_gib[probed])
+    spread = max(float(log_ratio.std()), MEMORY_RATIO_SPREAD_FLOOR)
+    expected = np.full(len(pred), float(log_ratio.mean()))
+    for shape in {pred.shapes[i] for i in probed}:
+        mine = [j for j, i in enumerate(probed) if pred.shapes[i] == shape]
+        expected[[s == shape for s in pred.shapes]] = float(log_ratio[mine].mean())
+    return ndtr((np.log(pred.device_gib / pred.memory_gib) - expected) / spread)
 
 
 def _samples_with_front(log_mean: np.ndarray, log_std: np.ndarray, with_probes: list[np.ndarray], probed: list[int],

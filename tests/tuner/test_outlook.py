@@ -8,7 +8,8 @@ from scipy.special import ndtr
 
 from autotune.study.acquisition import enters_front
 from autotune.study.guided import PAIR_REACH, pair_coverage_value, share_of_reach_to_enter
-from autotune.study.outlook import SAME_SHAPE_OOM_CHANCE, Observations, _chance_to_run, _samples_with_front
+from autotune.study.outlook import (MEMORY_RATIO_SPREAD_FLOOR, SAME_SHAPE_OOM_CHANCE, Observations, _chance_to_run,
+                                    _device_peak_gib, _samples_with_front)
 
 
 def _chance_twin_beats_probe(correlation: float) -> float:
@@ -67,17 +68,18 @@ def test_pair_coverage_prefers_the_pairs_of_near_front_candidates_over_more_pair
 
 
 class _Memory:
-    """What `_chance_to_run` reads of the predictions: each candidate's memory estimate and shape."""
+    """What `_chance_to_run` reads of the predictions: each candidate's memory estimate, shape and device."""
 
-    def __init__(self, memory_gib: list[float], shapes: list[str]):
+    def __init__(self, memory_gib: list[float], shapes: list[str], device_gib: float = 100.0):
         self.memory_gib, self.shapes = np.array(memory_gib), shapes
+        self.device_gib = np.full(len(shapes), device_gib)
 
     def __len__(self) -> int:
         return len(self.shapes)
 
 
-def _observed(ok=(), oom=()) -> Observations:
-    return Observations({i: np.ones(2) for i in ok}, set(oom), set(), set(), {"measured"})
+def _observed(ok=(), oom=(), peaks=None) -> Observations:
+    return Observations({i: np.ones(2) for i in ok}, set(oom), set(), set(), {"measured"}, dict(peaks or {}))
 
 
 def test_the_memory_wall_is_learnt_from_the_probes_on_either_side_of_it():
@@ -97,3 +99,34 @@ def test_the_memory_wall_is_learnt_from_the_probes_on_either_side_of_it():
     # ... and a probe that ran at a higher estimate raises it (estimates of other shapes err otherwise).
     ran_above = _chance_to_run(pred, _observed(ok=[0, 6], oom=[2]))
     assert np.isclose(ran_above[4], 1 / 2) and np.isclose(ran_above[5], 1 / 2)
+
+
+def test_a_measured_peak_places_the_memory_wall_before_anything_runs_out():
+    #                  0     1     2     3     4     5     6
+    pred = _Memory([40.0, 50.0, 60.0, 60.0, 65.0, 70.0, 80.0], ["a", "a", "a", "a", "b", "b", "c"])
+    # Probe 0 (shape a) measured 1.5x its estimate: shape a needs 1.5x its estimate everywhere, so 60 GiB
+    # estimated is 90 of the device's 100 (runs), 70 would be 105 (runs out); other shapes take the mean.
+    chance = _chance_to_run(pred, _observed(ok=[0], peaks={0: 60.0}))
+    assert chance[1] > 0.999 and chance[2] > 0.999
+    at_wall = np.log(100.0 / (1.5 * np.array([65.0, 70.0, 80.0]))) / MEMORY_RATIO_SPREAD_FLOOR
+    assert np.allclose(chance[[4, 5, 6]], ndtr(at_wall)) and chance[5] < 0.01 and chance[6] < 1e-6
+    # A second shape measured as estimated: its own factor for its shape, the mean of the two elsewhere,
+    # known only to their spread.
+    two = _chance_to_run(pred, _observed(ok=[0, 4], peaks={0: 60.0, 4: 65.0}))
+    mean, spread = np.log(1.5) / 2, np.log(1.5) / 2
+    assert np.isclose(two[5], ndtr(np.log(100.0 / 70.0) / spread)) and two[5] > 0.95
+    assert np.isclose(two[6], ndtr((np.log(100.0 / 80.0) - mean) / spread))
+    # What an out-of-memory probe says still holds where the peaks say the candidate fits.
+    both = _chance_to_run(pred, _observed(ok=[0, 4], oom=[3], peaks={0: 60.0, 4: 65.0}))
+    assert both[3] <= SAME_SHAPE_OOM_CHANCE and both[5] <= 1 / 3
+    assert both[1] == two[1]  # below the estimate that ran out: what the peaks say
+
+
+def test_only_a_device_peak_is_read_against_the_device_memory_estimate():
+    gpu = {"peak_mem_gib": 61.5, "details": {"peak_mem_kind": "cuda_max_memory_allocated"}}
+    assert _device_peak_gib(gpu) == 61.5
+    assert _device_peak_gib({"peak_mem_gib": 61.5}) == 61.5  # a replay record: the probe's device peak
+    # The trainer on CPU reports its process's resident set: nothing to say of a GPU's memory.
+    assert _device_peak_gib({"peak_mem_gib": 3.2, "details": {"peak_mem_kind": "process_peak_rss"}}) is None
+    for bad in (None, 0, -1.0, float("nan"), float("inf"), "61.5", True):
+        assert _device_peak_gib({"peak_mem_gib": bad}) is None
