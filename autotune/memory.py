@@ -46,6 +46,11 @@ class MemoryEstimate:
         return self.model_states_gib + self.activations_gib + self.buffers_gib + self.overhead_gib
 
     @property
+    def device_gib(self) -> float:
+        """The whole device's memory: what runs out, where the estimate is checked against the usable share."""
+        return self.device_limit_gib / (1 - HEADROOM_FRACTION)
+
+    @property
     def device_excess_gib(self) -> float:
         """> 0: that much over the usable device memory (an Optuna constraint: <= 0 is feasible)."""
         return self.peak_mem_gib - self.device_limit_gib

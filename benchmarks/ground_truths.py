@@ -25,7 +25,6 @@ import numpy as np
 
 from autotune.backends.base import Backend, ProbeResult
 from autotune.candidate import KNOBS
-from autotune.memory import HEADROOM_FRACTION
 from autotune.simulator import simulate
 from autotune.candidate import params_key
 
@@ -78,11 +77,10 @@ def truth_table(checks: list, family: str, seed: int) -> tuple[dict[str, ProbeRe
             table[key] = ProbeResult(status="oom", source="measured", energy_source="unavailable", error="benchmark wall")
         else:
             # The peak device memory the probe measures: the estimate, scaled so that a candidate at the
-            # wall fills the whole device (the estimate is checked against the usable share).
-            device_gib = check.memory.device_limit_gib / (1 - HEADROOM_FRACTION)
+            # wall fills the whole device.
             table[key] = ProbeResult(status="ok", source="measured", energy_source="measured",
                                      time_s=float(time_s), energy_kj=float(energy_kj),
-                                     peak_mem_gib=float(mem * device_gib / wall if np.isfinite(wall) else mem))
+                                     peak_mem_gib=float(mem * check.memory.device_gib / wall if np.isfinite(wall) else mem))
     return table, clean
 
 

@@ -27,7 +27,6 @@ import optuna
 from optuna.trial import TrialState
 
 from autotune.candidate import KNOBS, params_key
-from autotune.memory import HEADROOM_FRACTION
 from autotune.pareto import front_indices
 from autotune.study.acquisition import enters_front, improvement
 from autotune.study.correction import corrected_log_prediction
@@ -123,8 +122,7 @@ class Predictions:
                                      for name in phases] for s in steps])
         self.energy_parts = np.array([[s.energy_components_kj.get(name, 0.0) for name in components] for s in steps])
         self.memory_gib = np.array([c.memory.peak_mem_gib for c in valid])
-        # What runs out is the whole device, not the usable share the estimate is checked against.
-        self.device_gib = np.array([c.memory.device_limit_gib / (1 - HEADROOM_FRACTION) for c in valid])
+        self.device_gib = np.array([c.memory.device_gib for c in valid])
         self.shapes = [tuple(p[k] for k in _SHAPE_KNOBS) for p in self.params]
         self.features = knob_features(self.params)
 
