@@ -123,7 +123,10 @@ class Predictions:
         self.energy_parts = np.array([[s.energy_components_kj.get(name, 0.0) for name in components] for s in steps])
         self.memory_gib = np.array([c.memory.peak_mem_gib for c in valid])
         self.device_gib = np.array([c.memory.device_gib for c in valid])
-        self.shapes = [tuple(p[k] for k in _SHAPE_KNOBS) for p in self.params]
+        # One id per shape (everything but micro-batch and device settings): the memory rules compare
+        # every candidate's shape with a probe's at each proposal.
+        shapes: dict[tuple, int] = {}
+        self.shape_ids = np.array([shapes.setdefault(tuple(p[k] for k in _SHAPE_KNOBS), len(shapes)) for p in self.params], dtype=int)
         self.features = knob_features(self.params)
 
     def __len__(self) -> int:
@@ -167,7 +170,7 @@ def _chance_to_run(pred: Predictions, obs: Observations) -> np.ndarray:
     out_below = (ran_out[None, :] <= memory[above, None]).sum(axis=1)
     chance[above] = np.minimum(chance[above], (1 + runs_above) / (2 + runs_above + out_below))
     for o in obs.oom:
-        same = np.array([s == pred.shapes[o] for s in pred.shapes]) & (memory >= memory[o])
+        same = (pred.shape_ids == pred.shape_ids[o]) & (memory >= memory[o])
         chance[same] = np.minimum(chance[same], SAME_SHAPE_OOM_CHANCE)
     return chance
 
@@ -192,9 +195,9 @@ def _chance_to_fit(pred: Predictions, obs: Observations) -> np.ndarray:
     log_ratio = np.log(np.array([obs.peak_mem_gib[i] for i in probed]) / pred.memory_gib[probed])
     spread = max(float(log_ratio.std()), MEMORY_RATIO_SPREAD_FLOOR)
     expected = np.full(len(pred), float(log_ratio.mean()))
-    for shape in {pred.shapes[i] for i in probed}:
-        mine = [j for j, i in enumerate(probed) if pred.shapes[i] == shape]
-        expected[[s == shape for s in pred.shapes]] = float(log_ratio[mine].mean())
+    probed_shapes = pred.shape_ids[probed]
+    for shape in set(probed_shapes.tolist()):
+        expected[pred.shape_ids == shape] = float(log_ratio[probed_shapes == shape].mean())
     return ndtr((np.log(pred.device_gib / pred.memory_gib) - expected) / spread)
 
 

@@ -68,14 +68,14 @@ def test_pair_coverage_prefers_the_pairs_of_near_front_candidates_over_more_pair
 
 
 class _Memory:
-    """What `_chance_to_run` reads of the predictions: each candidate's memory estimate, shape and device."""
+    """What `_chance_to_run` reads of the predictions: each candidate's memory estimate, shape id and device."""
 
     def __init__(self, memory_gib: list[float], shapes: list[str], device_gib: float = 100.0):
-        self.memory_gib, self.shapes = np.array(memory_gib), shapes
+        self.memory_gib, self.shape_ids = np.array(memory_gib), np.unique(shapes, return_inverse=True)[1]
         self.device_gib = np.full(len(shapes), device_gib)
 
     def __len__(self) -> int:
-        return len(self.shapes)
+        return len(self.shape_ids)
 
 
 def _observed(ok=(), oom=(), peaks=None) -> Observations:
