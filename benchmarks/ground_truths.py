@@ -49,15 +49,29 @@ def _interaction_terms(checks, rng, count: int = 6) -> list[tuple]:
     return terms
 
 
+def _family_terms(valid: list, family: str, rng) -> list[tuple]:
+    """The family's interactions (knob a, its value, knob b, its value, log time factor, log energy
+    factor): the first draws of the truth's generator."""
+    if family in ("interactions", "combined"):
+        return _interaction_terms(valid, rng)
+    if family == "one_pair":
+        return [(*term[:4], np.log(0.75), 0.0) for term in _interaction_terms(valid, rng, count=1)]
+    return []
+
+
+def interaction_terms(checks: list, family: str, seed: int) -> list[tuple]:
+    """The interactions `truth_table(checks, family, seed)` holds (none outside `interactions`,
+    `combined` and `one_pair`)."""
+    return _family_terms([c for c in checks if c.valid], family, np.random.default_rng(seed))
+
+
 def truth_table(checks: list, family: str, seed: int) -> tuple[dict[str, ProbeResult], dict[str, tuple | None]]:
     """(what a probe of each valid candidate reports, ok or oom; its noise-free (time_s, energy_kj) or None)."""
     rng = np.random.default_rng(seed)
     valid = [c for c in checks if c.valid]
     use = {"perturbed", "combined"} if family == "combined" else {family}
     factors: dict = {}
-    terms = _interaction_terms(valid, rng) if use & {"interactions"} or family == "combined" else []
-    if family == "one_pair":
-        terms = [(*term[:4], np.log(0.75), 0.0) for term in _interaction_terms(valid, rng, count=1)]
+    terms = _family_terms(valid, family, rng)
     memory = np.array([c.memory.peak_mem_gib for c in valid])
     wall = np.quantile(memory, rng.uniform(0.60, 0.85)) if family in ("memory_wall", "combined") else np.inf
     noise = {"noise": rng.uniform(0.01, 0.03), "combined": 0.02, "one_pair": 0.01}.get(family, 0.0)

@@ -13,6 +13,10 @@ reached": medians and worst cases treat it as infinite and the table prints ">bu
 "fewest" is the least number of probes that can reach (a) at all, for a sampler that knew the truth
 (an exact minimum set cover of the true front; the baseline probe every study starts with aside): a
 front whose points are more than 1% apart needs a probe per point, so no sampler can beat it.
+Where the truth has interactions the simulator lacks, each study also records the first probe that held
+each pair making a true-front point faster or cheaper ("front_pairs_held_at" in the JSON): before a
+probe holds such a pair no model can know it (benchmarks/pair_cover.py: how many probes holding pairs
+takes), and (a) minus that probe is the rest of the search.
 
     python benchmarks/search_efficiency.py --quick          # 1 seed per family (a few minutes)
     python benchmarks/search_efficiency.py --seeds 3        # the table in docs/benchmarks.md
@@ -36,7 +40,7 @@ import numpy as np
 import optuna
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ground_truths import FAMILIES, TableBackend, truth_table  # noqa: E402
+from ground_truths import FAMILIES, TableBackend, interaction_terms, truth_table  # noqa: E402
 
 from autotune.commands.flags import whole_number_flag  # noqa: E402
 from autotune.commands.options import build_settings  # noqa: E402
@@ -115,11 +119,25 @@ def run_one(settings, checks, table, clean, sampler: str, seed: int, budget: int
     start = time.perf_counter()
     run_study(study, settings, TableBackend(table), budget, checks=checks)
     seconds = time.perf_counter() - start
-    sequence = []
+    sequence, knobs = [], []
     for t in sorted(study.get_trials(deepcopy=False), key=lambda t: t.number):
         if is_evaluated(t):
-            sequence.append(clean[params_key(t.user_attrs["candidate"]["knobs"])])  # noise-free figures
-    return {"sequence": sequence, "probes": len(sequence), "converged": CONVERGED_ATTR in study.user_attrs, "seconds": seconds}
+            knobs.append(t.user_attrs["candidate"]["knobs"])
+            sequence.append(clean[params_key(knobs[-1])])  # noise-free figures
+    return {"sequence": sequence, "knobs": knobs, "probes": len(sequence),
+            "converged": CONVERGED_ATTR in study.user_attrs, "seconds": seconds}
+
+
+def front_pairs_held_at(terms: list[tuple], front_knobs: list[dict], run: dict) -> list[int | None]:
+    """For each interaction of the truth (`terms`) that makes a candidate faster or cheaper and that a
+    true-front candidate holds: the first probe that held it and ran (None: none did). No sampler can
+    know such a pair before a probe holds it; how long after it (a) takes is the rest of the search."""
+    def holds(knobs: dict, term: tuple) -> bool:
+        return str(knobs[term[0]]) == term[1] and str(knobs[term[2]]) == term[3]
+
+    making = [t for t in terms if min(t[4], t[5]) < 0 and any(holds(k, t) for k in front_knobs)]
+    return [next((n for n, (k, v) in enumerate(zip(run["knobs"], run["sequence"]), start=1) if v is not None and holds(k, t)), None)
+            for t in making]
 
 
 def _table_order(run: dict) -> tuple:
@@ -141,23 +159,29 @@ def run_case(model: str, nodes: str, families, seeds: range, samplers, budget: i
     for family in families:
         for seed in seeds:
             table, clean = truth_table(checks, family, seed)
-            values = np.array([v for v in clean.values() if v is not None])
+            ran = [(json.loads(key), v) for key, v in clean.items() if v is not None]
+            values = np.array([v for _, v in ran])
             truth = values[front_indices(values)]
+            front_knobs = [ran[i][0] for i in front_indices(values)]
+            terms = interaction_terms(checks, family, seed)
             fewest = fewest_probes_to_cover(values, truth)
             for sampler in samplers:
                 run = run_one(settings, checks, table, clean, sampler, seed, budget)
                 reach_a, reach_b = probes_to_targets(run["sequence"], truth)
                 found = np.array([v for v in run["sequence"] if v is not None]).reshape(-1, 2)
                 out_of_memory = sum(v is None for v in run["sequence"])
+                pairs_at = front_pairs_held_at(terms, front_knobs, run)
                 rows.append({"model": model, "nodes": nodes, "family": family, "seed": seed, "sampler": sampler,
                              "valid": len(table), "true_front": len(truth), "fewest": fewest, "probes": run["probes"],
                              "out_of_memory": out_of_memory,
                              "converged": run["converged"], "to_epsilon_1pct": reach_a, "to_hv_95pct": reach_b,
                              "epsilon_at_stop": round(epsilon_indicator(found, truth), 4),
+                             "front_pairs_held_at": pairs_at,
                              "seconds": round(run["seconds"], 2)})
                 print(f"{model}/{nodes} {family:<13} seed {seed} {sampler:<7} front {len(truth):>2}: "
                       f"(a) {reach_a:>4} (b) {reach_b:>4} probes {run['probes']:>3} (out of memory {out_of_memory}){' converged' if run['converged'] else ''} "
-                      f"epsilon at stop {epsilon_indicator(found, truth):.3f}",
+                      f"epsilon at stop {epsilon_indicator(found, truth):.3f}"
+                      + (f"; the front's pairs first held at probes {pairs_at}" if pairs_at else ""),
                       file=sys.stderr, flush=True)
     return rows
 
