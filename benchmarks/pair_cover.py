@@ -9,14 +9,15 @@ For each case this prints the valid candidates' value pairs, the most one candid
 number of probes that could hold them all (pairs / pairs per probe, rounded up), a greedy cover's size
 (each probe the candidate holding the most pairs not held yet), and, following that greedy order, the
 mean number of covering probes until one, two and three pairs drawn at random are all held. Those
-means are what a sampler spends on coverage alone before the front's other points and its first
-probes; the search benchmark's "fewest" counts neither.
+means count covering probes only: a study also spends its first probes (the baseline, the predicted
+front's ends and knee) and a probe per point of the front, which the search benchmark's "fewest" counts.
 
     python benchmarks/pair_cover.py          # the table in docs/benchmarks.md, and results/pair_cover.json
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sys
@@ -79,6 +80,7 @@ def table_markdown(rows: list[dict]) -> str:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     rows = [cover_row(model, nodes) for model, nodes in CASES]
     print(table_markdown(rows))
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
