@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from search_efficiency import CASES, _Args  # noqa: E402
 
 from autotune.commands.options import build_settings  # noqa: E402
+from autotune.study.knob_kernel import knob_features  # noqa: E402
 from autotune.study.loop import valid_checks  # noqa: E402
-from autotune.study.outlook import Predictions  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "pair_cover.json"
 PAIRS_DRAWN = (1, 2, 3)
@@ -58,11 +58,12 @@ def mean_probes_to_hold(added: list[int], drawn: int) -> float:
 
 
 def cover_row(model: str, nodes: str) -> dict:
-    pred = Predictions(valid_checks(build_settings(_Args(model, nodes))))
-    pairs = pred.features.pairs > 0
+    # The knob values alone (as the guided sampler's features hold them): nothing here needs the simulator.
+    params = [c.candidate.knobs.to_dict() for c in valid_checks(build_settings(_Args(model, nodes))) if c.valid]
+    pairs = knob_features(params).pairs > 0
     added = greedy_cover(pairs)
     per_probe = int(pairs.sum(axis=1).max())
-    return {"model": model, "nodes": nodes, "candidates": len(pred), "value_pairs": int(pairs.shape[1]),
+    return {"model": model, "nodes": nodes, "candidates": len(params), "value_pairs": int(pairs.shape[1]),
             "pairs_per_probe": per_probe, "least_probes": math.ceil(pairs.shape[1] / per_probe),
             "greedy_cover": len(added),
             **{f"mean_probes_to_hold_{k}": round(mean_probes_to_hold(added, k), 1) for k in PAIRS_DRAWN}}

@@ -161,8 +161,9 @@ def run_case(model: str, nodes: str, families, seeds: range, samplers, budget: i
             table, clean = truth_table(checks, family, seed)
             ran = [(json.loads(key), v) for key, v in clean.items() if v is not None]
             values = np.array([v for _, v in ran])
-            truth = values[front_indices(values)]
-            front_knobs = [ran[i][0] for i in front_indices(values)]
+            on_front = front_indices(values)
+            truth = values[on_front]
+            front_knobs = [ran[i][0] for i in on_front]
             terms = interaction_terms(checks, family, seed)
             fewest = fewest_probes_to_cover(values, truth)
             for sampler in samplers:

@@ -31,14 +31,13 @@ interaction is a pair: "SP 4 with offload async"), but only those of candidates 
 front were the simulator PAIR_REACH times as wrong on them as on the worst probe so far whose every
 knob value another probe also holds (`probes_sharing_their_values`), or MIN_PAIR_REACH if that is more:
 covering every pair would cost dozens of probes, but a simulator that has reproduced every probe may
-still lack one interaction no probe hit. Pairs that a smaller error
-would bring onto the front are covered first (`pair_coverage_value`). A pair held by one probe only,
-one the simulator overrated, is owed a second probe where that miss would put a candidate holding the
-pair on the front (`_suspect_pairs`): one probe cannot say which of its pairs carries its miss. The
-values only candidates far from the front hold come last (benchmarks/search_efficiency.py, 32b/4
-`one_pair` seed 0: first, SP 2, 4 and 8 and no checkpointing, none within the reach of the front,
-delayed a -25% pair by four probes; last, (a) better in 21 of 72 studies, worse in 9, for 2% more
-probes run).
+still lack one interaction no probe hit. Pairs that a smaller error would bring onto the front are
+covered first (`pair_coverage_value`). A pair held by one probe only, one the simulator overrated, is
+owed a second probe where that miss would put a candidate holding the pair on the front
+(`_suspect_pairs`): one probe cannot say which of its pairs carries its miss. The values only
+candidates far from the front hold come last (benchmarks/search_efficiency.py, 32b/4 `one_pair` seed
+0: first, SP 2, 4 and 8 and no checkpointing, none within the reach of the front, delayed a -25% pair
+by four probes; last, (a) better in 21 of 72 studies, worse in 9, for 2% more probes run).
 
 It never proposes an invalid candidate (it only knows valid ones), one already probed, or one another
 worker is probing or has queued. Everything is recomputed from the study's trials at each call, so

@@ -39,8 +39,8 @@ STOP_RULE = (
     f"probe is a simulated figure the simulator reproduced) every knob value measured once, and every pair "
     f"of knob values held by a candidate that would enter the front were the simulator {PAIR_REACH:g}x as "
     f"wrong on it as on the worst probe whose every knob value another probe holds (beyond measurement "
-    f"noise), or {math.exp(MIN_PAIR_REACH) - 1:.0%} "
-    f"wrong if that is more, and a second probe of each pair held only by one probe measured more than "
+    f"noise), or {math.exp(MIN_PAIR_REACH) - 1:.0%} wrong if that is more, and a second probe of each "
+    f"pair held only by one probe measured more than "
     f"{1 - math.exp(-SUSPECT_MISS):.0%} faster or cheaper than the simulator says (beyond noise), where a "
     f"candidate holding it would enter the front by that much"
 )
