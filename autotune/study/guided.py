@@ -29,7 +29,7 @@ unprobed value; it is taken as soon as it is about as good a bet as the best can
 that a candidate which could enter the front holds (see below), the same goes for pairs of values (an
 interaction is a pair: "SP 4 with offload async"), but only those of candidates that could enter the
 front were the simulator PAIR_REACH times as wrong on them as on the worst probe so far whose every
-knob value another probe also holds (`probes_sharing_their_values`), or MIN_PAIR_REACH if that is more:
+knob value another probe also holds (`_residual_and_reach`), or MIN_PAIR_REACH if that is more:
 covering every pair would cost dozens of probes, but a simulator that has reproduced every probe may
 still lack one interaction no probe hit. Pairs that a smaller error would bring onto the front are
 covered first (`pair_coverage_value`). A pair held by one probe only, one the simulator overrated, is
@@ -70,16 +70,6 @@ def pair_reach(log_residual: np.ndarray, noise_std: np.ndarray) -> np.ndarray:
     simulator may repeat elsewhere; and at least MIN_PAIR_REACH."""
     miss, by_noise = _misses(log_residual, noise_std)
     return np.maximum(PAIR_REACH * np.clip(np.abs(miss).max(axis=0) - by_noise, 0.0, None), MIN_PAIR_REACH)
-
-
-def probes_sharing_their_values(held: np.ndarray) -> np.ndarray:
-    """(k,) whether every knob value each probe holds (`held` (k, V): its one-hot values) is held by
-    another probe too. A probe that alone holds a value (the only 2-node probe) is missed, left out, by
-    that value's own error as well as any pair's, and the re-weighted simulator cannot learn a value
-    from no probe: in `combined` truths such misses made the reach x2-4 (log 0.7-1.4), so every pair was
-    owed and the reach no longer told near-front pairs from others (benchmarks/search_efficiency.py:
-    (a) better in 1 study, worse in none, probes run 2,565 -> 2,524, docs/benchmarks.md session 15)."""
-    return (~held | (held.sum(axis=0) >= 2)[None, :]).all(axis=1)
 
 
 def _misses(log_residual: np.ndarray, noise_std: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -250,7 +240,12 @@ class GuidedSampler(optuna.samplers.BaseSampler):
         if self._reach_cache is None or self._reach_cache[0] != key:
             pred = self.predictions
             residual = leave_one_out_log_residual(pred.time_parts, pred.energy_parts, probed, view.log_measured)
-            sharing = probes_sharing_their_values(pred.features.values[probed] > 0)
+            # A probe that alone holds a value (the only 2-node probe) is missed, left out, by that value's
+            # own error as well as any pair's, and the re-weighted simulator cannot learn a value from no
+            # probe: in `combined` truths such misses made the reach x2-4 (log 0.7-1.4), so every pair was
+            # owed and the reach no longer told near-front pairs from others (benchmarks/search_efficiency.py:
+            # (a) better in 1 study, worse in none, probes run 2,565 -> 2,524, docs/benchmarks.md session 15).
+            sharing = pred.features.shares_every_value(probed)
             basis = residual[sharing] if sharing.sum() >= 2 else residual
             self._reach_cache = (key, (residual, pair_reach(basis, view.noise_std)))
         return self._reach_cache[1]

@@ -39,6 +39,11 @@ class KnobFeatures:
         """(N,) whether the candidate holds a knob value none of the candidates `seen` holds."""
         return self.values[:, self.values[seen].max(axis=0, initial=0) == 0].any(axis=1)
 
+    def shares_every_value(self, rows: list[int]) -> np.ndarray:
+        """(len(rows),) whether every knob value candidate rows[i] holds is held by another of `rows` too."""
+        held = self.values[rows] > 0
+        return (~held | (held.sum(axis=0) >= 2)[None, :]).all(axis=1)
+
     def unseen_pairs(self, seen: list[int]) -> np.ndarray:
         """(P,) whether no candidate in `seen` holds the value pair (a column of `pairs`)."""
         return ~self.pairs[seen].any(axis=0)

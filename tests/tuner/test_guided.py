@@ -410,7 +410,7 @@ def test_a_probe_alone_in_holding_a_knob_value_does_not_set_the_pair_reach():
     """The only SP 2 probe measured 40% slower than simulated: left out, the re-weighted simulator misses
     it by that value's own error, which no other probe can teach it; that miss says nothing of pairs no
     probe holds, so the reach stays what the probes that share their values give (here the floor)."""
-    from autotune.study.guided import MIN_PAIR_REACH, probes_sharing_their_values
+    from autotune.study.guided import MIN_PAIR_REACH
 
     checks = valid_checks(build_settings(_Args("32b", "4")))
     sampler = make_sampler(0, 30, "guided", checks)
@@ -420,8 +420,7 @@ def test_a_probe_alone_in_holding_a_knob_value_does_not_set_the_pair_reach():
     configs = [p for p in pred.params if p["sp_degree"] == 1 and p["power_limit"] == 1.0][:3]
     sharing = [index[params_key({**p, "power_limit": limit})] for p in configs for limit in (1.0, 0.9)]
     alone = next(i for i, p in enumerate(pred.params) if p["sp_degree"] == 2 and p["power_limit"] == 1.0)
-    held = pred.features.values[sorted([*sharing, alone])] > 0
-    assert probes_sharing_their_values(held).tolist() == [i != alone for i in sorted([*sharing, alone])]
+    assert pred.features.shares_every_value(sorted([*sharing, alone])).tolist() == [i != alone for i in sorted([*sharing, alone])]
     study = _study_with_probes(sampler, {**{i: (1.0, 1.0) for i in sharing}, alone: (1.4, 1.0)})
     residual, reach = sampler._residual_and_reach(sampler.outlook(study))
     assert np.abs(residual[sorted([*sharing, alone]).index(alone), 0]) > 0.2  # the miss is there ...
