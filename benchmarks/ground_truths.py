@@ -59,14 +59,9 @@ def _family_terms(valid: list, family: str, rng) -> list[tuple]:
     return []
 
 
-def interaction_terms(checks: list, family: str, seed: int) -> list[tuple]:
-    """The interactions `truth_table(checks, family, seed)` holds (none outside `interactions`,
-    `combined` and `one_pair`)."""
-    return _family_terms([c for c in checks if c.valid], family, np.random.default_rng(seed))
-
-
-def truth_table(checks: list, family: str, seed: int) -> tuple[dict[str, ProbeResult], dict[str, tuple | None]]:
-    """(what a probe of each valid candidate reports, ok or oom; its noise-free (time_s, energy_kj) or None)."""
+def truth_table(checks: list, family: str, seed: int) -> tuple[dict[str, ProbeResult], dict[str, tuple | None], list[tuple]]:
+    """(what a probe of each valid candidate reports, ok or oom; its noise-free (time_s, energy_kj) or None;
+    the interactions the truth holds (`_family_terms`: none outside `interactions`, `combined`, `one_pair`))."""
     rng = np.random.default_rng(seed)
     valid = [c for c in checks if c.valid]
     use = {"perturbed", "combined"} if family == "combined" else {family}
@@ -95,7 +90,7 @@ def truth_table(checks: list, family: str, seed: int) -> tuple[dict[str, ProbeRe
             table[key] = ProbeResult(status="ok", source="measured", energy_source="measured",
                                      time_s=float(time_s), energy_kj=float(energy_kj),
                                      peak_mem_gib=float(mem * check.memory.device_gib / wall if np.isfinite(wall) else mem))
-    return table, clean
+    return table, clean, terms
 
 
 class TableBackend(Backend):

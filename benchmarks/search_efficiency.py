@@ -40,7 +40,7 @@ import numpy as np
 import optuna
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ground_truths import FAMILIES, TableBackend, interaction_terms, truth_table  # noqa: E402
+from ground_truths import FAMILIES, TableBackend, truth_table  # noqa: E402
 
 from autotune.commands.flags import whole_number_flag  # noqa: E402
 from autotune.commands.options import build_settings  # noqa: E402
@@ -158,13 +158,12 @@ def run_case(model: str, nodes: str, families, seeds: range, samplers, budget: i
     rows = []
     for family in families:
         for seed in seeds:
-            table, clean = truth_table(checks, family, seed)
+            table, clean, terms = truth_table(checks, family, seed)
             ran = [(json.loads(key), v) for key, v in clean.items() if v is not None]
             values = np.array([v for _, v in ran])
             on_front = front_indices(values)
             truth = values[on_front]
             front_knobs = [ran[i][0] for i in on_front]
-            terms = interaction_terms(checks, family, seed)
             fewest = fewest_probes_to_cover(values, truth)
             for sampler in samplers:
                 run = run_one(settings, checks, table, clean, sampler, seed, budget)
