@@ -59,7 +59,9 @@ def _family_terms(valid: list, family: str, rng) -> list[tuple]:
     return []
 
 
-def truth_table(checks: list, family: str, seed: int) -> tuple[dict[str, ProbeResult], dict[str, tuple | None], list[tuple]]:
+def truth_table(
+    checks: list, family: str, seed: int
+) -> tuple[dict[str, ProbeResult], dict[str, tuple | None], list[tuple]]:
     """(what a probe of each valid candidate reports, ok or oom; its noise-free (time_s, energy_kj) or None;
     the interactions the truth holds (`_family_terms`: none outside `interactions`, `combined`, `one_pair`))."""
     rng = np.random.default_rng(seed)
