@@ -59,6 +59,11 @@ def _family_terms(valid: list, family: str, rng) -> list[tuple]:
     return []
 
 
+def holds_term(knobs: dict, term: tuple) -> bool:
+    """Whether a candidate with these knobs holds the interaction `term`'s pair of knob values."""
+    return str(knobs[term[0]]) == term[1] and str(knobs[term[2]]) == term[3]
+
+
 def truth_table(
     checks: list, family: str, seed: int
 ) -> tuple[dict[str, ProbeResult], dict[str, tuple | None], list[tuple]]:
@@ -76,11 +81,11 @@ def truth_table(
     for check, mem in zip(valid, memory):
         step = simulate(check.candidate)
         time_s, energy_kj = _perturbed(step, rng, factors) if "perturbed" in use else (step.time_s, step.energy_kj)
-        knobs = {k: str(v) for k, v in check.candidate.knobs.to_dict().items()}
-        for a, va, b, vb, log_t, log_e in terms:
-            if knobs[a] == va and knobs[b] == vb:
-                time_s, energy_kj = time_s * np.exp(log_t), energy_kj * np.exp(log_e)
-        key = params_key(check.candidate.knobs.to_dict())
+        knobs = check.candidate.knobs.to_dict()
+        for term in terms:
+            if holds_term(knobs, term):
+                time_s, energy_kj = time_s * np.exp(term[4]), energy_kj * np.exp(term[5])
+        key = params_key(knobs)
         clean[key] = None if mem >= wall else (float(time_s), float(energy_kj))
         if noise:
             time_s, energy_kj = time_s * rng.lognormal(0, noise), energy_kj * rng.lognormal(0, noise)

@@ -40,7 +40,7 @@ import numpy as np
 import optuna
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ground_truths import FAMILIES, TableBackend, truth_table  # noqa: E402
+from ground_truths import FAMILIES, TableBackend, holds_term, truth_table  # noqa: E402
 
 from autotune.commands.flags import whole_number_flag  # noqa: E402
 from autotune.commands.options import build_settings  # noqa: E402
@@ -132,11 +132,8 @@ def front_pairs_held_at(terms: list[tuple], front_knobs: list[dict], run: dict) 
     """For each interaction of the truth (`terms`) that makes a candidate faster or cheaper and that a
     true-front candidate holds: the first probe that held it and ran (None: none did). No sampler can
     know such a pair before a probe holds it; how long after it (a) takes is the rest of the search."""
-    def holds(knobs: dict, term: tuple) -> bool:
-        return str(knobs[term[0]]) == term[1] and str(knobs[term[2]]) == term[3]
-
-    making = [t for t in terms if min(t[4], t[5]) < 0 and any(holds(k, t) for k in front_knobs)]
-    return [next((n for n, (k, v) in enumerate(zip(run["knobs"], run["sequence"]), start=1) if v is not None and holds(k, t)), None)
+    making = [t for t in terms if min(t[4], t[5]) < 0 and any(holds_term(k, t) for k in front_knobs)]
+    return [next((n for n, (k, v) in enumerate(zip(run["knobs"], run["sequence"]), start=1) if v is not None and holds_term(k, t)), None)
             for t in making]
 
 
