@@ -252,7 +252,8 @@ def outlook(pred: Predictions, obs: Observations, objectives: int, seed: int = 0
         base = reweighted_log_prediction(pred.time_parts, pred.energy_parts, probed, measured)
     means, stds, noise, with_probes = [], [], [], []
     for m in range(objectives):
-        mu, sd, noise_std, covariance = corrected_log_prediction(pred.features, base[:, m], probed, measured[:, m])
+        mu, sd, noise_std, covariance = corrected_log_prediction(pred.features, base[:, m], probed, measured[:, m],
+                                                                 simulated=obs.sources == {"simulated"})
         means.append(mu)
         stds.append(sd)
         noise.append(noise_std)
