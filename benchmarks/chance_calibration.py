@@ -73,9 +73,7 @@ def calibration_rows(records: list[dict]) -> list[dict]:
     return rows
 
 
-def study_records(model: str, nodes: str, family: str, seed: int) -> list[dict]:
-    settings = build_settings(_Args(model, nodes))
-    checks = valid_checks(settings)
+def study_records(settings, checks: list, family: str, seed: int) -> list[dict]:
     table, clean, _terms = truth_table(checks, family, seed)
     sampler = make_sampler(seed, BUDGET, "guided", checks)
     keys = [params_key(p) for p in sampler.predictions.params]
@@ -90,7 +88,7 @@ def study_records(model: str, nodes: str, family: str, seed: int) -> list[dict]:
         if i is not None and len(probed) >= MIN_OK_PROBES:
             record = proposal_record(view, i, probed, true_values)
             if record is not None:
-                records.append(dict(record, case=f"{model}/{nodes}", family=family, seed=seed, probes=len(probed)))
+                records.append(dict(record, family=family, seed=seed, probes=len(probed)))
         return i
 
     sampler.next_candidate = recording  # this sampler only: the study runs as it would
@@ -120,9 +118,11 @@ def main() -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     records = []
     for model, nodes in args.cases:
+        settings = build_settings(_Args(model, nodes))
+        checks = valid_checks(settings)
         for family in args.families:
             for seed in range(args.first_seed, args.first_seed + args.seeds):
-                found = study_records(model, nodes, family, seed)
+                found = [dict(r, case=f"{model}/{nodes}") for r in study_records(settings, checks, family, seed)]
                 print(f"{model}/{nodes} {family} seed {seed}: {len(found)} proposals", flush=True)
                 records += found
     rows = calibration_rows(records)

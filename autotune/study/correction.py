@@ -213,7 +213,7 @@ def _unseen_pair_share(features: KnobFeatures, probed: list[int]) -> np.ndarray:
 
 
 def corrected_log_prediction(
-    features: KnobFeatures, log_predicted: np.ndarray, probed: list[int], log_measured: np.ndarray, simulated: bool = False
+    features: KnobFeatures, log_predicted: np.ndarray, probed: list[int], log_measured: np.ndarray, exact: bool = False
 ) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
     """Mean and standard deviation of log(objective) for every candidate (rows of `features`), the
     probes' measurement noise the fit found (log std, at most MAX_NOISE_STD; 0 before it is fitted),
@@ -222,19 +222,13 @@ def corrected_log_prediction(
     of their difference, not of each one's spread.
 
     `log_predicted`: the simulator's log(objective) per candidate; `probed`: indices of the candidates
-    measured, with `log_measured` their log(objective) in the same order; `simulated`: every figure is
-    labelled the simulator's own (the simulate backend, a replay of `autotune space --simulate`)."""
+    measured, with `log_measured` their log(objective) in the same order; `exact`: the probes are the
+    simulator's own figures and it reproduces them up to one factor (`outlook`): no doubt is kept."""
     n = len(log_predicted)
     if not probed:
         return log_predicted.copy(), np.full(n, PRIOR_RESIDUAL_STD), 0.0, np.zeros((n, 0))
     residual = log_measured - log_predicted[probed]
     offset = float(residual.mean())
-    # A simulator that reproduces every probe (up to one factor) is trusted as exact where the figures
-    # are its own. Measured figures that match it prove nothing of the candidates no probe resembles (a
-    # truth that differs only in knob interactions no probe has held yet): trusted, every candidate's
-    # doubt was ~0 and its chance to beat the front 0 or 1 (benchmarks/chance_calibration.py: chances of
-    # 0 that came true after 5 probes of `interactions` truths).
-    exact = simulated and float(np.abs(residual - offset).max()) < 1e-9
     kernel = Kernel(features)
     at = np.array(probed)
     y = residual - offset

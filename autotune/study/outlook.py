@@ -245,15 +245,20 @@ def outlook(pred: Predictions, obs: Observations, objectives: int, seed: int = 0
     measured = np.log(np.array([obs.ok[i][:objectives] for i in probed])) if probed else np.zeros((0, objectives))
     raw = measured - pred.log_values[probed][:, :objectives] if probed else np.zeros((0, objectives))
     reproduced = bool(probed) and float(np.abs(raw - raw.mean(axis=0)).max()) < 1e-9
+    # Only figures labelled simulated (the simulate backend, a replay of `autotune space --simulate`)
+    # are taken as the simulator's by construction: no doubt is kept and no coverage probe owed. Measured
+    # figures that happen to match it on the first probes (a truth that differs only in knob interactions
+    # not probed yet) prove nothing of the candidates no probe resembles: trusted, every candidate's doubt
+    # was ~0 and chances of exactly 0 came true (benchmarks/chance_calibration.py, `interactions` truths).
+    exact = reproduced and obs.sources == {"simulated"}
     # The simulator with its mechanisms re-weighted by the probes is the prior the correction starts
-    # from; one that reproduces every probe up to one factor is left as it is (the correction trusts it).
+    # from; one that reproduces every probe up to one factor is left as it is.
     base = pred.log_values[:, :objectives]
     if probed and not reproduced:
         base = reweighted_log_prediction(pred.time_parts, pred.energy_parts, probed, measured)
     means, stds, noise, with_probes = [], [], [], []
     for m in range(objectives):
-        mu, sd, noise_std, covariance = corrected_log_prediction(pred.features, base[:, m], probed, measured[:, m],
-                                                                 simulated=obs.sources == {"simulated"})
+        mu, sd, noise_std, covariance = corrected_log_prediction(pred.features, base[:, m], probed, measured[:, m], exact)
         means.append(mu)
         stds.append(sd)
         noise.append(noise_std)
@@ -274,9 +279,4 @@ def outlook(pred: Predictions, obs: Observations, objectives: int, seed: int = 0
     free[list(obs.done | obs.busy)] = False
     enter = enters_front(samples, front_samples).mean(axis=1) * chance_to_run
     gain = improvement(samples, front, reference).mean(axis=1) * chance_to_run
-    # Only figures labelled simulated (the simulate backend, a replay of `autotune space --simulate`)
-    # are taken as the simulator's by construction. Measured figures that happen to match it on the
-    # first probes (a truth that differs only in knob interactions not probed yet) still get the
-    # coverage probes: a match to 1e-9 proves nothing about the regions no probe resembles.
-    exact = reproduced and obs.sources == {"simulated"}
     return Outlook(predicted, log_std, chance_to_run, front, reference, free, enter, gain, obs, measured, np.array(noise), exact)

@@ -33,11 +33,11 @@ def _index(**knobs) -> list[int]:
     return [i for i, p in enumerate(PARAMS) if all(p[k] == v for k, v in knobs.items())]
 
 
-def _fit(true_log_residual: np.ndarray, probed: list[int], noise: np.ndarray | None = None, simulated: bool = False):
+def _fit(true_log_residual: np.ndarray, probed: list[int], noise: np.ndarray | None = None, exact: bool = False):
     features = knob_features(PARAMS)
     log_predicted = np.zeros(len(PARAMS))  # the simulator says 1 for everyone
     measured = true_log_residual[probed] + (0.0 if noise is None else noise)
-    mean, std, _, _ = corrected_log_prediction(features, log_predicted, probed, measured, simulated=simulated)
+    mean, std, _, _ = corrected_log_prediction(features, log_predicted, probed, measured, exact)
     return mean, std
 
 
@@ -63,11 +63,11 @@ def test_candidates_no_probe_resembles_keep_doubt_unless_the_figures_are_the_sim
     truth = np.zeros(len(PARAMS))
     probed = _index(zero_stage=1, optimizer_offload="none")  # 16 probes, all alike, all right
     one_factor = np.full(len(probed), 0.05)  # off by one factor: exact otherwise
-    _, std = _fit(truth, probed, one_factor, simulated=True)
+    _, std = _fit(truth, probed, one_factor, exact=True)
     far = _index(zero_stage=3, optimizer_offload="async")
     assert np.all(std[far] <= 1e-3)  # the simulator's own figures (up to one factor) vouch for everyone
     _, std = _fit(truth, probed, one_factor)
-    assert np.all(std[far] >= 0.9 * MIN_RESIDUAL_STD)  # measured ones that match it do not
+    assert np.all(std[far] >= 0.9 * MIN_RESIDUAL_STD)  # figures that match it, not known to be its own, do not
     noise = np.random.default_rng(2).normal(0.0, 0.01, size=len(probed))
     _, std = _fit(truth, probed, noise)
     assert np.all(std[far] >= 0.9 * MIN_RESIDUAL_STD)  # measured figures that agree prove nothing there

@@ -130,3 +130,26 @@ def test_only_a_device_peak_is_read_against_the_device_memory_estimate():
     assert _device_peak_gib({"peak_mem_gib": 3.2, "details": {"peak_mem_kind": "process_peak_rss"}}) is None
     for bad in (None, 0, -1.0, float("nan"), float("inf"), "61.5", True):
         assert _device_peak_gib({"peak_mem_gib": bad}) is None
+
+
+def test_figures_that_match_the_simulator_are_trusted_only_when_they_are_its_own():
+    from autotune.commands.options import build_settings
+    from autotune.study.correction import MIN_RESIDUAL_STD
+    from autotune.study.loop import valid_checks
+    from autotune.study.outlook import Predictions, outlook
+
+    class _Args:
+        hardware, gpus_per_node, space = "gh200", None, None
+        frames = text_tokens = global_batch = samples = precision = None
+        model, nodes = "32b", "4"
+
+    pred = Predictions(valid_checks(build_settings(_Args())))
+    probed = [0, 1, 2, 3, 4]
+    ok = {i: np.exp(pred.log_values[i, :2]) * 1.05 for i in probed}  # the simulator's figures, off by one factor
+    unprobed_values = pred.features.holds_unseen_value(probed)
+    simulated = outlook(pred, Observations(dict(ok), set(), set(), set(), {"simulated"}), 2)
+    assert simulated.simulator_exact and np.all(simulated.log_std <= 1e-3)
+    # Measured figures that match it say nothing of the values no probe holds: their doubt stays.
+    measured = outlook(pred, Observations(dict(ok), set(), set(), set(), {"measured"}), 2)
+    assert not measured.simulator_exact
+    assert np.median(measured.log_std[unprobed_values]) >= 0.9 * MIN_RESIDUAL_STD
