@@ -259,19 +259,37 @@ def _case_flag(text: str) -> tuple[str, str]:
     return model, nodes
 
 
-def _merged_runs(parser: argparse.ArgumentParser, path: Path) -> list[dict]:
-    """The runs of a results file, decoded; one line and exit 2 for anything else."""
+def _check_run(r: dict) -> None:
+    """A merged run's fields, each of its type and range: a hand-edited or foreign file fails here, in one
+    line, not in the middle of the table."""
+    for key in ("model", "nodes", "family", "sampler"):
+        if not isinstance(r[key], str):
+            raise ValueError(f"{key} {r[key]!r} is not a string")
+    for key, low in (("seed", 0), ("probes", 0), ("true_front", 1), ("fewest", 1)):
+        if type(r[key]) is not int or r[key] < low:
+            raise ValueError(f"{key} {r[key]!r} is not a whole number of at least {low}")
+    for key in ("to_epsilon_1pct", "to_hv_95pct"):
+        if r[key] != math.inf and not (type(r[key]) is int and 1 <= r[key] <= r["probes"]):
+            raise ValueError(f"{key} {r[key]!r} is neither null (not reached) nor a count of the run's {r['probes']} probes")
+    if "out_of_memory" in r and not (type(r["out_of_memory"]) is int and 0 <= r["out_of_memory"] <= r["probes"]):
+        raise ValueError(f"out_of_memory {r['out_of_memory']!r} is not a count of the run's {r['probes']!r} probes")
+    gap = r.get("epsilon_at_stop", 1.0)
+    if type(gap) not in (int, float) or not gap >= 1.0:
+        raise ValueError(f"epsilon_at_stop {gap!r} is not an epsilon indicator (a number of at least 1)")
+
+
+def _merged_runs(parser: argparse.ArgumentParser, path: Path, flag: str = "--merge") -> list[dict]:
+    """The runs of a results file, decoded and checked; one line and exit 2 for anything else."""
     try:
         runs = [decode_run(r) for r in json.loads(path.read_text())["runs"]]
         missing = sorted({key for r in runs for key in _RUN_KEYS if key not in r})
         if missing:
             raise KeyError(f"runs without {', '.join(missing)}: an older format")
         for r in runs:
-            if "out_of_memory" in r and not (type(r["out_of_memory"]) is int and 0 <= r["out_of_memory"] <= r["probes"]):
-                raise ValueError(f"out_of_memory {r['out_of_memory']!r} is not a count of the run's {r['probes']!r} probes")
+            _check_run(r)
         return runs
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        parser.error(f"--merge {path}: not a results file of this benchmark ({type(exc).__name__}: {exc}); "
+        parser.error(f"{flag} {path}: not a results file of this benchmark ({type(exc).__name__}: {exc}); "
                      "pass one its --out wrote")
 
 
