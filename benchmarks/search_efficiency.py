@@ -24,6 +24,7 @@ takes), and (a) minus that probe is the rest of the search.
     python benchmarks/search_efficiency.py --samplers guided --merge base.json   # one table of both
     python benchmarks/search_efficiency.py --cases --merge base.json guided.json  # a table, no new run
     python benchmarks/search_efficiency.py --samplers guided --first-seed 3 --no-docs --out more.json
+    python benchmarks/compare_runs.py --before guided.json --after new.json  # a change, study by study
 """
 
 from __future__ import annotations
