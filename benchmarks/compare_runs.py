@@ -30,6 +30,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from search_efficiency import _merged_runs, _table_order  # noqa: E402
 
+from autotune.study.loop import SAMPLERS  # noqa: E402
+
 GOAL_PROBES = 8  # issue 9: guided median <= 8 probes for (a) in every case
 SHORT = 1.01  # a study that stops with its epsilon indicator above this stopped short of the front
 
@@ -67,6 +69,7 @@ def compare(before: dict[tuple, dict], after: dict[tuple, dict], budget: int) ->
         gap = (before[k].get("epsilon_at_stop"), after[k].get("epsilon_at_stop"))
         if x != y or gap[0] != gap[1]:
             changed.append({"study": list(k), "a": [x, y], "probes": [before[k]["probes"], after[k]["probes"]], "epsilon_at_stop": list(gap)})
+
     def side(runs: dict[tuple, dict], at: int) -> dict:
         return {"a_sum": sum(cap(runs[k]["to_epsilon_1pct"]) for k in keys),
                 "probes": sum(runs[k]["probes"] for k in keys),
@@ -89,9 +92,9 @@ def report(result: dict, budget: int) -> str:
     lines = []
     for c in result["changed"]:
         m, n, f, s = c["study"]
-        gap = " ".join("n/a" if g is None else f"{100 * (g - 1):.1f}%" for g in c["epsilon_at_stop"])
+        gap = " -> ".join("n/a" if g is None else f"{100 * (g - 1):.1f}%" for g in c["epsilon_at_stop"])
         lines.append(f"{m} on {n} {f} seed {s}: (a) {_probes(c['a'][0])} -> {_probes(c['a'][1])}, "
-                     f"probes run {c['probes'][0]} -> {c['probes'][1]}, short at stop {gap.replace(' ', ' -> ')}")
+                     f"probes run {c['probes'][0]} -> {c['probes'][1]}, short at stop {gap}")
     lines += ["", "| case | truth | (a) median before | after |", "|---|---|---|---|"]
     lines += [f"| {g['case']} | {g['truth']} | {_probes(g['a_median'][0])} | {_probes(g['a_median'][1])} |" for g in result["medians"]]
     b, a = result["before"], result["after"]
@@ -107,7 +110,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--before", nargs="+", type=Path, required=True, metavar="JSON", help="results of the kept state")
     parser.add_argument("--after", nargs="+", type=Path, required=True, metavar="JSON", help="results of the change")
-    parser.add_argument("--sampler", default="guided", help="the sampler whose studies are compared (default: guided)")
+    parser.add_argument("--sampler", default="guided", choices=SAMPLERS, help="the sampler whose studies are compared (default: guided)")
     parser.add_argument("--out", type=Path, help="also write the comparison as JSON")
     args = parser.parse_args()
     before, after = _runs(parser, args.before, args.sampler, "--before"), _runs(parser, args.after, args.sampler, "--after")
@@ -122,7 +125,10 @@ def main() -> None:
     result = compare(before, after, budget)
     print(report(result, budget))
     if args.out:
-        args.out.write_text(json.dumps(_encoded(result), indent=1) + "\n")
+        try:
+            args.out.write_text(json.dumps(_encoded(result), indent=1) + "\n")
+        except OSError as exc:
+            parser.error(f"--out {args.out}: cannot write it ({exc.strerror}); pass a file in a folder that exists")
 
 
 def _encoded(value):
