@@ -68,6 +68,8 @@ def test_the_script_prints_the_comparison_and_writes_it(tmp_path):
     ("no_common", "no guided study is in both"),
     ("budgets", "different or no budgets"),
     ("missing", "not a results file of this benchmark"),
+    ("reached_past_its_probes", "--after"),  # the flag named, and the field:
+    ("seed_not_a_number", "seed '1' is not a whole number"),
 ])
 def test_bad_input_gets_one_line_and_exit_2(tmp_path, setup, words):
     before = _write(tmp_path / "before.json", [_run("noise", 0, 5)])
@@ -80,7 +82,13 @@ def test_bad_input_gets_one_line_and_exit_2(tmp_path, setup, words):
         _write(after, [_run("noise", 0, 6)], budget=40)
     elif setup == "missing":
         after = tmp_path / "absent.json"
+    elif setup == "reached_past_its_probes":
+        _write(after, [_run("noise", 0, 31, probes=30)])
+    elif setup == "seed_not_a_number":
+        _write(after, [{**_run("noise", 0, 6), "seed": "1"}])
     done = subprocess.run([sys.executable, str(SCRIPT), "--before", str(before), "--after", str(after)],
                           capture_output=True, text=True, timeout=120, cwd=SCRIPT.parents[1])
     assert done.returncode == 2
     assert words in done.stderr.strip().splitlines()[-1] and "Traceback" not in done.stderr
+    if setup == "reached_past_its_probes":
+        assert "to_epsilon_1pct 31 is neither null (not reached) nor a count of the run's 30 probes" in done.stderr
