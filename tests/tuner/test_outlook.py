@@ -132,18 +132,11 @@ def test_only_a_device_peak_is_read_against_the_device_memory_estimate():
         assert _device_peak_gib({"peak_mem_gib": bad}) is None
 
 
-def test_figures_that_match_the_simulator_are_trusted_only_when_they_are_its_own():
-    from autotune.commands.options import build_settings
+def test_figures_that_match_the_simulator_are_trusted_only_when_they_are_its_own(predictions_32b_4):
     from autotune.study.correction import MIN_RESIDUAL_STD
-    from autotune.study.loop import valid_checks
-    from autotune.study.outlook import Predictions, outlook
+    from autotune.study.outlook import outlook
 
-    class _Args:
-        hardware, gpus_per_node, space = "gh200", None, None
-        frames = text_tokens = global_batch = samples = precision = None
-        model, nodes = "32b", "4"
-
-    pred = Predictions(valid_checks(build_settings(_Args())))
+    pred = predictions_32b_4
     probed = [0, 1, 2, 3, 4]
     ok = {i: np.exp(pred.log_values[i, :2]) * 1.05 for i in probed}  # the simulator's figures, off by one factor
     unprobed_values = pred.features.holds_unseen_value(probed)

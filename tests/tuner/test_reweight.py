@@ -5,21 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from autotune.commands.options import build_settings
-from autotune.study.loop import valid_checks
 from autotune.study.outlook import Predictions
 from autotune.study.reweight import reweighted_log_prediction
 
 
-class _Args:
-    hardware, gpus_per_node, space = "gh200", None, None
-    frames = text_tokens = global_batch = samples = precision = None
-    model, nodes = "32b", "4"
-
-
-@pytest.fixture(scope="module")
-def pred() -> Predictions:
-    return Predictions(valid_checks(build_settings(_Args())))
+@pytest.fixture
+def pred(predictions_32b_4) -> Predictions:
+    return predictions_32b_4
 
 
 def _truth(pred: Predictions, time_weights: np.ndarray, energy_weights: np.ndarray) -> np.ndarray:
