@@ -129,13 +129,18 @@ def run_one(settings, checks, table, clean, sampler: str, seed: int, budget: int
             "converged": CONVERGED_ATTR in study.user_attrs, "seconds": seconds}
 
 
+def making_terms(terms: list[tuple], front_knobs: list[dict]) -> list[tuple]:
+    """The interactions of the truth (`terms`) that make a candidate faster or cheaper and that a
+    true-front candidate (`front_knobs`) holds: the pairs the front needs a probe to have held."""
+    return [t for t in terms if min(t[4], t[5]) < 0 and any(holds_term(k, t) for k in front_knobs)]
+
+
 def front_pairs_held_at(terms: list[tuple], front_knobs: list[dict], run: dict) -> list[int | None]:
-    """For each interaction of the truth (`terms`) that makes a candidate faster or cheaper and that a
-    true-front candidate holds: the first probe that held it and ran (None: none did). No sampler can
-    know such a pair before a probe holds it; how long after it (a) takes is the rest of the search."""
-    making = [t for t in terms if min(t[4], t[5]) < 0 and any(holds_term(k, t) for k in front_knobs)]
+    """For each of the front's interactions (`making_terms`): the first probe that held it and ran (None:
+    none did). No sampler can know such a pair before a probe holds it; how long after it (a) takes is
+    the rest of the search."""
     return [next((n for n, (k, v) in enumerate(zip(run["knobs"], run["sequence"]), start=1) if v is not None and holds_term(k, t)), None)
-            for t in making]
+            for t in making_terms(terms, front_knobs)]
 
 
 def _table_order(run: dict) -> tuple:
