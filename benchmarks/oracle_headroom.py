@@ -36,6 +36,7 @@ import numpy as np
 import optuna
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from compare_runs import sign_test  # noqa: E402
 from ground_truths import TableBackend, holds_term, truth_table  # noqa: E402
 from search_efficiency import (CASES, TARGET_EPSILON, _Args, _case_flag, _cell, cover_ratios, epsilon_indicator,  # noqa: E402
                                fewest_probes_to_cover, making_terms, probes_to_targets)
@@ -209,6 +210,20 @@ def table_markdown(rows: list[dict], guided: dict, budget: int) -> str:
     return "\n".join(lines)
 
 
+def against_guided(rows: list[dict], guided: dict, budget: int) -> str:
+    """Per oracle, the studies whose (a) it reached in fewer probes than the kept guided sampler and in
+    more (not reached counts as budget + 1), with the two-sided sign test (compare_runs.py)."""
+    lines = []
+    for oracle in ORACLES:
+        pairs = [(min(r["to_epsilon_1pct"], budget + 1), min(guided[key], budget + 1)) for r in rows if r["oracle"] == oracle
+                 for key in [(r["model"], r["nodes"], r["family"], r["seed"])] if key in guided]
+        if pairs:
+            better, worse = sum(o < g for o, g in pairs), sum(o > g for o, g in pairs)
+            lines.append(f"oracle `{oracle}` against guided, {len(pairs)} studies: (a) in fewer probes in {better}, in more in "
+                         f"{worse} (sign test p {sign_test(better, worse):.2g}); summed {sum(o for o, _ in pairs)} against {sum(g for _, g in pairs)}")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=whole_number_flag(low=1), default=3)
@@ -238,8 +253,9 @@ def main() -> None:
                              else len(CASES), r["model"], r["nodes"], FAMILIES.index(r["family"]), r["seed"], ORACLES.index(r["oracle"])))
     if not rows:
         parser.error("nothing to tabulate: give --cases MODEL:NODES ... or --merge JSON ...")
-    markdown = table_markdown(rows, guided_runs([GUIDED, GUIDED_MORE]), args.budget)
-    print(markdown)
+    guided = guided_runs([GUIDED, GUIDED_MORE])
+    markdown = table_markdown(rows, guided, args.budget)
+    print(markdown + "\n\n" + against_guided(rows, guided, args.budget))
     encode = lambda v: None if v == math.inf else v  # noqa: E731  (JSON has no infinity: null = not reached)
     try:
         args.out.write_text(json.dumps({"budget": args.budget, "runs": [{k: encode(v) for k, v in r.items()} for r in rows]}, indent=1) + "\n")
