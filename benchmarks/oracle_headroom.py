@@ -39,16 +39,14 @@ import optuna
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from compare_runs import sign_test  # noqa: E402
-from ground_truths import TableBackend, holds_term, truth_table  # noqa: E402
+from ground_truths import holds_term, truth_table  # noqa: E402
 from search_efficiency import (CASES, TARGET_EPSILON, _Args, _case_flag, _cell, cover_ratios, epsilon_indicator,  # noqa: E402
-                               fewest_probes_to_cover, making_terms, probes_to_targets)
+                               fewest_probes_to_cover, making_terms, probes_to_targets, run_with, true_front)
 
 from autotune.commands.flags import whole_number_flag  # noqa: E402
 from autotune.commands.options import build_settings  # noqa: E402
-from autotune.pareto import front_indices  # noqa: E402
-from autotune.study import run_study  # noqa: E402
 from autotune.study.guided import GuidedSampler  # noqa: E402
-from autotune.study.loop import CONVERGED_ATTR, is_evaluated, usable_values, valid_checks  # noqa: E402
+from autotune.study.loop import usable_values, valid_checks  # noqa: E402
 from autotune.space import baseline  # noqa: E402
 from autotune.candidate import params_key  # noqa: E402
 
@@ -120,12 +118,8 @@ def run_oracle(settings, checks, table, clean, terms, front_knobs, oracle: str, 
     stopped on its own."""
     kind = PairOracleSampler if oracle == "pairs" else InteractionOracleSampler
     told = making_terms(terms, front_knobs) if oracle == "pairs" else terms
-    sampler = kind(checks, usable_values(checks), seed, told)
-    study = optuna.create_study(directions=["minimize", "minimize"], sampler=sampler)
-    run_study(study, settings, TableBackend(table), budget, checks=checks)
-    sequence = [clean[params_key(t.user_attrs["candidate"]["knobs"])]
-                for t in sorted(study.get_trials(deepcopy=False), key=lambda t: t.number) if is_evaluated(t)]
-    return sequence, CONVERGED_ATTR in study.user_attrs
+    run = run_with(kind(checks, usable_values(checks), seed, told), settings, checks, table, clean, budget)
+    return run["sequence"], run["converged"]
 
 
 def run_case(model: str, nodes: str, families, seeds: range, oracles, budget: int) -> list[dict]:
@@ -137,11 +131,7 @@ def run_case(model: str, nodes: str, families, seeds: range, oracles, budget: in
     for family in families:
         for seed in seeds:
             table, clean, terms = truth_table(checks, family, seed)
-            ran = [(json.loads(key), v) for key, v in clean.items() if v is not None]
-            values = np.array([v for _, v in ran])
-            on_front = front_indices(values)
-            truth = values[on_front]
-            front_knobs = [ran[i][0] for i in on_front]
+            values, truth, front_knobs = true_front(clean)
             fewest = fewest_probes_to_cover(values, truth)
             least = fewest if base_key is None else least_with_baseline(values, truth, clean.get(base_key))
             for oracle in oracles:

@@ -116,7 +116,13 @@ def fewest_probes_to_cover(candidates: np.ndarray, truth_front: np.ndarray) -> i
 
 
 def run_one(settings, checks, table, clean, sampler: str, seed: int, budget: int) -> dict:
-    study = optuna.create_study(directions=["minimize", "minimize"], sampler=make_sampler(seed, budget, sampler, checks))
+    return run_with(make_sampler(seed, budget, sampler, checks), settings, checks, table, clean, budget)
+
+
+def run_with(sampler: optuna.samplers.BaseSampler, settings, checks, table, clean, budget: int) -> dict:
+    """One study of the truth `table` with this sampler object: its probes' noise-free figures in order
+    (None: ran out of memory), their knobs, whether it stopped on its own, and its wall time."""
+    study = optuna.create_study(directions=["minimize", "minimize"], sampler=sampler)
     start = time.perf_counter()
     run_study(study, settings, TableBackend(table), budget, checks=checks)
     seconds = time.perf_counter() - start
@@ -155,6 +161,15 @@ def decode_run(run: dict) -> dict:
     return {k: math.inf if v is None and (k.startswith("to_") or k == "epsilon_at_stop") else v for k, v in run.items()}
 
 
+def true_front(clean: dict[str, tuple | None]) -> tuple[np.ndarray, np.ndarray, list[dict]]:
+    """From a truth's noise-free figures (`truth_table`): every candidate that runs' (time, energy), the
+    true front's, and the knobs of the front's candidates."""
+    ran = [(json.loads(key), v) for key, v in clean.items() if v is not None]
+    values = np.array([v for _, v in ran])
+    on_front = front_indices(values)
+    return values, values[on_front], [ran[i][0] for i in on_front]
+
+
 def run_case(model: str, nodes: str, families, seeds: range, samplers, budget: int) -> list[dict]:
     settings = build_settings(_Args(model, nodes))
     checks = valid_checks(settings)
@@ -162,11 +177,7 @@ def run_case(model: str, nodes: str, families, seeds: range, samplers, budget: i
     for family in families:
         for seed in seeds:
             table, clean, terms = truth_table(checks, family, seed)
-            ran = [(json.loads(key), v) for key, v in clean.items() if v is not None]
-            values = np.array([v for _, v in ran])
-            on_front = front_indices(values)
-            truth = values[on_front]
-            front_knobs = [ran[i][0] for i in on_front]
+            values, truth, front_knobs = true_front(clean)
             fewest = fewest_probes_to_cover(values, truth)
             for sampler in samplers:
                 run = run_one(settings, checks, table, clean, sampler, seed, budget)
