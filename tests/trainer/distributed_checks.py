@@ -23,9 +23,11 @@ from autotune.hardware import load_hardware
 from autotune.models import load_model
 from autotune.workload import make_workload
 from trainer.data import SyntheticVideoSamples
+from trainer.distributed import teardown
 from trainer.engine import apply_deepspeed
 from trainer.loop import train_step
 from trainer.phases import PhaseClock
+from trainer.probe import exit_now
 
 SPEC = load_model("tiny")
 
@@ -83,8 +85,12 @@ def main() -> None:
     if dist.get_rank() == 0:
         with open(args.out, "w") as handle:
             json.dump({"world_size": world, "losses": results}, handle, indent=1)
-    dist.destroy_process_group()
+    # The probe's own way out (trainer/probe.py): leave the gloo group together, then skip the
+    # interpreter's finalization, which under DeepSpeed's live gloo threads aborts a good run now and
+    # then ("terminate called without an active exception", seen failing the whole module in a clean clone).
+    teardown()
 
 
 if __name__ == "__main__":
     main()
+    exit_now(0)
