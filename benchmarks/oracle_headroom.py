@@ -2,31 +2,35 @@
 the headroom left to a better search, per case (benchmarks/search_efficiency.py, the `interactions`,
 `combined` and `one_pair` truths).
 
-Two oracles, each the guided sampler (study/guided.py) told one thing about the truth:
+Four oracles, each the guided sampler (study/guided.py) told something about the truth:
 - `pairs`: which value pairs carry the interactions that make a true-front candidate faster or cheaper
   (not by how much). Before anything else but the seed probes, it probes the most promising runnable
   candidate holding each such pair no ok probe has held, and does not stop while one is owed. Its
   (a) is what the search could reach if finding the pairs cost nothing beyond one probe each: the
   rest is the model's (learning the interaction from the probe, then the front's points).
+- `attribution`: of each value pair a probe holds, whether it carries one of the truth's interactions
+  (not how much): the correction fits its pair variances on those pairs only (correction.py,
+  `_pair_variances`), so a probe's miss goes to the pair that carries it, not to its twenty-odd pairs.
+- `pairs+attribution`: both.
 - `interactions`: the simulator with the truth's interactions in it (each candidate's mechanisms,
   time and energy, times the factors of the pairs it holds): what is left unknown is what the other
   families hold (perturbed mechanisms, the memory wall, noise), which the guided sampler meets in 4-8
   probes there (docs/benchmarks.md).
-Where even `pairs` stays above 8, holding the front's pairs first does not meet the goal "(a) median
-<= 8" with this model, whatever the pair coverage's order; the gap between `pairs` and the guided
-sampler is what finding the pairs costs, the gap between `interactions` and `pairs` what learning them
-from the probes that hold them costs.
+The gap between the guided sampler and `pairs` is what finding the pairs costs, the one to
+`attribution` what sharing a miss among a probe's pairs costs; what `pairs+attribution` leaves to
+`interactions` is the model's learning the interaction's size and the front from the probes.
 Same truths, seeds and budget as search_efficiency.py; the same counts ((a): probes until every true-front
 point has a probed point within 1%).
 
     python benchmarks/oracle_headroom.py                          # table + results/oracle_headroom.json
-    python benchmarks/oracle_headroom.py --cases 32b:4 --seeds 1 --oracles pairs --out /tmp/o.json
+    python benchmarks/oracle_headroom.py --cases 32b:4 --seeds 1 --oracles pairs attribution --out /tmp/o.json
     python benchmarks/oracle_headroom.py --cases --merge a.json b.json    # one table of earlier runs
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -45,13 +49,14 @@ from search_efficiency import (CASES, TARGET_EPSILON, _Args, _case_flag, _cell, 
 
 from autotune.commands.flags import whole_number_flag  # noqa: E402
 from autotune.commands.options import build_settings  # noqa: E402
+from autotune.study import correction  # noqa: E402
 from autotune.study.guided import GuidedSampler  # noqa: E402
 from autotune.study.loop import usable_values, valid_checks  # noqa: E402
 from autotune.space import baseline  # noqa: E402
 from autotune.candidate import params_key  # noqa: E402
 
 FAMILIES = ("interactions", "combined", "one_pair")
-ORACLES = ("pairs", "interactions")
+ORACLES = ("pairs", "attribution", "pairs+attribution", "interactions")
 RESULTS = Path(__file__).resolve().parent / "results" / "oracle_headroom.json"
 GUIDED = Path(__file__).resolve().parent / "results" / "search_efficiency_guided.json"
 GUIDED_MORE = Path(__file__).resolve().parent / "results" / "search_efficiency_guided_seeds_3_5.json"
@@ -104,6 +109,51 @@ class InteractionOracleSampler(GuidedSampler):
                     pred.energy_parts[i] *= math.exp(term[5])
 
 
+def carrying_pairs(predictions, terms: list[tuple]) -> np.ndarray:
+    """(P,) whether each value pair of the correction's kernel (a column of the features' `pairs`) is a
+    pair one of `terms` is on."""
+    params, pairs = predictions.params, predictions.features.pairs > 0
+    carries = np.zeros(pairs.shape[1], dtype=bool)
+    for term in terms:
+        holders = np.array([holds_term(p, term) for p in params])
+        carries |= (pairs == holders[:, None]).all(axis=0)
+    return carries
+
+
+class AttributionOracleSampler(GuidedSampler):
+    """The guided sampler told, of each value pair an ok probe holds, whether it carries one of the
+    truth's interactions (`terms`), not how much: the correction's pair variances (correction.py,
+    `_pair_variances`) are fitted on those pairs only, so a probe's miss is put on the pair that
+    carries it. Pairs no probe holds keep the even fit's share, as in the guided sampler."""
+
+    def __init__(self, checks: list, choices: dict, seed: int, terms: list[tuple]):
+        super().__init__(checks, choices, seed)
+        self._carries = carrying_pairs(self.predictions, terms)
+
+    def outlook(self, study: optuna.Study, current_trial: int | None = None):
+        fit, carries = correction._pair_variances, self._carries
+
+        def told(kernel, theta, at, parts, y, gamma):
+            # Pairs that carry nothing are left out of the fit and, once a probe holds them, cleared.
+            only = correction.Kernel(dataclasses.replace(kernel.f, pairs=kernel.f.pairs * carries))
+            cleared = kernel.f.pairs[at].any(axis=0) & ~carries
+            return np.where(cleared, 0.0, fit(only, theta, at, parts, y, gamma))
+
+        correction._pair_variances = told
+        try:
+            return super().outlook(study, current_trial)
+        finally:
+            correction._pair_variances = fit
+
+
+class BothOracleSampler(AttributionOracleSampler, PairOracleSampler):
+    """`pairs` and `attribution` together: the front's pairs probed first, each miss put on its pair."""
+
+    def __init__(self, checks: list, choices: dict, seed: int, terms: list[tuple], front_terms: list[tuple]):
+        PairOracleSampler.__init__(self, checks, choices, seed, front_terms)
+        self._carries = carrying_pairs(self.predictions, terms)
+
+
 def least_with_baseline(values: np.ndarray, truth: np.ndarray, baseline_values: tuple | None) -> int:
     """The least (a) any sampler can reach in a study that probes the baseline first (the study loop
     does): the baseline, then an exact minimum cover of the true-front points it is not within 1% of."""
@@ -116,9 +166,12 @@ def least_with_baseline(values: np.ndarray, truth: np.ndarray, baseline_values: 
 def run_oracle(settings, checks, table, clean, terms, front_knobs, oracle: str, seed: int, budget: int) -> tuple[list, bool]:
     """The noise-free figures of the study's probes in order (None: ran out of memory), and whether it
     stopped on its own."""
-    kind = PairOracleSampler if oracle == "pairs" else InteractionOracleSampler
-    told = making_terms(terms, front_knobs) if oracle == "pairs" else terms
-    run = run_with(kind(checks, usable_values(checks), seed, told), settings, checks, table, clean, budget)
+    front_terms = making_terms(terms, front_knobs)
+    sampler = {"pairs": lambda: PairOracleSampler(checks, usable_values(checks), seed, front_terms),
+               "attribution": lambda: AttributionOracleSampler(checks, usable_values(checks), seed, terms),
+               "pairs+attribution": lambda: BothOracleSampler(checks, usable_values(checks), seed, terms, front_terms),
+               "interactions": lambda: InteractionOracleSampler(checks, usable_values(checks), seed, terms)}[oracle]()
+    run = run_with(sampler, settings, checks, table, clean, budget)
     return run["sequence"], run["converged"]
 
 

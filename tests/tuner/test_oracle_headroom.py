@@ -1,5 +1,6 @@
 """benchmarks/oracle_headroom.py: the least (a) a study that probes the baseline first can reach, and the
-two oracles (the guided sampler told where the front's interactions are, or given them in its simulator)."""
+oracles (the guided sampler told where the front's interactions are, which of a probe's pairs carries its
+miss, or given the interactions in its simulator)."""
 
 from __future__ import annotations
 
@@ -15,12 +16,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from ground_truths import TableBackend, holds_term, truth_table  # noqa: E402
-from oracle_headroom import InteractionOracleSampler, PairOracleSampler, least_with_baseline  # noqa: E402
+from oracle_headroom import (BothOracleSampler, InteractionOracleSampler, PairOracleSampler,  # noqa: E402
+                             carrying_pairs, least_with_baseline)
 from search_efficiency import _Args  # noqa: E402
 
 from autotune.candidate import params_key  # noqa: E402
 from autotune.commands.options import build_settings  # noqa: E402
-from autotune.study import run_study  # noqa: E402
+from autotune.study import correction, run_study  # noqa: E402
+from autotune.study.guided import GuidedSampler  # noqa: E402
 from autotune.study.loop import is_evaluated, usable_values, valid_checks  # noqa: E402
 
 
@@ -78,6 +81,31 @@ def test_the_interaction_oracle_puts_the_truth_s_factors_into_every_holder_s_pre
     assert np.allclose(told.log_values[holds, 1], plain.log_values[holds, 1])
     assert np.allclose(told.time_parts[holds].sum(axis=1), 0.75 * plain.time_parts[holds].sum(axis=1))
     assert np.array_equal(told.log_values[~holds], plain.log_values[~holds])
+
+
+def test_the_attribution_oracle_puts_a_miss_on_the_pair_that_carries_it(one_pair_32b_4, monkeypatch):
+    settings, checks, table, _, terms = one_pair_32b_4
+    both = BothOracleSampler(checks, usable_values(checks), 0, terms, terms)
+    study = optuna.create_study(directions=["minimize", "minimize"], sampler=both)
+    run_study(study, settings, TableBackend(table), 6, checks=checks)
+    pred = both.predictions
+    carries = carrying_pairs(pred, terms)
+    holders = np.array([holds_term(p, terms[0]) for p in pred.params])
+    # one_pair: one value pair carries the truth's one interaction, and its column is the pair's holders.
+    assert carries.sum() == 1 and np.array_equal(pred.features.pairs[:, carries][:, 0] > 0, holders)
+    fitted = []
+    monkeypatch.setattr(correction, "_fit_sparse", lambda *a, fit=correction._fit_sparse: fitted.append(fit(*a)) or fitted[-1])
+    probed = sorted(both.outlook(study).observations.ok)
+    assert holders[probed].any()  # the pair oracle had a holder probed
+    held = pred.features.pairs[probed].any(axis=0)
+    only_holders = held & ~pred.features.pairs[[i for i in probed if not holders[i]]].any(axis=0)
+    time_gamma = fitted[0][1]
+    # The holder's 25% miss is the carrying pair's alone; the pairs only the holder holds get nothing.
+    assert time_gamma[carries][0] > 0.01 and np.all(time_gamma[held & ~carries] == 0)
+    # The plain guided sampler, on the same probes, shares the miss among the holder's pairs.
+    fitted.clear()
+    GuidedSampler(checks, usable_values(checks), 0).outlook(study)
+    assert fitted[0][1][only_holders & ~carries].max() > 1e-3
 
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "oracle_headroom.py"
