@@ -95,6 +95,7 @@ def test_the_attribution_oracle_puts_a_miss_on_the_pair_that_carries_it(one_pair
     assert carries.sum() == 1 and np.array_equal(pred.features.pairs[:, carries][:, 0] > 0, holders)
     fitted = []
     monkeypatch.setattr(correction, "_fit_sparse", lambda *a, fit=correction._fit_sparse: fitted.append(fit(*a)) or fitted[-1])
+    both._cache = None  # fit again, with the spy in place
     probed = sorted(both.outlook(study).observations.ok)
     assert holders[probed].any()  # the pair oracle had a holder probed
     held = pred.features.pairs[probed].any(axis=0)
