@@ -43,9 +43,9 @@ import optuna
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from compare_runs import sign_test  # noqa: E402
-from ground_truths import holds_term, truth_table  # noqa: E402
-from search_efficiency import (CASES, TARGET_EPSILON, _Args, _case_flag, _cell, cover_ratios, epsilon_indicator,  # noqa: E402
-                               fewest_probes_to_cover, making_terms, probes_to_targets, run_with, true_front)
+from ground_truths import holds_term  # noqa: E402
+from search_efficiency import (CASES, TARGET_EPSILON, Truth, _Args, _case_flag, _cell, cover_ratios, epsilon_at_stop,  # noqa: E402
+                               fewest_probes_to_cover, making_terms, probes_to_targets, run_with, truths)
 
 from autotune.commands.flags import whole_number_flag  # noqa: E402
 from autotune.commands.options import build_settings  # noqa: E402
@@ -163,15 +163,15 @@ def least_with_baseline(values: np.ndarray, truth: np.ndarray, baseline_values: 
     return 1 + (fewest_probes_to_cover(values, truth[left]) if left.any() else 0)
 
 
-def run_oracle(settings, checks, table, clean, terms, front_knobs, oracle: str, seed: int, budget: int) -> tuple[list, bool]:
-    """The noise-free figures of the study's probes in order (None: ran out of memory), and whether it
-    stopped on its own."""
-    front_terms = making_terms(terms, front_knobs)
-    sampler = {"pairs": lambda: PairOracleSampler(checks, usable_values(checks), seed, front_terms),
-               "attribution": lambda: AttributionOracleSampler(checks, usable_values(checks), seed, terms),
-               "pairs+attribution": lambda: BothOracleSampler(checks, usable_values(checks), seed, terms, front_terms),
-               "interactions": lambda: InteractionOracleSampler(checks, usable_values(checks), seed, terms)}[oracle]()
-    run = run_with(sampler, settings, checks, table, clean, budget)
+def run_oracle(settings, checks, t: Truth, front_terms: list[tuple], oracle: str, budget: int) -> tuple[list, bool]:
+    """The noise-free figures of the study's probes of truth `t` in order (None: ran out of memory), and
+    whether it stopped on its own. `front_terms`: the truth's `making_terms`."""
+    choices = usable_values(checks)
+    sampler = {"pairs": lambda: PairOracleSampler(checks, choices, t.seed, front_terms),
+               "attribution": lambda: AttributionOracleSampler(checks, choices, t.seed, t.terms),
+               "pairs+attribution": lambda: BothOracleSampler(checks, choices, t.seed, t.terms, front_terms),
+               "interactions": lambda: InteractionOracleSampler(checks, choices, t.seed, t.terms)}[oracle]()
+    run = run_with(sampler, settings, checks, t.table, t.clean, budget)
     return run["sequence"], run["converged"]
 
 
@@ -181,23 +181,19 @@ def run_case(model: str, nodes: str, families, seeds: range, oracles, budget: in
     base = baseline(checks)  # None: no candidate of the baseline's shape fits, and no baseline is probed
     base_key = None if base is None else params_key(base.candidate.knobs.to_dict())
     rows = []
-    for family in families:
-        for seed in seeds:
-            table, clean, terms = truth_table(checks, family, seed)
-            values, truth, front_knobs = true_front(clean)
-            fewest = fewest_probes_to_cover(values, truth)
-            least = fewest if base_key is None else least_with_baseline(values, truth, clean.get(base_key))
-            for oracle in oracles:
-                sequence, converged = run_oracle(settings, checks, table, clean, terms, front_knobs, oracle, seed, budget)
-                reach_a, _ = probes_to_targets(sequence, truth)
-                found = np.array([v for v in sequence if v is not None]).reshape(-1, 2)
-                rows.append({"model": model, "nodes": nodes, "family": family, "seed": seed, "oracle": oracle,
-                             "true_front": len(truth), "fewest": fewest, "least_with_baseline": least,
-                             "front_pairs": len(making_terms(terms, front_knobs)), "probes": len(sequence),
-                             "converged": converged, "to_epsilon_1pct": reach_a,
-                             "epsilon_at_stop": round(epsilon_indicator(found, truth), 4)})
-                print(f"{model}/{nodes} {family:<13} seed {seed} oracle {oracle:<12}: (a) {reach_a:>4} probes {len(sequence):>3} "
-                      f"epsilon at stop {rows[-1]['epsilon_at_stop']:.3f}", file=sys.stderr, flush=True)
+    for t in truths(checks, families, seeds):
+        least = t.fewest if base_key is None else least_with_baseline(t.values, t.front, t.clean.get(base_key))
+        front_terms = making_terms(t.terms, t.front_knobs)
+        for oracle in oracles:
+            sequence, converged = run_oracle(settings, checks, t, front_terms, oracle, budget)
+            reach_a, _ = probes_to_targets(sequence, t.front)
+            rows.append({"model": model, "nodes": nodes, "family": t.family, "seed": t.seed, "oracle": oracle,
+                         "true_front": len(t.front), "fewest": t.fewest, "least_with_baseline": least,
+                         "front_pairs": len(front_terms), "probes": len(sequence),
+                         "converged": converged, "to_epsilon_1pct": reach_a,
+                         "epsilon_at_stop": round(epsilon_at_stop(sequence, t.front), 4)})
+            print(f"{model}/{nodes} {t.family:<13} seed {t.seed} oracle {oracle:<12}: (a) {reach_a:>4} probes {len(sequence):>3} "
+                  f"epsilon at stop {rows[-1]['epsilon_at_stop']:.3f}", file=sys.stderr, flush=True)
     return rows
 
 

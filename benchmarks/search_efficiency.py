@@ -36,6 +36,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Iterator, NamedTuple
 
 import numpy as np
 import optuna
@@ -170,33 +171,57 @@ def true_front(clean: dict[str, tuple | None]) -> tuple[np.ndarray, np.ndarray, 
     return values, values[on_front], [ran[i][0] for i in on_front]
 
 
+class Truth(NamedTuple):
+    """One truth of a case (`truth_table`) and its true front (`true_front`)."""
+
+    family: str
+    seed: int
+    table: dict
+    clean: dict
+    terms: list[tuple]
+    values: np.ndarray  # every candidate that runs: noise-free (time, energy)
+    front: np.ndarray
+    front_knobs: list[dict]
+    fewest: int  # fewest_probes_to_cover(values, front)
+
+
+def truths(checks: list, families, seeds: range) -> Iterator[Truth]:
+    """Each family's truth of the case's candidates (`checks`) for each seed, with its true front."""
+    for family in families:
+        for seed in seeds:
+            table, clean, terms = truth_table(checks, family, seed)
+            values, front, front_knobs = true_front(clean)
+            yield Truth(family, seed, table, clean, terms, values, front, front_knobs, fewest_probes_to_cover(values, front))
+
+
+def epsilon_at_stop(sequence: list, truth_front: np.ndarray) -> float:
+    """The epsilon indicator of every point a study's probes found (`sequence`, None: out of memory)."""
+    return epsilon_indicator(np.array([v for v in sequence if v is not None]).reshape(-1, 2), truth_front)
+
+
 def run_case(model: str, nodes: str, families, seeds: range, samplers, budget: int) -> list[dict]:
     settings = build_settings(_Args(model, nodes))
     checks = valid_checks(settings)
     rows = []
-    for family in families:
-        for seed in seeds:
-            table, clean, terms = truth_table(checks, family, seed)
-            values, truth, front_knobs = true_front(clean)
-            fewest = fewest_probes_to_cover(values, truth)
-            for sampler in samplers:
-                run = run_one(settings, checks, table, clean, sampler, seed, budget)
-                reach_a, reach_b = probes_to_targets(run["sequence"], truth)
-                found = np.array([v for v in run["sequence"] if v is not None]).reshape(-1, 2)
-                out_of_memory = sum(v is None for v in run["sequence"])
-                pairs_at = front_pairs_held_at(terms, front_knobs, run)
-                rows.append({"model": model, "nodes": nodes, "family": family, "seed": seed, "sampler": sampler,
-                             "valid": len(table), "true_front": len(truth), "fewest": fewest, "probes": run["probes"],
-                             "out_of_memory": out_of_memory,
-                             "converged": run["converged"], "to_epsilon_1pct": reach_a, "to_hv_95pct": reach_b,
-                             "epsilon_at_stop": round(epsilon_indicator(found, truth), 4),
-                             "front_pairs_held_at": pairs_at,
-                             "seconds": round(run["seconds"], 2)})
-                print(f"{model}/{nodes} {family:<13} seed {seed} {sampler:<7} front {len(truth):>2}: "
-                      f"(a) {reach_a:>4} (b) {reach_b:>4} probes {run['probes']:>3} (out of memory {out_of_memory}){' converged' if run['converged'] else ''} "
-                      f"epsilon at stop {epsilon_indicator(found, truth):.3f}"
-                      + (f"; the front's pairs first held at probes {pairs_at}" if pairs_at else ""),
-                      file=sys.stderr, flush=True)
+    for t in truths(checks, families, seeds):
+        for sampler in samplers:
+            run = run_one(settings, checks, t.table, t.clean, sampler, t.seed, budget)
+            reach_a, reach_b = probes_to_targets(run["sequence"], t.front)
+            epsilon = epsilon_at_stop(run["sequence"], t.front)
+            out_of_memory = sum(v is None for v in run["sequence"])
+            pairs_at = front_pairs_held_at(t.terms, t.front_knobs, run)
+            rows.append({"model": model, "nodes": nodes, "family": t.family, "seed": t.seed, "sampler": sampler,
+                         "valid": len(t.table), "true_front": len(t.front), "fewest": t.fewest, "probes": run["probes"],
+                         "out_of_memory": out_of_memory,
+                         "converged": run["converged"], "to_epsilon_1pct": reach_a, "to_hv_95pct": reach_b,
+                         "epsilon_at_stop": round(epsilon, 4),
+                         "front_pairs_held_at": pairs_at,
+                         "seconds": round(run["seconds"], 2)})
+            print(f"{model}/{nodes} {t.family:<13} seed {t.seed} {sampler:<7} front {len(t.front):>2}: "
+                  f"(a) {reach_a:>4} (b) {reach_b:>4} probes {run['probes']:>3} (out of memory {out_of_memory}){' converged' if run['converged'] else ''} "
+                  f"epsilon at stop {epsilon:.3f}"
+                  + (f"; the front's pairs first held at probes {pairs_at}" if pairs_at else ""),
+                  file=sys.stderr, flush=True)
     return rows
 
 
