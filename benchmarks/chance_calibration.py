@@ -25,11 +25,10 @@ import optuna
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ground_truths import FAMILIES, TableBackend, truth_table  # noqa: E402
-from search_efficiency import CASES, _Args, _case_flag  # noqa: E402
+from search_efficiency import CASES, case_settings, _case_flag  # noqa: E402
 
 from autotune.candidate import params_key  # noqa: E402
 from autotune.commands.flags import whole_number_flag  # noqa: E402
-from autotune.commands.options import build_settings  # noqa: E402
 from autotune.pareto import front_indices  # noqa: E402
 from autotune.study import run_study  # noqa: E402
 from autotune.study.acquisition import enters_front  # noqa: E402
@@ -118,7 +117,7 @@ def main() -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     records = []
     for model, nodes in args.cases:
-        settings = build_settings(_Args(model, nodes))
+        settings = case_settings(model, nodes)
         checks = valid_checks(settings)
         for family in args.families:
             for seed in range(args.first_seed, args.first_seed + args.seeds):

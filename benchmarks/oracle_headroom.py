@@ -44,11 +44,10 @@ import optuna
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from compare_runs import sign_test  # noqa: E402
 from ground_truths import holds_term  # noqa: E402
-from search_efficiency import (CASES, TARGET_EPSILON, Truth, _Args, _case_flag, _cell, cover_ratios, epsilon_at_stop,  # noqa: E402
+from search_efficiency import (CASES, TARGET_EPSILON, Truth, case_settings, _case_flag, _cell, cover_ratios, epsilon_at_stop,  # noqa: E402
                                fewest_probes_to_cover, making_terms, probes_to_targets, run_with, truths)
 
 from autotune.commands.flags import whole_number_flag  # noqa: E402
-from autotune.commands.options import build_settings  # noqa: E402
 from autotune.study import correction  # noqa: E402
 from autotune.study.guided import GuidedSampler  # noqa: E402
 from autotune.study.loop import usable_values, valid_checks  # noqa: E402
@@ -176,7 +175,7 @@ def run_oracle(settings, checks, t: Truth, front_terms: list[tuple], oracle: str
 
 
 def run_case(model: str, nodes: str, families, seeds: range, oracles, budget: int) -> list[dict]:
-    settings = build_settings(_Args(model, nodes))
+    settings = case_settings(model, nodes)
     checks = valid_checks(settings)
     base = baseline(checks)  # None: no candidate of the baseline's shape fits, and no baseline is probed
     base_key = None if base is None else params_key(base.candidate.knobs.to_dict())

@@ -26,9 +26,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from search_efficiency import CASES, _Args  # noqa: E402
+from search_efficiency import CASES, case_settings  # noqa: E402
 
-from autotune.commands.options import build_settings  # noqa: E402
 from autotune.study.knob_kernel import knob_features  # noqa: E402
 from autotune.study.loop import valid_checks  # noqa: E402
 
@@ -59,7 +58,7 @@ def mean_probes_to_hold(added: list[int], drawn: int) -> float:
 
 def cover_row(model: str, nodes: str) -> dict:
     # The knob values alone (as the guided sampler's features hold them): nothing here needs the simulator.
-    params = [c.candidate.knobs.to_dict() for c in valid_checks(build_settings(_Args(model, nodes))) if c.valid]
+    params = [c.candidate.knobs.to_dict() for c in valid_checks(case_settings(model, nodes)) if c.valid]
     pairs = knob_features(params).pairs > 0
     added = greedy_cover(pairs)
     per_probe = int(pairs.sum(axis=1).max())

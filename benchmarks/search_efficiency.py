@@ -45,12 +45,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ground_truths import FAMILIES, TableBackend, holds_term, truth_table  # noqa: E402
 
 from autotune.commands.flags import whole_number_flag  # noqa: E402
-from autotune.commands.options import build_settings  # noqa: E402
+from autotune.commands.options import settings_for  # noqa: E402
 from autotune.errors import UserError  # noqa: E402
 from autotune.report.hypervolume import hypervolume_2d  # noqa: E402
 from autotune.study import run_study  # noqa: E402
 from autotune.pareto import front_indices  # noqa: E402
 from autotune.study.loop import CONVERGED_ATTR, SAMPLERS, is_evaluated, make_sampler, valid_checks  # noqa: E402
+from autotune.study.settings import StudySettings  # noqa: E402
 from autotune.candidate import params_key  # noqa: E402
 
 CASES = (("7b", "1"), ("32b", "4"), ("72b", "8"), ("32b", "2-8"))
@@ -59,12 +60,9 @@ DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 DOC_START, DOC_END = "<!-- search_efficiency:start -->", "<!-- search_efficiency:end -->"
 
 
-class _Args:
-    hardware, gpus_per_node, space = "gh200", None, None  # None: the whole node
-    frames = text_tokens = global_batch = samples = precision = None
-
-    def __init__(self, model, nodes):
-        self.model, self.nodes = model, nodes
+def case_settings(model: str, nodes: str) -> StudySettings:
+    """The study `autotune run --model MODEL --nodes NODES` runs (gh200, the whole node, default space)."""
+    return settings_for("--model", model, "--nodes", nodes)
 
 
 TARGET_EPSILON = 1.01  # target (a): every true-front point has a probed point within 1%
@@ -200,7 +198,7 @@ def epsilon_at_stop(sequence: list, truth_front: np.ndarray) -> float:
 
 
 def run_case(model: str, nodes: str, families, seeds: range, samplers, budget: int) -> list[dict]:
-    settings = build_settings(_Args(model, nodes))
+    settings = case_settings(model, nodes)
     checks = valid_checks(settings)
     rows = []
     for t in truths(checks, families, seeds):
@@ -295,7 +293,7 @@ def _case_flag(text: str) -> tuple[str, str]:
     if not colon:
         raise argparse.ArgumentTypeError(f"{text!r} is not MODEL:NODES; write e.g. 32b:4 or 32b:2-8")
     try:
-        build_settings(_Args(model, nodes))
+        case_settings(model, nodes)
     except UserError as exc:
         raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
     return model, nodes

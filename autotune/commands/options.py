@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from autotune.commands.flags import text_flag, whole_number_flag
-from autotune.errors import ConfigError
+from autotune.errors import ConfigError, UserError
 from autotune.hardware import load_hardware
 from autotune.models import load_model
 from autotune.space import load_space, parse_nodes
@@ -29,6 +29,19 @@ def add_study_options(parser: argparse.ArgumentParser) -> None:
     work.add_argument("--global-batch", type=whole_number_flag(low=1), help="samples per optimizer step (held fixed)")
     work.add_argument("--samples", type=whole_number_flag(low=1), help="samples of the whole job: time and energy are to process these")
     work.add_argument("--precision", choices=("bf16", "fp32"), help="default: bf16 on CUDA hardware, fp32 on cpu")
+
+
+def settings_for(*flags: str) -> StudySettings:
+    """The settings `autotune run FLAGS` builds (e.g. `settings_for("--model", "7b", "--nodes", "1")`),
+    every flag left out at the command's default: benchmarks and tests ask the same question a user
+    would, without a copy of the defaults to keep in step."""
+    parser = argparse.ArgumentParser(exit_on_error=False)
+    add_study_options(parser)
+    try:
+        args = parser.parse_args(list(flags))
+    except argparse.ArgumentError as exc:
+        raise UserError(str(exc)) from None
+    return build_settings(args)
 
 
 def build_settings(args: argparse.Namespace) -> StudySettings:

@@ -60,13 +60,9 @@ def test_a_probe_of_untouched_knobs_leaves_the_devices_alone(tmp_path, fake_gpus
 
 
 def _h100_settings():
-    from tests.tuner.test_study import _Args
+    from autotune.commands.options import settings_for
 
-    from autotune.commands.options import build_settings
-
-    args = _Args(nodes="1")
-    args.model, args.hardware = "7b", "h100-sxm"
-    return build_settings(args)
+    return settings_for("--model", "7b", "--hardware", "h100-sxm", "--nodes", "1")
 
 
 def test_without_permission_the_study_keeps_the_knobs_untouched_and_searches_the_rest(

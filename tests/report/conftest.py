@@ -11,21 +11,13 @@ from rich.console import Console
 from autotune.backends.base import Backend, ProbeResult
 from autotune.backends.simulate import SimulateBackend
 from autotune.commands.finish import finish_run
-from autotune.commands.options import build_settings
+from autotune.commands.options import settings_for
 from autotune.study import open_study, run_study
 from autotune.study.loop import make_sampler
 from tests.report.energy_block import energy_block
 
 # A reason that would break the page if it were not escaped.
 HOSTILE_ERROR = 'CUDA error <script>alert("x")</script> & more'
-
-
-class _Args:
-    model, hardware, gpus_per_node, space = "32b", "gh200", None, None
-    frames = text_tokens = global_batch = samples = precision = None
-
-    def __init__(self, nodes):
-        self.nodes = nodes
 
 
 class ScriptedBackend(Backend):
@@ -52,7 +44,7 @@ class ScriptedBackend(Backend):
 
 
 def finished_run(run_dir, backend, trials, nodes="4", **pick_options):
-    settings = build_settings(_Args(nodes))
+    settings = settings_for("--model", "32b", "--nodes", nodes)
     study = open_study(run_dir, None, make_sampler(0, trials))
     run_study(study, settings, backend, trials)
     study.set_user_attr("backend", {"name": backend.name, "reason": "test"})

@@ -27,13 +27,8 @@ def make_candidate():
 @pytest.fixture(scope="session")
 def predictions_32b_4():
     """The guided sampler's predictions of every valid candidate of 32b on 4 gh200 nodes (built once)."""
-    from autotune.commands.options import build_settings
+    from autotune.commands.options import settings_for
     from autotune.study.loop import valid_checks
     from autotune.study.outlook import Predictions
 
-    class _Args:
-        hardware, gpus_per_node, space = "gh200", None, None
-        frames = text_tokens = global_batch = samples = precision = None
-        model, nodes = "32b", "4"
-
-    return Predictions(valid_checks(build_settings(_Args())))
+    return Predictions(valid_checks(settings_for("--model", "32b", "--nodes", "4")))

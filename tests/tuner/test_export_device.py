@@ -22,12 +22,9 @@ from measure_fakes import FAKE_NVML_API_SPEC, FAKE_NVML_STATE_ENV, FakeNvml  # n
 
 
 def _view(**knobs):
-    from autotune.commands.options import build_settings
-    from tests.tuner.test_study import _Args
+    from autotune.commands.options import settings_for
 
-    args = _Args(nodes="1")
-    args.model, args.hardware = "7b", "h100-sxm"
-    settings = build_settings(args)
+    settings = settings_for("--model", "7b", "--hardware", "h100-sxm", "--nodes", "1")
     params = {**Knobs(zero_stage=3, **knobs).to_dict()}
     point = Point(trial=7, params=params, time_s=100.0, energy_kj=50.0, source="measured", energy_source="measured")
     return SimpleNamespace(point=lambda trial: point if trial == 7 else None, settings=settings)

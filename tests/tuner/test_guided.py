@@ -13,7 +13,7 @@ from optuna.trial import TrialState
 
 from autotune.backends.replay import ReplayBackend
 from autotune.backends.simulate import SimulateBackend
-from autotune.commands.options import build_settings
+from autotune.commands.options import settings_for
 from autotune.simulator import simulate
 from autotune.study import open_study, run_study
 from autotune.pareto import front_indices
@@ -22,12 +22,8 @@ from autotune.candidate import params_key
 from tests.cli import autotune
 
 
-class _Args:
-    hardware, gpus_per_node, space = "gh200", None, None  # gpus_per_node None: the whole node
-    frames = text_tokens = global_batch = samples = precision = None
-
-    def __init__(self, model="32b", nodes="2-8"):
-        self.model, self.nodes = model, nodes
+def _settings(model="32b", nodes="2-8"):
+    return settings_for("--model", model, "--nodes", nodes)
 
 
 def _guided(tmp_path, settings, checks, seed=0):
@@ -55,7 +51,7 @@ def _epsilon(found: np.ndarray, truth: np.ndarray) -> float:
 
 
 def test_never_proposes_invalid_probed_or_running(tmp_path):
-    settings = build_settings(_Args())
+    settings = _settings()
     checks = valid_checks(settings)
     sampler = make_sampler(0, 30, "guided", checks)
     study = open_study(tmp_path, None, sampler)
@@ -74,7 +70,7 @@ def test_never_proposes_invalid_probed_or_running(tmp_path):
 
 
 def test_early_stop_fires_on_a_known_table_after_the_true_front(tmp_path):
-    settings = build_settings(_Args())
+    settings = _settings()
     checks = valid_checks(settings)
     path, records = _table(checks, tmp_path)
     study = _guided(tmp_path, settings, checks)
@@ -101,7 +97,7 @@ def test_early_stop_waits_for_a_knob_interaction_the_simulator_lacks(tmp_path, m
     refits = []  # the pair reach's leave-one-out refits, once per set of ok probes (k fits each)
     refit = guided.leave_one_out_log_residual
     monkeypatch.setattr(guided, "leave_one_out_log_residual", lambda *a: refits.append(tuple(a[2])) or refit(*a))
-    settings = build_settings(_Args("32b", "4"))
+    settings = _settings("32b", "4")
     checks = valid_checks(settings)
     records = []
     for check in checks:
@@ -123,7 +119,7 @@ def test_early_stop_waits_for_a_knob_interaction_the_simulator_lacks(tmp_path, m
 
 
 def test_killed_guided_study_resumes_without_repeating_a_probe(tmp_path):
-    settings = build_settings(_Args())
+    settings = _settings()
     checks = valid_checks(settings)
     study = _guided(tmp_path, settings, checks)
     run_study(study, settings, SimulateBackend(), 2, checks=checks)
@@ -146,7 +142,7 @@ def test_killed_guided_study_resumes_without_repeating_a_probe(tmp_path):
 
 def test_replay_round_trip_gives_the_same_front(tmp_path):
     """A measured-like study exported with `export --measurements` and replayed finds the same front."""
-    settings = build_settings(_Args(model="7b", nodes="1"))
+    settings = _settings("7b", "1")
     checks = valid_checks(settings)
     original = open_study(tmp_path / "a", None, make_sampler(1, 40, "random"))
     run_study(original, settings, SimulateBackend(), 40, checks=checks)
@@ -188,7 +184,7 @@ def test_cli_replays_the_space_list_and_stops_on_its_own(tmp_path):
 def test_two_workers_share_the_model(tmp_path):
     """Two `autotune run` processes on one SQLite study: neither probes what the other did or is doing,
     and together they stop about where one worker alone would."""
-    settings = build_settings(_Args())
+    settings = _settings()
     path, _ = _table(valid_checks(settings), tmp_path)
     url = f"sqlite:///{tmp_path / 'shared.db'}"
 
@@ -225,7 +221,7 @@ def test_help_states_the_stop_rule():
 
 
 def test_time_only_guided_study_stops_on_its_own(tmp_path):
-    settings = build_settings(_Args(model="7b", nodes="1"))
+    settings = _settings("7b", "1")
     checks = valid_checks(settings)
     study = open_study(tmp_path, None, make_sampler(0, 40, "guided", checks), objectives=1)
     run_study(study, settings, SimulateBackend(), 40, checks=checks, objectives="time")
@@ -237,7 +233,7 @@ def test_time_only_guided_study_stops_on_its_own(tmp_path):
 def test_simulate_study_finds_the_exact_front_and_says_exhaustive(tmp_path):
     from autotune.commands.finish import build_report
 
-    settings = build_settings(_Args())
+    settings = _settings()
     checks = valid_checks(settings)
     study = _guided(tmp_path, settings, checks)
     study.set_user_attr("backend", {"name": "simulate", "reason": "test"})
@@ -256,7 +252,7 @@ def test_simulate_study_finds_the_exact_front_and_says_exhaustive(tmp_path):
 def test_a_study_cut_short_lists_predicted_candidates_apart(tmp_path):
     from autotune.commands.finish import build_report
 
-    settings = build_settings(_Args())
+    settings = _settings()
     checks = valid_checks(settings)
     path, _ = _table(checks, tmp_path)
     study = _guided(tmp_path, settings, checks)
@@ -293,7 +289,7 @@ def test_a_value_pair_held_only_by_a_probe_that_ran_out_of_memory_is_still_owed(
     with SP 4", a -29% interaction, ran out of memory, and the study stopped 19.5% short of the front)."""
     from autotune.study.guided import GuidedSampler
 
-    checks = valid_checks(build_settings(_Args("32b", "4")))
+    checks = valid_checks(_settings("32b", "4"))
     sampler = make_sampler(0, 30, "guided", checks)
     pred = sampler.predictions
     pairs = pred.features.pairs
@@ -343,7 +339,7 @@ def test_the_pairs_of_a_probe_measured_far_faster_than_simulated_stay_owed():
     pair alone stays predicted near the simulator. Its pairs no other probe holds are owed a second
     probe where that would put a candidate on the front (benchmarks/search_efficiency.py: 32b 2-8
     `combined` stopped 11% short, the -29% pair probed once)."""
-    checks = valid_checks(build_settings(_Args("32b", "4")))
+    checks = valid_checks(_settings("32b", "4"))
     sampler = make_sampler(0, 30, "guided", checks)
     pred = sampler.predictions
     values = np.exp(pred.log_values)
@@ -373,7 +369,7 @@ def test_values_no_candidate_near_the_front_holds_are_covered_after_the_near_fro
     and 8 first delayed a -25% pair by four probes)."""
     from autotune.study.guided import GuidedSampler
 
-    checks = valid_checks(build_settings(_Args("32b", "4")))
+    checks = valid_checks(_settings("32b", "4"))
     sampler = make_sampler(0, 30, "guided", checks)
     pred = sampler.predictions
     values = pred.features.values
@@ -412,7 +408,7 @@ def test_a_probe_alone_in_holding_a_knob_value_does_not_set_the_pair_reach():
     probe holds, so the reach stays what the probes that share their values give (here the floor)."""
     from autotune.study.guided import MIN_PAIR_REACH
 
-    checks = valid_checks(build_settings(_Args("32b", "4")))
+    checks = valid_checks(_settings("32b", "4"))
     sampler = make_sampler(0, 30, "guided", checks)
     pred = sampler.predictions
     index = {params_key(p): i for i, p in enumerate(pred.params)}

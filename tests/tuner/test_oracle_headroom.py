@@ -18,10 +18,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from ground_truths import TableBackend, holds_term, truth_table  # noqa: E402
 from oracle_headroom import (BothOracleSampler, InteractionOracleSampler, PairOracleSampler,  # noqa: E402
                              carrying_pairs, least_with_baseline)
-from search_efficiency import _Args  # noqa: E402
+from search_efficiency import case_settings  # noqa: E402
 
 from autotune.candidate import params_key  # noqa: E402
-from autotune.commands.options import build_settings  # noqa: E402
 from autotune.study import correction, run_study  # noqa: E402
 from autotune.study.guided import GuidedSampler  # noqa: E402
 from autotune.study.loop import is_evaluated, usable_values, valid_checks  # noqa: E402
@@ -44,7 +43,7 @@ def test_the_least_a_counts_the_baseline_and_covers_only_what_it_leaves():
 
 @pytest.fixture(scope="module")
 def one_pair_32b_4():
-    settings = build_settings(_Args("32b", "4"))
+    settings = case_settings("32b", "4")
     checks = valid_checks(settings)
     table, clean, terms = truth_table(checks, "one_pair", 0)
     return settings, checks, table, clean, terms

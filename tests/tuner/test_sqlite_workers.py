@@ -39,7 +39,7 @@ def _evaluated_so_far(url: str) -> int:
 def run_two_workers_and_check(tmp_path, storage: str | None = None) -> None:
     """Two workers on one study (the run directory's SQLite file, or `storage`), the second joining
     while the first is mid-trial; every valid candidate of the small space is evaluated exactly once."""
-    from autotune.commands.options import build_settings
+    from autotune.commands.options import settings_for
     from autotune.study.loop import valid_checks
 
     out = tmp_path / "run"
@@ -53,12 +53,8 @@ def run_two_workers_and_check(tmp_path, storage: str | None = None) -> None:
         _, stderr = worker.communicate(timeout=600)
         assert worker.returncode == 0, stderr[-3000:]
 
-    class Args:
-        model, nodes, hardware, gpus_per_node = "7b", "1", "gh200", None  # None: the whole node, as when the flag is left out
-        frames = text_tokens = global_batch = samples = precision = None
-
-    Args.space = str(SPACE)
-    valid = {params_key(c.candidate.knobs.to_dict()) for c in valid_checks(build_settings(Args())) if c.valid}
+    settings = settings_for("--model", "7b", "--nodes", "1", "--space", str(SPACE))
+    valid = {params_key(c.candidate.knobs.to_dict()) for c in valid_checks(settings) if c.valid}
     study = optuna.load_study(study_name="autotune", storage=url)
     evaluated = Counter(params_key(t.user_attrs["candidate"]["knobs"]) for t in study.trials if is_evaluated(t))
     assert set(evaluated) == valid  # none lost

@@ -9,21 +9,13 @@ import optuna
 import pytest
 
 from autotune.backends.simulate import SimulateBackend
-from autotune.commands.options import build_settings
+from autotune.commands.options import settings_for
 from autotune.study import open_study, run_study
 from autotune.study.loop import make_sampler
 
 
-class _Args:
-    model, hardware, gpus_per_node, space = "32b", "gh200", None, None
-    frames = text_tokens = global_batch = samples = precision = None
-
-    def __init__(self, nodes="4"):
-        self.nodes = nodes
-
-
 def _run(tmp_path, trials, seed=0):
-    settings = build_settings(_Args())
+    settings = settings_for("--model", "32b", "--nodes", "4")
     study = open_study(tmp_path, None, make_sampler(seed, trials))
     run_study(study, settings, SimulateBackend(), trials)
     return study
@@ -104,10 +96,7 @@ def test_run_killed_midway_resumes(tmp_path):
 def test_values_no_valid_candidate_has_are_never_offered():
     from autotune.study.loop import usable_values, valid_checks
 
-    class Args(_Args):
-        model, hardware = "tiny", "cpu"
-
-    choices = usable_values(valid_checks(build_settings(Args(nodes="1"))))
+    choices = usable_values(valid_checks(settings_for("--model", "tiny", "--hardware", "cpu", "--nodes", "1")))
     assert "async" not in choices["optimizer_offload"]  # SuperOffload needs CUDA
     assert choices["sp_degree"] == [1, 2]  # 2 CPU ranks: SP 4 and 8 cannot divide them
     assert choices["zero_stage"] == [0, 1, 2, 3]

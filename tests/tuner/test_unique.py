@@ -10,7 +10,7 @@ import pytest
 
 from autotune.backends.simulate import SimulateBackend
 from autotune.candidate import KNOBS
-from autotune.commands.options import build_settings
+from autotune.commands.options import settings_for
 from autotune.study import open_study, run_study
 from autotune.study.loop import is_evaluated, usable_values, valid_checks
 from autotune.candidate import params_key
@@ -21,12 +21,7 @@ SPACE = Path(__file__).with_name("small_7b_space.toml")
 
 
 def _settings():
-    class Args:
-        model, nodes, hardware, gpus_per_node = "7b", "1", "gh200", None  # None: the profile's whole node, as when the flag is left out
-        frames = text_tokens = global_batch = samples = precision = None
-
-    Args.space = str(SPACE)
-    return build_settings(Args())
+    return settings_for("--model", "7b", "--nodes", "1", "--space", str(SPACE))
 
 
 SAMPLERS = {

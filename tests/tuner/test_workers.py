@@ -81,7 +81,7 @@ def test_two_workers_share_one_study(postgres_url, tmp_path):
 def test_a_dead_workers_trial_is_retried_by_another(postgres_url, tmp_path, monkeypatch):
     """A worker that died mid-trial leaves it RUNNING; once its heartbeat is stale, the next worker
     fails it and probes the same candidate again (Optuna heartbeats)."""
-    from autotune.commands.options import build_settings
+    from autotune.commands.options import settings_for
     from autotune.study import open_study
     from autotune.study.loop import _suggest, make_sampler, usable_values, valid_checks
 
@@ -93,11 +93,7 @@ def test_a_dead_workers_trial_is_retried_by_another(postgres_url, tmp_path, monk
     monkeypatch.setenv("AUTOTUNE_HEARTBEAT_INTERVAL_S", "1")
     monkeypatch.setenv("AUTOTUNE_HEARTBEAT_GRACE_S", "2")
 
-    class Args:
-        model, nodes, hardware, gpus_per_node, space = "32b", "2-8", "gh200", None, None
-        frames = text_tokens = global_batch = samples = precision = None
-
-    settings = build_settings(Args())
+    settings = settings_for("--model", "32b", "--nodes", "2-8")
     study = open_study(tmp_path, url, make_sampler(0, 5))
     study.set_user_attr("settings", settings.to_dict())
     study.set_user_attr("objectives", "time,energy")
