@@ -15,6 +15,8 @@ SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "search_efficiency
 @pytest.mark.parametrize("flags, words", [
     (["--cases", "7b"], "is not MODEL:NODES"),
     (["--cases", "7b:0"], "must be at least 1"),
+    (["--cases", ":4"], "argument --model: is empty"),  # settings_for's own flag check, as the CLI's
+    (["--cases", "zz:4"], "unknown model 'zz'"),
     (["--seeds", "0"], "out of range"),
     (["--first-seed", "-1"], "out of range"),
     (["--first-seed", "1.5"], "not a whole number"),
