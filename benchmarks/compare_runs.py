@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from search_efficiency import _merged_runs, _table_order  # noqa: E402
+from search_efficiency import _results_file, _table_order  # noqa: E402
 
 from autotune.study.loop import SAMPLERS  # noqa: E402
 
@@ -36,13 +36,16 @@ GOAL_PROBES = 8  # issue 9: guided median <= 8 probes for (a) in every case
 SHORT = 1.01  # a study that stops with its epsilon indicator above this stopped short of the front
 
 
-def _runs(parser: argparse.ArgumentParser, paths: list[Path], sampler: str, flag: str) -> dict[tuple, dict]:
-    runs: dict[tuple, dict] = {}
+def _runs(parser: argparse.ArgumentParser, paths: list[Path], sampler: str, flag: str) -> tuple[set[int], dict[tuple, dict]]:
+    """The budgets of the files and their `sampler`'s studies by case, truth and seed."""
+    budgets, runs = set(), {}
     for path in paths:
-        for r in _merged_runs(parser, path, flag):
+        budget, file_runs = _results_file(parser, path, flag)
+        budgets.add(budget)
+        for r in file_runs:
             if r["sampler"] == sampler:
                 runs[(r["model"], r["nodes"], r["family"], r["seed"])] = r
-    return runs
+    return budgets, runs
 
 
 def sign_test(better: int, worse: int) -> float:
@@ -113,14 +116,14 @@ def main() -> None:
     parser.add_argument("--sampler", default="guided", choices=SAMPLERS, help="the sampler whose studies are compared (default: guided)")
     parser.add_argument("--out", type=Path, help="also write the comparison as JSON")
     args = parser.parse_args()
-    before, after = _runs(parser, args.before, args.sampler, "--before"), _runs(parser, args.after, args.sampler, "--after")
+    (budgets_before, before), (budgets_after, after) = (_runs(parser, args.before, args.sampler, "--before"),
+                                                        _runs(parser, args.after, args.sampler, "--after"))
     if not set(before) & set(after):
         parser.error(f"no {args.sampler} study is in both --before and --after (same case, truth and seed); "
                      "pass results of the same studies")
-    budgets = {json.loads(p.read_text()).get("budget") for p in args.before + args.after}
-    if len(budgets) != 1 or type(next(iter(budgets))) is not int or next(iter(budgets)) < 1:
-        parser.error(f"the files were run with different or no budgets ({sorted(map(str, budgets))}); "
-                     "compare runs of one --budget")
+    budgets = budgets_before | budgets_after
+    if len(budgets) != 1:
+        parser.error(f"the files were run with different budgets ({sorted(budgets)}); compare runs of one --budget")
     budget = budgets.pop()
     result = compare(before, after, budget)
     print(report(result, budget))

@@ -318,16 +318,20 @@ def _check_run(r: dict) -> None:
         raise ValueError(f"epsilon_at_stop {gap!r} is not an epsilon indicator (a number of at least 1)")
 
 
-def _merged_runs(parser: argparse.ArgumentParser, path: Path, flag: str = "--merge") -> list[dict]:
-    """The runs of a results file, decoded and checked; one line and exit 2 for anything else."""
+def _results_file(parser: argparse.ArgumentParser, path: Path, flag: str = "--merge") -> tuple[int, list[dict]]:
+    """The budget and the runs of a results file, decoded and checked; one line and exit 2 for anything else."""
     try:
-        runs = [decode_run(r) for r in json.loads(path.read_text())["runs"]]
+        data = json.loads(path.read_text())
+        budget = data["budget"]
+        if type(budget) is not int or budget < 1:
+            raise ValueError(f"budget {budget!r} is not a whole number of at least 1")
+        runs = [decode_run(r) for r in data["runs"]]
         missing = sorted({key for r in runs for key in _RUN_KEYS if key not in r})
         if missing:
             raise KeyError(f"runs without {', '.join(missing)}: an older format")
         for r in runs:
             _check_run(r)
-        return runs
+        return budget, runs
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         parser.error(f"{flag} {path}: not a results file of this benchmark ({type(exc).__name__}: {exc}); "
                      "pass one its --out wrote")
@@ -352,7 +356,14 @@ def main() -> None:
     args = parser.parse_args()
     seeds = range(args.first_seed, args.first_seed + (1 if args.quick else args.seeds))
     optuna.logging.set_verbosity(optuna.logging.ERROR)
-    rows = [run for path in args.merge for run in _merged_runs(parser, path)]
+    rows = []
+    for path in args.merge:
+        budget, runs = _results_file(parser, path)
+        # ">60" and "not reached" mean the budget the table is labelled with.
+        if budget != args.budget:
+            parser.error(f"--merge {path}: its studies had a budget of {budget} probes, this table's is {args.budget}; "
+                         f"pass --budget {budget} or merge runs of the same budget")
+        rows += runs
     for model, nodes in args.cases:
         rows += run_case(model, nodes, args.families, seeds, args.samplers, args.budget)
     # A study run again here replaces its merged record (same case, truth, seed and sampler).

@@ -66,7 +66,8 @@ def test_the_script_prints_the_comparison_and_writes_it(tmp_path):
 @pytest.mark.parametrize("setup, words", [
     ("not_json", "not a results file of this benchmark"),
     ("no_common", "no guided study is in both"),
-    ("budgets", "different or no budgets"),
+    ("budgets", "different budgets ([40, 60])"),
+    ("budget_text", "budget '60' is not a whole number"),
     ("missing", "not a results file of this benchmark"),
     ("reached_past_its_probes", "--after"),  # the flag named, and the field:
     ("seed_not_a_number", "seed '1' is not a whole number"),
@@ -80,6 +81,8 @@ def test_bad_input_gets_one_line_and_exit_2(tmp_path, setup, words):
         _write(after, [_run("noise", 7, 6)])
     elif setup == "budgets":
         _write(after, [_run("noise", 0, 6)], budget=40)
+    elif setup == "budget_text":
+        _write(after, [_run("noise", 0, 6)], budget="60")
     elif setup == "missing":
         after = tmp_path / "absent.json"
     elif setup == "reached_past_its_probes":

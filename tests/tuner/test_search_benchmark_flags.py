@@ -57,8 +57,25 @@ def test_a_merged_file_with_a_bad_out_of_memory_count_is_refused_and_a_good_one_
     assert f"| {run['probes']} | {run['out_of_memory']} |" in row
     for wrong in ("many", -1, 13, 2.5, None, True):
         bad = tmp_path / "bad.json"
-        bad.write_text(json.dumps({"runs": [{**run, "out_of_memory": wrong}]}))
-        done = subprocess.run([sys.executable, str(SCRIPT), "--cases", "--merge", str(bad), "--no-docs", "--out", str(tmp_path / "o.json")],
+        bad.write_text(json.dumps({"budget": 12, "runs": [{**run, "out_of_memory": wrong}]}))
+        done = subprocess.run([sys.executable, str(SCRIPT), "--cases", "--merge", str(bad), "--budget", "12", "--no-docs", "--out", str(tmp_path / "o.json")],
                               capture_output=True, text=True, timeout=120, cwd=SCRIPT.parents[1])
         assert done.returncode == 2, wrong
         assert "is not a count of the run's 12 probes" in done.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("budget, words", [
+    (40, "its studies had a budget of 40 probes, this table's is 60"),  # ">60" would be wrong for them
+    ("60", "budget '60' is not a whole number"),
+    (0, "budget 0 is not a whole number"),
+    (None, "budget None is not a whole number"),
+])
+def test_a_merged_file_of_another_budget_is_refused(tmp_path, budget, words):
+    merged = tmp_path / "other.json"
+    merged.write_text(json.dumps({"budget": budget, "runs": []}))
+    out = tmp_path / "o.json"
+    done = subprocess.run([sys.executable, str(SCRIPT), "--cases", "--merge", str(merged), "--no-docs", "--out", str(out)],
+                          capture_output=True, text=True, timeout=120, cwd=SCRIPT.parents[1])
+    assert done.returncode == 2
+    assert words in done.stderr.strip().splitlines()[-1] and "Traceback" not in done.stderr
+    assert not out.exists()
