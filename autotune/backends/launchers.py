@@ -15,6 +15,7 @@ Launchers (all built as argument lists, never shell strings):
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -41,20 +42,51 @@ class LaunchPlan:
 # --- what is reachable ---------------------------------------------------------------------------
 
 
+# DeepSpeed's own hostfile line (deepspeed/launcher/runner.py, _parse_hostfile): a host, then slots=N;
+# whole here, where DeepSpeed reads "slots=2.5" or "slots=1e3" as their first digits.
+_HOSTFILE_LINE = re.compile(r"(\S+)\s+slots=(\d+)")
+_HOSTFILE_FORMAT = "one `HOST slots=N` per line, `#` starts a comment"
+
+
 def read_hostfile(path: Path) -> dict[str, int]:
-    """DeepSpeed hostfile (`host slots=N` per line, `#` comments) -> {host: slots}, in file order."""
+    """DeepSpeed hostfile -> {host: slots}, in file order.
+
+    Read by DeepSpeed's rules, which the deepspeed launcher applies at every probe: a line without
+    `slots=N`, a host listed twice or a file with no host fails every probe there, so it is refused
+    here once, before the first. Stricter in one point: a host with 0 slots can run no rank.
+    """
+    try:
+        text = Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"hostfile {path} cannot be read ({exc.__class__.__name__}: {exc}); give a DeepSpeed hostfile, "
+                        f"{_HOSTFILE_FORMAT}") from None
     hosts: dict[str, int] = {}
-    for number, raw in enumerate(Path(path).read_text().splitlines(), start=1):
+    for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
-        parts = line.split()
-        slots = [p for p in parts[1:] if p.startswith("slots=")]
-        try:
-            hosts[parts[0]] = int(slots[0].split("=", 1)[1]) if slots else 1
-        except ValueError:
-            raise UserError(f"hostfile {path}, line {number}: write `HOST slots=N` (got {raw.strip()!r})") from None
+        match = _HOSTFILE_LINE.fullmatch(line)
+        where = f"hostfile {path}, line {number}"
+        if match is None:
+            raise UserError(f"{where}: write `HOST slots=N` (got {raw.strip()[:80]!r}); {_HOSTFILE_FORMAT}")
+        host, slots = match.group(1), int(match.group(2))
+        if host in hosts:
+            raise UserError(f"{where}: host {host!r} is listed twice (DeepSpeed refuses that); keep one line per host")
+        if slots < 1:
+            raise UserError(f"{where}: {host} has slots={slots}; give the GPUs it lends, slots=1 or more, or remove the line")
+        hosts[host] = slots
+    if not hosts:
+        raise UserError(f"hostfile {path} lists no host; {_HOSTFILE_FORMAT}")
     return hosts
+
+
+def check_hostfile(path: Path | None) -> None:
+    """Refuse, in one line, a --hostfile that is missing or that DeepSpeed would not read."""
+    if path is None:
+        return
+    if not Path(path).is_file():
+        raise UserError(f"--hostfile {path} is not a file; write a DeepSpeed hostfile ({_HOSTFILE_FORMAT})")
+    read_hostfile(path)
 
 
 def local_gpu_count() -> int | None:
@@ -125,8 +157,7 @@ def check_launcher_settings(launcher: str, hostfile: Path | None, environ: dict[
     """Raise a UserError naming the fix when the chosen launcher cannot work at all."""
     if launcher not in LAUNCHERS:
         raise UserError(f"unknown launcher {launcher!r}; use one of {', '.join(LAUNCHERS)}")
-    if hostfile is not None and not Path(hostfile).is_file():
-        raise UserError(f"hostfile {hostfile} does not exist: give a DeepSpeed hostfile (`HOST slots=N` per line)")
+    check_hostfile(hostfile)
     if launcher == "deepspeed" and hostfile is None:
         raise UserError("the deepspeed launcher needs --hostfile (`HOST slots=N` per line)")
     if launcher == "srun" and not environ.get("SLURM_JOB_ID"):

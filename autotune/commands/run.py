@@ -71,14 +71,6 @@ def default_run_dir(args: argparse.Namespace) -> Path:
     return Path("runs") / f"{model}-{nodes}n"
 
 
-def _check_hostfile(args: argparse.Namespace) -> None:
-    """Numbers were checked while parsing (flags.py, backends/probe_options.py); files are checked here."""
-    from autotune.errors import UserError
-
-    if args.hostfile is not None and not args.hostfile.is_file():
-        raise UserError(f"--hostfile {args.hostfile} is not a file; write a DeepSpeed hostfile (one 'host slots=N' per line)")
-
-
 def keep_device_knobs_if_unsettable(settings, backend, console):
     """Where the backend cannot set power limits or clocks (no NVML, no permission), those knobs stay
     untouched and the rest of the space is searched: said once, before any candidate is enumerated."""
@@ -108,6 +100,7 @@ def _raise_interrupt(signum, frame):
 def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    from autotune.backends.launchers import check_hostfile
     from autotune.backends.select import check_energy_objective, choose_backend
     from autotune.commands.finish import finish_run
     from autotune.commands.paths import writable_directory
@@ -117,7 +110,7 @@ def _run(args: argparse.Namespace) -> int:
     from autotune.study.storage import sole_worker
     from autotune.study.loop import CONVERGED_ATTR, is_evaluated, make_sampler, run_study, valid_checks
 
-    _check_hostfile(args)
+    check_hostfile(args.hostfile)  # files are checked here; numbers while parsing (flags.py, probe_options.py)
     check_pick_options(args)
     settings = build_settings(args)
     console = Console(stderr=True)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from autotune.backends import launchers
 from autotune.backends.launchers import (
     build_plan,
+    check_hostfile,
     check_launcher_settings,
     detect_launch_target,
     read_hostfile,
@@ -22,7 +25,7 @@ PROBE_ARGS = ["--candidate", "/r/candidate.json", "--out", "/r/result.json"]
 @pytest.fixture
 def hostfile(tmp_path):
     path = tmp_path / "hostfile"
-    path.write_text("# two GH200 nodes\nnid001 slots=4\nnid002 slots=4  # spare\n\n")
+    path.write_text("# two GH200 nodes\nnid001 slots=4\nnid002\tslots=4  # spare\n\n")
     return path
 
 
@@ -35,11 +38,35 @@ def test_hostfile_lists_hosts_and_slots_in_order(hostfile):
     assert read_hostfile(hostfile) == {"nid001": 4, "nid002": 4}
 
 
-def test_a_malformed_hostfile_names_the_format(tmp_path):
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("nid001 slots=four\n", "line 1: write `HOST slots=N`"),
+        ("nid001\n", "line 1: write `HOST slots=N`"),  # DeepSpeed has no default of one slot
+        ("# spare\nnid001 # slots=4\n", "line 2: write `HOST slots=N`"),
+        ("root:x:0:0:root:/root:/bin/bash\n", "write `HOST slots=N`"),
+        ("nid001 slots=-1\n", "write `HOST slots=N`"),
+        ("nid001 slots=2.5\n", "write `HOST slots=N`"),  # DeepSpeed would read 2
+        ("nid001 slots=4 slots=8\n", "write `HOST slots=N`"),
+        ("nid001 slots=4\nnid001 slots=2\n", "line 2: host 'nid001' is listed twice"),
+        ("nid001 slots=0\n", "slots=1 or more"),
+        ("", "lists no host"),
+        ("# nothing yet\n\n", "lists no host"),
+        (b"\xff\xfe\x00binary", "cannot be read"),
+    ],
+)
+def test_a_hostfile_deepspeed_would_refuse_is_refused_with_the_format(tmp_path, text, words):
     bad = tmp_path / "hostfile"
-    bad.write_text("nid001 slots=four\n")
-    with pytest.raises(UserError, match="HOST slots=N"):
+    bad.write_bytes(text) if isinstance(text, bytes) else bad.write_text(text)
+    with pytest.raises(UserError, match=re.escape(words)):
         read_hostfile(bad)
+
+
+def test_a_hostfile_that_is_a_directory_is_refused(tmp_path):
+    with pytest.raises(UserError, match="is not a file"):
+        check_hostfile(tmp_path)
+    with pytest.raises(UserError, match="cannot be read"):
+        read_hostfile(tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -62,7 +89,7 @@ def test_a_launcher_that_cannot_work_is_a_user_error(hostfile, tmp_path):
         check_launcher_settings("deepspeed", None, {})
     with pytest.raises(UserError, match="SLURM allocation"):
         check_launcher_settings("srun", None, {})
-    with pytest.raises(UserError, match="does not exist"):
+    with pytest.raises(UserError, match="is not a file"):
         check_launcher_settings("auto", tmp_path / "missing", {})
     with pytest.raises(UserError, match="unknown launcher"):
         check_launcher_settings("mpirun", None, {})

@@ -345,6 +345,7 @@ def test_empty_name_or_path_is_refused_not_taken_as_here_or_default(tmp_path, ca
     (["--samples", "16", "--global-batch", "32"], ["--samples 16", "--global-batch 32"]),
     (["--nodes", "8-2"], ["LOW 8 must not exceed HIGH 2"]),
     (["--hostfile", "missing-hostfile"], ["--hostfile missing-hostfile is not a file"]),
+    (["--hostfile", "/etc/passwd"], ["hostfile /etc/passwd, line 1", "HOST slots=N"]),
 ])
 def test_flags_that_disagree_with_each_other_or_the_profile(tmp_path, capsys, argv, words):
     out = tmp_path / "run"
