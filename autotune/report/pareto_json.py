@@ -15,7 +15,7 @@ from autotune.report.error_bars import pick_ties, simulator_error, with_ties
 from autotune.report.noise import noise_summary
 from autotune.report.importance import METHOD as IMPORTANCE_METHOD
 from autotune.report.payback import tuning_cost
-from autotune.report.picks import front_note, pick_rows
+from autotune.report.picks import commonest_failure, front_note, pick_rows
 from autotune.report.study_points import StudyView
 from autotune.workload import with_precision
 
@@ -102,7 +102,7 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
         # A pick's `tied_with` lists the front trials it cannot be told apart from within that error.
         "simulator_error": error,
         # A plain sentence when there is no trade-off (no feasible point, one, or one beating all); else None.
-        "note": front_note(view.points, view.front, trials_by_status),
+        "note": front_note(view.points, view.front, trials_by_status, commonest_failure(view.trials)),
         # Per objective, {knob: share of its variation explained} (largest first), or why there is none.
         "importance": importance if importance is not None else "not computed",
         "importance_method": IMPORTANCE_METHOD,

@@ -8,6 +8,7 @@ they cannot disagree.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import asdict, dataclass
 
 from autotune.errors import UserError
@@ -107,14 +108,24 @@ def pick_rows(picks: dict[str, int], points: list[Point], baseline_trial: int | 
     return [{"name": name, "trial": trial, **savings(by_trial[trial], base)} for name, trial in picks.items()]
 
 
-def front_note(points: list[Point], front: list[Point], trials_by_status: dict[str, int]) -> str | None:
-    """A plain sentence when the front offers no choice; None when it holds a trade-off."""
+def commonest_failure(trials: list[dict]) -> tuple[str, int] | None:
+    """The reason most failed or timed-out trials give, and on how many; None when none failed."""
+    reasons = Counter(row.get("reason") or "no reason recorded" for row in trials if row["status"] in ("failed", "timeout"))
+    return reasons.most_common(1)[0] if reasons else None
+
+
+def front_note(points: list[Point], front: list[Point], trials_by_status: dict[str, int],
+               failure: tuple[str, int] | None = None) -> str | None:
+    """A plain sentence when the front offers no choice; None when it holds a trade-off. `failure`:
+    `commonest_failure` of the trials, which says more than "widen the space" when probes failed."""
     if not points:
         counts = ", ".join(f"{n} {s}" for s, n in trials_by_status.items()) or "no trials"
-        return (
-            f"No feasible configuration: no trial ran to completion ({counts}). Nothing is recommended; "
-            "see `autotune space` for what fits, or widen the space and run more --trials."
-        )
+        fix = "see `autotune space` for what fits, or widen the space and run more --trials."
+        if failure is not None:
+            reason, count = failure
+            fix = (f"{count} failed with: {reason.strip()[:300]}; each probe's log is in the run directory's "
+                   "trials/ folder (report.html lists every trial's reason).")
+        return f"No feasible configuration: no trial ran to completion ({counts}). Nothing is recommended; {fix}"
     if len(points) == 1:
         return (
             f"Only one feasible configuration (trial {points[0].trial}): every pick is that trial and there is "

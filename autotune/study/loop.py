@@ -7,6 +7,11 @@
   violated constraint, which TPE counts as infeasible evidence, so the sampler learns the wall.
   A probe that runs out of memory is PRUNED the same way. A probe that fails or times out is FAIL
   (Optuna learns nothing from it, the report shows it) and the study goes on.
+- A run whose first FAILING_START_PROBES probes all fail, while no probe of the study has ever run
+  (finished, or run out of memory), stops there with a UserError that names the last failure: that
+  points at the set-up (a module missing on the nodes, an unreachable host, no sensor) rather than
+  at the configurations, and the rest of the budget would fail the same way. The trials are kept; the
+  same command resumes, with as many tries again.
 - A candidate already evaluated in this study is not evaluated again: its earlier result is told.
 - `--trials N` counts evaluated candidates over the whole study (every worker, every earlier run);
   the loop also stops when every valid candidate has been evaluated.
@@ -20,6 +25,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Callable, NoReturn
 
 import optuna
@@ -43,10 +49,18 @@ OBJECTIVES = {"time": ("time_s",), "time,energy": ("time_s", "energy_kj")}
 PROPOSAL_WAIT_S = 30.0
 # Study attribute set when the study stopped early: {"probes": evaluated candidates, "rule": ...}.
 CONVERGED_ATTR = "converged"
+# Failed probes in a row, at a run's start and with none of the study's ever run, after which the run
+# stops (see above). Three: one failure may be the candidate's; three different candidates failing
+# before any has run is the set-up's, and each costs the user a probe's start-up on the cluster.
+FAILING_START_PROBES = 3
 
 
 class ProbeFailed(Exception):
     """A probe failed or timed out: the trial is FAIL, the study goes on."""
+
+
+class FailingStart(UserError):
+    """The run's first probes all failed and none of the study's has ever run (see the docstring)."""
 
 
 @dataclass
@@ -168,15 +182,15 @@ class _Objective:
             self.progress.on_trial(trial.number, params, result, result.error or "")
         if result.ok and "energy_kj" in self.objectives and result.energy_source == "estimated" and not self.accept_estimated_energy:
             # A node without a sensor (here, or a remote one) sent an estimate: never rank by it unasked.
-            raise ProbeFailed("energy was only estimated (no sensor on a probe node); pass --allow-estimated-energy or --objectives time")
+            _fail(trial, "energy was only estimated (no sensor on a probe node); pass --allow-estimated-energy or --objectives time")
         values = _objective_values(result, self.objectives) if result.ok else None
         if values is not None:
             return values
         if result.status == "oom":
             raise optuna.TrialPruned("out of memory")  # infeasible evidence for the sampler
         if result.ok:
-            raise ProbeFailed(f"probe gave no {' and '.join(self.objectives)} (energy unavailable?)")
-        raise ProbeFailed(f"{result.status}: {(result.error or '').strip()[:300]}")
+            _fail(trial, f"probe gave no {' and '.join(self.objectives)} (energy unavailable?)")
+        _fail(trial, f"{result.status}: {(result.error or '').strip()[:300]}")
 
     def _prune_invalid(self, trial, params, check) -> NoReturn:
         # A rule breaker has no memory estimate; one that does not fit has an excess > 0.
@@ -209,6 +223,13 @@ class _Objective:
         raise ProbeFailed(f"same candidate as failed trial {earlier.number}")
 
 
+def _fail(trial: optuna.Trial, reason: str) -> NoReturn:
+    """An evaluated candidate whose trial fails: its reason is kept for the report's trial table (a
+    probe that ran but cannot be ranked has no error of its own) and for the failing-start stop."""
+    trial.set_user_attr("reason", reason)
+    raise ProbeFailed(reason)
+
+
 def _earlier_unfinished_holder(study: optuna.Study, number: int, key: str, wait_s: float = PROPOSAL_WAIT_S) -> int | None:
     """The lowest number below `number` of a RUNNING or WAITING (queued) trial with these knobs, or None.
     Earlier trials whose knobs are still being suggested are waited for; one started more than `wait_s`
@@ -232,17 +253,48 @@ def _earlier_unfinished_holder(study: optuna.Study, number: int, key: str, wait_
         time.sleep(0.05)
 
 
-def _stop_when_done(n_trials: int, valid_total: int, max_proposals: int, early_stop: bool = True):
-    def callback(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
-        trials = study.get_trials(deepcopy=False)
-        evaluated = len([t for t in trials if is_evaluated(t)])
-        if evaluated >= min(n_trials, valid_total) or len(trials) >= max_proposals:
-            study.stop()
-        elif early_stop and _converged(study):
-            study.set_user_attr(CONVERGED_ATTR, {"probes": evaluated, "rule": STOP_RULE})
-            study.stop()
+class _StopWhenDone:
+    """The callback after each trial: stop at the budget, at the end of the space, when the guided
+    sampler has converged, or on a failing start (kept in `failing`, raised once optimize returns)."""
 
-    return callback
+    def __init__(self, n_trials: int, valid_total: int, max_proposals: int, early_stop: bool, earlier: set[int]):
+        self.n_trials, self.valid_total, self.max_proposals, self.early_stop = n_trials, valid_total, max_proposals, early_stop
+        self.earlier = earlier  # trials finished before this run
+        self.failing: FailingStart | None = None
+
+    def __call__(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+        trials = study.get_trials(deepcopy=False)
+        evaluated = [t for t in trials if is_evaluated(t)]
+        if len(evaluated) >= min(self.n_trials, self.valid_total) or len(trials) >= self.max_proposals:
+            study.stop()
+        elif self.early_stop and _converged(study):
+            study.set_user_attr(CONVERGED_ATTR, {"probes": len(evaluated), "rule": STOP_RULE})
+            study.stop()
+        else:
+            self.failing = _failing_start(evaluated, self.earlier)
+            if self.failing is not None:
+                study.stop()
+
+
+def _failing_start(evaluated: list, earlier: set[int]) -> FailingStart | None:
+    """A FailingStart when this run's probes are FAILING_START_PROBES or more, every one failed, and no
+    probe of the study has ever run (on shared storage another worker's that ran counts too)."""
+    if any(t.state != TrialState.FAIL for t in evaluated):
+        return None
+    now = [t for t in evaluated if t.number not in earlier]
+    if len(now) < FAILING_START_PROBES:
+        return None
+    last = max(now, key=lambda t: t.number)
+    details = (last.user_attrs["result"].get("details") or {})
+    log_lines = [line for line in str(details.get("log_tail") or "").splitlines() if line.strip()]
+    said = f"; its log ends: {log_lines[-1].strip()[:300]!r}" if log_lines else ""
+    log = Path(details["trial_dir"]) / "log.txt" if details.get("trial_dir") else None
+    return FailingStart(
+        f"stopped: the {len(now)} probes of this run all failed and no probe of this study has run yet, which "
+        f"points at the set-up rather than the configurations. Trial {last.number}: "
+        f"{last.user_attrs.get('reason') or 'failed'}{said}{f' (whole log: {log})' if log else ''}. "
+        "Fix that and run the same command again: the study resumes, and its failed trials are kept"
+    )
 
 
 def _converged(study: optuna.Study) -> bool:
@@ -310,9 +362,13 @@ def run_study(
         return 0
     choices = usable_values(checks)
     study.sampler = unique_candidates(study.sampler, choices, [c.candidate.knobs.to_dict() for c in checks if c.valid])
+    finished = {t.number for t in study.get_trials(deepcopy=False) if t.state.is_finished()}
+    stop = _StopWhenDone(n_trials, valid_total, len(study.trials) + MAX_PROPOSALS_PER_TRIAL * n_trials, early_stop, finished)
     study.optimize(
         _Objective(settings, backend, OBJECTIVES[objectives], progress, choices, accept_estimated_energy),
         catch=(ProbeFailed,),
-        callbacks=[_stop_when_done(n_trials, valid_total, len(study.trials) + MAX_PROPOSALS_PER_TRIAL * n_trials, early_stop)],
+        callbacks=[stop],
     )
+    if stop.failing is not None:
+        raise stop.failing
     return len([t for t in study.get_trials(deepcopy=False) if is_evaluated(t)]) - before

@@ -1,0 +1,141 @@
+"""A run whose first probes all fail, before any probe of the study has run, stops after three and
+names the failure; a study in which a probe has run goes on through failures (they are results)."""
+
+from __future__ import annotations
+
+import json
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from autotune.backends.base import Backend, ProbeResult
+from autotune.backends.simulate import SimulateBackend
+from autotune.commands.options import settings_for
+from autotune.errors import UserError
+from autotune.study import open_study, run_study
+from autotune.study.loop import FAILING_START_PROBES, FailingStart, is_evaluated, make_sampler
+
+SETTINGS = ("--model", "32b", "--nodes", "4")
+
+
+class _Scripted(Backend):
+    """The n-th evaluation returns outcomes[n] ("ok": the simulator's figures), the last one after."""
+
+    name, source = "scripted", "measured"
+
+    def __init__(self, *outcomes: str, log_tail: str = "RuntimeError: boom"):
+        self.outcomes, self.log_tail, self.calls = outcomes, log_tail, 0
+
+    def evaluate(self, candidate, trial_number: int = 0) -> ProbeResult:
+        outcome = self.outcomes[min(self.calls, len(self.outcomes) - 1)]
+        self.calls += 1
+        if outcome == "ok":
+            return SimulateBackend().evaluate(candidate, trial_number)
+        if outcome == "estimated":  # ran, but with energy no sensor measured
+            simulated = SimulateBackend().evaluate(candidate, trial_number)
+            return ProbeResult(status="ok", source="measured", energy_source="estimated",
+                               time_s=simulated.time_s, energy_kj=simulated.energy_kj)
+        if outcome == "oom":
+            return ProbeResult(status="oom", source="measured", energy_source="unavailable", error="CUDA out of memory")
+        return ProbeResult(status=outcome, source="measured", energy_source="unavailable",
+                           error="the probe exited with status 1 without writing a result",
+                           details={"log_tail": f"== autotune: repeat 1/1\n{self.log_tail}\n",
+                                    "trial_dir": f"/runs/x/trials/{trial_number:04d}"})
+
+
+def _study(tmp_path):
+    return open_study(tmp_path, None, make_sampler(0, 30))
+
+
+def _evaluated(study):
+    return [t for t in study.get_trials(deepcopy=False) if is_evaluated(t)]
+
+
+@pytest.mark.parametrize("status", ["failed", "timeout"])
+def test_three_failed_probes_before_any_ran_stop_the_run_and_name_the_last(tmp_path, status):
+    study = _study(tmp_path)
+    backend = _Scripted(status, log_tail="ModuleNotFoundError: No module named 'deepspeed'")
+    with pytest.raises(FailingStart) as stopped:
+        run_study(study, settings_for(*SETTINGS), backend, 30, accept_estimated_energy=False)
+    assert isinstance(stopped.value, UserError)  # the CLI's one line and exit 2
+    message = str(stopped.value)
+    assert "\n" not in message
+    assert f"the {FAILING_START_PROBES} probes of this run all failed" in message
+    assert f"Trial {FAILING_START_PROBES - 1}: {status}: the probe exited with status 1" in message
+    assert "No module named 'deepspeed'" in message and "/runs/x/trials/0002/log.txt" in message
+    evaluated = _evaluated(study)
+    assert backend.calls == len(evaluated) == FAILING_START_PROBES
+    assert all(t.state == TrialState.FAIL and t.user_attrs["reason"].startswith(status) for t in evaluated)
+
+
+def test_the_same_command_again_gets_as_many_tries_and_then_goes_on_once_one_runs(tmp_path):
+    settings = settings_for(*SETTINGS)
+    with pytest.raises(FailingStart):
+        run_study(_study(tmp_path), settings, _Scripted("failed"), 30)
+    with pytest.raises(FailingStart):  # still broken: three more tries, three new candidates
+        run_study(_study(tmp_path), settings, _Scripted("failed"), 30)
+    study = _study(tmp_path)
+    first = _evaluated(study)
+    assert len(first) == 2 * FAILING_START_PROBES
+    assert len({json.dumps(t.params, sort_keys=True) for t in first}) == len(first)
+    # Fixed: the failed trials stay, the study goes on to its budget.
+    run_study(study, settings, _Scripted("ok"), 10, early_stop=False)
+    evaluated = _evaluated(_study(tmp_path))
+    assert len(evaluated) == 10 and sum(t.state == TrialState.COMPLETE for t in evaluated) == 10 - 2 * FAILING_START_PROBES
+
+
+@pytest.mark.parametrize("first", ["ok", "oom"])
+def test_once_a_probe_has_run_failures_are_results_and_the_study_goes_on(tmp_path, first):
+    study = _study(tmp_path)
+    backend = _Scripted(first, "failed")
+    run_study(study, settings_for(*SETTINGS), backend, 8)
+    evaluated = _evaluated(study)
+    assert backend.calls == len(evaluated) == 8
+    assert sum(t.state == TrialState.FAIL for t in evaluated) == 7
+
+
+def test_a_probe_that_ran_on_another_worker_counts_as_run(tmp_path):
+    # A study that already holds a finished probe (an earlier run, or another worker on shared storage).
+    settings = settings_for(*SETTINGS)
+    run_study(_study(tmp_path), settings, _Scripted("ok"), 1)
+    study = _study(tmp_path)
+    run_study(study, settings, _Scripted("failed"), 6)
+    assert len(_evaluated(study)) == 6
+
+
+def test_probes_whose_energy_was_only_estimated_stop_the_run_with_the_fix(tmp_path):
+    study = _study(tmp_path)
+    with pytest.raises(FailingStart, match="--allow-estimated-energy"):
+        run_study(study, settings_for(*SETTINGS), _Scripted("estimated"), 30, accept_estimated_energy=False)
+    # Such a probe ran, so the report must not list it as ok: its status is failed, with the reason.
+    from autotune.report.study_points import study_view
+
+    rows = study_view(study).trials
+    assert [row["status"] for row in rows] == ["failed"] * FAILING_START_PROBES
+    assert all("estimated" in row["reason"] for row in rows)
+
+
+def test_the_cli_says_it_in_one_last_line_keeps_the_trials_and_the_report_names_the_failure(tmp_path):
+    from tests.cli import autotune
+
+    # One record, failed: every candidate fails, as a replay of a broken cluster's probes would.
+    study = settings_for(*SETTINGS)
+    from autotune.space import baseline
+    from autotune.study.loop import valid_checks
+
+    knobs = baseline(valid_checks(study)).candidate.knobs.to_dict()
+    measurements = tmp_path / "m.jsonl"
+    measurements.write_text(json.dumps({"params": knobs, "status": "failed"}) + "\n")
+    run_dir = tmp_path / "run"
+    done = autotune("run", *SETTINGS, "--backend", "replay", "--measurements", measurements, "--out", run_dir)
+    assert done.returncode == 2, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("autotune: error: stopped: the 3 probes of this run all failed"), last
+    assert "Traceback" not in done.stderr
+    trials = optuna.load_study(study_name=None, storage=f"sqlite:///{run_dir / 'study.db'}").trials
+    assert [t.state for t in trials] == [TrialState.FAIL] * 3
+    report = autotune("report", run_dir, "--format", "json")
+    assert report.returncode == 0, report.stderr
+    note = json.loads(report.stdout)["note"]
+    assert "2 failed with: failed: no record for this candidate" in note, note
