@@ -54,7 +54,7 @@ def probe_cost(row: dict) -> dict:
     return {"time_s": None, "energy_kj": None, "basis": "unknown", "provenance": "unknown"}
 
 
-def _cost_note(probes: int, by_basis: dict[str, int], energy_kj: float | None) -> str:
+def _cost_note(probes: int, by_basis: dict[str, int], energy_kj: float | None, provenances: list[str]) -> str:
     if probes == 0:
         return "No probe ran: tuning cost nothing."
     if by_basis.get("simulated") == probes:
@@ -64,9 +64,11 @@ def _cost_note(probes: int, by_basis: dict[str, int], energy_kj: float | None) -
         )
     parts = []
     if by_basis.get("probe_cost_window_energy"):
+        # A probe without a sensor estimates its windows' energy: "measured" would claim a sensor.
+        energy = " or ".join(p for p in provenances if p in ("estimated", "measured")) or "measured"
         parts.append(
             f"{by_basis['probe_cost_window_energy']} probe(s): time measured for the whole probe (start-up, warm-up, "
-            "window, every repeat), energy measured only in the windows (start-up and warm-up unseen): energy is a lower bound"
+            f"window, every repeat), energy {energy} only in the windows (start-up and warm-up not counted): energy is a lower bound"
         )
     if by_basis.get("energy_window"):
         parts.append(
@@ -134,7 +136,7 @@ def tuning_cost(view: StudyView) -> dict:
         "energy_kj": energy_kj,
         "provenance": provenances[0] if len(provenances) == 1 else (provenances or "none"),
         "complete": set(by_basis) <= {"probe_cost", "simulated"},
-        "note": _cost_note(len(ran), by_basis, energy_kj),
+        "note": _cost_note(len(ran), by_basis, energy_kj, provenances),
     }
     document["payback"] = [payback_row(name, trial, view, energy_kj, ran_on_hardware) for name, trial in view.picks.items()]
     return document

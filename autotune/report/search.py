@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from autotune.pareto import front_indices
+from autotune.report.units import energy_text, time_text
 from autotune.study.acquisition import ENTER_MARGIN, enters_front
 from autotune.study.loop import CONVERGED_ATTR, valid_checks
 from autotune.study.outlook import Predictions, observe, outlook
@@ -79,10 +80,10 @@ def search_sentences(summary: dict) -> list[str]:
         lines.append(summary["exhaustive_note"])
     for p in summary.get("predicted", []):
         k = p["params"]
-        energy = f", {p['energy_kj']:,.0f} kJ" if p["energy_kj"] is not None else ""
+        energy = f", {energy_text(p['energy_kj'])}" if p["energy_kj"] is not None else ""
         lines.append(
             f"predicted, not probed: ZeRO-{k['zero_stage']} offload {k['optimizer_offload']}, ckpt {k['activation_checkpointing']}, "
             f"SP {k['sp_degree']}, mb {k['micro_batch']}, {k['nodes']} node(s), power {k['power_limit']}: "
-            f"{p['time_s']:,.0f} s{energy} (predicted), {p['chance_to_enter_front']:.0%} chance to enter the front"
+            f"{time_text(p['time_s'])}{energy} (predicted), {p['chance_to_enter_front']:.0%} chance to enter the front"
         )
     return lines

@@ -78,6 +78,11 @@ def test_window_scoped_energy_is_a_lower_bound_and_says_so():
     cost = tuning_cost(StudyView(None, rows, [], [], {}, None))
     assert cost["time_s"] == 150.0 and cost["energy_kj"] == 40.0 and cost["complete"] is False
     assert "lower bound" in cost["note"] and "whole probe" in cost["note"]
+    assert "energy measured only in the windows" in cost["note"]  # the OOM's unavailable energy is no third kind
+    # Where no sensor was, the windows' energy was estimated: the note must not claim a measurement.
+    estimated = [{**rows[0], "details": {"energy": {"provenance": "estimated"}, "probe_cost": whole}}]
+    note = tuning_cost(StudyView(None, estimated, [], [], {}, None))["note"]
+    assert "energy estimated only in the windows" in note and "measured only" not in note
 
 
 def test_replayed_probes_without_a_recorded_cost_make_the_cost_unknown_not_zero():
