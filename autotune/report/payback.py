@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from autotune.measure.units import j_to_kj
 from autotune.report.study_points import StudyView
+from autotune.report.units import energy_text
 SECONDS_PER_HOUR = 3600.0
 # Probes whose cost no figure tells (kinds 4 and 5 above): counted, left out of the totals.
 _NO_COST_FIGURE = ("replayed", "unknown")
@@ -143,7 +144,7 @@ def tuning_cost(view: StudyView) -> dict:
 
 
 def _energy_text(energy_kj: float) -> str:
-    return f"{energy_kj / SECONDS_PER_HOUR:.3g} kWh ({energy_kj:,.0f} kJ)" if energy_kj >= 1 else f"{energy_kj:.3g} kJ"
+    return f"{energy_kj / SECONDS_PER_HOUR:.3g} kWh ({energy_kj:,.0f} kJ)" if energy_kj >= 1 else energy_text(energy_kj)
 
 
 def cost_sentence(cost: dict) -> str:
