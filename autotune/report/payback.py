@@ -25,6 +25,7 @@ from __future__ import annotations
 from autotune.measure.units import j_to_kj
 from autotune.report.study_points import StudyView
 from autotune.report.units import energy_text
+
 SECONDS_PER_HOUR = 3600.0
 # Probes whose cost no figure tells (kinds 4 and 5 above): counted, left out of the totals.
 _NO_COST_FIGURE = ("replayed", "unknown")
