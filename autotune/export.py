@@ -89,7 +89,10 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
     write_text_atomic(
         launch_path,
         "#!/usr/bin/env bash\n"
-        f"# Trains the autotune model with {config_path.name} ({point.source} time, {point.energy_source} energy).\n"
+        f"# Runs the probe again: trains the autotune model with {config_path.name} ({point.source} time, "
+        f"{point.energy_source} energy) for a warm-up and a measured window,\n"
+        "# prints what it measured and writes result.json (more steps: add --steps N to the command below). Your own training takes "
+        f"{config_path.name} as its DeepSpeed config.\n"
         "# Run from this directory; for several nodes, write a DeepSpeed hostfile named 'hostfile' first.\n"
         'cd "$(dirname "$0")"\n' + "".join(line + "\n" for line in device_lines)
         + shlex.join(device_prefix + command) + "\n",

@@ -152,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         outcome = run_probe(candidate, ds_config, args, env, cuda, base, guard.summary())
         if env.rank == 0:
             results.write_result(out, outcome, overwrite=True)
+            print(results.summary_line(outcome, out), file=sys.stderr, flush=True)
         failed = False
         return 0
     except UnsupportedCandidate as exc:

@@ -114,6 +114,19 @@ def failure_result(base: dict, exc: BaseException, rank: int, refused: bool = Fa
     return result
 
 
+def summary_line(result: dict, path: Path) -> str:
+    """What a finished probe measured, in one line for whoever started it by hand (an exported
+    launch.sh): the result file holds the rest."""
+    energy = result.get("energy") or {}
+    joules = energy.get("energy_j")
+    said = f"{joules:.4g} J ({energy.get('provenance')})" if joules is not None else f"energy {energy.get('provenance', 'unavailable')}"
+    return (
+        f"probe: {result['status']}: {result['steps']['measured']} steps measured after {result['steps']['warmup']} warm-up, "
+        f"{result['step_time_s']['mean']:.4g} s per step, {result['tflops']['model_per_device']:.4g} TFLOP/s per device, "
+        f"{said} in the {result['window_s']:.3g} s window; result: {path}"
+    )
+
+
 def write_result(path: Path, result: dict, overwrite: bool) -> bool:
     """Atomic write; with overwrite=False the first writer wins. Returns whether this call wrote."""
     path.parent.mkdir(parents=True, exist_ok=True)

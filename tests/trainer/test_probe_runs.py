@@ -38,6 +38,10 @@ def _assert_ok(done, result, knobs: dict) -> None:
     assert {p["name"] for p in result["phases"]} == {"vit_fwd", "llm_fwd", "backward", "optimizer"}
     assert result["ds_config"]["zero_optimization"]["stage"] == knobs.get("zero_stage", 0)
     assert "energy" not in result or result["energy"]  # absent, never an empty or zero block
+    said = [line for line in done.stderr.splitlines() if line.startswith("probe: ok: ")]
+    assert len(said) == 1, done.stderr[-3000:]  # rank 0 alone says what the probe measured, for a run by hand
+    assert f"{result['steps']['measured']} steps measured after {result['steps']['warmup']} warm-up" in said[0]
+    assert "s per step" in said[0] and said[0].endswith("result.json")
 
 
 def test_zero3_offload_checkpointing_sp2_on_two_ranks(tmp_path):
