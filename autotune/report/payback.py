@@ -9,8 +9,9 @@ Cost of one probe, best figure first:
 3. a simulated trial ran nothing: 0 s and 0 kJ of hardware;
 4. a trial replayed from a measurements file with no `probe_cost`: it ran somewhere, at a cost the file
    does not say;
-5. otherwise unknown (an OOM or a crash before the window opened, with no probe_cost).
-A total that leaves out probes of the last two kinds is marked incomplete rather than silently short;
+5. a probe interrupted (Ctrl-C, SIGTERM) before it wrote a cost: it ran for a while, and was probed again;
+6. otherwise unknown (an OOM or a crash before the window opened, with no probe_cost).
+A total that leaves out probes of the last three kinds is marked incomplete rather than silently short;
 with no probe of known cost at all, the total is unknown (None), never 0.
 
 Payback compares a pick with the baseline on the same work. Per sample the pick saves
@@ -27,8 +28,8 @@ from autotune.report.study_points import StudyView
 from autotune.report.units import energy_text
 
 SECONDS_PER_HOUR = 3600.0
-# Probes whose cost no figure tells (kinds 4 and 5 above): counted, left out of the totals.
-_NO_COST_FIGURE = ("replayed", "unknown")
+# Probes whose cost no figure tells (kinds 4 to 6 above): counted, left out of the totals.
+_NO_COST_FIGURE = ("replayed", "interrupted", "unknown")
 
 
 def probe_cost(row: dict) -> dict:
@@ -53,6 +54,8 @@ def probe_cost(row: dict) -> dict:
         return {"time_s": 0.0, "energy_kj": 0.0, "basis": "simulated", "provenance": "simulated"}
     if details.get("replayed_from"):
         return {"time_s": None, "energy_kj": None, "basis": "replayed", "provenance": "unknown"}
+    if row.get("status") == "interrupted":
+        return {"time_s": None, "energy_kj": None, "basis": "interrupted", "provenance": "unknown"}
     return {"time_s": None, "energy_kj": None, "basis": "unknown", "provenance": "unknown"}
 
 
@@ -82,6 +85,9 @@ def _cost_note(probes: int, by_basis: dict[str, int], energy_kj: float | None, p
             f"{by_basis['replayed']} probe(s) were replayed from a measurements file that records no probe cost "
             "(`probe_cost`): what they cost where they were measured is unknown"
         )
+    if by_basis.get("interrupted"):
+        parts.append(f"{by_basis['interrupted']} probe(s) were interrupted (Ctrl-C, SIGTERM) before they wrote a "
+                     "cost, and probed again")
     if by_basis.get("unknown"):
         parts.append(f"{by_basis['unknown']} probe(s) have no cost figure at all (failed before measuring)")
     if energy_kj is None and (by_basis.get("probe_cost") or by_basis.get("energy_window")):

@@ -33,6 +33,8 @@ def _status(t: optuna.trial.FrozenTrial) -> str:
     result = t.user_attrs.get("result") or {}
     if t.state == TrialState.PRUNED and "reason" in t.user_attrs:
         return "invalid"
+    if t.user_attrs.get("interrupted"):
+        return "interrupted"  # Ctrl-C or SIGTERM stopped its probe; the next run probed it again
     if t.state == TrialState.FAIL and result.get("status") == "ok":
         return "failed"  # it ran, but cannot be ranked (its reason says why: estimated energy, no figure)
     return result.get("status") or ("ok" if t.state == TrialState.COMPLETE else t.state.name.lower())

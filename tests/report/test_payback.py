@@ -111,3 +111,30 @@ def test_replayed_probes_without_a_recorded_cost_make_the_cost_unknown_not_zero(
     # Probes that failed before measuring, none of known cost: unknown too, not 0 kJ.
     failed = {"status": "failed", "gpus": 16, "source": "measured", "details": {}}
     assert tuning_cost(StudyView(None, [failed], [], [], {}, None))["energy_kj"] is None
+
+
+def test_a_probe_interrupted_and_probed_again_is_reported_as_interrupted_not_failed(tmp_path):
+    # Ctrl-C during a probe: its trial is FAIL with an `interrupted` mark, and the next run probes the
+    # candidate again. The report said "1 fail" and "failed before measuring" for it.
+    from autotune.backends.simulate import SimulateBackend
+    from autotune.commands.options import settings_for
+    from autotune.report.payback import tuning_cost
+    from autotune.report.study_points import study_view
+    from autotune.study import open_study, run_study
+    from autotune.study.loop import make_sampler
+
+    class _Interrupted(SimulateBackend):
+        def evaluate(self, candidate, trial_number=0):
+            raise KeyboardInterrupt
+
+    settings = settings_for("--model", "32b", "--nodes", "4")
+    with pytest.raises(KeyboardInterrupt):
+        run_study(open_study(tmp_path, None, make_sampler(0, 4)), settings, _Interrupted(), 4)
+    study = open_study(tmp_path, None, make_sampler(0, 4))
+    run_study(study, settings, SimulateBackend(), 4, early_stop=False)
+    view = study_view(study)
+    assert [row["status"] for row in view.trials].count("interrupted") == 1
+    assert [row["status"] for row in view.trials].count("ok") == 4
+    cost = tuning_cost(view)
+    assert cost["probes_by_basis"] == {"interrupted": 1, "simulated": 4}
+    assert "1 probe(s) were interrupted" in cost["note"] and "failed before measuring" not in cost["note"]
