@@ -144,3 +144,21 @@ def test_a_file_for_another_node_count_is_refused_before_the_study_opens(tmp_pat
     ok = autotune("run", "--model", "32b", "--nodes", "2-8", "--backend", "replay", "--measurements", str(path),
                   "--trials", "2", "--out", str(tmp_path / "range"))
     assert ok.returncode == 0, ok.stderr
+
+
+def test_a_file_whose_every_energy_was_estimated_needs_the_estimate_allowed(tmp_path):
+    # Each replayed probe would fail on its label (no sensor where it was measured): refused up front.
+    from autotune.backends.select import check_energy_objective
+    from autotune.errors import UserError
+
+    estimated = {"status": "ok", "time_s": 100.0, "energy_kj": 50.0, "source": "estimated"}
+    backend = ReplayBackend(_write(tmp_path, [{"params": KNOBS_OLD, **estimated},
+                                              {"params": {**KNOBS_OLD, "micro_batch": 2}, "status": "oom"}]))
+    with pytest.raises(UserError, match="every record's energy was estimated.*--allow-estimated-energy"):
+        check_energy_objective(backend, "time,energy", allow_estimated=False)
+    check_energy_objective(backend, "time,energy", allow_estimated=True)
+    check_energy_objective(backend, "time", allow_estimated=False)
+    measured = {**estimated, "source": "measured"}
+    mixed = ReplayBackend(_write(tmp_path, [{"params": KNOBS_OLD, **estimated},
+                                            {"params": {**KNOBS_OLD, "micro_batch": 2}, **measured}], name="mixed.jsonl"))
+    check_energy_objective(mixed, "time,energy", allow_estimated=False)  # its measured records rank
