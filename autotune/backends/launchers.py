@@ -188,14 +188,15 @@ def unreachable_reason(launcher: str, candidate: Candidate, hostfile: Path | Non
                     "give --hostfile (deepspeed launcher) or run inside a SLURM allocation (srun)")
         local = local_gpu_count() if candidate.hardware.cuda else None
         if local is not None and per_node > local:
-            return f"the candidate needs {per_node} GPUs per node; this machine has {local}"
+            return f"the candidate needs {per_node} GPUs per node; this machine has {local} (--gpus-per-node {local} studies what fits)"
     elif launcher == "deepspeed":
         hosts = read_hostfile(hostfile)
         if len(hosts) < nodes:
             return f"the candidate needs {nodes} nodes; hostfile {hostfile} lists {len(hosts)}"
         short = [host for host, slots in list(hosts.items())[:nodes] if slots < per_node]
         if short:
-            return f"the candidate needs {per_node} GPUs per node; hostfile {hostfile} gives fewer on {', '.join(short)}"
+            return (f"the candidate needs {per_node} GPUs per node; hostfile {hostfile} gives fewer on {', '.join(short)} "
+                    "(--gpus-per-node N studies what fits)")
     elif launcher == "srun":
         allocated = slurm_nodes(environ) or 0
         if nodes > allocated:

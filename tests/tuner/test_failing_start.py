@@ -61,7 +61,7 @@ def test_three_failed_probes_before_any_ran_stop_the_run_and_name_the_last(tmp_p
     assert isinstance(stopped.value, UserError)  # the CLI's one line and exit 2
     message = str(stopped.value)
     assert "\n" not in message
-    assert f"the {FAILING_START_PROBES} probes of this run all failed" in message
+    assert f"the {FAILING_START_PROBES} probes of this run all failed or timed out" in message
     assert f"Trial {FAILING_START_PROBES - 1}: {status}: the probe exited with status 1" in message
     assert "No module named 'deepspeed'" in message and "/runs/x/trials/0002/log.txt" in message
     evaluated = _evaluated(study)
@@ -131,7 +131,7 @@ def test_the_cli_says_it_in_one_last_line_keeps_the_trials_and_the_report_names_
     done = autotune("run", *SETTINGS, "--backend", "replay", "--measurements", measurements, "--out", run_dir)
     assert done.returncode == 2, done.stderr
     last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("autotune: error: stopped: the 3 probes of this run all failed"), last
+    assert last.startswith("autotune: error: stopped: the 3 probes of this run all failed or timed out"), last
     assert "Traceback" not in done.stderr
     trials = optuna.load_study(study_name=None, storage=f"sqlite:///{run_dir / 'study.db'}").trials
     assert [t.state for t in trials] == [TrialState.FAIL] * 3
