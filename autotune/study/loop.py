@@ -23,6 +23,7 @@
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -116,12 +117,24 @@ def valid_checks(settings: StudySettings) -> list:
     """Every candidate of the study's space checked; refuses a space in which nothing can run."""
     checks = list(enumerate_space(settings.space, settings.model, settings.hardware, settings.workload, settings.gpus_per_node))
     if not any(c.valid for c in checks):
-        reasons = sorted({c.reason.split(" (")[0] for c in checks})[:3]
         raise UserError(
-            f"nothing in the space fits or is valid ({'; '.join(reasons)}); widen it: more --nodes, ZeRO-3, "
+            f"nothing in the space fits or is valid ({_closest_miss(checks)}); widen it: more --nodes, ZeRO-3, "
             "offload or checkpointing in the --space file (see `autotune space`)"
         )
     return checks
+
+
+def _closest_miss(checks: list) -> str:
+    """Why nothing runs, told by the candidate nearest to running: the one that breaks no rule and
+    overflows memory least; else the rule most candidates break."""
+    sized = [c for c in checks if c.memory is not None]
+    if sized:
+        closest = min(sized, key=lambda c: max(c.memory.device_excess_gib, c.memory.host_excess_gib))
+        knobs = ", ".join(f"{knob} {value}" for knob, value in closest.candidate.knobs.to_dict().items()
+                          if knob not in ("power_limit", "sm_clock_mhz"))  # they move no memory
+        return f"the closest, {knobs}, {closest.reason}"
+    reason, count = Counter(c.reason for c in checks).most_common(1)[0]
+    return f"{count} of {len(checks)} candidates: {reason}"
 
 
 def usable_values(checks: list) -> dict[str, list]:

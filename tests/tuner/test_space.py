@@ -124,3 +124,22 @@ def test_device_knobs_need_cuda_and_a_clock_in_range():
     gh200 = load_hardware("gh200")
     assert "outside the device's" in rule_violation(Candidate(Knobs(sm_clock_mhz=5000), model, gh200, make_workload(model)))
     assert rule_violation(Candidate(Knobs(sm_clock_mhz=1400), model, gh200, make_workload(model))) is None
+
+
+def test_nothing_fits_names_the_candidate_nearest_to_fitting(tmp_path):
+    # The message took the first three reasons in alphabetical order, cut at " (" (so "async optimizer
+    # offload" alone); what tells the user how far off the space is, is its nearest candidate.
+    from autotune.commands.options import settings_for
+    from autotune.errors import UserError
+    from autotune.study.loop import valid_checks
+
+    with pytest.raises(UserError) as too_big:
+        valid_checks(settings_for("--model", "72b", "--nodes", "1"))
+    message = str(too_big.value)
+    assert "the closest, zero_stage 3," in message and "GiB per GPU, more than the 86.4 GiB usable" in message
+    assert "power_limit" not in message
+    space = tmp_path / "space.toml"
+    space.write_text('nodes = [1]\nzero_stage = [0]\noptimizer_offload = ["sync"]\nactivation_checkpointing = ["none"]\n'
+                     "sp_degree = [1]\nmicro_batch = [8]\n")
+    with pytest.raises(UserError, match=r"\(1 of 1 candidates: optimizer offload needs ZeRO stage >= 1\)"):
+        valid_checks(settings_for("--model", "7b", "--space", str(space)))
