@@ -139,3 +139,6 @@ def test_the_cli_says_it_in_one_last_line_keeps_the_trials_and_the_report_names_
     assert report.returncode == 0, report.stderr
     note = json.loads(report.stdout)["note"]
     assert "2 failed with: failed: no record for this candidate" in note, note
+    export = autotune("export", run_dir, "--pick", "knee")
+    assert export.returncode == 2 and export.stderr.strip().count("\n") == 0
+    assert "no feasible configuration to export yet (3 trials: 3 failed); `autotune report` names why" in export.stderr
