@@ -86,6 +86,11 @@ def _run(args: argparse.Namespace) -> int:
 
     if not args.run_dirs and not args.reference:
         raise UserError("nothing to calibrate against: pass measured run directories and/or --reference gh200-study")
+    seen: dict[Path, Path] = {}
+    for run_dir in args.run_dirs:
+        twin = seen.setdefault(run_dir.resolve(), run_dir)
+        if twin is not run_dir:  # its probes would weigh twice in the fit and its error
+            raise UserError(f"{run_dir} is given twice (also as {twin}); pass each run directory once")
     _check_output(args.output)
     base = _base_hardware(args)
     observations, extra = [], {"skipped": [], "not_run": {}}

@@ -93,6 +93,14 @@ def test_simulated_studies_are_not_observations_unless_allowed(simulated_run):
     assert all(value < 0.5 for value in report["before_mape"].values())
 
 
+def test_a_run_directory_given_twice_is_refused(simulated_run):
+    # Its probes would weigh twice in the fit and in the leave-one-out error.
+    twice = autotune("calibrate", simulated_run, simulated_run.parent / ".." / simulated_run.parent.name / simulated_run.name,
+                     "--no-loo", "--allow-simulated")
+    assert twice.returncode == 2 and twice.stderr.strip().count("\n") == 0
+    assert "is given twice" in twice.stderr and "pass each run directory once" in twice.stderr
+
+
 def test_a_corrupt_measured_result_is_refused_with_one_line(simulated_run, tmp_path):
     import shutil
 
