@@ -16,7 +16,7 @@ from pathlib import Path
 from autotune.calibrate.observations import Observation, checked_knobs, checked_observation
 from autotune.candidate import Candidate
 from autotune.errors import ConfigError, UserError
-from autotune.hardware import HardwareProfile
+from autotune.hardware import PROFILE_DIR, HardwareProfile
 
 
 @dataclass
@@ -101,9 +101,11 @@ def load_measured(run_dirs: list[Path], hardware: HardwareProfile, allow_estimat
         if not stored:
             raise UserError(f"the study in {run_dir} has no trials yet; run `autotune run` there first")
         if stored.get("hardware_name") != hardware.name:
+            used = Path(str(stored.get("hardware")))
+            flag = used.stem if used.parent == PROFILE_DIR else used  # a built-in profile by its name
             raise UserError(
                 f"{run_dir} was measured on hardware '{stored.get('hardware_name')}' but the profile to calibrate is "
-                f"'{hardware.name}'; pass --hardware {stored.get('hardware')} (calibrate one kind of node at a time)"
+                f"'{hardware.name}'; pass --hardware {flag} (calibrate one kind of node at a time)"
             )
         try:
             # The stored profile path may be gone (another machine): the candidates take `hardware` instead.

@@ -101,6 +101,13 @@ def test_a_run_directory_given_twice_is_refused(simulated_run):
     assert "is given twice" in twice.stderr and "pass each run directory once" in twice.stderr
 
 
+def test_a_study_of_other_hardware_names_its_profile_as_a_flag(simulated_run):
+    other = autotune("calibrate", simulated_run, "--hardware", "h100-sxm", "--no-loo", "--allow-simulated")
+    assert other.returncode == 2 and other.stderr.strip().count("\n") == 0
+    # A built-in profile by its name, not by the path it was installed at.
+    assert "was measured on hardware 'gh200'" in other.stderr and "pass --hardware gh200 (" in other.stderr
+
+
 def test_a_corrupt_measured_result_is_refused_with_one_line(simulated_run, tmp_path):
     import shutil
 
