@@ -103,6 +103,26 @@ def local_gpu_count() -> int | None:
     return sum(1 for line in listing.stdout.splitlines() if line.startswith("GPU "))
 
 
+def local_gpu_models() -> list[tuple[str, float]]:
+    """(name, memory in GiB) of each CUDA device on this machine, from nvidia-smi; [] where it cannot say."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return []
+    query = [smi, "--query-gpu=name,memory.total", "--format=csv,noheader,nounits"]
+    try:
+        listing = subprocess.run(query, capture_output=True, text=True, timeout=_NVIDIA_SMI_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    models = []
+    for line in listing.stdout.splitlines() if listing.returncode == 0 else []:
+        name, _, memory_mib = line.rpartition(",")
+        try:
+            models.append((name.strip(), float(memory_mib) / 1024.0))
+        except ValueError:
+            continue  # "[N/A]" or a format this driver prints otherwise: no claim about that device
+    return models
+
+
 def slurm_nodes(environ: dict[str, str]) -> int | None:
     """Nodes of the SLURM allocation we run in, or None outside one."""
     if not environ.get("SLURM_JOB_ID"):

@@ -22,12 +22,46 @@ def check_device_matches_profile(hardware, hostfile: Path | None, environ: dict[
     if hardware is None or not hardware.cuda or hostfile is not None or slurm_nodes(environ) is not None:
         return
     if local_gpu_count():
+        check_gpu_memory_matches_profile(hardware)
         return
     raise UserError(
         f"--hardware {hardware.name} describes CUDA GPUs, but this machine has none (nvidia-smi lists no GPU) and "
         f"no --hostfile or SLURM allocation reaches other nodes: its probes would run on CPU and be reported as "
         f"{hardware.name} figures; use --hardware cpu, --backend simulate, or run where the GPUs are"
     )
+
+
+# How far below the profile's GPU memory a local GPU's may be before the profile is refused for it
+# (nvidia-smi reports an 80 GB H100 as 79.6 GiB against the h100-sxm profile's 80).
+GPU_MEMORY_SHORTFALL = 0.10
+
+
+def check_gpu_memory_matches_profile(hardware) -> None:
+    """Refuse a profile whose GPU has more memory than this machine's: its memory estimates would pass
+    candidates that run out of memory here, and the probes' figures would carry another GPU's name (an
+    H100 80 GB box under the default gh200 profile, 96 GB). A larger local GPU only makes the estimates
+    cautious: said, not refused."""
+    from rich.console import Console
+
+    from autotune.backends.launchers import local_gpu_models
+
+    models = local_gpu_models()
+    if not models:
+        return
+    name, memory_gib = min(models, key=lambda model: model[1])
+    profile_gib = hardware.gpu.memory_gib
+    if memory_gib < profile_gib * (1 - GPU_MEMORY_SHORTFALL):
+        raise UserError(
+            f"this machine's GPU {name} has {memory_gib:.1f} GiB, but --hardware {hardware.name} describes "
+            f"{hardware.gpu.name} with {profile_gib:g} GiB: its memory estimates would pass candidates that run out of "
+            "memory here and its figures would be labelled as that GPU's; pass the profile of this GPU (--hardware "
+            "h100-sxm for an 80 GB H100, or a copy of autotune/hardware/h100-sxm.toml with its [gpu] figures)"
+        )
+    if memory_gib > profile_gib / (1 - GPU_MEMORY_SHORTFALL):
+        Console(stderr=True).print(
+            f"[yellow]warning: this machine's GPU {name} has {memory_gib:.1f} GiB, more than the {profile_gib:g} GiB "
+            f"--hardware {hardware.name} describes: candidates that would fit here may be left out as too big[/]"
+        )
 
 
 def _launch_backend(args: argparse.Namespace, run_dir: Path, reason: str, hardware=None) -> Backend:

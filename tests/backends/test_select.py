@@ -56,3 +56,59 @@ def test_the_cli_refuses_gh200_on_a_cpu_box_with_one_line_and_exit_2(tmp_path):
     assert result.returncode == 2, result.stderr
     assert "gh200 describes CUDA GPUs" in result.stderr and "Traceback" not in result.stderr
     assert not (out / "study.db").exists() and not (out / "trials").exists()
+
+
+def _fake_nvidia_smi(tmp_path, monkeypatch, name: str, memory_mib: str, gpus: int = 4) -> str:
+    """A real `nvidia-smi` on PATH that answers `-L` and the name/memory query as a driver would."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    smi = bin_dir / "nvidia-smi"
+    listing = "\\n".join(f"GPU {i}: {name} (UUID: GPU-{i})" for i in range(gpus))
+    query = "\\n".join(f"{name}, {memory_mib}" for _ in range(gpus))
+    smi.write_text(f'#!/bin/sh\nif [ "$1" = "-L" ]; then printf "{listing}\\n"; else printf "{query}\\n"; fi\n')
+    smi.chmod(0o755)
+    path = f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+    monkeypatch.setenv("PATH", path)
+    return path
+
+
+def test_the_local_gpus_name_and_memory_are_read_from_nvidia_smi(tmp_path, monkeypatch):
+    _fake_nvidia_smi(tmp_path, monkeypatch, "NVIDIA H100 80GB HBM3", "81559", gpus=2)
+    assert launchers.local_gpu_count() == 2
+    assert launchers.local_gpu_models() == [("NVIDIA H100 80GB HBM3", pytest.approx(79.65, abs=0.01))] * 2
+    _fake_nvidia_smi(tmp_path, monkeypatch, "NVIDIA H100 80GB HBM3", "[N/A]")
+    assert launchers.local_gpu_models() == []  # no claim about a device whose memory it does not print
+
+
+def test_a_profile_whose_gpu_has_more_memory_than_this_machines_is_refused(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    _fake_nvidia_smi(tmp_path, monkeypatch, "NVIDIA H100 80GB HBM3", "81559")
+    with pytest.raises(UserError) as refused:
+        check_device_matches_profile(load_hardware("gh200"), None, environ={})  # the default profile: 96 GB
+    message = str(refused.value)
+    assert "GPU NVIDIA H100 80GB HBM3 has 79.6 GiB, but --hardware gh200 describes" in message
+    assert "96 GiB" in message and "--hardware h100-sxm for an 80 GB H100" in message
+    check_device_matches_profile(load_hardware("h100-sxm"), None, environ={})  # 79.6 of 80 GiB: this GPU
+    # Probes on other nodes are checked by nothing here: this machine's GPU is not theirs.
+    check_device_matches_profile(load_hardware("gh200"), tmp_path / "hostfile", environ={})
+    # A bigger GPU than the profile's: the estimates are cautious, which is said and not refused.
+    _fake_nvidia_smi(tmp_path, monkeypatch, "NVIDIA H200", "143771")
+    check_device_matches_profile(load_hardware("h100-sxm"), None, environ={})
+    said = " ".join(capsys.readouterr().err.split())  # rich wraps at 80 columns
+    assert "NVIDIA H200 has 140.4 GiB, more than the 80 GiB --hardware h100-sxm describes" in said
+
+
+def test_the_cli_refuses_the_default_profile_on_an_80_gb_h100_with_one_line(tmp_path, monkeypatch):
+    path = _fake_nvidia_smi(tmp_path, monkeypatch, "NVIDIA H100 80GB HBM3", "81559", gpus=8)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    env.update(PATH=path, PYTHONPATH=REPO, DS_ACCELERATOR="cpu")
+    out = tmp_path / "run"
+    result = subprocess.run(
+        [sys.executable, "-m", "autotune.cli", "run", "--model", "7b", "--nodes", "1", "--backend", "auto",
+         "--objectives", "time", "--trials", "2", "--out", str(out)],
+        capture_output=True, text=True, timeout=120, env=env,
+    )
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "has 79.6 GiB, but --hardware gh200 describes" in lines[0], result.stderr
+    assert not out.exists()
