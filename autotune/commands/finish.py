@@ -65,10 +65,12 @@ def write_outputs(view, document: dict, run_dir: Path, html: bool = True) -> lis
     return written
 
 
-def finish_run(study, run_dir: Path, console, max_slowdown: float | None = None, eta: float | None = None) -> dict:
+def finish_run(study, run_dir: Path, console, max_slowdown: float | None = None, eta: float | None = None,
+               storage: str | None = None) -> dict:
     view, document = build_report(study, max_slowdown, eta)
     study.set_user_attr(PICK_PARAMETERS_ATTR, {"max_slowdown": view.pick_parameters.max_slowdown, "eta": view.pick_parameters.eta})
     write_outputs(view, document, run_dir)
     print_report(view, document)
-    console.print(f"run directory: {run_dir} (study.db, pareto.json, report.html, configs/)")
+    console.print(f"run directory: {run_dir} ({'' if storage else 'study.db, '}pareto.json, report.html, configs/)"
+                  + (f"; the study: --storage {storage}" if storage else ""))
     return document

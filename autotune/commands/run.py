@@ -145,5 +145,5 @@ def _run(args: argparse.Namespace) -> int:
     converged = study.user_attrs.get(CONVERGED_ATTR)
     if converged:
         console.print(f"converged after {converged['probes']} probes: {converged['rule']}")
-    finish_run(study, run_dir, console, args.max_slowdown, args.eta)
+    finish_run(study, run_dir, console, args.max_slowdown, args.eta, args.storage)
     return 0

@@ -40,7 +40,24 @@ def _lost_schema_race(exc: Exception) -> bool:
     return any(message in str(exc).lower() for message in _SCHEMA_RACE_MESSAGES)
 
 
+def _refuse_memory_sqlite(url: str) -> None:
+    """An in-memory SQLite URL (sqlite://, sqlite:///, sqlite:///:memory:) keeps the study only while a
+    connection lives: Optuna's tables vanish between connections, and every probe with them."""
+    import sqlalchemy
+
+    try:
+        parsed = sqlalchemy.engine.make_url(url)
+    except Exception:  # noqa: BLE001 - not a URL at all: RDBStorage says so in its own words below
+        return
+    if parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:"):
+        raise UserError(
+            f"--storage {url!r} is an in-memory SQLite database: the study and its probes would be lost; name a file "
+            "(sqlite:///runs/study.db) or leave out --storage to use RUN_DIR/study.db"
+        )
+
+
 def _open_storage(url: str, heartbeat: bool = False):
+    _refuse_memory_sqlite(url)
     with warnings.catch_warnings():
         # Optuna 5.0 marks heartbeats experimental; the user needs no warning about our choice.
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)

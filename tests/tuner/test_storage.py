@@ -40,3 +40,21 @@ def test_workers_starting_together_on_a_new_sqlite_file_both_open_the_study(tmp_
 def test_a_storage_that_cannot_be_opened_is_one_line_naming_the_url(tmp_path):
     with pytest.raises(UserError, match=r"cannot open study storage 'sqlite:////nonexistent-dir/x.db'"):
         open_study(tmp_path, "sqlite:////nonexistent-dir/x.db", None)
+
+
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///", "sqlite:///:memory:", "sqlite+pysqlite:///"])
+def test_an_in_memory_sqlite_storage_is_refused_not_a_traceback(tmp_path, url):
+    # Optuna's tables vanish between connections there: it crashed with StorageInternalError.
+    with pytest.raises(UserError, match="is an in-memory SQLite database: the study and its probes would be lost"):
+        open_study(tmp_path, url, None)
+
+
+def test_a_file_storage_is_named_where_the_run_ends(tmp_path):
+    from tests.cli import autotune
+
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    done = autotune("run", "--model", "7b", "--nodes", "1", "--storage", url, "--out", tmp_path / "run")
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "run" / "study.db").exists() and (tmp_path / "shared.db").is_file()
+    expected = f"run directory: {tmp_path / 'run'} (pareto.json, report.html, configs/); the study: --storage {url}"
+    assert "".join(expected.split()) in "".join(done.stderr.split())  # rich wraps at 80 columns, inside a path too
