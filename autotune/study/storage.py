@@ -162,6 +162,9 @@ def load_finished_study(run_dir: Path, storage: str | None = None) -> optuna.Stu
     """The study of an existing run directory, for `report` and `export`."""
     optuna.logging.set_verbosity(logging.ERROR)
     if storage is None and not (run_dir / "study.db").is_file():
+        if (run_dir / "pareto.json").is_file():  # the run kept its study in a --storage database
+            raise UserError(f"{run_dir} holds no study.db: its run kept the study in a --storage database; "
+                            "pass the same --storage URL")
         raise UserError(
             f"{run_dir} is not a run directory (no study.db); pass the --out directory of an `autotune run`"
         )

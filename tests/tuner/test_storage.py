@@ -58,3 +58,7 @@ def test_a_file_storage_is_named_where_the_run_ends(tmp_path):
     assert not (tmp_path / "run" / "study.db").exists() and (tmp_path / "shared.db").is_file()
     expected = f"run directory: {tmp_path / 'run'} (pareto.json, report.html, configs/); the study: --storage {url}"
     assert "".join(expected.split()) in "".join(done.stderr.split())  # rich wraps at 80 columns, inside a path too
+    # The report of that run directory needs the storage: said, rather than "not a run directory".
+    report = autotune("report", tmp_path / "run")
+    assert report.returncode == 2 and "kept the study in a --storage database; pass the same --storage URL" in report.stderr
+    assert autotune("report", tmp_path / "run", "--storage", url).returncode == 0
