@@ -7,7 +7,8 @@ from autotune.commands.flags import path_flag, text_flag, whole_number_flag
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("export", help="write the DeepSpeed config of a pick or trial")
-    parser.add_argument("run_dir", type=path_flag, metavar="RUN_DIR")
+    parser.add_argument("run_dir", type=path_flag, metavar="RUN_DIR",
+                        help="the --out directory of an `autotune run` (its default: runs/<model>-<nodes>n)")
     choice = parser.add_mutually_exclusive_group()
     choice.add_argument(
         "--pick",

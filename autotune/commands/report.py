@@ -39,7 +39,8 @@ def check_pick_options(args: argparse.Namespace) -> None:
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("report", help="print the Pareto front and picks of a run directory")
-    parser.add_argument("run_dir", type=path_flag, metavar="RUN_DIR")
+    parser.add_argument("run_dir", type=path_flag, metavar="RUN_DIR",
+                        help="the --out directory of an `autotune run` (its default: runs/<model>-<nodes>n)")
     parser.add_argument("--storage", type=text_flag, help="the study's storage URL, when it is not RUN_DIR/study.db")
     parser.add_argument(
         "--format", choices=FORMATS, default="table",
