@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 
 def register(subparsers) -> None:
@@ -12,6 +13,7 @@ def register(subparsers) -> None:
     add_study_options(parser)
     parser.add_argument("--json", action="store_true", help="print a JSON list")
     parser.add_argument("--simulate", action="store_true", help="add simulated time_s, energy_kj, tflops of valid ones")
+    parser.add_argument("--valid", action="store_true", help="list only the valid candidates (those a study searches)")
     parser.set_defaults(func=_run)
 
 
@@ -39,28 +41,44 @@ def _run(args) -> int:
 
     settings = build_settings(args)
     rows = _rows(settings, args.simulate)
+    valid, total = sum(r["valid"] for r in rows), len(rows)
+    if args.valid:
+        rows = [r for r in rows if r["valid"]]
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{settings.model.name} on {settings.hardware.name}: {sum(r['valid'] for r in rows)} of {len(rows)} valid")
-    for column in ("ZeRO", "opt offload", "ckpt", "SP", "mb", "nodes", "mem GiB", "valid / reason"):
-        table.add_column(column)
+    from autotune.report.table import KNOB_COLUMNS
+    from autotune.report.units import energy_unit, figure, time_unit
+
+    # The report's knob columns, and the SM clock cap where the space varies it: without the device
+    # knobs, the power-limit variants of a configuration read as one row repeated.
+    columns = list(KNOB_COLUMNS) + ([("sm_clock_mhz", "SM clock MHz")] if len(settings.space.sm_clock_mhz) > 1 else [])
+    table = Table(title=f"{settings.model.name} on {settings.hardware.name}: {valid} of {total} valid"
+                        f"{' (listed: the valid ones)' if args.valid else ''}")
+    for _, title in columns:
+        table.add_column(title)
+    table.add_column("mem GiB")
+    table.add_column("valid / reason")
     if args.simulate:
         from autotune.report.error_bars import error_suffix
 
         error = dict(settings.hardware.simulator_error)  # the profile's leave-one-out error: "+- 9%", or "+- ?%"
-        for column in (f"time h (sim{error_suffix(error, 'time_s')})", f"energy kWh (sim{error_suffix(error, 'energy_kj')})",
+        simulated = [r for r in rows if r["valid"]]
+        t_unit, t_div = time_unit([r["time_s"] for r in simulated])
+        e_unit, e_div = energy_unit([r["energy_kj"] for r in simulated])
+        for column in (f"time {t_unit} (sim{error_suffix(error, 'time_s')})", f"energy {e_unit} (sim{error_suffix(error, 'energy_kj')})",
                        f"TFLOP/s (sim{error_suffix(error, 'tflops')})"):
             table.add_column(column, justify="right")
     for r in rows:
         p = r["params"]
-        cells = [str(p[k]) for k in ("zero_stage", "optimizer_offload", "activation_checkpointing", "sp_degree", "micro_batch", "nodes")]
+        cells = [str(p[knob]) for knob, _ in columns]
         cells += ["-" if r["peak_mem_gib"] is None else f"{r['peak_mem_gib']:.1f}", "valid" if r["valid"] else r["reason"]]
         if args.simulate:
-            cells += [f"{r['time_s'] / 3600:.2f}", f"{r['energy_kj'] / 3600:.1f}", f"{r['tflops']:.0f}"] if r["valid"] else ["", "", ""]
+            cells += [figure(r["time_s"], t_div), figure(r["energy_kj"], e_div), figure(r["tflops"])] if r["valid"] else ["", "", ""]
         table.add_row(*cells)
-    Console().print(table)
+    # Piped output gets a wide table, as the report's does, instead of rich's 80 columns.
+    Console(width=None if sys.stdout.isatty() else 160).print(table)
     return 0

@@ -97,6 +97,21 @@ def test_space_json_lists_every_candidate():
         if row["valid"]:
             assert row["time_s"] > 0 and row["energy_kj"] > 0 and row["tflops"] > 0
     assert any("CUDA" in (r["reason"] or "") for r in rows)
+    valid = autotune("space", "--model", "tiny", "--nodes", "1", "--hardware", "cpu", "--json", "--valid")
+    assert valid.returncode == 0, valid.stderr
+    assert [r["params"] for r in json.loads(valid.stdout)] == [r["params"] for r in rows if r["valid"]]
+
+
+def test_the_space_table_tells_power_limit_variants_apart():
+    # Without a power-limit column, the four variants of each configuration read as one row repeated.
+    result = autotune("space", "--model", "32b", "--nodes", "4", "--valid", "--simulate")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "32b on gh200: 532 of 3072 valid (listed: the valid ones)" in lines[0]
+    assert "power limit" in result.stdout and "valid / reason" in result.stdout
+    rows = [line for line in lines if line.startswith("│")]
+    assert len(rows) == 532 and len(set(rows)) == 532 and not any("needs" in row for row in rows)
+    assert "time h (sim +- 3%)" in result.stdout  # the unit chosen from the figures
 
 
 @pytest.mark.parametrize(
