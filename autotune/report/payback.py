@@ -141,6 +141,8 @@ def tuning_cost(view: StudyView) -> dict:
         "probes_by_basis": by_basis,
         "time_s": time_s,
         "gpu_hours": None if time_s is None else sum(c["time_s"] * r["gpus"] for c, r in timed) / SECONDS_PER_HOUR,
+        # What a "GPU" of gpu_hours is: a CPU profile's ranks are processes, not GPUs.
+        "gpu_hours_of": "CPU ranks" if view.settings is not None and not view.settings.hardware.cuda else "GPUs",
         "energy_kj": energy_kj,
         "provenance": provenances[0] if len(provenances) == 1 else (provenances or "none"),
         "complete": set(by_basis) <= {"probe_cost", "simulated"},
@@ -164,7 +166,8 @@ def cost_sentence(cost: dict) -> str:
         return f"Tuning ran {cost['probes']} probes: unknown probe time and {energy}. {cost['note']}"
     return (
         f"Tuning ran {cost['probes']} probes: {cost['time_s'] / SECONDS_PER_HOUR:.3g} h of probe time, "
-        f"{cost['gpu_hours']:.3g} GPU-hours, {energy}; {provenance}. {cost['note']}"
+        f"{cost['gpu_hours']:.3g} {'CPU-rank' if cost.get('gpu_hours_of') == 'CPU ranks' else 'GPU'}-hours, {energy}; "
+        f"{provenance}. {cost['note']}"
     )
 
 

@@ -85,6 +85,32 @@ def test_window_scoped_energy_is_a_lower_bound_and_says_so():
     assert "energy estimated only in the windows" in note and "measured only" not in note
 
 
+def test_the_probe_hours_of_a_cpu_study_are_cpu_rank_hours(tmp_path):
+    from dataclasses import replace
+
+    from autotune.backends.simulate import SimulateBackend
+    from autotune.commands.options import settings_for
+    from autotune.report.payback import cost_sentence, tuning_cost
+    from autotune.report.study_points import study_view
+    from autotune.study import open_study, run_study
+    from autotune.study.loop import make_sampler
+
+    class _Timed(SimulateBackend):  # a probe that ran, with its whole cost, on the cpu profile's ranks
+        source = "measured"
+
+        def evaluate(self, candidate, trial_number=0):
+            result = super().evaluate(candidate, trial_number)
+            return replace(result, source="measured", details={"probe_cost": {"time_s": 36.0, "energy_kj": None}})
+
+    for hardware, unit in (("cpu", "CPU-rank-hours"), ("gh200", "GPU-hours")):
+        settings = settings_for("--model", "tiny", "--nodes", "1", "--hardware", hardware, "--gpus-per-node", "2")
+        study = open_study(tmp_path / hardware, None, make_sampler(0, 2))
+        run_study(study, settings, _Timed(), 2, early_stop=False)
+        cost = tuning_cost(study_view(study))
+        assert cost["gpu_hours"] == pytest.approx(2 * 36.0 * 2 / 3600)
+        assert f"{cost['gpu_hours']:.3g} {unit}," in cost_sentence(cost)
+
+
 def test_replayed_probes_without_a_recorded_cost_make_the_cost_unknown_not_zero():
     # A study replayed from a measurements file with no `probe_cost`: the probes ran on some cluster at
     # a cost the file does not say. Reported as 0 h, 0 kJ, "repaid after 0 h" before.
