@@ -9,6 +9,7 @@ simulated figures answer the same question.
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from pathlib import Path
 
@@ -39,6 +40,23 @@ def log_tail(log_path: Path, lines: int = LOG_TAIL_LINES) -> str:
     except OSError:
         return ""
     return "\n".join(text.splitlines()[-lines:])
+
+
+# A Python exception's last line, as a traceback ends ("ModuleNotFoundError: No module named 'torch'").
+_EXCEPTION_LINE = re.compile(r"(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit)\b.*")
+
+
+def last_exception_line(tail: str) -> str | None:
+    """The last exception a probe's log shows, where it shows one: torchrun's failure table and
+    DeepSpeed's launcher summary follow it, so the log's last line says less."""
+    for line in reversed(tail.splitlines()):
+        found = _EXCEPTION_LINE.search(line.strip())
+        if found and not found.group(0).startswith(("torch.distributed.elastic", "ChildFailedError")):
+            text = found.group(0)
+            if text.count(")") > text.count("("):  # quoted inside a parenthesis: "(ModuleNotFoundError: ...)"
+                text = text[: text.rfind(")")]
+            return text[:300]
+    return None
 
 
 def workload_steps(candidate: Candidate) -> float:

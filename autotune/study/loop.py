@@ -298,16 +298,12 @@ def _failing_start(evaluated: list, earlier: set[int]) -> FailingStart | None:
     if len(now) < FAILING_START_PROBES:
         return None
     last = max(now, key=lambda t: t.number)
-    reason = last.user_attrs.get("reason") or "failed"
-    details = (last.user_attrs["result"].get("details") or {})
-    log_lines = [line.strip() for line in str(details.get("log_tail") or "").splitlines() if line.strip()]
-    # The log's last line, unless it only repeats the reason (a timeout's does).
-    said = f"; its log ends: {log_lines[-1][:300]!r}" if log_lines and reason.split(": ", 1)[-1] not in log_lines[-1] else ""
-    log = Path(details["trial_dir"]) / "log.txt" if details.get("trial_dir") else None
+    details = last.user_attrs["result"].get("details") or {}
+    log = f" (its log: {Path(details['trial_dir']) / 'log.txt'})" if details.get("trial_dir") else ""
     return FailingStart(
         f"stopped: the {len(now)} probes of this run all failed or timed out and no probe of this study has run "
         f"yet, which points at the set-up rather than the configurations. Trial {last.number}: "
-        f"{reason}{said}{f' (whole log: {log})' if log else ''}. "
+        f"{last.user_attrs.get('reason') or 'failed'}{log}. "
         "Fix that and run the same command again: the study resumes, and its failed trials are kept"
     )
 

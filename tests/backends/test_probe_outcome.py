@@ -62,3 +62,40 @@ def test_one_repeat_without_energy_makes_the_mean_energy_unavailable(two_gh200_n
     result = ok_result([first, second], tmp_path)
     assert result.energy_kj is None and result.energy_source == "unavailable"
     assert result.details["cv"]["energy"] is None and result.details["cv"]["time"] > 0
+
+
+TORCHRUN_TAIL = """\
+== autotune: repeat 1/1, torchrun: python -m torch.distributed.run --standalone --nnodes=1 --nproc_per_node=2 -m trainer.probe
+Traceback (most recent call last):
+  File "/venv/lib/python3.11/site-packages/trainer/probe.py", line 12, in <module>
+    import deepspeed
+ModuleNotFoundError: No module named 'deepspeed'
+E1124 10:01:02.000000 123 torch/distributed/elastic/multiprocessing/api.py:882] failed (exitcode: 1) local_rank: 0
+Traceback (most recent call last):
+  File "/venv/bin/torchrun", line 8, in <module>
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+trainer.probe FAILED
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  exitcode  : 1 (pid: 124)
+============================================================"""
+
+
+@pytest.mark.parametrize(
+    ("tail", "expected"),
+    [
+        (TORCHRUN_TAIL, "ModuleNotFoundError: No module named 'deepspeed'"),  # not torchrun's own ChildFailedError
+        ("python3: Error while finding module specification for 'torch.distributed.run' (ModuleNotFoundError: No module"
+         " named 'torch')", "ModuleNotFoundError: No module named 'torch'"),
+        ("RuntimeError: Using hostfile at hf but host=nid001 was not reachable via ssh.",
+         "RuntimeError: Using hostfile at hf but host=nid001 was not reachable via ssh."),
+        ("== autotune: repeat 1/1\nSegmentation fault (core dumped)", None),  # no exception line: nothing claimed
+        ("", None),
+    ],
+)
+def test_the_last_exception_of_a_probe_log_names_why_it_wrote_no_result(tail, expected):
+    from autotune.backends.probe_outcome import last_exception_line
+
+    assert last_exception_line(tail) == expected

@@ -39,7 +39,7 @@ class _Scripted(Backend):
         if outcome == "oom":
             return ProbeResult(status="oom", source="measured", energy_source="unavailable", error="CUDA out of memory")
         return ProbeResult(status=outcome, source="measured", energy_source="unavailable",
-                           error="the probe exited with status 1 without writing a result",
+                           error=f"the probe exited with status 1 without writing a result: {self.log_tail}",
                            details={"log_tail": f"== autotune: repeat 1/1\n{self.log_tail}\n",
                                     "trial_dir": f"/runs/x/trials/{trial_number:04d}"})
 
@@ -63,7 +63,7 @@ def test_three_failed_probes_before_any_ran_stop_the_run_and_name_the_last(tmp_p
     assert "\n" not in message
     assert f"the {FAILING_START_PROBES} probes of this run all failed or timed out" in message
     assert f"Trial {FAILING_START_PROBES - 1}: {status}: the probe exited with status 1" in message
-    assert "No module named 'deepspeed'" in message and "/runs/x/trials/0002/log.txt" in message
+    assert "No module named 'deepspeed' (its log: /runs/x/trials/0002/log.txt)" in message
     evaluated = _evaluated(study)
     assert backend.calls == len(evaluated) == FAILING_START_PROBES
     assert all(t.state == TrialState.FAIL and t.user_attrs["reason"].startswith(status) for t in evaluated)
