@@ -37,10 +37,10 @@ GPU_MEMORY_SHORTFALL = 0.10
 
 
 def check_gpu_memory_matches_profile(hardware) -> None:
-    """Refuse a profile whose GPU has more memory than this machine's: its memory estimates would pass
-    candidates that run out of memory here, and the probes' figures would carry another GPU's name (an
-    H100 80 GB box under the default gh200 profile, 96 GB). A larger local GPU only makes the estimates
-    cautious: said, not refused."""
+    """Refuse a profile whose GPU memory this machine's GPUs fall more than GPU_MEMORY_SHORTFALL short of:
+    its memory estimates would pass candidates that run out of memory here, and the probes' figures would
+    carry another GPU's name (an H100 80 GB box under the default gh200 profile, 96 GB). A larger local
+    GPU only makes the estimates cautious: said, not refused."""
     from rich.console import Console
 
     from autotune.backends.launchers import local_gpu_models
