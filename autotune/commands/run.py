@@ -10,7 +10,7 @@ from autotune.backends.probe_options import probe_bounds
 from autotune.commands.flags import number_flag, path_flag, text_flag, whole_number_flag
 from autotune.commands.options import add_study_options, build_settings
 from autotune.commands.report import add_pick_options
-from autotune.study.stop_rule import STOP_RULE
+from autotune.study.stop_rule import STOP_RULE, STOP_RULE_SUMMARY
 
 
 def register(subparsers) -> None:
@@ -144,6 +144,6 @@ def _run(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, previous)
     converged = study.user_attrs.get(CONVERGED_ATTR)
     if converged:
-        console.print(f"converged after {converged['probes']} probes: {converged['rule']}")
+        console.print(f"converged after {converged['probes']} probes: {STOP_RULE_SUMMARY}")
     finish_run(study, run_dir, console, args.max_slowdown, args.eta, args.storage)
     return 0

@@ -17,7 +17,7 @@ from autotune.report.units import energy_text, time_text
 from autotune.study.acquisition import ENTER_MARGIN, enters_front
 from autotune.study.loop import CONVERGED_ATTR, valid_checks
 from autotune.study.outlook import Predictions, observe, outlook
-from autotune.study.stop_rule import STOP_CHANCE
+from autotune.study.stop_rule import STOP_CHANCE, STOP_RULE_SUMMARY
 
 MAX_PREDICTED = 5
 
@@ -75,7 +75,7 @@ def search_sentences(summary: dict) -> list[str]:
     """Lines for the terminal and HTML reports."""
     lines = []
     if summary.get("converged"):
-        lines.append(f"converged after {summary['converged']['probes']} probes ({summary['converged']['rule']})")
+        lines.append(f"converged after {summary['converged']['probes']} probes: {STOP_RULE_SUMMARY}")
     if summary.get("exhaustive_note"):
         lines.append(summary["exhaustive_note"])
     for p in summary.get("predicted", []):

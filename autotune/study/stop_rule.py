@@ -44,3 +44,10 @@ STOP_RULE = (
     f"{1 - math.exp(-SUSPECT_MISS):.0%} faster or cheaper than the simulator says (beyond noise), where a "
     f"candidate holding it would enter the front by that much"
 )
+# What the terminal and the report say when a study stops: the rule's main clause; the whole rule is in
+# `autotune run --help` (--trials) and in pareto.json's search.converged.rule.
+STOP_RULE_SUMMARY = (
+    f"no unprobed valid candidate has a {STOP_CHANCE:.0%} or higher chance of beating the probed front by more "
+    "than 1% in time or energy (the whole rule, with the knob values and pairs it measures first where the "
+    "simulator may be wrong: `autotune run --help`, --trials)"
+)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -422,3 +423,14 @@ def test_a_probe_alone_in_holding_a_knob_value_does_not_set_the_pair_reach():
     residual, reach = sampler._residual_and_reach(sampler.outlook(study))
     assert np.abs(residual[probed.index(alone), 0]) > 0.2  # the miss is there ...
     assert reach == pytest.approx([MIN_PAIR_REACH] * 2)  # ... and sets no reach
+
+
+def test_a_converged_run_says_the_rule_in_short_and_pareto_json_keeps_it_whole(tmp_path):
+    from autotune.study.stop_rule import STOP_RULE, STOP_RULE_SUMMARY
+
+    run = autotune("run", "--model", "32b", "--nodes", "4", "--out", tmp_path / "run", timeout=120)
+    assert run.returncode == 0, run.stderr
+    said = " ".join(run.stderr.split())
+    assert re.search(rf"converged after \d+ probes: {re.escape(STOP_RULE_SUMMARY)}", said), said
+    assert " ".join(STOP_RULE.split()) not in said  # 11 terminal lines of it, twice, before
+    assert json.loads((tmp_path / "run" / "pareto.json").read_text())["search"]["converged"]["rule"] == STOP_RULE
