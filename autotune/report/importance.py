@@ -22,6 +22,7 @@ from optuna.trial import TrialState
 
 from autotune.candidate import KNOBS
 from autotune.report.study_points import StudyView
+from autotune.study.loop import CONVERGED_ATTR
 from autotune.study.storage import METRIC_NAMES
 
 # Fewer trials than this give shares that move with every new trial: say so instead of showing them.
@@ -58,10 +59,10 @@ def knob_importance(study: optuna.Study, view: StudyView) -> dict:
         if t.number in wanted and t.values is not None and all(v > 0 for v in t.values)
     ]
     if len(trials) < MIN_TRIALS:
-        reason = (
-            f"not enough trials: {len(trials)} feasible, importance needs at least {MIN_TRIALS} "
-            "(run more --trials)"
-        )
+        # A guided study that stopped on its own would stop again: more --trials would not help there.
+        fix = ("the guided study converged on its front first; a --sampler random study of its own would measure it"
+               if CONVERGED_ATTR in study.user_attrs else "run more --trials")
+        reason = f"not enough trials: {len(trials)} feasible, importance needs at least {MIN_TRIALS} ({fix})"
         return {name: reason for name in names}
     knobs = [k for k in KNOBS if len({repr(t.params.get(k)) for t in trials}) > 1 and all(k in t.params for t in trials)]
     if not knobs:

@@ -14,6 +14,7 @@ from autotune.cli import main
 from autotune.report.front import Point
 from autotune.report.importance import MIN_TRIALS, knob_importance
 from autotune.report.study_points import StudyView
+from autotune.study.loop import CONVERGED_ATTR
 from autotune.study.storage import METRIC_NAMES
 
 BASE = {"zero_stage": 3, "optimizer_offload": "none", "activation_checkpointing": "recompute", "sp_degree": 1,
@@ -66,6 +67,11 @@ def test_too_few_trials_say_so_and_pruned_trials_do_not_count():
     study, view = _study_and_view(_grid(MIN_TRIALS - 1), pruned=10)
     importance = knob_importance(study, view)
     assert importance["time_to_solution_s"].startswith(f"not enough trials: {MIN_TRIALS - 1} feasible")
+    assert importance["time_to_solution_s"].endswith("(run more --trials)")
+    # A guided study that stopped on its own would stop again with a larger budget: not that advice.
+    study.set_user_attr(CONVERGED_ATTR, {"probes": MIN_TRIALS - 1, "rule": "..."})
+    converged = knob_importance(study, view)["time_to_solution_s"]
+    assert "run more --trials" not in converged and "the guided study converged on its front first" in converged
 
 
 def test_nothing_varies_says_so():
