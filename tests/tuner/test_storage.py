@@ -21,20 +21,24 @@ def _open_when_both_ready(run_dir, barrier, results) -> None:
         results.put(str(exc))
 
 
+def _two_workers_at_once(target, run_dir) -> list:
+    """Two forked processes that run `target(run_dir, barrier, results)` past one barrier: what they put."""
+    context = multiprocessing.get_context("fork")
+    barrier, results = context.Barrier(2), context.Queue()
+    workers = [context.Process(target=target, args=(run_dir, barrier, results)) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=120)
+    assert [worker.exitcode for worker in workers] == [0, 0]
+    return sorted(results.get(timeout=5) for _ in workers)
+
+
 def test_workers_starting_together_on_a_new_sqlite_file_both_open_the_study(tmp_path):
     """Both create Optuna's tables at once (without the retry, a round fails about half the time:
     'table studies already exists', 'UNIQUE constraint failed: alembic_version.version_num')."""
-    context = multiprocessing.get_context("fork")
     for round_ in range(ROUNDS):
-        run_dir = tmp_path / f"run{round_}"
-        barrier, results = context.Barrier(2), context.Queue()
-        workers = [context.Process(target=_open_when_both_ready, args=(run_dir, barrier, results)) for _ in range(2)]
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join(timeout=120)
-        assert [worker.exitcode for worker in workers] == [0, 0]
-        assert sorted(results.get(timeout=5) for _ in workers) == ["ok", "ok"], f"round {round_}"
+        assert _two_workers_at_once(_open_when_both_ready, tmp_path / f"run{round_}") == ["ok", "ok"], f"round {round_}"
 
 
 def _ask_when_both_ready(run_dir, barrier, results) -> None:
@@ -47,18 +51,10 @@ def test_two_workers_never_pop_one_queued_trial_both(tmp_path):
     """Optuna reads a queued trial "for update" before it marks it running, which SQLite cannot lock:
     without BEGIN IMMEDIATE both workers got the queued trial in 17 of 20 rounds, and the slower one
     died on "Cannot tell a COMPLETE trial" (the baseline is queued so; optuna/optuna#4621)."""
-    context = multiprocessing.get_context("fork")
     for round_ in range(ROUNDS):
         run_dir = tmp_path / f"run{round_}"
         open_study(run_dir, None, None).enqueue_trial({"x": 1})
-        barrier, results = context.Barrier(2), context.Queue()
-        workers = [context.Process(target=_ask_when_both_ready, args=(run_dir, barrier, results)) for _ in range(2)]
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join(timeout=120)
-        assert [worker.exitcode for worker in workers] == [0, 0]
-        assert sorted(results.get(timeout=5) for _ in workers) == [0, 1], f"round {round_}: both ran trial 0"
+        assert _two_workers_at_once(_ask_when_both_ready, run_dir) == [0, 1], f"round {round_}: both ran trial 0"
 
 
 def test_a_storage_that_cannot_be_opened_is_one_line_naming_the_url(tmp_path):
