@@ -89,32 +89,29 @@ def check_hostfile(path: Path | None) -> None:
     read_hostfile(path)
 
 
-def local_gpu_count() -> int | None:
-    """CUDA devices on this machine from `nvidia-smi -L` (no torch import); None without nvidia-smi."""
+def _nvidia_smi(*args: str) -> str | None:
+    """`nvidia-smi ARGS`'s output (no torch import); None without nvidia-smi or when it cannot run, ""
+    when it runs and fails (a driver that sees no GPU)."""
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return None
     try:
-        listing = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=_NVIDIA_SMI_TIMEOUT_S, check=False)
+        listing = subprocess.run([smi, *args], capture_output=True, text=True, timeout=_NVIDIA_SMI_TIMEOUT_S, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    if listing.returncode != 0:
-        return 0
-    return sum(1 for line in listing.stdout.splitlines() if line.startswith("GPU "))
+    return listing.stdout if listing.returncode == 0 else ""
+
+
+def local_gpu_count() -> int | None:
+    """CUDA devices on this machine from `nvidia-smi -L`; None without nvidia-smi."""
+    listing = _nvidia_smi("-L")
+    return None if listing is None else sum(1 for line in listing.splitlines() if line.startswith("GPU "))
 
 
 def local_gpu_models() -> list[tuple[str, float]]:
     """(name, memory in GiB) of each CUDA device on this machine, from nvidia-smi; [] where it cannot say."""
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return []
-    query = [smi, "--query-gpu=name,memory.total", "--format=csv,noheader,nounits"]
-    try:
-        listing = subprocess.run(query, capture_output=True, text=True, timeout=_NVIDIA_SMI_TIMEOUT_S, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return []
     models = []
-    for line in listing.stdout.splitlines() if listing.returncode == 0 else []:
+    for line in (_nvidia_smi("--query-gpu=name,memory.total", "--format=csv,noheader,nounits") or "").splitlines():
         name, _, memory_mib = line.rpartition(",")
         try:
             models.append((name.strip(), float(memory_mib) / 1024.0))
