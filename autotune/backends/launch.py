@@ -20,7 +20,7 @@ from autotune.backends.launchers import (
     resolve_launcher,
     unreachable_reason,
 )
-from autotune.backends.probe_outcome import last_exception_line, log_tail, measured_figures, not_ok_result, ok_result, read_result
+from autotune.backends.probe_outcome import measured_figures, not_ok_result, ok_result, read_result
 from autotune.backends.probe_options import check_probe_options
 from autotune.backends.probe_process import ProbeProcess
 from autotune.candidate import Candidate
@@ -219,9 +219,9 @@ class LaunchBackend(Backend):
             return not_ok_result("timeout", error, trial_dir, log_path, **extra)
         if result is None:
             how = f"was killed by signal {-exit_code}" if exit_code < 0 else f"exited with status {exit_code}"
-            raised = last_exception_line(log_tail(log_path))  # e.g. a module missing before the trainer started
-            error = f"the probe {how} without writing a result" + (f": {raised}" if raised else "")
-            return not_ok_result("failed", error, trial_dir, log_path, **extra)
+            # e.g. a module missing before the trainer started: the log's exception says which
+            return not_ok_result("failed", f"the probe {how} without writing a result", trial_dir, log_path,
+                                 name_exception=True, **extra)
         if exit_code is None:
             _append_log(log_path, f"== autotune: killed after {self.probe_timeout_s:g} s, after the result was written\n")
         if result["status"] == "ok":

@@ -166,12 +166,16 @@ def ok_result(repeats: list[dict], trial_dir: Path, **extra_details) -> ProbeRes
     )
 
 
-def not_ok_result(status: str, error: str, trial_dir: Path, log_path: Path, **details) -> ProbeResult:
-    """oom, failed or timeout: no figures; the error and the end of the log say why."""
+def not_ok_result(status: str, error: str, trial_dir: Path, log_path: Path, *, name_exception: bool = False,
+                  **details) -> ProbeResult:
+    """oom, failed or timeout: no figures; the error and the end of the log say why. `name_exception`:
+    the error gets the last exception the log shows (a probe that wrote no result says no more itself)."""
+    tail = log_tail(log_path)
+    raised = last_exception_line(tail) if name_exception else None
     return ProbeResult(
         status=status,
         source="measured",
         energy_source="unavailable",
-        error=error,
-        details={"trial_dir": str(trial_dir), "log_tail": log_tail(log_path), **details},
+        error=error + (f": {raised}" if raised else ""),
+        details={"trial_dir": str(trial_dir), "log_tail": tail, **details},
     )
