@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections import Counter
 from pathlib import Path
 
 from autotune.atomic_write import write_text_atomic
@@ -33,8 +32,8 @@ def choose_trial(view: StudyView, pick: str | None, trial: int | None) -> tuple[
         return trial, f"trial-{trial}"
     key = PICKS[pick or "knee"]
     if key not in view.picks:
-        counts = Counter(row["status"] for row in view.trials)
-        said = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "none evaluated"
+        counts = view.trials_by_status()
+        said = ", ".join(f"{n} {status}" for status, n in counts.items()) or "none evaluated"
         fix = ("`autotune report` names why its probes failed" if counts.get("failed") or counts.get("timeout")
                else "run `autotune run` with more --trials")
         raise UserError(f"this study has no feasible configuration to export yet ({len(view.trials)} trials: {said}); {fix}")

@@ -76,7 +76,7 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
     nodes = list(settings.space.nodes)
     sources = provenance(view)
     error = simulator_error(view)
-    trials_by_status = {s: sum(r["status"] == s for r in view.trials) for s in sorted({r["status"] for r in view.trials})}
+    trials_by_status = view.trials_by_status()
     return {
         "model": settings.model.name,
         "nodes": _one_or_list(nodes),

@@ -28,6 +28,10 @@ class StudyView:
     def point(self, trial: int) -> Point | None:
         return next((p for p in self.points if p.trial == trial), None)
 
+    def trials_by_status(self) -> dict[str, int]:
+        """{status: trials}, statuses in alphabetical order (pareto.json's `trials_by_status`)."""
+        return {s: sum(r["status"] == s for r in self.trials) for s in sorted({r["status"] for r in self.trials})}
+
 
 def _status(t: optuna.trial.FrozenTrial) -> str:
     result = t.user_attrs.get("result") or {}
