@@ -1,0 +1,57 @@
+"""benchmarks/gpu_power_study.sh and the measured H100 study it produced (benchmarks/results/h100_power_study):
+the script fails fast without a GPU, and the committed study reads back as measured data through
+`report` and `calibrate`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "benchmarks" / "gpu_power_study.sh"
+STUDY = REPO / "benchmarks" / "results" / "h100_power_study"
+ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+def test_the_script_parses():
+    assert subprocess.run(["bash", "-n", str(SCRIPT)], timeout=30).returncode == 0
+
+
+def test_without_a_gpu_it_fails_fast_and_clearly(tmp_path):
+    if shutil.which("nvidia-smi"):
+        pytest.skip("a GPU is here: run the script itself")
+    done = subprocess.run(["bash", str(SCRIPT), str(tmp_path / "run")], capture_output=True, text=True, timeout=60, env=ENV)
+    assert done.returncode == 2 and "no NVIDIA driver" in done.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_measured_study_reports_its_power_limit_front(tmp_path):
+    run_dir = tmp_path / "study"
+    run_dir.mkdir()
+    shutil.copy(STUDY / "study.db", run_dir / "study.db")
+    done = subprocess.run([sys.executable, "-m", "autotune.cli", "report", str(run_dir)], capture_output=True, text=True,
+                          timeout=120, cwd=REPO, env=ENV)
+    assert done.returncode == 0, done.stderr
+    document = json.loads((run_dir / "pareto.json").read_text())
+    assert document["source"] == "measured" and document["energy_source"] == "measured"
+    assert document["trials_by_status"] == {"ok": 10}
+    front = document["front"]
+    # The power limit alone makes the front at one GPU: every point the same knobs but the limit.
+    assert sorted(p["params"]["power_limit"] for p in front) == [0.35, 0.5, 0.7, 1.0]
+    assert {(p["params"]["zero_stage"], p["params"]["activation_checkpointing"]) for p in front} == {(0, "none")}
+
+
+def test_calibrating_on_the_measured_study_lowers_the_left_out_error():
+    done = subprocess.run([sys.executable, "-m", "autotune.cli", "calibrate", str(STUDY), "--hardware", "h100-sxm", "--json"],
+                          capture_output=True, text=True, timeout=300, cwd=REPO, env=ENV)
+    assert done.returncode == 0, done.stderr
+    fit = json.loads(done.stdout)
+    assert set(fit["loo_mape"]) == {"time_s", "tflops", "power_w"}
+    for metric in ("time_s", "tflops"):
+        assert fit["loo_mape"][metric] < fit["before_mape"][metric]
