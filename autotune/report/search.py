@@ -15,7 +15,7 @@ import numpy as np
 from autotune.pareto import front_indices
 from autotune.report.units import energy_text, time_text
 from autotune.study.acquisition import ENTER_MARGIN, enters_front
-from autotune.study.loop import CONVERGED_ATTR, valid_checks
+from autotune.study.loop import CONVERGED_ATTR, evaluated_trials, usable_values, valid_checks
 from autotune.study.outlook import Predictions, observe, outlook
 from autotune.study.stop_rule import STOP_CHANCE, STOP_RULE_SUMMARY
 
@@ -33,6 +33,24 @@ def _exhaustive(pred: Predictions, front: np.ndarray, probed: set[int]) -> tuple
         f"exhaustive: all {len(pred)} valid candidates were simulated and none beats this front by more than "
         f"{ENTER_MARGIN - 1:.0%} in time or energy"
     )
+
+
+def _unfinished(study, checks: list) -> dict | None:
+    """A guided study that stopped before its stop rule was met (the --trials budget ran out, or Ctrl-C):
+    how many probes it ran, what the rule still asks for, and the candidate it would probe next. None
+    when nothing is left to ask for (every valid candidate probed)."""
+    from autotune.study.guided import GuidedSampler
+
+    sampler = GuidedSampler(checks, usable_values(checks))
+    reason = sampler.outstanding(study)
+    if reason is None:
+        return None
+    following = sampler.next_candidate(study, None)
+    return {
+        "probes": len(evaluated_trials(study)),
+        "reason": reason,
+        "next": None if following is None else dict(sampler.predictions.params[following]),
+    }
 
 
 def search_summary(study, view, backend: str) -> dict:
@@ -53,6 +71,8 @@ def search_summary(study, view, backend: str) -> dict:
     pred = Predictions(checks)
     objectives = len(study.directions)
     view_now = outlook(pred, observe(study, pred.index), objectives)
+    if summary["sampler"] == "guided" and not converged:
+        summary["unfinished"] = _unfinished(study, checks)
     if backend == "simulate" and objectives == 2:
         probed = set(view_now.observations.done)
         summary["exhaustive"], summary["exhaustive_note"] = _exhaustive(pred, view_now.front, probed)
@@ -76,14 +96,24 @@ def search_sentences(summary: dict) -> list[str]:
     lines = []
     if summary.get("converged"):
         lines.append(f"converged after {summary['converged']['probes']} probes: {STOP_RULE_SUMMARY}")
+    unfinished = summary.get("unfinished")
+    if unfinished:
+        following = f"; next it would probe {_knobs_text(unfinished['next'])}" if unfinished.get("next") else ""
+        lines.append(
+            f"not converged: stopped after {unfinished['probes']} probes while {unfinished['reason']}{following}. "
+            "The same command with a larger --trials resumes the study"
+        )
     if summary.get("exhaustive_note"):
         lines.append(summary["exhaustive_note"])
     for p in summary.get("predicted", []):
-        k = p["params"]
         energy = f", {energy_text(p['energy_kj'])}" if p["energy_kj"] is not None else ""
         lines.append(
-            f"predicted, not probed: ZeRO-{k['zero_stage']} offload {k['optimizer_offload']}, ckpt {k['activation_checkpointing']}, "
-            f"SP {k['sp_degree']}, mb {k['micro_batch']}, {k['nodes']} node(s), power {k['power_limit']}: "
+            f"predicted, not probed: {_knobs_text(p['params'])}: "
             f"{time_text(p['time_s'])}{energy} (predicted), {p['chance_to_enter_front']:.0%} chance to enter the front"
         )
     return lines
+
+
+def _knobs_text(k: dict) -> str:
+    return (f"ZeRO-{k['zero_stage']} offload {k['optimizer_offload']}, ckpt {k['activation_checkpointing']}, "
+            f"SP {k['sp_degree']}, mb {k['micro_batch']}, {k['nodes']} node(s), power {k['power_limit']}")

@@ -263,14 +263,25 @@ class GuidedSampler(optuna.samplers.BaseSampler):
 
     def converged(self, study: optuna.Study) -> bool:
         """The early stop (STOP_RULE)."""
+        return self.outstanding(study) is None
+
+    def outstanding(self, study: optuna.Study) -> str | None:
+        """What the stop rule still asks for, in words (None: the study has converged). A study that
+        stops before (its --trials budget, Ctrl-C) says this in its report, so the user knows what more
+        probes would buy."""
         view = self.outlook(study)
         objectives = len(study.directions)
-        seeds_left = [i for i in self.seed_indices(objectives) if view.free[i] and view.chance_to_run[i] > 0.5]
         if len(view.observations.ok) < MIN_OK_PROBES_TO_STOP and view.free.any():
-            return False
-        if seeds_left or self._coverage(view) is not None:
-            return False
-        return not (view.free & (view.chance_to_enter >= STOP_CHANCE)).any()
+            return f"fewer than {MIN_OK_PROBES_TO_STOP} probes succeeded"
+        if any(view.free[i] and view.chance_to_run[i] > 0.5 for i in self.seed_indices(objectives)):
+            return "the ends and the knee of the front the simulator predicts are not all probed"
+        if self._coverage(view) is not None:
+            return "knob values or pairs of them where the simulator may be wrong are not all measured"
+        hopeful = int((view.free & (view.chance_to_enter >= STOP_CHANCE)).sum())
+        if hopeful:
+            return (f"{hopeful} unprobed candidate(s) still have a {STOP_CHANCE:.0%} or higher chance of beating "
+                    f"the probed front by more than {ENTER_MARGIN - 1:.0%}")
+        return None
 
     # --- Optuna's sampler interface --------------------------------------------------------------
 

@@ -248,19 +248,31 @@ def test_simulate_study_finds_the_exact_front_and_says_exhaustive(tmp_path):
     _, document = build_report(study)
     assert document["search"]["exhaustive"] is True and "exhaustive" in document["search"]["exhaustive_note"]
     assert document["predicted"] == []
+    assert "unfinished" not in document["search"]  # it converged: nothing is left to ask for
 
 
 def test_a_study_cut_short_lists_predicted_candidates_apart(tmp_path):
     from autotune.commands.finish import build_report
+    from autotune.report.search import search_sentences
 
     settings = _settings()
     checks = valid_checks(settings)
     path, _ = _table(checks, tmp_path)
     study = _guided(tmp_path, settings, checks)
     study.set_user_attr("backend", {"name": "replay", "reason": "test"})
+    study.set_user_attr("sampler", "guided")  # as `autotune run` records it
     run_study(study, settings, ReplayBackend(path), 2, checks=checks)  # the budget, not the model, stopped it
     view, document = build_report(study)
     assert document["search"]["converged"] is None and document["predicted"]
+    # It says it did not converge, what the stop rule still asks for, and what it would probe next.
+    unfinished = document["search"]["unfinished"]
+    assert unfinished["probes"] == 2 and unfinished["reason"] == "fewer than 3 probes succeeded"
+    probed = [dict(t.params) for t in study.trials]
+    valid = [c.candidate.knobs.to_dict() for c in checks if c.valid]
+    assert unfinished["next"] in valid and unfinished["next"] not in probed
+    lines = search_sentences({**document["search"], "predicted": document["predicted"]})
+    assert lines[0].startswith("not converged: stopped after 2 probes while fewer than 3 probes succeeded; next it would probe ZeRO-")
+    assert lines[0].endswith("The same command with a larger --trials resumes the study")
     front_params = [p["params"] for p in document["front"]]
     for p in document["predicted"]:
         assert p["source"] == "predicted" and p["chance_to_enter_front"] >= 0.05
