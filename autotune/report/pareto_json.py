@@ -40,6 +40,24 @@ def provenance(view: StudyView) -> dict:
     return {"time": sources, "energy": energy}
 
 
+def energy_not_measured(view: StudyView) -> list[str]:
+    """The parts of a node that measured energy leaves out because no sensor saw them ("cpu",
+    "memory_interconnect" on a GPU node with NVML alone), over every point with measured energy; [] when
+    the sensors covered the node or no energy was measured. Said beside "measured", so a GPU-only total
+    never reads as the node's."""
+    missing: set[str] = set()
+    for point in view.points:
+        if point.energy_source == "measured":
+            components = (((point.extra.get("details") or {}).get("energy") or {}).get("components") or {})
+            missing.update(components.get("not_measured") or [])
+    return sorted(missing)
+
+
+def not_measured_text(parts: list[str]) -> str:
+    """" (without cpu, memory/interconnect: no sensor)", or "" when nothing was left out."""
+    return f" (without {', '.join(part.replace('_', '/') for part in parts)}: no sensor)" if parts else ""
+
+
 _SOURCE_WORDS = {
     "simulated": "simulated by the analytic model (no hardware was run)",
     "measured": "measured on the hardware (probe runs; energy from its sensors)",
@@ -58,7 +76,8 @@ def provenance_sentence(document: dict) -> str:
         return _SOURCE_WORDS.get(source, source)
 
     time_words = words(document["source"]).replace(" (probe runs; energy from its sensors)", " by probe runs")
-    return f"Time is {time_words}. Energy is {words(document['energy_source'])}."
+    left_out = not_measured_text(document.get("energy_not_measured") or [])
+    return f"Time is {time_words}. Energy is {words(document['energy_source'])}{left_out}."
 
 
 def workload_sentence(workload: dict) -> str:
@@ -87,6 +106,8 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
         # "simulated" or "measured" for time; energy may be estimated where a probe had no sensor.
         "source": sources["time"][0] if len(sources["time"]) == 1 else (sources["time"] or ["none"]),
         "energy_source": sources["energy"][0] if len(sources["energy"]) == 1 else (sources["energy"] or ["none"]),
+        # What measured energy leaves out for want of a sensor (["cpu", "memory_interconnect"]: GPUs only).
+        "energy_not_measured": energy_not_measured(view),
         # As the candidates ran it: the precision resolved from the hardware when the user gave none.
         "workload": with_precision(settings.workload, settings.hardware.cuda).to_dict(),
         "trials": len(view.trials),

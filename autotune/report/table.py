@@ -12,7 +12,7 @@ from autotune.candidate import Knobs
 from autotune.report.error_bars import error_sentence, error_suffix, tie_sentence
 from autotune.report.noise import noise_sentence
 from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
-from autotune.report.pareto_json import nodes_text, workload_sentence
+from autotune.report.pareto_json import nodes_text, not_measured_text, workload_sentence
 from autotune.report.payback import cost_sentence, payback_by_trial, payback_sentence
 from autotune.report.picks import pick_label, picks_by_trial
 from autotune.report.power_limit import device_knobs_text, sweep_sentence
@@ -51,7 +51,8 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
     source, energy_source = (" and ".join(v) if isinstance(v, list) else v for v in (document["source"], document["energy_source"]))
     # "none": no trial has figures (every probe ran out of memory or failed), not figures of kind "none".
     figures = ("no trial has time or energy figures yet" if document["source"] == ["none"]
-               else f"time is [bold]{source}[/], energy is [bold]{energy_source}[/]")
+               else f"time is [bold]{source}[/], energy is [bold]{energy_source}[/]"
+               + escape(not_measured_text(document.get("energy_not_measured") or [])))
     console.print(
         f"[bold]{document['model']}[/] on {nodes_text(document['nodes'])} node(s) of {document['hardware']}, "
         f"backend {document['backend']}: {figures}"

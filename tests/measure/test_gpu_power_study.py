@@ -40,6 +40,9 @@ def test_the_measured_study_reports_its_power_limit_front(tmp_path):
     assert done.returncode == 0, done.stderr
     document = json.loads((run_dir / "pareto.json").read_text())
     assert document["source"] == "measured" and document["energy_source"] == "measured"
+    # NVML saw the GPU alone: the report says what the measured energy leaves out.
+    assert document["energy_not_measured"] == ["cpu", "memory_interconnect"]
+    assert "energy is measured (without cpu, memory/interconnect: no sensor)" in done.stdout
     assert document["trials_by_status"] == {"ok": 10}
     front = document["front"]
     # The power limit alone makes the front at one GPU: every point the same knobs but the limit.

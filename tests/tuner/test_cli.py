@@ -47,6 +47,7 @@ def test_run_writes_run_directory(finished_run):
         assert (out / "configs" / f"{pick}.json").is_file()
     assert (out / "study.db").is_file()
     assert "simulate" in result.stderr and "Pareto front" in result.stdout
+    assert pareto["energy_not_measured"] == []  # simulated energy is the whole node's: nothing left out
 
 
 def test_report_prints_the_table_again(finished_run):
