@@ -8,7 +8,9 @@ benchmarks run in milliseconds. The file (`--measurements FILE`) is either
    "peak_mem_gib" (optional), "source" (optional: measured | estimated | simulated; default measured)}
   `source` "estimated" means measured time and energy estimated from a power model, as the launch
   backend reports a probe without an energy sensor. An optional "probe_cost" {"time_s", "energy_kj"}
-  keeps what the original probe cost, for the report's tuning cost;
+  keeps what the original probe cost, for the report's tuning cost, and an optional
+  "energy_not_measured" (["cpu", "memory_interconnect"]) the parts of the node no sensor saw, so a
+  replayed GPU-only energy is still reported as one;
 - or the JSON list `autotune space --simulate --json` prints (entries with "valid": false are not
   candidates and are skipped).
 
@@ -27,11 +29,13 @@ from autotune.backends.base import Backend, ProbeResult
 from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, Candidate, knob_value, params_key
 from autotune.checks import checked_number, refuse_unknown_keys, shown
 from autotune.errors import ConfigError
+from autotune.measure.combine import SEPARATE_COMPONENTS
 
 SOURCES = ("measured", "estimated", "simulated")
 RECORD_STATUSES = ("ok", "oom", "failed")
 _FIX = "see `autotune run --help` (--measurements) for the record format"
-_RECORD_KEYS = ("params", "status", "time_s", "energy_kj", "tflops", "peak_mem_gib", "source", "error", "probe_cost")
+_RECORD_KEYS = ("params", "status", "time_s", "energy_kj", "tflops", "peak_mem_gib", "source", "error", "probe_cost",
+                "energy_not_measured")
 # What `autotune space --simulate --json` adds beside a record's keys.
 _SPACE_LIST_KEYS = ("valid", "reason")
 
@@ -90,6 +94,12 @@ def checked_record(origin: str, record) -> dict:
         if not isinstance(cost, dict):
             raise ConfigError(f"{origin}: probe_cost = {cost!r} is not an object with time_s and energy_kj; {_FIX}")
         out["probe_cost"] = {key: _optional_number(f"{origin} probe_cost", cost, key) for key in ("time_s", "energy_kj")}
+    left_out = record.get("energy_not_measured")
+    if left_out is not None:
+        if not isinstance(left_out, list) or any(part not in SEPARATE_COMPONENTS for part in left_out):
+            raise ConfigError(f"{origin}: energy_not_measured = {left_out!r} is not a list of "
+                              f"{', '.join(map(repr, SEPARATE_COMPONENTS))}; {_FIX}")
+        out["energy_not_measured"] = sorted(set(left_out))
     return out
 
 
@@ -139,6 +149,8 @@ def _result(record: dict) -> ProbeResult:
     details = {"replayed_from": record["origin"]}
     if "probe_cost" in record:
         details["probe_cost"] = record["probe_cost"]
+    if record.get("energy_not_measured"):
+        details["energy"] = {"components": {"not_measured": record["energy_not_measured"]}}
     if record["status"] != "ok":
         return ProbeResult(status=record["status"], source=time_source, energy_source="unavailable",
                            error=record["error"] or f"recorded as {record['status']}", details=details)
@@ -210,4 +222,7 @@ def measurement_record(params: dict, result: dict) -> dict | None:
     cost = (result.get("details") or {}).get("probe_cost")
     if isinstance(cost, dict):
         record["probe_cost"] = {k: cost.get(k) for k in ("time_s", "energy_kj")}
+    left_out = ((((result.get("details") or {}).get("energy") or {}).get("components") or {}).get("not_measured"))
+    if status == "ok" and left_out:
+        record["energy_not_measured"] = list(left_out)
     return record

@@ -54,6 +54,11 @@ def test_labels_are_kept(tmp_path, make_candidate):
         ({"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "source": "guessed"}, ["line 2", "source"]),
         ({"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "enrgy_kj": 1.0}, ["line 2", "enrgy_kj"]),
         ({"params": KNOBS_OLD, "status": "ok"}, ["line 2", "time_s"]),
+        ({"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "energy_not_measured": "cpu"}, ["line 2", "energy_not_measured", "'cpu'"]),
+        ({"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "energy_not_measured": ["disk"]}, ["line 2", "energy_not_measured", "'disk'"]),
+        ({"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "energy_not_measured": [1]}, ["line 2", "energy_not_measured"]),
+        ({"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "energy_not_measured": {"cpu": True}}, ["line 2", "energy_not_measured"]),
+        ({"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "energy_not_measured": [None]}, ["line 2", "energy_not_measured"]),
     ],
 )
 def test_bad_values_name_file_line_and_key(tmp_path, record, words):
@@ -98,6 +103,18 @@ def test_measurement_record_round_trips_a_result(tmp_path, make_candidate):
     replayed = ReplayBackend(_write(tmp_path, [record])).evaluate(make_candidate(**KNOBS_OLD))
     assert (replayed.time_s, replayed.energy_kj, replayed.energy_source) == (3.0, 2.0, "estimated")
     assert replayed.details["probe_cost"] == {"time_s": 60.0, "energy_kj": None}
+
+
+def test_what_measured_energy_left_out_is_kept_through_export_and_replay(tmp_path, make_candidate):
+    # A GPU node with NVML alone: the probe's energy block lists the parts no sensor saw.
+    ok = {"status": "ok", "source": "measured", "energy_source": "measured", "time_s": 3.0, "energy_kj": 2.0, "tflops": 1.0,
+          "peak_mem_gib": 50.0, "details": {"energy": {"components": {"gpu_j": 2000.0, "not_measured": ["cpu", "memory_interconnect"]}}}}
+    record = measurement_record({**KNOBS_OLD, "power_limit": 1.0, "sm_clock_mhz": "max"}, ok)
+    assert record["energy_not_measured"] == ["cpu", "memory_interconnect"]
+    replayed = ReplayBackend(_write(tmp_path, [record])).evaluate(make_candidate(**KNOBS_OLD))
+    assert replayed.details["energy"]["components"]["not_measured"] == ["cpu", "memory_interconnect"]
+    whole_node = measurement_record({**KNOBS_OLD, "power_limit": 1.0, "sm_clock_mhz": "max"}, {**ok, "details": {}})
+    assert "energy_not_measured" not in whole_node
 
 
 @pytest.mark.parametrize("knob, value, words", [
