@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from autotune.pareto import front_indices
+from autotune.report.table import knobs_sentence
 from autotune.report.units import energy_text, time_text
 from autotune.study.acquisition import ENTER_MARGIN, enters_front
 from autotune.study.loop import CONVERGED_ATTR, evaluated_trials, usable_values, valid_checks
@@ -98,7 +99,7 @@ def search_sentences(summary: dict) -> list[str]:
         lines.append(f"converged after {summary['converged']['probes']} probes: {STOP_RULE_SUMMARY}")
     unfinished = summary.get("unfinished")
     if unfinished:
-        following = f"; next it would probe {_knobs_text(unfinished['next'])}" if unfinished.get("next") else ""
+        following = f"; next it would probe {knobs_sentence(unfinished['next'])}" if unfinished.get("next") else ""
         lines.append(
             f"not converged: stopped after {unfinished['probes']} probes while {unfinished['reason']}{following}. "
             "The same command with a larger --trials resumes the study"
@@ -108,12 +109,8 @@ def search_sentences(summary: dict) -> list[str]:
     for p in summary.get("predicted", []):
         energy = f", {energy_text(p['energy_kj'])}" if p["energy_kj"] is not None else ""
         lines.append(
-            f"predicted, not probed: {_knobs_text(p['params'])}: "
+            f"predicted, not probed: {knobs_sentence(p['params'])}: "
             f"{time_text(p['time_s'])}{energy} (predicted), {p['chance_to_enter_front']:.0%} chance to enter the front"
         )
     return lines
 
-
-def _knobs_text(k: dict) -> str:
-    return (f"ZeRO-{k['zero_stage']} offload {k['optimizer_offload']}, ckpt {k['activation_checkpointing']}, "
-            f"SP {k['sp_degree']}, mb {k['micro_batch']}, {k['nodes']} node(s), power {k['power_limit']}")

@@ -272,6 +272,7 @@ def test_a_study_cut_short_lists_predicted_candidates_apart(tmp_path):
     assert unfinished["next"] in valid and unfinished["next"] not in probed
     lines = search_sentences({**document["search"], "predicted": document["predicted"]})
     assert lines[0].startswith("not converged: stopped after 2 probes while fewer than 3 probes succeeded; next it would probe ZeRO-")
+    assert "micro-batch" in lines[0]
     assert lines[0].endswith("The same command with a larger --trials resumes the study")
     front_params = [p["params"] for p in document["front"]]
     for p in document["predicted"]:
