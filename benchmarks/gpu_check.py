@@ -5,10 +5,12 @@
 1. `autotune sensors --json --sample 2`: the sources, each GPU's power limits and clocks;
 2. NVML energy counter against integrated power under a matmul load (benchmarks/nvml_counter_vs_power.py);
 3. `pytest tests/measure -m gpu` (the real-NVML tests);
-4. a 1-GPU probe at power limit 1.0 and at 0.7: the limit read from NVML while each runs, and
-   after each the limit back at its value from before (restore verified); then a probe at 0.7
-   killed with SIGTERM mid-run, and the restore verified again. Needs root or CAP_SYS_ADMIN: without
-   it these are "skipped" with NVML's reason (never a silent pass);
+4. a 1-GPU probe at power limit 1.0 and at 0.5 of a workload that draws more than half the default
+   limit (global batch 4, micro-batch 2: about 490 W on an H100): the limit read from NVML while each
+   runs, and after each the limit back at its value from before (restore verified); `power_trade`: the
+   0.5 probe used at least POWER_TRADE_MIN_SAVING less energy per step (the limit trades time for
+   energy, measured); then a probe at 0.5 killed with SIGTERM mid-run, and the restore verified again.
+   Needs root or CAP_SYS_ADMIN: without it these are "skipped" with NVML's reason (never a silent pass);
 5. benchmarks/mfu.py on the 1.5B-class model.
 
 Writes OUT_DIR/gpu_check.json (every check: status ok | failed | skipped, seconds, figures, reason),
@@ -36,7 +38,11 @@ from autotune.measure import nvml  # noqa: E402
 
 BUDGET_S = 570.0  # 10 minutes, less room for start-up and the summary
 PROBE_MODEL = "benchmarks/models/qwen2.5-1.5b.json"
-WORKLOAD = ["--frames", "8", "--text-tokens", "256", "--global-batch", "1"]
+# Power-bound on an H100 (docs/benchmarks.md: 485-504 W at the default 700 W limit), so 0.5 binds.
+WORKLOAD = ["--frames", "8", "--text-tokens", "256", "--global-batch", "4", "--micro-batch", "2"]
+LIMIT = 0.5
+# Measured on one H100: -28% energy per step at 0.5; one probe each scatters by several percent.
+POWER_TRADE_MIN_SAVING = 0.10
 
 
 class Checks:
@@ -125,13 +131,35 @@ def power_probe(checks: Checks, limit: float, hardware: str, kill: bool = False)
     energy = result.get("energy") or {}
     row = {"power_limit": limit, "before_w": before_w, "during_min_w": min(seen, default=None), "after_w": after_w,
            "restored": abs(after_w - before_w) < 1.0, "exit_code": process.returncode, "probe_status": result.get("status"),
-           "seconds": round(time.monotonic() - started, 1), "step_time_s": (result.get("step_time_s") or {}).get("mean"),
+           "seconds": round(time.monotonic() - started, 1), "step_time_s": (result.get("step_time_s") or {}).get("mean"), "window_s": result.get("window_s"),
            "energy_j": energy.get("energy_j"), "energy_provenance": energy.get("provenance"),
            "mean_power_w": energy.get("mean_power_w"), "device_settings": result.get("device_settings")}
     applied = limit == 1.0 or (row["during_min_w"] is not None and row["during_min_w"] < before_w - 1.0)
     ok = row["restored"] and applied and (process.returncode == -signal.SIGTERM if kill else row["probe_status"] == "ok")
     checks.record(name, "ok" if ok else "failed", **row)
     return row
+
+
+def energy_per_step_j(row: dict) -> float | None:
+    """A probe's measured energy per optimizer step (its window's energy over the steps the window held)."""
+    if row.get("energy_provenance") != "measured" or not row.get("energy_j") or not row.get("step_time_s") or not row.get("window_s"):
+        return None
+    return row["energy_j"] * row["step_time_s"] / row["window_s"]
+
+
+def power_trade(checks: Checks, full: dict, capped: dict) -> None:
+    """ok when the capped probe used POWER_TRADE_MIN_SAVING less measured energy per step than the full one."""
+    full_j, capped_j = energy_per_step_j(full), energy_per_step_j(capped)
+    if full_j is None or capped_j is None:
+        checks.record("power_trade", "failed", reason="a probe has no measured energy per step (see its row)")
+        return
+    saving = 1.0 - capped_j / full_j
+    slowdown = capped["step_time_s"] / full["step_time_s"] - 1.0
+    checks.record("power_trade", "ok" if saving >= POWER_TRADE_MIN_SAVING else "failed",
+                  energy_per_step_j={"1": round(full_j, 1), f"{LIMIT:g}": round(capped_j, 1)},
+                  energy_saving_pct=round(100 * saving, 1), slowdown_pct=round(100 * slowdown, 1),
+                  reason="" if saving >= POWER_TRADE_MIN_SAVING else
+                  f"the {LIMIT:g} limit saved {saving:.0%} energy per step, under {POWER_TRADE_MIN_SAVING:.0%}: the workload is not power-bound here")
 
 
 def main(argv=None) -> int:
@@ -172,11 +200,12 @@ def main(argv=None) -> int:
 
     settable, reason = dc.control_available()
     if settable:
-        power_probe(checks, 1.0, hardware)
-        power_probe(checks, 0.7, hardware)
-        power_probe(checks, 0.7, hardware, kill=True)
+        full = power_probe(checks, 1.0, hardware)
+        capped = power_probe(checks, LIMIT, hardware)
+        power_trade(checks, full, capped)
+        power_probe(checks, LIMIT, hardware, kill=True)
     else:
-        for name in ("probe_1", "probe_0.7", "probe_0.7_sigterm"):
+        for name in ("probe_1", f"probe_{LIMIT:g}", "power_trade", f"probe_{LIMIT:g}_sigterm"):
             checks.record(name, "skipped", reason=f"cannot set power limits here: {reason}")
 
     target = args.out / "mfu.json"
@@ -199,10 +228,13 @@ def figures_md(summary: dict) -> str:
     checks = summary["checks"]
     lines = [f"Measured by benchmarks/gpu_check.sh on {summary['device']} ({summary['seconds']} s).", "",
              "| power limit | status | step time s | energy J (provenance) | limit during W | restored |", "|---|---|---|---|---|---|"]
-    for name in ("probe_1", "probe_0.7", "probe_0.7_sigterm"):
+    for name in ("probe_1", f"probe_{LIMIT:g}", f"probe_{LIMIT:g}_sigterm"):
         r = checks.get(name, {})
         lines.append(f"| {name.removeprefix('probe_')} | {r.get('status')} | {r.get('step_time_s')} | "
                      f"{r.get('energy_j')} ({r.get('energy_provenance')}) | {r.get('during_min_w')} | {r.get('restored')} |")
+    trade = checks.get("power_trade", {})
+    lines += ["", f"Power limit {LIMIT:g} against 1: {trade.get('energy_saving_pct')} % less energy per step, "
+                  f"{trade.get('slowdown_pct')} % longer steps ({trade.get('status')})."]
     nvml_row = checks.get("nvml_counter_vs_power", {})
     lines += ["", f"NVML counter vs integrated power: disagreement {nvml_row.get('disagreement_pct')} %, "
                   f"mean power {nvml_row.get('mean_power_w')} W ({nvml_row.get('status')}).",
