@@ -6,7 +6,7 @@
 2. NVML energy counter against integrated power under a matmul load (benchmarks/nvml_counter_vs_power.py);
 3. `pytest tests/measure -m gpu` (the real-NVML tests);
 4. a 1-GPU probe at power limit 1.0 and at 0.5 of a workload that draws more than half the default
-   limit (global batch 4, micro-batch 2: about 490 W on an H100): the limit read from NVML while each
+   limit (global batch 4, micro-batch 2: about 500 W on an H100): the limit read from NVML while each
    runs, and after each the limit back at its value from before (restore verified); `power_trade`: the
    0.5 probe used at least POWER_TRADE_MIN_SAVING less energy per step (the limit trades time for
    energy, measured); then a probe at 0.5 killed with SIGTERM mid-run, and the restore verified again.
@@ -38,10 +38,10 @@ from autotune.measure import nvml  # noqa: E402
 
 BUDGET_S = 570.0  # 10 minutes, less room for start-up and the summary
 PROBE_MODEL = "benchmarks/models/qwen2.5-1.5b.json"
-# Power-bound on an H100 (docs/benchmarks.md: 485-504 W at the default 700 W limit), so 0.5 binds.
+# Power-bound on an H100 (docs/benchmarks.md: 485-507 W at the default 700 W limit), so 0.5 binds.
 WORKLOAD = ["--frames", "8", "--text-tokens", "256", "--global-batch", "4", "--micro-batch", "2"]
 LIMIT = 0.5
-# Measured on one H100: -28% energy per step at 0.5; one probe each scatters by several percent.
+# Measured on one H100: 26-28% less energy per step at 0.5; one probe each scatters by several percent.
 POWER_TRADE_MIN_SAVING = 0.10
 
 
