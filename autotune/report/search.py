@@ -17,7 +17,7 @@ from autotune.report.table import knobs_sentence
 from autotune.report.units import energy_text, time_text
 from autotune.study.acquisition import ENTER_MARGIN, enters_front
 from autotune.study.loop import CONVERGED_ATTR, evaluated_trials, usable_values, valid_checks
-from autotune.study.outlook import Predictions, observe, outlook
+from autotune.study.outlook import Predictions
 from autotune.study.stop_rule import STOP_CHANCE, STOP_RULE_SUMMARY
 
 MAX_PREDICTED = 5
@@ -36,21 +36,18 @@ def _exhaustive(pred: Predictions, front: np.ndarray, probed: set[int]) -> tuple
     )
 
 
-def _unfinished(study, checks: list) -> dict | None:
+def _unfinished(study, model) -> dict | None:
     """A guided study that stopped before its stop rule was met (the --trials budget ran out, or Ctrl-C):
     how many probes it ran, what the rule still asks for, and the candidate it would probe next. None
     when nothing is left to ask for (every valid candidate probed)."""
-    from autotune.study.guided import GuidedSampler
-
-    sampler = GuidedSampler(checks, usable_values(checks))
-    reason = sampler.outstanding(study)
+    reason = model.outstanding(study)
     if reason is None:
         return None
-    following = sampler.next_candidate(study, None)
+    following = model.next_candidate(study, None)
     return {
         "probes": len(evaluated_trials(study)),
         "reason": reason,
-        "next": None if following is None else dict(sampler.predictions.params[following]),
+        "next": None if following is None else dict(model.predictions.params[following]),
     }
 
 
@@ -69,11 +66,16 @@ def search_summary(study, view, backend: str) -> dict:
     except Exception as exc:  # a study whose space cannot be rebuilt here still gets its report
         summary["exhaustive_note"] = f"no model outlook: {exc}"
         return summary
-    pred = Predictions(checks)
+    from autotune.study.guided import GuidedSampler
+
+    # The guided sampler's model, whatever sampler ran: its predictions and outlook serve the lines below
+    # and, computed once (it caches them), what a stopped guided study still asks for.
+    model = GuidedSampler(checks, usable_values(checks))
+    pred = model.predictions
     objectives = len(study.directions)
-    view_now = outlook(pred, observe(study, pred.index), objectives)
+    view_now = model.outlook(study)
     if summary["sampler"] == "guided" and not converged:
-        summary["unfinished"] = _unfinished(study, checks)
+        summary["unfinished"] = _unfinished(study, model)
     if backend == "simulate" and objectives == 2:
         probed = set(view_now.observations.done)
         summary["exhaustive"], summary["exhaustive_note"] = _exhaustive(pred, view_now.front, probed)
@@ -113,4 +115,3 @@ def search_sentences(summary: dict) -> list[str]:
             f"{time_text(p['time_s'])}{energy} (predicted), {p['chance_to_enter_front']:.0%} chance to enter the front"
         )
     return lines
-
