@@ -29,7 +29,7 @@ from autotune.backends.base import Backend, ProbeResult
 from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, Candidate, knob_value, params_key
 from autotune.checks import checked_number, refuse_unknown_keys, shown
 from autotune.errors import ConfigError
-from autotune.measure.combine import SEPARATE_COMPONENTS
+from autotune.measure.combine import SEPARATE_COMPONENTS, not_measured
 
 SOURCES = ("measured", "estimated", "simulated")
 RECORD_STATUSES = ("ok", "oom", "failed")
@@ -222,7 +222,7 @@ def measurement_record(params: dict, result: dict) -> dict | None:
     cost = (result.get("details") or {}).get("probe_cost")
     if isinstance(cost, dict):
         record["probe_cost"] = {k: cost.get(k) for k in ("time_s", "energy_kj")}
-    left_out = ((((result.get("details") or {}).get("energy") or {}).get("components") or {}).get("not_measured"))
+    left_out = not_measured(result.get("details"))
     if status == "ok" and left_out:
-        record["energy_not_measured"] = list(left_out)
+        record["energy_not_measured"] = left_out
     return record

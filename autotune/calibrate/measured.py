@@ -17,6 +17,7 @@ from autotune.calibrate.observations import Observation, checked_knobs, checked_
 from autotune.candidate import Candidate
 from autotune.errors import ConfigError, UserError
 from autotune.hardware import PROFILE_DIR, HardwareProfile
+from autotune.measure.combine import not_measured
 
 
 @dataclass
@@ -54,8 +55,7 @@ def _trial_observations(origin: str, trial, settings, allow_estimated: bool, all
         return
     knobs = checked_knobs(origin, key, (trial.user_attrs.get("candidate") or {}).get("knobs"))
     candidate = settings.candidate(knobs.to_dict())
-    components = (((result.get("details") or {}).get("energy") or {}).get("components") or {})
-    missing = components.get("not_measured") or []
+    missing = not_measured(result.get("details"))
     for metric, value in _figures(result, candidate).items():
         if metric in ("energy_kj", "module_power_w") and missing and value is not None:
             # The simulator's energy counts GPU, host share and memory: a node total without its CPU is not that.

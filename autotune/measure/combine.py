@@ -17,6 +17,12 @@ COUNTED, WITHIN, CROSS_CHECK = "counted", "within_module", "cross_check"
 SEPARATE_COMPONENTS = ("gpu", "cpu", "memory_interconnect")
 
 
+def not_measured(details: dict | None) -> list[str]:
+    """The components a probe result's energy block (its `details["energy"]`) lists as seen by no
+    sensor (["cpu", "memory_interconnect"] on a GPU node with NVML alone); [] when there are none."""
+    return list((((details or {}).get("energy") or {}).get("components") or {}).get("not_measured") or [])
+
+
 def assign_roles(entries) -> None:
     """Set `role` on every entry (objects with component, within, index, counter_j)."""
     tops = [e for e in entries if e.component is not None and e.within is None]

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from autotune.atomic_write import write_text_atomic
+from autotune.measure.combine import not_measured
 from autotune.report.error_bars import pick_ties, simulator_error, with_ties
 from autotune.report.noise import noise_summary
 from autotune.report.importance import METHOD as IMPORTANCE_METHOD
@@ -48,8 +49,7 @@ def energy_not_measured(view: StudyView) -> list[str]:
     missing: set[str] = set()
     for point in view.points:
         if point.energy_source == "measured":
-            components = (((point.extra.get("details") or {}).get("energy") or {}).get("components") or {})
-            missing.update(components.get("not_measured") or [])
+            missing.update(not_measured(point.extra.get("details")))
     return sorted(missing)
 
 
