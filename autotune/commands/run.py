@@ -10,7 +10,7 @@ from autotune.backends.probe_options import probe_bounds
 from autotune.commands.flags import number_flag, path_flag, text_flag, whole_number_flag
 from autotune.commands.options import add_study_options, build_settings
 from autotune.commands.report import add_pick_options
-from autotune.study.stop_rule import STOP_RULE, STOP_RULE_SUMMARY
+from autotune.study.stop_rule import STOP_RULE_SUMMARY, stop_rule_help
 
 
 def register(subparsers) -> None:
@@ -18,13 +18,15 @@ def register(subparsers) -> None:
         "run",
         help="search DeepSpeed configurations for time and energy to solution",
         description="Run (or resume) a multi-objective study and write RUN_DIR/{study.db,pareto.json,configs/}.",
+        epilog=stop_rule_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # the epilog's list keeps its lines
     )
     add_study_options(parser)
     study = parser.add_argument_group("study")
     study.add_argument(
         "--trials", type=whole_number_flag(low=1), default=30,
-        help="budget: candidates to evaluate at most, earlier runs included (default: 30); the guided sampler "
-        "stops earlier when it has converged: " + STOP_RULE.replace("%", "%%"),  # argparse formats help with %
+        help="budget: candidates to evaluate at most, earlier runs and every worker included (default: 30); "
+        "the guided sampler stops earlier when it has converged (early stop, below)",
     )
     study.add_argument(
         "--sampler", choices=("guided", "tpe", "random", "nsga2"), default="guided",
@@ -108,7 +110,7 @@ def _run(args: argparse.Namespace) -> int:
     from autotune.commands.report import check_pick_options
     from autotune.study import open_study
     from autotune.study.storage import sole_worker
-    from autotune.study.loop import CONVERGED_ATTR, is_evaluated, make_sampler, run_study, valid_checks
+    from autotune.study.loop import CONVERGED_ATTR, is_evaluated, make_sampler, probes_running_elsewhere, run_study, valid_checks
 
     check_hostfile(args.hostfile)  # files are checked here; numbers while parsing (flags.py, probe_options.py)
     check_pick_options(args)
@@ -145,5 +147,9 @@ def _run(args: argparse.Namespace) -> int:
     converged = study.user_attrs.get(CONVERGED_ATTR)
     if converged:
         console.print(f"converged after {converged['probes']} probes: {STOP_RULE_SUMMARY}")
+    elsewhere = probes_running_elsewhere(study)
+    if elsewhere:
+        again = f"autotune report {run_dir}" + (f" --storage {args.storage}" if args.storage else "")
+        console.print(f"{elsewhere} probe(s) still running on other workers are not in this report; `{again}` once they finish")
     finish_run(study, run_dir, console, args.max_slowdown, args.eta, args.storage)
     return 0

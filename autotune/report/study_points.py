@@ -11,6 +11,7 @@ from autotune.flops import flops_per_sample
 from autotune.report.front import Point, pareto_front, recommendations
 from autotune.report.picks import DEFAULT_ETA, DEFAULT_MAX_SLOWDOWN, PickParameters, max_power_per_gpu_w
 from autotune.study.settings import StudySettings
+from autotune.study.unique import OVER_BUDGET_ATTR
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, 
     settings = StudySettings.from_dict(study.user_attrs["settings"])
     rows, points, baseline_trial = [], [], None
     for t in study.get_trials(deepcopy=False):
-        if "duplicate_of" in t.user_attrs or t.state == TrialState.RUNNING or "candidate" not in t.user_attrs:
+        if "duplicate_of" in t.user_attrs or OVER_BUDGET_ATTR in t.user_attrs or t.state == TrialState.RUNNING or "candidate" not in t.user_attrs:
             continue
         result = t.user_attrs.get("result") or {}
         params = t.user_attrs["candidate"]["knobs"]

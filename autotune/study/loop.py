@@ -14,7 +14,9 @@
   same command resumes, with as many tries again.
 - A candidate already evaluated in this study is not evaluated again: its earlier result is told.
 - `--trials N` counts evaluated candidates over the whole study (every worker, every earlier run);
-  the loop also stops when every valid candidate has been evaluated.
+  the loop also stops when every valid candidate has been evaluated. A probe starts only while the
+  evaluated candidates and the probes running on other workers leave room in it (`_reserve_probe`),
+  so workers that start their last probes at once never evaluate more than N.
 - The loop runs in `study.optimize`, so several workers on one RDB storage share the study and
   Optuna's heartbeats retry the trials of a worker that died (see storage.py). Two workers that
   propose one candidate at once: the lower trial number probes it, the higher is its duplicate.
@@ -39,7 +41,7 @@ from autotune.space import baseline, check_candidate, enumerate_space
 from autotune.study.settings import StudySettings
 from autotune.study.stop_rule import STOP_RULE
 from autotune.candidate import params_key
-from autotune.study.unique import unique_candidates
+from autotune.study.unique import OVER_BUDGET_ATTR, unique_candidates
 
 CONSTRAINT_KEYS = ("rule_violation", "memory_excess_gib", "probe_oom")
 # Proposals per evaluated trial before the loop gives up on finding new valid candidates.
@@ -54,6 +56,9 @@ CONVERGED_ATTR = "converged"
 # stops (see above). Three: one failure may be the candidate's; three different candidates failing
 # before any has run is the set-up's, and each costs the user a probe's start-up on the cluster.
 FAILING_START_PROBES = 3
+# Set on a trial just before its probe starts: what other workers count against the budget (a trial
+# that finds no room left is marked OVER_BUDGET_ATTR instead, unique.py).
+PROBING_ATTR = "probing"
 
 
 class ProbeFailed(Exception):
@@ -163,9 +168,9 @@ def _objective_values(result: ProbeResult, objectives: tuple[str, ...]) -> list[
 class _Objective:
     """The function `study.optimize` calls once per proposal."""
 
-    def __init__(self, settings, backend, objectives, progress, choices, accept_estimated_energy):
+    def __init__(self, settings, backend, objectives, progress, choices, accept_estimated_energy, n_trials):
         self.settings, self.backend, self.objectives, self.progress = settings, backend, objectives, progress
-        self.choices, self.accept_estimated_energy = choices, accept_estimated_energy
+        self.choices, self.accept_estimated_energy, self.n_trials = choices, accept_estimated_energy, n_trials
 
     def __call__(self, trial: optuna.Trial):
         params = _suggest(trial, self.choices)
@@ -183,6 +188,10 @@ class _Objective:
             return self._repeat(trial, earlier)
         if owner is not None:
             self._running_elsewhere(trial, owner)
+        if not _reserve_probe(trial, self.n_trials):
+            trial.set_user_attr(OVER_BUDGET_ATTR, True)
+            trial.study.stop()
+            raise ProbeFailed(f"not probed: the --trials budget of {self.n_trials} is held by probes running on other workers")
         try:
             result = self.backend.evaluate(candidate, trial.number)
         except KeyboardInterrupt:
@@ -234,6 +243,24 @@ class _Objective:
         if earlier.state == TrialState.PRUNED:
             raise optuna.TrialPruned(f"same candidate as trial {earlier.number}")
         raise ProbeFailed(f"same candidate as failed trial {earlier.number}")
+
+
+def _reserve_probe(trial: optuna.Trial, n_trials: int) -> bool:
+    """Whether the trial may start its probe: the study's evaluated candidates and the probes running
+    on other workers leave room in the budget. The trial's own mark is stored before the others are
+    read, so of two workers that reserve at once at least one sees the other: the budget is never
+    exceeded (in that race both may stop, one short of it; the same command resumes)."""
+    trial.set_user_attr(PROBING_ATTR, True)
+    taken = 0
+    for t in trial.study.get_trials(deepcopy=False):  # one snapshot: a trial is running or finished in it
+        running_probe = t.state == TrialState.RUNNING and t.user_attrs.get(PROBING_ATTR)
+        taken += t.number != trial.number and bool(running_probe or is_evaluated(t))
+    return taken < n_trials
+
+
+def probes_running_elsewhere(study: optuna.Study) -> int:
+    """Probes other workers are running on the study (after this worker's run: none of its own)."""
+    return sum(bool(t.user_attrs.get(PROBING_ATTR)) for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)))
 
 
 def _fail(trial: optuna.Trial, reason: str) -> NoReturn:
@@ -376,7 +403,7 @@ def run_study(
     finished = {t.number for t in study.get_trials(deepcopy=False) if t.state.is_finished()}
     stop = _StopWhenDone(n_trials, valid_total, len(study.trials) + MAX_PROPOSALS_PER_TRIAL * n_trials, early_stop, finished)
     study.optimize(
-        _Objective(settings, backend, OBJECTIVES[objectives], progress, choices, accept_estimated_energy),
+        _Objective(settings, backend, OBJECTIVES[objectives], progress, choices, accept_estimated_energy, n_trials),
         catch=(ProbeFailed,),
         callbacks=[stop],
     )

@@ -32,18 +32,50 @@ MIN_PAIR_REACH = 0.2
 # A probe the re-weighted simulator overrated by more than this (log, beyond noise) is a suspect: the pairs
 # only it holds are owed again (`_suspect_pairs`). Half the floor above.
 SUSPECT_MISS = MIN_PAIR_REACH / 2
-STOP_RULE = (
+# The rule in words, in parts: the main clause, what is measured first, and what is measured first
+# unless the probes are the simulator's own figures (`Outlook.simulator_exact`).
+_STOP_RULE_MAIN = (
     f"no unprobed valid candidate has a {STOP_CHANCE:.0%} or higher chance (simulator x correction learnt "
-    f"from the probes) of beating the probed front by more than 1% in time or energy, after at least "
-    f"{MIN_OK_PROBES_TO_STOP} successful probes, the predicted front's ends and knee, and (unless every "
-    f"probe is a simulated figure the simulator reproduced) every knob value measured once, and every pair "
-    f"of knob values held by a candidate that would enter the front were the simulator {PAIR_REACH:g}x as "
-    f"wrong on it as on the worst probe whose every knob value another probe holds (beyond measurement "
-    f"noise), or {math.exp(MIN_PAIR_REACH) - 1:.0%} wrong if that is more, and a second probe of each "
-    f"pair held only by one probe measured more than "
-    f"{1 - math.exp(-SUSPECT_MISS):.0%} faster or cheaper than the simulator says (beyond noise), where a "
-    f"candidate holding it would enter the front by that much"
+    f"from the probes) of beating the probed front by more than 1% in time or energy"
 )
+_STOP_RULE_FIRST = (f"at least {MIN_OK_PROBES_TO_STOP} successful probes, and the predicted front's ends and knee",)
+_UNLESS_EXACT = "unless every probe is a simulated figure the simulator reproduced"
+_STOP_RULE_COVERAGE = (
+    "every knob value once",
+    f"every pair of knob values held by a candidate that would enter the front were the simulator "
+    f"{PAIR_REACH:g}x as wrong on it as on the worst probe whose every knob value another probe holds (beyond "
+    f"measurement noise), or {math.exp(MIN_PAIR_REACH) - 1:.0%} wrong if that is more",
+    f"a second probe of each pair held only by one probe measured more than {1 - math.exp(-SUSPECT_MISS):.0%} "
+    f"faster or cheaper than the simulator says (beyond noise), where a candidate holding it would enter the "
+    f"front by that much",
+)
+# One sentence: the study's record of why it stopped (loop.py, pareto.json's search.converged.rule).
+STOP_RULE = (
+    f"{_STOP_RULE_MAIN}, after {'; '.join(_STOP_RULE_FIRST)}; and ({_UNLESS_EXACT}) "
+    f"{'; '.join(_STOP_RULE_COVERAGE)}"
+)
+
+
+def stop_rule_help() -> str:
+    """The rule as `autotune run --help` ends with it: the main clause, then what is measured first as a
+    list (one flag's help would run to twenty lines). Wrapped to the terminal as argparse wraps."""
+    import shutil
+    import textwrap
+
+    width = max(min(shutil.get_terminal_size().columns - 2, 100), 40)
+
+    def item(text: str) -> str:
+        return textwrap.fill(text, width, initial_indent="  - ", subsequent_indent="    ")
+
+    return "\n".join([
+        textwrap.fill(f"early stop (--sampler guided): the study ends before --trials when {_STOP_RULE_MAIN}, "
+                      "and it has measured:", width),
+        *map(item, _STOP_RULE_FIRST),
+        textwrap.fill(f"and, {_UNLESS_EXACT}:", width, initial_indent="  ", subsequent_indent="  "),
+        *map(item, _STOP_RULE_COVERAGE),
+    ])
+
+
 # What the terminal and the report say when a study stops: the rule's main clause; the whole rule is in
 # `autotune run --help` (--trials) and in pareto.json's search.converged.rule.
 STOP_RULE_SUMMARY = (

@@ -27,13 +27,20 @@ from autotune.candidate import KNOBS, params_key
 
 
 
+# Set on a trial that found the --trials budget held by other workers' running probes and stopped
+# before its probe (study/loop.py): its candidate was never evaluated.
+OVER_BUDGET_ATTR = "over_budget"
+
+
 def held_keys(study: optuna.Study, except_number: int | None = None) -> set[str]:
     """Keys of every candidate some trial holds: finished in any state, running, or queued. An
-    interrupted trial (Ctrl-C) holds nothing: its candidate was never evaluated and may be proposed."""
+    interrupted trial (Ctrl-C) or one stopped by the budget holds nothing: its candidate was never
+    evaluated and may be proposed."""
     held = set()
     for t in study.get_trials(deepcopy=False):
         knobs = {**t.system_attrs.get("fixed_params", {}), **t.params}
-        if t.number != except_number and all(k in knobs for k in KNOBS) and not t.user_attrs.get("interrupted"):
+        unprobed = t.user_attrs.get("interrupted") or t.user_attrs.get(OVER_BUDGET_ATTR)
+        if t.number != except_number and all(k in knobs for k in KNOBS) and not unprobed:
             held.add(params_key(knobs))
     return held
 

@@ -212,13 +212,20 @@ def test_two_workers_share_the_model(tmp_path):
 
 
 def test_help_states_the_stop_rule():
-    from autotune.study.stop_rule import STOP_RULE
+    from autotune.study.stop_rule import stop_rule_help
 
     shown = autotune("run", "--help", timeout=60)
     assert shown.returncode == 0, shown.stderr
-    # argparse wraps the help: compare with the whitespace folded
-    assert " ".join(STOP_RULE.split()) in " ".join(shown.stdout.split())
-    assert "5% or higher chance" in STOP_RULE and "22% wrong" in STOP_RULE
+    # Wrapped to the terminal: compare with the whitespace folded. The rule with its thresholds, as a
+    # list after the options; --trials points to it instead of holding it.
+    folded = " ".join(shown.stdout.split())
+    rule = " ".join(stop_rule_help().split())
+    assert rule in folded and folded.index(rule) > folded.index("--eta")
+    for threshold in ("5% or higher chance", "more than 1% in time or energy", "at least 3 successful probes", "22% wrong", "more than 10% faster"):
+        assert threshold in rule
+    start = folded.index("--trials TRIALS budget")
+    trials = folded[start:folded.index("--sampler {guided", start)]
+    assert "every worker included" in trials and "early stop, below" in trials
 
 
 def test_time_only_guided_study_stops_on_its_own(tmp_path):

@@ -17,6 +17,7 @@ from pathlib import Path
 import optuna
 import pytest
 
+from autotune.report.study_points import study_view
 from autotune.study.loop import is_evaluated
 
 pytestmark = pytest.mark.slow
@@ -67,14 +68,15 @@ def test_two_workers_share_one_study(postgres_url, tmp_path):
         assert w.returncode == 0, stderr[-2000:]
     study = optuna.load_study(study_name="autotune", storage=postgres_url)
     evaluated = [t for t in study.trials if is_evaluated(t)]
-    # Each worker stops once the study holds `trials`; one still probing then may add one more.
-    assert trials <= len(evaluated) <= trials + 1
+    # A worker starts no probe the budget has no room for (counting the other's running one), so the
+    # study never holds more than `trials`; two that reserve the last probe at once may both stop.
+    assert trials - 1 <= len(evaluated) <= trials
     knobs = Counter(json.dumps(t.user_attrs["candidate"]["knobs"], sort_keys=True) for t in evaluated)
     assert max(knobs.values()) == 1  # no candidate evaluated twice
     assert not [t for t in study.trials if t.state == optuna.trial.TrialState.RUNNING]
-    # Both wrote a report of the whole shared study.
+    # Both wrote a report of the shared study; the one that finished last, of all of it.
     fronts = [json.loads((tmp_path / f"worker{i}" / "pareto.json").read_text()) for i in range(2)]
-    assert all(f["trials"] >= trials for f in fronts)
+    assert max(f["trials"] for f in fronts) == len(study_view(study).trials)
 
 
 @pytest.mark.filterwarnings("ignore:Heartbeat of storage:UserWarning")  # the test plays the dead worker with ask()

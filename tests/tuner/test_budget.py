@@ -1,0 +1,80 @@
+"""`--trials` is a budget over the whole study: a worker does not start a probe when the evaluated
+candidates and the probes running on other workers already fill it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import optuna
+from optuna.trial import TrialState
+
+from autotune.backends.simulate import SimulateBackend
+from autotune.candidate import params_key
+from autotune.commands.options import settings_for
+from autotune.report.study_points import study_view
+from autotune.study import open_study, run_study
+from autotune.study.loop import PROBING_ATTR, is_evaluated, make_sampler, probes_running_elsewhere, valid_checks
+from autotune.study.outlook import observe
+from autotune.study.unique import OVER_BUDGET_ATTR, held_keys
+
+SPACE = Path(__file__).with_name("small_7b_space.toml")
+
+
+class _Counting(SimulateBackend):
+    def __init__(self):
+        super().__init__()
+        self.probed = []
+
+    def evaluate(self, candidate, trial_number):
+        self.probed.append(trial_number)
+        return super().evaluate(candidate, trial_number)
+
+
+def _study_with_a_probe_running_elsewhere(tmp_path, evaluated: int):
+    """A study with `evaluated` probes done and one more running on "another worker" (a RUNNING trial
+    marked as probing, as loop.py marks its own)."""
+    settings = settings_for("--model", "7b", "--nodes", "1", "--space", str(SPACE))
+    checks = valid_checks(settings)
+    study = open_study(tmp_path, None, make_sampler(0, 10, "guided", checks), cheap_figures=True)
+    run_study(study, settings, SimulateBackend(), evaluated, checks=checks, early_stop=False)
+    probed = held_keys(study)
+    elsewhere = next(c.candidate.knobs.to_dict() for c in checks if c.valid and params_key(c.candidate.knobs.to_dict()) not in probed)
+    study.enqueue_trial(elsewhere)
+    other = study.ask()
+    other.set_user_attr(PROBING_ATTR, True)
+    return settings, checks, study, other
+
+
+def test_no_probe_starts_when_other_workers_probes_fill_the_budget(tmp_path):
+    settings, checks, study, other = _study_with_a_probe_running_elsewhere(tmp_path, 3)
+    backend = _Counting()
+    ran = run_study(study, settings, backend, 4, checks=checks, shared_storage=True, early_stop=False)
+    assert ran == 0 and backend.probed == []
+    stopped = [t for t in study.trials if t.user_attrs.get(OVER_BUDGET_ATTR)]
+    assert len(stopped) == 1 and stopped[0].state == TrialState.FAIL
+    assert sum(is_evaluated(t) for t in study.trials) == 3
+    assert probes_running_elsewhere(study) == 1
+    # Its candidate was never evaluated: not held, not seen as failed by the guided sampler, not a
+    # row of the report.
+    key = params_key(stopped[0].params)
+    assert key not in held_keys(study)
+    index = {params_key(c.candidate.knobs.to_dict()): i for i, c in enumerate(c for c in checks if c.valid)}
+    assert index[key] not in observe(study, index).failed
+    assert stopped[0].number not in {row["trial"] for row in study_view(study).trials}
+
+    # The other worker's probe ends: the study holds the budget exactly.
+    study.tell(other, state=TrialState.FAIL)
+    # A larger budget resumes and probes again (the stopped candidate may be proposed again).
+    ran = run_study(study, settings, backend, 6, checks=checks, shared_storage=True, early_stop=False)
+    assert ran == 3 and len(backend.probed) == 3  # 3 before, and this run fills 6
+    assert probes_running_elsewhere(study) == 0
+
+
+def test_room_left_in_the_budget_lets_a_probe_start_beside_another_workers(tmp_path):
+    settings, checks, study, other = _study_with_a_probe_running_elsewhere(tmp_path, 3)
+    backend = _Counting()
+    ran = run_study(study, settings, backend, 5, checks=checks, shared_storage=True, early_stop=False)
+    # 3 evaluated + 1 running elsewhere leave room for one: probed, then the budget is held.
+    assert ran == 1 and len(backend.probed) == 1
+    assert [t.user_attrs.get(OVER_BUDGET_ATTR) for t in study.trials].count(True) == 1
+    assert sum(is_evaluated(t) for t in study.trials) + probes_running_elsewhere(study) == 5
