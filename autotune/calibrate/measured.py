@@ -23,8 +23,30 @@ from autotune.measure.combine import not_measured
 @dataclass
 class MeasuredRuns:
     observations: list[Observation] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)  # one line per figure or probe left out, with why
     not_run: dict = field(default_factory=dict)  # status (oom, failed, timeout) -> probes
+    _skips: dict = field(default_factory=dict)  # (run directory, why) -> trial numbers
+
+    def skip(self, origin: str, trial: int, why: str) -> None:
+        self._skips.setdefault((origin, why), []).append(trial)
+
+    @property
+    def skipped(self) -> list[str]:
+        """One line per run directory and reason a figure or probe was left out, with its trials (a GPU
+        study's ten probes without a CPU sensor are one line, not ten)."""
+        return [f"{origin} {_trials(numbers)}: {why}" for (origin, why), numbers in self._skips.items()]
+
+
+def _trials(numbers: list[int]) -> str:
+    """"trial 3", "trials 0-9", "trials 0, 2, 5-7"."""
+    numbers = sorted(set(numbers))
+    runs = [[numbers[0], numbers[0]]]
+    for number in numbers[1:]:
+        if number == runs[-1][1] + 1:
+            runs[-1][1] = number
+        else:
+            runs.append([number, number])
+    spans = [str(first) if first == last else f"{first}-{last}" for first, last in runs]
+    return f"trial{'s' if len(numbers) > 1 else ''} {', '.join(spans)}"
 
 
 def _figures(result: dict, candidate: Candidate) -> dict:
@@ -48,29 +70,24 @@ def _trial_observations(origin: str, trial, settings, allow_estimated: bool, all
         runs.not_run[result["status"]] = runs.not_run.get(result["status"], 0) + 1
         return
     if result.get("source") != "measured" and not allow_simulated:
-        runs.skipped.append(
-            f"{origin} {key}: its figures are {result.get('source')}, not measured (calibrating the simulator "
-            "against its own output teaches nothing); pass --allow-simulated only to test the fit"
-        )
+        runs.skip(origin, trial.number, f"its figures are {result.get('source')}, not measured (calibrating the "
+                  "simulator against its own output teaches nothing); pass --allow-simulated only to test the fit")
         return
     knobs = checked_knobs(origin, key, (trial.user_attrs.get("candidate") or {}).get("knobs"))
     candidate = settings.candidate(knobs.to_dict())
     missing = not_measured(result.get("details"))
+    partial, estimated = [], []  # node-energy metrics left out, and why
     for metric, value in _figures(result, candidate).items():
         if metric in ("energy_kj", "module_power_w") and missing and value is not None:
             # The simulator's energy counts GPU, host share and memory: a node total without its CPU is not that.
-            runs.skipped.append(f"{origin} {key}: {metric} leaves out {', '.join(missing)} (no sensor), "
-                                "unlike the simulator's whole-node figure; not fitted")
+            partial.append(metric)
             continue
         if metric in ("energy_kj", "module_power_w"):
             energy_source = result.get("energy_source")
             if energy_source == "unavailable" or value is None:
                 continue  # no sensor: nothing to fit, and never 0 J
             if energy_source == "estimated" and not allow_estimated:
-                runs.skipped.append(
-                    f"{origin} {key}: {metric} is estimated from a power model, not measured; "
-                    "pass --allow-estimated-energy to fit it anyway"
-                )
+                estimated.append(metric)
                 continue
             if energy_source == "simulated" and not allow_simulated:
                 continue
@@ -80,6 +97,12 @@ def _trial_observations(origin: str, trial, settings, allow_estimated: bool, all
             raise ConfigError(f"{origin}: {key} {metric} is NaN; the result is corrupt: re-run it or leave the run out")
         metric, number = checked_observation(origin, key, metric, value, relative=False)
         runs.observations.append(Observation(f"{Path(origin).name}#{trial.number}", candidate, metric, number, origin))
+    if partial:
+        runs.skip(origin, trial.number, f"{' and '.join(partial)} leave{'s' if len(partial) == 1 else ''} out "
+                  f"{', '.join(missing)} (no sensor), unlike the simulator's whole-node figure; not fitted")
+    if estimated:
+        runs.skip(origin, trial.number, f"{' and '.join(estimated)} {'is' if len(estimated) == 1 else 'are'} estimated "
+                  "from a power model, not measured; pass --allow-estimated-energy to fit it anyway")
 
 
 def load_measured(run_dirs: list[Path], hardware: HardwareProfile, allow_estimated: bool = False,

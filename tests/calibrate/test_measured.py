@@ -53,7 +53,7 @@ def test_energy_without_the_cpu_is_not_compared_with_whole_node_energy():
     details = {"energy": {"components": {"gpu_j": 1.0, "not_measured": ["cpu"]}}}
     runs = _observe(_trial(details=details))
     assert "energy_kj" not in {o.metric for o in runs.observations}
-    assert any("leaves out cpu" in line for line in runs.skipped)
+    assert any("module_power_w leave out cpu" in line for line in runs.skipped)
 
 
 def test_oom_and_failed_probes_are_counted_not_fitted():
@@ -91,3 +91,20 @@ def test_a_knob_value_is_refused_as_a_space_file_refuses_it(knob, value, words):
     with pytest.raises(ConfigError) as refused:
         _observe(trial)
     assert words in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_one_line_per_reason_names_its_trials():
+    details = {"energy": {"components": {"gpu_j": 1.0, "not_measured": ["cpu"]}}}
+    runs = MeasuredRuns()
+    for number in (0, 1, 2, 5, 7, 8):
+        trial = _trial(details=details)
+        trial.number = number
+        _trial_observations("runs/x", trial, _settings(), False, False, runs)
+    estimated = _trial(energy_source="estimated")
+    _trial_observations("runs/x", estimated, _settings(), False, False, runs)
+    assert runs.skipped == [
+        "runs/x trials 0-2, 5, 7-8: energy_kj and module_power_w leave out cpu (no sensor), unlike the simulator's "
+        "whole-node figure; not fitted",
+        "runs/x trial 3: energy_kj and module_power_w are estimated from a power model, not measured; pass "
+        "--allow-estimated-energy to fit it anyway",
+    ]
