@@ -77,6 +77,11 @@ class Backend(abc.ABC):
         """Optional hook: refuse, in one line (a UserError), before the study opens, a space this
         backend cannot evaluate at all (replay: a file with no record of any valid candidate)."""
 
+    def estimated_energy_only(self) -> str | None:
+        """Optional hook: why every energy figure this backend gives would be an estimate (the study then
+        ranks by energy only with --allow-estimated-energy), or None."""
+        return None
+
     def describe(self) -> str:
         """One line for the user: what this backend does and why it was chosen."""
         return self.name

@@ -144,6 +144,16 @@ class LaunchBackend(Backend):
                 return _with_probe_cost(not_ok_result("failed", error, trial_dir, log_path, launcher=launcher), walls_s, repeats)
         return _with_probe_cost(ok_result(repeats, trial_dir, launcher=launcher), walls_s, repeats)
 
+    def estimated_energy_only(self) -> str | None:
+        """No sensor on this machine: its probes report energy estimated from the hardware profile."""
+        from autotune.measure import discover
+
+        found = discover()
+        try:
+            return None if found.available else "no energy sensor on this machine (see `autotune sensors`)"
+        finally:
+            found.close()
+
     def describe(self) -> str:
         energy = "estimated energy accepted" if self.allow_estimated_energy else "measured energy only"
         why = f": {self.reason}" if self.reason else ""

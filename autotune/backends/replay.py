@@ -191,6 +191,13 @@ class ReplayBackend(Backend):
             "workload it was measured with"
         )
 
+    def estimated_energy_only(self) -> str | None:
+        """A file whose every energy was estimated where it was measured: each probe would fail on the label."""
+        labels = {r["source"] for r in self.records.values() if r["status"] == "ok" and r["energy_kj"] is not None}
+        if labels == {"estimated"}:
+            return f"measurements {self.path}: every record's energy was estimated (no sensor where it was measured)"
+        return None
+
     def evaluate(self, candidate: Candidate, trial_number: int = 0) -> ProbeResult:
         record = self.records.get(params_key(candidate.knobs.to_dict()))
         if record is None:

@@ -114,33 +114,12 @@ def choose_backend(
     return SimulateBackend(why)
 
 
-def energy_sensor_present() -> bool:
-    from autotune.measure import discover
-
-    found = discover()
-    try:
-        return found.available
-    finally:
-        found.close()
-
-
 def check_energy_objective(backend: Backend, objectives: str, allow_estimated: bool) -> None:
     """Refuse to rank by energy that no sensor measures, unless the user accepts estimates: probes on a
     machine without a sensor, or a replayed file whose every energy was estimated where it was measured
     (each of its probes would fail on the label)."""
     if "energy" not in objectives or allow_estimated:
         return
-    if backend.name == "replay":
-        labels = {r["source"] for r in backend.records.values() if r["status"] == "ok" and r["energy_kj"] is not None}
-        if labels == {"estimated"}:
-            raise UserError(
-                f"measurements {backend.path}: every record's energy was estimated (no sensor where it was measured): "
-                "pass --allow-estimated-energy to rank by it, or --objectives time"
-            )
-        return
-    if backend.name != "launch" or energy_sensor_present():
-        return
-    raise UserError(
-        "no energy sensor on this machine (see `autotune sensors`): pass --allow-estimated-energy to rank by "
-        "energy estimated from the hardware profile, or --objectives time"
-    )
+    why = backend.estimated_energy_only()
+    if why:
+        raise UserError(f"{why}: pass --allow-estimated-energy to rank by estimated energy, or --objectives time")

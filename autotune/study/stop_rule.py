@@ -38,7 +38,7 @@ _STOP_RULE_MAIN = (
     f"no unprobed valid candidate has a {STOP_CHANCE:.0%} or higher chance (simulator x correction learnt "
     f"from the probes) of beating the probed front by more than 1% in time or energy"
 )
-_STOP_RULE_FIRST = (f"at least {MIN_OK_PROBES_TO_STOP} successful probes, and the predicted front's ends and knee",)
+_STOP_RULE_FIRST = f"at least {MIN_OK_PROBES_TO_STOP} successful probes, and the predicted front's ends and knee"
 _UNLESS_EXACT = "unless every probe is a simulated figure the simulator reproduced"
 _STOP_RULE_COVERAGE = (
     "every knob value once",
@@ -51,7 +51,7 @@ _STOP_RULE_COVERAGE = (
 )
 # One sentence: the study's record of why it stopped (loop.py, pareto.json's search.converged.rule).
 STOP_RULE = (
-    f"{_STOP_RULE_MAIN}, after {'; '.join(_STOP_RULE_FIRST)}; and ({_UNLESS_EXACT}) "
+    f"{_STOP_RULE_MAIN}, after {_STOP_RULE_FIRST}; and ({_UNLESS_EXACT}) "
     f"{'; '.join(_STOP_RULE_COVERAGE)}"
 )
 
@@ -70,7 +70,7 @@ def stop_rule_help() -> str:
     return "\n".join([
         textwrap.fill(f"early stop (--sampler guided): the study ends before --trials when {_STOP_RULE_MAIN}, "
                       "and it has measured:", width),
-        *map(item, _STOP_RULE_FIRST),
+        item(_STOP_RULE_FIRST),
         textwrap.fill(f"and, {_UNLESS_EXACT}:", width, initial_indent="  ", subsequent_indent="  "),
         *map(item, _STOP_RULE_COVERAGE),
     ])
