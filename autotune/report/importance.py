@@ -61,7 +61,7 @@ def knob_importance(study: optuna.Study, view: StudyView) -> dict:
     if len(trials) < MIN_TRIALS:
         # A guided study that stopped on its own would stop again: more --trials would not help there.
         fix = ("the guided study converged on its front first; a --sampler random study of its own would measure it"
-               if CONVERGED_ATTR in study.user_attrs else "run more --trials")
+               if study.user_attrs.get(CONVERGED_ATTR) else "run more --trials")
         reason = f"not enough trials: {len(trials)} feasible, importance needs at least {MIN_TRIALS} ({fix})"
         return {name: reason for name in names}
     knobs = [k for k in KNOBS if len({repr(t.params.get(k)) for t in trials}) > 1 and all(k in t.params for t in trials)]

@@ -396,8 +396,17 @@ def run_study(
             study.enqueue_trial(base.candidate.knobs.to_dict(), user_attrs={"baseline": True})
     retry_interrupted(study, include_running=not shared_storage)
     before = len([t for t in study.get_trials(deepcopy=False) if is_evaluated(t)])
-    if before >= min(n_trials, valid_total) or (early_stop and CONVERGED_ATTR in study.user_attrs and _converged(study)):
+    if before >= min(n_trials, valid_total):
         return 0
+    if early_stop and _converged(study):
+        # Converged already (in an earlier run, or by probes other workers finished since): the record
+        # names the probes it converged on now.
+        study.set_user_attr(CONVERGED_ATTR, {"probes": before, "rule": STOP_RULE})
+        return 0
+    if study.user_attrs.get(CONVERGED_ATTR) and not (early_stop and hasattr(study.sampler, "converged")):
+        # A sampler with no stop rule probes past a guided run's convergence: "converged after 5 probes"
+        # would then describe a study of 12.
+        study.set_user_attr(CONVERGED_ATTR, None)
     choices = usable_values(checks)
     study.sampler = unique_candidates(study.sampler, choices, [c.candidate.knobs.to_dict() for c in checks if c.valid])
     finished = {t.number for t in study.get_trials(deepcopy=False) if t.state.is_finished()}

@@ -454,3 +454,27 @@ def test_a_converged_run_says_the_rule_in_short_and_pareto_json_keeps_it_whole(t
     assert re.search(rf"converged after \d+ probes: {re.escape(STOP_RULE_SUMMARY)}", said), said
     assert " ".join(STOP_RULE.split()) not in said  # 11 terminal lines of it, twice, before
     assert json.loads((tmp_path / "run" / "pareto.json").read_text())["search"]["converged"]["rule"] == STOP_RULE
+
+
+def test_a_study_resumed_with_another_sampler_no_longer_says_it_converged_and_a_guided_resume_says_when(tmp_path):
+    out = tmp_path / "run"
+    common = ("run", "--model", "32b", "--nodes", "4", "--out", out)
+
+    def search():
+        return json.loads((out / "pareto.json").read_text())["search"]
+
+    first = autotune(*common, timeout=120)
+    assert first.returncode == 0, first.stderr
+    converged_at = search()["converged"]["probes"]
+    # random has no stop rule: it runs past the guided study's convergence, which then no longer holds
+    more = autotune(*common, "--sampler", "random", "--trials", converged_at + 3, timeout=120)
+    assert more.returncode == 0, more.stderr
+    assert "converged after" not in more.stderr and search()["converged"] is None
+    assert search()["sampler"] == "random"
+    # guided again: converged on the probes the study now holds, with no further probe
+    again = autotune(*common, "--trials", converged_at + 10, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert f"converged after {converged_at + 3} probes" in " ".join(again.stderr.split())
+    assert search()["converged"]["probes"] == converged_at + 3
+    study = optuna.load_study(study_name=None, storage=f"sqlite:///{out / 'study.db'}")
+    assert len(evaluated_trials(study)) == converged_at + 3
