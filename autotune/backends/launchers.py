@@ -124,7 +124,12 @@ def slurm_nodes(environ: dict[str, str]) -> int | None:
     """Nodes of the SLURM allocation we run in, or None outside one."""
     if not environ.get("SLURM_JOB_ID"):
         return None
-    return int(environ.get("SLURM_JOB_NUM_NODES") or environ.get("SLURM_NNODES") or 1)
+    name = "SLURM_JOB_NUM_NODES" if environ.get("SLURM_JOB_NUM_NODES") else "SLURM_NNODES"
+    count = environ.get(name) or "1"
+    if not count.isdigit() or int(count) < 1:
+        raise UserError(f"{name}={count!r} in the environment is not a node count; run inside an allocation SLURM "
+                        "made (sbatch, salloc), or unset SLURM_JOB_ID to run outside one")
+    return int(count)
 
 
 def slurm_gpus_per_node(environ: dict[str, str]) -> int | None:
@@ -134,6 +139,19 @@ def slurm_gpus_per_node(environ: dict[str, str]) -> int | None:
         return int(on_node)
     job_gpus = environ.get("SLURM_JOB_GPUS")
     return len(job_gpus.split(",")) if job_gpus else None
+
+
+def allocation_shape(hostfile: Path | None, environ: dict[str, str]) -> tuple[int, int | None, str] | None:
+    """(nodes, GPUs per node or None where it does not say, which allocation) of what the probes reach
+    without being told: a hostfile's hosts and their fewest slots, else a SLURM allocation's nodes and
+    GPU gres; None outside both (one machine's GPUs say nothing of the nodes a study is for)."""
+    if hostfile is not None:
+        hosts = read_hostfile(hostfile)
+        return len(hosts), min(hosts.values()), f"hostfile {hostfile}"
+    nodes = slurm_nodes(environ)
+    if nodes is None:
+        return None
+    return nodes, slurm_gpus_per_node(environ), f"SLURM allocation {environ['SLURM_JOB_ID']}"
 
 
 def detect_launch_target(
@@ -160,6 +178,8 @@ def detect_launch_target(
         gpus = slurm_gpus_per_node(environ) or local
         if not gpus:
             return False, f"SLURM allocation {environ['SLURM_JOB_ID']} has no GPUs (allocate with --gpus-per-node)"
+        if gpus_per_node is not None and gpus < gpus_per_node:
+            return False, f"SLURM allocation {environ['SLURM_JOB_ID']} has {gpus} GPU(s) per node; {gpus_per_node} requested"
         return True, f"SLURM allocation {environ['SLURM_JOB_ID']}: {allocated} node(s), {gpus} GPU(s) per node (srun)"
     if not local:
         return False, "no CUDA devices here (nvidia-smi -L lists none), no SLURM allocation, no --hostfile"
@@ -218,6 +238,10 @@ def unreachable_reason(launcher: str, candidate: Candidate, hostfile: Path | Non
         allocated = slurm_nodes(environ) or 0
         if nodes > allocated:
             return f"the candidate needs {nodes} nodes; SLURM allocation {environ.get('SLURM_JOB_ID')} has {allocated}"
+        gres = slurm_gpus_per_node(environ)
+        if gres is not None and per_node > gres:
+            return (f"the candidate needs {per_node} GPUs per node; SLURM allocation {environ.get('SLURM_JOB_ID')} "
+                    f"has {gres} (--gpus-per-node {gres} studies what fits)")
     return None
 
 

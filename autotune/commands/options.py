@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from autotune.commands.flags import text_flag, whole_number_flag
 from autotune.errors import ConfigError, UserError
@@ -16,11 +17,11 @@ from autotune.workload import make_workload
 def add_study_options(parser: argparse.ArgumentParser) -> None:
     what = parser.add_argument_group("what to tune")
     what.add_argument("--model", type=text_flag, default="32b", help="preset (tiny, 7b, 32b, 72b) or a model JSON file (default: 32b)")
-    what.add_argument("--nodes", default=None, help="nodes, or a range such as 2-8 (default: 4, or the space file's list)")
+    what.add_argument("--nodes", default=None, help="nodes, or a range such as 2-8 (default: the space file's list, the SLURM allocation's or --hostfile's nodes, else 4)")
     what.add_argument("--hardware", type=text_flag, default="gh200", help="profile (gh200, h100-sxm, cpu) or a TOML file (default: gh200)")
     what.add_argument(
         "--gpus-per-node", type=whole_number_flag(low=1), default=None,
-        help="GPUs used per node, 1 to the profile's count (default: the whole node of the profile)",
+        help="GPUs used per node, 1 to the profile's count (default: the whole node of the profile, or the SLURM allocation's or --hostfile's GPUs per node where fewer)",
     )
     what.add_argument("--space", type=text_flag, default=None, help="search-space TOML (default: search_spaces/default.toml)")
     work = parser.add_argument_group("workload (the fixed work every candidate is measured on)")
@@ -42,6 +43,32 @@ def settings_for(*flags: str) -> StudySettings:
     except argparse.ArgumentError as exc:
         raise UserError(str(exc)) from None
     return build_settings(args)
+
+
+def fill_from_allocation(args: argparse.Namespace, environ: dict[str, str] | None = None) -> str | None:
+    """Inside a SLURM allocation, or given a --hostfile, the nodes and GPUs per node the user left out
+    are the allocation's (what srun or the deepspeed launcher reach), not the default of 4 whole nodes:
+    in `sbatch -N 2 --gpus-per-node 4` a study is of 2 nodes of 4 GPUs, and its probes can run. A space
+    file's nodes and a replayed file's candidates are the user's choice and are kept. Returns the line
+    that says what was filled, or None."""
+    from autotune.backends.launchers import allocation_shape
+
+    if getattr(args, "backend", None) == "replay" or getattr(args, "measurements", None) is not None:
+        return None
+    shape = allocation_shape(getattr(args, "hostfile", None), dict(os.environ if environ is None else environ))
+    if shape is None:
+        return None
+    nodes, gpus, where = shape
+    filled = []
+    if args.nodes is None and args.space is None:
+        args.nodes = str(nodes)
+        filled.append(f"{nodes} node(s)")
+    if args.gpus_per_node is None and gpus is not None and gpus < load_hardware(args.hardware).gpus_per_node:
+        args.gpus_per_node = gpus
+        filled.append(f"{gpus} GPU(s) per node")
+    if not filled:
+        return None
+    return f"studying {', '.join(filled)}: what {where} holds (--nodes, --gpus-per-node choose another shape)"
 
 
 def build_settings(args: argparse.Namespace) -> StudySettings:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from autotune.backends.probe_options import probe_bounds
 from autotune.commands.flags import number_flag, path_flag, text_flag, whole_number_flag
-from autotune.commands.options import add_study_options, build_settings
+from autotune.commands.options import add_study_options, build_settings, fill_from_allocation
 from autotune.commands.report import add_pick_options
 from autotune.study.stop_rule import STOP_RULE_SUMMARY, stop_rule_help
 
@@ -114,8 +114,11 @@ def _run(args: argparse.Namespace) -> int:
 
     check_hostfile(args.hostfile)  # files are checked here; numbers while parsing (flags.py, probe_options.py)
     check_pick_options(args)
-    settings = build_settings(args)
     console = Console(stderr=True)
+    filled = fill_from_allocation(args)
+    if filled:
+        console.print(filled)
+    settings = build_settings(args)
     run_dir = args.out or default_run_dir(args)
     backend = choose_backend(args, run_dir, max(settings.space.nodes), settings.gpus_per_node, settings.hardware)
     settings = keep_device_knobs_if_unsettable(settings, backend, console)

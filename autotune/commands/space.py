@@ -37,8 +37,11 @@ def _rows(settings, simulate: bool) -> list[dict]:
 
 
 def _run(args) -> int:
-    from autotune.commands.options import build_settings
+    from autotune.commands.options import build_settings, fill_from_allocation
 
+    filled = fill_from_allocation(args)
+    if filled:
+        print(filled, file=sys.stderr)
     settings = build_settings(args)
     rows = _rows(settings, args.simulate)
     valid, total = sum(r["valid"] for r in rows), len(rows)

@@ -8,6 +8,7 @@ import pytest
 
 from autotune.backends import launchers
 from autotune.backends.launchers import (
+    allocation_shape,
     build_plan,
     check_hostfile,
     check_launcher_settings,
@@ -104,6 +105,26 @@ def test_more_nodes_than_reachable_is_a_reason_not_an_exception(make_candidate, 
     assert "fewer on nid001" in unreachable_reason("deepspeed", make_candidate(gpus_per_node=8), hostfile, {})
     assert unreachable_reason("srun", two_nodes, None, SLURM_2_NODES) is None
     assert "has 2" in unreachable_reason("srun", make_candidate(gpus_per_node=4, nodes=4), None, SLURM_2_NODES)
+    # srun would fail the step on GPUs the allocation's gres does not hold: a reason before it starts
+    assert "needs 8 GPUs per node; SLURM allocation 42 has 4" in unreachable_reason(
+        "srun", make_candidate(gpus_per_node=8, nodes=2), None, SLURM_2_NODES)
+    assert unreachable_reason("srun", make_candidate(gpus_per_node=8), None, {**SLURM_2_NODES, "SLURM_GPUS_ON_NODE": ""}) is None
+
+
+def test_the_allocation_shape_is_the_hostfiles_else_the_slurm_jobs(hostfile, tmp_path):
+    assert allocation_shape(hostfile, SLURM_2_NODES) == (2, 4, f"hostfile {hostfile}")
+    uneven = tmp_path / "uneven"
+    uneven.write_text("a slots=8\nb slots=2\nc slots=8\n")
+    assert allocation_shape(uneven, {}) == (3, 2, f"hostfile {uneven}")  # every node must hold the ranks
+    assert allocation_shape(None, SLURM_2_NODES) == (2, 4, "SLURM allocation 42")
+    assert allocation_shape(None, {"SLURM_JOB_ID": "7", "SLURM_NNODES": "3"}) == (3, None, "SLURM allocation 7")
+    assert allocation_shape(None, {"PATH": "/usr/bin"}) is None
+
+
+@pytest.mark.parametrize("count", ["x", "0", "-2", "2.5", " 2", "two"])
+def test_a_slurm_node_count_that_is_not_one_is_a_user_error(count):
+    with pytest.raises(UserError, match=f"SLURM_JOB_NUM_NODES={count!r} in the environment is not a node count"):
+        allocation_shape(None, {"SLURM_JOB_ID": "42", "SLURM_JOB_NUM_NODES": count})
 
 
 def test_a_one_rank_candidate_runs_the_probe_directly_with_its_own_layout(make_candidate):
@@ -147,6 +168,8 @@ def test_detect_launch_target_reads_hostfile_slurm_then_local_gpus(hostfile, mon
     assert not ok and "lists 2 host(s)" in reason
     assert detect_launch_target(None, nodes=2, environ=SLURM_2_NODES) == (
         True, "SLURM allocation 42: 2 node(s), 4 GPU(s) per node (srun)")
+    ok, reason = detect_launch_target(None, nodes=2, gpus_per_node=8, environ=SLURM_2_NODES)
+    assert not ok and reason == "SLURM allocation 42 has 4 GPU(s) per node; 8 requested"
     ok, reason = detect_launch_target(None, environ={"SLURM_JOB_ID": "42"})
     assert not ok and "no GPUs" in reason
     ok, reason = detect_launch_target(None, environ={})

@@ -1,0 +1,66 @@
+"""Inside a SLURM allocation or given a --hostfile, a study's nodes and GPUs per node default to the
+allocation's; what the user gives (flags, a space file's nodes, a replayed file) is kept. Real
+`autotune run` subprocesses with a fake SLURM environment (simulate backend: no srun is started)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+SLURM = {"SLURM_JOB_ID": "4242", "SLURM_JOB_NUM_NODES": "2", "SLURM_GPUS_ON_NODE": "4"}
+
+
+def _run(tmp_path, *args, env=None):
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    run = subprocess.run(
+        [sys.executable, "-m", "autotune.cli", "run", "--model", "7b", "--trials", "3", *map(str, args)],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path, env={**environ, **(env or {})},
+    )
+    assert run.returncode == 0, run.stderr
+    return " ".join(run.stderr.split())
+
+
+def _shape(run_dir):
+    pareto = json.loads((run_dir / "pareto.json").read_text())
+    return pareto["nodes"], pareto["gpus"]
+
+
+def test_a_study_inside_a_slurm_allocation_is_of_its_nodes_and_gpus_unless_told(tmp_path):
+    said = _run(tmp_path, "--hardware", "h100-sxm", "--backend", "simulate", env=SLURM)
+    assert "studying 2 node(s), 4 GPU(s) per node: what SLURM allocation 4242 holds" in said
+    assert _shape(tmp_path / "runs" / "7b-2n") == (2, 8)
+    # a gh200 node holds 4 GPUs: the gres narrows nothing, and nothing is said of GPUs
+    said = _run(tmp_path, "--backend", "simulate", "--out", "gh", env=SLURM)
+    assert "studying 2 node(s): what SLURM allocation 4242 holds" in said
+    assert _shape(tmp_path / "gh") == (2, 8)
+    # what the user gives is kept, and then nothing is said
+    said = _run(tmp_path, "--nodes", "1", "--hardware", "h100-sxm", "--gpus-per-node", "8", "--backend", "simulate",
+                "--out", "given", env=SLURM)
+    assert "studying" not in said and _shape(tmp_path / "given") == (1, 8)
+
+
+def test_outside_an_allocation_the_default_stays_four_whole_nodes(tmp_path):
+    said = _run(tmp_path, "--hardware", "h100-sxm", "--backend", "simulate")
+    assert "studying" not in said and _shape(tmp_path / "runs" / "7b-4n") == (4, 32)
+
+
+def test_a_hostfile_gives_the_nodes_and_its_fewest_slots_the_gpus_per_node(tmp_path):
+    (tmp_path / "hostfile").write_text("node1 slots=8\nnode2 slots=4\n")
+    said = _run(tmp_path, "--hardware", "h100-sxm", "--hostfile", "hostfile", "--backend", "simulate")
+    assert "studying 2 node(s), 4 GPU(s) per node: what hostfile hostfile holds" in said
+    assert _shape(tmp_path / "runs" / "7b-2n") == (2, 8)
+
+
+def test_a_space_files_nodes_and_a_replayed_file_keep_their_own(tmp_path):
+    space = tmp_path / "space.toml"
+    space.write_text('zero_stage = [2]\noptimizer_offload = ["none"]\nactivation_checkpointing = ["recompute"]\n'
+                     'sp_degree = [1]\nmicro_batch = [1, 2]\nnodes = [1]\npower_limit = [1.0]\nsm_clock_mhz = ["max"]\n')
+    said = _run(tmp_path, "--space", space, "--backend", "simulate", "--out", "spaced", env=SLURM)
+    assert "studying" not in said and _shape(tmp_path / "spaced") == (1, 4)
+    listed = subprocess.run([sys.executable, "-m", "autotune.cli", "space", "--model", "7b", "--space", space,
+                             "--simulate", "--json"], capture_output=True, text=True, timeout=120, check=True)
+    (tmp_path / "m.json").write_text(listed.stdout)
+    said = _run(tmp_path, "--space", space, "--backend", "replay", "--measurements", "m.json", "--out", "replayed", env=SLURM)
+    assert "studying" not in said and _shape(tmp_path / "replayed") == (1, 4)
