@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import signal
 import sys
 
@@ -16,6 +17,7 @@ from autotune.errors import UserError
 
 COMMANDS = ("run", "space", "report", "export", "sensors", "calibrate")
 INTERRUPTED = 130  # the shell's status for a command ended by Ctrl-C (128 + SIGINT)
+BROKEN_PIPE = 141  # the shell's status for a command ended by SIGPIPE (128 + 13)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -73,6 +75,12 @@ def console_main() -> None:
             signal.signal(signum, signal.SIG_IGN)
         print("autotune: interrupted; completed trials are kept, run the same command again to resume", file=sys.stderr)
         status = INTERRUPTED
+    except BrokenPipeError:
+        # The reader of stdout went away (`autotune space --json | head`): what it read is all it wanted.
+        # Python would still flush stdout at exit and print a second traceback; point stdout at devnull
+        # and end as a tool killed by SIGPIPE does.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        status = BROKEN_PIPE
     sys.exit(status)
 
 

@@ -122,6 +122,9 @@ def valid_checks(settings: StudySettings) -> list:
     """Every candidate of the study's space checked; refuses a space in which nothing can run."""
     checks = list(enumerate_space(settings.space, settings.model, settings.hardware, settings.workload, settings.gpus_per_node))
     if not any(c.valid for c in checks):
+        batch = _global_batch_miss(checks)
+        if batch:
+            raise UserError(f"nothing in the space is valid: {batch}")
         raise UserError(
             f"nothing in the space fits or is valid ({_closest_miss(checks)}); widen it: more --nodes, ZeRO-3, "
             "offload or checkpointing in the --space file (see `autotune space`)"
@@ -140,6 +143,22 @@ def _closest_miss(checks: list) -> str:
         return f"the closest, {knobs}, {closest.reason}"
     reason, count = Counter(c.reason for c in checks).most_common(1)[0]
     return f"{count} of {len(checks)} candidates: {reason}"
+
+
+def _global_batch_miss(checks: list) -> str | None:
+    """When no micro-batch x data-parallel size of the space divides the global batch (3 nodes of 4 GPUs
+    and the default 64), that alone is why nothing runs, and the fix is the batch: every SP degree then
+    only hides it behind another rule (the commonest reason would read "SP degree 8 does not divide")."""
+    shapes = [c.candidate for c in checks if c.candidate.gpus % c.candidate.knobs.sp_degree == 0]
+    if not shapes or any(c.grad_accum for c in shapes):
+        return None
+    global_batch = shapes[0].workload.global_batch
+    data_parallel = sorted({c.dp_degree for c in shapes})
+    step = max(data_parallel) * min(c.knobs.micro_batch for c in shapes)  # every SP degree then fits
+    lower, upper = global_batch // step * step, (global_batch // step + 1) * step
+    nearest = " or ".join(str(b) for b in (lower, upper) if b > 0)
+    return (f"no micro-batch x data-parallel size ({', '.join(map(str, data_parallel))} on these GPUs) divides the "
+            f"global batch {global_batch}: pass --global-batch {nearest}, or another --nodes / --gpus-per-node")
 
 
 def usable_values(checks: list) -> dict[str, list]:

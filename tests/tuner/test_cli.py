@@ -126,6 +126,11 @@ def test_the_space_table_tells_power_limit_variants_apart():
         (["export", "nowhere"], "is not a directory"),
         (["run", "--storage", "postgresql://nobody@127.0.0.1:1/none", "--trials", "1"], "cannot open study storage"),
         (["run", "--model", "72b", "--nodes", "1", "--space", "{space}"], "nothing in the space fits"),
+        # 12 GPUs and a global batch of 64: the batch is the cause and the fix, not the commonest rule
+        (["run", "--model", "7b", "--nodes", "3"],
+         "no micro-batch x data-parallel size (3, 6, 12 on these GPUs) divides the global batch 64: pass --global-batch 60 or 72"),
+        (["run", "--model", "7b", "--nodes", "1", "--gpus-per-node", "3", "--global-batch", "2"],
+         "divides the global batch 2: pass --global-batch 3, or another"),
     ],
 )
 def test_bad_input_one_line_exit_2(tmp_path, args, message):
@@ -233,3 +238,15 @@ def test_run_help_names_the_objectives_choices_as_written():
     text = " ".join(result.stdout.split())
     assert "{time,energy,time}" not in text
     assert "--objectives OBJECTIVES" in text and "time,energy (the front of both, default) or time" in text
+
+
+def test_a_reader_that_stops_early_ends_the_output_quietly():
+    """`autotune space --json | head`: the pipe closes after the reader's lines; no traceback, and the
+    status of a tool that SIGPIPE ended (141), as the shell reports for `yes | head`."""
+    reader = "import sys; sys.stdin.readline(); sys.stdin.close()"
+    with subprocess.Popen([sys.executable, "-c", reader], stdin=subprocess.PIPE) as head:
+        run = subprocess.run([sys.executable, "-m", "autotune.cli", "space", "--model", "7b", "--nodes", "1", "--json"],
+                             stdout=head.stdin, stderr=subprocess.PIPE, text=True, timeout=120)
+        head.stdin.close()
+    assert run.returncode == 141, run.stderr
+    assert run.stderr == ""
