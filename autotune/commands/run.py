@@ -110,7 +110,10 @@ def _run(args: argparse.Namespace) -> int:
     from autotune.commands.report import check_pick_options
     from autotune.study import open_study
     from autotune.study.storage import sole_worker
-    from autotune.study.loop import CONVERGED_ATTR, is_evaluated, make_sampler, probes_running_elsewhere, run_study, valid_checks
+    from autotune.study.loop import (
+        CONVERGED_ATTR, is_evaluated, make_sampler, node_counts_without_candidates, probes_running_elsewhere, run_study,
+        valid_checks,
+    )
 
     check_hostfile(args.hostfile)  # files are checked here; numbers while parsing (flags.py, probe_options.py)
     check_pick_options(args)
@@ -123,6 +126,8 @@ def _run(args: argparse.Namespace) -> int:
     backend = choose_backend(args, run_dir, max(settings.space.nodes), settings.gpus_per_node, settings.hardware)
     settings = keep_device_knobs_if_unsettable(settings, backend, console)
     checks = valid_checks(settings)
+    for line in node_counts_without_candidates(checks):
+        console.print(f"[yellow]warning: {line}[/]")
     backend.check_candidates(checks)
     check_energy_objective(backend, args.objectives, args.allow_estimated_energy)
     # Before any study is opened or probe started: a path that cannot be written fails now, in one line.

@@ -145,6 +145,18 @@ def _closest_miss(checks: list) -> str:
     return f"{count} of {len(checks)} candidates: {reason}"
 
 
+def node_counts_without_candidates(checks: list) -> list[str]:
+    """For a range of node counts: each count none of whose candidates is valid, and why (a study of
+    --nodes 2-3 on 4-GPU nodes and a batch of 64 would otherwise leave 3 nodes out without a word)."""
+    by_nodes: dict[int, list] = {}
+    for check in checks:
+        by_nodes.setdefault(check.candidate.knobs.nodes, []).append(check)
+    if len(by_nodes) < 2:
+        return []
+    return [f"no candidate on {nodes} node(s) is valid: {_global_batch_miss(group) or _closest_miss(group)}"
+            for nodes, group in sorted(by_nodes.items()) if not any(c.valid for c in group)]
+
+
 def _global_batch_miss(checks: list) -> str | None:
     """When no micro-batch x data-parallel size of the space divides the global batch (3 nodes of 4 GPUs
     and the default 64), that alone is why nothing runs, and the fix is the batch: every SP degree then

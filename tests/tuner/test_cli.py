@@ -250,3 +250,13 @@ def test_a_reader_that_stops_early_ends_the_output_quietly():
         head.stdin.close()
     assert run.returncode == 141, run.stderr
     assert run.stderr == ""
+
+
+def test_a_node_count_of_a_range_with_no_valid_candidate_is_named_and_the_rest_is_studied(tmp_path):
+    result = autotune("run", "--model", "7b", "--nodes", "2-3", "--trials", "2", "--out", tmp_path / "run", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    said = " ".join(result.stderr.split())
+    assert said.count("warning: no candidate on") == 1
+    assert ("warning: no candidate on 3 node(s) is valid: no micro-batch x data-parallel size (3, 6, 12 on these GPUs) "
+            "divides the global batch 64: pass --global-batch 60 or 72") in said
+    assert json.loads((tmp_path / "run" / "pareto.json").read_text())["nodes"] == [2, 3]
