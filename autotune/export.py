@@ -40,11 +40,27 @@ def choose_trial(view: StudyView, pick: str | None, trial: int | None) -> tuple[
     return view.picks[key], pick or "knee"
 
 
-def launch_command(candidate, config_name: str, candidate_name: str) -> list[str]:
+# srun's GPU request in launch.sh: a bash array the script fills where the job has GPU gres (the tuner
+# asks the environment when it starts a probe; an exported script learns it only where it runs).
+GRES_WORDS = "@GRES@"
+GRES_LINES = (
+    "gres=()  # newer SLURM gives a step no GPUs unless it asks, where the job has GPU gres",
+    'if [ -n "${{SLURM_GPUS_ON_NODE:-}}${{SLURM_JOB_GPUS:-}}" ]; then gres=(--gpus-per-node={per_node}); fi',
+)
+
+
+def launch_command(candidate, config_name: str, candidate_name: str, launcher: str = "auto") -> list[str]:
     """What `<pick>.launch.sh` runs: the tuner's own probe command (torchrun on one node, the
-    deepspeed launcher on a `hostfile` for several), with the launchers' console scripts."""
-    launcher = "torchrun" if candidate.knobs.nodes == 1 else "deepspeed"
-    return probe_command(launcher, candidate, ["--candidate", candidate_name, "--deepspeed-config", config_name])
+    deepspeed launcher on a `hostfile` for several, or one srun step under `--launcher srun`), with
+    the launchers' console scripts. An srun command holds GRES_WORDS where the gres array goes."""
+    if launcher != "srun":
+        launcher = "torchrun" if candidate.knobs.nodes == 1 else "deepspeed"
+    return probe_command(launcher, candidate, ["--candidate", candidate_name, "--deepspeed-config", config_name],
+                         gres=(GRES_WORDS,))
+
+
+def _script_line(command: list[str]) -> str:
+    return shlex.join(command).replace(GRES_WORDS, '"${gres[@]}"')
 
 
 def portable_candidate(candidate, directory: Path) -> tuple[dict, list[Path]]:
@@ -65,7 +81,8 @@ def portable_candidate(candidate, directory: Path) -> tuple[dict, list[Path]]:
 
 def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, launcher: str = "auto") -> list[Path]:
     """Write the config, the candidate file and the launch command; returns the paths written.
-    `launcher` "srun" applies an SM clock cap through `srun --gpu-freq` (autotune/export_device.py)."""
+    `launcher` "srun": launch.sh trains in one srun step of the allocation it runs in, which also sets
+    an SM clock cap (`--gpu-freq`; autotune/export_device.py)."""
     point = view.point(trial)
     candidate = view.settings.candidate(point.params)
     config = deepspeed_config(candidate)
@@ -87,8 +104,11 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
     candidate_path = config_path.with_name(config_path.stem + ".candidate.json")
     candidate_data, copied = portable_candidate(candidate, config_path.parent)
     write_text_atomic(candidate_path, json.dumps(candidate_data, indent=2) + "\n")
-    command = launch_command(candidate, config_path.name, candidate_path.name)
-    device_lines, device_prefix = device_script(candidate.knobs, candidate.knobs.nodes, launcher)
+    command = launch_command(candidate, config_path.name, candidate_path.name, launcher)
+    srun = command[0] == "srun"
+    where = ("# Run inside the SLURM allocation (sbatch, salloc): one srun step starts a task per GPU.\n" if srun
+             else "# Run from this directory; for several nodes, write a DeepSpeed hostfile named 'hostfile' first.\n")
+    gres = [line.format(per_node=candidate.gpus_per_node) for line in GRES_LINES] if srun else []
     launch_path = config_path.with_name(config_path.stem + ".launch.sh")
     write_text_atomic(
         launch_path,
@@ -96,10 +116,10 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
         f"# Runs the probe again: trains the autotune model with {config_path.name} ({point.source} time, "
         f"{point.energy_source} energy) for a warm-up and a measured window,\n"
         "# prints what it measured and writes result.json (more steps: add --steps N to the command below). Your own training takes "
-        f"{config_path.name} as its DeepSpeed config.\n"
-        "# Run from this directory; for several nodes, write a DeepSpeed hostfile named 'hostfile' first.\n"
-        'cd "$(dirname "$0")"\n' + "".join(line + "\n" for line in device_lines)
-        + shlex.join(device_prefix + command) + "\n",
+        f"{config_path.name} as its DeepSpeed config.\n" + where
+        + 'cd "$(dirname "$0")"\n'
+        + "".join(line + "\n" for line in [*device_script(candidate.knobs, candidate.knobs.nodes, launcher), *gres])
+        + _script_line(command) + "\n",
         mode=0o755,
     )
     return [config_path, candidate_path, *copied, launch_path]

@@ -33,20 +33,19 @@ def _device_cli(action: str, knobs: Knobs, clock_by_nvml: bool) -> list[str]:
     return command + ["--record", RECORD]
 
 
-def device_script(knobs: Knobs, nodes: int, launcher: str) -> tuple[list[str], list[str]]:
-    """(lines before the training command, words to put in front of it); nothing when the knobs touch nothing."""
+def device_script(knobs: Knobs, nodes: int, launcher: str) -> list[str]:
+    """The lines before the training command; none when the knobs touch nothing. Under srun the
+    training step itself carries the clock (`--gpu-freq`, launchers.probe_command)."""
     if not knobs.changes_device_settings:
-        return [], []
+        return []
     srun = launcher == "srun"
     lines = [f"# This run uses a {device_settings_sentence(knobs)}; the previous values come back on exit (trap)."]
-    prefix: list[str] = []
     on_nodes: list[str] = []
     if srun:
         if knobs.sm_clock_mhz != SM_CLOCK_UNTOUCHED:
-            prefix = ["srun", f"--gpu-freq={knobs.sm_clock_mhz}"]
             lines.append(f"# SLURM applies and resets the SM clock for the step (srun --gpu-freq={knobs.sm_clock_mhz}).")
         if knobs.power_limit == 1.0:
-            return lines, prefix
+            return lines
         lines.append("# SLURM has no per-step power-limit option: the limit is set through NVML on every node of the")
         lines.append("# allocation (one task per node), which needs root or CAP_SYS_ADMIN there.")
         on_nodes = ["srun", "--ntasks-per-node=1", f"--nodes={nodes}"]
@@ -63,4 +62,4 @@ def device_script(knobs: Knobs, nodes: int, launcher: str) -> tuple[list[str], l
         "trap 'exit 143' TERM INT  # a signal ends the script through the EXIT trap",
         f"{apply} || exit 2",
     ]
-    return lines, prefix
+    return lines

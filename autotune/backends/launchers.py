@@ -266,11 +266,13 @@ SM_CLOCK_SET_BY_ENV = "AUTOTUNE_SM_CLOCK_SET_BY"  # "srun": the launcher applied
 def probe_command(
     launcher: str, candidate: Candidate, probe_args: list[str], *, python: str | None = None,
     hostfile: Path | str = "hostfile", master_port: str | None = None, one_local_host: bool = False,
+    gres: tuple[str, ...] = (),
 ) -> list[str]:
-    """The argument list that starts `trainer.probe` on every rank of the candidate with torchrun or
-    the deepspeed launcher. The tuner's probes and an exported `<pick>.launch.sh` both come from here,
-    so what a user runs is what was probed. `python`: run the launcher as a module of this interpreter
-    (the tuner); None: its console script (`torchrun`, `deepspeed`), as a user types it.
+    """The argument list that starts `trainer.probe` on every rank of the candidate with torchrun, the
+    deepspeed launcher or one srun step. The tuner's probes and an exported `<pick>.launch.sh` both come
+    from here, so what a user runs is what was probed. `python`: run the launcher as a module of this
+    interpreter (the tuner); None: its console script (`torchrun`, `deepspeed`), as a user types it.
+    `gres`: srun's GPU request words (a job with GPU gres gives a step no GPUs unless it asks).
 
     The deepspeed launcher passes `--local_rank=N` to the probe (it accepts and ignores it: LOCAL_RANK
     in the environment, which the launcher sets too, is what the trainer reads).
@@ -288,6 +290,13 @@ def probe_command(
             # One local host: DeepSpeed would still ssh to it to check and to find its address.
             command += ["--no_ssh_check", "--master_addr=127.0.0.1"]
         return [*command, "--module", "trainer.probe", *probe_args]
+    if launcher == "srun":
+        command = ["srun", f"--nodes={nodes}", f"--ntasks={nodes * per_node}", f"--ntasks-per-node={per_node}",
+                   "--kill-on-bad-exit=1", "--export=ALL", *gres]
+        if candidate.knobs.sm_clock_mhz != SM_CLOCK_UNTOUCHED:
+            # slurmd sets and resets the step's GPU clock itself, no privileges needed; the probe then leaves it
+            command.append(f"--gpu-freq={candidate.knobs.sm_clock_mhz}")
+        return [*command, python or "python", "-m", "autotune.backends.srun_rank", "-m", "trainer.probe", *probe_args]
     raise ValueError(f"no probe command for launcher {launcher!r}")
 
 
@@ -310,14 +319,9 @@ def build_plan(
         return LaunchPlan("deepspeed", probe_command("deepspeed", candidate, probe_args, python=python, hostfile=hostfile,
                                                      master_port=port, one_local_host=one_local))
     if launcher == "srun":
-        command = ["srun", f"--nodes={nodes}", f"--ntasks={nodes * per_node}", f"--ntasks-per-node={per_node}",
-                   "--kill-on-bad-exit=1", "--export=ALL"]
-        if slurm_gpus_per_node(environ):
-            command.append(f"--gpus-per-node={per_node}")  # newer SLURM gives a step no GRES unless asked
+        gres = (f"--gpus-per-node={per_node}",) if slurm_gpus_per_node(environ) else ()
         layout = {"WORLD_SIZE": str(nodes * per_node), "LOCAL_WORLD_SIZE": str(per_node), "MASTER_PORT": port}
         if candidate.knobs.sm_clock_mhz != SM_CLOCK_UNTOUCHED:
-            # slurmd sets and resets the step's GPU clock itself, no privileges needed; the probe then leaves it
-            command.append(f"--gpu-freq={candidate.knobs.sm_clock_mhz}")
             layout[SM_CLOCK_SET_BY_ENV] = "srun"
-        return LaunchPlan("srun", [*command, python, "-m", "autotune.backends.srun_rank", "-m", "trainer.probe", *probe_args], layout)
+        return LaunchPlan("srun", probe_command("srun", candidate, probe_args, python=python, gres=gres), layout)
     raise ValueError(f"no command for launcher {launcher!r}")

@@ -23,7 +23,8 @@ def register(subparsers) -> None:
     parser.add_argument("-o", "--output", type=path_flag, help="config file (default: RUN_DIR/configs/<pick>.json)")
     parser.add_argument("--storage", type=text_flag, help="the study's storage URL, when it is not RUN_DIR/study.db")
     parser.add_argument("--launcher", choices=("auto", "srun"), default="auto",
-                        help="srun: launch.sh sets an SM clock cap with srun --gpu-freq (default: NVML from the script)")
+                        help="how launch.sh starts the ranks: srun, one step of the SLURM allocation it runs in (an SM clock cap by "
+                             "srun --gpu-freq); auto (default): torchrun on one node, the deepspeed launcher on a hostfile for several")
     parser.set_defaults(func=_run)
 
 

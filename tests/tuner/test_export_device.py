@@ -37,7 +37,7 @@ def _export(tmp_path, launcher="auto", **knobs) -> tuple[dict, Path]:
 
 
 def test_untouched_knobs_add_nothing_to_the_script(tmp_path):
-    assert device_script(Knobs(), 1, "auto") == ([], [])
+    assert device_script(Knobs(), 1, "auto") == []
     config, script = _export(tmp_path)
     assert "device_cli" not in script.read_text()
     assert config["autotune"]["power_limit"] == 1.0 and config["autotune"]["sm_clock_mhz"] == "max"
@@ -76,7 +76,9 @@ def test_launch_sh_applies_the_limit_for_the_run_and_restores_it_on_exit(tmp_pat
 def test_srun_sets_the_clock_itself_and_says_it_has_no_power_limit(tmp_path):
     _, script = _export(tmp_path, launcher="srun", sm_clock_mhz=1500)
     text = script.read_text()
-    assert "srun --gpu-freq=1500 torchrun" in text and "device_cli" not in text
+    training = text.strip().splitlines()[-1]
+    assert training.startswith("srun --nodes=1 --ntasks=8 ") and "--gpu-freq=1500 python -m autotune.backends.srun_rank" in training
+    assert "device_cli" not in text
     _, script = _export(tmp_path, launcher="srun", power_limit=0.7, sm_clock_mhz=1500)
     text = script.read_text()
     assert "SLURM has no per-step power-limit option" in text
@@ -86,5 +88,5 @@ def test_srun_sets_the_clock_itself_and_says_it_has_no_power_limit(tmp_path):
 
 @pytest.mark.parametrize("nodes", [2])
 def test_several_nodes_without_srun_say_which_node_is_changed(nodes):
-    lines, _ = device_script(Knobs(power_limit=0.9, nodes=nodes), nodes, "auto")
+    lines = device_script(Knobs(power_limit=0.9, nodes=nodes), nodes, "auto")
     assert any("other 1 node(s)" in line for line in lines)

@@ -1,8 +1,11 @@
 """The exported launch command of a pick runs: it goes through the real deepspeed launcher's argument
 parsing and then, with the `--local_rank` that launcher adds, through the probe's own parsing."""
 
+import json
 import os
 import shlex
+import subprocess
+import sys
 
 import pytest
 
@@ -24,7 +27,7 @@ def two_node_run(tmp_path_factory):
 def _script_command(launch_sh):
     lines = [line for line in launch_sh.read_text().splitlines() if line and not line.startswith(("#", "cd "))]
     # The training command is the last line; a pick with a power limit applies it (and traps its restore) first.
-    assert lines and lines[-1].startswith(("torchrun ", "deepspeed ")), lines
+    assert lines and lines[-1].startswith(("torchrun ", "deepspeed ", "srun ")), lines
     return shlex.split(lines[-1])
 
 
@@ -72,14 +75,11 @@ def test_a_one_node_export_uses_torchrun_like_the_tuner(make_candidate):
 
 
 def test_an_exported_candidate_names_a_built_in_profile(two_node_run):
-    import json
-
     candidate = json.loads((two_node_run / "configs" / "knee.candidate.json").read_text())
     assert candidate["hardware"] == "gh200"
 
 
 def test_a_custom_profile_is_copied_beside_the_export_and_named_relatively(tmp_path, monkeypatch):
-    import json
     import shutil
 
     from autotune.candidate import candidate_from_dict
@@ -98,3 +98,36 @@ def test_a_custom_profile_is_copied_beside_the_export_and_named_relatively(tmp_p
     profile.unlink()  # the export must not need the original any more
     monkeypatch.chdir(configs)  # where the launch script runs
     assert candidate_from_dict(data).hardware.name == "cpu"
+
+
+def test_an_srun_export_trains_in_one_step_of_the_allocation_as_the_tuner_would(two_node_run, tmp_path, monkeypatch):
+    """`export --launcher srun`: launch.sh runs the tuner's own srun step (build_plan), asking for the
+    GPUs only where the job has GPU gres; a stand-in srun records each call, and the probe's own
+    parsing reads the task command."""
+    from trainer.probe import candidate_from_args, parse_args as probe_parse_args
+
+    result = autotune("export", two_node_run, "--pick", "fastest", "--launcher", "srun", "-o", tmp_path / "fastest.json")
+    assert result.returncode == 0, result.stderr
+    script = tmp_path / "fastest.launch.sh"
+    assert "hostfile" not in script.read_text()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls.jsonl"
+    (bin_dir / "srun").write_text(
+        f"#!{sys.executable}\nimport json, sys\nopen({str(calls)!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n")
+    (bin_dir / "srun").chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    env["PATH"] = f"{bin_dir}:{env['PATH']}"
+    for gres in ({}, {"SLURM_GPUS_ON_NODE": "4"}):
+        done = subprocess.run(["bash", str(script)], env={**env, **gres}, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+    training = [json.loads(line) for line in calls.read_text().splitlines() if "trainer.probe" in line]
+    without, with_gres = training
+    assert "--gpus-per-node=4" in with_gres and without == [w for w in with_gres if w != "--gpus-per-node=4"]
+    probe_args = probe_parse_args(with_gres[with_gres.index("trainer.probe") + 1:])
+    assert probe_args.candidate == "fastest.candidate.json" and probe_args.deepspeed_config == "fastest.json"
+    monkeypatch.chdir(tmp_path)  # the script cds to its own directory first
+    candidate = candidate_from_args(probe_args, world_size=8)  # 2 nodes of 4 GPUs
+    tuner = build_plan("srun", candidate, with_gres[with_gres.index("trainer.probe") + 1:], python="python",
+                       hostfile=None, environ={"SLURM_JOB_ID": "1", "SLURM_GPUS_ON_NODE": "4"}).command
+    assert tuner == ["srun", *with_gres]
