@@ -48,14 +48,18 @@ def settings_for(*flags: str) -> StudySettings:
 def fill_from_allocation(args: argparse.Namespace, environ: dict[str, str] | None = None) -> str | None:
     """Inside a SLURM allocation, or given a --hostfile, the nodes and GPUs per node the user left out
     are the allocation's (what srun or the deepspeed launcher reach), not the default of 4 whole nodes:
-    in `sbatch -N 2 --gpus-per-node 4` a study is of 2 nodes of 4 GPUs, and its probes can run. A space
-    file's nodes and a replayed file's candidates are the user's choice and are kept. Returns the line
-    that says what was filled, or None."""
-    from autotune.backends.launchers import allocation_shape
+    in `sbatch -N 2 --gpus-per-node 4` a study is of 2 nodes of 4 GPUs, and its probes can run. With
+    `--backend launch` and neither, this machine's GPUs (with `auto` a GPU workstation still simulates
+    the default cluster). A space file's nodes and a replayed file's candidates are the user's choice
+    and are kept. Returns the line that says what was filled, or None."""
+    from autotune.backends.launchers import allocation_shape, local_gpu_count
 
     if getattr(args, "backend", None) == "replay" or getattr(args, "measurements", None) is not None:
         return None
     shape = allocation_shape(getattr(args, "hostfile", None), dict(os.environ if environ is None else environ))
+    if shape is None and getattr(args, "backend", None) == "launch" and load_hardware(args.hardware).cuda:
+        local = local_gpu_count()
+        shape = (1, local, "this machine") if local else None
     if shape is None:
         return None
     nodes, gpus, where = shape

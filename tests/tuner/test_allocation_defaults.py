@@ -64,3 +64,31 @@ def test_a_space_files_nodes_and_a_replayed_file_keep_their_own(tmp_path):
     (tmp_path / "m.json").write_text(listed.stdout)
     said = _run(tmp_path, "--space", space, "--backend", "replay", "--measurements", "m.json", "--out", "replayed", env=SLURM)
     assert "studying" not in said and _shape(tmp_path / "replayed") == (1, 4)
+
+
+def test_with_backend_launch_and_no_allocation_this_machines_gpus_are_the_shape(monkeypatch):
+    import argparse
+
+    from autotune.backends import launchers
+    from autotune.commands.options import add_study_options, fill_from_allocation
+
+    def args(*flags):
+        parser = argparse.ArgumentParser()
+        add_study_options(parser)
+        parser.add_argument("--backend", default="auto")
+        parser.add_argument("--hostfile", default=None)
+        return parser.parse_args(list(flags))
+
+    monkeypatch.setattr(launchers, "local_gpu_count", lambda: 2)
+    launch = args("--hardware", "h100-sxm", "--backend", "launch")
+    assert fill_from_allocation(launch, environ={}) == (
+        "studying 1 node(s), 2 GPU(s) per node: what this machine holds (--nodes, --gpus-per-node choose another shape)")
+    assert (launch.nodes, launch.gpus_per_node) == ("1", 2)
+    # auto on a GPU workstation still studies the default cluster (a simulation), and a cpu profile's
+    # ranks are not GPUs
+    for flags in (("--hardware", "h100-sxm"), ("--hardware", "cpu", "--backend", "launch")):
+        untouched = args(*flags)
+        assert fill_from_allocation(untouched, environ={}) is None
+        assert (untouched.nodes, untouched.gpus_per_node) == (None, None)
+    monkeypatch.setattr(launchers, "local_gpu_count", lambda: None)
+    assert fill_from_allocation(args("--backend", "launch"), environ={}) is None
