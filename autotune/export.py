@@ -53,10 +53,10 @@ def launch_command(candidate, config_name: str, candidate_name: str, launcher: s
     """What `<pick>.launch.sh` runs: the tuner's own probe command (torchrun on one node, the
     deepspeed launcher on a `hostfile` for several, or one srun step under `--launcher srun`), with
     the launchers' console scripts. An srun command holds GRES_WORDS where the gres array goes."""
-    if launcher != "srun":
-        launcher = "torchrun" if candidate.knobs.nodes == 1 else "deepspeed"
-    return probe_command(launcher, candidate, ["--candidate", candidate_name, "--deepspeed-config", config_name],
-                         gres=(GRES_WORDS,))
+    probe_args = ["--candidate", candidate_name, "--deepspeed-config", config_name]
+    if launcher == "srun":
+        return probe_command("srun", candidate, probe_args, gres=(GRES_WORDS,))
+    return probe_command("torchrun" if candidate.knobs.nodes == 1 else "deepspeed", candidate, probe_args)
 
 
 def _script_line(command: list[str]) -> str:

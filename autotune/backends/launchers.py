@@ -144,7 +144,7 @@ def slurm_gpus_per_node(environ: dict[str, str]) -> int | None:
 def allocation_shape(hostfile: Path | None, environ: dict[str, str]) -> tuple[int, int | None, str] | None:
     """(nodes, GPUs per node or None where it does not say, which allocation) of what the probes reach
     without being told: a hostfile's hosts and their fewest slots, else a SLURM allocation's nodes and
-    GPU gres; None outside both (one machine's GPUs say nothing of the nodes a study is for)."""
+    GPU gres; None outside both."""
     if hostfile is not None:
         hosts = read_hostfile(hostfile)
         return len(hosts), min(hosts.values()), f"hostfile {hostfile}"

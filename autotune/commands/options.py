@@ -17,11 +17,13 @@ from autotune.workload import make_workload
 def add_study_options(parser: argparse.ArgumentParser) -> None:
     what = parser.add_argument_group("what to tune")
     what.add_argument("--model", type=text_flag, default="32b", help="preset (tiny, 7b, 32b, 72b) or a model JSON file (default: 32b)")
-    what.add_argument("--nodes", default=None, help="nodes, or a range such as 2-8 (default: the space file's list, the SLURM allocation's or --hostfile's nodes, else 4)")
+    what.add_argument("--nodes", default=None, help="nodes, or a range such as 2-8 (default: the space file's list, else the nodes of the SLURM "
+                      "allocation, the --hostfile or, with --backend launch, this machine, else 4)")
     what.add_argument("--hardware", type=text_flag, default="gh200", help="profile (gh200, h100-sxm, cpu) or a TOML file (default: gh200)")
     what.add_argument(
         "--gpus-per-node", type=whole_number_flag(low=1), default=None,
-        help="GPUs used per node, 1 to the profile's count (default: the whole node of the profile, or the SLURM allocation's or --hostfile's GPUs per node where fewer)",
+        help="GPUs used per node, 1 to the profile's count (default: the whole node of the profile, or the GPUs "
+             "per node of the allocation, hostfile or machine that gives the nodes, where fewer)",
     )
     what.add_argument("--space", type=text_flag, default=None, help="search-space TOML (default: search_spaces/default.toml)")
     work = parser.add_argument_group("workload (the fixed work every candidate is measured on)")
@@ -56,8 +58,9 @@ def fill_from_allocation(args: argparse.Namespace, environ: dict[str, str] | Non
 
     if getattr(args, "backend", None) == "replay" or getattr(args, "measurements", None) is not None:
         return None
+    hardware = load_hardware(args.hardware)
     shape = allocation_shape(getattr(args, "hostfile", None), dict(os.environ if environ is None else environ))
-    if shape is None and getattr(args, "backend", None) == "launch" and load_hardware(args.hardware).cuda:
+    if shape is None and getattr(args, "backend", None) == "launch" and hardware.cuda:
         local = local_gpu_count()
         shape = (1, local, "this machine") if local else None
     if shape is None:
@@ -67,7 +70,7 @@ def fill_from_allocation(args: argparse.Namespace, environ: dict[str, str] | Non
     if args.nodes is None and args.space is None:
         args.nodes = str(nodes)
         filled.append(f"{nodes} node(s)")
-    if args.gpus_per_node is None and gpus is not None and gpus < load_hardware(args.hardware).gpus_per_node:
+    if args.gpus_per_node is None and gpus is not None and gpus < hardware.gpus_per_node:
         args.gpus_per_node = gpus
         filled.append(f"{gpus} GPU(s) per node")
     if not filled:
