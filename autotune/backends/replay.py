@@ -8,9 +8,11 @@ benchmarks run in milliseconds. The file (`--measurements FILE`) is either
    "peak_mem_gib" (optional), "source" (optional: measured | estimated | simulated; default measured)}
   `source` "estimated" means measured time and energy estimated from a power model, as the launch
   backend reports a probe without an energy sensor. An optional "probe_cost" {"time_s", "energy_kj"}
-  keeps what the original probe cost, for the report's tuning cost, and an optional
+  keeps what the original probe cost, for the report's tuning cost, an optional
   "energy_not_measured" (["cpu", "memory_interconnect"]) the parts of the node no sensor saw, so a
-  replayed GPU-only energy is still reported as one;
+  replayed GPU-only energy is still reported as one, and an optional "study" {"model", "hardware",
+  "gpus_per_node", "frames", "text_tokens", "global_batch", "samples", "precision"}: what the figures
+  were measured for, which no knob says (a 7b file replayed as --model 32b would otherwise pass);
 - or the JSON list `autotune space --simulate --json` prints (entries with "valid": false are not
   candidates and are skipped).
 
@@ -35,7 +37,12 @@ SOURCES = ("measured", "estimated", "simulated")
 RECORD_STATUSES = ("ok", "oom", "failed")
 _FIX = "see `autotune run --help` (--measurements) for the record format"
 _RECORD_KEYS = ("params", "status", "time_s", "energy_kj", "tflops", "peak_mem_gib", "source", "error", "probe_cost",
-                "energy_not_measured")
+                "energy_not_measured", "study")
+# A record's `study`: each part, and the flag that sets it (named when a replay asks for another).
+STUDY_FLAGS = {"model": "--model", "hardware": "--hardware", "gpus_per_node": "--gpus-per-node", "frames": "--frames",
+               "text_tokens": "--text-tokens", "global_batch": "--global-batch", "samples": "--samples",
+               "precision": "--precision"}
+_STUDY_NAMES = ("model", "hardware", "precision")
 # What `autotune space --simulate --json` adds beside a record's keys.
 _SPACE_LIST_KEYS = ("valid", "reason")
 
@@ -69,6 +76,31 @@ def _optional_number(origin: str, record: dict, key: str, low_open: bool = False
     return None if value is None else checked_number(origin, key, value, low=0, low_open=low_open, fix=_FIX)
 
 
+def study_of(candidate: Candidate) -> dict:
+    """What a candidate's figures are for beyond its knobs: a record's `study`."""
+    return {"model": candidate.model.name, "hardware": candidate.hardware.name, "gpus_per_node": candidate.gpus_per_node,
+            **{key: getattr(candidate.workload, key) for key in ("frames", "text_tokens", "global_batch", "samples", "precision")}}
+
+
+def _checked_study(origin: str, study) -> dict:
+    if not isinstance(study, dict):
+        raise ConfigError(f"{origin}: study = {shown(study)} is not an object of {', '.join(STUDY_FLAGS)}; {_FIX}")
+    refuse_unknown_keys(f"{origin} study", study, STUDY_FLAGS, _FIX)
+    missing = [key for key in STUDY_FLAGS if key not in study]
+    if missing:
+        raise ConfigError(f"{origin}: study lacks {', '.join(missing)}; give every part or leave study out ({_FIX})")
+    out = {}
+    for key in STUDY_FLAGS:
+        value = study[key]
+        if key in _STUDY_NAMES:
+            if not isinstance(value, str) or not value.strip():
+                raise ConfigError(f"{origin}: study.{key} = {shown(value)} is not a name; {_FIX}")
+            out[key] = value
+        else:
+            out[key] = checked_number(origin, f"study.{key}", value, low=1, integer=True, fix=_FIX)
+    return out
+
+
 def checked_record(origin: str, record) -> dict:
     """One record, every value checked; `origin` names the file and line for the error."""
     if not isinstance(record, dict):
@@ -100,6 +132,8 @@ def checked_record(origin: str, record) -> dict:
             raise ConfigError(f"{origin}: energy_not_measured = {left_out!r} is not a list of "
                               f"{', '.join(map(repr, SEPARATE_COMPONENTS))}; {_FIX}")
         out["energy_not_measured"] = sorted(set(left_out))
+    if record.get("study") is not None:
+        out["study"] = _checked_study(origin, record["study"])
     return out
 
 
@@ -178,10 +212,14 @@ class ReplayBackend(Backend):
         self.reason = reason
 
     def check_candidates(self, checks: list) -> None:
-        """Refuses, in one line, a file that holds no record of any valid candidate of this study (measured
-        for another node count or space): every probe would fail with "no record". A file measured for
-        another model on the same nodes cannot be told apart here: records hold knobs, not the model."""
-        valid = {params_key(c.candidate.knobs.to_dict()) for c in checks if c.valid}
+        """Refuses, in one line, a file whose records say they were measured for another model,
+        hardware, GPU count per node or workload (their `study`; records without one cannot be told
+        apart), or that holds no record of any valid candidate of this study (measured for another node
+        count or space): every probe would fail with "no record"."""
+        valid = [c.candidate for c in checks if c.valid]
+        if valid:
+            self._check_study(study_of(valid[0]))  # the candidates of a study share all but their knobs
+        valid = {params_key(c.knobs.to_dict()) for c in valid}
         if not valid or valid & set(self.records):
             return
         nodes = sorted({r["params"]["nodes"] for r in self.records.values()})
@@ -190,6 +228,17 @@ class ReplayBackend(Backend):
             f"(they are for --nodes {', '.join(map(str, nodes))}); run with the --model, --nodes, --space and "
             "workload it was measured with"
         )
+
+    def _check_study(self, mine: dict) -> None:
+        for record in self.records.values():
+            theirs = record.get("study")
+            differs = [key for key in STUDY_FLAGS if theirs is not None and theirs[key] != mine[key]]
+            if differs:
+                was = ", ".join(f"{key} {theirs[key]}" for key in differs)
+                flags = " ".join(f"{STUDY_FLAGS[key]} {theirs[key]}" for key in differs)
+                raise ConfigError(
+                    f"{record['origin']} was measured for {was}, not this study's "
+                    f"{', '.join(str(mine[key]) for key in differs)}; replay it with {flags}")
 
     def estimated_energy_only(self) -> str | None:
         """A file whose every energy was estimated where it was measured: each probe would fail on the label."""
@@ -210,14 +259,17 @@ class ReplayBackend(Backend):
         return f"replay ({len(self.records)} recorded candidates from {self.path}; figures {', '.join(sources)}): {self.reason}"
 
 
-def measurement_record(params: dict, result: dict) -> dict | None:
+def measurement_record(params: dict, result: dict, study: dict | None = None) -> dict | None:
     """The replay record of one evaluated trial's result (ProbeResult.to_dict()); None if it has none.
+    `study`: what it was measured for (study_of).
 
     A timeout is recorded as failed; estimated energy keeps its label (source "estimated")."""
     status = result.get("status")
     if status not in ("ok", "oom", "failed", "timeout"):
         return None
     record = {"params": {k: params[k] for k in KNOBS}, "status": "failed" if status == "timeout" else status}
+    if study is not None:
+        record["study"] = study
     source = result.get("source") or "measured"
     if result.get("energy_source") == "estimated":
         source = "estimated"

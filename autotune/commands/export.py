@@ -64,12 +64,15 @@ def _write_measurements(study, path: Path) -> int:
     import json
 
     from autotune.atomic_write import write_text_atomic
-    from autotune.backends.replay import measurement_record
+    from autotune.backends.replay import measurement_record, study_of
+    from autotune.study.settings import StudySettings
     from autotune.study.loop import evaluated_trials
 
+    settings = StudySettings.from_dict(study.user_attrs["settings"])
     records = []
     for trial in sorted(evaluated_trials(study).values(), key=lambda t: t.number):
-        record = measurement_record(trial.user_attrs["candidate"]["knobs"], trial.user_attrs["result"])
+        params = trial.user_attrs["candidate"]["knobs"]
+        record = measurement_record(params, trial.user_attrs["result"], study_of(settings.candidate(params)))
         if record is not None:
             records.append(record)
     write_text_atomic(path, "".join(json.dumps(r) + "\n" for r in records))

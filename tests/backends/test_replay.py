@@ -13,6 +13,11 @@ KNOBS_OLD = {"zero_stage": 3, "optimizer_offload": "none", "activation_checkpoin
              "sp_degree": 1, "micro_batch": 1, "nodes": 4}
 
 
+OK = {"params": KNOBS_OLD, "status": "ok", "time_s": 1.0}
+STUDY = {"model": "7b", "hardware": "gh200", "gpus_per_node": 4, "frames": 60, "text_tokens": 256, "global_batch": 64,
+         "samples": 2048, "precision": "bf16"}
+
+
 def _write(tmp_path, records, name="m.jsonl"):
     path = tmp_path / name
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
@@ -59,6 +64,21 @@ def test_labels_are_kept(tmp_path, make_candidate):
         ({"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "energy_not_measured": [1]}, ["line 2", "energy_not_measured"]),
         ({"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "energy_not_measured": {"cpu": True}}, ["line 2", "energy_not_measured"]),
         ({"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "energy_not_measured": [None]}, ["line 2", "energy_not_measured"]),
+        # what the figures were measured for: every part, each of its type and range
+        ({**OK, "study": "7b"}, ["line 2", 'study = "7b" is not an object of model, hardware']),
+        ({**OK, "study": [STUDY]}, ["line 2", "is not an object"]),
+        ({**OK, "study": {k: v for k, v in STUDY.items() if k != "samples"}}, ["line 2", "study lacks samples"]),
+        ({**OK, "study": {**STUDY, "nodes": 4}}, ["line 2 study", "unknown key(s) nodes"]),
+        ({**OK, "study": {**STUDY, "model": ""}}, ["line 2", 'study.model = "" is not a name']),
+        ({**OK, "study": {**STUDY, "model": 7}}, ["line 2", "study.model = 7 is not a name"]),
+        ({**OK, "study": {**STUDY, "hardware": None}}, ["line 2", "study.hardware = null is not a name"]),
+        ({**OK, "study": {**STUDY, "gpus_per_node": 0}}, ["line 2", "study.gpus_per_node = 0", ">= 1"]),
+        ({**OK, "study": {**STUDY, "gpus_per_node": 1.5}}, ["line 2", "study.gpus_per_node = 1.5", "whole number"]),
+        ({**OK, "study": {**STUDY, "frames": True}}, ["line 2", "study.frames = True"]),
+        ({**OK, "study": {**STUDY, "global_batch": "64"}}, ["line 2", "study.global_batch = '64'"]),
+        ({**OK, "study": {**STUDY, "samples": -2048}}, ["line 2", "study.samples = -2048"]),
+        ({**OK, "study": {**STUDY, "text_tokens": float("nan")}}, ["line 2", "study.text_tokens = nan"]),
+        ({**OK, "study": {**STUDY, "precision": ""}}, ["line 2", 'study.precision = "" is not a name']),
     ],
 )
 def test_bad_values_name_file_line_and_key(tmp_path, record, words):
@@ -179,3 +199,37 @@ def test_a_file_whose_every_energy_was_estimated_needs_the_estimate_allowed(tmp_
     mixed = ReplayBackend(_write(tmp_path, [{"params": KNOBS_OLD, **estimated},
                                             {"params": {**KNOBS_OLD, "micro_batch": 2}, **measured}], name="mixed.jsonl"))
     check_energy_objective(mixed, "time,energy", allow_estimated=False)  # its measured records rank
+
+
+def test_an_exported_file_replays_only_for_the_study_it_was_measured_for(tmp_path):
+    """Records hold knobs, not the model or workload: the `study` export writes beside them refuses a
+    replay that would label 7b figures as 32b ones (or 60-frame figures as 30-frame ones)."""
+    from tests.cli import autotune
+
+    measured = autotune("run", "--model", "7b", "--nodes", "2", "--trials", "4", "--out", tmp_path / "run")
+    assert measured.returncode == 0, measured.stderr
+    path = tmp_path / "m.jsonl"
+    assert autotune("export", tmp_path / "run", "--measurements", path).returncode == 0
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert records and all(r["study"] == {**STUDY, "model": "7b"} for r in records)
+    for flags, said in [
+        (("--model", "32b"), "was measured for model 7b, not this study's 32b; replay it with --model 7b"),
+        (("--model", "7b", "--frames", "30", "--samples", "1024"),
+         "was measured for frames 60, samples 2048, not this study's 30, 1024; replay it with --frames 60 --samples 2048"),
+        (("--model", "7b", "--hardware", "h100-sxm"), "replay it with --hardware gh200 --gpus-per-node 4"),
+    ]:
+        refused = autotune("run", *flags, "--nodes", "2", "--backend", "replay", "--measurements", path,
+                           "--out", tmp_path / "refused")
+        lines = refused.stderr.strip().splitlines()
+        assert refused.returncode == 2 and len(lines) == 1 and said in lines[0], refused.stderr
+        assert f"measurements {path} line 1 " in lines[0] and not (tmp_path / "refused").exists()
+    replayed = autotune("run", "--model", "7b", "--nodes", "2", "--backend", "replay", "--measurements", path,
+                        "--out", tmp_path / "replayed")
+    assert replayed.returncode == 0, replayed.stderr
+    # a file without `study` (older exports, `autotune space --simulate --json`) is taken at its word
+    for record in records:
+        record.pop("study")
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    anyway = autotune("run", "--model", "7b", "--nodes", "2", "--samples", "1024", "--backend", "replay",
+                      "--measurements", path, "--out", tmp_path / "anyway")
+    assert anyway.returncode == 0, anyway.stderr
