@@ -261,7 +261,8 @@ def _refuse_duplicate_keys(pairs: list) -> dict:
 
 
 def load_model(name_or_path: str) -> ModelSpec:
-    """A preset name (tiny, 7b, 32b, 72b) or the path of a JSON file in the documented schema."""
+    """A preset name (tiny, 7b, 32b, 72b) or the path of a JSON file in the documented schema, or a
+    Hugging Face config.json (autotune/models_hf.py)."""
     if name_or_path in PRESETS:
         return PRESETS[name_or_path]
     path = Path(name_or_path)
@@ -275,6 +276,10 @@ def load_model(name_or_path: str) -> ModelSpec:
             raise ConfigError(f"{origin} cannot be read ({exc.strerror or exc}); pass a readable JSON file") from None
         except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, a repeated key
             raise ConfigError(f"{origin} is not valid JSON ({exc}); fix the file (schema: {_SCHEMA})") from None
+        from autotune.models_hf import is_hf_config, model_json_from_hf
+
+        if is_hf_config(data):
+            return model_from_json(model_json_from_hf(data, path, origin), f"{origin} (read as a Hugging Face config)")
         return model_from_json(data, origin, default_name=path.stem)
     raise ConfigError(
         f"unknown model '{name_or_path}': use one of {', '.join(PRESETS)} "

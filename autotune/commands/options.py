@@ -16,7 +16,7 @@ from autotune.workload import make_workload
 
 def add_study_options(parser: argparse.ArgumentParser) -> None:
     what = parser.add_argument_group("what to tune")
-    what.add_argument("--model", type=text_flag, default="32b", help="preset (tiny, 7b, 32b, 72b) or a model JSON file (default: 32b)")
+    what.add_argument("--model", type=text_flag, default="32b", help="preset (tiny, 7b, 32b, 72b), a model JSON file, or a checkpoint's Hugging Face config.json (default: 32b)")
     what.add_argument("--nodes", default=None, help="nodes, or a range such as 2-8 (default: the space file's list, else the nodes of the SLURM "
                       "allocation, the --hostfile or, with --backend launch, this machine, else 4)")
     what.add_argument("--hardware", type=text_flag, default="gh200", help="profile (gh200, h100-sxm, cpu) or a TOML file (default: gh200)")

@@ -1,0 +1,92 @@
+"""A Hugging Face `config.json` as a model file: its decoder, read into autotune's schema.
+
+People bring the config.json of the checkpoint they will train: a Qwen2 / Qwen2.5 decoder, or a
+vision-language config that holds one (top level, or `text_config` as newer transformers write
+Qwen2.5-VL and LLaVA-style configs). Its sizes map one to one onto autotune's `llm` block; the
+vision tower is the presets' SigLIP so400m/14 at 392 px, the tower the trainer builds, whatever the
+config's own `vision_config` says, and the model's name says so in every report. Only the keys read
+here are checked (a Hugging Face config holds dozens of others), each error naming the config's key.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from autotune.checks import MAX_COUNT, number_problem, shown
+from autotune.errors import ConfigError
+
+# autotune's llm size <- the Hugging Face key (Qwen2Config, and the text part of Qwen2.5-VL / LLaVA).
+_SIZES = {"hidden": "hidden_size", "layers": "num_hidden_layers", "heads": "num_attention_heads",
+          "kv_heads": "num_key_value_heads", "ffn": "intermediate_size", "vocab": "vocab_size"}
+_OPTIONAL = ("num_key_value_heads",)  # absent: one KV head per query head (no grouping), as transformers reads it
+TOWER = "SigLIP so400m/14"
+_FIX = "fix the file (of a Hugging Face config.json autotune reads the decoder's sizes: docs/model-schema.md)"
+
+
+def is_hf_config(data) -> bool:
+    """Every config transformers writes names its `model_type`; autotune's schema has no such key."""
+    return isinstance(data, dict) and "model_type" in data
+
+
+def _text_part(data: dict) -> tuple[dict, str]:
+    text = data.get("text_config")
+    if text is None:
+        return data, ""
+    if not isinstance(text, dict):
+        raise ConfigError(f"text_config = {shown(text)} is not an object of the decoder's sizes; {_FIX}")
+    return text, "text_config."
+
+
+def _default_sections(hidden, heads) -> list[int]:
+    """Qwen2-VL's split of a head's rotary pairs into (time, height, width): a quarter, then halves of
+    the rest ([16, 24, 24] for 128-dim heads). A head size that is no whole number is refused later."""
+    pairs = hidden // heads // 2 if isinstance(hidden, int) and isinstance(heads, int) and heads > 0 else 0
+    time = pairs // 4
+    height = (pairs - time) // 2
+    return [time, height, pairs - time - height]
+
+
+def _name(data: dict, path: Path) -> str:
+    """The checkpoint's name (`_name_or_path`'s last part, else its directory's when the file is the
+    usual config.json), with the tower that stands in for its own."""
+    given = data.get("_name_or_path")
+    if isinstance(given, str) and given.strip("/ "):
+        base = given.rstrip("/").rsplit("/", 1)[-1]
+    else:
+        base = path.parent.resolve().name if path.stem == "config" and path.parent.resolve().name else path.stem
+    return f"{base} + {TOWER}"
+
+
+def model_json_from_hf(data: dict, path: Path, origin: str) -> dict:
+    """autotune's model JSON for a Hugging Face config (then checked by models.model_from_json)."""
+    try:
+        text, where = _text_part(data)
+    except ConfigError as exc:
+        raise ConfigError(f"{origin}: {exc}") from None
+    kind = f"Hugging Face config (model_type {shown(data['model_type'])})"
+    missing = [where + hf for hf in _SIZES.values() if hf not in text and hf not in _OPTIONAL]
+    if missing:
+        raise ConfigError(f"{origin}: a {kind} without {', '.join(missing)}, which a Qwen2-style decoder has; {_FIX}")
+    llm = {}
+    for ours, hf in _SIZES.items():
+        if hf not in text:
+            continue
+        problem = number_problem(text[hf], low=1, high=MAX_COUNT, integer=True)
+        if problem is None and isinstance(text[hf], float):
+            problem = "is not a whole number; write it without a decimal point"
+        if problem:
+            raise ConfigError(f"{origin}: {where}{hf} = {shown(text[hf])} {problem}; {_FIX}")
+        llm[ours] = int(text[hf])
+    llm.setdefault("kv_heads", llm["heads"])
+    if "rope_theta" in text:
+        llm["rope_theta"] = text["rope_theta"]
+    tie = text.get("tie_word_embeddings", data.get("tie_word_embeddings"))
+    if tie is not None:
+        llm["tie_embeddings"] = tie
+    scaling = text.get("rope_scaling")
+    sections = scaling.get("mrope_section") if isinstance(scaling, dict) else None
+    llm["mrope_sections"] = sections if sections is not None else _default_sections(llm["hidden"], llm["heads"])
+    from autotune.models import PRESETS
+
+    tower = PRESETS["7b"].to_json()["vision"]  # every preset's: SigLIP so400m/14 at 392 px
+    return {"name": _name(data, path), "llm": llm, "vision": tower}

@@ -1,0 +1,84 @@
+"""A Hugging Face config.json as --model: the decoder's sizes read into autotune's schema, the
+presets' SigLIP tower in place of the config's own, every value read checked and named by its key."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from autotune.errors import ConfigError
+from autotune.models import PRESETS, load_model
+from tests.cli import autotune
+
+# The published config.json of Qwen2.5-7B-Instruct (the keys transformers writes that autotune reads,
+# and some it does not).
+QWEN25_7B = {
+    "_name_or_path": "Qwen/Qwen2.5-7B-Instruct", "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2",
+    "hidden_size": 3584, "intermediate_size": 18944, "num_attention_heads": 28, "num_hidden_layers": 28,
+    "num_key_value_heads": 4, "vocab_size": 152064, "rope_theta": 1000000.0, "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16", "use_sliding_window": False, "max_position_embeddings": 32768,
+}
+
+
+def _load(tmp_path, data, name="config.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    return load_model(str(path))
+
+
+def test_a_qwen25_config_is_the_7b_preset_with_its_own_name(tmp_path):
+    model = _load(tmp_path, QWEN25_7B)
+    assert model.llm == PRESETS["7b"].llm and model.vision == PRESETS["7b"].vision
+    assert model.name == "Qwen2.5-7B-Instruct + SigLIP so400m/14"  # the tower it stands in with, in every report
+
+
+def test_a_vl_config_is_read_from_its_text_config_and_mrope_sections(tmp_path):
+    text = {k: v for k, v in QWEN25_7B.items() if k not in ("_name_or_path", "architectures", "model_type")}
+    vl = {"model_type": "qwen2_5_vl", "text_config": {**text, "rope_scaling": {"type": "mrope", "mrope_section": [8, 28, 28]}},
+          "vision_config": {"depth": 32, "hidden_size": 1280}}
+    (tmp_path / "Qwen2.5-VL-7B").mkdir()
+    model = _load(tmp_path / "Qwen2.5-VL-7B", vl)
+    assert model.llm.mrope_sections == (8, 28, 28) and model.llm.hidden == 3584
+    assert model.vision == PRESETS["7b"].vision and model.name == "Qwen2.5-VL-7B + SigLIP so400m/14"  # the directory's name
+
+
+def test_without_grouped_kv_heads_every_query_head_has_its_own(tmp_path):
+    small = {"model_type": "qwen2", "hidden_size": 512, "intermediate_size": 1024, "num_attention_heads": 8,
+             "num_hidden_layers": 2, "vocab_size": 1000}
+    model = _load(tmp_path, small, name="small.json")
+    assert model.llm.kv_heads == 8 and model.llm.mrope_sections == (8, 12, 12) and model.name == "small + SigLIP so400m/14"
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"hidden_size": "3584"}, 'hidden_size = "3584" is not a whole number'),
+    ({"hidden_size": 0}, "hidden_size = 0 is out of range"),
+    ({"num_hidden_layers": -28}, "num_hidden_layers = -28"),
+    ({"intermediate_size": 18944.5}, "intermediate_size = 18944.5"),
+    ({"vocab_size": 152064.0}, "vocab_size = 152064.0 is not a whole number; write it without a decimal point"),
+    ({"num_attention_heads": True}, "num_attention_heads = true"),
+    ({"num_key_value_heads": None}, "num_key_value_heads = null"),
+    ({"num_hidden_layers": None} | {"drop": "num_hidden_layers"}, "without num_hidden_layers"),
+    ({"num_attention_heads": 27}, "llm.hidden 3584 is not a multiple of llm.heads 27"),
+    ({"num_key_value_heads": 5}, "llm.heads 28 is not a multiple of llm.kv_heads 5"),
+    ({"rope_theta": -1}, "llm.rope_theta = -1"),
+    ({"tie_word_embeddings": "no"}, 'llm.tie_embeddings = "no" is not true or false'),
+    ({"rope_scaling": {"mrope_section": [16, 24]}}, "llm.mrope_sections = [16, 24] is not a list of three"),
+    ({"text_config": "qwen"}, 'text_config = "qwen" is not an object'),
+])
+def test_a_bad_value_is_one_line_naming_the_file_and_key(tmp_path, change, words):
+    data = {**QWEN25_7B, **{k: v for k, v in change.items() if k != "drop"}}
+    data.pop(change.get("drop", "_none_"), None)
+    with pytest.raises(ConfigError) as refused:
+        _load(tmp_path, data)
+    message = str(refused.value)
+    assert "\n" not in message and f"model file {tmp_path / 'config.json'}" in message and words in message, message
+
+
+def test_the_cli_runs_a_study_of_a_hugging_face_config(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(QWEN25_7B))
+    run = autotune("run", "--model", path, "--nodes", "1", "--trials", "3", "--out", tmp_path / "run")
+    assert run.returncode == 0, run.stderr
+    pareto = json.loads((tmp_path / "run" / "pareto.json").read_text())
+    assert pareto["model"] == "Qwen2.5-7B-Instruct + SigLIP so400m/14"
