@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from autotune.commands.flags import path_flag, text_flag, whole_number_flag
+from autotune.commands.flags import path_flag, study_name_flag, text_flag, whole_number_flag
+from autotune.study.storage import STUDY_NAME
 
 
 def register(subparsers) -> None:
@@ -22,6 +23,8 @@ def register(subparsers) -> None:
     )
     parser.add_argument("-o", "--output", type=path_flag, help="config file (default: RUN_DIR/configs/<pick>.json)")
     parser.add_argument("--storage", type=text_flag, help="the study's storage URL, when it is not RUN_DIR/study.db")
+    parser.add_argument("--study-name", type=study_name_flag, default=STUDY_NAME, metavar="NAME",
+                        help="the study's name in --storage (default: autotune), as `autotune run --study-name` gave it")
     parser.add_argument("--launcher", choices=("auto", "srun"), default="auto",
                         help="how launch.sh starts the ranks: srun, one step of the SLURM allocation it runs in (an SM clock cap by "
                              "srun --gpu-freq); auto (default): torchrun on one node, the deepspeed launcher on a hostfile for several")
@@ -41,7 +44,7 @@ def _run(args) -> int:
         writable_file(args.output, "-o")  # before the study is read: a bad path fails first, in one line
     if args.measurements is not None:
         writable_file(args.measurements, "--measurements", example="measurements.jsonl")
-    study = load_finished_study(args.run_dir, args.storage)
+    study = load_finished_study(args.run_dir, args.storage, args.study_name)
     if "settings" not in study.user_attrs:
         raise UserError(f"the study in {args.run_dir} has no trials yet; run `autotune run` first")
     if args.measurements is not None:

@@ -12,6 +12,7 @@ from autotune.report.importance import knob_importance
 from autotune.report.picks import DEFAULT_ETA, DEFAULT_MAX_SLOWDOWN, PICK_FILES
 from autotune.report.search import search_summary
 from autotune.report.table import print_report
+from autotune.study.storage import STUDY_NAME, storage_flags
 
 # The study remembers what its picks were chosen with, so `autotune report` chooses the same ones.
 PICK_PARAMETERS_ATTR = "pick_parameters"
@@ -66,11 +67,11 @@ def write_outputs(view, document: dict, run_dir: Path, html: bool = True) -> lis
 
 
 def finish_run(study, run_dir: Path, console, max_slowdown: float | None = None, eta: float | None = None,
-               storage: str | None = None) -> dict:
+               storage: str | None = None, study_name: str = STUDY_NAME) -> dict:
     view, document = build_report(study, max_slowdown, eta)
     study.set_user_attr(PICK_PARAMETERS_ATTR, {"max_slowdown": view.pick_parameters.max_slowdown, "eta": view.pick_parameters.eta})
     write_outputs(view, document, run_dir)
     print_report(view, document)
     console.print(f"run directory: {run_dir} ({'' if storage else 'study.db, '}pareto.json, report.html, configs/)"
-                  + (f"; the study: --storage {storage}" if storage else ""))
+                  + (f"; the study:{storage_flags(storage, study_name)}" if storage else ""))
     return document

@@ -49,8 +49,16 @@ def text_flag(text: str) -> str:
     return text
 
 
+def study_name_flag(text: str) -> str:
+    """An Optuna study name: what optuna-dashboard lists; Optuna's table holds at most 512 characters."""
+    text = text_flag(text)
+    if len(text) > 512 or not text.isprintable():
+        raise argparse.ArgumentTypeError("is not a study name: printable characters, at most 512")
+    return text
+
+
 def path_flag(text: str) -> Path:
     return Path(text_flag(text))
 
 
-text_flag.__name__ = path_flag.__name__ = "value"
+text_flag.__name__ = path_flag.__name__ = study_name_flag.__name__ = "value"

@@ -8,7 +8,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from autotune.commands.flags import path_flag, text_flag
+from autotune.commands.flags import path_flag, study_name_flag, text_flag
+from autotune.study.storage import STUDY_NAME
 
 FORMATS = ("table", "json", "md")
 
@@ -42,6 +43,8 @@ def register(subparsers) -> None:
     parser.add_argument("run_dir", type=path_flag, metavar="RUN_DIR",
                         help="the --out directory of an `autotune run` (its default: runs/<model>-<nodes>n)")
     parser.add_argument("--storage", type=text_flag, help="the study's storage URL, when it is not RUN_DIR/study.db")
+    parser.add_argument("--study-name", type=study_name_flag, default=STUDY_NAME, metavar="NAME",
+                        help="the study's name in --storage (default: autotune), as `autotune run --study-name` gave it")
     parser.add_argument(
         "--format", choices=FORMATS, default="table",
         help="table (default, for the terminal), json (the pareto.json document) or md (Markdown, for an issue)",
@@ -64,7 +67,7 @@ def _run(args) -> int:
     check_pick_options(args)
     if args.html:
         writable_directory(args.run_dir, "RUN_DIR", fix="--html writes report.html and configs/ there; drop --html or copy the run directory")
-    study = load_finished_study(args.run_dir, args.storage)
+    study = load_finished_study(args.run_dir, args.storage, args.study_name)
     if "settings" not in study.user_attrs:
         raise UserError(f"the study in {args.run_dir} has no trials yet; run `autotune run` first")
     view, document = build_report(study, args.max_slowdown, args.eta)

@@ -7,10 +7,11 @@ import signal
 from pathlib import Path
 
 from autotune.backends.probe_options import probe_bounds
-from autotune.commands.flags import number_flag, path_flag, text_flag, whole_number_flag
+from autotune.commands.flags import number_flag, path_flag, study_name_flag, text_flag, whole_number_flag
 from autotune.commands.options import add_study_options, build_settings, fill_from_allocation
 from autotune.commands.report import add_pick_options
 from autotune.study.stop_rule import STOP_RULE_SUMMARY, stop_rule_help
+from autotune.study.storage import STUDY_NAME
 
 
 def register(subparsers) -> None:
@@ -38,6 +39,7 @@ def register(subparsers) -> None:
     study.add_argument(
         "--storage", type=text_flag, help="Optuna storage URL instead of RUN_DIR/study.db; workers sharing one (postgresql://...) split the trials"
     )
+    study.add_argument("--study-name", type=study_name_flag, default=STUDY_NAME, metavar="NAME", help="the study's name in its storage (default: autotune); several studies share one --storage database under different names, as optuna-dashboard lists them")
     study.add_argument("--objectives", choices=("time,energy", "time"), default="time,energy", metavar="OBJECTIVES",
                        help="what to minimise: time,energy (the front of both, default) or time (the fastest alone)")
     probe = parser.add_argument_group("evaluation")
@@ -109,7 +111,7 @@ def _run(args: argparse.Namespace) -> int:
     from autotune.commands.progress import trial_progress
     from autotune.commands.report import check_pick_options
     from autotune.study import open_study
-    from autotune.study.storage import sole_worker
+    from autotune.study.storage import sole_worker, storage_flags
     from autotune.study.loop import (
         CONVERGED_ATTR, is_evaluated, make_sampler, node_counts_without_candidates, probes_running_elsewhere, run_study,
         valid_checks,
@@ -133,7 +135,7 @@ def _run(args: argparse.Namespace) -> int:
     # Before any study is opened or probe started: a path that cannot be written fails now, in one line.
     writable_directory(run_dir, "--out" if args.out else "run directory", fix="pass --out with a writable directory")
     study = open_study(run_dir, args.storage, make_sampler(args.seed, args.trials, args.sampler, checks), len(args.objectives.split(",")),
-                       cheap_figures=backend.name == "simulate")
+                       cheap_figures=backend.name == "simulate", study_name=args.study_name)
     run_dir.mkdir(parents=True, exist_ok=True)  # reports and exports land here whatever the storage
     console.print(f"backend: {backend.describe()}")
     if "settings" in study.user_attrs:
@@ -157,7 +159,7 @@ def _run(args: argparse.Namespace) -> int:
         console.print(f"converged after {converged['probes']} probes: {STOP_RULE_SUMMARY}")
     elsewhere = probes_running_elsewhere(study)
     if elsewhere:
-        again = f"autotune report {run_dir}" + (f" --storage {args.storage}" if args.storage else "")
+        again = f"autotune report {run_dir}" + storage_flags(args.storage, args.study_name)
         console.print(f"{elsewhere} probe(s) still running on other workers are not in this report; `{again}` once they finish")
-    finish_run(study, run_dir, console, args.max_slowdown, args.eta, args.storage)
+    finish_run(study, run_dir, console, args.max_slowdown, args.eta, args.storage, args.study_name)
     return 0

@@ -54,5 +54,5 @@ class StudySettings:
         if differs:
             raise UserError(
                 f"{where} holds a study with a different {', '.join(differs)}; "
-                "pass --out NEW_DIR (or another --storage) to start a new study, or repeat the original options to resume"
+                "pass --out NEW_DIR (in a shared --storage, --study-name NEW) to start a new study, or repeat the original options to resume"
             )

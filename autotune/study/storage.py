@@ -15,7 +15,7 @@ import optuna
 
 from autotune.errors import UserError
 
-STUDY_NAME = "autotune"
+STUDY_NAME = "autotune"  # a run directory's study.db holds one study; --study-name names others in a shared --storage
 METRIC_NAMES = ("time_to_solution_s", "energy_to_solution_kj")
 # Shared storage: a worker records a heartbeat every interval while it runs a trial; a trial whose
 # heartbeat is older than the grace period belongs to a dead worker and is retried (twice at most).
@@ -27,6 +27,14 @@ GRACE_PERIOD_S = 120
 
 def storage_url(run_dir: Path, storage: str | None) -> str:
     return storage or f"sqlite:///{(run_dir / 'study.db').resolve()}"
+
+
+def storage_flags(storage: str | None, study_name: str = STUDY_NAME) -> str:
+    """The flags that find a study again, for the commands a message suggests (" --storage URL ...")."""
+    import shlex
+
+    return ((f" --storage {shlex.quote(storage)}" if storage else "")
+            + (f" --study-name {shlex.quote(study_name)}" if study_name != STUDY_NAME else ""))
 
 
 # What a worker sees when another one created Optuna's schema while it was creating it too: SQLite
@@ -144,7 +152,8 @@ def _commit_without_fsync(rdb) -> None:
 
 
 def open_study(
-    run_dir: Path, storage: str | None, sampler, objectives: int = 2, cheap_figures: bool = False
+    run_dir: Path, storage: str | None, sampler, objectives: int = 2, cheap_figures: bool = False,
+    study_name: str = STUDY_NAME,
 ) -> optuna.Study:
     """Create the study or load the one already there (resume). `--storage` means workers may share
     it, so heartbeats are on there; workers on one run directory's SQLite file see each other through
@@ -161,7 +170,7 @@ def open_study(
     study = optuna.create_study(
         storage=rdb,
         sampler=sampler,
-        study_name=STUDY_NAME,
+        study_name=study_name,
         directions=["minimize"] * objectives,
         load_if_exists=True,
     )
@@ -177,7 +186,7 @@ def open_study(
     return study
 
 
-def load_finished_study(run_dir: Path, storage: str | None = None) -> optuna.Study:
+def load_finished_study(run_dir: Path, storage: str | None = None, study_name: str = STUDY_NAME) -> optuna.Study:
     """The study of an existing run directory, for `report` and `export`."""
     optuna.logging.set_verbosity(logging.ERROR)
     if storage is None and not (run_dir / "study.db").is_file():
@@ -188,6 +197,9 @@ def load_finished_study(run_dir: Path, storage: str | None = None) -> optuna.Stu
             f"{run_dir} is not a run directory (no study.db); pass the --out directory of an `autotune run`"
         )
     try:
-        return optuna.load_study(study_name=STUDY_NAME, storage=_open_storage(storage_url(run_dir, storage)))
+        return optuna.load_study(study_name=study_name, storage=_open_storage(storage_url(run_dir, storage)))
     except KeyError:
-        raise UserError(f"no autotune study in {storage or run_dir}; run `autotune run` there first") from None
+        names = optuna.get_all_study_names(storage=_open_storage(storage_url(run_dir, storage)))
+        held = f" (it holds {', '.join(sorted(names))}: pass --study-name NAME)" if names else ""
+        raise UserError(f"no autotune study named {study_name!r} in {storage or run_dir}{held}; run `autotune run` there "
+                        "first") from None

@@ -82,3 +82,39 @@ def test_a_file_storage_is_named_where_the_run_ends(tmp_path):
     report = autotune("report", tmp_path / "run")
     assert report.returncode == 2 and "kept the study in a --storage database; pass the same --storage URL" in report.stderr
     assert autotune("report", tmp_path / "run", "--storage", url).returncode == 0
+
+
+def test_studies_of_two_models_share_one_storage_under_their_names(tmp_path):
+    """Optuna's way: one database, one study per name (`--study-name`); report and export find each."""
+    import json
+
+    from tests.cli import autotune
+
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    first = autotune("run", "--model", "7b", "--nodes", "1", "--storage", url, "--out", tmp_path / "7b", "--trials", "3")
+    assert first.returncode == 0, first.stderr
+    other = autotune("run", "--model", "32b", "--nodes", "4", "--storage", url, "--out", tmp_path / "32b", "--trials", "3")
+    assert other.returncode == 2 and "(in a shared --storage, --study-name NEW)" in other.stderr
+    named = autotune("run", "--model", "32b", "--nodes", "4", "--storage", url, "--out", tmp_path / "32b", "--trials", "3",
+                     "--study-name", "32b on 4")
+    assert named.returncode == 0, named.stderr
+    assert "".join(f"the study: --storage {url} --study-name '32b on 4'".split()) in "".join(named.stderr.split())
+    for flags, model in ((("--study-name", "32b on 4"), "32b"), ((), "7b")):
+        report = autotune("report", tmp_path / model, "--storage", url, "--format", "json", *flags)
+        assert report.returncode == 0, report.stderr
+        assert json.loads(report.stdout)["model"] == model
+    exported = autotune("export", tmp_path / "32b", "--storage", url, "--study-name", "32b on 4", "--measurements", tmp_path / "m.jsonl")
+    assert exported.returncode == 0, exported.stderr
+    missing = autotune("report", tmp_path / "32b", "--storage", url, "--study-name", "32b")
+    assert missing.returncode == 2
+    assert "no autotune study named '32b' in" in missing.stderr and "(it holds 32b on 4, autotune: pass --study-name NAME)" in missing.stderr
+
+
+@pytest.mark.parametrize("name", ["", " ", "x" * 513, "tab\there", "new\nline"])
+def test_a_study_name_optuna_cannot_keep_is_refused(tmp_path, name):
+    from tests.cli import autotune
+
+    for command in (("run", "--out", tmp_path / "run"), ("report", tmp_path)):
+        done = autotune(*command, "--study-name", name)
+        assert done.returncode == 2 and "--study-name" in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not (tmp_path / "run").exists()
