@@ -200,6 +200,10 @@ def load_finished_study(run_dir: Path, storage: str | None = None, study_name: s
         return optuna.load_study(study_name=study_name, storage=_open_storage(storage_url(run_dir, storage)))
     except KeyError:
         names = optuna.get_all_study_names(storage=_open_storage(storage_url(run_dir, storage)))
+        if storage is None and study_name == STUDY_NAME and len(names) == 1:
+            # A run directory's own study.db holds one study, whatever --study-name its run gave it
+            # (calibrate and other readers of run directories take no name).
+            return optuna.load_study(study_name=names[0], storage=_open_storage(storage_url(run_dir, None)))
         held = f" (it holds {', '.join(sorted(names))}: pass --study-name NAME)" if names else ""
         raise UserError(f"no autotune study named {study_name!r} in {storage or run_dir}{held}; run `autotune run` there "
                         "first") from None

@@ -118,3 +118,13 @@ def test_a_study_name_optuna_cannot_keep_is_refused(tmp_path, name):
         done = autotune(*command, "--study-name", name)
         assert done.returncode == 2 and "--study-name" in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_a_run_directorys_own_study_is_found_whatever_its_name(tmp_path):
+    from autotune.study.storage import load_finished_study
+    from tests.cli import autotune
+
+    done = autotune("run", "--model", "7b", "--nodes", "1", "--trials", "3", "--study-name", "mine", "--out", tmp_path / "run")
+    assert done.returncode == 0, done.stderr
+    assert load_finished_study(tmp_path / "run").study_name == "mine"  # calibrate reads run directories so
+    assert autotune("report", tmp_path / "run").returncode == 0
