@@ -1,4 +1,5 @@
-"""A progress bar over evaluated trials (rich), fed by the study loop's callback."""
+"""Progress over evaluated trials, fed by the study loop's callback: a bar on a terminal, a line per
+trial elsewhere (a SLURM job's output file, a pipe), where rich would draw the bar only at the end."""
 
 from __future__ import annotations
 
@@ -6,14 +7,35 @@ import contextlib
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from autotune.report.table import knobs_sentence
 from autotune.report.units import energy_text, time_text
 from autotune.study.loop import StudyProgress
+
+
+def _outcome(result, note: str) -> str:
+    if result.ok:
+        energy = energy_text(result.energy_kj) if result.energy_kj is not None else "energy unavailable"
+        return f"{time_text(result.time_s)} ({result.source}), {energy} ({result.energy_source})"
+    return f"{result.status} {note[:60]}".rstrip()
 
 
 @contextlib.contextmanager
 def trial_progress(console, total: int, done: int = 0):
     """`total`: evaluated candidates the study will hold at the end; `done`: those it holds already
-    (a resumed study), so the bar counts the study, not this session."""
+    (a resumed study), so the count is the study's, not this session's."""
+    if not console.is_terminal:
+        count = min(done, total)
+
+        def on_line(number, params, result, note):
+            nonlocal count
+            if result is None:
+                return  # a pruned proposal: nothing was evaluated
+            count += 1
+            console.print(f"trial {number} ({count}/{total}): {knobs_sentence(params)}: {_outcome(result, note)}",
+                          soft_wrap=True, highlight=False, markup=False)
+
+        yield StudyProgress(on_trial=on_line)
+        return
     with Progress(
         TextColumn("[bold]trials"),
         BarColumn(),
@@ -29,12 +51,6 @@ def trial_progress(console, total: int, done: int = 0):
             if result is None:
                 return  # a pruned proposal: nothing was evaluated
             bar.advance(task)
-            if result.ok:
-                energy = energy_text(result.energy_kj) if result.energy_kj is not None else "energy unavailable"
-                bar.update(
-                    task, description=f"#{number}: {time_text(result.time_s)} ({result.source}), {energy} ({result.energy_source})"
-                )
-            else:
-                bar.update(task, description=f"#{number}: {result.status} {note[:60]}")
+            bar.update(task, description=f"#{number}: {_outcome(result, note)}")
 
         yield StudyProgress(on_trial=on_trial)
