@@ -79,7 +79,9 @@ class LaunchBackend(Backend):
                                       probe_steps=probe_steps, probe_seconds=probe_seconds, repeats=repeats)
         probe_timeout_s, warmup_steps, probe_steps, probe_seconds, repeats = checked.values()
         self.run_dir = Path(run_dir)
-        self.hostfile = Path(hostfile) if hostfile is not None else None
+        # Absolute: probes start in their trial directory, where a relative --hostfile names nothing and
+        # DeepSpeed's runner then trains "with local resources only" (one warning in the log).
+        self.hostfile = Path(hostfile).resolve() if hostfile is not None else None
         self.env = {k: str(v) for k, v in (env or {}).items()}
         check_launcher_settings(launcher, self.hostfile, {**os.environ, **self.env})
         self.launcher = launcher

@@ -9,6 +9,7 @@ import json
 import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -144,11 +145,13 @@ def test_ctrl_c_during_a_probe_kills_it_and_propagates(make_launch_backend, make
     assert live_processes_mentioning(str(trial)) == []
 
 
-def test_the_deepspeed_launcher_runs_a_probe_from_a_local_hostfile(tmp_path, make_launch_backend, make_candidate):
-    hostfile = tmp_path / "hostfile"
-    hostfile.write_text("localhost slots=2\n")
-    backend = make_launch_backend(launcher="auto", hostfile=hostfile)
+def test_the_deepspeed_launcher_runs_a_probe_from_a_local_hostfile(tmp_path, make_launch_backend, make_candidate, monkeypatch):
+    (tmp_path / "hostfile").write_text("localhost slots=2\n")
+    monkeypatch.chdir(tmp_path)
+    backend = make_launch_backend(launcher="auto", hostfile=Path("hostfile"))  # relative, as `--hostfile hostfile`
     result = backend.evaluate(make_candidate(gpus_per_node=2), trial_number=9)
     assert result.ok, _explain(result)
     assert result.details["launcher"] == "deepspeed"
-    assert "deepspeed.launcher.runner" in (backend.run_dir / "trials" / "0009" / "log.txt").read_text()
+    log = (backend.run_dir / "trials" / "0009" / "log.txt").read_text()
+    assert "deepspeed.launcher.runner" in log and f"--hostfile {tmp_path / 'hostfile'} " in log
+    assert "Unable to find hostfile" not in log  # DeepSpeed's runner read it (a probe starts in its trial directory)
