@@ -152,4 +152,5 @@ def load_hardware(name_or_path: str) -> HardwareProfile:
         raise ConfigError(f"{origin}: not valid TOML ({exc}); fix the file") from None
     except OSError as exc:
         raise ConfigError(f"{origin}: cannot be read ({exc.strerror}); check the path and its permissions") from None
-    return parse_hardware(data, origin, source=str(path))
+    # Absolute: a probe reads the profile again from its candidate.json, in its trial directory.
+    return parse_hardware(data, origin, source=str(path.resolve()))

@@ -105,3 +105,19 @@ def test_energy_objective_without_a_sensor_is_refused(tmp_path):
     assert done.returncode == 2
     assert "--allow-estimated-energy" in done.stderr and "--objectives time" in done.stderr
     assert not (tmp_path / "run" / "study.db").exists()
+
+
+def test_a_custom_hardware_profile_given_relative_reaches_the_probes(tmp_path):
+    """`--hardware my-cluster.toml` (what `autotune calibrate -o` writes, as the README says to use it):
+    every probe reads the profile again from its candidate.json, in its own trial directory."""
+    from autotune.hardware import PROFILE_DIR
+
+    (tmp_path / "my-cpu.toml").write_text((PROFILE_DIR / "cpu.toml").read_text())
+    cmd = [sys.executable, "-m", "autotune.cli", "run", "--model", "tiny", "--nodes", "1", "--gpus-per-node", "1",
+           "--hardware", "my-cpu.toml", "--backend", "launch", "--warmup-steps", "1", "--probe-steps", "2",
+           "--trials", "1", "--allow-estimated-energy", "--out", "run"]
+    done = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    candidate = json.loads((tmp_path / "run" / "trials" / "0000" / "candidate.json").read_text())
+    assert candidate["hardware"] == str(tmp_path / "my-cpu.toml")
+    assert json.loads((tmp_path / "run" / "trials" / "0000" / "result.json").read_text())["status"] == "ok"
