@@ -14,6 +14,7 @@ from pathlib import Path
 
 from autotune.checks import MAX_COUNT, number_problem, shown
 from autotune.errors import ConfigError
+from autotune.models import PRESETS
 
 # autotune's llm size <- the Hugging Face key (Qwen2Config, and the text part of Qwen2.5-VL / LLaVA).
 _SIZES = {"hidden": "hidden_size", "layers": "num_hidden_layers", "heads": "num_attention_heads",
@@ -86,7 +87,5 @@ def model_json_from_hf(data: dict, path: Path, origin: str) -> dict:
     scaling = text.get("rope_scaling")
     sections = scaling.get("mrope_section") if isinstance(scaling, dict) else None
     llm["mrope_sections"] = sections if sections is not None else _default_sections(llm["hidden"], llm["heads"])
-    from autotune.models import PRESETS
-
     tower = PRESETS["7b"].to_json()["vision"]  # every preset's: SigLIP so400m/14 at 392 px
     return {"name": _name(data, path), "llm": llm, "vision": tower}

@@ -6,6 +6,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import shlex
 import time
 import warnings
 from collections.abc import Iterator
@@ -31,8 +32,6 @@ def storage_url(run_dir: Path, storage: str | None) -> str:
 
 def storage_flags(storage: str | None, study_name: str = STUDY_NAME) -> str:
     """The flags that find a study again, for the commands a message suggests (" --storage URL ...")."""
-    import shlex
-
     return ((f" --storage {shlex.quote(storage)}" if storage else "")
             + (f" --study-name {shlex.quote(study_name)}" if study_name != STUDY_NAME else ""))
 
