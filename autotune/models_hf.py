@@ -38,10 +38,10 @@ def _text_part(data: dict) -> tuple[dict, str]:
     return text, "text_config."
 
 
-def _default_sections(hidden, heads) -> list[int]:
+def _default_sections(hidden: int, heads: int) -> list[int]:
     """Qwen2-VL's split of a head's rotary pairs into (time, height, width): a quarter, then halves of
     the rest ([16, 24, 24] for 128-dim heads). A head size that is no whole number is refused later."""
-    pairs = hidden // heads // 2 if isinstance(hidden, int) and isinstance(heads, int) and heads > 0 else 0
+    pairs = hidden // heads // 2
     time = pairs // 4
     height = (pairs - time) // 2
     return [time, height, pairs - time - height]
