@@ -237,7 +237,7 @@ class ReplayBackend(Backend):
                 was = ", ".join(f"{key} {theirs[key]}" for key in differs)
                 flags = " ".join(f"{STUDY_FLAGS[key]} {theirs[key]}" for key in differs)
                 raise ConfigError(
-                    f"{record['origin']} was measured for {was}, not this study's "
+                    f"{record['origin']} holds figures for {was}, not this study's "
                     f"{', '.join(str(mine[key]) for key in differs)}; replay it with {flags}")
 
     def estimated_energy_only(self) -> str | None:

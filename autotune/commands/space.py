@@ -12,12 +12,14 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("space", help="list every candidate with its validity and memory estimate")
     add_study_options(parser)
     parser.add_argument("--json", action="store_true", help="print a JSON list")
-    parser.add_argument("--simulate", action="store_true", help="add simulated time_s, energy_kj, tflops of valid ones")
+    parser.add_argument("--simulate", action="store_true",
+                        help="add simulated time_s, energy_kj, tflops of valid ones, and the study they are for (model, hardware, workload)")
     parser.add_argument("--valid", action="store_true", help="list only the valid candidates (those a study searches)")
     parser.set_defaults(func=_run)
 
 
 def _rows(settings, simulate: bool) -> list[dict]:
+    from autotune.backends.replay import study_of
     from autotune.simulator import simulate as simulate_candidate
     from autotune.space import enumerate_space
 
@@ -31,7 +33,8 @@ def _rows(settings, simulate: bool) -> list[dict]:
         }
         if simulate and check.valid:
             step = simulate_candidate(check.candidate)
-            row.update({"time_s": step.time_s, "energy_kj": step.energy_kj, "tflops": step.tflops, "source": "simulated"})
+            row.update({"time_s": step.time_s, "energy_kj": step.energy_kj, "tflops": step.tflops, "source": "simulated",
+                        "study": study_of(check.candidate)})  # what replay checks the figures are for
         rows.append(row)
     return rows
 

@@ -213,9 +213,9 @@ def test_an_exported_file_replays_only_for_the_study_it_was_measured_for(tmp_pat
     records = [json.loads(line) for line in path.read_text().splitlines()]
     assert records and all(r["study"] == {**STUDY, "model": "7b"} for r in records)
     for flags, said in [
-        (("--model", "32b"), "was measured for model 7b, not this study's 32b; replay it with --model 7b"),
+        (("--model", "32b"), "holds figures for model 7b, not this study's 32b; replay it with --model 7b"),
         (("--model", "7b", "--frames", "30", "--samples", "1024"),
-         "was measured for frames 60, samples 2048, not this study's 30, 1024; replay it with --frames 60 --samples 2048"),
+         "holds figures for frames 60, samples 2048, not this study's 30, 1024; replay it with --frames 60 --samples 2048"),
         (("--model", "7b", "--hardware", "h100-sxm"), "replay it with --hardware gh200 --gpus-per-node 4"),
     ]:
         refused = autotune("run", *flags, "--nodes", "2", "--backend", "replay", "--measurements", path,
@@ -233,3 +233,17 @@ def test_an_exported_file_replays_only_for_the_study_it_was_measured_for(tmp_pat
     anyway = autotune("run", "--model", "7b", "--nodes", "2", "--samples", "1024", "--backend", "replay",
                       "--measurements", path, "--out", tmp_path / "anyway")
     assert anyway.returncode == 0, anyway.stderr
+
+
+def test_a_simulated_space_list_says_what_study_its_figures_are_for(tmp_path):
+    from tests.cli import autotune
+
+    listed = autotune("space", "--model", "7b", "--nodes", "1", "--simulate", "--json")
+    assert listed.returncode == 0, listed.stderr
+    rows = json.loads(listed.stdout)
+    assert all(r["study"] == {**STUDY, "model": "7b"} for r in rows if r["valid"]) and not any("study" in r for r in rows if not r["valid"])
+    path = tmp_path / "space.json"
+    path.write_text(listed.stdout)
+    refused = autotune("run", "--model", "7b", "--nodes", "1", "--frames", "30", "--backend", "replay", "--measurements", path,
+                       "--out", tmp_path / "run")
+    assert refused.returncode == 2 and "holds figures for frames 60, not this study's 30; replay it with --frames 60" in refused.stderr
