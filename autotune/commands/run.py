@@ -94,6 +94,13 @@ def keep_device_knobs_if_unsettable(settings, backend, console):
         untouched["sm_clock_mhz"] = (SM_CLOCK_UNTOUCHED,)
     kept = " and ".join(f"{knob} stays {values[0]}" for knob, values in untouched.items())
     console.print(f"[yellow]warning: {kept} for this study: {reason}[/]")
+    if "sm_clock_mhz" not in untouched and space.sm_clock_mhz == (SM_CLOCK_UNTOUCHED,):
+        # Without the limit nothing in this space trades time for energy at a fixed GPU count, while the
+        # clock srun sets needs no privilege: say how to search it (NVIDIA clocks step by 15 MHz).
+        top = settings.hardware.gpu.max_sm_clock_mhz
+        ladder = ", ".join(str(int(top * share / 15) * 15) for share in (0.85, 0.7))
+        console.print(f"[yellow]the SM clock is still settable here (srun --gpu-freq, no root needed) and trades time for "
+                      f'energy: list it in a --space file, e.g. sm_clock_mhz = ["max", {ladder}][/]')
     return replace(settings, space=replace(space, **untouched))
 
 

@@ -126,7 +126,12 @@ def test_under_srun_the_clock_stays_searchable_without_permission(tmp_path, fake
     out = io.StringIO()
     narrowed = keep_device_knobs_if_unsettable(settings, backend, Console(file=out, width=300))
     assert narrowed.space.power_limit == (1.0,) and narrowed.space.sm_clock_mhz == ("max", 1500)
-    assert "power_limit stays 1.0 for this study" in out.getvalue()
+    assert "power_limit stays 1.0 for this study" in out.getvalue() and "still settable" not in out.getvalue()
+    # the default space lists no clock: without the limit nothing would trade time for energy, so say how
+    default = io.StringIO()
+    keep_device_knobs_if_unsettable(_h100_settings(), backend, Console(file=default, width=300))
+    assert 'the SM clock is still settable here (srun --gpu-freq, no root needed)' in default.getvalue()
+    assert 'sm_clock_mhz = ["max", 1680, 1380]' in default.getvalue()  # 85% and 70% of 1980 MHz, in 15 MHz steps
     candidate = narrowed.candidate({**narrowed.candidate({}).knobs.to_dict(), "sm_clock_mhz": 1500})
     plan = build_plan("srun", candidate, ["--out", "r.json"], python="py", hostfile=None, environ={})
     assert "--gpu-freq=1500" in plan.command and plan.env[SM_CLOCK_SET_BY_ENV] == "srun"
