@@ -77,3 +77,15 @@ def refuse_unknown_keys(origin: str, data: dict, known, fix: str) -> None:
     unknown = sorted(set(data) - set(known))
     if unknown:
         raise ConfigError(f"{origin}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(known))}; {fix}")
+
+
+def complete_table(origin: str, label: str, data, keys, fix: str, not_a_table: str) -> dict:
+    """`data`, a table (JSON object, TOML table) of every one of `keys` and nothing else; else a
+    ConfigError naming `label` (`[gpu]`, `study`): `not_a_table` when it is no table at all."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{origin}: {not_a_table}; {fix}")
+    refuse_unknown_keys(f"{origin} {label}", data, keys, fix)
+    missing = [key for key in keys if key not in data]
+    if missing:
+        raise ConfigError(f"{origin}: {label} lacks {', '.join(missing)}; {fix}")
+    return data

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from autotune.backends.base import Backend, ProbeResult
 from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, Candidate, knob_value, params_key
-from autotune.checks import checked_number, refuse_unknown_keys, shown
+from autotune.checks import checked_number, complete_table, refuse_unknown_keys, shown
 from autotune.errors import ConfigError
 from autotune.measure.combine import SEPARATE_COMPONENTS, not_measured
 
@@ -83,12 +83,7 @@ def study_of(candidate: Candidate) -> dict:
 
 
 def _checked_study(origin: str, study) -> dict:
-    if not isinstance(study, dict):
-        raise ConfigError(f"{origin}: study = {shown(study)} is not an object of {', '.join(STUDY_FLAGS)}; {_FIX}")
-    refuse_unknown_keys(f"{origin} study", study, STUDY_FLAGS, _FIX)
-    missing = [key for key in STUDY_FLAGS if key not in study]
-    if missing:
-        raise ConfigError(f"{origin}: study lacks {', '.join(missing)}; give every part or leave study out ({_FIX})")
+    complete_table(origin, "study", study, STUDY_FLAGS, _FIX, f"study = {shown(study)} is not an object of {', '.join(STUDY_FLAGS)}")
     out = {}
     for key in STUDY_FLAGS:
         value = study[key]

@@ -11,7 +11,7 @@ import tomllib
 from dataclasses import fields
 from pathlib import Path
 
-from autotune.checks import checked_number, refuse_unknown_keys
+from autotune.checks import checked_number, complete_table, refuse_unknown_keys
 from autotune.errors import ConfigError
 from autotune.hardware.profile import CpuSpec, GpuSpec, HardwareProfile, LinkSpec, PowerSpec
 from autotune.hardware.simulator_constants import simulator_constants, simulator_error
@@ -65,14 +65,8 @@ def _number(origin: str, key: str, value, field_name: str):
 
 
 def _section(cls, data: dict, section: str, origin: str):
-    raw = data.get(section)
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{origin}: missing [{section}] table; {SCHEMA}")
     names = [f.name for f in fields(cls)]
-    refuse_unknown_keys(f"{origin} [{section}]", raw, names, SCHEMA)
-    missing = [n for n in names if n not in raw]
-    if missing:
-        raise ConfigError(f"{origin}: [{section}] lacks {', '.join(missing)}; {SCHEMA}")
+    raw = complete_table(origin, f"[{section}]", data.get(section), names, SCHEMA, f"missing [{section}] table")
     values = {}
     for n in names:
         key = f"[{section}] {n}"
