@@ -429,9 +429,10 @@ def run_study(
     before = len([t for t in study.get_trials(deepcopy=False) if is_evaluated(t)])
     if before >= min(n_trials, valid_total):
         return 0
-    if early_stop and _converged(study):
+    if before and early_stop and _converged(study):
         # Converged already (in an earlier run, or by probes other workers finished since): the record
-        # names the probes it converged on now.
+        # names the probes it converged on now. A study with nothing evaluated cannot have: no model
+        # is built for it at start-up.
         study.set_user_attr(CONVERGED_ATTR, {"probes": before, "rule": STOP_RULE})
         return 0
     if study.user_attrs.get(CONVERGED_ATTR) and not (early_stop and hasattr(study.sampler, "converged")):
