@@ -54,7 +54,8 @@ def _name(data: dict, path: Path) -> str:
     if isinstance(given, str) and given.strip("/ "):
         base = given.rstrip("/").rsplit("/", 1)[-1]
     else:
-        base = path.parent.resolve().name if path.stem == "config" and path.parent.resolve().name else path.stem
+        directory = path.parent.resolve().name
+        base = directory if path.stem == "config" and directory else path.stem
     return f"{base} + {TOWER}"
 
 

@@ -195,14 +195,15 @@ def load_finished_study(run_dir: Path, storage: str | None = None, study_name: s
         raise UserError(
             f"{run_dir} is not a run directory (no study.db); pass the --out directory of an `autotune run`"
         )
+    rdb = _open_storage(storage_url(run_dir, storage))
     try:
-        return optuna.load_study(study_name=study_name, storage=_open_storage(storage_url(run_dir, storage)))
+        return optuna.load_study(study_name=study_name, storage=rdb)
     except KeyError:
-        names = optuna.get_all_study_names(storage=_open_storage(storage_url(run_dir, storage)))
+        names = optuna.get_all_study_names(storage=rdb)
         if storage is None and study_name == STUDY_NAME and len(names) == 1:
             # A run directory's own study.db holds one study, whatever --study-name its run gave it
             # (calibrate and other readers of run directories take no name).
-            return optuna.load_study(study_name=names[0], storage=_open_storage(storage_url(run_dir, None)))
+            return optuna.load_study(study_name=names[0], storage=rdb)
         held = f" (it holds {', '.join(sorted(names))}: pass --study-name NAME)" if names else ""
         raise UserError(f"no autotune study named {study_name!r} in {storage or run_dir}{held}; run `autotune run` there "
                         "first") from None
