@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from autotune.commands.flags import path_flag, study_name_flag, text_flag, whole_number_flag
-from autotune.study.storage import STUDY_NAME
+from autotune.commands.flags import path_flag, whole_number_flag
+from autotune.commands.report import add_study_location_options
 
 
 def register(subparsers) -> None:
@@ -22,9 +22,7 @@ def register(subparsers) -> None:
         help="write every probed candidate's result as JSON lines for `autotune run --backend replay --measurements FILE`",
     )
     parser.add_argument("-o", "--output", type=path_flag, help="config file (default: RUN_DIR/configs/<pick>.json)")
-    parser.add_argument("--storage", type=text_flag, help="the study's storage URL, when it is not RUN_DIR/study.db")
-    parser.add_argument("--study-name", type=study_name_flag, default=STUDY_NAME, metavar="NAME",
-                        help="the study's name in --storage (default: autotune), as `autotune run --study-name` gave it")
+    add_study_location_options(parser)
     parser.add_argument("--launcher", choices=("auto", "srun"), default="auto",
                         help="how launch.sh starts the ranks: srun, one step of the SLURM allocation it runs in (an SM clock cap by "
                              "srun --gpu-freq); auto (default): torchrun on one node, the deepspeed launcher on a hostfile for several")

@@ -14,6 +14,14 @@ from autotune.study.storage import STUDY_NAME
 FORMATS = ("table", "json", "md")
 
 
+def add_study_location_options(parser: argparse.ArgumentParser) -> None:
+    """--storage and --study-name, shared by `report` and `export`: where a run's study is when it is not
+    RUN_DIR/study.db."""
+    parser.add_argument("--storage", type=text_flag, help="the study's storage URL, when it is not RUN_DIR/study.db")
+    parser.add_argument("--study-name", type=study_name_flag, default=STUDY_NAME, metavar="NAME",
+                        help="the study's name in --storage (default: autotune), as `autotune run --study-name` gave it")
+
+
 def add_pick_options(parser: argparse.ArgumentParser) -> None:
     """--max-slowdown and --eta, shared by `run` and `report`; None means the study's stored choice."""
     picks = parser.add_argument_group("picks")
@@ -42,9 +50,7 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("report", help="print the Pareto front and picks of a run directory")
     parser.add_argument("run_dir", type=path_flag, metavar="RUN_DIR",
                         help="the --out directory of an `autotune run` (its default: runs/<model>-<nodes>n)")
-    parser.add_argument("--storage", type=text_flag, help="the study's storage URL, when it is not RUN_DIR/study.db")
-    parser.add_argument("--study-name", type=study_name_flag, default=STUDY_NAME, metavar="NAME",
-                        help="the study's name in --storage (default: autotune), as `autotune run --study-name` gave it")
+    add_study_location_options(parser)
     parser.add_argument(
         "--format", choices=FORMATS, default="table",
         help="table (default, for the terminal), json (the pareto.json document) or md (Markdown, for an issue)",

@@ -39,7 +39,11 @@ def register(subparsers) -> None:
     study.add_argument(
         "--storage", type=text_flag, help="Optuna storage URL instead of RUN_DIR/study.db; workers sharing one (postgresql://...) split the trials"
     )
-    study.add_argument("--study-name", type=study_name_flag, default=STUDY_NAME, metavar="NAME", help="the study's name in its storage (default: autotune); several studies share one --storage database under different names, as optuna-dashboard lists them")
+    study.add_argument(
+        "--study-name", type=study_name_flag, default=STUDY_NAME, metavar="NAME",
+        help="the study's name in its storage (default: autotune); several studies share one --storage database "
+        "under different names, as optuna-dashboard lists them",
+    )
     study.add_argument("--objectives", choices=("time,energy", "time"), default="time,energy", metavar="OBJECTIVES",
                        help="what to minimise: time,energy (the front of both, default) or time (the fastest alone)")
     probe = parser.add_argument_group("evaluation")
