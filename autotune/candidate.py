@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 
 from autotune.checks import MAX_COUNT, shown
-from autotune.hardware import HardwareProfile, load_hardware
+from autotune.hardware import HardwareProfile, hardware_to_dict, stored_hardware
 from autotune.models import ModelSpec, model_from_json
 from autotune.workload import Workload, with_precision
 
@@ -147,6 +147,7 @@ class Candidate:
             "knobs": self.knobs.to_dict(),
             "model": self.model.to_json(),
             "hardware": self.hardware.source or self.hardware.name,
+            "hardware_profile": hardware_to_dict(self.hardware),
             "workload": self.workload.to_dict(),
             "gpus_per_node": self.gpus_per_node,
         }
@@ -156,7 +157,7 @@ def candidate_from_dict(data: dict) -> Candidate:
     return Candidate(
         knobs=Knobs(**data["knobs"]),
         model=model_from_json(data["model"]),
-        hardware=load_hardware(data["hardware"]),
+        hardware=stored_hardware(data, "the candidate file's hardware profile"),
         workload=Workload(**data["workload"]),
         gpus_per_node=int(data.get("gpus_per_node", 0)),
     )

@@ -15,7 +15,7 @@ from autotune.backends.launchers import probe_command
 from autotune.ds_config import deepspeed_config
 from autotune.errors import UserError
 from autotune.export_device import device_script
-from autotune.hardware import PROFILE_DIR
+from autotune.hardware import hardware_flag
 from autotune.report.picks import PICK_FILES
 from autotune.report.study_points import StudyView
 
@@ -63,20 +63,14 @@ def _script_line(command: list[str]) -> str:
     return shlex.join(command).replace(GRES_WORDS, '"${gres[@]}"')
 
 
-def portable_candidate(candidate, directory: Path) -> tuple[dict, list[Path]]:
-    """The candidate file's contents, usable on another machine: a built-in hardware profile by its
-    name (`gh200`), a custom one copied into `directory` and named relative to it (the launch script
-    runs there). Returns (candidate dict, files copied)."""
+def portable_candidate(candidate) -> dict:
+    """The candidate file's contents, usable on another machine: it holds its hardware profile
+    (`hardware_profile`), and names it by a built-in profile's name (`gh200`) or a custom file's name,
+    not by a path of this machine."""
     data = candidate.to_dict()
-    source = Path(candidate.hardware.source) if candidate.hardware.source else None
-    if source is None or source.resolve().parent == PROFILE_DIR.resolve():
-        data["hardware"] = source.stem if source is not None else candidate.hardware.name
-        return data, []
-    copy = directory / source.name
-    if copy.resolve() != source.resolve():
-        write_text_atomic(copy, source.read_text())
-    data["hardware"] = copy.name
-    return data, [copy]
+    flag = hardware_flag(candidate.hardware.source) if candidate.hardware.source else candidate.hardware.name
+    data["hardware"] = Path(flag).name  # a built-in profile's name, or a custom file's name without its directory
+    return data
 
 
 def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, launcher: str = "auto") -> list[Path]:
@@ -102,7 +96,7 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
     config_path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(config_path, json.dumps(config, indent=2) + "\n")
     candidate_path = config_path.with_name(config_path.stem + ".candidate.json")
-    candidate_data, copied = portable_candidate(candidate, config_path.parent)
+    candidate_data = portable_candidate(candidate)
     write_text_atomic(candidate_path, json.dumps(candidate_data, indent=2) + "\n")
     command = launch_command(candidate, config_path.name, candidate_path.name, launcher)
     srun = command[0] == "srun"
@@ -122,4 +116,4 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
         + _script_line(command) + "\n",
         mode=0o755,
     )
-    return [config_path, candidate_path, *copied, launch_path]
+    return [config_path, candidate_path, launch_path]

@@ -16,7 +16,7 @@ from pathlib import Path
 from autotune.calibrate.observations import Observation, checked_knobs, checked_observation
 from autotune.candidate import Candidate
 from autotune.errors import ConfigError, UserError
-from autotune.hardware import PROFILE_DIR, HardwareProfile
+from autotune.hardware import HardwareProfile, hardware_flag
 from autotune.measure.combine import not_measured
 
 
@@ -124,8 +124,7 @@ def load_measured(run_dirs: list[Path], hardware: HardwareProfile, allow_estimat
         if not stored:
             raise UserError(f"the study in {run_dir} has no trials yet; run `autotune run` there first")
         if stored.get("hardware_name") != hardware.name:
-            used = Path(str(stored.get("hardware")))
-            flag = used.stem if used.parent == PROFILE_DIR else used  # a built-in profile by its name
+            flag = hardware_flag(str(stored.get("hardware")))
             raise UserError(
                 f"{run_dir} was measured on hardware '{stored.get('hardware_name')}' but the profile to calibrate is "
                 f"'{hardware.name}'; pass --hardware {flag} (calibrate one kind of node at a time)"

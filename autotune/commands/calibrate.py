@@ -47,16 +47,18 @@ def register(subparsers) -> None:
 
 def _base_hardware(args: argparse.Namespace):
     from autotune.calibrate.reference import read_reference
-    from autotune.hardware import load_hardware
+    from autotune.hardware import load_hardware, stored_hardware
 
     if args.hardware:
         return load_hardware(args.hardware)
     if args.run_dirs:
         from autotune.study import load_finished_study
 
-        names = {(load_finished_study(d).user_attrs.get("settings") or {}).get("hardware") for d in args.run_dirs if d.is_dir()}
-        if len(names) == 1 and None not in names:
-            return load_hardware(names.pop())
+        stored = [load_finished_study(d).user_attrs.get("settings") for d in args.run_dirs if d.is_dir()]
+        # The studies' own profile when they all hold one (the file they named may be gone or edited since).
+        kept = {json.dumps(s.get("hardware_profile", s.get("hardware")), sort_keys=True) for s in stored if s}
+        if len(kept) == 1 and all(stored):
+            return stored_hardware(stored[0], f"the hardware profile of the study in {args.run_dirs[0]}")
     if args.reference:
         return load_hardware(read_reference(args.reference)[0]["hardware"])
     return load_hardware("gh200")

@@ -114,6 +114,7 @@ def _raise_interrupt(signum, frame):
 
 def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from rich.markup import escape
 
     from autotune.backends.launchers import check_hostfile
     from autotune.backends.select import check_energy_objective, choose_backend
@@ -150,8 +151,12 @@ def _run(args: argparse.Namespace) -> int:
     run_dir.mkdir(parents=True, exist_ok=True)  # reports and exports land here whatever the storage
     console.print(f"backend: {backend.describe()}")
     if "settings" in study.user_attrs:
-        settings.check_same_as(study.user_attrs["settings"], args.storage or str(run_dir))
+        figures_use_profile = backend.name == "simulate" or backend.estimated_energy_only() is not None
+        changed = settings.check_same_as(study.user_attrs["settings"], args.storage or str(run_dir), figures_use_profile)
         console.print(f"resuming the study in {args.storage or run_dir} ({len(study.trials)} trials so far)")
+        if changed:
+            console.print(f"[yellow]{escape(changed)}[/]")  # escaped: "[simulator]" is not rich markup
+            study.set_user_attr("settings", settings.to_dict())
     study.set_user_attr("backend", {"name": backend.name, "reason": getattr(backend, "reason", "")})
     study.set_user_attr("sampler", args.sampler)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)

@@ -8,8 +8,8 @@ estimated-energy model use, and the simulator's constants (`[simulator]`, see do
 
 from __future__ import annotations
 
-from autotune.hardware.dump import dump_hardware, with_simulator_constants
-from autotune.hardware.load import PROFILE_DIR, available_hardware, load_hardware, parse_hardware
+from autotune.hardware.dump import dump_hardware, figure_differences, hardware_to_dict, with_simulator_constants
+from autotune.hardware.load import PROFILE_DIR, available_hardware, hardware_flag, load_hardware, parse_hardware, stored_hardware
 from autotune.hardware.profile import CpuSpec, GpuSpec, HardwareProfile, LinkSpec, PowerSpec
 from autotune.hardware.simulator_constants import (
     DEFAULT_SIMULATOR_CONSTANTS,
@@ -33,7 +33,11 @@ __all__ = [
     "SIMULATOR_ERROR_KEYS",
     "available_hardware",
     "dump_hardware",
+    "hardware_flag",
+    "figure_differences",
+    "hardware_to_dict",
     "load_hardware",
     "parse_hardware",
+    "stored_hardware",
     "with_simulator_constants",
 ]

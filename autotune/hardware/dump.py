@@ -7,6 +7,8 @@ written with `repr` (exact), strings with JSON escapes (valid TOML basic strings
 from __future__ import annotations
 
 import json
+import math
+import tomllib
 from dataclasses import fields, replace
 
 from autotune.hardware.profile import HardwareProfile
@@ -57,6 +59,38 @@ def dump_hardware(profile: HardwareProfile, header: str = "") -> str:
         lines += [f"{key} = {_value(profile.simulator_error[key])}"
                   for key in SIMULATOR_ERROR_KEYS if key in profile.simulator_error]
     return "\n".join(lines) + "\n"
+
+
+def hardware_to_dict(profile: HardwareProfile) -> dict:
+    """The profile as the tables of its TOML document (JSON-able): what a study and a candidate file keep,
+    so that a report, an export or a probe needs no profile file (it may be gone, or edited since)."""
+    return tomllib.loads(dump_hardware(profile))
+
+
+# What a profile's figures do not depend on: its wording and its stated error.
+_NOT_FIGURES = ("description", "simulator_error")
+
+
+def figure_differences(stored: dict, current: dict) -> list[str]:
+    """The keys (`[simulator] step_overhead_s`) on which two profiles' dicts differ in what a figure
+    depends on; empty when every simulated or estimated figure would be the same."""
+    differences = []
+    for key in sorted(set(stored) | set(current)):
+        if key in _NOT_FIGURES:
+            continue
+        old, new = stored.get(key), current.get(key)
+        if isinstance(old, dict) and isinstance(new, dict):
+            differences += [f"[{key}] {k}" for k in sorted(set(old) | set(new)) if not _same(old.get(k), new.get(k))]
+        elif not _same(old, new):
+            differences.append(key)
+    return differences
+
+
+def _same(old, new) -> bool:
+    # A constant written back by calibrate may differ from its source's literal in the last digit.
+    if isinstance(old, float) and isinstance(new, float):
+        return math.isclose(old, new, rel_tol=1e-9)
+    return old == new
 
 
 def with_simulator_constants(profile: HardwareProfile, values: dict, error: dict | None = None) -> HardwareProfile:

@@ -129,6 +129,12 @@ def parse_hardware(data: dict, origin: str, source: str = "") -> HardwareProfile
     return profile
 
 
+def hardware_flag(source: str) -> str:
+    """What to pass as --hardware for a profile read from `source`: a built-in profile by its name."""
+    path = Path(source)
+    return path.stem if path.parent == PROFILE_DIR else source
+
+
 def load_hardware(name_or_path: str) -> HardwareProfile:
     """Load a named profile (`gh200`, `h100-sxm`, `cpu`) or a TOML file with the same schema."""
     path = Path(name_or_path)
@@ -148,3 +154,14 @@ def load_hardware(name_or_path: str) -> HardwareProfile:
         raise ConfigError(f"{origin}: cannot be read ({exc.strerror}); check the path and its permissions") from None
     # Absolute: a probe reads the profile again from its candidate.json, in its trial directory.
     return parse_hardware(data, origin, source=str(path.resolve()))
+
+
+def stored_hardware(data: dict, origin: str) -> HardwareProfile:
+    """The profile a study's settings or a candidate file kept: its own copy (`hardware_profile`, written
+    since session 26), so that neither needs the profile file again, which may be gone (the run directory
+    copied to another machine) or edited since; else, in older files, loaded by name or path."""
+    if "hardware_profile" not in data:
+        return load_hardware(data["hardware"])
+    if not isinstance(data["hardware_profile"], dict):
+        raise ConfigError(f"{origin}: its hardware profile is not a table; the file is damaged")
+    return parse_hardware(data["hardware_profile"], origin, source=str(data.get("hardware", "")))

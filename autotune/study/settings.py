@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 
 from autotune.candidate import Candidate, Knobs
 from autotune.errors import UserError
-from autotune.hardware import HardwareProfile, load_hardware
+from autotune.hardware import HardwareProfile, figure_differences, hardware_flag, hardware_to_dict, stored_hardware
 from autotune.models import ModelSpec, model_from_json
 from autotune.space import SearchSpace
 from autotune.workload import Workload
@@ -32,6 +32,7 @@ class StudySettings:
             "model": self.model.to_json(),
             "hardware": self.hardware.source or self.hardware.name,
             "hardware_name": self.hardware.name,
+            "hardware_profile": hardware_to_dict(self.hardware),
             "workload": self.workload.to_dict(),
             "gpus_per_node": self.gpus_per_node,
             "space": {k: list(v) for k, v in space.items()},
@@ -41,18 +42,38 @@ class StudySettings:
     def from_dict(cls, data: dict) -> "StudySettings":
         return cls(
             model=model_from_json(data["model"]),
-            hardware=load_hardware(data["hardware"]),
+            hardware=stored_hardware(data, f"the study's hardware profile '{data.get('hardware_name')}'"),
             workload=Workload(**data["workload"]),
             gpus_per_node=int(data["gpus_per_node"]),
             space=SearchSpace(**{k: tuple(v) for k, v in data["space"].items()}),
         )
 
-    def check_same_as(self, stored: dict, where: str) -> None:
-        """A resumed study must be the same question; otherwise say how to start a new one."""
+    def check_same_as(self, stored: dict, where: str, figures_use_profile: bool) -> str | None:
+        """A resumed study must be the same question; otherwise say how to start a new one.
+
+        A profile of the same name with other figures (a calibrated copy, an edited file) is refused
+        where the study's figures come from it (simulated, or energy estimated from its power model):
+        old and new figures would not be comparable. Where every figure is measured or replayed it only
+        guides the search and places the memory wall, so the resumed study takes it, and the line
+        returned says so (None when nothing changed)."""
         current = self.to_dict()
         differs = [key for key in ("model", "hardware_name", "workload", "gpus_per_node", "space") if current[key] != stored.get(key)]
+        start_new = "pass --out NEW_DIR (in a shared --storage, --study-name NEW) to start a new study"
         if differs:
+            raise UserError(f"{where} holds a study with a different {', '.join(differs)}; {start_new}, "
+                            "or repeat the original options to resume")
+        if "hardware_profile" not in stored:
+            return None  # a study from before profiles were kept in it: its name is all there is to compare
+        changed = figure_differences(stored["hardware_profile"], current["hardware_profile"])
+        if not changed:
+            return None
+        shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+        if figures_use_profile:
             raise UserError(
-                f"{where} holds a study with a different {', '.join(differs)}; "
-                "pass --out NEW_DIR (in a shared --storage, --study-name NEW) to start a new study, or repeat the original options to resume"
+                f"{where} holds a study whose figures came from another '{self.hardware.name}' profile ({shown} "
+                f"{'differs' if len(changed) == 1 else 'differ'} from {current['hardware']}); old and new figures would not be comparable: {start_new} with this "
+                f"profile, or pass --hardware {hardware_flag(str(stored.get('hardware')))} to resume"
             )
+        return (f"the hardware profile differs from the one this study began with ({shown}); the study's figures "
+                f"(measured or recorded, not computed from the profile) are kept, and {current['hardware']} now guides "
+                "the search and the memory estimates")

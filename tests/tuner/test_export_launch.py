@@ -79,7 +79,9 @@ def test_an_exported_candidate_names_a_built_in_profile(two_node_run):
     assert candidate["hardware"] == "gh200"
 
 
-def test_a_custom_profile_is_copied_beside_the_export_and_named_relatively(tmp_path, monkeypatch):
+def test_a_study_on_a_custom_profile_is_reported_and_exported_without_its_file(tmp_path, monkeypatch):
+    """The study and the exported candidate file hold the profile: the run directory copied to another
+    machine, or the profile file deleted or edited since, still reports and exports the study's own."""
     import shutil
 
     from autotune.candidate import candidate_from_dict
@@ -90,13 +92,19 @@ def test_a_custom_profile_is_copied_beside_the_export_and_named_relatively(tmp_p
     shutil.copy(PROFILE_DIR / "cpu.toml", profile)
     out = tmp_path / "run"
     result = autotune("run", "--model", "tiny", "--nodes", "1", "--hardware", profile, "--trials", "3",
-                  "--backend", "simulate", "--out", out)
+                      "--backend", "simulate", "--out", out)
     assert result.returncode == 0, result.stderr
-    configs = out / "configs"
-    data = json.loads((configs / "knee.candidate.json").read_text())
-    assert data["hardware"] == "mynode.toml" and (configs / "mynode.toml").read_text() == profile.read_text()
-    profile.unlink()  # the export must not need the original any more
-    monkeypatch.chdir(configs)  # where the launch script runs
+    before = json.loads((out / "pareto.json").read_text())
+    profile.unlink()
+    shutil.rmtree(out / "configs")
+    result = autotune("report", out, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads((out / "pareto.json").read_text())["front"] == before["front"]
+    result = autotune("export", out, "--pick", "knee")
+    assert result.returncode == 0, result.stderr
+    data = json.loads((out / "configs" / "knee.candidate.json").read_text())
+    assert data["hardware"] == "mynode.toml" and not (out / "configs" / "mynode.toml").exists()
+    monkeypatch.chdir(out / "configs")  # where the launch script runs
     assert candidate_from_dict(data).hardware.name == "cpu"
 
 

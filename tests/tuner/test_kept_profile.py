@@ -1,0 +1,105 @@
+"""A study keeps the hardware profile it began with: a resumed study on another profile of the same name
+(a calibrated copy, an edited file) must not mix figures computed from two sets of constants."""
+
+from __future__ import annotations
+
+import json
+
+import optuna
+import pytest
+
+from autotune.hardware import figure_differences, hardware_to_dict, load_hardware, with_simulator_constants
+from autotune.hardware.dump import dump_hardware
+from tests.cli import autotune
+
+RUN = ("run", "--model", "7b", "--nodes", "1", "--gpus-per-node", "2")
+
+
+def _calibrated_copy(path, step_overhead_s=5e-10):
+    """What `autotune calibrate -o` writes: the base profile's name, other constants."""
+    base = load_hardware("gh200")
+    path.write_text(dump_hardware(with_simulator_constants(base, {"step_overhead_s": step_overhead_s})))
+    return path
+
+
+def _trials(out):
+    storage = f"sqlite:///{out / 'study.db'}"
+    return [(t.number, t.state, t.values) for t in optuna.load_study(study_name="autotune", storage=storage).trials]
+
+
+def test_a_simulated_study_refuses_a_calibrated_copy_of_its_profile_and_keeps_its_trials(tmp_path):
+    out = tmp_path / "r"
+    assert autotune(*RUN, "--trials", "4", "--out", out).returncode == 0
+    before = _trials(out)
+    copy = _calibrated_copy(tmp_path / "my.toml")
+    result = autotune(*RUN, "--trials", "8", "--out", out, "--hardware", copy)
+    assert result.returncode == 2
+    line = result.stderr.strip().splitlines()[-1]  # errors are one line, never folded
+    assert "[simulator] step_overhead_s differs" in line and "--hardware gh200 to resume" in line and "--out NEW_DIR" in line
+    assert "Traceback" not in result.stderr and _trials(out) == before
+    resumed = autotune(*RUN, "--trials", "6", "--out", out, "--hardware", "gh200")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming the study" in resumed.stderr and _trials(out)[:len(before)] == before
+
+
+def test_an_edited_profile_file_is_refused_on_resume_of_a_simulated_study(tmp_path):
+    profile = _calibrated_copy(tmp_path / "node.toml")
+    out = tmp_path / "r"
+    assert autotune(*RUN, "--trials", "3", "--out", out, "--hardware", profile).returncode == 0
+    _calibrated_copy(profile, step_overhead_s=7e-10)
+    result = autotune(*RUN, "--trials", "5", "--out", out, "--hardware", profile)
+    assert result.returncode == 2 and f"--hardware {profile} to resume" in result.stderr
+
+
+def test_a_replayed_study_takes_the_new_profile_and_says_so(tmp_path):
+    """Replayed (and measured) figures do not come from the profile: it only guides the search, so a
+    resume may bring a calibrated one; the study then keeps the new one for its report."""
+    measurements = tmp_path / "m.json"
+    listed = autotune("space", "--model", "7b", "--nodes", "1", "--gpus-per-node", "2", "--simulate", "--json")
+    assert listed.returncode == 0, listed.stderr
+    measurements.write_text(listed.stdout)
+    out = tmp_path / "r"
+    replay = (*RUN, "--backend", "replay", "--measurements", measurements, "--out", out)
+    first = autotune(*replay, "--trials", "3", "--sampler", "random")
+    assert first.returncode == 0, first.stderr
+    copy = _calibrated_copy(tmp_path / "my.toml")
+    result = autotune(*replay, "--trials", "5", "--sampler", "random", "--hardware", copy)
+    assert result.returncode == 0, result.stderr
+    said = " ".join(result.stderr.split())  # rich folds long lines
+    assert "the hardware profile differs from the one this study began with ([simulator] step_overhead_s)" in said
+    storage = f"sqlite:///{out / 'study.db'}"
+    kept = optuna.load_study(study_name="autotune", storage=storage).user_attrs["settings"]["hardware_profile"]
+    assert kept["simulator"]["step_overhead_s"] == 5e-10
+
+
+def test_only_what_a_figure_depends_on_counts_as_a_difference():
+    base = hardware_to_dict(load_hardware("gh200"))
+    reworded = {**base, "description": "our racks", "simulator_error": {"time_s_pct": 9.0}}
+    assert figure_differences(base, reworded) == []
+    last_digit = json.loads(json.dumps(base))
+    last_digit["simulator"]["cpu_adam_params_per_s"] *= 1 + 1e-15  # calibrate's write-back of an unfitted constant
+    assert figure_differences(base, last_digit) == []
+    other = json.loads(json.dumps(base))
+    other["gpu"]["memory_gib"] = 80.0
+    other["simulator"]["step_overhead_s"] = 1e-9
+    assert figure_differences(base, other) == ["[gpu] memory_gib", "[simulator] step_overhead_s"]
+
+
+@pytest.mark.parametrize("damage", [[], "gh200", {"name": "gh200"}, {**hardware_to_dict(load_hardware("gh200")), "gpus_per_node": 0}])
+def test_a_damaged_kept_profile_is_one_line(make_candidate, damage):
+    from autotune.candidate import candidate_from_dict
+    from autotune.errors import UserError
+
+    data = {**make_candidate().to_dict(), "hardware_profile": damage}
+    with pytest.raises(UserError) as raised:
+        candidate_from_dict(data)
+    assert "hardware profile" in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_a_candidate_file_without_a_kept_profile_loads_it_by_name(make_candidate):
+    """Candidate files and studies written before profiles were kept in them name the profile only."""
+    from autotune.candidate import candidate_from_dict
+
+    data = make_candidate().to_dict()
+    del data["hardware_profile"]
+    assert candidate_from_dict(data).hardware == load_hardware("gh200")
