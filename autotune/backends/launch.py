@@ -25,6 +25,7 @@ from autotune.backends.probe_options import check_probe_options
 from autotune.backends.probe_process import ProbeProcess
 from autotune.candidate import Candidate
 from autotune.ds_config import deepspeed_config
+from autotune.errors import ConfigError
 
 __all__ = ["LaunchBackend", "ProbeInterrupted", "detect_launch_target"]
 
@@ -116,6 +117,30 @@ class LaunchBackend(Backend):
         process = self._current
         if process is not None:
             process.kill_group(self.kill_grace_s)
+
+    def check_candidates(self, checks: list) -> None:
+        """Refuses, in one line, before the study opens, a study with valid candidates the launcher cannot
+        start (more nodes, or GPUs per node, than the hostfile, the SLURM allocation or this machine
+        holds): each would be a failed probe spent from the budget, and three such first stop the study
+        as a set-up fault. Whether a candidate can start depends on its node count alone (the GPUs per
+        node are the study's), so one candidate per node count is asked."""
+        environ = {**os.environ, **self.env}
+        per_count = {}
+        for check in checks:
+            if check.valid:
+                per_count.setdefault(check.candidate.knobs.nodes, check.candidate)
+        reasons = {nodes: unreachable_reason(resolve_launcher(self.launcher, candidate, self.hostfile, environ),
+                                             candidate, self.hostfile, environ)
+                   for nodes, candidate in sorted(per_count.items())}
+        unreachable = [nodes for nodes, reason in reasons.items() if reason is not None]
+        if not unreachable:
+            return
+        # Fewer nodes are reachable wherever more are: what can start is the node counts up to some K.
+        reachable = [nodes for nodes, reason in reasons.items() if reason is None]
+        span = f"{reachable[0]}-{reachable[-1]}" if len(reachable) > 1 else str(reachable[0]) if reachable else ""
+        instead = f"; or study what can start (--nodes {span})" if reachable else ""
+        raise ConfigError(f"candidates with {', '.join(map(str, unreachable))} node(s) cannot start here: "
+                          f"{reasons[unreachable[0]]}{instead}")
 
     def evaluate(self, candidate: Candidate, trial_number: int = 0) -> ProbeResult:
         self._raise_if_aborted()

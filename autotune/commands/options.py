@@ -60,9 +60,10 @@ def fill_from_allocation(args: argparse.Namespace, environ: dict[str, str] | Non
         return None
     hardware = load_hardware(args.hardware)
     shape = allocation_shape(getattr(args, "hostfile", None), dict(os.environ if environ is None else environ))
-    if shape is None and getattr(args, "backend", None) == "launch" and hardware.cuda:
-        local = local_gpu_count()
-        shape = (1, local, "this machine") if local else None
+    if shape is None and getattr(args, "backend", None) == "launch":
+        # torchrun starts ranks on this machine only: one node of its GPUs (a CPU profile's ranks are its own).
+        local = local_gpu_count() if hardware.cuda else None
+        shape = (1, local, "this machine") if local or not hardware.cuda else None
     if shape is None:
         return None
     nodes, gpus, where = shape

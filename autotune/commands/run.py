@@ -10,6 +10,7 @@ from autotune.backends.probe_options import probe_bounds
 from autotune.commands.flags import number_flag, path_flag, study_name_flag, text_flag, whole_number_flag
 from autotune.commands.options import add_study_options, build_settings, fill_from_allocation
 from autotune.commands.report import add_pick_options
+from autotune.errors import UserError
 from autotune.study.stop_rule import STOP_RULE_SUMMARY, stop_rule_help
 from autotune.study.storage import STUDY_NAME
 
@@ -108,6 +109,25 @@ def keep_device_knobs_if_unsettable(settings, backend, console):
     return replace(settings, space=replace(space, **untouched))
 
 
+def _check_same_backend(study, backend, where: str, again: str) -> None:
+    """A study evaluated by one backend resumes only with it: a probe's measured seconds and the
+    simulator's, or a replayed file's, are not figures of one front (the default `--backend auto`
+    simulates on a machine without GPUs, where a measured run directory may have been copied)."""
+    from autotune.study.loop import is_evaluated
+
+    used = (study.user_attrs.get("backend") or {}).get("name")
+    if used in (None, backend.name) or not any(is_evaluated(t) for t in study.get_trials(deepcopy=False)):
+        return
+    flags = "--backend replay --measurements FILE" if used == "replay" else f"--backend {used}"
+    figures = {"simulate": "simulated", "launch": "probed", "replay": "replayed"}
+    raise UserError(
+        f"{where} holds a study evaluated by the {used} backend; resuming it with the {backend.name} backend would put "
+        f"{figures.get(backend.name, backend.name)} figures on one front with its {figures.get(used, used)} ones: "
+        f"pass {flags} to resume (`{again}` shows it as it is), "
+        "or --out NEW_DIR (in a shared --storage, --study-name NEW) to start a new study"
+    )
+
+
 def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt  # SIGTERM (scancel, kill) stops a run like Ctrl-C: the probe is killed, trials kept
 
@@ -151,6 +171,8 @@ def _run(args: argparse.Namespace) -> int:
     run_dir.mkdir(parents=True, exist_ok=True)  # reports and exports land here whatever the storage
     console.print(f"backend: {backend.describe()}")
     if "settings" in study.user_attrs:
+        _check_same_backend(study, backend, args.storage or str(run_dir),
+                            f"autotune report {run_dir}" + storage_flags(args.storage, args.study_name))
         figures_use_profile = backend.name == "simulate" or backend.estimated_energy_only() is not None
         changed = settings.check_same_as(study.user_attrs["settings"], args.storage or str(run_dir), figures_use_profile)
         console.print(f"resuming the study in {args.storage or run_dir} ({len(study.trials)} trials so far)")

@@ -152,14 +152,14 @@ def load_hardware(name_or_path: str) -> HardwareProfile:
         raise ConfigError(f"{origin}: not valid TOML ({exc}); fix the file") from None
     except OSError as exc:
         raise ConfigError(f"{origin}: cannot be read ({exc.strerror}); check the path and its permissions") from None
-    # Absolute: a probe reads the profile again from its candidate.json, in its trial directory.
+    # Absolute: messages and a study's settings name the file wherever a later command runs.
     return parse_hardware(data, origin, source=str(path.resolve()))
 
 
 def stored_hardware(data: dict, origin: str) -> HardwareProfile:
-    """The profile a study's settings or a candidate file kept: its own copy (`hardware_profile`, written
-    since session 26), so that neither needs the profile file again, which may be gone (the run directory
-    copied to another machine) or edited since; else, in older files, loaded by name or path."""
+    """The profile a study's settings or a candidate file kept: its own copy (`hardware_profile`), so
+    that neither needs the profile file again, which may be gone (the run directory copied to another
+    machine) or edited since; in files written before copies were kept, loaded by name or path."""
     if "hardware_profile" not in data:
         return load_hardware(data["hardware"])
     if not isinstance(data["hardware_profile"], dict):

@@ -180,3 +180,30 @@ def test_detect_launch_target_reads_hostfile_slurm_then_local_gpus(hostfile, mon
     ok, reason = detect_launch_target(None, nodes=2, environ={})
     assert not ok and "--hostfile or a SLURM allocation" in reason
     assert detect_launch_target(None, gpus_per_node=8, environ={})[0] is False
+
+
+def test_a_study_with_candidates_the_launcher_cannot_start_is_refused_before_it_opens(tmp_path, hostfile, no_local_gpus):
+    """Each such candidate would be a failed probe spent from the budget, and three of them would end the
+    study as a set-up fault: the run refuses them in one line and says which node counts can start."""
+    from autotune.backends.launch import LaunchBackend
+    from autotune.commands.options import settings_for
+    from autotune.study.loop import valid_checks
+
+    def checks(*flags):
+        return valid_checks(settings_for("--model", "7b", *flags))
+
+    on_hostfile = LaunchBackend(run_dir=tmp_path, hostfile=hostfile)
+    with pytest.raises(UserError) as raised:
+        on_hostfile.check_candidates(checks("--nodes", "1-4"))  # 3 nodes of 4 GPUs divide no global batch 64
+    assert str(raised.value) == (f"candidates with 4 node(s) cannot start here: the candidate needs 4 nodes; hostfile "
+                                 f"{hostfile} lists 2; or study what can start (--nodes 1-2)")
+    on_hostfile.check_candidates(checks("--nodes", "1-2"))  # every one can start
+    with pytest.raises(UserError, match=r"^candidates with 2 node\(s\) cannot start here: .*torchrun starts ranks on "
+                                        r"this machine only.*--nodes 1\)$"):
+        LaunchBackend(run_dir=tmp_path).check_candidates(checks("--nodes", "1-2"))
+    in_allocation = LaunchBackend(run_dir=tmp_path, env={**SLURM_2_NODES, "PATH": str(tmp_path)})
+    (tmp_path / "srun").write_text("#!/bin/sh\n")
+    (tmp_path / "srun").chmod(0o755)
+    with pytest.raises(UserError, match=r"needs 8 GPUs per node; SLURM allocation 42 has 4 .*$"):
+        in_allocation.check_candidates(checks("--nodes", "1-2", "--hardware", "h100-sxm"))
+    in_allocation.check_candidates(checks("--nodes", "1-2", "--hardware", "h100-sxm", "--gpus-per-node", "4"))

@@ -84,11 +84,30 @@ def test_with_backend_launch_and_no_allocation_this_machines_gpus_are_the_shape(
     assert fill_from_allocation(launch, environ={}) == (
         "studying 1 node(s), 2 GPU(s) per node: what this machine holds (--nodes, --gpus-per-node choose another shape)")
     assert (launch.nodes, launch.gpus_per_node) == ("1", 2)
-    # auto on a GPU workstation still studies the default cluster (a simulation), and a cpu profile's
-    # ranks are not GPUs
-    for flags in (("--hardware", "h100-sxm"), ("--hardware", "cpu", "--backend", "launch")):
-        untouched = args(*flags)
-        assert fill_from_allocation(untouched, environ={}) is None
-        assert (untouched.nodes, untouched.gpus_per_node) == (None, None)
+    # auto on a GPU workstation still studies the default cluster (a simulation)
+    untouched = args("--hardware", "h100-sxm")
+    assert fill_from_allocation(untouched, environ={}) is None
+    assert (untouched.nodes, untouched.gpus_per_node) == (None, None)
+    # a cpu profile's ranks are not GPUs: this machine is one node of the profile's ranks
+    cpu = args("--hardware", "cpu", "--backend", "launch")
+    assert fill_from_allocation(cpu, environ={}) == (
+        "studying 1 node(s): what this machine holds (--nodes, --gpus-per-node choose another shape)")
+    assert (cpu.nodes, cpu.gpus_per_node) == ("1", None)
     monkeypatch.setattr(launchers, "local_gpu_count", lambda: None)
     assert fill_from_allocation(args("--backend", "launch"), environ={}) is None
+
+
+def test_a_launch_study_with_node_counts_out_of_reach_is_refused_before_it_opens(tmp_path):
+    """torchrun reaches this machine only: a 2-node candidate would be a failed probe from the budget."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    run = subprocess.run(
+        [sys.executable, "-m", "autotune.cli", "run", "--model", "tiny", "--hardware", "cpu", "--backend", "launch",
+         "--nodes", "1-2", "--allow-estimated-energy", "--out", "r"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path, env=environ,
+    )
+    assert run.returncode == 2
+    assert run.stderr.strip().splitlines()[-1] == (
+        "autotune: error: candidates with 2 node(s) cannot start here: the candidate needs 2 nodes but torchrun starts "
+        "ranks on this machine only: give --hostfile (deepspeed launcher) or run inside a SLURM allocation (srun); "
+        "or study what can start (--nodes 1)")
+    assert not (tmp_path / "r").exists()

@@ -1,5 +1,6 @@
-"""A study keeps the hardware profile it began with: a resumed study on another profile of the same name
-(a calibrated copy, an edited file) must not mix figures computed from two sets of constants."""
+"""A resumed study is the same study: it keeps the hardware profile it began with (a calibrated copy or an
+edited file of the same name must not mix figures computed from two sets of constants) and the backend
+that evaluated it (measured and simulated figures are not one front)."""
 
 from __future__ import annotations
 
@@ -54,14 +55,7 @@ def test_an_edited_profile_file_is_refused_on_resume_of_a_simulated_study(tmp_pa
 def test_a_replayed_study_takes_the_new_profile_and_says_so(tmp_path):
     """Replayed (and measured) figures do not come from the profile: it only guides the search, so a
     resume may bring a calibrated one; the study then keeps the new one for its report."""
-    measurements = tmp_path / "m.json"
-    listed = autotune("space", "--model", "7b", "--nodes", "1", "--gpus-per-node", "2", "--simulate", "--json")
-    assert listed.returncode == 0, listed.stderr
-    measurements.write_text(listed.stdout)
-    out = tmp_path / "r"
-    replay = (*RUN, "--backend", "replay", "--measurements", measurements, "--out", out)
-    first = autotune(*replay, "--trials", "3", "--sampler", "random")
-    assert first.returncode == 0, first.stderr
+    out, replay = _replay_study(tmp_path)
     copy = _calibrated_copy(tmp_path / "my.toml")
     result = autotune(*replay, "--trials", "5", "--sampler", "random", "--hardware", copy)
     assert result.returncode == 0, result.stderr
@@ -70,6 +64,51 @@ def test_a_replayed_study_takes_the_new_profile_and_says_so(tmp_path):
     storage = f"sqlite:///{out / 'study.db'}"
     kept = optuna.load_study(study_name="autotune", storage=storage).user_attrs["settings"]["hardware_profile"]
     assert kept["simulator"]["step_overhead_s"] == 5e-10
+
+
+def _replay_study(tmp_path):
+    measurements = tmp_path / "m.json"
+    listed = autotune("space", "--model", "7b", "--nodes", "1", "--gpus-per-node", "2", "--simulate", "--json")
+    assert listed.returncode == 0, listed.stderr
+    measurements.write_text(listed.stdout)
+    out = tmp_path / "r"
+    replay = (*RUN, "--backend", "replay", "--measurements", measurements, "--out", out)
+    first = autotune(*replay, "--trials", "3", "--sampler", "random")
+    assert first.returncode == 0, first.stderr
+    return out, replay
+
+
+def test_a_study_resumes_only_with_the_backend_that_evaluated_it(tmp_path):
+    out, replay = _replay_study(tmp_path)
+    before = _trials(out)
+    for other in (("--backend", "auto"), ("--backend", "simulate")):  # auto simulates on this machine
+        result = autotune(*RUN, *other, "--trials", "5", "--out", out)
+        assert result.returncode == 2
+        line = result.stderr.strip().splitlines()[-1]
+        assert line == (f"autotune: error: {out} holds a study evaluated by the replay backend; resuming it with the "
+                        "simulate backend would put simulated figures on one front with its replayed ones: pass --backend "
+                        f"replay --measurements FILE to resume (`autotune report {out}` shows it as it is), or --out "
+                        "NEW_DIR (in a shared --storage, --study-name NEW) to start a new study")
+        assert _trials(out) == before
+    resumed = autotune(*replay, "--trials", "5", "--sampler", "random")
+    assert resumed.returncode == 0, resumed.stderr
+    after = _trials(out)
+    assert after[:len(before)] == before and sum(state == optuna.trial.TrialState.COMPLETE for _, state, _ in after) == 5
+
+
+def test_a_study_with_nothing_evaluated_yet_takes_any_backend(tmp_path):
+    """A first run stopped before its first probe finished left a study with nothing to mix yet."""
+    first = tmp_path / "first"
+    assert autotune(*RUN, "--backend", "simulate", "--trials", "1", "--out", first).returncode == 0
+    held = optuna.load_study(study_name="autotune", storage=f"sqlite:///{first / 'study.db'}")
+    out = tmp_path / "r"
+    out.mkdir()
+    empty = optuna.create_study(study_name="autotune", storage=f"sqlite:///{out / 'study.db'}", directions=held.directions)
+    for key, value in {**held.user_attrs, "backend": {"name": "launch", "reason": ""}}.items():
+        empty.set_user_attr(key, value)
+    result = autotune(*RUN, "--backend", "simulate", "--trials", "2", "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert "resuming the study" in result.stderr and len(_trials(out)) == 2
 
 
 def test_only_what_a_figure_depends_on_counts_as_a_difference():
