@@ -142,3 +142,15 @@ def test_a_candidate_file_without_a_kept_profile_loads_it_by_name(make_candidate
     data = make_candidate().to_dict()
     del data["hardware_profile"]
     assert candidate_from_dict(data).hardware == load_hardware("gh200")
+
+
+def test_a_study_from_before_profiles_were_kept_is_compared_by_the_profiles_name():
+    from autotune.commands.options import settings_for
+    from autotune.errors import UserError
+
+    settings = settings_for("--model", "7b", "--nodes", "1")
+    older = settings.to_dict()
+    del older["hardware_profile"]
+    assert settings.check_same_as(older, "r", figures_use_profile=True) is None
+    with pytest.raises(UserError, match="different hardware_name"):
+        settings_for("--model", "7b", "--nodes", "1", "--hardware", "h100-sxm").check_same_as(older, "r", True)
