@@ -1,8 +1,9 @@
 """One candidate: the knob values of a configuration plus the model, hardware and workload they apply to.
 
 This single immutable object feeds the memory estimate, the simulator, the DeepSpeed config, the
-trainer's probe and the report. `to_dict()`/`candidate_from_dict()` give the candidate file a probe
-reads (`python -m trainer.probe --candidate FILE`): self-contained, the full model spec inside.
+trainer's probe and the report. `to_file()`/`candidate_from_dict()` give the candidate file a probe
+reads (`python -m trainer.probe --candidate FILE`): self-contained, the full model spec and hardware
+profile inside; `to_dict()` is the same without the profile, as a study keeps it per trial.
 """
 
 from __future__ import annotations
@@ -147,10 +148,14 @@ class Candidate:
             "knobs": self.knobs.to_dict(),
             "model": self.model.to_json(),
             "hardware": self.hardware.source or self.hardware.name,
-            "hardware_profile": hardware_to_dict(self.hardware),
             "workload": self.workload.to_dict(),
             "gpus_per_node": self.gpus_per_node,
         }
+
+    def to_file(self) -> dict:
+        """The candidate file a probe reads (`--candidate`): to_dict() and the whole hardware profile, so
+        that the probe, and an exported pick on another machine, need no profile file."""
+        return {**self.to_dict(), "hardware_profile": hardware_to_dict(self.hardware)}
 
 
 def candidate_from_dict(data: dict) -> Candidate:

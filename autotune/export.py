@@ -67,7 +67,7 @@ def portable_candidate(candidate) -> dict:
     """The candidate file's contents, usable on another machine: it holds its hardware profile
     (`hardware_profile`), and names it by a built-in profile's name (`gh200`) or a custom file's name,
     not by a path of this machine."""
-    data = candidate.to_dict()
+    data = candidate.to_file()
     flag = hardware_flag(candidate.hardware.source) if candidate.hardware.source else candidate.hardware.name
     data["hardware"] = Path(flag).name  # a built-in profile's name, or a custom file's name without its directory
     return data

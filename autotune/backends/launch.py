@@ -195,7 +195,7 @@ class LaunchBackend(Backend):
         for stale in trial_dir.glob("result*.json"):
             stale.unlink()
         (trial_dir / "log.txt").write_text("")
-        (trial_dir / "candidate.json").write_text(json.dumps(candidate.to_dict(), indent=2) + "\n")
+        (trial_dir / "candidate.json").write_text(json.dumps(candidate.to_file(), indent=2) + "\n")
         (trial_dir / "ds_config.json").write_text(json.dumps(deepspeed_config(candidate), indent=2) + "\n")
 
     def _probe_args(self, trial_dir: Path, out: Path) -> list[str]:

@@ -51,8 +51,8 @@ def fill_from_allocation(args: argparse.Namespace, environ: dict[str, str] | Non
     """Inside a SLURM allocation, or given a --hostfile, the nodes and GPUs per node the user left out
     are the allocation's (what srun or the deepspeed launcher reach), not the default of 4 whole nodes:
     in `sbatch -N 2 --gpus-per-node 4` a study is of 2 nodes of 4 GPUs, and its probes can run. With
-    `--backend launch` and neither, this machine's GPUs (with `auto` a GPU workstation still simulates
-    the default cluster). A space file's nodes and a replayed file's candidates are the user's choice
+    `--backend launch` and neither, one node of this machine: its GPUs, or a cpu profile's ranks (with
+    `auto` a GPU workstation still simulates the default cluster). A space file's nodes and a replayed file's candidates are the user's choice
     and are kept. Returns the line that says what was filled, or None."""
     from autotune.backends.launchers import allocation_shape, local_gpu_count
 

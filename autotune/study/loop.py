@@ -206,9 +206,7 @@ class _Objective:
     def __call__(self, trial: optuna.Trial):
         params = _suggest(trial, self.choices)
         candidate = self.settings.candidate(params)
-        record = candidate.to_dict()
-        del record["hardware_profile"]  # the study's settings hold it once, not every trial again
-        trial.set_user_attr("candidate", record)
+        trial.set_user_attr("candidate", candidate.to_dict())  # the study's settings hold the profile
         check = check_candidate(candidate)
         if not check.valid:
             self._prune_invalid(trial, params, check)

@@ -43,7 +43,7 @@ def test_two_ranks_under_torchrun_write_the_trial_directory(make_launch_backend,
 
     trial = backend.run_dir / "trials" / "0007"
     assert {"candidate.json", "ds_config.json", "log.txt", "result.json"} <= {p.name for p in trial.iterdir()}
-    assert json.loads((trial / "candidate.json").read_text()) == candidate.to_dict()
+    assert json.loads((trial / "candidate.json").read_text()) == candidate.to_file()
     ds_config = json.loads((trial / "ds_config.json").read_text())
     probe_result = json.loads((trial / "result.json").read_text())
     assert ds_config == deepspeed_config(candidate) == probe_result["ds_config"]  # exported == ran
