@@ -77,6 +77,10 @@ class Backend(abc.ABC):
         """Optional hook: refuse, in one line (a UserError), before the study opens, a space this
         backend cannot evaluate at all (replay: a file with no record of any valid candidate)."""
 
+    def check_resumed(self, evaluated: list) -> None:
+        """Optional hook: refuse, in one line (a UserError), to resume a study whose evaluated trials
+        (FrozenTrials) this backend would have given other figures (replay: another file)."""
+
     def estimated_energy_only(self) -> str | None:
         """Optional hook: why every energy figure this backend gives would be an estimate (the study then
         ranks by energy only with --allow-estimated-energy), or None."""

@@ -25,6 +25,7 @@ for type and range where it is read, with one line naming the file, the line and
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from autotune.backends.base import Backend, ProbeResult
@@ -235,6 +236,27 @@ class ReplayBackend(Backend):
                     f"{record['origin']} holds figures for {was}, not this study's "
                     f"{', '.join(str(mine[key]) for key in differs)}; replay it with {flags}")
 
+    def check_resumed(self, evaluated: list) -> None:
+        """Refuses, in one line, to resume with a file whose records for the study's replayed trials hold
+        other figures (another study's export, a re-measured file): two files' figures on one front would
+        not be comparable. Records added for unprobed candidates are welcome; a trial that failed for
+        want of a record is not compared."""
+        differing = []
+        for trial in evaluated:
+            result = trial.user_attrs["result"]
+            origin = (result.get("details") or {}).get("replayed_from")
+            if origin is None:
+                continue  # not replayed: failed for want of a record
+            record = self.records.get(params_key(trial.user_attrs["candidate"]["knobs"]))
+            change = _figure_change(result, record)
+            if change:
+                differing.append(f"trial {trial.number}: {change} in {origin}")
+        if differing:
+            raise ConfigError(
+                f"measurements {self.path} gives other figures than this study replayed ({differing[0]}; "
+                f"{len(differing)} of {len(evaluated)} evaluated trials differ): resume with the file it was replayed from, "
+                "or pass --out NEW_DIR (in a shared --storage, --study-name NEW) to start a new study with this one")
+
     def estimated_energy_only(self) -> str | None:
         """A file whose every energy was estimated where it was measured: each probe would fail on the label."""
         labels = {r["source"] for r in self.records.values() if r["status"] == "ok" and r["energy_kj"] is not None}
@@ -252,6 +274,24 @@ class ReplayBackend(Backend):
     def describe(self) -> str:
         sources = sorted({r["source"] for r in self.records.values()})
         return f"replay ({len(self.records)} recorded candidates from {self.path}; figures {', '.join(sources)}): {self.reason}"
+
+
+def _figure(value) -> str:
+    return "none" if value is None else f"{value:.6g}"
+
+
+def _figure_change(result: dict, record: dict | None) -> str | None:
+    """How a record differs from the result a trial replayed from another file, or None if it does not."""
+    if record is None:
+        return "no record here, one"
+    now = _result(record).to_dict()
+    if now["status"] != result.get("status"):
+        return f"{now['status']} here, {result.get('status')}"
+    for key in ("time_s", "energy_kj"):
+        here, there = now.get(key), result.get(key)
+        if (here is None) != (there is None) or (here is not None and not math.isclose(here, there, rel_tol=1e-9)):
+            return f"{key} {_figure(here)} here, {_figure(there)}"
+    return None
 
 
 def measurement_record(params: dict, result: dict, study: dict | None = None) -> dict | None:

@@ -173,6 +173,7 @@ def _run(args: argparse.Namespace) -> int:
     if "settings" in study.user_attrs:
         _check_same_backend(study, backend, args.storage or str(run_dir),
                             f"autotune report {run_dir}" + storage_flags(args.storage, args.study_name))
+        backend.check_resumed([t for t in study.get_trials(deepcopy=False) if is_evaluated(t)])
         figures_use_profile = backend.name == "simulate" or backend.estimated_energy_only() is not None
         changed = settings.check_same_as(study.user_attrs["settings"], args.storage or str(run_dir), figures_use_profile)
         console.print(f"resuming the study in {args.storage or run_dir} ({len(study.trials)} trials so far)")

@@ -96,6 +96,32 @@ def test_a_study_resumes_only_with_the_backend_that_evaluated_it(tmp_path):
     assert after[:len(before)] == before and sum(state == optuna.trial.TrialState.COMPLETE for _, state, _ in after) == 5
 
 
+def test_a_replayed_study_resumes_only_with_the_figures_it_replayed(tmp_path):
+    """Another file (another cluster's export, a re-measured one) would put two files' figures on one
+    front; the same figures elsewhere (a copied file, its JSON-lines export) resume."""
+    out, replay = _replay_study(tmp_path)
+    before = _trials(out)
+    listed = json.loads((tmp_path / "m.json").read_text())
+    slower = tmp_path / "slower.json"
+    slower.write_text(json.dumps([{**e, "time_s": e["time_s"] * 1.3} if e.get("valid") else e for e in listed]))
+    result = autotune(*RUN, "--backend", "replay", "--measurements", slower, "--out", out, "--trials", "5")
+    assert result.returncode == 2
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith(f"autotune: error: measurements {slower} gives other figures than this study replayed (trial 0: time_s ")
+    assert f" in measurements {tmp_path / 'm.json'} entry " in line and "3 of 3 evaluated trials differ" in line
+    assert "resume with the file it was replayed from, or pass --out NEW_DIR" in line and _trials(out) == before
+    fewer = tmp_path / "fewer.json"  # the records of the trials' candidates left out
+    probed = [t.params for t in optuna.load_study(study_name="autotune", storage=f"sqlite:///{out / 'study.db'}").trials]
+    fewer.write_text(json.dumps([e for e in listed if {k: e["params"][k] for k in probed[0]} not in probed]))
+    result = autotune(*RUN, "--backend", "replay", "--measurements", fewer, "--out", out, "--trials", "5")
+    assert result.returncode == 2 and "(trial 0: no record here, one in measurements" in result.stderr
+    lines = tmp_path / "same.jsonl"  # the same figures as JSON lines, at other line numbers
+    lines.write_text("\n".join(json.dumps(e) for e in reversed(listed) if e.get("valid")))
+    resumed = autotune(*RUN, "--backend", "replay", "--measurements", lines, "--out", out, "--trials", "5", "--sampler", "random")
+    assert resumed.returncode == 0, resumed.stderr
+    assert _trials(out)[:len(before)] == before and len(_trials(out)) > len(before)
+
+
 def test_a_study_with_nothing_evaluated_yet_takes_any_backend(tmp_path):
     """A first run stopped before its first probe finished left a study with nothing to mix yet."""
     first = tmp_path / "first"
