@@ -47,18 +47,22 @@ def register(subparsers) -> None:
 
 def _base_hardware(args: argparse.Namespace):
     from autotune.calibrate.reference import read_reference
-    from autotune.hardware import load_hardware, stored_hardware
+    from autotune.hardware import figure_differences, hardware_to_dict, load_hardware, stored_hardware
 
     if args.hardware:
         return load_hardware(args.hardware)
     if args.run_dirs:
         from autotune.study import load_finished_study
 
-        stored = [load_finished_study(d).user_attrs.get("settings") for d in args.run_dirs if d.is_dir()]
-        # The studies' own profile when they all hold one (the file they named may be gone or edited since).
-        kept = {json.dumps(s.get("hardware_profile", s.get("hardware")), sort_keys=True) for s in stored if s}
-        if len(kept) == 1 and all(stored):
-            return stored_hardware(stored[0], f"the hardware profile of the study in {args.run_dirs[0]}")
+        dirs = [d for d in args.run_dirs if d.is_dir()]
+        stored = [load_finished_study(d).user_attrs.get("settings") for d in dirs]
+        # The studies' own profile when they all hold the same one (the file they named may be gone or
+        # edited since); descriptions and stated errors aside, as when a study resumes.
+        if stored and all(stored):
+            kept = [stored_hardware(s, f"the hardware profile of the study in {d}") for d, s in zip(dirs, stored)]
+            first = hardware_to_dict(kept[0])
+            if all(not figure_differences(first, hardware_to_dict(other)) for other in kept[1:]):
+                return kept[0]
     if args.reference:
         return load_hardware(read_reference(args.reference)[0]["hardware"])
     return load_hardware("gh200")

@@ -134,3 +134,24 @@ def test_the_shipped_gh200_error_is_what_calibration_measures():
     shipped = load_hardware("gh200").simulator_error
     for metric in ("time_s", "energy_kj", "tflops", "power_w"):
         assert shipped[f"{metric}_pct"] == pytest.approx(loo[metric], abs=0.3), metric
+
+
+def test_studies_of_one_profile_calibrate_it_whatever_its_description_says(tmp_path):
+    """A profile file whose description was edited between two studies is still their profile: calibrate
+    takes it as the base without --hardware (before, it fell back to gh200 and refused both studies)."""
+    from autotune.hardware import PROFILE_DIR
+
+    text = (PROFILE_DIR / "gh200.toml").read_text().replace('name = "gh200"', 'name = "my-cluster"', 1)
+    profile = tmp_path / "my-cluster.toml"
+    runs = []
+    for description in ("first rack", "second rack"):
+        profile.write_text(text.replace('description = "', f'description = "{description}: ', 1))
+        out = tmp_path / description.replace(" ", "-")
+        result = autotune("run", "--model", "7b", "--nodes", "1", "--trials", "3", "--backend", "simulate",
+                          "--hardware", profile, "--out", out)
+        assert result.returncode == 0, result.stderr
+        runs.append(out)
+    profile.unlink()  # the studies keep their profile
+    both = autotune("calibrate", *runs, "--no-loo", "--allow-simulated", "--json")
+    assert both.returncode == 0, both.stderr
+    assert json.loads(both.stdout)["sources"] == [str(run) for run in runs]
