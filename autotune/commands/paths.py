@@ -47,7 +47,25 @@ def writable_file(path: Path, what: str, example: str = "knee.json") -> Path:
     path = Path(path)
     if path.is_dir() or str(path).endswith("/"):
         raise UserError(f"{what} {path} is a directory; give a file name such as {path / example}")
+    if path.exists() and not path.is_file():  # a device (/dev/null), pipe or socket: the rename would replace it
+        raise UserError(f"{what} {path} is not a regular file (a device, pipe or socket); give a file name such as "
+                        f"{path.parent / example}")
     problem = _directory_problem(path.parent)
     if problem:
         raise UserError(f"{what} {path}: {problem}; choose a writable path")
     return path
+
+
+def check_run_outputs(run_dir: Path, what: str) -> None:
+    """What a run or report writes in its run directory (pareto.json, report.html, configs/), checked
+    before any study is opened: a directory where a file goes is one line now, not a traceback after
+    the last probe."""
+    run_dir = Path(run_dir)
+    for name in ("pareto.json", "report.html"):
+        path = run_dir / name
+        if path.exists() and not path.is_file():
+            raise UserError(f"{what} {run_dir}: {path} is not a regular file (the report writes it); move it out of the way")
+    configs = run_dir / "configs"
+    if configs.exists() and not configs.is_dir():
+        raise UserError(f"{what} {run_dir}: {configs} is not a directory (the picks' DeepSpeed configs go there); "
+                        "move it out of the way")

@@ -62,7 +62,7 @@ def register(subparsers) -> None:
 
 def _run(args) -> int:
     from autotune.commands.finish import build_report, pareto_json_state, write_outputs
-    from autotune.commands.paths import writable_directory
+    from autotune.commands.paths import check_run_outputs, writable_directory
     from autotune.errors import UserError
     from autotune.report.markdown import markdown_report
     from autotune.report.table import print_report
@@ -71,6 +71,7 @@ def _run(args) -> int:
     if not args.run_dir.is_dir():
         raise UserError(f"{args.run_dir} is not a directory; pass the --out directory of an `autotune run`")
     check_pick_options(args)
+    check_run_outputs(args.run_dir, "RUN_DIR")
     if args.html:
         writable_directory(args.run_dir, "RUN_DIR", fix="--html writes report.html and configs/ there; drop --html or copy the run directory")
     study = load_finished_study(args.run_dir, args.storage, args.study_name)

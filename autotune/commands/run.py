@@ -139,7 +139,7 @@ def _run(args: argparse.Namespace) -> int:
     from autotune.backends.launchers import check_hostfile
     from autotune.backends.select import check_energy_objective, choose_backend
     from autotune.commands.finish import finish_run
-    from autotune.commands.paths import writable_directory
+    from autotune.commands.paths import check_run_outputs, writable_directory
     from autotune.commands.progress import trial_progress
     from autotune.commands.report import check_pick_options
     from autotune.study import open_study
@@ -166,6 +166,7 @@ def _run(args: argparse.Namespace) -> int:
     check_energy_objective(backend, args.objectives, args.allow_estimated_energy)
     # Before any study is opened or probe started: a path that cannot be written fails now, in one line.
     writable_directory(run_dir, "--out" if args.out else "run directory", fix="pass --out with a writable directory")
+    check_run_outputs(run_dir, "--out" if args.out else "run directory")
     study = open_study(run_dir, args.storage, make_sampler(args.seed, args.trials, args.sampler, checks), len(args.objectives.split(",")),
                        cheap_figures=backend.name == "simulate", study_name=args.study_name)
     run_dir.mkdir(parents=True, exist_ok=True)  # reports and exports land here whatever the storage

@@ -398,6 +398,46 @@ def test_output_file_that_cannot_be_written(tmp_path):
         assert_one_clear_line(str(err.value), "-o", words)
 
 
+def test_an_output_that_is_a_device_is_refused_and_a_link_is_written_through(tmp_path):
+    """A rename would replace /dev/null (as root) or the link itself with a plain file."""
+    import os
+
+    from autotune.atomic_write import write_text_atomic
+
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    with pytest.raises(UserError) as err:
+        writable_file(fifo, "-o")
+    assert_one_clear_line(str(err.value), f"-o {fifo} is not a regular file", "give a file name such as")
+    target, link = tmp_path / "target.json", tmp_path / "link.json"
+    target.write_text("{}")
+    link.symlink_to(target.name)
+    write_text_atomic(writable_file(link, "-o"), "new")
+    assert link.is_symlink() and target.read_text() == "new"
+
+
+def test_what_a_run_writes_in_its_directory_is_checked_before_the_study(tmp_path):
+    from autotune.atomic_write import write_text_atomic
+    from autotune.commands.paths import check_run_outputs
+
+    (tmp_path / "pareto.json").mkdir()
+    with pytest.raises(UserError) as err:
+        check_run_outputs(tmp_path, "--out")
+    assert_one_clear_line(str(err.value), "pareto.json is not a regular file", "move it out of the way")
+    (tmp_path / "pareto.json").rmdir()
+    (tmp_path / "configs").write_text("")
+    with pytest.raises(UserError) as err:
+        check_run_outputs(tmp_path, "--out")
+    assert_one_clear_line(str(err.value), "configs is not a directory", "move it out of the way")
+    (tmp_path / "configs").unlink()
+    check_run_outputs(tmp_path, "--out")
+    (tmp_path / "configs" / "knee.json").mkdir(parents=True)  # deeper: the writer says it in one line
+    with pytest.raises(UserError) as err:
+        write_text_atomic(tmp_path / "configs" / "knee.json", "{}")
+    assert_one_clear_line(str(err.value), "cannot write", "knee.json", "kept in its database")
+    assert [p.name for p in (tmp_path / "configs").iterdir()] == ["knee.json"]  # no temporary file left
+
+
 def test_nothing_of_a_refused_directory_is_left_behind(tmp_path):
     import os
 
