@@ -30,6 +30,7 @@ def register(subparsers) -> None:
 
 
 def _run(args) -> int:
+    from autotune.commands.finish import stored_pick_parameters
     from autotune.commands.paths import writable_file
     from autotune.errors import UserError
     from autotune.export import choose_trial, export_trial
@@ -47,7 +48,8 @@ def _run(args) -> int:
         raise UserError(f"the study in {args.run_dir} has no trials yet; run `autotune run` first")
     if args.measurements is not None:
         return _write_measurements(study, args.measurements)
-    view = study_view(study)
+    # The picks as pareto.json and configs/ name them: with the --max-slowdown and --eta of the last run or report.
+    view = study_view(study, *stored_pick_parameters(study, None, None))
     trial, stem = choose_trial(view, args.pick, args.trial)
     output = args.output or writable_file(args.run_dir / "configs" / f"{stem}.json", "the default output")
     for suffix in (".candidate.json", ".launch.sh"):  # written beside the config

@@ -19,12 +19,17 @@ PICK_PARAMETERS_ATTR = "pick_parameters"
 
 
 def stored_pick_parameters(study, max_slowdown: float | None, eta: float | None) -> tuple[float, float]:
-    """Command-line values first, then those the study's last run used, then the defaults."""
+    """Command-line values first, then those the study's last run or report used, then the defaults."""
     stored = study.user_attrs.get(PICK_PARAMETERS_ATTR, {})
     return (
         max_slowdown if max_slowdown is not None else stored.get("max_slowdown", DEFAULT_MAX_SLOWDOWN),
         eta if eta is not None else stored.get("eta", DEFAULT_ETA),
     )
+
+
+def keep_pick_parameters(study, view) -> None:
+    """The --max-slowdown and --eta the picks were chosen with, for later reports and `export --pick`."""
+    study.set_user_attr(PICK_PARAMETERS_ATTR, {"max_slowdown": view.pick_parameters.max_slowdown, "eta": view.pick_parameters.eta})
 
 
 def build_report(study, max_slowdown: float | None = None, eta: float | None = None):
@@ -69,7 +74,7 @@ def write_outputs(view, document: dict, run_dir: Path, html: bool = True) -> lis
 def finish_run(study, run_dir: Path, console, max_slowdown: float | None = None, eta: float | None = None,
                storage: str | None = None, study_name: str = STUDY_NAME) -> dict:
     view, document = build_report(study, max_slowdown, eta)
-    study.set_user_attr(PICK_PARAMETERS_ATTR, {"max_slowdown": view.pick_parameters.max_slowdown, "eta": view.pick_parameters.eta})
+    keep_pick_parameters(study, view)
     write_outputs(view, document, run_dir)
     print_report(view, document)
     console.print(f"run directory: {run_dir} ({'' if storage else 'study.db, '}pareto.json, report.html, configs/)"

@@ -28,12 +28,12 @@ def add_pick_options(parser: argparse.ArgumentParser) -> None:
     picks.add_argument(
         "--max-slowdown", type=float, metavar="X",
         help="the 'max_slowdown' pick: least energy within X times the fastest time "
-             "(default: 1.05, or what the study's last run used)",
+             "(default: 1.05, or what the study's last run or report used; export --pick follows it)",
     )
     picks.add_argument(
         "--eta", type=float, metavar="ETA",
         help="the 'cost_weighted' pick minimises ETA x energy + (1 - ETA) x max power x time (Zeus); "
-             "1 = energy only, 0 = time only (default: 0.5, or what the study's last run used)",
+             "1 = energy only, 0 = time only (default: 0.5, or what the study's last run or report used)",
     )
 
 
@@ -61,7 +61,7 @@ def register(subparsers) -> None:
 
 
 def _run(args) -> int:
-    from autotune.commands.finish import build_report, pareto_json_state, write_outputs
+    from autotune.commands.finish import build_report, keep_pick_parameters, pareto_json_state, write_outputs
     from autotune.commands.paths import check_run_outputs, writable_directory
     from autotune.errors import UserError
     from autotune.report.markdown import markdown_report
@@ -78,6 +78,8 @@ def _run(args) -> int:
     if "settings" not in study.user_attrs:
         raise UserError(f"the study in {args.run_dir} has no trials yet; run `autotune run` first")
     view, document = build_report(study, args.max_slowdown, args.eta)
+    if args.max_slowdown is not None or args.eta is not None:
+        keep_pick_parameters(study, view)  # pareto.json and configs/ now follow them: later reports and export too
     state = pareto_json_state(args.run_dir / "pareto.json", document)
     written = write_outputs(view, document, args.run_dir, html=args.html)
     if state is not None:
