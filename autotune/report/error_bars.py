@@ -62,6 +62,21 @@ def error_suffix(error: dict | None, metric: str) -> str:
     return f" +- {pct:.0f}%" if pct is not None else " +- ?%"
 
 
+def _simulated(point, metric: str) -> bool:
+    return (point.source if metric == "time_s" else point.energy_source) == "simulated"
+
+
+def header_bar(error: dict | None, points, metric: str) -> str:
+    """The error bar for a column's header: when every figure in it is simulated."""
+    return error_suffix(error, metric) if points and all(_simulated(p, metric) for p in points) else ""
+
+
+def figure_bar(error: dict | None, points, point, metric: str) -> str:
+    """The error bar after one figure: a simulated one in a column whose header carries none (mixed
+    sources); a measured figure never carries the simulator's."""
+    return error_suffix(error, metric) if _simulated(point, metric) and not header_bar(error, points, metric) else ""
+
+
 def error_sentence(error: dict | None) -> str | None:
     """One line on how far the simulated figures can be trusted, or None for measured studies."""
     if error is None:

@@ -21,7 +21,7 @@ from autotune.report.html_analysis import importance_section, power_html, tuning
 from autotune.report.timeline import PROVENANCE_WORDS
 from autotune.report.html_parts import esc, table as _table
 from autotune.report.pareto_json import provenance_sentence, workload_sentence
-from autotune.report.error_bars import error_sentence, error_suffix, tie_sentence
+from autotune.report.error_bars import error_sentence, figure_bar, header_bar, tie_sentence
 from autotune.report.picks import PICK_FILES, pick_label, picks_by_trial, short_pick_label
 from autotune.report.power_limit import power_limit_section
 from autotune.report.study_points import StudyView
@@ -93,6 +93,7 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
     t_unit, t_div = time_unit([view.point(r["trial"]).time_s for r in document["picks"]])
     e_unit, e_div = energy_unit([view.point(r["trial"]).energy_kj for r in document["picks"]])
     error = document.get("simulator_error")
+    picked = [view.point(row["trial"]) for row in document["picks"]]
     for row in document["picks"]:
         p = view.point(row["trial"])
         tie = f' <span class="note">({esc(tie_sentence(row["tied_with"]))})</span>' if row.get("tied_with") else ""
@@ -100,16 +101,16 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
             f'<a href="#trial-{p.trial}">{esc(pick_label(row["name"], view.pick_parameters))}</a>{tie}',
             esc(p.trial),
             esc(knobs_sentence(p.params)),
-            esc(figure(p.time_s, t_div)),
-            esc(figure(p.energy_kj, e_div)),
+            esc(figure(p.time_s, t_div) + figure_bar(error, picked, p, "time_s")),
+            esc(figure(p.energy_kj, e_div) + figure_bar(error, picked, p, "energy_kj")),
             esc(figure(p.tflops)),
             esc(figure(p.tflop_per_kj)),
             esc(pct_text(row["energy_saved_pct"])),
             esc(pct_text(row["time_change_pct"])),
             esc(pct_text(row["tflop_per_kj_change_pct"])),
         ])
-    headers = ["pick", "trial", "configuration", f"time {t_unit}{error_suffix(error, 'time_s')}",
-               f"energy {e_unit}{error_suffix(error, 'energy_kj')}", "TFLOP/s /GPU", "TFLOP /kJ",
+    headers = ["pick", "trial", "configuration", f"time {t_unit}{header_bar(error, picked, 'time_s')}",
+               f"energy {e_unit}{header_bar(error, picked, 'energy_kj')}", "TFLOP/s /GPU", "TFLOP /kJ",
                "energy saved", "time change", "TFLOP/kJ change"]
     params = view.pick_parameters
     explain = (f"{esc(error_sentence(error))} " if error_sentence(error) else "") + (

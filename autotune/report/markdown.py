@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from autotune.report.error_bars import error_sentence, error_suffix, tie_sentence
+from autotune.report.error_bars import error_sentence, figure_bar, header_bar, tie_sentence
 from autotune.report.noise import noise_sentence
 from autotune.report.units import energy_unit, figure, pct_text, time_unit
 from autotune.report.pareto_json import nodes_text
@@ -50,16 +50,16 @@ def markdown_report(view: StudyView, document: dict) -> str:
         lines += [
             "**Pareto front**",
             "",
-            _row(["trial", *knob_titles, f"time {t_unit}{error_suffix(error, 'time_s')}",
-                  f"energy {e_unit}{error_suffix(error, 'energy_kj')}", "TFLOP/s /GPU", "TFLOP /kJ", "pick"]),
+            _row(["trial", *knob_titles, f"time {t_unit}{header_bar(error, view.front, 'time_s')}",
+                  f"energy {e_unit}{header_bar(error, view.front, 'energy_kj')}", "TFLOP/s /GPU", "TFLOP /kJ", "pick"]),
             _row(["---:"] + ["---"] * len(knob_titles) + ["---:"] * 4 + ["---"]),
         ]
         for p in view.front:
             lines.append(_row([
                 p.trial,
                 *(knob_value(p.params, knob) for knob, _ in KNOB_COLUMNS),
-                figure(p.time_s, t_div),
-                figure(p.energy_kj, e_div),
+                figure(p.time_s, t_div) + figure_bar(error, view.front, p, "time_s"),
+                figure(p.energy_kj, e_div) + figure_bar(error, view.front, p, "energy_kj"),
                 figure(p.tflops),
                 figure(p.tflop_per_kj),
                 ", ".join(labels.get(p.trial, [])),

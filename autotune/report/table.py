@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from autotune.candidate import Knobs
-from autotune.report.error_bars import error_sentence, error_suffix, tie_sentence
+from autotune.report.error_bars import error_sentence, figure_bar, header_bar, tie_sentence
 from autotune.report.noise import noise_sentence
 from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
 from autotune.report.pareto_json import nodes_text, not_measured_text, workload_sentence
@@ -77,7 +77,9 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
         table.add_column(title)
     t_unit, t_div = time_unit([p.time_s for p in view.front])
     e_unit, e_div = energy_unit([p.energy_kj for p in view.front])
-    for column in (f"time {t_unit}{error_suffix(error, 'time_s')}", f"energy {e_unit}{error_suffix(error, 'energy_kj')}",
+    # The error bar in the header when every figure below is simulated; else after each simulated one.
+    for column in (f"time {t_unit}{header_bar(error, view.front, 'time_s')}",
+                   f"energy {e_unit}{header_bar(error, view.front, 'energy_kj')}",
                    "TFLOP/s /GPU", "TFLOP /kJ", "mem GiB"):
         table.add_column(column, justify="right")
     table.add_column("pick")
@@ -85,8 +87,8 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
         table.add_row(
             str(p.trial),
             *(str(knob_value(p.params, knob)) for knob, _ in KNOB_COLUMNS),
-            figure(p.time_s, t_div),
-            figure(p.energy_kj, e_div),
+            figure(p.time_s, t_div) + figure_bar(error, view.front, p, "time_s"),
+            figure(p.energy_kj, e_div) + figure_bar(error, view.front, p, "energy_kj"),
             figure(p.tflops),
             figure(p.tflop_per_kj),
             figure(p.peak_mem_gib),
@@ -96,8 +98,7 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
     for row in document["picks"]:
         p = view.point(row["trial"])
         line = f"[bold]{escape(pick_label(row['name'], view.pick_parameters))}[/]: trial {p.trial}, {knobs_sentence(p.params)}"
-        if error is not None:
-            line += f"; {time_text(p.time_s)}{error_suffix(error, 'time_s')}, {energy_text(p.energy_kj)}{error_suffix(error, 'energy_kj')}"
+        line += f"; {time_text(p.time_s)}{figure_bar(error, [], p, 'time_s')}, {energy_text(p.energy_kj)}{figure_bar(error, [], p, 'energy_kj')}"
         if row.get("tied_with"):
             line += f" [yellow]({tie_sentence(row['tied_with'])})[/]"
         if row["energy_saved_pct"] is not None and p.trial != view.baseline_trial:

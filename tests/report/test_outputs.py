@@ -10,6 +10,7 @@ from rich.console import Console
 from autotune.cli import main
 from autotune.commands.finish import build_report
 from autotune.report.markdown import markdown_report
+from autotune.report.picks import pick_label
 from autotune.report.table import print_report
 from autotune.study import load_finished_study
 
@@ -168,3 +169,32 @@ def test_report_html_option_writes_the_page(simulated_run, capsys):
     page.unlink()
     assert main(["report", str(simulated_run), "--html", "--format", "md"]) == 0
     assert page.is_file() and "wrote" in capsys.readouterr().err
+
+
+def test_only_simulated_figures_carry_the_simulators_error_bar(tmp_path, capsys):
+    """A replayed file of measured and simulated records: the measured figures are given bare, in the
+    pick lines too (which before gave a measured study's picks no figures at all)."""
+    assert main(["space", "--model", "7b", "--nodes", "1", "--simulate", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    valid = [entry for entry in listed if entry["valid"]]
+    for number, entry in enumerate(valid):
+        entry["source"] = "measured" if number % 2 else "simulated"
+    measured = tmp_path / "mixed.json"
+    measured.write_text(json.dumps(valid))
+    out = tmp_path / "run"
+    assert main(["run", "--model", "7b", "--nodes", "1", "--backend", "replay", "--measurements", str(measured),
+                 "--out", str(out), "--trials", "12"]) == 0
+    capsys.readouterr()
+    view, document = build_report(load_finished_study(out))
+    sources = {p.source for p in view.front}
+    assert sources == {"measured", "simulated"}, sources  # the case under test: a front of both
+    text = _terminal(out)
+    header = next(line for line in text.splitlines() if "time min" in line)
+    assert "+-" not in header
+    for row in document["picks"]:
+        p = view.point(row["trial"])
+        line = next(line for line in text.splitlines() if line.startswith(pick_label(row["name"], view.pick_parameters) + ":"))
+        assert ("min +- 3%" in line) == (p.source == "simulated") and " min" in line, line
+    assert main(["report", str(out), "--format", "md"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ") and "+-" in line]
+    assert {int(row.split("|")[1]) for row in rows} == {p.trial for p in view.front if p.source == "simulated"}
