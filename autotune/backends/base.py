@@ -82,8 +82,9 @@ class Backend(abc.ABC):
         (FrozenTrials) this backend would have given other figures (replay: another file)."""
 
     def estimated_energy_only(self) -> str | None:
-        """Optional hook: why every energy figure this backend gives would be an estimate (the study then
-        ranks by energy only with --allow-estimated-energy), or None."""
+        """Optional hook: why energy figures this backend gives would be estimates (the study then ranks by
+        energy only with --allow-estimated-energy), or None: every one on a machine without sensors, any
+        record's of a replayed file."""
         return None
 
     def describe(self) -> str:

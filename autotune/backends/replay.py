@@ -258,11 +258,16 @@ class ReplayBackend(Backend):
                 "or pass --out NEW_DIR (in a shared --storage, --study-name NEW) to start a new study with this one")
 
     def estimated_energy_only(self) -> str | None:
-        """A file whose every energy was estimated where it was measured: each probe would fail on the label."""
-        labels = {r["source"] for r in self.records.values() if r["status"] == "ok" and r["energy_kj"] is not None}
-        if labels == {"estimated"}:
+        """A file with records whose energy was estimated where it was measured: each of their probes would
+        fail on the label, silently dropping them from the front (the true fastest, say), so it is said first."""
+        ok = [r for r in self.records.values() if r["status"] == "ok" and r["energy_kj"] is not None]
+        estimated = [r["origin"] for r in ok if r["source"] == "estimated"]
+        if not estimated:
+            return None
+        if len(estimated) == len(ok):
             return f"measurements {self.path}: every record's energy was estimated (no sensor where it was measured)"
-        return None
+        return (f"measurements {self.path}: {len(estimated)} of its {len(ok)} records' energy was estimated (no sensor "
+                f"where it was measured; first {estimated[0].removeprefix(f'measurements {self.path} ')})")
 
     def evaluate(self, candidate: Candidate, trial_number: int = 0) -> ProbeResult:
         record = self.records.get(params_key(candidate.knobs.to_dict()))

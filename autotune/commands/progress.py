@@ -15,7 +15,8 @@ from autotune.study.loop import StudyProgress
 def _outcome(result, note: str) -> str:
     if result.ok:
         energy = energy_text(result.energy_kj) if result.energy_kj is not None else "energy unavailable"
-        return f"{time_text(result.time_s)} ({result.source}), {energy} ({result.energy_source})"
+        figures = f"{time_text(result.time_s)} ({result.source}), {energy} ({result.energy_source})"
+        return f"{figures}; not ranked: {note}" if note else figures  # note: why the study cannot rank it
     return f"{result.status} {note[:60]}".rstrip()
 
 

@@ -146,7 +146,7 @@ def _run(args: argparse.Namespace) -> int:
     from autotune.study.storage import sole_worker, storage_flags
     from autotune.study.loop import (
         CONVERGED_ATTR, is_evaluated, make_sampler, node_counts_without_candidates, probes_running_elsewhere, run_study,
-        valid_checks,
+        unranked_estimates, valid_checks,
     )
 
     check_hostfile(args.hostfile)  # files are checked here; numbers while parsing (flags.py, probe_options.py)
@@ -175,12 +175,18 @@ def _run(args: argparse.Namespace) -> int:
         _check_same_backend(study, backend, args.storage or str(run_dir),
                             f"autotune report {run_dir}" + storage_flags(args.storage, args.study_name))
         backend.check_resumed([t for t in study.get_trials(deepcopy=False) if is_evaluated(t)])
-        figures_use_profile = backend.name == "simulate" or backend.estimated_energy_only() is not None
+        # A replayed estimate was made where it was measured: only simulated and launch-estimated figures use this profile.
+        figures_use_profile = backend.name == "simulate" or (backend.name == "launch" and backend.estimated_energy_only() is not None)
         changed = settings.check_same_as(study.user_attrs["settings"], args.storage or str(run_dir), figures_use_profile)
         console.print(f"resuming the study in {args.storage or run_dir} ({len(study.trials)} trials so far)")
         if changed:
             console.print(f"[yellow]{escape(changed)}[/]")  # escaped: "[simulator]" is not rich markup
             study.set_user_attr("settings", settings.to_dict())
+        unranked = unranked_estimates(study) if args.allow_estimated_energy and "energy" in args.objectives else []
+        if unranked:
+            console.print(f"[yellow]trial(s) {', '.join(map(str, unranked))} failed earlier because their energy was only "
+                          "estimated, and stay failed: a study probes no candidate twice (their figures are in the report's "
+                          "trial table); to rank them, start a new study with --allow-estimated-energy (--out NEW_DIR)[/]")
     study.set_user_attr("backend", {"name": backend.name, "reason": getattr(backend, "reason", "")})
     study.set_user_attr("sampler", args.sampler)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)

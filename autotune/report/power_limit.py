@@ -60,7 +60,9 @@ def sweep_sentence(view) -> str | None:
             change = savings(p, base)
             part += f" ({pct_text(change['energy_saved_pct'])} energy saved, {pct_text(change['time_change_pct'])} time)"
         parts.append(part)
-    return f"power limit of the fastest configuration ({p.source} time, {p.energy_source} energy): " + "; ".join(parts)
+    # Every label the sweep's points carry (one point's would hide an estimated energy among measured ones).
+    time_sources, energy_sources = (" and ".join(sorted({getattr(q, key) for q in sweep})) for key in ("source", "energy_source"))
+    return f"power limit of the fastest configuration ({time_sources} time, {energy_sources} energy): " + "; ".join(parts)
 
 
 def _panel(xs: list[float], ys: list[float], tips: list[str], y_label: str, x_label: str, width_px=360, height_px=240) -> str:

@@ -105,6 +105,18 @@ def make_sampler(seed: int | None, n_trials: int, kind: str = "tpe", checks: lis
     )
 
 
+# Why a probe that ran with estimated energy failed (kept as its reason; a resume with the flag names them).
+ESTIMATED_ENERGY_REASON = ("energy was only estimated (no sensor on a probe node); pass --allow-estimated-energy or "
+                           "--objectives time")
+
+
+def unranked_estimates(study: optuna.Study) -> list[int]:
+    """Trials that ran but failed because their energy was only estimated: a resume with
+    --allow-estimated-energy does not probe them again (no candidate is probed twice)."""
+    return [t.number for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL,))
+            if t.user_attrs.get("reason") == ESTIMATED_ENERGY_REASON and "duplicate_of" not in t.user_attrs]
+
+
 def is_evaluated(t: optuna.trial.FrozenTrial) -> bool:
     """A trial whose candidate was really evaluated (not pruned unrun, not a repeat, not interrupted)."""
     return "result" in t.user_attrs and "duplicate_of" not in t.user_attrs
@@ -231,18 +243,21 @@ class _Objective:
         trial.set_user_attr("result", result.to_dict())
         memory_excess = max(check.memory.device_excess_gib, check.memory.host_excess_gib)
         _set_constraints(trial, 0.0, memory_excess, 1.0 if result.status == "oom" else 0.0)
-        if self.progress.on_trial:
-            self.progress.on_trial(trial.number, params, result, result.error or "")
+        values = _objective_values(result, self.objectives) if result.ok else None
+        unranked = None  # why a probe that ran cannot be ranked: said on its progress line, kept as its reason
         if result.ok and "energy_kj" in self.objectives and result.energy_source == "estimated" and not self.accept_estimated_energy:
             # A node without a sensor (here, or a remote one) sent an estimate: never rank by it unasked.
-            _fail(trial, "energy was only estimated (no sensor on a probe node); pass --allow-estimated-energy or --objectives time")
-        values = _objective_values(result, self.objectives) if result.ok else None
+            unranked = ESTIMATED_ENERGY_REASON
+        elif result.ok and values is None:
+            unranked = f"probe gave no {' and '.join(self.objectives)} (energy unavailable?)"
+        if self.progress.on_trial:
+            self.progress.on_trial(trial.number, params, result, unranked or ("" if result.ok else result.error or ""))
+        if unranked:
+            _fail(trial, unranked)
         if values is not None:
             return values
         if result.status == "oom":
             raise optuna.TrialPruned("out of memory")  # infeasible evidence for the sampler
-        if result.ok:
-            _fail(trial, f"probe gave no {' and '.join(self.objectives)} (energy unavailable?)")
         _fail(trial, f"{result.status}: {(result.error or '').strip()[:300]}")
 
     def _prune_invalid(self, trial, params, check) -> NoReturn:

@@ -183,8 +183,9 @@ def test_a_file_for_another_node_count_is_refused_before_the_study_opens(tmp_pat
     assert ok.returncode == 0, ok.stderr
 
 
-def test_a_file_whose_every_energy_was_estimated_needs_the_estimate_allowed(tmp_path):
-    # Each replayed probe would fail on its label (no sensor where it was measured): refused up front.
+def test_a_file_with_estimated_energy_needs_the_estimate_allowed(tmp_path):
+    # Each such replayed probe would fail on its label (no sensor where it was measured), dropping it from
+    # the front unseen: refused up front, whether every record or one is estimated.
     from autotune.backends.select import check_energy_objective
     from autotune.errors import UserError
 
@@ -198,7 +199,12 @@ def test_a_file_whose_every_energy_was_estimated_needs_the_estimate_allowed(tmp_
     measured = {**estimated, "source": "measured"}
     mixed = ReplayBackend(_write(tmp_path, [{"params": KNOBS_OLD, **estimated},
                                             {"params": {**KNOBS_OLD, "micro_batch": 2}, **measured}], name="mixed.jsonl"))
-    check_energy_objective(mixed, "time,energy", allow_estimated=False)  # its measured records rank
+    with pytest.raises(UserError) as err:
+        check_energy_objective(mixed, "time,energy", allow_estimated=False)
+    assert str(err.value) == (f"measurements {tmp_path / 'mixed.jsonl'}: 1 of its 2 records' energy was estimated (no sensor "
+                              "where it was measured; first line 1): pass --allow-estimated-energy to rank by estimated "
+                              "energy, or --objectives time")
+    check_energy_objective(mixed, "time,energy", allow_estimated=True)
 
 
 def test_an_exported_file_replays_only_for_the_study_it_was_measured_for(tmp_path):

@@ -49,6 +49,16 @@ def test_sweep_is_the_fastest_configuration_across_limits_with_savings_against_i
         assert labels[0] == "power limit (fraction of the default)" and labels[1].startswith(y_label) and len(labels) == 2
 
 
+def test_the_sweep_sentence_names_every_label_its_points_carry():
+    import dataclasses
+
+    points = [_point(0, 1.0, 100.0, 50.0), _point(1, 0.8, 104.0, 45.0)]
+    points = [dataclasses.replace(points[0], source="measured", energy_source="estimated"),
+              dataclasses.replace(points[1], source="measured", energy_source="measured")]
+    sentence = sweep_sentence(_view(points, fastest=0))
+    assert sentence.startswith("power limit of the fastest configuration (measured time, estimated and measured energy): ")
+
+
 def test_no_sweep_without_two_limits():
     view = _view([_point(0, 1.0, 100.0, 50.0), _point(1, 1.0, 90.0, 60.0, zero_stage=2)], fastest=1)
     assert power_limit_sweep(view) == [view.point(1)]

@@ -116,6 +116,39 @@ def test_probes_whose_energy_was_only_estimated_stop_the_run_with_the_fix(tmp_pa
     assert all("estimated" in row["reason"] for row in rows)
 
 
+def test_a_resume_with_estimates_allowed_names_the_trials_that_stay_failed(tmp_path):
+    """A probe is never run twice, so the flag given late does not rank the probes it would have: say so."""
+    from tests.cli import autotune
+
+    with pytest.raises(FailingStart):
+        run_study(_study(tmp_path), settings_for(*SETTINGS), _Scripted("estimated"), 30, accept_estimated_energy=False)
+    resumed = autotune("run", *SETTINGS, "--backend", "simulate", "--trials", "5", "--out", tmp_path,
+                       "--allow-estimated-energy")
+    assert resumed.returncode == 0, resumed.stderr
+    said = " ".join(resumed.stderr.split())
+    assert ("trial(s) 0, 1, 2 failed earlier because their energy was only estimated, and stay failed: a study probes "
+            "no candidate twice") in said and "--allow-estimated-energy (--out NEW_DIR)" in said
+
+
+def test_the_progress_line_of_a_probe_that_cannot_be_ranked_says_why(tmp_path):
+    """Its figures alone would read as a success: the line says it is not ranked, and why."""
+    import io
+
+    from rich.console import Console
+
+    from autotune.commands.progress import trial_progress
+
+    out = io.StringIO()
+    with trial_progress(Console(file=out, width=400), total=2) as progress:
+        run_study(_study(tmp_path), settings_for(*SETTINGS), _Scripted("estimated", "ok"), 2, progress,
+                  accept_estimated_energy=False)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("trial 0 (1/2): ") and lines[0].endswith(
+        "(estimated); not ranked: energy was only estimated (no sensor on a probe node); pass --allow-estimated-energy "
+        "or --objectives time")
+    assert lines[1].startswith("trial 1 (2/2): ") and "not ranked" not in lines[1]
+
+
 def test_the_cli_says_it_in_one_last_line_keeps_the_trials_and_the_report_names_the_failure(tmp_path):
     from tests.cli import autotune
 
