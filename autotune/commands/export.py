@@ -30,7 +30,7 @@ def register(subparsers) -> None:
 
 
 def _run(args) -> int:
-    from autotune.commands.finish import stored_pick_parameters
+    from autotune.commands.finish import check_same_study_reported, stored_pick_parameters
     from autotune.commands.paths import writable_file
     from autotune.errors import UserError
     from autotune.export import choose_trial, export_trial
@@ -49,6 +49,8 @@ def _run(args) -> int:
     if args.measurements is not None:
         return _write_measurements(study, args.measurements)
     # The picks as pareto.json and configs/ name them: with the --max-slowdown and --eta of the last run or report.
+    if args.output is None:  # into RUN_DIR/configs: that directory's own study only
+        check_same_study_reported(args.run_dir, study.study_name, "RUN_DIR")
     view = study_view(study, *stored_pick_parameters(study, None, None))
     trial, stem = choose_trial(view, args.pick, args.trial)
     output = args.output or writable_file(args.run_dir / "configs" / f"{stem}.json", "the default output")

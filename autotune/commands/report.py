@@ -61,7 +61,7 @@ def register(subparsers) -> None:
 
 
 def _run(args) -> int:
-    from autotune.commands.finish import build_report, keep_pick_parameters, pareto_json_state, write_outputs
+    from autotune.commands.finish import build_report, check_same_study_reported, keep_pick_parameters, pareto_json_state, write_outputs
     from autotune.commands.paths import check_run_outputs, writable_directory
     from autotune.errors import UserError
     from autotune.report.markdown import markdown_report
@@ -77,6 +77,7 @@ def _run(args) -> int:
     study = load_finished_study(args.run_dir, args.storage, args.study_name)
     if "settings" not in study.user_attrs:
         raise UserError(f"the study in {args.run_dir} has no trials yet; run `autotune run` first")
+    check_same_study_reported(args.run_dir, study.study_name, "RUN_DIR")
     view, document = build_report(study, args.max_slowdown, args.eta)
     if args.max_slowdown is not None or args.eta is not None:
         keep_pick_parameters(study, view)  # pareto.json and configs/ now follow them: later reports and export too

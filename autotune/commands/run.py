@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import signal
 from pathlib import Path
 
@@ -36,7 +37,7 @@ def register(subparsers) -> None:
         "early stop; tpe, random, nsga2: Optuna's, for comparison (they run the whole budget)",
     )
     study.add_argument("--seed", type=whole_number_flag(low=0, high=2**32 - 1), default=0, help="sampler seed: the same seed gives the same study (default: 0)")
-    study.add_argument("--out", type=path_flag, help="run directory (default: runs/<model>-<nodes>n)")
+    study.add_argument("--out", type=path_flag, help="run directory (default: runs/<model>-<nodes>n, and -NAME with --study-name NAME)")
     study.add_argument(
         "--storage", type=text_flag, help="Optuna storage URL instead of RUN_DIR/study.db; workers sharing one (postgresql://...) split the trials"
     )
@@ -74,10 +75,16 @@ def register(subparsers) -> None:
     parser.set_defaults(func=_run)
 
 
-def default_run_dir(args: argparse.Namespace) -> Path:
+def default_run_dir(args: argparse.Namespace, nodes) -> Path:
+    """runs/<model>-<nodes>n, from the node counts the study holds (a --space file's `nodes` too), and
+    -<study name> when one is given: two studies must not share a run directory's reports."""
     model = Path(args.model).stem if args.model.endswith(".json") else args.model
-    nodes = str(args.nodes or 4).replace("-", "to")
-    return Path("runs") / f"{model}-{nodes}n"
+    nodes = sorted(nodes)
+    contiguous = nodes == list(range(nodes[0], nodes[-1] + 1))
+    counts = str(nodes[0]) if len(nodes) == 1 else f"{nodes[0]}to{nodes[-1]}" if contiguous else "_".join(map(str, nodes))
+    # A study name may hold any printable character: only what is safe in a directory name, and not too long.
+    name = "" if args.study_name == STUDY_NAME else "-" + re.sub(r"[^A-Za-z0-9._-]", "_", args.study_name)[:64]
+    return Path("runs") / f"{model}-{counts}n{name}"
 
 
 def keep_device_knobs_if_unsettable(settings, backend, console):
@@ -138,7 +145,7 @@ def _run(args: argparse.Namespace) -> int:
 
     from autotune.backends.launchers import check_hostfile
     from autotune.backends.select import check_energy_objective, choose_backend
-    from autotune.commands.finish import finish_run
+    from autotune.commands.finish import check_same_study_reported, finish_run
     from autotune.commands.paths import check_run_outputs, writable_directory
     from autotune.commands.progress import trial_progress
     from autotune.commands.report import check_pick_options
@@ -156,7 +163,7 @@ def _run(args: argparse.Namespace) -> int:
     if filled:
         console.print(filled)
     settings = build_settings(args)
-    run_dir = args.out or default_run_dir(args)
+    run_dir = args.out or default_run_dir(args, settings.space.nodes)
     backend = choose_backend(args, run_dir, max(settings.space.nodes), settings.gpus_per_node, settings.hardware)
     settings = keep_device_knobs_if_unsettable(settings, backend, console)
     checks = valid_checks(settings)
@@ -167,6 +174,8 @@ def _run(args: argparse.Namespace) -> int:
     # Before any study is opened or probe started: a path that cannot be written fails now, in one line.
     writable_directory(run_dir, "--out" if args.out else "run directory", fix="pass --out with a writable directory")
     check_run_outputs(run_dir, "--out" if args.out else "run directory")
+    if args.storage:  # a run directory's own study.db holds one study: its reports are that study's
+        check_same_study_reported(run_dir, args.study_name, "--out" if args.out else "run directory")
     study = open_study(run_dir, args.storage, make_sampler(args.seed, args.trials, args.sampler, checks), len(args.objectives.split(",")),
                        cheap_figures=backend.name == "simulate", study_name=args.study_name)
     run_dir.mkdir(parents=True, exist_ok=True)  # reports and exports land here whatever the storage

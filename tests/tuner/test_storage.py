@@ -110,6 +110,44 @@ def test_studies_of_two_models_share_one_storage_under_their_names(tmp_path):
     assert "no autotune study named '32b' in" in missing.stderr and "(it holds 32b on 4, autotune: pass --study-name NAME)" in missing.stderr
 
 
+def test_a_study_never_writes_its_reports_over_another_studys(tmp_path):
+    """Studies of one shared --storage are told apart by name: each keeps a run directory of its own,
+    by default too (runs/<model>-<nodes>n-<name>), and report, export and run refuse another's."""
+    import json
+
+    from tests.cli import autotune
+
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    for name in ("a", "b/c"):
+        done = autotune("run", "--model", "7b", "--nodes", "1", "--storage", url, "--study-name", name, "--trials", "3",
+                        cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    a, b = tmp_path / "runs" / "7b-1n-a", tmp_path / "runs" / "7b-1n-b_c"
+    assert json.loads((a / "pareto.json").read_text())["study_name"] == "a"
+    before = (a / "pareto.json").read_text()
+    for command in (("report", a), ("export", a, "--pick", "knee"), ("run", "--model", "7b", "--nodes", "1", "--out", a)):
+        refused = autotune(*command, "--storage", url, "--study-name", "b/c")
+        assert refused.returncode == 2, refused.stderr
+        assert refused.stderr.strip().endswith(f"{a} holds the reports of study 'a', not 'b/c': pass "
+                                               + ("--out with a directory of its own for" if command[0] == "run" else
+                                                  "the run directory of") + " 'b/c'")
+    assert (a / "pareto.json").read_text() == before
+    assert autotune("report", b, "--storage", url, "--study-name", "b/c").returncode == 0
+
+
+def test_the_default_run_directory_names_the_node_counts_of_the_space(tmp_path):
+    from autotune.space.files import DEFAULT_SPACE
+    from tests.cli import autotune
+
+    text = DEFAULT_SPACE.read_text()
+    for nodes, directory in (("[1, 2]", "7b-1to2n"), ("[2, 1, 8]", "7b-1_2_8n")):
+        space = tmp_path / "space.toml"
+        space.write_text(text + f"\nnodes = {nodes}\n")
+        done = autotune("run", "--model", "7b", "--space", space, "--trials", "2", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert (tmp_path / "runs" / directory / "pareto.json").is_file()
+
+
 @pytest.mark.parametrize("name", ["", " ", "x" * 513, "tab\there", "new\nline"])
 def test_a_study_name_optuna_cannot_keep_is_refused(tmp_path, name):
     from tests.cli import autotune
