@@ -57,10 +57,10 @@ class StudySettings:
         guides the search and places the memory wall, so the resumed study takes it, and the line
         returned says so (None when nothing changed)."""
         current = self.to_dict()
-        differs = [key for key in ("model", "hardware_name", "workload", "gpus_per_node", "space") if current[key] != stored.get(key)]
+        differs = _differences(stored, current)
         start_new = "pass --out NEW_DIR (in a shared --storage, --study-name NEW) to start a new study"
         if differs:
-            raise UserError(f"{where} holds a study with a different {', '.join(differs)}; {start_new}, "
+            raise UserError(f"{where} holds a study of {'; '.join(differs)}; {start_new}, "
                             "or repeat the original options to resume")
         if "hardware_profile" not in stored:
             return None  # a study from before profiles were kept in it: its name is all there is to compare
@@ -77,3 +77,46 @@ class StudySettings:
         return (f"the hardware profile differs from the one this study began with ({shown}); the study's figures "
                 f"(measured or recorded, not computed from the profile) are kept, and {current['hardware']} now guides "
                 "the search and the memory estimates")
+
+
+# What each part of the settings is called in a refusal, with the flag or file that sets it.
+_PART_WORDS = {"hardware_name": "--hardware", "gpus_per_node": "--gpus-per-node"}
+
+
+def _differences(stored: dict, current: dict) -> list[str]:
+    """Each way the stored study differs from this run's options, "what: there, not here" (the model
+    and each workload value and space knob by name): what to repeat to resume."""
+    out = []
+    model, here = stored.get("model"), current["model"]
+    if model != here:
+        names = (model.get("name") if isinstance(model, dict) else model, here.get("name"))
+        out.append(f"--model {names[0]}, not {names[1]}" if names[0] != names[1] else
+                   f"another --model {names[1]} (its sizes differ)")
+    for key, flag in _PART_WORDS.items():
+        if stored.get(key) != current[key]:
+            out.append(f"{flag} {stored.get(key)}, not {current[key]}")
+    for part in ("workload", "space"):
+        held, now = stored.get(part) or {}, current[part]
+        for key in now:
+            if held.get(key) == now[key]:
+                continue
+            if key == "nodes":
+                out.append(f"--nodes {_nodes(held.get(key))}, not {_nodes(now[key])}")
+            elif part == "workload":
+                out.append(f"--{key.replace('_', '-')} {_value(held.get(key))}, not {_value(now[key])}")
+            else:
+                out.append(f"--space {key} = {_value(held.get(key))}, not {_value(now[key])}")
+    return out
+
+
+def _value(value) -> str:
+    return "default" if value is None else str(value)
+
+
+def _nodes(counts) -> str:
+    """As --nodes takes them: 4, or 2-8 for a range; a list (a space file's) as it is."""
+    if not isinstance(counts, list) or not counts:
+        return _value(counts)
+    if counts == list(range(counts[0], counts[-1] + 1)):
+        return str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+    return str(counts)

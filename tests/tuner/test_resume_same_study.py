@@ -137,6 +137,30 @@ def test_a_study_with_nothing_evaluated_yet_takes_any_backend(tmp_path):
     assert "resuming the study" in result.stderr and len(_trials(out)) == 2
 
 
+def test_a_resume_with_other_options_names_each_one_to_repeat(tmp_path):
+    from autotune.space.files import DEFAULT_SPACE
+
+    out = tmp_path / "r"
+    assert autotune(*RUN, "--trials", "2", "--out", out).returncode == 0
+    before = _trials(out)
+    space = tmp_path / "space.toml"
+    space.write_text(DEFAULT_SPACE.read_text().replace("zero_stage = [0, 1, 2, 3]", "zero_stage = [2, 3]"))
+    for options, said in [
+        (("--model", "tiny", "--nodes", "1-2", "--gpus-per-node", "2"), "--model 7b, not tiny; --frames 60, not 2;"),
+        ((*RUN[1:3], "--nodes", "1-2", *RUN[5:]), "--nodes 1, not 1-2"),
+        ((*RUN[1:], "--hardware", "h100-sxm"), "--hardware gh200, not h100-sxm"),
+        ((*RUN[1:], "--frames", "30", "--precision", "fp32"), "--frames 60, not 30; --precision default, not fp32"),
+        ((*RUN[1:], "--space", space), "--space zero_stage = [0, 1, 2, 3], not [2, 3]"),
+    ]:
+        result = autotune("run", *options, "--trials", "3", "--out", out)
+        assert result.returncode == 2
+        line = result.stderr.strip().splitlines()[-1]
+        assert line.startswith(f"autotune: error: {out} holds a study of {said}") and line.endswith(
+            "; pass --out NEW_DIR (in a shared --storage, --study-name NEW) to start a new study, or repeat the original "
+            "options to resume"), line
+    assert _trials(out) == before
+
+
 def test_only_what_a_figure_depends_on_counts_as_a_difference():
     base = hardware_to_dict(load_hardware("gh200"))
     reworded = {**base, "description": "our racks", "simulator_error": {"time_s_pct": 9.0}}
@@ -177,5 +201,5 @@ def test_a_study_from_before_profiles_were_kept_is_compared_by_the_profiles_name
     older = settings.to_dict()
     del older["hardware_profile"]
     assert settings.check_same_as(older, "r", figures_use_profile=True) is None
-    with pytest.raises(UserError, match="different hardware_name"):
+    with pytest.raises(UserError, match="--hardware gh200, not h100-sxm"):
         settings_for("--model", "7b", "--nodes", "1", "--hardware", "h100-sxm").check_same_as(older, "r", True)
