@@ -266,6 +266,11 @@ def load_model(name_or_path: str) -> ModelSpec:
     if name_or_path in PRESETS:
         return PRESETS[name_or_path]
     path = Path(name_or_path)
+    if path.is_dir():  # a checkpoint's directory, as transformers' from_pretrained takes it
+        if not (path / "config.json").is_file():
+            raise ConfigError(f"--model {path} is a directory without a config.json; pass a checkpoint directory that "
+                              f"holds one, a model JSON file (schema: {_SCHEMA}) or a preset ({', '.join(PRESETS)})")
+        path = path / "config.json"
     if path.suffix.lower() == ".json":
         origin = f"model file {path}"
         try:
@@ -276,10 +281,14 @@ def load_model(name_or_path: str) -> ModelSpec:
             raise ConfigError(f"{origin} cannot be read ({exc.strerror or exc}); pass a readable JSON file") from None
         except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, a repeated key
             raise ConfigError(f"{origin} is not valid JSON ({exc}); fix the file (schema: {_SCHEMA})") from None
-        from autotune.models_hf import is_hf_config, model_json_from_hf
+        from autotune.models_hf import hf_key_names, is_hf_config, model_json_from_hf
 
         if is_hf_config(data):
-            return model_from_json(model_json_from_hf(data, path, origin), f"{origin} (read as a Hugging Face config)")
+            try:
+                return model_from_json(model_json_from_hf(data, path, origin), f"{origin} (read as a Hugging Face config)")
+            except ConfigError as exc:
+                where = "text_config." if isinstance(data.get("text_config"), dict) else ""
+                raise ConfigError(hf_key_names(str(exc), where)) from None
         return model_from_json(data, origin, default_name=path.stem)
     raise ConfigError(
         f"unknown model '{name_or_path}': use one of {', '.join(PRESETS)} "

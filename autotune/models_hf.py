@@ -59,12 +59,38 @@ def _name(data: dict, path: Path) -> str:
     return f"{base} + {TOWER}"
 
 
+def _check_heads(llm: dict, where: str, origin: str) -> None:
+    """The rules between the head counts, in the config's own words (autotune's checks name its schema)."""
+    hidden, heads, kv_heads = llm["hidden"], llm["heads"], llm["kv_heads"]
+    keys = {name: where + _SIZES[name] for name in ("hidden", "heads", "kv_heads")}
+    if hidden % heads:
+        problem = f"{keys['hidden']} {hidden} is not a multiple of {keys['heads']} {heads}"
+    elif (hidden // heads) % 2:
+        problem = f"the head size {keys['hidden']} / {keys['heads']} = {hidden // heads} is odd; rotary embeddings need an even one"
+    elif heads % kv_heads:
+        problem = f"{keys['heads']} {heads} is not a multiple of {keys['kv_heads']} {kv_heads}"
+    else:
+        return
+    raise ConfigError(f"{origin}: {problem}; {_FIX}")
+
+
+def hf_key_names(message: str, where: str) -> str:
+    """An error of autotune's model checks, in the config's key names (llm.heads -> num_attention_heads)."""
+    names = {**{f"llm.{ours}": where + hf for ours, hf in _SIZES.items()}, "llm.mrope_sections": f"{where}rope_scaling.mrope_section",
+             "llm.rope_theta": where + "rope_theta", "llm.tie_embeddings": "tie_word_embeddings"}
+    for ours in sorted(names, key=len, reverse=True):  # longest first: no name is replaced inside a longer one
+        message = message.replace(ours, names[ours])
+    return message
+
+
 def model_json_from_hf(data: dict, path: Path, origin: str) -> dict:
     """autotune's model JSON for a Hugging Face config (then checked by models.model_from_json)."""
     try:
         text, where = _text_part(data)
     except ConfigError as exc:
         raise ConfigError(f"{origin}: {exc}") from None
+    if not isinstance(data["model_type"], str) or not data["model_type"].strip():
+        raise ConfigError(f"{origin}: model_type = {shown(data['model_type'])} is not a model type name (\"qwen2\"); {_FIX}")
     kind = f"Hugging Face config (model_type {shown(data['model_type'])})"
     missing = [where + hf for hf in _SIZES.values() if hf not in text and hf not in _OPTIONAL]
     if missing:
@@ -80,12 +106,15 @@ def model_json_from_hf(data: dict, path: Path, origin: str) -> dict:
             raise ConfigError(f"{origin}: {where}{hf} = {shown(text[hf])} {problem}; {_FIX}")
         llm[ours] = int(text[hf])
     llm.setdefault("kv_heads", llm["heads"])
+    _check_heads(llm, where, origin)
     if "rope_theta" in text:
         llm["rope_theta"] = text["rope_theta"]
     tie = text.get("tie_word_embeddings", data.get("tie_word_embeddings"))
     if tie is not None:
         llm["tie_embeddings"] = tie
     scaling = text.get("rope_scaling")
+    if scaling is not None and not isinstance(scaling, dict):
+        raise ConfigError(f"{origin}: {where}rope_scaling = {shown(scaling)} is not an object (or null); {_FIX}")
     sections = scaling.get("mrope_section") if isinstance(scaling, dict) else None
     llm["mrope_sections"] = sections if sections is not None else _default_sections(llm["hidden"], llm["heads"])
     tower = PRESETS["7b"].to_json()["vision"]  # every preset's: SigLIP so400m/14 at 392 px

@@ -138,7 +138,10 @@ def hardware_flag(source: str) -> str:
 def load_hardware(name_or_path: str) -> HardwareProfile:
     """Load a named profile (`gh200`, `h100-sxm`, `cpu`) or a TOML file with the same schema."""
     path = Path(name_or_path)
-    if not (path.suffix == ".toml" and path.is_file()):
+    if path.suffix == ".toml" and not path.is_file():
+        what = "is a directory" if path.is_dir() else "does not exist"
+        raise ConfigError(f"hardware profile {path} {what}; pass a TOML profile file or one of {', '.join(available_hardware())}")
+    if path.suffix != ".toml":
         path = PROFILE_DIR / f"{name_or_path}.toml"
     if not path.is_file():
         raise ConfigError(

@@ -179,7 +179,17 @@ def test_model_file_missing_or_a_directory(tmp_path):
     (tmp_path / "dir.json").mkdir()
     with pytest.raises(ConfigError) as err:
         load_model(str(tmp_path / "dir.json"))
-    assert_one_clear_line(str(err.value), "dir.json cannot be read")
+    assert_one_clear_line(str(err.value), "dir.json is a directory without a config.json")
+
+
+def test_hardware_file_missing_or_a_directory(tmp_path):
+    from autotune.hardware import load_hardware
+
+    (tmp_path / "dir.toml").mkdir()
+    for name, words in (("gone.toml", "gone.toml does not exist"), ("dir.toml", "dir.toml is a directory")):
+        with pytest.raises(ConfigError) as err:
+            load_hardware(str(tmp_path / name))
+        assert_one_clear_line(str(err.value), f"hardware profile {tmp_path / name}", words, "one of cpu, gh200, h100-sxm")
 
 
 # --- space files -------------------------------------------------------------------------------

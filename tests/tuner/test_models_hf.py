@@ -59,11 +59,17 @@ def test_without_grouped_kv_heads_every_query_head_has_its_own(tmp_path):
     ({"num_attention_heads": True}, "num_attention_heads = true"),
     ({"num_key_value_heads": None}, "num_key_value_heads = null"),
     ({"num_hidden_layers": None} | {"drop": "num_hidden_layers"}, "without num_hidden_layers"),
-    ({"num_attention_heads": 27}, "llm.hidden 3584 is not a multiple of llm.heads 27"),
-    ({"num_key_value_heads": 5}, "llm.heads 28 is not a multiple of llm.kv_heads 5"),
-    ({"rope_theta": -1}, "llm.rope_theta = -1"),
-    ({"tie_word_embeddings": "no"}, 'llm.tie_embeddings = "no" is not true or false'),
-    ({"rope_scaling": {"mrope_section": [16, 24]}}, "llm.mrope_sections = [16, 24] is not a list of three"),
+    ({"num_attention_heads": 27}, "hidden_size 3584 is not a multiple of num_attention_heads 27"),
+    ({"num_key_value_heads": 5}, "num_attention_heads 28 is not a multiple of num_key_value_heads 5"),
+    ({"hidden_size": 3500}, "the head size hidden_size / num_attention_heads = 125 is odd"),
+    ({"rope_theta": -1}, "rope_theta = -1"),
+    ({"tie_word_embeddings": "no"}, 'tie_word_embeddings = "no" is not true or false'),
+    ({"rope_scaling": {"mrope_section": [16, 24]}}, "rope_scaling.mrope_section = [16, 24] is not a list of three"),
+    ({"rope_scaling": {"mrope_section": [16, 24, 25]}}, "rope_scaling.mrope_section [16, 24, 25] sum to 65, not to "
+                                                        "head_dim/2 = hidden_size / num_attention_heads / 2 = 64"),
+    ({"rope_scaling": "x"}, 'rope_scaling = "x" is not an object (or null)'),
+    ({"model_type": 5}, "model_type = 5 is not a model type name"),
+    ({"model_type": " "}, 'model_type = " " is not a model type name'),
     ({"text_config": "qwen"}, 'text_config = "qwen" is not an object'),
 ])
 def test_a_bad_value_is_one_line_naming_the_file_and_key(tmp_path, change, words):
@@ -73,6 +79,16 @@ def test_a_bad_value_is_one_line_naming_the_file_and_key(tmp_path, change, words
         _load(tmp_path, data)
     message = str(refused.value)
     assert "\n" not in message and f"model file {tmp_path / 'config.json'}" in message and words in message, message
+    assert "llm." not in message  # the config's keys, not autotune's schema
+
+
+def test_a_checkpoint_directory_is_read_by_its_config_json(tmp_path):
+    checkpoint = tmp_path / "Qwen2.5-7B-Instruct"
+    checkpoint.mkdir()
+    with pytest.raises(ConfigError, match=f"--model {checkpoint} is a directory without a config.json; pass a checkpoint"):
+        load_model(str(checkpoint))
+    (checkpoint / "config.json").write_text(json.dumps(QWEN25_7B))
+    assert load_model(str(checkpoint)).llm == PRESETS["7b"].llm
 
 
 def test_the_cli_runs_a_study_of_a_hugging_face_config(tmp_path):
