@@ -14,7 +14,7 @@ from autotune.atomic_write import write_text_atomic
 from autotune.backends.launchers import probe_command
 from autotune.ds_config import deepspeed_config
 from autotune.errors import UserError
-from autotune.export_device import device_script
+from autotune.export_device import GRES_WORDS, device_script
 from autotune.hardware import hardware_flag
 from autotune.report.picks import PICK_FILES
 from autotune.report.study_points import StudyView
@@ -42,7 +42,6 @@ def choose_trial(view: StudyView, pick: str | None, trial: int | None) -> tuple[
 
 # srun's GPU request in launch.sh: a bash array the script fills where the job has GPU gres (the tuner
 # asks the environment when it starts a probe; an exported script learns it only where it runs).
-GRES_WORDS = "@GRES@"
 GRES_LINES = (
     "gres=()  # newer SLURM gives a step no GPUs unless it asks, where the job has GPU gres",
     'if [ -n "${{SLURM_GPUS_ON_NODE:-}}${{SLURM_JOB_GPUS:-}}" ]; then gres=(--gpus-per-node={per_node}); fi',
@@ -59,8 +58,8 @@ def launch_command(candidate, config_name: str, candidate_name: str, launcher: s
     return probe_command("torchrun" if candidate.knobs.nodes == 1 else "deepspeed", candidate, probe_args)
 
 
-def _script_line(command: list[str]) -> str:
-    return shlex.join(command).replace(GRES_WORDS, '"${gres[@]}"')
+def _script_line(line: str) -> str:
+    return line.replace(GRES_WORDS, '"${gres[@]}"')
 
 
 def portable_candidate(candidate) -> dict:
@@ -112,8 +111,9 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
         "# prints what it measured and writes result.json (more steps: add --steps N to the command below). Your own training takes "
         f"{config_path.name} as its DeepSpeed config.\n" + where
         + 'cd "$(dirname "$0")"\n'
-        + "".join(line + "\n" for line in [*device_script(candidate.knobs, candidate.knobs.nodes, launcher), *gres])
-        + _script_line(command) + "\n",
+        # The gres first: the steps that set a power limit on each node need the GPUs too.
+        + "".join(_script_line(line) + "\n" for line in [*gres, *device_script(candidate.knobs, candidate.knobs.nodes, launcher)])
+        + _script_line(shlex.join(command)) + "\n",
         mode=0o755,
     )
     return [config_path, candidate_path, launch_path]

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import shlex
 
+from autotune.backends.launchers import SM_CLOCK_SET_BY_ENV
 from autotune.candidate import SM_CLOCK_UNTOUCHED, Knobs
 
 RECORD = ".autotune-device-settings.{host}.json"  # one per node: device_cli fills in the host name
+GRES_WORDS = "@GRES@"  # where an srun step's GPU request goes: the script's "${gres[@]}" (export.GRES_LINES)
 
 
 def device_settings_sentence(knobs: Knobs) -> str:
@@ -43,12 +45,14 @@ def device_script(knobs: Knobs, nodes: int, launcher: str) -> list[str]:
     on_nodes: list[str] = []
     if srun:
         if knobs.sm_clock_mhz != SM_CLOCK_UNTOUCHED:
-            lines.append(f"# SLURM applies and resets the SM clock for the step (srun --gpu-freq={knobs.sm_clock_mhz}).")
+            lines.append(f"# SLURM applies and resets the SM clock for the step (srun --gpu-freq={knobs.sm_clock_mhz}); the")
+            lines.append("# probe then leaves it (it would need root to set it through NVML).")
+            lines.append(f"export {SM_CLOCK_SET_BY_ENV}=srun")
         if knobs.power_limit == 1.0:
             return lines
         lines.append("# SLURM has no per-step power-limit option: the limit is set through NVML on every node of the")
-        lines.append("# allocation (one task per node), which needs root or CAP_SYS_ADMIN there.")
-        on_nodes = ["srun", "--ntasks-per-node=1", f"--nodes={nodes}"]
+        lines.append("# allocation (one task per node, with its GPUs), which needs root or CAP_SYS_ADMIN there.")
+        on_nodes = ["srun", "--ntasks-per-node=1", f"--nodes={nodes}", GRES_WORDS]
     else:
         lines.append("# Setting them needs root or CAP_SYS_ADMIN (NVML); the script stops if NVML refuses.")
         if nodes > 1:

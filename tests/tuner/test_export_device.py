@@ -82,8 +82,27 @@ def test_srun_sets_the_clock_itself_and_says_it_has_no_power_limit(tmp_path):
     _, script = _export(tmp_path, launcher="srun", power_limit=0.7, sm_clock_mhz=1500)
     text = script.read_text()
     assert "SLURM has no per-step power-limit option" in text
-    assert "srun --ntasks-per-node=1 --nodes=1 python -m autotune.measure.device_cli apply --power-limit 0.7 --sm-clock-mhz max" in text
+    assert ('srun --ntasks-per-node=1 --nodes=1 "${gres[@]}" python -m autotune.measure.device_cli apply --power-limit 0.7 '
+            "--sm-clock-mhz max") in text
     assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+
+
+def test_the_srun_script_runs_each_step_with_the_gpus_and_tells_the_probe_who_set_the_clock(tmp_path):
+    """Run under a stand-in srun inside a GPU job: every step asks for the node's GPUs (the power-limit
+    steps too: NVML there sees only what the step holds), and the training step's probe knows that srun
+    set the clock (else it would try NVML itself, which needs root, and refuse the pick)."""
+    _, script = _export(tmp_path, launcher="srun", power_limit=0.7, sm_clock_mhz=1500)
+    bin_dir, calls = tmp_path / "bin", tmp_path / "calls.txt"
+    bin_dir.mkdir()
+    (bin_dir / "srun").write_text(f'#!/bin/sh\necho "clock set by: $AUTOTUNE_SM_CLOCK_SET_BY; srun $*" >> {calls}\n')
+    (bin_dir / "srun").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "SLURM_GPUS_ON_NODE": "8"}
+    done = subprocess.run([str(script)], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    apply, training, restore = calls.read_text().splitlines()
+    step = "clock set by: srun; srun --ntasks-per-node=1 --nodes=1 --gpus-per-node=8 python -m autotune.measure.device_cli"
+    assert apply.startswith(f"{step} apply") and restore.startswith(f"{step} restore")
+    assert training.startswith("clock set by: srun; srun --nodes=1 --ntasks=8 ") and "--gpus-per-node=8 --gpu-freq=1500 " in training
 
 
 @pytest.mark.parametrize("nodes", [2])
