@@ -46,6 +46,7 @@ class LaunchPlan:
 # whole here, where DeepSpeed reads "slots=2.5" or "slots=1e3" as their first digits.
 _HOSTFILE_LINE = re.compile(r"(\S+)\s+slots=(\d+)")
 _HOSTFILE_FORMAT = "one `HOST slots=N` per line, `#` starts a comment"
+MAX_SLOTS = 1024  # GPUs (or CPU ranks) one host lends; a larger count is a typo, which the launchers overflow on
 
 
 def read_hostfile(path: Path) -> dict[str, int]:
@@ -72,8 +73,8 @@ def read_hostfile(path: Path) -> dict[str, int]:
         host, slots = match.group(1), int(match.group(2))
         if host in hosts:
             raise UserError(f"{where}: host {host!r} is listed twice (DeepSpeed refuses that); keep one line per host")
-        if slots < 1:
-            raise UserError(f"{where}: {host} has slots={slots}; give the GPUs it lends, slots=1 or more, or remove the line")
+        if slots < 1 or slots > MAX_SLOTS:
+            raise UserError(f"{where}: {host} has slots={slots}; give the GPUs it lends (1 to {MAX_SLOTS}), or remove the line")
         hosts[host] = slots
     if not hosts:
         raise UserError(f"hostfile {path} lists no host; {_HOSTFILE_FORMAT}")

@@ -5,13 +5,15 @@ from code) read, so the two can never disagree. Imports nothing heavy: `autotune
 from __future__ import annotations
 
 from autotune.checks import MAX_COUNT, checked_number
+from autotune.errors import ConfigError
 
 # keyword of LaunchBackend -> (its flag, its bounds for checks.number_problem / checked_number)
+MAX_PROBE_S = 7 * 24 * 3600.0  # a week: longer is a typo (and overflows the collectives' C int timeout)
 PROBE_OPTIONS: dict[str, tuple[str, dict]] = {
-    "probe_timeout_s": ("--probe-timeout", {"low": 0, "low_open": True}),
+    "probe_timeout_s": ("--probe-timeout", {"low": 0, "low_open": True, "high": MAX_PROBE_S}),
     "warmup_steps": ("--warmup-steps", {"low": 0, "high": MAX_COUNT, "integer": True}),
     "probe_steps": ("--probe-steps", {"low": 1, "high": MAX_COUNT, "integer": True}),
-    "probe_seconds": ("--probe-seconds", {"low": 0}),
+    "probe_seconds": ("--probe-seconds", {"low": 0, "high": MAX_PROBE_S}),
     "repeats": ("--repeats", {"low": 1, "high": MAX_COUNT, "integer": True}),
 }
 
@@ -22,7 +24,17 @@ def probe_bounds(option: str) -> dict:
 
 def check_probe_options(**values) -> dict:
     """The values, converted, or a ConfigError naming the flag, the value and the range."""
-    return {
+    checked = {
         name: checked_number("launch backend", PROBE_OPTIONS[name][0], value, **PROBE_OPTIONS[name][1])
         for name, value in values.items()
     }
+    check_window_fits(checked.get("probe_seconds", 0.0), checked.get("probe_timeout_s", MAX_PROBE_S))
+    return checked
+
+
+def check_window_fits(probe_seconds: float, probe_timeout_s: float) -> None:
+    """A measured window as long as the timeout kills every probe before it ends: refused once, here."""
+    if probe_seconds >= probe_timeout_s:
+        raise ConfigError(f"--probe-seconds {probe_seconds:g} is not shorter than --probe-timeout {probe_timeout_s:g}: every "
+                          "probe would be killed before its window ends; raise --probe-timeout (start-up and warm-up need "
+                          "time too) or lower --probe-seconds")

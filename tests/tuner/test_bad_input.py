@@ -465,6 +465,7 @@ def test_nothing_of_a_refused_directory_is_left_behind(tmp_path):
 @pytest.mark.parametrize("keyword, value, flag", [
     ("repeats", 0, "--repeats"), ("probe_steps", 0, "--probe-steps"), ("warmup_steps", -1, "--warmup-steps"),
     ("probe_timeout_s", 0, "--probe-timeout"), ("probe_seconds", math.nan, "--probe-seconds"), ("repeats", True, "--repeats"),
+    ("probe_timeout_s", 1e20, "--probe-timeout"), ("probe_seconds", 1e9, "--probe-seconds"),
 ])
 def test_launch_backend_refuses_what_the_flag_refuses(tmp_path, capsys, keyword, value, flag):
     from autotune.backends.launch import LaunchBackend
@@ -473,6 +474,16 @@ def test_launch_backend_refuses_what_the_flag_refuses(tmp_path, capsys, keyword,
         LaunchBackend(run_dir=tmp_path, **{keyword: value})
     assert_one_clear_line(str(err.value), f"{flag} = {value!r}")
     assert_one_clear_line(run_main(["run", *STUDY, "--out", str(tmp_path / "r"), flag, str(value)], capsys), flag)
+
+
+@pytest.mark.parametrize("seconds, timeout", [(900, 900), (60, 30)])
+def test_a_window_the_timeout_would_cut_short_is_refused(tmp_path, seconds, timeout):
+    from autotune.backends.launch import LaunchBackend
+
+    with pytest.raises(ConfigError) as err:
+        LaunchBackend(run_dir=tmp_path, probe_seconds=seconds, probe_timeout_s=timeout)
+    assert_one_clear_line(str(err.value), f"--probe-seconds {seconds} is not shorter than --probe-timeout {timeout}",
+                          "raise --probe-timeout")
 
 
 # --- through the real command, as a user runs it ------------------------------------------------
