@@ -92,6 +92,7 @@ class LaunchBackend(Backend):
         # Not acted on here: results always carry their energy provenance, and the study decides
         # whether an estimated figure may serve as an objective. Kept for describe().
         self.allow_estimated_energy = allow_estimated_energy
+        self.energy_ranked = True  # False under --objectives time (the CLI sets it): said by describe()
         self.python = python
         self.kill_grace_s = kill_grace_s
         self.reason = ""  # why this backend was chosen; the CLI sets it (shown by describe())
@@ -182,7 +183,10 @@ class LaunchBackend(Backend):
             found.close()
 
     def describe(self) -> str:
-        energy = "estimated energy accepted" if self.allow_estimated_energy else "measured energy only"
+        if not self.energy_ranked:
+            energy = "energy reported, not an objective"
+        else:
+            energy = "estimated energy accepted" if self.allow_estimated_energy else "measured energy only"
         why = f": {self.reason}" if self.reason else ""
         return (f"launch (real probe runs via {self.launcher}, {self.warmup_steps}+{self.probe_steps} steps, "
                 f"x{self.repeats}, timeout {self.probe_timeout_s:g} s; {energy}){why}")

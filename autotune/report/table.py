@@ -98,7 +98,9 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
     for row in document["picks"]:
         p = view.point(row["trial"])
         line = f"[bold]{escape(pick_label(row['name'], view.pick_parameters))}[/]: trial {p.trial}, {knobs_sentence(p.params)}"
-        line += f"; {time_text(p.time_s)}{figure_bar(error, [], p, 'time_s')}, {energy_text(p.energy_kj)}{figure_bar(error, [], p, 'energy_kj')}"
+        estimated = " (estimated)" if p.energy_source == "estimated" else ""  # an estimate says so wherever it is shown
+        line += (f"; {time_text(p.time_s)}{figure_bar(error, [], p, 'time_s')}, "
+                 f"{energy_text(p.energy_kj)}{figure_bar(error, [], p, 'energy_kj')}{estimated}")
         if row.get("tied_with"):
             line += f" [yellow]({tie_sentence(row['tied_with'])})[/]"
         if row["energy_saved_pct"] is not None and p.trial != view.baseline_trial:
