@@ -5,18 +5,44 @@ own; killing the launcher alone would leave ranks spinning on a GPU. Everything 
 this machine inherits the launcher's process group (ranks do not call setsid), so signalling the group
 reaches all of it. Remote ranks are the remote launchers' business: the deepspeed runner (pdsh) and
 srun tear their nodes down on SIGTERM, which is why SIGTERM comes first and SIGKILL only after a grace.
+
+A tuner killed outright (SIGKILL, the OOM killer) cannot do any of that, and a probe in its own
+session would outlive it and train beside the probes of the resumed study. On Linux the launcher
+therefore asks for SIGTERM when the tuner dies (prctl PR_SET_PDEATHSIG), which it passes on to its ranks.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 _POLL_S = 0.1
 _SIGKILL_WAIT_S = 5.0
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _term_when_parent_dies():
+    """A preexec_fn for Linux: SIGTERM to the child when the process that started it dies; None elsewhere.
+    The C function is looked up here, in the parent: the child only calls it (no import, no lock)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def in_child() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:  # the tuner died before the request was made: no signal will come
+            os._exit(143)
+
+    return in_child
 
 
 def group_members(pgid: int) -> list[int]:
@@ -53,7 +79,7 @@ class ProbeProcess:
         try:
             self.popen = subprocess.Popen(
                 command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
-                start_new_session=True,
+                start_new_session=True, preexec_fn=_term_when_parent_dies(),
             )
         except BaseException:
             self._log.close()

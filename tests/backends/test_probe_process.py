@@ -1,0 +1,48 @@
+"""A probe's launcher in a session of its own: it dies with the tuner even when the tuner is killed outright."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+TUNER = """
+import sys, time
+from pathlib import Path
+from autotune.backends.probe_process import ProbeProcess
+probe = ProbeProcess(["sleep", "120"], Path(sys.argv[1]), {}, Path(sys.argv[1]) / "log.txt")
+print(probe.pgid, flush=True)
+time.sleep(120)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_probe_does_not_outlive_a_tuner_killed_outright(tmp_path):
+    tuner = subprocess.Popen([sys.executable, "-c", TUNER, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        probe = int(tuner.stdout.readline())
+        assert _alive(probe)
+        tuner.send_signal(signal.SIGKILL)  # no handler runs: only the kernel can tell the probe
+        tuner.wait(10)
+        deadline = time.monotonic() + 10
+        while _alive(probe) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(probe), "the probe outlived the tuner"
+    finally:
+        tuner.kill()
+        try:
+            os.kill(probe, signal.SIGKILL)
+        except (ProcessLookupError, UnboundLocalError):
+            pass
