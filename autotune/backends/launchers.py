@@ -134,10 +134,15 @@ def slurm_nodes(environ: dict[str, str]) -> int | None:
 
 
 def slurm_gpus_per_node(environ: dict[str, str]) -> int | None:
-    """GPUs per node SLURM gave the job (gres), or None when the allocation does not say."""
+    """GPUs per node SLURM gave the job (gres), or None when the allocation does not say: what this node
+    holds, else what --gpus-per-node asked for ("4" or "a100:4"; under salloc on a login node the
+    other two are not set), else the job's GPU list."""
     on_node = environ.get("SLURM_GPUS_ON_NODE")
     if on_node and on_node.isdigit():
         return int(on_node)
+    asked = environ.get("SLURM_GPUS_PER_NODE", "").rsplit(":", 1)[-1]
+    if asked.isdigit():
+        return int(asked)
     job_gpus = environ.get("SLURM_JOB_GPUS")
     return len(job_gpus.split(",")) if job_gpus else None
 

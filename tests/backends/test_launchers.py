@@ -208,3 +208,17 @@ def test_a_study_with_candidates_the_launcher_cannot_start_is_refused_before_it_
     with pytest.raises(UserError, match=r"needs 8 GPUs per node; SLURM allocation 42 has 4 .*$"):
         in_allocation.check_candidates(checks("--nodes", "1-2", "--hardware", "h100-sxm"))
     in_allocation.check_candidates(checks("--nodes", "1-2", "--hardware", "h100-sxm", "--gpus-per-node", "4"))
+
+
+@pytest.mark.parametrize("environ, gpus", [
+    ({"SLURM_GPUS_ON_NODE": "4", "SLURM_GPUS_PER_NODE": "8"}, 4),  # what this node holds first
+    ({"SLURM_GPUS_PER_NODE": "4"}, 4),  # sbatch/salloc --gpus-per-node=4
+    ({"SLURM_GPUS_PER_NODE": "a100:2"}, 2),  # --gpus-per-node=a100:2
+    ({"SLURM_JOB_GPUS": "0,1,2"}, 3),
+    ({"SLURM_GPUS_PER_NODE": "a100"}, None),
+    ({}, None),
+])
+def test_the_gpus_per_node_of_an_allocation(environ, gpus):
+    from autotune.backends.launchers import slurm_gpus_per_node
+
+    assert slurm_gpus_per_node(environ) == gpus
