@@ -256,6 +256,7 @@ class LaunchBackend(Backend):
         extra = {"launcher": launcher, "exit_code": exit_code}
         if result is None and exit_code is None:
             error = f"no result within {self.probe_timeout_s:g} s: killed the probe's process group"
+            error += stale_build_locks(self.probe_timeout_s)
             _append_log(log_path, f"== autotune: timeout: {error}\n")
             return not_ok_result("timeout", error, trial_dir, log_path, **extra)
         if result is None:
@@ -277,6 +278,24 @@ class LaunchBackend(Backend):
     def _raise_if_aborted(self) -> None:
         if self._aborted:
             raise ProbeInterrupted("the launch backend was aborted: no probe runs any more")
+
+
+def stale_build_locks(older_than_s: float, environ: dict[str, str] | None = None) -> str:
+    """What a timed-out probe may have waited on: a torch extension build's lock older than the probe.
+    DeepSpeed JIT-builds its CPU ops into TORCH_EXTENSIONS_DIR under a lock file; a build killed midway
+    (a probe killed at its timeout, a Ctrl-C) leaves it, and every later probe on the machine waits on
+    it forever, with nothing in its log. "" when there is none."""
+    environ = os.environ if environ is None else environ
+    root = Path(environ.get("TORCH_EXTENSIONS_DIR") or Path.home() / ".cache" / "torch_extensions")
+    cutoff = time.time() - older_than_s
+    try:
+        locks = sorted(str(lock) for lock in root.glob("*/*/lock") if lock.stat().st_mtime < cutoff)
+    except OSError:
+        return ""
+    if not locks:
+        return ""
+    return (f"; a torch extension build lock older than the probe is held ({', '.join(locks[:2])}): if no build is "
+            "running, delete it, or every probe waits on it")
 
 
 def probe_cost(walls_s: list[float], repeats: list[dict]) -> dict:

@@ -46,3 +46,19 @@ def test_a_probe_does_not_outlive_a_tuner_killed_outright(tmp_path):
             os.kill(probe, signal.SIGKILL)
         except (ProcessLookupError, UnboundLocalError):
             pass
+
+
+def test_a_timeout_names_a_stale_extension_build_lock(tmp_path):
+    """A build killed midway leaves its lock, and every later probe waits on it with an empty log."""
+    from autotune.backends.launch import stale_build_locks
+
+    environ = {"TORCH_EXTENSIONS_DIR": str(tmp_path)}
+    assert stale_build_locks(60, environ) == ""
+    lock = tmp_path / "py311_cpu" / "deepspeed_shm_comm" / "lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text("")
+    assert stale_build_locks(60, environ) == ""  # a build running now holds a fresh one
+    os.utime(lock, (time.time() - 600, time.time() - 600))
+    said = stale_build_locks(60, environ)
+    assert said == (f"; a torch extension build lock older than the probe is held ({lock}): if no build is running, "
+                    "delete it, or every probe waits on it")
