@@ -44,7 +44,7 @@ def choose_trial(view: StudyView, pick: str | None, trial: int | None) -> tuple[
 # asks the environment when it starts a probe; an exported script learns it only where it runs).
 GRES_LINES = (
     "gres=()  # newer SLURM gives a step no GPUs unless it asks, where the job has GPU gres",
-    'if [ -n "${{SLURM_GPUS_ON_NODE:-}}${{SLURM_JOB_GPUS:-}}" ]; then gres=(--gpus-per-node={per_node}); fi',
+    'if [ -n "${{SLURM_GPUS_ON_NODE:-}}${{SLURM_JOB_GPUS:-}}${{SLURM_GPUS_PER_NODE:-}}" ]; then gres=(--gpus-per-node={per_node}); fi',
 )
 
 

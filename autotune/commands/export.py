@@ -48,9 +48,9 @@ def _run(args) -> int:
         raise UserError(f"the study in {args.run_dir} has no trials yet; run `autotune run` first")
     if args.measurements is not None:
         return _write_measurements(study, args.measurements)
-    # The picks as pareto.json and configs/ name them: with the --max-slowdown and --eta of the last run or report.
     if args.output is None:  # into RUN_DIR/configs: that directory's own study only
         check_same_study_reported(args.run_dir, study.study_name, "RUN_DIR")
+    # The picks as pareto.json and configs/ name them: with the --max-slowdown and --eta of the last run or report.
     view = study_view(study, *stored_pick_parameters(study, None, None))
     trial, stem = choose_trial(view, args.pick, args.trial)
     output = args.output or writable_file(args.run_dir / "configs" / f"{stem}.json", "the default output")

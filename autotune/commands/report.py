@@ -61,7 +61,9 @@ def register(subparsers) -> None:
 
 
 def _run(args) -> int:
-    from autotune.commands.finish import build_report, check_same_study_reported, keep_pick_parameters, pareto_json_state, write_outputs
+    from autotune.commands.finish import (
+        build_report, check_same_study_reported, keep_pick_parameters, pareto_json_state, write_outputs,
+    )
     from autotune.commands.paths import check_run_outputs, writable_directory
     from autotune.errors import UserError
     from autotune.report.markdown import markdown_report
