@@ -16,17 +16,20 @@ import os
 import re
 import sys
 
-_BRACKET = re.compile(r"^(?P<prefix>[^\[,]*)\[(?P<ranges>[^\]]*)\](?P<suffix>[^,]*)")
+_BRACKET = re.compile(r"\[([^\]]*)\]")
 
 
 def first_host(nodelist: str) -> str:
-    """First host of a SLURM hostlist: 'gpu[003-010,12],login1' -> 'gpu003' (zero padding kept)."""
+    """First host of a SLURM hostlist: 'gpu[003-010,12],login1' -> 'gpu003' (zero padding kept),
+    'rack[1-2]-node[01-04]' -> 'rack1-node01' (each bracket at its first value)."""
     nodelist = nodelist.strip()
-    bracket = _BRACKET.match(nodelist)
-    if bracket is None:
-        return nodelist.split(",", 1)[0]
-    first_range = bracket["ranges"].split(",", 1)[0]
-    return bracket["prefix"] + first_range.split("-", 1)[0] + bracket["suffix"]
+    depth = 0
+    for at, char in enumerate(nodelist):  # the first host expression ends at a comma outside brackets
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            nodelist = nodelist[:at]
+            break
+    return _BRACKET.sub(lambda group: group[1].split(",", 1)[0].split("-", 1)[0], nodelist)
 
 
 def rank_env(environ: dict[str, str]) -> dict[str, str]:

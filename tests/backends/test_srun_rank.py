@@ -19,7 +19,8 @@ TASK_3 = {
 
 @pytest.mark.parametrize(
     ("nodelist", "first"),
-    [("nid001", "nid001"), ("gpu[003-010,12]", "gpu003"), ("a-b[3,5]-ib,login1", "a-b3-ib"), ("x1,x2", "x1")],
+    [("nid001", "nid001"), ("gpu[003-010,12]", "gpu003"), ("a-b[3,5]-ib,login1", "a-b3-ib"), ("x1,x2", "x1"),
+     ("rack[1-2]-node[01-04]", "rack1-node01"), ("rack[2,4]-n[7-8],login1", "rack2-n7")],
 )
 def test_first_host_of_a_slurm_hostlist(nodelist, first):
     assert first_host(nodelist) == first
