@@ -39,6 +39,8 @@ def _run(args) -> int:
 
     if not args.run_dir.is_dir():
         raise UserError(f"{args.run_dir} is not a directory; pass the --out directory of an `autotune run`")
+    if args.output is not None and args.measurements is not None:
+        raise UserError(f"-o names a config file; --measurements {args.measurements} is the file it writes: drop -o")
     if args.output is not None:
         writable_file(args.output, "-o")  # before the study is read: a bad path fails first, in one line
     if args.measurements is not None:

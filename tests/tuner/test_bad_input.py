@@ -537,6 +537,7 @@ CLI_CASES = [
     (["export", "{existing}", "--trial", "99"], "trial 99 is not a feasible"),
     (["export", "{existing}", "-o", "{tmp}"], "is a directory"),
     (["export", "{existing}", "--measurements", "{tmp}"], "measurements.jsonl"),  # not the config's knee.json
+    (["export", "{existing}", "--measurements", "{tmp}/m.jsonl", "-o", "{tmp}/x.json"], "is the file it writes: drop -o"),
     (["export", "{existing}", "-o", "{tmp}/afile/x.json"], "afile is a file"),
     (["export", "{existing}", "-o", "/proc/autotune-x/x.json"], "cannot write in"),
     (["sensors", "--sample", "0"], "--sample"),
