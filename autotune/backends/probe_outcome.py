@@ -44,11 +44,14 @@ def log_tail(log_path: Path, lines: int = LOG_TAIL_LINES) -> str:
 
 # A Python exception's last line, as a traceback ends ("ModuleNotFoundError: No module named 'torch'").
 _EXCEPTION_LINE = re.compile(r"(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit)\b.*")
+# SLURM's own refusals (no allocation, a bad step request) end a probe before Python starts.
+_SLURM_ERROR_LINE = re.compile(r"(?:srun|slurmstepd|salloc)(?:-\d+)?: error: .*")
 
 
 def last_exception_line(tail: str) -> str | None:
     """The last exception a probe's log shows, where it shows one: torchrun's failure table and
-    DeepSpeed's launcher summary follow it, so the log's last line says less."""
+    DeepSpeed's launcher summary follow it, so the log's last line says less. Else SLURM's last error
+    line (srun: error: Unable to allocate resources ...), where the step never started Python."""
     for line in reversed(tail.splitlines()):
         found = _EXCEPTION_LINE.search(line.strip())
         if found and not found.group(0).startswith(("torch.distributed.elastic", "ChildFailedError")):
@@ -56,6 +59,10 @@ def last_exception_line(tail: str) -> str | None:
             if text.count(")") > text.count("("):  # quoted inside a parenthesis: "(ModuleNotFoundError: ...)"
                 text = text[: text.rfind(")")]
             return text[:300]
+    for line in reversed(tail.splitlines()):
+        found = _SLURM_ERROR_LINE.search(line.strip())
+        if found:
+            return found.group(0)[:300]
     return None
 
 

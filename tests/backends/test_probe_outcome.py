@@ -91,6 +91,9 @@ Root Cause (first observed failure):
          " named 'torch')", "ModuleNotFoundError: No module named 'torch'"),
         ("RuntimeError: Using hostfile at hf but host=nid001 was not reachable via ssh.",
          "RuntimeError: Using hostfile at hf but host=nid001 was not reachable via ssh."),
+        ("srun: error: Unable to allocate resources: Requested node configuration is not available\n",
+         "srun: error: Unable to allocate resources: Requested node configuration is not available"),
+        ("ValueError: bad\nsrun: error: nid001: task 0: Exited with exit code 1", "ValueError: bad"),  # Python's first
         ("== autotune: repeat 1/1\nSegmentation fault (core dumped)", None),  # no exception line: nothing claimed
         ("", None),
     ],
