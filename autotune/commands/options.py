@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from autotune.checks import MAX_COUNT
 from autotune.commands.flags import text_flag, whole_number_flag
 from autotune.errors import ConfigError, UserError
 from autotune.hardware import load_hardware
@@ -69,9 +70,12 @@ def fill_from_allocation(args: argparse.Namespace, environ: dict[str, str] | Non
     nodes, gpus, where = shape
     filled = []
     if args.nodes is None and args.space is None:
+        if nodes > MAX_COUNT:  # checked here: the --nodes check would blame a flag the user never gave
+            raise ConfigError(f"{where} holds {nodes} nodes, more than {MAX_COUNT}; pass --nodes with the count to study")
         args.nodes = str(nodes)
         filled.append(f"{nodes} node(s)")
-    if args.gpus_per_node is None and gpus is not None and gpus < hardware.gpus_per_node:
+    # An allocation of no GPUs (SLURM_GPUS_ON_NODE=0) says nothing of the GPUs per node to study.
+    if args.gpus_per_node is None and gpus and gpus < hardware.gpus_per_node:
         args.gpus_per_node = gpus
         filled.append(f"{gpus} GPU(s) per node")
     if not filled:

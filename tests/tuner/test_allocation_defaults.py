@@ -41,6 +41,21 @@ def test_a_study_inside_a_slurm_allocation_is_of_its_nodes_and_gpus_unless_told(
     assert "studying" not in said and _shape(tmp_path / "given") == (1, 8)
 
 
+def test_what_an_allocation_holds_is_never_blamed_on_a_flag(tmp_path):
+    """SLURM_GPUS_ON_NODE=0 (a CPU job) says nothing of GPUs per node; a node count beyond reach names
+    the allocation, not the --nodes the user never gave."""
+    said = _run(tmp_path, "--hardware", "cpu", "--backend", "simulate", "--model", "tiny",
+                env={**SLURM, "SLURM_GPUS_ON_NODE": "0"})
+    assert "studying 2 node(s): what SLURM allocation 4242 holds" in said
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    huge = subprocess.run([sys.executable, "-m", "autotune.cli", "run", "--model", "7b", "--backend", "simulate"],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          env={**environ, **SLURM, "SLURM_JOB_NUM_NODES": "9" * 15})
+    assert huge.returncode == 2
+    assert huge.stderr.strip() == (f"autotune: error: SLURM allocation 4242 holds {'9' * 15} nodes, more than "
+                                   "1000000000000; pass --nodes with the count to study")
+
+
 def test_outside_an_allocation_the_default_stays_four_whole_nodes(tmp_path):
     said = _run(tmp_path, "--hardware", "h100-sxm", "--backend", "simulate")
     assert "studying" not in said and _shape(tmp_path / "runs" / "7b-4n") == (4, 32)
