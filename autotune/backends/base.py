@@ -87,6 +87,11 @@ class Backend(abc.ABC):
         record's of a replayed file."""
         return None
 
+    def probe_settings(self) -> dict:
+        """Optional hook: how a probe measures ({flag: value}), kept in the study so a resume that
+        measures otherwise says so. Backends that measure nothing: {}."""
+        return {}
+
     def describe(self) -> str:
         """One line for the user: what this backend does and why it was chosen."""
         return self.name

@@ -182,6 +182,10 @@ class LaunchBackend(Backend):
         finally:
             found.close()
 
+    def probe_settings(self) -> dict:
+        return {"--warmup-steps": self.warmup_steps, "--probe-steps": self.probe_steps,
+                "--probe-seconds": self.probe_seconds, "--repeats": self.repeats}
+
     def describe(self) -> str:
         if not self.energy_ranked:
             energy = "energy reported, not an objective"

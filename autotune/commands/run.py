@@ -191,12 +191,19 @@ def _run(args: argparse.Namespace) -> int:
         if changed:
             console.print(f"[yellow]{escape(changed)}[/]")  # escaped: "[simulator]" is not rich markup
             study.set_user_attr("settings", settings.to_dict())
+        earlier = (study.user_attrs.get("backend") or {}).get("probe_settings") or {}
+        changed_probe = [f"{flag} {earlier[flag]:g} then, {now:g} now" for flag, now in backend.probe_settings().items()
+                         if flag in earlier and earlier[flag] != now]
+        if changed_probe:
+            console.print(f"[yellow]the probes now measure otherwise than this study's earlier ones ({'; '.join(changed_probe)}): "
+                          "their figures stay on the front beside the new ones (each trial's result.json has its steps and window)[/]")
         unranked = unranked_estimates(study) if args.allow_estimated_energy and "energy" in args.objectives else []
         if unranked:
             console.print(f"[yellow]trial(s) {', '.join(map(str, unranked))} failed earlier because their energy was only "
                           "estimated, and stay failed: a study probes no candidate twice (their figures are in the report's "
                           "trial table); to rank them, start a new study with --allow-estimated-energy (--out NEW_DIR)[/]")
-    study.set_user_attr("backend", {"name": backend.name, "reason": getattr(backend, "reason", "")})
+    study.set_user_attr("backend", {"name": backend.name, "reason": getattr(backend, "reason", ""),
+                                    "probe_settings": backend.probe_settings()})
     study.set_user_attr("sampler", args.sampler)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:

@@ -58,8 +58,11 @@ def test_interrupted_launch_study_resumes_to_a_measured_front(tmp_path):
     running = [t for t in _study(out).trials if t.state == optuna.trial.TrialState.RUNNING]
     assert not running  # the interrupted trial is closed (and queued again), not left running
 
-    second = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=600)
+    # Resumed with longer probes: the study goes on, and says its earlier probes measured otherwise.
+    second = subprocess.run([*cmd, "--probe-steps", "3"], env=_env(), capture_output=True, text=True, timeout=600)
     assert second.returncode == 0, second.stderr[-3000:]
+    said = " ".join(second.stderr.split())
+    assert "the probes now measure otherwise than this study's earlier ones (--probe-steps 2 then, 3 now)" in said
     study = _study(out)
     evaluated = [t for t in study.trials if is_evaluated(t)]
     assert len(evaluated) == 6
