@@ -100,7 +100,7 @@ def report_text(document: dict) -> str:
         "mean absolute percentage error",
         _mape_line("  before (base profile)", document["before_mape"]),
         _mape_line("  after the fit", document["fit_mape"]),
-        _mape_line(f"  left out, by {document.get('loo_by') or '-'}", document["loo_mape"]),
+        _mape_line(f"  left out, by {document['loo_by']}" if document.get("loo_by") else "  left out", document["loo_mape"]),
         "",
         f"{'constant':<30} {'base':>12} {'fitted':>12}  bounds",
     ]

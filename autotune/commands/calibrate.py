@@ -109,7 +109,7 @@ def _run(args: argparse.Namespace) -> int:
     if not observations:
         raise UserError(
             "no usable observation: every probe failed, ran out of memory or had only simulated/estimated figures "
-            f"({len(extra['skipped'])} skipped); run a measured study (`autotune run --backend launch`) first"
+            f"({'; '.join(extra['skipped'])}); run a measured study (`autotune run --backend launch`) first"
         )
     cal = Calibration(observations, base)
     unknown = sorted(set(args.hold) - set(cal.names))
