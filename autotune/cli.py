@@ -13,10 +13,11 @@ import signal
 import sys
 
 from autotune import __version__
-from autotune.errors import UserError
+from autotune.errors import Terminated, UserError
 
 COMMANDS = ("run", "space", "report", "export", "sensors", "calibrate")
 INTERRUPTED = 130  # the shell's status for a command ended by Ctrl-C (128 + SIGINT)
+TERMINATED = 143  # ... and by SIGTERM (128 + 15): what scancel and a job's time limit send
 BROKEN_PIPE = 141  # the shell's status for a command ended by SIGPIPE (128 + 13)
 
 
@@ -70,11 +71,11 @@ def console_main() -> None:
     the KeyboardInterrupt and keeps its signal handling."""
     try:
         status = main()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, signal.SIG_IGN)
         print("autotune: interrupted; completed trials are kept, run the same command again to resume", file=sys.stderr)
-        status = INTERRUPTED
+        status = TERMINATED if isinstance(stop, Terminated) else INTERRUPTED
     except BrokenPipeError:
         # The reader of stdout went away (`autotune space --json | head`): what it read is all it wanted.
         # Python would still flush stdout at exit and print a second traceback; point stdout at devnull

@@ -7,3 +7,7 @@ class UserError(Exception):
 
 class ConfigError(UserError):
     """A model, hardware, workload or search-space file that cannot be used as written."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (scancel, kill, a job's time limit): the run stops as after Ctrl-C, and exits with 143."""

@@ -11,7 +11,7 @@ from autotune.backends.probe_options import probe_bounds
 from autotune.commands.flags import number_flag, path_flag, study_name_flag, text_flag, whole_number_flag
 from autotune.commands.options import add_study_options, build_settings, fill_from_allocation
 from autotune.commands.report import add_pick_options
-from autotune.errors import UserError
+from autotune.errors import Terminated, UserError
 from autotune.study.stop_rule import STOP_RULE_SUMMARY, stop_rule_help
 from autotune.study.storage import STUDY_NAME
 
@@ -136,7 +136,7 @@ def _check_same_backend(study, backend, where: str, again: str) -> None:
 
 
 def _raise_interrupt(signum, frame):
-    raise KeyboardInterrupt  # SIGTERM (scancel, kill) stops a run like Ctrl-C: the probe is killed, trials kept
+    raise Terminated  # SIGTERM (scancel, kill) stops a run like Ctrl-C: the probe is killed, trials kept
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -260,3 +260,24 @@ def test_a_node_count_of_a_range_with_no_valid_candidate_is_named_and_the_rest_i
     assert ("warning: no candidate on 3 node(s) is valid: no micro-batch x data-parallel size (3, 6, 12 on these GPUs) "
             "divides the global batch 64: pass --global-batch 60 or 72") in said
     assert json.loads((tmp_path / "run" / "pareto.json").read_text())["nodes"] == [2, 3]
+
+
+def test_a_run_stopped_by_sigterm_exits_143():
+    """scancel and a job's time limit send SIGTERM: the run stops as after Ctrl-C (trials kept), and
+    its status says which signal (128 + 15), as a shell reports a command SIGTERM ended."""
+    code = (
+        "import os, signal, time\n"
+        "from autotune import cli\n"
+        "from autotune.commands import run, space\n"
+        "def terminated(args):\n"
+        "    signal.signal(signal.SIGTERM, run._raise_interrupt)  # as `autotune run` does around its study\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    time.sleep(60)\n"
+        "space._run = terminated\n"
+        "import sys\n"
+        "sys.argv = ['autotune', 'space', '--model', '7b', '--nodes', '1']\n"
+        "cli.console_main()\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 143, result.stderr
+    assert "completed trials are kept" in result.stderr
