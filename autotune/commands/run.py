@@ -16,6 +16,21 @@ from autotune.study.stop_rule import STOP_RULE_SUMMARY, stop_rule_help
 from autotune.study.storage import STUDY_NAME
 
 
+# The options only the launch backend reads, and their defaults: one given to another backend is said.
+LAUNCH_ONLY = {"launcher": "auto", "probe_timeout": 900.0, "warmup_steps": 2, "probe_steps": 5, "probe_seconds": 0.0,
+               "repeats": 1}
+
+
+def ignored_launch_options(args: argparse.Namespace, backend_name: str) -> str | None:
+    """A line naming the launch options given to a backend that starts no probe, or None."""
+    if backend_name == "launch":
+        return None
+    given = [f"--{name.replace('_', '-')}" for name, default in LAUNCH_ONLY.items() if getattr(args, name) != default]
+    if not given:
+        return None
+    return f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} read only by --backend launch: the {backend_name} backend starts no probe"
+
+
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "run",
@@ -60,13 +75,13 @@ def register(subparsers) -> None:
         "peak_mem_gib, source} (as `autotune export RUN_DIR --measurements FILE` writes), or the list "
         "`autotune space --simulate --json` prints; a candidate with no record fails",
     )
-    probe.add_argument("--launcher", choices=("auto", "torchrun", "deepspeed", "srun"), default="auto", help="how probes start (default: auto)")
+    probe.add_argument("--launcher", choices=("auto", "torchrun", "deepspeed", "srun"), default=LAUNCH_ONLY["launcher"], help="how probes start (default: auto)")
     probe.add_argument("--hostfile", type=path_flag, help="DeepSpeed hostfile for multi-node probes")
-    probe.add_argument("--probe-timeout", type=number_flag(**probe_bounds("probe_timeout_s")), default=900.0, help="seconds before a probe is killed (default: 900)")
-    probe.add_argument("--warmup-steps", type=number_flag(**probe_bounds("warmup_steps")), default=2, help="optimizer steps before the measured window (default: 2)")
-    probe.add_argument("--probe-steps", type=number_flag(**probe_bounds("probe_steps")), default=5, help="measured optimizer steps, at least (default: 5)")
-    probe.add_argument("--probe-seconds", type=number_flag(**probe_bounds("probe_seconds")), default=0.0, help="measured window, at least this long (default: 0)")
-    probe.add_argument("--repeats", type=number_flag(**probe_bounds("repeats")), default=1, help="probes per candidate, to measure noise (default: 1)")
+    probe.add_argument("--probe-timeout", type=number_flag(**probe_bounds("probe_timeout_s")), default=LAUNCH_ONLY["probe_timeout"], help="seconds before a probe is killed (default: 900)")
+    probe.add_argument("--warmup-steps", type=number_flag(**probe_bounds("warmup_steps")), default=LAUNCH_ONLY["warmup_steps"], help="optimizer steps before the measured window (default: 2)")
+    probe.add_argument("--probe-steps", type=number_flag(**probe_bounds("probe_steps")), default=LAUNCH_ONLY["probe_steps"], help="measured optimizer steps, at least (default: 5)")
+    probe.add_argument("--probe-seconds", type=number_flag(**probe_bounds("probe_seconds")), default=LAUNCH_ONLY["probe_seconds"], help="measured window, at least this long (default: 0)")
+    probe.add_argument("--repeats", type=number_flag(**probe_bounds("repeats")), default=LAUNCH_ONLY["repeats"], help="probes per candidate, to measure noise (default: 1)")
     probe.add_argument(
         "--allow-estimated-energy", action="store_true",
         help="accept energy estimated from the hardware profile where no sensor exists (labelled estimated)",
@@ -166,6 +181,9 @@ def _run(args: argparse.Namespace) -> int:
     run_dir = args.out or default_run_dir(args, settings.space.nodes)
     backend = choose_backend(args, run_dir, max(settings.space.nodes), settings.gpus_per_node, settings.hardware)
     settings = keep_device_knobs_if_unsettable(settings, backend, console)
+    ignored = ignored_launch_options(args, backend.name)
+    if ignored:
+        console.print(f"[yellow]warning: {ignored}[/]")
     checks = valid_checks(settings)
     for line in node_counts_without_candidates(checks):
         console.print(f"[yellow]warning: {line}[/]")

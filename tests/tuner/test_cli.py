@@ -281,3 +281,15 @@ def test_a_run_stopped_by_sigterm_exits_143():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 143, result.stderr
     assert "completed trials are kept" in result.stderr
+
+
+def test_launch_options_given_to_a_backend_that_starts_no_probe_are_said(tmp_path):
+    from tests.cli import autotune
+
+    done = autotune("run", "--model", "7b", "--nodes", "1", "--trials", "2", "--backend", "simulate", "--repeats", "3",
+                    "--probe-steps", "5", "--out", tmp_path / "r")  # 5 is the default: not said
+    assert done.returncode == 0, done.stderr
+    assert ("warning: --repeats is read only by --backend launch: the simulate backend starts no probe"
+            in " ".join(done.stderr.split()))
+    plain = autotune("run", "--model", "7b", "--nodes", "1", "--trials", "2", "--backend", "simulate", "--out", tmp_path / "p")
+    assert plain.returncode == 0 and "read only by --backend launch" not in plain.stderr
