@@ -72,9 +72,12 @@ def _knob_value(origin: str, knob: str, value):
         raise ConfigError(f"{origin}: params.{knob} = {shown(value)} {why}; {_FIX}") from None
 
 
+MAX_FIGURE = 1e12  # above any real probe's seconds, kJ, TFLOP/s or GiB: a larger figure is a damaged record
+
+
 def _optional_number(origin: str, record: dict, key: str, low_open: bool = False):
     value = record.get(key)
-    return None if value is None else checked_number(origin, key, value, low=0, low_open=low_open, fix=_FIX)
+    return None if value is None else checked_number(origin, key, value, low=0, low_open=low_open, high=MAX_FIGURE, fix=_FIX)
 
 
 def study_of(candidate: Candidate) -> dict:

@@ -51,6 +51,7 @@ def test_labels_are_kept(tmp_path, make_candidate):
     [
         ({"params": KNOBS_OLD, "status": "ok", "time_s": "fast", "energy_kj": 1.0}, ["line 2", "time_s", "'fast'"]),
         ({"params": KNOBS_OLD, "status": "ok", "time_s": -1.0, "energy_kj": 1.0}, ["line 2", "time_s", "out of range"]),
+        ({"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "energy_kj": 1e308}, ["line 2", "energy_kj", "out of range"]),
         ({"params": {**KNOBS_OLD, "zero_stage": 4}, "status": "ok", "time_s": 1.0}, ["line 2", "zero_stage", "4"]),
         ({"params": {**KNOBS_OLD, "nodes": 0}, "status": "ok", "time_s": 1.0}, ["line 2", "nodes"]),
         ({"params": {**KNOBS_OLD, "power_limit": 1.5}, "status": "ok", "time_s": 1.0}, ["line 2", "power_limit"]),
