@@ -72,7 +72,7 @@ def _wrong_values(table, key):
     if high is not None:
         wrong.append((high * 10, "above the plausible range"))
     if integer:
-        wrong.append((2.5, "fraction for a whole number"))
+        wrong += [(2.5, "fraction for a whole number"), (float(value), "float for a whole number")]  # 4.0 too
     return wrong
 
 
