@@ -81,7 +81,7 @@ def _launch_backend(args: argparse.Namespace, run_dir: Path, reason: str, hardwa
         allow_estimated_energy=args.allow_estimated_energy,
     )
     backend.reason = reason
-    backend.energy_ranked = "energy" in args.objectives
+    backend.energy_ranked = "energy" in getattr(args, "objectives", "time,energy")
     return backend
 
 
