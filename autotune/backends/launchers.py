@@ -203,6 +203,10 @@ def check_launcher_settings(launcher: str, hostfile: Path | None, environ: dict[
     check_hostfile(hostfile)
     if launcher == "deepspeed" and hostfile is None:
         raise UserError("the deepspeed launcher needs --hostfile (`HOST slots=N` per line)")
+    if launcher in ("torchrun", "srun") and hostfile is not None:  # it would be ignored: probes run elsewhere than it says
+        where = "on this machine only" if launcher == "torchrun" else "on the SLURM allocation's nodes"
+        raise UserError(f"--hostfile is read by the deepspeed launcher; --launcher {launcher} starts ranks {where}: "
+                        "drop --hostfile, or pass --launcher deepspeed (or auto)")
     if launcher == "srun" and not environ.get("SLURM_JOB_ID"):
         raise UserError("the srun launcher runs inside a SLURM allocation: start autotune from sbatch or salloc")
     if launcher == "srun" and shutil.which("srun", path=environ.get("PATH")) is None:

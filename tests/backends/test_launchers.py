@@ -95,6 +95,9 @@ def test_a_launcher_that_cannot_work_is_a_user_error(hostfile, tmp_path):
         check_launcher_settings("auto", tmp_path / "missing", {})
     with pytest.raises(UserError, match="unknown launcher"):
         check_launcher_settings("mpirun", None, {})
+    for launcher, where in (("torchrun", "on this machine only"), ("srun", "on the SLURM allocation's nodes")):
+        with pytest.raises(UserError, match=f"--launcher {launcher} starts ranks {where}: drop --hostfile"):
+            check_launcher_settings(launcher, hostfile, {"SLURM_JOB_ID": "1"})  # it would be ignored
     check_launcher_settings("deepspeed", hostfile, {})  # fine
 
 
