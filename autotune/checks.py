@@ -36,9 +36,12 @@ def _allowed(integer: bool, low, high, low_open: bool) -> str:
     return f"{kind} {' and '.join(bounds)}".strip()
 
 
-def number_problem(value, *, low=None, high=None, low_open: bool = False, integer: bool = False) -> str | None:
+def number_problem(value, *, low=None, high=None, low_open: bool = False, integer: bool = False,
+                   whole_literal: bool = False) -> str | None:
     """Why `value` is not an allowed number ("is out of range; it must be a number > 0"), or None.
-    The wording every check of a file or a flag shares; booleans, NaN and infinities are refused."""
+    The wording every check of a file or a flag shares; booleans, NaN and infinities are refused.
+    `whole_literal`: a whole number read from a file must be written as one (JSON's and TOML's 64.0
+    is a float, which a flag's parsed "1e3" may be)."""
     allowed = _allowed(integer, low, high, low_open)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return f"is not {'a whole number' if integer else 'a number'}; it must be {allowed}"
@@ -49,6 +52,8 @@ def number_problem(value, *, low=None, high=None, low_open: bool = False, intege
     too_low = low is not None and (value <= low if low_open else value < low)
     if too_low or (high is not None and value > high):
         return f"is out of range; it must be {allowed}"
+    if integer and whole_literal and isinstance(value, float):
+        return "is not a whole number; write it without a decimal point"
     return None
 
 
@@ -61,12 +66,13 @@ def checked_number(
     high: float | None = None,
     low_open: bool = False,
     integer: bool = False,
+    whole_literal: bool = False,
     fix: str = "",
 ) -> int | float:
     """`value` as an int (integer=True) or float, or a ConfigError naming origin, key, value and range.
 
     Booleans are refused (TOML's `true` is not 1), and so are NaN and infinities."""
-    problem = number_problem(value, low=low, high=high, low_open=low_open, integer=integer)
+    problem = number_problem(value, low=low, high=high, low_open=low_open, integer=integer, whole_literal=whole_literal)
     if problem:
         raise ConfigError(f"{origin}: {key} = {value!r} {problem}{f'; {fix}' if fix else ''}")
     return int(value) if integer else float(value)

@@ -165,9 +165,7 @@ class _Reader:
         return data[key]
 
     def number(self, key: str, value, **bounds):
-        problem = number_problem(value, **bounds)
-        if problem is None and bounds.get("integer") and isinstance(value, float):
-            problem = "is not a whole number; write it without a decimal point"  # 64.0 is a float in JSON
+        problem = number_problem(value, **bounds, whole_literal=True)
         if problem:
             self.fail(key, value, problem)
         return int(value) if bounds.get("integer") else float(value)

@@ -99,9 +99,7 @@ def model_json_from_hf(data: dict, path: Path, origin: str) -> dict:
     for ours, hf in _SIZES.items():
         if hf not in text:
             continue
-        problem = number_problem(text[hf], low=1, high=MAX_COUNT, integer=True)
-        if problem is None and isinstance(text[hf], float):
-            problem = "is not a whole number; write it without a decimal point"
+        problem = number_problem(text[hf], low=1, high=MAX_COUNT, integer=True, whole_literal=True)
         if problem:
             raise ConfigError(f"{origin}: {where}{hf} = {shown(text[hf])} {problem}; {_FIX}")
         llm[ours] = int(text[hf])

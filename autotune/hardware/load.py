@@ -61,9 +61,7 @@ def _flag(origin: str, key: str, value) -> bool:
 
 def _number(origin: str, key: str, value, field_name: str):
     low, low_open, high, integer = _NUMBERS[field_name]
-    if integer and isinstance(value, float):  # 4.0 is a float in TOML, as model files refuse it too
-        raise ConfigError(f"{origin}: {key} = {value!r} is not a whole number; write it without a decimal point")
-    return checked_number(origin, key, value, low=low, high=high, low_open=low_open, integer=integer)
+    return checked_number(origin, key, value, low=low, high=high, low_open=low_open, integer=integer, whole_literal=True)
 
 
 def _section(cls, data: dict, section: str, origin: str):
