@@ -12,6 +12,7 @@ from autotune.commands.flags import number_flag, path_flag, study_name_flag, tex
 from autotune.commands.options import add_study_options, build_settings, fill_from_allocation
 from autotune.commands.report import add_pick_options
 from autotune.errors import Terminated, UserError
+from autotune.space import node_span
 from autotune.study.stop_rule import STOP_RULE_SUMMARY, stop_rule_help
 from autotune.study.storage import STUDY_NAME
 
@@ -95,8 +96,8 @@ def default_run_dir(args: argparse.Namespace, nodes) -> Path:
     -<study name> when one is given: two studies must not share a run directory's reports."""
     model = Path(args.model).stem if args.model.endswith(".json") else args.model
     nodes = sorted(nodes)
-    contiguous = nodes == list(range(nodes[0], nodes[-1] + 1))
-    counts = str(nodes[0]) if len(nodes) == 1 else f"{nodes[0]}to{nodes[-1]}" if contiguous else "_".join(map(str, nodes))
+    span = node_span(nodes)
+    counts = str(nodes[0]) if len(nodes) == 1 else f"{span[0]}to{span[1]}" if span else "_".join(map(str, nodes))
     # A study name may hold any printable character: only what is safe in a directory name, and not too long.
     name = "" if args.study_name == STUDY_NAME else "-" + re.sub(r"[^A-Za-z0-9._-]", "_", args.study_name)[:64]
     return Path("runs") / f"{model}-{counts}n{name}"

@@ -18,6 +18,7 @@ from autotune.report.importance import METHOD as IMPORTANCE_METHOD
 from autotune.report.payback import tuning_cost
 from autotune.report.picks import commonest_failure, front_note, pick_rows
 from autotune.report.study_points import StudyView
+from autotune.space import node_span
 from autotune.workload import with_precision
 
 
@@ -29,9 +30,8 @@ def nodes_text(nodes) -> str:
     """`4`, or `2-8` for a contiguous range, else `2, 4, 8`: how a user wrote --nodes."""
     if isinstance(nodes, int):
         return str(nodes)
-    if list(nodes) == list(range(nodes[0], nodes[-1] + 1)):
-        return f"{nodes[0]}-{nodes[-1]}"
-    return ", ".join(map(str, nodes))
+    span = node_span(nodes)
+    return f"{span[0]}-{span[1]}" if span else ", ".join(map(str, nodes))
 
 
 def provenance(view: StudyView) -> dict:

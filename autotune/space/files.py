@@ -65,6 +65,13 @@ def parse_nodes(text: str | int | None) -> tuple[int, ...] | None:
     return tuple(range(low, high + 1))
 
 
+def node_span(nodes) -> tuple[int, int] | None:
+    """(LOW, HIGH) when the node counts, in their order, are one unbroken range as `--nodes LOW-HIGH`
+    gives them (one count: LOW == HIGH); else None. How every message and name writes node counts."""
+    nodes = list(nodes)
+    return (nodes[0], nodes[-1]) if nodes and nodes == list(range(nodes[0], nodes[-1] + 1)) else None
+
+
 def _checked_value(origin: str, knob: str, value):
     """One listed value, converted (power_limit to float), or a ConfigError saying what is allowed."""
     try:
