@@ -132,14 +132,12 @@ def keep_device_knobs_if_unsettable(settings, backend, console):
     return replace(settings, space=replace(space, **untouched))
 
 
-def _check_same_backend(study, backend, where: str, again: str) -> None:
+def _check_same_backend(study, backend, evaluated: list, where: str, again: str) -> None:
     """A study evaluated by one backend resumes only with it: a probe's measured seconds and the
     simulator's, or a replayed file's, are not figures of one front (the default `--backend auto`
     simulates on a machine without GPUs, where a measured run directory may have been copied)."""
-    from autotune.study.loop import is_evaluated
-
     used = (study.user_attrs.get("backend") or {}).get("name")
-    if used in (None, backend.name) or not any(is_evaluated(t) for t in study.get_trials(deepcopy=False)):
+    if used in (None, backend.name) or not evaluated:
         return
     flags = "--backend replay --measurements FILE" if used == "replay" else f"--backend {used}"
     figures = {"simulate": "simulated", "launch": "probed", "replay": "replayed"}
@@ -151,13 +149,44 @@ def _check_same_backend(study, backend, where: str, again: str) -> None:
     )
 
 
+def _resume(study, settings, backend, args: argparse.Namespace, run_dir: Path, console) -> None:
+    """A study already holds trials: refuse what would mix its figures with others (another backend,
+    another file, another profile its figures came from), else say what changed since it began."""
+    from rich.markup import escape
+
+    from autotune.study.loop import is_evaluated, unranked_estimates
+    from autotune.study.storage import storage_flags
+
+    where = args.storage or str(run_dir)
+    evaluated = [t for t in study.get_trials(deepcopy=False) if is_evaluated(t)]
+    _check_same_backend(study, backend, evaluated, where, f"autotune report {run_dir}" + storage_flags(args.storage, args.study_name))
+    backend.check_resumed(evaluated)
+    # A replayed estimate was made where it was measured: only simulated and launch-estimated figures use this profile.
+    figures_use_profile = backend.name == "simulate" or (backend.name == "launch" and backend.estimated_energy_only() is not None)
+    changed = settings.check_same_as(study.user_attrs["settings"], where, figures_use_profile)
+    console.print(f"resuming the study in {where} ({len(study.trials)} trials so far)")
+    if changed:
+        console.print(f"[yellow]{escape(changed)}[/]")  # escaped: "[simulator]" is not rich markup
+        study.set_user_attr("settings", settings.to_dict())
+    earlier = (study.user_attrs.get("backend") or {}).get("probe_settings") or {}
+    changed_probe = [f"{flag} {earlier[flag]:g} then, {now:g} now" for flag, now in backend.probe_settings().items()
+                     if flag in earlier and earlier[flag] != now]
+    if changed_probe:
+        console.print(f"[yellow]the probes now measure otherwise than this study's earlier ones ({'; '.join(changed_probe)}): "
+                      "their figures stay on the front beside the new ones (each trial's result.json has its steps and window)[/]")
+    unranked = unranked_estimates(study) if args.allow_estimated_energy and "energy" in args.objectives else []
+    if unranked:
+        console.print(f"[yellow]trial(s) {', '.join(map(str, unranked))} failed earlier because their energy was only "
+                      "estimated, and stay failed: a study probes no candidate twice (their figures are in the report's "
+                      "trial table); to rank them, start a new study with --allow-estimated-energy (--out NEW_DIR)[/]")
+
+
 def _raise_interrupt(signum, frame):
     raise Terminated  # SIGTERM (scancel, kill) stops a run like Ctrl-C: the probe is killed, trials kept
 
 
 def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.markup import escape
 
     from autotune.backends.launchers import check_hostfile
     from autotune.backends.select import check_energy_objective, choose_backend
@@ -169,7 +198,7 @@ def _run(args: argparse.Namespace) -> int:
     from autotune.study.storage import sole_worker, storage_flags
     from autotune.study.loop import (
         CONVERGED_ATTR, is_evaluated, make_sampler, node_counts_without_candidates, probes_running_elsewhere, run_study,
-        unranked_estimates, valid_checks,
+        valid_checks,
     )
 
     check_hostfile(args.hostfile)  # files are checked here; numbers while parsing (flags.py, probe_options.py)
@@ -191,36 +220,17 @@ def _run(args: argparse.Namespace) -> int:
     backend.check_candidates(checks)
     check_energy_objective(backend, args.objectives, args.allow_estimated_energy)
     # Before any study is opened or probe started: a path that cannot be written fails now, in one line.
-    writable_directory(run_dir, "--out" if args.out else "run directory", fix="pass --out with a writable directory")
-    check_run_outputs(run_dir, "--out" if args.out else "run directory")
+    out_flag = "--out" if args.out else "run directory"
+    writable_directory(run_dir, out_flag, fix="pass --out with a writable directory")
+    check_run_outputs(run_dir, out_flag)
     if args.storage:  # a run directory's own study.db holds one study: its reports are that study's
-        check_same_study_reported(run_dir, args.study_name, "--out" if args.out else "run directory")
+        check_same_study_reported(run_dir, args.study_name, out_flag)
     study = open_study(run_dir, args.storage, make_sampler(args.seed, args.trials, args.sampler, checks), len(args.objectives.split(",")),
                        cheap_figures=backend.name == "simulate", study_name=args.study_name)
     run_dir.mkdir(parents=True, exist_ok=True)  # reports and exports land here whatever the storage
     console.print(f"backend: {backend.describe()}")
     if "settings" in study.user_attrs:
-        _check_same_backend(study, backend, args.storage or str(run_dir),
-                            f"autotune report {run_dir}" + storage_flags(args.storage, args.study_name))
-        backend.check_resumed([t for t in study.get_trials(deepcopy=False) if is_evaluated(t)])
-        # A replayed estimate was made where it was measured: only simulated and launch-estimated figures use this profile.
-        figures_use_profile = backend.name == "simulate" or (backend.name == "launch" and backend.estimated_energy_only() is not None)
-        changed = settings.check_same_as(study.user_attrs["settings"], args.storage or str(run_dir), figures_use_profile)
-        console.print(f"resuming the study in {args.storage or run_dir} ({len(study.trials)} trials so far)")
-        if changed:
-            console.print(f"[yellow]{escape(changed)}[/]")  # escaped: "[simulator]" is not rich markup
-            study.set_user_attr("settings", settings.to_dict())
-        earlier = (study.user_attrs.get("backend") or {}).get("probe_settings") or {}
-        changed_probe = [f"{flag} {earlier[flag]:g} then, {now:g} now" for flag, now in backend.probe_settings().items()
-                         if flag in earlier and earlier[flag] != now]
-        if changed_probe:
-            console.print(f"[yellow]the probes now measure otherwise than this study's earlier ones ({'; '.join(changed_probe)}): "
-                          "their figures stay on the front beside the new ones (each trial's result.json has its steps and window)[/]")
-        unranked = unranked_estimates(study) if args.allow_estimated_energy and "energy" in args.objectives else []
-        if unranked:
-            console.print(f"[yellow]trial(s) {', '.join(map(str, unranked))} failed earlier because their energy was only "
-                          "estimated, and stay failed: a study probes no candidate twice (their figures are in the report's "
-                          "trial table); to rank them, start a new study with --allow-estimated-energy (--out NEW_DIR)[/]")
+        _resume(study, settings, backend, args, run_dir, console)
     study.set_user_attr("backend", {"name": backend.name, "reason": getattr(backend, "reason", ""),
                                     "probe_settings": backend.probe_settings()})
     study.set_user_attr("sampler", args.sampler)
