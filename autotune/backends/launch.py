@@ -26,6 +26,7 @@ from autotune.backends.probe_process import ProbeProcess
 from autotune.candidate import Candidate
 from autotune.ds_config import deepspeed_config
 from autotune.errors import ConfigError
+from autotune.space import nodes_flag
 
 __all__ = ["LaunchBackend", "ProbeInterrupted", "detect_launch_target"]
 
@@ -138,8 +139,7 @@ class LaunchBackend(Backend):
             return
         # Fewer nodes are reachable wherever more are: what can start is the node counts up to some K.
         reachable = [nodes for nodes, reason in reasons.items() if reason is None]
-        span = f"{reachable[0]}-{reachable[-1]}" if len(reachable) > 1 else str(reachable[0]) if reachable else ""
-        instead = f"; or study what can start (--nodes {span})" if reachable else ""
+        instead = f"; or study what can start (--nodes {nodes_flag(reachable)})" if reachable else ""
         raise ConfigError(f"candidates with {', '.join(map(str, unreachable))} node(s) cannot start here: "
                           f"{reasons[unreachable[0]]}{instead}")
 

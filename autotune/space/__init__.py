@@ -2,7 +2,7 @@
 memory estimate that prunes what would not fit.
 """
 
-from autotune.space.files import SearchSpace, load_space, node_span, parse_nodes
+from autotune.space.files import SearchSpace, load_space, node_span, nodes_flag, parse_nodes
 from autotune.space.enumerate import CandidateCheck, check_candidate, enumerate_space
 from autotune.space.rules import rule_violation
 from autotune.space.baseline import baseline
@@ -15,6 +15,7 @@ __all__ = [
     "enumerate_space",
     "load_space",
     "node_span",
+    "nodes_flag",
     "parse_nodes",
     "rule_violation",
 ]

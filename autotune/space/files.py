@@ -72,6 +72,15 @@ def node_span(nodes) -> tuple[int, int] | None:
     return (nodes[0], nodes[-1]) if nodes and nodes == list(range(nodes[0], nodes[-1] + 1)) else None
 
 
+def nodes_flag(nodes) -> str:
+    """The counts as --nodes takes them (parse_nodes' inverse): `4`, `2-8` for a range; counts that
+    are no range as their list (a space file's)."""
+    span = node_span(nodes)
+    if span is None:
+        return str(list(nodes))
+    return str(span[0]) if span[0] == span[1] else f"{span[0]}-{span[1]}"
+
+
 def _checked_value(origin: str, knob: str, value):
     """One listed value, converted (power_limit to float), or a ConfigError saying what is allowed."""
     try:

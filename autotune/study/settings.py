@@ -10,7 +10,7 @@ from autotune.candidate import Candidate, Knobs
 from autotune.errors import UserError
 from autotune.hardware import HardwareProfile, figure_differences, hardware_flag, hardware_to_dict, stored_hardware
 from autotune.models import ModelSpec, model_from_json
-from autotune.space import SearchSpace, node_span
+from autotune.space import SearchSpace, nodes_flag
 from autotune.workload import Workload
 
 
@@ -115,7 +115,4 @@ def _value(value) -> str:
 
 def _nodes(counts) -> str:
     """As --nodes takes them: 4, or 2-8 for a range; a list (a space file's) as it is."""
-    span = node_span(counts) if isinstance(counts, list) else None
-    if span is None:
-        return _value(counts) if not isinstance(counts, list) or not counts else str(counts)
-    return str(span[0]) if span[0] == span[1] else f"{span[0]}-{span[1]}"
+    return nodes_flag(counts) if isinstance(counts, list) and counts else _value(counts)
