@@ -71,10 +71,15 @@ def header_bar(error: dict | None, points, metric: str) -> str:
     return error_suffix(error, metric) if points and all(_simulated(p, metric) for p in points) else ""
 
 
+def point_bar(error: dict | None, point, metric: str) -> str:
+    """The error bar after a figure standing alone (a pick's line): a simulated one carries it, a
+    measured one never carries the simulator's."""
+    return error_suffix(error, metric) if _simulated(point, metric) else ""
+
+
 def figure_bar(error: dict | None, points, point, metric: str) -> str:
-    """The error bar after one figure: a simulated one in a column whose header carries none (mixed
-    sources); a measured figure never carries the simulator's."""
-    return error_suffix(error, metric) if _simulated(point, metric) and not header_bar(error, points, metric) else ""
+    """The error bar after one figure of a column: its own where the header carries none (mixed sources)."""
+    return "" if header_bar(error, points, metric) else point_bar(error, point, metric)
 
 
 def error_sentence(error: dict | None) -> str | None:

@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from autotune.candidate import Knobs
-from autotune.report.error_bars import error_sentence, figure_bar, header_bar, tie_sentence
+from autotune.report.error_bars import error_sentence, figure_bar, header_bar, point_bar, tie_sentence
 from autotune.report.noise import noise_sentence
 from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
 from autotune.report.pareto_json import nodes_text, not_measured_text, workload_sentence
@@ -99,8 +99,8 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
         p = view.point(row["trial"])
         line = f"[bold]{escape(pick_label(row['name'], view.pick_parameters))}[/]: trial {p.trial}, {knobs_sentence(p.params)}"
         estimated = " (estimated)" if p.energy_source == "estimated" else ""  # an estimate says so wherever it is shown
-        line += (f"; {time_text(p.time_s)}{figure_bar(error, [], p, 'time_s')}, "
-                 f"{energy_text(p.energy_kj)}{figure_bar(error, [], p, 'energy_kj')}{estimated}")
+        line += (f"; {time_text(p.time_s)}{point_bar(error, p, 'time_s')}, "
+                 f"{energy_text(p.energy_kj)}{point_bar(error, p, 'energy_kj')}{estimated}")
         if row.get("tied_with"):
             line += f" [yellow]({tie_sentence(row['tied_with'])})[/]"
         if row["energy_saved_pct"] is not None and p.trial != view.baseline_trial:
