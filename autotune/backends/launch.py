@@ -12,6 +12,7 @@ from pathlib import Path
 
 from autotune.backends.base import Backend, ProbeResult
 from autotune.backends.device_restore import LocalDeviceSettings
+from autotune.backends.first_node import NodeAnswer, ask_first_node, probes_first_node
 from autotune.backends.launchers import (
     LaunchPlan,
     build_plan,
@@ -101,14 +102,32 @@ class LaunchBackend(Backend):
         self._current: ProbeProcess | None = None  # plain attribute: abort() may run in a signal handler
         self._aborted = False
         self._devices = LocalDeviceSettings()  # power limits and clocks before the study, for dead probes
+        self._first_node: NodeAnswer | None | bool = False  # False: not asked yet (first_node())
 
     def trial_dir(self, trial_number: int) -> Path:
         return self.run_dir / "trials" / f"{trial_number:04d}"
 
+    def first_node(self) -> NodeAnswer | None:
+        """What the probes' first node has, asked there once, where it is not this machine; None where it is."""
+        if self._first_node is False:
+            environ = {**os.environ, **self.env}
+            where = probes_first_node(self.launcher, self.hostfile, environ)
+            self._first_node = None if where is None else ask_first_node(*where, python=self.python, env=self.env,
+                                                                         environ=environ)
+        return self._first_node
+
     def device_settings_available(self) -> tuple[bool, str]:
-        """Whether probes may set power limits and clocks (checked on this machine, once) and why not;
-        also records every local device's settings before the study."""
+        """Whether probes may set power limits and clocks, and why not: checked once, on this machine (which
+        also records every local device's settings before the study) or on the probes' first node."""
+        node = self.first_node()
+        if node is not None:
+            return node.settable, "" if node.settable else f"{node.settable_reason} on {node.where}"
         return self._devices.available()
+
+    def _probes_here(self) -> bool:
+        """Whether the probes' first rank runs on this machine (names compared, nothing asked): only then can
+        the tuner put back what a dead probe left on the GPUs."""
+        return probes_first_node(self.launcher, self.hostfile, {**os.environ, **self.env}) is None
 
     def sets_clock_itself(self) -> bool:
         return self.launcher == "srun"  # srun --gpu-freq (autotune/backends/launchers.py)
@@ -154,7 +173,7 @@ class LaunchBackend(Backend):
         if reason is not None:
             _append_log(log_path, f"== autotune: not launched: {reason}\n")
             return not_ok_result("failed", reason, trial_dir, log_path, launcher=launcher)
-        if candidate.knobs.changes_device_settings:
+        if candidate.knobs.changes_device_settings and self._probes_here():
             self._devices.record()
         repeats, walls_s = [], []
         for repeat in range(1, self.repeats + 1):
@@ -173,9 +192,12 @@ class LaunchBackend(Backend):
         return _with_probe_cost(ok_result(repeats, trial_dir, launcher=launcher), walls_s, repeats)
 
     def estimated_energy_only(self) -> str | None:
-        """No sensor on this machine: its probes report energy estimated from the hardware profile."""
+        """No sensor on the node of the probes' first rank: they report energy estimated from the hardware profile."""
         from autotune.measure import discover
 
+        node = self.first_node()
+        if node is not None:
+            return None if node.energy_sources else f"no energy sensor on {node.where}, `autotune sensors` there says why"
         found = discover()
         try:
             return None if found.available else "no energy sensor on this machine (see `autotune sensors`)"
@@ -191,6 +213,9 @@ class LaunchBackend(Backend):
             energy = "energy reported, not an objective"
         else:
             energy = "estimated energy accepted" if self.allow_estimated_energy else "measured energy only"
+        node = self._first_node or None  # only what was asked already: describing asks nothing
+        if node is not None:
+            energy += f"; energy sensors as on {node.where}: {', '.join(node.energy_sources) or 'none'}"
         why = f": {self.reason}" if self.reason else ""
         return (f"launch (real probe runs via {self.launcher}, {self.warmup_steps}+{self.probe_steps} steps, "
                 f"x{self.repeats}, timeout {self.probe_timeout_s:g} s; {energy}){why}")

@@ -22,12 +22,12 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autotune.backends.hosts import allocation_first_node_elsewhere, is_this_machine
 from autotune.candidate import SM_CLOCK_UNTOUCHED, Candidate
 from autotune.errors import UserError
 
 LAUNCHERS = ("auto", "torchrun", "deepspeed", "srun")
 _NVIDIA_SMI_TIMEOUT_S = 10.0
-_LOCAL_HOSTS = ("localhost", "127.0.0.1")
 
 
 @dataclass(frozen=True)
@@ -181,7 +181,8 @@ def detect_launch_target(
     if allocated is not None:
         if allocated < nodes:
             return False, f"SLURM allocation {environ['SLURM_JOB_ID']} has {allocated} node(s); {nodes} requested"
-        gpus = slurm_gpus_per_node(environ) or local
+        # This machine's GPUs stand for the allocation's only where it is one of its nodes.
+        gpus = slurm_gpus_per_node(environ) or (None if allocation_first_node_elsewhere(environ) else local)
         if not gpus:
             return False, f"SLURM allocation {environ['SLURM_JOB_ID']} has no GPUs (allocate with --gpus-per-node)"
         if gpus_per_node is not None and gpus < gpus_per_node:
@@ -214,12 +215,13 @@ def check_launcher_settings(launcher: str, hostfile: Path | None, environ: dict[
 
 
 def resolve_launcher(requested: str, candidate: Candidate, hostfile: Path | None, environ: dict[str, str]) -> str:
-    """`auto`: srun in a SLURM allocation that spans (or the candidate needs) several nodes; the
-    deepspeed launcher when a hostfile is given; torchrun otherwise."""
+    """`auto`: srun in a SLURM allocation that spans (or the candidate needs) several nodes, or whose
+    node is not this machine (salloc on a login node); the deepspeed launcher when a hostfile is given;
+    torchrun otherwise."""
     if requested != "auto":
         return requested
     allocated = slurm_nodes(environ)
-    if allocated is not None and (candidate.knobs.nodes > 1 or allocated > 1):
+    if allocated is not None and (candidate.knobs.nodes > 1 or allocated > 1 or allocation_first_node_elsewhere(environ)):
         return "srun"
     if hostfile is not None:
         return "deepspeed"
@@ -265,9 +267,8 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _single_local_host(hosts: dict[str, int], nodes: int) -> bool:
-    first = next(iter(hosts))
-    return nodes == 1 and first in (*_LOCAL_HOSTS, socket.gethostname())
+def _single_local_host(hosts: dict[str, int], nodes: int, environ: dict[str, str]) -> bool:
+    return nodes == 1 and is_this_machine(next(iter(hosts)), environ)
 
 
 SM_CLOCK_SET_BY_ENV = "AUTOTUNE_SM_CLOCK_SET_BY"  # "srun": the launcher applied sm_clock_mhz (trainer/power.py)
@@ -325,7 +326,7 @@ def build_plan(
     if launcher == "torchrun":
         return LaunchPlan("torchrun", probe_command("torchrun", candidate, probe_args, python=python))
     if launcher == "deepspeed":
-        one_local = _single_local_host(read_hostfile(hostfile), nodes)
+        one_local = _single_local_host(read_hostfile(hostfile), nodes, environ)
         return LaunchPlan("deepspeed", probe_command("deepspeed", candidate, probe_args, python=python, hostfile=hostfile,
                                                      master_port=port, one_local_host=one_local))
     if launcher == "srun":
