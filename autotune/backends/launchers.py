@@ -71,6 +71,8 @@ def read_hostfile(path: Path) -> dict[str, int]:
         if match is None:
             raise UserError(f"{where}: write `HOST slots=N` (got {raw.strip()[:80]!r}); {_HOSTFILE_FORMAT}")
         host, slots = match.group(1), int(match.group(2))
+        if host.startswith("-"):  # ssh and pdsh would read it as an option
+            raise UserError(f"{where}: {host!r} is not a host name; write `HOST slots=N` with the node's name first")
         if host in hosts:
             raise UserError(f"{where}: host {host!r} is listed twice (DeepSpeed refuses that); keep one line per host")
         if slots < 1 or slots > MAX_SLOTS:

@@ -51,6 +51,7 @@ def test_hostfile_lists_hosts_and_slots_in_order(hostfile):
         ("nid001 slots=4 slots=8\n", "write `HOST slots=N`"),
         ("nid001 slots=4\nnid001 slots=2\n", "line 2: host 'nid001' is listed twice"),
         ("nid001 slots=0\n", "give the GPUs it lends (1 to 1024)"),
+        ("-oProxyCommand=id slots=4\n", "line 1: '-oProxyCommand=id' is not a host name"),
         ("nid001 slots=99999999999999999999\n", "give the GPUs it lends (1 to 1024)"),  # the launchers overflow
         ("", "lists no host"),
         ("# nothing yet\n\n", "lists no host"),
