@@ -22,7 +22,7 @@ from autotune.backends.launchers import (
     unreachable_reason,
 )
 from autotune.backends.probe_outcome import measured_figures, not_ok_result, ok_result, read_result
-from autotune.backends.probe_options import check_probe_options
+from autotune.backends.probe_options import DEFAULT_LAUNCHER, check_probe_options, probe_default
 from autotune.backends.probe_process import ProbeProcess
 from autotune.candidate import Candidate
 from autotune.ds_config import deepspeed_config
@@ -65,12 +65,12 @@ class LaunchBackend(Backend):
         self,
         *,
         run_dir: Path,
-        launcher: str = "auto",
-        probe_timeout_s: float = 900.0,
-        warmup_steps: int = 2,
-        probe_steps: int = 5,
-        probe_seconds: float = 0.0,
-        repeats: int = 1,
+        launcher: str = DEFAULT_LAUNCHER,
+        probe_timeout_s: float = probe_default("probe_timeout_s"),
+        warmup_steps: int = probe_default("warmup_steps"),
+        probe_steps: int = probe_default("probe_steps"),
+        probe_seconds: float = probe_default("probe_seconds"),
+        repeats: int = probe_default("repeats"),
         hostfile: Path | None = None,
         allow_estimated_energy: bool = True,
         env: dict[str, str] | None = None,

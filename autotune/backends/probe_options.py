@@ -7,25 +7,30 @@ from __future__ import annotations
 from autotune.checks import MAX_COUNT, checked_number
 from autotune.errors import ConfigError
 
-# keyword of LaunchBackend -> (its flag, its bounds for checks.number_problem / checked_number)
+# keyword of LaunchBackend -> (its flag, its default, its bounds for checks.number_problem / checked_number)
 MAX_PROBE_S = 7 * 24 * 3600.0  # a week: longer is a typo (and overflows the collectives' C int timeout)
-PROBE_OPTIONS: dict[str, tuple[str, dict]] = {
-    "probe_timeout_s": ("--probe-timeout", {"low": 0, "low_open": True, "high": MAX_PROBE_S}),
-    "warmup_steps": ("--warmup-steps", {"low": 0, "high": MAX_COUNT, "integer": True}),
-    "probe_steps": ("--probe-steps", {"low": 1, "high": MAX_COUNT, "integer": True}),
-    "probe_seconds": ("--probe-seconds", {"low": 0, "high": MAX_PROBE_S}),
-    "repeats": ("--repeats", {"low": 1, "high": MAX_COUNT, "integer": True}),
+PROBE_OPTIONS: dict[str, tuple[str, float | int, dict]] = {
+    "probe_timeout_s": ("--probe-timeout", 900.0, {"low": 0, "low_open": True, "high": MAX_PROBE_S}),
+    "warmup_steps": ("--warmup-steps", 2, {"low": 0, "high": MAX_COUNT, "integer": True}),
+    "probe_steps": ("--probe-steps", 5, {"low": 1, "high": MAX_COUNT, "integer": True}),
+    "probe_seconds": ("--probe-seconds", 0.0, {"low": 0, "high": MAX_PROBE_S}),
+    "repeats": ("--repeats", 1, {"low": 1, "high": MAX_COUNT, "integer": True}),
 }
+DEFAULT_LAUNCHER = "auto"
+
+
+def probe_default(option: str):
+    return PROBE_OPTIONS[option][1]
 
 
 def probe_bounds(option: str) -> dict:
-    return PROBE_OPTIONS[option][1]
+    return PROBE_OPTIONS[option][2]
 
 
 def check_probe_options(**values) -> dict:
     """The values, converted, or a ConfigError naming the flag, the value and the range."""
     checked = {
-        name: checked_number("launch backend", PROBE_OPTIONS[name][0], value, **PROBE_OPTIONS[name][1])
+        name: checked_number("launch backend", PROBE_OPTIONS[name][0], value, **probe_bounds(name))
         for name, value in values.items()
     }
     check_window_fits(checked.get("probe_seconds", 0.0), checked.get("probe_timeout_s", MAX_PROBE_S))

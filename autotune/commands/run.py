@@ -7,7 +7,7 @@ import re
 import signal
 from pathlib import Path
 
-from autotune.backends.probe_options import probe_bounds
+from autotune.backends.probe_options import DEFAULT_LAUNCHER, PROBE_OPTIONS, probe_bounds, probe_default
 from autotune.commands.flags import number_flag, path_flag, study_name_flag, text_flag, whole_number_flag
 from autotune.commands.options import add_study_options, build_settings, fill_from_allocation
 from autotune.commands.report import add_pick_options
@@ -18,8 +18,9 @@ from autotune.study.storage import STUDY_NAME
 
 
 # The options only the launch backend reads, and their defaults: one given to another backend is said.
-LAUNCH_ONLY = {"launcher": "auto", "probe_timeout": 900.0, "warmup_steps": 2, "probe_steps": 5, "probe_seconds": 0.0,
-               "repeats": 1}
+# The options only the launch backend reads, by their argparse names, with the defaults LaunchBackend has.
+LAUNCH_ONLY = {"launcher": DEFAULT_LAUNCHER,
+               **{flag[2:].replace("-", "_"): default for flag, default, _ in PROBE_OPTIONS.values()}}
 
 
 def ignored_launch_options(args: argparse.Namespace, backend_name: str) -> str | None:
@@ -76,13 +77,15 @@ def register(subparsers) -> None:
         "peak_mem_gib, source} (as `autotune export RUN_DIR --measurements FILE` writes), or the list "
         "`autotune space --simulate --json` prints; a candidate with no record fails",
     )
-    probe.add_argument("--launcher", choices=("auto", "torchrun", "deepspeed", "srun"), default=LAUNCH_ONLY["launcher"], help="how probes start (default: auto)")
+    probe.add_argument("--launcher", choices=("auto", "torchrun", "deepspeed", "srun"), default=DEFAULT_LAUNCHER, help=f"how probes start (default: {DEFAULT_LAUNCHER})")
     probe.add_argument("--hostfile", type=path_flag, help="DeepSpeed hostfile for multi-node probes")
-    probe.add_argument("--probe-timeout", type=number_flag(**probe_bounds("probe_timeout_s")), default=LAUNCH_ONLY["probe_timeout"], help="seconds before a probe is killed (default: 900)")
-    probe.add_argument("--warmup-steps", type=number_flag(**probe_bounds("warmup_steps")), default=LAUNCH_ONLY["warmup_steps"], help="optimizer steps before the measured window (default: 2)")
-    probe.add_argument("--probe-steps", type=number_flag(**probe_bounds("probe_steps")), default=LAUNCH_ONLY["probe_steps"], help="measured optimizer steps, at least (default: 5)")
-    probe.add_argument("--probe-seconds", type=number_flag(**probe_bounds("probe_seconds")), default=LAUNCH_ONLY["probe_seconds"], help="measured window, at least this long (default: 0)")
-    probe.add_argument("--repeats", type=number_flag(**probe_bounds("repeats")), default=LAUNCH_ONLY["repeats"], help="probes per candidate, to measure noise (default: 1)")
+    for option, text in (("probe_timeout_s", "seconds before a probe is killed"),
+                         ("warmup_steps", "optimizer steps before the measured window"),
+                         ("probe_steps", "measured optimizer steps, at least"),
+                         ("probe_seconds", "measured window, at least this long"),
+                         ("repeats", "probes per candidate, to measure noise")):
+        probe.add_argument(PROBE_OPTIONS[option][0], type=number_flag(**probe_bounds(option)), default=probe_default(option),
+                           help=f"{text} (default: {probe_default(option):g})")
     probe.add_argument(
         "--allow-estimated-energy", action="store_true",
         help="accept energy estimated from the hardware profile where no sensor exists (labelled estimated)",
