@@ -15,6 +15,7 @@ from autotune.backends.device_restore import LocalDeviceSettings
 from autotune.backends.first_node import NodeAnswer, ask_first_node, probes_first_node
 from autotune.backends.launchers import (
     LaunchPlan,
+    auto_launches_srun_only,
     build_plan,
     check_launcher_settings,
     detect_launch_target,
@@ -130,7 +131,8 @@ class LaunchBackend(Backend):
         return probes_first_node(self.launcher, self.hostfile, {**os.environ, **self.env}) is None
 
     def sets_clock_itself(self) -> bool:
-        return self.launcher == "srun"  # srun --gpu-freq (autotune/backends/launchers.py)
+        """srun sets the clock itself (--gpu-freq, no privilege): true where every probe starts with srun."""
+        return self.launcher == "srun" or (self.launcher == "auto" and auto_launches_srun_only({**os.environ, **self.env}))
 
     def abort(self) -> None:
         """Kill the running probe's process group (if any); see the class docstring."""

@@ -216,14 +216,20 @@ def check_launcher_settings(launcher: str, hostfile: Path | None, environ: dict[
         raise UserError("srun is not on PATH: load the SLURM module, or use --launcher torchrun|deepspeed")
 
 
+def auto_launches_srun_only(environ: dict[str, str]) -> bool:
+    """Whether `--launcher auto` starts every probe, one-node ones too, with srun: in an allocation of several
+    nodes, or one whose node is not this machine."""
+    allocated = slurm_nodes(environ)
+    return allocated is not None and (allocated > 1 or allocation_first_node_elsewhere(environ) is not None)
+
+
 def resolve_launcher(requested: str, candidate: Candidate, hostfile: Path | None, environ: dict[str, str]) -> str:
     """`auto`: srun in a SLURM allocation that spans (or the candidate needs) several nodes, or whose
     node is not this machine (salloc on a login node); the deepspeed launcher when a hostfile is given;
     torchrun otherwise."""
     if requested != "auto":
         return requested
-    allocated = slurm_nodes(environ)
-    if allocated is not None and (candidate.knobs.nodes > 1 or allocated > 1 or allocation_first_node_elsewhere(environ)):
+    if auto_launches_srun_only(environ) or (slurm_nodes(environ) is not None and candidate.knobs.nodes > 1):
         return "srun"
     if hostfile is not None:
         return "deepspeed"

@@ -59,6 +59,26 @@ def test_a_one_node_allocation_seen_from_a_login_node_probes_through_srun(make_c
     assert resolve_launcher("auto", make_candidate(), None, {**login, "SLURMD_NODENAME": "gpu003"}) == "torchrun"
 
 
+@pytest.mark.parametrize("launcher, environ, srun_sets_clock", [
+    ("srun", {"SLURM_JOB_ID": "7", "SLURM_NNODES": "1", "SLURM_JOB_NODELIST": "gpu003", "SLURMD_NODENAME": "gpu003"},
+     True),
+    ("auto", {"SLURM_JOB_ID": "7", "SLURM_NNODES": "2"}, True),  # every probe is an srun step
+    ("auto", {"SLURM_JOB_ID": "7", "SLURM_NNODES": "1", "SLURM_JOB_NODELIST": "gpu003"}, True),  # from a login node
+    ("auto", {"SLURM_JOB_ID": "7", "SLURM_NNODES": "1", "SLURM_JOB_NODELIST": "gpu003", "SLURMD_NODENAME": "gpu003"},
+     False),  # one-node probes start with torchrun here
+    ("auto", {}, False),
+    ("torchrun", {"SLURM_JOB_ID": "7", "SLURM_NNODES": "2"}, False),
+])
+def test_the_clock_stays_searchable_where_every_probe_is_an_srun_step(
+        make_launch_backend, monkeypatch, tmp_path, launcher, environ, srun_sets_clock):
+    for key in [k for k in os.environ if k.startswith("SLURM")]:
+        monkeypatch.delenv(key)
+    (tmp_path / "srun").write_text("#!/bin/sh\n")  # never run: only found on PATH
+    (tmp_path / "srun").chmod(0o755)
+    backend = make_launch_backend(launcher=launcher, env_extra={**environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"})
+    assert backend.sets_clock_itself() is srun_sets_clock
+
+
 def test_where_the_first_rank_runs(tmp_path):
     remote, local = tmp_path / "remote", tmp_path / "local"
     remote.write_text("nid001 slots=4\nnid002 slots=4\n")
