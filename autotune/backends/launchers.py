@@ -275,16 +275,12 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _single_local_host(hosts: dict[str, int], nodes: int, environ: dict[str, str]) -> bool:
-    return nodes == 1 and is_this_machine(next(iter(hosts)), environ)
-
-
 SM_CLOCK_SET_BY_ENV = "AUTOTUNE_SM_CLOCK_SET_BY"  # "srun": the launcher applied sm_clock_mhz (trainer/power.py)
 
 
 def probe_command(
     launcher: str, candidate: Candidate, probe_args: list[str], *, python: str | None = None,
-    hostfile: Path | str = "hostfile", master_port: str | None = None, one_local_host: bool = False,
+    hostfile: Path | str = "hostfile", master_port: str | None = None, one_host_here: bool | None = None,
     gres: tuple[str, ...] = (),
 ) -> list[str]:
     """The argument list that starts `trainer.probe` on every rank of the candidate with torchrun, the
@@ -292,6 +288,8 @@ def probe_command(
     from here, so what a user runs is what was probed. `python`: run the launcher as a module of this
     interpreter (the tuner); None: its console script (`torchrun`, `deepspeed`), as a user types it.
     `gres`: srun's GPU request words (a job with GPU gres gives a step no GPUs unless it asks).
+    `one_host_here`: for a one-node deepspeed launch, whether the hostfile's first host is this machine
+    (None: several nodes, or not known).
 
     The deepspeed launcher passes `--local_rank=N` to the probe (it accepts and ignores it: LOCAL_RANK
     in the environment, which the launcher sets too, is what the trainer reads).
@@ -305,9 +303,13 @@ def probe_command(
         command = [*prefix, "--hostfile", str(hostfile), f"--num_nodes={nodes}", f"--num_gpus={per_node}"]
         if master_port is not None:
             command.append(f"--master_port={master_port}")
-        if one_local_host:
+        if one_host_here:
             # One local host: DeepSpeed would still ssh to it to check and to find its address.
             command += ["--no_ssh_check", "--master_addr=127.0.0.1"]
+        elif one_host_here is False:
+            # One other host: DeepSpeed's runner starts a single host's ranks on this machine, whatever
+            # host the hostfile names, unless forced through pdsh.
+            command.append("--force_multi")
         return [*command, "--module", "trainer.probe", *probe_args]
     if launcher == "srun":
         command = ["srun", f"--nodes={nodes}", f"--ntasks={nodes * per_node}", f"--ntasks-per-node={per_node}",
@@ -334,9 +336,9 @@ def build_plan(
     if launcher == "torchrun":
         return LaunchPlan("torchrun", probe_command("torchrun", candidate, probe_args, python=python))
     if launcher == "deepspeed":
-        one_local = _single_local_host(read_hostfile(hostfile), nodes, environ)
+        one_host_here = is_this_machine(next(iter(read_hostfile(hostfile))), environ) if nodes == 1 else None
         return LaunchPlan("deepspeed", probe_command("deepspeed", candidate, probe_args, python=python, hostfile=hostfile,
-                                                     master_port=port, one_local_host=one_local))
+                                                     master_port=port, one_host_here=one_host_here))
     if launcher == "srun":
         gres = (f"--gpus-per-node={per_node}",) if slurm_gpus_per_node(environ) else ()
         layout = {"WORLD_SIZE": str(nodes * per_node), "LOCAL_WORLD_SIZE": str(per_node), "MASTER_PORT": port}

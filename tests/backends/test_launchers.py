@@ -152,8 +152,19 @@ def test_deepspeed_gets_the_hostfile_and_the_module_without_dash_m(make_candidat
     assert command[:3] == ["py", "-m", "deepspeed.launcher.runner"]
     assert command[command.index("--hostfile") + 1] == str(hostfile)
     assert {"--num_nodes=2", "--num_gpus=4"} <= set(command)  # the probe accepts the --local_rank DeepSpeed passes
-    assert "--no_ssh_check" not in command  # remote nodes: DeepSpeed checks ssh itself
+    assert "--no_ssh_check" not in command and "--force_multi" not in command  # DeepSpeed checks ssh and uses pdsh itself
     assert command[command.index("--module") + 1:] == ["trainer.probe", *PROBE_ARGS]
+
+
+def test_one_node_of_a_hostfile_runs_on_its_first_host_not_on_this_machine(make_candidate, hostfile, tmp_path):
+    """DeepSpeed's runner starts a lone host's ranks here, whatever host it names, unless --force_multi."""
+    one_node = make_candidate(gpus_per_node=4, nodes=1)
+    command = build_plan("deepspeed", one_node, PROBE_ARGS, python="py", hostfile=hostfile, environ={}).command
+    assert "--force_multi" in command and "--no_ssh_check" not in command
+    local = tmp_path / "local"
+    local.write_text("localhost slots=4\nnid002 slots=4\n")
+    command = build_plan("deepspeed", one_node, PROBE_ARGS, python="py", hostfile=local, environ={}).command
+    assert {"--no_ssh_check", "--master_addr=127.0.0.1"} <= set(command) and "--force_multi" not in command
 
 
 def test_srun_runs_every_task_through_the_rank_shim(make_candidate):
