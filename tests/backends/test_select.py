@@ -38,6 +38,9 @@ def test_a_cpu_profile_on_cpu_and_a_gpu_profile_with_gpus_or_remote_nodes_are_fi
     hostfile = tmp_path / "hostfile"
     hostfile.write_text("nid001 slots=4\n")
     check_device_matches_profile(gh200, hostfile, environ={})  # the probes run on the hostfile's nodes
+    hostfile.write_text("localhost slots=4\n")
+    with pytest.raises(UserError, match="describes CUDA GPUs, but this machine has none"):
+        check_device_matches_profile(gh200, hostfile, environ={})  # ... unless the first is this machine
     check_device_matches_profile(gh200, None, environ={"SLURM_JOB_ID": "7", "SLURM_NNODES": "1"})
     monkeypatch.setattr(launchers, "local_gpu_count", lambda: 4)
     check_device_matches_profile(gh200, None, environ={})
@@ -90,6 +93,7 @@ def test_a_profile_whose_gpu_has_more_memory_than_this_machines_is_refused(tmp_p
     assert "96 GiB" in message and "--hardware h100-sxm for an 80 GB H100" in message
     check_device_matches_profile(load_hardware("h100-sxm"), None, environ={})  # 79.6 of 80 GiB: this GPU
     # Probes on other nodes are checked by nothing here: this machine's GPU is not theirs.
+    (tmp_path / "hostfile").write_text("nid001 slots=4\n")
     check_device_matches_profile(load_hardware("gh200"), tmp_path / "hostfile", environ={})
     # A bigger GPU than the profile's: the estimates are cautious, which is said and not refused.
     _fake_nvidia_smi(tmp_path, monkeypatch, "NVIDIA H200", "143771")
