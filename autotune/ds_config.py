@@ -8,6 +8,8 @@ so what is exported is exactly what was probed. Activation checkpointing is appl
 
 from __future__ import annotations
 
+import json
+
 from autotune.candidate import Candidate
 
 # Bucket sizes from DeepSpeed's SuperOffload example (shared/reference/deepspeed.md).
@@ -83,3 +85,37 @@ def deepspeed_config(candidate: Candidate, learning_rate: float = 1e-4) -> dict:
         config["sequence_parallel_size"] = knobs.sp_degree
     return config
 
+
+
+# What a candidate's knobs fix in its DeepSpeed config (dotted path, default where DeepSpeed has one): a
+# config that says otherwise trains something else than the candidate whose figures it would carry.
+_KNOB_KEYS = (
+    ("train_batch_size", None),
+    ("train_micro_batch_size_per_gpu", None),
+    ("gradient_accumulation_steps", 1),
+    ("zero_optimization.stage", 0),
+    ("zero_optimization.offload_optimizer.device", "none"),
+    ("zero_optimization.offload_optimizer.super_offload", False),
+    ("bf16.enabled", False),
+    ("sequence_parallel_size", 1),
+)
+
+
+def _at(config, path: str, default):
+    for key in path.split("."):
+        if not isinstance(config, dict) or key not in config:
+            return default
+        config = config[key]
+    return config
+
+
+def knob_contradictions(config: dict, candidate: Candidate) -> list[str]:
+    """Where a DeepSpeed config (an exported one, edited by hand) sets what the candidate's knobs set
+    otherwise: "zero_optimization.stage 3 (the candidate's: 0)" each."""
+    expected = deepspeed_config(candidate)
+    found = []
+    for path, default in _KNOB_KEYS:
+        given, wanted = _at(config, path, default), _at(expected, path, default)
+        if given != wanted:
+            found.append(f"{path} {json.dumps(given)} (the candidate's: {json.dumps(wanted)})")
+    return found

@@ -22,7 +22,7 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from autotune.candidate import KNOBS, Candidate, Knobs, candidate_from_dict
+from autotune.candidate import KNOBS, Candidate, Knobs, candidate_from_dict, knob_value
 from autotune.hardware import load_hardware
 from autotune.models import load_model
 from autotune.workload import make_workload
@@ -31,6 +31,23 @@ from trainer.power import agree_or_refuse, applied_device_settings, device_setti
 
 def _sm_clock(text: str) -> int | str:
     return text if text == "max" else int(text)
+
+
+def _knob_flag(knob: str, convert):
+    """argparse type for one knob: the value converted, then checked as a candidate file's would be
+    (knob_value), so `--zero-stage 4` is one usage line and not DeepSpeed's validation error later."""
+    def parse(text: str):
+        try:
+            try:
+                value = convert(text)
+            except ValueError:
+                value = text  # not even of the knob's type: knob_value says what is allowed
+            return knob_value(knob, value)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"{text!r} {exc}") from None
+
+    parse.__name__ = knob
+    return parse
 
 
 TEST_HOOK_ENV = "AUTOTUNE_PROBE_TEST_HOOK"
@@ -47,7 +64,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--model", help="preset (tiny, 7b, 32b, 72b) or model JSON path")
     parser.add_argument("--hardware", help="hardware profile name or TOML path (default: cpu)")
     for knob, kind in _KNOB_FLAGS.items():
-        parser.add_argument("--" + knob.replace("_", "-"), type=kind)
+        parser.add_argument("--" + knob.replace("_", "-"), type=_knob_flag(knob, kind))
     parser.add_argument("--gpus-per-node", type=int, help="ranks per node (default: WORLD_SIZE / nodes)")
     for name, kind in _WORKLOAD_FLAGS.items():
         parser.add_argument("--" + name.replace("_", "-"), type=kind)
@@ -182,11 +199,19 @@ def _readable_arch_list() -> None:
 
 
 def _ds_config(args: argparse.Namespace, candidate: Candidate) -> dict:
-    if args.deepspeed_config:
-        return json.loads(Path(args.deepspeed_config).read_text())
-    from autotune.ds_config import deepspeed_config
+    from autotune.ds_config import deepspeed_config, knob_contradictions
 
-    return deepspeed_config(candidate)
+    if not args.deepspeed_config:
+        return deepspeed_config(candidate)
+    config = json.loads(Path(args.deepspeed_config).read_text())
+    # The probe feeds the candidate's micro-batches and labels its figures with the candidate's knobs:
+    # a config edited to say otherwise would be measured under the wrong name.
+    contradictions = knob_contradictions(config, candidate)
+    if contradictions:
+        raise ValueError(f"--deepspeed-config {args.deepspeed_config} sets {'; '.join(contradictions)}: the probe trains "
+                         "and labels the candidate's knobs; change them in the candidate file (or the knob flags) to "
+                         "match, or drop --deepspeed-config")
+    return config
 
 
 def _write_failure(results, out: Path, failure: dict, env: LaunchEnv) -> None:

@@ -113,3 +113,64 @@ def test_the_probe_drops_an_arch_suffix_deepspeed_cannot_read(tmp_path, monkeypa
         assert "TORCH_CUDA_ARCH_LIST" not in err
     else:
         assert "TORCH_CUDA_ARCH_LIST=8.0;9.0 (was '8.0;9.0a'" in err
+
+
+@pytest.mark.parametrize("flag, value, said", [
+    ("--zero-stage", "4", "'4' is not one of the allowed values 0, 1, 2, 3"),
+    ("--zero-stage", "four", "'four' is not one of the allowed values 0, 1, 2, 3"),
+    ("--micro-batch", "0", "'0' is not a whole number >= 1"),
+    ("--optimizer-offload", "cpu", "'cpu' is not one of the allowed values \"none\", \"sync\", \"async\""),
+    ("--power-limit", "1.5", "'1.5' is not a fraction of the default power limit in (0, 1]"),
+    ("--sm-clock-mhz", "fast", "'fast' is not \"max\" or a clock in whole MHz"),
+])
+def test_a_wrong_knob_flag_is_one_usage_line_before_deepspeed_sees_it(capsys, flag, value, said):
+    with pytest.raises(SystemExit) as exit_:
+        parse_args(["--model", "tiny", flag, value])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith(f"python -m trainer.probe: error: argument {flag}: {said}")
+
+
+def _exported(tmp_path, candidate, **edits):
+    from autotune.ds_config import deepspeed_config
+
+    config = deepspeed_config(candidate)
+    for path, value in edits.items():
+        section = config
+        *parents, key = path.split("__")
+        for parent in parents:
+            section = section.setdefault(parent, {})
+        section[key] = value
+    path = tmp_path / "ds_config.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
+def test_an_edited_deepspeed_config_that_contradicts_the_candidate_is_refused_before_training(tmp_path, monkeypatch):
+    """The probe feeds the candidate's micro-batches and labels its figures with its knobs: a config edited
+    to ZeRO-3 with another micro-batch would be measured under the candidate's name."""
+    monkeypatch.setenv("DS_ACCELERATOR", "cpu")
+    candidate = candidate_from_args(parse_args(["--model", "tiny", "--global-batch", "8"]), world_size=1)
+    candidate_file = tmp_path / "candidate.json"
+    candidate_file.write_text(json.dumps(candidate.to_dict()))
+    edited = _exported(tmp_path, candidate, zero_optimization__stage=3, train_micro_batch_size_per_gpu=4,
+                       gradient_accumulation_steps=2)
+    out = tmp_path / "result.json"
+    assert main(["--candidate", str(candidate_file), "--deepspeed-config", str(edited), "--out", str(out)]) != 0
+    error = json.loads(out.read_text())["error"]
+    assert ("sets train_micro_batch_size_per_gpu 4 (the candidate's: 1); gradient_accumulation_steps 2 (the "
+            "candidate's: 8); zero_optimization.stage 3 (the candidate's: 0): the probe trains and labels") in error
+    assert not torch.distributed.is_initialized()
+
+
+def test_the_exported_config_and_edits_the_knobs_do_not_fix_are_accepted(tmp_path):
+    from autotune.ds_config import knob_contradictions
+
+    candidate = candidate_from_args(parse_args(["--model", "tiny", "--zero-stage", "2", "--optimizer-offload", "sync"]),
+                                    world_size=2)
+    assert knob_contradictions(json.loads(_exported(tmp_path, candidate).read_text()), candidate) == []
+    tuned = _exported(tmp_path, candidate, zero_optimization__reduce_bucket_size=5e7, steps_per_print=1)
+    assert knob_contradictions(json.loads(tuned.read_text()), candidate) == []
+    offload_dropped = json.loads(tuned.read_text())
+    del offload_dropped["zero_optimization"]["offload_optimizer"]
+    assert knob_contradictions(offload_dropped, candidate) == [
+        'zero_optimization.offload_optimizer.device "none" (the candidate\'s: "cpu")']
