@@ -12,6 +12,7 @@ from pathlib import Path
 
 from autotune.atomic_write import write_text_atomic
 from autotune.backends.launchers import probe_command
+from autotune.candidate import SM_CLOCK_UNTOUCHED
 from autotune.ds_config import deepspeed_config
 from autotune.errors import UserError
 from autotune.export_device import GRES_WORDS, device_script
@@ -58,6 +59,14 @@ def launch_command(candidate, config_name: str, candidate_name: str, launcher: s
     return probe_command("torchrun" if candidate.knobs.nodes == 1 else "deepspeed", candidate, probe_args)
 
 
+def _own_training(config_name: str, knobs) -> str:
+    notes = beyond_the_config(knobs)
+    if not notes:
+        return f"# Your own training takes {config_name} as its DeepSpeed config: it holds every knob of this pick.\n"
+    return (f"# Your own training takes {config_name} as its DeepSpeed config, and needs beyond it:\n"
+            + "".join(f"#   - {note}\n" for note in notes))
+
+
 def _script_line(line: str) -> str:
     return line.replace(GRES_WORDS, '"${gres[@]}"')
 
@@ -70,6 +79,31 @@ def portable_candidate(candidate) -> dict:
     flag = hardware_flag(candidate.hardware.source) if candidate.hardware.source else candidate.hardware.name
     data["hardware"] = Path(flag).name  # a built-in profile's name, or a custom file's name without its directory
     return data
+
+
+def beyond_the_config(knobs) -> list[str]:
+    """What the probe applied that a DeepSpeed JSON cannot carry: a training that only loads the file gets
+    none of it (DeepSpeed's engine never reads `activation_checkpointing`, and `sequence_parallel_size` alone
+    only changes its batch arithmetic), so each is said wherever the file is handed over."""
+    notes = []
+    if knobs.activation_checkpointing != "none":
+        how = {"recompute": "recompute each block in backward",
+               "offload_sync": "recompute each block, its kept input copied to host memory",
+               "offload_async": "recompute each block, its kept input copied to pinned host memory on a side stream"}
+        notes.append(f"activation checkpointing ({knobs.activation_checkpointing}: {how[knobs.activation_checkpointing]}) "
+                     "is code, not config: wrap each transformer block in torch.utils.checkpoint or "
+                     "deepspeed.checkpointing.checkpoint (the probe's: trainer/checkpointing.py)")
+    if knobs.sp_degree > 1:
+        notes.append(f"Ulysses sequence parallelism (degree {knobs.sp_degree}) is code, not config: wrap attention in "
+                     "deepspeed.sequence.layer.DistributedAttention and pass a sequence-parallel mpu to "
+                     "deepspeed.initialize (the probe's: trainer/sequence_parallel.py); sequence_parallel_size alone "
+                     f"only divides the data-parallel size, and the real global batch would be {knobs.sp_degree}x")
+    device = [f"power limit {knobs.power_limit:g} of the default"] if knobs.power_limit != 1.0 else []
+    device += [f"SM clock cap {knobs.sm_clock_mhz} MHz"] if knobs.sm_clock_mhz != SM_CLOCK_UNTOUCHED else []
+    if device:
+        notes.append(f"the {' and '.join(device)} is set on the GPUs, not by DeepSpeed: the launch script does it; "
+                     "set it for your own job the same way")
+    return notes
 
 
 def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, launcher: str = "auto") -> list[Path]:
@@ -91,6 +125,7 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
         "candidate": point.params,
         "power_limit": candidate.knobs.power_limit,  # fraction of each device's default limit; 1.0 = untouched
         "sm_clock_mhz": candidate.knobs.sm_clock_mhz,  # "max" = untouched
+        "not_in_this_config": beyond_the_config(candidate.knobs),
     }
     config_path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(config_path, json.dumps(config, indent=2) + "\n")
@@ -108,8 +143,8 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
         "#!/usr/bin/env bash\n"
         f"# Runs the probe again: trains the autotune model with {config_path.name} ({point.source} time, "
         f"{point.energy_source} energy) for a warm-up and a measured window,\n"
-        "# prints what it measured and writes result.json (more steps: add --steps N to the command below). Your own training takes "
-        f"{config_path.name} as its DeepSpeed config.\n" + where
+        "# prints what it measured and writes result.json (more steps: add --steps N to the command below).\n"
+        + _own_training(config_path.name, candidate.knobs) + where
         + 'cd "$(dirname "$0")"\n'
         # The gres first: the steps that set a power limit on each node need the GPUs too.
         + "".join(_script_line(line) + "\n" for line in [*gres, *device_script(candidate.knobs, candidate.knobs.nodes, launcher)])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from autotune.commands.flags import path_flag, whole_number_flag
 from autotune.commands.report import add_study_location_options
 
@@ -33,7 +35,7 @@ def _run(args) -> int:
     from autotune.commands.finish import check_same_study_reported, stored_pick_parameters
     from autotune.commands.paths import writable_file
     from autotune.errors import UserError
-    from autotune.export import choose_trial, export_trial
+    from autotune.export import beyond_the_config, choose_trial, export_trial
     from autotune.report import study_view
     from autotune.study import load_finished_study
 
@@ -61,8 +63,15 @@ def _run(args) -> int:
         if beside.is_dir():
             raise UserError(f"{beside} is a directory, and export writes a file there beside {output.name}; remove it or choose another -o")
     backend = study.user_attrs.get("backend", {}).get("name", "unknown")
-    for path in export_trial(view, trial, output, backend, launcher=args.launcher):
-        print(path)
+    written = export_trial(view, trial, output, backend, launcher=args.launcher)
+    for path in written:
+        print(path)  # stdout holds the paths alone, for scripts; what to do with them goes to stderr
+    notes = beyond_the_config(view.settings.candidate(view.point(trial).params).knobs)
+    print(f"train it as probed: bash {written[-1]}", file=sys.stderr)
+    if notes:
+        print(f"{written[0].name} is the DeepSpeed config; your own training needs beyond it:", file=sys.stderr)
+        for note in notes:
+            print(f"  - {note}", file=sys.stderr)
     return 0
 
 

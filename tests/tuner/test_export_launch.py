@@ -139,3 +139,37 @@ def test_an_srun_export_trains_in_one_step_of_the_allocation_as_the_tuner_would(
     tuner = build_plan("srun", candidate, with_gres[with_gres.index("trainer.probe") + 1:], python="python",
                        hostfile=None, environ={"SLURM_JOB_ID": "1", "SLURM_GPUS_ON_NODE": "4"}).command
     assert tuner == ["srun", *with_gres]
+
+
+def test_what_a_deepspeed_config_cannot_carry_is_said_where_it_is_handed_over(tmp_path):
+    """DeepSpeed's engine never applies `activation_checkpointing`, `sequence_parallel_size` alone only
+    divides its data-parallel size, and a power limit is no DeepSpeed key: a user who loads only the JSON
+    gets none of them, so the export names each in the config, in launch.sh and on the terminal."""
+    space = tmp_path / "one.toml"
+    space.write_text('zero_stage = [3]\noptimizer_offload = ["none"]\nactivation_checkpointing = ["offload_sync"]\n'
+                     'sp_degree = [2]\nmicro_batch = [1]\npower_limit = [0.8]\nsm_clock_mhz = ["max"]\n')
+    out = tmp_path / "run"
+    assert autotune("run", "--model", "7b", "--nodes", "1", "--space", space, "--trials", "2", "--backend", "simulate",
+                    "--out", out).returncode == 0
+    exported = autotune("export", out, "--trial", "0", "-o", tmp_path / "mine.json")
+    assert exported.returncode == 0, exported.stderr
+    assert exported.stdout.split() == [str(tmp_path / name) for name in ("mine.json", "mine.candidate.json", "mine.launch.sh")]
+    notes = json.loads((tmp_path / "mine.json").read_text())["autotune"]["not_in_this_config"]
+    assert [note.split(" (")[0] for note in notes] == ["activation checkpointing", "Ulysses sequence parallelism",
+                                                      "the power limit 0.8 of the default is set on the GPUs, not by DeepSpeed: the launch script does it; set it for your own job the same way"]
+    assert "the real global batch would be 2x" in notes[1] and "DistributedAttention" in notes[1]
+    said = " ".join(exported.stderr.split())
+    assert f"train it as probed: bash {tmp_path / 'mine.launch.sh'}" in said
+    assert "mine.json is the DeepSpeed config; your own training needs beyond it: - activation checkpointing" in said
+    script = (tmp_path / "mine.launch.sh").read_text()
+    assert "# Your own training takes mine.json as its DeepSpeed config, and needs beyond it:" in script
+    assert all(f"#   - {note}" in script for note in notes)
+
+
+def test_knobs_a_deepspeed_config_holds_need_no_word_and_a_clock_cap_does():
+    from autotune.candidate import Knobs
+    from autotune.export import beyond_the_config
+
+    assert beyond_the_config(Knobs(zero_stage=2, optimizer_offload="sync", micro_batch=4)) == []
+    assert beyond_the_config(Knobs(sm_clock_mhz=1500)) == [
+        "the SM clock cap 1500 MHz is set on the GPUs, not by DeepSpeed: the launch script does it; set it for your own job the same way"]
