@@ -74,6 +74,28 @@ def _check_heads(llm: dict, where: str, origin: str) -> None:
     raise ConfigError(f"{origin}: {problem}; {_FIX}")
 
 
+# Keys a mixture-of-experts decoder has (Qwen2-MoE / Qwen3-MoE, Mixtral, DeepSeek): a count of experts.
+_EXPERT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts")
+
+
+def _check_modelled(text: dict, llm: dict, where: str, origin: str) -> None:
+    """Refuse what autotune's dense Qwen2-style decoder would model silently wrong: experts (the parameters,
+    FLOPs and memory would be those of one dense FFN) and a head size other than hidden / heads (Qwen3 and
+    Gemma set `head_dim` apart, which changes attention's sizes)."""
+    for key in _EXPERT_KEYS:
+        experts = text.get(key)
+        if isinstance(experts, (int, float)) and not isinstance(experts, bool) and experts > 1:
+            raise ConfigError(f"{origin}: {where}{key} = {shown(experts)}: a mixture-of-experts decoder, which autotune does "
+                              "not model (it would count one dense FFN: parameters, FLOPs and memory far off); give a "
+                              "dense decoder's config (Qwen2 / Qwen2.5 style)")
+    head_dim = text.get("head_dim")
+    if head_dim is not None and head_dim != llm["hidden"] // llm["heads"]:
+        raise ConfigError(f"{origin}: {where}head_dim = {shown(head_dim)} is not {where}hidden_size / "
+                          f"{where}num_attention_heads = {llm['hidden'] // llm['heads']}: autotune's decoder has heads of "
+                          "hidden_size / num_attention_heads (Qwen2 / Qwen2.5 style), so its attention sizes would be off; "
+                          "give a config whose head_dim is that, or leave head_dim out")
+
+
 def hf_key_names(message: str, where: str) -> str:
     """An error of autotune's model checks, in the config's key names (llm.heads -> num_attention_heads)."""
     names = {**{f"llm.{ours}": where + hf for ours, hf in _SIZES.items()}, "llm.mrope_sections": f"{where}rope_scaling.mrope_section",
@@ -105,6 +127,7 @@ def model_json_from_hf(data: dict, path: Path, origin: str) -> dict:
         llm[ours] = int(text[hf])
     llm.setdefault("kv_heads", llm["heads"])
     _check_heads(llm, where, origin)
+    _check_modelled(text, llm, where, origin)
     if "rope_theta" in text:
         llm["rope_theta"] = text["rope_theta"]
     tie = text.get("tie_word_embeddings", data.get("tie_word_embeddings"))

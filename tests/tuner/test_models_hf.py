@@ -71,6 +71,11 @@ def test_without_grouped_kv_heads_every_query_head_has_its_own(tmp_path):
     ({"model_type": 5}, "model_type = 5 is not a model type name"),
     ({"model_type": " "}, 'model_type = " " is not a model type name'),
     ({"text_config": "qwen"}, 'text_config = "qwen" is not an object'),
+    ({"model_type": "qwen2_moe", "num_experts": 60, "moe_intermediate_size": 1408},
+     "num_experts = 60: a mixture-of-experts decoder, which autotune does not model"),
+    ({"model_type": "mixtral", "num_local_experts": 8}, "num_local_experts = 8: a mixture-of-experts decoder"),
+    ({"n_routed_experts": 64}, "n_routed_experts = 64: a mixture-of-experts"),
+    ({"head_dim": 256}, "head_dim = 256 is not hidden_size / num_attention_heads = 128: autotune's decoder has heads of"),
 ])
 def test_a_bad_value_is_one_line_naming_the_file_and_key(tmp_path, change, words):
     data = {**QWEN25_7B, **{k: v for k, v in change.items() if k != "drop"}}
@@ -80,6 +85,14 @@ def test_a_bad_value_is_one_line_naming_the_file_and_key(tmp_path, change, words
     message = str(refused.value)
     assert "\n" not in message and f"model file {tmp_path / 'config.json'}" in message and words in message, message
     assert "llm." not in message  # the config's keys, not autotune's schema
+
+
+def test_what_a_dense_decoder_may_say_of_experts_and_head_size_is_read(tmp_path):
+    """Qwen2.5's config has no experts key; others write 0 or 1 for a dense model, and a head_dim equal to
+    hidden / heads (Llama 3) changes nothing: such configs are read as before."""
+    for dense in ({"num_experts": 0}, {"num_local_experts": 1}, {"head_dim": 128}, {"head_dim": None},
+                  {"model_type": "llama", "attention_bias": False}):
+        assert _load(tmp_path, {**QWEN25_7B, **dense}).llm == PRESETS["7b"].llm, dense
 
 
 def test_a_checkpoint_directory_is_read_by_its_config_json(tmp_path):
