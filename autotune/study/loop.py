@@ -137,24 +137,28 @@ def valid_checks(settings: StudySettings) -> list:
         batch = _global_batch_miss(checks)
         if batch:
             raise UserError(f"nothing in the space is valid: {batch}")
-        raise UserError(
-            f"nothing in the space fits or is valid ({_closest_miss(checks)}); widen it: more --nodes, ZeRO-3, "
-            "offload or checkpointing in the --space file (see `autotune space`)"
-        )
+        if any(c.memory is not None for c in checks):
+            raise UserError(
+                f"nothing in the space fits in memory ({_closest_miss(checks)}); widen it: more --nodes, ZeRO-3, "
+                "offload or checkpointing in the --space file (see `autotune space`)"
+            )
+        raise UserError(f"nothing in the space is valid: {_closest_miss(checks)}; change those values in the --space "
+                        "file (`autotune space --space FILE` gives each candidate's reason)")
     return checks
 
 
 def _closest_miss(checks: list) -> str:
     """Why nothing runs, told by the candidate nearest to running: the one that breaks no rule and
-    overflows memory least; else the rule most candidates break."""
+    overflows memory least; else every rule the candidates break (a candidate is told by the first it breaks)."""
     sized = [c for c in checks if c.memory is not None]
     if sized:
         closest = min(sized, key=lambda c: max(c.memory.device_excess_gib, c.memory.host_excess_gib))
         knobs = ", ".join(f"{knob} {value}" for knob, value in closest.candidate.knobs.to_dict().items()
                           if knob not in ("power_limit", "sm_clock_mhz"))  # they move no memory
         return f"the closest, {knobs}, {closest.reason}"
-    reason, count = Counter(c.reason for c in checks).most_common(1)[0]
-    return f"{count} of {len(checks)} candidates: {reason}"
+    reasons = Counter(c.reason for c in checks).most_common()
+    listed = "; ".join(f"{reason} ({count} of {len(checks)})" for reason, count in reasons[:3])
+    return f"every candidate breaks a rule: {listed}" + (f"; and {len(reasons) - 3} more" if len(reasons) > 3 else "")
 
 
 def node_counts_without_candidates(checks: list) -> list[str]:
@@ -181,8 +185,10 @@ def _global_batch_miss(checks: list) -> str | None:
     step = max(data_parallel) * min(c.knobs.micro_batch for c in shapes)  # every SP degree then fits
     lower, upper = global_batch // step * step, (global_batch // step + 1) * step
     nearest = " or ".join(str(b) for b in (lower, upper) if b > 0)
-    return (f"no micro-batch x data-parallel size ({', '.join(map(str, data_parallel))} on these GPUs) divides the "
-            f"global batch {global_batch}: pass --global-batch {nearest}, or another --nodes / --gpus-per-node")
+    micro_batches = sorted({c.knobs.micro_batch for c in shapes})
+    return (f"no micro-batch ({', '.join(map(str, micro_batches))}) x data-parallel size "
+            f"({', '.join(map(str, data_parallel))} on these GPUs) divides the global batch {global_batch}: pass "
+            f"--global-batch {nearest}, other micro_batch values in a --space file, or another --nodes / --gpus-per-node")
 
 
 def usable_values(checks: list) -> dict[str, list]:

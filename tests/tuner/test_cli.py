@@ -125,12 +125,12 @@ def test_the_space_table_tells_power_limit_variants_apart():
         (["report", "."], "is not a run directory"),
         (["export", "nowhere"], "is not a directory"),
         (["run", "--storage", "postgresql://nobody@127.0.0.1:1/none", "--trials", "1"], "cannot open study storage"),
-        (["run", "--model", "72b", "--nodes", "1", "--space", "{space}"], "nothing in the space fits"),
+        (["run", "--model", "72b", "--nodes", "1", "--space", "{space}"], "nothing in the space fits in memory"),
         # 12 GPUs and a global batch of 64: the batch is the cause and the fix, not the commonest rule
         (["run", "--model", "7b", "--nodes", "3"],
-         "no micro-batch x data-parallel size (3, 6, 12 on these GPUs) divides the global batch 64: pass --global-batch 60 or 72"),
+         "no micro-batch (1, 2, 4, 8) x data-parallel size (3, 6, 12 on these GPUs) divides the global batch 64: pass --global-batch 60 or 72"),
         (["run", "--model", "7b", "--nodes", "1", "--gpus-per-node", "3", "--global-batch", "2"],
-         "divides the global batch 2: pass --global-batch 3, or another"),
+         "divides the global batch 2: pass --global-batch 3, other micro_batch values in a --space file, or another"),
     ],
 )
 def test_bad_input_one_line_exit_2(tmp_path, args, message):
@@ -257,8 +257,8 @@ def test_a_node_count_of_a_range_with_no_valid_candidate_is_named_and_the_rest_i
     assert result.returncode == 0, result.stderr
     said = " ".join(result.stderr.split())
     assert said.count("warning: no candidate on") == 1
-    assert ("warning: no candidate on 3 node(s) is valid: no micro-batch x data-parallel size (3, 6, 12 on these GPUs) "
-            "divides the global batch 64: pass --global-batch 60 or 72") in said
+    assert ("warning: no candidate on 3 node(s) is valid: no micro-batch (1, 2, 4, 8) x data-parallel size (3, 6, 12 on "
+            "these GPUs) divides the global batch 64: pass --global-batch 60 or 72") in said
     assert json.loads((tmp_path / "run" / "pareto.json").read_text())["nodes"] == [2, 3]
 
 
