@@ -120,6 +120,12 @@ def load_space(path: str | Path | None = None, nodes: tuple[int, ...] | None = N
     unknown = set(data) - set(KNOBS)
     if unknown:
         raise ConfigError(f"space file {path}: unknown key(s) {', '.join(sorted(unknown))}; see search_spaces/default.toml")
+    missing = [knob for knob in KNOBS if knob not in data and knob != "nodes" and knob not in _DEVICE_KNOBS]
+    if missing:
+        # Explicit on purpose: a study's space is what its file says, not a mix with defaults that may change.
+        raise ConfigError(f"space file {path}: {', '.join(repr(k) for k in missing)} {'is' if len(missing) == 1 else 'are'} "
+                          "missing; a space file lists the values of every knob: copy search_spaces/default.toml and "
+                          "narrow the lists you want to narrow")
     if nodes is None and "nodes" not in data:
         raise ConfigError(f"space file {path} lists no 'nodes' and --nodes was not given; pass --nodes N")
     listed_nodes = _knob_values(data, "nodes", str(path)) if "nodes" in data else None  # checked even where --nodes wins

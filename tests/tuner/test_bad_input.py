@@ -252,7 +252,14 @@ def test_space_value_listed_twice(tmp_path, knob, value):
 
 @pytest.mark.parametrize("knob", ["zero_stage", "optimizer_offload", "activation_checkpointing", "sp_degree", "micro_batch"])
 def test_space_required_knob_missing(tmp_path, knob):
-    refused_space(write_space(tmp_path, **{knob: None}), f"'{knob}' is missing")
+    refused_space(write_space(tmp_path, **{knob: None}), f"'{knob}' is missing", "copy search_spaces/default.toml")
+
+
+def test_a_space_file_of_one_knob_names_every_missing_one(tmp_path):
+    space = tmp_path / "narrow.toml"
+    space.write_text("zero_stage = [2, 3]\n")
+    refused_space(space, "'optimizer_offload', 'activation_checkpointing', 'sp_degree', 'micro_batch' are missing; "
+                         "a space file lists the values of every knob")
 
 
 def test_space_nodes_are_checked_even_where_the_flag_wins(tmp_path):
