@@ -13,6 +13,7 @@ from pathlib import Path
 from autotune.atomic_write import write_text_atomic
 
 from autotune.report.noise import noise_sentence
+from autotune.report.payback import NO_BASELINE_IN_SPACE
 from autotune.report.units import energy_unit, figure, pct_text, time_unit
 from autotune.report.pareto_json import nodes_text
 from autotune.ds_config import deepspeed_config
@@ -51,7 +52,7 @@ def header_section(view: StudyView, document: dict, run_dir: Path) -> str:
         f"<strong>Where the figures come from:</strong> {esc(provenance_sentence(document))} "
         f"Backend: {esc(document['backend'])} ({esc(document.get('backend_reason', ''))}).</p>\n"
         f"<p>{esc(workload_sentence(workload))} Trials: {esc(document['trials'])} ({esc(counts)}); "
-        f"baseline trial: {esc(document['baseline'])}.</p>\n{note}</header>"
+        f"baseline trial: {esc(NO_BASELINE_IN_SPACE if document['baseline'] is None else document['baseline'])}.</p>\n{note}</header>"
     )
 
 

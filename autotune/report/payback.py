@@ -95,13 +95,25 @@ def _cost_note(probes: int, by_basis: dict[str, int], energy_kj: float | None, p
     return ("; ".join(parts) + ".") if parts else "Totals cover every probe, start-up and warm-up included."
 
 
+NO_BASELINE_IN_SPACE = ("this space holds no baseline (a candidate without offload or sequence parallelism, at the "
+                        "GPUs' own power limit and clock)")
+
+
+def baseline_missing(view: StudyView) -> str:
+    """Why no pick can be measured against the baseline: the space has none, or it did not run."""
+    if view.baseline_trial is None:
+        return NO_BASELINE_IN_SPACE
+    status = next((r["status"] for r in view.trials if r["trial"] == view.baseline_trial), "not evaluated")
+    return f"the baseline (trial {view.baseline_trial}) is not feasible ({status})"
+
+
 def payback_row(name: str, trial: int, view: StudyView, tuning_energy_kj: float | None, ran_on_hardware: bool) -> dict:
     """One pick's saving per training hour against the baseline, and the hours until tuning is repaid."""
     row = {"name": name, "trial": trial, "saved_kj_per_training_hour": None, "payback_training_hours": None,
            "payback_workloads": None, "text": ""}
     point, base = view.point(trial), view.point(view.baseline_trial) if view.baseline_trial is not None else None
     if base is None:
-        row["text"] = "n/a: the baseline is not feasible, so there is no saving to measure against"
+        row["text"] = f"n/a: {baseline_missing(view)}, so there is no saving to measure against"
         return row
     saved_kj = base.energy_kj - point.energy_kj
     row["saved_kj_per_training_hour"] = saved_kj / point.time_s * SECONDS_PER_HOUR

@@ -34,8 +34,12 @@ def test_payback_hours_compare_the_same_work():
     assert row["payback_training_hours"] == pytest.approx(2.0) and row["payback_workloads"] == pytest.approx(0.25)
     assert payback_row("fastest", 0, view, 180_000.0, True)["text"].startswith("never")
     assert payback_row("knee", 1, view, None, True)["text"].startswith("unknown")
-    no_baseline = StudyView(None, [], [pt(1, 28_800.0, 2_880_000.0)], [], {}, 5)
-    assert payback_row("knee", 1, no_baseline, 180_000.0, True)["payback_training_hours"] is None
+    oom_baseline = StudyView(None, [{"trial": 5, "status": "oom"}], [pt(1, 28_800.0, 2_880_000.0)], [], {}, 5)
+    row = payback_row("knee", 1, oom_baseline, 180_000.0, True)
+    assert row["payback_training_hours"] is None
+    assert row["text"] == "n/a: the baseline (trial 5) is not feasible (oom), so there is no saving to measure against"
+    no_baseline = StudyView(None, [], [pt(1, 28_800.0, 2_880_000.0)], [], {}, None)  # a space without one
+    assert payback_row("knee", 1, no_baseline, 180_000.0, True)["text"].startswith("n/a: this space holds no baseline")
 
 
 def test_simulated_study_cost_nothing_and_says_so(simulated_run):
