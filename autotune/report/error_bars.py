@@ -87,7 +87,7 @@ def error_sentence(error: dict | None) -> str | None:
     if error is None:
         return None
     if not error:
-        return ("Simulated figures carry no error bar: this hardware profile was not calibrated "
+        return ("Simulated figures carry an unknown error (+- ?%): this hardware profile was not calibrated "
                 "(`autotune calibrate` measures the simulator's error and writes it to the profile).")
     parts = ", ".join(f"{_METRIC_WORDS.get(key, key)} +- {value:.0f}%" for key, value in error.items())
     return f"Simulated figures are within about {parts} (the profile's leave-one-out error); picks closer than that are ties."

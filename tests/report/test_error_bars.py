@@ -8,7 +8,7 @@ from rich.console import Console
 
 from autotune.commands.finish import build_report
 from autotune.hardware import load_hardware, with_simulator_constants
-from autotune.report.error_bars import error_suffix, pick_ties, simulator_error
+from autotune.report.error_bars import error_sentence, error_suffix, pick_ties, simulator_error
 from autotune.report.front import Point
 from autotune.report.markdown import markdown_report
 from autotune.report.study_points import StudyView
@@ -50,6 +50,7 @@ def test_uncalibrated_profile_says_its_error_is_unknown():
     view = _view({})
     assert simulator_error(view) == {} and error_suffix({}, "time_s") == " +- ?%"
     assert pick_ties(view, {})["fastest"] == []  # no error known: nothing is called a tie
+    assert error_sentence({}).startswith("Simulated figures carry an unknown error (+- ?%): this hardware profile was not calibrated")
 
 
 def test_pareto_json_terminal_and_markdown_show_the_error(simulated_run, tmp_path):
