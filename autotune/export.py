@@ -49,11 +49,16 @@ GRES_LINES = (
 )
 
 
+def result_name(config_name: str) -> str:
+    return Path(config_name).stem + ".result.json"
+
+
 def launch_command(candidate, config_name: str, candidate_name: str, launcher: str = "auto") -> list[str]:
     """What `<pick>.launch.sh` runs: the tuner's own probe command (torchrun on one node, the
     deepspeed launcher on a `hostfile` for several, or one srun step under `--launcher srun`), with
-    the launchers' console scripts. An srun command holds GRES_WORDS where the gres array goes."""
-    probe_args = ["--candidate", candidate_name, "--deepspeed-config", config_name]
+    the launchers' console scripts. An srun command holds GRES_WORDS where the gres array goes.
+    The result goes beside the config under the pick's name: picks share configs/."""
+    probe_args = ["--candidate", candidate_name, "--deepspeed-config", config_name, "--out", result_name(config_name)]
     if launcher == "srun":
         return probe_command("srun", candidate, probe_args, gres=(GRES_WORDS,))
     return probe_command("torchrun" if candidate.knobs.nodes == 1 else "deepspeed", candidate, probe_args)
@@ -143,7 +148,7 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
         "#!/usr/bin/env bash\n"
         f"# Runs the probe again: trains the autotune model with {config_path.name} ({point.source} time, "
         f"{point.energy_source} energy) for a warm-up and a measured window,\n"
-        "# prints what it measured and writes result.json (more steps: add --steps N to the command below).\n"
+        f"# prints what it measured and writes {result_name(config_path.name)} (more steps: add --steps N to the command below).\n"
         + _own_training(config_path.name, candidate.knobs) + where
         + 'cd "$(dirname "$0")"\n'
         # The gres first: the steps that set a power limit on each node need the GPUs too.

@@ -55,7 +55,7 @@ def test_export_and_the_tuner_build_the_same_deepspeed_command(make_candidate, t
     hostfile.write_text("nid001 slots=4\nnid002 slots=4\n")
     candidate = make_candidate(model="7b", nodes=2)
     exported = launch_command(candidate, "knee.json", "knee.candidate.json")
-    probe_args = ["--candidate", "knee.candidate.json", "--deepspeed-config", "knee.json"]
+    probe_args = ["--candidate", "knee.candidate.json", "--deepspeed-config", "knee.json", "--out", "knee.result.json"]
     tuner = build_plan("deepspeed", candidate, probe_args, python="py", hostfile=hostfile, environ={}).command
     # Same flags and probe arguments; the tuner runs the launcher module with its own interpreter on a
     # free master port and names the hostfile by its path.
@@ -67,7 +67,8 @@ def test_export_and_the_tuner_build_the_same_deepspeed_command(make_candidate, t
 def test_a_one_node_export_uses_torchrun_like_the_tuner(make_candidate):
     command = launch_command(make_candidate(model="7b", nodes=1), "knee.json", "knee.candidate.json")
     assert command[:4] == ["torchrun", "--standalone", "--nnodes=1", "--nproc_per_node=4"]
-    assert command[4:] == ["-m", "trainer.probe", "--candidate", "knee.candidate.json", "--deepspeed-config", "knee.json"]
+    assert command[4:] == ["-m", "trainer.probe", "--candidate", "knee.candidate.json", "--deepspeed-config", "knee.json",
+                           "--out", "knee.result.json"]  # beside the config: picks share configs/
     from torch.distributed.run import get_args_parser
 
     parsed = get_args_parser().parse_args(command[1:])  # torchrun's own parsing
