@@ -132,9 +132,16 @@ def front_note(points: list[Point], front: list[Point], trials_by_status: dict[s
             "no trade-off to choose from; run more --trials or widen the space to compare."
         )
     if len(front) == 1:
+        why = ""
+        if all(p.energy_source == "estimated" for p in points):
+            # The estimate is the profile's power model over the probe's time: with no sensor to tell
+            # configurations apart by power, the least energy is the fastest almost by construction.
+            why = (" Every energy here is estimated from the hardware profile's power model (no sensor saw it), "
+                   "which charges nearly the same power to every configuration, so energy orders them as time "
+                   "does; probe where a sensor is (`autotune sensors`) to see a trade-off.")
         return (
             f"One configuration (trial {front[0].trial}) is both the fastest and the least energy of "
-            f"{len(points)} feasible ones: every pick is that trial."
+            f"{len(points)} feasible ones: every pick is that trial.{why}"
         )
     return None
 

@@ -45,6 +45,12 @@ def test_front_notes():
     assert "Only one feasible configuration (trial 4)" in front_note([pt(4, 1.0, 1.0)], [pt(4, 1.0, 1.0)], {"ok": 1})
     best, worse = pt(1, 1.0, 1.0), pt(2, 2.0, 2.0)
     assert "both the fastest and the least energy" in front_note([best, worse], [best], {"ok": 2})
+    assert "estimated" not in front_note([best, worse], [best], {"ok": 2})
+    from dataclasses import replace
+
+    guessed = [replace(p, energy_source="estimated") for p in (best, worse)]
+    assert ("every pick is that trial. Every energy here is estimated from the hardware profile's power model (no sensor "
+            "saw it), which charges nearly the same power") in front_note(guessed, guessed[:1], {"ok": 2})
     assert front_note([best, pt(3, 0.5, 3.0)], [pt(3, 0.5, 3.0), best], {"ok": 2}) is None
 
 
