@@ -49,8 +49,13 @@ def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, 
     """The study's trials, feasible points, front and picks (chosen with max_slowdown and eta)."""
     settings = StudySettings.from_dict(study.user_attrs["settings"])
     rows, points, baseline_trial = [], [], None
-    for t in study.get_trials(deepcopy=False):
-        if "duplicate_of" in t.user_attrs or OVER_BUDGET_ATTR in t.user_attrs or t.state == TrialState.RUNNING or "candidate" not in t.user_attrs:
+    trials = study.get_trials(deepcopy=False)
+    # A trial a stopped run left unfinished is no outcome of its candidate: its retry holds that.
+    retried = set(study.user_attrs.get("retried_trials", [])) | {t.system_attrs["failed_trial"] for t in trials
+                                                                 if "failed_trial" in t.system_attrs}
+    for t in trials:
+        if ("duplicate_of" in t.user_attrs or OVER_BUDGET_ATTR in t.user_attrs or t.state == TrialState.RUNNING
+                or "candidate" not in t.user_attrs or t.number in retried):
             continue
         result = t.user_attrs.get("result") or {}
         params = t.user_attrs["candidate"]["knobs"]

@@ -119,7 +119,16 @@ def unranked_estimates(study: optuna.Study) -> list[int]:
 
 def is_evaluated(t: optuna.trial.FrozenTrial) -> bool:
     """A trial whose candidate was really evaluated (not pruned unrun, not a repeat, not interrupted)."""
-    return "result" in t.user_attrs and "duplicate_of" not in t.user_attrs
+    return "result" in t.user_attrs and "duplicate_of" not in t.user_attrs and not killed_after_probe(t)
+
+
+def killed_after_probe(t: optuna.trial.FrozenTrial) -> bool:
+    """A trial whose probe finished (its result is stored) but whose run died before recording the outcome
+    (kill -9, Ctrl-C in between): it is RUNNING, or FAIL without the reason every recorded failure carries.
+    Its retry takes the stored result: the probe is not run twice, nor lost."""
+    if "result" not in t.user_attrs or "duplicate_of" in t.user_attrs or "reason" in t.user_attrs:
+        return False
+    return t.state in (TrialState.RUNNING, TrialState.FAIL)
 
 
 def evaluated_trials(study: optuna.Study) -> dict[str, optuna.trial.FrozenTrial]:
@@ -241,8 +250,9 @@ class _Objective:
             trial.set_user_attr(OVER_BUDGET_ATTR, True)
             trial.study.stop()
             raise ProbeFailed(f"not probed: the --trials budget of {self.n_trials} is held by probes running on other workers")
+        saved = _saved_result(trial)
         try:
-            result = self.backend.evaluate(candidate, trial.number)
+            result = ProbeResult(**saved) if saved is not None else self.backend.evaluate(candidate, trial.number)
         except KeyboardInterrupt:
             trial.set_user_attr("interrupted", True)  # retried when the study resumes
             raise
@@ -295,6 +305,18 @@ class _Objective:
         if earlier.state == TrialState.PRUNED:
             raise optuna.TrialPruned(f"same candidate as trial {earlier.number}")
         raise ProbeFailed(f"same candidate as failed trial {earlier.number}")
+
+
+def _saved_result(trial: optuna.Trial) -> dict | None:
+    """The result a killed run stored for the trial this one retries (killed_after_probe), or None. The
+    retries are ours (`retry_of`) or those of Optuna's heartbeat callback (system attr `failed_trial`)."""
+    trials = trial.study.get_trials(deepcopy=False)
+    # failed_trial first: Optuna's retry copies the user attrs, an older retry_of among them.
+    retried = trials[trial.number].system_attrs.get("failed_trial", trial.user_attrs.get("retry_of"))
+    if retried is None:
+        return None
+    original = trials[retried]
+    return original.user_attrs["result"] if killed_after_probe(original) else None
 
 
 def _reserve_probe(trial: optuna.Trial, n_trials: int) -> bool:
@@ -400,12 +422,15 @@ def retry_interrupted(study: optuna.Study, include_running: bool = True) -> int:
     process was killed outright) are failed first, but only with one worker per storage: on shared
     storage a RUNNING trial may be a live worker's, and Optuna's heartbeats retry the dead ones.
     """
+    trials = study.get_trials(deepcopy=False)
+    # Ours, and those Optuna's heartbeat callback queued again itself (system attr "failed_trial").
     retried = set(study.user_attrs.get("retried_trials", []))
+    by_heartbeat = {t.system_attrs["failed_trial"] for t in trials if "failed_trial" in t.system_attrs}
     queued = 0
-    for t in study.get_trials(deepcopy=False):
+    for t in trials:
         running = include_running and t.state == TrialState.RUNNING
-        unfinished = running or (t.state == TrialState.FAIL and t.user_attrs.get("interrupted"))
-        if not unfinished or t.number in retried:
+        unfinished = running or (t.state == TrialState.FAIL and (t.user_attrs.get("interrupted") or killed_after_probe(t)))
+        if not unfinished or t.number in retried or t.number in by_heartbeat:
             continue
         if t.state == TrialState.RUNNING:
             # Public API: tell() finishes a RUNNING trial by number. A run killed between creating a

@@ -58,3 +58,77 @@ def test_a_run_killed_while_proposing_leaves_nothing_running_and_nothing_queued(
     states = {t.number: t.state for t in study.trials}
     assert states[half.number] == TrialState.FAIL and states[whole.number] == TrialState.FAIL
     assert [t.system_attrs["fixed_params"] for t in study.trials if t.state == TrialState.WAITING] == [KNOB_VALUES]
+
+
+class _CountingBackend:
+    """The simulator, counting which candidates it was asked to evaluate."""
+
+    def __init__(self):
+        from autotune.backends.simulate import SimulateBackend
+
+        self.inner, self.asked = SimulateBackend(), []
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def evaluate(self, candidate, trial_number=0):
+        self.asked.append(params_key(candidate.knobs.to_dict()))
+        return self.inner.evaluate(candidate, trial_number)
+
+
+def _study_with_a_probe_whose_run_died(tmp_path, how: str):
+    """A 32b study of 3 probes, then a 4th whose result was stored but whose run died before recording it:
+    `running` (kill -9: the trial stays RUNNING), `failed` (Ctrl-C in between: FAIL without a reason),
+    `heartbeat` (a shared storage's heartbeat failed it and Optuna queued its own retry, user attrs copied)."""
+    from autotune.backends.simulate import SimulateBackend
+    from autotune.commands.options import settings_for
+    from autotune.study import open_study, run_study
+    from autotune.study.loop import evaluated_trials, make_sampler, valid_checks
+
+    settings = settings_for("--model", "32b", "--nodes", "4")
+    study = open_study(tmp_path, None, make_sampler(0, 8))
+    run_study(study, settings, SimulateBackend(), 3)
+    done = evaluated_trials(study)
+    check = next(c for c in valid_checks(settings) if c.valid and params_key(c.candidate.knobs.to_dict()) not in done)
+    knobs = check.candidate.knobs.to_dict()
+    study.enqueue_trial(knobs)
+    trial = study.ask()
+    for knob in KNOBS:
+        trial.suggest_categorical(knob, study.trials[0].distributions[knob].choices)
+    assert trial.params == knobs
+    trial.set_user_attr("candidate", check.candidate.to_dict())
+    result = SimulateBackend().evaluate(check.candidate, trial.number)
+    trial.set_user_attr("result", result.to_dict())
+    if how in ("failed", "heartbeat"):
+        study.tell(trial.number, state=TrialState.FAIL)
+    if how == "heartbeat":
+        frozen = study.trials[trial.number]
+        study.add_trial(optuna.create_trial(state=TrialState.WAITING, params=frozen.params,
+                                            distributions=frozen.distributions, user_attrs=frozen.user_attrs,
+                                            system_attrs={"failed_trial": trial.number}))
+    return settings, study, trial.number, knobs, result
+
+
+import pytest  # noqa: E402
+
+
+@pytest.mark.parametrize("how", ["running", "failed", "heartbeat"])
+def test_a_probe_whose_run_died_before_recording_it_is_neither_lost_nor_run_again(tmp_path, how):
+    from autotune.study import run_study
+    from autotune.study.loop import evaluated_trials
+
+    settings, study, killed, knobs, result = _study_with_a_probe_whose_run_died(tmp_path, how)
+    backend = _CountingBackend()
+    run_study(study, settings, backend, 6)
+    assert params_key(knobs) not in backend.asked  # its stored result was taken, not probed again
+    retry = evaluated_trials(study)[params_key(knobs)]
+    assert retry.number > killed and retry.state == TrialState.COMPLETE
+    assert retry.values == [result.time_s, result.energy_kj]
+    assert study.trials[killed].state == TrialState.FAIL
+    assert sum(t.user_attrs.get("retry_of") == killed or t.system_attrs.get("failed_trial") == killed
+               for t in study.trials) == 1  # one retry: Optuna's, or ours
+    assert len(evaluated_trials(study)) == 6  # the budget counts the probe once
+    from autotune.report import study_view
+
+    rows = study_view(study).trials  # the report: the retry is the candidate's outcome, the dead run's trial no failure
+    assert killed not in [r["trial"] for r in rows] and [r["status"] for r in rows if r["trial"] == retry.number] == ["ok"]
