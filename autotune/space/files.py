@@ -90,8 +90,6 @@ def _checked_value(origin: str, knob: str, value):
 
 
 def _knob_values(data: dict, knob: str, origin: str) -> tuple:
-    if knob not in data:
-        raise ConfigError(f"space file {origin}: '{knob}' is missing; list its values, see search_spaces/default.toml")
     values = data[knob]
     if not isinstance(values, list) or not values:
         raise ConfigError(
@@ -120,6 +118,8 @@ def load_space(path: str | Path | None = None, nodes: tuple[int, ...] | None = N
     unknown = set(data) - set(KNOBS)
     if unknown:
         raise ConfigError(f"space file {path}: unknown key(s) {', '.join(sorted(unknown))}; see search_spaces/default.toml")
+    # What the file lists is checked first: a wrong value is what its writer looks at.
+    listed = {knob: _knob_values(data, knob, str(path)) for knob in KNOBS if knob in data}
     missing = [knob for knob in KNOBS if knob not in data and knob != "nodes" and knob not in _DEVICE_KNOBS]
     if missing:
         # Explicit on purpose: a study's space is what its file says, not a mix with defaults that may change.
@@ -128,15 +128,4 @@ def load_space(path: str | Path | None = None, nodes: tuple[int, ...] | None = N
                           "narrow the lists you want to narrow")
     if nodes is None and "nodes" not in data:
         raise ConfigError(f"space file {path} lists no 'nodes' and --nodes was not given; pass --nodes N")
-    listed_nodes = _knob_values(data, "nodes", str(path)) if "nodes" in data else None  # checked even where --nodes wins
-    nodes = nodes or listed_nodes
-    return SearchSpace(
-        zero_stage=_knob_values(data, "zero_stage", str(path)),
-        optimizer_offload=_knob_values(data, "optimizer_offload", str(path)),
-        activation_checkpointing=_knob_values(data, "activation_checkpointing", str(path)),
-        sp_degree=_knob_values(data, "sp_degree", str(path)),
-        micro_batch=_knob_values(data, "micro_batch", str(path)),
-        nodes=tuple(nodes),
-        **{knob: _knob_values(data, knob, str(path)) for knob in _DEVICE_KNOBS if knob in data},
-        source=str(path),
-    )
+    return SearchSpace(**{**listed, "nodes": tuple(nodes or listed["nodes"])}, source=str(path))
