@@ -63,8 +63,36 @@ def _refuse_memory_sqlite(url: str) -> None:
         )
 
 
-def _open_storage(url: str, heartbeat: bool = False):
+def _sqlite_file(url: str) -> Path | None:
+    """The file of an SQLite URL (relative to the working directory, as SQLAlchemy reads it); None for other URLs."""
+    import sqlalchemy
+
+    try:
+        parsed = sqlalchemy.engine.make_url(url)
+    except Exception:  # noqa: BLE001 - not a URL: RDBStorage says so
+        return None
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(parsed.database)
+
+
+def _check_sqlite_file(url: str, must_exist: bool) -> None:
+    """SQLite creates a missing file on connect (a mistyped URL given to `report` became an empty database) and
+    says only "unable to open database file" for a missing directory: both named here."""
+    path = _sqlite_file(url)
+    if path is None:
+        return
+    if must_exist and not path.is_file():
+        raise UserError(f"--storage {url!r}: there is no database at {path.resolve()}; pass the URL the run used "
+                        "(a relative sqlite:///PATH is read from the current directory)")
+    if not path.parent.is_dir():
+        raise UserError(f"--storage {url!r}: the directory {path.parent.resolve()} does not exist; create it or name a "
+                        "file in an existing one")
+
+
+def _open_storage(url: str, heartbeat: bool = False, must_exist: bool = False):
     _refuse_memory_sqlite(url)
+    _check_sqlite_file(url, must_exist)
     with warnings.catch_warnings():
         # Optuna 5.0 marks heartbeats experimental; the user needs no warning about our choice.
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
@@ -87,8 +115,9 @@ def _open_storage(url: str, heartbeat: bool = False):
                     continue
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 raise UserError(
-                    f"cannot open study storage {url!r} ({first}); check the URL, the server and its driver, "
-                    "or leave out --storage to use RUN_DIR/study.db"
+                    f"cannot open study storage {url!r} ({first}); check the URL (a database URL as Optuna's RDBStorage "
+                    "takes: sqlite:///PATH, postgresql://USER@HOST/DB), the server and its driver, or leave out "
+                    "--storage to use RUN_DIR/study.db"
                 ) from None
 
 
@@ -173,10 +202,16 @@ def open_study(
         directions=["minimize"] * objectives,
         load_if_exists=True,
     )
+    # What a new study goes to instead: in a shared database, another name; else another directory.
+    elsewhere = f"--study-name NEW (a name no study in {storage} has)" if storage else "--out NEW_DIR"
+    if study.trials and "settings" not in study.user_attrs:  # autotune sets it before its first trial
+        # Checked before anything is written to it: it is somebody else's study.
+        raise UserError(f"the study {study_name!r} in {storage or run_dir} was not made by autotune ({len(study.trials)} "
+                        f"trial(s) of parameters {', '.join(sorted(study.trials[0].params)) or 'none'}); pass {elsewhere}")
     if len(study.directions) != objectives:  # load_if_exists keeps the stored directions silently
         raise UserError(
             f"the study in {storage or run_dir} has {len(study.directions)} objective(s), this run asks for "
-            f"{objectives}; repeat its --objectives or pass --out NEW_DIR"
+            f"{objectives}; repeat its --objectives or pass {elsewhere}"
         )
     if study.metric_names is None:
         with warnings.catch_warnings():
@@ -195,9 +230,13 @@ def load_finished_study(run_dir: Path, storage: str | None = None, study_name: s
         raise UserError(
             f"{run_dir} is not a run directory (no study.db); pass the --out directory of an `autotune run`"
         )
-    rdb = _open_storage(storage_url(run_dir, storage))
+    rdb = _open_storage(storage_url(run_dir, storage), must_exist=True)
     try:
-        return optuna.load_study(study_name=study_name, storage=rdb)
+        study = optuna.load_study(study_name=study_name, storage=rdb)
+        if study.trials and "settings" not in study.user_attrs:
+            raise UserError(f"the study {study_name!r} in {storage or run_dir} was not made by autotune; pass the "
+                            "--study-name of an autotune study (autotune report reads only those)")
+        return study
     except KeyError:
         names = optuna.get_all_study_names(storage=rdb)
         if storage is None and study_name == STUDY_NAME and len(names) == 1:

@@ -53,13 +53,52 @@ def test_two_workers_never_pop_one_queued_trial_both(tmp_path):
     died on "Cannot tell a COMPLETE trial" (the baseline is queued so; optuna/optuna#4621)."""
     for round_ in range(ROUNDS):
         run_dir = tmp_path / f"run{round_}"
-        open_study(run_dir, None, None).enqueue_trial({"x": 1})
+        study = open_study(run_dir, None, None)
+        study.set_user_attr("settings", {})  # what autotune's own studies hold before their first trial
+        study.enqueue_trial({"x": 1})
         assert _two_workers_at_once(_ask_when_both_ready, run_dir) == [0, 1], f"round {round_}: both ran trial 0"
 
 
 def test_a_storage_that_cannot_be_opened_is_one_line_naming_the_url(tmp_path):
-    with pytest.raises(UserError, match=r"cannot open study storage 'sqlite:////nonexistent-dir/x.db'"):
+    with pytest.raises(UserError, match=r"--storage 'sqlite:////nonexistent-dir/x.db': the directory /nonexistent-dir does not exist"):
         open_study(tmp_path, "sqlite:////nonexistent-dir/x.db", None)
+    with pytest.raises(UserError, match=r"cannot open study storage 'journal.log' \(Could not parse .*sqlite:///PATH, postgresql://"):
+        open_study(tmp_path, "journal.log", None)
+
+
+def test_reading_a_storage_creates_no_database_where_the_url_is_wrong(tmp_path):
+    from autotune.study.storage import load_finished_study
+
+    url = f"sqlite:///{tmp_path / 'typo.db'}"
+    with pytest.raises(UserError, match=f"there is no database at {tmp_path / 'typo.db'}; pass the URL the run used"):
+        load_finished_study(tmp_path, url)
+    assert not (tmp_path / "typo.db").exists()
+
+
+def test_somebody_else_s_optuna_study_of_the_same_name_is_refused_and_left_as_it_was(tmp_path):
+    """`autotune` is the default name, so a shared database may hold another tool's study under it."""
+    import optuna
+
+    from autotune.study.storage import load_finished_study
+
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    theirs = optuna.create_study(study_name="autotune", storage=url)
+    theirs.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=2)
+    with pytest.raises(UserError, match=r"the study 'autotune' in .*shared.db was not made by autotune \(2 trial\(s\) of "
+                                        r"parameters x\); pass --study-name NEW"):
+        open_study(tmp_path / "run", url, None)
+    with pytest.raises(UserError, match="was not made by autotune; pass the --study-name of an autotune study"):
+        load_finished_study(tmp_path / "run", url)
+    again = optuna.load_study(study_name="autotune", storage=url)
+    assert len(again.trials) == 2 and again.user_attrs == {} and again.metric_names is None  # nothing written
+
+
+def test_other_objectives_in_a_shared_storage_ask_for_another_study_name(tmp_path):
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    open_study(tmp_path / "a", url, None, objectives=2)
+    with pytest.raises(UserError, match=r"has 2 objective\(s\), this run asks for 1; repeat its --objectives or pass "
+                                        r"--study-name NEW"):
+        open_study(tmp_path / "b", url, None, objectives=1)
 
 
 @pytest.mark.parametrize("url", ["sqlite://", "sqlite:///", "sqlite:///:memory:", "sqlite+pysqlite:///"])
