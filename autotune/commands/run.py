@@ -184,10 +184,6 @@ def _resume(study, settings, backend, args: argparse.Namespace, run_dir: Path, c
                       "trial table); to rank them, start a new study with --allow-estimated-energy (--out NEW_DIR)[/]")
 
 
-def _raise_interrupt(signum, frame):
-    raise Terminated  # SIGTERM (scancel, kill) stops a run like Ctrl-C: the probe is killed, trials kept
-
-
 def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
@@ -200,7 +196,7 @@ def _run(args: argparse.Namespace) -> int:
     from autotune.study import open_study
     from autotune.study.storage import sole_worker, storage_flags
     from autotune.study.loop import (
-        CONVERGED_ATTR, is_evaluated, make_sampler, node_counts_without_candidates, probes_running_elsewhere, run_study,
+        CONVERGED_ATTR, Interrupts, is_evaluated, make_sampler, node_counts_without_candidates, probes_running_elsewhere, run_study,
         valid_checks,
     )
 
@@ -237,17 +233,21 @@ def _run(args: argparse.Namespace) -> int:
     study.set_user_attr("backend", {"name": backend.name, "reason": getattr(backend, "reason", ""),
                                     "probe_settings": backend.probe_settings()})
     study.set_user_attr("sampler", args.sampler)
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         done = sum(is_evaluated(t) for t in study.get_trials(deepcopy=False))
         total = min(args.trials, sum(c.valid for c in checks))  # the loop stops when the space runs out
-        with sole_worker(run_dir, args.storage) as alone, trial_progress(console, total, done) as progress:
+        # SIGTERM (scancel, kill) stops a run like Ctrl-C: the probe is killed, trials kept.
+        with (Interrupts().install({signal.SIGINT: KeyboardInterrupt, signal.SIGTERM: Terminated}) as interrupts,
+              sole_worker(run_dir, args.storage) as alone, trial_progress(console, total, done) as progress):
             run_study(
                 study, settings, backend, args.trials, progress, checks, args.objectives,
-                shared_storage=not alone, accept_estimated_energy=args.allow_estimated_energy,
+                shared_storage=not alone, accept_estimated_energy=args.allow_estimated_energy, interrupts=interrupts,
             )
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    except KeyboardInterrupt:
+        # The reports are written when a run ends, not after each trial: say whose they are.
+        again = f"autotune report {run_dir}" + storage_flags(args.storage, args.study_name)
+        console.print(f"the reports in {run_dir} are not this run's: `{again}` writes them for every finished trial")
+        raise
     converged = study.user_attrs.get(CONVERGED_ATTR)
     if converged:
         console.print(f"converged after {converged['probes']} probes: {STOP_RULE_SUMMARY}")

@@ -24,6 +24,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -223,12 +225,68 @@ def _objective_values(result: ProbeResult, objectives: tuple[str, ...]) -> list[
     return None if any(v is None for v in values) else [float(v) for v in values]
 
 
+class Interrupts:
+    """Where Ctrl-C (SIGINT) and SIGTERM stop a study. During a probe, at once: the backend kills the probe
+    and the trial is retried on resume. Anywhere else, at the end of the trial being recorded: a
+    KeyboardInterrupt inside Optuna's own bookkeeping (its tell after each trial) left it with an
+    UnboundLocalError of its own, a traceback and exit status 1 instead of 130 (a simulated study spends
+    most of its time there). `install` sets the handlers for the block; run_study raises what is pending
+    once `study.optimize` has returned. Main thread only, as signal handlers are."""
+
+    def __init__(self):
+        self.pending: BaseException | None = None
+        self._study: optuna.Study | None = None
+        self._probing = False
+
+    @contextlib.contextmanager
+    def install(self, signals: dict):
+        """signals: {signal number: the KeyboardInterrupt subclass it raises}."""
+        previous = {signum: signal.signal(signum, self._handler(kind)) for signum, kind in signals.items()}
+        try:
+            yield self
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+    def _handler(self, kind):
+        def handle(signum, frame):
+            if self._probing or self._study is None:
+                raise kind()
+            try:
+                self._study.stop()  # no new trial starts; this one is recorded whole
+            except RuntimeError:  # not inside optimize (before the first trial or after the last): nothing to spoil
+                raise kind() from None
+            self.pending = self.pending or kind()
+        return handle
+
+    @contextlib.contextmanager
+    def probing(self):
+        if self.pending is not None:
+            raise self.pending
+        self._probing = True
+        try:
+            yield
+        finally:
+            self._probing = False
+
+    @contextlib.contextmanager
+    def study(self, study: optuna.Study):
+        self._study = study
+        try:
+            yield
+        finally:
+            self._study = None
+        if self.pending is not None:
+            raise self.pending
+
+
 class _Objective:
     """The function `study.optimize` calls once per proposal."""
 
-    def __init__(self, settings, backend, objectives, progress, choices, accept_estimated_energy, n_trials):
+    def __init__(self, settings, backend, objectives, progress, choices, accept_estimated_energy, n_trials, interrupts):
         self.settings, self.backend, self.objectives, self.progress = settings, backend, objectives, progress
         self.choices, self.accept_estimated_energy, self.n_trials = choices, accept_estimated_energy, n_trials
+        self.interrupts = interrupts
 
     def __call__(self, trial: optuna.Trial):
         params = _suggest(trial, self.choices)
@@ -252,7 +310,8 @@ class _Objective:
             raise ProbeFailed(f"not probed: the --trials budget of {self.n_trials} is held by probes running on other workers")
         saved = _saved_result(trial)
         try:
-            result = ProbeResult(**saved) if saved is not None else self.backend.evaluate(candidate, trial.number)
+            with self.interrupts.probing():
+                result = ProbeResult(**saved) if saved is not None else self.backend.evaluate(candidate, trial.number)
         except KeyboardInterrupt:
             trial.set_user_attr("interrupted", True)  # retried when the study resumes
             raise
@@ -460,6 +519,7 @@ def run_study(
     shared_storage: bool = False,
     accept_estimated_energy: bool = True,
     early_stop: bool = True,
+    interrupts: Interrupts | None = None,
 ) -> int:
     """Evaluate candidates until the study holds n_trials evaluated ones; returns how many ran now."""
     progress = progress or StudyProgress()
@@ -489,11 +549,14 @@ def run_study(
     study.sampler = unique_candidates(study.sampler, choices, [c.candidate.knobs.to_dict() for c in checks if c.valid])
     finished = {t.number for t in study.get_trials(deepcopy=False) if t.state.is_finished()}
     stop = _StopWhenDone(n_trials, valid_total, len(study.trials) + MAX_PROPOSALS_PER_TRIAL * n_trials, early_stop, finished)
-    study.optimize(
-        _Objective(settings, backend, OBJECTIVES[objectives], progress, choices, accept_estimated_energy, n_trials),
-        catch=(ProbeFailed,),
-        callbacks=[stop],
-    )
+    interrupts = interrupts or Interrupts()  # without install(): no handler of ours, Python's own
+    with interrupts.study(study):
+        study.optimize(
+            _Objective(settings, backend, OBJECTIVES[objectives], progress, choices, accept_estimated_energy, n_trials,
+                       interrupts),
+            catch=(ProbeFailed,),
+            callbacks=[stop],
+        )
     if stop.failing is not None:
         raise stop.failing
     return len([t for t in study.get_trials(deepcopy=False) if is_evaluated(t)]) - before

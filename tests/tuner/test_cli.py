@@ -268,11 +268,13 @@ def test_a_run_stopped_by_sigterm_exits_143():
     code = (
         "import os, signal, time\n"
         "from autotune import cli\n"
-        "from autotune.commands import run, space\n"
+        "from autotune.commands import space\n"
+        "from autotune.errors import Terminated\n"
+        "from autotune.study.loop import Interrupts\n"
         "def terminated(args):\n"
-        "    signal.signal(signal.SIGTERM, run._raise_interrupt)  # as `autotune run` does around its study\n"
-        "    os.kill(os.getpid(), signal.SIGTERM)\n"
-        "    time.sleep(60)\n"
+        "    with Interrupts().install({signal.SIGTERM: Terminated}):  # as `autotune run` does around its study\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "        time.sleep(60)\n"
         "space._run = terminated\n"
         "import sys\n"
         "sys.argv = ['autotune', 'space', '--model', '7b', '--nodes', '1']\n"
@@ -281,6 +283,30 @@ def test_a_run_stopped_by_sigterm_exits_143():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 143, result.stderr
     assert "completed trials are kept" in result.stderr
+
+
+def test_a_run_stopped_by_ctrl_c_says_how_to_bring_its_reports_up_to_date(tmp_path):
+    """The reports are written when a run ends: after Ctrl-C those in the run directory are an earlier run's."""
+    import signal
+
+    process = subprocess.Popen([sys.executable, "-m", "autotune.cli", "run", "--model", "7b", "--nodes", "1-8",
+                                "--sampler", "random", "--trials", "1000", "--out", str(tmp_path / "run")],
+                               stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    said = []
+    try:
+        for line in process.stderr:  # not a terminal: one line per finished trial
+            said.append(line)
+            if line.startswith("trial "):
+                process.send_signal(signal.SIGINT)
+                break
+        said += process.stderr.readlines()
+        assert process.wait(timeout=60) == 130
+    finally:
+        process.kill()
+    text = " ".join("".join(said).split())
+    assert (f"the reports in {tmp_path / 'run'} are not this run's: `autotune report {tmp_path / 'run'}` writes them for "
+            "every finished trial") in text
+    assert "completed trials are kept" in text
 
 
 def test_launch_options_given_to_a_backend_that_starts_no_probe_are_said(tmp_path):
