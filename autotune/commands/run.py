@@ -17,7 +17,11 @@ from autotune.study.stop_rule import STOP_RULE_SUMMARY, stop_rule_help
 from autotune.study.storage import STUDY_NAME
 
 
+NSGA2_POPULATION = 50  # optuna.samplers.NSGAIISampler's default population_size, which make_sampler keeps
+
 # The options only the launch backend reads, and their defaults: one given to another backend is said.
+NSGA2_POPULATION = 50  # optuna.samplers.NSGAIISampler's default population_size, which make_sampler keeps
+
 # The options only the launch backend reads, by their argparse names, with the defaults LaunchBackend has.
 LAUNCH_ONLY = {"launcher": DEFAULT_LAUNCHER,
                **{flag[2:].replace("-", "_"): default for flag, default, _ in PROBE_OPTIONS.values()}}
@@ -213,6 +217,9 @@ def _run(args: argparse.Namespace) -> int:
     ignored = ignored_launch_options(args, backend.name)
     if ignored:
         console.print(f"[yellow]warning: {ignored}[/]")
+    if args.sampler == "nsga2" and args.trials <= NSGA2_POPULATION:
+        console.print(f"[yellow]warning: NSGA-II draws its first generation ({NSGA2_POPULATION} trials) at random: with "
+                      f"--trials {args.trials} it is --sampler random[/]")
     checks = valid_checks(settings)
     for line in node_counts_without_candidates(checks):
         console.print(f"[yellow]warning: {line}[/]")

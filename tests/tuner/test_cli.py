@@ -319,3 +319,19 @@ def test_launch_options_given_to_a_backend_that_starts_no_probe_are_said(tmp_pat
             in " ".join(done.stderr.split()))
     plain = autotune("run", "--model", "7b", "--nodes", "1", "--trials", "2", "--backend", "simulate", "--out", tmp_path / "p")
     assert plain.returncode == 0 and "read only by --backend launch" not in plain.stderr
+
+
+def test_nsga2_within_its_first_generation_is_said_to_be_random_sampling(tmp_path):
+    import inspect
+
+    import optuna
+
+    from autotune.commands.run import NSGA2_POPULATION
+
+    assert inspect.signature(optuna.samplers.NSGAIISampler).parameters["population_size"].default == NSGA2_POPULATION
+    done = autotune("run", "--model", "7b", "--nodes", "1", "--sampler", "nsga2", "--trials", "3", "--out", tmp_path / "a")
+    assert done.returncode == 0, done.stderr
+    assert ("warning: NSGA-II draws its first generation (50 trials) at random: with --trials 3 it is --sampler random"
+            in " ".join(done.stderr.split()))
+    done = autotune("run", "--model", "7b", "--nodes", "1", "--sampler", "tpe", "--trials", "3", "--out", tmp_path / "b")
+    assert "NSGA-II" not in done.stderr
