@@ -19,10 +19,8 @@ from autotune.study.storage import STUDY_NAME
 
 NSGA2_POPULATION = 50  # optuna.samplers.NSGAIISampler's default population_size, which make_sampler keeps
 
-# The options only the launch backend reads, and their defaults: one given to another backend is said.
-NSGA2_POPULATION = 50  # optuna.samplers.NSGAIISampler's default population_size, which make_sampler keeps
-
-# The options only the launch backend reads, by their argparse names, with the defaults LaunchBackend has.
+# The options only the launch backend reads (argparse names), with LaunchBackend's defaults: one given to
+# another backend is said.
 LAUNCH_ONLY = {"launcher": DEFAULT_LAUNCHER,
                **{flag[2:].replace("-", "_"): default for flag, default, _ in PROBE_OPTIONS.values()}}
 

@@ -47,41 +47,25 @@ def _lost_schema_race(exc: Exception) -> bool:
     return any(message in str(exc).lower() for message in _SCHEMA_RACE_MESSAGES)
 
 
-def _refuse_memory_sqlite(url: str) -> None:
-    """An in-memory SQLite URL (sqlite://, sqlite:///, sqlite:///:memory:) keeps the study only while a
-    connection lives: Optuna's tables vanish between connections, and every probe with them."""
+def _check_sqlite(url: str, must_exist: bool) -> None:
+    """What SQLite would not say in a line of its own. An in-memory URL (sqlite://, sqlite:///, :memory:) keeps
+    the study only while a connection lives: Optuna's tables vanish between connections, every probe with
+    them. A missing file is created on connect (a mistyped URL given to `report` became an empty database).
+    A missing directory is only "unable to open database file"."""
     import sqlalchemy
 
     try:
         parsed = sqlalchemy.engine.make_url(url)
     except Exception:  # noqa: BLE001 - not a URL at all: RDBStorage says so in its own words below
         return
-    if parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:"):
+    if parsed.get_backend_name() != "sqlite":
+        return
+    if parsed.database in (None, "", ":memory:"):
         raise UserError(
             f"--storage {url!r} is an in-memory SQLite database: the study and its probes would be lost; name a file "
             "(sqlite:///runs/study.db) or leave out --storage to use RUN_DIR/study.db"
         )
-
-
-def _sqlite_file(url: str) -> Path | None:
-    """The file of an SQLite URL (relative to the working directory, as SQLAlchemy reads it); None for other URLs."""
-    import sqlalchemy
-
-    try:
-        parsed = sqlalchemy.engine.make_url(url)
-    except Exception:  # noqa: BLE001 - not a URL: RDBStorage says so
-        return None
-    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
-        return None
-    return Path(parsed.database)
-
-
-def _check_sqlite_file(url: str, must_exist: bool) -> None:
-    """SQLite creates a missing file on connect (a mistyped URL given to `report` became an empty database) and
-    says only "unable to open database file" for a missing directory: both named here."""
-    path = _sqlite_file(url)
-    if path is None:
-        return
+    path = Path(parsed.database)  # relative to the working directory, as SQLAlchemy reads it
     if must_exist and not path.is_file():
         raise UserError(f"--storage {url!r}: there is no database at {path.resolve()}; pass the URL the run used "
                         "(a relative sqlite:///PATH is read from the current directory)")
@@ -91,8 +75,7 @@ def _check_sqlite_file(url: str, must_exist: bool) -> None:
 
 
 def _open_storage(url: str, heartbeat: bool = False, must_exist: bool = False):
-    _refuse_memory_sqlite(url)
-    _check_sqlite_file(url, must_exist)
+    _check_sqlite(url, must_exist)
     with warnings.catch_warnings():
         # Optuna 5.0 marks heartbeats experimental; the user needs no warning about our choice.
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
