@@ -10,6 +10,7 @@ from optuna.trial import TrialState
 from autotune.flops import flops_per_sample
 from autotune.report.front import Point, pareto_front, recommendations
 from autotune.report.picks import DEFAULT_ETA, DEFAULT_MAX_SLOWDOWN, PickParameters, max_power_per_gpu_w
+from autotune.study.loop import killed_after_probe
 from autotune.study.settings import StudySettings
 from autotune.study.unique import OVER_BUDGET_ATTR
 
@@ -39,7 +40,7 @@ def _status(t: optuna.trial.FrozenTrial) -> str:
     if t.state == TrialState.PRUNED and "reason" in t.user_attrs:
         return "invalid"
     if t.user_attrs.get("interrupted"):
-        return "interrupted"  # Ctrl-C or SIGTERM stopped its probe; the next run probed it again
+        return "interrupted"  # Ctrl-C or SIGTERM stopped its probe; the next run probed it again (also: killed outright)
     if t.state == TrialState.FAIL and result.get("status") == "ok":
         return "failed"  # it ran, but cannot be ranked (its reason says why: estimated energy, no figure)
     return result.get("status") or ("ok" if t.state == TrialState.COMPLETE else t.state.name.lower())
@@ -50,19 +51,20 @@ def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, 
     settings = StudySettings.from_dict(study.user_attrs["settings"])
     rows, points, baseline_trial = [], [], None
     trials = study.get_trials(deepcopy=False)
-    # A trial a stopped run left unfinished is no outcome of its candidate: its retry holds that.
+    # Trials a stopped run left unfinished (killed outright, or Ctrl-C): each was probed again.
     retried = set(study.user_attrs.get("retried_trials", [])) | {t.system_attrs["failed_trial"] for t in trials
                                                                  if "failed_trial" in t.system_attrs}
     for t in trials:
         if ("duplicate_of" in t.user_attrs or OVER_BUDGET_ATTR in t.user_attrs or t.state == TrialState.RUNNING
-                or "candidate" not in t.user_attrs or t.number in retried):
+                or "candidate" not in t.user_attrs or killed_after_probe(t)):  # the last: its retry holds its result
             continue
         result = t.user_attrs.get("result") or {}
         params = t.user_attrs["candidate"]["knobs"]
         if t.user_attrs.get("baseline"):
             baseline_trial = t.number
         candidate = settings.candidate(params)
-        row = {"trial": t.number, "params": params, "status": _status(t), "reason": t.user_attrs.get("reason") or result.get("error")}
+        status = "interrupted" if t.number in retried else _status(t)
+        row = {"trial": t.number, "params": params, "status": status, "reason": t.user_attrs.get("reason") or result.get("error")}
         row.update({k: result.get(k) for k in ("time_s", "energy_kj", "tflops", "peak_mem_gib", "source", "energy_source")})
         row.update({"gpus": candidate.gpus, "details": result.get("details") or {}})
         rows.append(row)

@@ -130,5 +130,6 @@ def test_a_probe_whose_run_died_before_recording_it_is_neither_lost_nor_run_agai
     assert len(evaluated_trials(study)) == 6  # the budget counts the probe once
     from autotune.report import study_view
 
-    rows = study_view(study).trials  # the report: the retry is the candidate's outcome, the dead run's trial no failure
+    rows = study_view(study).trials  # the report: the retry is the candidate's outcome, the dead run's trial not a second one
     assert killed not in [r["trial"] for r in rows] and [r["status"] for r in rows if r["trial"] == retry.number] == ["ok"]
+    assert "fail" not in [r["status"] for r in rows]
