@@ -53,7 +53,7 @@ def probes_first_node(launcher: str, hostfile: Path | None, environ: dict[str, s
     if launcher == "torchrun":
         return None
     if hostfile is not None and launcher in ("deepspeed", "auto"):
-        first = next(iter(read_hostfile(hostfile)))
+        first = next(iter(read_hostfile(hostfile)))  # named as well as compared: what the ssh question goes to
         return None if is_this_machine(first, environ) else (first, "ssh")
     if launcher in ("srun", "auto"):
         first = allocation_first_node_elsewhere(environ)
@@ -134,7 +134,7 @@ def _answer(host: str, how: str, stdout: str) -> NodeAnswer:
         sources = report["sources"]
         available = tuple(dict.fromkeys(str(s["kind"]) for s in sources if s["available"] is True))
         settable, reason = report["device_settings_settable"], report["device_settings_reason"]
-    except (ValueError, KeyError, TypeError):
+    except (KeyError, TypeError):  # no JSON (None), or not the document sensors --json prints
         raise unexpected from None
     if not isinstance(settable, bool) or not isinstance(reason, str) or not isinstance(sources, list):
         raise unexpected

@@ -87,7 +87,7 @@ class LaunchBackend(Backend):
         # DeepSpeed's runner then trains "with local resources only" (one warning in the log).
         self.hostfile = Path(hostfile).resolve() if hostfile is not None else None
         self.env = {k: str(v) for k, v in (env or {}).items()}
-        check_launcher_settings(launcher, self.hostfile, {**os.environ, **self.env})
+        check_launcher_settings(launcher, self.hostfile, self._environ())
         self.launcher = launcher
         self.probe_timeout_s = probe_timeout_s
         self.warmup_steps, self.probe_steps, self.probe_seconds = warmup_steps, probe_steps, probe_seconds
@@ -105,13 +105,17 @@ class LaunchBackend(Backend):
         self._devices = LocalDeviceSettings()  # power limits and clocks before the study, for dead probes
         self._first_node: NodeAnswer | None | bool = False  # False: not asked yet (first_node())
 
+    def _environ(self) -> dict[str, str]:
+        """What a probe starts with: this process's environment and the backend's `env` on top."""
+        return {**os.environ, **self.env}
+
     def trial_dir(self, trial_number: int) -> Path:
         return self.run_dir / "trials" / f"{trial_number:04d}"
 
     def first_node(self) -> NodeAnswer | None:
         """What the probes' first node has, asked there once, where it is not this machine; None where it is."""
         if self._first_node is False:
-            environ = {**os.environ, **self.env}
+            environ = self._environ()
             where = probes_first_node(self.launcher, self.hostfile, environ)
             self._first_node = None if where is None else ask_first_node(*where, python=self.python, env=self.env,
                                                                          environ=environ)
@@ -128,11 +132,11 @@ class LaunchBackend(Backend):
     def _probes_here(self) -> bool:
         """Whether the probes' first rank runs on this machine (names compared, nothing asked): only then can
         the tuner put back what a dead probe left on the GPUs."""
-        return probes_first_node(self.launcher, self.hostfile, {**os.environ, **self.env}) is None
+        return probes_first_node(self.launcher, self.hostfile, self._environ()) is None
 
     def sets_clock_itself(self) -> bool:
         """srun sets the clock itself (--gpu-freq, no privilege): true where every probe starts with srun."""
-        return self.launcher == "srun" or (self.launcher == "auto" and auto_launches_srun_only({**os.environ, **self.env}))
+        return self.launcher == "srun" or (self.launcher == "auto" and auto_launches_srun_only(self._environ()))
 
     def abort(self) -> None:
         """Kill the running probe's process group (if any); see the class docstring."""
@@ -147,7 +151,7 @@ class LaunchBackend(Backend):
         holds): each would be a failed probe spent from the budget, and three such first stop the study
         as a set-up fault. Whether a candidate can start depends on its node count alone (the GPUs per
         node are the study's), so one candidate per node count is asked."""
-        environ = {**os.environ, **self.env}
+        environ = self._environ()
         per_count = {}
         for check in checks:
             if check.valid:
@@ -169,7 +173,7 @@ class LaunchBackend(Backend):
         trial_dir = self.trial_dir(trial_number).resolve()
         log_path = trial_dir / "log.txt"
         self._prepare(trial_dir, candidate)
-        environ = {**os.environ, **self.env}
+        environ = self._environ()
         launcher = resolve_launcher(self.launcher, candidate, self.hostfile, environ)
         reason = unreachable_reason(launcher, candidate, self.hostfile, environ)
         if reason is not None:
@@ -248,7 +252,7 @@ class LaunchBackend(Backend):
     def _run_once(self, launcher: str, candidate: Candidate, trial_dir: Path, out: Path, repeat: str) -> dict | ProbeResult:
         """One probe start: its result.json as a dict when ok, else the ProbeResult saying why not."""
         log_path = trial_dir / "log.txt"
-        environ = {**os.environ, **self.env}
+        environ = self._environ()
         plan: LaunchPlan = build_plan(launcher, candidate, self._probe_args(trial_dir, out), python=self.python,
                                       hostfile=self.hostfile, environ=environ)
         if plan.launcher == "deepspeed" and self.env:

@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autotune.backends.hosts import allocation_first_node_elsewhere, is_this_machine
+from autotune.backends.probe_options import LAUNCHERS
 from autotune.candidate import SM_CLOCK_UNTOUCHED, Candidate
 from autotune.errors import UserError
 
-LAUNCHERS = ("auto", "torchrun", "deepspeed", "srun")
 _NVIDIA_SMI_TIMEOUT_S = 10.0
 
 
@@ -81,6 +81,11 @@ def read_hostfile(path: Path) -> dict[str, int]:
     if not hosts:
         raise UserError(f"hostfile {path} lists no host; {_HOSTFILE_FORMAT}")
     return hosts
+
+
+def first_host_here(hostfile: Path, environ: dict[str, str]) -> bool:
+    """Whether the hostfile's first host, where the deepspeed launcher starts rank 0, is this machine."""
+    return is_this_machine(next(iter(read_hostfile(hostfile))), environ)
 
 
 def check_hostfile(path: Path | None) -> None:
@@ -336,7 +341,7 @@ def build_plan(
     if launcher == "torchrun":
         return LaunchPlan("torchrun", probe_command("torchrun", candidate, probe_args, python=python))
     if launcher == "deepspeed":
-        one_host_here = is_this_machine(next(iter(read_hostfile(hostfile))), environ) if nodes == 1 else None
+        one_host_here = first_host_here(hostfile, environ) if nodes == 1 else None
         return LaunchPlan("deepspeed", probe_command("deepspeed", candidate, probe_args, python=python, hostfile=hostfile,
                                                      master_port=port, one_host_here=one_host_here))
     if launcher == "srun":

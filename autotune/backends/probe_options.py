@@ -16,6 +16,7 @@ PROBE_OPTIONS: dict[str, tuple[str, float | int, dict]] = {
     "probe_seconds": ("--probe-seconds", 0.0, {"low": 0, "high": MAX_PROBE_S}),
     "repeats": ("--repeats", 1, {"low": 1, "high": MAX_COUNT, "integer": True}),
 }
+LAUNCHERS = ("auto", "torchrun", "deepspeed", "srun")
 DEFAULT_LAUNCHER = "auto"
 
 

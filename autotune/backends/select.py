@@ -16,13 +16,12 @@ def check_device_matches_profile(hardware, hostfile: Path | None, environ: dict[
     hardware profile describes: CPU ranks under a GPU profile would be reported as that GPU's
     measured figures. Probes on other nodes (a hostfile of other hosts, a SLURM allocation) are checked
     by the probe itself on each rank (`trainer.engine.check_supported`)."""
-    from autotune.backends.hosts import is_this_machine
-    from autotune.backends.launchers import local_gpu_count, read_hostfile, slurm_nodes
+    from autotune.backends.launchers import first_host_here, local_gpu_count, slurm_nodes
 
     environ = dict(os.environ if environ is None else environ)
     if hardware is None or not hardware.cuda or slurm_nodes(environ) is not None:
         return
-    if hostfile is not None and not is_this_machine(next(iter(read_hostfile(hostfile))), environ):
+    if hostfile is not None and not first_host_here(hostfile, environ):
         return
     if local_gpu_count():
         check_gpu_memory_matches_profile(hardware)

@@ -7,7 +7,7 @@ import re
 import signal
 from pathlib import Path
 
-from autotune.backends.probe_options import DEFAULT_LAUNCHER, PROBE_OPTIONS, probe_bounds, probe_default
+from autotune.backends.probe_options import DEFAULT_LAUNCHER, LAUNCHERS, PROBE_OPTIONS, probe_bounds, probe_default
 from autotune.commands.flags import number_flag, path_flag, study_name_flag, text_flag, whole_number_flag
 from autotune.commands.options import add_study_options, build_settings, fill_from_allocation
 from autotune.commands.report import add_pick_options
@@ -79,7 +79,7 @@ def register(subparsers) -> None:
         "peak_mem_gib, source} (as `autotune export RUN_DIR --measurements FILE` writes), or the list "
         "`autotune space --simulate --json` prints; a candidate with no record fails",
     )
-    probe.add_argument("--launcher", choices=("auto", "torchrun", "deepspeed", "srun"), default=DEFAULT_LAUNCHER, help=f"how probes start (default: {DEFAULT_LAUNCHER})")
+    probe.add_argument("--launcher", choices=LAUNCHERS, default=DEFAULT_LAUNCHER, help=f"how probes start (default: {DEFAULT_LAUNCHER})")
     probe.add_argument("--hostfile", type=path_flag, help="DeepSpeed hostfile for multi-node probes")
     for option, text in (("probe_timeout_s", "seconds before a probe is killed"),
                          ("warmup_steps", "optimizer steps before the measured window"),
@@ -137,6 +137,13 @@ def keep_device_knobs_if_unsettable(settings, backend, console):
     return replace(settings, space=replace(space, **untouched))
 
 
+def _report_command(run_dir: Path, args: argparse.Namespace) -> str:
+    """The `autotune report` that shows this run's study, as messages suggest it."""
+    from autotune.study.storage import storage_flags
+
+    return f"autotune report {run_dir}" + storage_flags(args.storage, args.study_name)
+
+
 def _check_same_backend(study, backend, evaluated: list, where: str, again: str) -> None:
     """A study evaluated by one backend resumes only with it: a probe's measured seconds and the
     simulator's, or a replayed file's, are not figures of one front (the default `--backend auto`
@@ -160,11 +167,10 @@ def _resume(study, settings, backend, args: argparse.Namespace, run_dir: Path, c
     from rich.markup import escape
 
     from autotune.study.loop import is_evaluated, unranked_estimates
-    from autotune.study.storage import storage_flags
 
     where = args.storage or str(run_dir)
     evaluated = [t for t in study.get_trials(deepcopy=False) if is_evaluated(t)]
-    _check_same_backend(study, backend, evaluated, where, f"autotune report {run_dir}" + storage_flags(args.storage, args.study_name))
+    _check_same_backend(study, backend, evaluated, where, _report_command(run_dir, args))
     backend.check_resumed(evaluated)
     # A replayed estimate was made where it was measured: only simulated and launch-estimated figures use this profile.
     figures_use_profile = backend.name == "simulate" or (backend.name == "launch" and backend.estimated_energy_only() is not None)
@@ -196,7 +202,7 @@ def _run(args: argparse.Namespace) -> int:
     from autotune.commands.progress import trial_progress
     from autotune.commands.report import check_pick_options
     from autotune.study import open_study
-    from autotune.study.storage import sole_worker, storage_flags
+    from autotune.study.storage import sole_worker
     from autotune.study.loop import (
         CONVERGED_ATTR, Interrupts, is_evaluated, make_sampler, node_counts_without_candidates, probes_running_elsewhere, run_study,
         valid_checks,
@@ -250,7 +256,7 @@ def _run(args: argparse.Namespace) -> int:
             )
     except KeyboardInterrupt:
         # The reports are written when a run ends, not after each trial: say whose they are.
-        again = f"autotune report {run_dir}" + storage_flags(args.storage, args.study_name)
+        again = _report_command(run_dir, args)
         console.print(f"the reports in {run_dir} are not this run's: `{again}` writes them for every finished trial")
         raise
     converged = study.user_attrs.get(CONVERGED_ATTR)
@@ -258,7 +264,7 @@ def _run(args: argparse.Namespace) -> int:
         console.print(f"converged after {converged['probes']} probes: {STOP_RULE_SUMMARY}")
     elsewhere = probes_running_elsewhere(study)
     if elsewhere:
-        again = f"autotune report {run_dir}" + storage_flags(args.storage, args.study_name)
+        again = _report_command(run_dir, args)
         console.print(f"{elsewhere} probe(s) still running on other workers are not in this report; `{again}` once they finish")
     finish_run(study, run_dir, console, args.max_slowdown, args.eta, args.storage, args.study_name)
     return 0

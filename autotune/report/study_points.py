@@ -10,7 +10,7 @@ from optuna.trial import TrialState
 from autotune.flops import flops_per_sample
 from autotune.report.front import Point, pareto_front, recommendations
 from autotune.report.picks import DEFAULT_ETA, DEFAULT_MAX_SLOWDOWN, PickParameters, max_power_per_gpu_w
-from autotune.study.loop import killed_after_probe
+from autotune.study.loop import killed_after_probe, retried_trials
 from autotune.study.settings import StudySettings
 from autotune.study.unique import OVER_BUDGET_ATTR
 
@@ -40,7 +40,7 @@ def _status(t: optuna.trial.FrozenTrial) -> str:
     if t.state == TrialState.PRUNED and "reason" in t.user_attrs:
         return "invalid"
     if t.user_attrs.get("interrupted"):
-        return "interrupted"  # Ctrl-C or SIGTERM stopped its probe; the next run probed it again (also: killed outright)
+        return "interrupted"  # Ctrl-C or SIGTERM stopped its probe; the next run probed it again
     if t.state == TrialState.FAIL and result.get("status") == "ok":
         return "failed"  # it ran, but cannot be ranked (its reason says why: estimated energy, no figure)
     return result.get("status") or ("ok" if t.state == TrialState.COMPLETE else t.state.name.lower())
@@ -51,9 +51,7 @@ def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, 
     settings = StudySettings.from_dict(study.user_attrs["settings"])
     rows, points, baseline_trial = [], [], None
     trials = study.get_trials(deepcopy=False)
-    # Trials a stopped run left unfinished (killed outright, or Ctrl-C): each was probed again.
-    retried = set(study.user_attrs.get("retried_trials", [])) | {t.system_attrs["failed_trial"] for t in trials
-                                                                 if "failed_trial" in t.system_attrs}
+    retried = retried_trials(study, trials)  # left unfinished by a stopped run (killed outright, or Ctrl-C): probed again
     for t in trials:
         if ("duplicate_of" in t.user_attrs or OVER_BUDGET_ATTR in t.user_attrs or t.state == TrialState.RUNNING
                 or "candidate" not in t.user_attrs or killed_after_probe(t)):  # the last: its retry holds its result

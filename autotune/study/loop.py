@@ -482,14 +482,13 @@ def retry_interrupted(study: optuna.Study, include_running: bool = True) -> int:
     storage a RUNNING trial may be a live worker's, and Optuna's heartbeats retry the dead ones.
     """
     trials = study.get_trials(deepcopy=False)
-    # Ours, and those Optuna's heartbeat callback queued again itself (system attr "failed_trial").
-    retried = set(study.user_attrs.get("retried_trials", []))
-    by_heartbeat = {t.system_attrs["failed_trial"] for t in trials if "failed_trial" in t.system_attrs}
+    done_before = retried_trials(study, trials)
+    retried = set(study.user_attrs.get(RETRIED_ATTR, []))  # ours, kept in the study
     queued = 0
     for t in trials:
         running = include_running and t.state == TrialState.RUNNING
         unfinished = running or (t.state == TrialState.FAIL and (t.user_attrs.get("interrupted") or killed_after_probe(t)))
-        if not unfinished or t.number in retried or t.number in by_heartbeat:
+        if not unfinished or t.number in done_before:
             continue
         if t.state == TrialState.RUNNING:
             # Public API: tell() finishes a RUNNING trial by number. A run killed between creating a
@@ -504,8 +503,18 @@ def retry_interrupted(study: optuna.Study, include_running: bool = True) -> int:
         retried.add(t.number)
         queued += 1
     if queued:
-        study.set_user_attr("retried_trials", sorted(retried))
+        study.set_user_attr(RETRIED_ATTR, sorted(retried))
     return queued
+
+
+RETRIED_ATTR = "retried_trials"
+
+
+def retried_trials(study: optuna.Study, trials: list) -> set[int]:
+    """The trials a stopped run left unfinished that were queued again: by retry_interrupted (the study's
+    RETRIED_ATTR), or by Optuna's heartbeat callback itself (the retry's system attr `failed_trial`)."""
+    return set(study.user_attrs.get(RETRIED_ATTR, [])) | {t.system_attrs["failed_trial"] for t in trials
+                                                          if "failed_trial" in t.system_attrs}
 
 
 def run_study(
