@@ -369,6 +369,8 @@ class _Objective:
 def _saved_result(trial: optuna.Trial) -> dict | None:
     """The result a killed run stored for the trial this one retries (killed_after_probe), or None. The
     retries are ours (`retry_of`) or those of Optuna's heartbeat callback (system attr `failed_trial`)."""
+    if "retry_of" not in trial.user_attrs and "result" not in trial.user_attrs:
+        return None  # a first attempt (Optuna's retry copies the failed trial's user attrs, its result among them)
     trials = trial.study.get_trials(deepcopy=False)
     # failed_trial first: Optuna's retry copies the user attrs, an older retry_of among them.
     retried = trials[trial.number].system_attrs.get("failed_trial", trial.user_attrs.get("retry_of"))
