@@ -7,6 +7,7 @@ already holds, so nothing measured is lost and the fix is to clear the way and w
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -26,7 +27,8 @@ def write_text_atomic(path: Path, text: str, mode: int | None = None) -> Path:
             tmp.chmod(mode)
         tmp.replace(path)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # a read-only file system refuses the clean-up too
+            tmp.unlink(missing_ok=True)
         raise UserError(f"cannot write {path} ({exc.strerror or exc}); move what is in its way or choose another path, "
                         "and run the command again (what the study measured is kept in its database)") from None
     except BaseException:

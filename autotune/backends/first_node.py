@@ -9,7 +9,8 @@ autotune/backends/hosts.py), the tuner asks the node itself, the way the launche
 - a SLURM allocation: one one-task srun step on the allocation's first node, with the job's GPUs.
 The answer decides what the tuner would otherwise judge by this machine: whether energy can be
 measured (else it would refuse an energy objective a sensor there could serve, or accept estimates
-without a word) and whether the power limit may be searched. Nodes are taken to be alike, as a
+without a word), whether the power limit may be searched, and whether the hardware profile's GPU is
+the node's (backends/select.py). Nodes are taken to be alike, as a
 study's figures already do. Asked once per study, before it opens; no answer is one line naming the
 node and the fix, since every probe would fail the same way.
 """
@@ -40,6 +41,7 @@ class NodeAnswer:
     energy_sources: tuple[str, ...]  # kinds of the sources available there (nvml, hwmon, rapl), each once
     settable: bool  # power limits and clocks
     settable_reason: str
+    gpu_models: tuple[tuple[str, float], ...] | None = None  # (name, GiB) per GPU nvidia-smi lists; None: not said
 
     @property
     def where(self) -> str:
@@ -138,5 +140,14 @@ def _answer(host: str, how: str, stdout: str) -> NodeAnswer:
         raise unexpected from None
     if not isinstance(settable, bool) or not isinstance(reason, str) or not isinstance(sources, list):
         raise unexpected
-    return NodeAnswer(host, how, available, settable, reason)
+    return NodeAnswer(host, how, available, settable, reason, _gpu_models(report.get("gpus")))
+
+
+def _gpu_models(gpus) -> tuple[tuple[str, float], ...] | None:
+    """(name, GiB) of each GPU the node listed; None where its answer does not say (no claim is made)."""
+    try:
+        models = tuple((str(g["name"]), float(g["memory_gib"])) for g in gpus)
+    except (KeyError, TypeError, ValueError):
+        return None
+    return models if all(0 < gib < float("inf") for _, gib in models) else None
 

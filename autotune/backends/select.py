@@ -11,20 +11,32 @@ from autotune.backends.simulate import SimulateBackend
 from autotune.errors import UserError
 
 
-def check_device_matches_profile(hardware, hostfile: Path | None, environ: dict[str, str] | None = None) -> None:
-    """Refuse, before the first probe, probes that would run on this machine without the device the
-    hardware profile describes: CPU ranks under a GPU profile would be reported as that GPU's
-    measured figures. Probes on other nodes (a hostfile of other hosts, a SLURM allocation) are checked
-    by the probe itself on each rank (`trainer.engine.check_supported`)."""
-    from autotune.backends.launchers import first_host_here, local_gpu_count, slurm_nodes
+def check_device_matches_profile(hardware, first_node=None, environ: dict[str, str] | None = None) -> None:
+    """Refuse, before the first probe, a hardware profile the probes' GPUs do not match: CPU ranks under a
+    GPU profile would be reported as that GPU's measured figures, and a profile with more GPU memory than
+    the GPUs would pass candidates that run out of memory. Judged where the probes' first rank runs:
+    `first_node` (backends/first_node.py, asked there) where that is another machine, else this one. The
+    probe checks each rank again (`trainer.engine.check_supported`)."""
+    from autotune.backends.launchers import local_gpu_count, local_gpu_models, slurm_nodes
 
-    environ = dict(os.environ if environ is None else environ)
-    if hardware is None or not hardware.cuda or slurm_nodes(environ) is not None:
+    if hardware is None or not hardware.cuda:
         return
-    if hostfile is not None and not first_host_here(hostfile, environ):
+    if first_node is not None:
+        if first_node.gpu_models:
+            check_gpu_memory_matches_profile(hardware, first_node.gpu_models, first_node.where)
+        elif first_node.gpu_models is not None and first_node.how == "ssh":  # an srun step may see GPUs its question did not
+            raise UserError(
+                f"--hardware {hardware.name} describes CUDA GPUs, but {first_node.where} has none (nvidia-smi there "
+                f"lists no GPU): its probes would fail there; check the hostfile, use --hardware cpu, or "
+                "--backend simulate")
+        return
+    environ = dict(os.environ if environ is None else environ)
+    if slurm_nodes(environ) is not None:
+        # Each probe is an srun step with the job's GPUs, which this shell may not see: judged only where it does.
+        check_gpu_memory_matches_profile(hardware, local_gpu_models(), "this machine")
         return
     if local_gpu_count():
-        check_gpu_memory_matches_profile(hardware)
+        check_gpu_memory_matches_profile(hardware, local_gpu_models(), "this machine")
         return
     raise UserError(
         f"--hardware {hardware.name} describes CUDA GPUs, but this machine has none (nvidia-smi lists no GPU) and "
@@ -33,43 +45,38 @@ def check_device_matches_profile(hardware, hostfile: Path | None, environ: dict[
     )
 
 
-# How far below the profile's GPU memory a local GPU's may be before the profile is refused for it
+# How far below the profile's GPU memory a probe GPU's may be before the profile is refused for it
 # (nvidia-smi reports an 80 GB H100 as 79.6 GiB against the h100-sxm profile's 80).
 GPU_MEMORY_SHORTFALL = 0.10
 
 
-def check_gpu_memory_matches_profile(hardware) -> None:
-    """Refuse a profile whose GPU memory this machine's GPUs fall more than GPU_MEMORY_SHORTFALL short of:
-    its memory estimates would pass candidates that run out of memory here, and the probes' figures would
-    carry another GPU's name (an H100 80 GB box under the default gh200 profile, 96 GB). A larger local
-    GPU only makes the estimates cautious: said, not refused."""
+def check_gpu_memory_matches_profile(hardware, models, where: str) -> None:
+    """Refuse a profile whose GPU memory the probes' GPUs (`models`: name, GiB; on `where`) fall
+    more than GPU_MEMORY_SHORTFALL short of: its memory estimates would pass candidates that run out of
+    memory there, and the probes' figures would carry another GPU's name (an H100 80 GB box under the
+    default gh200 profile, 96 GB). A larger GPU only makes the estimates cautious: said, not refused."""
     from rich.console import Console
 
-    from autotune.backends.launchers import local_gpu_models
-
-    models = local_gpu_models()
     if not models:
         return
     name, memory_gib = min(models, key=lambda model: model[1])
     profile_gib = hardware.gpu.memory_gib
     if memory_gib < profile_gib * (1 - GPU_MEMORY_SHORTFALL):
         raise UserError(
-            f"this machine's GPU {name} has {memory_gib:.1f} GiB, but --hardware {hardware.name} describes "
+            f"the GPU {name} on {where} has {memory_gib:.1f} GiB, but --hardware {hardware.name} describes "
             f"{hardware.gpu.name} with {profile_gib:g} GiB: its memory estimates would pass candidates that run out of "
-            "memory here and its figures would be labelled as that GPU's; pass the profile of this GPU (--hardware "
+            "memory there and its figures would be labelled as that GPU's; pass the profile of this GPU (--hardware "
             "h100-sxm for an 80 GB H100, or a copy of autotune/hardware/h100-sxm.toml with its [gpu] figures)"
         )
     if memory_gib > profile_gib / (1 - GPU_MEMORY_SHORTFALL):
         Console(stderr=True).print(
-            f"[yellow]warning: this machine's GPU {name} has {memory_gib:.1f} GiB, more than the {profile_gib:g} GiB "
-            f"--hardware {hardware.name} describes: candidates that would fit here may be left out as too big[/]"
+            f"[yellow]warning: the GPU {name} on {where} has {memory_gib:.1f} GiB, more than the {profile_gib:g} GiB "
+            f"--hardware {hardware.name} describes: candidates that would fit there may be left out as too big[/]"
         )
 
 
 def _launch_backend(args: argparse.Namespace, run_dir: Path, reason: str, hardware=None) -> Backend:
     from autotune.backends.launch import LaunchBackend
-
-    check_device_matches_profile(hardware, args.hostfile)
 
     backend = LaunchBackend(
         run_dir=run_dir,
@@ -82,6 +89,7 @@ def _launch_backend(args: argparse.Namespace, run_dir: Path, reason: str, hardwa
         hostfile=args.hostfile,
         allow_estimated_energy=args.allow_estimated_energy,
     )
+    check_device_matches_profile(hardware, backend.first_node())
     backend.reason = reason
     backend.energy_ranked = "energy" in getattr(args, "objectives", "time,energy")
     return backend

@@ -9,7 +9,22 @@ from pathlib import Path
 from autotune.errors import UserError
 
 
-def _directory_problem(path: Path) -> str | None:
+def missing_directories(path: Path) -> list[Path]:
+    """`path` and those of its parents that do not exist yet, deepest first."""
+    return [p for p in (path, *path.parents) if not p.exists()]
+
+
+def remove_empty(created: list[Path]) -> None:
+    """Remove the directories of `created` (deepest first) that are still empty: a command that fails
+    leaves nothing behind of a directory it made."""
+    for made in created:
+        try:
+            made.rmdir()
+        except OSError:
+            break
+
+
+def directory_problem(path: Path) -> str | None:
     """Create `path` (and its parents) if needed and prove a file can be written there; else why not.
 
     Trying is the only honest test: permission bits say nothing to root, and /proc, read-only mounts
@@ -17,17 +32,13 @@ def _directory_problem(path: Path) -> str | None:
     blocker = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
     if blocker is not None:
         return f"{blocker} is a file, not a directory"
-    created = [p for p in (path, *path.parents) if not p.exists()]
+    created = missing_directories(path)
     try:
         path.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=path):
             pass
     except OSError as exc:
-        for made in created:  # leave nothing behind of a directory we could not use
-            try:
-                made.rmdir()
-            except OSError:
-                break
+        remove_empty(created)
         return f"cannot write in {path} ({exc.strerror or exc})"
     return None
 
@@ -35,7 +46,7 @@ def _directory_problem(path: Path) -> str | None:
 def writable_directory(path: Path, what: str, fix: str = "choose a writable directory") -> Path:
     """`path` as a directory files can be written in, created if needed; `what` names it ("--out")."""
     path = Path(path)
-    problem = _directory_problem(path)
+    problem = directory_problem(path)
     if problem:
         raise UserError(f"{what} {path}: {problem}; {fix}")
     return path
@@ -50,7 +61,7 @@ def writable_file(path: Path, what: str, example: str = "knee.json") -> Path:
     if path.exists() and not path.is_file():  # a device (/dev/null), pipe or socket: the rename would replace it
         raise UserError(f"{what} {path} is not a regular file (a device, pipe or socket); give a file name such as "
                         f"{path.parent / example}")
-    problem = _directory_problem(path.parent)
+    problem = directory_problem(path.parent)
     if problem:
         raise UserError(f"{what} {path}: {problem}; choose a writable path")
     return path

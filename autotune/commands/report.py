@@ -64,7 +64,7 @@ def _run(args) -> int:
     from autotune.commands.finish import (
         build_report, check_same_study_reported, keep_pick_parameters, pareto_json_state, write_outputs,
     )
-    from autotune.commands.paths import check_run_outputs, writable_directory
+    from autotune.commands.paths import check_run_outputs, directory_problem, writable_directory
     from autotune.errors import UserError
     from autotune.report.markdown import markdown_report
     from autotune.report.table import print_report
@@ -76,15 +76,20 @@ def _run(args) -> int:
     check_run_outputs(args.run_dir, "RUN_DIR")
     if args.html:
         writable_directory(args.run_dir, "RUN_DIR", fix="--html writes report.html and configs/ there; drop --html or copy the run directory")
+    # A colleague's run on a shared or read-only file system: show its report, write nothing there.
+    read_only = directory_problem(args.run_dir)
     study = load_finished_study(args.run_dir, args.storage, args.study_name)
     if "settings" not in study.user_attrs:
         raise UserError(f"the study in {args.run_dir} has no trials yet; run `autotune run` first")
     check_same_study_reported(args.run_dir, study.study_name, "RUN_DIR")
     view, document = build_report(study, args.max_slowdown, args.eta)
-    if args.max_slowdown is not None or args.eta is not None:
+    if read_only:
+        print(f"RUN_DIR {args.run_dir}: {read_only}: the report is shown, and pareto.json, configs/ and report.html "
+              "there are left as they were; copy the run directory to write them", file=sys.stderr)
+    elif args.max_slowdown is not None or args.eta is not None:
         keep_pick_parameters(study, view)  # pareto.json and configs/ now follow them: later reports and export too
-    state = pareto_json_state(args.run_dir / "pareto.json", document)
-    written = write_outputs(view, document, args.run_dir, html=args.html)
+    state = None if read_only else pareto_json_state(args.run_dir / "pareto.json", document)
+    written = [] if read_only else write_outputs(view, document, args.run_dir, html=args.html)
     if state is not None:
         # Say so: a tool that read the old file must not go on believing it.
         names = ", ".join(p.name + ("/" if p.suffix == "" else "") for p in written)

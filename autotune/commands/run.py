@@ -198,7 +198,7 @@ def _run(args: argparse.Namespace) -> int:
     from autotune.backends.launchers import check_hostfile
     from autotune.backends.select import check_energy_objective, choose_backend
     from autotune.commands.finish import check_same_study_reported, finish_run
-    from autotune.commands.paths import check_run_outputs, writable_directory
+    from autotune.commands.paths import check_run_outputs, missing_directories, remove_empty, writable_directory
     from autotune.commands.progress import trial_progress
     from autotune.commands.report import check_pick_options
     from autotune.study import open_study
@@ -231,13 +231,17 @@ def _run(args: argparse.Namespace) -> int:
     check_energy_objective(backend, args.objectives, args.allow_estimated_energy)
     # Before any study is opened or probe started: a path that cannot be written fails now, in one line.
     out_flag = "--out" if args.out else "run directory"
+    created = missing_directories(run_dir)
     writable_directory(run_dir, out_flag, fix="pass --out with a writable directory")
-    check_run_outputs(run_dir, out_flag)
-    if args.storage:  # a run directory's own study.db holds one study: its reports are that study's
-        check_same_study_reported(run_dir, args.study_name, out_flag)
-    study = open_study(run_dir, args.storage, make_sampler(args.seed, args.trials, args.sampler, checks), len(args.objectives.split(",")),
-                       cheap_figures=backend.name == "simulate", study_name=args.study_name)
-    run_dir.mkdir(parents=True, exist_ok=True)  # reports and exports land here whatever the storage
+    try:
+        check_run_outputs(run_dir, out_flag)
+        if args.storage:  # a run directory's own study.db holds one study: its reports are that study's
+            check_same_study_reported(run_dir, args.study_name, out_flag)
+        study = open_study(run_dir, args.storage, make_sampler(args.seed, args.trials, args.sampler, checks),
+                           len(args.objectives.split(",")), cheap_figures=backend.name == "simulate", study_name=args.study_name)
+    except UserError:
+        remove_empty(created)  # a storage that cannot be opened leaves no empty run directory behind
+        raise
     console.print(f"backend: {backend.describe()}")
     if "settings" in study.user_attrs:
         _resume(study, settings, backend, args, run_dir, console)

@@ -58,8 +58,15 @@ def _run(args) -> int:
     devices, devices_reason = _device_settings()
     settable, settable_reason = _settable(devices)
     if args.json:
+        from autotune.backends.launchers import local_gpu_count, local_gpu_models
+
+        # The GPUs' memory (nvidia-smi), for a tuner elsewhere to check its hardware profile against this
+        # node's; null without nvidia-smi (no claim), [] where it lists none.
+        gpus = None if local_gpu_count() is None else [
+            {"name": name, "memory_gib": memory_gib} for name, memory_gib in local_gpu_models()]
         print(json.dumps({"sources": rows, "devices": devices, "devices_reason": devices_reason,
-                          "device_settings_settable": settable, "device_settings_reason": settable_reason}, indent=2))
+                          "device_settings_settable": settable, "device_settings_reason": settable_reason,
+                          "gpus": gpus}, indent=2))
     else:
         _print_table(rows, str(sysfs_root()), sampled=bool(args.sample))
         _print_devices(devices, devices_reason, settable, settable_reason)

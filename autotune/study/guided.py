@@ -55,6 +55,7 @@ from autotune.pareto import front_indices, knee_index
 from autotune.study.acquisition import ENTER_MARGIN
 from autotune.study.reweight import leave_one_out_log_residual
 from autotune.study.outlook import Outlook, Predictions, observe, outlook
+from autotune.study.unique import settled_trials
 from autotune.study.stop_rule import MIN_OK_PROBES_TO_STOP, MIN_PAIR_REACH, PAIR_REACH, STOP_CHANCE, SUSPECT_MISS
 
 # A coverage probe (a knob value not probed yet) is taken early only if its chance to enter the front
@@ -291,6 +292,7 @@ class GuidedSampler(optuna.samplers.BaseSampler):
     def sample_relative(self, study, trial: FrozenTrial, search_space: dict) -> dict:
         if trial.system_attrs.get("fixed_params"):
             return {}  # an enqueued trial (baseline, retry): its knobs are given
+        settled_trials(study, trial.number)  # another worker's proposal under way counts as being probed
         i = self.next_candidate(study, trial.number)
         return {} if i is None else dict(self.predictions.params[i])
 

@@ -12,7 +12,8 @@
   points at the set-up (a module missing on the nodes, an unreachable host, no sensor) rather than
   at the configurations, and the rest of the budget would fail the same way. The trials are kept; the
   same command resumes, with as many tries again.
-- A candidate already evaluated in this study is not evaluated again: its earlier result is told.
+- A candidate already evaluated in this study is not evaluated again: its trial is FAIL (PRUNED where
+  the earlier one was) with `duplicate_of`, never COMPLETE, so Optuna's own views hold no twins.
 - `--trials N` counts evaluated candidates over the whole study (every worker, every earlier run);
   the loop also stops when every valid candidate has been evaluated. A probe starts only while the
   evaluated candidates and the probes running on other workers leave room in it (`_reserve_probe`),
@@ -26,10 +27,8 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import time
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Callable, NoReturn
 
@@ -43,15 +42,12 @@ from autotune.space import baseline, check_candidate, enumerate_space
 from autotune.study.settings import StudySettings
 from autotune.study.stop_rule import STOP_RULE
 from autotune.candidate import params_key
-from autotune.study.unique import OVER_BUDGET_ATTR, unique_candidates
+from autotune.study.unique import OVER_BUDGET_ATTR, PROPOSAL_WAIT_S, settled_trials, trial_knobs, unique_candidates
 
 CONSTRAINT_KEYS = ("rule_violation", "memory_excess_gib", "probe_oom")
 # Proposals per evaluated trial before the loop gives up on finding new valid candidates.
 MAX_PROPOSALS_PER_TRIAL = 25
 OBJECTIVES = {"time": ("time_s",), "time,energy": ("time_s", "energy_kj")}
-# How long a worker waits for an earlier trial another worker is still proposing (a dead worker's
-# half-proposed trial must not hold the study up for ever).
-PROPOSAL_WAIT_S = 30.0
 # Study attribute set when the study stopped early: {"probes": evaluated candidates, "rule": ...}.
 CONVERGED_ATTR = "converged"
 # Failed probes in a row, at a run's start and with none of the study's ever run, after which the run
@@ -301,7 +297,7 @@ class _Objective:
         owner = _earlier_unfinished_holder(trial.study, trial.number, params_key(params))
         earlier = evaluated_trials(trial.study).get(params_key(params))
         if earlier is not None:
-            return self._repeat(trial, earlier)
+            self._repeat(trial, earlier)
         if owner is not None:
             self._running_elsewhere(trial, owner)
         if not _reserve_probe(trial, self.n_trials):
@@ -355,15 +351,15 @@ class _Objective:
         _set_constraints(trial, 0.0, 0.0, 0.0)
         raise ProbeFailed(f"same candidate as trial {owner}, running on another worker")
 
-    def _repeat(self, trial, earlier):
+    def _repeat(self, trial, earlier) -> NoReturn:
+        """A candidate the study has evaluated (another worker's, proposed when nothing else was free):
+        not probed again, and never COMPLETE, so Optuna's `best_trials` and plots hold no twins."""
         trial.set_user_attr("duplicate_of", earlier.number)
         for key in CONSTRAINT_KEYS:
             trial.set_constraint(key, earlier.constraints.get(key, 0.0))
-        if earlier.state == TrialState.COMPLETE:
-            return earlier.values
         if earlier.state == TrialState.PRUNED:
             raise optuna.TrialPruned(f"same candidate as trial {earlier.number}")
-        raise ProbeFailed(f"same candidate as failed trial {earlier.number}")
+        raise ProbeFailed(f"same candidate as trial {earlier.number} ({earlier.state.name.lower()}): not probed again")
 
 
 def _saved_result(trial: optuna.Trial) -> dict | None:
@@ -407,25 +403,11 @@ def _fail(trial: optuna.Trial, reason: str) -> NoReturn:
 
 def _earlier_unfinished_holder(study: optuna.Study, number: int, key: str, wait_s: float = PROPOSAL_WAIT_S) -> int | None:
     """The lowest number below `number` of a RUNNING or WAITING (queued) trial with these knobs, or None.
-    Earlier trials whose knobs are still being suggested are waited for; one started more than `wait_s`
-    ago with its knobs still unset belongs to a dead worker and is not."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        holders, pending = [], False
-        for other in study.get_trials(deepcopy=False, states=(TrialState.RUNNING, TrialState.WAITING)):
-            if other.number >= number:
-                continue
-            knobs = {**other.system_attrs.get("fixed_params", {}), **other.params}  # queued: fixed params
-            if not all(k in knobs for k in KNOBS):
-                fresh = other.datetime_start is not None and (datetime.now() - other.datetime_start).total_seconds() < wait_s
-                pending = pending or (other.state == TrialState.RUNNING and fresh)
-            elif params_key(knobs) == key:
-                holders.append(other.number)
-        if holders:
-            return min(holders)
-        if not pending or time.monotonic() > deadline:
-            return None
-        time.sleep(0.05)
+    Earlier trials whose knobs are still being suggested are waited for (`settled_trials`)."""
+    holders = [t.number for t in settled_trials(study, number, wait_s)
+               if t.number < number and t.state in (TrialState.RUNNING, TrialState.WAITING)
+               and all(k in trial_knobs(t) for k in KNOBS) and params_key(trial_knobs(t)) == key]
+    return min(holders, default=None)
 
 
 class _StopWhenDone:

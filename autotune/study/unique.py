@@ -17,7 +17,9 @@ not wrapped.
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Sequence
+from datetime import datetime
 
 import optuna
 from optuna.distributions import CategoricalDistribution
@@ -25,11 +27,37 @@ from optuna.trial import FrozenTrial, TrialState
 
 from autotune.candidate import KNOBS, params_key
 
-
-
 # Set on a trial that found the --trials budget held by other workers' running probes and stopped
 # before its probe (study/loop.py): its candidate was never evaluated.
 OVER_BUDGET_ATTR = "over_budget"
+
+
+# How long a worker waits for an earlier trial another worker is still proposing (a dead worker's
+# half-proposed trial must not hold the study up for ever).
+PROPOSAL_WAIT_S = 30.0
+
+
+def trial_knobs(t: FrozenTrial) -> dict:
+    """The knobs a trial has set so far; a queued trial's are its fixed params."""
+    return {**t.system_attrs.get("fixed_params", {}), **t.params}
+
+
+def settled_trials(study: optuna.Study, number: int, wait_s: float = PROPOSAL_WAIT_S) -> list[FrozenTrial]:
+    """The study's trials once no trial numbered below `number` is still being proposed: every earlier
+    RUNNING trial has all its knobs set, or started more than `wait_s` ago with them unset (its worker
+    died). Without the wait, two workers in step (simulate and replay answer in milliseconds) both
+    propose the best free candidate, each before the other's knobs are stored, and one of the two
+    trials is wasted on a duplicate."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        trials = study.get_trials(deepcopy=False)
+        pending = any(
+            t.number < number and t.state == TrialState.RUNNING and not all(k in trial_knobs(t) for k in KNOBS)
+            and t.datetime_start is not None and (datetime.now() - t.datetime_start).total_seconds() < wait_s
+            for t in trials)
+        if not pending or time.monotonic() > deadline:
+            return trials
+        time.sleep(0.05)
 
 
 def held_keys(study: optuna.Study, except_number: int | None = None) -> set[str]:
@@ -37,8 +65,8 @@ def held_keys(study: optuna.Study, except_number: int | None = None) -> set[str]
     interrupted trial (Ctrl-C) or one stopped by the budget holds nothing: its candidate was never
     evaluated and may be proposed."""
     held = set()
-    for t in study.get_trials(deepcopy=False):
-        knobs = {**t.system_attrs.get("fixed_params", {}), **t.params}
+    for t in settled_trials(study, except_number) if except_number is not None else study.get_trials(deepcopy=False):
+        knobs = trial_knobs(t)
         unprobed = t.user_attrs.get("interrupted") or t.user_attrs.get(OVER_BUDGET_ATTR)
         if t.number != except_number and all(k in knobs for k in KNOBS) and not unprobed:
             held.add(params_key(knobs))

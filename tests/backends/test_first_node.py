@@ -276,6 +276,26 @@ def test_run_from_a_login_node_refuses_estimates_by_the_first_host_s_sensors(sta
     assert "nid001" in log.read_text() and not (tmp_path / "run" / "trials").exists()
 
 
+@pytest.mark.parametrize("listed, said", [
+    ("NVIDIA H100 80GB HBM3, 81559", "the GPU NVIDIA H100 80GB HBM3 on nid001 (the probes' first node, asked over ssh) "
+                                     "has 79.6 GiB, but --hardware gh200 describes"),
+    ("", "--hardware gh200 describes CUDA GPUs, but nid001 (the probes' first node, asked over ssh) has none"),
+])
+def test_a_profile_the_first_host_s_gpus_do_not_match_is_refused_before_any_probe(stand_ins, remote_hostfile, tmp_path,
+                                                                                  listed, said):
+    """An 80 GB H100 node under the default gh200 profile (96 GB): each probe rank would refuse it, after
+    three probes' start-up; the tuner asks the node (`sensors --json` lists its GPUs) and says it once."""
+    bin_dir, _ = stand_ins
+    (bin_dir / "nvidia-smi").write_text(f'#!/bin/sh\nprintf "{listed}\\n"\n')
+    (bin_dir / "nvidia-smi").chmod(0o755)
+    done = _autotune_run(tmp_path, "--hostfile", str(remote_hostfile), "--hardware", "gh200", "--objectives", "time",
+                         path=f"{bin_dir}:{os.environ['PATH']}")
+    assert done.returncode == 2, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert lines[-1].startswith(f"autotune: error: {said}") and "Traceback" not in done.stderr, done.stderr
+    assert not (tmp_path / "run" / "trials").exists()
+
+
 def test_run_with_an_unreachable_first_host_is_one_line_before_any_probe(remote_hostfile, tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()

@@ -30,18 +30,25 @@ def test_a_gpu_profile_on_a_machine_without_gpus_is_refused_before_any_probe(mon
     assert not (tmp_path / "run").exists()
 
 
+def _node(how="ssh", gpu_models=None):
+    from autotune.backends.first_node import NodeAnswer
+
+    return NodeAnswer("nid001", how, ("nvml",), True, "", gpu_models)
+
+
 def test_a_cpu_profile_on_cpu_and_a_gpu_profile_with_gpus_or_remote_nodes_are_fine(monkeypatch, tmp_path):
     monkeypatch.setattr(launchers, "local_gpu_count", lambda: None)
+    monkeypatch.setattr(launchers, "local_gpu_models", lambda: [])
     backend = choose_backend(_launch_args(), tmp_path / "run", hardware=load_hardware("cpu"))
     assert backend.name == "launch"
     gh200 = load_hardware("gh200")
-    hostfile = tmp_path / "hostfile"
-    hostfile.write_text("nid001 slots=4\n")
-    check_device_matches_profile(gh200, hostfile, environ={})  # the probes run on the hostfile's nodes
-    hostfile.write_text("localhost slots=4\n")
+    check_device_matches_profile(gh200, _node())  # the probes' first node did not say: no claim
+    check_device_matches_profile(gh200, _node("srun", ()))  # an srun step sees the GPUs its question may not have
+    with pytest.raises(UserError, match=r"describes CUDA GPUs, but nid001 \(the probes' first node, asked over ssh\) has none"):
+        check_device_matches_profile(gh200, _node("ssh", ()))
     with pytest.raises(UserError, match="describes CUDA GPUs, but this machine has none"):
-        check_device_matches_profile(gh200, hostfile, environ={})  # ... unless the first is this machine
-    check_device_matches_profile(gh200, None, environ={"SLURM_JOB_ID": "7", "SLURM_NNODES": "1"})
+        check_device_matches_profile(gh200, None, environ={})  # the probes run here
+    check_device_matches_profile(gh200, None, environ={"SLURM_JOB_ID": "7", "SLURM_NNODES": "1"})  # srun steps
     monkeypatch.setattr(launchers, "local_gpu_count", lambda: 4)
     check_device_matches_profile(gh200, None, environ={})
 
@@ -89,17 +96,21 @@ def test_a_profile_whose_gpu_has_more_memory_than_this_machines_is_refused(tmp_p
     with pytest.raises(UserError) as refused:
         check_device_matches_profile(load_hardware("gh200"), None, environ={})  # the default profile: 96 GB
     message = str(refused.value)
-    assert "GPU NVIDIA H100 80GB HBM3 has 79.6 GiB, but --hardware gh200 describes" in message
+    assert "GPU NVIDIA H100 80GB HBM3 on this machine has 79.6 GiB, but --hardware gh200 describes" in message
     assert "96 GiB" in message and "--hardware h100-sxm for an 80 GB H100" in message
     check_device_matches_profile(load_hardware("h100-sxm"), None, environ={})  # 79.6 of 80 GiB: this GPU
-    # Probes on other nodes are checked by nothing here: this machine's GPU is not theirs.
-    (tmp_path / "hostfile").write_text("nid001 slots=4\n")
-    check_device_matches_profile(load_hardware("gh200"), tmp_path / "hostfile", environ={})
+    # In an allocation the probes are srun steps: judged by the GPUs this shell sees, where it sees them.
+    with pytest.raises(UserError, match="on this machine has 79.6 GiB"):
+        check_device_matches_profile(load_hardware("gh200"), None, environ={"SLURM_JOB_ID": "7", "SLURM_NNODES": "2"})
+    # Probes on another node are judged by that node's GPUs, never this machine's.
+    check_device_matches_profile(load_hardware("gh200"), _node(gpu_models=(("NVIDIA GH200 96GB HBM3", 95.0),)))
+    with pytest.raises(UserError, match=r"GPU NVIDIA H100 on nid001 \(the probes' first node, asked over ssh\) has 79.6 GiB"):
+        check_device_matches_profile(load_hardware("gh200"), _node(gpu_models=(("NVIDIA H100", 79.6),)))
     # A bigger GPU than the profile's: the estimates are cautious, which is said and not refused.
     _fake_nvidia_smi(tmp_path, monkeypatch, "NVIDIA H200", "143771")
     check_device_matches_profile(load_hardware("h100-sxm"), None, environ={})
     said = " ".join(capsys.readouterr().err.split())  # rich wraps at 80 columns
-    assert "NVIDIA H200 has 140.4 GiB, more than the 80 GiB --hardware h100-sxm describes" in said
+    assert "NVIDIA H200 on this machine has 140.4 GiB, more than the 80 GiB --hardware h100-sxm describes" in said
 
 
 def test_the_cli_refuses_the_default_profile_on_an_80_gb_h100_with_one_line(tmp_path, monkeypatch):

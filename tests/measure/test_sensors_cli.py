@@ -100,3 +100,7 @@ def test_no_nvml_is_a_reason_for_the_limits_too(tmp_path):
     if document["devices"]:
         pytest.skip("a real NVIDIA GPU is here")
     assert document["devices_reason"] and document["device_settings_settable"] is False
+    import shutil
+
+    if shutil.which("nvidia-smi") is None:
+        assert document["gpus"] is None  # no nvidia-smi: no claim about GPUs (a tuner elsewhere must not read "none")

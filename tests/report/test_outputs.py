@@ -198,3 +198,50 @@ def test_only_simulated_figures_carry_the_simulators_error_bar(tmp_path, capsys)
     assert main(["report", str(out), "--format", "md"]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ") and "+-" in line]
     assert {int(row.split("|")[1]) for row in rows} == {p.trial for p in view.front if p.source == "simulated"}
+
+
+@pytest.fixture
+def read_only_run(tmp_path, simulated_run):
+    """A copy of a finished run that nobody may write in: a directory without write permission, or, for
+    root (who writes anyway), a read-only bind mount of it."""
+    import os
+    import shutil
+    import subprocess
+
+    run = tmp_path / "run"
+    shutil.copytree(simulated_run, run)
+    if os.geteuid() != 0:
+        for path in (run, run / "configs"):
+            path.chmod(0o555)
+        yield run
+        for path in (run, run / "configs"):
+            path.chmod(0o755)
+        return
+    view = tmp_path / "view"
+    view.mkdir()
+    mounted = subprocess.run(["mount", "--bind", str(run), str(view)], capture_output=True).returncode == 0
+    if not mounted or subprocess.run(["mount", "-o", "remount,ro,bind", str(view)], capture_output=True).returncode:
+        if mounted:
+            subprocess.run(["umount", str(view)])
+        pytest.skip("root here cannot make a read-only mount")
+    yield view
+    subprocess.run(["umount", "--lazy", str(view)], check=True)  # the in-process study may hold study.db open
+
+
+def test_a_read_only_run_directory_is_reported_and_left_as_it_was(read_only_run, capsys):
+    """A colleague's run on a read-only file system: the report is shown, one line says nothing was
+    written, and --html (which must write) is refused in one line."""
+    before = {p.relative_to(read_only_run): p.read_bytes() for p in read_only_run.rglob("*") if p.is_file()}
+    assert main(["report", str(read_only_run), "--eta", "1"]) == 0
+    out, err = capsys.readouterr()
+    assert "backend simulate" in out and "min-energy" in out
+    lines = [line for line in err.splitlines() if line]
+    assert len(lines) == 1 and "cannot write in" in lines[0] and "the report is shown, and pareto.json" in lines[0]
+    assert {p.relative_to(read_only_run): p.read_bytes() for p in read_only_run.rglob("*") if p.is_file()} == before
+    assert main(["report", str(read_only_run), "--html"]) == 2
+    assert "drop --html or copy the run directory" in capsys.readouterr().err
+    from autotune.atomic_write import write_text_atomic
+    from autotune.errors import UserError
+
+    with pytest.raises(UserError, match="cannot write"):  # the clean-up of its temporary file is refused too
+        write_text_atomic(read_only_run / "pareto.json", "{}")

@@ -144,6 +144,7 @@ def test_bad_input_one_line_exit_2(tmp_path, args, message):
     assert result.returncode == 2, result.stdout + result.stderr
     lines = [l for l in result.stderr.strip().splitlines() if l.strip()]
     assert len(lines) == 1 and message in lines[0], result.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["space.toml"]  # no empty run directory left behind
 
 
 def test_malformed_space_file_leaves_existing_study_intact(finished_run, tmp_path):

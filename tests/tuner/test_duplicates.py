@@ -39,6 +39,32 @@ def test_a_later_trial_waits_for_an_earlier_one_still_being_proposed_but_not_for
     assert 0.4 <= time.monotonic() - start < 5
 
 
+def test_a_proposal_waits_for_the_knobs_of_an_earlier_trial_still_being_proposed():
+    import threading
+
+    from autotune.study.unique import settled_trials
+
+    study = optuna.create_study()
+    earlier, later = study.ask(), study.ask()  # another worker is proposing `earlier`
+    threading.Timer(0.3, _propose, (earlier,)).start()
+    trials = settled_trials(study, later.number, wait_s=10)
+    assert trials[earlier.number].params == KNOB_VALUES  # its candidate counts as taken
+    assert settled_trials(study, earlier.number, wait_s=10)[later.number].params == {}  # never waits on a later one
+
+
+def test_a_candidate_the_study_has_evaluated_is_not_probed_again_nor_complete_twice(tmp_path):
+    from autotune.study import run_study
+
+    settings, study, _, _, _ = _study_with_a_probe_whose_run_died(tmp_path, "failed")
+    first = study.trials[1]
+    study.enqueue_trial(first.params)  # proposed again (another worker's, when nothing else was free)
+    backend = _CountingBackend()
+    run_study(study, settings, backend, 6)
+    twin = next(t for t in study.trials if t.user_attrs.get("duplicate_of") == first.number)
+    assert twin.state == TrialState.FAIL and params_key(first.params) not in backend.asked
+    assert [t.number for t in study.best_trials if t.params == first.params] in ([], [first.number])
+
+
 def test_a_queued_candidate_is_held_by_its_waiting_trial():
     study = optuna.create_study()
     study.enqueue_trial(KNOB_VALUES)
