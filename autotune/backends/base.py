@@ -77,6 +77,11 @@ class Backend(abc.ABC):
         """Optional hook: refuse, in one line (a UserError), before the study opens, a space this
         backend cannot evaluate at all (replay: a file with no record of any valid candidate)."""
 
+    def evaluable(self, checks: list) -> list:
+        """Optional hook: `checks` with each valid candidate this backend cannot evaluate made invalid, its
+        reason saying why, so no sampler proposes it (replay: a candidate with no record). Default: all."""
+        return checks
+
     def check_resumed(self, evaluated: list) -> None:
         """Optional hook: refuse, in one line (a UserError), to resume a study whose evaluated trials
         (FrozenTrials) this backend would have given other figures (replay: another file)."""

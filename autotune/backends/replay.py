@@ -17,8 +17,10 @@ benchmarks run in milliseconds. The file (`--measurements FILE`) is either
   candidates and are skipped).
 
 Records without `power_limit` / `sm_clock_mhz` (files from before those knobs) mean untouched (1.0 /
-"max"). A candidate with no record is a failed trial whose reason says so; a file with no record of
-any valid candidate of the study is refused before the study opens. Every value is checked
+"max"). A study searches the recorded candidates only (`evaluable`: the others are invalid, their
+reason "no record"), and a candidate evaluated without a record (an Optuna API caller's) is a failed
+trial whose reason says so; a file with no record of any valid candidate of the study is refused
+before the study opens. Every value is checked
 for type and range where it is read, with one line naming the file, the line and the key.
 """
 
@@ -228,6 +230,19 @@ class ReplayBackend(Backend):
             "workload it was measured with"
         )
 
+    def evaluable(self, checks: list) -> list:
+        """A partial file (a guided study's export records a few dozen of hundreds of candidates): the study
+        searches the recorded candidates only. Proposing the others would spend the --trials budget on
+        "no record" failures, and three of them at the start stop the run as a broken set-up."""
+        from dataclasses import replace
+
+        return [replace(c, reason=self.no_record) if c.valid and params_key(c.candidate.knobs.to_dict()) not in self.records
+                else c for c in checks]
+
+    @property
+    def no_record(self) -> str:
+        return f"no record in {self.path} (replay evaluates only recorded candidates)"
+
     def _check_study(self, mine: dict) -> None:
         for record in self.records.values():
             theirs = record.get("study")
@@ -275,8 +290,7 @@ class ReplayBackend(Backend):
     def evaluate(self, candidate: Candidate, trial_number: int = 0) -> ProbeResult:
         record = self.records.get(params_key(candidate.knobs.to_dict()))
         if record is None:
-            return ProbeResult(status="failed", source=self.source, energy_source="unavailable",
-                               error=f"no record for this candidate in {self.path} (replay evaluates only recorded candidates)")
+            return ProbeResult(status="failed", source=self.source, energy_source="unavailable", error=self.no_record)
         return _result(record)
 
     def describe(self) -> str:

@@ -61,10 +61,21 @@ def writable_file(path: Path, what: str, example: str = "knee.json") -> Path:
     if path.exists() and not path.is_file():  # a device (/dev/null), pipe or socket: the rename would replace it
         raise UserError(f"{what} {path} is not a regular file (a device, pipe or socket); give a file name such as "
                         f"{path.parent / example}")
+    if _is_sqlite_database(path):  # a run's study.db (or any study storage): replacing it loses every trial
+        raise UserError(f"{what} {path} is an SQLite database (a study's storage?) and would be replaced, its trials "
+                        f"lost; give another file name such as {path.parent / example}")
     problem = directory_problem(path.parent)
     if problem:
         raise UserError(f"{what} {path}: {problem}; choose a writable path")
     return path
+
+
+def _is_sqlite_database(path: Path) -> bool:
+    try:
+        with open(path, "rb") as file:
+            return file.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
 
 
 def check_run_outputs(run_dir: Path, what: str) -> None:

@@ -228,6 +228,12 @@ def _run(args: argparse.Namespace) -> int:
     for line in node_counts_without_candidates(checks):
         console.print(f"[yellow]warning: {line}[/]")
     backend.check_candidates(checks)
+    evaluable = backend.evaluable(checks)
+    dropped = [after.reason for before, after in zip(checks, evaluable) if before.valid and not after.valid]
+    if dropped:
+        console.print(f"searching the {sum(c.valid for c in evaluable)} of {sum(c.valid for c in checks)} valid "
+                      f"candidates the {backend.name} backend can evaluate; the others: {dropped[0]}")
+    checks = evaluable
     check_energy_objective(backend, args.objectives, args.allow_estimated_energy)
     # Before any study is opened or probe started: a path that cannot be written fails now, in one line.
     out_flag = "--out" if args.out else "run directory"

@@ -60,9 +60,13 @@ def sweep_sentence(view) -> str | None:
             change = savings(p, base)
             part += f" ({pct_text(change['energy_saved_pct'])} energy saved, {pct_text(change['time_change_pct'])} time)"
         parts.append(part)
-    # Every label the sweep's points carry (one point's would hide an estimated energy among measured ones).
+    return f"power limit of the fastest configuration ({_sources(sweep)}): " + "; ".join(parts)
+
+
+def _sources(sweep: list[Point]) -> str:
+    """Every label the sweep's points carry (one point's would hide an estimated energy among measured ones)."""
     time_sources, energy_sources = (" and ".join(sorted({getattr(q, key) for q in sweep})) for key in ("source", "energy_source"))
-    return f"power limit of the fastest configuration ({time_sources} time, {energy_sources} energy): " + "; ".join(parts)
+    return f"{time_sources} time, {energy_sources} energy"
 
 
 def _panel(xs: list[float], ys: list[float], tips: list[str], y_label: str, x_label: str, width_px=360, height_px=240) -> str:
@@ -95,15 +99,17 @@ def power_limit_section(view, document: dict, run_dir) -> str:
     for p, limit in zip(sweep, limits):
         change = savings(p, base) if base is not None else {"energy_saved_pct": None, "time_change_pct": None}
         rows.append([esc(f"{limit:g}"), esc(p.trial), esc(figure(p.time_s, t_div)), esc(figure(p.energy_kj, e_div)),
-                     esc(pct_text(change["energy_saved_pct"])), esc(pct_text(change["time_change_pct"]))])
+                     esc(pct_text(change["energy_saved_pct"])), esc(pct_text(change["time_change_pct"])),
+                     esc(p.source if p.energy_source == p.source else f"{p.source} time, {p.energy_source} energy")])
     fixed = {k: v for k, v in sweep[0].params.items() if k not in UNTOUCHED_DEVICE_SETTINGS}
     what = ", ".join(f"{k} {v}" for k, v in fixed.items()) + device_knobs_text({"sm_clock_mhz": sweep[0].params.get("sm_clock_mhz")})
     return (
         '<section id="power-limit"><h2>Power limit of the best parallel configuration</h2>\n'
         f"<p>The fastest pick's configuration ({esc(what)}) at every evaluated power limit "
-        f"({esc(sweep[0].source)} time, {esc(sweep[0].energy_source)} energy). Energy saved and time change are "
+        f"({esc(_sources(sweep))}; each row's in its last column). Energy saved and time change are "
         "against the same configuration at its default limit (1.0), n/a where that was not evaluated.</p>\n"
         f'<div class="importance-row">{charts}</div>\n'
-        + table(["power limit", "trial", f"time {t_unit}", f"energy {e_unit}", "energy saved", "time change"], rows, "power-limit")
+        + table(["power limit", "trial", f"time {t_unit}", f"energy {e_unit}", "energy saved", "time change", "source"], rows,
+                "power-limit")
         + "</section>"
     )

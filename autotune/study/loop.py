@@ -279,16 +279,18 @@ class Interrupts:
 class _Objective:
     """The function `study.optimize` calls once per proposal."""
 
-    def __init__(self, settings, backend, objectives, progress, choices, accept_estimated_energy, n_trials, interrupts):
+    def __init__(self, settings, backend, objectives, progress, checks, accept_estimated_energy, n_trials, interrupts):
         self.settings, self.backend, self.objectives, self.progress = settings, backend, objectives, progress
-        self.choices, self.accept_estimated_energy, self.n_trials = choices, accept_estimated_energy, n_trials
+        self.choices, self.accept_estimated_energy, self.n_trials = usable_values(checks), accept_estimated_energy, n_trials
+        # The space's verdicts, a backend's among them (replay: no record), so a proposal is judged as the samplers were.
+        self.checks = {params_key(c.candidate.knobs.to_dict()): c for c in checks}
         self.interrupts = interrupts
 
     def __call__(self, trial: optuna.Trial):
         params = _suggest(trial, self.choices)
         candidate = self.settings.candidate(params)
         trial.set_user_attr("candidate", candidate.to_dict())  # the study's settings hold the profile
-        check = check_candidate(candidate)
+        check = self.checks.get(params_key(params)) or check_candidate(candidate)
         if not check.valid:
             self._prune_invalid(trial, params, check)
         # Running trials first, evaluated ones after: a trial of another worker that finishes between
@@ -545,7 +547,7 @@ def run_study(
     interrupts = interrupts or Interrupts()  # without install(): no handler of ours, Python's own
     with interrupts.study(study):
         study.optimize(
-            _Objective(settings, backend, OBJECTIVES[objectives], progress, choices, accept_estimated_energy, n_trials,
+            _Objective(settings, backend, OBJECTIVES[objectives], progress, checks, accept_estimated_energy, n_trials,
                        interrupts),
             catch=(ProbeFailed,),
             callbacks=[stop],

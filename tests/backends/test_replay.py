@@ -254,3 +254,31 @@ def test_a_simulated_space_list_says_what_study_its_figures_are_for(tmp_path):
     refused = autotune("run", "--model", "7b", "--nodes", "1", "--frames", "30", "--backend", "replay", "--measurements", path,
                        "--out", tmp_path / "run")
     assert refused.returncode == 2 and "holds figures for frames 60, not this study's 30; replay it with --frames 60" in refused.stderr
+
+
+@pytest.mark.parametrize("sampler", ["guided", "tpe"])
+def test_a_partial_file_is_searched_over_its_recorded_candidates_only(tmp_path, sampler):
+    """A guided study's export records a dozen of hundreds of candidates: replayed, the study searches
+    those, and no trial of the --trials budget is spent on a candidate without a record."""
+    import optuna
+
+    from autotune.candidate import params_key
+    from tests.cli import autotune
+
+    listed = json.loads(autotune("space", "--model", "7b", "--nodes", "1", "--simulate", "--json").stdout)
+    recorded = [e for e in listed if e["valid"]][::80]  # 13 of 980, spread over the space
+    path = _write(tmp_path, [{k: e[k] for k in ("params", "time_s", "energy_kj", "tflops")} | {"status": "ok"}
+                             for e in recorded])
+    run_dir = tmp_path / "run"
+    done = autotune("run", "--model", "7b", "--nodes", "1", "--backend", "replay", "--measurements", str(path),
+                    "--trials", "30", "--sampler", sampler, "--out", str(run_dir))
+    assert done.returncode == 0, done.stderr
+    said = " ".join(done.stderr.split())
+    assert f"searching the {len(recorded)} of 980 valid candidates the replay backend can evaluate; the others: no record in" in said
+    study = optuna.load_study(study_name="autotune", storage=f"sqlite:///{run_dir / 'study.db'}")
+    keys = {params_key(e["params"]) for e in recorded}
+    ran = [t for t in study.trials if "result" in t.user_attrs]
+    assert ran and {params_key(t.user_attrs["candidate"]["knobs"]) for t in ran} <= keys
+    assert all(t.user_attrs["result"]["status"] == "ok" for t in ran)
+    if sampler == "tpe":  # the budget outlasts the file: every recorded candidate is replayed, once
+        assert len(ran) == len(recorded)

@@ -87,6 +87,16 @@ def test_export_by_trial_number(finished_run, tmp_path):
     assert json.loads((tmp_path / "t.json").read_text())["autotune"]["trial"] == trial
 
 
+@pytest.mark.parametrize("flag", ["-o", "--measurements"])
+def test_export_never_writes_over_the_study_it_exports(finished_run, flag):
+    out, _ = finished_run
+    before = (out / "study.db").read_bytes()
+    result = autotune("export", out, flag, out / "study.db")
+    assert result.returncode == 2 and "is an SQLite database (a study's storage?) and would be replaced" in result.stderr
+    assert (out / "study.db").read_bytes() == before
+    assert autotune("report", out, "--format", "json").returncode == 0
+
+
 def test_space_json_lists_every_candidate():
     result = autotune("space", "--model", "tiny", "--nodes", "1", "--hardware", "cpu", "--json", "--simulate")
     assert result.returncode == 0, result.stderr

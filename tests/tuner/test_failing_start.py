@@ -152,14 +152,14 @@ def test_the_progress_line_of_a_probe_that_cannot_be_ranked_says_why(tmp_path):
 def test_the_cli_says_it_in_one_last_line_keeps_the_trials_and_the_report_names_the_failure(tmp_path):
     from tests.cli import autotune
 
-    # One record, failed: every candidate fails, as a replay of a broken cluster's probes would.
+    # Ten records, all failed: every candidate fails, as a replay of a broken cluster's probes would.
     study = settings_for(*SETTINGS)
-    from autotune.space import baseline
     from autotune.study.loop import valid_checks
 
-    knobs = baseline(valid_checks(study)).candidate.knobs.to_dict()
+    recorded = [c.candidate.knobs.to_dict() for c in valid_checks(study) if c.valid][:10]
     measurements = tmp_path / "m.jsonl"
-    measurements.write_text(json.dumps({"params": knobs, "status": "failed"}) + "\n")
+    measurements.write_text("".join(json.dumps({"params": knobs, "status": "failed", "error": "NCCL timeout"}) + "\n"
+                                    for knobs in recorded))
     run_dir = tmp_path / "run"
     done = autotune("run", *SETTINGS, "--backend", "replay", "--measurements", measurements, "--out", run_dir)
     assert done.returncode == 2, done.stderr
@@ -171,7 +171,7 @@ def test_the_cli_says_it_in_one_last_line_keeps_the_trials_and_the_report_names_
     report = autotune("report", run_dir, "--format", "json")
     assert report.returncode == 0, report.stderr
     note = json.loads(report.stdout)["note"]
-    assert "2 failed with: failed: no record for this candidate" in note, note
+    assert "3 failed with: failed: NCCL timeout" in note, note
     export = autotune("export", run_dir, "--pick", "knee")
     assert export.returncode == 2 and export.stderr.strip().count("\n") == 0
     assert "no feasible configuration to export yet (3 trials: 3 failed); `autotune report` names why" in export.stderr
