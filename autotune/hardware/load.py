@@ -23,13 +23,16 @@ SCHEMA = "see autotune/hardware/gh200.toml"
 # (W for kW, MB/s for GB/s), not plausible future hardware.
 _POSITIVE = (0.0, True, None, False)
 _WATTS = (0.0, False, 1.0e5, False)
+# Lows likewise: a rate of 1e-300 passes "positive" and overflows every time it divides (1 GFLOP/s,
+# 1 MB/s and 1 MiB are below any device a probe runs on).
+_RATE = (1.0e-3, False, 1.0e6, False)
 _NUMBERS = {
     "gpus_per_node": (1, False, 1024, True),
-    "memory_gib": (0.0, True, 1.0e6, False),
-    "memory_bandwidth_gbs": (0.0, True, 1.0e6, False),
-    "bandwidth_gbs": (0.0, True, 1.0e6, False),
-    "peak_bf16_tflops": (0.0, True, 1.0e5, False),
-    "peak_fp32_tflops": (0.0, True, 1.0e5, False),
+    "memory_gib": (1.0e-3, False, 1.0e6, False),
+    "memory_bandwidth_gbs": _RATE,
+    "bandwidth_gbs": _RATE,
+    "peak_bf16_tflops": (1.0e-3, False, 1.0e5, False),
+    "peak_fp32_tflops": (1.0e-3, False, 1.0e5, False),
     "idle_power_w": _WATTS,
     "max_power_w": (0.0, True, 1.0e5, False),
     "min_sm_clock_mhz": (0.0, False, 1.0e5, False),

@@ -123,8 +123,8 @@ def front_note(points: list[Point], front: list[Point], trials_by_status: dict[s
         fix = "see `autotune space` for what fits, or widen the space and run more --trials."
         if failure is not None:
             reason, count = failure
-            fix = (f"{count} failed with: {reason.strip()[:300]}; each probe's log is in the run directory's "
-                   "trials/ folder (report.html lists every trial's reason).")
+            fix = (f"{count} failed with: {reason.strip()[:300]}; report.html lists every trial's reason (and a "
+                   "launched probe's log is in the run directory's trials/ folder).")
         return f"No feasible configuration: no trial ran to completion ({counts}). Nothing is recommended; {fix}"
     if len(points) == 1:
         return (

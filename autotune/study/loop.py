@@ -322,7 +322,8 @@ class _Objective:
             # A node without a sensor (here, or a remote one) sent an estimate: never rank by it unasked.
             unranked = ESTIMATED_ENERGY_REASON
         elif result.ok and values is None:
-            unranked = f"probe gave no {' and '.join(self.objectives)} (energy unavailable?)"
+            missing = [name for name in self.objectives if getattr(result, name) is None]
+            unranked = f"probe gave no {' and '.join(missing)}" + (" (energy unavailable?)" if "energy_kj" in missing else "")
         if self.progress.on_trial:
             self.progress.on_trial(trial.number, params, result, unranked or ("" if result.ok else result.error or ""))
         if unranked:

@@ -282,3 +282,18 @@ def test_a_partial_file_is_searched_over_its_recorded_candidates_only(tmp_path, 
     assert all(t.user_attrs["result"]["status"] == "ok" for t in ran)
     if sampler == "tpe":  # the budget outlasts the file: every recorded candidate is replayed, once
         assert len(ran) == len(recorded)
+
+
+def test_a_record_without_energy_is_not_ranked_and_the_reason_names_only_what_is_missing(tmp_path):
+    import optuna
+
+    from tests.cli import autotune
+
+    listed = json.loads(autotune("space", "--model", "7b", "--nodes", "1", "--simulate", "--json").stdout)
+    entry = next(e for e in listed if e["valid"])
+    path = _write(tmp_path, [{"params": entry["params"], "status": "ok", "time_s": entry["time_s"]}])
+    done = autotune("run", "--model", "7b", "--nodes", "1", "--backend", "replay", "--measurements", str(path),
+                    "--trials", "2", "--out", str(tmp_path / "run"))
+    assert done.returncode == 0, done.stderr
+    (trial,) = optuna.load_study(study_name="autotune", storage=f"sqlite:///{tmp_path / 'run' / 'study.db'}").trials
+    assert trial.user_attrs["reason"] == "probe gave no energy_kj (energy unavailable?)"  # its time_s was given

@@ -67,8 +67,10 @@ def _wrong_values(table, key):
     if table == "simulator_error":  # percent, 0..1000 (the shipped gh200 profile carries its calibrated error)
         return wrong + [(2000.0, "above its bound")]
     low, low_open, high, integer = _NUMBERS[key]
-    if low_open or low >= 1:
+    if low_open or low > 0:
         wrong.append((0 if integer else 0.0, "zero"))
+    if 0 < low < 1:  # a rate of 1e-300 is positive and overflows every time it divides
+        wrong.append((1e-300, "vanishingly small"))
     if high is not None:
         wrong.append((high * 10, "above the plausible range"))
     if integer:
