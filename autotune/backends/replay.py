@@ -161,9 +161,12 @@ def load_measurements(path: Path) -> dict[str, dict]:
     """{params_key(params): checked record}; refuses a file with no usable record or a candidate twice."""
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read --measurements {path} ({exc.strerror or exc}); pass an existing file") from None
+    except UnicodeDecodeError as exc:  # a Latin-1 error message pasted from a log, say
+        raise ConfigError(f"measurements {path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
+                          f"{exc.start}); save it as UTF-8") from None
     records: dict[str, dict] = {}
     for origin, entry in _entries(path, text):
         if isinstance(entry, dict) and entry.get("valid") is False:

@@ -101,6 +101,9 @@ def test_torn_json_and_duplicates_are_refused(tmp_path):
     record = {"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "energy_kj": 1.0}
     with pytest.raises(ConfigError, match="line 2: a second record"):
         load_measurements(_write(tmp_path, [record, record]))
+    path.write_bytes(json.dumps({**record, "status": "failed", "error": "dXpassement"}).encode().replace(b"X", b"\xe9"))
+    with pytest.raises(ConfigError, match=r"is not UTF-8 text \(byte 0xe9 at offset \d+\); save it as UTF-8"):
+        load_measurements(path)  # a Latin-1 error message pasted from a log
 
 
 def test_the_space_list_is_accepted_and_invalid_entries_skipped(tmp_path):
