@@ -95,3 +95,12 @@ def complete_table(origin: str, label: str, data, keys, fix: str, not_a_table: s
     if missing:
         raise ConfigError(f"{origin}: {label} lacks {', '.join(missing)}; {fix}")
     return data
+
+
+def refuse_duplicate_keys(pairs: list) -> dict:
+    """json.loads' object_pairs_hook: a key given twice would silently be its last copy."""
+    keys = [key for key, _ in pairs]
+    repeated = sorted({key for key in keys if keys.count(key) > 1})
+    if repeated:
+        raise ValueError(f"key(s) {', '.join(repeated)} appear more than once")
+    return dict(pairs)

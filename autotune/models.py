@@ -11,7 +11,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from autotune.checks import MAX_COUNT, number_problem, refuse_unknown_keys, shown
+from autotune.checks import MAX_COUNT, number_problem, refuse_duplicate_keys, refuse_unknown_keys, shown
 from autotune.errors import ConfigError
 
 
@@ -250,14 +250,6 @@ def model_from_json(data: dict, origin: str = "model", default_name: str = "cust
     return ModelSpec(name=name, llm=llm, vision=vision, default_workload=_read_default_workload(reader, data))
 
 
-def _refuse_duplicate_keys(pairs: list) -> dict:
-    keys = [key for key, _ in pairs]
-    repeated = sorted({key for key in keys if keys.count(key) > 1})
-    if repeated:
-        raise ValueError(f"key(s) {', '.join(repeated)} appear more than once")
-    return dict(pairs)
-
-
 def load_model(name_or_path: str) -> ModelSpec:
     """A preset name (tiny, 7b, 32b, 72b) or the path of a JSON file in the documented schema, or a
     Hugging Face config.json (autotune/models_hf.py)."""
@@ -272,7 +264,7 @@ def load_model(name_or_path: str) -> ModelSpec:
     if path.suffix.lower() == ".json":
         origin = f"model file {path}"
         try:
-            data = json.loads(path.read_text(), object_pairs_hook=_refuse_duplicate_keys)
+            data = json.loads(path.read_text(), object_pairs_hook=refuse_duplicate_keys)
         except FileNotFoundError:
             raise ConfigError(f"{origin} does not exist; pass a preset ({', '.join(PRESETS)}) or an existing JSON file") from None
         except OSError as exc:

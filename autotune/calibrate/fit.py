@@ -24,6 +24,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from autotune.calibrate.observations import Observation
+from autotune.candidate import Candidate
 from autotune.hardware import SIMULATOR_CONSTANTS, HardwareProfile, with_simulator_constants
 from autotune.simulator import simulate
 
@@ -82,15 +83,16 @@ class Calibration:
             raise ValueError("no observations to calibrate against")
         self.observations, self.base = observations, base
         self.values = np.array([o.value for o in observations])
-        candidates: dict[int, object] = {}
+        # By value, not identity: one configuration under two names, or measured by two studies, is simulated
+        # once and left out as one (leaving out one copy while the fit sees the other would leak it).
+        index: dict[Candidate, int] = {}
         for o in observations:
             for c in (o.candidate, o.relative_to):
                 if c is not None:
-                    candidates.setdefault(id(c), c)
-        self._candidates = list(candidates.values())
-        index = {key: i for i, key in enumerate(candidates)}
-        self._at = [index[id(o.candidate)] for o in observations]
-        self._ref = [index[id(o.relative_to)] if o.relative_to is not None else -1 for o in observations]
+                    index.setdefault(c, len(index))
+        self._candidates = list(index)
+        self._at = [index[o.candidate] for o in observations]
+        self._ref = [index[o.relative_to] if o.relative_to is not None else -1 for o in observations]
         self._metrics = [_STEP_METRICS[o.metric] for o in observations]
         self._lower = np.array([o.bound == "lower" for o in observations])
         self._upper = np.array([o.bound == "upper" for o in observations])

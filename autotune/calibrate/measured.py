@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autotune.calibrate.observations import Observation, checked_knobs, checked_observation
+from autotune.calibrate.observations import Observation, checked_candidate, checked_knobs, checked_observation
 from autotune.candidate import Candidate
 from autotune.errors import ConfigError, UserError
 from autotune.hardware import HardwareProfile, hardware_flag
@@ -74,7 +74,10 @@ def _trial_observations(origin: str, trial, settings, allow_estimated: bool, all
                   "simulator against its own output teaches nothing); pass --allow-simulated only to test the fit")
         return
     knobs = checked_knobs(origin, key, (trial.user_attrs.get("candidate") or {}).get("knobs"))
-    candidate = settings.candidate(knobs.to_dict())
+    # A study prunes what its rules refuse before a probe; one that broke them here was damaged, or the
+    # profile to calibrate is not the one it ran on (a higher minimum power limit, say).
+    candidate = checked_candidate(origin, key, settings.candidate(knobs.to_dict()),
+                                  "calibrate the profile the study ran on (its own, without --hardware), or leave the run out")
     missing = not_measured(result.get("details"))
     partial, estimated = [], []  # node-energy metrics left out, and why
     for metric, value in _figures(result, candidate).items():

@@ -4,15 +4,18 @@ An observation is absolute (the candidate's time, energy, TFLOP/s or power) or r
 the candidate's metric to another candidate's, as a published "saving of s%" is); a published bound
 (">512 TFLOP/s") counts as an error only when the prediction is on the wrong side of it.
 Every value is checked where it is read: one line names the observation, the problem and the fix.
+A configuration must be a valid candidate (the space's rules), and two figures of one configuration
+must agree as repeats of one measurement do (`repeated_figures`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from autotune.candidate import KNOBS, Candidate, Knobs, knob_value
+from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, Candidate, Knobs, knob_value
 from autotune.checks import checked_number, refuse_unknown_keys, shown
 from autotune.errors import ConfigError
+from autotune.space import check_candidate
 
 # Metric -> what it is (per GPU where it says so); keys of the error tables.
 METRICS = {
@@ -23,6 +26,10 @@ METRICS = {
     "module_power_w": "mean module power per GPU (GPU + host share + memory), W",
 }
 BOUNDS = ("lower", "upper")
+# Two figures of one configuration and metric further apart than this are not repeats of one
+# measurement (repeated probes of a candidate on one node differ by 1-3%, `autotune run --repeats`):
+# one is wrong, or the system changed between them, and a fit through both would fit neither.
+REPEAT_TOLERANCE = 0.10
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,12 @@ def checked_knobs(origin: str, key: str, raw) -> Knobs:
     if not isinstance(raw, dict):
         raise ConfigError(f"{origin}: {key} knobs must be a table of knob values, got {raw!r}")
     refuse_unknown_keys(f"{origin}: {key} knobs", raw, KNOBS, "knob names are those of search_spaces/default.toml")
+    # Knobs' defaults (ZeRO-0, no checkpointing) are no measured configuration's: only the device settings
+    # may be left out, meaning untouched.
+    missing = [knob for knob in KNOBS if knob not in raw and knob not in UNTOUCHED_DEVICE_SETTINGS]
+    if missing:
+        raise ConfigError(f"{origin}: {key} knobs lack {', '.join(missing)}; give every knob but "
+                          f"{' and '.join(UNTOUCHED_DEVICE_SETTINGS)} (left out: untouched) its value")
     values = {}
     for knob, value in raw.items():
         try:
@@ -61,3 +74,51 @@ def checked_knobs(origin: str, key: str, raw) -> Knobs:
         except ValueError as why:
             raise ConfigError(f"{origin}: {key} {knob} = {shown(value)} {why}; see search_spaces/default.toml") from None
     return Knobs(**values)
+
+
+def checked_candidate(origin: str, key: str, candidate: Candidate, fix: str) -> Candidate:
+    """`candidate`, or one line naming the validity rule it breaks, as `autotune space` words it.
+    The memory estimate is not asked: a figure shows the configuration ran, and the estimate keeps
+    headroom (the GH200 study's 7b-scaled ran in what it puts at 88.3 GiB of 86.4 usable)."""
+    check = check_candidate(candidate)
+    if check.memory is None:  # a broken rule; one that only exceeds memory has an estimate
+        raise ConfigError(f"{origin}: {key} is not a valid candidate: {check.reason}; {fix}")
+    return candidate
+
+
+def _cited(o: Observation) -> str:
+    return f"{o.id!r} from {o.source}"
+
+
+def repeated_figures(observations: list[Observation]) -> list[str]:
+    """Figures that give one metric of one configuration more than once (a configuration under two
+    names, a candidate two studies measured): one line per set of sources when they agree within
+    REPEAT_TOLERANCE (both are fitted, as repeats), a ConfigError naming both figures when not.
+    Bounds are left out: two lower bounds of one figure do not contradict each other."""
+    groups: dict[tuple, list[Observation]] = {}
+    for o in observations:
+        if o.bound is None:
+            groups.setdefault((o.candidate, o.metric, o.relative_to), []).append(o)
+    agreeing: dict[tuple, list] = {}  # sources -> [configurations, largest gap]
+    for (candidate, metric, relative_to), same in groups.items():
+        if len(same) < 2:
+            continue
+        low, high = min(same, key=lambda o: o.value), max(same, key=lambda o: o.value)
+        apart = high.value / low.value - 1.0
+        if apart > REPEAT_TOLERANCE:
+            what = f"{metric} ratio" if relative_to is not None else metric
+            raise ConfigError(
+                f"{_cited(low)} and {_cited(high)} give the {what} of one configuration (model, knobs and "
+                f"workload) as {low.value:.5g} and {high.value:.5g}, {apart:.0%} apart, more than repeats of one "
+                f"measurement differ ({REPEAT_TOLERANCE:.0%}): one is wrong or the system changed between them; "
+                "leave the wrong one out (or measure it again), or calibrate against each source apart"
+            )
+        seen = agreeing.setdefault(tuple(sorted({o.source for o in same})), [set(), 0.0])
+        seen[0].add(candidate)
+        seen[1] = max(seen[1], apart)
+    return [f"{_listed(sources)}: {len(configurations)} configuration(s) given more than once, at most {gap:.1%} apart: "
+            "fitted as repeats, and left out together" for sources, (configurations, gap) in agreeing.items()]
+
+
+def _listed(names: tuple[str, ...]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"

@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from autotune.calibrate.observations import BOUNDS, Observation, checked_knobs, checked_observation
+from autotune.calibrate.observations import BOUNDS, Observation, checked_candidate, checked_knobs, checked_observation
 from autotune.candidate import Candidate
-from autotune.checks import checked_number, refuse_unknown_keys
+from autotune.checks import checked_number, refuse_duplicate_keys, refuse_unknown_keys, shown
 from autotune.errors import ConfigError
 from autotune.hardware import HardwareProfile
 from autotune.models import load_model
@@ -54,16 +54,23 @@ def read_reference(name_or_path: str) -> tuple[dict, str]:
     """The reference document and the name to cite it by."""
     path = reference_path(name_or_path)
     try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"reference {path}: not valid JSON ({exc}); fix the file") from None
+        # JSON is UTF-8 whatever the locale; a configuration named twice would silently be its last copy.
+        data = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=refuse_duplicate_keys)
+    except OSError as exc:
+        raise ConfigError(f"reference {path} cannot be read ({exc.strerror or exc}); pass a readable JSON file") from None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, a repeated key
+        raise ConfigError(f"reference {path}: not valid UTF-8 JSON ({exc}); fix the file") from None
     if not isinstance(data, dict):
         raise ConfigError(f"reference {path}: the top level must be an object; {_FIX}")
     refuse_unknown_keys(f"reference {path}", data, _TOP_KEYS, _FIX)
     for key in ("hardware", "configurations", "figures"):
         if key not in data:
             raise ConfigError(f"reference {path}: missing '{key}'; {_FIX}")
-    return data, str(data.get("name") or path.stem)
+    for key in ("name", "hardware"):
+        if key in data and (not isinstance(data[key], str) or not data[key].strip()):
+            raise ConfigError(f"reference {path}: {key} = {shown(data[key])} is not a name; write one string, "
+                              f"such as \"{'gh200' if key == 'hardware' else path.stem}\"")
+    return data, data.get("name") or path.stem
 
 
 def _candidate(origin: str, name: str, raw, hardware: HardwareProfile) -> Candidate:
@@ -78,7 +85,17 @@ def _candidate(origin: str, name: str, raw, hardware: HardwareProfile) -> Candid
     if not isinstance(workload, dict) or set(workload) != set(_WORKLOAD_KEYS):
         raise ConfigError(f"{origin}: {key} workload must hold exactly {', '.join(_WORKLOAD_KEYS)}; {_FIX}")
     counts = {k: checked_number(origin, f"{key} workload {k}", workload[k], low=1, integer=True) for k in _WORKLOAD_KEYS}
-    return Candidate(checked_knobs(origin, key, raw["knobs"]), load_model(str(raw["model"])), hardware, Workload(**counts))
+    if counts["samples"] < counts["global_batch"]:  # as `autotune run` refuses --samples below --global-batch
+        raise ConfigError(f"{origin}: {key} workload samples {counts['samples']} is less than one global batch "
+                          f"({counts['global_batch']}): a run takes at least one optimizer step; fix the workload")
+    if not isinstance(raw["model"], str) or not raw["model"].strip():
+        raise ConfigError(f"{origin}: {key} model = {shown(raw['model'])} is not a model name or file; {_FIX}")
+    try:
+        model = load_model(raw["model"])
+    except ConfigError as exc:
+        raise ConfigError(f"{origin}: {key}: {exc}") from None
+    candidate = Candidate(checked_knobs(origin, key, raw["knobs"]), model, hardware, Workload(**counts))
+    return checked_candidate(origin, key, candidate, "fix the configuration (`autotune space` lists each candidate's reason)")
 
 
 def _observation(origin: str, index: int, raw, candidates: dict, source: str) -> Observation:
@@ -90,10 +107,13 @@ def _observation(origin: str, index: int, raw, candidates: dict, source: str) ->
         if part not in raw:
             raise ConfigError(f"{origin}: {key} lacks '{part}'; every figure names its configuration, metric and value")
     for part in ("configuration", "relative_to"):
-        if part in raw and raw[part] not in candidates:
+        if part in raw and (not isinstance(raw[part], str) or raw[part] not in candidates):
             raise ConfigError(f"{origin}: {key} {part} {raw[part]!r} is not among the configurations; {_FIX}")
     if raw.get("bound") not in (None, *BOUNDS):
         raise ConfigError(f"{origin}: {key} bound {raw['bound']!r}; use 'lower' or 'upper' or leave it out")
+    if not isinstance(raw.get("approximate", False), bool):  # bool("no") is True
+        raise ConfigError(f"{origin}: {key} approximate = {shown(raw['approximate'])} is not true or false; write "
+                          "true for a figure published as approximate ('~'), else false or leave it out")
     relative = "relative_to" in raw
     metric, value = checked_observation(origin, key, raw["metric"], raw["value"], relative)
     return Observation(
@@ -104,7 +124,7 @@ def _observation(origin: str, index: int, raw, candidates: dict, source: str) ->
         source=source,
         relative_to=candidates[raw["relative_to"]] if relative else None,
         bound=raw.get("bound"),
-        approximate=bool(raw.get("approximate", False)),
+        approximate=raw.get("approximate", False),
         note=str(raw.get("note", "")),
     )
 

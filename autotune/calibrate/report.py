@@ -80,6 +80,7 @@ def report_text(document: dict) -> str:
         f"({', '.join(document['sources'])})",
     ]
     lines += [f"  skipped: {line}" for line in document.get("skipped", [])]
+    lines += [f"  repeated: {line}" for line in document.get("repeated", [])]
     if document.get("loo_by") == "configuration":
         lines.append("  'left out': predicted by a fit that saw no figure of that configuration (the error quoted)")
     if document.get("not_run"):

@@ -47,6 +47,7 @@ def register(subparsers) -> None:
 
 def _base_hardware(args: argparse.Namespace):
     from autotune.calibrate.reference import read_reference
+    from autotune.errors import ConfigError
     from autotune.hardware import figure_differences, hardware_to_dict, load_hardware, stored_hardware
 
     if args.hardware:
@@ -64,7 +65,11 @@ def _base_hardware(args: argparse.Namespace):
             if all(not figure_differences(first, hardware_to_dict(other)) for other in kept[1:]):
                 return kept[0]
     if args.reference:
-        return load_hardware(read_reference(args.reference)[0]["hardware"])
+        data, name = read_reference(args.reference)
+        try:
+            return load_hardware(data["hardware"])
+        except ConfigError as exc:
+            raise ConfigError(f"reference {name}: {exc}; or pass --hardware with the profile its figures were measured on") from None
     return load_hardware("gh200")
 
 
@@ -85,6 +90,7 @@ def _run(args: argparse.Namespace) -> int:
     from autotune.atomic_write import write_text_atomic
     from autotune.calibrate.fit import Calibration
     from autotune.calibrate.measured import load_measured
+    from autotune.calibrate.observations import repeated_figures
     from autotune.calibrate.reference import load_reference
     from autotune.calibrate.report import calibration_document, profile_error, report_text
     from autotune.errors import UserError
@@ -107,10 +113,13 @@ def _run(args: argparse.Namespace) -> int:
         observations += measured.observations
         extra = {"skipped": measured.skipped, "not_run": measured.not_run}
     if not observations:
+        counts = ", ".join(f"{n} {status}" for status, n in extra["not_run"].items())
+        why = ([f"probes without figures ({counts})"] if counts else []) + extra["skipped"]
         raise UserError(
-            "no usable observation: every probe failed, ran out of memory or had only simulated/estimated figures "
-            f"({'; '.join(extra['skipped'])}); run a measured study (`autotune run --backend launch`) first"
+            f"no usable observation: {'; '.join(why) or 'no probe was evaluated'}; "
+            "run a measured study (`autotune run --backend launch`) first"
         )
+    extra["repeated"] = repeated_figures(observations)
     cal = Calibration(observations, base)
     unknown = sorted(set(args.hold) - set(cal.names))
     if unknown:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from autotune.commands.flags import path_flag, whole_number_flag
 from autotune.commands.report import add_study_location_options

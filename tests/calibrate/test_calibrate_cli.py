@@ -2,6 +2,7 @@
 
 import functools
 import json
+import re
 import sqlite3
 
 import pytest
@@ -108,16 +109,23 @@ def test_a_study_of_other_hardware_names_its_profile_as_a_flag(simulated_run):
     assert "was measured on hardware 'gh200'" in other.stderr and "pass --hardware gh200 (" in other.stderr
 
 
-def test_a_corrupt_measured_result_is_refused_with_one_line(simulated_run, tmp_path):
+def _copy_changing_results(run_dir, out, change, limit: int = -1):
+    """A copy of a run directory whose stored probe results `change` edited (the first `limit`, or all)."""
     import shutil
 
-    run = tmp_path / "run"
-    shutil.copytree(simulated_run, run)
-    with sqlite3.connect(run / "study.db") as db:
-        row = db.execute("SELECT trial_user_attribute_id, value_json FROM trial_user_attributes WHERE key = 'result' LIMIT 1").fetchone()
-        result = json.loads(row[1])
-        result["time_s"] = -3.0
-        db.execute("UPDATE trial_user_attributes SET value_json = ? WHERE trial_user_attribute_id = ?", (json.dumps(result), row[0]))
+    shutil.copytree(run_dir, out)
+    with sqlite3.connect(out / "study.db") as db:
+        rows = db.execute("SELECT trial_user_attribute_id, value_json FROM trial_user_attributes WHERE key = 'result' "
+                          "LIMIT ?", (limit,)).fetchall()
+        for row_id, value in rows:
+            result = json.loads(value)
+            change(result)
+            db.execute("UPDATE trial_user_attributes SET value_json = ? WHERE trial_user_attribute_id = ?", (json.dumps(result), row_id))
+    return out
+
+
+def test_a_corrupt_measured_result_is_refused_with_one_line(simulated_run, tmp_path):
+    run = _copy_changing_results(simulated_run, tmp_path / "run", lambda r: r.update(time_s=-3.0), limit=1)
     refused = autotune("calibrate", run, "--no-loo", "--allow-simulated")
     assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
     assert "time_s" in refused.stderr and "out of range" in refused.stderr
@@ -155,3 +163,42 @@ def test_studies_of_one_profile_calibrate_it_whatever_its_description_says(tmp_p
     both = autotune("calibrate", *runs, "--no-loo", "--allow-simulated", "--json")
     assert both.returncode == 0, both.stderr
     assert json.loads(both.stdout)["sources"] == [str(run) for run in runs]
+
+
+def test_two_runs_that_measured_one_candidate_30_percent_apart_are_refused(simulated_run, tmp_path):
+    slower = _copy_changing_results(simulated_run, tmp_path / "slower", lambda r: r.update(time_s=r["time_s"] * 1.3))
+    refused = autotune("calibrate", simulated_run, slower, "--no-loo", "--allow-simulated")
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert f"from {simulated_run} and " in refused.stderr and f"from {slower} give the time_s of one configuration" in refused.stderr
+    assert "30% apart" in refused.stderr
+
+
+def test_two_runs_that_agree_are_fitted_as_repeats_with_a_line_saying_so(simulated_run, tmp_path):
+    again = _copy_changing_results(simulated_run, tmp_path / "again", lambda r: r.update(time_s=r["time_s"] * 1.02))
+    result = autotune("calibrate", simulated_run, again, "--no-loo", "--allow-simulated")
+    assert result.returncode == 0, result.stderr
+    assert f"repeated: {simulated_run} and {again}: " in result.stdout and "at most 2.0% apart" in result.stdout
+
+
+def test_a_run_whose_every_probe_failed_says_how_many_and_why(simulated_run, tmp_path):
+    failed = _copy_changing_results(simulated_run, tmp_path / "failed", lambda r: r.update(status="oom"))
+    refused = autotune("calibrate", failed, "--no-loo")
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
+    assert re.search(r"no usable observation: probes without figures \([1-9]\d* oom\);", refused.stderr)  # was "()"
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda text: text.replace('"gh200-study"', '"\u00e9tude"', 1).encode("latin-1"), "not valid UTF-8 JSON"),
+    (lambda text: text.replace('"hardware": "gh200"', '"hardware": ["gh200"]', 1).encode(), 'hardware = ["gh200"] is not a name'),
+    (lambda text: text.replace('"hardware": "gh200"', '"hardware": "gh300"', 1).encode(),
+     "reference gh200-study: unknown hardware 'gh300'"),
+    (lambda text: text.replace('"micro_batch": 4,', '"micro_batch": 8,', 1).encode(), "does not divide the global batch 16"),
+])
+def test_a_reference_the_command_cannot_use_is_one_line_not_a_traceback(tmp_path, change, words):
+    from autotune.calibrate.reference import REFERENCE_DIR
+
+    path = tmp_path / "figures.json"
+    path.write_bytes(change((REFERENCE_DIR / "gh200-study.json").read_text()))
+    result = autotune("calibrate", "--reference", path, "--no-loo")
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert words in result.stderr

@@ -2,12 +2,13 @@
 
 import json
 import random
+import re
 from dataclasses import replace
 
 import pytest
 
 from autotune.calibrate.fit import Calibration, mape_by_metric
-from autotune.calibrate.observations import Observation
+from autotune.calibrate.observations import Observation, repeated_figures
 from autotune.calibrate.reference import REFERENCE_DIR, load_reference
 from autotune.errors import ConfigError
 from autotune.hardware import SIMULATOR_CONSTANTS, load_hardware, with_simulator_constants
@@ -102,6 +103,26 @@ def _write_reference(tmp_path, change) -> str:
         (lambda d: d["configurations"]["7b-baseline"]["knobs"].update(optimizer_offload="fast"), 'optimizer_offload = "fast" is not one of'),
         (lambda d: d["configurations"]["7b-baseline"]["workload"].pop("samples"), "workload must hold exactly"),
         (lambda d: d["figures"][0].update(relative_to="nowhere"), "relative_to 'nowhere' is not among"),
+        (lambda d: d["figures"][0].update(configuration=["7b-baseline"]), "configuration ['7b-baseline'] is not among"),
+        (lambda d: d["figures"][0].update(approximate="no"), 'approximate = "no" is not true or false'),  # bool("no")
+        (lambda d: d["figures"][0].update(approximate=1), "approximate = 1 is not true or false"),
+        (lambda d: d.update(hardware=["gh200"]), 'hardware = ["gh200"] is not a name'),
+        (lambda d: d.update(name=7), "name = 7 is not a name"),
+        (lambda d: d["configurations"]["7b-baseline"].update(model=["7b"]), 'model = ["7b"] is not a model name'),
+        (lambda d: d["configurations"]["7b-baseline"].update(model="8b"), "configuration '7b-baseline': unknown model '8b'"),
+        (lambda d: d["configurations"]["7b-baseline"]["knobs"].pop("zero_stage"), "knobs lack zero_stage"),  # was ZeRO-0
+        # The space's rules, worded as `autotune space` words them (a ZeroDivisionError or a silent fit before).
+        (lambda d: d["configurations"]["7b-baseline"]["knobs"].update(micro_batch=8),
+         "configuration '7b-baseline' is not a valid candidate: micro-batch 8 x data-parallel size 4 = 32 does not divide "
+         "the global batch 16"),
+        (lambda d: d["configurations"]["7b-baseline"]["knobs"].update(sp_degree=3),
+         "configuration '7b-baseline' is not a valid candidate: SP degree 3 does not divide the 4 GPUs"),
+        (lambda d: d["configurations"]["7b-optimizer-offload-async"]["knobs"].update(zero_stage=1),
+         "configuration '7b-optimizer-offload-async' is not a valid candidate: async optimizer offload (SuperOffload) "
+         "needs ZeRO stage 3"),
+        (lambda d: d["configurations"]["7b-baseline"]["knobs"].update(power_limit=0.1), "is below the device's minimum"),
+        (lambda d: d["configurations"]["7b-baseline"]["workload"].update(samples=4),
+         "configuration '7b-baseline' workload samples 4 is less than one global batch (16)"),
     ],
 )
 def test_a_corrupt_or_incomplete_observation_is_refused_in_one_line(tmp_path, change, words):
@@ -115,3 +136,50 @@ def test_a_corrupt_or_incomplete_observation_is_refused_in_one_line(tmp_path, ch
 def test_reference_of_other_hardware_is_refused():
     with pytest.raises(ConfigError, match="pass --hardware gh200"):
         load_reference("gh200-study", load_hardware("h100-sxm"))
+
+
+def test_a_reference_that_is_not_utf8_is_refused_in_one_line(tmp_path):
+    path = tmp_path / "figures.json"
+    path.write_bytes((REFERENCE_DIR / "gh200-study.json").read_bytes().replace(b'"gh200-study"', b'"\xe9tude"', 1))
+    with pytest.raises(ConfigError, match=re.escape(f"reference {path}: not valid UTF-8 JSON") + ".*byte 0xe9"):
+        load_reference(str(path), load_hardware("gh200"))
+
+
+def test_a_configuration_named_twice_in_the_file_is_refused(tmp_path):
+    path = tmp_path / "figures.json"
+    text = (REFERENCE_DIR / "gh200-study.json").read_text()
+    path.write_text(text.replace('"configurations": {', '"configurations": {"7b-baseline": {}, ', 1))
+    with pytest.raises(ConfigError, match="key.s. 7b-baseline appear more than once"):
+        load_reference(str(path), load_hardware("gh200"))
+
+
+def _twice(tmp_path, value: float) -> list[Observation]:
+    """The reference with 7b-baseline's knobs under a second name, which gives its time as `value`."""
+    def change(d):
+        d["configurations"]["7b-again"] = {**d["configurations"]["7b-baseline"], "group": "again"}
+        d["figures"].append({"id": "7b-again-time", "configuration": "7b-again", "metric": "time_s", "value": value})
+    return load_reference(_write_reference(tmp_path, change), load_hardware("gh200"))
+
+
+def test_one_configuration_given_twice_beyond_noise_is_refused_naming_both(tmp_path):
+    with pytest.raises(ConfigError) as refused:
+        repeated_figures(_twice(tmp_path, 1248.0 * 1.3))
+    message = str(refused.value)
+    assert "'7b-baseline-time' from gh200-study and '7b-again-time' from gh200-study" in message
+    assert "as 1248 and 1622.4, 30% apart" in message and "\n" not in message
+
+
+def test_repeats_within_noise_are_fitted_and_left_out_as_one_configuration(tmp_path):
+    observations = _twice(tmp_path, 1248.0 * 1.02)
+    assert repeated_figures(observations) == [
+        "gh200-study: 1 configuration(s) given more than once, at most 2.0% apart: fitted as repeats, and left out together"]
+    fold_of = {i: tuple(fold) for fold in Calibration(observations, load_hardware("gh200")).folds("configuration") for i in fold}
+    first, again = (next(i for i, o in enumerate(observations) if o.id == name) for name in ("7b-baseline-time", "7b-again-time"))
+    # One fold: leaving out one copy while the fit sees the other would leak it into the quoted error.
+    assert fold_of[first] == fold_of[again]
+
+
+def test_bounds_are_not_repeats():
+    base = load_reference("gh200-study", load_hardware("gh200"))
+    bound = next(o for o in base if o.bound == "lower")
+    assert repeated_figures([bound, replace(bound, id="another", value=bound.value * 2)]) == []

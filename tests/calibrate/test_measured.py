@@ -93,6 +93,20 @@ def test_a_knob_value_is_refused_as_a_space_file_refuses_it(knob, value, words):
     assert words in str(refused.value) and "\n" not in str(refused.value)
 
 
+@pytest.mark.parametrize("knob, value, words", [
+    ("sp_degree", 3, "SP degree 3 does not divide the 8 GPUs"),
+    ("power_limit", 0.1, "power limit 0.1 x 700 W = 70 W is below the device's minimum of 200 W"),
+    ("micro_batch", 128, "micro-batch 128 x data-parallel size 8 = 1024 does not divide the global batch 64"),
+])
+def test_a_trial_the_space_rules_refuse_is_not_fitted(knob, value, words):
+    # A study prunes such a candidate before its probe: here the study is damaged or the profile is another.
+    trial = _trial()
+    trial.user_attrs["candidate"] = {"knobs": {**KNOBS, knob: value}}
+    with pytest.raises(ConfigError) as refused:
+        _observe(trial)
+    assert f"runs/x: trial 3 is not a valid candidate: {words}" in str(refused.value) and "\n" not in str(refused.value)
+
+
 def test_one_line_per_reason_names_its_trials():
     details = {"energy": {"components": {"gpu_j": 1.0, "not_measured": ["cpu"]}}}
     runs = MeasuredRuns()
