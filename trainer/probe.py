@@ -29,6 +29,16 @@ from autotune.workload import make_workload
 from trainer.distributed import LaunchEnv, init_process_group, launch_env, teardown
 from trainer.power import agree_or_refuse, applied_device_settings, device_settings_block
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return value
+
+
 def _sm_clock(text: str) -> int | str:
     return text if text == "max" else int(text)
 
@@ -76,6 +86,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--data", help="LLaVA-Video-style annotation JSON (default: synthetic samples); docs/data.md")
     parser.add_argument("--video-root", help="folder the annotation's video paths are relative to (default: its folder)")
     parser.add_argument("--collective-timeout-s", type=float, default=600.0, help="process-group timeout")
+    parser.add_argument("--threads-per-rank", type=_positive_int, metavar="N",
+                        help="CPU threads of each rank (default: the cores it may run on, shared among the node's "
+                             "ranks, under every launcher; trainer/threads.py)")
     # The deepspeed launcher passes --local_rank=N; LOCAL_RANK, which it sets too, is what the trainer reads.
     parser.add_argument("--local_rank", "--local-rank", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -141,6 +154,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     _readable_arch_list()
     env = launch_env()
+    from trainer.threads import apply_threads, threads_per_rank
+
+    threads = threads_per_rank(args.threads_per_rank, env.local_world_size)
+    apply_threads(threads)
     out = Path(args.out)
     if env.rank == 0 and out.exists():
         out.unlink()  # a stale file must not pass for this run's (ranks rendezvous before they can write)
@@ -156,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         candidate = candidate_from_args(args, env.world_size)
         ds_config = _ds_config(args, candidate)
         base = results.base_result(candidate, ds_config, env.world_size, device_name(cuda))
+        base["threads_per_rank"] = threads
         check_supported(candidate, env.world_size, cuda)  # refuse before any process group exists
         init_process_group(env, args.collective_timeout_s)
         guard = device_settings.enter_context(applied_device_settings(candidate, env))  # before the warm-up

@@ -247,7 +247,14 @@ class LaunchBackend(Backend):
             "--steps", str(self.probe_steps),
             "--probe-seconds", str(self.probe_seconds),
             "--collective-timeout-s", str(self.collective_timeout_s),
+            *self._threads_flag(),
         ]
+
+    def _threads_flag(self) -> list[str]:
+        """The OMP_NUM_THREADS a user exported, for every rank (pdsh would not forward it); else the probe's
+        own rule, the same under every launcher (trainer/threads.py)."""
+        threads = self._environ().get("OMP_NUM_THREADS", "")
+        return ["--threads-per-rank", threads] if threads.isdigit() and int(threads) >= 1 else []
 
     def _run_once(self, launcher: str, candidate: Candidate, trial_dir: Path, out: Path, repeat: str) -> dict | ProbeResult:
         """One probe start: its result.json as a dict when ok, else the ProbeResult saying why not."""

@@ -49,6 +49,11 @@ def test_zero3_offload_checkpointing_sp2_on_two_ranks(tmp_path):
     done, result = _probe(tmp_path, flags)
     _assert_ok(done, result, {"zero_stage": 3, "activation_checkpointing": "offload_sync", "sp_degree": 2})
     assert result["world_size"] == 2 and result["layout"] == {"dp_degree": 1, "sp_degree": 2, "grad_accum": 2}
+    import os
+
+    # torchrun's own OMP_NUM_THREADS=1 is not what decides: each rank takes its share of the cores, as under
+    # the deepspeed launcher and srun (trainer/threads.py).
+    assert result["threads_per_rank"] == max(1, len(os.sched_getaffinity(0)) // 2)
     assert result["ds_config"]["sequence_parallel_size"] == 2
     # This machine has no energy sensor: the block is there, estimated and saying so, never 0 J.
     energy = result["energy"]
@@ -109,6 +114,8 @@ def test_zero0_single_process_from_a_candidate_file(tmp_path):
     result = json.loads((tmp_path / "result.json").read_text())
     _assert_ok(done, result, {"zero_stage": 0, "activation_checkpointing": "none", "sp_degree": 1})
     assert result["world_size"] == 1 and result["candidate"] == candidate.to_dict()
+    done = torchrun([*flags, "--out", "r2.json", "--threads-per-rank", "1"], nproc=1, cwd=tmp_path, timeout_s=TIMEOUT_S)
+    assert json.loads((tmp_path / "r2.json").read_text())["threads_per_rank"] == 1, done.stderr[-3000:]
 
 
 def test_superoffload_is_refused_on_cpu(tmp_path):
