@@ -77,7 +77,7 @@ def register(subparsers) -> None:
         "--measurements", type=path_flag, metavar="FILE",
         help="recorded results for --backend replay: JSON lines of {params, status, time_s, energy_kj, tflops, "
         "peak_mem_gib, source} (as `autotune export RUN_DIR --measurements FILE` writes), or the list "
-        "`autotune space --simulate --json` prints; a candidate with no record fails",
+        "`autotune space --simulate --json` prints; the study searches the recorded candidates only",
     )
     probe.add_argument("--launcher", choices=LAUNCHERS, default=DEFAULT_LAUNCHER, help=f"how probes start (default: {DEFAULT_LAUNCHER})")
     probe.add_argument("--hostfile", type=path_flag, help="DeepSpeed hostfile for multi-node probes")
