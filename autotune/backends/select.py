@@ -31,11 +31,9 @@ def check_device_matches_profile(hardware, first_node=None, environ: dict[str, s
                 "--backend simulate")
         return
     environ = dict(os.environ if environ is None else environ)
-    if slurm_nodes(environ) is not None:
-        # Each probe is an srun step with the job's GPUs, which this shell may not see: judged only where it does.
-        check_gpu_memory_matches_profile(hardware, local_gpu_models(), "this machine")
-        return
-    if local_gpu_count():
+    # In an allocation each probe is an srun step with the job's GPUs, which this shell may not see: no GPU
+    # here is no claim there.
+    if slurm_nodes(environ) is not None or local_gpu_count():
         check_gpu_memory_matches_profile(hardware, local_gpu_models(), "this machine")
         return
     raise UserError(
