@@ -29,13 +29,16 @@ from autotune.workload import make_workload
 from trainer.distributed import LaunchEnv, init_process_group, launch_env, teardown
 from trainer.power import agree_or_refuse, applied_device_settings, device_settings_block
 
-def _positive_int(text: str) -> int:
+MAX_THREADS_PER_RANK = 4096
+
+
+def _thread_count(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
         value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    if not 1 <= value <= MAX_THREADS_PER_RANK:  # beyond it torch.set_num_threads overflows
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1 and at most {MAX_THREADS_PER_RANK}")
     return value
 
 
@@ -86,7 +89,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--data", help="LLaVA-Video-style annotation JSON (default: synthetic samples); docs/data.md")
     parser.add_argument("--video-root", help="folder the annotation's video paths are relative to (default: its folder)")
     parser.add_argument("--collective-timeout-s", type=float, default=600.0, help="process-group timeout")
-    parser.add_argument("--threads-per-rank", type=_positive_int, metavar="N",
+    parser.add_argument("--threads-per-rank", type=_thread_count, metavar="N",
                         help="CPU threads of each rank (default: the cores it may run on, shared among the node's "
                              "ranks, under every launcher; trainer/threads.py)")
     # The deepspeed launcher passes --local_rank=N; LOCAL_RANK, which it sets too, is what the trainer reads.

@@ -19,7 +19,7 @@ def test_a_rank_takes_its_share_of_the_cores_unless_told(requested, ranks, cores
     assert threads_per_rank(requested, ranks, cores) == expected
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "1.5", "abc", "", "nan"])
+@pytest.mark.parametrize("value", ["0", "-1", "1.5", "abc", "", "nan", "4097", "99999999999999999999"])
 def test_the_probe_refuses_a_thread_count_that_is_not_a_whole_number_of_at_least_one(value):
     done = subprocess.run([sys.executable, "-m", "trainer.probe", "--model", "tiny", "--threads-per-rank", value],
                           capture_output=True, text=True, timeout=60)
