@@ -526,7 +526,9 @@ def run_study(
         study.set_user_attr("objectives", objectives)
         base = baseline(checks)
         if base is not None:
-            study.enqueue_trial(base.candidate.knobs.to_dict(), user_attrs={"baseline": True})
+            # Two workers that start at once both find the study empty: the later one's copy is skipped
+            # where the first one's is already stored (else it is a duplicate trial, never a second probe).
+            study.enqueue_trial(base.candidate.knobs.to_dict(), user_attrs={"baseline": True}, skip_if_exists=True)
     retry_interrupted(study, include_running=not shared_storage)
     before = len([t for t in study.get_trials(deepcopy=False) if is_evaluated(t)])
     if before >= min(n_trials, valid_total):
