@@ -161,6 +161,12 @@ def main(argv: list[str] | None = None) -> int:
 
     threads = threads_per_rank(args.threads_per_rank, env.local_world_size)
     apply_threads(threads)
+    if env.is_node_leader:
+        # Before the ranks rendezvous, so before any of them can wait on a lock a killed build left.
+        from autotune.build_locks import clear_stale_build_locks
+
+        for line in clear_stale_build_locks():
+            print(f"probe: {line}", file=sys.stderr, flush=True)
     out = Path(args.out)
     if env.rank == 0 and out.exists():
         out.unlink()  # a stale file must not pass for this run's (ranks rendezvous before they can write)

@@ -25,6 +25,7 @@ from autotune.backends.launchers import (
 from autotune.backends.probe_outcome import measured_figures, not_ok_result, ok_result, read_result
 from autotune.backends.probe_options import DEFAULT_LAUNCHER, check_probe_options, probe_default
 from autotune.backends.probe_process import ProbeProcess
+from autotune.build_locks import build_locks, extensions_root
 from autotune.candidate import Candidate
 from autotune.ds_config import deepspeed_config
 from autotune.errors import ConfigError
@@ -323,17 +324,17 @@ class LaunchBackend(Backend):
 
 
 def stale_build_locks(older_than_s: float, environ: dict[str, str] | None = None) -> str:
-    """What a timed-out probe may have waited on: a torch extension build's lock older than the probe.
-    DeepSpeed JIT-builds its CPU ops into TORCH_EXTENSIONS_DIR under a lock file; a build killed midway
-    (a probe killed at its timeout, a Ctrl-C) leaves it, and every later probe on the machine waits on
-    it forever, with nothing in its log. "" when there is none."""
-    environ = os.environ if environ is None else environ
-    root = Path(environ.get("TORCH_EXTENSIONS_DIR") or Path.home() / ".cache" / "torch_extensions")
+    """What a timed-out probe may have waited on: a torch extension build's lock older than the probe
+    (autotune/build_locks.py). The probe removes the locks it can tell are stale before it starts; one
+    on a shared file system, perhaps held by another node's build, it can only name. "" when there is none."""
     cutoff = time.time() - older_than_s
-    try:
-        locks = sorted(str(lock) for lock in root.glob("*/*/lock") if lock.stat().st_mtime < cutoff)
-    except OSError:
-        return ""
+    locks = []
+    for lock in build_locks(extensions_root(environ)):
+        try:
+            if lock.stat().st_mtime < cutoff:
+                locks.append(str(lock))
+        except OSError:
+            continue  # released meanwhile
     if not locks:
         return ""
     return (f"; a torch extension build lock older than the probe is held ({', '.join(locks[:2])}): if no build is "

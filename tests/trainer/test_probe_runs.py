@@ -145,3 +145,24 @@ def test_hang_hook_hangs(tmp_path):
                        env=cpu_env(AUTOTUNE_PROBE_TEST_HOOK="hang"), capture_output=True, timeout=15)
     assert b"sleeps until killed" in (hung.value.stderr or b"")  # it got past init and hung there
     assert not (tmp_path / "r.json").exists()
+
+
+def test_a_build_lock_a_killed_build_left_does_not_hang_the_next_probe(tmp_path):
+    """A probe killed while DeepSpeed JIT-built its shm_comm op left the build's lock; every later probe waited
+    on it until killed in turn. The probe removes a lock no process holds before its ranks start building."""
+    import shutil
+
+    from autotune.build_locks import build_locks, extensions_root
+
+    extensions = tmp_path / "ext"
+    built = sorted(extensions_root().glob("*/deepspeed_shm_comm"))  # scripts/test builds it: copied, not rebuilt
+    if built:
+        shutil.copytree(built[0], extensions / "deepspeed_shm_comm")
+    lock = extensions / "deepspeed_shm_comm" / "lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text("")
+    done, result = _probe(tmp_path, ["--global-batch", "2"], TORCH_EXTENSIONS_DIR=str(extensions))
+    _assert_ok(done, result, {"zero_stage": 0})
+    said = [line for line in done.stderr.splitlines() if "stale build lock" in line]
+    assert len(said) == 1 and said[0].startswith(f"probe: removed stale build lock {lock} ("), done.stderr[-3000:]
+    assert build_locks(extensions) == []
