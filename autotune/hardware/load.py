@@ -90,6 +90,13 @@ def _check_consistency(origin: str, p: HardwareProfile) -> None:
                "idle power must not exceed max power")
     _not_above(origin, "[gpu] min_sm_clock_mhz", p.gpu.min_sm_clock_mhz, "[gpu] max_sm_clock_mhz",
                p.gpu.max_sm_clock_mhz, "the lowest clock must not exceed the highest")
+    if p.cuda and p.gpu.min_sm_clock_mhz <= 0:
+        # The simulator models a power limit by the SM clock it forces (hardware/power_model.py): with no
+        # clock range every limit would cost no time and save no energy, a flat front that looks measured.
+        raise ConfigError(f"{origin}: [gpu] min_sm_clock_mhz = {p.gpu.min_sm_clock_mhz:g} and max_sm_clock_mhz = "
+                          f"{p.gpu.max_sm_clock_mhz:g} on a CUDA profile (cuda = true): a power limit acts through the "
+                          "SM clock it forces, so both must be the device's supported graphics clocks in MHz "
+                          "(`nvidia-smi -q -d SUPPORTED_CLOCKS`: the lowest and the highest), or set cuda = false")
     _not_above(origin, "[power] min_limit_w", p.power.min_limit_w, "[power] module_cap_w", p.power.module_cap_w,
                "the lowest accepted limit must not exceed the default limit")
     # The cap must leave room above idle, or no work could ever run under it.

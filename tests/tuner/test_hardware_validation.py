@@ -140,6 +140,21 @@ def test_a_cap_at_or_below_idle_power_is_refused(tmp_path):
     assert "module_cap_w" in _refused(tmp_path, data)
 
 
+@pytest.mark.parametrize("low, high", [(0.0, 0.0), (0.0, 1980.0)])
+def test_a_cuda_profile_without_a_clock_range_is_refused(tmp_path, low, high):
+    """With no clock range the simulator's power limit forces no clock: every limit cost no time and saved no
+    energy (a newcomer's profile copied cpu.toml's 0 and 0 into a GPU node's)."""
+    data = _copy()
+    data["gpu"]["min_sm_clock_mhz"], data["gpu"]["max_sm_clock_mhz"] = low, high
+    message = _refused(tmp_path, data)
+    assert f"[gpu] min_sm_clock_mhz = {low:g} and max_sm_clock_mhz = {high:g} on a CUDA profile" in message
+    assert "nvidia-smi -q -d SUPPORTED_CLOCKS" in message and "cuda = false" in message
+    data["cuda"] = False  # a CPU profile has no clock to set: 0 and 0 say so
+    path = tmp_path / "cpu-like.toml"
+    path.write_text(write_toml(data))
+    assert load_hardware(str(path)).gpu.max_sm_clock_mhz == high
+
+
 def test_every_shipped_profile_passes():
     for name in ("gh200", "h100-sxm", "cpu"):
         load_hardware(name)
