@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 from autotune.calibrate.observations import BOUNDS, Observation, checked_candidate, checked_knobs, checked_observation
+from autotune.calibrate.plausible import implausible_figures
 from autotune.candidate import Candidate
 from autotune.checks import checked_number, refuse_duplicate_keys, refuse_unknown_keys, shown
 from autotune.errors import ConfigError
@@ -146,4 +147,10 @@ def load_reference(name_or_path: str, hardware: HardwareProfile) -> list[Observa
     repeated = sorted({i for i in ids if ids.count(i) > 1})
     if repeated:
         raise ConfigError(f"{origin}: figure id(s) {', '.join(repeated)} appear more than once; give each figure its own id")
+    wrong = implausible_figures(observations)
+    if wrong:
+        observation, why = wrong[0]
+        more = f" ({len(wrong) - 1} more figure(s) likewise)" if len(wrong) > 1 else ""
+        raise ConfigError(f"{origin}: figure {observation.id!r}: {why}{more}; or, if the figure is right, the "
+                          f"profile '{hardware.name}' is not the hardware it was measured on (pass --hardware)")
     return observations

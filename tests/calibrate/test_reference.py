@@ -3,6 +3,8 @@
 import json
 import math
 
+import pytest
+
 from autotune.calibrate.reference import REFERENCE_DIR, load_reference
 from autotune.flops import flops_per_sample
 from autotune.hardware import load_hardware
@@ -55,3 +57,40 @@ def test_time_figures_are_the_published_minutes():
     assert by_id["32b-optimizer-offload-async-tflops"]["bound"] == "lower"
     # Activation-offload energies are published per node: x nodes for the whole run.
     assert by_id["72b-checkpoint-recompute-energy"]["value"] == round(3367.6 * 8, 1)
+
+
+def _with_figure(tmp_path, figure_id: str, factor: float):
+    import copy
+
+    data = copy.deepcopy(DATA)
+    (figure,) = [f for f in data["figures"] if f["id"] == figure_id]
+    figure["value"] = figure["value"] * factor
+    path = tmp_path / "figures.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+@pytest.mark.parametrize("figure_id, factor, words", [
+    ("7b-baseline-gpu-power", 4, "power_w 1960 W is outside the 45-900 W one GPU of 'gh200' can draw: a figure per node"),
+    ("7b-checkpoint-recompute-module-power", 1e-3, "module_power_w 0.627 W is outside the 45-1102.5 W"),
+    ("7b-baseline-tflops", 1000, "tflops 428210 per GPU is above the dense peak of 989 TFLOP/s of 'gh200'"),
+    ("7b-baseline-time", 1 / 60, "time_s 20.8 is shorter than the configuration's work at the dense peak"),
+    ("7b-baseline-time", 1000, "time_s 1.248e+06 means 0.418 TFLOP/s per GPU, 4.2e-04 of the peak: a time in milliseconds"),
+    ("7b-baseline-energy", 1000, "energy_kj 3.02e+06 over time_s 1248 on 4 GPUs is 6.05e+05 W per GPU"),
+    ("32b-baseline-energy", 1 / 16, "energy_kj 685.75 over time_s 1176 on 16 GPUs is 36.45 W per GPU"),
+])
+def test_a_figure_in_the_wrong_unit_is_refused_naming_it(tmp_path, figure_id, factor, words):
+    """Each passes its own check (a positive number) and would drag the fit's constants to their bounds."""
+    from autotune.errors import ConfigError
+
+    with pytest.raises(ConfigError) as refused:
+        load_reference(_with_figure(tmp_path, figure_id, factor), load_hardware("gh200"))
+    message = str(refused.value)
+    assert f"figure '{figure_id}': " in message and words in message and "\n" not in message
+    assert message.endswith("or, if the figure is right, the profile 'gh200' is not the hardware it was measured "
+                            "on (pass --hardware)")
+
+
+def test_a_profile_estimate_off_by_a_quarter_is_not_a_unit_mistake(tmp_path):
+    for figure_id, factor in (("7b-baseline-gpu-power", 1.25), ("7b-baseline-energy", 0.75), ("7b-baseline-time", 1.3)):
+        assert load_reference(_with_figure(tmp_path, figure_id, factor), load_hardware("gh200"))
