@@ -3,15 +3,55 @@ temporary name beside the target first, then renamed over it, so a reader sees t
 new one, never half of one; a crash leaves the old file in place. A symbolic link is written through
 (the file it names is replaced, the link stays), and a path that cannot take the file (a directory
 in its place, a file where its directory should be) is one line: every caller writes what a study
-already holds, so nothing measured is lost and the fix is to clear the way and write it again."""
+already holds, so nothing measured is lost and the fix is to clear the way and write it again.
+
+The file gets the permissions a plain open(path, "w") would leave: a new file the process umask's
+(0644 under the usual 022, not tempfile.mkstemp's 0600, which no teammate or job under another
+account could read), an existing one its own."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
+import stat
 from pathlib import Path
 
 from autotune.errors import UserError
+
+_NEW_FILE_MODE = 0o666  # what open() asks for; the kernel takes the umask off
+
+
+def temp_file_beside(path: Path) -> tuple[int, Path]:
+    """A new temporary file in `path`'s folder, opened for writing (fd, its path), with the mode a
+    plain open(path, "w") would give `path`. Raises OSError; the caller renames or removes it.
+
+    An existing target keeps its mode, as open() would keep it: someone who narrowed a file
+    (chmod 600) or widened it for a group expects a rewrite to leave that alone. The name is unique
+    per call: ranks and workers writing the same file at once never share a temporary file."""
+    path = Path(path)
+    try:
+        target = os.stat(path)
+    except OSError:
+        target = None  # a new file (or one we cannot stat: the rename decides)
+    # Permission bits only: a setuid bit is not something a rewrite should hand on.
+    kept_mode = stat.S_IMODE(target.st_mode) & 0o777 if target is not None and stat.S_ISREG(target.st_mode) else None
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    while True:
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        try:
+            fd = os.open(tmp, flags, _NEW_FILE_MODE)
+            break
+        except FileExistsError:  # a temporary file a killed writer left under this name
+            continue
+    if kept_mode is not None:
+        try:
+            os.fchmod(fd, kept_mode)
+        except OSError:
+            os.close(fd)
+            tmp.unlink(missing_ok=True)
+            raise
+    return fd, tmp
 
 
 def write_text_atomic(path: Path, text: str, mode: int | None = None) -> Path:
@@ -19,19 +59,22 @@ def write_text_atomic(path: Path, text: str, mode: int | None = None) -> Path:
     path = Path(path)
     if path.is_symlink():
         path = path.resolve()  # the rename would replace the link itself with a file
-    # Per process: two workers finishing together must not write into one temporary file.
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = None
     try:
-        tmp.write_text(text, encoding="utf-8")
+        fd, tmp = temp_file_beside(path)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
         if mode is not None:
             tmp.chmod(mode)
         tmp.replace(path)
     except OSError as exc:
-        with contextlib.suppress(OSError):  # a read-only file system refuses the clean-up too
-            tmp.unlink(missing_ok=True)
+        if tmp is not None:
+            with contextlib.suppress(OSError):  # a read-only file system refuses the clean-up too
+                tmp.unlink(missing_ok=True)
         raise UserError(f"cannot write {path} ({exc.strerror or exc}); move what is in its way or choose another path, "
                         "and run the command again (what the study measured is kept in its database)") from None
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
         raise
     return path

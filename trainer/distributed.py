@@ -1,7 +1,8 @@
 """Process-group set-up and teardown for probe ranks, with timeouts so a dead peer never hangs us.
 
-Rank layout comes from the launcher's environment (torchrun, the deepspeed launcher and srun
-wrappers all export RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE).
+Rank layout comes from the launcher's environment (torchrun and srun wrappers export RANK,
+WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE; the deepspeed launcher says LOCAL_SIZE for the last). A
+plain `python -m trainer.probe` has none of them: one rank.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def launch_env() -> LaunchEnv:
         rank=int(os.environ.get("RANK", "0")),
         world_size=world,
         local_rank=int(os.environ.get("LOCAL_RANK", "0")),
-        local_world_size=int(os.environ.get("LOCAL_WORLD_SIZE", str(world))),
+        local_world_size=int(os.environ.get("LOCAL_WORLD_SIZE") or os.environ.get("LOCAL_SIZE") or world),
     )
 
 
@@ -54,6 +55,9 @@ def init_process_group(env: LaunchEnv, timeout_s: float) -> None:
     os.environ.setdefault("RANK", str(env.rank))
     os.environ.setdefault("WORLD_SIZE", str(env.world_size))
     os.environ.setdefault("LOCAL_RANK", str(env.local_rank))
+    # The node's energy is modelled for LOCAL_WORLD_SIZE accelerators (trainer/energy.py), the
+    # profile's gpus_per_node when it is unset: a plain run on the cpu profile counted 2 ranks' power.
+    os.environ.setdefault("LOCAL_WORLD_SIZE", str(env.local_world_size))
     if get_accelerator().device_name() == "cuda":
         get_accelerator().set_device(env.local_rank)
     deepspeed.init_distributed(

@@ -18,11 +18,13 @@ import faulthandler
 import json
 import os
 import sys
+import tempfile
 import time
 from contextlib import ExitStack
 from pathlib import Path
 
 from autotune.candidate import KNOBS, Candidate, Knobs, candidate_from_dict, knob_value
+from autotune.checks import number_problem
 from autotune.hardware import load_hardware
 from autotune.models import load_model
 from autotune.workload import make_workload
@@ -40,6 +42,63 @@ def _thread_count(text: str) -> int:
     if not 1 <= value <= MAX_THREADS_PER_RANK:  # beyond it torch.set_num_threads overflows
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1 and at most {MAX_THREADS_PER_RANK}")
     return value
+
+
+# A week, the bound of the tuner's own --probe-timeout (autotune/backends/probe_options.py, a layer above this
+# one): longer is a typo (and far longer overflows the collectives' timeout, an int of milliseconds).
+MAX_SECONDS = 7 * 24 * 3600.0
+
+
+def _seconds_flag(*, low_open: bool, meaning: str):
+    """argparse type for a duration in seconds: a finite number in [0 (or > 0), a week], with the
+    wording of autotune.checks; NaN, infinities and 1e400 are refused here, not in the collectives."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = text  # number_problem says it is not a number
+        problem = number_problem(value, low=0, high=MAX_SECONDS, low_open=low_open)
+        if problem:
+            raise argparse.ArgumentTypeError(f"{text!r} {problem} ({meaning})")
+        return float(value)
+
+    parse.__name__ = "seconds"
+    return parse
+
+
+def _out_file(text: str) -> Path:
+    """--out, checked on every rank before anything starts: a finished probe must never find it cannot
+    write its result (a traceback instead of result.json). The folder must exist (every rank may
+    write a failure there, and reads the candidate beside it: it must be on a file system each node
+    shares), a file must be creatable in it (tried: permission bits say nothing to root, and
+    read-only mounts refuse everyone), and a file already there is replaced, so it must be a result."""
+    from trainer.result import is_result_file
+
+    path = Path(text)
+    folder = path.parent
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty; give the result file's path, e.g. --out result.json")
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a folder; give a file path in it, e.g. --out {path / 'result.json'}")
+    if path.exists() and not path.is_file():  # /dev/null as root: the probe would delete the device
+        raise argparse.ArgumentTypeError(f"{text!r} is not a regular file (a device, pipe or socket) and the probe "
+                                         "replaces --out; give a file path, e.g. --out result.json")
+    if path.is_file() and not is_result_file(path):
+        raise argparse.ArgumentTypeError(f"{text!r} is an existing file that is not a probe's result.json, and the "
+                                         "probe replaces --out; move it away or give another path, e.g. --out "
+                                         f"{folder / 'result.json'}")
+    if not folder.is_dir():
+        if folder.exists():
+            raise argparse.ArgumentTypeError(f"{text!r}: {folder} is a file, not a folder; give a path in a folder")
+        raise argparse.ArgumentTypeError(f"{text!r}: its folder {folder} does not exist; create it (on several nodes: "
+                                         "on a file system they share) or give a path in an existing folder")
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: cannot create a file in {folder} ({exc.strerror or exc}); "
+                                         "give a path in a folder you can write to") from None
+    return path
 
 
 def _sm_clock(text: str) -> int | str:
@@ -73,7 +132,8 @@ _WORKLOAD_FLAGS = {"frames": int, "text_tokens": int, "global_batch": int, "samp
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m trainer.probe", description=__doc__.split("\n\n")[0])
     parser.add_argument("--candidate", help="candidate JSON (Candidate.to_dict()); or give the flags below")
-    parser.add_argument("--out", default="result.json", help="where rank 0 writes the result")
+    parser.add_argument("--out", type=_out_file, default="result.json",
+                        help="where rank 0 writes the result: a new file or an earlier result, in an existing folder")
     parser.add_argument("--model", help="preset (tiny, 7b, 32b, 72b) or model JSON path")
     parser.add_argument("--hardware", help="hardware profile name or TOML path (default: cpu)")
     for knob, kind in _KNOB_FLAGS.items():
@@ -84,11 +144,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--precision", choices=("bf16", "fp32"))
     parser.add_argument("--warmup-steps", type=int, default=2, help="optimizer steps before the window")
     parser.add_argument("--steps", type=int, default=5, help="at least this many measured optimizer steps")
-    parser.add_argument("--probe-seconds", type=float, default=0.0, help="and at least this long a window")
+    parser.add_argument("--probe-seconds", type=_seconds_flag(low_open=False, meaning="the measured window's "
+                        "minimum length: 0 for none, at most a week"), default=0.0, help="and at least this long a window")
     parser.add_argument("--deepspeed-config", help="train with this exported DeepSpeed JSON instead")
     parser.add_argument("--data", help="LLaVA-Video-style annotation JSON (default: synthetic samples); docs/data.md")
     parser.add_argument("--video-root", help="folder the annotation's video paths are relative to (default: its folder)")
-    parser.add_argument("--collective-timeout-s", type=float, default=600.0, help="process-group timeout")
+    parser.add_argument("--collective-timeout-s", type=_seconds_flag(low_open=True, meaning="how long a collective "
+                        "waits for a peer: more than 0, at most a week"), default=600.0, help="process-group timeout")
     parser.add_argument("--threads-per-rank", type=_thread_count, metavar="N",
                         help="CPU threads of each rank (default: the cores it may run on, shared among the node's "
                              "ranks, under every launcher; trainer/threads.py)")

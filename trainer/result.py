@@ -12,19 +12,20 @@ import math
 import os
 import resource
 import statistics
-import tempfile
 import traceback
 from pathlib import Path
 
 import torch
 
 from trainer.model.attention import flash_attn_available
+from autotune.atomic_write import temp_file_beside
 from autotune.candidate import Candidate
 from autotune.flops import flops_per_sample, hardware_flops_per_sample
 
 SCHEMA_VERSION = 1
 _GIB = 1024**3
 _KIB = 1024
+_RESULT_HEAD_BYTES = 4096
 
 
 def bytes_to_gib(value: float) -> float:
@@ -127,10 +128,24 @@ def summary_line(result: dict, path: Path) -> str:
     )
 
 
+def is_result_file(path: Path) -> bool:
+    """Whether `path` holds what write_result writes (or nothing): the probe replaces its --out, and
+    must not take a dataset, a script or a candidate file for a stale result. Reads the head only:
+    write_result puts `schema_version` first."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(_RESULT_HEAD_BYTES)
+    except OSError:
+        return False
+    return not head.strip() or (head.lstrip().startswith(b"{") and b'"schema_version"' in head)
+
+
 def write_result(path: Path, result: dict, overwrite: bool) -> bool:
-    """Atomic write; with overwrite=False the first writer wins. Returns whether this call wrote."""
+    """Atomic write; with overwrite=False the first writer wins. Returns whether this call wrote.
+    The file gets the mode a plain open() would give it (autotune.atomic_write): teammates and jobs
+    under other accounts read results."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd, tmp = temp_file_beside(path)
     with os.fdopen(fd, "w") as handle:
         json.dump(result, handle, indent=2, default=str)
         handle.write("\n")

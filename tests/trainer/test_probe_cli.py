@@ -70,6 +70,41 @@ def test_the_first_failure_written_wins(tmp_path):
     assert list(tmp_path.iterdir()) == [out]  # no temporary files left behind
 
 
+@pytest.fixture
+def umask():
+    """Sets the process umask for one test, and puts the previous one back."""
+    previous = os.umask(0o022)
+    yield os.umask
+    os.umask(previous)
+
+
+@pytest.mark.parametrize("mask, mode", [(0o022, 0o644), (0o027, 0o640), (0o002, 0o664), (0o077, 0o600)])
+def test_a_result_file_gets_the_mode_the_umask_gives_and_a_rewritten_file_keeps_its_own(tmp_path, umask, mask, mode):
+    """Was 0600 whatever the umask (tempfile.mkstemp): a teammate, or a SLURM job under another account,
+    could not read a result. A plain open() gives a new file 0666 less the umask and leaves an existing
+    file's mode alone; so does every atomic write."""
+    import stat
+
+    from autotune.atomic_write import write_text_atomic
+
+    umask(mask)
+    first, failure, text = tmp_path / "result.json", tmp_path / "failure.json", tmp_path / "pareto.json"
+    assert results.write_result(first, {"status": "ok"}, overwrite=True)
+    assert results.write_result(failure, {"status": "oom"}, overwrite=False)  # the first-writer-wins link
+    write_text_atomic(text, "{}\n")
+    for path in (first, failure, text):
+        assert stat.S_IMODE(path.stat().st_mode) == mode, path.name
+    for path in (first, text):
+        path.chmod(0o640)
+    umask(0o077)
+    assert results.write_result(first, {"status": "ok"}, overwrite=True)
+    write_text_atomic(text, "[]\n")
+    assert stat.S_IMODE(first.stat().st_mode) == stat.S_IMODE(text.stat().st_mode) == 0o640
+    write_text_atomic(text, "#!/bin/sh\n", mode=0o755)  # an explicit mode still wins (launch.sh)
+    assert stat.S_IMODE(text.stat().st_mode) == 0o755
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["failure.json", "pareto.json", "result.json"]
+
+
 def test_throughput_uses_the_analytic_flops_and_the_profile_peak():
     from autotune.candidate import Candidate, Knobs
     from autotune.flops import flops_per_sample
