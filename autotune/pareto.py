@@ -6,9 +6,15 @@ from __future__ import annotations
 import numpy as np
 
 
-def front_indices(values: np.ndarray) -> list[int]:
+def front_indices(values: np.ndarray, keep_ties: bool = False) -> list[int]:
     """Indices of the non-dominated rows of `values` (N, M), ordered by the first objective then the
-    next; of exact ties only the first row (in the given order) is kept."""
+    next, exact ties in the given order.
+
+    Rows with exactly the same values do not dominate each other. `keep_ties=True` keeps every one of
+    them: the report's front, where two configurations that tie are two choices a user must see.
+    The default keeps only the first: the samplers' fronts of predictions, where a twin adds nothing
+    to beat or to seed from.
+    """
     values = np.asarray(values, dtype=float)
     if not len(values):
         return []
@@ -16,10 +22,17 @@ def front_indices(values: np.ndarray) -> list[int]:
     kept: list[int] = []
     for i in order:
         v = values[i]
-        if any(np.all(values[j] <= v) for j in kept):
+        # Lexicographic order puts every row that dominates v (or ties it) before v, and a dropped one
+        # is dominated by a kept one that then dominates v too: checking the kept rows is enough.
+        if any(_dominates(values[j], v) if keep_ties else np.all(values[j] <= v) for j in kept):
             continue
         kept.append(int(i))
     return kept
+
+
+def _dominates(a: np.ndarray, b: np.ndarray) -> bool:
+    """a is no worse than b in every objective and better in one (all minimised)."""
+    return bool(np.all(a <= b) and np.any(a < b))
 
 
 def knee_index(front: np.ndarray) -> int:

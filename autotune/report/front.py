@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from autotune.candidate import UNTOUCHED_DEVICE_SETTINGS
 from autotune.measure.units import kj_to_j
 from autotune.pareto import front_indices, knee_index
 
@@ -43,10 +45,25 @@ def _objectives(points: list[Point]) -> np.ndarray:
     return np.array([[p.time_s, p.energy_kj] for p in points], dtype=float).reshape(-1, 2)
 
 
+def _configuration_key(params: dict) -> str:
+    """One configuration's identity; a run from before the device knobs existed ran them untouched."""
+    return json.dumps({**UNTOUCHED_DEVICE_SETTINGS, **params}, sort_keys=True, default=str)
+
+
 def pareto_front(points: list[Point]) -> list[Point]:
-    """Points no other point beats in both time and energy, fastest first; exact ties keep the first trial."""
+    """Points no other point beats in both time and energy, fastest first. Two configurations with
+    exactly the same time and energy are both on it, lower trial first: neither beats the other, and a
+    user may prefer either for what the figures do not say. The same configuration twice with the
+    same figures is one choice, kept once, as its lower trial."""
     by_trial = sorted(points, key=lambda p: p.trial)
-    return [by_trial[i] for i in front_indices(_objectives(by_trial))]
+    front, seen = [], set()
+    for i in front_indices(_objectives(by_trial), keep_ties=True):
+        point = by_trial[i]
+        key = (point.time_s, point.energy_kj, _configuration_key(point.params))
+        if key not in seen:
+            seen.add(key)
+            front.append(point)
+    return front
 
 
 def knee(front: list[Point]) -> Point | None:

@@ -13,8 +13,9 @@ from pathlib import Path
 from autotune.atomic_write import write_text_atomic
 
 from autotune.report.noise import noise_sentence
-from autotune.report.payback import NO_BASELINE_IN_SPACE
-from autotune.report.units import energy_unit, figure, pct_text, time_unit
+from autotune.report.device_words import DeviceWords, view_device_words
+from autotune.report.payback import no_baseline_in_space
+from autotune.report.units import energy_text, energy_unit, figure, pct_text, time_text, time_unit
 from autotune.report.pareto_json import nodes_text
 from autotune.ds_config import deepspeed_config
 from autotune.report.front import Point
@@ -45,6 +46,7 @@ def header_section(view: StudyView, document: dict, run_dir: Path) -> str:
         note += "".join(f"<p>Search: {esc(line)}</p>" for line in lines)
     if document.get("noise"):
         note += f"<p>Measurement noise: {esc(noise_sentence(document['noise']))}.</p>"
+    baseline = no_baseline_in_space(view_device_words(view)) if document["baseline"] is None else document["baseline"]
     return (
         f"<header><h1>autotune report: {esc(document['model'])} on {esc(nodes_text(document['nodes']))} node(s) of "
         f"{esc(document['hardware'])}</h1>\n"
@@ -52,7 +54,7 @@ def header_section(view: StudyView, document: dict, run_dir: Path) -> str:
         f"<strong>Where the figures come from:</strong> {esc(provenance_sentence(document))} "
         f"Backend: {esc(document['backend'])} ({esc(document.get('backend_reason', ''))}).</p>\n"
         f"<p>{esc(workload_sentence(workload))} Trials: {esc(document['trials'])} ({esc(counts)}); "
-        f"baseline trial: {esc(NO_BASELINE_IN_SPACE if document['baseline'] is None else document['baseline'])}.</p>\n{note}</header>"
+        f"baseline trial: {esc(baseline)}.</p>\n{note}</header>"
     )
 
 
@@ -70,9 +72,11 @@ def scatter_section(view: StudyView, document: dict, run_dir: Path) -> str:
         trial = r["trial"]
         name = labels.get(trial, []) + (["baseline"] if trial == view.baseline_trial else [])
         css = "front" if trial in front else "baseline" if trial == view.baseline_trial else "feasible" if trial in feasible else "infeasible"
+        # Each point's figures in their own unit: the axes' unit suits the largest, and would show a
+        # CPU probe's 4 J beside a GPU study's kWh as a string of zeros.
         tooltip = (
             f"trial {trial} ({r['status']}{'' if trial in feasible else ', infeasible'}): {knobs_sentence(r['params'])}; "
-            f"{r['time_s'] / t_div:.3g} {t_unit}, {r['energy_kj'] / e_div:.3g} {e_unit}"
+            f"{time_text(r['time_s'])}, {energy_text(r['energy_kj'])}"
         )
         markers.append(Marker(r["time_s"] / t_div, r["energy_kj"] / e_div, css, tooltip, ", ".join(name)))
     line = [(p.time_s / t_div, p.energy_kj / e_div) for p in view.front]
@@ -91,6 +95,7 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
     if not document["picks"]:
         return f'<section id="picks"><h2>Recommended configurations</h2><p class="note">{esc(document.get("note") or "No picks.")}</p></section>'
     rows = []
+    words = view_device_words(view)
     t_unit, t_div = time_unit([view.point(r["trial"]).time_s for r in document["picks"]])
     e_unit, e_div = energy_unit([view.point(r["trial"]).energy_kj for r in document["picks"]])
     error = document.get("simulator_error")
@@ -111,7 +116,7 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
             esc(pct_text(row["tflop_per_kj_change_pct"])),
         ])
     headers = ["pick", "trial", "configuration", f"time {t_unit}{header_bar(error, picked, 'time_s')}",
-               f"energy {e_unit}{header_bar(error, picked, 'energy_kj')}", "TFLOP/s /GPU", "TFLOP /kJ",
+               f"energy {e_unit}{header_bar(error, picked, 'energy_kj')}", f"TFLOP/s {words.per()}", "TFLOP /kJ",
                "energy saved", "time change", "TFLOP/kJ change"]
     params = view.pick_parameters
     explain = (f"{esc(error_sentence(error))} " if error_sentence(error) else "") + (
@@ -122,17 +127,17 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
     if params.max_power_per_gpu_w is not None:
         explain += (
             f"'{esc(pick_label('cost_weighted', params))}': least eta x energy + (1 - eta) x P_max x time, with "
-            f"P_max = {params.max_power_per_gpu_w:g} W per GPU x the configuration's GPUs (Zeus cost)."
+            f"P_max = {params.max_power_per_gpu_w:g} W per {words.one} x the configuration's {words.many} (Zeus cost)."
         )
     return f'<section id="picks"><h2>Recommended configurations</h2>\n{_table(headers, rows, "picks")}\n<p class="explain">{explain}</p></section>'
 
 
-def _components_html(point: Point) -> str:
+def _components_html(point: Point, words: DeviceWords) -> str:
     components = point.extra.get("energy_components_kj") or {}
     if not components:
         return "<p>No energy breakdown by component for this trial.</p>"
     names = [c for c in COMPONENT_ORDER if c in components] + sorted(set(components) - set(COMPONENT_ORDER))
-    parts = [(name, float(components[name])) for name in names if components[name] is not None]
+    parts = [(words.component(name), float(components[name])) for name in names if components[name] is not None]
     total = sum(v for _, v in parts) or 1.0
     e_unit, e_div = energy_unit([v for _, v in parts])
     rows = [[esc(name), esc(figure(v, e_div)), esc(f"{100 * v / total:.1f}%")] for name, v in parts]
@@ -156,14 +161,15 @@ def _config_html(view: StudyView, names: list[str], point: Point, run_dir: Path)
 
 def pick_details_section(view: StudyView, document: dict, run_dir: Path) -> str:
     blocks = []
+    words = view_device_words(view)
     for trial, names in picks_by_trial(view).items():
         point = view.point(trial)
         title = ", ".join(pick_label(n, view.pick_parameters) for n in names)
         blocks.append(
             f'<article class="pick" id="trial-{trial}"><h3>{esc(title)}: trial {trial}</h3>\n'
-            f"<p>{esc(knobs_sentence(point.params))}; {esc(point.gpus)} GPUs.</p>\n"
-            f"<h4>Energy by component</h4>\n{_components_html(point)}\n"
-            f"<h4>Power over one step</h4>\n{power_html(point)}\n"
+            f"<p>{esc(knobs_sentence(point.params))}; {esc(point.gpus)} {esc(words.many)}.</p>\n"
+            f"<h4>Energy by component</h4>\n{_components_html(point, words)}\n"
+            f"<h4>Power over one step</h4>\n{power_html(point, words)}\n"
             f"{_config_html(view, names, point, run_dir)}</article>"
         )
     if not blocks:
@@ -191,7 +197,8 @@ def trials_section(view: StudyView, document: dict, run_dir: Path) -> str:
     feasible = {p.trial for p in view.points}
     t_unit, t_div = time_unit([r["time_s"] for r in view.trials])
     e_unit, e_div = energy_unit([r["energy_kj"] for r in view.trials])
-    headers = ["trial", "status", *(title for _, title in KNOB_COLUMNS), f"time {t_unit}", f"energy {e_unit}", "TFLOP/s /GPU", "reason"]
+    headers = ["trial", "status", *(title for _, title in KNOB_COLUMNS), f"time {t_unit}", f"energy {e_unit}",
+               f"TFLOP/s {view_device_words(view).per()}", "reason"]
     evaluated = [r for r in view.trials if r["status"] != "invalid"]
     # Candidates refused before running (rules, memory estimate) are many and teach little: fold them.
     refused = [r for r in view.trials if r["status"] == "invalid"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from autotune.report.device_words import GPU_WORDS, DeviceWords
 from autotune.report.front import Point
 from autotune.report.html_parts import esc, num, table
 from autotune.report.importance import METHOD, OBJECTIVE_TITLES, held_fixed
@@ -13,7 +14,8 @@ from autotune.report.picks import pick_label
 from autotune.report.study_points import StudyView
 from autotune.report.svg import share_bars_svg, stacked_bar_svg
 from autotune.report.svg_power import phase_css, power_timeline_svg
-from autotune.report.timeline import PHASE_LABELS, PROVENANCE_WORDS, power_profile, simulated_phases
+from autotune.report.timeline import PROVENANCE_WORDS, phase_label, power_profile, simulated_phases
+from autotune.report.units import figure, time_text
 
 
 
@@ -69,20 +71,22 @@ def tuning_cost_section(view: StudyView, document: dict, run_dir: Path) -> str:
     )
 
 
-def _phase_table(block: dict) -> str:
+def _phase_table(block: dict, words: DeviceWords) -> str:
     phases = block.get("phases") or {}
     if not phases:
         return ""
     rows = [
-        [esc(PHASE_LABELS.get(name, name)), esc(num(p.get("time_s"), ".3f")), esc(num(p.get("energy_j"), ",.0f")),
-         esc(num(p.get("mean_power_w"), ",.0f")), esc(p.get("steps"))]
+        # Three significant figures: a CPU probe's phases last milliseconds and take joules, never "0".
+        [esc(phase_label(name, words)), esc(figure(p.get("time_s"))), esc(figure(p.get("energy_j"))),
+         esc(figure(p.get("mean_power_w"))), esc(p.get("steps"))]
         for name, p in phases.items()
     ]
     return table(["phase (all steps of the window)", "time s", "energy J", "mean power W", "steps"], rows, "phases")
 
 
-def power_html(point: Point) -> str:
-    """Power over one step (measured or estimated timeline), else the simulated phase breakdown."""
+def power_html(point: Point, words: DeviceWords = GPU_WORDS) -> str:
+    """Power over one step (measured or estimated timeline), else the simulated phase breakdown;
+    `words` name the devices the phases ran on."""
     details = point.extra.get("details") or {}
     profile = power_profile(details)
     if profile is not None:
@@ -94,15 +98,15 @@ def power_html(point: Point) -> str:
             f"Power of {node} over {scope}, {what}" + (f" ({profile.sensors})" if profile.sensors else "")
             + ". Phases are shaded from the trainer's phase marks, as exact as the sampling period."
         )
-        svg = power_timeline_svg(profile.samples, title)
-        return f'<figure class="power">{svg}\n<figcaption>{esc(caption)}</figcaption></figure>\n{_phase_table(details["energy"])}'
+        svg = power_timeline_svg(profile.samples, title, words)
+        return f'<figure class="power">{svg}\n<figcaption>{esc(caption)}</figcaption></figure>\n{_phase_table(details["energy"], words)}'
     phases = simulated_phases(details)
     if phases and point.source == "simulated":
         step_s = sum(s for _, s in phases)
-        labelled = [(PHASE_LABELS.get(name, name), s) for name, s in phases]
+        labelled = [(phase_label(name, words), s) for name, s in phases]
         bar = stacked_bar_svg(labelled, f"simulated phases of one step, trial {point.trial}", width_px=760,
-                              unit="s", css_classes=[f"band {phase_css(name)}" for name, _ in phases])
-        rows = [[esc(label), esc(f"{s:.3f}"), esc(f"{100 * s / step_s:.1f}%")] for label, s in labelled]
+                              value_text=time_text, css_classes=[f"band {phase_css(name)}" for name, _ in phases])
+        rows = [[esc(label), esc(figure(s)), esc(f"{100 * s / step_s:.1f}%")] for label, s in labelled]
         return (
             f'<figure class="power">{bar}\n<figcaption>Simulated by the analytic model (nothing was measured): '
             f"the phases of one {step_s:.3g} s step. No power timeline exists for a simulated trial.</figcaption></figure>\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from autotune.report.device_words import view_device_words
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar, tie_sentence
 from autotune.report.noise import noise_sentence
 from autotune.report.units import energy_unit, figure, pct_text, time_unit
@@ -47,11 +48,12 @@ def markdown_report(view: StudyView, document: dict) -> str:
         knob_titles = [title for _, title in KNOB_COLUMNS]
         t_unit, t_div = time_unit([p.time_s for p in view.front])
         e_unit, e_div = energy_unit([p.energy_kj for p in view.front])
+        per_device = f"TFLOP/s {view_device_words(view).per()}"
         lines += [
             "**Pareto front**",
             "",
             _row(["trial", *knob_titles, f"time {t_unit}{header_bar(error, view.front, 'time_s')}",
-                  f"energy {e_unit}{header_bar(error, view.front, 'energy_kj')}", "TFLOP/s /GPU", "TFLOP /kJ", "pick"]),
+                  f"energy {e_unit}{header_bar(error, view.front, 'energy_kj')}", per_device, "TFLOP /kJ", "pick"]),
             _row(["---:"] + ["---"] * len(knob_titles) + ["---:"] * 4 + ["---"]),
         ]
         for p in view.front:

@@ -24,6 +24,7 @@ tuning_energy / (E_base - E_pick) runs of the study's workload. No saving: never
 from __future__ import annotations
 
 from autotune.measure.units import j_to_kj
+from autotune.report.device_words import GPU_WORDS, DeviceWords, view_device_words
 from autotune.report.study_points import StudyView
 from autotune.report.units import energy_text
 
@@ -59,13 +60,14 @@ def probe_cost(row: dict) -> dict:
     return {"time_s": None, "energy_kj": None, "basis": "unknown", "provenance": "unknown"}
 
 
-def _cost_note(probes: int, by_basis: dict[str, int], energy_kj: float | None, provenances: list[str]) -> str:
+def _cost_note(probes: int, by_basis: dict[str, int], energy_kj: float | None, provenances: list[str],
+               words: DeviceWords = GPU_WORDS) -> str:
     if probes == 0:
         return "No probe ran: tuning cost nothing."
     if by_basis.get("simulated") == probes:
         return (
             f"Simulated study: nothing ran on hardware ({probes} candidates modelled analytically), so tuning "
-            "cost no GPU time and no energy; a measured study would pay for its probes."
+            f"cost no {words.one} time and no energy; a measured study would pay for its probes."
         )
     parts = []
     if by_basis.get("probe_cost_window_energy"):
@@ -95,14 +97,18 @@ def _cost_note(probes: int, by_basis: dict[str, int], energy_kj: float | None, p
     return ("; ".join(parts) + ".") if parts else "Totals cover every probe, start-up and warm-up included."
 
 
-NO_BASELINE_IN_SPACE = ("this space holds no baseline (a candidate without offload or sequence parallelism, at the "
-                        "GPUs' own power limit and clock)")
+def no_baseline_in_space(words: DeviceWords = GPU_WORDS) -> str:
+    return ("this space holds no baseline (a candidate without offload or sequence parallelism, at the "
+            f"{words.many}' own power limit and clock)")
+
+
+NO_BASELINE_IN_SPACE = no_baseline_in_space()  # GPU wording; `no_baseline_in_space(words)` for the study's devices
 
 
 def baseline_missing(view: StudyView) -> str:
     """Why no pick can be measured against the baseline: the space has none, or it did not run."""
     if view.baseline_trial is None:
-        return NO_BASELINE_IN_SPACE
+        return no_baseline_in_space(view_device_words(view))
     status = next((r["status"] for r in view.trials if r["trial"] == view.baseline_trial), "not evaluated")
     return f"the baseline (trial {view.baseline_trial}) is not feasible ({status})"
 
@@ -154,11 +160,11 @@ def tuning_cost(view: StudyView) -> dict:
         "time_s": time_s,
         "gpu_hours": None if time_s is None else sum(c["time_s"] * r["gpus"] for c, r in timed) / SECONDS_PER_HOUR,
         # What a "GPU" of gpu_hours is: a CPU profile's ranks are processes, not GPUs.
-        "gpu_hours_of": "CPU ranks" if view.settings is not None and not view.settings.hardware.cuda else "GPUs",
+        "gpu_hours_of": view_device_words(view).many,
         "energy_kj": energy_kj,
         "provenance": provenances[0] if len(provenances) == 1 else (provenances or "none"),
         "complete": set(by_basis) <= {"probe_cost", "simulated"},
-        "note": _cost_note(len(ran), by_basis, energy_kj, provenances),
+        "note": _cost_note(len(ran), by_basis, energy_kj, provenances, view_device_words(view)),
     }
     document["payback"] = [payback_row(name, trial, view, energy_kj, ran_on_hardware) for name, trial in view.picks.items()]
     return document

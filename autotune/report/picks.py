@@ -131,7 +131,7 @@ def front_note(points: list[Point], front: list[Point], trials_by_status: dict[s
             f"Only one feasible configuration (trial {points[0].trial}): every pick is that trial and there is "
             "no trade-off to choose from; run more --trials or widen the space to compare."
         )
-    if len(front) == 1:
+    if len({(p.time_s, p.energy_kj) for p in front}) == 1:  # one point, or configurations tied exactly
         why = ""
         if all(p.energy_source == "estimated" for p in points):
             # The estimate is the profile's power model over the probe's time: with no sensor to tell
@@ -139,6 +139,13 @@ def front_note(points: list[Point], front: list[Point], trials_by_status: dict[s
             why = (" Every energy here is estimated from the hardware profile's power model (no sensor saw it), "
                    "which charges nearly the same power to every configuration, so energy orders them as time "
                    "does; probe where a sensor is (`autotune sensors`) to see a trade-off.")
+        if len(front) > 1:
+            trials = ", ".join(str(p.trial) for p in front)
+            return (
+                f"{len(front)} configurations (trials {trials}) tie with exactly the same time and energy, both the "
+                f"fastest and the least energy of {len(points)} feasible ones: every pick is the lowest trial, "
+                f"{front[0].trial}, though any of them does as well.{why}"
+            )
         return (
             f"One configuration (trial {front[0].trial}) is both the fastest and the least energy of "
             f"{len(points)} feasible ones: every pick is that trial.{why}"

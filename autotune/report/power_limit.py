@@ -14,7 +14,7 @@ from autotune.report.front import Point
 from autotune.report.html_parts import esc, table
 from autotune.report.picks import savings
 from autotune.report.svg import Frame, axes, chart_start, nice_ticks
-from autotune.report.units import energy_unit, figure, pct_text, time_unit
+from autotune.report.units import energy_text, energy_unit, figure, pct_text, time_text, time_unit
 
 
 def _setting(params: dict, knob: str):
@@ -89,7 +89,8 @@ def power_limit_section(view, document: dict, run_dir) -> str:
     limits = [_limit(p) for p in sweep]
     t_unit, t_div = time_unit([p.time_s for p in sweep])
     e_unit, e_div = energy_unit([p.energy_kj for p in sweep])
-    tips = [f"trial {p.trial}: power limit {limit:g}, {figure(p.time_s, t_div)} {t_unit}, {figure(p.energy_kj, e_div)} {e_unit}"
+    # Each point's figures in their own unit (the axes' suits the largest): never a column of zeros.
+    tips = [f"trial {p.trial}: power limit {limit:g}, {time_text(p.time_s)}, {energy_text(p.energy_kj)}"
             for p, limit in zip(sweep, limits)]
     x_label = "power limit (fraction of the default)"
     charts = (_panel(limits, [p.energy_kj / e_div for p in sweep], tips, f"energy to solution ({e_unit})", x_label)

@@ -9,8 +9,11 @@ colours come from CSS classes the page defines, so the charts carry no style of 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from html import escape
+
+from autotune.report.units import energy_text, share_text
 
 
 @dataclass(frozen=True)
@@ -153,23 +156,24 @@ def _labels(anchors: list[tuple[float, float, str]]) -> list[str]:
 
 
 def stacked_bar_svg(
-    parts_kj: list[tuple[str, float]], title: str, width_px: int = 560, height_px: int = 34, unit: str = "kJ",
-    css_classes: list[str] | None = None,
+    parts: list[tuple[str, float]], title: str, width_px: int = 560, height_px: int = 34,
+    value_text: Callable[[float], str] = energy_text, css_classes: list[str] | None = None,
 ) -> str:
-    """One horizontal bar split into named shares (energy by component, time by phase); classes
-    `part-<index>` unless `css_classes` names one per part."""
-    total = sum(v for _, v in parts_kj if v > 0)
+    """One horizontal bar split into named shares (energy by component in kJ, the default; time by
+    phase in seconds with `value_text=time_text`); classes `part-<index>` unless `css_classes` names
+    one per part. Each part's hover text picks its own unit: a CPU probe's 4 J is never "0 kJ"."""
+    total = sum(v for _, v in parts if v > 0)
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart bar" role="img" '
         f'viewBox="0 0 {width_px} {height_px}" width="{width_px}" height="{height_px}">',
         f"<title>{escape(title)}</title>",
     ]
     x = 0.0
-    for index, (name, value) in enumerate(parts_kj):
+    for index, (name, value) in enumerate(parts):
         if total <= 0 or value <= 0:
             continue
         w = value / total * width_px
-        share = f"{name}: {value:,.{0 if unit == 'kJ' else 3}f} {unit} ({100 * value / total:.0f}%)"
+        share = f"{name}: {value_text(value)} ({share_text(value / total)})"
         css = css_classes[index] if css_classes else f"part-{index}"
         out.append(
             f'<rect class="{escape(css)}" x="{x:.1f}" y="0" width="{w:.1f}" height="{height_px}">'

@@ -7,16 +7,19 @@ from __future__ import annotations
 from html import escape
 
 from autotune.report.svg import Frame, axes, chart_start, nice_ticks
-from autotune.report.timeline import PHASE_LABELS, phase_bands
+from autotune.report.device_words import GPU_WORDS, DeviceWords
+from autotune.report.timeline import phase_bands, phase_label
+from autotune.report.units import figure
 
 
 def phase_css(phase: str | None) -> str:
     return f"phase-{phase or 'none'}"
 
 
-def power_timeline_svg(samples: list[tuple[float, float, str | None]], title: str,
+def power_timeline_svg(samples: list[tuple[float, float, str | None]], title: str, words: DeviceWords = GPU_WORDS,
                        width_px: int = 760, height_px: int = 260) -> str:
-    """Power (W) against seconds, phases shaded behind the line, a legend of the phases drawn."""
+    """Power (W) against seconds, phases shaded behind the line, a legend of the phases drawn; `words`
+    name the device the phases ran on."""
     times = [t for t, _, _ in samples]
     powers = [p for _, p, _ in samples]
     # From 0 W: the idle floor is part of the story. Room below for the axis label and the phase legend.
@@ -25,7 +28,8 @@ def power_timeline_svg(samples: list[tuple[float, float, str | None]], title: st
     px, py, top, plot_h = frame.px, frame.py, frame.top, frame.plot_h
     out = chart_start(frame, "power", title)
     for start, end, phase in phase_bands(samples):
-        label = f"{PHASE_LABELS.get(phase, phase)}: {start:.2f}-{end:.2f} s"
+        # Significant figures, not decimals: a tiny model's phase lasts milliseconds, never "0.00-0.00 s".
+        label = f"{phase_label(phase, words)}: {figure(start)}-{figure(end)} s"
         out.append(
             f'<rect class="band {escape(phase_css(phase))}" x="{px(start):.1f}" y="{top}" '
             f'width="{px(end) - px(start):.1f}" height="{plot_h}"><title>{escape(label)}</title></rect>'
@@ -35,7 +39,7 @@ def power_timeline_svg(samples: list[tuple[float, float, str | None]], title: st
     out.append(f'<polyline class="power-line" points="{line}"/>')
     x = float(frame.left)
     for phase in dict.fromkeys(p for _, _, p in samples):  # legend, in order of first appearance
-        label = PHASE_LABELS.get(phase, str(phase))
+        label = phase_label(phase, words)
         out.append(f'<rect class="band {escape(phase_css(phase))}" x="{x:.1f}" y="{height_px - 14}" width="10" height="10"/>')
         out.append(f'<text x="{x + 14:.1f}" y="{height_px - 5}">{escape(label)}</text>')
         x += 24 + 7 * len(label)

@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from autotune.candidate import Knobs
+from autotune.report.device_words import view_device_words
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar, point_bar, tie_sentence
 from autotune.report.noise import noise_sentence
 from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
@@ -71,6 +72,7 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
         _print_analysis(view, document, console)
         return
     labels = {t: [pick_label(n, view.pick_parameters) for n in names] for t, names in picks_by_trial(view).items()}
+    words = view_device_words(view)
     table = Table(title=f"Pareto front (time vs energy to solution, {energy_source} energy)")
     table.add_column("trial", justify="right")
     for _, title in KNOB_COLUMNS:
@@ -80,7 +82,7 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
     # The error bar in the header when every figure below is simulated; else after each simulated one.
     for column in (f"time {t_unit}{header_bar(error, view.front, 'time_s')}",
                    f"energy {e_unit}{header_bar(error, view.front, 'energy_kj')}",
-                   "TFLOP/s /GPU", "TFLOP /kJ", "mem GiB"):
+                   f"TFLOP/s {words.per()}", "TFLOP /kJ", "mem GiB"):
         table.add_column(column, justify="right")
     table.add_column("pick")
     for p in view.front:
@@ -112,7 +114,8 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
     parameters = view.pick_parameters
     if "cost_weighted" in view.picks:
         console.print(
-            f"[dim]cost-weighted: eta x energy + (1 - eta) x {parameters.max_power_per_gpu_w:g} W/GPU x GPUs x time (Zeus)[/]"
+            f"[dim]cost-weighted: eta x energy + (1 - eta) x {parameters.max_power_per_gpu_w:g} W/{words.one} x "
+            f"{words.many} x time (Zeus)[/]"
         )
     sweep = sweep_sentence(view)
     if sweep:

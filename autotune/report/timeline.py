@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from autotune.report.device_words import GPU_WORDS, DeviceWords
+
 PHASE_LABELS = {
     "vit_fwd": "ViT forward",
     "llm_fwd": "LLM forward",
@@ -24,6 +26,16 @@ PHASE_LABELS = {
     "gpu_optimizer": "optimizer (GPU)",
     "host_optimizer": "optimizer (CPU offload)",
 }
+
+
+def phase_label(phase: str | None, words: DeviceWords = GPU_WORDS) -> str:
+    """A phase as the report names it; the optimizer that is not offloaded runs on the study's device
+    ("optimizer (GPU)", or "optimizer (CPU rank)" on a CPU profile)."""
+    if phase == "gpu_optimizer":
+        return f"optimizer ({words.one})"
+    return PHASE_LABELS.get(phase, str(phase))
+
+
 # Fewer samples than this in one step draw no shape: show the whole window instead.
 MIN_SAMPLES_PER_STEP = 4
 

@@ -37,11 +37,20 @@ def pct_text(value: float | None) -> str:
     return "n/a" if value is None else f"{value:+.1f}%"
 
 
+def share_text(fraction: float) -> str:
+    """A share of a whole in whole percent (`47%`); `<1%` for a part too small to round to 1, so a
+    part that is there never reads 0%."""
+    pct = 100.0 * fraction
+    return "<1%" if 0 < pct < 0.5 else f"{pct:.0f}%"
+
+
 def time_text(value_s: float | None) -> str:
+    """One duration in the unit that reads best for it alone (`4.2 s`, `18.4 min`): never 0 for a non-zero one."""
     unit, divisor = time_unit([value_s or 0.0])
     return f"{figure(value_s, divisor)} {unit}"
 
 
 def energy_text(value_kj: float | None) -> str:
+    """One energy in the unit that reads best for it alone (`4.2 J`, `1.3 kWh`): never 0 for a non-zero one."""
     unit, divisor = energy_unit([value_kj or 0.0])
     return f"{figure(value_kj, divisor)} {unit}"

@@ -43,8 +43,8 @@ class ScriptedBackend(Backend):
         return replace(result, status=status, error=HOSTILE_ERROR)
 
 
-def finished_run(run_dir, backend, trials, nodes="4", **pick_options):
-    settings = settings_for("--model", "32b", "--nodes", nodes)
+def finished_run(run_dir, backend, trials, nodes="4", study_flags=("--model", "32b"), **pick_options):
+    settings = settings_for(*study_flags, "--nodes", nodes)
     study = open_study(run_dir, None, make_sampler(0, trials))
     run_study(study, settings, backend, trials)
     study.set_user_attr("backend", {"name": backend.name, "reason": "test"})
@@ -118,4 +118,34 @@ class MeasuredBackend(Backend):
 def measured_run(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("measured") / "run"
     finished_run(run_dir, MeasuredBackend(), 12)
+    return run_dir
+
+
+# What a CPU probe of the tiny model measures: seconds and joules. The figures hang on micro_batch
+# alone, so different configurations of one micro-batch tie exactly in time and energy.
+JOULE_FIGURES = {1: (2.0, 0.0062), 2: (3.0, 0.0042), 4: (5.0, 0.0031), 8: (7.0, 0.0029)}
+
+
+class JouleScaleBackend(Backend):
+    """Measured-looking figures of a CPU probe on the tiny model (energy_kj about 0.004), split into
+    components as a probe's are; every configuration of one micro-batch ties with the others."""
+
+    name = "joule-fake"
+    source = "measured"
+
+    def __init__(self):
+        self.simulate = SimulateBackend()
+
+    def evaluate(self, candidate, trial_number=0):
+        time_s, energy_kj = JOULE_FIGURES[candidate.knobs.micro_batch]
+        components = {"gpu": 0.6 * energy_kj, "cpu": 0.3 * energy_kj, "memory_interconnect": 0.1 * energy_kj}
+        return replace(self.simulate.evaluate(candidate), source="measured", energy_source="measured",
+                       time_s=time_s, energy_kj=energy_kj, energy_components_kj=components)
+
+
+@pytest.fixture(scope="session")
+def cpu_joule_run(tmp_path_factory):
+    """A study of the tiny model on the cpu profile with joule-scale figures and exact ties."""
+    run_dir = tmp_path_factory.mktemp("cpu-joules") / "run"
+    finished_run(run_dir, JouleScaleBackend(), 12, nodes="1", study_flags=("--model", "tiny", "--hardware", "cpu"))
     return run_dir

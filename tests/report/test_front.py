@@ -2,6 +2,7 @@
 
 import pytest
 
+from autotune.report.hypervolume import hypervolume_2d
 from autotune.report.front import (
     Point,
     best_under_slowdown,
@@ -15,17 +16,40 @@ from autotune.report.front import (
 )
 
 
-def pt(trial, time_s, energy_kj, gpus=8):
-    return Point(trial=trial, params={}, time_s=time_s, energy_kj=energy_kj, gpus=gpus)
+def pt(trial, time_s, energy_kj, gpus=8, **knobs):
+    return Point(trial=trial, params=knobs, time_s=time_s, energy_kj=energy_kj, gpus=gpus)
 
 
 # A convex front with an obvious knee at trial 2: fast-and-hungry, knee, slow-and-frugal.
 KNEE_FRONT = [pt(1, 100.0, 1000.0), pt(2, 110.0, 700.0), pt(3, 130.0, 650.0), pt(4, 200.0, 600.0)]
 
 
-def test_front_drops_dominated_points_and_keeps_first_of_exact_ties():
+def test_front_drops_dominated_points_and_keeps_the_same_configuration_once():
+    # Trial 6 is trial 2's configuration (no knob differs) with its figures: one choice, not two.
     points = KNEE_FRONT + [pt(5, 120.0, 900.0), pt(6, 110.0, 700.0)]
     assert [p.trial for p in pareto_front(points)] == [1, 2, 3, 4]
+    # A run from before the device knobs existed ran them untouched: still the same configuration.
+    twins = [pt(8, 110.0, 700.0, zero_stage=2), pt(7, 110.0, 700.0, zero_stage=2, power_limit=1.0, sm_clock_mhz="max")]
+    assert [p.trial for p in pareto_front(twins)] == [7]
+
+
+def test_different_configurations_that_tie_exactly_are_both_on_the_front():
+    tied = [pt(9, 110.0, 700.0, zero_stage=3), pt(6, 110.0, 700.0, zero_stage=1)]
+    front = pareto_front([pt(1, 100.0, 1000.0), *tied, pt(5, 110.0, 800.0), pt(4, 200.0, 600.0)])
+    assert [p.trial for p in front] == [1, 6, 9, 4]  # fastest first, a tie lower trial first; 5 is beaten by both
+
+
+def test_picks_on_a_front_with_ties_are_one_trial_each_the_lowest_of_a_tie():
+    front = pareto_front([pt(1, 100.0, 1000.0), pt(7, 110.0, 700.0, zero_stage=3), pt(2, 110.0, 700.0, zero_stage=1),
+                          pt(3, 130.0, 650.0), pt(8, 200.0, 600.0, zero_stage=3), pt(4, 200.0, 600.0, zero_stage=1)])
+    assert recommendations(front, 1.05, 0.5, 700.0) == {
+        "fastest": 1, "min_energy": 4, "knee": 2, "max_slowdown": 1, "cost_weighted": 2,
+    }
+    assert recommendations(front, 1.15, 1.0, 700.0)["max_slowdown"] == 2
+    # A twin covers no area its tie does not: the hypervolume of the front is that of its distinct points.
+    reference = (250.0, 1100.0)
+    distinct = sorted({(p.time_s, p.energy_kj) for p in front})
+    assert hypervolume_2d([(p.time_s, p.energy_kj) for p in front], reference) == pytest.approx(hypervolume_2d(distinct, reference))
 
 
 def test_fastest_min_energy_knee():

@@ -5,7 +5,10 @@ import re
 
 import pytest
 
-from autotune.report.svg import Frame, Marker, axes, nice_ticks, scatter_svg
+from autotune.report.device_words import CPU_RANK_WORDS
+from autotune.report.svg import Frame, Marker, axes, nice_ticks, scatter_svg, stacked_bar_svg
+from autotune.report.svg_power import power_timeline_svg
+from autotune.report.units import time_text
 from tests.report.conftest import HOSTILE_ERROR
 
 
@@ -75,3 +78,32 @@ def test_scatter_labels_never_overlap_and_are_escaped():
     assert len(ys) == 3 and all(b - a >= 15 for a, b in zip(ys, ys[1:]))
     assert "&lt;knee&gt;" in svg and "<knee>" not in svg
     assert svg.count('<line class="leader"') == 2  # two labels moved off their markers point back
+
+
+def _titles(svg):
+    return re.findall(r"<title>([^<]*)</title>", svg)
+
+
+def test_bar_hover_texts_pick_a_unit_per_part_and_never_read_zero():
+    # A CPU probe of the tiny model: 4.2 J in all, once shown as "gpu: 0 kJ (60%)".
+    bar = stacked_bar_svg([("gpu", 0.00252), ("cpu", 0.00126), ("memory_interconnect", 0.00042), ("nic", 0.00000042)], "t")
+    assert _titles(bar)[1:] == ["gpu: 2.52 J (60%)", "cpu: 1.26 J (30%)", "memory_interconnect: 0.42 J (10%)",
+                                "nic: 0.00042 J (&lt;1%)"]
+    big = stacked_bar_svg([("gpu", 5400.0), ("cpu", 1800.0)], "t")  # a GH200 study's: each in its own unit
+    assert _titles(big)[1:] == ["gpu: 1.5 kWh (75%)", "cpu: 1,800 kJ (25%)"]
+    phases = stacked_bar_svg([("compute", 0.0426), ("communication", 0.000446)], "t", value_text=time_text)
+    assert _titles(phases)[1:] == ["compute: 0.0426 s (99%)", "communication: 0.000446 s (1%)"]
+
+
+def test_power_timeline_hover_texts_of_millisecond_phases_show_their_times_and_the_device():
+    samples = [(0.0, 10.0, "llm_fwd"), (0.001, 12.0, "llm_fwd"), (0.002, 14.0, "gpu_optimizer"), (0.003, 11.0, "gpu_optimizer")]
+    gpu_svg, cpu_svg = power_timeline_svg(samples, "t"), power_timeline_svg(samples, "t", CPU_RANK_WORDS)
+    assert _titles(gpu_svg)[1:] == ["LLM forward: 0-0.0015 s", "optimizer (GPU): 0.0015-0.003 s"]
+    assert _titles(cpu_svg)[1:] == ["LLM forward: 0-0.0015 s", "optimizer (CPU rank): 0.0015-0.003 s"]
+    assert ">optimizer (CPU rank)</text>" in cpu_svg  # the legend too
+
+
+def test_a_gpu_profile_keeps_its_gpu_words(simulated_run):
+    html = (simulated_run / "report.html").read_text()
+    assert "<th>TFLOP/s /GPU</th>" in html and " GPUs.</p>" in html and "W per GPU x the configuration's GPUs" in html
+    assert "CPU rank" not in html

@@ -54,6 +54,13 @@ def test_front_notes():
     assert front_note([best, pt(3, 0.5, 3.0)], [pt(3, 0.5, 3.0), best], {"ok": 2}) is None
 
 
+def test_a_front_of_configurations_tied_exactly_offers_no_trade_off_and_says_so():
+    tied = [pt(2, 1.0, 1.0), pt(5, 1.0, 1.0)]
+    note = front_note(tied + [pt(3, 2.0, 2.0)], tied, {"ok": 3})
+    assert note.startswith("2 configurations (trials 2, 5) tie with exactly the same time and energy")
+    assert "every pick is the lowest trial, 2" in note
+
+
 def test_max_power_per_gpu():
     # GH200: GPU 600 + Grace 100 + memory 35 W exceed the 680 W module cap, which bounds them all.
     assert max_power_per_gpu_w(load_hardware("gh200")) == 680.0

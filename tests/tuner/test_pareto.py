@@ -24,3 +24,13 @@ def test_knee_of_two_points_or_of_ties_is_the_first_given():
     assert knee_index(np.array([[100.0, 1000.0]])) == 0
     # Two points equally far below the line through the ends: the first of them.
     assert knee_index(np.array([[0.0, 10.0], [2.0, 4.0], [4.0, 2.0], [10.0, 0.0]])) == 1
+
+
+def test_front_keeps_every_exact_tie_when_asked_and_still_drops_what_a_tie_dominates():
+    values = np.array([[130.0, 650.0], [100.0, 1000.0], [110.0, 700.0], [120.0, 900.0], [110.0, 700.0], [110.0, 800.0]])
+    # Rows 2 and 4 tie exactly: neither dominates the other, so both stay, in the given order; row 5
+    # (as fast, more energy) is dominated by each of them and goes.
+    assert front_indices(values, keep_ties=True) == [1, 2, 4, 0]
+    assert front_indices(values) == [1, 2, 0]  # the samplers' fronts: one row of a tie is enough
+    assert front_indices(np.array([[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]]), keep_ties=True) == [0, 1, 2]
+    assert front_indices(np.empty((0, 2)), keep_ties=True) == []
