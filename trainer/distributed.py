@@ -55,9 +55,6 @@ def init_process_group(env: LaunchEnv, timeout_s: float) -> None:
     os.environ.setdefault("RANK", str(env.rank))
     os.environ.setdefault("WORLD_SIZE", str(env.world_size))
     os.environ.setdefault("LOCAL_RANK", str(env.local_rank))
-    # The node's energy is modelled for LOCAL_WORLD_SIZE accelerators (trainer/energy.py), the
-    # profile's gpus_per_node when it is unset: a plain run on the cpu profile counted 2 ranks' power.
-    os.environ.setdefault("LOCAL_WORLD_SIZE", str(env.local_world_size))
     if get_accelerator().device_name() == "cuda":
         get_accelerator().set_device(env.local_rank)
     deepspeed.init_distributed(

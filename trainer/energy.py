@@ -12,7 +12,6 @@ This module imports neither torch nor pynvml at import time.
 
 from __future__ import annotations
 
-import os
 import time
 
 from autotune.measure import NodeMeter
@@ -22,13 +21,14 @@ from autotune.measure import merge_node_blocks as _merge_node_blocks
 class ProbeEnergy:
     """One per node (local rank 0 reads the node's sensors); the probe gathers blocks on rank 0."""
 
-    def __init__(self, hardware, *, node_rank: int, local_rank: int, allow_estimate: bool = True,
-                 sysfs_root=None):
+    def __init__(self, hardware, *, node_rank: int, local_rank: int, local_world_size: int,
+                 allow_estimate: bool = True, sysfs_root=None):
         self.hardware, self.node_rank, self.local_rank = hardware, node_rank, local_rank
         self._meter = None
         if local_rank == 0:
-            # torchrun sets LOCAL_WORLD_SIZE: the accelerators this node's probe actually uses.
-            accelerators = int(os.environ.get("LOCAL_WORLD_SIZE", 0)) or None
+            # The node's ranks are the accelerators its probe uses (trainer/distributed.launch_env: every
+            # launcher's variable, one rank for a plain run), not the profile's gpus_per_node.
+            accelerators = local_world_size
             # The trainer stamps its phases with time.monotonic() (trainer/phases.py): the samples must
             # share that clock, or no sample would fall inside any phase.
             self._meter = NodeMeter(hardware, node=node_rank, root=sysfs_root, accelerators=accelerators,

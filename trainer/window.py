@@ -69,7 +69,8 @@ def measure_window(
     clock = PhaseClock(cuda)
     hook = mark_llm_start(training, clock)
     # Sensor discovery (NVML init, sysfs walk) happens here, before the timed window opens.
-    energy = ProbeEnergy(candidate.hardware, node_rank=env.node_rank, local_rank=env.local_rank)
+    energy = ProbeEnergy(candidate.hardware, node_rank=env.node_rank, local_rank=env.local_rank,
+                         local_world_size=env.local_world_size)
     try:
         warmup = [train_step(training, pool[s % len(pool)], clock) for s in range(settings.warmup_steps)]
         _opening_sync()

@@ -20,8 +20,7 @@ def _run_window(probe: ProbeEnergy, seconds: float = 0.25, utilisation=None):
 
 
 def test_without_sensors_the_block_is_estimated_with_positive_energy(no_sensor_env, monkeypatch):
-    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
-    probe = ProbeEnergy(load_hardware("cpu"), node_rank=0, local_rank=0)
+    probe = ProbeEnergy(load_hardware("cpu"), node_rank=0, local_rank=0, local_world_size=2)
     assert probe.mode == "estimated"
     block = _run_window(probe)
     assert block["provenance"] == "estimated" and block["energy_j"] > 0
@@ -34,7 +33,7 @@ def test_without_sensors_the_block_is_estimated_with_positive_energy(no_sensor_e
 def test_with_a_gh200_tree_the_block_is_measured(gh200_tree, monkeypatch):
     monkeypatch.setenv("AUTOTUNE_SYSFS_ROOT", str(gh200_tree.root))
     monkeypatch.setenv("AUTOTUNE_ENERGY_SOURCES", "hwmon,rapl")
-    probe = ProbeEnergy(load_hardware("gh200"), node_rank=1, local_rank=0)
+    probe = ProbeEnergy(load_hardware("gh200"), node_rank=1, local_rank=0, local_world_size=4)
     assert probe.mode == "measured"
     block = _run_window(probe, utilisation=0.3)
     assert block["provenance"] == "measured" and "model" not in block
@@ -45,13 +44,13 @@ def test_with_a_gh200_tree_the_block_is_measured(gh200_tree, monkeypatch):
 
 
 def test_only_local_rank_zero_reads_the_node(no_sensor_env):
-    probe = ProbeEnergy(load_hardware("cpu"), node_rank=0, local_rank=1)
+    probe = ProbeEnergy(load_hardware("cpu"), node_rank=0, local_rank=1, local_world_size=2)
     assert probe.mode == "none"
     assert _run_window(probe, seconds=0.0) is None
 
 
 def test_estimate_can_be_refused_and_then_energy_is_unavailable(no_sensor_env):
-    probe = ProbeEnergy(load_hardware("cpu"), node_rank=0, local_rank=0, allow_estimate=False)
+    probe = ProbeEnergy(load_hardware("cpu"), node_rank=0, local_rank=0, local_world_size=1, allow_estimate=False)
     block = _run_window(probe, seconds=0.05)
     assert block["provenance"] == "unavailable" and block["energy_j"] is None
     assert "no driver" in block["flags"][0]
@@ -60,7 +59,7 @@ def test_estimate_can_be_refused_and_then_energy_is_unavailable(no_sensor_env):
 def test_samples_fall_inside_the_trainers_phases(gh200_tree, monkeypatch):
     monkeypatch.setenv("AUTOTUNE_SYSFS_ROOT", str(gh200_tree.root))
     monkeypatch.setenv("AUTOTUNE_ENERGY_SOURCES", "hwmon")
-    probe = ProbeEnergy(load_hardware("gh200"), node_rank=0, local_rank=0)
+    probe = ProbeEnergy(load_hardware("gh200"), node_rank=0, local_rank=0, local_world_size=4)
     block = _run_window(probe, seconds=0.5)
     phase = block["phases"]["llm_fwd"]
     assert phase["time_s"] == pytest.approx(0.5, abs=0.1)

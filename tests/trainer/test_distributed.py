@@ -40,17 +40,15 @@ def test_the_deepspeed_launchers_local_size_gives_the_ranks_per_node(no_launcher
 
 def test_a_plain_run_models_the_energy_of_one_accelerator(no_launcher, monkeypatch, tmp_path):
     """Seen by hand: a plain run on the cpu profile (gpus_per_node = 2) estimated 2 ranks' power, 56 W
-    for one rank's 28 W, because the energy model reads LOCAL_WORLD_SIZE, which only launchers set."""
-    import deepspeed
-
+    for one rank's 28 W: the energy model read LOCAL_WORLD_SIZE, which only launchers set, and fell back
+    to the profile. It now counts the node's ranks as launch_env() finds them."""
     from autotune.hardware import load_hardware
     from trainer.energy import ProbeEnergy
 
-    monkeypatch.setattr(deepspeed, "init_distributed", lambda **kwargs: None)  # no process group needed
     monkeypatch.setenv("AUTOTUNE_SYSFS_ROOT", str(tmp_path))  # an empty sysfs: no sensor, the model estimates
     monkeypatch.setenv("AUTOTUNE_ENERGY_SOURCES", "hwmon,rapl")
-    init_process_group(launch_env(), timeout_s=60)
-    energy = ProbeEnergy(load_hardware("cpu"), node_rank=0, local_rank=0)
+    env = launch_env()
+    energy = ProbeEnergy(load_hardware("cpu"), node_rank=0, local_rank=0, local_world_size=env.local_world_size)
     assert energy.mode == "estimated"
     assert energy._meter.model.accelerators == 1
 
