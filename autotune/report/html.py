@@ -12,10 +12,10 @@ from pathlib import Path
 
 from autotune.atomic_write import write_text_atomic
 
-from autotune.report.noise import noise_sentence
+from autotune.report.noise import noise_line
 from autotune.report.device_words import DeviceWords, view_device_words
 from autotune.report.payback import no_baseline_in_space
-from autotune.report.units import energy_text, energy_unit, figure, pct_text, time_text, time_unit
+from autotune.report.units import energy_text, energy_unit, figure, time_text, time_unit
 from autotune.report.pareto_json import nodes_text
 from autotune.ds_config import deepspeed_config
 from autotune.report.front import Point
@@ -29,6 +29,7 @@ from autotune.report.power_limit import power_limit_section
 from autotune.report.study_points import StudyView
 from autotune.report.svg import Marker, scatter_svg, stacked_bar_svg
 from autotune.report.table import KNOB_COLUMNS, knob_value, knobs_sentence
+from autotune.report.within_noise import change_text
 
 # Components are drawn in this order; a measured result may name others, which follow.
 COMPONENT_ORDER = ("gpu", "cpu", "memory_interconnect")
@@ -44,8 +45,8 @@ def header_section(view: StudyView, document: dict, run_dir: Path) -> str:
 
         lines = search_sentences({**document["search"], "predicted": document.get("predicted", [])})
         note += "".join(f"<p>Search: {esc(line)}</p>" for line in lines)
-    if document.get("noise"):
-        note += f"<p>Measurement noise: {esc(noise_sentence(document['noise']))}.</p>"
+    if noise_line(document):
+        note += f"<p>{esc(noise_line(document))}</p>"
     baseline = no_baseline_in_space(view_device_words(view)) if document["baseline"] is None else document["baseline"]
     return (
         f"<header><h1>autotune report: {esc(document['model'])} on {esc(nodes_text(document['nodes']))} node(s) of "
@@ -111,9 +112,8 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
             esc(figure(p.energy_kj, e_div) + figure_bar(error, picked, p, "energy_kj")),
             esc(figure(p.tflops)),
             esc(figure(p.tflop_per_kj)),
-            esc(pct_text(row["energy_saved_pct"])),
-            esc(pct_text(row["time_change_pct"])),
-            esc(pct_text(row["tflop_per_kj_change_pct"])),
+            *(esc(change_text(row, key, row.get("noise_pct")))
+              for key in ("energy_saved_pct", "time_change_pct", "tflop_per_kj_change_pct")),
         ])
     headers = ["pick", "trial", "configuration", f"time {t_unit}{header_bar(error, picked, 'time_s')}",
                f"energy {e_unit}{header_bar(error, picked, 'energy_kj')}", f"TFLOP/s {words.per()}", "TFLOP /kJ",

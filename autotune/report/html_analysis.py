@@ -16,6 +16,7 @@ from autotune.report.svg import share_bars_svg, stacked_bar_svg
 from autotune.report.svg_power import phase_css, power_timeline_svg
 from autotune.report.timeline import PROVENANCE_WORDS, phase_label, power_profile, simulated_phases
 from autotune.report.units import figure, time_text
+from autotune.report.within_noise import noise_mark
 
 
 
@@ -54,7 +55,8 @@ def tuning_cost_section(view: StudyView, document: dict, run_dir: Path) -> str:
         rows.append([
             esc(pick_label(row["name"], view.pick_parameters)),
             esc(row["trial"]),
-            esc(num(None if saved is None else saved / SECONDS_PER_HOUR, ".3g")),
+            esc(num(None if saved is None else saved / SECONDS_PER_HOUR, ".3g")
+                + noise_mark(row.get("energy_change_pct"), row.get("energy_noise_pct"))),
             esc(num(row["payback_training_hours"], ".3g")),
             esc(row["text"]),
         ])

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from autotune.report.device_words import view_device_words
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar, tie_sentence
-from autotune.report.noise import noise_sentence
-from autotune.report.units import energy_unit, figure, pct_text, time_unit
+from autotune.report.noise import noise_line
+from autotune.report.units import energy_unit, figure, time_unit
 from autotune.report.pareto_json import nodes_text
 from autotune.report.pareto_json import provenance_sentence, workload_sentence
 from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
@@ -13,6 +13,7 @@ from autotune.report.payback import cost_sentence, payback_by_trial, payback_sen
 from autotune.report.picks import pick_label, picks_by_trial
 from autotune.report.power_limit import sweep_sentence
 from autotune.report.study_points import StudyView
+from autotune.report.within_noise import change_text
 from autotune.report.table import KNOB_COLUMNS, knob_value, knobs_sentence
 
 
@@ -38,8 +39,8 @@ def markdown_report(view: StudyView, document: dict) -> str:
     ]
     if document.get("note"):
         lines += [f"> **{document['note']}**", ""]
-    if document.get("noise"):
-        lines += [f"Measurement noise: {noise_sentence(document['noise'])}.", ""]
+    if noise_line(document):
+        lines += [noise_line(document), ""]
     error = document.get("simulator_error")
     if error_sentence(error):
         lines += [error_sentence(error), ""]
@@ -73,8 +74,9 @@ def markdown_report(view: StudyView, document: dict) -> str:
             p = view.point(row["trial"])
             lines.append(
                 f"- **{pick_label(row['name'], view.pick_parameters)}**: trial {p.trial}, {knobs_sentence(p.params)}: "
-                f"energy saved {pct_text(row['energy_saved_pct'])}, time {pct_text(row['time_change_pct'])}, "
-                f"TFLOP/kJ {pct_text(row['tflop_per_kj_change_pct'])}"
+                f"energy saved {change_text(row, 'energy_saved_pct', row.get('noise_pct'))}, "
+                f"time {change_text(row, 'time_change_pct', row.get('noise_pct'))}, "
+                f"TFLOP/kJ {change_text(row, 'tflop_per_kj_change_pct', row.get('noise_pct'))}"
                 + (f" ({tie_sentence(row['tied_with'])})" if row.get("tied_with") else "")
             )
         lines.append("")

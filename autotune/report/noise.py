@@ -1,12 +1,29 @@
-"""Measurement noise from repeated probes (`--repeats N`): the coefficient of variation of time and
-energy per candidate, and its median and worst over the study. A pick whose saving is smaller than
-the noise is not a saving."""
+"""Measurement noise of each measured figure, as a coefficient of variation (CV = standard deviation /
+mean), and its summary over the study. `report.within_noise` applies it to the changes a report states.
+
+A figure's CV, best first:
+1. over repeated probes (`--repeats N`, `details["cv"]`): run-to-run noise of time and of energy;
+2. over the measured window's steps (result.json `step_time_s.all`, found through `details["repeats"]`):
+   the within-probe scatter of step time. It leaves out what differs from one run to the next
+   (clocks, heat, other load), so it is a lower bound of run-to-run noise, and it is taken for energy
+   too, whose per-step figure no sensor gives (a window's energy scales with its time). It is not
+   divided by sqrt(steps): steps in one window are correlated, and run-to-run noise is not in them,
+   so the standard error of the mean would promise a precision the probe does not have;
+3. none (a replayed record, a probe without its result.json): that figure's noise is unknown.
+A simulated figure has no noise (the simulator's error is in report.error_bars).
+"""
 
 from __future__ import annotations
 
+import functools
+import json
 import statistics
+from pathlib import Path
 
+from autotune.report.front import Point
 from autotune.report.study_points import StudyView
+
+METRICS = ("time", "energy")
 
 
 def trial_cv(row: dict) -> dict | None:
@@ -20,19 +37,101 @@ def noise_summary(view: StudyView) -> dict | None:
     if not rows:
         return None
     summary = {"trials": len(rows), "repeats": max(len(r["details"].get("repeats", [])) for r, _ in rows)}
-    for key in ("time", "energy"):
+    for key in METRICS:
         values = [cv[key] for _, cv in rows if cv.get(key) is not None]
         summary[f"{key}_cv_median"] = statistics.median(values) if values else None
         summary[f"{key}_cv_max"] = max(values) if values else None
     return summary
 
 
-def noise_sentence(summary: dict) -> str:
-    def pct(value):
-        return "n/a" if value is None else f"{100 * value:.1f}%"
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
 
+
+def noise_sentence(summary: dict) -> str:
     return (
         f"{summary['trials']} trial(s) probed {summary['repeats']} times: coefficient of variation of time "
-        f"{pct(summary['time_cv_median'])} median ({pct(summary['time_cv_max'])} worst), of energy "
-        f"{pct(summary['energy_cv_median'])} median ({pct(summary['energy_cv_max'])} worst)"
+        f"{_pct(summary['time_cv_median'])} median ({_pct(summary['time_cv_max'])} worst), of energy "
+        f"{_pct(summary['energy_cv_median'])} median ({_pct(summary['energy_cv_max'])} worst)"
     )
+
+
+@functools.lru_cache(maxsize=1024)
+def _steps_cv(result_file: str, mtime_ns: int) -> float | None:
+    """CV of one probe's measured step times, read once per version of its result.json (every output
+    of one report asks for it)."""
+    try:
+        steps_s = json.loads(Path(result_file).read_text())["step_time_s"]["all"]
+        mean_s = statistics.fmean(steps_s)
+    except (TypeError, OSError, ValueError, KeyError, statistics.StatisticsError):
+        return None
+    # One step has no scatter to measure: no figure, rather than a noise of 0.
+    return statistics.stdev(steps_s) / mean_s if len(steps_s) > 1 and mean_s > 0 else None
+
+
+def _window_cv(result_file) -> float | None:
+    """None where the file is gone (a run directory moved since the probe wrote the path)."""
+    try:
+        return _steps_cv(str(result_file), Path(result_file).stat().st_mtime_ns)
+    except (TypeError, OSError):
+        return None
+
+
+def step_time_cv(details: dict) -> float | None:
+    """Within-probe step-time CV, the mean over the probe's repeats' result files."""
+    values = [_window_cv(r.get("result_file")) for r in details.get("repeats") or [] if isinstance(r, dict)]
+    values = [v for v in values if v is not None]
+    return statistics.fmean(values) if values else None
+
+
+def point_cv(point: Point, metric: str) -> tuple[float | None, str | None]:
+    """(CV, basis) of a point's "time" or "energy": basis "repeats", "step_times", "simulated" (CV 0),
+    or (None, None) where its noise is unknown."""
+    source = point.source if metric == "time" else point.energy_source
+    if source == "simulated":
+        return 0.0, "simulated"
+    details = point.extra.get("details") or {}
+    repeats_cv = (details.get("cv") or {}).get(metric)
+    if repeats_cv is not None:
+        return repeats_cv, "repeats"
+    step_cv = step_time_cv(details)
+    return (step_cv, "step_times") if step_cv is not None else (None, None)
+
+
+def change_noise_summary(view: StudyView) -> dict | None:
+    """pareto.json's `change_noise`: what noise figure the report's marks used, over the feasible
+    points; None for a study with no measured figure (simulated: nothing to say)."""
+    measured = [p for p in view.points if p.source != "simulated" or p.energy_source != "simulated"]
+    if not measured:
+        return None
+    per_point = [{metric: point_cv(p, metric) for metric in METRICS} for p in measured]
+    bases = sorted({basis for cvs in per_point for _, basis in cvs.values() if basis not in (None, "simulated")})
+    summary = {
+        "basis": (bases[0] if len(bases) == 1 else bases) if bases else "unknown",
+        "trials": sum(any(basis not in (None, "simulated") for _, basis in cvs.values()) for cvs in per_point),
+        "trials_without": sum(all(basis is None for _, basis in cvs.values()) for cvs in per_point),
+    }
+    for metric in METRICS:
+        values = [cvs[metric][0] for cvs in per_point if cvs[metric][1] not in (None, "simulated")]
+        summary[f"{metric}_cv_median"] = statistics.median(values) if values else None
+        summary[f"{metric}_cv_max"] = max(values) if values else None
+    return summary
+
+
+def noise_line(document: dict) -> str | None:
+    """One line for the top of every report: the noise figure, what it is, and that changes within it
+    are marked; None for a simulated study."""
+    summary, repeats = document.get("change_noise"), document.get("noise")
+    parts = [noise_sentence(repeats)] if repeats else []
+    if summary and summary["basis"] not in ("repeats", "unknown"):
+        parts.append(
+            f"step times vary {_pct(summary['time_cv_median'])} within a probe (CV, median; "
+            f"{_pct(summary['time_cv_max'])} worst), taken for energy too; this within-probe scatter is a lower "
+            "bound of run-to-run noise (`--repeats N` measures that)"
+        )
+    if parts:
+        return f"Measurement noise: {'; '.join(parts)}. Changes within two figures' combined noise are marked."
+    if summary:
+        return ("Measurement noise: not recorded (probed once, no step times kept), so no change is checked "
+                "against it; `--repeats N` measures it.")
+    return None

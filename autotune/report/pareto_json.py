@@ -13,11 +13,12 @@ from pathlib import Path
 from autotune.atomic_write import write_text_atomic
 from autotune.measure.combine import not_measured
 from autotune.report.error_bars import pick_ties, simulator_error, with_ties
-from autotune.report.noise import noise_summary
+from autotune.report.noise import change_noise_summary, noise_summary
 from autotune.report.importance import METHOD as IMPORTANCE_METHOD
 from autotune.report.payback import tuning_cost
 from autotune.report.picks import commonest_failure, front_note, pick_rows
 from autotune.report.study_points import StudyView
+from autotune.report.within_noise import RULE as NOISE_RULE, with_noise
 from autotune.space import node_span
 from autotune.workload import with_precision
 
@@ -89,6 +90,10 @@ def workload_sentence(workload: dict) -> str:
     )
 
 
+def _with_rule(summary: dict | None) -> dict | None:
+    return None if summary is None else {**summary, "rule": NOISE_RULE}
+
+
 def pareto_document(view: StudyView, backend: str, backend_reason: str, importance: dict | None = None) -> dict:
     """`importance` comes from `report.importance.knob_importance` (it needs the study, not just the view)."""
     settings = view.settings
@@ -118,7 +123,9 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
         "recommendations": view.picks,
         "recommendation_parameters": view.pick_parameters.to_dict(),
         # Each pick against the baseline trial; percentages are None when the baseline is not feasible.
-        "picks": with_ties(pick_rows(view.picks, view.points, view.baseline_trial), pick_ties(view, error)),
+        # `noise_pct`: each change's noise (report.within_noise); `within_noise`: the changes no larger than it.
+        "picks": with_noise(with_ties(pick_rows(view.picks, view.points, view.baseline_trial), pick_ties(view, error)),
+                            view.points, view.baseline_trial),
         # Simulated figures: the profile's leave-one-out error in percent ({} when not calibrated), else None.
         # A pick's `tied_with` lists the front trials it cannot be told apart from within that error.
         "simulator_error": error,
@@ -131,6 +138,9 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
         "tuning_cost": tuning_cost(view),
         # Spread over repeated probes (--repeats): a saving smaller than this is noise.
         "noise": noise_summary(view),
+        # The noise figure the changes above were judged against: its basis ("repeats", "step_times", both,
+        # or "unknown"), CV median and worst, and the rule; None for a simulated study (no noise).
+        "change_noise": _with_rule(change_noise_summary(view)),
     }
 
 

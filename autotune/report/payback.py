@@ -18,7 +18,8 @@ Payback compares a pick with the baseline on the same work. Per sample the pick 
 (E_base - E_pick) / samples; one hour of training with the pick processes samples / T_pick * 3600
 samples, so it saves (E_base - E_pick) / T_pick * 3600 kJ per hour. Tuning is repaid after
 tuning_energy / that many hours of training with the pick, or equivalently after
-tuning_energy / (E_base - E_pick) runs of the study's workload. No saving: never repaid.
+tuning_energy / (E_base - E_pick) runs of the study's workload. No saving: never repaid. A saving
+within the two energies' noise (report.within_noise) is marked so: it, and its payback, may not be there.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from autotune.measure.units import j_to_kj
 from autotune.report.device_words import GPU_WORDS, DeviceWords, view_device_words
 from autotune.report.study_points import StudyView
 from autotune.report.units import energy_text
+from autotune.report.within_noise import change_noise_pct, is_within_noise, noise_mark
 
 SECONDS_PER_HOUR = 3600.0
 # Probes whose cost no figure tells (kinds 4 to 6 above): counted, left out of the totals.
@@ -116,13 +118,17 @@ def baseline_missing(view: StudyView) -> str:
 def payback_row(name: str, trial: int, view: StudyView, tuning_energy_kj: float | None, ran_on_hardware: bool) -> dict:
     """One pick's saving per training hour against the baseline, and the hours until tuning is repaid."""
     row = {"name": name, "trial": trial, "saved_kj_per_training_hour": None, "payback_training_hours": None,
-           "payback_workloads": None, "text": ""}
+           "payback_workloads": None, "text": "", "energy_change_pct": None, "energy_noise_pct": None, "within_noise": False}
     point, base = view.point(trial), view.point(view.baseline_trial) if view.baseline_trial is not None else None
     if base is None:
         row["text"] = f"n/a: {baseline_missing(view)}, so there is no saving to measure against"
         return row
     saved_kj = base.energy_kj - point.energy_kj
     row["saved_kj_per_training_hour"] = saved_kj / point.time_s * SECONDS_PER_HOUR
+    if point is not base and base.energy_kj:
+        change_pct = 100.0 * (point.energy_kj / base.energy_kj - 1.0)
+        noise_pct = change_noise_pct(point, base, "energy")
+        row.update(energy_change_pct=change_pct, energy_noise_pct=noise_pct, within_noise=is_within_noise(change_pct, noise_pct))
     if not ran_on_hardware:
         row.update(payback_training_hours=0.0, payback_workloads=0.0, text="at once: no probe ran on hardware, so tuning cost no energy")
     elif saved_kj <= 0:
@@ -199,7 +205,8 @@ def payback_sentence(row: dict) -> str:
     ) if saved_kj else "saves nothing"
     when, _, why = row["text"].partition(": ")
     repaid = {"never": "tuning is never repaid", "unknown": "when tuning is repaid is unknown"}.get(when, f"tuning is repaid {when}")
-    return f"{rate} per training hour against the baseline; {repaid}" + (f": {why}" if why else "")
+    noise = noise_mark(row.get("energy_change_pct"), row.get("energy_noise_pct"))
+    return f"{rate} per training hour against the baseline{noise}; {repaid}" + (f": {why}" if why else "")
 
 
 def payback_by_trial(rows: list[dict]) -> list[tuple[list[str], dict]]:

@@ -2,7 +2,8 @@
 parallel configuration (the fastest pick's other knobs, at every evaluated limit) as a small chart.
 
 The sweep compares the same configuration at several limits, so the trade-off it shows is the
-limit's alone; its energy saved and slowdown are against that configuration's untouched (1.0) run.
+limit's alone; its energy saved and slowdown are against that configuration's untouched (1.0) run,
+marked where they are within the two runs' measured noise (report.within_noise).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from autotune.report.front import Point
 from autotune.report.html_parts import esc, table
 from autotune.report.picks import savings
 from autotune.report.svg import Frame, axes, chart_start, nice_ticks
-from autotune.report.units import energy_text, energy_unit, figure, pct_text, time_text, time_unit
+from autotune.report.units import energy_text, energy_unit, figure, time_text, time_unit
+from autotune.report.within_noise import change_text, labelled_change_text, savings_noise
 
 
 def _setting(params: dict, knob: str):
@@ -57,8 +59,9 @@ def sweep_sentence(view) -> str | None:
     for p in sweep:
         part = f"{_limit(p):g}: trial {p.trial}"
         if base is not None and p is not base:
-            change = savings(p, base)
-            part += f" ({pct_text(change['energy_saved_pct'])} energy saved, {pct_text(change['time_change_pct'])} time)"
+            change, noise = savings(p, base), savings_noise(p, base)
+            part += (f" ({labelled_change_text(change, 'energy_saved_pct', noise, 'energy saved')}, "
+                     f"{labelled_change_text(change, 'time_change_pct', noise, 'time')})")
         parts.append(part)
     return f"power limit of the fastest configuration ({_sources(sweep)}): " + "; ".join(parts)
 
@@ -99,8 +102,9 @@ def power_limit_section(view, document: dict, run_dir) -> str:
     rows = []
     for p, limit in zip(sweep, limits):
         change = savings(p, base) if base is not None else {"energy_saved_pct": None, "time_change_pct": None}
+        noise = savings_noise(p, base)
         rows.append([esc(f"{limit:g}"), esc(p.trial), esc(figure(p.time_s, t_div)), esc(figure(p.energy_kj, e_div)),
-                     esc(pct_text(change["energy_saved_pct"])), esc(pct_text(change["time_change_pct"])),
+                     esc(change_text(change, "energy_saved_pct", noise)), esc(change_text(change, "time_change_pct", noise)),
                      esc(p.source if p.energy_source == p.source else f"{p.source} time, {p.energy_source} energy")])
     fixed = {k: v for k, v in sweep[0].params.items() if k not in UNTOUCHED_DEVICE_SETTINGS}
     what = ", ".join(f"{k} {v}" for k, v in fixed.items()) + device_knobs_text({"sm_clock_mhz": sweep[0].params.get("sm_clock_mhz")})

@@ -11,14 +11,15 @@ from rich.table import Table
 from autotune.candidate import Knobs
 from autotune.report.device_words import view_device_words
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar, point_bar, tie_sentence
-from autotune.report.noise import noise_sentence
+from autotune.report.noise import noise_line
 from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
 from autotune.report.pareto_json import nodes_text, not_measured_text, workload_sentence
 from autotune.report.payback import cost_sentence, payback_by_trial, payback_sentence
 from autotune.report.picks import pick_label, picks_by_trial
 from autotune.report.power_limit import device_knobs_text, sweep_sentence
-from autotune.report.units import energy_text, energy_unit, figure, pct_text, time_text, time_unit
+from autotune.report.units import energy_text, energy_unit, figure, time_text, time_unit
 from autotune.report.study_points import StudyView
+from autotune.report.within_noise import labelled_change_text
 
 
 KNOB_COLUMNS = (
@@ -63,8 +64,8 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
     console.print(f"{document['trials']} trials ({counts})")
     if document.get("note"):
         console.print(f"[yellow]{escape(document['note'])}[/]")
-    if document.get("noise"):
-        console.print(f"measurement noise: {escape(noise_sentence(document['noise']))}")
+    if noise_line(document):
+        console.print(escape(noise_line(document)))
     error = document.get("simulator_error")
     if error_sentence(error):
         console.print(f"[dim]{escape(error_sentence(error))}[/]")
@@ -106,9 +107,11 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
         if row.get("tied_with"):
             line += f" [yellow]({tie_sentence(row['tied_with'])})[/]"
         if row["energy_saved_pct"] is not None and p.trial != view.baseline_trial:
+            noise = row.get("noise_pct")
             line += (
-                f"  ({pct_text(row['energy_saved_pct'])} energy saved, {pct_text(row['time_change_pct'])} time, "
-                f"{pct_text(row['tflop_per_kj_change_pct'])} TFLOP/kJ vs baseline trial {view.baseline_trial})"
+                f"  ({labelled_change_text(row, 'energy_saved_pct', noise, 'energy saved')}, "
+                f"{labelled_change_text(row, 'time_change_pct', noise, 'time')}, "
+                f"{labelled_change_text(row, 'tflop_per_kj_change_pct', noise, 'TFLOP/kJ')} vs baseline trial {view.baseline_trial})"
             )
         console.print(line)
     parameters = view.pick_parameters
