@@ -234,11 +234,27 @@ def resolve_launcher(requested: str, candidate: Candidate, hostfile: Path | None
     torchrun otherwise."""
     if requested != "auto":
         return requested
-    if auto_launches_srun_only(environ) or (slurm_nodes(environ) is not None and candidate.knobs.nodes > 1):
+    return _auto_launcher(candidate.knobs.nodes, hostfile, environ)
+
+
+def _auto_launcher(nodes: int, hostfile: Path | None, environ: dict[str, str]) -> str:
+    if auto_launches_srun_only(environ) or (slurm_nodes(environ) is not None and nodes > 1):
         return "srun"
     if hostfile is not None:
         return "deepspeed"
     return "torchrun"
+
+
+def auto_launcher_words(node_counts, hostfile: Path | None, environ: dict[str, str]) -> str:
+    """What `--launcher auto` starts a study's probes with, said as the run's header says it: "torchrun",
+    or one launcher per node count where they differ ("torchrun for 1 node, srun for 2 and 4 nodes")."""
+    by_launcher: dict[str, list[int]] = {}
+    for nodes in sorted(set(node_counts)):
+        by_launcher.setdefault(_auto_launcher(nodes, hostfile, environ), []).append(nodes)
+    if len(by_launcher) == 1:
+        return next(iter(by_launcher))
+    return ", ".join(f"{launcher} for {' and '.join(map(str, counts))} node{'s' if counts != [1] else ''}"
+                     for launcher, counts in by_launcher.items())
 
 
 def unreachable_reason(launcher: str, candidate: Candidate, hostfile: Path | None, environ: dict[str, str]) -> str | None:

@@ -123,6 +123,20 @@ def choose_backend(
     return SimulateBackend(why)
 
 
+def backend_line(backend: Backend, node_counts) -> str:
+    """The run's `backend:` line: the backend's own description, with the launcher `--launcher auto` chose
+    for the study's node counts named ("via torchrun (auto)"), not the word auto."""
+    line = backend.describe()
+    if backend.name != "launch" or backend.launcher != "auto":
+        return line
+    from autotune.backends.launchers import auto_launcher_words
+
+    chosen = auto_launcher_words(node_counts, backend.hostfile, {**os.environ, **backend.env})
+    if "via auto" in line:
+        return line.replace("via auto", f"via {chosen} (auto)", 1)
+    return f"{line}; --launcher auto starts the probes with {chosen}"
+
+
 def check_energy_objective(backend: Backend, objectives: str, allow_estimated: bool) -> None:
     """Refuse to rank by energy that no sensor measures, unless the user accepts estimates: probes on a
     machine without a sensor, or a replayed file whose every energy was estimated where it was measured

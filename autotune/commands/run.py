@@ -19,6 +19,8 @@ from autotune.study.storage import STUDY_NAME
 
 NSGA2_POPULATION = 50  # optuna.samplers.NSGAIISampler's default population_size, which make_sampler keeps
 
+SEED_ATTR = "seed"  # the --seed of the study's last run (the sampler's kind is kept as "sampler")
+
 # The options only the launch backend reads (argparse names), with LaunchBackend's defaults: one given to
 # another backend is said.
 LAUNCH_ONLY = {"launcher": DEFAULT_LAUNCHER,
@@ -166,7 +168,7 @@ def _resume(study, settings, backend, args: argparse.Namespace, run_dir: Path, c
     another file, another profile its figures came from), else say what changed since it began."""
     from rich.markup import escape
 
-    from autotune.study.loop import is_evaluated, unranked_estimates
+    from autotune.study.loop import is_evaluated, queue_setup_retries, unranked_estimates
 
     where = args.storage or str(run_dir)
     evaluated = [t for t in study.get_trials(deepcopy=False) if is_evaluated(t)]
@@ -185,6 +187,13 @@ def _resume(study, settings, backend, args: argparse.Namespace, run_dir: Path, c
     if changed_probe:
         console.print(f"[yellow]the probes now measure otherwise than this study's earlier ones ({'; '.join(changed_probe)}): "
                       "their figures stay on the front beside the new ones (each trial's result.json has its steps and window)[/]")
+    drawn = _changed_proposals(study, args)
+    if drawn:
+        console.print(f"[yellow]{drawn}[/]")
+    retried = queue_setup_retries(study)
+    if retried:
+        console.print(f"probing again the candidate(s) of trial(s) {', '.join(map(str, retried))}: their probes failed on "
+                      "the set-up (the launcher or the nodes, before the trainer ran them), not on the candidate")
     unranked = unranked_estimates(study) if args.allow_estimated_energy and "energy" in args.objectives else []
     if unranked:
         console.print(f"[yellow]trial(s) {', '.join(map(str, unranked))} failed earlier because their energy was only "
@@ -192,11 +201,27 @@ def _resume(study, settings, backend, args: argparse.Namespace, run_dir: Path, c
                       "trial table); to rank them, start a new study with --allow-estimated-energy (--out NEW_DIR)[/]")
 
 
+def _changed_proposals(study, args: argparse.Namespace) -> str | None:
+    """A resume with another --seed or --sampler than the study's last run: said, and taken. Unlike the
+    settings (the question) and the backend (where the figures came from), which are refused, these only
+    choose which candidates are probed next, as --trials chooses how many: the figures so far stay
+    comparable, but the study is no longer the one its first seed alone gives, and the user should know."""
+    was = {"--sampler": study.user_attrs.get("sampler"), "--seed": study.user_attrs.get(SEED_ATTR)}
+    now = {"--sampler": args.sampler, "--seed": args.seed}
+    changed = [flag for flag in was if was[flag] is not None and was[flag] != now[flag]]
+    if not changed:
+        return None
+    then, here = (" ".join(f"{flag} {values[flag]}" for flag in changed) for values in (was, now))
+    return (f"resuming with {here}, not the {then} of this study's earlier runs: its trials are kept and its next "
+            f"candidates are proposed with {here}, so it is no longer the study {then} alone gives (pass --out NEW_DIR "
+            f"to start a study with {here})")
+
+
 def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from autotune.backends.launchers import check_hostfile
-    from autotune.backends.select import check_energy_objective, choose_backend
+    from autotune.backends.select import backend_line, check_energy_objective, choose_backend
     from autotune.commands.finish import check_same_study_reported, finish_run
     from autotune.commands.paths import check_run_outputs, missing_directories, remove_empty, writable_directory
     from autotune.commands.progress import trial_progress
@@ -204,8 +229,8 @@ def _run(args: argparse.Namespace) -> int:
     from autotune.study import open_study
     from autotune.study.storage import sole_worker
     from autotune.study.loop import (
-        CONVERGED_ATTR, Interrupts, is_evaluated, make_sampler, node_counts_without_candidates, probes_running_elsewhere, run_study,
-        valid_checks,
+        CONVERGED_ATTR, Interrupts, evaluated_trials, is_evaluated, make_sampler, no_probe_succeeded,
+        node_counts_without_candidates, probes_running_elsewhere, released_trials, run_study, valid_checks,
     )
 
     check_hostfile(args.hostfile)  # files are checked here; numbers while parsing (flags.py, probe_options.py)
@@ -248,14 +273,16 @@ def _run(args: argparse.Namespace) -> int:
     except UserError:
         remove_empty(created)  # a storage that cannot be opened leaves no empty run directory behind
         raise
-    console.print(f"backend: {backend.describe()}")
+    console.print(f"backend: {backend_line(backend, settings.space.nodes)}")
     if "settings" in study.user_attrs:
         _resume(study, settings, backend, args, run_dir, console)
     study.set_user_attr("backend", {"name": backend.name, "reason": getattr(backend, "reason", ""),
                                     "probe_settings": backend.probe_settings()})
     study.set_user_attr("sampler", args.sampler)
+    study.set_user_attr(SEED_ATTR, args.seed)
     try:
-        done = sum(is_evaluated(t) for t in study.get_trials(deepcopy=False))
+        released = released_trials(study)
+        done = sum(is_evaluated(t, released) for t in study.get_trials(deepcopy=False))
         total = min(args.trials, sum(c.valid for c in checks))  # the loop stops when the space runs out
         # SIGTERM (scancel, kill) stops a run like Ctrl-C: the probe is killed, trials kept.
         with (Interrupts().install({signal.SIGINT: KeyboardInterrupt, signal.SIGTERM: Terminated}) as interrupts,
@@ -277,4 +304,11 @@ def _run(args: argparse.Namespace) -> int:
         again = _report_command(run_dir, args)
         console.print(f"{elsewhere} probe(s) still running on other workers are not in this report; `{again}` once they finish")
     finish_run(study, run_dir, console, args.max_slowdown, args.eta, args.storage, args.study_name)
+    # The reports are written (their trial table names every failure); a study none of whose probes succeeded
+    # is no success, whatever the budget: the failing-start stop's exit status. Not while other workers'
+    # probes may still succeed: the last of them says it.
+    others_left = sum(c.valid for c in checks) > len(evaluated_trials(study))
+    nothing = None if elsewhere else no_probe_succeeded(study, others_left)
+    if nothing:
+        raise UserError(nothing)
     return 0

@@ -12,6 +12,13 @@
   points at the set-up (a module missing on the nodes, an unreachable host, no sensor) rather than
   at the configurations, and the rest of the budget would fail the same way. The trials are kept; the
   same command resumes, with as many tries again.
+- A probe that failed on the set-up, before the trainer ran the candidate (`setup_failure`: the launcher
+  missing, nodes out of reach, the launcher exiting without the trainer's result), is marked so, and a
+  resumed study probes its candidate again (`queue_setup_retries`): the user fixed the set-up in
+  between, as the stop above asks. Such a trial stops counting as evaluated once it is queued again.
+  A candidate's own failure, an out-of-memory and a timeout stay final.
+- `no_probe_succeeded` says why no probe of a study ran to its end (every one failed, timed out or ran
+  out of memory): the CLI exits non-zero on it, whatever the budget.
 - A candidate already evaluated in this study is not evaluated again: its trial is FAIL (PRUNED where
   the earlier one was) with `duplicate_of`, never COMPLETE, so Optuna's own views hold no twins.
 - `--trials N` counts evaluated candidates over the whole study (every worker, every earlier run);
@@ -30,7 +37,7 @@ import signal
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, NoReturn
+from typing import Callable, Collection, NoReturn
 
 import optuna
 from optuna.trial import TrialState
@@ -54,6 +61,10 @@ CONVERGED_ATTR = "converged"
 # stops (see above). Three: one failure may be the candidate's; three different candidates failing
 # before any has run is the set-up's, and each costs the user a probe's start-up on the cluster.
 FAILING_START_PROBES = 3
+# Set on a trial whose probe failed on the set-up (`setup_failure`); the study's list of such trials
+# queued again when it resumed (they no longer count as evaluated: their retries do).
+SETUP_FAILURE_ATTR = "setup_failure"
+SETUP_RETRIED_ATTR = "setup_retried_trials"
 # Set on a trial just before its probe starts: what other workers count against the budget (a trial
 # that finds no room left is marked OVER_BUDGET_ATTR instead, unique.py).
 PROBING_ATTR = "probing"
@@ -115,9 +126,33 @@ def unranked_estimates(study: optuna.Study) -> list[int]:
             if t.user_attrs.get("reason") == ESTIMATED_ENERGY_REASON and "duplicate_of" not in t.user_attrs]
 
 
-def is_evaluated(t: optuna.trial.FrozenTrial) -> bool:
-    """A trial whose candidate was really evaluated (not pruned unrun, not a repeat, not interrupted)."""
-    return "result" in t.user_attrs and "duplicate_of" not in t.user_attrs and not killed_after_probe(t)
+def is_evaluated(t: optuna.trial.FrozenTrial, released: Collection[int] = ()) -> bool:
+    """A trial whose candidate was really evaluated (not pruned unrun, not a repeat, not interrupted).
+    `released`: set-up failures queued again (`released_trials(study)`), which their retries replace."""
+    return ("result" in t.user_attrs and "duplicate_of" not in t.user_attrs and not killed_after_probe(t)
+            and t.number not in released)
+
+
+def released_trials(study: optuna.Study) -> set[int]:
+    """Trials whose probe failed on the set-up and whose candidate a resumed run queued again."""
+    return set(study.user_attrs.get(SETUP_RETRIED_ATTR, []))
+
+
+def setup_failure(result: ProbeResult) -> bool:
+    """Whether a probe failed before the trainer ran the candidate, which points at the set-up, not at
+    the candidate: the launch backend could not start the launcher (not installed), could not reach the
+    candidate's nodes (a hostfile or an allocation too small), or the launcher ended without the trainer's
+    result (a module missing on the nodes, ssh or pdsh refused, srun refused the step), or with a result
+    the tuner cannot read (another version on the nodes). The trainer writes a result naming the
+    `failed_rank` for each failure of its own (DeepSpeed's error, a candidate it refuses): the candidate's.
+    Final too: out of memory (a result), a timeout (a hang may be the candidate's, and a retry costs the
+    whole timeout) and a launcher killed by a signal (the kernel's OOM killer). Replayed and simulated
+    failures are recorded or computed: they carry no `launcher`, and stay final."""
+    details = result.details or {}
+    if result.status != "failed" or "launcher" not in details or "failed_rank" in details or "refused" in details:
+        return False
+    exit_code = details.get("exit_code")
+    return exit_code is None or exit_code >= 0
 
 
 def killed_after_probe(t: optuna.trial.FrozenTrial) -> bool:
@@ -130,9 +165,9 @@ def killed_after_probe(t: optuna.trial.FrozenTrial) -> bool:
 
 
 def evaluated_trials(study: optuna.Study) -> dict[str, optuna.trial.FrozenTrial]:
-    done = {}
+    done, released = {}, released_trials(study)
     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED)):
-        if is_evaluated(t):
+        if is_evaluated(t, released):
             done.setdefault(params_key(t.user_attrs["candidate"]["knobs"]), t)
     return done
 
@@ -332,6 +367,8 @@ class _Objective:
             return values
         if result.status == "oom":
             raise optuna.TrialPruned("out of memory")  # infeasible evidence for the sampler
+        if setup_failure(result):
+            trial.set_user_attr(SETUP_FAILURE_ATTR, True)  # probed again when the study resumes
         _fail(trial, f"{result.status}: {(result.error or '').strip()[:300]}")
 
     def _prune_invalid(self, trial, params, check) -> NoReturn:
@@ -385,10 +422,10 @@ def _reserve_probe(trial: optuna.Trial, n_trials: int) -> bool:
     read, so of two workers that reserve at once at least one sees the other: the budget is never
     exceeded (in that race both may stop, one short of it; the same command resumes)."""
     trial.set_user_attr(PROBING_ATTR, True)
-    taken = 0
+    taken, released = 0, released_trials(trial.study)
     for t in trial.study.get_trials(deepcopy=False):  # one snapshot: a trial is running or finished in it
         running_probe = t.state == TrialState.RUNNING and t.user_attrs.get(PROBING_ATTR)
-        taken += t.number != trial.number and bool(running_probe or is_evaluated(t))
+        taken += t.number != trial.number and bool(running_probe or is_evaluated(t, released))
     return taken < n_trials
 
 
@@ -424,10 +461,11 @@ class _StopWhenDone:
 
     def __call__(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
         trials = study.get_trials(deepcopy=False)
-        evaluated = [t for t in trials if is_evaluated(t)]
+        released = released_trials(study)
+        evaluated = [t for t in trials if is_evaluated(t, released)]
         if len(evaluated) >= min(self.n_trials, self.valid_total) or len(trials) >= self.max_proposals:
             study.stop()
-        elif self.early_stop and _converged(study):
+        elif self.early_stop and _converged(study) and not retries_owed(study):
             study.set_user_attr(CONVERGED_ATTR, {"probes": len(evaluated), "rule": STOP_RULE})
             study.stop()
         else:
@@ -445,14 +483,87 @@ def _failing_start(evaluated: list, earlier: set[int]) -> FailingStart | None:
     if len(now) < FAILING_START_PROBES:
         return None
     last = max(now, key=lambda t: t.number)
-    details = last.user_attrs["result"].get("details") or {}
-    log = f" (its log: {Path(details['trial_dir']) / 'log.txt'})" if details.get("trial_dir") else ""
     return FailingStart(
         f"stopped: the {len(now)} probes of this run all failed or timed out and no probe of this study has run "
-        f"yet, which points at the set-up rather than the configurations. Trial {last.number}: "
-        f"{last.user_attrs.get('reason') or 'failed'}{log}. "
-        "Fix that and run the same command again: the study resumes, and its failed trials are kept"
+        f"yet, which points at the set-up rather than the configurations. {_trial_failure(last)}. "
+        f"Fix that and run the same command again: {_what_a_resume_does(now)}"
     )
+
+
+def _trial_failure(t: optuna.trial.FrozenTrial) -> str:
+    """"Trial N: its reason (its log: PATH)", as the stops and refusals name a failed trial."""
+    details = t.user_attrs["result"].get("details") or {}
+    log = f" (its log: {Path(details['trial_dir']) / 'log.txt'})" if details.get("trial_dir") else ""
+    return f"Trial {t.number}: {t.user_attrs.get('reason') or t.user_attrs['result'].get('status') or 'failed'}{log}"
+
+
+def _what_a_resume_does(failed: list) -> str:
+    setup = sum(bool(t.user_attrs.get(SETUP_FAILURE_ATTR)) for t in failed)
+    if not setup:
+        return "the study resumes, and its failed trials are kept"
+    kept = "" if setup == len(failed) else " (the others' failures are the candidates' own, and are kept)"
+    return f"the study resumes and probes again the {setup} candidate(s) that failed on the set-up{kept}"
+
+
+def no_probe_succeeded(study: optuna.Study, others_left: bool = True) -> str | None:
+    """Why no probe of a study that evaluated candidates succeeded (every one failed, timed out or ran out
+    of memory), in one line with the fix; None when one ran to its end, or none was evaluated. Whatever the
+    budget: the failing-start stop above needs three failures in one run. A probe that ran but cannot be
+    ranked (energy only estimated, or missing) succeeded as a probe: its figures and why they are not
+    ranked are in the report. `others_left`: whether the space holds valid candidates not evaluated yet."""
+    released = released_trials(study)
+    evaluated = [t for t in study.get_trials(deepcopy=False) if is_evaluated(t, released)]
+    if not evaluated or any(t.user_attrs["result"].get("status") == "ok" for t in evaluated):
+        return None
+    outcomes = Counter(_OUTCOME_WORDS.get(t.user_attrs["result"].get("status"), "failed") for t in evaluated)
+    said = " and ".join(f"{count} {words}" for words, count in outcomes.most_common())
+    head = (f"no probe of this study succeeded (of its {len(evaluated)} evaluated candidate(s), {said}), so nothing "
+            "is on its front")
+    others = "probe others with a larger --trials" if others_left else "every candidate of the space was probed"
+    failed = [t for t in evaluated if t.state == TrialState.FAIL]
+    if not failed:
+        widen = "widen the space (ZeRO-3, offload, checkpointing, more --nodes in a --space file)"
+        return f"{head}: {others}, or {widen}" if others_left else f"{head}: {others}; {widen}"
+    setup = sum(bool(t.user_attrs.get(SETUP_FAILURE_ATTR)) for t in failed)
+    again = "run the same command again" + ("" if setup == len(evaluated) else f" ({others})")
+    return f"{head}. {_trial_failure(max(failed, key=lambda t: t.number))}. Fix that and {again}: {_what_a_resume_does(failed)}"
+
+
+# How a probe that did not succeed ended, as a sentence counts them.
+_OUTCOME_WORDS = {"oom": "ran out of memory", "timeout": "timed out", "failed": "failed"}
+
+
+def queue_setup_retries(study: optuna.Study) -> list[int]:
+    """On resume, queue again the candidate of each trial whose probe failed on the set-up (see the module
+    docstring); that trial then counts no more as evaluated. Once per trial, and not for a candidate another
+    trial has evaluated since or holds queued or running. Returns the trial numbers whose candidates were queued."""
+    trials = study.get_trials(deepcopy=False)
+    released = released_trials(study)
+    taken = {params_key(trial_knobs(t)) for t in trials
+             if (t.state in (TrialState.RUNNING, TrialState.WAITING) and all(k in trial_knobs(t) for k in KNOBS))
+             or (is_evaluated(t, released) and not t.user_attrs.get(SETUP_FAILURE_ATTR))}
+    queued = []
+    for t in trials:
+        if t.state != TrialState.FAIL or not t.user_attrs.get(SETUP_FAILURE_ATTR) or not is_evaluated(t, released):
+            continue
+        key = params_key(t.params)
+        if key in taken:
+            continue
+        attrs = {"retry_of": t.number, **({"baseline": True} if t.user_attrs.get("baseline") else {})}
+        study.enqueue_trial(t.params, user_attrs=attrs)
+        taken.add(key)
+        queued.append(t.number)
+    if queued:
+        study.set_user_attr(SETUP_RETRIED_ATTR, sorted(released | set(queued)))
+    return queued
+
+
+def retries_owed(study: optuna.Study) -> bool:
+    """Whether a resume queued candidates to probe again (interrupted, or failed on the set-up) that no
+    trial has taken yet: the run said it would probe them, so a converged model does not stop it first
+    (their figures may move the front the model converged on)."""
+    return any(t.state == TrialState.WAITING and "retry_of" in t.user_attrs
+               for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,)))
 
 
 def _converged(study: optuna.Study) -> bool:
@@ -530,10 +641,12 @@ def run_study(
             # where the first one's is already stored (else it is a duplicate trial, never a second probe).
             study.enqueue_trial(base.candidate.knobs.to_dict(), user_attrs={"baseline": True}, skip_if_exists=True)
     retry_interrupted(study, include_running=not shared_storage)
-    before = len([t for t in study.get_trials(deepcopy=False) if is_evaluated(t)])
+    queue_setup_retries(study)  # the CLI has queued them already, to say so: then nothing is left here
+    released = released_trials(study)
+    before = len([t for t in study.get_trials(deepcopy=False) if is_evaluated(t, released)])
     if before >= min(n_trials, valid_total):
         return 0
-    if before and early_stop and _converged(study):
+    if before and early_stop and _converged(study) and not retries_owed(study):
         # Converged already (in an earlier run, or by probes other workers finished since): the record
         # names the probes it converged on now. A study with nothing evaluated cannot have: no model
         # is built for it at start-up.
@@ -557,4 +670,4 @@ def run_study(
         )
     if stop.failing is not None:
         raise stop.failing
-    return len([t for t in study.get_trials(deepcopy=False) if is_evaluated(t)]) - before
+    return len([t for t in study.get_trials(deepcopy=False) if is_evaluated(t, released_trials(study))]) - before

@@ -237,3 +237,11 @@ def test_the_gpus_per_node_of_an_allocation(environ, gpus):
     from autotune.backends.launchers import slurm_gpus_per_node
 
     assert slurm_gpus_per_node(environ) == gpus
+
+
+def test_the_words_for_what_auto_launches_name_the_launcher_chosen(hostfile):
+    assert launchers.auto_launcher_words([1], None, {}) == "torchrun"
+    assert launchers.auto_launcher_words([1, 2], hostfile, {}) == "deepspeed"
+    assert launchers.auto_launcher_words([2, 4], None, {"SLURM_JOB_ID": "7", "SLURM_JOB_NUM_NODES": "4"}) == "srun"
+    mixed = launchers.auto_launcher_words([1, 2, 4], None, {"SLURM_JOB_ID": "7", "SLURM_JOB_NUM_NODES": "1"})
+    assert mixed == "torchrun for 1 node, srun for 2 and 4 nodes"

@@ -127,3 +127,18 @@ def test_the_cli_refuses_the_default_profile_on_an_80_gb_h100_with_one_line(tmp_
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "has 79.6 GiB, but --hardware gh200 describes" in lines[0], result.stderr
     assert not out.exists()
+
+
+def test_the_backend_line_names_the_launcher_auto_chose(monkeypatch, tmp_path):
+    from autotune.backends.launch import LaunchBackend
+    from autotune.backends.select import backend_line
+
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    auto = LaunchBackend(run_dir=tmp_path, launcher="auto")
+    assert "(real probe runs via torchrun (auto), " in backend_line(auto, (1,))
+    monkeypatch.setenv("SLURM_JOB_ID", "7")
+    monkeypatch.setenv("SLURM_JOB_NUM_NODES", "2")
+    assert "(real probe runs via srun (auto), " in backend_line(auto, (1, 2))
+    monkeypatch.delenv("SLURM_JOB_ID")
+    chosen = LaunchBackend(run_dir=tmp_path, launcher="torchrun")
+    assert backend_line(chosen, (1,)) == chosen.describe() and "via torchrun, " in chosen.describe()

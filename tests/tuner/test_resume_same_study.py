@@ -203,3 +203,20 @@ def test_a_study_from_before_profiles_were_kept_is_compared_by_the_profiles_name
     assert settings.check_same_as(older, "r", figures_use_profile=True) is None
     with pytest.raises(UserError, match="--hardware gh200, not h100-sxm"):
         settings_for("--model", "7b", "--nodes", "1", "--hardware", "h100-sxm").check_same_as(older, "r", True)
+
+
+def test_a_resume_with_another_seed_or_sampler_says_so_and_draws_with_it(tmp_path):
+    """They choose which candidates come next, not what a figure means (which the refused options do): the
+    resume goes on, and says the study is no longer the one its seed alone gives."""
+    out = tmp_path / "r"
+    assert autotune(*RUN, "--trials", "2", "--out", out).returncode == 0
+    same = autotune(*RUN, "--trials", "3", "--out", out)
+    assert same.returncode == 0 and "--seed" not in same.stderr
+    for flags, said in [(("--seed", "7"), "resuming with --seed 7, not the --seed 0 of this study's earlier runs"),
+                        (("--seed", "7", "--sampler", "random"), "resuming with --sampler random, not the --sampler guided")]:
+        other = autotune(*RUN, "--trials", "4", "--out", out, *flags)
+        assert other.returncode == 0, other.stderr
+        line = " ".join(other.stderr.split())
+        assert said in line and "its trials are kept" in line and "pass --out NEW_DIR to start a study with" in line, line
+    kept = optuna.load_study(study_name="autotune", storage=f"sqlite:///{out / 'study.db'}").user_attrs
+    assert (kept["seed"], kept["sampler"]) == (7, "random")

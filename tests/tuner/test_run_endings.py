@@ -1,0 +1,210 @@
+"""How a run ends when its probes do not succeed: a study with nothing on its front exits 2 whatever the
+budget, and a resumed study probes again the candidates whose probes failed on the set-up (the launcher,
+the nodes), while a candidate's own failure, an out-of-memory and a timeout stay final."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from autotune.backends.base import Backend, ProbeResult
+from autotune.backends.simulate import SimulateBackend
+from autotune.commands.options import settings_for
+from autotune.study import open_study, run_study
+from autotune.study.loop import (
+    SETUP_FAILURE_ATTR, FailingStart, is_evaluated, make_sampler, no_probe_succeeded, queue_setup_retries,
+    released_trials, setup_failure, valid_checks,
+)
+from tests.cli import autotune
+
+SETTINGS = ("--model", "32b", "--nodes", "4")
+RUN = ("run", "--model", "7b", "--nodes", "1", "--gpus-per-node", "2")
+
+
+def _failed(**details) -> ProbeResult:
+    return ProbeResult(status="failed", source="measured", energy_source="unavailable", error="boom",
+                       details={"trial_dir": "/runs/x/trials/0000", "log_tail": "", **details})
+
+
+# What the launch backend returns for each way a probe fails (backends/launch.py), and whose failure it is.
+@pytest.mark.parametrize("result, setup", [
+    (_failed(launcher="torchrun"), True),  # could not start the launcher, or the nodes are out of its reach
+    (_failed(launcher="deepspeed", exit_code=1), True),  # exited without the trainer's result (a module missing)
+    (_failed(launcher="srun", exit_code=0), True),
+    (_failed(launcher="torchrun", exit_code=1, failed_rank=0), False),  # the trainer's own failure: the candidate's
+    (_failed(launcher="torchrun", exit_code=1, failed_rank=0, refused=True), False),
+    (_failed(launcher="torchrun", exit_code=-9), False),  # killed by a signal: the kernel's OOM killer, perhaps
+    (ProbeResult(status="timeout", source="measured", energy_source="unavailable", details={"launcher": "torchrun"}), False),
+    (ProbeResult(status="oom", source="measured", energy_source="unavailable", details={"launcher": "torchrun"}), False),
+    (_failed(), False),  # replayed or scripted: a recorded figure, not a launch
+])
+def test_a_failure_is_the_setups_only_where_the_trainer_never_ran_the_candidate(result, setup):
+    assert setup_failure(result) is setup
+
+
+class _Probes(Backend):
+    """The n-th evaluation answers `outcomes[n]` ("ok": the simulator's figures), "ok" past the end."""
+
+    name, source = "launch", "measured"
+
+    def __init__(self, *outcomes: str):
+        self.outcomes, self.probed = outcomes, []
+
+    def evaluate(self, candidate, trial_number: int = 0) -> ProbeResult:
+        outcome = self.outcomes[len(self.probed)] if len(self.probed) < len(self.outcomes) else "ok"
+        self.probed.append(candidate.knobs.to_dict())
+        if outcome == "ok":
+            return SimulateBackend().evaluate(candidate, trial_number)
+        if outcome == "setup":  # the launcher ended without the trainer's result
+            return _failed(launcher="torchrun", exit_code=1)
+        if outcome == "candidate":
+            return _failed(launcher="torchrun", exit_code=1, failed_rank=0)
+        return ProbeResult(status=outcome, source="measured", energy_source="unavailable", details={"launcher": "torchrun"})
+
+
+def _study(tmp_path):
+    return open_study(tmp_path, None, make_sampler(0, 30))
+
+
+def _evaluated(study):
+    released = released_trials(study)
+    return [t for t in study.get_trials(deepcopy=False) if is_evaluated(t, released)]
+
+
+def test_a_resumed_study_probes_again_the_candidates_whose_probes_failed_on_the_setup(tmp_path):
+    settings = settings_for(*SETTINGS)
+    broken = _Probes("setup", "setup")
+    run_study(_study(tmp_path), settings, broken, 2)  # a budget below the failing-start stop: it ends, all failed
+    study = _study(tmp_path)
+    failed = _evaluated(study)
+    assert [t.user_attrs.get(SETUP_FAILURE_ATTR) for t in failed] == [True, True]
+    assert "the study resumes and probes again the 2 candidate(s) that failed on the set-up" in no_probe_succeeded(study)
+    fixed = _Probes()
+    run_study(study, settings, fixed, 2)  # the same command, set-up fixed: the same candidates, probed again
+    assert fixed.probed == broken.probed
+    evaluated = _evaluated(_study(tmp_path))
+    assert [t.state for t in evaluated] == [TrialState.COMPLETE] * 2 and evaluated[0].user_attrs.get("baseline")
+    assert sorted(t.user_attrs["retry_of"] for t in evaluated) == [t.number for t in failed]
+    assert released_trials(study) == {t.number for t in failed} and no_probe_succeeded(study) is None
+    assert queue_setup_retries(_study(tmp_path)) == []  # once per trial: nothing left to retry
+
+
+def test_a_candidates_own_failure_an_oom_and_a_timeout_stay_final_on_resume(tmp_path):
+    settings = settings_for(*SETTINGS)
+    run_study(_study(tmp_path), settings, _Probes(), 1)  # one probe ran: failures are results, the study goes on
+    run_study(_study(tmp_path), settings, _Probes("candidate", "oom", "timeout", "setup", "candidate", "setup", "timeout"), 8,
+              early_stop=False)
+    study = _study(tmp_path)
+    setup = [t for t in _evaluated(study) if t.user_attrs.get(SETUP_FAILURE_ATTR)]
+    assert len(setup) == 2
+    again = _Probes()
+    run_study(study, settings, again, 8, early_stop=False)  # the same budget: room only for the set-up failures
+    assert sorted(json.dumps(p, sort_keys=True) for p in again.probed) == sorted(json.dumps(t.params, sort_keys=True) for t in setup)
+    assert len(_evaluated(_study(tmp_path))) == 8
+
+
+def test_a_failing_start_of_setup_failures_says_the_resume_probes_them_again(tmp_path):
+    with pytest.raises(FailingStart) as stopped:
+        run_study(_study(tmp_path), settings_for(*SETTINGS), _Probes(*["setup"] * 30), 30)
+    assert str(stopped.value).endswith("run the same command again: the study resumes and probes again the 3 "
+                                       "candidate(s) that failed on the set-up")
+
+
+def _records(tmp_path, statuses) -> str:
+    """A replay file whose records of the study's first candidates have these statuses."""
+    knobs = [c.candidate.knobs.to_dict() for c in valid_checks(settings_for(*RUN[1:])) if c.valid]
+    path = tmp_path / "m.jsonl"
+    path.write_text("".join(json.dumps({"params": k, "status": s, "error": "NCCL timeout"}) + "\n" for k, s in zip(knobs, statuses)))
+    return str(path)
+
+
+@pytest.mark.parametrize("trials", ["1", "2", "30"])  # below the failing-start stop, at the space's end, past it
+def test_a_study_in_which_no_probe_succeeded_exits_2_in_one_line_whatever_the_budget(tmp_path, trials):
+    replay = (*RUN, "--backend", "replay", "--measurements", _records(tmp_path, ["failed", "failed"]), "--out", tmp_path / "r")
+    done = autotune(*replay, "--trials", trials)
+    assert done.returncode == 2, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    evaluated = min(int(trials), 2)
+    others = "probe others with a larger --trials" if evaluated == 1 else "every candidate of the space was probed"
+    assert last == (f"autotune: error: no probe of this study succeeded (of its {evaluated} evaluated candidate(s), "
+                    f"{evaluated} failed), so nothing is on its front. Trial {evaluated - 1}: failed: NCCL timeout. Fix that "
+                    f"and run the same command again ({others}): the study resumes, and its failed trials are kept"), last
+    assert "Traceback" not in done.stderr and (tmp_path / "r" / "pareto.json").is_file()  # the reports name each failure
+    again = autotune(*replay, "--trials", trials)  # nothing left to probe: still no success
+    assert again.returncode == 2 and again.stderr.strip().splitlines()[-1] == last
+
+
+def test_a_study_whose_every_probe_ran_out_of_memory_exits_2_with_what_to_widen(tmp_path):
+    done = autotune(*RUN, "--backend", "replay", "--measurements", _records(tmp_path, ["oom", "oom"]), "--out", tmp_path / "r")
+    assert done.returncode == 2, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert ("no probe of this study succeeded (of its 2 evaluated candidate(s), 2 ran out of memory), so nothing is on "
+            "its front: every candidate of the space was probed; widen the space (ZeRO-3") in last
+
+
+def test_one_probe_that_succeeded_is_enough(tmp_path):
+    path = _records(tmp_path, ["failed", "oom", "ok"])
+    lines = [json.loads(line) for line in open(path)]
+    lines[2].update(time_s=100.0, energy_kj=50.0, source="measured")
+    open(path, "w").write("".join(json.dumps(line) + "\n" for line in lines))
+    done = autotune(*RUN, "--backend", "replay", "--measurements", path, "--out", tmp_path / "r")
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_probe_that_ran_but_cannot_be_ranked_succeeded_as_a_probe(tmp_path):
+    """Its figures are reported with why they are not ranked (here: no energy): not a failed study."""
+    path = _records(tmp_path, ["ok"])
+    line = json.loads(open(path).read())
+    open(path, "w").write(json.dumps({**line, "time_s": 100.0}) + "\n")
+    done = autotune(*RUN, "--backend", "replay", "--measurements", path, "--trials", "2", "--out", tmp_path / "r")
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.slow
+def test_a_launch_study_whose_nodes_lacked_the_trainer_probes_the_same_candidates_once_fixed(tmp_path):
+    """Real probes on CPU: a `trainer` package that cannot be imported (a node without the project) is the
+    set-up's failure; the same command after the fix probes those candidates, and the header names torchrun."""
+    broken = tmp_path / "broken" / "trainer"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'deepspeed'\")\n")
+    env = {k: v for k, v in os.environ.items() if k != "AUTOTUNE_PROBE_TEST_HOOK"}
+    env.update(DS_ACCELERATOR="cpu", OMP_NUM_THREADS="1")
+    cmd = [sys.executable, "-m", "autotune.cli", "run", "--model", "tiny", "--nodes", "1", "--gpus-per-node", "1",
+           "--hardware", "cpu", "--backend", "launch", "--warmup-steps", "1", "--probe-steps", "2", "--trials", "2",
+           "--allow-estimated-energy", "--out", str(tmp_path / "run")]
+    first = subprocess.run(cmd, env={**env, "PYTHONPATH": str(broken.parent)}, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 2, first.stderr[-3000:]
+    said = " ".join(first.stderr.split())
+    assert "real probe runs via torchrun (auto)," in said
+    assert "the study resumes and probes again the 2 candidate(s) that failed on the set-up" in said
+    fixed = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert fixed.returncode == 0, fixed.stderr[-3000:]
+    assert "probing again the candidate(s) of trial(s) 0, 1" in " ".join(fixed.stderr.split())
+    trials = optuna.load_study(study_name="autotune", storage=f"sqlite:///{tmp_path / 'run' / 'study.db'}").trials
+    assert [t.state for t in trials] == [TrialState.FAIL] * 2 + [TrialState.COMPLETE] * 2
+    assert [t.params for t in trials[2:]] == [t.params for t in trials[:2]]
+
+
+def test_a_converged_study_probes_the_setup_failures_it_queued_again_before_it_stops(tmp_path):
+    """The run says it probes them again: a model that converged (on the others) must not stop it first."""
+    settings = settings_for(*SETTINGS)
+    checks = valid_checks(settings)
+
+    def guided_study():
+        return open_study(tmp_path, None, make_sampler(0, 30, "guided", checks))
+
+    # The baseline ran, the next two probes failed on the set-up, the rest ran until the model converged.
+    run_study(guided_study(), settings, _Probes("ok", "setup", "setup"), 30, checks=checks)
+    study = guided_study()
+    assert study.user_attrs.get("converged")
+    setup = [t for t in _evaluated(study) if t.user_attrs.get(SETUP_FAILURE_ATTR)]
+    assert len(setup) == 2
+    again = _Probes()
+    run_study(guided_study(), settings, again, 30, checks=checks)
+    assert all(t.params in again.probed for t in setup)
