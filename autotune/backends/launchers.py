@@ -271,6 +271,13 @@ def unreachable_reason(launcher: str, candidate: Candidate, hostfile: Path | Non
         hosts = read_hostfile(hostfile)
         if len(hosts) < nodes:
             return f"the candidate needs {nodes} nodes; hostfile {hostfile} lists {len(hosts)}"
+        remote = nodes > 1 or not first_host_here(hostfile, environ)
+        if remote and shutil.which("pdsh", path=environ.get("PATH")) is None:
+            # DeepSpeed's runner starts every other host's ranks through pdsh (its default multi-node
+            # launcher); without it each probe fails after its start-up, with pdsh's absence deep in its log.
+            return ("the deepspeed launcher starts ranks on other hosts with pdsh, which is not on PATH here: install "
+                    "pdsh on this machine (DeepSpeed's multi-node runner needs it), or run inside a SLURM allocation "
+                    "(--launcher srun)")
         short = [host for host, slots in list(hosts.items())[:nodes] if slots < per_node]
         if short:
             return (f"the candidate needs {per_node} GPUs per node; hostfile {hostfile} gives fewer on {', '.join(short)} "

@@ -35,6 +35,16 @@ def no_local_gpus(monkeypatch):
     monkeypatch.setattr(launchers, "local_gpu_count", lambda: None)
 
 
+@pytest.fixture
+def pdsh_path(tmp_path) -> str:
+    """A PATH with a stand-in pdsh: DeepSpeed's runner reaches other hosts through it."""
+    bin_dir = tmp_path / "pdsh-bin"
+    bin_dir.mkdir()
+    (bin_dir / "pdsh").write_text("#!/bin/sh\n")
+    (bin_dir / "pdsh").chmod(0o755)
+    return str(bin_dir)
+
+
 def test_hostfile_lists_hosts_and_slots_in_order(hostfile):
     assert read_hostfile(hostfile) == {"nid001": 4, "nid002": 4}
 
@@ -102,12 +112,13 @@ def test_a_launcher_that_cannot_work_is_a_user_error(hostfile, tmp_path):
     check_launcher_settings("deepspeed", hostfile, {})  # fine
 
 
-def test_more_nodes_than_reachable_is_a_reason_not_an_exception(make_candidate, hostfile, no_local_gpus):
+def test_more_nodes_than_reachable_is_a_reason_not_an_exception(make_candidate, hostfile, no_local_gpus, pdsh_path):
     two_nodes = make_candidate(gpus_per_node=4, nodes=2)
+    with_pdsh = {"PATH": pdsh_path}
     assert "--hostfile" in unreachable_reason("torchrun", two_nodes, None, {})
-    assert unreachable_reason("deepspeed", two_nodes, hostfile, {}) is None
-    assert "lists 2" in unreachable_reason("deepspeed", make_candidate(gpus_per_node=4, nodes=3), hostfile, {})
-    assert "fewer on nid001" in unreachable_reason("deepspeed", make_candidate(gpus_per_node=8), hostfile, {})
+    assert unreachable_reason("deepspeed", two_nodes, hostfile, with_pdsh) is None
+    assert "lists 2" in unreachable_reason("deepspeed", make_candidate(gpus_per_node=4, nodes=3), hostfile, with_pdsh)
+    assert "fewer on nid001" in unreachable_reason("deepspeed", make_candidate(gpus_per_node=8), hostfile, with_pdsh)
     assert unreachable_reason("srun", two_nodes, None, SLURM_2_NODES) is None
     assert "has 2" in unreachable_reason("srun", make_candidate(gpus_per_node=4, nodes=4), None, SLURM_2_NODES)
     # srun would fail the step on GPUs the allocation's gres does not hold: a reason before it starts
@@ -198,7 +209,8 @@ def test_detect_launch_target_reads_hostfile_slurm_then_local_gpus(hostfile, mon
     assert detect_launch_target(None, gpus_per_node=8, environ={})[0] is False
 
 
-def test_a_study_with_candidates_the_launcher_cannot_start_is_refused_before_it_opens(tmp_path, hostfile, no_local_gpus):
+def test_a_study_with_candidates_the_launcher_cannot_start_is_refused_before_it_opens(tmp_path, hostfile, no_local_gpus,
+                                                                                    pdsh_path):
     """Each such candidate would be a failed probe spent from the budget, and three of them would end the
     study as a set-up fault: the run refuses them in one line and says which node counts can start."""
     from autotune.backends.launch import LaunchBackend
@@ -208,7 +220,7 @@ def test_a_study_with_candidates_the_launcher_cannot_start_is_refused_before_it_
     def checks(*flags):
         return valid_checks(settings_for("--model", "7b", *flags))
 
-    on_hostfile = LaunchBackend(run_dir=tmp_path, hostfile=hostfile)
+    on_hostfile = LaunchBackend(run_dir=tmp_path, hostfile=hostfile, env={"PATH": pdsh_path})
     with pytest.raises(UserError) as raised:
         on_hostfile.check_candidates(checks("--nodes", "1-4"))  # 3 nodes of 4 GPUs divide no global batch 64
     assert str(raised.value) == (f"candidates with 4 node(s) cannot start here: the candidate needs 4 nodes; hostfile "
@@ -245,3 +257,20 @@ def test_the_words_for_what_auto_launches_name_the_launcher_chosen(hostfile):
     assert launchers.auto_launcher_words([2, 4], None, {"SLURM_JOB_ID": "7", "SLURM_JOB_NUM_NODES": "4"}) == "srun"
     mixed = launchers.auto_launcher_words([1, 2, 4], None, {"SLURM_JOB_ID": "7", "SLURM_JOB_NUM_NODES": "1"})
     assert mixed == "torchrun for 1 node, srun for 2 and 4 nodes"
+
+
+def test_without_pdsh_the_deepspeed_launcher_reaches_no_other_host(make_candidate, hostfile, tmp_path, pdsh_path):
+    """DeepSpeed's runner starts other hosts' ranks through pdsh: without it every multi-node probe failed after its
+    start-up, pdsh's absence deep in each log. Said before the study opens (check_candidates asks this)."""
+    without = {"PATH": str(tmp_path / "empty-bin")}
+    two_nodes = make_candidate(gpus_per_node=4, nodes=2)
+    assert unreachable_reason("deepspeed", two_nodes, hostfile, without) == (
+        "the deepspeed launcher starts ranks on other hosts with pdsh, which is not on PATH here: install pdsh on this "
+        "machine (DeepSpeed's multi-node runner needs it), or run inside a SLURM allocation (--launcher srun)")
+    # One node of a remote host goes through pdsh too (--force_multi); one node of this machine does not.
+    assert "pdsh" in unreachable_reason("deepspeed", make_candidate(gpus_per_node=4), hostfile, without)
+    here = tmp_path / "here"
+    here.write_text("localhost slots=4\nnid002 slots=4\n")
+    assert unreachable_reason("deepspeed", make_candidate(gpus_per_node=4), here, without) is None
+    assert "pdsh" in unreachable_reason("deepspeed", two_nodes, here, without)
+    assert unreachable_reason("deepspeed", two_nodes, here, {"PATH": pdsh_path}) is None
