@@ -25,6 +25,7 @@ from pathlib import Path
 
 from autotune.candidate import KNOBS, Candidate, Knobs, candidate_from_dict, knob_value
 from autotune.checks import number_problem
+from autotune.errors import UserError
 from autotune.hardware import load_hardware
 from autotune.models import load_model
 from autotune.workload import make_workload
@@ -101,6 +102,41 @@ def _out_file(text: str) -> Path:
     return path
 
 
+def _json_object(flag: str, text: str) -> dict:
+    """The JSON object in file `text`, or argparse's one line naming what is wrong with it."""
+    path = Path(text)
+    if not path.is_file():
+        what = "a folder" if path.is_dir() else "not a file" if path.exists() else "missing"
+        raise argparse.ArgumentTypeError(f"{text!r} is {what}; give the path of a {flag} JSON file")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:  # unreadable, not UTF-8, not JSON
+        raise argparse.ArgumentTypeError(f"{text!r} is not a readable JSON file ({exc}); give the {flag} file "
+                                         "`autotune export` wrote") from None
+    if not isinstance(data, dict):
+        kind = "JSON null" if data is None else f"a JSON {type(data).__name__}"
+        raise argparse.ArgumentTypeError(f"{text!r} holds {kind}, not an object; give the {flag} file `autotune "
+                                         "export` wrote")
+    return data
+
+
+def _candidate_file(text: str) -> str:
+    """--candidate: a candidate file (`autotune export` writes <pick>.candidate.json), checked before any rank
+    starts, so a wrong file is one usage line on every rank and not a failed result."""
+    data = _json_object("candidate", text)
+    try:
+        candidate_from_dict(data)
+    except (KeyError, TypeError, ValueError, UserError) as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a candidate file ({type(exc).__name__}: {exc}); give the "
+                                         "<pick>.candidate.json `autotune export` wrote, or the knob flags") from None
+    return text
+
+
+def _deepspeed_config_file(text: str) -> str:
+    _json_object("DeepSpeed config", text)
+    return text
+
+
 def _sm_clock(text: str) -> int | str:
     return text if text == "max" else int(text)
 
@@ -131,7 +167,8 @@ _WORKLOAD_FLAGS = {"frames": int, "text_tokens": int, "global_batch": int, "samp
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m trainer.probe", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--candidate", help="candidate JSON (Candidate.to_dict()); or give the flags below")
+    parser.add_argument("--candidate", type=_candidate_file,
+                        help="candidate JSON (Candidate.to_dict()); or give the flags below")
     parser.add_argument("--out", type=_out_file, default="result.json",
                         help="where rank 0 writes the result: a new file or an earlier result, in an existing folder")
     parser.add_argument("--model", help="preset (tiny, 7b, 32b, 72b) or model JSON path")
@@ -146,7 +183,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=5, help="at least this many measured optimizer steps")
     parser.add_argument("--probe-seconds", type=_seconds_flag(low_open=False, meaning="the measured window's "
                         "minimum length: 0 for none, at most a week"), default=0.0, help="and at least this long a window")
-    parser.add_argument("--deepspeed-config", help="train with this exported DeepSpeed JSON instead")
+    parser.add_argument("--deepspeed-config", type=_deepspeed_config_file,
+                        help="train with this exported DeepSpeed JSON instead")
     parser.add_argument("--data", help="LLaVA-Video-style annotation JSON (default: synthetic samples); docs/data.md")
     parser.add_argument("--video-root", help="folder the annotation's video paths are relative to (default: its folder)")
     parser.add_argument("--collective-timeout-s", type=_seconds_flag(low_open=True, meaning="how long a collective "
@@ -161,15 +199,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--steps must be >= 1 and --warmup-steps >= 0")
     if not args.candidate and not args.model:
         parser.error("give --candidate FILE or --model (plus knob flags)")
+    fixed = _flags_a_candidate_fixes(args)
+    if args.candidate and fixed:
+        parser.error(f"--candidate already fixes {', '.join(fixed)}: give either the file or the flags")
     return args
+
+
+def _flags_a_candidate_fixes(args: argparse.Namespace) -> list[str]:
+    return [k for k in (*_KNOB_FLAGS, *_WORKLOAD_FLAGS, "model", "hardware", "precision", "gpus_per_node")
+            if getattr(args, k) is not None]
 
 
 def candidate_from_args(args: argparse.Namespace, world_size: int) -> Candidate:
     """From the candidate file, or from one flag per knob (unset knobs keep Knobs' defaults)."""
-    flags = [k for k in (*_KNOB_FLAGS, *_WORKLOAD_FLAGS, "model", "hardware", "precision", "gpus_per_node") if getattr(args, k) is not None]
-    if args.candidate:
-        if flags:
-            raise ValueError(f"--candidate already fixes {', '.join(flags)}: give either the file or the flags")
+    if args.candidate:  # parse_args refused knob flags beside it
         return candidate_from_dict(json.loads(Path(args.candidate).read_text()))
     model = load_model(args.model)
     knobs = Knobs(**{k: getattr(args, k) for k in KNOBS if getattr(args, k) is not None})

@@ -31,9 +31,14 @@ def test_a_candidate_file_round_trips(tmp_path):
     assert again.to_dict() == candidate.to_dict()
 
 
-def test_file_and_knob_flags_together_are_refused(tmp_path):
-    with pytest.raises(ValueError, match="either the file or the flags"):
-        candidate_from_args(parse_args(["--candidate", "x.json", "--zero-stage", "1"]), world_size=1)
+def test_file_and_knob_flags_together_are_refused(tmp_path, capsys):
+    from tests.trainer.test_probe_inputs import _candidate_file
+
+    with pytest.raises(SystemExit) as exit_:
+        parse_args(["--candidate", _candidate_file(tmp_path), "--zero-stage", "1"])
+    assert exit_.value.code == 2  # a usage line on every rank, before any process group
+    assert capsys.readouterr().err.strip().endswith("--candidate already fixes zero_stage: give either the file or "
+                                                    "the flags")
 
 
 def test_superoffload_on_cpu_is_refused_before_starting_with_the_reason(tmp_path, monkeypatch):

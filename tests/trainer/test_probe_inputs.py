@@ -160,3 +160,51 @@ def test_the_probe_command_refuses_a_wrong_value_with_exit_status_2(tmp_path):
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1] == (f"{PREFIX}--out: {str(tmp_path)!r} is a folder; give a file path "
                                                     f"in it, e.g. --out {tmp_path / 'result.json'}")
+
+
+def _candidate_file(tmp_path) -> str:
+    from autotune.candidate import Candidate, Knobs
+    from autotune.hardware import load_hardware
+    from autotune.models import load_model
+    from autotune.workload import make_workload
+
+    spec = load_model("tiny")
+    candidate = Candidate(Knobs(), spec, load_hardware("cpu"), make_workload(spec, global_batch=2), gpus_per_node=1)
+    path = tmp_path / "knee.candidate.json"
+    path.write_text(json.dumps(candidate.to_dict()))
+    return str(path)
+
+
+@pytest.mark.parametrize("flag, name, content, said", [
+    ("--candidate", "absent.json", None, "'{path}' is missing; give the path of a candidate JSON file"),
+    ("--candidate", "folder", "DIR", "'{path}' is a folder; give the path of a candidate JSON file"),
+    ("--candidate", "notes.txt", "not json", "'{path}' is not a readable JSON file (Expecting value: line 1 column 1 "
+                                             "(char 0)); give the candidate file `autotune export` wrote"),
+    ("--candidate", "latin.json", b'{"\xe9": 1}', "'{path}' is not a readable JSON file ("),
+    ("--candidate", "list.json", "[1, 2]", "'{path}' holds a JSON list, not an object; give the candidate file"),
+    ("--candidate", "other.json", '{"zero_stage": 1}', "'{path}' is not a candidate file (KeyError: 'knobs'); give "
+                                                       "the <pick>.candidate.json `autotune export` wrote, or the knob flags"),
+    ("--deepspeed-config", "folder", "DIR", "'{path}' is a folder; give the path of a DeepSpeed config JSON file"),
+    ("--deepspeed-config", "empty.json", "", "'{path}' is not a readable JSON file ("),
+    ("--deepspeed-config", "null.json", "null", "'{path}' holds JSON null, not an object"),
+])
+def test_a_wrong_input_file_is_one_usage_line_not_a_failed_probe(capsys, tmp_path, flag, name, content, said):
+    """Seen in a newcomer's trial: a missing or non-JSON --candidate, or a folder as --deepspeed-config, was a raw
+    FileNotFoundError / JSONDecodeError / IsADirectoryError in a failed result.json, exit 1."""
+    path = tmp_path / name
+    if content == "DIR":
+        path.mkdir()
+    elif isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content is not None:
+        path.write_text(content)
+    with pytest.raises(SystemExit) as exit_:
+        parse_args([flag, str(path)] if flag == "--candidate" else ["--model", "tiny", flag, str(path)])
+    assert exit_.value.code == 2
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line.startswith(f"{PREFIX}{flag}: {said.format(path=path)}"), line
+
+
+def test_a_candidate_file_autotune_wrote_is_taken(tmp_path):
+    path = _candidate_file(tmp_path)
+    assert parse_args(["--candidate", path]).candidate == path
