@@ -18,13 +18,12 @@ def register(subparsers) -> None:
     parser.set_defaults(func=_run)
 
 
-def _rows(settings, simulate: bool) -> list[dict]:
+def _rows(checks: list, simulate: bool) -> list[dict]:
     from autotune.backends.replay import study_of
     from autotune.simulator import simulate as simulate_candidate
-    from autotune.space import enumerate_space
 
     rows = []
-    for check in enumerate_space(settings.space, settings.model, settings.hardware, settings.workload, settings.gpus_per_node):
+    for check in checks:
         row = {
             "params": check.candidate.knobs.to_dict(),
             "valid": check.valid,
@@ -45,8 +44,15 @@ def _run(args) -> int:
     filled = fill_from_allocation(args)
     if filled:
         print(filled, file=sys.stderr)
+    from autotune.space import enumerate_space
+    from autotune.study.loop import node_counts_without_candidates, nothing_valid
+
     settings = build_settings(args)
-    rows = _rows(settings, args.simulate)
+    checks = list(enumerate_space(settings.space, settings.model, settings.hardware, settings.workload, settings.gpus_per_node))
+    # What `autotune run` would refuse or leave out, said here too (on stderr: the listing stays data).
+    for line in [nothing_valid(checks)] if nothing_valid(checks) else node_counts_without_candidates(checks):
+        print(f"autotune space: {line}", file=sys.stderr)
+    rows = _rows(checks, args.simulate)
     valid, total = sum(r["valid"] for r in rows), len(rows)
     if args.valid:
         rows = [r for r in rows if r["valid"]]

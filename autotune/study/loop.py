@@ -175,18 +175,24 @@ def evaluated_trials(study: optuna.Study) -> dict[str, optuna.trial.FrozenTrial]
 def valid_checks(settings: StudySettings) -> list:
     """Every candidate of the study's space checked; refuses a space in which nothing can run."""
     checks = list(enumerate_space(settings.space, settings.model, settings.hardware, settings.workload, settings.gpus_per_node))
-    if not any(c.valid for c in checks):
-        batch = _global_batch_miss(checks)
-        if batch:
-            raise UserError(f"nothing in the space is valid: {batch}")
-        if any(c.memory is not None for c in checks):
-            raise UserError(
-                f"nothing in the space fits in memory ({_closest_miss(checks)}); widen it: more --nodes, ZeRO-3, "
-                "offload or checkpointing in the --space file (see `autotune space`)"
-            )
-        raise UserError(f"nothing in the space is valid: {_closest_miss(checks)}; change those values in the --space "
-                        "file (`autotune space --space FILE` gives each candidate's reason)")
+    reason = nothing_valid(checks)
+    if reason:
+        raise UserError(reason)
     return checks
+
+
+def nothing_valid(checks: list) -> str | None:
+    """Why no candidate of the space can run, with the fix, in one line; None when one can."""
+    if any(c.valid for c in checks):
+        return None
+    batch = _global_batch_miss(checks)
+    if batch:
+        return f"nothing in the space is valid: {batch}"
+    if any(c.memory is not None for c in checks):
+        return (f"nothing in the space fits in memory ({_closest_miss(checks)}); widen it: more --nodes, ZeRO-3, "
+                "offload or checkpointing in the --space file (see `autotune space`)")
+    return (f"nothing in the space is valid: {_closest_miss(checks)}; change those values in the --space "
+            "file (`autotune space --space FILE` gives each candidate's reason)")
 
 
 def _closest_miss(checks: list) -> str:

@@ -153,3 +153,26 @@ def test_nothing_fits_names_the_candidate_nearest_to_fitting(tmp_path):
         valid_checks(settings_for("--model", "7b", "--space", str(space)))
     assert ("every candidate breaks a rule: optimizer offload needs ZeRO stage >= 1 (1 of 2); SP degree 3 does not "
             "divide the 4 GPUs (1 of 2); change those values") in str(broken.value)
+
+
+@pytest.mark.parametrize("flags, said", [
+    (["--global-batch", "3"], "autotune space: nothing in the space is valid: no micro-batch (1, 2, 4, 8) x "
+                              "data-parallel size (2, 4, 8, 16 on these GPUs) divides the global batch 3: pass "
+                              "--global-batch 16"),
+    (["--frames", "1000000000"], "autotune space: nothing in the space fits in memory (the closest, "),
+    (["--nodes", "2-3"], "autotune space: no candidate on 3 node(s) is valid: no micro-batch (1, 2, 4, 8) x "
+                         "data-parallel size (3, 6, 12 on these GPUs) divides the global batch 64"),
+])
+def test_space_says_why_nothing_or_a_node_count_is_valid(flags, said):
+    """Seen in a newcomer's trial: `space --valid` printed an empty table, exit 0, and no reason, where `run`
+    refuses the same flags naming the fix. The listing stays data on stdout; the reason goes to stderr."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "autotune.cli", "space", "--model", "32b", *flags, "--valid", "--json"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith(said), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert bool(json.loads(done.stdout)) == (flags[0] == "--nodes")  # 2 nodes still has candidates
