@@ -94,8 +94,6 @@ def build_settings(args: argparse.Namespace) -> StudySettings:
             f"node of hardware '{hardware.name}'; pass a count in that range, or leave the flag out to use the whole node"
         )
     nodes = parse_nodes(args.nodes)
-    if nodes is None and args.space is None:
-        nodes = (4,)
     workload = make_workload(
         model,
         frames=args.frames,
@@ -109,5 +107,6 @@ def build_settings(args: argparse.Namespace) -> StudySettings:
         hardware=hardware,
         workload=workload,
         gpus_per_node=gpus_per_node,
-        space=load_space(args.space, nodes),
+        # --nodes, else the space file's list, else 4 (as --help says, whichever file: given or the default)
+        space=load_space(args.space, nodes, default_nodes=(4,)),
     )

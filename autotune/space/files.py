@@ -103,8 +103,10 @@ def _knob_values(data: dict, knob: str, origin: str) -> tuple:
     return tuple(checked)
 
 
-def load_space(path: str | Path | None = None, nodes: tuple[int, ...] | None = None) -> SearchSpace:
-    """Read a space file (default: search_spaces/default.toml); `nodes` from --nodes wins over the file."""
+def load_space(path: str | Path | None = None, nodes: tuple[int, ...] | None = None,
+               default_nodes: tuple[int, ...] | None = None) -> SearchSpace:
+    """Read a space file (default: search_spaces/default.toml); `nodes` from --nodes wins over the file's
+    list, and `default_nodes` is taken where neither gives one."""
     path = Path(path) if path else DEFAULT_SPACE
     if not path.is_file():
         what = "is a directory, not a file" if path.is_dir() else "is not a regular file" if path.exists() else "does not exist"
@@ -127,5 +129,7 @@ def load_space(path: str | Path | None = None, nodes: tuple[int, ...] | None = N
                           "missing; a space file lists the values of every knob: copy search_spaces/default.toml and "
                           "narrow the lists you want to narrow")
     if nodes is None and "nodes" not in data:
-        raise ConfigError(f"space file {path} lists no 'nodes' and --nodes was not given; pass --nodes N")
+        if default_nodes is None:
+            raise ConfigError(f"space file {path} lists no 'nodes' and --nodes was not given; pass --nodes N")
+        nodes = default_nodes
     return SearchSpace(**{**listed, "nodes": tuple(nodes or listed["nodes"])}, source=str(path))

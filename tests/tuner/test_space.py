@@ -176,3 +176,20 @@ def test_space_says_why_nothing_or_a_node_count_is_valid(flags, said):
     assert done.stderr.startswith(said), done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     assert bool(json.loads(done.stdout)) == (flags[0] == "--nodes")  # 2 nodes still has candidates
+
+
+def test_a_space_file_without_nodes_takes_the_default_of_4_as_leaving_it_out_does(tmp_path):
+    """Seen in a newcomer's trial: `--space search_spaces/default.toml` (or a copy) was refused for lack of --nodes,
+    though leaving --space out studies 4 nodes and --help says "the space file's list, ..., else 4"."""
+    from autotune.commands.options import settings_for
+
+    copy = tmp_path / "mine.toml"
+    copy.write_text(DEFAULT_SPACE.read_text())
+    assert settings_for("--model", "7b", "--space", str(copy)).space.nodes == (4,)
+    assert settings_for("--model", "7b").space.nodes == (4,)
+    assert settings_for("--model", "7b", "--space", str(copy), "--nodes", "2").space.nodes == (2,)
+    listed = tmp_path / "listed.toml"
+    listed.write_text(DEFAULT_SPACE.read_text() + "nodes = [1, 2]\n")
+    assert settings_for("--model", "7b", "--space", str(listed)).space.nodes == (1, 2)
+    with pytest.raises(ConfigError, match="lists no 'nodes' and --nodes was not given"):
+        load_space(copy)  # a caller with no default of its own still hears it
