@@ -19,7 +19,7 @@ _DEFAULT_PERIOD_S = 0.1
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("sensors", help="list the energy and power sources of this machine")
-    parser.add_argument("--json", action="store_true", help="print a JSON list")
+    parser.add_argument("--json", action="store_true", help="print a JSON object: sources, devices, device settings and GPUs (null where a machine has none to list)")
     parser.add_argument("--sample", type=number_flag(low=0, low_open=True, high=_MAX_SAMPLE_S), metavar="SECONDS",
                         help="sample every available source for SECONDS and add its mean power (W)")
     parser.add_argument("--period", type=number_flag(low=0, low_open=True, high=_MAX_SAMPLE_S), metavar="SECONDS",
