@@ -111,6 +111,56 @@ def beyond_the_config(knobs) -> list[str]:
     return notes
 
 
+def hostfile_sentence(nodes: int, gpus_per_node: int) -> str:
+    """What a multi-node pick's launch.sh needs beside it, said in the script and by `autotune export`."""
+    return (f"It needs a DeepSpeed hostfile named 'hostfile' beside it: {nodes} lines, one per node, "
+            f"'HOST slots={gpus_per_node}' (and pdsh, which starts the other nodes' ranks).")
+
+
+def _hostfile_check(script_name: str, candidate) -> list[str]:
+    """The deepspeed launcher's own messages for a missing hostfile or pdsh are tracebacks (ValueError:
+    Num nodes is >1 but no extra nodes available via hostfile): say it in one line before anything runs."""
+    nodes = candidate.knobs.nodes
+    hosts = "grep -Evc '^[[:space:]]*(#|$)' hostfile"  # DeepSpeed skips blank lines and comments too
+    return [
+        "if [ ! -f hostfile ]; then",
+        f'  echo "{script_name}: no file named hostfile in $PWD; write it first, {nodes} lines, one per node: '
+        f'HOST slots={candidate.gpus_per_node}" >&2; exit 2',
+        f'elif [ "$({hosts})" -lt {nodes} ]; then',
+        f'  echo "{script_name}: $PWD/hostfile lists $({hosts}) host(s); this configuration runs on {nodes} nodes: '
+        f'one line per node, HOST slots={candidate.gpus_per_node}" >&2; exit 2',
+        "fi",
+        f'command -v pdsh >/dev/null || {{ echo "{script_name}: pdsh not found; the deepspeed launcher starts the other '
+        'nodes\' ranks through it: install pdsh, or drop this line and give deepspeed below another --launcher" >&2; exit 2; }',
+    ]
+
+
+_CANDIDATE_KEYS = {"knobs", "model", "workload", "hardware_profile"}
+
+
+def exported_kind(path: Path) -> str | None:
+    """Which of the three files an export writes `path` holds: "config" (by its `autotune` section),
+    "candidate" or "launch" (by its probe command); None for anything else. An earlier export's file may
+    be replaced by a new one of its kind. Read from its first MiB only: anything larger is someone else's."""
+    try:
+        with open(path, "rb") as file:
+            text = file.read(1 << 20).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if text.startswith("#!"):  # the probe command, as every version of the script ran it
+        return "launch" if "trainer.probe --candidate " in text else None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    section = data.get("autotune")
+    if isinstance(section, dict) and "trial" in section and "candidate" in section:
+        return "config"
+    return "candidate" if _CANDIDATE_KEYS <= data.keys() else None
+
+
 def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, launcher: str = "auto") -> list[Path]:
     """Write the config, the candidate file and the launch command; returns the paths written.
     `launcher` "srun": launch.sh trains in one srun step of the allocation it runs in, which also sets
@@ -138,11 +188,12 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
     candidate_data = portable_candidate(candidate)
     write_text_atomic(candidate_path, json.dumps(candidate_data, indent=2) + "\n")
     command = launch_command(candidate, config_path.name, candidate_path.name, launcher)
-    srun = command[0] == "srun"
-    where = ("# Run inside the SLURM allocation (sbatch, salloc): one srun step starts a task per GPU.\n" if srun
-             else "# Run from this directory; for several nodes, write a DeepSpeed hostfile named 'hostfile' first.\n")
-    gres = [line.format(per_node=candidate.gpus_per_node) for line in GRES_LINES] if srun else []
     launch_path = config_path.with_name(config_path.stem + ".launch.sh")
+    srun = command[0] == "srun"
+    where = {"srun": "# Run inside the SLURM allocation (sbatch, salloc): one srun step starts a task per GPU.\n",
+             "torchrun": "# torchrun starts the ranks on the node this script runs on.\n",
+             "deepspeed": f"# {hostfile_sentence(candidate.knobs.nodes, candidate.gpus_per_node)}\n"}[command[0]]
+    gres = [line.format(per_node=candidate.gpus_per_node) for line in GRES_LINES] if srun else []
     write_text_atomic(
         launch_path,
         "#!/usr/bin/env bash\n"
@@ -151,6 +202,7 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
         f"# prints what it measured and writes {result_name(config_path.name)} (more steps: add --steps N to the command below).\n"
         + _own_training(config_path.name, candidate.knobs) + where
         + 'cd "$(dirname "$0")"\n'
+        + "".join(line + "\n" for line in (_hostfile_check(launch_path.name, candidate) if command[0] == "deepspeed" else []))
         # The gres first: the steps that set a power limit on each node need the GPUs too.
         + "".join(_script_line(line) + "\n" for line in [*gres, *device_script(candidate.knobs, candidate.knobs.nodes, launcher)])
         + _script_line(shlex.join(command)) + "\n",

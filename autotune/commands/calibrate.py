@@ -27,7 +27,9 @@ def register(subparsers) -> None:
         "--hardware", help="the profile to calibrate: name or TOML (default: the hardware the run directories were "
                            "measured on, else the reference's, gh200)",
     )
-    parser.add_argument("-o", "--output", type=path_flag, help="write the calibrated profile here (TOML; use it with --hardware)")
+    parser.add_argument("-o", "--output", type=path_flag,
+                        help="write the calibrated profile here (TOML; use it with --hardware): a new file, or one an earlier "
+                             "calibrate wrote; never a built-in profile or the profile being calibrated")
     parser.add_argument("--json", action="store_true", help="print the report as JSON (loo_mape, fit_mape, constants, ...)")
     parser.add_argument(
         "--loo-by", choices=("configuration", "figure"), default="configuration",
@@ -73,9 +75,21 @@ def _base_hardware(args: argparse.Namespace):
     return load_hardware("gh200")
 
 
+_HEADER = "Calibrated by `autotune calibrate`"  # the first line of every profile -o writes
+
+
+def _is_calibrated_profile(path: Path) -> bool:
+    from autotune.commands.paths import text_head
+
+    return (text_head(path, 4096) or "").startswith(f"# {_HEADER}")
+
+
 def _check_output(path: Path | None) -> None:
+    """Before the fit: a path that cannot be written, or an existing file that calibrate did not write
+    itself (a built-in profile above all: every later study would lose its comments and error), is one line."""
     from autotune.commands.paths import writable_file
     from autotune.errors import UserError
+    from autotune.hardware import PROFILE_DIR
 
     if path is None:
         return
@@ -83,7 +97,23 @@ def _check_output(path: Path | None) -> None:
         raise UserError(f"-o {path} is a directory; name a TOML file such as my-cluster.toml")
     if path.suffix != ".toml":
         raise UserError(f"-o {path}: a hardware profile is a .toml file (`--hardware` reads only .toml paths); name it e.g. my-cluster.toml")
-    writable_file(path, "-o")  # before the fit: an unwritable path fails now, in one line
+    if path.is_file() and path.resolve().parent == PROFILE_DIR.resolve():
+        raise UserError(f"-o {path} is the built-in profile `--hardware {path.resolve().stem}` and would be replaced; give "
+                        f"another file name such as {path.resolve().stem}-calibrated.toml")
+    writable_file(path, "-o", example="my-cluster.toml", replaces=_is_calibrated_profile,
+                  kind="a profile an earlier `autotune calibrate` wrote")
+
+
+def _check_not_the_base(path: Path | None, base) -> None:
+    """The profile being calibrated is the fit's starting point and its 'before' figures: writing over it
+    loses both (and the comments that say where its figures come from)."""
+    from autotune.errors import UserError
+
+    if path is None or not base.source or Path(base.source).suffix != ".toml":
+        return
+    if path.resolve() == Path(base.source).resolve():
+        raise UserError(f"-o {path} is the profile being calibrated and would be replaced; give another file name "
+                        f"such as {path.with_name(path.stem + '-calibrated.toml')}")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -105,6 +135,7 @@ def _run(args: argparse.Namespace) -> int:
             raise UserError(f"{run_dir} is given twice (also as {twin}); pass each run directory once")
     _check_output(args.output)
     base = _base_hardware(args)
+    _check_not_the_base(args.output, base)
     observations, extra = [], {"skipped": [], "not_run": {}}
     if args.reference:
         observations += load_reference(args.reference, base)
@@ -131,7 +162,7 @@ def _run(args: argparse.Namespace) -> int:
         error = profile_error(document)
         profile = with_simulator_constants(base, fit.constants, error=error)
         header = (
-            f"Calibrated by `autotune calibrate` from {base.source or base.name} against "
+            f"{_HEADER} from {base.source or base.name} against "
             f"{len(observations)} observations ({', '.join(document['sources'])})"
             f"{'; held at the base values: ' + ', '.join(args.hold) if args.hold else ''}.\n"
             f"Leave-one-out mean absolute error (%): {error or 'not computed'}"

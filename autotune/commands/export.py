@@ -24,7 +24,12 @@ def register(subparsers) -> None:
         "--measurements", type=path_flag, metavar="FILE",
         help="write every probed candidate's result as JSON lines for `autotune run --backend replay --measurements FILE`",
     )
-    parser.add_argument("-o", "--output", type=path_flag, help="config file (default: RUN_DIR/configs/<pick>.json)")
+    parser.add_argument("-o", "--output", type=path_flag,
+                        help="config file (default: RUN_DIR/configs/<pick>.json); <name>.candidate.json and <name>.launch.sh go "
+                             "beside it. An existing file is replaced only if an earlier export wrote it")
+    parser.add_argument("--force", action="store_true",
+                        help="with --measurements: replace the file an earlier `export --measurements` wrote (without it an "
+                             "existing measurements file is kept); any other existing file is never replaced")
     add_study_location_options(parser)
     parser.add_argument("--launcher", choices=("auto", "srun"), default="auto",
                         help="how launch.sh starts the ranks: srun, one step of the SLURM allocation it runs in (an SM clock cap by "
@@ -34,9 +39,8 @@ def register(subparsers) -> None:
 
 def _run(args) -> int:
     from autotune.commands.finish import check_same_study_reported, stored_pick_parameters
-    from autotune.commands.paths import writable_file
     from autotune.errors import UserError
-    from autotune.export import beyond_the_config, choose_trial, export_trial
+    from autotune.export import beyond_the_config, choose_trial, export_trial, hostfile_sentence
     from autotune.report import study_view
     from autotune.study import load_finished_study
 
@@ -44,10 +48,13 @@ def _run(args) -> int:
         raise UserError(f"{args.run_dir} is not a directory; pass the --out directory of an `autotune run`")
     if args.output is not None and args.measurements is not None:
         raise UserError(f"-o names a config file; --measurements {args.measurements} is the file it writes: drop -o")
-    if args.output is not None:
-        writable_file(args.output, "-o")  # before the study is read: a bad path fails first, in one line
+    if args.force and args.measurements is None:
+        raise UserError("--force replaces an earlier --measurements file; an exported config replaces an earlier export "
+                        "without it (and never another file): drop --force")
+    if args.output is not None:  # before the study is read: a bad path fails first, in one line
+        _check_config_paths(args.output, "-o")
     if args.measurements is not None:
-        writable_file(args.measurements, "--measurements", example="measurements.jsonl")
+        _check_measurements_path(args.measurements, args.force)
     study = load_finished_study(args.run_dir, args.storage, args.study_name)
     if "settings" not in study.user_attrs:
         raise UserError(f"the study in {args.run_dir} has no trials yet; run `autotune run` first")
@@ -58,22 +65,72 @@ def _run(args) -> int:
     # The picks as pareto.json and configs/ name them: with the --max-slowdown and --eta of the last run or report.
     view = study_view(study, *stored_pick_parameters(study, None, None))
     trial, stem = choose_trial(view, args.pick, args.trial)
-    output = args.output or writable_file(args.run_dir / "configs" / f"{stem}.json", "the default output")
-    for suffix in (".candidate.json", ".launch.sh"):  # written beside the config
-        beside = output.with_name(output.stem + suffix)
-        if beside.is_dir():
-            raise UserError(f"{beside} is a directory, and export writes a file there beside {output.name}; remove it or choose another -o")
+    output = args.output or _check_config_paths(args.run_dir / "configs" / f"{stem}.json", "-o's default")
     backend = study.user_attrs.get("backend", {}).get("name", "unknown")
     written = export_trial(view, trial, output, backend, launcher=args.launcher)
     for path in written:
         print(path)  # stdout holds the paths alone, for scripts; what to do with them goes to stderr
-    notes = beyond_the_config(view.settings.candidate(view.point(trial).params).knobs)
+    candidate = view.settings.candidate(view.point(trial).params)
+    notes = beyond_the_config(candidate.knobs)
     print(f"train it as probed: bash {written[-1]}", file=sys.stderr)
+    if args.launcher != "srun" and candidate.knobs.nodes > 1:  # the deepspeed launcher: see export._hostfile_check
+        print(f"  {hostfile_sentence(candidate.knobs.nodes, candidate.gpus_per_node)}", file=sys.stderr)
     if notes:
         print(f"{written[0].name} is the DeepSpeed config; your own training needs beyond it:", file=sys.stderr)
         for note in notes:
             print(f"  - {note}", file=sys.stderr)
     return 0
+
+
+def _check_config_paths(output: Path, what: str) -> Path:
+    """The config and the two files export writes beside it: each new, empty, or an earlier export's own."""
+    from autotune.commands.paths import writable_file
+    from autotune.errors import UserError
+    from autotune.export import exported_kind
+
+    default = what != "-o"
+    writable_file(output, what, replaces=lambda path: exported_kind(path) == "config",
+                  kind="a config an earlier `autotune export` wrote", fix="move it away or pass -o FILE" if default else "")
+    for suffix, kind, said in ((".candidate.json", "candidate", "candidate file"), (".launch.sh", "launch", "launch script")):
+        beside = output.with_name(output.stem + suffix)
+        if beside.is_dir():
+            raise UserError(f"{beside} is a directory, and export writes a file there beside {output.name}; remove it or choose another -o")
+        writable_file(beside, f"{what} {output}: beside it,", example=f"knee{suffix}",
+                      replaces=lambda path, kind=kind: exported_kind(path) == kind,
+                      kind=f"a {said} an earlier `autotune export` wrote",
+                      fix="move it away or pass -o FILE" if default else "move it away or choose another -o")
+    return output
+
+
+def _is_measurements_file(path: Path) -> bool:
+    """Whether every line of `path` is a replay record (params and status), as `export --measurements` writes them."""
+    import json
+
+    from autotune.commands.paths import text_head
+
+    text = text_head(path, 64 << 20)
+    if not text or not text.endswith("\n"):  # past the limit, or cut short: not ours to replace
+        return False
+    try:
+        records = [json.loads(line) for line in text.splitlines() if line.strip()]
+    except ValueError:
+        return False
+    return bool(records) and all(isinstance(r, dict) and {"params", "status"} <= r.keys() for r in records)
+
+
+def _check_measurements_path(path: Path, force: bool) -> None:
+    """A new or empty file; an earlier measurements file only with --force (it may be the only copy of
+    probes measured on another cluster, and a replay study built on it could not resume); nothing else."""
+    from autotune.commands.paths import writable_file
+    from autotune.errors import UserError
+
+    writable_file(path, "--measurements", example="measurements.jsonl", replaces=_is_measurements_file,
+                  kind="a measurements file an earlier export wrote")
+    if not force and path.exists() and path.stat().st_size:
+        records = sum(1 for line in path.read_text().splitlines() if line.strip())
+        raise UserError(f"--measurements {path} already holds {records} probe results (perhaps the only copy of measurements "
+                        f"taken elsewhere); give another file name such as {path.with_name(path.stem + '-2' + path.suffix)}, "
+                        "or pass --force to replace it")
 
 
 def _write_measurements(study, path: Path) -> int:

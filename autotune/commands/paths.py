@@ -3,7 +3,10 @@ one line and exit 2 before a study is opened or a probe started, not a traceback
 
 from __future__ import annotations
 
+import os
+import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from autotune.errors import UserError
@@ -52,9 +55,13 @@ def writable_directory(path: Path, what: str, fix: str = "choose a writable dire
     return path
 
 
-def writable_file(path: Path, what: str, example: str = "knee.json") -> Path:
+def writable_file(path: Path, what: str, example: str = "knee.json", replaces: Callable[[Path], bool] | None = None,
+                  kind: str = "", fix: str = "") -> Path:
     """`path` as a file that can be written: not a directory, in a writable directory (created if needed).
-    `example`: a file name of the kind expected, suggested when `path` is a directory."""
+    `example`: a file name of the kind expected, suggested when `path` is a directory.
+    `replaces`: whether an existing file at `path` is one this command wrote (`kind` names such a file:
+    "an earlier export's DeepSpeed config"); any other existing file is refused (check_replaceable), with `fix`
+    (default: another file name like `example`)."""
     path = Path(path)
     if path.is_dir() or str(path).endswith("/"):
         raise UserError(f"{what} {path} is a directory; give a file name such as {path / example}")
@@ -67,7 +74,53 @@ def writable_file(path: Path, what: str, example: str = "knee.json") -> Path:
     problem = directory_problem(path.parent)
     if problem:
         raise UserError(f"{what} {path}: {problem}; choose a writable path")
+    if replaces is not None:
+        check_replaceable(path, what, replaces, kind, example, fix)
     return path
+
+
+def check_replaceable(path: Path, what: str, ours: Callable[[Path], bool], kind: str, example: str, fix: str = "") -> None:
+    """Refuse, in one line, to replace an existing file that this command did not write itself, as `cp -n`
+    or git would: a probe's result.json, a run's pareto.json, a built-in profile or a user's own notes
+    are lost for good once renamed over. An empty file holds nothing (mktemp) and may be replaced; a
+    read-only one was protected on purpose. A link is judged by the file it names (it is written through)."""
+    path = Path(path)
+    if not path.exists():
+        return
+    real = path.resolve()
+    in_trials = "trials" in (real.parent.name, real.parent.parent.name)
+    alternative = Path(example) if in_trials else path.parent / example  # not another file among a probe's
+    if alternative == path:
+        alternative = path.with_name(f"{path.stem}-2{path.suffix}")
+    fix = fix or f"move it away or give another file name such as {alternative}"
+    # The rename needs no write permission on the file, nor does root: its mode bits are the owner's word.
+    if not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222:
+        raise UserError(f"{what} {path} is a read-only file and would be replaced; {fix}")
+    if path.stat().st_size == 0 or ours(path):
+        return
+    raise UserError(f"{what} {path} {_what_it_is(path, real)}, not {kind}, and would be replaced; {fix}")
+
+
+def _what_it_is(path: Path, real: Path) -> str:
+    """What an existing file we refuse to replace is, in the words of a run directory where we can tell."""
+    path = Path(os.path.abspath(path))  # a link is named with the file it leads to
+    if real.name == "result.json" and re.fullmatch(r"\d+", real.parent.name) and real.parent.parent.name == "trials":
+        return "is a probe's measured result" if path == real else f"names a probe's measured result ({real})"
+    if "trials" in (real.parent.name, real.parent.parent.name):
+        return "is a probe's file in a run's trials/" if path == real else f"names a probe's file ({real})"
+    if (real.parent / "study.db").is_file() and real.name in ("pareto.json", "report.html"):
+        return f"is a run's {real.name}" if path == real else f"names a run's {real.name} ({real})"
+    return "is an existing file" if path == real else f"names an existing file ({real})"
+
+
+def text_head(path: Path, limit_bytes: int) -> str | None:
+    """The first `limit_bytes` of a text file, or None where it cannot be read as UTF-8 text: what a
+    file's own-writer check reads (a user's multi-GiB file is never read whole)."""
+    try:
+        with open(path, "rb") as file:
+            return file.read(limit_bytes).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _is_sqlite_database(path: Path) -> bool:

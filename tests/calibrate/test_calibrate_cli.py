@@ -202,3 +202,38 @@ def test_a_reference_the_command_cannot_use_is_one_line_not_a_traceback(tmp_path
     result = autotune("calibrate", "--reference", path, "--no-loo")
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert words in result.stderr
+
+
+def test_a_built_in_profile_is_never_written_over():
+    """Checked before any fit (here in-process: a failing check must not rewrite the shipped file)."""
+    from autotune.commands.calibrate import _check_output
+    from autotune.errors import UserError
+    from autotune.hardware import PROFILE_DIR
+
+    shipped = PROFILE_DIR / "gh200.toml"
+    before = shipped.read_bytes()
+    with pytest.raises(UserError) as err:
+        _check_output(shipped)
+    message = str(err.value)
+    assert "\n" not in message and "is the built-in profile `--hardware gh200`" in message
+    assert "such as gh200-calibrated.toml" in message and shipped.read_bytes() == before
+
+
+def test_calibrate_replaces_only_a_profile_it_wrote_and_never_the_one_it_calibrates(tmp_path):
+    from autotune.hardware import PROFILE_DIR
+
+    mine = tmp_path / "my-node.toml"  # a hand-written profile: its comments say where its figures come from
+    mine.write_text((PROFILE_DIR / "gh200.toml").read_text())
+    refused = autotune("calibrate", "--reference", "gh200-study", "--no-loo", "-o", mine)
+    assert refused.returncode == 2 and refused.stderr.strip().count("\n") == 0, refused.stderr
+    assert "is an existing file, not a profile an earlier `autotune calibrate` wrote" in refused.stderr
+    assert mine.read_text() == (PROFILE_DIR / "gh200.toml").read_text()
+    calibrated = tmp_path / "calibrated.toml"
+    for _ in range(2):  # a new file, then the file an earlier calibrate wrote
+        done = autotune("calibrate", "--reference", "gh200-study", "--hardware", mine, "--no-loo", "-o", calibrated)
+        assert done.returncode == 0, done.stderr
+    kept = calibrated.read_text()
+    refused = autotune("calibrate", "--reference", "gh200-study", "--hardware", calibrated, "--no-loo", "-o", calibrated)
+    assert refused.returncode == 2 and refused.stderr.strip().count("\n") == 0, refused.stderr
+    assert "is the profile being calibrated" in refused.stderr and "calibrated-calibrated.toml" in refused.stderr
+    assert calibrated.read_text() == kept

@@ -43,9 +43,9 @@ def test_exported_multi_node_command_passes_deepspeed_and_probe_parsing(two_node
     assert launcher_args.module and launcher_args.user_script == "trainer.probe"
     assert (launcher_args.hostfile, launcher_args.num_nodes, launcher_args.num_gpus) == ("hostfile", 2, 4)
     # deepspeed.launcher.launch runs `python -u -m trainer.probe --local_rank=N <script args>` on each rank.
+    monkeypatch.chdir(configs)  # the script cds to its own directory first (the probe checks its files when parsing)
     probe_args = probe_parse_args(["--local_rank=3", *launcher_args.user_args])
     assert probe_args.local_rank == 3
-    monkeypatch.chdir(configs)  # the script cds to its own directory first
     candidate = candidate_from_args(probe_args, world_size=8)
     assert candidate.knobs.nodes == 2 and os.path.isfile(probe_args.deepspeed_config)
 
@@ -133,9 +133,9 @@ def test_an_srun_export_trains_in_one_step_of_the_allocation_as_the_tuner_would(
     training = [json.loads(line) for line in calls.read_text().splitlines() if "trainer.probe" in line]
     without, with_gres = training
     assert "--gpus-per-node=4" in with_gres and without == [w for w in with_gres if w != "--gpus-per-node=4"]
+    monkeypatch.chdir(tmp_path)  # the script cds to its own directory first (the probe checks its files when parsing)
     probe_args = probe_parse_args(with_gres[with_gres.index("trainer.probe") + 1:])
     assert probe_args.candidate == "fastest.candidate.json" and probe_args.deepspeed_config == "fastest.json"
-    monkeypatch.chdir(tmp_path)  # the script cds to its own directory first
     candidate = candidate_from_args(probe_args, world_size=8)  # 2 nodes of 4 GPUs
     tuner = build_plan("srun", candidate, with_gres[with_gres.index("trainer.probe") + 1:], python="python",
                        hostfile=None, environ={"SLURM_JOB_ID": "1", "SLURM_GPUS_ON_NODE": "4"}).command
@@ -174,3 +174,33 @@ def test_knobs_a_deepspeed_config_holds_need_no_word_and_a_clock_cap_does():
     assert beyond_the_config(Knobs(zero_stage=2, optimizer_offload="sync", micro_batch=4)) == []
     assert beyond_the_config(Knobs(sm_clock_mhz=1500)) == [
         "the SM clock cap 1500 MHz is set on the GPUs, not by DeepSpeed: the launch script does it; set it for your own job the same way"]
+
+
+def test_a_multi_node_launch_script_says_in_one_line_what_it_lacks(two_node_run, tmp_path):
+    """Without a hostfile (or with too few hosts, or without pdsh) the deepspeed launcher ends in a
+    traceback (ValueError: Num nodes is >1 but no extra nodes available via hostfile): the script checks
+    first, before it touches the GPUs, and `export` says a multi-node pick needs one."""
+    result = autotune("export", two_node_run, "--pick", "knee", "-o", tmp_path / "knee.json")
+    assert result.returncode == 0, result.stderr
+    assert "needs a DeepSpeed hostfile named 'hostfile' beside it: 2 lines, one per node, 'HOST slots=4'" in result.stderr
+    bin_dir = tmp_path / "bin"  # what the checks use, and no pdsh, deepspeed or python to reach
+    bin_dir.mkdir()
+    for tool in ("dirname", "grep"):
+        (bin_dir / tool).symlink_to(subprocess.run(["bash", "-c", f"command -v {tool}"], capture_output=True,
+                                                   text=True, check=True).stdout.strip())
+    env = {"PATH": str(bin_dir), "HOME": str(tmp_path)}
+
+    def run_script():
+        done = subprocess.run(["/bin/bash", str(tmp_path / "knee.launch.sh")], env=env, capture_output=True, text=True, timeout=60)
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 2 and len(lines) == 1, (done.returncode, done.stderr)
+        return lines[0]
+
+    assert run_script() == (f"knee.launch.sh: no file named hostfile in {tmp_path}; write it first, 2 lines, one per node: "
+                            "HOST slots=4")
+    (tmp_path / "hostfile").write_text("# the nodes\nnid001 slots=4\n\n")
+    assert run_script().startswith(f"knee.launch.sh: {tmp_path}/hostfile lists 1 host(s); this configuration runs on 2 nodes")
+    (tmp_path / "hostfile").write_text("nid001 slots=4\n  nid002 slots=4\n")
+    assert run_script().startswith("knee.launch.sh: pdsh not found")
+    one_node = autotune("export", two_node_run, "--pick", "knee", "--launcher", "srun", "-o", tmp_path / "srun.json")
+    assert one_node.returncode == 0 and "hostfile" not in one_node.stderr
