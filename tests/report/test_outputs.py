@@ -202,30 +202,15 @@ def test_only_simulated_figures_carry_the_simulators_error_bar(tmp_path, capsys)
 
 @pytest.fixture
 def read_only_run(tmp_path, simulated_run):
-    """A copy of a finished run that nobody may write in: a directory without write permission, or, for
-    root (who writes anyway), a read-only bind mount of it."""
-    import os
+    """A copy of a finished run that nobody may write in (tests/read_only.py)."""
     import shutil
-    import subprocess
+
+    from tests.read_only import read_only_view
 
     run = tmp_path / "run"
     shutil.copytree(simulated_run, run)
-    if os.geteuid() != 0:
-        for path in (run, run / "configs"):
-            path.chmod(0o555)
-        yield run
-        for path in (run, run / "configs"):
-            path.chmod(0o755)
-        return
-    view = tmp_path / "view"
-    view.mkdir()
-    mounted = subprocess.run(["mount", "--bind", str(run), str(view)], capture_output=True).returncode == 0
-    if not mounted or subprocess.run(["mount", "-o", "remount,ro,bind", str(view)], capture_output=True).returncode:
-        if mounted:
-            subprocess.run(["umount", str(view)])
-        pytest.skip("root here cannot make a read-only mount")
-    yield view
-    subprocess.run(["umount", "--lazy", str(view)], check=True)  # the in-process study may hold study.db open
+    with read_only_view(run, tmp_path, also=(run / "configs",)) as view:
+        yield view
 
 
 def test_a_read_only_run_directory_is_reported_and_left_as_it_was(read_only_run, capsys):

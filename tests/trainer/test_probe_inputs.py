@@ -62,24 +62,13 @@ def test_durations_within_range_are_taken(flags, seconds, timeout_s):
 
 @pytest.fixture
 def read_only_folder(tmp_path):
-    """A folder nobody may create a file in: without write permission, or, for root (who writes
-    anyway), a read-only bind mount of it."""
+    """A folder nobody may create a file in (tests/read_only.py)."""
+    from tests.read_only import read_only_view
+
     folder = tmp_path / "ro"
     folder.mkdir()
-    if os.geteuid() != 0:
-        folder.chmod(0o555)
-        yield folder
-        folder.chmod(0o755)
-        return
-    view = tmp_path / "view"
-    view.mkdir()
-    mounted = subprocess.run(["mount", "--bind", str(folder), str(view)], capture_output=True).returncode == 0
-    if not mounted or subprocess.run(["mount", "-o", "remount,ro,bind", str(view)], capture_output=True).returncode:
-        if mounted:
-            subprocess.run(["umount", str(view)])
-        pytest.skip("root here cannot make a read-only mount")
-    yield view
-    subprocess.run(["umount", "--lazy", str(view)], check=True)
+    with read_only_view(folder, tmp_path) as view:
+        yield view
 
 
 def test_an_out_in_a_read_only_folder_is_refused(capsys, read_only_folder):

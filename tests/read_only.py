@@ -1,0 +1,36 @@
+"""A folder nobody may write in, for the tests of what a command does where it cannot write."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+
+@contextlib.contextmanager
+def read_only_view(folder: Path, scratch: Path, also: tuple[Path, ...] = ()):
+    """`folder` without write permission (and `also`, folders inside it), or, for root (who writes anyway),
+    a read-only bind mount of it in `scratch`; skips the test where root cannot mount."""
+    if os.geteuid() != 0:
+        for path in (folder, *also):
+            path.chmod(0o555)
+        try:
+            yield folder
+        finally:
+            for path in (folder, *also):
+                path.chmod(0o755)
+        return
+    view = scratch / "view"
+    view.mkdir()
+    mounted = subprocess.run(["mount", "--bind", str(folder), str(view)], capture_output=True).returncode == 0
+    if not mounted or subprocess.run(["mount", "-o", "remount,ro,bind", str(view)], capture_output=True).returncode:
+        if mounted:
+            subprocess.run(["umount", str(view)])
+        pytest.skip("root here cannot make a read-only mount")
+    try:
+        yield view
+    finally:
+        subprocess.run(["umount", "--lazy", str(view)], check=True)  # an in-process study may hold study.db open
