@@ -7,8 +7,13 @@ benchmarks run in milliseconds. The file (`--measurements FILE`) is either
   {"params": {<every knob>: value}, "status": "ok"|"oom"|"failed", "time_s", "energy_kj", "tflops",
    "peak_mem_gib" (optional), "source" (optional: measured | estimated | simulated; default measured)}
   `source` "estimated" means measured time and energy estimated from a power model, as the launch
-  backend reports a probe without an energy sensor. An optional "probe_cost" {"time_s", "energy_kj"}
-  keeps what the original probe cost, for the report's tuning cost, an optional
+  backend reports a probe without an energy sensor. An optional "probe_cost" {"time_s", "energy_kj",
+  "energy_scope" (optional: "window" where the energy is the measured windows' only, a lower bound),
+  "window_s" (optional: those windows' seconds), "energy_provenance" (optional: measured | estimated |
+  unavailable)} keeps what the original probe cost, for the report's
+  tuning cost; an optional "noise" {"runs", "time_cv", "energy_cv", "step_time_cv"} the spread the probe
+  measured (its repeats' coefficients of variation, its measured steps' time CV; each optional), so a
+  replayed report marks changes within noise as the original did; an optional
   "energy_not_measured" (["cpu", "memory_interconnect"]) the parts of the node no sensor saw, so a
   replayed GPU-only energy is still reported as one, and an optional "study" {"model", "hardware",
   "gpus_per_node", "frames", "text_tokens", "global_batch", "samples", "precision"}: what the figures
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from pathlib import Path
 
 from autotune.backends.base import Backend, ProbeResult
@@ -40,7 +46,13 @@ SOURCES = ("measured", "estimated", "simulated")
 RECORD_STATUSES = ("ok", "oom", "failed")
 _FIX = "see `autotune run --help` (--measurements) for the record format"
 _RECORD_KEYS = ("params", "status", "time_s", "energy_kj", "tflops", "peak_mem_gib", "source", "error", "probe_cost",
-                "energy_not_measured", "study")
+                "energy_not_measured", "study", "noise")
+# A record's `probe_cost.energy_scope`: "window" = energy seen only in the measured windows (a lower bound).
+ENERGY_SCOPES = ("window",)
+# A record's `probe_cost.energy_provenance`: how its energy was had (a failed probe's record has no `source` for it).
+COST_PROVENANCES = ("measured", "estimated", "unavailable")
+# A record's `noise`: the probe's runs (--repeats) and coefficients of variation (report/noise.py).
+NOISE_CVS = ("time_cv", "energy_cv", "step_time_cv")
 # A record's `study`: each part, and the flag that sets it (named when a replay asks for another).
 STUDY_FLAGS = {"model": "--model", "hardware": "--hardware", "gpus_per_node": "--gpus-per-node", "frames": "--frames",
                "text_tokens": "--text-tokens", "global_batch": "--global-batch", "samples": "--samples",
@@ -102,6 +114,24 @@ def _checked_study(origin: str, study) -> dict:
     return out
 
 
+def _checked_probe_cost(origin: str, cost: dict) -> dict:
+    out = {key: _optional_number(f"{origin} probe_cost", cost, key) for key in ("time_s", "energy_kj", "window_s")}
+    for key, allowed in (("energy_scope", ENERGY_SCOPES), ("energy_provenance", COST_PROVENANCES)):
+        if cost.get(key) is not None:
+            out[key] = _choice(f"{origin} probe_cost", key, cost[key], allowed)
+    return {key: value for key, value in out.items() if value is not None or key in ("time_s", "energy_kj")}
+
+
+def _checked_noise(origin: str, noise) -> dict:
+    if not isinstance(noise, dict):
+        raise ConfigError(f"{origin}: noise = {shown(noise)} is not an object of runs, {', '.join(NOISE_CVS)}; {_FIX}")
+    refuse_unknown_keys(f"{origin} noise", noise, ("runs", *NOISE_CVS), _FIX)
+    out = {key: _optional_number(f"{origin} noise", noise, key) for key in NOISE_CVS if noise.get(key) is not None}
+    if noise.get("runs") is not None:
+        out["runs"] = checked_number(f"{origin} noise", "runs", noise["runs"], low=1, high=MAX_FIGURE, integer=True, fix=_FIX)
+    return out
+
+
 def checked_record(origin: str, record) -> dict:
     """One record, every value checked; `origin` names the file and line for the error."""
     if not isinstance(record, dict):
@@ -126,7 +156,9 @@ def checked_record(origin: str, record) -> dict:
     if cost is not None:
         if not isinstance(cost, dict):
             raise ConfigError(f"{origin}: probe_cost = {cost!r} is not an object with time_s and energy_kj; {_FIX}")
-        out["probe_cost"] = {key: _optional_number(f"{origin} probe_cost", cost, key) for key in ("time_s", "energy_kj")}
+        out["probe_cost"] = _checked_probe_cost(origin, cost)
+    if record.get("noise") is not None:
+        out["noise"] = _checked_noise(origin, record["noise"])
     left_out = record.get("energy_not_measured")
     if left_out is not None:
         if not isinstance(left_out, list) or any(part not in SEPARATE_COMPONENTS for part in left_out):
@@ -181,12 +213,35 @@ def load_measurements(path: Path) -> dict[str, dict]:
     return records
 
 
+def _probe_cost_details(cost: dict) -> dict:
+    """A record's probe_cost in the shape the launch backend writes it (launch.probe_cost)."""
+    details = {key: cost[key] for key in ("time_s", "energy_kj", "energy_scope", "energy_provenance") if key in cost}
+    if "window_s" in cost:
+        details["parts"] = {"window_s": cost["window_s"]}
+    return details
+
+
+def _noise_details(noise: dict | None) -> dict:
+    """A record's noise as the launch backend's details hold it (report/noise.py reads them): "cv" over
+    the repeats, "repeats" (one entry per run: the report counts them), and the step times' CV."""
+    if not noise:
+        return {}
+    details = {}
+    if noise.get("runs"):
+        details["repeats"] = [{"replayed": True} for _ in range(noise["runs"])]
+    if noise.get("time_cv") is not None or noise.get("energy_cv") is not None:
+        details["cv"] = {"time": noise.get("time_cv"), "energy": noise.get("energy_cv")}
+    if noise.get("step_time_cv") is not None:
+        details["step_time_cv"] = noise["step_time_cv"]
+    return details
+
+
 def _result(record: dict) -> ProbeResult:
     source = record["source"]
     time_source = "measured" if source == "estimated" else source
-    details = {"replayed_from": record["origin"]}
+    details = {"replayed_from": record["origin"], **_noise_details(record.get("noise"))}
     if "probe_cost" in record:
-        details["probe_cost"] = record["probe_cost"]
+        details["probe_cost"] = _probe_cost_details(record["probe_cost"])
     if record.get("energy_not_measured"):
         details["energy"] = {"components": {"not_measured": record["energy_not_measured"]}}
     if record["status"] != "ok":
@@ -338,10 +393,53 @@ def measurement_record(params: dict, result: dict, study: dict | None = None) ->
         record.update({k: result.get(k) for k in ("time_s", "energy_kj", "tflops", "peak_mem_gib")})
     elif result.get("error"):
         record["error"] = result["error"][:500]
-    cost = (result.get("details") or {}).get("probe_cost")
+    details = result.get("details") or {}
+    cost = details.get("probe_cost")
     if isinstance(cost, dict):
-        record["probe_cost"] = {k: cost.get(k) for k in ("time_s", "energy_kj")}
-    left_out = not_measured(result.get("details"))
+        record["probe_cost"] = _probe_cost_record(cost)
+    left_out = not_measured(details)
     if status == "ok" and left_out:
         record["energy_not_measured"] = left_out
+    noise = _noise_record(details) if status == "ok" else None
+    if noise:
+        record["noise"] = noise
     return record
+
+
+def _probe_cost_record(cost: dict) -> dict:
+    """What the probe cost, with what its energy covers: window-only energy stays a lower bound on replay."""
+    record = {k: cost.get(k) for k in ("time_s", "energy_kj")}
+    for key, allowed in (("energy_scope", ENERGY_SCOPES), ("energy_provenance", COST_PROVENANCES)):
+        if cost.get(key) in allowed:
+            record[key] = cost[key]
+    window_s = (cost.get("parts") or {}).get("window_s", cost.get("window_s"))
+    if window_s is not None:
+        record["window_s"] = window_s
+    return record
+
+
+def _noise_record(details: dict) -> dict | None:
+    """The spread a probe measured: its runs, their CVs (`--repeats`), and its measured steps' time CV
+    (read from its result files while they are there: a replay elsewhere has none)."""
+    repeats = [r for r in details.get("repeats") or [] if isinstance(r, dict)]
+    cv = details.get("cv") or {}
+    noise = {"time_cv": cv.get("time"), "energy_cv": cv.get("energy"),
+             "step_time_cv": details.get("step_time_cv", _step_time_cv(repeats))}
+    noise = {key: value for key, value in noise.items() if value is not None}
+    if noise and repeats:
+        noise["runs"] = len(repeats)
+    return noise or None
+
+
+def _step_time_cv(repeats: list[dict]) -> float | None:
+    """Mean over the runs of the CV of their measured step times (result.json `step_time_s.all`), as
+    report/noise.py takes it; None where no run's file is readable or a run measured one step."""
+    values = []
+    for repeat in repeats:
+        try:
+            steps_s = json.loads(Path(repeat["result_file"]).read_text())["step_time_s"]["all"]
+            if len(steps_s) > 1 and statistics.fmean(steps_s) > 0:
+                values.append(statistics.stdev(steps_s) / statistics.fmean(steps_s))
+        except (KeyError, TypeError, OSError, ValueError, statistics.StatisticsError):
+            continue
+    return statistics.fmean(values) if values else None

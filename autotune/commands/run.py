@@ -201,6 +201,38 @@ def _resume(study, settings, backend, args: argparse.Namespace, run_dir: Path, c
                       "trial table); to rank them, start a new study with --allow-estimated-energy (--out NEW_DIR)[/]")
 
 
+def backend_attrs(study, backend, checks: list, restricted: bool) -> dict:
+    """The study's `backend` record: name and reason; the probe settings the study's probes were last
+    run with (kept from earlier runs: record_probe_settings writes them once a probe ran with them);
+    on replay the keys of the candidates the file records (`evaluable`; None where `checks`, the
+    candidates the backend can evaluate, are not `restricted` from the valid ones), so a report can say
+    what a resume could still probe."""
+    from autotune.candidate import params_key
+
+    earlier = study.user_attrs.get("backend") or {}
+    attrs = {"name": backend.name, "reason": getattr(backend, "reason", "")}
+    if earlier.get("probe_settings") is not None:
+        attrs["probe_settings"] = earlier["probe_settings"]
+    if backend.name == "replay":
+        attrs["evaluable"] = [params_key(c.candidate.knobs.to_dict()) for c in checks if c.valid] if restricted else None
+    return attrs
+
+
+def probed_trials(study) -> set[int]:
+    """The trials whose probe ran (evaluated, or interrupted while it ran)."""
+    from autotune.study.loop import is_evaluated
+
+    return {t.number for t in study.get_trials(deepcopy=False) if is_evaluated(t) or t.user_attrs.get("interrupted")}
+
+
+def record_probe_settings(study, backend, done_before: set[int]) -> None:
+    """Keeps how this run's probes measured, once one ran: a run that probed nothing (its budget already
+    spent) must not make a later resume say the earlier probes measured as it would have."""
+    if not backend.probe_settings() or not probed_trials(study) - done_before:
+        return
+    study.set_user_attr("backend", {**(study.user_attrs.get("backend") or {}), "probe_settings": backend.probe_settings()})
+
+
 def _changed_proposals(study, args: argparse.Namespace) -> str | None:
     """A resume with another --seed or --sampler than the study's last run: said, and taken. Unlike the
     settings (the question) and the backend (where the figures came from), which are refused, these only
@@ -274,10 +306,10 @@ def _run(args: argparse.Namespace) -> int:
         remove_empty(created)  # a storage that cannot be opened leaves no empty run directory behind
         raise
     console.print(f"backend: {backend_line(backend, settings.space.nodes)}")
+    done_before = probed_trials(study)
     if "settings" in study.user_attrs:
         _resume(study, settings, backend, args, run_dir, console)
-    study.set_user_attr("backend", {"name": backend.name, "reason": getattr(backend, "reason", ""),
-                                    "probe_settings": backend.probe_settings()})
+    study.set_user_attr("backend", backend_attrs(study, backend, checks, restricted=bool(dropped)))
     study.set_user_attr("sampler", args.sampler)
     study.set_user_attr(SEED_ATTR, args.seed)
     try:
@@ -296,6 +328,8 @@ def _run(args: argparse.Namespace) -> int:
         again = _report_command(run_dir, args)
         console.print(f"the reports in {run_dir} are not this run's: `{again}` writes them for every finished trial")
         raise
+    finally:
+        record_probe_settings(study, backend, done_before)
     converged = study.user_attrs.get(CONVERGED_ATTR)
     if converged:
         console.print(f"converged after {converged['probes']} probes: {STOP_RULE_SUMMARY}")

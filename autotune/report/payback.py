@@ -12,18 +12,28 @@ Cost of one probe, best figure first:
 5. a probe interrupted (Ctrl-C, SIGTERM) before it wrote a cost: it ran for a while, and was probed again;
 6. otherwise unknown (an OOM or a crash before the window opened, with no probe_cost).
 A total that leaves out probes of the last three kinds is marked incomplete rather than silently short;
-with no probe of known cost at all, the total is unknown (None), never 0.
+with no probe of known cost at all, the total is unknown (None), never 0. An incomplete total, or one
+with window-only energy, is a lower bound (`energy_lower_bound`).
+
+Window-only energy can be a thousandth of what a probe drew (a 2-minute CPU probe with a 0.1 s window),
+so where probes have it, the whole probes' energy is estimated (`whole_probe_energy_kj`): each such
+probe's window energy plus the hardware profile's idle power of its ranks over the rest of its wall
+time. Start-up and warm-up draw more than idle, so this is a floor as well, only a far closer one.
 
 Payback compares a pick with the baseline on the same work. Per sample the pick saves
 (E_base - E_pick) / samples; one hour of training with the pick processes samples / T_pick * 3600
 samples, so it saves (E_base - E_pick) / T_pick * 3600 kJ per hour. Tuning is repaid after
 tuning_energy / that many hours of training with the pick, or equivalently after
-tuning_energy / (E_base - E_pick) runs of the study's workload. No saving: never repaid. A saving
-within the two energies' noise (report.within_noise) is marked so: it, and its payback, may not be there.
+tuning_energy / (E_base - E_pick) runs of the study's workload, tuning_energy the whole-probe estimate
+where there is one, else the total. No saving: never repaid. Where that energy is a lower bound, so is
+the payback: "after at least ...". The saving is labelled with its energies' provenance where they are
+not measured (estimated, simulated). A saving within the two energies' noise (report.within_noise) is
+marked so: it, and its payback, may not be there.
 """
 
 from __future__ import annotations
 
+from autotune.measure.estimate import PowerModel
 from autotune.measure.units import j_to_kj
 from autotune.report.device_words import GPU_WORDS, DeviceWords, view_device_words
 from autotune.report.study_points import StudyView
@@ -41,10 +51,13 @@ def probe_cost(row: dict) -> dict:
     cost = details.get("probe_cost")
     block = details.get("energy") or {}
     if isinstance(cost, dict) and cost.get("time_s") is not None:
-        provenance = block.get("provenance") or row.get("energy_source") or "unknown"
+        # The cost's own label first: a replayed OOM has no energy block, yet its windows' energy was estimated.
+        own = cost.get("energy_provenance")
+        provenance = (own if isinstance(own, str) else None) or block.get("provenance") or row.get("energy_source") or "unknown"
         # Whole-probe time, but energy a sensor saw only in the measured windows.
         basis = "probe_cost_window_energy" if cost.get("energy_scope") == "window" else "probe_cost"
-        return {"time_s": float(cost["time_s"]), "energy_kj": cost.get("energy_kj"), "basis": basis, "provenance": provenance}
+        return {"time_s": float(cost["time_s"]), "energy_kj": cost.get("energy_kj"), "basis": basis, "provenance": provenance,
+                "window_s": (cost.get("parts") or {}).get("window_s")}
     if block.get("window_s") is not None:
         energy_j = block.get("energy_j")
         return {
@@ -60,6 +73,34 @@ def probe_cost(row: dict) -> dict:
     if row.get("status") == "interrupted":
         return {"time_s": None, "energy_kj": None, "basis": "interrupted", "provenance": "unknown"}
     return {"time_s": None, "energy_kj": None, "basis": "unknown", "provenance": "unknown"}
+
+
+def whole_probe_energy_kj(view: StudyView, costs: list[dict], ran: list[dict]) -> float | None:
+    """The probes' whole energy where sensors saw only their windows (module docstring): None where no
+    probe's energy is window-only, or another probe's energy is unknown."""
+    if not any(c["basis"] == "probe_cost_window_energy" for c in costs):
+        return None
+    total_kj = 0.0
+    for cost, row in zip(costs, ran):
+        if cost["basis"] in _NO_COST_FIGURE:
+            continue  # left out, as from the total: the note says so
+        if cost["basis"] != "probe_cost_window_energy":
+            if cost["energy_kj"] is None:
+                return None
+            total_kj += cost["energy_kj"]
+            continue
+        idle_w = PowerModel.from_hardware(view.settings.hardware, accelerators=row["gpus"]).node_power_w(0.0)
+        rest_s = max(0.0, cost["time_s"] - (cost.get("window_s") or 0.0))
+        total_kj += (cost["energy_kj"] or 0.0) + j_to_kj(idle_w * rest_s)
+    return total_kj
+
+
+def _whole_probe_note(whole_kj: float | None, view: StudyView) -> str:
+    if whole_kj is None:
+        return ""
+    return (f" Whole probes estimated at {_energy_text(whole_kj)} or more: the windows' energy plus the {view.settings.hardware.name} "
+            "profile's idle power of each probe's ranks over the rest of its wall time (start-up and warm-up draw "
+            "more); the payback uses this.")
 
 
 def _cost_note(probes: int, by_basis: dict[str, int], energy_kj: float | None, provenances: list[str],
@@ -115,15 +156,25 @@ def baseline_missing(view: StudyView) -> str:
     return f"the baseline (trial {view.baseline_trial}) is not feasible ({status})"
 
 
-def payback_row(name: str, trial: int, view: StudyView, tuning_energy_kj: float | None, ran_on_hardware: bool) -> dict:
-    """One pick's saving per training hour against the baseline, and the hours until tuning is repaid."""
-    row = {"name": name, "trial": trial, "saved_kj_per_training_hour": None, "payback_training_hours": None,
-           "payback_workloads": None, "text": "", "energy_change_pct": None, "energy_noise_pct": None, "within_noise": False}
+def _saved_source(point, base) -> str:
+    """Where a saving's energies came from, the weakest first: a saving of estimated energy is an estimate."""
+    sources = {point.energy_source, base.energy_source}
+    return next((s for s in ("estimated", "simulated") if s in sources), "measured")
+
+
+def payback_row(name: str, trial: int, view: StudyView, tuning_energy_kj: float | None, ran_on_hardware: bool,
+                lower_bound: bool = False) -> dict:
+    """One pick's saving per training hour against the baseline, and the hours until tuning is repaid
+    (`lower_bound`: the tuning energy is, and so the payback is, at least that)."""
+    row = {"name": name, "trial": trial, "saved_kj_per_training_hour": None, "saved_source": None,
+           "payback_training_hours": None, "payback_workloads": None, "payback_lower_bound": False, "text": "",
+           "energy_change_pct": None, "energy_noise_pct": None, "within_noise": False}
     point, base = view.point(trial), view.point(view.baseline_trial) if view.baseline_trial is not None else None
     if base is None:
         row["text"] = f"n/a: {baseline_missing(view)}, so there is no saving to measure against"
         return row
     saved_kj = base.energy_kj - point.energy_kj
+    row["saved_source"] = _saved_source(point, base)
     row["saved_kj_per_training_hour"] = saved_kj / point.time_s * SECONDS_PER_HOUR
     if point is not base and base.energy_kj:
         change_pct = 100.0 * (point.energy_kj / base.energy_kj - 1.0)
@@ -137,8 +188,9 @@ def payback_row(name: str, trial: int, view: StudyView, tuning_energy_kj: float 
         row["text"] = "unknown: the probes' energy is not known"
     else:
         hours = tuning_energy_kj / row["saved_kj_per_training_hour"]
-        row.update(payback_training_hours=hours, payback_workloads=tuning_energy_kj / saved_kj,
-                   text=f"after {hours:.3g} h of training with this pick ({tuning_energy_kj / saved_kj:.3g} runs of the workload)")
+        at_least = "at least " if lower_bound else ""
+        row.update(payback_training_hours=hours, payback_workloads=tuning_energy_kj / saved_kj, payback_lower_bound=lower_bound,
+                   text=f"after {at_least}{hours:.3g} h of training with this pick ({tuning_energy_kj / saved_kj:.3g} runs of the workload)")
     return row
 
 
@@ -159,6 +211,8 @@ def tuning_cost(view: StudyView) -> dict:
     time_s = sum(c["time_s"] for c, _ in timed) if timed or not ran else None
     provenances = sorted({c["provenance"] for c in costs if c["basis"] not in _NO_COST_FIGURE})
     ran_on_hardware = any(c["basis"] != "simulated" for c in costs)
+    complete = set(by_basis) <= {"probe_cost", "simulated"}
+    whole_kj = whole_probe_energy_kj(view, costs, ran)
     document = {
         "ran_on_hardware": ran_on_hardware,
         "probes": len(ran),
@@ -169,10 +223,16 @@ def tuning_cost(view: StudyView) -> dict:
         "gpu_hours_of": view_device_words(view).many,
         "energy_kj": energy_kj,
         "provenance": provenances[0] if len(provenances) == 1 else (provenances or "none"),
-        "complete": set(by_basis) <= {"probe_cost", "simulated"},
-        "note": _cost_note(len(ran), by_basis, energy_kj, provenances, view_device_words(view)),
+        "complete": complete,
+        # Probes left out, or energy only of their windows: every figure of the total is a floor.
+        "energy_lower_bound": ran_on_hardware and not complete,
+        "whole_probe_energy_kj": whole_kj,
+        "note": _cost_note(len(ran), by_basis, energy_kj, provenances, view_device_words(view))
+                + _whole_probe_note(whole_kj, view),
     }
-    document["payback"] = [payback_row(name, trial, view, energy_kj, ran_on_hardware) for name, trial in view.picks.items()]
+    tuning_kj = whole_kj if whole_kj is not None else energy_kj
+    document["payback"] = [payback_row(name, trial, view, tuning_kj, ran_on_hardware, document["energy_lower_bound"])
+                           for name, trial in view.picks.items()]
     return document
 
 
@@ -200,8 +260,9 @@ def payback_sentence(row: dict) -> str:
     saved_kj = row["saved_kj_per_training_hour"]
     if saved_kj is None:
         return row["text"]
+    label = f" ({row['saved_source']})" if row.get("saved_source") not in (None, "measured") else ""
     rate = (
-        f"saves {saved_kj / SECONDS_PER_HOUR:.3g} kWh" if saved_kj > 0 else f"uses {-saved_kj / SECONDS_PER_HOUR:.3g} kWh more"
+        f"saves {saved_kj / SECONDS_PER_HOUR:.3g} kWh{label}" if saved_kj > 0 else f"uses {-saved_kj / SECONDS_PER_HOUR:.3g} kWh{label} more"
     ) if saved_kj else "saves nothing"
     when, _, why = row["text"].partition(": ")
     repaid = {"never": "tuning is never repaid", "unknown": "when tuning is repaid is unknown"}.get(when, f"tuning is repaid {when}")

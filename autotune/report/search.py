@@ -6,12 +6,19 @@
 - otherwise `predicted`: unprobed candidates the model (simulator x correction learnt from the
   probes) still gives a real chance to enter the front. Their figures are predictions, labelled so,
   never points of the front.
+
+A replay study evaluates only the candidates its file records (the run keeps their keys in the
+study, backend `evaluable`): what a resume would probe next is the model's choice among those, and
+where none is left that the stop rule asks for, the recording is exhausted: the candidate the rule
+asks for next needs measuring (`--backend launch`), which no larger --trials does. Predicted
+candidates are marked `recorded` true or false there.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from autotune.candidate import params_key
 from autotune.pareto import front_indices
 from autotune.report.table import knobs_sentence
 from autotune.report.units import energy_text, time_text
@@ -36,19 +43,49 @@ def _exhaustive(pred: Predictions, front: np.ndarray, probed: set[int]) -> tuple
     )
 
 
-def _unfinished(study, model) -> dict | None:
+def _unfinished(study, model, replayed=None) -> dict | None:
     """A guided study that stopped before its stop rule was met (the --trials budget ran out, or Ctrl-C):
     how many probes it ran, what the rule still asks for, and the candidate it would probe next. None
-    when nothing is left to ask for (every valid candidate probed)."""
+    when nothing is left to ask for (every valid candidate probed).
+
+    `replayed`: the model of a replay study's resume (its recorded candidates only). Where it still
+    has a candidate to ask for, that is the next one; else the recording is exhausted (`exhausted`) and
+    `next`, from the model of every candidate, has no record."""
+    if replayed is not None:
+        resumed = _unfinished(study, replayed)
+        if resumed is not None and resumed["next"] is not None:
+            return {**resumed, "exhausted": False}
     reason = model.outstanding(study)
     if reason is None:
         return None
     following = model.next_candidate(study, None)
-    return {
+    unfinished = {
         "probes": len(evaluated_trials(study)),
         "reason": reason,
         "next": None if following is None else dict(model.predictions.params[following]),
     }
+    if replayed is not None:
+        unfinished.update(exhausted=True, recorded_left=int(replayed.outlook(study).free.sum()))
+    return unfinished
+
+
+def _recorded_keys(study, backend: str) -> set[str] | None:
+    """The keys of the candidates a replay study's file records; None where every candidate can be
+    evaluated (another backend, a file recording them all) or the study does not say (one replayed before
+    its run kept them)."""
+    evaluable = (study.user_attrs.get("backend") or {}).get("evaluable") if backend == "replay" else None
+    return set(evaluable) if isinstance(evaluable, list) else None
+
+
+def _replay_model(checks: list, recorded: set[str]):
+    """The guided sampler a replay run uses: over the recorded candidates only (ReplayBackend.evaluable)."""
+    from dataclasses import replace
+
+    from autotune.study.guided import GuidedSampler
+
+    checks = [c if not c.valid or params_key(c.candidate.knobs.to_dict()) in recorded else replace(c, reason="no record")
+              for c in checks]
+    return GuidedSampler(checks, usable_values(checks)) if any(c.valid for c in checks) else None
 
 
 def search_summary(study, view, backend: str) -> dict:
@@ -74,8 +111,10 @@ def search_summary(study, view, backend: str) -> dict:
     pred = model.predictions
     objectives = len(study.directions)
     view_now = model.outlook(study)
+    recorded = _recorded_keys(study, backend)
     if summary["sampler"] == "guided" and not converged:
-        summary["unfinished"] = _unfinished(study, model)
+        replayed = _replay_model(checks, recorded) if recorded is not None else None
+        summary["unfinished"] = _unfinished(study, model, replayed) if recorded is None or replayed else None
     if backend == "simulate" and objectives == 2:
         probed = set(view_now.observations.done)
         summary["exhaustive"], summary["exhaustive_note"] = _exhaustive(pred, view_now.front, probed)
@@ -90,6 +129,7 @@ def search_summary(study, view, backend: str) -> dict:
             "energy_kj": float(view_now.mean[i, 1]) if objectives == 2 else None,
             "chance_to_enter_front": float(chance[i]),
             "source": "predicted",
+            **({} if recorded is None else {"recorded": params_key(pred.params[i]) in recorded}),
         })
     return summary
 
@@ -100,7 +140,9 @@ def search_sentences(summary: dict) -> list[str]:
     if summary.get("converged"):
         lines.append(f"converged after {summary['converged']['probes']} probes: {STOP_RULE_SUMMARY}")
     unfinished = summary.get("unfinished")
-    if unfinished:
+    if unfinished and unfinished.get("exhausted"):
+        lines.append(_exhausted_sentence(unfinished))
+    elif unfinished:
         following = f"; next it would probe {knobs_sentence(unfinished['next'])}" if unfinished.get("next") else ""
         lines.append(
             f"not converged: stopped after {unfinished['probes']} probes while {unfinished['reason']}{following}. "
@@ -110,8 +152,20 @@ def search_sentences(summary: dict) -> list[str]:
         lines.append(summary["exhaustive_note"])
     for p in summary.get("predicted", []):
         energy = f", {energy_text(p['energy_kj'])}" if p["energy_kj"] is not None else ""
+        # A replay cannot reach a candidate its file does not record: its chance is the model's, not a resume's.
+        where = " (no record: replay cannot probe it; measure it with --backend launch)" if p.get("recorded") is False else ""
         lines.append(
-            f"predicted, not probed: {knobs_sentence(p['params'])}: "
+            f"predicted, not probed{where}: {knobs_sentence(p['params'])}: "
             f"{time_text(p['time_s'])}{energy} (predicted), {p['chance_to_enter_front']:.0%} chance to enter the front"
         )
     return lines
+
+
+def _exhausted_sentence(unfinished: dict) -> str:
+    left = ("every recorded candidate is evaluated" if not unfinished.get("recorded_left") else
+            f"the {unfinished['recorded_left']} recorded candidate(s) left hold none the stop rule asks for")
+    following = (f"; next it would probe {knobs_sentence(unfinished['next'])}, which the replayed file does not record"
+                 if unfinished.get("next") else "")
+    return (f"not converged: stopped after {unfinished['probes']} probes while {unfinished['reason']}{following}. The "
+            f"recording is exhausted ({left}): a larger --trials replays nothing more; the next candidate needs "
+            "measuring (--backend launch)")

@@ -129,6 +129,49 @@ def test_measurement_record_round_trips_a_result(tmp_path, make_candidate):
     assert replayed.details["probe_cost"] == {"time_s": 60.0, "energy_kj": None}
 
 
+def test_what_a_probe_cost_covers_and_its_noise_are_kept_through_export_and_replay(tmp_path, make_candidate):
+    # trial30 #5, #8: the record dropped `energy_scope: window` (the replayed report then called the
+    # windows' energy the whole probes') and the spread the probe measured (no saving within noise).
+    results = []
+    for run, steps_s in enumerate(([1.0, 1.2, 0.8], [2.0, 2.0, 2.0])):
+        path = tmp_path / f"result-{run + 1}.json"
+        path.write_text(json.dumps({"step_time_s": {"all": steps_s}}))
+        results.append({"result_file": str(path), "time_s": 3.0 + run})
+    cost = {"time_s": 120.0, "energy_kj": 0.05, "energy_scope": "window", "energy_provenance": "estimated",
+            "parts": {"runs": 2, "wall_s": [60.0, 60.0], "window_s": 0.4}}
+    ok = {"status": "ok", "source": "measured", "energy_source": "estimated", "time_s": 3.5, "energy_kj": 2.0, "tflops": 1.0,
+          "peak_mem_gib": None, "details": {"probe_cost": cost, "repeats": results, "cv": {"time": 0.2, "energy": 0.25}}}
+    record = measurement_record({**KNOBS_OLD, "power_limit": 1.0, "sm_clock_mhz": "max"}, ok)
+    assert record["probe_cost"] == {"time_s": 120.0, "energy_kj": 0.05, "energy_scope": "window", "window_s": 0.4,
+                                    "energy_provenance": "estimated"}
+    assert record["noise"] == {"runs": 2, "time_cv": 0.2, "energy_cv": 0.25, "step_time_cv": pytest.approx(0.2 / 2)}
+    replayed = ReplayBackend(_write(tmp_path, [record])).evaluate(make_candidate(**KNOBS_OLD))
+    assert replayed.details["probe_cost"] == {"time_s": 120.0, "energy_kj": 0.05, "energy_scope": "window",
+                                              "energy_provenance": "estimated", "parts": {"window_s": 0.4}}
+    assert replayed.details["cv"] == {"time": 0.2, "energy": 0.25} and len(replayed.details["repeats"]) == 2
+    assert replayed.details["step_time_cv"] == pytest.approx(0.1)
+    # Exported again from the replayed study: the same record.
+    again = measurement_record({**KNOBS_OLD, "power_limit": 1.0, "sm_clock_mhz": "max"}, replayed.to_dict())
+    assert again["probe_cost"] == record["probe_cost"] and again["noise"] == record["noise"]
+    # A probe measured once, its result file gone (the run directory moved): no noise to record.
+    once = {**ok, "details": {"probe_cost": cost, "repeats": [{"result_file": str(tmp_path / "gone.json")}]}}
+    assert "noise" not in measurement_record({**KNOBS_OLD, "power_limit": 1.0, "sm_clock_mhz": "max"}, once)
+
+
+@pytest.mark.parametrize("extra, words", [
+    ({"probe_cost": {"time_s": 1.0, "energy_kj": 1.0, "energy_scope": "probe"}}, ["probe_cost", "energy_scope", "'probe'"]),
+    ({"probe_cost": {"time_s": 1.0, "energy_kj": 1.0, "window_s": -1}}, ["probe_cost", "window_s", "out of range"]),
+    ({"noise": 0.1}, ["noise = 0.1 is not an object"]),
+    ({"noise": {"time_cv": "big"}}, ["noise", "time_cv", "'big'"]),
+    ({"noise": {"runs": 0}}, ["noise", "runs"]),
+    ({"noise": {"spread": 1}}, ["noise", "unknown key(s) spread"]),
+])
+def test_a_records_cost_scope_and_noise_are_checked(tmp_path, extra, words):
+    with pytest.raises(ConfigError) as error:
+        load_measurements(_write(tmp_path, [{**OK, **extra}]))
+    assert all(w in str(error.value) for w in words), str(error.value)
+
+
 def test_what_measured_energy_left_out_is_kept_through_export_and_replay(tmp_path, make_candidate):
     # A GPU node with NVML alone: the probe's energy block lists the parts no sensor saw.
     ok = {"status": "ok", "source": "measured", "energy_source": "measured", "time_s": 3.0, "energy_kj": 2.0, "tflops": 1.0,

@@ -18,7 +18,7 @@ def pt(trial, time_s, energy_kj):
 def test_probe_cost_prefers_probe_cost_then_window_then_simulated():
     block = {"provenance": "measured", "energy_j": 52_000.0, "window_s": 20.0}
     assert probe_cost({"details": {"energy": block, "probe_cost": {"time_s": 90.0, "energy_kj": 80.0}}}) == {
-        "time_s": 90.0, "energy_kj": 80.0, "basis": "probe_cost", "provenance": "measured"}
+        "time_s": 90.0, "energy_kj": 80.0, "basis": "probe_cost", "provenance": "measured", "window_s": None}
     assert probe_cost({"details": {"energy": block}}) == {
         "time_s": 20.0, "energy_kj": 52.0, "basis": "energy_window", "provenance": "measured"}
     assert probe_cost({"source": "simulated", "details": {"phases_s": {}}})["energy_kj"] == 0.0
@@ -71,6 +71,12 @@ def test_measured_study_sums_every_probe_that_ran(measured_run):
     assert "Tuning ran " in html and "GPU-hours" in html and 'class="payback"' in html
 
 
+def _settings(hardware: str = "gh200"):
+    from autotune.commands.options import settings_for
+
+    return settings_for("--model", "tiny", "--nodes", "1", "--hardware", hardware, "--gpus-per-node", "2")
+
+
 def test_window_scoped_energy_is_a_lower_bound_and_says_so():
     from autotune.report.payback import tuning_cost
 
@@ -79,14 +85,49 @@ def test_window_scoped_energy_is_a_lower_bound_and_says_so():
     rows = [{"status": "ok", "gpus": 4, "details": {"energy": {"provenance": "measured"}, "probe_cost": whole}},
             {"status": "oom", "gpus": 4, "energy_source": "unavailable", "details": {"probe_cost": unseen}}]
     assert probe_cost(rows[0])["basis"] == "probe_cost_window_energy"
-    cost = tuning_cost(StudyView(None, rows, [], [], {}, None))
+    cost = tuning_cost(StudyView(_settings(), rows, [], [], {}, None))
     assert cost["time_s"] == 150.0 and cost["energy_kj"] == 40.0 and cost["complete"] is False
+    assert cost["energy_lower_bound"] is True
     assert "lower bound" in cost["note"] and "whole probe" in cost["note"]
     assert "energy measured only in the windows" in cost["note"]  # the OOM's unavailable energy is no third kind
     # Where no sensor was, the windows' energy was estimated: the note must not claim a measurement.
     estimated = [{**rows[0], "details": {"energy": {"provenance": "estimated"}, "probe_cost": whole}}]
-    note = tuning_cost(StudyView(None, estimated, [], [], {}, None))["note"]
+    note = tuning_cost(StudyView(_settings(), estimated, [], [], {}, None))["note"]
     assert "energy estimated only in the windows" in note and "measured only" not in note
+
+
+def test_a_payback_from_window_only_energy_is_at_least_and_uses_the_whole_probes_estimate():
+    # trial30 #5: a CPU study's 6 probes took 316 s of 2-rank wall time but sensors saw 0.5 s of windows
+    # (24.7 J); "tuning is repaid after 0.000186 h" was stated as a fact, about 300x too soon.
+    from autotune.measure.estimate import PowerModel
+    from autotune.report.payback import payback_sentence, tuning_cost
+
+    settings = _settings("cpu")
+    cost = {"time_s": 100.0, "energy_kj": 0.005, "energy_scope": "window", "parts": {"window_s": 0.1}}
+    rows = [{"trial": t, "status": "ok", "gpus": 2, "energy_source": "estimated",
+             "details": {"energy": {"provenance": "estimated"}, "probe_cost": cost}} for t in (0, 1)]
+    points = [Point(trial=0, params={}, time_s=1.0, energy_kj=0.02, gpus=2, energy_source="estimated"),
+              Point(trial=1, params={}, time_s=0.5, energy_kj=0.01, gpus=2, energy_source="estimated")]
+    document = tuning_cost(StudyView(settings, rows, points, [], {"knee": 1}, 0))
+    idle_w = PowerModel.from_hardware(settings.hardware, accelerators=2).node_power_w(0.0)
+    whole_kj = 2 * (0.005 + idle_w * 99.9 / 1000)
+    assert document["energy_kj"] == pytest.approx(0.01)  # what sensors saw: kept, a lower bound
+    assert document["energy_lower_bound"] is True
+    assert document["whole_probe_energy_kj"] == pytest.approx(whole_kj)
+    assert "Whole probes estimated at" in document["note"] and "or more" in document["note"]
+    knee = document["payback"][0]
+    saved_per_hour_kj = 0.01 / 0.5 * 3600
+    assert knee["payback_training_hours"] == pytest.approx(whole_kj / saved_per_hour_kj)
+    assert knee["payback_lower_bound"] is True and knee["saved_source"] == "estimated"
+    sentence = payback_sentence(knee)
+    assert "saves 0.02 kWh (estimated) per training hour" in sentence
+    assert "tuning is repaid after at least " in sentence
+    # Every probe's whole cost known (another backend's probe_cost): the payback is stated as it is.
+    exact = [{**r, "details": {"probe_cost": {"time_s": 100.0, "energy_kj": 5.0}}, "energy_source": "measured"} for r in rows]
+    measured = [Point(**{**p.__dict__, "energy_source": "measured"}) for p in points]
+    row = tuning_cost(StudyView(settings, exact, measured, [], {"knee": 1}, 0))["payback"][0]
+    assert row["payback_lower_bound"] is False and "at least" not in row["text"]
+    assert "saves 0.02 kWh per training hour" in payback_sentence(row)
 
 
 def test_the_probe_hours_of_a_cpu_study_are_cpu_rank_hours(tmp_path):
