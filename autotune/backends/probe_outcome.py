@@ -8,6 +8,7 @@ simulated figures answer the same question.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import statistics
@@ -186,3 +187,34 @@ def not_ok_result(status: str, error: str, trial_dir: Path, log_path: Path, *, n
         error=error + (f": {raised}" if raised else ""),
         details={"trial_dir": str(trial_dir), "log_tail": tail, **details},
     )
+
+
+@functools.lru_cache(maxsize=1024)
+def _steps_cv(result_file: str, mtime_ns: int) -> float | None:
+    """CV of one probe's measured step times, read once per version of its result.json (every output
+    of one report asks for it)."""
+    try:
+        steps_s = json.loads(Path(result_file).read_text())["step_time_s"]["all"]
+        mean_s = statistics.fmean(steps_s)
+    except (TypeError, OSError, ValueError, KeyError, statistics.StatisticsError):
+        return None
+    # One step has no scatter to measure: no figure, rather than a noise of 0.
+    return statistics.stdev(steps_s) / mean_s if len(steps_s) > 1 and mean_s > 0 else None
+
+
+def _window_cv(result_file) -> float | None:
+    """None where the file is gone (a run directory moved since the probe wrote the path)."""
+    try:
+        return _steps_cv(str(result_file), Path(result_file).stat().st_mtime_ns)
+    except (TypeError, OSError):
+        return None
+
+
+def step_time_cv(details: dict) -> float | None:
+    """Within-probe step-time CV of a trial: the one its record carries (a replayed measurement's), else
+    the mean over its repeats' result files while they are there; None where neither is."""
+    if details.get("step_time_cv") is not None:
+        return details["step_time_cv"]
+    values = [_window_cv(r.get("result_file")) for r in details.get("repeats") or [] if isinstance(r, dict)]
+    values = [v for v in values if v is not None]
+    return statistics.fmean(values) if values else None

@@ -33,10 +33,10 @@ from __future__ import annotations
 
 import json
 import math
-import statistics
 from pathlib import Path
 
 from autotune.backends.base import Backend, ProbeResult
+from autotune.backends.probe_outcome import step_time_cv
 from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, Candidate, knob_value, params_key
 from autotune.checks import checked_number, complete_table, refuse_unknown_keys, shown
 from autotune.errors import ConfigError
@@ -424,22 +424,8 @@ def _noise_record(details: dict) -> dict | None:
     repeats = [r for r in details.get("repeats") or [] if isinstance(r, dict)]
     cv = details.get("cv") or {}
     noise = {"time_cv": cv.get("time"), "energy_cv": cv.get("energy"),
-             "step_time_cv": details.get("step_time_cv", _step_time_cv(repeats))}
+             "step_time_cv": step_time_cv(details)}
     noise = {key: value for key, value in noise.items() if value is not None}
     if noise and repeats:
         noise["runs"] = len(repeats)
     return noise or None
-
-
-def _step_time_cv(repeats: list[dict]) -> float | None:
-    """Mean over the runs of the CV of their measured step times (result.json `step_time_s.all`), as
-    report/noise.py takes it; None where no run's file is readable or a run measured one step."""
-    values = []
-    for repeat in repeats:
-        try:
-            steps_s = json.loads(Path(repeat["result_file"]).read_text())["step_time_s"]["all"]
-            if len(steps_s) > 1 and statistics.fmean(steps_s) > 0:
-                values.append(statistics.stdev(steps_s) / statistics.fmean(steps_s))
-        except (KeyError, TypeError, OSError, ValueError, statistics.StatisticsError):
-            continue
-    return statistics.fmean(values) if values else None

@@ -15,11 +15,9 @@ A simulated figure has no noise (the simulator's error is in report.error_bars).
 
 from __future__ import annotations
 
-import functools
-import json
 import statistics
-from pathlib import Path
 
+from autotune.backends.probe_outcome import step_time_cv
 from autotune.report.front import Point
 from autotune.report.study_points import StudyView
 
@@ -54,34 +52,6 @@ def noise_sentence(summary: dict) -> str:
         f"{_pct(summary['time_cv_median'])} median ({_pct(summary['time_cv_max'])} worst), of energy "
         f"{_pct(summary['energy_cv_median'])} median ({_pct(summary['energy_cv_max'])} worst)"
     )
-
-
-@functools.lru_cache(maxsize=1024)
-def _steps_cv(result_file: str, mtime_ns: int) -> float | None:
-    """CV of one probe's measured step times, read once per version of its result.json (every output
-    of one report asks for it)."""
-    try:
-        steps_s = json.loads(Path(result_file).read_text())["step_time_s"]["all"]
-        mean_s = statistics.fmean(steps_s)
-    except (TypeError, OSError, ValueError, KeyError, statistics.StatisticsError):
-        return None
-    # One step has no scatter to measure: no figure, rather than a noise of 0.
-    return statistics.stdev(steps_s) / mean_s if len(steps_s) > 1 and mean_s > 0 else None
-
-
-def _window_cv(result_file) -> float | None:
-    """None where the file is gone (a run directory moved since the probe wrote the path)."""
-    try:
-        return _steps_cv(str(result_file), Path(result_file).stat().st_mtime_ns)
-    except (TypeError, OSError):
-        return None
-
-
-def step_time_cv(details: dict) -> float | None:
-    """Within-probe step-time CV, the mean over the probe's repeats' result files."""
-    values = [_window_cv(r.get("result_file")) for r in details.get("repeats") or [] if isinstance(r, dict)]
-    values = [v for v in values if v is not None]
-    return statistics.fmean(values) if values else None
 
 
 def point_cv(point: Point, metric: str) -> tuple[float | None, str | None]:

@@ -14,7 +14,8 @@ from autotune.backends.simulate import SimulateBackend
 from autotune.commands.finish import build_report
 from autotune.report.front import Point
 from autotune.report.markdown import markdown_report
-from autotune.report.noise import point_cv, step_time_cv
+from autotune.backends.probe_outcome import step_time_cv
+from autotune.report.noise import point_cv
 from autotune.report.power_limit import sweep_sentence
 from autotune.report.study_points import StudyView
 from autotune.report.table import print_report
@@ -149,3 +150,11 @@ def test_a_simulated_study_says_nothing_of_noise(simulated_run):
     assert all(row["noise_pct"] is None and row["within_noise"] == [] for row in document["picks"])
     for text in (terminal, md, html):
         assert "Measurement noise" not in text and MARK not in text
+
+
+def test_a_replayed_record_s_step_scatter_is_its_noise_where_no_result_file_is(tmp_path):
+    """A measurement replayed elsewhere has no result.json; its record carries the step-time CV it had
+    (backends/replay.py), and the report marks its changes as the original study's did."""
+    replayed = _point(1, details={"step_time_cv": 0.12, "repeats": [{"result_file": str(tmp_path / "gone.json")}]})
+    assert point_cv(replayed, "time") == (0.12, "step_times")
+    assert point_cv(_point(2, details={"repeats": [{"result_file": str(tmp_path / "gone.json")}]}), "time") == (None, None)
