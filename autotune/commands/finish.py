@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import tempfile
 from pathlib import Path
 
+from autotune.atomic_write import write_text_atomic
 from autotune.errors import UserError
 from autotune.export import export_trial
 from autotune.report import pareto_document, study_view, write_pareto_json
@@ -57,9 +61,94 @@ def check_same_study_reported(run_dir: Path, study_name: str, what: str) -> None
         raise UserError(f"{what} {run_dir} holds the reports of study '{held}', not '{study_name}': pass {fix} '{study_name}'")
 
 
-def export_picks(view, run_dir: Path, backend: str) -> None:
+# What autotune last wrote to each file of configs/ (name: SHA-256), to tell a user's edit from its own.
+WRITTEN_RECORD = ".written.json"
+# A run directory written before that record: a file of configs/ is autotune's if it is no newer than
+# pareto.json (written just before it) by more than this; one changed later was edited, or exported.
+SAME_PASS_S = 10.0
+
+
+def export_picks(view, run_dir: Path, backend: str, reports_written_at: float | None = None) -> str | None:
+    """Each pick's config, candidate file and launch.sh in configs/. A pick's three files are the user's
+    once one of them is not what autotune last wrote there (a tuned lr, site lines in launch.sh): they are
+    kept as they are, and the pick is written beside them as <pick>.new.* (launch.sh names its config, so
+    the three go together; a user who moves the kept ones away gets the pick in their place, and the
+    .new.* files go). `reports_written_at`: pareto.json's mtime before this pass, for a directory
+    without the record. Returns the line that says what was kept, or None."""
+    if not view.picks:
+        return None
+    configs = run_dir / "configs"
+    configs.mkdir(parents=True, exist_ok=True)
+    record = _written_record(configs)
+    kept, beside = [], []
     for pick, trial in view.picks.items():
-        export_trial(view, trial, run_dir / "configs" / f"{PICK_FILES[pick]}.json", backend)
+        stem = PICK_FILES[pick]
+        with tempfile.TemporaryDirectory(dir=configs, prefix=".export-") as scratch:
+            fresh = export_trial(view, trial, Path(scratch) / f"{stem}.json", backend)
+            edited = [p.name for p in fresh if _edited(configs / p.name, p, record, reports_written_at)]
+            if not edited:
+                for path in fresh:  # through write_text_atomic: a link is written through, as export_trial does
+                    record[path.name] = _sha256(path.read_bytes())
+                    write_text_atomic(configs / path.name, path.read_text(), mode=path.stat().st_mode & 0o777)
+                _remove_stale_new_files(configs, stem, record)
+                continue
+        record.update({p.name: _sha256(p.read_bytes()) for p in export_trial(view, trial, configs / f"{stem}.new.json", backend)})
+        kept += edited
+        beside.append(f"{stem}.new.*")
+    write_text_atomic(configs / WRITTEN_RECORD, json.dumps(record, indent=1, sort_keys=True) + "\n")
+    if not kept:
+        return None
+    return (f"{configs}: kept {', '.join(kept)}, which differ from what autotune's reports last wrote there (edited, or "
+            f"exported otherwise); the study's picks are beside them as {', '.join(beside)} (move the kept files away to "
+            "have them written in their place)")
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _written_record(configs: Path) -> dict[str, str]:
+    try:
+        record = json.loads((configs / WRITTEN_RECORD).read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return {}
+    return {k: v for k, v in record.items() if isinstance(v, str)} if isinstance(record, dict) else {}
+
+
+def _edited(path: Path, fresh: Path, record: dict[str, str], reports_written_at: float | None) -> bool:
+    """Whether `path` holds what autotune did not write there: not `fresh` (what it writes now), and not
+    what it last wrote (by the record, else by the time). A config that is not JSON any more is damaged,
+    not tuned: it is rewritten."""
+    try:
+        held, modified_at = path.read_bytes(), path.stat().st_mtime
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    if held == fresh.read_bytes():
+        return False
+    if path.name in record:
+        if record[path.name] == _sha256(held):
+            return False
+    elif reports_written_at is not None and modified_at <= reports_written_at + SAME_PASS_S:
+        return False
+    if path.name.endswith(".json"):
+        try:
+            json.loads(held)
+        except (UnicodeDecodeError, ValueError):
+            return False
+    return True
+
+
+def _remove_stale_new_files(configs: Path, stem: str, record: dict[str, str]) -> None:
+    """The <pick>.new.* an earlier pass wrote beside edited files, once the pick is written in their place
+    (the user moved them over, or put autotune's back): removed where they are still what autotune wrote."""
+    for suffix in (".json", ".candidate.json", ".launch.sh"):
+        path = configs / f"{stem}.new{suffix}"
+        with contextlib.suppress(OSError):
+            if record.get(path.name) == _sha256(path.read_bytes()):
+                path.unlink()
+                del record[path.name]
 
 
 def pareto_json_state(path: Path, document: dict) -> str | None:
@@ -74,23 +163,30 @@ def pareto_json_state(path: Path, document: dict) -> str | None:
     return None if stored == json.loads(json.dumps(document)) else "out of date"
 
 
-def write_outputs(view, document: dict, run_dir: Path, html: bool = True) -> list[Path]:
+def write_outputs(view, document: dict, run_dir: Path, html: bool = True) -> tuple[list[Path], str | None]:
     """pareto.json, the picks' configs/ and report.html (when asked for, or when one is there to keep
-    in step): every file written whole, to a temporary name first, so none can disagree or be half written."""
+    in step): every file written whole, to a temporary name first, so none can disagree or be half written.
+    Returns the paths written, and the line that names the edited files of configs/ kept (export_picks)."""
+    try:
+        reports_written_at = (run_dir / "pareto.json").stat().st_mtime
+    except OSError:
+        reports_written_at = None
     write_pareto_json(run_dir / "pareto.json", document)
-    export_picks(view, run_dir, document["backend"])
+    kept = export_picks(view, run_dir, document["backend"], reports_written_at)
     written = [run_dir / "pareto.json", run_dir / "configs"]
     if html or (run_dir / "report.html").exists():
         written.append(write_report_html(run_dir / "report.html", view, document, run_dir))
-    return written
+    return written, kept
 
 
 def finish_run(study, run_dir: Path, console, max_slowdown: float | None = None, eta: float | None = None,
                storage: str | None = None, study_name: str = STUDY_NAME) -> dict:
     view, document = build_report(study, max_slowdown, eta)
     keep_pick_parameters(study, view)
-    write_outputs(view, document, run_dir)
+    _, kept = write_outputs(view, document, run_dir)
     print_report(view, document)
+    if kept:
+        console.print(kept, markup=False, highlight=False, soft_wrap=True)
     console.print(f"run directory: {run_dir} ({'' if storage else 'study.db, '}pareto.json, report.html, configs/)"
                   + (f"; the study:{storage_flags(storage, study_name)}" if storage else ""))
     return document

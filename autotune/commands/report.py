@@ -1,7 +1,9 @@
 """`autotune report RUN_DIR`: the Pareto front and picks again, as a table, JSON or Markdown, and
 report.html with --html. Figures come from the study itself (study.db), and the report rewrites the
 files it shows (pareto.json, configs/, report.html when asked for or already there), so they never
-disagree with it; a damaged or missing pareto.json is rebuilt, and the report says so."""
+disagree with it; a damaged or missing pareto.json is rebuilt, and the report says so. Files of configs/
+the user edited are kept (the pick goes beside them: finish.export_picks), and a RUN_DIR that holds
+another study's reports than --storage's is refused (study.storage.check_run_dir_is_of)."""
 
 from __future__ import annotations
 
@@ -89,7 +91,9 @@ def _run(args) -> int:
     elif args.max_slowdown is not None or args.eta is not None:
         keep_pick_parameters(study, view)  # pareto.json and configs/ now follow them: later reports and export too
     state = None if read_only else pareto_json_state(args.run_dir / "pareto.json", document)
-    written = [] if read_only else write_outputs(view, document, args.run_dir, html=args.html)
+    written, kept = ([], None) if read_only else write_outputs(view, document, args.run_dir, html=args.html)
+    if kept:
+        print(kept, file=sys.stderr)  # the user's edits: kept, and where the study's picks went instead
     if state is not None:
         # Say so: a tool that read the old file must not go on believing it.
         names = ", ".join(p.name + ("/" if p.suffix == "" else "") for p in written)

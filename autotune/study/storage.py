@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import logging
+import math
 import os
 import shlex
 import time
@@ -47,11 +49,13 @@ def _lost_schema_race(exc: Exception) -> bool:
     return any(message in str(exc).lower() for message in _SCHEMA_RACE_MESSAGES)
 
 
-def _check_sqlite(url: str, must_exist: bool) -> None:
+def _check_sqlite(url: str, must_exist: bool, given: bool = True) -> None:
     """What SQLite would not say in a line of its own. An in-memory URL (sqlite://, sqlite:///, :memory:) keeps
     the study only while a connection lives: Optuna's tables vanish between connections, every probe with
-    them. A missing file is created on connect (a mistyped URL given to `report` became an empty database).
-    A missing directory is only "unable to open database file"."""
+    them. A missing file is created on connect (a mistyped URL given to `report` became an empty database),
+    and a file without Optuna's tables gets them (an empty study.db became 112 KiB of schema): `must_exist`
+    (a read) refuses both. A missing directory is only "unable to open database file". `given`: the URL
+    is the user's --storage, not RUN_DIR/study.db."""
     import sqlalchemy
 
     try:
@@ -69,13 +73,32 @@ def _check_sqlite(url: str, must_exist: bool) -> None:
     if must_exist and not path.is_file():
         raise UserError(f"--storage {url!r}: there is no database at {path.resolve()}; pass the URL the run used "
                         "(a relative sqlite:///PATH is read from the current directory)")
+    if must_exist and not _holds_optuna_tables(path):
+        where = f"--storage {url!r}" if given else str(path)
+        raise UserError(f"{where} holds no Optuna study (an empty or foreign SQLite file; left as it was); pass "
+                        + ("the URL the run used" if given else "the --out directory of an `autotune run`, or --storage "
+                           "with the URL its study is in"))
     if not path.parent.is_dir():
         raise UserError(f"--storage {url!r}: the directory {path.parent.resolve()} does not exist; create it or name a "
                         "file in an existing one")
 
 
-def _open_storage(url: str, heartbeat: bool = False, must_exist: bool = False):
-    _check_sqlite(url, must_exist)
+def _holds_optuna_tables(path: Path) -> bool:
+    """Whether the SQLite file at `path` has Optuna's tables, asked read-only. A file SQLite cannot read
+    (damaged, not a database) says True: opening it names what is wrong, in SQLite's words."""
+    import sqlite3
+
+    try:
+        with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as connection:
+            tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.Error:
+        return True
+    return "studies" in tables
+
+
+def _open_storage(url: str, heartbeat: bool = False, must_exist: bool = False, given: bool = True):
+    """`given`: `url` is the user's --storage; else the run directory's own study.db."""
+    _check_sqlite(url, must_exist, given)
     with warnings.catch_warnings():
         # Optuna 5.0 marks heartbeats experimental; the user needs no warning about our choice.
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
@@ -97,6 +120,11 @@ def _open_storage(url: str, heartbeat: bool = False, must_exist: bool = False):
                     time.sleep(0.5 + attempt)
                     continue
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                if not given:  # the run directory's own file: no URL to check, and no --storage to leave out
+                    raise UserError(
+                        f"cannot open the study database {url.removeprefix('sqlite:///')} ({first}); it is damaged or "
+                        "not a study: restore it from a copy, or start a new study with --out NEW_DIR"
+                    ) from None
                 raise UserError(
                     f"cannot open study storage {url!r} ({first}); check the URL (a database URL as Optuna's RDBStorage "
                     "takes: sqlite:///PATH, postgresql://USER@HOST/DB), the server and its driver, or leave out "
@@ -175,7 +203,9 @@ def open_study(
     if storage is None:
         run_dir.mkdir(parents=True, exist_ok=True)
     url = storage_url(run_dir, storage)
-    rdb = _open_storage(url, heartbeat=storage is not None)
+    rdb = _open_storage(url, heartbeat=storage is not None, given=storage is not None)
+    if storage is not None:  # before a new study is created in a shared database, or another one resumed here
+        check_run_dir_is_of(run_dir, _existing_study(rdb, study_name), storage, study_name, "--out")
     if cheap_figures:
         _commit_without_fsync(rdb)
     study = optuna.create_study(
@@ -213,12 +243,14 @@ def load_finished_study(run_dir: Path, storage: str | None = None, study_name: s
         raise UserError(
             f"{run_dir} is not a run directory (no study.db); pass the --out directory of an `autotune run`"
         )
-    rdb = _open_storage(storage_url(run_dir, storage), must_exist=True)
+    rdb = _open_storage(storage_url(run_dir, storage), must_exist=True, given=storage is not None)
     try:
         study = optuna.load_study(study_name=study_name, storage=rdb)
         if study.trials and "settings" not in study.user_attrs:
             raise UserError(f"the study {study_name!r} in {storage or run_dir} was not made by autotune; pass the "
                             "--study-name of an autotune study (autotune report reads only those)")
+        if storage is not None:  # RUN_DIR's own study.db is its study by definition
+            check_run_dir_is_of(run_dir, study, storage, study_name, "RUN_DIR")
         return study
     except KeyError:
         names = optuna.get_all_study_names(storage=rdb)
@@ -229,3 +261,64 @@ def load_finished_study(run_dir: Path, storage: str | None = None, study_name: s
         held = f" (it holds {', '.join(sorted(names))}: pass --study-name NAME)" if names else ""
         raise UserError(f"no autotune study named {study_name!r} in {storage or run_dir}{held}; run `autotune run` there "
                         "first") from None
+
+
+def _existing_study(rdb, study_name: str) -> optuna.Study | None:
+    try:
+        return optuna.load_study(study_name=study_name, storage=rdb, sampler=optuna.samplers.RandomSampler())
+    except KeyError:
+        return None
+
+
+def check_run_dir_is_of(run_dir: Path, study: optuna.Study | None, storage: str, study_name: str, what: str) -> None:
+    """A run directory holds one study's reports (pareto.json, configs/): refuse to write there those of a
+    --storage study (None: one not created yet) that is not the one they are of. Study names do not tell
+    them apart (two databases may each hold a study named `autotune`, the default), nor does the URL (a
+    database copied, or moved to a server, holds the same study): its trials do. Every feasible trial the
+    directory's pareto.json lists must be in `study` with the same knobs and figures, as a finished trial
+    never changes (a resumed study, or one with more workers, still has them all), and the model and
+    hardware must agree (a resume keeps them too). A missing or damaged pareto.json holds nothing to keep."""
+    reason = _reports_of_another_study(run_dir, study)
+    if reason is None:
+        return
+    fix = ("pass --out NEW_DIR for this study" if what == "--out"
+           else "pass that study's run directory (the --out of its `autotune run`)")
+    raise UserError(f"{what} {run_dir} holds the reports of another study than {study_name!r} in {storage} ({reason}); "
+                    f"{fix}, or move pareto.json and configs/ out of {run_dir} to write this study's reports there")
+
+
+def _reports_of_another_study(run_dir: Path, study: optuna.Study | None) -> str | None:
+    """Why the pareto.json in `run_dir` reports another study than `study`; None where it may be this one's."""
+    try:
+        held = json.loads((Path(run_dir) / "pareto.json").read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(held, dict):
+        return None
+    settings = study.user_attrs.get("settings") if study is not None else None
+    if isinstance(settings, dict):  # a resume keeps both: told first, as the plainest reason
+        theirs = (held.get("model"), held.get("hardware"))
+        ours = ((settings.get("model") or {}).get("name"), settings.get("hardware_name"))
+        if None not in theirs and theirs != ours:
+            return f"its pareto.json is of model {theirs[0]} on {theirs[1]}, this study of {ours[0]} on {ours[1]}"
+    listed = held.get("feasible") if isinstance(held.get("feasible"), list) else []
+    if study is None and listed:
+        return f"its pareto.json lists {len(listed)} trial(s), and the study is not there yet"
+    trials = {} if study is None or not listed else {t.number: t for t in study.get_trials(deepcopy=False)}
+    for point in listed:
+        if not isinstance(point, dict) or not isinstance(point.get("trial"), int):
+            continue
+        trial = trials.get(point["trial"])
+        if trial is None:
+            return f"its pareto.json lists trial {point['trial']}, which this study does not have"
+        result = trial.user_attrs.get("result") or {}
+        knobs = (trial.user_attrs.get("candidate") or {}).get("knobs", trial.params)
+        if knobs != point.get("params") or not all(_same_figure(result.get(k), point.get(k)) for k in ("time_s", "energy_kj")):
+            return f"its pareto.json lists trial {point['trial']} with other knobs or figures than this study's"
+    return None
+
+
+def _same_figure(stored, listed) -> bool:
+    if isinstance(stored, (int, float)) and isinstance(listed, (int, float)):
+        return math.isclose(stored, listed, rel_tol=1e-9)
+    return stored == listed

@@ -75,6 +75,22 @@ def test_reading_a_storage_creates_no_database_where_the_url_is_wrong(tmp_path):
     assert not (tmp_path / "typo.db").exists()
 
 
+def test_reading_a_storage_writes_no_optuna_tables_into_another_sqlite_file(tmp_path):
+    """A read (report, export) of an SQLite file without Optuna's tables used to create them there."""
+    import sqlite3
+
+    from autotune.study.storage import load_finished_study
+
+    foreign = tmp_path / "notes.db"
+    with sqlite3.connect(foreign) as connection:
+        connection.execute("CREATE TABLE notes (text TEXT)")
+    before = foreign.read_bytes()
+    with pytest.raises(UserError, match=r"--storage 'sqlite:///.*notes.db' holds no Optuna study \(an empty or foreign "
+                                        r"SQLite file; left as it was\); pass the URL the run used"):
+        load_finished_study(tmp_path, f"sqlite:///{foreign}")
+    assert foreign.read_bytes() == before
+
+
 def test_somebody_else_s_optuna_study_of_the_same_name_is_refused_and_left_as_it_was(tmp_path):
     """`autotune` is the default name, so a shared database may hold another tool's study under it."""
     import optuna

@@ -1,0 +1,160 @@
+"""A run directory holds one study's reports: a --storage study is told from another of the same name by
+its trials, not its name; a read command writes no database into a run directory; a report keeps the
+files of configs/ a user edited (trial30, items 1, 4 and 14)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import optuna
+import pytest
+
+from autotune.cli import main
+
+RUN_32B = ("run", "--model", "32b", "--nodes", "4", "--trials", "4")
+RUN_TINY = ("run", "--model", "tiny", "--hardware", "cpu", "--nodes", "1", "--trials", "3")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Three finished studies, each named `autotune` (the default): 32b, tiny on cpu, and 32b again with
+    another sampler (the same model and hardware, other trials)."""
+    base = tmp_path_factory.mktemp("owner")
+    assert main([*RUN_32B, "--out", str(base / "32b")]) == 0
+    assert main([*RUN_TINY, "--out", str(base / "tiny")]) == 0
+    assert main([*RUN_32B, "--sampler", "random", "--seed", "7", "--out", str(base / "32b-random")]) == 0
+    return base
+
+
+def _files(run_dir) -> dict:
+    return {p.relative_to(run_dir): p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+
+
+def _copy(runs, name, tmp_path):
+    return shutil.copytree(runs / name, tmp_path / name)
+
+
+def _url(path) -> str:
+    return f"sqlite:///{path}"
+
+
+@pytest.mark.parametrize(("other", "reason"), [
+    ("tiny", "its pareto.json is of model 32b on gh200, this study of tiny on cpu"),
+    ("32b-random", "with other knobs or figures than this study's"),
+])
+def test_another_study_of_the_same_name_is_refused_in_a_run_directory_and_nothing_is_written(tmp_path, runs, capsys,
+                                                                                              other, reason):
+    run = _copy(runs, "32b", tmp_path)
+    before = _files(run)
+    for command in (["report", str(run)], ["report", str(run), "--format", "json", "--eta", "1"],
+                    ["export", str(run), "--pick", "knee"]):
+        assert main([*command, "--storage", _url(runs / other / "study.db")]) == 2, command
+        out, err = capsys.readouterr()
+        lines = err.strip().splitlines()
+        assert out == "" and len(lines) == 1, err
+        assert f"RUN_DIR {run} holds the reports of another study than 'autotune'" in lines[0] and reason in lines[0]
+        assert "pass that study's run directory" in lines[0]
+    assert _files(run) == before  # the 32b pareto.json and configs/ only, as before
+
+
+def test_a_run_into_another_study_s_run_directory_is_refused_before_a_study_is_made(tmp_path, runs, capsys):
+    run = _copy(runs, "32b", tmp_path)
+    before = _files(run)
+    shared = _url(tmp_path / "shared.db")
+    assert main([*RUN_32B, "--storage", shared, "--out", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert f"--out {run} holds the reports of another study than 'autotune'" in err and "pass --out NEW_DIR" in err
+    assert "the study is not there yet" in err
+    assert optuna.get_all_study_names(shared) == [] and _files(run) == before
+
+
+def test_the_run_directory_of_a_shared_storage_study_is_still_reported(tmp_path, capsys):
+    """What the check must let through: the study's own storage, a copy of it, a second worker's trials
+    added since the directory's report, and a resume with other options."""
+    shared = _url(tmp_path / "shared.db")
+    first, second = tmp_path / "first", tmp_path / "second"
+    assert main([*RUN_32B, "--storage", shared, "--out", str(first)]) == 0
+    shutil.copy(tmp_path / "shared.db", tmp_path / "copy.db")
+    assert main(["report", str(first), "--storage", _url(tmp_path / "copy.db")]) == 0
+    # A second worker with a run directory of its own, and other pick options: more trials.
+    assert main([*RUN_32B[:-1], "8", "--storage", shared, "--out", str(second), "--eta", "1"]) == 0
+    trials = len(optuna.load_study(study_name="autotune", storage=shared).trials)
+    assert trials > 4
+    capsys.readouterr()
+    assert main(["report", str(first), "--storage", shared]) == 0  # its pareto.json lists only the first 4 trials
+    assert "was out of date: rewrote" in capsys.readouterr().err
+    assert json.loads((first / "pareto.json").read_text())["trials"] == trials
+    assert main(["export", str(second), "--storage", shared, "--pick", "knee"]) == 0
+    assert main([*RUN_32B[:-1], "9", "--storage", shared, "--out", str(first), "--seed", "3"]) == 0  # resumed there
+
+
+def test_a_read_command_writes_no_database_into_an_empty_study_db(tmp_path, capsys):
+    (tmp_path / "study.db").touch()
+    for command in (["report", str(tmp_path)], ["export", str(tmp_path), "--pick", "knee"]):
+        assert main(command) == 2
+        err = capsys.readouterr().err
+        assert f"{tmp_path / 'study.db'} holds no Optuna study (an empty or foreign SQLite file; left as it was)" in err
+        assert (tmp_path / "study.db").stat().st_size == 0
+    assert not (tmp_path / "pareto.json").exists() and not (tmp_path / "configs").exists()
+
+
+def test_a_damaged_study_db_is_named_without_a_storage_flag_nobody_gave(tmp_path, runs, capsys):
+    (tmp_path / "study.db").write_bytes((runs / "32b" / "study.db").read_bytes()[:5000])
+    assert main(["report", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot open the study database {tmp_path / 'study.db'} (" in err and "malformed" in err
+    assert "--storage" not in err and "restore it from a copy" in err
+
+
+def _edit(configs) -> dict:
+    """What a user does to the knee pick: a tuned learning rate, a site line in launch.sh."""
+    config = json.loads((configs / "knee.json").read_text())
+    config["optimizer"]["params"]["lr"] = 3e-5
+    (configs / "knee.json").write_text(json.dumps(config, indent=2))
+    with open(configs / "knee.launch.sh", "a") as script:
+        script.write("module load site-nccl  # added by hand\n")
+    return {name: (configs / name).read_bytes() for name in ("knee.json", "knee.launch.sh")}
+
+
+def test_a_report_keeps_hand_edited_configs_and_writes_the_pick_beside_them(tmp_path, runs, capsys):
+    run = _copy(runs, "32b", tmp_path)
+    configs = run / "configs"
+    edited = _edit(configs)
+    assert main(["report", str(run), "--eta", "1"]) == 0  # the cost-weighted pick follows: its files are replaced
+    lines = [line for line in capsys.readouterr().err.splitlines() if "configs" in line and "kept" in line]
+    assert len(lines) == 1 and "kept knee.json, knee.launch.sh, which differ from what autotune's reports last wrote there" in lines[0]
+    assert "knee.new.*" in lines[0]
+    assert {name: (configs / name).read_bytes() for name in edited} == edited
+    picks = json.loads((run / "pareto.json").read_text())["recommendations"]
+    assert json.loads((configs / "knee.new.json").read_text())["autotune"]["trial"] == picks["knee"]
+    assert "--deepspeed-config knee.new.json" in (configs / "knee.new.launch.sh").read_text()
+    assert json.loads((configs / "cost-weighted.json").read_text())["autotune"]["trial"] == picks["cost_weighted"]
+    assert main(["report", str(run)]) == 0 and "kept knee.json" in capsys.readouterr().err  # still the user's
+    assert {name: (configs / name).read_bytes() for name in edited} == edited
+    # Moved away by the user: the next report writes the pick in their place, and the .new.* files go.
+    for name in edited:
+        (configs / name).rename(tmp_path / name)
+    assert main(["report", str(run), "--eta", "0.5"]) == 0 and "kept" not in capsys.readouterr().err
+    assert json.loads((configs / "knee.json").read_text())["autotune"]["trial"] == picks["knee"]
+    assert not list(configs.glob("*.new.*")) and not list(configs.glob(".export-*"))
+
+
+def test_a_run_directory_without_the_record_keeps_only_files_changed_after_its_reports(tmp_path, runs, capsys):
+    """Written before autotune kept its record: a file no newer than pareto.json is autotune's own (here
+    one an older version wrote otherwise, replaced); a file changed later was edited (kept)."""
+    run = _copy(runs, "32b", tmp_path)
+    configs = run / "configs"
+    (configs / ".written.json").unlink()
+    edited = _edit(configs)
+    older = json.loads((configs / "fastest.json").read_text())
+    (configs / "fastest.json").write_text(json.dumps({**older, "older_autotune": True}))
+    reports_at = (run / "pareto.json").stat().st_mtime
+    os.utime(configs / "fastest.json", (reports_at, reports_at))
+    for name in edited:
+        os.utime(configs / name, (reports_at + 3600, reports_at + 3600))
+    assert main(["report", str(run)]) == 0
+    assert "kept knee.json, knee.launch.sh," in capsys.readouterr().err
+    assert {name: (configs / name).read_bytes() for name in edited} == edited
+    assert "older_autotune" not in json.loads((configs / "fastest.json").read_text())
