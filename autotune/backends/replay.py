@@ -292,10 +292,7 @@ class ReplayBackend(Backend):
         """A partial file (a guided study's export records a few dozen of hundreds of candidates): the study
         searches the recorded candidates only. Proposing the others would spend the --trials budget on
         "no record" failures, and three of them at the start stop the run as a broken set-up."""
-        from dataclasses import replace
-
-        return [replace(c, reason=self.no_record) if c.valid and params_key(c.candidate.knobs.to_dict()) not in self.records
-                else c for c in checks]
+        return recorded_only(checks, self.records, self.no_record)
 
     @property
     def no_record(self) -> str:
@@ -372,6 +369,15 @@ def _figure_change(result: dict, record: dict | None) -> str | None:
         if (here is None) != (there is None) or (here is not None and not math.isclose(here, there, rel_tol=1e-9)):
             return f"{key} {_figure(here)} here, {_figure(there)}"
     return None
+
+
+def recorded_only(checks: list, recorded, reason: str) -> list:
+    """`checks` with each valid candidate whose key `recorded` lacks made invalid for `reason`: what a
+    replay study searches (ReplayBackend.evaluable), and what its report's model asks of a resume."""
+    from dataclasses import replace
+
+    return [replace(c, reason=reason) if c.valid and params_key(c.candidate.knobs.to_dict()) not in recorded else c
+            for c in checks]
 
 
 def measurement_record(params: dict, result: dict, study: dict | None = None) -> dict | None:

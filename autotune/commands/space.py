@@ -50,7 +50,8 @@ def _run(args) -> int:
     settings = build_settings(args)
     checks = list(enumerate_space(settings.space, settings.model, settings.hardware, settings.workload, settings.gpus_per_node))
     # What `autotune run` would refuse or leave out, said here too (on stderr: the listing stays data).
-    for line in [nothing_valid(checks)] if nothing_valid(checks) else node_counts_without_candidates(checks):
+    nothing = nothing_valid(checks)
+    for line in [nothing] if nothing else node_counts_without_candidates(checks):
         print(f"autotune space: {line}", file=sys.stderr)
     rows = _rows(checks, args.simulate)
     valid, total = sum(r["valid"] for r in rows), len(rows)

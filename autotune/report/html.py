@@ -45,8 +45,8 @@ def header_section(view: StudyView, document: dict, run_dir: Path) -> str:
 
         lines = search_sentences({**document["search"], "predicted": document.get("predicted", [])})
         note += "".join(f"<p>Search: {esc(line)}</p>" for line in lines)
-    if noise_line(document):
-        note += f"<p>{esc(noise_line(document))}</p>"
+    if noise_text := noise_line(document):
+        note += f"<p>{esc(noise_text)}</p>"
     baseline = no_baseline_in_space(view_device_words(view)) if document["baseline"] is None else document["baseline"]
     return (
         f"<header><h1>autotune report: {esc(document['model'])} on {esc(nodes_text(document['nodes']))} node(s) of "

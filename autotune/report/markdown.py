@@ -39,8 +39,8 @@ def markdown_report(view: StudyView, document: dict) -> str:
     ]
     if document.get("note"):
         lines += [f"> **{document['note']}**", ""]
-    if noise_line(document):
-        lines += [noise_line(document), ""]
+    if noise_text := noise_line(document):
+        lines += [noise_text, ""]
     error = document.get("simulator_error")
     if error_sentence(error):
         lines += [error_sentence(error), ""]

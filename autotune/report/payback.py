@@ -145,8 +145,6 @@ def no_baseline_in_space(words: DeviceWords = GPU_WORDS) -> str:
             f"{words.many}' own power limit and clock)")
 
 
-NO_BASELINE_IN_SPACE = no_baseline_in_space()  # GPU wording; `no_baseline_in_space(words)` for the study's devices
-
 
 def baseline_missing(view: StudyView) -> str:
     """Why no pick can be measured against the baseline: the space has none, or it did not run."""

@@ -79,12 +79,10 @@ def _recorded_keys(study, backend: str) -> set[str] | None:
 
 def _replay_model(checks: list, recorded: set[str]):
     """The guided sampler a replay run uses: over the recorded candidates only (ReplayBackend.evaluable)."""
-    from dataclasses import replace
-
+    from autotune.backends.replay import recorded_only
     from autotune.study.guided import GuidedSampler
 
-    checks = [c if not c.valid or params_key(c.candidate.knobs.to_dict()) in recorded else replace(c, reason="no record")
-              for c in checks]
+    checks = recorded_only(checks, recorded, "no record")
     return GuidedSampler(checks, usable_values(checks)) if any(c.valid for c in checks) else None
 
 

@@ -64,8 +64,8 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
     console.print(f"{document['trials']} trials ({counts})")
     if document.get("note"):
         console.print(f"[yellow]{escape(document['note'])}[/]")
-    if noise_line(document):
-        console.print(escape(noise_line(document)))
+    if noise_text := noise_line(document):
+        console.print(escape(noise_text))
     error = document.get("simulator_error")
     if error_sentence(error):
         console.print(f"[dim]{escape(error_sentence(error))}[/]")
