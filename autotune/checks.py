@@ -104,3 +104,16 @@ def refuse_duplicate_keys(pairs: list) -> dict:
     if repeated:
         raise ValueError(f"key(s) {', '.join(repeated)} appear more than once")
     return dict(pairs)
+
+
+def text_head(path, limit_bytes: int) -> str | None:
+    """The first `limit_bytes` of a text file, or None where it cannot be read as UTF-8 text: what a
+    check of who wrote a file reads (a user's multi-GiB file is never read whole). A character the limit
+    cuts in two is left out, not taken for a file that is not text."""
+    import codecs
+
+    try:
+        with open(path, "rb") as file:
+            return codecs.getincrementaldecoder("utf-8")().decode(file.read(limit_bytes), final=False)
+    except (OSError, UnicodeDecodeError):
+        return None

@@ -13,6 +13,7 @@ from pathlib import Path
 from autotune.atomic_write import write_text_atomic
 from autotune.backends.launchers import probe_command
 from autotune.candidate import SM_CLOCK_UNTOUCHED
+from autotune.checks import text_head
 from autotune.ds_config import deepspeed_config
 from autotune.errors import UserError
 from autotune.export_device import GRES_WORDS, device_script
@@ -142,10 +143,8 @@ def exported_kind(path: Path) -> str | None:
     """Which of the three files an export writes `path` holds: "config" (by its `autotune` section),
     "candidate" or "launch" (by its probe command); None for anything else. An earlier export's file may
     be replaced by a new one of its kind. Read from its first MiB only: anything larger is someone else's."""
-    try:
-        with open(path, "rb") as file:
-            text = file.read(1 << 20).decode("utf-8")
-    except (OSError, UnicodeDecodeError):
+    text = text_head(path, 1 << 20)
+    if text is None:
         return None
     if text.startswith("#!"):  # the probe command, as every version of the script ran it
         return "launch" if "trainer.probe --candidate " in text else None

@@ -79,7 +79,7 @@ _HEADER = "Calibrated by `autotune calibrate`"  # the first line of every profil
 
 
 def _is_calibrated_profile(path: Path) -> bool:
-    from autotune.commands.paths import text_head
+    from autotune.checks import text_head
 
     return (text_head(path, 4096) or "").startswith(f"# {_HEADER}")
 

@@ -106,7 +106,7 @@ def _is_measurements_file(path: Path) -> bool:
     """Whether every line of `path` is a replay record (params and status), as `export --measurements` writes them."""
     import json
 
-    from autotune.commands.paths import text_head
+    from autotune.checks import text_head
 
     text = text_head(path, 64 << 20)
     if not text or not text.endswith("\n"):  # past the limit, or cut short: not ours to replace

@@ -113,16 +113,6 @@ def _what_it_is(path: Path, real: Path) -> str:
     return "is an existing file" if path == real else f"names an existing file ({real})"
 
 
-def text_head(path: Path, limit_bytes: int) -> str | None:
-    """The first `limit_bytes` of a text file, or None where it cannot be read as UTF-8 text: what a
-    file's own-writer check reads (a user's multi-GiB file is never read whole)."""
-    try:
-        with open(path, "rb") as file:
-            return file.read(limit_bytes).decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
 def _is_sqlite_database(path: Path) -> bool:
     try:
         with open(path, "rb") as file:

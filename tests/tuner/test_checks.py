@@ -30,3 +30,21 @@ def test_unknown_keys_are_named():
     refuse_unknown_keys("f", {"a": 1}, ("a", "b"), "see docs")
     with pytest.raises(ConfigError, match=r"unknown key\(s\) c, d; allowed: a, b; see docs"):
         refuse_unknown_keys("f", {"a": 1, "d": 2, "c": 3}, ("a", "b"), "see docs")
+
+
+def test_a_file_head_cut_inside_a_character_is_still_text(tmp_path):
+    """A calibrated profile whose byte 4096 fell inside a "×" was read as no text at all, so calibrate -o
+    refused to replace its own earlier output."""
+    from autotune.checks import text_head
+
+    path = tmp_path / "profile.toml"
+    header = "# Calibrated by `autotune calibrate`\n"
+    # "×" is 2 bytes in UTF-8: its first is byte 4096 of the file, its second past the head.
+    path.write_text(header + "x" * (4095 - len(header)) + "×" + "tail\n", encoding="utf-8")
+    head = text_head(path, 4096)
+    assert head is not None and head.startswith("# Calibrated") and head.endswith("x") and len(head) == 4095
+    assert text_head(path, 1 << 20).endswith("×tail\n")
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("caf\u00e9 au lait\n".encode("latin-1"))
+    assert text_head(latin1, 4096) is None  # not UTF-8: not a file autotune wrote
+    assert text_head(tmp_path / "absent", 4096) is None
