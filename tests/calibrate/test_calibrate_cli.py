@@ -77,10 +77,7 @@ def test_nothing_to_calibrate_against_is_refused():
 
 @pytest.fixture(scope="module")
 def simulated_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("runs") / "7b-1n"
-    result = autotune("run", "--model", "7b", "--nodes", "1", "--trials", "6", "--backend", "simulate", "--out", out)
-    assert result.returncode == 0, result.stderr
-    return out
+    return cli.simulated_run(tmp_path_factory, nodes=1, trials=6)
 
 
 def test_simulated_studies_are_not_observations_unless_allowed(simulated_run):

@@ -11,17 +11,14 @@ import pytest
 
 from autotune.backends.launchers import build_plan
 from autotune.export import launch_command
-from tests.cli import autotune
+from tests.cli import autotune, simulated_run
 
 
 
 
 @pytest.fixture(scope="module")
 def two_node_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("runs") / "7b-2n"
-    result = autotune("run", "--model", "7b", "--nodes", "2", "--trials", "6", "--backend", "simulate", "--out", out)
-    assert result.returncode == 0, result.stderr
-    return out
+    return simulated_run(tmp_path_factory, nodes=2, trials=6)
 
 
 def _script_command(launch_sh):

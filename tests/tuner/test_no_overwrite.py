@@ -8,15 +8,12 @@ import shutil
 
 import pytest
 
-from tests.cli import autotune
+from tests.cli import autotune, simulated_run
 
 
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("runs") / "7b-2n"
-    result = autotune("run", "--model", "7b", "--nodes", "2", "--trials", "5", "--backend", "simulate", "--out", out)
-    assert result.returncode == 0, result.stderr
-    return out
+    return simulated_run(tmp_path_factory, nodes=2, trials=5)
 
 
 @pytest.fixture
