@@ -139,14 +139,6 @@ def test_oom_hook_gives_status_oom(tmp_path):
     assert result["status"] == "oom" and "simulated out-of-memory" in result["error"]
 
 
-def test_hang_hook_hangs(tmp_path):
-    with pytest.raises(subprocess.TimeoutExpired) as hung:
-        subprocess.run([sys.executable, *PROBE, "--out", str(tmp_path / "r.json")], cwd=tmp_path,
-                       env=cpu_env(AUTOTUNE_PROBE_TEST_HOOK="hang"), capture_output=True, timeout=15)
-    assert b"sleeps until killed" in (hung.value.stderr or b"")  # it got past init and hung there
-    assert not (tmp_path / "r.json").exists()
-
-
 def test_a_build_lock_a_killed_build_left_does_not_hang_the_next_probe(tmp_path):
     """A probe killed while DeepSpeed JIT-built its shm_comm op left the build's lock; every later probe waited
     on it until killed in turn. The probe removes a lock no process holds before its ranks start building."""
@@ -155,9 +147,11 @@ def test_a_build_lock_a_killed_build_left_does_not_hang_the_next_probe(tmp_path)
     from autotune.build_locks import build_locks, extensions_root
 
     extensions = tmp_path / "ext"
-    built = sorted(extensions_root().glob("*/deepspeed_shm_comm"))  # scripts/test builds it: copied, not rebuilt
-    if built:
-        shutil.copytree(built[0], extensions / "deepspeed_shm_comm")
+    # scripts/test builds every op a probe loads (shm_comm, and FusedAdam for this ZeRO-0 one): copied, as a
+    # build of each would take this test half a minute.
+    for built in sorted(extensions_root().glob("*/deepspeed_shm_comm"))[:1]:
+        for op in built.parent.iterdir():
+            shutil.copytree(op, extensions / op.name)
     lock = extensions / "deepspeed_shm_comm" / "lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
     lock.write_text("")

@@ -185,13 +185,13 @@ def test_cli_replays_the_space_list_and_stops_on_its_own(tmp_path):
 def test_two_workers_share_the_model(tmp_path):
     """Two `autotune run` processes on one SQLite study: neither probes what the other did or is doing,
     and together they stop about where one worker alone would."""
-    settings = _settings()
+    settings = _settings(nodes="4")  # a node range's 1492 candidates would only slow each proposal
     path, _ = _table(valid_checks(settings), tmp_path)
     url = f"sqlite:///{tmp_path / 'shared.db'}"
 
     def worker(i):
         return subprocess.Popen(
-            [sys.executable, "-m", "autotune.cli", "run", "--model", "32b", "--nodes", "2-8", "--backend", "replay",
+            [sys.executable, "-m", "autotune.cli", "run", "--model", "32b", "--nodes", "4", "--backend", "replay",
              "--measurements", str(path), "--trials", "40", "--storage", url, "--out", str(tmp_path / f"w{i}")],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
