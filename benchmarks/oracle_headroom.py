@@ -50,7 +50,8 @@ from search_efficiency import (CASES, TARGET_EPSILON, Truth, case_settings, _cas
 from autotune.commands.flags import whole_number_flag  # noqa: E402
 from autotune.study import correction  # noqa: E402
 from autotune.study.guided import GuidedSampler  # noqa: E402
-from autotune.study.loop import usable_values, valid_checks  # noqa: E402
+from autotune.study.loop import valid_checks  # noqa: E402
+from autotune.study.valid import usable_values
 from autotune.space import baseline  # noqa: E402
 from autotune.candidate import params_key  # noqa: E402
 

@@ -50,7 +50,8 @@ from autotune.errors import UserError  # noqa: E402
 from autotune.report.hypervolume import hypervolume_2d  # noqa: E402
 from autotune.study import run_study  # noqa: E402
 from autotune.pareto import front_indices  # noqa: E402
-from autotune.study.loop import CONVERGED_ATTR, SAMPLERS, is_evaluated, make_sampler, valid_checks  # noqa: E402
+from autotune.study.loop import CONVERGED_ATTR, SAMPLERS, make_sampler, valid_checks  # noqa: E402
+from autotune.study.retries import is_evaluated
 from autotune.study.settings import StudySettings  # noqa: E402
 from autotune.candidate import params_key  # noqa: E402
 

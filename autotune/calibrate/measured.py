@@ -114,7 +114,7 @@ def load_measured(run_dirs: list[Path], hardware: HardwareProfile, allow_estimat
     from dataclasses import replace
 
     from autotune.study import load_finished_study
-    from autotune.study.loop import evaluated_trials
+    from autotune.study.retries import evaluated_trials
     from autotune.study.settings import StudySettings
 
     runs = MeasuredRuns()

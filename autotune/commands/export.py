@@ -38,7 +38,7 @@ def register(subparsers) -> None:
 
 
 def _run(args) -> int:
-    from autotune.commands.finish import check_same_study_reported, stored_pick_parameters
+    from autotune.commands.finish import stored_pick_parameters
     from autotune.errors import UserError
     from autotune.export import beyond_the_config, choose_trial, export_trial, hostfile_sentence
     from autotune.report import study_view
@@ -60,8 +60,6 @@ def _run(args) -> int:
         raise UserError(f"the study in {args.run_dir} has no trials yet; run `autotune run` first")
     if args.measurements is not None:
         return _write_measurements(study, args.measurements)
-    if args.output is None:  # into RUN_DIR/configs: that directory's own study only
-        check_same_study_reported(args.run_dir, study.study_name, "RUN_DIR")
     # The picks as pareto.json and configs/ name them: with the --max-slowdown and --eta of the last run or report.
     view = study_view(study, *stored_pick_parameters(study, None, None))
     trial, stem = choose_trial(view, args.pick, args.trial)
@@ -140,7 +138,7 @@ def _write_measurements(study, path: Path) -> int:
     from autotune.atomic_write import write_text_atomic
     from autotune.backends.replay import measurement_record, study_of
     from autotune.study.settings import StudySettings
-    from autotune.study.loop import evaluated_trials
+    from autotune.study.retries import evaluated_trials
 
     settings = StudySettings.from_dict(study.user_attrs["settings"])
     records = []

@@ -9,7 +9,6 @@ import tempfile
 from pathlib import Path
 
 from autotune.atomic_write import write_text_atomic
-from autotune.errors import UserError
 from autotune.export import export_trial
 from autotune.report import pareto_document, study_view, write_pareto_json
 from autotune.report.html import write_report_html
@@ -47,18 +46,6 @@ def build_report(study, max_slowdown: float | None = None, eta: float | None = N
     document["predicted"] = document["search"].pop("predicted")
     document["study_name"] = study.study_name  # several studies may share one --storage database
     return view, document
-
-
-def check_same_study_reported(run_dir: Path, study_name: str, what: str) -> None:
-    """Refuse to write a study's reports over another study's in the same run directory (studies of one
-    shared --storage told apart by --study-name); a pareto.json without a name (older) is not refused."""
-    try:
-        held = json.loads((run_dir / "pareto.json").read_text()).get("study_name")
-    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
-        return  # missing or damaged: rebuilt from the study
-    if isinstance(held, str) and held != study_name:
-        fix = "the run directory of" if what == "RUN_DIR" else "--out with a directory of its own for"
-        raise UserError(f"{what} {run_dir} holds the reports of study '{held}', not '{study_name}': pass {fix} '{study_name}'")
 
 
 # What autotune last wrote to each file of configs/ (name: SHA-256), to tell a user's edit from its own.

@@ -64,7 +64,7 @@ def register(subparsers) -> None:
 
 def _run(args) -> int:
     from autotune.commands.finish import (
-        build_report, check_same_study_reported, keep_pick_parameters, pareto_json_state, write_outputs,
+        build_report, keep_pick_parameters, pareto_json_state, write_outputs,
     )
     from autotune.commands.paths import check_run_outputs, directory_problem, writable_directory
     from autotune.errors import UserError
@@ -83,7 +83,6 @@ def _run(args) -> int:
     study = load_finished_study(args.run_dir, args.storage, args.study_name)
     if "settings" not in study.user_attrs:
         raise UserError(f"the study in {args.run_dir} has no trials yet; run `autotune run` first")
-    check_same_study_reported(args.run_dir, study.study_name, "RUN_DIR")
     view, document = build_report(study, args.max_slowdown, args.eta)
     if read_only:
         print(f"RUN_DIR {args.run_dir}: {read_only}: the report is shown, and pareto.json, configs/ and report.html "

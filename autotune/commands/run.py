@@ -168,7 +168,8 @@ def _resume(study, settings, backend, args: argparse.Namespace, run_dir: Path, c
     another file, another profile its figures came from), else say what changed since it began."""
     from rich.markup import escape
 
-    from autotune.study.loop import is_evaluated, queue_setup_retries, unranked_estimates
+    from autotune.study.loop import unranked_estimates
+    from autotune.study.retries import is_evaluated, queue_setup_retries
 
     where = args.storage or str(run_dir)
     evaluated = [t for t in study.get_trials(deepcopy=False) if is_evaluated(t)]
@@ -220,7 +221,7 @@ def backend_attrs(study, backend, checks: list, restricted: bool) -> dict:
 
 def probed_trials(study) -> set[int]:
     """The trials whose probe ran (evaluated, or interrupted while it ran)."""
-    from autotune.study.loop import is_evaluated
+    from autotune.study.retries import is_evaluated
 
     return {t.number for t in study.get_trials(deepcopy=False) if is_evaluated(t) or t.user_attrs.get("interrupted")}
 
@@ -254,16 +255,16 @@ def _run(args: argparse.Namespace) -> int:
 
     from autotune.backends.launchers import check_hostfile
     from autotune.backends.select import backend_line, check_energy_objective, choose_backend
-    from autotune.commands.finish import check_same_study_reported, finish_run
+    from autotune.commands.finish import finish_run
     from autotune.commands.paths import check_run_outputs, missing_directories, remove_empty, writable_directory
     from autotune.commands.progress import trial_progress
     from autotune.commands.report import check_pick_options
     from autotune.study import open_study
     from autotune.study.storage import sole_worker
-    from autotune.study.loop import (
-        CONVERGED_ATTR, Interrupts, evaluated_trials, is_evaluated, make_sampler, no_probe_succeeded,
-        node_counts_without_candidates, probes_running_elsewhere, released_trials, run_study, valid_checks,
-    )
+    from autotune.study.failures import no_probe_succeeded
+    from autotune.study.loop import CONVERGED_ATTR, Interrupts, make_sampler, probes_running_elsewhere, run_study
+    from autotune.study.retries import evaluated_trials, is_evaluated, released_trials
+    from autotune.study.valid import node_counts_without_candidates, valid_checks
 
     check_hostfile(args.hostfile)  # files are checked here; numbers while parsing (flags.py, probe_options.py)
     check_pick_options(args)
@@ -298,8 +299,6 @@ def _run(args: argparse.Namespace) -> int:
     writable_directory(run_dir, out_flag, fix="pass --out with a writable directory")
     try:
         check_run_outputs(run_dir, out_flag)
-        if args.storage:  # a run directory's own study.db holds one study: its reports are that study's
-            check_same_study_reported(run_dir, args.study_name, out_flag)
         study = open_study(run_dir, args.storage, make_sampler(args.seed, args.trials, args.sampler, checks),
                            len(args.objectives.split(",")), cheap_figures=backend.name == "simulate", study_name=args.study_name)
     except UserError:

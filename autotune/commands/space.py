@@ -45,7 +45,7 @@ def _run(args) -> int:
     if filled:
         print(filled, file=sys.stderr)
     from autotune.space import enumerate_space
-    from autotune.study.loop import node_counts_without_candidates, nothing_valid
+    from autotune.study.valid import node_counts_without_candidates, nothing_valid
 
     settings = build_settings(args)
     checks = list(enumerate_space(settings.space, settings.model, settings.hardware, settings.workload, settings.gpus_per_node))

@@ -23,7 +23,9 @@ from autotune.pareto import front_indices
 from autotune.report.table import knobs_sentence
 from autotune.report.units import energy_text, time_text
 from autotune.study.acquisition import ENTER_MARGIN, enters_front
-from autotune.study.loop import CONVERGED_ATTR, evaluated_trials, usable_values, valid_checks
+from autotune.study.loop import CONVERGED_ATTR
+from autotune.study.retries import evaluated_trials
+from autotune.study.valid import usable_values, valid_checks
 from autotune.study.outlook import Predictions
 from autotune.study.stop_rule import STOP_CHANCE, STOP_RULE_SUMMARY
 

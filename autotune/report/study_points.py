@@ -10,7 +10,7 @@ from optuna.trial import TrialState
 from autotune.flops import flops_per_sample
 from autotune.report.front import Point, pareto_front, recommendations
 from autotune.report.picks import DEFAULT_ETA, DEFAULT_MAX_SLOWDOWN, PickParameters, max_power_per_gpu_w
-from autotune.study.loop import killed_after_probe, retried_trials
+from autotune.study.retries import killed_after_probe, retried_trials
 from autotune.study.settings import StudySettings
 from autotune.study.unique import OVER_BUDGET_ATTR
 

@@ -1,6 +1,6 @@
 """The Optuna study: sampler, constraints, storage, resume, warm start, and the trial loop."""
 
-from autotune.study.loop import StudyProgress, run_study
+from autotune.study.loop import run_study, StudyProgress
 from autotune.study.settings import StudySettings
 from autotune.study.storage import METRIC_NAMES, open_study, load_finished_study
 

@@ -249,8 +249,7 @@ def load_finished_study(run_dir: Path, storage: str | None = None, study_name: s
         if study.trials and "settings" not in study.user_attrs:
             raise UserError(f"the study {study_name!r} in {storage or run_dir} was not made by autotune; pass the "
                             "--study-name of an autotune study (autotune report reads only those)")
-        if storage is not None:  # RUN_DIR's own study.db is its study by definition
-            check_run_dir_is_of(run_dir, study, storage, study_name, "RUN_DIR")
+        check_run_dir_is_of(run_dir, study, storage, study.study_name, "RUN_DIR")
         return study
     except KeyError:
         names = optuna.get_all_study_names(storage=rdb)
@@ -270,30 +269,38 @@ def _existing_study(rdb, study_name: str) -> optuna.Study | None:
         return None
 
 
-def check_run_dir_is_of(run_dir: Path, study: optuna.Study | None, storage: str, study_name: str, what: str) -> None:
-    """A run directory holds one study's reports (pareto.json, configs/): refuse to write there those of a
-    --storage study (None: one not created yet) that is not the one they are of. Study names do not tell
-    them apart (two databases may each hold a study named `autotune`, the default), nor does the URL (a
-    database copied, or moved to a server, holds the same study): its trials do. Every feasible trial the
-    directory's pareto.json lists must be in `study` with the same knobs and figures, as a finished trial
-    never changes (a resumed study, or one with more workers, still has them all), and the model and
-    hardware must agree (a resume keeps them too). A missing or damaged pareto.json holds nothing to keep."""
-    reason = _reports_of_another_study(run_dir, study)
+def check_run_dir_is_of(run_dir: Path, study: optuna.Study | None, storage: str | None, study_name: str, what: str) -> None:
+    """A run directory holds one study's reports (pareto.json, configs/): refuse to write there those of
+    another study (`study` None: one not created yet). The name tells two studies of one database apart
+    (pareto.json without one is older: not refused on it). Of a --storage database, the name does not tell
+    two databases apart (each may hold a study named `autotune`, the default), nor does the URL (a
+    database copied, or moved to a server, holds the same study): the trials do. Every feasible trial
+    the directory's pareto.json lists must be in `study` with the same knobs and figures, as a finished
+    trial never changes (a resumed study, or one with more workers, still has them all), and the model
+    and hardware must agree (a resume keeps them too). `storage` None: the directory's own study.db, its
+    study by definition but for the name (a damaged trial there is for its reader to name, not this
+    check). A missing or damaged pareto.json holds nothing to keep."""
+    reason = _reports_of_another_study(run_dir, study, study_name, by_trials=storage is not None)
     if reason is None:
         return
     fix = ("pass --out NEW_DIR for this study" if what == "--out"
            else "pass that study's run directory (the --out of its `autotune run`)")
-    raise UserError(f"{what} {run_dir} holds the reports of another study than {study_name!r} in {storage} ({reason}); "
+    where = storage or Path(run_dir) / "study.db"
+    raise UserError(f"{what} {run_dir} holds the reports of another study than {study_name!r} in {where} ({reason}); "
                     f"{fix}, or move pareto.json and configs/ out of {run_dir} to write this study's reports there")
 
 
-def _reports_of_another_study(run_dir: Path, study: optuna.Study | None) -> str | None:
+def _reports_of_another_study(run_dir: Path, study: optuna.Study | None, study_name: str, by_trials: bool) -> str | None:
     """Why the pareto.json in `run_dir` reports another study than `study`; None where it may be this one's."""
     try:
         held = json.loads((Path(run_dir) / "pareto.json").read_text())
     except (OSError, UnicodeDecodeError, ValueError):
         return None
     if not isinstance(held, dict):
+        return None
+    if isinstance(held.get("study_name"), str) and held["study_name"] != study_name:
+        return f"its pareto.json reports study {held['study_name']!r}"
+    if not by_trials:
         return None
     settings = study.user_attrs.get("settings") if study is not None else None
     if isinstance(settings, dict):  # a resume keeps both: told first, as the plainest reason

@@ -70,7 +70,8 @@ def test_without_permission_the_study_keeps_the_knobs_untouched_and_searches_the
     from autotune.backends.simulate import SimulateBackend
     from autotune.commands.run import keep_device_knobs_if_unsettable
     from autotune.study import open_study, run_study
-    from autotune.study.loop import make_sampler, valid_checks
+    from autotune.study.loop import make_sampler
+    from autotune.study.valid import valid_checks
 
     fake, env = fake_gpus
     fake.permission = False

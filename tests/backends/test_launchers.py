@@ -215,7 +215,7 @@ def test_a_study_with_candidates_the_launcher_cannot_start_is_refused_before_it_
     study as a set-up fault: the run refuses them in one line and says which node counts can start."""
     from autotune.backends.launch import LaunchBackend
     from autotune.commands.options import settings_for
-    from autotune.study.loop import valid_checks
+    from autotune.study.valid import valid_checks
 
     def checks(*flags):
         return valid_checks(settings_for("--model", "7b", *flags))

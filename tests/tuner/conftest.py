@@ -28,7 +28,7 @@ def make_candidate():
 def predictions_32b_4():
     """The guided sampler's predictions of every valid candidate of 32b on 4 gh200 nodes (built once)."""
     from autotune.commands.options import settings_for
-    from autotune.study.loop import valid_checks
+    from autotune.study.valid import valid_checks
     from autotune.study.outlook import Predictions
 
     return Predictions(valid_checks(settings_for("--model", "32b", "--nodes", "4")))

@@ -13,7 +13,9 @@ from autotune.candidate import params_key
 from autotune.commands.options import settings_for
 from autotune.report.study_points import study_view
 from autotune.study import open_study, run_study
-from autotune.study.loop import PROBING_ATTR, is_evaluated, make_sampler, probes_running_elsewhere, valid_checks
+from autotune.study.loop import PROBING_ATTR, make_sampler, probes_running_elsewhere
+from autotune.study.retries import is_evaluated
+from autotune.study.valid import valid_checks
 from autotune.study.outlook import observe
 from autotune.study.unique import OVER_BUDGET_ATTR, held_keys
 

@@ -8,7 +8,8 @@ import optuna
 from optuna.trial import TrialState
 
 from autotune.candidate import KNOBS
-from autotune.study.loop import _earlier_unfinished_holder, retry_interrupted
+from autotune.study.loop import _earlier_unfinished_holder
+from autotune.study.retries import retry_interrupted
 from autotune.candidate import params_key
 
 KNOB_VALUES = {"zero_stage": 3, "optimizer_offload": "none", "activation_checkpointing": "recompute", "sp_degree": 1,
@@ -109,7 +110,9 @@ def _study_with_a_probe_whose_run_died(tmp_path, how: str):
     from autotune.backends.simulate import SimulateBackend
     from autotune.commands.options import settings_for
     from autotune.study import open_study, run_study
-    from autotune.study.loop import evaluated_trials, make_sampler, valid_checks
+    from autotune.study.loop import make_sampler
+    from autotune.study.retries import evaluated_trials
+    from autotune.study.valid import valid_checks
 
     settings = settings_for("--model", "32b", "--nodes", "4")
     study = open_study(tmp_path, None, make_sampler(0, 8))
@@ -141,7 +144,7 @@ import pytest  # noqa: E402
 @pytest.mark.parametrize("how", ["running", "failed", "heartbeat"])
 def test_a_probe_whose_run_died_before_recording_it_is_neither_lost_nor_run_again(tmp_path, how):
     from autotune.study import run_study
-    from autotune.study.loop import evaluated_trials
+    from autotune.study.retries import evaluated_trials
 
     settings, study, killed, knobs, result = _study_with_a_probe_whose_run_died(tmp_path, how)
     backend = _CountingBackend()

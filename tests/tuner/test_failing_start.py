@@ -14,7 +14,9 @@ from autotune.backends.simulate import SimulateBackend
 from autotune.commands.options import settings_for
 from autotune.errors import UserError
 from autotune.study import open_study, run_study
-from autotune.study.loop import FAILING_START_PROBES, FailingStart, is_evaluated, make_sampler
+from autotune.study.failures import FAILING_START_PROBES, FailingStart
+from autotune.study.loop import make_sampler
+from autotune.study.retries import is_evaluated
 
 SETTINGS = ("--model", "32b", "--nodes", "4")
 
@@ -154,7 +156,7 @@ def test_the_cli_says_it_in_one_last_line_keeps_the_trials_and_the_report_names_
 
     # Ten records, all failed: every candidate fails, as a replay of a broken cluster's probes would.
     study = settings_for(*SETTINGS)
-    from autotune.study.loop import valid_checks
+    from autotune.study.valid import valid_checks
 
     recorded = [c.candidate.knobs.to_dict() for c in valid_checks(study) if c.valid][:10]
     measurements = tmp_path / "m.jsonl"

@@ -18,7 +18,9 @@ from autotune.commands.options import settings_for
 from autotune.simulator import simulate
 from autotune.study import open_study, run_study
 from autotune.pareto import front_indices
-from autotune.study.loop import CONVERGED_ATTR, evaluated_trials, make_sampler, usable_values, valid_checks
+from autotune.study.loop import CONVERGED_ATTR, make_sampler
+from autotune.study.retries import evaluated_trials
+from autotune.study.valid import usable_values, valid_checks
 from autotune.candidate import params_key
 from tests.cli import autotune
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from autotune.study.loop import is_evaluated
+from autotune.study.retries import is_evaluated
 
 pytestmark = pytest.mark.slow
 RUN = [sys.executable, "-m", "autotune.cli", "run", "--model", "tiny", "--nodes", "1", "--gpus-per-node", "2",

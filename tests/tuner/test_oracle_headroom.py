@@ -23,7 +23,9 @@ from search_efficiency import case_settings  # noqa: E402
 from autotune.candidate import params_key  # noqa: E402
 from autotune.study import correction, run_study  # noqa: E402
 from autotune.study.guided import GuidedSampler  # noqa: E402
-from autotune.study.loop import is_evaluated, usable_values, valid_checks  # noqa: E402
+from autotune.study.loop import valid_checks  # noqa: E402
+from autotune.study.retries import is_evaluated
+from autotune.study.valid import usable_values
 
 
 def test_the_least_a_counts_the_baseline_and_covers_only_what_it_leaves():

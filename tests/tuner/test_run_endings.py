@@ -17,10 +17,12 @@ from autotune.backends.base import Backend, ProbeResult
 from autotune.backends.simulate import SimulateBackend
 from autotune.commands.options import settings_for
 from autotune.study import open_study, run_study
-from autotune.study.loop import (
-    SETUP_FAILURE_ATTR, FailingStart, is_evaluated, make_sampler, no_probe_succeeded, queue_setup_retries,
-    released_trials, setup_failure, valid_checks,
+from autotune.study.failures import FailingStart, no_probe_succeeded
+from autotune.study.loop import make_sampler
+from autotune.study.retries import (
+    SETUP_FAILURE_ATTR, is_evaluated, queue_setup_retries, released_trials, setup_failure,
 )
+from autotune.study.valid import valid_checks
 from tests.cli import autotune
 
 SETTINGS = ("--model", "32b", "--nodes", "4")

@@ -131,7 +131,7 @@ def test_nothing_fits_names_the_candidate_nearest_to_fitting(tmp_path):
     # offload" alone); what tells the user how far off the space is, is its nearest candidate.
     from autotune.commands.options import settings_for
     from autotune.errors import UserError
-    from autotune.study.loop import valid_checks
+    from autotune.study.valid import valid_checks
 
     with pytest.raises(UserError) as too_big:
         valid_checks(settings_for("--model", "72b", "--nodes", "1"))

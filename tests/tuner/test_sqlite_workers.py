@@ -12,7 +12,8 @@ from pathlib import Path
 import optuna
 import pytest
 
-from autotune.study.loop import is_evaluated, params_key
+from autotune.candidate import params_key
+from autotune.study.retries import is_evaluated
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +41,7 @@ def run_two_workers_and_check(tmp_path, storage: str | None = None) -> None:
     """Two workers on one study (the run directory's SQLite file, or `storage`), the second joining
     while the first is mid-trial; every valid candidate of the small space is evaluated exactly once."""
     from autotune.commands.options import settings_for
-    from autotune.study.loop import valid_checks
+    from autotune.study.valid import valid_checks
 
     out = tmp_path / "run"
     url = storage or f"sqlite:///{out / 'study.db'}"

@@ -183,9 +183,9 @@ def test_a_study_never_writes_its_reports_over_another_studys(tmp_path):
     for command in (("report", a), ("export", a, "--pick", "knee"), ("run", "--model", "7b", "--nodes", "1", "--out", a)):
         refused = autotune(*command, "--storage", url, "--study-name", "b/c")
         assert refused.returncode == 2, refused.stderr
-        assert refused.stderr.strip().endswith(f"{a} holds the reports of study 'a', not 'b/c': pass "
-                                               + ("--out with a directory of its own for" if command[0] == "run" else
-                                                  "the run directory of") + " 'b/c'")
+        said = " ".join(refused.stderr.split())
+        assert f"{a} holds the reports of another study than 'b/c' in {url} (its pareto.json reports study 'a'); " in said
+        assert ("pass --out NEW_DIR for this study" if command[0] == "run" else "pass that study's run directory") in said
     assert (a / "pareto.json").read_text() == before
     assert autotune("report", b, "--storage", url, "--study-name", "b/c").returncode == 0
 

@@ -11,7 +11,8 @@ import pytest
 from autotune.backends.simulate import SimulateBackend
 from autotune.commands.options import settings_for
 from autotune.study import open_study, run_study
-from autotune.study.loop import is_evaluated, make_sampler
+from autotune.study.loop import make_sampler
+from autotune.study.retries import is_evaluated
 
 
 def _run(tmp_path, trials, seed=0):
@@ -95,7 +96,7 @@ def test_run_killed_midway_resumes(tmp_path):
 
 
 def test_values_no_valid_candidate_has_are_never_offered():
-    from autotune.study.loop import usable_values, valid_checks
+    from autotune.study.valid import usable_values, valid_checks
 
     choices = usable_values(valid_checks(settings_for("--model", "tiny", "--hardware", "cpu", "--nodes", "1")))
     assert "async" not in choices["optimizer_offload"]  # SuperOffload needs CUDA

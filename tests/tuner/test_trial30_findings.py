@@ -109,7 +109,7 @@ def _space_records(tmp_path, keep: int, status: str | None = None):
     from autotune.backends.replay import study_of
     from autotune.commands.options import settings_for
     from autotune.simulator import simulate
-    from autotune.study.loop import valid_checks
+    from autotune.study.valid import valid_checks
 
     settings = settings_for(*STUDY)
     records = []

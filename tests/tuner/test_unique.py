@@ -12,7 +12,8 @@ from autotune.backends.simulate import SimulateBackend
 from autotune.candidate import KNOBS
 from autotune.commands.options import settings_for
 from autotune.study import open_study, run_study
-from autotune.study.loop import is_evaluated, usable_values, valid_checks
+from autotune.study.retries import is_evaluated
+from autotune.study.valid import usable_values, valid_checks
 from autotune.candidate import params_key
 from autotune.study.unique import UniqueCandidateSampler, unique_candidates
 

@@ -18,7 +18,7 @@ import optuna
 import pytest
 
 from autotune.report.study_points import study_view
-from autotune.study.loop import is_evaluated
+from autotune.study.retries import is_evaluated
 
 pytestmark = pytest.mark.slow
 
@@ -85,7 +85,8 @@ def test_a_dead_workers_trial_is_retried_by_another(postgres_url, tmp_path, monk
     fails it and probes the same candidate again (Optuna heartbeats)."""
     from autotune.commands.options import settings_for
     from autotune.study import open_study
-    from autotune.study.loop import _suggest, make_sampler, usable_values, valid_checks
+    from autotune.study.loop import _suggest, make_sampler
+    from autotune.study.valid import usable_values, valid_checks
 
     import psycopg
 

@@ -1,0 +1,90 @@
+"""How a study in which probes fail ends.
+
+- A run whose first FAILING_START_PROBES probes all fail, while no probe of the study has ever run
+  (finished, or run out of memory), stops there with a UserError that names the last failure: that
+  points at the set-up (a module missing on the nodes, an unreachable host, no sensor) rather than
+  at the configurations, and the rest of the budget would fail the same way. The trials are kept; the
+  same command resumes, with as many tries again (and probes again those that failed on the set-up,
+  retries.py).
+- `no_probe_succeeded` says why no probe of a study ran to its end (every one failed, timed out or ran
+  out of memory): the CLI exits non-zero on it, whatever the budget.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import optuna
+from optuna.trial import TrialState
+
+from autotune.errors import UserError
+from autotune.study.retries import SETUP_FAILURE_ATTR, is_evaluated, released_trials
+
+# Failed probes in a row, at a run's start and with none of the study's ever run, after which the run
+# stops (see above). Three: one failure may be the candidate's; three different candidates failing
+# before any has run is the set-up's, and each costs the user a probe's start-up on the cluster.
+FAILING_START_PROBES = 3
+
+
+class FailingStart(UserError):
+    """The run's first probes all failed and none of the study's has ever run (see the docstring)."""
+
+
+def failing_start(evaluated: list, earlier: set[int]) -> FailingStart | None:
+    """A FailingStart when this run's probes are FAILING_START_PROBES or more, every one failed, and no
+    probe of the study has ever run (on shared storage another worker's that ran counts too)."""
+    if any(t.state != TrialState.FAIL for t in evaluated):
+        return None
+    now = [t for t in evaluated if t.number not in earlier]
+    if len(now) < FAILING_START_PROBES:
+        return None
+    last = max(now, key=lambda t: t.number)
+    return FailingStart(
+        f"stopped: the {len(now)} probes of this run all failed or timed out and no probe of this study has run "
+        f"yet, which points at the set-up rather than the configurations. {_trial_failure(last)}. "
+        f"Fix that and run the same command again: {_what_a_resume_does(now)}"
+    )
+
+
+def _trial_failure(t: optuna.trial.FrozenTrial) -> str:
+    """"Trial N: its reason (its log: PATH)", as the stops and refusals name a failed trial."""
+    details = t.user_attrs["result"].get("details") or {}
+    log = f" (its log: {Path(details['trial_dir']) / 'log.txt'})" if details.get("trial_dir") else ""
+    return f"Trial {t.number}: {t.user_attrs.get('reason') or t.user_attrs['result'].get('status') or 'failed'}{log}"
+
+
+def _what_a_resume_does(failed: list) -> str:
+    setup = sum(bool(t.user_attrs.get(SETUP_FAILURE_ATTR)) for t in failed)
+    if not setup:
+        return "the study resumes, and its failed trials are kept"
+    kept = "" if setup == len(failed) else " (the others' failures are the candidates' own, and are kept)"
+    return f"the study resumes and probes again the {setup} candidate(s) that failed on the set-up{kept}"
+
+
+def no_probe_succeeded(study: optuna.Study, others_left: bool = True) -> str | None:
+    """Why no probe of a study that evaluated candidates succeeded (every one failed, timed out or ran out
+    of memory), in one line with the fix; None when one ran to its end, or none was evaluated. Whatever the
+    budget: the failing-start stop above needs three failures in one run. A probe that ran but cannot be
+    ranked (energy only estimated, or missing) succeeded as a probe: its figures and why they are not
+    ranked are in the report. `others_left`: whether the space holds valid candidates not evaluated yet."""
+    released = released_trials(study)
+    evaluated = [t for t in study.get_trials(deepcopy=False) if is_evaluated(t, released)]
+    if not evaluated or any(t.user_attrs["result"].get("status") == "ok" for t in evaluated):
+        return None
+    outcomes = Counter(_OUTCOME_WORDS.get(t.user_attrs["result"].get("status"), "failed") for t in evaluated)
+    said = " and ".join(f"{count} {words}" for words, count in outcomes.most_common())
+    head = (f"no probe of this study succeeded (of its {len(evaluated)} evaluated candidate(s), {said}), so nothing "
+            "is on its front")
+    others = "probe others with a larger --trials" if others_left else "every candidate of the space was probed"
+    failed = [t for t in evaluated if t.state == TrialState.FAIL]
+    if not failed:
+        widen = "widen the space (ZeRO-3, offload, checkpointing, more --nodes in a --space file)"
+        return f"{head}: {others}, or {widen}" if others_left else f"{head}: {others}; {widen}"
+    setup = sum(bool(t.user_attrs.get(SETUP_FAILURE_ATTR)) for t in failed)
+    again = "run the same command again" + ("" if setup == len(evaluated) else f" ({others})")
+    return f"{head}. {_trial_failure(max(failed, key=lambda t: t.number))}. Fix that and {again}: {_what_a_resume_does(failed)}"
+
+
+# How a probe that did not succeed ended, as a sentence counts them.
+_OUTCOME_WORDS = {"oom": "ran out of memory", "timeout": "timed out", "failed": "failed"}

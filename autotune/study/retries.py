@@ -1,0 +1,148 @@
+"""Which trials count as evaluated, and which candidates a resumed study probes again.
+
+- A trial counts as evaluated when its candidate really ran (`is_evaluated`): not pruned unrun, not a
+  repeat of another trial's candidate, not interrupted.
+- Interrupted trials (Ctrl-C, SIGTERM, a killed run) are queued again on resume (`retry_interrupted`);
+  one whose probe had finished keeps its stored result (`killed_after_probe`): the probe is not run twice.
+- A probe that failed on the set-up, before the trainer ran the candidate (`setup_failure`: the launcher
+  missing, nodes out of reach, the launcher exiting without the trainer's result), is marked so, and a
+  resumed study probes its candidate again (`queue_setup_retries`): the user fixed the set-up in
+  between, as the failing-start stop asks (failures.py). Such a trial stops counting as evaluated once
+  it is queued again. A candidate's own failure, an out-of-memory and a timeout stay final.
+"""
+
+from __future__ import annotations
+
+from typing import Collection
+
+import optuna
+from optuna.trial import TrialState
+
+from autotune.backends.base import ProbeResult
+from autotune.candidate import KNOBS, params_key
+from autotune.study.unique import trial_knobs
+
+# Set on a trial whose probe failed on the set-up (`setup_failure`); the study's list of such trials
+# queued again when it resumed (they no longer count as evaluated: their retries do).
+SETUP_FAILURE_ATTR = "setup_failure"
+SETUP_RETRIED_ATTR = "setup_retried_trials"
+RETRIED_ATTR = "retried_trials"
+
+
+def is_evaluated(t: optuna.trial.FrozenTrial, released: Collection[int] = ()) -> bool:
+    """A trial whose candidate was really evaluated (not pruned unrun, not a repeat, not interrupted).
+    `released`: set-up failures queued again (`released_trials(study)`), which their retries replace."""
+    return ("result" in t.user_attrs and "duplicate_of" not in t.user_attrs and not killed_after_probe(t)
+            and t.number not in released)
+
+
+def released_trials(study: optuna.Study) -> set[int]:
+    """Trials whose probe failed on the set-up and whose candidate a resumed run queued again."""
+    return set(study.user_attrs.get(SETUP_RETRIED_ATTR, []))
+
+
+def setup_failure(result: ProbeResult) -> bool:
+    """Whether a probe failed before the trainer ran the candidate, which points at the set-up, not at
+    the candidate: the launch backend could not start the launcher (not installed), could not reach the
+    candidate's nodes (a hostfile or an allocation too small), or the launcher ended without the trainer's
+    result (a module missing on the nodes, ssh or pdsh refused, srun refused the step), or with a result
+    the tuner cannot read (another version on the nodes). The trainer writes a result naming the
+    `failed_rank` for each failure of its own (DeepSpeed's error, a candidate it refuses): the candidate's.
+    Final too: out of memory (a result), a timeout (a hang may be the candidate's, and a retry costs the
+    whole timeout) and a launcher killed by a signal (the kernel's OOM killer). Replayed and simulated
+    failures are recorded or computed: they carry no `launcher`, and stay final."""
+    details = result.details or {}
+    if result.status != "failed" or "launcher" not in details or "failed_rank" in details or "refused" in details:
+        return False
+    exit_code = details.get("exit_code")
+    return exit_code is None or exit_code >= 0
+
+
+def killed_after_probe(t: optuna.trial.FrozenTrial) -> bool:
+    """A trial whose probe finished (its result is stored) but whose run died before recording the outcome
+    (kill -9, Ctrl-C in between): it is RUNNING, or FAIL without the reason every recorded failure carries.
+    Its retry takes the stored result: the probe is not run twice, nor lost."""
+    if "result" not in t.user_attrs or "duplicate_of" in t.user_attrs or "reason" in t.user_attrs:
+        return False
+    return t.state in (TrialState.RUNNING, TrialState.FAIL)
+
+
+def evaluated_trials(study: optuna.Study) -> dict[str, optuna.trial.FrozenTrial]:
+    done, released = {}, released_trials(study)
+    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED)):
+        if is_evaluated(t, released):
+            done.setdefault(params_key(t.user_attrs["candidate"]["knobs"]), t)
+    return done
+
+
+def queue_setup_retries(study: optuna.Study) -> list[int]:
+    """On resume, queue again the candidate of each trial whose probe failed on the set-up (see the module
+    docstring); that trial then counts no more as evaluated. Once per trial, and not for a candidate another
+    trial has evaluated since or holds queued or running. Returns the trial numbers whose candidates were queued."""
+    trials = study.get_trials(deepcopy=False)
+    released = released_trials(study)
+    taken = {params_key(trial_knobs(t)) for t in trials
+             if (t.state in (TrialState.RUNNING, TrialState.WAITING) and all(k in trial_knobs(t) for k in KNOBS))
+             or (is_evaluated(t, released) and not t.user_attrs.get(SETUP_FAILURE_ATTR))}
+    queued = []
+    for t in trials:
+        if t.state != TrialState.FAIL or not t.user_attrs.get(SETUP_FAILURE_ATTR) or not is_evaluated(t, released):
+            continue
+        key = params_key(t.params)
+        if key in taken:
+            continue
+        attrs = {"retry_of": t.number, **({"baseline": True} if t.user_attrs.get("baseline") else {})}
+        study.enqueue_trial(t.params, user_attrs=attrs)
+        taken.add(key)
+        queued.append(t.number)
+    if queued:
+        study.set_user_attr(SETUP_RETRIED_ATTR, sorted(released | set(queued)))
+    return queued
+
+
+def retries_owed(study: optuna.Study) -> bool:
+    """Whether a resume queued candidates to probe again (interrupted, or failed on the set-up) that no
+    trial has taken yet: the run said it would probe them, so a converged model does not stop it first
+    (their figures may move the front the model converged on)."""
+    return any(t.state == TrialState.WAITING and "retry_of" in t.user_attrs
+               for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,)))
+
+
+def retry_interrupted(study: optuna.Study, include_running: bool = True) -> int:
+    """Queue again the candidates of trials a stopped run left unfinished.
+
+    Interrupted trials (Ctrl-C, SIGTERM) are FAIL with an `interrupted` mark. RUNNING trials (the
+    process was killed outright) are failed first, but only with one worker per storage: on shared
+    storage a RUNNING trial may be a live worker's, and Optuna's heartbeats retry the dead ones.
+    """
+    trials = study.get_trials(deepcopy=False)
+    done_before = retried_trials(study, trials)
+    retried = set(study.user_attrs.get(RETRIED_ATTR, []))  # ours, kept in the study
+    queued = 0
+    for t in trials:
+        running = include_running and t.state == TrialState.RUNNING
+        unfinished = running or (t.state == TrialState.FAIL and (t.user_attrs.get("interrupted") or killed_after_probe(t)))
+        if not unfinished or t.number in done_before:
+            continue
+        if t.state == TrialState.RUNNING:
+            # Public API: tell() finishes a RUNNING trial by number. A run killed between creating a
+            # trial and its first suggest leaves one with no params: failed too, or it stays forever.
+            study.tell(t.number, state=TrialState.FAIL)
+        # A trial killed before its first suggest still has its queued knobs (the baseline, a retry).
+        params = t.params if len(t.params) == len(KNOBS) else t.system_attrs.get("fixed_params")
+        if not params:
+            continue
+        attrs = {"retry_of": t.number, **({"baseline": True} if t.user_attrs.get("baseline") else {})}
+        study.enqueue_trial(params, user_attrs=attrs)
+        retried.add(t.number)
+        queued += 1
+    if queued:
+        study.set_user_attr(RETRIED_ATTR, sorted(retried))
+    return queued
+
+
+def retried_trials(study: optuna.Study, trials: list) -> set[int]:
+    """The trials a stopped run left unfinished that were queued again: by retry_interrupted (the study's
+    RETRIED_ATTR), or by Optuna's heartbeat callback itself (the retry's system attr `failed_trial`)."""
+    return set(study.user_attrs.get(RETRIED_ATTR, [])) | {t.system_attrs["failed_trial"] for t in trials
+                                                          if "failed_trial" in t.system_attrs}

@@ -1,0 +1,88 @@
+"""Which candidates of a study's space can run: the space checked, why nothing can run (in one line with
+the fix), which node counts of a range have no candidate, and the knob values a valid candidate uses
+(the only ones the samplers are offered)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from autotune.candidate import KNOBS
+from autotune.errors import UserError
+from autotune.space import enumerate_space
+from autotune.study.settings import StudySettings
+
+
+def valid_checks(settings: StudySettings) -> list:
+    """Every candidate of the study's space checked; refuses a space in which nothing can run."""
+    checks = list(enumerate_space(settings.space, settings.model, settings.hardware, settings.workload, settings.gpus_per_node))
+    reason = nothing_valid(checks)
+    if reason:
+        raise UserError(reason)
+    return checks
+
+
+def nothing_valid(checks: list) -> str | None:
+    """Why no candidate of the space can run, with the fix, in one line; None when one can."""
+    if any(c.valid for c in checks):
+        return None
+    batch = _global_batch_miss(checks)
+    if batch:
+        return f"nothing in the space is valid: {batch}"
+    if any(c.memory is not None for c in checks):
+        return (f"nothing in the space fits in memory ({_closest_miss(checks)}); widen it: more --nodes, ZeRO-3, "
+                "offload or checkpointing in the --space file (see `autotune space`)")
+    return (f"nothing in the space is valid: {_closest_miss(checks)}; change those values in the --space "
+            "file (`autotune space --space FILE` gives each candidate's reason)")
+
+
+def _closest_miss(checks: list) -> str:
+    """Why nothing runs, told by the candidate nearest to running: the one that breaks no rule and
+    overflows memory least; else every rule the candidates break (a candidate is told by the first it breaks)."""
+    sized = [c for c in checks if c.memory is not None]
+    if sized:
+        closest = min(sized, key=lambda c: max(c.memory.device_excess_gib, c.memory.host_excess_gib))
+        knobs = ", ".join(f"{knob} {value}" for knob, value in closest.candidate.knobs.to_dict().items()
+                          if knob not in ("power_limit", "sm_clock_mhz"))  # they move no memory
+        return f"the closest, {knobs}, {closest.reason}"
+    reasons = Counter(c.reason for c in checks).most_common()
+    listed = "; ".join(f"{reason} ({count} of {len(checks)})" for reason, count in reasons[:3])
+    return f"every candidate breaks a rule: {listed}" + (f"; and {len(reasons) - 3} more" if len(reasons) > 3 else "")
+
+
+def node_counts_without_candidates(checks: list) -> list[str]:
+    """For a range of node counts: each count none of whose candidates is valid, and why (a study of
+    --nodes 2-3 on 4-GPU nodes and a batch of 64 would otherwise leave 3 nodes out without a word)."""
+    by_nodes: dict[int, list] = {}
+    for check in checks:
+        by_nodes.setdefault(check.candidate.knobs.nodes, []).append(check)
+    if len(by_nodes) < 2:
+        return []
+    return [f"no candidate on {nodes} node(s) is valid: {_global_batch_miss(group) or _closest_miss(group)}"
+            for nodes, group in sorted(by_nodes.items()) if not any(c.valid for c in group)]
+
+
+def _global_batch_miss(checks: list) -> str | None:
+    """When no micro-batch x data-parallel size of the space divides the global batch (3 nodes of 4 GPUs
+    and the default 64), that alone is why nothing runs, and the fix is the batch: every SP degree then
+    only hides it behind another rule (the commonest reason would read "SP degree 8 does not divide")."""
+    shapes = [c.candidate for c in checks if c.candidate.gpus % c.candidate.knobs.sp_degree == 0]
+    if not shapes or any(c.grad_accum for c in shapes):
+        return None
+    global_batch = shapes[0].workload.global_batch
+    data_parallel = sorted({c.dp_degree for c in shapes})
+    step = max(data_parallel) * min(c.knobs.micro_batch for c in shapes)  # every SP degree then fits
+    lower, upper = global_batch // step * step, (global_batch // step + 1) * step
+    nearest = " or ".join(str(b) for b in (lower, upper) if b > 0)
+    micro_batches = sorted({c.knobs.micro_batch for c in shapes})
+    return (f"no micro-batch ({', '.join(map(str, micro_batches))}) x data-parallel size "
+            f"({', '.join(map(str, data_parallel))} on these GPUs) divides the global batch {global_batch}: pass "
+            f"--global-batch {nearest}, other micro_batch values in a --space file, or another --nodes / --gpus-per-node")
+
+
+def usable_values(checks: list) -> dict[str, list]:
+    """Per knob, the values (in the space file's order) that at least one valid, fitting candidate
+    uses. A value no valid candidate has (SuperOffload without CUDA, ZeRO-0 for a 72B model) can
+    only waste proposals, so the sampler is never offered it; `autotune space` still lists it."""
+    used = {knob: {getattr(c.candidate.knobs, knob) for c in checks if c.valid} for knob in KNOBS}
+    return {knob: [v for v in dict.fromkeys(getattr(c.candidate.knobs, knob) for c in checks) if v in used[knob]]
+            for knob in KNOBS}
