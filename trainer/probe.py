@@ -22,6 +22,7 @@ import tempfile
 import time
 from contextlib import ExitStack
 from pathlib import Path
+from typing import NamedTuple
 
 from autotune.candidate import KNOBS, Candidate, Knobs, candidate_from_dict, knob_value
 from autotune.checks import number_problem
@@ -102,6 +103,13 @@ def _out_file(text: str) -> Path:
     return path
 
 
+class JsonFile(NamedTuple):
+    """A JSON file flag's path (as given, for messages) and its object, read once, where argparse checks it."""
+
+    path: str
+    data: dict
+
+
 def _json_object(flag: str, text: str) -> dict:
     """The JSON object in file `text`, or argparse's one line naming what is wrong with it."""
     path = Path(text)
@@ -120,21 +128,19 @@ def _json_object(flag: str, text: str) -> dict:
     return data
 
 
-def _candidate_file(text: str) -> str:
+def _candidate_file(text: str) -> Candidate:
     """--candidate: a candidate file (`autotune export` writes <pick>.candidate.json), checked before any rank
     starts, so a wrong file is one usage line on every rank and not a failed result."""
     data = _json_object("candidate", text)
     try:
-        candidate_from_dict(data)
+        return candidate_from_dict(data)
     except (KeyError, TypeError, ValueError, UserError) as exc:
         raise argparse.ArgumentTypeError(f"{text!r} is not a candidate file ({type(exc).__name__}: {exc}); give the "
                                          "<pick>.candidate.json `autotune export` wrote, or the knob flags") from None
-    return text
 
 
-def _deepspeed_config_file(text: str) -> str:
-    _json_object("DeepSpeed config", text)
-    return text
+def _deepspeed_config_file(text: str) -> JsonFile:
+    return JsonFile(text, _json_object("DeepSpeed config", text))
 
 
 def _sm_clock(text: str) -> int | str:
@@ -213,7 +219,7 @@ def _flags_a_candidate_fixes(args: argparse.Namespace) -> list[str]:
 def candidate_from_args(args: argparse.Namespace, world_size: int) -> Candidate:
     """From the candidate file, or from one flag per knob (unset knobs keep Knobs' defaults)."""
     if args.candidate:  # parse_args refused knob flags beside it
-        return candidate_from_dict(json.loads(Path(args.candidate).read_text()))
+        return args.candidate
     model = load_model(args.model)
     knobs = Knobs(**{k: getattr(args, k) for k in KNOBS if getattr(args, k) is not None})
     workload = make_workload(model, precision=args.precision, **{k: getattr(args, k) for k in _WORKLOAD_FLAGS})
@@ -335,12 +341,12 @@ def _ds_config(args: argparse.Namespace, candidate: Candidate) -> dict:
 
     if not args.deepspeed_config:
         return deepspeed_config(candidate)
-    config = json.loads(Path(args.deepspeed_config).read_text())
+    config = args.deepspeed_config.data
     # The probe feeds the candidate's micro-batches and labels its figures with the candidate's knobs:
     # a config edited to say otherwise would be measured under the wrong name.
     contradictions = knob_contradictions(config, candidate)
     if contradictions:
-        raise ValueError(f"--deepspeed-config {args.deepspeed_config} sets {'; '.join(contradictions)}: the probe trains "
+        raise ValueError(f"--deepspeed-config {args.deepspeed_config.path} sets {'; '.join(contradictions)}: the probe trains "
                          "and labels the candidate's knobs; change them in the candidate file (or the knob flags) to "
                          "match, or drop --deepspeed-config")
     return config
