@@ -44,7 +44,7 @@ def test_exported_multi_node_command_passes_deepspeed_and_probe_parsing(two_node
     probe_args = probe_parse_args(["--local_rank=3", *launcher_args.user_args])
     assert probe_args.local_rank == 3
     candidate = candidate_from_args(probe_args, world_size=8)
-    assert candidate.knobs.nodes == 2 and os.path.isfile(probe_args.deepspeed_config)
+    assert candidate.knobs.nodes == 2 and os.path.isfile(probe_args.deepspeed_config.path)
 
 
 def test_export_and_the_tuner_build_the_same_deepspeed_command(make_candidate, tmp_path):
@@ -131,8 +131,10 @@ def test_an_srun_export_trains_in_one_step_of_the_allocation_as_the_tuner_would(
     without, with_gres = training
     assert "--gpus-per-node=4" in with_gres and without == [w for w in with_gres if w != "--gpus-per-node=4"]
     monkeypatch.chdir(tmp_path)  # the script cds to its own directory first (the probe checks its files when parsing)
-    probe_args = probe_parse_args(with_gres[with_gres.index("trainer.probe") + 1:])
-    assert probe_args.candidate == "fastest.candidate.json" and probe_args.deepspeed_config == "fastest.json"
+    probe_argv = with_gres[with_gres.index("trainer.probe") + 1:]
+    assert probe_argv[probe_argv.index("--candidate") + 1] == "fastest.candidate.json"
+    probe_args = probe_parse_args(probe_argv)
+    assert probe_args.deepspeed_config.path == "fastest.json"
     candidate = candidate_from_args(probe_args, world_size=8)  # 2 nodes of 4 GPUs
     tuner = build_plan("srun", candidate, with_gres[with_gres.index("trainer.probe") + 1:], python="python",
                        hostfile=None, environ={"SLURM_JOB_ID": "1", "SLURM_GPUS_ON_NODE": "4"}).command
