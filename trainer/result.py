@@ -20,6 +20,7 @@ import torch
 from trainer.model.attention import flash_attn_available
 from autotune.atomic_write import temp_file_beside
 from autotune.candidate import Candidate
+from autotune.checks import text_head
 from autotune.flops import flops_per_sample, hardware_flops_per_sample
 
 SCHEMA_VERSION = 1
@@ -132,12 +133,8 @@ def is_result_file(path: Path) -> bool:
     """Whether `path` holds what write_result writes (or nothing): the probe replaces its --out, and
     must not take a dataset, a script or a candidate file for a stale result. Reads the head only:
     write_result puts `schema_version` first."""
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(_RESULT_HEAD_BYTES)
-    except OSError:
-        return False
-    return not head.strip() or (head.lstrip().startswith(b"{") and b'"schema_version"' in head)
+    head = text_head(path, _RESULT_HEAD_BYTES)
+    return head is not None and (not head.strip() or (head.lstrip().startswith("{") and '"schema_version"' in head))
 
 
 def write_result(path: Path, result: dict, overwrite: bool) -> bool:
