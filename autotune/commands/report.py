@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from autotune.commands.flags import path_flag, study_name_flag, text_flag
+from autotune.commands.flags import number_flag, path_flag, study_name_flag, text_flag
 from autotune.study.storage import STUDY_NAME
 
 FORMATS = ("table", "json", "md")
@@ -28,12 +28,15 @@ def add_pick_options(parser: argparse.ArgumentParser) -> None:
     """--max-slowdown and --eta, shared by `run` and `report`; None means the study's stored choice."""
     picks = parser.add_argument_group("picks")
     picks.add_argument(
-        "--max-slowdown", type=float, metavar="X",
+        # Any finite X >= 1 is a pick: a large one is the least-energy pick, which in a scaling study may
+        # be hundreds of times slower than the fastest, so no upper bound is principled; the label prints
+        # such an X as a multiple (report.picks._meaning), not as millions of percent.
+        "--max-slowdown", type=number_flag(low=1.0), metavar="X",
         help="the 'max_slowdown' pick: least energy within X times the fastest time "
              "(default: 1.05, or what the study's last run or report used; export --pick follows it)",
     )
     picks.add_argument(
-        "--eta", type=float, metavar="ETA",
+        "--eta", type=number_flag(low=0.0, high=1.0), metavar="ETA",
         help="the 'cost_weighted' pick minimises ETA x energy + (1 - ETA) x max power x time (Zeus); "
              "1 = energy only, 0 = time only (default: 0.5, or what the study's last run or report used)",
     )

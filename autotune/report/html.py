@@ -14,8 +14,8 @@ from autotune.atomic_write import write_text_atomic
 
 from autotune.report.noise import noise_line
 from autotune.report.device_words import DeviceWords, view_device_words
-from autotune.report.payback import no_baseline_in_space
-from autotune.report.units import energy_text, energy_unit, figure, time_text, time_unit
+from autotune.report.payback import estimated_saving_mark, no_baseline_in_space
+from autotune.report.units import energy_text, energy_unit, estimate_header, estimate_mark, figure, time_text, time_unit
 from autotune.report.pareto_json import nodes_text
 from autotune.ds_config import deepspeed_config
 from autotune.report.front import Point
@@ -83,7 +83,10 @@ def scatter_section(view: StudyView, document: dict, run_dir: Path) -> str:
     line = [(p.time_s / t_div, p.energy_kj / e_div) for p in view.front]
     time_source, energy_source = (" and ".join(v) if isinstance(v, list) else v for v in (document["source"], document["energy_source"]))
     title = f"Time vs energy to solution of every evaluated trial ({time_source} time, {energy_source} energy)"
-    svg = scatter_svg(markers, line, f"time to solution ({t_unit})", f"energy to solution ({e_unit})", str(title))
+    # The axes say it too: a screenshot of the plot loses the SVG's title, and must not pass estimates off as measured.
+    time_label, energy_label = (f"{what} to solution ({unit}{'' if source == 'measured' else ', ' + source})"
+                                for what, unit, source in (("time", t_unit, time_source), ("energy", e_unit, energy_source)))
+    svg = scatter_svg(markers, line, time_label, energy_label, str(title))
     legend = (
         '<p class="legend"><span class="key front"></span> Pareto front (line) <span class="key feasible"></span> '
         'other feasible <span class="key baseline"></span> baseline <span class="key infeasible"></span> '
@@ -101,6 +104,7 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
     e_unit, e_div = energy_unit([view.point(r["trial"]).energy_kj for r in document["picks"]])
     error = document.get("simulator_error")
     picked = [view.point(row["trial"]) for row in document["picks"]]
+    sources = [p.energy_source for p in picked]
     for row in document["picks"]:
         p = view.point(row["trial"])
         tie = f' <span class="note">({esc(tie_sentence(row["tied_with"]))})</span>' if row.get("tied_with") else ""
@@ -109,14 +113,15 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
             esc(p.trial),
             esc(knobs_sentence(p.params)),
             esc(figure(p.time_s, t_div) + figure_bar(error, picked, p, "time_s")),
-            esc(figure(p.energy_kj, e_div) + figure_bar(error, picked, p, "energy_kj")),
+            esc(figure(p.energy_kj, e_div) + figure_bar(error, picked, p, "energy_kj") + estimate_mark(sources, p.energy_source)),
             esc(figure(p.tflops)),
             esc(figure(p.tflop_per_kj)),
-            *(esc(change_text(row, key, row.get("noise_pct")))
-              for key in ("energy_saved_pct", "time_change_pct", "tflop_per_kj_change_pct")),
+            esc(change_text(row, "energy_saved_pct", row.get("noise_pct"))
+                + ("" if row["energy_saved_pct"] is None else estimated_saving_mark(view, p))),
+            *(esc(change_text(row, key, row.get("noise_pct"))) for key in ("time_change_pct", "tflop_per_kj_change_pct")),
         ])
     headers = ["pick", "trial", "configuration", f"time {t_unit}{header_bar(error, picked, 'time_s')}",
-               f"energy {e_unit}{header_bar(error, picked, 'energy_kj')}", f"TFLOP/s {words.per()}", "TFLOP /kJ",
+               f"energy {e_unit}{header_bar(error, picked, 'energy_kj')}{estimate_header(sources)}", f"TFLOP/s {words.per()}", "TFLOP /kJ",
                "energy saved", "time change", "TFLOP/kJ change"]
     params = view.pick_parameters
     explain = (f"{esc(error_sentence(error))} " if error_sentence(error) else "") + (
@@ -177,10 +182,11 @@ def pick_details_section(view: StudyView, document: dict, run_dir: Path) -> str:
     return '<section id="pick-details"><h2>Each pick</h2>\n' + "\n".join(blocks) + "</section>"
 
 
-def _trial_row(row: dict, feasible: set[int], t_div: float, e_div: float) -> list[str]:
+def _trial_row(row: dict, feasible: set[int], t_div: float, e_div: float, sources: list[str]) -> list[str]:
     status = row["status"] if row["status"] != "ok" or row["trial"] in feasible else "ok (infeasible)"
+    energy = figure(row.get("energy_kj"), e_div) + estimate_mark(sources, row.get("energy_source") or "")
     figures_or_reason = (
-        [esc(figure(row["time_s"], t_div)), esc(figure(row["energy_kj"], e_div)), esc(figure(row.get("tflops")))]
+        [esc(figure(row["time_s"], t_div)), esc(energy), esc(figure(row.get("tflops")))]
         if row.get("time_s") is not None and row.get("energy_kj") is not None
         else ["", "", ""]
     )
@@ -197,17 +203,18 @@ def trials_section(view: StudyView, document: dict, run_dir: Path) -> str:
     feasible = {p.trial for p in view.points}
     t_unit, t_div = time_unit([r["time_s"] for r in view.trials])
     e_unit, e_div = energy_unit([r["energy_kj"] for r in view.trials])
-    headers = ["trial", "status", *(title for _, title in KNOB_COLUMNS), f"time {t_unit}", f"energy {e_unit}",
+    sources = [r.get("energy_source") or "" for r in view.trials if r.get("energy_kj") is not None]
+    headers = ["trial", "status", *(title for _, title in KNOB_COLUMNS), f"time {t_unit}", f"energy {e_unit}{estimate_header(sources)}",
                f"TFLOP/s {view_device_words(view).per()}", "reason"]
     evaluated = [r for r in view.trials if r["status"] != "invalid"]
     # Candidates refused before running (rules, memory estimate) are many and teach little: fold them.
     refused = [r for r in view.trials if r["status"] == "invalid"]
     html = '<section id="trials"><h2>All evaluated trials</h2>\n'
-    html += _table(headers, [_trial_row(r, feasible, t_div, e_div) for r in evaluated], "trials") if evaluated else "<p>None.</p>"
+    html += _table(headers, [_trial_row(r, feasible, t_div, e_div, sources) for r in evaluated], "trials") if evaluated else "<p>None.</p>"
     if refused:
         html += (
             f"\n<details><summary>{len(refused)} candidates refused before running (invalid: a rule or the memory "
-            f"estimate)</summary>\n{_table(headers, [_trial_row(r, feasible, t_div, e_div) for r in refused], 'trials')}</details>"
+            f"estimate)</summary>\n{_table(headers, [_trial_row(r, feasible, t_div, e_div, sources) for r in refused], 'trials')}</details>"
         )
     return html + "</section>"
 

@@ -9,7 +9,7 @@ from autotune.report.device_words import GPU_WORDS, DeviceWords
 from autotune.report.front import Point
 from autotune.report.html_parts import esc, num, table
 from autotune.report.importance import METHOD, OBJECTIVE_TITLES, held_fixed
-from autotune.report.payback import SECONDS_PER_HOUR, cost_sentence
+from autotune.report.payback import SECONDS_PER_HOUR, cost_sentence, saved_label
 from autotune.report.picks import pick_label
 from autotune.report.study_points import StudyView
 from autotune.report.svg import share_bars_svg, stacked_bar_svg
@@ -56,6 +56,7 @@ def tuning_cost_section(view: StudyView, document: dict, run_dir: Path) -> str:
             esc(pick_label(row["name"], view.pick_parameters)),
             esc(row["trial"]),
             esc(num(None if saved is None else saved / SECONDS_PER_HOUR, ".3g")
+                + ("" if saved is None else saved_label(row))
                 + noise_mark(row.get("energy_change_pct"), row.get("energy_noise_pct"))),
             esc(num(row["payback_training_hours"], ".3g")),
             esc(row["text"]),

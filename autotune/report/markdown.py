@@ -5,11 +5,11 @@ from __future__ import annotations
 from autotune.report.device_words import view_device_words
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar, tie_sentence
 from autotune.report.noise import noise_line
-from autotune.report.units import energy_unit, figure, time_unit
+from autotune.report.units import energy_unit, estimate_header, estimate_mark, figure, time_unit
 from autotune.report.pareto_json import nodes_text
 from autotune.report.pareto_json import provenance_sentence, workload_sentence
 from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
-from autotune.report.payback import cost_sentence, payback_by_trial, payback_sentence
+from autotune.report.payback import cost_sentence, estimated_saving_mark, payback_by_trial, payback_sentence
 from autotune.report.picks import pick_label, picks_by_trial
 from autotune.report.power_limit import sweep_sentence
 from autotune.report.study_points import StudyView
@@ -50,11 +50,13 @@ def markdown_report(view: StudyView, document: dict) -> str:
         t_unit, t_div = time_unit([p.time_s for p in view.front])
         e_unit, e_div = energy_unit([p.energy_kj for p in view.front])
         per_device = f"TFLOP/s {view_device_words(view).per()}"
+        sources = [p.energy_source for p in view.front]
         lines += [
             "**Pareto front**",
             "",
             _row(["trial", *knob_titles, f"time {t_unit}{header_bar(error, view.front, 'time_s')}",
-                  f"energy {e_unit}{header_bar(error, view.front, 'energy_kj')}", per_device, "TFLOP /kJ", "pick"]),
+                  f"energy {e_unit}{header_bar(error, view.front, 'energy_kj')}{estimate_header(sources)}", per_device,
+                  "TFLOP /kJ", "pick"]),
             _row(["---:"] + ["---"] * len(knob_titles) + ["---:"] * 4 + ["---"]),
         ]
         for p in view.front:
@@ -62,7 +64,7 @@ def markdown_report(view: StudyView, document: dict) -> str:
                 p.trial,
                 *(knob_value(p.params, knob) for knob, _ in KNOB_COLUMNS),
                 figure(p.time_s, t_div) + figure_bar(error, view.front, p, "time_s"),
-                figure(p.energy_kj, e_div) + figure_bar(error, view.front, p, "energy_kj"),
+                figure(p.energy_kj, e_div) + figure_bar(error, view.front, p, "energy_kj") + estimate_mark(sources, p.energy_source),
                 figure(p.tflops),
                 figure(p.tflop_per_kj),
                 ", ".join(labels.get(p.trial, [])),
@@ -72,9 +74,10 @@ def markdown_report(view: StudyView, document: dict) -> str:
         lines += [f"**Picks** (vs baseline trial {document['baseline']})", ""]
         for row in document["picks"]:
             p = view.point(row["trial"])
+            estimated = estimated_saving_mark(view, p)  # said here, where no energy figure stands beside it
             lines.append(
                 f"- **{pick_label(row['name'], view.pick_parameters)}**: trial {p.trial}, {knobs_sentence(p.params)}: "
-                f"energy saved {change_text(row, 'energy_saved_pct', row.get('noise_pct'))}, "
+                f"energy saved {change_text(row, 'energy_saved_pct', row.get('noise_pct'))}{estimated}, "
                 f"time {change_text(row, 'time_change_pct', row.get('noise_pct'))}, "
                 f"TFLOP/kJ {change_text(row, 'tflop_per_kj_change_pct', row.get('noise_pct'))}"
                 + (f" ({tie_sentence(row['tied_with'])})" if row.get("tied_with") else "")

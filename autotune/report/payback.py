@@ -53,7 +53,12 @@ def probe_cost(row: dict) -> dict:
     if isinstance(cost, dict) and cost.get("time_s") is not None:
         # The cost's own label first: a replayed OOM has no energy block, yet its windows' energy was estimated.
         own = cost.get("energy_provenance")
-        provenance = (own if isinstance(own, str) else None) or block.get("provenance") or row.get("energy_source") or "unknown"
+        # A failed probe's result has energy "unavailable": that says nothing of an energy its cost does give
+        # (a replayed record's probe_cost without energy_provenance), whose label is then unknown.
+        result_label = row.get("energy_source")
+        if result_label == "unavailable" and cost.get("energy_kj") is not None:
+            result_label = None
+        provenance = (own if isinstance(own, str) else None) or block.get("provenance") or result_label or "unknown"
         # Whole-probe time, but energy a sensor saw only in the measured windows.
         basis = "probe_cost_window_energy" if cost.get("energy_scope") == "window" else "probe_cost"
         return {"time_s": float(cost["time_s"]), "energy_kj": cost.get("energy_kj"), "basis": basis, "provenance": provenance,
@@ -244,6 +249,7 @@ def cost_sentence(cost: dict) -> str:
         return cost["note"]
     energy = "unknown energy" if cost["energy_kj"] is None else _energy_text(cost["energy_kj"])
     provenance = cost["provenance"] if isinstance(cost["provenance"], str) else "mixed: " + ", ".join(cost["provenance"])
+    provenance = "provenance unknown" if provenance == "unknown" else provenance  # "14.7 J; unknown." reads as no figure
     if cost["time_s"] is None:
         return f"Tuning ran {cost['probes']} probes: unknown probe time and {energy}. {cost['note']}"
     return (
@@ -253,12 +259,24 @@ def cost_sentence(cost: dict) -> str:
     )
 
 
+def estimated_saving_mark(view: StudyView, point) -> str:
+    """` (estimated)` after a pick's saving against the baseline where either energy is an estimate, else ""
+    (a measured pick saves an estimate against an estimated baseline)."""
+    base = view.point(view.baseline_trial) if view.baseline_trial is not None else None
+    return " (estimated)" if base is not None and _saved_source(point, base) == "estimated" else ""
+
+
+def saved_label(row: dict) -> str:
+    """` (estimated)` or ` (simulated)` after a payback row's saving where its energies were not measured."""
+    return f" ({row['saved_source']})" if row.get("saved_source") not in (None, "measured") else ""
+
+
 def payback_sentence(row: dict) -> str:
     """`saves 1.2 kWh per training hour against the baseline; tuning is repaid after 3 h ...`."""
     saved_kj = row["saved_kj_per_training_hour"]
     if saved_kj is None:
         return row["text"]
-    label = f" ({row['saved_source']})" if row.get("saved_source") not in (None, "measured") else ""
+    label = saved_label(row)
     rate = (
         f"saves {saved_kj / SECONDS_PER_HOUR:.3g} kWh{label}" if saved_kj > 0 else f"uses {-saved_kj / SECONDS_PER_HOUR:.3g} kWh{label} more"
     ) if saved_kj else "saves nothing"

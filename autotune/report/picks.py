@@ -57,9 +57,15 @@ def max_power_per_gpu_w(hardware: HardwareProfile) -> float:
     return min(total_w, hardware.power.module_cap_w) if hardware.module_scope_energy else total_w
 
 
+def _slowdown_text(max_slowdown: float) -> str:
+    """`5%` for a few percent; a multiple from double on, where `9.99999e+07%` would not read."""
+    return f"{max_slowdown:g} x" if max_slowdown >= 2 else f"{100 * (max_slowdown - 1):g}%"
+
+
 def _meaning(name: str, parameters: PickParameters) -> str:
     if name == "max_slowdown":
-        return f"least energy within {100 * (parameters.max_slowdown - 1):g}% of fastest"
+        within = _slowdown_text(parameters.max_slowdown)
+        return f"least energy within {within} {'the fastest time' if within.endswith('x') else 'of fastest'}"
     if name == "cost_weighted":
         return f"eta {parameters.eta:g}"
     return {"min_energy": "least energy"}.get(name, "")
@@ -76,7 +82,7 @@ def pick_label(name: str, parameters: PickParameters) -> str:
 def short_pick_label(name: str, parameters: PickParameters) -> str:
     """For chart labels, where several picks share a point and space is short."""
     if name == "max_slowdown":
-        return f"within {100 * (parameters.max_slowdown - 1):g}%"
+        return f"within {_slowdown_text(parameters.max_slowdown)}"
     if name == "cost_weighted":
         return f"cost (eta {parameters.eta:g})"
     return PICK_FILES.get(name, name)

@@ -14,10 +14,10 @@ from autotune.report.error_bars import error_sentence, figure_bar, header_bar, p
 from autotune.report.noise import noise_line
 from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
 from autotune.report.pareto_json import nodes_text, not_measured_text, workload_sentence
-from autotune.report.payback import cost_sentence, payback_by_trial, payback_sentence
+from autotune.report.payback import cost_sentence, estimated_saving_mark, payback_by_trial, payback_sentence
 from autotune.report.picks import pick_label, picks_by_trial
 from autotune.report.power_limit import device_knobs_text, sweep_sentence
-from autotune.report.units import energy_text, energy_unit, figure, time_text, time_unit
+from autotune.report.units import energy_text, energy_unit, estimate_header, estimate_mark, figure, time_text, time_unit
 from autotune.report.study_points import StudyView
 from autotune.report.within_noise import labelled_change_text
 
@@ -80,9 +80,10 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
         table.add_column(title)
     t_unit, t_div = time_unit([p.time_s for p in view.front])
     e_unit, e_div = energy_unit([p.energy_kj for p in view.front])
+    sources = [p.energy_source for p in view.front]
     # The error bar in the header when every figure below is simulated; else after each simulated one.
     for column in (f"time {t_unit}{header_bar(error, view.front, 'time_s')}",
-                   f"energy {e_unit}{header_bar(error, view.front, 'energy_kj')}",
+                   f"energy {e_unit}{header_bar(error, view.front, 'energy_kj')}{estimate_header(sources)}",
                    f"TFLOP/s {words.per()}", "TFLOP /kJ", "mem GiB"):
         table.add_column(column, justify="right")
     table.add_column("pick")
@@ -91,7 +92,7 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
             str(p.trial),
             *(str(knob_value(p.params, knob)) for knob, _ in KNOB_COLUMNS),
             figure(p.time_s, t_div) + figure_bar(error, view.front, p, "time_s"),
-            figure(p.energy_kj, e_div) + figure_bar(error, view.front, p, "energy_kj"),
+            figure(p.energy_kj, e_div) + figure_bar(error, view.front, p, "energy_kj") + estimate_mark(sources, p.energy_source),
             figure(p.tflops),
             figure(p.tflop_per_kj),
             figure(p.peak_mem_gib),
@@ -108,8 +109,9 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
             line += f" [yellow]({tie_sentence(row['tied_with'])})[/]"
         if row["energy_saved_pct"] is not None and p.trial != view.baseline_trial:
             noise = row.get("noise_pct")
+            saved = "energy saved" + estimated_saving_mark(view, p)
             line += (
-                f"  ({labelled_change_text(row, 'energy_saved_pct', noise, 'energy saved')}, "
+                f"  ({labelled_change_text(row, 'energy_saved_pct', noise, saved)}, "
                 f"{labelled_change_text(row, 'time_change_pct', noise, 'time')}, "
                 f"{labelled_change_text(row, 'tflop_per_kj_change_pct', noise, 'TFLOP/kJ')} vs baseline trial {view.baseline_trial})"
             )

@@ -54,3 +54,15 @@ def energy_text(value_kj: float | None) -> str:
     """One energy in the unit that reads best for it alone (`4.2 J`, `1.3 kWh`): never 0 for a non-zero one."""
     unit, divisor = energy_unit([value_kj or 0.0])
     return f"{figure(value_kj, divisor)} {unit}"
+
+
+# An estimate says so wherever it is shown (the energy of a machine without sensors, from a power model):
+# a column of estimates once, in its header; in a column of mixed sources, each estimate after its figure.
+def estimate_header(energy_sources: list[str]) -> str:
+    """" (estimated)" for a column's header when every energy in it is estimated, else ""."""
+    return " (estimated)" if energy_sources and all(s == "estimated" for s in energy_sources) else ""
+
+
+def estimate_mark(energy_sources: list[str], energy_source: str) -> str:
+    """" (estimated)" after one estimated energy of a column whose header does not say it (mixed sources)."""
+    return " (estimated)" if energy_source == "estimated" and not estimate_header(energy_sources) else ""

@@ -158,10 +158,18 @@ def test_report_markdown_escapes_pipes(simulated_run):
     assert "a\\|b" in markdown_report(view, document)
 
 
-@pytest.mark.parametrize(("option", "value"), [("--max-slowdown", "0.5"), ("--eta", "-0.1")])
+@pytest.mark.parametrize(("option", "value"), [
+    ("--max-slowdown", "0.5"), ("--max-slowdown", "nan"), ("--max-slowdown", "inf"), ("--max-slowdown", "1.05x"),
+    ("--eta", "-0.1"), ("--eta", "1.5"), ("--eta", "nan"),
+])
 def test_bad_pick_options_exit_2(simulated_run, capsys, option, value):
-    assert main(["report", str(simulated_run), option, value]) == 2
-    assert option in capsys.readouterr().err
+    """Checked where the flag is read: argparse's one line and exit 2, before any report is rewritten."""
+    before = (simulated_run / "pareto.json").read_bytes()
+    with pytest.raises(SystemExit) as stopped:
+        main(["report", str(simulated_run), option, value])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and err.startswith(f"autotune report: error: argument {option}: ") and len(err.splitlines()) == 1
+    assert (simulated_run / "pareto.json").read_bytes() == before
 
 
 def test_report_html_option_writes_the_page(simulated_run, capsys):
@@ -198,6 +206,71 @@ def test_only_simulated_figures_carry_the_simulators_error_bar(tmp_path, capsys)
     assert main(["report", str(out), "--format", "md"]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ") and "+-" in line]
     assert {int(row.split("|")[1]) for row in rows} == {p.trial for p in view.front if p.source == "simulated"}
+
+
+def _replayed_run(tmp_path, capsys, source_of) -> tuple:
+    """A replay of 7b on 1 node whose records' sources are `source_of(number)`, its energy ranked though estimated."""
+    assert main(["space", "--model", "7b", "--nodes", "1", "--simulate", "--json"]) == 0
+    valid = [entry for entry in json.loads(capsys.readouterr().out) if entry["valid"]]
+    for number, entry in enumerate(valid):
+        entry["source"] = source_of(number)
+    (tmp_path / "m.json").write_text(json.dumps(valid))
+    out = tmp_path / "run"
+    assert main(["run", "--model", "7b", "--nodes", "1", "--backend", "replay", "--measurements", str(tmp_path / "m.json"),
+                 "--out", str(out), "--trials", "12", "--allow-estimated-energy"]) == 0
+    capsys.readouterr()
+    return out, *build_report(load_finished_study(out))
+
+
+def _cells(html: str, table_class: str) -> list[list[str]]:
+    import re
+    from html import unescape
+
+    body = re.search(rf'<table class="{table_class}">(.*?)</table>', html, re.S).group(1)
+    return [[unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row, re.S)]
+            for row in re.findall(r"<tr>(.*?)</tr>", body, re.S)]
+
+
+def test_an_estimated_energy_says_so_in_every_table_and_on_the_plot(tmp_path, capsys):
+    """Measured and estimated records mixed: each estimated energy is marked where it stands, and so is each
+    saving against the (estimated) baseline; the plot's energy axis names its sources."""
+    out, view, document = _replayed_run(tmp_path, capsys, lambda number: "estimated" if number % 3 else "measured")
+    estimated = {p.trial for p in view.front if p.energy_source == "estimated"}
+    assert estimated and estimated != {p.trial for p in view.front}  # the case under test: a front of both
+    assert view.point(view.baseline_trial).energy_source == "estimated"
+    text = _terminal(out)
+    for p in view.front:  # the front table: a row per point, its trial first
+        row = next(line for line in text.splitlines() if line.startswith(f"│ {p.trial:>5} │"))
+        assert ("(estimated)" in row) == (p.trial in estimated), row
+    savings = [line for line in text.splitlines() if "energy saved" in line and "vs baseline trial" in line]  # pick lines
+    assert savings and all("energy saved (estimated)" in line for line in savings)
+    assert main(["report", str(out), "--format", "md"]) == 0
+    md = capsys.readouterr().out
+    for p in view.front:
+        row = next(line for line in md.splitlines() if line.startswith(f"| {p.trial} |"))
+        assert ("(estimated)" in row) == (p.trial in estimated), row
+    picked = [line for line in md.splitlines() if line.startswith("- **") and "energy saved" in line]
+    assert picked and all("(estimated)" in line for line in picked), picked
+    html = (out / "report.html").read_text()
+    picks = _cells(html, "picks")
+    saved = picks[0].index("energy saved")
+    assert all(row[saved].endswith("(estimated)") for row in picks[1:] if row[saved] != "n/a"), picks
+    payback = _cells(html, "payback")
+    assert all("(estimated)" in row[2] for row in payback[1:]), payback  # kWh saved per training hour
+    trials = _cells(html, "trials")
+    energy = next(i for i, title in enumerate(trials[0]) if title.startswith("energy"))
+    marked = {int(row[0]) for row in trials[1:] if row[energy].endswith("(estimated)")}
+    assert marked == {r["trial"] for r in view.trials if r.get("energy_source") == "estimated" and r.get("time_s") is not None}
+    assert "energy to solution (kJ, estimated and measured)" in html and "time to solution (min)" in html
+
+
+def test_a_column_of_estimates_says_so_once_in_its_header(tmp_path, capsys):
+    out, view, _ = _replayed_run(tmp_path, capsys, lambda number: "estimated")
+    text = _terminal(out)
+    header = next(line for line in text.splitlines() if "time min" in line)
+    assert "energy kJ (estimated)" in " ".join(header.split()), header
+    assert not [line for line in text.splitlines() if line.startswith("│") and "(estimated)" in line]
+    assert "energy to solution (kJ, estimated)" in (out / "report.html").read_text()
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from autotune.report.front import Point
-from autotune.report.payback import payback_row, probe_cost
+from autotune.report.payback import cost_sentence, payback_row, probe_cost
 from autotune.report.study_points import StudyView
 from autotune.study import load_finished_study
 from tests.report.conftest import OOM_PROBE_COST
@@ -23,6 +23,18 @@ def test_probe_cost_prefers_probe_cost_then_window_then_simulated():
         "time_s": 20.0, "energy_kj": 52.0, "basis": "energy_window", "provenance": "measured"}
     assert probe_cost({"source": "simulated", "details": {"phases_s": {}}})["energy_kj"] == 0.0
     assert probe_cost({"source": "measured", "details": {}})["basis"] == "unknown"
+    # A failed probe's result says its energy is "unavailable"; a recorded cost's energy is still a figure, of
+    # unknown provenance, never labelled "unavailable" beside a number.
+    failed = {"energy_source": "unavailable", "details": {"probe_cost": {"time_s": 90.0, "energy_kj": 0.0147}}}
+    assert probe_cost(failed)["provenance"] == "unknown"
+    no_energy = {"energy_source": "unavailable", "details": {"probe_cost": {"time_s": 90.0, "energy_kj": None}}}
+    assert probe_cost(no_energy)["provenance"] == "unavailable"
+
+
+def test_a_cost_of_unknown_provenance_says_so_in_words():
+    cost = {"ran_on_hardware": True, "probes": 2, "time_s": 180.0, "gpu_hours": 0.1, "energy_kj": 0.0147,
+            "provenance": "unknown", "note": ""}
+    assert "14.7 J; provenance unknown." in cost_sentence(cost)
 
 
 def test_payback_hours_compare_the_same_work():

@@ -14,6 +14,7 @@ from autotune.report.picks import (
     pick_label,
     pick_rows,
     savings,
+    short_pick_label,
 )
 
 
@@ -75,6 +76,12 @@ def test_labels_name_the_export_pick_and_the_parameters():
     assert pick_label("cost_weighted", params) == "cost-weighted (eta 0.25)"
     assert pick_label("min_energy", params) == "min-energy (least energy)"
     assert pick_label("fastest", params) == "fastest" and pick_label("knee", params) == "knee"
+    # Past double, a multiple: a least-energy pick of a scaling study read "within 9.99999e+07% of fastest".
+    huge = PickParameters(max_slowdown=1e6, eta=0.5, max_power_per_gpu_w=680.0)
+    assert pick_label("max_slowdown", huge) == "max-slowdown (least energy within 1e+06 x the fastest time)"
+    assert short_pick_label("max_slowdown", huge) == "within 1e+06 x"
+    assert pick_label("max_slowdown", PickParameters(max_slowdown=2.0, eta=0.5, max_power_per_gpu_w=680.0)).endswith("within 2 x the fastest time)")
+    assert short_pick_label("max_slowdown", params) == "within 10%"
     for name, stem in PICK_FILES.items():  # every label starts with what `autotune export --pick` takes
         assert pick_label(name, params).split(" (")[0] == stem
 
