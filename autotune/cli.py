@@ -1,7 +1,8 @@
 """Command line: parses, prints, and calls the layers below. Never imports torch or deepspeed.
 
 Each subcommand lives in `autotune/commands/<name>.py` with `register(subparsers)`, which adds its
-parser and sets `func(args) -> int`. A `UserError` anywhere becomes one line on stderr and exit 2.
+parser and sets `func(args) -> int`. A `UserError` anywhere becomes one line on stderr and exit 2,
+prefixed as argparse prefixes a usage error of that subcommand (`autotune run: error: ...`).
 """
 
 from __future__ import annotations
@@ -56,7 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except UserError as exc:
-        print(f"autotune: error: {one_line(exc)}", file=sys.stderr)
+        # The subcommand's prefix, as argparse's own errors have it ("autotune report: error: ..."): one
+        # wording for every bad input of a command, whichever layer found it.
+        print(f"autotune {args.command}: error: {one_line(exc)}", file=sys.stderr)
         return 2
 
 

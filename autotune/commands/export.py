@@ -48,6 +48,9 @@ def _run(args) -> int:
         raise UserError(f"{args.run_dir} is not a directory; pass the --out directory of an `autotune run`")
     if args.output is not None and args.measurements is not None:
         raise UserError(f"-o names a config file; --measurements {args.measurements} is the file it writes: drop -o")
+    if args.launcher != "auto" and args.measurements is not None:
+        raise UserError(f"--launcher {args.launcher} chooses how a pick's launch.sh starts its ranks; --measurements writes "
+                        "probe results and no launch.sh: drop --launcher")
     if args.force and args.measurements is None:
         raise UserError("--force replaces an earlier --measurements file; an exported config replaces an earlier export "
                         "without it (and never another file): drop --force")

@@ -139,6 +139,21 @@ def keep_device_knobs_if_unsettable(settings, backend, console):
     return replace(settings, space=replace(space, **untouched))
 
 
+# What makes a directory a run directory: a study's storage, or the reports of one (a --storage study's).
+RUN_DIR_MARKS = ("study.db", "pareto.json")
+
+
+def check_not_inside_run(run_dir: Path, out_flag: str) -> None:
+    """A run directory inside another (`--out OTHER_RUN/trials`) would put a study among that run's probe
+    folders and configs, where its reports and `export` would be taken for the other run's: refused."""
+    for parent in Path(run_dir).resolve().parents:
+        mark = next((name for name in RUN_DIR_MARKS if (parent / name).is_file()), None)
+        if mark:
+            raise UserError(f"{out_flag} {run_dir} is inside the run directory {parent} (it holds {mark}); a study "
+                            f"there would mix with that run's files: pass --out a directory outside it, such as "
+                            f"{parent.with_name(parent.name + '-2')}")
+
+
 def _report_command(run_dir: Path, args: argparse.Namespace) -> str:
     """The `autotune report` that shows this run's study, as messages suggest it."""
     from autotune.study.storage import storage_flags
@@ -295,6 +310,7 @@ def _run(args: argparse.Namespace) -> int:
     check_energy_objective(backend, args.objectives, args.allow_estimated_energy)
     # Before any study is opened or probe started: a path that cannot be written fails now, in one line.
     out_flag = "--out" if args.out else "run directory"
+    check_not_inside_run(run_dir, out_flag)
     created = missing_directories(run_dir)
     writable_directory(run_dir, out_flag, fix="pass --out with a writable directory")
     try:
@@ -341,7 +357,8 @@ def _run(args: argparse.Namespace) -> int:
     # is no success, whatever the budget: the failing-start stop's exit status. Not while other workers'
     # probes may still succeed: the last of them says it.
     others_left = sum(c.valid for c in checks) > len(evaluated_trials(study))
-    nothing = None if elsewhere else no_probe_succeeded(study, others_left)
+    nothing = None if elsewhere else no_probe_succeeded(study, others_left, replayed=backend.name == "replay",
+                                                        unrecorded_left=bool(dropped))
     if nothing:
         raise UserError(nothing)
     return 0

@@ -62,12 +62,15 @@ def _what_a_resume_does(failed: list) -> str:
     return f"the study resumes and probes again the {setup} candidate(s) that failed on the set-up{kept}"
 
 
-def no_probe_succeeded(study: optuna.Study, others_left: bool = True) -> str | None:
+def no_probe_succeeded(study: optuna.Study, others_left: bool = True, replayed: bool = False,
+                       unrecorded_left: bool = False) -> str | None:
     """Why no probe of a study that evaluated candidates succeeded (every one failed, timed out or ran out
     of memory), in one line with the fix; None when one ran to its end, or none was evaluated. Whatever the
     budget: the failing-start stop above needs three failures in one run. A probe that ran but cannot be
     ranked (energy only estimated, or missing) succeeded as a probe: its figures and why they are not
-    ranked are in the report. `others_left`: whether the space holds valid candidates not evaluated yet."""
+    ranked are in the report. `others_left`: whether the space holds valid candidates not evaluated yet
+    (on replay: recorded ones). `replayed`: a replay study, whose candidates were looked up, not probed;
+    `unrecorded_left`: the space holds valid candidates its file lacks."""
     released = released_trials(study)
     evaluated = [t for t in study.get_trials(deepcopy=False) if is_evaluated(t, released)]
     if not evaluated or any(t.user_attrs["result"].get("status") == "ok" for t in evaluated):
@@ -77,9 +80,18 @@ def no_probe_succeeded(study: optuna.Study, others_left: bool = True) -> str | N
     head = (f"no probe of this study succeeded (of its {len(evaluated)} evaluated candidate(s), {said}), so nothing "
             "is on its front")
     others = "probe others with a larger --trials" if others_left else "every candidate of the space was probed"
+    widen = "widen the space (ZeRO-3, offload, checkpointing, more --nodes in a --space file)"
     failed = [t for t in evaluated if t.state == TrialState.FAIL]
+    if replayed and not others_left:
+        # A larger --trials replays nothing more, and a recorded failure is not fixed by running the replay again:
+        # the next step is a probe on hardware, of the candidates the file lacks or of a wider space.
+        failure = f". {_trial_failure(max(failed, key=lambda t: t.number))}" if failed else ""
+        if unrecorded_left:
+            return (f"{head}{failure}. Every recorded candidate was evaluated (the recording is exhausted): measure the "
+                    "valid candidates it lacks (--backend launch)")
+        return (f"{head}{failure}. Every recorded candidate, and so every valid one of the space, was evaluated: {widen} "
+                "and measure its new candidates (--backend launch)")
     if not failed:
-        widen = "widen the space (ZeRO-3, offload, checkpointing, more --nodes in a --space file)"
         return f"{head}: {others}, or {widen}" if others_left else f"{head}: {others}; {widen}"
     setup = sum(bool(t.user_attrs.get(SETUP_FAILURE_ATTR)) for t in failed)
     again = "run the same command again" + ("" if setup == len(evaluated) else f" ({others})")

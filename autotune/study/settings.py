@@ -69,10 +69,15 @@ class StudySettings:
             return None
         shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
         if figures_use_profile:
+            verb = "differs" if len(changed) == 1 else "differ"
+            # The same file given again: it was edited since the study began, and naming it as the fix helps nobody.
+            resume = ("put back the figures the file had when the study began to resume"
+                      if stored.get("hardware") == current["hardware"]
+                      else f"pass --hardware {hardware_flag(str(stored.get('hardware')))} to resume")
             raise UserError(
                 f"{where} holds a study whose figures came from another '{self.hardware.name}' profile ({shown} "
-                f"{'differs' if len(changed) == 1 else 'differ'} from {current['hardware']}); old and new figures would not be comparable: {start_new} with this "
-                f"profile, or pass --hardware {hardware_flag(str(stored.get('hardware')))} to resume"
+                f"{verb} from {current['hardware']}); old and new figures would not be comparable: {start_new} with this "
+                f"profile, or {resume}"
             )
         return (f"the hardware profile differs from the one this study began with ({shown}); the study's figures "
                 f"(measured or recorded, not computed from the profile) are kept, and {current['hardware']} now guides "

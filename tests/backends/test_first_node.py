@@ -271,7 +271,7 @@ def test_run_from_a_login_node_refuses_estimates_by_the_first_host_s_sensors(sta
     done = _autotune_run(tmp_path, "--hostfile", str(remote_hostfile), path=f"{bin_dir}:{os.environ['PATH']}")
     assert done.returncode == 2, done.stderr
     error = done.stderr.strip().splitlines()[-1]
-    assert error == ("autotune: error: no energy sensor on nid001 (the probes' first node, asked over ssh), "
+    assert error == ("autotune run: error: no energy sensor on nid001 (the probes' first node, asked over ssh), "
                      "`autotune sensors` there says why: pass --allow-estimated-energy to rank by estimated energy, "
                      "or --objectives time")
     assert "nid001" in log.read_text() and not (tmp_path / "run" / "trials").exists()
@@ -293,7 +293,7 @@ def test_a_profile_the_first_host_s_gpus_do_not_match_is_refused_before_any_prob
                          path=f"{bin_dir}:{os.environ['PATH']}")
     assert done.returncode == 2, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert lines[-1].startswith(f"autotune: error: {said}") and "Traceback" not in done.stderr, done.stderr
+    assert lines[-1].startswith(f"autotune run: error: {said}") and "Traceback" not in done.stderr, done.stderr
     assert not (tmp_path / "run" / "trials").exists()
 
 
@@ -305,6 +305,6 @@ def test_run_with_an_unreachable_first_host_is_one_line_before_any_probe(remote_
     done = _autotune_run(tmp_path, "--hostfile", str(remote_hostfile), path=f"{bin_dir}:{os.environ['PATH']}")
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].startswith(
-        "autotune: error: could not reach nid001, the hostfile's first host, over ssh (ssh: connect to host nid001 "
+        "autotune run: error: could not reach nid001, the hostfile's first host, over ssh (ssh: connect to host nid001 "
         "port 22: No route to host)")
     assert not (tmp_path / "run" / "trials").exists()

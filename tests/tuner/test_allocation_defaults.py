@@ -52,7 +52,7 @@ def test_what_an_allocation_holds_is_never_blamed_on_a_flag(tmp_path):
                           capture_output=True, text=True, timeout=120, cwd=tmp_path,
                           env={**environ, **SLURM, "SLURM_JOB_NUM_NODES": "9" * 15})
     assert huge.returncode == 2
-    assert huge.stderr.strip() == (f"autotune: error: SLURM allocation 4242 holds {'9' * 15} nodes, more than "
+    assert huge.stderr.strip() == (f"autotune run: error: SLURM allocation 4242 holds {'9' * 15} nodes, more than "
                                    "1000000000000; pass --nodes with the count to study")
 
 
@@ -122,7 +122,7 @@ def test_a_launch_study_with_node_counts_out_of_reach_is_refused_before_it_opens
     )
     assert run.returncode == 2
     assert run.stderr.strip().splitlines()[-1] == (
-        "autotune: error: candidates with 2 node(s) cannot start here: the candidate needs 2 nodes but torchrun starts "
+        "autotune run: error: candidates with 2 node(s) cannot start here: the candidate needs 2 nodes but torchrun starts "
         "ranks on this machine only: give --hostfile (deepspeed launcher) or run inside a SLURM allocation (srun); "
         "or study what can start (--nodes 1)")
     assert not (tmp_path / "r").exists()

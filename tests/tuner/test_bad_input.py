@@ -455,6 +455,23 @@ def test_what_a_run_writes_in_its_directory_is_checked_before_the_study(tmp_path
     assert [p.name for p in (tmp_path / "configs").iterdir()] == ["knee.json"]  # no temporary file left
 
 
+@pytest.mark.parametrize("mark", ["study.db", "pareto.json"])  # its own storage, or the reports of a --storage study
+def test_a_run_directory_inside_another_run_is_refused(tmp_path, capsys, mark):
+    """`--out OTHER_RUN/trials` would mix a study with that run's probe folders and configs."""
+    other = tmp_path / "runs" / "32b-4n"
+    (other / "trials").mkdir(parents=True)
+    (other / mark).write_text("")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    for out in (other / "trials", other / "trials" / "a" / "b"):
+        err = run_main(["run", *STUDY, "--out", str(out)], capsys)
+        assert_one_clear_line(err, f"--out {out} is inside the run directory {other}", f"holds {mark}",
+                              "pass --out a directory outside it")
+        assert err.startswith("autotune run: error: ")
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before  # nothing made, nothing touched
+    assert main(["run", *STUDY, "--trials", "1", "--out", str(tmp_path / "runs" / "other")]) == 0  # beside it: fine
+    capsys.readouterr()
+
+
 def test_nothing_of_a_refused_directory_is_left_behind(tmp_path):
     import os
 
@@ -545,6 +562,7 @@ CLI_CASES = [
     (["export", "{existing}", "-o", "{tmp}"], "is a directory"),
     (["export", "{existing}", "--measurements", "{tmp}"], "measurements.jsonl"),  # not the config's knee.json
     (["export", "{existing}", "--measurements", "{tmp}/m.jsonl", "-o", "{tmp}/x.json"], "is the file it writes: drop -o"),
+    (["export", "{existing}", "--measurements", "{tmp}/m.jsonl", "--launcher", "srun"], "no launch.sh: drop --launcher"),
     (["export", "{existing}", "-o", "{tmp}/afile/x.json"], "afile is a file"),
     (["export", "{existing}", "-o", "/proc/autotune-x/x.json"], "cannot write in"),
     (["sensors", "--sample", "0"], "--sample"),

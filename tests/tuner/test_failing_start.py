@@ -166,7 +166,7 @@ def test_the_cli_says_it_in_one_last_line_keeps_the_trials_and_the_report_names_
     done = autotune("run", *SETTINGS, "--backend", "replay", "--measurements", measurements, "--out", run_dir)
     assert done.returncode == 2, done.stderr
     last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("autotune: error: stopped: the 3 probes of this run all failed or timed out"), last
+    assert last.startswith("autotune run: error: stopped: the 3 probes of this run all failed or timed out"), last
     assert "Traceback" not in done.stderr
     trials = optuna.load_study(study_name=None, storage=f"sqlite:///{run_dir / 'study.db'}").trials
     assert [t.state for t in trials] == [TrialState.FAIL] * 3

@@ -133,10 +133,14 @@ def test_a_study_in_which_no_probe_succeeded_exits_2_in_one_line_whatever_the_bu
     assert done.returncode == 2, done.stderr
     last = done.stderr.strip().splitlines()[-1]
     evaluated = min(int(trials), 2)
-    others = "probe others with a larger --trials" if evaluated == 1 else "every candidate of the space was probed"
-    assert last == (f"autotune: error: no probe of this study succeeded (of its {evaluated} evaluated candidate(s), "
-                    f"{evaluated} failed), so nothing is on its front. Trial {evaluated - 1}: failed: NCCL timeout. Fix that "
-                    f"and run the same command again ({others}): the study resumes, and its failed trials are kept"), last
+    head = (f"autotune run: error: no probe of this study succeeded (of its {evaluated} evaluated candidate(s), "
+            f"{evaluated} failed), so nothing is on its front. Trial {evaluated - 1}: failed: NCCL timeout")
+    if evaluated == 1:  # a recorded candidate is left: a larger budget replays it
+        assert last == (f"{head}. Fix that and run the same command again (probe others with a larger --trials): the "
+                        "study resumes, and its failed trials are kept"), last
+    else:  # the recording is exhausted: running the replay again changes nothing, a probe on hardware does
+        assert last == (f"{head}. Every recorded candidate was evaluated (the recording is exhausted): measure the valid "
+                        "candidates it lacks (--backend launch)"), last
     assert "Traceback" not in done.stderr and (tmp_path / "r" / "pareto.json").is_file()  # the reports name each failure
     again = autotune(*replay, "--trials", trials)  # nothing left to probe: still no success
     assert again.returncode == 2 and again.stderr.strip().splitlines()[-1] == last
@@ -146,8 +150,23 @@ def test_a_study_whose_every_probe_ran_out_of_memory_exits_2_with_what_to_widen(
     done = autotune(*RUN, "--backend", "replay", "--measurements", _records(tmp_path, ["oom", "oom"]), "--out", tmp_path / "r")
     assert done.returncode == 2, done.stderr
     last = done.stderr.strip().splitlines()[-1]
-    assert ("no probe of this study succeeded (of its 2 evaluated candidate(s), 2 ran out of memory), so nothing is on "
-            "its front: every candidate of the space was probed; widen the space (ZeRO-3") in last
+    assert last == ("autotune run: error: no probe of this study succeeded (of its 2 evaluated candidate(s), 2 ran out "
+                    "of memory), so nothing is on its front. Every recorded candidate was evaluated (the recording is "
+                    "exhausted): measure the valid candidates it lacks (--backend launch)"), last
+
+
+def test_an_exhausted_replay_of_the_whole_space_says_to_widen_it(tmp_path):
+    """Where the file held every valid candidate, measuring 'the others' is no step: the space must grow."""
+    study = _study(tmp_path)
+    run_study(study, settings_for(*SETTINGS), _Probes("oom", "oom"), 2, early_stop=False)
+    said = no_probe_succeeded(study, others_left=False, replayed=True, unrecorded_left=False)
+    assert said == ("no probe of this study succeeded (of its 2 evaluated candidate(s), 2 ran out of memory), so nothing "
+                    "is on its front. Every recorded candidate, and so every valid one of the space, was evaluated: "
+                    "widen the space (ZeRO-3, offload, checkpointing, more --nodes in a --space file) and measure its "
+                    "new candidates (--backend launch)")
+    # The launch backend's study at the space's end: its own wording, not a recording's.
+    assert no_probe_succeeded(study, others_left=False).endswith("every candidate of the space was probed; widen the space "
+                                                                 "(ZeRO-3, offload, checkpointing, more --nodes in a --space file)")
 
 
 def test_one_probe_that_succeeded_is_enough(tmp_path):
