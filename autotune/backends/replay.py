@@ -95,8 +95,9 @@ def _optional_number(origin: str, record: dict, key: str, low_open: bool = False
 
 
 def study_of(candidate: Candidate) -> dict:
-    """What a candidate's figures are for beyond its knobs: a record's `study`."""
-    return {"model": candidate.model.name, "hardware": candidate.hardware.name, "gpus_per_node": candidate.gpus_per_node,
+    """What a candidate's figures are for beyond its knobs: a record's `study` (the hardware by its node:
+    figures measured on gh200 nodes replay under every calibration of gh200)."""
+    return {"model": candidate.model.name, "hardware": candidate.hardware.base_name, "gpus_per_node": candidate.gpus_per_node,
             **{key: getattr(candidate.workload, key) for key in ("frames", "text_tokens", "global_batch", "samples", "precision")}}
 
 

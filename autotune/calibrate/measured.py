@@ -5,6 +5,10 @@ counted the GPU apart); one that ran out of memory or failed has no figures and 
 Only measured figures calibrate: a simulated study would fit the simulator to itself, and estimated
 energy comes from a power model, not a sensor. Either is skipped with a line saying why, unless the
 caller allows it.
+A probe whose candidate is no candidate of its study's space (a knob value the space does not list, or
+a rule the study's own profile refuses) is left out, neither fitted nor counted, in one line per run
+directory: the study never proposes one, so it was enqueued by hand or the study's profile changed
+since (a resume with another profile of the same node).
 """
 
 from __future__ import annotations
@@ -14,10 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autotune.calibrate.observations import Observation, checked_candidate, checked_knobs, checked_observation
-from autotune.candidate import Candidate
+from autotune.candidate import Candidate, Knobs
+from autotune.checks import shown
 from autotune.errors import ConfigError, UserError
-from autotune.hardware import HardwareProfile, hardware_flag
+from autotune.hardware import HardwareProfile, hardware_flag, kept_base_name
 from autotune.measure.combine import not_measured
+from autotune.space import rule_violation
+
+# Reasons a run directory's line lists before "and N more" (each names its trials).
+SHOWN_REASONS = 3
 
 
 @dataclass
@@ -25,9 +34,26 @@ class MeasuredRuns:
     observations: list[Observation] = field(default_factory=list)
     not_run: dict = field(default_factory=dict)  # status (oom, failed, timeout) -> probes
     _skips: dict = field(default_factory=dict)  # (run directory, why) -> trial numbers
+    _outside: dict = field(default_factory=dict)  # run directory -> {why: trial numbers}
 
     def skip(self, origin: str, trial: int, why: str) -> None:
         self._skips.setdefault((origin, why), []).append(trial)
+
+    def leave_out(self, origin: str, trial: int, why: str) -> None:
+        self._outside.setdefault(origin, {}).setdefault(why, []).append(trial)
+
+    @property
+    def left_out(self) -> list[str]:
+        """One line per run directory whose probes of candidates outside its study's space were left out:
+        how many, and each reason with its trials."""
+        lines = []
+        for origin, reasons in self._outside.items():
+            probes = sum(len(numbers) for numbers in reasons.values())
+            listed = [f"{_trials(numbers)} ({why})" for why, numbers in reasons.items()]
+            more = f"; and {len(listed) - SHOWN_REASONS} more reasons" if len(listed) > SHOWN_REASONS else ""
+            lines.append(f"{origin}: {probes} probe{'s' if probes > 1 else ''} of candidates outside the study's space, "
+                         f"neither fitted nor counted: {'; '.join(listed[:SHOWN_REASONS])}{more}")
+        return lines
 
     @property
     def skipped(self) -> list[str]:
@@ -61,11 +87,29 @@ def _figures(result: dict, candidate: Candidate) -> dict:
     return figures
 
 
-def _trial_observations(origin: str, trial, settings, allow_estimated: bool, allow_simulated: bool, runs: MeasuredRuns):
+def _outside_space(knobs: Knobs, study_settings) -> str | None:
+    """Why `knobs` are no candidate of the study's space (judged by its own settings, with the profile it
+    kept), or None. The memory estimate is not asked: a measured figure shows the candidate ran."""
+    for knob, value in knobs.to_dict().items():
+        listed = study_settings.space.values(knob)
+        if value not in listed:
+            return f"{knob} = {shown(value)}, not among the space's {shown(list(listed))}"
+    return rule_violation(study_settings.candidate(knobs.to_dict()))
+
+
+def _trial_observations(origin: str, trial, settings, allow_estimated: bool, allow_simulated: bool, runs: MeasuredRuns,
+                        study_settings=None):
+    """The observations of one evaluated trial into `runs`. `settings`: the study's, on the profile being
+    calibrated; `study_settings`: the study's own (its profile may be another of the same node), else `settings`."""
     result = trial.user_attrs["result"]
     key = f"trial {trial.number}"
     if not isinstance(result, dict) or "status" not in result:
         raise ConfigError(f"{origin}: {key} has no readable result; the study is damaged: re-run that trial or leave the run out")
+    knobs = checked_knobs(origin, key, (trial.user_attrs.get("candidate") or {}).get("knobs"))
+    outside = _outside_space(knobs, study_settings or settings)
+    if outside:
+        runs.leave_out(origin, trial.number, outside)
+        return
     if result["status"] != "ok":
         runs.not_run[result["status"]] = runs.not_run.get(result["status"], 0) + 1
         return
@@ -73,9 +117,8 @@ def _trial_observations(origin: str, trial, settings, allow_estimated: bool, all
         runs.skip(origin, trial.number, f"its figures are {result.get('source')}, not measured (calibrating the "
                   "simulator against its own output teaches nothing); pass --allow-simulated only to test the fit")
         return
-    knobs = checked_knobs(origin, key, (trial.user_attrs.get("candidate") or {}).get("knobs"))
-    # A study prunes what its rules refuse before a probe; one that broke them here was damaged, or the
-    # profile to calibrate is not the one it ran on (a higher minimum power limit, say).
+    # The study's own profile allowed it (above): the profile to calibrate is not the one it ran on (a
+    # higher minimum power limit, say), and cannot represent what was measured.
     candidate = checked_candidate(origin, key, settings.candidate(knobs.to_dict()),
                                   "calibrate the profile the study ran on (its own, without --hardware), or leave the run out")
     missing = not_measured(result.get("details"))
@@ -108,6 +151,10 @@ def _trial_observations(origin: str, trial, settings, allow_estimated: bool, all
                   "from a power model, not measured; pass --allow-estimated-energy to fit it anyway")
 
 
+def _described(hardware: HardwareProfile) -> str:
+    return hardware.name if hardware.base_name == hardware.name else f"{hardware.name}, calibrated from {hardware.base_name}"
+
+
 def load_measured(run_dirs: list[Path], hardware: HardwareProfile, allow_estimated: bool = False,
                   allow_simulated: bool = False) -> MeasuredRuns:
     """Observations from every evaluated trial of each run directory, on `hardware`."""
@@ -126,17 +173,21 @@ def load_measured(run_dirs: list[Path], hardware: HardwareProfile, allow_estimat
         stored = study.user_attrs.get("settings")
         if not stored:
             raise UserError(f"the study in {run_dir} has no trials yet; run `autotune run` there first")
-        if stored.get("hardware_name") != hardware.name:
+        # By the node, not the profile's own name: a study on gh200 calibrates every calibration of gh200.
+        if kept_base_name(stored) != hardware.base_name:
             flag = hardware_flag(str(stored.get("hardware")))
             raise UserError(
-                f"{run_dir} was measured on hardware '{stored.get('hardware_name')}' but the profile to calibrate is "
-                f"'{hardware.name}'; pass --hardware {flag} (calibrate one kind of node at a time)"
+                f"{run_dir} was measured on hardware '{kept_base_name(stored)}' but the profile to calibrate is "
+                f"'{_described(hardware)}'; pass --hardware {flag} (calibrate one kind of node at a time)"
             )
         try:
             # The stored profile path may be gone (another machine): the candidates take `hardware` instead.
             settings = replace(StudySettings.from_dict({**stored, "hardware": hardware.source or hardware.name}), hardware=hardware)
+            # What the study judged its candidates by: the profile it kept (studies from before profiles
+            # were kept name a file that may be gone: `hardware` stands in).
+            own = StudySettings.from_dict(stored) if "hardware_profile" in stored else settings
         except (KeyError, TypeError, ValueError) as exc:
             raise UserError(f"{run_dir}: the study's stored settings are unreadable ({exc}); the study is damaged") from None
         for trial in evaluated_trials(study).values():
-            _trial_observations(origin, trial, settings, allow_estimated, allow_simulated, runs)
+            _trial_observations(origin, trial, settings, allow_estimated, allow_simulated, runs, own)
     return runs

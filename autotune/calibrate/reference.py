@@ -131,13 +131,14 @@ def _observation(origin: str, index: int, raw, candidates: dict, source: str) ->
 
 
 def load_reference(name_or_path: str, hardware: HardwareProfile) -> list[Observation]:
-    """Every figure of the reference as an observation on `hardware` (whose name must be the reference's)."""
+    """Every figure of the reference as an observation on `hardware` (the reference's, or a calibration of it)."""
     data, name = read_reference(name_or_path)
     origin = f"reference {name}"
-    if data["hardware"] != hardware.name:
+    if data["hardware"] != hardware.base_name:
+        given = hardware.name if hardware.base_name == hardware.name else f"{hardware.name}, calibrated from {hardware.base_name}"
         raise ConfigError(
-            f"{origin} holds figures measured on '{data['hardware']}' hardware, but --hardware is '{hardware.name}'; "
-            f"pass --hardware {data['hardware']} (or a profile of that name) to calibrate against it"
+            f"{origin} holds figures measured on '{data['hardware']}' hardware, but --hardware is '{given}'; "
+            f"pass --hardware {data['hardware']} (or a profile of that name or calibrated from it) to calibrate against it"
         )
     if not isinstance(data["configurations"], dict) or not isinstance(data["figures"], list) or not data["figures"]:
         raise ConfigError(f"{origin}: 'configurations' must be an object and 'figures' a non-empty list; {_FIX}")

@@ -79,6 +79,7 @@ def report_text(document: dict) -> str:
         f"calibrating the simulator of '{document['hardware']}' against {document['observations']} observations "
         f"({', '.join(document['sources'])})",
     ]
+    lines += [f"  left out: {line}" for line in document.get("left_out", [])]
     lines += [f"  skipped: {line}" for line in document.get("skipped", [])]
     lines += [f"  repeated: {line}" for line in document.get("repeated", [])]
     if document.get("loo_by") == "configuration":

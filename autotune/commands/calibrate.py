@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from autotune.commands.flags import path_flag
@@ -116,6 +117,15 @@ def _check_not_the_base(path: Path | None, base) -> None:
                         f"such as {path.with_name(path.stem + '-calibrated.toml')}")
 
 
+def _calibrated_name(path: Path, base) -> str:
+    """The name of the profile -o writes: its file's (a study run with `--hardware my-cluster.toml` reads
+    as one on `my-cluster` in its reports and pareto.json), not its base's, or it would read as one on the
+    base. A file named like a built-in profile would read as that one: `<base>-calibrated` then."""
+    from autotune.hardware import available_hardware
+
+    return f"{base.base_name}-calibrated" if path.stem in available_hardware() else path.stem
+
+
 def _run(args: argparse.Namespace) -> int:
     from autotune.atomic_write import write_text_atomic
     from autotune.calibrate.fit import Calibration
@@ -136,16 +146,16 @@ def _run(args: argparse.Namespace) -> int:
     _check_output(args.output)
     base = _base_hardware(args)
     _check_not_the_base(args.output, base)
-    observations, extra = [], {"skipped": [], "not_run": {}}
+    observations, extra = [], {"left_out": [], "skipped": [], "not_run": {}}
     if args.reference:
         observations += load_reference(args.reference, base)
     if args.run_dirs:
         measured = load_measured(args.run_dirs, base, args.allow_estimated_energy, args.allow_simulated)
         observations += measured.observations
-        extra = {"skipped": measured.skipped, "not_run": measured.not_run}
+        extra = {"left_out": measured.left_out, "skipped": measured.skipped, "not_run": measured.not_run}
     if not observations:
         counts = ", ".join(f"{n} {status}" for status, n in extra["not_run"].items())
-        why = ([f"probes without figures ({counts})"] if counts else []) + extra["skipped"]
+        why = extra["left_out"] + ([f"probes without figures ({counts})"] if counts else []) + extra["skipped"]
         raise UserError(
             f"no usable observation: {'; '.join(why) or 'no probe was evaluated'}; "
             "run a measured study (`autotune run --backend launch`) first"
@@ -160,7 +170,9 @@ def _run(args: argparse.Namespace) -> int:
     document = calibration_document(cal, fit, loo, {"loo_by": None if args.no_loo else args.loo_by, "held": args.hold, **extra})
     if args.output is not None:
         error = profile_error(document)
-        profile = with_simulator_constants(base, fit.constants, error=error)
+        # A name of its own, and the node it describes kept: figures measured on the base's nodes stay its figures.
+        profile = replace(with_simulator_constants(base, fit.constants, error=error),
+                          name=_calibrated_name(args.output, base), calibrated_from=base.base_name)
         header = (
             f"{_HEADER} from {base.source or base.name} against "
             f"{len(observations)} observations ({', '.join(document['sources'])})"
@@ -169,10 +181,12 @@ def _run(args: argparse.Namespace) -> int:
         )
         write_text_atomic(args.output, dump_hardware(profile, header))
         document["written"] = str(args.output)
+        document["written_name"] = profile.name
     if args.json:
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     else:
         sys.stdout.write(report_text(document))
         if args.output is not None:
-            sys.stdout.write(f"wrote {args.output}: use it with --hardware {args.output}\n")
+            sys.stdout.write(f"wrote {args.output}, profile '{document['written_name']}' calibrated from "
+                             f"'{base.base_name}': use it with --hardware {args.output}\n")
     return 0

@@ -9,7 +9,15 @@ estimated-energy model use, and the simulator's constants (`[simulator]`, see do
 from __future__ import annotations
 
 from autotune.hardware.dump import dump_hardware, figure_differences, hardware_to_dict, with_simulator_constants
-from autotune.hardware.load import PROFILE_DIR, available_hardware, hardware_flag, load_hardware, parse_hardware, stored_hardware
+from autotune.hardware.load import (
+    PROFILE_DIR,
+    available_hardware,
+    hardware_flag,
+    kept_base_name,
+    load_hardware,
+    parse_hardware,
+    stored_hardware,
+)
 from autotune.hardware.profile import CpuSpec, GpuSpec, HardwareProfile, LinkSpec, PowerSpec
 from autotune.hardware.simulator_constants import (
     DEFAULT_SIMULATOR_CONSTANTS,
@@ -36,6 +44,7 @@ __all__ = [
     "figure_differences",
     "hardware_flag",
     "hardware_to_dict",
+    "kept_base_name",
     "load_hardware",
     "parse_hardware",
     "stored_hardware",

@@ -41,6 +41,7 @@ def dump_hardware(profile: HardwareProfile, header: str = "") -> str:
     lines = [f"# {line}" if line else "#" for line in header.splitlines()]
     lines += [
         f"name = {_value(profile.name)}",
+        *([f"calibrated_from = {_value(profile.calibrated_from)}"] if profile.calibrated_from else []),
         f"description = {_value(profile.description)}",
         f"gpus_per_node = {_value(profile.gpus_per_node)}",
         f"cuda = {_value(profile.cuda)}",
@@ -67,8 +68,8 @@ def hardware_to_dict(profile: HardwareProfile) -> dict:
     return tomllib.loads(dump_hardware(profile))
 
 
-# What a profile's figures do not depend on: its wording and its stated error.
-_NOT_FIGURES = ("description", "simulator_error")
+# What a profile's figures do not depend on: its names, its wording and its stated error.
+_NOT_FIGURES = ("name", "calibrated_from", "description", "simulator_error")
 
 
 def figure_differences(stored: dict, current: dict) -> list[str]:

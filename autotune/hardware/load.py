@@ -42,7 +42,7 @@ _NUMBERS = {
     "memory_interconnect_w": _WATTS,
     "min_limit_w": (0.0, True, 1.0e5, False),
 }
-_TOP_KEYS = ("name", "description", "gpus_per_node", "cuda", "module_scope_energy", "gpu", "cpu",
+_TOP_KEYS = ("name", "calibrated_from", "description", "gpus_per_node", "cuda", "module_scope_energy", "gpu", "cpu",
              "host_link", "intra_node", "inter_node", "power", "simulator", "simulator_error")
 
 
@@ -134,6 +134,7 @@ def parse_hardware(data: dict, origin: str, source: str = "") -> HardwareProfile
         source=source,
         simulator=simulator_constants(origin, data.get("simulator")),
         simulator_error=simulator_error(origin, data.get("simulator_error")),
+        calibrated_from=_text(origin, "calibrated_from", data.get("calibrated_from", ""), required="calibrated_from" in data),
     )
     _check_consistency(origin, profile)
     return profile
@@ -167,6 +168,14 @@ def load_hardware(name_or_path: str) -> HardwareProfile:
         raise ConfigError(f"{origin}: cannot be read ({exc.strerror}); check the path and its permissions") from None
     # Absolute: messages and a study's settings name the file wherever a later command runs.
     return parse_hardware(data, origin, source=str(path.resolve()))
+
+
+def kept_base_name(settings: dict) -> str | None:
+    """`HardwareProfile.base_name` of the profile a study's settings kept (`hardware_name` alone in
+    studies from before profiles were kept in them), without parsing the profile."""
+    kept = settings.get("hardware_profile")
+    calibrated_from = kept.get("calibrated_from") if isinstance(kept, dict) else None
+    return calibrated_from if isinstance(calibrated_from, str) and calibrated_from else settings.get("hardware_name")
 
 
 def stored_hardware(data: dict, origin: str) -> HardwareProfile:

@@ -69,6 +69,16 @@ class HardwareProfile:
     # Leave-one-out error of the simulator in percent per metric (time_s_pct, energy_kj_pct,
     # tflops_pct, power_w_pct), written by `autotune calibrate`; empty when never calibrated.
     simulator_error: dict = field(default_factory=dict, hash=False)
+    # The name of the profile `autotune calibrate` started from (the first one, through recalibrations);
+    # empty for a profile never calibrated. See `base_name`.
+    calibrated_from: str = ""
+
+    @property
+    def base_name(self) -> str:
+        """The node this profile describes, by the name of the profile it was calibrated from (its own name
+        when it never was): a calibrated profile has a name of its own for reports, but figures measured
+        on gh200 nodes (a study, a reference set) are figures of every calibration of gh200 too."""
+        return self.calibrated_from or self.name
 
     def peak_tflops(self, dtype: str = "bf16") -> float:
         return self.gpu.peak_bf16_tflops if dtype == "bf16" else self.gpu.peak_fp32_tflops

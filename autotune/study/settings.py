@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 
 from autotune.candidate import Candidate, Knobs
 from autotune.errors import UserError
-from autotune.hardware import HardwareProfile, figure_differences, hardware_flag, hardware_to_dict, stored_hardware
+from autotune.hardware import HardwareProfile, figure_differences, hardware_flag, hardware_to_dict, kept_base_name, stored_hardware
 from autotune.models import ModelSpec, model_from_json
 from autotune.space import SearchSpace, nodes_flag
 from autotune.workload import Workload
@@ -51,7 +51,7 @@ class StudySettings:
     def check_same_as(self, stored: dict, where: str, figures_use_profile: bool) -> str | None:
         """A resumed study must be the same question; otherwise say how to start a new one.
 
-        A profile of the same name with other figures (a calibrated copy, an edited file) is refused
+        A profile of the same node with other figures (a calibration of it, an edited file) is refused
         where the study's figures come from it (simulated, or energy estimated from its power model):
         old and new figures would not be comparable. Where every figure is measured or replayed it only
         guides the search and places the memory wall, so the resumed study takes it, and the line
@@ -75,17 +75,13 @@ class StudySettings:
                       if stored.get("hardware") == current["hardware"]
                       else f"pass --hardware {hardware_flag(str(stored.get('hardware')))} to resume")
             raise UserError(
-                f"{where} holds a study whose figures came from another '{self.hardware.name}' profile ({shown} "
+                f"{where} holds a study whose figures came from another '{self.hardware.base_name}' profile ({shown} "
                 f"{verb} from {current['hardware']}); old and new figures would not be comparable: {start_new} with this "
                 f"profile, or {resume}"
             )
         return (f"the hardware profile differs from the one this study began with ({shown}); the study's figures "
                 f"(measured or recorded, not computed from the profile) are kept, and {current['hardware']} now guides "
                 "the search and the memory estimates")
-
-
-# What each part of the settings is called in a refusal, with the flag or file that sets it.
-_PART_WORDS = {"hardware_name": "--hardware", "gpus_per_node": "--gpus-per-node"}
 
 
 def _differences(stored: dict, current: dict) -> list[str]:
@@ -97,9 +93,11 @@ def _differences(stored: dict, current: dict) -> list[str]:
         names = (model.get("name") if isinstance(model, dict) else model, here.get("name"))
         out.append(f"--model {names[0]}, not {names[1]}" if names[0] != names[1] else
                    f"another --model {names[1]} (its sizes differ)")
-    for key, flag in _PART_WORDS.items():
-        if stored.get(key) != current[key]:
-            out.append(f"{flag} {stored.get(key)}, not {current[key]}")
+    # By the node: a calibration of the study's profile (a name of its own, its base kept) is that profile changed.
+    if kept_base_name(stored) != kept_base_name(current):
+        out.append(f"--hardware {stored.get('hardware_name')}, not {current['hardware_name']}")
+    if stored.get("gpus_per_node") != current["gpus_per_node"]:
+        out.append(f"--gpus-per-node {stored.get('gpus_per_node')}, not {current['gpus_per_node']}")
     for part in ("workload", "space"):
         held, now = stored.get(part) or {}, current[part]
         for key in now:

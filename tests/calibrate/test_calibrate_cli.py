@@ -33,7 +33,7 @@ def test_reference_calibration_writes_a_profile_a_study_can_use(tmp_path):
                    "--hardware", profile, "--out", tmp_path / "run")
     assert run.returncode == 0, run.stderr
     pareto = json.loads((tmp_path / "run" / "pareto.json").read_text())
-    assert pareto["hardware"] == "gh200" and pareto["front"]
+    assert pareto["hardware"] == "gh200-calibrated" and pareto["front"]  # its own name, not its base's
 
 
 def test_quick_calibration_prints_the_error_tables(tmp_path):
@@ -106,14 +106,15 @@ def test_a_study_of_other_hardware_names_its_profile_as_a_flag(simulated_run):
     assert "was measured on hardware 'gh200'" in other.stderr and "pass --hardware gh200 (" in other.stderr
 
 
-def _copy_changing_results(run_dir, out, change, limit: int = -1):
-    """A copy of a run directory whose stored probe results `change` edited (the first `limit`, or all)."""
+def _copy_changing_results(run_dir, out, change, limit: int = -1, key: str = "result"):
+    """A copy of a run directory whose stored probe results (or other trial attribute `key`) `change`
+    edited (the first `limit`, or all)."""
     import shutil
 
     shutil.copytree(run_dir, out)
     with sqlite3.connect(out / "study.db") as db:
-        rows = db.execute("SELECT trial_user_attribute_id, value_json FROM trial_user_attributes WHERE key = 'result' "
-                          "LIMIT ?", (limit,)).fetchall()
+        rows = db.execute("SELECT trial_user_attribute_id, value_json FROM trial_user_attributes WHERE key = ? "
+                          "ORDER BY trial_id LIMIT ?", (key, limit)).fetchall()
         for row_id, value in rows:
             result = json.loads(value)
             change(result)
@@ -126,6 +127,25 @@ def test_a_corrupt_measured_result_is_refused_with_one_line(simulated_run, tmp_p
     refused = autotune("calibrate", run, "--no-loo", "--allow-simulated")
     assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
     assert "time_s" in refused.stderr and "out of range" in refused.stderr
+
+
+def test_probes_of_candidates_outside_the_study_space_are_left_out_in_one_line(simulated_run, tmp_path):
+    """Before, their figures were fitted (a knob value the space does not list passed every check)."""
+    outside = _copy_changing_results(simulated_run, tmp_path / "outside", lambda c: c["knobs"].update(power_limit=0.5),
+                                     limit=2, key="candidate")
+    result = autotune("calibrate", outside, "--no-loo", "--allow-simulated", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["left_out"] == [f"{outside}: 2 probes of candidates outside the study's space, neither fitted nor "
+                                  "counted: trials 0-1 (power_limit = 0.5, not among the space's [1.0, 0.9, 0.8, 0.7])"]
+    assert not {row["id"] for row in report["per_observation"]} & {f"{outside.name}#0", f"{outside.name}#1"}
+    text = autotune("calibrate", outside, "--no-loo", "--allow-simulated")
+    assert f"  left out: {report['left_out'][0]}\n" in text.stdout
+    every = _copy_changing_results(simulated_run, tmp_path / "every", lambda c: c["knobs"].update(power_limit=0.5),
+                                   key="candidate")
+    refused = autotune("calibrate", every, "--no-loo", "--allow-simulated")
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert f"no usable observation: {every}: " in refused.stderr and "probes of candidates outside the study's space" in refused.stderr
 
 
 @pytest.mark.slow

@@ -1,5 +1,6 @@
 """Which figures of a measured probe become observations, and which are skipped with a reason."""
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -16,10 +17,13 @@ KNOBS = {"zero_stage": 3, "optimizer_offload": "none", "activation_checkpointing
          "micro_batch": 1, "nodes": 1, "power_limit": 1.0, "sm_clock_mhz": "max"}
 
 
-def _settings(hardware="h100-sxm"):
+def _settings(hardware="h100-sxm", space=None):
+    """A study of 7b on one node: the default space, or `space` (knob -> values) in place of its lists."""
     model = load_model("7b")
-    return StudySettings(model, load_hardware(hardware), make_workload(model), 8 if hardware == "h100-sxm" else 4,
-                         load_space(None, (1,)))
+    profile = load_hardware(hardware) if isinstance(hardware, str) else hardware
+    default = load_space(None, (1,))
+    return StudySettings(model, profile, make_workload(model), profile.gpus_per_node,
+                         replace(default, **{knob: tuple(values) for knob, values in (space or {}).items()}))
 
 
 def _trial(**result):
@@ -99,14 +103,56 @@ def _refusal(knob, value) -> str:
     return str(refused.value)
 
 
-@pytest.mark.parametrize("knob, value, words", [
-    ("sp_degree", 3, "SP degree 3 does not divide the 8 GPUs"),
-    ("power_limit", 0.1, "power limit 0.1 x 700 W = 70 W is below the device's minimum of 200 W"),
-    ("micro_batch", 128, "micro-batch 128 x data-parallel size 8 = 1024 does not divide the global batch 64"),
+@pytest.mark.parametrize("status", ["ok", "oom"])
+@pytest.mark.parametrize("knob, value, space, words", [
+    ("sp_degree", 3, {}, "sp_degree = 3, not among the space's [1, 2, 4, 8]"),
+    ("power_limit", 0.1, {}, "power_limit = 0.1, not among the space's [1.0, 0.9, 0.8, 0.7]"),
+    ("zero_stage", 3, {"zero_stage": (1, 2)}, "zero_stage = 3, not among the space's [1, 2]"),
+    # In the space's lists, refused by its rules on the study's own profile.
+    ("sp_degree", 3, {"sp_degree": (1, 3)}, "SP degree 3 does not divide the 8 GPUs"),
+    ("power_limit", 0.1, {"power_limit": (1.0, 0.1)}, "power limit 0.1 x 700 W = 70 W is below the device's minimum of 200 W"),
+    ("micro_batch", 128, {"micro_batch": (1, 128)},
+     "micro-batch 128 x data-parallel size 8 = 1024 does not divide the global batch 64"),
 ])
-def test_a_trial_the_space_rules_refuse_is_not_fitted(knob, value, words):
-    # A study prunes such a candidate before its probe: here the study is damaged or the profile is another.
-    assert f"runs/x: trial 3 is not a valid candidate: {words}" in _refusal(knob, value)
+def test_a_probe_outside_its_study_space_is_left_out_neither_fitted_nor_counted(knob, value, space, words, status):
+    """A study never proposes such a candidate (one enqueued by hand, or judged by a profile the study has
+    changed since): its figures answer another question, and its out-of-memory is none of the space's.
+    Before, an ok probe stopped the command ("is not a valid candidate", or was fitted when only outside the
+    space's lists) and a failed one was counted among the probes without figures."""
+    trial = _trial(status=status)
+    trial.user_attrs["candidate"] = {"knobs": {**KNOBS, knob: value}}
+    runs = MeasuredRuns()
+    _trial_observations("runs/x", trial, _settings(space=space), False, False, runs)
+    assert not runs.observations and runs.not_run == {} and runs.skipped == []
+    assert runs.left_out == [f"runs/x: 1 probe of candidates outside the study's space, neither fitted nor counted: "
+                             f"trial 3 ({words})"]
+
+
+def test_the_left_out_probes_of_a_run_are_one_line_with_each_reason_and_its_trials():
+    runs = MeasuredRuns()
+    for number, knobs in [(1, {"zero_stage": 0}), (2, {"sp_degree": 3}), (4, {"zero_stage": 0}), (5, {}), (6, {"zero_stage": 0})]:
+        trial = _trial(status="oom")
+        trial.number, trial.user_attrs["candidate"] = number, {"knobs": {**KNOBS, **knobs}}
+        _trial_observations("runs/x", trial, _settings(space={"zero_stage": (1, 2, 3)}), False, False, runs)
+    assert runs.not_run == {"oom": 1}  # trial 5 only
+    assert runs.left_out == [
+        "runs/x: 4 probes of candidates outside the study's space, neither fitted nor counted: trials 1, 4, 6 "
+        "(zero_stage = 0, not among the space's [1, 2, 3]); trial 2 (sp_degree = 3, not among the space's [1, 2, 4, 8])"
+    ]
+
+
+def test_a_probe_the_profile_to_calibrate_refuses_but_its_study_allowed_is_refused():
+    """The study's own profile allowed the candidate, the profile given to calibrate does not (a higher
+    minimum power limit): that profile is not the node the study measured, one line says so."""
+    h100 = load_hardware("h100-sxm")
+    stricter = replace(h100, power=replace(h100.power, min_limit_w=500.0))
+    trial = _trial()
+    trial.user_attrs["candidate"] = {"knobs": {**KNOBS, "power_limit": 0.7}}
+    with pytest.raises(ConfigError) as refused:
+        _trial_observations("runs/x", trial, _settings(stricter), False, False, MeasuredRuns(), study_settings=_settings(h100))
+    assert str(refused.value) == (
+        "runs/x: trial 3 is not a valid candidate: power limit 0.7 x 700 W = 490 W is below the device's minimum of "
+        "500 W; calibrate the profile the study ran on (its own, without --hardware), or leave the run out")
 
 
 def test_one_line_per_reason_names_its_trials():

@@ -17,9 +17,13 @@ RUN = ("run", "--model", "7b", "--nodes", "1", "--gpus-per-node", "2")
 
 
 def _calibrated_copy(path, step_overhead_s=5e-10):
-    """What `autotune calibrate -o` writes: the base profile's name, other constants."""
+    """What `autotune calibrate -o` writes: other constants, a name of its own (its file's), its base kept."""
+    from dataclasses import replace
+
     base = load_hardware("gh200")
-    path.write_text(dump_hardware(with_simulator_constants(base, {"step_overhead_s": step_overhead_s})))
+    calibrated = replace(with_simulator_constants(base, {"step_overhead_s": step_overhead_s}), name=path.stem,
+                         calibrated_from="gh200")
+    path.write_text(dump_hardware(calibrated))
     return path
 
 
