@@ -63,6 +63,12 @@ class Backend(abc.ABC):
         keeps files; a backend that keeps none ignores it.
         """
 
+    def resumes(self, trial_number: int, earlier_trials: list[int]) -> None:
+        """Optional hook, called before evaluate(candidate, trial_number) when that trial probes again the
+        candidate of trials a stopped run left unfinished: `earlier_trials`, the one it retries first, then
+        the one that trial retried, and so on. A backend that keeps files per trial may take over what they
+        completed (launch: the repeats whose results are whole). Default: nothing."""
+
     def device_settings_available(self) -> tuple[bool, str]:
         """Optional hook: whether candidates may set power limits and SM clocks, and the reason when
         not (the study then keeps those knobs untouched). Backends that change no device: (True, "")."""

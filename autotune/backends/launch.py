@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
 import shlex
@@ -10,6 +12,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from autotune.atomic_write import write_text_atomic
 from autotune.backends.base import Backend, ProbeResult
 from autotune.backends.device_restore import LocalDeviceSettings
 from autotune.backends.first_node import NodeAnswer, ask_first_node, probes_first_node
@@ -25,6 +28,15 @@ from autotune.backends.launchers import (
 from autotune.backends.probe_outcome import measured_figures, not_ok_result, ok_result, read_result
 from autotune.backends.probe_options import DEFAULT_LAUNCHER, check_probe_options, probe_default
 from autotune.backends.probe_process import ProbeProcess
+from autotune.backends.repeat_takeover import (
+    WALL_LOWER_BOUND,
+    Expected,
+    RunRecord,
+    TakenOver,
+    result_name,
+    take_over,
+    taken_over_line,
+)
 from autotune.build_locks import build_locks, extensions_root
 from autotune.candidate import Candidate
 from autotune.ds_config import deepspeed_config
@@ -47,8 +59,13 @@ class LaunchBackend(Backend):
 
     Every trial gets RUN_DIR/trials/NNNN/ with candidate.json, ds_config.json (the exact DeepSpeed
     config the probe trains with: it is passed as --deepspeed-config), log.txt (the launcher's stdout
-    and stderr) and result.json (result-1.json ... result-N.json with repeats=N). Probe trouble is a
-    result, never an exception: status ok | oom | failed | timeout (docs/launch.md).
+    and stderr), result.json (result-1.json ... result-N.json with repeats=N) and probe_runs.json (the
+    probe settings, and each repeat's wall time). Probe trouble is a result, never an exception:
+    status ok | oom | failed | timeout (docs/launch.md).
+
+    Resumes: a trial that probes again the candidate of trials a stopped run left unfinished (the study
+    says which through `resumes()`) takes over their complete repeats and runs only the missing ones
+    (repeat_takeover.py).
 
     Interruptions: the launcher runs in a session of its own, so a Ctrl-C at the terminal does not
     reach the ranks. Two ways to stop them, both ending in SIGTERM to the probe's process group and
@@ -105,6 +122,7 @@ class LaunchBackend(Backend):
         self._aborted = False
         self._devices = LocalDeviceSettings()  # power limits and clocks before the study, for dead probes
         self._first_node: NodeAnswer | None | bool = False  # False: not asked yet (first_node())
+        self._resumed: dict[int, tuple[int, ...]] = {}  # trial number -> the trials it probes again (resumes())
 
     def _environ(self) -> dict[str, str]:
         """What a probe starts with: this process's environment and the backend's `env` on top."""
@@ -169,34 +187,46 @@ class LaunchBackend(Backend):
         raise ConfigError(f"candidates with {', '.join(map(str, unreachable))} node(s) cannot start here: "
                           f"{reasons[unreachable[0]]}{instead}")
 
+    def resumes(self, trial_number: int, earlier_trials: list[int]) -> None:
+        """Trial `trial_number` probes again the candidate of `earlier_trials` (the nearest first), which a
+        stopped run left unfinished: its evaluate() takes over the repeats they completed."""
+        self._resumed[trial_number] = tuple(earlier_trials)
+
     def evaluate(self, candidate: Candidate, trial_number: int = 0) -> ProbeResult:
         self._raise_if_aborted()
         trial_dir = self.trial_dir(trial_number).resolve()
         log_path = trial_dir / "log.txt"
+        earlier = self._resumed.pop(trial_number, ())
         self._prepare(trial_dir, candidate)
+        record = RunRecord(trial_dir, self.probe_settings())
+        taken = self._take_over(candidate, trial_dir, earlier, record) if earlier else {}
         environ = self._environ()
         launcher = resolve_launcher(self.launcher, candidate, self.hostfile, environ)
-        reason = unreachable_reason(launcher, candidate, self.hostfile, environ)
-        if reason is not None:
-            _append_log(log_path, f"== autotune: not launched: {reason}\n")
-            return not_ok_result("failed", reason, trial_dir, log_path, launcher=launcher)
-        if candidate.knobs.changes_device_settings and self._probes_here():
-            self._devices.record()
+        if len(taken) < self.repeats:  # else nothing is launched
+            reason = unreachable_reason(launcher, candidate, self.hostfile, environ)
+            if reason is not None:
+                _append_log(log_path, f"== autotune: not launched: {reason}\n")
+                return not_ok_result("failed", reason, trial_dir, log_path, launcher=launcher)
+            if candidate.knobs.changes_device_settings and self._probes_here():
+                self._devices.record()
         repeats, walls_s = [], []
+        cost = functools.partial(_with_probe_cost, walls_s=walls_s, repeats=repeats, taken=taken)
         for repeat in range(1, self.repeats + 1):
-            out = trial_dir / ("result.json" if self.repeats == 1 else f"result-{repeat}.json")
-            started = time.monotonic()
-            outcome = self._run_once(launcher, candidate, trial_dir, out, f"{repeat}/{self.repeats}")
-            walls_s.append(time.monotonic() - started)
+            out = trial_dir / result_name(repeat, self.repeats)
+            if repeat in taken:  # checked when taken over: its figures are there
+                walls_s.append(taken[repeat].wall_s)
+                repeats.append(measured_figures(taken[repeat].result, candidate, out))
+                continue
+            outcome = self._run_repeat(launcher, candidate, trial_dir, out, repeat, record, walls_s)
             if isinstance(outcome, ProbeResult):
-                return _with_probe_cost(outcome, walls_s, repeats)  # a repeat that is not ok decides the trial
+                return cost(outcome)  # a repeat that is not ok decides the trial
             try:
                 repeats.append(measured_figures(outcome, candidate, out))
             except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
                 error = (f"result.json from the probe lacks a figure the backend needs ({exc!r}): "
                          "are the tuner and the trainer on the nodes the same version?")
-                return _with_probe_cost(not_ok_result("failed", error, trial_dir, log_path, launcher=launcher), walls_s, repeats)
-        return _with_probe_cost(ok_result(repeats, trial_dir, launcher=launcher), walls_s, repeats)
+                return cost(not_ok_result("failed", error, trial_dir, log_path, launcher=launcher))
+        return cost(ok_result(repeats, trial_dir, launcher=launcher))
 
     def estimated_energy_only(self) -> str | None:
         """No sensor on the node of the probes' first rank: they report energy estimated from the hardware profile."""
@@ -237,6 +267,33 @@ class LaunchBackend(Backend):
         (trial_dir / "log.txt").write_text("")
         (trial_dir / "candidate.json").write_text(json.dumps(candidate.to_file(), indent=2) + "\n")
         (trial_dir / "ds_config.json").write_text(json.dumps(deepspeed_config(candidate), indent=2) + "\n")
+
+    def _take_over(self, candidate: Candidate, trial_dir: Path, earlier: tuple[int, ...],
+                   record: RunRecord) -> dict[int, TakenOver]:
+        """The repeats the trials this one probes again completed, copied into this trial (the originals stay),
+        each noted in its record with the wall time it cost; one log line says which and from where, and one
+        per result file found but not taken says why."""
+        expected = Expected(candidate, deepspeed_config(candidate), self.probe_settings())
+        taken, refused = take_over(expected, [(number, self.trial_dir(number).resolve()) for number in earlier])
+        for repeat, item in sorted(taken.items()):
+            write_text_atomic(trial_dir / result_name(repeat, self.repeats), item.text)
+            record.taken_over(item)
+        lines = refused + ([taken_over_line(taken, self.repeats)] if taken else [])
+        _append_log(trial_dir / "log.txt", "".join(f"== autotune: {line}\n" for line in lines))
+        return taken
+
+    def _run_repeat(self, launcher: str, candidate: Candidate, trial_dir: Path, out: Path, repeat: int,
+                    record: RunRecord, walls_s: list[float]) -> dict | ProbeResult:
+        """One repeat's probe; its wall time goes to `walls_s` and to the trial's record, an interrupted one's
+        too (a resume may take over a result it wrote before the interruption)."""
+        record.started(repeat)
+        started = time.monotonic()
+        try:
+            return self._run_once(launcher, candidate, trial_dir, out, f"{repeat}/{self.repeats}")
+        finally:
+            walls_s.append(time.monotonic() - started)
+            with contextlib.suppress(OSError):  # bookkeeping: a repeat without it is not taken over, nothing worse
+                record.ended(repeat, walls_s[-1])
 
     def _probe_args(self, trial_dir: Path, out: Path) -> list[str]:
         # Absolute paths: remote ranks (pdsh, srun) may start in another directory of the shared file system.
@@ -341,20 +398,24 @@ def stale_build_locks(older_than_s: float, environ: dict[str, str] | None = None
             "running, delete it, or every probe waits on it")
 
 
-def probe_cost(walls_s: list[float], repeats: list[dict]) -> dict:
+def probe_cost(walls_s: list[float], repeats: list[dict], taken: dict[int, TakenOver] | None = None) -> dict:
     """What the probe cost, every repeat and every phase of it (docs/launch.md, "Tuning cost").
 
     Time is the tuner's wall clock from the launcher's start to its end (start-up, warm-up, the
     measured window, teardown): measured, always. Energy is what sensors saw, and they only read the
     measured windows: the sum of the windows' energy, so a lower bound (`energy_scope: window`);
     None when a repeat has no window energy (it failed before measuring, or no sensor and no estimate).
+
+    Repeats taken over from an interrupted trial (`taken`) were paid for there and count here, with the
+    wall time their trial recorded; where its tuner died before it could, from the repeat's recorded
+    start to its result's write (`time_scope: lower_bound`, `parts.taken_over` says which).
     """
     blocks = [r.get("energy") or {} for r in repeats]
     window_j = [b.get("energy_j") for b in blocks]
     energy_kj = None if not repeats or len(repeats) < len(walls_s) or any(e is None for e in window_j) else sum(window_j) / 1000.0
     window_s = [b.get("window_s") for b in blocks]
     provenances = sorted({b.get("provenance", "unavailable") for b in blocks})
-    return {
+    cost = {
         "time_s": sum(walls_s),
         "energy_kj": energy_kj,
         "energy_scope": "window",
@@ -367,10 +428,19 @@ def probe_cost(walls_s: list[float], repeats: list[dict]) -> dict:
                          "energy: the measured windows only (start-up and warm-up are not seen by a sensor)"],
         },
     }
+    if taken:
+        cost["parts"]["taken_over"] = [{"repeat": t.repeat, "from": str(t.source), "wall_s": t.wall_s, "wall": t.wall}
+                                       for _, t in sorted(taken.items())]
+        if any(t.wall == WALL_LOWER_BOUND for t in taken.values()):
+            cost["time_scope"] = "lower_bound"
+            cost["parts"]["measured"].append("time: a taken-over run whose tuner died is counted from its start to "
+                                             "its result's write (a lower bound)")
+    return cost
 
 
-def _with_probe_cost(result: ProbeResult, walls_s: list[float], repeats: list[dict]) -> ProbeResult:
-    return replace(result, details={**result.details, "probe_cost": probe_cost(walls_s, repeats)})
+def _with_probe_cost(result: ProbeResult, *, walls_s: list[float], repeats: list[dict],
+                     taken: dict[int, TakenOver] | None = None) -> ProbeResult:
+    return replace(result, details={**result.details, "probe_cost": probe_cost(walls_s, repeats, taken)})
 
 
 def _append_log(log_path: Path, line: str) -> None:

@@ -45,6 +45,7 @@ from autotune.study.retries import (
     released_trials,
     retries_owed,
     retry_interrupted,
+    retry_lineage,
     setup_failure,
 )
 from autotune.study.settings import StudySettings
@@ -215,6 +216,9 @@ class _Objective:
             trial.study.stop()
             raise ProbeFailed(f"not probed: the --trials budget of {self.n_trials} is held by probes running on other workers")
         saved = _saved_result(trial)
+        lineage = retry_lineage(trial.study.get_trials(deepcopy=False), trial.number) if saved is None else []
+        if lineage:  # a retry: the backend may take over what the trials it repeats completed
+            self.backend.resumes(trial.number, lineage)
         try:
             with self.interrupts.probing():
                 result = ProbeResult(**saved) if saved is not None else self.backend.evaluate(candidate, trial.number)

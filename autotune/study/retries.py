@@ -4,6 +4,8 @@
   repeat of another trial's candidate, not interrupted.
 - Interrupted trials (Ctrl-C, SIGTERM, a killed run) are queued again on resume (`retry_interrupted`);
   one whose probe had finished keeps its stored result (`killed_after_probe`): the probe is not run twice.
+  A retry knows the trials it repeats (`retry_lineage`), so the backend may take over what they completed
+  (launch: the finished repeats of `--repeats N`).
 - A probe that failed on the set-up, before the trainer ran the candidate (`setup_failure`: the launcher
   missing, nodes out of reach, the launcher exiting without the trainer's result), is marked so, and a
   resumed study probes its candidate again (`queue_setup_retries`): the user fixed the set-up in
@@ -139,6 +141,20 @@ def retry_interrupted(study: optuna.Study, include_running: bool = True) -> int:
     if queued:
         study.set_user_attr(RETRIED_ATTR, sorted(retried))
     return queued
+
+
+def retry_lineage(trials: list, number: int) -> list[int]:
+    """The trials whose candidate trial `number` probes again, the nearest first: the one it retries (Optuna's
+    heartbeat retry names it in the system attr `failed_trial`, and copies the user attrs, an older `retry_of`
+    among them; ours in `retry_of`), the one that trial retried, and so on. [] for a first attempt.
+    `trials`: the study's, indexed by number (study.get_trials())."""
+    lineage, current = [], trials[number]
+    while True:
+        parent = current.system_attrs.get("failed_trial", current.user_attrs.get("retry_of"))
+        if not isinstance(parent, int) or not 0 <= parent < current.number or parent in lineage:
+            return lineage
+        lineage.append(parent)
+        current = trials[parent]
 
 
 def retried_trials(study: optuna.Study, trials: list) -> set[int]:
