@@ -5,21 +5,26 @@ vision-language config that holds one (top level, or `text_config` as newer tran
 Qwen2.5-VL and LLaVA-style configs). Its sizes map one to one onto autotune's `llm` block; the
 vision tower is the presets' SigLIP so400m/14 at 392 px, the tower the trainer builds, whatever the
 config's own `vision_config` says, and the model's name says so in every report. Only the keys read
-here are checked (a Hugging Face config holds dozens of others), each error naming the config's key.
+here are checked (a Hugging Face config holds dozens of others), each error naming the config's key;
+what the file says that autotune's decoder builds otherwise (the tower, the activation, the biases)
+is one warning line, `model_warning`, that the commands print.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from autotune.checks import MAX_COUNT, number_problem, shown
 from autotune.errors import ConfigError
-from autotune.models import PRESETS
+from autotune.models import PRESETS, load_model
 
 # autotune's llm size <- the Hugging Face key (Qwen2Config, and the text part of Qwen2.5-VL / LLaVA).
 _SIZES = {"hidden": "hidden_size", "layers": "num_hidden_layers", "heads": "num_attention_heads",
           "kv_heads": "num_key_value_heads", "ffn": "intermediate_size", "vocab": "vocab_size"}
-_OPTIONAL = ("num_key_value_heads",)  # absent: one KV head per query head (no grouping), as transformers reads it
+# Absent or null: one KV head per query head (no grouping), as transformers reads it (Qwen2Config, LlamaConfig:
+# `if num_key_value_heads is None: num_key_value_heads = num_attention_heads`).
+_OPTIONAL = ("num_key_value_heads",)
 TOWER = "SigLIP so400m/14"
 _FIX = "fix the file (of a Hugging Face config.json autotune reads the decoder's sizes: docs/model-schema.md)"
 
@@ -105,6 +110,53 @@ def hf_key_names(message: str, where: str) -> str:
     return message
 
 
+# The names transformers' ACT2FN maps to SiLU, the activation of autotune's SwiGLU MLP (trainer/model/llm.py).
+_SILU = ("silu", "swish")
+
+
+def _departures(data: dict) -> list[str]:
+    """What a Hugging Face config says that autotune builds otherwise, each as "KEY VALUE with WHAT"; [] where
+    nothing. Said, not refused: the tower is the documented stand-in every preset has, and the rest leave every
+    size read as it is (a gated MLP keeps its three matrices under any activation; a bias is a few numbers per
+    layer), unlike experts or a head_dim of its own (_check_modelled)."""
+    text, where = _text_part(data)
+    found = []
+    if data.get("vision_config") is not None:
+        found.append(f"vision_config with the presets' {TOWER} at {PRESETS['7b'].vision.image_size} px (the tower the "
+                     "trainer builds)")
+    act = text.get("hidden_act")
+    if act is not None and act not in _SILU:
+        found.append(f"{where}hidden_act {shown(act)} with SiLU (autotune's SwiGLU MLP: same sizes)")
+    if text.get("attention_bias") is not None:
+        # Llama's attention_bias puts a bias on q, k, v and o, or on none; Qwen2, which autotune builds, on q, k, v.
+        found.append(f"{where}attention_bias {shown(text['attention_bias'])} with biases on q, k and v only (Qwen2's)")
+    if text.get("mlp_bias"):
+        found.append(f"{where}mlp_bias {shown(text['mlp_bias'])} with none")
+    return found
+
+
+def model_warning(name_or_path: str) -> str | None:
+    """The one warning line for a --model that load_model read as a Hugging Face config: what of the file autotune
+    does not model as written (DESIGN: a setting silently skipped is warned about); None for a preset, a model
+    file in autotune's schema, a config autotune models as written, or a file load_model refuses."""
+    if name_or_path in PRESETS:
+        return None
+    path = Path(name_or_path)
+    path = path / "config.json" if path.is_dir() else path
+    if path.suffix.lower() != ".json":  # not a model file load_model reads
+        return None
+    try:
+        load_model(name_or_path)  # a file it refuses gets its error alone, not a warning before it
+        data = json.loads(path.read_text())
+        found = _departures(data) if is_hf_config(data) else []
+    except (OSError, ValueError, ConfigError):
+        return None
+    if not found:
+        return None
+    return (f"model file {path} (a Hugging Face config): autotune reads its decoder's sizes but replaces "
+            f"{'; '.join(found)}; see docs/model-schema.md")
+
+
 def model_json_from_hf(data: dict, path: Path, origin: str) -> dict:
     """autotune's model JSON for a Hugging Face config (then checked by models.model_from_json)."""
     try:
@@ -119,7 +171,7 @@ def model_json_from_hf(data: dict, path: Path, origin: str) -> dict:
         raise ConfigError(f"{origin}: a {kind} without {', '.join(missing)}, which a Qwen2-style decoder has; {_FIX}")
     llm = {}
     for ours, hf in _SIZES.items():
-        if hf not in text:
+        if hf not in text or (hf in _OPTIONAL and text[hf] is None):
             continue
         problem = number_problem(text[hf], low=1, high=MAX_COUNT, integer=True, whole_literal=True)
         if problem:

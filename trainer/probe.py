@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 from autotune.candidate import KNOBS, Candidate, Knobs, candidate_from_dict, knob_value
-from autotune.checks import number_problem
+from autotune.checks import MAX_COUNT, number_problem
 from autotune.errors import UserError
-from autotune.hardware import load_hardware
-from autotune.models import load_model
+from autotune.hardware import HardwareProfile, load_hardware
+from autotune.models import ModelSpec, load_model
 from autotune.workload import make_workload
 from trainer.distributed import LaunchEnv, init_process_group, launch_env, teardown
 from trainer.power import agree_or_refuse, applied_device_settings, device_settings_block
@@ -51,21 +51,36 @@ def _thread_count(text: str) -> int:
 MAX_SECONDS = 7 * 24 * 3600.0
 
 
-def _seconds_flag(*, low_open: bool, meaning: str):
-    """argparse type for a duration in seconds: a finite number in [0 (or > 0), a week], with the
-    wording of autotune.checks; NaN, infinities and 1e400 are refused here, not in the collectives."""
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            value = text  # number_problem says it is not a number
-        problem = number_problem(value, low=0, high=MAX_SECONDS, low_open=low_open)
+def _number_flag(*, low, high, low_open: bool = False, integer: bool = False, meaning: str = ""):
+    """argparse type for a number flag: its type and range checked where argparse reads it, with the wording
+    of autotune.checks, so '0', '1.5', 'nan', '1e400' or 'ten' is one usage line on every rank and never a
+    failed result.json (nor, for a 0, a silent "not given"). The tuner's own flags do the same
+    (autotune/commands/flags.py, a layer above this one)."""
+    def parse(text: str):
+        value = text.strip()
+        for convert in ((int, float) if integer else (float,)):  # "1e3" is a whole number too
+            try:
+                value = convert(value)
+                break
+            except ValueError:
+                continue  # still text: number_problem says it is not a number
+        problem = number_problem(value, low=low, high=high, low_open=low_open, integer=integer)
         if problem:
-            raise argparse.ArgumentTypeError(f"{text!r} {problem} ({meaning})")
-        return float(value)
+            raise argparse.ArgumentTypeError(f"{text!r} {problem}{f' ({meaning})' if meaning else ''}")
+        return int(value) if integer else float(value)
 
-    parse.__name__ = "seconds"
+    parse.__name__ = "whole number" if integer else "number"  # argparse names the type in some errors
     return parse
+
+
+def _seconds_flag(*, low_open: bool, meaning: str):
+    """A duration in seconds: a finite number in [0 (or > 0), a week]; NaN, infinities and 1e400 are
+    refused here, not in the collectives."""
+    return _number_flag(low=0, high=MAX_SECONDS, low_open=low_open, meaning=meaning)
+
+
+def _count_flag(*, low: int = 1, meaning: str = ""):
+    return _number_flag(low=low, high=MAX_COUNT, integer=True, meaning=meaning)
 
 
 def _out_file(text: str) -> Path:
@@ -143,6 +158,38 @@ def _deepspeed_config_file(text: str) -> JsonFile:
     return JsonFile(text, _json_object("DeepSpeed config", text))
 
 
+class ModelFlag(NamedTuple):
+    """--model as given (for messages), the model it names, read once where argparse checks it, and the one
+    warning line for what of a Hugging Face config autotune does not model as written (None where nothing)."""
+
+    given: str
+    spec: ModelSpec
+    warning: str | None
+
+
+def _model_flag(text: str) -> ModelFlag:
+    """--model: an unknown preset or a wrong model file is one usage line on every rank, not a failed result."""
+    from autotune.models_hf import model_warning
+
+    if not text.strip():  # Path("") is the current folder: "--model . is a directory without a config.json"
+        raise argparse.ArgumentTypeError("is empty; give a preset (tiny, 7b, 32b, 72b), a model JSON file or a "
+                                         "checkpoint's config.json")
+    try:
+        return ModelFlag(text, load_model(text), model_warning(text))
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _hardware_flag(text: str) -> HardwareProfile:
+    try:
+        return load_hardware(text)
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+_model_flag.__name__, _hardware_flag.__name__ = "model", "hardware"
+
+
 def _sm_clock(text: str) -> int | str:
     return text if text == "max" else int(text)
 
@@ -168,7 +215,8 @@ TEST_HOOK_ENV = "AUTOTUNE_PROBE_TEST_HOOK"
 TEST_HOOK_RANK_ENV = "AUTOTUNE_PROBE_TEST_HOOK_RANK"
 _KNOB_FLAGS = {"zero_stage": int, "optimizer_offload": str, "activation_checkpointing": str, "sp_degree": int, "micro_batch": int, "nodes": int,
                "power_limit": float, "sm_clock_mhz": _sm_clock}
-_WORKLOAD_FLAGS = {"frames": int, "text_tokens": int, "global_batch": int, "samples": int}
+_WORKLOAD_FLAGS = {"frames": "video frames per sample", "text_tokens": "text tokens per sample",
+                   "global_batch": "samples per optimizer step", "samples": "samples of the whole job"}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -176,38 +224,50 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--candidate", type=_candidate_file,
                         help="candidate JSON (Candidate.to_dict()); or give the flags below")
     parser.add_argument("--out", type=_out_file, default="result.json",
-                        help="where rank 0 writes the result: a new file or an earlier result, in an existing folder")
-    parser.add_argument("--model", help="preset (tiny, 7b, 32b, 72b) or model JSON path")
-    parser.add_argument("--hardware", help="hardware profile name or TOML path (default: cpu)")
+                        help="where rank 0 writes the result: a new file or an earlier result, in an existing folder "
+                             "(default: %(default)s)")
+    parser.add_argument("--model", type=_model_flag, help="preset (tiny, 7b, 32b, 72b), a model JSON file, or a "
+                        "checkpoint's Hugging Face config.json or its directory")
+    parser.add_argument("--hardware", type=_hardware_flag, help="hardware profile name or TOML path (default: cpu)")
     for knob, kind in _KNOB_FLAGS.items():
         parser.add_argument("--" + knob.replace("_", "-"), type=_knob_flag(knob, kind))
-    parser.add_argument("--gpus-per-node", type=int, help="ranks per node (default: WORLD_SIZE / nodes)")
-    for name, kind in _WORKLOAD_FLAGS.items():
-        parser.add_argument("--" + name.replace("_", "-"), type=kind)
+    parser.add_argument("--gpus-per-node", type=_count_flag(), help="ranks per node (default: WORLD_SIZE / nodes)")
+    for name, meaning in _WORKLOAD_FLAGS.items():
+        parser.add_argument("--" + name.replace("_", "-"), type=_count_flag(),
+                            help=f"{meaning} (default: the model's default_workload, else autotune's)")
     parser.add_argument("--precision", choices=("bf16", "fp32"))
-    parser.add_argument("--warmup-steps", type=int, default=2, help="optimizer steps before the window")
-    parser.add_argument("--steps", type=int, default=5, help="at least this many measured optimizer steps")
+    parser.add_argument("--warmup-steps", type=_count_flag(low=0), default=2,
+                        help="optimizer steps before the window (default: %(default)s)")
+    parser.add_argument("--steps", type=_count_flag(), default=5,
+                        help="at least this many measured optimizer steps (default: %(default)s)")
     parser.add_argument("--probe-seconds", type=_seconds_flag(low_open=False, meaning="the measured window's "
-                        "minimum length: 0 for none, at most a week"), default=0.0, help="and at least this long a window")
+                        "minimum length: 0 for none, at most a week"), default=0.0,
+                        help="and at least this long a window (default: 0, no minimum)")
     parser.add_argument("--deepspeed-config", type=_deepspeed_config_file,
                         help="train with this exported DeepSpeed JSON instead")
     parser.add_argument("--data", help="LLaVA-Video-style annotation JSON (default: synthetic samples); docs/data.md")
     parser.add_argument("--video-root", help="folder the annotation's video paths are relative to (default: its folder)")
     parser.add_argument("--collective-timeout-s", type=_seconds_flag(low_open=True, meaning="how long a collective "
-                        "waits for a peer: more than 0, at most a week"), default=600.0, help="process-group timeout")
+                        "waits for a peer: more than 0, at most a week"), default=600.0,
+                        help="process-group timeout (default: 600)")
     parser.add_argument("--threads-per-rank", type=_thread_count, metavar="N",
                         help="CPU threads of each rank (default: the cores it may run on, shared among the node's "
                              "ranks, under every launcher; trainer/threads.py)")
     # The deepspeed launcher passes --local_rank=N; LOCAL_RANK, which it sets too, is what the trainer reads.
-    parser.add_argument("--local_rank", "--local-rank", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--local_rank", "--local-rank", type=_count_flag(low=0), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.steps < 1 or args.warmup_steps < 0:
-        parser.error("--steps must be >= 1 and --warmup-steps >= 0")
     if not args.candidate and not args.model:
         parser.error("give --candidate FILE or --model (plus knob flags)")
     fixed = _flags_a_candidate_fixes(args)
     if args.candidate and fixed:
         parser.error(f"--candidate already fixes {', '.join(fixed)}: give either the file or the flags")
+    if not args.candidate:
+        # Between the flags and the model (samples below one global batch): a usage line too, not a failed result.
+        try:
+            args.workload = make_workload(args.model.spec, precision=args.precision,
+                                          **{k: getattr(args, k) for k in _WORKLOAD_FLAGS})
+        except UserError as exc:
+            parser.error(str(exc))
     return args
 
 
@@ -220,11 +280,11 @@ def candidate_from_args(args: argparse.Namespace, world_size: int) -> Candidate:
     """From the candidate file, or from one flag per knob (unset knobs keep Knobs' defaults)."""
     if args.candidate:  # parse_args refused knob flags beside it
         return args.candidate
-    model = load_model(args.model)
     knobs = Knobs(**{k: getattr(args, k) for k in KNOBS if getattr(args, k) is not None})
-    workload = make_workload(model, precision=args.precision, **{k: getattr(args, k) for k in _WORKLOAD_FLAGS})
-    gpus_per_node = args.gpus_per_node or max(1, world_size // knobs.nodes)
-    return Candidate(knobs, model, load_hardware(args.hardware or "cpu"), workload, gpus_per_node=gpus_per_node)
+    # parse_args refused a 0: a given count is used as given, never taken for "not given".
+    gpus_per_node = max(1, world_size // knobs.nodes) if args.gpus_per_node is None else args.gpus_per_node
+    hardware = load_hardware("cpu") if args.hardware is None else args.hardware
+    return Candidate(knobs, args.model.spec, hardware, args.workload, gpus_per_node=gpus_per_node)
 
 
 def _hook_for(spec: str, candidate: Candidate) -> str:
@@ -268,6 +328,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     _readable_arch_list()
     env = launch_env()
+    if env.rank == 0 and args.model is not None and args.model.warning:
+        print(f"probe: warning: {args.model.warning}", file=sys.stderr, flush=True)
     from trainer.threads import apply_threads, threads_per_rank
 
     threads = threads_per_rank(args.threads_per_rank, env.local_world_size)

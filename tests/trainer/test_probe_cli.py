@@ -214,3 +214,26 @@ def test_the_exported_config_and_edits_the_knobs_do_not_fix_are_accepted(tmp_pat
     del offload_dropped["zero_optimization"]["offload_optimizer"]
     assert knob_contradictions(offload_dropped, candidate) == [
         'zero_optimization.offload_optimizer.device "none" (the candidate\'s: "cpu")']
+
+
+def test_a_hugging_face_config_the_probe_models_otherwise_is_one_warning_line(tmp_path, monkeypatch, capsys):
+    """A Qwen2.5-VL-style config's own vision tower and activation are replaced (SigLIP, SiLU): the probe says so
+    once, on rank 0, before it trains (here it stops at the CPU's refusal of SuperOffload)."""
+    monkeypatch.setenv("DS_ACCELERATOR", "cpu")
+    checkpoint = tmp_path / "Small-VL"
+    checkpoint.mkdir()
+    (checkpoint / "config.json").write_text(json.dumps({
+        "model_type": "qwen2_5_vl", "vision_config": {"depth": 32, "hidden_size": 1280},
+        "text_config": {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": None,
+                        "intermediate_size": 128, "vocab_size": 256, "hidden_act": "gelu"}}))
+    args = parse_args(["--model", str(checkpoint)])
+    assert args.model.spec.llm.kv_heads == 4 and args.model.spec.name == "Small-VL + SigLIP so400m/14"
+    main(["--model", str(checkpoint), "--zero-stage", "3", "--optimizer-offload", "async", "--global-batch", "1",
+          "--frames", "1", "--out", str(tmp_path / "result.json")])
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert warnings == [f"probe: warning: model file {checkpoint / 'config.json'} (a Hugging Face config): autotune "
+                        "reads its decoder's sizes but replaces vision_config with the presets' SigLIP so400m/14 at 392 "
+                        "px (the tower the trainer builds); text_config.hidden_act \"gelu\" with SiLU (autotune's "
+                        "SwiGLU MLP: same sizes); see docs/model-schema.md"]
+    assert not torch.distributed.is_initialized()
+    assert parse_args(["--model", "tiny"]).model.warning is None

@@ -122,7 +122,8 @@ def test_a_wrong_out_is_one_line_and_nothing_is_touched(capsys, tmp_path):
 def test_a_refused_flag_stops_main_before_any_process_group(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("DS_ACCELERATOR", "cpu")
     (tmp_path / "notes.txt").write_text("keep me")
-    for flags in (["--out", str(tmp_path / "notes.txt")], ["--collective-timeout-s", "nan"], ["--probe-seconds", "-1"]):
+    for flags in (["--out", str(tmp_path / "notes.txt")], ["--collective-timeout-s", "nan"], ["--probe-seconds", "-1"],
+                  ["--gpus-per-node", "0"], ["--frames", "0"], ["--model", "nope"], ["--steps", "0"]):
         _refused(capsys, ["--out", str(tmp_path / "result.json"), *flags], run_main=True)
         assert not torch.distributed.is_initialized()
     assert (tmp_path / "notes.txt").read_text() == "keep me" and list(tmp_path.iterdir()) == [tmp_path / "notes.txt"]
@@ -199,3 +200,95 @@ def test_a_candidate_file_autotune_wrote_is_taken(tmp_path):
     path = _candidate_file(tmp_path)
     # Read once, where it is checked: the probe trains the candidate the file holds.
     assert parse_args(["--candidate", path]).candidate.to_dict() == json.loads(Path(path).read_text())
+
+
+# A dozen wrong values for a number (a newcomer's trial: --gpus-per-node 0 ran a full probe as if not given, and
+# -1, --frames 0 were failed result.json files, exit 1). Whole numbers: which problem number_problem names.
+_WRONG_WHOLE_NUMBERS = [
+    ("0", "is out of range"), ("-1", "is out of range"), ("1.5", "is not a whole number"),
+    ("nan", "is not a whole number"), ("inf", "is not a whole number"), ("-inf", "is not a whole number"),
+    ("", "is not a whole number"), ("1e400", "is not a whole number"), ("99999999999999999999", "is out of range"),
+    ("ten", "is not a whole number"), ("0x10", "is not a whole number"), ("2,5", "is not a whole number"),
+]
+_COUNT_FLAGS = {"--gpus-per-node": 1, "--frames": 1, "--text-tokens": 1, "--global-batch": 1, "--samples": 1,
+                "--steps": 1, "--warmup-steps": 0, "--local_rank": 0}  # flag: its least value
+
+
+@pytest.mark.parametrize("flag", _COUNT_FLAGS)
+def test_a_wrong_count_is_one_line_that_says_what_is_allowed(capsys, flag):
+    low = _COUNT_FLAGS[flag]
+    for value, problem in _WRONG_WHOLE_NUMBERS:
+        if value == "0" and low == 0:
+            continue
+        line = _refused(capsys, [f"{flag}={value}"])
+        shown_flag = "--local_rank/--local-rank" if flag == "--local_rank" else flag
+        assert line == f"{shown_flag}: {value!r} {problem}; it must be a whole number >= {low} and <= 1000000000000", value
+
+
+@pytest.mark.parametrize("flag, taken", [
+    ("--zero-stage", {"0"}), ("--sp-degree", set()), ("--micro-batch", set()), ("--nodes", set()),
+    ("--power-limit", set()), ("--sm-clock-mhz", set()), ("--threads-per-rank", set()),
+    ("--probe-seconds", {"0", "1.5"}), ("--collective-timeout-s", {"1.5"}),
+])
+def test_every_other_number_flag_refuses_the_same_dozen_wrong_values(capsys, flag, taken):
+    """The knob flags (checked as a candidate file's values), threads and durations: each wrong value one line
+    naming the flag and the value, while the command line is parsed."""
+    for value, _ in _WRONG_WHOLE_NUMBERS:
+        if value in taken:
+            assert parse_args(["--model", "tiny", f"{flag}={value}"]) is not None
+            continue
+        assert _refused(capsys, [f"{flag}={value}"]).startswith(f"{flag}: {value!r} "), value
+
+
+@pytest.mark.parametrize("flags, said", [
+    (["--model", "nope"], "--model: unknown model 'nope': use one of tiny, 7b, 32b, 72b or the path of a JSON model file"),
+    (["--model", " "], "--model: is empty; give a preset (tiny, 7b, 32b, 72b), a model JSON file or a checkpoint's "
+                       "config.json"),
+    (["--hardware", "nope"], "--hardware: unknown hardware 'nope': use one of cpu, gh200, h100-sxm or the path"),
+])
+def test_an_unknown_model_or_hardware_is_one_usage_line(capsys, flags, said):
+    assert _refused(capsys, flags).startswith(said)
+
+
+def test_workload_flags_that_contradict_each_other_are_one_usage_line(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        parse_args(["--model", "tiny", "--samples", "2", "--global-batch", "4"])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "python -m trainer.probe: error: --samples 2 is less than one global batch, --global-batch 4: the job must "
+        "run at least one optimizer step; pass --samples 4 or more, or a smaller --global-batch")
+
+
+def test_counts_within_range_are_taken_as_given():
+    args = parse_args(["--model", "tiny", "--gpus-per-node", " 2", "--frames", "1e0", "--warmup-steps", "0",
+                       "--steps", "1", "--global-batch", "2", "--samples", "4", "--text-tokens", "8"])
+    assert (args.gpus_per_node, args.frames, args.warmup_steps, args.steps) == (2, 1, 0, 1)
+    assert (args.workload.frames, args.workload.global_batch, args.workload.samples, args.workload.text_tokens) == (1, 2, 4, 8)
+
+
+def test_help_gives_every_default(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        parse_args(["--help"])
+    assert exit_.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    for said in ("optimizer steps before the window (default: 2)", "measured optimizer steps (default: 5)",
+                 "in an existing folder (default: result.json)", "a checkpoint's Hugging Face config.json or its directory"):
+        assert said in text, said
+
+
+@pytest.mark.parametrize("flags, said", [
+    (["--gpus-per-node", "0"], "--gpus-per-node: '0' is out of range"),
+    (["--gpus-per-node", "-1"], "--gpus-per-node: '-1' is out of range"),
+    (["--frames", "0"], "--frames: '0' is out of range"),
+    (["--model", "nope"], "--model: unknown model 'nope'"),
+])
+def test_the_trials_wrong_values_stop_the_probe_command_before_anything_starts(tmp_path, flags, said):
+    """As the trial ran them: one usage line and exit status 2, no result.json (it was a full probe, or a failed
+    result with exit status 1)."""
+    out = tmp_path / "result.json"
+    done = subprocess.run([sys.executable, "-m", "trainer.probe", "--model", "tiny", *flags, "--out", str(out)],
+                          cwd=REPO, env=cpu_env(), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert lines[0].startswith("usage: ") and lines[-1].startswith(f"{PREFIX}{said}"), done.stderr
+    assert not out.exists()

@@ -9,6 +9,7 @@ import pytest
 
 from autotune.errors import ConfigError
 from autotune.models import PRESETS, load_model
+from autotune.models_hf import model_warning
 from tests.cli import autotune
 
 # The published config.json of Qwen2.5-7B-Instruct (the keys transformers writes that autotune reads,
@@ -50,6 +51,14 @@ def test_without_grouped_kv_heads_every_query_head_has_its_own(tmp_path):
     assert model.llm.kv_heads == 8 and model.llm.mrope_sections == (8, 12, 12) and model.name == "small + SigLIP so400m/14"
 
 
+def test_null_kv_heads_are_one_per_query_head_as_transformers_reads_them(tmp_path):
+    """Qwen2Config and LlamaConfig: `if num_key_value_heads is None: num_key_value_heads = num_attention_heads`.
+    It was refused ("num_key_value_heads = null is not a whole number")."""
+    absent = {k: v for k, v in QWEN25_7B.items() if k != "num_key_value_heads"}
+    model = _load(tmp_path, {**QWEN25_7B, "num_key_value_heads": None})
+    assert model.llm.kv_heads == 28 and model == _load(tmp_path, absent)
+
+
 @pytest.mark.parametrize("change, words", [
     ({"hidden_size": "3584"}, 'hidden_size = "3584" is not a whole number'),
     ({"hidden_size": 0}, "hidden_size = 0 is out of range"),
@@ -57,7 +66,7 @@ def test_without_grouped_kv_heads_every_query_head_has_its_own(tmp_path):
     ({"intermediate_size": 18944.5}, "intermediate_size = 18944.5"),
     ({"vocab_size": 152064.0}, "vocab_size = 152064.0 is not a whole number; write it without a decimal point"),
     ({"num_attention_heads": True}, "num_attention_heads = true"),
-    ({"num_key_value_heads": None}, "num_key_value_heads = null"),
+    ({"num_hidden_layers": None}, "num_hidden_layers = null is not a whole number"),  # only the KV heads may be null
     ({"num_hidden_layers": None} | {"drop": "num_hidden_layers"}, "without num_hidden_layers"),
     ({"num_attention_heads": 27}, "hidden_size 3584 is not a multiple of num_attention_heads 27"),
     ({"num_key_value_heads": 5}, "num_attention_heads 28 is not a multiple of num_key_value_heads 5"),
@@ -111,3 +120,45 @@ def test_the_cli_runs_a_study_of_a_hugging_face_config(tmp_path):
     assert run.returncode == 0, run.stderr
     pareto = json.loads((tmp_path / "run" / "pareto.json").read_text())
     assert pareto["model"] == "Qwen2.5-7B-Instruct + SigLIP so400m/14"
+
+
+def _warning(tmp_path, data, name="config.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    load_model(str(path))  # read as it is before any command warns
+    return model_warning(str(path))
+
+
+WARNED = "(a Hugging Face config): autotune reads its decoder's sizes but replaces "
+
+
+def test_what_a_config_says_that_autotune_builds_otherwise_is_one_warning_line(tmp_path):
+    """A newcomer's trial: a Qwen2.5-VL config's own tower was replaced by SigLIP, and hidden_act "gelu" and
+    attention_bias true were dropped, without a word (only the model name's suffix showed the tower)."""
+    text = {k: v for k, v in QWEN25_7B.items() if k not in ("_name_or_path", "architectures", "model_type")}
+    vl = {"model_type": "qwen2_5_vl", "text_config": {**text, "hidden_act": "gelu"},
+          "vision_config": {"depth": 32, "hidden_size": 1280, "hidden_act": "silu"}}
+    (tmp_path / "Qwen2.5-VL-7B").mkdir()
+    path = tmp_path / "Qwen2.5-VL-7B" / "config.json"
+    assert _warning(tmp_path / "Qwen2.5-VL-7B", vl) == (
+        f"model file {path} {WARNED}vision_config with the presets' SigLIP so400m/14 at 392 px (the tower the trainer "
+        "builds); text_config.hidden_act \"gelu\" with SiLU (autotune's SwiGLU MLP: same sizes); see docs/model-schema.md")
+    assert model_warning(str(tmp_path / "Qwen2.5-VL-7B")) == model_warning(str(path))  # the checkpoint's directory
+    llama = {**QWEN25_7B, "model_type": "llama", "attention_bias": True, "mlp_bias": True}
+    assert _warning(tmp_path, llama) == (f"model file {tmp_path / 'config.json'} {WARNED}attention_bias true with biases "
+                                         "on q, k and v only (Qwen2's); mlp_bias true with none; see docs/model-schema.md")
+    assert "attention_bias false with biases on q, k and v only" in _warning(tmp_path, {**QWEN25_7B, "attention_bias": False})
+
+
+def test_a_config_autotune_models_as_written_and_other_models_give_no_warning(tmp_path):
+    for same in ({}, {"hidden_act": "silu"}, {"hidden_act": "swish"}, {"mlp_bias": False}, {"vision_config": None},
+                 {"attention_bias": None}):
+        assert _warning(tmp_path, {**QWEN25_7B, **same}) is None, same
+    ours = PRESETS["tiny"].to_json()
+    assert _warning(tmp_path, ours, name="mine.json") is None  # autotune's own schema
+    assert model_warning("7b") is None and model_warning(str(tmp_path / "absent.json")) is None
+    (tmp_path / "broken.json").write_text("{")
+    assert model_warning(str(tmp_path / "broken.json")) is None  # load_model says what is wrong with it
+    refused = tmp_path / "refused.json"
+    refused.write_text(json.dumps({**QWEN25_7B, "hidden_size": 0, "vision_config": {}, "hidden_act": "gelu"}))
+    assert model_warning(str(refused)) is None  # its error alone, no warning before it
