@@ -27,7 +27,7 @@ from autotune.backends.launchers import (
 )
 from autotune.backends.probe_outcome import measured_figures, not_ok_result, ok_result, read_result
 from autotune.backends.probe_options import DEFAULT_LAUNCHER, check_probe_options, probe_default
-from autotune.backends.probe_process import ProbeProcess
+from autotune.backends.probe_process import TIMEOUT_ON_BUILD_LOCK, ProbeProcess
 from autotune.backends.repeat_takeover import (
     WALL_LOWER_BOUND,
     Expected,
@@ -324,6 +324,7 @@ class LaunchBackend(Backend):
             # The deepspeed runner forwards these to remote nodes (pdsh) from ./.deepspeed_env.
             (trial_dir / ".deepspeed_env").write_text("".join(f"{k}={v}\n" for k, v in self.env.items()))
         _append_log(log_path, f"== autotune: repeat {repeat}, {plan.launcher}: {shlex.join(plan.command)}\n")
+        started_at_s = time.time()  # wall clock, as a lock file's mtime: what was there before the probe
         try:
             process = ProbeProcess(plan.command, trial_dir, {**environ, **plan.env}, log_path)
         except OSError as exc:
@@ -348,15 +349,22 @@ class LaunchBackend(Backend):
                 for line in self._devices.restore_after(candidate):
                     _append_log(log_path, f"== autotune: {line}\n")
         self._raise_if_aborted()
-        return self._outcome(read_result(out), exit_code, trial_dir, launcher)
+        return self._outcome(read_result(out), exit_code, trial_dir, launcher, time.time() - started_at_s)
 
-    def _outcome(self, result: dict | None, exit_code: int | None, trial_dir: Path, launcher: str) -> dict | ProbeResult:
-        """The file is authoritative: a probe that wrote its result and then hung in teardown still counts."""
+    def _outcome(self, result: dict | None, exit_code: int | None, trial_dir: Path, launcher: str,
+                 probe_age_s: float) -> dict | ProbeResult:
+        """The file is authoritative: a probe that wrote its result and then hung in teardown still counts.
+        `probe_age_s`: since the launcher's start; a build lock older than that was not the probe's own."""
         log_path = trial_dir / "log.txt"
         extra = {"launcher": launcher, "exit_code": exit_code}
         if result is None and exit_code is None:
             error = f"no result within {self.probe_timeout_s:g} s: killed the probe's process group"
-            error += stale_build_locks(self.probe_timeout_s)
+            locks = old_build_locks(probe_age_s, self._environ())  # the probes' TORCH_EXTENSIONS_DIR, if env sets it
+            if locks:
+                error += build_locks_words(locks)
+                # The time went to a build another process left (or still runs), not to the candidate:
+                # study/retries.py `setup_failure` reads this, and a resume probes the candidate again.
+                extra.update(timeout_cause=TIMEOUT_ON_BUILD_LOCK, build_locks=locks)
             _append_log(log_path, f"== autotune: timeout: {error}\n")
             return not_ok_result("timeout", error, trial_dir, log_path, **extra)
         if result is None:
@@ -380,10 +388,10 @@ class LaunchBackend(Backend):
             raise ProbeInterrupted("the launch backend was aborted: no probe runs any more")
 
 
-def stale_build_locks(older_than_s: float, environ: dict[str, str] | None = None) -> str:
-    """What a timed-out probe may have waited on: a torch extension build's lock older than the probe
+def old_build_locks(older_than_s: float, environ: dict[str, str] | None = None) -> list[str]:
+    """What a timed-out probe may have waited on: the torch extension build locks older than the probe
     (autotune/build_locks.py). The probe removes the locks it can tell are stale before it starts; one
-    on a shared file system, perhaps held by another node's build, it can only name. "" when there is none."""
+    on a shared file system, perhaps held by another node's build, it can only name."""
     cutoff = time.time() - older_than_s
     locks = []
     for lock in build_locks(extensions_root(environ)):
@@ -392,10 +400,20 @@ def stale_build_locks(older_than_s: float, environ: dict[str, str] | None = None
                 locks.append(str(lock))
         except OSError:
             continue  # released meanwhile
+    return locks
+
+
+def build_locks_words(locks: list[str]) -> str:
+    """The timeout error's tail naming `locks` (old_build_locks); "" for none."""
     if not locks:
         return ""
     return (f"; a torch extension build lock older than the probe is held ({', '.join(locks[:2])}): if no build is "
             "running, delete it, or every probe waits on it")
+
+
+def stale_build_locks(older_than_s: float, environ: dict[str, str] | None = None) -> str:
+    """The timeout error's tail naming the build locks older than the probe; "" when there is none."""
+    return build_locks_words(old_build_locks(older_than_s, environ))
 
 
 def probe_cost(walls_s: list[float], repeats: list[dict], taken: dict[int, TakenOver] | None = None) -> dict:

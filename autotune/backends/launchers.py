@@ -217,8 +217,29 @@ def check_launcher_settings(launcher: str, hostfile: Path | None, environ: dict[
                         "drop --hostfile, or pass --launcher deepspeed (or auto)")
     if launcher == "srun" and not environ.get("SLURM_JOB_ID"):
         raise UserError("the srun launcher runs inside a SLURM allocation: start autotune from sbatch or salloc")
-    if launcher == "srun" and shutil.which("srun", path=environ.get("PATH")) is None:
-        raise UserError("srun is not on PATH: load the SLURM module, or use --launcher torchrun|deepspeed")
+    check_srun_on_path(launcher, environ)
+
+
+def check_srun_on_path(launcher: str, environ: dict[str, str]) -> None:
+    """Refuse, before the study opens, probes that would start with an srun not on PATH (each would fail at
+    its start, "could not start srun", and spend the budget): `--launcher srun`, or `auto` where it starts
+    every probe with srun (`auto_launches_srun_only`). That is the only place `auto` picks srun for a
+    candidate that can start: in a one-node allocation of this machine it picks srun for several-node
+    candidates alone, which the allocation cannot hold (`check_candidates` refuses them, saying so)."""
+    if shutil.which("srun", path=environ.get("PATH")) is not None:
+        return
+    fix = "load the SLURM module, or use --launcher torchrun|deepspeed"
+    if launcher == "srun":
+        raise UserError(f"srun is not on PATH: {fix}")
+    if launcher == "auto" and auto_launches_srun_only(environ):
+        job, first = environ["SLURM_JOB_ID"], allocation_first_node_elsewhere(environ)
+        if first is not None:  # torchrun would run the probes on this machine, not on the allocation's node
+            shape = f"whose first node {first} is not this machine"
+            fix = f"load the SLURM module, or run autotune on {first}"
+        else:
+            shape = f"{slurm_nodes(environ)} nodes"
+        raise UserError(f"srun is not on PATH, and --launcher auto starts every probe with srun in SLURM allocation "
+                        f"{job} ({shape}): {fix}")
 
 
 def auto_launches_srun_only(environ: dict[str, str]) -> bool:

@@ -24,6 +24,9 @@ from pathlib import Path
 _POLL_S = 0.1
 _SIGKILL_WAIT_S = 5.0
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
+# A timed-out probe's `details["timeout_cause"]` where the time went to a torch extension build's lock older
+# than the probe (backends/launch.py), not to the candidate: study/retries.py reads it without loading launch.py.
+TIMEOUT_ON_BUILD_LOCK = "build_lock"
 
 
 def _term_when_parent_dies():

@@ -10,7 +10,8 @@
   missing, nodes out of reach, the launcher exiting without the trainer's result), is marked so, and a
   resumed study probes its candidate again (`queue_setup_retries`): the user fixed the set-up in
   between, as the failing-start stop asks (failures.py). Such a trial stops counting as evaluated once
-  it is queued again. A candidate's own failure, an out-of-memory and a timeout stay final.
+  it is queued again. A candidate's own failure, an out-of-memory and a timeout stay final, but for a
+  timeout the launch backend found spent waiting on another build's lock (`setup_failure`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import optuna
 from optuna.trial import TrialState
 
 from autotune.backends.base import ProbeResult
+from autotune.backends.probe_process import TIMEOUT_ON_BUILD_LOCK
 from autotune.candidate import KNOBS, params_key
 from autotune.study.unique import trial_knobs
 
@@ -51,9 +53,13 @@ def setup_failure(result: ProbeResult) -> bool:
     the tuner cannot read (another version on the nodes). The trainer writes a result naming the
     `failed_rank` for each failure of its own (DeepSpeed's error, a candidate it refuses): the candidate's.
     Final too: out of memory (a result), a timeout (a hang may be the candidate's, and a retry costs the
-    whole timeout) and a launcher killed by a signal (the kernel's OOM killer). Replayed and simulated
-    failures are recorded or computed: they carry no `launcher`, and stay final."""
+    whole timeout) and a launcher killed by a signal (the kernel's OOM killer); but not a timeout the
+    backend found spent waiting on a torch extension build's lock older than the probe
+    (`timeout_cause: build_lock`): that time went to another build, not to the candidate. Replayed and
+    simulated failures are recorded or computed: they carry no `launcher`, and stay final."""
     details = result.details or {}
+    if result.status == "timeout":
+        return "launcher" in details and details.get("timeout_cause") == TIMEOUT_ON_BUILD_LOCK
     if result.status != "failed" or "launcher" not in details or "failed_rank" in details or "refused" in details:
         return False
     exit_code = details.get("exit_code")

@@ -120,3 +120,35 @@ def test_every_probe_carries_its_whole_cost(make_launch_backend, make_candidate,
     failed = make_launch_backend(python=fake_probe("time.sleep(0.2)\nsys.exit(3)\n")).evaluate(make_candidate(), trial_number=3)
     assert failed.status == "failed"
     assert failed.details["probe_cost"]["time_s"] >= 0.2 and failed.details["probe_cost"]["energy_kj"] is None
+
+
+def test_a_timeout_spent_on_an_older_build_lock_is_the_setups_failure(make_launch_backend, make_candidate, fake_probe,
+                                                                       tmp_path):
+    """A probe that waits on a torch extension build lock older than itself (another process's build, or one
+    on a shared file system) timed out on the set-up, not on the candidate: a resume probes it again. A
+    timeout whose only lock is its own build's (made during the probe) stays the candidate's."""
+    import os
+    import time
+
+    from autotune.study.retries import setup_failure
+
+    extensions = tmp_path / "torch_extensions"  # the probes' own, given in the backend's env (not the tuner's)
+    own_build = extensions / "py311_cpu" / "cpu_adam" / "lock"
+    python = fake_probe(f'import pathlib\nlock = pathlib.Path({str(own_build)!r})\nlock.parent.mkdir(parents=True, '
+                        'exist_ok=True)\nlock.write_text("")\ntime.sleep(300)\n')
+    backend = make_launch_backend(python=python, probe_timeout_s=1.0, kill_grace_s=0.5,
+                                  env_extra={"TORCH_EXTENSIONS_DIR": str(extensions)})
+    own = backend.evaluate(make_candidate(), trial_number=1)
+    assert own.status == "timeout" and "build lock" not in own.error and "timeout_cause" not in own.details
+    assert setup_failure(own) is False
+
+    own_build.unlink()
+    older = extensions / "py311_cpu" / "deepspeed_shm_comm" / "lock"
+    older.parent.mkdir(parents=True)
+    older.write_text("")
+    os.utime(older, (time.time() - 600, time.time() - 600))
+    waited = backend.evaluate(make_candidate(), trial_number=2)
+    assert waited.status == "timeout" and f"a torch extension build lock older than the probe is held ({older})" in waited.error
+    assert waited.details["timeout_cause"] == "build_lock" and waited.details["build_locks"] == [str(older)]
+    assert setup_failure(waited) is True
+    assert f"build lock older than the probe is held ({older})" in (backend.trial_dir(2) / "log.txt").read_text()

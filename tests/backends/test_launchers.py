@@ -112,6 +112,30 @@ def test_a_launcher_that_cannot_work_is_a_user_error(hostfile, tmp_path):
     check_launcher_settings("deepspeed", hostfile, {})  # fine
 
 
+def test_auto_without_srun_on_path_is_refused_wherever_it_would_start_every_probe_with_srun(tmp_path):
+    """Whether the allocation names its nodes or not: each probe would fail "could not start srun"."""
+    no_srun = {"PATH": str(tmp_path)}  # an empty directory
+    two_nodes = {"SLURM_JOB_ID": "7", "SLURM_NNODES": "2", "SLURM_GPUS_PER_NODE": "2", **no_srun}
+    with pytest.raises(UserError) as refused:
+        check_launcher_settings("auto", None, two_nodes)
+    assert str(refused.value) == ("srun is not on PATH, and --launcher auto starts every probe with srun in SLURM "
+                                  "allocation 7 (2 nodes): load the SLURM module, or use --launcher torchrun|deepspeed")
+    login = {**two_nodes, "SLURM_NNODES": "1", "SLURM_JOB_NODELIST": "gpu[003-004]"}  # salloc on a login node
+    with pytest.raises(UserError, match=r"^srun is not on PATH, and --launcher auto starts every probe with srun in "
+                                        r"SLURM allocation 7 \(whose first node gpu003 is not this machine\): load the "
+                                        r"SLURM module, or run autotune on gpu003$"):
+        check_launcher_settings("auto", None, login)
+    with pytest.raises(UserError, match=r"^srun is not on PATH: load the SLURM module"):
+        check_launcher_settings("srun", None, two_nodes)
+    # auto starts torchrun here: a one-node allocation of this machine, or none at all
+    check_launcher_settings("auto", None, {**two_nodes, "SLURM_NNODES": "1"})
+    check_launcher_settings("auto", None, no_srun)
+    (tmp_path / "srun").write_text("#!/bin/sh\n")
+    (tmp_path / "srun").chmod(0o755)
+    check_launcher_settings("auto", None, two_nodes)
+    check_launcher_settings("auto", None, login)
+
+
 def test_more_nodes_than_reachable_is_a_reason_not_an_exception(make_candidate, hostfile, no_local_gpus, pdsh_path):
     two_nodes = make_candidate(gpus_per_node=4, nodes=2)
     with_pdsh = {"PATH": pdsh_path}
@@ -229,9 +253,9 @@ def test_a_study_with_candidates_the_launcher_cannot_start_is_refused_before_it_
     with pytest.raises(UserError, match=r"^candidates with 2 node\(s\) cannot start here: .*torchrun starts ranks on "
                                         r"this machine only.*--nodes 1\)$"):
         LaunchBackend(run_dir=tmp_path).check_candidates(checks("--nodes", "1-2"))
-    in_allocation = LaunchBackend(run_dir=tmp_path, env={**SLURM_2_NODES, "PATH": str(tmp_path)})
-    (tmp_path / "srun").write_text("#!/bin/sh\n")
+    (tmp_path / "srun").write_text("#!/bin/sh\n")  # before the backend: auto refuses an allocation without srun
     (tmp_path / "srun").chmod(0o755)
+    in_allocation = LaunchBackend(run_dir=tmp_path, env={**SLURM_2_NODES, "PATH": str(tmp_path)})
     with pytest.raises(UserError, match=r"needs 8 GPUs per node; SLURM allocation 42 has 4 .*$"):
         in_allocation.check_candidates(checks("--nodes", "1-2", "--hardware", "h100-sxm"))
     in_allocation.check_candidates(checks("--nodes", "1-2", "--hardware", "h100-sxm", "--gpus-per-node", "4"))

@@ -142,3 +142,26 @@ def test_the_backend_line_names_the_launcher_auto_chose(monkeypatch, tmp_path):
     monkeypatch.delenv("SLURM_JOB_ID")
     chosen = LaunchBackend(run_dir=tmp_path, launcher="torchrun")
     assert backend_line(chosen, (1,)) == chosen.describe() and "via torchrun, " in chosen.describe()
+
+
+@pytest.mark.parametrize("nodelist", [None, "gpu[003-004]"])
+def test_the_cli_refuses_auto_in_an_allocation_without_srun_before_writing_anything(tmp_path, nodelist):
+    """The same one-line refusal whether or not the allocation names its nodes (SLURM_JOB_NODELIST): without
+    it the run used to open a study whose every probe failed "could not start srun"."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    env.update(PATH=os.path.dirname(sys.executable), PYTHONPATH=REPO, DS_ACCELERATOR="cpu",  # no srun on PATH
+               SLURM_JOB_ID="7", SLURM_NNODES="2", SLURM_GPUS_PER_NODE="2")
+    if nodelist:
+        env["SLURM_JOB_NODELIST"] = nodelist
+    out = tmp_path / "sl1"
+    result = subprocess.run(
+        [sys.executable, "-m", "autotune.cli", "run", "--model", "tiny", "--hardware", "cpu", "--backend", "launch",
+         "--trials", "2", "--allow-estimated-energy", "--out", str(out)],
+        capture_output=True, text=True, timeout=120, env=env,
+    )
+    assert result.returncode == 2, result.stderr
+    errors = [line for line in result.stderr.splitlines() if "error" in line]
+    assert len(errors) == 1 and errors[0].startswith("autotune run: error: srun is not on PATH, and --launcher auto "
+                                                     "starts every probe with srun in SLURM allocation 7"), result.stderr
+    assert result.stderr.strip().endswith(errors[0]) and "Traceback" not in result.stderr
+    assert not out.exists()

@@ -229,3 +229,37 @@ def test_a_converged_study_probes_the_setup_failures_it_queued_again_before_it_s
     again = _Probes()
     run_study(guided_study(), settings, again, 30, checks=checks)
     assert all(t.params in again.probed for t in setup)
+
+
+def _timeout(**details) -> ProbeResult:
+    return ProbeResult(status="timeout", source="measured", energy_source="unavailable",
+                       error="no result within 5 s: killed the probe's process group", details=details)
+
+
+def test_a_timeout_spent_on_a_build_lock_is_the_setups_and_its_candidate_is_probed_again(tmp_path):
+    """A short --probe-timeout spent waiting on a torch extension build lock older than the probe (the backend's
+    diagnosis, `timeout_cause`) is no verdict on the candidate, here the baseline: the resume probes it again.
+    Any other timeout stays final, and so does a replayed one (no launcher)."""
+    on_lock = _timeout(launcher="torchrun", exit_code=None, timeout_cause="build_lock", build_locks=["/x/cpu_adam/lock"])
+    assert setup_failure(on_lock) is True
+    assert setup_failure(_timeout(launcher="torchrun", exit_code=None)) is False
+    assert setup_failure(_timeout(timeout_cause="build_lock")) is False
+
+    class _LockedOnce(_Probes):
+        def evaluate(self, candidate, trial_number: int = 0) -> ProbeResult:
+            if not self.probed:
+                self.probed.append(candidate.knobs.to_dict())
+                return on_lock
+            return super().evaluate(candidate, trial_number)
+
+    settings = settings_for(*SETTINGS)
+    locked = _LockedOnce()
+    run_study(_study(tmp_path), settings, locked, 2)
+    study = _study(tmp_path)
+    baseline = _evaluated(study)[0]
+    assert baseline.user_attrs.get("baseline") and baseline.user_attrs.get(SETUP_FAILURE_ATTR)
+    again = _Probes()
+    run_study(study, settings, again, 2)
+    assert again.probed[0] == locked.probed[0]  # the baseline, first
+    retried = [t for t in _evaluated(_study(tmp_path)) if t.user_attrs.get("retry_of") == baseline.number]
+    assert len(retried) == 1 and retried[0].state == TrialState.COMPLETE and retried[0].user_attrs.get("baseline")
