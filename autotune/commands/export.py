@@ -17,7 +17,7 @@ def register(subparsers) -> None:
     choice.add_argument(
         "--pick",
         choices=("fastest", "min-energy", "knee", "max-slowdown", "cost-weighted"),
-        help="a recommended point (default: knee)",
+        help="a recommended point (default: knee; fastest, the only one, in a study of --objectives time)",
     )
     choice.add_argument("--trial", type=whole_number_flag(low=0), help="any feasible trial by number")
     choice.add_argument(
@@ -65,7 +65,7 @@ def _run(args) -> int:
         return _write_measurements(study, args.measurements)
     # The picks as pareto.json and configs/ name them: with the --max-slowdown and --eta of the last run or report.
     view = study_view(study, *stored_pick_parameters(study, None, None))
-    trial, stem = choose_trial(view, args.pick, args.trial)
+    trial, stem = choose_trial(view, args.pick if args.trial is not None else _pick_of(view, args.pick), args.trial)
     output = args.output or _check_config_paths(args.run_dir / "configs" / f"{stem}.json", "-o's default")
     backend = study.user_attrs.get("backend", {}).get("name", "unknown")
     written = export_trial(view, trial, output, backend, launcher=args.launcher)
@@ -81,6 +81,19 @@ def _run(args) -> int:
         for note in notes:
             print(f"  - {note}", file=sys.stderr)
     return 0
+
+
+def _pick_of(view, pick: str | None) -> str | None:
+    """The --pick to export: a time-only study (--objectives time) has one, the fastest, its default too;
+    a pick that ranks by energy is refused there rather than chosen by figures the study never ranked."""
+    from autotune.errors import UserError
+
+    if not view.time_only or pick == "fastest":
+        return pick
+    if pick is None:
+        return "fastest"
+    raise UserError(f"--pick {pick} ranks by energy, and this study ranks by time only (--objectives time): its one pick "
+                    "is the fastest; pass --pick fastest, or --trial N for any feasible trial")
 
 
 def _check_config_paths(output: Path, what: str) -> Path:

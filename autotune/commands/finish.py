@@ -82,6 +82,7 @@ def export_picks(view, run_dir: Path, backend: str, reports_written_at: float | 
         record.update({p.name: _sha256(p.read_bytes()) for p in export_trial(view, trial, configs / f"{stem}.new.json", backend)})
         kept += edited
         beside.append(f"{stem}.new.*")
+    _remove_unmade_picks(configs, view.picks, record)
     write_text_atomic(configs / WRITTEN_RECORD, json.dumps(record, indent=1, sort_keys=True) + "\n")
     if not kept:
         return None
@@ -125,6 +126,21 @@ def _edited(path: Path, fresh: Path, record: dict[str, str], reports_written_at:
         except (UnicodeDecodeError, ValueError):
             return False
     return True
+
+
+def _remove_unmade_picks(configs: Path, picks: dict[str, int], record: dict[str, str]) -> None:
+    """The files of a pick the study no longer makes, removed where they are still what autotune wrote:
+    a time-only study (--objectives time) reported before it picked the fastest alone has min-energy,
+    knee, max-slowdown and cost-weighted configs chosen by energy it never ranked. Edited ones stay."""
+    for name, stem in PICK_FILES.items():
+        if name in picks:
+            continue
+        for suffix in (".json", ".candidate.json", ".launch.sh", ".new.json", ".new.candidate.json", ".new.launch.sh"):
+            path = configs / f"{stem}{suffix}"
+            with contextlib.suppress(OSError):
+                if record.get(path.name) == _sha256(path.read_bytes()):
+                    path.unlink()
+                    del record[path.name]
 
 
 def _remove_stale_new_files(configs: Path, stem: str, record: dict[str, str]) -> None:

@@ -50,16 +50,20 @@ def _configuration_key(params: dict) -> str:
     return json.dumps({**UNTOUCHED_DEVICE_SETTINGS, **params}, sort_keys=True, default=str)
 
 
-def pareto_front(points: list[Point]) -> list[Point]:
+def pareto_front(points: list[Point], time_only: bool = False) -> list[Point]:
     """Points no other point beats in both time and energy, fastest first. Two configurations with
     exactly the same time and energy are both on it, lower trial first: neither beats the other, and a
     user may prefer either for what the figures do not say. The same configuration twice with the
-    same figures is one choice, kept once, as its lower trial."""
+    same figures is one choice, kept once, as its lower trial.
+
+    `time_only` (a study of --objectives time): the front of that one objective, the fastest points,
+    whatever their energy: the user did not ask to rank by it, and it may be an estimate."""
     by_trial = sorted(points, key=lambda p: p.trial)
+    objectives = _objectives(by_trial)[:, :1] if time_only else _objectives(by_trial)
     front, seen = [], set()
-    for i in front_indices(_objectives(by_trial), keep_ties=True):
+    for i in front_indices(objectives, keep_ties=True):
         point = by_trial[i]
-        key = (point.time_s, point.energy_kj, _configuration_key(point.params))
+        key = (point.time_s, None if time_only else point.energy_kj, _configuration_key(point.params))
         if key not in seen:
             seen.add(key)
             front.append(point)
@@ -121,12 +125,17 @@ def cost_weighted(front: list[Point], eta: float, max_power_w: float) -> Point |
 
 
 def recommendations(
-    front: list[Point], max_slowdown: float = 1.05, eta: float = 0.5, max_power_w: float | None = None
+    front: list[Point], max_slowdown: float = 1.05, eta: float = 0.5, max_power_w: float | None = None,
+    time_only: bool = False,
 ) -> dict[str, int]:
     """Trial numbers of the picks: fastest, min_energy, knee, max_slowdown and, when the per-GPU max
-    power is known, cost_weighted (empty when nothing is feasible)."""
+    power is known, cost_weighted (empty when nothing is feasible). `time_only` (--objectives time):
+    the fastest alone, ties to the lower trial: every other pick ranks by energy, which the user did not
+    ask for (and may not have allowed as an estimate)."""
     if not front:
         return {}
+    if time_only:
+        return {"fastest": min(front, key=lambda p: (p.time_s, p.trial)).trial}
     picks = {
         "fastest": fastest(front).trial,
         "min_energy": min_energy(front).trial,

@@ -24,7 +24,7 @@ from autotune.report.timeline import PROVENANCE_WORDS
 from autotune.report.html_parts import esc, table as _table
 from autotune.report.pareto_json import provenance_sentence, workload_sentence
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar, tie_sentence
-from autotune.report.picks import PICK_FILES, pick_label, picks_by_trial, short_pick_label
+from autotune.report.picks import PICK_FILES, front_title, pick_label, picks_by_trial, short_pick_label
 from autotune.report.power_limit import power_limit_section
 from autotune.report.study_points import StudyView
 from autotune.report.svg import Marker, scatter_svg, stacked_bar_svg
@@ -88,7 +88,7 @@ def scatter_section(view: StudyView, document: dict, run_dir: Path) -> str:
                                 for what, unit, source in (("time", t_unit, time_source), ("energy", e_unit, energy_source)))
     svg = scatter_svg(markers, line, time_label, energy_label, str(title))
     legend = (
-        '<p class="legend"><span class="key front"></span> Pareto front (line) <span class="key feasible"></span> '
+        f'<p class="legend"><span class="key front"></span> {esc(front_title(view.time_only))} (line) <span class="key feasible"></span> '
         'other feasible <span class="key baseline"></span> baseline <span class="key infeasible"></span> '
         "infeasible or failed with figures. Hover a point for its configuration.</p>"
     )
@@ -127,9 +127,10 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
     explain = (f"{esc(error_sentence(error))} " if error_sentence(error) else "") + (
         f"Savings are against the baseline trial {esc(document['baseline'])} (what one would run untuned); "
         "n/a where the baseline is not feasible. "
-        f"'{esc(pick_label('max_slowdown', params))}': least energy with time at most {params.max_slowdown:g} x the fastest. "
     )
-    if params.max_power_per_gpu_w is not None:
+    if "max_slowdown" in view.picks:  # a time-only study makes no energy pick: nothing of it to explain
+        explain += f"'{esc(pick_label('max_slowdown', params))}': least energy with time at most {params.max_slowdown:g} x the fastest. "
+    if "cost_weighted" in view.picks:
         explain += (
             f"'{esc(pick_label('cost_weighted', params))}': least eta x energy + (1 - eta) x P_max x time, with "
             f"P_max = {params.max_power_per_gpu_w:g} W per {words.one} x the configuration's {words.many} (Zeus cost)."

@@ -10,7 +10,7 @@ from autotune.report.pareto_json import nodes_text
 from autotune.report.pareto_json import provenance_sentence, workload_sentence
 from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
 from autotune.report.payback import cost_sentence, estimated_saving_mark, payback_by_trial, payback_sentence
-from autotune.report.picks import pick_label, picks_by_trial
+from autotune.report.picks import front_title, pick_label, picks_by_trial
 from autotune.report.power_limit import sweep_sentence
 from autotune.report.study_points import StudyView
 from autotune.report.within_noise import change_text
@@ -52,7 +52,7 @@ def markdown_report(view: StudyView, document: dict) -> str:
         per_device = f"TFLOP/s {view_device_words(view).per()}"
         sources = [p.energy_source for p in view.front]
         lines += [
-            "**Pareto front**",
+            f"**{front_title(view.time_only)}**",
             "",
             _row(["trial", *knob_titles, f"time {t_unit}{header_bar(error, view.front, 'time_s')}",
                   f"energy {e_unit}{header_bar(error, view.front, 'energy_kj')}{estimate_header(sources)}", per_device,

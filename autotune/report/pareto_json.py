@@ -2,7 +2,8 @@
 
 Other tools read this file: keep the keys `model`, `nodes`, `gpus`, `hardware`, `backend`, `source`,
 `trials`, `front`, `recommendations` stable; add new keys beside them (and new picks inside
-`recommendations`: readers must not assume it holds only fastest, min_energy and knee).
+`recommendations`: readers must not assume it holds only fastest, min_energy and knee; a study of
+--objectives time, `objectives` ["time"], holds fastest alone).
 """
 
 from __future__ import annotations
@@ -120,6 +121,9 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
         "baseline": view.baseline_trial,
         "front": [p.to_dict() for p in view.front],
         "feasible": [p.to_dict() for p in view.points],
+        # What the front and picks rank by, as --objectives spells it: ["time"] ranks by time alone (the
+        # front is the fastest, `recommendations` holds `fastest` only; energy is a figure, not ranked).
+        "objectives": ["time"] if view.time_only else ["time", "energy"],
         "recommendations": view.picks,
         "recommendation_parameters": view.pick_parameters.to_dict(),
         # Each pick against the baseline trial; percentages are None when the baseline is not feasible.
@@ -130,7 +134,7 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
         # A pick's `tied_with` lists the front trials it cannot be told apart from within that error.
         "simulator_error": error,
         # A plain sentence when there is no trade-off (no feasible point, one, or one beating all); else None.
-        "note": front_note(view.points, view.front, trials_by_status, commonest_failure(view.trials)),
+        "note": front_note(view.points, view.front, trials_by_status, commonest_failure(view.trials), view.time_only),
         # Per objective, {knob: share of its variation explained} (largest first), or why there is none.
         "importance": importance if importance is not None else "not computed",
         "importance_method": IMPORTANCE_METHOD,

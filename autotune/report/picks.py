@@ -120,10 +120,29 @@ def commonest_failure(trials: list[dict]) -> tuple[str, int] | None:
     return reasons.most_common(1)[0] if reasons else None
 
 
+def front_title(time_only: bool) -> str:
+    """What the front table is called: a time-only study's is the fastest configuration(s), no trade-off."""
+    return "Fastest (ranked by time only: --objectives time)" if time_only else "Pareto front"
+
+
+def time_only_note(points: list[Point], front: list[Point]) -> str:
+    """Why a time-only study (--objectives time) offers one pick, and what its energy figures are."""
+    pick = min(front, key=lambda p: (p.time_s, p.trial))
+    ties = (f"; {len(front)} configurations (trials {', '.join(str(p.trial) for p in front)}) tie at that time, and the "
+            "pick is the lowest trial" if len(front) > 1 else "")
+    estimated = " (estimated from the hardware profile where no sensor saw it)" if any(
+        p.energy_source == "estimated" for p in points) else ""
+    return (f"This study ranks by time only (--objectives time): the one pick is the fastest of {len(points)} feasible "
+            f"configuration(s), trial {pick.trial}{ties}. Energy{estimated} is shown beside each figure but ranks "
+            "nothing, so no energy pick (min-energy, knee, max-slowdown, cost-weighted) is made or exported; for "
+            "those, run a study with --objectives time,energy in another --out.")
+
+
 def front_note(points: list[Point], front: list[Point], trials_by_status: dict[str, int],
-               failure: tuple[str, int] | None = None) -> str | None:
+               failure: tuple[str, int] | None = None, time_only: bool = False) -> str | None:
     """A plain sentence when the front offers no choice; None when it holds a trade-off. `failure`:
-    `commonest_failure` of the trials, which says more than "widen the space" when probes failed."""
+    `commonest_failure` of the trials, which says more than "widen the space" when probes failed.
+    `time_only`: a study of --objectives time, which never offers a trade-off (`time_only_note`)."""
     if not points:
         counts = ", ".join(f"{n} {s}" for s, n in trials_by_status.items()) or "no trials"
         fix = "see `autotune space` for what fits, or widen the space and run more --trials."
@@ -132,6 +151,8 @@ def front_note(points: list[Point], front: list[Point], trials_by_status: dict[s
             fix = (f"{count} failed with: {reason.strip()[:300]}; report.html lists every trial's reason (and a "
                    "launched probe's log is in the run directory's trials/ folder).")
         return f"No feasible configuration: no trial ran to completion ({counts}). Nothing is recommended; {fix}"
+    if time_only:
+        return time_only_note(points, front)
     if len(points) == 1:
         return (
             f"Only one feasible configuration (trial {points[0].trial}): every pick is that trial and there is "

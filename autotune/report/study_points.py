@@ -26,6 +26,8 @@ class StudyView:
     picks: dict[str, int]
     baseline_trial: int | None
     pick_parameters: PickParameters = PickParameters()
+    # A study of --objectives time: its front and picks rank by time alone; energy is a figure beside it.
+    time_only: bool = False
 
     def point(self, trial: int) -> Point | None:
         return next((p for p in self.points if p.trial == trial), None)
@@ -84,7 +86,8 @@ def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, 
                     extra={"energy_components_kj": result.get("energy_components_kj", {}), "details": row["details"]},
                 )
             )
-    front = pareto_front(points)
+    time_only = len(study.directions) == 1  # the study's objectives, as `autotune run --objectives` set them
+    front = pareto_front(points, time_only)
     parameters = PickParameters(max_slowdown, eta, max_power_per_gpu_w(settings.hardware))
-    picks = recommendations(front, parameters.max_slowdown, parameters.eta, parameters.max_power_per_gpu_w)
-    return StudyView(settings, rows, points, front, picks, baseline_trial, parameters)
+    picks = recommendations(front, parameters.max_slowdown, parameters.eta, parameters.max_power_per_gpu_w, time_only)
+    return StudyView(settings, rows, points, front, picks, baseline_trial, parameters, time_only)

@@ -74,7 +74,8 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
         return
     labels = {t: [pick_label(n, view.pick_parameters) for n in names] for t, names in picks_by_trial(view).items()}
     words = view_device_words(view)
-    table = Table(title=f"Pareto front (time vs energy to solution, {energy_source} energy)")
+    table = Table(title=f"Fastest (ranked by time only; {energy_source} energy shown, not ranked)" if view.time_only
+                  else f"Pareto front (time vs energy to solution, {energy_source} energy)")
     table.add_column("trial", justify="right")
     for _, title in KNOB_COLUMNS:
         table.add_column(title)

@@ -1,0 +1,87 @@
+"""A study of --objectives time ranks by time alone: its front is the fastest, `fastest` its one pick,
+and no pick chosen by energy (which it never ranked, and may only have estimated) is made or exported."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from autotune.report.front import Point, pareto_front, recommendations
+from tests.cli import autotune
+
+
+def pt(trial, time_s, energy_kj, **params):
+    return Point(trial=trial, params=params or {"k": trial}, time_s=time_s, energy_kj=energy_kj, gpus=4)
+
+
+def test_a_time_only_front_is_the_fastest_whatever_the_energy():
+    points = [pt(0, 10.0, 5.0), pt(1, 12.0, 1.0), pt(2, 10.0, 9.0), pt(3, 11.0, 2.0)]
+    # By time and energy, 1 and 3 trade time for energy; by time alone only the two fastest are left.
+    assert {p.trial for p in pareto_front(points)} == {0, 1, 3}
+    fastest = pareto_front(points, time_only=True)
+    assert [p.trial for p in fastest] == [0, 2]
+    # A tie at the fastest time goes to the lower trial, not to the lower energy (trial 2 has more, trial 0 less:
+    # swap them so energy would pick the other way).
+    swapped = [pt(0, 10.0, 9.0), pt(2, 10.0, 5.0)]
+    assert recommendations(pareto_front(swapped, time_only=True), max_power_w=700.0, time_only=True) == {"fastest": 0}
+    assert recommendations(fastest, max_power_w=700.0, time_only=True) == {"fastest": 0}
+    assert recommendations([], time_only=True) == {}
+
+
+@pytest.fixture(scope="module")
+def time_only_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "time"
+    done = autotune("run", "--model", "7b", "--nodes", "1", "--trials", "6", "--objectives", "time", "--out", out)
+    assert done.returncode == 0, done.stderr
+    return out, done
+
+
+def test_a_time_only_study_reports_and_exports_the_fastest_alone(time_only_run):
+    out, done = time_only_run
+    document = json.loads((out / "pareto.json").read_text())
+    assert document["objectives"] == ["time"]
+    fastest_s = min(p["time_s"] for p in document["feasible"])
+    assert document["recommendations"] == {"fastest": min(p["trial"] for p in document["feasible"] if p["time_s"] == fastest_s)}
+    assert [row["name"] for row in document["picks"]] == ["fastest"]
+    assert document["front"] and all(p["time_s"] == fastest_s for p in document["front"])
+    assert "ranks by time only (--objectives time)" in document["note"] and "no energy pick" in document["note"]
+    assert sorted(p.name for p in (out / "configs").iterdir() if not p.name.startswith(".")) == [
+        "fastest.candidate.json", "fastest.json", "fastest.launch.sh"]
+    printed = " ".join(done.stdout.split())
+    assert "Fastest (ranked by time only" in printed
+    beyond_note = printed.replace(" ".join(document["note"].split()), "")
+    assert not any(word in beyond_note for word in ("min-energy", "knee", "max-slowdown", "cost-weighted"))
+    html = (out / "report.html").read_text()
+    assert "least energy with time at most" not in html and "Zeus cost" not in html
+
+
+def test_export_of_a_time_only_study_takes_the_fastest_and_refuses_energy_picks(time_only_run, tmp_path):
+    out, _ = time_only_run
+    exported = autotune("export", out, "-o", tmp_path / "default.json")
+    assert exported.returncode == 0, exported.stderr
+    fastest = json.loads((out / "configs" / "fastest.json").read_text())
+    assert json.loads((tmp_path / "default.json").read_text()) == fastest
+    for pick in ("knee", "min-energy", "max-slowdown", "cost-weighted"):
+        refused = autotune("export", out, "--pick", pick, "-o", tmp_path / f"{pick}.json")
+        assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+        assert f"--pick {pick} ranks by energy" in refused.stderr and "--pick fastest" in refused.stderr
+        assert not (tmp_path / f"{pick}.json").exists()
+
+
+def test_a_report_removes_the_energy_picks_an_earlier_report_exported_unless_edited(time_only_run):
+    """A time-only study reported before this fix has min-energy, knee, ... configs in configs/: autotune's
+    own are removed, one the user edited stays."""
+    out, _ = time_only_run
+    configs = out / "configs"
+    record = json.loads((configs / ".written.json").read_text())
+    for name, text in (("knee.json", "{}\n"), ("min-energy.json", "{}\n")):
+        (configs / name).write_text(text)
+        record[name] = hashlib.sha256(text.encode()).hexdigest()
+    (configs / ".written.json").write_text(json.dumps(record))
+    (configs / "min-energy.json").write_text('{"lr": 1}\n')  # edited since autotune wrote it
+    done = autotune("report", out)
+    assert done.returncode == 0, done.stderr
+    assert not (configs / "knee.json").exists() and (configs / "min-energy.json").read_text() == '{"lr": 1}\n'
+    assert "knee.json" not in json.loads((configs / ".written.json").read_text())
