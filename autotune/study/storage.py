@@ -13,6 +13,7 @@ import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import unquote
 
 import optuna
 
@@ -29,7 +30,12 @@ GRACE_PERIOD_S = 120
 
 
 def storage_url(run_dir: Path, storage: str | None) -> str:
-    return storage or f"sqlite:///{(run_dir / 'study.db').resolve()}"
+    if storage:
+        return storage
+    # SQLAlchemy decodes %XX in a URL's path and takes a '?' as the start of connection options: the
+    # study of `--out 'a?b'` went to the file `a`. Both escaped, the URL names RUN_DIR/study.db itself.
+    path = str((run_dir / "study.db").resolve()).replace("%", "%25").replace("?", "%3F")
+    return f"sqlite:///{path}"
 
 
 def storage_flags(storage: str | None, study_name: str = STUDY_NAME) -> str:
@@ -64,6 +70,7 @@ def _check_sqlite(url: str, must_exist: bool, given: bool = True) -> None:
         return
     if parsed.get_backend_name() != "sqlite":
         return
+    _check_sqlite_options(url, parsed)
     if parsed.database in (None, "", ":memory:"):
         raise UserError(
             f"--storage {url!r} is an in-memory SQLite database: the study and its probes would be lost; name a file "
@@ -81,6 +88,26 @@ def _check_sqlite(url: str, must_exist: bool, given: bool = True) -> None:
     if not path.parent.is_dir():
         raise UserError(f"--storage {url!r}: the directory {path.parent.resolve()} does not exist; create it or name a "
                         "file in an existing one")
+
+
+# What SQLAlchemy's SQLite driver takes from a URL's query string; without `uri`, it drops any other
+# key, with only a Python warning that our logging setting hides.
+_PYSQLITE_OPTIONS = frozenset(("uri", "timeout", "isolation_level", "detect_types", "check_same_thread", "cached_statements"))
+
+
+def _check_sqlite_options(url: str, parsed) -> None:
+    """A '?' in a file name (`sqlite:////x/st?x=1.db`) starts a query string to SQLAlchemy: the study
+    went to the file `st` while every message named the URL given. Options the driver takes pass;
+    with `uri` the rest go to SQLite's own URI, the user's choice."""
+    ignored = sorted(set(parsed.query) - _PYSQLITE_OPTIONS)
+    if not ignored or "uri" in parsed.query:
+        return
+    query = url[url.index("?"):]
+    raise UserError(
+        f"--storage {url!r}: SQLite would read {query!r} as connection options ({', '.join(ignored)} unknown to it), "
+        f"not as part of the file name, and keep the study in {Path(parsed.database or ':memory:').resolve()}; "
+        f"write a '?' of the file name as %3F ({'%3F'.join(url.split('?'))})"
+    )
 
 
 def _holds_optuna_tables(path: Path) -> bool:
@@ -122,7 +149,7 @@ def _open_storage(url: str, heartbeat: bool = False, must_exist: bool = False, g
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 if not given:  # the run directory's own file: no URL to check, and no --storage to leave out
                     raise UserError(
-                        f"cannot open the study database {url.removeprefix('sqlite:///')} ({first}); it is damaged or "
+                        f"cannot open the study database {unquote(url.removeprefix('sqlite:///'))} ({first}); it is damaged or "
                         "not a study: restore it from a copy, or start a new study with --out NEW_DIR"
                     ) from None
                 raise UserError(
@@ -203,9 +230,16 @@ def open_study(
     if storage is None:
         run_dir.mkdir(parents=True, exist_ok=True)
     url = storage_url(run_dir, storage)
+    if storage is None and not (run_dir / "study.db").exists():
+        _check_reports_are_of_no_study(run_dir, study_name)  # before opening creates an empty study.db beside them
     rdb = _open_storage(url, heartbeat=storage is not None, given=storage is not None)
-    if storage is not None:  # before a new study is created in a shared database, or another one resumed here
-        check_run_dir_is_of(run_dir, _existing_study(rdb, study_name), storage, study_name, "--out")
+    # Before a new study is created in a shared database or in the run directory's own, or another one resumed here.
+    existing = _existing_study(rdb, study_name)
+    if storage is None:
+        _check_run_dir_holds_no_other_study(run_dir, rdb, study_name)
+        if existing is None:  # a new study here: reports already here are another's (a --storage run's, a lost study.db's)
+            _check_reports_are_of_no_study(run_dir, study_name)
+    check_run_dir_is_of(run_dir, existing, storage, study_name, "--out")
     if cheap_figures:
         _commit_without_fsync(rdb)
     study = optuna.create_study(
@@ -260,6 +294,33 @@ def load_finished_study(run_dir: Path, storage: str | None = None, study_name: s
         held = f" (it holds {', '.join(sorted(names))}: pass --study-name NAME)" if names else ""
         raise UserError(f"no autotune study named {study_name!r} in {storage or run_dir}{held}; run `autotune run` there "
                         "first") from None
+
+
+def _check_run_dir_holds_no_other_study(run_dir: Path, rdb, study_name: str) -> None:
+    """A run directory's study.db holds one study: a second name there would write its pareto.json,
+    configs/ and report.html over the first one's, which `report` then refuses for the first (and
+    `report RUN_DIR` finds the directory's study without a name only while it is alone). A study
+    already there resumes: a directory that holds two from before this check is left to the reports'
+    own check."""
+    names = sorted(optuna.get_all_study_names(storage=rdb))
+    if not names or study_name in names:
+        return
+    held = ", ".join(map(repr, names))
+    raise UserError(
+        f"--out {run_dir} holds study {held} (in its study.db); a run directory holds one study's reports, and "
+        f"{study_name!r} would write over them: pass another --out for {study_name!r} (without --out, each --study-name "
+        f"has its own runs/<model>-<nodes>n-<name>), or --study-name {shlex.quote(names[0])} to resume {names[0]!r}"
+    )
+
+
+def _check_reports_are_of_no_study(run_dir: Path, study_name: str) -> None:
+    """A study new to the run directory's study.db writes no reports over those a pareto.json there lists
+    trials of: they are of a study kept elsewhere (--storage) or of a study.db removed since."""
+    reason = _reports_of_another_study(run_dir, None, study_name, by_trials=True)
+    if reason is not None:
+        raise UserError(f"--out {run_dir} holds the reports of a study its study.db does not hold ({reason}); pass "
+                        f"another --out for {study_name!r}, the --storage URL of that study to resume it, or move "
+                        f"pareto.json and configs/ out of {run_dir} to start a study there")
 
 
 def _existing_study(rdb, study_name: str) -> optuna.Study | None:

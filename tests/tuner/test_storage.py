@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import multiprocessing
 
+import optuna
 import pytest
 
 from autotune.errors import UserError
@@ -177,7 +179,8 @@ def test_a_study_never_writes_its_reports_over_another_studys(tmp_path):
         done = autotune("run", "--model", "7b", "--nodes", "1", "--storage", url, "--study-name", name, "--trials", "3",
                         cwd=tmp_path)
         assert done.returncode == 0, done.stderr
-    a, b = tmp_path / "runs" / "7b-1n-a", tmp_path / "runs" / "7b-1n-b_c"
+    # 'b/c' made safe is 'b_c', with a hash of the name given: a study named 'b_c' has a directory of its own.
+    a, b = tmp_path / "runs" / "7b-1n-a", tmp_path / "runs" / f"7b-1n-b_c+{hashlib.sha256(b'b/c').hexdigest()[:10]}"
     assert json.loads((a / "pareto.json").read_text())["study_name"] == "a"
     before = (a / "pareto.json").read_text()
     for command in (("report", a), ("export", a, "--pick", "knee"), ("run", "--model", "7b", "--nodes", "1", "--out", a)):
@@ -221,3 +224,93 @@ def test_a_run_directorys_own_study_is_found_whatever_its_name(tmp_path):
     assert done.returncode == 0, done.stderr
     assert load_finished_study(tmp_path / "run").study_name == "mine"  # calibrate reads run directories so
     assert autotune("report", tmp_path / "run").returncode == 0
+
+
+def test_a_second_study_in_a_run_directory_is_refused_before_any_probe(tmp_path):
+    """Without --storage, a run directory's study.db holds one study: `run --study-name B` there wrote B's
+    pareto.json, configs/ and report.html over A's, and `report --study-name A` then refused A."""
+    import json
+
+    from tests.cli import autotune
+
+    same = tmp_path / "same"
+    done = autotune("run", "--model", "7b", "--nodes", "1", "--trials", "3", "--out", same, "--study-name", "A")
+    assert done.returncode == 0, done.stderr
+    before = {p.relative_to(same): p.read_bytes() for p in same.rglob("*") if p.is_file() and p.name != "study.db"}
+    for other in (("--study-name", "B"), ()):  # another name, and the default name, which is another too
+        refused = autotune("run", "--model", "7b", "--nodes", "1", "--trials", "3", "--out", same, *other)
+        assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+        said = " ".join(refused.stderr.split())
+        assert f"--out {same} holds study 'A'" in said and "pass another --out" in said and "--study-name A to resume" in said
+        assert "backend:" not in said  # refused before the study opened a probe
+    assert {p.relative_to(same): p.read_bytes() for p in same.rglob("*") if p.is_file() and p.name != "study.db"} == before
+    assert optuna.get_all_study_names(f"sqlite:///{same / 'study.db'}") == ["A"]
+    assert json.loads((same / "pareto.json").read_text())["study_name"] == "A"
+    assert autotune("report", same, "--study-name", "A").returncode == 0
+    resumed = autotune("run", "--model", "7b", "--nodes", "1", "--trials", "4", "--out", same, "--study-name", "A")
+    assert resumed.returncode == 0, resumed.stderr
+
+
+def test_distinct_study_names_get_distinct_default_run_directories(tmp_path):
+    """The default directory's suffix is the study name made safe; names that cleaning maps to one ('a/b'
+    and 'a_b', any two non-ASCII names, two alike in their first 64 characters) each get their own."""
+    import json
+
+    from tests.cli import autotune
+
+    names = ["a/b", "a_b", "😀", "é", "x" * 64 + "1", "x" * 64 + "2"]
+    for name in names:
+        done = autotune("run", "--model", "7b", "--nodes", "1", "--trials", "2", "--study-name", name, cwd=tmp_path)
+        assert done.returncode == 0, f"{name}: {done.stderr}"
+    directories = {json.loads((d / "pareto.json").read_text())["study_name"]: d.name for d in (tmp_path / "runs").iterdir()}
+    assert sorted(directories) == sorted(names)
+    assert directories["a_b"].endswith("-a_b")  # a name safe as it is stays as it is
+    assert directories["a/b"].endswith("-a_b+" + hashlib.sha256(b"a/b").hexdigest()[:10])
+
+
+def test_a_query_string_in_an_sqlite_storage_url_is_refused_not_taken_as_the_file(tmp_path):
+    """`sqlite:///.../st?x=1.db` wrote the file `st` (SQLAlchemy reads the rest as options it then drops),
+    while every message named the URL given."""
+    from tests.cli import autotune
+
+    url = f"sqlite:///{tmp_path}/st?x=1.db"
+    for command in (("run", "--model", "7b", "--nodes", "1", "--trials", "2", "--out", tmp_path / "run"), ("report", tmp_path)):
+        refused = autotune(*command, "--storage", url)
+        assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+        said = " ".join(refused.stderr.split())
+        assert "'?x=1.db' as connection options" in said and f"{tmp_path}/st%3Fx=1.db" in said
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    with pytest.raises(UserError, match="connection options"):
+        open_study(tmp_path / "run", url, None)
+    # The name written with %3F is that file; options SQLite's driver takes still pass.
+    open_study(tmp_path / "run", f"sqlite:///{tmp_path}/st%3Fx=1.db", None)
+    open_study(tmp_path / "run", f"sqlite:///{tmp_path}/other.db?timeout=30", None)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.db", "st?x=1.db"]
+
+
+def test_a_run_directory_named_with_a_question_mark_keeps_its_study_in_it(tmp_path):
+    """The default URL was sqlite:///RUN_DIR/study.db unescaped: `--out 'q?x'` kept its study in the file `q`."""
+    from autotune.study.storage import load_finished_study
+
+    run_dir = tmp_path / "q?x 100%25"
+    open_study(run_dir, None, None).set_user_attr("settings", {})
+    assert sorted(p.name for p in tmp_path.iterdir()) == [run_dir.name]
+    assert (run_dir / "study.db").is_file()
+    assert load_finished_study(run_dir).study_name == "autotune"
+
+
+def test_a_new_study_writes_no_reports_over_those_of_a_study_kept_elsewhere(tmp_path):
+    """A run directory whose run kept its study in a --storage database has pareto.json and configs/ but no
+    study.db: a run there without --storage started a new study and wrote its reports over them."""
+    from tests.cli import autotune
+
+    url, run_dir = f"sqlite:///{tmp_path / 'shared.db'}", tmp_path / "run"
+    done = autotune("run", "--model", "7b", "--nodes", "1", "--trials", "3", "--storage", url, "--out", run_dir)
+    assert done.returncode == 0, done.stderr
+    before = (run_dir / "pareto.json").read_text()
+    refused = autotune("run", "--model", "7b", "--nodes", "1", "--trials", "3", "--out", run_dir)
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    said = " ".join(refused.stderr.split())
+    assert f"--out {run_dir} holds the reports of a study its study.db does not hold" in said and "--storage URL" in said
+    assert not (run_dir / "study.db").exists() and (run_dir / "pareto.json").read_text() == before
+    assert autotune("report", run_dir, "--storage", url).returncode == 0
