@@ -43,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"autotune.commands.{name}").register(subparsers)
+    parser.set_defaults(command_parsers=subparsers.choices)
     return parser
 
 
@@ -50,7 +51,12 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command; its exit status. Ctrl-C (KeyboardInterrupt) is left to the caller: the console
     script turns it into status 130 (`console_main`)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        # What the subcommand did not take is its usage error ("see `autotune space --help`"), where parse_args
+        # would name the top-level parser, whose --help does not list the subcommand's options.
+        command_parser = args.command_parsers.get(args.command) or parser
+        command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

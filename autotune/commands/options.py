@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import NamedTuple
 
 from autotune.checks import MAX_COUNT
 from autotune.commands.flags import text_flag, whole_number_flag
 from autotune.errors import ConfigError, UserError
-from autotune.hardware import load_hardware
+from autotune.hardware import available_hardware, load_hardware
 from autotune.models import load_model
-from autotune.space import load_space, parse_nodes
+from autotune.space import listed_nodes, load_space, parse_nodes
+from autotune.space.files import DEFAULT_SPACE
 from autotune.study.settings import StudySettings
 from autotune.workload import make_workload
 
@@ -48,17 +50,39 @@ def settings_for(*flags: str) -> StudySettings:
     return build_settings(args)
 
 
-def fill_from_allocation(args: argparse.Namespace, environ: dict[str, str] | None = None) -> str | None:
+class Filled(NamedTuple):
+    """What fill_from_allocation said it filled (one line, or None), and the lines it warns."""
+
+    said: str | None
+    warnings: tuple[str, ...] = ()
+
+
+def fill_from_allocation(args: argparse.Namespace, environ: dict[str, str] | None = None) -> Filled:
     """Inside a SLURM allocation, or given a --hostfile, the nodes and GPUs per node the user left out
     are the allocation's (what srun or the deepspeed launcher reach), not the default of 4 whole nodes:
     in `sbatch -N 2 --gpus-per-node 4` a study is of 2 nodes of 4 GPUs, and its probes can run. With
     `--backend launch` and neither, one node of this machine: its GPUs, or a cpu profile's ranks (with
-    `auto` a GPU workstation still simulates the default cluster). A space file's nodes and a replayed file's candidates are the user's choice
-    and are kept. Returns the line that says what was filled, or None."""
+    `auto` a GPU workstation still simulates the default cluster). A space file's `nodes` list and a
+    replayed file's candidates are the user's choice and are kept; a space file without one (the default
+    file given by path too) leaves the nodes to the allocation as leaving --space out does. Warns where a
+    setting is skipped: a --nodes flag over the file's list, an allocation's GPUs beyond the profile's, what a
+    Hugging Face config says that autotune models otherwise."""
     from autotune.backends.launchers import allocation_shape, local_gpu_count
 
+    nodes_given = parse_nodes(args.nodes)  # a wrong --nodes is said before anything is said of it
+    file_nodes = listed_nodes(args.space)
+    warnings = []
+    from autotune.models_hf import model_warning
+
+    model_said = model_warning(args.model)  # a Hugging Face config modelled otherwise than it says
+    if model_said:
+        warnings.append(model_said)
+    if nodes_given is not None and file_nodes is not None:
+        warnings.append(f"--nodes {args.nodes} is studied, not the nodes = {list(file_nodes)} that space file "
+                        f"{args.space or DEFAULT_SPACE} lists: the flag wins over the file's list (leave --nodes out "
+                        "to study the file's)")
     if getattr(args, "backend", None) == "replay" or getattr(args, "measurements", None) is not None:
-        return None
+        return Filled(None, tuple(warnings))
     hardware = load_hardware(args.hardware)
     shape = allocation_shape(getattr(args, "hostfile", None), dict(os.environ if environ is None else environ))
     if shape is None and getattr(args, "backend", None) == "launch":
@@ -66,10 +90,10 @@ def fill_from_allocation(args: argparse.Namespace, environ: dict[str, str] | Non
         local = local_gpu_count() if hardware.cuda else None
         shape = (1, local, "this machine") if local or not hardware.cuda else None
     if shape is None:
-        return None
+        return Filled(None, tuple(warnings))
     nodes, gpus, where = shape
     filled = []
-    if args.nodes is None and args.space is None:
+    if nodes_given is None and file_nodes is None:
         if nodes > MAX_COUNT:  # checked here: the --nodes check would blame a flag the user never gave
             raise ConfigError(f"{where} holds {nodes} nodes, more than {MAX_COUNT}; pass --nodes with the count to study")
         args.nodes = str(nodes)
@@ -78,9 +102,20 @@ def fill_from_allocation(args: argparse.Namespace, environ: dict[str, str] | Non
     if args.gpus_per_node is None and gpus and gpus < hardware.gpus_per_node:
         args.gpus_per_node = gpus
         filled.append(f"{gpus} GPU(s) per node")
-    if not filled:
-        return None
-    return f"studying {', '.join(filled)}: what {where} holds (--nodes, --gpus-per-node choose another shape)"
+    elif args.gpus_per_node is None and gpus and gpus > hardware.gpus_per_node and hardware.cuda:
+        warnings.append(_wider_than_profile(where, gpus, args.hardware, hardware.gpus_per_node))
+    said = f"studying {', '.join(filled)}: what {where} holds (--nodes, --gpus-per-node choose another shape)" if filled else None
+    return Filled(said, tuple(warnings))
+
+
+def _wider_than_profile(where: str, gpus: int, hardware_flag: str, profile_gpus: int) -> str:
+    """An allocation of more GPUs per node than the profile's nodes hold is most likely studied with the
+    wrong --hardware (gh200's 4 for an 8-GPU H100 node): the study stays of the profile's nodes, said."""
+    fitting = [name for name in available_hardware() if load_hardware(name).gpus_per_node == gpus]
+    other = f" ({', '.join(fitting)} {'has' if len(fitting) == 1 else 'have'} {gpus})" if fitting else ""
+    return (f"{where} has {gpus} GPUs per node, while --hardware {hardware_flag} describes nodes of {profile_gpus}: "
+            f"the study is of {profile_gpus} GPUs per node; pass the --hardware of these nodes{other}, or "
+            f"--gpus-per-node {profile_gpus} to study {profile_gpus} of them")
 
 
 def build_settings(args: argparse.Namespace) -> StudySettings:

@@ -4,6 +4,8 @@ trial elsewhere (a SLURM job's output file, a pipe), where rich would draw the b
 from __future__ import annotations
 
 import contextlib
+import time
+from typing import Callable
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -20,12 +22,33 @@ def _outcome(result, note: str) -> str:
     return f"{result.status} {note[:60]}".rstrip()
 
 
+# A real probe's first launch on a machine may build DeepSpeed's ops before it trains: said once, so that
+# minutes without a line are not taken for a hang.
+FIRST_PROBE_NOTE = "the first probe may spend minutes building DeepSpeed's ops before it trains"
+
+
+def _start_callback(announce: Callable[[int, dict, str], None]) -> Callable[[int, dict], None]:
+    started = 0
+
+    def on_probe_start(number, params):
+        nonlocal started
+        started += 1
+        announce(number, params, f"; {FIRST_PROBE_NOTE}" if started == 1 else "")
+
+    return on_probe_start
+
+
 @contextlib.contextmanager
-def trial_progress(console, total: int, done: int = 0):
+def trial_progress(console, total: int, done: int = 0, announce_probes: bool = False):
     """`total`: evaluated candidates the study will hold at the end; `done`: those it holds already
-    (a resumed study), so the count is the study's, not this session's."""
+    (a resumed study), so the count is the study's, not this session's. `announce_probes`: say when each
+    probe starts (a real probe takes minutes, and a SLURM job's output file would show nothing meanwhile)."""
     if not console.is_terminal:
         count = min(done, total)
+
+        def on_start_line(number, params, note):
+            console.print(f"trial {number}: probing {knobs_sentence(params)} (started {time.strftime('%H:%M:%S')}{note})",
+                          soft_wrap=True, highlight=False, markup=False)
 
         def on_line(number, params, result, note):
             nonlocal count
@@ -35,7 +58,7 @@ def trial_progress(console, total: int, done: int = 0):
             console.print(f"trial {number} ({count}/{total}): {knobs_sentence(params)}: {_outcome(result, note)}",
                           soft_wrap=True, highlight=False, markup=False)
 
-        yield StudyProgress(on_trial=on_line)
+        yield StudyProgress(on_trial=on_line, on_probe_start=_start_callback(on_start_line) if announce_probes else None)
         return
     with Progress(
         TextColumn("[bold]trials"),
@@ -54,4 +77,7 @@ def trial_progress(console, total: int, done: int = 0):
             bar.advance(task)
             bar.update(task, description=f"#{number}: {_outcome(result, note)}")
 
-        yield StudyProgress(on_trial=on_trial)
+        def on_start(number, params, note):
+            bar.update(task, description=f"#{number}: probing {knobs_sentence(params)}{note}")
+
+        yield StudyProgress(on_trial=on_trial, on_probe_start=_start_callback(on_start) if announce_probes else None)

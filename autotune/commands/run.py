@@ -28,13 +28,19 @@ LAUNCH_ONLY = {"launcher": DEFAULT_LAUNCHER,
 
 
 def ignored_launch_options(args: argparse.Namespace, backend_name: str) -> str | None:
-    """A line naming the launch options given to a backend that starts no probe, or None."""
-    if backend_name == "launch":
-        return None
-    given = [f"--{name.replace('_', '-')}" for name, default in LAUNCH_ONLY.items() if getattr(args, name) != default]
-    if not given:
-        return None
-    return f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} read only by --backend launch: the {backend_name} backend starts no probe"
+    """A line naming the launch options given to a backend that starts no probe, and
+    --allow-estimated-energy given to the simulate backend, or None. (A replay reads that flag: it ranks
+    a recorded estimate only with it.)"""
+    said = []
+    if backend_name != "launch":
+        given = [f"--{name.replace('_', '-')}" for name, default in LAUNCH_ONLY.items() if getattr(args, name) != default]
+        if given:
+            said.append(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} read only by --backend launch: "
+                        f"the {backend_name} backend starts no probe")
+    if backend_name == "simulate" and args.allow_estimated_energy:
+        said.append("--allow-estimated-energy is read only by --backend launch and replay: the simulate backend's "
+                    "energy is simulated, never estimated from a probe")
+    return "; ".join(said) or None
 
 
 def register(subparsers) -> None:
@@ -58,7 +64,7 @@ def register(subparsers) -> None:
         "early stop; tpe, random, nsga2: Optuna's, for comparison (they run the whole budget)",
     )
     study.add_argument("--seed", type=whole_number_flag(low=0, high=2**32 - 1), default=0, help="sampler seed: the same seed gives the same study (default: 0)")
-    study.add_argument("--out", type=path_flag, help="run directory (default: runs/<model>-<nodes>n, and -NAME with --study-name NAME)")
+    study.add_argument("--out", type=path_flag, help="run directory (default: runs/<model>-<nodes>n, the model by its own name, never its path; and -NAME with --study-name NAME)")
     study.add_argument(
         "--storage", type=text_flag, help="Optuna storage URL instead of RUN_DIR/study.db; workers sharing one (postgresql://...) split the trials"
     )
@@ -98,16 +104,35 @@ def register(subparsers) -> None:
     parser.set_defaults(func=_run)
 
 
-def default_run_dir(args: argparse.Namespace, nodes) -> Path:
-    """runs/<model>-<nodes>n, from the node counts the study holds (a --space file's `nodes` too), and
-    -<study name> when one is given: two studies must not share a run directory's reports."""
-    model = Path(args.model).stem if args.model.endswith(".json") else args.model
+def default_run_dir(args: argparse.Namespace, model, nodes) -> Path:
+    """runs/<model>-<nodes>n, from the model's own name (a preset's, a model file's `name`, a Hugging Face
+    checkpoint's), never its path: a path would put the run beside or inside the checkpoint, and every
+    `.../config.json` would share `config`. From the node counts the study holds (a --space file's `nodes`
+    too), and -<study name> when one is given: two studies must not share a run directory's reports."""
+    from autotune.models_hf import TOWER
+
+    # The tower an HF checkpoint's name adds ("Qwen2.5-7B + SigLIP so400m/14") is the same for all of them.
+    model_name = _directory_name(model.name.removesuffix(f" + {TOWER}"))[:64] or "model"
     nodes = sorted(nodes)
     span = node_span(nodes)
     counts = str(nodes[0]) if len(nodes) == 1 else f"{span[0]}to{span[1]}" if span else "_".join(map(str, nodes))
     # A study name may hold any printable character: only what is safe in a directory name, and not too long.
-    name = "" if args.study_name == STUDY_NAME else "-" + re.sub(r"[^A-Za-z0-9._-]", "_", args.study_name)[:64]
-    return Path("runs") / f"{model}-{counts}n{name}"
+    # Where that changed the name ('a/b' and 'a_b', any two non-ASCII names, two cut at 64), a hash of the
+    # whole name keeps their directories apart; '+' never survives the cleaning, so no name kept as given
+    # ends like that.
+    import hashlib
+
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", args.study_name)[:64]
+    if safe != args.study_name:
+        safe += "+" + hashlib.sha256(args.study_name.encode()).hexdigest()[:10]
+    name = "" if args.study_name == STUDY_NAME else "-" + safe
+    return Path("runs") / f"{model_name}-{counts}n{name}"
+
+
+def _directory_name(text: str) -> str:
+    """`text` as one safe path component: letters, digits, '.', '_' and '-' (runs of others become one
+    '_'), and no leading '.' or '-' (a hidden directory, '..', or a name read as an option)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).lstrip(".-")
 
 
 def keep_device_knobs_if_unsettable(settings, backend, console):
@@ -267,6 +292,7 @@ def _changed_proposals(study, args: argparse.Namespace) -> str | None:
 
 def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from rich.markup import escape
 
     from autotune.backends.launchers import check_hostfile
     from autotune.backends.select import backend_line, check_energy_objective, choose_backend
@@ -285,10 +311,12 @@ def _run(args: argparse.Namespace) -> int:
     check_pick_options(args)
     console = Console(stderr=True)
     filled = fill_from_allocation(args)
-    if filled:
-        console.print(filled)
+    if filled.said:
+        console.print(filled.said)
+    for line in filled.warnings:
+        console.print(f"[yellow]warning: {escape(line)}[/]")  # escaped: a file's "nodes = [2, 3]" is no markup
     settings = build_settings(args)
-    run_dir = args.out or default_run_dir(args, settings.space.nodes)
+    run_dir = args.out or default_run_dir(args, settings.model, settings.space.nodes)
     backend = choose_backend(args, run_dir, max(settings.space.nodes), settings.gpus_per_node, settings.hardware)
     settings = keep_device_knobs_if_unsettable(settings, backend, console)
     ignored = ignored_launch_options(args, backend.name)
@@ -333,15 +361,17 @@ def _run(args: argparse.Namespace) -> int:
         total = min(args.trials, sum(c.valid for c in checks))  # the loop stops when the space runs out
         # SIGTERM (scancel, kill) stops a run like Ctrl-C: the probe is killed, trials kept.
         with (Interrupts().install({signal.SIGINT: KeyboardInterrupt, signal.SIGTERM: Terminated}) as interrupts,
-              sole_worker(run_dir, args.storage) as alone, trial_progress(console, total, done) as progress):
+              sole_worker(run_dir, args.storage) as alone, trial_progress(console, total, done, announce_probes=backend.name == "launch") as progress):
             run_study(
                 study, settings, backend, args.trials, progress, checks, args.objectives,
                 shared_storage=not alone, accept_estimated_energy=args.allow_estimated_energy, interrupts=interrupts,
             )
     except KeyboardInterrupt:
-        # The reports are written when a run ends, not after each trial: say whose they are.
+        # The reports are written when a run ends, not after each trial: say whose they are, or that there are none.
         again = _report_command(run_dir, args)
-        console.print(f"the reports in {run_dir} are not this run's: `{again}` writes them for every finished trial")
+        held = (f"the reports in {run_dir} are not this run's" if (Path(run_dir) / "pareto.json").is_file()
+                else f"{run_dir} holds no report yet")
+        console.print(f"{held}: `{again}` writes them for every finished trial")
         raise
     finally:
         record_probe_settings(study, backend, done_before)

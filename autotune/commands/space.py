@@ -7,10 +7,17 @@ import sys
 
 
 def register(subparsers) -> None:
+    from autotune.commands.flags import path_flag
     from autotune.commands.options import add_study_options
 
     parser = subparsers.add_parser("space", help="list every candidate with its validity and memory estimate")
     add_study_options(parser)
+    # The space `autotune run` would search: its shape defaults come from these as run's do (--nodes help).
+    where = parser.add_argument_group("where the previewed run's probes would start (the default nodes and GPUs per node)")
+    where.add_argument("--backend", choices=("auto", "simulate", "launch"), default="auto",
+                       help="the backend of the run to preview: with launch, and no SLURM allocation or --hostfile, "
+                       "one node of this machine (default: auto)")
+    where.add_argument("--hostfile", type=path_flag, help="DeepSpeed hostfile: its hosts and fewest slots, as for run")
     parser.add_argument("--json", action="store_true", help="print a JSON list")
     parser.add_argument("--simulate", action="store_true",
                         help="add simulated time_s, energy_kj, tflops of valid ones, and the study they are for (model, hardware, workload)")
@@ -39,11 +46,15 @@ def _rows(checks: list, simulate: bool) -> list[dict]:
 
 
 def _run(args) -> int:
+    from autotune.backends.launchers import check_hostfile
     from autotune.commands.options import build_settings, fill_from_allocation
 
+    check_hostfile(args.hostfile)
     filled = fill_from_allocation(args)
-    if filled:
-        print(filled, file=sys.stderr)
+    if filled.said:
+        print(filled.said, file=sys.stderr)
+    for line in filled.warnings:
+        print(f"autotune space: warning: {line}", file=sys.stderr)
     from autotune.space import enumerate_space
     from autotune.study.valid import node_counts_without_candidates, nothing_valid
 

@@ -146,19 +146,30 @@ def hardware_flag(source: str) -> str:
     return path.stem if path.parent == PROFILE_DIR else source
 
 
+def _profile_path(name_or_path: str) -> Path:
+    """The file a --hardware value names: a built-in profile by its name, else an existing file whatever
+    its suffix (`my-cluster`, `my.TOML`: what the user has is read, not called unknown); a missing one is
+    said to be missing where the value reads as a path (a directory in it, or a TOML suffix)."""
+    if name_or_path in available_hardware():
+        return PROFILE_DIR / f"{name_or_path}.toml"
+    path = Path(name_or_path)
+    if path.is_file():
+        return path
+    if path.exists():
+        what = "is a directory" if path.is_dir() else "is not a regular file"
+        raise ConfigError(f"hardware profile {path} {what}; pass a TOML profile file or one of {', '.join(available_hardware())}")
+    if path.suffix.lower() == ".toml" or "/" in name_or_path:
+        raise ConfigError(f"hardware profile {path} does not exist; pass a TOML profile file or one of "
+                          f"{', '.join(available_hardware())}")
+    raise ConfigError(
+        f"unknown hardware '{name_or_path}': use one of {', '.join(available_hardware())} "
+        f"or the path of a TOML profile ({SCHEMA})"
+    )
+
+
 def load_hardware(name_or_path: str) -> HardwareProfile:
     """Load a named profile (`gh200`, `h100-sxm`, `cpu`) or a TOML file with the same schema."""
-    path = Path(name_or_path)
-    if path.suffix == ".toml" and not path.is_file():
-        what = "is a directory" if path.is_dir() else "does not exist"
-        raise ConfigError(f"hardware profile {path} {what}; pass a TOML profile file or one of {', '.join(available_hardware())}")
-    if path.suffix != ".toml":
-        path = PROFILE_DIR / f"{name_or_path}.toml"
-    if not path.is_file():
-        raise ConfigError(
-            f"unknown hardware '{name_or_path}': use one of {', '.join(available_hardware())} "
-            f"or the path of a TOML profile ({SCHEMA})"
-        )
+    path = _profile_path(name_or_path)
     origin = f"hardware profile {path}"
     try:
         data = tomllib.loads(path.read_text())

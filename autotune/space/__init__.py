@@ -2,7 +2,7 @@
 memory estimate that prunes what would not fit.
 """
 
-from autotune.space.files import SearchSpace, load_space, node_span, nodes_flag, parse_nodes
+from autotune.space.files import SearchSpace, listed_nodes, load_space, node_span, nodes_flag, parse_nodes
 from autotune.space.enumerate import CandidateCheck, check_candidate, enumerate_space
 from autotune.space.rules import rule_violation
 from autotune.space.baseline import baseline
@@ -13,6 +13,7 @@ __all__ = [
     "SearchSpace",
     "check_candidate",
     "enumerate_space",
+    "listed_nodes",
     "load_space",
     "node_span",
     "nodes_flag",

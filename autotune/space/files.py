@@ -103,11 +103,8 @@ def _knob_values(data: dict, knob: str, origin: str) -> tuple:
     return tuple(checked)
 
 
-def load_space(path: str | Path | None = None, nodes: tuple[int, ...] | None = None,
-               default_nodes: tuple[int, ...] | None = None) -> SearchSpace:
-    """Read a space file (default: search_spaces/default.toml); `nodes` from --nodes wins over the file's
-    list, and `default_nodes` is taken where neither gives one."""
-    path = Path(path) if path else DEFAULT_SPACE
+def _read_space_file(path: Path) -> dict:
+    """The TOML document of a space file, its keys checked (values are checked knob by knob)."""
     if not path.is_file():
         what = "is a directory, not a file" if path.is_dir() else "is not a regular file" if path.exists() else "does not exist"
         raise ConfigError(f"space file {path} {what}; pass --space with a TOML file like search_spaces/default.toml")
@@ -120,14 +117,47 @@ def load_space(path: str | Path | None = None, nodes: tuple[int, ...] | None = N
     unknown = set(data) - set(KNOBS)
     if unknown:
         raise ConfigError(f"space file {path}: unknown key(s) {', '.join(sorted(unknown))}; see search_spaces/default.toml")
+    return data
+
+
+def _listed_nodes(data: dict, knob: str, origin: str) -> tuple[int, ...]:
+    """The file's `nodes`, at most MAX_NODE_COUNTS of them as --nodes allows: each count is another copy of
+    the whole space to enumerate (counted before the values are, which a long list makes slow too)."""
+    values = data[knob]
+    if isinstance(values, list) and len(values) > MAX_NODE_COUNTS:
+        raise ConfigError(f"space file {origin}: '{knob}' lists {len(values)} node counts, more than {MAX_NODE_COUNTS}; "
+                          f"list at most {MAX_NODE_COUNTS}, a few that matter (nodes = [64, 128, 256])")
+    return _knob_values(data, knob, origin)
+
+
+def _checked_lists(data: dict, path: Path) -> dict[str, tuple]:
+    """Every list the file holds, checked, and every knob it must list there."""
     # What the file lists is checked first: a wrong value is what its writer looks at.
-    listed = {knob: _knob_values(data, knob, str(path)) for knob in KNOBS if knob in data}
+    listed = {knob: (_listed_nodes if knob == "nodes" else _knob_values)(data, knob, str(path)) for knob in KNOBS if knob in data}
     missing = [knob for knob in KNOBS if knob not in data and knob != "nodes" and knob not in _DEVICE_KNOBS]
     if missing:
         # Explicit on purpose: a study's space is what its file says, not a mix with defaults that may change.
         raise ConfigError(f"space file {path}: {', '.join(repr(k) for k in missing)} {'is' if len(missing) == 1 else 'are'} "
                           "missing; a space file lists the values of every knob: copy search_spaces/default.toml and "
                           "narrow the lists you want to narrow")
+    return listed
+
+
+def listed_nodes(path: str | Path | None = None) -> tuple[int, ...] | None:
+    """The node counts a space file lists, or None where it lists none: then the nodes come from --nodes,
+    the allocation or the default, as without --space. The whole file is checked as load_space checks it,
+    so that its errors come before anything is said of its nodes."""
+    path = Path(path) if path else DEFAULT_SPACE
+    return _checked_lists(_read_space_file(path), path).get("nodes")
+
+
+def load_space(path: str | Path | None = None, nodes: tuple[int, ...] | None = None,
+               default_nodes: tuple[int, ...] | None = None) -> SearchSpace:
+    """Read a space file (default: search_spaces/default.toml); `nodes` from --nodes wins over the file's
+    list, and `default_nodes` is taken where neither gives one."""
+    path = Path(path) if path else DEFAULT_SPACE
+    data = _read_space_file(path)
+    listed = _checked_lists(data, path)
     if nodes is None and "nodes" not in data:
         if default_nodes is None:
             raise ConfigError(f"space file {path} lists no 'nodes' and --nodes was not given; pass --nodes N")

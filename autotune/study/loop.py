@@ -73,6 +73,7 @@ class StudyProgress:
     """Callbacks the CLI uses to draw progress; all optional."""
 
     on_trial: Callable[[int, dict, ProbeResult | None, str], None] | None = None
+    on_probe_start: Callable[[int, dict], None] | None = None  # a probe of a trial is about to run
 
 
 SAMPLERS = ("guided", "tpe", "random", "nsga2")
@@ -219,6 +220,8 @@ class _Objective:
         lineage = retry_lineage(trial.study.get_trials(deepcopy=False), trial.number) if saved is None else []
         if lineage:  # a retry: the backend may take over what the trials it repeats completed
             self.backend.resumes(trial.number, lineage)
+        if saved is None and self.progress.on_probe_start:
+            self.progress.on_probe_start(trial.number, params)
         try:
             with self.interrupts.probing():
                 result = ProbeResult(**saved) if saved is not None else self.backend.evaluate(candidate, trial.number)

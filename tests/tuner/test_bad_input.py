@@ -192,6 +192,48 @@ def test_hardware_file_missing_or_a_directory(tmp_path):
         assert_one_clear_line(str(err.value), f"hardware profile {tmp_path / name}", words, "one of cpu, gh200, h100-sxm")
 
 
+
+@pytest.mark.parametrize("name", ["my-cluster", "my.TOML", "profile.txt", "my.toml.bak"])
+def test_a_hardware_file_is_read_whatever_its_suffix(tmp_path, name):
+    """Trial 31 #11: an existing profile named without `.toml` (or `.TOML`) was 'unknown hardware'."""
+    from autotune.hardware import load_hardware
+    from autotune.hardware.load import PROFILE_DIR
+
+    (tmp_path / name).write_text((PROFILE_DIR / "cpu.toml").read_text())
+    assert load_hardware(str(tmp_path / name)) == load_hardware(str(PROFILE_DIR / "cpu.toml"))
+
+
+def test_a_hardware_value_that_is_no_profile_says_which_it_is(tmp_path):
+    from autotune.hardware import load_hardware
+
+    (tmp_path / "notes").write_text("just = 'notes'\n")
+    (tmp_path / "binary").write_bytes(b"\xff\xfe\x00")
+    (tmp_path / "junk").write_text("not toml at all\n")
+    cases = [
+        (str(tmp_path / "gone"), "does not exist; pass a TOML profile file or one of cpu, gh200, h100-sxm"),
+        (str(tmp_path / "gone.TOML"), "does not exist"),
+        (str(tmp_path), "is a directory"),
+        ("/dev/null", "hardware profile /dev/null is not a regular file"),
+        ("gh2000", "unknown hardware 'gh2000': use one of cpu, gh200, h100-sxm or the path of a TOML profile"),
+        ("GH200", "unknown hardware 'GH200'"),
+        (str(tmp_path / "notes"), "unknown key(s)"),
+        (str(tmp_path / "binary"), "not valid TOML"),
+        (str(tmp_path / "junk"), "not valid TOML"),
+    ]
+    for value, words in cases:
+        with pytest.raises(ConfigError) as err:
+            load_hardware(value)
+        assert_one_clear_line(str(err.value), words)
+
+
+def test_a_builtin_profile_name_is_the_profile_even_beside_a_file_of_that_name(tmp_path, monkeypatch):
+    from autotune.hardware import load_hardware
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cpu").write_text("not a profile\n")
+    assert load_hardware("cpu").name == "cpu"
+
+
 # --- space files -------------------------------------------------------------------------------
 
 SPACE = {
@@ -266,6 +308,23 @@ def test_space_nodes_are_checked_even_where_the_flag_wins(tmp_path):
     refused_space(write_space(tmp_path, nodes="[true]"), "'nodes' has true", nodes=(2,))
     assert load_space(write_space(tmp_path, nodes="[8]"), (2,)).nodes == (2,)
 
+
+
+def test_space_nodes_list_is_limited_as_the_flag_is(tmp_path):
+    """Trial 31 #6: a file's `nodes` had no limit (2000 counts ran past two minutes), where --nodes has 256."""
+    from autotune.space import listed_nodes
+    from autotune.space.files import MAX_NODE_COUNTS
+
+    many = write_space(tmp_path, nodes=str(list(range(1, MAX_NODE_COUNTS + 2))))
+    words = (f"'nodes' lists {MAX_NODE_COUNTS + 1} node counts, more than {MAX_NODE_COUNTS}; list at most "
+             f"{MAX_NODE_COUNTS}, a few that matter (nodes = [64, 128, 256])")
+    refused_space(many, words)
+    refused_space(many, words, nodes=(2,))  # the file is wrong whatever --nodes says
+    with pytest.raises(ConfigError, match="more than 256"):
+        listed_nodes(many)
+    most = write_space(tmp_path, nodes=str(list(range(1, MAX_NODE_COUNTS + 1))))
+    assert len(load_space(most).nodes) == MAX_NODE_COUNTS == len(listed_nodes(most))
+    assert listed_nodes(write_space(tmp_path, nodes=None)) is None
 
 @pytest.mark.parametrize("text, words", [
     ("zero_stage = [0]\nzero_stages = [1]\n", ["unknown key(s) zero_stages"]),

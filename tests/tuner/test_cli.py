@@ -296,13 +296,12 @@ def test_a_run_stopped_by_sigterm_exits_143():
     assert "completed trials are kept" in result.stderr
 
 
-def test_a_run_stopped_by_ctrl_c_says_how_to_bring_its_reports_up_to_date(tmp_path):
-    """The reports are written when a run ends: after Ctrl-C those in the run directory are an earlier run's."""
+def _interrupted_after_a_trial(run_dir, cwd) -> str:
     import signal
 
     process = subprocess.Popen([sys.executable, "-m", "autotune.cli", "run", "--model", "7b", "--nodes", "1-8",
-                                "--sampler", "random", "--trials", "1000", "--out", str(tmp_path / "run")],
-                               stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+                                "--sampler", "random", "--trials", "1000", "--out", str(run_dir)],
+                               stderr=subprocess.PIPE, text=True, cwd=cwd)
     said = []
     try:
         for line in process.stderr:  # not a terminal: one line per finished trial
@@ -314,10 +313,21 @@ def test_a_run_stopped_by_ctrl_c_says_how_to_bring_its_reports_up_to_date(tmp_pa
         assert process.wait(timeout=60) == 130
     finally:
         process.kill()
-    text = " ".join("".join(said).split())
-    assert (f"the reports in {tmp_path / 'run'} are not this run's: `autotune report {tmp_path / 'run'}` writes them for "
+    return " ".join("".join(said).split())
+
+
+def test_a_run_stopped_by_ctrl_c_says_how_to_bring_its_reports_up_to_date(tmp_path):
+    """The reports are written when a run ends: after Ctrl-C those in the run directory are an earlier run's,
+    or there are none yet."""
+    run_dir = tmp_path / "run"
+    text = _interrupted_after_a_trial(run_dir, tmp_path)
+    assert (f"{run_dir} holds no report yet: `autotune report {run_dir}` writes them for every finished trial") in text
+    assert "completed trials are kept" in text and "not this run's" not in text
+    assert subprocess.run([sys.executable, "-m", "autotune.cli", "report", str(run_dir)], capture_output=True,
+                          timeout=120).returncode == 0
+    text = _interrupted_after_a_trial(run_dir, tmp_path)
+    assert (f"the reports in {run_dir} are not this run's: `autotune report {run_dir}` writes them for "
             "every finished trial") in text
-    assert "completed trials are kept" in text
 
 
 def test_launch_options_given_to_a_backend_that_starts_no_probe_are_said(tmp_path):
@@ -346,3 +356,83 @@ def test_nsga2_within_its_first_generation_is_said_to_be_random_sampling(tmp_pat
             in " ".join(done.stderr.split()))
     done = autotune("run", "--model", "7b", "--nodes", "1", "--sampler", "tpe", "--trials", "3", "--out", tmp_path / "b")
     assert "NSGA-II" not in done.stderr
+
+
+def test_the_default_run_directory_is_the_models_own_name_under_runs(tmp_path):
+    """Trial 31 #2: the directory was built from --model as written: `/ckpt/-4n` inside a checkpoint,
+    `runs/../hf/gelu-4n` outside runs/, and `runs/config-4n` for every Hugging Face config.json."""
+    import argparse
+    from pathlib import Path
+
+    from autotune.commands.run import default_run_dir
+    from autotune.models import load_model
+    from tests.tuner.test_models_hf import QWEN25_7B
+
+    checkpoint = tmp_path / "ckpt" / "Qwen2.5-7B-Instruct"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "config.json").write_text(json.dumps(QWEN25_7B))
+    (tmp_path / "w").mkdir()
+    done = autotune("run", "--model", f"../ckpt/{checkpoint.name}/config.json", "--nodes", "1", "--trials", "2",
+                    cwd=tmp_path / "w")
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "w" / "runs" / "Qwen2.5-7B-Instruct-1n" / "pareto.json").is_file()
+    assert "run directory: runs/Qwen2.5-7B-Instruct-1n" in " ".join(done.stdout.split() + done.stderr.split())
+    unnamed = tmp_path / "my ckpt"
+    unnamed.mkdir()
+    (unnamed / "config.json").write_text(json.dumps({k: v for k, v in QWEN25_7B.items() if k != "_name_or_path"}))
+    (tmp_path / "custom.json").write_text(json.dumps({"name": "../../etc/ my model!", **_tiny_json()}))
+    (tmp_path / "nameless.json").write_text(json.dumps(_tiny_json()))
+    (tmp_path / "dots.json").write_text(json.dumps({"name": "..", **_tiny_json()}))
+    for model, directory in (("32b", "32b-4n"),
+                             (f"{checkpoint}/", "Qwen2.5-7B-Instruct-4n"),
+                             (str(checkpoint / "config.json"), "Qwen2.5-7B-Instruct-4n"),
+                             (str(unnamed), "my_ckpt-4n"),
+                             (str(tmp_path / "custom.json"), "_.._etc_my_model_-4n"),
+                             (str(tmp_path / "nameless.json"), "nameless-4n"),
+                             (str(tmp_path / "dots.json"), "model-4n")):
+        args = argparse.Namespace(model=model, study_name="autotune")
+        assert default_run_dir(args, load_model(model), (4,)) == Path("runs") / directory, model
+
+
+def _tiny_json() -> dict:
+    """The tiny preset as a model file's JSON, without its name."""
+    from autotune.models import PRESETS
+
+    return {key: value for key, value in PRESETS["tiny"].to_json().items() if key != "name"}
+
+
+def test_allow_estimated_energy_is_said_where_the_backend_never_reads_it(tmp_path):
+    """Trial 31 #12: the simulate backend's figures are simulated, never estimated: the flag did nothing
+    there, without a word. A replay reads it (a recorded estimate is ranked only with it): nothing said."""
+    import argparse
+
+    from autotune.commands.run import LAUNCH_ONLY, ignored_launch_options
+
+    def args(**given):
+        return argparse.Namespace(**{**LAUNCH_ONLY, "allow_estimated_energy": False, **given})
+
+    flag = ("--allow-estimated-energy is read only by --backend launch and replay: the simulate backend's energy is "
+            "simulated, never estimated from a probe")
+    done = autotune("run", "--model", "7b", "--nodes", "1", "--trials", "2", "--backend", "simulate",
+                    "--allow-estimated-energy", "--out", tmp_path / "r")
+    assert done.returncode == 0, done.stderr
+    assert f"warning: {flag}" in " ".join(done.stderr.split())
+    assert ignored_launch_options(args(allow_estimated_energy=True), "simulate") == flag
+    assert ignored_launch_options(args(allow_estimated_energy=True), "replay") is None
+    assert ignored_launch_options(args(allow_estimated_energy=True), "launch") is None
+    assert ignored_launch_options(args(), "simulate") is None
+    assert ignored_launch_options(args(allow_estimated_energy=True, repeats=3), "simulate") == (
+        f"--repeats is read only by --backend launch: the simulate backend starts no probe; {flag}")
+
+
+@pytest.mark.parametrize("command", ["run", "space", "report", "export", "sensors", "calibrate"])
+def test_an_unknown_option_is_the_subcommands_usage_error(command, capsys, tmp_path):
+    """Its fix is in the subcommand's --help, which lists its options, not in `autotune --help`."""
+    from autotune.cli import main
+
+    run_dir = [str(tmp_path)] if command in ("report", "export") else []
+    with pytest.raises(SystemExit) as stopped:
+        main([command, *run_dir, "--bogus-flag=1"])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2
+    assert err == f"autotune {command}: error: unrecognized arguments: --bogus-flag=1 (see `autotune {command} --help`)\n"

@@ -162,3 +162,14 @@ def test_a_config_autotune_models_as_written_and_other_models_give_no_warning(tm
     refused = tmp_path / "refused.json"
     refused.write_text(json.dumps({**QWEN25_7B, "hidden_size": 0, "vision_config": {}, "hidden_act": "gelu"}))
     assert model_warning(str(refused)) is None  # its error alone, no warning before it
+
+
+@pytest.mark.parametrize("command", ["run", "space"])
+def test_run_and_space_print_the_model_files_warning_once(tmp_path, command):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**QWEN25_7B, "hidden_act": "gelu"}))
+    extra = ["--trials", "1", "--out", str(tmp_path / "run")] if command == "run" else ["--valid"]
+    done = autotune(command, "--model", path, "--nodes", "1", *extra)
+    assert done.returncode == 0, done.stderr
+    said = " ".join(done.stderr.split())
+    assert said.count(f"warning: model file {path} {WARNED}") == 1, done.stderr

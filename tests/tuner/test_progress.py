@@ -63,3 +63,38 @@ def test_a_terminal_gets_the_bar():
     _show(Console(file=out, force_terminal=True, width=120))
     text = out.getvalue()
     assert "3/3" in text and "#6: oom CUDA out of memory" in text and "trial 4 (" not in text
+
+
+def test_a_probe_that_starts_says_so_and_the_first_names_the_op_build():
+    """A real probe takes minutes (the first, on a fresh machine, builds DeepSpeed's ops first): a SLURM
+    job's output file says when each starts, not only when it ends."""
+    from autotune.commands.progress import FIRST_PROBE_NOTE
+
+    out = io.StringIO()
+    ok = ProbeResult(status="ok", source="measured", energy_source="measured", time_s=90.0, energy_kj=12.0)
+    with trial_progress(Console(file=out, force_terminal=False, width=80), total=2, announce_probes=True) as progress:
+        for number in (0, 1):
+            progress.on_probe_start(number, PARAMS)
+            progress.on_trial(number, PARAMS, ok, "")
+    lines = out.getvalue().splitlines()
+    assert [line.split(" (")[0] for line in lines] == [
+        f"trial {n}{what}" for n in (0, 1) for what in (": probing ZeRO-3 optimizer offload none, checkpointing recompute, SP 1, "
+                                                        "micro-batch 2, 4 node(s)", "")]
+    assert re.fullmatch(rf"trial 0: probing .* \(started \d\d:\d\d:\d\d; {FIRST_PROBE_NOTE}\)", lines[0]), lines[0]
+    assert re.fullmatch(r"trial 1: probing .* \(started \d\d:\d\d:\d\d\)", lines[2]), lines[2]
+    with trial_progress(Console(file=io.StringIO(), force_terminal=False), total=2) as progress:
+        assert progress.on_probe_start is None  # the simulate backend's milliseconds are not announced
+
+
+def test_the_study_announces_each_probe_it_runs_and_not_a_stored_one(tmp_path):
+    from autotune.backends.simulate import SimulateBackend
+    from autotune.commands.options import settings_for
+    from autotune.study import open_study, run_study
+    from autotune.study.loop import StudyProgress, make_sampler
+
+    started, ended = [], []
+    progress = StudyProgress(on_trial=lambda number, params, result, note: ended.append(number) if result else None,
+                             on_probe_start=lambda number, params: started.append(number))
+    run_study(open_study(tmp_path, None, make_sampler(0, 3)), settings_for("--model", "7b", "--nodes", "1"),
+              SimulateBackend(), 3, progress)
+    assert started == ended and len(started) == 3
