@@ -68,12 +68,11 @@ def fill_from_allocation(args: argparse.Namespace, environ: dict[str, str] | Non
     setting is skipped: a --nodes flag over the file's list, an allocation's GPUs beyond the profile's, what a
     Hugging Face config says that autotune models otherwise."""
     from autotune.backends.launchers import allocation_shape, local_gpu_count
+    from autotune.models_hf import model_warning
 
     nodes_given = parse_nodes(args.nodes)  # a wrong --nodes is said before anything is said of it
     file_nodes = listed_nodes(args.space)
     warnings = []
-    from autotune.models_hf import model_warning
-
     model_said = model_warning(args.model)  # a Hugging Face config modelled otherwise than it says
     if model_said:
         warnings.append(model_said)

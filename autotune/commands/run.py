@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import re
 import signal
 from pathlib import Path
@@ -120,8 +121,6 @@ def default_run_dir(args: argparse.Namespace, model, nodes) -> Path:
     # Where that changed the name ('a/b' and 'a_b', any two non-ASCII names, two cut at 64), a hash of the
     # whole name keeps their directories apart; '+' never survives the cleaning, so no name kept as given
     # ends like that.
-    import hashlib
-
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", args.study_name)[:64]
     if safe != args.study_name:
         safe += "+" + hashlib.sha256(args.study_name.encode()).hexdigest()[:10]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import multiprocessing
+from pathlib import Path
 
 import optuna
 import pytest
@@ -254,18 +255,22 @@ def test_a_second_study_in_a_run_directory_is_refused_before_any_probe(tmp_path)
 def test_distinct_study_names_get_distinct_default_run_directories(tmp_path):
     """The default directory's suffix is the study name made safe; names that cleaning maps to one ('a/b'
     and 'a_b', any two non-ASCII names, two alike in their first 64 characters) each get their own."""
+    import argparse
     import json
 
+    from autotune.commands.run import default_run_dir
+    from autotune.models import PRESETS
     from tests.cli import autotune
 
     names = ["a/b", "a_b", "😀", "é", "x" * 64 + "1", "x" * 64 + "2"]
-    for name in names:
-        done = autotune("run", "--model", "7b", "--nodes", "1", "--trials", "2", "--study-name", name, cwd=tmp_path)
-        assert done.returncode == 0, f"{name}: {done.stderr}"
-    directories = {json.loads((d / "pareto.json").read_text())["study_name"]: d.name for d in (tmp_path / "runs").iterdir()}
-    assert sorted(directories) == sorted(names)
-    assert directories["a_b"].endswith("-a_b")  # a name safe as it is stays as it is
-    assert directories["a/b"].endswith("-a_b+" + hashlib.sha256(b"a/b").hexdigest()[:10])
+    directories = {name: default_run_dir(argparse.Namespace(study_name=name), PRESETS["7b"], (1,)) for name in names}
+    assert len(set(directories.values())) == len(names)
+    assert all(d.parent == Path("runs") and d.name.startswith("7b-1n-") for d in directories.values())
+    assert directories["a_b"].name.endswith("-a_b")  # a name safe as it is stays as it is
+    assert directories["a/b"].name.endswith("-a_b+" + hashlib.sha256(b"a/b").hexdigest()[:10])
+    done = autotune("run", "--model", "7b", "--nodes", "1", "--trials", "2", "--study-name", "a/b", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr  # the command takes the same directory
+    assert json.loads((tmp_path / directories["a/b"] / "pareto.json").read_text())["study_name"] == "a/b"
 
 
 def test_a_query_string_in_an_sqlite_storage_url_is_refused_not_taken_as_the_file(tmp_path):
