@@ -9,6 +9,8 @@ A probe whose candidate is no candidate of its study's space (a knob value the s
 a rule the study's own profile refuses) is left out, neither fitted nor counted, in one line per run
 directory: the study never proposes one, so it was enqueued by hand or the study's profile changed
 since (a resume with another profile of the same node).
+A replay study's figures are copies of recorded probes: one that another run directory given gives too
+is left out (one line per replay), so that each measurement is fitted once.
 """
 
 from __future__ import annotations
@@ -27,6 +29,15 @@ from autotune.space import rule_violation
 
 # Reasons a run directory's line lists before "and N more" (each names its trials).
 SHOWN_REASONS = 3
+# Figures derived from the probe's energy: as good as its source. GPU power is one too (its GPU energy
+# over the time), and an estimated one is the launch backend's power model, not a sensor's reading:
+# fitting the simulator's power constants to it is a fit to another model.
+_ENERGY_METRICS = ("energy_kj", "module_power_w", "power_w")
+# A replayed figure this close to one of the same configuration is a copy of it: the record keeps the
+# probe's figure as JSON, which gives back the same float (the margin is for a file written by hand).
+COPY_TOLERANCE = 1e-6
+# Whole-node figures, which a node total without a component (its CPU, say) falls short of.
+_NODE_METRICS = ("energy_kj", "module_power_w")
 
 
 @dataclass
@@ -35,6 +46,7 @@ class MeasuredRuns:
     not_run: dict = field(default_factory=dict)  # status (oom, failed, timeout) -> probes
     _skips: dict = field(default_factory=dict)  # (run directory, why) -> trial numbers
     _outside: dict = field(default_factory=dict)  # run directory -> {why: trial numbers}
+    copies: list[str] = field(default_factory=list)  # one line per replayed run directory whose figures were copies
 
     def skip(self, origin: str, trial: int, why: str) -> None:
         self._skips.setdefault((origin, why), []).append(trial)
@@ -73,6 +85,10 @@ def _trials(numbers: list[int]) -> str:
             runs.append([number, number])
     spans = [str(first) if first == last else f"{first}-{last}" for first, last in runs]
     return f"trial{'s' if len(numbers) > 1 else ''} {', '.join(spans)}"
+
+
+def _listed(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _figures(result: dict, candidate: Candidate) -> dict:
@@ -124,11 +140,11 @@ def _trial_observations(origin: str, trial, settings, allow_estimated: bool, all
     missing = not_measured(result.get("details"))
     partial, estimated = [], []  # node-energy metrics left out, and why
     for metric, value in _figures(result, candidate).items():
-        if metric in ("energy_kj", "module_power_w") and missing and value is not None:
+        if metric in _NODE_METRICS and missing and value is not None:
             # The simulator's energy counts GPU, host share and memory: a node total without its CPU is not that.
             partial.append(metric)
             continue
-        if metric in ("energy_kj", "module_power_w"):
+        if metric in _ENERGY_METRICS:
             energy_source = result.get("energy_source")
             if energy_source == "unavailable" or value is None:
                 continue  # no sensor: nothing to fit, and never 0 J
@@ -147,7 +163,7 @@ def _trial_observations(origin: str, trial, settings, allow_estimated: bool, all
         runs.skip(origin, trial.number, f"{' and '.join(partial)} leave{'s' if len(partial) == 1 else ''} out "
                   f"{', '.join(missing)} (no sensor), unlike the simulator's whole-node figure; not fitted")
     if estimated:
-        runs.skip(origin, trial.number, f"{' and '.join(estimated)} {'is' if len(estimated) == 1 else 'are'} estimated "
+        runs.skip(origin, trial.number, f"{_listed(estimated)} {'is' if len(estimated) == 1 else 'are'} estimated "
                   "from a power model, not measured; pass --allow-estimated-energy to fit it anyway")
 
 
@@ -165,6 +181,7 @@ def load_measured(run_dirs: list[Path], hardware: HardwareProfile, allow_estimat
     from autotune.study.settings import StudySettings
 
     runs = MeasuredRuns()
+    replayed: set[str] = set()  # run directories of replay studies
     for run_dir in run_dirs:
         origin = str(run_dir)
         if not Path(run_dir).is_dir():
@@ -190,4 +207,40 @@ def load_measured(run_dirs: list[Path], hardware: HardwareProfile, allow_estimat
             raise UserError(f"{run_dir}: the study's stored settings are unreadable ({exc}); the study is damaged") from None
         for trial in evaluated_trials(study).values():
             _trial_observations(origin, trial, settings, allow_estimated, allow_simulated, runs, own)
+        if _backend_name(study) == "replay":
+            replayed.add(origin)
+    _drop_copies(runs, replayed)
     return runs
+
+
+def _backend_name(study) -> str | None:
+    backend = study.user_attrs.get("backend")
+    return backend.get("name") if isinstance(backend, dict) else backend
+
+
+def _drop_copies(runs: MeasuredRuns, replayed: set[str]) -> None:
+    """A replay study looked its figures up in a record of other probes: the same figure from a measured
+    study given too (or from another replay of it) is that measurement again, not a repeat of it. Fitted
+    twice it would weigh double and pass for agreeing repeats, so the replay's copy is left out, in one
+    line per replayed run directory. A replayed figure with no twin here is still a measurement: fitted once."""
+    kept: dict[tuple, list] = {}  # (candidate, metric) -> [(value, run directory)], the measured studies' first
+    for o in runs.observations:
+        if o.source not in replayed:
+            kept.setdefault((o.candidate, o.metric), []).append((o.value, o.source))
+    copies: dict[str, tuple[set, set]] = {}  # replayed run directory -> (configurations, where their twins came from)
+    observations = []
+    for o in runs.observations:
+        if o.source in replayed:
+            twins = kept.setdefault((o.candidate, o.metric), [])
+            origin = next((source for value, source in twins if math.isclose(o.value, value, rel_tol=COPY_TOLERANCE)), None)
+            if origin is not None:
+                configurations, origins = copies.setdefault(o.source, (set(), set()))
+                configurations.add(o.candidate)
+                origins.add(origin)
+                continue
+            twins.append((o.value, o.source))
+        observations.append(o)
+    runs.observations = observations
+    runs.copies = [f"{source} (a replay of recorded figures): {len(configurations)} configuration(s) with the figures "
+                   f"of {_listed(sorted(origins))}, copies of those measurements, not repeats: fitted once"
+                   for source, (configurations, origins) in copies.items()]

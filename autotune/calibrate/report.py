@@ -81,6 +81,7 @@ def report_text(document: dict) -> str:
     ]
     lines += [f"  left out: {line}" for line in document.get("left_out", [])]
     lines += [f"  skipped: {line}" for line in document.get("skipped", [])]
+    lines += [f"  copies: {line}" for line in document.get("copies", [])]
     lines += [f"  repeated: {line}" for line in document.get("repeated", [])]
     if document.get("loo_by") == "configuration":
         lines.append("  'left out': predicted by a fit that saw no figure of that configuration (the error quoted)")

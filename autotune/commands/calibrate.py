@@ -96,8 +96,11 @@ def _check_output(path: Path | None) -> None:
         return
     if path.is_dir():
         raise UserError(f"-o {path} is a directory; name a TOML file such as my-cluster.toml")
-    if path.suffix != ".toml":
-        raise UserError(f"-o {path}: a hardware profile is a .toml file (`--hardware` reads only .toml paths); name it e.g. my-cluster.toml")
+    # `--hardware` reads a profile under any name, but the file is TOML and its name should say so: `m1.md`
+    # reads as a report, and a bare name such as `cpu` is taken by `--hardware cpu` for the built-in profile.
+    if path.suffix.lower() != ".toml":
+        raise UserError(f"-o {path}: the profile is written as TOML; give it a .toml name such as "
+                        f"{path.with_suffix('.toml').name if path.stem else 'my-cluster.toml'}")
     if path.is_file() and path.resolve().parent == PROFILE_DIR.resolve():
         raise UserError(f"-o {path} is the built-in profile `--hardware {path.resolve().stem}` and would be replaced; give "
                         f"another file name such as {path.resolve().stem}-calibrated.toml")
@@ -152,7 +155,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.run_dirs:
         measured = load_measured(args.run_dirs, base, args.allow_estimated_energy, args.allow_simulated)
         observations += measured.observations
-        extra = {"left_out": measured.left_out, "skipped": measured.skipped, "not_run": measured.not_run}
+        extra = {"left_out": measured.left_out, "skipped": measured.skipped, "copies": measured.copies,
+                 "not_run": measured.not_run}
     if not observations:
         counts = ", ".join(f"{n} {status}" for status, n in extra["not_run"].items())
         why = extra["left_out"] + ([f"probes without figures ({counts})"] if counts else []) + extra["skipped"]

@@ -1,6 +1,5 @@
-"""`autotune calibrate` as a user runs it: real subprocesses, exit codes, the profile it writes."""
+"""`autotune calibrate` as a user runs it (its main() in this process: the messages, exit codes, the profile it writes)."""
 
-import functools
 import json
 import re
 import sqlite3
@@ -9,7 +8,7 @@ import pytest
 
 from tests import cli
 
-autotune = functools.partial(cli.autotune, timeout=300)  # calibration with leave-one-out takes minutes
+autotune = cli.autotune_main  # in this process: calibration computes for seconds, the interpreter need not start again
 
 
 @pytest.mark.slow
@@ -254,3 +253,44 @@ def test_calibrate_replaces_only_a_profile_it_wrote_and_never_the_one_it_calibra
     assert refused.returncode == 2 and refused.stderr.strip().count("\n") == 0, refused.stderr
     assert "is the profile being calibrated" in refused.stderr and "calibrated-calibrated.toml" in refused.stderr
     assert calibrated.read_text() == kept
+
+
+@pytest.mark.parametrize("name, suggested", [("m1.md", "m1.toml"), ("cpu", "cpu.toml")])
+def test_an_output_not_named_toml_is_refused_for_a_true_reason(tmp_path, name, suggested):
+    """The refusal said "`--hardware` reads only .toml paths", untrue since --hardware reads a file under any name."""
+    result = autotune("calibrate", "--reference", "gh200-study", "--no-loo", "-o", tmp_path / name)
+    assert result.returncode == 2 and result.stderr.strip().count("\n") == 0, result.stderr
+    assert "reads only" not in result.stderr
+    assert f"the profile is written as TOML; give it a .toml name such as {suggested}" in result.stderr
+    assert not (tmp_path / name).exists()
+
+
+def _as_replay(run_dir, out):
+    """A copy of a run directory whose study reads as a replay (of its own recorded figures)."""
+    import shutil
+
+    shutil.copytree(run_dir, out)
+    with sqlite3.connect(out / "study.db") as db:
+        db.execute("UPDATE study_user_attributes SET value_json = ? WHERE key = 'backend'",
+                   (json.dumps({"name": "replay", "reason": "chosen with --backend replay"}),))
+    return out
+
+
+def test_a_replay_of_a_run_is_fitted_once_not_as_its_repeats(simulated_run, tmp_path):
+    """Its figures are the run's own, looked up: before, they were fitted as repeats (double weight)."""
+    alone = json.loads(autotune("calibrate", simulated_run, "--no-loo", "--allow-simulated", "--json").stdout)
+    replay = _as_replay(simulated_run, tmp_path / "replay")
+    for order in ((replay, simulated_run), (simulated_run, replay)):
+        result = autotune("calibrate", *order, "--no-loo", "--allow-simulated", "--json")
+        assert result.returncode == 0, result.stderr
+        report = json.loads(result.stdout)
+        assert report["observations"] == alone["observations"] and report["sources"] == [str(simulated_run)]
+        assert report["repeated"] == []
+        assert report["copies"] == [f"{replay} (a replay of recorded figures): {len({o['id'] for o in alone['per_observation']})} "
+                                    f"configuration(s) with the figures of {simulated_run}, copies of those measurements, "
+                                    "not repeats: fitted once"]
+    text = autotune("calibrate", simulated_run, replay, "--no-loo", "--allow-simulated").stdout
+    assert f"  copies: {replay} (a replay" in text and "repeated:" not in text
+    # Without the run it replays, a replay's figures are measurements all the same: fitted once.
+    only = json.loads(autotune("calibrate", replay, "--no-loo", "--allow-simulated", "--json").stdout)
+    assert only["observations"] == alone["observations"] and only["copies"] == []

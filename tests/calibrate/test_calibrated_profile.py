@@ -1,7 +1,6 @@
 """The profile `autotune calibrate -o` writes: a name of its own (a study on it must not read as one on its
 base), the node it describes kept (figures measured on the base's nodes are its figures too)."""
 
-import functools
 import json
 from pathlib import Path
 
@@ -9,7 +8,7 @@ import pytest
 
 from tests import cli
 
-autotune = functools.partial(cli.autotune, timeout=300)
+autotune = cli.autotune_main
 
 
 @pytest.fixture(scope="module")
