@@ -237,20 +237,26 @@ def _noise_details(noise: dict | None) -> dict:
     return details
 
 
+def time_source(source: str) -> str:
+    """What a record's time is, from its `source` (its energy's label): a probe without an energy sensor
+    measured its time and estimated its energy, so "estimated" labels the energy alone."""
+    return "measured" if source == "estimated" else source
+
+
 def _result(record: dict) -> ProbeResult:
     source = record["source"]
-    time_source = "measured" if source == "estimated" else source
+    time_label = time_source(source)
     details = {"replayed_from": record["origin"], **_noise_details(record.get("noise"))}
     if "probe_cost" in record:
         details["probe_cost"] = _probe_cost_details(record["probe_cost"])
     if record.get("energy_not_measured"):
         details["energy"] = {"components": {"not_measured": record["energy_not_measured"]}}
     if record["status"] != "ok":
-        return ProbeResult(status=record["status"], source=time_source, energy_source="unavailable",
+        return ProbeResult(status=record["status"], source=time_label, energy_source="unavailable",
                            error=record["error"] or f"recorded as {record['status']}", details=details)
     return ProbeResult(
         status="ok",
-        source=time_source,
+        source=time_label,
         energy_source=source if record["energy_kj"] is not None else "unavailable",
         time_s=record["time_s"],
         energy_kj=record["energy_kj"],
@@ -350,8 +356,13 @@ class ReplayBackend(Backend):
         return _result(record)
 
     def describe(self) -> str:
-        sources = sorted({r["source"] for r in self.records.values()})
-        return f"replay ({len(self.records)} recorded candidates from {self.path}; figures {', '.join(sources)}): {self.reason}"
+        # Time and energy apart, as the trial lines label them: one label for both would call the measured
+        # time of a sensorless machine's records "estimated".
+        records = self.records.values()
+        times = sorted({time_source(r["source"]) for r in records})
+        energies = sorted({r["source"] for r in records if r["energy_kj"] is not None}) or ["not recorded"]
+        return (f"replay ({len(self.records)} recorded candidates from {self.path}; time {', '.join(times)}, "
+                f"energy {', '.join(energies)}): {self.reason}")
 
 
 def _figure(value) -> str:

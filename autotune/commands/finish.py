@@ -16,7 +16,7 @@ from autotune.report.importance import knob_importance
 from autotune.report.picks import DEFAULT_ETA, DEFAULT_MAX_SLOWDOWN, PICK_FILES
 from autotune.report.search import search_summary
 from autotune.report.table import print_report
-from autotune.study.storage import STUDY_NAME, storage_flags
+from autotune.study.storage import STUDY_NAME, recorded_storage, storage_flags
 
 # The study remembers what its picks were chosen with, so `autotune report` chooses the same ones.
 PICK_PARAMETERS_ATTR = "pick_parameters"
@@ -36,8 +36,8 @@ def keep_pick_parameters(study, view) -> None:
     study.set_user_attr(PICK_PARAMETERS_ATTR, {"max_slowdown": view.pick_parameters.max_slowdown, "eta": view.pick_parameters.eta})
 
 
-def build_report(study, max_slowdown: float | None = None, eta: float | None = None):
-    """(view, pareto document) of a study."""
+def build_report(study, max_slowdown: float | None = None, eta: float | None = None, storage: str | None = None):
+    """(view, pareto document) of a study; `storage`: its --storage URL, None for the run directory's study.db."""
     view = study_view(study, *stored_pick_parameters(study, max_slowdown, eta))
     backend = study.user_attrs.get("backend", {})
     document = pareto_document(view, backend.get("name", "unknown"), backend.get("reason", ""), knob_importance(study, view))
@@ -45,6 +45,8 @@ def build_report(study, max_slowdown: float | None = None, eta: float | None = N
     document["search"] = search_summary(study, view, backend.get("name", "unknown"))
     document["predicted"] = document["search"].pop("predicted")
     document["study_name"] = study.study_name  # several studies may share one --storage database
+    if storage:  # so `autotune report RUN_DIR` can name the database a run directory without study.db needs
+        document["storage"] = recorded_storage(storage)
     return view, document
 
 
@@ -184,7 +186,7 @@ def write_outputs(view, document: dict, run_dir: Path, html: bool = True) -> tup
 
 def finish_run(study, run_dir: Path, console, max_slowdown: float | None = None, eta: float | None = None,
                storage: str | None = None, study_name: str = STUDY_NAME) -> dict:
-    view, document = build_report(study, max_slowdown, eta)
+    view, document = build_report(study, max_slowdown, eta, storage)
     keep_pick_parameters(study, view)
     _, kept = write_outputs(view, document, run_dir)
     print_report(view, document)

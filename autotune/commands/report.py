@@ -86,7 +86,7 @@ def _run(args) -> int:
     study = load_finished_study(args.run_dir, args.storage, args.study_name)
     if "settings" not in study.user_attrs:
         raise UserError(f"the study in {args.run_dir} has no trials yet; run `autotune run` first")
-    view, document = build_report(study, args.max_slowdown, args.eta)
+    view, document = build_report(study, args.max_slowdown, args.eta, args.storage)
     if read_only:
         print(f"RUN_DIR {args.run_dir}: {read_only}: the report is shown, and pareto.json, configs/ and report.html "
               "there are left as they were; copy the run directory to write them", file=sys.stderr)

@@ -14,7 +14,7 @@ from autotune.commands.options import add_study_options, build_settings, fill_fr
 from autotune.commands.report import add_pick_options
 from autotune.errors import Terminated, UserError
 from autotune.space import node_span
-from autotune.study.stop_rule import STOP_RULE_SUMMARY, stop_rule_help
+from autotune.study.stop_rule import stop_rule_help, stop_rule_summary
 from autotune.study.storage import STUDY_NAME
 
 
@@ -376,7 +376,7 @@ def _run(args: argparse.Namespace) -> int:
         record_probe_settings(study, backend, done_before)
     converged = study.user_attrs.get(CONVERGED_ATTR)
     if converged:
-        console.print(f"converged after {converged['probes']} probes: {STOP_RULE_SUMMARY}")
+        console.print(f"converged after {converged['probes']} probes: {stop_rule_summary(len(study.directions))}")
     elsewhere = probes_running_elsewhere(study)
     if elsewhere:
         again = _report_command(run_dir, args)

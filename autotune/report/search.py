@@ -27,22 +27,23 @@ from autotune.study.loop import CONVERGED_ATTR
 from autotune.study.retries import evaluated_trials
 from autotune.study.valid import usable_values, valid_checks
 from autotune.study.outlook import Predictions
-from autotune.study.stop_rule import STOP_CHANCE, STOP_RULE_SUMMARY
+from autotune.study.stop_rule import STOP_CHANCE, stop_rule, stop_rule_summary
 
 MAX_PREDICTED = 5
 
 
-def _exhaustive(pred: Predictions, front: np.ndarray, probed: set[int]) -> tuple[bool, str]:
-    """Simulated study: is every point of the simulator's own front within 1% of the probed one?"""
-    values = np.exp(pred.log_values)
+def _exhaustive(pred: Predictions, front: np.ndarray, probed: set[int], objectives: int) -> tuple[bool, str]:
+    """Simulated study: is every point of the simulator's own front within 1% of the probed one? With
+    one objective (--objectives time) the front is the fastest alone, and so is the check."""
+    values = np.exp(pred.log_values[:, :objectives])
     truth = front_indices(values)
     missed = [i for i in truth if i not in probed and enters_front(values[i][None, None, :], front)[0, 0]]
+    what = "front" if objectives == 2 else "fastest candidate"
     if missed:
-        return False, f"{len(missed)} point(s) of the simulated front over all {len(pred)} valid candidates were not probed"
-    return True, (
-        f"exhaustive: all {len(pred)} valid candidates were simulated and none beats this front by more than "
-        f"{ENTER_MARGIN - 1:.0%} in time or energy"
-    )
+        return False, f"{len(missed)} point(s) of the simulated {what} over all {len(pred)} valid candidates were not probed"
+    beats = (f"beats this front by more than {ENTER_MARGIN - 1:.0%} in time or energy" if objectives == 2 else
+             f"is more than {ENTER_MARGIN - 1:.0%} faster than the fastest probe")
+    return True, f"exhaustive: all {len(pred)} valid candidates were simulated and none {beats}"
 
 
 def _unfinished(study, model, replayed=None) -> dict | None:
@@ -91,6 +92,11 @@ def _replay_model(checks: list, recorded: set[str]):
 def search_summary(study, view, backend: str) -> dict:
     """The `search` block: sampler, early stop, exhaustiveness, and the `predicted` list."""
     converged = study.user_attrs.get(CONVERGED_ATTR)
+    objectives = len(study.directions)
+    if converged:
+        # The study records the time-and-energy rule whatever its objectives: a time-only study was judged
+        # by the best time alone (guided.py), so its rule says that.
+        converged = {**converged, "rule": stop_rule(objectives)}
     summary = {
         "sampler": study.user_attrs.get("sampler", "unknown"),
         "converged": converged,
@@ -109,15 +115,14 @@ def search_summary(study, view, backend: str) -> dict:
     # and, computed once (it caches them), what a stopped guided study still asks for.
     model = GuidedSampler(checks, usable_values(checks))
     pred = model.predictions
-    objectives = len(study.directions)
     view_now = model.outlook(study)
     recorded = _recorded_keys(study, backend)
     if summary["sampler"] == "guided" and not converged:
         replayed = _replay_model(checks, recorded) if recorded is not None else None
         summary["unfinished"] = _unfinished(study, model, replayed) if recorded is None or replayed else None
-    if backend == "simulate" and objectives == 2:
+    if backend == "simulate":
         probed = set(view_now.observations.done)
-        summary["exhaustive"], summary["exhaustive_note"] = _exhaustive(pred, view_now.front, probed)
+        summary["exhaustive"], summary["exhaustive_note"] = _exhaustive(pred, view_now.front, probed, objectives)
         return summary
     chance = np.where(view_now.free, view_now.chance_to_enter, 0.0)
     for i in np.argsort(-chance, kind="stable")[:MAX_PREDICTED]:
@@ -137,8 +142,11 @@ def search_summary(study, view, backend: str) -> dict:
 def search_sentences(summary: dict) -> list[str]:
     """Lines for the terminal and HTML reports."""
     lines = []
-    if summary.get("converged"):
-        lines.append(f"converged after {summary['converged']['probes']} probes: {STOP_RULE_SUMMARY}")
+    converged = summary.get("converged")
+    if converged:
+        # The short form of the rule the search block keeps (search_summary states it per objectives).
+        objectives = 1 if converged.get("rule") == stop_rule(1) else 2
+        lines.append(f"converged after {converged['probes']} probes: {stop_rule_summary(objectives)}")
     unfinished = summary.get("unfinished")
     if unfinished and unfinished.get("exhausted"):
         lines.append(_exhausted_sentence(unfinished))

@@ -32,28 +32,55 @@ MIN_PAIR_REACH = 0.2
 # A probe the re-weighted simulator overrated by more than this (log, beyond noise) is a suspect: the pairs
 # only it holds are owed again (`_suspect_pairs`). Half the floor above.
 SUSPECT_MISS = MIN_PAIR_REACH / 2
+
+
 # The rule in words, in parts: the main clause, what is measured first, and what is measured first
-# unless the probes are the simulator's own figures (`Outlook.simulator_exact`).
-_STOP_RULE_MAIN = (
-    f"no unprobed valid candidate has a {STOP_CHANCE:.0%} or higher chance (simulator x correction learnt "
-    f"from the probes) of beating the probed front by more than 1% in time or energy"
-)
-_STOP_RULE_FIRST = f"at least {MIN_OK_PROBES_TO_STOP} successful probes, and the predicted front's ends and knee"
+# unless the probes are the simulator's own figures (`Outlook.simulator_exact`). With one objective
+# (--objectives time) the front is the fastest probe, so the words name the best time alone.
+def _beating(objectives: int) -> str:
+    return "the probed front by more than 1% in time or energy" if objectives == 2 else "the best probed time by more than 1%"
+
+
+def _stop_rule_main(objectives: int = 2) -> str:
+    return (f"no unprobed valid candidate has a {STOP_CHANCE:.0%} or higher chance (simulator x correction learnt "
+            f"from the probes) of beating {_beating(objectives)}")
+
+
+def _stop_rule_first(objectives: int = 2) -> str:
+    seeds = "the predicted front's ends and knee" if objectives == 2 else "the predicted fastest candidate"
+    return f"at least {MIN_OK_PROBES_TO_STOP} successful probes, and {seeds}"
+
+
+_STOP_RULE_MAIN = _stop_rule_main()
+_STOP_RULE_FIRST = _stop_rule_first()
 _UNLESS_EXACT = "unless every probe is a simulated figure the simulator reproduced"
-_STOP_RULE_COVERAGE = (
-    "every knob value once",
-    f"every pair of knob values held by a candidate that would enter the front were the simulator "
-    f"{PAIR_REACH:g}x as wrong on it as on the worst probe whose every knob value another probe holds (beyond "
-    f"measurement noise), or {math.exp(MIN_PAIR_REACH) - 1:.0%} wrong if that is more",
-    f"a second probe of each pair held only by one probe measured more than {1 - math.exp(-SUSPECT_MISS):.0%} "
-    f"faster or cheaper than the simulator says (beyond noise), where a candidate holding it would enter the "
-    f"front by that much",
-)
-# One sentence: the study's record of why it stopped (loop.py, pareto.json's search.converged.rule).
-STOP_RULE = (
-    f"{_STOP_RULE_MAIN}, after {_STOP_RULE_FIRST}; and ({_UNLESS_EXACT}) "
-    f"{'; '.join(_STOP_RULE_COVERAGE)}"
-)
+
+
+def _stop_rule_coverage(objectives: int = 2) -> tuple[str, ...]:
+    enter, better = ("enter the front", "faster or cheaper") if objectives == 2 else ("beat the best time", "faster")
+    return (
+        "every knob value once",
+        f"every pair of knob values held by a candidate that would {enter} were the simulator "
+        f"{PAIR_REACH:g}x as wrong on it as on the worst probe whose every knob value another probe holds (beyond "
+        f"measurement noise), or {math.exp(MIN_PAIR_REACH) - 1:.0%} wrong if that is more",
+        f"a second probe of each pair held only by one probe measured more than {1 - math.exp(-SUSPECT_MISS):.0%} "
+        f"{better} than the simulator says (beyond noise), where a candidate holding it would {enter} "
+        f"by that much",
+    )
+
+
+_STOP_RULE_COVERAGE = _stop_rule_coverage()
+
+
+def stop_rule(objectives: int = 2) -> str:
+    """One sentence: the study's record of why it stopped (pareto.json's search.converged.rule), for a
+    study of `objectives` (2: time and energy; 1: time alone)."""
+    return (f"{_stop_rule_main(objectives)}, after {_stop_rule_first(objectives)}; and ({_UNLESS_EXACT}) "
+            f"{'; '.join(_stop_rule_coverage(objectives))}")
+
+
+# The time-and-energy rule (loop.py records it when a study converges; the report restates it per objectives).
+STOP_RULE = stop_rule(2)
 
 
 def stop_rule_help() -> str:
@@ -78,8 +105,10 @@ def stop_rule_help() -> str:
 
 # What the terminal and the report say when a study stops: the rule's main clause; the whole rule is in
 # `autotune run --help` (--trials) and in pareto.json's search.converged.rule.
-STOP_RULE_SUMMARY = (
-    f"no unprobed valid candidate has a {STOP_CHANCE:.0%} or higher chance of beating the probed front by more "
-    "than 1% in time or energy (the whole rule, with the knob values and pairs it measures first where the "
-    "simulator may be wrong: `autotune run --help`, --trials)"
-)
+def stop_rule_summary(objectives: int = 2) -> str:
+    return (f"no unprobed valid candidate has a {STOP_CHANCE:.0%} or higher chance of beating {_beating(objectives)} (the whole "
+            "rule, with the knob values and pairs it measures first where the simulator may be wrong: "
+            "`autotune run --help`, --trials)")
+
+
+STOP_RULE_SUMMARY = stop_rule_summary(2)

@@ -44,6 +44,32 @@ def storage_flags(storage: str | None, study_name: str = STUDY_NAME) -> str:
             + (f" --study-name {shlex.quote(study_name)}" if study_name != STUDY_NAME else ""))
 
 
+def recorded_storage(url: str) -> str:
+    """A --storage URL as the run directory's pareto.json keeps it, for the messages that send a user back
+    to it: its password hidden (SQLAlchemy's `***`), as the file may be shared where the database's is not."""
+    import sqlalchemy
+
+    try:
+        parsed = sqlalchemy.engine.make_url(url)
+    except Exception:  # noqa: BLE001 - no URL SQLAlchemy reads held a study: nothing in it to hide
+        return url
+    return parsed.render_as_string(hide_password=True) if parsed.password else url
+
+
+def _recorded_study(run_dir: Path) -> str:
+    """The flags that name a run directory's --storage study, from its pareto.json; "" where it has none."""
+    try:
+        held = json.loads((Path(run_dir) / "pareto.json").read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return ""
+    url = held.get("storage") if isinstance(held, dict) else None
+    if not isinstance(url, str) or not url:
+        return ""  # a pareto.json from before the URL was recorded
+    name = held.get("study_name") if isinstance(held.get("study_name"), str) else STUDY_NAME
+    hidden = " (its password where it says ***)" if "***" in url else ""
+    return f" --storage {shlex.quote(url)} --study-name {shlex.quote(name)}{hidden}"
+
+
 # What a worker sees when another one created Optuna's schema while it was creating it too: SQLite
 # ("table studies already exists", "UNIQUE constraint failed: alembic_version.version_num", or the
 # file locked by the other's transaction), PostgreSQL and MySQL ("duplicate key", "Duplicate entry").
@@ -272,8 +298,9 @@ def load_finished_study(run_dir: Path, storage: str | None = None, study_name: s
     optuna.logging.set_verbosity(logging.ERROR)
     if storage is None and not (run_dir / "study.db").is_file():
         if (run_dir / "pareto.json").is_file():  # the run kept its study in a --storage database
+            flags = _recorded_study(run_dir)
             raise UserError(f"{run_dir} holds no study.db: its run kept the study in a --storage database; "
-                            "pass the same --storage URL")
+                            + (f"pass{flags}" if flags else "pass the same --storage URL and --study-name"))
         raise UserError(
             f"{run_dir} is not a run directory (no study.db); pass the --out directory of an `autotune run`"
         )
