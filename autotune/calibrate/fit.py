@@ -99,6 +99,12 @@ class Calibration:
         self.base_constants = base.simulator.as_dict()
         self.names = tuple(self.base_constants)
 
+    @property
+    def configurations(self) -> int:
+        """How many distinct configurations were measured (repeats and copies count once): what the
+        left-out error is a mean over, and what the fitted constants must be pinned down by."""
+        return len(set(self._at))
+
     # -- predictions ------------------------------------------------------------------------------
     def profile_with(self, constants: dict[str, float]) -> HardwareProfile:
         return with_simulator_constants(self.base, constants)

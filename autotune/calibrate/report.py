@@ -28,10 +28,26 @@ def at_bound(constants: dict[str, float], names) -> list[str]:
     return hits
 
 
+def reliability_warning(configurations: int, fitted: int, on_bound: int) -> str | None:
+    """One line when the stated error cannot be trusted: fewer configurations than constants fitted
+    leaves the constants free to fit those few (and the mean over a few left-out folds says little of
+    the next candidate); constants on their bounds mean the model could not follow the figures."""
+    reasons = []
+    if configurations < fitted:
+        reasons.append(f"{configurations} configuration(s) measured for {fitted} constants fitted")
+    if on_bound:
+        reasons.append(f"{on_bound} constant(s) ended on a bound")
+    if not reasons:
+        return None
+    return (f"{' and '.join(reasons)}: the left-out error written to [simulator_error] is not reliable; "
+            "measure more configurations (at least as many as the constants fitted) and calibrate again.")
+
+
 def calibration_document(cal: Calibration, fit: Fit, loo: np.ndarray | None, extra: dict) -> dict:
     before = cal.pct_errors(cal.predict(cal.base_constants))
     after = cal.pct_errors(fit.predictions)
     left_out = cal.pct_errors(loo) if loo is not None else None
+    on_bound = at_bound(fit.constants, fit.fitted)
     rows = []
     for i, o in enumerate(cal.observations):
         rows.append({
@@ -56,7 +72,10 @@ def calibration_document(cal: Calibration, fit: Fit, loo: np.ndarray | None, ext
         "constants": {name: float(f"{value:.6g}") for name, value in fit.constants.items()},
         "defaults": {name: float(f"{value:.6g}") for name, value in cal.base_constants.items()},
         "fitted": list(fit.fitted),
-        "at_bound": at_bound(fit.constants, fit.fitted),
+        "at_bound": on_bound,
+        "configurations": cal.configurations,
+        # A sentence when the fit is under-determined or pinned on bounds, else None.
+        "reliability_warning": reliability_warning(cal.configurations, len(fit.fitted), len(on_bound)),
         "per_observation": rows,
         **extra,
     }
@@ -117,4 +136,6 @@ def report_text(document: dict) -> str:
             f"{len(document['at_bound'])} constant(s) ended on a bound: the figures ask for more than the model's "
             "mechanisms can give there (see docs/simulator.md, Calibration)."
         )
+    if document.get("reliability_warning"):
+        lines.append(f"warning: {document['reliability_warning']}")
     return "\n".join(lines) + "\n"

@@ -62,24 +62,39 @@ def error_suffix(error: dict | None, metric: str) -> str:
     return f" +- {pct:.0f}%" if pct is not None else " +- ?%"
 
 
-def _simulated(point, metric: str) -> bool:
+def is_simulated(point, metric: str) -> bool:
+    """Whether a point's "time_s" (its time) or "energy_kj" (its energy) figure came from the simulator."""
     return (point.source if metric == "time_s" else point.energy_source) == "simulated"
 
 
 def header_bar(error: dict | None, points, metric: str) -> str:
     """The error bar for a column's header: when every figure in it is simulated."""
-    return error_suffix(error, metric) if points and all(_simulated(p, metric) for p in points) else ""
+    return error_suffix(error, metric) if points and all(is_simulated(p, metric) for p in points) else ""
 
 
 def point_bar(error: dict | None, point, metric: str) -> str:
     """The error bar after a figure standing alone (a pick's line): a simulated one carries it, a
     measured one never carries the simulator's."""
-    return error_suffix(error, metric) if _simulated(point, metric) else ""
+    return error_suffix(error, metric) if is_simulated(point, metric) else ""
 
 
 def figure_bar(error: dict | None, points, point, metric: str) -> str:
     """The error bar after one figure of a column: its own where the header carries none (mixed sources)."""
     return "" if header_bar(error, points, metric) else point_bar(error, point, metric)
+
+
+def change_error_pct(error: dict | None, point, base, metric: str) -> float | None:
+    """The simulator's stated error, in percent, on a change of "time_s" or "energy_kj" from `base` to
+    `point` when either figure is simulated (a change cannot be known better than its figures); None
+    for measured figures or a metric the profile states no error for."""
+    if not error or not (is_simulated(point, metric) or is_simulated(base, metric)):
+        return None
+    return error.get(f"{metric}_pct")
+
+
+# The figures every report shows with an error bar: one the calibration did not fit shows "+- ?%",
+# which must not be left unexplained.
+_SHOWN_WITH_BARS = ("time_s_pct", "energy_kj_pct")
 
 
 def error_sentence(error: dict | None) -> str | None:
@@ -90,7 +105,14 @@ def error_sentence(error: dict | None) -> str | None:
         return ("Simulated figures carry an unknown error (+- ?%): this hardware profile was not calibrated "
                 "(`autotune calibrate` measures the simulator's error and writes it to the profile).")
     parts = ", ".join(f"{_METRIC_WORDS.get(key, key)} +- {value:.0f}%" for key, value in error.items())
-    return f"Simulated figures are within about {parts} (the profile's leave-one-out error); picks closer than that are ties."
+    sentence = (f"Simulated figures are within about {parts} (the profile's leave-one-out error); picks closer "
+                "than that are ties, and changes against the baseline within it are marked.")
+    unknown = [_METRIC_WORDS[key] for key in _SHOWN_WITH_BARS if key not in error]
+    if unknown:
+        words = " and ".join(unknown)
+        sentence += (f" The {words} error is unknown (+- ?%): the profile's calibration did not fit {words} "
+                     "(no measured figure of it; estimated energy is skipped unless --allow-estimated-energy).")
+    return sentence
 
 
 def tie_sentence(tied_with: list[int]) -> str:

@@ -22,7 +22,7 @@ from autotune.report.front import Point
 from autotune.report.html_analysis import importance_section, power_html, tuning_cost_section
 from autotune.report.timeline import PROVENANCE_WORDS
 from autotune.report.html_parts import esc, table as _table
-from autotune.report.pareto_json import provenance_sentence, workload_sentence
+from autotune.report.pareto_json import hardware_text, provenance_sentence, workload_sentence
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar, tie_sentence
 from autotune.report.picks import PICK_FILES, front_title, pick_label, picks_by_trial, short_pick_label
 from autotune.report.power_limit import power_limit_section
@@ -50,7 +50,7 @@ def header_section(view: StudyView, document: dict, run_dir: Path) -> str:
     baseline = no_baseline_in_space(view_device_words(view)) if document["baseline"] is None else document["baseline"]
     return (
         f"<header><h1>autotune report: {esc(document['model'])} on {esc(nodes_text(document['nodes']))} node(s) of "
-        f"{esc(document['hardware'])}</h1>\n"
+        f"{esc(hardware_text(document))}</h1>\n"
         f'<p class="provenance provenance-{esc(document["source"] if isinstance(document["source"], str) else "mixed")}">'
         f"<strong>Where the figures come from:</strong> {esc(provenance_sentence(document))} "
         f"Backend: {esc(document['backend'])} ({esc(document.get('backend_reason', ''))}).</p>\n"
@@ -116,9 +116,9 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
             esc(figure(p.energy_kj, e_div) + figure_bar(error, picked, p, "energy_kj") + estimate_mark(sources, p.energy_source)),
             esc(figure(p.tflops)),
             esc(figure(p.tflop_per_kj)),
-            esc(change_text(row, "energy_saved_pct", row.get("noise_pct"))
+            esc(change_text(row, "energy_saved_pct", row.get("noise_pct"), row.get("simulator_error_pct"))
                 + ("" if row["energy_saved_pct"] is None else estimated_saving_mark(view, p))),
-            *(esc(change_text(row, key, row.get("noise_pct"))) for key in ("time_change_pct", "tflop_per_kj_change_pct")),
+            *(esc(change_text(row, key, row.get("noise_pct"), row.get("simulator_error_pct"))) for key in ("time_change_pct", "tflop_per_kj_change_pct")),
         ])
     headers = ["pick", "trial", "configuration", f"time {t_unit}{header_bar(error, picked, 'time_s')}",
                f"energy {e_unit}{header_bar(error, picked, 'energy_kj')}{estimate_header(sources)}", f"TFLOP/s {words.per()}", "TFLOP /kJ",

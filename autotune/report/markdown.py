@@ -7,7 +7,7 @@ from autotune.report.error_bars import error_sentence, figure_bar, header_bar, t
 from autotune.report.noise import noise_line
 from autotune.report.units import energy_unit, estimate_header, estimate_mark, figure, time_unit
 from autotune.report.pareto_json import nodes_text
-from autotune.report.pareto_json import provenance_sentence, workload_sentence
+from autotune.report.pareto_json import hardware_text, provenance_sentence, workload_sentence
 from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
 from autotune.report.payback import cost_sentence, estimated_saving_mark, payback_by_trial, payback_sentence
 from autotune.report.picks import front_title, pick_label, picks_by_trial
@@ -29,7 +29,7 @@ def _row(cells) -> str:
 def markdown_report(view: StudyView, document: dict) -> str:
     counts = ", ".join(f"{n} {s}" for s, n in document["trials_by_status"].items()) or "none"
     lines = [
-        f"### autotune: {md_cell(document['model'])} on {md_cell(nodes_text(document['nodes']))} node(s) of {md_cell(document['hardware'])}",
+        f"### autotune: {md_cell(document['model'])} on {md_cell(nodes_text(document['nodes']))} node(s) of {md_cell(hardware_text(document))}",
         "",
         f"**{provenance_sentence(document)}** Backend `{document['backend']}`. "
         f"{document['trials']} trials ({counts}); baseline trial {document['baseline']}.",
@@ -77,9 +77,9 @@ def markdown_report(view: StudyView, document: dict) -> str:
             estimated = estimated_saving_mark(view, p)  # said here, where no energy figure stands beside it
             lines.append(
                 f"- **{pick_label(row['name'], view.pick_parameters)}**: trial {p.trial}, {knobs_sentence(p.params)}: "
-                f"energy saved {change_text(row, 'energy_saved_pct', row.get('noise_pct'))}{estimated}, "
-                f"time {change_text(row, 'time_change_pct', row.get('noise_pct'))}, "
-                f"TFLOP/kJ {change_text(row, 'tflop_per_kj_change_pct', row.get('noise_pct'))}"
+                f"energy saved {change_text(row, 'energy_saved_pct', row.get('noise_pct'), row.get('simulator_error_pct'))}{estimated}, "
+                f"time {change_text(row, 'time_change_pct', row.get('noise_pct'), row.get('simulator_error_pct'))}, "
+                f"TFLOP/kJ {change_text(row, 'tflop_per_kj_change_pct', row.get('noise_pct'), row.get('simulator_error_pct'))}"
                 + (f" ({tie_sentence(row['tied_with'])})" if row.get("tied_with") else "")
             )
         lines.append("")

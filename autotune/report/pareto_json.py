@@ -60,6 +60,13 @@ def not_measured_text(parts: list[str]) -> str:
     return f" (without {', '.join(part.replace('_', '/') for part in parts)}: no sensor)" if parts else ""
 
 
+def hardware_text(document: dict) -> str:
+    """`my-cpu (calibrated from cpu)`: a calibrated profile's figures are its calibration's, and the
+    reader must be able to tell it from the shipped profile it started from."""
+    base = document.get("calibrated_from")
+    return f"{document['hardware']} (calibrated from {base})" if base else str(document["hardware"])
+
+
 _SOURCE_WORDS = {
     "simulated": "simulated by the analytic model (no hardware was run)",
     "measured": "measured on the hardware (probe runs; energy from its sensors)",
@@ -107,6 +114,8 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
         "nodes": _one_or_list(nodes),
         "gpus": _one_or_list([n * settings.gpus_per_node for n in nodes]),
         "hardware": settings.hardware.name,
+        # The profile `autotune calibrate` started from when `hardware` is a calibration of it, else None.
+        "calibrated_from": settings.hardware.calibrated_from or None,
         "backend": backend,
         "backend_reason": backend_reason,
         # "simulated" or "measured" for time; energy may be estimated where a probe had no sensor.
@@ -129,9 +138,10 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
         # Each pick against the baseline trial; percentages are None when the baseline is not feasible.
         # `noise_pct`: each change's noise (report.within_noise); `within_noise`: the changes no larger than it.
         "picks": with_noise(with_ties(pick_rows(view.picks, view.points, view.baseline_trial), pick_ties(view, error)),
-                            view.points, view.baseline_trial),
+                            view.points, view.baseline_trial, error),
         # Simulated figures: the profile's leave-one-out error in percent ({} when not calibrated), else None.
-        # A pick's `tied_with` lists the front trials it cannot be told apart from within that error.
+        # A pick's `tied_with` lists the front trials it cannot be told apart from within that error;
+        # its `within_simulator_error`, the changes against the baseline no larger than it (`simulator_error_pct`).
         "simulator_error": error,
         # A plain sentence when there is no trade-off (no feasible point, one, or one beating all); else None.
         "note": front_note(view.points, view.front, trials_by_status, commonest_failure(view.trials), view.time_only),

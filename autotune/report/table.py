@@ -13,7 +13,7 @@ from autotune.report.device_words import view_device_words
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar, point_bar, tie_sentence
 from autotune.report.noise import noise_line
 from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
-from autotune.report.pareto_json import nodes_text, not_measured_text, workload_sentence
+from autotune.report.pareto_json import hardware_text, nodes_text, not_measured_text, workload_sentence
 from autotune.report.payback import cost_sentence, estimated_saving_mark, payback_by_trial, payback_sentence
 from autotune.report.picks import pick_label, picks_by_trial
 from autotune.report.power_limit import device_knobs_text, sweep_sentence
@@ -56,7 +56,7 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
                else f"time is [bold]{source}[/], energy is [bold]{energy_source}[/]"
                + escape(not_measured_text(document.get("energy_not_measured") or [])))
     console.print(
-        f"[bold]{document['model']}[/] on {nodes_text(document['nodes'])} node(s) of {document['hardware']}, "
+        f"[bold]{document['model']}[/] on {nodes_text(document['nodes'])} node(s) of {escape(hardware_text(document))}, "
         f"backend {document['backend']}: {figures}"
     )
     console.print(escape(workload_sentence(document["workload"])))
@@ -109,12 +109,12 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
         if row.get("tied_with"):
             line += f" [yellow]({tie_sentence(row['tied_with'])})[/]"
         if row["energy_saved_pct"] is not None and p.trial != view.baseline_trial:
-            noise = row.get("noise_pct")
+            noise, stated = row.get("noise_pct"), row.get("simulator_error_pct")
             saved = "energy saved" + estimated_saving_mark(view, p)
             line += (
-                f"  ({labelled_change_text(row, 'energy_saved_pct', noise, saved)}, "
-                f"{labelled_change_text(row, 'time_change_pct', noise, 'time')}, "
-                f"{labelled_change_text(row, 'tflop_per_kj_change_pct', noise, 'TFLOP/kJ')} vs baseline trial {view.baseline_trial})"
+                f"  ({labelled_change_text(row, 'energy_saved_pct', noise, saved, stated)}, "
+                f"{labelled_change_text(row, 'time_change_pct', noise, 'time', stated)}, "
+                f"{labelled_change_text(row, 'tflop_per_kj_change_pct', noise, 'TFLOP/kJ', stated)} vs baseline trial {view.baseline_trial})"
             )
         console.print(line)
     parameters = view.pick_parameters

@@ -14,12 +14,17 @@ within-probe step-time scatter). Why:
 
 Only changes within noise are marked, `-3.0% (within noise: ±9%)`: a GPU study's ~1% noise leaves
 its real savings as they were.
+
+A simulated figure has no noise but the simulator's stated error (the profile's [simulator_error]):
+a change with a simulated side that is no larger than that error is marked the same way,
+`-0.7% (within the simulator's error: ±20%)`; the simulator cannot tell such a pick from the baseline.
 """
 
 from __future__ import annotations
 
 import math
 
+from autotune.report.error_bars import change_error_pct
 from autotune.report.front import Point
 from autotune.report.noise import point_cv
 from autotune.report.units import pct_text
@@ -29,6 +34,8 @@ RULE = ("a change between two measured figures is within noise when its size is 
 
 # Which figure's noise each change carries: TFLOP/kJ on fixed work is energy's inverse.
 CHANGE_METRICS = {"energy_saved_pct": "energy", "time_change_pct": "time", "tflop_per_kj_change_pct": "energy"}
+# The same figures by the simulator's names ([simulator_error] keys are these with `_pct`).
+_SIMULATED_METRICS = {"energy": "energy_kj", "time": "time_s"}
 
 
 def change_noise_pct(point: Point, base: Point, metric: str) -> float | None:
@@ -47,35 +54,63 @@ def savings_noise(point: Point, base: Point | None) -> dict | None:
     return noise if any(v is not None for v in noise.values()) else None
 
 
+def savings_error(point: Point, base: Point | None, error: dict | None) -> dict | None:
+    """{change key: the simulator's stated error %} beside `picks.savings(point, base)`; None without a
+    baseline, a simulated side, or a stated error (an unknown one marks nothing)."""
+    if base is None or point is base:
+        return None
+    stated = {key: change_error_pct(error, point, base, _SIMULATED_METRICS[metric]) for key, metric in CHANGE_METRICS.items()}
+    return stated if any(v is not None for v in stated.values()) else None
+
+
 def is_within_noise(change_pct: float | None, noise_pct: float | None) -> bool:
     return change_pct is not None and noise_pct is not None and abs(change_pct) <= noise_pct
 
 
+def _within_mark(words: str, change_pct: float | None, bound_pct: float | None) -> str:
+    if not is_within_noise(change_pct, bound_pct):
+        return ""
+    return f" ({words}: ±{bound_pct:.0f}%)" if bound_pct >= 10 else f" ({words}: ±{bound_pct:.2g}%)"
+
+
 def noise_mark(change_pct: float | None, noise_pct: float | None) -> str:
     """` (within noise: ±9%)` after a change no larger than its noise; `` otherwise."""
-    if not is_within_noise(change_pct, noise_pct):
-        return ""
-    return f" (within noise: ±{noise_pct:.0f}%)" if noise_pct >= 10 else f" (within noise: ±{noise_pct:.2g}%)"
+    return _within_mark("within noise", change_pct, noise_pct)
 
 
-def change_text(changes: dict, key: str, noise: dict | None) -> str:
-    """`+3.0% (within noise: ±9%)`, or `-28.6%` for a change beyond its noise."""
-    return pct_text(changes[key]) + noise_mark(changes[key], (noise or {}).get(key))
+def error_mark(change_pct: float | None, error_pct: float | None) -> str:
+    """` (within the simulator's error: ±20%)` after a change no larger than that error; `` otherwise."""
+    return _within_mark("within the simulator's error", change_pct, error_pct)
 
 
-def labelled_change_text(changes: dict, key: str, noise: dict | None, label: str) -> str:
+def _marks(changes: dict, key: str, noise: dict | None, error: dict | None) -> str:
+    return noise_mark(changes[key], (noise or {}).get(key)) + error_mark(changes[key], (error or {}).get(key))
+
+
+def change_text(changes: dict, key: str, noise: dict | None, error: dict | None = None) -> str:
+    """`+3.0% (within noise: ±9%)`, or `-28.6%` for a change beyond its noise; `error` (a row's
+    `simulator_error_pct`) marks a simulated change within the simulator's error."""
+    return pct_text(changes[key]) + _marks(changes, key, noise, error)
+
+
+def labelled_change_text(changes: dict, key: str, noise: dict | None, label: str, error: dict | None = None) -> str:
     """`+3.0% energy saved (within noise: ±9%)`: the mark after the words it qualifies."""
-    return f"{pct_text(changes[key])} {label}" + noise_mark(changes[key], (noise or {}).get(key))
+    return f"{pct_text(changes[key])} {label}" + _marks(changes, key, noise, error)
 
 
-def with_noise(rows: list[dict], points: list[Point], baseline_trial: int | None) -> list[dict]:
+def with_noise(rows: list[dict], points: list[Point], baseline_trial: int | None, error: dict | None = None) -> list[dict]:
     """Pick rows (report.picks.pick_rows) with `noise_pct` (the noise each change was judged against,
-    None where none is known) and `within_noise` (the changes no larger than it)."""
+    None where none is known) and `within_noise` (the changes no larger than it); and, given the
+    simulator's error (error_bars.simulator_error), `simulator_error_pct` and `within_simulator_error`
+    the same way for changes with a simulated side."""
     by_trial = {p.trial: p for p in points}
     base = by_trial.get(baseline_trial) if baseline_trial is not None else None
     marked = []
     for row in rows:
-        noise = savings_noise(by_trial[row["trial"]], base)
+        point = by_trial[row["trial"]]
+        noise, stated = savings_noise(point, base), savings_error(point, base, error)
         within = [key for key in CHANGE_METRICS if is_within_noise(row.get(key), (noise or {}).get(key))]
-        marked.append({**row, "noise_pct": noise, "within_noise": within})
+        within_error = [key for key in CHANGE_METRICS if is_within_noise(row.get(key), (stated or {}).get(key))]
+        marked.append({**row, "noise_pct": noise, "within_noise": within,
+                       "simulator_error_pct": stated, "within_simulator_error": within_error})
     return marked

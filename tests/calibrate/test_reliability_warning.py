@@ -1,0 +1,53 @@
+"""`autotune calibrate` warns when its stated error cannot be trusted: fewer configurations than constants
+fitted, or constants ended on their bounds (trial 32: 4 configurations for ~14 constants, 6 on a bound)."""
+
+from dataclasses import replace
+
+from autotune.calibrate.fit import Calibration
+from autotune.calibrate.observations import Observation
+from autotune.calibrate.reference import load_reference
+from autotune.calibrate.report import calibration_document, report_text
+from autotune.hardware import SIMULATOR_CONSTANTS, load_hardware, with_simulator_constants
+from autotune.simulator import simulate
+
+TRUE = {"max_compute_efficiency": 0.62}
+
+
+def _observations(configurations: int):
+    """time and TFLOP/s of the first `configurations` reference configurations, simulated with TRUE."""
+    base = with_simulator_constants(load_hardware("gh200"), {spec.name: spec.default for spec in SIMULATOR_CONSTANTS})
+    truth = with_simulator_constants(base, TRUE)
+    candidates = list({id(o.candidate): o.candidate for o in load_reference("gh200-study", base)}.values())[:configurations]
+    observations = []
+    for n, candidate in enumerate(candidates):
+        step = simulate(replace(candidate, hardware=truth))
+        observations += [Observation(f"c{n}-time", candidate, "time_s", step.time_s, "synthetic"),
+                         Observation(f"c{n}-tflops", candidate, "tflops", step.tflops, "synthetic")]
+    return Calibration(observations, base)
+
+
+def test_fewer_configurations_than_constants_fitted_warns_in_text_and_json():
+    cal = _observations(2)
+    names = cal.informed()
+    assert cal.configurations == 2 < len(names)
+    document = calibration_document(cal, cal.fit(names), None, {})
+    assert document["configurations"] == 2
+    warning = document["reliability_warning"]
+    assert f"2 configuration(s) measured for {len(names)} constants fitted" in warning
+    assert "not reliable" in warning and "measure more configurations" in warning
+    assert f"warning: {warning}" in report_text(document)
+
+
+def test_enough_configurations_and_no_constant_on_a_bound_give_no_warning():
+    cal = _observations(4)
+    fit = cal.fit(tuple(TRUE))
+    document = calibration_document(cal, fit, None, {})
+    assert document["at_bound"] == [] and document["reliability_warning"] is None
+    assert "warning:" not in report_text(document)
+
+
+def test_constants_on_their_bounds_warn_even_with_many_configurations():
+    from autotune.calibrate.report import reliability_warning
+
+    assert reliability_warning(10, 3, 2).startswith("2 constant(s) ended on a bound: the left-out error")
+    assert reliability_warning(4, 14, 6).startswith("4 configuration(s) measured for 14 constants fitted and 6 constant(s)")
