@@ -18,6 +18,7 @@ from autotune.ds_config import deepspeed_config
 from autotune.errors import UserError
 from autotune.export_device import GRES_WORDS, device_script
 from autotune.hardware import hardware_flag
+from autotune.report.device_words import device_words
 from autotune.report.picks import PICK_FILES
 from autotune.report.study_points import StudyView
 
@@ -61,7 +62,8 @@ def launch_command(candidate, config_name: str, candidate_name: str, launcher: s
     The result goes beside the config under the pick's name: picks share configs/."""
     probe_args = ["--candidate", candidate_name, "--deepspeed-config", config_name, "--out", result_name(config_name)]
     if launcher == "srun":
-        return probe_command("srun", candidate, probe_args, gres=(GRES_WORDS,))
+        # A profile without CUDA trains on CPU ranks: a step of a job with GPU gres must not hold its GPUs.
+        return probe_command("srun", candidate, probe_args, gres=(GRES_WORDS,) if candidate.hardware.cuda else ())
     return probe_command("torchrun" if candidate.knobs.nodes == 1 else "deepspeed", candidate, probe_args)
 
 
@@ -189,10 +191,11 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
     command = launch_command(candidate, config_path.name, candidate_path.name, launcher)
     launch_path = config_path.with_name(config_path.stem + ".launch.sh")
     srun = command[0] == "srun"
-    where = {"srun": "# Run inside the SLURM allocation (sbatch, salloc): one srun step starts a task per GPU.\n",
+    words = device_words(candidate.hardware)
+    where = {"srun": f"# Run inside the SLURM allocation (sbatch, salloc): one srun step starts a task per {words.one}.\n",
              "torchrun": "# torchrun starts the ranks on the node this script runs on.\n",
              "deepspeed": f"# {hostfile_sentence(candidate.knobs.nodes, candidate.gpus_per_node)}\n"}[command[0]]
-    gres = [line.format(per_node=candidate.gpus_per_node) for line in GRES_LINES] if srun else []
+    gres = [line.format(per_node=candidate.gpus_per_node) for line in GRES_LINES] if srun and candidate.hardware.cuda else []
     write_text_atomic(
         launch_path,
         "#!/usr/bin/env bash\n"

@@ -10,13 +10,13 @@ from typing import Callable
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from autotune.report.table import knobs_sentence
-from autotune.report.units import energy_text, time_text
+from autotune.report.units import RunEnergyUnit, time_text
 from autotune.study.loop import StudyProgress
 
 
-def _outcome(result, note: str) -> str:
+def _outcome(result, note: str, energy_unit: RunEnergyUnit) -> str:
     if result.ok:
-        energy = energy_text(result.energy_kj) if result.energy_kj is not None else "energy unavailable"
+        energy = energy_unit.text(result.energy_kj) if result.energy_kj is not None else "energy unavailable"
         figures = f"{time_text(result.time_s)} ({result.source}), {energy} ({result.energy_source})"
         return f"{figures}; not ranked: {note}" if note else figures  # note: why the study cannot rank it
     return f"{result.status} {note[:60]}".rstrip()
@@ -43,6 +43,7 @@ def trial_progress(console, total: int, done: int = 0, announce_probes: bool = F
     """`total`: evaluated candidates the study will hold at the end; `done`: those it holds already
     (a resumed study), so the count is the study's, not this session's. `announce_probes`: say when each
     probe starts (a real probe takes minutes, and a SLURM job's output file would show nothing meanwhile)."""
+    energy_unit = RunEnergyUnit()
     if not console.is_terminal:
         count = min(done, total)
 
@@ -55,7 +56,7 @@ def trial_progress(console, total: int, done: int = 0, announce_probes: bool = F
             if result is None:
                 return  # a pruned proposal: nothing was evaluated
             count += 1
-            console.print(f"trial {number} ({count}/{total}): {knobs_sentence(params)}: {_outcome(result, note)}",
+            console.print(f"trial {number} ({count}/{total}): {knobs_sentence(params)}: {_outcome(result, note, energy_unit)}",
                           soft_wrap=True, highlight=False, markup=False)
 
         yield StudyProgress(on_trial=on_line, on_probe_start=_start_callback(on_start_line) if announce_probes else None)
@@ -75,7 +76,7 @@ def trial_progress(console, total: int, done: int = 0, announce_probes: bool = F
             if result is None:
                 return  # a pruned proposal: nothing was evaluated
             bar.advance(task)
-            bar.update(task, description=f"#{number}: {_outcome(result, note)}")
+            bar.update(task, description=f"#{number}: {_outcome(result, note, energy_unit)}")
 
         def on_start(number, params, note):
             bar.update(task, description=f"#{number}: probing {knobs_sentence(params)}{note}")

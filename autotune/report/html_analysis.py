@@ -91,7 +91,7 @@ def power_html(point: Point, words: DeviceWords = GPU_WORDS) -> str:
     """Power over one step (measured or estimated timeline), else the simulated phase breakdown;
     `words` name the devices the phases ran on."""
     details = point.extra.get("details") or {}
-    profile = power_profile(details)
+    profile = power_profile(details, words)
     if profile is not None:
         what = PROVENANCE_WORDS.get(profile.provenance, profile.provenance)
         scope = f"step {profile.step}" if profile.step is not None else "the whole window (steps too short to draw one)"

@@ -9,7 +9,12 @@ Cost of one probe, best figure first:
 3. a simulated trial ran nothing: 0 s and 0 kJ of hardware;
 4. a trial replayed from a measurements file with no `probe_cost`: it ran somewhere, at a cost the file
    does not say;
-5. a probe interrupted (Ctrl-C, SIGTERM) before it wrote a cost: it ran for a while, and was probed again;
+5. a probe interrupted (Ctrl-C, SIGTERM) before it wrote a cost: it ran for a while, and was probed again.
+   Its repeats' wall times are on record in its trial directory's `probe_runs.json` (`wall_s`, written when
+   a repeat ends, an interrupted one's too); those no retry took over (`probe_cost.parts.taken_over` of
+   the retry, which counts them itself) are its time, so nothing is counted twice. Where the record is
+   missing, or a repeat has no `wall_s` (the tuner was killed), the probe time is a lower bound
+   (`time_lower_bound`);
 6. otherwise unknown (an OOM or a crash before the window opened, with no probe_cost).
 A total that leaves out probes of the last three kinds is marked incomplete rather than silently short;
 with no probe of known cost at all, the total is unknown (None), never 0. An incomplete total, or one
@@ -33,6 +38,9 @@ marked so: it, and its payback, may not be there.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from autotune.backends.repeat_takeover import read_record
 from autotune.measure.estimate import PowerModel
 from autotune.measure.units import j_to_kj
 from autotune.report.device_words import GPU_WORDS, DeviceWords, view_device_words
@@ -80,6 +88,53 @@ def probe_cost(row: dict) -> dict:
     return {"time_s": None, "energy_kj": None, "basis": "unknown", "provenance": "unknown"}
 
 
+def _trials_root(view: StudyView) -> Path | None:
+    """The run's `trials/` folder, from a stored result's `details["trial_dir"]` (the launch backend's
+    trials/NNNN): the study itself does not keep the run directory. None where no result names one."""
+    for row in view.trials:
+        trial_dir = (row.get("details") or {}).get("trial_dir")
+        if isinstance(trial_dir, str) and trial_dir:
+            return Path(trial_dir).parent
+    return None
+
+
+def _taken_over(view: StudyView) -> set[tuple[str, int]]:
+    """(trial directory name, repeat) of every repeat a retry took over: its cost counts them already."""
+    taken = set()
+    for row in view.trials:
+        parts = ((row.get("details") or {}).get("probe_cost") or {}).get("parts") or {}
+        for item in parts.get("taken_over") or []:
+            if isinstance(item, dict) and isinstance(item.get("from"), str) and isinstance(item.get("repeat"), int):
+                taken.add((Path(item["from"]).parent.name, item["repeat"]))
+    return taken
+
+
+def interrupted_wall_s(view: StudyView, trial: int, root: Path | None = None,
+                       taken: set[tuple[str, int]] | None = None) -> tuple[float, bool]:
+    """(seconds, complete) an interrupted trial's probe ran that no retry counts: the recorded `wall_s` of
+    its own repeats (not those it had itself taken over, nor those a retry took over from it). `complete`
+    is False where its record is missing or a repeat that started has no wall time."""
+    root = _trials_root(view) if root is None else root
+    taken = _taken_over(view) if taken is None else taken
+    if root is None:
+        return 0.0, False
+    folder = root / f"{trial:04d}"  # LaunchBackend.trial_dir's naming
+    record = read_record(folder)
+    if record is None:
+        return 0.0, False
+    wall_s, complete = 0.0, True
+    for repeat, run in record["runs"].items():
+        if not isinstance(run, dict) or run.get("taken_over_from"):
+            continue  # a copy: paid for where it was measured
+        if not isinstance(run.get("wall_s"), (int, float)):
+            complete = False  # started, never timed (the tuner was killed during it)
+            continue
+        if repeat.isdigit() and (folder.name, int(repeat)) in taken:
+            continue  # the retry's own cost counts it
+        wall_s += float(run["wall_s"])
+    return wall_s, complete
+
+
 def whole_probe_energy_kj(view: StudyView, costs: list[dict], ran: list[dict]) -> float | None:
     """The probes' whole energy where sensors saw only their windows (module docstring): None where no
     probe's energy is window-only, or another probe's energy is unknown."""
@@ -109,7 +164,7 @@ def _whole_probe_note(whole_kj: float | None, view: StudyView) -> str:
 
 
 def _cost_note(probes: int, by_basis: dict[str, int], energy_kj: float | None, provenances: list[str],
-               words: DeviceWords = GPU_WORDS) -> str:
+               words: DeviceWords = GPU_WORDS, interrupted_s: float = 0.0, time_lower_bound: bool = False) -> str:
     if probes == 0:
         return "No probe ran: tuning cost nothing."
     if by_basis.get("simulated") == probes:
@@ -136,8 +191,12 @@ def _cost_note(probes: int, by_basis: dict[str, int], energy_kj: float | None, p
             "(`probe_cost`): what they cost where they were measured is unknown"
         )
     if by_basis.get("interrupted"):
+        counted = (f": the {interrupted_s:.3g} s their runs recorded (`probe_runs.json`) that no retry took over "
+                   "is in the probe time, their energy is not") if interrupted_s else ""
         parts.append(f"{by_basis['interrupted']} probe(s) were interrupted (Ctrl-C, SIGTERM) before they wrote a "
-                     "cost, and probed again")
+                     f"cost, and probed again{counted}")
+    if time_lower_bound:
+        parts.append("some probe time is not on record: the probe time is a lower bound")
     if by_basis.get("unknown"):
         parts.append(f"{by_basis['unknown']} probe(s) have no cost figure at all (failed before measuring)")
     if energy_kj is None and (by_basis.get("probe_cost") or by_basis.get("energy_window")):
@@ -197,10 +256,24 @@ def payback_row(name: str, trial: int, view: StudyView, tuning_energy_kj: float 
     return row
 
 
+def _add_interrupted_time(view: StudyView, costs: list[dict], ran: list[dict]) -> None:
+    """Give each interrupted probe the recorded wall time of its repeats that no retry counts (module
+    docstring, kind 5); its energy stays unknown (no sensor window closed for it)."""
+    if not any(c["basis"] == "interrupted" for c in costs):
+        return
+    root, taken = _trials_root(view), _taken_over(view)
+    for cost, row in zip(costs, ran):
+        if cost["basis"] == "interrupted":
+            wall_s, complete = interrupted_wall_s(view, row["trial"], root, taken)
+            # Nothing on record: unknown, not 0 s (a total of only such probes is unknown).
+            cost.update(time_s=wall_s if wall_s or complete else None, time_complete=complete)
+
+
 def tuning_cost(view: StudyView) -> dict:
     """The `tuning_cost` block of pareto.json: totals over every probe that ran, and each pick's payback."""
     ran = [r for r in view.trials if r["status"] != "invalid"]  # refused before running: cost nothing
     costs = [probe_cost(r) for r in ran]
+    _add_interrupted_time(view, costs, ran)
     by_basis: dict[str, int] = {}
     for c in costs:
         by_basis[c["basis"]] = by_basis.get(c["basis"], 0) + 1
@@ -215,12 +288,17 @@ def tuning_cost(view: StudyView) -> dict:
     provenances = sorted({c["provenance"] for c in costs if c["basis"] not in _NO_COST_FIGURE})
     ran_on_hardware = any(c["basis"] != "simulated" for c in costs)
     complete = set(by_basis) <= {"probe_cost", "simulated"}
+    # Time is a floor where a probe's time is not (or not all) on record; an unknown total is no floor.
+    time_lower_bound = time_s is not None and any(c["time_s"] is None or c.get("time_complete") is False for c in costs if c["basis"] != "simulated") \
+        or any(((r.get("details") or {}).get("probe_cost") or {}).get("time_scope") == "lower_bound" for r in ran)
+    interrupted_s = sum(c["time_s"] or 0.0 for c in costs if c["basis"] == "interrupted")
     whole_kj = whole_probe_energy_kj(view, costs, ran)
     document = {
         "ran_on_hardware": ran_on_hardware,
         "probes": len(ran),
         "probes_by_basis": by_basis,
         "time_s": time_s,
+        "time_lower_bound": time_lower_bound,
         "gpu_hours": None if time_s is None else sum(c["time_s"] * r["gpus"] for c, r in timed) / SECONDS_PER_HOUR,
         # What a "GPU" of gpu_hours is: a CPU profile's ranks are processes, not GPUs.
         "gpu_hours_of": view_device_words(view).many,
@@ -230,7 +308,8 @@ def tuning_cost(view: StudyView) -> dict:
         # Probes left out, or energy only of their windows: every figure of the total is a floor.
         "energy_lower_bound": ran_on_hardware and not complete,
         "whole_probe_energy_kj": whole_kj,
-        "note": _cost_note(len(ran), by_basis, energy_kj, provenances, view_device_words(view))
+        "note": _cost_note(len(ran), by_basis, energy_kj, provenances, view_device_words(view), interrupted_s,
+                           time_lower_bound)
                 + _whole_probe_note(whole_kj, view),
     }
     tuning_kj = whole_kj if whole_kj is not None else energy_kj
@@ -252,9 +331,10 @@ def cost_sentence(cost: dict) -> str:
     provenance = "provenance unknown" if provenance == "unknown" else provenance  # "14.7 J; unknown." reads as no figure
     if cost["time_s"] is None:
         return f"Tuning ran {cost['probes']} probes: unknown probe time and {energy}. {cost['note']}"
+    at_least = "at least " if cost.get("time_lower_bound") else ""
     return (
-        f"Tuning ran {cost['probes']} probes: {cost['time_s'] / SECONDS_PER_HOUR:.3g} h of probe time, "
-        f"{cost['gpu_hours']:.3g} {'CPU-rank' if cost.get('gpu_hours_of') == 'CPU ranks' else 'GPU'}-hours, {energy}; "
+        f"Tuning ran {cost['probes']} probes: {at_least}{cost['time_s'] / SECONDS_PER_HOUR:.3g} h of probe time, "
+        f"{at_least}{cost['gpu_hours']:.3g} {'CPU-rank' if cost.get('gpu_hours_of') == 'CPU ranks' else 'GPU'}-hours, {energy}; "
         f"{provenance}. {cost['note']}"
     )
 

@@ -57,16 +57,26 @@ class PowerProfile:
     sensors: str  # which sources, in words, for the figure's caption
 
 
-def _sensors(block: dict) -> str:
+def source_label(source: dict, words: DeviceWords = GPU_WORDS) -> str:
+    """An energy source as a caption names it. The power model labels its per-device estimates by their
+    JSON scope (`gpu 0 (model)`, kept for tools that read it); on a CPU profile that device is a CPU rank."""
+    label = source.get("label", "")
+    if source.get("scope") == "gpu" and label.startswith("gpu "):
+        label = f"{words.one} {label[len('gpu '):]}"
+    return f"{source.get('kind', '?')} {label}".strip()
+
+
+def _sensors(block: dict, words: DeviceWords = GPU_WORDS) -> str:
     counted = [s for s in block.get("sources") or [] if s.get("role", "counted") == "counted"]
-    labels = sorted({f"{s.get('kind', '?')} {s.get('label', '')}".strip() for s in counted})
+    labels = sorted({source_label(s, words) for s in counted})
     if len(labels) > 3:
         labels = labels[:3] + [f"and {len(labels) - 3} more"]
     return ", ".join(labels)
 
 
-def power_profile(details: dict) -> PowerProfile | None:
-    """The step to draw from a result's energy block; None without a usable timeline."""
+def power_profile(details: dict, words: DeviceWords = GPU_WORDS) -> PowerProfile | None:
+    """The step to draw from a result's energy block; None without a usable timeline. `words` name the
+    devices in the sources' caption (the report's, by its hardware profile)."""
     block = details.get("energy") or {}
     timeline = [s for s in block.get("timeline") or [] if s.get("power_w") is not None and s.get("t_s") is not None]
     if len(timeline) < 2 or block.get("provenance") not in ("measured", "estimated"):
@@ -82,7 +92,7 @@ def power_profile(details: dict) -> PowerProfile | None:
         provenance=block["provenance"],
         step=chosen,
         node=block.get("timeline_node"),
-        sensors=_sensors(block),
+        sensors=_sensors(block, words),
     )
 
 

@@ -56,6 +56,28 @@ def energy_text(value_kj: float | None) -> str:
     return f"{figure(value_kj, divisor)} {unit}"
 
 
+def energy_text_in(value_kj: float | None, unit: tuple[str, float]) -> str:
+    """One energy in a given unit (`energy_unit`), for figures read side by side (a run's progress lines):
+    a list that switches from kJ to kWh reads 2,024 kJ as more than 1.08 kWh. Three significant figures,
+    so a figure far below the unit still reads non-zero (`0.000412 kWh`)."""
+    name, divisor = unit
+    return f"{figure(value_kj, divisor)} {name}"
+
+
+class RunEnergyUnit:
+    """The energy unit of one run's progress lines: chosen by the first non-zero figure shown, then kept."""
+
+    def __init__(self) -> None:
+        self.unit: tuple[str, float] | None = None
+
+    def text(self, value_kj: float) -> str:
+        if self.unit is None:
+            if not value_kj:
+                return energy_text(value_kj)  # nothing to choose a scale by yet
+            self.unit = energy_unit([abs(value_kj)])
+        return energy_text_in(value_kj, self.unit)
+
+
 # An estimate says so wherever it is shown (the energy of a machine without sensors, from a power model):
 # a column of estimates once, in its header; in a column of mixed sources, each estimate after its figure.
 def estimate_header(energy_sources: list[str]) -> str:

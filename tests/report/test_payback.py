@@ -221,3 +221,34 @@ def test_a_probe_interrupted_and_probed_again_is_reported_as_interrupted_not_fai
     cost = tuning_cost(view)
     assert cost["probes_by_basis"] == {"interrupted": 1, "simulated": 4}
     assert "1 probe(s) were interrupted" in cost["note"] and "failed before measuring" not in cost["note"]
+
+
+def test_interrupted_repeats_on_record_count_once_and_a_missing_record_makes_the_time_a_lower_bound(tmp_path):
+    # Trial 1 was interrupted in its first repeat (28.7 s), trial 2 (its retry) in its second (4.7 s);
+    # trial 3 took over trial 2's first repeat (114.8 s), and its own cost counts it.
+    from autotune.report.payback import tuning_cost
+    trials = tmp_path / "trials"
+
+    def record(trial, runs):
+        (trials / f"{trial:04d}").mkdir(parents=True)
+        (trials / f"{trial:04d}" / "probe_runs.json").write_text(json.dumps({"probe_settings": {}, "runs": runs}))
+
+    record(1, {"1": {"started_unix_s": 1.0, "wall_s": 28.7}})
+    record(2, {"1": {"started_unix_s": 2.0, "wall_s": 114.8}, "2": {"started_unix_s": 3.0, "wall_s": 4.7}})
+    done = {"status": "ok", "gpus": 2, "source": "measured", "details": {
+        "trial_dir": str(trials / "0003"),
+        "probe_cost": {"time_s": 133.2, "energy_kj": 0.02, "parts": {"taken_over": [
+            {"repeat": 1, "from": str(trials / "0002" / "result-1.json"), "wall_s": 114.8, "wall": "recorded"}]}}}}
+    rows = [{"trial": 1, "status": "interrupted", "gpus": 2, "details": {}},
+            {"trial": 2, "status": "interrupted", "gpus": 2, "details": {}}, {"trial": 3, **done}]
+    cost = tuning_cost(StudyView(_settings("cpu"), rows, [], [], {}, None))
+    assert cost["time_s"] == pytest.approx(133.2 + 28.7 + 4.7) and cost["time_lower_bound"] is False
+    assert "the 33.4 s their runs recorded" in cost["note"]
+    assert "at least" not in cost_sentence(cost).split(";")[0]
+
+    # Trial 1's record lost (or a run never timed): what is known is counted, and the time is a floor.
+    (trials / "0001" / "probe_runs.json").unlink()
+    cost = tuning_cost(StudyView(_settings("cpu"), rows, [], [], {}, None))
+    assert cost["time_s"] == pytest.approx(133.2 + 4.7) and cost["time_lower_bound"] is True
+    assert "the probe time is a lower bound" in cost["note"]
+    assert cost_sentence(cost).startswith("Tuning ran 3 probes: at least ")

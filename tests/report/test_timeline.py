@@ -53,3 +53,18 @@ def test_simulated_picks_draw_the_simulated_phase_bar(simulated_run):
     picks = html.count('<article class="pick"')
     assert html.count("Simulated by the analytic model (nothing was measured): the phases of one") == picks
     assert re.search(r'<rect class="band phase-compute"', html)
+
+
+def test_a_cpu_probes_estimate_sources_are_named_cpu_ranks_in_the_caption():
+    # The power model labels its per-device estimates `gpu N (model)` (a JSON value tools read); on a CPU
+    # profile those devices are CPU ranks, and the caption said "estimate gpu 0 (model)".
+    block = {**energy_block(), "provenance": "estimated", "sources": [
+        {"kind": "estimate", "label": f"{scope} {i} (model)", "scope": scope, "index": i, "role": "counted"}
+        for i in (0, 1) for scope in ("gpu", "cpu")]}
+    from autotune.report.device_words import CPU_RANK_WORDS, GPU_WORDS
+
+    cpu = power_profile({"energy": block}, CPU_RANK_WORDS)
+    assert "estimate CPU rank 0 (model)" in cpu.sensors and "gpu" not in cpu.sensors
+    assert "estimate cpu 0 (model)" in cpu.sensors  # the host's share stays the host's
+    assert "estimate GPU 0 (model)" in power_profile({"energy": block}, GPU_WORDS).sensors
+    assert block["sources"][0]["label"] == "gpu 0 (model)"  # the stored result is not changed

@@ -11,7 +11,7 @@ import pytest
 
 from autotune.backends.launchers import build_plan
 from autotune.export import launch_command
-from tests.cli import autotune, simulated_run
+from tests.cli import autotune_main, simulated_run
 
 
 
@@ -89,16 +89,16 @@ def test_a_study_on_a_custom_profile_is_reported_and_exported_without_its_file(t
     profile.parent.mkdir()
     shutil.copy(PROFILE_DIR / "cpu.toml", profile)
     out = tmp_path / "run"
-    result = autotune("run", "--model", "tiny", "--nodes", "1", "--hardware", profile, "--trials", "3",
+    result = autotune_main("run", "--model", "tiny", "--nodes", "1", "--hardware", profile, "--trials", "3",
                       "--backend", "simulate", "--out", out)
     assert result.returncode == 0, result.stderr
     before = json.loads((out / "pareto.json").read_text())
     profile.unlink()
     shutil.rmtree(out / "configs")
-    result = autotune("report", out, "--format", "json")
+    result = autotune_main("report", out, "--format", "json")
     assert result.returncode == 0, result.stderr
     assert json.loads((out / "pareto.json").read_text())["front"] == before["front"]
-    result = autotune("export", out, "--pick", "knee")
+    result = autotune_main("export", out, "--pick", "knee")
     assert result.returncode == 0, result.stderr
     data = json.loads((out / "configs" / "knee.candidate.json").read_text())
     assert data["hardware"] == "mynode.toml" and not (out / "configs" / "mynode.toml").exists()
@@ -112,7 +112,7 @@ def test_an_srun_export_trains_in_one_step_of_the_allocation_as_the_tuner_would(
     parsing reads the task command."""
     from trainer.probe import candidate_from_args, parse_args as probe_parse_args
 
-    result = autotune("export", two_node_run, "--pick", "fastest", "--launcher", "srun", "-o", tmp_path / "fastest.json")
+    result = autotune_main("export", two_node_run, "--pick", "fastest", "--launcher", "srun", "-o", tmp_path / "fastest.json")
     assert result.returncode == 0, result.stderr
     script = tmp_path / "fastest.launch.sh"
     assert "hostfile" not in script.read_text()
@@ -149,9 +149,9 @@ def test_what_a_deepspeed_config_cannot_carry_is_said_where_it_is_handed_over(tm
     space.write_text('zero_stage = [3]\noptimizer_offload = ["none"]\nactivation_checkpointing = ["offload_sync"]\n'
                      'sp_degree = [2]\nmicro_batch = [1]\npower_limit = [0.8]\nsm_clock_mhz = ["max"]\n')
     out = tmp_path / "run"
-    assert autotune("run", "--model", "7b", "--nodes", "1", "--space", space, "--trials", "2", "--backend", "simulate",
+    assert autotune_main("run", "--model", "7b", "--nodes", "1", "--space", space, "--trials", "2", "--backend", "simulate",
                     "--out", out).returncode == 0
-    exported = autotune("export", out, "--trial", "0", "-o", tmp_path / "mine.json")
+    exported = autotune_main("export", out, "--trial", "0", "-o", tmp_path / "mine.json")
     assert exported.returncode == 0, exported.stderr
     assert exported.stdout.split() == [str(tmp_path / name) for name in ("mine.json", "mine.candidate.json", "mine.launch.sh")]
     notes = json.loads((tmp_path / "mine.json").read_text())["autotune"]["not_in_this_config"]
@@ -179,7 +179,7 @@ def test_a_multi_node_launch_script_says_in_one_line_what_it_lacks(two_node_run,
     """Without a hostfile (or with too few hosts, or without pdsh) the deepspeed launcher ends in a
     traceback (ValueError: Num nodes is >1 but no extra nodes available via hostfile): the script checks
     first, before it touches the GPUs, and `export` says a multi-node pick needs one."""
-    result = autotune("export", two_node_run, "--pick", "knee", "-o", tmp_path / "knee.json")
+    result = autotune_main("export", two_node_run, "--pick", "knee", "-o", tmp_path / "knee.json")
     assert result.returncode == 0, result.stderr
     assert "needs a DeepSpeed hostfile named 'hostfile' beside it: 2 lines, one per node, 'HOST slots=4'" in result.stderr
     bin_dir = tmp_path / "bin"  # what the checks use, and no pdsh, deepspeed or python to reach
@@ -201,5 +201,19 @@ def test_a_multi_node_launch_script_says_in_one_line_what_it_lacks(two_node_run,
     assert run_script().startswith(f"knee.launch.sh: {tmp_path}/hostfile lists 1 host(s); this configuration runs on 2 nodes")
     (tmp_path / "hostfile").write_text("nid001 slots=4\n  nid002 slots=4\n")
     assert run_script().startswith("knee.launch.sh: pdsh not found")
-    one_node = autotune("export", two_node_run, "--pick", "knee", "--launcher", "srun", "-o", tmp_path / "srun.json")
+    one_node = autotune_main("export", two_node_run, "--pick", "knee", "--launcher", "srun", "-o", tmp_path / "srun.json")
     assert one_node.returncode == 0 and "hostfile" not in one_node.stderr
+
+
+def test_an_srun_export_on_a_cpu_profile_asks_for_no_gpus_and_names_cpu_ranks(tmp_path):
+    # CPU ranks use no GPU: in a job with GPU gres the step asked for --gpus-per-node=2 it never used.
+    out = tmp_path / "run"
+    result = autotune_main("run", "--model", "tiny", "--nodes", "1", "--hardware", "cpu", "--gpus-per-node", "2",
+                           "--trials", "3", "--backend", "simulate", "--out", out)
+    assert result.returncode == 0, result.stderr
+    result = autotune_main("export", out, "--pick", "knee", "--launcher", "srun", "-o", tmp_path / "knee.json")
+    assert result.returncode == 0, result.stderr
+    script = (tmp_path / "knee.launch.sh").read_text()
+    assert "gpus-per-node" not in script and "gres" not in script and "@GRES@" not in script
+    assert "one srun step starts a task per CPU rank" in script and "per GPU" not in script
+    assert "srun --nodes=1 --ntasks=2 --ntasks-per-node=2" in script

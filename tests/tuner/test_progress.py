@@ -98,3 +98,15 @@ def test_the_study_announces_each_probe_it_runs_and_not_a_stored_one(tmp_path):
     run_study(open_study(tmp_path, None, make_sampler(0, 3)), settings_for("--model", "7b", "--nodes", "1"),
               SimulateBackend(), 3, progress)
     assert started == ended and len(started) == 3
+
+
+def test_one_run_gives_every_energy_in_the_unit_of_its_first_figure():
+    # 2,024 kJ then 1.08 kWh read as the first being more; one unit keeps the list comparable, and a figure
+    # far below the unit still reads non-zero.
+    out = io.StringIO()
+    with trial_progress(Console(file=out, force_terminal=False, width=200), total=3) as progress:
+        for number, energy_kj in enumerate((2_024.0, 3_888.0, 0.0003)):
+            progress.on_trial(number, PARAMS, ProbeResult(status="ok", source="simulated", energy_source="simulated",
+                                                          time_s=600.0, energy_kj=energy_kj), "")
+    energies = [line.split(", ")[-1] for line in out.getvalue().splitlines()]
+    assert energies == ["2,024 kJ (simulated)", "3,888 kJ (simulated)", "0.0003 kJ (simulated)"]
