@@ -214,18 +214,18 @@ def test_a_power_limit_of_1_is_the_untouched_limit(tmp_path):
 
 def test_a_file_for_another_node_count_is_refused_before_the_study_opens(tmp_path):
     # Records of 4-node candidates replayed as a 1-node study: every probe would fail with "no record".
-    from tests.cli import autotune
+    from tests.cli import autotune_main
 
     path = _write(tmp_path, [{"params": KNOBS_OLD, "status": "ok", "time_s": 100.0, "energy_kj": 50.0, "tflops": 300}])
     run_dir = tmp_path / "run"
-    done = autotune("run", "--model", "7b", "--nodes", "1", "--backend", "replay", "--measurements", str(path),
+    done = autotune_main("run", "--model", "7b", "--nodes", "1", "--backend", "replay", "--measurements", str(path),
                     "--trials", "5", "--out", str(run_dir))
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "none of its 1 records is a valid candidate of this study" in lines[0]
     assert "--nodes 4" in lines[0] and not run_dir.exists()
     # A study whose node range holds the file's 4 nodes replays it.
-    ok = autotune("run", "--model", "32b", "--nodes", "2-8", "--backend", "replay", "--measurements", str(path),
+    ok = autotune_main("run", "--model", "32b", "--nodes", "2-8", "--backend", "replay", "--measurements", str(path),
                   "--trials", "2", "--out", str(tmp_path / "range"))
     assert ok.returncode == 0, ok.stderr
 
@@ -257,12 +257,12 @@ def test_a_file_with_estimated_energy_needs_the_estimate_allowed(tmp_path):
 def test_an_exported_file_replays_only_for_the_study_it_was_measured_for(tmp_path):
     """Records hold knobs, not the model or workload: the `study` export writes beside them refuses a
     replay that would label 7b figures as 32b ones (or 60-frame figures as 30-frame ones)."""
-    from tests.cli import autotune
+    from tests.cli import autotune_main
 
-    measured = autotune("run", "--model", "7b", "--nodes", "2", "--trials", "4", "--out", tmp_path / "run")
+    measured = autotune_main("run", "--model", "7b", "--nodes", "2", "--trials", "4", "--out", tmp_path / "run")
     assert measured.returncode == 0, measured.stderr
     path = tmp_path / "m.jsonl"
-    assert autotune("export", tmp_path / "run", "--measurements", path).returncode == 0
+    assert autotune_main("export", tmp_path / "run", "--measurements", path).returncode == 0
     records = [json.loads(line) for line in path.read_text().splitlines()]
     assert records and all(r["study"] == {**STUDY, "model": "7b"} for r in records)
     for flags, said in [
@@ -271,33 +271,33 @@ def test_an_exported_file_replays_only_for_the_study_it_was_measured_for(tmp_pat
          "holds figures for frames 60, samples 2048, not this study's 30, 1024; replay it with --frames 60 --samples 2048"),
         (("--model", "7b", "--hardware", "h100-sxm"), "replay it with --hardware gh200 --gpus-per-node 4"),
     ]:
-        refused = autotune("run", *flags, "--nodes", "2", "--backend", "replay", "--measurements", path,
+        refused = autotune_main("run", *flags, "--nodes", "2", "--backend", "replay", "--measurements", path,
                            "--out", tmp_path / "refused")
         lines = refused.stderr.strip().splitlines()
         assert refused.returncode == 2 and len(lines) == 1 and said in lines[0], refused.stderr
         assert f"measurements {path} line 1 " in lines[0] and not (tmp_path / "refused").exists()
-    replayed = autotune("run", "--model", "7b", "--nodes", "2", "--backend", "replay", "--measurements", path,
+    replayed = autotune_main("run", "--model", "7b", "--nodes", "2", "--backend", "replay", "--measurements", path,
                         "--out", tmp_path / "replayed")
     assert replayed.returncode == 0, replayed.stderr
     # a file without `study` (older exports, `autotune space --simulate --json`) is taken at its word
     for record in records:
         record.pop("study")
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    anyway = autotune("run", "--model", "7b", "--nodes", "2", "--samples", "1024", "--backend", "replay",
+    anyway = autotune_main("run", "--model", "7b", "--nodes", "2", "--samples", "1024", "--backend", "replay",
                       "--measurements", path, "--out", tmp_path / "anyway")
     assert anyway.returncode == 0, anyway.stderr
 
 
 def test_a_simulated_space_list_says_what_study_its_figures_are_for(tmp_path):
-    from tests.cli import autotune
+    from tests.cli import autotune_main
 
-    listed = autotune("space", "--model", "7b", "--nodes", "1", "--simulate", "--json")
+    listed = autotune_main("space", "--model", "7b", "--nodes", "1", "--simulate", "--json")
     assert listed.returncode == 0, listed.stderr
     rows = json.loads(listed.stdout)
     assert all(r["study"] == {**STUDY, "model": "7b"} for r in rows if r["valid"]) and not any("study" in r for r in rows if not r["valid"])
     path = tmp_path / "space.json"
     path.write_text(listed.stdout)
-    refused = autotune("run", "--model", "7b", "--nodes", "1", "--frames", "30", "--backend", "replay", "--measurements", path,
+    refused = autotune_main("run", "--model", "7b", "--nodes", "1", "--frames", "30", "--backend", "replay", "--measurements", path,
                        "--out", tmp_path / "run")
     assert refused.returncode == 2 and "holds figures for frames 60, not this study's 30; replay it with --frames 60" in refused.stderr
 
@@ -309,14 +309,14 @@ def test_a_partial_file_is_searched_over_its_recorded_candidates_only(tmp_path, 
     import optuna
 
     from autotune.candidate import params_key
-    from tests.cli import autotune
+    from tests.cli import autotune_main
 
-    listed = json.loads(autotune("space", "--model", "7b", "--nodes", "1", "--simulate", "--json").stdout)
+    listed = json.loads(autotune_main("space", "--model", "7b", "--nodes", "1", "--simulate", "--json").stdout)
     recorded = [e for e in listed if e["valid"]][::80]  # 13 of 980, spread over the space
     path = _write(tmp_path, [{k: e[k] for k in ("params", "time_s", "energy_kj", "tflops")} | {"status": "ok"}
                              for e in recorded])
     run_dir = tmp_path / "run"
-    done = autotune("run", "--model", "7b", "--nodes", "1", "--backend", "replay", "--measurements", str(path),
+    done = autotune_main("run", "--model", "7b", "--nodes", "1", "--backend", "replay", "--measurements", str(path),
                     "--trials", "30", "--sampler", sampler, "--out", str(run_dir))
     assert done.returncode == 0, done.stderr
     said = " ".join(done.stderr.split())
@@ -333,12 +333,12 @@ def test_a_partial_file_is_searched_over_its_recorded_candidates_only(tmp_path, 
 def test_a_record_without_energy_is_not_ranked_and_the_reason_names_only_what_is_missing(tmp_path):
     import optuna
 
-    from tests.cli import autotune
+    from tests.cli import autotune_main
 
-    listed = json.loads(autotune("space", "--model", "7b", "--nodes", "1", "--simulate", "--json").stdout)
+    listed = json.loads(autotune_main("space", "--model", "7b", "--nodes", "1", "--simulate", "--json").stdout)
     entry = next(e for e in listed if e["valid"])
     path = _write(tmp_path, [{"params": entry["params"], "status": "ok", "time_s": entry["time_s"]}])
-    done = autotune("run", "--model", "7b", "--nodes", "1", "--backend", "replay", "--measurements", str(path),
+    done = autotune_main("run", "--model", "7b", "--nodes", "1", "--backend", "replay", "--measurements", str(path),
                     "--trials", "2", "--out", str(tmp_path / "run"))
     assert done.returncode == 0, done.stderr
     (trial,) = optuna.load_study(study_name="autotune", storage=f"sqlite:///{tmp_path / 'run' / 'study.db'}").trials

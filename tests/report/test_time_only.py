@@ -9,7 +9,7 @@ import json
 import pytest
 
 from autotune.report.front import Point, pareto_front, recommendations
-from tests.cli import autotune
+from tests.cli import autotune_main
 
 
 def pt(trial, time_s, energy_kj, **params):
@@ -33,7 +33,7 @@ def test_a_time_only_front_is_the_fastest_whatever_the_energy():
 @pytest.fixture(scope="module")
 def time_only_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs") / "time"
-    done = autotune("run", "--model", "7b", "--nodes", "1", "--trials", "6", "--objectives", "time", "--out", out)
+    done = autotune_main("run", "--model", "7b", "--nodes", "1", "--trials", "6", "--objectives", "time", "--out", out)
     assert done.returncode == 0, done.stderr
     return out, done
 
@@ -59,12 +59,12 @@ def test_a_time_only_study_reports_and_exports_the_fastest_alone(time_only_run):
 
 def test_export_of_a_time_only_study_takes_the_fastest_and_refuses_energy_picks(time_only_run, tmp_path):
     out, _ = time_only_run
-    exported = autotune("export", out, "-o", tmp_path / "default.json")
+    exported = autotune_main("export", out, "-o", tmp_path / "default.json")
     assert exported.returncode == 0, exported.stderr
     fastest = json.loads((out / "configs" / "fastest.json").read_text())
     assert json.loads((tmp_path / "default.json").read_text()) == fastest
     for pick in ("knee", "min-energy", "max-slowdown", "cost-weighted"):
-        refused = autotune("export", out, "--pick", pick, "-o", tmp_path / f"{pick}.json")
+        refused = autotune_main("export", out, "--pick", pick, "-o", tmp_path / f"{pick}.json")
         assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
         assert f"--pick {pick} ranks by energy" in refused.stderr and "--pick fastest" in refused.stderr
         assert not (tmp_path / f"{pick}.json").exists()
@@ -81,7 +81,7 @@ def test_a_report_removes_the_energy_picks_an_earlier_report_exported_unless_edi
         record[name] = hashlib.sha256(text.encode()).hexdigest()
     (configs / ".written.json").write_text(json.dumps(record))
     (configs / "min-energy.json").write_text('{"lr": 1}\n')  # edited since autotune wrote it
-    done = autotune("report", out)
+    done = autotune_main("report", out)
     assert done.returncode == 0, done.stderr
     assert not (configs / "knee.json").exists() and (configs / "min-energy.json").read_text() == '{"lr": 1}\n'
     assert "knee.json" not in json.loads((configs / ".written.json").read_text())

@@ -3,13 +3,12 @@ numeric or path flag is refused with one line naming where it came from, exit st
 created or changed (issue 12).
 
 Three layers, fastest first: the file loaders called directly (hundreds of cases), the command line
-in-process (`autotune.cli.main`, every flag), and a representative set through the real command as a
-subprocess, which also proves that no traceback reaches the terminal and that an existing study.db is
-left byte for byte as it was.
+in-process (`autotune.cli.main`, every flag), and a representative set through the whole command (main()
+in-process too, as the console script calls it), which also proves that no exception escapes it and
+that an existing study.db is left byte for byte as it was.
 """
 
 import copy
-import functools
 import json
 import math
 from pathlib import Path
@@ -569,9 +568,11 @@ def test_a_window_the_timeout_would_cut_short_is_refused(tmp_path, seconds, time
                           "raise --probe-timeout")
 
 
-# --- through the real command, as a user runs it ------------------------------------------------
+# --- through the command's main(), as a user runs it ----------------------------------------------
+# In this process: each case checks only the one line, the status and the files (the console script adds
+# nothing to a refusal; tests/tuner/test_cli.py runs it as a subprocess).
 
-autotune = functools.partial(cli.autotune, timeout=60)
+autotune = cli.autotune_main
 
 
 @pytest.fixture(scope="module")
@@ -665,10 +666,10 @@ def _filled(part: str, fill: dict) -> str:
 
 def test_a_directory_where_export_writes_beside_the_config_is_one_line(tmp_path):
     run = tmp_path / "run"
-    done = cli.autotune("run", "--model", "7b", "--nodes", "1", "--trials", "3", "--out", run)
+    done = autotune("run", "--model", "7b", "--nodes", "1", "--trials", "3", "--out", run)
     assert done.returncode == 0, done.stderr
     (tmp_path / "out" / "knee.launch.sh").mkdir(parents=True)
-    result = cli.autotune("export", run, "--pick", "knee", "-o", tmp_path / "out" / "knee.json")
+    result = autotune("export", run, "--pick", "knee", "-o", tmp_path / "out" / "knee.json")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().count("\n") == 0 and "knee.launch.sh is a directory" in result.stderr
     assert not (tmp_path / "out" / "knee.json").exists()  # nothing half-written

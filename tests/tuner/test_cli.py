@@ -1,4 +1,5 @@
-"""The command line as a user runs it: real subprocesses, exit codes, files written."""
+"""The command line as a user runs it: real subprocesses, exit codes, files written (main() in this process where
+only its messages, status and files are checked: bad input, exports)."""
 
 import json
 import subprocess
@@ -6,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.cli import autotune
+from tests.cli import autotune, autotune_main
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +151,7 @@ def test_bad_input_one_line_exit_2(tmp_path, args, message):
         "sp_degree = [1]\nmicro_batch = [8]\n"
     )
     args = [a.replace("{space}", str(space)) for a in args]
-    result = autotune(*args, cwd=tmp_path)
+    result = autotune_main(*args, cwd=tmp_path)
     assert result.returncode == 2, result.stdout + result.stderr
     lines = [l for l in result.stderr.strip().splitlines() if l.strip()]
     assert len(lines) == 1 and message in lines[0], result.stderr
@@ -162,7 +163,7 @@ def test_malformed_space_file_leaves_existing_study_intact(finished_run, tmp_pat
     before = (out / "pareto.json").read_text()
     bad = tmp_path / "bad.toml"
     bad.write_text("zero_stage = ")
-    result = autotune("run", "--model", "32b", "--nodes", "4", "--space", bad, "--out", out)
+    result = autotune_main("run", "--model", "32b", "--nodes", "4", "--space", bad, "--out", out)
     assert result.returncode == 2 and "not valid TOML" in result.stderr
     assert (out / "pareto.json").read_text() == before
 
@@ -171,7 +172,7 @@ def test_malformed_space_file_leaves_existing_study_intact(finished_run, tmp_pat
 def test_export_every_pick(finished_run, tmp_path, pick):
     out, _ = finished_run
     pareto = json.loads((out / "pareto.json").read_text())
-    result = autotune("export", out, "--pick", pick, "-o", tmp_path / f"{pick}.json")
+    result = autotune_main("export", out, "--pick", pick, "-o", tmp_path / f"{pick}.json")
     assert result.returncode == 0, result.stderr
     key = pick.replace("-", "_")
     assert json.loads((tmp_path / f"{pick}.json").read_text())["autotune"]["trial"] == pareto["recommendations"][key]
@@ -179,12 +180,12 @@ def test_export_every_pick(finished_run, tmp_path, pick):
 
 def test_time_only_study_reports_and_ranks_knobs_for_time(tmp_path):
     out = tmp_path / "run"
-    result = autotune("run", "--model", "32b", "--nodes", "2-8", "--trials", "10", "--objectives", "time", "--out", out)
+    result = autotune_main("run", "--model", "32b", "--nodes", "2-8", "--trials", "10", "--objectives", "time", "--out", out)
     assert result.returncode == 0, result.stderr
     pareto = json.loads((out / "pareto.json").read_text())
     assert list(pareto["importance"]) == ["time_to_solution_s"]
     assert pareto["recommendations"]["fastest"] in {p["trial"] for p in pareto["front"]}
-    again = autotune("run", "--model", "32b", "--nodes", "2-8", "--trials", "10", "--out", out)
+    again = autotune_main("run", "--model", "32b", "--nodes", "2-8", "--trials", "10", "--out", out)
     assert again.returncode == 2 and "objective" in again.stderr  # resuming with other objectives is refused
 
 
@@ -331,14 +332,12 @@ def test_a_run_stopped_by_ctrl_c_says_how_to_bring_its_reports_up_to_date(tmp_pa
 
 
 def test_launch_options_given_to_a_backend_that_starts_no_probe_are_said(tmp_path):
-    from tests.cli import autotune
-
-    done = autotune("run", "--model", "7b", "--nodes", "1", "--trials", "2", "--backend", "simulate", "--repeats", "3",
-                    "--probe-steps", "5", "--out", tmp_path / "r")  # 5 is the default: not said
+    done = autotune_main("run", "--model", "7b", "--nodes", "1", "--trials", "2", "--backend", "simulate", "--repeats", "3",
+                         "--probe-steps", "5", "--out", tmp_path / "r")  # 5 is the default: not said
     assert done.returncode == 0, done.stderr
     assert ("warning: --repeats is read only by --backend launch: the simulate backend starts no probe"
             in " ".join(done.stderr.split()))
-    plain = autotune("run", "--model", "7b", "--nodes", "1", "--trials", "2", "--backend", "simulate", "--out", tmp_path / "p")
+    plain = autotune_main("run", "--model", "7b", "--nodes", "1", "--trials", "2", "--backend", "simulate", "--out", tmp_path / "p")
     assert plain.returncode == 0 and "read only by --backend launch" not in plain.stderr
 
 
@@ -350,11 +349,11 @@ def test_nsga2_within_its_first_generation_is_said_to_be_random_sampling(tmp_pat
     from autotune.commands.run import NSGA2_POPULATION
 
     assert inspect.signature(optuna.samplers.NSGAIISampler).parameters["population_size"].default == NSGA2_POPULATION
-    done = autotune("run", "--model", "7b", "--nodes", "1", "--sampler", "nsga2", "--trials", "3", "--out", tmp_path / "a")
+    done = autotune_main("run", "--model", "7b", "--nodes", "1", "--sampler", "nsga2", "--trials", "3", "--out", tmp_path / "a")
     assert done.returncode == 0, done.stderr
     assert ("warning: NSGA-II draws its first generation (50 trials) at random: with --trials 3 it is --sampler random"
             in " ".join(done.stderr.split()))
-    done = autotune("run", "--model", "7b", "--nodes", "1", "--sampler", "tpe", "--trials", "3", "--out", tmp_path / "b")
+    done = autotune_main("run", "--model", "7b", "--nodes", "1", "--sampler", "tpe", "--trials", "3", "--out", tmp_path / "b")
     assert "NSGA-II" not in done.stderr
 
 

@@ -120,11 +120,11 @@ def test_probes_whose_energy_was_only_estimated_stop_the_run_with_the_fix(tmp_pa
 
 def test_a_resume_with_estimates_allowed_names_the_trials_that_stay_failed(tmp_path):
     """A probe is never run twice, so the flag given late does not rank the probes it would have: say so."""
-    from tests.cli import autotune
+    from tests.cli import autotune_main
 
     with pytest.raises(FailingStart):
         run_study(_study(tmp_path), settings_for(*SETTINGS), _Scripted("estimated"), 30, accept_estimated_energy=False)
-    resumed = autotune("run", *SETTINGS, "--backend", "simulate", "--trials", "5", "--out", tmp_path,
+    resumed = autotune_main("run", *SETTINGS, "--backend", "simulate", "--trials", "5", "--out", tmp_path,
                        "--allow-estimated-energy")
     assert resumed.returncode == 0, resumed.stderr
     said = " ".join(resumed.stderr.split())
@@ -152,7 +152,7 @@ def test_the_progress_line_of_a_probe_that_cannot_be_ranked_says_why(tmp_path):
 
 
 def test_the_cli_says_it_in_one_last_line_keeps_the_trials_and_the_report_names_the_failure(tmp_path):
-    from tests.cli import autotune
+    from tests.cli import autotune_main
 
     # Ten records, all failed: every candidate fails, as a replay of a broken cluster's probes would.
     study = settings_for(*SETTINGS)
@@ -163,17 +163,17 @@ def test_the_cli_says_it_in_one_last_line_keeps_the_trials_and_the_report_names_
     measurements.write_text("".join(json.dumps({"params": knobs, "status": "failed", "error": "NCCL timeout"}) + "\n"
                                     for knobs in recorded))
     run_dir = tmp_path / "run"
-    done = autotune("run", *SETTINGS, "--backend", "replay", "--measurements", measurements, "--out", run_dir)
+    done = autotune_main("run", *SETTINGS, "--backend", "replay", "--measurements", measurements, "--out", run_dir)
     assert done.returncode == 2, done.stderr
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("autotune run: error: stopped: the 3 probes of this run all failed or timed out"), last
     assert "Traceback" not in done.stderr
     trials = optuna.load_study(study_name=None, storage=f"sqlite:///{run_dir / 'study.db'}").trials
     assert [t.state for t in trials] == [TrialState.FAIL] * 3
-    report = autotune("report", run_dir, "--format", "json")
+    report = autotune_main("report", run_dir, "--format", "json")
     assert report.returncode == 0, report.stderr
     note = json.loads(report.stdout)["note"]
     assert "3 failed with: failed: NCCL timeout" in note, note
-    export = autotune("export", run_dir, "--pick", "knee")
+    export = autotune_main("export", run_dir, "--pick", "knee")
     assert export.returncode == 2 and export.stderr.strip().count("\n") == 0
     assert "no feasible configuration to export yet (3 trials: 3 failed); `autotune report` names why" in export.stderr

@@ -22,7 +22,7 @@ from autotune.study.loop import CONVERGED_ATTR, make_sampler
 from autotune.study.retries import evaluated_trials
 from autotune.study.valid import usable_values, valid_checks
 from autotune.candidate import params_key
-from tests.cli import autotune
+from tests.cli import autotune, autotune_main
 
 
 def _settings(model="32b", nodes="2-8"):
@@ -171,12 +171,12 @@ def test_replay_round_trip_gives_the_same_front(tmp_path):
 
 
 def test_cli_replays_the_space_list_and_stops_on_its_own(tmp_path):
-    space = autotune("space", "--model", "32b", "--nodes", "4", "--simulate", "--json")
+    space = autotune_main("space", "--model", "32b", "--nodes", "4", "--simulate", "--json")
     assert space.returncode == 0, space.stderr
     measurements = tmp_path / "space.json"
     measurements.write_text(space.stdout)
-    run = autotune("run", "--model", "32b", "--nodes", "4", "--backend", "replay", "--measurements", measurements,
-                   "--trials", "20", "--out", tmp_path / "run", timeout=300)
+    run = autotune_main("run", "--model", "32b", "--nodes", "4", "--backend", "replay", "--measurements", measurements,
+                        "--trials", "20", "--out", tmp_path / "run")
     assert run.returncode == 0, run.stderr
     assert "converged after" in run.stderr
     pareto = json.loads((tmp_path / "run" / "pareto.json").read_text())
@@ -456,7 +456,7 @@ def test_a_probe_alone_in_holding_a_knob_value_does_not_set_the_pair_reach():
 def test_a_converged_run_says_the_rule_in_short_and_pareto_json_keeps_it_whole(tmp_path):
     from autotune.study.stop_rule import STOP_RULE, STOP_RULE_SUMMARY
 
-    run = autotune("run", "--model", "32b", "--nodes", "4", "--out", tmp_path / "run", timeout=120)
+    run = autotune_main("run", "--model", "32b", "--nodes", "4", "--out", tmp_path / "run")
     assert run.returncode == 0, run.stderr
     said = " ".join(run.stderr.split())
     assert re.search(rf"converged after \d+ probes: {re.escape(STOP_RULE_SUMMARY)}", said), said
@@ -471,16 +471,16 @@ def test_a_study_resumed_with_another_sampler_no_longer_says_it_converged_and_a_
     def search():
         return json.loads((out / "pareto.json").read_text())["search"]
 
-    first = autotune(*common, timeout=120)
+    first = autotune_main(*common)
     assert first.returncode == 0, first.stderr
     converged_at = search()["converged"]["probes"]
     # random has no stop rule: it runs past the guided study's convergence, which then no longer holds
-    more = autotune(*common, "--sampler", "random", "--trials", converged_at + 3, timeout=120)
+    more = autotune_main(*common, "--sampler", "random", "--trials", converged_at + 3)
     assert more.returncode == 0, more.stderr
     assert "converged after" not in more.stderr and search()["converged"] is None
     assert search()["sampler"] == "random"
     # guided again: converged on the probes the study now holds, with no further probe
-    again = autotune(*common, "--trials", converged_at + 10, timeout=120)
+    again = autotune_main(*common, "--trials", converged_at + 10)
     assert again.returncode == 0, again.stderr
     assert f"converged after {converged_at + 3} probes" in " ".join(again.stderr.split())
     assert search()["converged"]["probes"] == converged_at + 3

@@ -10,7 +10,7 @@ import pytest
 from autotune.errors import ConfigError
 from autotune.models import PRESETS, load_model
 from autotune.models_hf import model_warning
-from tests.cli import autotune
+from tests.cli import autotune_main
 
 # The published config.json of Qwen2.5-7B-Instruct (the keys transformers writes that autotune reads,
 # and some it does not).
@@ -116,7 +116,7 @@ def test_a_checkpoint_directory_is_read_by_its_config_json(tmp_path):
 def test_the_cli_runs_a_study_of_a_hugging_face_config(tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(QWEN25_7B))
-    run = autotune("run", "--model", path, "--nodes", "1", "--trials", "3", "--out", tmp_path / "run")
+    run = autotune_main("run", "--model", path, "--nodes", "1", "--trials", "3", "--out", tmp_path / "run")
     assert run.returncode == 0, run.stderr
     pareto = json.loads((tmp_path / "run" / "pareto.json").read_text())
     assert pareto["model"] == "Qwen2.5-7B-Instruct + SigLIP so400m/14"
@@ -169,7 +169,7 @@ def test_run_and_space_print_the_model_files_warning_once(tmp_path, command):
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**QWEN25_7B, "hidden_act": "gelu"}))
     extra = ["--trials", "1", "--out", str(tmp_path / "run")] if command == "run" else ["--valid"]
-    done = autotune(command, "--model", path, "--nodes", "1", *extra)
+    done = autotune_main(command, "--model", path, "--nodes", "1", *extra)
     assert done.returncode == 0, done.stderr
     said = " ".join(done.stderr.split())
     assert said.count(f"warning: model file {path} {WARNED}") == 1, done.stderr

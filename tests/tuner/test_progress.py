@@ -3,25 +3,22 @@ counting the whole study, not only this session's trials."""
 
 import io
 import re
-import subprocess
-import sys
 
 from rich.console import Console
 
 from autotune.backends.base import ProbeResult
 from autotune.commands.progress import trial_progress
+from tests.cli import autotune_main
 
 PARAMS = {"zero_stage": 3, "optimizer_offload": "none", "activation_checkpointing": "recompute", "sp_degree": 1,
           "micro_batch": 2, "nodes": 4, "power_limit": 1.0, "sm_clock_mhz": "max"}
 
 
 def _run(out, trials):
-    return subprocess.run(
-        [sys.executable, "-m", "autotune.cli", "run", "--model", "32b", "--nodes", "4", "--trials", str(trials),
-         "--backend", "simulate", "--out", str(out),
-         "--sampler", "random"],  # the guided sampler would converge before 9: this is about the count, not the search
-        capture_output=True, text=True, timeout=120,
-    )
+    # The command's main() in this process, its stderr not a terminal, as a SLURM job's output file is: the lines.
+    # The guided sampler would converge before 9: this is about the count, not the search.
+    return autotune_main("run", "--model", "32b", "--nodes", "4", "--trials", trials, "--backend", "simulate", "--out", out,
+                         "--sampler", "random")
 
 
 def _counts(stderr):

@@ -11,7 +11,7 @@ import pytest
 
 from autotune.hardware import figure_differences, hardware_to_dict, load_hardware, with_simulator_constants
 from autotune.hardware.dump import dump_hardware
-from tests.cli import autotune
+from tests.cli import autotune_main
 
 RUN = ("run", "--model", "7b", "--nodes", "1", "--gpus-per-node", "2")
 
@@ -34,15 +34,15 @@ def _trials(out):
 
 def test_a_simulated_study_refuses_a_calibrated_copy_of_its_profile_and_keeps_its_trials(tmp_path):
     out = tmp_path / "r"
-    assert autotune(*RUN, "--trials", "4", "--out", out).returncode == 0
+    assert autotune_main(*RUN, "--trials", "4", "--out", out).returncode == 0
     before = _trials(out)
     copy = _calibrated_copy(tmp_path / "my.toml")
-    result = autotune(*RUN, "--trials", "8", "--out", out, "--hardware", copy)
+    result = autotune_main(*RUN, "--trials", "8", "--out", out, "--hardware", copy)
     assert result.returncode == 2
     line = result.stderr.strip().splitlines()[-1]  # errors are one line, never folded
     assert "[simulator] step_overhead_s differs" in line and "--hardware gh200 to resume" in line and "--out NEW_DIR" in line
     assert "Traceback" not in result.stderr and _trials(out) == before
-    resumed = autotune(*RUN, "--trials", "6", "--out", out, "--hardware", "gh200")
+    resumed = autotune_main(*RUN, "--trials", "6", "--out", out, "--hardware", "gh200")
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming the study" in resumed.stderr and _trials(out)[:len(before)] == before
 
@@ -50,9 +50,9 @@ def test_a_simulated_study_refuses_a_calibrated_copy_of_its_profile_and_keeps_it
 def test_an_edited_profile_file_is_refused_on_resume_of_a_simulated_study(tmp_path):
     profile = _calibrated_copy(tmp_path / "node.toml")
     out = tmp_path / "r"
-    assert autotune(*RUN, "--trials", "3", "--out", out, "--hardware", profile).returncode == 0
+    assert autotune_main(*RUN, "--trials", "3", "--out", out, "--hardware", profile).returncode == 0
     _calibrated_copy(profile, step_overhead_s=7e-10)
-    result = autotune(*RUN, "--trials", "5", "--out", out, "--hardware", profile)
+    result = autotune_main(*RUN, "--trials", "5", "--out", out, "--hardware", profile)
     # The flag just given is no fix: the file changed since the study began.
     said = " ".join(result.stderr.split())
     assert result.returncode == 2 and "put back the figures the file had when the study began to resume" in said
@@ -64,7 +64,7 @@ def test_a_replayed_study_takes_the_new_profile_and_says_so(tmp_path):
     resume may bring a calibrated one; the study then keeps the new one for its report."""
     out, replay = _replay_study(tmp_path)
     copy = _calibrated_copy(tmp_path / "my.toml")
-    result = autotune(*replay, "--trials", "5", "--sampler", "random", "--hardware", copy)
+    result = autotune_main(*replay, "--trials", "5", "--sampler", "random", "--hardware", copy)
     assert result.returncode == 0, result.stderr
     said = " ".join(result.stderr.split())  # rich folds long lines
     assert "the hardware profile differs from the one this study began with ([simulator] step_overhead_s)" in said
@@ -75,12 +75,12 @@ def test_a_replayed_study_takes_the_new_profile_and_says_so(tmp_path):
 
 def _replay_study(tmp_path):
     measurements = tmp_path / "m.json"
-    listed = autotune("space", "--model", "7b", "--nodes", "1", "--gpus-per-node", "2", "--simulate", "--json")
+    listed = autotune_main("space", "--model", "7b", "--nodes", "1", "--gpus-per-node", "2", "--simulate", "--json")
     assert listed.returncode == 0, listed.stderr
     measurements.write_text(listed.stdout)
     out = tmp_path / "r"
     replay = (*RUN, "--backend", "replay", "--measurements", measurements, "--out", out)
-    first = autotune(*replay, "--trials", "3", "--sampler", "random")
+    first = autotune_main(*replay, "--trials", "3", "--sampler", "random")
     assert first.returncode == 0, first.stderr
     return out, replay
 
@@ -89,7 +89,7 @@ def test_a_study_resumes_only_with_the_backend_that_evaluated_it(tmp_path):
     out, replay = _replay_study(tmp_path)
     before = _trials(out)
     for other in (("--backend", "auto"), ("--backend", "simulate")):  # auto simulates on this machine
-        result = autotune(*RUN, *other, "--trials", "5", "--out", out)
+        result = autotune_main(*RUN, *other, "--trials", "5", "--out", out)
         assert result.returncode == 2
         line = result.stderr.strip().splitlines()[-1]
         assert line == (f"autotune run: error: {out} holds a study evaluated by the replay backend; resuming it with the "
@@ -97,7 +97,7 @@ def test_a_study_resumes_only_with_the_backend_that_evaluated_it(tmp_path):
                         f"replay --measurements FILE to resume (`autotune report {out}` shows it as it is), or --out "
                         "NEW_DIR (in a shared --storage, --study-name NEW) to start a new study")
         assert _trials(out) == before
-    resumed = autotune(*replay, "--trials", "5", "--sampler", "random")
+    resumed = autotune_main(*replay, "--trials", "5", "--sampler", "random")
     assert resumed.returncode == 0, resumed.stderr
     after = _trials(out)
     assert after[:len(before)] == before and sum(state == optuna.trial.TrialState.COMPLETE for _, state, _ in after) == 5
@@ -111,7 +111,7 @@ def test_a_replayed_study_resumes_only_with_the_figures_it_replayed(tmp_path):
     listed = json.loads((tmp_path / "m.json").read_text())
     slower = tmp_path / "slower.json"
     slower.write_text(json.dumps([{**e, "time_s": e["time_s"] * 1.3} if e.get("valid") else e for e in listed]))
-    result = autotune(*RUN, "--backend", "replay", "--measurements", slower, "--out", out, "--trials", "5")
+    result = autotune_main(*RUN, "--backend", "replay", "--measurements", slower, "--out", out, "--trials", "5")
     assert result.returncode == 2
     line = result.stderr.strip().splitlines()[-1]
     assert line.startswith(f"autotune run: error: measurements {slower} gives other figures than this study replayed (trial 0: time_s ")
@@ -120,11 +120,11 @@ def test_a_replayed_study_resumes_only_with_the_figures_it_replayed(tmp_path):
     fewer = tmp_path / "fewer.json"  # the records of the trials' candidates left out
     probed = [t.params for t in optuna.load_study(study_name="autotune", storage=f"sqlite:///{out / 'study.db'}").trials]
     fewer.write_text(json.dumps([e for e in listed if {k: e["params"][k] for k in probed[0]} not in probed]))
-    result = autotune(*RUN, "--backend", "replay", "--measurements", fewer, "--out", out, "--trials", "5")
+    result = autotune_main(*RUN, "--backend", "replay", "--measurements", fewer, "--out", out, "--trials", "5")
     assert result.returncode == 2 and "(trial 0: no record here, one in measurements" in result.stderr
     lines = tmp_path / "same.jsonl"  # the same figures as JSON lines, at other line numbers
     lines.write_text("\n".join(json.dumps(e) for e in reversed(listed) if e.get("valid")))
-    resumed = autotune(*RUN, "--backend", "replay", "--measurements", lines, "--out", out, "--trials", "5", "--sampler", "random")
+    resumed = autotune_main(*RUN, "--backend", "replay", "--measurements", lines, "--out", out, "--trials", "5", "--sampler", "random")
     assert resumed.returncode == 0, resumed.stderr
     assert _trials(out)[:len(before)] == before and len(_trials(out)) > len(before)
 
@@ -132,14 +132,14 @@ def test_a_replayed_study_resumes_only_with_the_figures_it_replayed(tmp_path):
 def test_a_study_with_nothing_evaluated_yet_takes_any_backend(tmp_path):
     """A first run stopped before its first probe finished left a study with nothing to mix yet."""
     first = tmp_path / "first"
-    assert autotune(*RUN, "--backend", "simulate", "--trials", "1", "--out", first).returncode == 0
+    assert autotune_main(*RUN, "--backend", "simulate", "--trials", "1", "--out", first).returncode == 0
     held = optuna.load_study(study_name="autotune", storage=f"sqlite:///{first / 'study.db'}")
     out = tmp_path / "r"
     out.mkdir()
     empty = optuna.create_study(study_name="autotune", storage=f"sqlite:///{out / 'study.db'}", directions=held.directions)
     for key, value in {**held.user_attrs, "backend": {"name": "launch", "reason": ""}}.items():
         empty.set_user_attr(key, value)
-    result = autotune(*RUN, "--backend", "simulate", "--trials", "2", "--out", out)
+    result = autotune_main(*RUN, "--backend", "simulate", "--trials", "2", "--out", out)
     assert result.returncode == 0, result.stderr
     assert "resuming the study" in result.stderr and len(_trials(out)) == 2
 
@@ -148,7 +148,7 @@ def test_a_resume_with_other_options_names_each_one_to_repeat(tmp_path):
     from autotune.space.files import DEFAULT_SPACE
 
     out = tmp_path / "r"
-    assert autotune(*RUN, "--trials", "2", "--out", out).returncode == 0
+    assert autotune_main(*RUN, "--trials", "2", "--out", out).returncode == 0
     before = _trials(out)
     space = tmp_path / "space.toml"
     space.write_text(DEFAULT_SPACE.read_text().replace("zero_stage = [0, 1, 2, 3]", "zero_stage = [2, 3]"))
@@ -159,7 +159,7 @@ def test_a_resume_with_other_options_names_each_one_to_repeat(tmp_path):
         ((*RUN[1:], "--frames", "30", "--precision", "fp32"), "--frames 60, not 30; --precision default, not fp32"),
         ((*RUN[1:], "--space", space), "--space zero_stage = [0, 1, 2, 3], not [2, 3]"),
     ]:
-        result = autotune("run", *options, "--trials", "3", "--out", out)
+        result = autotune_main("run", *options, "--trials", "3", "--out", out)
         assert result.returncode == 2
         line = result.stderr.strip().splitlines()[-1]
         assert line.startswith(f"autotune run: error: {out} holds a study of {said}") and line.endswith(
@@ -216,12 +216,12 @@ def test_a_resume_with_another_seed_or_sampler_says_so_and_draws_with_it(tmp_pat
     """They choose which candidates come next, not what a figure means (which the refused options do): the
     resume goes on, and says the study is no longer the one its seed alone gives."""
     out = tmp_path / "r"
-    assert autotune(*RUN, "--trials", "2", "--out", out).returncode == 0
-    same = autotune(*RUN, "--trials", "3", "--out", out)
+    assert autotune_main(*RUN, "--trials", "2", "--out", out).returncode == 0
+    same = autotune_main(*RUN, "--trials", "3", "--out", out)
     assert same.returncode == 0 and "--seed" not in same.stderr
     for flags, said in [(("--seed", "7"), "resuming with --seed 7, not the --seed 0 of this study's earlier runs"),
                         (("--seed", "7", "--sampler", "random"), "resuming with --sampler random, not the --sampler guided")]:
-        other = autotune(*RUN, "--trials", "4", "--out", out, *flags)
+        other = autotune_main(*RUN, "--trials", "4", "--out", out, *flags)
         assert other.returncode == 0, other.stderr
         line = " ".join(other.stderr.split())
         assert said in line and "its trials are kept" in line and "pass --out NEW_DIR to start a study with" in line, line

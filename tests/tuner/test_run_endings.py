@@ -23,7 +23,7 @@ from autotune.study.retries import (
     SETUP_FAILURE_ATTR, is_evaluated, queue_setup_retries, released_trials, setup_failure,
 )
 from autotune.study.valid import valid_checks
-from tests.cli import autotune
+from tests.cli import autotune_main
 
 SETTINGS = ("--model", "32b", "--nodes", "4")
 RUN = ("run", "--model", "7b", "--nodes", "1", "--gpus-per-node", "2")
@@ -129,7 +129,7 @@ def _records(tmp_path, statuses) -> str:
 @pytest.mark.parametrize("trials", ["1", "2", "30"])  # below the failing-start stop, at the space's end, past it
 def test_a_study_in_which_no_probe_succeeded_exits_2_in_one_line_whatever_the_budget(tmp_path, trials):
     replay = (*RUN, "--backend", "replay", "--measurements", _records(tmp_path, ["failed", "failed"]), "--out", tmp_path / "r")
-    done = autotune(*replay, "--trials", trials)
+    done = autotune_main(*replay, "--trials", trials)
     assert done.returncode == 2, done.stderr
     last = done.stderr.strip().splitlines()[-1]
     evaluated = min(int(trials), 2)
@@ -142,12 +142,12 @@ def test_a_study_in_which_no_probe_succeeded_exits_2_in_one_line_whatever_the_bu
         assert last == (f"{head}. Every recorded candidate was evaluated (the recording is exhausted): measure the valid "
                         "candidates it lacks (--backend launch)"), last
     assert "Traceback" not in done.stderr and (tmp_path / "r" / "pareto.json").is_file()  # the reports name each failure
-    again = autotune(*replay, "--trials", trials)  # nothing left to probe: still no success
+    again = autotune_main(*replay, "--trials", trials)  # nothing left to probe: still no success
     assert again.returncode == 2 and again.stderr.strip().splitlines()[-1] == last
 
 
 def test_a_study_whose_every_probe_ran_out_of_memory_exits_2_with_what_to_widen(tmp_path):
-    done = autotune(*RUN, "--backend", "replay", "--measurements", _records(tmp_path, ["oom", "oom"]), "--out", tmp_path / "r")
+    done = autotune_main(*RUN, "--backend", "replay", "--measurements", _records(tmp_path, ["oom", "oom"]), "--out", tmp_path / "r")
     assert done.returncode == 2, done.stderr
     last = done.stderr.strip().splitlines()[-1]
     assert last == ("autotune run: error: no probe of this study succeeded (of its 2 evaluated candidate(s), 2 ran out "
@@ -174,7 +174,7 @@ def test_one_probe_that_succeeded_is_enough(tmp_path):
     lines = [json.loads(line) for line in open(path)]
     lines[2].update(time_s=100.0, energy_kj=50.0, source="measured")
     open(path, "w").write("".join(json.dumps(line) + "\n" for line in lines))
-    done = autotune(*RUN, "--backend", "replay", "--measurements", path, "--out", tmp_path / "r")
+    done = autotune_main(*RUN, "--backend", "replay", "--measurements", path, "--out", tmp_path / "r")
     assert done.returncode == 0, done.stderr
 
 
@@ -183,7 +183,7 @@ def test_a_probe_that_ran_but_cannot_be_ranked_succeeded_as_a_probe(tmp_path):
     path = _records(tmp_path, ["ok"])
     line = json.loads(open(path).read())
     open(path, "w").write(json.dumps({**line, "time_s": 100.0}) + "\n")
-    done = autotune(*RUN, "--backend", "replay", "--measurements", path, "--trials", "2", "--out", tmp_path / "r")
+    done = autotune_main(*RUN, "--backend", "replay", "--measurements", path, "--trials", "2", "--out", tmp_path / "r")
     assert done.returncode == 0, done.stderr
 
 

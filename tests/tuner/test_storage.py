@@ -128,42 +128,42 @@ def test_an_in_memory_sqlite_storage_is_refused_not_a_traceback(tmp_path, url):
 
 
 def test_a_file_storage_is_named_where_the_run_ends(tmp_path):
-    from tests.cli import autotune
+    from tests.cli import autotune_main
 
     url = f"sqlite:///{tmp_path / 'shared.db'}"
-    done = autotune("run", "--model", "7b", "--nodes", "1", "--storage", url, "--out", tmp_path / "run")
+    done = autotune_main("run", "--model", "7b", "--nodes", "1", "--storage", url, "--out", tmp_path / "run")
     assert done.returncode == 0, done.stderr
     assert not (tmp_path / "run" / "study.db").exists() and (tmp_path / "shared.db").is_file()
     expected = f"run directory: {tmp_path / 'run'} (pareto.json, report.html, configs/); the study: --storage {url}"
     assert "".join(expected.split()) in "".join(done.stderr.split())  # rich wraps at 80 columns, inside a path too
     # The report of that run directory needs the storage: said, rather than "not a run directory".
-    report = autotune("report", tmp_path / "run")
+    report = autotune_main("report", tmp_path / "run")
     assert report.returncode == 2 and "kept the study in a --storage database; pass the same --storage URL" in report.stderr
-    assert autotune("report", tmp_path / "run", "--storage", url).returncode == 0
+    assert autotune_main("report", tmp_path / "run", "--storage", url).returncode == 0
 
 
 def test_studies_of_two_models_share_one_storage_under_their_names(tmp_path):
     """Optuna's way: one database, one study per name (`--study-name`); report and export find each."""
     import json
 
-    from tests.cli import autotune
+    from tests.cli import autotune_main
 
     url = f"sqlite:///{tmp_path / 'shared.db'}"
-    first = autotune("run", "--model", "7b", "--nodes", "1", "--storage", url, "--out", tmp_path / "7b", "--trials", "3")
+    first = autotune_main("run", "--model", "7b", "--nodes", "1", "--storage", url, "--out", tmp_path / "7b", "--trials", "3")
     assert first.returncode == 0, first.stderr
-    other = autotune("run", "--model", "32b", "--nodes", "4", "--storage", url, "--out", tmp_path / "32b", "--trials", "3")
+    other = autotune_main("run", "--model", "32b", "--nodes", "4", "--storage", url, "--out", tmp_path / "32b", "--trials", "3")
     assert other.returncode == 2 and "(in a shared --storage, --study-name NEW)" in other.stderr
-    named = autotune("run", "--model", "32b", "--nodes", "4", "--storage", url, "--out", tmp_path / "32b", "--trials", "3",
+    named = autotune_main("run", "--model", "32b", "--nodes", "4", "--storage", url, "--out", tmp_path / "32b", "--trials", "3",
                      "--study-name", "32b on 4")
     assert named.returncode == 0, named.stderr
     assert "".join(f"the study: --storage {url} --study-name '32b on 4'".split()) in "".join(named.stderr.split())
     for flags, model in ((("--study-name", "32b on 4"), "32b"), ((), "7b")):
-        report = autotune("report", tmp_path / model, "--storage", url, "--format", "json", *flags)
+        report = autotune_main("report", tmp_path / model, "--storage", url, "--format", "json", *flags)
         assert report.returncode == 0, report.stderr
         assert json.loads(report.stdout)["model"] == model
-    exported = autotune("export", tmp_path / "32b", "--storage", url, "--study-name", "32b on 4", "--measurements", tmp_path / "m.jsonl")
+    exported = autotune_main("export", tmp_path / "32b", "--storage", url, "--study-name", "32b on 4", "--measurements", tmp_path / "m.jsonl")
     assert exported.returncode == 0, exported.stderr
-    missing = autotune("report", tmp_path / "32b", "--storage", url, "--study-name", "32b")
+    missing = autotune_main("report", tmp_path / "32b", "--storage", url, "--study-name", "32b")
     assert missing.returncode == 2
     assert "no autotune study named '32b' in" in missing.stderr and "(it holds 32b on 4, autotune: pass --study-name NAME)" in missing.stderr
 
@@ -173,11 +173,11 @@ def test_a_study_never_writes_its_reports_over_another_studys(tmp_path):
     by default too (runs/<model>-<nodes>n-<name>), and report, export and run refuse another's."""
     import json
 
-    from tests.cli import autotune
+    from tests.cli import autotune_main
 
     url = f"sqlite:///{tmp_path / 'shared.db'}"
     for name in ("a", "b/c"):
-        done = autotune("run", "--model", "7b", "--nodes", "1", "--storage", url, "--study-name", name, "--trials", "3",
+        done = autotune_main("run", "--model", "7b", "--nodes", "1", "--storage", url, "--study-name", name, "--trials", "3",
                         cwd=tmp_path)
         assert done.returncode == 0, done.stderr
     # 'b/c' made safe is 'b_c', with a hash of the name given: a study named 'b_c' has a directory of its own.
@@ -185,46 +185,46 @@ def test_a_study_never_writes_its_reports_over_another_studys(tmp_path):
     assert json.loads((a / "pareto.json").read_text())["study_name"] == "a"
     before = (a / "pareto.json").read_text()
     for command in (("report", a), ("export", a, "--pick", "knee"), ("run", "--model", "7b", "--nodes", "1", "--out", a)):
-        refused = autotune(*command, "--storage", url, "--study-name", "b/c")
+        refused = autotune_main(*command, "--storage", url, "--study-name", "b/c")
         assert refused.returncode == 2, refused.stderr
         said = " ".join(refused.stderr.split())
         assert f"{a} holds the reports of another study than 'b/c' in {url} (its pareto.json reports study 'a'); " in said
         assert ("pass --out NEW_DIR for this study" if command[0] == "run" else "pass that study's run directory") in said
     assert (a / "pareto.json").read_text() == before
-    assert autotune("report", b, "--storage", url, "--study-name", "b/c").returncode == 0
+    assert autotune_main("report", b, "--storage", url, "--study-name", "b/c").returncode == 0
 
 
 def test_the_default_run_directory_names_the_node_counts_of_the_space(tmp_path):
     from autotune.space.files import DEFAULT_SPACE
-    from tests.cli import autotune
+    from tests.cli import autotune_main
 
     text = DEFAULT_SPACE.read_text()
     for nodes, directory in (("[1, 2]", "7b-1to2n"), ("[2, 1, 8]", "7b-1_2_8n")):
         space = tmp_path / "space.toml"
         space.write_text(text + f"\nnodes = {nodes}\n")
-        done = autotune("run", "--model", "7b", "--space", space, "--trials", "2", cwd=tmp_path)
+        done = autotune_main("run", "--model", "7b", "--space", space, "--trials", "2", cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         assert (tmp_path / "runs" / directory / "pareto.json").is_file()
 
 
 @pytest.mark.parametrize("name", ["", " ", "x" * 513, "tab\there", "new\nline"])
 def test_a_study_name_optuna_cannot_keep_is_refused(tmp_path, name):
-    from tests.cli import autotune
+    from tests.cli import autotune_main
 
     for command in (("run", "--out", tmp_path / "run"), ("report", tmp_path)):
-        done = autotune(*command, "--study-name", name)
+        done = autotune_main(*command, "--study-name", name)
         assert done.returncode == 2 and "--study-name" in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert not (tmp_path / "run").exists()
 
 
 def test_a_run_directorys_own_study_is_found_whatever_its_name(tmp_path):
     from autotune.study.storage import load_finished_study
-    from tests.cli import autotune
+    from tests.cli import autotune_main
 
-    done = autotune("run", "--model", "7b", "--nodes", "1", "--trials", "3", "--study-name", "mine", "--out", tmp_path / "run")
+    done = autotune_main("run", "--model", "7b", "--nodes", "1", "--trials", "3", "--study-name", "mine", "--out", tmp_path / "run")
     assert done.returncode == 0, done.stderr
     assert load_finished_study(tmp_path / "run").study_name == "mine"  # calibrate reads run directories so
-    assert autotune("report", tmp_path / "run").returncode == 0
+    assert autotune_main("report", tmp_path / "run").returncode == 0
 
 
 def test_a_second_study_in_a_run_directory_is_refused_before_any_probe(tmp_path):
@@ -232,14 +232,14 @@ def test_a_second_study_in_a_run_directory_is_refused_before_any_probe(tmp_path)
     pareto.json, configs/ and report.html over A's, and `report --study-name A` then refused A."""
     import json
 
-    from tests.cli import autotune
+    from tests.cli import autotune_main
 
     same = tmp_path / "same"
-    done = autotune("run", "--model", "7b", "--nodes", "1", "--trials", "3", "--out", same, "--study-name", "A")
+    done = autotune_main("run", "--model", "7b", "--nodes", "1", "--trials", "3", "--out", same, "--study-name", "A")
     assert done.returncode == 0, done.stderr
     before = {p.relative_to(same): p.read_bytes() for p in same.rglob("*") if p.is_file() and p.name != "study.db"}
     for other in (("--study-name", "B"), ()):  # another name, and the default name, which is another too
-        refused = autotune("run", "--model", "7b", "--nodes", "1", "--trials", "3", "--out", same, *other)
+        refused = autotune_main("run", "--model", "7b", "--nodes", "1", "--trials", "3", "--out", same, *other)
         assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
         said = " ".join(refused.stderr.split())
         assert f"--out {same} holds study 'A'" in said and "pass another --out" in said and "--study-name A to resume" in said
@@ -247,8 +247,8 @@ def test_a_second_study_in_a_run_directory_is_refused_before_any_probe(tmp_path)
     assert {p.relative_to(same): p.read_bytes() for p in same.rglob("*") if p.is_file() and p.name != "study.db"} == before
     assert optuna.get_all_study_names(f"sqlite:///{same / 'study.db'}") == ["A"]
     assert json.loads((same / "pareto.json").read_text())["study_name"] == "A"
-    assert autotune("report", same, "--study-name", "A").returncode == 0
-    resumed = autotune("run", "--model", "7b", "--nodes", "1", "--trials", "4", "--out", same, "--study-name", "A")
+    assert autotune_main("report", same, "--study-name", "A").returncode == 0
+    resumed = autotune_main("run", "--model", "7b", "--nodes", "1", "--trials", "4", "--out", same, "--study-name", "A")
     assert resumed.returncode == 0, resumed.stderr
 
 
@@ -260,7 +260,7 @@ def test_distinct_study_names_get_distinct_default_run_directories(tmp_path):
 
     from autotune.commands.run import default_run_dir
     from autotune.models import PRESETS
-    from tests.cli import autotune
+    from tests.cli import autotune_main
 
     names = ["a/b", "a_b", "😀", "é", "x" * 64 + "1", "x" * 64 + "2"]
     directories = {name: default_run_dir(argparse.Namespace(study_name=name), PRESETS["7b"], (1,)) for name in names}
@@ -268,7 +268,7 @@ def test_distinct_study_names_get_distinct_default_run_directories(tmp_path):
     assert all(d.parent == Path("runs") and d.name.startswith("7b-1n-") for d in directories.values())
     assert directories["a_b"].name.endswith("-a_b")  # a name safe as it is stays as it is
     assert directories["a/b"].name.endswith("-a_b+" + hashlib.sha256(b"a/b").hexdigest()[:10])
-    done = autotune("run", "--model", "7b", "--nodes", "1", "--trials", "2", "--study-name", "a/b", cwd=tmp_path)
+    done = autotune_main("run", "--model", "7b", "--nodes", "1", "--trials", "2", "--study-name", "a/b", cwd=tmp_path)
     assert done.returncode == 0, done.stderr  # the command takes the same directory
     assert json.loads((tmp_path / directories["a/b"] / "pareto.json").read_text())["study_name"] == "a/b"
 
@@ -276,11 +276,11 @@ def test_distinct_study_names_get_distinct_default_run_directories(tmp_path):
 def test_a_query_string_in_an_sqlite_storage_url_is_refused_not_taken_as_the_file(tmp_path):
     """`sqlite:///.../st?x=1.db` wrote the file `st` (SQLAlchemy reads the rest as options it then drops),
     while every message named the URL given."""
-    from tests.cli import autotune
+    from tests.cli import autotune_main
 
     url = f"sqlite:///{tmp_path}/st?x=1.db"
     for command in (("run", "--model", "7b", "--nodes", "1", "--trials", "2", "--out", tmp_path / "run"), ("report", tmp_path)):
-        refused = autotune(*command, "--storage", url)
+        refused = autotune_main(*command, "--storage", url)
         assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
         said = " ".join(refused.stderr.split())
         assert "'?x=1.db' as connection options" in said and f"{tmp_path}/st%3Fx=1.db" in said
@@ -307,15 +307,15 @@ def test_a_run_directory_named_with_a_question_mark_keeps_its_study_in_it(tmp_pa
 def test_a_new_study_writes_no_reports_over_those_of_a_study_kept_elsewhere(tmp_path):
     """A run directory whose run kept its study in a --storage database has pareto.json and configs/ but no
     study.db: a run there without --storage started a new study and wrote its reports over them."""
-    from tests.cli import autotune
+    from tests.cli import autotune_main
 
     url, run_dir = f"sqlite:///{tmp_path / 'shared.db'}", tmp_path / "run"
-    done = autotune("run", "--model", "7b", "--nodes", "1", "--trials", "3", "--storage", url, "--out", run_dir)
+    done = autotune_main("run", "--model", "7b", "--nodes", "1", "--trials", "3", "--storage", url, "--out", run_dir)
     assert done.returncode == 0, done.stderr
     before = (run_dir / "pareto.json").read_text()
-    refused = autotune("run", "--model", "7b", "--nodes", "1", "--trials", "3", "--out", run_dir)
+    refused = autotune_main("run", "--model", "7b", "--nodes", "1", "--trials", "3", "--out", run_dir)
     assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
     said = " ".join(refused.stderr.split())
     assert f"--out {run_dir} holds the reports of a study its study.db does not hold" in said and "--storage URL" in said
     assert not (run_dir / "study.db").exists() and (run_dir / "pareto.json").read_text() == before
-    assert autotune("report", run_dir, "--storage", url).returncode == 0
+    assert autotune_main("report", run_dir, "--storage", url).returncode == 0
