@@ -138,7 +138,7 @@ def test_a_file_storage_is_named_where_the_run_ends(tmp_path):
     assert "".join(expected.split()) in "".join(done.stderr.split())  # rich wraps at 80 columns, inside a path too
     # The report of that run directory needs the storage: said, rather than "not a run directory".
     report = autotune_main("report", tmp_path / "run")
-    assert report.returncode == 2 and "kept the study in a --storage database; pass the same --storage URL" in report.stderr
+    assert report.returncode == 2 and report.stderr.strip().endswith(f"pass --storage {url} --study-name autotune"), report.stderr
     assert autotune_main("report", tmp_path / "run", "--storage", url).returncode == 0
 
 
