@@ -52,8 +52,7 @@ def time_text(value_s: float | None) -> str:
 
 def energy_text(value_kj: float | None) -> str:
     """One energy in the unit that reads best for it alone (`4.2 J`, `1.3 kWh`): never 0 for a non-zero one."""
-    unit, divisor = energy_unit([value_kj or 0.0])
-    return f"{figure(value_kj, divisor)} {unit}"
+    return energy_text_in(value_kj, energy_unit([value_kj or 0.0]))
 
 
 def energy_text_in(value_kj: float | None, unit: tuple[str, float]) -> str:
