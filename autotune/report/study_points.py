@@ -10,7 +10,7 @@ from optuna.trial import TrialState
 from autotune.flops import flops_per_sample
 from autotune.report.front import Point, pareto_front, recommendations
 from autotune.report.picks import DEFAULT_ETA, DEFAULT_MAX_SLOWDOWN, PickParameters, max_power_per_gpu_w
-from autotune.study.retries import killed_after_probe, retried_trials
+from autotune.study.retries import killed_after_probe, retried_trials, retry_lineage
 from autotune.study.settings import StudySettings
 from autotune.study.unique import OVER_BUDGET_ATTR
 
@@ -54,6 +54,9 @@ def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, 
     rows, points, baseline_trial = [], [], None
     trials = study.get_trials(deepcopy=False)
     retried = retried_trials(study, trials)  # left unfinished by a stopped run (killed outright, or Ctrl-C): probed again
+    # Which trial probed each of them again (the nearest retry), for its reason: "interrupted" alone left the
+    # reader to find the candidate's later trial.
+    retried_as = {lineage[0]: t.number for t in trials for lineage in [retry_lineage(trials, t.number)] if lineage}
     for t in trials:
         if ("duplicate_of" in t.user_attrs or OVER_BUDGET_ATTR in t.user_attrs or t.state == TrialState.RUNNING
                 or "candidate" not in t.user_attrs or killed_after_probe(t)):  # the last: its retry holds its result
@@ -64,7 +67,11 @@ def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, 
             baseline_trial = t.number
         candidate = settings.candidate(params)
         status = "interrupted" if t.number in retried else _status(t)
-        row = {"trial": t.number, "params": params, "status": status, "reason": t.user_attrs.get("reason") or result.get("error")}
+        reason = t.user_attrs.get("reason") or result.get("error")
+        if status == "interrupted" and not reason:
+            again = f"probed again as trial {retried_as[t.number]}" if t.number in retried_as else "probed again when the study resumes"
+            reason = f"its probe was stopped (Ctrl-C, SIGTERM, or the tuner killed): {again}"
+        row = {"trial": t.number, "params": params, "status": status, "reason": reason}
         row.update({k: result.get(k) for k in ("time_s", "energy_kj", "tflops", "peak_mem_gib", "source", "energy_source")})
         row.update({"gpus": candidate.gpus, "details": result.get("details") or {}})
         rows.append(row)

@@ -221,6 +221,11 @@ def test_a_probe_interrupted_and_probed_again_is_reported_as_interrupted_not_fai
     cost = tuning_cost(view)
     assert cost["probes_by_basis"] == {"interrupted": 1, "simulated": 4}
     assert "1 probe(s) were interrupted" in cost["note"] and "failed before measuring" not in cost["note"]
+    # Its reason names the trial that probed its candidate again (report.html's trial table showed none).
+    stopped = next(row for row in view.trials if row["status"] == "interrupted")
+    again = next(row for row in view.trials if row["params"] == stopped["params"] and row["trial"] != stopped["trial"])
+    assert stopped["reason"] == ("its probe was stopped (Ctrl-C, SIGTERM, or the tuner killed): probed again as "
+                                 f"trial {again['trial']}")
 
 
 def test_interrupted_repeats_on_record_count_once_and_a_missing_record_makes_the_time_a_lower_bound(tmp_path):
