@@ -36,6 +36,7 @@ from autotune.backends.repeat_takeover import (
     result_name,
     take_over,
     taken_over_line,
+    trial_folder,
 )
 from autotune.build_locks import build_locks, extensions_root
 from autotune.candidate import Candidate
@@ -129,7 +130,7 @@ class LaunchBackend(Backend):
         return {**os.environ, **self.env}
 
     def trial_dir(self, trial_number: int) -> Path:
-        return self.run_dir / "trials" / f"{trial_number:04d}"
+        return trial_folder(self.run_dir / "trials", trial_number)
 
     def first_node(self) -> NodeAnswer | None:
         """What the probes' first node has, asked there once, where it is not this machine; None where it is."""

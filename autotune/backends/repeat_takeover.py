@@ -33,6 +33,11 @@ WALL_RECORDED, WALL_LOWER_BOUND = "recorded", "lower_bound"
 _RESULT_NAME = re.compile(r"result(?:-(\d+))?\.json")
 
 
+def trial_folder(trials_root: Path, trial_number: int) -> Path:
+    """A trial's directory under the run's `trials/`: the launch backend writes there, the report reads it."""
+    return Path(trials_root) / f"{trial_number:04d}"
+
+
 def result_name(repeat: int, repeats: int) -> str:
     return "result.json" if repeats == 1 else f"result-{repeat}.json"
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from autotune.backends.repeat_takeover import read_record
+from autotune.backends.repeat_takeover import read_record, trial_folder
 from autotune.measure.estimate import PowerModel
 from autotune.measure.units import j_to_kj
 from autotune.report.device_words import GPU_WORDS, DeviceWords, view_device_words
@@ -118,7 +118,7 @@ def interrupted_wall_s(view: StudyView, trial: int, root: Path | None = None,
     taken = _taken_over(view) if taken is None else taken
     if root is None:
         return 0.0, False
-    folder = root / f"{trial:04d}"  # LaunchBackend.trial_dir's naming
+    folder = trial_folder(root, trial)
     record = read_record(folder)
     if record is None:
         return 0.0, False
