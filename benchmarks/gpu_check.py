@@ -45,6 +45,14 @@ LIMIT = 0.5
 POWER_TRADE_MIN_SAVING = 0.10
 
 
+def child_environ(**extra: str) -> dict[str, str]:
+    """The environment of a check's subprocess: this repo first on PYTHONPATH, before what the caller had
+    there (packages installed with `pip --target DIR` and PYTHONPATH=DIR: replacing it hid optuna and
+    DeepSpeed from every check)."""
+    pythonpath = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": pythonpath, **extra}
+
+
 class Checks:
     def __init__(self, out: Path):
         self.out, self.started = out, time.monotonic()
@@ -59,7 +67,7 @@ class Checks:
         timeout_s = max(1.0, min(timeout_s, self.left_s()))
         with open(self.out / f"{name}.log", "w") as log, open(stdout or os.devnull, "w") as out:
             try:
-                return subprocess.run(command, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+                return subprocess.run(command, cwd=REPO, env=child_environ(),
                                       stdout=out if stdout else log, stderr=log, text=True, timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 self.record(name, "failed", reason=f"timed out after {timeout_s:.0f} s (see {name}.log)")
@@ -110,7 +118,7 @@ def power_probe(checks: Checks, limit: float, hardware: str, kill: bool = False)
     command = [sys.executable, "-m", "trainer.probe", "--model", PROBE_MODEL, "--hardware", hardware, *WORKLOAD,
                "--power-limit", f"{limit:g}", "--warmup-steps", "3", "--steps", "10", "--probe-seconds", "20",
                "--out", str(out)]
-    env = {**os.environ, "PYTHONPATH": str(REPO), "CUDA_VISIBLE_DEVICES": "0"}
+    env = child_environ(CUDA_VISIBLE_DEVICES="0")
     if kill:
         env["AUTOTUNE_PROBE_TEST_HOOK"] = "hang"  # holds the applied limit until killed
     started = time.monotonic()

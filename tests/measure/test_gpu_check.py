@@ -25,3 +25,31 @@ def test_without_a_gpu_it_fails_fast_and_clearly(tmp_path):
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 2 and "Nothing was checked" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_each_check_s_subprocess_keeps_the_caller_s_pythonpath_after_this_repo(monkeypatch):
+    # On a GPU node with optuna and DeepSpeed installed by `pip --target DIR` and PYTHONPATH=DIR, the
+    # checks replaced PYTHONPATH with the repo alone: every probe and `autotune sensors` failed to import.
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("gpu_check", REPO / "benchmarks" / "gpu_check.py")
+    gpu_check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu_check)
+    monkeypatch.setenv("PYTHONPATH", "/tmp/site")
+    env = gpu_check.child_environ(CUDA_VISIBLE_DEVICES="0")
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(REPO), "/tmp/site"] and env["CUDA_VISIBLE_DEVICES"] == "0"
+    monkeypatch.delenv("PYTHONPATH")
+    assert gpu_check.child_environ()["PYTHONPATH"] == str(REPO)
+
+
+RESUME_SCRIPT = REPO / "benchmarks" / "gpu_resume_check.sh"
+
+
+def test_the_resume_check_parses_and_without_a_gpu_stops_at_once(tmp_path):
+    assert subprocess.run(["bash", "-n", str(RESUME_SCRIPT)], timeout=30).returncode == 0
+    if nvml.is_available():
+        pytest.skip("a GPU is here: run the script itself")
+    # No nvidia-smi on PATH: only the directories bash needs.
+    done = subprocess.run(["bash", str(RESUME_SCRIPT), str(tmp_path / "run")], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 2 and "no nvidia-smi on PATH" in done.stderr
+    assert not (tmp_path / "run").exists()
