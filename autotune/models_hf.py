@@ -132,6 +132,37 @@ def _departures(data: dict) -> list[str]:
         found.append(f"{where}attention_bias {shown(text['attention_bias'])} with biases on q, k and v only (Qwen2's)")
     if text.get("mlp_bias"):
         found.append(f"{where}mlp_bias {shown(text['mlp_bias'])} with none")
+    found += _attention_departures(text, where)
+    parts = [(data, "")] + ([(text, where)] if text is not data else [])
+    for part, prefix in parts:
+        for key in ("torch_dtype", "dtype"):  # transformers 4 writes torch_dtype, 5 dtype
+            if part.get(key) in _HALF:
+                found.append(f"{prefix}{key} {shown(part[key])} with the run's --precision (bf16 or fp32: autotune "
+                             "trains no fp16)")
+    return found
+
+
+# fp16 checkpoints: training them in fp16 needs loss scaling, which autotune's probes do not model or run.
+_HALF = ("float16", "half")
+# rope_scaling types that only re-scale the rotary angles (same sizes and FLOPs); "mrope" and "default" are what
+# autotune's 3D RoPE is.
+_ROPE_MODELLED = (None, "default", "mrope")
+
+
+def _attention_departures(text: dict, where: str) -> list[str]:
+    """A sliding window (attention over the last N tokens: Qwen2's use_sliding_window, Mistral's sliding_window
+    alone) and a rope_scaling of another kind than autotune's 3D RoPE."""
+    found = []
+    window = text.get("sliding_window")
+    sliding = text.get("use_sliding_window") if "use_sliding_window" in text else window is not None
+    if sliding is True and isinstance(window, int) and not isinstance(window, bool) and window > 0:
+        found.append(f"{where}sliding_window {window} with full attention (attention's FLOPs and memory over the "
+                     "whole sequence: more than the window's where the sequence is longer)")
+    scaling = text.get("rope_scaling")
+    if isinstance(scaling, dict):
+        kind = scaling.get("rope_type", scaling.get("type"))
+        if kind not in _ROPE_MODELLED:
+            found.append(f"{where}rope_scaling type {shown(kind)} with autotune's 3D RoPE (the same sizes and FLOPs)")
     return found
 
 

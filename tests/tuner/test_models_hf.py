@@ -173,3 +173,30 @@ def test_run_and_space_print_the_model_files_warning_once(tmp_path, command):
     assert done.returncode == 0, done.stderr
     said = " ".join(done.stderr.split())
     assert said.count(f"warning: model file {path} {WARNED}") == 1, done.stderr
+
+
+def test_a_sliding_window_another_rope_scaling_and_an_fp16_checkpoint_are_warned_of(tmp_path):
+    """A newcomer's trial: these keys were dropped without a word (autotune builds full attention, its 3D RoPE,
+    and trains bf16 or fp32)."""
+    said = _warning(tmp_path, {**QWEN25_7B, "use_sliding_window": True, "sliding_window": 4096,
+                               "rope_scaling": {"type": "yarn", "factor": 4.0}, "torch_dtype": "float16"})
+    assert said == (f"model file {tmp_path / 'config.json'} {WARNED}sliding_window 4096 with full attention (attention's "
+                    "FLOPs and memory over the whole sequence: more than the window's where the sequence is longer); "
+                    "rope_scaling type \"yarn\" with autotune's 3D RoPE (the same sizes and FLOPs); torch_dtype \"float16\" "
+                    "with the run's --precision (bf16 or fp32: autotune trains no fp16); see docs/model-schema.md")
+    # Mistral names a window without use_sliding_window; transformers 5 writes dtype; a VL config's text part.
+    mistral = {k: v for k, v in QWEN25_7B.items() if k != "use_sliding_window"} | {"sliding_window": 4096}
+    assert "sliding_window 4096 with full attention" in _warning(tmp_path, mistral)
+    assert 'dtype "float16" with' in _warning(tmp_path, {**QWEN25_7B, "dtype": "float16"})
+    text = {k: v for k, v in QWEN25_7B.items() if k not in ("_name_or_path", "architectures", "model_type")}
+    vl = {"model_type": "qwen2_5_vl", "text_config": {**text, "rope_scaling": {"rope_type": "linear", "factor": 2.0}}}
+    assert 'text_config.rope_scaling type "linear" with' in _warning(tmp_path, vl)
+
+
+def test_what_autotune_builds_as_written_of_windows_rope_and_dtype_gives_no_warning(tmp_path):
+    # Qwen2.5's own configs: use_sliding_window false beside a window; Qwen2.5-VL's mrope; bf16 and fp32 checkpoints.
+    for same in ({"use_sliding_window": False, "sliding_window": 131072}, {"sliding_window": None},
+                 {"rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}},
+                 {"rope_scaling": {"rope_type": "default", "mrope_section": [16, 24, 24]}}, {"rope_scaling": None},
+                 {"torch_dtype": "bfloat16"}, {"torch_dtype": "float32"}, {"dtype": "bfloat16"}):
+        assert _warning(tmp_path, {**QWEN25_7B, **same}) is None, same
