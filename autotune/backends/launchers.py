@@ -389,7 +389,9 @@ def build_plan(
         return LaunchPlan("deepspeed", probe_command("deepspeed", candidate, probe_args, python=python, hostfile=hostfile,
                                                      master_port=port, one_host_here=one_host_here))
     if launcher == "srun":
-        gres = (f"--gpus-per-node={per_node}",) if slurm_gpus_per_node(environ) else ()
+        # A job with GPU gres gives a step no GPUs unless it asks; a profile without CUDA trains on CPU ranks,
+        # whose step must not hold the job's GPUs (as the exported launch.sh does).
+        gres = (f"--gpus-per-node={per_node}",) if slurm_gpus_per_node(environ) and candidate.hardware.cuda else ()
         layout = {"WORLD_SIZE": str(nodes * per_node), "LOCAL_WORLD_SIZE": str(per_node), "MASTER_PORT": port}
         if candidate.knobs.sm_clock_mhz != SM_CLOCK_UNTOUCHED:
             layout[SM_CLOCK_SET_BY_ENV] = "srun"

@@ -203,13 +203,23 @@ def test_one_node_of_a_hostfile_runs_on_its_first_host_not_on_this_machine(make_
 
 
 def test_srun_runs_every_task_through_the_rank_shim(make_candidate):
-    plan = build_plan("srun", make_candidate(gpus_per_node=4, nodes=2), PROBE_ARGS, python="py", hostfile=None,
-                      environ=SLURM_2_NODES)
+    plan = build_plan("srun", make_candidate(gpus_per_node=4, nodes=2, hardware="gh200"), PROBE_ARGS, python="py",
+                      hostfile=None, environ=SLURM_2_NODES)
     command = plan.command
     assert command[0] == "srun"
     assert {"--nodes=2", "--ntasks=8", "--ntasks-per-node=4", "--gpus-per-node=4", "--kill-on-bad-exit=1"} <= set(command)
     assert command[command.index("py"):] == ["py", "-m", "autotune.backends.srun_rank", "-m", "trainer.probe", *PROBE_ARGS]
     assert plan.env["WORLD_SIZE"] == "8" and plan.env["LOCAL_WORLD_SIZE"] == "4" and plan.env["MASTER_PORT"]
+
+
+def test_an_srun_step_of_cpu_ranks_asks_for_no_gpus_in_a_job_with_gpu_gres(make_candidate):
+    """A CPU profile's probe trains on CPU ranks: its step must not hold the job's GPUs (the exported
+    launch.sh already asked for none; the tuner's own step asked for --gpus-per-node)."""
+    plan = build_plan("srun", make_candidate(gpus_per_node=4, nodes=2, hardware="cpu"), PROBE_ARGS, python="py",
+                      hostfile=None, environ=SLURM_2_NODES)
+    assert launchers.slurm_gpus_per_node(SLURM_2_NODES) == 4  # the job has GPU gres
+    assert not [word for word in plan.command if word.startswith("--gpus")]
+    assert {"--nodes=2", "--ntasks=8", "--ntasks-per-node=4"} <= set(plan.command)
 
 
 def test_detect_launch_target_reads_hostfile_slurm_then_local_gpus(hostfile, monkeypatch):
