@@ -148,8 +148,10 @@ def test_a_build_lock_a_killed_build_left_does_not_hang_the_next_probe(tmp_path)
 
     extensions = tmp_path / "ext"
     # scripts/test builds every op a probe loads (shm_comm, and FusedAdam for this ZeRO-0 one): copied, as a
-    # build of each would take this test half a minute.
-    for built in sorted(extensions_root().glob("*/deepspeed_shm_comm"))[:1]:
+    # build of each would take this test half a minute. torch builds into <root>/<python-and-device>/<op>, or
+    # into <root>/<op> where TORCH_EXTENSIONS_DIR names the root.
+    root = extensions_root()
+    for built in (sorted(root.glob("*/deepspeed_shm_comm")) + sorted(root.glob("deepspeed_shm_comm")))[:1]:
         for op in built.parent.iterdir():
             shutil.copytree(op, extensions / op.name)
     lock = extensions / "deepspeed_shm_comm" / "lock"
