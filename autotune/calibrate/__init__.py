@@ -7,9 +7,10 @@
 - report: the error tables (terminal and JSON).
 """
 
-from autotune.calibrate.fit import Calibration, Fit, mape_by_metric
+from autotune.calibrate.fit import Calibration, Fit, mape_by_metric, worst_by_metric
 from autotune.calibrate.measured import load_measured
 from autotune.calibrate.observations import METRICS, Observation
 from autotune.calibrate.reference import load_reference
 
-__all__ = ["METRICS", "Calibration", "Fit", "Observation", "load_measured", "load_reference", "mape_by_metric"]
+__all__ = ["METRICS", "Calibration", "Fit", "Observation", "load_measured", "load_reference", "mape_by_metric",
+           "worst_by_metric"]

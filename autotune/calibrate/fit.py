@@ -193,3 +193,14 @@ def mape_by_metric(observations: list[Observation], pct_errors: np.ndarray) -> d
     for o, err in zip(observations, pct_errors):
         grouped.setdefault(o.metric, []).append(abs(float(err)))
     return {metric: sum(errs) / len(errs) for metric, errs in grouped.items()}
+
+
+def worst_by_metric(observations: list[Observation], pct_errors: np.ndarray) -> dict[str, int]:
+    """Per metric, the index of the observation with the largest absolute error (the first of equals).
+    A mean over many configurations hides one that is far off; whether to trust a profile for the
+    configuration one is about to run needs the worst miss as well."""
+    worst: dict[str, int] = {}
+    for i, (o, err) in enumerate(zip(observations, pct_errors)):
+        if o.metric not in worst or abs(float(err)) > abs(float(pct_errors[worst[o.metric]])):
+            worst[o.metric] = i
+    return worst

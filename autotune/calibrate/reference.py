@@ -7,7 +7,12 @@ a file in the same schema for figures of their own (`--reference my-figures.json
     {"name": ..., "hardware": "gh200",
      "configurations": {NAME: {"model": "7b", "knobs": {...}, "workload": {frames, text_tokens, global_batch, samples}}},
      "figures": [{"id": ..., "configuration": NAME, "metric": "time_s", "value": 1248.0,
-                  "relative_to": NAME (optional), "bound": "lower" (optional), "approximate": false, ...}]}
+                  "relative_to": NAME (optional), "bound": "lower" (optional), "approximate": false, ...}],
+     "hold": {CONSTANT: "why these figures cannot pin it"} (optional)}
+
+`hold` names the constants the figures cannot pin, each with its reason (`reference_holds`): calibrating
+against the reference alone keeps them at the base profile's value, as `--hold` does, rather than let the
+fit push one onto a bound it does not measure and warn that the error cannot be trusted.
 """
 
 from __future__ import annotations
@@ -20,13 +25,13 @@ from autotune.calibrate.plausible import implausible_figures
 from autotune.candidate import Candidate
 from autotune.checks import checked_number, refuse_duplicate_keys, refuse_unknown_keys, shown
 from autotune.errors import ConfigError
-from autotune.hardware import HardwareProfile
+from autotune.hardware import SIMULATOR_CONSTANTS, HardwareProfile
 from autotune.models import load_model
 from autotune.workload import Workload
 
 REFERENCE_DIR = Path(__file__).parent
 _TOP_KEYS = ("name", "description", "source", "hardware", "caveat", "metrics", "relative", "assumptions",
-             "samples_derivation", "groups", "configurations", "figures")
+             "samples_derivation", "groups", "configurations", "figures", "hold")
 _CONFIGURATION_KEYS = ("group", "model", "knobs", "workload")
 _WORKLOAD_KEYS = ("frames", "text_tokens", "global_batch", "samples")
 _FIGURE_KEYS = ("id", "configuration", "metric", "value", "published", "approximate", "relative_to", "bound",
@@ -155,3 +160,19 @@ def load_reference(name_or_path: str, hardware: HardwareProfile) -> list[Observa
         raise ConfigError(f"{origin}: figure {observation.id!r}: {why}{more}; or, if the figure is right, the "
                           f"profile '{hardware.name}' is not the hardware it was measured on (pass --hardware)")
     return observations
+
+
+def reference_holds(name_or_path: str) -> dict[str, str]:
+    """The constants the reference says its figures cannot pin (its `hold`), each with the reason."""
+    data, name = read_reference(name_or_path)
+    holds = data.get("hold", {})
+    origin = f"reference {name}"
+    if not isinstance(holds, dict):
+        raise ConfigError(f"{origin}: hold must be an object of simulator constant: reason; {_FIX}")
+    known = [spec.name for spec in SIMULATOR_CONSTANTS]
+    for constant, why in holds.items():
+        if constant not in known:
+            raise ConfigError(f"{origin}: hold names {constant!r}, no simulator constant; use one of {', '.join(known)}")
+        if not isinstance(why, str) or not why.strip():
+            raise ConfigError(f"{origin}: hold {constant} = {shown(why)}: give the reason the figures cannot pin it, as a sentence")
+    return dict(holds)

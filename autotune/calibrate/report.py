@@ -1,11 +1,13 @@
 """The calibration report: each observation's error before and after the fit and left out of it, the
-mean absolute percentage error per metric, and the fitted constants (terminal text or JSON)."""
+mean absolute percentage error per metric and its worst left-out figure, and the fitted constants
+(terminal text or JSON)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from autotune.calibrate.fit import Calibration, Fit, mape_by_metric
+from autotune.calibrate.fit import Calibration, Fit, mape_by_metric, worst_by_metric
+from autotune.candidate import UNTOUCHED_DEVICE_SETTINGS, Candidate
 from autotune.hardware import SIMULATOR_CONSTANTS
 
 # The [simulator_error] keys a profile carries, from the leave-one-out error of these metrics.
@@ -43,6 +45,38 @@ def reliability_warning(configurations: int, fitted: int, on_bound: int) -> str 
             "measure more configurations (at least as many as the constants fitted) and calibrate again.")
 
 
+def configuration_text(candidate: Candidate) -> str:
+    """"1.5b: ZeRO-2 optimizer offload none, checkpointing recompute, SP 1, micro-batch 2, 1 node(s), power
+    limit 0.7 x default": the words of the study report's knob sentence (autotune/report/table.py, a layer
+    above this one), so that a configuration named here reads as it does in the report that listed it."""
+    knobs = candidate.knobs
+    text = (f"{candidate.model.name}: ZeRO-{knobs.zero_stage} optimizer offload {knobs.optimizer_offload}, "
+            f"checkpointing {knobs.activation_checkpointing}, SP {knobs.sp_degree}, micro-batch {knobs.micro_batch}, "
+            f"{knobs.nodes} node(s)")
+    if knobs.power_limit != UNTOUCHED_DEVICE_SETTINGS["power_limit"]:
+        text += f", power limit {knobs.power_limit:g} x default"
+    if knobs.sm_clock_mhz != UNTOUCHED_DEVICE_SETTINGS["sm_clock_mhz"]:
+        text += f", SM clock cap {knobs.sm_clock_mhz} MHz"
+    return text
+
+
+def worst_left_out(cal: Calibration, left_out_pct: np.ndarray) -> dict[str, dict]:
+    """Per metric, the left-out figure furthest off: the mean hides it (a trial's CPU study showed a 42.8%
+    mean and not the one configuration off by far more), and it is what a user must weigh before trusting
+    the profile for a configuration like it. Signed: + the simulator predicted too much."""
+    worst = {}
+    for metric, i in worst_by_metric(cal.observations, left_out_pct).items():
+        o = cal.observations[i]
+        worst[metric] = {
+            "error_pct": round(float(left_out_pct[i]), 2),
+            "id": o.id,
+            "source": o.source,
+            "configuration": configuration_text(o.candidate),
+            "relative_to_baseline": o.relative_to is not None,
+        }
+    return worst
+
+
 def calibration_document(cal: Calibration, fit: Fit, loo: np.ndarray | None, extra: dict) -> dict:
     before = cal.pct_errors(cal.predict(cal.base_constants))
     after = cal.pct_errors(fit.predictions)
@@ -69,6 +103,7 @@ def calibration_document(cal: Calibration, fit: Fit, loo: np.ndarray | None, ext
         "before_mape": _rounded(mape_by_metric(cal.observations, before)),
         "fit_mape": _rounded(mape_by_metric(cal.observations, after)),
         "loo_mape": None if left_out is None else _rounded(mape_by_metric(cal.observations, left_out)),
+        "loo_worst": None if left_out is None else worst_left_out(cal, left_out),
         "constants": {name: float(f"{value:.6g}") for name, value in fit.constants.items()},
         "defaults": {name: float(f"{value:.6g}") for name, value in cal.base_constants.items()},
         "fitted": list(fit.fitted),
@@ -87,10 +122,31 @@ def profile_error(document: dict) -> dict[str, float]:
     return {key: round(loo[metric], 1) for metric, key in ERROR_KEYS.items() if metric in loo}
 
 
+def worst_text(document: dict) -> str:
+    """The profile header's line on the worst left-out error per metric ("" without leave-one-out): the
+    mean in [simulator_error] is what a figure's +- shows; the header keeps how far off the worst one was."""
+    worst = document.get("loo_worst")
+    if not worst:
+        return ""
+    return "\nWorst left-out error (%): " + ", ".join(f"{metric} {row['error_pct']:+.1f} ({row['id']})"
+                                                     for metric, row in worst.items())
+
+
 def _mape_line(title: str, mape: dict | None) -> str:
     if mape is None:
         return f"{title:<28} (not computed: --no-loo)"
     return f"{title:<28} " + "  ".join(f"{metric} {value:5.1f}%" for metric, value in mape.items())
+
+
+def _worst_lines(document: dict) -> list[str]:
+    """Under the means: per metric, the largest left-out error, its figure and its configuration."""
+    worst = document.get("loo_worst")
+    if not worst:
+        return []
+    lines = ["", "worst left out, per metric (the figure furthest off; +: predicted too high)"]
+    for metric, row in worst.items():
+        lines.append(f"  {metric:<15} {row['error_pct']:+7.1f}%  {row['id']}  ({row['configuration']})")
+    return lines
 
 
 def report_text(document: dict) -> str:
@@ -123,6 +179,7 @@ def report_text(document: dict) -> str:
         _mape_line("  before (base profile)", document["before_mape"]),
         _mape_line("  after the fit", document["fit_mape"]),
         _mape_line(f"  left out, by {document['loo_by']}" if document.get("loo_by") else "  left out", document["loo_mape"]),
+        *_worst_lines(document),
         "",
         f"{'constant':<30} {'base':>12} {'fitted':>12}  bounds",
     ]
@@ -131,6 +188,9 @@ def report_text(document: dict) -> str:
         fitted = f"{value:.4g}" if name in document["fitted"] else "(held)" if name in document.get("held", []) else "(not fitted)"
         flag = "  <- at its bound" if name in document["at_bound"] else ""
         lines.append(f"{name:<30} {document['defaults'][name]:>12.4g} {fitted:>12}  [{spec.low:g}, {spec.high:g}]{flag}")
+    for name, why in (document.get("held_by_reference") or {}).items():
+        lines += [f"{name} held at the base profile's value: {', '.join(document['sources'])} cannot pin it "
+                  f"(--fit {name} fits it anyway):", f"  {why}"]
     if document["at_bound"]:
         lines.append(
             f"{len(document['at_bound'])} constant(s) ended on a bound: the figures ask for more than the model's "

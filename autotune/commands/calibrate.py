@@ -43,6 +43,12 @@ def register(subparsers) -> None:
         help="keep this constant at the base profile's value (repeatable), e.g. one that ends on a bound only "
              "because the model lacks a mechanism",
     )
+    parser.add_argument(
+        "--fit", metavar="NAME", action="append", default=[],
+        help="fit this constant although the reference holds it (repeatable): a reference names the constants its "
+             "figures cannot pin (gh200-study: step_overhead_s) and, calibrated against alone, keeps them at the base "
+             "profile's value",
+    )
     parser.add_argument("--allow-estimated-energy", action="store_true", help="fit energy a power model estimated, too")
     parser.add_argument("--allow-simulated", action="store_true", help="fit simulated studies too (only to test the fit itself)")
     parser.set_defaults(func=_run)
@@ -129,13 +135,36 @@ def _calibrated_name(path: Path, base) -> str:
     return f"{base.base_name}-calibrated" if path.stem in available_hardware() else path.stem
 
 
+def _held_constants(args: argparse.Namespace, names: tuple[str, ...], holds: dict[str, str]) -> tuple[list[str], dict]:
+    """The constants kept at the base profile's value: --hold's, and those the reference cannot pin
+    (`holds`, with its reasons) unless --fit asks for them; the second, those of the reference alone."""
+    from autotune.errors import UserError
+
+    for flag, given in (("--hold", args.hold), ("--fit", args.fit)):
+        unknown = sorted(set(given) - set(names))
+        if unknown:
+            raise UserError(f"{flag} {', '.join(unknown)}: no such simulator constant; one of {', '.join(names)}")
+    both = sorted(set(args.hold) & set(args.fit))
+    if both:
+        raise UserError(f"--hold and --fit both name {', '.join(both)}; give each constant one of them")
+    not_held = sorted(set(args.fit) - set(holds))
+    if not_held:  # it would change nothing: every informed constant is fitted unless held
+        held_here = f"the reference holds only {', '.join(holds)}" if holds else "no --reference holds a constant here"
+        raise UserError(f"--fit {', '.join(not_held)}: {held_here}, and every constant the figures inform is fitted "
+                        "unless held, so --fit changes nothing; leave it out")
+    # Only when the reference is all there is: figures of the user's own (gradient accumulation, say)
+    # may pin what the reference cannot, and a constant they push onto a bound must still warn.
+    by_reference = {} if args.run_dirs else {n: why for n, why in holds.items() if n not in args.fit + args.hold}
+    return args.hold + list(by_reference), by_reference
+
+
 def _run(args: argparse.Namespace) -> int:
     from autotune.atomic_write import write_text_atomic
     from autotune.calibrate.fit import Calibration
     from autotune.calibrate.measured import load_measured
     from autotune.calibrate.observations import repeated_figures
-    from autotune.calibrate.reference import load_reference
-    from autotune.calibrate.report import calibration_document, profile_error, report_text
+    from autotune.calibrate.reference import load_reference, reference_holds
+    from autotune.calibrate.report import calibration_document, profile_error, report_text, worst_text
     from autotune.errors import UserError
     from autotune.hardware import dump_hardware, with_simulator_constants
 
@@ -150,8 +179,10 @@ def _run(args: argparse.Namespace) -> int:
     base = _base_hardware(args)
     _check_not_the_base(args.output, base)
     observations, extra = [], {"left_out": [], "skipped": [], "not_run": {}}
+    holds: dict[str, str] = {}  # constant -> why the reference's figures cannot pin it
     if args.reference:
         observations += load_reference(args.reference, base)
+        holds = reference_holds(args.reference)
     if args.run_dirs:
         measured = load_measured(args.run_dirs, base, args.allow_estimated_energy, args.allow_simulated)
         observations += measured.observations
@@ -166,12 +197,11 @@ def _run(args: argparse.Namespace) -> int:
         )
     extra["repeated"] = repeated_figures(observations)
     cal = Calibration(observations, base)
-    unknown = sorted(set(args.hold) - set(cal.names))
-    if unknown:
-        raise UserError(f"--hold {', '.join(unknown)}: no such simulator constant; one of {', '.join(cal.names)}")
-    fit = cal.fit(tuple(n for n in cal.informed() if n not in args.hold))
+    held, by_reference = _held_constants(args, cal.names, holds)
+    fit = cal.fit(tuple(n for n in cal.informed() if n not in held))
     loo = None if args.no_loo else cal.leave_one_out(fit, args.loo_by)
-    document = calibration_document(cal, fit, loo, {"loo_by": None if args.no_loo else args.loo_by, "held": args.hold, **extra})
+    document = calibration_document(cal, fit, loo, {"loo_by": None if args.no_loo else args.loo_by, "held": held,
+                                                    "held_by_reference": by_reference, **extra})
     if args.output is not None:
         error = profile_error(document)
         # A name of its own, and the node it describes kept: figures measured on the base's nodes stay its figures.
@@ -180,8 +210,9 @@ def _run(args: argparse.Namespace) -> int:
         header = (
             f"{_HEADER} from {base.source or base.name} against "
             f"{len(observations)} observations ({', '.join(document['sources'])})"
-            f"{'; held at the base values: ' + ', '.join(args.hold) if args.hold else ''}.\n"
+            f"{'; held at the base values: ' + ', '.join(held) if held else ''}.\n"
             f"Leave-one-out mean absolute error (%): {error or 'not computed'}"
+            f"{worst_text(document)}"
         )
         write_text_atomic(args.output, dump_hardware(profile, header))
         document["written"] = str(args.output)
