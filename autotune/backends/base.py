@@ -63,11 +63,18 @@ class Backend(abc.ABC):
         keeps files; a backend that keeps none ignores it.
         """
 
-    def resumes(self, trial_number: int, earlier_trials: list[int]) -> None:
+    def resumes(self, trial_number: int, earlier_trials: list[int], candidate: Candidate) -> str:
         """Optional hook, called before evaluate(candidate, trial_number) when that trial probes again the
         candidate of trials a stopped run left unfinished: `earlier_trials`, the one it retries first, then
         the one that trial retried, and so on. A backend that keeps files per trial may take over what they
-        completed (launch: the repeats whose results are whole). Default: nothing."""
+        completed (launch: the repeats whose results are whole), and returns what it takes over in a few
+        words for the trial's start line ("takes over repeat 1 of 2, runs repeat 2"). Default: nothing, ""."""
+        return ""
+
+    def kept_after_interruption(self) -> str:
+        """Optional hook, after a stop (Ctrl-C, SIGTERM) interrupted evaluate(): one line for the user on what
+        of the interrupted trial a resume keeps (launch: its finished repeats), or "" (default)."""
+        return ""
 
     def device_settings_available(self) -> tuple[bool, str]:
         """Optional hook: whether candidates may set power limits and SM clocks, and the reason when

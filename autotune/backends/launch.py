@@ -33,9 +33,11 @@ from autotune.backends.repeat_takeover import (
     Expected,
     RunRecord,
     TakenOver,
+    kept_line,
     result_name,
     take_over,
     taken_over_line,
+    taken_over_words,
     trial_folder,
 )
 from autotune.build_locks import build_locks, extensions_root
@@ -65,8 +67,9 @@ class LaunchBackend(Backend):
     status ok | oom | failed | timeout (docs/launch.md).
 
     Resumes: a trial that probes again the candidate of trials a stopped run left unfinished (the study
-    says which through `resumes()`) takes over their complete repeats and runs only the missing ones
-    (repeat_takeover.py).
+    says which through `resumes()`, which decides what is taken over and says it in a few words for the
+    console) takes over their complete repeats and runs only the missing ones (repeat_takeover.py). A run
+    stopped during a repeat says what of its trial is kept (`kept_after_interruption()`).
 
     Interruptions: the launcher runs in a session of its own, so a Ctrl-C at the terminal does not
     reach the ranks. Two ways to stop them, both ending in SIGTERM to the probe's process group and
@@ -123,7 +126,9 @@ class LaunchBackend(Backend):
         self._aborted = False
         self._devices = LocalDeviceSettings()  # power limits and clocks before the study, for dead probes
         self._first_node: NodeAnswer | None | bool = False  # False: not asked yet (first_node())
-        self._resumed: dict[int, tuple[int, ...]] = {}  # trial number -> the trials it probes again (resumes())
+        # trial number -> (its candidate, the repeats it takes over, why other results were not): resumes()
+        self._resumed: dict[int, tuple[Candidate, dict[int, TakenOver], list[str]]] = {}
+        self._stopped: tuple[int, int, Candidate] | None = None  # (trial, repeat, candidate) a stop interrupted
 
     def _environ(self) -> dict[str, str]:
         """What a probe starts with: this process's environment and the backend's `env` on top."""
@@ -188,19 +193,34 @@ class LaunchBackend(Backend):
         raise ConfigError(f"candidates with {', '.join(map(str, unreachable))} node(s) cannot start here: "
                           f"{reasons[unreachable[0]]}{instead}")
 
-    def resumes(self, trial_number: int, earlier_trials: list[int]) -> None:
-        """Trial `trial_number` probes again the candidate of `earlier_trials` (the nearest first), which a
-        stopped run left unfinished: its evaluate() takes over the repeats they completed."""
-        self._resumed[trial_number] = tuple(earlier_trials)
+    def resumes(self, trial_number: int, earlier_trials: list[int], candidate: Candidate) -> str:
+        """Trial `trial_number` probes again `candidate` of `earlier_trials` (the nearest first), which a stopped
+        run left unfinished: decides here which of the repeats they completed its evaluate() takes over, so
+        that the start line the study prints before it says what evaluate() then does."""
+        earlier = [(number, self.trial_dir(number).resolve()) for number in earlier_trials]
+        taken, refused = take_over(self._expected(candidate), earlier)
+        self._resumed[trial_number] = (candidate, taken, refused)
+        return taken_over_words(taken, self.repeats)
+
+    def kept_after_interruption(self) -> str:
+        """After a stop during a repeat (--repeats 2 and more): the finished repeats of the stopped trial
+        that a resume takes over, found as the resume will find them (take_over on its directory)."""
+        if self._stopped is None or self.repeats == 1:
+            return ""
+        trial, repeat, candidate = self._stopped
+        kept, _ = take_over(self._expected(candidate), [(trial, self.trial_dir(trial).resolve())])
+        return kept_line(trial, repeat, kept, self.repeats)
 
     def evaluate(self, candidate: Candidate, trial_number: int = 0) -> ProbeResult:
         self._raise_if_aborted()
+        self._stopped = None
         trial_dir = self.trial_dir(trial_number).resolve()
         log_path = trial_dir / "log.txt"
-        earlier = self._resumed.pop(trial_number, ())
+        resumed = self._resumed.pop(trial_number, None)
+        assert resumed is None or resumed[0] == candidate, "resumes() was told another candidate than evaluate()"
         self._prepare(trial_dir, candidate)
         record = RunRecord(trial_dir, self.probe_settings())
-        taken = self._take_over(candidate, trial_dir, earlier, record) if earlier else {}
+        taken = self._take_over(trial_dir, *resumed[1:], record) if resumed else {}
         environ = self._environ()
         launcher = resolve_launcher(self.launcher, candidate, self.hostfile, environ)
         if len(taken) < self.repeats:  # else nothing is launched
@@ -218,7 +238,11 @@ class LaunchBackend(Backend):
                 walls_s.append(taken[repeat].wall_s)
                 repeats.append(measured_figures(taken[repeat].result, candidate, out))
                 continue
-            outcome = self._run_repeat(launcher, candidate, trial_dir, out, repeat, record, walls_s)
+            try:
+                outcome = self._run_repeat(launcher, candidate, trial_dir, out, repeat, record, walls_s)
+            except KeyboardInterrupt:
+                self._stopped = (trial_number, repeat, candidate)  # kept_after_interruption() says what it keeps
+                raise
             if isinstance(outcome, ProbeResult):
                 return cost(outcome)  # a repeat that is not ok decides the trial
             try:
@@ -269,13 +293,14 @@ class LaunchBackend(Backend):
         (trial_dir / "candidate.json").write_text(json.dumps(candidate.to_file(), indent=2) + "\n")
         (trial_dir / "ds_config.json").write_text(json.dumps(deepspeed_config(candidate), indent=2) + "\n")
 
-    def _take_over(self, candidate: Candidate, trial_dir: Path, earlier: tuple[int, ...],
+    def _expected(self, candidate: Candidate) -> Expected:
+        return Expected(candidate, deepspeed_config(candidate), self.probe_settings())
+
+    def _take_over(self, trial_dir: Path, taken: dict[int, TakenOver], refused: list[str],
                    record: RunRecord) -> dict[int, TakenOver]:
-        """The repeats the trials this one probes again completed, copied into this trial (the originals stay),
-        each noted in its record with the wall time it cost; one log line says which and from where, and one
-        per result file found but not taken says why."""
-        expected = Expected(candidate, deepspeed_config(candidate), self.probe_settings())
-        taken, refused = take_over(expected, [(number, self.trial_dir(number).resolve()) for number in earlier])
+        """The repeats resumes() took over from the trials this one probes again, copied into this trial (the
+        originals stay), each noted in its record with the wall time it cost; one log line says which and
+        from where, and one per result file found but not taken says why."""
         for repeat, item in sorted(taken.items()):
             write_text_atomic(trial_dir / result_name(repeat, self.repeats), item.text)
             record.taken_over(item)

@@ -209,5 +209,25 @@ def taken_over_line(taken: dict[int, TakenOver], repeats: int) -> str:
     return f"took over {', '.join(parts)}: complete ok results of this candidate under these probe settings; {left}{bound}"
 
 
+def taken_over_words(taken: dict[int, TakenOver], repeats: int) -> str:
+    """A retry's take-over in a few words, for its start line on the console: "takes over repeat 1 of 2, runs
+    repeat 2"; "" where it takes over nothing (a first attempt, or a retry that measures every repeat again)."""
+    if not taken:
+        return ""
+    missing = [r for r in range(1, repeats + 1) if r not in taken]
+    return f"takes over {_repeats_text(list(taken))} of {repeats}, runs {_repeats_text(missing) if missing else 'none'}"
+
+
+def kept_line(trial: int, stopped_repeat: int, kept: dict[int, TakenOver], repeats: int) -> str:
+    """The console's line when a run was stopped during `stopped_repeat` of `trial`: the finished repeats a
+    resume takes over (`kept`, as take_over finds them in that trial's directory), so a user who scancels
+    a job knows what the stop cost. "" where none is kept."""
+    if not kept:
+        return ""
+    one = len(kept) == 1
+    return (f"trial {trial} stopped during repeat {stopped_repeat} of {repeats}: its finished {_repeats_text(list(kept))} "
+            f"{'is' if one else 'are'} kept, and the same command takes {'it' if one else 'them'} over")
+
+
 def _repeats_text(numbers: list[int]) -> str:
     return f"repeat{'s' if len(numbers) > 1 else ''} {', '.join(map(str, sorted(numbers)))}"

@@ -7,6 +7,7 @@ import contextlib
 import time
 from typing import Callable
 
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from autotune.report.table import knobs_sentence
@@ -16,8 +17,11 @@ from autotune.study.loop import StudyProgress
 
 def _outcome(result, note: str, energy_unit: RunEnergyUnit) -> str:
     if result.ok:
-        energy = energy_unit.text(result.energy_kj) if result.energy_kj is not None else "energy unavailable"
-        figures = f"{time_text(result.time_s)} ({result.source}), {energy} ({result.energy_source})"
+        if result.energy_kj is not None:
+            energy = f"{energy_unit.text(result.energy_kj)} ({result.energy_source})"
+        else:  # its source is "unavailable" (said once), or names where the figure should have come from
+            energy = "energy unavailable" + ("" if result.energy_source == "unavailable" else f" ({result.energy_source})")
+        figures = f"{time_text(result.time_s)} ({result.source}), {energy}"
         return f"{figures}; not ranked: {note}" if note else figures  # note: why the study cannot rank it
     return f"{result.status} {note[:60]}".rstrip()
 
@@ -27,15 +31,22 @@ def _outcome(result, note: str, energy_unit: RunEnergyUnit) -> str:
 FIRST_PROBE_NOTE = "the first probe may spend minutes building DeepSpeed's ops before it trains"
 
 
-def _start_callback(announce: Callable[[int, dict, str], None]) -> Callable[[int, dict], None]:
+def _start_callback(announce: Callable[[int, dict, str, str], None]) -> Callable[[int, dict, str], None]:
+    """on_probe_start(number, params, resumed) -> announce(number, params, resumed, first-probe note or "")."""
     started = 0
 
-    def on_probe_start(number, params):
+    def on_probe_start(number, params, resumed):
         nonlocal started
         started += 1
-        announce(number, params, f"; {FIRST_PROBE_NOTE}" if started == 1 else "")
+        announce(number, params, resumed, FIRST_PROBE_NOTE if started == 1 else "")
 
     return on_probe_start
+
+
+def _notes(*notes: str) -> str:
+    """' (a; b)' of the notes given, '' of none."""
+    given = [note for note in notes if note]
+    return f" ({'; '.join(given)})" if given else ""
 
 
 @contextlib.contextmanager
@@ -47,8 +58,10 @@ def trial_progress(console, total: int, done: int = 0, announce_probes: bool = F
     if not console.is_terminal:
         count = min(done, total)
 
-        def on_start_line(number, params, note):
-            console.print(f"trial {number}: probing {knobs_sentence(params)} (started {time.strftime('%H:%M:%S')}{note})",
+        def on_start_line(number, params, resumed, note):
+            # A retry's resume first: in a job's output file it is what tells this start from the trial's first.
+            started = f"started {time.strftime('%H:%M:%S')}"
+            console.print(f"trial {number}: probing {knobs_sentence(params)}{_notes(resumed, started, note)}",
                           soft_wrap=True, highlight=False, markup=False)
 
         def on_line(number, params, result, note):
@@ -76,9 +89,10 @@ def trial_progress(console, total: int, done: int = 0, announce_probes: bool = F
             if result is None:
                 return  # a pruned proposal: nothing was evaluated
             bar.advance(task)
-            bar.update(task, description=f"#{number}: {_outcome(result, note, energy_unit)}")
+            # Escaped: a probe's error may hold brackets ("[rank0]:"), which rich would read as markup.
+            bar.update(task, description=escape(f"#{number}: {_outcome(result, note, energy_unit)}"))
 
-        def on_start(number, params, note):
-            bar.update(task, description=f"#{number}: probing {knobs_sentence(params)}{note}")
+        def on_start(number, params, resumed, note):
+            bar.update(task, description=escape(f"#{number}: probing {knobs_sentence(params)}{_notes(resumed, note)}"))
 
         yield StudyProgress(on_trial=on_trial, on_probe_start=_start_callback(on_start) if announce_probes else None)

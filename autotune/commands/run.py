@@ -366,11 +366,17 @@ def _run(args: argparse.Namespace) -> int:
                 shared_storage=not alone, accept_estimated_energy=args.allow_estimated_energy, interrupts=interrupts,
             )
     except KeyboardInterrupt:
+        # A stop during a probe's repeat k: its finished repeats are not lost, which a scancelled job's user asks first.
+        kept = backend.kept_after_interruption()
+        if kept:
+            console.print(kept, soft_wrap=True, highlight=False, markup=False)
         # The reports are written when a run ends, not after each trial: say whose they are, or that there are none.
         again = _report_command(run_dir, args)
         held = (f"the reports in {run_dir} are not this run's" if (Path(run_dir) / "pareto.json").is_file()
                 else f"{run_dir} holds no report yet")
-        console.print(f"{held}: `{again}` writes them for every finished trial")
+        # One line each, unwrapped: a job's output file is read by grep as much as by eye.
+        console.print(f"{held}: `{again}` writes them for every finished trial", soft_wrap=True, highlight=False,
+                      markup=False)
         raise
     finally:
         record_probe_settings(study, backend, done_before)

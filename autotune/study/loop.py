@@ -46,6 +46,7 @@ from autotune.study.retries import (
     retries_owed,
     retry_interrupted,
     retry_lineage,
+    retry_words,
     setup_failure,
 )
 from autotune.study.settings import StudySettings
@@ -73,7 +74,9 @@ class StudyProgress:
     """Callbacks the CLI uses to draw progress; all optional."""
 
     on_trial: Callable[[int, dict, ProbeResult | None, str], None] | None = None
-    on_probe_start: Callable[[int, dict], None] | None = None  # a probe of a trial is about to run
+    # A probe of a trial is about to run: (number, params, what it resumes: "retry of interrupted trial 0;
+    # takes over repeat 1 of 2, runs repeat 2", "" for a first attempt).
+    on_probe_start: Callable[[int, dict, str], None] | None = None
 
 
 SAMPLERS = ("guided", "tpe", "random", "nsga2")
@@ -217,11 +220,14 @@ class _Objective:
             trial.study.stop()
             raise ProbeFailed(f"not probed: the --trials budget of {self.n_trials} is held by probes running on other workers")
         saved = _saved_result(trial)
-        lineage = retry_lineage(trial.study.get_trials(deepcopy=False), trial.number) if saved is None else []
+        trials = trial.study.get_trials(deepcopy=False) if saved is None else []
+        lineage = retry_lineage(trials, trial.number) if trials else []
+        resumed = ""  # what the start line says a retry resumes
         if lineage:  # a retry: the backend may take over what the trials it repeats completed
-            self.backend.resumes(trial.number, lineage)
+            takes_over = self.backend.resumes(trial.number, lineage, candidate)
+            resumed = "; ".join(filter(None, (retry_words(trials, lineage), takes_over)))
         if saved is None and self.progress.on_probe_start:
-            self.progress.on_probe_start(trial.number, params)
+            self.progress.on_probe_start(trial.number, params, resumed)
         try:
             with self.interrupts.probing():
                 result = ProbeResult(**saved) if saved is not None else self.backend.evaluate(candidate, trial.number)

@@ -163,6 +163,16 @@ def retry_lineage(trials: list, number: int) -> list[int]:
         current = trials[parent]
 
 
+def retry_words(trials: list, lineage: list[int]) -> str:
+    """A retry in a few words, for its start line: "retry of interrupted trial 0", or "retry of trial 3, which
+    failed on the set-up"; "" for a first attempt. `lineage`: retry_lineage's, the nearest first."""
+    if not lineage:
+        return ""
+    if trials[lineage[0]].user_attrs.get(SETUP_FAILURE_ATTR):
+        return f"retry of trial {lineage[0]}, which failed on the set-up"
+    return f"retry of interrupted trial {lineage[0]}"
+
+
 def retried_trials(study: optuna.Study, trials: list) -> set[int]:
     """The trials a stopped run left unfinished that were queued again: by retry_interrupted (the study's
     RETRIED_ATTR), or by Optuna's heartbeat callback itself (the retry's system attr `failed_trial`)."""

@@ -105,7 +105,7 @@ def test_a_retry_runs_only_the_repeats_the_interrupted_trial_left_and_counts_the
     probe[1].unlink()
 
     resumed = backend_for()
-    resumed.resumes(4, [0])
+    resumed.resumes(4, [0], candidate)
     result = resumed.evaluate(candidate, 4)
 
     assert result.ok, result.error
@@ -138,12 +138,12 @@ def test_a_retry_of_a_retry_takes_over_through_the_lineage(backend_for, make_can
     candidate = make_candidate()
     _interrupted(backend_for(hang_on="0000/result-2.json"), candidate, 0, during=2)  # repeat 1 done
     second = backend_for(hang_on="0001/result-3.json")
-    second.resumes(1, [0])
+    second.resumes(1, [0], candidate)
     _interrupted(second, candidate, 1, during=3)  # takes 1 over, runs 2, stopped in 3
     probe[1].unlink()
 
     third = backend_for()
-    third.resumes(2, [1, 0])
+    third.resumes(2, [1, 0], candidate)
     assert third.evaluate(candidate, 2).ok
     assert _calls(probe) == ["0002/result-3.json"]
     took = [line for line in _log_lines(third, 2) if "took over" in line]
@@ -166,9 +166,9 @@ def test_a_result_of_another_candidate_or_other_probe_settings_is_not_taken_over
     _interrupted(backend_for(hang_on="0000/result-2.json", **settings), make_candidate(**knobs), 0, during=2)
     probe[1].unlink()
 
-    resumed = backend_for()
-    resumed.resumes(1, [0])
-    assert resumed.evaluate(make_candidate(), 1).ok
+    resumed, candidate = backend_for(), make_candidate()
+    resumed.resumes(1, [0], candidate)
+    assert resumed.evaluate(candidate, 1).ok
     assert _calls(probe) == [f"0001/result-{i}.json" for i in (1, 2, 3)]  # all measured again
     refused = _refused(resumed, 1)
     assert refused == [f"== autotune: did not take over {resumed.trial_dir(0).resolve() / 'result-1.json'}: {why}"]
@@ -189,7 +189,7 @@ def test_a_partial_failed_or_unrecorded_result_is_not_taken_over(backend_for, ma
     probe[1].unlink()
 
     resumed = backend_for()
-    resumed.resumes(1, [0])
+    resumed.resumes(1, [0], candidate)
     assert resumed.evaluate(candidate, 1).ok
     refused = _refused(resumed, 1)
     assert refused and refused[0].startswith(f"== autotune: did not take over {first.trial_dir(0).resolve() / 'result-1.json'}: {why}")
@@ -212,7 +212,7 @@ def test_a_repeat_whose_tuner_died_counts_from_its_start_to_its_result_as_a_lowe
     written_s = (first.trial_dir(0) / "result-2.json").stat().st_mtime - record["runs"]["2"]["started_unix_s"]
 
     resumed = backend_for()
-    resumed.resumes(1, [0])
+    resumed.resumes(1, [0], candidate)
     result = resumed.evaluate(candidate, 1)
     cost = result.details["probe_cost"]
     assert cost["time_scope"] == "lower_bound"
@@ -227,7 +227,7 @@ def test_every_repeat_taken_over_launches_nothing(backend_for, make_candidate, p
     assert backend_for().evaluate(candidate, 0).ok  # all three done (the tuner then died before recording it)
     probe[1].unlink()
     resumed = backend_for()
-    resumed.resumes(1, [0])
+    resumed.resumes(1, [0], candidate)
     result = resumed.evaluate(candidate, 1)
     assert result.ok and not probe[1].exists()
     assert "nothing left to run" in _log_lines(resumed, 1)[-1]

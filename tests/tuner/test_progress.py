@@ -71,7 +71,7 @@ def test_a_probe_that_starts_says_so_and_the_first_names_the_op_build():
     ok = ProbeResult(status="ok", source="measured", energy_source="measured", time_s=90.0, energy_kj=12.0)
     with trial_progress(Console(file=out, force_terminal=False, width=80), total=2, announce_probes=True) as progress:
         for number in (0, 1):
-            progress.on_probe_start(number, PARAMS)
+            progress.on_probe_start(number, PARAMS, "")
             progress.on_trial(number, PARAMS, ok, "")
     lines = out.getvalue().splitlines()
     assert [line.split(" (")[0] for line in lines] == [
@@ -91,7 +91,7 @@ def test_the_study_announces_each_probe_it_runs_and_not_a_stored_one(tmp_path):
 
     started, ended = [], []
     progress = StudyProgress(on_trial=lambda number, params, result, note: ended.append(number) if result else None,
-                             on_probe_start=lambda number, params: started.append(number))
+                             on_probe_start=lambda number, params, resumed: started.append(number))
     run_study(open_study(tmp_path, None, make_sampler(0, 3)), settings_for("--model", "7b", "--nodes", "1"),
               SimulateBackend(), 3, progress)
     assert started == ended and len(started) == 3
