@@ -309,6 +309,9 @@ def _run(args: argparse.Namespace) -> int:
     check_hostfile(args.hostfile)  # files are checked here; numbers while parsing (flags.py, probe_options.py)
     check_pick_options(args)
     console = Console(stderr=True)
+    # A job's output file or a pipe: one line per message, as printed (rich would break them at 80 columns,
+    # mid-phrase, where grep and the eye look for them whole); a terminal keeps rich's wrapping.
+    console.soft_wrap = not console.is_terminal
     filled = fill_from_allocation(args)
     if filled.said:
         console.print(filled.said)

@@ -80,6 +80,8 @@ class StudyProgress:
 
 
 SAMPLERS = ("guided", "tpe", "random", "nsga2")
+# An objective in a reason for the user ("no energy figure to rank by"), not the result's field name.
+_OBJECTIVE_WORDS = {"time_s": "time figure", "energy_kj": "energy figure"}
 
 
 def make_sampler(seed: int | None, n_trials: int, kind: str = "tpe", checks: list | None = None) -> optuna.samplers.BaseSampler:
@@ -244,7 +246,8 @@ class _Objective:
             unranked = ESTIMATED_ENERGY_REASON
         elif result.ok and values is None:
             missing = [name for name in self.objectives if getattr(result, name) is None]
-            unranked = f"probe gave no {' and '.join(missing)}" + (" (energy unavailable?)" if "energy_kj" in missing else "")
+            unranked = f"no {' and '.join(_OBJECTIVE_WORDS[name] for name in missing)} to rank by" + (
+                " (--objectives time ranks by time alone)" if missing == ["energy_kj"] else "")
         if self.progress.on_trial:
             self.progress.on_trial(trial.number, params, result, unranked or ("" if result.ok else result.error or ""))
         if unranked:

@@ -342,4 +342,4 @@ def test_a_record_without_energy_is_not_ranked_and_the_reason_names_only_what_is
                     "--trials", "2", "--out", str(tmp_path / "run"))
     assert done.returncode == 0, done.stderr
     (trial,) = optuna.load_study(study_name="autotune", storage=f"sqlite:///{tmp_path / 'run' / 'study.db'}").trials
-    assert trial.user_attrs["reason"] == "probe gave no energy_kj (energy unavailable?)"  # its time_s was given
+    assert trial.user_attrs["reason"] == "no energy figure to rank by (--objectives time ranks by time alone)"  # its time_s was given
