@@ -92,8 +92,11 @@ def _pick_of(view, pick: str | None) -> str | None:
         return pick
     if pick is None:
         return "fastest"
-    raise UserError(f"--pick {pick} ranks by energy, and this study ranks by time only (--objectives time): its one pick "
-                    "is the fastest; pass --pick fastest, or --trial N for any feasible trial")
+    # Where no trial has an energy figure, that is the first reason: no energy pick could be chosen at all.
+    unavailable = " and has no energy figure (unavailable: no sensor, no estimate)" if view.points and all(
+        p.energy_kj is None for p in view.points) else ""
+    raise UserError(f"--pick {pick} ranks by energy, and this study ranks by time only (--objectives time){unavailable}: its "
+                    "one pick is the fastest; pass --pick fastest, or --trial N for any feasible trial")
 
 
 def _check_config_paths(output: Path, what: str) -> Path:

@@ -17,7 +17,8 @@ class Point:
     trial: int
     params: dict
     time_s: float
-    energy_kj: float
+    # None: no sensor saw it and nothing estimated it ("unavailable"); only a time-only study has such points.
+    energy_kj: float | None
     tflops: float | None = None
     tflop_per_kj: float | None = None
     peak_mem_gib: float | None = None
@@ -41,7 +42,10 @@ class Point:
         }
 
 
-def _objectives(points: list[Point]) -> np.ndarray:
+def _objectives(points: list[Point], time_only: bool = False) -> np.ndarray:
+    """(N, 2) time and energy, or (N, 1) time alone: a time-only study's points may have no energy."""
+    if time_only:
+        return np.array([[p.time_s] for p in points], dtype=float).reshape(-1, 1)
     return np.array([[p.time_s, p.energy_kj] for p in points], dtype=float).reshape(-1, 2)
 
 
@@ -59,7 +63,7 @@ def pareto_front(points: list[Point], time_only: bool = False) -> list[Point]:
     `time_only` (a study of --objectives time): the front of that one objective, the fastest points,
     whatever their energy: the user did not ask to rank by it, and it may be an estimate."""
     by_trial = sorted(points, key=lambda p: p.trial)
-    objectives = _objectives(by_trial)[:, :1] if time_only else _objectives(by_trial)
+    objectives = _objectives(by_trial, time_only)
     front, seen = [], set()
     for i in front_indices(objectives, keep_ties=True):
         point = by_trial[i]

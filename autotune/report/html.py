@@ -15,7 +15,9 @@ from autotune.atomic_write import write_text_atomic
 from autotune.report.noise import noise_line
 from autotune.report.device_words import DeviceWords, view_device_words
 from autotune.report.payback import estimated_saving_mark, no_baseline_in_space
-from autotune.report.units import energy_text, energy_unit, estimate_header, estimate_mark, figure, time_text, time_unit
+from autotune.report.units import (
+    UNAVAILABLE, energy_figure, energy_text, energy_unit, estimate_header, estimate_mark, figure, time_text, time_unit,
+)
 from autotune.report.pareto_json import nodes_text
 from autotune.ds_config import deepspeed_config
 from autotune.report.front import Point
@@ -24,7 +26,7 @@ from autotune.report.timeline import PROVENANCE_WORDS
 from autotune.report.html_parts import esc, table as _table
 from autotune.report.pareto_json import hardware_text, provenance_sentence, workload_sentence
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar, tie_sentence
-from autotune.report.picks import PICK_FILES, front_title, pick_label, picks_by_trial, short_pick_label
+from autotune.report.picks import PICK_FILES, front_title, missing_change, pick_label, picks_by_trial, short_pick_label
 from autotune.report.power_limit import power_limit_section
 from autotune.report.study_points import StudyView
 from autotune.report.svg import Marker, scatter_svg, stacked_bar_svg
@@ -59,29 +61,66 @@ def header_section(view: StudyView, document: dict, run_dir: Path) -> str:
     )
 
 
+def _marker_class(view: StudyView, trial: int) -> str:
+    if trial in {p.trial for p in view.front}:
+        return "front"
+    return "baseline" if trial == view.baseline_trial else "feasible" if view.point(trial) else "infeasible"
+
+
+def _marker_name(view: StudyView, trial: int) -> str:
+    labels = [short_pick_label(n, view.pick_parameters) for n in picks_by_trial(view).get(trial, [])]
+    return ", ".join(labels + (["baseline"] if trial == view.baseline_trial else []))
+
+
+def time_plot_section(view: StudyView, document: dict, timed: list[dict]) -> str:
+    """Where no trial has an energy figure (a time-only study with no sensor and no estimate): time to solution
+    of each trial against its number, so the plot shows what was ranked and says energy is unavailable."""
+    t_unit, t_div = time_unit([r["time_s"] for r in timed])
+    markers = [
+        Marker(r["trial"], r["time_s"] / t_div, _marker_class(view, r["trial"]),
+               f"trial {r['trial']} ({r['status']}{'' if view.point(r['trial']) else ', infeasible'}): "
+               f"{knobs_sentence(r['params'])}; {time_text(r['time_s'])}, {energy_text(None)}",
+               _marker_name(view, r["trial"]))
+        for r in timed
+    ]
+    time_source = " and ".join(document["source"]) if isinstance(document["source"], list) else document["source"]
+    time_label = f"time to solution ({t_unit}{'' if time_source == 'measured' else ', ' + time_source})"
+    svg = scatter_svg(markers, [], "trial", time_label,
+                      f"Time to solution of every evaluated trial ({time_source} time; energy {UNAVAILABLE})")
+    legend = (
+        f'<p class="legend"><span class="key front"></span> {esc(front_title(view.time_only))} <span class="key feasible"></span> '
+        'other feasible <span class="key baseline"></span> baseline <span class="key infeasible"></span> '
+        f"infeasible or failed with a time. Energy is {UNAVAILABLE} for every trial (no sensor saw it and nothing "
+        "estimated it), so time is plotted against the trial number. Hover a point for its configuration.</p>"
+    )
+    return f'<section id="scatter"><h2>Time to solution</h2>\n{svg}\n{legend}</section>'
+
+
 def scatter_section(view: StudyView, document: dict, run_dir: Path) -> str:
     figured = [r for r in view.trials if r.get("time_s") is not None and r.get("energy_kj") is not None]
+    timed = [r for r in view.trials if r.get("time_s") is not None and r.get("energy_kj") is None]
+    if not figured and timed:
+        return time_plot_section(view, document, timed)
     if not figured:
         return '<section id="scatter"><h2>Time vs energy</h2><p>No trial has figures to plot.</p></section>'
     t_unit, t_div = time_unit([r["time_s"] for r in figured])
     e_unit, e_div = energy_unit([r["energy_kj"] for r in figured])
-    feasible = {p.trial for p in view.points}
-    front = {p.trial for p in view.front}
-    labels = {t: [short_pick_label(n, view.pick_parameters) for n in names] for t, names in picks_by_trial(view).items()}
     markers = []
     for r in figured:
         trial = r["trial"]
-        name = labels.get(trial, []) + (["baseline"] if trial == view.baseline_trial else [])
-        css = "front" if trial in front else "baseline" if trial == view.baseline_trial else "feasible" if trial in feasible else "infeasible"
         # Each point's figures in their own unit: the axes' unit suits the largest, and would show a
         # CPU probe's 4 J beside a GPU study's kWh as a string of zeros.
         tooltip = (
-            f"trial {trial} ({r['status']}{'' if trial in feasible else ', infeasible'}): {knobs_sentence(r['params'])}; "
+            f"trial {trial} ({r['status']}{'' if view.point(trial) else ', infeasible'}): {knobs_sentence(r['params'])}; "
             f"{time_text(r['time_s'])}, {energy_text(r['energy_kj'])}"
         )
-        markers.append(Marker(r["time_s"] / t_div, r["energy_kj"] / e_div, css, tooltip, ", ".join(name)))
-    line = [(p.time_s / t_div, p.energy_kj / e_div) for p in view.front]
-    time_source, energy_source = (" and ".join(v) if isinstance(v, list) else v for v in (document["source"], document["energy_source"]))
+        markers.append(Marker(r["time_s"] / t_div, r["energy_kj"] / e_div, _marker_class(view, trial), tooltip,
+                              _marker_name(view, trial)))
+    line = [(p.time_s / t_div, p.energy_kj / e_div) for p in view.front if p.energy_kj is not None]
+    # Every label of the plotted energies: a trial without one (unavailable) is not on this plot (said below).
+    energy_sources = document["energy_source"] if isinstance(document["energy_source"], list) else [document["energy_source"]]
+    time_source = " and ".join(document["source"]) if isinstance(document["source"], list) else document["source"]
+    energy_source = " and ".join(s for s in energy_sources if s != UNAVAILABLE) or UNAVAILABLE
     title = f"Time vs energy to solution of every evaluated trial ({time_source} time, {energy_source} energy)"
     # The axes say it too: a screenshot of the plot loses the SVG's title, and must not pass estimates off as measured.
     time_label, energy_label = (f"{what} to solution ({unit}{'' if source == 'measured' else ', ' + source})"
@@ -90,7 +129,10 @@ def scatter_section(view: StudyView, document: dict, run_dir: Path) -> str:
     legend = (
         f'<p class="legend"><span class="key front"></span> {esc(front_title(view.time_only))} (line) <span class="key feasible"></span> '
         'other feasible <span class="key baseline"></span> baseline <span class="key infeasible"></span> '
-        "infeasible or failed with figures. Hover a point for its configuration.</p>"
+        "infeasible or failed with figures. Hover a point for its configuration."
+        + (f" {len(timed)} trial(s) with a time but energy {UNAVAILABLE} (no sensor saw it and nothing estimated it) are "
+           "not on this plot; the tables below list them." if timed else "")
+        + "</p>"
     )
     return f'<section id="scatter"><h2>Time vs energy</h2>\n{svg}\n{legend}</section>'
 
@@ -105,20 +147,22 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
     error = document.get("simulator_error")
     picked = [view.point(row["trial"]) for row in document["picks"]]
     sources = [p.energy_source for p in picked]
+    base = view.point(view.baseline_trial) if view.baseline_trial is not None else None
     for row in document["picks"]:
         p = view.point(row["trial"])
         tie = f' <span class="note">({esc(tie_sentence(row["tied_with"]))})</span>' if row.get("tied_with") else ""
+        noise, stated = row.get("noise_pct"), row.get("simulator_error_pct")
         rows.append([
             f'<a href="#trial-{p.trial}">{esc(pick_label(row["name"], view.pick_parameters))}</a>{tie}',
             esc(p.trial),
             esc(knobs_sentence(p.params)),
             esc(figure(p.time_s, t_div) + figure_bar(error, picked, p, "time_s")),
-            esc(figure(p.energy_kj, e_div) + figure_bar(error, picked, p, "energy_kj") + estimate_mark(sources, p.energy_source)),
+            esc(energy_figure(p.energy_kj, e_div) + figure_bar(error, picked, p, "energy_kj") + estimate_mark(sources, p.energy_source)),
             esc(figure(p.tflops)),
-            esc(figure(p.tflop_per_kj)),
-            esc(change_text(row, "energy_saved_pct", row.get("noise_pct"), row.get("simulator_error_pct"))
+            esc(energy_figure(p.tflop_per_kj) if p.energy_kj is None else figure(p.tflop_per_kj)),
+            esc(change_text(row, "energy_saved_pct", noise, stated, missing_change("energy_saved_pct", p, base))
                 + ("" if row["energy_saved_pct"] is None else estimated_saving_mark(view, p))),
-            *(esc(change_text(row, key, row.get("noise_pct"), row.get("simulator_error_pct"))) for key in ("time_change_pct", "tflop_per_kj_change_pct")),
+            *(esc(change_text(row, key, noise, stated, missing_change(key, p, base))) for key in ("time_change_pct", "tflop_per_kj_change_pct")),
         ])
     headers = ["pick", "trial", "configuration", f"time {t_unit}{header_bar(error, picked, 'time_s')}",
                f"energy {e_unit}{header_bar(error, picked, 'energy_kj')}{estimate_header(sources)}", f"TFLOP/s {words.per()}", "TFLOP /kJ",
@@ -140,6 +184,8 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
 
 def _components_html(point: Point, words: DeviceWords) -> str:
     components = point.extra.get("energy_components_kj") or {}
+    if point.energy_kj is None:
+        return f"<p>Energy {UNAVAILABLE} for this trial (no sensor saw it and nothing estimated it): no breakdown by component.</p>"
     if not components:
         return "<p>No energy breakdown by component for this trial.</p>"
     names = [c for c in COMPONENT_ORDER if c in components] + sorted(set(components) - set(COMPONENT_ORDER))
@@ -185,10 +231,12 @@ def pick_details_section(view: StudyView, document: dict, run_dir: Path) -> str:
 
 def _trial_row(row: dict, feasible: set[int], t_div: float, e_div: float, sources: list[str]) -> list[str]:
     status = row["status"] if row["status"] != "ok" or row["trial"] in feasible else "ok (infeasible)"
-    energy = figure(row.get("energy_kj"), e_div) + estimate_mark(sources, row.get("energy_source") or "")
+    energy = energy_figure(row.get("energy_kj"), e_div) + estimate_mark(sources, row.get("energy_source") or "")
+    # A trial that ran shows its time, and its energy as "unavailable" where it has none (never a blank, read as 0);
+    # one with no figures at all (OOM, a crash) leaves them blank beside its reason.
     figures_or_reason = (
         [esc(figure(row["time_s"], t_div)), esc(energy), esc(figure(row.get("tflops")))]
-        if row.get("time_s") is not None and row.get("energy_kj") is not None
+        if row.get("time_s") is not None
         else ["", "", ""]
     )
     return [
@@ -204,7 +252,8 @@ def trials_section(view: StudyView, document: dict, run_dir: Path) -> str:
     feasible = {p.trial for p in view.points}
     t_unit, t_div = time_unit([r["time_s"] for r in view.trials])
     e_unit, e_div = energy_unit([r["energy_kj"] for r in view.trials])
-    sources = [r.get("energy_source") or "" for r in view.trials if r.get("energy_kj") is not None]
+    # Every row that shows an energy cell: an "unavailable" one keeps the header from calling the column estimated.
+    sources = [r.get("energy_source") or "" for r in view.trials if r.get("time_s") is not None]
     headers = ["trial", "status", *(title for _, title in KNOB_COLUMNS), f"time {t_unit}", f"energy {e_unit}{estimate_header(sources)}",
                f"TFLOP/s {view_device_words(view).per()}", "reason"]
     evaluated = [r for r in view.trials if r["status"] != "invalid"]

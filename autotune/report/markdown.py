@@ -5,12 +5,12 @@ from __future__ import annotations
 from autotune.report.device_words import view_device_words
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar, tie_sentence
 from autotune.report.noise import noise_line
-from autotune.report.units import energy_unit, estimate_header, estimate_mark, figure, time_unit
+from autotune.report.units import energy_figure, energy_unit, estimate_header, estimate_mark, figure, time_unit
 from autotune.report.pareto_json import nodes_text
 from autotune.report.pareto_json import hardware_text, provenance_sentence, workload_sentence
 from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
 from autotune.report.payback import cost_sentence, estimated_saving_mark, payback_by_trial, payback_sentence
-from autotune.report.picks import front_title, pick_label, picks_by_trial
+from autotune.report.picks import front_title, missing_change, pick_label, picks_by_trial
 from autotune.report.power_limit import sweep_sentence
 from autotune.report.study_points import StudyView
 from autotune.report.within_noise import change_text
@@ -64,22 +64,24 @@ def markdown_report(view: StudyView, document: dict) -> str:
                 p.trial,
                 *(knob_value(p.params, knob) for knob, _ in KNOB_COLUMNS),
                 figure(p.time_s, t_div) + figure_bar(error, view.front, p, "time_s"),
-                figure(p.energy_kj, e_div) + figure_bar(error, view.front, p, "energy_kj") + estimate_mark(sources, p.energy_source),
+                energy_figure(p.energy_kj, e_div) + figure_bar(error, view.front, p, "energy_kj") + estimate_mark(sources, p.energy_source),
                 figure(p.tflops),
-                figure(p.tflop_per_kj),
+                energy_figure(p.tflop_per_kj) if p.energy_kj is None else figure(p.tflop_per_kj),
                 ", ".join(labels.get(p.trial, [])),
             ]))
         lines.append("")
     if document["picks"]:
         lines += [f"**Picks** (vs baseline trial {document['baseline']})", ""]
+        base = view.point(view.baseline_trial) if view.baseline_trial is not None else None
         for row in document["picks"]:
             p = view.point(row["trial"])
             estimated = estimated_saving_mark(view, p)  # said here, where no energy figure stands beside it
+            noise, stated = row.get("noise_pct"), row.get("simulator_error_pct")
             lines.append(
                 f"- **{pick_label(row['name'], view.pick_parameters)}**: trial {p.trial}, {knobs_sentence(p.params)}: "
-                f"energy saved {change_text(row, 'energy_saved_pct', row.get('noise_pct'), row.get('simulator_error_pct'))}{estimated}, "
-                f"time {change_text(row, 'time_change_pct', row.get('noise_pct'), row.get('simulator_error_pct'))}, "
-                f"TFLOP/kJ {change_text(row, 'tflop_per_kj_change_pct', row.get('noise_pct'), row.get('simulator_error_pct'))}"
+                f"energy saved {change_text(row, 'energy_saved_pct', noise, stated, missing_change('energy_saved_pct', p, base))}"
+                f"{estimated}, time {change_text(row, 'time_change_pct', noise, stated)}, "
+                f"TFLOP/kJ {change_text(row, 'tflop_per_kj_change_pct', noise, stated, missing_change('tflop_per_kj_change_pct', p, base))}"
                 + (f" ({tie_sentence(row['tied_with'])})" if row.get("tied_with") else "")
             )
         lines.append("")

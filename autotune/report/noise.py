@@ -58,6 +58,8 @@ def point_cv(point: Point, metric: str) -> tuple[float | None, str | None]:
     """(CV, basis) of a point's "time" or "energy": basis "repeats", "step_times", "simulated" (CV 0),
     or (None, None) where its noise is unknown."""
     source = point.source if metric == "time" else point.energy_source
+    if metric == "energy" and point.energy_kj is None:
+        return None, None  # no energy (unavailable): no noise of it either, not its step times'
     if source == "simulated":
         return 0.0, "simulated"
     details = point.extra.get("details") or {}

@@ -235,6 +235,11 @@ def payback_row(name: str, trial: int, view: StudyView, tuning_energy_kj: float 
     if base is None:
         row["text"] = f"n/a: {baseline_missing(view)}, so there is no saving to measure against"
         return row
+    if point.energy_kj is None or base.energy_kj is None:  # a time-only study's, where no sensor saw it
+        which = "this pick's" if point.energy_kj is None else f"the baseline's (trial {base.trial})"
+        row["text"] = (f"n/a: {which} energy is unavailable (no sensor saw it and nothing estimated it), so there is no "
+                       "saving to measure")
+        return row
     saved_kj = base.energy_kj - point.energy_kj
     row["saved_source"] = _saved_source(point, base)
     row["saved_kj_per_training_hour"] = saved_kj / point.time_s * SECONDS_PER_HOUR

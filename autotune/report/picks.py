@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from autotune.errors import UserError
 from autotune.hardware import HardwareProfile
 from autotune.report.front import Point
+from autotune.report.units import UNAVAILABLE
 
 DEFAULT_MAX_SLOWDOWN = 1.05
 DEFAULT_ETA = 0.5
@@ -107,6 +108,17 @@ def savings(point: Point, base: Point | None) -> dict:
     }
 
 
+# The changes a missing energy leaves unstated (TFLOP/kJ on the fixed work is energy's inverse).
+ENERGY_CHANGES = ("energy_saved_pct", "tflop_per_kj_change_pct")
+
+
+def missing_change(key: str, point: Point, base: Point | None) -> str:
+    """What a change of `key` that cannot be stated reads: UNAVAILABLE for an energy change where the point's or
+    the baseline's energy is unavailable (a time-only study without a sensor), else n/a (no feasible baseline)."""
+    energy_missing = base is not None and (point.energy_kj is None or base.energy_kj is None)
+    return UNAVAILABLE if key in ENERGY_CHANGES and energy_missing else "n/a"
+
+
 def pick_rows(picks: dict[str, int], points: list[Point], baseline_trial: int | None) -> list[dict]:
     """One row per pick: {name, trial, energy_saved_pct, time_change_pct, tflop_per_kj_change_pct}."""
     by_trial = {p.trial: p for p in points}
@@ -120,6 +132,13 @@ def commonest_failure(trials: list[dict]) -> tuple[str, int] | None:
     return reasons.most_common(1)[0] if reasons else None
 
 
+def time_only_energy_words(energy_source: str) -> str:
+    """What a time-only front says of its energy column: shown but not ranked, or that there is none."""
+    if energy_source == "unavailable":
+        return "energy unavailable: no sensor saw it and nothing estimated it"
+    return f"{energy_source} energy shown, not ranked"
+
+
 def front_title(time_only: bool) -> str:
     """What the front table is called: a time-only study's is the fastest configuration(s), no trade-off."""
     return "Fastest (ranked by time only: --objectives time)" if time_only else "Pareto front"
@@ -130,12 +149,20 @@ def time_only_note(points: list[Point], front: list[Point]) -> str:
     pick = min(front, key=lambda p: (p.time_s, p.trial))
     ties = (f"; {len(front)} configurations (trials {', '.join(str(p.trial) for p in front)}) tie at that time, and the "
             "pick is the lowest trial" if len(front) > 1 else "")
+    lead = (f"This study ranks by time only (--objectives time): the one pick is the fastest of {len(points)} feasible "
+            f"configuration(s), trial {pick.trial}{ties}. ")
+    energy_picks = "no energy pick (min-energy, knee, max-slowdown, cost-weighted)"
+    missing = sum(p.energy_kj is None for p in points)
+    if missing == len(points):
+        # Nothing to choose the other picks by: said as a fact of the machine, with the two ways to get energy.
+        return (lead + f"Energy is unavailable (no sensor saw it and nothing estimated it), so {energy_picks} can be made "
+                "or exported; to have them, probe where a sensor is (`autotune sensors`), or pass "
+                "--allow-estimated-energy to rank by estimated energy, in a study with --objectives time,energy in another --out.")
     estimated = " (estimated from the hardware profile where no sensor saw it)" if any(
         p.energy_source == "estimated" for p in points) else ""
-    return (f"This study ranks by time only (--objectives time): the one pick is the fastest of {len(points)} feasible "
-            f"configuration(s), trial {pick.trial}{ties}. Energy{estimated} is shown beside each figure but ranks "
-            "nothing, so no energy pick (min-energy, knee, max-slowdown, cost-weighted) is made or exported; for "
-            "those, run a study with --objectives time,energy in another --out.")
+    unavailable = f" (unavailable for {missing} of them: no sensor saw it and nothing estimated it)" if missing else ""
+    return (lead + f"Energy{estimated} is shown beside each figure{unavailable} but ranks nothing, so {energy_picks} "
+            "is made or exported; for those, run a study with --objectives time,energy in another --out.")
 
 
 def front_note(points: list[Point], front: list[Point], trials_by_status: dict[str, int],

@@ -13,9 +13,9 @@ from html import escape
 from autotune.candidate import UNTOUCHED_DEVICE_SETTINGS
 from autotune.report.front import Point
 from autotune.report.html_parts import esc, table
-from autotune.report.picks import savings
+from autotune.report.picks import missing_change, savings
 from autotune.report.svg import Frame, axes, chart_start, nice_ticks
-from autotune.report.units import energy_text, energy_unit, figure, time_text, time_unit
+from autotune.report.units import energy_figure, energy_text, energy_unit, figure, time_text, time_unit
 from autotune.report.within_noise import change_text, labelled_change_text, savings_noise
 
 
@@ -60,8 +60,9 @@ def sweep_sentence(view) -> str | None:
         part = f"{_limit(p):g}: trial {p.trial}"
         if base is not None and p is not base:
             change, noise = savings(p, base), savings_noise(p, base)
-            part += (f" ({labelled_change_text(change, 'energy_saved_pct', noise, 'energy saved')}, "
-                     f"{labelled_change_text(change, 'time_change_pct', noise, 'time')})")
+            missing = missing_change("energy_saved_pct", p, base)
+            saved = labelled_change_text(change, "energy_saved_pct", noise, "energy saved", missing=missing)
+            part += f" ({saved}, {labelled_change_text(change, 'time_change_pct', noise, 'time')})"
         parts.append(part)
     return f"power limit of the fastest configuration ({_sources(sweep)}): " + "; ".join(parts)
 
@@ -96,15 +97,19 @@ def power_limit_section(view, document: dict, run_dir) -> str:
     tips = [f"trial {p.trial}: power limit {limit:g}, {time_text(p.time_s)}, {energy_text(p.energy_kj)}"
             for p, limit in zip(sweep, limits)]
     x_label = "power limit (fraction of the default)"
-    charts = (_panel(limits, [p.energy_kj / e_div for p in sweep], tips, f"energy to solution ({e_unit})", x_label)
-              + _panel(limits, [p.time_s / t_div for p in sweep], tips, f"time to solution ({t_unit})", x_label))
+    # Energy is drawn at the limits that have it (a time-only study's may be unavailable; the table says so).
+    have = [i for i, p in enumerate(sweep) if p.energy_kj is not None]
+    charts = _panel([limits[i] for i in have], [sweep[i].energy_kj / e_div for i in have], [tips[i] for i in have],
+                    f"energy to solution ({e_unit})", x_label) if have else ""
+    charts += _panel(limits, [p.time_s / t_div for p in sweep], tips, f"time to solution ({t_unit})", x_label)
     base = next((p for p in sweep if _limit(p) == UNTOUCHED_DEVICE_SETTINGS["power_limit"]), None)
     rows = []
     for p, limit in zip(sweep, limits):
         change = savings(p, base) if base is not None else {"energy_saved_pct": None, "time_change_pct": None}
         noise = savings_noise(p, base)
-        rows.append([esc(f"{limit:g}"), esc(p.trial), esc(figure(p.time_s, t_div)), esc(figure(p.energy_kj, e_div)),
-                     esc(change_text(change, "energy_saved_pct", noise)), esc(change_text(change, "time_change_pct", noise)),
+        rows.append([esc(f"{limit:g}"), esc(p.trial), esc(figure(p.time_s, t_div)), esc(energy_figure(p.energy_kj, e_div)),
+                     esc(change_text(change, "energy_saved_pct", noise, missing=missing_change("energy_saved_pct", p, base))),
+                     esc(change_text(change, "time_change_pct", noise)),
                      esc(p.source if p.energy_source == p.source else f"{p.source} time, {p.energy_source} energy")])
     fixed = {k: v for k, v in sweep[0].params.items() if k not in UNTOUCHED_DEVICE_SETTINGS}
     what = ", ".join(f"{k} {v}" for k, v in fixed.items()) + device_knobs_text({"sm_clock_mhz": sweep[0].params.get("sm_clock_mhz")})

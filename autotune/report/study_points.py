@@ -57,6 +57,7 @@ def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, 
     # Which trial probed each of them again (the nearest retry), for its reason: "interrupted" alone left the
     # reader to find the candidate's later trial.
     retried_as = {lineage[0]: t.number for t in trials for lineage in [retry_lineage(trials, t.number)] if lineage}
+    time_only = len(study.directions) == 1  # the study's objectives, as `autotune run --objectives` set them
     for t in trials:
         if ("duplicate_of" in t.user_attrs or OVER_BUDGET_ATTR in t.user_attrs or t.state == TrialState.RUNNING
                 or "candidate" not in t.user_attrs or killed_after_probe(t)):  # the last: its retry holds its result
@@ -76,24 +77,27 @@ def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, 
         row.update({"gpus": candidate.gpus, "details": result.get("details") or {}})
         rows.append(row)
         feasible = t.state == TrialState.COMPLETE and all(v <= 0 for v in t.constraints.values())
-        if feasible and result.get("time_s") is not None and result.get("energy_kj") is not None:
+        # A time-only study ranks by time alone, so a trial without an energy figure (no sensor, no estimate:
+        # the documented way to tune where none is) is a point of it, its energy unavailable (None); ranking
+        # by time and energy needs both.
+        if feasible and result.get("time_s") is not None and (time_only or result.get("energy_kj") is not None):
             total_tflop = flops_per_sample(settings.model, settings.workload).model_train * settings.workload.samples / 1e12
             points.append(
                 Point(
                     trial=t.number,
                     params=params,
                     time_s=result["time_s"],
-                    energy_kj=result["energy_kj"],
+                    energy_kj=result.get("energy_kj"),
                     tflops=result.get("tflops"),
-                    tflop_per_kj=total_tflop / result["energy_kj"] if result["energy_kj"] else None,
+                    tflop_per_kj=total_tflop / result["energy_kj"] if result.get("energy_kj") else None,
                     peak_mem_gib=result.get("peak_mem_gib"),
                     source=result.get("source", ""),
-                    energy_source=result.get("energy_source", ""),
+                    # A missing figure is labelled so whatever the result says: "unavailable", never read as 0 kJ.
+                    energy_source=result.get("energy_source", "") if result.get("energy_kj") is not None else "unavailable",
                     gpus=candidate.gpus,
                     extra={"energy_components_kj": result.get("energy_components_kj", {}), "details": row["details"]},
                 )
             )
-    time_only = len(study.directions) == 1  # the study's objectives, as `autotune run --objectives` set them
     front = pareto_front(points, time_only)
     parameters = PickParameters(max_slowdown, eta, max_power_per_gpu_w(settings.hardware))
     picks = recommendations(front, parameters.max_slowdown, parameters.eta, parameters.max_power_per_gpu_w, time_only)

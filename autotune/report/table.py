@@ -15,9 +15,11 @@ from autotune.report.noise import noise_line
 from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
 from autotune.report.pareto_json import hardware_text, nodes_text, not_measured_text, workload_sentence
 from autotune.report.payback import cost_sentence, estimated_saving_mark, payback_by_trial, payback_sentence
-from autotune.report.picks import pick_label, picks_by_trial
+from autotune.report.picks import missing_change, pick_label, picks_by_trial, time_only_energy_words
 from autotune.report.power_limit import device_knobs_text, sweep_sentence
-from autotune.report.units import energy_text, energy_unit, estimate_header, estimate_mark, figure, time_text, time_unit
+from autotune.report.units import (
+    energy_figure, energy_text, energy_unit, estimate_header, estimate_mark, figure, time_text, time_unit,
+)
 from autotune.report.study_points import StudyView
 from autotune.report.within_noise import labelled_change_text
 
@@ -74,7 +76,7 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
         return
     labels = {t: [pick_label(n, view.pick_parameters) for n in names] for t, names in picks_by_trial(view).items()}
     words = view_device_words(view)
-    table = Table(title=f"Fastest (ranked by time only; {energy_source} energy shown, not ranked)" if view.time_only
+    table = Table(title=f"Fastest (ranked by time only; {time_only_energy_words(energy_source)})" if view.time_only
                   else f"Pareto front (time vs energy to solution, {energy_source} energy)")
     table.add_column("trial", justify="right")
     for _, title in KNOB_COLUMNS:
@@ -93,13 +95,14 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
             str(p.trial),
             *(str(knob_value(p.params, knob)) for knob, _ in KNOB_COLUMNS),
             figure(p.time_s, t_div) + figure_bar(error, view.front, p, "time_s"),
-            figure(p.energy_kj, e_div) + figure_bar(error, view.front, p, "energy_kj") + estimate_mark(sources, p.energy_source),
+            energy_figure(p.energy_kj, e_div) + figure_bar(error, view.front, p, "energy_kj") + estimate_mark(sources, p.energy_source),
             figure(p.tflops),
-            figure(p.tflop_per_kj),
+            energy_figure(p.tflop_per_kj) if p.energy_kj is None else figure(p.tflop_per_kj),
             figure(p.peak_mem_gib),
             ", ".join(labels.get(p.trial, [])),
         )
     console.print(table)
+    base = view.point(view.baseline_trial) if view.baseline_trial is not None else None
     for row in document["picks"]:
         p = view.point(row["trial"])
         line = f"[bold]{escape(pick_label(row['name'], view.pick_parameters))}[/]: trial {p.trial}, {knobs_sentence(p.params)}"
@@ -108,14 +111,13 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
                  f"{energy_text(p.energy_kj)}{point_bar(error, p, 'energy_kj')}{estimated}")
         if row.get("tied_with"):
             line += f" [yellow]({tie_sentence(row['tied_with'])})[/]"
-        if row["energy_saved_pct"] is not None and p.trial != view.baseline_trial:
+        # Against a feasible baseline, which has a time; an energy change it cannot state reads "unavailable".
+        if row["time_change_pct"] is not None and p.trial != view.baseline_trial:
             noise, stated = row.get("noise_pct"), row.get("simulator_error_pct")
-            saved = "energy saved" + estimated_saving_mark(view, p)
-            line += (
-                f"  ({labelled_change_text(row, 'energy_saved_pct', noise, saved, stated)}, "
-                f"{labelled_change_text(row, 'time_change_pct', noise, 'time', stated)}, "
-                f"{labelled_change_text(row, 'tflop_per_kj_change_pct', noise, 'TFLOP/kJ', stated)} vs baseline trial {view.baseline_trial})"
-            )
+            saved = "energy saved" + ("" if row["energy_saved_pct"] is None else estimated_saving_mark(view, p))
+            changes = (("energy_saved_pct", saved), ("time_change_pct", "time"), ("tflop_per_kj_change_pct", "TFLOP/kJ"))
+            texts = [labelled_change_text(row, key, noise, label, stated, missing_change(key, p, base)) for key, label in changes]
+            line += f"  ({', '.join(texts)} vs baseline trial {view.baseline_trial})"
         console.print(line)
     parameters = view.pick_parameters
     if "cost_weighted" in view.picks:

@@ -32,9 +32,19 @@ def figure(value: float | None, divisor: float = 1.0) -> str:
     return f"{scaled:,.0f}" if abs(scaled) >= 1000 else f"{scaled:.3g}"
 
 
-def pct_text(value: float | None) -> str:
-    """A signed change in percent (`+7.9%`); n/a where there is none."""
-    return "n/a" if value is None else f"{value:+.1f}%"
+# What a report shows for an energy no sensor saw and nothing estimated (a time-only study's): never 0, never a blank.
+UNAVAILABLE = "unavailable"
+
+
+def energy_figure(value_kj: float | None, divisor: float = 1.0) -> str:
+    """An energy, or a figure made from one (TFLOP/kJ), in a column: `figure`, or "unavailable" where there is none."""
+    return UNAVAILABLE if value_kj is None else figure(value_kj, divisor)
+
+
+def pct_text(value: float | None, missing: str = "n/a") -> str:
+    """A signed change in percent (`+7.9%`); `missing` where there is none (n/a: no baseline to compare with;
+    UNAVAILABLE: an energy change where an energy is unavailable)."""
+    return missing if value is None else f"{value:+.1f}%"
 
 
 def share_text(fraction: float) -> str:
@@ -58,7 +68,9 @@ def energy_text(value_kj: float | None) -> str:
 def energy_text_in(value_kj: float | None, unit: tuple[str, float]) -> str:
     """One energy in a given unit (`energy_unit`), for figures read side by side (a run's progress lines):
     a list that switches from kJ to kWh reads 2,024 kJ as more than 1.08 kWh. Three significant figures,
-    so a figure far below the unit still reads non-zero (`0.000412 kWh`)."""
+    so a figure far below the unit still reads non-zero (`0.000412 kWh`); no figure reads `energy unavailable`."""
+    if value_kj is None:
+        return f"energy {UNAVAILABLE}"
     name, divisor = unit
     return f"{figure(value_kj, divisor)} {name}"
 

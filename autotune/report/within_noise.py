@@ -87,14 +87,19 @@ def _marks(changes: dict, key: str, noise: dict | None, error: dict | None) -> s
     return noise_mark(changes[key], (noise or {}).get(key)) + error_mark(changes[key], (error or {}).get(key))
 
 
-def change_text(changes: dict, key: str, noise: dict | None, error: dict | None = None) -> str:
+def change_text(changes: dict, key: str, noise: dict | None, error: dict | None = None, missing: str = "n/a") -> str:
     """`+3.0% (within noise: ±9%)`, or `-28.6%` for a change beyond its noise; `error` (a row's
-    `simulator_error_pct`) marks a simulated change within the simulator's error."""
-    return pct_text(changes[key]) + _marks(changes, key, noise, error)
+    `simulator_error_pct`) marks a simulated change within the simulator's error. `missing`: what a
+    change that cannot be stated reads (units.pct_text)."""
+    return pct_text(changes[key], missing) + _marks(changes, key, noise, error)
 
 
-def labelled_change_text(changes: dict, key: str, noise: dict | None, label: str, error: dict | None = None) -> str:
-    """`+3.0% energy saved (within noise: ±9%)`: the mark after the words it qualifies."""
+def labelled_change_text(changes: dict, key: str, noise: dict | None, label: str, error: dict | None = None,
+                         missing: str = "n/a") -> str:
+    """`+3.0% energy saved (within noise: ±9%)`: the mark after the words it qualifies; `energy saved
+    unavailable` where there is no change to state."""
+    if changes[key] is None:
+        return f"{label} {missing}"
     return f"{pct_text(changes[key])} {label}" + _marks(changes, key, noise, error)
 
 

@@ -1,0 +1,162 @@
+"""A time-only study (--objectives time) on a machine with no energy sensor and no estimate: its trials carry a
+time and no energy, and they are its feasible points, ranked by time. Energy reads "unavailable" wherever it
+would stand (never 0, never a blank), the fastest is the one pick, and every pick chosen by energy says it
+cannot be made. A study of time and energy still has no point without an energy, and says why."""
+
+from __future__ import annotations
+
+import json
+import re
+from html import escape
+
+import optuna
+import pytest
+
+from tests.cli import autotune_main
+
+
+def knobs(zero_stage, checkpointing, micro_batch, power_limit=1.0):
+    return {"zero_stage": zero_stage, "optimizer_offload": "none", "activation_checkpointing": checkpointing,
+            "sp_degree": 1, "micro_batch": micro_batch, "nodes": 1, "power_limit": power_limit, "sm_clock_mhz": "max"}
+
+
+# Four recorded probes of the tiny model: trial 0 is the baseline (8 s), the fastest (6 s) was also probed at a
+# 0.9 power limit, so the report draws its power-limit sweep. No record has an energy figure.
+BASELINE, FASTEST, FASTEST_AT_09, SLOWEST = (knobs(2, "none", 1), knobs(1, "recompute", 2),
+                                             knobs(1, "recompute", 2, 0.9), knobs(3, "none", 1))
+TIMES_S = ((BASELINE, 8.0), (FASTEST, 6.0), (FASTEST_AT_09, 6.5), (SLOWEST, 9.0))
+
+
+def write_measurements(path, energies_kj=None):
+    """A replay file of TIMES_S; `energies_kj` {index: kJ} gives those records an estimated energy."""
+    with path.open("w") as out:
+        for index, (params, time_s) in enumerate(TIMES_S):
+            record = {"params": params, "status": "ok", "time_s": time_s, "tflops": 1.0}
+            if index in (energies_kj or {}):
+                record.update(energy_kj=energies_kj[index], source="estimated")
+            out.write(json.dumps(record) + "\n")
+    return path
+
+
+def replayed(tmp_path, *flags, energies_kj=None):
+    measurements = write_measurements(tmp_path / "measurements.jsonl", energies_kj)
+    out = tmp_path / "run"
+    done = autotune_main("run", "--model", "tiny", "--nodes", "1", "--backend", "replay", "--measurements", measurements,
+                         "--trials", "4", "--out", out, *flags)
+    return out, done
+
+
+def said(text: str) -> str:
+    return " ".join(text.split())  # rich wraps lines at its width
+
+
+def zero_energy(text: str) -> list[str]:
+    """Energies that read as zero: `0 J`, `0 kJ`, `0.0 kWh`."""
+    return re.findall(r"(?<![\d.])0(?:\.0+)? (?:J|kJ|kWh|MWh)\b", text)
+
+
+@pytest.fixture(scope="module")
+def no_energy_run(tmp_path_factory):
+    out, done = replayed(tmp_path_factory.mktemp("no-energy"), "--objectives", "time")
+    assert done.returncode == 0, done.stderr
+    return out, done
+
+
+def test_trials_without_energy_are_the_points_of_a_time_only_study(no_energy_run):
+    out, done = no_energy_run
+    document = json.loads((out / "pareto.json").read_text())
+    assert document["trials_by_status"] == {"ok": 4}
+    assert len(document["feasible"]) == 4 and all(p["energy_kj"] is None and p["tflop_per_kj"] is None
+                                                  and p["energy_source"] == "unavailable" for p in document["feasible"])
+    assert (document["source"], document["energy_source"]) == ("measured", "unavailable")
+    assert [p["params"] for p in document["front"]] == [FASTEST]
+    fastest = document["front"][0]["trial"]
+    assert document["recommendations"] == {"fastest": fastest}
+    [pick] = document["picks"]
+    assert pick["time_change_pct"] == pytest.approx(-25.0)  # 6 s against the baseline's 8 s
+    assert pick["energy_saved_pct"] is None and pick["tflop_per_kj_change_pct"] is None
+    assert "Energy is unavailable" in document["note"] and "no energy pick" in document["note"]
+    [payback] = document["tuning_cost"]["payback"]
+    assert payback["saved_kj_per_training_hour"] is None and "energy is unavailable" in payback["text"]
+
+    printed = said(done.stdout)
+    assert "No feasible configuration" not in printed and "time is measured, energy is unavailable" in printed
+    assert "Fastest (ranked by time only; energy unavailable" in printed
+    assert "6 s, energy unavailable" in printed and "energy saved unavailable, -25.0% time, TFLOP/kJ unavailable" in printed
+    assert "0.9: trial" in printed and "(energy saved unavailable, +8.3% time)" in printed  # the power-limit sweep
+    # The search outlook predicts time alone: the model's unprobed candidates carry no energy either.
+    assert document["search"]["unfinished"]["exhausted"] and document["predicted"]
+    assert all(p["energy_kj"] is None for p in document["predicted"]) and "search: predicted, not probed" in printed
+    assert not zero_energy(printed), zero_energy(printed)
+
+
+def test_report_html_and_markdown_say_unavailable_where_energy_would_be(no_energy_run):
+    out, _ = no_energy_run
+    html = (out / "report.html").read_text()
+    assert "Time to solution of every evaluated trial (measured time; energy unavailable)" in html
+    assert "No trial has figures to plot" not in html and html.count('class="marker ') == 4
+    trials = html[html.index('<section id="trials">'):]
+    # Every trial's row: its time, then its energy as unavailable (a blank cell there read as 0).
+    assert trials.count("<td>unavailable</td>") == 4 and "<td></td><td></td>" not in trials
+    assert "Energy unavailable for this trial" in html
+    sweep = html[html.index('<section id="power-limit">'):html.index("</section>", html.index('<section id="power-limit">'))]
+    assert "energy to solution" not in sweep and "time to solution" in sweep and "<td>unavailable</td>" in sweep
+    assert not zero_energy(re.sub(r"<[^>]+>", " ", html))
+
+    markdown = autotune_main("report", out, "--format", "md")
+    assert markdown.returncode == 0, markdown.stderr
+    front_row = next(line for line in markdown.stdout.splitlines() if line.endswith("| fastest |"))
+    assert "| unavailable |" in front_row
+    assert "energy saved unavailable, time -25.0%, TFLOP/kJ unavailable" in markdown.stdout
+
+
+def test_export_writes_the_fastest_and_refuses_energy_picks_for_want_of_energy(no_energy_run, tmp_path):
+    out, _ = no_energy_run
+    config = json.loads((out / "configs" / "fastest.json").read_text())
+    assert config["autotune"]["energy_to_solution_kj"] is None and config["autotune"]["energy_source"] == "unavailable"
+    assert config["autotune"]["candidate"] == FASTEST
+    exported = autotune_main("export", out, "-o", tmp_path / "default.json")
+    assert exported.returncode == 0, exported.stderr
+    assert json.loads((tmp_path / "default.json").read_text()) == config
+    for pick in ("knee", "min-energy", "max-slowdown", "cost-weighted"):
+        refused = autotune_main("export", out, "--pick", pick, "-o", tmp_path / f"{pick}.json")
+        assert refused.returncode == 2 and "has no energy figure (unavailable" in refused.stderr, refused.stderr
+        assert "--pick fastest" in refused.stderr and not (tmp_path / f"{pick}.json").exists()
+
+
+def test_some_trials_with_estimated_energy_and_some_without(tmp_path):
+    """The fastest has an estimated energy, the baseline none: the pick's saving cannot be stated, and the plot
+    of time against energy leaves out (and counts) the trials it cannot place."""
+    out, done = replayed(tmp_path, "--objectives", "time", energies_kj={1: 0.004, 3: 0.005})
+    assert done.returncode == 0, done.stderr
+    document = json.loads((out / "pareto.json").read_text())
+    assert document["energy_source"] == ["estimated", "unavailable"]
+    assert [p["params"] for p in document["front"]] == [FASTEST] and document["front"][0]["energy_kj"] == 0.004
+    assert document["picks"][0]["energy_saved_pct"] is None
+    assert "unavailable for 2 of them" in document["note"]
+    printed = said(done.stdout)
+    assert "6 s, 4 J (estimated)" in printed and "(energy saved unavailable, -25.0% time" in printed
+    assert "the baseline's (trial 0) energy is unavailable" in printed
+    html = (out / "report.html").read_text()
+    assert "2 trial(s) with a time but energy unavailable" in html and html.count('class="marker ') == 2
+    trials = html[html.index('<section id="trials">'):]
+    # Mixed labels: each estimate says so in its cell, and the header does not call the unavailable ones estimated.
+    assert "energy J (estimated)" not in trials and "<td>4 (estimated)</td>" in trials
+
+
+def test_a_two_objective_study_still_has_no_point_without_energy_and_says_why(tmp_path):
+    out, done = replayed(tmp_path)
+    assert done.returncode != 0, done.stderr  # every probe unranked: the run stops and says why
+    # The study layer's reason for each unranked trial (its wording is the study's): the report must pass it on.
+    study = optuna.load_study(study_name="autotune", storage=f"sqlite:///{out / 'study.db'}")
+    [reason] = {t.user_attrs.get("reason") for t in study.trials}
+    assert "energy" in reason and reason in said(done.stderr)
+    report = autotune_main("report", out, "--html")
+    assert report.returncode == 0, report.stderr
+    document = json.loads((out / "pareto.json").read_text())
+    assert document["feasible"] == [] and document["recommendations"] == {}
+    assert "No feasible configuration" in document["note"] and reason in document["note"]
+    # Their rows show the time they ran and energy unavailable, with the reason beside them.
+    trials = (out / "report.html").read_text()
+    trials = trials[trials.index('<section id="trials">'):]
+    assert trials.count("<td>unavailable</td>") == document["trials"] and escape(reason) in trials
