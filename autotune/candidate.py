@@ -103,6 +103,27 @@ class Knobs:
 UNTOUCHED_DEVICE_SETTINGS = {"power_limit": Knobs.power_limit, "sm_clock_mhz": Knobs.sm_clock_mhz}
 
 
+def device_knobs_text(params: dict) -> str:
+    """", power limit 0.8 x default, SM clock cap 1500 MHz"; empty where both are untouched (or, in runs recorded
+    before these knobs existed, not named)."""
+    text = ""
+    if params.get("power_limit", Knobs.power_limit) != Knobs.power_limit:
+        text += f", power limit {params['power_limit']:g} x default"
+    if params.get("sm_clock_mhz", Knobs.sm_clock_mhz) != Knobs.sm_clock_mhz:
+        text += f", SM clock cap {params['sm_clock_mhz']} MHz"
+    return text
+
+
+def knobs_sentence(params: dict) -> str:
+    """A configuration in words, as every report, progress line and calibration names it: "ZeRO-3 optimizer
+    offload none, checkpointing recompute, SP 1, micro-batch 4, 4 node(s), power limit 0.8 x default"."""
+    return (
+        f"ZeRO-{params['zero_stage']} optimizer offload {params['optimizer_offload']}, "
+        f"checkpointing {params['activation_checkpointing']}, SP {params['sp_degree']}, "
+        f"micro-batch {params['micro_batch']}, {params['nodes']} node(s)"
+    ) + device_knobs_text(params)
+
+
 @dataclass(frozen=True)
 class Candidate:
     knobs: Knobs

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from autotune.calibrate.fit import Calibration, Fit, mape_by_metric, worst_by_metric
-from autotune.candidate import UNTOUCHED_DEVICE_SETTINGS, Candidate
+from autotune.candidate import Candidate, knobs_sentence
 from autotune.hardware import SIMULATOR_CONSTANTS
 
 # The [simulator_error] keys a profile carries, from the leave-one-out error of these metrics.
@@ -46,18 +46,9 @@ def reliability_warning(configurations: int, fitted: int, on_bound: int) -> str 
 
 
 def configuration_text(candidate: Candidate) -> str:
-    """"1.5b: ZeRO-2 optimizer offload none, checkpointing recompute, SP 1, micro-batch 2, 1 node(s), power
-    limit 0.7 x default": the words of the study report's knob sentence (autotune/report/table.py, a layer
-    above this one), so that a configuration named here reads as it does in the report that listed it."""
-    knobs = candidate.knobs
-    text = (f"{candidate.model.name}: ZeRO-{knobs.zero_stage} optimizer offload {knobs.optimizer_offload}, "
-            f"checkpointing {knobs.activation_checkpointing}, SP {knobs.sp_degree}, micro-batch {knobs.micro_batch}, "
-            f"{knobs.nodes} node(s)")
-    if knobs.power_limit != UNTOUCHED_DEVICE_SETTINGS["power_limit"]:
-        text += f", power limit {knobs.power_limit:g} x default"
-    if knobs.sm_clock_mhz != UNTOUCHED_DEVICE_SETTINGS["sm_clock_mhz"]:
-        text += f", SM clock cap {knobs.sm_clock_mhz} MHz"
-    return text
+    """"1.5b: ZeRO-2 optimizer offload none, ..., 1 node(s), power limit 0.7 x default": the model and the
+    knobs in the words the study report named the configuration with."""
+    return f"{candidate.model.name}: {knobs_sentence(candidate.knobs.to_dict())}"
 
 
 def worst_left_out(cal: Calibration, left_out_pct: np.ndarray) -> dict[str, dict]:

@@ -10,7 +10,7 @@ from typing import Callable
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from autotune.report.table import knobs_sentence
+from autotune.candidate import knobs_sentence
 from autotune.report.units import RunEnergyUnit, time_text
 from autotune.study.loop import StudyProgress
 

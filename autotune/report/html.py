@@ -30,7 +30,8 @@ from autotune.report.picks import PICK_FILES, front_title, missing_change, pick_
 from autotune.report.power_limit import power_limit_section
 from autotune.report.study_points import StudyView
 from autotune.report.svg import Marker, scatter_svg, stacked_bar_svg
-from autotune.report.table import KNOB_COLUMNS, knob_value, knobs_sentence
+from autotune.candidate import knobs_sentence
+from autotune.report.table import KNOB_COLUMNS, knob_value
 from autotune.report.within_noise import change_text
 
 # Components are drawn in this order; a measured result may name others, which follow.

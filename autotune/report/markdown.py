@@ -14,7 +14,8 @@ from autotune.report.picks import front_title, missing_change, pick_label, picks
 from autotune.report.power_limit import sweep_sentence
 from autotune.report.study_points import StudyView
 from autotune.report.within_noise import change_text
-from autotune.report.table import KNOB_COLUMNS, knob_value, knobs_sentence
+from autotune.candidate import knobs_sentence
+from autotune.report.table import KNOB_COLUMNS, knob_value
 
 
 def md_cell(value) -> str:

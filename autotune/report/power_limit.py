@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from html import escape
 
-from autotune.candidate import UNTOUCHED_DEVICE_SETTINGS
+from autotune.candidate import UNTOUCHED_DEVICE_SETTINGS, device_knobs_text
 from autotune.report.front import Point
 from autotune.report.html_parts import esc, table
 from autotune.report.picks import missing_change, savings
@@ -26,16 +26,6 @@ def _setting(params: dict, knob: str):
 
 def _limit(point: Point) -> float:
     return _setting(point.params, "power_limit")
-
-
-def device_knobs_text(params: dict) -> str:
-    """", power limit 0.8 x default, SM clock cap 1500 MHz"; empty where both are untouched."""
-    text = ""
-    if _setting(params, "power_limit") != UNTOUCHED_DEVICE_SETTINGS["power_limit"]:
-        text += f", power limit {params['power_limit']:g} x default"
-    if _setting(params, "sm_clock_mhz") != UNTOUCHED_DEVICE_SETTINGS["sm_clock_mhz"]:
-        text += f", SM clock cap {params['sm_clock_mhz']} MHz"
-    return text
 
 
 def power_limit_sweep(view) -> list[Point]:

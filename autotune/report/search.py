@@ -20,7 +20,7 @@ import numpy as np
 
 from autotune.candidate import params_key
 from autotune.pareto import front_indices
-from autotune.report.table import knobs_sentence
+from autotune.candidate import knobs_sentence
 from autotune.report.units import energy_text, time_text
 from autotune.study.acquisition import ENTER_MARGIN, enters_front
 from autotune.study.loop import CONVERGED_ATTR

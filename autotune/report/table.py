@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from autotune.candidate import Knobs
+from autotune.candidate import Knobs, knobs_sentence
 from autotune.report.device_words import view_device_words
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar, point_bar, tie_sentence
 from autotune.report.noise import noise_line
@@ -16,7 +16,7 @@ from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
 from autotune.report.pareto_json import hardware_text, nodes_text, not_measured_text, workload_sentence
 from autotune.report.payback import cost_sentence, estimated_saving_mark, payback_by_trial, payback_sentence
 from autotune.report.picks import missing_change, pick_label, picks_by_trial, time_only_energy_words
-from autotune.report.power_limit import device_knobs_text, sweep_sentence
+from autotune.report.power_limit import sweep_sentence
 from autotune.report.units import (
     energy_figure, energy_text, energy_unit, estimate_header, estimate_mark, figure, time_text, time_unit,
 )
@@ -38,14 +38,6 @@ KNOB_COLUMNS = (
 def knob_value(params: dict, knob: str):
     """A knob's value in a trial; a study from before the knob existed ran it untouched."""
     return params.get(knob, getattr(Knobs(), knob))
-
-
-def knobs_sentence(params: dict) -> str:
-    return (
-        f"ZeRO-{params['zero_stage']} optimizer offload {params['optimizer_offload']}, "
-        f"checkpointing {params['activation_checkpointing']}, SP {params['sp_degree']}, "
-        f"micro-batch {params['micro_batch']}, {params['nodes']} node(s)"
-    ) + device_knobs_text(params)
 
 
 def print_report(view: StudyView, document: dict, console: Console | None = None) -> None:

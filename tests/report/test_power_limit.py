@@ -6,8 +6,8 @@ import re
 from types import SimpleNamespace
 
 from autotune.report.front import Point
-from autotune.report.power_limit import device_knobs_text, power_limit_section, power_limit_sweep, sweep_sentence
-from autotune.report.table import knobs_sentence
+from autotune.candidate import device_knobs_text, knobs_sentence
+from autotune.report.power_limit import power_limit_section, power_limit_sweep, sweep_sentence
 
 BASE = {"zero_stage": 3, "optimizer_offload": "none", "activation_checkpointing": "recompute", "sp_degree": 1,
         "micro_batch": 1, "nodes": 4, "sm_clock_mhz": "max"}
