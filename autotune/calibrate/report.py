@@ -41,8 +41,11 @@ def reliability_warning(configurations: int, fitted: int, on_bound: int) -> str 
         reasons.append(f"{on_bound} constant(s) ended on a bound")
     if not reasons:
         return None
-    return (f"{' and '.join(reasons)}: the left-out error written to [simulator_error] is not reliable; "
-            "measure more configurations (at least as many as the constants fitted) and calibrate again.")
+    # Not written (commands/calibrate.py): a "+- 2%" a study repeats on every figure, and ties drawn with
+    # it, would claim an accuracy nothing established; "+- ?%" is what is known.
+    return (f"{' and '.join(reasons)}: the left-out error is not reliable, so -o does not write it to "
+            "[simulator_error] (a study on the profile shows +- ?%); measure more configurations (at least as "
+            "many as the constants fitted) and calibrate again.")
 
 
 def configuration_text(candidate: Candidate) -> str:
@@ -172,6 +175,11 @@ def report_text(document: dict) -> str:
         _mape_line(f"  left out, by {document['loo_by']}" if document.get("loo_by") else "  left out", document["loo_mape"]),
         *_worst_lines(document),
         "",
+        # Said whether or not the warning fires: a simulated dry run of a planned study tells how many
+        # configurations to measure (docs/calibration.md, "Calibrate on your own cluster").
+        f"{len(document['fitted'])} of {len(document['constants'])} constants fitted, from "
+        f"{document['configurations']} configuration(s): a reliable left-out error needs at least as many "
+        "configurations as constants fitted",
         f"{'constant':<30} {'base':>12} {'fitted':>12}  bounds",
     ]
     for name, value in document["constants"].items():

@@ -164,9 +164,9 @@ def _run(args: argparse.Namespace) -> int:
     from autotune.calibrate.measured import load_measured
     from autotune.calibrate.observations import repeated_figures
     from autotune.calibrate.reference import load_reference, reference_holds
-    from autotune.calibrate.report import calibration_document, profile_error, report_text, worst_text
+    from autotune.calibrate.report import calibration_document, report_text
     from autotune.errors import UserError
-    from autotune.hardware import dump_hardware, with_simulator_constants
+    from autotune.hardware import dump_hardware
 
     if not args.run_dirs and not args.reference:
         raise UserError("nothing to calibrate against: pass measured run directories and/or --reference gh200-study")
@@ -203,25 +203,49 @@ def _run(args: argparse.Namespace) -> int:
     document = calibration_document(cal, fit, loo, {"loo_by": None if args.no_loo else args.loo_by, "held": held,
                                                     "held_by_reference": by_reference, **extra})
     if args.output is not None:
-        error = profile_error(document)
-        # A name of its own, and the node it describes kept: figures measured on the base's nodes stay its figures.
-        profile = replace(with_simulator_constants(base, fit.constants, error=error),
-                          name=_calibrated_name(args.output, base), calibrated_from=base.base_name)
-        header = (
-            f"{_HEADER} from {base.source or base.name} against "
-            f"{len(observations)} observations ({', '.join(document['sources'])})"
-            f"{'; held at the base values: ' + ', '.join(held) if held else ''}.\n"
-            f"Leave-one-out mean absolute error (%): {error or 'not computed'}"
-            f"{worst_text(document)}"
-        )
+        profile, header = _written_profile(args.output, base, fit.constants, document)
         write_text_atomic(args.output, dump_hardware(profile, header))
         document["written"] = str(args.output)
         document["written_name"] = profile.name
+        document["written_error"] = dict(profile.simulator_error)
     if args.json:
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     else:
         sys.stdout.write(report_text(document))
         if args.output is not None:
+            unreliable = document["loo_mape"] is not None and document["reliability_warning"]
+            unwritten = " without [simulator_error] (its left-out error is not reliable: see the warning)" if unreliable else ""
             sys.stdout.write(f"wrote {args.output}, profile '{document['written_name']}' calibrated from "
-                             f"'{base.base_name}': use it with --hardware {args.output}\n")
+                             f"'{base.base_name}'{unwritten}: use it with --hardware {args.output}\n")
     return 0
+
+
+def _written_profile(path: Path, base, constants: dict, document: dict):
+    """The profile -o writes and its header. Its [simulator_error] is the left-out error only where that
+    error can be trusted: a study repeats it on every simulated figure ("+- 2%") and calls picks within it
+    ties, for configurations never measured. Unreliable (the report's warning) or not computed (--no-loo),
+    none is written, so figures show "+- ?%", and a note in the description makes a study's error line say
+    why (report/error_bars.py); the header keeps the left-out figures and the warning."""
+    from autotune.calibrate.report import profile_error, worst_text
+    from autotune.hardware import with_simulator_constants
+    from autotune.report.error_bars import calibration_note, with_calibration_note
+
+    loo = profile_error(document) if document["loo_mape"] is not None else None
+    warning = document["reliability_warning"]
+    trusted = loo is not None and not warning
+    error = loo if trusted else {}
+    note = None if trusted else calibration_note(document["configurations"], len(document["fitted"]),
+                                                 len(document["at_bound"]), computed=loo is not None)
+    # A name of its own, and the node it describes kept: figures measured on the base's nodes stay its figures.
+    profile = replace(with_simulator_constants(base, constants, error=error),
+                      name=_calibrated_name(path, base), calibrated_from=base.base_name,
+                      description=with_calibration_note(base.description, note))
+    held = document["held"]
+    lines = [f"{_HEADER} from {base.source or base.name} against {document['observations']} observations "
+             f"({', '.join(document['sources'])}){'; held at the base values: ' + ', '.join(held) if held else ''}."]
+    if loo is None:
+        lines.append("Leave-one-out mean absolute error (%): not computed")
+    else:
+        lines.append(f"Leave-one-out mean absolute error (%){'' if trusted else ', not written to [simulator_error]'}: {loo}")
+    header = "\n".join(lines) + worst_text(document) + ("" if trusted or loo is None else f"\nWarning: {warning}")
+    return profile, header

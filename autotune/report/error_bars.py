@@ -5,10 +5,15 @@ A simulated "18.4 min" is "18.4 min +- 8%" when the profile's leave-one-out time
 whose time (fastest), energy (least energy) or both (the other picks) lie within that error of
 another front point's is a tie, not a ranking. Measured studies carry no simulator error: their
 spread over repeats is in report.noise.
+
+A profile `autotune calibrate` wrote without [simulator_error] (its left-out error was not reliable,
+or not computed) shows "+- ?%" as an uncalibrated one does, but its error sentence says it was
+calibrated and why its error is not known, from a note calibrate leaves in its description.
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # light module: `autotune space` uses error_suffix without loading the study layer
@@ -20,11 +25,52 @@ _BOTH = ("time_s", "energy_kj")
 _METRIC_WORDS = {"time_s_pct": "time", "energy_kj_pct": "energy", "tflops_pct": "TFLOP/s", "power_w_pct": "power"}
 
 
+# The key of a simulator_error dict (pareto.json's too) that says why a calibrated profile states no error;
+# it holds no percentage, so every figure still shows "+- ?%" and no pick is called a tie.
+WHY_UNKNOWN = "why_unknown"
+
+# The note `autotune calibrate -o` appends to the description of a profile it writes without
+# [simulator_error]. The description is the one free-text key a profile (and the copy a study keeps of
+# it) has: a key of its own would change the profile's schema for a sentence.
+_NOTE = re.compile(r"calibrated \(from [^()]*\), error not (?:known reliably|computed \(--no-loo\))")
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def calibration_note(configurations: int, fitted: int, on_bound: int, computed: bool) -> str:
+    """"calibrated (from 3 configurations for 13 constants), error not known reliably": why the profile
+    calibrate writes has no [simulator_error] (`computed`: a left-out error was computed, and not trusted)."""
+    bound = f", {on_bound} ended on a bound" if on_bound else ""
+    why = "known reliably" if computed else "computed (--no-loo)"
+    return f"calibrated (from {_count(configurations, 'configuration')} for {_count(fitted, 'constant')}{bound}), error not {why}"
+
+
+def with_calibration_note(description: str, note: str | None) -> str:
+    """The description with `note` in place of any earlier one (a recalibration's is the one that holds)."""
+    kept = re.sub(r"(?:;\s*)?" + _NOTE.pattern, "", description).strip()
+    if note is None:
+        return kept
+    return f"{kept}; {note}" if kept else note
+
+
+def _why_unknown(hardware) -> str:
+    """Why a calibrated profile states no error, and where to read more (its file's header)."""
+    found = _NOTE.search(hardware.description)
+    why = found.group(0) if found else f"calibrated (from '{hardware.calibrated_from}'), error not stated"
+    return f"{why}: see its header ({hardware.source})" if hardware.source else f"{why}: see its file's header"
+
+
 def simulator_error(view: "StudyView") -> dict | None:
-    """{'time_s_pct': ..., ...} of the profile when some figure is simulated (empty: not calibrated); None else."""
+    """{'time_s_pct': ..., ...} of the profile when some figure is simulated (empty: not calibrated;
+    {WHY_UNKNOWN: ...}: calibrated, with no error it can vouch for); None else."""
     if not any(p.source == "simulated" or p.energy_source == "simulated" for p in view.points):
         return None
-    return dict(view.settings.hardware.simulator_error)
+    hardware = view.settings.hardware
+    if not hardware.simulator_error and hardware.calibrated_from:
+        return {WHY_UNKNOWN: _why_unknown(hardware)}
+    return dict(hardware.simulator_error)
 
 
 def _within(a: float | None, b: float | None, pct: float | None) -> bool:
@@ -35,7 +81,7 @@ def _within(a: float | None, b: float | None, pct: float | None) -> bool:
 
 def pick_ties(view: "StudyView", error: dict | None) -> dict[str, list[int]]:
     """{pick: [front trials it cannot be told apart from within the simulator's error]}."""
-    if not error:
+    if not error or WHY_UNKNOWN in error:  # no error known: nothing is called a tie
         return {name: [] for name in view.picks}
     ties = {}
     for name, trial in view.picks.items():
@@ -104,6 +150,8 @@ def error_sentence(error: dict | None) -> str | None:
     if not error:
         return ("Simulated figures carry an unknown error (+- ?%): this hardware profile was not calibrated "
                 "(`autotune calibrate` measures the simulator's error and writes it to the profile).")
+    if WHY_UNKNOWN in error:
+        return f"Simulated figures carry an unknown error (+- ?%): this hardware profile was {error[WHY_UNKNOWN]}."
     parts = ", ".join(f"{_METRIC_WORDS.get(key, key)} +- {value:.0f}%" for key, value in error.items())
     sentence = (f"Simulated figures are within about {parts} (the profile's leave-one-out error); picks closer "
                 "than that are ties, and changes against the baseline within it are marked.")

@@ -8,7 +8,14 @@ from rich.console import Console
 
 from autotune.commands.finish import build_report
 from autotune.hardware import load_hardware, with_simulator_constants
-from autotune.report.error_bars import error_sentence, error_suffix, pick_ties, simulator_error
+from autotune.report.error_bars import (
+    calibration_note,
+    error_sentence,
+    error_suffix,
+    pick_ties,
+    simulator_error,
+    with_calibration_note,
+)
 from autotune.report.front import Point
 from autotune.report.markdown import markdown_report
 from autotune.report.study_points import StudyView
@@ -17,17 +24,17 @@ from autotune.study import load_finished_study
 
 
 class _Settings:
-    def __init__(self, error):
-        self.hardware = with_simulator_constants(load_hardware("gh200"), {}, error=error)
+    def __init__(self, error, **profile):
+        self.hardware = replace(with_simulator_constants(load_hardware("gh200"), {}, error=error), **profile)
 
 
-def _view(error, source="simulated"):
+def _view(error, source="simulated", profile=None):
     points = [
         Point(1, {}, time_s=100.0, energy_kj=1000.0, source=source, energy_source=source),
         Point(2, {}, time_s=104.0, energy_kj=900.0, source=source, energy_source=source),
         Point(3, {}, time_s=150.0, energy_kj=700.0, source=source, energy_source=source),
     ]
-    return StudyView(_Settings(error), [], points, points, {"fastest": 1, "min_energy": 3, "knee": 2}, None)
+    return StudyView(_Settings(error, **(profile or {})), [], points, points, {"fastest": 1, "min_energy": 3, "knee": 2}, None)
 
 
 def test_picks_within_the_error_are_ties():
@@ -51,6 +58,43 @@ def test_uncalibrated_profile_says_its_error_is_unknown():
     assert simulator_error(view) == {} and error_suffix({}, "time_s") == " +- ?%"
     assert pick_ties(view, {})["fastest"] == []  # no error known: nothing is called a tie
     assert error_sentence({}).startswith("Simulated figures carry an unknown error (+- ?%): this hardware profile was not calibrated")
+
+
+_UNRELIABLE = "calibrated (from 3 configurations for 13 constants), error not known reliably"
+
+
+def test_a_calibrated_profile_without_an_error_says_it_was_calibrated_and_why_its_error_is_unknown():
+    """`autotune calibrate -o` writes no [simulator_error] when its own warning calls the left-out error
+    unreliable; the run's line said "not calibrated" (or, before, printed the unreliable "+- 2%")."""
+    view = _view({}, profile={"calibrated_from": "a100-80", "description": f"DGX-A100-like node; {_UNRELIABLE}",
+                              "source": "/clusters/a100-cal.toml"})
+    error = simulator_error(view)
+    assert error == {"why_unknown": f"{_UNRELIABLE}: see its header (/clusters/a100-cal.toml)"}
+    assert error_sentence(error) == ("Simulated figures carry an unknown error (+- ?%): this hardware profile was "
+                                     "calibrated (from 3 configurations for 13 constants), error not known reliably: "
+                                     "see its header (/clusters/a100-cal.toml).")
+    assert error_suffix(error, "time_s") == " +- ?%" and error_suffix(error, "energy_kj") == " +- ?%"
+    assert pick_ties(view, error) == {"fastest": [], "min_energy": [], "knee": []}  # 4% apart: no error, no tie
+
+
+def test_a_calibrated_profile_with_no_note_and_no_error_names_its_base():
+    view = _view({}, profile={"calibrated_from": "a100-80", "description": "our racks", "source": "/clusters/old.toml"})
+    assert error_sentence(simulator_error(view)) == (
+        "Simulated figures carry an unknown error (+- ?%): this hardware profile was calibrated (from 'a100-80'), "
+        "error not stated: see its header (/clusters/old.toml).")
+
+
+def test_the_calibration_note_counts_and_replaces_an_earlier_one():
+    assert calibration_note(3, 13, 0, computed=True) == _UNRELIABLE
+    assert calibration_note(1, 13, 2, computed=True) == \
+        "calibrated (from 1 configuration for 13 constants, 2 ended on a bound), error not known reliably"
+    assert calibration_note(21, 1, 0, computed=False) == \
+        "calibrated (from 21 configurations for 1 constant), error not computed (--no-loo)"
+    noted = with_calibration_note("DGX-A100-like node", _UNRELIABLE)
+    assert noted == f"DGX-A100-like node; {_UNRELIABLE}"
+    again = calibration_note(30, 20, 1, computed=True)
+    assert with_calibration_note(noted, again) == f"DGX-A100-like node; {again}"  # one note, the latest
+    assert with_calibration_note(noted, None) == "DGX-A100-like node" and with_calibration_note("", _UNRELIABLE) == _UNRELIABLE
 
 
 def test_pareto_json_terminal_and_markdown_show_the_error(simulated_run, tmp_path):
