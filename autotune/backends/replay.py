@@ -25,7 +25,8 @@ Records without `power_limit` / `sm_clock_mhz` (files from before those knobs) m
 "max"). A study searches the recorded candidates only (`evaluable`: the others are invalid, their
 reason "no record"), and a candidate evaluated without a record (an Optuna API caller's) is a failed
 trial whose reason says so; a file with no record of any valid candidate of the study is refused
-before the study opens. Every value is checked
+before the study opens, and records the study cannot use (knob values its space lacks, node counts
+outside --nodes, candidates it rules out) are said in one line (replay_fit.py). Every value is checked
 for type and range where it is read, with one line naming the file, the line and the key.
 """
 
@@ -37,6 +38,7 @@ from pathlib import Path
 
 from autotune.backends.base import Backend, ProbeResult
 from autotune.backends.probe_outcome import step_time_cv
+from autotune.backends.replay_fit import none_usable, other_study, unused_records
 from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, Candidate, knob_value, params_key
 from autotune.checks import checked_number, complete_table, refuse_unknown_keys, shown
 from autotune.errors import ConfigError
@@ -280,20 +282,16 @@ class ReplayBackend(Backend):
     def check_candidates(self, checks: list) -> None:
         """Refuses, in one line, a file whose records say they were measured for another model,
         hardware, GPU count per node or workload (their `study`; records without one cannot be told
-        apart), or that holds no record of any valid candidate of this study (measured for another node
-        count or space): every probe would fail with "no record"."""
+        apart), naming every flag that replays them (--nodes and --space too), or that holds no record of
+        any valid candidate of this study (measured for another node count or space), saying why by cause:
+        every probe would fail with "no record"."""
         valid = [c.candidate for c in checks if c.valid]
         if valid:
-            self._check_study(study_of(valid[0]))  # the candidates of a study share all but their knobs
+            self._check_study(study_of(valid[0]), checks)  # the candidates of a study share all but their knobs
         valid = {params_key(c.knobs.to_dict()) for c in valid}
         if not valid or valid & set(self.records):
             return
-        nodes = sorted({r["params"]["nodes"] for r in self.records.values()})
-        raise ConfigError(
-            f"measurements {self.path}: none of its {len(self.records)} records is a valid candidate of this study "
-            f"(they are for --nodes {', '.join(map(str, nodes))}); run with the --model, --nodes, --space and "
-            "workload it was measured with"
-        )
+        raise ConfigError(none_usable(self.path, self.records, checks))
 
     def evaluable(self, checks: list) -> list:
         """A partial file (a guided study's export records a few dozen of hundreds of candidates): the study
@@ -305,16 +303,19 @@ class ReplayBackend(Backend):
     def no_record(self) -> str:
         return f"no record in {self.path} (replay evaluates only recorded candidates)"
 
-    def _check_study(self, mine: dict) -> None:
+    def unused_records(self, checks: list) -> str | None:
+        """One line on the records this study cannot use, by why, with each fix (replay_fit.unused_records):
+        measured figures left out without a word would change the answer unseen. None where all are used."""
+        return unused_records(self.path, self.records, checks)
+
+    def _check_study(self, mine: dict, checks: list) -> None:
         for record in self.records.values():
             theirs = record.get("study")
             differs = [key for key in STUDY_FLAGS if theirs is not None and theirs[key] != mine[key]]
             if differs:
-                was = ", ".join(f"{key} {theirs[key]}" for key in differs)
-                flags = " ".join(f"{STUDY_FLAGS[key]} {theirs[key]}" for key in differs)
-                raise ConfigError(
-                    f"{record['origin']} holds figures for {was}, not this study's "
-                    f"{', '.join(str(mine[key]) for key in differs)}; replay it with {flags}")
+                # --nodes and --space from that study's records alone: another study's in the file would be refused next.
+                same = [r for r in self.records.values() if r.get("study") == theirs]
+                raise ConfigError(other_study(record["origin"], theirs, mine, differs, STUDY_FLAGS, same, checks))
 
     def check_resumed(self, evaluated: list) -> None:
         """Refuses, in one line, to resume with a file whose records for the study's replayed trials hold

@@ -247,10 +247,12 @@ def payback_row(name: str, trial: int, view: StudyView, tuning_energy_kj: float 
         change_pct = 100.0 * (point.energy_kj / base.energy_kj - 1.0)
         noise_pct = change_noise_pct(point, base, "energy")
         row.update(energy_change_pct=change_pct, energy_noise_pct=noise_pct, within_noise=is_within_noise(change_pct, noise_pct))
-    if not ran_on_hardware:
-        row.update(payback_training_hours=0.0, payback_workloads=0.0, text="at once: no probe ran on hardware, so tuning cost no energy")
-    elif saved_kj <= 0:
+    # No saving first: a pick that uses more energy than the baseline repays nothing, however little tuning
+    # cost (a simulated study's "repaid at once" beside "uses 1 kWh more" contradicted itself).
+    if saved_kj <= 0:
         row["text"] = "never: this pick uses no less energy than the baseline"
+    elif not ran_on_hardware:
+        row.update(payback_training_hours=0.0, payback_workloads=0.0, text="at once: no probe ran on hardware, so tuning cost no energy")
     elif tuning_energy_kj is None:
         row["text"] = "unknown: the probes' energy is not known"
     else:

@@ -1,6 +1,7 @@
 """Tuning cost (what the probes took) and payback (training hours until a pick repays it)."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -58,8 +59,56 @@ def test_simulated_study_cost_nothing_and_says_so(simulated_run):
     cost = json.loads((simulated_run / "pareto.json").read_text())["tuning_cost"]
     assert cost["ran_on_hardware"] is False and cost["energy_kj"] == 0.0 and cost["time_s"] == 0.0
     assert "nothing ran on hardware" in cost["note"]
-    assert {row["payback_training_hours"] for row in cost["payback"]} == {0.0}
+    # Repaid at once where the pick saves energy; a pick that saves none is never repaid (test below).
+    assert {row["payback_training_hours"] for row in cost["payback"] if row["saved_kj_per_training_hour"] > 0} == {0.0}
     assert "nothing ran on hardware" in (simulated_run / "report.html").read_text()
+
+
+def test_a_simulated_pick_that_uses_more_energy_than_the_baseline_is_never_repaid():
+    # trial33 #8: "uses 1.02 kWh (simulated) more per training hour against the baseline; tuning is repaid at
+    # once: no probe ran on hardware". Tuning that cost nothing is repaid at once only by a pick that saves.
+    from autotune.report.payback import payback_sentence
+
+    points = [pt(0, 36_000.0, 3_600_000.0), pt(1, 28_800.0, 3_672_000.0), pt(2, 28_800.0, 2_880_000.0)]
+    view = StudyView(None, [], [replace(p, source="simulated", energy_source="simulated") for p in points], [], {}, 0)
+    more = payback_row("fastest", 1, view, 0.0, ran_on_hardware=False)
+    assert more["payback_training_hours"] is None and more["payback_workloads"] is None
+    assert more["text"] == "never: this pick uses no less energy than the baseline"
+    assert payback_sentence(more) == ("uses 2.5 kWh (simulated) more per training hour against the baseline; "
+                                      "tuning is never repaid: this pick uses no less energy than the baseline")
+    same = payback_row("fastest", 0, view, 0.0, ran_on_hardware=False)  # the baseline itself
+    assert payback_sentence(same) == ("saves nothing per training hour against the baseline; "
+                                      "tuning is never repaid: this pick uses no less energy than the baseline")
+    saves = payback_row("knee", 2, view, 0.0, ran_on_hardware=False)
+    assert saves["payback_training_hours"] == 0.0 and payback_sentence(saves) == (
+        "saves 25 kWh (simulated) per training hour against the baseline; tuning is repaid at once: no probe ran "
+        "on hardware, so tuning cost no energy")
+
+
+def test_every_output_of_a_simulated_study_says_a_pick_using_more_energy_is_never_repaid(tmp_path):
+    # 32b on 2-8 GH200 nodes: the fastest pick (8 nodes) uses more energy than the baseline (2 nodes).
+    from tests.cli import autotune_main
+
+    run_dir = tmp_path / "run"
+    done = autotune_main("run", "--model", "32b", "--nodes", "2-8", "--out", run_dir)
+    assert done.returncode == 0, done.stderr
+    payback = json.loads((run_dir / "pareto.json").read_text())["tuning_cost"]["payback"]
+    more = [row for row in payback if row["saved_kj_per_training_hour"] <= 0]
+    assert more and more[0]["name"] == "fastest"
+    assert all(row["text"] == "never: this pick uses no less energy than the baseline"
+               and row["payback_training_hours"] is None for row in more)
+    fastest = more[0]
+    used_kwh = f"{-fastest['saved_kj_per_training_hour'] / 3600:.3g}"
+    line = (f"fastest (trial {fastest['trial']}): uses {used_kwh} kWh (simulated) more per training hour against the "
+            "baseline; tuning is never repaid: this pick uses no less energy than the baseline")
+    said = " ".join(done.stdout.split())  # the report: the progress lines go to stderr
+    assert line in said and "uses " + used_kwh + " kWh (simulated) more per training hour against the baseline; tuning is repaid" not in said
+    markdown = autotune_main("report", run_dir, "--format", "md")
+    assert markdown.returncode == 0, markdown.stderr
+    assert f"(trial {fastest['trial']}): uses {used_kwh} kWh (simulated) more per training hour against the baseline; " \
+           "tuning is never repaid: this pick uses no less energy than the baseline" in markdown.stdout
+    html = (run_dir / "report.html").read_text()
+    assert "never: this pick uses no less energy than the baseline" in html
 
 
 def test_measured_study_sums_every_probe_that_ran(measured_run):

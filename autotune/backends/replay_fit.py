@@ -1,0 +1,156 @@
+"""How a replay file fits the study it is replayed in: the flags that replay records measured for another
+study (`other_study`), and the records this study cannot use, counted by why (`unused_records`).
+
+A record is used only where its knobs are a valid candidate of the study. The rest were measured, and a
+replay that drops them without a word gives another answer than the file holds (a power-limit study replayed
+over the default space loses its lowest limits, and with them its min-energy pick): each is said, with the
+flag that takes it in. The space is read off the checks: `enumerate_space` checks every combination of its
+knob values, so the values a check holds are the space's.
+"""
+
+from __future__ import annotations
+
+from autotune.candidate import KNOBS, params_key
+from autotune.hardware import available_hardware
+from autotune.models import PRESETS
+from autotune.space.files import nodes_flag
+
+# What the records' `study` names where a flag cannot take the name itself: a model or profile that is no preset.
+_MODEL_FILE, _PROFILE_FILE, _SPACE_FILE = "MODEL.json", "PROFILE.toml", "SPACE.toml"
+
+
+def space_values(checks: list) -> dict[str, set]:
+    """Each knob's values in the study's space (node counts included)."""
+    values: dict[str, set] = {knob: set() for knob in KNOBS}
+    for check in checks:
+        for knob, value in check.candidate.knobs.to_dict().items():
+            values[knob].add(value)
+    return values
+
+
+def _sorted(values) -> list:
+    # "max" beside clock numbers: numbers first, in order, then names.
+    return sorted(values, key=lambda v: (isinstance(v, str), v if not isinstance(v, str) else 0, str(v)))
+
+
+def lacking_values(records: list[dict], values: dict[str, set]) -> dict[str, list]:
+    """{knob: the values records hold that the space lacks}, node counts apart (--nodes, not --space, sets them)."""
+    lacking: dict[str, set] = {}
+    for record in records:
+        for knob in KNOBS:
+            if knob != "nodes" and record["params"][knob] not in values[knob]:
+                lacking.setdefault(knob, set()).add(record["params"][knob])
+    return {knob: _sorted(lacking[knob]) for knob in KNOBS if knob in lacking}
+
+
+def values_text(lacking: dict[str, list]) -> str:
+    """`power_limit 0.35, 0.5 and sm_clock_mhz 1400` (a semicolon would read as the end of the list)."""
+    return " and ".join(f"{knob} {', '.join(map(str, values))}" for knob, values in lacking.items())
+
+
+def nodes_covering(counts) -> str:
+    """A --nodes value that holds every count: one count, or the range from the least to the most (a
+    range may hold counts without a record: they are left out as unrecorded, not wrongly replayed)."""
+    low, high = min(counts), max(counts)
+    return str(low) if low == high else f"{low}-{high}"
+
+
+def other_study(origin: str, theirs: dict, mine: dict, differs: list[str], flags: dict[str, str], records: list[dict],
+                checks: list) -> str:
+    """The refusal of records measured for another model, hardware or workload, with every flag that replays
+    them: a model or profile by name where a flag takes it (a preset, a built-in profile), else a placeholder
+    and what it must be (records keep the model's name, not its sizes); --nodes and --space where the
+    records hold node counts or knob values this study's lack."""
+    given = []
+    notes = []
+    for key in differs:
+        value = theirs[key]
+        if key == "model" and value not in PRESETS:
+            given.append(f"{flags[key]} {_MODEL_FILE}")
+            notes.append(f"{_MODEL_FILE} is the model file named '{value}' (no preset has that name, and records "
+                         "keep a model's name, not its sizes)")
+        elif key == "hardware" and value not in available_hardware():
+            given.append(f"{flags[key]} {_PROFILE_FILE}")
+            notes.append(f"{_PROFILE_FILE} is the hardware profile named (or calibrated from) '{value}' (no built-in "
+                         "profile has that name)")
+        else:
+            given.append(f"{flags[key]} {value}")
+    values = space_values(checks)
+    nodes = {r["params"]["nodes"] for r in records}
+    if not nodes <= values["nodes"]:
+        given.append(f"--nodes {nodes_covering(nodes)}")
+    lacking = lacking_values(records, values)
+    if lacking:
+        given.append(f"--space {_SPACE_FILE}")
+        notes.append(f"{_SPACE_FILE} is the space file they were measured with (this one lacks their {values_text(lacking)})")
+    was = ", ".join(f"{key} {theirs[key]}" for key in differs)
+    return (f"{origin} holds figures for {was}, not this study's {', '.join(str(mine[key]) for key in differs)}; "
+            f"replay it with {' '.join(given)}" + (f", where {'; and '.join(notes)}" if notes else ""))
+
+
+def _are(count: int, plural: str, singular: str) -> str:
+    return singular if count == 1 else plural
+
+
+def _unused(path, records: dict[str, dict], checks: list) -> tuple[int, list[tuple]]:
+    """(how many records this study cannot use, [(count, what they are, the detail, the fix)] by cause). A
+    record is counted under each of the first two causes it has (knob values the space lacks: a --space fix;
+    a node count outside --nodes: a --nodes fix), so one line gives every fix; one with neither is a candidate
+    this study rules out (a rule, or the memory estimate here)."""
+    values = space_values(checks)
+    by_key = {params_key(c.candidate.knobs.to_dict()): c for c in checks}
+    unused, lacking, outside, ruled_out = 0, [], [], []
+    for key, record in records.items():
+        check = by_key.get(key)
+        if check is not None and check.valid:
+            continue
+        unused += 1
+        lacks, far = bool(lacking_values([record], values)), record["params"]["nodes"] not in values["nodes"]
+        if lacks:
+            lacking.append(record)
+        if far:
+            outside.append(record)
+        if not lacks and not far:
+            ruled_out.append((record, check))
+    causes = []
+    if lacking:
+        causes.append((len(lacking), f"{_are(len(lacking), 'hold', 'holds')} knob values this space lacks",
+                       values_text(lacking_values(lacking, values)), "pass the --space they were measured with"))
+    if outside:
+        nodes = sorted({record["params"]["nodes"] for record in outside})
+        # A --nodes that holds every record's count, those this study replays too.
+        every = [record["params"]["nodes"] for record in records.values()]
+        causes.append((len(outside), f"{_are(len(outside), 'are', 'is')} for node counts outside this study's "
+                                     f"{nodes_flag(sorted(values['nodes']))}",
+                       f"{', '.join(map(str, nodes))} node(s)", f"pass --nodes {nodes_covering(every)}"))
+    if ruled_out:
+        record, check = ruled_out[0]
+        where = record["origin"].removeprefix(f"measurements {path} ")
+        causes.append((len(ruled_out), f"{_are(len(ruled_out), 'are candidates', 'is a candidate')} this study rules out",
+                       f"{'first, ' if len(ruled_out) > 1 else ''}{where}: {check.reason}",
+                       "`autotune space` gives each candidate's reason"))
+    return unused, causes
+
+
+def _causes_text(unused: int, causes: list[tuple]) -> str:
+    if len(causes) == 1:
+        _, what, detail, fix = causes[0]
+        return f"{_are(unused, 'they', 'it')} {what} ({detail}); {fix}"
+    return ", ".join(f"{count} {what} ({detail}; {fix})" for count, what, detail, fix in causes)
+
+
+def unused_records(path, records: dict[str, dict], checks: list) -> str | None:
+    """One line: how many records this study cannot use and why, by cause (knob values its space lacks, node
+    counts outside its --nodes, candidates it rules out), each with its fix; None where every record is used."""
+    unused, causes = _unused(path, records, checks)
+    if not unused:
+        return None
+    return (f"measurements {path}: {unused} of its {len(records)} records {_are(unused, 'are', 'is')} not replayed: "
+            + _causes_text(unused, causes))
+
+
+def none_usable(path, records: dict[str, dict], checks: list) -> str:
+    """The refusal of a file no record of which this study can use (every probe would fail "no record"), why."""
+    unused, causes = _unused(path, records, checks)
+    return (f"measurements {path}: none of its {len(records)} records is a valid candidate of this study: "
+            + _causes_text(unused, causes))
