@@ -3,7 +3,8 @@
 A profile describes one node: how many accelerators it holds, and per accelerator the device,
 its share of the host CPU and memory, the links, the power figures the simulator and the
 estimated-energy model use, and the simulator's constants (`[simulator]`, see docs/simulator.md).
-`load_hardware("gh200")` or `load_hardware("path/to/node.toml")`; every number is checked when read.
+`load_hardware("gh200")` or `load_hardware("path/to/node.toml")`; every number is checked when read
+(each key, its unit and scope: docs/hardware.md).
 """
 
 from __future__ import annotations

@@ -7,17 +7,19 @@ mid-study).
 
 from __future__ import annotations
 
+import sys
 import tomllib
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 
 from autotune.checks import checked_number, complete_table, refuse_unknown_keys
 from autotune.errors import ConfigError
+from autotune.hardware.plausible import check_plausible
 from autotune.hardware.profile import CpuSpec, GpuSpec, HardwareProfile, LinkSpec, PowerSpec
 from autotune.hardware.simulator_constants import simulator_constants, simulator_error
 
 PROFILE_DIR = Path(__file__).parent
-SCHEMA = "see autotune/hardware/gh200.toml"
+SCHEMA = "see docs/hardware.md"
 
 # Bounds per number: (low, low_open, high, integer). Highs are generous: they catch unit mistakes
 # (W for kW, MB/s for GB/s), not plausible future hardware.
@@ -84,12 +86,6 @@ def _not_above(origin: str, low_key: str, low: float, high_key: str, high: float
 
 def _check_consistency(origin: str, p: HardwareProfile) -> None:
     """Relations between fields that each look fine alone."""
-    _not_above(origin, "[gpu] idle_power_w", p.gpu.idle_power_w, "[gpu] max_power_w", p.gpu.max_power_w,
-               "idle power must not exceed max power")
-    _not_above(origin, "[cpu] idle_power_w", p.cpu.idle_power_w, "[cpu] max_power_w", p.cpu.max_power_w,
-               "idle power must not exceed max power")
-    _not_above(origin, "[gpu] min_sm_clock_mhz", p.gpu.min_sm_clock_mhz, "[gpu] max_sm_clock_mhz",
-               p.gpu.max_sm_clock_mhz, "the lowest clock must not exceed the highest")
     if p.cuda and p.gpu.min_sm_clock_mhz <= 0:
         # The simulator models a power limit by the SM clock it forces (hardware/power_model.py): with no
         # clock range every limit would cost no time and save no energy, a flat front that looks measured.
@@ -97,6 +93,14 @@ def _check_consistency(origin: str, p: HardwareProfile) -> None:
                           f"{p.gpu.max_sm_clock_mhz:g} on a CUDA profile (cuda = true): a power limit acts through the "
                           "SM clock it forces, so both must be the device's supported graphics clocks in MHz "
                           "(`nvidia-smi -q -d SUPPORTED_CLOCKS`: the lowest and the highest), or set cuda = false")
+    # Before the relations below: a figure in kW (GHz) is said to be kW, not to be below another figure.
+    check_plausible(origin, p)
+    _not_above(origin, "[gpu] idle_power_w", p.gpu.idle_power_w, "[gpu] max_power_w", p.gpu.max_power_w,
+               "idle power must not exceed max power")
+    _not_above(origin, "[cpu] idle_power_w", p.cpu.idle_power_w, "[cpu] max_power_w", p.cpu.max_power_w,
+               "idle power must not exceed max power")
+    _not_above(origin, "[gpu] min_sm_clock_mhz", p.gpu.min_sm_clock_mhz, "[gpu] max_sm_clock_mhz",
+               p.gpu.max_sm_clock_mhz, "the lowest clock must not exceed the highest")
     _not_above(origin, "[power] min_limit_w", p.power.min_limit_w, "[power] module_cap_w", p.power.module_cap_w,
                "the lowest accepted limit must not exceed the default limit")
     # The cap must leave room above idle, or no work could ever run under it.
@@ -137,13 +141,55 @@ def parse_hardware(data: dict, origin: str, source: str = "") -> HardwareProfile
         calibrated_from=_text(origin, "calibrated_from", data.get("calibrated_from", ""), required="calibrated_from" in data),
     )
     _check_consistency(origin, profile)
-    return profile
+    return _with_trusted_error(origin, profile, source)
+
+
+def _builtin_name(source: str) -> str | None:
+    """The built-in profile `source` names (`gh200`), or None: its name, its file here, or its file in
+    another checkout or install of autotune (.../autotune/hardware/gh200.toml), which is what a study
+    made there recorded."""
+    if source in available_hardware():
+        return source
+    path = Path(source)
+    if path.suffix != ".toml" or path.stem not in available_hardware():
+        return None
+    here = path.parent.resolve() == PROFILE_DIR.resolve()
+    return path.stem if here or path.parent.parts[-2:] == ("autotune", "hardware") else None
+
+
+# Files whose ignored [simulator_error] was warned of: once per file in a process, however often a
+# command reads the profile (run reads it for the allocation, the settings and the study's copy).
+_WARNED_ERROR: set[str] = set()
+
+
+def _with_trusted_error(origin: str, profile: HardwareProfile, source: str) -> HardwareProfile:
+    """The profile, without its [simulator_error] unless that error was measured on these figures.
+
+    The error is a leave-one-out error of the simulator against measurements of one node: it holds for
+    the profile it was computed on. Only two kinds of file state it for themselves: a built-in profile
+    (its header says what it was calibrated against) and one `autotune calibrate -o` wrote (it records
+    `calibrated_from`). Any other file got its table by copying one of those (docs once said "copy
+    gh200.toml"), and every figure of a never-measured node then claimed gh200's +- 3%, its picks called
+    ties by an error that does not apply. Ignored, the figures show +- ?%, as any uncalibrated profile's.
+    (A study's or candidate's kept copy is judged by the file it was read from, its `source`.)"""
+    if not profile.simulator_error or profile.calibrated_from or _builtin_name(source) == profile.name:
+        return profile
+    if source not in _WARNED_ERROR:
+        _WARNED_ERROR.add(source)
+        # Printed here, not returned: every command (run, space, report, export, calibrate, the probe) reads
+        # profiles through this module, and the warning must reach each without each repeating the rule.
+        shown = source or profile.name
+        print(f"autotune: warning: {origin}: its [simulator_error] is ignored, and its figures show +- ?%: only a "
+              "built-in profile or one `autotune calibrate -o` wrote (it records calibrated_from) carries an error "
+              "measured on its own figures; this one was measured on the profile it was copied from; calibrate this "
+              f"one: autotune calibrate RUN_DIR --hardware {shown} -o FILE; docs/calibration.md", file=sys.stderr)
+    return replace(profile, simulator_error={})
 
 
 def hardware_flag(source: str) -> str:
-    """What to pass as --hardware for a profile read from `source`: a built-in profile by its name."""
-    path = Path(source)
-    return path.stem if path.parent == PROFILE_DIR else source
+    """What to pass as --hardware for a profile read from `source`: a built-in profile by its name, also
+    where `source` is its file in another checkout (a study made there names a path that is not here)."""
+    return _builtin_name(source) or source
 
 
 def _profile_path(name_or_path: str) -> Path:
@@ -189,12 +235,28 @@ def kept_base_name(settings: dict) -> str | None:
     return calibrated_from if isinstance(calibrated_from, str) and calibrated_from else settings.get("hardware_name")
 
 
+def _recorded_hardware(recorded: str, name: str | None) -> HardwareProfile:
+    """The profile a study or candidate from before copies were kept names by path (or name).
+
+    Where that path is gone and was a built-in profile's file (a study made in another checkout: the
+    committed benchmarks/results/h100_power_study names /work/main/autotune/hardware/h100-sxm.toml), the
+    built-in of that name here. Such a study keeps nothing else of its profile to compare (no copy, no
+    hash; `hardware_name` only), so this is as safe as reading the path was: that file was this built-in,
+    and reading it always gave its current text, never the one the study began with. A path outside a
+    checkout's autotune/hardware/, or a stored `hardware_name` other than the file's, is the user's own
+    file, and no built-in stands in for it (its figures may be anything)."""
+    builtin = _builtin_name(recorded)
+    if builtin and builtin != recorded and not Path(recorded).is_file() and name in (None, builtin):
+        return load_hardware(builtin)
+    return load_hardware(recorded)
+
+
 def stored_hardware(data: dict, origin: str) -> HardwareProfile:
     """The profile a study's settings or a candidate file kept: its own copy (`hardware_profile`), so
     that neither needs the profile file again, which may be gone (the run directory copied to another
     machine) or edited since; in files written before copies were kept, loaded by name or path."""
     if "hardware_profile" not in data:
-        return load_hardware(data["hardware"])
+        return _recorded_hardware(str(data["hardware"]), data.get("hardware_name"))
     if not isinstance(data["hardware_profile"], dict):
         raise ConfigError(f"{origin}: its hardware profile is not a table; the file is damaged")
     return parse_hardware(data["hardware_profile"], origin, source=str(data.get("hardware", "")))

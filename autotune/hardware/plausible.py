@@ -1,0 +1,155 @@
+"""Unit mistakes a hardware profile can hide: figures inside their own generous ranges (load.py) that
+no real device has, refused with the unit they read as.
+
+A kW figure in a `_w` key, MiB in a `_gib` key, GHz in a `_mhz` key each pass as a positive number and
+change every result without a word (a GPU that draws 0.4 W gives a tenth of the energy; ZeRO-0 of a 32B
+model "fits" in 81920 GiB per GPU). Each bound below lies outside what any device the tool describes
+has, with the figures that place it, so no real hardware is refused; and far enough from where the
+wrong unit puts the value that the mistake cannot pass (every GPU's power in kW is below 2).
+
+The [gpu] and [power] bounds hold on a CUDA profile only: with `cuda = false` a "GPU" is a process on
+host cores (autotune/hardware/cpu.toml: 15 W, no clocks, a 40 W "cap"), which may be anything.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from autotune.errors import ConfigError
+from autotune.hardware.profile import HardwareProfile
+
+
+class Misread(NamedTuple):
+    """A unit a figure may have been written in: its name and how many of the key's unit one of it is."""
+
+    unit: str
+    factor: float | None  # None: not a unit, a figure of something else ("several GPUs' power")
+    also: str = ""  # another reading, where a unit alone does not explain it ("or a node's total")
+
+    def said(self, value: float, key_unit: str) -> str:
+        if self.factor is None:
+            return self.unit
+        also = f", or {self.also}" if self.also else ""
+        return f"{self.unit} ({value:g} {self.unit} = {value * self.factor:.4g} {key_unit}){also}"
+
+
+class Bound(NamedTuple):
+    table: str
+    key: str
+    unit: str  # the key's own unit, as the error writes it
+    low: float | None
+    high: float | None
+    cuda_only: bool
+    real: str  # what real devices span: said in the error, so the user can place their figure
+    below: Misread | None  # what a value under `low` reads as
+    above: Misread | None  # ... and over `high`
+
+
+_KW = Misread("kW", 1000.0)
+_GHZ = Misread("GHz", 1000.0)
+_MBS = Misread("MB/s", 0.001)
+
+_BOUNDS = (
+    # A CUDA device's full-load power is tens of W (a Jetson module's 10-60 W modes, L4 72 W) to about
+    # 1.2 kW (B200 1000 W, GB300 1400 W); a GB200 board of two GPUs and a Grace is ~2.7 kW. In kW any GPU
+    # is below 2; 5 kW per GPU is a node's or a rack's power.
+    Bound("gpu", "max_power_w", "W", 10.0, 5000.0, True, "a CUDA GPU draws 10 W to about 1.4 kW at full load",
+          _KW, Misread("a node's or several GPUs' power, not one GPU's", None)),
+    # NVML's lowest accepted limit: A100 SXM 100 W, H100 SXM 200 W, L4 40 W, T4 60 W (nvidia-smi -q -d
+    # POWER, "Min Power Limit"); below 10 W it reads as kW.
+    Bound("power", "min_limit_w", "W", 10.0, None, True, "NVML's lowest power limit is tens to hundreds of W", _KW, None),
+    Bound("power", "module_cap_w", "W", 10.0, None, True, "a CUDA GPU's default power limit is tens of W or more", _KW, None),
+    # The most memory one GPU carries is 288 GB of HBM3e (B300, MI355X); GH200 96-144 GB. A figure above
+    # 1 TiB per GPU is MiB or a node's total; below 1 GiB, TiB.
+    Bound("gpu", "memory_gib", "GiB", 1.0, 1024.0, True, "a CUDA GPU holds 1 to 288 GiB",
+          Misread("TiB", 1024.0), Misread("MiB", 1.0 / 1024, "a node's total, not one GPU's")),
+    # GPU memory bandwidth: Jetson Nano 25.6 GB/s to B200's 8 TB/s of HBM3e; below 10 it is TB/s.
+    Bound("gpu", "memory_bandwidth_gbs", "GB/s", 10.0, None, True, "CUDA GPU memory moves 25 GB/s to 8 TB/s",
+          Misread("TB/s", 1000.0), None),
+    # Graphics clocks NVML lists (nvidia-smi -q -d SUPPORTED_CLOCKS): lowest 76.8 MHz (Jetson Nano), 135
+    # (V100), 210 (A100, H100); highest 0.9-3 GHz. In GHz every clock is below 4; above 5000 MHz is a typo
+    # (in kHz it would be above load.py's 1e5).
+    *(Bound("gpu", key, "MHz", 50.0, 5000.0, True, "a CUDA GPU's graphics clocks lie between 50 and 5000 MHz",
+            _GHZ, None) for key in ("min_sm_clock_mhz", "max_sm_clock_mhz")),
+    # The host share of one accelerator: a Jetson's CPU draws a few W, a Grace 100-250 W, an x86 share
+    # 30-90 W; below 1 W it is kW. The largest single servers hold 24-48 TiB; a share above 64 TiB is MiB.
+    Bound("cpu", "max_power_w", "W", 1.0, None, False, "a host CPU share draws 1 W or more at full load", _KW, None),
+    Bound("cpu", "memory_gib", "GiB", None, 65536.0, False, "no single server holds more than 64 TiB",
+          None, Misread("MiB", 1.0 / 1024, "several nodes' total")),
+    # Links: the fastest per GPU is NVLink 5 (900 GB/s per direction), NVLink-C2C 450; above 10 TB/s the
+    # figure is MB/s.
+    *(Bound(link, "bandwidth_gbs", "GB/s", None, 10000.0, False,
+            "no link moves more than 10 TB/s per GPU and direction", None, _MBS)
+      for link in ("host_link", "intra_node", "inter_node")),
+)
+
+# An idle component draws a share of its full-load power (A100 ~55 of 400 W, H100 ~70 of 700 W, an idle
+# x86 socket a third of its TDP); one in a thousandth of it is a kW figure beside a W one (0.055 and 400),
+# or a missing one (0).
+_IDLE_SHARE_LOW = 0.001
+
+# On a profile whose energy is per GPU, [power] module_cap_w is the GPU's default power limit (its TDP:
+# nvidia-smi "Default Power Limit"), which max_power_w gives; NVML accepts at most ~1.3x it (RTX 4090: 600
+# of 450 W). On a module-scope profile it caps GPU, CPU and memory together (GH200: 680 W over 600 + 100
+# + 35). A cap 1.5x above what it caps is a node's or several GPUs' figure: every power_limit fraction
+# that leaves the limit above max_power_w then does nothing in simulation, while a launch sets the fraction
+# of the GPU's own NVML default, and the two disagree.
+_CAP_OVER_MAX = 1.5
+
+
+def _value(profile: HardwareProfile, table: str, key: str) -> float:
+    return getattr(getattr(profile, table), key)
+
+
+def _check_bound(origin: str, profile: HardwareProfile, b: Bound) -> None:
+    value = _value(profile, b.table, b.key)
+    low = b.low is not None and value < b.low
+    if not low and (b.high is None or value <= b.high):
+        return
+    edge = f"below {b.low:g}" if low else f"above {b.high:g}"
+    misread = b.below if low else b.above
+    where = " (cuda = true)" if b.cuda_only else ""
+    reads = f"; it reads as {misread.said(value, b.unit)}" if misread else ""
+    raise ConfigError(f"{origin}: [{b.table}] {b.key} = {value:g} is {edge} {b.unit}, and {b.real}{where}{reads}: "
+                      f"write it in {b.unit}; see docs/hardware.md")
+
+
+# Per table: an example of an idle share, and where to read the draw at rest.
+_IDLE_READING = {
+    "gpu": ("an A100 ~55 of 400 W", "nvidia-smi -q -d POWER, 'Power Draw' of an idle GPU"),
+    "cpu": ("an x86 socket about a third of its TDP", "the package power at rest (turbostat, RAPL) divided among the GPUs it serves"),
+}
+
+
+def _check_idle(origin: str, table: str, idle_w: float, max_w: float) -> None:
+    if idle_w < _IDLE_SHARE_LOW * max_w:
+        example, where = _IDLE_READING[table]
+        raise ConfigError(
+            f"{origin}: [{table}] idle_power_w = {idle_w:g} is below {_IDLE_SHARE_LOW:g} x [{table}] max_power_w = "
+            f"{max_w:g}, and an idle device draws a share of its full-load power ({example}); it reads as kW beside "
+            f"W, or as missing: give the draw at rest in W ({where}); see docs/hardware.md")
+
+
+def _check_cap(origin: str, p: HardwareProfile) -> None:
+    capped_w, what = p.gpu.max_power_w, "[gpu] max_power_w"
+    if p.module_scope_energy:
+        capped_w += p.cpu.max_power_w + p.power.memory_interconnect_w
+        what += " + [cpu] max_power_w + [power] memory_interconnect_w"
+    if p.power.module_cap_w > _CAP_OVER_MAX * capped_w:
+        scope = ("the module's default limit, over all it powers" if p.module_scope_energy
+                 else "one GPU's default power limit (nvidia-smi -q -d POWER: 'Default Power Limit', about its TDP)")
+        raise ConfigError(
+            f"{origin}: [power] module_cap_w = {p.power.module_cap_w:g} is more than {_CAP_OVER_MAX:g} x {what} = "
+            f"{capped_w:g}; it is {scope}, not a node's or several GPUs' figure: with it, a power_limit fraction does "
+            f"nothing in simulation while a launch applies it to the device's own NVML default; see docs/hardware.md")
+
+
+def check_plausible(origin: str, profile: HardwareProfile) -> None:
+    """Refuse, in one line naming the key, the value and the unit it reads as, a figure no real device has."""
+    for b in _BOUNDS:
+        if profile.cuda or not b.cuda_only:
+            _check_bound(origin, profile, b)
+    if profile.cuda:
+        _check_idle(origin, "gpu", profile.gpu.idle_power_w, profile.gpu.max_power_w)
+        _check_cap(origin, profile)
+    _check_idle(origin, "cpu", profile.cpu.idle_power_w, profile.cpu.max_power_w)
