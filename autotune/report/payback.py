@@ -14,7 +14,8 @@ Cost of one probe, best figure first:
    a repeat ends, an interrupted one's too); those no retry took over (`probe_cost.parts.taken_over` of
    the retry, which counts them itself) are its time, so nothing is counted twice. Where the record is
    missing, or a repeat has no `wall_s` (the tuner was killed), the probe time is a lower bound
-   (`time_lower_bound`);
+   (`time_lower_bound`). No sensor window closed for it: its energy is in no measured figure, only in the
+   whole-probe estimate below, at idle power;
 6. otherwise unknown (an OOM or a crash before the window opened, with no probe_cost).
 A total that leaves out probes of the last three kinds is marked incomplete rather than silently short;
 with no probe of known cost at all, the total is unknown (None), never 0. An incomplete total, or one
@@ -23,7 +24,8 @@ with window-only energy, is a lower bound (`energy_lower_bound`).
 Window-only energy can be a thousandth of what a probe drew (a 2-minute CPU probe with a 0.1 s window),
 so where probes have it, the whole probes' energy is estimated (`whole_probe_energy_kj`): each such
 probe's window energy plus the hardware profile's idle power of its ranks over the rest of its wall
-time. Start-up and warm-up draw more than idle, so this is a floor as well, only a far closer one.
+time, and each interrupted probe's recorded time (kind 5) at the idle power of its candidate's ranks.
+Start-up, warm-up and a running probe draw more than idle, so this is a floor as well, only a far closer one.
 
 Payback compares a pick with the baseline on the same work. Per sample the pick saves
 (E_base - E_pick) / samples; one hour of training with the pick processes samples / T_pick * 3600
@@ -135,13 +137,22 @@ def interrupted_wall_s(view: StudyView, trial: int, root: Path | None = None,
     return wall_s, complete
 
 
+def _idle_w(view: StudyView, row: dict) -> float:
+    """The hardware profile's idle power of a probe's ranks (its candidate's GPUs, or CPU ranks)."""
+    return PowerModel.from_hardware(view.settings.hardware, accelerators=row["gpus"]).node_power_w(0.0)
+
+
 def whole_probe_energy_kj(view: StudyView, costs: list[dict], ran: list[dict]) -> float | None:
     """The probes' whole energy where sensors saw only their windows (module docstring): None where no
-    probe's energy is window-only, or another probe's energy is unknown."""
+    probe's energy is window-only, or another probe's energy is unknown. Interrupted probes' recorded
+    time (`_add_interrupted_time`) counts at idle power."""
     if not any(c["basis"] == "probe_cost_window_energy" for c in costs):
         return None
     total_kj = 0.0
     for cost, row in zip(costs, ran):
+        if cost["basis"] == "interrupted":
+            total_kj += j_to_kj(_idle_w(view, row) * (cost["time_s"] or 0.0))  # no window closed: all of it idle
+            continue
         if cost["basis"] in _NO_COST_FIGURE:
             continue  # left out, as from the total: the note says so
         if cost["basis"] != "probe_cost_window_energy":
@@ -149,22 +160,24 @@ def whole_probe_energy_kj(view: StudyView, costs: list[dict], ran: list[dict]) -
                 return None
             total_kj += cost["energy_kj"]
             continue
-        idle_w = PowerModel.from_hardware(view.settings.hardware, accelerators=row["gpus"]).node_power_w(0.0)
         rest_s = max(0.0, cost["time_s"] - (cost.get("window_s") or 0.0))
-        total_kj += (cost["energy_kj"] or 0.0) + j_to_kj(idle_w * rest_s)
+        total_kj += (cost["energy_kj"] or 0.0) + j_to_kj(_idle_w(view, row) * rest_s)
     return total_kj
 
 
-def _whole_probe_note(whole_kj: float | None, view: StudyView) -> str:
+def _whole_probe_note(whole_kj: float | None, view: StudyView, interrupted_s: float = 0.0) -> str:
     if whole_kj is None:
         return ""
+    interrupted = f" and {interrupted_s:.3g} s of interrupted runs at idle power" if interrupted_s else ""
+    more = "start-up, warm-up and the interrupted runs draw more" if interrupted_s else "start-up and warm-up draw more"
     return (f" Whole probes estimated at {_energy_text(whole_kj)} or more: the windows' energy plus the {view.settings.hardware.name} "
-            "profile's idle power of each probe's ranks over the rest of its wall time (start-up and warm-up draw "
-            "more); the payback uses this.")
+            f"profile's idle power of each probe's ranks over the rest of its wall time{interrupted} ({more}); "
+            "the payback uses this.")
 
 
 def _cost_note(probes: int, by_basis: dict[str, int], energy_kj: float | None, provenances: list[str],
-               words: DeviceWords = GPU_WORDS, interrupted_s: float = 0.0, time_lower_bound: bool = False) -> str:
+               words: DeviceWords = GPU_WORDS, interrupted_s: float = 0.0, time_lower_bound: bool = False,
+               interrupted_estimated: bool = False) -> str:
     if probes == 0:
         return "No probe ran: tuning cost nothing."
     if by_basis.get("simulated") == probes:
@@ -191,8 +204,11 @@ def _cost_note(probes: int, by_basis: dict[str, int], energy_kj: float | None, p
             "(`probe_cost`): what they cost where they were measured is unknown"
         )
     if by_basis.get("interrupted"):
+        # No sensor saw their energy: at most the whole-probe estimate's idle power, never the measured figure.
+        energy = (" and, at idle power, in the whole-probe estimate, not in the measured energy" if interrupted_estimated
+                  else ", their energy is not")
         counted = (f": the {interrupted_s:.3g} s their runs recorded (`probe_runs.json`) that no retry took over "
-                   "is in the probe time, their energy is not") if interrupted_s else ""
+                   f"is in the probe time{energy}") if interrupted_s else ""
         parts.append(f"{by_basis['interrupted']} probe(s) were interrupted (Ctrl-C, SIGTERM) before they wrote a "
                      f"cost, and probed again{counted}")
     if time_lower_bound:
@@ -265,7 +281,8 @@ def payback_row(name: str, trial: int, view: StudyView, tuning_energy_kj: float 
 
 def _add_interrupted_time(view: StudyView, costs: list[dict], ran: list[dict]) -> None:
     """Give each interrupted probe the recorded wall time of its repeats that no retry counts (module
-    docstring, kind 5); its energy stays unknown (no sensor window closed for it)."""
+    docstring, kind 5); its energy stays unknown (no sensor window closed for it): only the whole-probe
+    estimate counts its time, at idle power."""
     if not any(c["basis"] == "interrupted" for c in costs):
         return
     root, taken = _trials_root(view), _taken_over(view)
@@ -316,8 +333,8 @@ def tuning_cost(view: StudyView) -> dict:
         "energy_lower_bound": ran_on_hardware and not complete,
         "whole_probe_energy_kj": whole_kj,
         "note": _cost_note(len(ran), by_basis, energy_kj, provenances, view_device_words(view), interrupted_s,
-                           time_lower_bound)
-                + _whole_probe_note(whole_kj, view),
+                           time_lower_bound, interrupted_estimated=whole_kj is not None)
+                + _whole_probe_note(whole_kj, view, interrupted_s),
     }
     tuning_kj = whole_kj if whole_kj is not None else energy_kj
     document["payback"] = [payback_row(name, trial, view, tuning_kj, ran_on_hardware, document["energy_lower_bound"])

@@ -1,0 +1,106 @@
+"""Interrupted probes' recorded time in the whole-probe energy estimate, at idle power, never in the measured figure."""
+
+import json
+
+import pytest
+
+from autotune.measure.estimate import PowerModel
+from autotune.report.front import Point
+from autotune.report.payback import cost_sentence, payback_sentence, tuning_cost
+from autotune.report.study_points import StudyView
+
+
+def _settings():
+    from autotune.commands.options import settings_for
+
+    return settings_for("--model", "tiny", "--nodes", "1", "--hardware", "h100-sxm", "--gpus-per-node", "2")
+
+
+def _idle_w(settings, gpus: int) -> float:
+    return PowerModel.from_hardware(settings.hardware, accelerators=gpus).node_power_w(0.0)
+
+
+def _study(tmp_path):
+    """Trial 0 (1 GPU) interrupted in its second repeat after its first took 40 s; trial 1 (2 GPUs) interrupted
+    after 30 s and 12 s; trial 2, trial 1's retry, took over trial 1's first repeat and counts its 30 s itself;
+    trial 3, the baseline, ran whole. Every finished probe's energy is its windows' only (the launch backend)."""
+    trials = tmp_path / "trials"
+
+    def record(trial, runs):
+        (trials / f"{trial:04d}").mkdir(parents=True)
+        (trials / f"{trial:04d}" / "probe_runs.json").write_text(json.dumps({"probe_settings": {}, "runs": runs}))
+
+    record(0, {"1": {"started_unix_s": 1.0, "wall_s": 40.0}, "2": {"started_unix_s": 2.0, "wall_s": 3.5}})
+    record(1, {"1": {"started_unix_s": 3.0, "wall_s": 30.0}, "2": {"started_unix_s": 4.0, "wall_s": 12.0}})
+
+    def done(trial, time_s, energy_kj, window_s, taken_over=()):
+        parts = {"window_s": window_s, "taken_over": list(taken_over)}
+        return {"trial": trial, "status": "ok", "gpus": 2, "source": "measured", "energy_source": "measured",
+                "details": {"trial_dir": str(trials / f"{trial:04d}"), "energy": {"provenance": "measured"},
+                            "probe_cost": {"time_s": time_s, "energy_kj": energy_kj, "energy_scope": "window", "parts": parts}}}
+
+    retry = done(2, 80.0, 1.2, 4.0, [{"repeat": 1, "from": str(trials / "0001" / "result-1.json"), "wall_s": 30.0,
+                                      "wall": "recorded"}])
+    rows = [{"trial": 0, "status": "interrupted", "gpus": 1, "details": {}},
+            {"trial": 1, "status": "interrupted", "gpus": 2, "details": {}}, retry, done(3, 60.0, 1.0, 3.0)]
+    points = [Point(trial=2, params={}, time_s=5.0, energy_kj=1.0, gpus=2), Point(trial=3, params={}, time_s=6.0, energy_kj=2.0, gpus=2)]
+    return StudyView(_settings(), rows, points, [], {"knee": 2}, 3)
+
+
+def test_interrupted_runs_enter_the_whole_probe_estimate_at_idle_power_not_the_measured_energy(tmp_path):
+    view = _study(tmp_path)
+    settings = view.settings
+    cost = tuning_cost(view)
+    # Trial 0's 43.5 s and trial 1's 12 s (its 30 s is the retry's): 55.5 s of interrupted runs.
+    interrupted_s = 40.0 + 3.5 + 12.0
+    assert cost["time_s"] == pytest.approx(80.0 + 60.0 + interrupted_s)
+    assert cost["energy_kj"] == pytest.approx(2.2)  # what sensors saw, the windows only: no idle power in it
+    assert cost["provenance"] == "measured" and cost["energy_lower_bound"] is True
+    windows_kj = 1.2 + 1.0 + _idle_w(settings, 2) * ((80.0 - 4.0) + (60.0 - 3.0)) / 1000
+    interrupted_kj = (_idle_w(settings, 1) * (40.0 + 3.5) + _idle_w(settings, 2) * 12.0) / 1000
+    whole_kj = windows_kj + interrupted_kj
+    assert cost["whole_probe_energy_kj"] == pytest.approx(whole_kj)
+
+    whole = f"{whole_kj / 3600:.3g} kWh ({whole_kj:,.0f} kJ)"
+    assert cost["note"].endswith(
+        "2 probe(s) were interrupted (Ctrl-C, SIGTERM) before they wrote a cost, and probed again: the 55.5 s their runs "
+        "recorded (`probe_runs.json`) that no retry took over is in the probe time and, at idle power, in the whole-probe "
+        f"estimate, not in the measured energy. Whole probes estimated at {whole} or more: the windows' energy plus the "
+        "h100-sxm profile's idle power of each probe's ranks over the rest of its wall time and 55.5 s of interrupted runs "
+        "at idle power (start-up, warm-up and the interrupted runs draw more); the payback uses this.")
+    assert "their energy is not" not in cost["note"]
+    # The line's measured figure stays the sensors' 2.2 kJ.
+    assert f"GPU-hours, {2.2 / 3600:.3g} kWh (2 kJ); measured. " in cost_sentence(cost)
+
+    # The payback divides the estimate, interrupted runs included, and says it is a floor.
+    knee = cost["payback"][0]
+    saved_kj_per_hour = (2.0 - 1.0) / 5.0 * 3600
+    assert knee["payback_training_hours"] == pytest.approx(whole_kj / saved_kj_per_hour)
+    assert knee["payback_lower_bound"] is True
+    assert f"tuning is repaid after at least {whole_kj / saved_kj_per_hour:.3g} h of training" in payback_sentence(knee)
+
+
+def test_without_a_whole_probe_estimate_the_interrupted_energy_is_not_counted_and_the_line_says_so(tmp_path):
+    # Every finished probe's whole cost known (no window-only energy): no estimate, so the interrupted runs'
+    # energy is in no figure.
+    view = _study(tmp_path)
+    for row in view.trials:
+        cost = (row["details"] or {}).get("probe_cost")
+        if cost:
+            cost.pop("energy_scope")
+    cost = tuning_cost(view)
+    assert cost["whole_probe_energy_kj"] is None and cost["energy_kj"] == pytest.approx(2.2)
+    assert cost["note"].endswith("the 55.5 s their runs recorded (`probe_runs.json`) that no retry took over is in "
+                                 "the probe time, their energy is not.")
+
+
+def test_interrupted_probes_without_a_record_add_nothing_to_the_estimate(tmp_path):
+    # A replayed or simulated study's interrupted trial has no trials/ folder: no time, no idle energy.
+    view = _study(tmp_path)
+    finished = [row for row in view.trials if row["status"] != "interrupted"]
+    alone = tuning_cost(StudyView(view.settings, finished, view.points, [], {"knee": 2}, 3))
+    for trial in ("0000", "0001"):
+        (tmp_path / "trials" / trial / "probe_runs.json").unlink()
+    cost = tuning_cost(view)
+    assert cost["whole_probe_energy_kj"] == pytest.approx(alone["whole_probe_energy_kj"])
+    assert "interrupted runs at idle power" not in cost["note"] and "start-up and warm-up draw more" in cost["note"]
