@@ -3,8 +3,9 @@ writes it to [simulator_error]), and the picks that error cannot tell apart from
 
 A simulated "18.4 min" is "18.4 min +- 8%" when the profile's leave-one-out time error is 8%; a pick
 whose time (fastest), energy (least energy) or both (the other picks) lie within that error of
-another front point's is a tie, not a ranking. Measured studies carry no simulator error: their
-spread over repeats is in report.noise.
+another front point's is a tie, not a ranking (whichever of the two is simulated). Measured studies
+carry no simulator error: their spread over repeats is in report.noise, and picks within it of another
+front point are ties too (report.within_noise.noise_ties).
 
 A profile `autotune calibrate` wrote without [simulator_error] (its left-out error was not reliable,
 or not computed) shows "+- ?%" as an uncalibrated one does, but its error sentence says it was
@@ -79,17 +80,30 @@ def _within(a: float | None, b: float | None, pct: float | None) -> bool:
     return abs(a / b - 1.0) * 100.0 <= pct
 
 
+def deciding_figures(pick_name: str) -> tuple[str, ...]:
+    """The figures ("time_s", "energy_kj") a pick ranks by: both for the picks that trade them off."""
+    return _DECIDED_BY.get(pick_name, _BOTH)
+
+
+def _simulated_pair(pick, other, figures) -> bool:
+    """Whether the simulator's error bears on this comparison: a deciding figure of either point is
+    simulated. Either side, as change_error_pct judges a change: a simulated pick 2% from a measured
+    point cannot be ranked against it any better than a measured pick 2% from a simulated one."""
+    return any(is_simulated(p, f) for p in (pick, other) for f in figures)
+
+
 def pick_ties(view: "StudyView", error: dict | None) -> dict[str, list[int]]:
-    """{pick: [front trials it cannot be told apart from within the simulator's error]}."""
+    """{pick: [front trials it cannot be told apart from within the simulator's error]}. Pairs of
+    measured figures are judged against their noise instead (report.within_noise.noise_ties)."""
     if not error or WHY_UNKNOWN in error:  # no error known: nothing is called a tie
         return {name: [] for name in view.picks}
     ties = {}
     for name, trial in view.picks.items():
         pick = view.point(trial)
-        figures = _DECIDED_BY.get(name, _BOTH)
+        figures = deciding_figures(name)
         ties[name] = [
             other.trial for other in view.front
-            if other.trial != trial and other.source == "simulated"
+            if other.trial != trial and _simulated_pair(pick, other, figures)
             and all(_within(getattr(other, f), getattr(pick, f), error.get(f"{f}_pct")) for f in figures)
         ]
     return ties

@@ -25,14 +25,14 @@ from autotune.report.html_analysis import importance_section, power_html, tuning
 from autotune.report.timeline import PROVENANCE_WORDS
 from autotune.report.html_parts import esc, table as _table
 from autotune.report.pareto_json import hardware_text, provenance_sentence, workload_sentence
-from autotune.report.error_bars import error_sentence, figure_bar, header_bar, tie_sentence
+from autotune.report.error_bars import error_sentence, figure_bar, header_bar
 from autotune.report.picks import PICK_FILES, front_title, missing_change, pick_label, picks_by_trial, short_pick_label
 from autotune.report.power_limit import power_limit_section
 from autotune.report.study_points import StudyView
 from autotune.report.svg import Marker, scatter_svg, stacked_bar_svg
 from autotune.candidate import knobs_sentence
 from autotune.report.table import KNOB_COLUMNS, knob_value
-from autotune.report.within_noise import change_text
+from autotune.report.within_noise import change_text, ties_text
 
 # Components are drawn in this order; a measured result may name others, which follow.
 COMPONENT_ORDER = ("gpu", "cpu", "memory_interconnect")
@@ -151,7 +151,8 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
     base = view.point(view.baseline_trial) if view.baseline_trial is not None else None
     for row in document["picks"]:
         p = view.point(row["trial"])
-        tie = f' <span class="note">({esc(tie_sentence(row["tied_with"]))})</span>' if row.get("tied_with") else ""
+        ties = ties_text(view, row)
+        tie = f' <span class="note">({esc(ties)})</span>' if ties else ""
         noise, stated = row.get("noise_pct"), row.get("simulator_error_pct")
         rows.append([
             f'<a href="#trial-{p.trial}">{esc(pick_label(row["name"], view.pick_parameters))}</a>{tie}',

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from autotune.report.device_words import view_device_words
-from autotune.report.error_bars import error_sentence, figure_bar, header_bar, tie_sentence
+from autotune.report.error_bars import error_sentence, figure_bar, header_bar
 from autotune.report.noise import noise_line
 from autotune.report.units import energy_figure, energy_unit, estimate_header, estimate_mark, figure, time_unit
 from autotune.report.pareto_json import nodes_text
@@ -13,7 +13,7 @@ from autotune.report.payback import cost_sentence, estimated_saving_mark, paybac
 from autotune.report.picks import front_title, missing_change, pick_label, picks_by_trial
 from autotune.report.power_limit import sweep_sentence
 from autotune.report.study_points import StudyView
-from autotune.report.within_noise import change_text
+from autotune.report.within_noise import change_text, ties_text
 from autotune.candidate import knobs_sentence
 from autotune.report.table import KNOB_COLUMNS, knob_value
 
@@ -78,12 +78,13 @@ def markdown_report(view: StudyView, document: dict) -> str:
             p = view.point(row["trial"])
             estimated = estimated_saving_mark(view, p)  # said here, where no energy figure stands beside it
             noise, stated = row.get("noise_pct"), row.get("simulator_error_pct")
+            ties = ties_text(view, row)
             lines.append(
                 f"- **{pick_label(row['name'], view.pick_parameters)}**: trial {p.trial}, {knobs_sentence(p.params)}: "
                 f"energy saved {change_text(row, 'energy_saved_pct', noise, stated, missing_change('energy_saved_pct', p, base))}"
                 f"{estimated}, time {change_text(row, 'time_change_pct', noise, stated)}, "
                 f"TFLOP/kJ {change_text(row, 'tflop_per_kj_change_pct', noise, stated, missing_change('tflop_per_kj_change_pct', p, base))}"
-                + (f" ({tie_sentence(row['tied_with'])})" if row.get("tied_with") else "")
+                + (f" ({ties})" if ties else "")
             )
         lines.append("")
     if sweep_sentence(view):

@@ -102,7 +102,8 @@ def noise_line(document: dict) -> str | None:
             "bound of run-to-run noise (`--repeats N` measures that)"
         )
     if parts:
-        return f"Measurement noise: {'; '.join(parts)}. Changes within two figures' combined noise are marked."
+        return (f"Measurement noise: {'; '.join(parts)}. Changes within two figures' combined noise are marked, "
+                "and a pick within it of another front point is a tie.")
     if summary:
         return ("Measurement noise: not recorded (probed once, no step times kept), so no change is checked "
                 "against it; `--repeats N` measures it.")

@@ -19,7 +19,7 @@ from autotune.report.importance import METHOD as IMPORTANCE_METHOD
 from autotune.report.payback import tuning_cost
 from autotune.report.picks import commonest_failure, front_note, pick_rows
 from autotune.report.study_points import StudyView
-from autotune.report.within_noise import RULE as NOISE_RULE, with_noise
+from autotune.report.within_noise import RULE as NOISE_RULE, noise_ties, with_noise, with_noise_ties
 from autotune.space import node_span
 from autotune.workload import with_precision
 
@@ -109,6 +109,8 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
     sources = provenance(view)
     error = simulator_error(view)
     trials_by_status = view.trials_by_status()
+    ties = pick_ties(view, error)
+    picks = with_noise_ties(with_ties(pick_rows(view.picks, view.points, view.baseline_trial), ties), noise_ties(view, ties))
     return {
         "model": settings.model.name,
         "nodes": _one_or_list(nodes),
@@ -137,11 +139,11 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
         "recommendation_parameters": view.pick_parameters.to_dict(),
         # Each pick against the baseline trial; percentages are None when the baseline is not feasible.
         # `noise_pct`: each change's noise (report.within_noise); `within_noise`: the changes no larger than it.
-        "picks": with_noise(with_ties(pick_rows(view.picks, view.points, view.baseline_trial), pick_ties(view, error)),
-                            view.points, view.baseline_trial, error),
+        "picks": with_noise(picks, view.points, view.baseline_trial, error),
         # Simulated figures: the profile's leave-one-out error in percent ({} when not calibrated), else None.
         # A pick's `tied_with` lists the front trials it cannot be told apart from within that error;
         # its `within_simulator_error`, the changes against the baseline no larger than it (`simulator_error_pct`).
+        # Its `tied_within_noise`, those within measured noise (same rule as `within_noise`; `tie_noise_cv`: the CVs).
         "simulator_error": error,
         # A plain sentence when there is no trade-off (no feasible point, one, or one beating all); else None.
         "note": front_note(view.points, view.front, trials_by_status, commonest_failure(view.trials), view.time_only),

@@ -89,7 +89,7 @@ def short_pick_label(name: str, parameters: PickParameters) -> str:
     return PICK_FILES.get(name, name)
 
 
-def _change_pct(new: float | None, old: float | None) -> float | None:
+def change_pct(new: float | None, old: float | None) -> float | None:
     if new is None or old is None or old == 0:
         return None
     return 100.0 * (new / old - 1.0)
@@ -100,11 +100,11 @@ def savings(point: Point, base: Point | None) -> dict:
     Energy is a saving (positive = less energy), time and TFLOP/kJ are changes (negative time = faster)."""
     if base is None:
         return {"energy_saved_pct": None, "time_change_pct": None, "tflop_per_kj_change_pct": None}
-    energy_change = _change_pct(point.energy_kj, base.energy_kj)
+    energy_change = change_pct(point.energy_kj, base.energy_kj)
     return {
         "energy_saved_pct": None if energy_change is None else 0.0 - energy_change,  # never "-0.0%"
-        "time_change_pct": _change_pct(point.time_s, base.time_s),
-        "tflop_per_kj_change_pct": _change_pct(point.tflop_per_kj, base.tflop_per_kj),
+        "time_change_pct": change_pct(point.time_s, base.time_s),
+        "tflop_per_kj_change_pct": change_pct(point.tflop_per_kj, base.tflop_per_kj),
     }
 
 

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from autotune.candidate import Knobs, knobs_sentence
 from autotune.report.device_words import view_device_words
-from autotune.report.error_bars import error_sentence, figure_bar, header_bar, point_bar, tie_sentence
+from autotune.report.error_bars import error_sentence, figure_bar, header_bar, point_bar
 from autotune.report.noise import noise_line
 from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
 from autotune.report.pareto_json import hardware_text, nodes_text, not_measured_text, workload_sentence
@@ -21,7 +21,7 @@ from autotune.report.units import (
     energy_figure, energy_text, energy_unit, estimate_header, estimate_mark, figure, time_text, time_unit,
 )
 from autotune.report.study_points import StudyView
-from autotune.report.within_noise import labelled_change_text
+from autotune.report.within_noise import labelled_change_text, ties_text
 
 
 KNOB_COLUMNS = (
@@ -101,8 +101,8 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
         estimated = " (estimated)" if p.energy_source == "estimated" else ""  # an estimate says so wherever it is shown
         line += (f"; {time_text(p.time_s)}{point_bar(error, p, 'time_s')}, "
                  f"{energy_text(p.energy_kj)}{point_bar(error, p, 'energy_kj')}{estimated}")
-        if row.get("tied_with"):
-            line += f" [yellow]({tie_sentence(row['tied_with'])})[/]"
+        if ties := ties_text(view, row):
+            line += f" [yellow]({escape(ties)})[/]"
         # Against a feasible baseline, which has a time; an energy change it cannot state reads "unavailable".
         if row["time_change_pct"] is not None and p.trial != view.baseline_trial:
             noise, stated = row.get("noise_pct"), row.get("simulator_error_pct")

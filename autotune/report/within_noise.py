@@ -18,15 +18,22 @@ its real savings as they were.
 A simulated figure has no noise but the simulator's stated error (the profile's [simulator_error]):
 a change with a simulated side that is no larger than that error is marked the same way,
 `-0.7% (within the simulator's error: ±20%)`; the simulator cannot tell such a pick from the baseline.
+
+The same rule judges a pick against the other front points (`noise_ties`): a pick whose ranking
+figure(s) (error_bars.deciding_figures) lie within the combined noise of another front point's is a
+tie, not a ranking, `tie with trial 5 within measured noise: time CV 3.1% and 2.8%`, as a pick within
+the simulator's error of one is (error_bars.pick_ties).
 """
 
 from __future__ import annotations
 
 import math
 
-from autotune.report.error_bars import change_error_pct
+from autotune.report.error_bars import change_error_pct, deciding_figures, is_simulated, tie_sentence
 from autotune.report.front import Point
 from autotune.report.noise import point_cv
+from autotune.report.picks import change_pct
+from autotune.report.study_points import StudyView
 from autotune.report.units import pct_text
 
 RULE = ("a change between two measured figures is within noise when its size is at most "
@@ -36,6 +43,8 @@ RULE = ("a change between two measured figures is within noise when its size is 
 CHANGE_METRICS = {"energy_saved_pct": "energy", "time_change_pct": "time", "tflop_per_kj_change_pct": "energy"}
 # The same figures by the simulator's names ([simulator_error] keys are these with `_pct`).
 _SIMULATED_METRICS = {"energy": "energy_kj", "time": "time_s"}
+# The noise of each figure a pick ranks by (error_bars.deciding_figures).
+_FIGURE_METRICS = {figure: metric for metric, figure in _SIMULATED_METRICS.items()}
 
 
 def change_noise_pct(point: Point, base: Point, metric: str) -> float | None:
@@ -119,3 +128,76 @@ def with_noise(rows: list[dict], points: list[Point], baseline_trial: int | None
         marked.append({**row, "noise_pct": noise, "within_noise": within,
                        "simulator_error_pct": stated, "within_simulator_error": within_error})
     return marked
+
+
+def _tie_within_noise(pick: Point, other: Point, figures: tuple[str, ...]) -> dict | None:
+    """{"trial": other's, "time_cv": [pick's CV, other's CV], ...} when each of `other`'s deciding figures
+    is within the two figures' combined noise of the pick's; None when one is beyond it or no noise of
+    it is known."""
+    tie = {"trial": other.trial}
+    for figure in figures:
+        metric = _FIGURE_METRICS[figure]
+        gap_pct = change_pct(getattr(other, figure), getattr(pick, figure))
+        if not is_within_noise(gap_pct, change_noise_pct(other, pick, metric)):
+            return None
+        tie[f"{metric}_cv"] = [point_cv(pick, metric)[0], point_cv(other, metric)[0]]
+    return tie
+
+
+def noise_ties(view: StudyView, simulator_ties: dict[str, list[int]]) -> dict[str, list[dict]]:
+    """{pick: [_tie_within_noise entries]}: the front points each pick cannot be told apart from within
+    measured noise, by the one rule above (is_within_noise of change_noise_pct).
+
+    A study of mixed sources (a replay of measured and simulated records): a pair with a simulated figure
+    is judged by this rule too, the simulated figure adding no noise, so the measured side's CV alone is
+    a lower bound of the pair's uncertainty, as it is for a change against a simulated baseline; a gap
+    within that bound cannot be a ranking. A pair already tied within the simulator's error
+    (`simulator_ties`, error_bars.pick_ties) is said once, there. Two simulated figures have no noise,
+    and figures whose noise is unknown (probed once, no step times kept) none either: nothing is tied."""
+    ties = {}
+    for name, trial in view.picks.items():
+        pick, already = view.point(trial), set(simulator_ties.get(name, []))
+        found = (_tie_within_noise(pick, other, deciding_figures(name))
+                 for other in view.front if other.trial != trial and other.trial not in already)
+        ties[name] = [tie for tie in found if tie]
+    return ties
+
+
+def with_noise_ties(rows: list[dict], ties: dict[str, list[dict]]) -> list[dict]:
+    """Pick rows with `tied_within_noise` (the trials, as `tied_with` lists the simulator's ties) and
+    `tie_noise_cv` (per tied trial, each deciding figure's CVs: [the pick's, the trial's]; 0 for a
+    simulated figure, None for one of unknown noise)."""
+    return [{**row, "tied_within_noise": [tie["trial"] for tie in ties.get(row["name"], [])],
+             "tie_noise_cv": ties.get(row["name"], [])} for row in rows]
+
+
+def _cv_text(view: StudyView, trial: int, figure: str, cv: float | None) -> str:
+    if is_simulated(view.point(trial), figure):
+        return "simulated"
+    return "unknown" if cv is None else f"{100 * cv:.1f}%"
+
+
+def _tie_cvs_text(view: StudyView, pick_trial: int, tie: dict) -> str:
+    """`time CV 3.1% and 2.8%`: the pick's figure's CV, then the tied trial's."""
+    return ", ".join(
+        f"{metric} CV {_cv_text(view, pick_trial, figure, tie[f'{metric}_cv'][0])} and "
+        f"{_cv_text(view, tie['trial'], figure, tie[f'{metric}_cv'][1])}"
+        for figure, metric in (("time_s", "time"), ("energy_kj", "energy")) if f"{metric}_cv" in tie
+    )
+
+
+def noise_tie_sentence(view: StudyView, row: dict) -> str:
+    """`tie with trial 5 within measured noise: time CV 3.1% and 2.8%` (several trials: their CVs in the
+    same order, `; ` between); '' without such a tie. The CVs, not only the word, so a reader sees how
+    loose the ranking is."""
+    ties = row.get("tie_noise_cv") or []
+    if not ties:
+        return ""
+    trials = ", ".join(str(tie["trial"]) for tie in ties)
+    cvs = "; ".join(_tie_cvs_text(view, row["trial"], tie) for tie in ties)
+    return f"tie with trial {trials} within measured noise: {cvs}"
+
+
+def ties_text(view: StudyView, row: dict) -> str:
+    """Every tie of a pick row, of either kind, for its line: the simulator's error's, then measured noise's."""
+    return "; ".join(text for text in (tie_sentence(row.get("tied_with") or []), noise_tie_sentence(view, row)) if text)
