@@ -68,7 +68,12 @@ def simulator_error(view: "StudyView") -> dict | None:
     {WHY_UNKNOWN: ...}: calibrated, with no error it can vouch for); None else."""
     if not any(p.source == "simulated" or p.energy_source == "simulated" for p in view.points):
         return None
-    hardware = view.settings.hardware
+    return profile_error(view.settings.hardware)
+
+
+def profile_error(hardware) -> dict:
+    """The error a profile states for its simulated figures: {'time_s_pct': ..., ...}; {} not calibrated;
+    {WHY_UNKNOWN: ...} calibrated, with no error it can vouch for (for the study report and `autotune space`)."""
     if not hardware.simulator_error and hardware.calibrated_from:
         return {WHY_UNKNOWN: _why_unknown(hardware)}
     return dict(hardware.simulator_error)

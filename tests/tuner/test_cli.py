@@ -435,3 +435,15 @@ def test_an_unknown_option_is_the_subcommands_usage_error(command, capsys, tmp_p
     err = capsys.readouterr().err
     assert stopped.value.code == 2
     assert err == f"autotune {command}: error: unrecognized arguments: --bogus-flag=1 (see `autotune {command} --help`)\n"
+
+
+def test_the_space_table_says_once_why_its_simulated_figures_carry_an_unknown_error():
+    """A newcomer's trial: `space --simulate` on an uncalibrated profile showed '(sim +- ?%)' and nothing else."""
+    done = autotune_main("space", "--model", "7b", "--nodes", "1", "--valid", "--simulate", "--hardware", "h100-sxm")
+    assert done.returncode == 0, done.stderr
+    assert "?%)" in done.stdout  # the column headers (rich may break "(sim +- ?%)" across header lines)
+    said = [line for line in done.stderr.splitlines() if "unknown error" in line]
+    assert said == ["autotune space: Simulated figures carry an unknown error (+- ?%): this hardware profile was not "
+                    "calibrated (`autotune calibrate` measures the simulator's error and writes it to the profile)."]
+    stated = autotune_main("space", "--model", "7b", "--nodes", "1", "--valid", "--simulate")  # gh200: +- 3% in the headers
+    assert stated.returncode == 0 and "unknown error" not in stated.stderr and "Simulated figures" not in stated.stderr
