@@ -98,9 +98,19 @@ def beyond_the_config(knobs) -> list[str]:
         how = {"recompute": "recompute each block in backward",
                "offload_sync": "recompute each block, its kept input copied to host memory",
                "offload_async": "recompute each block, its kept input copied to pinned host memory on a side stream"}
+        # The plain checkpoint calls give recompute alone; the offloads are saved-tensor hooks around them, and
+        # the asynchronous one (what the probe measured) is DeepSpeed's pinned-buffer side-stream engine, which
+        # neither call nor the JSON's cpu_checkpointing (a blocking copy) gives.
+        wrap = {"recompute": "wrap each transformer block in torch.utils.checkpoint.checkpoint (use_reentrant=False)",
+                "offload_sync": "wrap each transformer block in torch.utils.checkpoint.checkpoint inside "
+                                "saved_tensors_hooks that copy the kept inputs to host memory",
+                "offload_async": "wrap each transformer block in torch.utils.checkpoint.checkpoint inside "
+                                 "saved_tensors_hooks that hand the kept inputs to DeepSpeed's activation offload "
+                                 "engine (pinned buffers, a side stream; torch.utils.checkpoint alone recomputes "
+                                 "without offloading)"}
         notes.append(f"activation checkpointing ({knobs.activation_checkpointing}: {how[knobs.activation_checkpointing]}) "
-                     "is code, not config: wrap each transformer block in torch.utils.checkpoint or "
-                     "deepspeed.checkpointing.checkpoint (the probe's: trainer/checkpointing.py)")
+                     f"is code, not config: {wrap[knobs.activation_checkpointing]} (the probe's: "
+                     "trainer/checkpointing.py)")
     if knobs.sp_degree > 1:
         notes.append(f"Ulysses sequence parallelism (degree {knobs.sp_degree}) is code, not config: wrap attention in "
                      "deepspeed.sequence.layer.DistributedAttention and pass a sequence-parallel mpu to "

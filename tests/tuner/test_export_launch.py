@@ -217,3 +217,22 @@ def test_an_srun_export_on_a_cpu_profile_asks_for_no_gpus_and_names_cpu_ranks(tm
     assert "gpus-per-node" not in script and "gres" not in script and "@GRES@" not in script
     assert "one srun step starts a task per CPU rank" in script and "per GPU" not in script
     assert "srun --nodes=1 --ntasks=2 --ntasks-per-node=2" in script
+
+
+@pytest.mark.parametrize("mode, says, not_says", [
+    ("recompute", "torch.utils.checkpoint.checkpoint (use_reentrant=False)", "offload"),
+    ("offload_sync", "saved_tensors_hooks that copy the kept inputs to host memory", "side stream; torch"),
+    ("offload_async", "DeepSpeed's activation offload engine (pinned buffers, a side stream; torch.utils.checkpoint "
+                      "alone recomputes without offloading)", "copy the kept inputs"),
+])
+def test_each_checkpointing_mode_names_the_code_that_gives_it(mode, says, not_says):
+    """A newcomer's trial: the offload_async pick's note named torch.utils.checkpoint or
+    deepspeed.checkpointing.checkpoint, neither of which gives the asynchronous offload the probe measured."""
+    from autotune.candidate import Knobs
+    from autotune.export import beyond_the_config
+
+    knobs = Knobs(zero_stage=3, optimizer_offload="none", activation_checkpointing=mode, sp_degree=1, micro_batch=1,
+                  nodes=1)
+    (note,) = beyond_the_config(knobs)
+    assert note.startswith(f"activation checkpointing ({mode}: ") and says in note and not_says not in note, note
+    assert note.endswith("(the probe's: trainer/checkpointing.py)")
