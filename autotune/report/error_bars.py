@@ -1,11 +1,12 @@
 """Error bars on simulated figures: the hardware profile's cross-validated error (`autotune calibrate`
-writes it to [simulator_error]), and the picks that error cannot tell apart from another front point.
+writes it to [simulator_error]), and the picks that error cannot tell apart from another point.
 
 A simulated "18.4 min" is "18.4 min +- 8%" when the profile's leave-one-out time error is 8%; a pick
 whose time (fastest), energy (least energy) or both (the other picks) lie within that error of
-another front point's is a tie, not a ranking (whichever of the two is simulated). Measured studies
-carry no simulator error: their spread over repeats is in report.noise, and picks within it of another
-front point are ties too (report.within_noise.noise_ties).
+another point's is a tie, not a ranking (whichever of the two is simulated): any feasible point for
+the first two, a front point for the others (compared_points). Measured studies carry no simulator
+error: their spread over repeats is in report.noise, and picks within it of such a point are ties too
+(report.within_noise.noise_ties).
 
 A profile `autotune calibrate` wrote without [simulator_error] (its left-out error was not reliable,
 or not computed) shows "+- ?%" as an uncalibrated one does, but its error sentence says it was
@@ -90,6 +91,19 @@ def deciding_figures(pick_name: str) -> tuple[str, ...]:
     return _DECIDED_BY.get(pick_name, _BOTH)
 
 
+def compared_points(view: "StudyView", pick_name: str) -> list:
+    """The points a pick is judged against for a tie (here and in report.within_noise.noise_ties).
+
+    A pick ranked by one figure (fastest: time; least energy: energy) claims to lead every feasible
+    configuration in it, whatever its other figure: the runner-up in time that takes more energy is off
+    the (time, energy) front, and a time-only study's front holds only the fastest, so against the front
+    alone "fastest" would be said of a lead smaller than the error. It is compared with every feasible
+    point. The picks that trade time against energy choose among the front and claim only to be a better
+    trade-off than the other choices on it: a point off it is beaten in both figures by a front point, no
+    trade-off a user would take, so they are compared with the front alone."""
+    return view.points if len(deciding_figures(pick_name)) == 1 else view.front
+
+
 def _simulated_pair(pick, other, figures) -> bool:
     """Whether the simulator's error bears on this comparison: a deciding figure of either point is
     simulated. Either side, as change_error_pct judges a change: a simulated pick 2% from a measured
@@ -98,8 +112,9 @@ def _simulated_pair(pick, other, figures) -> bool:
 
 
 def pick_ties(view: "StudyView", error: dict | None) -> dict[str, list[int]]:
-    """{pick: [front trials it cannot be told apart from within the simulator's error]}. Pairs of
-    measured figures are judged against their noise instead (report.within_noise.noise_ties)."""
+    """{pick: [trials it cannot be told apart from within the simulator's error]}, among the points it
+    is judged against (compared_points). Pairs of measured figures are judged against their noise
+    instead (report.within_noise.noise_ties)."""
     if not error or WHY_UNKNOWN in error:  # no error known: nothing is called a tie
         return {name: [] for name in view.picks}
     ties = {}
@@ -107,7 +122,7 @@ def pick_ties(view: "StudyView", error: dict | None) -> dict[str, list[int]]:
         pick = view.point(trial)
         figures = deciding_figures(name)
         ties[name] = [
-            other.trial for other in view.front
+            other.trial for other in compared_points(view, name)
             if other.trial != trial and _simulated_pair(pick, other, figures)
             and all(_within(getattr(other, f), getattr(pick, f), error.get(f"{f}_pct")) for f in figures)
         ]

@@ -18,7 +18,7 @@ from autotune.report.payback import estimated_saving_mark, no_baseline_in_space
 from autotune.report.units import (
     UNAVAILABLE, energy_figure, energy_text, energy_unit, estimate_header, estimate_mark, figure, time_text, time_unit,
 )
-from autotune.report.pareto_json import nodes_text
+from autotune.report.pareto_json import nodes_header
 from autotune.ds_config import deepspeed_config
 from autotune.report.front import Point
 from autotune.report.html_analysis import importance_section, power_html, tuning_cost_section
@@ -52,7 +52,7 @@ def header_section(view: StudyView, document: dict, run_dir: Path) -> str:
         note += f"<p>{esc(noise_text)}</p>"
     baseline = no_baseline_in_space(view_device_words(view)) if document["baseline"] is None else document["baseline"]
     return (
-        f"<header><h1>autotune report: {esc(document['model'])} on {esc(nodes_text(document['nodes']))} node(s) of "
+        f"<header><h1>autotune report: {esc(document['model'])} on {esc(nodes_header(document))} of "
         f"{esc(hardware_text(document))}</h1>\n"
         f'<p class="provenance provenance-{esc(document["source"] if isinstance(document["source"], str) else "mixed")}">'
         f"<strong>Where the figures come from:</strong> {esc(provenance_sentence(document))} "

@@ -36,6 +36,16 @@ def nodes_text(nodes) -> str:
     return f"{span[0]}-{span[1]}" if span else ", ".join(map(str, nodes))
 
 
+def nodes_header(document: dict) -> str:
+    """`2-8 node(s)`, and `2-8 node(s) (searchable: 2, 4, 8)` where some counts of the study's had no
+    valid candidate (`autotune run` warned of each): the range alone would claim a search of them all."""
+    nodes, searchable = document["nodes"], document.get("searchable_nodes")
+    text = f"{nodes_text(nodes)} node(s)"
+    if not searchable or set(searchable) == set([nodes] if isinstance(nodes, int) else nodes):
+        return text
+    return f"{text} (searchable: {nodes_text(_one_or_list(searchable))})"
+
+
 def provenance(view: StudyView) -> dict:
     """Where time and energy came from, over every evaluated point."""
     sources = sorted({p.source for p in view.points if p.source})
@@ -114,6 +124,10 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
     return {
         "model": settings.model.name,
         "nodes": _one_or_list(nodes),
+        # The counts of `nodes` a valid candidate uses, the only ones the search could take (a count whose
+        # GPUs cannot divide the global batch has none); null where no trial recorded them.
+        "searchable_nodes": ([n for n in nodes if n in view.searchable_nodes]
+                             if view.searchable_nodes is not None else None),
         "gpus": _one_or_list([n * settings.gpus_per_node for n in nodes]),
         "hardware": settings.hardware.name,
         # The profile `autotune calibrate` started from when `hardware` is a calibration of it, else None.
@@ -141,7 +155,8 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
         # `noise_pct`: each change's noise (report.within_noise); `within_noise`: the changes no larger than it.
         "picks": with_noise(picks, view.points, view.baseline_trial, error),
         # Simulated figures: the profile's leave-one-out error in percent ({} when not calibrated), else None.
-        # A pick's `tied_with` lists the front trials it cannot be told apart from within that error;
+        # A pick's `tied_with` lists the trials it cannot be told apart from within that error (any feasible one
+        # for fastest and min_energy, a front one for the others: error_bars.compared_points);
         # its `within_simulator_error`, the changes against the baseline no larger than it (`simulator_error_pct`).
         # Its `tied_within_noise`, those within measured noise (same rule as `within_noise`; `tie_noise_cv`: the CVs).
         "simulator_error": error,

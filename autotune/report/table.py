@@ -13,7 +13,7 @@ from autotune.report.device_words import view_device_words
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar, point_bar
 from autotune.report.noise import noise_line
 from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
-from autotune.report.pareto_json import hardware_text, nodes_text, not_measured_text, workload_sentence
+from autotune.report.pareto_json import hardware_text, nodes_header, not_measured_text, workload_sentence
 from autotune.report.payback import cost_sentence, estimated_saving_mark, payback_by_trial, payback_sentence
 from autotune.report.picks import missing_change, pick_label, picks_by_trial, time_only_energy_words
 from autotune.report.power_limit import sweep_sentence
@@ -50,7 +50,7 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
                else f"time is [bold]{source}[/], energy is [bold]{energy_source}[/]"
                + escape(not_measured_text(document.get("energy_not_measured") or [])))
     console.print(
-        f"[bold]{document['model']}[/] on {nodes_text(document['nodes'])} node(s) of {escape(hardware_text(document))}, "
+        f"[bold]{document['model']}[/] on {nodes_header(document)} of {escape(hardware_text(document))}, "
         f"backend {document['backend']}: {figures}"
     )
     console.print(escape(workload_sentence(document["workload"])))

@@ -19,17 +19,18 @@ A simulated figure has no noise but the simulator's stated error (the profile's 
 a change with a simulated side that is no larger than that error is marked the same way,
 `-0.7% (within the simulator's error: ±20%)`; the simulator cannot tell such a pick from the baseline.
 
-The same rule judges a pick against the other front points (`noise_ties`): a pick whose ranking
-figure(s) (error_bars.deciding_figures) lie within the combined noise of another front point's is a
-tie, not a ranking, `tie with trial 5 within measured noise: time CV 3.1% and 2.8%`, as a pick within
-the simulator's error of one is (error_bars.pick_ties).
+The same rule judges a pick against the other points (`noise_ties`): a pick whose ranking figure(s)
+(error_bars.deciding_figures) lie within the combined noise of another point's is a tie, not a ranking,
+`tie with trial 5 within measured noise: time CV 3.1% and 2.8%`, as a pick within the simulator's error
+of one is (error_bars.pick_ties). Fastest and least energy are judged against every feasible point, the
+picks that trade the two off against the front (error_bars.compared_points says why).
 """
 
 from __future__ import annotations
 
 import math
 
-from autotune.report.error_bars import change_error_pct, deciding_figures, is_simulated, tie_sentence
+from autotune.report.error_bars import change_error_pct, compared_points, deciding_figures, is_simulated, tie_sentence
 from autotune.report.front import Point
 from autotune.report.noise import point_cv
 from autotune.report.picks import change_pct
@@ -145,8 +146,10 @@ def _tie_within_noise(pick: Point, other: Point, figures: tuple[str, ...]) -> di
 
 
 def noise_ties(view: StudyView, simulator_ties: dict[str, list[int]]) -> dict[str, list[dict]]:
-    """{pick: [_tie_within_noise entries]}: the front points each pick cannot be told apart from within
-    measured noise, by the one rule above (is_within_noise of change_noise_pct).
+    """{pick: [_tie_within_noise entries]}: the points each pick cannot be told apart from within
+    measured noise, by the one rule above (is_within_noise of change_noise_pct), among those it is
+    judged against (error_bars.compared_points: every feasible point for fastest and least energy, whose
+    runner-up may be off the front; the front for the picks that trade time against energy).
 
     A study of mixed sources (a replay of measured and simulated records): a pair with a simulated figure
     is judged by this rule too, the simulated figure adding no noise, so the measured side's CV alone is
@@ -158,7 +161,7 @@ def noise_ties(view: StudyView, simulator_ties: dict[str, list[int]]) -> dict[st
     for name, trial in view.picks.items():
         pick, already = view.point(trial), set(simulator_ties.get(name, []))
         found = (_tie_within_noise(pick, other, deciding_figures(name))
-                 for other in view.front if other.trial != trial and other.trial not in already)
+                 for other in compared_points(view, name) if other.trial != trial and other.trial not in already)
         ties[name] = [tie for tie in found if tie]
     return ties
 
