@@ -71,6 +71,12 @@ class Backend(abc.ABC):
         words for the trial's start line ("takes over repeat 1 of 2, runs repeat 2"). Default: nothing, ""."""
         return ""
 
+    def unused_records(self, checks: list) -> str | None:
+        """Optional hook, once the study's candidates are checked: one line on figures the backend holds that
+        this study cannot use (replay: records of knob values its space lacks, node counts outside --nodes),
+        or None (default)."""
+        return None
+
     def kept_after_interruption(self) -> str:
         """Optional hook, after a stop (Ctrl-C, SIGTERM) interrupted evaluate(): one line for the user on what
         of the interrupted trial a resume keeps (launch: its finished repeats), or "" (default)."""

@@ -337,7 +337,7 @@ def _run(args: argparse.Namespace) -> int:
         console.print(f"searching the {sum(c.valid for c in evaluable)} of {sum(c.valid for c in checks)} valid "
                       f"candidates the {backend.name} backend can evaluate; the others: {escape(dropped[0])}")
     # And the other way round: recorded figures this study cannot use (another --space, --nodes) are said.
-    unused = backend.unused_records(checks) if backend.name == "replay" else None
+    unused = backend.unused_records(checks)
     if unused:
         console.print(f"[yellow]warning: {escape(unused)}[/]")
     checks = evaluable

@@ -16,7 +16,8 @@ from autotune.report.noise import noise_line
 from autotune.report.device_words import DeviceWords, view_device_words
 from autotune.report.payback import estimated_saving_mark, no_baseline_in_space
 from autotune.report.units import (
-    UNAVAILABLE, energy_figure, energy_text, energy_unit, estimate_header, estimate_mark, figure, time_text, time_unit,
+    UNAVAILABLE, energy_figure, energy_text, energy_unit, estimate_header, estimate_mark, figure, per_energy_figure, time_text,
+    time_unit,
 )
 from autotune.report.pareto_json import nodes_header
 from autotune.ds_config import deepspeed_config
@@ -148,7 +149,7 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
     error = document.get("simulator_error")
     picked = [view.point(row["trial"]) for row in document["picks"]]
     sources = [p.energy_source for p in picked]
-    base = view.point(view.baseline_trial) if view.baseline_trial is not None else None
+    base = view.baseline_point()
     for row in document["picks"]:
         p = view.point(row["trial"])
         ties = ties_text(view, row)
@@ -161,7 +162,7 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
             esc(figure(p.time_s, t_div) + figure_bar(error, picked, p, "time_s")),
             esc(energy_figure(p.energy_kj, e_div) + figure_bar(error, picked, p, "energy_kj") + estimate_mark(sources, p.energy_source)),
             esc(figure(p.tflops)),
-            esc(energy_figure(p.tflop_per_kj) if p.energy_kj is None else figure(p.tflop_per_kj)),
+            esc(per_energy_figure(p.tflop_per_kj, p.energy_kj)),
             esc(change_text(row, "energy_saved_pct", noise, stated, missing_change("energy_saved_pct", p, base))
                 + ("" if row["energy_saved_pct"] is None else estimated_saving_mark(view, p))),
             *(esc(change_text(row, key, noise, stated, missing_change(key, p, base))) for key in ("time_change_pct", "tflop_per_kj_change_pct")),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from autotune.report.device_words import view_device_words
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar
 from autotune.report.noise import noise_line
-from autotune.report.units import energy_figure, energy_unit, estimate_header, estimate_mark, figure, time_unit
+from autotune.report.units import energy_figure, energy_unit, estimate_header, estimate_mark, figure, per_energy_figure, time_unit
 from autotune.report.pareto_json import nodes_header
 from autotune.report.pareto_json import hardware_text, provenance_sentence, workload_sentence
 from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
@@ -67,13 +67,13 @@ def markdown_report(view: StudyView, document: dict) -> str:
                 figure(p.time_s, t_div) + figure_bar(error, view.front, p, "time_s"),
                 energy_figure(p.energy_kj, e_div) + figure_bar(error, view.front, p, "energy_kj") + estimate_mark(sources, p.energy_source),
                 figure(p.tflops),
-                energy_figure(p.tflop_per_kj) if p.energy_kj is None else figure(p.tflop_per_kj),
+                per_energy_figure(p.tflop_per_kj, p.energy_kj),
                 ", ".join(labels.get(p.trial, [])),
             ]))
         lines.append("")
     if document["picks"]:
         lines += [f"**Picks** (vs baseline trial {document['baseline']})", ""]
-        base = view.point(view.baseline_trial) if view.baseline_trial is not None else None
+        base = view.baseline_point()
         for row in document["picks"]:
             p = view.point(row["trial"])
             estimated = estimated_saving_mark(view, p)  # said here, where no energy figure stands beside it

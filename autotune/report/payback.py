@@ -247,7 +247,7 @@ def payback_row(name: str, trial: int, view: StudyView, tuning_energy_kj: float 
     row = {"name": name, "trial": trial, "saved_kj_per_training_hour": None, "saved_source": None,
            "payback_training_hours": None, "payback_workloads": None, "payback_lower_bound": False, "text": "",
            "energy_change_pct": None, "energy_noise_pct": None, "within_noise": False}
-    point, base = view.point(trial), view.point(view.baseline_trial) if view.baseline_trial is not None else None
+    point, base = view.point(trial), view.baseline_point()
     if base is None:
         row["text"] = f"n/a: {baseline_missing(view)}, so there is no saving to measure against"
         return row
@@ -366,7 +366,7 @@ def cost_sentence(cost: dict) -> str:
 def estimated_saving_mark(view: StudyView, point) -> str:
     """` (estimated)` after a pick's saving against the baseline where either energy is an estimate, else ""
     (a measured pick saves an estimate against an estimated baseline)."""
-    base = view.point(view.baseline_trial) if view.baseline_trial is not None else None
+    base = view.baseline_point()
     return " (estimated)" if base is not None and _saved_source(point, base) == "estimated" else ""
 
 

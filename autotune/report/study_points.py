@@ -34,6 +34,10 @@ class StudyView:
     def point(self, trial: int) -> Point | None:
         return next((p for p in self.points if p.trial == trial), None)
 
+    def baseline_point(self) -> Point | None:
+        """The baseline's feasible point, which every pick's change is against; None where it has none."""
+        return self.point(self.baseline_trial) if self.baseline_trial is not None else None
+
     def trials_by_status(self) -> dict[str, int]:
         """{status: trials}, statuses in alphabetical order (pareto.json's `trials_by_status`)."""
         return {s: sum(r["status"] == s for r in self.trials) for s in sorted({r["status"] for r in self.trials})}

@@ -18,7 +18,7 @@ from autotune.report.payback import cost_sentence, estimated_saving_mark, paybac
 from autotune.report.picks import missing_change, pick_label, picks_by_trial, time_only_energy_words
 from autotune.report.power_limit import sweep_sentence
 from autotune.report.units import (
-    energy_figure, energy_text, energy_unit, estimate_header, estimate_mark, figure, time_text, time_unit,
+    energy_figure, energy_text, energy_unit, estimate_header, estimate_mark, figure, per_energy_figure, time_text, time_unit,
 )
 from autotune.report.study_points import StudyView
 from autotune.report.within_noise import labelled_change_text, ties_text
@@ -89,12 +89,12 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
             figure(p.time_s, t_div) + figure_bar(error, view.front, p, "time_s"),
             energy_figure(p.energy_kj, e_div) + figure_bar(error, view.front, p, "energy_kj") + estimate_mark(sources, p.energy_source),
             figure(p.tflops),
-            energy_figure(p.tflop_per_kj) if p.energy_kj is None else figure(p.tflop_per_kj),
+            per_energy_figure(p.tflop_per_kj, p.energy_kj),
             figure(p.peak_mem_gib),
             ", ".join(labels.get(p.trial, [])),
         )
     console.print(table)
-    base = view.point(view.baseline_trial) if view.baseline_trial is not None else None
+    base = view.baseline_point()
     for row in document["picks"]:
         p = view.point(row["trial"])
         line = f"[bold]{escape(pick_label(row['name'], view.pick_parameters))}[/]: trial {p.trial}, {knobs_sentence(p.params)}"

@@ -41,6 +41,12 @@ def energy_figure(value_kj: float | None, divisor: float = 1.0) -> str:
     return UNAVAILABLE if value_kj is None else figure(value_kj, divisor)
 
 
+def per_energy_figure(value: float | None, energy_kj: float | None) -> str:
+    """A figure made from an energy (TFLOP/kJ) in a column: "unavailable" where the energy is, else `figure`
+    (whatever the figure itself: a zero energy leaves the ratio undefined, not unavailable)."""
+    return UNAVAILABLE if energy_kj is None else figure(value)
+
+
 def pct_text(value: float | None, missing: str = "n/a") -> str:
     """A signed change in percent (`+7.9%`); `missing` where there is none (n/a: no baseline to compare with;
     UNAVAILABLE: an energy change where an energy is unavailable)."""

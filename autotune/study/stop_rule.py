@@ -51,8 +51,6 @@ def _stop_rule_first(objectives: int = 2) -> str:
     return f"at least {MIN_OK_PROBES_TO_STOP} successful probes, and {seeds}"
 
 
-_STOP_RULE_MAIN = _stop_rule_main()
-_STOP_RULE_FIRST = _stop_rule_first()
 _UNLESS_EXACT = "unless every probe is a simulated figure the simulator reproduced"
 
 
@@ -67,9 +65,6 @@ def _stop_rule_coverage(objectives: int = 2) -> tuple[str, ...]:
         f"{better} than the simulator says (beyond noise), where a candidate holding it would {enter} "
         f"by that much",
     )
-
-
-_STOP_RULE_COVERAGE = _stop_rule_coverage()
 
 
 def stop_rule(objectives: int = 2) -> str:
@@ -95,11 +90,11 @@ def stop_rule_help() -> str:
         return textwrap.fill(text, width, initial_indent="  - ", subsequent_indent="    ")
 
     return "\n".join([
-        textwrap.fill(f"early stop (--sampler guided): the study ends before --trials when {_STOP_RULE_MAIN}, "
+        textwrap.fill(f"early stop (--sampler guided): the study ends before --trials when {_stop_rule_main()}, "
                       "and it has measured:", width),
-        item(_STOP_RULE_FIRST),
+        item(_stop_rule_first()),
         textwrap.fill(f"and, {_UNLESS_EXACT}:", width, initial_indent="  ", subsequent_indent="  "),
-        *map(item, _STOP_RULE_COVERAGE),
+        *map(item, _stop_rule_coverage()),
     ])
 
 
