@@ -50,6 +50,7 @@ import numpy as np
 import optuna
 from optuna.distributions import CategoricalDistribution
 from optuna.trial import FrozenTrial
+from threadpoolctl import threadpool_limits
 
 from autotune.pareto import front_indices, knee_index
 from autotune.study.acquisition import ENTER_MARGIN
@@ -107,6 +108,14 @@ def pair_coverage_value(owed: np.ndarray, share: np.ndarray, could_enter: np.nda
     return np.where(could_enter, owed @ weight, 0.0)
 
 
+def _one_blas_thread():
+    """The model's matrices are small (probes x candidates): BLAS threads cost more to wake than they
+    save, and where another process shares the cores (a second worker, a probe's ranks starting, a
+    login node) OpenBLAS's threads spin against it: one test's guided study took 41 s with them and
+    8 s without while another process ran beside it. The probes are other processes: untouched."""
+    return threadpool_limits(limits=1, user_api="blas")
+
+
 class GuidedSampler(optuna.samplers.BaseSampler):
     # It only proposes free candidates, so loop.py must not wrap it in unique.py's sampler: the
     # wrapper would also hide `converged`, and the study would never stop early.
@@ -138,7 +147,8 @@ class GuidedSampler(optuna.samplers.BaseSampler):
         key = (measured, tuple(sorted(obs.sources)), tuple(sorted(obs.oom)), tuple(sorted(obs.failed)),
                tuple(sorted(obs.busy)), len(study.directions))
         if self._cache is None or self._cache[0] != key:
-            self._cache = (key, outlook(pred, obs, len(study.directions), self._seed))
+            with _one_blas_thread():
+                self._cache = (key, outlook(pred, obs, len(study.directions), self._seed))
         return self._cache[1]
 
     def seed_indices(self, objectives: int) -> list[int]:
@@ -240,7 +250,8 @@ class GuidedSampler(optuna.samplers.BaseSampler):
         key = (tuple(probed), view.log_measured.tobytes(), view.noise_std.tobytes())
         if self._reach_cache is None or self._reach_cache[0] != key:
             pred = self.predictions
-            residual = leave_one_out_log_residual(pred.time_parts, pred.energy_parts, probed, view.log_measured)
+            with _one_blas_thread():
+                residual = leave_one_out_log_residual(pred.time_parts, pred.energy_parts, probed, view.log_measured)
             # A probe that alone holds a value (the only 2-node probe) is missed, left out, by that value's
             # own error as well as any pair's, and the re-weighted simulator cannot learn a value from no
             # probe: in `combined` truths such misses made the reach x2-4 (log 0.7-1.4), so every pair was
