@@ -156,8 +156,11 @@ def test_replay_round_trip_gives_the_same_front(tmp_path):
     assert main(["export", str(tmp_path / "a"), "--measurements", str(measurements)]) == 0
     lines = [json.loads(line) for line in measurements.read_text().splitlines()]
     assert len(lines) == len(evaluated_trials(original))
-    replayed = open_study(tmp_path / "b", None, make_sampler(0, 40, "guided", checks))
-    run_study(replayed, settings, ReplayBackend(measurements), 200, checks=checks)
+    # As `autotune run --backend replay` does: the study searches the recorded candidates only.
+    backend = ReplayBackend(measurements)
+    recorded = backend.evaluable(checks)
+    replayed = open_study(tmp_path / "b", None, make_sampler(0, 40, "guided", recorded))
+    run_study(replayed, settings, backend, 200, checks=recorded)
 
     def front(study):
         points = {params_key(t.params): tuple(t.values) for t in study.trials if t.state == TrialState.COMPLETE}
