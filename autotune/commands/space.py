@@ -71,10 +71,9 @@ def _run(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
-    from rich.console import Console
     from rich.table import Table
 
-    from autotune.report.table import KNOB_COLUMNS
+    from autotune.report.table import KNOB_COLUMNS, stdout_console
     from autotune.report.units import energy_unit, figure, time_unit
 
     # The report's knob columns, and the SM clock cap where the space varies it: without the device
@@ -107,6 +106,5 @@ def _run(args) -> int:
         if args.simulate:
             cells += [figure(r["time_s"], t_div), figure(r["energy_kj"], e_div), figure(r["tflops"])] if r["valid"] else ["", "", ""]
         table.add_row(*cells)
-    # Piped output gets a wide table, as the report's does, instead of rich's 80 columns.
-    Console(width=None if sys.stdout.isatty() else 160).print(table)
+    stdout_console().print(table)
     return 0

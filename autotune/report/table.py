@@ -40,9 +40,16 @@ def knob_value(params: dict, knob: str):
     return params.get(knob, getattr(Knobs(), knob))
 
 
+def stdout_console() -> Console:
+    """The terminal's width on a terminal. Piped or captured output (a job's output file, `| grep`) gets
+    a 160-column table instead of rich's 80-column default, and each sentence on one line: rich broke
+    them at the table's width, so grep found half a pick's line."""
+    piped = not sys.stdout.isatty()
+    return Console(width=160 if piped else None, soft_wrap=piped)
+
+
 def print_report(view: StudyView, document: dict, console: Console | None = None) -> None:
-    # Piped or captured output gets a wide table instead of rich's 80-column default.
-    console = console or Console(width=None if sys.stdout.isatty() else 160)
+    console = console or stdout_console()
     # A study whose points came from several sources lists them all ("measured and estimated").
     source, energy_source = (" and ".join(v) if isinstance(v, list) else v for v in (document["source"], document["energy_source"]))
     # "none": no trial has figures (every probe ran out of memory or failed), not figures of kind "none".
