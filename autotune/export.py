@@ -67,12 +67,9 @@ def launch_command(candidate, config_name: str, candidate_name: str, launcher: s
     return probe_command("torchrun" if candidate.knobs.nodes == 1 else "deepspeed", candidate, probe_args)
 
 
-def _own_training(config_name: str, knobs) -> str:
-    notes = beyond_the_config(knobs)
-    if not notes:
-        return f"# Your own training takes {config_name} as its DeepSpeed config: it holds every knob of this pick.\n"
+def _own_training(config_name: str, candidate) -> str:
     return (f"# Your own training takes {config_name} as its DeepSpeed config, and needs beyond it:\n"
-            + "".join(f"#   - {note}\n" for note in notes))
+            + "".join(f"#   - {note}\n" for note in handover_notes(candidate)))
 
 
 def _script_line(line: str) -> str:
@@ -87,6 +84,25 @@ def portable_candidate(candidate) -> dict:
     flag = hardware_flag(candidate.hardware.source) if candidate.hardware.source else candidate.hardware.name
     data["hardware"] = Path(flag).name  # a built-in profile's name, or a custom file's name without its directory
     return data
+
+
+def ranks_note(candidate) -> str:
+    """The number of ranks the config's batch sizes hold for: DeepSpeed checks train_batch_size = micro-batch x
+    gradient_accumulation_steps x data-parallel size at start-up, and a newcomer's trial ran a 16-rank pick's
+    config on one rank and met that assertion with nothing in the export naming 16."""
+    knobs, global_batch, words = candidate.knobs, candidate.workload.global_batch, device_words(candidate.hardware)
+    per_node = f"{candidate.gpus_per_node} {words.one if candidate.gpus_per_node == 1 else words.many}"
+    sp = f", sequence-parallel degree {knobs.sp_degree}" if knobs.sp_degree > 1 else ""
+    return (f"run it on {candidate.gpus} ranks ({knobs.nodes} node(s) x {per_node}{sp}: data-parallel "
+            f"size {candidate.dp_degree}): train_batch_size {global_batch} = micro-batch {knobs.micro_batch} x "
+            f"gradient_accumulation_steps {candidate.grad_accum} x {candidate.dp_degree}, which DeepSpeed checks at "
+            f"start-up; on another number of ranks keep train_batch_size and set gradient_accumulation_steps to "
+            f"{global_batch} / ({knobs.micro_batch} x the data-parallel size)")
+
+
+def handover_notes(candidate) -> list[str]:
+    """Everything a training that loads the exported config needs to know beyond it, in the order said."""
+    return [ranks_note(candidate), *beyond_the_config(candidate.knobs)]
 
 
 def beyond_the_config(knobs) -> list[str]:
@@ -108,9 +124,12 @@ def beyond_the_config(knobs) -> list[str]:
                                  "saved_tensors_hooks that hand the kept inputs to DeepSpeed's activation offload "
                                  "engine (pinned buffers, a side stream; torch.utils.checkpoint alone recomputes "
                                  "without offloading)"}
+        # The config's activation_checkpointing section reads as if it did this (cpu_checkpointing: true, a
+        # newcomer's trial): it configures deepspeed.checkpointing.checkpoint only, which the probe never calls.
         notes.append(f"activation checkpointing ({knobs.activation_checkpointing}: {how[knobs.activation_checkpointing]}) "
                      f"is code, not config: {wrap[knobs.activation_checkpointing]} (the probe's: "
-                     "trainer/checkpointing.py)")
+                     "trainer/checkpointing.py; the config's activation_checkpointing section applies only to "
+                     "deepspeed.checkpointing.checkpoint calls, which the probe does not make)")
     if knobs.sp_degree > 1:
         notes.append(f"Ulysses sequence parallelism (degree {knobs.sp_degree}) is code, not config: wrap attention in "
                      "deepspeed.sequence.layer.DistributedAttention and pass a sequence-parallel mpu to "
@@ -118,9 +137,17 @@ def beyond_the_config(knobs) -> list[str]:
                      f"only divides the data-parallel size, and the real global batch would be {knobs.sp_degree}x")
     device = [f"power limit {knobs.power_limit:g} of the default"] if knobs.power_limit != 1.0 else []
     device += [f"SM clock cap {knobs.sm_clock_mhz} MHz"] if knobs.sm_clock_mhz != SM_CLOCK_UNTOUCHED else []
-    if device:
+    if device and knobs.nodes == 1:
         notes.append(f"the {' and '.join(device)} is set on the GPUs, not by DeepSpeed: the launch script does it; "
                      "set it for your own job the same way")
+    elif device:
+        # The deepspeed launcher's script applies it where the script runs (pdsh starts the other nodes' ranks
+        # only): said in the script, but the terminal line that people read said "the launch script does it".
+        apply = shlex.join(["python", "-m", "autotune.measure.device_cli", "apply", "--power-limit", f"{knobs.power_limit:g}",
+                            "--sm-clock-mhz", str(knobs.sm_clock_mhz)])
+        notes.append(f"the {' and '.join(device)} is set on the GPUs of every node, not by DeepSpeed: the launch script "
+                     f"sets it on the node it runs on only (on every node with `autotune export --launcher srun`); for "
+                     f"your own job run `{apply}` on each of its {knobs.nodes} nodes before training, and `restore` after")
     return notes
 
 
@@ -191,7 +218,8 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
         "candidate": point.params,
         "power_limit": candidate.knobs.power_limit,  # fraction of each device's default limit; 1.0 = untouched
         "sm_clock_mhz": candidate.knobs.sm_clock_mhz,  # "max" = untouched
-        "not_in_this_config": beyond_the_config(candidate.knobs),
+        "ranks": candidate.gpus,  # the batch sizes hold for this many (ranks_note)
+        "not_in_this_config": handover_notes(candidate),
     }
     config_path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(config_path, json.dumps(config, indent=2) + "\n")
@@ -212,7 +240,7 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
         f"# Runs the probe again: trains the autotune model with {config_path.name} ({point.source} time, "
         f"{point.energy_source} energy) for a warm-up and a measured window,\n"
         f"# prints what it measured and writes {result_name(config_path.name)} (more steps: add --steps N to the command below).\n"
-        + _own_training(config_path.name, candidate.knobs) + where
+        + _own_training(config_path.name, candidate) + where
         + 'cd "$(dirname "$0")"\n'
         + "".join(line + "\n" for line in (_hostfile_check(launch_path.name, candidate) if command[0] == "deepspeed" else []))
         # The gres first: the steps that set a power limit on each node need the GPUs too.

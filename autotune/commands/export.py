@@ -40,7 +40,7 @@ def register(subparsers) -> None:
 def _run(args) -> int:
     from autotune.commands.finish import stored_pick_parameters
     from autotune.errors import UserError
-    from autotune.export import beyond_the_config, choose_trial, export_trial, hostfile_sentence
+    from autotune.export import choose_trial, export_trial, handover_notes, hostfile_sentence
     from autotune.report import study_view
     from autotune.study import load_finished_study
 
@@ -72,14 +72,12 @@ def _run(args) -> int:
     for path in written:
         print(path)  # stdout holds the paths alone, for scripts; what to do with them goes to stderr
     candidate = view.settings.candidate(view.point(trial).params)
-    notes = beyond_the_config(candidate.knobs)
     print(f"train it as probed: bash {written[-1]}", file=sys.stderr)
     if args.launcher != "srun" and candidate.knobs.nodes > 1:  # the deepspeed launcher: see export._hostfile_check
         print(f"  {hostfile_sentence(candidate.knobs.nodes, candidate.gpus_per_node)}", file=sys.stderr)
-    if notes:
-        print(f"{written[0].name} is the DeepSpeed config; your own training needs beyond it:", file=sys.stderr)
-        for note in notes:
-            print(f"  - {note}", file=sys.stderr)
+    print(f"{written[0].name} is the DeepSpeed config; your own training needs beyond it:", file=sys.stderr)
+    for note in handover_notes(candidate):
+        print(f"  - {note}", file=sys.stderr)
     return 0
 
 

@@ -155,12 +155,13 @@ def test_what_a_deepspeed_config_cannot_carry_is_said_where_it_is_handed_over(tm
     assert exported.returncode == 0, exported.stderr
     assert exported.stdout.split() == [str(tmp_path / name) for name in ("mine.json", "mine.candidate.json", "mine.launch.sh")]
     notes = json.loads((tmp_path / "mine.json").read_text())["autotune"]["not_in_this_config"]
-    assert [note.split(" (")[0] for note in notes] == ["activation checkpointing", "Ulysses sequence parallelism",
+    assert [note.split(" (")[0] for note in notes] == ["run it on 4 ranks", "activation checkpointing", "Ulysses sequence parallelism",
                                                       "the power limit 0.8 of the default is set on the GPUs, not by DeepSpeed: the launch script does it; set it for your own job the same way"]
-    assert "the real global batch would be 2x" in notes[1] and "DistributedAttention" in notes[1]
+    assert "the real global batch would be 2x" in notes[2] and "DistributedAttention" in notes[2]
     said = " ".join(exported.stderr.split())
     assert f"train it as probed: bash {tmp_path / 'mine.launch.sh'}" in said
-    assert "mine.json is the DeepSpeed config; your own training needs beyond it: - activation checkpointing" in said
+    assert "mine.json is the DeepSpeed config; your own training needs beyond it: - run it on 4 ranks" in said
+    assert "- activation checkpointing" in said
     script = (tmp_path / "mine.launch.sh").read_text()
     assert "# Your own training takes mine.json as its DeepSpeed config, and needs beyond it:" in script
     assert all(f"#   - {note}" in script for note in notes)
@@ -235,4 +236,57 @@ def test_each_checkpointing_mode_names_the_code_that_gives_it(mode, says, not_sa
                   nodes=1)
     (note,) = beyond_the_config(knobs)
     assert note.startswith(f"activation checkpointing ({mode}: ") and says in note and not_says not in note, note
-    assert note.endswith("(the probe's: trainer/checkpointing.py)")
+    assert note.endswith("(the probe's: trainer/checkpointing.py; the config's activation_checkpointing section applies "
+                         "only to deepspeed.checkpointing.checkpoint calls, which the probe does not make)")
+
+
+def test_the_export_names_the_ranks_its_batch_sizes_hold_for_and_deepspeed_agrees(tmp_path, monkeypatch):
+    """A newcomer's trial: a 16-rank pick's config on one rank stopped at DeepSpeed's batch check
+    (train_batch_size 64 != 2 * 2 * 1) with nothing in the export naming 16. The note's arithmetic is
+    DeepSpeed's own: its config object accepts the file at the named data-parallel size, and refuses it
+    at another until gradient_accumulation_steps is set as the note says."""
+    from deepspeed.runtime.config import DeepSpeedConfig
+
+    space = tmp_path / "one.toml"
+    space.write_text('zero_stage = [3]\noptimizer_offload = ["none"]\nactivation_checkpointing = ["recompute"]\n'
+                     'sp_degree = [2]\nmicro_batch = [2]\n')
+    out = tmp_path / "run"
+    assert autotune_main("run", "--model", "32b", "--nodes", "4", "--space", space, "--trials", "2",
+                         "--out", out).returncode == 0
+    exported = autotune_main("export", out, "--trial", "0", "-o", tmp_path / "mine.json")
+    assert exported.returncode == 0, exported.stderr
+    config = json.loads((tmp_path / "mine.json").read_text())
+    note = config["autotune"]["not_in_this_config"][0]
+    assert note == ("run it on 16 ranks (4 node(s) x 4 GPUs, sequence-parallel degree 2: data-parallel size 8): "
+                    "train_batch_size 64 = micro-batch 2 x gradient_accumulation_steps 4 x 8, which DeepSpeed checks at "
+                    "start-up; on another number of ranks keep train_batch_size and set gradient_accumulation_steps to "
+                    "64 / (2 x the data-parallel size)")
+    assert config["autotune"]["ranks"] == 16
+    assert f"- {note}" in " ".join(exported.stderr.split())
+    assert f"#   - {note}" in (tmp_path / "mine.launch.sh").read_text()
+    import deepspeed.runtime.config as ds_config
+
+    def at_ranks(ranks: int, settings: dict) -> None:
+        """DeepSpeed's config check at `ranks` processes (its data-parallel size: ranks / sequence_parallel_size)."""
+        monkeypatch.setattr(ds_config.dist, "get_rank", lambda *a: 0)
+        monkeypatch.setattr(ds_config.dist, "get_world_size", lambda *a: ranks)
+        DeepSpeedConfig(settings)
+
+    settings = {k: v for k, v in config.items() if k != "autotune"}
+    at_ranks(16, settings)
+    with pytest.raises(AssertionError, match="Check batch related parameters"):
+        at_ranks(4, settings)
+    at_ranks(4, {**settings, "gradient_accumulation_steps": 64 // (2 * 2)})  # as the note says, at data-parallel size 2
+
+
+def test_a_multi_node_power_limit_is_said_to_be_set_on_every_node():
+    """A newcomer's trial: the terminal said "the launch script does it" of a 4-node pick, whose script
+    sets the limit on its own node only (it says so inside), so 3 of 4 nodes trained at full power."""
+    from autotune.candidate import Knobs
+    from autotune.export import beyond_the_config
+
+    (note,) = beyond_the_config(Knobs(power_limit=0.8, nodes=4))
+    assert note == ("the power limit 0.8 of the default is set on the GPUs of every node, not by DeepSpeed: the launch "
+                    "script sets it on the node it runs on only (on every node with `autotune export --launcher srun`); "
+                    "for your own job run `python -m autotune.measure.device_cli apply --power-limit 0.8 --sm-clock-mhz "
+                    "max` on each of its 4 nodes before training, and `restore` after")
