@@ -145,7 +145,12 @@ def slurm_gpus_per_node(environ: dict[str, str]) -> int | None:
     holds, else what --gpus-per-node asked for ("4" or "a100:4"; under salloc on a login node the
     other two are not set), else the job's GPU list."""
     on_node = environ.get("SLURM_GPUS_ON_NODE")
-    if on_node and on_node.isdigit():
+    if on_node:
+        # SLURM writes a count here; anything else was set by hand, and ignoring it studied the profile's whole
+        # node without a word (a newcomer's trial: "gpu:a100:2" for an allocation of 2 GPUs).
+        if not on_node.isdigit():
+            raise UserError(f"SLURM_GPUS_ON_NODE={on_node!r} in the environment is not a GPU count; run inside an "
+                            "allocation SLURM made (sbatch, salloc), or unset SLURM_JOB_ID to run outside one")
         return int(on_node)
     asked = environ.get("SLURM_GPUS_PER_NODE", "").rsplit(":", 1)[-1]
     if asked.isdigit():

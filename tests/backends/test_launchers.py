@@ -167,6 +167,13 @@ def test_a_slurm_node_count_that_is_not_one_is_a_user_error(count):
         allocation_shape(None, {"SLURM_JOB_ID": "42", "SLURM_JOB_NUM_NODES": count})
 
 
+@pytest.mark.parametrize("count", ["abc", "-2", "2(x4)", "gpu:a100:2", "2.0", " 2", "4,4"])
+def test_a_slurm_gpu_count_that_is_not_one_is_a_user_error(count):
+    """A newcomer's trial: such a value was ignored, and the study took the profile's whole node silently."""
+    with pytest.raises(UserError, match=f"SLURM_GPUS_ON_NODE={re.escape(repr(count))} in the environment is not a GPU count"):
+        allocation_shape(None, {"SLURM_JOB_ID": "42", "SLURM_JOB_NUM_NODES": "2", "SLURM_GPUS_ON_NODE": count})
+
+
 def test_a_one_rank_candidate_runs_the_probe_directly_with_its_own_layout(make_candidate):
     plan = build_plan("torchrun", make_candidate(gpus_per_node=1), PROBE_ARGS, python="py", hostfile=None, environ={})
     assert plan.command == ["py", "-m", "trainer.probe", *PROBE_ARGS]
