@@ -17,7 +17,9 @@ so a timeout says what it waited on.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -37,6 +39,29 @@ def extensions_root(environ: dict | None = None) -> Path:
         return Path(given)
     cache = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(cache) / "torch_extensions"
+
+
+def install_extensions_dir(environ: dict | None = None, prefix: str = sys.prefix) -> Path:
+    """Where this Python install's probes build DeepSpeed's ops: TORCH_EXTENSIONS_DIR where it is set, else a
+    folder of its own under torch's per-user one (`autotune-` and a digest of the install's path).
+
+    torch keys its build folders by op name only, and an op built by another install (a second checkout,
+    the training venv beside the tuner's, one home directory shared by a cluster's nodes) has other include
+    paths, so each install found the other's build stale and rebuilt it, 50-135 s a probe, inside the
+    probe's --probe-timeout (a newcomer's trial: tiny probes went from 10 s to over 500 s). Every process
+    that builds for a probe (the probe on each node, scripts/test's prebuild) asks here, so they agree."""
+    environ = os.environ if environ is None else environ
+    if environ.get("TORCH_EXTENSIONS_DIR"):
+        return Path(environ["TORCH_EXTENSIONS_DIR"])
+    install = hashlib.sha1(os.path.realpath(prefix).encode()).hexdigest()[:10]
+    return extensions_root(environ) / f"autotune-py{sys.version_info.major}{sys.version_info.minor}-{install}"
+
+
+def use_install_extensions_dir() -> Path:
+    """Point torch's builds of this process (and its children) at `install_extensions_dir`."""
+    folder = install_extensions_dir()
+    os.environ["TORCH_EXTENSIONS_DIR"] = str(folder)
+    return folder
 
 
 def build_locks(root: Path) -> list[Path]:

@@ -334,10 +334,11 @@ def main(argv: list[str] | None = None) -> int:
 
     threads = threads_per_rank(args.threads_per_rank, env.local_world_size)
     apply_threads(threads)
+    from autotune.build_locks import clear_stale_build_locks, use_install_extensions_dir
+
+    use_install_extensions_dir()  # before DeepSpeed builds or loads an op: this install's builds apart
     if env.is_node_leader:
         # Before the ranks rendezvous, so before any of them can wait on a lock a killed build left.
-        from autotune.build_locks import clear_stale_build_locks
-
         for line in clear_stale_build_locks():
             print(f"probe: {line}", file=sys.stderr, flush=True)
     out = Path(args.out)

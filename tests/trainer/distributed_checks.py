@@ -17,6 +17,7 @@ import deepspeed
 import torch
 import torch.distributed as dist
 
+from autotune.build_locks import use_install_extensions_dir
 from autotune.candidate import Candidate, Knobs
 from autotune.ds_config import deepspeed_config
 from autotune.hardware import load_hardware
@@ -69,6 +70,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
+    use_install_extensions_dir()  # the ops scripts/test built, as a probe finds them
     deepspeed.init_distributed("gloo", timeout=datetime.timedelta(seconds=120), verbose=False)
     world = dist.get_world_size()
     results = {f"zero{stage}": trajectory(world, 4, zero_stage=stage) for stage in (0, 1, 2, 3)}

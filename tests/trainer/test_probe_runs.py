@@ -144,16 +144,13 @@ def test_a_build_lock_a_killed_build_left_does_not_hang_the_next_probe(tmp_path)
     on it until killed in turn. The probe removes a lock no process holds before its ranks start building."""
     import shutil
 
-    from autotune.build_locks import build_locks, extensions_root
+    from autotune.build_locks import build_locks, install_extensions_dir
 
     extensions = tmp_path / "ext"
-    # scripts/test builds every op a probe loads (shm_comm, and FusedAdam for this ZeRO-0 one): copied, as a
-    # build of each would take this test half a minute. torch builds into <root>/<python-and-device>/<op>, or
-    # into <root>/<op> where TORCH_EXTENSIONS_DIR names the root.
-    root = extensions_root()
-    for built in (sorted(root.glob("*/deepspeed_shm_comm")) + sorted(root.glob("deepspeed_shm_comm")))[:1]:
-        for op in built.parent.iterdir():
-            shutil.copytree(op, extensions / op.name)
+    # scripts/test builds every op a probe loads (shm_comm, and FusedAdam for this ZeRO-0 one) where this
+    # install's probes find them: copied, as a build of each would take this test half a minute.
+    for op in install_extensions_dir().iterdir():
+        shutil.copytree(op, extensions / op.name)
     lock = extensions / "deepspeed_shm_comm" / "lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
     lock.write_text("")
