@@ -116,6 +116,12 @@ class Backend(abc.ABC):
         measures otherwise says so. Backends that measure nothing: {}."""
         return {}
 
+    def timeout_settings(self) -> dict:
+        """Optional hook: what decides whether a probe times out ({flag: value}: how long it measures, and
+        its timeout). A timed-out trial keeps them, and a resume with others probes its candidate again
+        (study/retries.py). Backends whose evaluations cannot time out: {}."""
+        return {}
+
     def describe(self) -> str:
         """One line for the user: what this backend does and why it was chosen."""
         return self.name

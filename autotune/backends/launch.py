@@ -270,6 +270,9 @@ class LaunchBackend(Backend):
         return {"--warmup-steps": self.warmup_steps, "--probe-steps": self.probe_steps,
                 "--probe-seconds": self.probe_seconds, "--repeats": self.repeats}
 
+    def timeout_settings(self) -> dict:
+        return {**self.probe_settings(), "--probe-timeout": self.probe_timeout_s}
+
     def describe(self) -> str:
         if not self.energy_ranked:
             energy = "energy reported, not an objective"

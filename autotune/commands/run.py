@@ -208,7 +208,7 @@ def _resume(study, settings, backend, args: argparse.Namespace, run_dir: Path, c
     from rich.markup import escape
 
     from autotune.study.loop import unranked_estimates
-    from autotune.study.retries import is_evaluated, queue_setup_retries
+    from autotune.study.retries import TIMED_OUT_UNDER_ATTR, is_evaluated, queue_setup_retries, timed_out_otherwise
 
     where = args.storage or str(run_dir)
     evaluated = [t for t in study.get_trials(deepcopy=False) if is_evaluated(t)]
@@ -230,10 +230,18 @@ def _resume(study, settings, backend, args: argparse.Namespace, run_dir: Path, c
     drawn = _changed_proposals(study, args)
     if drawn:
         console.print(f"[yellow]{drawn}[/]")
-    retried = queue_setup_retries(study)
-    if retried:
-        console.print(f"probing again the candidate(s) of trial(s) {', '.join(map(str, retried))}: their probes failed on "
+    timed_out = {t.number: t for t in study.get_trials(deepcopy=False) if timed_out_otherwise(t, backend.timeout_settings())}
+    retried = queue_setup_retries(study, backend.timeout_settings())
+    on_setup = [n for n in retried if n not in timed_out]
+    if on_setup:
+        console.print(f"probing again the candidate(s) of trial(s) {', '.join(map(str, on_setup))}: their probes failed on "
                       "the set-up (the launcher or the nodes, before the trainer ran them), not on the candidate")
+    for number in (n for n in retried if n in timed_out):
+        then = timed_out[number].user_attrs[TIMED_OUT_UNDER_ATTR]
+        differ = "; ".join(f"{flag} {then[flag]:g} then, {now:g} now" for flag, now in backend.timeout_settings().items()
+                           if flag in then and then[flag] != now) or "other probe settings"
+        console.print(f"probing again the candidate of trial {number}: its probe timed out under other probe settings "
+                      f"({differ}), which says nothing of the candidate under these")
     unranked = unranked_estimates(study) if args.allow_estimated_energy and "energy" in args.objectives else []
     if unranked:
         console.print(f"[yellow]trial(s) {', '.join(map(str, unranked))} failed earlier because their energy was only "

@@ -11,7 +11,10 @@
   resumed study probes its candidate again (`queue_setup_retries`): the user fixed the set-up in
   between, as the failing-start stop asks (failures.py). Such a trial stops counting as evaluated once
   it is queued again. A candidate's own failure, an out-of-memory and a timeout stay final, but for a
-  timeout the launch backend found spent waiting on another build's lock (`setup_failure`).
+  timeout the launch backend found spent waiting on another build's lock (`setup_failure`), and one whose
+  probe ran with other probe settings or --probe-timeout than the resume's (`TIMED_OUT_UNDER_ATTR`): a `--probe-steps 100000`
+  typo timed every probe out, and the corrected command never probed those candidates again (the
+  baseline among them; a newcomer's trial).
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from autotune.study.unique import trial_knobs
 SETUP_FAILURE_ATTR = "setup_failure"
 SETUP_RETRIED_ATTR = "setup_retried_trials"
 RETRIED_ATTR = "retried_trials"
+# On a trial whose probe timed out: the settings that decided it (Backend.timeout_settings()).
+TIMED_OUT_UNDER_ATTR = "timed_out_under"
 
 
 def is_evaluated(t: optuna.trial.FrozenTrial, released: Collection[int] = ()) -> bool:
@@ -83,18 +88,29 @@ def evaluated_trials(study: optuna.Study) -> dict[str, optuna.trial.FrozenTrial]
     return done
 
 
-def queue_setup_retries(study: optuna.Study) -> list[int]:
-    """On resume, queue again the candidate of each trial whose probe failed on the set-up (see the module
-    docstring); that trial then counts no more as evaluated. Once per trial, and not for a candidate another
-    trial has evaluated since or holds queued or running. Returns the trial numbers whose candidates were queued."""
+def timed_out_otherwise(t: optuna.trial.FrozenTrial, probe_settings: dict | None) -> bool:
+    """A trial whose probe timed out under other probe settings than `probe_settings` (the resume's)."""
+    under = t.user_attrs.get(TIMED_OUT_UNDER_ATTR)
+    return bool(probe_settings) and isinstance(under, dict) and under != probe_settings
+
+
+def queue_setup_retries(study: optuna.Study, probe_settings: dict | None = None) -> list[int]:
+    """On resume, queue again the candidate of each trial whose probe failed on the set-up, or timed out
+    under other probe settings than `probe_settings` (see the module docstring); that trial then counts no
+    more as evaluated. Once per trial, and not for a candidate another trial has evaluated since or holds
+    queued or running. Returns the trial numbers whose candidates were queued."""
     trials = study.get_trials(deepcopy=False)
     released = released_trials(study)
+
+    def retryable(t) -> bool:
+        return bool(t.user_attrs.get(SETUP_FAILURE_ATTR)) or timed_out_otherwise(t, probe_settings)
+
     taken = {params_key(trial_knobs(t)) for t in trials
              if (t.state in (TrialState.RUNNING, TrialState.WAITING) and all(k in trial_knobs(t) for k in KNOBS))
-             or (is_evaluated(t, released) and not t.user_attrs.get(SETUP_FAILURE_ATTR))}
+             or (is_evaluated(t, released) and not retryable(t))}
     queued = []
     for t in trials:
-        if t.state != TrialState.FAIL or not t.user_attrs.get(SETUP_FAILURE_ATTR) or not is_evaluated(t, released):
+        if t.state != TrialState.FAIL or not retryable(t) or not is_evaluated(t, released):
             continue
         key = params_key(t.params)
         if key in taken:
@@ -170,6 +186,8 @@ def retry_words(trials: list, lineage: list[int]) -> str:
         return ""
     if trials[lineage[0]].user_attrs.get(SETUP_FAILURE_ATTR):
         return f"retry of trial {lineage[0]}, which failed on the set-up"
+    if trials[lineage[0]].user_attrs.get(TIMED_OUT_UNDER_ATTR):
+        return f"retry of trial {lineage[0]}, which timed out under other probe settings"
     return f"retry of interrupted trial {lineage[0]}"
 
 
