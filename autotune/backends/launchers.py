@@ -287,6 +287,10 @@ def unreachable_reason(launcher: str, candidate: Candidate, hostfile: Path | Non
     """Why this launcher cannot start the candidate's ranks (a failed result, not a crash), or None."""
     nodes, per_node = candidate.knobs.nodes, candidate.gpus_per_node
     if launcher == "torchrun":
+        if nodes > 1 and environ.get("SLURM_JOB_ID"):  # inside one already: the fix is the launcher
+            return (f"the candidate needs {nodes} nodes but torchrun starts ranks on this machine only: pass "
+                    f"--launcher srun (or leave --launcher out) to start them across SLURM allocation "
+                    f"{environ['SLURM_JOB_ID']}, or --hostfile (deepspeed launcher)")
         if nodes > 1:
             return (f"the candidate needs {nodes} nodes but torchrun starts ranks on this machine only: "
                     "give --hostfile (deepspeed launcher) or run inside a SLURM allocation (srun)")

@@ -140,6 +140,11 @@ def test_more_nodes_than_reachable_is_a_reason_not_an_exception(make_candidate, 
     two_nodes = make_candidate(gpus_per_node=4, nodes=2)
     with_pdsh = {"PATH": pdsh_path}
     assert "--hostfile" in unreachable_reason("torchrun", two_nodes, None, {})
+    assert "run inside a SLURM allocation" in unreachable_reason("torchrun", two_nodes, None, {})
+    # Inside one already (a newcomer's trial was told to run inside the allocation it ran in): the launcher is the fix.
+    inside = unreachable_reason("torchrun", two_nodes, None, SLURM_2_NODES)
+    assert "pass --launcher srun (or leave --launcher out) to start them across SLURM allocation 42" in inside
+    assert "run inside" not in inside
     assert unreachable_reason("deepspeed", two_nodes, hostfile, with_pdsh) is None
     assert "lists 2" in unreachable_reason("deepspeed", make_candidate(gpus_per_node=4, nodes=3), hostfile, with_pdsh)
     assert "fewer on nid001" in unreachable_reason("deepspeed", make_candidate(gpus_per_node=8), hostfile, with_pdsh)
