@@ -51,7 +51,15 @@ def rank_env(environ: dict[str, str]) -> dict[str, str]:
 def main(argv: list[str]) -> None:
     if not argv:
         sys.exit("usage: srun ... python -m autotune.backends.srun_rank -m trainer.probe ARGS")
-    os.environ.update(rank_env(dict(os.environ)))
+    try:
+        layout = rank_env(dict(os.environ))
+    except KeyError as missing:
+        # Run by hand (an exported launch.sh's srun line pasted into a shell): one line, not a traceback.
+        print(f"autotune.backends.srun_rank: {missing.args[0]} is not set: this shim runs as a task of an srun step "
+              "(srun ... python -m autotune.backends.srun_rank ...); run the whole srun line inside an allocation "
+              "(sbatch, salloc)", file=sys.stderr)
+        sys.exit(2)
+    os.environ.update(layout)
     os.execv(sys.executable, [sys.executable, *argv])
 
 

@@ -43,3 +43,13 @@ def test_the_shim_execs_python_with_the_layout_in_its_environment():
     done = subprocess.run([sys.executable, "-m", "autotune.backends.srun_rank", "-c", show], capture_output=True,
                           text=True, timeout=60, check=True, env={**os.environ, **stale, **TASK_3, "PYTHONPATH": str(REPO)})
     assert done.stdout.split() == ["3", "1", "gpu007"]
+
+
+def test_the_shim_outside_an_srun_step_says_so_in_one_line():
+    """A newcomer's trial pasted an exported launch.sh's srun line's tail into a shell: KeyError traceback."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    done = subprocess.run([sys.executable, "-m", "autotune.backends.srun_rank", "-m", "trainer.probe", "--help"],
+                          env=env, cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("autotune.backends.srun_rank: SLURM_NTASKS is not set: this shim runs as a task of an srun step")
