@@ -31,7 +31,10 @@ def choose_trial(view: StudyView, pick: str | None, trial: int | None) -> tuple[
     if trial is not None:
         if view.point(trial) is None:
             feasible = ", ".join(str(p.trial) for p in view.points) or "none"
-            raise UserError(f"trial {trial} is not a feasible evaluated trial of this study; choose one of: {feasible}")
+            # What became of it, where the study knows (an interrupted trial names the trial that probed it again).
+            row = next((r for r in view.trials if r["trial"] == trial), None)
+            became = f" ({row['status']}: {row['reason']})" if row is not None and row.get("reason") else ""
+            raise UserError(f"trial {trial} is not a feasible evaluated trial of this study{became}; choose one of: {feasible}")
         return trial, f"trial-{trial}"
     key = PICKS[pick or "knee"]
     if key not in view.picks:

@@ -290,3 +290,23 @@ def test_a_multi_node_power_limit_is_said_to_be_set_on_every_node():
                     "script sets it on the node it runs on only (on every node with `autotune export --launcher srun`); "
                     "for your own job run `python -m autotune.measure.device_cli apply --power-limit 0.8 --sm-clock-mhz "
                     "max` on each of its 4 nodes before training, and `restore` after")
+
+
+def test_exporting_an_interrupted_trial_names_the_trial_that_probed_it_again():
+    """A newcomer's trial: `export --trial 2` of an interrupted trial only listed the feasible ones."""
+    from types import SimpleNamespace
+
+    from autotune.errors import UserError
+    from autotune.export import choose_trial
+
+    points = [SimpleNamespace(trial=n) for n in (0, 1, 3)]
+    view = SimpleNamespace(points=points, point=lambda n: next((p for p in points if p.trial == n), None), trials=[
+        {"trial": 2, "status": "interrupted",
+         "reason": "its probe was stopped (Ctrl-C, SIGTERM, or the tuner killed): probed again as trial 3"}])
+    with pytest.raises(UserError) as refused:
+        choose_trial(view, None, 2)
+    assert str(refused.value) == ("trial 2 is not a feasible evaluated trial of this study (interrupted: its probe was "
+                                  "stopped (Ctrl-C, SIGTERM, or the tuner killed): probed again as trial 3); choose one "
+                                  "of: 0, 1, 3")
+    with pytest.raises(UserError, match=r"^trial 9 is not a feasible evaluated trial of this study; choose one of"):
+        choose_trial(view, None, 9)
