@@ -33,7 +33,10 @@ def choose_trial(view: StudyView, pick: str | None, trial: int | None) -> tuple[
             feasible = ", ".join(str(p.trial) for p in view.points) or "none"
             # What became of it, where the study knows (an interrupted trial names the trial that probed it again).
             row = next((r for r in view.trials if r["trial"] == trial), None)
-            became = f" ({row['status']}: {row['reason']})" if row is not None and row.get("reason") else ""
+            became = ""
+            if row is not None and row.get("reason"):
+                said = row["reason"]  # a failure's reason starts with its status already ("timeout: no result ...")
+                became = f" ({said})" if said.startswith(f"{row['status']}:") else f" ({row['status']}: {said})"
             raise UserError(f"trial {trial} is not a feasible evaluated trial of this study{became}; choose one of: {feasible}")
         return trial, f"trial-{trial}"
     key = PICKS[pick or "knee"]

@@ -302,11 +302,15 @@ def test_exporting_an_interrupted_trial_names_the_trial_that_probed_it_again():
     points = [SimpleNamespace(trial=n) for n in (0, 1, 3)]
     view = SimpleNamespace(points=points, point=lambda n: next((p for p in points if p.trial == n), None), trials=[
         {"trial": 2, "status": "interrupted",
-         "reason": "its probe was stopped (Ctrl-C, SIGTERM, or the tuner killed): probed again as trial 3"}])
+         "reason": "its probe was stopped (Ctrl-C, SIGTERM, or the tuner killed): probed again as trial 3"},
+        {"trial": 4, "status": "timeout", "reason": "timeout: no result within 25 s"}])
     with pytest.raises(UserError) as refused:
         choose_trial(view, None, 2)
     assert str(refused.value) == ("trial 2 is not a feasible evaluated trial of this study (interrupted: its probe was "
                                   "stopped (Ctrl-C, SIGTERM, or the tuner killed): probed again as trial 3); choose one "
                                   "of: 0, 1, 3")
+    with pytest.raises(UserError, match=r"^trial 4 is not a feasible evaluated trial of this study \(timeout: no result "
+                                        r"within 25 s\); choose one of"):  # its status said once
+        choose_trial(view, None, 4)
     with pytest.raises(UserError, match=r"^trial 9 is not a feasible evaluated trial of this study; choose one of"):
         choose_trial(view, None, 9)
