@@ -48,6 +48,17 @@ class ProbeResult:
         return asdict(self)
 
 
+def setting_changes(then: dict, now: dict, recorded_only: bool = False) -> list[str]:
+    """`--probe-steps 2 then, 3 now` for each flag of `now` whose value `then` differs in (probe_settings,
+    timeout_settings); a flag `then` lacks reads "none then", or is passed over with `recorded_only` (a
+    study kept from before the flag was recorded)."""
+    def number(value) -> str:
+        return f"{value:g}" if isinstance(value, (int, float)) else "none"  # 30, not 30.0
+
+    return [f"{flag} {number(then.get(flag))} then, {number(value)} now" for flag, value in now.items()
+            if then.get(flag) != value and (flag in then or not recorded_only)]
+
+
 class Backend(abc.ABC):
     """Evaluates candidates. Implementations: `simulate` (analytic) and `launch` (real probe runs)."""
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autotune.atomic_write import write_text_atomic
+from autotune.backends.base import setting_changes
 from autotune.backends.probe_outcome import measured_figures
 from autotune.candidate import Candidate
 
@@ -145,8 +146,7 @@ def _checked(path: Path, repeat: int, number: int, record: dict | None, expected
         return f"its status is {result['status']!r}, not ok"
     if record is None:
         return f"no {RUNS_FILE} beside it to say the probe settings it ran with (a trial of an earlier autotune)"
-    changed = [f"{flag} {_number(record['probe_settings'].get(flag))} then, {_number(now)} now"
-               for flag, now in expected.probe_settings.items() if record["probe_settings"].get(flag) != now]
+    changed = setting_changes(record["probe_settings"], expected.probe_settings)
     if changed:
         return f"probed with other settings ({'; '.join(changed)})"
     if repeat > expected.repeats or path.name != result_name(repeat, expected.repeats):
@@ -173,11 +173,6 @@ def _checked(path: Path, repeat: int, number: int, record: dict | None, expected
     if isinstance(wall, str):
         return wall
     return TakenOver(repeat=repeat, trial=number, source=path, text=text, result=result, wall_s=wall[0], wall=wall[1])
-
-
-def _number(value) -> str:
-    """As the resume's own warning writes a setting (commands/run.py): 30, not 30.0; "none" where unrecorded."""
-    return f"{value:g}" if isinstance(value, (int, float)) else "none"
 
 
 def _wall(path: Path, run: dict | None) -> tuple[float, str] | str:

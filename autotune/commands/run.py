@@ -207,6 +207,7 @@ def _resume(study, settings, backend, args: argparse.Namespace, run_dir: Path, c
     another file, another profile its figures came from), else say what changed since it began."""
     from rich.markup import escape
 
+    from autotune.backends.base import setting_changes
     from autotune.study.loop import unranked_estimates
     from autotune.study.retries import TIMED_OUT_UNDER_ATTR, is_evaluated, queue_setup_retries, timed_out_otherwise
 
@@ -222,26 +223,26 @@ def _resume(study, settings, backend, args: argparse.Namespace, run_dir: Path, c
         console.print(f"[yellow]{escape(changed)}[/]")  # escaped: "[simulator]" is not rich markup
         study.set_user_attr("settings", settings.to_dict())
     earlier = (study.user_attrs.get("backend") or {}).get("probe_settings") or {}
-    changed_probe = [f"{flag} {earlier[flag]:g} then, {now:g} now" for flag, now in backend.probe_settings().items()
-                     if flag in earlier and earlier[flag] != now]
+    changed_probe = setting_changes(earlier, backend.probe_settings(), recorded_only=True)
     if changed_probe:
         console.print(f"[yellow]the probes now measure otherwise than this study's earlier ones ({'; '.join(changed_probe)}): "
                       "their figures stay on the front beside the new ones (each trial's result.json has its steps and window)[/]")
     drawn = _changed_proposals(study, args)
     if drawn:
         console.print(f"[yellow]{drawn}[/]")
-    timed_out = {t.number: t for t in study.get_trials(deepcopy=False) if timed_out_otherwise(t, backend.timeout_settings())}
-    retried = queue_setup_retries(study, backend.timeout_settings())
-    on_setup = [n for n in retried if n not in timed_out]
+    timeout_settings = backend.timeout_settings()
+    retried = queue_setup_retries(study, timeout_settings)
+    trials = study.get_trials(deepcopy=False)  # numbered from 0 in the study: a trial's number is its index
+    timed_out = [trials[n] for n in retried if timed_out_otherwise(trials[n], timeout_settings)]
+    on_setup = sorted(set(retried) - {t.number for t in timed_out})
     if on_setup:
         console.print(f"probing again the candidate(s) of trial(s) {', '.join(map(str, on_setup))}: their probes failed on "
                       "the set-up (the launcher or the nodes, before the trainer ran them), not on the candidate")
-    for number in (n for n in retried if n in timed_out):
-        then = timed_out[number].user_attrs[TIMED_OUT_UNDER_ATTR]
-        differ = "; ".join(f"{flag} {then[flag]:g} then, {now:g} now" for flag, now in backend.timeout_settings().items()
-                           if flag in then and then[flag] != now) or "other probe settings"
-        console.print(f"probing again the candidate of trial {number}: its probe timed out under other probe settings "
-                      f"({differ}), which says nothing of the candidate under these")
+    for trial in timed_out:
+        differ = setting_changes(trial.user_attrs[TIMED_OUT_UNDER_ATTR], timeout_settings, recorded_only=True)
+        console.print(f"probing again the candidate of trial {trial.number}: its probe timed out under other probe "
+                      f"settings ({'; '.join(differ) or 'other probe settings'}), which says nothing of the candidate "
+                      "under these")
     unranked = unranked_estimates(study) if args.allow_estimated_energy and "energy" in args.objectives else []
     if unranked:
         console.print(f"[yellow]trial(s) {', '.join(map(str, unranked))} failed earlier because their energy was only "

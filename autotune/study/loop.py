@@ -259,8 +259,8 @@ class _Objective:
             raise optuna.TrialPruned("out of memory")  # infeasible evidence for the sampler
         if setup_failure(result):
             trial.set_user_attr(SETUP_FAILURE_ATTR, True)  # probed again when the study resumes
-        elif result.status == "timeout" and self.backend.timeout_settings():
-            trial.set_user_attr(TIMED_OUT_UNDER_ATTR, self.backend.timeout_settings())  # see queue_setup_retries
+        elif result.status == "timeout" and (settings := self.backend.timeout_settings()):
+            trial.set_user_attr(TIMED_OUT_UNDER_ATTR, settings)  # see queue_setup_retries
         _fail(trial, f"{result.status}: {(result.error or '').strip()[:300]}")
 
     def _prune_invalid(self, trial, params, check) -> NoReturn:
