@@ -16,7 +16,7 @@ from autotune.candidate import SM_CLOCK_UNTOUCHED
 from autotune.checks import text_head
 from autotune.ds_config import deepspeed_config
 from autotune.errors import UserError
-from autotune.export_device import GRES_WORDS, device_script
+from autotune.export_device import GRES_WORDS, device_cli, device_script
 from autotune.hardware import hardware_flag
 from autotune.report.device_words import device_words
 from autotune.report.picks import PICK_FILES
@@ -149,11 +149,10 @@ def beyond_the_config(knobs) -> list[str]:
     elif device:
         # The deepspeed launcher's script applies it where the script runs (pdsh starts the other nodes' ranks
         # only): said in the script, but the terminal line that people read said "the launch script does it".
-        apply = shlex.join(["python", "-m", "autotune.measure.device_cli", "apply", "--power-limit", f"{knobs.power_limit:g}",
-                            "--sm-clock-mhz", str(knobs.sm_clock_mhz)])
+        apply, restore = (shlex.join(device_cli(action, knobs)) for action in ("apply", "restore"))
         notes.append(f"the {' and '.join(device)} is set on the GPUs of every node, not by DeepSpeed: the launch script "
                      f"sets it on the node it runs on only (on every node with `autotune export --launcher srun`); for "
-                     f"your own job run `{apply}` on each of its {knobs.nodes} nodes before training, and `restore` after")
+                     f"your own job run `{apply}` on each of its {knobs.nodes} nodes before training, and `{restore}` after")
     return notes
 
 

@@ -27,7 +27,8 @@ def device_settings_sentence(knobs: Knobs) -> str:
     return " and ".join(parts)
 
 
-def _device_cli(action: str, knobs: Knobs, clock_by_nvml: bool) -> list[str]:
+def device_cli(action: str, knobs: Knobs, clock_by_nvml: bool = True) -> list[str]:
+    """The command that applies (or restores) the knobs' device settings on one node, with its record."""
     command = ["python", "-m", "autotune.measure.device_cli", action]
     if action == "apply":
         clock = knobs.sm_clock_mhz if clock_by_nvml else SM_CLOCK_UNTOUCHED
@@ -58,8 +59,8 @@ def device_script(knobs: Knobs, nodes: int, launcher: str) -> list[str]:
         if nodes > 1:
             lines.append(f"# It changes the GPUs of the node this script runs on only: run the same apply on the other "
                          f"{nodes - 1} node(s) of the hostfile.")
-    apply = shlex.join(on_nodes + _device_cli("apply", knobs, clock_by_nvml=not srun))
-    restore = shlex.join(on_nodes + _device_cli("restore", knobs, clock_by_nvml=not srun))
+    apply = shlex.join(on_nodes + device_cli("apply", knobs, clock_by_nvml=not srun))
+    restore = shlex.join(on_nodes + device_cli("restore", knobs, clock_by_nvml=not srun))
     lines += [
         f"restore_device_settings() {{ {restore}; }}",
         "trap restore_device_settings EXIT",

@@ -286,10 +286,12 @@ def test_a_multi_node_power_limit_is_said_to_be_set_on_every_node():
     from autotune.export import beyond_the_config
 
     (note,) = beyond_the_config(Knobs(power_limit=0.8, nodes=4))
+    record = "'.autotune-device-settings.{host}.json'"  # device_cli requires its record, and restore reads it back
     assert note == ("the power limit 0.8 of the default is set on the GPUs of every node, not by DeepSpeed: the launch "
                     "script sets it on the node it runs on only (on every node with `autotune export --launcher srun`); "
                     "for your own job run `python -m autotune.measure.device_cli apply --power-limit 0.8 --sm-clock-mhz "
-                    "max` on each of its 4 nodes before training, and `restore` after")
+                    f"max --record {record}` on each of its 4 nodes before training, and `python -m "
+                    f"autotune.measure.device_cli restore --record {record}` after")
 
 
 def test_exporting_an_interrupted_trial_names_the_trial_that_probed_it_again():
