@@ -50,9 +50,6 @@ def init_process_group(env: LaunchEnv, timeout_s: float) -> None:
     import deepspeed
     from deepspeed.accelerator import get_accelerator
 
-    from autotune.build_locks import use_install_extensions_dir
-
-    use_install_extensions_dir()  # DeepSpeed loads its CPU collectives' op here: this install's build
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", str(29500 + os.getpid() % 1000))
     os.environ.setdefault("RANK", str(env.rank))
