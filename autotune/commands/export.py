@@ -106,6 +106,11 @@ def _check_config_paths(output: Path, what: str) -> Path:
     default = what != "-o"
     writable_file(output, what, replaces=lambda path: exported_kind(path) == "config",
                   kind="a config an earlier `autotune export` wrote", fix="move it away or pass -o FILE" if default else "")
+    # DeepSpeed reads its config file as JSON (hjson), whatever its name: `-o ds.yaml` would hold JSON under a
+    # name that tells the user's own tools (and the user) to parse YAML.
+    if output.suffix.lower() != ".json":
+        raise UserError(f"-o {output}: the DeepSpeed config is written as JSON; give it a .json name such as "
+                        f"{_json_name(output)}")
     for suffix, kind, said in ((".candidate.json", "candidate", "candidate file"), (".launch.sh", "launch", "launch script")):
         beside = output.with_name(output.stem + suffix)
         if beside.is_dir():
@@ -115,6 +120,12 @@ def _check_config_paths(output: Path, what: str) -> Path:
                       kind=f"a {said} an earlier `autotune export` wrote",
                       fix="move it away or pass -o FILE" if default else "move it away or choose another -o")
     return output
+
+
+def _json_name(output: Path) -> str:
+    """The .json name to suggest for `output`: ds.yaml -> ds.json, knee.json.bak -> knee.json."""
+    stem = output.stem.rstrip(".")
+    return stem if stem.lower().endswith(".json") and len(stem) > 5 else f"{stem or 'knee'}.json"
 
 
 def _is_measurements_file(path: Path) -> bool:
