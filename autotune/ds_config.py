@@ -14,6 +14,11 @@ from autotune.candidate import Candidate
 
 # Bucket sizes from DeepSpeed's SuperOffload example (shared/reference/deepspeed.md).
 _BUCKET_ELEMENTS = int(4e8)
+# SuperOffload's share of the optimizer states stepped by CPU Adam (DeepSpeed's `ratio`, from its example, as the
+# GH200 study ran it): the other 10% stay on the GPU and step there (autotune/memory.py counts them).
+SUPEROFFLOAD_RATIO = 0.90
+# Share of the host's cores SuperOffload pins its CPU Adam threads to (`cpuadam_cores_perc`, the same example).
+SUPEROFFLOAD_CPU_CORES = 0.90
 
 
 def _zero_section(candidate: Candidate) -> dict:
@@ -45,9 +50,9 @@ def _zero_section(candidate: Candidate) -> dict:
         zero["offload_optimizer"] = {
             "device": "cpu",
             "pin_memory": True,
-            "ratio": 0.90,
+            "ratio": SUPEROFFLOAD_RATIO,
             "super_offload": True,
-            "cpuadam_cores_perc": 0.90,
+            "cpuadam_cores_perc": SUPEROFFLOAD_CPU_CORES,
         }
     return zero
 
@@ -85,6 +90,27 @@ def deepspeed_config(candidate: Candidate, learning_rate: float = 1e-4) -> dict:
         config["sequence_parallel_size"] = knobs.sp_degree
     return config
 
+
+def config_reasons(candidate: Candidate) -> dict[str, str]:
+    """Why the config holds the values a reader of it would not guess (dotted key -> reason): the export
+    writes them beside the config, where a newcomer's trial found `ratio: 0.9` and `reduce_scatter: false`
+    unexplained, and a user on another DeepSpeed version could not tell whether to keep them."""
+    knobs, reasons = candidate.knobs, {}
+    if knobs.zero_stage == 3 and knobs.sp_degree > 1:
+        reasons["zero_optimization.reduce_scatter"] = (
+            "false, with a reduce_bucket_size that holds the largest tensor: DeepSpeed 0.19.8's ZeRO-3 reduce-scatter "
+            "path averages the gradients over the sequence-parallel ranks too (1/SP too small); the contiguous path "
+            "sums them as Ulysses needs. Keep it unless your DeepSpeed fixes that")
+    if knobs.optimizer_offload == "async":
+        reasons["zero_optimization.offload_optimizer.ratio"] = (
+            f"{SUPEROFFLOAD_RATIO:g}: SuperOffload steps this share of the optimizer states with CPU Adam and the "
+            "rest on the GPU (DeepSpeed's SuperOffload example, as the GH200 study ran it); the memory estimate "
+            "counts the share kept on the GPU")
+        reasons["zero_optimization.offload_optimizer.cpuadam_cores_perc"] = (
+            f"{SUPEROFFLOAD_CPU_CORES:g}: the share of the host's cores SuperOffload pins its CPU Adam threads to "
+            "(the same example)")
+        reasons["zero_optimization.overlap_comm"] = "false: SuperOffload's example turns it off"
+    return reasons
 
 
 # What a candidate's knobs fix in its DeepSpeed config (dotted path, default where DeepSpeed has one): a

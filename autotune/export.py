@@ -14,7 +14,7 @@ from autotune.atomic_write import write_text_atomic
 from autotune.backends.launchers import probe_command
 from autotune.candidate import SM_CLOCK_UNTOUCHED
 from autotune.checks import text_head
-from autotune.ds_config import deepspeed_config
+from autotune.ds_config import config_reasons, deepspeed_config
 from autotune.errors import UserError
 from autotune.export_device import GRES_WORDS, device_cli, device_script
 from autotune.hardware import hardware_flag
@@ -225,6 +225,7 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
         "sm_clock_mhz": candidate.knobs.sm_clock_mhz,  # "max" = untouched
         "ranks": candidate.gpus,  # the batch sizes hold for this many (ranks_note)
         "not_in_this_config": handover_notes(candidate),
+        "why": config_reasons(candidate),
     }
     config_path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(config_path, json.dumps(config, indent=2) + "\n")

@@ -5,7 +5,8 @@ Model states follow DeepSpeed's own estimators (`estimate_zero2_model_states_mem
   ZeRO-0: 2P + 18P              ZeRO-1: 2P + 2P + 16P/G      ZeRO-2: 2P + 18P/G
   ZeRO-3: 4 * largest_layer + 18P/G
   with optimizer offload: ZeRO-1 4P, ZeRO-2 2P, ZeRO-3 4 * largest_layer + 2P/G;
-  host memory 16P/nodes * 1.5 (ZeRO-3) or P * max(4G, 16) * 1.5 per node (ZeRO-1/2).
+  host memory 16P/nodes * 1.5 (ZeRO-3) or P * max(4G, 16) * 1.5 per node (ZeRO-1/2). SuperOffload's config
+  offloads a share (ds_config.SUPEROFFLOAD_RATIO, 0.9) of ZeRO-3's 18P/G; the rest stays on the GPU.
 18 = 2 (bf16 grads) + 4 (fp32 grads) + 4 (fp32 master weights) + 8 (Adam moments). In fp32 there
 are no separate master weights: params 4, grads 4, moments 8.
 ZeRO partitions over every rank (Ulysses SP ranks included: DeepSpeed's sequence-data-parallel group).
@@ -21,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from autotune.candidate import Candidate
+from autotune.ds_config import SUPEROFFLOAD_RATIO
 
 GIB = 1024**3
 # CUDA context, NCCL and allocator fragmentation that no formula above sees (estimate).
@@ -97,8 +99,10 @@ def model_state_bytes(candidate: Candidate) -> tuple[float, float]:
         return p * param_b + p * (grad_b + optim_b) / g, 0.0
     gathered = 4 * largest  # DeepSpeed's largest_layer_memory term
     if offload:
-        host = p * 16 / candidate.knobs.nodes * ADDITIONAL_BUFFER_FACTOR / per_node
-        return gathered + p * param_b / g, host
+        # SuperOffload (async) hands only SUPEROFFLOAD_RATIO of the optimizer states to the host; the rest stay here.
+        on_host = SUPEROFFLOAD_RATIO if candidate.knobs.optimizer_offload == "async" else 1.0
+        host = p * 16 * on_host / candidate.knobs.nodes * ADDITIONAL_BUFFER_FACTOR / per_node
+        return gathered + p * param_b / g + p * (grad_b + optim_b) / g * (1.0 - on_host), host
     # As DeepSpeed's estimator: 18P/G, the 16-bit parameter shard counted inside the 4 * largest_layer term.
     return gathered + p * (grad_b + optim_b) / g, 0.0
 

@@ -158,6 +158,9 @@ def test_what_a_deepspeed_config_cannot_carry_is_said_where_it_is_handed_over(tm
     assert [note.split(" (")[0] for note in notes] == ["run it on 4 ranks", "activation checkpointing", "Ulysses sequence parallelism",
                                                       "the power limit 0.8 of the default is set on the GPUs, not by DeepSpeed: the launch script does it; set it for your own job the same way"]
     assert "the real global batch would be 2x" in notes[2] and "DistributedAttention" in notes[2]
+    why = json.loads((tmp_path / "mine.json").read_text())["autotune"]["why"]
+    assert list(why) == ["zero_optimization.reduce_scatter"] and "averages the gradients over the sequence-parallel" in why[
+        "zero_optimization.reduce_scatter"]
     said = " ".join(exported.stderr.split())
     assert f"train it as probed: bash {tmp_path / 'mine.launch.sh'}" in said
     assert "mine.json is the DeepSpeed config; your own training needs beyond it: - run it on 4 ranks" in said
@@ -174,6 +177,18 @@ def test_knobs_a_deepspeed_config_holds_need_no_word_and_a_clock_cap_does():
     assert beyond_the_config(Knobs(zero_stage=2, optimizer_offload="sync", micro_batch=4)) == []
     assert beyond_the_config(Knobs(sm_clock_mhz=1500)) == [
         "the SM clock cap 1500 MHz is set on the GPUs, not by DeepSpeed: the launch script does it; set it for your own job the same way"]
+
+
+def test_superoffloads_own_settings_are_explained_beside_the_config(make_candidate):
+    from autotune.ds_config import config_reasons, deepspeed_config
+
+    candidate = make_candidate(model="32b", zero_stage=3, optimizer_offload="async", nodes=4)
+    config, why = deepspeed_config(candidate), config_reasons(candidate)
+    offload = config["zero_optimization"]["offload_optimizer"]
+    assert why["zero_optimization.offload_optimizer.ratio"].startswith(f"{offload['ratio']:g}: SuperOffload steps this share")
+    assert why["zero_optimization.offload_optimizer.cpuadam_cores_perc"].startswith(f"{offload['cpuadam_cores_perc']:g}:")
+    assert config["zero_optimization"]["overlap_comm"] is False and "zero_optimization.overlap_comm" in why
+    assert config_reasons(make_candidate(model="32b", zero_stage=3, optimizer_offload="sync", nodes=4)) == {}
 
 
 def test_a_multi_node_launch_script_says_in_one_line_what_it_lacks(two_node_run, tmp_path):

@@ -1,5 +1,6 @@
 import pytest
 
+from autotune.ds_config import SUPEROFFLOAD_RATIO
 from autotune.memory import GIB, estimate_memory, model_state_bytes
 
 ds_zero2 = pytest.importorskip("deepspeed.runtime.zero.stage_1_and_2")
@@ -29,10 +30,22 @@ def test_zero3_model_states_match_deepspeed_estimator(make_candidate, offload):
         cpu_offload=offload != "none",
         cpu_offload_params=False,
     )
+    # DeepSpeed's estimator offloads every optimizer state; SuperOffload's config (ratio) keeps a tenth on the GPU.
+    kept = 1.0 - SUPEROFFLOAD_RATIO if offload == "async" else 0.0
     device, host = model_state_bytes(c)
-    assert device == pytest.approx(gpu_b, rel=1e-6)
+    assert device == pytest.approx(gpu_b + kept * 18 * c.model.params() / c.gpus, rel=1e-6)
     if offload != "none":
-        assert host * c.gpus_per_node == pytest.approx(cpu_b, rel=1e-6)
+        assert host * c.gpus_per_node == pytest.approx(cpu_b * (1.0 - kept), rel=1e-6)
+
+
+def test_superoffload_keeps_on_the_gpu_what_its_config_does_not_offload(make_candidate):
+    from autotune.ds_config import deepspeed_config
+
+    c = make_candidate(model="32b", zero_stage=3, optimizer_offload="async", nodes=4)
+    assert deepspeed_config(c)["zero_optimization"]["offload_optimizer"]["ratio"] == SUPEROFFLOAD_RATIO < 1.0
+    sync = make_candidate(model="32b", zero_stage=3, optimizer_offload="sync", nodes=4)
+    assert model_state_bytes(c)[0] > model_state_bytes(sync)[0]
+    assert model_state_bytes(c)[1] < model_state_bytes(sync)[1]
 
 
 def test_zero3_needs_less_memory_than_zero1(make_candidate):
