@@ -114,6 +114,33 @@ def _check_sqlite(url: str, must_exist: bool, given: bool = True) -> None:
     if not path.parent.is_dir():
         raise UserError(f"--storage {url!r}: the directory {path.parent.resolve()} does not exist; create it or name a "
                         "file in an existing one")
+    if not must_exist:
+        _check_writable(url, path, given)
+
+
+def _check_writable(url: str, path: Path, given: bool) -> None:
+    """A study writes every trial to its database, and SQLite writes a journal beside it: a read-only file or
+    folder failed inside Optuna's first commit with a traceback that blamed "invalid data ... exceeding max
+    length" (a newcomer's trial: a read-only mount, an immutable file)."""
+    for target, what in ((path, "the database"), (path.parent, "its folder, where SQLite writes its journal,")):
+        if target.exists() and not os.access(target, os.W_OK):
+            reason = "a read-only file system" if _read_only_mount(target) else "no write permission"
+            if not path.exists():
+                fix = "make it writable, or name a database in a writable folder"
+            elif given:
+                fix = "make it writable, or copy the database to a writable place and pass that URL (`autotune report` reads it as it is)"
+            else:
+                fix = "make it writable, or copy the run directory to a writable place and resume there (`autotune report` reads it as it is)"
+            where = f"--storage {url!r}: " if given else ""
+            raise UserError(f"{where}{what} {target.resolve()} cannot be written ({reason}), and the study writes "
+                            f"every trial there; {fix}")
+
+
+def _read_only_mount(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 # What SQLAlchemy's SQLite driver takes from a URL's query string; without `uri`, it drops any other

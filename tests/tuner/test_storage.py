@@ -319,3 +319,28 @@ def test_a_new_study_writes_no_reports_over_those_of_a_study_kept_elsewhere(tmp_
     assert f"--out {run_dir} holds the reports of a study its study.db does not hold" in said and "--storage URL" in said
     assert not (run_dir / "study.db").exists() and (run_dir / "pareto.json").read_text() == before
     assert autotune_main("report", run_dir, "--storage", url).returncode == 0
+
+
+def test_a_storage_the_study_cannot_write_is_one_line_before_anything_runs(tmp_path, capsys):
+    """A read-only mount or file failed in Optuna's first commit with a traceback blaming "invalid data ...
+    exceeding max length" (a newcomer's trial); the study writes every trial, so it is refused up front,
+    while `autotune report` still reads the database as it is."""
+    from autotune.cli import main
+    from tests.read_only import read_only_view
+
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    url = f"sqlite:///{folder}/study.db"
+    assert main(["run", "--model", "7b", "--nodes", "1", "--backend", "simulate", "--trials", "2", "--storage", url,
+                 "--study-name", "s", "--out", str(tmp_path / "a")]) == 0
+    before = (folder / "study.db").read_bytes()
+    capsys.readouterr()
+    with read_only_view(folder, tmp_path) as view:
+        for name in ("study.db", "new.db"):  # the study's own database, and a new one in that folder
+            code = main(["run", "--model", "7b", "--nodes", "1", "--backend", "simulate", "--trials", "4", "--storage",
+                         f"sqlite:///{view}/{name}", "--study-name", "s", "--out", str(tmp_path / "b")])
+            err = capsys.readouterr().err.strip()
+            assert code == 2 and len(err.splitlines()) == 1, err
+            assert "cannot be written" in err and "the study writes every trial there" in err
+        assert main(["report", str(tmp_path / "a"), "--storage", f"sqlite:///{view}/study.db", "--study-name", "s"]) == 0
+    assert (folder / "study.db").read_bytes() == before and not (folder / "new.db").exists()
