@@ -107,10 +107,10 @@ def _check_config_paths(output: Path, what: str) -> Path:
     writable_file(output, what, replaces=lambda path: exported_kind(path) == "config",
                   kind="a config an earlier `autotune export` wrote", fix="move it away or pass -o FILE" if default else "")
     # DeepSpeed reads its config file as JSON (hjson), whatever its name: `-o ds.yaml` would hold JSON under a
-    # name that tells the user's own tools (and the user) to parse YAML.
-    if output.suffix.lower() != ".json":
+    # name that tells the user's own tools (and the user) to parse YAML. Any other name is taken (`-o $(mktemp)`).
+    if output.suffix.lower() in _OTHER_FORMATS:
         raise UserError(f"-o {output}: the DeepSpeed config is written as JSON; give it a .json name such as "
-                        f"{_json_name(output)}")
+                        f"{output.with_suffix('.json').name}")
     for suffix, kind, said in ((".candidate.json", "candidate", "candidate file"), (".launch.sh", "launch", "launch script")):
         beside = output.with_name(output.stem + suffix)
         if beside.is_dir():
@@ -122,10 +122,8 @@ def _check_config_paths(output: Path, what: str) -> Path:
     return output
 
 
-def _json_name(output: Path) -> str:
-    """The .json name to suggest for `output`: ds.yaml -> ds.json, knee.json.bak -> knee.json."""
-    stem = output.stem.rstrip(".")
-    return stem if stem.lower().endswith(".json") and len(stem) > 5 else f"{stem or 'knee'}.json"
+# Names that say the file is in a format other than JSON.
+_OTHER_FORMATS = frozenset((".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".xml", ".py"))
 
 
 def _is_measurements_file(path: Path) -> bool:

@@ -621,7 +621,7 @@ CLI_CASES = [
     (["export", "{existing}", "--trial", "99"], "trial 99 is not a feasible"),
     (["export", "{existing}", "-o", "{tmp}"], "is a directory"),
     (["export", "{existing}", "-o", "{tmp}/ds.yaml"], "written as JSON; give it a .json name such as ds.json"),
-    (["export", "{existing}", "-o", "{tmp}/ds"], "give it a .json name such as ds.json"),
+    (["export", "{existing}", "-o", "{tmp}/ds.toml"], "give it a .json name such as ds.json"),
     (["export", "{existing}", "--measurements", "{tmp}"], "measurements.jsonl"),  # not the config's knee.json
     (["export", "{existing}", "--measurements", "{tmp}/m.jsonl", "-o", "{tmp}/x.json"], "is the file it writes: drop -o"),
     (["export", "{existing}", "--measurements", "{tmp}/m.jsonl", "--launcher", "srun"], "no launch.sh: drop --launcher"),
