@@ -88,6 +88,11 @@ class Backend(abc.ABC):
         or None (default)."""
         return None
 
+    def unchecked_records(self, checks: list) -> str | None:
+        """Optional hook, once the study's candidates are checked: one line on figures the backend holds that
+        nothing says were measured for this study (replay: records without `study`), or None (default)."""
+        return None
+
     def kept_after_interruption(self) -> str:
         """Optional hook, after a stop (Ctrl-C, SIGTERM) interrupted evaluate(): one line for the user on what
         of the interrupted trial a resume keeps (launch: its finished repeats), or "" (default)."""

@@ -308,6 +308,19 @@ class ReplayBackend(Backend):
         measured figures left out without a word would change the answer unseen. None where all are used."""
         return unused_records(self.path, self.records, checks)
 
+    def unchecked_records(self, checks: list) -> str | None:
+        """Records without `study` are replayed for whatever model and workload the run names (a hand-written
+        file's 32b figures reported as 72b's, without a word, in a newcomer's trial): said in one line."""
+        unnamed = [r for r in self.records.values() if r.get("study") is None]
+        valid = [c.candidate for c in checks if c.valid]
+        if not unnamed or not valid:
+            return None
+        mine = study_of(valid[0])
+        return (f"measurements {self.path}: {len(unnamed)} of its {len(self.records)} records name no study (the model, "
+                f"hardware and workload they were measured for), so nothing checks that they are this run's "
+                f"--model {mine['model']} --hardware {mine['hardware']}; they are replayed as its own (a \"study\" "
+                "object in each record, as `autotune export --measurements` writes it, has them checked)")
+
     def _check_study(self, mine: dict, checks: list) -> None:
         for record in self.records.values():
             theirs = record.get("study")

@@ -346,9 +346,9 @@ def _run(args: argparse.Namespace) -> int:
         console.print(f"searching the {sum(c.valid for c in evaluable)} of {sum(c.valid for c in checks)} valid "
                       f"candidates the {backend.name} backend can evaluate; the others: {escape(dropped[0])}")
     # And the other way round: recorded figures this study cannot use (another --space, --nodes) are said.
-    unused = backend.unused_records(checks)
-    if unused:
-        console.print(f"[yellow]warning: {escape(unused)}[/]")
+    for line in (backend.unused_records(checks), backend.unchecked_records(checks)):
+        if line:
+            console.print(f"[yellow]warning: {escape(line)}[/]")
     checks = evaluable
     check_energy_objective(backend, args.objectives, args.allow_estimated_energy)
     # Before any study is opened or probe started: a path that cannot be written fails now, in one line.

@@ -279,13 +279,18 @@ def test_an_exported_file_replays_only_for_the_study_it_was_measured_for(tmp_pat
     replayed = autotune_main("run", "--model", "7b", "--nodes", "2", "--backend", "replay", "--measurements", path,
                         "--out", tmp_path / "replayed")
     assert replayed.returncode == 0, replayed.stderr
-    # a file without `study` (older exports, `autotune space --simulate --json`) is taken at its word
+    assert "name no study" not in replayed.stdout + replayed.stderr
+    # a file without `study` (older exports, a hand-written one) is taken at its word, and says so once
     for record in records:
         record.pop("study")
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     anyway = autotune_main("run", "--model", "7b", "--nodes", "2", "--samples", "1024", "--backend", "replay",
                       "--measurements", path, "--out", tmp_path / "anyway")
     assert anyway.returncode == 0, anyway.stderr
+    said = " ".join((anyway.stdout + anyway.stderr).split())
+    assert said.count("name no study") == 1
+    assert (f"measurements {path}: {len(records)} of its {len(records)} records name no study (the model, hardware and "
+            "workload they were measured for), so nothing checks that they are this run's --model 7b --hardware gh200") in said
 
 
 def test_a_simulated_space_list_says_what_study_its_figures_are_for(tmp_path):
