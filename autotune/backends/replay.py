@@ -203,14 +203,21 @@ def load_measurements(path: Path) -> dict[str, dict]:
         raise ConfigError(f"measurements {path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
                           f"{exc.start}); save it as UTF-8") from None
     records: dict[str, dict] = {}
+    untold: dict[str, str] = {}  # key -> the device settings its record left out, taken as untouched
     for origin, entry in _entries(path, text):
         if isinstance(entry, dict) and entry.get("valid") is False:
             continue  # `autotune space --json` lists invalid candidates too: they are not candidates
         record = checked_record(origin, entry)
         key = params_key(record["params"])
+        left_out = ", ".join(f"{knob} (taken as {value})" for knob, value in UNTOUCHED_DEVICE_SETTINGS.items()
+                             if knob not in entry["params"])
         if key in records:
-            raise ConfigError(f"{origin}: a second record for the same knobs as {records[key]['origin']}; keep one")
-        records[key] = {**record, "origin": origin}
+            # A knob deleted by hand reads as a duplicate of the untouched setting's record: say which.
+            why = next((f" ({where.removeprefix(f'measurements {path} ')} has no {said})"
+                        for where, said in ((origin, left_out), (records[key]["origin"], untold[key]))
+                        if said and left_out != untold[key]), "")
+            raise ConfigError(f"{origin}: a second record for the same knobs as {records[key]['origin']}{why}; keep one")
+        records[key], untold[key] = {**record, "origin": origin}, left_out
     if not records:
         raise ConfigError(f"measurements {path} holds no record of a valid candidate; {_FIX}")
     return records

@@ -99,8 +99,17 @@ def test_torn_json_and_duplicates_are_refused(tmp_path):
     with pytest.raises(ConfigError, match="line 1: not valid JSON"):
         load_measurements(path)
     record = {"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "energy_kj": 1.0}
-    with pytest.raises(ConfigError, match="line 2: a second record"):
+    with pytest.raises(ConfigError, match="line 2: a second record") as refused:
         load_measurements(_write(tmp_path, [record, record]))
+    assert "has no" not in str(refused.value)
+    # A device knob deleted by hand is the untouched setting's record again: the line says which record lacks what.
+    full = {**record, "params": {**KNOBS_OLD, "power_limit": 1.0, "sm_clock_mhz": "max"}}
+    lacking = {**record, "params": {**KNOBS_OLD, "sm_clock_mhz": "max"}}
+    for records, said in (([full, lacking], "line 2 has no power_limit (taken as 1.0)"),
+                          ([lacking, full], "line 1 has no power_limit (taken as 1.0)")):
+        with pytest.raises(ConfigError, match=r"line 2: a second record for the same knobs as .* line 1 \(") as refused:
+            load_measurements(_write(tmp_path, records))
+        assert said in str(refused.value)
     path.write_bytes(json.dumps({**record, "status": "failed", "error": "dXpassement"}).encode().replace(b"X", b"\xe9"))
     with pytest.raises(ConfigError, match=r"is not UTF-8 text \(byte 0xe9 at offset \d+\); save it as UTF-8"):
         load_measurements(path)  # a Latin-1 error message pasted from a log
