@@ -155,6 +155,13 @@ def checked_record(origin: str, record) -> dict:
     }
     if status == "ok" and out["time_s"] is None:
         raise ConfigError(f"{origin}: an ok record needs time_s (a number > 0); {_FIX}")
+    # Figures are a finished probe's: on an oom or failed record they were dropped without a word (a record
+    # marked "oom" by hand, perhaps the wrong one), so such a record is refused.
+    figures = [key for key in ("time_s", "energy_kj", "tflops") if status != "ok" and out[key] is not None]
+    if figures:
+        a = "an" if status == "oom" else "a"
+        raise ConfigError(f"{origin}: {a} {status} record holds {', '.join(figures)}, the figures of a probe that finished; "
+                          f"set its status to \"ok\", or drop {', '.join(figures)} (export writes none for {a} {status} probe)")
     cost = record.get("probe_cost")
     if cost is not None:
         if not isinstance(cost, dict):

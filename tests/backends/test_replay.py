@@ -60,6 +60,9 @@ def test_labels_are_kept(tmp_path, make_candidate):
         ({"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "source": "guessed"}, ["line 2", "source"]),
         ({"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "enrgy_kj": 1.0}, ["line 2", "enrgy_kj"]),
         ({"params": KNOBS_OLD, "status": "ok"}, ["line 2", "time_s"]),
+        # a finished probe's figures on a record marked oom or failed (by hand, perhaps the wrong record)
+        ({**OK, "status": "oom", "energy_kj": 2.0}, ["line 2", "an oom record holds time_s, energy_kj", 'set its status to "ok"']),
+        ({"params": KNOBS_OLD, "status": "failed", "tflops": 3.0}, ["line 2", "a failed record", "or drop tflops"]),
         ({"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "energy_not_measured": "cpu"}, ["line 2", "energy_not_measured", "'cpu'"]),
         ({"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "energy_not_measured": ["disk"]}, ["line 2", "energy_not_measured", "'disk'"]),
         ({"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "energy_not_measured": [1]}, ["line 2", "energy_not_measured"]),
