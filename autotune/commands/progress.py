@@ -50,11 +50,19 @@ def _notes(*notes: str) -> str:
 
 
 @contextlib.contextmanager
-def trial_progress(console, total: int, done: int = 0, announce_probes: bool = False):
+def trial_progress(console, total: int, done: int = 0, announce_probes: bool = False,
+                   study_count: Callable[[], int] | None = None):
     """`total`: evaluated candidates the study will hold at the end; `done`: those it holds already
     (a resumed study), so the count is the study's, not this session's. `announce_probes`: say when each
-    probe starts (a real probe takes minutes, and a SLURM job's output file would show nothing meanwhile)."""
+    probe starts (a real probe takes minutes, and a SLURM job's output file would show nothing meanwhile).
+    `study_count`: the study's evaluated trials now, every worker's, so that "(k/N)" counts the shared
+    budget's k rather than this worker's (two workers on one study ended at 7/12 and 5/12; the first to
+    start cannot know that another will join)."""
     energy_unit = RunEnergyUnit()
+
+    def counted(count: int) -> int:
+        return min(study_count(), total) if study_count is not None else count + 1
+
     if not console.is_terminal:
         count = min(done, total)
 
@@ -68,7 +76,7 @@ def trial_progress(console, total: int, done: int = 0, announce_probes: bool = F
             nonlocal count
             if result is None:
                 return  # a pruned proposal: nothing was evaluated
-            count += 1
+            count = counted(count)
             console.print(f"trial {number} ({count}/{total}): {knobs_sentence(params)}: {_outcome(result, note, energy_unit)}",
                           soft_wrap=True, highlight=False, markup=False)
 
@@ -84,11 +92,14 @@ def trial_progress(console, total: int, done: int = 0, announce_probes: bool = F
         transient=False,
     ) as bar:
         task = bar.add_task("", total=total, completed=min(done, total))
+        completed = min(done, total)
 
         def on_trial(number, params, result, note):
+            nonlocal completed
             if result is None:
                 return  # a pruned proposal: nothing was evaluated
-            bar.advance(task)
+            completed = counted(completed)
+            bar.update(task, completed=completed)
             # Escaped: a probe's error may hold brackets ("[rank0]:"), which rich would read as markup.
             bar.update(task, description=escape(f"#{number}: {_outcome(result, note, energy_unit)}"))
 

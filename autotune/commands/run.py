@@ -312,7 +312,7 @@ def _run(args: argparse.Namespace) -> int:
     from autotune.study.storage import sole_worker
     from autotune.study.failures import no_probe_succeeded
     from autotune.study.loop import CONVERGED_ATTR, Interrupts, make_sampler, probes_running_elsewhere, run_study
-    from autotune.study.retries import evaluated_trials, is_evaluated, released_trials
+    from autotune.study.retries import evaluated_count, evaluated_trials
     from autotune.study.valid import node_counts_without_candidates, valid_checks
 
     check_hostfile(args.hostfile)  # files are checked here; numbers while parsing (flags.py, probe_options.py)
@@ -371,12 +371,13 @@ def _run(args: argparse.Namespace) -> int:
     study.set_user_attr("sampler", args.sampler)
     study.set_user_attr(SEED_ATTR, args.seed)
     try:
-        released = released_trials(study)
-        done = sum(is_evaluated(t, released) for t in study.get_trials(deepcopy=False))
+        done = evaluated_count(study)
         total = min(args.trials, sum(c.valid for c in checks))  # the loop stops when the space runs out
         # SIGTERM (scancel, kill) stops a run like Ctrl-C: the probe is killed, trials kept.
         with (Interrupts().install({signal.SIGINT: KeyboardInterrupt, signal.SIGTERM: Terminated}) as interrupts,
-              sole_worker(run_dir, args.storage) as alone, trial_progress(console, total, done, announce_probes=backend.name == "launch") as progress):
+              sole_worker(run_dir, args.storage) as alone,
+              trial_progress(console, total, done, announce_probes=backend.name == "launch",
+                             study_count=lambda: evaluated_count(study, recording=True)) as progress):
             run_study(
                 study, settings, backend, args.trials, progress, checks, args.objectives,
                 shared_storage=not alone, accept_estimated_energy=args.allow_estimated_energy, interrupts=interrupts,

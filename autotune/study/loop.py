@@ -40,6 +40,7 @@ from autotune.study.retries import (
     SETUP_FAILURE_ATTR,
     TIMED_OUT_UNDER_ATTR,
     evaluated_trials,
+    evaluated_count,
     is_evaluated,
     killed_after_probe,
     queue_setup_retries,
@@ -399,8 +400,7 @@ def run_study(
             study.enqueue_trial(base.candidate.knobs.to_dict(), user_attrs={"baseline": True}, skip_if_exists=True)
     retry_interrupted(study, include_running=not shared_storage)
     queue_setup_retries(study)  # the CLI has queued them already, to say so: then nothing is left here
-    released = released_trials(study)
-    before = len([t for t in study.get_trials(deepcopy=False) if is_evaluated(t, released)])
+    before = evaluated_count(study)
     if before >= min(n_trials, valid_total):
         return 0
     if before and early_stop and _converged(study) and not retries_owed(study):
@@ -427,4 +427,4 @@ def run_study(
         )
     if stop.failing is not None:
         raise stop.failing
-    return len([t for t in study.get_trials(deepcopy=False) if is_evaluated(t, released_trials(study))]) - before
+    return evaluated_count(study) - before

@@ -50,6 +50,16 @@ def released_trials(study: optuna.Study) -> set[int]:
     return set(study.user_attrs.get(SETUP_RETRIED_ATTR, []))
 
 
+def evaluated_count(study: optuna.Study, recording: bool = False) -> int:
+    """Trials of the study whose candidate was evaluated, every worker's: what --trials budgets.
+    `recording`: also those whose result is stored while their worker still records the outcome (RUNNING:
+    the progress line of a trial is printed then, its own and another worker's alike)."""
+    released = released_trials(study)
+    return sum(is_evaluated(t, released) or (recording and t.state == TrialState.RUNNING and killed_after_probe(t)
+                                             and t.number not in released)
+               for t in study.get_trials(deepcopy=False))
+
+
 def setup_failure(result: ProbeResult) -> bool:
     """Whether a probe failed before the trainer ran the candidate, which points at the set-up, not at
     the candidate: the launch backend could not start the launcher (not installed), could not reach the

@@ -3,6 +3,7 @@ exactly once, none is lost to a race, and neither worker disturbs the other's ru
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -50,15 +51,19 @@ def run_two_workers_and_check(tmp_path, storage: str | None = None) -> None:
     while _evaluated_so_far(url) < 2 and time.time() < deadline and first.poll() is None:
         time.sleep(0.2)
     second = _worker(tmp_path / "run2" if storage else out, SPACE, 1, storage)  # joins mid-trial
+    counts = []
     for worker in (first, second):
         _, stderr = worker.communicate(timeout=600)
         assert worker.returncode == 0, stderr[-3000:]
+        counts.append([int(k) for k in re.findall(r"^trial \d+ \((\d+)/\d+\)", stderr, re.MULTILINE)])
 
     settings = settings_for("--model", "7b", "--nodes", "1", "--space", str(SPACE))
     valid = {params_key(c.candidate.knobs.to_dict()) for c in valid_checks(settings) if c.valid}
     study = optuna.load_study(study_name="autotune", storage=url)
     evaluated = Counter(params_key(t.user_attrs["candidate"]["knobs"]) for t in study.trials if is_evaluated(t))
     assert set(evaluated) == valid  # none lost
+    # Each worker's "(k/N)" counts the shared study's trials, not its own: whichever finishes last says N/N.
+    assert all(mine == sorted(mine) for mine in counts) and max(counts[0] + counts[1]) == len(valid), counts
     assert max(evaluated.values()) == 1  # none evaluated twice
     assert not [t for t in study.trials if t.state == optuna.trial.TrialState.RUNNING]
     for t in study.trials:  # a duplicate always defers to an earlier trial, never the reverse
