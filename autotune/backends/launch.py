@@ -15,6 +15,7 @@ from pathlib import Path
 from autotune.atomic_write import write_text_atomic
 from autotune.backends.base import Backend, ProbeResult
 from autotune.backends.device_restore import LocalDeviceSettings
+from autotune.backends.device_turns import POLL_S, probe_devices, taking_turns
 from autotune.backends.first_node import NodeAnswer, ask_first_node, probes_first_node
 from autotune.backends.launchers import (
     LaunchPlan,
@@ -223,13 +224,28 @@ class LaunchBackend(Backend):
         taken = self._take_over(trial_dir, *resumed[1:], record) if resumed else {}
         environ = self._environ()
         launcher = resolve_launcher(self.launcher, candidate, self.hostfile, environ)
-        if len(taken) < self.repeats:  # else nothing is launched
+        launches = len(taken) < self.repeats  # else nothing is launched
+        if launches:
             reason = unreachable_reason(launcher, candidate, self.hostfile, environ)
             if reason is not None:
                 _append_log(log_path, f"== autotune: not launched: {reason}\n")
                 return not_ok_result("failed", reason, trial_dir, log_path, launcher=launcher)
-            if candidate.knobs.changes_device_settings and self._probes_here():
+        # Another worker's probe on the same devices ends first (device_turns.py): its figures and this one's
+        # would each hold the other's contention and joules.
+        turns = (taking_turns(probe_devices(launcher, environ, self.hostfile), environ, stopped=self._raise_if_aborted,
+                              on_wait=lambda line: _say_waiting(trial_number, line, log_path))
+                 if launches else contextlib.nullcontext(0.0))
+        with turns as waited_s:
+            if waited_s >= POLL_S:
+                _append_log(log_path, f"== autotune: waited {waited_s:.0f} s for another worker's probe on the same devices\n")
+            # After the wait: the other probe's power limit is not what this one must restore.
+            if launches and candidate.knobs.changes_device_settings and self._probes_here():
                 self._devices.record()
+            return self._run_repeats(candidate, trial_number, trial_dir, launcher, record, taken)
+
+    def _run_repeats(self, candidate: Candidate, trial_number: int, trial_dir: Path, launcher: str, record: RunRecord,
+                     taken: dict[int, TakenOver]) -> ProbeResult:
+        log_path = trial_dir / "log.txt"
         repeats, walls_s = [], []
         cost = functools.partial(_with_probe_cost, walls_s=walls_s, repeats=repeats, taken=taken)
         for repeat in range(1, self.repeats + 1):
@@ -488,6 +504,12 @@ def probe_cost(walls_s: list[float], repeats: list[dict], taken: dict[int, Taken
 def _with_probe_cost(result: ProbeResult, *, walls_s: list[float], repeats: list[dict],
                      taken: dict[int, TakenOver] | None = None) -> ProbeResult:
     return replace(result, details={**result.details, "probe_cost": probe_cost(walls_s, repeats, taken)})
+
+
+def _say_waiting(trial_number: int, line: str, log_path: Path) -> None:
+    """A probe that waits says so where the study's progress is read (a job's output file, the terminal)."""
+    _append_log(log_path, f"== autotune: {line}\n")
+    print(f"trial {trial_number}: {line}", file=sys.stderr, flush=True)
 
 
 def _append_log(log_path: Path, line: str) -> None:

@@ -1,0 +1,75 @@
+"""Probes that would run on the same devices take turns.
+
+Two workers of one study on one machine (the same `autotune run --out DIR` started twice, or two runs on
+one `--storage`) each launched their probes at once on the same GPUs (or cores): each probe then trained
+beside the other's, its time measured the contention and its energy counter (NVML's, RAPL's: whole
+devices) the other probe's joules too, and both figures went on the front as measured. A probe now holds
+a lock named after what it runs on while it runs; another worker's probe for the same devices waits.
+
+What a probe runs on, as the launcher reaches it: srun steps run on the SLURM allocation's nodes (its
+job id), the deepspeed launcher on its hostfile's hosts, torchrun on this machine's devices
+(CUDA_VISIBLE_DEVICES where it is set: two workers given other GPUs of one node do not wait). The locks
+are files of this machine's temporary folder, one folder per user: workers on other machines (other
+allocations) never wait for each other, as their probes share no device.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import socket
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+LOCK_DIR_ENV = "AUTOTUNE_PROBE_LOCKS"  # where the locks live (default: a per-user folder of the temporary folder)
+POLL_S = 0.5  # how often a waiting probe asks again (and whether the run was stopped meanwhile)
+
+
+def probe_devices(launcher: str, environ: dict[str, str], hostfile: Path | None) -> str:
+    """What a probe started by `launcher` runs on, in words: the name of its lock, and what a waiting
+    probe's log says it waited for."""
+    if launcher == "srun" and environ.get("SLURM_JOB_ID"):
+        return f"the nodes of SLURM allocation {environ['SLURM_JOB_ID']}"
+    if launcher == "deepspeed" and hostfile is not None:
+        from autotune.backends.launchers import read_hostfile
+
+        return f"the hosts of {', '.join(sorted(read_hostfile(hostfile)))}"
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    devices = f"GPUs {visible}" if visible else "devices"
+    return f"the {devices} of {socket.gethostname()}"
+
+
+def _lock_path(devices: str, environ: dict[str, str]) -> Path:
+    folder = Path(environ.get(LOCK_DIR_ENV) or Path(tempfile.gettempdir()) / f"autotune-probes-{os.getuid()}")
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return folder / f"{hashlib.sha1(devices.encode()).hexdigest()[:16]}.lock"
+
+
+@contextlib.contextmanager
+def taking_turns(devices: str, environ: dict[str, str], on_wait: Callable[[str], None],
+                 stopped: Callable[[], None] = lambda: None) -> Iterator[float]:
+    """Holds the lock of `devices` while the block runs; yields the seconds waited for it. `on_wait` gets one
+    line when another probe holds it; `stopped` is called while waiting and raises to give up (a stop)."""
+    path = _lock_path(devices, environ)
+    with open(path, "a+") as handle:
+        waited_from = time.monotonic()
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            on_wait(f"another worker's probe runs on {devices}: this one starts when it ends")
+            while True:
+                stopped()
+                time.sleep(POLL_S)
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    continue
+        try:
+            yield time.monotonic() - waited_from
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -1,0 +1,81 @@
+"""Two workers' probes on the same devices take turns; on other devices they do not wait."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from autotune.backends.device_turns import LOCK_DIR_ENV, probe_devices, taking_turns
+
+HOLD_S = 2.0
+
+
+def _held_elsewhere(devices: str, environ: dict[str, str]) -> subprocess.Popen:
+    """Another process (another worker) holding the lock of `devices` for HOLD_S seconds; returns once it holds it."""
+    code = ("import sys, time; from autotune.backends.device_turns import taking_turns\n"
+            f"with taking_turns({devices!r}, {environ!r}, on_wait=print):\n"
+            f"    print('held', flush=True); time.sleep({HOLD_S})\n")
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def test_a_probe_waits_for_another_workers_probe_on_the_same_devices_only(tmp_path):
+    environ = {LOCK_DIR_ENV: str(tmp_path / "locks")}
+    holder = _held_elsewhere("the GPUs 0,1 of node1", environ)
+    said = []
+    started = time.monotonic()
+    with taking_turns("the GPUs 2,3 of node1", environ, on_wait=said.append) as waited_s:  # other devices: no wait
+        assert waited_s < 0.5 and said == []
+    with taking_turns("the GPUs 0,1 of node1", environ, on_wait=said.append) as waited_s:
+        pass
+    assert waited_s >= HOLD_S - 0.5 and time.monotonic() - started >= HOLD_S - 0.5
+    assert said == ["another worker's probe runs on the GPUs 0,1 of node1: this one starts when it ends"]
+    holder.wait(timeout=10)
+
+
+def test_a_stop_while_waiting_gives_up_the_wait(tmp_path):
+    environ = {LOCK_DIR_ENV: str(tmp_path / "locks")}
+    holder = _held_elsewhere("the devices of node1", environ)
+
+    def stopped():
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        with taking_turns("the devices of node1", environ, on_wait=lambda line: None, stopped=stopped):
+            pytest.fail("the block ran while another probe held the devices")
+    holder.wait(timeout=10)
+
+
+def test_what_a_probe_runs_on_is_named_by_its_launcher(tmp_path):
+    hostfile = tmp_path / "hostfile"
+    hostfile.write_text("node2 slots=4\nnode1 slots=4\n")
+    assert probe_devices("srun", {"SLURM_JOB_ID": "77"}, None) == "the nodes of SLURM allocation 77"
+    assert probe_devices("deepspeed", {}, hostfile) == "the hosts of node1, node2"
+    assert probe_devices("torchrun", {"CUDA_VISIBLE_DEVICES": "2,3"}, None).startswith("the GPUs 2,3 of ")
+    assert probe_devices("torchrun", {}, None).startswith("the devices of ")
+
+
+def test_the_launch_backend_starts_no_probe_while_another_workers_runs_on_its_devices(
+        tmp_path, make_launch_backend, make_candidate, capfd):
+    """The probe (here a stand-in `python` that fails at once) starts only once the other worker's ends, and
+    says so on the console and in its log."""
+    fake_python = tmp_path / "python"
+    fake_python.write_text(f"#!/bin/sh\necho started at $(date +%s.%N) >> {tmp_path / 'starts'}\nexit 3\n")
+    fake_python.chmod(0o755)
+    locks = {LOCK_DIR_ENV: str(tmp_path / "locks")}
+    backend = make_launch_backend(env_extra=locks, python=str(fake_python))
+    environ = backend._environ()
+    holder = _held_elsewhere(probe_devices("torchrun", environ, None), locks)
+    released_at = time.time() + HOLD_S
+    result = backend.evaluate(make_candidate(gpus_per_node=1), trial_number=7)
+    assert result.status == "failed"
+    started_at = float((tmp_path / "starts").read_text().split()[-1])
+    assert started_at >= released_at - 0.5  # not while the other probe held the devices
+    log = (backend.run_dir / "trials" / "0007" / "log.txt").read_text()
+    assert "another worker's probe runs on the devices of" in log and "== autotune: waited " in log
+    assert "trial 7: another worker's probe runs on the devices of" in capfd.readouterr().err
+    holder.wait(timeout=10)
