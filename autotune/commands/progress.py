@@ -80,7 +80,8 @@ def trial_progress(console, total: int, done: int = 0, announce_probes: bool = F
             console.print(f"trial {number} ({count}/{total}): {knobs_sentence(params)}: {_outcome(result, note, energy_unit)}",
                           soft_wrap=True, highlight=False, markup=False)
 
-        yield StudyProgress(on_trial=on_line, on_probe_start=_start_callback(on_start_line) if announce_probes else None)
+        yield StudyProgress(on_trial=on_line, on_probe_start=_start_callback(on_start_line) if announce_probes else None,
+                            on_note=lambda line: console.print(f"warning: {line}", soft_wrap=True, highlight=False, markup=False))
         return
     with Progress(
         TextColumn("[bold]trials"),
@@ -106,4 +107,5 @@ def trial_progress(console, total: int, done: int = 0, announce_probes: bool = F
         def on_start(number, params, resumed, note):
             bar.update(task, description=escape(f"#{number}: probing {knobs_sentence(params)}{_notes(resumed, note)}"))
 
-        yield StudyProgress(on_trial=on_trial, on_probe_start=_start_callback(on_start) if announce_probes else None)
+        yield StudyProgress(on_trial=on_trial, on_probe_start=_start_callback(on_start) if announce_probes else None,
+                            on_note=lambda line: bar.console.print(f"[yellow]warning: {escape(line)}[/]"))

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import warnings
 from dataclasses import dataclass
 from typing import Callable, NoReturn
 
@@ -79,6 +80,8 @@ class StudyProgress:
     # A probe of a trial is about to run: (number, params, what it resumes: "retry of interrupted trial 0;
     # takes over repeat 1 of 2, runs repeat 2", "" for a first attempt).
     on_probe_start: Callable[[int, dict, str], None] | None = None
+    # A line the user must read that no trial line carries (a trial queued outside the space).
+    on_note: Callable[[str], None] | None = None
 
 
 SAMPLERS = ("guided", "tpe", "random", "nsga2")
@@ -124,8 +127,25 @@ def unranked_estimates(study: optuna.Study) -> list[int]:
             if t.user_attrs.get("reason") == ESTIMATED_ENERGY_REASON and "duplicate_of" not in t.user_attrs]
 
 
+class QueuedOutsideSpace(Exception):
+    """A trial queued by hand (Optuna's `study.enqueue_trial`) with a knob value the space does not hold."""
+
+
 def _suggest(trial: optuna.Trial, choices: dict[str, list]) -> dict:
-    return {knob: trial.suggest_categorical(knob, choices[knob]) for knob in KNOBS}
+    params = {}
+    for knob in KNOBS:
+        try:
+            with warnings.catch_warnings():  # Optuna's own warning about it: QueuedOutsideSpace says it in our words
+                warnings.simplefilter("ignore", UserWarning)
+                params[knob] = trial.suggest_categorical(knob, choices[knob])
+        except ValueError:  # Optuna's "'0.5' not in (1.0, 0.9, ...)" for a queued value: a traceback ended the run
+            frozen = next(t for t in trial.study.get_trials(deepcopy=False) if t.number == trial.number)
+            queued = frozen.system_attrs.get("fixed_params", {}).get(knob)  # where enqueue_trial keeps them
+            raise QueuedOutsideSpace(
+                f"trial {trial.number} was queued with {knob} {queued!r}, which this study's "
+                f"space does not hold ({', '.join(map(str, choices[knob]))}); it is left unprobed: queue one of those "
+                "values, or widen --space") from None
+    return params
 
 
 def _set_constraints(trial: optuna.Trial, rule: float, memory_excess: float, oom: float) -> None:
@@ -204,7 +224,14 @@ class _Objective:
         self.interrupts = interrupts
 
     def __call__(self, trial: optuna.Trial):
-        params = _suggest(trial, self.choices)
+        try:
+            params = _suggest(trial, self.choices)
+        except QueuedOutsideSpace as why:
+            _set_constraints(trial, 1.0, 0.0, 0.0)
+            trial.set_user_attr("reason", str(why))
+            if self.progress.on_note:
+                self.progress.on_note(str(why))
+            raise optuna.TrialPruned(str(why)) from None
         candidate = self.settings.candidate(params)
         trial.set_user_attr("candidate", candidate.to_dict())  # the study's settings hold the profile
         check = self.checks.get(params_key(params)) or check_candidate(candidate)

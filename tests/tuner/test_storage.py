@@ -344,3 +344,29 @@ def test_a_storage_the_study_cannot_write_is_one_line_before_anything_runs(tmp_p
             assert "cannot be written" in err and "the study writes every trial there" in err
         assert main(["report", str(tmp_path / "a"), "--storage", f"sqlite:///{view}/study.db", "--study-name", "s"]) == 0
     assert (folder / "study.db").read_bytes() == before and not (folder / "new.db").exists()
+
+
+def test_a_trial_queued_outside_the_space_is_one_line_and_the_study_goes_on(tmp_path, capsys):
+    """Optuna users queue known configurations (study.enqueue_trial); one with a value the space lacks ended
+    the run in Optuna's traceback ("'0.5' not in (1.0, 0.9, 0.8, 0.7)")."""
+    from autotune.cli import main
+    from autotune.study.retries import evaluated_count
+
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    flags = ["run", "--model", "7b", "--nodes", "1", "--backend", "simulate", "--sampler", "random", "--storage", url,
+             "--study-name", "s", "--out", str(tmp_path / "run")]
+    assert main([*flags, "--trials", "2"]) == 0
+    study = optuna.load_study(study_name="s", storage=url)
+    study.enqueue_trial({"zero_stage": 3, "optimizer_offload": "none", "activation_checkpointing": "recompute", "sp_degree": 1,
+                         "micro_batch": 1, "nodes": 1, "power_limit": 0.5, "sm_clock_mhz": "max"})
+    number = study.trials[-1].number
+    capsys.readouterr()
+    assert main([*flags, "--trials", "4"]) == 0
+    err = capsys.readouterr().err
+    said = [line for line in err.splitlines() if "was queued with" in line]
+    assert said == [f"warning: trial {number} was queued with power_limit 0.5, which this study's space does "
+                    "not hold (1.0, 0.9, 0.8, 0.7); it is left unprobed: queue one of those values, or widen --space"], err
+    study = optuna.load_study(study_name="s", storage=url)
+    queued = [t for t in study.trials if "was queued with" in t.user_attrs.get("reason", "")]
+    assert len(queued) == 1 and queued[0].state == optuna.trial.TrialState.PRUNED
+    assert evaluated_count(study) == 4  # the budget went to candidates of the space
