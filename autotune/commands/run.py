@@ -209,7 +209,8 @@ def _resume(study, settings, backend, args: argparse.Namespace, run_dir: Path, c
 
     from autotune.backends.base import setting_changes
     from autotune.study.loop import unranked_estimates
-    from autotune.study.retries import TIMED_OUT_UNDER_ATTR, is_evaluated, queue_setup_retries, timed_out_otherwise
+    from autotune.study.retries import (TIMED_OUT_UNDER_ATTR, evaluated_count, is_evaluated, queue_setup_retries,
+                                        timed_out_otherwise)
 
     where = args.storage or str(run_dir)
     evaluated = [t for t in study.get_trials(deepcopy=False) if is_evaluated(t)]
@@ -218,7 +219,11 @@ def _resume(study, settings, backend, args: argparse.Namespace, run_dir: Path, c
     # A replayed estimate was made where it was measured: only simulated and launch-estimated figures use this profile.
     figures_use_profile = backend.name == "simulate" or (backend.name == "launch" and backend.estimated_energy_only() is not None)
     changed = settings.check_same_as(study.user_attrs["settings"], where, figures_use_profile)
-    console.print(f"resuming the study in {where} ({len(study.trials)} trials so far)")
+    # Counted as --trials counts them; a study another worker created a moment ago has none yet (two workers
+    # started at once: the second said "resuming ... (1 trials so far)" of a study nobody had run).
+    evaluated_so_far = evaluated_count(study)
+    console.print(f"resuming the study in {where} ({evaluated_so_far} candidate(s) evaluated so far)" if evaluated_so_far
+                  else f"taking up the study in {where}, begun by an earlier or concurrent run (no candidate evaluated yet)")
     if changed:
         console.print(f"[yellow]{escape(changed)}[/]")  # escaped: "[simulator]" is not rich markup
         study.set_user_attr("settings", settings.to_dict())

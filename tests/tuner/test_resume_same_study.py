@@ -141,7 +141,8 @@ def test_a_study_with_nothing_evaluated_yet_takes_any_backend(tmp_path):
         empty.set_user_attr(key, value)
     result = autotune_main(*RUN, "--backend", "simulate", "--trials", "2", "--out", out)
     assert result.returncode == 0, result.stderr
-    assert "resuming the study" in result.stderr and len(_trials(out)) == 2
+    assert len(_trials(out)) == 2
+    assert f"taking up the study in {out}, begun by an earlier or concurrent run (no candidate evaluated yet)" in result.stderr
 
 
 def test_a_resume_with_other_options_names_each_one_to_repeat(tmp_path):
