@@ -252,7 +252,7 @@ def _resume(study, settings, backend, args: argparse.Namespace, run_dir: Path, c
     if unranked:
         console.print(f"[yellow]trial(s) {', '.join(map(str, unranked))} failed earlier because their energy was only "
                       "estimated, and stay failed: a study probes no candidate twice (their figures are in the report's "
-                      "trial table); to rank them, start a new study with --allow-estimated-energy (--out NEW_DIR)[/]")
+                      f"trial table); to rank them, start a new study with --allow-estimated-energy ({_new_study(args)})[/]")
 
 
 def backend_attrs(study, backend, checks: list, restricted: bool) -> dict:
@@ -299,8 +299,14 @@ def _changed_proposals(study, args: argparse.Namespace) -> str | None:
         return None
     then, here = (" ".join(f"{flag} {values[flag]}" for flag in changed) for values in (was, now))
     return (f"resuming with {here}, not the {then} of this study's earlier runs: its trials are kept and its next "
-            f"candidates are proposed with {here}, so it is no longer the study {then} alone gives (pass --out NEW_DIR "
+            f"candidates are proposed with {here}, so it is no longer the study {then} alone gives (pass {_new_study(args)} "
             f"to start a study with {here})")
+
+
+def _new_study(args: argparse.Namespace) -> str:
+    """The flag that starts a new study rather than resuming this one: in a --storage database, another
+    name (another --out resumed the same stored study, and said the same again)."""
+    return "--study-name NEW" if args.storage else "--out NEW_DIR"
 
 
 def _run(args: argparse.Namespace) -> int:

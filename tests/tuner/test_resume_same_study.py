@@ -228,3 +228,9 @@ def test_a_resume_with_another_seed_or_sampler_says_so_and_draws_with_it(tmp_pat
         assert said in line and "its trials are kept" in line and "pass --out NEW_DIR to start a study with" in line, line
     kept = optuna.load_study(study_name="autotune", storage=f"sqlite:///{out / 'study.db'}").user_attrs
     assert (kept["seed"], kept["sampler"]) == (7, "random")
+    # In a --storage database another --out resumes the same study: the new study is another --study-name.
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    assert autotune_main(*RUN, "--trials", "2", "--storage", url, "--out", tmp_path / "s1").returncode == 0
+    other = autotune_main(*RUN, "--trials", "3", "--storage", url, "--out", tmp_path / "s2", "--seed", "7")
+    line = " ".join(other.stderr.split())
+    assert other.returncode == 0 and "pass --study-name NEW to start a study with --seed 7" in line, line
