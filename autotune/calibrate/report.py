@@ -30,22 +30,28 @@ def at_bound(constants: dict[str, float], names) -> list[str]:
     return hits
 
 
-def reliability_warning(configurations: int, fitted: int, on_bound: int) -> str | None:
+def reliability_warning(configurations: int, fitted: int, on_bound: list[str]) -> str | None:
     """One line when the stated error cannot be trusted: fewer configurations than constants fitted
     leaves the constants free to fit those few (and the mean over a few left-out folds says little of
     the next candidate); constants on their bounds mean the model could not follow the figures."""
-    reasons = []
+    reasons, fixes = [], []
     if configurations < fitted:
         reasons.append(f"{configurations} configuration(s) measured for {fitted} constants fitted")
+        fixes.append("measure more configurations (at least as many as the constants fitted)")
     if on_bound:
-        reasons.append(f"{on_bound} constant(s) ended on a bound")
+        reasons.append(f"{len(on_bound)} constant(s) ended on a bound")
+        # More of the same configurations do not move a constant off its bound (a newcomer's trial: 32
+        # configurations for 20 constants, told to measure more): the figures ask for a mechanism it lacks.
+        names = ", ".join(on_bound)
+        fixes.append(f"hold {names} at the base profile's value (--hold {' --hold '.join(on_bound)}) where the "
+                     f"simulator lacks the mechanism the figures ask of it, or check the figures of the configurations "
+                     f"that exercise it")
     if not reasons:
         return None
     # Not written (commands/calibrate.py): a "+- 2%" a study repeats on every figure, and ties drawn with
     # it, would claim an accuracy nothing established; "+- ?%" is what is known.
     return (f"{' and '.join(reasons)}: the left-out error is not reliable, so -o does not write it to "
-            "[simulator_error] (a study on the profile shows +- ?%); measure more configurations (at least as "
-            "many as the constants fitted) and calibrate again.")
+            f"[simulator_error] (a study on the profile shows +- ?%); {'; '.join(fixes)} and calibrate again.")
 
 
 def configuration_text(candidate: Candidate) -> str:
@@ -104,7 +110,7 @@ def calibration_document(cal: Calibration, fit: Fit, loo: np.ndarray | None, ext
         "at_bound": on_bound,
         "configurations": cal.configurations,
         # A sentence when the fit is under-determined or pinned on bounds, else None.
-        "reliability_warning": reliability_warning(cal.configurations, len(fit.fitted), len(on_bound)),
+        "reliability_warning": reliability_warning(cal.configurations, len(fit.fitted), on_bound),
         "per_observation": rows,
         **extra,
     }

@@ -49,5 +49,10 @@ def test_enough_configurations_and_no_constant_on_a_bound_give_no_warning():
 def test_constants_on_their_bounds_warn_even_with_many_configurations():
     from autotune.calibrate.report import reliability_warning
 
-    assert reliability_warning(10, 3, 2).startswith("2 constant(s) ended on a bound: the left-out error")
-    assert reliability_warning(4, 14, 6).startswith("4 configuration(s) measured for 14 constants fitted and 6 constant(s)")
+    bound = reliability_warning(32, 20, ["link_efficiency", "comm_overlap"])
+    assert bound.startswith("2 constant(s) ended on a bound: the left-out error")
+    # More configurations would not move them: the fix named is to hold them, or check the figures behind them.
+    assert "measure more" not in bound and "--hold link_efficiency --hold comm_overlap" in bound
+    both = reliability_warning(4, 14, ["link_efficiency"])
+    assert both.startswith("4 configuration(s) measured for 14 constants fitted and 1 constant(s)")
+    assert "measure more configurations" in both and "--hold link_efficiency" in both
