@@ -214,7 +214,9 @@ def _run(args: argparse.Namespace) -> int:
         sys.stdout.write(report_text(document))
         if args.output is not None:
             unreliable = document["loo_mape"] is not None and document["reliability_warning"]
-            unwritten = " without [simulator_error] (its left-out error is not reliable: see the warning)" if unreliable else ""
+            unwritten = (" without [simulator_error] (its left-out error is not reliable: see the warning)" if unreliable
+                         else " without [simulator_error] (--no-loo computed no left-out error: a study on it shows +- ?%)"
+                         if document["loo_mape"] is None else "")
             sys.stdout.write(f"wrote {args.output}, profile '{document['written_name']}' calibrated from "
                              f"'{base.base_name}'{unwritten}: use it with --hardware {args.output}\n")
     return 0

@@ -129,7 +129,10 @@ def test_a_reliable_calibration_writes_its_error_and_drops_an_earlier_note(tmp_p
     from autotune.hardware import load_hardware
 
     quick = tmp_path / "quick.toml"
-    assert autotune("calibrate", "--reference", "gh200-study", "--no-loo", "-o", quick).returncode == 0
+    done = autotune("calibrate", "--reference", "gh200-study", "--no-loo", "-o", quick)
+    assert done.returncode == 0 and done.stdout.splitlines()[-1] == (
+        f"wrote {quick}, profile 'quick' calibrated from 'gh200' without [simulator_error] (--no-loo computed no "
+        f"left-out error: a study on it shows +- ?%): use it with --hardware {quick}")
     described = load_hardware("gh200").description
     fitted = load_hardware(str(quick))
     assert fitted.simulator_error == {}
