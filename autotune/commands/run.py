@@ -389,7 +389,7 @@ def _run(args: argparse.Namespace) -> int:
               sole_worker(run_dir, args.storage) as alone,
               trial_progress(console, total, done, announce_probes=backend.name == "launch",
                              study_count=lambda: evaluated_count(study, recording=True)) as progress):
-            run_study(
+            ran = run_study(
                 study, settings, backend, args.trials, progress, checks, args.objectives,
                 shared_storage=not alone, accept_estimated_energy=args.allow_estimated_energy, interrupts=interrupts,
             )
@@ -411,6 +411,12 @@ def _run(args: argparse.Namespace) -> int:
     converged = study.user_attrs.get(CONVERGED_ATTR)
     if converged:
         console.print(f"converged after {converged['probes']} probes: {stop_rule_summary(len(study.directions))}")
+    evaluated_now = evaluated_count(study)
+    if not converged and evaluated_now >= total and evaluated_now > done + ran:
+        # A worker that stopped after two probes of ten said nothing of the other eight.
+        spent = f"the --trials budget of {total} is spent" if total == args.trials else f"all {total} valid candidates are evaluated"
+        console.print(f"{spent}: this run evaluated {ran} of them, other runs of the study {evaluated_now - ran} (earlier "
+                      "ones, or workers beside this one)")
     elsewhere = probes_running_elsewhere(study)
     if elsewhere:
         again = _report_command(run_dir, args)

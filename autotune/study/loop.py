@@ -222,6 +222,7 @@ class _Objective:
         # The space's verdicts, a backend's among them (replay: no record), so a proposal is judged as the samplers were.
         self.checks = {params_key(c.candidate.knobs.to_dict()): c for c in checks}
         self.interrupts = interrupts
+        self.evaluated = 0  # candidates this worker evaluated (other workers' are in the study too)
 
     def __call__(self, trial: optuna.Trial):
         try:
@@ -266,6 +267,7 @@ class _Objective:
             trial.set_user_attr("interrupted", True)  # retried when the study resumes
             raise
         trial.set_user_attr("result", result.to_dict())
+        self.evaluated += 1
         memory_excess = max(check.memory.device_excess_gib, check.memory.host_excess_gib)
         _set_constraints(trial, 0.0, memory_excess, 1.0 if result.status == "oom" else 0.0)
         values = _objective_values(result, self.objectives) if result.ok else None
@@ -413,7 +415,8 @@ def run_study(
     early_stop: bool = True,
     interrupts: Interrupts | None = None,
 ) -> int:
-    """Evaluate candidates until the study holds n_trials evaluated ones; returns how many ran now."""
+    """Evaluate candidates until the study holds n_trials evaluated ones (every worker's); returns how many
+    this call evaluated."""
     progress = progress or StudyProgress()
     checks = checks if checks is not None else valid_checks(settings)
     valid_total = sum(c.valid for c in checks)
@@ -445,13 +448,10 @@ def run_study(
     finished = {t.number for t in study.get_trials(deepcopy=False) if t.state.is_finished()}
     stop = _StopWhenDone(n_trials, valid_total, len(study.trials) + MAX_PROPOSALS_PER_TRIAL * n_trials, early_stop, finished)
     interrupts = interrupts or Interrupts()  # without install(): no handler of ours, Python's own
+    objective = _Objective(settings, backend, OBJECTIVES[objectives], progress, checks, accept_estimated_energy, n_trials,
+                           interrupts)
     with interrupts.study(study):
-        study.optimize(
-            _Objective(settings, backend, OBJECTIVES[objectives], progress, checks, accept_estimated_energy, n_trials,
-                       interrupts),
-            catch=(ProbeFailed,),
-            callbacks=[stop],
-        )
+        study.optimize(objective, catch=(ProbeFailed,), callbacks=[stop])
     if stop.failing is not None:
         raise stop.failing
-    return evaluated_count(study) - before
+    return objective.evaluated

@@ -51,11 +51,12 @@ def run_two_workers_and_check(tmp_path, storage: str | None = None) -> None:
     while _evaluated_so_far(url) < 2 and time.time() < deadline and first.poll() is None:
         time.sleep(0.2)
     second = _worker(tmp_path / "run2" if storage else out, SPACE, 1, storage)  # joins mid-trial
-    counts = []
+    counts, said = [], []
     for worker in (first, second):
         _, stderr = worker.communicate(timeout=600)
         assert worker.returncode == 0, stderr[-3000:]
         counts.append([int(k) for k in re.findall(r"^trial \d+ \((\d+)/\d+\)", stderr, re.MULTILINE)])
+        said.append(re.findall(r"^all (\d+) valid candidates are evaluated: this run evaluated (\d+) of them", stderr, re.MULTILINE))
 
     settings = settings_for("--model", "7b", "--nodes", "1", "--space", str(SPACE))
     valid = {params_key(c.candidate.knobs.to_dict()) for c in valid_checks(settings) if c.valid}
@@ -64,6 +65,9 @@ def run_two_workers_and_check(tmp_path, storage: str | None = None) -> None:
     assert set(evaluated) == valid  # none lost
     # Each worker's "(k/N)" counts the shared study's trials, not its own: whichever finishes last says N/N.
     assert all(mine == sorted(mine) for mine in counts) and max(counts[0] + counts[1]) == len(valid), counts
+    # And each says how the space was shared: its own probes and the others'.
+    assert [len(lines) for lines in said] == [1, 1] and {int(lines[0][0]) for lines in said} == {len(valid)}, said
+    assert sum(int(lines[0][1]) for lines in said) == len(valid), said
     assert max(evaluated.values()) == 1  # none evaluated twice
     assert not [t for t in study.trials if t.state == optuna.trial.TrialState.RUNNING]
     for t in study.trials:  # a duplicate always defers to an earlier trial, never the reverse
