@@ -54,6 +54,9 @@ def study_name_flag(text: str) -> str:
     text = text_flag(text)
     if len(text) > 512 or not text.isprintable():
         raise argparse.ArgumentTypeError("is not a study name: printable characters, at most 512")
+    if text != text.strip():  # ' spaced ' made a study that `--study-name spaced` never found
+        raise argparse.ArgumentTypeError(f"starts or ends with spaces, which a later --study-name {text.strip()} would "
+                                         "not find; drop them")
     return text
 
 

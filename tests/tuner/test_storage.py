@@ -207,7 +207,7 @@ def test_the_default_run_directory_names_the_node_counts_of_the_space(tmp_path):
         assert (tmp_path / "runs" / directory / "pareto.json").is_file()
 
 
-@pytest.mark.parametrize("name", ["", " ", "x" * 513, "tab\there", "new\nline"])
+@pytest.mark.parametrize("name", ["", " ", "x" * 513, "tab\there", "new\nline", " spaced ", "trailing "])
 def test_a_study_name_optuna_cannot_keep_is_refused(tmp_path, name):
     from tests.cli import autotune_main
 
