@@ -377,7 +377,11 @@ def _run(args: argparse.Namespace) -> int:
     console.print(f"backend: {backend_line(backend, settings.space.nodes)}")
     done_before = probed_trials(study)
     if "settings" in study.user_attrs:
-        _resume(study, settings, backend, args, run_dir, console)
+        try:
+            _resume(study, settings, backend, args, run_dir, console)
+        except UserError:
+            remove_empty(created)  # a stored study refused (another model, backend): no empty --out left behind
+            raise
     study.set_user_attr("backend", backend_attrs(study, backend, checks, restricted=bool(dropped)))
     study.set_user_attr("sampler", args.sampler)
     study.set_user_attr(SEED_ATTR, args.seed)

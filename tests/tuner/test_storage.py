@@ -370,3 +370,15 @@ def test_a_trial_queued_outside_the_space_is_one_line_and_the_study_goes_on(tmp_
     queued = [t for t in study.trials if "was queued with" in t.user_attrs.get("reason", "")]
     assert len(queued) == 1 and queued[0].state == optuna.trial.TrialState.PRUNED
     assert evaluated_count(study) == 4  # the budget went to candidates of the space
+
+
+def test_a_stored_study_refused_for_another_model_leaves_no_empty_run_directory(tmp_path):
+    from tests.cli import autotune_main
+
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    assert autotune_main("run", "--model", "7b", "--nodes", "1", "--backend", "simulate", "--trials", "2", "--storage", url,
+                         "--study-name", "s", "--out", tmp_path / "first").returncode == 0
+    refused = autotune_main("run", "--model", "32b", "--nodes", "4", "--backend", "simulate", "--trials", "2",
+                            "--storage", url, "--study-name", "s", cwd=tmp_path)
+    assert refused.returncode == 2 and "holds a study of --model 7b, not 32b" in refused.stderr
+    assert not (tmp_path / "runs").exists()  # its default run directory (runs/32b-4n-s) was made, and is gone again
