@@ -9,6 +9,7 @@ import numpy as np
 from autotune.calibrate.fit import Calibration, Fit, mape_by_metric, worst_by_metric
 from autotune.candidate import Candidate, knobs_sentence
 from autotune.hardware import SIMULATOR_CONSTANTS
+from autotune.report.error_bars import scope_note
 
 # The [simulator_error] keys a profile carries, from the leave-one-out error of these metrics.
 ERROR_KEYS = {"time_s": "time_s_pct", "energy_kj": "energy_kj_pct", "tflops": "tflops_pct", "power_w": "power_w_pct"}
@@ -109,6 +110,8 @@ def calibration_document(cal: Calibration, fit: Fit, loo: np.ndarray | None, ext
         "fitted": list(fit.fitted),
         "at_bound": on_bound,
         "configurations": cal.configurations,
+        # What the left-out error vouches for (a profile -o writes keeps it in its description).
+        "measured_on": scope_note([c for o in cal.observations for c in (o.candidate, o.relative_to) if c is not None]),
         # A sentence when the fit is under-determined or pinned on bounds, else None.
         "reliability_warning": reliability_warning(cal.configurations, len(fit.fitted), on_bound),
         "per_observation": rows,

@@ -230,7 +230,7 @@ def _written_profile(path: Path, base, constants: dict, document: dict):
     why (report/error_bars.py); the header keeps the left-out figures and the warning."""
     from autotune.calibrate.report import profile_error, worst_text
     from autotune.hardware import with_simulator_constants
-    from autotune.report.error_bars import calibration_note, with_calibration_note
+    from autotune.report.error_bars import calibration_note, with_calibration_note, with_scope_note
 
     loo = profile_error(document) if document["loo_mape"] is not None else None
     warning = document["reliability_warning"]
@@ -241,7 +241,8 @@ def _written_profile(path: Path, base, constants: dict, document: dict):
     # A name of its own, and the node it describes kept: figures measured on the base's nodes stay its figures.
     profile = replace(with_simulator_constants(base, constants, error=error),
                       name=_calibrated_name(path, base), calibrated_from=base.base_name,
-                      description=with_calibration_note(base.description, note))
+                      description=with_scope_note(with_calibration_note(base.description, note),
+                                                  document["measured_on"] if trusted else None))
     held = document["held"]
     lines = [f"{_HEADER} from {base.source or base.name} against {document['observations']} observations "
              f"({', '.join(document['sources'])}){'; held at the base values: ' + ', '.join(held) if held else ''}."]

@@ -37,6 +37,47 @@ WHY_UNKNOWN = "why_unknown"
 _NOTE = re.compile(r"calibrated \(from [^()]*\), error not (?:known reliably|computed \(--no-loo\))")
 
 
+# The note `autotune calibrate -o` appends to the description of a profile whose error it writes: the models
+# and knob values of the configurations that error was measured on. A "+- 2%" a study repeats on every
+# figure read as an accuracy for configurations nothing measured (a newcomer's calibration on recompute,
+# micro-batch 1 and 4 vouched for an offload_async, micro-batch 8 pick).
+_SCOPE = re.compile(r"error measured on ([^;]*)")
+SCOPE_KEY = "measured_on"  # its key in a simulator_error dict (pareto.json's too): words, not a percentage
+_SCOPE_KNOBS = (("zero_stage", "ZeRO"), ("optimizer_offload", "optimizer offload"), ("activation_checkpointing",
+                "checkpointing"), ("sp_degree", "SP"), ("micro_batch", "micro-batch"), ("nodes", "nodes"),
+                ("power_limit", "power limit"), ("sm_clock_mhz", "SM clock"))
+
+
+def scope_note(candidates) -> str:
+    """"error measured on 7b/32b with ZeRO 3, optimizer offload none/sync, ...": what the configurations a
+    calibration measured cover, model by model and knob by knob (no semicolon: the description's separator)."""
+    candidates = list(candidates)
+    models = list(dict.fromkeys(c.model.name for c in sorted(candidates, key=lambda c: c.model.params())))
+    knobs = [c.knobs.to_dict() for c in candidates]
+
+    def ordered(values) -> str:  # numbers by size, words by name
+        return "/".join(str(v) for v in sorted(values, key=lambda v: (isinstance(v, str), v)))
+
+    parts = [f"{words} {ordered({k[knob] for k in knobs})}" for knob, words in _SCOPE_KNOBS]
+    return f"error measured on {'/'.join(models)} with {', '.join(parts)}"
+
+
+def with_scope_note(description: str, note: str | None) -> str:
+    """The description with `note` in place of any earlier scope note."""
+    kept = re.sub(r"(?:;\s*)?" + _SCOPE.pattern, "", description).strip()
+    if note is None:
+        return kept
+    return f"{kept}; {note}" if kept else note
+
+
+def scope_sentence(error: dict | None) -> str:
+    """" The error was measured on ...: other configurations' figures extrapolate it." or ""."""
+    if not error or SCOPE_KEY not in error:
+        return ""
+    return (f" That error was measured on {error[SCOPE_KEY]}: the figures of other configurations (another model, "
+            "another knob value) extrapolate it.")
+
+
 def _count(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
@@ -77,7 +118,11 @@ def profile_error(hardware) -> dict:
     {WHY_UNKNOWN: ...} calibrated, with no error it can vouch for (for the study report and `autotune space`)."""
     if not hardware.simulator_error and hardware.calibrated_from:
         return {WHY_UNKNOWN: _why_unknown(hardware)}
-    return dict(hardware.simulator_error)
+    error = dict(hardware.simulator_error)
+    scope = _SCOPE.search(hardware.description)
+    if error and scope:
+        error[SCOPE_KEY] = scope.group(1).strip()
+    return error
 
 
 def _within(a: float | None, b: float | None, pct: float | None) -> bool:
@@ -192,11 +237,13 @@ def error_sentence(error: dict | None) -> str | None:
                 "(`autotune calibrate` measures the simulator's error and writes it to the profile).")
     if WHY_UNKNOWN in error:
         return f"Simulated figures carry an unknown error (+- ?%): this hardware profile was {error[WHY_UNKNOWN]}."
-    parts = ", ".join(f"{_METRIC_WORDS.get(key, key)} +- {pct_text(value)}%" for key, value in error.items())
+    parts = ", ".join(f"{_METRIC_WORDS.get(key, key)} +- {pct_text(value)}%" for key, value in error.items()
+                      if key != SCOPE_KEY)
     # A mean, not a bound: single left-out figures of the shipped gh200 profile were 10-13% off.
     sentence = (f"Simulated figures carry the profile's leave-one-out error, a mean over the configurations it was "
                 f"calibrated on: {parts} (single figures can be further off; the profile's header names the worst); "
-                "picks closer than that are ties, and changes against the baseline within it are marked.")
+                "picks closer than that are ties, and changes against the baseline within it are marked."
+                + scope_sentence(error))
     unknown = [_METRIC_WORDS[key] for key in _SHOWN_WITH_BARS if key not in error]
     if unknown:
         words = " and ".join(unknown)

@@ -127,6 +127,7 @@ def test_a_reliable_calibration_writes_its_error_and_drops_an_earlier_note(tmp_p
     """A --no-loo calibration leaves a note ("error not computed"); calibrating it again with a left-out
     error the warning does not question writes [simulator_error] and the base's description alone."""
     from autotune.hardware import load_hardware
+    from autotune.report.error_bars import with_scope_note
 
     quick = tmp_path / "quick.toml"
     done = autotune("calibrate", "--reference", "gh200-study", "--no-loo", "-o", quick)
@@ -134,9 +135,10 @@ def test_a_reliable_calibration_writes_its_error_and_drops_an_earlier_note(tmp_p
         f"wrote {quick}, profile 'quick' calibrated from 'gh200' without [simulator_error] (--no-loo computed no "
         f"left-out error: a study on it shows +- ?%): use it with --hardware {quick}")
     described = load_hardware("gh200").description
+    plain = with_scope_note(described, None)  # without what gh200's own error was measured on
     fitted = load_hardware(str(quick))
-    assert fitted.simulator_error == {}
-    assert fitted.description.startswith(f"{described}; calibrated (from 21 configurations for ")
+    assert fitted.simulator_error == {} and "error measured on" not in fitted.description  # no error: no scope of one
+    assert fitted.description.startswith(f"{plain}; calibrated (from 21 configurations for ")
     assert fitted.description.endswith(" constants), error not computed (--no-loo)")
     again = tmp_path / "again.toml"
     result = autotune("calibrate", "--reference", "gh200-study", "--hardware", quick, "-o", again, "--json")
@@ -144,5 +146,11 @@ def test_a_reliable_calibration_writes_its_error_and_drops_an_earlier_note(tmp_p
     document = json.loads(result.stdout)
     assert document["reliability_warning"] is None and document["written_error"]
     loaded = load_hardware(str(again))
-    assert loaded.simulator_error == document["written_error"] and loaded.description == described
+    assert loaded.simulator_error == document["written_error"] and loaded.description == f"{plain}; {document['measured_on']}"
+    assert loaded.description == described  # the shipped profile's error was measured on the same reference
+    # What the error vouches for reaches a study on the profile: its figures beyond it extrapolate.
+    study = autotune("run", "--model", "7b", "--nodes", "1", "--hardware", again, "--trials", "2", "--out", tmp_path / "run")
+    said = " ".join(study.stdout.split())
+    assert study.returncode == 0 and (f"That error was measured on {document['measured_on'].removeprefix('error measured on ')}:"
+                                      " the figures of other configurations") in said, said
     assert "not written" not in again.read_text() and "# Warning" not in again.read_text()
