@@ -141,6 +141,18 @@ def _mape_line(title: str, mape: dict | None) -> str:
     return f"{title:<28} " + "  ".join(f"{metric} {value:5.1f}%" for metric, value in mape.items())
 
 
+def _worse_after_fit(document: dict) -> list[str]:
+    """A line where a metric's mean error grew in the fit: it minimises one robust loss over every figure
+    (log ratios, outliers down-weighted, a weak pull towards each constant's default), not each metric's mean, and
+    "calibration made energy worse" read as a fault (a newcomer's trial)."""
+    before, after = document.get("before_mape") or {}, document.get("fit_mape") or {}
+    worse = [metric for metric in after if metric in before and after[metric] > before[metric] + 0.05]
+    if not worse:
+        return []
+    return [f"  ({', '.join(worse)} grew in the fit: it minimises one robust loss over every figure, outliers "
+            "down-weighted and each constant pulled weakly towards its default, not each metric's mean)"]
+
+
 def _worst_lines(document: dict) -> list[str]:
     """Under the means: per metric, the largest left-out error, its figure and its configuration."""
     worst = document.get("loo_worst")
@@ -182,6 +194,7 @@ def report_text(document: dict) -> str:
         _mape_line("  before (base profile)", document["before_mape"]),
         _mape_line("  after the fit", document["fit_mape"]),
         _mape_line(f"  left out, by {document['loo_by']}" if document.get("loo_by") else "  left out", document["loo_mape"]),
+        *_worse_after_fit(document),
         *_worst_lines(document),
         "",
         # Said whether or not the warning fires: a simulated dry run of a planned study tells how many

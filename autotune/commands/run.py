@@ -67,7 +67,8 @@ def register(subparsers) -> None:
     study.add_argument("--seed", type=whole_number_flag(low=0, high=2**32 - 1), default=0, help="sampler seed: the same seed gives the same study (default: 0)")
     study.add_argument("--out", type=path_flag, help="run directory (default: runs/<model>-<nodes>n, the model by its own name, never its path; and -NAME with --study-name NAME)")
     study.add_argument(
-        "--storage", type=text_flag, help="Optuna storage URL instead of RUN_DIR/study.db; workers sharing one (postgresql://...) split the trials"
+        "--storage", type=text_flag, help="an Optuna RDB storage URL (sqlite:///PATH, postgresql://USER@HOST/DB) instead of "
+                                          "RUN_DIR/study.db; workers sharing one split the trials"
     )
     study.add_argument(
         "--study-name", type=study_name_flag, default=STUDY_NAME, metavar="NAME",

@@ -56,3 +56,13 @@ def test_constants_on_their_bounds_warn_even_with_many_configurations():
     both = reliability_warning(4, 14, ["link_efficiency"])
     assert both.startswith("4 configuration(s) measured for 14 constants fitted and 1 constant(s)")
     assert "measure more configurations" in both and "--hold link_efficiency" in both
+
+
+def test_a_metric_the_fit_made_worse_is_said_with_why():
+    from autotune.calibrate.report import _worse_after_fit
+
+    said = _worse_after_fit({"before_mape": {"energy_kj": 1.4, "tflops": 1.2, "time_s": 6.1},
+                             "fit_mape": {"energy_kj": 1.9, "tflops": 1.2, "time_s": 5.7}})
+    assert len(said) == 1 and said[0].startswith("  (energy_kj grew in the fit: it minimises one robust loss")
+    assert _worse_after_fit({"before_mape": {"time_s": 6.1}, "fit_mape": {"time_s": 5.7}}) == []
+    assert _worse_after_fit({"before_mape": None, "fit_mape": {"time_s": 5.7}}) == []
