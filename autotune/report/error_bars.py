@@ -64,7 +64,13 @@ def scope_note(candidates) -> str:
 
 def with_scope_note(description: str, note: str | None) -> str:
     """The description with `note` in place of any earlier scope note."""
-    kept = re.sub(r"(?:;\s*)?" + _SCOPE.pattern, "", description).strip()
+    return _with_note(description, _SCOPE, note)
+
+
+def _with_note(description: str, pattern: re.Pattern, note: str | None) -> str:
+    """The description with `note` in place of any earlier note `pattern` matches (the description's
+    notes are ";"-separated)."""
+    kept = re.sub(r"(?:;\s*)?" + pattern.pattern, "", description).strip()
     if note is None:
         return kept
     return f"{kept}; {note}" if kept else note
@@ -92,10 +98,7 @@ def calibration_note(configurations: int, fitted: int, on_bound: int, computed: 
 
 def with_calibration_note(description: str, note: str | None) -> str:
     """The description with `note` in place of any earlier one (a recalibration's is the one that holds)."""
-    kept = re.sub(r"(?:;\s*)?" + _NOTE.pattern, "", description).strip()
-    if note is None:
-        return kept
-    return f"{kept}; {note}" if kept else note
+    return _with_note(description, _NOTE, note)
 
 
 def _why_unknown(hardware) -> str:
