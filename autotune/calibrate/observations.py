@@ -111,7 +111,8 @@ def repeated_figures(observations: list[Observation]) -> list[str]:
                 f"{_cited(low)} and {_cited(high)} give the {what} of one configuration (model, knobs and "
                 f"workload) as {low.value:.5g} and {high.value:.5g}, {apart:.0%} apart, more than repeats of one "
                 f"measurement differ ({REPEAT_TOLERANCE:.0%}): one is wrong or the system changed between them; "
-                "leave the wrong one out (or measure it again), or calibrate against each source apart"
+                f"leave the wrong one out (--exclude {low.id} or --exclude {high.id}), or measure it again, or "
+                "calibrate against each source apart"
             )
         seen = agreeing.setdefault(tuple(sorted({o.source for o in same})), [set(), 0.0])
         seen[0].add(candidate)

@@ -9,7 +9,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from autotune.commands.flags import path_flag
+from autotune.commands.flags import path_flag, text_flag
 
 
 def register(subparsers) -> None:
@@ -49,6 +49,12 @@ def register(subparsers) -> None:
              "figures cannot pin (gh200-study: step_overhead_s) and, calibrated against alone, keeps them at the base "
              "profile's value",
     )
+    parser.add_argument(
+        "--exclude", metavar="ID", action="append", default=[], type=text_flag,
+        help="leave out every figure of this observation (repeatable): a run directory's trial as the report names it "
+             "(LI#0, or runs/LI#0), or a reference figure's id (7b-baseline-time); e.g. the wrong one of two "
+             "contradicting repeats",
+    )
     parser.add_argument("--allow-estimated-energy", action="store_true", help="fit energy a power model estimated, too")
     parser.add_argument("--allow-simulated", action="store_true", help="fit simulated studies too (only to test the fit itself)")
     parser.set_defaults(func=_run)
@@ -80,6 +86,31 @@ def _base_hardware(args: argparse.Namespace):
         except ConfigError as exc:
             raise ConfigError(f"reference {name}: {exc}; or pass --hardware with the profile its figures were measured on") from None
     return load_hardware("gh200")
+
+
+def _without_excluded(observations: list, excluded: list[str]) -> tuple[list, list[str]]:
+    """The observations --exclude does not name, and one line per excluded id. A run directory's trial is
+    named as the report names it (`LI#0`) or with its directory as given (`runs/LI#0`); an id that names
+    nothing is refused: a typo would leave the wrong figure in the fit without a word."""
+    from autotune.errors import UserError
+
+    def names(o) -> set[str]:
+        number = o.id.rpartition("#")[2] if "#" in o.id else None
+        return {o.id} | ({f"{o.source}#{number}"} if number is not None else set())
+
+    lines = []
+    for given in dict.fromkeys(excluded):
+        matched = [o for o in observations if given in names(o)]
+        if not matched:
+            raise UserError(f"--exclude {given} names no observation: give a run directory's trial as the report names "
+                            "it (LI#0, or runs/LI#0) or a reference figure's id (7b-baseline-time)")
+        sources = sorted({o.source for o in matched})
+        if len(sources) > 1:  # two run directories of one name (a/LI, b/LI)
+            raise UserError(f"--exclude {given} names trials of {len(sources)} run directories ({', '.join(sources)}); "
+                            f"give the directory too, e.g. --exclude {sources[0]}#{given.rpartition('#')[2]}")
+        lines.append(f"{given}: {len(matched)} figure(s) left out with --exclude")
+    kept = [o for o in observations if not names(o) & set(excluded)]
+    return kept, lines
 
 
 _HEADER = "Calibrated by `autotune calibrate`"  # the first line of every profile -o writes
@@ -188,6 +219,9 @@ def _run(args: argparse.Namespace) -> int:
         observations += measured.observations
         extra = {"left_out": measured.left_out, "skipped": measured.skipped, "copies": measured.copies,
                  "not_run": measured.not_run}
+    if args.exclude:
+        observations, excluded = _without_excluded(observations, args.exclude)
+        extra["skipped"] = extra["skipped"] + excluded
     if not observations:
         counts = ", ".join(f"{n} {status}" for status, n in extra["not_run"].items())
         why = extra["left_out"] + ([f"probes without figures ({counts})"] if counts else []) + extra["skipped"]

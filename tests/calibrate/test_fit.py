@@ -183,3 +183,34 @@ def test_bounds_are_not_repeats():
     base = load_reference("gh200-study", load_hardware("gh200"))
     bound = next(o for o in base if o.bound == "lower")
     assert repeated_figures([bound, replace(bound, id="another", value=bound.value * 2)]) == []
+
+
+def test_the_wrong_one_of_two_contradicting_figures_is_left_out_with_exclude(tmp_path):
+    """The refusal names both figures and the flag that leaves either out; no run needs editing by hand."""
+    from tests.cli import autotune_main
+
+    reference = _write_reference(tmp_path, lambda d: (
+        d["configurations"].__setitem__("7b-again", {**d["configurations"]["7b-baseline"], "group": "again"}),
+        d["figures"].append({"id": "7b-again-time", "configuration": "7b-again", "metric": "time_s", "value": 1248.0 * 1.3})))
+    refused = autotune_main("calibrate", "--reference", reference, "--no-loo")
+    assert refused.returncode == 2 and "(--exclude 7b-baseline-time or --exclude 7b-again-time)" in refused.stderr
+    done = autotune_main("calibrate", "--reference", reference, "--no-loo", "--exclude", "7b-again-time")
+    assert done.returncode == 0, done.stderr
+    assert "skipped: 7b-again-time: 1 figure(s) left out with --exclude" in done.stdout
+    typo = autotune_main("calibrate", "--reference", reference, "--no-loo", "--exclude", "7b-agian-time")
+    assert typo.returncode == 2 and len(typo.stderr.strip().splitlines()) == 1
+    assert "--exclude 7b-agian-time names no observation" in typo.stderr
+
+
+def test_a_run_directorys_trial_is_excluded_by_the_reports_name_or_with_its_directory():
+    from autotune.commands.calibrate import _without_excluded
+    from autotune.errors import UserError
+
+    base = load_reference("gh200-study", load_hardware("gh200"))[:3]
+    runs = [replace(o, id=f"LI#{n}", source=f"{where}/LI") for n, where, o in ((0, "a", base[0]), (1, "a", base[1]), (0, "b", base[2]))]
+    kept, said = _without_excluded(runs, ["a/LI#0"])
+    assert [o.id for o in kept] == ["LI#1", "LI#0"] and said == ["a/LI#0: 1 figure(s) left out with --exclude"]
+    kept, _ = _without_excluded(runs, ["LI#1"])
+    assert len(kept) == 2
+    with pytest.raises(UserError, match=r"--exclude LI#0 names trials of 2 run directories \(a/LI, b/LI\); give the directory"):
+        _without_excluded(runs, ["LI#0"])
