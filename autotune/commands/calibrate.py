@@ -63,6 +63,7 @@ def register(subparsers) -> None:
 def _base_hardware(args: argparse.Namespace):
     from autotune.calibrate.reference import read_reference
     from autotune.errors import ConfigError
+    from autotune.errors import UserError
     from autotune.hardware import figure_differences, hardware_to_dict, load_hardware, stored_hardware
 
     if args.hardware:
@@ -79,6 +80,12 @@ def _base_hardware(args: argparse.Namespace):
             first = hardware_to_dict(kept[0])
             if all(not figure_differences(first, hardware_to_dict(other)) for other in kept[1:]):
                 return kept[0]
+            # Studies on other nodes: falling back to the reference's profile (gh200) blamed whichever run
+            # was not measured on it, and named its profile as the fix.
+            if len({k.base_name for k in kept}) > 1:
+                named = ", ".join(f"{d} on '{k.name}'" for d, k in zip(dirs, kept))
+                raise UserError(f"the run directories were measured on different nodes ({named}); calibrate one kind of "
+                                "node at a time")
     if args.reference:
         data, name = read_reference(args.reference)
         try:

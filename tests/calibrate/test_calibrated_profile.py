@@ -95,3 +95,18 @@ def test_a_reference_of_another_node_names_the_calibration_and_its_base(tmp_path
     with pytest.raises(ConfigError) as refused:
         load_reference("gh200-study", load_hardware(str(path)))
     assert "measured on 'gh200' hardware, but --hardware is 'my-h100, calibrated from h100-sxm'" in str(refused.value)
+
+
+def test_run_directories_measured_on_other_nodes_are_refused_naming_each(calibrated, tmp_path):
+    """Without --hardware, studies on two nodes fell back to the default gh200 and blamed whichever was not on it."""
+    runs = {}
+    for name, hardware in (("on-gh200", "gh200"), ("on-mine", str(calibrated)), ("on-h100", "h100-sxm")):
+        runs[name] = tmp_path / name
+        assert autotune("run", "--model", "7b", "--nodes", "1", "--hardware", hardware, "--trials", "2",
+                        "--out", runs[name]).returncode == 0
+    # One node's profile and a calibration of it: the same node figures, calibrated together.
+    assert autotune("calibrate", runs["on-gh200"], runs["on-mine"], "--allow-simulated", "--no-loo").returncode == 0
+    nodes = autotune("calibrate", runs["on-gh200"], runs["on-h100"], "--allow-simulated", "--no-loo")
+    assert nodes.returncode == 2 and len(nodes.stderr.strip().splitlines()) == 1, nodes.stderr
+    assert (f"the run directories were measured on different nodes ({runs['on-gh200']} on 'gh200', {runs['on-h100']} on "
+            "'h100-sxm'); calibrate one kind of node at a time") in nodes.stderr
