@@ -57,8 +57,15 @@ GRES_LINES = (
 )
 
 
+def config_stem(config_name: str) -> str:
+    """What the files beside a config are named after: its name without `.json`, or whole (`-o $(mktemp)`'s
+    tmp.X1y2Z3 is not tmp with a suffix: two such exports wrote one tmp.launch.sh, the second over the first)."""
+    name = Path(config_name).name
+    return name[:-len(".json")] if name.lower().endswith(".json") and len(name) > len(".json") else name
+
+
 def result_name(config_name: str) -> str:
-    return Path(config_name).stem + ".result.json"
+    return config_stem(config_name) + ".result.json"
 
 
 def launch_command(candidate, config_name: str, candidate_name: str, launcher: str = "auto") -> list[str]:
@@ -229,11 +236,11 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
     }
     config_path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(config_path, json.dumps(config, indent=2) + "\n")
-    candidate_path = config_path.with_name(config_path.stem + ".candidate.json")
+    candidate_path = config_path.with_name(config_stem(config_path.name) + ".candidate.json")
     candidate_data = portable_candidate(candidate)
     write_text_atomic(candidate_path, json.dumps(candidate_data, indent=2) + "\n")
     command = launch_command(candidate, config_path.name, candidate_path.name, launcher)
-    launch_path = config_path.with_name(config_path.stem + ".launch.sh")
+    launch_path = config_path.with_name(config_stem(config_path.name) + ".launch.sh")
     srun = command[0] == "srun"
     words = device_words(candidate.hardware)
     where = {"srun": f"# Run inside the SLURM allocation (sbatch, salloc): one srun step starts a task per {words.one}.\n",

@@ -101,7 +101,7 @@ def _check_config_paths(output: Path, what: str) -> Path:
     """The config and the two files export writes beside it: each new, empty, or an earlier export's own."""
     from autotune.commands.paths import writable_file
     from autotune.errors import UserError
-    from autotune.export import exported_kind
+    from autotune.export import config_stem, exported_kind
 
     default = what != "-o"
     writable_file(output, what, replaces=lambda path: exported_kind(path) == "config",
@@ -112,7 +112,7 @@ def _check_config_paths(output: Path, what: str) -> Path:
         raise UserError(f"-o {output}: the DeepSpeed config is written as JSON; give it a .json name such as "
                         f"{output.with_suffix('.json').name}")
     for suffix, kind, said in ((".candidate.json", "candidate", "candidate file"), (".launch.sh", "launch", "launch script")):
-        beside = output.with_name(output.stem + suffix)
+        beside = output.with_name(config_stem(output.name) + suffix)
         if beside.is_dir():
             raise UserError(f"{beside} is a directory, and export writes a file there beside {output.name}; remove it or choose another -o")
         writable_file(beside, f"{what} {output}: beside it,", example=f"knee{suffix}",

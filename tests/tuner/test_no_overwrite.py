@@ -78,6 +78,13 @@ def test_an_empty_file_is_no_loss(run_dir, tmp_path):
     empty.write_text("")
     assert autotune_main("export", run_dir, "-o", empty).returncode == 0
     assert "autotune" in json.loads(empty.read_text())
+    # Its files beside it take its whole name: a second mktemp's export wrote tmp.launch.sh over the first's.
+    assert (tmp_path / "tmp.x1y2.launch.sh").is_file() and (tmp_path / "tmp.x1y2.candidate.json").is_file()
+    again = tmp_path / "tmp.z3w4"
+    again.write_text("")
+    assert autotune_main("export", run_dir, "--pick", "fastest", "-o", again).returncode == 0
+    assert "tmp.x1y2" in (tmp_path / "tmp.x1y2.launch.sh").read_text() and "tmp.z3w4" in (tmp_path / "tmp.z3w4.launch.sh").read_text()
+    assert not (tmp_path / "tmp.launch.sh").exists()
 
 
 def test_a_measurements_file_is_replaced_only_with_force_and_nothing_else_ever(run_dir, tmp_path):
