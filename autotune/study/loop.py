@@ -131,7 +131,9 @@ class QueuedOutsideSpace(Exception):
     """A trial queued by hand (Optuna's `study.enqueue_trial`) with a knob value the space does not hold."""
 
 
-def _suggest(trial: optuna.Trial, choices: dict[str, list]) -> dict:
+def _suggest(trial: optuna.Trial, choices: dict[str, list], space=None) -> dict:
+    """The trial's knob values from the sampler (or a queued trial's own); `space`: the study's search space,
+    to tell a queued value it lacks from one no valid candidate of it uses."""
     params = {}
     for knob in KNOBS:
         try:
@@ -141,10 +143,14 @@ def _suggest(trial: optuna.Trial, choices: dict[str, list]) -> dict:
         except ValueError:  # Optuna's "'0.5' not in (1.0, 0.9, ...)" for a queued value: a traceback ended the run
             frozen = next(t for t in trial.study.get_trials(deepcopy=False) if t.number == trial.number)
             queued = frozen.system_attrs.get("fixed_params", {}).get(knob)  # where enqueue_trial keeps them
-            raise QueuedOutsideSpace(
-                f"trial {trial.number} was queued with {knob} {queued!r}, which this study's "
-                f"space does not hold ({', '.join(map(str, choices[knob]))}); it is left unprobed: queue one of those "
-                "values, or widen --space") from None
+            usable = ", ".join(map(str, choices[knob]))
+            if space is not None and queued in space.values(knob):
+                # In the space, and in no valid candidate of it (ZeRO-0 for 32b on 4 nodes): --space cannot help.
+                why = (f"which no valid candidate of this study has (each runs out of memory or breaks a rule: "
+                       f"`autotune space` says why); it is left unprobed: queue one of {usable}")
+            else:
+                why = f"which this study's space does not hold ({usable}); it is left unprobed: queue one of those values, or widen --space"
+            raise QueuedOutsideSpace(f"trial {trial.number} was queued with {knob} {queued!r}, {why}") from None
     return params
 
 
@@ -226,7 +232,7 @@ class _Objective:
 
     def __call__(self, trial: optuna.Trial):
         try:
-            params = _suggest(trial, self.choices)
+            params = _suggest(trial, self.choices, self.settings.space)
         except QueuedOutsideSpace as why:
             _set_constraints(trial, 1.0, 0.0, 0.0)
             trial.set_user_attr("reason", str(why))

@@ -382,3 +382,20 @@ def test_a_stored_study_refused_for_another_model_leaves_no_empty_run_directory(
                             "--storage", url, "--study-name", "s", cwd=tmp_path)
     assert refused.returncode == 2 and "holds a study of --model 7b, not 32b" in refused.stderr
     assert not (tmp_path / "runs").exists()  # its default run directory (runs/32b-4n-s) was made, and is gone again
+
+
+def test_a_trial_queued_with_a_value_no_valid_candidate_has_is_not_sent_to_widen_the_space(tmp_path, capsys):
+    from autotune.cli import main
+
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    flags = ["run", "--model", "32b", "--nodes", "4", "--backend", "simulate", "--sampler", "random", "--storage", url,
+             "--study-name", "s", "--out", str(tmp_path / "run")]
+    assert main([*flags, "--trials", "1"]) == 0
+    study = optuna.load_study(study_name="s", storage=url)
+    study.enqueue_trial({"zero_stage": 0, "optimizer_offload": "none", "activation_checkpointing": "recompute", "sp_degree": 1,
+                         "micro_batch": 1, "nodes": 4, "power_limit": 1.0, "sm_clock_mhz": "max"})
+    capsys.readouterr()
+    assert main([*flags, "--trials", "2"]) == 0
+    said = [line for line in capsys.readouterr().err.splitlines() if "was queued with" in line]
+    assert len(said) == 1 and "zero_stage 0, which no valid candidate of this study has" in said[0], said
+    assert "widen --space" not in said[0] and "queue one of 3" in said[0]
