@@ -88,10 +88,10 @@ class Backend(abc.ABC):
         or None (default)."""
         return None
 
-    def unchecked_records(self, checks: list) -> str | None:
-        """Optional hook, once the study's candidates are checked: one line on figures the backend holds that
-        nothing says were measured for this study (replay: records without `study`), or None (default)."""
-        return None
+    def unchecked_records(self, checks: list) -> list[str]:
+        """Optional hook, once the study's candidates are checked: a line each on figures the backend holds that
+        it replays on an assumption (replay: records without `study`, or without a device knob); [] (default)."""
+        return []
 
     def kept_after_interruption(self) -> str:
         """Optional hook, after a stop (Ctrl-C, SIGTERM) interrupted evaluate(): one line for the user on what

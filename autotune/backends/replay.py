@@ -220,11 +220,13 @@ def load_measurements(path: Path) -> dict[str, dict]:
                              if knob not in entry["params"])
         if key in records:
             # A knob deleted by hand reads as a duplicate of the untouched setting's record: say which.
-            why = next((f" ({where.removeprefix(f'measurements {path} ')} has no {said})"
-                        for where, said in ((origin, left_out), (records[key]["origin"], untold[key]))
-                        if said and left_out != untold[key]), "")
+            if left_out and left_out == untold[key]:
+                why = f" (neither names {left_out}: records that differ only there read as one)"
+            else:
+                why = next((f" ({where.removeprefix(f'measurements {path} ')} has no {said})"
+                            for where, said in ((origin, left_out), (records[key]["origin"], untold[key])) if said), "")
             raise ConfigError(f"{origin}: a second record for the same knobs as {records[key]['origin']}{why}; keep one")
-        records[key], untold[key] = {**record, "origin": origin}, left_out
+        records[key], untold[key] = {**record, "origin": origin, "untold": left_out}, left_out
     if not records:
         raise ConfigError(f"measurements {path} holds no record of a valid candidate; {_FIX}")
     return records
@@ -322,18 +324,25 @@ class ReplayBackend(Backend):
         measured figures left out without a word would change the answer unseen. None where all are used."""
         return unused_records(self.path, self.records, checks)
 
-    def unchecked_records(self, checks: list) -> str | None:
-        """Records without `study` are replayed for whatever model and workload the run names (a hand-written
-        file's 32b figures reported as 72b's, without a word, in a newcomer's trial): said in one line."""
+    def unchecked_records(self, checks: list) -> list[str]:
+        """Records replayed on an assumption, a line each: without `study`, for whatever model and workload the
+        run names (a hand-written file's 32b figures reported as 72b's, without a word, in a newcomer's trial);
+        without a device knob, at its untouched setting (as files from before those knobs)."""
+        lines = []
         unnamed = [r for r in self.records.values() if r.get("study") is None]
         valid = [c.candidate for c in checks if c.valid]
-        if not unnamed or not valid:
-            return None
-        mine = study_of(valid[0])
-        return (f"measurements {self.path}: {len(unnamed)} of its {len(self.records)} records name no study (the model, "
-                f"hardware and workload they were measured for), so nothing checks that they are this run's "
-                f"--model {mine['model']} --hardware {mine['hardware']}; they are replayed as its own (a \"study\" "
-                "object in each record, as `autotune export --measurements` writes it, has them checked)")
+        if unnamed and valid:
+            mine = study_of(valid[0])
+            lines.append(f"measurements {self.path}: {len(unnamed)} of its {len(self.records)} records name no study (the "
+                         f"model, hardware and workload they were measured for), so nothing checks that they are this run's "
+                         f"--model {mine['model']} --hardware {mine['hardware']}; they are replayed as its own (a \"study\" "
+                         "object in each record, as `autotune export --measurements` writes it, has them checked)")
+        untold = [r for r in self.records.values() if r.get("untold")]
+        if untold:
+            lines.append(f"measurements {self.path}: {len(untold)} of its {len(self.records)} records name no "
+                         f"{untold[0]['untold']} (first {untold[0]['origin'].removeprefix(f'measurements {self.path} ')}): "
+                         "replayed at the untouched setting, as files from before those knobs are")
+        return lines
 
     def _check_study(self, mine: dict, checks: list) -> None:
         for record in self.records.values():

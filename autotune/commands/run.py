@@ -358,7 +358,7 @@ def _run(args: argparse.Namespace) -> int:
         console.print(f"searching the {sum(c.valid for c in evaluable)} of {sum(c.valid for c in checks)} valid "
                       f"candidates the {backend.name} backend can evaluate; the others: {escape(dropped[0])}")
     # And the other way round: recorded figures this study cannot use (another --space, --nodes) are said.
-    for line in (backend.unused_records(checks), backend.unchecked_records(checks)):
+    for line in (backend.unused_records(checks), *backend.unchecked_records(checks)):
         if line:
             console.print(f"[yellow]warning: {escape(line)}[/]")
     checks = evaluable

@@ -104,7 +104,9 @@ def test_torn_json_and_duplicates_are_refused(tmp_path):
     record = {"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "energy_kj": 1.0}
     with pytest.raises(ConfigError, match="line 2: a second record") as refused:
         load_measurements(_write(tmp_path, [record, record]))
-    assert "has no" not in str(refused.value)
+    assert "has no" not in str(refused.value)  # a true duplicate of a file from before the device knobs:
+    assert "(neither names power_limit (taken as 1.0), sm_clock_mhz (taken as max): records that differ only there " \
+           "read as one)" in str(refused.value)  # ... or two power limits whose knob was deleted from both
     # A device knob deleted by hand is the untouched setting's record again: the line says which record lacks what.
     full = {**record, "params": {**KNOBS_OLD, "power_limit": 1.0, "sm_clock_mhz": "max"}}
     lacking = {**record, "params": {**KNOBS_OLD, "sm_clock_mhz": "max"}}
@@ -301,6 +303,7 @@ def test_an_exported_file_replays_only_for_the_study_it_was_measured_for(tmp_pat
     assert anyway.returncode == 0, anyway.stderr
     said = " ".join((anyway.stdout + anyway.stderr).split())
     assert said.count("name no study") == 1
+    assert "records name no power_limit" not in said  # export writes every knob
     assert (f"measurements {path}: {len(records)} of its {len(records)} records name no study (the model, hardware and "
             "workload they were measured for), so nothing checks that they are this run's --model 7b --hardware gh200") in said
 
@@ -360,3 +363,21 @@ def test_a_record_without_energy_is_not_ranked_and_the_reason_names_only_what_is
     assert done.returncode == 0, done.stderr
     (trial,) = optuna.load_study(study_name="autotune", storage=f"sqlite:///{tmp_path / 'run' / 'study.db'}").trials
     assert trial.user_attrs["reason"] == "no energy figure to rank by (--objectives time ranks by time alone)"  # its time_s was given
+
+
+def test_records_without_a_device_knob_are_replayed_untouched_and_said_once(tmp_path):
+    from tests.cli import autotune_main
+
+    listed = autotune_main("space", "--model", "7b", "--nodes", "1", "--simulate", "--json")
+    rows = [r for r in json.loads(listed.stdout) if r["valid"] and r["params"]["power_limit"] == 1.0]
+    for r in rows[:3]:
+        del r["params"]["sm_clock_mhz"]
+    path = tmp_path / "space.json"
+    path.write_text(json.dumps(rows))
+    run = autotune_main("run", "--model", "7b", "--nodes", "1", "--backend", "replay", "--measurements", path, "--trials", "2",
+                        "--out", tmp_path / "run")
+    said = " ".join((run.stdout + run.stderr).split())
+    assert run.returncode == 0, run.stderr
+    assert said.count("records name no") == 1
+    assert (f"measurements {path}: 3 of its {len(rows)} records name no sm_clock_mhz (taken as max) (first entry 1): "
+            "replayed at the untouched setting") in said
