@@ -229,6 +229,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.exclude:
         observations, excluded = _without_excluded(observations, args.exclude)
         extra["skipped"] = extra["skipped"] + excluded
+        extra["excluded"] = list(dict.fromkeys(args.exclude))  # kept in the profile's header: its error is without them
     if not observations:
         counts = ", ".join(f"{n} {status}" for status, n in extra["not_run"].items())
         why = extra["left_out"] + ([f"probes without figures ({counts})"] if counts else []) + extra["skipped"]
@@ -286,7 +287,8 @@ def _written_profile(path: Path, base, constants: dict, document: dict):
                                                   document["measured_on"] if trusted else None))
     held = document["held"]
     lines = [f"{_HEADER} from {base.source or base.name} against {document['observations']} observations "
-             f"({', '.join(document['sources'])}){'; held at the base values: ' + ', '.join(held) if held else ''}."]
+             f"({', '.join(document['sources'])}){'; held at the base values: ' + ', '.join(held) if held else ''}"
+             f"{'; left out with --exclude: ' + ', '.join(document['excluded']) if document.get('excluded') else ''}."]
     if loo is None:
         lines.append("Leave-one-out mean absolute error (%): not computed")
     else:

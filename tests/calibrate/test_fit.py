@@ -194,9 +194,12 @@ def test_the_wrong_one_of_two_contradicting_figures_is_left_out_with_exclude(tmp
         d["figures"].append({"id": "7b-again-time", "configuration": "7b-again", "metric": "time_s", "value": 1248.0 * 1.3})))
     refused = autotune_main("calibrate", "--reference", reference, "--no-loo")
     assert refused.returncode == 2 and "(--exclude 7b-baseline-time or --exclude 7b-again-time)" in refused.stderr
-    done = autotune_main("calibrate", "--reference", reference, "--no-loo", "--exclude", "7b-again-time")
+    profile = tmp_path / "mine.toml"
+    done = autotune_main("calibrate", "--reference", reference, "--no-loo", "--exclude", "7b-again-time", "-o", profile)
     assert done.returncode == 0, done.stderr
     assert "skipped: 7b-again-time: 1 figure(s) left out with --exclude" in done.stdout
+    # The profile says what its figures (and any error it states) were fitted without.
+    assert "; left out with --exclude: 7b-again-time." in profile.read_text().splitlines()[0]
     typo = autotune_main("calibrate", "--reference", reference, "--no-loo", "--exclude", "7b-agian-time")
     assert typo.returncode == 2 and len(typo.stderr.strip().splitlines()) == 1
     assert "--exclude 7b-agian-time names no observation" in typo.stderr
