@@ -236,8 +236,9 @@ class LaunchBackend(Backend):
                               on_wait=lambda line: _say_waiting(trial_number, line, log_path))
                  if launches else contextlib.nullcontext(0.0))
         with turns as waited_s:
-            if waited_s >= POLL_S:
-                _append_log(log_path, f"== autotune: waited {waited_s:.0f} s for another worker's probe on the same devices\n")
+            if waited_s >= POLL_S:  # the start line said when the trial began waiting: this says when its probe starts
+                _say_waiting(trial_number, f"waited {waited_s:.0f} s for another worker's probe on the same devices; "
+                             f"probing from {time.strftime('%H:%M:%S')}", log_path)
             # After the wait: the other probe's power limit is not what this one must restore.
             if launches and candidate.knobs.changes_device_settings and self._probes_here():
                 self._devices.record()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -77,5 +78,7 @@ def test_the_launch_backend_starts_no_probe_while_another_workers_runs_on_its_de
     assert started_at >= released_at - 0.5  # not while the other probe held the devices
     log = (backend.run_dir / "trials" / "0007" / "log.txt").read_text()
     assert "another worker's probe runs on the devices of" in log and "== autotune: waited " in log
-    assert "trial 7: another worker's probe runs on the devices of" in capfd.readouterr().err
+    err = capfd.readouterr().err
+    assert "trial 7: another worker's probe runs on the devices of" in err
+    assert re.search(r"trial 7: waited \d+ s for another worker's probe on the same devices; probing from \d\d:\d\d:\d\d", err), err
     holder.wait(timeout=10)
