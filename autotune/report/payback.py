@@ -279,6 +279,14 @@ def payback_row(name: str, trial: int, view: StudyView, tuning_energy_kj: float 
     return row
 
 
+def _never_started(row: dict, root: Path | None) -> bool:
+    """An interrupted trial whose probe_runs.json records no run: no repeat of its probe started."""
+    if row["status"] != "interrupted" or root is None:
+        return False
+    record = read_record(trial_folder(root, row["trial"]))
+    return record is not None and not record["runs"]
+
+
 def _add_interrupted_time(view: StudyView, costs: list[dict], ran: list[dict]) -> None:
     """Give each interrupted probe the recorded wall time of its repeats that no retry counts (module
     docstring, kind 5); its energy stays unknown (no sensor window closed for it): only the whole-probe
@@ -295,7 +303,10 @@ def _add_interrupted_time(view: StudyView, costs: list[dict], ran: list[dict]) -
 
 def tuning_cost(view: StudyView) -> dict:
     """The `tuning_cost` block of pareto.json: totals over every probe that ran, and each pick's payback."""
-    ran = [r for r in view.trials if r["status"] != "invalid"]  # refused before running: cost nothing
+    root = _trials_root(view)
+    # Refused before running, or stopped before the probe started (waiting for another worker's probe on its
+    # devices): they cost nothing, and were no probe ("Tuning ran 5 probes" of 4, one "probed again").
+    ran = [r for r in view.trials if r["status"] != "invalid" and not _never_started(r, root)]
     costs = [probe_cost(r) for r in ran]
     _add_interrupted_time(view, costs, ran)
     by_basis: dict[str, int] = {}

@@ -300,6 +300,12 @@ def test_interrupted_repeats_on_record_count_once_and_a_missing_record_makes_the
     assert "the 33.4 s their runs recorded" in cost["note"]
     assert "at least" not in cost_sentence(cost).split(";")[0]
 
+    # Trial 4, stopped while it waited for another worker's probe on its devices: no run started, no probe.
+    record(4, {})
+    waited = tuning_cost(StudyView(_settings("cpu"), [*rows, {"trial": 4, "status": "interrupted", "gpus": 2, "details": {}}],
+                                   [], [], {}, None))
+    assert waited["probes"] == 3 and waited["time_s"] == pytest.approx(cost["time_s"]) and waited["note"] == cost["note"]
+
     # Trial 1's record lost (or a run never timed): what is known is counted, and the time is a floor.
     (trials / "0001" / "probe_runs.json").unlink()
     cost = tuning_cost(StudyView(_settings("cpu"), rows, [], [], {}, None))
