@@ -105,12 +105,15 @@ def _without_excluded(observations: list, excluded: list[str]) -> tuple[list, li
         number = o.id.rpartition("#")[2] if "#" in o.id else None
         return {o.id} | ({f"{o.source}#{number}"} if number is not None else set())
 
+    # The examples are this calibration's own ids: "LI#0" read as a literal id to a user whose run was sim32.
+    examples = [o.id for o in observations if "#" in o.id][:1] + [o.id for o in observations if "#" not in o.id][:1]
     lines = []
     for given in dict.fromkeys(excluded):
         matched = [o for o in observations if given in names(o)]
         if not matched:
             raise UserError(f"--exclude {given} names no observation: give a run directory's trial as the report names "
-                            "it (LI#0, or runs/LI#0) or a reference figure's id (7b-baseline-time)")
+                            f"it (RUN#TRIAL, or with its directory) or a reference figure's id, as the report's rows do "
+                            f"(here: {', '.join(examples)})")
         sources = sorted({o.source for o in matched})
         if len(sources) > 1:  # two run directories of one name (a/LI, b/LI)
             raise UserError(f"--exclude {given} names trials of {len(sources)} run directories ({', '.join(sources)}); "
