@@ -202,7 +202,7 @@ def test_the_wrong_one_of_two_contradicting_figures_is_left_out_with_exclude(tmp
     assert "; left out with --exclude: 7b-again-time." in profile.read_text().splitlines()[0]
     typo = autotune_main("calibrate", "--reference", reference, "--no-loo", "--exclude", "7b-agian-time")
     assert typo.returncode == 2 and len(typo.stderr.strip().splitlines()) == 1
-    assert "--exclude 7b-agian-time names no observation" in typo.stderr and "(here: 7b-baseline-" in typo.stderr
+    assert "--exclude 7b-agian-time names no observation" in typo.stderr and "(here: 7b-opt-sync-energy-saved)" in typo.stderr
 
 
 def test_a_run_directorys_trial_is_excluded_by_the_reports_name_or_with_its_directory():
