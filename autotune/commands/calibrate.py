@@ -248,6 +248,7 @@ def _run(args: argparse.Namespace) -> int:
     document = calibration_document(cal, fit, loo, {"loo_by": None if args.no_loo else args.loo_by, "held": held,
                                                     "held_by_reference": by_reference, **extra})
     if args.output is not None:
+        document["replaced"] = args.output.is_file() and args.output.stat().st_size > 0  # an earlier calibrate's (checked)
         profile, header = _written_profile(args.output, base, fit.constants, document)
         write_text_atomic(args.output, dump_hardware(profile, header))
         document["written"] = str(args.output)
@@ -262,7 +263,10 @@ def _run(args: argparse.Namespace) -> int:
             unwritten = (" without [simulator_error] (its left-out error is not reliable: see the warning)" if unreliable
                          else " without [simulator_error] (--no-loo computed no left-out error: a study on it shows +- ?%)"
                          if document["loo_mape"] is None else "")
-            sys.stdout.write(f"wrote {args.output}, profile '{document['written_name']}' calibrated from "
+            # Studies made on the file it replaces keep their own copy of it (and its error): said, not silent.
+            replaced = (" (replacing the profile an earlier calibrate wrote there: studies made on it keep their copy of "
+                        "it)") if document["replaced"] else ""
+            sys.stdout.write(f"wrote {args.output}{replaced}, profile '{document['written_name']}' calibrated from "
                              f"'{base.base_name}'{unwritten}: use it with --hardware {args.output}\n")
     return 0
 

@@ -245,9 +245,11 @@ def test_calibrate_replaces_only_a_profile_it_wrote_and_never_the_one_it_calibra
     assert "is an existing file, not a profile an earlier `autotune calibrate` wrote" in refused.stderr
     assert mine.read_text() == (PROFILE_DIR / "gh200.toml").read_text()
     calibrated = tmp_path / "calibrated.toml"
-    for _ in range(2):  # a new file, then the file an earlier calibrate wrote
+    for replacing in (False, True):  # a new file, then the file an earlier calibrate wrote: said
         done = autotune("calibrate", "--reference", "gh200-study", "--hardware", mine, "--no-loo", "-o", calibrated)
         assert done.returncode == 0, done.stderr
+        assert ("(replacing the profile an earlier calibrate wrote there: studies made on it keep their copy of it)"
+                in done.stdout) == replacing
     kept = calibrated.read_text()
     refused = autotune("calibrate", "--reference", "gh200-study", "--hardware", calibrated, "--no-loo", "-o", calibrated)
     assert refused.returncode == 2 and refused.stderr.strip().count("\n") == 0, refused.stderr
