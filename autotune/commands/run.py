@@ -416,13 +416,13 @@ def _run(args: argparse.Namespace) -> int:
     converged = study.user_attrs.get(CONVERGED_ATTR)
     if converged:
         console.print(f"converged after {converged['probes']} probes: {stop_rule_summary(len(study.directions))}")
-    evaluated_now = evaluated_count(study)
-    if not converged and evaluated_now >= total and evaluated_now > done + ran:
+    evaluated_now, elsewhere = evaluated_count(study), probes_running_elsewhere(study)
+    if not converged and evaluated_now + elsewhere >= total and evaluated_now + elsewhere > done + ran:
         # A worker that stopped after two probes of ten said nothing of the other eight.
         spent = f"the --trials budget of {total} is spent" if total == args.trials else f"all {total} valid candidates are evaluated"
+        running = f", and {elsewhere} still probing on other workers" if elsewhere else ""
         console.print(f"{spent}: this run evaluated {ran} of them, other runs of the study {evaluated_now - ran} (earlier "
-                      "ones, or workers beside this one)")
-    elsewhere = probes_running_elsewhere(study)
+                      f"ones, or workers beside this one){running}")
     if elsewhere:
         again = _report_command(run_dir, args)
         console.print(f"{elsewhere} probe(s) still running on other workers are not in this report; `{again}` once they finish")

@@ -80,3 +80,19 @@ def test_room_left_in_the_budget_lets_a_probe_start_beside_another_workers(tmp_p
     assert ran == 1 and len(backend.probed) == 1
     assert [t.user_attrs.get(OVER_BUDGET_ATTR) for t in study.trials].count(True) == 1
     assert sum(is_evaluated(t) for t in study.trials) + probes_running_elsewhere(study) == 5
+
+
+def test_a_worker_whose_budget_other_workers_probes_hold_says_so(tmp_path):
+    """It stopped without a probe and said nothing of why; now one line: its share, the others', the running ones."""
+    from tests.cli import autotune_main
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    flags = ("run", "--model", "7b", "--nodes", "1", "--backend", "simulate", "--sampler", "random", "--storage", url,
+             "--study-name", "s", "--out", tmp_path / "r")
+    assert autotune_main(*flags, "--trials", "2").returncode == 0
+    running = optuna.load_study(study_name="s", storage=url).ask()  # another worker's probe, under way
+    running.set_user_attr(PROBING_ATTR, True)
+    held = autotune_main(*flags, "--trials", "3")
+    assert held.returncode == 0, held.stderr
+    assert ("the --trials budget of 3 is spent: this run evaluated 0 of them, other runs of the study 2 (earlier ones, "
+            "or workers beside this one), and 1 still probing on other workers") in " ".join(held.stderr.split())
