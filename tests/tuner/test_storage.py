@@ -346,23 +346,32 @@ def test_a_storage_the_study_cannot_write_is_one_line_before_anything_runs(tmp_p
     assert (folder / "study.db").read_bytes() == before and not (folder / "new.db").exists()
 
 
+def _run_with_a_queued_trial(tmp_path, capsys, model_nodes: tuple[str, str], queued: dict, first: int):
+    """A simulated study of `first` trials in a --storage database, a trial queued with Optuna's enqueue_trial
+    (`queued` over a ZeRO-3 baseline-like candidate), then a resume with two trials more: (url, the queued
+    trial's number, the resume's stderr)."""
+    from autotune.cli import main
+
+    model, nodes = model_nodes
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    flags = ["run", "--model", model, "--nodes", nodes, "--backend", "simulate", "--sampler", "random", "--storage", url,
+             "--study-name", "s", "--out", str(tmp_path / "run")]
+    assert main([*flags, "--trials", str(first)]) == 0
+    study = optuna.load_study(study_name="s", storage=url)
+    study.enqueue_trial({"zero_stage": 3, "optimizer_offload": "none", "activation_checkpointing": "recompute", "sp_degree": 1,
+                         "micro_batch": 1, "nodes": int(nodes), "power_limit": 1.0, "sm_clock_mhz": "max", **queued})
+    number = study.trials[-1].number
+    capsys.readouterr()
+    assert main([*flags, "--trials", str(first + 2)]) == 0
+    return url, number, capsys.readouterr().err
+
+
 def test_a_trial_queued_outside_the_space_is_one_line_and_the_study_goes_on(tmp_path, capsys):
     """Optuna users queue known configurations (study.enqueue_trial); one with a value the space lacks ended
     the run in Optuna's traceback ("'0.5' not in (1.0, 0.9, 0.8, 0.7)")."""
-    from autotune.cli import main
     from autotune.study.retries import evaluated_count
 
-    url = f"sqlite:///{tmp_path / 'shared.db'}"
-    flags = ["run", "--model", "7b", "--nodes", "1", "--backend", "simulate", "--sampler", "random", "--storage", url,
-             "--study-name", "s", "--out", str(tmp_path / "run")]
-    assert main([*flags, "--trials", "2"]) == 0
-    study = optuna.load_study(study_name="s", storage=url)
-    study.enqueue_trial({"zero_stage": 3, "optimizer_offload": "none", "activation_checkpointing": "recompute", "sp_degree": 1,
-                         "micro_batch": 1, "nodes": 1, "power_limit": 0.5, "sm_clock_mhz": "max"})
-    number = study.trials[-1].number
-    capsys.readouterr()
-    assert main([*flags, "--trials", "4"]) == 0
-    err = capsys.readouterr().err
+    url, number, err = _run_with_a_queued_trial(tmp_path, capsys, ("7b", "1"), {"zero_stage": 3, "power_limit": 0.5}, 2)
     said = [line for line in err.splitlines() if "was queued with" in line]
     assert said == [f"warning: trial {number} was queued with power_limit 0.5, which this study's space does "
                     "not hold (1.0, 0.9, 0.8, 0.7); it is left unprobed: queue one of those values, or widen --space"], err
@@ -385,17 +394,7 @@ def test_a_stored_study_refused_for_another_model_leaves_no_empty_run_directory(
 
 
 def test_a_trial_queued_with_a_value_no_valid_candidate_has_is_not_sent_to_widen_the_space(tmp_path, capsys):
-    from autotune.cli import main
-
-    url = f"sqlite:///{tmp_path / 'shared.db'}"
-    flags = ["run", "--model", "32b", "--nodes", "4", "--backend", "simulate", "--sampler", "random", "--storage", url,
-             "--study-name", "s", "--out", str(tmp_path / "run")]
-    assert main([*flags, "--trials", "1"]) == 0
-    study = optuna.load_study(study_name="s", storage=url)
-    study.enqueue_trial({"zero_stage": 0, "optimizer_offload": "none", "activation_checkpointing": "recompute", "sp_degree": 1,
-                         "micro_batch": 1, "nodes": 4, "power_limit": 1.0, "sm_clock_mhz": "max"})
-    capsys.readouterr()
-    assert main([*flags, "--trials", "2"]) == 0
-    said = [line for line in capsys.readouterr().err.splitlines() if "was queued with" in line]
+    _, _, err = _run_with_a_queued_trial(tmp_path, capsys, ("32b", "4"), {"zero_stage": 0, "power_limit": 1.0}, 1)
+    said = [line for line in err.splitlines() if "was queued with" in line]
     assert len(said) == 1 and "zero_stage 0, which no valid candidate of this study has" in said[0], said
     assert "widen --space" not in said[0] and "queue one of 3" in said[0]
