@@ -90,7 +90,9 @@ def test_a_worker_whose_budget_other_workers_probes_hold_says_so(tmp_path):
     flags = ("run", "--model", "7b", "--nodes", "1", "--backend", "simulate", "--sampler", "random", "--storage", url,
              "--study-name", "s", "--out", tmp_path / "r")
     assert autotune_main(*flags, "--trials", "2").returncode == 0
-    running = optuna.load_study(study_name="s", storage=url).ask()  # another worker's probe, under way
+    study = optuna.load_study(study_name="s", storage=url)
+    # Another worker's probe, under way: proposed (its knobs set, or this worker would wait for them) and probing.
+    running = study.ask(fixed_distributions=study.trials[0].distributions)
     running.set_user_attr(PROBING_ATTR, True)
     held = autotune_main(*flags, "--trials", "3")
     assert held.returncode == 0, held.stderr
