@@ -23,7 +23,7 @@ from autotune.pareto import front_indices
 from autotune.candidate import knobs_sentence
 from autotune.report.units import energy_text, time_text
 from autotune.study.acquisition import ENTER_MARGIN, enters_front
-from autotune.study.loop import CONVERGED_ATTR
+from autotune.study.loop import CONVERGED_ATTR, probes_running_elsewhere
 from autotune.study.retries import evaluated_trials
 from autotune.study.valid import usable_values, valid_checks
 from autotune.study.outlook import Predictions
@@ -66,6 +66,9 @@ def _unfinished(study, model, replayed=None) -> dict | None:
         "probes": len(evaluated_trials(study)),
         "reason": reason,
         "next": None if following is None else dict(model.predictions.params[following]),
+        # Other workers' probes under way: "stopped after 2 probes while fewer than 3 succeeded" read as the
+        # study's end while the third ran beside it.
+        "running_elsewhere": probes_running_elsewhere(study),
     }
     if replayed is not None:
         unfinished.update(exhausted=True, recorded_left=int(replayed.outlook(study).free.sum()))
@@ -152,8 +155,10 @@ def search_sentences(summary: dict) -> list[str]:
         lines.append(_exhausted_sentence(unfinished))
     elif unfinished:
         following = f"; next it would probe {knobs_sentence(unfinished['next'])}" if unfinished.get("next") else ""
+        running = unfinished.get("running_elsewhere")
+        beside = f" ({running} more still probing on other workers)" if running else ""
         lines.append(
-            f"not converged: stopped after {unfinished['probes']} probes while {unfinished['reason']}{following}. "
+            f"not converged: stopped after {unfinished['probes']} probes{beside} while {unfinished['reason']}{following}. "
             "The same command with a larger --trials resumes the study"
         )
     if summary.get("exhaustive_note"):
