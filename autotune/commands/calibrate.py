@@ -62,8 +62,7 @@ def register(subparsers) -> None:
 
 def _base_hardware(args: argparse.Namespace):
     from autotune.calibrate.reference import read_reference
-    from autotune.errors import ConfigError
-    from autotune.errors import UserError
+    from autotune.errors import ConfigError, UserError
     from autotune.hardware import figure_differences, hardware_to_dict, load_hardware, stored_hardware
 
     if args.hardware:

@@ -89,13 +89,13 @@ def _run(args) -> int:
         from autotune.report.error_bars import error_sentence, error_suffix, profile_error, scope_sentence
 
         error = profile_error(settings.hardware)  # the profile's leave-one-out error: "+- 9%", or "+- ?%"
+        scope = scope_sentence(error)  # where the headers' "+- 3.4%" was measured
         if not any(key.endswith("_pct") for key in error):
             # What the columns' "+- ?%" means (not calibrated, or calibrated without an error it can vouch for),
             # said once beside the table as the study report says it; a stated error is in the headers.
             print(f"autotune space: {error_sentence(error)}", file=sys.stderr)
-        elif scope_sentence(error):  # the headers' "+- 3.4%" holds where it was measured
-            print(f"autotune space: the simulated columns' error is the profile's leave-one-out mean.{scope_sentence(error)}",
-                  file=sys.stderr)
+        elif scope:
+            print(f"autotune space: the simulated columns' error is the profile's leave-one-out mean.{scope}", file=sys.stderr)
         simulated = [r for r in rows if r["valid"]]
         t_unit, t_div = time_unit([r["time_s"] for r in simulated])
         e_unit, e_div = energy_unit([r["energy_kj"] for r in simulated])

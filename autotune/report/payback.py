@@ -287,13 +287,13 @@ def _never_started(row: dict, root: Path | None) -> bool:
     return record is not None and not record["runs"]
 
 
-def _add_interrupted_time(view: StudyView, costs: list[dict], ran: list[dict]) -> None:
+def _add_interrupted_time(view: StudyView, costs: list[dict], ran: list[dict], root: Path | None) -> None:
     """Give each interrupted probe the recorded wall time of its repeats that no retry counts (module
     docstring, kind 5); its energy stays unknown (no sensor window closed for it): only the whole-probe
     estimate counts its time, at idle power."""
     if not any(c["basis"] == "interrupted" for c in costs):
         return
-    root, taken = _trials_root(view), _taken_over(view)
+    taken = _taken_over(view)
     for cost, row in zip(costs, ran):
         if cost["basis"] == "interrupted":
             wall_s, complete = interrupted_wall_s(view, row["trial"], root, taken)
@@ -308,7 +308,7 @@ def tuning_cost(view: StudyView) -> dict:
     # devices): they cost nothing, and were no probe ("Tuning ran 5 probes" of 4, one "probed again").
     ran = [r for r in view.trials if r["status"] != "invalid" and not _never_started(r, root)]
     costs = [probe_cost(r) for r in ran]
-    _add_interrupted_time(view, costs, ran)
+    _add_interrupted_time(view, costs, ran, root)
     by_basis: dict[str, int] = {}
     for c in costs:
         by_basis[c["basis"]] = by_basis.get(c["basis"], 0) + 1

@@ -135,23 +135,28 @@ def _suggest(trial: optuna.Trial, choices: dict[str, list], space=None) -> dict:
     """The trial's knob values from the sampler (or a queued trial's own); `space`: the study's search space,
     to tell a queued value it lacks from one no valid candidate of it uses."""
     params = {}
-    for knob in KNOBS:
-        try:
-            with warnings.catch_warnings():  # Optuna's own warning about it: QueuedOutsideSpace says it in our words
-                warnings.simplefilter("ignore", UserWarning)
+    with warnings.catch_warnings():  # Optuna's own warning of a queued value: QueuedOutsideSpace says it in our words
+        warnings.simplefilter("ignore", UserWarning)
+        for knob in KNOBS:
+            try:
                 params[knob] = trial.suggest_categorical(knob, choices[knob])
-        except ValueError:  # Optuna's "'0.5' not in (1.0, 0.9, ...)" for a queued value: a traceback ended the run
-            frozen = next(t for t in trial.study.get_trials(deepcopy=False) if t.number == trial.number)
-            queued = frozen.system_attrs.get("fixed_params", {}).get(knob)  # where enqueue_trial keeps them
-            usable = ", ".join(map(str, choices[knob]))
-            if space is not None and queued in space.values(knob):
-                # In the space, and in no valid candidate of it (ZeRO-0 for 32b on 4 nodes): --space cannot help.
-                why = (f"which no valid candidate of this study has (each runs out of memory or breaks a rule: "
-                       f"`autotune space` says why); it is left unprobed: queue one of {usable}")
-            else:
-                why = f"which this study's space does not hold ({usable}); it is left unprobed: queue one of those values, or widen --space"
-            raise QueuedOutsideSpace(f"trial {trial.number} was queued with {knob} {queued!r}, {why}") from None
+            except ValueError:  # Optuna's "'0.5' not in (1.0, 0.9, ...)" for a queued value: a traceback ended the run
+                raise QueuedOutsideSpace(_queued_outside(trial, knob, choices, space)) from None
     return params
+
+
+def _queued_outside(trial: optuna.Trial, knob: str, choices: dict[str, list], space) -> str:
+    """Why a queued trial's `knob` value cannot be probed: one the space lacks, or one no valid candidate uses."""
+    frozen = next(t for t in trial.study.get_trials(deepcopy=False) if t.number == trial.number)
+    queued = frozen.system_attrs.get("fixed_params", {}).get(knob)  # where enqueue_trial keeps them
+    usable = ", ".join(map(str, choices[knob]))
+    if space is not None and queued in space.values(knob):
+        # In the space, and in no valid candidate of it (ZeRO-0 for 32b on 4 nodes): --space cannot help.
+        why = (f"which no valid candidate of this study has (each runs out of memory or breaks a rule: "
+               f"`autotune space` says why); it is left unprobed: queue one of {usable}")
+    else:
+        why = f"which this study's space does not hold ({usable}); it is left unprobed: queue one of those values, or widen --space"
+    return f"trial {trial.number} was queued with {knob} {queued!r}, {why}"
 
 
 def _set_constraints(trial: optuna.Trial, rule: float, memory_excess: float, oom: float) -> None:
