@@ -86,16 +86,19 @@ def _run(args) -> int:
     table.add_column("mem GiB")
     table.add_column("valid / reason")
     if args.simulate:
-        from autotune.report.error_bars import error_sentence, error_suffix, profile_error, scope_sentence
+        from autotune.report.error_bars import (SCOPE_KEY, error_sentence, error_suffix, outside_scope, profile_error,
+                                                scope_sentence, scope_values)
 
         error = profile_error(settings.hardware)  # the profile's leave-one-out error: "+- 9%", or "+- ?%"
         scope = scope_sentence(error)  # where the headers' "+- 3.4%" was measured
+        measured_on = scope_values(error[SCOPE_KEY]) if SCOPE_KEY in error else None
         if not any(key.endswith("_pct") for key in error):
             # What the columns' "+- ?%" means (not calibrated, or calibrated without an error it can vouch for),
             # said once beside the table as the study report says it; a stated error is in the headers.
             print(f"autotune space: {error_sentence(error)}", file=sys.stderr)
         elif scope:
-            print(f"autotune space: the simulated columns' error is the profile's leave-one-out mean.{scope}", file=sys.stderr)
+            print(f"autotune space: the simulated columns' error is the profile's leave-one-out mean.{scope}"
+                  f"{' The rows outside it show +- ?%: their error is not known.' if measured_on else ''}", file=sys.stderr)
         simulated = [r for r in rows if r["valid"]]
         t_unit, t_div = time_unit([r["time_s"] for r in simulated])
         e_unit, e_div = energy_unit([r["energy_kj"] for r in simulated])
@@ -107,7 +110,10 @@ def _run(args) -> int:
         cells = [str(p[knob]) for knob, _ in columns]
         cells += ["-" if r["peak_mem_gib"] is None else f"{r['peak_mem_gib']:.1f}", "valid" if r["valid"] else r["reason"]]
         if args.simulate:
-            cells += [figure(r["time_s"], t_div), figure(r["energy_kj"], e_div), figure(r["tflops"])] if r["valid"] else ["", "", ""]
+            # The header's error holds where it was measured; elsewhere a figure's error is not known.
+            bar = " +- ?%" if measured_on and outside_scope(measured_on, settings.model.name, p) else ""
+            cells += ([figure(r["time_s"], t_div) + bar, figure(r["energy_kj"], e_div) + bar, figure(r["tflops"]) + bar]
+                      if r["valid"] else ["", "", ""])
         table.add_row(*cells)
     stdout_console().print(table)
     return 0

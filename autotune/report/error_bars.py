@@ -62,6 +62,57 @@ def scope_note(candidates) -> str:
     return f"error measured on {'/'.join(models)} with {', '.join(parts)}"
 
 
+# Its key in a simulator_error dict (pareto.json's too): {trial (as a string, JSON's keys): ["power limit 0.7", ...]},
+# the points whose configuration holds a model or knob value the error was not measured on. Their figures
+# show "+- ?%" and are neither tied nor marked within the error: a power-limited pick's "+- 3.4%" vouched
+# for a figure no calibration had measured (the shipped gh200 error holds for power limit 1.0 alone).
+EXTRAPOLATED_KEY = "extrapolated"
+_NOT_PERCENTAGES = (SCOPE_KEY, EXTRAPOLATED_KEY)
+
+
+def scope_values(scope: str) -> dict[str, list[str]] | None:
+    """{"model": ["7b", "32b"], "zero_stage": ["3"], ...} from a scope note's words ("7b/32b with ZeRO 3,
+    ..."), or None where they do not read as scope_note writes them (a hand-edited description)."""
+    models, found, knob_text = scope.partition(" with ")
+    if not found:
+        return None
+    values = {"model": models.split("/")}
+    for part in knob_text.split(", "):
+        for knob, words in _SCOPE_KNOBS:
+            if part.startswith(words + " ") and knob not in values:
+                values[knob] = part[len(words) + 1:].split("/")
+                break
+        else:
+            return None
+    return values
+
+
+def _same_value(value, measured: str) -> bool:
+    """A knob value against a scope's word for it: 1 and "1.0" are one power limit."""
+    try:
+        return float(value) == float(measured)
+    except (TypeError, ValueError):
+        return str(value) == measured
+
+
+def _number_first(value: str) -> tuple:
+    """Sort key: numbers by size ("2" before "16"), then words by name."""
+    try:
+        return (0, float(value), "")
+    except ValueError:
+        return (1, 0.0, value)
+
+
+def outside_scope(scope: dict[str, list[str]], model: str, params: dict) -> list[str]:
+    """["power limit 0.7", ...]: what of this configuration the error was not measured on; a knob its
+    params do not name (a record from before the knob existed) is not counted against it."""
+    outside = [] if model in scope["model"] else [f"model {model}"]
+    for knob, words in _SCOPE_KNOBS:
+        if knob in params and knob in scope and not any(_same_value(params[knob], v) for v in scope[knob]):
+            outside.append(f"{words} {params[knob]}")
+    return outside
+
+
 def with_scope_note(description: str, note: str | None) -> str:
     """The description with `note` in place of any earlier scope note."""
     return _with_note(description, _SCOPE, note)
@@ -74,6 +125,23 @@ def _with_note(description: str, pattern: re.Pattern, note: str | None) -> str:
     if note is None:
         return kept
     return f"{kept}; {note}" if kept else note
+
+
+def extrapolated_sentence(error: dict | None) -> str:
+    """" Figures of trials 2, 3 (power limit 0.7/0.8) show +- ?%: ..." or "" when no point is extrapolated."""
+    outside = (error or {}).get(EXTRAPOLATED_KEY)
+    if not outside:
+        return ""
+    trials = sorted(outside, key=int)
+    values: dict[str, set[str]] = {}  # "power limit": {"0.7", "0.8"}, said as "power limit 0.7/0.8"
+    for trial in trials:
+        for item in outside[trial]:
+            words, value = item.rsplit(" ", 1)
+            values.setdefault(words, set()).add(value)
+    shown = ", ".join(trials[:8]) + (f" and {len(trials) - 8} more" if len(trials) > 8 else "")
+    named = ", ".join(f"{words} {'/'.join(sorted(vs, key=_number_first))}" for words, vs in values.items())
+    return (f" The figures of trial{'s' if len(trials) > 1 else ''} {shown} ({named}) show +- ?%: "
+            "the error was not measured there, so it is not known, and they are neither tied nor marked within it.")
 
 
 def scope_sentence(error: dict | None) -> str:
@@ -113,7 +181,18 @@ def simulator_error(view: "StudyView") -> dict | None:
     {WHY_UNKNOWN: ...}: calibrated, with no error it can vouch for); None else."""
     if not any(p.source == "simulated" or p.energy_source == "simulated" for p in view.points):
         return None
-    return profile_error(view.settings.hardware)
+    error = profile_error(view.settings.hardware)
+    scope = scope_values(error[SCOPE_KEY]) if SCOPE_KEY in error else None
+    if scope is not None:
+        outside = {str(p.trial): outside_scope(scope, view.settings.model.name, p.params) for p in view.points
+                   if is_simulated(p, "time_s") or is_simulated(p, "energy_kj")}  # a measured figure has no simulator error
+        error[EXTRAPOLATED_KEY] = {trial: words for trial, words in outside.items() if words}
+    return error
+
+
+def extrapolated(error: dict | None, point) -> bool:
+    """Whether `point`'s configuration lies outside what the stated error was measured on."""
+    return bool(error) and str(point.trial) in error.get(EXTRAPOLATED_KEY, {})
 
 
 def profile_error(hardware) -> dict:
@@ -172,6 +251,7 @@ def pick_ties(view: "StudyView", error: dict | None) -> dict[str, list[int]]:
         ties[name] = [
             other.trial for other in compared_points(view, name)
             if other.trial != trial and _simulated_pair(pick, other, figures)
+            and not extrapolated(error, pick) and not extrapolated(error, other)  # an error not measured ties nothing
             and all(_within(getattr(other, f), getattr(pick, f), error.get(f"{f}_pct")) for f in figures)
         ]
     return ties
@@ -202,19 +282,28 @@ def is_simulated(point, metric: str) -> bool:
 
 
 def header_bar(error: dict | None, points, metric: str) -> str:
-    """The error bar for a column's header: when every figure in it is simulated."""
-    return error_suffix(error, metric) if points and all(is_simulated(p, metric) for p in points) else ""
+    """The error bar for a column's header: when every figure in it is simulated ("+- ?%" when every one
+    is extrapolated)."""
+    if not points or not all(is_simulated(p, metric) for p in points):
+        return ""
+    return " +- ?%" if all(extrapolated(error, p) for p in points) else error_suffix(error, metric)
 
 
 def point_bar(error: dict | None, point, metric: str) -> str:
-    """The error bar after a figure standing alone (a pick's line): a simulated one carries it, a
-    measured one never carries the simulator's."""
-    return error_suffix(error, metric) if is_simulated(point, metric) else ""
+    """The error bar after a figure standing alone (a pick's line): a simulated one carries it ("+- ?%"
+    where extrapolated), a measured one never carries the simulator's."""
+    if not is_simulated(point, metric):
+        return ""
+    return " +- ?%" if extrapolated(error, point) else error_suffix(error, metric)
 
 
 def figure_bar(error: dict | None, points, point, metric: str) -> str:
-    """The error bar after one figure of a column: its own where the header carries none (mixed sources)."""
-    return "" if header_bar(error, points, metric) else point_bar(error, point, metric)
+    """The error bar after one figure of a column: its own where the header carries none (mixed sources),
+    and "+- ?%" on an extrapolated figure under a header that states an error."""
+    header = header_bar(error, points, metric)
+    if not header:
+        return point_bar(error, point, metric)
+    return " +- ?%" if extrapolated(error, point) and header != " +- ?%" else ""
 
 
 def change_error_pct(error: dict | None, point, base, metric: str) -> float | None:
@@ -223,6 +312,8 @@ def change_error_pct(error: dict | None, point, base, metric: str) -> float | No
     for measured figures or a metric the profile states no error for."""
     if not error or not (is_simulated(point, metric) or is_simulated(base, metric)):
         return None
+    if extrapolated(error, point) or extrapolated(error, base):
+        return None  # the error was not measured on one of them: no change is known to lie within it
     return error.get(f"{metric}_pct")
 
 
@@ -241,12 +332,12 @@ def error_sentence(error: dict | None) -> str | None:
     if WHY_UNKNOWN in error:
         return f"Simulated figures carry an unknown error (+- ?%): this hardware profile was {error[WHY_UNKNOWN]}."
     parts = ", ".join(f"{_METRIC_WORDS.get(key, key)} +- {pct_text(value)}%" for key, value in error.items()
-                      if key != SCOPE_KEY)
+                      if key not in _NOT_PERCENTAGES)
     # A mean, not a bound: single left-out figures of the shipped gh200 profile were 10-13% off.
     sentence = (f"Simulated figures carry the profile's leave-one-out error, a mean over the configurations it was "
                 f"calibrated on: {parts} (single figures can be further off; the profile's header names the worst); "
                 "picks closer than that are ties, and changes against the baseline within it are marked."
-                + scope_sentence(error))
+                + scope_sentence(error) + extrapolated_sentence(error))
     unknown = [_METRIC_WORDS[key] for key in _SHOWN_WITH_BARS if key not in error]
     if unknown:
         words = " and ".join(unknown)

@@ -3,7 +3,9 @@ one with a single feasible point, one with none, and a "measured" one whose prob
 blocks and probe costs."""
 
 import io
+import re
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -41,6 +43,18 @@ class ScriptedBackend(Backend):
             return ProbeResult(status="oom", source="simulated", energy_source="simulated", error="CUDA out of memory")
         # A failed probe that still reports figures: the page must draw it apart from feasible points.
         return replace(result, status=status, error=HOSTILE_ERROR)
+
+
+def profile_measured_on(path, scope: str):
+    """A copy of gh200.toml (as `gh200-wide`) whose stated error was measured on `scope` (scope_note's words):
+    a test of ties or marks within the error on configurations the shipped scope leaves out."""
+    from autotune.hardware import load_hardware
+
+    text = Path(load_hardware("gh200").source).read_text()
+    text = re.sub(r"error measured on [^\"]*", f"error measured on {scope}", text).replace(
+        'name = "gh200"', 'name = "gh200-wide"\ncalibrated_from = "gh200"')  # a calibration's copy keeps its error
+    path.write_text(text)
+    return path
 
 
 def finished_run(run_dir, backend, trials, nodes="4", study_flags=("--model", "32b"), **pick_options):

@@ -16,6 +16,7 @@ from autotune.report.markdown import markdown_report
 from autotune.report.table import print_report
 from autotune.study import load_finished_study
 from tests.cli import autotune_main
+from tests.report.conftest import profile_measured_on
 
 
 def knobs(zero_stage, checkpointing, micro_batch, power_limit=1.0):
@@ -39,14 +40,15 @@ def record(params, time_s, energy_kj, time_cv=None, source="measured"):
     return entry
 
 
-def replayed(tmp_path, records) -> tuple:
-    """(document, trial of each configuration, terminal, Markdown, HTML) of a replay of `records`."""
+def replayed(tmp_path, records, hardware=None) -> tuple:
+    """(document, trial of each configuration, terminal, Markdown, HTML) of a replay of `records` (on `hardware`, a
+    profile file, else gh200's)."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     measurements = tmp_path / "measurements.jsonl"
     measurements.write_text("".join(json.dumps(r) + "\n" for r in records))
     out = tmp_path / "run"
     done = autotune_main("run", "--model", "tiny", "--nodes", "1", "--backend", "replay", "--measurements", measurements,
-                         "--trials", "4", "--out", out)
+                         "--trials", "4", "--out", out, *(("--hardware", hardware) if hardware else ()))
     assert done.returncode == 0, done.stderr
     view, document = build_report(load_finished_study(out))
     terminal = io.StringIO()
@@ -135,12 +137,18 @@ def test_a_mixed_study_ties_a_measured_pick_with_a_simulated_point_within_the_me
     assert tie in line_of(terminal, "fastest:") and tie in line_of(md, "- **fastest**")
 
 
+# What a profile's error must have been measured on for these four configurations' figures to carry it.
+TINY_SCOPE = ("tiny with ZeRO 1/2/3, optimizer offload none, checkpointing none/recompute, SP 1, micro-batch 1/2, "
+              "nodes 1, power limit 0.9/1.0, SM clock max")
+
+
 def test_a_mixed_pair_within_the_simulator_s_error_is_said_once_as_that(tmp_path):
     """2% apart: within the simulator's 3.4% and within the measured 5%; one tie, the simulator's, whichever side is
     the simulated one (a simulated pick beside a measured point was never called a tie before)."""
+    profile = profile_measured_on(tmp_path / "wide.toml", TINY_SCOPE)
     records = measured(6.12, fastest_cv=0.05)
     records[2] = record(RUNNER_UP, 6.12, 6.0, source="simulated")
-    document, trial, terminal, _, _ = replayed(tmp_path / "measured-pick", records)
+    document, trial, terminal, _, _ = replayed(tmp_path / "measured-pick", records, profile)
     fastest = picks(document)["fastest"]
     assert fastest["tied_with"] == [trial["runner_up"]] and fastest["tied_within_noise"] == []
     assert f"(tie with trial {trial['runner_up']} within the simulator's error)" in line_of(terminal, "fastest:")
@@ -148,11 +156,26 @@ def test_a_mixed_pair_within_the_simulator_s_error_is_said_once_as_that(tmp_path
 
     records = measured(6.12, runner_up_cv=0.01)
     records[1] = record(FASTEST, 6.0, 8.0, source="simulated")
-    document, trial, terminal, _, _ = replayed(tmp_path / "simulated-pick", records)
+    document, trial, terminal, _, _ = replayed(tmp_path / "simulated-pick", records, profile)
     assert picks(document)["fastest"]["tied_with"] == [trial["runner_up"]]
     assert line_of(terminal, "fastest:").startswith(
         FASTEST_LINE.format(fastest=trial["fastest"], bar=" +- 3.4%", energy_bar=" +- 3.3%")
         + f" (tie with trial {trial['runner_up']} within the simulator's error)")
+
+
+def test_a_simulated_figure_outside_what_the_error_was_measured_on_ties_by_noise_alone(tmp_path):
+    """The same pair on the shipped gh200 profile, whose error was measured on 7b-72b: the tiny model's simulated
+    figure shows +- ?% and the simulator's error ties nothing; the measured side's 5% scatter still does."""
+    records = measured(6.12, fastest_cv=0.05)
+    records[2] = record(RUNNER_UP, 6.12, 6.0, source="simulated")
+    document, trial, terminal, _, _ = replayed(tmp_path, records)
+    assert document["simulator_error"]["extrapolated"] == {str(trial["runner_up"]): ["model tiny", "ZeRO 1", "power limit 0.9"]}
+    fastest = picks(document)["fastest"]
+    assert fastest["tied_with"] == [] and fastest["tied_within_noise"] == [trial["runner_up"]]
+    assert f"(tie with trial {trial['runner_up']} within measured noise: time CV 5.0% and simulated)" in \
+        line_of(terminal, "fastest:")
+    row = next(line for line in terminal.splitlines() if line.startswith("│") and f" {trial['runner_up']} │" in line[:10])
+    assert "6.12 +- ?%" in row
 
 
 @pytest.mark.parametrize("runner_up_s, tied", [(6.2, True), (6.5, False)])
