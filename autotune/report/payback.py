@@ -160,8 +160,10 @@ def whole_probe_energy_kj(view: StudyView, costs: list[dict], ran: list[dict]) -
                 return None
             total_kj += cost["energy_kj"]
             continue
+        if cost["energy_kj"] is None and cost["provenance"] == "unavailable":
+            return None  # its window ran with no sensor reading it: idle power alone would count the window as 0 J
         rest_s = max(0.0, cost["time_s"] - (cost.get("window_s") or 0.0))
-        total_kj += (cost["energy_kj"] or 0.0) + j_to_kj(_idle_w(view, row) * rest_s)
+        total_kj += (cost["energy_kj"] or 0.0) + j_to_kj(_idle_w(view, row) * rest_s)  # None: no window opened (OOM)
     return total_kj
 
 
@@ -187,17 +189,22 @@ def _cost_note(probes: int, by_basis: dict[str, int], energy_kj: float | None, p
         )
     parts = []
     if by_basis.get("probe_cost_window_energy"):
-        # A probe without a sensor estimates its windows' energy: "measured" would claim a sensor.
-        energy = " or ".join(p for p in provenances if p in ("estimated", "measured")) or "measured"
+        # A probe without a sensor estimates its windows' energy: "measured" would claim a sensor; with no sensor
+        # reading and no estimate, "unavailable" (a lower bound of nothing is no figure).
+        energy = " or ".join(p for p in provenances if p in ("estimated", "measured"))
+        seen = (f"energy {energy} only in the windows (start-up and warm-up not counted): energy is a lower bound" if energy
+                else "energy unavailable (no sensor reading and no estimate, in the windows or outside them)")
         parts.append(
             f"{by_basis['probe_cost_window_energy']} probe(s): time measured for the whole probe (start-up, warm-up, "
-            f"window, every repeat), energy {energy} only in the windows (start-up and warm-up not counted): energy is a lower bound"
+            f"window, every repeat), {seen}"
         )
     if by_basis.get("energy_window"):
         parts.append(
             f"{by_basis['energy_window']} probe(s) report only their measured window (start-up and warm-up "
             "not counted): the totals are a lower bound"
         )
+    if 0 < by_basis.get("simulated", 0) < probes:
+        parts.append(f"{by_basis['simulated']} trial(s) were simulated: they ran nothing on hardware and cost nothing here")
     if by_basis.get("replayed"):
         parts.append(
             f"{by_basis['replayed']} probe(s) were replayed from a measurements file that records no probe cost "
@@ -312,16 +319,18 @@ def tuning_cost(view: StudyView) -> dict:
     by_basis: dict[str, int] = {}
     for c in costs:
         by_basis[c["basis"]] = by_basis.get(c["basis"], 0) + 1
-    timed = [(c, r) for c, r in zip(costs, ran) if c["time_s"] is not None]
+    ran_on_hardware = any(c["basis"] != "simulated" for c in costs)
+    # Where some trials ran on hardware, the simulated ones' 0 s and 0 kJ are no figure of what that cost: a
+    # replay of one simulated record beside probes of unknown cost read "0 J; simulated", "repaid after 0 h".
+    costed = [c for c in costs if c["basis"] not in _NO_COST_FIGURE and not (ran_on_hardware and c["basis"] == "simulated")]
+    timed = [(c, r) for c, r in zip(costs, ran) if c["time_s"] is not None and not (ran_on_hardware and c["basis"] == "simulated")]
     # A window-scoped probe that never opened its window (OOM, crash) drew energy no sensor saw: the
     # total leaves it out and is a lower bound (the note says so), rather than unknown altogether.
-    energies = [c["energy_kj"] for c in costs
-                if c["basis"] not in _NO_COST_FIGURE and not (c["basis"] == "probe_cost_window_energy" and c["energy_kj"] is None)]
+    energies = [c["energy_kj"] for c in costed if not (c["basis"] == "probe_cost_window_energy" and c["energy_kj"] is None)]
     # Probes that ran, none of known cost: the cost is unknown, not zero.
     energy_kj = None if any(e is None for e in energies) or (ran and not energies) else sum(energies)
     time_s = sum(c["time_s"] for c, _ in timed) if timed or not ran else None
-    provenances = sorted({c["provenance"] for c in costs if c["basis"] not in _NO_COST_FIGURE})
-    ran_on_hardware = any(c["basis"] != "simulated" for c in costs)
+    provenances = sorted({c["provenance"] for c in costed})
     complete = set(by_basis) <= {"probe_cost", "simulated"}
     # Time is a floor where a probe's time is not (or not all) on record; an unknown total is no floor.
     time_lower_bound = time_s is not None and any(c["time_s"] is None or c.get("time_complete") is False for c in costs if c["basis"] != "simulated") \

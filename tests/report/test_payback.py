@@ -312,3 +312,39 @@ def test_interrupted_repeats_on_record_count_once_and_a_missing_record_makes_the
     assert cost["time_s"] == pytest.approx(133.2 + 4.7) and cost["time_lower_bound"] is True
     assert "the probe time is a lower bound" in cost["note"]
     assert cost_sentence(cost).startswith("Tuning ran 3 probes: at least ")
+
+
+def test_a_simulated_record_beside_probes_of_unknown_cost_does_not_make_the_cost_zero():
+    """Trial 38 #1: a replay of 18 measured records without `probe_cost` and one simulated record read "0 J;
+    simulated" and "repaid after at least 0 h": the simulated trial's 0 kJ is no figure of what hardware took."""
+    from autotune.report.payback import tuning_cost
+
+    replayed = {"status": "ok", "gpus": 16, "source": "measured", "energy_source": "measured",
+                "details": {"replayed_from": "measured.jsonl"}}
+    simulated = {"status": "ok", "gpus": 16, "source": "simulated", "energy_source": "simulated", "details": {}}
+    view = StudyView(None, [simulated, replayed, replayed], [pt(0, 36_000.0, 3_600_000.0), pt(1, 28_800.0, 2_880_000.0)],
+                     [], {"knee": 1}, 0)
+    cost = tuning_cost(view)
+    assert cost["time_s"] is None and cost["energy_kj"] is None and cost["provenance"] == "none"
+    assert "1 trial(s) were simulated: they ran nothing on hardware" in cost["note"]
+    assert "unknown probe time and unknown energy" in cost_sentence(cost)
+    assert cost["payback"][0]["payback_training_hours"] is None and cost["payback"][0]["text"].startswith("unknown")
+    # Beside a probe of known cost, the simulated one adds nothing and leaves no label.
+    costed = {**replayed, "details": {"replayed_from": "m.jsonl", "probe_cost": {"time_s": 60.0, "energy_kj": 30.0}}}
+    mixed = tuning_cost(StudyView(None, [simulated, costed], [], [], {}, None))
+    assert mixed["time_s"] == 60.0 and mixed["energy_kj"] == 30.0 and mixed["provenance"] == "measured"
+
+
+def test_window_energy_that_no_sensor_read_gives_no_whole_probe_estimate():
+    """Trial 38 #9: a counter that never advanced leaves every window's energy unavailable; the note claimed
+    "energy measured only in the windows" and "Whole probes estimated at 448 J or more" (the windows as 0 J)."""
+    from autotune.report.payback import tuning_cost
+
+    cost = {"time_s": 100.0, "energy_kj": None, "energy_scope": "window", "energy_provenance": "unavailable",
+            "parts": {"window_s": 4.0}}
+    rows = [{"trial": t, "status": "ok", "gpus": 2, "energy_source": "unavailable",
+             "details": {"energy": {"provenance": "unavailable"}, "probe_cost": cost}} for t in (0, 1)]
+    document = tuning_cost(StudyView(_settings("cpu"), rows, [], [], {}, None))
+    assert document["energy_kj"] is None and document["whole_probe_energy_kj"] is None
+    assert "energy unavailable (no sensor reading and no estimate" in document["note"]
+    assert "measured only" not in document["note"] and "Whole probes estimated" not in document["note"]
