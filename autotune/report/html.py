@@ -27,7 +27,7 @@ from autotune.report.timeline import PROVENANCE_WORDS
 from autotune.report.html_parts import esc, table as _table
 from autotune.report.pareto_json import hardware_text, provenance_sentence, workload_sentence
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar
-from autotune.report.picks import PICK_FILES, front_title, missing_change, pick_label, picks_by_trial, short_pick_label
+from autotune.report.picks import PICK_FILES, baseline_label, front_title, missing_change, pick_label, picks_by_trial, short_pick_label
 from autotune.report.power_limit import power_limit_section
 from autotune.report.study_points import StudyView
 from autotune.report.svg import Marker, scatter_svg, stacked_bar_svg
@@ -155,6 +155,7 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
         ties = ties_text(view, row)
         tie = f' <span class="note">({esc(ties)})</span>' if ties else ""
         noise, stated = row.get("noise_pct"), row.get("simulator_error_pct")
+        estimated = "" if row["energy_saved_pct"] is None else estimated_saving_mark(view, p)  # both divide by energy
         rows.append([
             f'<a href="#trial-{p.trial}">{esc(pick_label(row["name"], view.pick_parameters))}</a>{tie}',
             esc(p.trial),
@@ -162,17 +163,20 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
             esc(figure(p.time_s, t_div) + figure_bar(error, picked, p, "time_s")),
             esc(energy_figure(p.energy_kj, e_div) + figure_bar(error, picked, p, "energy_kj") + estimate_mark(sources, p.energy_source)),
             esc(figure(p.tflops)),
-            esc(per_energy_figure(p.tflop_per_kj, p.energy_kj)),
-            esc(change_text(row, "energy_saved_pct", noise, stated, missing_change("energy_saved_pct", p, base))
-                + ("" if row["energy_saved_pct"] is None else estimated_saving_mark(view, p))),
-            *(esc(change_text(row, key, noise, stated, missing_change(key, p, base))) for key in ("time_change_pct", "tflop_per_kj_change_pct")),
+            esc(per_energy_figure(p.tflop_per_kj, p.energy_kj) + estimate_mark(sources, p.energy_source)),
+            esc(change_text(row, "energy_saved_pct", noise, stated, missing_change("energy_saved_pct", p, base)) + estimated),
+            esc(change_text(row, "time_change_pct", noise, stated, missing_change("time_change_pct", p, base))),
+            esc(change_text(row, "tflop_per_kj_change_pct", noise, stated, missing_change("tflop_per_kj_change_pct", p, base))
+                + estimated),
         ])
     headers = ["pick", "trial", "configuration", f"time {t_unit}{header_bar(error, picked, 'time_s')}",
-               f"energy {e_unit}{header_bar(error, picked, 'energy_kj')}{estimate_header(sources)}", f"TFLOP/s {words.per()}", "TFLOP /kJ",
+               f"energy {e_unit}{header_bar(error, picked, 'energy_kj')}{estimate_header(sources)}", f"TFLOP/s {words.per()}", f"TFLOP /kJ{estimate_header(sources)}",
                "energy saved", "time change", "TFLOP/kJ change"]
     params = view.pick_parameters
+    against = next((baseline_label(p, base) for p in picked if baseline_label(p, base)), "")
     explain = (f"{esc(error_sentence(error))} " if error_sentence(error) else "") + (
-        f"Savings are against the baseline trial {esc(document['baseline'])} (what one would run untuned); "
+        f"Savings are against the baseline trial {esc(document['baseline'])} (what one would run untuned"
+        f"{'; ' + esc(against) if against else ''}); "
         "n/a where the baseline is not feasible. "
     )
     if "max_slowdown" in view.picks:  # a time-only study makes no energy pick: nothing of it to explain

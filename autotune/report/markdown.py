@@ -10,7 +10,7 @@ from autotune.report.pareto_json import nodes_header
 from autotune.report.pareto_json import hardware_text, provenance_sentence, workload_sentence
 from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
 from autotune.report.payback import cost_sentence, estimated_saving_mark, payback_by_trial, payback_sentence
-from autotune.report.picks import front_title, missing_change, pick_label, picks_by_trial
+from autotune.report.picks import baseline_label, front_title, missing_change, pick_label, picks_by_trial
 from autotune.report.power_limit import sweep_sentence
 from autotune.report.study_points import StudyView
 from autotune.report.within_noise import change_text, ties_text
@@ -57,7 +57,7 @@ def markdown_report(view: StudyView, document: dict) -> str:
             "",
             _row(["trial", *knob_titles, f"time {t_unit}{header_bar(error, view.front, 'time_s')}",
                   f"energy {e_unit}{header_bar(error, view.front, 'energy_kj')}{estimate_header(sources)}", per_device,
-                  "TFLOP /kJ", "pick"]),
+                  f"TFLOP /kJ{estimate_header(sources)}", "pick"]),
             _row(["---:"] + ["---"] * len(knob_titles) + ["---:"] * 4 + ["---"]),
         ]
         for p in view.front:
@@ -67,7 +67,7 @@ def markdown_report(view: StudyView, document: dict) -> str:
                 figure(p.time_s, t_div) + figure_bar(error, view.front, p, "time_s"),
                 energy_figure(p.energy_kj, e_div) + figure_bar(error, view.front, p, "energy_kj") + estimate_mark(sources, p.energy_source),
                 figure(p.tflops),
-                per_energy_figure(p.tflop_per_kj, p.energy_kj),
+                per_energy_figure(p.tflop_per_kj, p.energy_kj) + estimate_mark(sources, p.energy_source),
                 ", ".join(labels.get(p.trial, [])),
             ]))
         lines.append("")
@@ -84,6 +84,7 @@ def markdown_report(view: StudyView, document: dict) -> str:
                 f"energy saved {change_text(row, 'energy_saved_pct', noise, stated, missing_change('energy_saved_pct', p, base))}"
                 f"{estimated}, time {change_text(row, 'time_change_pct', noise, stated)}, "
                 f"TFLOP/kJ {change_text(row, 'tflop_per_kj_change_pct', noise, stated, missing_change('tflop_per_kj_change_pct', p, base))}"
+                f"{estimated}" + (f" (baseline trial {base.trial}: {baseline_label(p, base)})" if baseline_label(p, base) else "")
                 + (f" ({ties})" if ties else "")
             )
         lines.append("")

@@ -15,7 +15,7 @@ from autotune.report.noise import noise_line
 from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
 from autotune.report.pareto_json import hardware_text, nodes_header, not_measured_text, workload_sentence
 from autotune.report.payback import cost_sentence, estimated_saving_mark, payback_by_trial, payback_sentence
-from autotune.report.picks import missing_change, pick_label, picks_by_trial, time_only_energy_words
+from autotune.report.picks import baseline_label, missing_change, pick_label, picks_by_trial, time_only_energy_words
 from autotune.report.power_limit import sweep_sentence
 from autotune.report.units import (
     energy_figure, energy_text, energy_unit, estimate_header, estimate_mark, figure, per_energy_figure, time_text, time_unit,
@@ -86,7 +86,7 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
     # The error bar in the header when every figure below is simulated; else after each simulated one.
     for column in (f"time {t_unit}{header_bar(error, view.front, 'time_s')}",
                    f"energy {e_unit}{header_bar(error, view.front, 'energy_kj')}{estimate_header(sources)}",
-                   f"TFLOP/s {words.per()}", "TFLOP /kJ", "mem GiB"):
+                   f"TFLOP/s {words.per()}", f"TFLOP /kJ{estimate_header(sources)}", "mem GiB"):
         table.add_column(column, justify="right")
     table.add_column("pick")
     for p in view.front:
@@ -96,7 +96,7 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
             figure(p.time_s, t_div) + figure_bar(error, view.front, p, "time_s"),
             energy_figure(p.energy_kj, e_div) + figure_bar(error, view.front, p, "energy_kj") + estimate_mark(sources, p.energy_source),
             figure(p.tflops),
-            per_energy_figure(p.tflop_per_kj, p.energy_kj),
+            per_energy_figure(p.tflop_per_kj, p.energy_kj) + estimate_mark(sources, p.energy_source),  # per estimated energy
             figure(p.peak_mem_gib),
             ", ".join(labels.get(p.trial, [])),
         )
@@ -113,10 +113,12 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
         # Against a feasible baseline, which has a time; an energy change it cannot state reads "unavailable".
         if row["time_change_pct"] is not None and p.trial != view.baseline_trial:
             noise, stated = row.get("noise_pct"), row.get("simulator_error_pct")
-            saved = "energy saved" + ("" if row["energy_saved_pct"] is None else estimated_saving_mark(view, p))
-            changes = (("energy_saved_pct", saved), ("time_change_pct", "time"), ("tflop_per_kj_change_pct", "TFLOP/kJ"))
+            estimated = "" if row["energy_saved_pct"] is None else estimated_saving_mark(view, p)  # both divide by energy
+            changes = (("energy_saved_pct", "energy saved" + estimated), ("time_change_pct", "time"),
+                       ("tflop_per_kj_change_pct", "TFLOP/kJ" + estimated))
             texts = [labelled_change_text(row, key, noise, label, stated, missing_change(key, p, base)) for key, label in changes]
-            line += f"  ({', '.join(texts)} vs baseline trial {view.baseline_trial})"
+            against = baseline_label(p, base)
+            line += f"  ({', '.join(texts)} vs baseline trial {view.baseline_trial}{f' ({against})' if against else ''})"
         console.print(line)
     parameters = view.pick_parameters
     if "cost_weighted" in view.picks:
