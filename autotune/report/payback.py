@@ -177,9 +177,20 @@ def _whole_probe_note(whole_kj: float | None, view: StudyView, interrupted_s: fl
             "the payback uses this.")
 
 
+def below_idle(view: StudyView, costs: list[dict], ran: list[dict]) -> int:
+    """How many whole-probe costs (`probe_cost` with no `energy_scope`) hold less energy than half their ranks'
+    idle power over their time: no probe draws that little, so their energy is likely of the windows alone (a
+    measurements file exported before `energy_scope` existed read "Totals cover every probe" and a payback 3.5x
+    too soon)."""
+    if view.settings is None:
+        return 0
+    return sum(1 for c, r in zip(costs, ran) if c["basis"] == "probe_cost" and c["energy_kj"] is not None and c["time_s"]
+               and c["energy_kj"] * 1000.0 / c["time_s"] < 0.5 * _idle_w(view, r))
+
+
 def _cost_note(probes: int, by_basis: dict[str, int], energy_kj: float | None, provenances: list[str],
                words: DeviceWords = GPU_WORDS, interrupted_s: float = 0.0, time_lower_bound: bool = False,
-               interrupted_estimated: bool = False) -> str:
+               interrupted_estimated: bool = False, below_idle_probes: int = 0) -> str:
     if probes == 0:
         return "No probe ran: tuning cost nothing."
     if by_basis.get("simulated") == probes:
@@ -220,6 +231,10 @@ def _cost_note(probes: int, by_basis: dict[str, int], energy_kj: float | None, p
                      f"cost, and probed again{counted}")
     if time_lower_bound:
         parts.append("some probe time is not on record: the probe time is a lower bound")
+    if below_idle_probes:
+        parts.append(f"{below_idle_probes} probe(s)' recorded cost (`probe_cost`, which names no `energy_scope`) holds less "
+                     "energy than half the hardware profile's idle power of their ranks over its time: likely their measured windows' "
+                     "energy alone, so the energy is a lower bound")
     if by_basis.get("unknown"):
         parts.append(f"{by_basis['unknown']} probe(s) have no cost figure at all (failed before measuring)")
     if energy_kj is None and (by_basis.get("probe_cost") or by_basis.get("energy_window")):
@@ -337,6 +352,7 @@ def tuning_cost(view: StudyView) -> dict:
         or any(((r.get("details") or {}).get("probe_cost") or {}).get("time_scope") == "lower_bound" for r in ran)
     interrupted_s = sum(c["time_s"] or 0.0 for c in costs if c["basis"] == "interrupted")
     whole_kj = whole_probe_energy_kj(view, costs, ran)
+    implausible = below_idle(view, costs, ran)
     document = {
         "ran_on_hardware": ran_on_hardware,
         "probes": len(ran),
@@ -350,10 +366,10 @@ def tuning_cost(view: StudyView) -> dict:
         "provenance": provenances[0] if len(provenances) == 1 else (provenances or "none"),
         "complete": complete,
         # Probes left out, or energy only of their windows: every figure of the total is a floor.
-        "energy_lower_bound": ran_on_hardware and not complete,
+        "energy_lower_bound": ran_on_hardware and (not complete or implausible > 0),
         "whole_probe_energy_kj": whole_kj,
         "note": _cost_note(len(ran), by_basis, energy_kj, provenances, view_device_words(view), interrupted_s,
-                           time_lower_bound, interrupted_estimated=whole_kj is not None)
+                           time_lower_bound, interrupted_estimated=whole_kj is not None, below_idle_probes=implausible)
                 + _whole_probe_note(whole_kj, view, interrupted_s),
     }
     tuning_kj = whole_kj if whole_kj is not None else energy_kj

@@ -348,3 +348,20 @@ def test_window_energy_that_no_sensor_read_gives_no_whole_probe_estimate():
     assert document["energy_kj"] is None and document["whole_probe_energy_kj"] is None
     assert "energy unavailable (no sensor reading and no estimate" in document["note"]
     assert "measured only" not in document["note"] and "Whole probes estimated" not in document["note"]
+
+
+def test_a_whole_probe_cost_below_idle_power_is_taken_for_window_energy():
+    """Trial 38 #8: records exported before `energy_scope` existed (the shipped H100 study's, 1.6 kJ over 80 s of
+    one GPU: 20 W) read "Totals cover every probe" and a payback 3.5x too soon."""
+    from autotune.report.payback import tuning_cost
+
+    def rows(energy_kj):
+        return [{"trial": t, "status": "ok", "gpus": 2, "energy_source": "measured",
+                 "details": {"replayed_from": "m.jsonl", "probe_cost": {"time_s": 80.0, "energy_kj": energy_kj}}}
+                for t in (0, 1)]
+
+    low = tuning_cost(StudyView(_settings(), rows(1.6), [], [], {}, None))
+    assert "2 probe(s)' recorded cost (`probe_cost`, which names no `energy_scope`) holds less energy" in low["note"]
+    assert low["energy_lower_bound"] is True and "Totals cover every probe" not in low["note"]
+    plausible = tuning_cost(StudyView(_settings(), rows(80.0), [], [], {}, None))  # 1 kW over two GPUs' ranks
+    assert plausible["energy_lower_bound"] is False and plausible["note"].startswith("Totals cover every probe")
