@@ -18,6 +18,7 @@ from autotune.ds_config import config_reasons, deepspeed_config
 from autotune.errors import UserError
 from autotune.export_device import GRES_WORDS, device_cli, device_script
 from autotune.hardware import hardware_flag
+from autotune.measure.combine import not_measured, parts_text
 from autotune.report.device_words import device_words
 from autotune.report.picks import PICK_FILES
 from autotune.report.study_points import StudyView
@@ -218,6 +219,9 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
     point = view.point(trial)
     candidate = view.settings.candidate(point.params)
     config = deepspeed_config(candidate)
+    # A GPU-only total must not read as the node's in a file that travels without the report.
+    left_out = not_measured(point.extra.get("details")) if point.energy_source == "measured" else []
+    without = f" without {parts_text(left_out)}" if left_out else ""
     config["autotune"] = {
         "trial": trial,
         "backend": backend,
@@ -225,8 +229,10 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
         "energy_source": point.energy_source,
         "time_to_solution_s": point.time_s,
         "energy_to_solution_kj": point.energy_kj,
+        "energy_not_measured": left_out,  # parts of the node no sensor saw (["cpu", "memory_interconnect"]: GPUs only)
         "tflops_per_gpu": point.tflops,
-        "note": f"figures are {point.source} (time) and {point.energy_source} (energy); DeepSpeed ignores this section",
+        "note": (f"figures are {point.source} (time) and {point.energy_source} "
+                 f"(energy{' of the node' + without + ': no sensor saw them' if without else ''}); DeepSpeed ignores this section"),
         "candidate": point.params,
         "power_limit": candidate.knobs.power_limit,  # fraction of each device's default limit; 1.0 = untouched
         "sm_clock_mhz": candidate.knobs.sm_clock_mhz,  # "max" = untouched
@@ -251,7 +257,7 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
         launch_path,
         "#!/usr/bin/env bash\n"
         f"# Runs the probe again: trains the autotune model with {config_path.name} ({point.source} time, "
-        f"{point.energy_source} energy) for a warm-up and a measured window,\n"
+        f"{point.energy_source} energy{without}) for a warm-up and a measured window,\n"
         f"# prints what it measured and writes {result_name(config_path.name)} (more steps: add --steps N to the command below).\n"
         + _own_training(config_path.name, candidate) + where
         + 'cd "$(dirname "$0")"\n'

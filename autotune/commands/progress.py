@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from autotune.candidate import knobs_sentence
+from autotune.measure.combine import not_measured, parts_text
 from autotune.report.units import RunEnergyUnit, time_text
 from autotune.study.loop import StudyProgress
 
@@ -18,7 +19,9 @@ from autotune.study.loop import StudyProgress
 def _outcome(result, note: str, energy_unit: RunEnergyUnit) -> str:
     if result.ok:
         if result.energy_kj is not None:
-            energy = f"{energy_unit.text(result.energy_kj)} ({result.energy_source})"
+            left_out = not_measured(result.details) if result.energy_source == "measured" else []  # a GPU-only total
+            without = f" without {parts_text(left_out)}" if left_out else ""
+            energy = f"{energy_unit.text(result.energy_kj)} ({result.energy_source}{without})"
         else:  # its source is "unavailable" (said once), or names where the figure should have come from
             energy = "energy unavailable" + ("" if result.energy_source == "unavailable" else f" ({result.energy_source})")
         figures = f"{time_text(result.time_s)} ({result.source}), {energy}"

@@ -23,6 +23,11 @@ def not_measured(details: dict | None) -> list[str]:
     return list((((details or {}).get("energy") or {}).get("components") or {}).get("not_measured") or [])
 
 
+def parts_text(parts: list[str]) -> str:
+    """"cpu, memory/interconnect": not_measured's parts as every output names them."""
+    return ", ".join(part.replace("_", "/") for part in parts)
+
+
 def assign_roles(entries) -> None:
     """Set `role` on every entry (objects with component, within, index, counter_j)."""
     tops = [e for e in entries if e.component is not None and e.within is None]

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from autotune.atomic_write import write_text_atomic
-from autotune.measure.combine import not_measured
+from autotune.measure.combine import not_measured, parts_text
 from autotune.report.error_bars import pick_ties, simulator_error, with_ties
 from autotune.report.noise import change_noise_summary, noise_summary
 from autotune.report.importance import METHOD as IMPORTANCE_METHOD
@@ -67,7 +67,7 @@ def energy_not_measured(view: StudyView) -> list[str]:
 
 def not_measured_text(parts: list[str]) -> str:
     """" (without cpu, memory/interconnect: no sensor)", or "" when nothing was left out."""
-    return f" (without {', '.join(part.replace('_', '/') for part in parts)}: no sensor)" if parts else ""
+    return f" (without {parts_text(parts)}: no sensor)" if parts else ""
 
 
 def hardware_text(document: dict) -> str:
