@@ -61,16 +61,21 @@ def _power_timeline(result, counted):
     total_w, by_scope = [], []
     counted_labels = {e.label for e in counted}
     scopes = {e.label: e.scope for e in result.entries}
+    # A source with no energy has no power either: a counter that never advanced differences to 0 W at every
+    # tick, which the phases and the timeline carried as 0 J and 0 W (unavailable is never 0). Without a
+    # counted source the node has no total at any tick, as it has none over the window.
+    unavailable = {e.label for e in result.entries if e.energy_j is None}
+    no_total = bool(counted_labels & unavailable)
     for i in range(len(times)):
         total, scope_w = None, {}
         for label, series in result.power_w.items():
             power_w = series[i] if i < len(series) else None
-            if power_w is None:
+            if power_w is None or label in unavailable:
                 continue
             scope_w[scopes[label]] = scope_w.get(scopes[label], 0.0) + power_w
             if label in counted_labels:
                 total = (total or 0.0) + power_w
-        total_w.append(total)
+        total_w.append(None if no_total else total)
         by_scope.append(scope_w)
     return times, total_w, by_scope
 

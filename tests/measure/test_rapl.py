@@ -71,7 +71,12 @@ def test_a_counter_that_never_moves_is_unavailable_not_zero(tmp_path, clock):
     package = next(e for e in result.entries if e.scope == "package")
     assert package.energy_j is None
     assert any("did not advance" in flag and "unavailable" in flag for flag in package.flags)
-    block = node_block(result)
+    phases = [{"name": "backward", "start_s": window.begin_s + 0.5, "end_s": window.begin_s + 2.5, "step": 0}]
+    block = node_block(result, phases)
     # The package is a counted source: without it the node total is unavailable, never a partial sum.
     assert block["energy_j"] is None and block["provenance"] == "unavailable"
     assert any("incomplete" in flag for flag in block["flags"])
+    # Nor are its phases or timeline 0 J and 0 W (trial 38 #7: the stuck counter's differences read as 0 W).
+    assert block["phases"]["backward"]["energy_j"] is None and block["phases"]["backward"]["mean_power_w"] is None
+    assert block["timeline"] and all(tick["power_w"] is None for tick in block["timeline"])
+    assert all("package" not in tick["scopes"] for tick in block["timeline"])
