@@ -25,7 +25,7 @@ from autotune.report.front import Point
 from autotune.report.html_analysis import importance_section, power_html, tuning_cost_section
 from autotune.report.timeline import PROVENANCE_WORDS
 from autotune.report.html_parts import esc, table as _table
-from autotune.report.pareto_json import hardware_text, provenance_sentence, workload_sentence
+from autotune.report.pareto_json import hardware_text, provenance_sentence, trial_counts, workload_sentence
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar
 from autotune.report.picks import PICK_FILES, baseline_label, front_title, missing_change, pick_label, picks_by_trial, short_pick_label
 from autotune.report.power_limit import power_limit_section
@@ -42,7 +42,7 @@ COMPONENT_ORDER = ("gpu", "cpu", "memory_interconnect")
 
 def header_section(view: StudyView, document: dict, run_dir: Path) -> str:
     workload = document["workload"]
-    counts = ", ".join(f"{n} {s}" for s, n in document["trials_by_status"].items()) or "none"
+    counts = trial_counts(document, view)
     note = f'<p class="note">{esc(document["note"])}</p>' if document.get("note") else ""
     if "search" in document:
         from autotune.report.search import search_sentences
@@ -114,8 +114,8 @@ def scatter_section(view: StudyView, document: dict, run_dir: Path) -> str:
         # CPU probe's 4 J beside a GPU study's kWh as a string of zeros.
         tooltip = (
             f"trial {trial} ({r['status']}{'' if view.point(trial) else ', infeasible'}): {knobs_sentence(r['params'])}; "
-            f"{time_text(r['time_s'])}, {energy_text(r['energy_kj'])}"
-        )
+            f"{time_text(r['time_s'])} ({r.get('source')}), {energy_text(r['energy_kj'])} ({r.get('energy_source')})"
+        )  # each point's own labels: a hover on one estimated point among measured ones must say so
         markers.append(Marker(r["time_s"] / t_div, r["energy_kj"] / e_div, _marker_class(view, trial), tooltip,
                               _marker_name(view, trial)))
     line = [(p.time_s / t_div, p.energy_kj / e_div) for p in view.front if p.energy_kj is not None]

@@ -7,7 +7,7 @@ from autotune.report.error_bars import error_sentence, figure_bar, header_bar
 from autotune.report.noise import noise_line
 from autotune.report.units import energy_figure, energy_unit, estimate_header, estimate_mark, figure, per_energy_figure, time_unit
 from autotune.report.pareto_json import nodes_header
-from autotune.report.pareto_json import hardware_text, provenance_sentence, workload_sentence
+from autotune.report.pareto_json import hardware_text, provenance_sentence, trial_counts, workload_sentence
 from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
 from autotune.report.payback import cost_sentence, estimated_saving_mark, payback_by_trial, payback_sentence
 from autotune.report.picks import baseline_label, front_title, missing_change, pick_label, picks_by_trial
@@ -28,7 +28,7 @@ def _row(cells) -> str:
 
 
 def markdown_report(view: StudyView, document: dict) -> str:
-    counts = ", ".join(f"{n} {s}" for s, n in document["trials_by_status"].items()) or "none"
+    counts = trial_counts(document, view)
     lines = [
         f"### autotune: {md_cell(document['model'])} on {md_cell(nodes_header(document))} of {md_cell(hardware_text(document))}",
         "",

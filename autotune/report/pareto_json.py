@@ -99,6 +99,17 @@ def provenance_sentence(document: dict) -> str:
     return f"Time is {time_words}. Energy is {words(document['energy_source'])}{left_out}."
 
 
+def trial_counts(document: dict, view: StudyView) -> str:
+    """"27 failed (27 of them with a time but energy unavailable: ...), 3 ok": a probe that ran and measured its
+    time but whose energy no sensor saw cannot be ranked, and is counted failed; said so, it does not read as a
+    crash (the terminal and Markdown said "27 failed" where only the HTML said why)."""
+    without_energy = sum(1 for r in view.trials if r["status"] == "failed" and r.get("time_s") is not None
+                         and r.get("energy_kj") is None and r.get("energy_source") == "unavailable")
+    words = {"failed": f" (of them {without_energy} with a time but energy unavailable: no sensor saw it and nothing "
+                       "estimated it)" if without_energy else ""}
+    return ", ".join(f"{n} {s}{words.get(s, '')}" for s, n in document["trials_by_status"].items()) or "none"
+
+
 def workload_sentence(workload: dict) -> str:
     """The fixed work every trial is measured on, for the top of every report."""
     return (

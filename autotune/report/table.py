@@ -13,7 +13,7 @@ from autotune.report.device_words import view_device_words
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar, point_bar
 from autotune.report.noise import noise_line
 from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
-from autotune.report.pareto_json import hardware_text, nodes_header, not_measured_text, workload_sentence
+from autotune.report.pareto_json import hardware_text, nodes_header, not_measured_text, trial_counts, workload_sentence
 from autotune.report.payback import cost_sentence, estimated_saving_mark, payback_by_trial, payback_sentence
 from autotune.report.picks import baseline_label, missing_change, pick_label, picks_by_trial, time_only_energy_words
 from autotune.report.power_limit import sweep_sentence
@@ -61,8 +61,7 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
         f"backend {document['backend']}: {figures}"
     )
     console.print(escape(workload_sentence(document["workload"])))
-    counts = ", ".join(f"{n} {s}" for s, n in document["trials_by_status"].items())
-    console.print(f"{document['trials']} trials ({counts})")
+    console.print(escape(f"{document['trials']} trials ({trial_counts(document, view)})"))
     if document.get("note"):
         console.print(f"[yellow]{escape(document['note'])}[/]")
     if noise_text := noise_line(document):

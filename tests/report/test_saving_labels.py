@@ -76,3 +76,17 @@ def test_tflop_per_kj_of_estimated_energy_is_labelled_estimated(tmp_path, valid_
     assert view.point(min_energy["trial"]).energy_source == "estimated"
     assert "% energy saved (estimated)" in line and "% TFLOP/kJ (estimated)" in line, line
     assert "TFLOP/kJ (estimated)" not in next(line for line in terminal.splitlines() if line.startswith("fastest:"))
+
+
+def test_trials_with_a_time_but_no_energy_are_counted_as_such_in_every_output(tmp_path, valid_records):
+    """Trial 38 #4: records without energy (a sensor that saw nothing) fail the study's ranking; the terminal and
+    Markdown said "27 failed", which reads as 27 crashes, and the plot's hover named no label."""
+    records = [dict(r, source="measured") for r in valid_records]
+    for record in records:
+        if record["params"]["power_limit"] < 1:
+            record.pop("energy_kj")
+    view, document, terminal, md, html = _outputs(tmp_path, records, "--trials", "12")
+    failed = document["trials_by_status"]["failed"]
+    words = f"{failed} failed (of them {failed} with a time but energy unavailable: no sensor saw it and nothing estimated it)"
+    assert failed and all(words in text for text in (terminal, md, html))
+    assert "12 min (measured), 1.93 kWh (measured)</title>" in html
