@@ -15,7 +15,7 @@ from autotune.commands.report import add_pick_options
 from autotune.errors import Terminated, UserError
 from autotune.space import node_span
 from autotune.study.stop_rule import stop_rule_help, stop_rule_summary
-from autotune.study.storage import STUDY_NAME
+from autotune.study.storage import STUDY_NAME, recorded_storage
 
 
 NSGA2_POPULATION = 50  # optuna.samplers.NSGAIISampler's default population_size, which make_sampler keeps
@@ -213,7 +213,7 @@ def _resume(study, settings, backend, args: argparse.Namespace, run_dir: Path, c
     from autotune.study.retries import (TIMED_OUT_UNDER_ATTR, evaluated_count, is_evaluated, queue_setup_retries,
                                         timed_out_otherwise)
 
-    where = args.storage or str(run_dir)
+    where = recorded_storage(args.storage) if args.storage else str(run_dir)  # said in a log: no password
     evaluated = [t for t in study.get_trials(deepcopy=False) if is_evaluated(t)]
     _check_same_backend(study, backend, evaluated, where, _report_command(run_dir, args))
     backend.check_resumed(evaluated)

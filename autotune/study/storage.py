@@ -39,9 +39,12 @@ def storage_url(run_dir: Path, storage: str | None) -> str:
 
 
 def storage_flags(storage: str | None, study_name: str = STUDY_NAME) -> str:
-    """The flags that find a study again, for the commands a message suggests (" --storage URL ...")."""
-    return ((f" --storage {shlex.quote(storage)}" if storage else "")
-            + (f" --study-name {shlex.quote(study_name)}" if study_name != STUDY_NAME else ""))
+    """The flags that find a study again, for the commands a message suggests (" --storage URL ..."), its password
+    hidden: a terminal line ends in job and CI logs, which are often readable by more people than the database."""
+    shown = recorded_storage(storage) if storage else None
+    hidden = " (its password where it says ***)" if shown and shown != storage else ""
+    return ((f" --storage {shlex.quote(shown)}" if shown else "")
+            + (f" --study-name {shlex.quote(study_name)}" if study_name != STUDY_NAME else "") + hidden)
 
 
 def recorded_storage(url: str) -> str:
@@ -206,7 +209,7 @@ def _open_storage(url: str, heartbeat: bool = False, must_exist: bool = False, g
                         "not a study: restore it from a copy, or start a new study with --out NEW_DIR"
                     ) from None
                 raise UserError(
-                    f"cannot open study storage {url!r} ({first}); check the URL (a database URL as Optuna's RDBStorage "
+                    f"cannot open study storage {recorded_storage(url)!r} ({first}); check the URL (a database URL as Optuna's RDBStorage "
                     "takes: sqlite:///PATH, postgresql://USER@HOST/DB), the server and its driver, or leave out "
                     "--storage to use RUN_DIR/study.db"
                 ) from None
@@ -302,15 +305,16 @@ def open_study(
         directions=["minimize"] * objectives,
         load_if_exists=True,
     )
+    shown = recorded_storage(storage) if storage else None  # in messages: no password in a log
     # What a new study goes to instead: in a shared database, another name; else another directory.
-    elsewhere = f"--study-name NEW (a name no study in {storage} has)" if storage else "--out NEW_DIR"
+    elsewhere = f"--study-name NEW (a name no study in {shown} has)" if storage else "--out NEW_DIR"
     if study.trials and "settings" not in study.user_attrs:  # autotune sets it before its first trial
         # Checked before anything is written to it: it is somebody else's study.
-        raise UserError(f"the study {study_name!r} in {storage or run_dir} was not made by autotune ({len(study.trials)} "
+        raise UserError(f"the study {study_name!r} in {shown or run_dir} was not made by autotune ({len(study.trials)} "
                         f"trial(s) of parameters {', '.join(sorted(study.trials[0].params)) or 'none'}); pass {elsewhere}")
     if len(study.directions) != objectives:  # load_if_exists keeps the stored directions silently
         raise UserError(
-            f"the study in {storage or run_dir} has {len(study.directions)} objective(s), this run asks for "
+            f"the study in {shown or run_dir} has {len(study.directions)} objective(s), this run asks for "
             f"{objectives}; repeat its --objectives or pass {elsewhere}"
         )
     if study.metric_names is None:
@@ -332,10 +336,11 @@ def load_finished_study(run_dir: Path, storage: str | None = None, study_name: s
             f"{run_dir} is not a run directory (no study.db); pass the --out directory of an `autotune run`"
         )
     rdb = _open_storage(storage_url(run_dir, storage), must_exist=True, given=storage is not None)
+    shown = recorded_storage(storage) if storage else None  # in messages: no password in a log
     try:
         study = optuna.load_study(study_name=study_name, storage=rdb)
         if study.trials and "settings" not in study.user_attrs:
-            raise UserError(f"the study {study_name!r} in {storage or run_dir} was not made by autotune; pass the "
+            raise UserError(f"the study {study_name!r} in {shown or run_dir} was not made by autotune; pass the "
                             "--study-name of an autotune study (autotune report reads only those)")
         check_run_dir_is_of(run_dir, study, storage, study.study_name, "RUN_DIR")
         return study
@@ -346,7 +351,7 @@ def load_finished_study(run_dir: Path, storage: str | None = None, study_name: s
             # (calibrate and other readers of run directories take no name).
             return optuna.load_study(study_name=names[0], storage=rdb)
         held = f" (it holds {', '.join(sorted(names))}: pass --study-name NAME)" if names else ""
-        raise UserError(f"no autotune study named {study_name!r} in {storage or run_dir}{held}; run `autotune run` there "
+        raise UserError(f"no autotune study named {study_name!r} in {shown or run_dir}{held}; run `autotune run` there "
                         "first") from None
 
 
@@ -400,7 +405,7 @@ def check_run_dir_is_of(run_dir: Path, study: optuna.Study | None, storage: str 
         return
     fix = ("pass --out NEW_DIR for this study" if what == "--out"
            else "pass that study's run directory (the --out of its `autotune run`)")
-    where = storage or Path(run_dir) / "study.db"
+    where = recorded_storage(storage) if storage else Path(run_dir) / "study.db"
     raise UserError(f"{what} {run_dir} holds the reports of another study than {study_name!r} in {where} ({reason}); "
                     f"{fix}, or move pareto.json and configs/ out of {run_dir} to write this study's reports there")
 

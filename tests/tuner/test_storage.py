@@ -69,6 +69,20 @@ def test_a_storage_that_cannot_be_opened_is_one_line_naming_the_url(tmp_path):
         open_study(tmp_path, "journal.log", None)
 
 
+def test_a_storage_password_is_never_said_in_the_terminal(tmp_path):
+    """Trial 37 F2: pareto.json hid it as ***, while the error, the resume line and the suggested flags said it
+    in clear, into job and CI logs."""
+    from autotune.study.storage import storage_flags
+
+    url = "postgresql://tuner:s3cr3t@127.0.0.1:1/db"  # nothing listens on port 1
+    with pytest.raises(UserError) as refused:
+        open_study(tmp_path, url, None)
+    assert "s3cr3t" not in str(refused.value) and "cannot open study storage 'postgresql://tuner:***@127.0.0.1:1/db'" in str(refused.value)
+    flags = storage_flags(url, "w2")
+    assert flags == " --storage 'postgresql://tuner:***@127.0.0.1:1/db' --study-name w2 (its password where it says ***)"
+    assert storage_flags("sqlite:////data/study.db") == " --storage sqlite:////data/study.db"  # nothing to hide
+
+
 def test_reading_a_storage_creates_no_database_where_the_url_is_wrong(tmp_path):
     from autotune.study.storage import load_finished_study
 
