@@ -11,7 +11,8 @@ from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, knob_value
 from autotune.checks import MAX_COUNT, shown
 from autotune.errors import ConfigError
 
-DEFAULT_SPACE = Path(__file__).resolve().parents[2] / "search_spaces" / "default.toml"
+# In the package, so that an installed wheel has it too; search_spaces/default.toml links to it for the docs.
+DEFAULT_SPACE = Path(__file__).resolve().with_name("default.toml")
 
 # Device settings: optional in a space file (older files have none); absent means untouched.
 _DEVICE_KNOBS = {knob: (untouched,) for knob, untouched in UNTOUCHED_DEVICE_SETTINGS.items()}

@@ -193,3 +193,21 @@ def test_a_space_file_without_nodes_takes_the_default_of_4_as_leaving_it_out_doe
     assert settings_for("--model", "7b", "--space", str(listed)).space.nodes == (1, 2)
     with pytest.raises(ConfigError, match="lists no 'nodes' and --nodes was not given"):
         load_space(copy)  # a caller with no default of its own still hears it
+
+
+def test_the_default_space_is_installed_with_the_package():
+    """Trial 37 F17: it lived beside the checkout (search_spaces/), so `pip install .` or a wheel in a container
+    image ran into "space file ... does not exist" on a plain `autotune run`."""
+    import fnmatch
+    import tomllib
+    from pathlib import Path
+
+    import autotune
+
+    package = Path(autotune.__file__).resolve().parent
+    inside = DEFAULT_SPACE.relative_to(package).as_posix()  # raises where it lies outside the package
+    pyproject = tomllib.loads((package.parent / "pyproject.toml").read_text())
+    shipped = pyproject["tool"]["setuptools"]["package-data"]["autotune"]
+    assert any(fnmatch.fnmatch(inside, pattern) for pattern in shipped), (inside, shipped)
+    checkout = package.parent / "search_spaces" / "default.toml"  # the path the docs name, for a checkout
+    assert checkout.resolve() == DEFAULT_SPACE and load_space(checkout, (4,)).nodes == (4,)
