@@ -26,6 +26,12 @@ class OneLineParser(argparse.ArgumentParser):
     """Usage mistakes read like every other bad input: one line naming the problem, exit 2.
     (argparse's default prints the whole usage block first; `--help` still shows it.)"""
 
+    def __init__(self, *args, **kwargs):
+        # No prefixes: `run --trial 3` (export's flag) silently meant `--trials 3`, and a flag a script
+        # half-deleted another one; a whole flag or an error.
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {one_line(message)} (see `{self.prog} --help`)\n")
 

@@ -675,3 +675,25 @@ def test_a_directory_where_export_writes_beside_the_config_is_one_line(tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().count("\n") == 0 and "knee.launch.sh is a directory" in result.stderr
     assert not (tmp_path / "out" / "knee.json").exists()  # nothing half-written
+
+
+@pytest.mark.parametrize("argv, flag", [(["run", "--model", "7b", "--nodes", "2", "--trial", "3"], "--trial 3"),
+                                        (["export", "RUN", "--meas", "x.jsonl"], "--meas x.jsonl"),
+                                        (["report", "RUN", "--form", "json"], "--form json")])
+def test_a_flag_prefix_is_refused_not_taken_for_another_flag(tmp_path, capsys, argv, flag):
+    """Trial 37 F4: `run --trial 3` (export's flag) silently ran a study with a budget of 3."""
+    with pytest.raises(SystemExit) as refused:
+        main([str(tmp_path) if a == "RUN" else a for a in argv] + ["--out", str(tmp_path / "o")] * (argv[0] == "run"))
+    assert refused.value.code == 2
+    assert f"unrecognized arguments: {flag}" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_python_dash_m_autotune_is_the_autotune_command():
+    """Trial 37 F5: batch scripts call a venv's python rather than its PATH."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "autotune", "--version"], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0 and done.stdout.startswith("autotune "), done.stderr
