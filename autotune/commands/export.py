@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -26,7 +27,8 @@ def register(subparsers) -> None:
     )
     parser.add_argument("-o", "--output", type=path_flag,
                         help="config file (default: RUN_DIR/configs/<pick>.json); <name>.candidate.json and <name>.launch.sh go "
-                             "beside it. An existing file is replaced only if an earlier export wrote it")
+                             "beside it. An existing file is replaced only if an earlier export wrote it (in configs/: and nobody "
+                             "edited it since, by configs/.written.json)")
     parser.add_argument("--force", action="store_true",
                         help="with --measurements: replace the file an earlier `export --measurements` wrote (without it an "
                              "existing measurements file is kept); any other existing file is never replaced")
@@ -67,8 +69,12 @@ def _run(args) -> int:
     view = study_view(study, *stored_pick_parameters(study, None, None))
     trial, stem = choose_trial(view, args.pick if args.trial is not None else _pick_of(view, args.pick), args.trial)
     output = args.output or _check_config_paths(args.run_dir / "configs" / f"{stem}.json", "-o's default")
+    if args.output is None:
+        _check_not_edited(output)
     backend = study.user_attrs.get("backend", {}).get("name", "unknown")
     written = export_trial(view, trial, output, backend, launcher=args.launcher)
+    if args.output is None:
+        _record_written(written)
     for path in written:
         print(path)  # stdout holds the paths alone, for scripts; what to do with them goes to stderr
     candidate = view.settings.candidate(view.point(trial).params)
@@ -120,6 +126,37 @@ def _check_config_paths(output: Path, what: str) -> Path:
                       kind=f"a {said} an earlier `autotune export` wrote",
                       fix="move it away or pass -o FILE" if default else "move it away or choose another -o")
     return output
+
+
+def _check_not_edited(config: Path) -> None:
+    """A pick's files in configs/ that differ from what autotune last wrote there (configs/.written.json) were
+    edited (a tuned lr, site lines in launch.sh): `run` and `report` keep them and write the pick beside them;
+    export, which writes to one place, refuses rather than replace them without a word."""
+    from autotune.commands.finish import WRITTEN_RECORD, file_sha256, written_record
+    from autotune.errors import UserError
+    from autotune.export import config_stem
+
+    record = written_record(config.parent)
+    for name in (config.name, *(config_stem(config.name) + suffix for suffix in (".candidate.json", ".launch.sh"))):
+        path = config.with_name(name)
+        try:
+            held = path.read_bytes()
+        except OSError:
+            continue  # not there (or unreadable, which writing it reports)
+        if name in record and record[name] != file_sha256(held):
+            raise UserError(f"{path} differs from what autotune last wrote there ({config.parent / WRITTEN_RECORD}): edited "
+                            "since, and export would replace it; move it away to export the pick there, or pass -o FILE")
+
+
+def _record_written(paths: list[Path]) -> None:
+    """What export wrote to configs/, in its record: a later report takes the files for autotune's, not a user's."""
+    from autotune.atomic_write import write_text_atomic
+    from autotune.commands.finish import WRITTEN_RECORD, file_sha256, written_record
+
+    configs = paths[0].parent
+    record = written_record(configs)
+    record.update({path.name: file_sha256(path.read_bytes()) for path in paths})
+    write_text_atomic(configs / WRITTEN_RECORD, json.dumps(record, indent=1, sort_keys=True) + "\n")
 
 
 # Names that say the file is in a format other than JSON.

@@ -68,7 +68,7 @@ def export_picks(view, run_dir: Path, backend: str, reports_written_at: float | 
         return None
     configs = run_dir / "configs"
     configs.mkdir(parents=True, exist_ok=True)
-    record = _written_record(configs)
+    record = written_record(configs)
     kept, beside = [], []
     for pick, trial in view.picks.items():
         stem = PICK_FILES[pick]
@@ -77,11 +77,11 @@ def export_picks(view, run_dir: Path, backend: str, reports_written_at: float | 
             edited = [p.name for p in fresh if _edited(configs / p.name, p, record, reports_written_at)]
             if not edited:
                 for path in fresh:  # through write_text_atomic: a link is written through, as export_trial does
-                    record[path.name] = _sha256(path.read_bytes())
+                    record[path.name] = file_sha256(path.read_bytes())
                     write_text_atomic(configs / path.name, path.read_text(), mode=path.stat().st_mode & 0o777)
                 _remove_stale_new_files(configs, stem, record)
                 continue
-        record.update({p.name: _sha256(p.read_bytes()) for p in export_trial(view, trial, configs / f"{stem}.new.json", backend)})
+        record.update({p.name: file_sha256(p.read_bytes()) for p in export_trial(view, trial, configs / f"{stem}.new.json", backend)})
         kept += edited
         beside.append(f"{stem}.new.*")
     _remove_unmade_picks(configs, view.picks, record)
@@ -93,11 +93,11 @@ def export_picks(view, run_dir: Path, backend: str, reports_written_at: float | 
             "have them written in their place)")
 
 
-def _sha256(data: bytes) -> str:
+def file_sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _written_record(configs: Path) -> dict[str, str]:
+def written_record(configs: Path) -> dict[str, str]:
     try:
         record = json.loads((configs / WRITTEN_RECORD).read_text())
     except (OSError, UnicodeDecodeError, ValueError):
@@ -118,7 +118,7 @@ def _edited(path: Path, fresh: Path, record: dict[str, str], reports_written_at:
     if held == fresh.read_bytes():
         return False
     if path.name in record:
-        if record[path.name] == _sha256(held):
+        if record[path.name] == file_sha256(held):
             return False
     elif reports_written_at is not None and modified_at <= reports_written_at + SAME_PASS_S:
         return False
@@ -140,7 +140,7 @@ def _remove_unmade_picks(configs: Path, picks: dict[str, int], record: dict[str,
         for suffix in (".json", ".candidate.json", ".launch.sh", ".new.json", ".new.candidate.json", ".new.launch.sh"):
             path = configs / f"{stem}{suffix}"
             with contextlib.suppress(OSError):
-                if record.get(path.name) == _sha256(path.read_bytes()):
+                if record.get(path.name) == file_sha256(path.read_bytes()):
                     path.unlink()
                     del record[path.name]
 
@@ -151,7 +151,7 @@ def _remove_stale_new_files(configs: Path, stem: str, record: dict[str, str]) ->
     for suffix in (".json", ".candidate.json", ".launch.sh"):
         path = configs / f"{stem}.new{suffix}"
         with contextlib.suppress(OSError):
-            if record.get(path.name) == _sha256(path.read_bytes()):
+            if record.get(path.name) == file_sha256(path.read_bytes()):
                 path.unlink()
                 del record[path.name]
 

@@ -1,0 +1,49 @@
+"""`autotune export` to configs/ keeps a pick's files a user edited there, as `run` and `report` do (trial 37 F6:
+it replaced a tuned lr without a word, exit 0)."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from autotune.cli import main
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("edited") / "run"
+    assert main(["run", "--model", "32b", "--nodes", "4", "--out", str(run_dir)]) == 0
+    return run_dir
+
+
+def test_an_edited_config_is_refused_and_kept(finished, tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    shutil.copytree(finished, run_dir)
+    config = run_dir / "configs" / "knee.json"
+    tuned = {**json.loads(config.read_text()), "lr": 1e-4}
+    config.write_text(json.dumps(tuned))
+    capsys.readouterr()
+    assert main(["export", str(run_dir), "--pick", "knee"]) == 2
+    err = capsys.readouterr().err
+    assert f"{config} differs from what autotune last wrote there" in err and "pass -o FILE" in err
+    assert json.loads(config.read_text())["lr"] == 1e-4  # kept
+    script = run_dir / "configs" / "fastest.launch.sh"
+    script.write_text(script.read_text() + "# my site line\n")
+    assert main(["export", str(run_dir), "--pick", "fastest"]) == 2
+    assert script.read_text().endswith("# my site line\n")
+
+
+def test_what_export_writes_to_configs_is_recorded_as_autotune_s(finished, tmp_path, capsys):
+    """An unedited pick is exported again, and the report that follows takes export's files for its own."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(finished, run_dir)
+    trial = json.loads((run_dir / "pareto.json").read_text())["recommendations"]["fastest"]
+    capsys.readouterr()
+    assert main(["export", str(run_dir), "--pick", "knee"]) == 0
+    assert main(["export", str(run_dir), "--trial", str(trial)]) == 0
+    written = [line for line in capsys.readouterr().out.splitlines() if line]  # stdout: the paths alone
+    record = json.loads((run_dir / "configs" / ".written.json").read_text())
+    assert len(written) == 6 and all(record[Path(path).name] for path in written)
+    assert main(["report", str(run_dir)]) == 0
+    assert "kept" not in capsys.readouterr().out
