@@ -179,6 +179,18 @@ def _holds_optuna_tables(path: Path) -> bool:
     return "studies" in tables
 
 
+def _env_seconds(name: str, default: int) -> int:
+    """A whole number of seconds >= 1 from the environment, or `default` where it is not set: Optuna takes
+    integers alone, and its own complaint blamed the --storage URL (trial 37 F3)."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    if not value.isdigit() or int(value) < 1:
+        raise UserError(f"{name}={value!r} in the environment is not a whole number of seconds >= 1; set it to one "
+                        f"(default {default}) or unset it")
+    return int(value)
+
+
 def _open_storage(url: str, heartbeat: bool = False, must_exist: bool = False, given: bool = True):
     """`given`: `url` is the user's --storage; else the run directory's own study.db."""
     _check_sqlite(url, must_exist, given)
@@ -188,8 +200,8 @@ def _open_storage(url: str, heartbeat: bool = False, must_exist: bool = False, g
         kwargs = {}
         if heartbeat:
             kwargs = {
-                "heartbeat_interval": int(os.environ.get(HEARTBEAT_INTERVAL_ENV, HEARTBEAT_INTERVAL_S)),
-                "grace_period": int(os.environ.get(GRACE_PERIOD_ENV, GRACE_PERIOD_S)),
+                "heartbeat_interval": _env_seconds(HEARTBEAT_INTERVAL_ENV, HEARTBEAT_INTERVAL_S),
+                "grace_period": _env_seconds(GRACE_PERIOD_ENV, GRACE_PERIOD_S),
                 "heartbeat_stale_trial_callback": optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=2),
             }
         for attempt in range(CREATE_ATTEMPTS):
@@ -203,6 +215,12 @@ def _open_storage(url: str, heartbeat: bool = False, must_exist: bool = False, g
                     time.sleep(0.5 + attempt)
                     continue
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                if "database is locked" in first:  # a healthy file another process holds: never "damaged"
+                    raise UserError(
+                        f"cannot open the study database {recorded_storage(url) if given else unquote(url.removeprefix('sqlite:///'))}: "
+                        "another process holds it locked (another autotune run on it, optuna-dashboard, sqlite3, a backup) "
+                        "beyond SQLite's wait; run the same command again when that is done"
+                    ) from None
                 if not given:  # the run directory's own file: no URL to check, and no --storage to leave out
                     raise UserError(
                         f"cannot open the study database {unquote(url.removeprefix('sqlite:///'))} ({first}); it is damaged or "

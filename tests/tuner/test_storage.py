@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import multiprocessing
+import re
 from pathlib import Path
 
 import optuna
@@ -81,6 +82,37 @@ def test_a_storage_password_is_never_said_in_the_terminal(tmp_path):
     flags = storage_flags(url, "w2")
     assert flags == " --storage 'postgresql://tuner:***@127.0.0.1:1/db' --study-name w2 (its password where it says ***)"
     assert storage_flags("sqlite:////data/study.db") == " --storage sqlite:////data/study.db"  # nothing to hide
+
+
+@pytest.mark.parametrize("name, value", [("AUTOTUNE_HEARTBEAT_INTERVAL_S", "abc"), ("AUTOTUNE_HEARTBEAT_INTERVAL_S", "1.5"),
+                                         ("AUTOTUNE_HEARTBEAT_GRACE_S", "0"), ("AUTOTUNE_HEARTBEAT_GRACE_S", "-5"),
+                                         ("AUTOTUNE_HEARTBEAT_INTERVAL_S", "60s")])
+def test_a_heartbeat_setting_that_is_no_whole_number_of_seconds_is_named(tmp_path, monkeypatch, name, value):
+    """Trial 37 F3: a traceback (int('abc')), or Optuna's complaint blamed on the --storage URL."""
+    monkeypatch.setenv(name, value)
+    with pytest.raises(UserError, match=rf"^{name}='{re.escape(value)}' in the environment is not a whole number of "
+                                        r"seconds >= 1; set it to one \(default \d+\) or unset it$"):
+        open_study(tmp_path, f"sqlite:///{tmp_path / 'shared.db'}", None)
+
+
+def test_a_locked_study_database_is_said_to_be_locked_not_damaged(tmp_path, monkeypatch):
+    """Trial 37 F7: a healthy study.db another process held was called damaged, with "restore it from a copy"."""
+    import sqlite3
+
+    from autotune.study import storage
+    from autotune.study.storage import load_finished_study
+
+    monkeypatch.setattr(storage, "CREATE_ATTEMPTS", 1)  # one wait of SQLite's, not the retries' for a racing worker
+
+    open_study(tmp_path, None, None)
+    holder = sqlite3.connect(tmp_path / "study.db", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(UserError) as refused:
+            load_finished_study(tmp_path)
+    finally:
+        holder.close()
+    assert "another process holds it locked" in str(refused.value) and "damaged" not in str(refused.value)
 
 
 def test_reading_a_storage_creates_no_database_where_the_url_is_wrong(tmp_path):
