@@ -43,10 +43,27 @@ def probe_devices(launcher: str, environ: dict[str, str], hostfile: Path | None)
     return f"the {devices} of {socket.gethostname()}"
 
 
+def lock_folder(environ: dict[str, str]) -> Path:
+    """The folder of the probes' locks, made where missing; a UserError naming LOCK_DIR_ENV where it cannot be
+    (a file, a folder that cannot be made or written): checked when the backend starts, not at the first probe,
+    where it was a traceback and a trial left FAIL (trial 37 F12)."""
+    from autotune.errors import UserError
+
+    given = environ.get(LOCK_DIR_ENV)
+    folder = Path(given or Path(tempfile.gettempdir()) / f"autotune-probes-{os.getuid()}")
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-check-"):
+            pass
+    except OSError as exc:
+        where = f"{LOCK_DIR_ENV}={given!r}" if given else f"the probes' lock folder {folder}"
+        fix = "point it at a folder you can write, or unset it" if given else f"set {LOCK_DIR_ENV} to a folder you can write"
+        raise UserError(f"{where} is not a folder autotune can make and write ({exc.strerror or exc}); {fix}") from None
+    return folder
+
+
 def _lock_path(devices: str, environ: dict[str, str]) -> Path:
-    folder = Path(environ.get(LOCK_DIR_ENV) or Path(tempfile.gettempdir()) / f"autotune-probes-{os.getuid()}")
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return folder / f"{hashlib.sha1(devices.encode()).hexdigest()[:16]}.lock"
+    return lock_folder(environ) / f"{hashlib.sha1(devices.encode()).hexdigest()[:16]}.lock"
 
 
 @contextlib.contextmanager

@@ -15,7 +15,7 @@ from pathlib import Path
 from autotune.atomic_write import write_text_atomic
 from autotune.backends.base import Backend, ProbeResult
 from autotune.backends.device_restore import LocalDeviceSettings
-from autotune.backends.device_turns import POLL_S, probe_devices, taking_turns
+from autotune.backends.device_turns import POLL_S, lock_folder, probe_devices, taking_turns
 from autotune.backends.first_node import NodeAnswer, ask_first_node, probes_first_node
 from autotune.backends.launchers import (
     LaunchPlan,
@@ -111,6 +111,7 @@ class LaunchBackend(Backend):
         self.hostfile = Path(hostfile).resolve() if hostfile is not None else None
         self.env = {k: str(v) for k, v in (env or {}).items()}
         check_launcher_settings(launcher, self.hostfile, self._environ())
+        lock_folder(self._environ())  # where probes take turns on devices: a bad AUTOTUNE_PROBE_LOCKS fails here
         self.launcher = launcher
         self.probe_timeout_s = probe_timeout_s
         self.warmup_steps, self.probe_steps, self.probe_seconds = warmup_steps, probe_steps, probe_seconds

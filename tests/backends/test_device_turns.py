@@ -82,3 +82,18 @@ def test_the_launch_backend_starts_no_probe_while_another_workers_runs_on_its_de
     assert "trial 7: another worker's probe runs on the devices of" in err
     assert re.search(r"trial 7: waited \d+ s for another worker's probe on the same devices; probing from \d\d:\d\d:\d\d", err), err
     holder.wait(timeout=10)
+
+
+@pytest.mark.parametrize("kind", ["a file", "under a file", "a name too long"])
+def test_a_lock_folder_that_cannot_be_made_is_refused_when_the_backend_starts(tmp_path, kind):
+    """Trial 37 F12: a file, or a folder that cannot be made, was a traceback at the first probe, its trial left FAIL."""
+    from autotune.backends.launch import LaunchBackend
+    from autotune.errors import UserError
+
+    (tmp_path / "afile").write_text("")
+    folder = {"a file": tmp_path / "afile", "under a file": tmp_path / "afile" / "sub",
+              "a name too long": tmp_path / ("a" * 300)}[kind]
+    with pytest.raises(UserError, match=rf"^{LOCK_DIR_ENV}='.*' is not a folder autotune can make and write \(.+\); "
+                                        "point it at a folder you can write, or unset it$"):
+        LaunchBackend(run_dir=tmp_path / "run", env={LOCK_DIR_ENV: str(folder)})
+    assert not (tmp_path / "run").exists()
