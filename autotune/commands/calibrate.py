@@ -9,7 +9,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from autotune.commands.flags import path_flag, text_flag
+from autotune.commands.flags import name_or_path_flag, path_flag, text_flag
 
 
 def register(subparsers) -> None:
@@ -23,9 +23,9 @@ def register(subparsers) -> None:
         ),
     )
     parser.add_argument("run_dirs", type=path_flag, nargs="*", metavar="RUN_DIR", help="measured studies (`autotune run --out`)")
-    parser.add_argument("--reference", metavar="NAME", help="published figures: gh200-study, or a JSON file in its schema")
+    parser.add_argument("--reference", type=name_or_path_flag, metavar="NAME", help="published figures: gh200-study, or a JSON file in its schema")
     parser.add_argument(
-        "--hardware", help="the profile to calibrate: name or TOML (default: the hardware the run directories were "
+        "--hardware", type=name_or_path_flag, help="the profile to calibrate: name or TOML (default: the hardware the run directories were "
                            "measured on, else the reference's, gh200)",
     )
     parser.add_argument("-o", "--output", type=path_flag,

@@ -7,6 +7,7 @@ is parsed, before any file is read or any study opened, with the wording of `aut
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from autotune.checks import MAX_COUNT, number_problem
@@ -60,8 +61,30 @@ def study_name_flag(text: str) -> str:
     return text
 
 
+# The longest name of one file or folder most file systems take (NAME_MAX), in bytes.
+NAME_MAX_BYTES = 255
+
+
 def path_flag(text: str) -> Path:
-    return Path(text_flag(text))
+    """A file or folder path: one whose name cannot exist (a part longer than the file system takes, a loop of
+    links) is refused here; the checks that look at it raised OSError or RuntimeError, a traceback (trial 37 F1)."""
+    path = Path(text_flag(text))
+    long = next((part for part in path.parts if len(os.fsencode(part)) > NAME_MAX_BYTES), None)
+    if long is not None:
+        raise argparse.ArgumentTypeError(f"has a name of {len(os.fsencode(long))} bytes ({long[:20]}...), longer than a file "
+                                         f"system takes ({NAME_MAX_BYTES}); give a shorter one")
+    try:
+        path.resolve()
+    except (OSError, RuntimeError) as exc:  # a loop of symbolic links: Python 3.11 raises RuntimeError
+        raise argparse.ArgumentTypeError(f"cannot be followed ({getattr(exc, 'strerror', None) or exc}); give another "
+                                         "path") from None
+    return path
 
 
-text_flag.__name__ = path_flag.__name__ = study_name_flag.__name__ = "value"
+def name_or_path_flag(text: str) -> str:
+    """A preset's name or a file's path (--model, --hardware, --space): a path as path_flag checks it."""
+    path_flag(text)
+    return text
+
+
+text_flag.__name__ = name_or_path_flag.__name__ = path_flag.__name__ = study_name_flag.__name__ = "value"

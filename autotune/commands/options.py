@@ -7,7 +7,7 @@ import os
 from typing import NamedTuple
 
 from autotune.checks import MAX_COUNT
-from autotune.commands.flags import text_flag, whole_number_flag
+from autotune.commands.flags import name_or_path_flag, text_flag, whole_number_flag
 from autotune.errors import ConfigError, UserError
 from autotune.hardware import available_hardware, load_hardware
 from autotune.models import load_model
@@ -19,16 +19,16 @@ from autotune.workload import make_workload
 
 def add_study_options(parser: argparse.ArgumentParser) -> None:
     what = parser.add_argument_group("what to tune")
-    what.add_argument("--model", type=text_flag, default="32b", help="preset (tiny, 7b, 32b, 72b), a model JSON file, or a checkpoint's Hugging Face config.json (default: 32b)")
+    what.add_argument("--model", type=name_or_path_flag, default="32b", help="preset (tiny, 7b, 32b, 72b), a model JSON file, or a checkpoint's Hugging Face config.json (default: 32b)")
     what.add_argument("--nodes", default=None, help="nodes, or a range such as 2-8 (default: the space file's list, else the nodes of the SLURM "
                       "allocation, the --hostfile or, with --backend launch, this machine, else 4)")
-    what.add_argument("--hardware", type=text_flag, default="gh200", help="profile (gh200, h100-sxm, cpu) or a TOML file (default: gh200)")
+    what.add_argument("--hardware", type=name_or_path_flag, default="gh200", help="profile (gh200, h100-sxm, cpu) or a TOML file (default: gh200)")
     what.add_argument(
         "--gpus-per-node", type=whole_number_flag(low=1), default=None,
         help="GPUs used per node, 1 to the profile's count (default: the whole node of the profile, or the GPUs "
              "per node of the allocation, hostfile or machine that gives the nodes, where fewer)",
     )
-    what.add_argument("--space", type=text_flag, default=None, help="search-space TOML (default: search_spaces/default.toml)")
+    what.add_argument("--space", type=name_or_path_flag, default=None, help="search-space TOML (default: search_spaces/default.toml)")
     work = parser.add_argument_group("workload (the fixed work every candidate is measured on)")
     work.add_argument("--frames", type=whole_number_flag(low=1), help="video frames per sample")
     work.add_argument("--text-tokens", type=whole_number_flag(low=1), help="text tokens per sample")

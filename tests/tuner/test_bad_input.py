@@ -697,3 +697,30 @@ def test_python_dash_m_autotune_is_the_autotune_command():
     done = subprocess.run([sys.executable, "-m", "autotune", "--version"], capture_output=True, text=True, timeout=60,
                           cwd=Path(__file__).resolve().parents[2])
     assert done.returncode == 0 and done.stdout.startswith("autotune "), done.stderr
+
+
+LONG = "a" * 300
+PATH_FLAGS = [["run", "--model", "7b", "--nodes", "2", "--out", "{bad}"], ["report", "{bad}"], ["export", "{bad}", "--pick", "knee"],
+              ["space", "--model", "7b", "--nodes", "2", "--space", "{bad}.toml"], ["run", "--model", "{bad}.json", "--nodes", "2"],
+              ["run", "--model", "7b", "--nodes", "2", "--hardware", "{bad}.toml"], ["calibrate", "{bad}"],
+              ["calibrate", "--reference", "gh200-study", "--no-loo", "-o", "{bad}.toml"]]
+
+
+# A name made from the loop's (loop1.toml) is no loop: those flags are tried with the long name alone.
+@pytest.mark.parametrize("argv, bad", [(argv, bad) for argv in PATH_FLAGS for bad in ("long", "loop")
+                                       if bad == "long" or "{bad}" in argv],
+                         ids=lambda v: v if isinstance(v, str) else " ".join(v[:1] + [a for a in v if a.startswith("-")][-1:]))
+def test_a_path_that_cannot_exist_is_one_line_not_a_traceback(tmp_path, capsys, argv, bad):
+    """Trial 37 F1: a name past the file system's 255 bytes, or a loop of links, raised OSError or RuntimeError from
+    the checks that look at the path: a traceback, exit 1, for every command and path flag."""
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+    path = str(tmp_path / (LONG if bad == "long" else "loop1"))
+    try:
+        status = main([a.replace("{bad}", path) for a in argv])
+    except SystemExit as refused:  # argparse's refusal
+        status = refused.code
+    assert status == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert "longer than a file system takes (255)" in err or "cannot be followed" in err or "Symlink loop" in err, err
