@@ -17,6 +17,7 @@ candidates are marked `recorded` true or false there.
 from __future__ import annotations
 
 import numpy as np
+import optuna
 
 from autotune.candidate import params_key
 from autotune.pareto import front_indices
@@ -69,6 +70,8 @@ def _unfinished(study, model, replayed=None) -> dict | None:
         # Other workers' probes under way: "stopped after 2 probes while fewer than 3 succeeded" read as the
         # study's end while the third ran beside it.
         "running_elsewhere": probes_running_elsewhere(study),
+        # None succeeded: the set-up failed them, and a larger budget would not help (trial 37 F8).
+        "succeeded": sum(t.state == optuna.trial.TrialState.COMPLETE for t in evaluated_trials(study).values()),
     }
     if replayed is not None:
         unfinished.update(exhausted=True, recorded_left=int(replayed.outlook(study).free.sum()))
@@ -157,9 +160,11 @@ def search_sentences(summary: dict) -> list[str]:
         following = f"; next it would probe {knobs_sentence(unfinished['next'])}" if unfinished.get("next") else ""
         running = unfinished.get("running_elsewhere")
         beside = f" ({running} more still probing on other workers)" if running else ""
+        resume = ("No probe succeeded: fix what failed them (each trial's reason; a launched probe's log is in the run "
+                  "directory's trials/ folder), then the same command resumes the study" if unfinished.get("succeeded") == 0
+                  else "The same command with a larger --trials resumes the study")
         lines.append(
-            f"not converged: stopped after {unfinished['probes']} probes{beside} while {unfinished['reason']}{following}. "
-            "The same command with a larger --trials resumes the study"
+            f"not converged: stopped after {unfinished['probes']} probes{beside} while {unfinished['reason']}{following}. {resume}"
         )
     if summary.get("exhaustive_note"):
         lines.append(summary["exhaustive_note"])

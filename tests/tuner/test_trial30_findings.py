@@ -154,6 +154,19 @@ def test_a_replay_with_records_left_still_says_a_larger_budget_resumes_it(tmp_pa
     recorded = {json.dumps(json.loads(line)["params"], sort_keys=True) for line in measurements.read_text().splitlines()}
     assert json.dumps(unfinished["next"], sort_keys=True) in recorded  # what a resume would replay next
     assert "larger --trials resumes" in " ".join(search_sentences(_pareto(out)["search"]))
+    assert _pareto(out)["search"]["unfinished"]["succeeded"] == 3
+
+
+def test_a_study_none_of_whose_probes_succeeded_asks_for_a_fix_not_a_larger_budget(tmp_path):
+    """Trial 37 F8: after `run` stopped on 3 failed probes (the set-up), the report said "The same command with a
+    larger --trials resumes the study", which fixes nothing."""
+    measurements, out = _space_records(tmp_path, keep=12, status="failed"), tmp_path / "run"
+    assert _run(out, "--backend", "replay", "--measurements", str(measurements), "--trials", "10") == 2
+    assert main(["report", str(out)]) == 0  # the stop writes no reports: this is the report a user asks for next
+    search = _pareto(out)["search"]
+    assert search["unfinished"]["succeeded"] == 0
+    said = " ".join(search_sentences(search))
+    assert "larger --trials" not in said and "No probe succeeded: fix what failed them" in said
 
 
 def test_an_all_oom_replay_says_the_recording_is_exhausted(tmp_path):
