@@ -183,11 +183,14 @@ def test_a_payback_from_window_only_energy_is_at_least_and_uses_the_whole_probes
     sentence = payback_sentence(knee)
     assert "saves 0.02 kWh (estimated) per training hour" in sentence
     assert "tuning is repaid after at least " in sentence
+    # Trial 38 #5: the row itself says its tuning energy is the estimate, not a measured figure.
+    assert knee["tuning_energy_estimated"] is True and sentence.endswith("from the whole probes' estimated energy)")
     # Every probe's whole cost known (another backend's probe_cost): the payback is stated as it is.
     exact = [{**r, "details": {"probe_cost": {"time_s": 100.0, "energy_kj": 5.0}}, "energy_source": "measured"} for r in rows]
     measured = [Point(**{**p.__dict__, "energy_source": "measured"}) for p in points]
     row = tuning_cost(StudyView(settings, exact, measured, [], {"knee": 1}, 0))["payback"][0]
     assert row["payback_lower_bound"] is False and "at least" not in row["text"]
+    assert row["tuning_energy_estimated"] is False and "estimated" not in row["text"]
     assert "saves 0.02 kWh per training hour" in payback_sentence(row)
 
 
