@@ -8,6 +8,8 @@ prefixed as argparse prefixes a usage error of that subcommand (`autotune run: e
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import importlib
 import os
 import signal
@@ -97,7 +99,21 @@ def console_main() -> None:
         # and end as a tool killed by SIGPIPE does.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         status = BROKEN_PIPE
+    except OSError as exc:
+        if exc.errno not in _OUTPUT_FULL:
+            raise
+        # stdout on a full disk or quota (a SLURM job's output file): what ran is in the study and its files,
+        # written before the report is printed; one line, not a traceback, and nothing flushed again at exit.
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print(f"autotune: cannot write its output ({exc.strerror}); the study and its run directory keep what was "
+              "evaluated: `autotune report RUN_DIR` prints it again", file=sys.stderr)
+        status = 1
     sys.exit(status)
+
+
+# The errors of an output that cannot take more: a full disk, a quota, a file past its size limit.
+_OUTPUT_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 if __name__ == "__main__":

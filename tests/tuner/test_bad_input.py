@@ -724,3 +724,20 @@ def test_a_path_that_cannot_exist_is_one_line_not_a_traceback(tmp_path, capsys, 
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err
     assert "longer than a file system takes (255)" in err or "cannot be followed" in err or "Symlink loop" in err, err
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full, a device that is always full")
+def test_stdout_on_a_full_disk_is_one_line_not_a_traceback(tmp_path):
+    """Trial 37 F16: a SLURM job's output file on a full quota ended `report` and `export` in an OSError traceback."""
+    import subprocess
+    import sys
+
+    run_dir = tmp_path / "run"
+    assert main(["run", "--model", "7b", "--nodes", "1", "--trials", "3", "--out", str(run_dir)]) == 0
+    for argv in (["report", str(run_dir)], ["report", str(run_dir), "--format", "json"],
+                 ["export", str(run_dir), "--pick", "fastest", "-o", str(tmp_path / "fastest.json")]):
+        with open("/dev/full", "w") as full:
+            done = subprocess.run([sys.executable, "-m", "autotune", *argv], stdout=full, stderr=subprocess.PIPE, text=True,
+                                  timeout=120, cwd=Path(__file__).resolve().parents[2])
+        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+        assert done.stderr.strip().splitlines()[-1].startswith("autotune: cannot write its output (No space left on device)")
