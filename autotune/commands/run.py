@@ -423,6 +423,10 @@ def _run(args: argparse.Namespace) -> int:
         running = f", and {elsewhere} still probing on other workers" if elsewhere else ""
         console.print(f"{spent}: this run evaluated {ran} of them, other runs of the study {evaluated_now - ran} (earlier "
                       f"ones, or workers beside this one){running}")
+    elif not converged and ran == 0 and done >= total == args.trials:
+        # A resume whose budget the study had already spent probed nothing, and said nothing of why (trial 37 F14).
+        console.print(f"the --trials budget of {total} is spent: the study already holds {done} evaluated candidates, so "
+                      "this run probed none; a larger --trials probes more")
     if elsewhere:
         again = _report_command(run_dir, args)
         console.print(f"{elsewhere} probe(s) still running on other workers are not in this report; `{again}` once they finish")

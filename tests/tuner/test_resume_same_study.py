@@ -234,3 +234,16 @@ def test_a_resume_with_another_seed_or_sampler_says_so_and_draws_with_it(tmp_pat
     other = autotune_main(*RUN, "--trials", "3", "--storage", url, "--out", tmp_path / "s2", "--seed", "7")
     line = " ".join(other.stderr.split())
     assert other.returncode == 0 and "pass --study-name NEW to start a study with --seed 7" in line, line
+
+
+def test_a_resume_whose_budget_the_study_already_spent_says_so(tmp_path, capsys):
+    """Trial 37 F14: `--trials 5` on a study of 12 probed nothing and said nothing of why."""
+    from autotune.cli import main
+
+    out = tmp_path / "run"
+    assert main(["run", "--model", "32b", "--nodes", "4", "--sampler", "random", "--trials", "12", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["run", "--model", "32b", "--nodes", "4", "--sampler", "random", "--trials", "5", "--out", str(out)]) == 0
+    said = capsys.readouterr()
+    assert ("the --trials budget of 5 is spent: the study already holds 12 evaluated candidates, so this run probed none"
+            in " ".join((said.out + said.err).split()))
