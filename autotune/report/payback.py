@@ -335,6 +335,10 @@ def tuning_cost(view: StudyView) -> dict:
     # devices): they cost nothing, and were no probe ("Tuning ran 5 probes" of 4, one "probed again").
     ran = [r for r in view.trials if r["status"] != "invalid" and not _never_started(r, root)]
     costs = [probe_cost(r) for r in ran]
+    if root is None and any(c["basis"] == "simulated" for c in costs) and {c["basis"] for c in costs} <= {"simulated", "interrupted"}:
+        # A simulated study stopped mid-trial: that trial ran nothing on hardware either (its cost line spoke of
+        # interrupted probes and a lower-bound probe time, trial 37 F9).
+        costs = [probe_cost({**r, "source": "simulated"}) if c["basis"] == "interrupted" else c for c, r in zip(costs, ran)]
     _add_interrupted_time(view, costs, ran, root)
     by_basis: dict[str, int] = {}
     for c in costs:

@@ -271,8 +271,8 @@ def test_a_probe_interrupted_and_probed_again_is_reported_as_interrupted_not_fai
     assert [row["status"] for row in view.trials].count("interrupted") == 1
     assert [row["status"] for row in view.trials].count("ok") == 4
     cost = tuning_cost(view)
-    assert cost["probes_by_basis"] == {"interrupted": 1, "simulated": 4}
-    assert "1 probe(s) were interrupted" in cost["note"] and "failed before measuring" not in cost["note"]
+    # Simulated, the interrupted trial ran nothing on hardware either (a launched one's cost: test_payback_interrupted_energy).
+    assert cost["probes_by_basis"] == {"simulated": 5} and "failed before measuring" not in cost["note"]
     # Its reason names the trial that probed its candidate again (report.html's trial table showed none).
     stopped = next(row for row in view.trials if row["status"] == "interrupted")
     again = next(row for row in view.trials if row["params"] == stopped["params"] and row["trial"] != stopped["trial"])
@@ -368,3 +368,14 @@ def test_a_whole_probe_cost_below_idle_power_is_taken_for_window_energy():
     assert low["energy_lower_bound"] is True and "Totals cover every probe" not in low["note"]
     plausible = tuning_cost(StudyView(_settings(), rows(80.0), [], [], {}, None))  # 1 kW over two GPUs' ranks
     assert plausible["energy_lower_bound"] is False and plausible["note"].startswith("Totals cover every probe")
+
+
+def test_an_interrupted_trial_of_a_simulated_study_cost_nothing_either():
+    """Trial 37 F9: after a SIGTERM a simulated study's cost line spoke of interrupted probes, "at least 0 h"."""
+    from autotune.report.payback import tuning_cost
+
+    simulated = {"trial": 0, "status": "ok", "gpus": 16, "source": "simulated", "energy_source": "simulated", "details": {}}
+    interrupted = {"trial": 1, "status": "interrupted", "gpus": 16, "details": {}}
+    cost = tuning_cost(StudyView(None, [simulated, interrupted], [], [], {}, None))
+    assert cost["ran_on_hardware"] is False and cost["probes_by_basis"] == {"simulated": 2}
+    assert cost["note"].startswith("Simulated study: nothing ran on hardware (2 candidates modelled analytically)")
