@@ -23,7 +23,8 @@ def register(subparsers) -> None:
     choice.add_argument("--trial", type=whole_number_flag(low=0), help="any feasible trial by number")
     choice.add_argument(
         "--measurements", type=path_flag, metavar="FILE",
-        help="write every probed candidate's result as JSON lines for `autotune run --backend replay --measurements FILE`",
+        help="write every probed candidate's result as JSON lines for `autotune run --backend replay --measurements FILE` "
+             "(- for standard output)",
     )
     parser.add_argument("-o", "--output", type=path_flag,
                         help="config file (default: RUN_DIR/configs/<pick>.json); <name>.candidate.json and <name>.launch.sh go "
@@ -179,7 +180,13 @@ def _is_measurements_file(path: Path) -> bool:
     return bool(records) and all(isinstance(r, dict) and {"params", "status"} <= r.keys() for r in records)
 
 
+# `--measurements -`: the records on standard output, for a pipe (`| gzip`, `| ssh host ...`).
+STDOUT = Path("-")
+
+
 def _check_measurements_path(path: Path, force: bool) -> None:
+    if path == STDOUT:
+        return
     """A new or empty file; an earlier measurements file only with --force (it may be the only copy of
     probes measured on another cluster, and a replay study built on it could not resume); nothing else."""
     from autotune.commands.paths import writable_file
@@ -210,6 +217,12 @@ def _write_measurements(study, path: Path) -> int:
         record = measurement_record(params, trial.user_attrs["result"], study_of(settings.candidate(params)))
         if record is not None:
             records.append(record)
-    write_text_atomic(path, "".join(json.dumps(r) + "\n" for r in records))
+    text = "".join(json.dumps(r) + "\n" for r in records)
+    if path == STDOUT:
+        sys.stdout.write(text)
+        print(f"{len(records)} probe results on standard output (replay with --backend replay --measurements FILE)",
+              file=sys.stderr)
+        return 0
+    write_text_atomic(path, text)
     print(f"{path}: {len(records)} probe results (replay with --backend replay --measurements {path})")
     return 0

@@ -67,7 +67,7 @@ def writable_file(path: Path, what: str, example: str = "knee.json", replaces: C
         raise UserError(f"{what} {path} is a directory; give a file name such as {path / example}")
     if path.exists() and not path.is_file():  # a device (/dev/null), pipe or socket: the rename would replace it
         raise UserError(f"{what} {path} is not a regular file (a device, pipe or socket); give a file name such as "
-                        f"{path.parent / example}")
+                        f"{example}")  # not in the device's folder (/dev/knee.json)
     if _is_sqlite_database(path):  # a run's study.db (or any study storage): replacing it loses every trial
         raise UserError(f"{what} {path} is an SQLite database (a study's storage?) and would be replaced, its trials "
                         f"lost; give another file name such as {path.parent / example}")

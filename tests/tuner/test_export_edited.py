@@ -47,3 +47,14 @@ def test_what_export_writes_to_configs_is_recorded_as_autotune_s(finished, tmp_p
     assert len(written) == 6 and all(record[Path(path).name] for path in written)
     assert main(["report", str(run_dir)]) == 0
     assert "kept" not in capsys.readouterr().out
+
+
+def test_measurements_go_to_standard_output_with_a_dash(finished, tmp_path, capsys, monkeypatch):
+    """Trial 37 F10: `--measurements -` wrote a file named "-" in the working directory."""
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["export", str(finished), "--measurements", "-"]) == 0
+    said = capsys.readouterr()
+    records = [json.loads(line) for line in said.out.splitlines()]
+    assert records and all({"params", "status"} <= record.keys() for record in records)
+    assert "probe results on standard output" in said.err and not (tmp_path / "-").exists()
