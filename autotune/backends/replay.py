@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import math
+import stat
 from pathlib import Path
 
 from autotune.backends.base import Backend, ProbeResult
@@ -199,13 +200,29 @@ def _entries(path: Path, text: str) -> list[tuple[str, object]]:
     return entries
 
 
+# More than a study's records could take (about a kB each): a file past it was passed by mistake.
+MAX_MEASUREMENTS_BYTES = 256 << 20
+
+
 def load_measurements(path: Path) -> dict[str, dict]:
     """{params_key(params): checked record}; refuses a file with no usable record or a candidate twice."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        mode, size = path.stat().st_mode, path.stat().st_size
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):  # /dev/zero never ends
+            raise ConfigError(f"--measurements {path} is a device, not a file of records; pass a JSON or JSON lines file")
+        # A regular file by its size; a pipe (<(zcat m.jsonl.gz)) read up to the limit.
+        data = b""
+        if size <= MAX_MEASUREMENTS_BYTES:
+            with open(path, "rb") as handle:
+                data = handle.read(MAX_MEASUREMENTS_BYTES + 1)
     except OSError as exc:
         raise ConfigError(f"cannot read --measurements {path} ({exc.strerror or exc}); pass an existing file") from None
+    if max(len(data), size) > MAX_MEASUREMENTS_BYTES:  # a binary file passed by mistake held gigabytes in memory, twice
+        raise ConfigError(f"--measurements {path} is larger than {MAX_MEASUREMENTS_BYTES >> 20} MiB, far more than any "
+                          "study's records; pass the file `autotune export --measurements` or `autotune space --json` wrote")
+    try:
+        text = data.decode("utf-8-sig")  # a byte-order mark (an editor on Windows) is no part of the JSON
     except UnicodeDecodeError as exc:  # a Latin-1 error message pasted from a log, say
         raise ConfigError(f"measurements {path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
                           f"{exc.start}); save it as UTF-8") from None

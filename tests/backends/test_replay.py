@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -118,6 +119,22 @@ def test_torn_json_and_duplicates_are_refused(tmp_path):
     path.write_bytes(json.dumps({**record, "status": "failed", "error": "dXpassement"}).encode().replace(b"X", b"\xe9"))
     with pytest.raises(ConfigError, match=r"is not UTF-8 text \(byte 0xe9 at offset \d+\); save it as UTF-8"):
         load_measurements(path)  # a Latin-1 error message pasted from a log
+
+
+def test_a_measurements_file_is_read_within_bounds_and_a_byte_order_mark_is_no_part_of_it(tmp_path, monkeypatch):
+    """Trial 37 F15: a 1.5 GB binary file passed by mistake held 3 GB in memory, /dev/zero ended in MemoryError;
+    a file an editor on Windows saved with a byte-order mark was refused as "not valid JSON"."""
+    from autotune.backends import replay
+
+    record = {"params": KNOBS_OLD, "status": "ok", "time_s": 10.0, "energy_kj": 5.0, "tflops": 100.0}
+    marked = tmp_path / "bom.jsonl"
+    marked.write_bytes(b"\xef\xbb\xbf" + json.dumps(record).encode() + b"\n")
+    assert len(load_measurements(marked)) == 1
+    with pytest.raises(ConfigError, match=r"^--measurements /dev/zero is a device, not a file of records"):
+        load_measurements(Path("/dev/zero"))
+    monkeypatch.setattr(replay, "MAX_MEASUREMENTS_BYTES", 64)
+    with pytest.raises(ConfigError, match=r"is larger than 0 MiB, far more than any study's records"):
+        load_measurements(marked)
 
 
 def test_the_space_list_is_accepted_and_invalid_entries_skipped(tmp_path):
