@@ -45,8 +45,9 @@ def build_report(study, max_slowdown: float | None = None, eta: float | None = N
     document["search"] = search_summary(study, view, backend.get("name", "unknown"))
     document["predicted"] = document["search"].pop("predicted")
     document["study_name"] = study.study_name  # several studies may share one --storage database
-    if storage:  # so `autotune report RUN_DIR` can name the database a run directory without study.db needs
-        document["storage"] = recorded_storage(storage)
+    # So `autotune report RUN_DIR` can name the database a run directory without study.db needs; null for the
+    # directory's own study.db (the key is in every pareto.json, as the README lists it).
+    document["storage"] = recorded_storage(storage) if storage else None
     return view, document
 
 

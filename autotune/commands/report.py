@@ -60,6 +60,8 @@ def register(subparsers) -> None:
         "--format", choices=FORMATS, default="table",
         help="table (default, for the terminal), json (the pareto.json document) or md (Markdown, for an issue)",
     )
+    # As `space`, `sensors` and `calibrate` spell it: a script that passes --json to every command gets JSON here too.
+    parser.add_argument("--json", dest="format", action="store_const", const="json", help="the same as --format json")
     parser.add_argument("--html", action="store_true", help="also write RUN_DIR/report.html (rewritten anyway when there)")
     add_pick_options(parser)
     parser.set_defaults(func=_run)

@@ -28,6 +28,17 @@ def _terminal(run_dir) -> str:
     return out.getvalue()
 
 
+def test_report_json_is_every_key_of_pareto_json_and_takes_the_json_flag_the_other_commands_take(tmp_path, capsys):
+    """Trial 37 F11: `report --json` was refused where space, sensors and calibrate take it; `storage` was left out
+    of a pareto.json whose study is the directory's own study.db (README lists it among the keys)."""
+    out = tmp_path / "run"
+    assert main(["run", "--model", "7b", "--nodes", "1", "--trials", "3", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["report", str(out), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["storage"] is None and printed == _document(out)
+
+
 def test_pareto_json_picks_and_parameters(simulated_run):
     doc = _document(simulated_run)
     assert all(key in doc for key in EXISTING_KEYS)
