@@ -430,7 +430,15 @@ def _run(args: argparse.Namespace) -> int:
     if elsewhere:
         again = _report_command(run_dir, args)
         console.print(f"{elsewhere} probe(s) still running on other workers are not in this report; `{again}` once they finish")
-    finish_run(study, run_dir, console, args.max_slowdown, args.eta, args.storage, args.study_name)
+    # SIGTERM while the reports are written (a job's time limit just after its last trial) ended the run by its
+    # default action, without a word of what was not written (trial 37 F13): it stops as Ctrl-C does here.
+    try:
+        with Interrupts().install({signal.SIGTERM: Terminated}):
+            finish_run(study, run_dir, console, args.max_slowdown, args.eta, args.storage, args.study_name)
+    except KeyboardInterrupt:
+        console.print(f"stopped while writing the reports of {run_dir}: `{_report_command(run_dir, args)}` writes them "
+                      "for every finished trial", soft_wrap=True, highlight=False, markup=False)
+        raise
     # The reports are written (their trial table names every failure); a study none of whose probes succeeded
     # is no success, whatever the budget: the failing-start stop's exit status. Not while other workers'
     # probes may still succeed: the last of them says it.

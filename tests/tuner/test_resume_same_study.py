@@ -247,3 +247,31 @@ def test_a_resume_whose_budget_the_study_already_spent_says_so(tmp_path, capsys)
     said = capsys.readouterr()
     assert ("the --trials budget of 5 is spent: the study already holds 12 evaluated candidates, so this run probed none"
             in " ".join((said.out + said.err).split()))
+
+
+def test_a_sigterm_while_the_reports_are_written_says_what_to_run(tmp_path, capsys, monkeypatch):
+    """Trial 37 F13: a job's time limit just after its last trial killed the run by SIGTERM's default action, exit
+    143 and no word of the reports it had not written."""
+    import os
+    import signal
+
+    from autotune.cli import main
+    from autotune.commands import finish
+    from autotune.errors import Terminated
+
+    def terminated(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    def unhandled(signum, frame):  # what the default action would do, without ending pytest
+        raise RuntimeError("SIGTERM reached the process's own handler: the run left it unhandled")
+
+    monkeypatch.setattr(finish, "finish_run", terminated)
+    previous = signal.signal(signal.SIGTERM, unhandled)
+    try:
+        out = tmp_path / "run"
+        with pytest.raises(Terminated):
+            main(["run", "--model", "7b", "--nodes", "1", "--trials", "3", "--out", str(out)])
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    said = capsys.readouterr()
+    assert f"stopped while writing the reports of {out}: `autotune report {out}` writes them" in said.out + said.err
