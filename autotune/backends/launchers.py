@@ -152,9 +152,13 @@ def slurm_gpus_per_node(environ: dict[str, str]) -> int | None:
             raise UserError(f"SLURM_GPUS_ON_NODE={on_node!r} in the environment is not a GPU count; run inside an "
                             "allocation SLURM made (sbatch, salloc), or unset SLURM_JOB_ID to run outside one")
         return int(on_node)
-    asked = environ.get("SLURM_GPUS_PER_NODE", "").rsplit(":", 1)[-1]
+    given = environ.get("SLURM_GPUS_PER_NODE", "")
+    asked = given.rsplit(":", 1)[-1]
     if asked.isdigit():
         return int(asked)
+    if ":" in given:  # "h100:abc" read as no GPUs, the run fell back to the simulator without a word (trial 37 F18)
+        raise UserError(f"SLURM_GPUS_PER_NODE={given!r} in the environment is not a GPU count (4, a100:4); run inside "
+                        "an allocation SLURM made (sbatch, salloc), or unset SLURM_JOB_ID to run outside one")
     job_gpus = environ.get("SLURM_JOB_GPUS")
     return len(job_gpus.split(",")) if job_gpus else None
 

@@ -297,6 +297,15 @@ def test_the_gpus_per_node_of_an_allocation(environ, gpus):
     assert slurm_gpus_per_node(environ) == gpus
 
 
+@pytest.mark.parametrize("value", ["h100:abc", "gpu:h100:", "a100:2.5"])
+def test_a_gpu_count_that_is_none_is_refused_not_read_as_no_gpus(value):
+    """Trial 37 F18: SLURM_GPUS_PER_NODE=h100:abc fell back to the simulator without a word."""
+    from autotune.backends.launchers import slurm_gpus_per_node
+
+    with pytest.raises(UserError, match=rf"^SLURM_GPUS_PER_NODE='{re.escape(value)}' in the environment is not a GPU count"):
+        slurm_gpus_per_node({"SLURM_GPUS_PER_NODE": value})
+
+
 def test_the_words_for_what_auto_launches_name_the_launcher_chosen(hostfile):
     assert launchers.auto_launcher_words([1], None, {}) == "torchrun"
     assert launchers.auto_launcher_words([1, 2], hostfile, {}) == "deepspeed"
