@@ -47,6 +47,9 @@ def reference_path(name_or_path: str) -> Path:
     path = Path(name_or_path)
     if path.suffix == ".json" and path.is_file():
         return path
+    if path.is_dir():  # "unknown reference" read as a typo of a name (trial 37 F18)
+        raise ConfigError(f"--reference {name_or_path} is a directory; give a JSON file of figures ({_FIX}), or measured "
+                          "run directories as RUN_DIR arguments")
     path = REFERENCE_DIR / f"{name_or_path}.json"
     if not path.is_file():
         raise ConfigError(

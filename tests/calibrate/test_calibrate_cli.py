@@ -3,6 +3,7 @@
 import json
 import re
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -67,6 +68,15 @@ def test_a_corrupt_reference_file_is_refused_with_one_line(tmp_path):
     result = autotune("calibrate", "--reference", path, "--no-loo")
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
     assert "is not a number" in result.stderr and data["figures"][3]["id"] in result.stderr
+
+
+def test_a_reference_that_is_a_directory_says_so():
+    """Trial 37 F18: "unknown reference 'adir'" read as a misspelt name."""
+    from autotune.calibrate.reference import reference_path
+    from autotune.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^--reference .* is a directory; give a JSON file of figures"):
+        reference_path(str(Path(__file__).parent))
 
 
 def test_nothing_to_calibrate_against_is_refused():
