@@ -311,6 +311,7 @@ class ReplayBackend(Backend):
         # What time figures are: the records' own labels, carried through unchanged.
         self.source = "simulated" if sources == {"simulated"} else "measured"
         self.reason = reason
+        self.usable: int | None = None  # records of valid candidates of this study's space (evaluable() counts them)
 
     def check_candidates(self, checks: list) -> None:
         """Refuses, in one line, a file whose records say they were measured for another model,
@@ -330,6 +331,7 @@ class ReplayBackend(Backend):
         """A partial file (a guided study's export records a few dozen of hundreds of candidates): the study
         searches the recorded candidates only. Proposing the others would spend the --trials budget on
         "no record" failures, and three of them at the start stop the run as a broken set-up."""
+        self.usable = sum(1 for c in checks if c.valid and params_key(c.candidate.knobs.to_dict()) in self.records)
         return recorded_only(checks, self.records, self.no_record)
 
     @property
@@ -415,7 +417,10 @@ class ReplayBackend(Backend):
         records = self.records.values()
         times = sorted({time_source(r["source"]) for r in records})
         energies = sorted({r["source"] for r in records if r["energy_kj"] is not None}) or ["not recorded"]
-        return (f"replay ({len(self.records)} recorded candidates from {self.path}; time {', '.join(times)}, "
+        # The records this study replays, where the warning above said some are not (another space, node count).
+        used = (f", {self.usable} of them valid in this study's space"
+                if self.usable is not None and self.usable < len(self.records) else "")
+        return (f"replay ({len(self.records)} recorded candidates from {self.path}{used}; time {', '.join(times)}, "
                 f"energy {', '.join(energies)}): {self.reason}")
 
 

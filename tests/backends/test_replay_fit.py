@@ -64,6 +64,9 @@ def test_the_committed_study_over_the_default_space_says_which_records_it_leaves
     lines = done.stderr.splitlines()
     assert lines.count(UNUSED_POWER_LIMITS) == 1 and sum("not replayed" in line for line in lines) == 1
     assert _pick_power_limit(tmp_path / "run", "min_energy") == 0.7
+    # The backend's line counts what it replays too (trial 37 F18: "10 recorded candidates" under the warning).
+    assert any(line.startswith(f"backend: replay (10 recorded candidates from {MEASURED}, 5 of them valid in this "
+                               "study's space;") for line in lines), lines
 
 
 def _write(tmp_path, params_list, study=None, name="m.jsonl"):
