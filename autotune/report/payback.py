@@ -388,7 +388,11 @@ def tuning_cost(view: StudyView) -> dict:
 
 
 def _energy_text(energy_kj: float) -> str:
-    return f"{energy_kj / SECONDS_PER_HOUR:.3g} kWh ({energy_kj:,.0f} kJ)" if energy_kj >= 1 else energy_text(energy_kj)
+    """"0.00183 kWh (6.58 kJ)": both to three figures ("(7 kJ)" beside three in kWh read as another figure)."""
+    if energy_kj < 1:
+        return energy_text(energy_kj)
+    kj = f"{energy_kj:,.0f}" if energy_kj >= 100 else f"{energy_kj:.3g}"
+    return f"{energy_kj / SECONDS_PER_HOUR:.3g} kWh ({kj} kJ)"
 
 
 def cost_sentence(cost: dict) -> str:

@@ -204,6 +204,6 @@ def share_bars_svg(shares: dict[str, float], title: str, width_px: int = 460, ba
             f'<rect class="share-bar" x="{label_px}" y="{y}" width="{w:.1f}" height="{bar_px}">'
             f"<title>{escape(f'{name}: {100 * share:.1f}%')}</title></rect>"
         )
-        out.append(f'<text x="{label_px + w + 4:.1f}" y="{y + bar_px - 5}">{100 * share:.0f}%</text>')
+        out.append(f'<text x="{label_px + w + 4:.1f}" y="{y + bar_px - 5}">{escape(share_text(share))}</text>')  # never "0%"
     out.append("</svg>")
     return "\n".join(out)

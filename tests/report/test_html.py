@@ -107,3 +107,18 @@ def test_a_gpu_profile_keeps_its_gpu_words(simulated_run):
     html = (simulated_run / "report.html").read_text()
     assert "<th>TFLOP/s /GPU</th>" in html and " GPUs.</p>" in html and "W per GPU x the configuration's GPUs" in html
     assert "CPU rank" not in html
+
+
+def test_a_small_importance_share_reads_below_one_percent_never_zero():
+    """Trial 38 #14c: a 0.2% share's bar read "0%", as the hover and component bars never do."""
+    from autotune.report.svg import share_bars_svg
+
+    svg = share_bars_svg({"micro_batch": 0.998, "optimizer_offload": 0.002}, "time")
+    assert ">&lt;1%</text>" in svg and ">0%</text>" not in svg and ">100%</text>" in svg
+
+
+def test_a_tuning_energy_reads_to_three_figures_in_both_units():
+    """Trial 38 #14d: "0.00183 kWh (7 kJ)"."""
+    from autotune.report.payback import _energy_text
+
+    assert _energy_text(6.58) == "0.00183 kWh (6.58 kJ)" and _energy_text(21_530.0) == "5.98 kWh (21,530 kJ)"
