@@ -61,7 +61,7 @@ def test_interrupted_runs_enter_the_whole_probe_estimate_at_idle_power_not_the_m
     whole_kj = windows_kj + interrupted_kj
     assert cost["whole_probe_energy_kj"] == pytest.approx(whole_kj)
 
-    whole = f"{whole_kj / 3600:.3g} kWh ({whole_kj:,.0f} kJ)"
+    whole = f"{whole_kj / 3600:.3g} kWh ({whole_kj:,.0f} kJ)" if whole_kj >= 100 else f"{whole_kj / 3600:.3g} kWh ({whole_kj:.3g} kJ)"
     assert cost["note"].endswith(
         "2 probe(s) were interrupted (Ctrl-C, SIGTERM) before they wrote a cost, and probed again: the 55.5 s their runs "
         "recorded (`probe_runs.json`) that no retry took over is in the probe time and, at idle power, in the whole-probe "
