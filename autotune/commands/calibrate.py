@@ -23,10 +23,12 @@ def register(subparsers) -> None:
         ),
     )
     parser.add_argument("run_dirs", type=path_flag, nargs="*", metavar="RUN_DIR", help="measured studies (`autotune run --out`)")
-    parser.add_argument("--reference", type=name_or_path_flag, metavar="NAME", help="published figures: gh200-study, or a JSON file in its schema")
+    parser.add_argument("--reference", type=name_or_path_flag, metavar="NAME",
+                        help="published figures: gh200-study, or a JSON file in its schema")
     parser.add_argument(
-        "--hardware", type=name_or_path_flag, help="the profile to calibrate: name or TOML (default: the hardware the run directories were "
-                           "measured on, else the reference's, gh200)",
+        "--hardware", type=name_or_path_flag,
+        help="the profile to calibrate: name or TOML (default: the hardware the run directories were measured on, else "
+             "the reference's, gh200)",
     )
     parser.add_argument("-o", "--output", type=path_flag,
                         help="write the calibrated profile here (TOML; use it with --hardware): a new file, or one an earlier "

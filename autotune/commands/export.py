@@ -185,10 +185,11 @@ STDOUT = Path("-")
 
 
 def _check_measurements_path(path: Path, force: bool) -> None:
+    """A new or empty file; an earlier measurements file only with --force (it may be the only copy of
+    probes measured on another cluster, and a replay study built on it could not resume); nothing else;
+    or standard output."""
     if path == STDOUT:
         return
-    """A new or empty file; an earlier measurements file only with --force (it may be the only copy of
-    probes measured on another cluster, and a replay study built on it could not resume); nothing else."""
     from autotune.commands.paths import writable_file
     from autotune.errors import UserError
 

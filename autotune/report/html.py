@@ -170,7 +170,8 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
                 + estimated),
         ])
     headers = ["pick", "trial", "configuration", f"time {t_unit}{header_bar(error, picked, 'time_s')}",
-               f"energy {e_unit}{header_bar(error, picked, 'energy_kj')}{estimate_header(sources)}", f"TFLOP/s {words.per()}", f"TFLOP /kJ{estimate_header(sources)}",
+               f"energy {e_unit}{header_bar(error, picked, 'energy_kj')}{estimate_header(sources)}", f"TFLOP/s {words.per()}",
+               f"TFLOP /kJ{estimate_header(sources)}",
                "energy saved", "time change", "TFLOP/kJ change"]
     params = view.pick_parameters
     against = next((baseline_label(p, base) for p in picked if baseline_label(p, base)), "")

@@ -77,6 +77,7 @@ def markdown_report(view: StudyView, document: dict) -> str:
         for row in document["picks"]:
             p = view.point(row["trial"])
             estimated = estimated_saving_mark(view, p)  # said here, where no energy figure stands beside it
+            against = baseline_label(p, base)  # a baseline whose figures are of another kind than the pick's
             noise, stated = row.get("noise_pct"), row.get("simulator_error_pct")
             ties = ties_text(view, row)
             lines.append(
@@ -84,7 +85,7 @@ def markdown_report(view: StudyView, document: dict) -> str:
                 f"energy saved {change_text(row, 'energy_saved_pct', noise, stated, missing_change('energy_saved_pct', p, base))}"
                 f"{estimated}, time {change_text(row, 'time_change_pct', noise, stated)}, "
                 f"TFLOP/kJ {change_text(row, 'tflop_per_kj_change_pct', noise, stated, missing_change('tflop_per_kj_change_pct', p, base))}"
-                f"{estimated}" + (f" (baseline trial {base.trial}: {baseline_label(p, base)})" if baseline_label(p, base) else "")
+                f"{estimated}" + (f" (baseline trial {base.trial}: {against})" if against else "")
                 + (f" ({ties})" if ties else "")
             )
         lines.append("")

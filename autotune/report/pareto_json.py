@@ -100,7 +100,7 @@ def provenance_sentence(document: dict) -> str:
 
 
 def trial_counts(document: dict, view: StudyView) -> str:
-    """"27 failed (27 of them with a time but energy unavailable: ...), 3 ok": a probe that ran and measured its
+    """"27 failed (of them 27 with a time but energy unavailable: ...), 3 ok": a probe that ran and measured its
     time but whose energy no sensor saw cannot be ranked, and is counted failed; said so, it does not read as a
     crash (the terminal and Markdown said "27 failed" where only the HTML said why)."""
     without_energy = sum(1 for r in view.trials if r["status"] == "failed" and r.get("time_s") is not None

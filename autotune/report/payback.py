@@ -232,9 +232,9 @@ def _cost_note(probes: int, by_basis: dict[str, int], energy_kj: float | None, p
     if time_lower_bound:
         parts.append("some probe time is not on record: the probe time is a lower bound")
     if below_idle_probes:
-        parts.append(f"{below_idle_probes} probe(s)' recorded cost (`probe_cost`, which names no `energy_scope`) holds less "
-                     "energy than half the hardware profile's idle power of their ranks over its time: likely their measured windows' "
-                     "energy alone, so the energy is a lower bound")
+        parts.append(f"{below_idle_probes} probe(s)' recorded cost (`probe_cost`, which names no `energy_scope`) holds "
+                     "less energy than half the hardware profile's idle power of their ranks over its time: likely their "
+                     "measured windows' energy alone, so the energy is a lower bound")
     if by_basis.get("unknown"):
         parts.append(f"{by_basis['unknown']} probe(s) have no cost figure at all (failed before measuring)")
     if energy_kj is None and (by_basis.get("probe_cost") or by_basis.get("energy_window")):
@@ -335,7 +335,8 @@ def tuning_cost(view: StudyView) -> dict:
     # devices): they cost nothing, and were no probe ("Tuning ran 5 probes" of 4, one "probed again").
     ran = [r for r in view.trials if r["status"] != "invalid" and not _never_started(r, root)]
     costs = [probe_cost(r) for r in ran]
-    if root is None and any(c["basis"] == "simulated" for c in costs) and {c["basis"] for c in costs} <= {"simulated", "interrupted"}:
+    bases = {c["basis"] for c in costs}
+    if root is None and "simulated" in bases and bases <= {"simulated", "interrupted"}:
         # A simulated study stopped mid-trial: that trial ran nothing on hardware either (its cost line spoke of
         # interrupted probes and a lower-bound probe time, trial 37 F9).
         costs = [probe_cost({**r, "source": "simulated"}) if c["basis"] == "interrupted" else c for c, r in zip(costs, ran)]
@@ -347,7 +348,8 @@ def tuning_cost(view: StudyView) -> dict:
     # Where some trials ran on hardware, the simulated ones' 0 s and 0 kJ are no figure of what that cost: a
     # replay of one simulated record beside probes of unknown cost read "0 J; simulated", "repaid after 0 h".
     costed = [c for c in costs if c["basis"] not in _NO_COST_FIGURE and not (ran_on_hardware and c["basis"] == "simulated")]
-    timed = [(c, r) for c, r in zip(costs, ran) if c["time_s"] is not None and not (ran_on_hardware and c["basis"] == "simulated")]
+    timed = [(c, r) for c, r in zip(costs, ran)
+             if c["time_s"] is not None and not (ran_on_hardware and c["basis"] == "simulated")]
     # A window-scoped probe that never opened its window (OOM, crash) drew energy no sensor saw: the
     # total leaves it out and is a lower bound (the note says so), rather than unknown altogether.
     energies = [c["energy_kj"] for c in costed if not (c["basis"] == "probe_cost_window_energy" and c["energy_kj"] is None)]

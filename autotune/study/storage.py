@@ -216,8 +216,9 @@ def _open_storage(url: str, heartbeat: bool = False, must_exist: bool = False, g
                     continue
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 if "database is locked" in first:  # a healthy file another process holds: never "damaged"
+                    held = recorded_storage(url) if given else unquote(url.removeprefix("sqlite:///"))
                     raise UserError(
-                        f"cannot open the study database {recorded_storage(url) if given else unquote(url.removeprefix('sqlite:///'))}: "
+                        f"cannot open the study database {held}: "
                         "another process holds it locked (another autotune run on it, optuna-dashboard, sqlite3, a backup) "
                         "beyond SQLite's wait; run the same command again when that is done"
                     ) from None
