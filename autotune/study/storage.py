@@ -219,7 +219,7 @@ def _open_storage(url: str, heartbeat: bool = False, must_exist: bool = False, g
                     held = recorded_storage(url) if given else unquote(url.removeprefix("sqlite:///"))
                     raise UserError(
                         f"cannot open the study database {held}: "
-                        "another process holds it locked (another autotune run on it, optuna-dashboard, sqlite3, a backup) "
+                        "it is locked by another process (another autotune run on it, optuna-dashboard, sqlite3, a backup) "
                         "beyond SQLite's wait; run the same command again when that is done"
                     ) from None
                 if not given:  # the run directory's own file: no URL to check, and no --storage to leave out

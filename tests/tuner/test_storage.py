@@ -95,24 +95,29 @@ def test_a_heartbeat_setting_that_is_no_whole_number_of_seconds_is_named(tmp_pat
         open_study(tmp_path, f"sqlite:///{tmp_path / 'shared.db'}", None)
 
 
-def test_a_locked_study_database_is_said_to_be_locked_not_damaged(tmp_path, monkeypatch):
-    """Trial 37 F7: a healthy study.db another process held was called damaged, with "restore it from a copy"."""
+@pytest.mark.parametrize("lock", ["EXCLUSIVE", "IMMEDIATE"])
+def test_a_locked_study_database_is_said_to_be_locked_not_damaged(tmp_path, monkeypatch, capsys, lock):
+    """Trial 37 F7: a healthy study.db another process held was called damaged, with "restore it from a copy"
+    (EXCLUSIVE: no reader either), or ended in Optuna's "exceeding max length" traceback (IMMEDIATE: a writer)."""
     import sqlite3
 
+    from autotune.cli import main
     from autotune.study import storage
-    from autotune.study.storage import load_finished_study
 
-    monkeypatch.setattr(storage, "CREATE_ATTEMPTS", 1)  # one wait of SQLite's, not the retries' for a racing worker
-
-    open_study(tmp_path, None, None)
-    holder = sqlite3.connect(tmp_path / "study.db", isolation_level=None)
-    holder.execute("BEGIN EXCLUSIVE")
+    assert main(["run", "--model", "7b", "--nodes", "1", "--trials", "2", "--out", str(tmp_path)]) == 0
+    monkeypatch.setattr(storage, "CREATE_ATTEMPTS", 1)  # one wait, not the retries for a racing worker
+    connect = sqlite3.connect
+    for module in (sqlite3, sqlite3.dbapi2):  # SQLAlchemy connects through sqlite3.dbapi2
+        monkeypatch.setattr(module, "connect", lambda *args, **kwargs: connect(*args, **{**kwargs, "timeout": 0.2}))
+    holder = connect(tmp_path / "study.db", isolation_level=None)
+    holder.execute(f"BEGIN {lock}")
+    capsys.readouterr()
     try:
-        with pytest.raises(UserError) as refused:
-            load_finished_study(tmp_path)
+        assert main(["report", str(tmp_path)]) == 2
     finally:
         holder.close()
-    assert "another process holds it locked" in str(refused.value) and "damaged" not in str(refused.value)
+    said = capsys.readouterr().err
+    assert "locked by another process" in said and "damaged" not in said and len(said.strip().splitlines()) == 1, said
 
 
 def test_reading_a_storage_creates_no_database_where_the_url_is_wrong(tmp_path):
