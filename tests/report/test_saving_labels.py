@@ -52,7 +52,7 @@ def _outputs(tmp_path, records, *flags):
 
 def test_savings_against_a_simulated_baseline_say_so_in_every_output(tmp_path, valid_records):
     records = [dict(r, source="simulated" if r["params"] == BASELINE else "measured") for r in valid_records]
-    view, document, terminal, md, html = _outputs(tmp_path, records)
+    view, document, terminal, md, html = _outputs(tmp_path, records, "--trials", "12")
     assert view.baseline_point().source == "simulated"
     for row in document["picks"]:
         line = next(line for line in terminal.splitlines() if f": trial {row['trial']}," in line)
@@ -64,7 +64,7 @@ def test_savings_against_a_simulated_baseline_say_so_in_every_output(tmp_path, v
 
 def test_tflop_per_kj_of_estimated_energy_is_labelled_estimated(tmp_path, valid_records):
     records = [dict(r, source="estimated" if r["params"]["power_limit"] < 1 else "measured") for r in valid_records]
-    view, document, terminal, md, html = _outputs(tmp_path, records, "--allow-estimated-energy")
+    view, document, terminal, md, html = _outputs(tmp_path, records, "--allow-estimated-energy", "--trials", "12")
     estimated = [p for p in view.front if p.energy_source == "estimated"]
     assert estimated and len(estimated) < len(view.front)  # a front of both: the marks are per figure
     for p in view.front:
