@@ -699,6 +699,18 @@ def test_python_dash_m_autotune_is_the_autotune_command():
     assert done.returncode == 0 and done.stdout.startswith("autotune "), done.stderr
 
 
+def test_a_closed_stdout_is_said_once_not_a_traceback():
+    """Trial 37 F16: `autotune ... >&-` ended in AttributeError ('NoneType' object has no attribute 'isatty')."""
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "autotune", "space", "--model", "7b", "--nodes", "1", "--valid"],
+                          preexec_fn=lambda: os.close(1), stderr=subprocess.PIPE, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0 and done.stderr.startswith("autotune: standard output is closed"), done.stderr
+
+
 LONG = "a" * 300
 PATH_FLAGS = [["run", "--model", "7b", "--nodes", "2", "--out", "{bad}"], ["report", "{bad}"], ["export", "{bad}", "--pick", "knee"],
               ["space", "--model", "7b", "--nodes", "2", "--space", "{bad}.toml"], ["run", "--model", "{bad}.json", "--nodes", "2"],
@@ -735,7 +747,8 @@ def test_stdout_on_a_full_disk_is_one_line_not_a_traceback(tmp_path, capsys, mon
 
     run_dir = tmp_path / "run"
     assert main(["run", "--model", "7b", "--nodes", "1", "--trials", "3", "--out", str(run_dir)]) == 0
-    for argv in (["report", str(run_dir)], ["report", str(run_dir), "--format", "json"],
+    # A rich table, JSON on sys.stdout, and print(): the three ways commands write (space stands for report: cheaper).
+    for argv in (["space", "--model", "7b", "--nodes", "1", "--valid"], ["space", "--model", "7b", "--nodes", "1", "--json"],
                  ["export", str(run_dir), "--pick", "fastest", "-o", str(tmp_path / "fastest.json")]):
         capsys.readouterr()
         with open("/dev/full", "w") as full:
