@@ -739,57 +739,6 @@ def test_a_path_that_cannot_exist_is_one_line_not_a_traceback(tmp_path, capsys, 
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full, a device that is always full")
-def test_stdout_on_a_full_disk_is_one_line_not_a_traceback(tmp_path, capsys, monkeypatch):
-    """Trial 37 F16: a SLURM job's output file on a full quota ended `report` and `export` in an OSError traceback."""
-    import sys
-
-    from autotune.cli import console_main
-
-    run_dir = tmp_path / "run"
-    assert main(["run", "--model", "7b", "--nodes", "1", "--trials", "3", "--out", str(run_dir)]) == 0
-    # A rich table, JSON on sys.stdout, and print(): the three ways commands write (space stands for report: cheaper).
-    for argv in (["space", "--model", "7b", "--nodes", "1", "--valid"], ["space", "--model", "7b", "--nodes", "1", "--json"],
-                 ["export", str(run_dir), "--pick", "fastest", "-o", str(tmp_path / "fastest.json")]):
-        capsys.readouterr()
-        with open("/dev/full", "w") as full:
-            monkeypatch.setattr(sys, "argv", ["autotune", *argv])
-            monkeypatch.setattr(sys, "stdout", full)
-            with pytest.raises(SystemExit) as ended:
-                console_main()
-            monkeypatch.undo()
-        assert ended.value.code == 1
-        said = capsys.readouterr().err.strip().splitlines()
-        assert said[-1].startswith("autotune: cannot write its output (No space left on device)"), said
-
-
-LONG = "a" * 300
-PATH_FLAGS = [["run", "--model", "7b", "--nodes", "2", "--out", "{bad}"], ["report", "{bad}"], ["export", "{bad}", "--pick", "knee"],
-              ["space", "--model", "7b", "--nodes", "2", "--space", "{bad}.toml"], ["run", "--model", "{bad}.json", "--nodes", "2"],
-              ["run", "--model", "7b", "--nodes", "2", "--hardware", "{bad}.toml"], ["calibrate", "{bad}"],
-              ["calibrate", "--reference", "gh200-study", "--no-loo", "-o", "{bad}.toml"]]
-
-
-# A name made from the loop's (loop1.toml) is no loop: those flags are tried with the long name alone.
-@pytest.mark.parametrize("argv, bad", [(argv, bad) for argv in PATH_FLAGS for bad in ("long", "loop")
-                                       if bad == "long" or "{bad}" in argv],
-                         ids=lambda v: v if isinstance(v, str) else " ".join(v[:1] + [a for a in v if a.startswith("-")][-1:]))
-def test_a_path_that_cannot_exist_is_one_line_not_a_traceback(tmp_path, capsys, argv, bad):
-    """Trial 37 F1: a name past the file system's 255 bytes, or a loop of links, raised OSError or RuntimeError from
-    the checks that look at the path: a traceback, exit 1, for every command and path flag."""
-    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
-    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
-    path = str(tmp_path / (LONG if bad == "long" else "loop1"))
-    try:
-        status = main([a.replace("{bad}", path) for a in argv])
-    except SystemExit as refused:  # argparse's refusal
-        status = refused.code
-    assert status == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
-    assert "longer than a file system takes (255)" in err or "cannot be followed" in err or "Symlink loop" in err, err
-
-
-@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full, a device that is always full")
 def test_stdout_on_a_full_disk_is_one_line_not_a_traceback(tmp_path):
     """Trial 37 F16: a SLURM job's output file on a full quota ended `report` and `export` in an OSError traceback."""
     import subprocess
@@ -797,7 +746,8 @@ def test_stdout_on_a_full_disk_is_one_line_not_a_traceback(tmp_path):
 
     run_dir = tmp_path / "run"
     assert main(["run", "--model", "7b", "--nodes", "1", "--trials", "3", "--out", str(run_dir)]) == 0
-    for argv in (["report", str(run_dir)], ["report", str(run_dir), "--format", "json"],
+    # A rich table, JSON on sys.stdout, and print(): the three ways commands write (space stands for report: cheaper).
+    for argv in (["space", "--model", "7b", "--nodes", "1", "--valid"], ["space", "--model", "7b", "--nodes", "1", "--json"],
                  ["export", str(run_dir), "--pick", "fastest", "-o", str(tmp_path / "fastest.json")]):
         with open("/dev/full", "w") as full:
             done = subprocess.run([sys.executable, "-m", "autotune", *argv], stdout=full, stderr=subprocess.PIPE, text=True,
