@@ -208,7 +208,8 @@ def load_measurements(path: Path) -> dict[str, dict]:
     """{params_key(params): checked record}; refuses a file with no usable record or a candidate twice."""
     path = Path(path)
     try:
-        mode, size = path.stat().st_mode, path.stat().st_size
+        status = path.stat()
+        mode, size = status.st_mode, status.st_size
         if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):  # /dev/zero never ends
             raise ConfigError(f"--measurements {path} is a device, not a file of records; pass a JSON or JSON lines file")
         # A regular file by its size; a pipe (<(zcat m.jsonl.gz)) read up to the limit.

@@ -151,13 +151,12 @@ def _check_not_edited(config: Path) -> None:
 
 def _record_written(paths: list[Path]) -> None:
     """What export wrote to configs/, in its record: a later report takes the files for autotune's, not a user's."""
-    from autotune.atomic_write import write_text_atomic
-    from autotune.commands.finish import WRITTEN_RECORD, file_sha256, written_record
+    from autotune.commands.finish import file_sha256, save_written_record, written_record
 
     configs = paths[0].parent
     record = written_record(configs)
     record.update({path.name: file_sha256(path.read_bytes()) for path in paths})
-    write_text_atomic(configs / WRITTEN_RECORD, json.dumps(record, indent=1, sort_keys=True) + "\n")
+    save_written_record(configs, record)
 
 
 # Names that say the file is in a format other than JSON.
@@ -166,8 +165,6 @@ _OTHER_FORMATS = frozenset((".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", "
 
 def _is_measurements_file(path: Path) -> bool:
     """Whether every line of `path` is a replay record (params and status), as `export --measurements` writes them."""
-    import json
-
     from autotune.checks import text_head
 
     text = text_head(path, 64 << 20)
@@ -204,8 +201,6 @@ def _check_measurements_path(path: Path, force: bool) -> None:
 
 def _write_measurements(study, path: Path) -> int:
     """One replay record per evaluated candidate (the first evaluation; repeats of it were not probed)."""
-    import json
-
     from autotune.atomic_write import write_text_atomic
     from autotune.backends.replay import measurement_record, study_of
     from autotune.study.settings import StudySettings

@@ -86,12 +86,16 @@ def export_picks(view, run_dir: Path, backend: str, reports_written_at: float | 
         kept += edited
         beside.append(f"{stem}.new.*")
     _remove_unmade_picks(configs, view.picks, record)
-    write_text_atomic(configs / WRITTEN_RECORD, json.dumps(record, indent=1, sort_keys=True) + "\n")
+    save_written_record(configs, record)
     if not kept:
         return None
     return (f"{configs}: kept {', '.join(kept)}, which differ from what autotune's reports last wrote there (edited, or "
             f"exported otherwise); the study's picks are beside them as {', '.join(beside)} (move the kept files away to "
             "have them written in their place)")
+
+
+def save_written_record(configs: Path, record: dict[str, str]) -> None:
+    write_text_atomic(configs / WRITTEN_RECORD, json.dumps(record, indent=1, sort_keys=True) + "\n")
 
 
 def file_sha256(data: bytes) -> str:

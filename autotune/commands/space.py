@@ -86,12 +86,12 @@ def _run(args) -> int:
     table.add_column("mem GiB")
     table.add_column("valid / reason")
     if args.simulate:
-        from autotune.report.error_bars import (SCOPE_KEY, error_sentence, error_suffix, outside_scope, profile_error,
-                                                scope_sentence, scope_values)
+        from autotune.report.error_bars import (error_sentence, error_suffix, measured_scope, outside_scope, profile_error,
+                                                scope_sentence)
 
         error = profile_error(settings.hardware)  # the profile's leave-one-out error: "+- 9%", or "+- ?%"
         scope = scope_sentence(error)  # where the headers' "+- 3.4%" was measured
-        measured_on = scope_values(error[SCOPE_KEY]) if SCOPE_KEY in error else None
+        measured_on = measured_scope(error)
         if not any(key.endswith("_pct") for key in error):
             # What the columns' "+- ?%" means (not calibrated, or calibrated without an error it can vouch for),
             # said once beside the table as the study report says it; a stated error is in the headers.

@@ -87,6 +87,11 @@ def scope_values(scope: str) -> dict[str, list[str]] | None:
     return values
 
 
+def measured_scope(error: dict) -> dict[str, list[str]] | None:
+    """What a stated error (profile_error's) was measured on, by knob; None where it does not say."""
+    return scope_values(error[SCOPE_KEY]) if SCOPE_KEY in error else None
+
+
 def _same_value(value, measured: str) -> bool:
     """A knob value against a scope's word for it: 1 and "1.0" are one power limit."""
     try:
@@ -182,7 +187,7 @@ def simulator_error(view: "StudyView") -> dict | None:
     if not any(p.source == "simulated" or p.energy_source == "simulated" for p in view.points):
         return None
     error = profile_error(view.settings.hardware)
-    scope = scope_values(error[SCOPE_KEY]) if SCOPE_KEY in error else None
+    scope = measured_scope(error)
     if scope is not None:
         outside = {str(p.trial): outside_scope(scope, view.settings.model.name, p.params) for p in view.points
                    if is_simulated(p, "time_s") or is_simulated(p, "energy_kj")}  # a measured figure has no simulator error
