@@ -109,8 +109,12 @@ def console_main() -> None:
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the process's stdout, open until it exits
         print("autotune: standard output is closed: nothing is printed there (the files a command writes, a run "
               "directory's, are written as ever)", file=sys.stderr)
+    _replace_what_stdout_cannot_encode()
     try:
         status = main()
+        # Output a pipe has not taken yet is written here, where a reader gone away is still said as below
+        # (at exit, Python would print "Exception ignored ... BrokenPipeError" and end with status 120).
+        sys.stdout.flush()
     except KeyboardInterrupt as stop:
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, signal.SIG_IGN)
@@ -133,6 +137,17 @@ def console_main() -> None:
               "evaluated: `autotune report RUN_DIR` prints it again", file=sys.stderr)
         status = 1
     sys.exit(status)
+
+
+def _replace_what_stdout_cannot_encode() -> None:
+    """Reports write "±" and "…". A stdout whose encoding lacks them (an ASCII locale with Python's UTF-8
+    mode turned off, `LC_ALL=C PYTHONUTF8=0`) ended the command in UnicodeEncodeError after the study had
+    run; such characters print as "?" instead."""
+    try:
+        "±…".encode(sys.stdout.encoding or "ascii")
+    except (UnicodeEncodeError, LookupError):
+        with contextlib.suppress(AttributeError, ValueError):  # a stdout that is not a text stream
+            sys.stdout.reconfigure(errors="replace")
 
 
 # The errors of an output that cannot take more: a full disk, a quota, a file past its size limit.

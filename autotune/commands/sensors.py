@@ -103,10 +103,11 @@ def _settable(devices: list[dict]) -> tuple[bool, str]:
 
 
 def _print_devices(devices: list[dict], reason: str, settable: bool, settable_reason: str) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    from autotune.report.table import stdout_console
+
+    console = stdout_console()
     if not devices:
         console.print(f"GPU power limits and clocks: none ({reason})")
         return
@@ -122,8 +123,9 @@ def _print_devices(devices: list[dict], reason: str, settable: bool, settable_re
 
 
 def _print_table(rows: list[dict], root: str, sampled: bool) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from autotune.report.table import stdout_console
 
     table = Table(title=f"Energy and power sources (sysfs root {root})")
     for column in ("kind", "label", "scope", "unit", "available", "reason / note"):
@@ -137,7 +139,7 @@ def _print_table(rows: list[dict], root: str, sampled: bool) -> None:
             power_w = row.get("mean_power_w")
             cells.append("-" if power_w is None else f"{power_w:.1f}")
         table.add_row(*cells)
-    console = Console()
+    console = stdout_console()
     console.print(table)
     if not any(r["available"] for r in rows):
         console.print("No energy sensor here: probes report energy [bold]estimated[/bold] from the "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import sys
 
 from rich.console import Console
@@ -40,12 +41,21 @@ def knob_value(params: dict, knob: str):
     return params.get(knob, getattr(Knobs(), knob))
 
 
+class _StdoutConsole(Console):
+    """rich ends the process with status 1 when the reader of stdout goes away (`autotune report RUN | head`);
+    the CLI ends every command so as a tool SIGPIPE ended (141), as it does for JSON, so the error goes there."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, "the reader of standard output went away")
+
+
 def stdout_console() -> Console:
     """The terminal's width on a terminal. Piped or captured output (a job's output file, `| grep`) gets
     a 160-column table instead of rich's 80-column default, and each sentence on one line: rich broke
     them at the table's width, so grep found half a pick's line."""
     piped = not sys.stdout.isatty()
-    return Console(width=160 if piped else None, soft_wrap=piped)
+    return _StdoutConsole(width=160 if piped else None, soft_wrap=piped)
 
 
 def print_report(view: StudyView, document: dict, console: Console | None = None) -> None:

@@ -1,12 +1,14 @@
 """The command line as a user runs it: real subprocesses, exit codes, files written (main() in this process where
 only its messages, status and files are checked: bad input, exports)."""
 
+import io
 import json
 import subprocess
 import sys
 
 import pytest
 
+from autotune import cli
 from tests.cli import autotune, autotune_main
 
 
@@ -252,16 +254,29 @@ def test_run_help_names_the_objectives_choices_as_written():
     assert "--objectives OBJECTIVES" in text and "time,energy (the front of both, default) or time" in text
 
 
-def test_a_reader_that_stops_early_ends_the_output_quietly():
+@pytest.mark.parametrize("output", [["--json"], []], ids=["json", "rich table"])
+def test_a_reader_that_stops_early_ends_the_output_quietly(output):
     """`autotune space --json | head`: the pipe closes after the reader's lines; no traceback, and the
-    status of a tool that SIGPIPE ended (141), as the shell reports for `yes | head`."""
-    reader = "import sys; sys.stdin.readline(); sys.stdin.close()"
-    with subprocess.Popen([sys.executable, "-c", reader], stdin=subprocess.PIPE) as head:
-        run = subprocess.run([sys.executable, "-m", "autotune.cli", "space", "--model", "7b", "--nodes", "1", "--json"],
+    status of a tool that SIGPIPE ended (141), as the shell reports for `yes | head`. The same for a
+    table rich prints (rich's own handling ended with status 1). The reader is gone before the command
+    writes: one that went away mid-write leaves CPython's partial write unreported (status 0), by chance."""
+    with subprocess.Popen([sys.executable, "-c", "pass"], stdin=subprocess.PIPE) as head:
+        head.wait(timeout=60)
+        run = subprocess.run([sys.executable, "-m", "autotune.cli", "space", "--model", "7b", "--nodes", "1", *output],
                              stdout=head.stdin, stderr=subprocess.PIPE, text=True, timeout=120)
         head.stdin.close()
     assert run.returncode == 141, run.stderr
     assert run.stderr == ""
+
+
+def test_a_stdout_that_cannot_encode_the_reports_characters_prints_them_as_question_marks(monkeypatch):
+    """`LC_ALL=C PYTHONUTF8=0`: an ASCII stdout ended `autotune report` in UnicodeEncodeError on its "±"."""
+    ascii_stdout = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
+    monkeypatch.setattr(sys, "stdout", ascii_stdout)
+    cli._replace_what_stdout_cannot_encode()
+    print("time 13.4 min ± 3.4% …")
+    ascii_stdout.flush()
+    assert ascii_stdout.buffer.getvalue() == b"time 13.4 min ? 3.4% ?\n"
 
 
 def test_a_node_count_of_a_range_with_no_valid_candidate_is_named_and_the_rest_is_studied(tmp_path):
