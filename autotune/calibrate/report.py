@@ -37,7 +37,7 @@ def reliability_warning(configurations: int, fitted: int, on_bound: list[str]) -
     the next candidate); constants on their bounds mean the model could not follow the figures."""
     reasons, fixes = [], []
     if configurations < fitted:
-        reasons.append(f"{configurations} configuration(s) measured for {fitted} constants fitted")
+        reasons.append(f"{configurations} configuration(s) with figures for {fitted} constants fitted")
         fixes.append("measure more configurations (at least as many as the constants fitted)")
     if on_bound:
         reasons.append(f"{len(on_bound)} constant(s) ended on a bound")

@@ -33,7 +33,7 @@ def test_fewer_configurations_than_constants_fitted_warns_in_text_and_json():
     document = calibration_document(cal, cal.fit(names), None, {})
     assert document["configurations"] == 2
     warning = document["reliability_warning"]
-    assert f"2 configuration(s) measured for {len(names)} constants fitted" in warning
+    assert f"2 configuration(s) with figures for {len(names)} constants fitted" in warning
     assert "not reliable" in warning and "measure more configurations" in warning
     assert f"warning: {warning}" in report_text(document)
 
@@ -54,7 +54,7 @@ def test_constants_on_their_bounds_warn_even_with_many_configurations():
     # More configurations would not move them: the fix named is to hold them, or check the figures behind them.
     assert "measure more" not in bound and "--hold link_efficiency --hold comm_overlap" in bound
     both = reliability_warning(4, 14, ["link_efficiency"])
-    assert both.startswith("4 configuration(s) measured for 14 constants fitted and 1 constant(s)")
+    assert both.startswith("4 configuration(s) with figures for 14 constants fitted and 1 constant(s)")
     assert "measure more configurations" in both and "--hold link_efficiency" in both
 
 

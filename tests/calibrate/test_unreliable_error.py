@@ -59,7 +59,7 @@ def test_the_warning_says_the_error_is_not_written_and_the_file_has_none(few):
     _, document, stdout, profile = few
     fitted = len(document["fitted"])
     assert document["configurations"] == 3 < fitted and not document["at_bound"]
-    warning = (f"3 configuration(s) measured for {fitted} constants fitted: the left-out error is not reliable, so -o "
+    warning = (f"3 configuration(s) with figures for {fitted} constants fitted: the left-out error is not reliable, so -o "
                "does not write it to [simulator_error] (a study on the profile shows +- ?%); measure more configurations "
                "(at least as many as the constants fitted) and calibrate again.")
     assert document["reliability_warning"] == warning
