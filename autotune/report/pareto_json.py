@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 
 from autotune.atomic_write import write_text_atomic
+from autotune.hardware import available_hardware
+from autotune.hardware.load import hardware_flag
 from autotune.measure.combine import not_measured, parts_text
 from autotune.report.error_bars import pick_ties, simulator_error, with_ties
 from autotune.report.noise import change_noise_summary, noise_summary
@@ -72,9 +74,20 @@ def not_measured_text(parts: list[str]) -> str:
 
 def hardware_text(document: dict) -> str:
     """`my-cpu (calibrated from cpu)`: a calibrated profile's figures are its calibration's, and the
-    reader must be able to tell it from the shipped profile it started from."""
-    base = document.get("calibrated_from")
-    return f"{document['hardware']} (calibrated from {base})" if base else str(document["hardware"])
+    reader must be able to tell it from the shipped profile it started from; so must a copy of a shipped
+    profile that kept its name (`gh200 (the profile in /home/me/mygh.toml)`)."""
+    base, copy = document.get("calibrated_from"), document.get("hardware_file")
+    if base:
+        return f"{document['hardware']} (calibrated from {base})"
+    return f"{document['hardware']} (the profile in {copy})" if copy else str(document["hardware"])
+
+
+def hardware_file(profile) -> str | None:
+    """The file of a profile named as a shipped one but read from elsewhere (a copy of gh200.toml, edited
+    or not), else None: its figures are that file's, not the shipped profile's."""
+    if profile.calibrated_from or profile.name not in available_hardware() or not profile.source:
+        return None
+    return None if hardware_flag(profile.source) == profile.name else profile.source
 
 
 _SOURCE_WORDS = {
@@ -143,6 +156,7 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
         "hardware": settings.hardware.name,
         # The profile `autotune calibrate` started from when `hardware` is a calibration of it, else None.
         "calibrated_from": settings.hardware.calibrated_from or None,
+        "hardware_file": hardware_file(settings.hardware),
         "backend": backend,
         "backend_reason": backend_reason,
         # "simulated" or "measured" for time; energy may be estimated where a probe had no sensor.

@@ -113,7 +113,9 @@ def test_a_study_made_in_another_checkout_reports_exports_and_calibrates(tmp_pat
     run_dir = _moved_study(tmp_path)
     report = autotune_main("report", run_dir)
     assert report.returncode == 0, report.stderr
-    assert json.loads((run_dir / "pareto.json").read_text())["trials_by_status"] == {"ok": 10}
+    kept = json.loads((run_dir / "pareto.json").read_text())
+    assert kept["trials_by_status"] == {"ok": 10}
+    assert kept["hardware"] == "h100-sxm" and kept["hardware_file"] is None  # the built-in, wherever its file was
     export = autotune_main("export", run_dir, "--pick", "knee", "-o", tmp_path / "knee.json")
     assert export.returncode == 0, export.stderr
     calibrate = autotune_main("calibrate", run_dir, "--no-loo", "--json")
@@ -192,6 +194,16 @@ def test_a_run_on_a_copied_profile_shows_an_unknown_error(tmp_path):
     assert "+- ?%" in done.stdout and "+- 3.4%" not in done.stdout and "+- 4.1%" not in done.stdout
     kept = json.loads((tmp_path / "run" / "pareto.json").read_text())
     assert kept.get("simulator_error") in ({}, None)
+
+
+def test_a_copy_of_a_builtin_that_kept_its_name_is_reported_as_that_file(tmp_path):
+    """Trial 38: `cp gh200.toml mygh.toml` (edited or not) reported as "gh200", the built-in's name alone."""
+    copy = _write(tmp_path, (PROFILE_DIR / "gh200.toml").read_text(), "mygh.toml")
+    done = autotune_main("run", "--model", "7b", "--nodes", "1", "--trials", "2", "--hardware", copy, "--out", tmp_path / "run")
+    assert done.returncode == 0, done.stderr
+    kept = json.loads((tmp_path / "run" / "pareto.json").read_text())
+    assert kept["hardware"] == "gh200" and kept["hardware_file"] == str(copy.resolve())
+    assert f"7b on 1 node(s) of gh200 (the profile in {copy.resolve()})" in " ".join(done.stdout.split())
 
 
 def test_a_studys_kept_copy_is_judged_by_the_file_it_came_from(tmp_path, capsys):
