@@ -83,7 +83,7 @@ def _run(args) -> int:
                         f"{' (listed: the valid ones)' if args.valid else ''}")
     for _, title in columns:
         table.add_column(title)
-    table.add_column("mem GiB")
+    table.add_column("mem GiB (estimated)")  # the memory estimate that judges a candidate valid
     table.add_column("valid / reason")
     if args.simulate:
         from autotune.report.error_bars import (error_sentence, error_suffix, measured_scope, outside_scope, profile_error,

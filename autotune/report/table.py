@@ -58,6 +58,23 @@ def stdout_console() -> Console:
     return _StdoutConsole(width=160 if piped else None, soft_wrap=piped)
 
 
+# What a probe's peak memory was read from (trainer/result.py): the column must not pass a process's RSS
+# (Python and DeepSpeed included) off as the device memory the simulator estimates.
+_MEMORY_KINDS = {"process_peak_rss": "process peak RSS", "cuda_max_memory_allocated": "CUDA peak allocated"}
+
+
+def memory_header(points) -> str:
+    """"mem GiB (estimated)": the kinds of the figures below, the simulator's memory estimate for a simulated
+    point, else what the probe read (a replayed record that does not say: measured)."""
+    def kind(p) -> str:
+        if p.source == "simulated":
+            return "estimated"
+        return _MEMORY_KINDS.get(((p.extra or {}).get("details") or {}).get("peak_mem_kind"), "measured")
+
+    kinds = sorted({kind(p) for p in points if p.peak_mem_gib is not None})
+    return f"mem GiB ({', '.join(kinds)})" if kinds else "mem GiB"
+
+
 def print_report(view: StudyView, document: dict, console: Console | None = None) -> None:
     console = console or stdout_console()
     # A study whose points came from several sources lists them all ("measured and estimated").
@@ -95,7 +112,7 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
     # The error bar in the header when every figure below is simulated; else after each simulated one.
     for column in (f"time {t_unit}{header_bar(error, view.front, 'time_s')}",
                    f"energy {e_unit}{header_bar(error, view.front, 'energy_kj')}{estimate_header(sources)}",
-                   f"TFLOP/s {words.per()}", f"TFLOP /kJ{estimate_header(sources)}", "mem GiB"):
+                   f"TFLOP/s {words.per()}", f"TFLOP /kJ{estimate_header(sources)}", memory_header(view.front)):
         table.add_column(column, justify="right")
     table.add_column("pick")
     for p in view.front:
