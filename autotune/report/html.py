@@ -164,10 +164,12 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
             esc(energy_figure(p.energy_kj, e_div) + figure_bar(error, picked, p, "energy_kj") + estimate_mark(sources, p.energy_source)),
             esc(figure(p.tflops)),
             esc(per_energy_figure(p.tflop_per_kj, p.energy_kj) + estimate_mark(sources, p.energy_source)),
-            esc(change_text(row, "energy_saved_pct", noise, stated, missing_change("energy_saved_pct", p, base)) + estimated),
-            esc(change_text(row, "time_change_pct", noise, stated, missing_change("time_change_pct", p, base))),
-            esc(change_text(row, "tflop_per_kj_change_pct", noise, stated, missing_change("tflop_per_kj_change_pct", p, base))
-                + estimated),
+            *(["the baseline"] * 3 if p.trial == view.baseline_trial else [  # no change against itself, as in the terminal
+                esc(change_text(row, "energy_saved_pct", noise, stated, missing_change("energy_saved_pct", p, base)) + estimated),
+                esc(change_text(row, "time_change_pct", noise, stated, missing_change("time_change_pct", p, base))),
+                esc(change_text(row, "tflop_per_kj_change_pct", noise, stated, missing_change("tflop_per_kj_change_pct", p, base))
+                    + estimated),
+            ]),
         ])
     headers = ["pick", "trial", "configuration", f"time {t_unit}{header_bar(error, picked, 'time_s')}",
                f"energy {e_unit}{header_bar(error, picked, 'energy_kj')}{estimate_header(sources)}", f"TFLOP/s {words.per()}",

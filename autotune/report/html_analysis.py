@@ -52,12 +52,14 @@ def tuning_cost_section(view: StudyView, document: dict, run_dir: Path) -> str:
     rows = []
     for row in cost["payback"]:
         saved = row["saved_kj_per_training_hour"]
+        saved_text = (num(None if saved is None else saved / SECONDS_PER_HOUR, ".3g")
+                      + ("" if saved is None else saved_label(row))
+                      + noise_mark(row.get("energy_change_pct"), row.get("energy_noise_pct")))
         rows.append([
             esc(pick_label(row["name"], view.pick_parameters)),
             esc(row["trial"]),
-            esc(num(None if saved is None else saved / SECONDS_PER_HOUR, ".3g")
-                + ("" if saved is None else saved_label(row))
-                + noise_mark(row.get("energy_change_pct"), row.get("energy_noise_pct"))),
+            # The terminal says no saving of the baseline against itself; "0 (estimated)" read as a measured nothing.
+            esc("none: the baseline" if row["trial"] == view.baseline_trial else saved_text),
             esc(num(row["payback_training_hours"], ".3g")),
             esc(row["text"]),
         ])

@@ -80,6 +80,10 @@ def markdown_report(view: StudyView, document: dict) -> str:
             against = baseline_label(p, base)  # a baseline whose figures are of another kind than the pick's
             noise, stated = row.get("noise_pct"), row.get("simulator_error_pct")
             ties = ties_text(view, row)
+            if p.trial == view.baseline_trial:  # no change against itself, as in the terminal
+                lines.append(f"- **{pick_label(row['name'], view.pick_parameters)}**: trial {p.trial}, "
+                             f"{knobs_sentence(p.params)}: the baseline itself" + (f" ({ties})" if ties else ""))
+                continue
             lines.append(
                 f"- **{pick_label(row['name'], view.pick_parameters)}**: trial {p.trial}, {knobs_sentence(p.params)}: "
                 f"energy saved {change_text(row, 'energy_saved_pct', noise, stated, missing_change('energy_saved_pct', p, base))}"

@@ -289,7 +289,9 @@ def payback_row(name: str, trial: int, view: StudyView, tuning_energy_kj: float 
         row.update(energy_change_pct=change_pct, energy_noise_pct=noise_pct, within_noise=is_within_noise(change_pct, noise_pct))
     # No saving first: a pick that uses more energy than the baseline repays nothing, however little tuning
     # cost (a simulated study's "repaid at once" beside "uses 1 kWh more" contradicted itself).
-    if saved_kj <= 0:
+    if point is base:
+        row["text"] = "never: this pick is the baseline itself, which needs no tuning"
+    elif saved_kj <= 0:
         row["text"] = "never: this pick uses no less energy than the baseline"
     elif not ran_on_hardware:
         row.update(payback_training_hours=0.0, payback_workloads=0.0, text="at once: no probe ran on hardware, so tuning cost no energy")

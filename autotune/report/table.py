@@ -145,6 +145,8 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
             texts = [labelled_change_text(row, key, noise, label, stated, missing_change(key, p, base)) for key, label in changes]
             against = baseline_label(p, base)
             line += f"  ({', '.join(texts)} vs baseline trial {view.baseline_trial}{f' ({against})' if against else ''})"
+        elif p.trial == view.baseline_trial:
+            line += "  (the baseline itself)"
         console.print(line)
     parameters = view.pick_parameters
     if "cost_weighted" in view.picks:

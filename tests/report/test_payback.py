@@ -78,7 +78,7 @@ def test_a_simulated_pick_that_uses_more_energy_than_the_baseline_is_never_repai
                                       "tuning is never repaid: this pick uses no less energy than the baseline")
     same = payback_row("fastest", 0, view, 0.0, ran_on_hardware=False)  # the baseline itself
     assert payback_sentence(same) == ("saves nothing per training hour against the baseline; "
-                                      "tuning is never repaid: this pick uses no less energy than the baseline")
+                                      "tuning is never repaid: this pick is the baseline itself, which needs no tuning")
     saves = payback_row("knee", 2, view, 0.0, ran_on_hardware=False)
     assert saves["payback_training_hours"] == 0.0 and payback_sentence(saves) == (
         "saves 25 kWh (simulated) per training hour against the baseline; tuning is repaid at once: no probe ran "
