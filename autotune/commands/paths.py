@@ -64,7 +64,9 @@ def writable_file(path: Path, what: str, example: str = "knee.json", replaces: C
     (default: another file name like `example`)."""
     path = Path(path)
     if path.is_dir() or str(path).endswith("/"):
-        raise UserError(f"{what} {path} is a directory; give a file name such as {path / example}")
+        # Not "knee.json/knee.json" for a directory named as the file was meant to be: a name beside it.
+        instead = path / example if path.name != example else path.parent / f"{path.stem}-1{path.suffix}"
+        raise UserError(f"{what} {path} is a directory; give a file name such as {instead}")
     if path.exists() and not path.is_file():  # a device (/dev/null), pipe or socket: the rename would replace it
         raise UserError(f"{what} {path} is not a regular file (a device, pipe or socket); give a file name such as "
                         f"{example}")  # not in the device's folder (/dev/knee.json)

@@ -473,6 +473,16 @@ def test_output_file_that_cannot_be_written(tmp_path):
         assert_one_clear_line(str(err.value), "-o", words)
 
 
+def test_a_directory_named_as_the_file_gets_a_name_beside_it(tmp_path):
+    """Trial 37 F10: a directory configs/knee.json was told "give a file name such as .../knee.json/knee.json"."""
+    (tmp_path / "knee.json").mkdir()
+    (tmp_path / "out").mkdir()
+    for path, suggested in [(tmp_path / "knee.json", tmp_path / "knee-1.json"), (tmp_path / "out", tmp_path / "out" / "knee.json")]:
+        with pytest.raises(UserError) as err:
+            writable_file(path, "-o")
+        assert str(err.value) == f"-o {path} is a directory; give a file name such as {suggested}"
+
+
 def test_an_output_that_is_a_device_is_refused_and_a_link_is_written_through(tmp_path):
     """A rename would replace /dev/null (as root) or the link itself with a plain file."""
     import os
