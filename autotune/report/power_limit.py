@@ -11,12 +11,13 @@ from __future__ import annotations
 from html import escape
 
 from autotune.candidate import UNTOUCHED_DEVICE_SETTINGS, device_knobs_text
+from autotune.report.error_bars import extrapolated, point_bar, simulator_error
 from autotune.report.front import Point
 from autotune.report.html_parts import esc, table
 from autotune.report.picks import missing_change, savings
 from autotune.report.svg import Frame, axes, chart_start, nice_ticks
 from autotune.report.units import energy_figure, energy_text, energy_unit, figure, time_text, time_unit
-from autotune.report.within_noise import change_text, labelled_change_text, savings_noise
+from autotune.report.within_noise import change_text, labelled_change_text, savings_error, savings_noise
 
 
 def _setting(params: dict, knob: str):
@@ -45,22 +46,28 @@ def sweep_sentence(view) -> str | None:
     if len(sweep) < 2:
         return None
     base = next((p for p in sweep if _limit(p) == UNTOUCHED_DEVICE_SETTINGS["power_limit"]), None)
+    error = simulator_error(view)
     parts = []
     for p in sweep:
         part = f"{_limit(p):g}: trial {p.trial}"
         if base is not None and p is not base:
-            change, noise = savings(p, base), savings_noise(p, base)
+            change, noise, stated = savings(p, base), savings_noise(p, base), savings_error(p, base, error)
             missing = missing_change("energy_saved_pct", p, base)
-            saved = labelled_change_text(change, "energy_saved_pct", noise, "energy saved", missing=missing)
-            part += f" ({saved}, {labelled_change_text(change, 'time_change_pct', noise, 'time')})"
+            saved = labelled_change_text(change, "energy_saved_pct", noise, "energy saved", stated, missing=missing)
+            part += f" ({saved}, {labelled_change_text(change, 'time_change_pct', noise, 'time', stated)})"
         parts.append(part)
-    return f"power limit of the fastest configuration ({_sources(sweep)}): " + "; ".join(parts)
+    return f"power limit of the fastest configuration ({_sources(sweep, error)}): " + "; ".join(parts)
 
 
-def _sources(sweep: list[Point]) -> str:
-    """Every label the sweep's points carry (one point's would hide an estimated energy among measured ones)."""
+def _sources(sweep: list[Point], error: dict | None) -> str:
+    """Every label the sweep's points carry (one point's would hide an estimated energy among measured ones),
+    and where a simulated one's error is not known (the limits a calibration never measured): its changes
+    are then marked within no error, which would read as changes beyond it."""
     time_sources, energy_sources = (" and ".join(sorted({getattr(q, key) for q in sweep})) for key in ("source", "energy_source"))
-    return f"{time_sources} time, {energy_sources} energy"
+    unknown = [q for q in sweep if extrapolated(error, q)]  # (a profile with no error at all says so above)
+    limits = "/".join(f"{_limit(q):g}" for q in unknown)
+    return f"{time_sources} time, {energy_sources} energy" + (
+        f"; +- ?%: the simulator's error is not known at power limit {limits}" if unknown else "")
 
 
 def _panel(xs: list[float], ys: list[float], tips: list[str], y_label: str, x_label: str, width_px=360, height_px=240) -> str:
@@ -93,20 +100,22 @@ def power_limit_section(view, document: dict, run_dir) -> str:
                     f"energy to solution ({e_unit})", x_label) if have else ""
     charts += _panel(limits, [p.time_s / t_div for p in sweep], tips, f"time to solution ({t_unit})", x_label)
     base = next((p for p in sweep if _limit(p) == UNTOUCHED_DEVICE_SETTINGS["power_limit"]), None)
+    error = simulator_error(view)
     rows = []
     for p, limit in zip(sweep, limits):
         change = savings(p, base) if base is not None else {"energy_saved_pct": None, "time_change_pct": None}
-        noise = savings_noise(p, base)
-        rows.append([esc(f"{limit:g}"), esc(p.trial), esc(figure(p.time_s, t_div)), esc(energy_figure(p.energy_kj, e_div)),
-                     esc(change_text(change, "energy_saved_pct", noise, missing=missing_change("energy_saved_pct", p, base))),
-                     esc(change_text(change, "time_change_pct", noise)),
+        noise, stated = savings_noise(p, base), savings_error(p, base, error)
+        rows.append([esc(f"{limit:g}"), esc(p.trial), esc(figure(p.time_s, t_div) + point_bar(error, p, "time_s")),
+                     esc(energy_figure(p.energy_kj, e_div) + point_bar(error, p, "energy_kj")),
+                     esc(change_text(change, "energy_saved_pct", noise, stated, missing=missing_change("energy_saved_pct", p, base))),
+                     esc(change_text(change, "time_change_pct", noise, stated)),
                      esc(p.source if p.energy_source == p.source else f"{p.source} time, {p.energy_source} energy")])
     fixed = {k: v for k, v in sweep[0].params.items() if k not in UNTOUCHED_DEVICE_SETTINGS}
     what = ", ".join(f"{k} {v}" for k, v in fixed.items()) + device_knobs_text({"sm_clock_mhz": sweep[0].params.get("sm_clock_mhz")})
     return (
         '<section id="power-limit"><h2>Power limit of the best parallel configuration</h2>\n'
         f"<p>The fastest pick's configuration ({esc(what)}) at every evaluated power limit "
-        f"({esc(_sources(sweep))}; each row's in its last column). Energy saved and time change are "
+        f"({esc(_sources(sweep, error))}; each row's in its last column). Energy saved and time change are "
         "against the same configuration at its default limit (1.0), n/a where that was not evaluated.</p>\n"
         f'<div class="importance-row">{charts}</div>\n'
         + table(["power limit", "trial", f"time {t_unit}", f"energy {e_unit}", "energy saved", "time change", "source"], rows,

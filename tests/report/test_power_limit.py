@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from types import SimpleNamespace
 
+from autotune.hardware import load_hardware
 from autotune.report.front import Point
 from autotune.candidate import device_knobs_text, knobs_sentence
 from autotune.report.power_limit import power_limit_section, power_limit_sweep, sweep_sentence
@@ -19,7 +20,8 @@ def _point(trial, limit, time_s, energy_kj, **other):
 
 
 def _view(points, fastest):
-    return SimpleNamespace(points=points, picks={"fastest": fastest},
+    settings = SimpleNamespace(hardware=load_hardware("gh200"), model=SimpleNamespace(name="32b"))
+    return SimpleNamespace(points=points, picks={"fastest": fastest}, settings=settings,
                            point=lambda t: next((p for p in points if p.trial == t), None))
 
 
@@ -68,3 +70,25 @@ def test_no_sweep_without_two_limits():
     assert power_limit_sweep(view) == [view.point(1)]
     assert sweep_sentence(view) is None and power_limit_section(view, {}, None) == ""
     assert power_limit_sweep(SimpleNamespace(points=[], picks={}, point=lambda t: None)) == []
+
+
+def test_the_sweep_carries_the_simulator_s_error_where_it_was_measured_and_says_where_not(tmp_path):
+    """Trial 38 #11: the sweep's simulated changes (+1.1% energy saved at 0.9) were judged against no error: the
+    profile's, where it was measured at those limits, marks them within it; where it was not, the sentence says so."""
+    from tests.cli import autotune_main
+    from tests.report.conftest import profile_measured_on
+
+    def sweep_line(run_dir, *hardware):
+        done = autotune_main("run", "--model", "32b", "--nodes", "4", "--trials", "6", *hardware, "--out", run_dir)
+        assert done.returncode == 0, done.stderr
+        return next(line for line in done.stdout.splitlines() if line.startswith("power limit of the fastest"))
+
+    shipped = sweep_line(tmp_path / "shipped")  # gh200's error: measured at power limit 1.0 alone
+    assert "; +- ?%: the simulator's error is not known at power limit 0.9/0.8/0.7)" in shipped
+    assert "within the simulator's error" not in shipped
+    wide = profile_measured_on(tmp_path / "wide.toml", "32b with ZeRO 3, optimizer offload async/none, checkpointing "
+                               "recompute, SP 1, micro-batch 2/4, nodes 4, power limit 0.7/0.8/0.9/1.0, SM clock max")
+    measured_there = sweep_line(tmp_path / "wide", "--hardware", wide)
+    assert "+- ?%" not in measured_there
+    assert re.search(r"0\.9: trial \d+ \(\+1\.1% energy saved \(within the simulator's error: ±3\.3%\), "
+                     r"\+0\.7% time \(within the simulator's error: ±3\.4%\)\)", measured_there), measured_there
