@@ -74,7 +74,7 @@ def checked_number(
     Booleans are refused (TOML's `true` is not 1), and so are NaN and infinities."""
     problem = number_problem(value, low=low, high=high, low_open=low_open, integer=integer, whole_literal=whole_literal)
     if problem:
-        raise ConfigError(f"{origin}: {key} = {value!r} {problem}{f'; {fix}' if fix else ''}")
+        raise ConfigError(f"{origin}: {key} = {shown(value)} {problem}{f'; {fix}' if fix else ''}")
     return int(value) if integer else float(value)
 
 

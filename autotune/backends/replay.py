@@ -41,7 +41,7 @@ from autotune.backends.base import Backend, ProbeResult
 from autotune.backends.probe_outcome import step_time_cv
 from autotune.backends.replay_fit import none_usable, other_study, unused_records
 from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, Candidate, knob_value, params_key
-from autotune.checks import checked_number, complete_table, refuse_unknown_keys, shown
+from autotune.checks import checked_number, complete_table, refuse_duplicate_keys, refuse_unknown_keys, shown
 from autotune.errors import ConfigError
 from autotune.measure.combine import SEPARATE_COMPONENTS, not_measured
 
@@ -67,13 +67,13 @@ _SPACE_LIST_KEYS = ("valid", "reason")
 
 def _choice(origin: str, key: str, value, allowed: tuple):
     if value not in allowed or isinstance(value, bool):
-        raise ConfigError(f"{origin}: {key} = {value!r} is not one of {', '.join(map(repr, allowed))}; {_FIX}")
+        raise ConfigError(f"{origin}: {key} = {shown(value)} is not one of {', '.join(map(shown, allowed))}; {_FIX}")
     return value
 
 
 def _checked_params(origin: str, params) -> dict:
     if not isinstance(params, dict):
-        raise ConfigError(f"{origin}: params = {params!r} is not an object of knob values; {_FIX}")
+        raise ConfigError(f"{origin}: params = {shown(params)} is not an object of knob values; {_FIX}")
     refuse_unknown_keys(origin, params, KNOBS, _FIX)
     missing = [k for k in KNOBS if k not in params and k not in UNTOUCHED_DEVICE_SETTINGS]
     if missing:
@@ -118,7 +118,12 @@ def _checked_study(origin: str, study) -> dict:
     return out
 
 
+COST_KEYS = ("time_s", "energy_kj", "window_s", "energy_scope", "energy_provenance")
+
+
 def _checked_probe_cost(origin: str, cost: dict) -> dict:
+    # A misspelt key ("energy_KJ") made the tuning cost and payback "unknown" without a word.
+    refuse_unknown_keys(f"{origin} probe_cost", cost, COST_KEYS, _FIX)
     out = {key: _optional_number(f"{origin} probe_cost", cost, key) for key in ("time_s", "energy_kj", "window_s")}
     for key, allowed in (("energy_scope", ENERGY_SCOPES), ("energy_provenance", COST_PROVENANCES)):
         if cost.get(key) is not None:
@@ -136,6 +141,13 @@ def _checked_noise(origin: str, noise) -> dict:
     return out
 
 
+def _checked_error(origin: str, error) -> str | None:
+    """A failed probe's reason: text, shown as the trial's reason (a number or object was dropped without a word)."""
+    if error is not None and not isinstance(error, str):
+        raise ConfigError(f"{origin}: error = {shown(error)} is not a text (the reason the probe failed); {_FIX}")
+    return error
+
+
 def checked_record(origin: str, record) -> dict:
     """One record, every value checked; `origin` names the file and line for the error."""
     if not isinstance(record, dict):
@@ -148,7 +160,7 @@ def checked_record(origin: str, record) -> dict:
         "params": _checked_params(origin, record["params"]),
         "status": status,
         "source": _choice(origin, "source", record.get("source", "measured"), SOURCES),
-        "error": record.get("error") if isinstance(record.get("error"), str) else None,
+        "error": _checked_error(origin, record.get("error")),
         "tflops": _optional_number(origin, record, "tflops"),
         "peak_mem_gib": _optional_number(origin, record, "peak_mem_gib"),
         "time_s": _optional_number(origin, record, "time_s", low_open=True),
@@ -166,15 +178,15 @@ def checked_record(origin: str, record) -> dict:
     cost = record.get("probe_cost")
     if cost is not None:
         if not isinstance(cost, dict):
-            raise ConfigError(f"{origin}: probe_cost = {cost!r} is not an object with time_s and energy_kj; {_FIX}")
+            raise ConfigError(f"{origin}: probe_cost = {shown(cost)} is not an object with time_s and energy_kj; {_FIX}")
         out["probe_cost"] = _checked_probe_cost(origin, cost)
     if record.get("noise") is not None:
         out["noise"] = _checked_noise(origin, record["noise"])
     left_out = record.get("energy_not_measured")
     if left_out is not None:
         if not isinstance(left_out, list) or any(part not in SEPARATE_COMPONENTS for part in left_out):
-            raise ConfigError(f"{origin}: energy_not_measured = {left_out!r} is not a list of "
-                              f"{', '.join(map(repr, SEPARATE_COMPONENTS))}; {_FIX}")
+            raise ConfigError(f"{origin}: energy_not_measured = {shown(left_out)} is not a list of "
+                              f"{', '.join(map(shown, SEPARATE_COMPONENTS))}; {_FIX}")
         out["energy_not_measured"] = sorted(set(left_out))
     if record.get("study") is not None:
         out["study"] = _checked_study(origin, record["study"])
@@ -185,7 +197,7 @@ def _entries(path: Path, text: str) -> list[tuple[str, object]]:
     """(origin, parsed JSON) per record: a JSON list (`autotune space --simulate --json`) or JSON lines."""
     if text.lstrip().startswith("["):
         try:
-            data = json.loads(text)
+            data = json.loads(text, object_pairs_hook=refuse_duplicate_keys)
         except ValueError as exc:
             raise ConfigError(f"measurements {path}: not valid JSON ({exc}); {_FIX}") from None
         return [(f"measurements {path} entry {i + 1}", entry) for i, entry in enumerate(data)]
@@ -194,7 +206,8 @@ def _entries(path: Path, text: str) -> list[tuple[str, object]]:
         if not line.strip():
             continue
         try:
-            entries.append((f"measurements {path} line {number}", json.loads(line)))
+            # A key given twice (a hand edit that added a figure instead of changing it) would be its last copy.
+            entries.append((f"measurements {path} line {number}", json.loads(line, object_pairs_hook=refuse_duplicate_keys)))
         except ValueError as exc:
             raise ConfigError(f"measurements {path} line {number}: not valid JSON ({exc}); {_FIX}") from None
     return entries
@@ -247,6 +260,10 @@ def load_measurements(path: Path) -> dict[str, dict]:
         records[key], untold[key] = {**record, "origin": origin, "untold": left_out}, left_out
     if not records:
         raise ConfigError(f"measurements {path} holds no record of a valid candidate; {_FIX}")
+    if not any(r["status"] == "ok" for r in records.values()):
+        # A replay of it stopped after three "failed" probes, told to fix a set-up there is none of.
+        raise ConfigError(f"measurements {path} holds no ok record (its {len(records)} are out of memory or failed), so no "
+                          "configuration could be on a front; pass a file with the figures of probes that finished")
     return records
 
 

@@ -50,7 +50,7 @@ def test_labels_are_kept(tmp_path, make_candidate):
 @pytest.mark.parametrize(
     "record, words",
     [
-        ({"params": KNOBS_OLD, "status": "ok", "time_s": "fast", "energy_kj": 1.0}, ["line 2", "time_s", "'fast'"]),
+        ({"params": KNOBS_OLD, "status": "ok", "time_s": "fast", "energy_kj": 1.0}, ["line 2", "time_s", '"fast"']),
         ({"params": KNOBS_OLD, "status": "ok", "time_s": -1.0, "energy_kj": 1.0}, ["line 2", "time_s", "out of range"]),
         ({"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "energy_kj": 1e308}, ["line 2", "energy_kj", "out of range"]),
         ({"params": {**KNOBS_OLD, "zero_stage": 4}, "status": "ok", "time_s": 1.0}, ["line 2", "zero_stage", "4"]),
@@ -64,8 +64,8 @@ def test_labels_are_kept(tmp_path, make_candidate):
         # a finished probe's figures on a record marked oom or failed (by hand, perhaps the wrong record)
         ({**OK, "status": "oom", "energy_kj": 2.0}, ["line 2", "an oom record holds time_s, energy_kj", 'set its status to "ok"']),
         ({"params": KNOBS_OLD, "status": "failed", "tflops": 3.0}, ["line 2", "a failed record", "or drop tflops"]),
-        ({"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "energy_not_measured": "cpu"}, ["line 2", "energy_not_measured", "'cpu'"]),
-        ({"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "energy_not_measured": ["disk"]}, ["line 2", "energy_not_measured", "'disk'"]),
+        ({"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "energy_not_measured": "cpu"}, ["line 2", "energy_not_measured", '"cpu"']),
+        ({"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "energy_not_measured": ["disk"]}, ["line 2", "energy_not_measured", '"disk"']),
         ({"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "energy_not_measured": [1]}, ["line 2", "energy_not_measured"]),
         ({"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "energy_not_measured": {"cpu": True}}, ["line 2", "energy_not_measured"]),
         ({"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "energy_not_measured": [None]}, ["line 2", "energy_not_measured"]),
@@ -79,10 +79,10 @@ def test_labels_are_kept(tmp_path, make_candidate):
         ({**OK, "study": {**STUDY, "hardware": None}}, ["line 2", "study.hardware = null is not a name"]),
         ({**OK, "study": {**STUDY, "gpus_per_node": 0}}, ["line 2", "study.gpus_per_node = 0", ">= 1"]),
         ({**OK, "study": {**STUDY, "gpus_per_node": 1.5}}, ["line 2", "study.gpus_per_node = 1.5", "whole number"]),
-        ({**OK, "study": {**STUDY, "frames": True}}, ["line 2", "study.frames = True"]),
-        ({**OK, "study": {**STUDY, "global_batch": "64"}}, ["line 2", "study.global_batch = '64'"]),
+        ({**OK, "study": {**STUDY, "frames": True}}, ["line 2", "study.frames = true"]),
+        ({**OK, "study": {**STUDY, "global_batch": "64"}}, ["line 2", 'study.global_batch = "64"']),
         ({**OK, "study": {**STUDY, "samples": -2048}}, ["line 2", "study.samples = -2048"]),
-        ({**OK, "study": {**STUDY, "text_tokens": float("nan")}}, ["line 2", "study.text_tokens = nan"]),
+        ({**OK, "study": {**STUDY, "text_tokens": float("nan")}}, ["line 2", "study.text_tokens = NaN"]),
         ({**OK, "study": {**STUDY, "precision": ""}}, ["line 2", 'study.precision = "" is not a name']),
     ],
 )
@@ -119,6 +119,26 @@ def test_torn_json_and_duplicates_are_refused(tmp_path):
     path.write_bytes(json.dumps({**record, "status": "failed", "error": "dXpassement"}).encode().replace(b"X", b"\xe9"))
     with pytest.raises(ConfigError, match=r"is not UTF-8 text \(byte 0xe9 at offset \d+\); save it as UTF-8"):
         load_measurements(path)  # a Latin-1 error message pasted from a log
+
+
+def test_a_key_given_twice_a_reason_that_is_no_text_and_a_file_of_no_finished_probe_are_refused(tmp_path):
+    """Trial 39 #6, #8: `"time_s": 785.1, "time_s": 1.0` replayed as 1 s; `"error": 42` was dropped; a file of failed
+    records replayed three failures and then asked to fix the set-up."""
+    path = tmp_path / "twice.jsonl"
+    path.write_text('{"params": %s, "status": "ok", "time_s": 785.1, "time_s": 1.0}\n' % json.dumps(KNOBS_OLD))
+    with pytest.raises(ConfigError, match=r"line 1: not valid JSON \(key\(s\) time_s appear more than once\)"):
+        load_measurements(path)
+    path.write_text(json.dumps([{**OK, "energy_kj": 1.0, "energy_kj ": 2.0}]).replace('"energy_kj "', '"energy_kj"'))
+    with pytest.raises(ConfigError, match=r"not valid JSON \(key\(s\) energy_kj appear more than once\)"):
+        load_measurements(path)  # the JSON list `space --simulate --json` prints
+    failed = {"params": KNOBS_OLD, "status": "failed", "error": 42}
+    with pytest.raises(ConfigError, match=r"line 1: error = 42 is not a text \(the reason the probe failed\)"):
+        load_measurements(_write(tmp_path, [failed]))
+    records = [{**failed, "error": "NCCL timeout"}, {"params": {**KNOBS_OLD, "micro_batch": 2}, "status": "oom"}]
+    with pytest.raises(ConfigError) as refused:
+        load_measurements(_write(tmp_path, records))
+    assert str(refused.value).endswith("holds no ok record (its 2 are out of memory or failed), so no configuration could "
+                                       "be on a front; pass a file with the figures of probes that finished")
 
 
 def test_a_measurements_file_is_read_within_bounds_and_a_byte_order_mark_is_no_part_of_it(tmp_path, monkeypatch):
@@ -190,12 +210,14 @@ def test_what_a_probe_cost_covers_and_its_noise_are_kept_through_export_and_repl
 
 
 @pytest.mark.parametrize("extra, words", [
-    ({"probe_cost": {"time_s": 1.0, "energy_kj": 1.0, "energy_scope": "probe"}}, ["probe_cost", "energy_scope", "'probe'"]),
+    ({"probe_cost": {"time_s": 1.0, "energy_kj": 1.0, "energy_scope": "probe"}}, ["probe_cost", "energy_scope", '"probe"']),
     ({"probe_cost": {"time_s": 1.0, "energy_kj": 1.0, "window_s": -1}}, ["probe_cost", "window_s", "out of range"]),
     ({"noise": 0.1}, ["noise = 0.1 is not an object"]),
-    ({"noise": {"time_cv": "big"}}, ["noise", "time_cv", "'big'"]),
+    ({"noise": {"time_cv": "big"}}, ["noise", "time_cv", '"big"']),
     ({"noise": {"runs": 0}}, ["noise", "runs"]),
     ({"noise": {"spread": 1}}, ["noise", "unknown key(s) spread"]),
+    # Trial 39 #8: a misspelt cost key made the tuning cost "unknown" without a word.
+    ({"probe_cost": {"time_s": 180.0, "energy_KJ": 350.0}}, ["probe_cost", "unknown key(s) energy_KJ", "energy_kj"]),
 ])
 def test_a_records_cost_scope_and_noise_are_checked(tmp_path, extra, words):
     with pytest.raises(ConfigError) as error:

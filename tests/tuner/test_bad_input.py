@@ -564,7 +564,7 @@ def test_launch_backend_refuses_what_the_flag_refuses(tmp_path, capsys, keyword,
 
     with pytest.raises(ConfigError) as err:
         LaunchBackend(run_dir=tmp_path, **{keyword: value})
-    assert_one_clear_line(str(err.value), f"{flag} = {value!r}")
+    assert_one_clear_line(str(err.value), f"{flag} = {json.dumps(value)}")  # as a JSON or TOML file would spell it
     assert_one_clear_line(run_main(["run", *STUDY, "--out", str(tmp_path / "r"), flag, str(value)], capsys), flag)
 
 

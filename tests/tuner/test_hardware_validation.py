@@ -170,6 +170,6 @@ def test_cli_refuses_a_bad_profile_before_touching_the_study(tmp_path):
                              "--hardware", str(bad), "--out", str(out)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "bandwidth_gbs" in lines[0] and "'fast'" in lines[0]
+    assert len(lines) == 1 and "bandwidth_gbs" in lines[0] and '"fast"' in lines[0]
     assert "Traceback" not in result.stderr
     assert not (out / "study.db").exists()
