@@ -39,6 +39,7 @@ from pathlib import Path
 
 from autotune.backends.base import Backend, ProbeResult
 from autotune.backends.probe_outcome import step_time_cv
+from autotune.backends.replay_figures import figure_problems, peak_memory_refusal
 from autotune.backends.replay_fit import none_usable, other_study, unused_records
 from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, Candidate, knob_value, params_key
 from autotune.checks import checked_number, complete_table, refuse_duplicate_keys, refuse_unknown_keys, shown
@@ -330,6 +331,7 @@ class ReplayBackend(Backend):
         self.source = "simulated" if sources == {"simulated"} else "measured"
         self.reason = reason
         self.usable: int | None = None  # records of valid candidates of this study's space (evaluable() counts them)
+        self.figure_warning: str | None = None  # figures far from the simulator's (check_candidates), said once
 
     def check_candidates(self, checks: list) -> None:
         """Refuses, in one line, a file whose records say they were measured for another model,
@@ -340,6 +342,10 @@ class ReplayBackend(Backend):
         valid = [c.candidate for c in checks if c.valid]
         if valid:
             self._check_study(study_of(valid[0]), checks)  # the candidates of a study share all but their knobs
+            refusal = peak_memory_refusal(self.records, valid[0].hardware)
+            refusal, self.figure_warning = (refusal, None) if refusal else figure_problems(self.records, checks)
+            if refusal:
+                raise ConfigError(refusal)
         valid = {params_key(c.knobs.to_dict()) for c in valid}
         if not valid or valid & set(self.records):
             return
@@ -365,7 +371,7 @@ class ReplayBackend(Backend):
         """Records replayed on an assumption, a line each: without `study`, for whatever model and workload the
         run names (a hand-written file's 32b figures reported as 72b's, without a word, in a newcomer's trial);
         without a device knob, at its untouched setting (as files from before those knobs)."""
-        lines = []
+        lines = [self.figure_warning] if self.figure_warning else []
         unnamed = [r for r in self.records.values() if r.get("study") is None]
         valid = [c.candidate for c in checks if c.valid]
         if unnamed and valid:
@@ -382,6 +388,16 @@ class ReplayBackend(Backend):
         return lines
 
     def _check_study(self, mine: dict, checks: list) -> None:
+        studies: dict[str, list[str]] = {}
+        for record in self.records.values():
+            if record.get("study") is not None:
+                studies.setdefault(json.dumps(record["study"], sort_keys=True), []).append(record["origin"])
+        if len(studies) > 1:
+            # Each study's records asked for its own flags in turn ("--model 7b", then "--model 32b").
+            parts = [f"{json.loads(key)['model']} on {json.loads(key)['hardware']}: {len(origins)} record(s), first "
+                     f"{origins[0].removeprefix(f'measurements {self.path} ')}" for key, origins in studies.items()]
+            raise ConfigError(f"measurements {self.path} mixes the records of {len(studies)} studies (their \"study\" "
+                              f"differs: {'; '.join(parts)}); split it into one file per study and replay each")
         for record in self.records.values():
             theirs = record.get("study")
             differs = [key for key in STUDY_FLAGS if theirs is not None and theirs[key] != mine[key]]
