@@ -14,7 +14,7 @@ from autotune.atomic_write import write_text_atomic
 
 from autotune.report.noise import noise_line
 from autotune.report.device_words import DeviceWords, view_device_words
-from autotune.report.payback import estimated_saving_mark, no_baseline_in_space
+from autotune.report.payback import baseline_missing, estimated_saving_mark
 from autotune.report.units import (
     UNAVAILABLE, energy_figure, energy_text, energy_unit, estimate_header, estimate_mark, figure, per_energy_figure, time_text,
     time_unit,
@@ -51,7 +51,7 @@ def header_section(view: StudyView, document: dict, run_dir: Path) -> str:
         note += "".join(f"<p>Search: {esc(line)}</p>" for line in lines)
     if noise_text := noise_line(document):
         note += f"<p>{esc(noise_text)}</p>"
-    baseline = no_baseline_in_space(view_device_words(view)) if document["baseline"] is None else document["baseline"]
+    baseline = baseline_missing(view) if document["baseline"] is None else document["baseline"]
     return (
         f"<header><h1>autotune report: {esc(document['model'])} on {esc(nodes_header(document))} of "
         f"{esc(hardware_text(document))}</h1>\n"

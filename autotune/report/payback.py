@@ -242,6 +242,22 @@ def _cost_note(probes: int, by_basis: dict[str, int], energy_kj: float | None, p
     return ("; ".join(parts) + ".") if parts else "Totals cover every probe, start-up and warm-up included."
 
 
+def unevaluated_baseline(view: StudyView) -> str | None:
+    """Where the space holds a baseline the study never evaluated (a replayed file without its record: the
+    study searches recorded candidates only), the words that name it; None where the space has none."""
+    from autotune.candidate import knobs_sentence
+    from autotune.space.baseline import baseline
+    from autotune.study.valid import valid_checks
+
+    if view.settings is None:  # a view built of points alone knows no space
+        return None
+    base = baseline(valid_checks(view.settings))
+    if base is None:
+        return None
+    return (f"the space's baseline ({knobs_sentence(base.candidate.knobs.to_dict())}) was not evaluated (a replayed "
+            "file holds no record of it: measure it to compare with it)")
+
+
 def no_baseline_in_space(words: DeviceWords = GPU_WORDS) -> str:
     return ("this space holds no baseline (a candidate without offload or sequence parallelism, at the "
             f"{words.many}' own power limit and clock)")
@@ -249,9 +265,10 @@ def no_baseline_in_space(words: DeviceWords = GPU_WORDS) -> str:
 
 
 def baseline_missing(view: StudyView) -> str:
-    """Why no pick can be measured against the baseline: the space has none, or it did not run."""
+    """Why no pick can be measured against the baseline: the space has none, it was not evaluated, or it did
+    not run."""
     if view.baseline_trial is None:
-        return no_baseline_in_space(view_device_words(view))
+        return unevaluated_baseline(view) or no_baseline_in_space(view_device_words(view))
     status = next((r["status"] for r in view.trials if r["trial"] == view.baseline_trial), "not evaluated")
     return f"the baseline (trial {view.baseline_trial}) is not feasible ({status})"
 

@@ -123,6 +123,11 @@ def search_summary(study, view, backend: str) -> dict:
     pred = model.predictions
     view_now = model.outlook(study)
     recorded = _recorded_keys(study, backend)
+    valid_keys = {params_key(c.candidate.knobs.to_dict()) for c in checks if c.valid}
+    if converged and recorded is not None and not valid_keys <= recorded:
+        # Converged among the recorded candidates: the rule weighed no other, and those it could not probe are
+        # predicted below (a partial file's "no unprobed valid candidate" beside "100% chance" contradicted itself).
+        summary["converged"] = {**converged, "recorded": len(valid_keys & recorded), "unrecorded": len(valid_keys - recorded)}
     if summary["sampler"] == "guided" and not converged:
         replayed = _replay_model(checks, recorded) if recorded is not None else None
         summary["unfinished"] = _unfinished(study, model, replayed) if recorded is None or replayed else None
@@ -152,7 +157,11 @@ def search_sentences(summary: dict) -> list[str]:
     if converged:
         # The short form of the rule the search block keeps (search_summary states it per objectives).
         objectives = 1 if converged.get("rule") == stop_rule(1) else 2
-        lines.append(f"converged after {converged['probes']} probes: {stop_rule_summary(objectives)}")
+        if converged.get("unrecorded"):
+            lines.append(f"converged after {converged['probes']} probes among the {converged['recorded']} recorded candidates: "
+                         f"{stop_rule_summary(objectives, 'recorded candidate')}; {unrecorded_sentence(converged['unrecorded'])}")
+        else:
+            lines.append(f"converged after {converged['probes']} probes: {stop_rule_summary(objectives)}")
     unfinished = summary.get("unfinished")
     if unfinished and unfinished.get("exhausted"):
         lines.append(_exhausted_sentence(unfinished))
@@ -177,6 +186,11 @@ def search_sentences(summary: dict) -> list[str]:
             f"{time_text(p['time_s'])}{energy} (predicted), {p['chance_to_enter_front']:.0%} chance to enter the front"
         )
     return lines
+
+
+def unrecorded_sentence(unrecorded: int) -> str:
+    return (f"the recording is exhausted for the other {unrecorded} valid candidate(s), which the replayed file does not "
+            "record: those predicted to matter are listed apart, to measure (--backend launch)")
 
 
 def _exhausted_sentence(unfinished: dict) -> str:

@@ -100,8 +100,10 @@ def stop_rule_help() -> str:
 
 # What the terminal and the report say when a study stops: the rule's main clause; the whole rule is in
 # `autotune run --help` (--trials) and in pareto.json's search.converged.rule.
-def stop_rule_summary(objectives: int = 2) -> str:
-    return (f"no unprobed valid candidate has a {STOP_CHANCE:.0%} or higher chance of beating {_beating(objectives)} (the whole "
+def stop_rule_summary(objectives: int = 2, candidate: str = "valid candidate") -> str:
+    """`candidate`: what the rule weighed ("recorded candidate" where a replayed file records only some: the others
+    could not be probed, and the report predicts them apart)."""
+    return (f"no unprobed {candidate} has a {STOP_CHANCE:.0%} or higher chance of beating {_beating(objectives)} (the whole "
             "rule, with the knob values and pairs it measures first where the simulator may be wrong: "
             "`autotune run --help`, --trials)")
 

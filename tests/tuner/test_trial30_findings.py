@@ -184,3 +184,41 @@ def test_an_all_oom_replay_is_refused_before_the_study_opens(tmp_path):
     measurements, out = _space_records(tmp_path, keep=3, status="oom"), tmp_path / "run"
     assert _run(out, "--backend", "replay", "--measurements", str(measurements), "--trials", "10") == 2
     assert not (out / "study.db").exists()
+
+
+def test_a_partial_file_converges_among_its_recorded_candidates_and_says_so(tmp_path, capsys):
+    """Trial 39 #2: "converged: no unprobed valid candidate has a 5% chance ..." above unrecorded candidates listed at
+    "100% chance to enter the front": the rule weighed the recorded candidates only, and now says so."""
+    measurements, out = _space_records(tmp_path, keep=24), tmp_path / "run"
+    assert _run(out, "--backend", "replay", "--measurements", str(measurements), "--trials", "40") == 0
+    printed = capsys.readouterr()
+    said = " ".join((printed.err + printed.out).split())  # the run's lines on stderr, its report on stdout
+    converged = _pareto(out)["search"]["converged"]
+    assert converged["recorded"] == 24 and converged["unrecorded"] > 0
+    line = (f"converged after {converged['probes']} probes among the 24 recorded candidates: no unprobed recorded "
+            f"candidate has a 5% or higher chance")
+    assert line in said and "no unprobed valid candidate" not in said
+    assert (f"the recording is exhausted for the other {converged['unrecorded']} valid candidate(s), which the replayed "
+            "file does not record") in said
+    assert said.count(line) == 2  # as the run ends, and in its report
+
+
+def test_a_file_without_the_baseline_names_the_baseline_it_lacks(tmp_path):
+    """Trial 39 #5: every saving and payback read "n/a: this space holds no baseline", which the space does: only the
+    replayed file lacked its record."""
+    from autotune.candidate import knobs_sentence
+    from autotune.commands.options import settings_for
+    from autotune.space.baseline import baseline
+    from autotune.study.valid import valid_checks
+
+    path, out = _space_records(tmp_path, keep=60), tmp_path / "run"
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    records = [r for r in records if not (r["params"]["optimizer_offload"] == "none" and r["params"]["sp_degree"] == 1
+                                          and r["params"]["activation_checkpointing"] in ("none", "recompute"))]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert _run(out, "--backend", "replay", "--measurements", str(path), "--trials", "6") == 0
+    base = baseline(valid_checks(settings_for(*STUDY)))
+    said = (f"n/a: the space's baseline ({knobs_sentence(base.candidate.knobs.to_dict())}) was not evaluated (a replayed "
+            "file holds no record of it: measure it to compare with it), so there is no saving to measure against")
+    assert {row["text"] for row in _pareto(out)["tuning_cost"]["payback"]} == {said}
+    assert "was not evaluated" in (out / "report.html").read_text()
