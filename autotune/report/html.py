@@ -25,7 +25,7 @@ from autotune.report.front import Point
 from autotune.report.html_analysis import importance_section, power_html, tuning_cost_section
 from autotune.report.timeline import PROVENANCE_WORDS
 from autotune.report.html_parts import esc, table as _table
-from autotune.report.pareto_json import hardware_text, provenance_sentence, trial_counts, workload_sentence
+from autotune.report.pareto_json import hardware_text, provenance_sentence, trial_counts, unrecorded_count, workload_sentence
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar
 from autotune.report.picks import PICK_FILES, baseline_label, front_title, missing_change, pick_label, picks_by_trial, short_pick_label
 from autotune.report.power_limit import power_limit_section
@@ -272,9 +272,11 @@ def trials_section(view: StudyView, document: dict, run_dir: Path) -> str:
     html = '<section id="trials"><h2>All evaluated trials</h2>\n'
     html += _table(headers, [_trial_row(r, feasible, t_div, e_div, sources) for r in evaluated], "trials") if evaluated else "<p>None.</p>"
     if refused:
+        unrecorded = unrecorded_count(view)
+        why = "a rule or the memory estimate" + (f"; {unrecorded} of them no record in the replayed file" if unrecorded else "")
         html += (
-            f"\n<details><summary>{len(refused)} candidates refused before running (invalid: a rule or the memory "
-            f"estimate)</summary>\n{_table(headers, [_trial_row(r, feasible, t_div, e_div, sources) for r in refused], 'trials')}</details>"
+            f"\n<details><summary>{len(refused)} candidates refused before running (invalid: {esc(why)})</summary>\n"
+            f"{_table(headers, [_trial_row(r, feasible, t_div, e_div, sources) for r in refused], 'trials')}</details>"
         )
     return html + "</section>"
 

@@ -112,14 +112,22 @@ def provenance_sentence(document: dict) -> str:
     return f"Time is {time_words}. Energy is {words(document['energy_source'])}{left_out}."
 
 
+def unrecorded_count(view: StudyView) -> int:
+    """Trials refused as invalid because the replayed file holds no record of them (ReplayBackend.no_record)."""
+    return sum(1 for r in view.trials if r["status"] == "invalid" and str(r.get("reason") or "").startswith("no record"))
+
+
 def trial_counts(document: dict, view: StudyView) -> str:
     """"27 failed (of them 27 with a time but energy unavailable: ...), 3 ok": a probe that ran and measured its
     time but whose energy no sensor saw cannot be ranked, and is counted failed; said so, it does not read as a
     crash (the terminal and Markdown said "27 failed" where only the HTML said why)."""
     without_energy = sum(1 for r in view.trials if r["status"] == "failed" and r.get("time_s") is not None
                          and r.get("energy_kj") is None and r.get("energy_source") == "unavailable")
+    unrecorded = unrecorded_count(view)
     words = {"failed": f" (of them {without_energy} with a time but energy unavailable: no sensor saw it and nothing "
-                       "estimated it)" if without_energy else ""}
+                       "estimated it)" if without_energy else "",
+             # A replay's sampler (tpe, random) proposing what the file does not record: not a rule's refusal.
+             "invalid": f" (of them {unrecorded} with no record in the replayed file)" if unrecorded else ""}
     return ", ".join(f"{n} {s}{words.get(s, '')}" for s, n in document["trials_by_status"].items()) or "none"
 
 

@@ -387,6 +387,10 @@ def test_a_partial_file_is_searched_over_its_recorded_candidates_only(tmp_path, 
     assert all(t.user_attrs["result"]["status"] == "ok" for t in ran)
     if sampler == "tpe":  # the budget outlasts the file: every recorded candidate is replayed, once
         assert len(ran) == len(recorded)
+        # Its proposals of unrecorded candidates are refused as invalid, and counted as what they are (trial 39 #10).
+        unrecorded = sum(1 for t in study.trials if str(t.user_attrs.get("reason", "")).startswith("no record"))
+        assert unrecorded and f"invalid (of them {unrecorded} with no record in the replayed file)" in " ".join(done.stdout.split())
+        assert f"; {unrecorded} of them no record in the replayed file)" in (run_dir / "report.html").read_text()
 
 
 def test_a_record_without_energy_is_not_ranked_and_the_reason_names_only_what_is_missing(tmp_path):
