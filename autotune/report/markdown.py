@@ -95,6 +95,13 @@ def markdown_report(view: StudyView, document: dict) -> str:
         lines.append("")
     if sweep_sentence(view):
         lines += [sweep_sentence(view), ""]
+    if "search" in document:
+        # Whether the study finished is a reader's first question of a report pasted into an issue (the
+        # terminal and the page said it; this one did not).
+        from autotune.report.search import search_sentences
+
+        found = search_sentences({**document["search"], "predicted": document.get("predicted", [])})
+        lines += ["**Search**", "", *(f"- {line}" for line in found), ""] if found else []
     lines += analysis_lines(view, document)
     return "\n".join(lines) + "\n"
 

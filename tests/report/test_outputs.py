@@ -316,3 +316,14 @@ def test_a_read_only_run_directory_is_reported_and_left_as_it_was(read_only_run,
 
     with pytest.raises(UserError, match="cannot write"):  # the clean-up of its temporary file is refused too
         write_text_atomic(read_only_run / "pareto.json", "{}")
+
+
+def test_the_markdown_report_says_how_the_search_ended(tmp_path, capsys):
+    """Trial 39 #9: `report --format md` (for an issue) said nothing of whether the study converged, where the
+    terminal and the page did."""
+    out = tmp_path / "run"
+    assert main(["run", "--model", "7b", "--nodes", "1", "--trials", "3", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["report", str(out), "--format", "md"]) == 0
+    markdown = capsys.readouterr().out
+    assert "**Search**" in markdown and "- not converged: stopped after 3 probes while" in markdown
