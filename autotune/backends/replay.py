@@ -291,6 +291,10 @@ def _noise_details(noise: dict | None) -> dict:
     return details
 
 
+# A failed or oom record's reason where it gives none ("failed: recorded as failed" said nothing twice).
+_NO_REASON = {"oom": "out of memory in the replayed record", "failed": "its record gives no reason"}
+
+
 def time_source(source: str) -> str:
     """What a record's time is, from its `source` (its energy's label): a probe without an energy sensor
     measured its time and estimated its energy, so "estimated" labels the energy alone."""
@@ -307,7 +311,7 @@ def _result(record: dict) -> ProbeResult:
         details["energy"] = {"components": {"not_measured": record["energy_not_measured"]}}
     if record["status"] != "ok":
         return ProbeResult(status=record["status"], source=time_label, energy_source="unavailable",
-                           error=record["error"] or f"recorded as {record['status']}", details=details)
+                           error=record["error"] or _NO_REASON[record["status"]], details=details)
     return ProbeResult(
         status="ok",
         source=time_label,

@@ -26,7 +26,7 @@ def _outcome(result, note: str, energy_unit: RunEnergyUnit) -> str:
             energy = "energy unavailable" + ("" if result.energy_source == "unavailable" else f" ({result.energy_source})")
         figures = f"{time_text(result.time_s)} ({result.source}), {energy}"
         return f"{figures}; not ranked: {note}" if note else figures  # note: why the study cannot rank it
-    return f"{result.status} {note[:60]}".rstrip()
+    return f"{result.status}: {note[:60]}" if note else result.status
 
 
 # A real probe's first launch on a machine may build DeepSpeed's ops before it trains: said once, so that

@@ -45,6 +45,7 @@ def test_labels_are_kept(tmp_path, make_candidate):
     assert (estimated.source, estimated.energy_source) == ("measured", "estimated")
     oom = backend.evaluate(make_candidate(**{**KNOBS_OLD, "micro_batch": 2}))
     assert oom.status == "oom" and oom.time_s is None and oom.energy_source == "unavailable"
+    assert oom.error == "out of memory in the replayed record"  # not "recorded as oom", read as "oom: recorded as oom"
 
 
 @pytest.mark.parametrize(

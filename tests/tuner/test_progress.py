@@ -51,7 +51,7 @@ def test_the_lines_say_the_knobs_and_outcome_of_each_evaluated_trial():
         "trial 4 (2/3): ZeRO-3 optimizer offload none, checkpointing recompute, SP 1, micro-batch 2, 4 node(s): "
         "1.5 min (measured), 12 kJ (measured)",
         "trial 6 (3/3): ZeRO-3 optimizer offload none, checkpointing recompute, SP 1, micro-batch 2, 4 node(s), "
-        "power limit 0.7 x default: oom CUDA out of memory",
+        "power limit 0.7 x default: oom: CUDA out of memory",
     ]
 
 
@@ -59,7 +59,7 @@ def test_a_terminal_gets_the_bar():
     out = io.StringIO()
     _show(Console(file=out, force_terminal=True, width=120))
     text = out.getvalue()
-    assert "3/3" in text and "#6: oom CUDA out of memory" in text and "trial 4 (" not in text
+    assert "3/3" in text and "#6: oom: CUDA out of memory" in text and "trial 4 (" not in text
 
 
 def test_a_probe_that_starts_says_so_and_the_first_names_the_op_build():
