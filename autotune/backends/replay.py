@@ -210,7 +210,9 @@ def _entries(path: Path, text: str) -> list[tuple[str, object]]:
             # A key given twice (a hand edit that added a figure instead of changing it) would be its last copy.
             entries.append((f"measurements {path} line {number}", json.loads(line, object_pairs_hook=refuse_duplicate_keys)))
         except ValueError as exc:
-            raise ConfigError(f"measurements {path} line {number}: not valid JSON ({exc}); {_FIX}") from None
+            # A record spread over lines (an editor's pretty-printing) breaks at its first line.
+            lines = " (JSON lines: each record is one line)" if line.rstrip().endswith(("{", "[", ",")) else ""
+            raise ConfigError(f"measurements {path} line {number}: not valid JSON ({exc}){lines}; {_FIX}") from None
     return entries
 
 
@@ -246,6 +248,9 @@ def load_measurements(path: Path) -> dict[str, dict]:
     for origin, entry in _entries(path, text):
         if isinstance(entry, dict) and entry.get("valid") is False:
             continue  # `autotune space --json` lists invalid candidates too: they are not candidates
+        if isinstance(entry, dict) and entry.get("valid") is True and "time_s" not in entry:
+            raise ConfigError(f"{origin}: a candidate `autotune space --json` listed without figures; list them with "
+                              "`autotune space --simulate --json`, or pass recorded results")
         record = checked_record(origin, entry)
         key = params_key(record["params"])
         left_out = ", ".join(f"{knob} (taken as {value})" for knob, value in UNTOUCHED_DEVICE_SETTINGS.items()

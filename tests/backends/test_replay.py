@@ -142,6 +142,20 @@ def test_a_key_given_twice_a_reason_that_is_no_text_and_a_file_of_no_finished_pr
                                        "be on a front; pass a file with the figures of probes that finished")
 
 
+def test_a_space_list_without_figures_and_a_pretty_printed_record_say_what_to_do(tmp_path):
+    """Trial 39 nit 15: `autotune space --json` (no --simulate) read "an ok record needs time_s"; a record spread over
+    lines read "not valid JSON" alone."""
+    listed = tmp_path / "space.json"
+    listed.write_text(json.dumps([{"params": KNOBS_OLD, "valid": False, "reason": "x"}, {"params": KNOBS_OLD, "valid": True}]))
+    with pytest.raises(ConfigError, match=r"entry 2: a candidate `autotune space --json` listed without figures; list them "
+                                          r"with `autotune space --simulate --json`"):
+        load_measurements(listed)
+    spread = tmp_path / "pretty.jsonl"
+    spread.write_text(json.dumps(OK, indent=1) + "\n")
+    with pytest.raises(ConfigError, match=r"line 1: not valid JSON \(.*\) \(JSON lines: each record is one line\)"):
+        load_measurements(spread)
+
+
 def test_a_measurements_file_is_read_within_bounds_and_a_byte_order_mark_is_no_part_of_it(tmp_path, monkeypatch):
     """Trial 37 F15: a 1.5 GB binary file passed by mistake held 3 GB in memory, /dev/zero ended in MemoryError;
     a file an editor on Windows saved with a byte-order mark was refused as "not valid JSON"."""
