@@ -386,6 +386,8 @@ def tuning_cost(view: StudyView) -> dict:
     document = {
         "ran_on_hardware": ran_on_hardware,
         "probes": len(ran),
+        # Probes whose figures, cost included, were replayed from a file: they ran where it was measured, not here.
+        "replayed": sum(1 for r in ran if (r.get("details") or {}).get("replayed_from")),
         "probes_by_basis": by_basis,
         "time_s": time_s,
         "time_lower_bound": time_lower_bound,
@@ -423,11 +425,14 @@ def cost_sentence(cost: dict) -> str:
     energy = "unknown energy" if cost["energy_kj"] is None else _energy_text(cost["energy_kj"])
     provenance = cost["provenance"] if isinstance(cost["provenance"], str) else "mixed: " + ", ".join(cost["provenance"])
     provenance = "provenance unknown" if provenance == "unknown" else provenance  # "14.7 J; unknown." reads as no figure
+    # A replay ran nothing here: its probes' cost is what they took where the file was measured.
+    ran = (f"The {cost['probes']} replayed probes took, where they were measured," if cost.get("replayed") == cost["probes"]
+           else f"Tuning ran {cost['probes']} probes:")
     if cost["time_s"] is None:
-        return f"Tuning ran {cost['probes']} probes: unknown probe time and {energy}. {cost['note']}"
+        return f"{ran} unknown probe time and {energy}. {cost['note']}"
     at_least = "at least " if cost.get("time_lower_bound") else ""
     return (
-        f"Tuning ran {cost['probes']} probes: {at_least}{cost['time_s'] / SECONDS_PER_HOUR:.3g} h of probe time, "
+        f"{ran} {at_least}{cost['time_s'] / SECONDS_PER_HOUR:.3g} h of probe time, "
         f"{at_least}{cost['gpu_hours']:.3g} {'CPU-rank' if cost.get('gpu_hours_of') == 'CPU ranks' else 'GPU'}-hours, {energy}; "
         f"{provenance}. {cost['note']}"
     )

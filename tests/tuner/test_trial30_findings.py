@@ -78,6 +78,12 @@ def test_a_replay_of_an_export_reports_the_tuning_cost_and_noise_of_the_original
     assert after["energy_lower_bound"] is True and after["provenance"] == "measured"
     assert after["whole_probe_energy_kj"] == pytest.approx(before["whole_probe_energy_kj"])
     assert after["note"] == before["note"] and "Totals cover every probe" not in after["note"]
+    # Nothing ran here (trial 39 nit 16: "Tuning ran 5 probes"): the cost is what they took where they were measured.
+    from autotune.report.payback import cost_sentence
+
+    assert (before["replayed"], after["replayed"]) == (0, 5)
+    assert cost_sentence(before).startswith("Tuning ran 5 probes: ")
+    assert cost_sentence(after).startswith("The 5 replayed probes took, where they were measured, ")
     for old, new in zip(before["payback"], after["payback"]):
         assert (new["payback_training_hours"], new["payback_lower_bound"]) == pytest.approx(
             (old["payback_training_hours"], old["payback_lower_bound"]))
