@@ -78,29 +78,30 @@ def test_interrupted_launch_study_resumes_to_a_measured_front(tmp_path):
 
 
 def test_failing_probes_are_results_and_the_study_goes_on(tmp_path):
+    """Real probes that run out of memory or crash are the study's results, and it goes on. (A hanging one is a
+    timeout result: a real hang killed in tests/backends/test_launch_runs.py, a timed-out probe in a study in
+    tests/tuner/test_timeout_retry.py and test_failing_start.py; here it cost the suite a 25 s wait.)"""
     space = tmp_path / "space.toml"
     space.write_text(
-        'zero_stage = [0, 1, 2, 3]\noptimizer_offload = ["none"]\nactivation_checkpointing = ["none"]\n'
+        'zero_stage = [0, 1, 2]\noptimizer_offload = ["none"]\nactivation_checkpointing = ["none"]\n'
         "sp_degree = [1]\nmicro_batch = [1]\n"
     )
     out = tmp_path / "run"
-    hooks = "oom@zero_stage=1;crash@zero_stage=2;hang@zero_stage=3"
-    cmd = [*RUN, "--trials", "4", "--objectives", "time", "--space", str(space), "--probe-timeout", "25", "--out", str(out)]
+    hooks = "oom@zero_stage=1;crash@zero_stage=2"
+    cmd = [*RUN, "--trials", "3", "--objectives", "time", "--space", str(space), "--out", str(out)]
     done = subprocess.run(cmd, env=_env(AUTOTUNE_PROBE_TEST_HOOK=hooks), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     by_stage = {t.user_attrs["candidate"]["knobs"]["zero_stage"]: t for t in _study(out).trials if is_evaluated(t)}
-    assert set(by_stage) == {0, 1, 2, 3}
+    assert set(by_stage) == {0, 1, 2}
     assert by_stage[0].state == optuna.trial.TrialState.COMPLETE
     oom = by_stage[1]
     assert oom.state == optuna.trial.TrialState.PRUNED and oom.constraints["probe_oom"] > 0  # infeasible evidence
     crash = by_stage[2]
     assert crash.state == optuna.trial.TrialState.FAIL
     assert "simulated probe failure" in crash.user_attrs["result"]["error"]
-    hang = by_stage[3]
-    assert hang.state == optuna.trial.TrialState.FAIL and hang.user_attrs["result"]["status"] == "timeout"
     pareto = json.loads((out / "pareto.json").read_text())
     statuses = pareto["trials_by_status"]
-    assert statuses.get("oom") == 1 and statuses.get("failed") == 1 and statuses.get("timeout") == 1
+    assert statuses.get("oom") == 1 and statuses.get("failed") == 1
     assert [p["trial"] for p in pareto["front"]] == [by_stage[0].number]
 
 
