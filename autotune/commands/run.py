@@ -14,8 +14,8 @@ from autotune.commands.options import add_study_options, build_settings, fill_fr
 from autotune.commands.report import add_pick_options
 from autotune.errors import Terminated, UserError
 from autotune.space import node_span
-from autotune.report.search import unrecorded_sentence
-from autotune.study.stop_rule import stop_rule_help, stop_rule_summary
+from autotune.report.search import converged_sentence
+from autotune.study.stop_rule import stop_rule_help
 from autotune.study.storage import STUDY_NAME, recorded_storage
 
 
@@ -181,16 +181,6 @@ def check_not_inside_run(run_dir: Path, out_flag: str) -> None:
             raise UserError(f"{out_flag} {run_dir} is inside the run directory {parent} (it holds {mark}); a study "
                             f"there would mix with that run's files: pass --out a directory outside it, such as "
                             f"{parent.with_name(parent.name + '-2')}")
-
-
-def converged_line(probes: int, objectives: int, backend, valid: int) -> str:
-    """"converged after 9 probes: ...". A replay of a file that records some of the `valid` candidates converged
-    among those: the others it could not probe, and saying "no unprobed valid candidate" of them was false."""
-    recorded = getattr(backend, "usable", None)
-    if recorded is None or recorded >= valid:
-        return f"converged after {probes} probes: {stop_rule_summary(objectives)}"
-    return (f"converged after {probes} probes among the {recorded} recorded candidates: "
-            f"{stop_rule_summary(objectives, 'recorded candidate')}; {unrecorded_sentence(valid - recorded)}")
 
 
 def _report_command(run_dir: Path, args: argparse.Namespace) -> str:
@@ -430,8 +420,10 @@ def _run(args: argparse.Namespace) -> int:
         record_probe_settings(study, backend, done_before)
     converged = study.user_attrs.get(CONVERGED_ATTR)
     if converged:
-        console.print(converged_line(converged["probes"], len(study.directions), backend, valid_total), soft_wrap=True,
-                      highlight=False, markup=False)
+        # A replay of a file recording some of the valid candidates converged among those (backend.usable).
+        recorded = getattr(backend, "usable", None) or valid_total
+        console.print(converged_sentence(converged["probes"], len(study.directions), recorded, valid_total - recorded),
+                      soft_wrap=True, highlight=False, markup=False)
     evaluated_now, elsewhere = evaluated_count(study), probes_running_elsewhere(study)
     if not converged and evaluated_now + elsewhere >= total and evaluated_now + elsewhere > done + ran:
         # A worker that stopped after two probes of ten said nothing of the other eight.

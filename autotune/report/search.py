@@ -157,11 +157,8 @@ def search_sentences(summary: dict) -> list[str]:
     if converged:
         # The short form of the rule the search block keeps (search_summary states it per objectives).
         objectives = 1 if converged.get("rule") == stop_rule(1) else 2
-        if converged.get("unrecorded"):
-            lines.append(f"converged after {converged['probes']} probes among the {converged['recorded']} recorded candidates: "
-                         f"{stop_rule_summary(objectives, 'recorded candidate')}; {unrecorded_sentence(converged['unrecorded'])}")
-        else:
-            lines.append(f"converged after {converged['probes']} probes: {stop_rule_summary(objectives)}")
+        lines.append(converged_sentence(converged["probes"], objectives, converged.get("recorded", 0),
+                                        converged.get("unrecorded", 0)))
     unfinished = summary.get("unfinished")
     if unfinished and unfinished.get("exhausted"):
         lines.append(_exhausted_sentence(unfinished))
@@ -188,9 +185,16 @@ def search_sentences(summary: dict) -> list[str]:
     return lines
 
 
-def unrecorded_sentence(unrecorded: int) -> str:
-    return (f"the recording is exhausted for the other {unrecorded} valid candidate(s), which the replayed file does not "
-            "record: those predicted to matter are listed apart, to measure (--backend launch)")
+def converged_sentence(probes: int, objectives: int, recorded: int = 0, unrecorded: int = 0) -> str:
+    """"converged after 9 probes: ...", as the run ends and in its report. A replay of a file that records some of
+    the valid candidates converged among those (`recorded`): the `unrecorded` others it could not probe, and "no
+    unprobed valid candidate" was false of them."""
+    if not unrecorded:
+        return f"converged after {probes} probes: {stop_rule_summary(objectives)}"
+    return (f"converged after {probes} probes among the {recorded} recorded candidates: "
+            f"{stop_rule_summary(objectives, 'recorded candidate')}; the recording is exhausted for the other "
+            f"{unrecorded} valid candidate(s), which the replayed file does not record: those predicted to matter are "
+            "listed apart, to measure (--backend launch)")
 
 
 def _exhausted_sentence(unfinished: dict) -> str:
