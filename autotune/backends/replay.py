@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import math
 import stat
+import sys
 from pathlib import Path
 
 from autotune.backends.base import Backend, ProbeResult
@@ -223,6 +224,9 @@ MAX_MEASUREMENTS_BYTES = 256 << 20
 def load_measurements(path: Path) -> dict[str, dict]:
     """{params_key(params): checked record}; refuses a file with no usable record or a candidate twice."""
     path = Path(path)
+    if str(path) == "-":  # `ssh host cat m.jsonl | autotune run ... --measurements -`, as export writes to stdout
+        data = sys.stdin.buffer.read(MAX_MEASUREMENTS_BYTES + 1)
+        return _records(path, data, len(data))
     try:
         status = path.stat()
         mode, size = status.st_mode, status.st_size
@@ -235,6 +239,11 @@ def load_measurements(path: Path) -> dict[str, dict]:
                 data = handle.read(MAX_MEASUREMENTS_BYTES + 1)
     except OSError as exc:
         raise ConfigError(f"cannot read --measurements {path} ({exc.strerror or exc}); pass an existing file") from None
+    return _records(path, data, size)
+
+
+def _records(path: Path, data: bytes, size: int) -> dict[str, dict]:
+    """The checked records of a file's bytes (`size`: the file's own, which may be past the limit unread)."""
     if max(len(data), size) > MAX_MEASUREMENTS_BYTES:  # a binary file passed by mistake held gigabytes in memory, twice
         raise ConfigError(f"--measurements {path} is larger than {MAX_MEASUREMENTS_BYTES >> 20} MiB, far more than any "
                           "study's records; pass the file `autotune export --measurements` or `autotune space --json` wrote")

@@ -156,6 +156,18 @@ def test_a_space_list_without_figures_and_a_pretty_printed_record_say_what_to_do
         load_measurements(spread)
 
 
+def test_measurements_dash_are_read_from_standard_input(monkeypatch):
+    """Trial 39 nit 14: `export --measurements -` wrote to stdout, `run --measurements -` looked for a file named "-"."""
+    import io
+    import sys
+
+    records = [OK, {"params": {**KNOBS_OLD, "micro_batch": 2}, "status": "oom"}]
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO("".join(json.dumps(r) + "\n" for r in records).encode())))
+    loaded = load_measurements(Path("-"))
+    assert sorted(r["status"] for r in loaded.values()) == ["ok", "oom"]
+    assert {r["origin"] for r in loaded.values()} == {"measurements - line 1", "measurements - line 2"}
+
+
 def test_a_measurements_file_is_read_within_bounds_and_a_byte_order_mark_is_no_part_of_it(tmp_path, monkeypatch):
     """Trial 37 F15: a 1.5 GB binary file passed by mistake held 3 GB in memory, /dev/zero ended in MemoryError;
     a file an editor on Windows saved with a byte-order mark was refused as "not valid JSON"."""
