@@ -228,3 +228,18 @@ def test_a_file_without_the_baseline_names_the_baseline_it_lacks(tmp_path):
             "file holds no record of it: measure it to compare with it), so there is no saving to measure against")
     assert {row["text"] for row in _pareto(out)["tuning_cost"]["payback"]} == {said}
     assert "was not evaluated" in (out / "report.html").read_text()
+
+
+def test_a_replay_of_a_converged_studys_export_says_it_converged(tmp_path):
+    """Trial 40 #5: the replay evaluated every record, ended there before asking its stop rule, and said nothing of
+    how its search ended (every `search` field null, no line in any report)."""
+    original, measurements, replayed = tmp_path / "a", tmp_path / "m.jsonl", tmp_path / "b"
+    assert _run(original, "--trials", "30") == 0
+    converged = _pareto(original)["search"]["converged"]
+    assert converged is not None
+    assert main(["export", str(original), "--measurements", str(measurements)]) == 0
+    assert _run(replayed, "--backend", "replay", "--measurements", str(measurements), "--trials", "30") == 0
+    again = _pareto(replayed)["search"]
+    assert again["converged"]["probes"] == converged["probes"] and again["converged"]["at_end_of_recording"] is True
+    assert again["unfinished"] is None
+    assert search_sentences(again)[0].startswith(f"converged after {converged['probes']} probes: ")
