@@ -1,3 +1,4 @@
+import json
 import math
 
 import pytest
@@ -11,7 +12,8 @@ def test_non_numbers_are_refused_naming_origin_key_and_value(value):
     with pytest.raises(ConfigError) as err:
         checked_number("model m.json", "llm.layers", value, low=1)
     text = str(err.value)
-    assert text.startswith("model m.json: llm.layers = ") and repr(value) in text and "\n" not in text
+    # The value as the file spells it (JSON's null, true, "4"), not as Python prints it (None, True, '4').
+    assert text.startswith(f"model m.json: llm.layers = {json.dumps(value)} ") and "\n" not in text
 
 
 def test_ranges_and_whole_numbers():

@@ -155,7 +155,7 @@ def test_an_error_with_brackets_is_drawn_as_written_on_the_bar():
     failed = ProbeResult(status="failed", source="measured", energy_source="unavailable", error="x")
     with trial_progress(Console(file=out, force_terminal=True, width=200), total=1) as progress:
         progress.on_trial(0, PARAMS, failed, "[rank0]: RuntimeError [/x]")
-    assert "#0: failed [rank0]: RuntimeError [/x]" in out.getvalue()
+    assert "#0: failed: [rank0]: RuntimeError [/x]" in out.getvalue()
 
 
 def test_the_words_name_one_repeat_or_several():
