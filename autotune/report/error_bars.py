@@ -132,19 +132,25 @@ def _with_note(description: str, pattern: re.Pattern, note: str | None) -> str:
     return f"{kept}; {note}" if kept else note
 
 
+def outside_words(error: dict | None, trials) -> str:
+    """"power limit 0.7/0.8, model my-14b": what of `trials`' configurations the stated error was not measured on."""
+    outside = (error or {}).get(EXTRAPOLATED_KEY) or {}
+    values: dict[str, set[str]] = {}  # "power limit": {"0.7", "0.8"}, said as "power limit 0.7/0.8"
+    for trial in trials:
+        for item in outside.get(str(trial), []):
+            words, value = item.rsplit(" ", 1)
+            values.setdefault(words, set()).add(value)
+    return ", ".join(f"{words} {'/'.join(sorted(vs, key=_number_first))}" for words, vs in values.items())
+
+
 def extrapolated_sentence(error: dict | None) -> str:
     """" Figures of trials 2, 3 (power limit 0.7/0.8) show +- ?%: ..." or "" when no point is extrapolated."""
     outside = (error or {}).get(EXTRAPOLATED_KEY)
     if not outside:
         return ""
     trials = sorted(outside, key=int)
-    values: dict[str, set[str]] = {}  # "power limit": {"0.7", "0.8"}, said as "power limit 0.7/0.8"
-    for trial in trials:
-        for item in outside[trial]:
-            words, value = item.rsplit(" ", 1)
-            values.setdefault(words, set()).add(value)
     shown = ", ".join(trials[:8]) + (f" and {len(trials) - 8} more" if len(trials) > 8 else "")
-    named = ", ".join(f"{words} {'/'.join(sorted(vs, key=_number_first))}" for words, vs in values.items())
+    named = outside_words(error, trials)
     return (f" The figures of trial{'s' if len(trials) > 1 else ''} {shown} ({named}) show +- ?%: "
             "the error was not measured there, so it is not known, and they are neither tied nor marked within it.")
 

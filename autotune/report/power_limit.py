@@ -11,7 +11,7 @@ from __future__ import annotations
 from html import escape
 
 from autotune.candidate import UNTOUCHED_DEVICE_SETTINGS, device_knobs_text
-from autotune.report.error_bars import extrapolated, point_bar, simulator_error
+from autotune.report.error_bars import extrapolated, outside_words, point_bar, simulator_error
 from autotune.report.front import Point
 from autotune.report.html_parts import esc, table
 from autotune.report.picks import missing_change, savings
@@ -64,10 +64,9 @@ def _sources(sweep: list[Point], error: dict | None) -> str:
     and where a simulated one's error is not known (the limits a calibration never measured): its changes
     are then marked within no error, which would read as changes beyond it."""
     time_sources, energy_sources = (" and ".join(sorted({getattr(q, key) for q in sweep})) for key in ("source", "energy_source"))
-    unknown = [q for q in sweep if extrapolated(error, q)]  # (a profile with no error at all says so above)
-    limits = "/".join(f"{_limit(q):g}" for q in unknown)
+    unknown = [q.trial for q in sweep if extrapolated(error, q)]  # (a profile with no error at all says so above)
     return f"{time_sources} time, {energy_sources} energy" + (
-        f"; +- ?%: the simulator's error is not known at power limit {limits}" if unknown else "")
+        f"; +- ?%: the simulator's error was not measured at {outside_words(error, unknown)}" if unknown else "")
 
 
 def _panel(xs: list[float], ys: list[float], tips: list[str], y_label: str, x_label: str, width_px=360, height_px=240) -> str:

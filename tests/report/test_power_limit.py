@@ -84,7 +84,7 @@ def test_the_sweep_carries_the_simulator_s_error_where_it_was_measured_and_says_
         return next(line for line in done.stdout.splitlines() if line.startswith("power limit of the fastest"))
 
     shipped = sweep_line(tmp_path / "shipped")  # gh200's error: measured at power limit 1.0 alone
-    assert "; +- ?%: the simulator's error is not known at power limit 0.9/0.8/0.7)" in shipped
+    assert "; +- ?%: the simulator's error was not measured at power limit 0.7/0.8/0.9)" in shipped
     assert "within the simulator's error" not in shipped
     wide = profile_measured_on(tmp_path / "wide.toml", "32b with ZeRO 3, optimizer offload async/none, checkpointing "
                                "recompute, SP 1, micro-batch 2/4, nodes 4, power limit 0.7/0.8/0.9/1.0, SM clock max")
