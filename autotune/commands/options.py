@@ -28,7 +28,7 @@ def add_study_options(parser: argparse.ArgumentParser) -> None:
         help="GPUs used per node, 1 to the profile's count (default: the whole node of the profile, or the GPUs "
              "per node of the allocation, hostfile or machine that gives the nodes, where fewer)",
     )
-    what.add_argument("--space", type=name_or_path_flag, default=None, help="search-space TOML (default: search_spaces/default.toml)")
+    what.add_argument("--space", type=name_or_path_flag, default=None, help="search-space TOML (default: the packaged autotune/space/default.toml, which search_spaces/default.toml links to)")
     work = parser.add_argument_group("workload (the fixed work every candidate is measured on)")
     work.add_argument("--frames", type=whole_number_flag(low=1), help="video frames per sample")
     work.add_argument("--text-tokens", type=whole_number_flag(low=1), help="text tokens per sample")
