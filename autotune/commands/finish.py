@@ -197,6 +197,8 @@ def finish_run(study, run_dir: Path, console, max_slowdown: float | None = None,
     print_report(view, document)
     if kept:
         console.print(kept, markup=False, highlight=False, soft_wrap=True)
-    console.print(f"run directory: {run_dir} ({'' if storage else 'study.db, '}pareto.json, report.html, configs/)"
+    # configs/ holds the picks' DeepSpeed configs: a study with no pick (every probe failed) writes none.
+    configs = ", configs/" if document["picks"] else ""
+    console.print(f"run directory: {run_dir} ({'' if storage else 'study.db, '}pareto.json, report.html{configs})"
                   + (f"; the study:{storage_flags(storage, study_name)}" if storage else ""))
     return document

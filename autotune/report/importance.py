@@ -23,6 +23,7 @@ from optuna.trial import TrialState
 from autotune.candidate import KNOBS
 from autotune.report.study_points import StudyView
 from autotune.study.loop import CONVERGED_ATTR
+from autotune.study.retries import evaluated_trials
 from autotune.study.storage import METRIC_NAMES
 
 # Fewer trials than this give shares that move with every new trial: say so instead of showing them.
@@ -60,8 +61,12 @@ def knob_importance(study: optuna.Study, view: StudyView) -> dict:
     ]
     if len(trials) < MIN_TRIALS:
         # A guided study that stopped on its own would stop again: more --trials would not help there.
+        # A replay evaluates what its file records (`evaluable`: their keys): once each is, more --trials replay nothing.
+        recorded = (study.user_attrs.get("backend") or {}).get("evaluable")
         fix = ("the guided study converged on its front first; a --sampler random study of its own would measure it"
-               if study.user_attrs.get(CONVERGED_ATTR) else "run more --trials")
+               if study.user_attrs.get(CONVERGED_ATTR) else
+               "every record of the replayed file is evaluated: measure more candidates (--backend launch)"
+               if isinstance(recorded, list) and len(evaluated_trials(study)) >= len(recorded) else "run more --trials")
         reason = f"not enough trials: {len(trials)} feasible, importance needs at least {MIN_TRIALS} ({fix})"
         return {name: reason for name in names}
     knobs = [k for k in KNOBS if len({repr(t.params.get(k)) for t in trials}) > 1 and all(k in t.params for t in trials)]

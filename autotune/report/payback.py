@@ -228,7 +228,7 @@ def _cost_note(probes: int, by_basis: dict[str, int], energy_kj: float | None, p
         counted = (f": the {interrupted_s:.3g} s their runs recorded (`probe_runs.json`) that no retry took over "
                    f"is in the probe time{energy}") if interrupted_s else ""
         parts.append(f"{by_basis['interrupted']} probe(s) were interrupted (Ctrl-C, SIGTERM) before they wrote a "
-                     f"cost, and probed again{counted}")
+                     f"cost (each probed again when the study resumes){counted}")
     if time_lower_bound:
         parts.append("some probe time is not on record: the probe time is a lower bound")
     if below_idle_probes:

@@ -34,3 +34,15 @@ def test_a_pick_that_is_the_baseline_says_so_and_no_change(tmp_path):
     assert "<td>the baseline</td>" in picks and "+0.0%" not in picks
     payback = html[html.index('id="tuning-cost"'):html.index("</section>", html.index('id="tuning-cost"'))]
     assert "none: the baseline" in payback and "0 (" not in payback
+
+
+def test_a_study_with_no_pick_does_not_name_a_configs_folder_it_never_wrote(tmp_path):
+    """Trial 40 nit 14: "run directory: runs/crash (study.db, pareto.json, report.html, configs/)" with no configs/."""
+    from autotune.commands.finish import finish_run
+
+    run_dir = tmp_path / "run"
+    study = finished_run(run_dir, ScriptedBackend(lambda candidate, call: "oom"), 3, nodes="4")
+    said = io.StringIO()
+    finish_run(study, run_dir, Console(file=said, width=400))
+    assert not (run_dir / "configs").exists()
+    assert f"run directory: {run_dir} (study.db, pareto.json, report.html)" in said.getvalue()

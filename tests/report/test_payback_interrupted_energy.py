@@ -63,7 +63,7 @@ def test_interrupted_runs_enter_the_whole_probe_estimate_at_idle_power_not_the_m
 
     whole = f"{whole_kj / 3600:.3g} kWh ({whole_kj:,.0f} kJ)" if whole_kj >= 100 else f"{whole_kj / 3600:.3g} kWh ({whole_kj:.3g} kJ)"
     assert cost["note"].endswith(
-        "2 probe(s) were interrupted (Ctrl-C, SIGTERM) before they wrote a cost, and probed again: the 55.5 s their runs "
+        "2 probe(s) were interrupted (Ctrl-C, SIGTERM) before they wrote a cost (each probed again when the study resumes): the 55.5 s their runs "
         "recorded (`probe_runs.json`) that no retry took over is in the probe time and, at idle power, in the whole-probe "
         f"estimate, not in the measured energy. Whole probes estimated at {whole} or more: the windows' energy plus the "
         "h100-sxm profile's idle power of each probe's ranks over the rest of its wall time and 55.5 s of interrupted runs "

@@ -238,3 +238,6 @@ def test_a_replay_of_a_converged_studys_export_says_it_converged(tmp_path):
     assert again["converged"]["probes"] == converged["probes"] and again["converged"]["at_end_of_recording"] is True
     assert again["unfinished"] is None
     assert search_sentences(again)[0].startswith(f"converged after {converged['probes']} probes: ")
+    # Nor is a larger --trials the way to more trials for importance (trial 40 nit 16): the file records no more.
+    assert all("every record of the replayed file is evaluated: measure more candidates" in reason
+               for reason in _pareto(replayed)["importance"].values())
