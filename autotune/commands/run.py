@@ -14,7 +14,6 @@ from autotune.commands.options import add_study_options, build_settings, fill_fr
 from autotune.commands.report import add_pick_options
 from autotune.errors import Terminated, UserError
 from autotune.space import node_span
-from autotune.report.search import converged_sentence
 from autotune.study.stop_rule import stop_rule_help
 from autotune.study.storage import STUDY_NAME, recorded_storage
 
@@ -420,6 +419,8 @@ def _run(args: argparse.Namespace) -> int:
         record_probe_settings(study, backend, done_before)
     converged = study.user_attrs.get(CONVERGED_ATTR)
     if converged:
+        from autotune.report.search import converged_sentence  # here: its model's imports are no start-up cost
+
         # A replay of a file recording some of the valid candidates converged among those (backend.usable).
         recorded = getattr(backend, "usable", None) or valid_total
         console.print(converged_sentence(converged["probes"], len(study.directions), recorded, valid_total - recorded),

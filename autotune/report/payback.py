@@ -246,12 +246,8 @@ def unevaluated_baseline(view: StudyView) -> str | None:
     """Where the space holds a baseline the study never evaluated (a replayed file without its record: the
     study searches recorded candidates only), the words that name it; None where the space has none."""
     from autotune.candidate import knobs_sentence
-    from autotune.space.baseline import baseline
-    from autotune.study.valid import valid_checks
 
-    if view.settings is None:  # a view built of points alone knows no space
-        return None
-    base = baseline(valid_checks(view.settings))
+    base = view.space_baseline
     if base is None:
         return None
     return (f"the space's baseline ({knobs_sentence(base.candidate.knobs.to_dict())}) was not evaluated (a replayed "

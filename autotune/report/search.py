@@ -131,12 +131,12 @@ def search_summary(study, view, backend: str) -> dict:
     if summary["sampler"] == "guided" and not converged:
         replayed = _replay_model(checks, recorded) if recorded is not None else None
         summary["unfinished"] = _unfinished(study, model, replayed) if recorded is None or replayed else None
-        if replayed is not None and summary["unfinished"] is None and evaluated_trials(study):
+        evaluated = evaluated_trials(study)
+        if replayed is not None and summary["unfinished"] is None and evaluated:
             # The run ended at the end of the recording (every recorded candidate evaluated) before it asked its
             # rule, which holds over every candidate: converged, said as such (a replay of a converged study's
             # export said nothing of how its search ended).
-            summary["converged"] = {"probes": len(evaluated_trials(study)), "rule": stop_rule(objectives),
-                                    "at_end_of_recording": True}
+            summary["converged"] = {"probes": len(evaluated), "rule": stop_rule(objectives), "at_end_of_recording": True}
     if backend == "simulate":
         probed = set(view_now.observations.done)
         summary["exhaustive"], summary["exhaustive_note"] = _exhaustive(pred, view_now.front, probed, objectives)

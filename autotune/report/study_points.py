@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import optuna
 from optuna.trial import TrialState
@@ -37,6 +38,16 @@ class StudyView:
     def baseline_point(self) -> Point | None:
         """The baseline's feasible point, which every pick's change is against; None where it has none."""
         return self.point(self.baseline_trial) if self.baseline_trial is not None else None
+
+    @cached_property
+    def space_baseline(self):
+        """The baseline candidate the study's space holds (space.baseline over its valid candidates), None where
+        none fits or the view knows no space: checked once per view, where every pick's payback and the page's
+        header ask it (a replayed file without the baseline's record)."""
+        from autotune.space.baseline import baseline
+        from autotune.study.valid import valid_checks
+
+        return None if self.settings is None else baseline(valid_checks(self.settings))
 
     def trials_by_status(self) -> dict[str, int]:
         """{status: trials}, statuses in alphabetical order (pareto.json's `trials_by_status`)."""
