@@ -78,7 +78,7 @@ def _unfinished(study, model, replayed=None) -> dict | None:
     return unfinished
 
 
-def _recorded_keys(study, backend: str) -> set[str] | None:
+def recorded_keys(study, backend: str) -> set[str] | None:
     """The keys of the candidates a replay study's file records; None where every candidate can be
     evaluated (another backend, a file recording them all) or the study does not say (one replayed before
     its run kept them)."""
@@ -122,7 +122,7 @@ def search_summary(study, view, backend: str) -> dict:
     model = GuidedSampler(checks, usable_values(checks))
     pred = model.predictions
     view_now = model.outlook(study)
-    recorded = _recorded_keys(study, backend)
+    recorded = recorded_keys(study, backend)
     valid_keys = {params_key(c.candidate.knobs.to_dict()) for c in checks if c.valid}
     if converged and recorded is not None and not valid_keys <= recorded:
         # Converged among the recorded candidates: the rule weighed no other, and those it could not probe are
