@@ -22,7 +22,7 @@ class ProbeEnergy:
     """One per node (local rank 0 reads the node's sensors); the probe gathers blocks on rank 0."""
 
     def __init__(self, hardware, *, node_rank: int, local_rank: int, local_world_size: int,
-                 allow_estimate: bool = True, sysfs_root=None):
+                 allow_estimate: bool = True, power_limit: float = 1.0, sysfs_root=None):
         self.hardware, self.node_rank, self.local_rank = hardware, node_rank, local_rank
         self._meter = None
         if local_rank == 0:
@@ -32,7 +32,7 @@ class ProbeEnergy:
             # The trainer stamps its phases with time.monotonic() (trainer/phases.py): the samples must
             # share that clock, or no sample would fall inside any phase.
             self._meter = NodeMeter(hardware, node=node_rank, root=sysfs_root, accelerators=accelerators,
-                                    allow_estimate=allow_estimate, clock=time.monotonic)
+                                    allow_estimate=allow_estimate, power_limit=power_limit, clock=time.monotonic)
 
     @property
     def mode(self) -> str:

@@ -70,7 +70,7 @@ def measure_window(
     hook = mark_llm_start(training, clock)
     # Sensor discovery (NVML init, sysfs walk) happens here, before the timed window opens.
     energy = ProbeEnergy(candidate.hardware, node_rank=env.node_rank, local_rank=env.local_rank,
-                         local_world_size=env.local_world_size)
+                         local_world_size=env.local_world_size, power_limit=candidate.knobs.power_limit)
     try:
         warmup = [train_step(training, pool[s % len(pool)], clock) for s in range(settings.warmup_steps)]
         _opening_sync()

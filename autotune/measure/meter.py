@@ -19,13 +19,14 @@ from autotune.measure.window import EnergyWindow, WindowResult
 
 class NodeMeter:
     def __init__(self, hardware=None, *, node: int = 0, root=None, accelerators: int | None = None,
-                 allow_estimate: bool = True, period_s: float = DEFAULT_PERIOD_S,
+                 allow_estimate: bool = True, power_limit: float = 1.0, period_s: float = DEFAULT_PERIOD_S,
                  short_window: str = "flag", discovery: Discovery | None = None, clock=time.time):
         self.hardware, self.node, self.clock = hardware, node, clock
         self.discovery = discovery if discovery is not None else discover(root)
         self.model = None
         if not self.discovery.available and allow_estimate and hardware is not None:
-            self.model = PowerModel.from_hardware(hardware, accelerators)
+            # At the run's limit: a limited GPU is clocked down to fit it, so it draws less than the default.
+            self.model = PowerModel.from_hardware(hardware, accelerators, power_limit)
         self.window = (EnergyWindow(self.discovery.sources, period_s=period_s, short_window=short_window,
                                     sysfs_root=root, clock=clock)
                        if self.discovery.available else None)

@@ -65,3 +65,15 @@ def test_samples_fall_inside_the_trainers_phases(gh200_tree, monkeypatch):
     assert phase["time_s"] == pytest.approx(0.5, abs=0.1)
     assert phase["mean_power_w"] == pytest.approx(block["mean_power_w"], rel=0.05)
     assert any(point["phase"] == "llm_fwd" for point in block["timeline"])
+
+
+def test_the_estimate_is_made_at_the_probes_power_limit(no_sensor_env):
+    """A limited GPU is clocked down to fit its limit: a sensorless probe at 0.7 must not be estimated
+    at the default limit's power."""
+    hardware = load_hardware("gh200")
+    default = _run_window(ProbeEnergy(hardware, node_rank=0, local_rank=0, local_world_size=1), seconds=0.05)
+    limited = _run_window(ProbeEnergy(hardware, node_rank=0, local_rank=0, local_world_size=1, power_limit=0.7),
+                          seconds=0.05)
+    assert limited["provenance"] == "estimated"
+    assert limited["mean_power_w"] <= 0.7 * hardware.power.module_cap_w + 1e-6
+    assert limited["mean_power_w"] < default["mean_power_w"]
