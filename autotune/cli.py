@@ -16,6 +16,7 @@ import signal
 import sys
 
 from autotune import __version__
+from autotune.commands.paths import undone_on_failure
 from autotune.errors import Terminated, UserError
 
 COMMANDS = ("run", "space", "report", "export", "sensors", "calibrate")
@@ -68,6 +69,13 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    with undone_on_failure() as outcome:
+        status = _run_command(args)
+        outcome.succeeded = status == 0
+        return status
+
+
+def _run_command(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args) or 0)
     except UserError as exc:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from autotune.errors import UserError
@@ -27,6 +28,30 @@ def remove_empty(created: list[Path]) -> None:
             break
 
 
+_made: list[list[Path]] | None = None  # the folders the running command's output checks created
+
+
+class CommandOutcome:
+    succeeded = False  # set by the command's caller when it returns status 0
+
+
+@contextmanager
+def undone_on_failure() -> Iterator[CommandOutcome]:
+    """Around a whole command (cli.main): the folders its output checks created for a path (`-o new/x.json`, as
+    `mkdir -p` would) are removed again, where still empty, unless the command succeeds: an input refused after
+    the output was checked leaves nothing behind, not even an empty folder."""
+    global _made
+    outer, _made = _made, []
+    outcome = CommandOutcome()
+    try:
+        yield outcome
+    finally:
+        made, _made = _made, outer
+        if not outcome.succeeded:
+            for created in reversed(made):
+                remove_empty(created)
+
+
 def directory_problem(path: Path) -> str | None:
     """Create `path` (and its parents) if needed and prove a file can be written there; else why not.
 
@@ -43,6 +68,8 @@ def directory_problem(path: Path) -> str | None:
     except OSError as exc:
         remove_empty(created)
         return f"cannot write in {path} ({exc.strerror or exc})"
+    if _made is not None and created:
+        _made.append(created)
     return None
 
 

@@ -320,7 +320,7 @@ def _run(args: argparse.Namespace) -> int:
     from autotune.backends.launchers import check_hostfile
     from autotune.backends.select import backend_line, check_energy_objective, choose_backend
     from autotune.commands.finish import finish_run
-    from autotune.commands.paths import check_run_outputs, missing_directories, remove_empty, writable_directory
+    from autotune.commands.paths import check_run_outputs, writable_directory
     from autotune.commands.progress import trial_progress
     from autotune.commands.report import check_pick_options
     from autotune.study import open_study
@@ -370,23 +370,16 @@ def _run(args: argparse.Namespace) -> int:
     # Before any study is opened or probe started: a path that cannot be written fails now, in one line.
     out_flag = "--out" if args.out else "run directory"
     check_not_inside_run(run_dir, out_flag)
-    created = missing_directories(run_dir)
+    # A storage that cannot be opened, a stored study refused (another model, backend): the run directory this
+    # made is removed again (commands/paths.undone_on_failure), no empty --out left behind.
     writable_directory(run_dir, out_flag, fix="pass --out with a writable directory")
-    try:
-        check_run_outputs(run_dir, out_flag)
-        study = open_study(run_dir, args.storage, make_sampler(args.seed, args.trials, args.sampler, checks),
-                           len(args.objectives.split(",")), cheap_figures=backend.name == "simulate", study_name=args.study_name)
-    except UserError:
-        remove_empty(created)  # a storage that cannot be opened leaves no empty run directory behind
-        raise
+    check_run_outputs(run_dir, out_flag)
+    study = open_study(run_dir, args.storage, make_sampler(args.seed, args.trials, args.sampler, checks),
+                       len(args.objectives.split(",")), cheap_figures=backend.name == "simulate", study_name=args.study_name)
     console.print(f"backend: {backend_line(backend, settings.space.nodes)}")
     done_before = probed_trials(study)
     if "settings" in study.user_attrs:
-        try:
-            _resume(study, settings, backend, args, run_dir, console)
-        except UserError:
-            remove_empty(created)  # a stored study refused (another model, backend): no empty --out left behind
-            raise
+        _resume(study, settings, backend, args, run_dir, console)
     study.set_user_attr("backend", backend_attrs(study, backend, checks, restricted=bool(dropped)))
     study.set_user_attr("sampler", args.sampler)
     study.set_user_attr(SEED_ATTR, args.seed)

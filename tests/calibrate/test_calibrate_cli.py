@@ -306,3 +306,13 @@ def test_a_replay_of_a_run_is_fitted_once_not_as_its_repeats(simulated_run, tmp_
     # Without the run it replays, a replay's figures are measurements all the same: fitted once.
     only = json.loads(autotune("calibrate", replay, "--no-loo", "--allow-simulated", "--json").stdout)
     assert only["observations"] == alone["observations"] and only["copies"] == []
+
+
+def test_a_failed_calibration_leaves_no_folder_its_output_path_made(tmp_path):
+    """The -o check creates the file's missing folders (as `mkdir -p`); a calibration that then fails (no such
+    run directory) left them behind, empty."""
+    from tests.cli import autotune_main
+
+    result = autotune_main("calibrate", tmp_path / "no-such-run", "-o", tmp_path / "new" / "deeper" / "mine.toml")
+    assert result.returncode == 2 and "no-such-run is not a directory" in result.stderr, result.stderr
+    assert not (tmp_path / "new").exists()

@@ -552,6 +552,23 @@ def test_nothing_of_a_refused_directory_is_left_behind(tmp_path):
     assert list(locked.iterdir()) == []
 
 
+@pytest.mark.parametrize("argv", [
+    ("export", "{run}", "-o", "{new}/knee.json"),
+    ("export", "{run}", "--measurements", "{new}/measurements.jsonl"),
+    ("calibrate", "{run}", "-o", "{new}/mine.toml"),
+])
+def test_a_command_refused_after_its_output_was_checked_leaves_no_folder_it_made(tmp_path, argv):
+    """The output check creates a path's missing folders (as mkdir -p) to prove it can write there; the input read
+    next (here a directory that holds no study) was refused, and `new/deeper/` stayed behind, empty."""
+    from tests.cli import autotune_main
+
+    (tmp_path / "run").mkdir()
+    args = [a.format(run=tmp_path / "run", new=tmp_path / "new" / "deeper") for a in argv]
+    refused = autotune_main(*args)
+    assert refused.returncode == 2 and "not a run directory" in refused.stderr, refused.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+
+
 # --- the probe options: one table for the command line and the launch backend ------------------
 
 @pytest.mark.parametrize("keyword, value, flag", [
