@@ -65,6 +65,10 @@ class Backend(abc.ABC):
     name: str = ""
     #: what time figures from this backend are: "simulated" or "measured"
     source: str = ""
+    #: whether a failed evaluation may be the set-up's (a probe on the cluster) rather than the candidate's:
+    #: a run's first three failures then stop it (study/failures.failing_start). Replay: no, a recorded failure
+    #: is looked up, and looking up the rest of the recording costs nothing.
+    failures_may_be_the_setup: bool = True
 
     @abc.abstractmethod
     def evaluate(self, candidate: Candidate, trial_number: int = 0) -> ProbeResult:

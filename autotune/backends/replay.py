@@ -336,6 +336,7 @@ def _result(record: dict) -> ProbeResult:
 
 class ReplayBackend(Backend):
     name = "replay"
+    failures_may_be_the_setup = False
 
     def __init__(self, path: Path, reason: str = "chosen with --backend replay"):
         self.path = Path(path)

@@ -1,7 +1,8 @@
 """How a study in which probes fail ends.
 
 - A run whose first FAILING_START_PROBES probes all fail, while no probe of the study has ever run
-  (finished, or run out of memory), stops there with a UserError that names the last failure: that
+  (finished, or run out of memory), on a backend whose failures may be the set-up's (not a replay's
+  recorded ones: Backend.failures_may_be_the_setup), stops there with a UserError that names the last failure: that
   points at the set-up (a module missing on the nodes, an unreachable host, no sensor) rather than
   at the configurations, and the rest of the budget would fail the same way. The trials are kept; the
   same command resumes, with as many tries again (and probes again those that failed on the set-up,
@@ -82,10 +83,13 @@ def no_probe_succeeded(study: optuna.Study, others_left: bool = True, replayed: 
     others = "probe others with a larger --trials" if others_left else "every candidate of the space was probed"
     widen = "widen the space (ZeRO-3, offload, checkpointing, more --nodes in a --space file)"
     failed = [t for t in evaluated if t.state == TrialState.FAIL]
-    if replayed and not others_left:
+    failure = f". {_trial_failure(max(failed, key=lambda t: t.number))}" if failed else ""
+    if replayed and others_left:
+        # A recorded failure is not fixed by running the replay again ("Fix that"): the recording's other records are.
+        return f"{head}{failure}: replay the other recorded candidates with a larger --trials"
+    if replayed:
         # A larger --trials replays nothing more, and a recorded failure is not fixed by running the replay again:
         # the next step is a probe on hardware, of the candidates the file lacks or of a wider space.
-        failure = f". {_trial_failure(max(failed, key=lambda t: t.number))}" if failed else ""
         if unrecorded_left:
             return (f"{head}{failure}. Every recorded candidate was evaluated (the recording is exhausted): measure the "
                     "valid candidates it lacks (--backend launch)")
@@ -95,7 +99,7 @@ def no_probe_succeeded(study: optuna.Study, others_left: bool = True, replayed: 
         return f"{head}: {others}, or {widen}" if others_left else f"{head}: {others}; {widen}"
     setup = sum(bool(t.user_attrs.get(SETUP_FAILURE_ATTR)) for t in failed)
     again = "run the same command again" + ("" if setup == len(evaluated) else f" ({others})")
-    return f"{head}. {_trial_failure(max(failed, key=lambda t: t.number))}. Fix that and {again}: {_what_a_resume_does(failed)}"
+    return f"{head}{failure}. Fix that and {again}: {_what_a_resume_does(failed)}"
 
 
 # How a probe that did not succeed ended, as a sentence counts them.

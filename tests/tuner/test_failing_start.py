@@ -151,19 +151,26 @@ def test_the_progress_line_of_a_probe_that_cannot_be_ranked_says_why(tmp_path):
     assert lines[1].startswith("trial 1 (2/2): ") and "not ranked" not in lines[1]
 
 
-def test_the_cli_says_it_in_one_last_line_keeps_the_trials_and_the_report_names_the_failure(tmp_path):
-    from tests.cli import autotune_main
-
-    # Ten records, all failed: every candidate fails, as a replay of a broken cluster's probes would.
-    study = settings_for(*SETTINGS)
+def _failed_records(tmp_path, count: int = 10):
+    """A recording of `count` valid candidates, all failed, as a broken cluster's probes would be."""
     from autotune.study.valid import valid_checks
 
-    recorded = [c.candidate.knobs.to_dict() for c in valid_checks(study) if c.valid][:10]
+    recorded = [c.candidate.knobs.to_dict() for c in valid_checks(settings_for(*SETTINGS)) if c.valid][:count]
     measurements = tmp_path / "m.jsonl"
     measurements.write_text("".join(json.dumps({"params": knobs, "status": "failed", "error": "NCCL timeout"}) + "\n"
                                     for knobs in recorded))
+    return measurements
+
+
+def test_the_cli_says_it_in_one_last_line_keeps_the_trials_and_the_report_names_the_failure(tmp_path, monkeypatch):
+    from autotune.backends.replay import ReplayBackend
+    from tests.cli import autotune_main
+
+    # The broken cluster itself, stood in for by its recording: failures that may be the set-up's, as a probe's are.
+    monkeypatch.setattr(ReplayBackend, "failures_may_be_the_setup", True)
     run_dir = tmp_path / "run"
-    done = autotune_main("run", *SETTINGS, "--backend", "replay", "--measurements", measurements, "--out", run_dir)
+    done = autotune_main("run", *SETTINGS, "--backend", "replay", "--measurements", _failed_records(tmp_path),
+                         "--out", run_dir)
     assert done.returncode == 2, done.stderr
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("autotune run: error: stopped: the 3 probes of this run all failed or timed out"), last
@@ -177,3 +184,23 @@ def test_the_cli_says_it_in_one_last_line_keeps_the_trials_and_the_report_names_
     export = autotune_main("export", run_dir, "--pick", "knee")
     assert export.returncode == 2 and export.stderr.strip().count("\n") == 0
     assert "no feasible configuration to export yet (3 trials: 3 failed); `autotune report` names why" in export.stderr
+
+
+def test_a_replay_of_recorded_failures_looks_them_up_and_never_calls_them_the_set_up(tmp_path):
+    """A replay stopped after its third recorded failure and said to fix the set-up and run again: looking up the
+    rest of the recording costs nothing, and running the replay again fixes nothing."""
+    from tests.cli import autotune_main
+
+    measurements = _failed_records(tmp_path)
+    run_dir = tmp_path / "run"
+    done = autotune_main("run", *SETTINGS, "--backend", "replay", "--measurements", measurements, "--trials", "5",
+                         "--out", run_dir)
+    assert done.returncode == 2, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == ("autotune run: error: no probe of this study succeeded (of its 5 evaluated candidate(s), 5 failed), "
+                    "so nothing is on its front. Trial 4: failed: NCCL timeout: replay the other recorded candidates "
+                    "with a larger --trials"), last
+    done = autotune_main("run", *SETTINGS, "--backend", "replay", "--measurements", measurements, "--out", run_dir)
+    last = done.stderr.strip().splitlines()[-1]
+    assert done.returncode == 2 and "of its 10 evaluated candidate(s), 10 failed" in last, done.stderr
+    assert "the recording is exhausted): measure the valid candidates it lacks (--backend launch)" in last

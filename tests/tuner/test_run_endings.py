@@ -135,9 +135,8 @@ def test_a_study_in_which_no_probe_succeeded_exits_2_in_one_line_whatever_the_bu
     evaluated = min(int(trials), 2)
     head = (f"autotune run: error: no probe of this study succeeded (of its {evaluated} evaluated candidate(s), "
             f"{evaluated} failed), so nothing is on its front. Trial {evaluated - 1}: failed: NCCL timeout")
-    if evaluated == 1:  # a recorded candidate is left: a larger budget replays it
-        assert last == (f"{head}. Fix that and run the same command again (probe others with a larger --trials): the "
-                        "study resumes, and its failed trials are kept"), last
+    if evaluated == 1:  # a recorded candidate is left: a larger budget replays it (no "Fix that": it is recorded)
+        assert last == f"{head}: replay the other recorded candidates with a larger --trials", last
     else:  # the recording is exhausted: running the replay again changes nothing, a probe on hardware does
         assert last == (f"{head}. Every recorded candidate was evaluated (the recording is exhausted): measure the valid "
                         "candidates it lacks (--backend launch)"), last
