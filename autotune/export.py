@@ -155,12 +155,12 @@ def beyond_the_config(knobs) -> list[str]:
         notes.append(f"the {' and '.join(device)} is set on the GPUs, not by DeepSpeed: the launch script does it; "
                      "set it for your own job the same way")
     elif device:
-        # The deepspeed launcher's script applies it where the script runs (pdsh starts the other nodes' ranks
-        # only): said in the script, but the terminal line that people read said "the launch script does it".
+        # The probe the launch script runs sets it on every node (export_device.device_script); the user's own
+        # training does not, so it gets the commands.
         apply, restore = (shlex.join(device_cli(action, knobs)) for action in ("apply", "restore"))
-        notes.append(f"the {' and '.join(device)} is set on the GPUs of every node, not by DeepSpeed: the launch script "
-                     f"sets it on the node it runs on only (on every node with `autotune export --launcher srun`); for "
-                     f"your own job run `{apply}` on each of its {knobs.nodes} nodes before training, and `{restore}` after")
+        notes.append(f"the {' and '.join(device)} is set on the GPUs of every node, not by DeepSpeed: the probe the "
+                     f"launch script runs does it on each node; for your own job run `{apply}` on each of its "
+                     f"{knobs.nodes} nodes before training, and `{restore}` after")
     return notes
 
 

@@ -1,10 +1,10 @@
-"""The power-limit and SM-clock lines of an exported launch.sh: applied for the run, restored on exit.
+"""The power-limit and SM-clock lines of an exported launch.sh.
 
-The script calls our own `python -m autotune.measure.device_cli` (module-scope limits on a GH200,
-all-or-nothing apply, a record written before any change), so that logic lives once. Under
-`--launcher srun`, SLURM sets the clock itself (`srun --gpu-freq=MHz`, no privileges needed), but
-SLURM has no per-step power-limit option: a limit is applied through NVML on every node of the
-allocation (one task per node) and the script says so.
+The probe the script runs applies a pick's settings on every node and restores them (device_script says
+where the script adds its own apply). The script calls our own `python -m autotune.measure.device_cli`
+(module-scope limits on a GH200, all-or-nothing apply, a record written before any change), so that
+logic lives once. Under `--launcher srun`, SLURM sets the clock itself (`srun --gpu-freq=MHz`, no
+privileges needed); SLURM has no per-step power-limit option, so the probe sets a limit through NVML.
 """
 
 from __future__ import annotations
@@ -27,40 +27,48 @@ def device_settings_sentence(knobs: Knobs) -> str:
     return " and ".join(parts)
 
 
-def device_cli(action: str, knobs: Knobs, clock_by_nvml: bool = True) -> list[str]:
-    """The command that applies (or restores) the knobs' device settings on one node, with its record."""
+def device_cli(action: str, knobs: Knobs) -> list[str]:
+    """The command that applies (or restores) the knobs' device settings on one node, with its record; or
+    shows them (`show`)."""
     command = ["python", "-m", "autotune.measure.device_cli", action]
+    if action == "show":
+        return command
     if action == "apply":
-        clock = knobs.sm_clock_mhz if clock_by_nvml else SM_CLOCK_UNTOUCHED
-        command += ["--power-limit", f"{knobs.power_limit:g}", "--sm-clock-mhz", str(clock)]
+        command += ["--power-limit", f"{knobs.power_limit:g}", "--sm-clock-mhz", str(knobs.sm_clock_mhz)]
     return command + ["--record", RECORD]
 
 
 def device_script(knobs: Knobs, nodes: int, launcher: str) -> list[str]:
-    """The lines before the training command; none when the knobs touch nothing. Under srun the
+    """The lines before the training command; none when the knobs touch nothing.
+
+    The probe the script runs sets the knobs itself on every node (trainer/power.py: local rank 0 of each,
+    before its warm-up) and puts the previous values back on every way out but SIGKILL, as the tuner's probes
+    did. Only a one-node torchrun script, which runs on the probe's node, records and applies them too, so its
+    EXIT trap undoes them after a probe killed outright (the OOM killer). A multi-node script runs on one host
+    (a login node, perhaps without NVML): an apply there changed that host alone and failed on a GPU-less one.
+    Under srun a separate apply step made the probe's restore put back the capped values, and the trap's
+    restore step is one SLURM does not start once the job is cancelled or past its time limit. Under srun the
     training step itself carries the clock (`--gpu-freq`, launchers.probe_command)."""
     if not knobs.changes_device_settings:
         return []
     srun = launcher == "srun"
-    lines = [f"# This run uses a {device_settings_sentence(knobs)}; the previous values come back on exit (trap)."]
-    on_nodes: list[str] = []
-    if srun:
-        if knobs.sm_clock_mhz != SM_CLOCK_UNTOUCHED:
-            lines.append(f"# SLURM applies and resets the SM clock for the step (srun --gpu-freq={knobs.sm_clock_mhz}); the")
-            lines.append("# probe then leaves it (it would need root to set it through NVML).")
-            lines.append(f"export {SM_CLOCK_SET_BY_ENV}=srun")
+    lines = [f"# This run uses a {device_settings_sentence(knobs)}."]
+    if srun and knobs.sm_clock_mhz != SM_CLOCK_UNTOUCHED:
+        lines.append(f"# SLURM applies and resets the SM clock for the step (srun --gpu-freq={knobs.sm_clock_mhz}); the")
+        lines.append("# probe then leaves it (it would need root to set it through NVML).")
+        lines.append(f"export {SM_CLOCK_SET_BY_ENV}=srun")
         if knobs.power_limit == 1.0:
             return lines
-        lines.append("# SLURM has no per-step power-limit option: the limit is set through NVML on every node of the")
-        lines.append("# allocation (one task per node, with its GPUs), which needs root or CAP_SYS_ADMIN there.")
-        on_nodes = ["srun", "--ntasks-per-node=1", f"--nodes={nodes}", GRES_WORDS]
-    else:
-        lines.append("# Setting them needs root or CAP_SYS_ADMIN (NVML); the script stops if NVML refuses.")
-        if nodes > 1:
-            lines.append(f"# It changes the GPUs of the node this script runs on only: run the same apply on the other "
-                         f"{nodes - 1} node(s) of the hostfile.")
-    apply = shlex.join(on_nodes + device_cli("apply", knobs, clock_by_nvml=not srun))
-    restore = shlex.join(on_nodes + device_cli("restore", knobs, clock_by_nvml=not srun))
+    if srun or nodes > 1:
+        what = "power limit" if srun else "settings"
+        lines += [f"# The probe sets the {what} on every node (local rank 0 of each, through NVML: root or CAP_SYS_ADMIN",
+                  "# there) before its warm-up, refuses to train where it cannot, and puts the previous values back on its",
+                  "# way out (its end, an error, SIGTERM: scancel, a time limit); after a SIGKILL, run",
+                  f"# `{shlex.join(device_cli('show', knobs))}` on a node to see what it was left at."]
+        return lines
+    lines.append("# Setting them needs root or CAP_SYS_ADMIN (NVML); the script stops if NVML refuses. The probe sets")
+    lines.append("# them too, and restores them on its way out; the trap below undoes them after a probe killed outright.")
+    apply, restore = (shlex.join(device_cli(action, knobs)) for action in ("apply", "restore"))
     lines += [
         f"restore_device_settings() {{ {restore}; }}",
         "trap restore_device_settings EXIT",

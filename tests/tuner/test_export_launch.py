@@ -295,15 +295,15 @@ def test_the_export_names_the_ranks_its_batch_sizes_hold_for_and_deepspeed_agree
 
 
 def test_a_multi_node_power_limit_is_said_to_be_set_on_every_node():
-    """A newcomer's trial: the terminal said "the launch script does it" of a 4-node pick, whose script
-    sets the limit on its own node only (it says so inside), so 3 of 4 nodes trained at full power."""
+    """A newcomer's trial: the terminal said "the launch script does it" of a 4-node pick; the probe the script
+    runs does it on each node, the user's own training does not: it gets the commands for every node."""
     from autotune.candidate import Knobs
     from autotune.export import beyond_the_config
 
     (note,) = beyond_the_config(Knobs(power_limit=0.8, nodes=4))
     record = "'.autotune-device-settings.{host}.json'"  # device_cli requires its record, and restore reads it back
-    assert note == ("the power limit 0.8 of the default is set on the GPUs of every node, not by DeepSpeed: the launch "
-                    "script sets it on the node it runs on only (on every node with `autotune export --launcher srun`); "
+    assert note == ("the power limit 0.8 of the default is set on the GPUs of every node, not by DeepSpeed: the probe "
+                    "the launch script runs does it on each node; "
                     "for your own job run `python -m autotune.measure.device_cli apply --power-limit 0.8 --sm-clock-mhz "
                     f"max --record {record}` on each of its 4 nodes before training, and `python -m "
                     f"autotune.measure.device_cli restore --record {record}` after")
