@@ -76,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "apply" and not args.power_limit > 0.0:
         print(f"error: --power-limit must be a positive fraction of the default limit, got {args.power_limit}", file=sys.stderr)
         return 2
+    if args.command == "restore" and not args.record.is_file():
+        return 0  # nothing was applied here: no driver needed to undo nothing (a login node's EXIT trap)
     api = dc.nvml_api()
     try:
         api.init()

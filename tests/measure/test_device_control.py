@@ -7,7 +7,7 @@ import pytest
 from measure_fakes import FakeNvml
 
 from autotune.measure import device_control as dc
-from autotune.measure.errors import DeviceControlError, translate_nvml_control_error
+from autotune.measure.errors import DeviceControlError, SourceUnavailable, translate_nvml_control_error
 from autotune.measure.nvml import NvmlApi
 
 H100 = "NVIDIA H100 80GB HBM3"
@@ -164,3 +164,16 @@ def json_state(path):
     import json
 
     return json.loads(path.read_text())
+
+
+def test_cli_restore_with_no_record_needs_no_driver(tmp_path, monkeypatch, capsys):
+    """`restore` without its record undoes nothing; it failed "no driver" on a host without NVML (the EXIT trap
+    of a launch.sh whose apply had failed there said the error twice)."""
+    from autotune.measure import device_cli
+
+    def no_driver():
+        raise SourceUnavailable("no driver: libnvidia-ml.so not found")
+
+    monkeypatch.setattr(dc, "nvml_api", no_driver)
+    assert device_cli.main(["restore", "--record", str(tmp_path / "none.json")]) == 0
+    assert capsys.readouterr().err == ""
