@@ -1,8 +1,8 @@
 """How a study in which probes fail ends.
 
 - A run whose first FAILING_START_PROBES probes all fail, while no probe of the study has ever run
-  (finished, or run out of memory), on a backend whose failures may be the set-up's (not a replay's
-  recorded ones: Backend.failures_may_be_the_setup), stops there with a UserError that names the last failure: that
+  (finished, or run out of memory), stops there (a replay only where they ran but could not be ranked:
+  its recorded failures are the recording's, Backend.failures_may_be_the_setup) with a UserError that names the last failure: that
   points at the set-up (a module missing on the nodes, an unreachable host, no sensor) rather than
   at the configurations, and the rest of the budget would fail the same way. The trials are kept; the
   same command resumes, with as many tries again (and probes again those that failed on the set-up,
@@ -32,13 +32,18 @@ class FailingStart(UserError):
     """The run's first probes all failed and none of the study's has ever run (see the docstring)."""
 
 
-def failing_start(evaluated: list, earlier: set[int]) -> FailingStart | None:
+def failing_start(evaluated: list, earlier: set[int], failures_may_be_the_setup: bool = True) -> FailingStart | None:
     """A FailingStart when this run's probes are FAILING_START_PROBES or more, every one failed, and no
-    probe of the study has ever run (on shared storage another worker's that ran counts too)."""
+    probe of the study has ever run (on shared storage another worker's that ran counts too).
+    `failures_may_be_the_setup` (Backend's): False for a replay, whose recorded failures are the recording's
+    (the rest of it is looked up); its probes that ran but cannot be ranked (no energy to rank by) still stop
+    it, as a flag fixes them."""
     if any(t.state != TrialState.FAIL for t in evaluated):
         return None
     now = [t for t in evaluated if t.number not in earlier]
     if len(now) < FAILING_START_PROBES:
+        return None
+    if not failures_may_be_the_setup and any(t.user_attrs["result"].get("status") != "ok" for t in now):
         return None
     last = max(now, key=lambda t: t.number)
     return FailingStart(

@@ -388,10 +388,10 @@ class _StopWhenDone:
     sampler has converged, or on a failing start (kept in `failing`, raised once optimize returns)."""
 
     def __init__(self, n_trials: int, valid_total: int, max_proposals: int, early_stop: bool, earlier: set[int],
-                 failing_start_stops: bool = True):
+                 failures_may_be_the_setup: bool = True):
         self.n_trials, self.valid_total, self.max_proposals, self.early_stop = n_trials, valid_total, max_proposals, early_stop
         self.earlier = earlier  # trials finished before this run
-        self.failing_start_stops = failing_start_stops  # Backend.failures_may_be_the_setup
+        self.failures_may_be_the_setup = failures_may_be_the_setup  # the backend's
         self.failing: FailingStart | None = None
 
     def __call__(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
@@ -403,8 +403,8 @@ class _StopWhenDone:
         elif self.early_stop and _converged(study) and not retries_owed(study):
             study.set_user_attr(CONVERGED_ATTR, {"probes": len(evaluated), "rule": STOP_RULE})
             study.stop()
-        elif self.failing_start_stops:
-            self.failing = failing_start(evaluated, self.earlier)
+        else:
+            self.failing = failing_start(evaluated, self.earlier, self.failures_may_be_the_setup)
             if self.failing is not None:
                 study.stop()
 
@@ -460,7 +460,7 @@ def run_study(
     study.sampler = unique_candidates(study.sampler, choices, [c.candidate.knobs.to_dict() for c in checks if c.valid])
     finished = {t.number for t in study.get_trials(deepcopy=False) if t.state.is_finished()}
     stop = _StopWhenDone(n_trials, valid_total, len(study.trials) + MAX_PROPOSALS_PER_TRIAL * n_trials, early_stop, finished,
-                         failing_start_stops=backend.failures_may_be_the_setup)
+                         failures_may_be_the_setup=backend.failures_may_be_the_setup)
     interrupts = interrupts or Interrupts()  # without install(): no handler of ours, Python's own
     objective = _Objective(settings, backend, OBJECTIVES[objectives], progress, checks, accept_estimated_energy, n_trials,
                            interrupts)
