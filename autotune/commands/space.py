@@ -73,12 +73,11 @@ def _run(args) -> int:
         return 0
     from rich.table import Table
 
-    from autotune.report.table import KNOB_COLUMNS, stdout_console
+    from autotune.report.table import knob_columns, stdout_console
     from autotune.report.units import energy_unit, figure, time_unit
 
-    # The report's knob columns, and the SM clock cap where the space varies it: without the device
-    # knobs, the power-limit variants of a configuration read as one row repeated.
-    columns = list(KNOB_COLUMNS) + ([("sm_clock_mhz", "SM clock MHz")] if len(settings.space.sm_clock_mhz) > 1 else [])
+    # The report's knob columns, the SM clock cap among them where a candidate has one.
+    columns = knob_columns(r["params"] for r in rows)
     table = Table(title=f"{settings.model.name} on {settings.hardware.name}: {valid} of {total} valid"
                         f"{' (listed: the valid ones)' if args.valid else ''}")
     for _, title in columns:

@@ -32,7 +32,7 @@ from autotune.report.power_limit import power_limit_section
 from autotune.report.study_points import StudyView
 from autotune.report.svg import Marker, scatter_svg, stacked_bar_svg
 from autotune.candidate import knobs_sentence
-from autotune.report.table import KNOB_COLUMNS, knob_value
+from autotune.report.table import knob_columns, knob_value
 from autotune.report.within_noise import change_text, ties_text
 
 # Components are drawn in this order; a measured result may name others, which follow.
@@ -239,7 +239,8 @@ def pick_details_section(view: StudyView, document: dict, run_dir: Path) -> str:
     return '<section id="pick-details"><h2>Each pick</h2>\n' + "\n".join(blocks) + "</section>"
 
 
-def _trial_row(row: dict, feasible: set[int], t_div: float, e_div: float, sources: list[str]) -> list[str]:
+def _trial_row(row: dict, feasible: set[int], t_div: float, e_div: float, sources: list[str],
+               columns: tuple[tuple[str, str], ...]) -> list[str]:
     status = row["status"] if row["status"] != "ok" or row["trial"] in feasible else "ok (infeasible)"
     energy = energy_figure(row.get("energy_kj"), e_div) + estimate_mark(sources, row.get("energy_source") or "")
     # A trial that ran shows its time, and its energy as "unavailable" where it has none (never a blank, read as 0);
@@ -252,7 +253,7 @@ def _trial_row(row: dict, feasible: set[int], t_div: float, e_div: float, source
     return [
         esc(row["trial"]),
         f'<span class="status status-{esc(row["status"])}">{esc(status)}</span>',
-        *(esc(knob_value(row["params"], knob)) for knob, _ in KNOB_COLUMNS),
+        *(esc(knob_value(row["params"], knob)) for knob, _ in columns),
         *figures_or_reason,
         esc(row.get("reason") or ""),
     ]
@@ -264,19 +265,20 @@ def trials_section(view: StudyView, document: dict, run_dir: Path) -> str:
     e_unit, e_div = energy_unit([r["energy_kj"] for r in view.trials])
     # Every row that shows an energy cell: an "unavailable" one keeps the header from calling the column estimated.
     sources = [r.get("energy_source") or "" for r in view.trials if r.get("time_s") is not None]
-    headers = ["trial", "status", *(title for _, title in KNOB_COLUMNS), f"time {t_unit}", f"energy {e_unit}{estimate_header(sources)}",
+    columns = knob_columns(r["params"] for r in view.trials)
+    headers = ["trial", "status", *(title for _, title in columns), f"time {t_unit}", f"energy {e_unit}{estimate_header(sources)}",
                f"TFLOP/s {view_device_words(view).per()}", "reason"]
     evaluated = [r for r in view.trials if r["status"] != "invalid"]
     # Candidates refused before running (rules, memory estimate) are many and teach little: fold them.
     refused = [r for r in view.trials if r["status"] == "invalid"]
     html = '<section id="trials"><h2>All evaluated trials</h2>\n'
-    html += _table(headers, [_trial_row(r, feasible, t_div, e_div, sources) for r in evaluated], "trials") if evaluated else "<p>None.</p>"
+    html += _table(headers, [_trial_row(r, feasible, t_div, e_div, sources, columns) for r in evaluated], "trials") if evaluated else "<p>None.</p>"
     if refused:
         unrecorded = unrecorded_count(view)
         why = "a rule or the memory estimate" + (f"; {unrecorded} of them no record in the replayed file" if unrecorded else "")
         html += (
             f"\n<details><summary>{len(refused)} candidates refused before running (invalid: {esc(why)})</summary>\n"
-            f"{_table(headers, [_trial_row(r, feasible, t_div, e_div, sources) for r in refused], 'trials')}</details>"
+            f"{_table(headers, [_trial_row(r, feasible, t_div, e_div, sources, columns) for r in refused], 'trials')}</details>"
         )
     return html + "</section>"
 

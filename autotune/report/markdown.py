@@ -15,7 +15,7 @@ from autotune.report.power_limit import sweep_sentence
 from autotune.report.study_points import StudyView
 from autotune.report.within_noise import change_text, ties_text
 from autotune.candidate import knobs_sentence
-from autotune.report.table import KNOB_COLUMNS, knob_value
+from autotune.report.table import knob_columns, knob_value
 
 
 def md_cell(value) -> str:
@@ -47,7 +47,8 @@ def markdown_report(view: StudyView, document: dict) -> str:
         lines += [error_sentence(error), ""]
     if view.front:
         labels = {t: [pick_label(n, view.pick_parameters) for n in names] for t, names in picks_by_trial(view).items()}
-        knob_titles = [title for _, title in KNOB_COLUMNS]
+        columns = knob_columns(p.params for p in view.front)
+        knob_titles = [title for _, title in columns]
         t_unit, t_div = time_unit([p.time_s for p in view.front])
         e_unit, e_div = energy_unit([p.energy_kj for p in view.front])
         per_device = f"TFLOP/s {view_device_words(view).per()}"
@@ -63,7 +64,7 @@ def markdown_report(view: StudyView, document: dict) -> str:
         for p in view.front:
             lines.append(_row([
                 p.trial,
-                *(knob_value(p.params, knob) for knob, _ in KNOB_COLUMNS),
+                *(knob_value(p.params, knob) for knob, _ in columns),
                 figure(p.time_s, t_div) + figure_bar(error, view.front, p, "time_s"),
                 energy_figure(p.energy_kj, e_div) + figure_bar(error, view.front, p, "energy_kj") + estimate_mark(sources, p.energy_source),
                 figure(p.tflops),

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import errno
 import sys
+from collections.abc import Iterable
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from autotune.candidate import Knobs, knobs_sentence
+from autotune.candidate import SM_CLOCK_UNTOUCHED, Knobs, knobs_sentence
 from autotune.report.device_words import view_device_words
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar, point_bar
 from autotune.report.noise import noise_line
@@ -32,13 +33,22 @@ KNOB_COLUMNS = (
     ("sp_degree", "SP"),
     ("micro_batch", "mb"),
     ("nodes", "nodes"),
-    ("power_limit", "power limit"),  # the fraction of the default limit; the SM clock cap is in knobs_sentence
+    ("power_limit", "power limit"),  # the fraction of the default limit
 )
+SM_CLOCK_COLUMN = ("sm_clock_mhz", "SM clock MHz")
 
 
 def knob_value(params: dict, knob: str):
     """A knob's value in a trial; a study from before the knob existed ran it untouched."""
     return params.get(knob, getattr(Knobs(), knob))
+
+
+def knob_columns(params: Iterable[dict]) -> tuple[tuple[str, str], ...]:
+    """The knob columns of a table of these trials' params: KNOB_COLUMNS, and the SM clock cap where one of
+    them has one. Without it a capped trial read as an untouched one, its row another's with other figures
+    (a newcomer's trial: the least-energy pick, capped at 1500 MHz, read like the fastest)."""
+    capped = any(knob_value(p, "sm_clock_mhz") != SM_CLOCK_UNTOUCHED for p in params)
+    return KNOB_COLUMNS + ((SM_CLOCK_COLUMN,) if capped else ())
 
 
 class _StdoutConsole(Console):
@@ -104,7 +114,8 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
     table = Table(title=f"Fastest (ranked by time only; {time_only_energy_words(energy_source)})" if view.time_only
                   else f"Pareto front (time vs energy to solution, {energy_source} energy)")
     table.add_column("trial", justify="right")
-    for _, title in KNOB_COLUMNS:
+    columns = knob_columns(p.params for p in view.front)
+    for _, title in columns:
         table.add_column(title)
     t_unit, t_div = time_unit([p.time_s for p in view.front])
     e_unit, e_div = energy_unit([p.energy_kj for p in view.front])
@@ -118,7 +129,7 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
     for p in view.front:
         table.add_row(
             str(p.trial),
-            *(str(knob_value(p.params, knob)) for knob, _ in KNOB_COLUMNS),
+            *(str(knob_value(p.params, knob)) for knob, _ in columns),
             figure(p.time_s, t_div) + figure_bar(error, view.front, p, "time_s"),
             energy_figure(p.energy_kj, e_div) + figure_bar(error, view.front, p, "energy_kj") + estimate_mark(sources, p.energy_source),
             figure(p.tflops),
