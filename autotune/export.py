@@ -16,7 +16,7 @@ from autotune.candidate import SM_CLOCK_UNTOUCHED
 from autotune.checks import text_head
 from autotune.ds_config import config_reasons, deepspeed_config
 from autotune.errors import UserError
-from autotune.export_device import GRES_WORDS, device_cli, device_script
+from autotune.export_device import GPU_FREQ_WORDS, GRES_WORDS, device_cli, device_script
 from autotune.hardware import hardware_flag
 from autotune.measure.combine import not_measured, parts_text
 from autotune.report.device_words import device_words
@@ -77,7 +77,9 @@ def launch_command(candidate, config_name: str, candidate_name: str, launcher: s
     probe_args = ["--candidate", candidate_name, "--deepspeed-config", config_name, "--out", result_name(config_name)]
     if launcher == "srun":
         # A profile without CUDA trains on CPU ranks: a step of a job with GPU gres must not hold its GPUs.
-        return probe_command("srun", candidate, probe_args, gres=(GRES_WORDS,) if candidate.hardware.cuda else ())
+        capped = candidate.knobs.sm_clock_mhz != SM_CLOCK_UNTOUCHED  # asked where the job has GPU gres (device_script)
+        return probe_command("srun", candidate, probe_args, gres=(GRES_WORDS,) if candidate.hardware.cuda else (),
+                             gpu_freq=(GPU_FREQ_WORDS,) if capped else ())
     return probe_command("torchrun" if candidate.knobs.nodes == 1 else "deepspeed", candidate, probe_args)
 
 
@@ -87,7 +89,7 @@ def _own_training(config_name: str, candidate) -> str:
 
 
 def _script_line(line: str) -> str:
-    return line.replace(GRES_WORDS, '"${gres[@]}"')
+    return line.replace(GRES_WORDS, '"${gres[@]}"').replace(GPU_FREQ_WORDS, '"${gpu_freq[@]}"')
 
 
 def portable_candidate(candidate) -> dict:

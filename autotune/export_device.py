@@ -16,6 +16,7 @@ from autotune.candidate import SM_CLOCK_UNTOUCHED, Knobs
 
 RECORD = ".autotune-device-settings.{host}.json"  # one per node: device_cli fills in the host name
 GRES_WORDS = "@GRES@"  # where an srun step's GPU request goes: the script's "${gres[@]}" (export.GRES_LINES)
+GPU_FREQ_WORDS = "@GPU_FREQ@"  # where its clock request goes: the script's "${gpu_freq[@]}" (device_script)
 
 
 def device_settings_sentence(knobs: Knobs) -> str:
@@ -54,9 +55,11 @@ def device_script(knobs: Knobs, nodes: int, launcher: str) -> list[str]:
     srun = launcher == "srun"
     lines = [f"# This run uses a {device_settings_sentence(knobs)}."]
     if srun and knobs.sm_clock_mhz != SM_CLOCK_UNTOUCHED:
-        lines.append(f"# SLURM applies and resets the SM clock for the step (srun --gpu-freq={knobs.sm_clock_mhz}); the")
-        lines.append("# probe then leaves it (it would need root to set it through NVML).")
-        lines.append(f"export {SM_CLOCK_SET_BY_ENV}=srun")
+        lines += [f"# SLURM applies and resets the SM clock of the step's GPUs (srun --gpu-freq={knobs.sm_clock_mhz}) where the job",
+                  "# has GPU gres; the probe then leaves it (it would need root to set it through NVML). Without gres SLURM",
+                  "# sets no clock: the probe sets it through NVML, or refuses to train where it cannot.",
+                  "gpu_freq=()",
+                  f'if [ ${{#gres[@]}} -gt 0 ]; then gpu_freq=(--gpu-freq={knobs.sm_clock_mhz}); export {SM_CLOCK_SET_BY_ENV}=srun; fi']
         if knobs.power_limit == 1.0:
             return lines
     if srun or nodes > 1:

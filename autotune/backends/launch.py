@@ -24,6 +24,7 @@ from autotune.backends.launchers import (
     check_launcher_settings,
     detect_launch_target,
     resolve_launcher,
+    slurm_gpus_per_node,
     unreachable_reason,
 )
 from autotune.backends.probe_outcome import measured_figures, not_ok_result, ok_result, read_result
@@ -162,8 +163,11 @@ class LaunchBackend(Backend):
         return probes_first_node(self.launcher, self.hostfile, self._environ()) is None
 
     def sets_clock_itself(self) -> bool:
-        """srun sets the clock itself (--gpu-freq, no privilege): true where every probe starts with srun."""
-        return self.launcher == "srun" or (self.launcher == "auto" and auto_launches_srun_only(self._environ()))
+        """srun sets the clock itself (--gpu-freq, no privilege): true where every probe starts with srun, in a
+        job with GPU gres (SLURM sets the clock of a step's gres GPUs only; launchers.build_plan)."""
+        environ = self._environ()
+        srun_only = self.launcher == "srun" or (self.launcher == "auto" and auto_launches_srun_only(environ))
+        return srun_only and bool(slurm_gpus_per_node(environ))
 
     def abort(self) -> None:
         """Kill the running probe's process group (if any); see the class docstring."""

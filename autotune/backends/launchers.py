@@ -343,13 +343,15 @@ SM_CLOCK_SET_BY_ENV = "AUTOTUNE_SM_CLOCK_SET_BY"  # "srun": the launcher applied
 def probe_command(
     launcher: str, candidate: Candidate, probe_args: list[str], *, python: str | None = None,
     hostfile: Path | str = "hostfile", master_port: str | None = None, one_host_here: bool | None = None,
-    gres: tuple[str, ...] = (),
+    gres: tuple[str, ...] = (), gpu_freq: tuple[str, ...] | None = None,
 ) -> list[str]:
     """The argument list that starts `trainer.probe` on every rank of the candidate with torchrun, the
     deepspeed launcher or one srun step. The tuner's probes and an exported `<pick>.launch.sh` both come
     from here, so what a user runs is what was probed. `python`: run the launcher as a module of this
     interpreter (the tuner); None: its console script (`torchrun`, `deepspeed`), as a user types it.
-    `gres`: srun's GPU request words (a job with GPU gres gives a step no GPUs unless it asks).
+    `gres`: srun's GPU request words (a job with GPU gres gives a step no GPUs unless it asks); `gpu_freq`:
+    the words that ask srun for the clock cap (default: `--gpu-freq=MHz` where the candidate caps it; `()` where
+    the step holds no GPU gres, to which SLURM applies no clock).
     `one_host_here`: for a one-node deepspeed launch, whether the hostfile's first host is this machine
     (None: several nodes, or not known).
 
@@ -376,10 +378,10 @@ def probe_command(
     if launcher == "srun":
         command = ["srun", f"--nodes={nodes}", f"--ntasks={nodes * per_node}", f"--ntasks-per-node={per_node}",
                    "--kill-on-bad-exit=1", "--export=ALL", *gres]
-        if candidate.knobs.sm_clock_mhz != SM_CLOCK_UNTOUCHED:
+        if gpu_freq is None:
             # slurmd sets and resets the step's GPU clock itself, no privileges needed; the probe then leaves it
-            command.append(f"--gpu-freq={candidate.knobs.sm_clock_mhz}")
-        return [*command, python or "python", "-m", "autotune.backends.srun_rank", "-m", "trainer.probe", *probe_args]
+            gpu_freq = (f"--gpu-freq={candidate.knobs.sm_clock_mhz}",) if candidate.knobs.sm_clock_mhz != SM_CLOCK_UNTOUCHED else ()
+        return [*command, *gpu_freq, python or "python", "-m", "autotune.backends.srun_rank", "-m", "trainer.probe", *probe_args]
     raise ValueError(f"no probe command for launcher {launcher!r}")
 
 
@@ -406,7 +408,10 @@ def build_plan(
         # whose step must not hold the job's GPUs (as the exported launch.sh does).
         gres = (f"--gpus-per-node={per_node}",) if slurm_gpus_per_node(environ) and candidate.hardware.cuda else ()
         layout = {"WORLD_SIZE": str(nodes * per_node), "LOCAL_WORLD_SIZE": str(per_node), "MASTER_PORT": port}
-        if candidate.knobs.sm_clock_mhz != SM_CLOCK_UNTOUCHED:
+        # SLURM sets the clock of the GPUs a step holds as gres only: without them --gpu-freq changes nothing, and
+        # a probe told that srun set it would label a max-clock run with the cap. The probe sets it (NVML) then.
+        if candidate.knobs.sm_clock_mhz != SM_CLOCK_UNTOUCHED and gres:
             layout[SM_CLOCK_SET_BY_ENV] = "srun"
-        return LaunchPlan("srun", probe_command("srun", candidate, probe_args, python=python, gres=gres), layout)
+        return LaunchPlan("srun", probe_command("srun", candidate, probe_args, python=python, gres=gres,
+                                                gpu_freq=None if gres else ()), layout)
     raise ValueError(f"no command for launcher {launcher!r}")

@@ -116,6 +116,7 @@ def test_under_srun_the_clock_stays_searchable_without_permission(tmp_path, fake
     fake.permission = False
     monkeypatch.setenv("SLURM_JOB_ID", "42")
     monkeypatch.setenv("SLURM_NNODES", "1")
+    monkeypatch.setenv("SLURM_GPUS_ON_NODE", "8")  # GPU gres: SLURM sets the clock of those alone
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "srun").write_text("#!/bin/sh\n")  # never run: only found on PATH
     (tmp_path / "bin" / "srun").chmod(0o755)
@@ -134,5 +135,11 @@ def test_under_srun_the_clock_stays_searchable_without_permission(tmp_path, fake
     assert 'the SM clock is still settable here (srun --gpu-freq, no root needed)' in default.getvalue()
     assert 'sm_clock_mhz = ["max", 1680, 1380]' in default.getvalue()  # 85% and 70% of 1980 MHz, in 15 MHz steps
     candidate = narrowed.candidate({**narrowed.candidate({}).knobs.to_dict(), "sm_clock_mhz": 1500})
-    plan = build_plan("srun", candidate, ["--out", "r.json"], python="py", hostfile=None, environ={})
+    plan = build_plan("srun", candidate, ["--out", "r.json"], python="py", hostfile=None, environ={"SLURM_GPUS_ON_NODE": "8"})
     assert "--gpu-freq=1500" in plan.command and plan.env[SM_CLOCK_SET_BY_ENV] == "srun"
+    # A job without GPU gres: SLURM would set no clock, and the probe, told it had, would label a max-clock run
+    # with the cap (a newcomer's trial). The clock is then the probe's (NVML: root), as the limit is.
+    monkeypatch.delenv("SLURM_GPUS_ON_NODE")
+    assert not backend.sets_clock_itself()
+    plan = build_plan("srun", candidate, ["--out", "r.json"], python="py", hostfile=None, environ={})
+    assert not any(word.startswith("--gpu-freq") for word in plan.command) and SM_CLOCK_SET_BY_ENV not in plan.env

@@ -77,7 +77,8 @@ def test_srun_sets_the_clock_itself_and_says_it_has_no_power_limit(tmp_path):
     _, script = _export(tmp_path, launcher="srun", sm_clock_mhz=1500)
     text = script.read_text()
     training = text.strip().splitlines()[-1]
-    assert training.startswith("srun --nodes=1 --ntasks=8 ") and "--gpu-freq=1500 python -m autotune.backends.srun_rank" in training
+    assert training.startswith("srun --nodes=1 --ntasks=8 ") and '"${gpu_freq[@]}" python -m autotune.backends.srun_rank' in training
+    assert "gpu_freq=(--gpu-freq=1500)" in text
     assert "device_cli" not in text
     _, script = _export(tmp_path, launcher="srun", power_limit=0.7, sm_clock_mhz=1500)
     text = script.read_text()
@@ -102,6 +103,13 @@ def test_the_srun_script_trains_in_one_step_that_sets_the_clock_and_leaves_the_l
     (training,) = calls.read_text().splitlines()
     assert training.startswith("clock set by: srun; srun --nodes=1 --ntasks=8 ") and "--gpus-per-node=8 --gpu-freq=1500 " in training
     assert "device_cli" not in script.read_text().replace("device_cli show", "")
+    # A job without GPU gres: SLURM sets no clock there, so the step asks for none and the probe is not told it did.
+    calls.unlink()
+    done = subprocess.run([str(script)], env={k: v for k, v in env.items() if k != "SLURM_GPUS_ON_NODE"},
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    (training,) = calls.read_text().splitlines()
+    assert training.startswith("clock set by: ; srun --nodes=1 --ntasks=8 ") and "--gpu-freq" not in training
 
 
 def test_a_multi_node_script_leaves_the_settings_to_the_probe_on_every_node():
