@@ -15,6 +15,7 @@ from autotune.atomic_write import write_text_atomic
 from autotune.report.noise import noise_line
 from autotune.report.device_words import DeviceWords, view_device_words
 from autotune.report.payback import baseline_missing, estimated_saving_mark
+from autotune.report.unmeasured_floor import unmeasured_floor_sentence
 from autotune.report.units import (
     UNAVAILABLE, energy_figure, energy_text, energy_unit, estimate_header, estimate_mark, figure, per_energy_figure, time_text,
     time_unit,
@@ -189,7 +190,10 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
             f"'{esc(pick_label('cost_weighted', params))}': least eta x energy + (1 - eta) x P_max x time, with "
             f"P_max = {params.max_power_per_gpu_w:g} W per {words.one} x the configuration's {words.many} (Zeus cost)."
         )
-    return f'<section id="picks"><h2>Recommended configurations</h2>\n{_table(headers, rows, "picks")}\n<p class="explain">{explain}</p></section>'
+    floor = unmeasured_floor_sentence(document.get("unmeasured_floor"), view.settings.hardware.name)
+    floor_html = f'\n<p class="note">{esc(floor[0].upper() + floor[1:])}.</p>' if floor else ""
+    return (f'<section id="picks"><h2>Recommended configurations</h2>\n{_table(headers, rows, "picks")}{floor_html}\n'
+            f'<p class="explain">{explain}</p></section>')
 
 
 def _components_html(point: Point, words: DeviceWords) -> str:

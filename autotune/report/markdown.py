@@ -5,6 +5,7 @@ from __future__ import annotations
 from autotune.report.device_words import view_device_words
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar
 from autotune.report.noise import noise_line
+from autotune.report.unmeasured_floor import unmeasured_floor_sentence
 from autotune.report.units import energy_figure, energy_unit, estimate_header, estimate_mark, figure, per_energy_figure, time_unit
 from autotune.report.pareto_json import nodes_header
 from autotune.report.pareto_json import hardware_text, provenance_sentence, trial_counts, workload_sentence
@@ -96,6 +97,8 @@ def markdown_report(view: StudyView, document: dict) -> str:
         lines.append("")
     if sweep_sentence(view):
         lines += [sweep_sentence(view), ""]
+    if floor := unmeasured_floor_sentence(document.get("unmeasured_floor"), view.settings.hardware.name):
+        lines += [floor, ""]
     if "search" in document:
         # Whether the study finished is a reader's first question of a report pasted into an issue (the
         # terminal and the page said it; this one did not).

@@ -21,6 +21,7 @@ from autotune.report.importance import METHOD as IMPORTANCE_METHOD
 from autotune.report.payback import tuning_cost
 from autotune.report.picks import commonest_failure, front_note, pick_rows
 from autotune.report.study_points import StudyView
+from autotune.report.unmeasured_floor import unmeasured_floor
 from autotune.report.within_noise import RULE as NOISE_RULE, noise_ties, with_noise, with_noise_ties
 from autotune.space import node_span
 from autotune.workload import with_precision
@@ -172,6 +173,9 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
         "energy_source": sources["energy"][0] if len(sources["energy"]) == 1 else (sources["energy"] or ["none"]),
         # What measured energy leaves out for want of a sensor (["cpu", "memory_interconnect"]: GPUs only).
         "energy_not_measured": energy_not_measured(view),
+        # Where the least-energy pick would not be least with those parts counted at their idle power (an
+        # estimate; report.unmeasured_floor), else None.
+        "unmeasured_floor": unmeasured_floor(view),
         # As the candidates ran it: the precision resolved from the hardware when the user gave none.
         "workload": with_precision(settings.workload, settings.hardware.cuda).to_dict(),
         "trials": len(view.trials),

@@ -23,6 +23,7 @@ from autotune.report.units import (
     energy_figure, energy_text, energy_unit, estimate_header, estimate_mark, figure, per_energy_figure, time_text, time_unit,
 )
 from autotune.report.study_points import StudyView
+from autotune.report.unmeasured_floor import unmeasured_floor_sentence
 from autotune.report.within_noise import labelled_change_text, ties_text
 
 
@@ -168,6 +169,8 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
     sweep = sweep_sentence(view)
     if sweep:
         console.print(escape(sweep))
+    if floor := unmeasured_floor_sentence(document.get("unmeasured_floor"), view.settings.hardware.name):
+        console.print(f"[yellow]{escape(floor)}[/]")
     _print_analysis(view, document, console)
 
 
