@@ -64,7 +64,12 @@ def _named(name: str, values: dict, given: dict, model: ModelSpec) -> str:
     return f"{name} {values[name]} {where}"
 
 
+def default_precision(cuda: bool) -> str:
+    """The precision a workload that names none runs at: bf16 on CUDA GPUs, fp32 on CPU."""
+    return "bf16" if cuda else "fp32"
+
+
 def with_precision(workload: Workload, cuda: bool) -> Workload:
     if workload.precision is not None:
         return workload
-    return replace(workload, precision="bf16" if cuda else "fp32")
+    return replace(workload, precision=default_precision(cuda))

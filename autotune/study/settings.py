@@ -11,7 +11,7 @@ from autotune.errors import UserError
 from autotune.hardware import HardwareProfile, figure_differences, hardware_flag, hardware_to_dict, kept_base_name, stored_hardware
 from autotune.models import ModelSpec, model_from_json
 from autotune.space import SearchSpace, nodes_flag
-from autotune.workload import Workload
+from autotune.workload import Workload, default_precision
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class StudySettings:
         guides the search and places the memory wall, so the resumed study takes it, and the line
         returned says so (None when nothing changed)."""
         current = self.to_dict()
-        differs = _differences(stored, current)
+        differs = _differences(stored, current, default_precision(self.hardware.cuda))
         start_new = "pass --out NEW_DIR (in a shared --storage, --study-name NEW) to start a new study"
         if differs:
             raise UserError(f"{where} holds a study of {'; '.join(differs)}; {start_new}, "
@@ -84,9 +84,11 @@ class StudySettings:
                 "the search and the memory estimates")
 
 
-def _differences(stored: dict, current: dict) -> list[str]:
+def _differences(stored: dict, current: dict, default_precision: str) -> list[str]:
     """Each way the stored study differs from this run's options, "what: there, not here" (the model
-    and each workload value and space knob by name): what to repeat to resume."""
+    and each workload value and space knob by name): what to repeat to resume. A precision left out is the
+    hardware's `default_precision` (workload.default_precision): `--precision bf16` given to resume a study begun
+    without it on a GPU is the same study."""
     out = []
     model, here = stored.get("model"), current["model"]
     if model != here:
@@ -100,6 +102,8 @@ def _differences(stored: dict, current: dict) -> list[str]:
         out.append(f"--gpus-per-node {stored.get('gpus_per_node')}, not {current['gpus_per_node']}")
     for part in ("workload", "space"):
         held, now = stored.get(part) or {}, current[part]
+        if part == "workload":
+            held, now = ({**w, "precision": w.get("precision") or default_precision} for w in (held, now))
         for key in now:
             if held.get(key) == now[key]:
                 continue

@@ -157,7 +157,7 @@ def test_a_resume_with_other_options_names_each_one_to_repeat(tmp_path):
         (("--model", "tiny", "--nodes", "1-2", "--gpus-per-node", "2"), "--model 7b, not tiny; --frames 60, not 2;"),
         ((*RUN[1:3], "--nodes", "1-2", *RUN[5:]), "--nodes 1, not 1-2"),
         ((*RUN[1:], "--hardware", "h100-sxm"), "--hardware gh200, not h100-sxm"),
-        ((*RUN[1:], "--frames", "30", "--precision", "fp32"), "--frames 60, not 30; --precision default, not fp32"),
+        ((*RUN[1:], "--frames", "30", "--precision", "fp32"), "--frames 60, not 30; --precision bf16, not fp32"),
         ((*RUN[1:], "--space", space), "--space zero_stage = [0, 1, 2, 3], not [2, 3]"),
     ]:
         result = autotune_main("run", *options, "--trials", "3", "--out", out)
@@ -167,6 +167,10 @@ def test_a_resume_with_other_options_names_each_one_to_repeat(tmp_path):
             "; pass --out NEW_DIR (in a shared --storage, --study-name NEW) to start a new study, or repeat the original "
             "options to resume"), line
     assert _trials(out) == before
+    # The precision it ran at, named: a GPU study begun without --precision is a bf16 one (a newcomer's trial: it was
+    # refused as "--precision default, not bf16").
+    resumed = autotune_main(*RUN, "--precision", "bf16", "--trials", "3", "--out", out)
+    assert resumed.returncode == 0, resumed.stderr
 
 
 def test_only_what_a_figure_depends_on_counts_as_a_difference():
