@@ -179,16 +179,34 @@ def _holds_optuna_tables(path: Path) -> bool:
     return "studies" in tables
 
 
+# A day: beyond it the heartbeat thread's wait overflows (1e10 s, a traceback in the thread and no beat again),
+# and a dead worker's trial would wait longer than any job runs.
+HEARTBEAT_MAX_S = 86_400
+
+
 def _env_seconds(name: str, default: int) -> int:
-    """A whole number of seconds >= 1 from the environment, or `default` where it is not set: Optuna takes
-    integers alone, and its own complaint blamed the --storage URL (trial 37 F3)."""
+    """A whole number of seconds in [1, HEARTBEAT_MAX_S] from the environment, or `default` where it is not
+    set: Optuna takes integers alone, and its own complaint blamed the --storage URL (trial 37 F3). ASCII
+    digits: "²" is a digit to str.isdigit() and not to int()."""
     value = os.environ.get(name, "").strip()
     if not value:
         return default
-    if not value.isdigit() or int(value) < 1:
-        raise UserError(f"{name}={value!r} in the environment is not a whole number of seconds >= 1; set it to one "
-                        f"(default {default}) or unset it")
+    if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= HEARTBEAT_MAX_S:
+        raise UserError(f"{name}={value!r} in the environment is not a whole number of seconds from 1 to "
+                        f"{HEARTBEAT_MAX_S}; set it to one (default {default}) or unset it")
     return int(value)
+
+
+def _heartbeat_seconds() -> tuple[int, int]:
+    """The heartbeat interval and grace period. A grace no longer than the interval would take a live worker's
+    trial for dead between two of its beats, and another worker would probe it again."""
+    interval_s = _env_seconds(HEARTBEAT_INTERVAL_ENV, HEARTBEAT_INTERVAL_S)
+    grace_s = _env_seconds(GRACE_PERIOD_ENV, GRACE_PERIOD_S)
+    if grace_s <= interval_s:
+        raise UserError(f"{GRACE_PERIOD_ENV}={grace_s} is not longer than the heartbeat interval of {interval_s} s "
+                        f"({HEARTBEAT_INTERVAL_ENV}): a live worker's trial would be taken for dead between beats; set "
+                        f"the grace to several intervals (default {GRACE_PERIOD_S}, for {HEARTBEAT_INTERVAL_S})")
+    return interval_s, grace_s
 
 
 def _open_storage(url: str, heartbeat: bool = False, must_exist: bool = False, given: bool = True):
@@ -199,9 +217,10 @@ def _open_storage(url: str, heartbeat: bool = False, must_exist: bool = False, g
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         kwargs = {}
         if heartbeat:
+            interval_s, grace_s = _heartbeat_seconds()
             kwargs = {
-                "heartbeat_interval": _env_seconds(HEARTBEAT_INTERVAL_ENV, HEARTBEAT_INTERVAL_S),
-                "grace_period": _env_seconds(GRACE_PERIOD_ENV, GRACE_PERIOD_S),
+                "heartbeat_interval": interval_s,
+                "grace_period": grace_s,
                 "heartbeat_stale_trial_callback": optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=2),
             }
         for attempt in range(CREATE_ATTEMPTS):

@@ -86,12 +86,22 @@ def test_a_storage_password_is_never_said_in_the_terminal(tmp_path):
 
 @pytest.mark.parametrize("name, value", [("AUTOTUNE_HEARTBEAT_INTERVAL_S", "abc"), ("AUTOTUNE_HEARTBEAT_INTERVAL_S", "1.5"),
                                          ("AUTOTUNE_HEARTBEAT_GRACE_S", "0"), ("AUTOTUNE_HEARTBEAT_GRACE_S", "-5"),
-                                         ("AUTOTUNE_HEARTBEAT_INTERVAL_S", "60s")])
+                                         ("AUTOTUNE_HEARTBEAT_INTERVAL_S", "60s"),
+                                         # trial 41: a traceback in the heartbeat thread (no beat again), and int("²")
+                                         ("AUTOTUNE_HEARTBEAT_INTERVAL_S", "10000000000"), ("AUTOTUNE_HEARTBEAT_GRACE_S", "²")])
 def test_a_heartbeat_setting_that_is_no_whole_number_of_seconds_is_named(tmp_path, monkeypatch, name, value):
     """Trial 37 F3: a traceback (int('abc')), or Optuna's complaint blamed on the --storage URL."""
     monkeypatch.setenv(name, value)
     with pytest.raises(UserError, match=rf"^{name}='{re.escape(value)}' in the environment is not a whole number of "
-                                        r"seconds >= 1; set it to one \(default \d+\) or unset it$"):
+                                        r"seconds from 1 to 86400; set it to one \(default \d+\) or unset it$"):
+        open_study(tmp_path, f"sqlite:///{tmp_path / 'shared.db'}", None)
+
+
+def test_a_heartbeat_grace_no_longer_than_its_interval_is_refused(tmp_path, monkeypatch):
+    """Trial 41: a grace of 1 s against beats every 30 s took a live worker's trial for dead between beats."""
+    monkeypatch.setenv("AUTOTUNE_HEARTBEAT_GRACE_S", "30")
+    with pytest.raises(UserError, match=r"^AUTOTUNE_HEARTBEAT_GRACE_S=30 is not longer than the heartbeat interval of "
+                                        r"30 s \(AUTOTUNE_HEARTBEAT_INTERVAL_S\)"):
         open_study(tmp_path, f"sqlite:///{tmp_path / 'shared.db'}", None)
 
 
