@@ -269,7 +269,7 @@ def load_model(name_or_path: str) -> ModelSpec:
             raise ConfigError(f"{origin} does not exist; pass a preset ({', '.join(PRESETS)}) or an existing JSON file") from None
         except OSError as exc:
             raise ConfigError(f"{origin} cannot be read ({exc.strerror or exc}); pass a readable JSON file") from None
-        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, a repeated key
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError, a repeated key, nested too deep
             raise ConfigError(f"{origin} is not valid JSON ({exc}); fix the file (schema: {_SCHEMA})") from None
         from autotune.models_hf import hf_key_names, is_hf_config, model_json_from_hf
 

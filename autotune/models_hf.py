@@ -180,7 +180,7 @@ def model_warning(name_or_path: str) -> str | None:
         load_model(name_or_path)  # a file it refuses gets its error alone, not a warning before it
         data = json.loads(path.read_text())
         found = _departures(data) if is_hf_config(data) else []
-    except (OSError, ValueError, ConfigError):
+    except (OSError, ValueError, RecursionError, ConfigError):
         return None
     if not found:
         return None

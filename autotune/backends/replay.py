@@ -200,7 +200,7 @@ def _entries(path: Path, text: str) -> list[tuple[str, object]]:
     if text.lstrip().startswith("["):
         try:
             data = json.loads(text, object_pairs_hook=refuse_duplicate_keys)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # nested too deep: RecursionError
             raise ConfigError(f"measurements {path}: not valid JSON ({exc}); {_FIX}") from None
         return [(f"measurements {path} entry {i + 1}", entry) for i, entry in enumerate(data)]
     entries = []
@@ -210,7 +210,7 @@ def _entries(path: Path, text: str) -> list[tuple[str, object]]:
         try:
             # A key given twice (a hand edit that added a figure instead of changing it) would be its last copy.
             entries.append((f"measurements {path} line {number}", json.loads(line, object_pairs_hook=refuse_duplicate_keys)))
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             # A record spread over lines (an editor's pretty-printing) breaks at its first line.
             lines = " (JSON lines: each record is one line)" if line.rstrip().endswith(("{", "[", ",")) else ""
             raise ConfigError(f"measurements {path} line {number}: not valid JSON ({exc}){lines}; {_FIX}") from None

@@ -67,7 +67,7 @@ def read_reference(name_or_path: str) -> tuple[dict, str]:
         data = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=refuse_duplicate_keys)
     except OSError as exc:
         raise ConfigError(f"reference {path} cannot be read ({exc.strerror or exc}); pass a readable JSON file") from None
-    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, a repeated key
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError, a repeated key, nested too deep
         raise ConfigError(f"reference {path}: not valid UTF-8 JSON ({exc}); fix the file") from None
     if not isinstance(data, dict):
         raise ConfigError(f"reference {path}: the top level must be an object; {_FIX}")

@@ -105,7 +105,7 @@ def file_sha256(data: bytes) -> str:
 def written_record(configs: Path) -> dict[str, str]:
     try:
         record = json.loads((configs / WRITTEN_RECORD).read_text())
-    except (OSError, UnicodeDecodeError, ValueError):
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return {}
     return {k: v for k, v in record.items() if isinstance(v, str)} if isinstance(record, dict) else {}
 
@@ -130,7 +130,7 @@ def _edited(path: Path, fresh: Path, record: dict[str, str], reports_written_at:
     if path.name.endswith(".json"):
         try:
             json.loads(held)
-        except (UnicodeDecodeError, ValueError):
+        except (UnicodeDecodeError, ValueError, RecursionError):
             return False
     return True
 
@@ -168,7 +168,7 @@ def pareto_json_state(path: Path, document: dict) -> str | None:
         stored = json.loads(path.read_text())
     except FileNotFoundError:
         return "missing"
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:  # RecursionError: nested too deep
         return f"damaged ({type(exc).__name__}: {str(exc).splitlines()[0][:80] if str(exc) else 'unreadable'})"
     return None if stored == json.loads(json.dumps(document)) else "out of date"
 

@@ -219,7 +219,7 @@ def load_hardware(name_or_path: str) -> HardwareProfile:
     origin = f"hardware profile {path}"
     try:
         data = tomllib.loads(path.read_text())
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:  # nested too deep: RecursionError
         raise ConfigError(f"{origin}: not valid TOML ({exc}); fix the file") from None
     except OSError as exc:
         raise ConfigError(f"{origin}: cannot be read ({exc.strerror}); check the path and its permissions") from None

@@ -113,7 +113,7 @@ def _read_space_file(path: Path) -> dict:
         data = tomllib.loads(path.read_text())
     except OSError as exc:
         raise ConfigError(f"space file {path} cannot be read ({exc.strerror or exc}); pass a readable TOML file") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:  # nested too deep: RecursionError
         raise ConfigError(f"space file {path} is not valid TOML ({exc}); fix it or start from search_spaces/default.toml") from None
     unknown = set(data) - set(KNOBS)
     if unknown:

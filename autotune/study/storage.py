@@ -63,7 +63,7 @@ def _recorded_study(run_dir: Path) -> str:
     """The flags that name a run directory's --storage study, from its pareto.json; "" where it has none."""
     try:
         held = json.loads((Path(run_dir) / "pareto.json").read_text())
-    except (OSError, UnicodeDecodeError, ValueError):
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return ""
     url = held.get("storage") if isinstance(held, dict) else None
     if not isinstance(url, str) or not url:
@@ -452,7 +452,7 @@ def _reports_of_another_study(run_dir: Path, study: optuna.Study | None, study_n
     """Why the pareto.json in `run_dir` reports another study than `study`; None where it may be this one's."""
     try:
         held = json.loads((Path(run_dir) / "pareto.json").read_text())
-    except (OSError, UnicodeDecodeError, ValueError):
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return None
     if not isinstance(held, dict):
         return None

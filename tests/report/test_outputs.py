@@ -123,7 +123,7 @@ def test_report_options_change_the_picks_and_every_file_follows(simulated_run, c
     assert "out of date" in capsys.readouterr().err and _document(simulated_run)["recommendation_parameters"]["eta"] == 0.5
 
 
-@pytest.mark.parametrize("damage", ["{ half a docu", "", "\x00\xff\xfe"])
+@pytest.mark.parametrize("damage", ["{ half a docu", "", "\x00\xff\xfe", "[" * 3000 + "]" * 3000])  # nested: RecursionError
 def test_a_damaged_pareto_json_is_rebuilt_with_every_output_and_said_so(tmp_path, simulated_run, capsys, damage):
     import shutil
 

@@ -569,6 +569,32 @@ def test_a_command_refused_after_its_output_was_checked_leaves_no_folder_it_made
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
 
 
+_DEEP_JSON = "[" * 3000 + "]" * 3000  # a few KB: Python's decoders recurse once per level
+_DEEP_TOML = "x = " + "[" * 600 + "]" * 600 + "\n"
+
+
+@pytest.mark.parametrize("name, text, argv, words", [
+    ("m.json", f'{{"x": {_DEEP_JSON}}}', ("space", "--model", "{f}", "--nodes", "1"), "model file"),
+    ("hf/config.json", f'{{"model_type": "qwen2", "x": {_DEEP_JSON}}}', ("space", "--model", "{d}/hf", "--nodes", "1"),
+     "model file"),
+    ("s.toml", _DEEP_TOML, ("space", "--model", "7b", "--nodes", "1", "--space", "{f}"), "space file"),
+    ("h.toml", _DEEP_TOML, ("space", "--model", "7b", "--nodes", "1", "--hardware", "{f}"), "hardware profile"),
+    ("r.jsonl", f'{{"params": {_DEEP_JSON}}}\n',
+     ("run", "--model", "7b", "--nodes", "1", "--backend", "replay", "--measurements", "{f}", "--out", "{d}/run"), "measurements"),
+    ("ref.json", f'{{"x": {_DEEP_JSON}}}', ("calibrate", "--reference", "{f}", "--no-loo"), "reference"),
+])
+def test_a_file_nested_too_deeply_is_one_line_not_a_traceback(tmp_path, name, text, argv, words):
+    """Trial 41: a 6 KB file of nested lists ended every reader in a RecursionError traceback (rc 1)."""
+    from tests.cli import autotune_main
+
+    path = tmp_path / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
+    refused = autotune_main(*(a.format(f=path, d=tmp_path) for a in argv))
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert words in refused.stderr and "maximum recursion depth" in refused.stderr
+
+
 # --- the probe options: one table for the command line and the launch backend ------------------
 
 @pytest.mark.parametrize("keyword, value, flag", [
