@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from autotune.checks import MAX_COUNT, number_problem, shown
+from autotune.checks import MAX_COUNT, checked_number, number_problem, shown
 from autotune.errors import ConfigError
 from autotune.models import PRESETS, load_model
 
@@ -87,13 +87,23 @@ def _check_modelled(text: dict, llm: dict, where: str, origin: str) -> None:
     """Refuse what autotune's dense Qwen2-style decoder would model silently wrong: experts (the parameters,
     FLOPs and memory would be those of one dense FFN) and a head size other than hidden / heads (Qwen3 and
     Gemma set `head_dim` apart, which changes attention's sizes)."""
+    # Each checked for its type first: "8", [8] or true were taken for no count at all, and the model tuned as dense.
     for key in _EXPERT_KEYS:
-        experts = text.get(key)
-        if isinstance(experts, (int, float)) and not isinstance(experts, bool) and experts > 1:
-            raise ConfigError(f"{origin}: {where}{key} = {shown(experts)}: a mixture-of-experts decoder, which autotune does "
+        if text.get(key) is None:
+            continue
+        experts = checked_number(origin, where + key, text[key], low=0, high=MAX_COUNT, integer=True, fix=_FIX)
+        if experts > 1:
+            raise ConfigError(f"{origin}: {where}{key} = {shown(text[key])}: a mixture-of-experts decoder, which autotune does "
                               "not model (it would count one dense FFN: parameters, FLOPs and memory far off); give a "
                               "dense decoder's config (Qwen2 / Qwen2.5 style)")
+    if text.get("use_sliding_window") is not None and not isinstance(text["use_sliding_window"], bool):
+        raise ConfigError(f"{origin}: {where}use_sliding_window = {shown(text['use_sliding_window'])} is not true or false; "
+                          f"{_FIX}")
+    if text.get("sliding_window") is not None:
+        checked_number(origin, where + "sliding_window", text["sliding_window"], low=1, high=MAX_COUNT, integer=True, fix=_FIX)
     head_dim = text.get("head_dim")
+    if head_dim is not None:
+        checked_number(origin, where + "head_dim", head_dim, low=1, high=MAX_COUNT, integer=True, fix=_FIX)
     if head_dim is not None and head_dim != llm["hidden"] // llm["heads"]:
         raise ConfigError(f"{origin}: {where}head_dim = {shown(head_dim)} is not {where}hidden_size / "
                           f"{where}num_attention_heads = {llm['hidden'] // llm['heads']}: autotune's decoder has heads of "

@@ -85,6 +85,14 @@ def test_null_kv_heads_are_one_per_query_head_as_transformers_reads_them(tmp_pat
     ({"model_type": "mixtral", "num_local_experts": 8}, "num_local_experts = 8: a mixture-of-experts decoder"),
     ({"n_routed_experts": 64}, "n_routed_experts = 64: a mixture-of-experts"),
     ({"head_dim": 256}, "head_dim = 256 is not hidden_size / num_attention_heads = 128: autotune's decoder has heads of"),
+    # Trial 41: experts of another type were no count at all (the model tuned as dense), a text head_dim was "not 128".
+    ({"num_experts": "8"}, 'num_experts = "8" is not a whole number'),
+    ({"num_local_experts": [8]}, "num_local_experts = [8] is not a whole number"),
+    ({"n_routed_experts": True}, "n_routed_experts = true is not a whole number"),
+    ({"num_experts": -8}, "num_experts = -8 is out of range"),
+    ({"head_dim": "128"}, 'head_dim = "128" is not a whole number'),
+    ({"use_sliding_window": "yes"}, 'use_sliding_window = "yes" is not true or false'),
+    ({"sliding_window": "4096"}, 'sliding_window = "4096" is not a whole number'),
 ])
 def test_a_bad_value_is_one_line_naming_the_file_and_key(tmp_path, change, words):
     data = {**QWEN25_7B, **{k: v for k, v in change.items() if k != "drop"}}
@@ -99,7 +107,8 @@ def test_a_bad_value_is_one_line_naming_the_file_and_key(tmp_path, change, words
 def test_what_a_dense_decoder_may_say_of_experts_and_head_size_is_read(tmp_path):
     """Qwen2.5's config has no experts key; others write 0 or 1 for a dense model, and a head_dim equal to
     hidden / heads (Llama 3) changes nothing: such configs are read as before."""
-    for dense in ({"num_experts": 0}, {"num_local_experts": 1}, {"head_dim": 128}, {"head_dim": None},
+    for dense in ({"num_experts": 0}, {"num_local_experts": 1}, {"num_experts": None}, {"head_dim": 128}, {"head_dim": None},
+                  {"use_sliding_window": False, "sliding_window": 131072}, {"sliding_window": None},
                   {"model_type": "llama", "attention_bias": False}):
         assert _load(tmp_path, {**QWEN25_7B, **dense}).llm == PRESETS["7b"].llm, dense
 
