@@ -79,6 +79,12 @@ def read_reference(name_or_path: str) -> tuple[dict, str]:
         if key in data and (not isinstance(data[key], str) or not data[key].strip()):
             raise ConfigError(f"reference {path}: {key} = {shown(data[key])} is not a name; write one string, "
                               f"such as \"{'gh200' if key == 'hardware' else path.stem}\"")
+    if "/" in data["hardware"] or data["hardware"].lower().endswith(".toml"):
+        # The figures are matched to the profile by its name (load_reference): a path never equals one, and the fix
+        # the mismatch suggested (--hardware PATH) failed the same way.
+        raise ConfigError(f"reference {path}: hardware = {shown(data['hardware'])} is a path; write the name of the profile "
+                          "the figures were measured on (its `name`, such as \"gh200\") and pass its file with --hardware "
+                          f"{data['hardware']}")
     return data, data.get("name") or path.stem
 
 

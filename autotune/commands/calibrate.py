@@ -91,8 +91,11 @@ def _base_hardware(args: argparse.Namespace):
         data, name = read_reference(args.reference)
         try:
             return load_hardware(data["hardware"])
-        except ConfigError as exc:
-            raise ConfigError(f"reference {name}: {exc}; or pass --hardware with the profile its figures were measured on") from None
+        except ConfigError:
+            # Not load_hardware's "or the path of a TOML profile": a reference names its profile (read_reference).
+            raise ConfigError(f"reference {name}: hardware \"{data['hardware']}\" is no built-in profile; pass --hardware "
+                              "with the profile file its figures were measured on (a profile of that name, or calibrated "
+                              "from it)") from None
     return load_hardware("gh200")
 
 
