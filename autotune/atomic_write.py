@@ -56,9 +56,11 @@ def temp_file_beside(path: Path) -> tuple[int, Path]:
 
 def write_text_atomic(path: Path, text: str, mode: int | None = None) -> Path:
     """Write `text` (UTF-8) to `path` in one rename; `mode` sets the permissions (e.g. 0o755)."""
-    path = Path(path)
+    path = link = Path(path)
     if path.is_symlink():
         path = path.resolve()  # the rename would replace the link itself with a file
+    # A link whose file cannot be written (dangling: its folder gone) is named too: it is what is in the way.
+    through = f" (through the link {link})" if path != link else ""
     tmp = None
     try:
         fd, tmp = temp_file_beside(path)
@@ -71,7 +73,7 @@ def write_text_atomic(path: Path, text: str, mode: int | None = None) -> Path:
         if tmp is not None:
             with contextlib.suppress(OSError):  # a read-only file system refuses the clean-up too
                 tmp.unlink(missing_ok=True)
-        raise UserError(f"cannot write {path} ({exc.strerror or exc}); move what is in its way or choose another path, "
+        raise UserError(f"cannot write {path}{through} ({exc.strerror or exc}); move what is in its way or choose another path, "
                         "and run the command again (what the study measured is kept in its database)") from None
     except BaseException:
         if tmp is not None:

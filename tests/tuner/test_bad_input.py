@@ -499,6 +499,13 @@ def test_an_output_that_is_a_device_is_refused_and_a_link_is_written_through(tmp
     link.symlink_to(target.name)
     write_text_atomic(writable_file(link, "-o"), "new")
     assert link.is_symlink() and target.read_text() == "new"
+    # Trial 41: a dangling link (its target's folder gone) was refused naming the target alone, which the user cannot
+    # find in the run directory: the link is what is in the way.
+    dangling = tmp_path / "dangling.json"
+    dangling.symlink_to(tmp_path / "gone" / "x.json")
+    with pytest.raises(UserError) as err:
+        write_text_atomic(dangling, "new")
+    assert_one_clear_line(str(err.value), f"(through the link {dangling})", "move what is in its way")
 
 
 def test_what_a_run_writes_in_its_directory_is_checked_before_the_study(tmp_path):
