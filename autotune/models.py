@@ -280,6 +280,10 @@ def load_model(name_or_path: str) -> ModelSpec:
                 where = "text_config." if isinstance(data.get("text_config"), dict) else ""
                 raise ConfigError(hf_key_names(str(exc), where)) from None
         return model_from_json(data, origin, default_name=path.stem)
+    if path.is_file():
+        # The file is there: the rule it breaks is its name (a preset's name is never taken for a file of that name).
+        raise ConfigError(f"--model {path}: model files are read by a .json name; give the file one ({path.stem}.json; "
+                          f"schema: {_SCHEMA}), or pass a preset ({', '.join(PRESETS)})")
     raise ConfigError(
         f"unknown model '{name_or_path}': use one of {', '.join(PRESETS)} "
         f"or the path of a JSON model file (schema: {_SCHEMA})"

@@ -179,6 +179,11 @@ def test_model_file_missing_or_a_directory(tmp_path):
     with pytest.raises(ConfigError) as err:
         load_model(str(tmp_path / "dir.json"))
     assert_one_clear_line(str(err.value), "dir.json is a directory without a config.json")
+    # Trial 41: a model file of another name was an "unknown model", which named the path of a JSON model file as the fix.
+    (tmp_path / "mine.txt").write_text("{}")
+    with pytest.raises(ConfigError) as err:
+        load_model(str(tmp_path / "mine.txt"))
+    assert_one_clear_line(str(err.value), "model files are read by a .json name; give the file one (mine.json;")
 
 
 def test_hardware_file_missing_or_a_directory(tmp_path):
