@@ -65,6 +65,8 @@ STUDY_FLAGS = {"model": "--model", "hardware": "--hardware", "gpus_per_node": "-
 _STUDY_NAMES = ("model", "hardware", "precision")
 # What `autotune space --simulate --json` adds beside a record's keys.
 _SPACE_LIST_KEYS = ("valid", "reason")
+# What JSON calls what Python parsed (a record that is `null` was "not NoneType").
+_JSON_TYPES = {type(None): "null", str: "a string", int: "a number", float: "a number", bool: "true or false", list: "a list"}
 
 
 def _choice(origin: str, key: str, value, allowed: tuple):
@@ -116,7 +118,8 @@ def _checked_study(origin: str, study) -> dict:
                 raise ConfigError(f"{origin}: study.{key} = {shown(value)} is not a name; {_FIX}")
             out[key] = value
         else:
-            out[key] = checked_number(origin, f"study.{key}", value, low=1, integer=True, fix=_FIX)
+            # Whole as the model and space files write them: 60.0 frames is a hand edit or another tool's float.
+            out[key] = checked_number(origin, f"study.{key}", value, low=1, integer=True, whole_literal=True, fix=_FIX)
     return out
 
 
@@ -153,7 +156,7 @@ def _checked_error(origin: str, error) -> str | None:
 def checked_record(origin: str, record) -> dict:
     """One record, every value checked; `origin` names the file and line for the error."""
     if not isinstance(record, dict):
-        raise ConfigError(f"{origin}: a record must be a JSON object, not {type(record).__name__}; {_FIX}")
+        raise ConfigError(f"{origin}: a record must be a JSON object, not {_JSON_TYPES.get(type(record), 'that')}; {_FIX}")
     refuse_unknown_keys(origin, record, _RECORD_KEYS + _SPACE_LIST_KEYS, _FIX)
     if "params" not in record:
         raise ConfigError(f"{origin}: the record has no params; {_FIX}")
@@ -163,8 +166,9 @@ def checked_record(origin: str, record) -> dict:
         "status": status,
         "source": _choice(origin, "source", record.get("source", "measured"), SOURCES),
         "error": _checked_error(origin, record.get("error")),
-        "tflops": _optional_number(origin, record, "tflops"),
-        "peak_mem_gib": _optional_number(origin, record, "peak_mem_gib"),
+        # A finished probe did some work in some memory: 0 is a record damaged, or a figure rounded away.
+        "tflops": _optional_number(origin, record, "tflops", low_open=True),
+        "peak_mem_gib": _optional_number(origin, record, "peak_mem_gib", low_open=True),
         "time_s": _optional_number(origin, record, "time_s", low_open=True),
         "energy_kj": _optional_number(origin, record, "energy_kj", low_open=True),
     }
@@ -221,6 +225,19 @@ def _entries(path: Path, text: str) -> list[tuple[str, object]]:
 MAX_MEASUREMENTS_BYTES = 256 << 20
 
 
+def _check_space_list_keys(origin: str, entry: dict) -> None:
+    """`valid` and `reason`, as `autotune space --json` writes them: a candidate listed invalid holds no figures
+    (such a record was dropped without a word, its figures with it)."""
+    if "valid" in entry and not isinstance(entry["valid"], bool):
+        raise ConfigError(f"{origin}: valid = {shown(entry['valid'])} is not true or false; {_FIX}")
+    if entry.get("reason") is not None and not isinstance(entry["reason"], str):
+        raise ConfigError(f"{origin}: reason = {shown(entry['reason'])} is not a text (why the candidate is invalid); {_FIX}")
+    figures = [key for key in ("time_s", "energy_kj", "tflops") if entry.get("valid") is False and entry.get(key) is not None]
+    if figures:
+        raise ConfigError(f"{origin}: a candidate listed invalid (valid false) holds {', '.join(figures)}; an invalid "
+                          "candidate is never probed: drop \"valid\": false to replay its figures, or drop the figures")
+
+
 def load_measurements(path: Path) -> dict[str, dict]:
     """{params_key(params): checked record}; refuses a file with no usable record or a candidate twice."""
     path = Path(path)
@@ -255,6 +272,8 @@ def _records(path: Path, data: bytes, size: int) -> dict[str, dict]:
     records: dict[str, dict] = {}
     untold: dict[str, str] = {}  # key -> the device settings its record left out, taken as untouched
     for origin, entry in _entries(path, text):
+        if isinstance(entry, dict):
+            _check_space_list_keys(origin, entry)
         if isinstance(entry, dict) and entry.get("valid") is False:
             continue  # `autotune space --json` lists invalid candidates too: they are not candidates
         if isinstance(entry, dict) and entry.get("valid") is True and "time_s" not in entry:

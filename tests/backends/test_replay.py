@@ -85,6 +85,14 @@ def test_labels_are_kept(tmp_path, make_candidate):
         ({**OK, "study": {**STUDY, "samples": -2048}}, ["line 2", "study.samples = -2048"]),
         ({**OK, "study": {**STUDY, "text_tokens": float("nan")}}, ["line 2", "study.text_tokens = NaN"]),
         ({**OK, "study": {**STUDY, "precision": ""}}, ["line 2", 'study.precision = "" is not a name']),
+        # Trial 41: a finished probe's zero work or memory, a float count, and the space list's keys were taken.
+        ({**OK, "tflops": 0}, ["line 2", "tflops = 0 is out of range; it must be a number > 0"]),
+        ({**OK, "peak_mem_gib": 0.0}, ["line 2", "peak_mem_gib = 0.0 is out of range"]),
+        ({**OK, "study": {**STUDY, "frames": 60.0}}, ["line 2", "study.frames = 60.0", "without a decimal point"]),
+        ({**OK, "valid": False}, ["line 2", "a candidate listed invalid (valid false) holds time_s"]),
+        ({**OK, "valid": "yes"}, ["line 2", 'valid = "yes" is not true or false']),
+        ({**OK, "reason": 5}, ["line 2", "reason = 5 is not a text"]),
+        (None, ["line 2", "a record must be a JSON object, not null"]),
     ],
 )
 def test_bad_values_name_file_line_and_key(tmp_path, record, words):
