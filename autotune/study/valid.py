@@ -57,8 +57,28 @@ def node_counts_without_candidates(checks: list) -> list[str]:
         by_nodes.setdefault(check.candidate.knobs.nodes, []).append(check)
     if len(by_nodes) < 2:
         return []
-    return [f"no candidate on {nodes} node(s) is valid: {_global_batch_miss(group) or _closest_miss(group)}"
-            for nodes, group in sorted(by_nodes.items()) if not any(c.valid for c in group)]
+    empty = [(nodes, group) for nodes, group in sorted(by_nodes.items()) if not any(c.valid for c in group)]
+    lines = [f"no candidate on {nodes} node(s) is valid: {_global_batch_miss(group) or _closest_miss(group)}"
+             for nodes, group in empty[:NODE_COUNT_LINES]]
+    if len(empty) > NODE_COUNT_LINES:  # --nodes 1-256 said 249 lines before anything else
+        rest = [nodes for nodes, _ in empty[NODE_COUNT_LINES:]]
+        lines.append(f"no candidate is valid on {len(rest)} more node count(s) either ({_counts_text(rest)}); "
+                     "`autotune space --nodes N` says why for each")
+    return lines
+
+
+NODE_COUNT_LINES = 5  # the node counts without a valid candidate said one by one; the rest in one line
+
+
+def _counts_text(counts: list[int]) -> str:
+    """`5-7, 9, 11-256`: consecutive counts as ranges."""
+    runs: list[list[int]] = []
+    for n in counts:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def _global_batch_miss(checks: list) -> str | None:

@@ -211,3 +211,15 @@ def test_the_default_space_is_installed_with_the_package():
     assert any(fnmatch.fnmatch(inside, pattern) for pattern in shipped), (inside, shipped)
     checkout = package.parent / "search_spaces" / "default.toml"  # the path the docs name, for a checkout
     assert checkout.resolve() == DEFAULT_SPACE and load_space(checkout, (4,)).nodes == (4,)
+
+
+def test_many_node_counts_without_a_valid_candidate_are_said_in_a_few_lines():
+    """Trial 41: `--nodes 1-256` printed 249 lines, one per node count, before anything else."""
+    from autotune.commands.options import settings_for
+    from autotune.study.valid import NODE_COUNT_LINES, node_counts_without_candidates, valid_checks
+
+    lines = node_counts_without_candidates(valid_checks(settings_for("--model", "7b", "--nodes", "1-40")))
+    assert len(lines) == NODE_COUNT_LINES + 1
+    assert lines[0].startswith("no candidate on 3 node(s) is valid")
+    assert lines[-1] == ("no candidate is valid on 29 more node count(s) either (10-15, 17-31, 33-40); "
+                         "`autotune space --nodes N` says why for each")
