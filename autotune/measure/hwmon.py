@@ -16,7 +16,7 @@ from pathlib import Path
 from autotune.measure import units
 from autotune.measure.base import PowerSource, ProbeResult, SourceStatus, probe_finds_sources
 from autotune.measure.errors import NO_DRIVER, NOT_PRESENT, SourceUnavailable
-from autotune.measure.sysfs import SensorFile, read_int, read_text, sysfs_root
+from autotune.measure.sysfs import SensorFile, missing_root_note, read_int, read_text, sysfs_root
 
 LABEL_PATTERN = re.compile(r"^(Module|Grace|CPU|SysIO) Power Socket (\d+)$")
 # label prefix -> (scope, component, within)
@@ -72,7 +72,7 @@ def probe(root=None) -> ProbeResult:
     hwmon_class = sysfs_root(root) / "class" / "hwmon"
     if not hwmon_class.is_dir():
         return ProbeResult([], [SourceStatus("hwmon", "GH200 power sensors", "module", "uW", False,
-                                             f"{NO_DRIVER}: {hwmon_class} is absent")])
+                                             f"{NO_DRIVER}: {hwmon_class} is absent{missing_root_note(sysfs_root(root))}")])
     sources, missing = [], []
     for sensor_dir in _sensor_dirs(hwmon_class):
         try:

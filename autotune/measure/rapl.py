@@ -16,7 +16,7 @@ from pathlib import Path
 from autotune.measure import units
 from autotune.measure.base import PowerSource, ProbeResult, SourceStatus, probe_finds_sources
 from autotune.measure.errors import NO_DRIVER, NOT_PRESENT, SourceUnavailable
-from autotune.measure.sysfs import SensorFile, read_int, read_text, sysfs_root
+from autotune.measure.sysfs import SensorFile, missing_root_note, read_int, read_text, sysfs_root
 
 RAPL_UPDATE_PERIOD_S = 0.001  # the MSRs refresh about every millisecond
 NESTED_DOMAINS = {"core": "package", "uncore": "package", "psys": "platform (contains the packages)"}
@@ -75,8 +75,8 @@ def probe(root=None) -> ProbeResult:
     """Package and DRAM zones under <root>/class/powercap, and the reason for what is missing."""
     powercap = sysfs_root(root) / "class" / "powercap"
     if not powercap.is_dir():
-        return ProbeResult([], [SourceStatus("rapl", "RAPL", "package", "uJ", False,
-                                             f"{NO_DRIVER}: {powercap} is absent (no intel_rapl, or a VM)")])
+        why = missing_root_note(sysfs_root(root)) or " (no intel_rapl, or a VM)"
+        return ProbeResult([], [SourceStatus("rapl", "RAPL", "package", "uJ", False, f"{NO_DRIVER}: {powercap} is absent{why}")])
     sources, missing = [], []
     for zone_dir in sorted(powercap.glob("intel-rapl:*")):
         try:

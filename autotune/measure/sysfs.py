@@ -22,6 +22,13 @@ def sysfs_root(root: str | os.PathLike | None = None) -> Path:
     return Path(os.environ.get(SYSFS_ROOT_ENV) or DEFAULT_SYSFS_ROOT)
 
 
+def missing_root_note(root: Path) -> str:
+    """" (AUTOTUNE_SYSFS_ROOT=/x does not exist)" where the root itself is missing: a mistyped root read as a
+    node without the driver, and a study fell back to estimated energy without a word of why."""
+    return "" if root.is_dir() else f" ({SYSFS_ROOT_ENV}={root} does not exist)" if os.environ.get(SYSFS_ROOT_ENV) \
+        else f" ({root} does not exist)"
+
+
 def read_text(path: Path) -> str:
     """The stripped content of a sensor file; raises SourceUnavailable with the reason."""
     try:

@@ -54,8 +54,18 @@ def test_unreadable_energy_file_is_permission_or_unreadable(rapl_tree):
 
 def test_no_powercap_means_no_driver(tmp_path):
     (missing,) = rapl.probe(tmp_path).missing
-    assert missing.reason.startswith("no driver")
+    assert missing.reason.startswith("no driver") and "(no intel_rapl, or a VM)" in missing.reason
     assert rapl.is_available(str(tmp_path)) is False
+
+
+def test_a_sysfs_root_that_does_not_exist_is_said_not_taken_for_a_missing_driver(tmp_path, monkeypatch):
+    """Trial 41: AUTOTUNE_SYSFS_ROOT=/nonexistent read as a node without the drivers (a typo, then estimated energy)."""
+    from autotune.measure import hwmon
+
+    monkeypatch.setenv("AUTOTUNE_SYSFS_ROOT", str(tmp_path / "typo"))
+    for module in (rapl, hwmon):
+        (missing,) = module.probe().missing
+        assert missing.reason.endswith(f"is absent (AUTOTUNE_SYSFS_ROOT={tmp_path / 'typo'} does not exist)"), missing.reason
 
 
 def test_a_counter_that_never_moves_is_unavailable_not_zero(tmp_path, clock):
