@@ -59,11 +59,16 @@ def sweep_sentence(view) -> str | None:
     return f"power limit of the fastest configuration ({_sources(sweep, error)}): " + "; ".join(parts)
 
 
+def _labels(points: list[Point], key: str) -> str:
+    """"measured", "simulated", or "estimated and measured": every label of the points' figures."""
+    return " and ".join(sorted({getattr(p, key) for p in points}))
+
+
 def _sources(sweep: list[Point], error: dict | None) -> str:
     """Every label the sweep's points carry (one point's would hide an estimated energy among measured ones),
     and where a simulated one's error is not known (the limits a calibration never measured): its changes
     are then marked within no error, which would read as changes beyond it."""
-    time_sources, energy_sources = (" and ".join(sorted({getattr(q, key) for q in sweep})) for key in ("source", "energy_source"))
+    time_sources, energy_sources = (_labels(sweep, key) for key in ("source", "energy_source"))
     unknown = [q.trial for q in sweep if extrapolated(error, q)]  # (a profile with no error at all says so above)
     return f"{time_sources} time, {energy_sources} energy" + (
         f"; +- ?%: the simulator's error was not measured at {outside_words(error, unknown)}" if unknown else "")
@@ -89,15 +94,19 @@ def power_limit_section(view, document: dict, run_dir) -> str:
     limits = [_limit(p) for p in sweep]
     t_unit, t_div = time_unit([p.time_s for p in sweep])
     e_unit, e_div = energy_unit([p.energy_kj for p in sweep])
-    # Each point's figures in their own unit (the axes' suits the largest): never a column of zeros.
-    tips = [f"trial {p.trial}: power limit {limit:g}, {time_text(p.time_s)}, {energy_text(p.energy_kj)}"
-            for p, limit in zip(sweep, limits)]
+    # Each point's figures in their own unit (the axes' suits the largest): never a column of zeros; and with
+    # their labels, as the time-vs-energy plot's hover and axes have them (a screenshot loses the table beside it).
+    tips = [f"trial {p.trial}: power limit {limit:g}, {time_text(p.time_s)} ({p.source}), "
+            f"{energy_text(p.energy_kj)} ({p.energy_source})" for p, limit in zip(sweep, limits)]
     x_label = "power limit (fraction of the default)"
     # Energy is drawn at the limits that have it (a time-only study's may be unavailable; the table says so).
     have = [i for i, p in enumerate(sweep) if p.energy_kj is not None]
+    time_label, energy_label = (f"{what} to solution ({unit}{'' if labels == 'measured' else ', ' + labels})"
+                                for what, unit, labels in (("time", t_unit, _labels(sweep, "source")),
+                                                           ("energy", e_unit, _labels([sweep[i] for i in have], "energy_source"))))
     charts = _panel([limits[i] for i in have], [sweep[i].energy_kj / e_div for i in have], [tips[i] for i in have],
-                    f"energy to solution ({e_unit})", x_label) if have else ""
-    charts += _panel(limits, [p.time_s / t_div for p in sweep], tips, f"time to solution ({t_unit})", x_label)
+                    energy_label, x_label) if have else ""
+    charts += _panel(limits, [p.time_s / t_div for p in sweep], tips, time_label, x_label)
     base = next((p for p in sweep if _limit(p) == UNTOUCHED_DEVICE_SETTINGS["power_limit"]), None)
     error = simulator_error(view)
     rows = []
