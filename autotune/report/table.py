@@ -113,7 +113,7 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
     labels = {t: [pick_label(n, view.pick_parameters) for n in names] for t, names in picks_by_trial(view).items()}
     words = view_device_words(view)
     table = Table(title=f"Fastest (ranked by time only; {time_only_energy_words(energy_source)})" if view.time_only
-                  else f"Pareto front (time vs energy to solution, {energy_source} energy)")
+                  else f"Pareto front (time vs energy to solution: {source} time, {energy_source} energy)")
     table.add_column("trial", justify="right")
     columns = knob_columns(p.params for p in view.front)
     for _, title in columns:
