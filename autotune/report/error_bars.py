@@ -288,8 +288,9 @@ def pct_text(pct: float) -> str:
 
 
 def is_simulated(point, metric: str) -> bool:
-    """Whether a point's "time_s" (its time) or "energy_kj" (its energy) figure came from the simulator."""
-    return (point.source if metric == "time_s" else point.energy_source) == "simulated"
+    """Whether a point's "time_s" (its time; "tflops", work over that time) or "energy_kj" (its energy) figure
+    came from the simulator."""
+    return (point.source if metric in ("time_s", "tflops") else point.energy_source) == "simulated"
 
 
 def header_bar(error: dict | None, points, metric: str) -> str:

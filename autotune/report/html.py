@@ -163,7 +163,7 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
             esc(knobs_sentence(p.params)),
             esc(figure(p.time_s, t_div) + figure_bar(error, picked, p, "time_s")),
             esc(energy_figure(p.energy_kj, e_div) + figure_bar(error, picked, p, "energy_kj") + estimate_mark(sources, p.energy_source)),
-            esc(figure(p.tflops)),
+            esc(figure(p.tflops) + figure_bar(error, picked, p, "tflops")),
             esc(per_energy_figure(p.tflop_per_kj, p.energy_kj) + estimate_mark(sources, p.energy_source)),
             *(["the baseline"] * 3 if p.trial == view.baseline_trial else [  # no change against itself, as in the terminal
                 esc(change_text(row, "energy_saved_pct", noise, stated, missing_change("energy_saved_pct", p, base)) + estimated),
@@ -173,7 +173,7 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
             ]),
         ])
     headers = ["pick", "trial", "configuration", f"time {t_unit}{header_bar(error, picked, 'time_s')}",
-               f"energy {e_unit}{header_bar(error, picked, 'energy_kj')}{estimate_header(sources)}", f"TFLOP/s {words.per()}",
+               f"energy {e_unit}{header_bar(error, picked, 'energy_kj')}{estimate_header(sources)}", f"TFLOP/s {words.per()}{header_bar(error, picked, 'tflops')}",
                f"TFLOP /kJ{estimate_header(sources)}",
                "energy saved", "time change", "TFLOP/kJ change"]
     params = view.pick_parameters

@@ -52,7 +52,7 @@ def markdown_report(view: StudyView, document: dict) -> str:
         knob_titles = [title for _, title in columns]
         t_unit, t_div = time_unit([p.time_s for p in view.front])
         e_unit, e_div = energy_unit([p.energy_kj for p in view.front])
-        per_device = f"TFLOP/s {view_device_words(view).per()}"
+        per_device = f"TFLOP/s {view_device_words(view).per()}{header_bar(error, view.front, 'tflops')}"
         sources = [p.energy_source for p in view.front]
         lines += [
             f"**{front_title(view.time_only)}**",
@@ -68,7 +68,7 @@ def markdown_report(view: StudyView, document: dict) -> str:
                 *(knob_value(p.params, knob) for knob, _ in columns),
                 figure(p.time_s, t_div) + figure_bar(error, view.front, p, "time_s"),
                 energy_figure(p.energy_kj, e_div) + figure_bar(error, view.front, p, "energy_kj") + estimate_mark(sources, p.energy_source),
-                figure(p.tflops),
+                figure(p.tflops) + figure_bar(error, view.front, p, "tflops"),
                 per_energy_figure(p.tflop_per_kj, p.energy_kj) + estimate_mark(sources, p.energy_source),
                 ", ".join(labels.get(p.trial, [])),
             ]))

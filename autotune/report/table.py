@@ -124,7 +124,8 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
     # The error bar in the header when every figure below is simulated; else after each simulated one.
     for column in (f"time {t_unit}{header_bar(error, view.front, 'time_s')}",
                    f"energy {e_unit}{header_bar(error, view.front, 'energy_kj')}{estimate_header(sources)}",
-                   f"TFLOP/s {words.per()}", f"TFLOP /kJ{estimate_header(sources)}", memory_header(view.front)):
+                   f"TFLOP/s {words.per()}{header_bar(error, view.front, 'tflops')}", f"TFLOP /kJ{estimate_header(sources)}",
+                   memory_header(view.front)):
         table.add_column(column, justify="right")
     table.add_column("pick")
     for p in view.front:
@@ -133,7 +134,7 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
             *(str(knob_value(p.params, knob)) for knob, _ in columns),
             figure(p.time_s, t_div) + figure_bar(error, view.front, p, "time_s"),
             energy_figure(p.energy_kj, e_div) + figure_bar(error, view.front, p, "energy_kj") + estimate_mark(sources, p.energy_source),
-            figure(p.tflops),
+            figure(p.tflops) + figure_bar(error, view.front, p, "tflops"),
             per_energy_figure(p.tflop_per_kj, p.energy_kj) + estimate_mark(sources, p.energy_source),  # per estimated energy
             figure(p.peak_mem_gib),
             ", ".join(labels.get(p.trial, [])),

@@ -102,7 +102,7 @@ def test_the_calibration_note_counts_and_replaces_an_earlier_one():
 def test_pareto_json_terminal_and_markdown_show_the_error(simulated_run, tmp_path):
     study = load_finished_study(simulated_run)
     view, built = build_report(study, None, None)
-    error = {"time_s_pct": 50.0, "energy_kj_pct": 50.0}
+    error = {"time_s_pct": 50.0, "energy_kj_pct": 50.0, "tflops_pct": 41.0}
     view = replace(view, settings=replace(view.settings, hardware=with_simulator_constants(view.settings.hardware, {}, error=error)))
     from autotune.report.pareto_json import pareto_document
 
@@ -117,8 +117,9 @@ def test_pareto_json_terminal_and_markdown_show_the_error(simulated_run, tmp_pat
     print_report(view, document, Console(file=out, width=200))
     text = out.getvalue()
     assert "+- 50%" in text and "tie with trial" in text
+    assert "+- 41%" in text  # the TFLOP/s column's, which a newcomer's trial found bare beside "+- ?%" in `space`
     md = markdown_report(view, document)
-    assert "+- 50%" in md and "tie with trial" in md
+    assert "+- 50%" in md and "tie with trial" in md and "+- 41%" in md
     from autotune.report.html import render_report_html
 
     page = render_report_html(view, document, simulated_run)
