@@ -59,15 +59,19 @@ def test_a_one_node_allocation_seen_from_a_login_node_probes_through_srun(make_c
     assert resolve_launcher("auto", make_candidate(), None, {**login, "SLURMD_NODENAME": "gpu003"}) == "torchrun"
 
 
+GRES = {"SLURM_GPUS_ON_NODE": "4"}  # a job with GPU gres: SLURM sets the clock of those GPUs alone
+
+
 @pytest.mark.parametrize("launcher, environ, srun_sets_clock", [
-    ("srun", {"SLURM_JOB_ID": "7", "SLURM_NNODES": "1", "SLURM_JOB_NODELIST": "gpu003", "SLURMD_NODENAME": "gpu003"},
-     True),
-    ("auto", {"SLURM_JOB_ID": "7", "SLURM_NNODES": "2"}, True),  # every probe is an srun step
-    ("auto", {"SLURM_JOB_ID": "7", "SLURM_NNODES": "1", "SLURM_JOB_NODELIST": "gpu003"}, True),  # from a login node
-    ("auto", {"SLURM_JOB_ID": "7", "SLURM_NNODES": "1", "SLURM_JOB_NODELIST": "gpu003", "SLURMD_NODENAME": "gpu003"},
-     False),  # one-node probes start with torchrun here
+    ("srun", {"SLURM_JOB_ID": "7", "SLURM_NNODES": "1", "SLURM_JOB_NODELIST": "gpu003", "SLURMD_NODENAME": "gpu003",
+              **GRES}, True),
+    ("auto", {"SLURM_JOB_ID": "7", "SLURM_NNODES": "2", **GRES}, True),  # every probe is an srun step
+    ("auto", {"SLURM_JOB_ID": "7", "SLURM_NNODES": "1", "SLURM_JOB_NODELIST": "gpu003", **GRES}, True),  # from a login node
+    ("auto", {"SLURM_JOB_ID": "7", "SLURM_NNODES": "1", "SLURM_JOB_NODELIST": "gpu003", "SLURMD_NODENAME": "gpu003",
+              **GRES}, False),  # one-node probes start with torchrun here
     ("auto", {}, False),
-    ("torchrun", {"SLURM_JOB_ID": "7", "SLURM_NNODES": "2"}, False),
+    ("torchrun", {"SLURM_JOB_ID": "7", "SLURM_NNODES": "2", **GRES}, False),
+    ("srun", {"SLURM_JOB_ID": "7", "SLURM_NNODES": "2"}, False),  # no GPU gres: --gpu-freq would set nothing
 ])
 def test_the_clock_stays_searchable_where_every_probe_is_an_srun_step(
         make_launch_backend, monkeypatch, tmp_path, launcher, environ, srun_sets_clock):
