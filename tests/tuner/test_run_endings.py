@@ -196,19 +196,19 @@ def test_a_launch_study_whose_nodes_lacked_the_trainer_probes_the_same_candidate
     env = {k: v for k, v in os.environ.items() if k != "AUTOTUNE_PROBE_TEST_HOOK"}
     env.update(DS_ACCELERATOR="cpu", OMP_NUM_THREADS="1")
     cmd = [sys.executable, "-m", "autotune.cli", "run", "--model", "tiny", "--nodes", "1", "--gpus-per-node", "1",
-           "--hardware", "cpu", "--backend", "launch", "--warmup-steps", "1", "--probe-steps", "2", "--trials", "2",
-           "--allow-estimated-energy", "--out", str(tmp_path / "run")]
+           "--hardware", "cpu", "--backend", "launch", "--warmup-steps", "1", "--probe-steps", "2", "--trials", "1",
+           "--allow-estimated-energy", "--out", str(tmp_path / "run")]  # one probe: each real one is seconds of the suite
     first = subprocess.run(cmd, env={**env, "PYTHONPATH": str(broken.parent)}, capture_output=True, text=True, timeout=300)
     assert first.returncode == 2, first.stderr[-3000:]
     said = " ".join(first.stderr.split())
     assert "real probe runs via torchrun (auto)," in said
-    assert "the study resumes and probes again the 2 candidate(s) that failed on the set-up" in said
+    assert "the study resumes and probes again the 1 candidate(s) that failed on the set-up" in said
     fixed = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert fixed.returncode == 0, fixed.stderr[-3000:]
-    assert "probing again the candidate(s) of trial(s) 0, 1" in " ".join(fixed.stderr.split())
+    assert "probing again the candidate(s) of trial(s) 0" in " ".join(fixed.stderr.split())
     trials = optuna.load_study(study_name="autotune", storage=f"sqlite:///{tmp_path / 'run' / 'study.db'}").trials
-    assert [t.state for t in trials] == [TrialState.FAIL] * 2 + [TrialState.COMPLETE] * 2
-    assert [t.params for t in trials[2:]] == [t.params for t in trials[:2]]
+    assert [t.state for t in trials] == [TrialState.FAIL, TrialState.COMPLETE]
+    assert trials[1].params == trials[0].params
 
 
 def test_a_converged_study_probes_the_setup_failures_it_queued_again_before_it_stops(tmp_path):
