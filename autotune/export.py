@@ -264,7 +264,7 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
         + _own_training(config_path.name, candidate) + where
         + 'cd "$(dirname "$0")"\n'
         + "".join(line + "\n" for line in (_hostfile_check(launch_path.name, candidate) if command[0] == "deepspeed" else []))
-        # The gres first: the steps that set a power limit on each node need the GPUs too.
+        # The gres first: whether srun sets the clock depends on it (export_device.device_script).
         + "".join(_script_line(line) + "\n" for line in [*gres, *device_script(candidate.knobs, candidate.knobs.nodes, launcher)])
         + _script_line(shlex.join(command)) + "\n",
         mode=0o755,

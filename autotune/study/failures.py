@@ -1,9 +1,9 @@
 """How a study in which probes fail ends.
 
 - A run whose first FAILING_START_PROBES probes all fail, while no probe of the study has ever run
-  (finished, or run out of memory), stops there (a replay only where they ran but could not be ranked:
-  its recorded failures are the recording's, Backend.failures_may_be_the_setup) with a UserError that names the last failure: that
-  points at the set-up (a module missing on the nodes, an unreachable host, no sensor) rather than
+  (finished, or run out of memory), stops there with a UserError that names the last failure (a replay
+  only where they ran but could not be ranked: its recorded failures are the recording's,
+  Backend.failures_may_be_the_setup): that points at the set-up (a module missing on the nodes, an unreachable host, no sensor) rather than
   at the configurations, and the rest of the budget would fail the same way. The trials are kept; the
   same command resumes, with as many tries again (and probes again those that failed on the set-up,
   retries.py).
