@@ -73,7 +73,7 @@ def test_never_proposes_invalid_probed_or_running(tmp_path):
 
 
 def test_early_stop_fires_on_a_known_table_after_the_true_front(tmp_path):
-    settings = _settings()
+    settings = _settings(nodes="4")  # the known table of one node count: a range only slows each proposal
     checks = valid_checks(settings)
     path, records = _table(checks, tmp_path)
     study = _guided(tmp_path, settings, checks)
