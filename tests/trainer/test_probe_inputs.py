@@ -282,13 +282,14 @@ def test_help_gives_every_default(capsys):
     (["--frames", "0"], "--frames: '0' is out of range"),
     (["--model", "nope"], "--model: unknown model 'nope'"),
 ])
-def test_the_trials_wrong_values_stop_the_probe_command_before_anything_starts(tmp_path, flags, said):
+def test_the_trials_wrong_values_stop_the_probe_command_before_anything_starts(tmp_path, capsys, flags, said):
     """As the trial ran them: one usage line and exit status 2, no result.json (it was a full probe, or a failed
-    result with exit status 1)."""
+    result with exit status 1). The probe's main() in this process (a probe command per value cost seconds each;
+    the command's own exit status: test_the_probe_command_refuses_a_wrong_value_with_exit_status_2)."""
     out = tmp_path / "result.json"
-    done = subprocess.run([sys.executable, "-m", "trainer.probe", "--model", "tiny", *flags, "--out", str(out)],
-                          cwd=REPO, env=cpu_env(), capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2, done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert lines[0].startswith("usage: ") and lines[-1].startswith(f"{PREFIX}{said}"), done.stderr
+    with pytest.raises(SystemExit) as refused:
+        main(["--model", "tiny", *flags, "--out", str(out)])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert refused.value.code == 2
+    assert lines[0].startswith("usage: ") and lines[-1].startswith(f"{PREFIX}{said}"), lines
     assert not out.exists()
