@@ -1,6 +1,6 @@
 """Inside a SLURM allocation or given a --hostfile, a study's nodes and GPUs per node default to the
-allocation's; what the user gives (flags, a space file's nodes, a replayed file) is kept. Real
-`autotune run` subprocesses with a fake SLURM environment (simulate backend: no srun is started)."""
+allocation's; what the user gives (flags, a space file's nodes, a replayed file) is kept. `autotune run`
+(its main() in this process) with a fake SLURM environment (simulate backend: no srun is started)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,15 @@ SLURM = {"SLURM_JOB_ID": "4242", "SLURM_JOB_NUM_NODES": "2", "SLURM_GPUS_ON_NODE
 
 
 def _run(tmp_path, *args, env=None):
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
-    run = subprocess.run(
-        [sys.executable, "-m", "autotune.cli", "run", "--model", "7b", "--trials", "3", *map(str, args)],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path, env={**environ, **(env or {})},
-    )
+    """The command's stderr, folded, run in `tmp_path` with the environment's SLURM variables those of `env` alone
+    (in this process: a subprocess each cost the suite a second of start-up)."""
+    from unittest import mock
+
+    from tests.cli import autotune_main
+
+    environ = {**{k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}, **(env or {})}
+    with mock.patch.dict(os.environ, environ, clear=True):
+        run = autotune_main("run", "--model", "7b", "--trials", "3", *map(str, args), cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     return " ".join(run.stderr.split())
 

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-import pytest
 
 from autotune.candidate import Knobs
 from autotune.export import export_trial

@@ -128,7 +128,6 @@ def test_killed_guided_study_resumes_without_repeating_a_probe(tmp_path):
     run_study(study, settings, SimulateBackend(), 2, checks=checks)
     # What SIGKILL leaves: a trial that had its knobs (mid-probe), and one killed before its first suggest.
     mid_probe = study.ask()
-    sampler = study.sampler
     choices = usable_values(checks)
     killed_knobs = {k: mid_probe.suggest_categorical(k, choices[k]) for k in choices}
     study.ask()  # no params at all
