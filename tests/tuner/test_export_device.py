@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-
 from autotune.candidate import Knobs
 from autotune.export import export_trial
 from autotune.export_device import device_script
