@@ -110,7 +110,8 @@ def _run(args) -> int:
         cells += ["-" if r["peak_mem_gib"] is None else f"{r['peak_mem_gib']:.1f}", "valid" if r["valid"] else r["reason"]]
         if args.simulate:
             # The header's error holds where it was measured; elsewhere a figure's error is not known.
-            bar = " +- ?%" if measured_on and outside_scope(measured_on, settings.model.name, p) else ""
+            top_clock = settings.hardware.gpu.max_sm_clock_mhz
+            bar = " +- ?%" if measured_on and outside_scope(measured_on, settings.model.name, p, top_clock) else ""
             cells += ([figure(r["time_s"], t_div) + bar, figure(r["energy_kj"], e_div) + bar, figure(r["tflops"]) + bar]
                       if r["valid"] else ["", "", ""])
         table.add_row(*cells)

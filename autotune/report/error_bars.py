@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from autotune.candidate import SM_CLOCK_UNTOUCHED
+
 if TYPE_CHECKING:  # light module: `autotune space` uses error_suffix without loading the study layer
     from autotune.report.study_points import StudyView
 
@@ -108,9 +110,13 @@ def _number_first(value: str) -> tuple:
         return (1, 0.0, value)
 
 
-def outside_scope(scope: dict[str, list[str]], model: str, params: dict) -> list[str]:
+def outside_scope(scope: dict[str, list[str]], model: str, params: dict, max_clock_mhz: int = 0) -> list[str]:
     """["power limit 0.7", ...]: what of this configuration the error was not measured on; a knob its
-    params do not name (a record from before the knob existed) is not counted against it."""
+    params do not name (a record from before the knob existed) is not counted against it. A clock cap at the
+    device's highest clock (`max_clock_mhz`, the profile's) is the clock `max` is: the simulator gives it the
+    same figures, and it was shown "+- ?%" as an extrapolation."""
+    if max_clock_mhz and params.get("sm_clock_mhz") == max_clock_mhz:
+        params = {**params, "sm_clock_mhz": SM_CLOCK_UNTOUCHED}
     outside = [] if model in scope["model"] else [f"model {model}"]
     for knob, words in _SCOPE_KNOBS:
         if knob in params and knob in scope and not any(_same_value(params[knob], v) for v in scope[knob]):
@@ -195,7 +201,8 @@ def simulator_error(view: "StudyView") -> dict | None:
     error = profile_error(view.settings.hardware)
     scope = measured_scope(error)
     if scope is not None:
-        outside = {str(p.trial): outside_scope(scope, view.settings.model.name, p.params) for p in view.points
+        top = view.settings.hardware.gpu.max_sm_clock_mhz
+        outside = {str(p.trial): outside_scope(scope, view.settings.model.name, p.params, top) for p in view.points
                    if is_simulated(p, "time_s") or is_simulated(p, "energy_kj")}  # a measured figure has no simulator error
         error[EXTRAPOLATED_KEY] = {trial: words for trial, words in outside.items() if words}
     return error

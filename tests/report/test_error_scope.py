@@ -44,6 +44,9 @@ def test_a_configuration_outside_the_scope_names_what_lies_outside():
         "model 14b", "SP 2", "power limit 0.7"]
     # A record from before the knob existed names no power limit: not counted against it.
     assert outside_scope(scope, "32b", {k: v for k, v in inside.items() if k != "power_limit"}) == []
+    # A cap at the device's highest clock is the clock `max` is (a newcomer's trial: 1980 on gh200 showed "+- ?%").
+    assert outside_scope(scope, "32b", {**inside, "sm_clock_mhz": 1980}, max_clock_mhz=1980) == []
+    assert outside_scope(scope, "32b", {**inside, "sm_clock_mhz": 1500}, max_clock_mhz=1980) == ["SM clock 1500"]
 
 
 @pytest.fixture(scope="module")
