@@ -88,7 +88,10 @@ def test_failing_probes_are_results_and_the_study_goes_on(tmp_path):
     )
     out = tmp_path / "run"
     hooks = "oom@zero_stage=1;crash@zero_stage=2"
-    cmd = [*RUN, "--trials", "3", "--objectives", "time", "--space", str(space), "--out", str(out)]
+    # One rank a probe: what is under test is the study's, and a crash on one of two ranks has its own test
+    # (tests/trainer/test_probe_runs.py); two ranks' start-up cost the suite seconds a probe.
+    one_rank = [*RUN[:RUN.index("--gpus-per-node") + 1], "1", *RUN[RUN.index("--gpus-per-node") + 2:]]
+    cmd = [*one_rank, "--trials", "3", "--objectives", "time", "--space", str(space), "--out", str(out)]
     done = subprocess.run(cmd, env=_env(AUTOTUNE_PROBE_TEST_HOOK=hooks), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     by_stage = {t.user_attrs["candidate"]["knobs"]["zero_stage"]: t for t in _study(out).trials if is_evaluated(t)}
