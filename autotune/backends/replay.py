@@ -227,7 +227,10 @@ MAX_MEASUREMENTS_BYTES = 256 << 20
 
 def _check_space_list_keys(origin: str, entry: dict) -> None:
     """`valid` and `reason`, as `autotune space --json` writes them: a candidate listed invalid holds no figures
-    (such a record was dropped without a word, its figures with it)."""
+    (such a record was dropped without a word, its figures with it), one listed valid holds its figures."""
+    if entry.get("valid") is True and "time_s" not in entry:
+        raise ConfigError(f"{origin}: a candidate `autotune space --json` listed without figures; list them with "
+                          "`autotune space --simulate --json`, or pass recorded results")
     if "valid" in entry and not isinstance(entry["valid"], bool):
         raise ConfigError(f"{origin}: valid = {shown(entry['valid'])} is not true or false; {_FIX}")
     if entry.get("reason") is not None and not isinstance(entry["reason"], str):
@@ -274,11 +277,8 @@ def _records(path: Path, data: bytes, size: int) -> dict[str, dict]:
     for origin, entry in _entries(path, text):
         if isinstance(entry, dict):
             _check_space_list_keys(origin, entry)
-        if isinstance(entry, dict) and entry.get("valid") is False:
-            continue  # `autotune space --json` lists invalid candidates too: they are not candidates
-        if isinstance(entry, dict) and entry.get("valid") is True and "time_s" not in entry:
-            raise ConfigError(f"{origin}: a candidate `autotune space --json` listed without figures; list them with "
-                              "`autotune space --simulate --json`, or pass recorded results")
+            if entry.get("valid") is False:
+                continue  # `autotune space --json` lists invalid candidates too: they are not candidates
         record = checked_record(origin, entry)
         key = params_key(record["params"])
         left_out = ", ".join(f"{knob} (taken as {value})" for knob, value in UNTOUCHED_DEVICE_SETTINGS.items()

@@ -25,7 +25,7 @@ from autotune.checks import shown
 from autotune.errors import ConfigError, UserError
 from autotune.hardware import HardwareProfile, hardware_flag, kept_base_name
 from autotune.measure.combine import not_measured
-from autotune.space import rule_violation
+from autotune.space import rule_violation, spans_text
 
 # Reasons a run directory's line lists before "and N more" (each names its trials).
 SHOWN_REASONS = 3
@@ -76,15 +76,7 @@ class MeasuredRuns:
 
 def _trials(numbers: list[int]) -> str:
     """"trial 3", "trials 0-9", "trials 0, 2, 5-7"."""
-    numbers = sorted(set(numbers))
-    runs = [[numbers[0], numbers[0]]]
-    for number in numbers[1:]:
-        if number == runs[-1][1] + 1:
-            runs[-1][1] = number
-        else:
-            runs.append([number, number])
-    spans = [str(first) if first == last else f"{first}-{last}" for first, last in runs]
-    return f"trial{'s' if len(numbers) > 1 else ''} {', '.join(spans)}"
+    return f"trial{'s' if len(set(numbers)) > 1 else ''} {spans_text(numbers)}"
 
 
 def _listed(names: list[str]) -> str:

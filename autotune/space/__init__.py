@@ -2,7 +2,7 @@
 memory estimate that prunes what would not fit.
 """
 
-from autotune.space.files import SearchSpace, listed_nodes, load_space, node_span, nodes_flag, parse_nodes
+from autotune.space.files import SearchSpace, listed_nodes, load_space, node_span, nodes_flag, parse_nodes, spans_text
 from autotune.space.enumerate import CandidateCheck, check_candidate, enumerate_space
 from autotune.space.rules import rule_violation
 from autotune.space.baseline import baseline
@@ -19,4 +19,5 @@ __all__ = [
     "nodes_flag",
     "parse_nodes",
     "rule_violation",
+    "spans_text",
 ]

@@ -73,6 +73,17 @@ def node_span(nodes) -> tuple[int, int] | None:
     return (nodes[0], nodes[-1]) if nodes and nodes == list(range(nodes[0], nodes[-1] + 1)) else None
 
 
+def spans_text(numbers) -> str:
+    """`0, 2, 5-7`: whole numbers sorted, consecutive ones as ranges (node counts, trial numbers)."""
+    runs: list[list[int]] = []
+    for n in sorted(set(numbers)):
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ", ".join(str(first) if first == last else f"{first}-{last}" for first, last in runs)
+
+
 def nodes_flag(nodes) -> str:
     """The counts as --nodes takes them (parse_nodes' inverse): `4`, `2-8` for a range; counts that
     are no range as their list (a space file's)."""

@@ -8,7 +8,7 @@ from collections import Counter
 
 from autotune.candidate import KNOBS
 from autotune.errors import UserError
-from autotune.space import enumerate_space
+from autotune.space import enumerate_space, spans_text
 from autotune.study.settings import StudySettings
 
 
@@ -49,6 +49,9 @@ def _closest_miss(checks: list) -> str:
     return f"every candidate breaks a rule: {listed}" + (f"; and {len(reasons) - 3} more" if len(reasons) > 3 else "")
 
 
+NODE_COUNT_LINES = 5  # the node counts without a valid candidate said one by one; the rest in one line
+
+
 def node_counts_without_candidates(checks: list) -> list[str]:
     """For a range of node counts: each count none of whose candidates is valid, and why (a study of
     --nodes 2-3 on 4-GPU nodes and a batch of 64 would otherwise leave 3 nodes out without a word)."""
@@ -62,23 +65,9 @@ def node_counts_without_candidates(checks: list) -> list[str]:
              for nodes, group in empty[:NODE_COUNT_LINES]]
     if len(empty) > NODE_COUNT_LINES:  # --nodes 1-256 said 249 lines before anything else
         rest = [nodes for nodes, _ in empty[NODE_COUNT_LINES:]]
-        lines.append(f"no candidate is valid on {len(rest)} more node count(s) either ({_counts_text(rest)}); "
+        lines.append(f"no candidate is valid on {len(rest)} more node count(s) either ({spans_text(rest)}); "
                      "`autotune space --nodes N` says why for each")
     return lines
-
-
-NODE_COUNT_LINES = 5  # the node counts without a valid candidate said one by one; the rest in one line
-
-
-def _counts_text(counts: list[int]) -> str:
-    """`5-7, 9, 11-256`: consecutive counts as ranges."""
-    runs: list[list[int]] = []
-    for n in counts:
-        if runs and n == runs[-1][1] + 1:
-            runs[-1][1] = n
-        else:
-            runs.append([n, n])
-    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def _global_batch_miss(checks: list) -> str | None:
