@@ -7,7 +7,7 @@ import os
 from typing import NamedTuple
 
 from autotune.checks import MAX_COUNT
-from autotune.commands.flags import name_or_path_flag, text_flag, whole_number_flag
+from autotune.commands.flags import name_or_path_flag, whole_number_flag
 from autotune.errors import ConfigError, UserError
 from autotune.hardware import available_hardware, load_hardware
 from autotune.models import load_model
