@@ -65,7 +65,7 @@ def register(subparsers) -> None:
         "early stop; tpe, random, nsga2: Optuna's, for comparison (they run the whole budget)",
     )
     study.add_argument("--seed", type=whole_number_flag(low=0, high=2**32 - 1), default=0, help="sampler seed: the same seed gives the same study (default: 0)")
-    study.add_argument("--out", type=path_flag, help="run directory (default: runs/<model>-<nodes>n, the model by its own name, never its path; and -NAME with --study-name NAME)")
+    study.add_argument("--out", type=path_flag, help="run directory: new, empty or an earlier run's (default: runs/<model>-<nodes>n, the model by its own name, never its path; and -NAME with --study-name NAME)")
     study.add_argument(
         "--storage", type=text_flag, help="an Optuna RDB storage URL (sqlite:///PATH, postgresql://USER@HOST/DB) instead of "
                                           "RUN_DIR/study.db; workers sharing one split the trials"
@@ -180,6 +180,27 @@ def check_not_inside_run(run_dir: Path, out_flag: str) -> None:
             raise UserError(f"{out_flag} {run_dir} is inside the run directory {parent} (it holds {mark}); a study "
                             f"there would mix with that run's files: pass --out a directory outside it, such as "
                             f"{parent.with_name(parent.name + '-2')}")
+
+
+# What a run writes in its run directory: a folder holding one of these is a run's, however far it got.
+RUN_DIR_FILES = (*RUN_DIR_MARKS, "report.html", "configs", "trials", ".workers.lock")
+
+
+def check_not_a_foreign_folder(run_dir: Path, out_flag: str) -> None:
+    """A folder of other files (a project, a home, `/`) given as the run directory would get a study's
+    files among its own, and `report`/`export` would read it as a run: refused, as Hugging Face's Trainer
+    refuses a non-empty output_dir. An empty folder (mkdir -p beforehand) and a run's own are fine."""
+    run_dir = Path(run_dir)
+    try:
+        names = sorted(entry.name for entry in run_dir.iterdir())
+    except OSError:  # missing (made later), a file or unreadable: writable_directory says which
+        return
+    if not names or any(name in RUN_DIR_FILES for name in names):
+        return
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    raise UserError(f"{out_flag} {run_dir} is a folder of other files ({shown}) and no autotune run (no study.db or "
+                    f"pareto.json): a study's files would mix with them; pass --out a new or empty directory, such as "
+                    f"{run_dir / 'autotune-run'}")
 
 
 def _report_command(run_dir: Path, args: argparse.Namespace) -> str:
@@ -370,6 +391,7 @@ def _run(args: argparse.Namespace) -> int:
     # Before any study is opened or probe started: a path that cannot be written fails now, in one line.
     out_flag = "--out" if args.out else "run directory"
     check_not_inside_run(run_dir, out_flag)
+    check_not_a_foreign_folder(run_dir, out_flag)
     # A storage that cannot be opened, a stored study refused (another model, backend): the run directory this
     # made is removed again (commands/paths.undone_on_failure), no empty --out left behind.
     writable_directory(run_dir, out_flag, fix="pass --out with a writable directory")

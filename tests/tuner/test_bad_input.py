@@ -819,3 +819,22 @@ def test_stdout_on_a_full_disk_is_one_line_not_a_traceback(tmp_path):
                                   timeout=120, cwd=Path(__file__).resolve().parents[2])
         assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
         assert done.stderr.strip().splitlines()[-1].startswith("autotune: cannot write its output (No space left on device)")
+
+
+def test_a_folder_of_other_files_is_refused_as_the_run_directory(tmp_path, capsys):
+    """`--out ~/project` (or `/`) would put a study's files among the project's; an empty folder made
+    beforehand is fine, as is a run's own."""
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    for name in ("README.md", "setup.py", "train.py"):
+        (project / name).write_text("x\n")
+    before = sorted(project.rglob("*"))
+    err = run_main(["run", *STUDY, "--out", str(project)], capsys)
+    assert_one_clear_line(err, f"--out {project} is a folder of other files (README.md, setup.py, src and 1 more)",
+                          "no autotune run", f"pass --out a new or empty directory, such as {project / 'autotune-run'}")
+    assert sorted(project.rglob("*")) == before  # nothing written there
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["run", *STUDY, "--trials", "1", "--out", str(empty)]) == 0
+    assert main(["run", *STUDY, "--trials", "2", "--out", str(empty)]) == 0  # its own run: resumed
+    capsys.readouterr()
