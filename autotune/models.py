@@ -141,6 +141,7 @@ _VISION_SIZES = ("hidden", "layers", "heads", "mlp", "patch", "image_size")
 _LLM_KEYS = (*_LLM_SIZES, "mrope_sections", "rope_theta", "tie_embeddings")
 _VISION_KEYS = (*_VISION_SIZES, "pool")
 _TOP_KEYS = ("name", "llm", "vision", "default_workload")
+MAX_NAME_CHARS = 200  # a name heads every report and names the default run directory
 _MAX_SIZE = MAX_COUNT
 _WORKLOAD_KEYS = ("frames", "text_tokens", "global_batch", "samples")
 
@@ -243,6 +244,8 @@ def model_from_json(data: dict, origin: str = "model", default_name: str = "cust
     name = data.get("name", default_name)
     if not isinstance(name, str) or not name.strip():
         reader.fail("name", name, "is not a non-empty string")
+    if len(name) > MAX_NAME_CHARS or not name.isprintable():  # a newline split every report's header in two
+        reader.fail("name", name, f"is not a model name: printable characters on one line, at most {MAX_NAME_CHARS}")
     llm, vision = _read_llm(reader, data), _read_vision(reader, data)
     problems = _shape_problems(llm, vision)
     if problems:

@@ -56,7 +56,7 @@ def _name(data: dict, path: Path) -> str:
     """The checkpoint's name (`_name_or_path`'s last part, else its directory's when the file is the
     usual config.json), with the tower that stands in for its own."""
     given = data.get("_name_or_path")
-    if isinstance(given, str) and given.strip("/ "):
+    if isinstance(given, str) and given.strip("/ ") and given.isprintable():  # else its file's name
         base = given.rstrip("/").rsplit("/", 1)[-1]
     else:
         directory = path.parent.resolve().name

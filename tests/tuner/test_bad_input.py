@@ -115,6 +115,14 @@ def test_model_name_must_be_a_string(tmp_path, value):
     refused_model(tmp_path, data, "name = ", "non-empty string")
 
 
+@pytest.mark.parametrize("value", ["tiny\nfaked: line", "a\tb", "bell\x07", "x" * 201])
+def test_model_name_is_one_printable_line(tmp_path, value):
+    """A newline in the name split every report's header and the run's log line in two."""
+    data = tiny()
+    data["name"] = value
+    refused_model(tmp_path, data, "name = ", "printable characters on one line, at most 200")
+
+
 @pytest.mark.parametrize("change, words", [
     (lambda d: d["llm"].update(heads=3), ["llm.hidden 64", "multiple of llm.heads 3"]),
     (lambda d: d["llm"].update(kv_heads=3), ["multiple of llm.kv_heads 3"]),

@@ -34,6 +34,12 @@ def test_a_qwen25_config_is_the_7b_preset_with_its_own_name(tmp_path):
     assert model.name == "Qwen2.5-7B-Instruct + SigLIP so400m/14"  # the tower it stands in with, in every report
 
 
+def test_a_name_or_path_of_more_than_one_line_gives_way_to_the_directory_s_name(tmp_path):
+    (tmp_path / "Qwen2.5-7B").mkdir()
+    model = _load(tmp_path / "Qwen2.5-7B", {**QWEN25_7B, "_name_or_path": "Qwen/Qwen2.5-7B\nInstruct"})
+    assert model.name == "Qwen2.5-7B + SigLIP so400m/14"
+
+
 def test_a_vl_config_is_read_from_its_text_config_and_mrope_sections(tmp_path):
     text = {k: v for k, v in QWEN25_7B.items() if k not in ("_name_or_path", "architectures", "model_type")}
     vl = {"model_type": "qwen2_5_vl", "text_config": {**text, "rope_scaling": {"type": "mrope", "mrope_section": [8, 28, 28]}},
