@@ -129,6 +129,12 @@ def _observation(origin: str, index: int, raw, candidates: dict, source: str) ->
     if not isinstance(raw.get("approximate", False), bool):  # bool("no") is True
         raise ConfigError(f"{origin}: {key} approximate = {shown(raw['approximate'])} is not true or false; write "
                           "true for a figure published as approximate ('~'), else false or leave it out")
+    if "id" in raw and (not isinstance(raw["id"], str) or not raw["id"].strip() or not raw["id"].isprintable()):
+        raise ConfigError(f"{origin}: figure {index} id = {shown(raw['id'])} is not a name on one line (--exclude "
+                          "names a figure by it); give it one, such as \"7b-baseline-time\", or leave it out")
+    if raw.get("relative_to") is not None and raw.get("relative_to") == raw["configuration"]:
+        raise ConfigError(f"{origin}: {key} is relative to its own configuration {raw['configuration']!r}, a ratio that is "
+                          "always 1; name the baseline it was published against in relative_to, or drop relative_to")
     relative = "relative_to" in raw
     metric, value = checked_observation(origin, key, raw["metric"], raw["value"], relative)
     return Observation(
@@ -157,6 +163,10 @@ def load_reference(name_or_path: str, hardware: HardwareProfile) -> list[Observa
     if not isinstance(data["configurations"], dict) or not isinstance(data["figures"], list) or not data["figures"]:
         raise ConfigError(f"{origin}: 'configurations' must be an object and 'figures' a non-empty list; {_FIX}")
     candidates = {n: _candidate(origin, n, raw, hardware) for n, raw in data["configurations"].items()}
+    for configuration, raw in data["configurations"].items():  # a label of where its figures were derived
+        if "group" in raw and (not isinstance(raw["group"], str) or not raw["group"].strip()):
+            raise ConfigError(f"{origin}: configuration {configuration!r} group = {shown(raw['group'])} is not a name; "
+                              f"name the group its figures were derived in, or leave it out; {_FIX}")
     observations = [_observation(origin, i, raw, candidates, name) for i, raw in enumerate(data["figures"])]
     ids = [o.id for o in observations]
     repeated = sorted({i for i in ids if ids.count(i) > 1})

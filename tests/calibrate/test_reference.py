@@ -94,3 +94,37 @@ def test_a_figure_in_the_wrong_unit_is_refused_naming_it(tmp_path, figure_id, fa
 def test_a_profile_estimate_off_by_a_quarter_is_not_a_unit_mistake(tmp_path):
     for figure_id, factor in (("7b-baseline-gpu-power", 1.25), ("7b-baseline-energy", 0.75), ("7b-baseline-time", 1.3)):
         assert load_reference(_with_figure(tmp_path, figure_id, factor), load_hardware("gh200"))
+
+
+def _edited(tmp_path, edit):
+    import copy
+
+    data = copy.deepcopy(DATA)
+    edit(data)
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def _first_figure(data):
+    return data["figures"][0]
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda d: _first_figure(d).update(id=5), ["figure 0 id = 5 is not a name on one line", "or leave it out"]),
+    (lambda d: _first_figure(d).update(id=""), ['figure 0 id = ""', "--exclude names a figure by it"]),
+    (lambda d: _first_figure(d).update(id="a\nb"), ['figure 0 id = "a\\nb"']),
+    (lambda d: _first_figure(d).update(relative_to=_first_figure(d)["configuration"]),
+     ["is relative to its own configuration '7b-optimizer-offload-sync'", "always 1", "name the baseline"]),
+    (lambda d: d["configurations"]["7b-baseline"].update(group=["7b-optimizer-offload"]),
+     ["configuration '7b-baseline' group = [\"7b-optimizer-offload\"] is not a name"]),
+    (lambda d: d["configurations"]["7b-baseline"].update(group=" "), ['group = " " is not a name']),
+])
+def test_a_figure_id_relative_to_or_group_that_means_nothing_is_refused(tmp_path, edit, words):
+    """An id --exclude cannot name, a ratio to itself (always 1, fitted against 0.93), a group that is no name."""
+    from autotune.errors import ConfigError
+
+    with pytest.raises(ConfigError) as refused:
+        load_reference(_edited(tmp_path, edit), load_hardware("gh200"))
+    message = str(refused.value)
+    assert all(w in message for w in words) and "\n" not in message, message
