@@ -64,7 +64,7 @@ STUDY_FLAGS = {"model": "--model", "hardware": "--hardware", "gpus_per_node": "-
                "precision": "--precision"}
 _STUDY_NAMES = ("model", "hardware", "precision")
 # What `autotune space --simulate --json` adds beside a record's keys.
-_SPACE_LIST_KEYS = ("valid", "reason")
+_SPACE_LIST_KEYS = ("valid", "reason", "simulator_error_pct")  # the last: the profile's, which replay reads itself
 # What JSON calls what Python parsed (a record that is `null` was "not NoneType").
 _JSON_TYPES = {type(None): "null", str: "a string", int: "a number", float: "a number", bool: "true or false", list: "a list"}
 

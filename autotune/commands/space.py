@@ -25,10 +25,13 @@ def register(subparsers) -> None:
     parser.set_defaults(func=_run)
 
 
-def _rows(checks: list, simulate: bool) -> list[dict]:
+def _rows(checks: list, simulate: bool, hardware) -> list[dict]:
     from autotune.backends.replay import study_of
+    from autotune.report.error_bars import measured_scope, outside_scope, profile_error
     from autotune.simulator import simulate as simulate_candidate
 
+    error = profile_error(hardware)
+    measured_on = measured_scope(error)
     rows = []
     for check in checks:
         row = {
@@ -41,6 +44,12 @@ def _rows(checks: list, simulate: bool) -> list[dict]:
             step = simulate_candidate(check.candidate)
             row.update({"time_s": step.time_s, "energy_kj": step.energy_kj, "tflops": step.tflops, "source": "simulated",
                         "study": study_of(check.candidate)})  # what replay checks the figures are for
+            # Each figure's error as the table's "+- 4.1%"; null where not known (the table's "+- ?%": an
+            # uncalibrated profile, or a configuration outside what its error was measured on).
+            unknown = measured_on and outside_scope(measured_on, check.candidate.model.name, row["params"],
+                                                    hardware.gpu.max_sm_clock_mhz)
+            row["simulator_error_pct"] = {metric: None if unknown else error.get(f"{metric}_pct")
+                                          for metric in ("time_s", "energy_kj", "tflops")}
         rows.append(row)
     return rows
 
@@ -64,7 +73,7 @@ def _run(args) -> int:
     nothing = nothing_valid(checks)
     for line in [nothing] if nothing else node_counts_without_candidates(checks):
         print(f"autotune space: {line}", file=sys.stderr)
-    rows = _rows(checks, args.simulate)
+    rows = _rows(checks, args.simulate, settings.hardware)
     valid, total = sum(r["valid"] for r in rows), len(rows)
     if args.valid:
         rows = [r for r in rows if r["valid"]]

@@ -223,3 +223,28 @@ def test_many_node_counts_without_a_valid_candidate_are_said_in_a_few_lines():
     assert lines[0].startswith("no candidate on 3 node(s) is valid")
     assert lines[-1] == ("no candidate is valid on 29 more node count(s) either (10-15, 17-31, 33-40); "
                          "`autotune space --nodes N` says why for each")
+
+
+def test_simulated_json_records_carry_the_error_the_table_shows(capsys):
+    """`space --simulate --json` gave figures without the "+- 3.4%" or "+- ?%" the table puts beside them."""
+    import json
+
+    from autotune.cli import main
+    from autotune.report.error_bars import profile_error
+
+    def listed(*flags):
+        assert main(["space", "--model", "7b", "--nodes", "1", "--simulate", "--json", *flags]) == 0
+        return [r for r in json.loads(capsys.readouterr().out) if r["valid"]]
+
+    stated = profile_error(load_hardware("gh200"))
+    rows = listed()
+    # The shipped error was measured at the full power limit and clock: a capped candidate's is not known.
+    full = [r for r in rows if r["params"]["power_limit"] == 1.0 and r["params"]["zero_stage"] == 3
+            and r["params"]["activation_checkpointing"] == "recompute" and r["params"]["sp_degree"] == 1]
+    capped = [r for r in rows if r["params"]["power_limit"] < 1.0]
+    assert full and capped
+    assert all(r["simulator_error_pct"] == {m: stated[f"{m}_pct"] for m in ("time_s", "energy_kj", "tflops")} for r in full)
+    assert all(r["simulator_error_pct"] == {"time_s": None, "energy_kj": None, "tflops": None} for r in capped)
+    # An uncalibrated profile states no error for any figure.
+    assert {json.dumps(r["simulator_error_pct"]) for r in listed("--hardware", "h100-sxm")} == {
+        '{"time_s": null, "energy_kj": null, "tflops": null}'}
