@@ -222,7 +222,8 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
     candidate = view.settings.candidate(point.params)
     config = deepspeed_config(candidate)
     # A GPU-only total must not read as the node's in a file that travels without the report.
-    left_out = not_measured(point.extra.get("details")) if point.energy_source == "measured" else []
+    # None where the energy is not measured at all ([] would read as "every part measured").
+    left_out = not_measured(point.extra.get("details")) if point.energy_source == "measured" else None
     without = f" without {parts_text(left_out)}" if left_out else ""
     config["autotune"] = {
         "trial": trial,
@@ -231,7 +232,7 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
         "energy_source": point.energy_source,
         "time_to_solution_s": point.time_s,
         "energy_to_solution_kj": point.energy_kj,
-        "energy_not_measured": left_out,  # parts of the node no sensor saw (["cpu", "memory_interconnect"]: GPUs only)
+        "energy_not_measured": left_out,  # parts of the node no sensor saw (["cpu", "memory_interconnect"]: GPUs only); null: none measured
         "tflops_per_gpu": point.tflops,
         "note": (f"figures are {point.source} (time) and {point.energy_source} "
                  f"(energy{' of the node' + without + ': no sensor saw them' if without else ''}); DeepSpeed ignores this section"),

@@ -56,16 +56,15 @@ def provenance(view: StudyView) -> dict:
     return {"time": sources, "energy": energy}
 
 
-def energy_not_measured(view: StudyView) -> list[str]:
+def energy_not_measured(view: StudyView) -> list[str] | None:
     """The parts of a node that measured energy leaves out because no sensor saw them ("cpu",
     "memory_interconnect" on a GPU node with NVML alone), over every point with measured energy; [] when
-    the sensors covered the node or no energy was measured. Said beside "measured", so a GPU-only total
-    never reads as the node's."""
-    missing: set[str] = set()
-    for point in view.points:
-        if point.energy_source == "measured":
-            missing.update(not_measured(point.extra.get("details")))
-    return sorted(missing)
+    the sensors covered the node. Said beside "measured", so a GPU-only total never reads as the node's.
+    None where no energy was measured (estimated, simulated): [] read as "the sensors saw every part"."""
+    measured = [point for point in view.points if point.energy_source == "measured"]
+    if not measured:
+        return None
+    return sorted({part for point in measured for part in not_measured(point.extra.get("details"))})
 
 
 def not_measured_text(parts: list[str]) -> str:
