@@ -17,11 +17,10 @@ import sys
 
 from autotune import __version__
 from autotune.commands.paths import undone_on_failure
-from autotune.errors import Terminated, UserError
+from autotune.errors import STOP_SIGNALS, UserError
 
 COMMANDS = ("run", "space", "report", "export", "sensors", "calibrate")
 INTERRUPTED = 130  # the shell's status for a command ended by Ctrl-C (128 + SIGINT)
-TERMINATED = 143  # ... and by SIGTERM (128 + 15): what scancel and a job's time limit send
 BROKEN_PIPE = 141  # the shell's status for a command ended by SIGPIPE (128 + 13)
 
 
@@ -124,10 +123,12 @@ def console_main() -> None:
         # (at exit, Python would print "Exception ignored ... BrokenPipeError" and end with status 120).
         sys.stdout.flush()
     except KeyboardInterrupt as stop:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, signal.SIG_IGN)
-        print("autotune: interrupted; completed trials are kept, run the same command again to resume", file=sys.stderr)
-        status = TERMINATED if isinstance(stop, Terminated) else INTERRUPTED
+        for name in STOP_SIGNALS:
+            if hasattr(signal, name):
+                signal.signal(getattr(signal, name), signal.SIG_IGN)
+        with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+            print("autotune: interrupted; completed trials are kept, run the same command again to resume", file=sys.stderr)
+        status = getattr(stop, "status", INTERRUPTED)
     except BrokenPipeError:
         # The reader of stdout went away (`autotune space --json | head`): what it read is all it wanted.
         # Python would still flush stdout at exit and print a second traceback; point stdout at devnull

@@ -11,3 +11,15 @@ class ConfigError(UserError):
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM (scancel, kill, a job's time limit): the run stops as after Ctrl-C, and exits with 143."""
+
+    status = 143  # 128 + SIGTERM, as the shell reports a command SIGTERM ended
+
+
+class HungUp(Terminated):
+    """SIGHUP (the ssh session or terminal of a run started without nohup closed): it stops as after SIGTERM,
+    its probe killed and its trial retried on resume; by its default action it left the trial RUNNING, unsaid."""
+
+    status = 129  # 128 + SIGHUP
+
+# The signals that stop a run cleanly, and what each raises (SIGINT: KeyboardInterrupt, exit 130).
+STOP_SIGNALS = {"SIGINT": KeyboardInterrupt, "SIGTERM": Terminated, "SIGHUP": HungUp}

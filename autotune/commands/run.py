@@ -12,7 +12,7 @@ from autotune.backends.probe_options import DEFAULT_LAUNCHER, LAUNCHERS, PROBE_O
 from autotune.commands.flags import number_flag, path_flag, study_name_flag, text_flag, whole_number_flag
 from autotune.commands.options import add_study_options, build_settings, fill_from_allocation
 from autotune.commands.report import add_pick_options
-from autotune.errors import Terminated, UserError
+from autotune.errors import STOP_SIGNALS, UserError
 from autotune.space import node_span
 from autotune.study.stop_rule import stop_rule_help
 from autotune.study.storage import STUDY_NAME, recorded_storage
@@ -201,6 +201,11 @@ def check_not_a_foreign_folder(run_dir: Path, out_flag: str) -> None:
     raise UserError(f"{out_flag} {run_dir} is a folder of other files ({shown}) and no autotune run (no study.db or "
                     f"pareto.json): a study's files would mix with them; pass --out a new or empty directory, such as "
                     f"{run_dir / 'autotune-run'}")
+
+
+def stop_signals() -> dict:
+    """{signal number: what it raises} for the stop signals this system has (Windows has no SIGHUP)."""
+    return {getattr(signal, name): kind for name, kind in STOP_SIGNALS.items() if hasattr(signal, name)}
 
 
 def _report_command(run_dir: Path, args: argparse.Namespace) -> str:
@@ -408,8 +413,8 @@ def _run(args: argparse.Namespace) -> int:
     try:
         done = evaluated_count(study)
         total = min(args.trials, sum(c.valid for c in checks))  # the loop stops when the space runs out
-        # SIGTERM (scancel, kill) stops a run like Ctrl-C: the probe is killed, trials kept.
-        with (Interrupts().install({signal.SIGINT: KeyboardInterrupt, signal.SIGTERM: Terminated}) as interrupts,
+        # SIGTERM (scancel, kill) and SIGHUP (a closed ssh session) stop a run like Ctrl-C: the probe is killed, trials kept.
+        with (Interrupts().install(stop_signals()) as interrupts,
               sole_worker(run_dir, args.storage) as alone,
               trial_progress(console, total, done, announce_probes=backend.name == "launch",
                              study_count=lambda: evaluated_count(study, recording=True)) as progress):
@@ -457,7 +462,7 @@ def _run(args: argparse.Namespace) -> int:
     # SIGTERM while the reports are written (a job's time limit just after its last trial) ended the run by its
     # default action, without a word of what was not written (trial 37 F13): it stops as Ctrl-C does here.
     try:
-        with Interrupts().install({signal.SIGTERM: Terminated}):
+        with Interrupts().install({signum: kind for signum, kind in stop_signals().items() if signum != signal.SIGINT}):
             finish_run(study, run_dir, console, args.max_slowdown, args.eta, args.storage, args.study_name)
     except KeyboardInterrupt:
         console.print(f"stopped while writing the reports of {run_dir}: `{_report_command(run_dir, args)}` writes them "

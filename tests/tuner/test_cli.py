@@ -314,8 +314,10 @@ def test_a_run_stopped_by_sigterm_exits_143():
     assert "completed trials are kept" in result.stderr
 
 
-def _interrupted_after_a_trial(run_dir, cwd) -> str:
+def _interrupted_after_a_trial(run_dir, cwd, signum=None, status=130) -> str:
     import signal
+
+    signum = signum or signal.SIGINT
 
     process = subprocess.Popen([sys.executable, "-m", "autotune.cli", "run", "--model", "7b", "--nodes", "1-2",
                                 "--sampler", "random", "--trials", "1000", "--out", str(run_dir)],
@@ -325,10 +327,10 @@ def _interrupted_after_a_trial(run_dir, cwd) -> str:
         for line in process.stderr:  # not a terminal: one line per finished trial
             said.append(line)
             if line.startswith("trial "):
-                process.send_signal(signal.SIGINT)
+                process.send_signal(signum)
                 break
         said += process.stderr.readlines()
-        assert process.wait(timeout=60) == 130
+        assert process.wait(timeout=60) == status, "".join(said)
     finally:
         process.kill()
     return " ".join("".join(said).split())
@@ -346,6 +348,20 @@ def test_a_run_stopped_by_ctrl_c_says_how_to_bring_its_reports_up_to_date(tmp_pa
     text = _interrupted_after_a_trial(run_dir, tmp_path)
     assert (f"the reports in {run_dir} are not this run's: `autotune report {run_dir}` writes them for "
             "every finished trial") in text
+
+
+def test_a_run_whose_ssh_session_closed_stops_as_after_sigterm(tmp_path):
+    """Trial 43 F8: SIGHUP (a run started over ssh without nohup, its session dropped) ended the run by its default
+    action: no word, and the trial it was in left RUNNING. It stops as SIGTERM does, with SIGHUP's status."""
+    import signal
+
+    import optuna
+
+    run_dir = tmp_path / "run"
+    text = _interrupted_after_a_trial(run_dir, tmp_path, signal.SIGHUP, 128 + signal.SIGHUP)
+    assert "autotune: interrupted; completed trials are kept, run the same command again to resume" in text
+    study = optuna.load_study(study_name="autotune", storage=f"sqlite:///{run_dir / 'study.db'}")
+    assert study.trials and not [t.number for t in study.trials if t.state == optuna.trial.TrialState.RUNNING]
 
 
 def test_launch_options_given_to_a_backend_that_starts_no_probe_are_said(tmp_path):
