@@ -59,7 +59,7 @@ def _status(t: optuna.trial.FrozenTrial) -> str:
     if t.state == TrialState.PRUNED and "reason" in t.user_attrs:
         return "invalid"
     if t.user_attrs.get("interrupted"):
-        return "interrupted"  # Ctrl-C or SIGTERM stopped its probe; the next run probed it again
+        return "interrupted"  # Ctrl-C, SIGTERM or an error of the tuner stopped its probe; the next run probed it again
     if t.state == TrialState.FAIL and result.get("status") == "ok":
         return "failed"  # it ran, but cannot be ranked (its reason says why: estimated energy, no figure)
     return result.get("status") or ("ok" if t.state == TrialState.COMPLETE else t.state.name.lower())
@@ -97,7 +97,9 @@ def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, 
         reason = t.user_attrs.get("reason") or result.get("error")
         if status == "interrupted" and not reason:
             again = f"probed again as trial {retried_as[t.number]}" if t.number in retried_as else "probed again when the study resumes"
-            reason = f"its probe was stopped (Ctrl-C, SIGTERM, or the tuner killed): {again}"
+            stopped_by = t.user_attrs.get("stopped_by")
+            how = f"by an error of the tuner ({stopped_by})" if stopped_by else "(Ctrl-C, SIGTERM, or the tuner killed)"
+            reason = f"its probe was stopped {how}: {again}"
         row = {"trial": t.number, "params": params, "status": status, "reason": reason}
         row.update({k: result.get(k) for k in ("time_s", "energy_kj", "tflops", "peak_mem_gib", "source", "energy_source")})
         row.update({"gpus": candidate.gpus, "details": result.get("details") or {}})

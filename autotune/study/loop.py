@@ -68,6 +68,10 @@ CONVERGED_ATTR = "converged"
 PROBING_ATTR = "probing"
 
 
+# On a trial whose probe an error of the tuner stopped (not Ctrl-C or a signal): that error, in one line.
+STOPPED_BY_ATTR = "stopped_by"
+
+
 class ProbeFailed(Exception):
     """A probe failed or timed out: the trial is FAIL, the study goes on."""
 
@@ -274,8 +278,14 @@ class _Objective:
         try:
             with self.interrupts.probing():
                 result = ProbeResult(**saved) if saved is not None else self.backend.evaluate(candidate, trial.number)
-        except KeyboardInterrupt:
-            trial.set_user_attr("interrupted", True)  # retried when the study resumes
+        except BaseException as stop:
+            # Ctrl-C, SIGTERM, and an error that ended the tuner mid-probe (a full disk, the run directory
+            # removed): no result, so the candidate is probed again when the study resumes. Left a plain FAIL,
+            # an error's trial was never retried, and a baseline's savings stayed "n/a" for good (trial 43 F1).
+            trial.set_user_attr("interrupted", True)
+            if not isinstance(stop, KeyboardInterrupt):
+                said = str(stop) if isinstance(stop, UserError) else f"{type(stop).__name__}: {stop}"  # a bug by its name
+                trial.set_user_attr(STOPPED_BY_ATTR, " ".join(said.split())[:300])
             raise
         trial.set_user_attr("result", result.to_dict())
         self.evaluated += 1

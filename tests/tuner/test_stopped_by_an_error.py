@@ -1,0 +1,42 @@
+"""Trial 43 F1: an error that ends the tuner mid-probe (a full disk, the run directory's trials/ removed) left
+the trial a plain FAIL: the resume never probed its candidate again, and with the baseline's gone every
+saving stayed "n/a" however many --trials followed."""
+
+from __future__ import annotations
+
+import html
+import json
+
+import optuna
+
+from autotune.backends.simulate import SimulateBackend
+from autotune.cli import main
+from autotune.errors import UserError
+
+STUDY = ["run", "--model", "7b", "--nodes", "1", "--sampler", "random"]
+
+
+def test_a_probe_an_error_stopped_is_probed_again_on_resume(tmp_path, capsys, monkeypatch):
+    run_dir = tmp_path / "run"
+    evaluate = SimulateBackend.evaluate
+
+    def disk_full(self, candidate, trial_number=0):
+        raise UserError(f"cannot write {run_dir}/trials/{trial_number:04d}/probe_runs.json (No space left on device); "
+                        "run the command again (what the study measured is kept in its database)")
+
+    monkeypatch.setattr(SimulateBackend, "evaluate", disk_full)
+    assert main([*STUDY, "--trials", "3", "--out", str(run_dir)]) == 2
+    assert "No space left on device" in capsys.readouterr().err
+    monkeypatch.setattr(SimulateBackend, "evaluate", evaluate)  # space freed
+    assert main([*STUDY, "--trials", "3", "--out", str(run_dir)]) == 0
+    said = capsys.readouterr()
+    study = optuna.load_study(study_name="autotune", storage=f"sqlite:///{run_dir / 'study.db'}")
+    first = study.trials[0]
+    assert first.user_attrs["baseline"] and first.user_attrs["interrupted"]
+    assert first.user_attrs["stopped_by"].startswith(f"cannot write {run_dir}/trials/0000/probe_runs.json")
+    retry = next(t for t in study.trials if t.user_attrs.get("retry_of") == 0)
+    assert retry.state == optuna.trial.TrialState.COMPLETE and retry.user_attrs["baseline"]
+    pareto = json.loads((run_dir / "pareto.json").read_text())
+    assert pareto["baseline"] == retry.number  # savings are against the measured baseline, not "n/a"
+    assert "its probe was stopped by an error of the tuner (cannot write" in html.unescape((run_dir / "report.html").read_text())
+    assert "n/a" not in said.out
