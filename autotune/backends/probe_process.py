@@ -1,9 +1,12 @@
 """One launcher process in a session of its own, so that it and every rank it starts can be killed together.
 
 A launcher (torchrun, the deepspeed runner, srun) starts ranks that start helper processes of their
-own; killing the launcher alone would leave ranks spinning on a GPU. Everything a probe starts on
-this machine inherits the launcher's process group (ranks do not call setsid), so signalling the group
-reaches all of it. Remote ranks are the remote launchers' business: the deepspeed runner (pdsh) and
+own; killing the launcher alone would leave ranks spinning on a GPU. Signalling the launcher's process
+group reaches what stays in it, but not all of a probe: torchrun (torch 2.13's elastic agent) starts each
+rank in a session of its own, and a torchrun the kernel's OOM killer ended left its ranks running for
+good, holding memory beside the next probes (trial 43 F3). So every process a probe starts on this
+machine also carries the probe's own mark in its environment (PROBE_ID_ENV, inherited whatever the
+session), and the probe's processes are its group's and those holding its mark. Remote ranks are the remote launchers' business: the deepspeed runner (pdsh) and
 srun tear their nodes down on SIGTERM, which is why SIGTERM comes first and SIGKILL only after a grace.
 
 A tuner killed outright (SIGKILL, the OOM killer) cannot do any of that, and a probe in its own
@@ -19,6 +22,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 _POLL_S = 0.1
@@ -27,6 +31,7 @@ _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 # A timed-out probe's `details["timeout_cause"]` where the time went to a torch extension build's lock older
 # than the probe (backends/launch.py), not to the candidate: study/retries.py reads it without loading launch.py.
 TIMEOUT_ON_BUILD_LOCK = "build_lock"
+PROBE_ID_ENV = "AUTOTUNE_PROBE_ID"  # the mark in the environment of every local process of one probe
 
 
 def _term_when_parent_dies():
@@ -74,20 +79,48 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
+def marked_processes(probe_id: str) -> list[int]:
+    """Live processes of this machine whose environment holds the probe's mark (PROBE_ID_ENV=probe_id), this
+    one aside; [] where there is no /proc. A process of another user's (unreadable) is none of ours."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return []
+    mark = f"{PROBE_ID_ENV}={probe_id}".encode()
+    found = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if mark not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue  # exited while we looked, or not ours to read
+        if state not in ("Z", "X"):
+            found.append(int(entry.name))
+    return found
+
+
 class ProbeProcess:
-    """A started launcher: wait for it with a deadline, or kill its whole process group."""
+    """A started launcher: wait for it with a deadline, or kill every process of the probe (its group's and those
+    holding its mark)."""
 
     def __init__(self, command: list[str], cwd: Path, env: dict[str, str], log_path: Path):
         self._log = open(log_path, "ab")  # noqa: SIM115 - closed in _close once the group is gone
+        self.probe_id = uuid.uuid4().hex
         try:
             self.popen = subprocess.Popen(
-                command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
-                start_new_session=True, preexec_fn=_term_when_parent_dies(),
+                command, cwd=cwd, env={**env, PROBE_ID_ENV: self.probe_id}, stdin=subprocess.DEVNULL,
+                stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_term_when_parent_dies(),
             )
         except BaseException:
             self._log.close()
             raise
         self.pgid = self.popen.pid  # a session leader's group id is its pid
+
+    def members(self) -> list[int]:
+        """The probe's live processes on this machine."""
+        return sorted(set(group_members(self.pgid)) | set(marked_processes(self.probe_id)))
 
     def wait(self, timeout_s: float) -> int | None:
         """The launcher's exit status, or None when it is still running after timeout_s."""
@@ -113,12 +146,12 @@ class ProbeProcess:
 
     def _wait_until_gone(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
-        while group_members(self.pgid) and time.monotonic() < deadline:
+        while self.members() and time.monotonic() < deadline:
             time.sleep(_POLL_S)
 
     def finish(self, grace_s: float) -> None:
         """After the launcher exited: ranks it left behind (a dead agent's workers) go too."""
-        if group_members(self.pgid):
+        if self.members():
             self.kill_group(grace_s)
         self._close()
 
@@ -127,6 +160,11 @@ class ProbeProcess:
             os.killpg(self.pgid, signum)
         except (ProcessLookupError, PermissionError):
             pass  # the group is already gone
+        for pid in marked_processes(self.probe_id):  # ranks in sessions of their own (torchrun's)
+            try:
+                os.kill(pid, signum)
+            except (ProcessLookupError, PermissionError):
+                pass
 
     def _close(self) -> None:
         if not self._log.closed:

@@ -62,3 +62,30 @@ def test_a_timeout_names_a_stale_extension_build_lock(tmp_path):
     said = stale_build_locks(60, environ)
     assert said == (f"; a torch extension build lock older than the probe is held ({lock}): if no build is running, "
                     "delete it, or every probe waits on it")
+
+
+RANK_IN_ITS_OWN_SESSION = """
+import os, signal, subprocess
+rank = subprocess.Popen(["sleep", "120"], start_new_session=True)  # as torch 2.13's elastic agent starts a rank
+print(rank.pid, flush=True)
+os.kill(os.getpid(), signal.SIGKILL)  # the launcher ends outright (the kernel's OOM killer)
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="the probe's processes are found in /proc")
+def test_a_rank_in_a_session_of_its_own_does_not_outlive_its_launcher(tmp_path):
+    """Trial 43 F3: torchrun starts its ranks in sessions of their own; a torchrun killed outright left them
+    running (257 MB each, 23 minutes on) beside the next probes, out of reach of the group kill."""
+    from autotune.backends.probe_process import ProbeProcess
+
+    probe = ProbeProcess([sys.executable, "-c", RANK_IN_ITS_OWN_SESSION], tmp_path, dict(os.environ), tmp_path / "log.txt")
+    rank = None
+    try:
+        assert probe.wait(60) == -signal.SIGKILL
+        rank = int((tmp_path / "log.txt").read_text().split()[0])
+        assert _alive(rank) and rank in probe.members()
+        probe.finish(grace_s=5)
+        assert not _alive(rank), "the launcher's rank outlived it"
+    finally:
+        if rank is not None and _alive(rank):
+            os.kill(rank, signal.SIGKILL)
