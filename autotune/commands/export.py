@@ -133,7 +133,7 @@ def _check_not_edited(config: Path) -> None:
     """A pick's files in configs/ that differ from what autotune last wrote there (configs/.written.json) were
     edited (a tuned lr, site lines in launch.sh): `run` and `report` keep them and write the pick beside them;
     export, which writes to one place, refuses rather than replace them without a word."""
-    from autotune.commands.finish import WRITTEN_RECORD, file_sha256, written_record
+    from autotune.commands.finish import WRITTEN_RECORD, file_sha256, recorded_shas, written_record
     from autotune.errors import UserError
     from autotune.export import config_stem
 
@@ -144,7 +144,7 @@ def _check_not_edited(config: Path) -> None:
             held = path.read_bytes()
         except OSError:
             continue  # not there (or unreadable, which writing it reports)
-        if name in record and record[name] != file_sha256(held):
+        if name in record and file_sha256(held) not in recorded_shas(record, name):
             raise UserError(f"{path} differs from what autotune last wrote there ({config.parent / WRITTEN_RECORD}): edited "
                             "since, and export would replace it; move it away to export the pick there, or pass -o FILE")
 

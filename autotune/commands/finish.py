@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import shutil
 import tempfile
+import time
 from pathlib import Path
 
 from autotune.atomic_write import write_text_atomic
@@ -69,14 +71,21 @@ def export_picks(view, run_dir: Path, backend: str, reports_written_at: float | 
         return None
     configs = run_dir / "configs"
     configs.mkdir(parents=True, exist_ok=True)
+    remove_litter(configs)
     record = written_record(configs)
     kept, beside = [], []
     for pick, trial in view.picks.items():
         stem = PICK_FILES[pick]
-        with tempfile.TemporaryDirectory(dir=configs, prefix=".export-") as scratch:
+        with tempfile.TemporaryDirectory(dir=configs, prefix=EXPORT_SCRATCH) as scratch:
             fresh = export_trial(view, trial, Path(scratch) / f"{stem}.json", backend)
             edited = [p.name for p in fresh if _edited(configs / p.name, p, record, reports_written_at)]
             if not edited:
+                # A pass stopped between a pick's three renames (SIGTERM, SIGKILL) left one trial's config beside
+                # another's candidate and launch.sh, which the next pass took for the user's edits and kept for
+                # good (trial 43 F2): while they are written, the record holds the old and the new file as ours.
+                for path in fresh:
+                    record[path.name] = [*recorded_shas(record, path.name), file_sha256(path.read_bytes())]
+                save_written_record(configs, record)
                 for path in fresh:  # through write_text_atomic: a link is written through, as export_trial does
                     record[path.name] = file_sha256(path.read_bytes())
                     write_text_atomic(configs / path.name, path.read_text(), mode=path.stat().st_mode & 0o777)
@@ -102,12 +111,51 @@ def file_sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def written_record(configs: Path) -> dict[str, str]:
+def written_record(configs: Path) -> dict[str, str | list[str]]:
+    """{file name: the SHA-256 of what autotune last wrote there, or the list of those it may hold (a pass
+    stopped while writing it)}."""
     try:
         record = json.loads((configs / WRITTEN_RECORD).read_text())
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return {}
-    return {k: v for k, v in record.items() if isinstance(v, str)} if isinstance(record, dict) else {}
+    if not isinstance(record, dict):
+        return {}
+    return {k: v for k, v in record.items()
+            if isinstance(v, str) or (isinstance(v, list) and all(isinstance(sha, str) for sha in v))}
+
+
+def recorded_shas(record: dict, name: str) -> list[str]:
+    value = record.get(name)
+    return [value] if isinstance(value, str) else list(value or [])
+
+
+def written_by_autotune(record: dict, path: Path) -> bool:
+    """Whether the file at `path` is one autotune wrote there, by the record (False where unreadable)."""
+    try:
+        return file_sha256(path.read_bytes()) in recorded_shas(record, path.name)
+    except OSError:
+        return False
+
+
+# What a pass writes in configs/ before renaming it into place, left behind by a pass killed outright.
+EXPORT_SCRATCH = ".export-"
+LITTER_AGE_S = 3600.0  # older than any pass: another worker's pass may be writing its own right now
+
+
+def remove_litter(configs: Path) -> None:
+    """The scratch folders and temporary files (atomic_write's `.NAME.PID.HEX.tmp`) of passes killed outright."""
+    now = time.time()
+    for path in configs.iterdir():
+        name = path.name
+        if not (name.startswith(EXPORT_SCRATCH) or (name.startswith(".") and name.endswith(".tmp"))):
+            continue
+        with contextlib.suppress(OSError):
+            if now - path.lstat().st_mtime < LITTER_AGE_S:
+                continue
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
 
 
 def _edited(path: Path, fresh: Path, record: dict[str, str], reports_written_at: float | None) -> bool:
@@ -123,7 +171,7 @@ def _edited(path: Path, fresh: Path, record: dict[str, str], reports_written_at:
     if held == fresh.read_bytes():
         return False
     if path.name in record:
-        if record[path.name] == file_sha256(held):
+        if file_sha256(held) in recorded_shas(record, path.name):
             return False
     elif reports_written_at is not None and modified_at <= reports_written_at + SAME_PASS_S:
         return False
@@ -145,7 +193,7 @@ def _remove_unmade_picks(configs: Path, picks: dict[str, int], record: dict[str,
         for suffix in (".json", ".candidate.json", ".launch.sh", ".new.json", ".new.candidate.json", ".new.launch.sh"):
             path = configs / f"{stem}{suffix}"
             with contextlib.suppress(OSError):
-                if record.get(path.name) == file_sha256(path.read_bytes()):
+                if written_by_autotune(record, path):
                     path.unlink()
                     del record[path.name]
 
@@ -156,7 +204,7 @@ def _remove_stale_new_files(configs: Path, stem: str, record: dict[str, str]) ->
     for suffix in (".json", ".candidate.json", ".launch.sh"):
         path = configs / f"{stem}.new{suffix}"
         with contextlib.suppress(OSError):
-            if record.get(path.name) == file_sha256(path.read_bytes()):
+            if written_by_autotune(record, path):
                 path.unlink()
                 del record[path.name]
 

@@ -846,3 +846,14 @@ def test_a_folder_of_other_files_is_refused_as_the_run_directory(tmp_path, capsy
     assert main(["run", *STUDY, "--trials", "1", "--out", str(empty)]) == 0
     assert main(["run", *STUDY, "--trials", "2", "--out", str(empty)]) == 0  # its own run: resumed
     capsys.readouterr()
+
+
+def test_a_file_name_near_the_file_system_s_limit_is_written_whole(tmp_path):
+    """Trial 43 F9: `export -o` of a legal 241-byte name failed: its temporary name passed 255 bytes."""
+    from autotune.atomic_write import write_text_atomic
+
+    for length in (241, 255):
+        path = tmp_path / ("k" * (length - 5) + ".json")
+        write_text_atomic(path, "{}\n")
+        assert path.read_text() == "{}\n" and [p.name for p in tmp_path.iterdir()] == [path.name]
+        path.unlink()

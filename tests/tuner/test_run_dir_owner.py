@@ -158,3 +158,43 @@ def test_a_run_directory_without_the_record_keeps_only_files_changed_after_its_r
     assert "kept knee.json, knee.launch.sh," in capsys.readouterr().err
     assert {name: (configs / name).read_bytes() for name in edited} == edited
     assert "older_autotune" not in json.loads((configs / "fastest.json").read_text())
+
+
+def test_a_report_stopped_between_a_pick_s_files_is_made_whole_by_the_next(tmp_path, runs, capsys, monkeypatch):
+    """Trial 43 F2: a pass stopped (SIGTERM, SIGKILL) after a pick's config was renamed into place and before its
+    candidate file left two trials' files side by side, which every later report kept as the user's edits. Its
+    scratch folder and temporary files stayed for good too."""
+    from autotune.commands import finish
+
+    run = _copy(runs, "32b", tmp_path)
+    configs = run / "configs"
+    before = json.loads((run / "pareto.json").read_text())["recommendations"]
+    writes = []
+    write = finish.write_text_atomic
+
+    def stopped_after_the_config(path, text, **kwargs):
+        write(path, text, **kwargs)
+        writes.append(path.name)
+        if path.name.endswith(".json") and not path.name.endswith(".candidate.json") and path.name != ".written.json":
+            if json.loads(text)["autotune"]["trial"] != before[path.name.removesuffix(".json").replace("-", "_")]:
+                raise KeyboardInterrupt  # a pick's new config is in place, its candidate file is the old one's
+
+    monkeypatch.setattr(finish, "write_text_atomic", stopped_after_the_config)
+    with pytest.raises(KeyboardInterrupt):
+        main(["report", str(run), "--eta", "1"])
+    monkeypatch.undo()
+    assert any(name.endswith(".json") for name in writes)  # it stopped midway, as a kill would
+    (configs / ".export-left-by-a-killed-pass").mkdir()
+    (configs / ".knee.json.4242.0a1b2c3d.tmp").write_text("{")
+    for litter in (configs / ".export-left-by-a-killed-pass", configs / ".knee.json.4242.0a1b2c3d.tmp"):
+        os.utime(litter, (0, 0))  # older than any pass
+    capsys.readouterr()
+    assert main(["report", str(run), "--eta", "0.5"]) == 0  # another pick than the one half written
+    assert "kept" not in capsys.readouterr().err
+    picks = json.loads((run / "pareto.json").read_text())["recommendations"]
+    for pick, stem in (("cost_weighted", "cost-weighted"), ("knee", "knee"), ("fastest", "fastest")):
+        config = json.loads((configs / f"{stem}.json").read_text())
+        candidate = json.loads((configs / f"{stem}.candidate.json").read_text())
+        assert config["autotune"]["trial"] == picks[pick] and candidate["knobs"] == {
+            k: v for k, v in config["autotune"]["candidate"].items()}, pick
+    assert not list(configs.glob(".export-*")) and not list(configs.glob(".*.tmp"))
