@@ -83,24 +83,13 @@ def _run_command(args: argparse.Namespace) -> int:
         print(f"autotune {args.command}: error: {one_line(exc)}", file=sys.stderr)
         return 2
     except Exception as exc:
-        if not _database_locked(exc):
+        from autotune.study.storage_failure import storage_failure_line
+
+        line = storage_failure_line(exc)
+        if line is None:
             raise
-        # Past SQLite's wait, Optuna says only "an exception is raised during the commit ... exceeding max length"
-        # (a traceback): another process holds the study's SQLite file (a sqlite3 shell, a backup, a stuck worker).
-        print(f"autotune {args.command}: error: the study's database is locked by another process (another autotune "
-              "run, optuna-dashboard, sqlite3, a backup) beyond SQLite's wait; what was evaluated is kept: run the "
-              "same command again when that is done", file=sys.stderr)
+        print(f"autotune {args.command}: error: {line}", file=sys.stderr)
         return 2
-
-
-def _database_locked(exc: BaseException | None) -> bool:
-    """Whether SQLite's "database is locked" is what `exc` or an exception it was raised from says."""
-    seen = 0
-    while exc is not None and seen < 10:
-        if "database is locked" in str(exc):
-            return True
-        exc, seen = exc.__cause__ or exc.__context__, seen + 1
-    return False
 
 
 def console_main() -> None:

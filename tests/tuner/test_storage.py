@@ -459,3 +459,62 @@ def test_a_trial_queued_with_a_value_no_valid_candidate_has_is_not_sent_to_widen
     said = [line for line in err.splitlines() if "was queued with" in line]
     assert len(said) == 1 and "zero_stage 0, which no valid candidate of this study has" in said[0], said
     assert "widen --space" not in said[0] and "queue one of 3" in said[0]
+
+
+def test_a_page_of_study_db_damaged_after_the_run_is_one_line_for_report_and_export(tmp_path, capsys):
+    """Trial 43 F5: only a damaged header was caught; a torn page further in was Optuna's "invalid data in the
+    commit, e.g. exceeding max length" traceback, exit 1."""
+    import os
+
+    from autotune.cli import main
+
+    assert main(["run", "--model", "7b", "--nodes", "1", "--trials", "4", "--out", str(tmp_path)]) == 0
+    size = os.path.getsize(tmp_path / "study.db")
+    with open(tmp_path / "study.db", "r+b") as db:
+        db.seek(size - 4096)
+        db.write(b"\xde\xad\xbe\xef" * 1024)
+    capsys.readouterr()
+    for command in (["report", str(tmp_path)], ["export", str(tmp_path), "--measurements", str(tmp_path / "m.json")]):
+        assert main(command) == 2
+        said = capsys.readouterr().err
+        assert said.startswith(f"autotune {command[0]}: error: the study's database is damaged (disk image is malformed")
+        assert "start the study over in a new --out" in said and len(said.strip().splitlines()) == 1, said
+
+
+def _failed_commit(message: str) -> BaseException:
+    """The chain Optuna raises when SQLite refuses a commit: its StorageInternalError from SQLAlchemy's from sqlite3's."""
+    import sqlite3
+
+    import sqlalchemy.exc
+
+    try:
+        try:
+            try:
+                raise sqlite3.OperationalError(message)
+            except sqlite3.OperationalError as driver:
+                raise sqlalchemy.exc.OperationalError("INSERT ...", {}, driver) from driver
+        except sqlalchemy.exc.OperationalError as orm:
+            raise optuna.exceptions.StorageInternalError(
+                "An exception is raised during the commit. This typically happens due to invalid data in the commit, "
+                "e.g. exceeding max length.") from orm
+    except optuna.exceptions.StorageInternalError as commit:
+        try:
+            raise AssertionError("Should not reach.")  # what Optuna's next call may end in
+        except AssertionError as later:
+            assert later.__context__ is commit
+            return later
+
+
+@pytest.mark.parametrize("message, words", [
+    ("database or disk is full", "cannot grow: its disk is full (or over quota); what was evaluated before is kept in "
+                                 "it: free space, then run the same command again"),
+    ("attempt to write a readonly database", "can no longer be written (was the run directory moved or deleted"),
+    ("disk I/O error", "failed to read or write (disk I/O error"),
+    ("something new", "failed mid-command (OperationalError: something new); what was evaluated before is kept"),
+])
+def test_a_database_failing_mid_command_says_what_happened_not_optunas_guess(message, words):
+    from autotune.study.storage_failure import storage_failure_line
+
+    line = storage_failure_line(_failed_commit(message))
+    assert line.startswith("the study's database ") and words in line and "exceeding max length" not in line, line
+    assert storage_failure_line(ValueError("a bug")) is None  # any other error stays a traceback

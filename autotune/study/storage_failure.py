@@ -1,0 +1,53 @@
+"""What a study's database failing mid-command (after it opened) means, in one line.
+
+Optuna wraps every failed commit in StorageInternalError, whose message blames the data ("invalid data in
+the commit, e.g. exceeding max length"), and a later call may end in its own "AssertionError: Should not
+reach." What happened is in the database driver's exception further down the chain: SQLite's "database
+or disk is full", "attempt to write a readonly database" (the run directory moved or deleted while the
+run went on), "database disk image is malformed". Those are a cluster's usual ways for a long study to
+die (a quota, a scratch purge, a node losing its file system), and each was a 100-line traceback with
+exit status 1 (trial 43 F5). What was committed before stays in the database.
+"""
+
+from __future__ import annotations
+
+_CHAIN_LIMIT = 12  # exceptions followed down __cause__/__context__
+
+_KEPT = "what was evaluated before is kept in it"
+# (what the driver says, the rest of the line after "the study's database")
+_KNOWN = (
+    ("database is locked", "is locked by another process (another autotune run, optuna-dashboard, sqlite3, a backup) "
+     f"beyond SQLite's wait; {_KEPT}: run the same command again when that is done"),
+    ("database or disk is full", f"cannot grow: its disk is full (or over quota); {_KEPT}: free space, then run the same "
+     "command again"),
+    ("readonly database", "can no longer be written (was the run directory moved or deleted while the command ran?); "
+     f"{_KEPT}: put it back, then run the same command again"),
+    ("unable to open database file", "cannot be opened any more (its directory moved, deleted or unmounted?); "
+     f"{_KEPT}: put it back, then run the same command again"),
+    ("disk image is malformed", "is damaged (disk image is malformed: a torn write, a bad block, a copy made mid-write) "
+     "and cannot be read whole; restore it from a backup, or start the study over in a new --out"),
+    ("disk i/o error", f"failed to read or write (disk I/O error: the file system under it?); {_KEPT}: check that file "
+     "system, then run the same command again"),
+)
+
+
+def _chain(exc: BaseException | None) -> list[BaseException]:
+    found = []
+    while exc is not None and len(found) < _CHAIN_LIMIT and exc not in found:
+        found.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    return found
+
+
+def storage_failure_line(exc: BaseException) -> str | None:
+    """One line (without the command's prefix) for a failure of the study's database, or None for any other error."""
+    chain = _chain(exc)
+    said = " ".join(str(e).lower() for e in chain)
+    for words, rest in _KNOWN:
+        if words in said:
+            return f"the study's database {rest}"
+    if any(type(e).__name__ == "StorageInternalError" for e in chain):
+        inner = next((e for e in reversed(chain) if str(e).strip()), exc)
+        return (f"the study's database failed mid-command ({type(inner).__name__}: {' '.join(str(inner).split())[:200]}); "
+                f"{_KEPT}: run the same command again once that is fixed")
+    return None
