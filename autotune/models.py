@@ -274,14 +274,13 @@ def load_model(name_or_path: str) -> ModelSpec:
             raise ConfigError(f"{origin} cannot be read ({exc.strerror or exc}); pass a readable JSON file") from None
         except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError, a repeated key, nested too deep
             raise ConfigError(f"{origin} is not valid JSON ({exc}); fix the file (schema: {_SCHEMA})") from None
-        from autotune.models_hf import hf_key_names, is_hf_config, model_json_from_hf
+        from autotune.models_hf import hf_key_names, is_hf_config, model_json_from_hf, text_prefix
 
         if is_hf_config(data):
             try:
                 return model_from_json(model_json_from_hf(data, path, origin), f"{origin} (read as a Hugging Face config)")
             except ConfigError as exc:
-                where = "text_config." if isinstance(data.get("text_config"), dict) else ""
-                raise ConfigError(hf_key_names(str(exc), where)) from None
+                raise ConfigError(hf_key_names(str(exc), text_prefix(data))) from None
         return model_from_json(data, origin, default_name=path.stem)
     if path.is_file():
         # The file is there: the rule it breaks is its name (a preset's name is never taken for a file of that name).

@@ -34,13 +34,23 @@ def is_hf_config(data) -> bool:
     return isinstance(data, dict) and "model_type" in data
 
 
+# Where a vision-language config keeps its decoder: text_config (Qwen2.5-VL, LLaVA), or llm_config (InternVL's).
+_TEXT_KEYS = ("text_config", "llm_config")
+
+
+def text_prefix(data: dict) -> str:
+    """The prefix of the decoder's keys in the config ("text_config.", "llm_config." or ""), for its errors."""
+    return next((f"{key}." for key in _TEXT_KEYS if isinstance(data.get(key), dict)), "")
+
+
 def _text_part(data: dict) -> tuple[dict, str]:
-    text = data.get("text_config")
-    if text is None:
+    key = next((key for key in _TEXT_KEYS if data.get(key) is not None), None)
+    if key is None:
         return data, ""
+    text = data[key]
     if not isinstance(text, dict):
-        raise ConfigError(f"text_config = {shown(text)} is not an object of the decoder's sizes; {_FIX}")
-    return text, "text_config."
+        raise ConfigError(f"{key} = {shown(text)} is not an object of the decoder's sizes; {_FIX}")
+    return text, f"{key}."
 
 
 def _default_sections(hidden: int, heads: int) -> list[int]:
@@ -81,6 +91,21 @@ def _check_heads(llm: dict, where: str, origin: str) -> None:
 
 # Keys a mixture-of-experts decoder has (Qwen2-MoE / Qwen3-MoE, Mixtral, DeepSeek): a count of experts.
 _EXPERT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts")
+# Other families spell the experts otherwise (ERNIE 4.5's moe_num_experts, moe_k; num_experts_per_tok): any key
+# naming experts with a count above 1, or a moe_ size, is a mixture-of-experts decoder too (trial 44: ERNIE-4.5-21B-A3B
+# was tuned as a dense 3.3B model, ZeRO-0 valid at 80 GiB where it needs about 400).
+_MOE_PREFIX = "moe_"
+# Multi-head latent attention (DeepSeek-V2/V3, MiniCPM3): low-rank q and kv projections that autotune's attention,
+# four hidden x hidden matrices, would count 0.8B too large on MiniCPM3-4B.
+_LATENT_ATTENTION_KEYS = ("kv_lora_rank", "q_lora_rank")
+# Decoders whose MLP has two matrices (up, down) and no gate: counted as autotune's SwiGLU (gate, up, down), their
+# parameters and FLOPs came out 22-31% high (Pythia-6.9B 9.0B, Phi-2 3.6B; trial 44).
+_UNGATED_MLP_TYPES = ("gpt_neox", "gpt2", "gptj", "gpt_neo", "gpt_bigcode", "codegen", "phi", "nemotron", "starcoder2",
+                      "falcon", "bloom", "opt", "mpt", "persimmon", "biogpt", "xglm")
+# Model classes whose tie_word_embeddings defaults to true where a config leaves it out (transformers' config
+# classes: GemmaConfig and its successors); the others autotune reads (LlamaConfig, Qwen2Config, MistralConfig,
+# Phi3Config) default to false.
+_TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3", "gemma3_text", "recurrent_gemma")
 
 
 def _check_modelled(text: dict, llm: dict, where: str, origin: str) -> None:
@@ -93,9 +118,17 @@ def _check_modelled(text: dict, llm: dict, where: str, origin: str) -> None:
             continue
         experts = checked_number(origin, where + key, text[key], low=0, high=MAX_COUNT, integer=True, fix=_FIX)
         if experts > 1:
-            raise ConfigError(f"{origin}: {where}{key} = {shown(text[key])}: a mixture-of-experts decoder, which autotune does "
-                              "not model (it would count one dense FFN: parameters, FLOPs and memory far off); give a "
-                              "dense decoder's config (Qwen2 / Qwen2.5 style)")
+            _refuse_experts(origin, where, key, text[key])
+    counts = {key: value for key, value in text.items() if isinstance(value, int) and not isinstance(value, bool)}
+    for key, value in [*((k, v) for k, v in counts.items() if "expert" in k and v > 1),
+                       *((k, v) for k, v in counts.items() if k.startswith(_MOE_PREFIX) and v > 0)]:
+        _refuse_experts(origin, where, key, value)  # the expert count first: it says why best
+    latent = [key for key in _LATENT_ATTENTION_KEYS if text.get(key) is not None]
+    if latent:
+        raise ConfigError(f"{origin}: {where}{latent[0]} = {shown(text[latent[0]])}: multi-head latent attention (low-rank "
+                          "q and kv projections), which autotune does not model (it would count four hidden x hidden "
+                          "attention matrices: parameters, FLOPs and memory off); give a config of a decoder with "
+                          "ordinary attention (Qwen2 / Qwen2.5, Llama style)")
     if text.get("use_sliding_window") is not None and not isinstance(text["use_sliding_window"], bool):
         raise ConfigError(f"{origin}: {where}use_sliding_window = {shown(text['use_sliding_window'])} is not true or false; "
                           f"{_FIX}")
@@ -107,8 +140,22 @@ def _check_modelled(text: dict, llm: dict, where: str, origin: str) -> None:
     if head_dim is not None and head_dim != llm["hidden"] // llm["heads"]:
         raise ConfigError(f"{origin}: {where}head_dim = {shown(head_dim)} is not {where}hidden_size / "
                           f"{where}num_attention_heads = {llm['hidden'] // llm['heads']}: autotune's decoder has heads of "
-                          "hidden_size / num_attention_heads (Qwen2 / Qwen2.5 style), so its attention sizes would be off; "
-                          "give a config whose head_dim is that, or leave head_dim out")
+                          "hidden_size / num_attention_heads (Qwen2 / Qwen2.5 style), so its attention sizes would be off: "
+                          "autotune cannot model this decoder (editing head_dim out of the file would describe another "
+                          "model)")
+
+
+def _refuse_experts(origin: str, where: str, key: str, value) -> None:
+    raise ConfigError(f"{origin}: {where}{key} = {shown(value)}: a mixture-of-experts decoder, which autotune does not "
+                      "model (it would count one dense FFN: parameters, FLOPs and memory far off); give a dense "
+                      "decoder's config (Qwen2 / Qwen2.5 style)")
+
+
+def _model_type(data: dict) -> str:
+    """The decoder's model type: its text_config's (a VL config names the decoder there), else the config's."""
+    text = next((data[key] for key in _TEXT_KEYS if data.get(key) is not None), None)
+    kind = text.get("model_type") if isinstance(text, dict) else None
+    return kind if isinstance(kind, str) else str(data.get("model_type", ""))
 
 
 def hf_key_names(message: str, where: str) -> str:
@@ -136,7 +183,8 @@ def _departures(data: dict) -> list[str]:
                      "trainer builds)")
     act = text.get("hidden_act")
     if act is not None and act not in _SILU:
-        found.append(f"{where}hidden_act {shown(act)} with SiLU (autotune's SwiGLU MLP: same sizes)")
+        found.append(f"{where}hidden_act {shown(act)} with SiLU (autotune's SwiGLU MLP: the same gate, up and down "
+                     "matrices)")
     if text.get("attention_bias") is not None:
         # Llama's attention_bias puts a bias on q, k, v and o, or on none; Qwen2, which autotune builds, on q, k, v.
         found.append(f"{where}attention_bias {shown(text['attention_bias'])} with biases on q, k and v only (Qwen2's)")
@@ -207,9 +255,17 @@ def model_json_from_hf(data: dict, path: Path, origin: str) -> dict:
     if not isinstance(data["model_type"], str) or not data["model_type"].strip():
         raise ConfigError(f"{origin}: model_type = {shown(data['model_type'])} is not a model type name (\"qwen2\"); {_FIX}")
     kind = f"Hugging Face config (model_type {shown(data['model_type'])})"
+    decoder = _model_type(data)
+    if decoder in _UNGATED_MLP_TYPES:
+        raise ConfigError(f"{origin}: model_type {shown(decoder)} has an MLP of two matrices (no gate), which autotune's "
+                          "SwiGLU decoder (gate, up, down) would count with three: parameters, FLOPs and memory about a "
+                          "third too high; give a config of a decoder with a gated MLP (Qwen2 / Qwen2.5, Llama style)")
     missing = [where + hf for hf in _SIZES.values() if hf not in text and hf not in _OPTIONAL]
     if missing:
-        raise ConfigError(f"{origin}: a {kind} without {', '.join(missing)}, which a Qwen2-style decoder has; {_FIX}")
+        # llava-hf's configs write only what differs from their decoder class's defaults, which transformers fills in.
+        defaults = (f" (transformers takes them from the defaults of model_type {shown(decoder)}'s config class: write "
+                    "them into the file)") if where and decoder != data["model_type"] else ""
+        raise ConfigError(f"{origin}: a {kind} without {', '.join(missing)}, which a Qwen2-style decoder has{defaults}; {_FIX}")
     llm = {}
     for ours, hf in _SIZES.items():
         if hf not in text or (hf in _OPTIONAL and text[hf] is None):
@@ -224,6 +280,8 @@ def model_json_from_hf(data: dict, path: Path, origin: str) -> dict:
     if "rope_theta" in text:
         llm["rope_theta"] = text["rope_theta"]
     tie = text.get("tie_word_embeddings", data.get("tie_word_embeddings"))
+    if tie is None and decoder in _TIED_BY_DEFAULT:  # absent: the model class's default, as from_pretrained reads it
+        tie = True
     if tie is not None:
         llm["tie_embeddings"] = tie
     scaling = text.get("rope_scaling")

@@ -97,6 +97,16 @@ def test_null_kv_heads_are_one_per_query_head_as_transformers_reads_them(tmp_pat
     ({"n_routed_experts": True}, "n_routed_experts = true is not a whole number"),
     ({"num_experts": -8}, "num_experts = -8 is out of range"),
     ({"head_dim": "128"}, 'head_dim = "128" is not a whole number'),
+    # Trial 44: experts under other names, latent attention and an MLP without a gate were tuned as the dense
+    # decoder autotune builds, wrong by 22% to 6.5x in parameters.
+    ({"model_type": "ernie4_5_moe", "moe_num_experts": 64, "moe_k": 6}, "moe_num_experts = 64: a mixture-of-experts"),
+    ({"num_experts_per_tok": 2}, "num_experts_per_tok = 2: a mixture-of-experts decoder"),
+    ({"moe_intermediate_size": 1536}, "moe_intermediate_size = 1536: a mixture-of-experts decoder"),
+    ({"model_type": "minicpm3", "kv_lora_rank": 256, "q_lora_rank": 768}, "kv_lora_rank = 256: multi-head latent attention"),
+    ({"model_type": "gpt_neox"}, 'model_type "gpt_neox" has an MLP of two matrices (no gate), which autotune\'s SwiGLU'),
+    ({"model_type": "phi", "hidden_act": "gelu_new"}, 'model_type "phi" has an MLP of two matrices'),
+    ({"model_type": "llava", "text_config": {"model_type": "gpt_neox"}}, 'model_type "gpt_neox" has an MLP of two'),
+    ({"head_dim": 256, "model_type": "gemma2"}, "autotune cannot model this decoder (editing head_dim out of the file"),
     ({"use_sliding_window": "yes"}, 'use_sliding_window = "yes" is not true or false'),
     ({"sliding_window": "4096"}, 'sliding_window = "4096" is not a whole number'),
 ])
@@ -117,6 +127,32 @@ def test_what_a_dense_decoder_may_say_of_experts_and_head_size_is_read(tmp_path)
                   {"use_sliding_window": False, "sliding_window": 131072}, {"sliding_window": None},
                   {"model_type": "llama", "attention_bias": False}):
         assert _load(tmp_path, {**QWEN25_7B, **dense}).llm == PRESETS["7b"].llm, dense
+
+
+def test_a_gemma_config_without_tie_word_embeddings_is_tied_as_transformers_reads_it(tmp_path):
+    """Trial 44: google/gemma-2b's config has no tie_word_embeddings; GemmaConfig defaults it to true, and untied
+    the model counted a second 256000 x 2048 matrix (3.03B, published 2.51B)."""
+    gemma = {"model_type": "gemma", "hidden_size": 2048, "num_hidden_layers": 18, "num_attention_heads": 8,
+             "num_key_value_heads": 1, "head_dim": 256, "intermediate_size": 16384, "vocab_size": 256000,
+             "hidden_act": "gelu"}
+    model = _load(tmp_path, gemma)
+    assert model.llm.tie_embeddings and round(model.llm.params() / 1e9, 2) == 2.51
+    assert not _load(tmp_path, {**gemma, "tie_word_embeddings": False}).llm.tie_embeddings  # said: as written
+    assert not _load(tmp_path, {k: v for k, v in QWEN25_7B.items() if k != "tie_word_embeddings"}).llm.tie_embeddings
+
+
+def test_an_internvl_config_is_read_from_its_llm_config_and_a_llava_hf_one_is_told_what_to_write(tmp_path):
+    """Trial 44: InternVL keeps its decoder in llm_config ("without hidden_size", which the file held); llava-hf's
+    text_config leaves out what LlamaConfig's defaults fill in, and the refusal did not say so."""
+    text = {k: v for k, v in QWEN25_7B.items() if k not in ("_name_or_path", "architectures")}
+    internvl = {"model_type": "internvl_chat", "llm_config": text, "vision_config": {"hidden_size": 1024}}
+    assert _load(tmp_path, internvl).llm == PRESETS["7b"].llm
+    llava = {"model_type": "llava", "text_config": {"model_type": "llama", "vocab_size": 32064}}
+    with pytest.raises(ConfigError) as refused:
+        _load(tmp_path, llava)
+    assert ("without text_config.hidden_size, text_config.num_hidden_layers, text_config.num_attention_heads, "
+            "text_config.intermediate_size, which a Qwen2-style decoder has (transformers takes them from the defaults of "
+            'model_type "llama"\'s config class: write them into the file)') in str(refused.value)
 
 
 def test_a_checkpoint_directory_is_read_by_its_config_json(tmp_path):
@@ -157,7 +193,8 @@ def test_what_a_config_says_that_autotune_builds_otherwise_is_one_warning_line(t
     path = tmp_path / "Qwen2.5-VL-7B" / "config.json"
     assert _warning(tmp_path / "Qwen2.5-VL-7B", vl) == (
         f"model file {path} {WARNED}vision_config with the presets' SigLIP so400m/14 at 392 px (the tower the trainer "
-        "builds); text_config.hidden_act \"gelu\" with SiLU (autotune's SwiGLU MLP: same sizes); see docs/model-schema.md")
+        "builds); text_config.hidden_act \"gelu\" with SiLU (autotune's SwiGLU MLP: the same gate, up and down matrices); "
+        "see docs/model-schema.md")
     assert model_warning(str(tmp_path / "Qwen2.5-VL-7B")) == model_warning(str(path))  # the checkpoint's directory
     llama = {**QWEN25_7B, "model_type": "llama", "attention_bias": True, "mlp_bias": True}
     assert _warning(tmp_path, llama) == (f"model file {tmp_path / 'config.json'} {WARNED}attention_bias true with biases "
