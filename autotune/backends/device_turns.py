@@ -77,7 +77,7 @@ def taking_turns(devices: str, environ: dict[str, str], on_wait: Callable[[str],
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            on_wait(f"another worker's probe runs on {devices}: this one starts when it ends")
+            on_wait(f"another worker's probe runs on {devices}{_holder(handle)}: this one starts when it ends")
             while True:
                 stopped()
                 time.sleep(POLL_S)
@@ -86,7 +86,22 @@ def taking_turns(devices: str, environ: dict[str, str], on_wait: Callable[[str],
                     break
                 except BlockingIOError:
                     continue
+        with contextlib.suppress(OSError):  # who holds it, for the line a waiting probe prints
+            handle.truncate(0)
+            handle.write(f"{os.getpid()} {time.strftime('%H:%M:%S')}\n")
+            handle.flush()
         try:
             yield time.monotonic() - waited_from
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _holder(handle) -> str:
+    """" (process 4242, since 06:07:08)": who holds the lock, as its holder wrote; "" where it did not say. A
+    worker stopped with Ctrl-Z holds it as long as it is stopped: the pid tells the user which to resume or end."""
+    try:
+        handle.seek(0)
+        pid, since = handle.read(64).split()[:2]
+    except (OSError, ValueError):
+        return ""
+    return f" (process {pid}, since {since})" if pid.isdigit() else ""

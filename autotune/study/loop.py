@@ -72,6 +72,11 @@ PROBING_ATTR = "probing"
 STOPPED_BY_ATTR = "stopped_by"
 
 
+def _finished_elsewhere(exc: BaseException) -> bool:
+    """Whether Optuna refused to record a trial because it was finished meanwhile (by another worker)."""
+    return isinstance(exc, optuna.exceptions.UpdateFinishedTrialError) or str(exc).startswith("Cannot tell a ")
+
+
 class ProbeFailed(Exception):
     """A probe failed or timed out: the trial is FAIL, the study goes on."""
 
@@ -475,7 +480,17 @@ def run_study(
     objective = _Objective(settings, backend, OBJECTIVES[objectives], progress, checks, accept_estimated_energy, n_trials,
                            interrupts)
     with interrupts.study(study):
-        study.optimize(objective, catch=(ProbeFailed,), callbacks=[stop])
+        try:
+            study.optimize(objective, catch=(ProbeFailed,), callbacks=[stop])
+        except (ValueError, optuna.exceptions.UpdateFinishedTrialError) as exc:
+            if not _finished_elsewhere(exc):
+                raise
+            # A worker stopped (Ctrl-Z, SIGSTOP, a frozen machine) past the heartbeat's grace: another worker took
+            # its trial for a dead worker's, failed it and probed it again; Optuna's "Cannot tell a FAIL trial" was
+            # a traceback (trial 43 F7).
+            raise UserError("this worker was stopped longer than the heartbeat's grace (Ctrl-Z, SIGSTOP, a frozen "
+                            "machine): another worker took its trial for a dead worker's and probes it again; what was "
+                            "evaluated is kept: run the same command again to go on") from None
     if stop.failing is not None:
         raise stop.failing
     return objective.evaluated

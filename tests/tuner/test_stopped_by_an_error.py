@@ -40,3 +40,28 @@ def test_a_probe_an_error_stopped_is_probed_again_on_resume(tmp_path, capsys, mo
     assert pareto["baseline"] == retry.number  # savings are against the measured baseline, not "n/a"
     assert "its probe was stopped by an error of the tuner (cannot write" in html.unescape((run_dir / "report.html").read_text())
     assert "n/a" not in said.out
+
+
+def test_a_worker_whose_trial_another_worker_failed_meanwhile_stops_in_one_line(tmp_path, capsys, monkeypatch):
+    """Trial 43 F7: a worker stopped (Ctrl-Z) past the heartbeat's grace came back to a trial another worker had
+    failed as a dead worker's: Optuna's "Cannot tell a FAIL trial." traceback, exit 1."""
+    run_dir = tmp_path / "run"
+    evaluate = SimulateBackend.evaluate
+
+    calls = []
+
+    def failed_meanwhile(self, candidate, trial_number=0):
+        result = evaluate(self, candidate, trial_number)
+        calls.append(trial_number)
+        if len(calls) == 2:  # what another worker's fail_stale_trials does to this worker's trial while it is stopped
+            study = optuna.load_study(study_name="autotune", storage=f"sqlite:///{run_dir / 'study.db'}")
+            study.tell(trial_number, state=optuna.trial.TrialState.FAIL)
+        return result
+
+    monkeypatch.setattr(SimulateBackend, "evaluate", failed_meanwhile)
+    assert main([*STUDY, "--trials", "3", "--out", str(run_dir)]) == 2
+    (said,) = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    assert said.startswith("autotune run: error: this worker was stopped longer than the heartbeat's grace"), said
+    assert said.endswith("run the same command again to go on")
+    monkeypatch.setattr(SimulateBackend, "evaluate", evaluate)
+    assert main([*STUDY, "--trials", "3", "--out", str(run_dir)]) == 0  # and it goes on
