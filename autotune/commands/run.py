@@ -457,8 +457,13 @@ def _run(args: argparse.Namespace) -> int:
         console.print(f"the --trials budget of {total} is spent: the study already holds {done} evaluated candidates, so "
                       "this run probed none; a larger --trials probes more")
     if elsewhere:
+        from autotune.study.storage import heartbeat_seconds
+
         again = _report_command(run_dir, args)
-        console.print(f"{elsewhere} probe(s) still running on other workers are not in this report; `{again}` once they finish")
+        # A requeued job resumes seconds after its worker died: that trial still reads as running (trial 43 F6).
+        console.print(f"{elsewhere} probe(s) still running on other workers are not in this report; `{again}` once they "
+                      f"finish (a worker killed a moment ago counts as running until its heartbeat is {heartbeat_seconds()[1]} s "
+                      "old; a run of the study started after that probes its trial again)")
     # SIGTERM while the reports are written (a job's time limit just after its last trial) ended the run by its
     # default action, without a word of what was not written (trial 37 F13): it stops as Ctrl-C does here.
     try:

@@ -197,7 +197,7 @@ def _env_seconds(name: str, default: int) -> int:
     return int(value)
 
 
-def _heartbeat_seconds() -> tuple[int, int]:
+def heartbeat_seconds() -> tuple[int, int]:
     """The heartbeat interval and grace period. A grace no longer than the interval would take a live worker's
     trial for dead between two of its beats, and another worker would probe it again."""
     interval_s = _env_seconds(HEARTBEAT_INTERVAL_ENV, HEARTBEAT_INTERVAL_S)
@@ -217,7 +217,7 @@ def _open_storage(url: str, heartbeat: bool = False, must_exist: bool = False, g
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         kwargs = {}
         if heartbeat:
-            interval_s, grace_s = _heartbeat_seconds()
+            interval_s, grace_s = heartbeat_seconds()
             kwargs = {
                 "heartbeat_interval": interval_s,
                 "grace_period": grace_s,
