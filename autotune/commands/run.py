@@ -239,8 +239,8 @@ def _resume(study, settings, backend, args: argparse.Namespace, run_dir: Path, c
 
     from autotune.backends.base import setting_changes
     from autotune.study.loop import unranked_estimates
-    from autotune.study.retries import (TIMED_OUT_UNDER_ATTR, evaluated_count, is_evaluated, queue_setup_retries,
-                                        timed_out_otherwise)
+    from autotune.study.retries import (FAILING_START_ATTR, SETUP_FAILURE_ATTR, TIMED_OUT_UNDER_ATTR, evaluated_count,
+                                        is_evaluated, queue_setup_retries, timed_out_otherwise)
 
     where = recorded_storage(args.storage) if args.storage else str(run_dir)  # said in a log: no password
     evaluated = [t for t in study.get_trials(deepcopy=False) if is_evaluated(t)]
@@ -270,9 +270,15 @@ def _resume(study, settings, backend, args: argparse.Namespace, run_dir: Path, c
     trials = study.get_trials(deepcopy=False)  # numbered from 0 in the study: a trial's number is its index
     timed_out = [trials[n] for n in retried if timed_out_otherwise(trials[n], timeout_settings)]
     on_setup = sorted(set(retried) - {t.number for t in timed_out})
+    failing_start = set(study.user_attrs.get(FAILING_START_ATTR, []))
+    started_failing = [n for n in on_setup if n in failing_start and not trials[n].user_attrs.get(SETUP_FAILURE_ATTR)]
+    on_setup = [n for n in on_setup if n not in started_failing]
     if on_setup:
         console.print(f"probing again the candidate(s) of trial(s) {', '.join(map(str, on_setup))}: their probes failed on "
                       "the set-up (the launcher or the nodes, before the trainer ran them), not on the candidate")
+    if started_failing:
+        console.print(f"probing again the candidate(s) of trial(s) {', '.join(map(str, started_failing))}: they failed "
+                      "when no probe of the study had run yet (the run stopped then, pointing at the set-up)")
     for trial in timed_out:
         differ = setting_changes(trial.user_attrs[TIMED_OUT_UNDER_ATTR], timeout_settings, recorded_only=True)
         console.print(f"probing again the candidate of trial {trial.number}: its probe timed out under other probe "

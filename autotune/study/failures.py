@@ -32,6 +32,13 @@ class FailingStart(UserError):
     """The run's first probes all failed and none of the study's has ever run (see the docstring)."""
 
 
+def retried_after_failing_start(failed: list) -> list[int]:
+    """Of a failing start's trials, those a resume probes again (retries.FAILING_START_ATTR): every one whose probe
+    did not run to its end. One that ran but cannot be ranked (its energy only estimated) ran: its candidate is not
+    probed twice."""
+    return [t.number for t in failed if (t.user_attrs.get("result") or {}).get("status") != "ok"]
+
+
 def failing_start(evaluated: list, earlier: set[int], failures_may_be_the_setup: bool = True) -> FailingStart | None:
     """A FailingStart when this run's probes are FAILING_START_PROBES or more, every one failed, and no
     probe of the study has ever run (on shared storage another worker's that ran counts too).
@@ -49,7 +56,7 @@ def failing_start(evaluated: list, earlier: set[int], failures_may_be_the_setup:
     return FailingStart(
         f"stopped: the {len(now)} probes of this run all failed or timed out and no probe of this study has run "
         f"yet, which points at the set-up rather than the configurations. {_trial_failure(last)}. "
-        f"Fix that and run the same command again: {_what_a_resume_does(now)}"
+        f"Fix that and run the same command again: {_what_a_resume_does(now, failures_may_be_the_setup)}"
     )
 
 
@@ -60,8 +67,12 @@ def _trial_failure(t: optuna.trial.FrozenTrial) -> str:
     return f"Trial {t.number}: {t.user_attrs.get('reason') or t.user_attrs['result'].get('status') or 'failed'}{log}"
 
 
-def _what_a_resume_does(failed: list) -> str:
+def _what_a_resume_does(failed: list, failing_start: bool = False) -> str:
     setup = sum(bool(t.user_attrs.get(SETUP_FAILURE_ATTR)) for t in failed)
+    again = retried_after_failing_start(failed) if failing_start else []
+    if again and setup < len(failed):  # probed again (retries.FAILING_START_ATTR)
+        return (f"the study resumes and probes these {len(again)} candidate(s) again (no probe of the study had run, so "
+                "their failures may be the set-up's)")
     if not setup:
         return "the study resumes, and its failed trials are kept"
     kept = "" if setup == len(failed) else " (the others' failures are the candidates' own, and are kept)"

@@ -36,8 +36,9 @@ from autotune.backends.base import Backend, ProbeResult
 from autotune.candidate import KNOBS, params_key
 from autotune.errors import UserError
 from autotune.space import baseline, check_candidate
-from autotune.study.failures import FailingStart, failing_start
+from autotune.study.failures import FailingStart, failing_start, retried_after_failing_start
 from autotune.study.retries import (
+    FAILING_START_ATTR,
     SETUP_FAILURE_ATTR,
     TIMED_OUT_UNDER_ATTR,
     evaluated_trials,
@@ -421,6 +422,9 @@ class _StopWhenDone:
         else:
             self.failing = failing_start(evaluated, self.earlier, self.failures_may_be_the_setup)
             if self.failing is not None:
+                if self.failures_may_be_the_setup:  # probed again when the study resumes (retries.FAILING_START_ATTR)
+                    again = retried_after_failing_start([t for t in evaluated if t.number not in self.earlier])
+                    study.set_user_attr(FAILING_START_ATTR, sorted(set(study.user_attrs.get(FAILING_START_ATTR, [])) | set(again)))
                 study.stop()
 
 

@@ -34,6 +34,11 @@ from autotune.study.unique import trial_knobs
 SETUP_FAILURE_ATTR = "setup_failure"
 SETUP_RETRIED_ATTR = "setup_retried_trials"
 RETRIED_ATTR = "retried_trials"
+# The study's list of the trials of a failing-start stop (failures.py): with no probe of the study ever run, their
+# failures point at the set-up as much as at the candidates (an unwritable HOME failed the trainer on rank 0, which
+# read as the candidates' own failure: the baseline was never probed again; trial 43 F4). A resume probes each
+# again, once; Optuna keeps a finished trial's attributes as they are, so the list is the study's.
+FAILING_START_ATTR = "failing_start_trials"
 # On a trial whose probe timed out: the settings that decided it (Backend.timeout_settings()).
 TIMED_OUT_UNDER_ATTR = "timed_out_under"
 
@@ -112,8 +117,11 @@ def queue_setup_retries(study: optuna.Study, probe_settings: dict | None = None)
     trials = study.get_trials(deepcopy=False)
     released = released_trials(study)
 
+    failing_start = set(study.user_attrs.get(FAILING_START_ATTR, []))
+
     def retryable(t) -> bool:
-        return bool(t.user_attrs.get(SETUP_FAILURE_ATTR)) or timed_out_otherwise(t, probe_settings)
+        return (bool(t.user_attrs.get(SETUP_FAILURE_ATTR)) or t.number in failing_start
+                or timed_out_otherwise(t, probe_settings))
 
     taken = {params_key(trial_knobs(t)) for t in trials
              if (t.state in (TrialState.RUNNING, TrialState.WAITING) and all(k in trial_knobs(t) for k in KNOBS))

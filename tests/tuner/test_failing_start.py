@@ -71,20 +71,33 @@ def test_three_failed_probes_before_any_ran_stop_the_run_and_name_the_last(tmp_p
     assert all(t.state == TrialState.FAIL and t.user_attrs["reason"].startswith(status) for t in evaluated)
 
 
-def test_the_same_command_again_gets_as_many_tries_and_then_goes_on_once_one_runs(tmp_path):
+def test_the_same_command_again_probes_the_same_candidates_and_then_goes_on_once_one_runs(tmp_path):
+    """Trial 43 F4: with no probe of the study ever run, the failures point at the set-up (an unwritable HOME failed
+    the trainer on rank 0, which read as the candidates' own): a resume probes those candidates again, the baseline
+    among them, where it used to try three new ones and never the baseline again."""
+    from autotune.study.retries import queue_setup_retries, released_trials
+
     settings = settings_for(*SETTINGS)
-    with pytest.raises(FailingStart):
+    with pytest.raises(FailingStart) as stopped:
         run_study(_study(tmp_path), settings, _Scripted("failed"), 30)
-    with pytest.raises(FailingStart):  # still broken: three more tries, three new candidates
-        run_study(_study(tmp_path), settings, _Scripted("failed"), 30)
+    assert str(stopped.value).endswith("Fix that and run the same command again: the study resumes and probes these 3 "
+                                       "candidate(s) again (no probe of the study had run, so their failures may be the "
+                                       "set-up's)")
+    first = {json.dumps(t.params, sort_keys=True) for t in _evaluated(_study(tmp_path))}
     study = _study(tmp_path)
-    first = _evaluated(study)
-    assert len(first) == 2 * FAILING_START_PROBES
-    assert len({json.dumps(t.params, sort_keys=True) for t in first}) == len(first)
-    # Fixed: the failed trials stay, the study goes on to its budget.
+    assert queue_setup_retries(study) == [0, 1, 2]  # as `autotune run` does on resume
+    with pytest.raises(FailingStart):  # still broken: the same three candidates, tried again
+        run_study(study, settings, _Scripted("failed"), 30)
+    assert {json.dumps(t.params, sort_keys=True) for t in _evaluated(_study(tmp_path))} == first
+    # Fixed: those candidates run, the baseline first, and the study goes on to its budget.
+    study = _study(tmp_path)
+    assert queue_setup_retries(study) == [3, 4, 5]
     run_study(study, settings, _Scripted("ok"), 10, early_stop=False)
-    evaluated = _evaluated(_study(tmp_path))
-    assert len(evaluated) == 10 and sum(t.state == TrialState.COMPLETE for t in evaluated) == 10 - 2 * FAILING_START_PROBES
+    study = _study(tmp_path)
+    evaluated = [t for t in study.get_trials(deepcopy=False) if is_evaluated(t, released_trials(study))]
+    assert len(evaluated) == 10 and all(t.state == TrialState.COMPLETE for t in evaluated)
+    assert first <= {json.dumps(t.params, sort_keys=True) for t in evaluated}
+    assert any(t.user_attrs.get("baseline") for t in evaluated)
 
 
 @pytest.mark.parametrize("first", ["ok", "oom"])
