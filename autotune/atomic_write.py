@@ -20,7 +20,8 @@ from pathlib import Path
 from autotune.errors import UserError
 
 _NEW_FILE_MODE = 0o666  # what open() asks for; the kernel takes the umask off
-_NAME_MAX_BYTES = 255  # the longest file name ext4, xfs and most file systems take
+NAME_MAX_BYTES = 255  # the longest file name ext4, xfs and most file systems take
+PATH_MAX_BYTES = 4096  # Linux's longest path, its final NUL included
 
 
 def temp_file_beside(path: Path) -> tuple[int, Path]:
@@ -39,7 +40,7 @@ def temp_file_beside(path: Path) -> tuple[int, Path]:
     kept_mode = stat.S_IMODE(target.st_mode) & 0o777 if target is not None and stat.S_ISREG(target.st_mode) else None
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     name = path.name
-    while len(os.fsencode(f".{name}.{os.getpid()}.12345678.tmp")) > _NAME_MAX_BYTES:
+    while len(os.fsencode(f".{name}.{os.getpid()}.12345678.tmp")) > NAME_MAX_BYTES:
         name = name[:-1]  # a legal 241-byte name made a temporary one past the file system's 255 (trial 43 F9)
     while True:
         tmp = path.with_name(f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")

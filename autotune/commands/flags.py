@@ -10,6 +10,7 @@ import argparse
 import os
 from pathlib import Path
 
+from autotune.atomic_write import NAME_MAX_BYTES, PATH_MAX_BYTES
 from autotune.checks import MAX_COUNT, number_problem
 
 
@@ -61,9 +62,6 @@ def study_name_flag(text: str) -> str:
     return text
 
 
-# The longest name of one file or folder most file systems take (NAME_MAX), in bytes.
-NAME_MAX_BYTES = 255
-
 
 def path_flag(text: str) -> Path:
     """A file or folder path: one whose name cannot exist (a part longer than the file system takes, a loop of
@@ -73,6 +71,10 @@ def path_flag(text: str) -> Path:
     if long is not None:
         raise argparse.ArgumentTypeError(f"has a name of {len(os.fsencode(long))} bytes ({long[:20]}...), longer than a file "
                                          f"system takes ({NAME_MAX_BYTES}); give a shorter one")
+    whole = len(os.fsencode(os.path.abspath(path)))
+    if whole >= PATH_MAX_BYTES:  # every part short enough, the whole too long: OSError in the first check (trial 43 F9)
+        raise argparse.ArgumentTypeError(f"is a path of {whole} bytes, longer than the system takes ({PATH_MAX_BYTES - 1}); "
+                                         "give a shorter one")
     try:
         path.resolve()
     except (OSError, RuntimeError) as exc:  # a loop of symbolic links: Python 3.11 raises RuntimeError

@@ -60,6 +60,9 @@ def directory_problem(path: Path) -> str | None:
     blocker = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
     if blocker is not None:
         return f"{blocker} is a file, not a directory"
+    dangling = next((p for p in (path, *path.parents) if p.is_symlink() and not p.exists()), None)
+    if dangling is not None:  # mkdir said "File exists" of a path that does not (trial 43 F9)
+        return f"{dangling} is a link to {os.readlink(dangling)}, which does not exist (make it, or remove the link)"
     created = missing_directories(path)
     try:
         path.mkdir(parents=True, exist_ok=True)

@@ -468,7 +468,11 @@ def test_model_or_space_errors_name_the_file_never_a_flag(tmp_path, capsys):
 def unwritable_dirs(tmp_path: Path) -> list[tuple[Path, str]]:
     afile = tmp_path / "afile"
     afile.write_text("")
-    return [(afile, "afile is a file"), (afile / "sub", "afile is a file"), (Path("/proc/autotune-x"), "cannot write in")]
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to(tmp_path / "nowhere")  # trial 43 F9: mkdir's "File exists" of a path that does not
+    return [(afile, "afile is a file"), (afile / "sub", "afile is a file"), (Path("/proc/autotune-x"), "cannot write in"),
+            (dangling, f"dangling is a link to {tmp_path / 'nowhere'}, which does not exist (make it, or remove the link)"),
+            (dangling / "run", "dangling is a link to")]
 
 
 def test_output_directory_that_cannot_be_written(tmp_path):
@@ -857,3 +861,11 @@ def test_a_file_name_near_the_file_system_s_limit_is_written_whole(tmp_path):
         write_text_atomic(path, "{}\n")
         assert path.read_text() == "{}\n" and [p.name for p in tmp_path.iterdir()] == [path.name]
         path.unlink()
+
+
+@pytest.mark.parametrize("command", [["run", *STUDY, "--out", "{long}"], ["report", "{long}"], ["export", "{long}"]])
+def test_a_path_longer_than_the_system_takes_is_one_line(tmp_path, capsys, command):
+    """Trial 43 F9: every part of it short enough, the whole past PATH_MAX: an OSError traceback."""
+    long = str(tmp_path / "/".join(["d" * 200] * 25))
+    err = run_main([part.replace("{long}", long) for part in command], capsys)
+    assert_one_clear_line(err, "bytes, longer than the system takes (4095); give a shorter one")
