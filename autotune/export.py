@@ -242,6 +242,7 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
         "ranks": candidate.gpus,  # the batch sizes hold for this many (ranks_note)
         "not_in_this_config": handover_notes(candidate),
         "why": config_reasons(candidate),
+        "model_caveats": view.model_caveats,  # what of the --model file the figures model otherwise, else null
     }
     config_path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(config_path, json.dumps(config, indent=2) + "\n")

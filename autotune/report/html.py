@@ -59,7 +59,7 @@ def header_section(view: StudyView, document: dict, run_dir: Path) -> str:
         f'<p class="provenance provenance-{esc(document["source"] if isinstance(document["source"], str) else "mixed")}">'
         f"<strong>Where the figures come from:</strong> {esc(provenance_sentence(document))} "
         f"Backend: {esc(document['backend'])} ({esc(document.get('backend_reason', ''))}).</p>\n"
-        f"<p>{esc(workload_sentence(workload))} Trials: {esc(document['trials'])} ({esc(counts)}); "
+        f"<p>{esc(workload_sentence(workload, document.get('model_caveats')))} Trials: {esc(document['trials'])} ({esc(counts)}); "
         f"baseline trial: {esc(baseline)}.</p>\n{note}</header>"
     )
 

@@ -36,7 +36,7 @@ def markdown_report(view: StudyView, document: dict) -> str:
         f"**{provenance_sentence(document)}** Backend `{document['backend']}`. "
         f"{document['trials']} trials ({counts}); baseline trial {document['baseline']}.",
         "",
-        md_cell(workload_sentence(document["workload"])),
+        md_cell(workload_sentence(document["workload"], document.get("model_caveats"))),
         "",
     ]
     if document.get("note"):

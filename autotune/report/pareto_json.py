@@ -131,12 +131,14 @@ def trial_counts(document: dict, view: StudyView) -> str:
     return ", ".join(f"{n} {s}{words.get(s, '')}" for s, n in document["trials_by_status"].items()) or "none"
 
 
-def workload_sentence(workload: dict) -> str:
-    """The fixed work every trial is measured on, for the top of every report."""
+def workload_sentence(workload: dict, model_caveats: str | None = None) -> str:
+    """The fixed work every trial is measured on, for the top of every report, and what of the model's file autotune
+    models otherwise where it does (every figure holds for the model as modelled)."""
+    caveat = f" The figures are of the model as autotune builds it: {model_caveats}" if model_caveats else ""
     return (
         f"Workload held fixed for every trial: {workload.get('samples')} samples, global batch {workload.get('global_batch')}, "
         f"{workload.get('frames')} frames and {workload.get('text_tokens')} text tokens per sample, "
-        f"{workload.get('precision')} precision."
+        f"{workload.get('precision')} precision.{caveat}"
     )
 
 
@@ -177,6 +179,8 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
         "unmeasured_floor": unmeasured_floor(view),
         # As the candidates ran it: the precision resolved from the hardware when the user gave none.
         "workload": with_precision(settings.workload, settings.hardware.cuda).to_dict(),
+        # What of a Hugging Face config autotune models otherwise (its tower, a sliding window, ...), else None.
+        "model_caveats": view.model_caveats,
         "trials": len(view.trials),
         "trials_by_status": trials_by_status,
         "baseline": view.baseline_trial,

@@ -16,6 +16,9 @@ from autotune.study.settings import StudySettings
 from autotune.study.unique import OVER_BUDGET_ATTR
 
 
+MODEL_CAVEATS_ATTR = "model_caveats"
+
+
 @dataclass(frozen=True)
 class StudyView:
     settings: StudySettings
@@ -31,6 +34,9 @@ class StudyView:
     time_only: bool = False
     # The node counts a valid candidate uses (searchable_nodes); None where no trial recorded them.
     searchable_nodes: tuple[int, ...] | None = None
+    # What of the --model file autotune models otherwise (models_hf.model_warning, kept by `run` as MODEL_CAVEATS_ATTR):
+    # said with the figures in every report, not only once on stderr at read time (trial 44 #6).
+    model_caveats: str | None = None
 
     def point(self, trial: int) -> Point | None:
         return next((p for p in self.points if p.trial == trial), None)
@@ -130,4 +136,4 @@ def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, 
     parameters = PickParameters(max_slowdown, eta, max_power_per_gpu_w(settings.hardware))
     picks = recommendations(front, parameters.max_slowdown, parameters.eta, parameters.max_power_per_gpu_w, time_only)
     return StudyView(settings, rows, points, front, picks, baseline_trial, parameters, time_only,
-                     searchable_nodes(trials))
+                     searchable_nodes(trials), study.user_attrs.get(MODEL_CAVEATS_ATTR))

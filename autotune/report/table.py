@@ -98,7 +98,7 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
         f"[bold]{document['model']}[/] on {nodes_header(document)} of {escape(hardware_text(document))}, "
         f"backend {document['backend']}: {figures}"
     )
-    console.print(escape(workload_sentence(document["workload"])))
+    console.print(escape(workload_sentence(document["workload"], document.get("model_caveats"))))
     console.print(escape(f"{document['trials']} trials ({trial_counts(document, view)})"))
     if document.get("note"):
         console.print(f"[yellow]{escape(document['note'])}[/]")

@@ -25,7 +25,7 @@ def _view(**knobs):
     settings = settings_for("--model", "7b", "--hardware", "h100-sxm", "--nodes", "1")
     params = {**Knobs(zero_stage=3, **knobs).to_dict()}
     point = Point(trial=7, params=params, time_s=100.0, energy_kj=50.0, source="measured", energy_source="measured")
-    return SimpleNamespace(point=lambda trial: point if trial == 7 else None, settings=settings)
+    return SimpleNamespace(point=lambda trial: point if trial == 7 else None, settings=settings, model_caveats=None)
 
 
 def _export(tmp_path, launcher="auto", **knobs) -> tuple[dict, Path]:

@@ -3,6 +3,7 @@ presets' SigLIP tower in place of the config's own, every value read checked and
 
 from __future__ import annotations
 
+import html
 import json
 
 import pytest
@@ -171,6 +172,27 @@ def test_the_cli_runs_a_study_of_a_hugging_face_config(tmp_path):
     assert run.returncode == 0, run.stderr
     pareto = json.loads((tmp_path / "run" / "pareto.json").read_text())
     assert pareto["model"] == "Qwen2.5-7B-Instruct + SigLIP so400m/14"
+    assert pareto["model_caveats"] is None  # modelled as written
+
+
+def test_what_a_config_says_that_autotune_builds_otherwise_is_in_every_report(tmp_path):
+    """Trial 44 #6: Mistral's sliding window was said once on stderr; the saved reports showed full-attention figures
+    without a word."""
+    path = tmp_path / "config.json"
+    mistral = {k: v for k, v in QWEN25_7B.items() if k != "use_sliding_window"}  # Mistral's: the window alone
+    path.write_text(json.dumps({**mistral, "model_type": "mistral", "sliding_window": 4096}))
+    run_dir = tmp_path / "run"
+    assert autotune_main("run", "--model", path, "--nodes", "1", "--trials", "3", "--out", run_dir).returncode == 0
+    caveat = model_warning(str(path))
+    assert "sliding_window 4096 with full attention" in caveat
+    assert json.loads((run_dir / "pareto.json").read_text())["model_caveats"] == caveat
+    said = f"The figures are of the model as autotune builds it: {caveat}"
+    terminal = autotune_main("report", run_dir)
+    assert said in " ".join(terminal.stdout.split())
+    assert said in autotune_main("report", run_dir, "--format", "md").stdout
+    assert said in html.unescape((run_dir / "report.html").read_text())
+    config = json.loads(next((run_dir / "configs").glob("*.json")).read_text())
+    assert config["autotune"]["model_caveats"] == caveat
 
 
 def _warning(tmp_path, data, name="config.json"):
