@@ -179,8 +179,12 @@ def _departures(data: dict) -> list[str]:
     text, where = _text_part(data)
     found = []
     if data.get("vision_config") is not None:
-        found.append(f"vision_config with the presets' {TOWER} at {PRESETS['7b'].vision.image_size} px (the tower the "
-                     "trainer builds)")
+        vision = PRESETS["7b"].vision
+        tokens = (vision.image_size // vision.patch // vision.pool) ** 2
+        # Its tokens per frame set the sequence, and so most of the FLOPs: Qwen2.5-VL's tower gives about half as
+        # many a frame, LLaVA-1.5's 576 an image (trial 44 #8); --frames scales them.
+        found.append(f"vision_config with the presets' {TOWER} at {vision.image_size} px (the tower the trainer builds: "
+                     f"{tokens} visual tokens a frame, which --frames scales)")
     act = text.get("hidden_act")
     if act is not None and act not in _SILU:
         found.append(f"{where}hidden_act {shown(act)} with SiLU (autotune's SwiGLU MLP: the same gate, up and down "

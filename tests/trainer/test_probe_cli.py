@@ -233,7 +233,8 @@ def test_a_hugging_face_config_the_probe_models_otherwise_is_one_warning_line(tm
     warnings = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
     assert warnings == [f"probe: warning: model file {checkpoint / 'config.json'} (a Hugging Face config): autotune "
                         "reads its decoder's sizes but replaces vision_config with the presets' SigLIP so400m/14 at 392 "
-                        "px (the tower the trainer builds); text_config.hidden_act \"gelu\" with SiLU (autotune's "
-                        "SwiGLU MLP: same sizes); see docs/model-schema.md"]
+                        "px (the tower the trainer builds: 196 visual tokens a frame, which --frames scales); "
+                        "text_config.hidden_act \"gelu\" with SiLU (autotune's SwiGLU MLP: the same gate, up and down "
+                        "matrices); see docs/model-schema.md"]
     assert not torch.distributed.is_initialized()
     assert parse_args(["--model", "tiny"]).model.warning is None

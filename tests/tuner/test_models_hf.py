@@ -215,7 +215,7 @@ def test_what_a_config_says_that_autotune_builds_otherwise_is_one_warning_line(t
     path = tmp_path / "Qwen2.5-VL-7B" / "config.json"
     assert _warning(tmp_path / "Qwen2.5-VL-7B", vl) == (
         f"model file {path} {WARNED}vision_config with the presets' SigLIP so400m/14 at 392 px (the tower the trainer "
-        "builds); text_config.hidden_act \"gelu\" with SiLU (autotune's SwiGLU MLP: the same gate, up and down matrices); "
+        "builds: 196 visual tokens a frame, which --frames scales); text_config.hidden_act \"gelu\" with SiLU (autotune's SwiGLU MLP: the same gate, up and down matrices); "
         "see docs/model-schema.md")
     assert model_warning(str(tmp_path / "Qwen2.5-VL-7B")) == model_warning(str(path))  # the checkpoint's directory
     llama = {**QWEN25_7B, "model_type": "llama", "attention_bias": True, "mlp_bias": True}
