@@ -6,8 +6,9 @@ group reaches what stays in it, but not all of a probe: torchrun (torch 2.13's e
 rank in a session of its own, and a torchrun the kernel's OOM killer ended left its ranks running for
 good, holding memory beside the next probes (trial 43 F3). So every process a probe starts on this
 machine also carries the probe's own mark in its environment (PROBE_ID_ENV, inherited whatever the
-session), and the probe's processes are its group's and those holding its mark. Remote ranks are the remote launchers' business: the deepspeed runner (pdsh) and
-srun tear their nodes down on SIGTERM, which is why SIGTERM comes first and SIGKILL only after a grace.
+session), and the probe's processes are its group's and those holding its mark. Remote ranks are the
+remote launchers' business: the deepspeed runner (pdsh) and srun tear their nodes down on SIGTERM, which
+is why SIGTERM comes first and SIGKILL only after a grace.
 
 A tuner killed outright (SIGKILL, the OOM killer) cannot do any of that, and a probe in its own
 session would outlive it and train beside the probes of the resumed study. On Linux the launcher

@@ -11,7 +11,7 @@ from optuna.trial import TrialState
 from autotune.flops import flops_per_sample
 from autotune.report.front import Point, pareto_front, recommendations
 from autotune.report.picks import DEFAULT_ETA, DEFAULT_MAX_SLOWDOWN, PickParameters, max_power_per_gpu_w
-from autotune.study.retries import killed_after_probe, retried_trials, retry_lineage
+from autotune.study.retries import STOPPED_BY_ATTR, killed_after_probe, retried_trials, retry_lineage
 from autotune.study.settings import StudySettings
 from autotune.study.unique import OVER_BUDGET_ATTR
 
@@ -103,7 +103,7 @@ def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, 
         reason = t.user_attrs.get("reason") or result.get("error")
         if status == "interrupted" and not reason:
             again = f"probed again as trial {retried_as[t.number]}" if t.number in retried_as else "probed again when the study resumes"
-            stopped_by = t.user_attrs.get("stopped_by")
+            stopped_by = t.user_attrs.get(STOPPED_BY_ATTR)
             how = f"by an error of the tuner ({stopped_by})" if stopped_by else "(Ctrl-C, SIGTERM, or the tuner killed)"
             reason = f"its probe was stopped {how}: {again}"
         row = {"trial": t.number, "params": params, "status": status, "reason": reason}

@@ -40,6 +40,7 @@ from autotune.study.failures import FailingStart, failing_start, retried_after_f
 from autotune.study.retries import (
     FAILING_START_ATTR,
     SETUP_FAILURE_ATTR,
+    STOPPED_BY_ATTR,
     TIMED_OUT_UNDER_ATTR,
     evaluated_trials,
     evaluated_count,
@@ -67,10 +68,6 @@ CONVERGED_ATTR = "converged"
 # Set on a trial just before its probe starts: what other workers count against the budget (a trial
 # that finds no room left is marked OVER_BUDGET_ATTR instead, unique.py).
 PROBING_ATTR = "probing"
-
-
-# On a trial whose probe an error of the tuner stopped (not Ctrl-C or a signal): that error, in one line.
-STOPPED_BY_ATTR = "stopped_by"
 
 
 def _finished_elsewhere(exc: BaseException) -> bool:

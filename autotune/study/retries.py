@@ -39,6 +39,8 @@ RETRIED_ATTR = "retried_trials"
 # read as the candidates' own failure: the baseline was never probed again; trial 43 F4). A resume probes each
 # again, once; Optuna keeps a finished trial's attributes as they are, so the list is the study's.
 FAILING_START_ATTR = "failing_start_trials"
+# On an interrupted trial whose probe an error of the tuner stopped (not Ctrl-C or a signal): that error, in one line.
+STOPPED_BY_ATTR = "stopped_by"
 # On a trial whose probe timed out: the settings that decided it (Backend.timeout_settings()).
 TIMED_OUT_UNDER_ATTR = "timed_out_under"
 
