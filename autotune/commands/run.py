@@ -424,7 +424,8 @@ def _run(args: argparse.Namespace) -> int:
     try:
         done = evaluated_count(study)
         total = min(args.trials, sum(c.valid for c in checks))  # the loop stops when the space runs out
-        # SIGTERM (scancel, kill) and SIGHUP (a closed ssh session) stop a run like Ctrl-C: the probe is killed, trials kept.
+        # SIGTERM (scancel, kill) and SIGHUP (a closed ssh session) stop a run like Ctrl-C: the probe is killed,
+        # trials kept.
         with (Interrupts().install(stop_signals()) as interrupts,
               sole_worker(run_dir, args.storage) as alone,
               trial_progress(console, total, done, announce_probes=backend.name == "launch",
@@ -472,9 +473,10 @@ def _run(args: argparse.Namespace) -> int:
 
         again = _report_command(run_dir, args)
         # A requeued job resumes seconds after its worker died: that trial still reads as running (trial 43 F6).
+        grace_s = heartbeat_seconds()[1]
         console.print(f"{elsewhere} probe(s) still running on other workers are not in this report; `{again}` once they "
-                      f"finish (a worker killed a moment ago counts as running until its heartbeat is {heartbeat_seconds()[1]} s "
-                      "old; a run of the study started after that probes its trial again)")
+                      f"finish (a worker killed a moment ago counts as running until its heartbeat is {grace_s} s old; a "
+                      "run of the study started after that probes its trial again)")
     # SIGTERM while the reports are written (a job's time limit just after its last trial) ended the run by its
     # default action, without a word of what was not written (trial 37 F13): it stops as Ctrl-C does here.
     try:
