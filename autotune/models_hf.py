@@ -250,6 +250,27 @@ def model_warning(name_or_path: str) -> str | None:
             f"{'; '.join(found)}; see docs/model-schema.md")
 
 
+def context_warning(name_or_path: str, tokens_per_sample: int) -> str | None:
+    """One line where the workload's samples are longer than the Hugging Face config's max_position_embeddings
+    (Phi-3-mini-4k tuned on 12,016-token samples without a word; trial 44 #9); None otherwise, or for a model
+    that is no Hugging Face config (load_model has read it by then)."""
+    path = Path(name_or_path)
+    path = path / "config.json" if path.is_dir() else path
+    if name_or_path in PRESETS or path.suffix.lower() != ".json":
+        return None
+    try:
+        data = json.loads(path.read_text())
+        text, where = _text_part(data) if is_hf_config(data) else ({}, "")
+    except (OSError, ValueError, RecursionError, ConfigError):
+        return None
+    positions = text.get("max_position_embeddings")
+    if not isinstance(positions, int) or isinstance(positions, bool) or positions <= 0 or tokens_per_sample <= positions:
+        return None
+    return (f"the workload's samples are {tokens_per_sample} tokens, longer than the {positions} positions of model file "
+            f"{path} ({where}max_position_embeddings): the figures are of sequences the model was not trained for; "
+            "lower --frames or --text-tokens to the sequences it will be trained on")
+
+
 def model_json_from_hf(data: dict, path: Path, origin: str) -> dict:
     """autotune's model JSON for a Hugging Face config (then checked by models.model_from_json)."""
     try:

@@ -117,6 +117,14 @@ def _wider_than_profile(where: str, gpus: int, hardware_flag: str, profile_gpus:
             f"--gpus-per-node {profile_gpus} to study {profile_gpus} of them")
 
 
+def settings_warnings(args: argparse.Namespace, settings: StudySettings) -> list[str]:
+    """What the study's settings together say that no one of them does: a workload longer than the model's context."""
+    from autotune.models_hf import context_warning
+
+    line = context_warning(args.model, settings.workload.tokens_per_sample(settings.model))
+    return [line] if line else []
+
+
 def build_settings(args: argparse.Namespace) -> StudySettings:
     model = load_model(args.model)
     hardware = load_hardware(args.hardware)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from autotune.backends.probe_options import DEFAULT_LAUNCHER, LAUNCHERS, PROBE_OPTIONS, probe_bounds, probe_default
 from autotune.commands.flags import number_flag, path_flag, study_name_flag, text_flag, whole_number_flag
-from autotune.commands.options import add_study_options, build_settings, fill_from_allocation
+from autotune.commands.options import add_study_options, build_settings, fill_from_allocation, settings_warnings
 from autotune.commands.report import add_pick_options
 from autotune.errors import STOP_SIGNALS, UserError
 from autotune.space import node_span
@@ -376,6 +376,8 @@ def _run(args: argparse.Namespace) -> int:
     for line in filled.warnings:
         console.print(f"[yellow]warning: {escape(line)}[/]")  # escaped: a file's "nodes = [2, 3]" is no markup
     settings = build_settings(args)
+    for line in settings_warnings(args, settings):
+        console.print(f"[yellow]warning: {escape(line)}[/]")
     run_dir = args.out or default_run_dir(args, settings.model, settings.space.nodes)
     backend = choose_backend(args, run_dir, max(settings.space.nodes), settings.gpus_per_node, settings.hardware)
     settings = keep_device_knobs_if_unsettable(settings, backend, console)

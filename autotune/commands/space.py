@@ -56,7 +56,7 @@ def _rows(checks: list, simulate: bool, hardware) -> list[dict]:
 
 def _run(args) -> int:
     from autotune.backends.launchers import check_hostfile
-    from autotune.commands.options import build_settings, fill_from_allocation
+    from autotune.commands.options import build_settings, fill_from_allocation, settings_warnings
 
     check_hostfile(args.hostfile)
     filled = fill_from_allocation(args)
@@ -68,6 +68,8 @@ def _run(args) -> int:
     from autotune.study.valid import node_counts_without_candidates, nothing_valid
 
     settings = build_settings(args)
+    for line in settings_warnings(args, settings):
+        print(f"autotune space: warning: {line}", file=sys.stderr)
     checks = list(enumerate_space(settings.space, settings.model, settings.hardware, settings.workload, settings.gpus_per_node))
     # What `autotune run` would refuse or leave out, said here too (on stderr: the listing stays data).
     nothing = nothing_valid(checks)

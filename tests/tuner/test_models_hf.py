@@ -274,3 +274,17 @@ def test_what_autotune_builds_as_written_of_windows_rope_and_dtype_gives_no_warn
                  {"rope_scaling": {"rope_type": "default", "mrope_section": [16, 24, 24]}}, {"rope_scaling": None},
                  {"torch_dtype": "bfloat16"}, {"torch_dtype": "float32"}, {"dtype": "bfloat16"}):
         assert _warning(tmp_path, {**QWEN25_7B, **same}) is None, same
+
+
+def test_a_workload_longer_than_the_model_s_positions_is_said(tmp_path, capsys):
+    """Trial 44 #9: Phi-3-mini-4k (4096 positions) was tuned on 12,016-token samples without a word."""
+    from autotune.cli import main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**QWEN25_7B, "max_position_embeddings": 4096}))
+    assert main(["space", "--model", str(path), "--nodes", "1", "--valid"]) == 0
+    said = " ".join(capsys.readouterr().err.split())
+    assert (f"warning: the workload's samples are 12016 tokens, longer than the 4096 positions of model file {path} "
+            "(max_position_embeddings): the figures are of sequences the model was not trained for") in said
+    assert main(["space", "--model", str(path), "--nodes", "1", "--valid", "--frames", "10"]) == 0  # 2216 tokens
+    assert "positions" not in capsys.readouterr().err
