@@ -76,6 +76,7 @@ def _run(args) -> int:
     from autotune.report.markdown import markdown_report
     from autotune.report.table import print_report
     from autotune.study import load_finished_study
+    from autotune.study.storage import run_under_way
 
     if not args.run_dir.is_dir():
         raise UserError(f"{args.run_dir} is not a directory; pass the --out directory of an `autotune run`")
@@ -112,4 +113,7 @@ def _run(args) -> int:
         print_report(view, document)
     if args.html:
         print(f"wrote {args.run_dir / 'report.html'}", file=sys.stderr)
+    if args.storage is None and run_under_way(args.run_dir):
+        print(f"a run of this study is under way in {args.run_dir}: this report is of the trials finished so far, and the "
+              "run writes the reports again when it ends", file=sys.stderr)
     return 0

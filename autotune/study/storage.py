@@ -279,6 +279,25 @@ def sole_worker(run_dir: Path, storage: str | None) -> Iterator[bool]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+def run_under_way(run_dir: Path) -> bool:
+    """Whether a run of the run directory's own study holds RUN_DIR/.workers.lock now (sole_worker): a report
+    then shows the trials finished so far (trial 43 F9: it read as the study's end). Tried for a moment without
+    waiting; no lock file, no run."""
+    try:
+        lock = open(Path(run_dir) / ".workers.lock")  # noqa: SIM115 - closed below
+    except OSError:
+        return False
+    with lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        return False
+
+
 def _serialized_if_sqlite(rdb):
     """SQLite transactions that take the write lock when they begin (BEGIN IMMEDIATE).
 

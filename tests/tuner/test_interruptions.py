@@ -1,6 +1,5 @@
-"""Trial 43 F1: an error that ends the tuner mid-probe (a full disk, the run directory's trials/ removed) left
-the trial a plain FAIL: the resume never probed its candidate again, and with the baseline's gone every
-saving stayed "n/a" however many --trials followed."""
+"""A run stopped where a user does not expect it (trial 43): an error of the tuner mid-probe, a worker stopped past
+the heartbeat's grace, a report taken while a run goes on."""
 
 from __future__ import annotations
 
@@ -17,6 +16,8 @@ STUDY = ["run", "--model", "7b", "--nodes", "1", "--sampler", "random"]
 
 
 def test_a_probe_an_error_stopped_is_probed_again_on_resume(tmp_path, capsys, monkeypatch):
+    """F1: an error that ended the tuner mid-probe (a full disk, trials/ removed) left the trial a plain FAIL: the
+    resume never probed its candidate again, and with the baseline's gone every saving stayed "n/a"."""
     run_dir = tmp_path / "run"
     evaluate = SimulateBackend.evaluate
 
@@ -65,3 +66,18 @@ def test_a_worker_whose_trial_another_worker_failed_meanwhile_stops_in_one_line(
     assert said.endswith("run the same command again to go on")
     monkeypatch.setattr(SimulateBackend, "evaluate", evaluate)
     assert main([*STUDY, "--trials", "3", "--out", str(run_dir)]) == 0  # and it goes on
+
+
+def test_a_report_of_a_study_a_run_is_still_writing_says_so(tmp_path, capsys):
+    """Trial 43 F9: a report taken while a run went on read as the study's end ("36 trials (15 invalid, 21 ok)")."""
+    from autotune.study.storage import sole_worker
+
+    run_dir = tmp_path / "run"
+    assert main([*STUDY, "--trials", "3", "--out", str(run_dir)]) == 0
+    capsys.readouterr()
+    said = "a run of this study is under way in"
+    with sole_worker(run_dir, None):  # what a run holds while it runs
+        assert main(["report", str(run_dir)]) == 0
+        assert f"{said} {run_dir}: this report is of the trials finished so far" in capsys.readouterr().err
+    assert main(["report", str(run_dir)]) == 0
+    assert said not in capsys.readouterr().err
