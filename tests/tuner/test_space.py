@@ -248,3 +248,16 @@ def test_simulated_json_records_carry_the_error_the_table_shows(capsys):
     # An uncalibrated profile states no error for any figure.
     assert {json.dumps(r["simulator_error_pct"]) for r in listed("--hardware", "h100-sxm")} == {
         '{"time_s": null, "energy_kj": null, "tflops": null}'}
+
+
+def test_the_listing_names_the_parameters_of_the_model_as_built(capsys):
+    """Trial 44: no command showed a parameter count, so a config read otherwise than its checkpoint (a 21.8B
+    mixture of experts as a dense 3.3B model) looked right."""
+    from autotune.cli import main
+
+    assert main(["space", "--model", "32b", "--nodes", "4", "--valid"]) == 0
+    title = " ".join(capsys.readouterr().out.split("┏")[0].split())
+    model = load_model("32b")
+    assert title.endswith(f"as built: {model.params() / 1e9:.2f}B parameters (decoder {model.llm.params() / 1e9:.2f}B, "
+                          f"vision tower and projector {(model.params() - model.llm.params()) / 1e9:.2f}B)"), title
+    assert 32 < model.llm.params() / 1e9 < 33.5  # Qwen2.5-32B's decoder, as published: 32.8B
