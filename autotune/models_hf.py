@@ -196,11 +196,10 @@ def _departures(data: dict) -> list[str]:
         found.append(f"{where}mlp_bias {shown(text['mlp_bias'])} with none")
     found += _attention_departures(text, where)
     parts = [(data, "")] + ([(text, where)] if text is not data else [])
-    for part, prefix in parts:
-        for key in ("torch_dtype", "dtype"):  # transformers 4 writes torch_dtype, 5 dtype
-            if part.get(key) in _HALF:
-                found.append(f"{prefix}{key} {shown(part[key])} with the run's --precision (bf16 or fp32: autotune "
-                             "trains no fp16)")
+    half = [f"{prefix}{key} {shown(part[key])}" for part, prefix in parts
+            for key in ("torch_dtype", "dtype") if part.get(key) in _HALF]  # transformers 4 writes torch_dtype, 5 dtype
+    if half:  # said once: a LLaVA config writes it at the top and in text_config
+        found.append(f"{half[0]} with the run's --precision (bf16 or fp32: autotune trains no fp16)")
     return found
 
 

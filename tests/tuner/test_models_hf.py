@@ -262,6 +262,10 @@ def test_a_sliding_window_another_rope_scaling_and_an_fp16_checkpoint_are_warned
     mistral = {k: v for k, v in QWEN25_7B.items() if k != "use_sliding_window"} | {"sliding_window": 4096}
     assert "sliding_window 4096 with full attention" in _warning(tmp_path, mistral)
     assert 'dtype "float16" with' in _warning(tmp_path, {**QWEN25_7B, "dtype": "float16"})
+    # A LLaVA config writes it at the top and in text_config: said once (trial 44).
+    text = {k: v for k, v in QWEN25_7B.items() if k not in ("_name_or_path", "architectures", "model_type")}
+    llava = _warning(tmp_path, {"model_type": "llava", "torch_dtype": "float16", "text_config": {**text, "torch_dtype": "float16"}})
+    assert llava.count("float16") == 1 and 'torch_dtype "float16" with the run\'s --precision' in llava
     text = {k: v for k, v in QWEN25_7B.items() if k not in ("_name_or_path", "architectures", "model_type")}
     vl = {"model_type": "qwen2_5_vl", "text_config": {**text, "rope_scaling": {"rope_type": "linear", "factor": 2.0}}}
     assert 'text_config.rope_scaling type "linear" with' in _warning(tmp_path, vl)
