@@ -161,11 +161,15 @@ class ProbeProcess:
             os.killpg(self.pgid, signum)
         except (ProcessLookupError, PermissionError):
             pass  # the group is already gone
-        for pid in marked_processes(self.probe_id):  # ranks in sessions of their own (torchrun's)
-            try:
-                os.kill(pid, signum)
-            except (ProcessLookupError, PermissionError):
-                pass
+        # Ranks in sessions of their own (torchrun's): a live launcher passes SIGTERM on to them and stops them its
+        # way (signalled twice, each rank's traceback pushed the log's last lines out of its tail); the ranks of a
+        # launcher that is gone, and whatever is left for SIGKILL, are signalled here.
+        if signum == signal.SIGKILL or self.popen.poll() is not None:
+            for pid in marked_processes(self.probe_id):
+                try:
+                    os.kill(pid, signum)
+                except (ProcessLookupError, PermissionError):
+                    pass
 
     def _close(self) -> None:
         if not self._log.closed:
