@@ -343,8 +343,10 @@ def open_study(
     if storage is None:
         run_dir.mkdir(parents=True, exist_ok=True)
     url = storage_url(run_dir, storage)
-    if storage is None and not (run_dir / "study.db").exists():
-        _check_reports_are_of_no_study(run_dir, study_name)  # before opening creates an empty study.db beside them
+    database = run_dir / "study.db"
+    if storage is None and (not database.exists() or (database.is_file() and database.stat().st_size == 0)):
+        # Before opening creates a study.db beside them, or writes Optuna's tables into an empty one (trial 43 F9).
+        _check_reports_are_of_no_study(run_dir, study_name)
     rdb = _open_storage(url, heartbeat=storage is not None, given=storage is not None)
     # Before a new study is created in a shared database or in the run directory's own, or another one resumed here.
     existing = _existing_study(rdb, study_name)

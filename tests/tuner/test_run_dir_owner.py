@@ -100,6 +100,18 @@ def test_a_read_command_writes_no_database_into_an_empty_study_db(tmp_path, caps
     assert not (tmp_path / "pareto.json").exists() and not (tmp_path / "configs").exists()
 
 
+def test_a_refused_run_writes_no_database_into_an_empty_study_db(tmp_path, runs, capsys):
+    """Trial 43 F9: the reports of a study whose study.db was emptied were refused, but only after Optuna's tables
+    had been written into the empty file."""
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(runs / "32b" / "pareto.json", run / "pareto.json")
+    (run / "study.db").touch()
+    assert main([*RUN_32B, "--out", str(run)]) == 2
+    assert "holds the reports of a study its study.db does not hold" in capsys.readouterr().err
+    assert (run / "study.db").stat().st_size == 0
+
+
 def test_a_damaged_study_db_is_named_without_a_storage_flag_nobody_gave(tmp_path, runs, capsys):
     (tmp_path / "study.db").write_bytes((runs / "32b" / "study.db").read_bytes()[:5000])
     assert main(["report", str(tmp_path)]) == 2
