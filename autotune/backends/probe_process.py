@@ -54,52 +54,37 @@ def _term_when_parent_dies():
     return in_child
 
 
-def group_members(pgid: int) -> list[int]:
-    """Live (not zombie) processes in a process group; from /proc where there is one."""
+def probe_members(pgid: int, probe_id: str) -> tuple[list[int], list[int]]:
+    """A probe's live (not zombie) processes on this machine, in one pass over /proc: those of its process group,
+    and the others whose environment holds its mark (PROBE_ID_ENV=probe_id: ranks in sessions of their own), this
+    process aside. Without /proc, the group alone, as killpg sees it. A process of another user's (its environment
+    unreadable) is none of ours."""
     proc = Path("/proc")
     if not proc.is_dir():
         try:
             os.killpg(pgid, 0)
         except ProcessLookupError:
-            return []
+            return [], []
         except PermissionError:
             pass
-        return [pgid]
-    members = []
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue  # exited while we looked
-        # Fields after the parenthesised command name: state ppid pgrp ...
-        state, _ppid, pgrp = stat.rsplit(")", 1)[1].split()[:3]
-        if int(pgrp) == pgid and state not in ("Z", "X"):
-            members.append(int(entry.name))
-    return members
-
-
-def marked_processes(probe_id: str) -> list[int]:
-    """Live processes of this machine whose environment holds the probe's mark (PROBE_ID_ENV=probe_id), this
-    one aside; [] where there is no /proc. A process of another user's (unreadable) is none of ours."""
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return []
+        return [pgid], []
     mark = f"{PROBE_ID_ENV}={probe_id}".encode()
-    found = []
+    grouped, marked = [], []
     for entry in proc.iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
-            if mark not in (entry / "environ").read_bytes().split(b"\0"):
+            # Fields after the parenthesised command name: state ppid pgrp ...
+            state, _ppid, pgrp = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:3]
+            if state in ("Z", "X"):
                 continue
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
+            if int(pgrp) == pgid:
+                grouped.append(int(entry.name))
+            elif mark in (entry / "environ").read_bytes().split(b"\0"):
+                marked.append(int(entry.name))
+        except (OSError, ValueError):
             continue  # exited while we looked, or not ours to read
-        if state not in ("Z", "X"):
-            found.append(int(entry.name))
-    return found
+    return grouped, marked
 
 
 class ProbeProcess:
@@ -121,7 +106,8 @@ class ProbeProcess:
 
     def members(self) -> list[int]:
         """The probe's live processes on this machine."""
-        return sorted(set(group_members(self.pgid)) | set(marked_processes(self.probe_id)))
+        grouped, marked = probe_members(self.pgid, self.probe_id)
+        return grouped + marked
 
     def wait(self, timeout_s: float) -> int | None:
         """The launcher's exit status, or None when it is still running after timeout_s."""
@@ -165,7 +151,7 @@ class ProbeProcess:
         # way (signalled twice, each rank's traceback pushed the log's last lines out of its tail); the ranks of a
         # launcher that is gone, and whatever is left for SIGKILL, are signalled here.
         if signum == signal.SIGKILL or self.popen.poll() is not None:
-            for pid in marked_processes(self.probe_id):
+            for pid in probe_members(self.pgid, self.probe_id)[1]:
                 try:
                     os.kill(pid, signum)
                 except (ProcessLookupError, PermissionError):
