@@ -17,7 +17,7 @@ import sys
 
 from autotune import __version__
 from autotune.commands.paths import undone_on_failure
-from autotune.errors import STOP_SIGNALS, UserError
+from autotune.errors import UserError, stop_signals
 
 COMMANDS = ("run", "space", "report", "export", "sensors", "calibrate")
 INTERRUPTED = 130  # the shell's status for a command ended by Ctrl-C (128 + SIGINT)
@@ -112,9 +112,8 @@ def console_main() -> None:
         # (at exit, Python would print "Exception ignored ... BrokenPipeError" and end with status 120).
         sys.stdout.flush()
     except KeyboardInterrupt as stop:
-        for name in STOP_SIGNALS:
-            if hasattr(signal, name):
-                signal.signal(getattr(signal, name), signal.SIG_IGN)
+        for signum in stop_signals():
+            signal.signal(signum, signal.SIG_IGN)
         with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
             print("autotune: interrupted; completed trials are kept, run the same command again to resume", file=sys.stderr)
         status = getattr(stop, "status", INTERRUPTED)

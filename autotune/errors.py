@@ -23,3 +23,10 @@ class HungUp(Terminated):
 
 # The signals that stop a run cleanly, and what each raises (SIGINT: KeyboardInterrupt, exit 130).
 STOP_SIGNALS = {"SIGINT": KeyboardInterrupt, "SIGTERM": Terminated, "SIGHUP": HungUp}
+
+
+def stop_signals() -> dict:
+    """{signal number: what it raises} for the stop signals this system has (Windows has no SIGHUP)."""
+    import signal
+
+    return {getattr(signal, name): kind for name, kind in STOP_SIGNALS.items() if hasattr(signal, name)}

@@ -12,7 +12,7 @@ from autotune.backends.probe_options import DEFAULT_LAUNCHER, LAUNCHERS, PROBE_O
 from autotune.commands.flags import number_flag, path_flag, study_name_flag, text_flag, whole_number_flag
 from autotune.commands.options import add_study_options, build_settings, fill_from_allocation, settings_warnings
 from autotune.commands.report import add_pick_options
-from autotune.errors import STOP_SIGNALS, UserError
+from autotune.errors import UserError, stop_signals
 from autotune.space import node_span
 from autotune.study.stop_rule import stop_rule_help
 from autotune.study.storage import STUDY_NAME, recorded_storage
@@ -201,11 +201,6 @@ def check_not_a_foreign_folder(run_dir: Path, out_flag: str) -> None:
     raise UserError(f"{out_flag} {run_dir} is a folder of other files ({shown}) and no autotune run (no study.db or "
                     f"pareto.json): a study's files would mix with them; pass --out a new or empty directory, such as "
                     f"{run_dir / 'autotune-run'}")
-
-
-def stop_signals() -> dict:
-    """{signal number: what it raises} for the stop signals this system has (Windows has no SIGHUP)."""
-    return {getattr(signal, name): kind for name, kind in STOP_SIGNALS.items() if hasattr(signal, name)}
 
 
 def _report_command(run_dir: Path, args: argparse.Namespace) -> str:
