@@ -227,10 +227,9 @@ def _attention_departures(text: dict, where: str) -> list[str]:
     return found
 
 
-def model_warning(name_or_path: str) -> str | None:
-    """The one warning line for a --model that load_model read as a Hugging Face config: what of the file autotune
-    does not model as written (DESIGN: a setting silently skipped is warned about); None for a preset, a model
-    file in autotune's schema, a config autotune models as written, or a file load_model refuses."""
+def _hf_config_file(name_or_path: str) -> tuple[Path, dict] | None:
+    """The path and contents of a --model that is a Hugging Face config (a file or a checkpoint's directory);
+    None for a preset, a model file in autotune's schema, or a file that cannot be read."""
     if name_or_path in PRESETS:
         return None
     path = Path(name_or_path)
@@ -238,9 +237,23 @@ def model_warning(name_or_path: str) -> str | None:
     if path.suffix.lower() != ".json":  # not a model file load_model reads
         return None
     try:
-        load_model(name_or_path)  # a file it refuses gets its error alone, not a warning before it
         data = json.loads(path.read_text())
-        found = _departures(data) if is_hf_config(data) else []
+    except (OSError, ValueError, RecursionError):
+        return None
+    return (path, data) if is_hf_config(data) else None
+
+
+def model_warning(name_or_path: str) -> str | None:
+    """The one warning line for a --model that load_model read as a Hugging Face config: what of the file autotune
+    does not model as written (DESIGN: a setting silently skipped is warned about); None for a preset, a model
+    file in autotune's schema, a config autotune models as written, or a file load_model refuses."""
+    config = _hf_config_file(name_or_path)
+    if config is None:
+        return None
+    path, data = config
+    try:
+        load_model(name_or_path)  # a file it refuses gets its error alone, not a warning before it
+        found = _departures(data)
     except (OSError, ValueError, RecursionError, ConfigError):
         return None
     if not found:
@@ -253,14 +266,13 @@ def context_warning(name_or_path: str, tokens_per_sample: int) -> str | None:
     """One line where the workload's samples are longer than the Hugging Face config's max_position_embeddings
     (Phi-3-mini-4k tuned on 12,016-token samples without a word; trial 44 #9); None otherwise, or for a model
     that is no Hugging Face config (load_model has read it by then)."""
-    path = Path(name_or_path)
-    path = path / "config.json" if path.is_dir() else path
-    if name_or_path in PRESETS or path.suffix.lower() != ".json":
+    config = _hf_config_file(name_or_path)
+    if config is None:
         return None
+    path, data = config
     try:
-        data = json.loads(path.read_text())
-        text, where = _text_part(data) if is_hf_config(data) else ({}, "")
-    except (OSError, ValueError, RecursionError, ConfigError):
+        text, where = _text_part(data)
+    except ConfigError:
         return None
     positions = text.get("max_position_embeddings")
     if not isinstance(positions, int) or isinstance(positions, bool) or positions <= 0 or tokens_per_sample <= positions:
