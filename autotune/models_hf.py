@@ -38,13 +38,19 @@ def is_hf_config(data) -> bool:
 _TEXT_KEYS = ("text_config", "llm_config")
 
 
+def _text_key(data: dict) -> str | None:
+    """Which of _TEXT_KEYS holds the decoder, None where the config's top level does."""
+    return next((key for key in _TEXT_KEYS if data.get(key) is not None), None)
+
+
 def text_prefix(data: dict) -> str:
     """The prefix of the decoder's keys in the config ("text_config.", "llm_config." or ""), for its errors."""
-    return next((f"{key}." for key in _TEXT_KEYS if isinstance(data.get(key), dict)), "")
+    key = _text_key(data)
+    return f"{key}." if key is not None and isinstance(data[key], dict) else ""
 
 
 def _text_part(data: dict) -> tuple[dict, str]:
-    key = next((key for key in _TEXT_KEYS if data.get(key) is not None), None)
+    key = _text_key(data)
     if key is None:
         return data, ""
     text = data[key]
@@ -153,8 +159,8 @@ def _refuse_experts(origin: str, where: str, key: str, value) -> None:
 
 def _model_type(data: dict) -> str:
     """The decoder's model type: its text_config's (a VL config names the decoder there), else the config's."""
-    text = next((data[key] for key in _TEXT_KEYS if data.get(key) is not None), None)
-    kind = text.get("model_type") if isinstance(text, dict) else None
+    key = _text_key(data)
+    kind = data[key].get("model_type") if key is not None and isinstance(data[key], dict) else None
     return kind if isinstance(kind, str) else str(data.get("model_type", ""))
 
 
