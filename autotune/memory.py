@@ -19,6 +19,7 @@ activation offload moves the kept inputs to host memory, leaving two in flight.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from autotune.candidate import Candidate
@@ -31,6 +32,8 @@ FRAMEWORK_OVERHEAD_GIB = {True: 3.0, False: 0.5}
 HEADROOM_FRACTION = 0.10
 KORTHIKANTI_BYTES_PER_TOKEN_HIDDEN = 34  # 16-bit activations, flash attention
 ADDITIONAL_BUFFER_FACTOR = 1.5  # DeepSpeed's estimator default for host memory
+# Peak memory figures that are not the device's: on CPU the trainer reports its process's resident set.
+HOST_PEAK_KINDS = ("process_peak_rss",)
 
 
 @dataclass(frozen=True)
@@ -159,3 +162,13 @@ def estimate_memory(candidate: Candidate) -> MemoryEstimate:
         device_limit_gib=hw.gpu.memory_gib * (1 - HEADROOM_FRACTION),
         host_limit_gib=hw.cpu.memory_gib * (1 - HEADROOM_FRACTION),
     )
+
+
+def measured_device_peak_gib(result: dict) -> float | None:
+    """A probe result's measured peak device memory (the trainer's torch.cuda.max_memory_allocated, the
+    largest of its ranks'), or None where it has none or only the host's."""
+    peak = result.get("peak_mem_gib")
+    kind = (result.get("details") or {}).get("peak_mem_kind")
+    if kind in HOST_PEAK_KINDS or type(peak) not in (int, float) or not (math.isfinite(peak) and peak > 0):
+        return None
+    return float(peak)

@@ -19,12 +19,14 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autotune.calibrate.memory_error import MeasuredPeak, without_replayed_copies
 from autotune.calibrate.observations import Observation, checked_candidate, checked_knobs, checked_observation
 from autotune.candidate import Candidate, Knobs
 from autotune.checks import shown
 from autotune.errors import ConfigError, UserError
 from autotune.hardware import HardwareProfile, hardware_flag, kept_base_name
 from autotune.measure.combine import not_measured
+from autotune.memory import estimate_memory, measured_device_peak_gib
 from autotune.space import rule_violation, spans_text
 
 # Reasons a run directory's line lists before "and N more" (each names its trials).
@@ -47,6 +49,7 @@ class MeasuredRuns:
     _skips: dict = field(default_factory=dict)  # (run directory, why) -> trial numbers
     _outside: dict = field(default_factory=dict)  # run directory -> {why: trial numbers}
     copies: list[str] = field(default_factory=list)  # one line per replayed run directory whose figures were copies
+    peaks: list[MeasuredPeak] = field(default_factory=list)  # ok probes' measured peak device memory, against the estimate
 
     def skip(self, origin: str, trial: int, why: str) -> None:
         self._skips.setdefault((origin, why), []).append(trial)
@@ -129,6 +132,10 @@ def _trial_observations(origin: str, trial, settings, allow_estimated: bool, all
     # higher minimum power limit, say), and cannot represent what was measured.
     candidate = checked_candidate(origin, key, settings.candidate(knobs.to_dict()),
                                   "calibrate the profile the study ran on (its own, without --hardware), or leave the run out")
+    peak_gib = measured_device_peak_gib(result)
+    if peak_gib is not None:
+        runs.peaks.append(MeasuredPeak(f"{Path(origin).name}#{trial.number}", origin, candidate, peak_gib,
+                                       estimate_memory(candidate).peak_mem_gib))
     missing = not_measured(result.get("details"))
     partial, estimated = [], []  # node-energy metrics left out, and why
     for metric, value in _figures(result, candidate).items():
@@ -202,6 +209,7 @@ def load_measured(run_dirs: list[Path], hardware: HardwareProfile, allow_estimat
         if _backend_name(study) == "replay":
             replayed.add(origin)
     _drop_copies(runs, replayed)
+    runs.peaks = without_replayed_copies(runs.peaks, replayed)
     return runs
 
 

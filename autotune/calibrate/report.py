@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from autotune.calibrate.fit import Calibration, Fit, mape_by_metric, worst_by_metric
+from autotune.calibrate.memory_error import memory_lines
 from autotune.candidate import Candidate, knobs_sentence
 from autotune.hardware import SIMULATOR_CONSTANTS
 from autotune.report.error_bars import scope_note
@@ -196,6 +197,7 @@ def report_text(document: dict) -> str:
         _mape_line(f"  left out, by {document['loo_by']}" if document.get("loo_by") else "  left out", document["loo_mape"]),
         *_worse_after_fit(document),
         *_worst_lines(document),
+        *memory_lines(document.get("memory_estimate")),
         "",
         # Said whether or not the warning fires: a simulated dry run of a planned study tells how many
         # configurations to measure (docs/calibration.md, "Calibrate on your own cluster").

@@ -207,6 +207,7 @@ def _run(args: argparse.Namespace) -> int:
     from autotune.atomic_write import write_text_atomic
     from autotune.calibrate.fit import Calibration
     from autotune.calibrate.measured import load_measured
+    from autotune.calibrate.memory_error import memory_document
     from autotune.calibrate.observations import repeated_figures
     from autotune.calibrate.reference import load_reference, reference_holds
     from autotune.calibrate.report import calibration_document, report_text
@@ -232,7 +233,7 @@ def _run(args: argparse.Namespace) -> int:
         measured = load_measured(args.run_dirs, base, args.allow_estimated_energy, args.allow_simulated)
         observations += measured.observations
         extra = {"left_out": measured.left_out, "skipped": measured.skipped, "copies": measured.copies,
-                 "not_run": measured.not_run}
+                 "not_run": measured.not_run, "memory_estimate": memory_document(measured.peaks)}
     if args.exclude:
         observations, excluded = _without_excluded(observations, args.exclude)
         extra["skipped"] = extra["skipped"] + excluded

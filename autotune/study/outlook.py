@@ -19,7 +19,6 @@ all see the same model.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,6 +26,7 @@ import optuna
 from optuna.trial import TrialState
 
 from autotune.candidate import KNOBS, params_key
+from autotune.memory import measured_device_peak_gib
 from autotune.pareto import front_indices
 from autotune.study.acquisition import enters_front, improvement
 from autotune.study.correction import corrected_log_prediction
@@ -43,8 +43,6 @@ SAME_SHAPE_OOM_CHANCE = 0.02
 # A probe's measured peak device memory against its estimate: the log of the ratio is taken as known
 # to no better than this, however alike the probes' ratios are (allocator rounding, fragmentation).
 MEMORY_RATIO_SPREAD_FLOOR = 0.02
-# Peak memory figures that are not the device's: on CPU the trainer reports its process's resident set.
-HOST_PEAK_KINDS = ("process_peak_rss",)
 SAMPLES = 128
 _SHAPE_KNOBS = ("zero_stage", "optimizer_offload", "activation_checkpointing", "sp_degree", "nodes")
 
@@ -69,15 +67,6 @@ def _trial_params(t: optuna.trial.FrozenTrial) -> dict | None:
     return params if params and all(k in params for k in KNOBS) else None
 
 
-def _device_peak_gib(result: dict) -> float | None:
-    """The probe's measured peak device memory, or None where it has none (or only the host's)."""
-    peak = result.get("peak_mem_gib")
-    kind = (result.get("details") or {}).get("peak_mem_kind")
-    if kind in HOST_PEAK_KINDS or type(peak) not in (int, float) or not (math.isfinite(peak) and peak > 0):
-        return None
-    return float(peak)
-
-
 def observe(study: optuna.Study, index: dict[str, int], current_trial: int | None = None) -> Observations:
     obs = Observations({}, set(), set(), set(), set())
     for t in study.get_trials(deepcopy=False):
@@ -92,7 +81,7 @@ def observe(study: optuna.Study, index: dict[str, int], current_trial: int | Non
             result = t.user_attrs.get("result", {})
             obs.ok.setdefault(i, np.array(t.values, dtype=float))
             obs.sources.add(result.get("source", "measured"))
-            peak = _device_peak_gib(result)
+            peak = measured_device_peak_gib(result)
             if peak is not None:
                 obs.peak_mem_gib.setdefault(i, peak)
         elif t.state == TrialState.PRUNED and constraints.get("probe_oom", 0) > 0:

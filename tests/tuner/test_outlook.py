@@ -6,10 +6,11 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtr
 
+from autotune.memory import measured_device_peak_gib
 from autotune.study.acquisition import enters_front
 from autotune.study.guided import PAIR_REACH, pair_coverage_value, share_of_reach_to_enter
 from autotune.study.outlook import (MEMORY_RATIO_SPREAD_FLOOR, SAME_SHAPE_OOM_CHANCE, Observations, _chance_to_run,
-                                    _device_peak_gib, _samples_with_front)
+                                    _samples_with_front)
 
 
 def _chance_twin_beats_probe(correlation: float) -> float:
@@ -124,12 +125,12 @@ def test_a_measured_peak_places_the_memory_wall_before_anything_runs_out():
 
 def test_only_a_device_peak_is_read_against_the_device_memory_estimate():
     gpu = {"peak_mem_gib": 61.5, "details": {"peak_mem_kind": "cuda_max_memory_allocated"}}
-    assert _device_peak_gib(gpu) == 61.5
-    assert _device_peak_gib({"peak_mem_gib": 61.5}) == 61.5  # a replay record: the probe's device peak
+    assert measured_device_peak_gib(gpu) == 61.5
+    assert measured_device_peak_gib({"peak_mem_gib": 61.5}) == 61.5  # a replay record: the probe's device peak
     # The trainer on CPU reports its process's resident set: nothing to say of a GPU's memory.
-    assert _device_peak_gib({"peak_mem_gib": 3.2, "details": {"peak_mem_kind": "process_peak_rss"}}) is None
+    assert measured_device_peak_gib({"peak_mem_gib": 3.2, "details": {"peak_mem_kind": "process_peak_rss"}}) is None
     for bad in (None, 0, -1.0, float("nan"), float("inf"), "61.5", True):
-        assert _device_peak_gib({"peak_mem_gib": bad}) is None
+        assert measured_device_peak_gib({"peak_mem_gib": bad}) is None
 
 
 def test_figures_that_match_the_simulator_are_trusted_only_when_they_are_its_own(predictions_32b_4):
