@@ -24,6 +24,24 @@ NAME_MAX_BYTES = 255  # the longest file name ext4, xfs and most file systems ta
 PATH_MAX_BYTES = 4096  # Linux's longest path, its final NUL included
 
 
+def process_umask() -> int:
+    """This process's umask, read without changing it (/proc), else by setting it and back."""
+    try:
+        for line in Path("/proc/self/status").read_text(encoding="utf-8").splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def new_file_mode() -> int:
+    """The permissions open(path, "w") gives a new file here: 0644 under umask 022, 0664 under 002."""
+    return _NEW_FILE_MODE & ~process_umask()
+
+
 def temp_file_beside(path: Path) -> tuple[int, Path]:
     """A new temporary file in `path`'s folder, opened for writing (fd, its path), with the mode a
     plain open(path, "w") would give `path`. Raises OSError; the caller renames or removes it.

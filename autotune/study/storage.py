@@ -121,6 +121,30 @@ def _check_sqlite(url: str, must_exist: bool, given: bool = True) -> None:
         _check_writable(url, path, given)
 
 
+def _sqlite_file(url: str) -> Path | None:
+    """The file a SQLite URL names (relative to the working directory, as SQLAlchemy reads it), else None."""
+    import sqlalchemy
+
+    try:
+        parsed = sqlalchemy.engine.make_url(url)
+    except Exception:  # noqa: BLE001 - not a URL at all: RDBStorage says so in its own words
+        return None
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(parsed.database)
+
+
+def _with_the_umasks_mode(path: Path) -> None:
+    """SQLite creates its file 0644 whatever the umask (its compiled default, less the umask), where every
+    other file of a run directory gets what open() gives: under umask 002 a group shares the reports and
+    configs but could not resume the study or keep a re-pick (trial 45). The journal SQLite writes beside
+    it takes the database's mode."""
+    from autotune.atomic_write import new_file_mode
+
+    with contextlib.suppress(OSError):  # a file system without modes (a mount) keeps its own
+        path.chmod(new_file_mode())
+
+
 def _check_writable(url: str, path: Path, given: bool) -> None:
     """A study writes every trial to its database, and SQLite writes a journal beside it: a read-only file or
     folder failed inside Optuna's first commit with a traceback that blamed "invalid data ... exceeding max
@@ -223,9 +247,14 @@ def _open_storage(url: str, heartbeat: bool = False, must_exist: bool = False, g
                 "grace_period": grace_s,
                 "heartbeat_stale_trial_callback": optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=2),
             }
+        database = _sqlite_file(url)
+        created = database is not None and not database.exists()
         for attempt in range(CREATE_ATTEMPTS):
             try:
-                return _serialized_if_sqlite(optuna.storages.RDBStorage(url, **kwargs))
+                rdb = optuna.storages.RDBStorage(url, **kwargs)
+                if created and database.is_file():
+                    _with_the_umasks_mode(database)
+                return _serialized_if_sqlite(rdb)
             except Exception as exc:  # SQLAlchemy raises many kinds; the user needs one line
                 # Workers starting together on an empty database race to create Optuna's tables: the
                 # loser sees a table or version row the winner has just made; by the time it tries
