@@ -34,3 +34,26 @@ def read_only_view(folder: Path, scratch: Path, also: tuple[Path, ...] = ()):
         yield view
     finally:
         subprocess.run(["umount", "--lazy", str(view)], check=True)  # an in-process study may hold study.db open
+
+
+@contextlib.contextmanager
+def read_only_file(path: Path):
+    """`path` (a file) without write permission, its folder left writable; for root, the file bind-mounted
+    read-only over itself. Skips the test where root cannot mount."""
+    if os.geteuid() != 0:
+        mode = path.stat().st_mode
+        path.chmod(0o444)
+        try:
+            yield path
+        finally:
+            path.chmod(mode)
+        return
+    if subprocess.run(["mount", "--bind", str(path), str(path)], capture_output=True).returncode:
+        pytest.skip("root here cannot make a read-only mount")
+    if subprocess.run(["mount", "-o", "remount,ro,bind", str(path)], capture_output=True).returncode:
+        subprocess.run(["umount", str(path)])
+        pytest.skip("root here cannot make a read-only mount")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "--lazy", str(path)], check=True)

@@ -77,6 +77,7 @@ def _run(args) -> int:
     from autotune.report.table import print_report
     from autotune.study import load_finished_study
     from autotune.study.storage import run_under_way
+    from autotune.study.storage_failure import read_only_failure
 
     if not args.run_dir.is_dir():
         raise UserError(f"{args.run_dir} is not a directory; pass the --out directory of an `autotune run`")
@@ -90,11 +91,22 @@ def _run(args) -> int:
     if "settings" not in study.user_attrs:
         raise UserError(f"the study in {args.run_dir} has no trials yet; run `autotune run` first")
     view, document = build_report(study, args.max_slowdown, args.eta, args.storage)
+    asked = " and ".join(f"{flag} {value:g}" for flag, value in (("--max-slowdown", args.max_slowdown), ("--eta", args.eta))
+                         if value is not None)
+    if not read_only and asked:
+        try:
+            keep_pick_parameters(study, view)  # pareto.json and configs/ now follow them: later reports and export too
+        except Exception as exc:  # noqa: BLE001 - only SQLite's read-only refusal is ours to answer here
+            if not read_only_failure(exc):
+                raise
+            # A colleague's study.db (or one shared 0644, a read-only copy): the report is still worth showing.
+            read_only = f"its study database cannot be written (read-only: {args.storage or 'study.db'})"
     if read_only:
+        # The README says --eta and --max-slowdown are kept in the study: here they cannot be, and it is said.
+        unkept = (f"; {asked} picked this report only, not kept in the study (later reports and export --pick use "
+                  "the study's own)") if asked else ""
         print(f"RUN_DIR {args.run_dir}: {read_only}: the report is shown, and pareto.json, configs/ and report.html "
-              "there are left as they were; copy the run directory to write them", file=sys.stderr)
-    elif args.max_slowdown is not None or args.eta is not None:
-        keep_pick_parameters(study, view)  # pareto.json and configs/ now follow them: later reports and export too
+              f"there are left as they were{unkept}; copy the run directory to write them", file=sys.stderr)
     state = None if read_only else pareto_json_state(args.run_dir / "pareto.json", document)
     written, kept = ([], None) if read_only else write_outputs(view, document, args.run_dir, html=args.html)
     if kept:

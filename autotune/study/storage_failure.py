@@ -14,14 +14,15 @@ from __future__ import annotations
 _CHAIN_LIMIT = 12  # exceptions followed down __cause__/__context__
 
 _KEPT = "what was evaluated before is kept in it"
+_READ_ONLY = "readonly database"  # SQLite's "attempt to write a readonly database"
 # (what the driver says, the rest of the line after "the study's database")
 _KNOWN = (
     ("database is locked", "is locked by another process (another autotune run, optuna-dashboard, sqlite3, a backup) "
      f"beyond SQLite's wait; {_KEPT}: run the same command again when that is done"),
     ("database or disk is full", f"cannot grow: its disk is full (or over quota); {_KEPT}: free space, then run the same "
      "command again"),
-    ("readonly database", "can no longer be written (was the run directory moved or deleted while the command ran?); "
-     f"{_KEPT}: put it back, then run the same command again"),
+    (_READ_ONLY, "cannot be written (the file or its directory is read-only, or the run directory was moved or deleted "
+     f"while the command ran); {_KEPT}: make it writable or put it back, then run the same command again"),
     ("unable to open database file", "cannot be opened any more (its directory moved, deleted or unmounted?); "
      f"{_KEPT}: put it back, then run the same command again"),
     ("disk image is malformed", "is damaged (disk image is malformed: a torn write, a bad block, a copy made mid-write) "
@@ -51,3 +52,8 @@ def storage_failure_line(exc: BaseException) -> str | None:
         return (f"the study's database failed mid-command ({type(inner).__name__}: {' '.join(str(inner).split())[:200]}); "
                 f"{_KEPT}: run the same command again once that is fixed")
     return None
+
+
+def read_only_failure(exc: BaseException) -> bool:
+    """Whether `exc` is SQLite refusing a write to a database it can only read (the file or its folder read-only)."""
+    return any(_READ_ONLY in str(e).lower() for e in _chain(exc))

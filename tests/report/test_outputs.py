@@ -308,6 +308,7 @@ def test_a_read_only_run_directory_is_reported_and_left_as_it_was(read_only_run,
     assert "backend simulate" in out and "min-energy" in out
     lines = [line for line in err.splitlines() if line]
     assert len(lines) == 1 and "cannot write in" in lines[0] and "the report is shown, and pareto.json" in lines[0]
+    assert "--eta 1 picked this report only, not kept in the study" in lines[0]  # the README says they are kept
     assert {p.relative_to(read_only_run): p.read_bytes() for p in read_only_run.rglob("*") if p.is_file()} == before
     assert main(["report", str(read_only_run), "--html"]) == 2
     assert "drop --html or copy the run directory" in capsys.readouterr().err
@@ -336,3 +337,27 @@ def test_a_pareto_json_nested_too_deeply_reads_as_damaged(tmp_path):
     path = tmp_path / "pareto.json"
     path.write_text("[" * 3000 + "]" * 3000)
     assert pareto_json_state(path, {}).startswith("damaged (RecursionError: maximum recursion depth exceeded")
+
+
+def test_a_read_only_study_db_in_a_writable_directory_is_reported_and_its_picks_left_as_they_were(simulated_run, tmp_path,
+                                                                                                  capsys):
+    """Trial 45 #7: `report --eta` on a study.db the user cannot write (a colleague's, shared 0644) blamed a run
+    directory "moved or deleted while the command ran" and showed no report."""
+    import shutil
+
+    from autotune.study import load_finished_study
+    from tests.read_only import read_only_file
+
+    run = tmp_path / "run"
+    shutil.copytree(simulated_run, run)
+    before = {p.relative_to(run): p.read_bytes() for p in run.rglob("*") if p.is_file()}
+    kept = load_finished_study(run).user_attrs.get("pick_parameters")
+    with read_only_file(run / "study.db"):
+        assert main(["report", str(run), "--eta", "0.2", "--max-slowdown", "1.3"]) == 0
+    out, err = capsys.readouterr()
+    assert "min-energy" in out and "cost-weighted (eta 0.2)" in out
+    lines = [line for line in err.splitlines() if line]
+    assert len(lines) == 1 and "its study database cannot be written (read-only: study.db)" in lines[0]
+    assert "--max-slowdown 1.3 and --eta 0.2 picked this report only, not kept in the study" in lines[0]
+    assert {p.relative_to(run): p.read_bytes() for p in run.rglob("*") if p.is_file()} == before
+    assert load_finished_study(run).user_attrs.get("pick_parameters") == kept

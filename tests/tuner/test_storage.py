@@ -508,7 +508,7 @@ def _failed_commit(message: str) -> BaseException:
 @pytest.mark.parametrize("message, words", [
     ("database or disk is full", "cannot grow: its disk is full (or over quota); what was evaluated before is kept in "
                                  "it: free space, then run the same command again"),
-    ("attempt to write a readonly database", "can no longer be written (was the run directory moved or deleted"),
+    ("attempt to write a readonly database", "cannot be written (the file or its directory is read-only, or the run directory was moved"),
     ("disk I/O error", "failed to read or write (disk I/O error"),
     ("something new", "failed mid-command (OperationalError: something new); what was evaluated before is kept"),
 ])
