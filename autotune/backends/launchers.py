@@ -97,23 +97,40 @@ def check_hostfile(path: Path | None) -> None:
     read_hostfile(path)
 
 
-def _nvidia_smi(*args: str) -> str | None:
-    """`nvidia-smi ARGS`'s output (no torch import); None without nvidia-smi or when it cannot run, ""
-    when it runs and fails (a driver that sees no GPU)."""
+def _nvidia_smi_answer(*args: str) -> tuple[str | None, str]:
+    """(output, what an empty answer means): `nvidia-smi ARGS`'s output (no torch import); None without
+    nvidia-smi or when it cannot run or answer, "" when it runs and fails. The second part words the
+    case for a user: a wedged driver's failure or a hung nvidia-smi is not a machine without GPUs."""
     smi = shutil.which("nvidia-smi")
+    command = " ".join(("nvidia-smi", *args))
     if smi is None:
-        return None
+        return None, "no nvidia-smi on PATH"
     try:
-        listing = subprocess.run([smi, *args], capture_output=True, text=True, timeout=_NVIDIA_SMI_TIMEOUT_S, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return listing.stdout if listing.returncode == 0 else ""
+        listing = subprocess.run([smi, *args], capture_output=True, text=True, timeout=_NVIDIA_SMI_TIMEOUT_S, check=False,
+                                 errors="replace")
+    except subprocess.TimeoutExpired:
+        return None, f"{command} did not answer in {_NVIDIA_SMI_TIMEOUT_S:g} s"
+    except OSError as exc:
+        return None, f"{command} cannot run ({exc.strerror or exc})"
+    if listing.returncode != 0:
+        said = next((line.strip() for line in (listing.stdout + "\n" + listing.stderr).splitlines() if line.strip()), "")
+        return "", f"{command} failed (exit {listing.returncode}{': ' + said[:160] if said else ''})"
+    return listing.stdout, f"{command} lists none"
+
+
+def _nvidia_smi(*args: str) -> str | None:
+    return _nvidia_smi_answer(*args)[0]
+
+
+def local_gpu_listing() -> tuple[int | None, str]:
+    """(CUDA devices on this machine from `nvidia-smi -L`, None without nvidia-smi; why none were listed)."""
+    listing, why_none = _nvidia_smi_answer("-L")
+    return (None if listing is None else sum(1 for line in listing.splitlines() if line.startswith("GPU "))), why_none
 
 
 def local_gpu_count() -> int | None:
     """CUDA devices on this machine from `nvidia-smi -L`; None without nvidia-smi."""
-    listing = _nvidia_smi("-L")
-    return None if listing is None else sum(1 for line in listing.splitlines() if line.startswith("GPU "))
+    return local_gpu_listing()[0]
 
 
 def local_gpu_models() -> list[tuple[str, float]]:
@@ -192,7 +209,7 @@ def detect_launch_target(
         if len(hosts) < nodes:
             return False, f"hostfile {hostfile} lists {len(hosts)} host(s); {nodes} node(s) requested"
         return True, f"hostfile {hostfile}: {len(hosts)} host(s), {sum(hosts.values())} slot(s) (deepspeed launcher)"
-    local = local_gpu_count()
+    local, why_none = local_gpu_listing()
     allocated = slurm_nodes(environ)
     if allocated is not None:
         if allocated < nodes:
@@ -205,7 +222,7 @@ def detect_launch_target(
             return False, f"SLURM allocation {environ['SLURM_JOB_ID']} has {gpus} GPU(s) per node; {gpus_per_node} requested"
         return True, f"SLURM allocation {environ['SLURM_JOB_ID']}: {allocated} node(s), {gpus} GPU(s) per node (srun)"
     if not local:
-        return False, "no CUDA devices here (nvidia-smi -L lists none), no SLURM allocation, no --hostfile"
+        return False, f"no CUDA devices here ({why_none}), no SLURM allocation, no --hostfile"
     if nodes > 1:
         return False, f"{local} GPU(s) on this machine only; {nodes} nodes need --hostfile or a SLURM allocation"
     if gpus_per_node is not None and gpus_per_node > local:

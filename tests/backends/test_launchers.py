@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -33,6 +34,7 @@ def hostfile(tmp_path):
 @pytest.fixture
 def no_local_gpus(monkeypatch):
     monkeypatch.setattr(launchers, "local_gpu_count", lambda: None)
+    monkeypatch.setattr(launchers, "local_gpu_listing", lambda: (None, "no nvidia-smi on PATH"))
 
 
 @pytest.fixture
@@ -235,7 +237,7 @@ def test_an_srun_step_of_cpu_ranks_asks_for_no_gpus_in_a_job_with_gpu_gres(make_
 
 
 def test_detect_launch_target_reads_hostfile_slurm_then_local_gpus(hostfile, monkeypatch):
-    monkeypatch.setattr(launchers, "local_gpu_count", lambda: None)
+    monkeypatch.setattr(launchers, "local_gpu_listing", lambda: (None, "no nvidia-smi on PATH"))
     assert detect_launch_target(hostfile, nodes=2)[0] is True
     ok, reason = detect_launch_target(hostfile, nodes=3)
     assert not ok and "lists 2 host(s)" in reason
@@ -246,9 +248,9 @@ def test_detect_launch_target_reads_hostfile_slurm_then_local_gpus(hostfile, mon
     ok, reason = detect_launch_target(None, environ={"SLURM_JOB_ID": "42"})
     assert not ok and "no GPUs" in reason
     ok, reason = detect_launch_target(None, environ={})
-    assert not ok and "no CUDA devices" in reason
+    assert not ok and reason.startswith("no CUDA devices here (no nvidia-smi on PATH)")
 
-    monkeypatch.setattr(launchers, "local_gpu_count", lambda: 4)
+    monkeypatch.setattr(launchers, "local_gpu_listing", lambda: (4, "nvidia-smi -L lists none"))
     assert detect_launch_target(None, gpus_per_node=4, environ={})[0] is True
     ok, reason = detect_launch_target(None, nodes=2, environ={})
     assert not ok and "--hostfile or a SLURM allocation" in reason
@@ -329,3 +331,22 @@ def test_without_pdsh_the_deepspeed_launcher_reaches_no_other_host(make_candidat
     assert unreachable_reason("deepspeed", make_candidate(gpus_per_node=4), here, without) is None
     assert "pdsh" in unreachable_reason("deepspeed", two_nodes, here, without)
     assert unreachable_reason("deepspeed", two_nodes, here, {"PATH": pdsh_path}) is None
+
+
+@pytest.mark.parametrize("script, said", [
+    ('echo "NVIDIA-SMI has failed because it couldn\'t communicate with the NVIDIA driver."; exit 9',
+     "nvidia-smi -L failed (exit 9: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.)"),
+    ("exec sleep 30", "nvidia-smi -L did not answer in 0.5 s"),
+    ("exit 0", "nvidia-smi -L lists none"),
+])
+def test_a_failing_or_hung_nvidia_smi_is_named_not_taken_for_a_machine_without_gpus(tmp_path, monkeypatch, script, said):
+    """Trial 45 #13: on a GPU node with a wedged driver the study fell back to the simulator saying "nvidia-smi -L
+    lists none", hiding the cause."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "nvidia-smi").write_text(f"#!/bin/sh\n{script}\n")
+    (bin_dir / "nvidia-smi").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(launchers, "_NVIDIA_SMI_TIMEOUT_S", 0.5)
+    ok, reason = detect_launch_target(None, environ={})
+    assert not ok and reason == f"no CUDA devices here ({said}), no SLURM allocation, no --hostfile"
