@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -185,10 +186,14 @@ def _check_measurements_path(path: Path, force: bool) -> None:
     """A new or empty file; an earlier measurements file only with --force (it may be the only copy of
     probes measured on another cluster, and a replay study built on it could not resume); nothing else;
     or standard output."""
+    from autotune.errors import UserError
+
     if path == STDOUT:
+        if getattr(sys.stdout, "name", None) == os.devnull:  # cli.console_main's stand-in for a closed stdout (`>&-`)
+            raise UserError("--measurements -: standard output is closed, so the records would be lost; pass a file "
+                            "name (--measurements measurements.jsonl) or give the command a standard output")
         return
     from autotune.commands.paths import writable_file
-    from autotune.errors import UserError
 
     writable_file(path, "--measurements", example="measurements.jsonl", replaces=_is_measurements_file,
                   kind="a measurements file an earlier export wrote")

@@ -25,8 +25,10 @@ def sysfs_root(root: str | os.PathLike | None = None) -> Path:
 def missing_root_note(root: Path) -> str:
     """" (AUTOTUNE_SYSFS_ROOT=/x does not exist)" where the root itself is missing: a mistyped root read as a
     node without the driver, and a study fell back to estimated energy without a word of why."""
-    return "" if root.is_dir() else f" ({SYSFS_ROOT_ENV}={root} does not exist)" if os.environ.get(SYSFS_ROOT_ENV) \
-        else f" ({root} does not exist)"
+    if root.is_dir():
+        return ""
+    missing = "is not a directory" if root.exists() else "does not exist"
+    return f" ({SYSFS_ROOT_ENV}={root} {missing})" if os.environ.get(SYSFS_ROOT_ENV) else f" ({root} {missing})"
 
 
 def read_text(path: Path) -> str:

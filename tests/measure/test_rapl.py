@@ -66,6 +66,11 @@ def test_a_sysfs_root_that_does_not_exist_is_said_not_taken_for_a_missing_driver
     for module in (rapl, hwmon):
         (missing,) = module.probe().missing
         assert missing.reason.endswith(f"is absent (AUTOTUNE_SYSFS_ROOT={tmp_path / 'typo'} does not exist)"), missing.reason
+    (tmp_path / "a-file").write_text("")  # trial 45: a file there was said not to exist
+    monkeypatch.setenv("AUTOTUNE_SYSFS_ROOT", str(tmp_path / "a-file"))
+    for module in (rapl, hwmon):
+        (missing,) = module.probe().missing
+        assert missing.reason.endswith(f"(AUTOTUNE_SYSFS_ROOT={tmp_path / 'a-file'} is not a directory)"), missing.reason
 
 
 def test_a_counter_that_never_moves_is_unavailable_not_zero(tmp_path, clock):

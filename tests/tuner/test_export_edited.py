@@ -58,3 +58,18 @@ def test_measurements_go_to_standard_output_with_a_dash(finished, tmp_path, caps
     records = [json.loads(line) for line in said.out.splitlines()]
     assert records and all({"params", "status"} <= record.keys() for record in records)
     assert "probe results on standard output" in said.err and not (tmp_path / "-").exists()
+
+
+def test_measurements_to_a_closed_standard_output_are_refused_not_said_written(finished, tmp_path):
+    """Trial 45: `export RUN --measurements - >&-` warned that stdout was closed, then said "N probe results on
+    standard output", exit 0: the records went nowhere."""
+    import os
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "autotune.cli", "export", str(finished), "--measurements", "-"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=120,
+                            preexec_fn=lambda: os.close(1), cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "--measurements -: standard output is closed, so the records would be lost; pass a file name" in result.stderr
+    assert "probe results on standard output" not in result.stderr
