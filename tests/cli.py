@@ -9,10 +9,12 @@ import subprocess
 import sys
 
 
-def autotune(*args, timeout: float = 120, cwd=None) -> subprocess.CompletedProcess:
-    """A real subprocess: output captured as text, a hard timeout, the exit status left to the caller."""
+def autotune(*args, timeout: float = 120, cwd=None, env=None) -> subprocess.CompletedProcess:
+    """A real subprocess: output captured as text, a hard timeout, the exit status left to the caller.
+    `env`: the whole environment it starts with (default: this one's)."""
     return subprocess.run(
-        [sys.executable, "-m", "autotune.cli", *map(str, args)], capture_output=True, text=True, timeout=timeout, cwd=cwd
+        [sys.executable, "-m", "autotune.cli", *map(str, args)], capture_output=True, text=True, timeout=timeout, cwd=cwd,
+        env=env,
     )
 
 

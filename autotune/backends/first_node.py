@@ -66,7 +66,8 @@ def probes_first_node(launcher: str, hostfile: Path | None, environ: dict[str, s
 def ask_first_node(host: str, how: str, *, python: str, env: dict[str, str], environ: dict[str, str],
                    timeout_s: float = ASK_TIMEOUT_S) -> NodeAnswer:
     """Run `autotune sensors --json` on `host`; its answer, or a UserError naming the node and the fix."""
-    command = _ssh_command(host, python, env, environ) if how == "ssh" else _srun_command(host, python, environ)
+    here = _current_directory(host, how)
+    command = _ssh_command(host, python, env, environ, here) if how == "ssh" else _srun_command(host, python, environ)
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL,
                               env={**environ, **env}, check=False)
@@ -85,7 +86,7 @@ def ask_first_node(host: str, how: str, *, python: str, env: dict[str, str], env
                             f"launcher starts the probes there over ssh too: set up passwordless ssh to the hostfile's "
                             f"hosts, or run autotune on {host}")
         raise UserError(f"`autotune sensors` failed on {host}, asked over {how} (exit {done.returncode}: {said}); the "
-                        f"probes run there with {python} in {Path.cwd()}: install the project where the nodes see "
+                        f"probes run there with {python} in {here}: install the project where the nodes see "
                         f"it (a shared file system), or run autotune on {host}")
     return _answer(host, how, done.stdout)
 
@@ -95,10 +96,20 @@ def _reach(how: str) -> str:
             else "each probe is an srun step of the allocation")
 
 
-def _ssh_command(host: str, python: str, env: dict[str, str], environ: dict[str, str]) -> list[str]:
+def _current_directory(host: str, how: str) -> Path:
+    """Where the first node is asked to run the project (ssh cds there; srun starts its step there). One deleted
+    under the command (another shell, a scratch cleaner) raised FileNotFoundError in Path.cwd() (trial 45 §3)."""
+    try:
+        return Path.cwd()
+    except FileNotFoundError:
+        raise UserError(f"the current directory no longer exists, and {host} would be asked over {how} there for its "
+                        "energy sensors; cd to an existing one (the project's, as the nodes see it)") from None
+
+
+def _ssh_command(host: str, python: str, env: dict[str, str], environ: dict[str, str], here: Path) -> list[str]:
     forwarded = {k: v for k, v in environ.items() if k.startswith(_FORWARDED_PREFIXES)}
     exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in {**forwarded, **env}.items())
-    remote = f"cd {shlex.quote(str(Path.cwd()))} && {'env ' + exports + ' ' if exports else ''}{shlex.join([python, *_SENSORS])}"
+    remote = f"cd {shlex.quote(str(here))} && {'env ' + exports + ' ' if exports else ''}{shlex.join([python, *_SENSORS])}"
     # BatchMode: a password prompt would wait forever; DeepSpeed's own check refuses passwords too.
     return ["ssh", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={_SSH_CONNECT_TIMEOUT_S}", host, remote]
 

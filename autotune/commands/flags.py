@@ -12,6 +12,7 @@ from pathlib import Path
 
 from autotune.atomic_write import NAME_MAX_BYTES, PATH_MAX_BYTES
 from autotune.checks import MAX_COUNT, number_problem
+from autotune.commands.paths import CWD_GONE, current_directory_gone
 
 
 def _as_number(text: str, integer: bool):
@@ -71,6 +72,8 @@ def path_flag(text: str) -> Path:
     if long is not None:
         raise argparse.ArgumentTypeError(f"has a name of {len(os.fsencode(long))} bytes ({long[:20]}...), longer than a file "
                                          f"system takes ({NAME_MAX_BYTES}); give a shorter one")
+    if not path.is_absolute() and current_directory_gone():  # abspath and resolve below ask for it
+        raise argparse.ArgumentTypeError(f"is relative, but {CWD_GONE} or give an absolute path")
     whole = len(os.fsencode(os.path.abspath(path)))
     if whole >= PATH_MAX_BYTES:  # every part short enough, the whole too long: OSError in the first check (trial 43 F9)
         raise argparse.ArgumentTypeError(f"is a path of {whole} bytes, longer than the system takes ({PATH_MAX_BYTES - 1}); "
@@ -84,7 +87,11 @@ def path_flag(text: str) -> Path:
 
 
 def name_or_path_flag(text: str) -> str:
-    """A preset's name or a file's path (--model, --hardware, --space): a path as path_flag checks it."""
+    """A preset's name or a file's path (--model, --hardware, --space): a path as path_flag checks it. A bare
+    name (`tiny`: no folder, no suffix) needs no current directory: where that is gone, no file of that name can
+    be reached, and the loader, which knows the presets, takes it or says it is unknown."""
+    if "/" not in text and not Path(text).suffix and current_directory_gone():
+        return text_flag(text)
     path_flag(text)
     return text
 

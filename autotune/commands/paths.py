@@ -13,6 +13,19 @@ from pathlib import Path
 from autotune.errors import UserError
 
 
+# A relative path needs the current directory, which another shell or a scratch cleaner may have removed
+# under the command: os.getcwd() (os.path.abspath, Path.resolve) then raised FileNotFoundError (trial 45 §3).
+CWD_GONE = "the current directory no longer exists; cd to an existing one"
+
+
+def current_directory_gone() -> bool:
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return True
+    return False
+
+
 def missing_directories(path: Path) -> list[Path]:
     """`path` and those of its parents that do not exist yet, deepest first."""
     return [p for p in (path, *path.parents) if not p.exists()]

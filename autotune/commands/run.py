@@ -347,7 +347,7 @@ def _run(args: argparse.Namespace) -> int:
     from autotune.backends.launchers import check_hostfile
     from autotune.backends.select import backend_line, check_energy_objective, choose_backend
     from autotune.commands.finish import finish_run
-    from autotune.commands.paths import check_run_outputs, writable_directory
+    from autotune.commands.paths import CWD_GONE, check_run_outputs, current_directory_gone, writable_directory
     from autotune.commands.progress import trial_progress
     from autotune.commands.report import check_pick_options
     from autotune.study import open_study
@@ -374,6 +374,8 @@ def _run(args: argparse.Namespace) -> int:
     for line in settings_warnings(args, settings):
         console.print(f"[yellow]warning: {escape(line)}[/]")
     run_dir = args.out or default_run_dir(args, settings.model, settings.space.nodes)
+    if not run_dir.is_absolute() and current_directory_gone():  # only the default: path_flag refuses such an --out
+        raise UserError(f"the run directory {run_dir} is relative, but {CWD_GONE} or pass --out an absolute path")
     backend = choose_backend(args, run_dir, max(settings.space.nodes), settings.gpus_per_node, settings.hardware)
     settings = keep_device_knobs_if_unsettable(settings, backend, console)
     ignored = ignored_launch_options(args, backend.name)
