@@ -68,6 +68,9 @@ def path_flag(text: str) -> Path:
     """A file or folder path: one whose name cannot exist (a part longer than the file system takes, a loop of
     links) is refused here; the checks that look at it raised OSError or RuntimeError, a traceback (trial 37 F1)."""
     path = Path(text_flag(text))
+    home = _unexpanded_home(text)
+    if home:
+        raise argparse.ArgumentTypeError(home)
     long = next((part for part in path.parts if len(os.fsencode(part)) > NAME_MAX_BYTES), None)
     if long is not None:
         raise argparse.ArgumentTypeError(f"has a name of {len(os.fsencode(long))} bytes ({long[:20]}...), longer than a file "
@@ -83,7 +86,22 @@ def path_flag(text: str) -> Path:
     except (OSError, RuntimeError) as exc:  # a loop of symbolic links: Python 3.11 raises RuntimeError
         raise argparse.ArgumentTypeError(f"cannot be followed ({getattr(exc, 'strerror', None) or exc}); give another "
                                          "path") from None
+    if path.parts[:1] and path.parts[0].startswith("~"):  # `./~/x`, a folder really named ~: Path drops the ./, and "~/x" reads as home's
+        return Path(os.path.abspath(path))
     return path
+
+
+def _unexpanded_home(text: str) -> str | None:
+    """Why a path starting with `~` or `~user` is refused, else None. The shell leaves such a ~ alone in quotes and
+    after `=` (`--out=~/x`); taken as written it made a folder ./~ that the run's messages named "~/x", read as the
+    home folder's, one `rm -rf ~...` away from the real one (trial 45 §12)."""
+    first, _, rest = text.partition("/")
+    if not first.startswith("~"):
+        return None
+    home = "$HOME" if first == "~" else os.path.expanduser(first)
+    instead = f"give {home}{'/' if rest else ''}{rest}, or" if home != first else "give its full path, or"
+    return (f"starts with {first}, a home folder the shell did not expand (it leaves a ~ in quotes or after '=' as "
+            f"it is); {instead} ./{text} for a folder really named {first}")
 
 
 def name_or_path_flag(text: str) -> str:

@@ -427,6 +427,28 @@ def test_empty_name_or_path_is_refused_not_taken_as_here_or_default(tmp_path, ca
 
 
 @pytest.mark.parametrize("argv, words", [
+    (["run", *STUDY, "--out", "~/x"], "starts with ~, a home folder the shell did not expand"),
+    (["run", *STUDY, "--out", "~"], "give $HOME, or ./~ for a folder really named ~"),
+    (["export", "~/run", "-o", "k.json"], "give $HOME/run, or ./~/run for a folder really named ~"),
+    (["export", "run", "-o", "~root/k.json"], "give /root/k.json, or ./~root/k.json"),
+    (["run", *STUDY, "--model", "~/m.json"], "argument --model: starts with ~"),
+])
+def test_a_tilde_the_shell_did_not_expand_is_refused_not_made_a_folder(tmp_path, capsys, monkeypatch, argv, words):
+    """`--out=~/x`: bash leaves that ~ alone, and a folder ./~ was made that every message named ~/x (trial 45 §12)."""
+    monkeypatch.chdir(tmp_path)
+    err = run_main(argv, capsys)
+    assert_one_clear_line(err, words)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_folder_really_named_tilde_is_named_by_its_whole_path(tmp_path, monkeypatch):
+    from autotune.commands.flags import path_flag
+
+    monkeypatch.chdir(tmp_path)
+    assert path_flag("./~/x") == tmp_path / "~" / "x"  # not Path("~/x"), which messages would print as home's
+
+
+@pytest.mark.parametrize("argv, words", [
     (["--gpus-per-node", "3"], ["--gpus-per-node 3 is outside 1..2", "'cpu'"]),
     (["--samples", "4"], ["--samples 4 is less than one global batch", "global_batch 8 from the default_workload of model tiny"]),
     (["--global-batch", "128"], ["samples 64 from the default_workload of model tiny", "--global-batch 128"]),
