@@ -150,13 +150,21 @@ def _check_output(path: Path | None) -> None:
     # `--hardware` reads a profile under any name, but the file is TOML and its name should say so: `m1.md`
     # reads as a report, and a bare name such as `cpu` is taken by `--hardware cpu` for the built-in profile.
     if path.suffix.lower() != ".toml":
-        raise UserError(f"-o {path}: the profile is written as TOML; give it a .toml name such as "
-                        f"{path.with_suffix('.toml').name if path.stem else 'my-cluster.toml'}")
+        where = " to a file, not standard output" if str(path) == "-" else ""
+        raise UserError(f"-o {path}: the profile is written as TOML{where}; give it a .toml name such as "
+                        f"{_toml_name(path)}")
     if path.is_file() and path.resolve().parent == PROFILE_DIR.resolve():
         raise UserError(f"-o {path} is the built-in profile `--hardware {path.resolve().stem}` and would be replaced; give "
                         f"another file name such as {path.resolve().stem}-calibrated.toml")
     writable_file(path, "-o", example="my-cluster.toml", replaces=_is_calibrated_profile,
                   kind="a profile an earlier `autotune calibrate` wrote")
+
+
+def _toml_name(path: Path) -> str:
+    """A .toml name for the profile -o named otherwise. Not one starting with '-' (`-o -` suggested `-.toml`):
+    `--hardware -x.toml` reads as an option, and `-` as standard output."""
+    stem = path.stem.lstrip("-")
+    return f"{stem}.toml" if stem else "my-cluster.toml"
 
 
 def _check_not_the_base(path: Path | None, base) -> None:

@@ -112,6 +112,8 @@ def _check_config_paths(output: Path, what: str) -> Path:
     from autotune.export import config_stem, exported_kind
 
     default = what != "-o"
+    if output.name.startswith("-"):
+        raise UserError(_dash_name_problem(output))
     writable_file(output, what, replaces=lambda path: exported_kind(path) == "config",
                   kind="a config an earlier `autotune export` wrote", fix="move it away or pass -o FILE" if default else "")
     # DeepSpeed reads its config file as JSON (hjson), whatever its name: `-o ds.yaml` would hold JSON under a
@@ -128,6 +130,17 @@ def _check_config_paths(output: Path, what: str) -> Path:
                       kind=f"a {said} an earlier `autotune export` wrote",
                       fix="move it away or pass -o FILE" if default else "move it away or choose another -o")
     return output
+
+
+def _dash_name_problem(output: Path) -> str:
+    """Why -o may not name a file starting with '-'. `-o -` reads as standard output, as `--measurements -` is, but
+    wrote files named -, -.candidate.json and -.launch.sh (trial 45 §4); and launch.sh passes the names to the probe,
+    whose argument parser takes `--candidate -x.candidate.json` for an option without its value."""
+    if output == STDOUT:
+        return ("-o -: export writes a DeepSpeed config and two files beside it (NAME.candidate.json, NAME.launch.sh), "
+                "not standard output; give a file name such as knee.json")
+    return (f"-o {output}: launch.sh passes the file names to the probe, which reads one starting with '-' as an "
+            f"option; give a name such as {output.with_name(output.name.lstrip('-') or 'knee.json')}")
 
 
 def _check_not_edited(config: Path) -> None:

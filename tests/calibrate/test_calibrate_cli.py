@@ -270,7 +270,8 @@ def test_calibrate_replaces_only_a_profile_it_wrote_and_never_the_one_it_calibra
     assert calibrated.read_text() == kept
 
 
-@pytest.mark.parametrize("name, suggested", [("m1.md", "m1.toml"), ("cpu", "cpu.toml")])
+@pytest.mark.parametrize("name, suggested", [("m1.md", "m1.toml"), ("cpu", "cpu.toml"), ("-x", "x.toml"),
+                                             ("-", "my-cluster.toml")])
 def test_an_output_not_named_toml_is_refused_for_a_true_reason(tmp_path, name, suggested):
     """The refusal said "`--hardware` reads only .toml paths", untrue since --hardware reads a file under any name."""
     result = autotune("calibrate", "--reference", "gh200-study", "--no-loo", "-o", tmp_path / name)
@@ -278,6 +279,14 @@ def test_an_output_not_named_toml_is_refused_for_a_true_reason(tmp_path, name, s
     assert "reads only" not in result.stderr
     assert f"the profile is written as TOML; give it a .toml name such as {suggested}" in result.stderr
     assert not (tmp_path / name).exists()
+
+
+def test_standard_output_is_refused_without_suggesting_a_dash_name(tmp_path):
+    """Trial 45 §4: `-o -` suggested `-.toml`, which `--hardware -.toml` reads as an option."""
+    result = autotune("calibrate", "--reference", "gh200-study", "--no-loo", "-o", "-", cwd=tmp_path)
+    assert result.returncode == 2 and result.stderr.strip().count("\n") == 0, result.stderr
+    assert "written as TOML to a file, not standard output; give it a .toml name such as my-cluster.toml" in result.stderr
+    assert list(tmp_path.iterdir()) == []
 
 
 def _as_replay(run_dir, out):

@@ -776,6 +776,20 @@ def test_a_directory_where_export_writes_beside_the_config_is_one_line(tmp_path)
     assert not (tmp_path / "out" / "knee.json").exists()  # nothing half-written
 
 
+@pytest.mark.parametrize("name, words", [
+    ("-", "-o -: export writes a DeepSpeed config and two files beside it (NAME.candidate.json, NAME.launch.sh), not "
+          "standard output; give a file name such as knee.json"),
+    ("-x.json", "-o -x.json: launch.sh passes the file names to the probe, which reads one starting with '-' as an "
+                "option; give a name such as x.json"),
+])
+def test_an_export_file_named_with_a_leading_dash_is_refused(tmp_path, existing_run, name, words):
+    """Trial 45 §4: `-o -` wrote files named -, -.candidate.json and -.launch.sh, and `bash -.launch.sh` failed."""
+    result = autotune("export", existing_run, "--pick", "knee", f"--output={name}", cwd=tmp_path)
+    assert result.returncode == 2
+    assert_one_clear_line(result.stderr, words)
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("argv, flag", [(["run", "--model", "7b", "--nodes", "2", "--trial", "3"], "--trial 3"),
                                         (["export", "RUN", "--meas", "x.jsonl"], "--meas x.jsonl"),
                                         (["report", "RUN", "--form", "json"], "--form json")])
