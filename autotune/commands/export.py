@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+from autotune.atomic_write import NAME_MAX_BYTES
 from autotune.commands.flags import path_flag, whole_number_flag
 from autotune.commands.report import add_study_location_options
 
@@ -123,6 +124,11 @@ def _check_config_paths(output: Path, what: str) -> Path:
                         f"{output.with_suffix('.json').name}")
     for suffix, kind, said in ((".candidate.json", "candidate", "candidate file"), (".launch.sh", "launch", "launch script")):
         beside = output.with_name(config_stem(output.name) + suffix)
+        size = len(os.fsencode(beside.name))
+        if size > NAME_MAX_BYTES:  # is_dir() raised ENAMETOOLONG, a traceback (trial 45 §10)
+            raise UserError(f"{what} {output}: the {said} export writes beside it, {beside.name[:20]}...{suffix}, would "
+                            f"have a name of {size} bytes, longer than a file system takes ({NAME_MAX_BYTES}); give -o a "
+                            "shorter name")
         if beside.is_dir():
             raise UserError(f"{beside} is a directory, and export writes a file there beside {output.name}; remove it or choose another -o")
         writable_file(beside, f"{what} {output}: beside it,", example=f"knee{suffix}",

@@ -790,6 +790,17 @@ def test_an_export_file_named_with_a_leading_dash_is_refused(tmp_path, existing_
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_config_name_whose_files_beside_it_would_be_too_long_is_one_line(tmp_path, existing_run):
+    """Trial 45 §10: a legal 250-byte name, whose NAME.candidate.json would be 260 bytes, ended in ENAMETOOLONG."""
+    output = tmp_path / "out" / ("b" * 245 + ".json")
+    result = autotune("export", existing_run, "--pick", "knee", "-o", output, cwd=tmp_path)
+    assert result.returncode == 2
+    assert_one_clear_line(result.stderr, "the candidate file export writes beside it, bbbbbbbbbbbbbbbbbbbb....candidate.json, "
+                                         "would have a name of 260 bytes, longer than a file system takes (255); give -o a "
+                                         "shorter name")
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("argv, flag", [(["run", "--model", "7b", "--nodes", "2", "--trial", "3"], "--trial 3"),
                                         (["export", "RUN", "--meas", "x.jsonl"], "--meas x.jsonl"),
                                         (["report", "RUN", "--form", "json"], "--form json")])
