@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from autotune.commands.flags import name_or_path_flag, path_flag, text_flag
+from autotune.shell import shell_path
 
 
 def register(subparsers) -> None:
@@ -280,7 +281,7 @@ def _run(args: argparse.Namespace) -> int:
             replaced = (" (replacing the profile an earlier calibrate wrote there: studies made on it keep their copy of "
                         "it)") if document["replaced"] else ""
             sys.stdout.write(f"wrote {args.output}{replaced}, profile '{document['written_name']}' calibrated from "
-                             f"'{base.base_name}'{unwritten}: use it with --hardware {args.output}\n")
+                             f"'{base.base_name}'{unwritten}: use it with --hardware {shell_path(args.output)}\n")
     return 0
 
 

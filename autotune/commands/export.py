@@ -10,6 +10,7 @@ from pathlib import Path
 from autotune.atomic_write import NAME_MAX_BYTES
 from autotune.commands.flags import path_flag, whole_number_flag
 from autotune.commands.report import add_study_location_options
+from autotune.shell import shell_path
 
 
 def register(subparsers) -> None:
@@ -81,7 +82,7 @@ def _run(args) -> int:
     for path in written:
         print(path)  # stdout holds the paths alone, for scripts; what to do with them goes to stderr
     candidate = view.settings.candidate(view.point(trial).params)
-    print(f"train it as probed: bash {written[-1]}", file=sys.stderr)
+    print(f"train it as probed: bash {shell_path(written[-1])}", file=sys.stderr)
     if args.launcher != "srun" and candidate.knobs.nodes > 1:  # the deepspeed launcher: see export._hostfile_check
         print(f"  {hostfile_sentence(candidate.knobs.nodes, candidate.gpus_per_node)}", file=sys.stderr)
     print(f"{written[0].name} is the DeepSpeed config; your own training needs beyond it:", file=sys.stderr)
@@ -244,5 +245,5 @@ def _write_measurements(study, path: Path) -> int:
               file=sys.stderr)
         return 0
     write_text_atomic(path, text)
-    print(f"{path}: {len(records)} probe results (replay with --backend replay --measurements {path})")
+    print(f"{path}: {len(records)} probe results (replay with --backend replay --measurements {shell_path(path)})")
     return 0

@@ -13,6 +13,7 @@ from autotune.commands.flags import number_flag, path_flag, study_name_flag, tex
 from autotune.commands.options import add_study_options, build_settings, fill_from_allocation, settings_warnings
 from autotune.commands.report import add_pick_options
 from autotune.errors import UserError, stop_signals
+from autotune.shell import shell_path
 from autotune.space import node_span
 from autotune.study.stop_rule import stop_rule_help
 from autotune.study.storage import STUDY_NAME, recorded_storage
@@ -207,7 +208,7 @@ def _report_command(run_dir: Path, args: argparse.Namespace) -> str:
     """The `autotune report` that shows this run's study, as messages suggest it."""
     from autotune.study.storage import storage_flags
 
-    return f"autotune report {run_dir}" + storage_flags(args.storage, args.study_name)
+    return f"autotune report {shell_path(run_dir)}" + storage_flags(args.storage, args.study_name)
 
 
 def _check_same_backend(study, backend, evaluated: list, where: str, again: str) -> None:

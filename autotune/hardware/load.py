@@ -17,6 +17,7 @@ from autotune.errors import ConfigError
 from autotune.hardware.plausible import check_plausible
 from autotune.hardware.profile import CpuSpec, GpuSpec, HardwareProfile, LinkSpec, PowerSpec
 from autotune.hardware.simulator_constants import simulator_constants, simulator_error
+from autotune.shell import shell_path
 
 PROFILE_DIR = Path(__file__).parent
 SCHEMA = "see docs/hardware.md"
@@ -182,7 +183,7 @@ def _with_trusted_error(origin: str, profile: HardwareProfile, source: str) -> H
         print(f"autotune: warning: {origin}: its [simulator_error] is ignored, and its figures show +- ?%: only a "
               "built-in profile or one `autotune calibrate -o` wrote (it records calibrated_from) carries an error "
               "measured on its own figures; this one was measured on the profile it was copied from; calibrate this "
-              f"one: autotune calibrate RUN_DIR --hardware {shown} -o FILE; docs/calibration.md", file=sys.stderr)
+              f"one: autotune calibrate RUN_DIR --hardware {shell_path(shown)} -o FILE; docs/calibration.md", file=sys.stderr)
     return replace(profile, simulator_error={})
 
 

@@ -10,6 +10,7 @@ from autotune.candidate import Candidate, Knobs
 from autotune.errors import UserError
 from autotune.hardware import HardwareProfile, figure_differences, hardware_flag, hardware_to_dict, kept_base_name, stored_hardware
 from autotune.models import ModelSpec, model_from_json
+from autotune.shell import shell_path
 from autotune.space import SearchSpace, nodes_flag
 from autotune.workload import Workload, default_precision
 
@@ -73,7 +74,7 @@ class StudySettings:
             # The same file given again: it was edited since the study began, and naming it as the fix helps nobody.
             resume = ("put back the figures the file had when the study began to resume"
                       if stored.get("hardware") == current["hardware"]
-                      else f"pass --hardware {hardware_flag(str(stored.get('hardware')))} to resume")
+                      else f"pass --hardware {shell_path(hardware_flag(str(stored.get('hardware'))))} to resume")
             raise UserError(
                 f"{where} holds a study whose figures came from another '{self.hardware.base_name}' profile ({shown} "
                 f"{verb} from {current['hardware']}); old and new figures would not be comparable: {start_new} with this "

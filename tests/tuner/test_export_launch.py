@@ -72,6 +72,36 @@ def test_a_one_node_export_uses_torchrun_like_the_tuner(make_candidate):
     assert parsed.module and parsed.training_script == "trainer.probe" and parsed.nproc_per_node == "4"
 
 
+@pytest.mark.parametrize("run_name, output, printed", [
+    ("run", "my dir/x y.json", "bash 'my dir/x y.launch.sh'"),
+    ("-dash", None, "bash ./-dash/configs/knee.launch.sh"),
+])
+def test_the_printed_launch_command_runs_as_copied(two_node_run, tmp_path, run_name, output, printed):
+    """Trial 45 §11: `train it as probed: bash w/my dir/x y.launch.sh` ran `w/my`, and `bash -dash/...` read options."""
+    import shutil
+
+    shutil.copytree(two_node_run, tmp_path / run_name)
+    result = autotune_main("export", "--pick", "knee", *(["-o", output] if output else []), "--", run_name, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert f"train it as probed: {printed}\n" in result.stderr
+    script = shlex.split(printed)[1]
+    assert (tmp_path / script).is_file()
+
+
+@pytest.mark.parametrize("path, word", [("runs/7b-1n", "runs/7b-1n"), ("my runs/a'b", "'my runs/a'\"'\"'b'"),
+                                        ("-dash", "./-dash"), ("/abs/-x", "/abs/-x")])
+def test_a_path_in_a_printed_command_is_one_shell_word(path, word):
+    import argparse
+    from pathlib import Path
+
+    from autotune.commands.run import _report_command
+    from autotune.study.storage import STUDY_NAME
+
+    args = argparse.Namespace(storage=None, study_name=STUDY_NAME)
+    assert _report_command(Path(path), args) == f"autotune report {word}"
+    assert shlex.split(word) == [path if not path.startswith("-") else f"./{path}"]
+
+
 def test_an_exported_candidate_names_a_built_in_profile(two_node_run):
     candidate = json.loads((two_node_run / "configs" / "knee.candidate.json").read_text())
     assert candidate["hardware"] == "gh200"
