@@ -101,7 +101,9 @@ def held_open(paths: list[Path], proc: Path = Path("/proc")) -> set[Path]:
 def filesystem_type(path: Path, mountinfo: Path = Path("/proc/self/mountinfo")) -> str | None:
     """The type of the file system `path` lies on (the longest mount point that contains it)."""
     try:
-        lines = mountinfo.read_text().splitlines()
+        # Mount points as Python names files (os.fsdecode), to compare with the path: decoded by the locale, one
+        # with a non-ASCII name failed under an ASCII one (trial 45 §5).
+        lines = os.fsdecode(mountinfo.read_bytes()).splitlines()
     except OSError:
         return None
     resolved = str(path.resolve())

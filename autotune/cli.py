@@ -102,7 +102,7 @@ def console_main() -> None:
     then on. That is the process's business, not main()'s: a caller of main() in its own process gets
     the KeyboardInterrupt and keeps its signal handling."""
     if sys.stdout is None:  # started with stdout closed (`>&-`): what the command prints has nowhere to go
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the process's stdout, open until it exits
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - the process's stdout, open until it exits
         print("autotune: standard output is closed: nothing is printed there (the files a command writes, a run "
               "directory's, are written as ever)", file=sys.stderr)
     _replace_what_stdout_cannot_encode()

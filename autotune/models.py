@@ -267,7 +267,7 @@ def load_model(name_or_path: str) -> ModelSpec:
     if path.suffix.lower() == ".json":
         origin = f"model file {path}"
         try:
-            data = json.loads(path.read_text(), object_pairs_hook=refuse_duplicate_keys)
+            data = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=refuse_duplicate_keys)
         except FileNotFoundError:
             raise ConfigError(f"{origin} does not exist; pass a preset ({', '.join(PRESETS)}) or an existing JSON file") from None
         except OSError as exc:

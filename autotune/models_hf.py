@@ -243,7 +243,7 @@ def _hf_config_file(name_or_path: str) -> tuple[Path, dict] | None:
     if path.suffix.lower() != ".json":  # not a model file load_model reads
         return None
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
         return None
     return (path, data) if is_hf_config(data) else None

@@ -143,7 +143,7 @@ def write_result(path: Path, result: dict, overwrite: bool) -> bool:
     under other accounts read results."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = temp_file_beside(path)
-    with os.fdopen(fd, "w") as handle:
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
         json.dump(result, handle, indent=2, default=str)
         handle.write("\n")
     try:

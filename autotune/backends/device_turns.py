@@ -72,7 +72,7 @@ def taking_turns(devices: str, environ: dict[str, str], on_wait: Callable[[str],
     """Holds the lock of `devices` while the block runs; yields the seconds waited for it. `on_wait` gets one
     line when another probe holds it; `stopped` is called while waiting and raises to give up (a stop)."""
     path = _lock_path(devices, environ)
-    with open(path, "a+") as handle:
+    with open(path, "a+", encoding="utf-8") as handle:
         waited_from = time.monotonic()
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -69,7 +69,7 @@ def ask_first_node(host: str, how: str, *, python: str, env: dict[str, str], env
     here = _current_directory(host, how)
     command = _ssh_command(host, python, env, environ, here) if how == "ssh" else _srun_command(host, python, environ)
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL,
+        done = subprocess.run(command, capture_output=True, encoding="utf-8", errors="replace", timeout=timeout_s, stdin=subprocess.DEVNULL,
                               env={**environ, **env}, check=False)
     except FileNotFoundError:
         raise UserError(f"{command[0]} is not on PATH, and the probes' first node {host} is not this machine: "

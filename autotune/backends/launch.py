@@ -314,9 +314,9 @@ class LaunchBackend(Backend):
         trial_dir.mkdir(parents=True, exist_ok=True)
         for stale in trial_dir.glob("result*.json"):
             stale.unlink()
-        (trial_dir / "log.txt").write_text("")
-        (trial_dir / "candidate.json").write_text(json.dumps(candidate.to_file(), indent=2) + "\n")
-        (trial_dir / "ds_config.json").write_text(json.dumps(deepspeed_config(candidate), indent=2) + "\n")
+        (trial_dir / "log.txt").write_text("", encoding="utf-8")
+        (trial_dir / "candidate.json").write_text(json.dumps(candidate.to_file(), indent=2) + "\n", encoding="utf-8")
+        (trial_dir / "ds_config.json").write_text(json.dumps(deepspeed_config(candidate), indent=2) + "\n", encoding="utf-8")
 
     def _expected(self, candidate: Candidate) -> Expected:
         return Expected(candidate, deepspeed_config(candidate), self.probe_settings())
@@ -373,7 +373,7 @@ class LaunchBackend(Backend):
                                       hostfile=self.hostfile, environ=environ)
         if plan.launcher == "deepspeed" and self.env:
             # The deepspeed runner forwards these to remote nodes (pdsh) from ./.deepspeed_env.
-            (trial_dir / ".deepspeed_env").write_text("".join(f"{k}={v}\n" for k, v in self.env.items()))
+            (trial_dir / ".deepspeed_env").write_text("".join(f"{k}={v}\n" for k, v in self.env.items()), encoding="utf-8")
         _append_log(log_path, f"== autotune: repeat {repeat}, {plan.launcher}: {shlex.join(plan.command)}\n")
         started_at_s = time.time()  # wall clock, as a lock file's mtime: what was there before the probe
         try:
@@ -519,5 +519,5 @@ def _say_waiting(trial_number: int, line: str, log_path: Path) -> None:
 
 
 def _append_log(log_path: Path, line: str) -> None:
-    with open(log_path, "a") as handle:
+    with open(log_path, "a", encoding="utf-8") as handle:
         handle.write(line)

@@ -57,7 +57,7 @@ def read_hostfile(path: Path) -> dict[str, int]:
     here once, before the first. Stricter in one point: a host with 0 slots can run no rank.
     """
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"hostfile {path} cannot be read ({exc.__class__.__name__}: {exc}); give a DeepSpeed hostfile, "
                         f"{_HOSTFILE_FORMAT}") from None
@@ -106,8 +106,8 @@ def _nvidia_smi_answer(*args: str) -> tuple[str | None, str]:
     if smi is None:
         return None, "no nvidia-smi on PATH"
     try:
-        listing = subprocess.run([smi, *args], capture_output=True, text=True, timeout=_NVIDIA_SMI_TIMEOUT_S, check=False,
-                                 errors="replace")
+        listing = subprocess.run([smi, *args], capture_output=True, encoding="utf-8", errors="replace",
+                                 timeout=_NVIDIA_SMI_TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired:
         return None, f"{command} did not answer in {_NVIDIA_SMI_TIMEOUT_S:g} s"
     except OSError as exc:

@@ -26,7 +26,7 @@ def read_result(path: Path) -> dict | None:
     """The probe's result, or None when it wrote none (or a torn one: the probe writes atomically,
     so that means something else went wrong)."""
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) and "status" in data else None
@@ -194,7 +194,7 @@ def _steps_cv(result_file: str, mtime_ns: int) -> float | None:
     """CV of one probe's measured step times, read once per version of its result.json (every output
     of one report asks for it)."""
     try:
-        steps_s = json.loads(Path(result_file).read_text())["step_time_s"]["all"]
+        steps_s = json.loads(Path(result_file).read_text(encoding="utf-8"))["step_time_s"]["all"]
         mean_s = statistics.fmean(steps_s)
     except (TypeError, OSError, ValueError, KeyError, statistics.StatisticsError):
         return None

@@ -75,7 +75,7 @@ def probe_members(pgid: int, probe_id: str) -> tuple[list[int], list[int]]:
             continue
         try:
             # Fields after the parenthesised command name: state ppid pgrp ...
-            state, _ppid, pgrp = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:3]
+            state, _ppid, pgrp = (entry / "stat").read_text(encoding="utf-8", errors="replace").rsplit(")", 1)[1].split()[:3]
             if state in ("Z", "X"):
                 continue
             if int(pgrp) == pgid:

@@ -77,7 +77,7 @@ class RunRecord:
 
 def read_record(trial_dir: Path) -> dict | None:
     try:
-        data = json.loads((Path(trial_dir) / RUNS_FILE).read_text())
+        data = json.loads((Path(trial_dir) / RUNS_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     ok = isinstance(data, dict) and isinstance(data.get("probe_settings"), dict) and isinstance(data.get("runs"), dict)
@@ -136,7 +136,7 @@ def take_over(expected: Expected, earlier: list[tuple[int, Path]]) -> tuple[dict
 def _checked(path: Path, repeat: int, number: int, record: dict | None, expected: Expected) -> TakenOver | str:
     """The repeat to take over, or why not (one line)."""
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
         result = json.loads(text)
     except (OSError, ValueError) as exc:
         return f"unreadable or partial ({type(exc).__name__})"

@@ -218,7 +218,7 @@ def _check_measurements_path(path: Path, force: bool) -> None:
     writable_file(path, "--measurements", example="measurements.jsonl", replaces=_is_measurements_file,
                   kind="a measurements file an earlier export wrote")
     if not force and path.exists() and path.stat().st_size:
-        records = sum(1 for line in path.read_text().splitlines() if line.strip())
+        records = sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
         raise UserError(f"--measurements {path} already holds {records} probe results (perhaps the only copy of measurements "
                         f"taken elsewhere); give another file name such as {path.with_name(path.stem + '-2' + path.suffix)}, "
                         "or pass --force to replace it")

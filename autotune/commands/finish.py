@@ -88,7 +88,7 @@ def export_picks(view, run_dir: Path, backend: str, reports_written_at: float | 
                 save_written_record(configs, record)
                 for path in fresh:  # through write_text_atomic: a link is written through, as export_trial does
                     record[path.name] = file_sha256(path.read_bytes())
-                    write_text_atomic(configs / path.name, path.read_text(), mode=path.stat().st_mode & 0o777)
+                    write_text_atomic(configs / path.name, path.read_text(encoding="utf-8"), mode=path.stat().st_mode & 0o777)
                 _remove_stale_new_files(configs, stem, record)
                 continue
         record.update({p.name: file_sha256(p.read_bytes()) for p in export_trial(view, trial, configs / f"{stem}.new.json", backend)})
@@ -115,7 +115,7 @@ def written_record(configs: Path) -> dict[str, str | list[str]]:
     """{file name: the SHA-256 of what autotune last wrote there, or the list of those it may hold (a pass
     stopped while writing it)}."""
     try:
-        record = json.loads((configs / WRITTEN_RECORD).read_text())
+        record = json.loads((configs / WRITTEN_RECORD).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return {}
     if not isinstance(record, dict):
@@ -213,7 +213,7 @@ def pareto_json_state(path: Path, document: dict) -> str | None:
     """Why the pareto.json at `path` is not `document`: "missing", "damaged (...)", "out of date";
     None when it already holds exactly this document."""
     try:
-        stored = json.loads(path.read_text())
+        stored = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return "missing"
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:  # RecursionError: nested too deep

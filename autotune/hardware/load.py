@@ -219,7 +219,7 @@ def load_hardware(name_or_path: str) -> HardwareProfile:
     path = _profile_path(name_or_path)
     origin = f"hardware profile {path}"
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:  # nested too deep: RecursionError
         raise ConfigError(f"{origin}: not valid TOML ({exc}); fix the file") from None
     except OSError as exc:

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace, api) -> list[str]:
     if args.command == "restore":
         if not args.record.is_file():
             return []
-        done = dc.restore(api, json.loads(args.record.read_text()))
+        done = dc.restore(api, json.loads(args.record.read_text(encoding="utf-8")))
         args.record.unlink()
         return done
     if args.command == "show":

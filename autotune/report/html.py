@@ -218,7 +218,7 @@ def _config_html(view: StudyView, names: list[str], point: Point, run_dir: Path)
     )
     path = run_dir / "configs" / f"{PICK_FILES[names[0]]}.json"
     if path.is_file():
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     else:  # not exported (an older run): show the same config the export would write, minus its notes
         text = json.dumps(deepspeed_config(view.settings.candidate(point.params)), indent=2)
         links += " (not written yet: run <code>autotune report RUN_DIR --html</code>)"

@@ -121,7 +121,7 @@ def _read_space_file(path: Path) -> dict:
         what = "is a directory, not a file" if path.is_dir() else "is not a regular file" if path.exists() else "does not exist"
         raise ConfigError(f"space file {path} {what}; pass --space with a TOML file like search_spaces/default.toml")
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"space file {path} cannot be read ({exc.strerror or exc}); pass a readable TOML file") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:  # nested too deep: RecursionError

@@ -62,7 +62,7 @@ def recorded_storage(url: str) -> str:
 def _recorded_study(run_dir: Path) -> str:
     """The flags that name a run directory's --storage study, from its pareto.json; "" where it has none."""
     try:
-        held = json.loads((Path(run_dir) / "pareto.json").read_text())
+        held = json.loads((Path(run_dir) / "pareto.json").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return ""
     url = held.get("storage") if isinstance(held, dict) else None
@@ -295,7 +295,7 @@ def sole_worker(run_dir: Path, storage: str | None) -> Iterator[bool]:
         yield False
         return
     run_dir.mkdir(parents=True, exist_ok=True)
-    with open(run_dir / ".workers.lock", "a") as lock:
+    with open(run_dir / ".workers.lock", "a", encoding="utf-8") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             alone = True
@@ -313,7 +313,7 @@ def run_under_way(run_dir: Path) -> bool:
     then shows the trials finished so far (trial 43 F9: it read as the study's end). Tried for a moment without
     waiting; no lock file, no run."""
     try:
-        lock = open(Path(run_dir) / ".workers.lock")  # noqa: SIM115 - closed below
+        lock = open(Path(run_dir) / ".workers.lock", encoding="utf-8")  # noqa: SIM115 - closed below
     except OSError:
         return False
     with lock:
@@ -501,7 +501,7 @@ def check_run_dir_is_of(run_dir: Path, study: optuna.Study | None, storage: str 
 def _reports_of_another_study(run_dir: Path, study: optuna.Study | None, study_name: str, by_trials: bool) -> str | None:
     """Why the pareto.json in `run_dir` reports another study than `study`; None where it may be this one's."""
     try:
-        held = json.loads((Path(run_dir) / "pareto.json").read_text())
+        held = json.loads((Path(run_dir) / "pareto.json").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return None
     if not isinstance(held, dict):
