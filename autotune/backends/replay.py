@@ -245,7 +245,7 @@ def load_measurements(path: Path) -> dict[str, dict]:
     """{params_key(params): checked record}; refuses a file with no usable record or a candidate twice."""
     path = Path(path)
     if str(path) == "-":  # `ssh host cat m.jsonl | autotune run ... --measurements -`, as export writes to stdout
-        data = sys.stdin.buffer.read(MAX_MEASUREMENTS_BYTES + 1)
+        data = _standard_input()
         return _records(path, data, len(data))
     try:
         status = path.stat()
@@ -260,6 +260,18 @@ def load_measurements(path: Path) -> dict[str, dict]:
     except OSError as exc:
         raise ConfigError(f"cannot read --measurements {path} ({exc.strerror or exc}); pass an existing file") from None
     return _records(path, data, size)
+
+
+def _standard_input() -> bytes:
+    """What `--measurements -` reads, up to past the limit. A process started with stdin closed (`<&-`) has
+    sys.stdin None: an AttributeError traceback (trial 45 §9)."""
+    fix = "pipe the records in (`autotune export RUN --measurements - | autotune run ... --measurements -`), or pass a file"
+    if sys.stdin is None:
+        raise ConfigError(f"--measurements -: standard input is closed; {fix}")
+    try:
+        return sys.stdin.buffer.read(MAX_MEASUREMENTS_BYTES + 1)
+    except OSError as exc:  # EIO from a terminal that went away, say
+        raise ConfigError(f"cannot read --measurements - from standard input ({exc.strerror or exc}); {fix}") from None
 
 
 def _records(path: Path, data: bytes, size: int) -> dict[str, dict]:

@@ -170,6 +170,22 @@ def test_measurements_dash_are_read_from_standard_input(monkeypatch):
     assert {r["origin"] for r in loaded.values()} == {"measurements - line 1", "measurements - line 2"}
 
 
+def test_measurements_dash_with_standard_input_closed_is_one_line(tmp_path):
+    """Trial 45 §9: `run --backend replay --measurements - <&-` (sys.stdin None) ended in an AttributeError traceback."""
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "run"
+    done = subprocess.run([sys.executable, "-m", "autotune.cli", "run", "--model", "32b", "--nodes", "4", "--out", str(out),
+                           "--backend", "replay", "--measurements", "-"],
+                          capture_output=True, text=True, timeout=120, preexec_fn=lambda: os.close(0))  # `<&-`
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == ("autotune run: error: --measurements -: standard input is closed; pipe the records in (`autotune "
+                           "export RUN --measurements - | autotune run ... --measurements -`), or pass a file\n")
+    assert not out.exists()
+
+
 def test_a_measurements_file_is_read_within_bounds_and_a_byte_order_mark_is_no_part_of_it(tmp_path, monkeypatch):
     """Trial 37 F15: a 1.5 GB binary file passed by mistake held 3 GB in memory, /dev/zero ended in MemoryError;
     a file an editor on Windows saved with a byte-order mark was refused as "not valid JSON"."""
