@@ -18,6 +18,7 @@ import sys
 from autotune import __version__
 from autotune.commands.paths import undone_on_failure
 from autotune.errors import UserError, stop_signals
+from autotune.status_stream import keep_going_without_stderr
 
 COMMANDS = ("run", "space", "report", "export", "sensors", "calibrate")
 INTERRUPTED = 130  # the shell's status for a command ended by Ctrl-C (128 + SIGINT)
@@ -100,7 +101,11 @@ def console_main() -> None:
     must not interrupt this message or kill the interpreter's shutdown by the default action (exit
     status -2 instead of 130, a traceback mid-cleanup). So the process ignores SIGINT and SIGTERM from
     then on. That is the process's business, not main()'s: a caller of main() in its own process gets
-    the KeyboardInterrupt and keeps its signal handling."""
+    the KeyboardInterrupt and keeps its signal handling.
+
+    A stderr that stops taking output is the process's business too: from then on its lines are dropped
+    and the command goes on, its status what the command did (status_stream)."""
+    keep_going_without_stderr()
     if sys.stdout is None:  # started with stdout closed (`>&-`): what the command prints has nowhere to go
         sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - the process's stdout, open until it exits
         print("autotune: standard output is closed: nothing is printed there (the files a command writes, a run "

@@ -362,6 +362,7 @@ def _run(args: argparse.Namespace) -> int:
 
     check_hostfile(args.hostfile)  # files are checked here; numbers while parsing (flags.py, probe_options.py)
     check_pick_options(args)
+    # Its writes go to sys.stderr, the process's StatusStream (cli.console_main): losing it does not end the study.
     console = Console(stderr=True)
     # A job's output file or a pipe: one line per message, as printed (rich would break them at 80 columns,
     # mid-phrase, where grep and the eye look for them whole); a terminal keeps rich's wrapping.

@@ -1,0 +1,58 @@
+"""Standard error as the commands use it: the status lines (the backend, warnings, a run's progress, each
+trial's figures). They inform; the study, its files and the report on stdout are what a command is for. So a
+stderr that stops taking output, its reader gone (`autotune run ... 2>&1 | head -1`) or its disk or quota full
+(a SLURM job's `-e` file), must not end a study: rich's stderr console ended the process with status 1 from
+inside a trial's objective, which left the trial RUNNING ("still probing on other workers") and wrote no report.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+
+
+class StatusStream:
+    """A stream's writes until one fails; from then on they are dropped without a word (there is nowhere
+    left to say it). Everything else (isatty, fileno, encoding) is the stream's own, so rich draws for it
+    as before."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+        self.lost = False
+
+    def write(self, text: str) -> int:
+        if not self.lost:
+            try:
+                self._stream.write(text)
+            except OSError:  # EPIPE, ENOSPC, EDQUOT, EFBIG, EIO (a terminal gone)
+                self._lose()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.lost:
+            try:
+                self._stream.flush()
+            except OSError:
+                self._lose()
+
+    def _lose(self) -> None:
+        self.lost = True
+        # The descriptor itself goes to devnull: what the stream still buffers is flushed there at exit (not
+        # "Exception ignored ... BrokenPipeError"), and so is what a library or a probe's process started from
+        # now on writes to it, which would fail as this did.
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def keep_going_without_stderr() -> None:
+    """The process's sys.stderr becomes a StatusStream: every `print(..., file=sys.stderr)` and every rich
+    Console(stderr=True), which looks sys.stderr up at each write, survives its loss. A stderr closed at
+    start (`2>&-`: None) is left as it is."""
+    if sys.stderr is not None and not isinstance(sys.stderr, StatusStream):
+        sys.stderr = StatusStream(sys.stderr)
