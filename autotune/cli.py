@@ -135,8 +135,7 @@ def console_main() -> None:
         # written before the report is printed; one line, not a traceback, and nothing flushed again at exit.
         with contextlib.suppress(OSError, ValueError, AttributeError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        print(f"autotune: cannot write its output ({exc.strerror}); the study and its run directory keep what was "
-              "evaluated: `autotune report RUN_DIR` prints it again", file=sys.stderr)
+        print(f"autotune: cannot write its output ({exc.strerror}){_what_is_kept(sys.argv[1:])}", file=sys.stderr)
         status = 1
     sys.exit(status)
 
@@ -150,6 +149,18 @@ def _replace_what_stdout_cannot_encode() -> None:
     except (UnicodeEncodeError, LookupError):
         with contextlib.suppress(AttributeError, ValueError):  # a stdout that is not a text stream
             sys.stdout.reconfigure(errors="replace")
+
+
+# The commands that only print: no study keeps what they found.
+_WITHOUT_STUDY = ("space", "sensors")
+
+
+def _what_is_kept(arguments: list[str]) -> str:
+    """After the output filled up, what the user still has. `arguments`: the command line's, the first the
+    subcommand's name (the top-level parser has no option that lets a command run)."""
+    if arguments[:1] and arguments[0] in _WITHOUT_STUDY:
+        return ": run it again with its output where there is room"
+    return "; the study and its run directory keep what was evaluated: `autotune report RUN_DIR` prints it again"
 
 
 # The errors of an output that cannot take more: a full disk, a quota, a file past its size limit.

@@ -872,12 +872,15 @@ def test_stdout_on_a_full_disk_is_one_line_not_a_traceback(tmp_path):
     assert main(["run", "--model", "7b", "--nodes", "1", "--trials", "3", "--out", str(run_dir)]) == 0
     # A rich table, JSON on sys.stdout, and print(): the three ways commands write (space stands for report: cheaper).
     for argv in (["space", "--model", "7b", "--nodes", "1", "--valid"], ["space", "--model", "7b", "--nodes", "1", "--json"],
-                 ["export", str(run_dir), "--pick", "fastest", "-o", str(tmp_path / "fastest.json")]):
+                 ["export", str(run_dir), "--pick", "fastest", "-o", str(tmp_path / "fastest.json")], ["sensors"]):
         with open("/dev/full", "w") as full:
             done = subprocess.run([sys.executable, "-m", "autotune", *argv], stdout=full, stderr=subprocess.PIPE, text=True,
                                   timeout=120, cwd=Path(__file__).resolve().parents[2])
         assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
-        assert done.stderr.strip().splitlines()[-1].startswith("autotune: cannot write its output (No space left on device)")
+        said = done.stderr.strip().splitlines()[-1]
+        assert said.startswith("autotune: cannot write its output (No space left on device)")
+        # Trial 45 §14: space and sensors keep nothing in a study; export's run directory does.
+        assert ("the study and its run directory keep" in said) == (argv[0] == "export"), said
 
 
 def test_a_folder_of_other_files_is_refused_as_the_run_directory(tmp_path, capsys):
