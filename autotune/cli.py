@@ -106,6 +106,7 @@ def console_main() -> None:
     A stderr that stops taking output is the process's business too: from then on its lines are dropped
     and the command goes on, its status what the command did (status_stream)."""
     keep_going_without_stderr()
+    _forget_sizes_of_nothing()
     if sys.stdout is None:  # started with stdout closed (`>&-`): what the command prints has nowhere to go
         sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - the process's stdout, open until it exits
         print("autotune: standard output is closed: nothing is printed there (the files a command writes, a run "
@@ -138,6 +139,17 @@ def console_main() -> None:
         print(f"autotune: cannot write its output ({exc.strerror}){_what_is_kept(sys.argv[1:])}", file=sys.stderr)
         status = 1
     sys.exit(status)
+
+
+def _forget_sizes_of_nothing() -> None:
+    """COLUMNS=0, which some wrappers and CI runners export, made rich draw every console 0 columns wide: on a
+    terminal every command printed nothing (run: no backend line, no progress, no report). LINES=0 filled a run's
+    progress with "..." lines. A size that is not a positive number is no size: rich takes the terminal's, or its
+    80 columns; and so do the probes' processes, which inherit the environment."""
+    for name in ("COLUMNS", "LINES"):
+        size = os.environ.get(name, "").strip()
+        if name in os.environ and not (size.isdigit() and int(size) > 0):
+            del os.environ[name]
 
 
 def _replace_what_stdout_cannot_encode() -> None:
