@@ -105,6 +105,7 @@ def _settable(devices: list[dict]) -> tuple[bool, str]:
 def _print_devices(devices: list[dict], reason: str, settable: bool, settable_reason: str) -> None:
     from rich.table import Table
 
+    from autotune.report.fitted_table import print_table
     from autotune.report.table import stdout_console
 
     console = stdout_console()
@@ -118,13 +119,14 @@ def _print_devices(devices: list[dict], reason: str, settable: bool, settable_re
         table.add_row(str(d["index"]), d["name"], d["scope"], f"{d['power_limit_w']:g}", f"{d['default_power_limit_w']:g}",
                       f"{d['min_power_limit_w']:g}-{d['max_power_limit_w']:g}", str(d["sm_clock_mhz"]),
                       str(d["max_sm_clock_mhz"]))
-    console.print(table)
+    print_table(console, table)  # the GPU's index names each row
     console.print("this process may change them" if settable else f"[yellow]cannot change them: {settable_reason}[/]")
 
 
 def _print_table(rows: list[dict], root: str, sampled: bool) -> None:
     from rich.table import Table
 
+    from autotune.report.fitted_table import print_table
     from autotune.report.table import stdout_console
 
     table = Table(title=f"Energy and power sources (sysfs root {root})")
@@ -140,7 +142,7 @@ def _print_table(rows: list[dict], root: str, sampled: bool) -> None:
             cells.append("-" if power_w is None else f"{power_w:.1f}")
         table.add_row(*cells)
     console = stdout_console()
-    console.print(table)
+    print_table(console, table, keys=2)  # a source is its kind and label
     if not any(r["available"] for r in rows):
         console.print("No energy sensor here: probes report energy [bold]estimated[/bold] from the "
                       "hardware profile's power model (labelled so everywhere).")

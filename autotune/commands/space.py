@@ -84,6 +84,7 @@ def _run(args) -> int:
         return 0
     from rich.table import Table
 
+    from autotune.report.fitted_table import print_table
     from autotune.report.table import knob_columns, stdout_console
     from autotune.report.units import energy_unit, figure, time_unit
 
@@ -131,5 +132,5 @@ def _run(args) -> int:
             cells += ([figure(r["time_s"], t_div) + bar, figure(r["energy_kj"], e_div) + bar, figure(r["tflops"]) + bar]
                       if r["valid"] else ["", "", ""])
         table.add_row(*cells)
-    stdout_console().print(table)
+    print_table(stdout_console(), table, keys=None)  # no column names a candidate: a split table numbers them
     return 0

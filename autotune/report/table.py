@@ -13,6 +13,7 @@ from rich.table import Table
 from autotune.candidate import SM_CLOCK_UNTOUCHED, Knobs, knobs_sentence
 from autotune.report.device_words import view_device_words
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar, point_bar
+from autotune.report.fitted_table import print_table
 from autotune.report.noise import noise_line
 from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
 from autotune.report.pareto_json import hardware_text, nodes_header, not_measured_text, trial_counts, workload_sentence
@@ -64,7 +65,9 @@ class _StdoutConsole(Console):
 def stdout_console() -> Console:
     """The terminal's width on a terminal. Piped or captured output (a job's output file, `| grep`) gets
     a 160-column table instead of rich's 80-column default, and each sentence on one line: rich broke
-    them at the table's width, so grep found half a pick's line."""
+    them at the table's width, so grep found half a pick's line. A table that cannot fit 160 columns
+    without a cut is printed wider (fitted_table.print_table). COLUMNS is not read there: shells and
+    tools export the terminal's (pytest sets 80 for its children), which says nothing of a file's width."""
     piped = not sys.stdout.isatty()
     return _StdoutConsole(width=160 if piped else None, soft_wrap=piped)
 
@@ -139,7 +142,7 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
             figure(p.peak_mem_gib),
             ", ".join(labels.get(p.trial, [])),
         )
-    console.print(table)
+    print_table(console, table)  # its first column, the trial, names each row
     base = view.baseline_point()
     for row in document["picks"]:
         p = view.point(row["trial"])
