@@ -51,28 +51,33 @@ def tuning_cost_section(view: StudyView, document: dict, run_dir: Path) -> str:
         return ""
     rows = []
     for row in cost["payback"]:
-        saved = row["saved_kj_per_training_hour"]
-        saved_text = (num(None if saved is None else saved / SECONDS_PER_HOUR, ".3g")
-                      + ("" if saved is None else saved_label(row))
-                      + noise_mark(row.get("energy_change_pct"), row.get("energy_noise_pct")))
+        def kwh(saved_kj, row=row) -> str:
+            return (num(None if saved_kj is None else saved_kj / SECONDS_PER_HOUR, ".3g")
+                    + ("" if saved_kj is None else saved_label(row))
+                    + noise_mark(row.get("energy_change_pct"), row.get("energy_noise_pct")))
+
+        # The terminal says no saving of the baseline against itself; "0 (estimated)" read as a measured nothing.
+        baseline = row["trial"] == view.baseline_trial
         rows.append([
             esc(pick_label(row["name"], view.pick_parameters)),
             esc(row["trial"]),
-            # The terminal says no saving of the baseline against itself; "0 (estimated)" read as a measured nothing.
-            esc("none: the baseline" if row["trial"] == view.baseline_trial else saved_text),
+            esc("none: the baseline" if baseline else kwh(row.get("saved_kj_per_workload"))),
+            esc("none: the baseline" if baseline else kwh(row["saved_kj_per_training_hour"])),
             esc(num(row["payback_training_hours"], ".3g")),
             esc(row["text"]),
         ])
     payback = (
-        table(["pick", "trial", "kWh saved per training hour", "payback h", "tuning is repaid"], rows, "payback")
+        table(["pick", "trial", "kWh saved per run of the workload", "kWh saved per hour of training with the pick",
+               "payback h", "tuning is repaid"], rows, "payback")
         if rows else "<p>No pick, so no payback.</p>"
     )
     return (
         '<section id="tuning-cost"><h2>Tuning cost and payback</h2>\n'
         f'<p class="provenance">{esc(cost_sentence(cost))}</p>\n{payback}\n'
-        '<p class="explain">Saved per training hour = (baseline energy - pick energy) / pick time, both on the '
-        "study's fixed workload: what an hour of training with the pick saves against running the baseline "
-        "for the same samples. Payback hours = tuning energy / that saving.</p></section>"
+        '<p class="explain">Saved per run of the workload = baseline energy - pick energy, both on the study\'s '
+        "fixed workload: what compares picks. Saved per hour of training with the pick = that / pick time: a faster "
+        "pick runs more of the workload in an hour, so this grows with its speed. Payback hours = tuning energy / "
+        "the hourly saving.</p></section>"
     )
 
 
