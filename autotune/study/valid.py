@@ -70,6 +70,9 @@ def node_counts_without_candidates(checks: list) -> list[str]:
     return lines
 
 
+LISTED_SIZES = 8  # data-parallel sizes said one by one where no global batch fits them; more are said as a range
+
+
 def _global_batch_miss(checks: list) -> str | None:
     """When no micro-batch x data-parallel size of the space divides the global batch (3 nodes of 4 GPUs
     and the default 64), that alone is why nothing runs, and the fix is the batch: every SP degree then
@@ -83,9 +86,16 @@ def _global_batch_miss(checks: list) -> str | None:
     lower, upper = global_batch // step * step, (global_batch // step + 1) * step
     nearest = " or ".join(str(b) for b in (lower, upper) if b > 0)
     micro_batches = sorted({c.knobs.micro_batch for c in shapes})
-    return (f"no micro-batch ({', '.join(map(str, micro_batches))}) x data-parallel size "
-            f"({', '.join(map(str, data_parallel))} on these GPUs) divides the global batch {global_batch}: pass "
-            f"--global-batch {nearest}, other micro_batch values in a --space file, or another --nodes / --gpus-per-node")
+    if len(data_parallel) <= LISTED_SIZES:
+        return (f"no micro-batch ({', '.join(map(str, micro_batches))}) x data-parallel size "
+                f"({', '.join(map(str, data_parallel))} on these GPUs) divides the global batch {global_batch}: pass "
+                f"--global-batch {nearest}, other micro_batch values in a --space file, or another --nodes / --gpus-per-node")
+    # A wide node range: every size listed made a 5,000-character line, and the batch that suits the largest
+    # suits only its node count (trial 46).
+    return (f"no micro-batch ({', '.join(map(str, micro_batches))}) x data-parallel size ({len(data_parallel)} sizes "
+            f"from {data_parallel[0]} to {data_parallel[-1]} on these GPUs) divides the global batch {global_batch}: pass "
+            f"a --global-batch that the data-parallel sizes of the node counts you want divide ({nearest} suits only "
+            "the largest), a narrower --nodes, or another --gpus-per-node")
 
 
 def usable_values(checks: list) -> dict[str, list]:

@@ -146,6 +146,10 @@ def test_the_space_table_tells_power_limit_variants_apart():
          "no micro-batch (1, 2, 4, 8) x data-parallel size (3, 6, 12 on these GPUs) divides the global batch 64: pass --global-batch 60 or 72"),
         (["run", "--model", "7b", "--nodes", "1", "--gpus-per-node", "3", "--global-batch", "2"],
          "divides the global batch 2: pass --global-batch 3, other micro_batch values in a --space file, or another"),
+        # Trial 46: a wide range listed every size (5,039 characters) and offered a batch only its largest count takes.
+        (["run", "--model", "7b", "--nodes", "5-7"],
+         "data-parallel size (10 sizes from 3 to 28 on these GPUs) divides the global batch 64: pass a --global-batch "
+         "that the data-parallel sizes of the node counts you want divide (56 or 84 suits only the largest)"),
     ],
 )
 def test_bad_input_one_line_exit_2(tmp_path, args, message):
