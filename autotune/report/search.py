@@ -25,7 +25,7 @@ from autotune.candidate import knobs_sentence
 from autotune.report.units import energy_text, time_text
 from autotune.study.acquisition import ENTER_MARGIN, enters_front
 from autotune.study.loop import CONVERGED_ATTR, probes_running_elsewhere
-from autotune.study.retries import evaluated_trials
+from autotune.study.retries import evaluated_count, evaluated_trials
 from autotune.study.valid import usable_values, valid_checks
 from autotune.study.outlook import Predictions
 from autotune.study.stop_rule import STOP_CHANCE, stop_rule, stop_rule_summary
@@ -101,8 +101,11 @@ def search_summary(study, view, backend: str) -> dict:
     objectives = len(study.directions)
     if converged:
         # The study records the time-and-energy rule whatever its objectives: a time-only study was judged
-        # by the best time alone (guided.py), so its rule says that.
-        converged = {**converged, "rule": stop_rule(objectives)}
+        # by the best time alone (guided.py), so its rule says that. Probes other workers had under way when
+        # it converged finish after it: counted apart, "118 trials" beside "converged after 117 probes"
+        # read as a miscount (trial 46).
+        finished_since = max(evaluated_count(study) - converged.get("probes", 0), 0)
+        converged = {**converged, "rule": stop_rule(objectives), "finished_since": finished_since}
     summary = {
         "sampler": study.user_attrs.get("sampler", "unknown"),
         "converged": converged,
@@ -164,7 +167,7 @@ def search_sentences(summary: dict) -> list[str]:
         # The short form of the rule the search block keeps (search_summary states it per objectives).
         objectives = 1 if converged.get("rule") == stop_rule(1) else 2
         lines.append(converged_sentence(converged["probes"], objectives, converged.get("recorded", 0),
-                                        converged.get("unrecorded", 0)))
+                                        converged.get("unrecorded", 0), converged.get("finished_since", 0)))
     unfinished = summary.get("unfinished")
     if unfinished and unfinished.get("exhausted"):
         lines.append(_exhausted_sentence(unfinished))
@@ -191,13 +194,15 @@ def search_sentences(summary: dict) -> list[str]:
     return lines
 
 
-def converged_sentence(probes: int, objectives: int, recorded: int = 0, unrecorded: int = 0) -> str:
+def converged_sentence(probes: int, objectives: int, recorded: int = 0, unrecorded: int = 0, finished_since: int = 0) -> str:
     """"converged after 9 probes: ...", as the run ends and in its report. A replay of a file that records some of
     the valid candidates converged among those (`recorded`): the `unrecorded` others it could not probe, and "no
-    unprobed valid candidate" was false of them."""
+    unprobed valid candidate" was false of them. `finished_since`: probes other workers had under way then."""
+    after = f"converged after {probes} probes" + (
+        f" ({finished_since} more, under way on other workers then, finished since)" if finished_since else "")
     if not unrecorded:
-        return f"converged after {probes} probes: {stop_rule_summary(objectives)}"
-    return (f"converged after {probes} probes among the {recorded} recorded candidates: "
+        return f"{after}: {stop_rule_summary(objectives)}"
+    return (f"{after} among the {recorded} recorded candidates: "
             f"{stop_rule_summary(objectives, 'recorded candidate')}; the recording is exhausted for the other "
             f"{unrecorded} valid candidate(s), which the replayed file does not record: those predicted to matter are "
             "listed apart, to measure (--backend launch)")

@@ -464,6 +464,20 @@ def test_a_converged_run_says_the_rule_in_short_and_pareto_json_keeps_it_whole(t
     assert re.search(rf"converged after \d+ probes: {re.escape(STOP_RULE_SUMMARY)}", said), said
     assert " ".join(STOP_RULE.split()) not in said  # 11 terminal lines of it, twice, before
     assert json.loads((tmp_path / "run" / "pareto.json").read_text())["search"]["converged"]["rule"] == STOP_RULE
+    # Trial 46: probes other workers had under way when one converged finish after it; the report counted them in
+    # its trials and not in "converged after", and said nothing of the difference.
+    from autotune.study import load_finished_study
+    from autotune.study.loop import CONVERGED_ATTR
+
+    study = load_finished_study(tmp_path / "run")
+    probes = study.user_attrs[CONVERGED_ATTR]["probes"]
+    assert json.loads((tmp_path / "run" / "pareto.json").read_text())["search"]["converged"]["finished_since"] == 0
+    study.set_user_attr(CONVERGED_ATTR, {**study.user_attrs[CONVERGED_ATTR], "probes": probes - 2})
+    report = autotune_main("report", tmp_path / "run")
+    assert report.returncode == 0, report.stderr
+    assert (f"converged after {probes - 2} probes (2 more, under way on other workers then, finished since): "
+            in " ".join(report.stdout.split()))
+    assert json.loads((tmp_path / "run" / "pareto.json").read_text())["search"]["converged"]["finished_since"] == 2
 
 
 def test_a_study_resumed_with_another_sampler_no_longer_says_it_converged_and_a_guided_resume_says_when(tmp_path):
