@@ -124,7 +124,7 @@ def knobs_sentence(params: dict) -> str:
     ) + device_knobs_text(params)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a --nodes 1-256 space holds 786,432
 class Candidate:
     knobs: Knobs
     model: ModelSpec

@@ -5,6 +5,10 @@ from __future__ import annotations
 import json
 import sys
 
+# More candidates than this are not tabled whole (a table row costs about a millisecond to lay out, and no reader
+# scrolls 100,000 lines): the valid ones are, and --json gives every one.
+TABLE_ROWS_MAX = 20_000
+
 
 def register(subparsers) -> None:
     from autotune.commands.flags import path_flag
@@ -21,7 +25,9 @@ def register(subparsers) -> None:
     parser.add_argument("--json", action="store_true", help="print a JSON list")
     parser.add_argument("--simulate", action="store_true",
                         help="add simulated time_s, energy_kj, tflops of valid ones, and the study they are for (model, hardware, workload)")
-    parser.add_argument("--valid", action="store_true", help="list only the valid candidates (those a study searches)")
+    parser.add_argument("--valid", action="store_true",
+                        help=f"list only the valid candidates (those a study searches); a table of more than "
+                             f"{TABLE_ROWS_MAX:,} candidates lists only these anyway (--json lists every one)")
     parser.set_defaults(func=_run)
 
 
@@ -77,7 +83,13 @@ def _run(args) -> int:
         print(f"autotune space: {line}", file=sys.stderr)
     rows = _rows(checks, args.simulate, settings.hardware)
     valid, total = sum(r["valid"] for r in rows), len(rows)
-    if args.valid:
+    listed_valid = args.valid
+    if not args.json and not args.valid and total > TABLE_ROWS_MAX:
+        # --nodes 1-64 of 72b made a 310,000-line table after 4 minutes, 99% of it invalid rows (trial 46).
+        listed_valid = True
+        print(f"autotune space: {total:,} candidates are too many for a table: listing the {valid:,} valid ones (as "
+              "--valid); --json lists every candidate with its reason", file=sys.stderr)
+    if listed_valid:
         rows = [r for r in rows if r["valid"]]
     if args.json:
         print(json.dumps(rows, indent=1))
@@ -96,7 +108,7 @@ def _run(args) -> int:
     built = (f"; as built: {model.params() / 1e9:.2f}B parameters (decoder {model.llm.params() / 1e9:.2f}B, vision "
              f"tower and projector {(model.params() - model.llm.params()) / 1e9:.2f}B)")
     table = Table(title=f"{model.name} on {settings.hardware.name}: {valid} of {total} valid"
-                        f"{' (listed: the valid ones)' if args.valid else ''}{built}")
+                        f"{' (listed: the valid ones)' if listed_valid else ''}{built}")
     for _, title in columns:
         table.add_column(title)
     table.add_column("mem GiB (estimated)")  # the memory estimate that judges a candidate valid

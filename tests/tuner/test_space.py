@@ -261,3 +261,24 @@ def test_the_listing_names_the_parameters_of_the_model_as_built(capsys):
     assert title.endswith(f"as built: {model.params() / 1e9:.2f}B parameters (decoder {model.llm.params() / 1e9:.2f}B, "
                           f"vision tower and projector {(model.params() - model.llm.params()) / 1e9:.2f}B)"), title
     assert 32 < model.llm.params() / 1e9 < 33.5  # Qwen2.5-32B's decoder, as published: 32.8B
+
+
+def test_a_space_too_big_for_a_table_lists_its_valid_candidates_and_says_so(capsys, monkeypatch):
+    """Trial 46: --nodes 1-64 of 72b made a 310,000-line table after 4 minutes, 99% of it invalid rows; --nodes
+    1-256 printed nothing in 5 minutes."""
+    import json
+
+    from autotune.cli import main
+    from autotune.commands import space
+
+    monkeypatch.setattr(space, "TABLE_ROWS_MAX", 1000)
+    assert main(["space", "--model", "32b", "--nodes", "4", "--json"]) == 0
+    every = json.loads(capsys.readouterr().out)  # --json still lists every candidate
+    valid = [r for r in every if r["valid"]]
+    assert len(every) > 1000 > len(valid) > 0
+    assert main(["space", "--model", "32b", "--nodes", "4"]) == 0
+    out, err = capsys.readouterr()
+    assert (f"{len(every):,} candidates are too many for a table: listing the {len(valid):,} valid ones (as --valid); "
+            "--json lists every candidate with its reason") in " ".join(err.split())
+    assert f"{len(valid)} of {len(every)} valid (listed: the valid ones)" in " ".join(out.split())
+    assert "needs" not in out and out.count("│ valid") == len(valid)
