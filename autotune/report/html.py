@@ -89,7 +89,8 @@ def time_plot_section(view: StudyView, document: dict, timed: list[dict]) -> str
     time_source = " and ".join(document["source"]) if isinstance(document["source"], list) else document["source"]
     time_label = f"time to solution ({t_unit}{'' if time_source == 'measured' else ', ' + time_source})"
     svg = scatter_svg(markers, [], "trial", time_label,
-                      f"Time to solution of every evaluated trial ({time_source} time; energy {UNAVAILABLE})")
+                      f"Time to solution of every evaluated trial ({time_source} time; energy {UNAVAILABLE})",
+                      log_allowed=(False, True))  # trial numbers are counted: never a log axis
     legend = (
         f'<p class="legend"><span class="key front"></span> {esc(front_title(view.time_only))} <span class="key feasible"></span> '
         'other feasible <span class="key baseline"></span> baseline <span class="key infeasible"></span> '

@@ -4,6 +4,14 @@ every chart with a plot area draws (`Frame`, `chart_start`, `axes`: here once, f
 Our own few lines instead of a plotting library: the page must open offline as one file, and the
 tuner must not pull matplotlib (or a browser-side script) in for two charts. Every text is escaped;
 colours come from CSS classes the page defines, so the charts carry no style of their own.
+
+Axes are linear, except a scatter axis whose values are all positive and span more than `LOG_SPAN`
+(10x): that one is logarithmic (`axis_ticks`), its label says "(log scale)". A node-range study's
+times span 50-200x (a 4-node probe's 30 min beside a 256-node pick's 20 s); on a linear axis every
+front point and pick sat in the first pixel column, labels on top of each other, and only the slow
+baseline could be read. The power charts keep linear axes (they build their ticks with `nice_ticks`):
+the power timeline runs from 0 s and 0 W (no logarithm), and the power-limit panels span one card's
+limits (under 4x) with energies and times a few percent apart, read as differences.
 """
 
 from __future__ import annotations
@@ -44,10 +52,45 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     return ticks
 
 
+LOG_SPAN = 10.0  # an axis whose positive values span more than this factor is drawn logarithmic
+
+
+def log_ticks(lo: float, hi: float, max_count: int = 10) -> list[float]:
+    """Round tick values covering [lo, hi] (0 < lo < hi) for a logarithmic axis: 1, 2 and 5 x 10^k, or
+    only the decades where those would be more than `max_count` (over about three decades)."""
+    low, high = math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1  # a decade spare: float log10
+    for mantissas in ((1, 2, 5), (1,)):
+        # From text, so a tick is exactly 0.2, never 0.2 plus a rounding error (its label prints as given).
+        values = [float(f"{m}e{k}") for k in range(low, high + 1) for m in mantissas]
+        first = max(v for v in values if v <= lo * (1 + 1e-9))
+        last = min(v for v in values if v >= hi * (1 - 1e-9))
+        ticks = [v for v in values if first <= v <= last]
+        if len(ticks) <= max_count:
+            break
+    return ticks
+
+
+def axis_ticks(lo: float, hi: float) -> tuple[list[float], bool]:
+    """Ticks for values in [lo, hi], and whether the axis is logarithmic: so when every value is positive
+    and they span more than `LOG_SPAN`, where a linear axis would crowd the small ones into its first pixels."""
+    if math.isfinite(lo) and math.isfinite(hi) and lo > 0 and hi > LOG_SPAN * lo:
+        return log_ticks(lo, hi), True
+    return nice_ticks(lo, hi), False
+
+
+def _fraction(value: float, ticks: list[float], log: bool) -> float:
+    """Where a value lies from the first tick (0) to the last (1), on a linear or a logarithmic axis."""
+    a, b = ticks[0], ticks[-1]
+    if log:  # a value not above 0 (never one `axis_ticks` made this axis for) is drawn at the first tick
+        value, a, b = math.log10(value) if value > 0 else math.log10(a), math.log10(a), math.log10(b)
+    return (value - a) / ((b - a) or 1.0)
+
+
 @dataclass(frozen=True)
 class Frame:
     """A chart's size, the margins around its plot area (room for ticks, labels, a legend), and the
-    ticks whose range the plot area spans: where a data value is drawn."""
+    ticks whose range the plot area spans: where a data value is drawn. An axis with `x_log` or
+    `y_log` places values by their logarithm (its ticks from `axis_ticks`, all positive)."""
 
     width_px: int
     height_px: int
@@ -57,6 +100,8 @@ class Frame:
     bottom: int
     x_ticks: list[float]
     y_ticks: list[float]
+    x_log: bool = False
+    y_log: bool = False
 
     @property
     def plot_w(self) -> int:
@@ -67,12 +112,10 @@ class Frame:
         return self.height_px - self.top - self.bottom
 
     def px(self, x: float) -> float:
-        x0, x1 = self.x_ticks[0], self.x_ticks[-1]
-        return self.left + (x - x0) / ((x1 - x0) or 1.0) * self.plot_w
+        return self.left + _fraction(x, self.x_ticks, self.x_log) * self.plot_w
 
     def py(self, y: float) -> float:
-        y0, y1 = self.y_ticks[0], self.y_ticks[-1]
-        return self.top + self.plot_h - (y - y0) / ((y1 - y0) or 1.0) * self.plot_h
+        return self.top + self.plot_h - _fraction(y, self.y_ticks, self.y_log) * self.plot_h
 
 
 def chart_start(frame: Frame, css_class: str, title: str) -> list[str]:
@@ -87,7 +130,10 @@ def chart_start(frame: Frame, css_class: str, title: str) -> list[str]:
 
 
 def axes(frame: Frame, x_label: str, y_label: str, x_grid: bool = False) -> list[str]:
-    """Grid lines at the y ticks (and at the x ticks with `x_grid`), the tick values, and both axis labels."""
+    """Grid lines at the y ticks (and at the x ticks with `x_grid`), the tick values, and both axis labels
+    (a logarithmic axis's saying so: a reader must not take its even steps for even differences)."""
+    x_label += " (log scale)" if frame.x_log else ""
+    y_label += " (log scale)" if frame.y_log else ""
     left, top, right, bottom = frame.left, frame.top, frame.left + frame.plot_w, frame.top + frame.plot_h
     out = []
     for t in frame.x_ticks:
@@ -113,13 +159,18 @@ def scatter_svg(
     title: str,
     width_px: int = 760,
     height_px: int = 460,
+    log_allowed: tuple[bool, bool] = (True, True),
 ) -> str:
-    """A scatter of markers, the front as a polyline (in the order given), labelled axes."""
+    """A scatter of markers, the front as a polyline (in the order given), labelled axes. Each axis
+    (x, y) where `log_allowed` says so is logarithmic when its values span more than `LOG_SPAN`."""
     xs = [m.x for m in markers] or [0.0, 1.0]
     ys = [m.y for m in markers] or [0.0, 1.0]
+    (x_ticks, x_log), (y_ticks, y_log) = (
+        axis_ticks(min(v), max(v)) if allowed else (nice_ticks(min(v), max(v)), False)
+        for v, allowed in ((xs, log_allowed[0]), (ys, log_allowed[1])))
     # Room for tick labels, and for pick labels to the right.
     frame = Frame(width_px, height_px, left=78, right=150, top=36, bottom=56,
-                  x_ticks=nice_ticks(min(xs), max(xs)), y_ticks=nice_ticks(min(ys), max(ys)))
+                  x_ticks=x_ticks, y_ticks=y_ticks, x_log=x_log, y_log=y_log)
     px, py = frame.px, frame.py
     parts = chart_start(frame, "scatter", title) + axes(frame, x_label, y_label, x_grid=True)
     if len(front_xy) > 1:
