@@ -22,8 +22,17 @@ pytestmark = pytest.mark.slow
 SPACE = Path(__file__).with_name("small_7b_space.toml")
 
 
+# `autotune run` with each simulated probe taking PROBE_S, so that the two workers' studies overlap: at
+# simulation speed the first could evaluate all 26 candidates before the second had started on a loaded
+# machine (then nothing was shared, and the test failed on what each said).
+PROBE_S = 0.2
+SLOW_CLI = ("import time; from autotune.backends.simulate import SimulateBackend as B; fast = B.evaluate; "
+            f"B.evaluate = lambda self, *a, **k: (time.sleep({PROBE_S}), fast(self, *a, **k))[1]; "
+            "from autotune.cli import console_main; console_main()")
+
+
 def _worker(out: Path, space: Path, seed: int, storage: str | None = None) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "autotune.cli", "run", "--model", "7b", "--nodes", "1", "--space", str(space),
+    cmd = [sys.executable, "-c", SLOW_CLI, "run", "--model", "7b", "--nodes", "1", "--space", str(space),
            "--trials", "200", "--seed", str(seed), "--backend", "simulate", "--out", str(out),
            "--sampler", "tpe"]  # runs the whole space; the guided sampler would converge first (its own test: test_guided.py)
     cmd += ["--storage", storage] if storage else []
