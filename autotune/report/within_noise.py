@@ -110,7 +110,13 @@ def labelled_change_text(changes: dict, key: str, noise: dict | None, label: str
     unavailable` where there is no change to state."""
     if changes[key] is None:
         return f"{label} {missing}"
+    if key == "energy_saved_pct" and changes[key] < 0 and label.startswith(_SAVED):
+        # "-123.1% energy saved" read as a double negative (trial 46): a pick that uses more says so.
+        return f"{pct_text(-changes[key])} energy used{label.removeprefix(_SAVED)}" + _marks(changes, key, noise, error)
     return f"{pct_text(changes[key])} {label}" + _marks(changes, key, noise, error)
+
+
+_SAVED = "energy saved"
 
 
 def with_noise(rows: list[dict], points: list[Point], baseline_trial: int | None, error: dict | None = None) -> list[dict]:

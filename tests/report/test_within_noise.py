@@ -158,3 +158,16 @@ def test_a_replayed_record_s_step_scatter_is_its_noise_where_no_result_file_is(t
     replayed = _point(1, details={"step_time_cv": 0.12, "repeats": [{"result_file": str(tmp_path / "gone.json")}]})
     assert point_cv(replayed, "time") == (0.12, "step_times")
     assert point_cv(_point(2, details={"repeats": [{"result_file": str(tmp_path / "gone.json")}]}), "time") == (None, None)
+
+
+def test_a_pick_using_more_energy_says_energy_used_not_a_negative_saving():
+    """Trial 46: "(-123.1% energy saved, -55.8% time ...)" read as a double negative."""
+    from autotune.report.within_noise import labelled_change_text
+
+    more = {"energy_saved_pct": -123.1}
+    assert labelled_change_text(more, "energy_saved_pct", None, "energy saved") == "+123.1% energy used"
+    assert labelled_change_text(more, "energy_saved_pct", None, "energy saved (estimated)") == "+123.1% energy used (estimated)"
+    less = {"energy_saved_pct": 20.0}
+    assert labelled_change_text(less, "energy_saved_pct", None, "energy saved") == "+20.0% energy saved"
+    noisy = labelled_change_text({"energy_saved_pct": -3.0}, "energy_saved_pct", {"energy_saved_pct": 9.0}, "energy saved")
+    assert noisy == "+3.0% energy used (within noise: ±9%)"
