@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autotune.calibrate.memory_error import MeasuredPeak, without_replayed_copies
+from autotune.calibrate.memory_error import MeasuredPeak
 from autotune.calibrate.observations import Observation, checked_candidate, checked_knobs, checked_observation
 from autotune.candidate import Candidate, Knobs
 from autotune.checks import shown
@@ -209,7 +209,7 @@ def load_measured(run_dirs: list[Path], hardware: HardwareProfile, allow_estimat
         if _backend_name(study) == "replay":
             replayed.add(origin)
     _drop_copies(runs, replayed)
-    runs.peaks = without_replayed_copies(runs.peaks, replayed)
+    runs.peaks = peaks_without_copies(runs.peaks, replayed)
     return runs
 
 
@@ -244,3 +244,14 @@ def _drop_copies(runs: MeasuredRuns, replayed: set[str]) -> None:
     runs.copies = [f"{source} (a replay of recorded figures): {len(configurations)} configuration(s) with the figures "
                    f"of {_listed(sorted(origins))}, copies of those measurements, not repeats: fitted once"
                    for source, (configurations, origins) in copies.items()]
+
+
+def peaks_without_copies(peaks: list[MeasuredPeak], replayed: set[str]) -> list[MeasuredPeak]:
+    """A replay study's measured peak that another run directory given measured too is that measurement again,
+    as `_drop_copies` has it of the figures: kept once."""
+    kept = [p for p in peaks if p.source not in replayed]
+    for peak in (p for p in peaks if p.source in replayed):
+        if not any(k.candidate == peak.candidate and math.isclose(k.measured_gib, peak.measured_gib, rel_tol=COPY_TOLERANCE)
+                   for k in kept):
+            kept.append(peak)
+    return kept

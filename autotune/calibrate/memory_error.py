@@ -11,7 +11,6 @@ count, so a ratio somewhat under 1 is the estimate's headroom, not its error.
 
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import dataclass
 
@@ -29,17 +28,6 @@ class MeasuredPeak:
     @property
     def ratio(self) -> float:
         return self.measured_gib / self.estimated_gib
-
-
-def without_replayed_copies(peaks: list[MeasuredPeak], replayed: set[str]) -> list[MeasuredPeak]:
-    """A replay study's peak that another run directory given measured too is that measurement again
-    (measured.py leaves out the replay's copies of the other figures the same way)."""
-    kept = [p for p in peaks if p.source not in replayed]
-    for peak in (p for p in peaks if p.source in replayed):
-        if not any(k.candidate == peak.candidate and math.isclose(k.measured_gib, peak.measured_gib, rel_tol=1e-6)
-                   for k in kept):
-            kept.append(peak)
-    return kept
 
 
 def memory_document(peaks: list[MeasuredPeak]) -> dict | None:

@@ -61,7 +61,7 @@ def tuning_cost_section(view: StudyView, document: dict, run_dir: Path) -> str:
         rows.append([
             esc(pick_label(row["name"], view.pick_parameters)),
             esc(row["trial"]),
-            esc("none: the baseline" if baseline else kwh(row.get("saved_kj_per_workload"))),
+            esc("none: the baseline" if baseline else kwh(row["saved_kj_per_workload"])),
             esc("none: the baseline" if baseline else kwh(row["saved_kj_per_training_hour"])),
             esc(num(row["payback_training_hours"], ".3g")),
             esc(row["text"]),

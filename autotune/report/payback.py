@@ -277,7 +277,8 @@ def _saved_source(point, base) -> str:
 
 def payback_row(name: str, trial: int, view: StudyView, tuning_energy_kj: float | None, ran_on_hardware: bool,
                 lower_bound: bool = False, tuning_energy_estimated: bool = False) -> dict:
-    """One pick's saving per training hour against the baseline, and the hours until tuning is repaid
+    """One pick's saving against the baseline, per run of the workload and per hour of training with it, and the
+    hours until tuning is repaid
     (`lower_bound`: the tuning energy is, and so the payback is, at least that; `tuning_energy_estimated`: that
     energy is the whole-probe estimate, part of it idle power from the profile)."""
     row = {"name": name, "trial": trial, "saved_kj_per_workload": None, "saved_kj_per_training_hour": None, "saved_source": None,
@@ -453,24 +454,19 @@ def saved_label(row: dict) -> str:
 def payback_sentence(row: dict) -> str:
     """`saves 0.4 kWh per run of the workload against the baseline (1.2 kWh per hour of training with this
     pick); tuning is repaid after 3 h ...`."""
-    saved_kj, per_hour_kj = row.get("saved_kj_per_workload"), row["saved_kj_per_training_hour"]
-    if per_hour_kj is None:
+    saved_kj, per_hour_kj = row["saved_kj_per_workload"], row["saved_kj_per_training_hour"]  # both set, or neither
+    if saved_kj is None:
         return row["text"]
-    if saved_kj is None:  # a pareto.json written before the per-run figure: the hour's alone
-        saved_kj = per_hour_kj
-        per = "per training hour"
-    else:
-        per = "per run of the workload"
     label = saved_label(row)
     rate = (
         f"saves {saved_kj / SECONDS_PER_HOUR:.3g} kWh{label}" if saved_kj > 0 else f"uses {-saved_kj / SECONDS_PER_HOUR:.3g} kWh{label} more"
     ) if saved_kj else "saves nothing"
-    hourly = "" if not per_hour_kj or per == "per training hour" else (
-        f" ({abs(per_hour_kj) / SECONDS_PER_HOUR:.3g} kWh {'less' if per_hour_kj > 0 else 'more'} per hour of training with this pick)")
+    hourly = (f" ({abs(per_hour_kj) / SECONDS_PER_HOUR:.3g} kWh {'less' if per_hour_kj > 0 else 'more'} per hour of training "
+              "with this pick)") if per_hour_kj else ""
     when, _, why = row["text"].partition(": ")
     repaid = {"never": "tuning is never repaid", "unknown": "when tuning is repaid is unknown"}.get(when, f"tuning is repaid {when}")
     noise = noise_mark(row.get("energy_change_pct"), row.get("energy_noise_pct"))
-    return f"{rate} {per} against the baseline{noise}{hourly}; {repaid}" + (f": {why}" if why else "")
+    return f"{rate} per run of the workload against the baseline{noise}{hourly}; {repaid}" + (f": {why}" if why else "")
 
 
 def payback_by_trial(rows: list[dict]) -> list[tuple[list[str], dict]]:

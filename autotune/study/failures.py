@@ -56,7 +56,7 @@ def failing_start(evaluated: list, earlier: set[int], failures_may_be_the_setup:
     return FailingStart(
         f"stopped: the {len(now)} probes of this run all failed or timed out and no probe of this study has run "
         f"yet, which points at the set-up rather than the configurations. {_trial_failure(last)}. "
-        f"Fix that and run the same command again: {_what_a_resume_does(now, failures_may_be_the_setup)}"
+        f"Fix that and run the same command again: {_what_a_resume_does(now, probed_again=failures_may_be_the_setup)}"
     )
 
 
@@ -67,9 +67,9 @@ def _trial_failure(t: optuna.trial.FrozenTrial) -> str:
     return f"Trial {t.number}: {t.user_attrs.get('reason') or t.user_attrs['result'].get('status') or 'failed'}{log}"
 
 
-def _what_a_resume_does(failed: list, failing_start: bool = False) -> str:
+def _what_a_resume_does(failed: list, probed_again: bool = False) -> str:
     setup = sum(bool(t.user_attrs.get(SETUP_FAILURE_ATTR)) for t in failed)
-    again = retried_after_failing_start(failed) if failing_start else []
+    again = retried_after_failing_start(failed) if probed_again else []
     if again and setup < len(failed):  # probed again (retries.FAILING_START_ATTR)
         return (f"the study resumes and probes these {len(again)} candidate(s) again (no probe of the study had run, so "
                 "their failures may be the set-up's)")

@@ -84,8 +84,9 @@ def _lost_schema_race(exc: Exception) -> bool:
     return any(message in str(exc).lower() for message in _SCHEMA_RACE_MESSAGES)
 
 
-def _check_sqlite(url: str, must_exist: bool, given: bool = True) -> None:
-    """What SQLite would not say in a line of its own. An in-memory URL (sqlite://, sqlite:///, :memory:) keeps
+def _check_sqlite(url: str, must_exist: bool, given: bool = True) -> Path | None:
+    """The file a SQLite URL names, checked (None for another database): what SQLite would not say in a line of
+    its own. An in-memory URL (sqlite://, sqlite:///, :memory:) keeps
     the study only while a connection lives: Optuna's tables vanish between connections, every probe with
     them. A missing file is created on connect (a mistyped URL given to `report` became an empty database),
     and a file without Optuna's tables gets them (an empty study.db became 112 KiB of schema): `must_exist`
@@ -96,9 +97,9 @@ def _check_sqlite(url: str, must_exist: bool, given: bool = True) -> None:
     try:
         parsed = sqlalchemy.engine.make_url(url)
     except Exception:  # noqa: BLE001 - not a URL at all: RDBStorage says so in its own words below
-        return
+        return None
     if parsed.get_backend_name() != "sqlite":
-        return
+        return None
     _check_sqlite_options(url, parsed)
     if parsed.database in (None, "", ":memory:"):
         raise UserError(
@@ -119,19 +120,7 @@ def _check_sqlite(url: str, must_exist: bool, given: bool = True) -> None:
                         "file in an existing one")
     if not must_exist:
         _check_writable(url, path, given)
-
-
-def _sqlite_file(url: str) -> Path | None:
-    """The file a SQLite URL names (relative to the working directory, as SQLAlchemy reads it), else None."""
-    import sqlalchemy
-
-    try:
-        parsed = sqlalchemy.engine.make_url(url)
-    except Exception:  # noqa: BLE001 - not a URL at all: RDBStorage says so in its own words
-        return None
-    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
-        return None
-    return Path(parsed.database)
+    return path
 
 
 def _with_the_umasks_mode(path: Path) -> None:
@@ -235,7 +224,7 @@ def heartbeat_seconds() -> tuple[int, int]:
 
 def _open_storage(url: str, heartbeat: bool = False, must_exist: bool = False, given: bool = True):
     """`given`: `url` is the user's --storage; else the run directory's own study.db."""
-    _check_sqlite(url, must_exist, given)
+    database = _check_sqlite(url, must_exist, given)
     with warnings.catch_warnings():
         # Optuna 5.0 marks heartbeats experimental; the user needs no warning about our choice.
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
@@ -247,7 +236,6 @@ def _open_storage(url: str, heartbeat: bool = False, must_exist: bool = False, g
                 "grace_period": grace_s,
                 "heartbeat_stale_trial_callback": optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=2),
             }
-        database = _sqlite_file(url)
         created = database is not None and not database.exists()
         for attempt in range(CREATE_ATTEMPTS):
             try:

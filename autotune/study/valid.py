@@ -87,15 +87,16 @@ def _global_batch_miss(checks: list) -> str | None:
     nearest = " or ".join(str(b) for b in (lower, upper) if b > 0)
     micro_batches = sorted({c.knobs.micro_batch for c in shapes})
     if len(data_parallel) <= LISTED_SIZES:
-        return (f"no micro-batch ({', '.join(map(str, micro_batches))}) x data-parallel size "
-                f"({', '.join(map(str, data_parallel))} on these GPUs) divides the global batch {global_batch}: pass "
-                f"--global-batch {nearest}, other micro_batch values in a --space file, or another --nodes / --gpus-per-node")
-    # A wide node range: every size listed made a 5,000-character line, and the batch that suits the largest
-    # suits only its node count (trial 46).
-    return (f"no micro-batch ({', '.join(map(str, micro_batches))}) x data-parallel size ({len(data_parallel)} sizes "
-            f"from {data_parallel[0]} to {data_parallel[-1]} on these GPUs) divides the global batch {global_batch}: pass "
-            f"a --global-batch that the data-parallel sizes of the node counts you want divide ({nearest} suits only "
-            "the largest), a narrower --nodes, or another --gpus-per-node")
+        sizes = ", ".join(map(str, data_parallel))
+        fix = f"--global-batch {nearest}, other micro_batch values in a --space file, or another --nodes / --gpus-per-node"
+    else:
+        # A wide node range: every size listed made a 5,000-character line, and the batch that suits the largest
+        # suits only its node count (trial 46).
+        sizes = f"{len(data_parallel)} sizes from {data_parallel[0]} to {data_parallel[-1]}"
+        fix = (f"a --global-batch that the data-parallel sizes of the node counts you want divide ({nearest} suits only "
+               "the largest), a narrower --nodes, or another --gpus-per-node")
+    return (f"no micro-batch ({', '.join(map(str, micro_batches))}) x data-parallel size ({sizes} on these GPUs) divides "
+            f"the global batch {global_batch}: pass {fix}")
 
 
 def usable_values(checks: list) -> dict[str, list]:

@@ -7,7 +7,8 @@ import json
 import statistics
 from pathlib import Path
 
-from autotune.calibrate.memory_error import MeasuredPeak, memory_document, memory_lines, without_replayed_copies
+from autotune.calibrate.measured import peaks_without_copies
+from autotune.calibrate.memory_error import MeasuredPeak, memory_document, memory_lines
 from autotune.candidate import Candidate, Knobs
 from autotune.hardware import load_hardware
 from autotune.models import load_model
@@ -70,5 +71,5 @@ def test_no_device_peak_no_paragraph_and_a_replayed_peak_of_its_own_is_kept():
     measured = MeasuredPeak("a#0", "a", candidate, 50.0, 55.0)
     copy = MeasuredPeak("b#3", "b", candidate, 50.0, 55.0)
     other = MeasuredPeak("b#4", "b", candidate, 52.0, 55.0)  # the same configuration measured again, in the replay only
-    assert without_replayed_copies([copy, measured, other], replayed={"b"}) == [measured, other]
-    assert without_replayed_copies([copy, measured], replayed=set()) == [copy, measured]
+    assert peaks_without_copies([copy, measured, other], replayed={"b"}) == [measured, other]
+    assert peaks_without_copies([copy, measured], replayed=set()) == [copy, measured]
