@@ -51,10 +51,12 @@ def settings_for(*flags: str) -> StudySettings:
 
 
 class Filled(NamedTuple):
-    """What fill_from_allocation said it filled (one line, or None), and the lines it warns."""
+    """What fill_from_allocation said it filled (one line, or None), the lines it warns, and of them what the
+    --model's Hugging Face config says that autotune models otherwise (models_hf.model_warning; `run` keeps it)."""
 
     said: str | None
     warnings: tuple[str, ...] = ()
+    model_caveats: str | None = None
 
 
 def fill_from_allocation(args: argparse.Namespace, environ: dict[str, str] | None = None) -> Filled:
@@ -81,7 +83,7 @@ def fill_from_allocation(args: argparse.Namespace, environ: dict[str, str] | Non
                         f"{args.space or DEFAULT_SPACE} lists: the flag wins over the file's list (leave --nodes out "
                         "to study the file's)")
     if getattr(args, "backend", None) == "replay" or getattr(args, "measurements", None) is not None:
-        return Filled(None, tuple(warnings))
+        return Filled(None, tuple(warnings), model_said)
     hardware = load_hardware(args.hardware)
     shape = allocation_shape(getattr(args, "hostfile", None), dict(os.environ if environ is None else environ))
     if shape is None and getattr(args, "backend", None) == "launch":
@@ -89,7 +91,7 @@ def fill_from_allocation(args: argparse.Namespace, environ: dict[str, str] | Non
         local = local_gpu_count() if hardware.cuda else None
         shape = (1, local, "this machine") if local or not hardware.cuda else None
     if shape is None:
-        return Filled(None, tuple(warnings))
+        return Filled(None, tuple(warnings), model_said)
     nodes, gpus, where = shape
     filled = []
     if nodes_given is None and file_nodes is None:
@@ -104,7 +106,7 @@ def fill_from_allocation(args: argparse.Namespace, environ: dict[str, str] | Non
     elif args.gpus_per_node is None and gpus and gpus > hardware.gpus_per_node and hardware.cuda:
         warnings.append(_wider_than_profile(where, gpus, args.hardware, hardware.gpus_per_node))
     said = f"studying {', '.join(filled)}: what {where} holds (--nodes, --gpus-per-node choose another shape)" if filled else None
-    return Filled(said, tuple(warnings))
+    return Filled(said, tuple(warnings), model_said)
 
 
 def _wider_than_profile(where: str, gpus: int, hardware_flag: str, profile_gpus: int) -> str:

@@ -357,7 +357,6 @@ def _run(args: argparse.Namespace) -> int:
     from autotune.study.loop import CONVERGED_ATTR, Interrupts, make_sampler, probes_running_elsewhere, run_study
     from autotune.study.retries import evaluated_count, evaluated_trials
     from autotune.study.valid import node_counts_without_candidates, valid_checks
-    from autotune.models_hf import model_warning
     from autotune.report.study_points import MODEL_CAVEATS_ATTR
 
     check_hostfile(args.hostfile)  # files are checked here; numbers while parsing (flags.py, probe_options.py)
@@ -418,9 +417,9 @@ def _run(args: argparse.Namespace) -> int:
         _resume(study, settings, backend, args, run_dir, console)
     study.set_user_attr("backend", backend_attrs(study, backend, checks, restricted=bool(dropped)))
     study.set_user_attr("sampler", args.sampler)
-    caveats = model_warning(args.model)  # said with the figures in every report (report.study_points.MODEL_CAVEATS_ATTR)
-    if study.user_attrs.get(MODEL_CAVEATS_ATTR) != caveats:
-        study.set_user_attr(MODEL_CAVEATS_ATTR, caveats)
+    # Said with the figures in every report (report.study_points.MODEL_CAVEATS_ATTR), as warned above.
+    if study.user_attrs.get(MODEL_CAVEATS_ATTR) != filled.model_caveats:
+        study.set_user_attr(MODEL_CAVEATS_ATTR, filled.model_caveats)
     study.set_user_attr(SEED_ATTR, args.seed)
     try:
         done = evaluated_count(study)
