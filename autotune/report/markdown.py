@@ -14,7 +14,7 @@ from autotune.report.payback import cost_sentence, estimated_saving_mark, paybac
 from autotune.report.picks import baseline_label, front_title, missing_change, pick_label, picks_by_trial
 from autotune.report.power_limit import sweep_sentence
 from autotune.report.study_points import StudyView
-from autotune.report.within_noise import change_text, ties_text
+from autotune.report.within_noise import change_text, energy_change_text, ties_text
 from autotune.candidate import knobs_sentence
 from autotune.report.table import knob_columns, knob_value
 
@@ -88,7 +88,7 @@ def markdown_report(view: StudyView, document: dict) -> str:
                 continue
             lines.append(
                 f"- **{pick_label(row['name'], view.pick_parameters)}**: trial {p.trial}, {knobs_sentence(p.params)}: "
-                f"energy saved {change_text(row, 'energy_saved_pct', noise, stated, missing_change('energy_saved_pct', p, base))}"
+                f"{energy_change_text(row, noise, stated, missing_change('energy_saved_pct', p, base))}"
                 f"{estimated}, time {change_text(row, 'time_change_pct', noise, stated)}, "
                 f"TFLOP/kJ {change_text(row, 'tflop_per_kj_change_pct', noise, stated, missing_change('tflop_per_kj_change_pct', p, base))}"
                 f"{estimated}" + (f" (baseline trial {base.trial}: {against})" if against else "")

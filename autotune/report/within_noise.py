@@ -119,6 +119,15 @@ def labelled_change_text(changes: dict, key: str, noise: dict | None, label: str
 _SAVED = "energy saved"
 
 
+def energy_change_text(changes: dict, noise: dict | None, error: dict | None = None, missing: str = "n/a") -> str:
+    """`energy saved +3.0%`, the words first as the markdown picks read; `energy used +123.1%` for a pick
+    that uses more than the baseline (not the double negative "energy saved -123.1%")."""
+    saved = changes["energy_saved_pct"]
+    if saved is not None and saved < 0:
+        return f"energy used {pct_text(-saved)}" + _marks(changes, "energy_saved_pct", noise, error)
+    return f"{_SAVED} {change_text(changes, 'energy_saved_pct', noise, error, missing)}"
+
+
 def with_noise(rows: list[dict], points: list[Point], baseline_trial: int | None, error: dict | None = None) -> list[dict]:
     """Pick rows (report.picks.pick_rows) with `noise_pct` (the noise each change was judged against,
     None where none is known) and `within_noise` (the changes no larger than it); and, given the

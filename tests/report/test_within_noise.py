@@ -171,3 +171,14 @@ def test_a_pick_using_more_energy_says_energy_used_not_a_negative_saving():
     assert labelled_change_text(less, "energy_saved_pct", None, "energy saved") == "+20.0% energy saved"
     noisy = labelled_change_text({"energy_saved_pct": -3.0}, "energy_saved_pct", {"energy_saved_pct": 9.0}, "energy saved")
     assert noisy == "+3.0% energy used (within noise: ±9%)"
+
+
+def test_the_markdown_picks_say_energy_used_for_a_pick_using_more():
+    """Trial 46's double negative in report.md's picks: "energy saved -123.1%"."""
+    from autotune.report.within_noise import energy_change_text
+
+    assert energy_change_text({"energy_saved_pct": -123.1}, None) == "energy used +123.1%"
+    assert energy_change_text({"energy_saved_pct": 20.0}, None) == "energy saved +20.0%"
+    assert energy_change_text({"energy_saved_pct": None}, None, missing="unavailable") == "energy saved unavailable"
+    noisy = energy_change_text({"energy_saved_pct": -3.0}, {"energy_saved_pct": 9.0})
+    assert noisy == "energy used +3.0% (within noise: ±9%)"
