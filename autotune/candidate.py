@@ -187,3 +187,10 @@ def candidate_from_dict(data: dict) -> Candidate:
         workload=Workload(**data["workload"]),
         gpus_per_node=int(data.get("gpus_per_node", 0)),
     )
+
+
+def configuration_text(candidate: Candidate) -> str:
+    """"1.5b: ZeRO-2 optimizer offload none, ..., 1 node(s), power limit 0.7 x default": the model and the
+    knobs in the words the study report named the configuration with (calibrate's worst figures and memory
+    error name their probes so)."""
+    return f"{candidate.model.name}: {knobs_sentence(candidate.knobs.to_dict())}"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from autotune.candidate import Candidate
+from autotune.candidate import Candidate, configuration_text
 
 
 @dataclass(frozen=True)
@@ -32,8 +32,6 @@ class MeasuredPeak:
 
 def memory_document(peaks: list[MeasuredPeak]) -> dict | None:
     """The ratios' median and ends, each end with its probe, or None where no probe measured a device peak."""
-    from autotune.calibrate.report import configuration_text
-
     if not peaks:
         return None
     ordered = sorted(peaks, key=lambda p: p.ratio)

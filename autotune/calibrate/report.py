@@ -8,7 +8,7 @@ import numpy as np
 
 from autotune.calibrate.fit import Calibration, Fit, mape_by_metric, worst_by_metric
 from autotune.calibrate.memory_error import memory_lines
-from autotune.candidate import Candidate, knobs_sentence
+from autotune.candidate import configuration_text
 from autotune.hardware import SIMULATOR_CONSTANTS
 from autotune.report.error_bars import scope_note
 
@@ -54,12 +54,6 @@ def reliability_warning(configurations: int, fitted: int, on_bound: list[str]) -
     # it, would claim an accuracy nothing established; "+- ?%" is what is known.
     return (f"{' and '.join(reasons)}: the left-out error is not reliable, so -o does not write it to "
             f"[simulator_error] (a study on the profile shows +- ?%); {'; '.join(fixes)} and calibrate again.")
-
-
-def configuration_text(candidate: Candidate) -> str:
-    """"1.5b: ZeRO-2 optimizer offload none, ..., 1 node(s), power limit 0.7 x default": the model and the
-    knobs in the words the study report named the configuration with."""
-    return f"{candidate.model.name}: {knobs_sentence(candidate.knobs.to_dict())}"
 
 
 def worst_left_out(cal: Calibration, left_out_pct: np.ndarray) -> dict[str, dict]:

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from autotune.calibrate import Calibration, load_reference, worst_by_metric
-from autotune.calibrate.report import calibration_document, configuration_text, report_text, worst_text
+from autotune.calibrate.report import calibration_document, report_text, worst_text
+from autotune.candidate import configuration_text
 from autotune.hardware import load_hardware
 from tests import cli
 
