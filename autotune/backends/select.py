@@ -96,11 +96,14 @@ def _launch_backend(args: argparse.Namespace, run_dir: Path, reason: str, hardwa
 def _replay_backend(backend: str, measurements: Path | None) -> Backend:
     if measurements is None:
         raise UserError("--backend replay needs --measurements FILE (JSON lines, or `autotune space --simulate --json` output)")
-    if backend != "replay":
-        raise UserError(f"--measurements is read only by --backend replay (got --backend {backend}); add --backend replay")
+    if backend not in ("replay", "auto"):
+        raise UserError(f"--measurements is read only by --backend replay (got --backend {backend}); drop --backend "
+                        f"{backend} or --measurements")
     from autotune.backends.replay import ReplayBackend
 
-    return ReplayBackend(measurements)
+    # Recorded results can only mean a replay: `auto` refused them and asked for the flag (trial 48).
+    return ReplayBackend(measurements, "chosen with --backend replay" if backend == "replay"
+                         else "chosen by --measurements (--backend auto)")
 
 
 def choose_backend(

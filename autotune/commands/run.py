@@ -82,7 +82,7 @@ def register(subparsers) -> None:
     probe.add_argument(
         "--backend", choices=("auto", "simulate", "launch", "replay"), default="auto",
         help="launch: real probe runs; simulate: the analytic model; replay: recorded results (--measurements); "
-        "auto (default): launch when the GPUs are here",
+        "auto (default): replay where --measurements is given, else launch when the GPUs are here, else simulate",
     )
     probe.add_argument(
         "--measurements", type=path_flag, metavar="FILE",

@@ -165,3 +165,23 @@ def test_the_cli_refuses_auto_in_an_allocation_without_srun_before_writing_anyth
                                                      "starts every probe with srun in SLURM allocation 7"), result.stderr
     assert result.stderr.strip().endswith(errors[0]) and "Traceback" not in result.stderr
     assert not out.exists()
+
+
+def test_measurements_under_the_default_auto_backend_mean_a_replay(tmp_path):
+    """Trial 48 §21: `run --measurements FILE` without `--backend replay` was refused, though recorded
+    results can only mean a replay; any other named backend still is, naming both ways out."""
+    import json
+
+    record = {"params": {"zero_stage": 3, "optimizer_offload": "none", "activation_checkpointing": "recompute",
+                         "sp_degree": 1, "micro_batch": 1, "nodes": 4}, "status": "ok", "time_s": 1.0, "energy_kj": 2.0}
+    path = tmp_path / "m.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    auto = choose_backend(argparse.Namespace(backend="auto", measurements=path), tmp_path / "run")
+    assert auto.name == "replay" and auto.reason == "chosen by --measurements (--backend auto)"
+    named = choose_backend(argparse.Namespace(backend="replay", measurements=path), tmp_path / "run")
+    assert named.name == "replay" and named.reason == "chosen with --backend replay"
+    for other in ("simulate", "launch"):
+        with pytest.raises(UserError, match=f"^--measurements is read only by --backend replay \\(got --backend {other}\\); "
+                                            f"drop --backend {other} or --measurements$"):
+            choose_backend(argparse.Namespace(backend=other, measurements=path), tmp_path / "run")
+    assert not (tmp_path / "run").exists()
