@@ -163,6 +163,10 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
         "searchable_nodes": ([n for n in nodes if n in view.searchable_nodes]
                              if view.searchable_nodes is not None else None),
         "gpus": _one_or_list([n * settings.gpus_per_node for n in nodes]),
+        # `nodes` and `gpus` are a number for one count and a list for a range (as the study was asked);
+        # a script reads these two, lists always (trial 48: `.gpus * 2` worked on one study, not the next).
+        "node_counts": nodes,
+        "gpu_counts": [n * settings.gpus_per_node for n in nodes],
         "hardware": settings.hardware.name,
         # The profile `autotune calibrate` started from when `hardware` is a calibration of it, else None.
         "calibrated_from": settings.hardware.calibrated_from or None,

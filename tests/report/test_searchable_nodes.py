@@ -41,6 +41,7 @@ def gapped_run(tmp_path_factory):
 def test_a_range_with_counts_that_have_no_candidate_names_the_searchable_ones_in_every_output(gapped_run):
     document, terminal, md, html = reports(gapped_run)
     assert document["nodes"] == [2, 3, 4, 5, 6, 7, 8] and document["searchable_nodes"] == [2, 4, 8]
+    assert document["node_counts"] == document["nodes"] and document["gpu_counts"] == [8, 12, 16, 20, 24, 28, 32]
     assert json.loads((gapped_run / "pareto.json").read_text())["searchable_nodes"] == [2, 4, 8]
     assert terminal.splitlines()[0].startswith("32b on 2-8 node(s) (searchable: 2, 4, 8) of gh200, backend simulate")
     assert md.splitlines()[0] == "### autotune: 32b on 2-8 node(s) (searchable: 2, 4, 8) of gh200"
