@@ -379,6 +379,16 @@ class ReplayBackend(Backend):
         self.usable: int | None = None  # records of valid candidates of this study's space (evaluable() counts them)
         self.figure_warning: str | None = None  # figures far from the simulator's (check_candidates), said once
 
+    def measurements_record(self) -> dict:
+        """What pareto.json's inputs name the replayed file by: its path as given, its records, and a hash of
+        their content (where each was read aside: the same figures from `space --json` or an export, moved or renamed,
+        hash alike; a file edited in place does not)."""
+        from autotune.report.inputs import content_sha256
+
+        content = {key: {k: v for k, v in record.items() if k not in ("origin", "untold")}
+                   for key, record in self.records.items()}
+        return {"file": str(self.path), "records": len(self.records), "sha256": content_sha256(content)}
+
     def check_candidates(self, checks: list) -> None:
         """Refuses, in one line, a file whose records say they were measured for another model,
         hardware, GPU count per node or workload (their `study`; records without one cannot be told

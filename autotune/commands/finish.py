@@ -15,6 +15,7 @@ from autotune.export import export_trial
 from autotune.report import pareto_document, study_view, write_pareto_json
 from autotune.report.html import write_report_html
 from autotune.report.importance import knob_importance
+from autotune.report.inputs import study_inputs
 from autotune.report.picks import DEFAULT_ETA, DEFAULT_MAX_SLOWDOWN, PICK_FILES
 from autotune.report.search import search_summary
 from autotune.report.table import print_report
@@ -47,6 +48,7 @@ def build_report(study, max_slowdown: float | None = None, eta: float | None = N
     document["search"] = search_summary(study, view, backend.get("name", "unknown"))
     document["predicted"] = document["search"].pop("predicted")
     document["study_name"] = study.study_name  # several studies may share one --storage database
+    document["inputs"] = study_inputs(study, view.settings)
     # So `autotune report RUN_DIR` can name the database a run directory without study.db needs; null for the
     # directory's own study.db (the key is in every pareto.json, as the README lists it).
     document["storage"] = recorded_storage(storage) if storage else None

@@ -8,6 +8,7 @@ import re
 import signal
 from pathlib import Path
 
+from autotune import __version__
 from autotune.backends.probe_options import DEFAULT_LAUNCHER, LAUNCHERS, PROBE_OPTIONS, probe_bounds, probe_default
 from autotune.commands.flags import number_flag, path_flag, study_name_flag, text_flag, whole_number_flag
 from autotune.commands.options import add_study_options, build_settings, fill_from_allocation, settings_warnings
@@ -301,6 +302,7 @@ def backend_attrs(study, backend, checks: list, restricted: bool) -> dict:
         attrs["probe_settings"] = earlier["probe_settings"]
     if backend.name == "replay":
         attrs["evaluable"] = [params_key(c.candidate.knobs.to_dict()) for c in checks if c.valid] if restricted else None
+        attrs["measurements"] = backend.measurements_record()
     return attrs
 
 
@@ -433,6 +435,8 @@ def _run(args: argparse.Namespace) -> int:
             ran = run_study(
                 study, settings, backend, args.trials, progress, checks, args.objectives,
                 shared_storage=not alone, accept_estimated_energy=args.allow_estimated_energy, interrupts=interrupts,
+                proposed_by={"sampler": args.sampler, "seed": args.seed, "trials_budget": args.trials,
+                             "autotune_version": __version__},
             )
     except KeyboardInterrupt:
         # A stop during a probe's repeat k: its finished repeats are not lost, which a scancelled job's user asks first.

@@ -26,6 +26,7 @@ from autotune.report.front import Point
 from autotune.report.html_analysis import importance_section, power_html, tuning_cost_section
 from autotune.report.timeline import PROVENANCE_WORDS
 from autotune.report.html_parts import esc, table as _table
+from autotune.report.inputs import inputs_sentence
 from autotune.report.pareto_json import hardware_text, provenance_sentence, trial_counts, unrecorded_count, workload_sentence
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar
 from autotune.report.picks import PICK_FILES, baseline_label, front_title, missing_change, pick_label, picks_by_trial, short_pick_label
@@ -53,6 +54,7 @@ def header_section(view: StudyView, document: dict, run_dir: Path) -> str:
     if noise_text := noise_line(document):
         note += f"<p>{esc(noise_text)}</p>"
     baseline = baseline_missing(view) if document["baseline"] is None else document["baseline"]
+    inputs = f'<p class="inputs">{esc(said)}</p>\n' if (said := inputs_sentence(document.get("inputs"))) else ""
     return (
         f"<header><h1>autotune report: {esc(document['model'])} on {esc(nodes_header(document))} of "
         f"{esc(hardware_text(document))}</h1>\n"
@@ -60,7 +62,7 @@ def header_section(view: StudyView, document: dict, run_dir: Path) -> str:
         f"<strong>Where the figures come from:</strong> {esc(provenance_sentence(document))} "
         f"Backend: {esc(document['backend'])} ({esc(document.get('backend_reason', ''))}).</p>\n"
         f"<p>{esc(workload_sentence(workload, document.get('model_caveats')))} Trials: {esc(document['trials'])} ({esc(counts)}); "
-        f"baseline trial: {esc(baseline)}.</p>\n{note}</header>"
+        f"baseline trial: {esc(baseline)}.</p>\n{inputs}{note}</header>"
     )
 
 

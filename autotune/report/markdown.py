@@ -10,6 +10,7 @@ from autotune.report.units import energy_figure, energy_unit, estimate_header, e
 from autotune.report.pareto_json import nodes_header
 from autotune.report.pareto_json import hardware_text, provenance_sentence, trial_counts, workload_sentence
 from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
+from autotune.report.inputs import inputs_sentence
 from autotune.report.payback import cost_sentence, estimated_saving_mark, payback_by_trial, payback_sentence
 from autotune.report.picks import baseline_label, front_title, missing_change, pick_label, picks_by_trial
 from autotune.report.power_limit import sweep_sentence
@@ -39,6 +40,8 @@ def markdown_report(view: StudyView, document: dict) -> str:
         md_cell(workload_sentence(document["workload"], document.get("model_caveats"))),
         "",
     ]
+    if inputs := inputs_sentence(document.get("inputs")):
+        lines += [md_cell(inputs), ""]
     if document.get("note"):
         lines += [f"> **{document['note']}**", ""]
     if noise_text := noise_line(document):

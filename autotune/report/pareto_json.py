@@ -27,6 +27,10 @@ from autotune.space import node_span
 from autotune.workload import with_precision
 
 
+# pareto.json's layout: raised when a key is renamed, removed or changes its meaning (new keys keep it).
+PARETO_SCHEMA_VERSION = 1
+
+
 def _one_or_list(values: list[int]):
     return values[0] if len(values) == 1 else values
 
@@ -156,6 +160,7 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
     ties = pick_ties(view, error)
     picks = with_noise_ties(with_ties(pick_rows(view.picks, view.points, view.baseline_trial), ties), noise_ties(view, ties))
     return {
+        "schema_version": PARETO_SCHEMA_VERSION,
         "model": settings.model.name,
         "nodes": _one_or_list(nodes),
         # The counts of `nodes` a valid candidate uses, the only ones the search could take (a count whose

@@ -65,6 +65,10 @@ MAX_PROPOSALS_PER_TRIAL = 25
 OBJECTIVES = {"time": ("time_s",), "time,energy": ("time_s", "energy_kj")}
 # Study attribute set when the study stopped early: {"probes": evaluated candidates, "rule": ...}.
 CONVERGED_ATTR = "converged"
+# On each trial its proposer: the sampler, seed and --trials budget of the run that asked for it, and the
+# autotune version that ran it. A study resumed with another seed or sampler keeps each trial's own (the
+# study's `sampler` and `seed` attributes are its last run's); pareto.json's inputs.proposed_by lists them.
+PROPOSED_BY_ATTR = "proposed_by"
 # Set on a trial just before its probe starts: what other workers count against the budget (a trial
 # that finds no room left is marked OVER_BUDGET_ATTR instead, unique.py).
 PROBING_ATTR = "probing"
@@ -234,8 +238,10 @@ class Interrupts:
 class _Objective:
     """The function `study.optimize` calls once per proposal."""
 
-    def __init__(self, settings, backend, objectives, progress, checks, accept_estimated_energy, n_trials, interrupts):
+    def __init__(self, settings, backend, objectives, progress, checks, accept_estimated_energy, n_trials, interrupts,
+                 proposed_by=None):
         self.settings, self.backend, self.objectives, self.progress = settings, backend, objectives, progress
+        self.proposed_by = proposed_by  # report.inputs.PROPOSED_BY_ATTR: kept on each trial this worker evaluates
         self.choices, self.accept_estimated_energy, self.n_trials = usable_values(checks), accept_estimated_energy, n_trials
         # The space's verdicts, a backend's among them (replay: no record), so a proposal is judged as the samplers were.
         self.checks = {params_key(c.candidate.knobs.to_dict()): c for c in checks}
@@ -253,6 +259,8 @@ class _Objective:
             raise optuna.TrialPruned(str(why)) from None
         candidate = self.settings.candidate(params)
         trial.set_user_attr("candidate", candidate.to_dict())  # the study's settings hold the profile
+        if self.proposed_by is not None:
+            trial.set_user_attr(PROPOSED_BY_ATTR, self.proposed_by)
         check = self.checks.get(params_key(params)) or check_candidate(candidate)
         if not check.valid:
             self._prune_invalid(trial, params, check)
@@ -443,9 +451,10 @@ def run_study(
     accept_estimated_energy: bool = True,
     early_stop: bool = True,
     interrupts: Interrupts | None = None,
+    proposed_by: dict | None = None,
 ) -> int:
     """Evaluate candidates until the study holds n_trials evaluated ones (every worker's); returns how many
-    this call evaluated."""
+    this call evaluated. `proposed_by`: kept on each trial (report.inputs.PROPOSED_BY_ATTR)."""
     progress = progress or StudyProgress()
     checks = checks if checks is not None else valid_checks(settings)
     valid_total = sum(c.valid for c in checks)
@@ -479,7 +488,7 @@ def run_study(
                          failures_may_be_the_setup=backend.failures_may_be_the_setup)
     interrupts = interrupts or Interrupts()  # without install(): no handler of ours, Python's own
     objective = _Objective(settings, backend, OBJECTIVES[objectives], progress, checks, accept_estimated_energy, n_trials,
-                           interrupts)
+                           interrupts, proposed_by)
     with interrupts.study(study):
         try:
             study.optimize(objective, catch=(ProbeFailed,), callbacks=[stop])

@@ -1,0 +1,79 @@
+"""pareto.json's `inputs`: what set the answer besides the model, hardware, workload and backend the
+document already names, so a team lead handed the file can tell two studies apart and re-run one
+(trial 47: a study without power limits and the default one read alike, and their least-energy picks
+differed by 16%). Read from the study, where `run` keeps them. No time stamp and no command line: two
+runs of one command into two directories write the same bytes, which is how a user checks a re-run."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from autotune.candidate import KNOBS
+from autotune.study.loop import PROPOSED_BY_ATTR
+
+
+def content_sha256(value) -> str:
+    """A SHA-256 of a JSON value's content, keys sorted: the same for the same figures however written."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def proposers(trials) -> list[dict]:
+    """Each distinct proposer with the trials it proposed, in the order of their first trial. Trials of
+    a study older than the record are left out (their count is the difference to `trials`)."""
+    groups: dict[str, dict] = {}
+    for t in trials:
+        who = t.user_attrs.get(PROPOSED_BY_ATTR)
+        if not isinstance(who, dict):
+            continue
+        group = groups.setdefault(json.dumps(who, sort_keys=True), {**who, "trials": []})
+        group["trials"].append(t.number)
+    return list(groups.values())
+
+
+def study_inputs(study, settings) -> dict:
+    """The space searched (every knob's values), the hardware profile's content hash (a copied profile
+    edited in place keeps its name and path), who proposed the trials, and the backend's own inputs: a
+    launch's probe settings, a replay's file and its records' hash."""
+    backend = study.user_attrs.get("backend") or {}
+    stored = (study.user_attrs.get("settings") or {}).get("hardware_profile")
+    return {
+        "space": {knob: list(settings.space.values(knob)) for knob in KNOBS},
+        "hardware_sha256": content_sha256(stored) if stored is not None else None,
+        "proposed_by": proposers(study.get_trials(deepcopy=False)),
+        "probe_settings": backend.get("probe_settings"),
+        "measurements": backend.get("measurements"),
+    }
+
+
+def inputs_sentence(inputs: dict | None) -> str | None:
+    """report.md's and report.html's line of what produced the study beyond its header: who proposed its
+    trials, the profile's hash, a replay's file, a launch's probe settings. None for a pareto.json older
+    than the record."""
+    if not inputs:
+        return None
+    parts = []
+    if inputs["proposed_by"]:
+        parts.append("trials proposed by " + ", ".join(
+            f"{who['sampler']} seed {who['seed']} (--trials {who['trials_budget']}, autotune {who['autotune_version']}): "
+            f"{len(who['trials'])}" for who in inputs["proposed_by"]))
+    parts.append(f"searched {space_words(inputs['space'])}")
+    if inputs.get("hardware_sha256"):
+        parts.append(f"hardware profile sha256 {inputs['hardware_sha256'][:12]}")
+    if replayed := inputs.get("measurements"):
+        parts.append(f"replayed {replayed['file']} ({replayed['records']} records, sha256 {replayed['sha256'][:12]})")
+    if probe := inputs.get("probe_settings"):
+        parts.append("probes " + " ".join(f"{flag} {value:g}" if isinstance(value, float) else f"{flag} {value}"
+                                          for flag, value in probe.items()))
+    return "Inputs: " + "; ".join(parts) + " (pareto.json `inputs`)."
+
+
+def space_words(space: dict) -> str:
+    """`the default space` or `the default space but power_limit 1.0`: the knob values a --space file changed
+    from the built-in default (the node counts are --nodes's, said in the header)."""
+    from autotune.space.files import load_space
+
+    default = load_space(nodes=(1,))  # the file lists no node counts
+    changed = [f"{knob} {'/'.join(map(str, values))}" for knob, values in space.items()
+               if knob != "nodes" and tuple(values) != tuple(default.values(knob))]
+    return "the default space" + (f" but {', '.join(changed)}" if changed else "")

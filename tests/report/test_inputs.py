@@ -1,0 +1,87 @@
+"""pareto.json's `inputs` and the reports' line of them (trial 47): the space, who proposed each trial (a
+study resumed with another seed keeps both), the profile's content hash (a copied profile edited in place
+keeps its name and path) and a replay's file, so two studies that read alike can be told apart."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from autotune import __version__
+from autotune.hardware import load_hardware
+from autotune.space.files import DEFAULT_SPACE
+from tests.cli import autotune_main
+from tests.report.test_searchable_nodes import reports
+
+RUN = ("run", "--model", "7b", "--nodes", "1", "--backend", "simulate")
+
+
+def _pareto(run_dir) -> dict:
+    return json.loads((run_dir / "pareto.json").read_text(encoding="utf-8"))
+
+
+def test_a_resumed_study_lists_each_seed_with_its_own_trials_and_the_space_it_searched(tmp_path):
+    out = tmp_path / "run"
+    first = autotune_main(*RUN, "--sampler", "random", "--trials", "3", "--out", out)
+    assert first.returncode == 0, first.stderr
+    again = autotune_main(*RUN, "--sampler", "random", "--seed", "5", "--trials", "5", "--out", out)
+    assert again.returncode == 0, again.stderr
+    document = _pareto(out)
+    assert document["schema_version"] == 1
+    inputs = document["inputs"]
+    first_run, resumed = inputs["proposed_by"]
+    assert {k: v for k, v in first_run.items() if k != "trials"} == {"sampler": "random", "seed": 0, "trials_budget": 3,
+                                                                     "autotune_version": __version__}
+    assert {k: v for k, v in resumed.items() if k != "trials"} == {"sampler": "random", "seed": 5, "trials_budget": 5,
+                                                                   "autotune_version": __version__}
+    # Each trial once, the resumed run's after the first's (an invalid proposal is a trial of its proposer too).
+    assert max(first_run["trials"]) < min(resumed["trials"])
+    assert sorted(first_run["trials"] + resumed["trials"]) == list(range(document["trials"]))
+    assert inputs["space"]["power_limit"] == [1.0, 0.9, 0.8, 0.7] and inputs["space"]["nodes"] == [1]
+    assert inputs["probe_settings"] is None and inputs["measurements"] is None
+    _, _, md, html = reports(out)
+    said = (f"Inputs: trials proposed by random seed 0 (--trials 3, autotune {__version__}): {len(first_run['trials'])}, "
+            f"random seed 5 (--trials 5, autotune {__version__}): {len(resumed['trials'])}; searched the default space; "
+            "hardware profile sha256 ")
+    assert said in md and said in html
+
+
+def test_a_space_file_and_an_edited_copy_of_a_profile_are_told_apart(tmp_path):
+    space = tmp_path / "space.toml"
+    space.write_text(DEFAULT_SPACE.read_text(encoding="utf-8").replace("power_limit = [1.0, 0.9, 0.8, 0.7]", "power_limit = [1.0]"),
+                     encoding="utf-8")
+    profile = tmp_path / "mynode.toml"
+    shutil.copy(load_hardware("gh200").source, profile)
+    a = autotune_main(*RUN, "--hardware", profile, "--space", space, "--out", tmp_path / "a")
+    assert a.returncode == 0, a.stderr
+    text = profile.read_text(encoding="utf-8")
+    assert "step_overhead_s = 3.787e-10" in text
+    profile.write_text(text.replace("step_overhead_s = 3.787e-10", "step_overhead_s = 0.5"), encoding="utf-8")
+    b = autotune_main(*RUN, "--hardware", profile, "--space", space, "--out", tmp_path / "b")
+    assert b.returncode == 0, b.stderr
+    first, second = _pareto(tmp_path / "a"), _pareto(tmp_path / "b")
+    assert first["hardware"] == second["hardware"] and first["hardware_file"] == second["hardware_file"]
+    assert first["inputs"]["hardware_sha256"] != second["inputs"]["hardware_sha256"]
+    assert first["inputs"]["space"]["power_limit"] == [1.0]
+    _, _, md, _ = reports(tmp_path / "a")
+    assert "; searched the default space but power_limit 1.0; hardware profile sha256 " in md
+
+
+def test_a_replay_names_its_file_and_the_content_of_its_records(tmp_path):
+    listed = tmp_path / "space.json"
+    space = autotune_main("space", "--model", "7b", "--nodes", "1", "--simulate", "--json")
+    assert space.returncode == 0, space.stderr
+    listed.write_text(space.stdout, encoding="utf-8")
+    replay = autotune_main("run", "--model", "7b", "--nodes", "1", "--measurements", listed, "--out", tmp_path / "r")
+    assert replay.returncode == 0, replay.stderr
+    exported = tmp_path / "m.jsonl"
+    assert autotune_main("export", tmp_path / "r", "--measurements", exported).returncode == 0
+    measurements = _pareto(tmp_path / "r")["inputs"]["measurements"]
+    valid = sum(entry["valid"] for entry in json.loads(space.stdout))
+    assert measurements["file"] == str(listed) and measurements["records"] == valid
+    assert len(measurements["sha256"]) == 64
+    moved = tmp_path / "moved.json"
+    shutil.copy(listed, moved)
+    again = autotune_main("run", "--model", "7b", "--nodes", "1", "--measurements", moved, "--out", tmp_path / "r2")
+    assert again.returncode == 0, again.stderr
+    assert _pareto(tmp_path / "r2")["inputs"]["measurements"]["sha256"] == measurements["sha256"]
