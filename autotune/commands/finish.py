@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import shutil
@@ -239,11 +240,24 @@ def write_outputs(view, document: dict, run_dir: Path, html: bool = True) -> tup
     return written, kept
 
 
+@contextlib.contextmanager
+def reports_turn(run_dir: Path):
+    """One worker of a run directory at a time reads the study for its reports and writes them. Two workers
+    ending together wrote in the order they finished writing, not reading: the last pareto.json held 5
+    trials of a study of 6, a snapshot taken before the other worker's last probe ended (trial 47 #3).
+    Read inside the turn, the reports written last are of the study as it stands then."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with open(run_dir / ".reports.lock", "a", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, a killed worker's too
+        yield
+
+
 def finish_run(study, run_dir: Path, console, max_slowdown: float | None = None, eta: float | None = None,
                storage: str | None = None, study_name: str = STUDY_NAME) -> dict:
-    view, document = build_report(study, max_slowdown, eta, storage)
-    keep_pick_parameters(study, view)
-    _, kept = write_outputs(view, document, run_dir)
+    with reports_turn(run_dir):
+        view, document = build_report(study, max_slowdown, eta, storage)
+        keep_pick_parameters(study, view)
+        _, kept = write_outputs(view, document, run_dir)
     print_report(view, document)
     if kept:
         console.print(kept, markup=False, highlight=False, soft_wrap=True)

@@ -185,7 +185,7 @@ def check_not_inside_run(run_dir: Path, out_flag: str) -> None:
 
 
 # What a run writes in its run directory: a folder holding one of these is a run's, however far it got.
-RUN_DIR_FILES = (*RUN_DIR_MARKS, "report.html", "configs", "trials", ".workers.lock")
+RUN_DIR_FILES = (*RUN_DIR_MARKS, "report.html", "configs", "trials", ".workers.lock", ".reports.lock")
 
 
 def check_not_a_foreign_folder(run_dir: Path, out_flag: str) -> None:
