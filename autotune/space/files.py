@@ -35,35 +35,47 @@ class SearchSpace:
 
 
 _NODES_RANGE = re.compile(r"(\d+)-(\d+)")
-_NODES_HELP = "write e.g. --nodes 4 or --nodes 2-8"
+_NODES_HELP = "write e.g. --nodes 4, --nodes 2-8 or --nodes 2,4,8"
 # Every node count multiplies the space: 3000 counts take minutes just to enumerate. A study over
-# more picks a few (nodes = [64, 128, 256] in a space file).
+# more picks a few (--nodes 64,128,256).
 MAX_NODE_COUNTS = 256
 
 
 def parse_nodes(text: str | int | None) -> tuple[int, ...] | None:
-    """`4` -> (4,); `2-8` -> (2, 3, ..., 8). None stays None (the space file decides)."""
+    """`4` -> (4,); `2-8` -> (2, 3, ..., 8); `2,4,8` or `1-4,8` -> the counts listed, sorted (SLURM writes
+    node lists so, and a space file lists them). None stays None (the space file decides)."""
     if text is None:
         return None
     raw = str(text).strip()
-    if re.fullmatch(r"[+-]?\d+", raw):
-        low = high = int(raw)
-    elif match := _NODES_RANGE.fullmatch(raw):
+    counts: set[int] = set()
+    for part in raw.split(","):
+        low, high = _node_part(part.strip(), raw)
+        if high - low + 1 > MAX_NODE_COUNTS or len(counts.union(range(low, high + 1))) > MAX_NODE_COUNTS:
+            raise ConfigError(
+                f"--nodes {raw!r} holds more than {MAX_NODE_COUNTS} node counts; narrow the range, or list a few "
+                "counts (--nodes 64,128,256)"
+            )
+        counts.update(range(low, high + 1))
+    return tuple(sorted(counts))
+
+
+def _node_part(part: str, raw: str) -> tuple[int, int]:
+    """One count or LOW-HIGH of --nodes `raw`, checked."""
+    if re.fullmatch(r"[+-]?\d+", part):
+        low = high = int(part)
+    elif match := _NODES_RANGE.fullmatch(part):
         low, high = int(match[1]), int(match[2])
     else:
-        raise ConfigError(f"--nodes {raw!r} is not a whole number or a range LOW-HIGH; {_NODES_HELP}")
+        what = f"{part!r} in --nodes {raw!r}" if part != raw else f"--nodes {raw!r}"
+        raise ConfigError(f"{what} is not a whole number or a range LOW-HIGH; {_NODES_HELP}")
     if low < 1:
         raise ConfigError(f"--nodes {raw!r} must be at least 1 (a range is LOW-HIGH with 1 <= LOW <= HIGH); {_NODES_HELP}")
     if high > MAX_COUNT:
         raise ConfigError(f"--nodes {raw!r} is more than {MAX_COUNT} nodes; {_NODES_HELP}")
     if low > high:
-        raise ConfigError(f"--nodes {raw!r}: LOW {low} must not exceed HIGH {high}; write --nodes {high}-{low}")
-    if high - low + 1 > MAX_NODE_COUNTS:
-        raise ConfigError(
-            f"--nodes {raw!r} spans {high - low + 1} node counts, more than {MAX_NODE_COUNTS}; "
-            "narrow the range, or list a few counts in the space file (nodes = [64, 128, 256]) and leave out --nodes"
-        )
-    return tuple(range(low, high + 1))
+        fixed = raw.replace(part, f"{high}-{low}") if part != raw else f"{high}-{low}"
+        raise ConfigError(f"--nodes {raw!r}: LOW {low} must not exceed HIGH {high}; write --nodes {fixed}")
+    return low, high
 
 
 def node_span(nodes) -> tuple[int, int] | None:
@@ -85,12 +97,9 @@ def spans_text(numbers) -> str:
 
 
 def nodes_flag(nodes) -> str:
-    """The counts as --nodes takes them (parse_nodes' inverse): `4`, `2-8` for a range; counts that
-    are no range as their list (a space file's)."""
-    span = node_span(nodes)
-    if span is None:
-        return str(list(nodes))
-    return str(span[0]) if span[0] == span[1] else f"{span[0]}-{span[1]}"
+    """The counts as --nodes takes them (parse_nodes' inverse): `4`, `2-8` for a range, `2,4,8` or `1-4,8`
+    for counts that are no range (a space file's)."""
+    return spans_text(nodes).replace(", ", ",")
 
 
 def _checked_value(origin: str, knob: str, value):

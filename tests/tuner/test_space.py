@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from autotune.candidate import Candidate, Knobs
@@ -43,6 +45,22 @@ def test_nodes_parsing():
     assert parse_nodes("2-5") == (2, 3, 4, 5)
     for bad in ("0", "x", "5-2"):
         with pytest.raises(ConfigError):
+            parse_nodes(bad)
+
+
+def test_nodes_take_a_list_as_slurm_writes_one_and_say_it_back_so():
+    """Trial 48 §16: `--nodes 2,4,8` was refused though a space file may list the counts."""
+    from autotune.space import nodes_flag
+
+    assert parse_nodes("2,4,8") == (2, 4, 8) and parse_nodes(" 8, 2 ") == (2, 8) and parse_nodes("1-4,8,4") == (1, 2, 3, 4, 8)
+    assert [nodes_flag(parse_nodes(text)) for text in ("4", "2-8", "8,2,4", "1-4,8")] == ["4", "2-8", "2,4,8", "1-4,8"]
+    for bad, said in (("2,,4", "'' in --nodes '2,,4' is not a whole number or a range LOW-HIGH"),
+                      ("2,4,a", "'a' in --nodes '2,4,a' is not a whole number"),
+                      ("8-2,16", "LOW 8 must not exceed HIGH 2; write --nodes 2-8,16"),
+                      ("0,2", "must be at least 1"),
+                      ("1-256,300", "holds more than 256 node counts"),
+                      ("1-99999999", "holds more than 256 node counts")):
+        with pytest.raises(ConfigError, match=re.escape(said)):
             parse_nodes(bad)
 
 
