@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 from typing import NamedTuple
 
 from autotune.checks import MAX_COUNT
@@ -120,11 +121,18 @@ def _wider_than_profile(where: str, gpus: int, hardware_flag: str, profile_gpus:
 
 
 def settings_warnings(args: argparse.Namespace, settings: StudySettings) -> list[str]:
-    """What the study's settings together say that no one of them does: a workload longer than the model's context."""
+    """What the study's settings together say that no one of them does: a workload longer than the model's
+    context; a preset's name that is also a file or folder here (trial 48 §20: `--model 7b` beside a
+    checkpoint folder ./7b took the preset without a word)."""
+    from autotune.models import PRESETS
     from autotune.models_hf import context_warning
 
+    lines = []
+    if args.model in PRESETS and Path(args.model).exists():
+        lines.append(f"--model {args.model} is the preset {args.model}, not the {'folder' if Path(args.model).is_dir() else 'file'} "
+                     f"{args.model} here; write --model ./{args.model} for that")
     line = context_warning(args.model, settings.workload.tokens_per_sample(settings.model))
-    return [line] if line else []
+    return lines + ([line] if line else [])
 
 
 def build_settings(args: argparse.Namespace) -> StudySettings:

@@ -165,6 +165,19 @@ def test_a_checkpoint_directory_is_read_by_its_config_json(tmp_path):
     assert load_model(str(checkpoint)).llm == PRESETS["7b"].llm
 
 
+def test_a_preset_s_name_that_is_also_a_folder_here_says_which_was_taken(tmp_path):
+    """Trial 48 §20: with a checkpoint folder ./7b here, `--model 7b` took the preset without a word."""
+    (tmp_path / "7b").mkdir()
+    (tmp_path / "7b" / "config.json").write_text(json.dumps(QWEN25_7B))
+    said = "warning: --model 7b is the preset 7b, not the folder 7b here; write --model ./7b for that"
+    preset = autotune_main("space", "--model", "7b", "--nodes", "1", "--valid", cwd=tmp_path)
+    assert preset.returncode == 0 and said in preset.stderr
+    folder = autotune_main("space", "--model", "./7b", "--nodes", "1", "--valid", cwd=tmp_path)
+    assert folder.returncode == 0 and "warning" not in folder.stderr
+    elsewhere = autotune_main("space", "--model", "7b", "--nodes", "1", "--valid", cwd=tmp_path / "7b")
+    assert elsewhere.returncode == 0 and "warning" not in elsewhere.stderr
+
+
 def test_the_cli_runs_a_study_of_a_hugging_face_config(tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(QWEN25_7B))
