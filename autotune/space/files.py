@@ -126,6 +126,9 @@ def _knob_values(data: dict, knob: str, origin: str) -> tuple:
 
 def _read_space_file(path: Path) -> dict:
     """The TOML document of a space file, its keys checked (values are checked knob by knob)."""
+    if str(path) == "-":  # `--measurements -` reads standard input; a space is read more than once (its nodes first)
+        raise ConfigError("--space -: a space file is read from a file, not standard input; save it (e.g. space.toml) "
+                          "and pass --space space.toml")
     if not path.is_file():
         what = "is a directory, not a file" if path.is_dir() else "is not a regular file" if path.exists() else "does not exist"
         raise ConfigError(f"space file {path} {what}; pass --space with a TOML file like search_spaces/default.toml")

@@ -300,3 +300,13 @@ def test_a_space_too_big_for_a_table_lists_its_valid_candidates_and_says_so(caps
             "--json lists every candidate with its reason") in " ".join(err.split())
     assert f"{len(valid)} of {len(every)} valid (listed: the valid ones)" in " ".join(out.split())
     assert "needs" not in out and out.count("│ valid") == len(valid)
+
+
+def test_a_space_from_standard_input_is_refused_saying_to_save_it():
+    """Trial 48 §22: `--space -` said "space file - does not exist", where `--measurements -` reads standard input."""
+    from tests.cli import autotune_main
+
+    done = autotune_main("space", "--model", "7b", "--nodes", "1", "--space", "-")
+    assert done.returncode == 2
+    assert done.stderr.strip().endswith("--space -: a space file is read from a file, not standard input; save it "
+                                        "(e.g. space.toml) and pass --space space.toml")
