@@ -220,7 +220,10 @@ _WORKLOAD_FLAGS = {"frames": "video frames per sample", "text_tokens": "text tok
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m trainer.probe", description=__doc__.split("\n\n")[0])
+    # No prefixes, as `autotune` has none: `--probe 10` (a user meaning steps, as `run --probe-steps`) was
+    # --probe-seconds 10; a whole flag or an error.
+    parser = argparse.ArgumentParser(prog="python -m trainer.probe", description=__doc__.split("\n\n")[0],
+                                     allow_abbrev=False)
     parser.add_argument("--candidate", type=_candidate_file,
                         help="candidate JSON (Candidate.to_dict()); or give the flags below")
     parser.add_argument("--out", type=_out_file, default="result.json",

@@ -28,15 +28,18 @@ def _clock(text: str) -> int | str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m autotune.measure.device_cli", description=__doc__.split("\n\n")[0])
+    # No prefixes, as `autotune` has none (`apply --power 0.8 --rec x.json` parsed): a whole flag or an error.
+    parser = argparse.ArgumentParser(prog="python -m autotune.measure.device_cli", description=__doc__.split("\n\n")[0],
+                                     allow_abbrev=False)
     commands = parser.add_subparsers(dest="command", required=True)
-    apply = commands.add_parser("apply", help="set the power limit (fraction of the default) and SM clock cap")
+    apply = commands.add_parser("apply", help="set the power limit (fraction of the default) and SM clock cap",
+                                allow_abbrev=False)
     apply.add_argument("--power-limit", type=float, default=1.0, help="fraction of each device's default limit")
     apply.add_argument("--sm-clock-mhz", type=_clock, default=SM_CLOCK_UNTOUCHED, help="SM clock cap, or max")
     apply.add_argument("--record", required=True, help="where the previous values are kept ({host}: this host's name)")
-    restore = commands.add_parser("restore", help="put back what `apply` recorded")
+    restore = commands.add_parser("restore", help="put back what `apply` recorded", allow_abbrev=False)
     restore.add_argument("--record", required=True)
-    show = commands.add_parser("show", help="each device's power limits and clocks")
+    show = commands.add_parser("show", help="each device's power limits and clocks", allow_abbrev=False)
     show.add_argument("--json", action="store_true")
     return parser
 

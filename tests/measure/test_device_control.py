@@ -177,3 +177,22 @@ def test_cli_restore_with_no_record_needs_no_driver(tmp_path, monkeypatch, capsy
     monkeypatch.setattr(dc, "nvml_api", no_driver)
     assert device_cli.main(["restore", "--record", str(tmp_path / "none.json")]) == 0
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("argv", [
+    ["apply", "--power", "0.8", "--rec", "x.json"],
+    ["apply", "--power-limit", "0.8", "--rec", "x.json"],
+    ["restore", "--rec", "x.json"],
+    ["show", "--js"],
+])
+def test_cli_refuses_a_flag_prefix(tmp_path, monkeypatch, capsys, argv):
+    """Trial 48 #14: `apply --power 0.8 --rec x.json` parsed as --power-limit 0.8 --record x.json; `autotune` takes
+    whole flags only, and so does this command now."""
+    from autotune.measure import device_cli
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(dc, "nvml_api", lambda: pytest.fail("a refused command line touches no device"))
+    with pytest.raises(SystemExit) as exit_:
+        device_cli.main(argv)
+    assert exit_.value.code == 2
+    assert "error:" in capsys.readouterr().err and not (tmp_path / "x.json").exists()

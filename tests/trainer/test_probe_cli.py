@@ -238,3 +238,17 @@ def test_a_hugging_face_config_the_probe_models_otherwise_is_one_warning_line(tm
                         "matrices); see docs/model-schema.md"]
     assert not torch.distributed.is_initialized()
     assert parse_args(["--model", "tiny"]).model.warning is None
+
+
+@pytest.mark.parametrize("flags, unknown", [
+    (["--model", "tiny", "--probe", "10"], "--probe 10"),  # a user meaning steps got --probe-seconds 10
+    (["--mod", "tiny"], "--mod tiny"),
+    (["--model", "tiny", "--zero", "3"], "--zero 3"),
+])
+def test_a_flag_prefix_is_refused_not_taken_for_the_whole_flag(capsys, flags, unknown):
+    """Trial 48 #14: abbreviations were on, as `autotune` deliberately has them off; `--probe 10` parsed as
+    --probe-seconds 10."""
+    with pytest.raises(SystemExit) as exit_:
+        parse_args(flags)
+    assert exit_.value.code == 2
+    assert f"unrecognized arguments: {unknown}" in capsys.readouterr().err
