@@ -19,28 +19,11 @@ from autotune import __version__
 from autotune.commands.paths import undone_on_failure
 from autotune.errors import UserError, stop_signals
 from autotune.status_stream import keep_going_without_stderr
+from autotune.usage_errors import OneLineParser, one_line
 
 COMMANDS = ("run", "space", "report", "export", "sensors", "calibrate")
 INTERRUPTED = 130  # the shell's status for a command ended by Ctrl-C (128 + SIGINT)
 BROKEN_PIPE = 141  # the shell's status for a command ended by SIGPIPE (128 + 13)
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """Usage mistakes read like every other bad input: one line naming the problem, exit 2.
-    (argparse's default prints the whole usage block first; `--help` still shows it.)"""
-
-    def __init__(self, *args, **kwargs):
-        # No prefixes: `run --trial 3` (export's flag) silently meant `--trials 3`, and a flag a script
-        # half-deleted another one; a whole flag or an error.
-        kwargs.setdefault("allow_abbrev", False)
-        super().__init__(*args, **kwargs)
-
-    def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {one_line(message)} (see `{self.prog} --help`)\n")
-
-
-def one_line(message: str) -> str:
-    return " ".join(part.strip() for part in str(message).splitlines() if part.strip())
 
 
 def build_parser() -> argparse.ArgumentParser:

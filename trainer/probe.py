@@ -29,6 +29,7 @@ from autotune.checks import MAX_COUNT, number_problem
 from autotune.errors import UserError
 from autotune.hardware import HardwareProfile, load_hardware
 from autotune.models import ModelSpec, load_model
+from autotune.usage_errors import OneLineParser
 from autotune.workload import make_workload
 from trainer.distributed import LaunchEnv, init_process_group, launch_env, teardown
 from trainer.power import agree_or_refuse, applied_device_settings, device_settings_block
@@ -220,10 +221,10 @@ _WORKLOAD_FLAGS = {"frames": "video frames per sample", "text_tokens": "text tok
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    # No prefixes, as `autotune` has none: `--probe 10` (a user meaning steps, as `run --probe-steps`) was
-    # --probe-seconds 10; a whole flag or an error.
-    parser = argparse.ArgumentParser(prog="python -m trainer.probe", description=__doc__.split("\n\n")[0],
-                                     allow_abbrev=False)
+    # As `autotune`'s: a usage mistake is one line on every rank (not the usage block once per rank), and no
+    # prefixes: `--probe 10` (a user meaning steps, as `run --probe-steps`) was --probe-seconds 10.
+    parser = OneLineParser(prog="python -m trainer.probe", description=__doc__.split("\n\n")[0],
+                           allow_abbrev=False)
     parser.add_argument("--candidate", type=_candidate_file,
                         help="candidate JSON (Candidate.to_dict()); or give the flags below")
     parser.add_argument("--out", type=_out_file, default="result.json",

@@ -21,6 +21,7 @@ from autotune.atomic_write import write_text_atomic
 from autotune.candidate import SM_CLOCK_UNTOUCHED
 from autotune.measure import device_control as dc
 from autotune.measure.errors import DeviceControlError, SourceUnavailable
+from autotune.usage_errors import OneLineParser, one_line
 
 
 def _clock(text: str) -> int | str:
@@ -28,9 +29,10 @@ def _clock(text: str) -> int | str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    # No prefixes, as `autotune` has none (`apply --power 0.8 --rec x.json` parsed): a whole flag or an error.
-    parser = argparse.ArgumentParser(prog="python -m autotune.measure.device_cli", description=__doc__.split("\n\n")[0],
-                                     allow_abbrev=False)
+    # As `autotune`'s: a usage mistake is one line (a bare "error: ..." after the usage block was), and no
+    # prefixes (`apply --power 0.8 --rec x.json` parsed). Its subcommands' parsers are of its class.
+    parser = OneLineParser(prog="python -m autotune.measure.device_cli", description=__doc__.split("\n\n")[0],
+                           allow_abbrev=False)
     commands = parser.add_subparsers(dest="command", required=True)
     apply = commands.add_parser("apply", help="set the power limit (fraction of the default) and SM clock cap",
                                 allow_abbrev=False)
@@ -41,6 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     restore.add_argument("--record", required=True)
     show = commands.add_parser("show", help="each device's power limits and clocks", allow_abbrev=False)
     show.add_argument("--json", action="store_true")
+    parser.set_defaults(command_parsers=commands.choices)
     return parser
 
 
@@ -72,13 +75,21 @@ def run(args: argparse.Namespace, api) -> list[str]:
             for r in records]
 
 
+def _error(args: argparse.Namespace, message: str) -> int:
+    """One line prefixed with the subcommand, as `autotune` words its errors ("... apply: error: ..."), exit 2."""
+    print(f"{args.command_parsers[args.command].prog}: error: {one_line(message)}", file=sys.stderr)
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # the subcommand's usage error: its --help lists its flags, the top level's does not
+        args.command_parsers[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     if getattr(args, "record", None) is not None:  # one record per node when several share a directory
         args.record = Path(args.record.replace("{host}", socket.gethostname()))
     if args.command == "apply" and not args.power_limit > 0.0:
-        print(f"error: --power-limit must be a positive fraction of the default limit, got {args.power_limit}", file=sys.stderr)
-        return 2
+        return _error(args, f"--power-limit must be a positive fraction of the default limit, got {args.power_limit}")
     if args.command == "restore" and not args.record.is_file():
         return 0  # nothing was applied here: no driver needed to undo nothing (a login node's EXIT trap)
     api = dc.nvml_api()
@@ -89,8 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             api.shutdown()
     except (DeviceControlError, SourceUnavailable) as exc:
-        print(f"error: {exc.reason}", file=sys.stderr)
-        return 2
+        return _error(args, exc.reason)
     for line in lines:
         print(line)
     return 0

@@ -196,3 +196,36 @@ def test_cli_refuses_a_flag_prefix(tmp_path, monkeypatch, capsys, argv):
         device_cli.main(argv)
     assert exit_.value.code == 2
     assert "error:" in capsys.readouterr().err and not (tmp_path / "x.json").exists()
+
+
+APPLY = "python -m autotune.measure.device_cli apply"
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["apply", "--bogus", "--record", "x.json"], f"unrecognized arguments: --bogus (see `{APPLY} --help`)"),
+    (["apply", "--power-limit", "0.8"], f"the following arguments are required: --record (see `{APPLY} --help`)"),
+    (["apply", "--power-limit", "0", "--record", "x.json"],
+     "--power-limit must be a positive fraction of the default limit, got 0.0"),
+])
+def test_cli_says_a_usage_mistake_in_one_line_prefixed_with_its_command(tmp_path, monkeypatch, capsys, argv, said):
+    """Trial 48 #14: argparse's usage block came first, and the command's own errors began with a bare "error:";
+    each is now one line, prefixed as `autotune`'s are."""
+    from autotune.measure import device_cli
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(dc, "nvml_api", lambda: pytest.fail("a refused command line touches no device"))
+    try:
+        status = device_cli.main(argv)
+    except SystemExit as exit_:
+        status = exit_.code
+    assert status == 2
+    assert capsys.readouterr().err == f"{APPLY}: error: {said}\n"
+
+
+def test_cli_says_a_missing_driver_in_one_line_prefixed_with_its_command(tmp_path, monkeypatch, capsys):
+    from autotune.measure import device_cli
+
+    monkeypatch.setattr(dc, "nvml_api", lambda: FakeNvml(init_error=SourceUnavailable("no driver: libnvidia-ml.so not found")))
+    assert device_cli.main(["show"]) == 2
+    assert capsys.readouterr().err == ("python -m autotune.measure.device_cli show: error: no driver: libnvidia-ml.so "
+                                       "not found\n")

@@ -38,7 +38,7 @@ def test_file_and_knob_flags_together_are_refused(tmp_path, capsys):
         parse_args(["--candidate", _candidate_file(tmp_path), "--zero-stage", "1"])
     assert exit_.value.code == 2  # a usage line on every rank, before any process group
     assert capsys.readouterr().err.strip().endswith("--candidate already fixes zero_stage: give either the file or "
-                                                    "the flags")
+                                                    "the flags (see `python -m trainer.probe --help`)")
 
 
 def test_superoffload_on_cpu_is_refused_before_starting_with_the_reason(tmp_path, monkeypatch):
@@ -252,3 +252,18 @@ def test_a_flag_prefix_is_refused_not_taken_for_the_whole_flag(capsys, flags, un
         parse_args(flags)
     assert exit_.value.code == 2
     assert f"unrecognized arguments: {unknown}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flags, said", [
+    (["--model", "tiny", "--bogus"], "unrecognized arguments: --bogus"),
+    (["--zero-stage", "3"], "give --candidate FILE or --model (plus knob flags)"),
+    (["--model", "tiny", "--zero-stage"], "argument --zero-stage: expected one argument"),
+])
+def test_a_usage_mistake_is_one_line_as_autotune_says_it(capsys, flags, said):
+    """Trial 48 #14: the probe printed argparse's whole usage block (on every rank) before its error; `autotune`
+    says one line naming the problem and where the flags are listed."""
+    with pytest.raises(SystemExit) as exit_:
+        parse_args(flags)
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == (f"python -m trainer.probe: error: {said} "
+                                       "(see `python -m trainer.probe --help`)\n")
