@@ -60,6 +60,19 @@ def knob_value(knob: str, value):
     return value
 
 
+def knob_allowed(knob: str) -> str:
+    """The values knob_value takes for `knob`, in words for a --help line ("one of 0, 1, 2, 3", "a whole number >= 1"):
+    from the tables knob_value checks against, so a help text cannot list what a candidate refuses."""
+    if knob in _CHOICES:
+        return "one of " + ", ".join(map(str, _CHOICES[knob]))
+    if knob in _COUNTS:
+        return "a whole number >= 1"
+    if knob == "power_limit":
+        return "a fraction in (0, 1]"
+    assert knob == "sm_clock_mhz", f"{knob} is not a knob"
+    return f"{SM_CLOCK_UNTOUCHED} (untouched) or whole MHz >= 1"
+
+
 def _is_count(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_COUNT
 

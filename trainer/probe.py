@@ -24,13 +24,13 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import NamedTuple
 
-from autotune.candidate import KNOBS, Candidate, Knobs, candidate_from_dict, knob_value
+from autotune.candidate import KNOBS, Candidate, Knobs, candidate_from_dict, knob_allowed, knob_value
 from autotune.checks import MAX_COUNT, number_problem
 from autotune.errors import UserError
 from autotune.hardware import HardwareProfile, load_hardware
 from autotune.models import ModelSpec, load_model
 from autotune.usage_errors import OneLineParser
-from autotune.workload import make_workload
+from autotune.workload import DEFAULT_WORKLOAD, PRECISIONS, default_precision, make_workload
 from trainer.distributed import LaunchEnv, init_process_group, launch_env, teardown
 from trainer.power import agree_or_refuse, applied_device_settings, device_settings_block
 
@@ -216,11 +216,22 @@ TEST_HOOK_ENV = "AUTOTUNE_PROBE_TEST_HOOK"
 TEST_HOOK_RANK_ENV = "AUTOTUNE_PROBE_TEST_HOOK_RANK"
 _KNOB_FLAGS = {"zero_stage": int, "optimizer_offload": str, "activation_checkpointing": str, "sp_degree": int, "micro_batch": int, "nodes": int,
                "power_limit": float, "sm_clock_mhz": _sm_clock}
+# What each knob flag sets; --help adds the values a candidate takes and its default from autotune/candidate.py.
+_KNOB_MEANINGS = {
+    "zero_stage": "ZeRO stage (0: plain data parallel, 3: parameters partitioned too)",
+    "optimizer_offload": "optimizer state offload to host memory (async: SuperOffload, ZeRO-3 and CUDA only)",
+    "activation_checkpointing": "activation checkpointing (recompute in backward, or offload block inputs to host)",
+    "sp_degree": "Ulysses sequence-parallel degree; divides the ranks and the attention heads",
+    "micro_batch": "samples per rank per micro-step; gradient accumulation makes up the global batch",
+    "nodes": "nodes the ranks span",
+    "power_limit": "GPU power limit as a share of each device's default limit (a GH200's: the module's)",
+    "sm_clock_mhz": "SM clock cap",
+}
 _WORKLOAD_FLAGS = {"frames": "video frames per sample", "text_tokens": "text tokens per sample",
                    "global_batch": "samples per optimizer step", "samples": "samples of the whole job"}
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+def _parser() -> argparse.ArgumentParser:
     # As `autotune`'s: a usage mistake is one line on every rank (not the usage block once per rank), and no
     # prefixes: `--probe 10` (a user meaning steps, as `run --probe-steps`) was --probe-seconds 10.
     parser = OneLineParser(prog="python -m trainer.probe", description=__doc__.split("\n\n")[0],
@@ -234,12 +245,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "checkpoint's Hugging Face config.json or its directory")
     parser.add_argument("--hardware", type=_hardware_flag, help="hardware profile name or TOML path (default: cpu)")
     for knob, kind in _KNOB_FLAGS.items():
-        parser.add_argument("--" + knob.replace("_", "-"), type=_knob_flag(knob, kind))
+        parser.add_argument("--" + knob.replace("_", "-"), type=_knob_flag(knob, kind),
+                            help=f"{_KNOB_MEANINGS[knob]}; {knob_allowed(knob)} (default: {getattr(Knobs, knob)})")
     parser.add_argument("--gpus-per-node", type=_count_flag(), help="ranks per node (default: WORLD_SIZE / nodes)")
     for name, meaning in _WORKLOAD_FLAGS.items():
         parser.add_argument("--" + name.replace("_", "-"), type=_count_flag(),
-                            help=f"{meaning} (default: the model's default_workload, else autotune's)")
-    parser.add_argument("--precision", choices=("bf16", "fp32"))
+                            help=f"{meaning} (default: the model's default_workload, else {DEFAULT_WORKLOAD[name]})")
+    parser.add_argument("--precision", choices=PRECISIONS,
+                        help=f"training precision (default: {default_precision(cuda=True)} on CUDA GPUs, "
+                             f"{default_precision(cuda=False)} on CPU)")
     parser.add_argument("--warmup-steps", type=_count_flag(low=0), default=2,
                         help="optimizer steps before the window (default: %(default)s)")
     parser.add_argument("--steps", type=_count_flag(), default=5,
@@ -253,12 +267,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--video-root", help="folder the annotation's video paths are relative to (default: its folder)")
     parser.add_argument("--collective-timeout-s", type=_seconds_flag(low_open=True, meaning="how long a collective "
                         "waits for a peer: more than 0, at most a week"), default=600.0,
-                        help="process-group timeout (default: 600)")
+                        help="process-group timeout (default: %(default)g)")
     parser.add_argument("--threads-per-rank", type=_thread_count, metavar="N",
                         help="CPU threads of each rank (default: the cores it may run on, shared among the node's "
                              "ranks, under every launcher; trainer/threads.py)")
     # The deepspeed launcher passes --local_rank=N; LOCAL_RANK, which it sets too, is what the trainer reads.
     parser.add_argument("--local_rank", "--local-rank", type=_count_flag(low=0), help=argparse.SUPPRESS)
+    return parser
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = _parser()
     args = parser.parse_args(argv)
     if not args.candidate and not args.model:
         parser.error("give --candidate FILE or --model (plus knob flags)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 
@@ -267,3 +268,23 @@ def test_a_usage_mistake_is_one_line_as_autotune_says_it(capsys, flags, said):
     assert exit_.value.code == 2
     assert capsys.readouterr().err == (f"python -m trainer.probe: error: {said} "
                                        "(see `python -m trainer.probe --help`)\n")
+
+
+def test_help_gives_every_knob_flags_allowed_values_and_default_from_the_candidates_tables(capsys):
+    """Trial 48 #14: `--help` listed --zero-stage, --optimizer-offload, --activation-checkpointing, --sp-degree,
+    --micro-batch, --power-limit and others with no allowed values and no default."""
+    from autotune.candidate import KNOBS, Knobs, knob_allowed
+    from trainer.probe import _parser
+
+    shown = [action for action in _parser()._actions if action.help != argparse.SUPPRESS]
+    assert [action.option_strings for action in shown if not action.help] == []
+    with pytest.raises(SystemExit):
+        parse_args(["--help"])
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    for knob in KNOBS:
+        assert f"--{knob.replace('_', '-')} {knob.upper()} " in text, knob
+        assert f"{knob_allowed(knob)} (default: {getattr(Knobs, knob)})" in text, knob
+    for said in ("one of 0, 1, 2, 3 (default: 0)", "one of none, sync, async (default: none)",
+                 "one of none, recompute, offload_sync, offload_async (default: none)",
+                 "a fraction in (0, 1] (default: 1.0)", "training precision (default: bf16 on CUDA GPUs, fp32 on CPU)"):
+        assert said in text, said
