@@ -170,12 +170,26 @@ def _described(hardware: HardwareProfile) -> str:
     return hardware.name if hardware.base_name == hardware.name else f"{hardware.name}, calibrated from {hardware.base_name}"
 
 
+def run_dir_study(run_dir: Path, storage: str | None = None, study_name: str | None = None):
+    """The study of a run directory: the one in its own study.db, else the `storage` one (the --storage and
+    --study-name of its run). Several run directories share one calibrate command line, and a directory's
+    own study.db holds one study, found without a name: the flags are for those that keep none. Without
+    `storage`, `study_name` picks the study in each study.db, as `autotune report --study-name` does."""
+    from autotune.study import load_finished_study
+    from autotune.study.storage import STUDY_NAME
+
+    run_dir = Path(run_dir)
+    if storage is not None and (run_dir / "study.db").is_file():
+        return load_finished_study(run_dir)
+    return load_finished_study(run_dir, storage, study_name or STUDY_NAME)
+
+
 def load_measured(run_dirs: list[Path], hardware: HardwareProfile, allow_estimated: bool = False,
-                  allow_simulated: bool = False) -> MeasuredRuns:
-    """Observations from every evaluated trial of each run directory, on `hardware`."""
+                  allow_simulated: bool = False, storage: str | None = None, study_name: str | None = None) -> MeasuredRuns:
+    """Observations from every evaluated trial of each run directory, on `hardware`; `storage` and
+    `study_name`: where a run directory without study.db keeps its study (run_dir_study)."""
     from dataclasses import replace
 
-    from autotune.study import load_finished_study
     from autotune.study.retries import evaluated_trials
     from autotune.study.settings import StudySettings
 
@@ -185,7 +199,7 @@ def load_measured(run_dirs: list[Path], hardware: HardwareProfile, allow_estimat
         origin = str(run_dir)
         if not Path(run_dir).is_dir():
             raise UserError(f"{run_dir} is not a directory; pass the --out directory of an `autotune run`")
-        study = load_finished_study(Path(run_dir))
+        study = run_dir_study(run_dir, storage, study_name)
         stored = study.user_attrs.get("settings")
         if not stored:
             raise UserError(f"the study in {run_dir} has no trials yet; run `autotune run` there first")

@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from autotune.commands.flags import name_or_path_flag, path_flag, text_flag
+from autotune.commands.report import add_study_location_options
 from autotune.shell import shell_path
 
 
@@ -24,6 +25,7 @@ def register(subparsers) -> None:
         ),
     )
     parser.add_argument("run_dirs", type=path_flag, nargs="*", metavar="RUN_DIR", help="measured studies (`autotune run --out`)")
+    add_study_location_options(parser, several=True)
     parser.add_argument("--reference", type=name_or_path_flag, metavar="NAME",
                         help="published figures: gh200-study, or a JSON file in its schema")
     parser.add_argument(
@@ -71,10 +73,10 @@ def _base_hardware(args: argparse.Namespace):
     if args.hardware:
         return load_hardware(args.hardware)
     if args.run_dirs:
-        from autotune.study import load_finished_study
+        from autotune.calibrate.measured import run_dir_study
 
         dirs = [d for d in args.run_dirs if d.is_dir()]
-        stored = [load_finished_study(d).user_attrs.get("settings") for d in dirs]
+        stored = [run_dir_study(d, args.storage, args.study_name).user_attrs.get("settings") for d in dirs]
         # The studies' own profile when they all hold the same one (the file they named may be gone or
         # edited since); descriptions and stated errors aside, as when a study resumes.
         if stored and all(stored):
@@ -98,6 +100,33 @@ def _base_hardware(args: argparse.Namespace):
                               "with the profile file its figures were measured on (a profile of that name, or calibrated "
                               "from it)") from None
     return load_hardware("gh200")
+
+
+def _check_study_location(args: argparse.Namespace) -> None:
+    """--storage and --study-name find the study of the one RUN_DIR that keeps none of its own (run_dir_study):
+    given where they would be read for none, or for several (one URL and name are one study: its probes would
+    be fitted twice), they are refused, not silently ignored."""
+    from autotune.errors import UserError
+    from autotune.study.storage import STUDY_NAME, recorded_storage
+
+    given = " and ".join(flag for flag, value in (("--storage", args.storage), ("--study-name", args.study_name != STUDY_NAME
+                                                                                 and args.study_name)) if value)
+    if not given:
+        return
+    if not args.run_dirs:
+        raise UserError(f"{given} name{'' if ' and ' in given else 's'} the study of a RUN_DIR, and none is given; pass the "
+                        "run directory of that study (its `autotune run --out`) before or after the flags")
+    if args.storage is None:
+        return  # --study-name alone picks the study in each RUN_DIR's study.db, as `autotune report --study-name` does
+    without = [d for d in args.run_dirs if d.is_dir() and not (d / "study.db").is_file()]
+    if not without:
+        raise UserError(f"--storage {recorded_storage(args.storage)} is for the RUN_DIR that holds no study.db, and every "
+                        "RUN_DIR given holds its own (its study is read there): drop --storage, or add the run directory "
+                        "of the --storage study")
+    if len(without) > 1:
+        raise UserError(f"{len(without)} RUN_DIRs hold no study.db ({', '.join(map(str, without))}), and --storage with "
+                        "--study-name names one study: give one --storage run directory per calibrate (with any that "
+                        "hold their own study.db)")
 
 
 def _without_excluded(observations: list, excluded: list[str]) -> tuple[list, list[str]]:
@@ -227,9 +256,12 @@ def _run(args: argparse.Namespace) -> int:
         raise UserError("nothing to calibrate against: pass measured run directories and/or --reference gh200-study")
     seen: dict[Path, Path] = {}
     for run_dir in args.run_dirs:
+        if not run_dir.is_dir():  # before --storage is judged by which of them hold a study.db
+            raise UserError(f"{run_dir} is not a directory; pass the --out directory of an `autotune run`")
         twin = seen.setdefault(run_dir.resolve(), run_dir)
         if twin is not run_dir:  # its probes would weigh twice in the fit and its error
             raise UserError(f"{run_dir} is given twice (also as {twin}); pass each run directory once")
+    _check_study_location(args)
     _check_output(args.output)
     base = _base_hardware(args)
     _check_not_the_base(args.output, base)
@@ -239,7 +271,8 @@ def _run(args: argparse.Namespace) -> int:
         observations += load_reference(args.reference, base)
         holds = reference_holds(args.reference)
     if args.run_dirs:
-        measured = load_measured(args.run_dirs, base, args.allow_estimated_energy, args.allow_simulated)
+        measured = load_measured(args.run_dirs, base, args.allow_estimated_energy, args.allow_simulated,
+                                 args.storage, args.study_name)
         observations += measured.observations
         extra = {"left_out": measured.left_out, "skipped": measured.skipped, "copies": measured.copies,
                  "not_run": measured.not_run, "memory_estimate": memory_document(measured.peaks)}

@@ -16,10 +16,13 @@ from autotune.study.storage import STUDY_NAME
 FORMATS = ("table", "json", "md")
 
 
-def add_study_location_options(parser: argparse.ArgumentParser) -> None:
-    """--storage and --study-name, shared by `report` and `export`: where a run's study is when it is not
-    RUN_DIR/study.db."""
-    parser.add_argument("--storage", type=text_flag, help="the study's storage URL, when it is not RUN_DIR/study.db")
+def add_study_location_options(parser: argparse.ArgumentParser, several: bool = False) -> None:
+    """--storage and --study-name, shared by `report`, `export` and `calibrate`: where a run's study is when it
+    is not RUN_DIR/study.db. `several`: the command takes several RUN_DIRs (calibrate), and the flags name the
+    study of each one that keeps no study.db (calibrate.measured.run_dir_study)."""
+    where = ("for the one RUN_DIR that holds no study.db, as its `autotune run --storage` gave it (RUN_DIRs with a "
+             "study.db of their own are read there)") if several else "when it is not RUN_DIR/study.db"
+    parser.add_argument("--storage", type=text_flag, help=f"the study's storage URL, {where}")
     parser.add_argument("--study-name", type=study_name_flag, default=STUDY_NAME, metavar="NAME",
                         help="the study's name in --storage (default: autotune), as `autotune run --study-name` gave it")
 

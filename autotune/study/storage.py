@@ -401,7 +401,7 @@ def open_study(
 
 
 def load_finished_study(run_dir: Path, storage: str | None = None, study_name: str = STUDY_NAME) -> optuna.Study:
-    """The study of an existing run directory, for `report` and `export`."""
+    """The study of an existing run directory, for `report`, `export` and `calibrate`."""
     optuna.logging.set_verbosity(logging.ERROR)
     if storage is None and not (run_dir / "study.db").is_file():
         if (run_dir / "pareto.json").is_file():  # the run kept its study in a --storage database
@@ -424,7 +424,7 @@ def load_finished_study(run_dir: Path, storage: str | None = None, study_name: s
         names = optuna.get_all_study_names(storage=rdb)
         if storage is None and study_name == STUDY_NAME and len(names) == 1:
             # A run directory's own study.db holds one study, whatever --study-name its run gave it
-            # (calibrate and other readers of run directories take no name).
+            # (calibrate reads a RUN_DIR's own study.db without the name it gives --storage's study).
             return optuna.load_study(study_name=names[0], storage=rdb)
         held = f" (it holds {', '.join(sorted(names))}: pass --study-name NAME)" if names else ""
         raise UserError(f"no autotune study named {study_name!r} in {shown or run_dir}{held}; run `autotune run` there "
