@@ -43,7 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command; its exit status. Ctrl-C (KeyboardInterrupt) is left to the caller: the console
     script turns it into status 130 (`console_main`)."""
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     args, unknown = parser.parse_known_args(argv)
+    if unknown and _takes_several_positionals(args.command_parsers.get(args.command)):
+        args, unknown = _parse_intermixed(args, argv), []
     if unknown:
         # What the subcommand did not take is its usage error ("see `autotune space --help`"), where parse_args
         # would name the top-level parser, whose --help does not list the subcommand's options.
@@ -56,6 +59,23 @@ def main(argv: list[str] | None = None) -> int:
         status = _run_command(args)
         outcome.succeeded = status == 0
         return status
+
+
+def _takes_several_positionals(command_parser: argparse.ArgumentParser | None) -> bool:
+    """Whether a command takes a list of positionals (`calibrate RUN_DIR ...`). argparse takes such a list
+    where it first meets it and calls what follows an option an unrecognized argument (`calibrate runs/a
+    --no-loo runs/b`), where GNU tools take operands on both sides of options."""
+    return command_parser is not None and any(
+        not action.option_strings and action.nargs in ("*", "+") for action in command_parser._actions)
+
+
+def _parse_intermixed(args: argparse.Namespace, argv: list[str]) -> argparse.Namespace:
+    """The command's arguments parsed again with its positionals on both sides of its options. The top-level
+    parser has no option that takes a value, so the command's name is the first word of its own."""
+    command_parser = args.command_parsers[args.command]
+    rest = argv[argv.index(args.command) + 1:]
+    namespace = argparse.Namespace(command=args.command, command_parsers=args.command_parsers)
+    return command_parser.parse_intermixed_args(rest, namespace)
 
 
 def _run_command(args: argparse.Namespace) -> int:

@@ -206,6 +206,27 @@ def test_two_runs_that_agree_are_fitted_as_repeats_with_a_line_saying_so(simulat
     assert f"repeated: {simulated_run} and {again}: " in result.stdout and "at most 2.0% apart" in result.stdout
 
 
+def test_run_directories_on_both_sides_of_an_option_are_all_calibrated(simulated_run, tmp_path):
+    """Trial 48 F15: `calibrate runs/a --allow-simulated runs/b` said "unrecognized arguments: runs/b"."""
+    again = _copy_changing_results(simulated_run, tmp_path / "again", lambda r: r.update(time_s=r["time_s"] * 1.02))
+    result = autotune("calibrate", simulated_run, "--allow-simulated", again, "--no-loo", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["sources"] == [str(simulated_run), str(again)]
+    # Still refused as before: an unknown option (with what follows it) and an option's missing value.
+    unknown = autotune("calibrate", simulated_run, "--no-loo", "--bogus", again)
+    assert unknown.returncode == 2
+    assert unknown.stderr == (f"autotune calibrate: error: unrecognized arguments: --bogus {again} "
+                              "(see `autotune calibrate --help`)\n")
+    missing = autotune("calibrate", simulated_run, "--hardware")
+    assert missing.stderr.startswith("autotune calibrate: error: argument --hardware: expected one argument")
+
+
+def test_commands_of_one_run_directory_still_refuse_a_second(simulated_run, tmp_path):
+    second = autotune("report", simulated_run, "--json", tmp_path)
+    assert second.returncode == 2
+    assert second.stderr == f"autotune report: error: unrecognized arguments: {tmp_path} (see `autotune report --help`)\n"
+
+
 def test_a_run_whose_every_probe_failed_says_how_many_and_why(simulated_run, tmp_path):
     failed = _copy_changing_results(simulated_run, tmp_path / "failed", lambda r: r.update(status="oom"))
     refused = autotune("calibrate", failed, "--no-loo")
