@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -44,19 +45,19 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--no-loo", action="store_true", help="skip the leave-one-out error (quick look; -o then writes no error)")
     parser.add_argument(
-        "--hold", metavar="NAME", action="append", default=[],
-        help="keep this constant at the base profile's value (repeatable), e.g. one that ends on a bound only "
+        "--hold", metavar="NAME", action="append", default=[], type=text_flag,
+        help="keep this constant at the base profile's value (repeat the flag for several: --hold A --hold B), e.g. one that ends on a bound only "
              "because the model lacks a mechanism",
     )
     parser.add_argument(
-        "--fit", metavar="NAME", action="append", default=[],
-        help="fit this constant although the reference holds it (repeatable): a reference names the constants its "
+        "--fit", metavar="NAME", action="append", default=[], type=text_flag,
+        help="fit this constant although the reference holds it (repeat the flag for several: --fit A --fit B): a reference names the constants its "
              "figures cannot pin (gh200-study: step_overhead_s) and, calibrated against alone, keeps them at the base "
              "profile's value",
     )
     parser.add_argument(
         "--exclude", metavar="ID", action="append", default=[], type=text_flag,
-        help="leave out every figure of this observation (repeatable): a run directory's trial as the report names it "
+        help="leave out every figure of this observation (repeat the flag for several: --exclude A --exclude B): a run directory's trial as the report names it "
              "(LI#0, or runs/LI#0), or a reference figure's id (7b-baseline-time); e.g. the wrong one of two "
              "contradicting repeats",
     )
@@ -144,6 +145,9 @@ def _without_excluded(observations: list, excluded: list[str]) -> tuple[list, li
     lines = []
     for given in dict.fromkeys(excluded):
         matched = [o for o in observations if given in names(o)]
+        if not matched and one_per_flag("--exclude", given):  # an id may hold a comma (a run directory's name)
+            raise UserError(f"--exclude {given} names no observation, and --exclude takes one, not a list; "
+                            f"{one_per_flag('--exclude', given)}")
         if not matched:
             raise UserError(f"--exclude {given} names no observation: give a run directory's trial as the report names "
                             f"it (RUN#TRIAL, or with its directory) or a reference figure's id, as the report's rows do "
@@ -155,6 +159,16 @@ def _without_excluded(observations: list, excluded: list[str]) -> tuple[list, li
         lines.append(f"{given}: {len(matched)} figure(s) left out with --exclude")
     kept = [o for o in observations if not names(o) & set(excluded)]
     return kept, lines
+
+
+def one_per_flag(flag: str, value: str) -> str | None:
+    """What to write instead of a comma list given a repeatable flag (`--hold a,b`: `--hold a --hold b`); None for
+    a value that is no list (no comma, or commas alone: refused as the unknown name it is)."""
+    parts = [part.strip() for part in value.split(",") if part.strip()] if "," in value else []
+    written = " ".join(f"{flag} {shlex.quote(part)}" for part in parts)
+    if len(parts) > 1:
+        return f"repeat the flag, once for each: {written}"
+    return f"drop the comma: {written}" if parts else None
 
 
 _HEADER = "Calibrated by `autotune calibrate`"  # the first line of every profile -o writes
@@ -225,6 +239,9 @@ def _held_constants(args: argparse.Namespace, names: tuple[str, ...], holds: dic
 
     for flag, given in (("--hold", args.hold), ("--fit", args.fit)):
         unknown = sorted(set(given) - set(names))
+        listed = next((value for value in unknown if one_per_flag(flag, value)), None)
+        if listed is not None:
+            raise UserError(f"{flag} {listed}: {flag} takes one constant, not a list; {one_per_flag(flag, listed)}")
         if unknown:
             raise UserError(f"{flag} {', '.join(unknown)}: no such simulator constant; one of {', '.join(names)}")
     both = sorted(set(args.hold) & set(args.fit))

@@ -110,3 +110,29 @@ def test_a_reference_file_without_hold_holds_nothing_and_still_warns(tmp_path):
     document = json.loads(result.stdout)
     assert document["held_by_reference"] == {} and document["at_bound"] == ["step_overhead_s"]
     assert document["reliability_warning"] is not None
+
+
+@pytest.mark.parametrize("flags, said", [
+    (["--hold", "step_overhead_s,zero3_block_overhead_s"],
+     "--hold step_overhead_s,zero3_block_overhead_s: --hold takes one constant, not a list; repeat the flag, once for "
+     "each: --hold step_overhead_s --hold zero3_block_overhead_s"),
+    (["--fit", "step_overhead_s, comm_overlap"],
+     "--fit step_overhead_s, comm_overlap: --fit takes one constant, not a list; repeat the flag, once for each: "
+     "--fit step_overhead_s --fit comm_overlap"),
+    (["--hold", "comm_overlap,"], "--hold comm_overlap,: --hold takes one constant, not a list; drop the comma: "
+                                  "--hold comm_overlap"),
+    (["--exclude", "7b-baseline-time,7b-baseline-energy"],
+     "--exclude 7b-baseline-time,7b-baseline-energy names no observation, and --exclude takes one, not a list; repeat "
+     "the flag, once for each: --exclude 7b-baseline-time --exclude 7b-baseline-energy"),
+    (["--hold", ""], "argument --hold: is empty; give a value"),
+])
+def test_a_comma_list_given_a_repeatable_flag_says_to_repeat_it(flags, said):
+    """Trial 48 F16: `--hold a,b` said "no such simulator constant", which did not say that --hold repeats."""
+    result = autotune("calibrate", "--reference", "gh200-study", "--no-loo", *flags)
+    assert result.returncode == 2 and result.stderr.startswith(f"autotune calibrate: error: {said}"), result.stderr
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_commas_alone_are_the_unknown_name_they_are():
+    result = autotune("calibrate", "--reference", "gh200-study", "--no-loo", "--hold", ",")
+    assert result.returncode == 2 and "--hold ,: no such simulator constant; one of " in result.stderr
