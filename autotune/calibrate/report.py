@@ -213,6 +213,5 @@ def report_text(document: dict) -> str:
             f"{len(document['at_bound'])} constant(s) ended on a bound: the figures ask for more than the model's "
             "mechanisms can give there (see docs/simulator.md, Calibration)."
         )
-    if document.get("reliability_warning"):
-        lines.append(f"warning: {document['reliability_warning']}")
+    # The reliability warning is not among these lines: the command says it on stderr, as every warning.
     return "\n".join(lines) + "\n"

@@ -322,16 +322,20 @@ def _run(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     else:
         sys.stdout.write(report_text(document))
-        if args.output is not None:
-            unreliable = document["loo_mape"] is not None and document["reliability_warning"]
-            unwritten = (" without [simulator_error] (its left-out error is not reliable: see the warning)" if unreliable
-                         else " without [simulator_error] (--no-loo computed no left-out error: a study on it shows +- ?%)"
-                         if document["loo_mape"] is None else "")
-            # Studies made on the file it replaces keep their own copy of it (and its error): said, not silent.
-            replaced = (" (replacing the profile an earlier calibrate wrote there: studies made on it keep their copy of "
-                        "it)") if document["replaced"] else ""
-            sys.stdout.write(f"wrote {args.output}{replaced}, profile '{document['written_name']}' calibrated from "
-                             f"'{base.base_name}'{unwritten}: use it with --hardware {shell_path(args.output)}\n")
+    if document["reliability_warning"]:
+        # On stderr, as every other warning: with --json too, whose stdout holds the document alone (which has it).
+        sys.stdout.flush()  # after the tables it speaks of, where both go to one terminal
+        print(f"warning: {document['reliability_warning']}", file=sys.stderr)
+    if not args.json and args.output is not None:
+        unreliable = document["loo_mape"] is not None and document["reliability_warning"]
+        unwritten = (" without [simulator_error] (its left-out error is not reliable: see the warning)" if unreliable
+                     else " without [simulator_error] (--no-loo computed no left-out error: a study on it shows +- ?%)"
+                     if document["loo_mape"] is None else "")
+        # Studies made on the file it replaces keep their own copy of it (and its error): said, not silent.
+        replaced = (" (replacing the profile an earlier calibrate wrote there: studies made on it keep their copy of "
+                    "it)") if document["replaced"] else ""
+        sys.stdout.write(f"wrote {args.output}{replaced}, profile '{document['written_name']}' calibrated from "
+                         f"'{base.base_name}'{unwritten}: use it with --hardware {shell_path(args.output)}\n")
     return 0
 
 
