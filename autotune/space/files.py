@@ -50,10 +50,11 @@ def parse_nodes(text: str | int | None) -> tuple[int, ...] | None:
     counts: set[int] = set()
     for part in raw.split(","):
         low, high = _node_part(part.strip(), raw)
-        if high - low + 1 > MAX_NODE_COUNTS or len(counts.union(range(low, high + 1))) > MAX_NODE_COUNTS:
+        held = high - low + 1 if high - low + 1 > MAX_NODE_COUNTS else len(counts.union(range(low, high + 1)))
+        if held > MAX_NODE_COUNTS:
             raise ConfigError(
-                f"--nodes {raw!r} holds more than {MAX_NODE_COUNTS} node counts; narrow the range, or list a few "
-                "counts (--nodes 64,128,256)"
+                f"--nodes {raw!r} holds {held} node counts, more than {MAX_NODE_COUNTS}; narrow the range, or list a "
+                "few counts (--nodes 64,128,256)"
             )
         counts.update(range(low, high + 1))
     return tuple(sorted(counts))

@@ -360,7 +360,7 @@ def test_space_file_missing_or_not_a_file(tmp_path):
     ("0", ["must be at least 1"]), ("-3", ["must be at least 1"]), ("0-4", ["must be at least 1"]),
     ("8-2", ["LOW 8 must not exceed HIGH 2", "--nodes 2-8"]), ("2-", ["not a whole number or a range"]),
     ("-2", ["must be at least 1"]), ("a-b", ["not a whole number or a range"]), ("1.5", ["not a whole number or a range"]),
-    ("", ["not a whole number or a range"]), ("1--2", ["not a whole number or a range"]), ("4,8", ["not a whole number"]),
+    ("", ["not a whole number or a range"]), ("1--2", ["not a whole number or a range"]), ("4,,8", ["'' in --nodes '4,,8' is not a whole number"]),
     ("1-3000", ["3000 node counts", "more than 256"]), ("x", ["not a whole number"]),
     ("1" + "0" * 30, ["more than 1000000000000 nodes"]),
 ])

@@ -58,8 +58,8 @@ def test_nodes_take_a_list_as_slurm_writes_one_and_say_it_back_so():
                       ("2,4,a", "'a' in --nodes '2,4,a' is not a whole number"),
                       ("8-2,16", "LOW 8 must not exceed HIGH 2; write --nodes 2-8,16"),
                       ("0,2", "must be at least 1"),
-                      ("1-256,300", "holds more than 256 node counts"),
-                      ("1-99999999", "holds more than 256 node counts")):
+                      ("1-256,300", "holds 257 node counts, more than 256"),
+                      ("1-99999999", "holds 99999999 node counts, more than 256")):
         with pytest.raises(ConfigError, match=re.escape(said)):
             parse_nodes(bad)
 
