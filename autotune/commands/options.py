@@ -11,19 +11,25 @@ from autotune.checks import MAX_COUNT
 from autotune.commands.flags import name_or_path_flag, whole_number_flag
 from autotune.errors import ConfigError, UserError
 from autotune.hardware import available_hardware, load_hardware
-from autotune.models import load_model
+from autotune.models import PRESETS, load_model
 from autotune.space import listed_nodes, load_space, parse_nodes
 from autotune.space.files import DEFAULT_SPACE
 from autotune.study.settings import StudySettings
-from autotune.workload import make_workload
+from autotune.workload import DEFAULT_WORKLOAD, make_workload
+
+DEFAULT_MODEL = "32b"  # the README's first command
+DEFAULT_HARDWARE = "gh200"
 
 
 def add_study_options(parser: argparse.ArgumentParser) -> None:
     what = parser.add_argument_group("what to tune")
-    what.add_argument("--model", type=name_or_path_flag, default="32b", help="preset (tiny, 7b, 32b, 72b), a model JSON file, or a checkpoint's Hugging Face config.json (default: 32b)")
+    what.add_argument("--model", type=name_or_path_flag, default=DEFAULT_MODEL,
+                      help=f"preset ({', '.join(PRESETS)}), a model JSON file, or a Hugging Face checkpoint's directory "
+                           f"or its config.json (default: {DEFAULT_MODEL})")
     what.add_argument("--nodes", default=None, help="nodes, or a range such as 2-8 (default: the space file's list, else the nodes of the SLURM "
                       "allocation, the --hostfile or, with --backend launch, this machine, else 4)")
-    what.add_argument("--hardware", type=name_or_path_flag, default="gh200", help="profile (gh200, h100-sxm, cpu) or a TOML file (default: gh200)")
+    what.add_argument("--hardware", type=name_or_path_flag, default=DEFAULT_HARDWARE,
+                      help=f"profile (gh200, h100-sxm, cpu) or a TOML file (default: {DEFAULT_HARDWARE})")
     what.add_argument(
         "--gpus-per-node", type=whole_number_flag(low=1), default=None,
         help="GPUs used per node, 1 to the profile's count (default: the whole node of the profile, or the GPUs "
@@ -31,11 +37,20 @@ def add_study_options(parser: argparse.ArgumentParser) -> None:
     )
     what.add_argument("--space", type=name_or_path_flag, default=None, help="search-space TOML (default: the packaged autotune/space/default.toml, which search_spaces/default.toml links to)")
     work = parser.add_argument_group("workload (the fixed work every candidate is measured on)")
-    work.add_argument("--frames", type=whole_number_flag(low=1), help="video frames per sample")
-    work.add_argument("--text-tokens", type=whole_number_flag(low=1), help="text tokens per sample")
-    work.add_argument("--global-batch", type=whole_number_flag(low=1), help="samples per optimizer step (held fixed)")
-    work.add_argument("--samples", type=whole_number_flag(low=1), help="samples of the whole job: time and energy are to process these")
+    work.add_argument("--frames", type=whole_number_flag(low=1), help=f"video frames per sample {workload_default('frames')}")
+    work.add_argument("--text-tokens", type=whole_number_flag(low=1), help=f"text tokens per sample {workload_default('text_tokens')}")
+    work.add_argument("--global-batch", type=whole_number_flag(low=1),
+                      help=f"samples per optimizer step, held fixed {workload_default('global_batch')}")
+    work.add_argument("--samples", type=whole_number_flag(low=1),
+                      help=f"samples of the whole job: time and energy are to process these {workload_default('samples')}")
     work.add_argument("--precision", choices=("bf16", "fp32"), help="default: bf16 on CUDA hardware, fp32 on cpu")
+
+
+def workload_default(key: str) -> str:
+    """"(default: 60, unless the model names its own default_workload: tiny 2)": make_workload's order, from its
+    constants, so the help cannot drift from what a study runs (a newcomer's trial found no default in the help)."""
+    own = ", ".join(f"{name} {spec.default_workload[key]}" for name, spec in PRESETS.items() if key in spec.default_workload)
+    return f"(default: {DEFAULT_WORKLOAD[key]}, unless the model names its own default_workload{': ' + own if own else ''})"
 
 
 def settings_for(*flags: str) -> StudySettings:

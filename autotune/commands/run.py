@@ -67,7 +67,9 @@ def register(subparsers) -> None:
         "early stop; tpe, random, nsga2: Optuna's, for comparison (they run the whole budget)",
     )
     study.add_argument("--seed", type=whole_number_flag(low=0, high=2**32 - 1), default=0, help="sampler seed: the same seed gives the same study (default: 0)")
-    study.add_argument("--out", type=path_flag, help="run directory: new, empty or an earlier run's (default: runs/<model>-<nodes>n, the model by its own name, never its path; and -NAME with --study-name NAME)")
+    study.add_argument("--out", type=path_flag,
+                       help=f"run directory: new, empty or an earlier run's (default: runs/<model>-<nodes>n, the model by its own "
+                            f"name, never its path: {default_run_dir_examples()}; and -NAME with --study-name NAME)")
     study.add_argument(
         "--storage", type=text_flag, help="an Optuna RDB storage URL (sqlite:///PATH, postgresql://USER@HOST/DB) instead of "
                                           "RUN_DIR/study.db; workers sharing one split the trials"
@@ -132,6 +134,18 @@ def default_run_dir(args: argparse.Namespace, model, nodes) -> Path:
         safe += "+" + hashlib.sha256(args.study_name.encode()).hexdigest()[:10]
     name = "" if args.study_name == STUDY_NAME else "-" + safe
     return Path("runs") / f"{model_name}-{counts}n{name}"
+
+
+def default_run_dir_examples() -> str:
+    """What default_run_dir makes of a node count, a range and a list, for --help: a newcomer could not tell
+    from runs/<model>-<nodes>n alone where `--nodes 1-2` had put the run."""
+    from argparse import Namespace
+
+    from autotune.models import PRESETS
+
+    plain = Namespace(study_name=STUDY_NAME)
+    return ", ".join(f"{default_run_dir(plain, PRESETS[model], nodes)}{given}" for model, nodes, given in (
+        ("32b", [4], ""), ("7b", [1, 2], " for --nodes 1-2"), ("7b", [1, 2, 4], " for a space file's nodes = [1, 2, 4]")))
 
 
 def _directory_name(text: str) -> str:
