@@ -14,7 +14,10 @@ from autotune.shell import shell_path
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("export", help="write the DeepSpeed config of a pick or trial")
+    parser = subparsers.add_parser(
+        "export", help="write the DeepSpeed config of a pick or trial",
+        description="Write the DeepSpeed config of a pick or trial of a run directory, with its candidate.json and a "
+                    "launch.sh that trains it as probed; or, with --measurements, every probe's result for a replay.")
     parser.add_argument("run_dir", type=path_flag, metavar="RUN_DIR",
                         help="the --out directory of an `autotune run` (its default: runs/<model>-<nodes>n)")
     choice = parser.add_mutually_exclusive_group()
@@ -23,13 +26,13 @@ def register(subparsers) -> None:
         choices=("fastest", "min-energy", "knee", "max-slowdown", "cost-weighted"),
         help="a recommended point (default: knee; fastest, the only one, in a study of --objectives time)",
     )
-    choice.add_argument("--trial", type=whole_number_flag(low=0), help="any feasible trial by number")
+    choice.add_argument("--trial", type=whole_number_flag(low=0), metavar="N", help="any feasible trial by number")
     choice.add_argument(
         "--measurements", type=path_flag, metavar="FILE",
         help="write every probed candidate's result as JSON lines for `autotune run --backend replay --measurements FILE` "
              "(- for standard output)",
     )
-    parser.add_argument("-o", "--output", type=path_flag,
+    parser.add_argument("-o", "--output", type=path_flag, metavar="FILE",
                         help="config file (default: RUN_DIR/configs/<pick>.json); <name>.candidate.json and <name>.launch.sh go "
                              "beside it. An existing file is replaced only if an earlier export wrote it (in configs/: and nobody "
                              "edited it since, by configs/.written.json)")

@@ -23,27 +23,27 @@ DEFAULT_HARDWARE = "gh200"
 
 def add_study_options(parser: argparse.ArgumentParser) -> None:
     what = parser.add_argument_group("what to tune")
-    what.add_argument("--model", type=name_or_path_flag, default=DEFAULT_MODEL,
+    what.add_argument("--model", type=name_or_path_flag, default=DEFAULT_MODEL, metavar="NAME|FILE",
                       help=f"preset ({', '.join(PRESETS)}), a model JSON file, or a Hugging Face checkpoint's directory "
                            f"or its config.json (default: {DEFAULT_MODEL})")
-    what.add_argument("--nodes", default=None, help="nodes, or a range such as 2-8 (default: the space file's list, else the nodes of the SLURM "
+    what.add_argument("--nodes", default=None, metavar="N|LOW-HIGH", help="nodes, or a range such as 2-8 (default: the space file's list, else the nodes of the SLURM "
                       "allocation, the --hostfile or, with --backend launch, this machine, else 4)")
-    what.add_argument("--hardware", type=name_or_path_flag, default=DEFAULT_HARDWARE,
+    what.add_argument("--hardware", type=name_or_path_flag, default=DEFAULT_HARDWARE, metavar="NAME|FILE",
                       help=f"profile (gh200, h100-sxm, cpu) or a TOML file (default: {DEFAULT_HARDWARE})")
     what.add_argument(
-        "--gpus-per-node", type=whole_number_flag(low=1), default=None,
+        "--gpus-per-node", type=whole_number_flag(low=1), default=None, metavar="N",
         help="GPUs used per node, 1 to the profile's count (default: the whole node of the profile, or the GPUs "
              "per node of the allocation, hostfile or machine that gives the nodes, where fewer)",
     )
-    what.add_argument("--space", type=name_or_path_flag, default=None, help="search-space TOML (default: the packaged autotune/space/default.toml, which search_spaces/default.toml links to)")
+    what.add_argument("--space", type=name_or_path_flag, default=None, metavar="FILE", help="search-space TOML (default: the packaged autotune/space/default.toml, which search_spaces/default.toml links to)")
     work = parser.add_argument_group("workload (the fixed work every candidate is measured on)")
-    work.add_argument("--frames", type=whole_number_flag(low=1), help=f"video frames per sample {workload_default('frames')}")
-    work.add_argument("--text-tokens", type=whole_number_flag(low=1), help=f"text tokens per sample {workload_default('text_tokens')}")
-    work.add_argument("--global-batch", type=whole_number_flag(low=1),
+    work.add_argument("--frames", type=whole_number_flag(low=1), metavar="N", help=f"video frames per sample {workload_default('frames')}")
+    work.add_argument("--text-tokens", type=whole_number_flag(low=1), metavar="N", help=f"text tokens per sample {workload_default('text_tokens')}")
+    work.add_argument("--global-batch", type=whole_number_flag(low=1), metavar="N",
                       help=f"samples per optimizer step, held fixed {workload_default('global_batch')}")
-    work.add_argument("--samples", type=whole_number_flag(low=1),
+    work.add_argument("--samples", type=whole_number_flag(low=1), metavar="N",
                       help=f"samples of the whole job: time and energy are to process these {workload_default('samples')}")
-    work.add_argument("--precision", choices=("bf16", "fp32"), help="default: bf16 on CUDA hardware, fp32 on cpu")
+    work.add_argument("--precision", choices=("bf16", "fp32"), help="training precision (default: bf16 on CUDA hardware, fp32 on cpu)")
 
 
 def workload_default(key: str) -> str:

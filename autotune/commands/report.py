@@ -22,7 +22,7 @@ def add_study_location_options(parser: argparse.ArgumentParser, several: bool = 
     study of each one that keeps no study.db (calibrate.measured.run_dir_study)."""
     where = ("for the one RUN_DIR that holds no study.db, as its `autotune run --storage` gave it (RUN_DIRs with a "
              "study.db of their own are read there)") if several else "when it is not RUN_DIR/study.db"
-    parser.add_argument("--storage", type=text_flag, help=f"the study's storage URL, {where}")
+    parser.add_argument("--storage", type=text_flag, metavar="URL", help=f"the study's storage URL, {where}")
     parser.add_argument("--study-name", type=study_name_flag, default=STUDY_NAME, metavar="NAME",
                         help="the study's name in --storage (default: autotune), as `autotune run --study-name` gave it")
 
@@ -55,7 +55,10 @@ def check_pick_options(args: argparse.Namespace) -> None:
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("report", help="print the Pareto front and picks of a run directory")
+    parser = subparsers.add_parser(
+        "report", help="print the Pareto front and picks of a run directory",
+        description="Print the Pareto front and picks of a run directory again, from its study, and rewrite its reports "
+                    "(pareto.json, configs/, report.html) where they disagree with it.")
     parser.add_argument("run_dir", type=path_flag, metavar="RUN_DIR",
                         help="the --out directory of an `autotune run` (its default: runs/<model>-<nodes>n)")
     add_study_location_options(parser)

@@ -57,7 +57,7 @@ def register(subparsers) -> None:
     add_study_options(parser)
     study = parser.add_argument_group("study")
     study.add_argument(
-        "--trials", type=whole_number_flag(low=1), default=30,
+        "--trials", type=whole_number_flag(low=1), default=30, metavar="N",
         help="budget: candidates to evaluate at most, earlier runs and every worker included (default: 30); "
         "the guided sampler stops earlier when it has converged (early stop, below)",
     )
@@ -66,12 +66,12 @@ def register(subparsers) -> None:
         help="guided (default): simulator predictions corrected by the probes, probes next the candidate most likely to beat the front, "
         "early stop; tpe, random, nsga2: Optuna's, for comparison (they run the whole budget)",
     )
-    study.add_argument("--seed", type=whole_number_flag(low=0, high=2**32 - 1), default=0, help="sampler seed: the same seed gives the same study (default: 0)")
-    study.add_argument("--out", type=path_flag,
+    study.add_argument("--seed", type=whole_number_flag(low=0, high=2**32 - 1), default=0, metavar="N", help="sampler seed: the same seed gives the same study (default: 0)")
+    study.add_argument("--out", type=path_flag, metavar="DIR",
                        help=f"run directory: new, empty or an earlier run's (default: runs/<model>-<nodes>n, the model by its own "
                             f"name, never its path: {default_run_dir_examples()}; and -NAME with --study-name NAME)")
     study.add_argument(
-        "--storage", type=text_flag, help="an Optuna RDB storage URL (sqlite:///PATH, postgresql://USER@HOST/DB) instead of "
+        "--storage", type=text_flag, metavar="URL", help="an Optuna RDB storage URL (sqlite:///PATH, postgresql://USER@HOST/DB) instead of "
                                           "RUN_DIR/study.db; workers sharing one split the trials"
     )
     study.add_argument(
@@ -90,21 +90,21 @@ def register(subparsers) -> None:
     probe.add_argument(
         "--measurements", type=path_flag, metavar="FILE",
         help="recorded results for --backend replay: JSON lines, one record per candidate: params (a value for every "
-        "knob), status ok|oom|failed (default ok), time_s (s, to solution), energy_kj (kJ), tflops, peak_mem_gib (GiB), "
-        "source measured|estimated|simulated (default measured; estimated: measured time, energy from a power model); "
+        "knob), status ok|oom|failed (default: ok), time_s (s, to solution), energy_kj (kJ), tflops, peak_mem_gib (GiB), "
+        "source measured|estimated|simulated (default: measured; estimated: measured time, energy from a power model); "
         "optional error (why it failed), probe_cost, noise, energy_not_measured, study (README: Replay) "
         "(as `autotune export RUN_DIR --measurements FILE` writes), or the list "
         "`autotune space --simulate --json` prints; the study searches the recorded candidates only",
     )
     probe.add_argument("--launcher", choices=LAUNCHERS, default=DEFAULT_LAUNCHER, help=f"how probes start (default: {DEFAULT_LAUNCHER})")
-    probe.add_argument("--hostfile", type=path_flag, help="DeepSpeed hostfile for multi-node probes")
+    probe.add_argument("--hostfile", type=path_flag, metavar="FILE", help="DeepSpeed hostfile for multi-node probes")
     for option, text in (("probe_timeout_s", "seconds before a probe is killed"),
                          ("warmup_steps", "optimizer steps before the measured window"),
                          ("probe_steps", "measured optimizer steps, at least"),
                          ("probe_seconds", "measured window, at least this long"),
                          ("repeats", "probes per candidate, to measure noise")):
         probe.add_argument(PROBE_OPTIONS[option][0], type=number_flag(**probe_bounds(option)), default=probe_default(option),
-                           help=f"{text} (default: {probe_default(option):g})")
+                           metavar="SECONDS" if option in ("probe_timeout_s", "probe_seconds") else "N", help=f"{text} (default: {probe_default(option):g})")
     probe.add_argument(
         "--allow-estimated-energy", action="store_true",
         help="accept energy estimated from the hardware profile where no sensor exists (labelled estimated)",

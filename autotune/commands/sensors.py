@@ -18,12 +18,15 @@ _DEFAULT_PERIOD_S = 0.1
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("sensors", help="list the energy and power sources of this machine")
+    parser = subparsers.add_parser(
+        "sensors", help="list the energy and power sources of this machine",
+        description="List the energy and power sources of this machine and why a missing one is missing, and each "
+                    "GPU's power limits and SM clocks; reads them, changes nothing.")
     parser.add_argument("--json", action="store_true", help="print a JSON object: sources, devices, device settings and GPUs (null where a machine has none to list)")
     parser.add_argument("--sample", type=number_flag(low=0, low_open=True, high=_MAX_SAMPLE_S), metavar="SECONDS",
                         help="sample every available source for SECONDS and add its mean power (W)")
     parser.add_argument("--period", type=number_flag(low=0, low_open=True, high=_MAX_SAMPLE_S), metavar="SECONDS",
-                        help=f"sampling period for --sample (default {_DEFAULT_PERIOD_S})")
+                        help=f"sampling period for --sample (default: {_DEFAULT_PERIOD_S:g})")
     parser.set_defaults(func=_run)
 
 

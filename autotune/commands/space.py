@@ -14,14 +14,17 @@ def register(subparsers) -> None:
     from autotune.commands.flags import path_flag
     from autotune.commands.options import add_study_options
 
-    parser = subparsers.add_parser("space", help="list every candidate with its validity and memory estimate")
+    parser = subparsers.add_parser(
+        "space", help="list every candidate with its validity and memory estimate",
+        description="List every candidate of the space `autotune run` would search, valid or not, with its memory "
+                    "estimate and why an invalid one is; writes no file.")
     add_study_options(parser)
     # The space `autotune run` would search: its shape defaults come from these as run's do (--nodes help).
     where = parser.add_argument_group("where the previewed run's probes would start (the default nodes and GPUs per node)")
     where.add_argument("--backend", choices=("auto", "simulate", "launch"), default="auto",
                        help="the backend of the run to preview: with launch, and no SLURM allocation or --hostfile, "
                        "one node of this machine (default: auto)")
-    where.add_argument("--hostfile", type=path_flag, help="DeepSpeed hostfile: its hosts and fewest slots, as for run")
+    where.add_argument("--hostfile", type=path_flag, metavar="FILE", help="DeepSpeed hostfile: its hosts and fewest slots, as for run")
     parser.add_argument("--json", action="store_true", help="print a JSON list")
     parser.add_argument("--simulate", action="store_true",
                         help="add simulated time_s, energy_kj, tflops of valid ones, and the study they are for (model, hardware, workload)")

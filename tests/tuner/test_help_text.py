@@ -31,3 +31,50 @@ def test_the_default_run_directory_of_a_node_range_is_the_one_help_names(monkeyp
     done = autotune_main("run", "--model", "7b", "--nodes", "1-2", "--trials", "2", "--backend", "simulate", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "runs" / "7b-1to2n" / "pareto.json").is_file()
+
+
+# The commands whose options this file holds to one style (calibrate's parser is checked where it lives).
+STYLED = ("run", "space", "report", "export", "sensors")
+
+
+def _subparsers():
+    from autotune.cli import build_parser
+
+    return build_parser().parse_args([]).command_parsers
+
+
+@pytest.mark.parametrize("command", STYLED)
+def test_every_option_names_its_value_and_every_command_says_what_it_does(command):
+    """argparse's own metavar is the flag's dest in capitals (`--out OUT`, `--probe-timeout PROBE_TIMEOUT`): a name
+    for the value (DIR, URL, N, SECONDS, FILE) or its choices instead, as the README writes them."""
+    parser = _subparsers()[command]
+    assert parser.description, command
+    made_up = [action.option_strings[-1] for action in parser._actions
+               if action.option_strings and action.nargs != 0 and action.metavar is None and action.choices is None]
+    assert made_up == [], command
+
+
+def test_the_readme_names_each_options_value_as_help_does():
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    metavars = {}
+    for parser in _subparsers().values():
+        for action in parser._actions:
+            for flag in action.option_strings:
+                if action.metavar:
+                    metavars.setdefault(flag, set()).add(action.metavar)
+    written = set(re.findall(r"`(--?[a-z][a-z-]*) ([A-Z][A-Z_]*)`", readme))
+    assert {("--out", "DIR"), ("--storage", "URL"), ("--trials", "N"), ("-o", "FILE")} <= written
+    assert [(flag, value) for flag, value in sorted(written) if value not in metavars.get(flag, ())] == []
+
+
+def test_sensors_period_says_its_default_as_every_flag_does(monkeypatch):
+    import re
+
+    from autotune.commands.sensors import _DEFAULT_PERIOD_S
+
+    assert f"sampling period for --sample (default: {_DEFAULT_PERIOD_S:g})" in help_of(monkeypatch, "sensors")
+    for command in STYLED:
+        assert not re.search(r"\(default [^:]", help_of(monkeypatch, command)), command
