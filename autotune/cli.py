@@ -53,8 +53,10 @@ def main(argv: list[str] | None = None) -> int:
         command_parser = args.command_parsers.get(args.command) or parser
         command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
+        # A usage error, as argparse says a missing required argument: usage and one line, both on stderr (the
+        # whole help on stdout made `autotune > out` look like a success that printed something).
+        parser.print_usage(sys.stderr)
+        parser.error(f"the following arguments are required: COMMAND (one of {', '.join(COMMANDS)})")
     with undone_on_failure() as outcome:
         status = _run_command(args)
         outcome.succeeded = status == 0

@@ -78,3 +78,15 @@ def test_sensors_period_says_its_default_as_every_flag_does(monkeypatch):
     assert f"sampling period for --sample (default: {_DEFAULT_PERIOD_S:g})" in help_of(monkeypatch, "sensors")
     for command in STYLED:
         assert not re.search(r"\(default [^:]", help_of(monkeypatch, command)), command
+
+
+def test_autotune_without_a_command_is_a_usage_error_on_stderr():
+    """Trial 48 #11: the whole help went to stdout with status 2; a usage error is usage and one line, on stderr."""
+    from tests.cli import autotune
+
+    done = autotune()
+    assert (done.returncode, done.stdout) == (2, "")
+    usage, error = done.stderr.splitlines()
+    assert usage.startswith("usage: autotune ") and "COMMAND" in usage
+    assert error == ("autotune: error: the following arguments are required: COMMAND (one of run, space, report, export, "
+                     "sensors, calibrate) (see `autotune --help`)")
