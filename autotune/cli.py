@@ -126,7 +126,7 @@ def console_main() -> None:
         for signum in stop_signals():
             signal.signal(signum, signal.SIG_IGN)
         with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
-            print("autotune: interrupted; completed trials are kept, run the same command again to resume", file=sys.stderr)
+            print(_interrupted_line(sys.argv[1:]), file=sys.stderr)
         status = getattr(stop, "status", INTERRUPTED)
     except BrokenPipeError:
         # The reader of stdout went away (`autotune space --json | head`): what it read is all it wanted.
@@ -178,6 +178,19 @@ def _what_is_kept(arguments: list[str]) -> str:
     if arguments[:1] and arguments[0] in _WITHOUT_STUDY:
         return ": run it again with its output where there is room"
     return "; the study and its run directory keep what was evaluated: `autotune report RUN_DIR` prints it again"
+
+
+def _interrupted_line(arguments: list[str]) -> str:
+    """What Ctrl-C, SIGTERM or SIGHUP left of the command it stopped (`arguments` as _what_is_kept's). Only `run` has
+    trials to keep and resume; `space` or `calibrate` said so too, and a user waited for a resume that never comes."""
+    command = arguments[0] if arguments else None
+    if command == "run":
+        return "autotune: interrupted; completed trials are kept, run the same command again to resume"
+    if command in _WITHOUT_STUDY:
+        return "autotune: interrupted; nothing was written"
+    if command in COMMANDS:  # report, export, calibrate: every file they write is replaced whole (atomic_write)
+        return "autotune: interrupted; no file is left half-written: each is as before, or written whole"
+    return "autotune: interrupted"
 
 
 # The errors of an output that cannot take more: a full disk, a quota, a file past its size limit.

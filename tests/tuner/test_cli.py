@@ -246,8 +246,7 @@ def test_a_second_ctrl_c_while_exiting_is_ignored():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert result.returncode == 130, result.stderr
-    assert result.stderr.strip().splitlines() == [
-        "autotune: interrupted; completed trials are kept, run the same command again to resume"], result.stderr
+    assert result.stderr.strip().splitlines() == ["autotune: interrupted; nothing was written"], result.stderr
 
 
 def test_run_help_names_the_objectives_choices_as_written():
@@ -301,16 +300,16 @@ def test_a_run_stopped_by_sigterm_exits_143():
     code = (
         "import os, signal, time\n"
         "from autotune import cli\n"
-        "from autotune.commands import space\n"
+        "from autotune.commands import run\n"
         "from autotune.errors import Terminated\n"
         "from autotune.study.loop import Interrupts\n"
         "def terminated(args):\n"
         "    with Interrupts().install({signal.SIGTERM: Terminated}):  # as `autotune run` does around its study\n"
         "        os.kill(os.getpid(), signal.SIGTERM)\n"
         "        time.sleep(60)\n"
-        "space._run = terminated\n"
+        "run._run = terminated\n"
         "import sys\n"
-        "sys.argv = ['autotune', 'space', '--model', '7b', '--nodes', '1']\n"
+        "sys.argv = ['autotune', 'run', '--model', '7b', '--nodes', '1']\n"
         "cli.console_main()\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -484,3 +483,19 @@ def test_the_space_table_says_once_why_its_simulated_figures_carry_an_unknown_er
                     "calibrated (`autotune calibrate` measures the simulator's error and writes it to the profile)."]
     stated = autotune_main("space", "--model", "7b", "--nodes", "1", "--valid", "--simulate")  # gh200: +- 3% in the headers
     assert stated.returncode == 0 and "unknown error" not in stated.stderr and "Simulated figures" not in stated.stderr
+
+
+@pytest.mark.parametrize(("arguments", "line"), [
+    (["run", "--model", "7b"], "autotune: interrupted; completed trials are kept, run the same command again to resume"),
+    (["space", "--model", "72b"], "autotune: interrupted; nothing was written"),
+    (["sensors"], "autotune: interrupted; nothing was written"),
+    (["calibrate", "--reference", "gh200-study"],
+     "autotune: interrupted; no file is left half-written: each is as before, or written whole"),
+    (["report", "runs/a"], "autotune: interrupted; no file is left half-written: each is as before, or written whole"),
+    (["export", "runs/a"], "autotune: interrupted; no file is left half-written: each is as before, or written whole"),
+    ([], "autotune: interrupted"),
+])
+def test_only_an_interrupted_run_says_its_trials_are_kept(arguments, line):
+    """Trial 48 #10: Ctrl-C in `space` or `calibrate` said "completed trials are kept, run the same command again to
+    resume", of commands that have no trials."""
+    assert cli._interrupted_line(arguments) == line
