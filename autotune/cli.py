@@ -17,6 +17,7 @@ import sys
 
 from autotune import __version__
 from autotune.commands.paths import undone_on_failure
+from autotune.commands.reference import reference_text
 from autotune.errors import UserError, stop_signals
 from autotune.status_stream import keep_going_without_stderr
 from autotune.usage_errors import OneLineParser, one_line
@@ -26,10 +27,27 @@ INTERRUPTED = 130  # the shell's status for a command ended by Ctrl-C (128 + SIG
 BROKEN_PIPE = 141  # the shell's status for a command ended by SIGPIPE (128 + 13)
 
 
+class CommandParser(OneLineParser):
+    """The parser of `autotune` and, as argparse makes subparsers of their parent's class, of its commands: one
+    whose epilog may be built when --help asks for it (`autotune --help`'s exit statuses and environment variables,
+    commands/reference.py), its values from modules no command should import at its start."""
+
+    def __init__(self, *args, epilog_from=None, **kwargs):
+        self.epilog_from = epilog_from
+        super().__init__(*args, **kwargs)
+
+    def format_help(self) -> str:
+        if self.epilog_from is not None:
+            self.epilog = self.epilog_from()
+        return super().format_help()
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(
+    parser = CommandParser(
         prog="autotune",
         description="Energy-aware DeepSpeed configuration autotuner for multimodal training.",
+        epilog_from=reference_text,
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # the epilog's lines stay one a status or variable
     )
     parser.add_argument("--version", action="version", version=f"autotune {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -18,10 +18,16 @@ _DEFAULT_PERIOD_S = 0.1
 
 
 def register(subparsers) -> None:
+    import argparse
+
+    from autotune.commands.reference import sensors_text
+
     parser = subparsers.add_parser(
         "sensors", help="list the energy and power sources of this machine",
-        description="List the energy and power sources of this machine and why a missing one is missing, and each "
-                    "GPU's power limits and SM clocks; reads them, changes nothing.")
+        # Broken by hand: the raw formatter keeps the epilog's lines, one a variable, and the description's too.
+        description="List the energy and power sources of this machine and why a missing one is missing,\n"
+                    "and each GPU's power limits and SM clocks; reads them, changes nothing.",
+        epilog_from=sensors_text, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", action="store_true", help="print a JSON object: sources, devices, device settings and GPUs (null where a machine has none to list)")
     parser.add_argument("--sample", type=number_flag(low=0, low_open=True, high=_MAX_SAMPLE_S), metavar="SECONDS",
                         help="sample every available source for SECONDS and add its mean power (W)")

@@ -90,3 +90,47 @@ def test_autotune_without_a_command_is_a_usage_error_on_stderr():
     assert usage.startswith("usage: autotune ") and "COMMAND" in usage
     assert error == ("autotune: error: the following arguments are required: COMMAND (one of run, space, report, export, "
                      "sensors, calibrate) (see `autotune --help`)")
+
+
+def test_exit_statuses_and_environment_are_listed_alike_in_help_and_readme(monkeypatch):
+    """Trial 48 #9, #13: one place for both, the README's section and `autotune --help`'s epilog, each a line."""
+    from pathlib import Path
+
+    from autotune.commands.reference import EXIT_STATUSES, environment
+
+    monkeypatch.setenv("COLUMNS", "80")
+    done = autotune_main("--help")
+    lines = [" ".join(line.split()) for line in done.stdout.splitlines()]
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8").splitlines()
+    for status, meaning in EXIT_STATUSES:
+        assert " ".join(f"{status} {meaning}".split()) in lines
+        assert f"- `{status}`: {meaning}" in readme
+    for name, meaning in environment():
+        assert f"{name}: {meaning}" in lines
+        assert f"- `{name}`: {meaning}" in readme
+
+
+def test_the_statuses_listed_are_those_the_command_returns():
+    from autotune import cli
+    from autotune.commands.reference import EXIT_STATUSES
+    from autotune.errors import HungUp, Terminated
+
+    listed = [int(status) for status, _ in EXIT_STATUSES]
+    assert {cli.INTERRUPTED, cli.BROKEN_PIPE, Terminated.status, HungUp.status} | {0, 1, 2} == set(listed)
+
+
+def test_every_autotune_variable_the_code_reads_is_listed(monkeypatch):
+    """A new AUTOTUNE_* variable in autotune/ or trainer/ is listed in `autotune --help` (and so in the README)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).parents[2]
+    named = {name for folder in ("autotune", "trainer") for path in (root / folder).rglob("*.py")
+             for name in re.findall(r"[\"'](AUTOTUNE_[A-Z_]+)[\"']", path.read_text(encoding="utf-8"))}
+    assert "AUTOTUNE_SYSFS_ROOT" in named
+    text = help_of(monkeypatch)
+    assert [name for name in sorted(named) if name not in text.replace("[_RANK]", " AUTOTUNE_PROBE_TEST_HOOK_RANK")] == []
+    for name in ("COLUMNS", "LINES", "NO_COLOR"):
+        assert name in text
+    sensors = help_of(monkeypatch, "sensors")
+    assert "AUTOTUNE_ENERGY_SOURCES" in sensors and "AUTOTUNE_SYSFS_ROOT" in sensors
