@@ -24,7 +24,10 @@ def register(subparsers) -> None:
     choice.add_argument(
         "--pick",
         choices=("fastest", "min-energy", "knee", "max-slowdown", "cost-weighted"),
-        help="a recommended point (default: knee; fastest, the only one, in a study of --objectives time)",
+        help="a recommended point (default: knee; fastest, the only one, in a study of --objectives time); max-slowdown "
+             "and cost-weighted as the study's last `autotune run` or `report` chose them, with its --max-slowdown and "
+             "--eta (default: 1.05 and 0.5), which export does not take: `autotune report RUN_DIR --max-slowdown X "
+             "--eta ETA` changes them, and rewrites pareto.json and configs/",
     )
     choice.add_argument("--trial", type=whole_number_flag(low=0), metavar="N", help="any feasible trial by number")
     choice.add_argument(

@@ -28,8 +28,12 @@ def add_study_location_options(parser: argparse.ArgumentParser, several: bool = 
 
 
 def add_pick_options(parser: argparse.ArgumentParser) -> None:
-    """--max-slowdown and --eta, shared by `run` and `report`; None means the study's stored choice."""
-    picks = parser.add_argument_group("picks")
+    """--max-slowdown and --eta, shared by `run` and `report`; None means the study's stored choice. The defaults
+    in the help are report.picks' DEFAULT_MAX_SLOWDOWN and DEFAULT_ETA (a test holds them equal): importing that
+    module here would slow every command's start by a tenth of a second."""
+    picks = parser.add_argument_group(
+        "picks", "--max-slowdown and --eta are kept in the study: pareto.json and configs/ are (re)written with the picks "
+                 "they choose, and later reports and `autotune export --pick max-slowdown|cost-weighted` use them")
     picks.add_argument(
         # Any finite X >= 1 is a pick: a large one is the least-energy pick, which in a scaling study may
         # be hundreds of times slower than the fastest, so no upper bound is principled; the label prints
@@ -58,7 +62,8 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "report", help="print the Pareto front and picks of a run directory",
         description="Print the Pareto front and picks of a run directory again, from its study, and rewrite its reports "
-                    "(pareto.json, configs/, report.html) where they disagree with it.")
+                    "(pareto.json, configs/, report.html) where they disagree with it; --max-slowdown and --eta "
+                    "change its picks for good (see picks).")
     parser.add_argument("run_dir", type=path_flag, metavar="RUN_DIR",
                         help="the --out directory of an `autotune run` (its default: runs/<model>-<nodes>n)")
     add_study_location_options(parser)

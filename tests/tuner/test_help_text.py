@@ -134,3 +134,42 @@ def test_every_autotune_variable_the_code_reads_is_listed(monkeypatch):
         assert name in text
     sensors = help_of(monkeypatch, "sensors")
     assert "AUTOTUNE_ENERGY_SOURCES" in sensors and "AUTOTUNE_SYSFS_ROOT" in sensors
+
+
+def test_export_and_report_help_say_the_picks_follow_the_last_max_slowdown_and_eta(monkeypatch):
+    """Trial 48 #17: `report --max-slowdown` reads like a query and rewrites pareto.json and configs/; export has no such
+    flag and picks with what the last run or report kept, which its help did not say."""
+    from autotune.report.picks import DEFAULT_ETA, DEFAULT_MAX_SLOWDOWN
+
+    export = help_of(monkeypatch, "export")
+    assert ("max-slowdown and cost-weighted as the study's last `autotune run` or `report` chose them, with its "
+            f"--max-slowdown and --eta (default: {DEFAULT_MAX_SLOWDOWN:g} and {DEFAULT_ETA:g}), which export does not "
+            "take: `autotune report RUN_DIR --max-slowdown X --eta ETA` changes them, and rewrites pareto.json and "
+            "configs/") in export
+    for command in ("report", "run"):
+        text = help_of(monkeypatch, command)
+        assert ("--max-slowdown and --eta are kept in the study: pareto.json and configs/ are (re)written with the picks "
+                "they choose, and later reports and `autotune export --pick max-slowdown|cost-weighted` use them") in text
+        assert f"(default: {DEFAULT_MAX_SLOWDOWN:g}, or what the study's last run or report used" in text
+        assert f"(default: {DEFAULT_ETA:g}, or what the study's last run or report used)" in text
+    assert "--max-slowdown and --eta change its picks for good" in help_of(monkeypatch, "report")
+
+
+def test_a_report_with_max_slowdown_is_what_a_later_export_picks(tmp_path_factory):
+    import json
+
+    from tests.cli import simulated_run
+
+    run_dir = simulated_run(tmp_path_factory, nodes=4, trials=12)
+    exported = {}
+    for max_slowdown in ("1.05", "1.2"):  # on this study each picks another trial
+        done = autotune_main("report", run_dir, "--max-slowdown", max_slowdown, "--json")
+        assert done.returncode == 0, done.stderr
+        pareto = json.loads((run_dir / "pareto.json").read_text())
+        assert pareto["recommendation_parameters"]["max_slowdown"] == float(max_slowdown)
+        config = run_dir.parent / f"pick-{max_slowdown}.json"
+        done = autotune_main("export", run_dir, "--pick", "max-slowdown", "-o", config)
+        assert done.returncode == 0, done.stderr
+        exported[max_slowdown] = json.loads(config.read_text())["autotune"]["trial"]
+        assert exported[max_slowdown] == pareto["recommendations"]["max_slowdown"]
+    assert exported["1.05"] != exported["1.2"]
