@@ -26,7 +26,8 @@ def add_study_options(parser: argparse.ArgumentParser) -> None:
     what.add_argument("--model", type=name_or_path_flag, default=DEFAULT_MODEL, metavar="NAME|FILE",
                       help=f"preset ({', '.join(PRESETS)}), a model JSON file, or a Hugging Face checkpoint's directory "
                            f"or its config.json (default: {DEFAULT_MODEL})")
-    what.add_argument("--nodes", default=None, metavar="N|LOW-HIGH", help="nodes, or a range such as 2-8 (default: the space file's list, else the nodes of the SLURM "
+    what.add_argument("--nodes", default=None, metavar="COUNTS", help="node counts: 4, a range such as 2-8, or a list as SLURM "
+                      "writes one, 2,4,8 or 1-4,8 (default: the space file's list, else the nodes of the SLURM "
                       "allocation, the --hostfile or, with --backend launch, this machine, else 4)")
     what.add_argument("--hardware", type=name_or_path_flag, default=DEFAULT_HARDWARE, metavar="NAME|FILE",
                       help=f"profile (gh200, h100-sxm, cpu) or a TOML file (default: {DEFAULT_HARDWARE})")

@@ -145,7 +145,7 @@ def default_run_dir_examples() -> str:
 
     plain = Namespace(study_name=STUDY_NAME)
     return ", ".join(f"{default_run_dir(plain, PRESETS[model], nodes)}{given}" for model, nodes, given in (
-        ("32b", [4], ""), ("7b", [1, 2], " for --nodes 1-2"), ("7b", [1, 2, 4], " for a space file's nodes = [1, 2, 4]")))
+        ("32b", [4], ""), ("7b", [1, 2], " for --nodes 1-2"), ("7b", [1, 2, 4], " for --nodes 1,2,4")))
 
 
 def _directory_name(text: str) -> str:

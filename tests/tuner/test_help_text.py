@@ -173,3 +173,16 @@ def test_a_report_with_max_slowdown_is_what_a_later_export_picks(tmp_path_factor
         exported[max_slowdown] = json.loads(config.read_text())["autotune"]["trial"]
         assert exported[max_slowdown] == pareto["recommendations"]["max_slowdown"]
     assert exported["1.05"] != exported["1.2"]
+
+
+def test_the_nodes_help_names_each_form_it_takes(monkeypatch, tmp_path):
+    from autotune.space import parse_nodes
+
+    text = help_of(monkeypatch, "space")
+    assert "--nodes COUNTS node counts: 4, a range such as 2-8, or a list as SLURM writes one, 2,4,8 or 1-4,8" in text
+    assert [parse_nodes(form) for form in ("4", "2-8", "2,4,8", "1-4,8")] == [
+        (4,), tuple(range(2, 9)), (2, 4, 8), (1, 2, 3, 4, 8)]
+    assert "runs/7b-1_2_4n for --nodes 1,2,4" in help_of(monkeypatch, "run")
+    done = autotune_main("run", "--model", "7b", "--nodes", "1,2,4", "--trials", "2", "--backend", "simulate", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "runs" / "7b-1_2_4n" / "pareto.json").is_file()
