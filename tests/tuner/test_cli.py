@@ -499,3 +499,18 @@ def test_only_an_interrupted_run_says_its_trials_are_kept(arguments, line):
     """Trial 48 #10: Ctrl-C in `space` or `calibrate` said "completed trials are kept, run the same command again to
     resume", of commands that have no trials."""
     assert cli._interrupted_line(arguments) == line
+
+
+def test_objectives_in_either_order_are_the_front_of_both(tmp_path):
+    """Trial 48 §16: `--objectives energy,time` was an invalid choice; it is the same study as time,energy."""
+    import json
+
+    done = autotune_main("run", "--model", "7b", "--nodes", "1", "--backend", "simulate", "--trials", "3",
+                         "--objectives", "energy, time", "--out", tmp_path / "r")
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "r" / "pareto.json").read_text())["objectives"] == ["time", "energy"]
+    again = autotune_main("run", "--model", "7b", "--nodes", "1", "--backend", "simulate", "--trials", "3",
+                          "--objectives", "time,energy", "--out", tmp_path / "r")
+    assert again.returncode == 0, again.stderr  # the same study: resumed, not refused as other objectives
+    wrong = autotune_main("run", "--model", "7b", "--nodes", "1", "--objectives", "energy", "--out", tmp_path / "w")
+    assert wrong.returncode == 2 and "invalid choice: 'energy'" in wrong.stderr
