@@ -23,7 +23,7 @@ def register(subparsers) -> None:
     where = parser.add_argument_group("where the previewed run's probes would start (the default nodes and GPUs per node)")
     where.add_argument("--backend", choices=("auto", "simulate", "launch"), default="auto",
                        help="the backend of the run to preview: with launch, and no SLURM allocation or --hostfile, "
-                       "one node of this machine (default: auto)")
+                       "one node of this machine; simulate adds the simulated figures, as --simulate does (default: auto)")
     where.add_argument("--hostfile", type=path_flag, metavar="FILE", help="DeepSpeed hostfile: its hosts and fewest slots, as for run")
     parser.add_argument("--json", action="store_true", help="print a JSON list")
     parser.add_argument("--simulate", action="store_true",
@@ -68,6 +68,9 @@ def _run(args) -> int:
     from autotune.commands.options import build_settings, fill_from_allocation, settings_warnings
 
     check_hostfile(args.hostfile)
+    # The preview of a simulate run shows what that run would see: the simulated figures (trial 48 §4: `--backend
+    # simulate` listed none, `--simulate` did).
+    args.simulate = args.simulate or args.backend == "simulate"
     filled = fill_from_allocation(args)
     if filled.said:
         print(filled.said, file=sys.stderr)

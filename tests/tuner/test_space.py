@@ -310,3 +310,17 @@ def test_a_space_from_standard_input_is_refused_saying_to_save_it():
     assert done.returncode == 2
     assert done.stderr.strip().endswith("--space -: a space file is read from a file, not standard input; save it "
                                         "(e.g. space.toml) and pass --space space.toml")
+
+
+def test_previewing_a_simulate_run_lists_its_simulated_figures():
+    """Trial 48 §4: `space --backend simulate` listed no simulated figures; `--simulate` did."""
+    import json
+
+    from tests.cli import autotune_main
+
+    previews = [autotune_main("space", "--model", "7b", "--nodes", "1", "--valid", "--json", *flags)
+                for flags in (("--backend", "simulate"), ("--simulate",), ())]
+    assert all(done.returncode == 0 for done in previews)
+    by_backend, by_flag, plain = (json.loads(done.stdout) for done in previews)
+    assert by_backend == by_flag and by_backend[0]["time_s"] > 0
+    assert "time_s" not in plain[0]
