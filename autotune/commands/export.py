@@ -23,7 +23,8 @@ def register(subparsers) -> None:
     choice = parser.add_mutually_exclusive_group()
     choice.add_argument(
         "--pick",
-        choices=("fastest", "min-energy", "knee", "max-slowdown", "cost-weighted"),
+        type=_pick_flag,
+        choices=PICKS,
         help="a recommended point (default: knee; fastest, the only one, in a study of --objectives time); max-slowdown "
              "and cost-weighted as the study's last `autotune run` or `report` chose them, with its --max-slowdown and "
              "--eta (default: 1.05 and 0.5), which export does not take: `autotune report RUN_DIR --max-slowdown X "
@@ -111,6 +112,19 @@ def _pick_of(view, pick: str | None) -> str | None:
         p.energy_kj is None for p in view.points) else ""
     raise UserError(f"--pick {pick} ranks by energy, and this study ranks by time only (--objectives time){unavailable}: its "
                     "one pick is the fastest; pass --pick fastest, or --trial N for any feasible trial")
+
+
+PICKS = ("fastest", "min-energy", "knee", "max-slowdown", "cost-weighted")
+
+
+def _pick_flag(name: str) -> str:
+    """pareto.json and --help's prose spell picks min_energy: taken as the flag's min-energy (trial 48 §3). An
+    unknown name is refused as given, not as its hyphenated spelling."""
+    import argparse
+
+    if name.replace("_", "-") not in PICKS:
+        raise argparse.ArgumentTypeError(f"invalid choice: {name!r} (choose from {', '.join(map(repr, PICKS))})")
+    return name.replace("_", "-")
 
 
 def _check_config_paths(output: Path, what: str) -> Path:

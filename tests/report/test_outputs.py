@@ -361,3 +361,12 @@ def test_a_read_only_study_db_in_a_writable_directory_is_reported_and_its_picks_
     assert "--max-slowdown 1.3 and --eta 0.2 picked this report only, not kept in the study" in lines[0]
     assert {p.relative_to(run): p.read_bytes() for p in run.rglob("*") if p.is_file()} == before
     assert load_finished_study(run).user_attrs.get("pick_parameters") == kept
+
+
+def test_export_takes_a_pick_as_pareto_json_names_it(simulated_run, tmp_path):
+    """Trial 48 §3: `export --pick min_energy`, the key `jq` shows in pareto.json, was an invalid choice."""
+    doc = _document(simulated_run)
+    for name in ("min_energy", "min-energy"):
+        out = tmp_path / f"{name}.json"
+        assert main(["export", str(simulated_run), "--pick", name, "-o", str(out)]) == 0
+        assert json.loads(out.read_text())["autotune"]["trial"] == doc["recommendations"]["min_energy"]
