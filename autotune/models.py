@@ -287,6 +287,6 @@ def load_model(name_or_path: str) -> ModelSpec:
         raise ConfigError(f"--model {path}: model files are read by a .json name; give the file one ({path.stem}.json; "
                           f"schema: {_SCHEMA}), or pass a preset ({', '.join(PRESETS)})")
     raise ConfigError(
-        f"unknown model '{name_or_path}': use one of {', '.join(PRESETS)} "
-        f"or the path of a JSON model file (schema: {_SCHEMA})"
+        f"unknown model '{name_or_path}': use one of {', '.join(PRESETS)}, the path of a JSON model file (schema: "
+        f"{_SCHEMA}), or a Hugging Face checkpoint's directory or its config.json"
     )

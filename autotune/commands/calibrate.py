@@ -34,7 +34,7 @@ def register(subparsers) -> None:
         help="the profile to calibrate: name or TOML (default: the hardware the run directories were measured on, else "
              "the reference's, gh200)",
     )
-    parser.add_argument("-o", "--output", type=path_flag,
+    parser.add_argument("-o", "--output", type=path_flag, metavar="FILE",
                         help="write the calibrated profile here (TOML; use it with --hardware): a new file, or one an earlier "
                              "calibrate wrote; never a built-in profile or the profile being calibrated")
     parser.add_argument("--json", action="store_true", help="print the report as JSON (loo_mape, fit_mape, constants, ...)")

@@ -244,7 +244,7 @@ def test_every_other_number_flag_refuses_the_same_dozen_wrong_values(capsys, fla
 
 
 @pytest.mark.parametrize("flags, said", [
-    (["--model", "nope"], "--model: unknown model 'nope': use one of tiny, 7b, 32b, 72b or the path of a JSON model file"),
+    (["--model", "nope"], "--model: unknown model 'nope': use one of tiny, 7b, 32b, 72b, the path of a JSON model file (schema: "),
     (["--model", " "], "--model: is empty; give a preset (tiny, 7b, 32b, 72b), a model JSON file or a checkpoint's "
                        "config.json"),
     (["--hardware", "nope"], "--hardware: unknown hardware 'nope': use one of cpu, gh200, h100-sxm or the path"),

@@ -133,7 +133,8 @@ def test_the_space_table_tells_power_limit_variants_apart():
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["run", "--model", "13b"], "unknown model '13b'"),
+        (["run", "--model", "13b"], "unknown model '13b': use one of tiny, 7b, 32b, 72b, the path of a JSON model file"),
+        (["run", "--model", "13b"], "or a Hugging Face checkpoint's directory or its config.json"),
         (["run", "--hardware", "tpu"], "unknown hardware 'tpu'"),
         (["run", "--nodes", "0"], "--nodes '0' must be at least 1"),
         (["space", "--space", "missing.toml"], "does not exist"),
