@@ -257,7 +257,7 @@ def test_run_help_names_the_objectives_choices_as_written():
     assert result.returncode == 0, result.stderr
     text = " ".join(result.stdout.split())
     assert "{time,energy,time}" not in text
-    assert "--objectives OBJECTIVES" in text and "time,energy (the front of both, default) or time" in text
+    assert "--objectives OBJECTIVES" in text and "time,energy (the front of both, default; energy,time is the same) or time" in text
 
 
 @pytest.mark.parametrize("output", [["--json"], []], ids=["json", "rich table"])
