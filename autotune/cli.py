@@ -22,7 +22,7 @@ from autotune.errors import UserError, stop_signals
 from autotune.status_stream import keep_going_without_stderr
 from autotune.usage_errors import OneLineParser, one_line
 
-COMMANDS = ("run", "space", "report", "export", "sensors", "calibrate")
+COMMANDS = ("run", "space", "report", "export", "sensors", "calibrate", "compare")
 INTERRUPTED = 130  # the shell's status for a command ended by Ctrl-C (128 + SIGINT)
 BROKEN_PIPE = 141  # the shell's status for a command ended by SIGPIPE (128 + 13)
 
@@ -187,7 +187,7 @@ def _replace_what_stdout_cannot_encode() -> None:
 
 
 # The commands that only print: no study keeps what they found.
-_WITHOUT_STUDY = ("space", "sensors")
+_WITHOUT_STUDY = ("space", "sensors", "compare")
 
 
 def _what_is_kept(arguments: list[str]) -> str:

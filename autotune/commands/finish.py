@@ -17,6 +17,7 @@ from autotune.report import pareto_document, study_view, write_pareto_json
 from autotune.report.html import write_report_html
 from autotune.report.importance import knob_importance
 from autotune.report.inputs import study_inputs
+from autotune.report.pareto_json import read_pareto_json
 from autotune.report.picks import DEFAULT_ETA, DEFAULT_MAX_SLOWDOWN, PICK_FILES
 from autotune.report.search import search_summary
 from autotune.report.table import print_report
@@ -215,12 +216,9 @@ def _remove_stale_new_files(configs: Path, stem: str, record: dict[str, str]) ->
 def pareto_json_state(path: Path, document: dict) -> str | None:
     """Why the pareto.json at `path` is not `document`: "missing", "damaged (...)", "out of date";
     None when it already holds exactly this document."""
-    try:
-        stored = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return "missing"
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:  # RecursionError: nested too deep
-        return f"damaged ({type(exc).__name__}: {str(exc).splitlines()[0][:80] if str(exc) else 'unreadable'})"
+    stored, unread = read_pareto_json(path)
+    if unread:
+        return unread
     return None if stored == json.loads(json.dumps(document)) else "out of date"
 
 

@@ -224,5 +224,16 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
     }
 
 
+def read_pareto_json(path: Path) -> tuple[object, str | None]:
+    """The JSON value a pareto.json holds, and None; or None and why it cannot be read: "missing",
+    "damaged (JSONDecodeError: ...)". Whether the value is a report's document is the reader's to judge."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8")), None
+    except FileNotFoundError:
+        return None, "missing"
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:  # RecursionError: nested too deep
+        return None, f"damaged ({type(exc).__name__}: {str(exc).splitlines()[0][:80] if str(exc) else 'unreadable'})"
+
+
 def write_pareto_json(path: Path, document: dict) -> None:
     write_text_atomic(path, json.dumps(document, indent=2) + "\n")  # never half a file for other tools to read

@@ -461,12 +461,12 @@ def test_allow_estimated_energy_is_said_where_the_backend_never_reads_it(tmp_pat
         f"--repeats is read only by --backend launch: the simulate backend starts no probe; {flag}")
 
 
-@pytest.mark.parametrize("command", ["run", "space", "report", "export", "sensors", "calibrate"])
+@pytest.mark.parametrize("command", ["run", "space", "report", "export", "sensors", "calibrate", "compare"])
 def test_an_unknown_option_is_the_subcommands_usage_error(command, capsys, tmp_path):
     """Its fix is in the subcommand's --help, which lists its options, not in `autotune --help`."""
     from autotune.cli import main
 
-    run_dir = [str(tmp_path)] if command in ("report", "export") else []
+    run_dir = [str(tmp_path)] if command in ("report", "export", "compare") else []
     with pytest.raises(SystemExit) as stopped:
         main([command, *run_dir, "--bogus-flag=1"])
     err = capsys.readouterr().err

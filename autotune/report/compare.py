@@ -1,0 +1,154 @@
+"""`autotune compare`: two or more studies side by side, from their pareto.json files.
+
+A pick names a trial, and trial 3 of one study is not trial 3 of another: picks are compared by what
+they are (their configuration and figures), and front points are matched across studies by their knobs.
+Each change is against the first study given (the reference: "before"), in percent of its figure.
+
+The document `--json` prints (studies numbered from 1, in the order given; every list of per-study
+values in that order):
+
+    studies        [{study, run_dir, model, hardware, node_counts, backend, source, energy_source}]
+    inputs         {differ: {input: [value per study]}, same: {input: value}, not_recorded: {input: [study]}}
+    caveats        [sentence]: why a difference is not like-for-like (other jobs, simulated vs measured, ...)
+    picks          [{pick, studies: [null (no such pick) | pick entry]}]; a pick entry: {trial, params,
+                   configuration, time_s, energy_kj, time_source, energy_source, time_change_pct,
+                   energy_change_pct, knobs_changed ({knob: [study 1's, this study's]}; null for study 1)}
+    shared_front   {matched_on: [knob], configurations: [{params, configuration, studies: [[point entry]]}]}:
+                   the configurations on more than one study's front; a point entry: {trial, nodes, time_s,
+                   energy_kj, time_source, energy_source, time_change_pct, energy_change_pct}; `why_absent`:
+                   [null | why a study's front lacks it: evaluated off its front, not evaluated, not in its space]
+"""
+
+from __future__ import annotations
+
+from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, knobs_sentence
+from autotune.report.compare_inputs import caveats, compare_inputs
+from autotune.report.compare_study import ComparedStudy
+
+PICK_ORDER = ("fastest", "min_energy", "knee", "max_slowdown", "cost_weighted")
+
+
+def change_pct(value: float | None, reference: float | None) -> float | None:
+    """`value` against `reference` in percent of it (+10.0: 10% more); None where either is missing or the
+    reference is 0 (no percentage of nothing)."""
+    if value is None or reference is None or reference == 0:
+        return None
+    return 100.0 * (value - reference) / reference
+
+
+def _params(point: dict) -> dict:
+    """A point's knobs, the device knobs a study from before them ran untouched included."""
+    params = {**UNTOUCHED_DEVICE_SETTINGS, **point["params"]}
+    return {knob: params[knob] for knob in KNOBS}
+
+
+def _figures(point: dict, reference: dict | None) -> dict:
+    return {
+        "trial": point["trial"],
+        "time_s": point["time_s"],
+        "energy_kj": point.get("energy_kj"),
+        # pareto.json's `source` labels the time (measured unless simulated); `energy_source` the energy.
+        "time_source": point.get("source") or "unknown",
+        "energy_source": point.get("energy_source") or "unknown",
+        "time_change_pct": None if reference is None else change_pct(point["time_s"], reference["time_s"]),
+        "energy_change_pct": None if reference is None else change_pct(point.get("energy_kj"), reference.get("energy_kj")),
+    }
+
+
+def knobs_changed(params: dict, reference: dict) -> dict:
+    """{knob: [reference's value, this one's]} for each knob that differs: what a pick changed between studies."""
+    return {knob: [reference.get(knob), params.get(knob)] for knob in KNOBS if params.get(knob) != reference.get(knob)}
+
+
+def compare_picks(studies: list[ComparedStudy]) -> list[dict]:
+    """Each pick some study offers, with every study's configuration and figures, against study 1's same pick."""
+    names = [n for n in PICK_ORDER if any(n in s.document["recommendations"] for s in studies)]
+    names += sorted({n for s in studies for n in s.document["recommendations"]} - set(names))  # a pick added later
+    rows = []
+    for name in names:
+        points = [s.points[s.document["recommendations"][name]] if name in s.document["recommendations"] else None
+                  for s in studies]
+        reference = points[0]
+        entries = []
+        for number, point in enumerate(points, 1):
+            if point is None:
+                entries.append(None)
+                continue
+            params = _params(point)
+            entries.append({
+                **_figures(point, reference if number > 1 else None),
+                "params": params,
+                "configuration": knobs_sentence(params),
+                "knobs_changed": knobs_changed(params, _params(reference)) if number > 1 and reference else None,
+            })
+        rows.append({"pick": name, "studies": entries})
+    return rows
+
+
+def matched_knobs(studies: list[ComparedStudy]) -> list[str]:
+    """The knobs front points are matched on: every knob, but the node count where no count is in every study
+    (4 against 8 nodes: the same configuration at each study's scale is the match a scaling study asks for)."""
+    shared_nodes = set.intersection(*(set(s.node_counts) for s in studies))
+    return [knob for knob in KNOBS if knob != "nodes" or shared_nodes]
+
+
+def shared_front(studies: list[ComparedStudy]) -> dict:
+    """The configurations on the front of more than one study, with each study's figures; changes against
+    study 1's point where it has exactly one of them. Those on most fronts first, then by the time of the first
+    study that has them."""
+    matched_on = matched_knobs(studies)
+    groups: dict[tuple, list[list[dict]]] = {}
+    for number, study in enumerate(studies):
+        for point in study.document["front"]:
+            key = tuple((knob, _params(point)[knob]) for knob in matched_on)
+            groups.setdefault(key, [[] for _ in studies])[number].append(point)
+    configurations = []
+    for key, by_study in groups.items():
+        if sum(1 for points in by_study if points) < 2:
+            continue
+        reference = by_study[0][0] if len(by_study[0]) == 1 else None
+        nodes = "/".join(dict.fromkeys(str(_params(p)["nodes"]) for points in by_study for p in points))
+        params = dict(key)
+        configurations.append({
+            "params": params,
+            # Matched without the node count: the sentence names each study's ("1/2 node(s)").
+            "configuration": knobs_sentence({**params, "nodes": params.get("nodes", nodes)}),
+            "studies": [[{**_figures(p, reference if number > 0 else None), "nodes": _params(p)["nodes"]} for p in points]
+                        for number, points in enumerate(by_study)],
+            "why_absent": [None if points else why_absent(study, params) for study, points in zip(studies, by_study)],
+        })
+    configurations.sort(key=lambda c: (-sum(1 for points in c["studies"] if points),
+                                       next(p["time_s"] for points in c["studies"] for p in points)))
+    return {"matched_on": matched_on, "configurations": configurations}
+
+
+def why_absent(study: ComparedStudy, params: dict) -> str:
+    """Why a configuration on another study's front is not on this one's: dominated here, never evaluated, or
+    not even searchable (a knob value its space lacks: a study without power limits has no 0.8)."""
+    evaluated = [p for p in study.points.values() if all(_params(p)[knob] == value for knob, value in params.items())]
+    if evaluated:
+        return f"evaluated (trial {', '.join(str(p['trial']) for p in evaluated)}), not on its front"
+    space = (study.document.get("inputs") or {}).get("space") or {}
+    outside = [f"{knob} {value}" for knob, value in params.items() if knob in space and value not in space[knob]]
+    if outside:
+        return f"not in its searched space ({', '.join(outside)})"
+    return "not evaluated"
+
+
+def _study_summary(number: int, study: ComparedStudy) -> dict:
+    document = study.document
+    return {"study": number, "run_dir": str(study.run_dir), "model": document["model"], "hardware": document.get("hardware"),
+            "node_counts": study.node_counts, "backend": document["backend"], "source": document["source"],
+            "energy_source": document["energy_source"]}
+
+
+def compare_document(studies: list[ComparedStudy]) -> dict:
+    """The comparison as the module's docstring lays it out (what --json prints and the table shows)."""
+    inputs = compare_inputs(studies)
+    return {
+        "studies": [_study_summary(number, study) for number, study in enumerate(studies, 1)],
+        "inputs": inputs,
+        "caveats": caveats(studies, inputs),
+        "picks": compare_picks(studies),
+        "shared_front": shared_front(studies),
+    }

@@ -1,0 +1,160 @@
+"""`autotune compare` on the terminal: the inputs that differ, each pick side by side, the configurations on
+more than one front; drawn as the report draws its tables (rich, fitted to the terminal, whole into a pipe)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from autotune.report.compare_inputs import input_label, not_recorded_sentence, same_sentence, value_text
+from autotune.report.compare_study import ComparedStudy
+from autotune.report.fitted_table import print_table
+from autotune.report.pareto_json import hardware_text, nodes_header
+from autotune.report.picks import PICK_FILES
+from autotune.report.table import KNOB_COLUMNS, SM_CLOCK_COLUMN, stdout_console
+from autotune.report.units import UNAVAILABLE, energy_figure, energy_unit, figure, pct_text, time_unit
+
+_KNOB_TITLES = dict((*KNOB_COLUMNS, SM_CLOCK_COLUMN))
+
+
+def figures_label(entry: dict) -> str:
+    """Where a row's figures came from: `simulated`, or `time measured, energy estimated` where they differ;
+    an estimate says so on its own row, as everywhere in the reports."""
+    time, energy = entry["time_source"], entry["energy_source"]
+    if entry["energy_kj"] is None:
+        return f"time {time}, energy {UNAVAILABLE}"
+    return time if time == energy else f"time {time}, energy {energy}"
+
+
+def knobs_changed_text(changed: dict | None) -> str:
+    """`same`, or `nodes 1 -> 2, power limit 1 -> 0.8`: how a study's pick differs from study 1's."""
+    if changed is None:
+        return ""
+    return ", ".join(f"{_KNOB_TITLES.get(knob, knob)} {_value(old)} -> {_value(new)}"
+                     for knob, (old, new) in changed.items()) or "same"
+
+
+def _value(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _units(entries: list[dict]) -> tuple[tuple[str, float], tuple[str, float]]:
+    """One time and one energy unit for a whole table: figures read side by side must share it."""
+    return time_unit([e["time_s"] for e in entries]), energy_unit([e["energy_kj"] for e in entries])
+
+
+def _figure_cells(entry: dict, units, reference_row: bool) -> list[str]:
+    (_, t_div), (_, e_div) = units
+    changes = ["", ""] if reference_row else [
+        pct_text(entry["time_change_pct"]),
+        pct_text(entry["energy_change_pct"], UNAVAILABLE if entry["energy_kj"] is None else "n/a")]
+    return [figure(entry["time_s"], t_div), energy_figure(entry["energy_kj"], e_div), figures_label(entry), *changes]
+
+
+def _add_figure_columns(table: Table, units) -> None:
+    (t_unit, _), (e_unit, _) = units
+    for title in (f"time {t_unit}", f"energy {e_unit}"):
+        table.add_column(title, justify="right")
+    table.add_column("figures")
+    for title in ("time vs 1", "energy vs 1"):
+        table.add_column(title, justify="right")
+
+
+def print_comparison(studies: list[ComparedStudy], document: dict, console: Console | None = None) -> None:
+    """`document`: compare.compare_document(studies)."""
+    console = console or stdout_console()
+    console.print(f"Comparing {len(studies)} studies; every change is against study 1, in percent of its figure:")
+    for number, study in enumerate(studies, 1):
+        console.print(f"  {number}: {escape(str(study.run_dir))}: {escape(study_header(study.document))}")
+    _print_inputs(studies, document, console)
+    for line in document["caveats"]:
+        console.print(f"[yellow]caveat: {escape(line)}[/]")
+    _print_picks(studies, document, console)
+    _print_shared_front(document, console)
+
+
+def study_header(document: dict) -> str:
+    """`7b on 1 node(s) of gh200, backend simulate; time simulated, energy simulated`: a study as the report's
+    first line names it."""
+    source, energy = (" and ".join(v) if isinstance(v, list) else v for v in (document["source"], document["energy_source"]))
+    return f"{document['model']} on {nodes_header(document)} of {hardware_text(document)}, backend {document['backend']}; " \
+           f"time {source}, energy {energy}"
+
+
+def _print_inputs(studies: list[ComparedStudy], document: dict, console: Console) -> None:
+    inputs = document["inputs"]
+    if inputs["differ"]:
+        table = Table(title="Inputs that differ")
+        table.add_column("input")
+        for study in document["studies"]:
+            table.add_column(f"study {study['study']}")
+        for name, values in inputs["differ"].items():
+            table.add_row(escape(input_label(name)), *(escape(value_text(name, v)) for v in values))
+        print_table(console, table)
+    else:
+        console.print("No input the pareto.json files record differs between the studies.")
+    console.print(escape(same_sentence(inputs["same"])))
+    if said := not_recorded_sentence(inputs["not_recorded"], studies):
+        console.print(f"[yellow]{escape(said)}[/]")
+
+
+def no_pick_words(document: dict) -> str:
+    """Why a study lacks a pick another has: it ranked by time alone, or has no picks at all (its note says why)."""
+    if not document["recommendations"]:
+        return "no picks in this study (see its caveat)"
+    return "no such pick: ranked by time only" if document.get("objectives") == ["time"] else "no such pick in this study"
+
+
+def _print_picks(studies: list[ComparedStudy], document: dict, console: Console) -> None:
+    rows = document["picks"]
+    if not rows:
+        console.print("No study has picks to compare.")
+        return
+    units = _units([e for row in rows for e in row["studies"] if e])
+    table = Table(title="Picks side by side (a pick is each study's own: its configuration, not its trial, is compared)")
+    for title in ("pick", "study", "trial", "configuration"):
+        table.add_column(title, justify="right" if title in ("study", "trial") else "left")
+    _add_figure_columns(table, units)
+    table.add_column("knobs vs 1")
+    for row in rows:
+        for number, entry in enumerate(row["studies"], 1):
+            pick = PICK_FILES.get(row["pick"], row["pick"]) if number == 1 else ""
+            if entry is None:
+                table.add_row(pick, str(number), "", escape(no_pick_words(studies[number - 1].document)), *[""] * 6)
+                continue
+            # A pick unchanged from study 1's is said so: the sentence again, row after row, hid the ones that changed.
+            same = number > 1 and entry["knobs_changed"] == {}
+            table.add_row(pick, str(number), str(entry["trial"]), "same as study 1" if same else escape(entry["configuration"]),
+                          *_figure_cells(entry, units, number == 1), knobs_changed_text(entry["knobs_changed"]))
+        table.add_section()
+    print_table(console, table, keys=2)
+
+
+def _print_shared_front(document: dict, console: Console) -> None:
+    shared = document["shared_front"]
+    matched = "every knob" if "nodes" in shared["matched_on"] else "every knob but nodes: the studies share no node count"
+    configurations = shared["configurations"]
+    if not configurations:
+        console.print(f"No configuration is on more than one study's front (matched on {matched}).")
+        return
+    entries = [e for c in configurations for points in c["studies"] for e in points]
+    units = _units(entries)
+    table = Table(title=f"On more than one study's front: {len(configurations)} configuration(s), matched on {matched}")
+    table.add_column("configuration")
+    table.add_column("study", justify="right")
+    table.add_column("trial", justify="right")
+    _add_figure_columns(table, units)
+    for configuration in configurations:
+        first = True
+        for number, points in enumerate(configuration["studies"], 1):
+            for entry in points or [None]:
+                words = escape(configuration["configuration"]) if first else ""
+                first = False
+                if entry is None:
+                    table.add_row(words, str(number), "", "", "", escape(configuration["why_absent"][number - 1]), "", "")
+                    continue
+                trial = f"{entry['trial']}" + ("" if "nodes" in shared["matched_on"] else f" ({entry['nodes']} node(s))")
+                table.add_row(words, str(number), trial, *_figure_cells(entry, units, number == 1))
+        table.add_section()
+    print_table(console, table)

@@ -1,0 +1,279 @@
+"""`autotune compare RUN_DIR RUN_DIR ...` (a newcomer's trial: comparing 4 against 8 nodes, or a study with and
+without power limits, took a script, as `report` takes one directory and a pick names only its own trial).
+Real simulated runs; every figure asserted is computed here again from the two pareto.json files."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from autotune.space.files import DEFAULT_SPACE
+from tests.cli import autotune, autotune_main
+
+RUN = ("run", "--model", "7b", "--backend", "simulate")
+
+
+def _run(out, *flags) -> None:
+    done = autotune_main(*RUN, "--out", out, *flags)
+    assert done.returncode == 0, done.stderr
+
+
+def _pareto(run_dir) -> dict:
+    return json.loads((run_dir / "pareto.json").read_text(encoding="utf-8"))
+
+
+def _compare(*run_dirs) -> dict:
+    done = autotune_main("compare", *run_dirs, "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def _pct(value: float, reference: float) -> float:
+    return 100.0 * (value - reference) / reference
+
+
+def _point(document: dict, trial: int) -> dict:
+    return next(p for p in document["front"] + document["feasible"] if p["trial"] == trial)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict:
+    """7b on 1 node; on 2 nodes; on 1 node without power limits (a --space file); on 1 node for twice the samples;
+    and the first replayed as if measured (its records relabelled)."""
+    root = tmp_path_factory.mktemp("compare")
+    dirs = {name: root / name for name in ("one_node", "two_nodes", "no_power_limits", "more_samples", "measured")}
+    _run(dirs["one_node"], "--nodes", "1")
+    _run(dirs["two_nodes"], "--nodes", "2")
+    space = root / "no-power-limits.toml"
+    space.write_text(DEFAULT_SPACE.read_text(encoding="utf-8").replace("power_limit = [1.0, 0.9, 0.8, 0.7]",
+                                                                       "power_limit = [1.0]"), encoding="utf-8")
+    _run(dirs["no_power_limits"], "--nodes", "1", "--space", space)
+    _run(dirs["more_samples"], "--nodes", "1", "--samples", "4096")
+    recorded = root / "recorded.jsonl"
+    assert autotune_main("export", dirs["one_node"], "--measurements", recorded).returncode == 0
+    measured = root / "measured.jsonl"
+    measured.write_text(recorded.read_text(encoding="utf-8").replace('"source": "simulated"', '"source": "measured"'),
+                        encoding="utf-8")
+    _run(dirs["measured"], "--nodes", "1", "--backend", "replay", "--measurements", measured)
+    return dirs
+
+
+def test_one_node_against_two_matches_each_configuration_across_the_node_counts(runs):
+    """A scaling comparison: no node count is in both studies, so front points match on every other knob, and
+    each change is the second study's figure against the first's, from their own pareto.json."""
+    a, b = _pareto(runs["one_node"]), _pareto(runs["two_nodes"])
+    document = _compare(runs["one_node"], runs["two_nodes"])
+    assert document["inputs"]["differ"] == {"node_counts": [[1], [2]], "gpu_counts": [[4], [8]]}
+    assert document["inputs"]["same"]["model"] == "7b" and document["inputs"]["same"]["workload.samples"] == 2048
+    assert document["inputs"]["same"]["space.power_limit"] == [1.0, 0.9, 0.8, 0.7]
+    assert document["inputs"]["not_recorded"] == {}
+    assert document["caveats"] == []  # the same job, simulated in both: like-for-like
+    shared = document["shared_front"]
+    assert shared["matched_on"] == ["zero_stage", "optimizer_offload", "activation_checkpointing", "sp_degree",
+                                    "micro_batch", "power_limit", "sm_clock_mhz"]
+
+    def knobs(point):
+        return {k: v for k, v in point["params"].items() if k != "nodes"}
+
+    expected = [knobs(p) for p in a["front"] if any(knobs(q) == knobs(p) for q in b["front"])]
+    assert expected, "the two fronts share no configuration: the test's runs no longer show a match"
+    assert sorted(map(json.dumps, (c["params"] for c in shared["configurations"]))) == sorted(map(json.dumps, expected))
+    for configuration in shared["configurations"]:
+        [first], [second] = configuration["studies"]
+        p = next(p for p in a["front"] if knobs(p) == configuration["params"])
+        q = next(q for q in b["front"] if knobs(q) == configuration["params"])
+        assert (first["trial"], first["nodes"], second["trial"], second["nodes"]) == (p["trial"], 1, q["trial"], 2)
+        assert second["time_change_pct"] == pytest.approx(_pct(q["time_s"], p["time_s"]))
+        assert second["energy_change_pct"] == pytest.approx(_pct(q["energy_kj"], p["energy_kj"]))
+        assert second["time_change_pct"] < -40  # twice the GPUs: about half the time
+        assert "1/2 node(s)" in configuration["configuration"]
+    for row in document["picks"]:
+        p, q = _point(a, a["recommendations"][row["pick"]]), _point(b, b["recommendations"][row["pick"]])
+        first, second = row["studies"]
+        assert (first["trial"], second["trial"]) == (p["trial"], q["trial"])
+        assert second["time_change_pct"] == pytest.approx(_pct(q["time_s"], p["time_s"]))
+        assert second["energy_change_pct"] == pytest.approx(_pct(q["energy_kj"], p["energy_kj"]))
+        assert second["knobs_changed"]["nodes"] == [1, 2] and first["knobs_changed"] is None
+    assert [row["pick"] for row in document["picks"]] == [n for n in ("fastest", "min_energy", "knee", "max_slowdown",
+                                                                      "cost_weighted") if n in a["recommendations"]]
+
+
+def test_the_table_says_the_differing_inputs_and_each_picks_change(runs):
+    a, b = _pareto(runs["one_node"]), _pareto(runs["two_nodes"])
+    done = autotune_main("compare", runs["one_node"], runs["two_nodes"])
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert f"  1: {runs['one_node']}: 7b on 1 node(s) of gh200, backend simulate; time simulated, energy simulated" in out
+    cells = [[cell.strip() for cell in line.split("│")[1:-1]] for line in out.splitlines() if line.startswith("│")]
+    assert ["nodes", "1", "2"] in cells and ["GPUs", "4", "8"] in cells
+    assert "Same in every study: model 7b; hardware gh200; hardware profile sha256 " in out
+    fastest = next(i for i, row in enumerate(cells) if row[0] == "fastest")
+    second = " ".join(next(row for row in cells[fastest + 1:] if row[1] == "2"))
+    p, q = _point(a, a["recommendations"]["fastest"]), _point(b, b["recommendations"]["fastest"])
+    assert f"{_pct(q['time_s'], p['time_s']):+.1f}%" in second and f"{_pct(q['energy_kj'], p['energy_kj']):+.1f}%" in second
+    assert "nodes 1 -> 2" in second and "simulated" in second
+    assert "matched on every knob but nodes: the studies share no node count" in out
+    assert "caveat:" not in out
+
+
+def test_without_power_limits_the_least_energy_pick_differs_by_its_power_limit(runs):
+    """Trial 47's question: with and without power limits, which pick changes, and by how much."""
+    a, c = _pareto(runs["one_node"]), _pareto(runs["no_power_limits"])
+    document = _compare(runs["one_node"], runs["no_power_limits"])
+    assert document["inputs"]["differ"] == {"space.power_limit": [[1.0, 0.9, 0.8, 0.7], [1.0]]}
+    assert "nodes" in document["shared_front"]["matched_on"]
+    min_energy = next(row for row in document["picks"] if row["pick"] == "min_energy")
+    p, q = _point(a, a["recommendations"]["min_energy"]), _point(c, c["recommendations"]["min_energy"])
+    assert p["params"]["power_limit"] < 1.0 and q["params"]["power_limit"] == 1.0
+    first, second = min_energy["studies"]
+    assert second["knobs_changed"]["power_limit"] == [p["params"]["power_limit"], 1.0]
+    assert second["energy_change_pct"] == pytest.approx(_pct(q["energy_kj"], p["energy_kj"])) and second["energy_change_pct"] > 0
+    assert f"power limit {p['params']['power_limit']:g} x default" in first["configuration"]
+    # Matched on every knob, the power limit included: only unlimited configurations can be on both fronts.
+    shared = document["shared_front"]["configurations"]
+    assert shared and all(conf["params"]["power_limit"] == 1.0 for conf in shared)
+    for conf in shared:
+        assert conf["why_absent"] == [None, None]
+        [first], [second] = conf["studies"]
+        assert second["time_change_pct"] == pytest.approx(_pct(second["time_s"], first["time_s"]))
+
+
+def test_a_configuration_missing_from_a_front_says_why(runs):
+    """One on both fronts, against a third study's front that cannot hold a power-limited point."""
+    a = _pareto(runs["one_node"])
+    document = _compare(runs["one_node"], runs["measured"], runs["no_power_limits"])
+    limited = [conf for conf in document["shared_front"]["configurations"] if conf["params"]["power_limit"] != 1.0]
+    assert limited and len(limited) == sum(1 for p in a["front"] if p["params"]["power_limit"] != 1.0)
+    for conf in limited:
+        assert conf["studies"][2] == []
+        assert conf["why_absent"][2] == f"not in its searched space (power_limit {conf['params']['power_limit']})"
+
+
+def test_simulated_against_measured_is_compared_and_said_to_include_the_simulators_error(runs):
+    document = _compare(runs["one_node"], runs["measured"])
+    assert document["inputs"]["differ"]["time_source"] == ["simulated", "measured"]
+    assert document["inputs"]["differ"]["backend"] == ["simulate", "replay"]
+    assert document["inputs"]["differ"]["measurements"][0] is None
+    assert document["inputs"]["differ"]["measurements"][1]["records"] == len(_pareto(runs["one_node"])["feasible"])
+    error = _pareto(runs["one_node"])["simulator_error"]
+    assert document["caveats"] == [
+        f"Simulated against measured: study 1 has simulated figures, study 2 figures from hardware; a difference between "
+        f"them includes the simulator's error (study 1: time +- {error['time_s_pct']:g}%, energy +- "
+        f"{error['energy_kj_pct']:g}%)."]
+    for row in document["picks"]:  # the same figures relabelled: every change 0, every label the study's own
+        first, second = row["studies"]
+        assert (first["time_source"], second["time_source"], second["energy_source"]) == ("simulated", "measured", "measured")
+        assert second["time_change_pct"] == 0 and second["energy_change_pct"] == 0 and second["knobs_changed"] == {}
+    out = autotune_main("compare", runs["one_node"], runs["measured"]).stdout
+    assert "caveat: Simulated against measured" in " ".join(out.split())
+    assert "same as study 1" in out
+
+
+def test_another_workload_is_compared_and_said_not_to_be_like_for_like(runs):
+    a, d = _pareto(runs["one_node"]), _pareto(runs["more_samples"])
+    document = _compare(runs["one_node"], runs["more_samples"])
+    assert document["inputs"]["differ"] == {"workload.samples": [2048, 4096]}
+    assert document["caveats"][0].startswith("Not like-for-like: the studies train different jobs (workload samples differ)")
+    fastest = document["picks"][0]["studies"][1]
+    p, q = _point(a, a["recommendations"]["fastest"]), _point(d, d["recommendations"]["fastest"])
+    assert fastest["time_change_pct"] == pytest.approx(_pct(q["time_s"], p["time_s"])) and fastest["time_change_pct"] > 90
+
+
+def test_an_older_pareto_json_without_inputs_is_compared_on_what_it_records(runs, tmp_path):
+    old = tmp_path / "old"
+    old.mkdir()
+    document = _pareto(runs["two_nodes"])
+    for key in ("inputs", "node_counts", "gpu_counts", "schema_version", "objectives", "recommendation_parameters"):
+        del document[key]
+    for point in document["front"] + document["feasible"]:  # recorded before the device knobs
+        assert point["params"].pop("sm_clock_mhz") == "max"
+        if point["params"]["power_limit"] == 1.0:
+            del point["params"]["power_limit"]
+    (old / "pareto.json").write_text(json.dumps(document), encoding="utf-8")
+    compared = _compare(runs["one_node"], old)
+    assert compared["inputs"]["differ"] == {"node_counts": [[1], [2]], "gpu_counts": [[4], [8]]}
+    assert compared["inputs"]["not_recorded"]["space.power_limit"] == [2]
+    assert compared["inputs"]["not_recorded"]["proposed_by"] == [2]
+    assert compared["shared_front"]["configurations"], "points without device knobs ran them untouched: they match"
+    out = " ".join(autotune_main("compare", runs["one_node"], old).stdout.split())
+    assert f"`autotune report {old}` writes it again with them" in out
+
+
+def _one_line_refusal(done, *said: str) -> None:
+    assert done.returncode == 2, done.stdout
+    assert done.stdout == ""
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert done.stderr.startswith("autotune compare: error: ")
+    for words in said:
+        assert words in done.stderr, done.stderr
+
+
+def test_bad_run_directories_are_one_line_naming_the_fix(runs, tmp_path):
+    one = runs["one_node"]
+    _one_line_refusal(autotune_main("compare", one), "compare takes two or more run directories, and got one",
+                      f"`autotune report {one}`")
+    _one_line_refusal(autotune_main("compare"), "the following arguments are required: RUN_DIR")
+    _one_line_refusal(autotune_main("compare", one, runs["two_nodes"], one),
+                      f"{one} is given twice; pass each run directory once")
+    link = tmp_path / "link"
+    link.symlink_to(one)
+    _one_line_refusal(autotune_main("compare", one, link), f"{link} is given twice (also as {one})")
+    _one_line_refusal(autotune_main("compare", one, one / "pareto.json"), "is not a directory", "not a file")
+    _one_line_refusal(autotune_main("compare", one, tmp_path / "nowhere"), "does not exist")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    _one_line_refusal(autotune_main("compare", empty, one), f"{empty} holds no pareto.json",
+                      f"run `autotune report {empty}` first")
+    no_report = tmp_path / "no-report"
+    shutil.copytree(one, no_report)
+    (no_report / "pareto.json").unlink()
+    done = autotune_main("compare", one, no_report)
+    _one_line_refusal(done, f"{no_report} holds no pareto.json; run `autotune report {no_report}` first")
+    assert autotune_main("report", no_report).returncode == 0  # the fix it names works
+    assert _compare(one, no_report)["caveats"][-1].startswith("Study 2 holds the same pareto.json as study 1")
+
+
+@pytest.mark.parametrize("content, said", [
+    ("{", "cannot be read: damaged (JSONDecodeError"),
+    ("", "cannot be read: damaged (JSONDecodeError"),
+    ("[1, 2]", "it holds a JSON list, not an object"),
+    ("[" * 5000 + "]" * 5000, "cannot be read: damaged (RecursionError"),
+])
+def test_a_damaged_pareto_json_is_one_line_naming_the_report_that_rebuilds_it(runs, tmp_path, content, said):
+    run_dir = tmp_path / "run"
+    shutil.copytree(runs["one_node"], run_dir)
+    (run_dir / "pareto.json").write_text(content, encoding="utf-8")
+    _one_line_refusal(autotune_main("compare", runs["two_nodes"], run_dir), f"pareto.json in {run_dir}", said,
+                      f"run `autotune report {run_dir}`, which writes it again from the study")
+
+
+@pytest.mark.parametrize("damage, said", [
+    (lambda d: d["front"][0].pop("time_s"), "front[0] (trial"),
+    (lambda d: d.pop("recommendations"), "`recommendations` is missing"),
+    (lambda d: d.pop("nodes"), "`nodes` is missing"),
+    (lambda d: d.update(node_counts=[0]), "`node_counts` is not a node count or a list of them"),
+    (lambda d: d["front"][0]["params"].pop("zero_stage"), "does not name every knob in `params`"),
+    (lambda d: d["recommendations"].update(knee=999), "the knee pick names trial 999"),
+    (lambda d: d.update(schema_version=99), "has schema_version 99, written by a newer autotune"),
+])
+def test_a_pareto_json_missing_what_compare_reads_is_refused(runs, tmp_path, damage, said):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    document = _pareto(runs["one_node"])
+    damage(document)
+    (run_dir / "pareto.json").write_text(json.dumps(document), encoding="utf-8")
+    _one_line_refusal(autotune_main("compare", runs["one_node"], run_dir), f"pareto.json in {run_dir}")
+    assert said in autotune_main("compare", runs["one_node"], run_dir).stderr
+
+
+def test_help_lists_compare_and_what_it_prints():
+    top = autotune("--help")
+    assert "compare the picks and fronts of two or more run directories" in top.stdout
+    done = autotune("compare", "--help")
+    assert done.returncode == 0
+    help_text = " ".join(done.stdout.split())
+    assert "usage: autotune compare [-h] [--json] RUN_DIR [RUN_DIR ...]" in help_text
+    assert "the first is the reference every change is against" in help_text
+    assert "simulated against measured figures, whose difference includes the simulator's error" in help_text
