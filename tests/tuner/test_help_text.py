@@ -89,7 +89,7 @@ def test_autotune_without_a_command_is_a_usage_error_on_stderr():
     usage, error = done.stderr.splitlines()
     assert usage.startswith("usage: autotune ") and "COMMAND" in usage
     assert error == ("autotune: error: the following arguments are required: COMMAND (one of run, space, report, export, "
-                     "sensors, calibrate) (see `autotune --help`)")
+                     "sensors, calibrate, compare) (see `autotune --help`)")
 
 
 def test_exit_statuses_and_environment_are_listed_alike_in_help_and_readme(monkeypatch):
