@@ -47,7 +47,8 @@ def _rows(checks: list, simulate: bool, hardware) -> list[dict]:
             "params": check.candidate.knobs.to_dict(),
             "valid": check.valid,
             "reason": check.reason,
-            "peak_mem_gib": round(check.memory.peak_mem_gib, 3) if check.memory else None,
+            # Whole: a replay of this list reproduces the simulate run's pareto.json to the byte (trial 47 #9).
+            "peak_mem_gib": check.memory.peak_mem_gib if check.memory else None,
         }
         if simulate and check.valid:
             step = simulate_candidate(check.candidate)

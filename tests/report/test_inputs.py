@@ -85,3 +85,17 @@ def test_a_replay_names_its_file_and_the_content_of_its_records(tmp_path):
     again = autotune_main("run", "--model", "7b", "--nodes", "1", "--measurements", moved, "--out", tmp_path / "r2")
     assert again.returncode == 0, again.stderr
     assert _pareto(tmp_path / "r2")["inputs"]["measurements"]["sha256"] == measurements["sha256"]
+
+
+def test_a_replay_of_the_simulated_space_gives_the_simulate_run_s_figures_whole(tmp_path):
+    """Trial 47 #9: `space --json` rounded peak_mem_gib to 3 decimals, so its replay's front differed from the
+    simulate run's in that figure alone."""
+    listed = tmp_path / "space.json"
+    space = autotune_main("space", "--model", "7b", "--nodes", "1", "--simulate", "--json")
+    listed.write_text(space.stdout, encoding="utf-8")
+    assert autotune_main(*RUN, "--out", tmp_path / "s").returncode == 0
+    assert autotune_main("run", "--model", "7b", "--nodes", "1", "--measurements", listed, "--out", tmp_path / "r").returncode == 0
+    simulated, replayed = _pareto(tmp_path / "s"), _pareto(tmp_path / "r")
+    assert [p["peak_mem_gib"] for p in replayed["front"]] == [p["peak_mem_gib"] for p in simulated["front"]]
+    assert [(p["params"], p["time_s"], p["energy_kj"]) for p in replayed["front"]] == [
+        (p["params"], p["time_s"], p["energy_kj"]) for p in simulated["front"]]
