@@ -87,7 +87,7 @@ def _run(args) -> int:
     # What `autotune run` would refuse or leave out, said here too (on stderr: the listing stays data).
     nothing = nothing_valid(checks)
     for line in [nothing] if nothing else node_counts_without_candidates(checks):
-        print(f"autotune space: {line}", file=sys.stderr)
+        print(f"autotune space: warning: {line}", file=sys.stderr)  # as run says them
     rows = _rows(checks, args.simulate, settings.hardware)
     valid, total = sum(r["valid"] for r in rows), len(rows)
     listed_valid = args.valid
