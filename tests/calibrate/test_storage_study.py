@@ -44,7 +44,7 @@ def test_run_directories_with_their_own_study_db_join_the_storage_one(runs):
 
 def test_help_says_which_run_directory_the_flags_are_for():
     said = " ".join(autotune("calibrate", "--help").stdout.split())
-    assert "--storage STORAGE the study's storage URL, for the one RUN_DIR that holds no study.db" in said
+    assert "--storage URL the study's storage URL, for the one RUN_DIR that holds no study.db" in said
     assert "--study-name NAME the study's name in --storage" in said
 
 

@@ -233,7 +233,7 @@ def test_help_states_the_stop_rule():
     assert rule in folded and folded.index(rule) > folded.index("--eta")
     for threshold in ("5% or higher chance", "more than 1% in time or energy", "at least 3 successful probes", "22% wrong", "more than 10% faster"):
         assert threshold in rule
-    start = folded.index("--trials TRIALS budget")
+    start = folded.index("--trials N budget")
     trials = folded[start:folded.index("--sampler {guided", start)]
     assert "every worker included" in trials and "early stop, below" in trials
 
