@@ -80,6 +80,30 @@ def pick_label(name: str, parameters: PickParameters) -> str:
     return f"{stem} ({meaning})" if meaning else stem
 
 
+def pick_definitions(parameters: PickParameters, picks) -> list[str]:
+    """What each of `picks` (their pareto.json names) is, one sentence each, and how to choose among them:
+    report.md and report.html state them, so a reader who never ran the tool can weigh a pick (trial 49: `knee`
+    was defined nowhere, and five picks stood with nothing saying which to deploy)."""
+    said = {
+        "fastest": "fastest: the least time to solution",
+        "min_energy": "min-energy: the least energy to solution",
+        "knee": ("knee: the front point farthest below the straight line from the fastest to the least-energy point "
+                 "(time and energy each scaled to the front's range): the balanced trade, past which each further "
+                 "saving of one costs more of the other"),
+        "max_slowdown": (f"max-slowdown: the least energy with a time at most {parameters.max_slowdown:g} x the "
+                         "fastest (--max-slowdown)"),
+        "cost_weighted": (f"cost-weighted: the least eta x energy + (1 - eta) x max power per GPU x GPUs x time, eta "
+                          f"{parameters.eta:g} (--eta; Zeus's cost, NSDI 2023): 1 weighs energy alone, 0 GPU time alone, "
+                          "which is the fastest only where every candidate has the same GPUs"),
+    }
+    return [said[name] for name in said if name in picks]
+
+
+# How to choose among the picks, said after their definitions.
+CHOOSING_A_PICK = ("Which to deploy: fastest where the allocation's wall-clock time is what costs; min-energy where "
+                   "energy is; max-slowdown to save energy at a bounded cost in time; knee for a balanced default.")
+
+
 def short_pick_label(name: str, parameters: PickParameters) -> str:
     """For chart labels, where several picks share a point and space is short."""
     if name == "max_slowdown":

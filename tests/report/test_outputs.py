@@ -370,3 +370,21 @@ def test_export_takes_a_pick_as_pareto_json_names_it(simulated_run, tmp_path):
         out = tmp_path / f"{name}.json"
         assert main(["export", str(simulated_run), "--pick", name, "-o", str(out)]) == 0
         assert json.loads(out.read_text())["autotune"]["trial"] == doc["recommendations"]["min_energy"]
+
+
+def test_every_pick_is_defined_and_the_eta_help_says_gpu_time():
+    """Trial 49 #3, #4: `knee` was defined nowhere, and --eta's help said 0 = time only where, across node counts,
+    the cost's second term is GPU time (max power per GPU x GPUs x time)."""
+    from autotune.commands.report import add_pick_options
+    from autotune.report.picks import PickParameters, pick_definitions
+
+    said = pick_definitions(PickParameters(1.1, 0.25, 680.0), ["fastest", "min_energy", "knee", "max_slowdown", "cost_weighted"])
+    assert [line.split(":")[0] for line in said] == ["fastest", "min-energy", "knee", "max-slowdown", "cost-weighted"]
+    assert "at most 1.1 x the fastest" in said[3] and "eta 0.25" in said[4] and "farthest below the straight line" in said[2]
+    assert pick_definitions(PickParameters(), ["fastest"]) == ["fastest: the least time to solution"]
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    add_pick_options(parser)
+    eta = next(a for a in parser._actions if "--eta" in a.option_strings)
+    assert "0 = GPU time only" in eta.help and "0 = time only" not in eta.help
