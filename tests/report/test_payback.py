@@ -180,6 +180,12 @@ def test_a_payback_from_window_only_energy_is_at_least_and_uses_the_whole_probes
     assert document["energy_lower_bound"] is True
     assert document["whole_probe_energy_kj"] == pytest.approx(whole_kj)
     assert "Whole probes estimated at" in document["note"] and "or more" in document["note"]
+    # Trial 49 #14: the line led with the windows' energy, 20x less than the whole probes' the payback uses.
+    from autotune.report.payback import cost_sentence
+
+    headline = cost_sentence(document).split(". ")[0]
+    assert headline.endswith(f"({whole_kj:.3g} kJ) or more with start-up and warm-up (estimated, below), 10 J of it "
+                             "in the measurement windows (estimated)"), headline
     knee = document["payback"][0]
     saved_per_hour_kj = 0.01 / 0.5 * 3600
     assert knee["payback_training_hours"] == pytest.approx(whole_kj / saved_per_hour_kj)

@@ -70,7 +70,8 @@ def test_interrupted_runs_enter_the_whole_probe_estimate_at_idle_power_not_the_m
         "at idle power (start-up, warm-up and the interrupted runs draw more); the payback uses this.")
     assert "their energy is not" not in cost["note"]
     # The line's measured figure stays the sensors' 2.2 kJ.
-    assert f"GPU-hours, {2.2 / 3600:.3g} kWh (2.2 kJ); measured. " in cost_sentence(cost)
+    assert (f"GPU-hours, {whole} or more with start-up and warm-up (estimated, below), {2.2 / 3600:.3g} kWh (2.2 kJ) of it "
+            "in the measurement windows (measured). ") in cost_sentence(cost)
 
     # The payback divides the estimate, interrupted runs included, and says it is a floor.
     knee = cost["payback"][0]
