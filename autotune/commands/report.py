@@ -8,6 +8,7 @@ another study's reports than --storage's is refused (study.storage.check_run_dir
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from autotune.commands.flags import number_flag, path_flag, study_name_flag, text_flag
@@ -81,7 +82,7 @@ def register(subparsers) -> None:
 
 def _run(args) -> int:
     from autotune.commands.finish import (
-        build_report, keep_pick_parameters, pareto_json_state, write_outputs,
+        build_report, keep_pick_parameters, pareto_json_state, reports_turn, write_outputs,
     )
     from autotune.commands.paths import check_run_outputs, directory_problem, writable_directory
     from autotune.errors import UserError
@@ -102,25 +103,30 @@ def _run(args) -> int:
     study = load_finished_study(args.run_dir, args.storage, args.study_name)
     if "settings" not in study.user_attrs:
         raise UserError(f"the study in {args.run_dir} has no trials yet; run `autotune run` first")
-    view, document = build_report(study, args.max_slowdown, args.eta, args.storage)
-    asked = " and ".join(f"{flag} {value:g}" for flag, value in (("--max-slowdown", args.max_slowdown), ("--eta", args.eta))
-                         if value is not None)
-    if not read_only and asked:
-        try:
-            keep_pick_parameters(study, view)  # pareto.json and configs/ now follow them: later reports and export too
-        except Exception as exc:  # noqa: BLE001 - only SQLite's read-only refusal is ours to answer here
-            if not read_only_failure(exc):
-                raise
-            # A colleague's study.db (or one shared 0644, a read-only copy): the report is still worth showing.
-            read_only = f"its study database cannot be written (read-only: {args.storage or 'study.db'})"
-    if read_only:
-        # The README says --eta and --max-slowdown are kept in the study: here they cannot be, and it is said.
-        unkept = (f"; {asked} picked this report only, not kept in the study (later reports and export --pick use "
-                  "the study's own)") if asked else ""
-        print(f"RUN_DIR {args.run_dir}: {read_only}: the report is shown, and pareto.json, configs/ and report.html "
-              f"there are left as they were{unkept}; copy the run directory to write them", file=sys.stderr)
-    state = None if read_only else pareto_json_state(args.run_dir / "pareto.json", document)
-    written, kept = ([], None) if read_only else write_outputs(view, document, args.run_dir, html=args.html)
+    # In turns with a run's workers writing the same files (finish.reports_turn): what is written last is of the
+    # study as it stands then.
+    with contextlib.ExitStack() as turn:
+        if not read_only:
+            turn.enter_context(reports_turn(args.run_dir))
+        view, document = build_report(study, args.max_slowdown, args.eta, args.storage)
+        asked = " and ".join(f"{flag} {value:g}" for flag, value in (("--max-slowdown", args.max_slowdown), ("--eta", args.eta))
+                             if value is not None)
+        if not read_only and asked:
+            try:
+                keep_pick_parameters(study, view)  # pareto.json and configs/ now follow them: later reports and export too
+            except Exception as exc:  # noqa: BLE001 - only SQLite's read-only refusal is ours to answer here
+                if not read_only_failure(exc):
+                    raise
+                # A colleague's study.db (or one shared 0644, a read-only copy): the report is still worth showing.
+                read_only = f"its study database cannot be written (read-only: {args.storage or 'study.db'})"
+        if read_only:
+            # The README says --eta and --max-slowdown are kept in the study: here they cannot be, and it is said.
+            unkept = (f"; {asked} picked this report only, not kept in the study (later reports and export --pick use "
+                      "the study's own)") if asked else ""
+            print(f"RUN_DIR {args.run_dir}: {read_only}: the report is shown, and pareto.json, configs/ and report.html "
+                  f"there are left as they were{unkept}; copy the run directory to write them", file=sys.stderr)
+        state = None if read_only else pareto_json_state(args.run_dir / "pareto.json", document)
+        written, kept = ([], None) if read_only else write_outputs(view, document, args.run_dir, html=args.html)
     if kept:
         print(kept, file=sys.stderr)  # the user's edits: kept, and where the study's picks went instead
     if state is not None:

@@ -56,3 +56,22 @@ def test_a_worker_that_read_the_study_first_does_not_write_its_older_reports_las
     assert other.returncode == 0, stderr
     after = len(load_finished_study(out).trials)
     assert after > before and _trials(out) == after
+
+
+def test_a_report_writing_the_run_directory_waits_for_the_turn(tmp_path):
+    """`autotune report` rewrites the same files a finishing worker writes: it takes its turn too, and what it
+    writes is of the study when it has the turn."""
+    import fcntl
+
+    out = tmp_path / "run"
+    assert autotune_main(*RUN, "--trials", "3", "--out", out).returncode == 0
+    (out / "pareto.json").unlink()
+    with open(out / ".reports.lock", "a", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        report = subprocess.Popen([sys.executable, "-m", "autotune.cli", "report", str(out)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(3)
+        assert report.poll() is None and not (out / "pareto.json").exists()  # waiting for the turn
+    _, stderr = report.communicate(timeout=60)
+    assert report.returncode == 0, stderr
+    assert _trials(out) == len(load_finished_study(out).trials)
