@@ -387,7 +387,9 @@ class ReplayBackend(Backend):
 
         content = {key: {k: v for k, v in record.items() if k not in ("origin", "untold")}
                    for key, record in self.records.items()}
-        return {"file": str(self.path), "records": len(self.records), "sha256": content_sha256(content)}
+        # Absolute: the path as typed named a file relative to wherever the run was started (trial 50 #14).
+        where = str(self.path) if str(self.path) == "-" else str(self.path.resolve())
+        return {"file": where, "records": len(self.records), "sha256": content_sha256(content)}
 
     def check_candidates(self, checks: list) -> None:
         """Refuses, in one line, a file whose records say they were measured for another model,

@@ -41,7 +41,8 @@ def study_inputs(study, settings) -> dict:
         "space": {knob: list(settings.space.values(knob)) for knob in KNOBS},
         "hardware_sha256": content_sha256(stored) if stored is not None else None,
         "proposed_by": proposers(study.get_trials(deepcopy=False)),
-        "probe_settings": backend.get("probe_settings"),
+        "probe_settings": ({**(backend.get("probe_settings") or {}), **(backend.get("run_settings") or {})}
+                           if backend.get("probe_settings") or backend.get("run_settings") else None),
         "measurements": backend.get("measurements"),
     }
 
@@ -63,8 +64,7 @@ def inputs_sentence(inputs: dict | None) -> str | None:
     if replayed := inputs.get("measurements"):
         parts.append(f"replayed {replayed['file']} ({replayed['records']} records, sha256 {replayed['sha256'][:12]})")
     if probe := inputs.get("probe_settings"):
-        parts.append("probes " + " ".join(f"{flag} {value:g}" if isinstance(value, float) else f"{flag} {value}"
-                                          for flag, value in probe.items()))
+        parts.append("probes " + " ".join(_flag_text(flag, value) for flag, value in probe.items() if value is not False))
     return "Inputs: " + "; ".join(parts) + " (pareto.json `inputs`)."
 
 
@@ -77,3 +77,10 @@ def space_words(space: dict) -> str:
     changed = [f"{knob} {'/'.join(map(str, values))}" for knob, values in space.items()
                if knob != "nodes" and tuple(values) != tuple(default.values(knob))]
     return "the default space" + (f" but {', '.join(changed)}" if changed else "")
+
+
+def _flag_text(flag: str, value) -> str:
+    """`--probe-steps 5`, `--probe-timeout 900`; a switch that is on as the flag alone."""
+    if value is True:
+        return flag
+    return f"{flag} {value:g}" if isinstance(value, float) else f"{flag} {value}"

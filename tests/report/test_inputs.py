@@ -99,3 +99,21 @@ def test_a_replay_of_the_simulated_space_gives_the_simulate_run_s_figures_whole(
     assert [p["peak_mem_gib"] for p in replayed["front"]] == [p["peak_mem_gib"] for p in simulated["front"]]
     assert [(p["params"], p["time_s"], p["energy_kj"]) for p in replayed["front"]] == [
         (p["params"], p["time_s"], p["energy_kj"]) for p in simulated["front"]]
+
+
+def test_a_launch_study_names_its_probe_timeout_and_whether_estimated_energy_ranks():
+    """Trial 50 #10: a study whose probes all timed out at 3 s read as one run with the default 900 s."""
+    import optuna
+
+    from autotune.commands.options import settings_for
+    from autotune.report.inputs import inputs_sentence, study_inputs
+
+    study = optuna.create_study(directions=["minimize", "minimize"])
+    study.set_user_attr("backend", {"name": "launch", "probe_settings": {"--warmup-steps": 2, "--probe-steps": 5,
+                                                                         "--probe-seconds": 0.0, "--repeats": 1},
+                                    "run_settings": {"--probe-timeout": 3.0, "--allow-estimated-energy": True}})
+    inputs = study_inputs(study, settings_for("--model", "7b", "--nodes", "1"))
+    assert inputs["probe_settings"] == {"--warmup-steps": 2, "--probe-steps": 5, "--probe-seconds": 0.0, "--repeats": 1,
+                                        "--probe-timeout": 3.0, "--allow-estimated-energy": True}
+    assert inputs_sentence(inputs).endswith("; probes --warmup-steps 2 --probe-steps 5 --probe-seconds 0 --repeats 1 "
+                                            "--probe-timeout 3 --allow-estimated-energy (pareto.json `inputs`).")

@@ -106,6 +106,9 @@ def test_failing_probes_are_results_and_the_study_goes_on(tmp_path):
     statuses = pareto["trials_by_status"]
     assert statuses.get("oom") == 1 and statuses.get("failed") == 1
     assert [p["trial"] for p in pareto["front"]] == [by_stage[0].number]
+    # What set the probes, every flag the run took (trial 50 #10: the timeout and estimated energy were left out).
+    assert pareto["inputs"]["probe_settings"] == {"--warmup-steps": 1, "--probe-steps": 2, "--probe-seconds": 0.0,
+                                                  "--repeats": 1, "--probe-timeout": 900.0, "--allow-estimated-energy": False}
 
 
 def test_energy_objective_without_a_sensor_is_refused(tmp_path):
