@@ -54,14 +54,18 @@ def _notes(*notes: str) -> str:
 
 @contextlib.contextmanager
 def trial_progress(console, total: int, done: int = 0, announce_probes: bool = False,
-                   study_count: Callable[[], int] | None = None):
+                   study_count: Callable[[], int] | None = None, quiet: bool = False):
     """`total`: evaluated candidates the study will hold at the end; `done`: those it holds already
     (a resumed study), so the count is the study's, not this session's. `announce_probes`: say when each
     probe starts (a real probe takes minutes, and a SLURM job's output file would show nothing meanwhile).
     `study_count`: the study's evaluated trials now, every worker's, so that "(k/N)" counts the shared
     budget's k rather than this worker's (two workers on one study ended at 7/12 and 5/12; the first to
-    start cannot know that another will join)."""
+    start cannot know that another will join). `quiet`: nothing per trial (a 300-trial job's output file)."""
     energy_unit = RunEnergyUnit()
+    if quiet:  # --quiet: no line or bar per trial; the warnings still, which no trial line carries
+        yield StudyProgress(on_note=lambda line: console.print(f"warning: {line}", soft_wrap=True, highlight=False,
+                                                               markup=False))
+        return
 
     def counted(count: int) -> int:
         return min(study_count(), total) if study_count is not None else count + 1

@@ -85,6 +85,8 @@ def register(subparsers) -> None:
                        metavar="OBJECTIVES",
                        help="what to minimise: time,energy (the front of both, default; energy,time is the same) or time "
                        "(the fastest alone)")
+    study.add_argument("-q", "--quiet", action="store_true",
+                       help="no line or progress bar per trial (warnings, the stop and the report are still printed)")
     probe = parser.add_argument_group("evaluation")
     probe.add_argument(
         "--backend", choices=("auto", "simulate", "launch", "replay"), default="auto",
@@ -461,7 +463,7 @@ def _run(args: argparse.Namespace) -> int:
         with (Interrupts().install(stop_signals()) as interrupts,
               sole_worker(run_dir, args.storage) as alone,
               trial_progress(console, total, done, announce_probes=backend.name == "launch",
-                             study_count=lambda: evaluated_count(study, recording=True)) as progress):
+                             study_count=lambda: evaluated_count(study, recording=True), quiet=args.quiet) as progress):
             ran = run_study(
                 study, settings, backend, args.trials, progress, checks, args.objectives,
                 shared_storage=not alone, accept_estimated_energy=args.allow_estimated_energy, interrupts=interrupts,

@@ -515,3 +515,15 @@ def test_objectives_in_either_order_are_the_front_of_both(tmp_path):
     assert again.returncode == 0, again.stderr  # the same study: resumed, not refused as other objectives
     wrong = autotune_main("run", "--model", "7b", "--nodes", "1", "--objectives", "energy", "--out", tmp_path / "w")
     assert wrong.returncode == 2 and "invalid choice: 'energy'" in wrong.stderr
+
+
+def test_quiet_prints_no_line_per_trial_and_keeps_the_rest(tmp_path):
+    """Trial 48 §8: a 300-trial job's output file held a line per trial, with no way to leave them out but
+    2>/dev/null, which hid the warnings too."""
+    loud = autotune_main("run", "--model", "32b", "--nodes", "2-4", "--out", tmp_path / "loud")
+    quiet = autotune_main("run", "--model", "32b", "--nodes", "2-4", "-q", "--out", tmp_path / "quiet")
+    assert loud.returncode == quiet.returncode == 0
+    assert "trial 0 (1/" in loud.stderr and "trial 0" not in quiet.stderr
+    for kept in ("warning: no candidate on 3 node(s) is valid", "converged after", "run directory:"):
+        assert kept in quiet.stderr
+    assert quiet.stdout == loud.stdout.replace(str(tmp_path / "loud"), str(tmp_path / "quiet"))  # the report itself
