@@ -59,7 +59,8 @@ def _run(args) -> int:
     studies = [read_study(run_dir) for run_dir in args.run_dirs]
     document = compare_document(studies)
     if args.json:
-        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        # allow_nan=False: a figure that slipped past the checks fails here, never prints JSON's invalid NaN or Infinity.
+        sys.stdout.write(json.dumps(document, indent=2, allow_nan=False) + "\n")
     else:
         from autotune.report.compare_table import print_comparison
 

@@ -257,6 +257,28 @@ def test_a_damaged_pareto_json_is_one_line_naming_the_report_that_rebuilds_it(ru
     (lambda d: d["front"][0]["params"].pop("zero_stage"), "does not name every knob in `params`"),
     (lambda d: d["recommendations"].update(knee=999), "the knee pick names trial 999"),
     (lambda d: d.update(schema_version=99), "has schema_version 99, written by a newer autotune"),
+    # Every number read is checked for its range too, not only its type (a newcomer's hand-edited file, trial 50):
+    (lambda d: d["front"][0].update(time_s=-106.0), "`time_s` = -106.0 is out of range; it must be a number > 0"),
+    (lambda d: d["front"][0].update(time_s=0.0), "`time_s` = 0.0 is out of range"),
+    (lambda d: d["front"][0].update(time_s=1e20), "`time_s` = 1e+20 is out of range"),
+    (lambda d: d["front"][0].update(energy_kj=-2051.0), "`energy_kj` = -2051.0 is out of range"),
+    (lambda d: d["front"][0].update(energy_kj=1e308), "`energy_kj` = 1e+308 is out of range"),
+    (lambda d: d["front"][0]["params"].update(zero_stage=7), "`params.zero_stage` = 7 is not one of the allowed values"),
+    (lambda d: d["front"][0]["params"].update(power_limit=1.5), "`params.power_limit` = 1.5 is not a fraction"),
+    (lambda d: d["front"][0].update(source="guessed"), '`source` = "guessed" is not one of simulated, measured'),
+    (lambda d: d["workload"].update(samples=-5), "`workload.samples` = -5 is out of range"),
+    (lambda d: d.update(gpu_counts=[0]), "`gpu_counts` is not a GPU count"),
+    # ...and every field of `inputs` for its type: a damaged one is refused, not taken for an older autotune's.
+    (lambda d: d["inputs"].update(hardware_sha256=12345), "`inputs.hardware_sha256` = 12345 is not a sha256"),
+    (lambda d: d["inputs"].update(space="default"), '`inputs.space` = "default" is not an object'),
+    (lambda d: d["inputs"]["space"].pop("zero_stage"), "`inputs.space` lacks zero_stage"),
+    (lambda d: d["inputs"]["space"].update(micro_batch=["4"]), '`inputs.space.micro_batch` holds "4"'),
+    (lambda d: d["inputs"].update(proposed_by=[{"sampler": "tpe"}]), "`inputs.proposed_by[0]` lacks seed"),
+    (lambda d: d["inputs"].update(measurements="x.jsonl"), '`inputs.measurements` = "x.jsonl" is not an object'),
+    (lambda d: d["workload"].update(samples="2048"), '`workload.samples` = "2048" is not a whole number'),
+    (lambda d: d["recommendation_parameters"].update(eta="0.5"), '`recommendation_parameters.eta` = "0.5" is not a number'),
+    (lambda d: d.update(objectives=["speed"]), '`objectives` = ["speed"] is not a list of "time" and "energy"'),
+    (lambda d: d.update(search={"unfinished": {"running_elsewhere": -1}}), "`search.unfinished.running_elsewhere` = -1"),
 ])
 def test_a_pareto_json_missing_what_compare_reads_is_refused(runs, tmp_path, damage, said):
     run_dir = tmp_path / "run"
@@ -266,6 +288,20 @@ def test_a_pareto_json_missing_what_compare_reads_is_refused(runs, tmp_path, dam
     (run_dir / "pareto.json").write_text(json.dumps(document), encoding="utf-8")
     _one_line_refusal(autotune_main("compare", runs["one_node"], run_dir), f"pareto.json in {run_dir}")
     assert said in autotune_main("compare", runs["one_node"], run_dir).stderr
+
+
+def test_json_never_prints_infinity_or_nan(runs, monkeypatch, tmp_path):
+    """A figure that slipped past the checks fails the JSON dump, not prints JSON's invalid `Infinity`."""
+    import io
+
+    from autotune.commands import compare as command
+    from autotune.report import compare as document_module
+
+    monkeypatch.setattr(document_module, "change_pct", lambda value, reference: float("inf"))
+    monkeypatch.setattr("sys.stdout", io.StringIO())
+    args = type("Args", (), {"run_dirs": [runs["one_node"], runs["two_nodes"]], "json": True})()
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        command._run(args)
 
 
 def test_help_lists_compare_and_what_it_prints():
