@@ -9,8 +9,8 @@ import json
 import sys
 
 _DESCRIPTION = """\
-Compare two or more studies from their run directories' pareto.json (written by `autotune run` and
-`autotune report`; nothing is written, study.db is not read). Prints:
+Compare two or more studies from their run directories' pareto.json, or those files alone (written by
+`autotune run` and `autotune report`; nothing is written, study.db is not read). Prints:
   1. the inputs that differ (model, hardware and its profile's hash, node counts, GPUs, workload, each
      knob's searched values, backend and where the figures came from, sampler and seed, replayed file),
      and briefly those that are the same;
@@ -36,8 +36,8 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("compare", help="compare the picks and fronts of two or more run directories",
                                    description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dirs", type=path_flag, nargs="+", metavar="RUN_DIR",
-                        help="the --out directories of `autotune run`s, each holding its pareto.json; the first is the "
-                             "reference every change is against")
+                        help="the --out directories of `autotune run`s, each holding its pareto.json, or the pareto.json "
+                             "files themselves; the first is the reference every change is against")
     parser.add_argument("--json", action="store_true", help=_JSON_HELP)
     parser.set_defaults(func=_run)
 
@@ -45,17 +45,17 @@ def register(subparsers) -> None:
 def _run(args) -> int:
     from autotune.errors import UserError
     from autotune.report.compare import compare_document
-    from autotune.report.compare_study import read_study
+    from autotune.report.compare_study import pareto_file, read_study
 
     if len(args.run_dirs) < 2:
         raise UserError(f"compare takes two or more run directories, and got one ({args.run_dirs[0]}); add the run "
                         f"directory to compare it with, or see one study with `autotune report {args.run_dirs[0]}`")
     seen = {}
     for run_dir in args.run_dirs:
-        twin = seen.setdefault(run_dir.resolve(), run_dir)
+        twin = seen.setdefault(pareto_file(run_dir).resolve(), run_dir)  # a run directory and its pareto.json: one study
         if twin is not run_dir:  # every change against itself would read 0%: a slip, not a comparison
             same = "" if str(twin) == str(run_dir) else f" (also as {twin})"
-            raise UserError(f"{run_dir} is given twice{same}; pass each run directory once")
+            raise UserError(f"{run_dir} is given twice{same}; pass each run directory (or pareto.json) once")
     studies = [read_study(run_dir) for run_dir in args.run_dirs]
     document = compare_document(studies)
     if args.json:

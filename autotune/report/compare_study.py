@@ -31,28 +31,40 @@ class ComparedStudy:
         return {p["trial"]: p for p in [*self.document.get("feasible", []), *self.document["front"]]}
 
 
-def read_study(run_dir: Path) -> ComparedStudy:
-    """The study whose reports `run_dir` holds, or UserError naming what is wrong with it and the fix."""
-    if not run_dir.exists():
-        raise UserError(f"{run_dir} does not exist; pass the --out directory of an `autotune run`")
-    if not run_dir.is_dir():
-        raise UserError(f"{run_dir} is not a directory; pass the --out directory of an `autotune run` "
-                        f"(the one holding {run_dir.name if run_dir.name == 'pareto.json' else 'pareto.json'}), not a file")
-    elsewhere = "" if (run_dir / "study.db").is_file() else " with the --storage and --study-name its run was given"
-    rebuild = f"run `autotune report {run_dir}`{elsewhere}, which writes it again from the study"
-    document, unread = read_pareto_json(run_dir / "pareto.json")
+def pareto_file(given: Path) -> Path:
+    """The pareto.json `given` names: the file itself (a team lead handed the file alone), or the one in a run
+    directory. Two arguments naming the same file are one study given twice."""
+    return given if given.is_file() else given / "pareto.json"
+
+
+def read_study(given: Path) -> ComparedStudy:
+    """The study whose pareto.json `given` is or holds, or UserError naming what is wrong with it and the fix."""
+    if not given.exists():
+        raise UserError(f"{given} does not exist; pass the --out directory of an `autotune run`, or its pareto.json")
+    path = pareto_file(given)
+    if path == given and given.suffix != ".json":  # report.html or study.db: not "damaged", just not the file
+        raise UserError(f"{given} is not a pareto.json; pass the --out directory of an `autotune run`, or its pareto.json")
+    run_dir = path.parent
+    where = (f"{given}" if path == given else f"pareto.json in {given}")
+    # Where its study is: the run directory's own study.db, else a database only its run's flags name.
+    if (run_dir / "study.db").is_file():
+        rebuild = f"run `autotune report {run_dir}`, which writes it again from the study (its study.db)"
+    else:
+        rebuild = (f"run `autotune report {run_dir}` where its study is (a run directory's study.db, or the --storage "
+                   f"and --study-name its run was given), which writes it again")
+    document, unread = read_pareto_json(path)
     if unread == "missing":
-        where = "" if (run_dir / "study.db").is_file() else " (nor a study.db: is it the --out directory of an `autotune run`?)"
-        raise UserError(f"{run_dir} holds no pareto.json{where}; run `autotune report {run_dir}` first (with --storage and "
+        hint = "" if (run_dir / "study.db").is_file() else " (nor a study.db: is it the --out directory of an `autotune run`?)"
+        raise UserError(f"{given} holds no pareto.json{hint}; run `autotune report {given}` first (with --storage and "
                         "--study-name where the run kept its study in a database)")
     if unread:
-        raise UserError(f"pareto.json in {run_dir} cannot be read: {unread}; {rebuild}")
+        raise UserError(f"{where} cannot be read: {unread}; {rebuild}")
     version = document.get("schema_version") if isinstance(document, dict) else None
     if isinstance(version, int) and version > PARETO_SCHEMA_VERSION:  # its keys may mean something else: not read
-        raise UserError(f"pareto.json in {run_dir} has schema_version {version}, written by a newer autotune; this one "
+        raise UserError(f"{where} has schema_version {version}, written by a newer autotune; this one "
                         f"reads {PARETO_SCHEMA_VERSION}: compare with that newer autotune, or run this one's "
                         f"`autotune report {run_dir}`")
     problem = document_problem(document)
     if problem:
-        raise UserError(f"pareto.json in {run_dir} is not a report autotune compare can read: {problem}; {rebuild}")
-    return ComparedStudy(run_dir, document)
+        raise UserError(f"{where} is not a report autotune compare can read: {problem}; {rebuild}")
+    return ComparedStudy(given, document)

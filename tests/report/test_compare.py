@@ -216,11 +216,13 @@ def test_bad_run_directories_are_one_line_naming_the_fix(runs, tmp_path):
                       f"`autotune report {one}`")
     _one_line_refusal(autotune_main("compare"), "the following arguments are required: RUN_DIR")
     _one_line_refusal(autotune_main("compare", one, runs["two_nodes"], one),
-                      f"{one} is given twice; pass each run directory once")
+                      f"{one} is given twice; pass each run directory (or pareto.json) once")
     link = tmp_path / "link"
     link.symlink_to(one)
     _one_line_refusal(autotune_main("compare", one, link), f"{link} is given twice (also as {one})")
-    _one_line_refusal(autotune_main("compare", one, one / "pareto.json"), "is not a directory", "not a file")
+    _one_line_refusal(autotune_main("compare", one, one / "pareto.json"),
+                      f"{one / 'pareto.json'} is given twice (also as {one})")
+    _one_line_refusal(autotune_main("compare", one, one / "study.db"), f"{one / 'study.db'} is not a pareto.json")
     _one_line_refusal(autotune_main("compare", one, tmp_path / "nowhere"), "does not exist")
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -233,6 +235,19 @@ def test_bad_run_directories_are_one_line_naming_the_fix(runs, tmp_path):
     _one_line_refusal(done, f"{no_report} holds no pareto.json; run `autotune report {no_report}` first")
     assert autotune_main("report", no_report).returncode == 0  # the fix it names works
     assert _compare(one, no_report)["caveats"][-1].startswith("Study 2 holds the same pareto.json as study 1")
+
+
+def test_a_pareto_json_file_is_compared_as_its_run_directory_is(runs, tmp_path):
+    """The file alone, as a team lead hands it over: compare reads nothing else."""
+    handed = tmp_path / "from-a-colleague.json"
+    shutil.copyfile(runs["two_nodes"] / "pareto.json", handed)
+    by_file = _compare(runs["one_node"], handed)
+    by_dir = _compare(runs["one_node"], runs["two_nodes"])
+    assert by_file["studies"][1]["run_dir"] == str(handed)
+    assert {k: v for k, v in by_file.items() if k != "studies"} == {k: v for k, v in by_dir.items() if k != "studies"}
+    handed.write_text("{", encoding="utf-8")
+    _one_line_refusal(autotune_main("compare", runs["one_node"], handed), f"{handed} cannot be read: damaged",
+                      f"run `autotune report {tmp_path}` where its study is (a run directory's study.db, or the --storage")
 
 
 @pytest.mark.parametrize("content, said", [
