@@ -22,7 +22,8 @@ values in that order):
 from __future__ import annotations
 
 from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, knobs_sentence
-from autotune.report.compare_inputs import caveats, compare_inputs
+from autotune.report.compare_caveats import caveats
+from autotune.report.compare_inputs import compare_inputs
 from autotune.report.compare_study import ComparedStudy
 
 PICK_ORDER = ("fastest", "min_energy", "knee", "max_slowdown", "cost_weighted")

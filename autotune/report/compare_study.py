@@ -26,6 +26,14 @@ class ComparedStudy:
         return [counts] if isinstance(counts, int) else list(counts)
 
     @property
+    def gpu_counts(self) -> list[int] | None:
+        """The GPUs at each of `node_counts` (pareto.json's `gpu_counts`, or an older file's `gpus`); None where not
+        recorded for each."""
+        gpus = self.document.get("gpu_counts", self.document.get("gpus"))
+        gpus = [gpus] if isinstance(gpus, int) else gpus
+        return gpus if isinstance(gpus, list) and len(gpus) == len(self.node_counts) else None
+
+    @property
     def points(self) -> dict[int, dict]:
         """Every point it lists, by trial: the front's and the other feasible ones."""
         return {p["trial"]: p for p in [*self.document.get("feasible", []), *self.document["front"]]}

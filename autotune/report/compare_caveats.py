@@ -1,0 +1,208 @@
+"""Why a difference in figures between compared studies is not (only) the difference the user made: other
+jobs, other GPU counts, a simulator against hardware or two simulators, an edited profile, a search that had
+not ended. Said, never refused on: a user may mean to compare a simulated study with a measured one (that is
+how a simulator is judged); but a change in percent read without them passes their effect off as the
+configurations'."""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+from autotune.report.compare_inputs import NOT_RECORDED, UNUSED, input_label, numbers_text, study_inputs, value_text
+from autotune.report.compare_study import ComparedStudy
+from autotune.report.error_bars import EXTRAPOLATED_KEY, WHY_UNKNOWN, outside_words, pct_text
+from autotune.report.picks import PICK_FILES
+
+# Inputs that change the job itself (what a time or an energy is the cost of), not how it is run.
+_JOB_INPUTS = ("model",)
+_ERROR_KEYS = (("time", "time_s_pct"), ("energy", "energy_kj_pct"))
+
+
+def caveats(studies: list[ComparedStudy], inputs: dict) -> list[str]:
+    """Every caveat that holds for these studies, in the order a reader weighs them."""
+    differ = inputs["differ"]
+    said = [*_job(differ), *_gpu_counts(studies), *_simulated_against_measured(studies), *_two_simulators(studies),
+            *_estimated(studies), *_parts_not_measured(differ), *_edited_profiles(studies), *_time_only(studies, differ),
+            *_rules(differ), *_searches(studies), *_no_picks(studies), *_copies(studies)]
+    return said
+
+
+def _sources(study: ComparedStudy) -> set[str]:
+    labels = set()
+    for key in ("source", "energy_source"):
+        value = study.document[key]
+        labels.update(value if isinstance(value, list) else [value])
+    return labels - {"none", "unavailable"}
+
+
+def _job(differ: dict) -> list[str]:
+    job = [input_label(name) for name in differ if name in _JOB_INPUTS or name.startswith("workload.")]
+    if not job:
+        return []
+    return [f"Not like-for-like: the studies train different jobs ({', '.join(job)} differ), so their times and "
+            "energies are of different work; a change in % is the jobs' difference as much as the configurations'."]
+
+
+def _gpu_counts(studies: list[ComparedStudy]) -> list[str]:
+    """Nodes of other GPU counts (--gpus-per-node 2, or a profile of 8 GPUs against one of 4): a node count the
+    same in both ("4 node(s)") hid that a pick ran on half the GPUs."""
+    per_node = [study_inputs(s).get("gpus_per_node") for s in studies]
+    if any(value is None for value in per_node) or len({tuple(v) for v in per_node}) < 2:
+        return []
+    each = "; ".join(f"study {n}: {'/'.join(map(str, v))}" for n, v in enumerate(per_node, 1))
+    return [f"Other GPU counts: the studies' nodes hold other numbers of GPUs (GPUs per node, {each}), so their times "
+            "and energies are of other GPU counts (`knobs vs 1` names each pick's, `GPUs 16 -> 8`); a change in % is "
+            "the GPU count's as much as the configurations'."]
+
+
+def error_at_picks(study: ComparedStudy) -> str:
+    """The simulator's error on a study's simulated picks: the profile's stated error where each pick's
+    configuration lies in what it was measured on, `+- ?%` where it does not (pareto.json's
+    simulator_error.extrapolated) or where the profile states none: the report's own bars, not the mean alone."""
+    document = study.document
+    error = document.get("simulator_error") or {}
+    stated = ", ".join(f"{what} +- {pct_text(error[key])}%" for what, key in _ERROR_KEYS if key in error)
+    if not stated:
+        why = error.get(WHY_UNKNOWN)
+        return f"+- ?%: its hardware profile was {why}" if why else "+- ?%: its hardware profile was not calibrated"
+    simulated = {name: trial for name, trial in document["recommendations"].items()
+                 if "simulated" in (study.points[trial].get("source"), study.points[trial].get("energy_source"))}
+    outside = error.get(EXTRAPOLATED_KEY) or {}
+    unknown = [name for name, trial in simulated.items() if str(trial) in outside]
+    if not unknown:
+        return stated
+    where = outside_words(error, [simulated[name] for name in unknown])
+    if len(unknown) == len(simulated):
+        return f"+- ?% at every pick, as its report says: the error was not measured at {where}"
+    known = [name for name in simulated if name not in unknown]
+    return (f"{stated} at {', '.join(PICK_FILES.get(n, n) for n in known)}; +- ?% at "
+            f"{', '.join(PICK_FILES.get(n, n) for n in unknown)} (the error was not measured at {where})")
+
+
+def _errors(studies: list[ComparedStudy], numbers: list[int]) -> str:
+    return "; ".join(f"study {n}: {error_at_picks(studies[n - 1])}" for n in numbers)
+
+
+def _simulated_against_measured(studies: list[ComparedStudy]) -> list[str]:
+    simulated = [n for n, s in enumerate(studies, 1) if "simulated" in _sources(s)]
+    real = [n for n, s in enumerate(studies, 1) if _sources(s) & {"measured", "estimated"}]
+    if not (simulated and real and set(simulated) != set(real)):
+        return []
+    return [f"Simulated against measured: {numbers_text(simulated)} {'has' if len(simulated) == 1 else 'have'} "
+            f"simulated figures, {numbers_text(real)} figures from hardware; a difference between them includes the "
+            f"simulator's error ({_errors(studies, simulated)})."]
+
+
+def _profile(study: ComparedStudy) -> tuple:
+    return study.document["hardware"], (study.document.get("inputs") or {}).get("hardware_sha256")
+
+
+def _two_simulators(studies: list[ComparedStudy]) -> list[str]:
+    """Simulated studies on other profiles: each figure is its own profile's model output, and an uncalibrated
+    one's error is unknown (`+- ?%`), which a bare "-44.3%" between a gh200 and an h100 study hid."""
+    simulated = [n for n, s in enumerate(studies, 1) if "simulated" in _sources(s)]
+    if len({_profile(studies[n - 1]) for n in simulated}) < 2:
+        return []
+    return [f"Simulated on different hardware profiles: the simulated figures of {numbers_text(simulated)} are each "
+            f"profile's model output, so a change between them includes both profiles' errors ({_errors(studies, simulated)})."]
+
+
+def _estimated(studies: list[ComparedStudy]) -> list[str]:
+    estimated = [n for n, s in enumerate(studies, 1) if "estimated" in _sources(s)]
+    if not estimated:
+        return []
+    return [f"Energy of {numbers_text(estimated)} is estimated from a power model (no energy sensor), not measured: "
+            "every change computed from it is an estimate too."]
+
+
+def _parts_not_measured(differ: dict) -> list[str]:
+    # None: no energy measured, nothing left out of it; NOT_RECORDED: a replayed file that does not say.
+    measured = {n: v for n, v in enumerate(differ.get("energy_not_measured", []), 1) if isinstance(v, list)}
+    if len({tuple(v) for v in measured.values()}) < 2:
+        return []
+    parts = "; ".join(f"study {n}: {value_text('energy_not_measured', v)}" for n, v in measured.items())
+    return [f"Measured energy covers different parts of the node (left out for want of a sensor: {parts}): "
+            "the totals are not of the same parts."]
+
+
+def _edited_profiles(studies: list[ComparedStudy]) -> list[str]:
+    """Judged per pair of studies: a third study on another profile hid the edit between the first two."""
+    pairs = [(a, b) for (a, sa), (b, sb) in combinations(enumerate(studies, 1), 2)
+             if _profile(sa)[0] == _profile(sb)[0] and None not in (_profile(sa)[1], _profile(sb)[1])
+             and _profile(sa)[1] != _profile(sb)[1]]
+    if not pairs:
+        return []
+    which = ", ".join(f"{a} and {b}" for a, b in pairs)
+    return [f"The hardware profiles of studies {which} share a name but not their content (sha256 differs): one was "
+            "edited or calibrated, and simulated figures follow its constants."]
+
+
+def _time_only(studies: list[ComparedStudy], differ: dict) -> list[str]:
+    if "objectives" not in differ:
+        return []
+    time_only = [n for n, v in enumerate(differ["objectives"], 1) if v == ["time"] and studies[n - 1].document["recommendations"]]
+    if not time_only:  # a study with no picks at all is said so below
+        return []
+    return [f"{numbers_text(time_only).capitalize()} ranked by time only: "
+            f"{'its' if len(time_only) == 1 else 'their'} picks hold the fastest alone."]
+
+
+def _rules(differ: dict) -> list[str]:
+    said = []
+    for name in ("max_slowdown", "eta"):
+        values = differ.get(name, [])
+        if len({v for v in values if v != UNUSED}) < 2:  # a time-only study uses neither: no other rule of its own
+            continue
+        listed = ", ".join(f"{value_text(name, v)} in study {n}" for n, v in enumerate(values, 1) if v != UNUSED)
+        pick = "max-slowdown" if name == "max_slowdown" else "cost-weighted"
+        said.append(f"The {pick} pick follows a different rule in each study ({input_label(name)} {listed}).")
+    return said
+
+
+def _searches(studies: list[ComparedStudy]) -> list[str]:
+    """A search still under way elsewhere, or stopped before its rule was met, has a front that may still change:
+    two seeds or two samplers compared mid-search read as the samplers' difference."""
+    said = []
+    for n, study in enumerate(studies, 1):
+        search = study.document.get("search") or {}
+        unfinished = search.get("unfinished")
+        if unfinished and unfinished.get("running_elsewhere"):
+            said.append(f"Study {n} was still running elsewhere when its pareto.json was written "
+                        f"({unfinished['running_elsewhere']} probe(s) under way on other workers): its front and picks "
+                        f"are partial; `autotune report {study.run_dir}` again once it ends.")
+        elif unfinished:
+            why = f" while {unfinished['reason']}" if isinstance(unfinished.get("reason"), str) else ""
+            after = f" after {unfinished['probes']} probes" if isinstance(unfinished.get("probes"), int) else ""
+            more = ("its replayed file records no more of what the search asks for, so its front may lack points only "
+                    "a measured probe (--backend launch) would find" if unfinished.get("exhausted")
+                    else "a resumed run may still change its front and picks")
+            said.append(f"Study {n} stopped before its search converged{after}{why}: {more}.")
+        elif search.get("exhaustive") is False and isinstance(search.get("exhaustive_note"), str):
+            said.append(f"Study {n}'s search did not probe its whole simulated front ({search['exhaustive_note']}): "
+                        "its front may lack them.")
+    return said
+
+
+def _no_picks(studies: list[ComparedStudy]) -> list[str]:
+    said = []
+    for n, study in enumerate(studies, 1):
+        note = study.document.get("note")
+        if not study.document["recommendations"]:
+            why = (note[0].lower() + note[1:] if note[1:2].islower() else note) if note else "its front is empty"
+            said.append(f"Study {n} has no picks: {why}")
+    if said and not studies[0].document["recommendations"]:
+        ordered = sorted(studies, key=lambda s: not s.document["recommendations"])
+        if ordered[0].document["recommendations"]:  # every change is against study 1's picks: none can be computed
+            command = " ".join(str(s.run_dir) for s in ordered)
+            said.append(f"Every change is against study 1, which has no picks: put a study with picks first "
+                        f"(`autotune compare {command}`).")
+    return said
+
+
+def _copies(studies: list[ComparedStudy]) -> list[str]:
+    first = studies[0].document
+    copies = [n for n, s in enumerate(studies[1:], 2) if s.document == first]
+    if not copies:
+        return []
+    return [f"{numbers_text(copies).capitalize()} {'holds' if len(copies) == 1 else 'hold'} the same pareto.json as "
+            "study 1 (a copy of one run directory?): every change is 0."]
