@@ -16,12 +16,13 @@ values in that order):
     shared_front   {matched_on: [knob], configurations: [{params, configuration, studies: [[point entry]]}]}:
                    the configurations on more than one study's front; a point entry: {trial, nodes, time_s,
                    energy_kj, time_source, energy_source, time_change_pct, energy_change_pct}; `why_absent`:
-                   [null | why a study's front lacks it: evaluated off its front, not evaluated, not in its space]
+                   [null | why a study's front lacks it: evaluated off its front, not in its space, not valid there,
+                   not evaluated (or not valid there)]
 """
 
 from __future__ import annotations
 
-from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, knobs_sentence
+from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, knob_value, knobs_sentence
 from autotune.report.compare_caveats import caveats
 from autotune.report.compare_inputs import compare_inputs
 from autotune.report.compare_study import ComparedStudy
@@ -38,9 +39,10 @@ def change_pct(value: float | None, reference: float | None) -> float | None:
 
 
 def _params(point: dict) -> dict:
-    """A point's knobs, the device knobs a study from before them ran untouched included."""
+    """A point's knobs, the device knobs a study from before them ran untouched included; each as a candidate
+    holds it (a power limit written 1 is 1.0, as the rest of pareto.json writes it)."""
     params = {**UNTOUCHED_DEVICE_SETTINGS, **point["params"]}
-    return {knob: params[knob] for knob in KNOBS}
+    return {knob: knob_value(knob, params[knob]) for knob in KNOBS}
 
 
 def _figures(point: dict, reference: dict | None) -> dict:
@@ -56,9 +58,14 @@ def _figures(point: dict, reference: dict | None) -> dict:
     }
 
 
-def knobs_changed(params: dict, reference: dict) -> dict:
-    """{knob: [reference's value, this one's]} for each knob that differs: what a pick changed between studies."""
-    return {knob: [reference.get(knob), params.get(knob)] for knob in KNOBS if params.get(knob) != reference.get(knob)}
+def knobs_changed(params: dict, reference: dict, gpus: int | None = None, reference_gpus: int | None = None) -> dict:
+    """{knob: [reference's value, this one's]} for each knob that differs: what a pick changed between studies; and
+    `gpus` where the GPU count differs (--gpus-per-node 2, or a profile of 8 GPUs a node against 4: "4 node(s)"
+    in both hid that a pick ran on half the GPUs)."""
+    changed = {knob: [reference.get(knob), params.get(knob)] for knob in KNOBS if params.get(knob) != reference.get(knob)}
+    if gpus is not None and reference_gpus is not None and gpus != reference_gpus:
+        changed["gpus"] = [reference_gpus, gpus]
+    return changed
 
 
 def compare_picks(studies: list[ComparedStudy]) -> list[dict]:
@@ -80,7 +87,8 @@ def compare_picks(studies: list[ComparedStudy]) -> list[dict]:
                 **_figures(point, reference if number > 1 else None),
                 "params": params,
                 "configuration": knobs_sentence(params),
-                "knobs_changed": knobs_changed(params, _params(reference)) if number > 1 and reference else None,
+                "knobs_changed": (knobs_changed(params, _params(reference), point.get("gpus"), reference.get("gpus"))
+                                  if number > 1 and reference else None),
             })
         rows.append({"pick": name, "studies": entries})
     return rows
@@ -133,7 +141,32 @@ def why_absent(study: ComparedStudy, params: dict) -> str:
     outside = [f"{knob} {value}" for knob, value in params.items() if knob in space and value not in space[knob]]
     if outside:
         return f"not in its searched space ({', '.join(outside)})"
-    return "not evaluated"
+    invalid = _invalid_there(study, params)
+    if invalid:
+        return f"not valid there ({invalid})"
+    # pareto.json lists feasible points only: one pruned by the memory estimate, or out of memory, is not in it either.
+    return "not evaluated (or not valid there)"
+
+
+def _invalid_there(study: ComparedStudy, params: dict) -> str | None:
+    """Why no search of `study` could evaluate `params` at any of its node counts (or the matched one), by the
+    validity rules pareto.json holds what to check (its GPU counts and global batch), else None: "not evaluated"
+    suggested more trials would find a micro-batch that cannot divide the global batch at 8 nodes."""
+    gpus_at = dict(zip(study.node_counts, study.gpu_counts or []))
+    counts = [params["nodes"]] if "nodes" in params else study.node_counts
+    global_batch, sp, micro = study.document["workload"].get("global_batch"), params["sp_degree"], params["micro_batch"]
+    reasons = []
+    for nodes in counts:
+        gpus = gpus_at.get(nodes)
+        if gpus is None or global_batch is None:
+            return None
+        if gpus % sp:
+            reasons.append(f"SP {sp} does not divide its {gpus} GPUs")
+        elif global_batch % (micro * (gpus // sp)):
+            reasons.append(f"micro-batch {micro} x data-parallel size {gpus // sp} does not divide global batch {global_batch}")
+        else:
+            return None
+    return "; ".join(dict.fromkeys(reasons))
 
 
 def _study_summary(number: int, study: ComparedStudy) -> dict:

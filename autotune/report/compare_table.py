@@ -15,7 +15,7 @@ from autotune.report.picks import PICK_FILES
 from autotune.report.table import KNOB_COLUMNS, SM_CLOCK_COLUMN, stdout_console
 from autotune.report.units import UNAVAILABLE, energy_figure, energy_unit, figure, pct_text, time_unit
 
-_KNOB_TITLES = dict((*KNOB_COLUMNS, SM_CLOCK_COLUMN))
+_KNOB_TITLES = {**dict((*KNOB_COLUMNS, SM_CLOCK_COLUMN)), "gpus": "GPUs"}
 
 
 def figures_label(entry: dict) -> str:

@@ -206,6 +206,36 @@ def test_other_gpus_per_node_are_said_though_the_node_count_is_the_same(runs):
     assert document["inputs"]["differ"]["gpus_per_node"] == [[4], [2]]
     assert any(c.startswith("Other GPU counts: the studies' nodes hold other numbers of GPUs (GPUs per node, study 1: "
                             "4; study 2: 2)") for c in document["caveats"]), document["caveats"]
+    for row in document["picks"]:  # and each pick says it ran on other GPUs, as it says another node count
+        assert row["studies"][1]["knobs_changed"]["gpus"] == [4, 2]
+    assert "GPUs 4 -> 2" in autotune_main("compare", runs["one_node"], runs["two_gpus"]).stdout
+
+
+def test_a_configuration_that_cannot_be_valid_in_a_study_is_not_called_unevaluated(runs):
+    """At 8 GPUs micro-batch 4 cannot divide a global batch of 16: no search of that study could evaluate it."""
+    from autotune.report.compare import why_absent
+    from autotune.report.compare_study import ComparedStudy
+
+    document = _pareto(runs["two_nodes"])
+    study = ComparedStudy(runs["two_nodes"], {**document, "workload": {**document["workload"], "global_batch": 16},
+                                              "inputs": None})
+    params = {**document["front"][0]["params"], "micro_batch": 4, "sp_degree": 1, "power_limit": 0.123}
+    assert why_absent(study, params) == "not valid there (micro-batch 4 x data-parallel size 8 does not divide global batch 16)"
+    del params["nodes"]  # matched without the node count: invalid at every count of the study
+    assert why_absent(study, params).startswith("not valid there")
+    assert why_absent(ComparedStudy(runs["two_nodes"], {**document, "inputs": None}), {**params, "micro_batch": 2}) == \
+        "not evaluated (or not valid there)"  # valid by the rules pareto.json lets us check: the memory estimate may not
+
+
+def test_a_power_limit_written_as_a_whole_number_is_compared_as_the_fraction_it_is(runs, tmp_path):
+    def whole(d):
+        for point in d["front"] + d["feasible"]:
+            if point["params"]["power_limit"] == 1.0:
+                point["params"]["power_limit"] = 1
+
+    document = _compare(runs["one_node"], _edited(runs["one_node"], tmp_path, "whole", whole))
+    limits = [e["params"]["power_limit"] for row in document["picks"] for e in row["studies"]]
+    assert 1.0 in limits and all(isinstance(limit, float) for limit in limits)
 
 
 def test_simulated_studies_on_other_profiles_say_each_ones_error(runs, tmp_path):
