@@ -78,8 +78,9 @@ def study_header(document: dict) -> str:
     """`7b on 1 node(s) of gh200, backend simulate; time simulated, energy simulated`: a study as the report's
     first line names it."""
     source, energy = (" and ".join(v) if isinstance(v, list) else v for v in (document["source"], document["energy_source"]))
+    figures = "no figures" if (source, energy) == ("none", "none") else f"time {source}, energy {energy}"
     return f"{document['model']} on {nodes_header(document)} of {hardware_text(document)}, backend {document['backend']}; " \
-           f"time {source}, energy {energy}"
+           f"{figures}"
 
 
 def _print_inputs(studies: list[ComparedStudy], document: dict, console: Console) -> None:
@@ -128,12 +129,13 @@ def _print_picks(studies: list[ComparedStudy], document: dict, console: Console)
             table.add_row(pick, str(number), str(entry["trial"]), "same as study 1" if same else escape(entry["configuration"]),
                           *_figure_cells(entry, units, number == 1), knobs_changed_text(entry["knobs_changed"]))
         table.add_section()
-    print_table(console, table, keys=2)
+    print_table(console, table, keys=3)  # a split table's every part keeps pick, study and trial
 
 
 def _print_shared_front(document: dict, console: Console) -> None:
     shared = document["shared_front"]
-    matched = "every knob" if "nodes" in shared["matched_on"] else "every knob but nodes: the studies share no node count"
+    # The README's rule, said as it is: with 3 studies two may share a count that a third lacks.
+    matched = "every knob" if "nodes" in shared["matched_on"] else "every knob but nodes (no node count is in every study)"
     configurations = shared["configurations"]
     if not configurations:
         console.print(f"No configuration is on more than one study's front (matched on {matched}).")
@@ -141,9 +143,11 @@ def _print_shared_front(document: dict, console: Console) -> None:
     entries = [e for c in configurations for points in c["studies"] for e in points]
     units = _units(entries)
     table = Table(title=f"On more than one study's front: {len(configurations)} configuration(s), matched on {matched}")
-    table.add_column("configuration")
+    # Study and trial first, the keys a split table repeats in each part (at 80 columns a second part of blank
+    # cells and "-10.0%" said neither); the configuration names its section's first row.
     table.add_column("study", justify="right")
     table.add_column("trial", justify="right")
+    table.add_column("configuration")
     _add_figure_columns(table, units)
     for configuration in configurations:
         first = True
@@ -152,9 +156,9 @@ def _print_shared_front(document: dict, console: Console) -> None:
                 words = escape(configuration["configuration"]) if first else ""
                 first = False
                 if entry is None:
-                    table.add_row(words, str(number), "", "", "", escape(configuration["why_absent"][number - 1]), "", "")
+                    table.add_row(str(number), "", words, "", "", escape(configuration["why_absent"][number - 1]), "", "")
                     continue
                 trial = f"{entry['trial']}" + ("" if "nodes" in shared["matched_on"] else f" ({entry['nodes']} node(s))")
-                table.add_row(words, str(number), trial, *_figure_cells(entry, units, number == 1))
+                table.add_row(str(number), trial, words, *_figure_cells(entry, units, number == 1))
         table.add_section()
-    print_table(console, table)
+    print_table(console, table, keys=2)

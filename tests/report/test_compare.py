@@ -117,7 +117,7 @@ def test_the_table_says_the_differing_inputs_and_each_picks_change(runs):
     p, q = _point(a, a["recommendations"]["fastest"]), _point(b, b["recommendations"]["fastest"])
     assert f"{_pct(q['time_s'], p['time_s']):+.1f}%" in second and f"{_pct(q['energy_kj'], p['energy_kj']):+.1f}%" in second
     assert "nodes 1 -> 2" in second and "simulated" in second
-    assert "matched on every knob but nodes: the studies share no node count" in out
+    assert "matched on every knob but nodes (no node count is in every study)" in " ".join(out.split())
     assert "caveat:" not in out
 
 
@@ -445,6 +445,42 @@ def test_json_never_prints_infinity_or_nan(runs, monkeypatch, tmp_path):
     args = type("Args", (), {"run_dirs": [runs["one_node"], runs["two_nodes"]], "json": True})()
     with pytest.raises(ValueError, match="not JSON compliant"):
         command._run(args)
+
+
+def test_the_shared_front_heading_says_the_rule_it_matched_by(runs):
+    """Three studies, two of them of 1 node: "the studies share no node count" was false; no count is in every one."""
+    out = " ".join(autotune_main("compare", runs["one_node"], runs["measured"], runs["two_nodes"]).stdout.split())
+    assert "matched on every knob but nodes (no node count is in every study)" in out
+    assert "share no node count" not in out
+
+
+def test_each_part_of_a_table_split_at_80_columns_keeps_its_study_and_trial(runs):
+    """At 80 columns a table too wide for the terminal is split: each part repeats the columns that say which row it is."""
+    import io
+
+    from rich.console import Console
+
+    from autotune.report.compare import compare_document
+    from autotune.report.compare_study import read_study
+    from autotune.report.compare_table import print_comparison
+
+    studies = [read_study(runs[name]) for name in ("one_node", "measured", "two_nodes")]
+    console = Console(file=io.StringIO(), width=80, force_terminal=True, color_system=None)
+    print_comparison(studies, compare_document(studies), console)
+    headers = [[cell.strip() for cell in line.split("┃")[1:-1]] for line in console.file.getvalue().splitlines()
+               if line.startswith("┃")]
+    parts = [cells for cells in headers if "time vs 1" in cells or "configuration" in cells]
+    assert len(parts) >= 3, headers  # the picks split in two or more, and the shared front
+    for cells in parts:
+        assert cells[cells.index("study") + 1] == "trial", cells
+
+
+def test_a_study_without_figures_says_so_in_its_header():
+    from autotune.report.compare_table import study_header
+
+    document = {"model": "tiny", "nodes": 1, "hardware": "cpu", "backend": "launch", "source": "none",
+                "energy_source": "none"}
+    assert study_header(document) == "tiny on 1 node(s) of cpu, backend launch; no figures"
 
 
 def test_help_lists_compare_and_what_it_prints():
