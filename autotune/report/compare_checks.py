@@ -128,8 +128,10 @@ def _points_problem(document: dict) -> str | None:
 def _point_problem(point) -> str | None:
     if not isinstance(point, dict):
         return "is not an object"
-    if not _is(point.get("trial"), int) or point["trial"] < 0:
+    if "trial" not in point:
         return "has no trial number"
+    if problem := _count("trial", point["trial"], low=0):
+        return problem
     trial = f"(trial {point['trial']})"
     params = point.get("params")
     if not isinstance(params, dict) or any(knob not in params for knob in POINT_KNOBS):
@@ -158,7 +160,7 @@ def _picks_problem(document: dict) -> str | None:
     trials = {p["trial"] for p in [*(document.get("feasible") or []), *document["front"]]}
     for name, trial in document["recommendations"].items():
         if trial not in trials or not _is(trial, int):
-            return f"the {name} pick names trial {trial!r}, which no point of `front` or `feasible` is"
+            return f"the {name} pick names trial {shown(trial)}, which no point of `front` or `feasible` is"
     return None
 
 
@@ -225,6 +227,9 @@ def _search_problem(document: dict) -> str | None:
         value = (search.get("unfinished") or {}).get(key)
         if value is not None and (problem := _count(f"search.unfinished.{key}", value, low=0)):
             return problem
+    reason = (search.get("unfinished") or {}).get("reason")
+    if reason is not None and not isinstance(reason, str):
+        return _wrong("search.unfinished.reason", reason, "a string")
     if search.get("sampler") is not None and not isinstance(search["sampler"], str):
         return _wrong("search.sampler", search["sampler"], "a string")
     return None

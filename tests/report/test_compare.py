@@ -422,6 +422,9 @@ def test_a_damaged_pareto_json_is_one_line_naming_the_report_that_rebuilds_it(ru
     (lambda d: d["recommendation_parameters"].update(eta="0.5"), '`recommendation_parameters.eta` = "0.5" is not a number'),
     (lambda d: d.update(objectives=["speed"]), '`objectives` = ["speed"] is not a list of "time" and "energy"'),
     (lambda d: d.update(search={"unfinished": {"running_elsewhere": -1}}), "`search.unfinished.running_elsewhere` = -1"),
+    (lambda d: d.update(search={"unfinished": {"reason": 5}}), "`search.unfinished.reason` = 5 is not a string"),
+    (lambda d: d["front"][0].update(trial=-1), "front[0] `trial` = -1 is out of range"),
+    (lambda d: d["recommendations"].update(fastest=True), "the fastest pick names trial true"),
 ])
 def test_a_pareto_json_missing_what_compare_reads_is_refused(runs, tmp_path, damage, said):
     run_dir = tmp_path / "run"
