@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from itertools import combinations
 
-from autotune.report.compare_inputs import NOT_RECORDED, UNUSED, input_label, numbers_text, study_inputs, value_text
+from autotune.report.compare_inputs import UNUSED, input_label, numbers_text, study_inputs, value_text
 from autotune.report.compare_study import ComparedStudy
 from autotune.report.error_bars import EXTRAPOLATED_KEY, WHY_UNKNOWN, outside_words, pct_text
 from autotune.report.picks import PICK_FILES
@@ -51,7 +51,7 @@ def _gpu_counts(studies: list[ComparedStudy]) -> list[str]:
         return []
     each = "; ".join(f"study {n}: {'/'.join(map(str, v))}" for n, v in enumerate(per_node, 1))
     return [f"Other GPU counts: the studies' nodes hold other numbers of GPUs (GPUs per node, {each}), so their times "
-            "and energies are of other GPU counts (`knobs vs 1` names each pick's, `GPUs 16 -> 8`); a change in % is "
+            "and energies are of other GPU counts (`knobs vs 1` names each pick's as `GPUs` before -> after); a change in % is "
             "the GPU count's as much as the configurations'."]
 
 
@@ -64,7 +64,7 @@ def error_at_picks(study: ComparedStudy) -> str:
     stated = ", ".join(f"{what} +- {pct_text(error[key])}%" for what, key in _ERROR_KEYS if key in error)
     if not stated:
         why = error.get(WHY_UNKNOWN)
-        return f"+- ?%: its hardware profile was {why}" if why else "+- ?%: its hardware profile was not calibrated"
+        return f"+- ?%: the hardware profile was {why}" if why else "+- ?%: the hardware profile was not calibrated"
     simulated = {name: trial for name, trial in document["recommendations"].items()
                  if "simulated" in (study.points[trial].get("source"), study.points[trial].get("energy_source"))}
     outside = error.get(EXTRAPOLATED_KEY) or {}
@@ -80,7 +80,11 @@ def error_at_picks(study: ComparedStudy) -> str:
 
 
 def _errors(studies: list[ComparedStudy], numbers: list[int]) -> str:
-    return "; ".join(f"study {n}: {error_at_picks(studies[n - 1])}" for n in numbers)
+    """"study 1: time +- 3.4%, ...; studies 2, 3: +- ?%: ...": each error once, with the studies it holds for."""
+    by_words: dict[str, list[int]] = {}
+    for n in numbers:
+        by_words.setdefault(error_at_picks(studies[n - 1]), []).append(n)
+    return "; ".join(f"{numbers_text(ns)}: {words}" for words, ns in by_words.items())
 
 
 def _simulated_against_measured(studies: list[ComparedStudy]) -> list[str]:
@@ -104,7 +108,7 @@ def _two_simulators(studies: list[ComparedStudy]) -> list[str]:
     if len({_profile(studies[n - 1]) for n in simulated}) < 2:
         return []
     return [f"Simulated on different hardware profiles: the simulated figures of {numbers_text(simulated)} are each "
-            f"profile's model output, so a change between them includes both profiles' errors ({_errors(studies, simulated)})."]
+            f"profile's model output, so a change between them includes each profile's error ({_errors(studies, simulated)})."]
 
 
 def _estimated(studies: list[ComparedStudy]) -> list[str]:
@@ -116,7 +120,7 @@ def _estimated(studies: list[ComparedStudy]) -> list[str]:
 
 
 def _parts_not_measured(differ: dict) -> list[str]:
-    # None: no energy measured, nothing left out of it; NOT_RECORDED: a replayed file that does not say.
+    # None: no energy measured, nothing left out of it; compare_inputs.NOT_RECORDED: a replayed file that does not say.
     measured = {n: v for n, v in enumerate(differ.get("energy_not_measured", []), 1) if isinstance(v, list)}
     if len({tuple(v) for v in measured.values()}) < 2:
         return []
@@ -132,7 +136,7 @@ def _edited_profiles(studies: list[ComparedStudy]) -> list[str]:
              and _profile(sa)[1] != _profile(sb)[1]]
     if not pairs:
         return []
-    which = ", ".join(f"{a} and {b}" for a, b in pairs)
+    which = "; ".join(f"{a} and {b}" for a, b in pairs)
     return [f"The hardware profiles of studies {which} share a name but not their content (sha256 differs): one was "
             "edited or calibrated, and simulated figures follow its constants."]
 

@@ -246,9 +246,13 @@ def test_simulated_studies_on_other_profiles_say_each_ones_error(runs, tmp_path)
 
     other = _edited(runs["one_node"], tmp_path, "h100", uncalibrated)
     caveat = next(c for c in _compare(runs["one_node"], other)["caveats"] if c.startswith("Simulated on different"))
-    assert "study 2: +- ?%: its hardware profile was not calibrated" in caveat
+    assert "study 2: +- ?%: the hardware profile was not calibrated" in caveat
     assert "study 1: +- ?% at every pick" in caveat  # the shipped error was not measured at these picks
     assert not any(c.startswith("Simulated on different") for c in _compare(runs["one_node"], runs["two_nodes"])["caveats"])
+    # Three studies of one unknown error: said once, for all three (not "both profiles'", three times over).
+    third = _edited(runs["one_node"], tmp_path, "h100-b", lambda d: (uncalibrated(d), d["inputs"].update(hardware_sha256="1" * 64)))
+    caveat = next(c for c in _compare(runs["one_node"], other, third)["caveats"] if c.startswith("Simulated on different"))
+    assert "each profile's error" in caveat and "studies 2, 3: +- ?%: the hardware profile was not calibrated" in caveat
 
 
 def test_an_edited_profile_is_said_for_each_pair_of_studies(runs, tmp_path):
