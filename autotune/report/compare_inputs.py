@@ -63,8 +63,8 @@ def study_inputs(study: ComparedStudy) -> dict:
         values["energy_not_measured"] = NOT_RECORDED if left_out == [] and document["backend"] == "replay" else left_out
     if isinstance(recorded.get("proposed_by"), list):
         # Who proposed, not which trials: trial numbers are each study's own.
-        values["proposed_by"] = [{k: v for k, v in who.items() if k != "trials"} for who in recorded["proposed_by"]
-                                 if isinstance(who, dict)]
+        values["proposed_by"] = [{k: v for k, v in who.items() if k not in ("trials", "evaluated")}
+                                 for who in recorded["proposed_by"] if isinstance(who, dict)]
     for key in ("measurements", "probe_settings"):
         if key in recorded:
             values[key] = recorded[key]

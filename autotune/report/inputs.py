@@ -21,13 +21,17 @@ def content_sha256(value) -> str:
 def proposers(trials) -> list[dict]:
     """Each distinct proposer with the trials it proposed, in the order of their first trial. Trials of
     a study older than the record are left out (their count is the difference to `trials`)."""
+    from autotune.study.retries import is_evaluated
+
     groups: dict[str, dict] = {}
     for t in trials:
         who = t.user_attrs.get(PROPOSED_BY_ATTR)
         if not isinstance(who, dict):
             continue
-        group = groups.setdefault(json.dumps(who, sort_keys=True), {**who, "trials": []})
+        group = groups.setdefault(json.dumps(who, sort_keys=True), {**who, "trials": [], "evaluated": 0})
         group["trials"].append(t.number)
+        # A proposal the space refused is a trial too, not a probe: "--trials 20: 30" read as the budget overrun.
+        group["evaluated"] += is_evaluated(t)
     return list(groups.values())
 
 
@@ -57,7 +61,8 @@ def inputs_sentence(inputs: dict | None) -> str | None:
     if inputs["proposed_by"]:
         parts.append("trials proposed by " + ", ".join(
             f"{who['sampler']} seed {who['seed']} (--trials {who['trials_budget']}, autotune {who['autotune_version']}): "
-            f"{len(who['trials'])}" for who in inputs["proposed_by"]))
+            f"{who['evaluated']} evaluated" + (f" of {len(who['trials'])} trials" if len(who["trials"]) != who["evaluated"] else "")
+            for who in inputs["proposed_by"]))
     parts.append(f"searched {space_words(inputs['space'])}")
     if inputs.get("hardware_sha256"):
         parts.append(f"hardware profile sha256 {inputs['hardware_sha256'][:12]}")

@@ -30,19 +30,21 @@ def test_a_resumed_study_lists_each_seed_with_its_own_trials_and_the_space_it_se
     assert document["schema_version"] == 1
     inputs = document["inputs"]
     first_run, resumed = inputs["proposed_by"]
-    assert {k: v for k, v in first_run.items() if k != "trials"} == {"sampler": "random", "seed": 0, "trials_budget": 3,
-                                                                     "autotune_version": __version__}
-    assert {k: v for k, v in resumed.items() if k != "trials"} == {"sampler": "random", "seed": 5, "trials_budget": 5,
-                                                                   "autotune_version": __version__}
+    assert {k: v for k, v in first_run.items() if k not in ("trials", "evaluated")} == {
+        "sampler": "random", "seed": 0, "trials_budget": 3, "autotune_version": __version__}
+    assert {k: v for k, v in resumed.items() if k not in ("trials", "evaluated")} == {
+        "sampler": "random", "seed": 5, "trials_budget": 5, "autotune_version": __version__}
     # Each trial once, the resumed run's after the first's (an invalid proposal is a trial of its proposer too).
     assert max(first_run["trials"]) < min(resumed["trials"])
     assert sorted(first_run["trials"] + resumed["trials"]) == list(range(document["trials"]))
     assert inputs["space"]["power_limit"] == [1.0, 0.9, 0.8, 0.7] and inputs["space"]["nodes"] == [1]
     assert inputs["probe_settings"] is None and inputs["measurements"] is None
     _, _, md, html = reports(out)
-    said = (f"Inputs: trials proposed by random seed 0 (--trials 3, autotune {__version__}): {len(first_run['trials'])}, "
-            f"random seed 5 (--trials 5, autotune {__version__}): {len(resumed['trials'])}; searched the default space; "
-            "hardware profile sha256 ")
+    # --trials counts evaluated candidates: 3, then 2 more; the refused proposals are trials too, said apart.
+    assert (first_run["evaluated"], resumed["evaluated"]) == (3, 2)
+    said = (f"Inputs: trials proposed by random seed 0 (--trials 3, autotune {__version__}): 3 evaluated of "
+            f"{len(first_run['trials'])} trials, random seed 5 (--trials 5, autotune {__version__}): 2 evaluated of "
+            f"{len(resumed['trials'])} trials; searched the default space; hardware profile sha256 ")
     assert said in md and said in html
 
 
