@@ -24,6 +24,7 @@ from autotune.report.pareto_json import nodes_header
 from autotune.ds_config import deepspeed_config
 from autotune.report.front import Point
 from autotune.report.html_analysis import importance_section, power_html, tuning_cost_section
+from autotune.report.html_deploy import deployment_notes_html
 from autotune.report.timeline import PROVENANCE_WORDS
 from autotune.report.html_parts import esc, table as _table
 from autotune.report.inputs import inputs_sentence
@@ -220,12 +221,14 @@ def _config_html(view: StudyView, names: list[str], point: Point, run_dir: Path)
         f'<a href="configs/{esc(PICK_FILES[n])}.json">configs/{esc(PICK_FILES[n])}.json</a>' for n in names
     )
     path = run_dir / "configs" / f"{PICK_FILES[names[0]]}.json"
+    candidate = view.settings.candidate(point.params)
     if path.is_file():
         text = path.read_text(encoding="utf-8")
     else:  # not exported (an older run): show the same config the export would write, minus its notes
-        text = json.dumps(deepspeed_config(view.settings.candidate(point.params)), indent=2)
+        text = json.dumps(deepspeed_config(candidate), indent=2)
         links += " (not written yet: run <code>autotune report RUN_DIR --html</code>)"
-    return f"<p>DeepSpeed config: {links}</p>\n<pre>{esc(text)}</pre>"
+    notes = deployment_notes_html(text, candidate)
+    return f"{notes}<p>DeepSpeed config: {links}</p>\n<pre>{esc(text)}</pre>"
 
 
 def pick_details_section(view: StudyView, document: dict, run_dir: Path) -> str:
@@ -304,7 +307,10 @@ h1 { font-size: 1.5em; } h2 { border-bottom: 1px solid #ddd; padding-bottom: 4px
 table { border-collapse: collapse; margin: 8px 0; font-size: 0.9em; }
 th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; }
 thead th { background: #f3f3f3; }
-pre { background: #f7f7f7; border: 1px solid #ddd; padding: 8px; max-height: 420px; overflow: auto; font-size: 0.85em; }
+pre { background: #f7f7f7; border: 1px solid #ddd; padding: 8px; max-height: 420px; overflow: auto; font-size: 0.85em;
+      white-space: pre-wrap; overflow-wrap: anywhere; }  /* a long note line wraps: no sideways scrolling */
+.deploy { border-left: 4px solid #d89a3b; background: #fff6e5; padding: 4px 12px; margin: 8px 0; }
+.deploy h4 { margin: 4px 0; } .deploy ul { margin: 4px 0; padding-left: 20px; }
 .status-ok { color: #1a7f37; } .status-oom, .status-failed, .status-timeout { color: #c62828; font-weight: 600; }
 .status-invalid { color: #777; }
 .chart .plot-area { fill: #fff; stroke: #999; } .chart .grid { stroke: #eee; }
@@ -327,6 +333,8 @@ pre { background: #f7f7f7; border: 1px solid #ddd; padding: 8px; max-height: 420
 .chart .band + .bar-label { fill: #222; }
 figure.power { margin: 8px 0; } figcaption { font-size: 0.9em; color: #444; }
 article.pick { border: 1px solid #ddd; border-radius: 6px; padding: 4px 16px; margin: 12px 0; }
+/* Paper has no scroll bar: a config cut at the box's height lost its offload settings and notes (trial 49). */
+@media print { pre { max-height: none; overflow: visible; } article.pick { break-inside: auto; } }
 """
 
 
