@@ -8,6 +8,7 @@ SECTIONS; nothing else changes. Every piece of text that comes from a study goes
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from autotune.atomic_write import write_text_atomic
@@ -30,7 +31,7 @@ from autotune.report.html_parts import esc, table as _table
 from autotune.report.inputs import inputs_sentence
 from autotune.report.pareto_json import hardware_text, provenance_sentence, trial_counts, unrecorded_count, workload_sentence
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar
-from autotune.report.picks import PICK_FILES, baseline_label, front_title, missing_change, pick_label, picks_by_trial, short_pick_label
+from autotune.report.picks import CHOOSING_A_PICK, PICK_FILES, pick_definitions, baseline_label, front_title, missing_change, pick_label, picks_by_trial, short_pick_label
 from autotune.report.power_limit import power_limit_section
 from autotune.report.study_points import StudyView
 from autotune.report.svg import Marker, scatter_svg, stacked_bar_svg
@@ -180,24 +181,36 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
                f"energy {e_unit}{header_bar(error, picked, 'energy_kj')}{estimate_header(sources)}", f"TFLOP/s {words.per()}{header_bar(error, picked, 'tflops')}",
                f"TFLOP /kJ{estimate_header(sources)}",
                "energy saved", "time change", "TFLOP/kJ change"]
-    params = view.pick_parameters
     against = next((baseline_label(p, base) for p in picked if baseline_label(p, base)), "")
     explain = (f"{esc(error_sentence(error))} " if error_sentence(error) else "") + (
         f"Savings are against the baseline trial {esc(document['baseline'])} (what one would run untuned"
         f"{'; ' + esc(against) if against else ''}); "
         "n/a where the baseline is not feasible. "
     )
-    if "max_slowdown" in view.picks:  # a time-only study makes no energy pick: nothing of it to explain
-        explain += f"'{esc(pick_label('max_slowdown', params))}': least energy with time at most {params.max_slowdown:g} x the fastest. "
-    if "cost_weighted" in view.picks:
-        explain += (
-            f"'{esc(pick_label('cost_weighted', params))}': least eta x energy + (1 - eta) x P_max x time, with "
-            f"P_max = {params.max_power_per_gpu_w:g} W per {words.one} x the configuration's {words.many} (Zeus cost)."
-        )
     floor = unmeasured_floor_sentence(document.get("unmeasured_floor"), view.settings.hardware.name)
     floor_html = f'\n<p class="note">{esc(floor[0].upper() + floor[1:])}.</p>' if floor else ""
     return (f'<section id="picks"><h2>Recommended configurations</h2>\n{_table(headers, rows, "picks")}{floor_html}\n'
-            f'<p class="explain">{explain}</p></section>')
+            f'<p class="explain">{explain}</p>\n{_definitions_html(view, words)}</section>')
+
+
+def _device_words_in(text: str, words: DeviceWords) -> str:
+    """A definition written of GPUs, in the study's device words (a CPU profile's ranks are no GPUs)."""
+    return re.sub(r"\bGPU\b", words.one, re.sub(r"\bGPUs\b", words.many, text))
+
+
+def _definitions_html(view: StudyView, words: DeviceWords) -> str:
+    """What each pick is, and how to choose among them (picks.pick_definitions, as report.md says them): a lead who
+    never ran the tool must be able to weigh the knee or cost-weighted pick, and be told which to deploy."""
+    params = view.pick_parameters
+    items = "".join(f"<li>{esc(_device_words_in(definition, words))}</li>" for definition in pick_definitions(params, view.picks))
+    power = ""
+    if "cost_weighted" in view.picks and params.max_power_per_gpu_w is not None:
+        power = (f"The cost-weighted pick's max power: {params.max_power_per_gpu_w:g} W per {esc(words.one)} x the "
+                 f"configuration's {esc(words.many)}.")
+    # One pick (a time-only study) leaves nothing to choose between.
+    choosing = f" {esc(CHOOSING_A_PICK)}" if len(set(view.picks)) > 1 else ""
+    return (f'<div class="definitions"><p>What each pick is:</p>\n<ul>{items}</ul>\n'
+            f"<p>{power}{choosing}</p></div>")
 
 
 def _components_html(point: Point, words: DeviceWords) -> str:
