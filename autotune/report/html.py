@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from autotune.atomic_write import write_text_atomic
+from autotune.study.storage import STUDY_NAME
 
 from autotune.report.noise import noise_line
 from autotune.report.device_words import DeviceWords, view_device_words
@@ -44,6 +45,13 @@ COMPONENT_ORDER = ("gpu", "cpu", "memory_interconnect")
 
 
 
+def _study_words(document: dict) -> str:
+    """` (study NAME)` for a study not of the default name: several studies share one --storage database, and a
+    report that does not say which is ambiguous (trial 49); "" for the default, which names nothing."""
+    name = document.get("study_name")
+    return f" (study {name})" if name and name != STUDY_NAME else ""
+
+
 def header_section(view: StudyView, document: dict, run_dir: Path) -> str:
     workload = document["workload"]
     counts = trial_counts(document, view)
@@ -59,7 +67,7 @@ def header_section(view: StudyView, document: dict, run_dir: Path) -> str:
     inputs = f'<p class="inputs">{esc(said)}</p>\n' if (said := inputs_sentence(document.get("inputs"))) else ""
     return (
         f"<header><h1>autotune report: {esc(document['model'])} on {esc(nodes_header(document))} of "
-        f"{esc(hardware_text(document))}</h1>\n"
+        f"{esc(hardware_text(document))}{esc(_study_words(document))}</h1>\n"
         f'<p class="provenance provenance-{esc(document["source"] if isinstance(document["source"], str) else "mixed")}">'
         f"<strong>Where the figures come from:</strong> {esc(provenance_sentence(document))} "
         f"Backend: {esc(document['backend'])} ({esc(document.get('backend_reason', ''))}).</p>\n"
@@ -353,7 +361,7 @@ article.pick { border: 1px solid #ddd; border-radius: 6px; padding: 4px 16px; ma
 
 def render_report_html(view: StudyView, document: dict, run_dir: Path) -> str:
     body = "\n".join(section(view, document, run_dir) for section in SECTIONS)
-    title = f"autotune: {document['model']} on {document['hardware']}"
+    title = f"autotune: {document['model']} on {document['hardware']}{_study_words(document)}"
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
         f"<title>{esc(title)}</title>\n<style>{STYLE}</style></head>\n<body>\n{body}\n</body></html>\n"

@@ -1,0 +1,19 @@
+"""report.html names a study not of the default name, escaped, in its title and heading: several studies share
+one --storage database, and the name was in pareto.json alone (trial 49)."""
+
+import re
+
+from tests.cli import autotune_main
+
+
+def test_a_named_study_is_in_the_title_and_heading_escaped(simulated_run, tmp_path):
+    assert "(study " not in (simulated_run / "report.html").read_text()  # the default name says nothing
+    out = tmp_path / "named"
+    hostile = "st<script>alert(1)</script>&\"q\" x"
+    done = autotune_main("run", "--model", "7b", "--nodes", "1", "--trials", "2", "--study-name", hostile, "--out", out)
+    assert done.returncode == 0, done.stderr
+    page = (out / "report.html").read_text()
+    escaped = re.escape("(study st&lt;script&gt;alert(1)&lt;/script&gt;&amp;&quot;q&quot; x)")
+    assert re.search(rf"<title>[^<]*{escaped}</title>", page)
+    assert re.search(rf"<h1>[^<]*{escaped}</h1>", page)
+    assert "<script" not in page
