@@ -320,7 +320,11 @@ SECTIONS = [
 ]
 
 STYLE = """
-body { font-family: system-ui, sans-serif; margin: 24px auto; max-width: 1200px; color: #222; line-height: 1.4; }
+body { font-family: system-ui, sans-serif; margin: 24px auto; padding: 0 16px; max-width: 1200px; color: #222; line-height: 1.4; }
+/* A phone (390 px) shows the whole page: charts scale to the column, wide tables scroll in their own box. */
+svg.chart { max-width: 100%; height: auto; } .table-scroll { overflow-x: auto; max-width: 100%; }
+.importance-row > * { min-width: 0; max-width: 100%; } code { overflow-wrap: anywhere; }
+@media (max-width: 600px) { body { margin: 12px auto; padding: 0 10px; } table { font-size: 0.8em; } }
 h1 { font-size: 1.5em; } h2 { border-bottom: 1px solid #ddd; padding-bottom: 4px; margin-top: 1.6em; }
 .provenance { background: #eef4ff; border-left: 4px solid #3b6fd8; padding: 8px 12px; }
 .provenance-simulated { background: #fff6e5; border-left-color: #d89a3b; }
@@ -364,6 +368,8 @@ def render_report_html(view: StudyView, document: dict, run_dir: Path) -> str:
     title = f"autotune: {document['model']} on {document['hardware']}{_study_words(document)}"
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+        # Without it a phone lays the page out 980 px wide and zooms it all out.
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{esc(title)}</title>\n<style>{STYLE}</style></head>\n<body>\n{body}\n</body></html>\n"
     )
 

@@ -17,4 +17,6 @@ def table(headers: list[str], rows: list[list[str]], css_class: str = "") -> str
     """Cells are HTML already (callers escape); headers are escaped here."""
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
     body = "\n".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return f'<table class="{css_class}"><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>'
+    # In a box of its own that scrolls sideways: a wide table on a phone no longer widens the whole page.
+    return (f'<div class="table-scroll"><table class="{css_class}"><thead><tr>{head}</tr></thead><tbody>\n{body}\n'
+            "</tbody></table></div>")
