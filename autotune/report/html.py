@@ -27,7 +27,8 @@ from autotune.ds_config import deepspeed_config
 from autotune.report.front import Point
 from autotune.report.html_analysis import importance_section, power_html, tuning_cost_section
 from autotune.report.html_deploy import deployment_notes_html
-from autotune.report.timeline import PROVENANCE_WORDS
+from autotune.report.html_words import component_words, swatch
+from autotune.report.timeline import PROVENANCE_WORDS, power_profile
 from autotune.report.html_parts import esc, table as _table
 from autotune.report.inputs import inputs_sentence
 from autotune.report.pareto_json import hardware_text, provenance_sentence, trial_counts, unrecorded_count, workload_sentence
@@ -87,6 +88,14 @@ def _marker_name(view: StudyView, trial: int) -> str:
     return ", ".join(labels + (["baseline"] if trial == view.baseline_trial else []))
 
 
+def _legend_keys(view: StudyView, line: str) -> str:
+    """The scatter's keys, each with its shape as well as its colour (a grey print or a colour-blind reader
+    tells the front from the rest by fill, not by shade of blue); ends with the infeasible key, its words to follow."""
+    return (f'<span class="key front"></span> {esc(front_title(view.time_only))} (filled{line}; the picks drawn larger, '
+            'labelled) <span class="key feasible"></span> other feasible (hollow) <span class="key baseline"></span> '
+            'baseline (labelled) <span class="key infeasible"></span> (square) ')
+
+
 def time_plot_section(view: StudyView, document: dict, timed: list[dict]) -> str:
     """Where no trial has an energy figure (a time-only study with no sensor and no estimate): time to solution
     of each trial against its number, so the plot shows what was ranked and says energy is unavailable."""
@@ -104,9 +113,8 @@ def time_plot_section(view: StudyView, document: dict, timed: list[dict]) -> str
                       f"Time to solution of every evaluated trial ({time_source} time; energy {UNAVAILABLE})",
                       log_allowed=(False, True))  # trial numbers are counted: never a log axis
     legend = (
-        f'<p class="legend"><span class="key front"></span> {esc(front_title(view.time_only))} <span class="key feasible"></span> '
-        'other feasible <span class="key baseline"></span> baseline <span class="key infeasible"></span> '
-        f"infeasible or failed with a time. Energy is {UNAVAILABLE} for every trial (no sensor saw it and nothing "
+        f'<p class="legend">{_legend_keys(view, "")}infeasible or failed with a time. '
+        f"Energy is {UNAVAILABLE} for every trial (no sensor saw it and nothing "
         "estimated it), so time is plotted against the trial number. Hover a point for its configuration.</p>"
     )
     return f'<section id="scatter"><h2>Time to solution</h2>\n{svg}\n{legend}</section>'
@@ -143,9 +151,8 @@ def scatter_section(view: StudyView, document: dict, run_dir: Path) -> str:
                                 for what, unit, source in (("time", t_unit, time_source), ("energy", e_unit, energy_source)))
     svg = scatter_svg(markers, line, time_label, energy_label, str(title))
     legend = (
-        f'<p class="legend"><span class="key front"></span> {esc(front_title(view.time_only))} (line) <span class="key feasible"></span> '
-        'other feasible <span class="key baseline"></span> baseline <span class="key infeasible"></span> '
-        "infeasible or failed with figures. Hover a point for its configuration."
+        f'<p class="legend">{_legend_keys(view, ", joined by the line")}infeasible or failed with figures. '
+        "Hover a point for its configuration."
         + (f" {len(timed)} trial(s) with a time but energy {UNAVAILABLE} (no sensor saw it and nothing estimated it) are "
            "not on this plot; the tables below list them." if timed else "")
         + "</p>"
@@ -228,10 +235,12 @@ def _components_html(point: Point, words: DeviceWords) -> str:
     if not components:
         return "<p>No energy breakdown by component for this trial.</p>"
     names = [c for c in COMPONENT_ORDER if c in components] + sorted(set(components) - set(COMPONENT_ORDER))
-    parts = [(words.component(name), float(components[name])) for name in names if components[name] is not None]
+    parts = [(component_words(name, words), float(components[name])) for name in names if components[name] is not None]
     total = sum(v for _, v in parts) or 1.0
     e_unit, e_div = energy_unit([v for _, v in parts])
-    rows = [[esc(name), esc(figure(v, e_div)), esc(f"{100 * v / total:.1f}%")] for name, v in parts]
+    # The bar labels only the parts wide enough for a name: each row's swatch is the bar's colour key.
+    rows = [[swatch(f"part-{i}") + esc(name), esc(figure(v, e_div)), esc(f"{100 * v / total:.1f}%")]
+            for i, (name, v) in enumerate(parts)]
     bar = stacked_bar_svg(parts, f"energy by component, trial {point.trial} ({point.energy_source} energy)")
     source = f'<p class="explain">Energy {esc(PROVENANCE_WORDS.get(point.energy_source, point.energy_source))}.</p>'
     return f'<div class="components">{bar}\n{_table(["component", f"energy {e_unit}", "share"], rows, "components")}{source}</div>'
@@ -252,6 +261,12 @@ def _config_html(view: StudyView, names: list[str], point: Point, run_dir: Path)
     return f"{notes}<p>DeepSpeed config: {links}</p>\n<pre>{esc(text)}</pre>"
 
 
+def _step_heading(point: Point, words: DeviceWords) -> str:
+    """What the chart under it shows: a simulated trial has no power timeline, only the time of each phase."""
+    has_timeline = power_profile(point.extra.get("details") or {}, words) is not None
+    return "Power over one step" if has_timeline else "Time by phase in one step"
+
+
 def pick_details_section(view: StudyView, document: dict, run_dir: Path) -> str:
     blocks = []
     words = view_device_words(view)
@@ -262,7 +277,7 @@ def pick_details_section(view: StudyView, document: dict, run_dir: Path) -> str:
             f'<article class="pick" id="trial-{trial}"><h3>{esc(title)}: trial {trial}</h3>\n'
             f"<p>{esc(knobs_sentence(point.params))}; {esc(point.gpus)} {esc(words.many)}.</p>\n"
             f"<h4>Energy by component</h4>\n{_components_html(point, words)}\n"
-            f"<h4>Power over one step</h4>\n{power_html(point, words)}\n"
+            f"<h4>{_step_heading(point, words)}</h4>\n{power_html(point, words)}\n"
             f"{_config_html(view, names, point, run_dir)}</article>"
         )
     if not blocks:
@@ -341,11 +356,12 @@ pre { background: #f7f7f7; border: 1px solid #ddd; padding: 8px; max-height: 420
 .chart .plot-area { fill: #fff; stroke: #999; } .chart .grid { stroke: #eee; }
 .chart text { font-size: 12px; fill: #333; } .chart .axis-label { font-size: 13px; }
 .front-line { fill: none; stroke: #3b6fd8; stroke-width: 2; }
-.marker.front, .sweep-point { fill: #3b6fd8; } .marker.feasible { fill: #9bb3e0; }
+/* Front and other points differ by more than colour: the front filled, the others hollow rings. */
+.marker.front, .sweep-point { fill: #3b6fd8; } .marker.feasible { fill: #fff; stroke: #5b7fc8; stroke-width: 1.5; }
 .marker.baseline { fill: #ff9f1c; } .marker.infeasible { fill: none; stroke: #c62828; stroke-width: 1.5; }
 .pick-label { font-weight: 600; } .leader { stroke: #888; stroke-width: 0.8; }
 .legend .key { display: inline-block; width: 10px; height: 10px; border-radius: 50%; margin-left: 10px; }
-.legend .key.front { background: #3b6fd8; } .legend .key.feasible { background: #9bb3e0; }
+.legend .key.front { background: #3b6fd8; } .legend .key.feasible { background: #fff; border: 1.5px solid #5b7fc8; }
 .legend .key.baseline { background: #ff9f1c; } .legend .key.infeasible { border: 1.5px solid #c62828; border-radius: 0; }
 .part-0 { fill: #3b6fd8; } .part-1 { fill: #ff9f1c; } .part-2 { fill: #2a9d8f; } .part-3 { fill: #9b5de5; }
 .part-4 { fill: #999; } .chart .bar-label { fill: #fff; font-weight: 600; }
@@ -355,6 +371,9 @@ pre { background: #f7f7f7; border: 1px solid #ddd; padding: 8px; max-height: 420
 .band.phase-optimizer { fill: #e4c1f9; } .band.phase-none { fill: #f2f2f2; } .band.phase-compute { fill: #b8e0d2; }
 .band.phase-communication { fill: #cfe3ff; } .band.phase-activation_offload { fill: #ffd6a5; }
 .band.phase-gpu_optimizer { fill: #e4c1f9; } .band.phase-host_optimizer { fill: #f9c6c9; }
+.band.phase-zero3_block_overhead { fill: #fde68a; } .band.phase-step_overhead { fill: #d6d3d1; }
+.band { fill: #e5e5e5; }  /* a phase without its own colour: never SVG's default black */
+.swatch { vertical-align: -1px; } .swatch rect { stroke: #999; stroke-width: 0.5; }
 .chart .band + .bar-label { fill: #222; }
 figure.power { margin: 8px 0; } figcaption { font-size: 0.9em; color: #444; }
 article.pick { border: 1px solid #ddd; border-radius: 6px; padding: 4px 16px; margin: 12px 0; }

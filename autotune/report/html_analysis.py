@@ -8,6 +8,7 @@ from pathlib import Path
 from autotune.report.device_words import GPU_WORDS, DeviceWords
 from autotune.report.front import Point
 from autotune.report.html_parts import esc, num, table
+from autotune.report.html_words import swatch
 from autotune.report.importance import METHOD, OBJECTIVE_TITLES, held_fixed
 from autotune.report.payback import SECONDS_PER_HOUR, cost_sentence, saved_label
 from autotune.report.picks import pick_label
@@ -87,7 +88,7 @@ def _phase_table(block: dict, words: DeviceWords) -> str:
         return ""
     rows = [
         # Three significant figures: a CPU probe's phases last milliseconds and take joules, never "0".
-        [esc(phase_label(name, words)), esc(figure(p.get("time_s"))), esc(figure(p.get("energy_j"))),
+        [swatch(f"band {phase_css(name)}") + esc(phase_label(name, words)), esc(figure(p.get("time_s"))), esc(figure(p.get("energy_j"))),
          esc(figure(p.get("mean_power_w"))), esc(p.get("steps"))]
         for name, p in phases.items()
     ]
@@ -108,7 +109,7 @@ def power_html(point: Point, words: DeviceWords = GPU_WORDS) -> str:
             f"Power of {node} over {scope}, {what}" + (f" ({profile.sensors})" if profile.sensors else "")
             + ". Phases are shaded from the trainer's phase marks, as exact as the sampling period."
         )
-        svg = power_timeline_svg(profile.samples, title, words)
+        svg = power_timeline_svg(profile.samples, title, words, provenance=profile.provenance)
         return f'<figure class="power">{svg}\n<figcaption>{esc(caption)}</figcaption></figure>\n{_phase_table(details["energy"], words)}'
     phases = simulated_phases(details)
     if phases and point.source == "simulated":
@@ -116,7 +117,9 @@ def power_html(point: Point, words: DeviceWords = GPU_WORDS) -> str:
         labelled = [(phase_label(name, words), s) for name, s in phases]
         bar = stacked_bar_svg(labelled, f"simulated phases of one step, trial {point.trial}", width_px=760,
                               value_text=time_text, css_classes=[f"band {phase_css(name)}" for name, _ in phases])
-        rows = [[esc(label), esc(figure(s)), esc(f"{100 * s / step_s:.1f}%")] for label, s in labelled]
+        # Each row's swatch is the bar's colour key: the bar names only the phases wide enough to hold a name.
+        rows = [[swatch(f"band {phase_css(name)}") + esc(label), esc(figure(s)), esc(f"{100 * s / step_s:.1f}%")]
+                for (name, _), (label, s) in zip(phases, labelled)]
         return (
             f'<figure class="power">{bar}\n<figcaption>Simulated by the analytic model (nothing was measured): '
             f"the phases of one {step_s:.3g} s step. No power timeline exists for a simulated trial.</figcaption></figure>\n"

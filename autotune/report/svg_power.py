@@ -17,9 +17,10 @@ def phase_css(phase: str | None) -> str:
 
 
 def power_timeline_svg(samples: list[tuple[float, float, str | None]], title: str, words: DeviceWords = GPU_WORDS,
-                       width_px: int = 760, height_px: int = 260) -> str:
+                       width_px: int = 760, height_px: int = 260, provenance: str = "measured") -> str:
     """Power (W) against seconds, phases shaded behind the line, a legend of the phases drawn; `words`
-    name the device the phases ran on."""
+    name the device the phases ran on; the y axis names a `provenance` other than measured (a screenshot
+    of an estimated timeline loses the caption that says so)."""
     times = [t for t, _, _ in samples]
     powers = [p for _, p, _ in samples]
     # From 0 W: the idle floor is part of the story. Room below for the axis label and the phase legend.
@@ -34,7 +35,7 @@ def power_timeline_svg(samples: list[tuple[float, float, str | None]], title: st
             f'<rect class="band {escape(phase_css(phase))}" x="{px(start):.1f}" y="{top}" '
             f'width="{px(end) - px(start):.1f}" height="{plot_h}"><title>{escape(label)}</title></rect>'
         )
-    out += axes(frame, "time in the step (s)", "power (W)")  # over the bands, under the line
+    out += axes(frame, "time in the step (s)", "power (W)" if provenance == "measured" else f"power (W, {provenance})")  # over the bands, under the line
     line = " ".join(f"{px(t):.1f},{py(p):.1f}" for t, p in zip(times, powers))
     out.append(f'<polyline class="power-line" points="{line}"/>')
     x = float(frame.left)

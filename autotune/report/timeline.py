@@ -25,6 +25,8 @@ PHASE_LABELS = {
     "activation_offload": "activation offload wait",
     "gpu_optimizer": "optimizer (GPU)",
     "host_optimizer": "optimizer (CPU offload)",
+    "zero3_block_overhead": "ZeRO-3 per-block overhead",
+    "step_overhead": "fixed per-step overhead",
 }
 
 

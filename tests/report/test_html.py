@@ -39,8 +39,8 @@ def test_page_sections_for_a_simulated_run(simulated_run):
     assert {link[len("configs/"):-len(".json")] for link in _links(html) if link.startswith("configs/")} == stems
     assert html.count("<pre>") == len(set(doc["recommendations"].values()))  # one config per distinct pick
     assert "&quot;zero_optimization&quot;" in html
-    for component in ("gpu", "cpu", "memory_interconnect"):
-        assert f"<td>{component}</td>" in html
+    for index, component in enumerate(("GPUs", "CPU", "memory and interconnect")):  # each with its bar's colour key
+        assert re.search(rf'<td><svg class="swatch"[^>]*><rect class="part-{index}"[^>]*/></svg> {component}</td>', html)
 
 
 def test_failed_and_oom_trials_shown_apart_and_escaped(failing_run):
