@@ -29,17 +29,17 @@ from autotune.report.html_analysis import importance_section, power_html, tuning
 from autotune.report.html_deploy import deployment_notes_html
 from autotune.report.html_words import component_words, swatch
 from autotune.report.timeline import PROVENANCE_WORDS, power_profile
-from autotune.report.html_parts import esc, table as _table
+from autotune.report.html_parts import esc, plus_minus, table as _table
 from autotune.report.inputs import inputs_sentence
 from autotune.report.pareto_json import hardware_text, provenance_sentence, trial_counts, unrecorded_count, workload_sentence
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar
-from autotune.report.picks import CHOOSING_A_PICK, PICK_FILES, pick_definitions, baseline_label, front_title, missing_change, pick_label, picks_by_trial, short_pick_label
+from autotune.report.picks import CHOOSING_A_PICK, PICK_FILES, pick_definitions, baseline_label, front_title, missing_change, pick_label, picks_by_trial
 from autotune.report.power_limit import power_limit_section
 from autotune.report.study_points import StudyView
 from autotune.report.svg import Marker, scatter_svg, stacked_bar_svg
 from autotune.candidate import knobs_sentence
 from autotune.report.table import knob_columns, knob_value
-from autotune.report.within_noise import change_text, ties_text
+from autotune.report.within_noise import change_text, energy_change_text, ties_text
 
 # Components are drawn in this order; a measured result may name others, which follow.
 COMPONENT_ORDER = ("gpu", "cpu", "memory_interconnect")
@@ -84,7 +84,9 @@ def _marker_class(view: StudyView, trial: int) -> str:
 
 
 def _marker_name(view: StudyView, trial: int) -> str:
-    labels = [short_pick_label(n, view.pick_parameters) for n in picks_by_trial(view).get(trial, [])]
+    # The names the tables and `export --pick` use (the tables say what each means): "within 5%" and "cost (eta
+    # 0.5)" on the chart matched no row of the picks table.
+    labels = [PICK_FILES.get(n, n) for n in picks_by_trial(view).get(trial, [])]
     return ", ".join(labels + (["baseline"] if trial == view.baseline_trial else []))
 
 
@@ -186,16 +188,17 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
             esc(figure(p.tflops) + figure_bar(error, picked, p, "tflops")),
             esc(per_energy_figure(p.tflop_per_kj, p.energy_kj) + estimate_mark(sources, p.energy_source)),
             *(["the baseline"] * 3 if p.trial == view.baseline_trial else [  # no change against itself, as in the terminal
-                esc(change_text(row, "energy_saved_pct", noise, stated, missing_change("energy_saved_pct", p, base)) + estimated),
-                esc(change_text(row, "time_change_pct", noise, stated, missing_change("time_change_pct", p, base))),
-                esc(change_text(row, "tflop_per_kj_change_pct", noise, stated, missing_change("tflop_per_kj_change_pct", p, base))
-                    + estimated),
+                # "energy used +0.2%" for a pick that uses more, never "energy saved -0.2%" (as report.md says it).
+                esc(plus_minus(energy_change_text(row, noise, stated, missing_change("energy_saved_pct", p, base))) + estimated),
+                esc(plus_minus(change_text(row, "time_change_pct", noise, stated, missing_change("time_change_pct", p, base)))),
+                esc(plus_minus(change_text(row, "tflop_per_kj_change_pct", noise, stated,
+                                           missing_change("tflop_per_kj_change_pct", p, base))) + estimated),
             ]),
         ])
     headers = ["pick", "trial", "configuration", f"time {t_unit}{header_bar(error, picked, 'time_s')}",
                f"energy {e_unit}{header_bar(error, picked, 'energy_kj')}{estimate_header(sources)}", f"TFLOP/s {words.per()}{header_bar(error, picked, 'tflops')}",
-               f"TFLOP /kJ{estimate_header(sources)}",
-               "energy saved", "time change", "TFLOP/kJ change"]
+               f"TFLOP/kJ{estimate_header(sources)}",
+               "energy change", "time change", "TFLOP/kJ change"]
     against = next((baseline_label(p, base) for p in picked if baseline_label(p, base)), "")
     explain = (f"{esc(error_sentence(error))} " if error_sentence(error) else "") + (
         f"Savings are against the baseline trial {esc(document['baseline'])} (what one would run untuned"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from autotune.report.device_words import GPU_WORDS, DeviceWords
 from autotune.report.front import Point
-from autotune.report.html_parts import esc, num, table
+from autotune.report.html_parts import esc, num, plus_minus, table
 from autotune.report.html_words import swatch
 from autotune.report.importance import METHOD, OBJECTIVE_TITLES, held_fixed
 from autotune.report.payback import SECONDS_PER_HOUR, cost_sentence, saved_label
@@ -55,7 +55,7 @@ def tuning_cost_section(view: StudyView, document: dict, run_dir: Path) -> str:
         def kwh(saved_kj, row=row) -> str:
             return (num(None if saved_kj is None else saved_kj / SECONDS_PER_HOUR, ".3g")
                     + ("" if saved_kj is None else saved_label(row))
-                    + noise_mark(row.get("energy_change_pct"), row.get("energy_noise_pct")))
+                    + plus_minus(noise_mark(row.get("energy_change_pct"), row.get("energy_noise_pct"))))
 
         # The terminal says no saving of the baseline against itself; "0 (estimated)" read as a measured nothing.
         baseline = row["trial"] == view.baseline_trial

@@ -9,6 +9,17 @@ def esc(value) -> str:
     return escape("" if value is None else str(value))
 
 
+def plus_minus(text: str) -> str:
+    """`(within noise: +- 9%)`: the report.within_noise marks' `±` as the rest of the page writes an error
+    (`12.6 +- ?%`, `time +- 3.4%`), so one page spells it one way."""
+    return text.replace("±", "+- ")
+
+
+def limit_text(limit: float) -> str:
+    """A power limit as every other output writes it: `1.0`, `0.7`, `0.75` (never a bare `1`)."""
+    return f"{limit:.1f}" if round(limit, 1) == limit else f"{limit:g}"
+
+
 def num(value, spec: str) -> str:
     return "n/a" if value is None else format(value, spec)
 

@@ -13,11 +13,11 @@ from html import escape
 from autotune.candidate import UNTOUCHED_DEVICE_SETTINGS, device_knobs_text
 from autotune.report.error_bars import extrapolated, outside_words, point_bar, simulator_error
 from autotune.report.front import Point
-from autotune.report.html_parts import esc, table
+from autotune.report.html_parts import esc, limit_text, plus_minus, table
 from autotune.report.picks import missing_change, savings
 from autotune.report.svg import Frame, axes, chart_start, nice_ticks
 from autotune.report.units import energy_figure, energy_text, energy_unit, figure, time_text, time_unit
-from autotune.report.within_noise import change_text, labelled_change_text, savings_error, savings_noise
+from autotune.report.within_noise import change_text, energy_change_text, labelled_change_text, savings_error, savings_noise
 
 
 def _setting(params: dict, knob: str):
@@ -96,7 +96,7 @@ def power_limit_section(view, document: dict, run_dir) -> str:
     e_unit, e_div = energy_unit([p.energy_kj for p in sweep])
     # Each point's figures in their own unit (the axes' suits the largest): never a column of zeros; and with
     # their labels, as the time-vs-energy plot's hover and axes have them (a screenshot loses the table beside it).
-    tips = [f"trial {p.trial}: power limit {limit:g}, {time_text(p.time_s)} ({p.source}), "
+    tips = [f"trial {p.trial}: power limit {limit_text(limit)}, {time_text(p.time_s)} ({p.source}), "
             f"{energy_text(p.energy_kj)} ({p.energy_source})" for p, limit in zip(sweep, limits)]
     x_label = "power limit (fraction of the default)"
     # Energy is drawn at the limits that have it (a time-only study's may be unavailable; the table says so).
@@ -113,20 +113,20 @@ def power_limit_section(view, document: dict, run_dir) -> str:
     for p, limit in zip(sweep, limits):
         change = savings(p, base) if base is not None else {"energy_saved_pct": None, "time_change_pct": None}
         noise, stated = savings_noise(p, base), savings_error(p, base, error)
-        rows.append([esc(f"{limit:g}"), esc(p.trial), esc(figure(p.time_s, t_div) + point_bar(error, p, "time_s")),
+        rows.append([esc(limit_text(limit)), esc(p.trial), esc(figure(p.time_s, t_div) + point_bar(error, p, "time_s")),
                      esc(energy_figure(p.energy_kj, e_div) + point_bar(error, p, "energy_kj")),
-                     esc(change_text(change, "energy_saved_pct", noise, stated, missing=missing_change("energy_saved_pct", p, base))),
-                     esc(change_text(change, "time_change_pct", noise, stated)),
+                     esc(plus_minus(energy_change_text(change, noise, stated, missing=missing_change("energy_saved_pct", p, base)))),
+                     esc(plus_minus(change_text(change, "time_change_pct", noise, stated))),
                      esc(p.source if p.energy_source == p.source else f"{p.source} time, {p.energy_source} energy")])
     fixed = {k: v for k, v in sweep[0].params.items() if k not in UNTOUCHED_DEVICE_SETTINGS}
     what = ", ".join(f"{k} {v}" for k, v in fixed.items()) + device_knobs_text({"sm_clock_mhz": sweep[0].params.get("sm_clock_mhz")})
     return (
         '<section id="power-limit"><h2>Power limit of the best parallel configuration</h2>\n'
         f"<p>The fastest pick's configuration ({esc(what)}) at every evaluated power limit "
-        f"({esc(_sources(sweep, error))}; each row's in its last column). Energy saved and time change are "
+        f"({esc(_sources(sweep, error))}; each row's in its last column). Energy and time change are "
         "against the same configuration at its default limit (1.0), n/a where that was not evaluated.</p>\n"
         f'<div class="importance-row">{charts}</div>\n'
-        + table(["power limit", "trial", f"time {t_unit}", f"energy {e_unit}", "energy saved", "time change", "source"], rows,
+        + table(["power limit", "trial", f"time {t_unit}", f"energy {e_unit}", "energy change", "time change", "source"], rows,
                 "power-limit")
         + "</section>"
     )
