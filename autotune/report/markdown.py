@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from autotune.report.device_words import view_device_words
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar
 from autotune.report.noise import noise_line
@@ -25,30 +27,68 @@ def md_cell(value) -> str:
     return "" if value is None else str(value).replace("|", "\\|").replace("\n", " ")
 
 
+# What Markdown (GitHub's, raw HTML on) reads as syntax inside a line: emphasis, code, links and autolinks
+# (`:`), headings' closing `#`, table pipes, strikethrough, and the backslash itself. `<`, `>` and `&` become
+# entities, so `<b>` or `<!--` in a name cannot open a tag or hide the rest of an issue.
+_MD_SYNTAX = re.compile(r"([\\`*_{}\[\]()#+!|~:])")
+
+
+def md_text(value) -> str:
+    """A name (model, study, path) as literal Markdown text: shown as written, never rendered (trial 49 #8: a
+    model named `<b>x</b> *y* [l](http://e.com)` came out bold, emphasised and a live link)."""
+    text = " ".join(str(value).splitlines())
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_SYNTAX.sub(r"\\\1", text)
+
+
+def _names(document: dict) -> list[str]:
+    """The names a user chose that the report's sentences quote: the only text in them not written here."""
+    inputs = document.get("inputs") or {}
+    replayed = inputs.get("measurements") or {}
+    names = [document.get("model"), document.get("study_name"), document.get("hardware"), document.get("calibrated_from"),
+             document.get("hardware_file"), replayed.get("file"), document.get("storage")]
+    return [n for n in names if isinstance(n, str) and n and md_text(n) != n]
+
+
+def md_names(sentence: str, document: dict) -> str:
+    """A sentence of the report's on one line (md_cell) with every name in it escaped (md_text), its own
+    Markdown (`code`) kept."""
+    names = sorted(set(_names(document)), key=len, reverse=True)  # the longest first: one name may hold another
+    if not names:
+        return md_cell(sentence)
+    # The split keeps each name (the group) at the odd places: escaped once, not again as a cell's pipe.
+    parts = re.split("(" + "|".join(map(re.escape, names)) + ")", sentence)
+    return "".join(md_text(part) if i % 2 else md_cell(part) for i, part in enumerate(parts))
+
+
 def _row(cells) -> str:
     return "| " + " | ".join(md_cell(c) for c in cells) + " |"
 
 
 def markdown_report(view: StudyView, document: dict) -> str:
     counts = trial_counts(document, view)
+
+    def say(sentence: str) -> str:  # a sentence of ours that may quote a name: the name escaped, the rest kept
+        return md_names(sentence, document)
+
     lines = [
-        f"### autotune: {md_cell(document['model'])} on {md_cell(nodes_header(document))} of {md_cell(hardware_text(document))}",
+        f"### autotune: {md_text(document['model'])} on {md_cell(nodes_header(document))} of {md_names(hardware_text(document), document)}",
         "",
-        f"**{provenance_sentence(document)}** Backend `{document['backend']}`. "
-        f"{document['trials']} trials ({counts}); baseline trial {document['baseline']}.",
+        f"**{say(provenance_sentence(document))}** Backend `{document['backend']}`. "
+        f"{document['trials']} trials ({say(counts)}); baseline trial {document['baseline']}.",
         "",
-        md_cell(workload_sentence(document["workload"], document.get("model_caveats"))),
+        say(workload_sentence(document["workload"], document.get("model_caveats"))),
         "",
     ]
     if inputs := inputs_sentence(document.get("inputs")):
-        lines += [md_cell(inputs), ""]
+        lines += [say(inputs), ""]
     if document.get("note"):
-        lines += [f"> **{document['note']}**", ""]
+        lines += [f"> **{say(document['note'])}**", ""]
     if noise_text := noise_line(document):
-        lines += [noise_text, ""]
+        lines += [say(noise_text), ""]
     error = document.get("simulator_error")
     if error_sentence(error):
-        lines += [error_sentence(error), ""]
+        lines += [say(error_sentence(error)), ""]
     if view.front:
         labels = {t: [pick_label(n, view.pick_parameters) for n in names] for t, names in picks_by_trial(view).items()}
         columns = knob_columns(p.params for p in view.front)
@@ -99,16 +139,16 @@ def markdown_report(view: StudyView, document: dict) -> str:
             )
         lines.append("")
     if sweep_sentence(view):
-        lines += [sweep_sentence(view), ""]
+        lines += [say(sweep_sentence(view)), ""]
     if floor := unmeasured_floor_sentence(document.get("unmeasured_floor"), view.settings.hardware.name):
-        lines += [floor, ""]
+        lines += [say(floor), ""]
     if "search" in document:
         # Whether the study finished is a reader's first question of a report pasted into an issue (the
         # terminal and the page said it; this one did not).
         from autotune.report.search import search_sentences
 
         found = search_sentences({**document["search"], "predicted": document.get("predicted", [])})
-        lines += ["**Search**", "", *(f"- {line}" for line in found), ""] if found else []
+        lines += ["**Search**", "", *(f"- {say(line)}" for line in found), ""] if found else []
     lines += analysis_lines(view, document)
     return "\n".join(lines) + "\n"
 
@@ -119,13 +159,14 @@ def analysis_lines(view: StudyView, document: dict) -> list[str]:
     importance = document.get("importance")
     if isinstance(importance, dict):
         lines += ["**Which knobs mattered** (share of each objective's variation, fANOVA over the feasible trials)", ""]
-        lines += [f"- {OBJECTIVE_TITLES.get(name, name)}: {importance_sentence(shares)}" for name, shares in importance.items()]
+        lines += [f"- {OBJECTIVE_TITLES.get(name, name)}: {md_names(importance_sentence(shares), document)}"
+                  for name, shares in importance.items()]
         lines.append("")
     cost = document.get("tuning_cost")
     if cost:
-        lines += [f"**Tuning cost**: {cost_sentence(cost)}", ""]
+        lines += [f"**Tuning cost**: {md_names(cost_sentence(cost), document)}", ""]
         lines += [
-            f"- {', '.join(pick_label(n, view.pick_parameters) for n in names)} (trial {row['trial']}): {payback_sentence(row)}"
+            f"- {', '.join(pick_label(n, view.pick_parameters) for n in names)} (trial {row['trial']}): {md_names(payback_sentence(row), document)}"
             for names, row in payback_by_trial(cost["payback"])
         ]
         lines.append("")

@@ -98,8 +98,9 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
                else f"time is [bold]{source}[/], energy is [bold]{energy_source}[/]"
                + escape(not_measured_text(document.get("energy_not_measured") or [])))
     console.print(
-        f"[bold]{document['model']}[/] on {nodes_header(document)} of {escape(hardware_text(document))}, "
-        f"backend {document['backend']}: {figures}"
+        # A name is the user's: `bad[/]name [red]x` printed as "badname x" (trial 49 #9) unless escaped.
+        f"[bold]{escape(document['model'])}[/] on {escape(nodes_header(document))} of {escape(hardware_text(document))}, "
+        f"backend {escape(document['backend'])}: {figures}"
     )
     console.print(escape(workload_sentence(document["workload"], document.get("model_caveats"))))
     console.print(escape(f"{document['trials']} trials ({trial_counts(document, view)})"))
