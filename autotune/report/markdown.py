@@ -9,7 +9,7 @@ from autotune.report.error_bars import error_sentence, figure_bar, header_bar
 from autotune.report.noise import noise_line
 from autotune.report.unmeasured_floor import unmeasured_floor_sentence
 from autotune.report.units import energy_figure, energy_unit, estimate_header, estimate_mark, figure, per_energy_figure, time_unit
-from autotune.report.pareto_json import nodes_header
+from autotune.report.pareto_json import named_study, nodes_header
 from autotune.report.pareto_json import hardware_text, provenance_sentence, trial_counts, workload_sentence
 from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
 from autotune.report.inputs import inputs_sentence
@@ -72,7 +72,8 @@ def markdown_report(view: StudyView, document: dict) -> str:
         return md_names(sentence, document)
 
     lines = [
-        f"### autotune: {md_text(document['model'])} on {md_cell(nodes_header(document))} of {md_names(hardware_text(document), document)}",
+        f"### autotune: {md_text(document['model'])} on {md_cell(nodes_header(document))} of {md_names(hardware_text(document), document)}"
+        + (f", study {md_text(study)}" if (study := named_study(document)) else ""),
         "",
         f"**{say(provenance_sentence(document))}** Backend `{document['backend']}`. "
         f"{document['trials']} trials ({say(counts)}); baseline trial {document['baseline']}.",

@@ -53,6 +53,15 @@ def nodes_header(document: dict) -> str:
     return f"{text} (searchable: {nodes_text(_one_or_list(searchable))})"
 
 
+def named_study(document: dict) -> str | None:
+    """The study's --study-name where it is not the default: several studies share one --storage database, and
+    a report that said only the model and hardware read as any of them (trial 49 #10). None for the default."""
+    from autotune.study.storage import STUDY_NAME
+
+    name = document.get("study_name")
+    return name if isinstance(name, str) and name != STUDY_NAME else None
+
+
 def provenance(view: StudyView) -> dict:
     """Where time and energy came from, over every evaluated point."""
     sources = sorted({p.source for p in view.points if p.source})

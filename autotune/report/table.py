@@ -16,7 +16,7 @@ from autotune.report.error_bars import error_sentence, figure_bar, header_bar, p
 from autotune.report.fitted_table import print_table
 from autotune.report.noise import noise_line
 from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
-from autotune.report.pareto_json import hardware_text, nodes_header, not_measured_text, trial_counts, workload_sentence
+from autotune.report.pareto_json import hardware_text, named_study, nodes_header, not_measured_text, trial_counts, workload_sentence
 from autotune.report.payback import cost_sentence, estimated_saving_mark, payback_by_trial, payback_sentence
 from autotune.report.picks import baseline_label, missing_change, pick_label, picks_by_trial, time_only_energy_words
 from autotune.report.power_limit import sweep_sentence
@@ -99,8 +99,9 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
                + escape(not_measured_text(document.get("energy_not_measured") or [])))
     console.print(
         # A name is the user's: `bad[/]name [red]x` printed as "badname x" (trial 49 #9) unless escaped.
-        f"[bold]{escape(document['model'])}[/] on {escape(nodes_header(document))} of {escape(hardware_text(document))}, "
-        f"backend {escape(document['backend'])}: {figures}"
+        f"[bold]{escape(document['model'])}[/] on {escape(nodes_header(document))} of {escape(hardware_text(document))}"
+        + (f", study {escape(study)}" if (study := named_study(document)) else "")
+        + f", backend {escape(document['backend'])}: {figures}"
     )
     console.print(escape(workload_sentence(document["workload"], document.get("model_caveats"))))
     console.print(escape(f"{document['trials']} trials ({trial_counts(document, view)})"))

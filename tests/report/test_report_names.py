@@ -62,3 +62,18 @@ def test_the_terminal_prints_rich_markup_in_a_name_as_written(tmp_path_factory):
     out = io.StringIO()
     print_report(view, document, Console(file=out, width=200))
     assert out.getvalue().splitlines()[0].startswith("bad[/]name [red]x on 1 node(s)")
+
+
+ODD_STUDY = 'st<script>alert(1)</script>&"q"|x *s*'
+
+
+def test_a_named_study_is_named_in_the_markdown_header_and_the_terminal(odd_report):
+    view, document = odd_report
+    assert ", study" not in markdown_report(view, document).splitlines()[0]  # the default name, "autotune", says nothing
+    named = {**document, "study_name": ODD_STUDY}
+    heading = markdown_report(view, named).splitlines()[0]
+    assert heading.endswith(f", study {md_text(ODD_STUDY)}")
+    assert "st&lt;script&gt;alert(1)&lt;/script&gt;" in _rendered(heading)
+    out = io.StringIO()
+    print_report(view, named, Console(file=out, width=400))
+    assert f", study {ODD_STUDY}, backend simulate" in out.getvalue().splitlines()[0]
