@@ -108,21 +108,45 @@ _SOURCE_WORDS = {
     "measured": "measured on the hardware (probe runs; energy from its sensors)",
     "estimated": "estimated from a power model (no energy sensor was available)",
     "unavailable": "unavailable (no sensor and no estimate)",
-    "none": "not available (no trial has figures: none was evaluated, or every one ran out of memory or failed)",
+    "none": "not available (no probe succeeded)",
 }
+# `none` before any trial ran (a report of a study just opened): no probe has failed either.
+_NOTHING_EVALUATED = "not available (no trial has been evaluated yet)"
+# What the energy of an --objectives time study is where it has none: no objective, so nothing is missing from a ranking.
+_NOT_AN_OBJECTIVE = "not an objective of this study (--objectives time)"
+
+
+def _sources(source) -> list[str]:
+    return source if isinstance(source, list) else [source]
+
+
+def source_label(source) -> str:
+    """A short label of pareto.json's `source` or `energy_source`: `measured`, `mixed measured/simulated`, and
+    `not available` for ["none"] (no trial has figures), which read "mixed none" (trial 49 #7)."""
+    kinds = _sources(source)
+    if kinds == ["none"]:
+        return "not available"
+    return kinds[0] if len(kinds) == 1 else "mixed " + "/".join(kinds)
 
 
 def provenance_sentence(document: dict) -> str:
     """One line saying where time and energy came from, for the top of every report."""
 
     def words(source) -> str:
-        if isinstance(source, list):  # mixed sources: name each, never hide the mix
-            return "mixed: " + "; ".join(_SOURCE_WORDS.get(s, s) for s in source)
-        return _SOURCE_WORDS.get(source, source)
+        kinds = _sources(source)
+        if kinds == ["none"] and not document.get("trials"):
+            return _NOTHING_EVALUATED
+        if len(kinds) > 1:  # mixed sources: name each, never hide the mix
+            return "mixed: " + "; ".join(_SOURCE_WORDS.get(s, s) for s in kinds)
+        return _SOURCE_WORDS.get(kinds[0], kinds[0])  # one kind, or none (["none"]) is not a mix
 
     time_words = words(document["source"]).replace(" (probe runs; energy from its sensors)", " by probe runs")
+    energy = document["energy_source"]
+    energy_words = words(energy)
+    if document.get("objectives") == ["time"] and set(_sources(energy)) <= {"none", "unavailable"}:
+        energy_words = f"{_NOT_AN_OBJECTIVE}, and {energy_words}"
     left_out = not_measured_text(document.get("energy_not_measured") or [])
-    return f"Time is {time_words}. Energy is {words(document['energy_source'])}{left_out}."
+    return f"Time is {time_words}. Energy is {energy_words}{left_out}."
 
 
 def unrecorded_count(view: StudyView) -> int:

@@ -1,0 +1,42 @@
+"""The provenance line where no trial has figures, or where energy is no objective: not "mixed" (trial 49 #7)."""
+
+from autotune.commands.finish import build_report
+from autotune.report.markdown import markdown_report
+from autotune.report.pareto_json import provenance_sentence, source_label
+from autotune.study import load_finished_study
+
+
+def _document(source, energy, objectives=("time", "energy"), trials=2):
+    return {"source": source, "energy_source": energy, "objectives": list(objectives), "trials": trials}
+
+
+def test_a_study_whose_probes_all_failed_says_not_available_not_mixed(infeasible_run):
+    view, document = build_report(load_finished_study(infeasible_run))
+    md = markdown_report(view, document)
+    assert "mixed" not in md
+    assert "Time is not available (no probe succeeded). Energy is not available (no probe succeeded)." in md
+
+
+def test_a_time_only_study_without_energy_says_energy_is_no_objective():
+    said = provenance_sentence(_document(["none"], ["none"], ["time"]))
+    assert said == ("Time is not available (no probe succeeded). Energy is not an objective of this study "
+                    "(--objectives time), and not available (no probe succeeded).")
+    assert "not an objective" in provenance_sentence(_document("measured", "unavailable", ["time"]))
+    # Energy it has (simulated, estimated) it states as any study does.
+    assert provenance_sentence(_document("simulated", "simulated", ["time"])).endswith(
+        "Energy is simulated by the analytic model (no hardware was run).")
+
+
+def test_a_study_with_no_trial_yet_says_nothing_was_evaluated():
+    assert provenance_sentence(_document(["none"], ["none"], trials=0)).startswith(
+        "Time is not available (no trial has been evaluated yet).")
+
+
+def test_a_real_mix_is_still_named_each():
+    assert provenance_sentence(_document(["measured", "simulated"], "simulated")).startswith("Time is mixed: measured")
+
+
+def test_source_labels():
+    assert source_label(["none"]) == "not available"
+    assert source_label("measured") == "measured"
+    assert source_label(["measured", "simulated"]) == "mixed measured/simulated"
