@@ -9,7 +9,7 @@ from autotune.report.error_bars import error_sentence, figure_bar, header_bar
 from autotune.report.noise import noise_line
 from autotune.report.unmeasured_floor import unmeasured_floor_sentence
 from autotune.report.units import energy_figure, energy_unit, estimate_header, estimate_mark, figure, per_energy_figure, time_unit
-from autotune.report.pareto_json import named_study, nodes_header
+from autotune.report.pareto_json import named_study, nodes_header, unsearched_nodes_sentence
 from autotune.report.pareto_json import hardware_text, provenance_sentence, trial_counts, workload_sentence
 from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
 from autotune.report.inputs import inputs_sentence
@@ -81,6 +81,8 @@ def markdown_report(view: StudyView, document: dict) -> str:
         say(workload_sentence(document["workload"], document.get("model_caveats"))),
         "",
     ]
+    if unsearched := unsearched_nodes_sentence(document):
+        lines += [unsearched, ""]
     if inputs := inputs_sentence(document.get("inputs")):
         lines += [say(inputs), ""]
     if document.get("note"):

@@ -24,6 +24,7 @@ from autotune.report.study_points import StudyView
 from autotune.report.unmeasured_floor import unmeasured_floor
 from autotune.report.within_noise import RULE as NOISE_RULE, noise_ties, with_noise, with_noise_ties
 from autotune.space import node_span
+from autotune.space.files import spans_text
 from autotune.workload import with_precision
 
 
@@ -51,6 +52,20 @@ def nodes_header(document: dict) -> str:
     if not searchable or set(searchable) == set([nodes] if isinstance(nodes, int) else nodes):
         return text
     return f"{text} (searchable: {nodes_text(_one_or_list(searchable))})"
+
+
+def unsearched_nodes_sentence(document: dict) -> str | None:
+    """Which node counts of the study's had no valid candidate, so that no trial ran there, and where to read why:
+    the header's "(searchable: 2, 4, 8)" alone left a reader to think 3, 5, 6 and 7 nodes were tried and lost
+    (trial 49 #6; `autotune run` warned of each only on stderr). None where every count was searchable.
+    The reasons are not worked out again here: `autotune space` does that for a count in a fraction of a second."""
+    nodes, searchable = document.get("node_counts") or [], document.get("searchable_nodes")
+    missing = [n for n in nodes if searchable is not None and n not in searchable]
+    if not missing:
+        return None
+    counts = spans_text(missing)
+    return (f"No trial ran on {counts} node(s): none of the candidates there is valid (`autotune run` warned of each "
+            f"count); `autotune space --nodes N` (N one of {counts}) with this study's --model and other flags says why.")
 
 
 def named_study(document: dict) -> str | None:

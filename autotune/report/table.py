@@ -16,7 +16,9 @@ from autotune.report.error_bars import error_sentence, figure_bar, header_bar, p
 from autotune.report.fitted_table import print_table
 from autotune.report.noise import noise_line
 from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
-from autotune.report.pareto_json import hardware_text, named_study, nodes_header, not_measured_text, trial_counts, workload_sentence
+from autotune.report.pareto_json import (
+    hardware_text, named_study, nodes_header, not_measured_text, trial_counts, unsearched_nodes_sentence, workload_sentence,
+)
 from autotune.report.payback import cost_sentence, estimated_saving_mark, payback_by_trial, payback_sentence
 from autotune.report.picks import baseline_label, missing_change, pick_label, picks_by_trial, time_only_energy_words
 from autotune.report.power_limit import sweep_sentence
@@ -104,6 +106,8 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
         + f", backend {escape(document['backend'])}: {figures}"
     )
     console.print(escape(workload_sentence(document["workload"], document.get("model_caveats"))))
+    if unsearched := unsearched_nodes_sentence(document):
+        console.print(escape(unsearched))
     console.print(escape(f"{document['trials']} trials ({trial_counts(document, view)})"))
     if document.get("note"):
         console.print(f"[yellow]{escape(document['note'])}[/]")
