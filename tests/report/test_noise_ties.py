@@ -88,7 +88,7 @@ def test_a_fastest_pick_ahead_by_less_than_the_noise_is_a_tie_in_every_output(tm
         f"(+20.0% energy saved, -40.0% time, +25.0% TFLOP/kJ vs baseline trial {trial['baseline']})")
     assert line_of(md, "- **fastest**") == (
         f"- **fastest**: trial {trial['fastest']}, ZeRO-1 optimizer offload none, checkpointing recompute, SP 1, "
-        f"micro-batch 2, 1 node(s): energy saved +20.0%, time -40.0%, TFLOP/kJ +25.0% ({tie})")
+        f"micro-batch 2, 1 node(s); 6 s, 8 kJ: energy saved +20.0%, time -40.0%, TFLOP/kJ +25.0% ({tie})")
     assert f'>fastest</a> <span class="note">({tie})</span>' in html
     assert terminal.count("within measured noise") == md.count("within measured noise") == 1
     assert ("Changes within two figures' combined noise are marked, and a pick within it of another front point "
