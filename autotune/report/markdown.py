@@ -16,13 +16,13 @@ from autotune.report.pareto_json import hardware_text, provenance_sentence, tria
 from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
 from autotune.report.inputs import inputs_sentence
 from autotune.report.payback import cost_sentence, estimated_saving_mark, payback_by_trial, payback_sentence
-from autotune.report.picks import baseline_label, front_title, missing_change, pick_label, picks_by_trial
+from autotune.report.picks import PICK_FILES, baseline_label, front_title, missing_change, pick_label, picks_by_trial
 from autotune.report.power_limit import sweep_sentence
 from autotune.report.study_points import StudyView
 from autotune.report.within_noise import change_text, energy_change_text, ties_text
 from autotune.candidate import knobs_sentence
 from autotune.space.files import spans_text
-from autotune.report.table import knob_columns, knob_value
+from autotune.report.table import knob_columns, knob_value, memory_header, memory_kind
 
 
 def md_cell(value) -> str:
@@ -108,8 +108,8 @@ def markdown_report(view: StudyView, document: dict) -> str:
             "",
             _row(["trial", *knob_titles, f"time {t_unit}{header_bar(error, view.front, 'time_s')}",
                   f"energy {e_unit}{header_bar(error, view.front, 'energy_kj')}{estimate_header(sources)}", per_device,
-                  f"TFLOP /kJ{estimate_header(sources)}", "pick"]),
-            _row(["---:"] + ["---"] * len(knob_titles) + ["---:"] * 4 + ["---"]),
+                  f"TFLOP /kJ{estimate_header(sources)}", memory_header(view.front), "pick"]),
+            _row(["---:"] + ["---"] * len(knob_titles) + ["---:"] * 5 + ["---"]),
         ]
         for p in view.front:
             lines.append(_row([
@@ -119,6 +119,7 @@ def markdown_report(view: StudyView, document: dict) -> str:
                 energy_figure(p.energy_kj, e_div) + figure_bar(error, view.front, p, "energy_kj") + estimate_mark(sources, p.energy_source),
                 figure(p.tflops) + figure_bar(error, view.front, p, "tflops"),
                 per_energy_figure(p.tflop_per_kj, p.energy_kj) + estimate_mark(sources, p.energy_source),
+                figure(p.peak_mem_gib),  # what a pick needs of each device: the terminal had it, md did not (trial 49 #2)
                 ", ".join(labels.get(p.trial, [])),
             ]))
         lines.append("")
@@ -170,7 +171,41 @@ def baseline_line(view: StudyView, document: dict, error, words, spans: bool) ->
         why = f", which has no figures ({row['status']}): no change against it can be stated" if row else ""
         return f"**Picks** (vs baseline trial {document['baseline']}{why})"
     return (f"**Picks** (vs baseline trial {base.trial}: {knobs_sentence(base.params)}{_devices(base, words, spans)}; "
-            f"{_figures(base, error)}, {_kinds(base)})")
+            f"{_figures(base, error)}, {_kinds(base)}{_memory(base, words)})")
+
+
+def _memory(p, words) -> str:
+    """`; peak memory 38.1 GiB per GPU (estimated)`, labelled as the front table's column is (memory_kind)."""
+    if p.peak_mem_gib is None:
+        return ""
+    return f"; peak memory {figure(p.peak_mem_gib)} GiB per {words.one} ({memory_kind(p)})"
+
+
+def _changes(head: str, row: dict, p, base, view: StudyView, ties: str, memory: str) -> str:
+    """A pick's line with its changes against the baseline, its peak memory (`memory`: _memory) and its ties."""
+    estimated = estimated_saving_mark(view, p)  # said here, where no energy figure stands beside it
+    against = baseline_label(p, base)  # a baseline whose figures are of another kind than the pick's
+    noise, stated = row.get("noise_pct"), row.get("simulator_error_pct")
+    return (
+        f"{head}: {energy_change_text(row, noise, stated, missing_change('energy_saved_pct', p, base))}"
+        f"{estimated}, time {change_text(row, 'time_change_pct', noise, stated)}, "
+        f"TFLOP/kJ {change_text(row, 'tflop_per_kj_change_pct', noise, stated, missing_change('tflop_per_kj_change_pct', p, base))}"
+        f"{estimated}" + (f" (baseline trial {base.trial}: {against})" if against else "") + memory
+        + (f" ({ties})" if ties else "")
+    )
+
+
+def deployment_lines(view: StudyView, name: str, p, said_by: str | None, document: dict) -> list[str]:
+    """What deploying a pick needs beyond its DeepSpeed config, as sub-items: the exported config's
+    `autotune.not_in_this_config` (export.handover_notes: the rank count, checkpointing as code, a power limit set
+    on every node), which report.md left out (trial 49 #2). Once per trial: a later pick of it points back."""
+    if said_by is not None:
+        return [f"  - deploying it needs what {said_by} above does"]
+    from autotune.export import handover_notes  # the report's own layer; its launch-side imports only when asked
+
+    notes = handover_notes(view.settings.candidate(p.params))
+    return [f"  - deploying it needs, beyond its DeepSpeed config (configs/{PICK_FILES.get(name, name)}.json, "
+            "`autotune.not_in_this_config`):", *(f"    - {md_names(note, document)}" for note in notes)]
 
 
 def pick_lines(view: StudyView, document: dict, error) -> list[str]:
@@ -180,26 +215,22 @@ def pick_lines(view: StudyView, document: dict, error) -> list[str]:
     words, spans = view_device_words(view), _spans_gpus(view)
     lines = [baseline_line(view, document, error, words, spans), ""]
     base = view.baseline_point()
+    noted: dict[int, str] = {}  # trial -> the pick whose deployment notes said it
     for row in document["picks"]:
         p = view.point(row["trial"])
-        estimated = estimated_saving_mark(view, p)  # said here, where no energy figure stands beside it
-        against = baseline_label(p, base)  # a baseline whose figures are of another kind than the pick's
-        noise, stated = row.get("noise_pct"), row.get("simulator_error_pct")
+        label = pick_label(row["name"], view.pick_parameters)
         ties = ties_text(view, row)
         # The absolute figures, as the terminal gives them; an estimate says so wherever it is shown.
-        head = (f"- **{pick_label(row['name'], view.pick_parameters)}**: trial {p.trial}, {knobs_sentence(p.params)}"
+        head = (f"- **{label}**: trial {p.trial}, {knobs_sentence(p.params)}"
                 f"{_devices(p, words, spans)}; {_figures(p, error)}{' (estimated)' if p.energy_source == 'estimated' else ''}")
         if p.trial == view.baseline_trial:  # no change against itself, as in the terminal
-            lines.append(f"{head}: the baseline itself" + (f" ({ties})" if ties else ""))
-            continue
-        lines.append(
-            f"{head}: {energy_change_text(row, noise, stated, missing_change('energy_saved_pct', p, base))}"
-            f"{estimated}, time {change_text(row, 'time_change_pct', noise, stated)}, "
-            f"TFLOP/kJ {change_text(row, 'tflop_per_kj_change_pct', noise, stated, missing_change('tflop_per_kj_change_pct', p, base))}"
-            f"{estimated}" + (f" (baseline trial {base.trial}: {against})" if against else "")
-            + (f" ({ties})" if ties else "")
-        )
+            lines.append(f"{head}: the baseline itself{_memory(p, words)}" + (f" ({ties})" if ties else ""))
+        else:
+            lines.append(_changes(head, row, p, base, view, ties, _memory(p, words)))
+        lines += deployment_lines(view, row["name"], p, noted.get(p.trial), document)
+        noted.setdefault(p.trial, label)
     if spans:
+
         counts = spans_text(sorted({view.point(t).gpus for t in view.picks.values()}))
         on = f" and the baseline on {base.gpus}" if base is not None else ""
         lines.append(f"\nThe picks run on {counts} {words.many}{on}: part of a change in time is the {words.many} added or "

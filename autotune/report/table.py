@@ -79,15 +79,17 @@ def stdout_console() -> Console:
 _MEMORY_KINDS = {"process_peak_rss": "process peak RSS", "cuda_max_memory_allocated": "CUDA peak allocated"}
 
 
-def memory_header(points) -> str:
-    """"mem GiB (estimated)": the kinds of the figures below, the simulator's memory estimate for a simulated
-    point, else what the probe read (a replayed record that does not say: measured)."""
-    def kind(p) -> str:
-        if p.source == "simulated":
-            return "estimated"
-        return _MEMORY_KINDS.get(((p.extra or {}).get("details") or {}).get("peak_mem_kind"), "measured")
+def memory_kind(p) -> str:
+    """What a point's peak memory is: the simulator's memory estimate for a simulated point ("estimated"), else
+    what the probe read ("process peak RSS"; a replayed record that does not say: "measured")."""
+    if p.source == "simulated":
+        return "estimated"
+    return _MEMORY_KINDS.get(((p.extra or {}).get("details") or {}).get("peak_mem_kind"), "measured")
 
-    kinds = sorted({kind(p) for p in points if p.peak_mem_gib is not None})
+
+def memory_header(points) -> str:
+    """"mem GiB (estimated)": the kinds of the figures below (memory_kind)."""
+    kinds = sorted({memory_kind(p) for p in points if p.peak_mem_gib is not None})
     return f"mem GiB ({', '.join(kinds)})" if kinds else "mem GiB"
 
 
