@@ -22,7 +22,7 @@ from autotune.report.study_points import StudyView
 from autotune.report.within_noise import change_text, energy_change_text, ties_text
 from autotune.candidate import knobs_sentence
 from autotune.space.files import spans_text
-from autotune.report.table import knob_columns, knob_value, memory_header, memory_kind
+from autotune.report.table import knob_columns, knob_value, memory_header, memory_kind, pick_definitions_said
 
 
 def md_cell(value) -> str:
@@ -124,6 +124,9 @@ def markdown_report(view: StudyView, document: dict) -> str:
             ]))
         lines.append("")
     lines += pick_lines(view, document, error)
+    said, choosing = pick_definitions_said(view)
+    if said:  # knee and cost-weighted were defined nowhere in md, and nothing said which pick to deploy (trial 49 #4)
+        lines += ["**What the picks are**", "", *(f"- {line}" for line in said), ""] + ([choosing, ""] if choosing else [])
     if sweep_sentence(view):
         lines += [say(sweep_sentence(view)), ""]
     if floor := unmeasured_floor_sentence(document.get("unmeasured_floor"), view.settings.hardware.name):

@@ -20,7 +20,9 @@ from autotune.report.pareto_json import (
     hardware_text, named_study, nodes_header, not_measured_text, trial_counts, unsearched_nodes_sentence, workload_sentence,
 )
 from autotune.report.payback import cost_sentence, estimated_saving_mark, payback_by_trial, payback_sentence
-from autotune.report.picks import baseline_label, missing_change, pick_label, picks_by_trial, time_only_energy_words
+from autotune.report.picks import (
+    CHOOSING_A_PICK, baseline_label, missing_change, pick_definitions, pick_label, picks_by_trial, time_only_energy_words,
+)
 from autotune.report.power_limit import sweep_sentence
 from autotune.report.units import (
     energy_figure, energy_text, energy_unit, estimate_header, estimate_mark, figure, per_energy_figure, time_text, time_unit,
@@ -172,18 +174,36 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
         elif p.trial == view.baseline_trial:
             line += "  (the baseline itself)"
         console.print(line)
-    parameters = view.pick_parameters
-    if "cost_weighted" in view.picks:
-        console.print(
-            f"[dim]cost-weighted: eta x energy + (1 - eta) x {parameters.max_power_per_gpu_w:g} W/{words.one} x "
-            f"{words.many} x time (Zeus)[/]"
-        )
     sweep = sweep_sentence(view)
     if sweep:
         console.print(escape(sweep))
     if floor := unmeasured_floor_sentence(document.get("unmeasured_floor"), view.settings.hardware.name):
         console.print(f"[yellow]{escape(floor)}[/]")
     _print_analysis(view, document, console)
+    # Last, where a reader who scrolled past the table looks for what to do: every pick defined and how to choose
+    # (the one cost-weighted line before said only its formula, and knee was defined nowhere).
+    said, choosing = pick_definitions_said(view)
+    for line in said:
+        console.print(f"[dim]pick {escape(line)}[/]")
+    if choosing:
+        console.print(escape(choosing))
+
+
+def pick_definitions_said(view: StudyView) -> tuple[list[str], str | None]:
+    """What each of the study's picks is (picks.pick_definitions), cost-weighted's with the max power it weighs
+    time by, and how to choose among them (CHOOSING_A_PICK; None for one pick, a time-only study's, which leaves
+    nothing to choose). Said by report.md and at the end of the terminal report."""
+    if not view.picks:
+        return [], None
+    parameters, words = view.pick_parameters, view_device_words(view)
+    said = pick_definitions(parameters, view.picks)
+    if words.one != "GPU":  # a CPU profile's devices are CPU ranks in every sentence (device_words)
+        said = [line.replace("GPUs", words.many).replace("GPU", words.one) for line in said]
+    if "cost_weighted" in view.picks and parameters.max_power_per_gpu_w is not None:
+        said = [line + (f" (max power per {words.one} here: {parameters.max_power_per_gpu_w:g} W, the hardware "
+                        f"profile's most for one {words.one} with its share of the host)")
+                if line.startswith("cost-weighted:") else line for line in said]
+    return said, CHOOSING_A_PICK if len(view.picks) > 1 else None
 
 
 def _print_analysis(view: StudyView, document: dict, console: Console) -> None:

@@ -56,7 +56,7 @@ def test_a_cpu_profile_reads_cpu_ranks_in_every_output_and_keeps_its_json_keys(c
     assert "GPU" not in md and "TFLOP/s /CPU rank" in md
     out = io.StringIO()
     print_report(view, doc, Console(file=out, width=400))
-    assert "GPU" not in out.getvalue() and "W/CPU rank x CPU ranks" in out.getvalue()
+    assert "GPU" not in out.getvalue() and "max power per CPU rank x CPU ranks x time" in out.getvalue()
     # Words change, keys do not: other tools read them.
     assert doc["gpus"] == 2 and "gpu_hours" in doc["tuning_cost"] and "max_power_per_gpu_w" in doc["recommendation_parameters"]
 

@@ -1,0 +1,43 @@
+"""Every pick defined, and how to choose among them, in report.md and at the end of the terminal report
+(trial 49 #4: knee was defined nowhere and five picks stood with no word on which to deploy)."""
+
+import io
+from dataclasses import replace
+
+from rich.console import Console
+
+from autotune.commands.finish import build_report
+from autotune.report.markdown import markdown_report
+from autotune.report.picks import CHOOSING_A_PICK, pick_definitions
+from autotune.report.table import print_report
+from autotune.study import load_finished_study
+
+
+def _terminal(view, document) -> str:
+    out = io.StringIO()
+    print_report(view, document, Console(file=out, width=1000))
+    return out.getvalue()
+
+
+def test_md_and_the_terminal_define_every_pick_and_say_how_to_choose(simulated_run):
+    view, document = build_report(load_finished_study(simulated_run))
+    md, terminal = markdown_report(view, document), _terminal(view, document)
+    said = pick_definitions(view.pick_parameters, view.picks)
+    assert len(said) == len(view.picks) == 5
+    assert "**What the picks are**" in md
+    for line in said:
+        assert f"- {line}" in md and f"pick {line}" in terminal
+    assert "(max power per GPU here: 680 W, the hardware profile's" in md
+    assert f"\n{CHOOSING_A_PICK}\n" in md
+    assert terminal.rstrip().endswith(CHOOSING_A_PICK)  # last, where a reader looks for what to do
+    assert "eta x energy + (1 - eta) x 680 W/GPU" not in terminal  # the partial line it replaces, said once now
+
+
+def test_one_pick_is_defined_with_nothing_to_choose_among(simulated_run):
+    view, document = build_report(load_finished_study(simulated_run))
+    fastest = replace(view, picks={"fastest": view.picks["fastest"]})
+    document = {**document, "picks": [row for row in document["picks"] if row["name"] == "fastest"]}
+    md, terminal = markdown_report(fastest, document), _terminal(fastest, document)
+    assert "- fastest: the least time to solution" in md and "knee:" not in md
+    assert CHOOSING_A_PICK not in md and CHOOSING_A_PICK not in terminal
+    assert terminal.rstrip().endswith("pick fastest: the least time to solution")
