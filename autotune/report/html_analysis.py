@@ -10,6 +10,7 @@ from autotune.report.front import Point
 from autotune.report.html_parts import esc, num, plus_minus, table
 from autotune.report.html_words import swatch
 from autotune.report.importance import METHOD, OBJECTIVE_TITLES, held_fixed
+from autotune.report.pareto_json import source_label
 from autotune.report.payback import SECONDS_PER_HOUR, cost_sentence, saved_label
 from autotune.report.picks import pick_label
 from autotune.report.study_points import StudyView
@@ -21,16 +22,12 @@ from autotune.report.within_noise import noise_mark
 
 
 
-def _source_text(source) -> str:
-    return source if isinstance(source, str) else "mixed " + "/".join(source)
-
-
 def importance_section(view: StudyView, document: dict, run_dir: Path) -> str:
     importance = document.get("importance") or {}
     sources = {"time_to_solution_s": document["source"], "energy_to_solution_kj": document["energy_source"]}
     blocks = []
     for name, shares in importance.items():
-        title = f"{OBJECTIVE_TITLES.get(name, name)} ({_source_text(sources.get(name, ''))})"
+        title = f"{OBJECTIVE_TITLES.get(name, name)} ({source_label(sources.get(name, ''))})"
         if isinstance(shares, str):
             body = f'<p class="note">{esc(shares)}</p>'
         else:

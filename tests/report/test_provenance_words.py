@@ -15,6 +15,10 @@ def test_a_study_whose_probes_all_failed_says_not_available_not_mixed(infeasible
     md = markdown_report(view, document)
     assert "mixed" not in md
     assert "Time is not available (no probe succeeded). Energy is not available (no probe succeeded)." in md
+    from autotune.report.html import render_report_html
+
+    html = render_report_html(view, document, infeasible_run)
+    assert "mixed none" not in html  # the importance headings: "time to solution (mixed none)"
 
 
 def test_a_time_only_study_without_energy_says_energy_is_no_objective():
