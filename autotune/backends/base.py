@@ -136,6 +136,11 @@ class Backend(abc.ABC):
         measures otherwise says so. Backends that measure nothing: {}."""
         return {}
 
+    def run_settings(self) -> dict:
+        """Optional hook: the other flags of this run that set its figures ({flag: value}), for pareto.json's
+        inputs beside probe_settings (launch: its timeout, and whether estimated energy ranks). Default: {}."""
+        return {}
+
     def timeout_settings(self) -> dict:
         """Optional hook: what decides whether a probe times out ({flag: value}: how long it measures, and
         its timeout). A timed-out trial keeps them, and a resume with others probes its candidate again

@@ -327,11 +327,8 @@ def backend_attrs(study, backend, checks: list, restricted: bool) -> dict:
     attrs = {"name": backend.name, "reason": getattr(backend, "reason", "")}
     if earlier.get("probe_settings") is not None:
         attrs["probe_settings"] = earlier["probe_settings"]
-    if backend.name == "launch":
-        # What pareto.json's inputs name beside the probe settings: how long a probe may take, and whether an
-        # estimated energy ranks (a study whose probes all timed out at 3 s read as one run at the default 900).
-        attrs["run_settings"] = {"--probe-timeout": backend.probe_timeout_s,
-                                 "--allow-estimated-energy": backend.allow_estimated_energy}
+    if backend.run_settings():  # what pareto.json's inputs name beside the probe settings (Backend.run_settings)
+        attrs["run_settings"] = backend.run_settings()
     if backend.name == "replay":
         attrs["evaluable"] = [params_key(c.candidate.knobs.to_dict()) for c in checks if c.valid] if restricted else None
         attrs["measurements"] = backend.measurements_record()
