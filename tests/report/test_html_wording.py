@@ -13,22 +13,23 @@ from autotune.report.units import pct_text
 from tests.cli import autotune_main
 
 
+def _study(tmp_path_factory, nodes: str):
+    out = tmp_path_factory.mktemp("wording") / "run"
+    done = autotune_main("run", "--model", "32b", "--nodes", nodes, "--out", out)
+    assert done.returncode == 0, done.stderr
+    return out
+
+
 @pytest.fixture(scope="module")
 def range_run(tmp_path_factory):
     """The trial's node-range study, whose fastest pick (8 nodes) uses a little more energy than the baseline."""
-    out = tmp_path_factory.mktemp("wording") / "range"
-    done = autotune_main("run", "--model", "32b", "--nodes", "2-8", "--out", out)
-    assert done.returncode == 0, done.stderr
-    return out
+    return _study(tmp_path_factory, "2-8")
 
 
 @pytest.fixture(scope="module")
 def default_run(tmp_path_factory):
     """The trial's default study: the fastest configuration at four power limits."""
-    out = tmp_path_factory.mktemp("wording") / "default"
-    done = autotune_main("run", "--model", "32b", "--nodes", "4", "--out", out)
-    assert done.returncode == 0, done.stderr
-    return out
+    return _study(tmp_path_factory, "4")
 
 
 def _cells(html: str, table: str) -> list[list[str]]:
