@@ -255,6 +255,8 @@ def _inputs_problem(document: dict) -> str | None:
         if not isinstance(settings, dict) or not all(isinstance(flag, str) for flag in settings):
             return _wrong("inputs.probe_settings", settings, "an object of flag: value, or null")
         for flag, value in settings.items():
+            if isinstance(value, bool):  # a switch, as a launch study records --allow-estimated-energy
+                continue
             if problem := _number(f"inputs.probe_settings.{flag}", value, low=0, high=MAX_FIGURE):
                 return problem
     measurements = inputs.get("measurements")

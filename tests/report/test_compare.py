@@ -200,6 +200,24 @@ def _edited(run_dir, tmp_path, name: str, edit) -> object:
     return copy
 
 
+def test_a_launch_study_s_probe_settings_with_their_switch_are_compared(runs, tmp_path):
+    """A launch study records --allow-estimated-energy as true or false beside its numbers: compare refused every
+    such pareto.json ("is not a number")."""
+    settings = {"--warmup-steps": 2, "--probe-steps": 5, "--probe-seconds": 0.0, "--repeats": 1, "--probe-timeout": 900.0}
+
+    def launched(estimated: bool):
+        return lambda document: document["inputs"].update(
+            probe_settings={**settings, "--allow-estimated-energy": estimated})
+
+    first = _edited(runs["one_node"], tmp_path, "estimated", launched(True))
+    second = _edited(runs["one_node"], tmp_path, "measured_only", launched(False))
+    differ = _compare(first, second)["inputs"]["differ"]
+    assert [s["--allow-estimated-energy"] for s in differ["probe_settings"]] == [True, False]
+    table = autotune_main("compare", first, second)
+    assert table.returncode == 0, table.stderr
+    assert "--probe-timeout 900 --allow-estimated-energy" in " ".join(table.stdout.split())
+
+
 def test_other_gpus_per_node_are_said_though_the_node_count_is_the_same(runs):
     """--gpus-per-node 2 against whole nodes of 4: both read "1 node(s)", and the times are of half the GPUs."""
     document = _compare(runs["one_node"], runs["two_gpus"])
