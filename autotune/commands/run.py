@@ -327,8 +327,8 @@ def backend_attrs(study, backend, checks: list, restricted: bool) -> dict:
     attrs = {"name": backend.name, "reason": getattr(backend, "reason", "")}
     if earlier.get("probe_settings") is not None:
         attrs["probe_settings"] = earlier["probe_settings"]
-    if backend.run_settings():  # what pareto.json's inputs name beside the probe settings (Backend.run_settings)
-        attrs["run_settings"] = backend.run_settings()
+    if run_settings := backend.run_settings():  # what pareto.json's inputs name beside the probe settings
+        attrs["run_settings"] = run_settings
     if backend.name == "replay":
         attrs["evaluable"] = [params_key(c.candidate.knobs.to_dict()) for c in checks if c.valid] if restricted else None
         attrs["measurements"] = backend.measurements_record()

@@ -26,16 +26,9 @@ from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, knob_value, kno
 from autotune.report.compare_caveats import caveats
 from autotune.report.compare_inputs import compare_inputs
 from autotune.report.compare_study import ComparedStudy
+from autotune.report.picks import PICK_FILES, change_pct  # a change in percent of the reference, None without one
 
-PICK_ORDER = ("fastest", "min_energy", "knee", "max_slowdown", "cost_weighted")
-
-
-def change_pct(value: float | None, reference: float | None) -> float | None:
-    """`value` against `reference` in percent of it (+10.0: 10% more); None where either is missing or the
-    reference is 0 (no percentage of nothing)."""
-    if value is None or reference is None or reference == 0:
-        return None
-    return 100.0 * (value - reference) / reference
+PICK_ORDER = tuple(PICK_FILES)  # fastest, min_energy, knee, max_slowdown, cost_weighted: the reports' order
 
 
 def _params(point: dict) -> dict:

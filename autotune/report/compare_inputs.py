@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from autotune.candidate import KNOBS
 from autotune.report.compare_study import ComparedStudy
+from autotune.report.inputs import measurements_text, probe_settings_text, proposer_text
 from autotune.report.pareto_json import hardware_text
 
 # Read where the label below does not say it (the name is the JSON key of `inputs`).
@@ -105,14 +106,12 @@ def value_text(name: str, value) -> str:
         return "not recorded (a replayed record need not name the parts no sensor saw)"
     if name == "hardware_sha256":
         return value[:12]
-    if name == "proposed_by":
-        return "; then ".join(f"{who.get('sampler')} seed {who.get('seed')} (--trials {who.get('trials_budget')}, "
-                              f"autotune {who.get('autotune_version')})" for who in value) or "not recorded"
+    if name == "proposed_by":  # compare_checks has checked every entry's keys
+        return "; then ".join(proposer_text(who) for who in value) or "not recorded"
     if name == "measurements" and isinstance(value, dict):
-        return f"{value.get('file')} ({value.get('records')} records, sha256 {str(value.get('sha256'))[:12]})"
+        return measurements_text(value)
     if name == "probe_settings" and isinstance(value, dict):
-        return " ".join(f"{flag} {setting:g}" if isinstance(setting, float) else f"{flag} {setting}"
-                        for flag, setting in value.items())
+        return probe_settings_text(value)
     if name == "energy_not_measured":
         return ", ".join(value) if value else "nothing (the sensors saw the whole node)"
     if name == "objectives":

@@ -60,16 +60,16 @@ def inputs_sentence(inputs: dict | None) -> str | None:
     parts = []
     if inputs["proposed_by"]:
         parts.append("trials proposed by " + ", ".join(
-            f"{who['sampler']} seed {who['seed']} (--trials {who['trials_budget']}, autotune {who['autotune_version']}): "
-            f"{who['evaluated']} evaluated" + (f" of {len(who['trials'])} trials" if len(who["trials"]) != who["evaluated"] else "")
+            f"{proposer_text(who)}: {who['evaluated']} evaluated"
+            + (f" of {len(who['trials'])} trials" if len(who["trials"]) != who["evaluated"] else "")
             for who in inputs["proposed_by"]))
     parts.append(f"searched {space_words(inputs['space'])}")
     if inputs.get("hardware_sha256"):
         parts.append(f"hardware profile sha256 {inputs['hardware_sha256'][:12]}")
     if replayed := inputs.get("measurements"):
-        parts.append(f"replayed {replayed['file']} ({replayed['records']} records, sha256 {replayed['sha256'][:12]})")
+        parts.append(f"replayed {measurements_text(replayed)}")
     if probe := inputs.get("probe_settings"):
-        parts.append("probes " + " ".join(_flag_text(flag, value) for flag, value in probe.items() if value is not False))
+        parts.append(f"probes {probe_settings_text(probe)}")
     return "Inputs: " + "; ".join(parts) + " (pareto.json `inputs`)."
 
 
@@ -84,8 +84,19 @@ def space_words(space: dict) -> str:
     return "the default space" + (f" but {', '.join(changed)}" if changed else "")
 
 
-def _flag_text(flag: str, value) -> str:
-    """`--probe-steps 5`, `--probe-timeout 900`; a switch that is on as the flag alone."""
-    if value is True:
-        return flag
-    return f"{flag} {value:g}" if isinstance(value, float) else f"{flag} {value}"
+# How the reports and `autotune compare` word the parts of `inputs`.
+def proposer_text(who: dict) -> str:
+    """`guided seed 0 (--trials 30, autotune 0.1.0)`: one entry of `proposed_by`."""
+    return f"{who['sampler']} seed {who['seed']} (--trials {who['trials_budget']}, autotune {who['autotune_version']})"
+
+
+def measurements_text(replayed: dict) -> str:
+    """`/runs/m.jsonl (528 records, sha256 be740b63307c)`: a replay's `measurements`."""
+    return f"{replayed['file']} ({replayed['records']} records, sha256 {replayed['sha256'][:12]})"
+
+
+def probe_settings_text(probe: dict) -> str:
+    """`--probe-steps 5 --probe-timeout 900 --allow-estimated-energy`: a switch that is on as the flag alone, one
+    that is off left out."""
+    return " ".join(flag if value is True else f"{flag} {value:g}" if isinstance(value, float) else f"{flag} {value}"
+                    for flag, value in probe.items() if value is not False)
