@@ -8,7 +8,6 @@ SECTIONS; nothing else changes. Every piece of text that comes from a study goes
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 from autotune.atomic_write import write_text_atomic
@@ -211,16 +210,11 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
             f'<p class="explain">{explain}</p>\n{_definitions_html(view, words)}</section>')
 
 
-def _device_words_in(text: str, words: DeviceWords) -> str:
-    """A definition written of GPUs, in the study's device words (a CPU profile's ranks are no GPUs)."""
-    return re.sub(r"\bGPU\b", words.one, re.sub(r"\bGPUs\b", words.many, text))
-
-
 def _definitions_html(view: StudyView, words: DeviceWords) -> str:
     """What each pick is, and how to choose among them (picks.pick_definitions, as report.md says them): a lead who
     never ran the tool must be able to weigh the knee or cost-weighted pick, and be told which to deploy."""
     params = view.pick_parameters
-    items = "".join(f"<li>{esc(_device_words_in(definition, words))}</li>" for definition in pick_definitions(params, view.picks))
+    items = "".join(f"<li>{esc(definition)}</li>" for definition in pick_definitions(params, view.picks, words))
     power = ""
     if "cost_weighted" in view.picks and params.max_power_per_gpu_w is not None:
         power = (f"The cost-weighted pick's max power: {params.max_power_per_gpu_w:g} W per {esc(words.one)} x the "

@@ -8,11 +8,13 @@ they cannot disagree.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from dataclasses import asdict, dataclass
 
 from autotune.errors import UserError
 from autotune.hardware import HardwareProfile
+from autotune.report.device_words import GPU_WORDS, DeviceWords
 from autotune.report.front import Point
 from autotune.report.units import UNAVAILABLE
 
@@ -80,10 +82,11 @@ def pick_label(name: str, parameters: PickParameters) -> str:
     return f"{stem} ({meaning})" if meaning else stem
 
 
-def pick_definitions(parameters: PickParameters, picks) -> list[str]:
+def pick_definitions(parameters: PickParameters, picks, words: DeviceWords = GPU_WORDS) -> list[str]:
     """What each of `picks` (their pareto.json names) is, one sentence each, and how to choose among them:
     report.md and report.html state them, so a reader who never ran the tool can weigh a pick (trial 49: `knee`
-    was defined nowhere, and five picks stood with nothing saying which to deploy)."""
+    was defined nowhere, and five picks stood with nothing saying which to deploy). In the study's device
+    `words`: a CPU profile's ranks are no GPUs."""
     said = {
         "fastest": "fastest: the least time to solution",
         "min_energy": "min-energy: the least energy to solution",
@@ -96,7 +99,7 @@ def pick_definitions(parameters: PickParameters, picks) -> list[str]:
                           f"{parameters.eta:g} (--eta; Zeus's cost, NSDI 2023): 1 weighs energy alone, 0 GPU time alone, "
                           "which is the fastest only where every candidate has the same GPUs"),
     }
-    return [said[name] for name in said if name in picks]
+    return [re.sub(r"\bGPU\b", words.one, re.sub(r"\bGPUs\b", words.many, said[name])) for name in said if name in picks]
 
 
 # How to choose among the picks, said after their definitions.

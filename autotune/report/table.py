@@ -196,9 +196,7 @@ def pick_definitions_said(view: StudyView) -> tuple[list[str], str | None]:
     if not view.picks:
         return [], None
     parameters, words = view.pick_parameters, view_device_words(view)
-    said = pick_definitions(parameters, view.picks)
-    if words.one != "GPU":  # a CPU profile's devices are CPU ranks in every sentence (device_words)
-        said = [line.replace("GPUs", words.many).replace("GPU", words.one) for line in said]
+    said = pick_definitions(parameters, view.picks, words)
     if "cost_weighted" in view.picks and parameters.max_power_per_gpu_w is not None:
         said = [line + (f" (max power per {words.one} here: {parameters.max_power_per_gpu_w:g} W, the hardware "
                         f"profile's most for one {words.one} with its share of the host)")
