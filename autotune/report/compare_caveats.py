@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from itertools import combinations
 
-from autotune.report.compare_inputs import UNUSED, input_label, numbers_text, study_inputs, value_text
+from autotune.report.compare_inputs import UNUSED, input_label, numbers_text, value_text
 from autotune.report.compare_study import ComparedStudy
 from autotune.report.error_bars import EXTRAPOLATED_KEY, WHY_UNKNOWN, outside_words, pct_text
 from autotune.report.picks import PICK_FILES
@@ -21,7 +21,7 @@ _ERROR_KEYS = (("time", "time_s_pct"), ("energy", "energy_kj_pct"))
 def caveats(studies: list[ComparedStudy], inputs: dict) -> list[str]:
     """Every caveat that holds for these studies, in the order a reader weighs them."""
     differ = inputs["differ"]
-    said = [*_job(differ), *_gpu_counts(studies), *_simulated_against_measured(studies), *_two_simulators(studies),
+    said = [*_job(differ), *_gpu_counts(differ), *_simulated_against_measured(studies), *_two_simulators(studies),
             *_estimated(studies), *_parts_not_measured(differ), *_edited_profiles(studies), *_time_only(studies, differ),
             *_rules(differ), *_searches(studies), *_no_picks(studies), *_copies(studies)]
     return said
@@ -43,11 +43,12 @@ def _job(differ: dict) -> list[str]:
             "energies are of different work; a change in % is the jobs' difference as much as the configurations'."]
 
 
-def _gpu_counts(studies: list[ComparedStudy]) -> list[str]:
+def _gpu_counts(differ: dict) -> list[str]:
     """Nodes of other GPU counts (--gpus-per-node 2, or a profile of 8 GPUs against one of 4): a node count the
-    same in both ("4 node(s)") hid that a pick ran on half the GPUs."""
-    per_node = [study_inputs(s).get("gpus_per_node") for s in studies]
-    if any(value is None for value in per_node) or len({tuple(v) for v in per_node}) < 2:
+    same in both ("4 node(s)") hid that a pick ran on half the GPUs. From the inputs compared already: every study
+    records its GPUs per node, and they are not all the same."""
+    per_node = differ.get("gpus_per_node")
+    if per_node is None:
         return []
     each = "; ".join(f"study {n}: {'/'.join(map(str, v))}" for n, v in enumerate(per_node, 1))
     return [f"Other GPU counts: the studies' nodes hold other numbers of GPUs (GPUs per node, {each}), so their times "

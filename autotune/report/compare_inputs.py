@@ -39,7 +39,7 @@ def input_label(name: str) -> str:
     return _LABELS.get(name, name)
 
 
-def study_inputs(study: ComparedStudy) -> dict:
+def input_values(study: ComparedStudy) -> dict:
     """{input: value} of one study, in the order a reader looks for them. An input its pareto.json does not
     record (one older than `inputs`) is left out, not set to None: None is a value (no replayed file)."""
     document = study.document
@@ -80,7 +80,7 @@ def study_inputs(study: ComparedStudy) -> dict:
 def compare_inputs(studies: list[ComparedStudy]) -> dict:
     """{"differ": {input: [value of each study]}, "same": {input: value}, "not_recorded": {input: [study numbers]}}:
     inputs every study records, split by whether they agree; and those some study's pareto.json lacks."""
-    each = [study_inputs(s) for s in studies]
+    each = [input_values(s) for s in studies]
     names = list(dict.fromkeys(name for values in each for name in values))
     differ, same, not_recorded = {}, {}, {}
     for name in names:
