@@ -18,8 +18,9 @@ Compare two or more studies from their run directories' pareto.json, or those fi
      configuration, time and energy with where they came from (measured, estimated, simulated), and the
      change against the first study in percent; a pick is compared by its configuration, not its trial
      number, which is each study's own;
-  3. the configurations on more than one study's front, matched by their knobs (by every knob but the
-     node count where no count is in every study, as for 4 against 8 nodes), with each study's figures.
+  3. the configurations on more than one study's front, matched by their knobs (per pair of studies: on the
+     node count too where the two share one; at each one's own count where they do not, as for 4 against 8
+     nodes), with each study's figures.
 Studies that are not like-for-like (another model or workload; simulated against measured figures,
 whose difference includes the simulator's error) are compared all the same, and said to be so."""
 

@@ -13,11 +13,14 @@ values in that order):
     picks          [{pick, studies: [null (no such pick) | pick entry]}]; a pick entry: {trial, params,
                    configuration, time_s, energy_kj, time_source, energy_source, time_change_pct,
                    energy_change_pct, knobs_changed ({knob: [study 1's, this study's]}; null for study 1)}
-    shared_front   {matched_on: [knob], configurations: [{params, configuration, studies: [[point entry]]}]}:
-                   the configurations on more than one study's front; a point entry: {trial, nodes, time_s,
-                   energy_kj, time_source, energy_source, time_change_pct, energy_change_pct}; `why_absent`:
-                   [null | why a study's front lacks it: evaluated off its front, not in its space, not valid there,
-                   not evaluated (or not valid there)]
+    shared_front   {configurations: [{params, configuration, matched_to, matched_on, matched_without_nodes,
+                   studies: [[point entry]], why_absent}]}: the configurations on more than one study's front, each
+                   a point of study `matched_to`'s front and the points of the others that match it: on `matched_on`,
+                   every knob, but the node count for the studies in `matched_without_nodes`, which share no node
+                   count with it (and for all, where none does; `params` then lacks `nodes`); a point entry:
+                   {trial, nodes, time_s, energy_kj, time_source, energy_source, time_change_pct,
+                   energy_change_pct}; `why_absent`: [null | why a study's front lacks it: evaluated off its front,
+                   not in its space, not valid there, not evaluated (or not valid there)]
 """
 
 from __future__ import annotations
@@ -87,41 +90,67 @@ def compare_picks(studies: list[ComparedStudy]) -> list[dict]:
     return rows
 
 
-def matched_knobs(studies: list[ComparedStudy]) -> list[str]:
-    """The knobs front points are matched on: every knob, but the node count where no count is in every study
-    (4 against 8 nodes: the same configuration at each study's scale is the match a scaling study asks for)."""
-    shared_nodes = set.intersection(*(set(s.node_counts) for s in studies))
-    return [knob for knob in KNOBS if knob != "nodes" or shared_nodes]
-
-
 def shared_front(studies: list[ComparedStudy]) -> dict:
     """The configurations on the front of more than one study, with each study's figures; changes against
-    study 1's point where it has exactly one of them. Those on most fronts first, then by the time of the first
-    study that has them."""
-    matched_on = matched_knobs(studies)
-    groups: dict[tuple, list[list[dict]]] = {}
-    for number, study in enumerate(studies):
-        for point in study.document["front"]:
-            key = tuple((knob, _params(point)[knob]) for knob in matched_on)
-            groups.setdefault(key, [[] for _ in studies])[number].append(point)
+    study 1's point. Each row is one front point (study 1's first, then the points of later studies not in a row
+    yet) and the points of the other studies that match it: on every knob, and on the node count too where the
+    two studies share one. A study that shares none (8 against 4 nodes) is matched at its own scale, per pair:
+    with studies of 4, 4 and 8 nodes the two 4-node studies still match on their count, which matching on the
+    knobs common to all three lost. Those on most fronts first, then by the time of the first study that has them."""
+    fronts = [[(point, _params(point)) for point in study.document["front"]] for study in studies]
+    placed: set[tuple[int, int]] = set()  # (study index, trial) of the points in a row already
     configurations = []
-    for key, by_study in groups.items():
-        if sum(1 for points in by_study if points) < 2:
-            continue
-        reference = by_study[0][0] if len(by_study[0]) == 1 else None
-        nodes = "/".join(dict.fromkeys(str(_params(p)["nodes"]) for points in by_study for p in points))
-        params = dict(key)
-        configurations.append({
-            "params": params,
-            # Matched without the node count: the sentence names each study's ("1/2 node(s)").
-            "configuration": knobs_sentence({**params, "nodes": params.get("nodes", nodes)}),
-            "studies": [[{**_figures(p, reference if number > 0 else None), "nodes": _params(p)["nodes"]} for p in points]
-                        for number, points in enumerate(by_study)],
-            "why_absent": [None if points else why_absent(study, params) for study, points in zip(studies, by_study)],
-        })
+    for first, front in enumerate(fronts):
+        for anchor, anchor_params in front:
+            if (first, anchor["trial"]) not in placed:
+                by_study = _matching(studies, fronts, first, anchor_params)
+                by_study[first] = [anchor]
+                if sum(1 for points in by_study if points) >= 2:
+                    placed.update((n, p["trial"]) for n, points in enumerate(by_study) for p in points)
+                    configurations.append(_row(studies, first, anchor_params, by_study))
     configurations.sort(key=lambda c: (-sum(1 for points in c["studies"] if points),
                                        next(p["time_s"] for points in c["studies"] for p in points)))
-    return {"matched_on": matched_on, "configurations": configurations}
+    return {"configurations": configurations}
+
+
+def _without_nodes(studies: list[ComparedStudy], first: int) -> list[int]:
+    """The indices of the studies that share no node count with study `first` (0-based): matched to it on every
+    knob but the node count."""
+    counts = set(studies[first].node_counts)
+    return [n for n, study in enumerate(studies) if n != first and not counts & set(study.node_counts)]
+
+
+def _matching(studies: list[ComparedStudy], fronts: list[list[tuple[dict, dict]]], first: int,
+              anchor_params: dict) -> list[list[dict]]:
+    """Each study's front points that match a point of study `first` with `anchor_params`."""
+    without_nodes = _without_nodes(studies, first)
+    return [[p for p, params in front if all(params[k] == anchor_params[k] for k in KNOBS if k != "nodes")
+             and (n in without_nodes or params["nodes"] == anchor_params["nodes"])]
+            for n, front in enumerate(fronts)]
+
+
+def _row(studies: list[ComparedStudy], first: int, anchor_params: dict, by_study: list[list[dict]]) -> dict:
+    """One configuration of the shared front: the point of study `first` with `anchor_params`, and `by_study`,
+    each study's points that match it."""
+    without_nodes = _without_nodes(studies, first)
+    # Every other study at its own scale (1 against 2 nodes): the row is matched without the node count at all.
+    matched_on = [k for k in KNOBS if k != "nodes"] if len(without_nodes) == len(studies) - 1 else list(KNOBS)
+    params = {knob: anchor_params[knob] for knob in matched_on}
+    reference = by_study[0][0] if len(by_study[0]) == 1 else None
+    nodes = "/".join(dict.fromkeys(str(_params(p)["nodes"]) for points in by_study for p in points))
+    return {
+        "params": params,
+        # Matched without the node count: the sentence names each study's ("1/2 node(s)").
+        "configuration": knobs_sentence({**params, "nodes": params.get("nodes", nodes)}),
+        "matched_to": first + 1,
+        "matched_on": matched_on,
+        "matched_without_nodes": [n + 1 for n in without_nodes],
+        "studies": [[{**_figures(p, reference if number > 0 else None), "nodes": _params(p)["nodes"]} for p in points]
+                    for number, points in enumerate(by_study)],
+        "why_absent": [None if points else why_absent(study, params if n not in without_nodes else
+                                                       {k: v for k, v in params.items() if k != "nodes"})
+                       for n, (study, points) in enumerate(zip(studies, by_study))],
+    }
 
 
 def why_absent(study: ComparedStudy, params: dict) -> str:
@@ -130,7 +159,8 @@ def why_absent(study: ComparedStudy, params: dict) -> str:
     evaluated = [p for p in study.points.values() if all(_params(p)[knob] == value for knob, value in params.items())]
     if evaluated:
         return f"evaluated (trial {', '.join(str(p['trial']) for p in evaluated)}), not on its front"
-    space = (study.document.get("inputs") or {}).get("space") or {}
+    # A pareto.json older than `inputs` still says which node counts it searched.
+    space = {"nodes": study.node_counts, **((study.document.get("inputs") or {}).get("space") or {})}
     outside = [f"{knob} {value}" for knob, value in params.items() if knob in space and value not in space[knob]]
     if outside:
         return f"not in its searched space ({', '.join(outside)})"

@@ -132,11 +132,20 @@ def _print_picks(studies: list[ComparedStudy], document: dict, console: Console)
     print_table(console, table, keys=3)  # a split table's every part keeps pick, study and trial
 
 
+def matched_words(configurations: list[dict]) -> str:
+    """The README's rule, said as it held: per pair of studies, so with studies of 4, 4 and 8 nodes the two of 4
+    match on their node count, and the one of 8 on every other knob."""
+    if configurations and all("nodes" not in c["matched_on"] for c in configurations):
+        return "every knob but nodes (the studies share no node count)"
+    if configurations and not any(points for c in configurations for number, points in enumerate(c["studies"], 1)
+                                  if number in c["matched_without_nodes"]):
+        return "every knob"
+    return "every knob, and on nodes between studies that share a node count (a trial at another count says it)"
+
+
 def _print_shared_front(document: dict, console: Console) -> None:
-    shared = document["shared_front"]
-    # The README's rule, said as it is: with 3 studies two may share a count that a third lacks.
-    matched = "every knob" if "nodes" in shared["matched_on"] else "every knob but nodes (no node count is in every study)"
-    configurations = shared["configurations"]
+    configurations = document["shared_front"]["configurations"]
+    matched = matched_words(configurations)
     if not configurations:
         console.print(f"No configuration is on more than one study's front (matched on {matched}).")
         return
@@ -158,7 +167,9 @@ def _print_shared_front(document: dict, console: Console) -> None:
                 if entry is None:
                     table.add_row(str(number), "", words, "", "", escape(configuration["why_absent"][number - 1]), "", "")
                     continue
-                trial = f"{entry['trial']}" + ("" if "nodes" in shared["matched_on"] else f" ({entry['nodes']} node(s))")
+                # A point matched at its own node count says it; one at the configuration's count needs not.
+                own_count = "nodes" not in configuration["matched_on"] or number in configuration["matched_without_nodes"]
+                trial = f"{entry['trial']}" + (f" ({entry['nodes']} node(s))" if own_count else "")
                 table.add_row(str(number), trial, words, *_figure_cells(entry, units, number == 1))
         table.add_section()
     print_table(console, table, keys=2)

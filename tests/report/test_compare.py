@@ -42,11 +42,13 @@ def _point(document: dict, trial: int) -> dict:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict:
     """7b on 1 node; on 2 nodes; on 1 node without power limits (a --space file); on 1 node for twice the samples;
-    the first replayed as if measured (its records relabelled); on 1 node of 2 GPUs (--gpus-per-node 2)."""
+    the first replayed as if measured (its records relabelled); on 1 node of 2 GPUs (--gpus-per-node 2); on 1 and
+    2 nodes (--nodes 1-2)."""
     root = tmp_path_factory.mktemp("compare")
     dirs = {name: root / name for name in ("one_node", "two_nodes", "no_power_limits", "more_samples", "measured",
-                                           "two_gpus")}
+                                           "two_gpus", "one_and_two_nodes")}
     _run(dirs["one_node"], "--nodes", "1")
+    _run(dirs["one_and_two_nodes"], "--nodes", "1-2")
     _run(dirs["two_gpus"], "--nodes", "1", "--gpus-per-node", "2")
     _run(dirs["two_nodes"], "--nodes", "2")
     space = root / "no-power-limits.toml"
@@ -74,8 +76,10 @@ def test_one_node_against_two_matches_each_configuration_across_the_node_counts(
     assert document["inputs"]["not_recorded"] == {}
     assert document["caveats"] == []  # the same job, simulated in both: like-for-like
     shared = document["shared_front"]
-    assert shared["matched_on"] == ["zero_stage", "optimizer_offload", "activation_checkpointing", "sp_degree",
-                                    "micro_batch", "power_limit", "sm_clock_mhz"]
+    for configuration in shared["configurations"]:
+        assert configuration["matched_on"] == ["zero_stage", "optimizer_offload", "activation_checkpointing",
+                                               "sp_degree", "micro_batch", "power_limit", "sm_clock_mhz"]
+        assert (configuration["matched_to"], configuration["matched_without_nodes"]) == (1, [2])
 
     def knobs(point):
         return {k: v for k, v in point["params"].items() if k != "nodes"}
@@ -117,7 +121,7 @@ def test_the_table_says_the_differing_inputs_and_each_picks_change(runs):
     p, q = _point(a, a["recommendations"]["fastest"]), _point(b, b["recommendations"]["fastest"])
     assert f"{_pct(q['time_s'], p['time_s']):+.1f}%" in second and f"{_pct(q['energy_kj'], p['energy_kj']):+.1f}%" in second
     assert "nodes 1 -> 2" in second and "simulated" in second
-    assert "matched on every knob but nodes (no node count is in every study)" in " ".join(out.split())
+    assert "matched on every knob but nodes (the studies share no node count)" in " ".join(out.split())
     assert "caveat:" not in out
 
 
@@ -126,7 +130,7 @@ def test_without_power_limits_the_least_energy_pick_differs_by_its_power_limit(r
     a, c = _pareto(runs["one_node"]), _pareto(runs["no_power_limits"])
     document = _compare(runs["one_node"], runs["no_power_limits"])
     assert document["inputs"]["differ"] == {"space.power_limit": [[1.0, 0.9, 0.8, 0.7], [1.0]]}
-    assert "nodes" in document["shared_front"]["matched_on"]
+    assert all("nodes" in c["matched_on"] and not c["matched_without_nodes"] for c in document["shared_front"]["configurations"])
     min_energy = next(row for row in document["picks"] if row["pick"] == "min_energy")
     p, q = _point(a, a["recommendations"]["min_energy"]), _point(c, c["recommendations"]["min_energy"])
     assert p["params"]["power_limit"] < 1.0 and q["params"]["power_limit"] == 1.0
@@ -472,11 +476,57 @@ def test_json_never_prints_infinity_or_nan(runs, monkeypatch, tmp_path):
         command._run(args)
 
 
-def test_the_shared_front_heading_says_the_rule_it_matched_by(runs):
-    """Three studies, two of them of 1 node: "the studies share no node count" was false; no count is in every one."""
+def test_studies_that_share_a_node_count_match_on_it_beside_one_that_does_not(runs):
+    """Trial 50: studies of 4, 4 and 8 nodes were matched on the knobs common to all three, so the two of 4 nodes
+    not on their count. Each pair is matched as exactly as it can be: study 2 on every knob, study 3 (of 2 nodes,
+    no count in common with study 1) on every knob but nodes, at its own count."""
+    a, c = _pareto(runs["one_node"]), _pareto(runs["two_nodes"])
+    document = _compare(runs["one_node"], runs["measured"], runs["two_nodes"])
+    configurations = document["shared_front"]["configurations"]
+    assert configurations
+    for configuration in configurations:
+        assert configuration["matched_to"] == 1 and configuration["matched_without_nodes"] == [3]
+        assert "nodes" in configuration["matched_on"] and configuration["params"]["nodes"] == 1
+        first, second, third = configuration["studies"]
+        [p] = [p for p in a["front"] if p["params"] == configuration["params"]]
+        assert first[0]["trial"] == p["trial"] and [e["nodes"] for e in second] == [1]
+        expected = [q["trial"] for q in c["front"] if {**q["params"], "nodes": 1} == p["params"]]
+        assert [e["trial"] for e in third] == expected and all(e["nodes"] == 2 for e in third)
+        if third:
+            assert third[0]["time_change_pct"] == pytest.approx(_pct(third[0]["time_s"], p["time_s"]))
+        else:
+            assert configuration["why_absent"][2].startswith(("evaluated", "not"))
+    assert any(c["studies"][2] for c in configurations), "no configuration on all three fronts: the runs show no match"
     out = " ".join(autotune_main("compare", runs["one_node"], runs["measured"], runs["two_nodes"]).stdout.split())
-    assert "matched on every knob but nodes (no node count is in every study)" in out
-    assert "share no node count" not in out
+    assert "matched on every knob, and on nodes between studies that share a node count (a trial at another count " \
+           "says it)" in out
+    assert "(2 node(s))" in out and "(1 node(s))" not in out
+
+
+def test_a_study_of_two_node_counts_matches_each_against_the_study_of_that_count(runs):
+    """A study of 1 and 2 nodes against one of 1 and one of 2: no count is in all three, and matching without the
+    node count put both of its points of a configuration in one row, against which no change could be computed.
+    Each of its points is matched with the study that ran its count."""
+    both, one, two = (_pareto(runs[name]) for name in ("one_and_two_nodes", "one_node", "two_nodes"))
+    document = _compare(runs["one_and_two_nodes"], runs["one_node"], runs["two_nodes"])
+    rows = {c["studies"][0][0]["trial"]: c for c in document["shared_front"]["configurations"] if c["matched_to"] == 1}
+    matched = 0
+    for p in both["front"]:
+        same = [[q for q in other["front"] if q["params"] == p["params"]] for other in (one, two)]
+        if not any(same):
+            assert p["trial"] not in rows
+            continue
+        row = rows[p["trial"]]
+        assert row["params"] == p["params"] and row["matched_without_nodes"] == []
+        for number, points in enumerate(same, 2):
+            entries = row["studies"][number - 1]
+            assert [e["trial"] for e in entries] == [q["trial"] for q in points]
+            for entry, q in zip(entries, points):
+                matched += 1
+                assert entry["time_change_pct"] == pytest.approx(_pct(q["time_s"], p["time_s"]))
+            if not points and p["params"]["nodes"] != number - 1:
+                assert row["why_absent"][number - 1] == f"not in its searched space (nodes {p['params']['nodes']})"
+    assert matched >= 2 and {e["nodes"] for c in rows.values() for e in c["studies"][0]} == {1, 2}, rows
 
 
 def test_each_part_of_a_table_split_at_80_columns_keeps_its_study_and_trial(runs):
