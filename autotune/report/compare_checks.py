@@ -28,9 +28,19 @@ def document_problem(document) -> str | None:
     if not isinstance(document, dict):
         return f"it holds a JSON {type(document).__name__}, not an object"
     for check in (_top_problem, _nodes_problem, _workload_problem, _points_problem, _picks_problem,
-                  _parameters_problem, _provenance_problem, _error_problem, _search_problem, _inputs_problem):
+                  _objectives_problem, _provenance_problem):
         problem = check(document)
         if problem:
+            return problem
+    # The sections a later autotune added: each may be missing or null; where present, an object of fields.
+    for key, check in (("recommendation_parameters", _parameters_problem), ("simulator_error", _error_problem),
+                       ("search", _search_problem), ("inputs", _inputs_problem)):
+        section = document.get(key)
+        if section is None:
+            continue
+        if not isinstance(section, dict):
+            return _wrong(key, section, "an object or null")
+        if problem := check(section):
             return problem
     return None
 
@@ -164,17 +174,17 @@ def _picks_problem(document: dict) -> str | None:
     return None
 
 
-def _parameters_problem(document: dict) -> str | None:
+def _objectives_problem(document: dict) -> str | None:
     objectives = document.get("objectives")
     if objectives is not None and not (isinstance(objectives, list) and objectives
                                        and all(o in _OBJECTIVES for o in objectives)
                                        and len(set(objectives)) == len(objectives)):
         return _wrong("objectives", objectives, 'a list of "time" and "energy"')
-    parameters = document.get("recommendation_parameters")
-    if parameters is None:
-        return None
-    if not isinstance(parameters, dict):
-        return "`recommendation_parameters` is not an object"
+    return None
+
+
+def _parameters_problem(parameters: dict) -> str | None:
+    """`recommendation_parameters`: the picks' rules."""
     for key, bounds in (("max_slowdown", {"low": 1.0, "high": MAX_FIGURE}), ("eta", {"low": 0.0, "high": 1.0}),
                         ("max_power_per_gpu_w", {"low": 0.0, "low_open": True, "high": MAX_FIGURE})):
         if key in parameters and parameters[key] is not None:
@@ -191,13 +201,8 @@ def _provenance_problem(document: dict) -> str | None:
     return None
 
 
-def _error_problem(document: dict) -> str | None:
+def _error_problem(error: dict) -> str | None:
     """`simulator_error`: percentages, the words of its scope and {trial: [knob values]} outside it."""
-    error = document.get("simulator_error")
-    if error is None:
-        return None
-    if not isinstance(error, dict):
-        return "`simulator_error` is not an object"
     for key, value in error.items():
         if key == "extrapolated":
             if not (isinstance(value, dict) and all(isinstance(words, list) and all(isinstance(w, str) for w in words)
@@ -213,13 +218,8 @@ def _error_problem(document: dict) -> str | None:
     return None
 
 
-def _search_problem(document: dict) -> str | None:
+def _search_problem(search: dict) -> str | None:
     """`search`: whether the study stopped by its rule, and what an unfinished one had under way."""
-    search = document.get("search")
-    if search is None:
-        return None
-    if not isinstance(search, dict):
-        return "`search` is not an object"
     for key in ("converged", "unfinished"):
         if search.get(key) is not None and not isinstance(search[key], dict):
             return _wrong(f"search.{key}", search[key], "an object or null")
@@ -235,13 +235,8 @@ def _search_problem(document: dict) -> str | None:
     return None
 
 
-def _inputs_problem(document: dict) -> str | None:
+def _inputs_problem(inputs: dict) -> str | None:
     """`inputs`: each of its fields, as compare reads it (a damaged one is not "an older autotune")."""
-    inputs = document.get("inputs")
-    if inputs is None:
-        return None
-    if not isinstance(inputs, dict):
-        return "`inputs` is not an object"
     if "space" in inputs and (problem := _space_problem(inputs["space"])):
         return problem
     sha = inputs.get("hardware_sha256")

@@ -449,6 +449,11 @@ def test_a_damaged_pareto_json_is_one_line_naming_the_report_that_rebuilds_it(ru
     (lambda d: d.update(objectives=["speed"]), '`objectives` = ["speed"] is not a list of "time" and "energy"'),
     (lambda d: d.update(search={"unfinished": {"running_elsewhere": -1}}), "`search.unfinished.running_elsewhere` = -1"),
     (lambda d: d.update(search={"unfinished": {"reason": 5}}), "`search.unfinished.reason` = 5 is not a string"),
+    # A section a later autotune added that is not an object says what it holds, as every other value does:
+    (lambda d: d.update(search=[1]), "`search` = [1] is not an object or null"),
+    (lambda d: d.update(simulator_error="3%"), '`simulator_error` = "3%" is not an object or null'),
+    (lambda d: d.update(recommendation_parameters=1.05), "`recommendation_parameters` = 1.05 is not an object or null"),
+    (lambda d: d.update(inputs=[]), "`inputs` = [] is not an object or null"),
     (lambda d: d["front"][0].update(trial=-1), "front[0] `trial` = -1 is out of range"),
     (lambda d: d["recommendations"].update(fastest=True), "the fastest pick names trial true"),
 ])
