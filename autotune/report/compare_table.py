@@ -3,6 +3,8 @@ more than one front; drawn as the report draws its tables (rich, fitted to the t
 
 from __future__ import annotations
 
+from itertools import combinations
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -71,7 +73,7 @@ def print_comparison(studies: list[ComparedStudy], document: dict, console: Cons
     for line in document["caveats"]:
         console.print(f"[yellow]caveat: {escape(line)}[/]")
     _print_picks(studies, document, console)
-    _print_shared_front(document, console)
+    _print_shared_front(studies, document, console)
 
 
 def study_header(document: dict) -> str:
@@ -132,20 +134,20 @@ def _print_picks(studies: list[ComparedStudy], document: dict, console: Console)
     print_table(console, table, keys=3)  # a split table's every part keeps pick, study and trial
 
 
-def matched_words(configurations: list[dict]) -> str:
-    """The README's rule, said as it held: per pair of studies, so with studies of 4, 4 and 8 nodes the two of 4
-    match on their node count, and the one of 8 on every other knob."""
-    if configurations and all("nodes" not in c["matched_on"] for c in configurations):
-        return "every knob but nodes (the studies share no node count)"
-    if configurations and not any(points for c in configurations for number, points in enumerate(c["studies"], 1)
-                                  if number in c["matched_without_nodes"]):
+def matched_words(studies: list[ComparedStudy]) -> str:
+    """The README's rule, as it holds for these studies: per pair of studies, so with studies of 4, 4 and 8 nodes
+    the two of 4 match on their node count, and the one of 8 on every other knob (its trials say its count)."""
+    shared = [bool(set(a.node_counts) & set(b.node_counts)) for a, b in combinations(studies, 2)]
+    if all(shared):
         return "every knob"
-    return "every knob, and on nodes between studies that share a node count (a trial at another count says it)"
+    if not any(shared):
+        return "every knob but nodes (the studies share no node count)"
+    return "every knob, nodes too between studies that share a node count"
 
 
-def _print_shared_front(document: dict, console: Console) -> None:
+def _print_shared_front(studies: list[ComparedStudy], document: dict, console: Console) -> None:
     configurations = document["shared_front"]["configurations"]
-    matched = matched_words(configurations)
+    matched = matched_words(studies)
     if not configurations:
         console.print(f"No configuration is on more than one study's front (matched on {matched}).")
         return

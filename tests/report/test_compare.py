@@ -503,8 +503,7 @@ def test_studies_that_share_a_node_count_match_on_it_beside_one_that_does_not(ru
             assert configuration["why_absent"][2].startswith(("evaluated", "not"))
     assert any(c["studies"][2] for c in configurations), "no configuration on all three fronts: the runs show no match"
     out = " ".join(autotune_main("compare", runs["one_node"], runs["measured"], runs["two_nodes"]).stdout.split())
-    assert "matched on every knob, and on nodes between studies that share a node count (a trial at another count " \
-           "says it)" in out
+    assert "matched on every knob, nodes too between studies that share a node count" in out
     assert "(2 node(s))" in out and "(1 node(s))" not in out
 
 
@@ -553,6 +552,30 @@ def test_each_part_of_a_table_split_at_80_columns_keeps_its_study_and_trial(runs
     assert len(parts) >= 3, headers  # the picks split in two or more, and the shared front
     for cells in parts:
         assert cells[cells.index("study") + 1] == "trial", cells
+
+
+@pytest.mark.parametrize("names, said", [
+    (("one_node", "two_gpus"), "matched on every knob)."),
+    (("one_node", "two_nodes"), "matched on every knob but nodes (the studies share no node count))."),
+    (("one_node", "measured", "two_nodes"), "matched on every knob, nodes too between studies that share a node count)."),
+])
+def test_no_shared_configuration_says_the_rule_these_studies_were_matched_by(runs, names, said):
+    """Two studies of 1 node with no configuration in common read "matched on every knob, and on nodes between studies
+    that share a node count (a trial at another count says it)": no trial said anything, and no pair differed."""
+    import io
+
+    from rich.console import Console
+
+    from autotune.report.compare import compare_document
+    from autotune.report.compare_study import read_study
+    from autotune.report.compare_table import print_comparison
+
+    studies = [read_study(runs[name]) for name in names]
+    document = compare_document(studies)
+    document["shared_front"]["configurations"] = []
+    console = Console(file=io.StringIO(), width=200, color_system=None)
+    print_comparison(studies, document, console)
+    assert f"No configuration is on more than one study's front ({said}" in console.file.getvalue()
 
 
 def test_a_study_without_figures_says_so_in_its_header():
