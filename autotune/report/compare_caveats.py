@@ -148,8 +148,13 @@ def _time_only(studies: list[ComparedStudy], differ: dict) -> list[str]:
     time_only = [n for n, v in enumerate(differ["objectives"], 1) if v == ["time"] and studies[n - 1].document["recommendations"]]
     if not time_only:  # a study with no picks at all is said so below
         return []
-    return [f"{numbers_text(time_only).capitalize()} ranked by time only: "
+    said = [f"{numbers_text(time_only).capitalize()} ranked by time only: "
             f"{'its' if len(time_only) == 1 else 'their'} picks hold the fastest alone."]
+    command = _reordered(studies, lambda s: s.document.get("objectives") == ["time"] or not s.document["recommendations"])
+    if time_only[0] == 1 and command:  # every other pick's change would read n/a
+        said.append(f"The other picks' changes are against study 1, which has only the fastest: put a study ranked by "
+                    f"time and energy first (`{command}`).")
+    return said
 
 
 def _rules(differ: dict) -> list[str]:
@@ -195,13 +200,16 @@ def _no_picks(studies: list[ComparedStudy]) -> list[str]:
         if not study.document["recommendations"]:
             why = (note[0].lower() + note[1:] if note[1:2].islower() else note) if note else "its front is empty"
             said.append(f"Study {n} has no picks: {why}")
-    if said and not studies[0].document["recommendations"]:
-        ordered = sorted(studies, key=lambda s: not s.document["recommendations"])
-        if ordered[0].document["recommendations"]:  # every change is against study 1's picks: none can be computed
-            command = " ".join(str(s.run_dir) for s in ordered)
-            said.append(f"Every change is against study 1, which has no picks: put a study with picks first "
-                        f"(`autotune compare {command}`).")
+    command = _reordered(studies, lambda s: not s.document["recommendations"])
+    if said and not studies[0].document["recommendations"] and command:  # no change at all can be computed
+        said.append(f"Every change is against study 1, which has no picks: put a study with picks first (`{command}`).")
     return said
+
+
+def _reordered(studies: list[ComparedStudy], lacking) -> str | None:
+    """`autotune compare ...` with the studies not `lacking` first, each group in its order; None where all lack."""
+    ordered = sorted(studies, key=lacking)
+    return None if lacking(ordered[0]) else "autotune compare " + " ".join(str(s.run_dir) for s in ordered)
 
 
 def _copies(studies: list[ComparedStudy]) -> list[str]:

@@ -323,6 +323,12 @@ def test_a_time_only_study_uses_no_max_slowdown_or_eta(runs, tmp_path):
     assert not any("follows a different rule" in c for c in document["caveats"])
     both = _compare(timed, _edited(runs["one_node"], tmp_path, "timed2", time_only))
     assert both["inputs"]["same"]["max_slowdown"] == "unused: ranked by time only"
+    assert not any("put a study" in c for c in both["caveats"] + document["caveats"])
+    # First, it leaves every other pick's change n/a: the caveat says which order computes them.
+    first = _compare(timed, runs["two_nodes"], runs["one_node"])
+    assert all(e["time_change_pct"] is None for row in first["picks"] if row["pick"] != "fastest" for e in row["studies"][1:])
+    assert ("The other picks' changes are against study 1, which has only the fastest: put a study ranked by time and "
+            f"energy first (`autotune compare {runs['two_nodes']} {runs['one_node']} {timed}`).") in first["caveats"]
 
 
 def test_another_workload_is_compared_and_said_not_to_be_like_for_like(runs):
