@@ -51,7 +51,8 @@ def _is(value, kind) -> bool:
 
 
 def _wrong(key: str, value, allowed: str) -> str:
-    return f"`{key}` = {shown(value)} is not {allowed}"
+    text = shown(value)  # clipped: a `front` that is an object of every point would fill the screen, not name it
+    return f"`{key}` = {text if len(text) <= 80 else text[:77] + '...'} is not {allowed}"
 
 
 def _number(key: str, value, **bounds) -> str | None:
@@ -64,12 +65,13 @@ def _count(key: str, value, low: int = 1) -> str | None:
 
 
 def _top_problem(document: dict) -> str | None:
-    for key, kind in (("model", str), ("hardware", str), ("workload", dict), ("backend", str), ("front", list),
-                      ("recommendations", dict)):
+    # In JSON's words: "`workload` is not a dict" named Python's.
+    for key, kind, words in (("model", str, "a string"), ("hardware", str, "a string"), ("workload", dict, "an object"),
+                             ("backend", str, "a string"), ("front", list, "a list"), ("recommendations", dict, "an object")):
         if key not in document:
             return f"`{key}` is missing"
         if not _is(document[key], kind):
-            return f"`{key}` is not a {kind.__name__}"
+            return _wrong(key, document[key], words)
     for key in ("source", "energy_source"):
         if key not in document:
             return f"`{key}` is missing"
@@ -82,7 +84,7 @@ def _top_problem(document: dict) -> str | None:
         if document.get(key) is not None and not isinstance(document[key], str):
             return _wrong(key, document[key], "a string or null")
     if "feasible" in document and not isinstance(document["feasible"], list):
-        return "`feasible` is not a list"
+        return _wrong("feasible", document["feasible"], "a list")
     return None
 
 
