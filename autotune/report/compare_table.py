@@ -163,14 +163,17 @@ def _print_shared_front(studies: list[ComparedStudy], document: dict, console: C
     for configuration in configurations:
         first = True
         for number, points in enumerate(configuration["studies"], 1):
+            # A study matched at its own node count says it, where it holds the configuration and where it does
+            # not ("not evaluated" under a sentence of 8 nodes was of its 4); one at the configuration's count needs not.
+            own_count = "nodes" not in configuration["matched_on"] or number in configuration["matched_without_nodes"]
             for entry in points or [None]:
                 words = escape(configuration["configuration"]) if first else ""
                 first = False
                 if entry is None:
-                    table.add_row(str(number), "", words, "", "", escape(configuration["why_absent"][number - 1]), "", "")
+                    counts = "/".join(map(str, document["studies"][number - 1]["node_counts"]))
+                    table.add_row(str(number), f"({counts} node(s))" if own_count else "", words, "", "",
+                                  escape(configuration["why_absent"][number - 1]), "", "")
                     continue
-                # A point matched at its own node count says it; one at the configuration's count needs not.
-                own_count = "nodes" not in configuration["matched_on"] or number in configuration["matched_without_nodes"]
                 trial = f"{entry['trial']}" + (f" ({entry['nodes']} node(s))" if own_count else "")
                 table.add_row(str(number), trial, words, *_figure_cells(entry, units, number == 1))
         table.add_section()

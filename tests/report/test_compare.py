@@ -565,6 +565,20 @@ def test_each_part_of_a_table_split_at_80_columns_keeps_its_study_and_trial(runs
         assert cells[cells.index("study") + 1] == "trial", cells
 
 
+def test_a_study_absent_at_its_own_node_count_says_the_count(runs):
+    """Under a configuration of 2 nodes, study 1 (of 1 node, matched at its own count) read "not evaluated" as if
+    of 2 nodes; its trial cell says its count, as a point matched at its own count does."""
+    names = ("one_node", "two_nodes", "one_and_two_nodes")
+    document = _compare(*(runs[name] for name in names))
+    absent = [c for c in document["shared_front"]["configurations"]
+              if not c["studies"][0] and 1 in c["matched_without_nodes"]]
+    assert absent, "no configuration lacks study 1 at its own count: the runs no longer show one"
+    out = autotune_main("compare", *(runs[name] for name in names)).stdout
+    cells = [[cell.strip() for cell in line.split("│")[1:-1]] for line in out.splitlines() if line.startswith("│")]
+    rows = [row for row in cells if row[:2] == ["1", "(1 node(s))"]]
+    assert len(rows) == len(absent) and all(row[5] for row in rows), rows  # each with its why
+
+
 @pytest.mark.parametrize("names, said", [
     (("one_node", "two_gpus"), "matched on every knob)."),
     (("one_node", "two_nodes"), "matched on every knob but nodes (the studies share no node count))."),
