@@ -45,6 +45,18 @@ def pareto_file(given: Path) -> Path:
     return given if given.is_file() else given / "pareto.json"
 
 
+def _run_dirs_in(folder: Path, most: int = 4) -> str:
+    """` (it holds the run directories runs/a, runs/b)`: where a user passed the folder above them; else ``."""
+    try:
+        found = sorted(str(child) for child in folder.iterdir() if (child / "pareto.json").is_file())
+    except OSError:  # a folder it may not list: the refusal is said without them
+        found = []
+    if not found:
+        return ""
+    more = f" and {len(found) - most} more" if len(found) > most else ""
+    return f" (it holds the run directories {', '.join(found[:most])}{more})"
+
+
 def read_study(given: Path) -> ComparedStudy:
     """The study whose pareto.json `given` is or holds, or UserError naming what is wrong with it and the fix."""
     if not given.exists():
@@ -61,10 +73,12 @@ def read_study(given: Path) -> ComparedStudy:
         rebuild = (f"run `autotune report {run_dir}` where its study is (a run directory's study.db, or the --storage "
                    f"and --study-name its run was given), which writes it again")
     document, unread = read_pareto_json(path)
-    if unread == "missing":
-        hint = "" if (run_dir / "study.db").is_file() else " (nor a study.db: is it the --out directory of an `autotune run`?)"
-        raise UserError(f"{given} holds no pareto.json{hint}; run `autotune report {given}` first (with --storage and "
-                        "--study-name where the run kept its study in a database)")
+    if unread == "missing" and (run_dir / "study.db").is_file():
+        raise UserError(f"{given} holds no pareto.json; run `autotune report {given}` first")
+    if unread == "missing":  # no study here for `report` to read: the folder above the run directories, say
+        raise UserError(f"{given} holds no pareto.json, nor a study.db{_run_dirs_in(given)}: pass the --out directory "
+                        f"of an `autotune run`, or its pareto.json (where the run kept its study in a database, "
+                        f"`autotune report {given} --storage URL --study-name NAME` writes one)")
     if unread:
         raise UserError(f"{where} cannot be read: {unread}; {rebuild}")
     version = document.get("schema_version") if isinstance(document, dict) else None

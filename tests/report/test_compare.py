@@ -386,8 +386,12 @@ def test_bad_run_directories_are_one_line_naming_the_fix(runs, tmp_path):
     _one_line_refusal(autotune_main("compare", one, tmp_path / "nowhere"), "does not exist")
     empty = tmp_path / "empty"
     empty.mkdir()
-    _one_line_refusal(autotune_main("compare", empty, one), f"{empty} holds no pareto.json",
-                      f"run `autotune report {empty}` first")
+    # No study.db either: `autotune report` has nothing to read there, and was named as the fix.
+    _one_line_refusal(autotune_main("compare", empty, one), f"{empty} holds no pareto.json, nor a study.db: pass the "
+                      "--out directory of an `autotune run`, or its pareto.json")
+    assert "first" not in autotune_main("compare", empty, one).stderr
+    shutil.copytree(one, empty / "run")  # the folder above the run directories: they are named
+    _one_line_refusal(autotune_main("compare", empty, one), f"(it holds the run directories {empty / 'run'})")
     no_report = tmp_path / "no-report"
     shutil.copytree(one, no_report)
     (no_report / "pareto.json").unlink()
