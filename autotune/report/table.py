@@ -21,7 +21,7 @@ from autotune.report.pareto_json import (
 )
 from autotune.report.payback import cost_sentence, estimated_saving_mark, payback_by_trial, payback_sentence
 from autotune.report.picks import (
-    CHOOSING_A_PICK, baseline_label, missing_change, pick_definitions, pick_label, picks_by_trial, time_only_energy_words,
+    CHOOSING_A_PICK, PICK_FILES, baseline_label, missing_change, pick_definitions, pick_label, picks_by_trial, time_only_energy_words,
 )
 from autotune.report.power_limit import sweep_sentence
 from autotune.report.units import (
@@ -123,7 +123,10 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
     if not view.front:
         _print_analysis(view, document, console)
         return
-    labels = {t: [pick_label(n, view.pick_parameters) for n in names] for t, names in picks_by_trial(view).items()}
+    # The table names a pick as `export --pick` does ("max-slowdown"): its meaning ("least energy within 5% of
+    # fastest") wrapped the column onto four lines at 80 columns, and is said in the pick's line below and defined
+    # at the end of the report.
+    labels = {t: ",".join(PICK_FILES.get(n, n) for n in names) for t, names in picks_by_trial(view).items()}
     words = view_device_words(view)
     table = Table(title=f"Fastest (ranked by time only; {time_only_energy_words(energy_source)})" if view.time_only
                   else f"Pareto front (time vs energy to solution: {source} time, {energy_source} energy)")
@@ -150,7 +153,7 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
             figure(p.tflops) + figure_bar(error, view.front, p, "tflops"),
             per_energy_figure(p.tflop_per_kj, p.energy_kj) + estimate_mark(sources, p.energy_source),  # per estimated energy
             figure(p.peak_mem_gib),
-            ", ".join(labels.get(p.trial, [])),
+            labels.get(p.trial, ""),
         )
     print_table(console, table)  # its first column, the trial, names each row
     base = view.baseline_point()
