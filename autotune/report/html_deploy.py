@@ -3,29 +3,15 @@
 The exported config carries it in `autotune.not_in_this_config` (export.handover_notes): the rank count its
 batch sizes hold for, checkpointing and Ulysses attention that are code, a power limit or clock cap set on
 every node. Inside the <pre> it was cut off in print and hidden in a 420 px scroll box on screen (trial 49),
-so the page states it as text too, from the same source: the file as written, else what export would write.
+so the page states it as text too: deploy_notes.deployment_notes, the notes the terminal and report.md say.
 """
 
 from __future__ import annotations
 
-import json
 import re
 
+from autotune.report.deploy_notes import deployment_notes
 from autotune.report.html_parts import esc
-
-
-def deployment_notes(config_text: str, candidate) -> list[str]:
-    """The config file's own `not_in_this_config` (what ships with it), else export's notes for the candidate
-    (a config not written yet, or one a user edited into something without the list)."""
-    try:
-        notes = json.loads(config_text).get("autotune", {}).get("not_in_this_config")
-    except (ValueError, AttributeError):
-        notes = None
-    if isinstance(notes, list) and all(isinstance(n, str) for n in notes):
-        return notes
-    from autotune.export import handover_notes  # export pulls the launchers in: only where a note is missing
-
-    return handover_notes(candidate)
 
 
 def _with_code(note: str) -> str:
@@ -35,7 +21,7 @@ def _with_code(note: str) -> str:
 
 
 def deployment_notes_html(config_text: str, candidate) -> str:
-    notes = deployment_notes(config_text, candidate)
+    notes = deployment_notes(candidate, config_text)
     if not notes:
         return ""
     items = "".join(f"<li>{_with_code(note)}</li>" for note in notes)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from autotune.report.deploy_notes import deployment_notes
 from autotune.report.device_words import view_device_words
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar, point_bar
 from autotune.report.noise import noise_line
@@ -199,16 +200,14 @@ def _changes(head: str, row: dict, p, base, view: StudyView, ties: str, memory: 
 
 
 def deployment_lines(view: StudyView, name: str, p, said_by: str | None, document: dict) -> list[str]:
-    """What deploying a pick needs beyond its DeepSpeed config, as sub-items: the exported config's
-    `autotune.not_in_this_config` (export.handover_notes: the rank count, checkpointing as code, a power limit set
-    on every node), which report.md left out (trial 49 #2). Once per trial: a later pick of it points back."""
+    """What deploying a pick needs beyond its DeepSpeed config, as sub-items (deploy_notes.deployment_notes, as the
+    terminal and report.html say them: the rank count, checkpointing as code, a power limit set on every node, a
+    hostfile), which report.md left out (trial 49 #2). Once per trial: a later pick of it points back."""
     if said_by is not None:
         return [f"  - deploying it needs what {said_by} above does"]
-    from autotune.export import handover_notes  # the report's own layer; its launch-side imports only when asked
-
-    notes = handover_notes(view.settings.candidate(p.params))
-    return [f"  - deploying it needs, beyond its DeepSpeed config (configs/{PICK_FILES.get(name, name)}.json, "
-            "`autotune.not_in_this_config`):", *(f"    - {md_names(note, document)}" for note in notes)]
+    notes = deployment_notes(view.settings.candidate(p.params))
+    return [f"  - deploying it needs, beyond its DeepSpeed config (configs/{PICK_FILES.get(name, name)}.json):",
+            *(f"    - {md_names(note, document)}" for note in notes)]
 
 
 def pick_lines(view: StudyView, document: dict, error) -> list[str]:

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from autotune.candidate import SM_CLOCK_UNTOUCHED, Knobs, knobs_sentence
+from autotune.report.deploy_terminal import print_deployment_notes
 from autotune.report.device_words import view_device_words
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar, point_bar
 from autotune.report.fitted_table import print_table
@@ -184,12 +185,14 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
         console.print(f"[yellow]{escape(floor)}[/]")
     _print_analysis(view, document, console)
     # Last, where a reader who scrolled past the table looks for what to do: every pick defined and how to choose
-    # (the one cost-weighted line before said only its formula, and knee was defined nowhere).
+    # (the one cost-weighted line before said only its formula, and knee was defined nowhere), then what deploying
+    # the chosen one needs beyond its config.
     said, choosing = pick_definitions_said(view)
     for line in said:
         console.print(f"[dim]pick {escape(line)}[/]")
     if choosing:
         console.print(escape(choosing))
+    print_deployment_notes(view, console)
 
 
 def pick_definitions_said(view: StudyView) -> tuple[list[str], str | None]:
