@@ -87,7 +87,10 @@ def write_text_atomic(path: Path, text: str, mode: int | None = None) -> Path:
     tmp = None
     try:
         fd, tmp = temp_file_beside(path)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        # surrogateescape: a file name Python could not decode (a path typed under an ASCII locale, LC_ALL=C
+        # PYTHONUTF8=0) is written as the bytes it is, which a launch.sh needs back; "strict" ended the command in
+        # UnicodeEncodeError after the study had run (trial 45).
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as handle:
             handle.write(text)
         if mode is not None:
             tmp.chmod(mode)

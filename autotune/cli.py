@@ -178,12 +178,19 @@ def _forget_sizes_of_nothing() -> None:
 def _replace_what_stdout_cannot_encode() -> None:
     """Reports write "±" and "…". A stdout whose encoding lacks them (an ASCII locale with Python's UTF-8
     mode turned off, `LC_ALL=C PYTHONUTF8=0`) ended the command in UnicodeEncodeError after the study had
-    run; such characters print as "?" instead."""
-    try:
-        "±…".encode(sys.stdout.encoding or "ascii")
-    except (UnicodeEncodeError, LookupError):
-        with contextlib.suppress(AttributeError, ValueError):  # a stdout that is not a text stream
-            sys.stdout.reconfigure(errors="replace")
+    run; such characters print as "?" instead, on stdout and stderr. A name Python could not decode (a path
+    typed in UTF-8 there: its surrogate escapes) goes out as the bytes the user typed, not as '\\udcc3\\udca9'
+    (stderr's backslashreplace; trial 45)."""
+    from autotune.os_text import ERRORS
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            "±…".encode(stream.encoding or "ascii")
+        except (UnicodeEncodeError, LookupError):
+            with contextlib.suppress(AttributeError, ValueError):  # a stream that is not a text stream
+                stream.reconfigure(errors=ERRORS)
+        except AttributeError:  # None (closed at start) or a stand-in without an encoding
+            pass
 
 
 # The commands that only print: no study keeps what they found.

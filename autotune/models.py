@@ -13,6 +13,7 @@ from pathlib import Path
 
 from autotune.checks import MAX_COUNT, number_problem, refuse_duplicate_keys, refuse_unknown_keys, shown
 from autotune.errors import ConfigError
+from autotune.os_text import os_text
 
 
 @dataclass(frozen=True)
@@ -281,7 +282,8 @@ def load_model(name_or_path: str) -> ModelSpec:
                 return model_from_json(model_json_from_hf(data, path, origin), f"{origin} (read as a Hugging Face config)")
             except ConfigError as exc:
                 raise ConfigError(hf_key_names(str(exc), text_prefix(data))) from None
-        return model_from_json(data, origin, default_name=path.stem)
+        # The file's name, not its path: surrogate escapes of a non-ASCII name (an ASCII locale) read back as UTF-8.
+        return model_from_json(data, origin, default_name=os_text(path.stem, errors="replace"))
     if path.is_file():
         # The file is there: the rule it breaks is its name (a preset's name is never taken for a file of that name).
         raise ConfigError(f"--model {path}: model files are read by a .json name; give the file one ({path.stem}.json; "

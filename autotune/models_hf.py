@@ -18,6 +18,7 @@ from pathlib import Path
 from autotune.checks import MAX_COUNT, checked_number, number_problem, shown
 from autotune.errors import ConfigError
 from autotune.models import PRESETS, load_model
+from autotune.os_text import os_text
 
 # autotune's llm size <- the Hugging Face key (Qwen2Config, and the text part of Qwen2.5-VL / LLaVA).
 _SIZES = {"hidden": "hidden_size", "layers": "num_hidden_layers", "heads": "num_attention_heads",
@@ -76,7 +77,8 @@ def _name(data: dict, path: Path) -> str:
         base = given.rstrip("/").rsplit("/", 1)[-1]
     else:
         directory = path.parent.resolve().name
-        base = directory if path.stem == "config" and directory else path.stem
+        # A name, not a path: a non-ASCII folder's surrogate escapes (an ASCII locale) read back as the UTF-8 they are.
+        base = os_text(directory if path.stem == "config" and directory else path.stem, errors="replace")
     return f"{base} + {TOWER}"
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from autotune.atomic_write import write_text_atomic
 from autotune.export import export_trial
+from autotune.os_text import texts_of
 from autotune.report import pareto_document, study_view, write_pareto_json
 from autotune.report.html import write_report_html
 from autotune.report.importance import knob_importance
@@ -54,7 +55,7 @@ def build_report(study, max_slowdown: float | None = None, eta: float | None = N
     # So `autotune report RUN_DIR` can name the database a run directory without study.db needs; null for the
     # directory's own study.db (the key is in every pareto.json, as the README lists it).
     document["storage"] = recorded_storage(storage) if storage else None
-    return view, document
+    return view, texts_of(document)
 
 
 # What autotune last wrote to each file of configs/ (name: SHA-256), to tell a user's edit from its own.

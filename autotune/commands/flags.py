@@ -13,6 +13,7 @@ from pathlib import Path
 from autotune.atomic_write import NAME_MAX_BYTES, PATH_MAX_BYTES
 from autotune.checks import MAX_COUNT, number_problem
 from autotune.commands.paths import CWD_GONE, current_directory_gone
+from autotune.os_text import escaped_bytes, os_text
 
 
 def _as_number(text: str, integer: bool):
@@ -55,6 +56,14 @@ def text_flag(text: str) -> str:
 def study_name_flag(text: str) -> str:
     """An Optuna study name: what optuna-dashboard lists; Optuna's table holds at most 512 characters."""
     text = text_flag(text)
+    try:
+        # Under an ASCII locale (LC_ALL=C PYTHONUTF8=0) a UTF-8 name arrives as surrogate escapes, which SQLite
+        # cannot store, and were refused as not printable (trial 45): the name is what was typed, in any locale.
+        text = os_text(text)
+    except UnicodeDecodeError:
+        raise argparse.ArgumentTypeError(
+            f"holds bytes that are not UTF-8 text ({escaped_bytes(text)}): a study name is stored as text; type it in "
+            "UTF-8 or use ASCII letters") from None
     if len(text) > 512 or not text.isprintable():
         raise argparse.ArgumentTypeError("is not a study name: printable characters, at most 512")
     if text != text.strip():  # ' spaced ' made a study that `--study-name spaced` never found

@@ -4,8 +4,11 @@ the user told to fix a file that was right. TOML is UTF-8 by its specification; 
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -13,6 +16,7 @@ from autotune.hardware import PROFILE_DIR
 from autotune.models import PRESETS
 from autotune.space.files import DEFAULT_SPACE
 from tests import cli
+from tests.tuner.test_models_hf import QWEN25_7B
 
 
 def _ascii_locale() -> dict[str, str]:
@@ -48,3 +52,61 @@ def test_a_utf8_file_is_read_under_an_ascii_locale(tmp_path, given):
     done = cli.autotune("space", *argv, "--nodes", 1, "--json", env=_ascii_locale())
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)
+
+
+# Trial 45: with the locale's coercion off too, Python decodes the command line and file names as ASCII, and a
+# UTF-8 'é' arrives as the surrogate escapes '\udcc3\udca9'.
+def _ascii_names_env() -> dict[str, str]:
+    return {**_ascii_locale(), "PYTHONCOERCECLOCALE": "0"}
+
+
+def _run_bytes(*args, cwd) -> subprocess.CompletedProcess:
+    """`autotune ARGS` under that locale, its arguments as the bytes a UTF-8 terminal sends; output as bytes."""
+    argv = [sys.executable, "-m", "autotune.cli", *(a if isinstance(a, bytes) else str(a).encode() for a in args)]
+    return subprocess.run(argv, capture_output=True, timeout=120, cwd=cwd, env=_ascii_names_env())
+
+
+def test_a_non_ascii_study_name_is_the_name_typed_and_a_non_utf8_one_is_one_line(tmp_path):
+    from autotune.commands.run import default_run_dir
+
+    done = _run_bytes("run", "--model", "tiny", "--nodes", 1, "--trials", 1, "--study-name", "étude".encode(), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    # The same study, and the same directory, as under a UTF-8 locale.
+    out = tmp_path / default_run_dir(argparse.Namespace(study_name="étude"), PRESETS["tiny"], (1,))
+    assert json.loads((out / "pareto.json").read_text(encoding="utf-8"))["study_name"] == "étude"
+    assert b"\\udc" not in done.stderr + done.stdout
+
+    done = _run_bytes("run", "--model", "tiny", "--nodes", 1, "--study-name", b"\xe9tude", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.decode().splitlines() == [
+        "autotune run: error: argument --study-name: holds bytes that are not UTF-8 text (\\xe9): a study name is stored "
+        "as text; type it in UTF-8 or use ASCII letters (see `autotune run --help`)"]
+
+
+def test_a_model_named_by_a_non_ascii_folder_or_file_gets_its_name_and_a_safe_directory(tmp_path):
+    checkpoint = tmp_path / "Qwén-7B"
+    checkpoint.mkdir()
+    data = {**QWEN25_7B}
+    data.pop("_name_or_path", None)
+    (checkpoint / "config.json").write_text(json.dumps(data), encoding="utf-8")
+    (tmp_path / "nö.json").write_text(json.dumps({k: v for k, v in PRESETS["tiny"].to_json().items() if k != "name"}),
+                                      encoding="utf-8")
+    for model, name, directory in ((checkpoint, "Qwén-7B + SigLIP so400m/14", "Qw_n-7B-1n"), ("nö.json", "nö", "n_-1n")):
+        done = _run_bytes("run", "--model", model, "--nodes", 1, "--trials", 1, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert json.loads((tmp_path / "runs" / directory / "pareto.json").read_text(encoding="utf-8"))["model"] == name
+
+
+def test_a_non_ascii_path_is_recorded_as_its_name_and_shown_as_typed(tmp_path):
+    profile = tmp_path / "nœud.toml"
+    profile.write_text((PROFILE_DIR / "gh200.toml").read_text(encoding="utf-8"), encoding="utf-8")
+    out = tmp_path / "run"
+    done = _run_bytes("run", "--model", "tiny", "--nodes", 1, "--trials", 1, "--hardware", profile, "--out", out,
+                      cwd=tmp_path)
+    assert done.returncode == 0, done.stderr  # report.html, UTF-8, could not hold the escapes: UnicodeEncodeError
+    assert json.loads((out / "pareto.json").read_text(encoding="utf-8"))["hardware_file"] == str(profile)
+    assert str(profile) in (out / "report.html").read_text(encoding="utf-8")
+
+    done = _run_bytes("report", tmp_path / "rün", cwd=tmp_path)
+    assert done.returncode == 2
+    assert f"autotune report: error: {tmp_path / 'rün'} is not a directory".encode() in done.stderr  # not r\udcc3\udcbcn
