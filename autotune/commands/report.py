@@ -3,7 +3,9 @@ report.html with --html. Figures come from the study itself (study.db), and the 
 files it shows (pareto.json, configs/, report.html when asked for or already there), so they never
 disagree with it; a damaged or missing pareto.json is rebuilt, and the report says so. Files of configs/
 the user edited are kept (the pick goes beside them: finish.export_picks), and a RUN_DIR that holds
-another study's reports than --storage's is refused (study.storage.check_run_dir_is_of)."""
+another study's reports than --storage's is refused (study.storage.check_run_dir_is_of), as is another
+database than a RUN_DIR's own study.db; a --storage copy of the study a RUN_DIR's pareto.json named another
+database for is reported there, and the report says its files now describe the copy."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import argparse
 import contextlib
 import json
 import sys
+from pathlib import Path
 from autotune.commands.flags import number_flag, path_flag, study_name_flag, text_flag
 from autotune.study.storage import STUDY_NAME
 
@@ -100,7 +103,12 @@ def _run(args) -> int:
         writable_directory(args.run_dir, "RUN_DIR", fix="--html writes report.html and configs/ there; drop --html or copy the run directory")
     # A colleague's run on a shared or read-only file system: show its report, write nothing there.
     read_only = directory_problem(args.run_dir)
+    if args.storage and _names_own_study_db(args.run_dir, args.storage):
+        args.storage = None  # RUN_DIR's own study.db by a URL: reported as without --storage, and recorded so
     study = load_finished_study(args.run_dir, args.storage, args.study_name)
+    if args.storage and (args.run_dir / "study.db").is_file():
+        _refuse_another_storage(args.run_dir, args.storage)
+    recorded_before = _UNRECORDED if read_only else _recorded_storage(args.run_dir)
     if "settings" not in study.user_attrs:
         raise UserError(f"the study in {args.run_dir} has no trials yet; run `autotune run` first")
     # In turns with a run's workers writing the same files (finish.reports_turn): what is written last is of the
@@ -129,6 +137,8 @@ def _run(args) -> int:
         written, kept = ([], None) if read_only else write_outputs(view, document, args.run_dir, html=args.html)
     if kept:
         print(kept, file=sys.stderr)  # the user's edits: kept, and where the study's picks went instead
+    if recorded_before is not _UNRECORDED and recorded_before != document["storage"]:
+        print(_repointed(args.run_dir, recorded_before, document["storage"]), file=sys.stderr)
     if state is not None:
         # Say so: a tool that read the old file must not go on believing it.
         names = ", ".join(p.name + ("/" if p.suffix == "" else "") for p in written)
@@ -147,3 +157,69 @@ def _run(args) -> int:
         print(f"a run of this study is under way in {args.run_dir}: this report is of the trials finished so far, and the "
               "run writes the reports again when it ends", file=sys.stderr)
     return 0
+
+
+def _names_own_study_db(run_dir, storage: str) -> bool:
+    """Whether the --storage URL is an SQLite URL of RUN_DIR/study.db itself."""
+    import sqlalchemy
+
+    try:
+        parsed = sqlalchemy.engine.make_url(storage)
+        if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
+            return False
+        return Path(parsed.database).samefile(run_dir / "study.db")
+    except Exception:  # noqa: BLE001 - not a URL, no such file: not the directory's own database
+        return False
+
+
+def _refuse_another_storage(run_dir, storage: str) -> None:
+    """A run directory with a study.db holds that study's reports: a bare `autotune report RUN_DIR` reads it. The
+    reports of another database written there (a copy's, or the server a study moved to: the same trials, so the
+    check of the study let it through) pointed pareto.json at it, and the next bare report rewrote them from
+    study.db again, each time the other study as it stood."""
+    import shlex
+
+    from autotune.errors import UserError
+    from autotune.study.storage import recorded_storage
+
+    own = run_dir / "study.db"
+    raise UserError(
+        f"RUN_DIR {run_dir} keeps its study in its own study.db, and its reports (pareto.json, configs/) are of that one; "
+        f"--storage {shlex.quote(recorded_storage(storage))} is another database, whose study a copy or a move may have "
+        f"changed since: report it into a directory of its own (mkdir NEW_DIR, then autotune report NEW_DIR --storage "
+        f"URL), drop --storage to report {own}, or, where the study moved to that database for good, move {own} out of "
+        f"{run_dir} first")
+
+
+# What _recorded_storage answers where pareto.json says nothing of its storage (missing, damaged, or older).
+_UNRECORDED = False
+
+
+def _recorded_storage(run_dir) -> str | None | bool:
+    """The storage RUN_DIR's pareto.json says its reports are of: its URL, None for the directory's own study.db;
+    _UNRECORDED where it says nothing."""
+    from autotune.report.pareto_json import read_pareto_json
+
+    held, unread = read_pareto_json(run_dir / "pareto.json")
+    if unread or not isinstance(held, dict) or "storage" not in held or not isinstance(held["storage"], (str, type(None))):
+        return _UNRECORDED
+    return held["storage"]
+
+
+def _repointed(run_dir, before: str | None, now: str | None) -> str:
+    """The line that says the reports now describe another storage than pareto.json named: with --storage, the same
+    study by the trials pareto.json listed (study.storage.check_run_dir_is_of: a copy or a move of it); without,
+    the directory's own study.db, which is its study by definition."""
+    import shlex
+
+    def where(url: str | None) -> str:
+        if url:
+            return f"--storage {shlex.quote(url)}"
+        return "its own study.db" + ("" if (run_dir / "study.db").is_file() else f" (no longer in {run_dir})")
+
+    if now is None:
+        return (f"RUN_DIR {run_dir}: its reports (pareto.json, configs/) were of {where(before)} and are now of its own "
+                "study.db, the study a bare `autotune report RUN_DIR` reads")
+    return (f"RUN_DIR {run_dir}: its reports (pareto.json, configs/) were of {where(before)} and are now of {where(now)} (the "
+            f"same study by the trials its pareto.json listed: a copy or a move of it), which `autotune report "
+            f"{shlex.quote(str(run_dir))}` names from now on")

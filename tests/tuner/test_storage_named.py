@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 
 from autotune.study.storage import recorded_storage
 from tests.cli import autotune_main
@@ -38,3 +39,44 @@ def test_a_run_directory_study_records_no_storage(tmp_path):
 def test_a_recorded_url_hides_its_password():
     assert recorded_storage("postgresql://tuner:s3cret@db.example/autotune") == "postgresql://tuner:***@db.example/autotune"
     assert recorded_storage("sqlite:////runs/shared.db") == "sqlite:////runs/shared.db"
+
+
+def _files(run_dir) -> dict:
+    return {p.relative_to(run_dir): p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+
+
+def test_a_report_of_another_database_is_refused_in_a_run_directory_with_its_own_study_db(tmp_path):
+    """`report RUN_DIR --storage COPY` pointed the pareto.json of a directory with a study.db at the copy, and the next
+    bare report pointed it back, each time rewriting the reports from another database (trial 45's defect 2)."""
+    out = tmp_path / "own"
+    assert autotune_main("run", "--model", "tiny", "--nodes", "1", "--trials", "3", "--out", out).returncode == 0
+    (tmp_path / "elsewhere").mkdir()
+    shutil.copy(out / "study.db", tmp_path / "elsewhere" / "study.db")
+    before = _files(out)
+    copy = f"sqlite:///{tmp_path / 'elsewhere' / 'study.db'}"
+    refused = autotune_main("report", out, "--storage", copy)
+    lines = refused.stderr.strip().splitlines()
+    assert refused.returncode == 2 and len(lines) == 1 and refused.stdout == "", refused.stderr
+    assert lines[0].startswith(f"autotune report: error: RUN_DIR {out} keeps its study in its own study.db")
+    assert f"--storage {copy} is another database" in lines[0] and f"move {out / 'study.db'} out of {out}" in lines[0]
+    assert _files(out) == before
+    # Its own study.db by a URL is the directory's study: reported, and recorded as without --storage.
+    same = autotune_main("report", out, "--storage", f"sqlite:///{out / 'study.db'}")
+    assert same.returncode == 0 and same.stderr == "", same.stderr
+    assert json.loads((out / "pareto.json").read_text())["storage"] is None
+
+
+def test_a_report_of_a_copy_of_a_storage_study_says_its_reports_now_describe_the_copy(tmp_path):
+    url, copy = f"sqlite:///{tmp_path / 'shared.db'}", f"sqlite:///{tmp_path / 'moved.db'}"
+    out = tmp_path / "s"
+    assert autotune_main("run", "--model", "tiny", "--nodes", "1", "--trials", "3", "--storage", url, "--out", out).returncode == 0
+    shutil.copy(tmp_path / "shared.db", tmp_path / "moved.db")
+    moved = autotune_main("report", out, "--storage", copy)
+    assert moved.returncode == 0, moved.stderr
+    assert (f"RUN_DIR {out}: its reports (pareto.json, configs/) were of --storage {url} and are now of --storage {copy} "
+            f"(the same study by the trials its pareto.json listed: a copy or a move of it), which `autotune report {out}` "
+            "names from now on") in moved.stderr.splitlines()
+    assert json.loads((out / "pareto.json").read_text())["storage"] == copy
+    assert autotune_main("report", out).stderr.strip().endswith(f"pass --storage {copy} --study-name autotune")
+    again = autotune_main("report", out, "--storage", copy)  # nothing changes: nothing said
+    assert again.returncode == 0 and "were of" not in again.stderr, again.stderr
