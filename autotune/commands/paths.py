@@ -166,6 +166,42 @@ def _is_sqlite_database(path: Path) -> bool:
         return False
 
 
+# What makes a directory a run directory: its study's storage, or the reports of one (a --storage study's).
+_RUN_DIR_MARKS = ("study.db", "pareto.json")
+_RUN_DIR_FIX = "pass the --out directory of an `autotune run`"
+
+
+def _enclosing_run_dir(path: Path) -> Path | None:
+    """The nearest folder above `path` (a run directory's pareto.json, configs/knee.json, trials/0003/result.json)
+    that is a run directory, else None."""
+    for parent in list(Path(path).parents)[:3]:
+        if any((parent / mark).is_file() for mark in _RUN_DIR_MARKS):
+            return parent
+    return None
+
+
+def run_dir_problem(run_dir: Path) -> str | None:
+    """Why `run_dir`, given as RUN_DIR, cannot be one, in a line that names the directory meant where it can tell (a
+    file of a run directory, a folder inside one: `report runs/7b-1n/pareto.json`); None where it may be one (the
+    study's storage says the rest: a folder without a study.db may be for a --storage study's reports)."""
+    run_dir = Path(run_dir)
+    if run_dir.is_dir():
+        if any((run_dir / mark).exists() for mark in _RUN_DIR_MARKS):
+            return None
+        # With --storage too: its reports went into the run directory's configs/ (configs/configs/).
+        enclosing = _enclosing_run_dir(run_dir)
+        return None if enclosing is None else f"{run_dir} is inside the run directory {enclosing}; pass {enclosing}"
+    if not run_dir.exists():
+        if run_dir.is_symlink():
+            return f"{run_dir} is a link to {os.readlink(run_dir)}, which does not exist; {_RUN_DIR_FIX}"
+        return f"{run_dir} does not exist; {_RUN_DIR_FIX}"
+    enclosing = _enclosing_run_dir(run_dir)
+    if enclosing is not None:
+        return f"{run_dir} is a file of the run directory {enclosing}; pass the directory, {enclosing}"
+    what = "a file" if run_dir.is_file() else "not a directory (a device, pipe or socket)"
+    return f"{run_dir} is {what}, not a run directory; {_RUN_DIR_FIX}"
+
+
 def check_run_outputs(run_dir: Path, what: str) -> None:
     """What a run or report writes in its run directory (pareto.json, report.html, configs/), checked
     before any study is opened: a directory where a file goes is one line now, not a traceback after

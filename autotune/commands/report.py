@@ -87,7 +87,7 @@ def _run(args) -> int:
     from autotune.commands.finish import (
         build_report, keep_pick_parameters, pareto_json_state, reports_turn, write_outputs,
     )
-    from autotune.commands.paths import check_run_outputs, directory_problem, writable_directory
+    from autotune.commands.paths import check_run_outputs, directory_problem, run_dir_problem, writable_directory
     from autotune.errors import UserError
     from autotune.report.markdown import markdown_report
     from autotune.report.table import print_report
@@ -95,8 +95,9 @@ def _run(args) -> int:
     from autotune.study.storage import run_under_way
     from autotune.study.storage_failure import read_only_failure
 
-    if not args.run_dir.is_dir():
-        raise UserError(f"{args.run_dir} is not a directory; pass the --out directory of an `autotune run`")
+    problem = run_dir_problem(args.run_dir)
+    if problem:
+        raise UserError(problem)
     check_pick_options(args)
     check_run_outputs(args.run_dir, "RUN_DIR")
     if args.html:

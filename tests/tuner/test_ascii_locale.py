@@ -109,4 +109,4 @@ def test_a_non_ascii_path_is_recorded_as_its_name_and_shown_as_typed(tmp_path):
 
     done = _run_bytes("report", tmp_path / "rün", cwd=tmp_path)
     assert done.returncode == 2
-    assert f"autotune report: error: {tmp_path / 'rün'} is not a directory".encode() in done.stderr  # not r\udcc3\udcbcn
+    assert f"autotune report: error: {tmp_path / 'rün'} does not exist".encode() in done.stderr  # not r\udcc3\udcbcn

@@ -1,0 +1,54 @@
+"""`autotune report RUN_DIR` given what is not a run directory: one line, exit 2, naming the directory meant where it
+can tell (a file of a run directory, a folder inside one), and nothing written (trial 45, a newcomer's bad input)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from tests import cli
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    return cli.simulated_run(tmp_path_factory, nodes=1, trials=3)
+
+
+def _files(folder) -> dict:
+    return {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def _refused(*argv) -> str:
+    done = cli.autotune_main("report", *argv)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and done.stdout == "", done.stderr
+    return lines[0].removeprefix("autotune report: error: ")
+
+
+@pytest.mark.parametrize("inside", ["pareto.json", "study.db", "report.html", "configs/knee.json"])
+def test_a_file_of_a_run_directory_names_the_directory(tmp_path, finished, inside):
+    run = shutil.copytree(finished, tmp_path / "run")
+    before = _files(run)
+    assert _refused(run / inside) == f"{run / inside} is a file of the run directory {run}; pass the directory, {run}"
+    assert _files(run) == before
+
+
+def test_a_folder_inside_a_run_directory_names_it_and_gets_no_reports(tmp_path, finished):
+    """With --storage too: its reports went into the run's configs/ (configs/pareto.json, configs/configs/)."""
+    run = shutil.copytree(finished, tmp_path / "run")
+    before = _files(run)
+    for argv in ([run / "configs"], [run / "configs", "--storage", f"sqlite:///{run / 'study.db'}"]):
+        assert _refused(*argv) == f"{run / 'configs'} is inside the run directory {run}; pass {run}"
+    assert _files(run) == before
+
+
+def test_what_is_no_directory_is_said_as_what_it_is(tmp_path):
+    (tmp_path / "notes.txt").write_text("x")
+    os.symlink(tmp_path / "gone", tmp_path / "link")
+    fix = "pass the --out directory of an `autotune run`"
+    assert _refused(tmp_path / "nowhere") == f"{tmp_path / 'nowhere'} does not exist; {fix}"
+    assert _refused(tmp_path / "notes.txt") == f"{tmp_path / 'notes.txt'} is a file, not a run directory; {fix}"
+    assert _refused(tmp_path / "link") == f"{tmp_path / 'link'} is a link to {tmp_path / 'gone'}, which does not exist; {fix}"
+    assert _refused("/dev/null") == f"/dev/null is not a directory (a device, pipe or socket), not a run directory; {fix}"
