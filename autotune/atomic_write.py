@@ -81,7 +81,12 @@ def write_text_atomic(path: Path, text: str, mode: int | None = None) -> Path:
     """Write `text` (UTF-8) to `path` in one rename; `mode` sets the permissions (e.g. 0o755)."""
     path = link = Path(path)
     if path.is_symlink():
-        path = path.resolve()  # the rename would replace the link itself with a file
+        try:
+            path = path.resolve()  # the rename would replace the link itself with a file
+        except (OSError, RuntimeError):  # a loop of links: RuntimeError before Python 3.13, OSError (ELOOP) since
+            raise UserError(f"cannot write {link}: it is a link that leads back to itself (a loop of symbolic links); "
+                            "remove the link, and run the command again (what the study measured is kept in its "
+                            "database)") from None
     # A link whose file cannot be written (dangling: its folder gone) is named too: it is what is in the way.
     through = f" (through the link {link})" if path != link else ""
     tmp = None

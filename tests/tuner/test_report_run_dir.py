@@ -52,3 +52,13 @@ def test_what_is_no_directory_is_said_as_what_it_is(tmp_path):
     assert _refused(tmp_path / "notes.txt") == f"{tmp_path / 'notes.txt'} is a file, not a run directory; {fix}"
     assert _refused(tmp_path / "link") == f"{tmp_path / 'link'} is a link to {tmp_path / 'gone'}, which does not exist; {fix}"
     assert _refused("/dev/null") == f"/dev/null is not a directory (a device, pipe or socket), not a run directory; {fix}"
+
+
+def test_a_pareto_json_that_is_a_loop_of_links_is_one_line(tmp_path, finished):
+    run = shutil.copytree(finished, tmp_path / "run")
+    (run / "pareto.json").unlink()
+    os.symlink("loop", run / "pareto.json")
+    os.symlink("pareto.json", run / "loop")
+    assert _refused(run) == (f"cannot write {run / 'pareto.json'}: it is a link that leads back to itself (a loop of "
+                             "symbolic links); remove the link, and run the command again (what the study measured is "
+                             "kept in its database)")
