@@ -186,6 +186,13 @@ def run_dir_problem(run_dir: Path) -> str | None:
     study's storage says the rest: a folder without a study.db may be for a --storage study's reports)."""
     run_dir = Path(run_dir)
     if run_dir.is_dir():
+        study_db = run_dir / "study.db"
+        if (study_db.exists() or study_db.is_symlink()) and not study_db.is_file():
+            # Read as "no study.db: its run kept the study in a --storage database; pass --storage" (trial 45).
+            what = (f"a link to {os.readlink(study_db)}, which does not exist" if not study_db.exists()
+                    else "a directory" if study_db.is_dir() else "not a regular file")
+            return (f"{study_db} is {what}, where the run directory's study database belongs; move it out of the way "
+                    "(the study's database is the file study.db)")
         if any((run_dir / mark).exists() for mark in _RUN_DIR_MARKS):
             return None
         # With --storage too: its reports went into the run directory's configs/ (configs/configs/).

@@ -62,3 +62,14 @@ def test_a_pareto_json_that_is_a_loop_of_links_is_one_line(tmp_path, finished):
     assert _refused(run) == (f"cannot write {run / 'pareto.json'}: it is a link that leads back to itself (a loop of "
                              "symbolic links); remove the link, and run the command again (what the study measured is "
                              "kept in its database)")
+
+
+def test_a_study_db_that_is_no_file_is_named_not_taken_for_a_storage_run(tmp_path, finished):
+    run = shutil.copytree(finished, tmp_path / "run")
+    (run / "study.db").unlink()
+    (run / "study.db").mkdir()
+    assert _refused(run) == (f"{run / 'study.db'} is a directory, where the run directory's study database belongs; move "
+                             "it out of the way (the study's database is the file study.db)")
+    (run / "study.db").rmdir()
+    os.symlink(tmp_path / "moved.db", run / "study.db")
+    assert _refused(run).startswith(f"{run / 'study.db'} is a link to {tmp_path / 'moved.db'}, which does not exist, where")
