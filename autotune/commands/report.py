@@ -111,6 +111,10 @@ def _run(args) -> int:
         _refuse_another_storage(args.run_dir, args.storage)
     recorded_before = _UNRECORDED if read_only else _recorded_storage(args.run_dir)
     if "settings" not in study.user_attrs:
+        if study.trials:  # another tool's Optuna study, alone in a study.db (found without its name): not "no trials"
+            raise UserError(f"the study {study.study_name!r} in {args.run_dir / 'study.db'} was not made by autotune (its "
+                            f"{len(study.trials)} trial(s) hold no autotune settings); pass the --out directory of an "
+                            "`autotune run`")
         raise UserError(f"the study in {args.run_dir} has no trials yet; run `autotune run` first")
     # In turns with a run's workers writing the same files (finish.reports_turn): what is written last is of the
     # study as it stands then.

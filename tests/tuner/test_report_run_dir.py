@@ -73,3 +73,13 @@ def test_a_study_db_that_is_no_file_is_named_not_taken_for_a_storage_run(tmp_pat
     (run / "study.db").rmdir()
     os.symlink(tmp_path / "moved.db", run / "study.db")
     assert _refused(run).startswith(f"{run / 'study.db'} is a link to {tmp_path / 'moved.db'}, which does not exist, where")
+
+
+def test_another_tool_s_optuna_study_is_not_said_to_have_no_trials(tmp_path):
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    study = optuna.create_study(storage=f"sqlite:///{tmp_path / 'study.db'}", study_name="mine")
+    study.optimize(lambda trial: trial.suggest_float("x", 0, 1), n_trials=2)
+    assert _refused(tmp_path) == (f"the study 'mine' in {tmp_path / 'study.db'} was not made by autotune (its 2 trial(s) "
+                                  "hold no autotune settings); pass the --out directory of an `autotune run`")
