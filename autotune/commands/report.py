@@ -98,6 +98,8 @@ def _run(args) -> int:
     problem = run_dir_problem(args.run_dir)
     if problem:
         raise UserError(problem)
+    if not (args.run_dir / "study.db").exists():
+        _check_reports_without_study_db(args.run_dir, args.storage)
     check_pick_options(args)
     check_run_outputs(args.run_dir, "RUN_DIR")
     if args.html:
@@ -162,6 +164,34 @@ def _run(args) -> int:
         print(f"a run of this study is under way in {args.run_dir}: this report is of the trials finished so far, and the "
               "run writes the reports again when it ends", file=sys.stderr)
     return 0
+
+
+def _check_reports_without_study_db(run_dir, storage: str | None) -> None:
+    """A RUN_DIR without a study.db whose pareto.json cannot name the --storage database of its study, refused in its
+    own words: "its run kept the study in a --storage database" was said of a pareto.json another tool wrote, of
+    a damaged one and of one whose study.db was moved away; and another tool's pareto.json was replaced by a
+    --storage study's report (a damaged report of autotune's is rebuilt: finish.pareto_json_state)."""
+    from autotune.errors import UserError
+    from autotune.report.pareto_json import is_report_document, read_pareto_json
+
+    path = run_dir / "pareto.json"
+    held, unread = read_pareto_json(path)
+    if unread == "missing":
+        return
+    if not unread and not is_report_document(held):
+        raise UserError(f"RUN_DIR {run_dir} holds no study.db, and its pareto.json is not an autotune report (no front "
+                        "or recommendations: another tool's file?), which the report would replace; pass the --out "
+                        "directory of an `autotune run`, or move pareto.json out of the way")
+    if storage is not None:
+        return
+    if unread:
+        raise UserError(f"RUN_DIR {run_dir} holds no study.db, and its pareto.json is {unread}, so it cannot name the "
+                        "database its run kept the study in; pass --storage URL and --study-name NAME as its `autotune "
+                        "run` gave them (the report rebuilds pareto.json)")
+    if "storage" in held and held["storage"] is None:
+        raise UserError(f"RUN_DIR {run_dir} holds no study.db, though its pareto.json is of the directory's own study.db "
+                        f"(moved or removed?); put study.db back in {run_dir}, or pass --storage URL where the study "
+                        "is kept now")
 
 
 def _names_own_study_db(run_dir, storage: str) -> bool:

@@ -283,5 +283,15 @@ def read_pareto_json(path: Path) -> tuple[object, str | None]:
         return None, f"damaged ({type(exc).__name__}: {str(exc).splitlines()[0][:80] if str(exc) else 'unreadable'})"
 
 
+# Keys every pareto.json autotune wrote holds (the stable ones of the module's docstring): JSON without them in a
+# folder without a study.db is another tool's file, not a damaged report.
+_REPORT_KEYS = ("model", "front", "recommendations")
+
+
+def is_report_document(value: object) -> bool:
+    """Whether a pareto.json's JSON value is a report autotune wrote (of any schema version)."""
+    return isinstance(value, dict) and all(key in value for key in _REPORT_KEYS)
+
+
 def write_pareto_json(path: Path, document: dict) -> None:
     write_text_atomic(path, json.dumps(document, indent=2) + "\n")  # never half a file for other tools to read

@@ -83,3 +83,27 @@ def test_another_tool_s_optuna_study_is_not_said_to_have_no_trials(tmp_path):
     study.optimize(lambda trial: trial.suggest_float("x", 0, 1), n_trials=2)
     assert _refused(tmp_path) == (f"the study 'mine' in {tmp_path / 'study.db'} was not made by autotune (its 2 trial(s) "
                                   "hold no autotune settings); pass the --out directory of an `autotune run`")
+
+
+def test_a_pareto_json_without_a_study_db_that_names_no_storage_is_said_as_it_is(tmp_path, finished):
+    """"its run kept the study in a --storage database; pass the same --storage URL" was said of each of these."""
+    copy_url = f"sqlite:///{tmp_path / 'copy.db'}"
+    shutil.copy(finished / "study.db", tmp_path / "copy.db")
+    theirs, damaged, moved = tmp_path / "theirs", tmp_path / "damaged", tmp_path / "moved"
+    for folder in (theirs, damaged, moved):
+        folder.mkdir()
+    (theirs / "pareto.json").write_text('{"points": [1, 2]}')
+    (damaged / "pareto.json").write_text("{ half")
+    shutil.copy(finished / "pareto.json", moved / "pareto.json")  # of the directory's own study.db: storage null
+    for argv in ([theirs], [theirs, "--storage", copy_url]):  # its file is not replaced by a --storage study's report
+        assert _refused(*argv) == (f"RUN_DIR {theirs} holds no study.db, and its pareto.json is not an autotune report "
+                                   "(no front or recommendations: another tool's file?), which the report would replace; "
+                                   "pass the --out directory of an `autotune run`, or move pareto.json out of the way")
+    assert (theirs / "pareto.json").read_text() == '{"points": [1, 2]}'
+    assert _refused(damaged).startswith(f"RUN_DIR {damaged} holds no study.db, and its pareto.json is damaged (")
+    assert _refused(damaged).endswith("so it cannot name the database its run kept the study in; pass --storage URL and "
+                                      "--study-name NAME as its `autotune run` gave them (the report rebuilds pareto.json)")
+    assert cli.autotune_main("report", damaged, "--storage", copy_url).returncode == 0  # rebuilt, as ever
+    assert _refused(moved) == (f"RUN_DIR {moved} holds no study.db, though its pareto.json is of the directory's own "
+                               f"study.db (moved or removed?); put study.db back in {moved}, or pass --storage URL where "
+                               "the study is kept now")
