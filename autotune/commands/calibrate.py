@@ -10,7 +10,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from autotune.commands.flags import name_or_path_flag, path_flag, text_flag
+from autotune.commands.flags import add_output_flag, name_or_path_flag, path_flag, text_flag
 from autotune.commands.report import add_study_location_options
 from autotune.shell import shell_path
 
@@ -34,7 +34,7 @@ def register(subparsers) -> None:
         help="the profile to calibrate: name or TOML (default: the hardware the run directories were measured on, else "
              "the reference's, gh200)",
     )
-    parser.add_argument("-o", "--output", type=path_flag, metavar="FILE",
+    add_output_flag(parser, "-o", "--output", aliases=("--out",), type=path_flag, metavar="FILE",
                         help="write the calibrated profile here (TOML; use it with --hardware): a new file, or one an earlier "
                              "calibrate wrote; never a built-in profile or the profile being calibrated")
     parser.add_argument("--json", action="store_true", help="print the report as JSON (loo_mape, fit_mape, constants, ...)")

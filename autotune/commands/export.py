@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from autotune.atomic_write import NAME_MAX_BYTES
-from autotune.commands.flags import path_flag, whole_number_flag
+from autotune.commands.flags import add_output_flag, path_flag, whole_number_flag
 from autotune.commands.report import add_study_location_options
 from autotune.shell import shell_path
 
@@ -36,7 +36,7 @@ def register(subparsers) -> None:
         help="write every probed candidate's result as JSON lines for `autotune run --backend replay --measurements FILE` "
              "(- for standard output)",
     )
-    parser.add_argument("-o", "--output", type=path_flag, metavar="FILE",
+    add_output_flag(parser, "-o", "--output", aliases=("--out",), type=path_flag, metavar="FILE",
                         help="config file (default: RUN_DIR/configs/<pick>.json); <name>.candidate.json and <name>.launch.sh go "
                              "beside it. An existing file is replaced only if an earlier export wrote it (in configs/: and nobody "
                              "edited it since, by configs/.written.json)")

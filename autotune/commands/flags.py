@@ -123,4 +123,22 @@ def name_or_path_flag(text: str) -> str:
     return text
 
 
+def add_output_flag(parser, *names: str, aliases: tuple[str, ...], **kwargs) -> None:
+    """An output flag under its canonical `names` (what --help shows) and, hidden, the `aliases` the other commands'
+    output flags are spelt with: a newcomer's trial typed `export --out` (run's) and `run -o` (export's) and met
+    "unrecognized arguments". Given twice, under any spelling, it is refused: the later one silently won."""
+    parser.add_argument(*names, action=_GivenOnce, **kwargs)
+    dest = parser._actions[-1].dest
+    parser.add_argument(*aliases, dest=dest, action=_GivenOnce, type=kwargs.get("type"), metavar=kwargs.get("metavar"),
+                        default=kwargs.get("default"), help=argparse.SUPPRESS)
+
+
+class _GivenOnce(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        earlier = getattr(namespace, self.dest, None)
+        if earlier is not None and earlier != self.default:
+            parser.error(f"argument {option_string}: the output is given twice ({earlier}, then {values}); give it once")
+        setattr(namespace, self.dest, values)
+
+
 text_flag.__name__ = name_or_path_flag.__name__ = path_flag.__name__ = study_name_flag.__name__ = "value"

@@ -1,0 +1,48 @@
+"""The commands that write a file take its flag under the other commands' spelling too: a newcomer's trial typed
+`export RUN --out FILE` (run's flag) and met "unrecognized arguments". --help shows the canonical spelling alone."""
+
+import pytest
+
+from tests.cli import autotune, autotune_main, simulated_run
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    return simulated_run(tmp_path_factory, nodes=1, trials=3)
+
+
+def test_export_takes_out_as_its_output_flag(finished, tmp_path):
+    result = autotune("export", finished, "--out", tmp_path / "mine.json")
+    assert result.returncode == 0, result.stderr
+    assert [line for line in result.stdout.splitlines()] == [str(tmp_path / name) for name in
+                                                            ("mine.json", "mine.candidate.json", "mine.launch.sh")]
+    assert autotune_main("export", finished, f"--out={tmp_path / 'eq.json'}").returncode == 0
+    assert (tmp_path / "eq.launch.sh").is_file()
+
+
+@pytest.mark.parametrize("flags", [("-o", "a.json", "--out", "b.json"), ("--out", "a.json", "--output", "b.json"),
+                                   ("-o", "a.json", "-o", "b.json")])
+def test_an_output_given_twice_is_refused_whatever_its_spelling(finished, tmp_path, flags):
+    result = autotune_main("export", finished, *flags, cwd=tmp_path)
+    assert result.returncode == 2 and "the output is given twice (a.json, then b.json); give it once" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("wrong, said", [(("--out",), "expected one argument"), (("--out", ""), "is empty"),
+                                         (("--out", "x.yaml"), "give it a .json name")])
+def test_a_wrong_out_is_refused_as_a_wrong_o_is(finished, tmp_path, wrong, said):
+    result = autotune_main("export", finished, *wrong, cwd=tmp_path)
+    assert result.returncode == 2 and said in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", ["export", "calibrate"])
+def test_help_shows_the_canonical_spelling_alone(command):
+    text = autotune_main(command, "--help").stdout
+    assert "-o FILE, --output FILE" in text and "--out " not in text.replace("--out directory", "")
+
+
+def test_calibrate_takes_out_as_its_output_flag(tmp_path):
+    profile = tmp_path / "mine.toml"
+    result = autotune("calibrate", "--reference", "gh200-study", "--no-loo", "--out", profile)
+    assert result.returncode == 0, result.stderr
+    assert profile.is_file() and f"wrote {profile}" in result.stdout
