@@ -76,18 +76,18 @@ def _run(args) -> int:
     if filled.said:
         print(filled.said, file=sys.stderr)
     for line in filled.warnings:
-        print(f"autotune space: warning: {line}", file=sys.stderr)
+        print(f"warning: {line}", file=sys.stderr)
     from autotune.space import enumerate_space
     from autotune.study.valid import node_counts_without_candidates, nothing_valid
 
     settings = build_settings(args)
     for line in settings_warnings(args, settings):
-        print(f"autotune space: warning: {line}", file=sys.stderr)
+        print(f"warning: {line}", file=sys.stderr)
     checks = list(enumerate_space(settings.space, settings.model, settings.hardware, settings.workload, settings.gpus_per_node))
     # What `autotune run` would refuse or leave out, said here too (on stderr: the listing stays data).
     nothing = nothing_valid(checks)
     for line in [nothing] if nothing else node_counts_without_candidates(checks):
-        print(f"autotune space: warning: {line}", file=sys.stderr)  # as run says them
+        print(f"warning: {line}", file=sys.stderr)  # as run says them
     rows = _rows(checks, args.simulate, settings.hardware)
     valid, total = sum(r["valid"] for r in rows), len(rows)
     listed_valid = args.valid

@@ -180,7 +180,7 @@ def _with_trusted_error(origin: str, profile: HardwareProfile, source: str) -> H
         # Printed here, not returned: every command (run, space, report, export, calibrate, the probe) reads
         # profiles through this module, and the warning must reach each without each repeating the rule.
         shown = source or profile.name
-        print(f"autotune: warning: {origin}: its [simulator_error] is ignored, and its figures show +- ?%: only a "
+        print(f"warning: {origin}: its [simulator_error] is ignored, and its figures show +- ?%: only a "
               "built-in profile or one `autotune calibrate -o` wrote (it records calibrated_from) carries an error "
               "measured on its own figures; this one was measured on the profile it was copied from; calibrate this "
               f"one: autotune calibrate RUN_DIR --hardware {shell_path(shown)} -o FILE; docs/calibration.md", file=sys.stderr)

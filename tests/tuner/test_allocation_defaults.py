@@ -183,7 +183,7 @@ def test_nodes_flag_over_a_space_files_list_is_warned_of(tmp_path):
     warning = (f"--nodes 4 is studied, not the nodes = [2, 3] that space file {listed} lists: the flag wins over the "
                "file's list (leave --nodes out to study the file's)")
     nodes, said = _space_nodes(tmp_path, "--model", "7b", "--space", listed, "--nodes", "4")
-    assert nodes == [4] and f"autotune space: warning: {warning}" in said
+    assert nodes == [4] and f"warning: {warning}" in said and "autotune space:" not in said  # warning: alone, as run says it
     assert fill_from_allocation(_study_args("--space", str(listed), "--nodes", "4"), environ={}).warnings == (warning,)
     # ... in an allocation and in a replay too; nothing to say without the flag or without the list
     assert fill_from_allocation(_study_args("--space", str(listed), "--nodes", "4"), environ=SLURM).warnings == (warning,)
@@ -199,8 +199,8 @@ def test_an_allocation_of_more_gpus_per_node_than_the_profile_is_warned_of(tmp_p
 
     eight = {**SLURM, "SLURM_GPUS_ON_NODE": "8"}
     said = _space_nodes(tmp_path, "--model", "7b", env=eight)[1]
-    assert ("autotune space: warning: SLURM allocation 4242 has 8 GPUs per node, while --hardware gh200 describes "
-            "nodes of 4") in said
+    assert ("warning: SLURM allocation 4242 has 8 GPUs per node, while --hardware gh200 describes "
+            "nodes of 4") in said and "autotune space:" not in said
     gh200 = _study_args()
     filled = fill_from_allocation(gh200, environ=eight)
     assert filled.said == "studying 2 node(s): what SLURM allocation 4242 holds (--nodes, --gpus-per-node choose another shape)"

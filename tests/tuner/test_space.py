@@ -174,11 +174,11 @@ def test_nothing_fits_names_the_candidate_nearest_to_fitting(tmp_path):
 
 
 @pytest.mark.parametrize("flags, said", [
-    (["--global-batch", "3"], "autotune space: warning: nothing in the space is valid: no micro-batch (1, 2, 4, 8) x "
+    (["--global-batch", "3"], "warning: nothing in the space is valid: no micro-batch (1, 2, 4, 8) x "
                               "data-parallel size (2, 4, 8, 16 on these GPUs) divides the global batch 3: pass "
                               "--global-batch 16"),
-    (["--frames", "1000000000"], "autotune space: warning: nothing in the space fits in memory (the closest, "),
-    (["--nodes", "2-3"], "autotune space: warning: no candidate on 3 node(s) is valid: no micro-batch (1, 2, 4, 8) x "
+    (["--frames", "1000000000"], "warning: nothing in the space fits in memory (the closest, "),
+    (["--nodes", "2-3"], "warning: no candidate on 3 node(s) is valid: no micro-batch (1, 2, 4, 8) x "
                          "data-parallel size (3, 6, 12 on these GPUs) divides the global batch 64"),
 ])
 def test_space_says_why_nothing_or_a_node_count_is_valid(flags, said):
