@@ -7,10 +7,15 @@ from __future__ import annotations
 from autotune.checks import MAX_COUNT, checked_number
 from autotune.errors import ConfigError
 
-# keyword of LaunchBackend -> (its flag, its default, its bounds for checks.number_problem / checked_number)
+# keyword of LaunchBackend -> (its flag, its default, its bounds for checks.checked_number / flags.number_flag)
 MAX_PROBE_S = 7 * 24 * 3600.0  # a week: longer is a typo (and overflows the collectives' C int timeout)
+# A probe starts Python, torch and DeepSpeed before its first step: under a second none ever started, and a
+# --probe-timeout of 1e-300 killed every probe at its start, each a trial spent (a newcomer's trial).
+MIN_PROBE_TIMEOUT_S = 1.0
 PROBE_OPTIONS: dict[str, tuple[str, float | int, dict]] = {
-    "probe_timeout_s": ("--probe-timeout", 900.0, {"low": 0, "low_open": True, "high": MAX_PROBE_S}),
+    "probe_timeout_s": ("--probe-timeout", 900.0, {
+        "low": MIN_PROBE_TIMEOUT_S, "high": MAX_PROBE_S,
+        "fix": "seconds a probe may run, its start (Python, torch, DeepSpeed) included"}),
     "warmup_steps": ("--warmup-steps", 2, {"low": 0, "high": MAX_COUNT, "integer": True}),
     "probe_steps": ("--probe-steps", 5, {"low": 1, "high": MAX_COUNT, "integer": True}),
     "probe_seconds": ("--probe-seconds", 0.0, {"low": 0, "high": MAX_PROBE_S}),

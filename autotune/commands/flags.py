@@ -26,15 +26,16 @@ def _as_number(text: str, integer: bool):
     return text
 
 
-def number_flag(*, low=None, high=None, low_open: bool = False, integer: bool = False):
+def number_flag(*, low=None, high=None, low_open: bool = False, integer: bool = False, fix: str = ""):
     """An argparse `type=`: the flag's text as an int (integer=True) or a float within the bounds.
-    NaN and infinities are refused, and so is '1.5' where a whole number belongs."""
+    NaN and infinities are refused, and so is '1.5' where a whole number belongs. `fix`: what the value is,
+    said after the range (checks.checked_number's, so one bounds table serves both)."""
 
     def convert(text: str):
         value = _as_number(text.strip(), integer)
         problem = number_problem(value, low=low, high=high, low_open=low_open, integer=integer)
         if problem:
-            raise argparse.ArgumentTypeError(f"{text!r} {problem}")
+            raise argparse.ArgumentTypeError(f"{text!r} {problem}{f'; {fix}' if fix else ''}")
         return int(value) if integer else float(value)
 
     convert.__name__ = "whole number" if integer else "number"  # argparse names the type in some errors

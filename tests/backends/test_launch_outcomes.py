@@ -67,7 +67,7 @@ def test_a_hang_kills_the_whole_group_including_grandchildren(make_launch_backen
 
 def test_a_probe_ignoring_sigterm_is_killed_after_the_grace(make_launch_backend, make_candidate, fake_probe):
     python = fake_probe("import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(300)\n")
-    backend = make_launch_backend(python=python, probe_timeout_s=0.5, kill_grace_s=0.5)
+    backend = make_launch_backend(python=python, probe_timeout_s=1.0, kill_grace_s=0.5)
     assert backend.evaluate(make_candidate(), trial_number=3).status == "timeout"
     assert live_processes_mentioning(str(backend.trial_dir(3))) == []
 
