@@ -43,7 +43,7 @@ from autotune.backends.probe_outcome import step_time_cv
 from autotune.backends.replay_figures import figure_problems, peak_memory_refusal
 from autotune.backends.replay_fit import none_usable, other_study, unused_records
 from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, Candidate, knob_value, params_key
-from autotune.checks import checked_number, complete_table, refuse_duplicate_keys, refuse_unknown_keys, shown
+from autotune.checks import MAX_COUNT, checked_number, complete_table, refuse_duplicate_keys, refuse_unknown_keys, shown
 from autotune.errors import ConfigError
 from autotune.measure.combine import SEPARATE_COMPONENTS, not_measured
 
@@ -94,11 +94,15 @@ def _knob_value(origin: str, knob: str, value):
 
 
 MAX_FIGURE = 1e12  # above any real probe's seconds, kJ, TFLOP/s or GiB: a larger figure is a damaged record
+# A record's time_s and energy_kj are to process the study's --samples, which may be up to MAX_COUNT (1e12): a
+# simulated 32b study of 1e12 samples on 4 nodes took 3.7e12 kJ, and its own `export --measurements` could not be
+# replayed. A million seconds or kJ a sample is past any training's.
+MAX_SOLUTION_FIGURE = MAX_COUNT * 1e6
 
 
-def _optional_number(origin: str, record: dict, key: str, low_open: bool = False):
+def _optional_number(origin: str, record: dict, key: str, low_open: bool = False, high: float = MAX_FIGURE):
     value = record.get(key)
-    return None if value is None else checked_number(origin, key, value, low=0, low_open=low_open, high=MAX_FIGURE, fix=_FIX)
+    return None if value is None else checked_number(origin, key, value, low=0, low_open=low_open, high=high, fix=_FIX)
 
 
 def study_of(candidate: Candidate) -> dict:
@@ -169,8 +173,8 @@ def checked_record(origin: str, record) -> dict:
         # A finished probe did some work in some memory: 0 is a record damaged, or a figure rounded away.
         "tflops": _optional_number(origin, record, "tflops", low_open=True),
         "peak_mem_gib": _optional_number(origin, record, "peak_mem_gib", low_open=True),
-        "time_s": _optional_number(origin, record, "time_s", low_open=True),
-        "energy_kj": _optional_number(origin, record, "energy_kj", low_open=True),
+        "time_s": _optional_number(origin, record, "time_s", low_open=True, high=MAX_SOLUTION_FIGURE),
+        "energy_kj": _optional_number(origin, record, "energy_kj", low_open=True, high=MAX_SOLUTION_FIGURE),
     }
     if status == "ok" and out["time_s"] is None:
         raise ConfigError(f"{origin}: an ok record needs time_s (a number > 0); {_FIX}")

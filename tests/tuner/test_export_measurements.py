@@ -1,0 +1,43 @@
+"""What `autotune export RUN --measurements FILE` writes, `autotune run --backend replay --measurements FILE` reads
+(a newcomer's trial: a study of 1e12 samples, which run takes, exported energies past the 1e12 kJ the replay reader
+took as the most, and its own export could not be replayed)."""
+
+import json
+
+import pytest
+
+from tests.cli import autotune, autotune_main
+
+HUGE = ("--model", "32b", "--nodes", "4", "--samples", str(10**12))
+
+
+@pytest.fixture(scope="module")
+def huge_study(tmp_path_factory):
+    out = tmp_path_factory.mktemp("huge") / "run"
+    result = autotune_main("run", *HUGE, "--trials", "3", "--backend", "simulate", "--out", out, "-q")
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def test_an_export_of_a_study_of_many_samples_replays(huge_study, tmp_path):
+    records = tmp_path / "huge.jsonl"
+    exported = autotune("export", huge_study, "--measurements", records)
+    assert exported.returncode == 0, exported.stderr
+    energies = [json.loads(line)["energy_kj"] for line in records.read_text().splitlines()]
+    assert max(energies) > 1e12  # what the reader refused
+    replayed = autotune("run", *HUGE, "--backend", "replay", "--measurements", records, "--out", tmp_path / "again", "-q")
+    assert replayed.returncode == 0, replayed.stderr
+    pareto = json.loads((tmp_path / "again" / "pareto.json").read_text())
+    assert sorted(p["energy_kj"] for p in pareto["feasible"]) == pytest.approx(sorted(energies))
+
+
+@pytest.mark.parametrize("key, value", [("energy_kj", 1e19), ("time_s", 1e300), ("tflops", 2e12), ("peak_mem_gib", 2e12)])
+def test_a_figure_past_any_training_is_still_a_damaged_record(tmp_path, key, value):
+    from autotune.backends.replay import checked_record
+    from autotune.errors import ConfigError
+
+    params = {"zero_stage": 3, "optimizer_offload": "none", "activation_checkpointing": "none", "sp_degree": 1,
+              "micro_batch": 1, "nodes": 1}
+    record = {"params": params, "status": "ok", "time_s": 10.0, "energy_kj": 1.0, key: value}
+    with pytest.raises(ConfigError, match=f"{key} = .* is out of range"):
+        checked_record("line 1", record)
