@@ -247,7 +247,8 @@ def _check_measurements_path(path: Path, force: bool) -> None:
 def _write_measurements(study, path: Path) -> int:
     """One replay record per evaluated candidate (the first evaluation; repeats of it were not probed)."""
     from autotune.atomic_write import write_text_atomic
-    from autotune.backends.replay import measurement_record, study_of
+    from autotune.backends.replay import checked_record, measurement_record, study_of
+    from autotune.errors import ConfigError, UserError
     from autotune.study.settings import StudySettings
     from autotune.study.retries import evaluated_trials
 
@@ -256,8 +257,15 @@ def _write_measurements(study, path: Path) -> int:
     for trial in sorted(evaluated_trials(study).values(), key=lambda t: t.number):
         params = trial.user_attrs["candidate"]["knobs"]
         record = measurement_record(params, trial.user_attrs["result"], study_of(settings.candidate(params)))
-        if record is not None:
-            records.append(record)
+        if record is None:
+            continue
+        try:  # the replay reader's own check: a file a replay refuses is not written (its bounds once disagreed)
+            checked_record(f"trial {trial.number}", json.loads(json.dumps(record)))
+        except ConfigError as why:
+            problem = str(why).split("; see `autotune run --help`")[0]  # the record format is not the user's to fix
+            raise UserError(f"--measurements {path}: not written: {problem}, which a replay of it would refuse; a bug "
+                            "to report (a study's own results replay)") from None
+        records.append(record)
     text = "".join(json.dumps(r) + "\n" for r in records)
     if path == STDOUT:
         sys.stdout.write(text)

@@ -41,3 +41,17 @@ def test_a_figure_past_any_training_is_still_a_damaged_record(tmp_path, key, val
     record = {"params": params, "status": "ok", "time_s": 10.0, "energy_kj": 1.0, key: value}
     with pytest.raises(ConfigError, match=f"{key} = .* is out of range"):
         checked_record("line 1", record)
+
+
+def test_export_writes_no_record_a_replay_would_refuse(huge_study, tmp_path, monkeypatch):
+    """Export checks each record with the replay reader's own check: where the two disagree again, the export is one
+    line and no file, not a file whose replay fails later, perhaps on another cluster."""
+    from autotune.backends import replay
+
+    monkeypatch.setattr(replay, "MAX_SOLUTION_FIGURE", 1e12)  # the bound as it was
+    records = tmp_path / "huge.jsonl"
+    refused = autotune_main("export", huge_study, "--measurements", records)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert f"--measurements {records}: not written: trial " in refused.stderr
+    assert "energy_kj = " in refused.stderr and "which a replay of it would refuse" in refused.stderr
+    assert "record format" not in refused.stderr and not records.exists()
