@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import os
 import sys
@@ -156,7 +158,29 @@ def _check_config_paths(output: Path, what: str) -> Path:
                       replaces=lambda path, kind=kind: exported_kind(path) == kind,
                       kind=f"a {said} an earlier `autotune export` wrote",
                       fix="move it away or pass -o FILE" if default else "move it away or choose another -o")
+    _check_no_namesake(output, what)
     return output
+
+
+def _check_no_namesake(output: Path, what: str) -> None:
+    """`-o knee` and `-o knee.json` name their candidate file and launch.sh alike (config_stem): the second export
+    replaced the first's launch.sh with one that trains another file, and the first config was left without its
+    own (a newcomer's trial). An earlier export's config of the other spelling is refused here, in one line."""
+    from autotune.errors import UserError
+    from autotune.export import config_stem, exported_kind
+
+    stem = config_stem(output.name)
+    spellings = {stem, *(stem + "." + "".join(letters) for letters in itertools.product("jJ", "sS", "oO", "nN"))}
+    for name in sorted(spellings - {output.name}):
+        other = output.with_name(name)
+        if config_stem(name) != stem or exported_kind(other) != "config":
+            continue
+        with contextlib.suppress(OSError):
+            if output.exists() and os.path.samefile(other, output):  # a file system that ignores case: one file
+                continue
+        raise UserError(f"{what} {output}: {other} is a config an earlier export wrote, and both would have "
+                        f"{stem}.candidate.json and {stem}.launch.sh beside them (named without .json), the second "
+                        f"export's over the first's; pass -o {shell_path(other)} to replace that export, or another name")
 
 
 def _dash_name_problem(output: Path) -> str:
