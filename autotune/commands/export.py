@@ -6,6 +6,7 @@ import contextlib
 import itertools
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -55,7 +56,7 @@ def register(subparsers) -> None:
 def _run(args) -> int:
     from autotune.commands.finish import stored_pick_parameters
     from autotune.errors import UserError
-    from autotune.export import choose_trial, export_trial, handover_notes, hostfile_sentence
+    from autotune.export import choose_trial, export_trial
     from autotune.report import study_view
     from autotune.study import load_finished_study
 
@@ -85,19 +86,67 @@ def _run(args) -> int:
     if args.output is None:
         _check_not_edited(output)
     backend = study.user_attrs.get("backend", {}).get("name", "unknown")
-    written = export_trial(view, trial, output, backend, launcher=args.launcher)
-    if args.output is None:
-        _record_written(written)
-    for path in written:
-        print(path)  # stdout holds the paths alone, for scripts; what to do with them goes to stderr
+    with _stop_signals_held() as held:  # the three files and their record are written as one, or not at all
+        written = export_trial(view, trial, output, backend, launcher=args.launcher)
+        if args.output is None:
+            _record_written(written)
+        for path in written:
+            print(path)  # stdout holds the paths alone, for scripts; what to do with them goes to stderr
+        sys.stdout.flush()
+    try:
+        if held:
+            _interrupted_whole(written)
+            signal.raise_signal(held[0])  # by its own handler: KeyboardInterrupt, or the end SIGTERM's default makes
+        _print_handover(view, trial, written, args.launcher)
+    except KeyboardInterrupt:
+        if not held:
+            _interrupted_whole(written)
+        raise
+    return 0
+
+
+def _print_handover(view, trial: int, written: list[Path], launcher: str) -> None:
+    """What to do with the files, on stderr."""
+    from autotune.export import handover_notes, hostfile_sentence
+
     candidate = view.settings.candidate(view.point(trial).params)
     print(f"train it as probed: bash {shell_path(written[-1])}", file=sys.stderr)
-    if args.launcher != "srun" and candidate.knobs.nodes > 1:  # the deepspeed launcher: see export._hostfile_check
+    if launcher != "srun" and candidate.knobs.nodes > 1:  # the deepspeed launcher: see export._hostfile_check
         print(f"  {hostfile_sentence(candidate.knobs.nodes, candidate.gpus_per_node)}", file=sys.stderr)
     print(f"{written[0].name} is the DeepSpeed config; your own training needs beyond it:", file=sys.stderr)
     for note in handover_notes(candidate):
         print(f"  - {note}", file=sys.stderr)
-    return 0
+
+
+@contextlib.contextmanager
+def _stop_signals_held():
+    """Ctrl-C, SIGTERM and SIGHUP wait for the block to end; yields the list of those that came, for the caller to
+    act on then. Each file export writes is replaced whole (atomic_write), but the three and their record in
+    configs/.written.json are one export: a Ctrl-C between them (a newcomer's trial) left a new launch.sh
+    unrecorded, which later exports refused and reports kept as a user's edit ("differs from what autotune last
+    wrote there"), or a new config beside an earlier export's launch.sh. Writing them takes milliseconds. A signal
+    ignored (nohup's SIGHUP) stays ignored; signal handlers are the main thread's only."""
+    import threading
+
+    from autotune.errors import stop_signals
+
+    held: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield held
+        return
+    previous = {signum: signal.signal(signum, lambda signum, frame: held.append(signum))
+                for signum in stop_signals() if signal.getsignal(signum) is not signal.SIG_IGN}
+    try:
+        yield held
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _interrupted_whole(written: list[Path]) -> None:
+    with contextlib.suppress(OSError):  # a terminal gone with the signal
+        print(f"autotune export: interrupted after the export was written whole: {', '.join(map(str, written))}",
+              file=sys.stderr)
 
 
 def _pick_of(view, pick: str | None) -> str | None:
