@@ -12,6 +12,7 @@ from pathlib import Path
 
 from autotune.atomic_write import write_text_atomic
 from autotune.backends.launchers import probe_command
+from autotune.backends.probe_options import LAUNCHERS
 from autotune.candidate import SM_CLOCK_UNTOUCHED
 from autotune.checks import text_head
 from autotune.ds_config import config_reasons, deepspeed_config
@@ -69,18 +70,55 @@ def result_name(config_name: str) -> str:
     return config_stem(config_name) + ".result.json"
 
 
+# Where a one-node deepspeed command's host flags go: the script's "${where[@]}" (DEEPSPEED_ONE_HOST_LINES).
+WHERE_WORDS = "@WHERE@"
+
+
+def export_launcher(requested: str, candidate, trial: int | None = None) -> str:
+    """The launcher a pick's launch.sh starts its ranks with: `auto` is torchrun on one node and the deepspeed
+    launcher on a hostfile for several; torchrun, deepspeed or srun as asked, where it can start them."""
+    nodes = candidate.knobs.nodes
+    if requested == "auto":
+        return "torchrun" if nodes == 1 else "deepspeed"
+    if requested == "torchrun" and nodes > 1:
+        which = f"trial {trial}" if trial is not None else "this configuration"
+        raise UserError(f"--launcher torchrun starts every rank on the node launch.sh runs on, and {which} runs on "
+                        f"{nodes} nodes: pass --launcher deepspeed (the hosts of a hostfile) or srun (a SLURM "
+                        "allocation), or leave --launcher out")
+    if requested not in LAUNCHERS:
+        raise UserError(f"unknown launcher {requested!r}; use one of {', '.join(LAUNCHERS)}")
+    return requested
+
+
 def launch_command(candidate, config_name: str, candidate_name: str, launcher: str = "auto") -> list[str]:
     """What `<pick>.launch.sh` runs: the tuner's own probe command (torchrun on one node, the
-    deepspeed launcher on a `hostfile` for several, or one srun step under `--launcher srun`), with
-    the launchers' console scripts. An srun command holds GRES_WORDS where the gres array goes.
-    The result goes beside the config under the pick's name: picks share configs/."""
+    deepspeed launcher on a `hostfile` for several, or as `launcher` asks: export_launcher), with
+    the launchers' console scripts. An srun command holds GRES_WORDS where the gres array goes, a one-node
+    deepspeed command WHERE_WORDS where its host flags go. The result goes beside the config under the pick's
+    name: picks share configs/."""
     probe_args = ["--candidate", candidate_name, "--deepspeed-config", config_name, "--out", result_name(config_name)]
+    launcher = export_launcher(launcher, candidate)
     if launcher == "srun":
         # A profile without CUDA trains on CPU ranks: a step of a job with GPU gres must not hold its GPUs.
         capped = candidate.knobs.sm_clock_mhz != SM_CLOCK_UNTOUCHED  # asked where the job has GPU gres (device_script)
         return probe_command("srun", candidate, probe_args, gres=(GRES_WORDS,) if candidate.hardware.cuda else (),
                              gpu_freq=(GPU_FREQ_WORDS,) if capped else ())
-    return probe_command("torchrun" if candidate.knobs.nodes == 1 else "deepspeed", candidate, probe_args)
+    if launcher == "deepspeed" and candidate.knobs.nodes == 1:
+        # The tuner's flags depend on whether the hostfile's one host is this machine (launchers.first_host_here):
+        # the script asks where it runs, and puts them where WHERE_WORDS is.
+        command = probe_command("deepspeed", candidate, probe_args, one_host_here=False)
+        return [WHERE_WORDS if word == "--force_multi" else word for word in command]
+    return probe_command(launcher, candidate, probe_args)
+
+
+# A one-node deepspeed script: DeepSpeed's runner starts one host's ranks on the machine it runs on, whatever host
+# the hostfile names, unless forced through pdsh; on this machine, it needs neither ssh nor pdsh (as the tuner's).
+DEEPSPEED_ONE_HOST_LINES = (
+    "host=$(grep -Ev '^[[:space:]]*(#|$)' hostfile | head -n 1 | awk '{print $1}' | tr '[:upper:]' '[:lower:]')",
+    "where=(--force_multi)  # the hostfile's host is another machine: its ranks start there, through pdsh",
+    'case "$host" in localhost|localhost.localdomain|ip6-localhost|127.*|::1|"$(hostname | tr \'[:upper:]\' \'[:lower:]\')"|'
+    '"$(hostname -s 2>/dev/null | tr \'[:upper:]\' \'[:lower:]\')") where=(--no_ssh_check --master_addr=127.0.0.1);; esac',
+)
 
 
 def _own_training(config_name: str, candidate) -> str:
@@ -89,7 +127,8 @@ def _own_training(config_name: str, candidate) -> str:
 
 
 def _script_line(line: str) -> str:
-    return line.replace(GRES_WORDS, '"${gres[@]}"').replace(GPU_FREQ_WORDS, '"${gpu_freq[@]}"')
+    return line.replace(GRES_WORDS, '"${gres[@]}"').replace(GPU_FREQ_WORDS, '"${gpu_freq[@]}"').replace(
+        WHERE_WORDS, '"${where[@]}"')
 
 
 def portable_candidate(candidate) -> dict:
@@ -167,7 +206,11 @@ def beyond_the_config(knobs) -> list[str]:
 
 
 def hostfile_sentence(nodes: int, gpus_per_node: int) -> str:
-    """What a multi-node pick's launch.sh needs beside it, said in the script and by `autotune export`."""
+    """What a deepspeed launch.sh (a multi-node pick's, or --launcher deepspeed) needs beside it, said in the script
+    and by `autotune export`."""
+    if nodes == 1:
+        return (f"It needs a DeepSpeed hostfile named 'hostfile' beside it: one line, 'HOST slots={gpus_per_node}', "
+                "the node to train on (this machine; or another, whose ranks pdsh starts).")
     return (f"It needs a DeepSpeed hostfile named 'hostfile' beside it: {nodes} lines, one per node, "
             f"'HOST slots={gpus_per_node}' (and pdsh, which starts the other nodes' ranks).")
 
@@ -177,17 +220,23 @@ def _hostfile_check(script_name: str, candidate) -> list[str]:
     Num nodes is >1 but no extra nodes available via hostfile): say it in one line before anything runs."""
     nodes = candidate.knobs.nodes
     hosts = "grep -Evc '^[[:space:]]*(#|$)' hostfile"  # DeepSpeed skips blank lines and comments too
-    return [
+    lines = [
         "if [ ! -f hostfile ]; then",
-        f'  echo "{script_name}: no file named hostfile in $PWD; write it first, {nodes} lines, one per node: '
+        f'  echo "{script_name}: no file named hostfile in $PWD; write it first, {nodes} line{"s" if nodes > 1 else ""}, one per node: '
         f'HOST slots={candidate.gpus_per_node}" >&2; exit 2',
         f'elif [ "$({hosts})" -lt {nodes} ]; then',
-        f'  echo "{script_name}: $PWD/hostfile lists $({hosts}) host(s); this configuration runs on {nodes} nodes: '
+        f'  echo "{script_name}: $PWD/hostfile lists $({hosts}) host(s); this configuration runs on {nodes} node{"s" if nodes > 1 else ""}: '
         f'one line per node, HOST slots={candidate.gpus_per_node}" >&2; exit 2',
         "fi",
-        f'command -v pdsh >/dev/null || {{ echo "{script_name}: pdsh not found; the deepspeed launcher starts the other '
-        'nodes\' ranks through it: install pdsh, or drop this line and give deepspeed below another --launcher" >&2; exit 2; }',
     ]
+    if nodes == 1:  # pdsh only for a host that is not this machine
+        return [*lines, *DEEPSPEED_ONE_HOST_LINES,
+                f'[ "${{where[0]}}" != --force_multi ] || command -v pdsh >/dev/null || {{ echo "{script_name}: pdsh not '
+                'found; the deepspeed launcher starts the ranks of the hostfile\'s host, not this machine, through it: '
+                'install pdsh, or run this script on that host" >&2; exit 2; }']
+    return [*lines,
+            f'command -v pdsh >/dev/null || {{ echo "{script_name}: pdsh not found; the deepspeed launcher starts the other '
+            'nodes\' ranks through it: install pdsh, or drop this line and give deepspeed below another --launcher" >&2; exit 2; }']
 
 
 _CANDIDATE_KEYS = {"knobs", "model", "workload", "hardware_profile"}
@@ -267,7 +316,7 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
         + 'cd "$(dirname "$0")"\n'
         + "".join(line + "\n" for line in (_hostfile_check(launch_path.name, candidate) if command[0] == "deepspeed" else []))
         # The gres first: whether srun sets the clock depends on it (export_device.device_script).
-        + "".join(_script_line(line) + "\n" for line in [*gres, *device_script(candidate.knobs, candidate.knobs.nodes, launcher)])
+        + "".join(_script_line(line) + "\n" for line in [*gres, *device_script(candidate.knobs, candidate.knobs.nodes, command[0])])
         + _script_line(shlex.join(command)) + "\n",
         mode=0o755,
     )

@@ -62,7 +62,7 @@ def device_script(knobs: Knobs, nodes: int, launcher: str) -> list[str]:
                   f'if [ ${{#gres[@]}} -gt 0 ]; then gpu_freq=(--gpu-freq={knobs.sm_clock_mhz}); export {SM_CLOCK_SET_BY_ENV}=srun; fi']
         if knobs.power_limit == 1.0:
             return lines
-    if srun or nodes > 1:
+    if srun or nodes > 1 or launcher == "deepspeed":  # a deepspeed script's one host may be another machine
         what = "power limit" if srun else "settings"
         lines += [f"# The probe sets the {what} on every node (local rank 0 of each, through NVML: root or CAP_SYS_ADMIN",
                   "# there) before its warm-up, refuses to train where it cannot, and puts the previous values back on its",

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from autotune.atomic_write import NAME_MAX_BYTES
+from autotune.backends.probe_options import LAUNCHERS
 from autotune.commands.flags import add_output_flag, path_flag, whole_number_flag
 from autotune.commands.report import add_study_location_options
 from autotune.shell import shell_path
@@ -47,16 +48,18 @@ def register(subparsers) -> None:
                         help="with --measurements: replace the file an earlier `export --measurements` wrote (without it an "
                              "existing measurements file is kept); any other existing file is never replaced")
     add_study_location_options(parser)
-    parser.add_argument("--launcher", choices=("auto", "srun"), default="auto",
-                        help="how launch.sh starts the ranks: srun, one step of the SLURM allocation it runs in (an SM clock cap by "
-                             "srun --gpu-freq); auto (default): torchrun on one node, the deepspeed launcher on a hostfile for several")
+    parser.add_argument("--launcher", choices=LAUNCHERS, default="auto",
+                        help="how launch.sh starts the ranks: torchrun, on the node it runs on (a one-node pick); deepspeed, the "
+                             "deepspeed launcher on the hosts of a file named hostfile beside it; srun, one step of the SLURM "
+                             "allocation it runs in (an SM clock cap by srun --gpu-freq); auto (default): torchrun on one node, "
+                             "deepspeed for several")
     parser.set_defaults(func=_run)
 
 
 def _run(args) -> int:
     from autotune.commands.finish import stored_pick_parameters
     from autotune.errors import UserError
-    from autotune.export import choose_trial, export_trial
+    from autotune.export import choose_trial, export_launcher, export_trial
     from autotune.report import study_view
     from autotune.study import load_finished_study
 
@@ -85,9 +88,10 @@ def _run(args) -> int:
     output = args.output or _check_config_paths(args.run_dir / "configs" / f"{stem}.json", "-o's default")
     if args.output is None:
         _check_not_edited(output)
+    launcher = export_launcher(args.launcher, view.settings.candidate(view.point(trial).params), trial)
     backend = study.user_attrs.get("backend", {}).get("name", "unknown")
     with _stop_signals_held() as held:  # the three files and their record are written as one, or not at all
-        written = export_trial(view, trial, output, backend, launcher=args.launcher)
+        written = export_trial(view, trial, output, backend, launcher=launcher)
         if args.output is None:
             _record_written(written)
         for path in written:
@@ -97,7 +101,7 @@ def _run(args) -> int:
         if held:
             _interrupted_whole(written)
             signal.raise_signal(held[0])  # by its own handler: KeyboardInterrupt, or the end SIGTERM's default makes
-        _print_handover(view, trial, written, args.launcher)
+        _print_handover(view, trial, written, launcher)
     except KeyboardInterrupt:
         if not held:
             _interrupted_whole(written)
@@ -111,7 +115,7 @@ def _print_handover(view, trial: int, written: list[Path], launcher: str) -> Non
 
     candidate = view.settings.candidate(view.point(trial).params)
     print(f"train it as probed: bash {shell_path(written[-1])}", file=sys.stderr)
-    if launcher != "srun" and candidate.knobs.nodes > 1:  # the deepspeed launcher: see export._hostfile_check
+    if launcher == "deepspeed":  # see export._hostfile_check
         print(f"  {hostfile_sentence(candidate.knobs.nodes, candidate.gpus_per_node)}", file=sys.stderr)
     print(f"{written[0].name} is the DeepSpeed config; your own training needs beyond it:", file=sys.stderr)
     for note in handover_notes(candidate):
