@@ -28,7 +28,7 @@ from autotune.report.html_analysis import importance_section, power_html, tuning
 from autotune.report.html_deploy import deployment_notes_html
 from autotune.report.html_words import component_words, swatch
 from autotune.report.timeline import PROVENANCE_WORDS, power_profile
-from autotune.report.html_parts import esc, plus_minus, table as _table
+from autotune.report.html_parts import esc, plus_minus, table as _table, trial_row_id
 from autotune.report.inputs import inputs_sentence
 from autotune.report.pareto_json import hardware_text, provenance_sentence, trial_counts, unrecorded_count, workload_sentence
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar
@@ -97,6 +97,11 @@ def _legend_keys(view: StudyView, line: str) -> str:
             'baseline (labelled) <span class="key infeasible"></span> (square) ')
 
 
+# How a reader without a mouse gets a point's text: hover was the only way (a newcomer's trial).
+POINT_HELP = ("Hover a point, or reach it with Tab, for its trial, configuration and figures (shown under the plot); "
+              "click or tap it for its row in All evaluated trials.")
+
+
 def time_plot_section(view: StudyView, document: dict, timed: list[dict]) -> str:
     """Where no trial has an energy figure (a time-only study with no sensor and no estimate): time to solution
     of each trial against its number, so the plot shows what was ranked and says energy is unavailable."""
@@ -105,18 +110,18 @@ def time_plot_section(view: StudyView, document: dict, timed: list[dict]) -> str
         Marker(r["trial"], r["time_s"] / t_div, _marker_class(view, r["trial"]),
                f"trial {r['trial']} ({r['status']}{'' if view.point(r['trial']) else ', infeasible'}): "
                f"{knobs_sentence(r['params'])}; {time_text(r['time_s'])}, {energy_text(None)}",
-               _marker_name(view, r["trial"]))
+               _marker_name(view, r["trial"]), f"#{trial_row_id(r['trial'])}")
         for r in timed
     ]
     time_source = " and ".join(document["source"]) if isinstance(document["source"], list) else document["source"]
     time_label = f"time to solution ({t_unit}{'' if time_source == 'measured' else ', ' + time_source})"
     svg = scatter_svg(markers, [], "trial", time_label,
                       f"Time to solution of every evaluated trial ({time_source} time; energy {UNAVAILABLE})",
-                      log_allowed=(False, True))  # trial numbers are counted: never a log axis
+                      log_allowed=(False, True), described_by="scatter-legend")  # trial numbers are counted: never a log axis
     legend = (
-        f'<p class="legend">{_legend_keys(view, "")}infeasible or failed with a time. '
+        f'<p class="legend" id="scatter-legend">{_legend_keys(view, "")}infeasible or failed with a time. '
         f"Energy is {UNAVAILABLE} for every trial (no sensor saw it and nothing "
-        "estimated it), so time is plotted against the trial number. Hover a point for its configuration.</p>"
+        f"estimated it), so time is plotted against the trial number. {POINT_HELP}</p>"
     )
     return f'<section id="scatter"><h2>Time to solution</h2>\n{svg}\n{legend}</section>'
 
@@ -140,7 +145,7 @@ def scatter_section(view: StudyView, document: dict, run_dir: Path) -> str:
             f"{time_text(r['time_s'])} ({r.get('source')}), {energy_text(r['energy_kj'])} ({r.get('energy_source')})"
         )  # each point's own labels: a hover on one estimated point among measured ones must say so
         markers.append(Marker(r["time_s"] / t_div, r["energy_kj"] / e_div, _marker_class(view, trial), tooltip,
-                              _marker_name(view, trial)))
+                              _marker_name(view, trial), f"#{trial_row_id(trial)}"))
     line = [(p.time_s / t_div, p.energy_kj / e_div) for p in view.front if p.energy_kj is not None]
     # Every label of the plotted energies: a trial without one (unavailable) is not on this plot (said below).
     energy_sources = document["energy_source"] if isinstance(document["energy_source"], list) else [document["energy_source"]]
@@ -150,10 +155,10 @@ def scatter_section(view: StudyView, document: dict, run_dir: Path) -> str:
     # The axes say it too: a screenshot of the plot loses the SVG's title, and must not pass estimates off as measured.
     time_label, energy_label = (f"{what} to solution ({unit}{'' if source == 'measured' else ', ' + source})"
                                 for what, unit, source in (("time", t_unit, time_source), ("energy", e_unit, energy_source)))
-    svg = scatter_svg(markers, line, time_label, energy_label, str(title))
+    svg = scatter_svg(markers, line, time_label, energy_label, str(title), described_by="scatter-legend")
     legend = (
-        f'<p class="legend">{_legend_keys(view, ", joined by the line")}infeasible or failed with figures. '
-        "Hover a point for its configuration."
+        f'<p class="legend" id="scatter-legend">{_legend_keys(view, ", joined by the line")}infeasible or failed with figures. '
+        + POINT_HELP
         + (f" {len(timed)} trial(s) with a time but energy {UNAVAILABLE} (no sensor saw it and nothing estimated it) are "
            "not on this plot; the tables below list them." if timed else "")
         + "</p>"
@@ -315,13 +320,14 @@ def trials_section(view: StudyView, document: dict, run_dir: Path) -> str:
     # Candidates refused before running (rules, memory estimate) are many and teach little: fold them.
     refused = [r for r in view.trials if r["status"] == "invalid"]
     html = '<section id="trials"><h2>All evaluated trials</h2>\n'
-    html += _table(headers, [_trial_row(r, feasible, t_div, e_div, sources, columns) for r in evaluated], "trials") if evaluated else "<p>None.</p>"
+    html += _table(headers, [_trial_row(r, feasible, t_div, e_div, sources, columns) for r in evaluated], "trials",
+                   [trial_row_id(r["trial"]) for r in evaluated]) if evaluated else "<p>None.</p>"
     if refused:
         unrecorded = unrecorded_count(view)
         why = "a rule or the memory estimate" + (f"; {unrecorded} of them no record in the replayed file" if unrecorded else "")
         html += (
             f"\n<details><summary>{len(refused)} candidates refused before running (invalid: {esc(why)})</summary>\n"
-            f"{_table(headers, [_trial_row(r, feasible, t_div, e_div, sources, columns) for r in refused], 'trials')}</details>"
+            f"{_table(headers, [_trial_row(r, feasible, t_div, e_div, sources, columns) for r in refused], 'trials', [trial_row_id(r['trial']) for r in refused])}</details>"
         )
     return html + "</section>"
 
@@ -356,6 +362,10 @@ pre { background: #f7f7f7; border: 1px solid #ddd; padding: 8px; max-height: 420
 /* Front and other points differ by more than colour: the front filled, the others hollow rings. */
 .marker.front, .sweep-point { fill: #3b6fd8; } .marker.feasible { fill: #fff; stroke: #5b7fc8; stroke-width: 1.5; }
 .marker.baseline { fill: #ff9f1c; } .marker.infeasible { fill: none; stroke: #c62828; stroke-width: 1.5; }
+/* A point reached with Tab or a tap (a link to its table row) is ringed, and its text shows under the plot. */
+.chart .point:focus > * { stroke: #111; stroke-width: 3; }
+.chart .point-detail { display: none; } .chart .point:focus + .point-detail, .chart .point:hover + .point-detail { display: inline; }
+tr[id] { scroll-margin-top: 3em; } tr:target > td { background: #fff3b0; }
 .pick-label { font-weight: 600; } .leader { stroke: #888; stroke-width: 0.8; }
 .legend .key { display: inline-block; width: 10px; height: 10px; border-radius: 50%; margin-left: 10px; }
 .legend .key.front { background: #3b6fd8; } .legend .key.feasible { background: #fff; border: 1.5px solid #5b7fc8; }
@@ -375,7 +385,8 @@ pre { background: #f7f7f7; border: 1px solid #ddd; padding: 8px; max-height: 420
 figure.power { margin: 8px 0; } figcaption { font-size: 0.9em; color: #444; }
 article.pick { border: 1px solid #ddd; border-radius: 6px; padding: 4px 16px; margin: 12px 0; }
 /* Paper has no scroll bar: a config cut at the box's height lost its offload settings and notes (trial 49). */
-@media print { pre { max-height: none; overflow: visible; } article.pick { break-inside: auto; } }
+@media print { pre { max-height: none; overflow: visible; } article.pick { break-inside: auto; }
+               .chart .point-detail { display: none !important; } }  /* a point focused before printing too */
 """
 
 

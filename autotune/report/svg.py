@@ -5,6 +5,11 @@ Our own few lines instead of a plotting library: the page must open offline as o
 tuner must not pull matplotlib (or a browser-side script) in for two charts. Every text is escaped;
 colours come from CSS classes the page defines, so the charts carry no style of their own.
 
+A point or part's text was a <title>, shown on mouse hover alone: a keyboard never reached it and a touch
+screen has no hover (a newcomer's trial). Each is now a link (`chart_point`) to its row in the table of the same
+figures beside the chart, named by the same text for a screen reader, and the chart draws the focused or
+hovered one's text in a strip of its own (`point_detail`, shown by the page's CSS): still no script.
+
 Axes are linear, except a scatter axis whose values are all positive and span more than `LOG_SPAN`
 (10x): that one is logarithmic (`axis_ticks`), its label says "(log scale)". A node-range study's
 times span 50-200x (a 4-node probe's 30 min beside a 256-node pick's 20 s); on a linear axis every
@@ -17,6 +22,7 @@ limits (under 4x) with energies and times a few percent apart, read as differenc
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from html import escape
@@ -29,8 +35,9 @@ class Marker:
     x: float
     y: float
     css_class: str  # how the page draws it: "feasible", "front", "infeasible", "baseline"
-    tooltip: str  # shown on hover, through the SVG <title> element (no script needed)
+    tooltip: str  # shown on hover (SVG <title>), on focus (`point_detail`), and the link's name (`chart_point`)
     label: str = ""  # drawn beside the marker (pick names)
+    href: str | None = None  # "#id" of the row in the page that holds the same figures as text
 
 
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
@@ -118,15 +125,56 @@ class Frame:
         return self.top + self.plot_h - _fraction(y, self.y_ticks, self.y_log) * self.plot_h
 
 
-def chart_start(frame: Frame, css_class: str, title: str) -> list[str]:
-    """The <svg> element opened (class `chart <css_class>`), its title (read out and shown on hover),
-    and the plot area's background; the caller closes it with "</svg>"."""
+def svg_start(css_class: str, title: str, width_px: int, height_px: int, points: bool, described_by: str = "") -> list[str]:
+    """The <svg> element opened (class `chart <css_class>`), named by its title (read out, and shown on hover),
+    described by the element of id `described_by` (a legend). A chart with `points` (links a keyboard reaches)
+    is a group: an image's children are presentational, so a screen reader would skip the very points it can focus."""
+    role = "group" if points else "img"
+    described = f' aria-describedby="{escape(described_by)}"' if described_by else ""
     return [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart {css_class}" role="img" '
-        f'viewBox="0 0 {frame.width_px} {frame.height_px}" width="{frame.width_px}" height="{frame.height_px}">',
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart {css_class}" role="{role}" aria-label="{escape(title)}"{described} '
+        f'viewBox="0 0 {width_px} {height_px}" width="{width_px}" height="{height_px}">',
         f"<title>{escape(title)}</title>",
+    ]
+
+
+def chart_start(frame: Frame, css_class: str, title: str, points: bool = False, described_by: str = "") -> list[str]:
+    """`svg_start` at the frame's size, and the plot area's background; the caller closes it with "</svg>"."""
+    return svg_start(css_class, title, frame.width_px, frame.height_px, points, described_by) + [
         f'<rect class="plot-area" x="{frame.left}" y="{frame.top}" width="{frame.plot_w}" height="{frame.plot_h}"/>',
     ]
+
+
+def chart_point(shape: str, text: str, href: str | None) -> str:
+    """A chart's point or part (`shape`, its <title> inside for mouse hover) that a keyboard reaches with Tab
+    and a finger selects: a link to `href`, its row in the table of the same figures, named by `text` as
+    its hover is; with no row to go to, a focusable group of the same name."""
+    if href:
+        return f'<a class="point" href="{escape(href)}" aria-label="{escape(text)}">{shape}</a>'
+    return f'<g class="point" tabindex="0" role="img" aria-label="{escape(text)}">{shape}</g>'
+
+
+DETAIL_LINE_PX = 15
+_DETAIL_CHAR_PX = 6.6  # a 12 px sans-serif character, on average: lines wrap before the chart's edge
+
+
+def detail_lines(text: str, width_px: int) -> list[str]:
+    """A point's text in lines that fit a chart `width_px` wide (its strip's 8 px margins left)."""
+    return textwrap.wrap(text, max(20, int((width_px - 16) / _DETAIL_CHAR_PX))) or [""]
+
+
+def point_detail(text: str, y: float, width_px: int) -> str:
+    """The text of the `chart_point` drawn just before, in the chart's strip from `y` down: hidden until that point
+    is focused (Tab, a tap) or hovered, by the page's CSS (`.point:focus + .point-detail`). Hidden from a
+    screen reader, which reads the point's own name."""
+    spans = "".join(f'<tspan x="8" dy="{0 if i == 0 else DETAIL_LINE_PX}">{escape(line)}</tspan>'
+                    for i, line in enumerate(detail_lines(text, width_px)))
+    return f'<text class="point-detail" aria-hidden="true" x="8" y="{y:.1f}">{spans}</text>'
+
+
+def detail_strip_px(texts: list[str], width_px: int) -> int:
+    """The height of the strip that holds the longest of these texts (`point_detail`)."""
+    return max((len(detail_lines(t, width_px)) for t in texts), default=0) * DETAIL_LINE_PX + 8
 
 
 def axes(frame: Frame, x_label: str, y_label: str, x_grid: bool = False) -> list[str]:
@@ -135,7 +183,9 @@ def axes(frame: Frame, x_label: str, y_label: str, x_grid: bool = False) -> list
     x_label += " (log scale)" if frame.x_log else ""
     y_label += " (log scale)" if frame.y_log else ""
     left, top, right, bottom = frame.left, frame.top, frame.left + frame.plot_w, frame.top + frame.plot_h
-    out = []
+    # Hidden from a screen reader, as the rest of a chart's drawing: the chart's name says what is plotted
+    # against what, each point's name its own figures with their units and labels.
+    out = ['<g class="axes" aria-hidden="true">']
     for t in frame.x_ticks:
         x = f"{frame.px(t):.1f}"
         if x_grid:
@@ -148,7 +198,7 @@ def axes(frame: Frame, x_label: str, y_label: str, x_grid: bool = False) -> list
     middle = f"{top + frame.plot_h / 2:.1f}"
     out.append(f'<text class="axis-label" x="{left + frame.plot_w / 2:.1f}" y="{bottom + 36}" text-anchor="middle">{escape(x_label)}</text>')
     out.append(f'<text class="axis-label" x="16" y="{middle}" text-anchor="middle" transform="rotate(-90 16 {middle})">{escape(y_label)}</text>')
-    return out
+    return out + ["</g>"]
 
 
 def scatter_svg(
@@ -160,6 +210,7 @@ def scatter_svg(
     width_px: int = 760,
     height_px: int = 460,
     log_allowed: tuple[bool, bool] = (True, True),
+    described_by: str = "",
 ) -> str:
     """A scatter of markers, the front as a polyline (in the order given), labelled axes. Each axis
     (x, y) where `log_allowed` says so is logarithmic when its values span more than `LOG_SPAN`."""
@@ -168,11 +219,12 @@ def scatter_svg(
     (x_ticks, x_log), (y_ticks, y_log) = (
         axis_ticks(min(v), max(v)) if allowed else (nice_ticks(min(v), max(v)), False)
         for v, allowed in ((xs, log_allowed[0]), (ys, log_allowed[1])))
-    # Room for tick labels, and for pick labels to the right.
-    frame = Frame(width_px, height_px, left=78, right=150, top=36, bottom=56,
+    # Room for tick labels, for pick labels to the right, and below for the focused point's text.
+    strip_px = detail_strip_px([m.tooltip for m in markers], width_px)
+    frame = Frame(width_px, height_px + strip_px, left=78, right=150, top=36, bottom=56 + strip_px,
                   x_ticks=x_ticks, y_ticks=y_ticks, x_log=x_log, y_log=y_log)
     px, py = frame.px, frame.py
-    parts = chart_start(frame, "scatter", title) + axes(frame, x_label, y_label, x_grid=True)
+    parts = chart_start(frame, "scatter", title, True, described_by) + axes(frame, x_label, y_label, x_grid=True)
     if len(front_xy) > 1:
         points = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in front_xy)
         parts.append(f'<polyline class="front-line" points="{points}"/>')
@@ -184,8 +236,10 @@ def scatter_svg(
             tag, geometry = "rect", f'x="{cx - 5:.1f}" y="{cy - 5:.1f}" width="10" height="10"'
         else:
             tag, geometry = "circle", f'cx="{cx:.1f}" cy="{cy:.1f}" r="{6 if m.label else 4.5}"'
-        parts.append(f'<{tag} class="marker {escape(m.css_class)}" {geometry}><title>{escape(m.tooltip)}</title></{tag}>')
-    parts += _labels([(px(m.x), py(m.y), m.label) for m in markers if m.label])
+        shape = f'<{tag} class="marker {escape(m.css_class)}" {geometry}><title>{escape(m.tooltip)}</title></{tag}>'
+        parts += [chart_point(shape, m.tooltip, m.href), point_detail(m.tooltip, height_px + 12, width_px)]
+    # The point's own name says its picks: the labels are for the eye.
+    parts += ['<g class="pick-labels" aria-hidden="true">', *_labels([(px(m.x), py(m.y), m.label) for m in markers if m.label]), "</g>"]
     parts.append("</svg>")
     return "\n".join(parts)
 

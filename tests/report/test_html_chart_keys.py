@@ -55,7 +55,7 @@ def test_the_front_differs_from_other_points_by_fill_not_only_colour(simulated_r
     front, other = _css_rule(".marker.front, .sweep-point"), _css_rule(".marker.feasible")
     assert "fill: #3b6fd8" in front and "fill: #fff" in other and "stroke:" in other
     html = (simulated_run / "report.html").read_text()
-    legend = re.search(r'<p class="legend">.*?</p>', html, flags=re.S).group(0)
+    legend = re.search(r'<p class="legend"[^>]*>.*?</p>', html, flags=re.S).group(0)
     assert "(filled" in legend and "other feasible (hollow)" in legend and "the picks drawn larger" in legend
 
 

@@ -35,7 +35,7 @@ def default_run(tmp_path_factory):
 def _cells(html: str, table: str) -> list[list[str]]:
     body = re.search(rf'<table class="{table}">.*?</table>', html, flags=re.S).group(0)
     return [[unescape(re.sub(r"<[^>]+>", "", c)) for c in re.findall(r"<td>(.*?)</td>", row, flags=re.S)]
-            for row in re.findall(r"<tr>(.*?)</tr>", body, flags=re.S) if "<td>" in row]
+            for row in re.findall(r"<tr[^>]*>(.*?)</tr>", body, flags=re.S) if "<td>" in row]
 
 
 def test_a_pick_using_more_energy_says_energy_used(range_run):

@@ -241,7 +241,7 @@ def _cells(html: str, table_class: str) -> list[list[str]]:
 
     body = re.search(rf'<table class="{table_class}">(.*?)</table>', html, re.S).group(1)
     return [[unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row, re.S)]
-            for row in re.findall(r"<tr>(.*?)</tr>", body, re.S)]
+            for row in re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S)]
 
 
 def test_an_estimated_energy_says_so_in_every_table_and_on_the_plot(tmp_path, capsys):

@@ -64,7 +64,7 @@ def test_the_sweep_sentence_names_every_label_its_points_carry():
     assert sentence.startswith("power limit of the fastest configuration (measured time, estimated and measured energy): ")
     html = power_limit_section(_view(points, fastest=0), {}, None)  # the page says it too, and each row its own
     assert "(measured time, estimated and measured energy; each row" in html
-    rows = re.findall(r"<tr>(.*?)</tr>", html, re.S)[1:]
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", html, re.S)[1:]
     assert [re.findall(r"<td[^>]*>([^<]*)</td>", row)[-1] for row in rows] == ["measured time, estimated energy", "measured"]
 
 

@@ -1,0 +1,128 @@
+"""report.html's chart points reach a keyboard and a touch screen, not a mouse alone (a newcomer's trial: every
+point's details were an SVG <title>, shown on hover only). Each point is a link to its row in the table of the
+same figures, named by its hover text for a screen reader; its text shows under the plot while it is focused;
+the row it links to exists and is marked when reached. Parsed from the page, no browser needed."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from autotune.report.html import STYLE
+from tests.report.html_tree import Element, ids, parse
+from tests.report.test_time_only_without_energy import replayed
+
+
+@pytest.fixture(scope="module")
+def time_only_run(tmp_path_factory):
+    """A study whose trials have a time and no energy: its plot is time against the trial number."""
+    out, done = replayed(tmp_path_factory.mktemp("time-only-points"), "--objectives", "time")
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def _page(run_dir) -> Element:
+    return parse((run_dir / "report.html").read_text())
+
+
+def _chart(page: Element, css_class: str) -> list[Element]:
+    return [svg for svg in page.find_all("svg", "chart") if css_class in svg.classes]
+
+
+def _section(element: Element) -> str:
+    return next(a.attrs["id"] for a in element.ancestors() if a.tag == "section")
+
+
+def assert_point_reachable(shape: Element, known: dict[str, Element], section: str) -> Element:
+    """The shape is inside a link a keyboard reaches, named by the shape's hover text, to a row of `section`'s
+    table that is not folded away; its text follows it, drawn for the focus. Returns the row."""
+    link, tip = shape.parent, shape.title()
+    assert tip, "a point without its hover text"
+    assert link.tag == "a" and "point" in link.classes and link.attrs.get("href", "").startswith("#"), link.attrs
+    assert link.attrs.get("aria-label") == tip
+    row = known.get(link.attrs["href"][1:])
+    assert row is not None and row.tag == "tr", link.attrs["href"]
+    assert _section(row) == section and not any(a.tag == "details" for a in row.ancestors())
+    detail = link.next_element()
+    assert detail is not None and "point-detail" in detail.classes and detail.text() == " ".join(tip.split())
+    assert detail.attrs.get("aria-hidden") == "true"  # a screen reader hears the link's name, once
+    return row
+
+
+@pytest.mark.parametrize("run", ["simulated_run", "failing_run", "measured_run", "time_only_run"])
+def test_every_scatter_point_links_to_its_trial_row(run, request):
+    page = _page(request.getfixturevalue(run))
+    known = ids(page)
+    [scatter] = _chart(page, "scatter")
+    markers = scatter.find_all(css_class="marker")
+    assert markers
+    for marker in markers:
+        row = assert_point_reachable(marker, known, "trials")
+        trial = re.match(r"trial (\d+) ", marker.title()).group(1)
+        assert row.elements()[0].text() == trial  # the row of the point's own trial
+    # A group, not an image (whose children a screen reader skips), named and described by its legend.
+    assert scatter.attrs["role"] != "img" and scatter.attrs["aria-label"] == scatter.title()
+    legend = known[scatter.attrs["aria-describedby"]]
+    assert "Tab" in legend.text() and "tap" in legend.text() and "Hover a point for its configuration." not in legend.text()
+
+
+def test_every_row_a_point_may_link_to_has_an_id(failing_run):
+    page = _page(failing_run)
+    rows = [r for r in page.find_all("tr") if _section(r) == "trials" and r.elements()[0].tag == "td"]
+    assert rows and all(r.attrs.get("id") == f"trial-row-{r.elements()[0].text()}" for r in rows)
+
+
+def _rule(selector_pattern: str, css: str = STYLE) -> str:
+    found = re.search(selector_pattern + r"[^{}]*\{([^}]*)\}", css)
+    assert found, selector_pattern
+    return found.group(1)
+
+
+def test_a_focused_point_is_ringed_and_its_text_shown_and_a_reached_row_marked():
+    assert "display: none" in _rule(r"\.chart \.point-detail ")
+    assert "display: inline" in _rule(r"\.point:focus \+ \.point-detail")
+    assert "stroke:" in _rule(r"\.chart \.point:focus > \* ")
+    assert "background" in _rule(r"tr:target")
+    # On paper nothing is focused: never a stray point's text.
+    assert "display: none !important" in _rule(r"\.chart \.point-detail ", STYLE[STYLE.index("@media print"):])
+
+
+_FOCUS_WRAPPER = """<!DOCTYPE html><html><body>
+<iframe id="page" src="{src}" style="width:1200px;height:800px;border:0"></iframe>
+<script>
+document.getElementById("page").addEventListener("load", () => {{
+  const doc = document.getElementById("page").contentDocument;
+  const seen = [...doc.querySelectorAll(".chart .point")].map(point => {{
+    const detail = point.nextElementSibling;
+    const shown = () => !detail || !detail.classList.contains("point-detail") ? "-"
+                        : getComputedStyle(detail).display === "none" ? "hidden" : "shown";
+    const before = shown();
+    point.focus();
+    const after = shown();
+    return [doc.activeElement === point, point.tabIndex, before, after].join(" ");
+  }});
+  const out = document.createElement("output");
+  out.id = "measured";
+  out.textContent = seen.join(";");
+  document.body.appendChild(out);
+}});
+</script></body></html>"""
+
+
+@pytest.mark.slow
+def test_in_chromium_each_point_takes_the_focus_and_shows_its_text(simulated_run, tmp_path):
+    import subprocess
+
+    from tests.report.test_html_browser import FLAGS, _chromium
+
+    wrapper = tmp_path / "focus.html"
+    wrapper.write_text(_FOCUS_WRAPPER.format(src=(simulated_run / "report.html").as_uri()))
+    dom = subprocess.run([_chromium(), *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--allow-file-access-from-files",
+                          "--dump-dom", wrapper.as_uri()], capture_output=True, text=True, timeout=120)
+    found = re.search(r'<output id="measured">([^<]*)</output>', dom.stdout)
+    assert found, dom.stderr[-2000:]
+    points = found.group(1).split(";")
+    scatter = [p for p in points if not p.endswith(" - -")]  # points with a text strip of their own
+    assert scatter and all(p == "true 0 hidden shown" for p in scatter), points
+    assert all(p.startswith("true 0 ") for p in points), points  # every point, of every chart, in the Tab order
