@@ -15,7 +15,7 @@ from autotune.report.error_bars import extrapolated, outside_words, point_bar, s
 from autotune.report.front import Point
 from autotune.report.html_parts import esc, limit_text, plus_minus, table
 from autotune.report.picks import missing_change, savings
-from autotune.report.svg import Frame, axes, chart_start, nice_ticks
+from autotune.report.svg import Frame, axes, chart_point, chart_start, detail_strip_px, nice_ticks, point_detail
 from autotune.report.units import energy_figure, energy_text, energy_unit, figure, time_text, time_unit
 from autotune.report.within_noise import change_text, energy_change_text, labelled_change_text, savings_error, savings_noise
 
@@ -74,14 +74,23 @@ def _sources(sweep: list[Point], error: dict | None) -> str:
         f"; +- ?%: the simulator's error was not measured at {outside_words(error, unknown)}" if unknown else "")
 
 
-def _panel(xs: list[float], ys: list[float], tips: list[str], y_label: str, x_label: str, width_px=360, height_px=240) -> str:
-    frame = Frame(width_px, height_px, left=64, right=16, top=16, bottom=48,
+def limit_row_id(trial: int) -> str:
+    """The id of a sweep point's row in the power-limit table: both panels' points link there (svg.chart_point)."""
+    return f"limit-row-{trial}"
+
+
+def _panel(xs: list[float], ys: list[float], tips: list[str], trials: list[int], y_label: str, x_label: str,
+           width_px=360, height_px=240) -> str:
+    """One panel of the sweep: each point a link to its table row, its text under the plot while it is focused."""
+    strip_px = detail_strip_px(tips, width_px)
+    frame = Frame(width_px, height_px + strip_px, left=64, right=16, top=16, bottom=48 + strip_px,
                   x_ticks=nice_ticks(min(xs), max(xs)), y_ticks=nice_ticks(min(ys) * 0.95, max(ys) * 1.05))
     px, py = frame.px, frame.py
-    out = chart_start(frame, "power-limit", f"{y_label} against {x_label}") + axes(frame, x_label, y_label)
+    out = chart_start(frame, "power-limit", f"{y_label} against {x_label}", points=True) + axes(frame, x_label, y_label)
     out.append('<polyline class="front-line" points="' + " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(xs, ys)) + '"/>')
-    for x, y, tip in zip(xs, ys, tips):
-        out.append(f'<circle class="sweep-point" cx="{px(x):.1f}" cy="{py(y):.1f}" r="4.5"><title>{escape(tip)}</title></circle>')
+    for x, y, tip, trial in zip(xs, ys, tips, trials):
+        shape = f'<circle class="sweep-point" cx="{px(x):.1f}" cy="{py(y):.1f}" r="4.5"><title>{escape(tip)}</title></circle>'
+        out += [chart_point(shape, tip, f"#{limit_row_id(trial)}"), point_detail(tip, height_px + 12, width_px)]
     out.append("</svg>")
     return "\n".join(out)
 
@@ -105,8 +114,8 @@ def power_limit_section(view, document: dict, run_dir) -> str:
                                 for what, unit, labels in (("time", t_unit, _labels(sweep, "source")),
                                                            ("energy", e_unit, _labels([sweep[i] for i in have], "energy_source"))))
     charts = _panel([limits[i] for i in have], [sweep[i].energy_kj / e_div for i in have], [tips[i] for i in have],
-                    energy_label, x_label) if have else ""
-    charts += _panel(limits, [p.time_s / t_div for p in sweep], tips, time_label, x_label)
+                    [sweep[i].trial for i in have], energy_label, x_label) if have else ""
+    charts += _panel(limits, [p.time_s / t_div for p in sweep], tips, [p.trial for p in sweep], time_label, x_label)
     base = next((p for p in sweep if _limit(p) == UNTOUCHED_DEVICE_SETTINGS["power_limit"]), None)
     error = simulator_error(view)
     rows = []
@@ -124,9 +133,10 @@ def power_limit_section(view, document: dict, run_dir) -> str:
         '<section id="power-limit"><h2>Power limit of the best parallel configuration</h2>\n'
         f"<p>The fastest pick's configuration ({esc(what)}) at every evaluated power limit "
         f"({esc(_sources(sweep, error))}; each row's in its last column). Energy and time change are "
-        "against the same configuration at its default limit (1.0), n/a where that was not evaluated.</p>\n"
+        "against the same configuration at its default limit (1.0), n/a where that was not evaluated. Hover a point, "
+        "or reach it with Tab, for its figures (shown under its plot); click or tap it for its row below.</p>\n"
         f'<div class="importance-row">{charts}</div>\n'
         + table(["power limit", "trial", f"time {t_unit}", f"energy {e_unit}", "energy change", "time change", "source"], rows,
-                "power-limit")
+                "power-limit", [limit_row_id(p.trial) for p in sweep])
         + "</section>"
     )

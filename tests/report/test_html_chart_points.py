@@ -126,3 +126,19 @@ def test_in_chromium_each_point_takes_the_focus_and_shows_its_text(simulated_run
     scatter = [p for p in points if not p.endswith(" - -")]  # points with a text strip of their own
     assert scatter and all(p == "true 0 hidden shown" for p in scatter), points
     assert all(p.startswith("true 0 ") for p in points), points  # every point, of every chart, in the Tab order
+
+
+@pytest.mark.parametrize("run", ["measured_run", "time_only_run"])
+def test_every_power_limit_point_links_to_its_row_of_the_sweep_table(run, request):
+    page = _page(request.getfixturevalue(run))
+    known = ids(page)
+    panels = _chart(page, "power-limit")
+    assert panels  # both fixtures probe the fastest configuration at several limits
+    for panel in panels:
+        assert panel.attrs["role"] != "img" and panel.attrs["aria-label"] == panel.title()
+        points = panel.find_all(css_class="sweep-point")
+        assert len(points) >= 2
+        for point in points:
+            row = assert_point_reachable(point, known, "power-limit")
+            assert row.elements()[1].text() == re.match(r"trial (\d+):", point.title()).group(1)
+    assert "Tab" in known["power-limit"].find_all("p")[0].text()
