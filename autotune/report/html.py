@@ -243,9 +243,10 @@ def _components_html(point: Point, words: DeviceWords) -> str:
     # The bar labels only the parts wide enough for a name: each row's swatch is the bar's colour key.
     rows = [[swatch(f"part-{i}") + esc(name), esc(figure(v, e_div)), esc(f"{100 * v / total:.1f}%")]
             for i, (name, v) in enumerate(parts)]
-    bar = stacked_bar_svg(parts, f"energy by component, trial {point.trial} ({point.energy_source} energy)")
+    row_ids = [f"components-{point.trial}-{i}" for i in range(len(parts))]  # the bar's parts link to their rows
+    bar = stacked_bar_svg(parts, f"energy by component, trial {point.trial} ({point.energy_source} energy)", row_ids=row_ids)
     source = f'<p class="explain">Energy {esc(PROVENANCE_WORDS.get(point.energy_source, point.energy_source))}.</p>'
-    return f'<div class="components">{bar}\n{_table(["component", f"energy {e_unit}", "share"], rows, "components")}{source}</div>'
+    return f'<div class="components">{bar}\n{_table(["component", f"energy {e_unit}", "share"], rows, "components", row_ids)}{source}</div>'
 
 
 def _config_html(view: StudyView, names: list[str], point: Point, run_dir: Path) -> str:

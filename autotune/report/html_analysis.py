@@ -79,7 +79,12 @@ def tuning_cost_section(view: StudyView, document: dict, run_dir: Path) -> str:
     )
 
 
-def _phase_table(block: dict, words: DeviceWords) -> str:
+def phase_row_id(trial: int, phase: str | None) -> str:
+    """The id of a phase's row in a pick's phase table: the chart's bands of that phase link there."""
+    return f"phases-{trial}-{phase or 'none'}"
+
+
+def _phase_table(block: dict, words: DeviceWords, trial: int) -> str:
     phases = block.get("phases") or {}
     if not phases:
         return ""
@@ -89,7 +94,8 @@ def _phase_table(block: dict, words: DeviceWords) -> str:
          esc(figure(p.get("mean_power_w"))), esc(p.get("steps"))]
         for name, p in phases.items()
     ]
-    return table(["phase (all steps of the window)", "time s", "energy J", "mean power W", "steps"], rows, "phases")
+    return table(["phase (all steps of the window)", "time s", "energy J", "mean power W", "steps"], rows, "phases",
+                 [phase_row_id(trial, name) for name in phases])
 
 
 def power_html(point: Point, words: DeviceWords = GPU_WORDS) -> str:
@@ -106,20 +112,24 @@ def power_html(point: Point, words: DeviceWords = GPU_WORDS) -> str:
             f"Power of {node} over {scope}, {what}" + (f" ({profile.sensors})" if profile.sensors else "")
             + ". Phases are shaded from the trainer's phase marks, as exact as the sampling period."
         )
-        svg = power_timeline_svg(profile.samples, title, words, provenance=profile.provenance)
-        return f'<figure class="power">{svg}\n<figcaption>{esc(caption)}</figcaption></figure>\n{_phase_table(details["energy"], words)}'
+        tabled = details["energy"].get("phases") or {}  # a band of a phase the table has no row for links nowhere
+        svg = power_timeline_svg(profile.samples, title, words, provenance=profile.provenance,
+                                 phase_rows={name: phase_row_id(point.trial, name) for name in tabled})
+        return (f'<figure class="power">{svg}\n<figcaption>{esc(caption)}</figcaption></figure>\n'
+                f'{_phase_table(details["energy"], words, point.trial)}')
     phases = simulated_phases(details)
     if phases and point.source == "simulated":
         step_s = sum(s for _, s in phases)
         labelled = [(phase_label(name, words), s) for name, s in phases]
         bar = stacked_bar_svg(labelled, f"simulated phases of one step, trial {point.trial}", width_px=760,
-                              value_text=time_text, css_classes=[f"band {phase_css(name)}" for name, _ in phases])
+                              value_text=time_text, css_classes=[f"band {phase_css(name)}" for name, _ in phases],
+                              row_ids=[phase_row_id(point.trial, name) for name, _ in phases])
         # Each row's swatch is the bar's colour key: the bar names only the phases wide enough to hold a name.
         rows = [[swatch(f"band {phase_css(name)}") + esc(label), esc(figure(s)), esc(f"{100 * s / step_s:.1f}%")]
                 for (name, _), (label, s) in zip(phases, labelled)]
         return (
             f'<figure class="power">{bar}\n<figcaption>Simulated by the analytic model (nothing was measured): '
             f"the phases of one {step_s:.3g} s step. No power timeline exists for a simulated trial.</figcaption></figure>\n"
-            f'{table(["phase (simulated)", "time s", "share"], rows, "phases")}'
+            f'{table(["phase (simulated)", "time s", "share"], rows, "phases", [phase_row_id(point.trial, n) for n, _ in phases])}'
         )
     return "<p>No power timeline for this trial: its result holds no energy timeline or phase breakdown.</p>"

@@ -125,14 +125,16 @@ class Frame:
         return self.top + self.plot_h - _fraction(y, self.y_ticks, self.y_log) * self.plot_h
 
 
-def svg_start(css_class: str, title: str, width_px: int, height_px: int, points: bool, described_by: str = "") -> list[str]:
-    """The <svg> element opened (class `chart <css_class>`), named by its title (read out, and shown on hover),
-    described by the element of id `described_by` (a legend). A chart with `points` (links a keyboard reaches)
-    is a group: an image's children are presentational, so a screen reader would skip the very points it can focus."""
+def svg_start(css_class: str, title: str, width_px: int, height_px: int, points: bool, described_by: str = "",
+              name: str = "") -> list[str]:
+    """The <svg> element opened (class `chart <css_class>`), named by its title (read out, and shown on hover)
+    or by `name` where that says more, described by the element of id `described_by` (a legend). A chart with
+    `points` (links a keyboard reaches) is a group: an image's children are presentational, so a screen reader
+    would skip the very points it can focus."""
     role = "group" if points else "img"
     described = f' aria-describedby="{escape(described_by)}"' if described_by else ""
     return [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart {css_class}" role="{role}" aria-label="{escape(title)}"{described} '
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart {css_class}" role="{role}" aria-label="{escape(name or title)}"{described} '
         f'viewBox="0 0 {width_px} {height_px}" width="{width_px}" height="{height_px}">',
         f"<title>{escape(title)}</title>",
     ]
@@ -263,16 +265,16 @@ def _labels(anchors: list[tuple[float, float, str]]) -> list[str]:
 def stacked_bar_svg(
     parts: list[tuple[str, float]], title: str, width_px: int = 560, height_px: int = 34,
     value_text: Callable[[float], str] = energy_text, css_classes: list[str] | None = None,
+    row_ids: list[str] | None = None,
 ) -> str:
     """One horizontal bar split into named shares (energy by component in kJ, the default; time by
     phase in seconds with `value_text=time_text`); classes `part-<index>` unless `css_classes` names
-    one per part. Each part's hover text picks its own unit: a CPU probe's 4 J is never "0 kJ"."""
+    one per part. Each part's hover text picks its own unit: a CPU probe's 4 J is never "0 kJ". Each part
+    is a `chart_point`, a link to its row of the table beside the bar where `row_ids` names one per part."""
     total = sum(v for _, v in parts if v > 0)
-    out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart bar" role="img" '
-        f'viewBox="0 0 {width_px} {height_px}" width="{width_px}" height="{height_px}">',
-        f"<title>{escape(title)}</title>",
-    ]
+    shares = [f"{name}: {value_text(value)} ({share_text(value / total)})" for name, value in parts if total > 0 and value > 0]
+    strip_px = detail_strip_px(shares, width_px)
+    out = svg_start("bar", title, width_px, height_px + strip_px, points=True)
     x = 0.0
     for index, (name, value) in enumerate(parts):
         if total <= 0 or value <= 0:
@@ -280,12 +282,11 @@ def stacked_bar_svg(
         w = value / total * width_px
         share = f"{name}: {value_text(value)} ({share_text(value / total)})"
         css = css_classes[index] if css_classes else f"part-{index}"
-        out.append(
-            f'<rect class="{escape(css)}" x="{x:.1f}" y="0" width="{w:.1f}" height="{height_px}">'
-            f"<title>{escape(share)}</title></rect>"
-        )
+        shape = (f'<rect class="{escape(css)}" x="{x:.1f}" y="0" width="{w:.1f}" height="{height_px}">'
+                 f"<title>{escape(share)}</title></rect>")
+        out += [chart_point(shape, share, f"#{row_ids[index]}" if row_ids else None), point_detail(share, height_px + 14, width_px)]
         if w > 70:  # label only where it fits; the table beside the bar has every figure
-            out.append(f'<text class="bar-label" x="{x + 6:.1f}" y="{height_px / 2 + 4:.1f}">{escape(name)}</text>')
+            out.append(f'<text class="bar-label" aria-hidden="true" x="{x + 6:.1f}" y="{height_px / 2 + 4:.1f}">{escape(name)}</text>')
         x += w
     out.append("</svg>")
     return "\n".join(out)
@@ -296,12 +297,11 @@ def share_bars_svg(shares: dict[str, float], title: str, width_px: int = 460, ba
     label_px, gap_px = 190, 6  # room for the longest knob name, activation_checkpointing
     height_px = len(shares) * (bar_px + gap_px) + gap_px
     scale = width_px - label_px - 50
-    out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart shares" role="img" '
-        f'viewBox="0 0 {width_px} {height_px}" width="{width_px}" height="{height_px}">',
-        f"<title>{escape(title)}</title>",
-    ]
-    for i, (name, share) in enumerate(sorted(shares.items(), key=lambda kv: -kv[1])):
+    ranked = sorted(shares.items(), key=lambda kv: -kv[1])
+    # An image to a screen reader (its bars read nothing): so its name says every share, as the hover does.
+    said = "; ".join(f"{name}: {100 * share:.1f}%" for name, share in ranked)
+    out = svg_start("shares", title, width_px, height_px, points=False, name=f"{title}: {said}")
+    for i, (name, share) in enumerate(ranked):
         y = gap_px + i * (bar_px + gap_px)
         w = max(0.0, min(1.0, share)) * scale
         out.append(f'<text x="{label_px - 6}" y="{y + bar_px - 5}" text-anchor="end">{escape(name)}</text>')

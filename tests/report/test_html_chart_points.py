@@ -142,3 +142,38 @@ def test_every_power_limit_point_links_to_its_row_of_the_sweep_table(run, reques
             row = assert_point_reachable(point, known, "power-limit")
             assert row.elements()[1].text() == re.match(r"trial (\d+):", point.title()).group(1)
     assert "Tab" in known["power-limit"].find_all("p")[0].text()
+
+
+def _focusable(point: Element) -> bool:
+    return (point.tag == "a" and point.attrs.get("href", "").startswith("#")) or point.attrs.get("tabindex") == "0"
+
+
+@pytest.mark.parametrize("run", ["simulated_run", "failing_run", "measured_run", "cpu_joule_run", "time_only_run"])
+def test_no_chart_keeps_a_text_for_the_mouse_alone(run, request):
+    """Every shape with a hover text, in every chart (bars of each pick, its power over one step, the sweep, the
+    scatter), is a point a keyboard reaches, named as its hover text, linking to a row that exists where it links;
+    but the importance bars, whose shares are drawn as text and said in the chart's name."""
+    page = _page(request.getfixturevalue(run))
+    known = ids(page)
+    charts = page.find_all("svg", "chart")
+    assert len(charts) > 1 and any("scatter" in svg.classes for svg in charts)
+    for svg in charts:
+        assert svg.attrs.get("aria-label", "").startswith(svg.title()), svg.attrs
+        titled = [e for e in svg.iter() if e.tag != "title" and e.title() is not None]
+        assert titled, svg.attrs
+        if "shares" in svg.classes:
+            assert svg.attrs["role"] == "img" and all(e.title() in svg.attrs["aria-label"] for e in titled)
+            continue
+        assert svg.attrs["role"] == "group"  # an image's children are hidden from a screen reader
+        for shape in titled:
+            point = shape.parent
+            assert "point" in point.classes and _focusable(point), (svg.attrs["aria-label"], shape.attrs)
+            assert point.attrs["aria-label"] == shape.title()
+            if point.tag == "a":
+                row = known.get(point.attrs["href"][1:])
+                assert row is not None and row.tag == "tr", point.attrs["href"]
+                article = next((a for a in svg.ancestors() if a.tag == "article"), None)
+                if article is not None:  # a pick's chart links into the pick's own tables, to the part's own row
+                    assert article in list(row.ancestors()) and shape.title().startswith(row.elements()[0].text() + ":")
+            detail = point.next_element()
+            assert "point-detail" in detail.classes and detail.text() == " ".join(shape.title().split())
