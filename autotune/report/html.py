@@ -97,6 +97,15 @@ def _legend_keys(view: StudyView, line: str) -> str:
             'baseline (labelled) <span class="key infeasible"></span> (square) ')
 
 
+def _point_head(view: StudyView, row: dict) -> str:
+    """How a point's text begins: `trial 3 (ok; knee, cost-weighted)`. Its picks as the labels beside it name
+    them: a screen reader hears the point's text and not the labels, and a hover on a point drawn under another's
+    label said which trial it is, not that it is the knee."""
+    trial = row["trial"]
+    picked = f"; {name}" if (name := _marker_name(view, trial)) else ""
+    return f"trial {trial} ({row['status']}{'' if view.point(trial) else ', infeasible'}{picked})"
+
+
 # How a reader without a mouse gets a point's text: hover was the only way (a newcomer's trial).
 POINT_HELP = ("Hover a point, or reach it with Tab, for its trial, configuration and figures (shown under the plot); "
               "click or tap it for its row in All evaluated trials.")
@@ -108,8 +117,9 @@ def time_plot_section(view: StudyView, document: dict, timed: list[dict]) -> str
     t_unit, t_div = time_unit([r["time_s"] for r in timed])
     markers = [
         Marker(r["trial"], r["time_s"] / t_div, _marker_class(view, r["trial"]),
-               f"trial {r['trial']} ({r['status']}{'' if view.point(r['trial']) else ', infeasible'}): "
-               f"{knobs_sentence(r['params'])}; {time_text(r['time_s'])}, {energy_text(None)}",
+               # Its time's label too, as the time-vs-energy plot's points say theirs: one measured among simulated ones.
+               f"{_point_head(view, r)}: {knobs_sentence(r['params'])}; {time_text(r['time_s'])} ({r.get('source')}), "
+               f"{energy_text(None)}",
                _marker_name(view, r["trial"]), f"#{trial_row_id(r['trial'])}")
         for r in timed
     ]
@@ -141,7 +151,7 @@ def scatter_section(view: StudyView, document: dict, run_dir: Path) -> str:
         # Each point's figures in their own unit: the axes' unit suits the largest, and would show a
         # CPU probe's 4 J beside a GPU study's kWh as a string of zeros.
         tooltip = (
-            f"trial {trial} ({r['status']}{'' if view.point(trial) else ', infeasible'}): {knobs_sentence(r['params'])}; "
+            f"{_point_head(view, r)}: {knobs_sentence(r['params'])}; "
             f"{time_text(r['time_s'])} ({r.get('source')}), {energy_text(r['energy_kj'])} ({r.get('energy_source')})"
         )  # each point's own labels: a hover on one estimated point among measured ones must say so
         markers.append(Marker(r["time_s"] / t_div, r["energy_kj"] / e_div, _marker_class(view, trial), tooltip,

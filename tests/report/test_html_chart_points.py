@@ -177,3 +177,41 @@ def test_no_chart_keeps_a_text_for_the_mouse_alone(run, request):
                     assert article in list(row.ancestors()) and shape.title().startswith(row.elements()[0].text() + ":")
             detail = point.next_element()
             assert "point-detail" in detail.classes and detail.text() == " ".join(shape.title().split())
+
+
+def _scatter_texts(run_dir) -> dict[int, str]:
+    [scatter] = _chart(_page(run_dir), "scatter")
+    texts = [m.title() for m in scatter.find_all(css_class="marker")]
+    return {int(re.match(r"trial (\d+) ", t).group(1)): t for t in texts}
+
+
+@pytest.mark.parametrize("run", ["simulated_run", "measured_run", "time_only_run"])
+def test_a_points_text_names_its_picks_and_the_baseline(run, request):
+    """The labels beside the points are hidden from a screen reader (and one may sit on another point): the
+    point's own text, which the reader hears, says it is the knee or the baseline."""
+    import json
+
+    from autotune.report.picks import PICK_FILES
+
+    run_dir = request.getfixturevalue(run)
+    doc = json.loads((run_dir / "pareto.json").read_text())
+    texts = _scatter_texts(run_dir)
+    for trial, text in texts.items():
+        names = [PICK_FILES[n] for n, t in doc["recommendations"].items() if t == trial]
+        names += ["baseline"] if trial == doc["baseline"] else []
+        head = text.split(":")[0]  # `trial 3 (ok; knee, cost-weighted)`
+        said = head[:-1].split("; ", 1)[1].split(", ") if "; " in head else []
+        assert sorted(said) == sorted(names), text
+
+
+def test_a_time_only_points_text_labels_its_time(time_only_run):
+    """Every figure with its label, as the time-vs-energy plot's points have them: `6 s (measured)`."""
+    import json
+
+    from autotune.report.units import time_text
+
+    doc = json.loads((time_only_run / "pareto.json").read_text())
+    texts = _scatter_texts(time_only_run)
+    assert texts
+    for point in doc["feasible"]:
+        assert texts[point["trial"]].endswith(f"; {time_text(point['time_s'])} ({point['source']}), energy unavailable")
