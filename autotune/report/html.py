@@ -377,6 +377,7 @@ pre { background: #f7f7f7; border: 1px solid #ddd; padding: 8px; max-height: 420
 .chart .point:focus > * { stroke: #111; stroke-width: 3; }
 .chart .point-detail { display: none; } .chart .point:focus + .point-detail, .chart .point:hover + .point-detail { display: inline; }
 tr[id] { scroll-margin-top: 3em; } tr:target > td { background: #fff3b0; }
+.chart .pick-labels { pointer-events: none; }  /* a label over a neighbour's point never takes its hover or tap */
 .pick-label { font-weight: 600; } .leader { stroke: #888; stroke-width: 0.8; }
 .legend .key { display: inline-block; width: 10px; height: 10px; border-radius: 50%; margin-left: 10px; }
 .legend .key.front { background: #3b6fd8; } .legend .key.feasible { background: #fff; border: 1.5px solid #5b7fc8; }

@@ -215,3 +215,42 @@ def test_a_time_only_points_text_labels_its_time(time_only_run):
     assert texts
     for point in doc["feasible"]:
         assert texts[point["trial"]].endswith(f"; {time_text(point['time_s'])} ({point['source']}), energy unavailable")
+
+
+_TAP_WRAPPER = """<!DOCTYPE html><html><body style="margin:0">
+<iframe id="page" src="{src}" style="width:390px;height:800px;border:0"></iframe>
+<script>
+document.getElementById("page").addEventListener("load", () => {{
+  const doc = document.getElementById("page").contentDocument;
+  const seen = [...doc.querySelectorAll(".chart.scatter a.point, .chart.power-limit a.point")].map(point => {{
+    point.scrollIntoView({{block: "center"}});
+    const box = point.firstElementChild.getBoundingClientRect();
+    const hit = doc.elementFromPoint(box.x + box.width / 2, box.y + box.height / 2);
+    return hit && hit.closest("a") === point ? "self" : (hit ? hit.outerHTML.slice(0, 60) : "none");
+  }});
+  const out = document.createElement("output");
+  out.id = "measured";
+  out.textContent = seen.join(";");
+  document.body.appendChild(out);
+}});
+</script></body></html>"""
+
+
+@pytest.mark.slow
+def test_in_chromium_at_phone_width_a_tap_on_a_point_is_the_points(simulated_run, tmp_path):
+    """No label drawn over a neighbouring point takes its tap (a 7b study's `fastest` sat under `max-slowdown`'s)."""
+    import subprocess
+    from html import unescape
+
+    from tests.report.test_html_browser import FLAGS, _chromium
+
+    wrapper = tmp_path / "tap.html"
+    wrapper.write_text(_TAP_WRAPPER.format(src=(simulated_run / "report.html").as_uri()))
+    dom = subprocess.run([_chromium(), *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--allow-file-access-from-files",
+                          "--window-size=800,900", "--dump-dom", wrapper.as_uri()], capture_output=True, text=True, timeout=120)
+    found = re.search(r'<output id="measured">([^<]*)</output>', dom.stdout)
+    assert found, dom.stderr[-2000:]
+    taps = unescape(found.group(1)).split(";")
+    # A point drawn under another (a tie, the baseline on a trial of its figures) is the other's to tap: never a label's.
+    assert taps.count("self") > len(taps) / 2 and all(t == "self" or 'class="marker ' in t for t in taps), taps
+    assert "pointer-events: none" in _rule(r"\.chart \.pick-labels ")
