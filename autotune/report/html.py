@@ -374,7 +374,7 @@ pre { background: #f7f7f7; border: 1px solid #ddd; padding: 8px; max-height: 420
 .marker.front, .sweep-point { fill: #3b6fd8; } .marker.feasible { fill: #fff; stroke: #5b7fc8; stroke-width: 1.5; }
 .marker.baseline { fill: #ff9f1c; } .marker.infeasible { fill: none; stroke: #c62828; stroke-width: 1.5; }
 /* A point reached with Tab or a tap (a link to its table row) is ringed, and its text shows under the plot. */
-.chart .point:focus > * { stroke: #111; stroke-width: 3; }
+.chart .point:focus > * { stroke: #111; stroke-width: 3; } .chart .hit { fill: transparent; }  /* a finger's target */
 .chart .point-detail { display: none; } .chart .point:focus + .point-detail, .chart .point:hover + .point-detail { display: inline; }
 tr[id] { scroll-margin-top: 3em; } tr:target > td { background: #fff3b0; }
 .chart .pick-labels { pointer-events: none; }  /* a label over a neighbour's point never takes its hover or tap */

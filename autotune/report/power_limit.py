@@ -15,7 +15,9 @@ from autotune.report.error_bars import extrapolated, outside_words, point_bar, s
 from autotune.report.front import Point
 from autotune.report.html_parts import esc, limit_text, plus_minus, table
 from autotune.report.picks import missing_change, savings
-from autotune.report.svg import Frame, axes, chart_point, chart_start, detail_strip_px, nice_ticks, point_detail
+from autotune.report.svg import (
+    Frame, axes, chart_point, chart_start, detail_strip_px, hit_areas, nice_ticks, point_detail,
+)
 from autotune.report.units import energy_figure, energy_text, energy_unit, figure, time_text, time_unit
 from autotune.report.within_noise import change_text, energy_change_text, labelled_change_text, savings_error, savings_noise
 
@@ -88,6 +90,7 @@ def _panel(xs: list[float], ys: list[float], tips: list[str], trials: list[int],
     px, py = frame.px, frame.py
     out = chart_start(frame, "power-limit", f"{y_label} against {x_label}", points=True) + axes(frame, x_label, y_label)
     out.append('<polyline class="front-line" points="' + " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(xs, ys)) + '"/>')
+    out += hit_areas([(px(x), py(y), f"#{limit_row_id(trial)}") for x, y, trial in zip(xs, ys, trials)])
     for x, y, tip, trial in zip(xs, ys, tips, trials):
         shape = f'<circle class="sweep-point" cx="{px(x):.1f}" cy="{py(y):.1f}" r="4.5"><title>{escape(tip)}</title></circle>'
         out += [chart_point(shape, tip, f"#{limit_row_id(trial)}"), point_detail(tip, height_px + 12, width_px)]

@@ -156,6 +156,18 @@ def chart_point(shape: str, text: str, href: str | None) -> str:
     return f'<g class="point" tabindex="0" role="img" aria-label="{escape(text)}">{shape}</g>'
 
 
+HIT_RADIUS_PX = 11
+
+
+def hit_areas(centres: list[tuple[float, float, str | None]]) -> list[str]:
+    """Unpainted discs around small markers, each a link to its point's row: a finger hits a 4.5 px point drawn
+    at half size on a phone only by luck. Drawn under every marker, so a disc never takes a neighbour's place;
+    out of the Tab order and hidden from a screen reader, which reach the point itself."""
+    discs = [f'<a href="{escape(href)}" tabindex="-1"><circle class="hit" cx="{cx:.1f}" cy="{cy:.1f}" r="{HIT_RADIUS_PX}"/></a>'
+             for cx, cy, href in centres if href]
+    return ['<g class="hit-areas" aria-hidden="true">', *discs, "</g>"] if discs else []
+
+
 DETAIL_LINE_PX = 15
 _DETAIL_CHAR_PX = 6.6  # a 12 px sans-serif character, on average: lines wrap before the chart's edge
 
@@ -232,6 +244,7 @@ def scatter_svg(
         parts.append(f'<polyline class="front-line" points="{points}"/>')
     # Front and picks last, so they are drawn over the cloud of other trials.
     order = {"infeasible": 0, "feasible": 1, "baseline": 2, "front": 3}
+    parts += hit_areas([(px(m.x), py(m.y), m.href) for m in markers])
     for m in sorted(markers, key=lambda m: (order.get(m.css_class, 1), bool(m.label))):
         cx, cy = px(m.x), py(m.y)
         if m.css_class == "infeasible":  # a square, so it reads apart from feasible points without colour

@@ -217,6 +217,32 @@ def test_a_time_only_points_text_labels_its_time(time_only_run):
         assert texts[point["trial"]].endswith(f"; {time_text(point['time_s'])} ({point['source']}), energy unavailable")
 
 
+@pytest.mark.parametrize("run", ["simulated_run", "failing_run", "measured_run"])
+def test_a_small_point_has_a_finger_sized_target_under_every_marker(run, request):
+    """A 4.5 px point drawn at half size on a phone is hit by luck: each has a disc of 10 px or more linking to the
+    same row, drawn before any marker (never over a neighbour), out of the Tab order and of a screen reader's way."""
+    assert "fill: transparent" in _rule(r"\.chart \.hit ")  # unpainted: SVG's default fill is black
+    page = _page(request.getfixturevalue(run))
+    for svg in _chart(page, "scatter") + _chart(page, "power-limit"):
+        points = [e for e in svg.find_all(css_class="point") if e.tag == "a"]
+        [layer] = svg.find_all("g", "hit-areas")
+        assert layer.attrs["aria-hidden"] == "true"
+        drawn = svg.elements()
+        assert drawn.index(layer) < min(drawn.index(p) for p in points)
+        discs = []
+        for link in layer.elements():
+            [disc] = link.elements()
+            assert link.attrs["tabindex"] == "-1" and float(disc.attrs["r"]) >= 10
+            discs.append((float(disc.attrs["cx"]), float(disc.attrs["cy"]), link.attrs["href"]))
+        for point in points:
+            shape = next(e for e in point.elements() if e.tag in ("circle", "rect"))
+            if shape.tag == "circle":
+                x, y = float(shape.attrs["cx"]), float(shape.attrs["cy"])
+            else:  # an infeasible square, 10 px wide
+                x, y = float(shape.attrs["x"]) + 5, float(shape.attrs["y"]) + 5
+            assert any(abs(x - cx) < 0.2 and abs(y - cy) < 0.2 and href == point.attrs["href"] for cx, cy, href in discs)
+
+
 _TAP_WRAPPER = """<!DOCTYPE html><html><body style="margin:0">
 <iframe id="page" src="{src}" style="width:390px;height:800px;border:0"></iframe>
 <script>

@@ -42,7 +42,7 @@ def test_sweep_is_the_fastest_configuration_across_limits_with_savings_against_i
     assert "0.9: trial 1 (+8.0% energy saved, +1.0% time)" in sentence
     assert "0.7: trial 2 (+12.0% energy saved, +10.0% time)" in sentence and "simulated" in sentence
     html = power_limit_section(view, {}, None)
-    assert html.count("<svg") == 2 and html.count("<circle") == 8
+    assert html.count("<svg") == 2 and html.count('<circle class="sweep-point"') == 8
     assert "+12.0%" in html and "zero_stage 3" in html
     # A newcomer's trial: the axes and hover text of these charts said nothing of the figures' source.
     assert "energy to solution (kJ, simulated)" in html and "time to solution (min, simulated)" in html
