@@ -16,6 +16,9 @@ EXIT_STATUSES = (
           "all failed on the set-up, or that ended with no probe succeeded (its reports written)"),
     ("129", "SIGHUP (a closed ssh session): `run` stops as after SIGTERM; any other command ends by the signal"),
     ("130", "Ctrl-C (SIGINT): `run` keeps its finished trials, and the same command resumes; one line says what is kept"),
+    ("138", "SIGUSR1 (`#SBATCH --signal=B:USR1@...`, as many site templates ask): `run` stops as after SIGTERM; any "
+            "other command ends by the signal"),
+    ("140", "SIGUSR2: as SIGUSR1"),
     ("141", "the reader of standard output went away (`autotune space --json | head`), with no traceback"),
     ("143", "SIGTERM (kill, scancel, a job's time limit): `run` stops as after Ctrl-C; any other command ends by the "
             "signal"),

@@ -368,6 +368,21 @@ def test_a_run_whose_ssh_session_closed_stops_as_after_sigterm(tmp_path):
     assert study.trials and not [t.number for t in study.trials if t.state == optuna.trial.TrialState.RUNNING]
 
 
+def test_a_run_sent_sigusr1_stops_as_after_sigterm(tmp_path):
+    """Trial 51 #3: `#SBATCH --signal=B:USR1@120`, a common site template's, killed the tuner by the default action
+    (status 138, no word, no report, its trial left RUNNING). USR1 and USR2 stop a run as SIGTERM does."""
+    import signal
+
+    import optuna
+
+    run_dir = tmp_path / "run"
+    text = _interrupted_after_a_trial(run_dir, tmp_path, signal.SIGUSR1, 128 + signal.SIGUSR1)
+    assert "autotune: interrupted; completed trials are kept, run the same command again to resume" in text
+    assert f"{run_dir} holds no report yet" in text
+    study = optuna.load_study(study_name="autotune", storage=f"sqlite:///{run_dir / 'study.db'}")
+    assert study.trials and not [t.number for t in study.trials if t.state == optuna.trial.TrialState.RUNNING]
+
+
 def test_launch_options_given_to_a_backend_that_starts_no_probe_are_said(tmp_path):
     done = autotune_main("run", "--model", "7b", "--nodes", "1", "--trials", "2", "--backend", "simulate", "--repeats", "3",
                          "--probe-steps", "5", "--out", tmp_path / "r")  # 5 is the default: not said
