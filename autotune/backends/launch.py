@@ -27,7 +27,14 @@ from autotune.backends.launchers import (
     slurm_gpus_per_node,
     unreachable_reason,
 )
-from autotune.backends.probe_outcome import measured_figures, not_ok_result, ok_result, read_result
+from autotune.backends.probe_outcome import (
+    log_tail,
+    measured_figures,
+    not_ok_result,
+    ok_result,
+    read_result,
+    stopped_from_outside,
+)
 from autotune.backends.probe_options import DEFAULT_LAUNCHER, check_probe_options, probe_default
 from autotune.backends.probe_process import TIMEOUT_ON_BUILD_LOCK, ProbeProcess
 from autotune.backends.repeat_takeover import (
@@ -48,7 +55,7 @@ from autotune.ds_config import deepspeed_config
 from autotune.errors import ConfigError
 from autotune.space import nodes_flag
 
-__all__ = ["LaunchBackend", "ProbeInterrupted", "detect_launch_target"]
+__all__ = ["LaunchBackend", "ProbeInterrupted", "ProbeStoppedOutside", "detect_launch_target"]
 
 # Room for a probe to report a stuck collective itself (which rank, which op) before we kill it.
 _COLLECTIVE_SHARE_OF_TIMEOUT = 0.8
@@ -57,6 +64,21 @@ _COLLECTIVE_SHARE_OF_TIMEOUT = 0.8
 class ProbeInterrupted(KeyboardInterrupt):
     """The study was interrupted while a probe ran; its processes are gone. A KeyboardInterrupt, so
     the study loop treats it as Ctrl-C (the trial is marked interrupted and retried on resume)."""
+
+
+class ProbeStoppedOutside(ProbeInterrupted):
+    """The probe died of a stop signal from outside the tuner (SLURM signals every process of a job on scancel,
+    preemption or a time limit, and the probe may get it first): no evidence against its candidate, so the trial is
+    interrupted, retried on resume, and the study stops as on that signal to the tuner (its exit status), rather
+    than start the next probe into the same stop (trial 51 #1)."""
+
+    def __init__(self, signum: int, evidence: str):
+        import signal
+
+        name = signal.Signals(signum).name
+        self.reason = f"the probe was stopped by {name} from outside the tuner (a SLURM stop?): {evidence}"
+        self.status = 128 + signum  # as the tuner's own stop by that signal exits (errors.STOP_SIGNALS)
+        super().__init__(self.reason)
 
 
 class LaunchBackend(Backend):
@@ -422,6 +444,11 @@ class LaunchBackend(Backend):
                 extra.update(timeout_cause=TIMEOUT_ON_BUILD_LOCK, build_locks=locks)
             _append_log(log_path, f"== autotune: timeout: {error}\n")
             return not_ok_result("timeout", error, trial_dir, log_path, **extra)
+        if result is None and (stopped := stopped_from_outside(exit_code, log_tail(log_path))) is not None:
+            stop = ProbeStoppedOutside(*stopped)
+            _append_log(log_path, f"== autotune: {time.strftime('%H:%M:%S')}: {stop.reason}; the trial is probed again "
+                                  "when the study resumes\n")
+            raise stop
         if result is None:
             how = f"was killed by signal {-exit_code}" if exit_code < 0 else f"exited with status {exit_code}"
             # e.g. a module missing before the trainer started: the log's exception says which

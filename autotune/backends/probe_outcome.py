@@ -67,6 +67,50 @@ def last_exception_line(tail: str) -> str | None:
     return None
 
 
+# A probe a signal from outside stopped, as its launcher tells it: torchrun's agent ("SignalException: Process 7 got
+# signal: 15"), torchrun's failure table of a rank ("Signal 15 (SIGTERM) received by PID 8"), DeepSpeed's per-node
+# launcher ("Main process received SIGTERM, exiting"), slurmstepd ("*** STEP 7.0 ON n1 CANCELLED AT ... ***").
+_SIGNALLED_LINES = (
+    re.compile(r"SignalException: Process \d+ got signal: (?P<signum>\d+)"),
+    re.compile(r"Signal (?P<signum>\d+) \(SIG\w+\) received by PID \d+"),
+    re.compile(r"Main process received (?P<name>SIG[A-Z0-9]+), exiting"),
+    re.compile(r"\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+(?P<why>.*?)\*\*\*"),
+)
+
+
+def stopped_from_outside(exit_code: int | None, tail: str) -> tuple[int, str] | None:
+    """(signal number, what says so) where a probe that wrote no result was stopped by a stop signal from outside
+    the tuner (SIGTERM, SIGINT, SIGHUP, SIGUSR1/2: SLURM signals every process of a job on scancel, preemption or a
+    time limit, and the probe may die before the tuner gets its own), else None. Such a probe says nothing of its
+    candidate. SIGKILL (the kernel's OOM killer) and a rank's crash are not stops: they stay the probe's failure.
+    `exit_code`: the launcher's (negative: the signal that ended it); `tail`: the end of its log."""
+    import signal
+
+    from autotune.errors import stop_signals
+
+    stops = set(stop_signals())
+    if exit_code is not None and exit_code < 0 and -exit_code in stops:
+        return -exit_code, f"the launcher was ended by {signal.Signals(-exit_code).name}"
+    if exit_code is None:
+        return None
+    for line in reversed(tail.splitlines()[-LOG_TAIL_LINES:]):
+        for pattern in _SIGNALLED_LINES:
+            found = pattern.search(line)
+            if found is None:
+                continue
+            groups = found.groupdict()
+            if groups.get("signum"):
+                signum = int(groups["signum"])
+            elif groups.get("name"):
+                signum = getattr(signal, groups["name"], None)
+            else:  # slurmstepd cancelled the step: SLURM's stop signal is SIGTERM
+                signum = signal.SIGTERM
+            # The last such line decides: torchrun's table ends with the root cause (a rank the OOM killer's
+            # SIGKILL ended, with a rank its agent then stopped by SIGTERM listed above it, is a failure).
+            return (int(signum), found.group(0).strip()[:200]) if signum in stops else None
+    return None
+
+
 def workload_steps(candidate: Candidate) -> float:
     return candidate.workload.samples / candidate.workload.global_batch
 

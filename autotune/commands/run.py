@@ -467,7 +467,9 @@ def _run(args: argparse.Namespace) -> int:
                 proposed_by={"sampler": args.sampler, "seed": args.seed, "trials_budget": args.trials,
                              "autotune_version": __version__},
             )
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
+        if getattr(stop, "reason", None):  # a probe a signal from outside stopped (launch.ProbeStoppedOutside)
+            console.print(stop.reason, soft_wrap=True, highlight=False, markup=False)
         # A stop during a probe's repeat k: its finished repeats are not lost, which a scancelled job's user asks first.
         kept = backend.kept_after_interruption()
         if kept:

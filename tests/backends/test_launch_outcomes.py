@@ -152,3 +152,40 @@ def test_a_timeout_spent_on_an_older_build_lock_is_the_setups_failure(make_launc
     assert waited.details["timeout_cause"] == "build_lock" and waited.details["build_locks"] == [str(older)]
     assert setup_failure(waited) is True
     assert f"build lock older than the probe is held ({older})" in (backend.trial_dir(2) / "log.txt").read_text()
+
+
+@pytest.mark.parametrize("body", [
+    "import os, signal\nos.kill(os.getpid(), signal.SIGTERM)\ntime.sleep(30)\n",  # the launcher ended by the signal
+    # torchrun's agent, its own SIGTERM turned into an exception (exit status 1)
+    'print("torch.distributed.elastic.multiprocessing.api.SignalException: Process 7 got signal: 15", file=sys.stderr)\n'
+    "sys.exit(1)\n",
+    # a rank ended by SIGTERM first: torchrun's failure table, and torchrun exits 1
+    'print("  exitcode  : -15 (pid: 8)\\n  traceback : Signal 15 (SIGTERM) received by PID 8", file=sys.stderr)\n'
+    "sys.exit(1)\n",
+    'print("slurmstepd: error: *** STEP 7.0 ON n1 CANCELLED AT 2026-01-01T00:00:00 DUE TO TIME LIMIT ***")\nsys.exit(1)\n',
+])
+def test_a_probe_stopped_by_a_signal_from_outside_interrupts_the_trial(make_launch_backend, make_candidate, fake_probe,
+                                                                      body):
+    """Trial 51 #1: SLURM signals every process of a job (scancel, preemption, a time limit); a probe that died of
+    that SIGTERM before the tuner got its own was a failed candidate, never probed again, and the next probe
+    started. It is an interruption: the study stops as on SIGTERM (143) and retries the trial on resume."""
+    from autotune.backends.launch import ProbeStoppedOutside
+
+    backend = make_launch_backend(python=fake_probe(body))
+    with pytest.raises(ProbeStoppedOutside) as stopped:
+        backend.evaluate(make_candidate(), trial_number=2)
+    assert stopped.value.status == 143 and isinstance(stopped.value, KeyboardInterrupt)
+    assert stopped.value.reason.startswith("the probe was stopped by SIGTERM from outside the tuner (a SLURM stop?): ")
+    log = (backend.trial_dir(2) / "log.txt").read_text().splitlines()
+    assert "the probe was stopped by SIGTERM from outside the tuner" in log[-1] and log[-1].startswith("== autotune: ")
+
+
+@pytest.mark.parametrize("body, said", [
+    ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n", "was killed by signal 9"),  # the OOM killer
+    # a rank the OOM killer ended, the other stopped by torchrun's SIGTERM: the root cause (last) decides
+    ('print("traceback : Signal 15 (SIGTERM) received by PID 9\\nRoot Cause (first observed failure):\\n'
+     'traceback : Signal 9 (SIGKILL) received by PID 8", file=sys.stderr)\nsys.exit(1)\n', "exited with status 1"),
+])
+def test_a_probe_killed_by_sigkill_stays_a_failure(make_launch_backend, make_candidate, fake_probe, body, said):
+    result = make_launch_backend(python=fake_probe(body)).evaluate(make_candidate(), trial_number=3)
+    assert result.status == "failed" and said in result.error
