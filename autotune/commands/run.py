@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import re
-import signal
 from pathlib import Path
 
 from autotune import __version__
@@ -13,7 +12,7 @@ from autotune.backends.probe_options import DEFAULT_LAUNCHER, LAUNCHERS, PROBE_O
 from autotune.commands.flags import number_flag, path_flag, study_name_flag, text_flag, whole_number_flag
 from autotune.commands.options import add_study_options, build_settings, fill_from_allocation, settings_warnings
 from autotune.commands.report import add_pick_options
-from autotune.errors import UserError, stop_signals
+from autotune.errors import UserError, signal_words, stop_signals
 from autotune.shell import shell_path
 from autotune.space import node_span
 from autotune.study.stop_rule import stop_rule_help
@@ -373,6 +372,16 @@ def _new_study(args: argparse.Namespace) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
+    """The stop signals stop a run from its start to its last report, with a line saying what is kept: before the
+    first trial they ended it by their default action, silent (trial 51 #7), and between the study and its reports
+    SIGTERM had no handler of ours (trial 51 #2)."""
+    from autotune.study.loop import Interrupts
+
+    with Interrupts().install(stop_signals()) as interrupts:
+        return _run_installed(args, interrupts)
+
+
+def _run_installed(args: argparse.Namespace, interrupts) -> int:
     from rich.console import Console
     from rich.markup import escape
 
@@ -385,7 +394,7 @@ def _run(args: argparse.Namespace) -> int:
     from autotune.study import open_study
     from autotune.study.storage import sole_worker
     from autotune.study.failures import no_probe_succeeded
-    from autotune.study.loop import CONVERGED_ATTR, Interrupts, make_sampler, probes_running_elsewhere, run_study
+    from autotune.study.loop import CONVERGED_ATTR, make_sampler, probes_running_elsewhere, run_study
     from autotune.study.retries import evaluated_count, evaluated_trials
     from autotune.study.valid import node_counts_without_candidates, valid_checks
     from autotune.report.study_points import MODEL_CAVEATS_ATTR
@@ -455,10 +464,9 @@ def _run(args: argparse.Namespace) -> int:
     try:
         done = evaluated_count(study)
         total = min(args.trials, sum(c.valid for c in checks))  # the loop stops when the space runs out
-        # SIGTERM (scancel, kill) and SIGHUP (a closed ssh session) stop a run like Ctrl-C: the probe is killed,
-        # trials kept.
-        with (Interrupts().install(stop_signals()) as interrupts,
-              sole_worker(run_dir, args.storage) as alone,
+        # SIGTERM (scancel, kill), SIGHUP (a closed ssh session), SIGUSR1/2 stop a run like Ctrl-C (`interrupts`, _run):
+        # the probe is killed, trials kept.
+        with (sole_worker(run_dir, args.storage) as alone,
               trial_progress(console, total, done, announce_probes=backend.name == "launch",
                              study_count=lambda: evaluated_count(study, recording=True), quiet=args.quiet) as progress):
             ran = run_study(
@@ -468,6 +476,7 @@ def _run(args: argparse.Namespace) -> int:
                              "autotune_version": __version__},
             )
     except KeyboardInterrupt as stop:
+        interrupts.stopping = True  # a second signal (SLURM's to the tuner after the probe's) must not cut these lines
         if getattr(stop, "reason", None):  # a probe a signal from outside stopped (launch.ProbeStoppedOutside)
             console.print(stop.reason, soft_wrap=True, highlight=False, markup=False)
         # A stop during a probe's repeat k: its finished repeats are not lost, which a scancelled job's user asks first.
@@ -484,43 +493,49 @@ def _run(args: argparse.Namespace) -> int:
         raise
     finally:
         record_probe_settings(study, backend, done_before)
-    converged = study.user_attrs.get(CONVERGED_ATTR)
-    if converged:
-        from autotune.report.search import converged_sentence  # here: its model's imports are no start-up cost
-
-        # A replay of a file recording some of the valid candidates converged among those (backend.usable).
-        recorded = getattr(backend, "usable", None) or valid_total
-        console.print(converged_sentence(converged["probes"], len(study.directions), recorded, valid_total - recorded),
-                      soft_wrap=True, highlight=False, markup=False)
-    evaluated_now, elsewhere = evaluated_count(study), probes_running_elsewhere(study)
-    if not converged and evaluated_now + elsewhere >= total and evaluated_now + elsewhere > done + ran:
-        # A worker that stopped after two probes of ten said nothing of the other eight.
-        spent = f"the --trials budget of {total} is spent" if total == args.trials else f"all {total} valid candidates are evaluated"
-        running = f", and {elsewhere} still probing on other workers" if elsewhere else ""
-        console.print(f"{spent}: this run evaluated {ran} of them, other runs of the study {evaluated_now - ran} (earlier "
-                      f"ones, or workers beside this one){running}")
-    elif not converged and ran == 0 and done >= total == args.trials:
-        # A resume whose budget the study had already spent probed nothing, and said nothing of why (trial 37 F14).
-        console.print(f"the --trials budget of {total} is spent: the study already holds {done} evaluated candidates, so "
-                      "this run probed none; a larger --trials probes more")
-    if elsewhere:
-        from autotune.study.storage import heartbeat_seconds
-
-        again = _report_command(run_dir, args)
-        # A requeued job resumes seconds after its worker died: that trial still reads as running (trial 43 F6).
-        grace_s = heartbeat_seconds()[1]
-        console.print(f"{elsewhere} probe(s) still running on other workers are not in this report; `{again}` once they "
-                      f"finish (a worker killed a moment ago counts as running until its heartbeat is {grace_s} s old; a "
-                      "run of the study started after that probes its trial again)")
     # SIGTERM while the reports are written (a job's time limit just after its last trial) ended the run by its
     # default action, without a word of what was not written (trial 37 F13): it stops as Ctrl-C does here.
     try:
-        with Interrupts().install({signum: kind for signum, kind in stop_signals().items() if signum != signal.SIGINT}):
-            finish_run(study, run_dir, console, args.max_slowdown, args.eta, args.storage, args.study_name)
+        converged = study.user_attrs.get(CONVERGED_ATTR)
+        if converged:
+            from autotune.report.search import converged_sentence  # here: its model's imports are no start-up cost
+
+            # A replay of a file recording some of the valid candidates converged among those (backend.usable).
+            recorded = getattr(backend, "usable", None) or valid_total
+            console.print(converged_sentence(converged["probes"], len(study.directions), recorded, valid_total - recorded),
+                          soft_wrap=True, highlight=False, markup=False)
+        evaluated_now, elsewhere = evaluated_count(study), probes_running_elsewhere(study)
+        if not converged and evaluated_now + elsewhere >= total and evaluated_now + elsewhere > done + ran:
+            # A worker that stopped after two probes of ten said nothing of the other eight.
+            spent = f"the --trials budget of {total} is spent" if total == args.trials else f"all {total} valid candidates are evaluated"
+            running = f", and {elsewhere} still probing on other workers" if elsewhere else ""
+            console.print(f"{spent}: this run evaluated {ran} of them, other runs of the study {evaluated_now - ran} (earlier "
+                          f"ones, or workers beside this one){running}")
+        elif not converged and ran == 0 and done >= total == args.trials:
+            # A resume whose budget the study had already spent probed nothing, and said nothing of why (trial 37 F14).
+            console.print(f"the --trials budget of {total} is spent: the study already holds {done} evaluated candidates, so "
+                          "this run probed none; a larger --trials probes more")
+        if elsewhere:
+            from autotune.study.storage import heartbeat_seconds
+
+            again = _report_command(run_dir, args)
+            # A requeued job resumes seconds after its worker died: that trial still reads as running (trial 43 F6).
+            grace_s = heartbeat_seconds()[1]
+            console.print(f"{elsewhere} probe(s) still running on other workers are not in this report; `{again}` once they "
+                          f"finish (a worker killed a moment ago counts as running until its heartbeat is {grace_s} s old; a "
+                          "run of the study started after that probes its trial again)")
+        finish_run(study, run_dir, console, args.max_slowdown, args.eta, args.storage, args.study_name)
     except KeyboardInterrupt:
+        interrupts.stopping = True  # a second signal must not cut this line
         console.print(f"stopped while writing the reports of {run_dir}: `{_report_command(run_dir, args)}` writes them "
                       "for every finished trial", soft_wrap=True, highlight=False, markup=False)
         raise
+    if interrupts.received is not None:
+        # Its raise was lost (in a garbage collector's callback: Python drops what is raised there) and the reports
+        # went on to the end: they are whole, and the run still stops as the signal asked, not with status 0.
+        console.print(f"{signal_words(interrupts.received)} came while the reports of {run_dir} were written; they are "
+                      "written whole", soft_wrap=True, highlight=False, markup=False)
+        interrupts.check()
     # The reports are written (their trial table names every failure); a study none of whose probes succeeded
     # is no success, whatever the budget: the failing-start stop's exit status. Not while other workers'
     # probes may still succeed: the last of them says it.

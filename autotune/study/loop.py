@@ -181,48 +181,92 @@ def _objective_values(result: ProbeResult, objectives: tuple[str, ...]) -> list[
 
 
 class Interrupts:
-    """Where Ctrl-C (SIGINT) and SIGTERM stop a study. During a probe, at once: the backend kills the probe
-    and the trial is retried on resume. Anywhere else, at the end of the trial being recorded: a
-    KeyboardInterrupt inside Optuna's own bookkeeping (its tell after each trial) left it with an
-    UnboundLocalError of its own, a traceback and exit status 1 instead of 130 (a simulated study spends
-    most of its time there). `install` sets the handlers for the block; run_study raises what is pending
-    once `study.optimize` has returned. Main thread only, as signal handlers are."""
+    """Where Ctrl-C (SIGINT), SIGTERM and the other stop signals (errors.STOP_SIGNALS) stop a study. During a probe, at
+    once: the backend kills the probe and the trial is retried on resume. Anywhere else in the study, at the end of
+    the trial being recorded: a KeyboardInterrupt inside Optuna's own bookkeeping (its tell after each trial) left it
+    with an UnboundLocalError of its own, a traceback and exit status 1 instead of 130 (a simulated study spends most
+    of its time there). Outside a study (start-up, the reports), at once.
+
+    A raise from a signal handler can be lost: Python drops an exception raised in a garbage collector's callback
+    or a __del__ ("Exception ignored in: ... Terminated", and the run went on to exit 0; trial 51 #2). So every
+    signal is also kept (`received`), such a dropped one is not printed, and the code asks at safe points
+    (`check()`: before a probe, when the study returns, after the reports) and raises it there. Once a stop is on
+    its way out (`stopping`), a second signal is only kept: it must not cut the lines that say what is kept.
+    `install` sets the handlers for the block; main thread only, as signal handlers are."""
 
     def __init__(self):
         self.pending: BaseException | None = None
+        self.received: BaseException | None = None  # the first stop signal, raised or not
+        self.stopping = False
         self._study: optuna.Study | None = None
         self._probing = False
 
     @contextlib.contextmanager
     def install(self, signals: dict):
         """signals: {signal number: the KeyboardInterrupt subclass it raises}."""
+        import sys
+
         previous = {signum: signal.signal(signum, self._handler(kind)) for signum, kind in signals.items()}
+        hook = sys.unraisablehook
+        sys.unraisablehook = self._unraisable(hook)
         try:
             yield self
         finally:
+            sys.unraisablehook = hook
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
 
+    def _unraisable(self, previous):
+        def hook(unraisable):
+            if unraisable.exc_value is not None and unraisable.exc_value is self.received:
+                return  # kept: check() raises it where it is safe
+            previous(unraisable)
+        return hook
+
     def _handler(self, kind):
         def handle(signum, frame):
+            stop = kind()
+            self.received = self.received or stop
+            if self.stopping:
+                return
             if self._probing or self._study is None:
-                raise kind()
+                self.stopping = True
+                raise self.received
             try:
                 self._study.stop()  # no new trial starts; this one is recorded whole
             except RuntimeError:  # not inside optimize (before the first trial or after the last): nothing to spoil
-                raise kind() from None
-            self.pending = self.pending or kind()
+                self.stopping = True
+                raise self.received from None
+            self.pending = self.pending or stop
         return handle
+
+    def check(self) -> None:
+        """Raises the stop signal received (a raise lost in a collector's callback, say): at a safe point."""
+        if self.received is not None:
+            self.stopping = True
+            raise self.received
 
     @contextlib.contextmanager
     def probing(self):
         if self.pending is not None:
             raise self.pending
+        self.check()
         self._probing = True
         try:
             yield
+        except KeyboardInterrupt:
+            self.stopping = True
+            raise
         finally:
             self._probing = False
+        if self.received is not None and self.pending is None:
+            # A signal whose raise was lost during the probe: the probe is over, its result is recorded, and then
+            # the study stops (as for a signal between probes).
+            try:
+                self._study.stop()
+                self.pending = self.received
+            except (AttributeError, RuntimeError):  # no study running
+                self.check()
 
     @contextlib.contextmanager
     def study(self, study: optuna.Study):
@@ -232,7 +276,9 @@ class Interrupts:
         finally:
             self._study = None
         if self.pending is not None:
+            self.stopping = True
             raise self.pending
+        self.check()
 
 
 class _Objective:

@@ -542,3 +542,56 @@ def test_quiet_prints_no_line_per_trial_and_keeps_the_rest(tmp_path):
     for kept in ("warning: no candidate on 3 node(s) is valid", "converged after", "run directory:"):
         assert kept in quiet.stderr
     assert quiet.stdout == loud.stdout.replace(str(tmp_path / "loud"), str(tmp_path / "quiet"))  # the report itself
+
+
+def _run_with_patch(tmp_path, patch: str) -> subprocess.CompletedProcess:
+    """`autotune run` (simulate, 2 trials) as a process, with `patch` (Python) applied first."""
+    code = (
+        "import gc, os, signal, sys, weakref\n"
+        "from autotune import cli\n"
+        f"{patch}\n"
+        f"sys.argv = ['autotune', 'run', '--model', '7b', '--nodes', '1', '--trials', '2', '--out', {str(tmp_path / 'run')!r}]\n"
+        "cli.console_main()\n"
+    )
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+
+
+def test_a_sigterm_whose_raise_a_garbage_collector_callback_drops_still_stops_the_run(tmp_path):
+    """Trial 51 #2: SIGTERM while the reports were built was raised inside a weakref callback of the collector;
+    Python drops what is raised there ("Exception ignored ... Terminated"), and the run went on to exit 0."""
+    patch = (
+        "from autotune.commands import finish\n"
+        "real = finish.finish_run\n"
+        "class Thing: pass\n"
+        "def dropped(ref):\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    for _ in range(100000): pass  # the handler runs here, inside the callback\n"
+        "def finish_run(*args, **kwargs):\n"
+        "    thing = Thing(); ref = weakref.ref(thing, dropped); del thing\n"
+        "    return real(*args, **kwargs)\n"
+        "finish.finish_run = finish_run\n"
+    )
+    done = _run_with_patch(tmp_path, patch)
+    assert done.returncode == 143, done.stderr[-2000:]
+    said = " ".join(done.stderr.split())
+    assert "Exception ignored" not in said and "Traceback" not in said
+    assert f"SIGTERM came while the reports of {tmp_path / 'run'} were written; they are written whole" in said
+    assert "autotune: interrupted; completed trials are kept" in said
+    assert (tmp_path / "run" / "pareto.json").is_file()
+
+
+def test_a_sigterm_between_the_study_and_its_reports_is_said(tmp_path):
+    """Trial 51 #2: between the study's handler and the reports' one SIGTERM had its default action: status 143,
+    no word and no report."""
+    patch = (
+        "from autotune.study import loop\n"
+        "real = loop.probes_running_elsewhere\n"
+        "def elsewhere(study):\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    return real(study)\n"
+        "loop.probes_running_elsewhere = elsewhere\n"
+    )
+    done = _run_with_patch(tmp_path, patch)
+    assert done.returncode == 143, done.stderr[-2000:]
+    said = " ".join(done.stderr.split())
+    assert f"stopped while writing the reports of {tmp_path / 'run'}" in said and "Traceback" not in said
