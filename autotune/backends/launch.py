@@ -52,7 +52,7 @@ from autotune.backends.repeat_takeover import (
 from autotune.build_locks import build_locks, extensions_root
 from autotune.candidate import Candidate
 from autotune.ds_config import deepspeed_config
-from autotune.errors import ConfigError
+from autotune.errors import ConfigError, signal_words
 from autotune.space import nodes_flag
 
 __all__ = ["LaunchBackend", "ProbeInterrupted", "ProbeStoppedOutside", "detect_launch_target"]
@@ -417,14 +417,17 @@ class LaunchBackend(Backend):
                 process.kill_group(self.kill_grace_s)
             else:
                 process.finish(self.kill_grace_s)
-        except BaseException:
+        except BaseException as stop:
             process.kill_group(self.kill_grace_s)
+            _say_stopped(log_path, signal_words(stop))
             raise
         finally:
             self._current = None
             if exit_code != 0:  # killed, crashed or timed out: it may have left a device capped
                 for line in self._devices.restore_after(candidate):
                     _append_log(log_path, f"== autotune: {line}\n")
+        if self._aborted:
+            _say_stopped(log_path, "abort()")
         self._raise_if_aborted()
         return self._outcome(read_result(out), exit_code, trial_dir, launcher, time.time() - started_at_s)
 
@@ -446,7 +449,7 @@ class LaunchBackend(Backend):
             return not_ok_result("timeout", error, trial_dir, log_path, **extra)
         if result is None and (stopped := stopped_from_outside(exit_code, log_tail(log_path))) is not None:
             stop = ProbeStoppedOutside(*stopped)
-            _append_log(log_path, f"== autotune: {time.strftime('%H:%M:%S')}: {stop.reason}; the trial is probed again "
+            _append_log(log_path, f"== autotune: {time.strftime('%Y-%m-%d %H:%M:%S')}: {stop.reason}; the trial is probed again "
                                   "when the study resumes\n")
             raise stop
         if result is None:
@@ -547,6 +550,14 @@ def _say_waiting(trial_number: int, line: str, log_path: Path) -> None:
     """A probe that waits says so where the study's progress is read (a job's output file, the terminal)."""
     _append_log(log_path, f"== autotune: {line}\n")
     print(f"trial {trial_number}: {line}", file=sys.stderr, flush=True)
+
+
+def _say_stopped(log_path: Path, why: str) -> None:
+    """The last line of the log of a probe the tuner stopped: read after a preemption, a log that ended with the
+    launcher's command line alone could not be told from a hang (trial 51 #7)."""
+    with contextlib.suppress(OSError):  # a full disk may be why it stopped
+        _append_log(log_path, f"== autotune: {time.strftime('%Y-%m-%d %H:%M:%S')}: the tuner stopped this probe "
+                              f"({why}); the trial is probed again when the study resumes\n")
 
 
 def _append_log(log_path: Path, line: str) -> None:

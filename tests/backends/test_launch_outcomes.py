@@ -189,3 +189,34 @@ def test_a_probe_stopped_by_a_signal_from_outside_interrupts_the_trial(make_laun
 def test_a_probe_killed_by_sigkill_stays_a_failure(make_launch_backend, make_candidate, fake_probe, body, said):
     result = make_launch_backend(python=fake_probe(body)).evaluate(make_candidate(), trial_number=3)
     assert result.status == "failed" and said in result.error
+
+
+def test_the_log_of_a_probe_the_tuner_stopped_ends_saying_so(make_launch_backend, make_candidate, fake_probe):
+    """Trial 51 #7: after a preemption, the log of the probe the tuner stopped ended with the launcher's command
+    line alone, which reads as a hang. It ends with the tuner's line: which signal, and when."""
+    import signal
+    import threading
+
+    from autotune.backends.launch import ProbeInterrupted
+    from autotune.errors import Terminated
+
+    def terminated(signum, frame):
+        raise Terminated()
+
+    backend = make_launch_backend(python=fake_probe('print("training", flush=True)\ntime.sleep(60)\n'), kill_grace_s=1.0)
+    previous = signal.signal(signal.SIGALRM, terminated)
+    signal.setitimer(signal.ITIMER_REAL, 1.0)  # SIGTERM's handler raises Terminated in the main thread, as here
+    try:
+        with pytest.raises(Terminated):
+            backend.evaluate(make_candidate(), trial_number=4)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    last = (backend.trial_dir(4) / "log.txt").read_text().splitlines()[-1]
+    assert last.startswith("== autotune: ") and "the tuner stopped this probe (SIGTERM)" in last
+
+    backend = make_launch_backend(python=fake_probe('print("training", flush=True)\ntime.sleep(60)\n'), kill_grace_s=1.0)
+    threading.Timer(1.0, backend.abort).start()
+    with pytest.raises(ProbeInterrupted):
+        backend.evaluate(make_candidate(), trial_number=5)
+    assert "the tuner stopped this probe (abort())" in (backend.trial_dir(5) / "log.txt").read_text().splitlines()[-1]
