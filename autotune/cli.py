@@ -128,6 +128,8 @@ def console_main() -> None:
 
     A stderr that stops taking output is the process's business too: from then on its lines are dropped
     and the command goes on, its status what the command did (status_stream)."""
+    if sys.argv[1:2] == ["run"]:
+        _stop_from_the_start()
     keep_going_without_stderr()
     _forget_sizes_of_nothing()
     if sys.stdout is None:  # started with stdout closed (`>&-`): what the command prints has nowhere to go
@@ -162,6 +164,21 @@ def console_main() -> None:
         print(f"autotune: cannot write its output ({exc.strerror}){_what_is_kept(sys.argv[1:])}", file=sys.stderr)
         status = 1
     sys.exit(status)
+
+
+def _stop_from_the_start() -> None:
+    """`run` stops on SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 as on Ctrl-C, with the interrupted line, from its first
+    moment: until its study's handlers were set (imports, the space, the storage: seconds), SIGTERM ended it by the
+    default action, with no word (trial 51 #7). A signal the process was started ignoring (nohup's SIGHUP) stays
+    ignored here; `run` sets its own handlers later (commands/run.py)."""
+    def raiser(kind):
+        def handle(signum, frame):
+            raise kind()
+        return handle
+
+    for signum, kind in stop_signals().items():
+        if signum != signal.SIGINT and signal.getsignal(signum) == signal.SIG_DFL:
+            signal.signal(signum, raiser(kind))
 
 
 def _forget_sizes_of_nothing() -> None:

@@ -595,3 +595,18 @@ def test_a_sigterm_between_the_study_and_its_reports_is_said(tmp_path):
     assert done.returncode == 143, done.stderr[-2000:]
     said = " ".join(done.stderr.split())
     assert f"stopped while writing the reports of {tmp_path / 'run'}" in said and "Traceback" not in said
+
+
+def test_a_sigterm_during_the_start_up_of_a_run_says_it_was_interrupted(tmp_path):
+    """Trial 51 #7: SIGTERM before the first trial (imports, the space, the storage) ended the run with 143 and no
+    line at all."""
+    patch = (
+        "real = cli.build_parser\n"
+        "def build_parser():\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    return real()\n"
+        "cli.build_parser = build_parser\n"
+    )
+    done = _run_with_patch(tmp_path, patch)
+    assert done.returncode == 143, done.stderr[-2000:]
+    assert "autotune: interrupted; completed trials are kept" in done.stderr and "Traceback" not in done.stderr
