@@ -371,6 +371,23 @@ def _new_study(args: argparse.Namespace) -> str:
     return "--study-name NEW" if args.storage else "--out NEW_DIR"
 
 
+# Passes of a worker's study after its first, each for the trials of workers that died meanwhile (take_over_dead_workers).
+_TAKE_OVER_PASSES = 3
+
+
+def _took_over(study, alone: bool, run_dir: Path, console) -> bool:
+    """After a pass of the study: the probing trials of dead workers, queued again for the next pass, said in a line."""
+    from autotune.study.loop import take_over_dead_workers
+
+    taken = take_over_dead_workers(study, alone)
+    if taken:
+        how = (f"no other worker holds {run_dir} any more" if alone
+               else "their heartbeat is older than the grace")
+        console.print(f"trial(s) {', '.join(map(str, taken))} of a worker that is gone ({how}): probing their "
+                      "candidates again here before this run ends", soft_wrap=True, highlight=False, markup=False)
+    return bool(taken)
+
+
 def _run(args: argparse.Namespace) -> int:
     """The stop signals stop a run from its start to its last report, with a line saying what is kept: before the
     first trial they ended it by their default action, silent (trial 51 #7), and between the study and its reports
@@ -466,15 +483,19 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
         total = min(args.trials, sum(c.valid for c in checks))  # the loop stops when the space runs out
         # SIGTERM (scancel, kill), SIGHUP (a closed ssh session), SIGUSR1/2 stop a run like Ctrl-C (`interrupts`, _run):
         # the probe is killed, trials kept.
-        with (sole_worker(run_dir, args.storage) as alone,
-              trial_progress(console, total, done, announce_probes=backend.name == "launch",
-                             study_count=lambda: evaluated_count(study, recording=True), quiet=args.quiet) as progress):
-            ran = run_study(
-                study, settings, backend, args.trials, progress, checks, args.objectives,
-                shared_storage=not alone, accept_estimated_energy=args.allow_estimated_energy, interrupts=interrupts,
-                proposed_by={"sampler": args.sampler, "seed": args.seed, "trials_budget": args.trials,
-                             "autotune_version": __version__},
-            )
+        ran = 0
+        with trial_progress(console, total, done, announce_probes=backend.name == "launch",
+                            study_count=lambda: evaluated_count(study, recording=True), quiet=args.quiet) as progress:
+            for attempt in range(_TAKE_OVER_PASSES + 1):
+                with sole_worker(run_dir, args.storage) as alone:  # asked again on each pass: a worker may have died
+                    if attempt and not _took_over(study, alone, run_dir, console):
+                        break
+                    ran += run_study(
+                        study, settings, backend, args.trials, progress, checks, args.objectives,
+                        shared_storage=not alone, accept_estimated_energy=args.allow_estimated_energy,
+                        interrupts=interrupts, proposed_by={"sampler": args.sampler, "seed": args.seed,
+                                                            "trials_budget": args.trials, "autotune_version": __version__},
+                    )
     except KeyboardInterrupt as stop:
         interrupts.stopping = True  # a second signal (SLURM's to the tuner after the probe's) must not cut these lines
         if getattr(stop, "reason", None):  # a probe a signal from outside stopped (launch.ProbeStoppedOutside)

@@ -434,6 +434,27 @@ def probes_running_elsewhere(study: optuna.Study) -> int:
     return sum(bool(t.user_attrs.get(PROBING_ATTR)) for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)))
 
 
+def take_over_dead_workers(study: optuna.Study, alone: bool) -> list[int]:
+    """After this worker's study: the probing trials of workers that died (killed, their node gone), failed and queued
+    again, so that this worker probes them before it finishes; returns their numbers. Without it the last worker of
+    an allocation finished with "1 still probing on other workers" for a worker dead a minute since, and the study
+    stayed short of its budget until a later run (trial 51 #4). A worker is dead where this one is `alone` on the
+    run directory now (storage.sole_worker, asked again), or, on a --storage study, where its heartbeat is older
+    than the grace (Optuna's heartbeat callback queues its retry, as at the start of each trial)."""
+    running = [t.number for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+               if t.user_attrs.get(PROBING_ATTR)]
+    if not running:
+        return []
+    if alone:
+        retry_interrupted(study, include_running=True)
+    else:
+        with warnings.catch_warnings():  # Optuna marks it experimental; it is what optimize() runs before each trial
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            optuna.storages.fail_stale_trials(study)
+    trials = study.get_trials(deepcopy=False)
+    return [number for number in running if trials[number].state != TrialState.RUNNING]
+
+
 def _fail(trial: optuna.Trial, reason: str) -> NoReturn:
     """An evaluated candidate whose trial fails: its reason is kept for the report's trial table (a
     probe that ran but cannot be ranked has no error of its own) and for the failing-start stop."""
