@@ -75,7 +75,8 @@ def setup_failure(result: ProbeResult) -> bool:
     the tuner cannot read (another version on the nodes). The trainer writes a result naming the
     `failed_rank` for each failure of its own (DeepSpeed's error, a candidate it refuses): the candidate's.
     Final too: out of memory (a result), a timeout (a hang may be the candidate's, and a retry costs the
-    whole timeout) and a launcher killed by a signal (the kernel's OOM killer); but not a timeout the
+    whole timeout) and a launcher killed by SIGKILL (the kernel's OOM killer; one a stop signal from outside ended
+    never gets here: launch.ProbeStoppedOutside interrupts its trial); but not a timeout the
     backend found spent waiting on a torch extension build's lock older than the probe
     (`timeout_cause: build_lock`): that time went to another build, not to the candidate. Replayed and
     simulated failures are recorded or computed: they carry no `launcher`, and stay final."""
