@@ -102,11 +102,18 @@ def _profile(study: ComparedStudy) -> tuple:
     return study.document["hardware"], (study.document.get("inputs") or {}).get("hardware_sha256")
 
 
+def _profiles_differ(one: ComparedStudy, other: ComparedStudy) -> bool:
+    """Other names, or the same name with both sha256 recorded and different: an unrecorded sha256 (a study
+    older than profile pinning) is not known to differ, and is said under "not compared" instead."""
+    (name, sha), (other_name, other_sha) = _profile(one), _profile(other)
+    return name != other_name or (None not in (sha, other_sha) and sha != other_sha)
+
+
 def _two_simulators(studies: list[ComparedStudy]) -> list[str]:
     """Simulated studies on other profiles: each figure is its own profile's model output, and an uncalibrated
     one's error is unknown (`+- ?%`), which a bare "-44.3%" between a gh200 and an h100 study hid."""
     simulated = [n for n, s in enumerate(studies, 1) if "simulated" in _sources(s)]
-    if len({_profile(studies[n - 1]) for n in simulated}) < 2:
+    if not any(_profiles_differ(studies[a - 1], studies[b - 1]) for a, b in combinations(simulated, 2)):
         return []
     return [f"Simulated on different hardware profiles: the simulated figures of {numbers_text(simulated)} are each "
             f"profile's model output, so a change between them includes each profile's error ({_errors(studies, simulated)})."]

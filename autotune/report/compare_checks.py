@@ -242,9 +242,9 @@ def _inputs_problem(inputs: dict) -> str | None:
     if "space" in inputs and (problem := _space_problem(inputs["space"])):
         return problem
     sha = inputs.get("hardware_sha256")
-    if "hardware_sha256" in inputs and not (isinstance(sha, str) and len(sha) == 64
-                                            and all(c in "0123456789abcdef" for c in sha)):
-        return _wrong("inputs.hardware_sha256", sha, "a sha256 (64 hexadecimal digits)")
+    # null: a study older than profile pinning, which `autotune report` writes for it (not recorded, not damaged)
+    if sha is not None and not (isinstance(sha, str) and len(sha) == 64 and all(c in "0123456789abcdef" for c in sha)):
+        return _wrong("inputs.hardware_sha256", sha, "a sha256 (64 hexadecimal digits) or null")
     if "proposed_by" in inputs and (problem := _proposed_problem(inputs["proposed_by"])):
         return problem
     settings = inputs.get("probe_settings")

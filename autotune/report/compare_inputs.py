@@ -47,7 +47,7 @@ def input_values(study: ComparedStudy) -> dict:
     gpus = study.gpu_counts
     values = {"model": document["model"], "model_caveats": document.get("model_caveats"),
               "hardware": hardware_text(document)}
-    if "hardware_sha256" in recorded:
+    if recorded.get("hardware_sha256") is not None:  # null: its study does not record its profile (see below)
         values["hardware_sha256"] = recorded["hardware_sha256"]
     values["node_counts"] = study.node_counts
     if gpus is not None:
@@ -61,7 +61,11 @@ def input_values(study: ComparedStudy) -> dict:
                    "energy_source": document["energy_source"]})
     if "energy_not_measured" in document:
         left_out = document["energy_not_measured"]
-        values["energy_not_measured"] = NOT_RECORDED if left_out == [] and document["backend"] == "replay" else left_out
+        if left_out == [] and document["backend"] == "replay":
+            left_out = NOT_RECORDED
+        elif left_out == [] and document["energy_source"] in ("simulated", "none"):
+            left_out = None  # an older autotune wrote [] for a study that measured no energy: n/a, not "nothing"
+        values["energy_not_measured"] = left_out
     if isinstance(recorded.get("proposed_by"), list):
         # Who proposed, not which trials: trial numbers are each study's own.
         values["proposed_by"] = [{k: v for k, v in who.items() if k not in ("trials", "evaluated")}
@@ -138,12 +142,29 @@ def not_recorded_sentence(not_recorded: dict, studies: list[ComparedStudy]) -> s
     """Which studies' pareto.json predate a record, and how to have it: `autotune report` rewrites the file."""
     if not not_recorded:
         return None
-    lacking = sorted({number for numbers in not_recorded.values() for number in numbers})
-    names = ", ".join(dict.fromkeys("the searched space" if name.startswith("space.") else input_label(name)
-                                    for name in not_recorded))
-    again = "; ".join(f"`autotune report {studies[n - 1].run_dir}`" for n in lacking)
-    return (f"Not compared, as the pareto.json of {numbers_text(lacking)} does not record it (written by an older autotune): "
-            f"{names}; {again} writes it again with them.")
+    said = []
+    # The profile's sha256 is null where the study itself predates profile pinning: no report can add it.
+    unpinned = [n for n in not_recorded.get("hardware_sha256", []) if study_without_profile(studies[n - 1])]
+    if unpinned:
+        said.append(f"Not compared, as the study of {numbers_text(unpinned)} does not record it (made by an older "
+                    f"autotune, before studies pinned their profile): {input_label('hardware_sha256')}.")
+    rest = {name: [n for n in numbers if not (name == "hardware_sha256" and n in unpinned)]
+            for name, numbers in not_recorded.items()}
+    rest = {name: numbers for name, numbers in rest.items() if numbers}
+    if rest:
+        lacking = sorted({number for numbers in rest.values() for number in numbers})
+        names = ", ".join(dict.fromkeys("the searched space" if name.startswith("space.") else input_label(name)
+                                        for name in rest))
+        again = "; ".join(f"`autotune report {studies[n - 1].run_dir}`" for n in lacking)
+        said.append(f"Not compared, as the pareto.json of {numbers_text(lacking)} does not record it (written by an "
+                    f"older autotune): {names}; {again} writes it again with them.")
+    return " ".join(said)
+
+
+def study_without_profile(study: ComparedStudy) -> bool:
+    """A pareto.json that `autotune report` wrote for a study older than profile pinning: `hardware_sha256` null."""
+    recorded = study.document.get("inputs") or {}
+    return "hardware_sha256" in recorded and recorded["hardware_sha256"] is None
 
 
 def numbers_text(numbers: list[int]) -> str:

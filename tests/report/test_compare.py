@@ -361,6 +361,28 @@ def test_an_older_pareto_json_without_inputs_is_compared_on_what_it_records(runs
     assert f"`autotune report {old}` writes it again with them" in out
 
 
+def test_a_study_older_than_profile_pinning_is_compared_with_its_profile_not_recorded(runs, tmp_path):
+    """`autotune report` on a study older than profile pinning writes `hardware_sha256: null`; compare refused that
+    and told the user to run `autotune report`, which wrote the null again (a loop). Null is "not recorded": no
+    "different hardware profiles" caveat; and an old [] of energy no sensor saw in a simulated study is n/a."""
+    def unpinned(d):
+        d["inputs"]["hardware_sha256"] = None
+        d["energy_not_measured"] = []  # as autotune wrote it for a simulated study before it wrote null
+
+    old = _edited(runs["one_node"], tmp_path, "unpinned", unpinned)
+    compared = _compare(old, runs["one_node"])
+    assert compared["inputs"]["not_recorded"]["hardware_sha256"] == [1]
+    assert "energy_not_measured" not in compared["inputs"]["differ"]
+    assert not any(c.startswith("Simulated on different") for c in compared["caveats"]), compared["caveats"]
+    out = " ".join(autotune_main("compare", old, runs["one_node"]).stdout.split())
+    assert ("Not compared, as the study of study 1 does not record it (made by an older autotune, before studies "
+            "pinned their profile): hardware profile sha256.") in out
+    assert f"`autotune report {old}`" not in out and "nothing (the sensors saw the whole node)" not in out
+    # Without the key at all (a pareto.json older than `inputs.hardware_sha256`): no caveat either.
+    older = _edited(runs["one_node"], tmp_path, "older", lambda d: d["inputs"].pop("hardware_sha256"))
+    assert not any(c.startswith("Simulated on different") for c in _compare(older, runs["one_node"])["caveats"])
+
+
 def _one_line_refusal(done, *said: str) -> None:
     assert done.returncode == 2, done.stdout
     assert done.stdout == ""
