@@ -20,7 +20,7 @@ from autotune.report.noise import change_noise_summary, noise_summary
 from autotune.report.importance import METHOD as IMPORTANCE_METHOD
 from autotune.report.payback import tuning_cost
 from autotune.report.picks import commonest_failure, front_note, pick_rows
-from autotune.report.study_points import StudyView
+from autotune.report.study_points import StudyView, ruled_out_sentence
 from autotune.report.unmeasured_floor import unmeasured_floor
 from autotune.report.within_noise import RULE as NOISE_RULE, noise_ties, with_noise, with_noise_ties
 from autotune.space import node_span
@@ -258,7 +258,8 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
         # Its `tied_within_noise`, those within measured noise (same rule as `within_noise`; `tie_noise_cv`: the CVs).
         "simulator_error": error,
         # A plain sentence when there is no trade-off (no feasible point, one, or one beating all); else None.
-        "note": front_note(view.points, view.front, trials_by_status, commonest_failure(view.trials), view.time_only),
+        "note": " ".join(filter(None, (ruled_out_sentence(view.ruled_out_now), front_note(
+            view.points, view.front, trials_by_status, commonest_failure(view.trials), view.time_only)))) or None,
         # Per objective, {knob: share of its variation explained} (largest first), or why there is none.
         "importance": importance if importance is not None else "not computed",
         "importance_method": IMPORTANCE_METHOD,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import optuna
@@ -37,6 +37,9 @@ class StudyView:
     # What of the --model file autotune models otherwise (models_hf.model_warning, kept by `run` as MODEL_CAVEATS_ATTR):
     # said with the figures in every report, not only once on stderr at read time (trial 44 #6).
     model_caveats: str | None = None
+    # Simulated trials whose candidate today's rules or memory estimate rule out (an older autotune, whose memory
+    # estimate was lower, evaluated them): {trial: reason}; left off the points, the front and the picks (trial52 #2).
+    ruled_out_now: dict = field(default_factory=dict)
 
     def point(self, trial: int) -> Point | None:
         return next((p for p in self.points if p.trial == trial), None)
@@ -80,10 +83,34 @@ def searchable_nodes(trials: list[optuna.trial.FrozenTrial]) -> tuple[int, ...] 
     return tuple(sorted(counts)) if counts else None
 
 
+def ruled_out_now(candidate, result: dict) -> str | None:
+    """Why today's rules or memory estimate rule out a simulated trial's candidate; None where they do not. A
+    study evaluated by an older autotune can hold such trials (2be1fa5 raised the estimate of SuperOffload's GPU
+    share): figures of a candidate that cannot run are no pick. A measured trial ran, which an estimate cannot undo."""
+    if result.get("source") != "simulated":
+        return None
+    from autotune.space.enumerate import check_candidate
+
+    return check_candidate(candidate).reason
+
+
+def ruled_out_sentence(ruled_out: dict) -> str | None:
+    """One line: how many evaluated trials are ruled out now, and why (the commonest reason), or None."""
+    if not ruled_out:
+        return None
+    reasons = list(dict.fromkeys(ruled_out.values()))
+    why = reasons[0] + (f" (and {len(reasons) - 1} other reason(s); report.html lists each trial's)" if len(reasons) > 1 else "")
+    trials = ", ".join(map(str, sorted(ruled_out)))
+    many = len(ruled_out)
+    return (f"{many} trial(s) evaluated earlier (by an older autotune, or on another profile) {'is' if many == 1 else 'are'} "
+            f"now ruled out (trial {trials}): {why}; {'it is' if many == 1 else 'they are'} left off the front and "
+            "the picks, and kept in study.db.")
+
+
 def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, eta: float = DEFAULT_ETA) -> StudyView:
     """The study's trials, feasible points, front and picks (chosen with max_slowdown and eta)."""
     settings = StudySettings.from_dict(study.user_attrs["settings"])
-    rows, points, baseline_trial = [], [], None
+    rows, points, baseline_trial, ruled_out = [], [], None, {}
     trials = study.get_trials(deepcopy=False)
     retried = retried_trials(study, trials)  # left unfinished by a stopped run (killed outright, or Ctrl-C): probed again
     # Which trial probed each of them again (the nearest retry), for its reason: "interrupted" alone left the
@@ -106,11 +133,14 @@ def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, 
             stopped_by = t.user_attrs.get(STOPPED_BY_ATTR)
             how = f"by an error of the tuner ({stopped_by})" if stopped_by else "(Ctrl-C, SIGTERM, or the tuner killed)"
             reason = f"its probe was stopped {how}: {again}"
+        feasible = t.state == TrialState.COMPLETE and all(v <= 0 for v in t.constraints.values())
+        if feasible and (now := ruled_out_now(candidate, result)):
+            ruled_out[t.number] = now
+            status, reason, feasible = "invalid", f"ruled out by this autotune, though evaluated earlier: {now}", False
         row = {"trial": t.number, "params": params, "status": status, "reason": reason}
         row.update({k: result.get(k) for k in ("time_s", "energy_kj", "tflops", "peak_mem_gib", "source", "energy_source")})
         row.update({"gpus": candidate.gpus, "details": result.get("details") or {}})
         rows.append(row)
-        feasible = t.state == TrialState.COMPLETE and all(v <= 0 for v in t.constraints.values())
         # A time-only study ranks by time alone, so a trial without an energy figure (no sensor, no estimate:
         # the documented way to tune where none is) is a point of it, its energy unavailable (None); ranking
         # by time and energy needs both.
@@ -136,4 +166,4 @@ def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, 
     parameters = PickParameters(max_slowdown, eta, max_power_per_gpu_w(settings.hardware))
     picks = recommendations(front, parameters.max_slowdown, parameters.eta, parameters.max_power_per_gpu_w, time_only)
     return StudyView(settings, rows, points, front, picks, baseline_trial, parameters, time_only,
-                     searchable_nodes(trials), study.user_attrs.get(MODEL_CAVEATS_ATTR))
+                     searchable_nodes(trials), study.user_attrs.get(MODEL_CAVEATS_ATTR), ruled_out)
