@@ -49,14 +49,19 @@ class StudySettings:
             space=SearchSpace(**{k: tuple(v) for k, v in data["space"].items()}),
         )
 
-    def check_same_as(self, stored: dict, where: str, figures_use_profile: bool) -> str | None:
+    def check_same_as(self, stored: dict, where: str, figures_use_profile: bool, evaluated: list | None = None) -> str | None:
         """A resumed study must be the same question; otherwise say how to start a new one.
 
         A profile of the same node with other figures (a calibration of it, an edited file) is refused
         where the study's figures come from it (simulated, or energy estimated from its power model):
         old and new figures would not be comparable. Where every figure is measured or replayed it only
         guides the search and places the memory wall, so the resumed study takes it, and the line
-        returned says so (None when nothing changed)."""
+        returned says so (None when nothing changed).
+
+        A study older than profile pinning (no `hardware_profile` kept) is pinned to this run's profile (the
+        caller stores these settings again where a line is returned), said in the line; where its figures come
+        from the profile and `evaluated` (its evaluated FrozenTrials) holds a simulated trial, only if this profile
+        gives that trial's figures again: else old and new figures would mix on one front (trial52 #3)."""
         current = self.to_dict()
         differs = _differences(stored, current, default_precision(self.hardware.cuda))
         start_new = "pass --out NEW_DIR (in a shared --storage, --study-name NEW) to start a new study"
@@ -64,7 +69,7 @@ class StudySettings:
             raise UserError(f"{where} holds a study of {'; '.join(differs)}; {start_new}, "
                             "or repeat the original options to resume")
         if "hardware_profile" not in stored:
-            return None  # a study from before profiles were kept in it: its name is all there is to compare
+            return self._pin_unrecorded_profile(where, figures_use_profile, evaluated, start_new)
         changed = figure_differences(stored["hardware_profile"], current["hardware_profile"])
         if not changed:
             return None
@@ -83,6 +88,42 @@ class StudySettings:
         return (f"the hardware profile differs from the one this study began with ({shown}); the study's figures "
                 f"(measured or recorded, not computed from the profile) are kept, and {current['hardware']} now guides "
                 "the search and the memory estimates")
+
+
+    def _pin_unrecorded_profile(self, where: str, figures_use_profile: bool, evaluated: list | None, start_new: str) -> str:
+        """The line for a resumed study that does not record its profile (an older autotune's); refuses where a
+        simulated trial's figures are not given again by this profile."""
+        profile = self.hardware.source or self.hardware.name
+        if figures_use_profile and evaluated is not None:
+            trial = next((t for t in evaluated if (t.user_attrs.get("result") or {}).get("source") == "simulated"
+                          and (t.user_attrs.get("result") or {}).get("time_s") is not None), None)
+            if trial is not None:
+                differs = _resimulated_differs(self.candidate(trial.user_attrs["candidate"]["knobs"]), trial.user_attrs["result"])
+                if differs:
+                    raise UserError(
+                        f"{where} holds a study made by an older autotune, which did not record its hardware profile, and "
+                        f"{profile} does not give its figures again (trial {trial.number}: {differs}): the profile changed "
+                        f"since, and old and new figures would not be comparable; {start_new} with this profile")
+                return (f"{where} holds a study made by an older autotune, which did not record its hardware profile: "
+                        f"{profile} gives trial {trial.number}'s figures again, and is kept in the study from now on")
+        if figures_use_profile:
+            return (f"{where} holds a study made by an older autotune, which did not record its hardware profile: new "
+                    f"trials use {profile}, whose figures may differ from the old ones' (not checked against them); it "
+                    "is kept in the study from now on")
+        return (f"{where} holds a study made by an older autotune, which did not record its hardware profile: {profile} "
+                "guides the search and the memory estimates, and is kept in the study from now on")
+
+
+def _resimulated_differs(candidate: Candidate, result: dict, tolerance: float = 1e-6) -> str | None:
+    """How the simulator's figures of `candidate` on this profile differ from a recorded simulated result, or None."""
+    from autotune.simulator import simulate
+
+    step = simulate(candidate)
+    for key, unit in (("time_s", "s"), ("energy_kj", "kJ")):
+        recorded, now = result.get(key), getattr(step, key)
+        if recorded is not None and abs(now - recorded) > tolerance * max(abs(recorded), 1e-12):
+            return f"{key.split('_')[0]} {recorded:.6g} {unit} then, {now:.6g} {unit} now"
+    return None
 
 
 def _differences(stored: dict, current: dict, default_precision: str) -> list[str]:

@@ -212,7 +212,8 @@ def test_a_study_from_before_profiles_were_kept_is_compared_by_the_profiles_name
     settings = settings_for("--model", "7b", "--nodes", "1")
     older = settings.to_dict()
     del older["hardware_profile"]
-    assert settings.check_same_as(older, "r", figures_use_profile=True) is None
+    assert "made by an older autotune, which did not record its hardware profile" in settings.check_same_as(
+        older, "r", figures_use_profile=True)
     with pytest.raises(UserError, match="--hardware gh200, not h100-sxm"):
         settings_for("--model", "7b", "--nodes", "1", "--hardware", "h100-sxm").check_same_as(older, "r", True)
 
@@ -279,3 +280,55 @@ def test_a_sigterm_while_the_reports_are_written_says_what_to_run(tmp_path, caps
         signal.signal(signal.SIGTERM, previous)
     said = capsys.readouterr()
     assert f"stopped while writing the reports of {out}: `autotune report {out}` writes them" in said.out + said.err
+
+
+def _unpinned(out) -> None:
+    """The study in `out` as an autotune older than profile pinning left it: its settings without the profile."""
+    import sqlite3
+
+    with sqlite3.connect(out / "study.db") as db:
+        (value,) = db.execute("SELECT value_json FROM study_user_attributes WHERE key = 'settings'").fetchone()
+        settings = json.loads(value)
+        del settings["hardware_profile"]
+        db.execute("UPDATE study_user_attributes SET value_json = ? WHERE key = 'settings'", (json.dumps(settings),))
+
+
+def _stored_settings(out) -> dict:
+    return optuna.load_study(study_name="autotune", storage=f"sqlite:///{out / 'study.db'}").user_attrs["settings"]
+
+
+def test_a_study_older_than_profile_pinning_says_so_on_resume_and_is_pinned_from_then_on(tmp_path):
+    """Such a study resumed on whatever profile was at its path, old and new figures mixing silently (trial52 #3):
+    it is said in one line, and the profile is kept in the study, so a later edit of the file is refused."""
+    profile = tmp_path / "mine.toml"
+    profile.write_text(dump_hardware(load_hardware("gh200")), encoding="utf-8")
+    out = tmp_path / "r"
+    assert autotune_main(*RUN, "--hardware", profile, "--trials", "3", "--out", out).returncode == 0
+    _unpinned(out)
+    done = autotune_main(*RUN, "--hardware", profile, "--trials", "4", "--out", out, "-q")
+    assert done.returncode == 0, done.stderr
+    assert "made by an older autotune, which did not record its hardware profile" in " ".join((done.stdout + done.stderr).split())
+    assert "hardware_profile" in _stored_settings(out)
+    profile.write_text(profile.read_text(encoding="utf-8").replace("peak_bf16_tflops", "peak_bf16_tflops = 400.0\n#", 1),
+                       encoding="utf-8")
+    refused = autotune_main(*RUN, "--hardware", profile, "--trials", "5", "--out", out, "-q")
+    assert refused.returncode == 2 and "figures came from another" in refused.stderr, refused.stderr
+
+
+def test_an_unpinned_study_is_pinned_only_where_the_profile_gives_an_old_trials_figures_again(tmp_path):
+    from autotune.commands.options import settings_for
+    from autotune.errors import UserError
+    from autotune.study.retries import is_evaluated
+
+    out = tmp_path / "r"
+    assert autotune_main(*RUN, "--trials", "3", "--out", out).returncode == 0
+    study = optuna.load_study(study_name="autotune", storage=f"sqlite:///{out / 'study.db'}")
+    evaluated = [t for t in study.get_trials() if is_evaluated(t)]
+    older = {k: v for k, v in study.user_attrs["settings"].items() if k != "hardware_profile"}
+    same = settings_for(*RUN[1:])
+    said = same.check_same_as(older, "r", True, evaluated)
+    assert "gives trial" in said and "figures again, and is kept in the study from now on" in said
+    other = _calibrated_copy(tmp_path / "gh200.toml", step_overhead_s=0.5)
+    edited = settings_for(*RUN[1:], "--hardware", str(other))
+    with pytest.raises(UserError, match="does not give its figures again .*pass --out NEW_DIR"):
+        edited.check_same_as({**older, "hardware_name": edited.hardware.name}, "r", True, evaluated)
