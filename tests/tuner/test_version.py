@@ -1,0 +1,36 @@
+"""The version a study records (`inputs.proposed_by[].autotune_version`) and `autotune --version` tell versions
+apart: the release has been 0.1.0 at every commit, so studies of different autotunes read the same (trial52 #5)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import autotune
+
+ROOT = Path(autotune.__file__).resolve().parents[1]
+
+
+def _version(env: dict) -> str:
+    done = subprocess.run([sys.executable, "-c", "import autotune; print(autotune.__version__)"], capture_output=True,
+                          text=True, timeout=60, env=env, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+@pytest.mark.skipif(not (ROOT / ".git").exists() or shutil.which("git") is None, reason="not a git checkout")
+def test_a_git_checkout_s_version_names_its_commit():
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert re.fullmatch(rf"{re.escape(autotune.RELEASE)}\+g{commit[:12]}(\.dirty)?", autotune.__version__)
+    assert autotune.__version__ == autotune.__version__  # kept: one git status, not one per use
+
+
+def test_without_git_the_version_is_the_release_and_nothing_fails():
+    env = {**os.environ, "PATH": "", "PYTHONPATH": str(ROOT)}
+    assert _version(env) == autotune.RELEASE
