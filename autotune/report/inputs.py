@@ -45,6 +45,9 @@ def study_inputs(study, settings) -> dict:
         "space": {knob: list(settings.space.values(knob)) for knob in KNOBS},
         "hardware_sha256": content_sha256(stored) if stored is not None else None,
         "proposed_by": proposers(study.get_trials(deepcopy=False)),
+        # Trials no `proposed_by` entry covers: those an autotune older than the record proposed (trial52 #6).
+        "proposer_not_recorded": sum(not isinstance(t.user_attrs.get(PROPOSED_BY_ATTR), dict)
+                                     for t in study.get_trials(deepcopy=False)),
         "probe_settings": ({**(backend.get("probe_settings") or {}), **(backend.get("run_settings") or {})}
                            if backend.get("probe_settings") or backend.get("run_settings") else None),
         "measurements": backend.get("measurements"),
@@ -63,6 +66,8 @@ def inputs_sentence(inputs: dict | None) -> str | None:
             f"{proposer_text(who)}: {who['evaluated']} evaluated"
             + (f" of {len(who['trials'])} trials" if len(who["trials"]) != who["evaluated"] else "")
             for who in inputs["proposed_by"]))
+    if unrecorded := inputs.get("proposer_not_recorded"):
+        parts.append(f"{unrecorded} trial(s): proposer not recorded (an older autotune)")
     parts.append(f"searched {space_words(inputs['space'])}")
     if inputs.get("hardware_sha256"):
         parts.append(f"hardware profile sha256 {inputs['hardware_sha256'][:12]}")

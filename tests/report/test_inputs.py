@@ -119,3 +119,19 @@ def test_a_launch_study_names_its_probe_timeout_and_whether_estimated_energy_ran
                                         "--probe-timeout": 3.0, "--allow-estimated-energy": True}
     assert inputs_sentence(inputs).endswith("; probes --warmup-steps 2 --probe-steps 5 --probe-seconds 0 --repeats 1 "
                                             "--probe-timeout 3 --allow-estimated-energy (pareto.json `inputs`).")
+
+
+def test_trials_an_older_autotune_proposed_are_counted_as_not_recorded(tmp_path):
+    """A resumed old study's Inputs line named only the new proposer, its old trials in no entry (trial52 #6)."""
+    import sqlite3
+
+    out = tmp_path / "run"
+    assert autotune_main(*RUN, "--sampler", "random", "--trials", "4", "--out", out).returncode == 0
+    assert _pareto(out)["inputs"]["proposer_not_recorded"] == 0
+    with sqlite3.connect(out / "study.db") as db:  # as an autotune older than the record left trials 0 and 1
+        db.execute("DELETE FROM trial_user_attributes WHERE key = 'proposed_by' AND trial_id IN "
+                   "(SELECT trial_id FROM trials WHERE number IN (0, 1))")
+    done = autotune_main("report", out, "--format", "md")
+    assert done.returncode == 0, done.stderr
+    assert _pareto(out)["inputs"]["proposer_not_recorded"] == 2
+    assert "; 2 trial(s): proposer not recorded (an older autotune); searched the default space" in " ".join(done.stdout.split())
