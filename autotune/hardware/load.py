@@ -169,12 +169,14 @@ def _with_trusted_error(origin: str, profile: HardwareProfile, source: str) -> H
     The error is a leave-one-out error of the simulator against measurements of one node: it holds for
     the profile it was computed on. Only two kinds of file state it for themselves: a built-in profile
     (its header says what it was calibrated against) and one `autotune calibrate -o` wrote (it records
-    `calibrated_from`). Any other file got its table by copying one of those (docs once said "copy
+    `calibrated_from`; an older calibrate's records none, and is told by its first line). Any other file got its table by copying one of those (docs once said "copy
     gh200.toml"), and every figure of a never-measured node then claimed gh200's +- 3%, its picks called
     ties by an error that does not apply. Ignored, the figures show +- ?%, as any uncalibrated profile's.
     (A study's or candidate's kept copy is judged by the file it was read from, its `source`.)"""
     if not profile.simulator_error or profile.calibrated_from or _builtin_name(source) == profile.name:
         return profile
+    if _older_calibrate_wrote(source):
+        return profile  # its error was measured on its own figures, as a newer calibrate's is
     if source not in _WARNED_ERROR:
         _WARNED_ERROR.add(source)
         # Printed here, not returned: every command (run, space, report, export, calibrate, the probe) reads
@@ -185,6 +187,20 @@ def _with_trusted_error(origin: str, profile: HardwareProfile, source: str) -> H
               "measured on its own figures; this one was measured on the profile it was copied from; calibrate this "
               f"one: autotune calibrate RUN_DIR --hardware {shell_path(shown)} -o FILE; docs/calibration.md", file=sys.stderr)
     return replace(profile, simulator_error={})
+
+
+# The first line `autotune calibrate -o` has written since before it recorded `calibrated_from` (trial52 #4).
+_CALIBRATE_HEADER = "# Calibrated by `autotune calibrate` from "
+
+
+def _older_calibrate_wrote(source: str) -> bool:
+    """Whether the file `source` is a profile an older `autotune calibrate -o` wrote: its header says so, though it
+    records no `calibrated_from` (its error, measured on its own figures, was ignored as a copy's)."""
+    try:
+        with open(source, encoding="utf-8") as file:
+            return file.readline().startswith(_CALIBRATE_HEADER)
+    except (OSError, UnicodeDecodeError, ValueError):  # a name, not a file; a kept copy whose file is gone
+        return False
 
 
 def hardware_flag(source: str) -> str:

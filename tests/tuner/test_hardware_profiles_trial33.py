@@ -287,3 +287,19 @@ def test_profile_errors_point_to_the_schema_page(tmp_path):
     with pytest.raises(ConfigError, match=r"see docs/hardware\.md"):
         load_hardware(str(_write(tmp_path, A100.replace("memory_gib = 80.0", "memory_gb = 80.0", 1))))
     assert (REPO / "docs" / "hardware.md").is_file()
+
+
+def test_a_profile_an_older_calibrate_wrote_keeps_its_error_and_is_not_called_a_copy(tmp_path, capsys):
+    """An older `autotune calibrate -o` recorded no calibrated_from: its profile was told it was "copied from another
+    profile" and then "not calibrated" (trial52 #4). Its first line says calibrate wrote it: its error is its own."""
+    gh200 = (PROFILE_DIR / "gh200.toml").read_text()
+    body = gh200[gh200.index('name = "gh200"'):]
+    header = ("# Calibrated by `autotune calibrate` from /old/autotune/hardware/gh200.toml against 65 observations "
+              "(gh200-study).\n# Leave-one-out mean absolute error (%): {'time_s_pct': 3.4}\n")
+    path = _write(tmp_path, header + body, "cal650.toml")
+    assert load_hardware(str(path)).simulator_error == GH200_ERROR
+    assert capsys.readouterr().err == ""
+    # Without the header it is a copy, as before.
+    copy = _write(tmp_path, body, "copied.toml")
+    assert load_hardware(str(copy)).simulator_error == {}
+    assert "copied from" in capsys.readouterr().err
