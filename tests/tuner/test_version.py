@@ -34,3 +34,13 @@ def test_a_git_checkout_s_version_names_its_commit():
 def test_without_git_the_version_is_the_release_and_nothing_fails():
     env = {**os.environ, "PATH": "", "PYTHONPATH": str(ROOT)}
     assert _version(env) == autotune.RELEASE
+
+
+def test_the_readme_says_what_an_upgrade_carries_over_and_re_checks():
+    """trial52 #9: nothing said whether an older version's study.db, measurements or profiles are read."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Upgrading"):]
+    section = section[:section.index("\n## ", 1)]
+    for words in ("study.db", "pareto.json", "--measurements", "--space", "calibrate -o", "schema_version",
+                  "memory estimate", "profile pinning", "autotune_version"):
+        assert words in section, words
