@@ -271,7 +271,7 @@ def _resume(study, settings, backend, args: argparse.Namespace, run_dir: Path, c
     backend.check_resumed(evaluated)
     # A replayed estimate was made where it was measured: only simulated and launch-estimated figures use this profile.
     figures_use_profile = backend.name == "simulate" or (backend.name == "launch" and backend.estimated_energy_only() is not None)
-    changed = settings.check_same_as(study.user_attrs["settings"], where, figures_use_profile)
+    changed = settings.check_same_as(study.user_attrs["settings"], where, figures_use_profile, evaluated)
     # Counted as --trials counts them; a study another worker created a moment ago has none yet (two workers
     # started at once: the second said "resuming ... (1 trials so far)" of a study nobody had run).
     evaluated_so_far = evaluated_count(study)

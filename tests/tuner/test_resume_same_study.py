@@ -332,3 +332,20 @@ def test_an_unpinned_study_is_pinned_only_where_the_profile_gives_an_old_trials_
     edited = settings_for(*RUN[1:], "--hardware", str(other))
     with pytest.raises(UserError, match="does not give its figures again .*pass --out NEW_DIR"):
         edited.check_same_as({**older, "hardware_name": edited.hardware.name}, "r", True, evaluated)
+
+
+def test_run_refuses_to_resume_an_unpinned_study_on_a_profile_edited_since(tmp_path):
+    """`autotune run` hands the evaluated trials to the pinning check: an unpinned study whose profile file was
+    edited since would mix old and new simulated figures on one front (trial52 #3), and is refused."""
+    profile = tmp_path / "mine.toml"
+    profile.write_text(dump_hardware(load_hardware("gh200")), encoding="utf-8")
+    out = tmp_path / "r"
+    assert autotune_main(*RUN, "--hardware", profile, "--trials", "3", "--out", out).returncode == 0
+    _unpinned(out)
+    before = _trials(out)
+    profile.write_text(profile.read_text(encoding="utf-8").replace("peak_bf16_tflops", "peak_bf16_tflops = 400.0\n#", 1),
+                       encoding="utf-8")
+    refused = autotune_main(*RUN, "--hardware", profile, "--trials", "5", "--out", out, "-q")
+    assert refused.returncode == 2, refused.stderr
+    assert "does not give its figures again" in refused.stderr and "pass --out NEW_DIR" in refused.stderr
+    assert _trials(out) == before
