@@ -189,7 +189,10 @@ def beyond_the_config(knobs) -> list[str]:
         notes.append(f"Ulysses sequence parallelism (degree {knobs.sp_degree}) is code, not config: wrap attention in "
                      "deepspeed.sequence.layer.DistributedAttention and pass a sequence-parallel mpu to "
                      "deepspeed.initialize (the probe's: trainer/sequence_parallel.py); sequence_parallel_size alone "
-                     f"only divides the data-parallel size, and the real global batch would be {knobs.sp_degree}x")
+                     f"only divides the data-parallel size, and the real global batch would be {knobs.sp_degree}x; "
+                     "each rank's loss must be its slice's summed loss divided by the whole sequence's token count "
+                     "(DeepSpeed sums the gradients over the SP ranks: a per-slice mean makes them "
+                     f"{knobs.sp_degree}x too large)")
     device = [f"power limit {knobs.power_limit:g} of the default"] if knobs.power_limit != 1.0 else []
     device += [f"SM clock cap {knobs.sm_clock_mhz} MHz"] if knobs.sm_clock_mhz != SM_CLOCK_UNTOUCHED else []
     if device and knobs.nodes == 1:

@@ -188,6 +188,9 @@ def test_what_a_deepspeed_config_cannot_carry_is_said_where_it_is_handed_over(tm
     assert [note.split(" (")[0] for note in notes] == ["run it on 4 ranks", "activation checkpointing", "Ulysses sequence parallelism",
                                                       "the power limit 0.8 of the default is set on the GPUs, not by DeepSpeed: the launch script does it; set it for your own job the same way"]
     assert "the real global batch would be 2x" in notes[2] and "DistributedAttention" in notes[2]
+    # A newcomer's trial took each rank's loss as its slice's mean: twice the gradient, no message.
+    assert notes[2].endswith("each rank's loss must be its slice's summed loss divided by the whole sequence's token "
+                             "count (DeepSpeed sums the gradients over the SP ranks: a per-slice mean makes them 2x too large)")
     why = json.loads((tmp_path / "mine.json").read_text())["autotune"]["why"]
     assert list(why) == ["zero_optimization.reduce_scatter"] and "averages the gradients over the sequence-parallel" in why[
         "zero_optimization.reduce_scatter"]
