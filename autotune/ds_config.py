@@ -101,6 +101,14 @@ def config_reasons(candidate: Candidate) -> dict[str, str]:
             "false, with a reduce_bucket_size that holds the largest tensor: DeepSpeed 0.19.8's ZeRO-3 reduce-scatter "
             "path averages the gradients over the sequence-parallel ranks too (1/SP too small); the contiguous path "
             "sums them as Ulysses needs. Keep it unless your DeepSpeed fixes that")
+        # The bucket is sized for the tuned model: a newcomer's trial gave DeepSpeed a smaller one than its model's
+        # largest tensor and got wrong gradients, with no message.
+        reasons["zero_optimization.reduce_bucket_size"] = (
+            f"{_zero_section(candidate)['reduce_bucket_size']}: max(4e8, the largest of the tuned model "
+            f"({candidate.model.name})'s embedding (vocab x hidden) and one decoder or vision layer's parameters), so "
+            "the bucket holds its largest tensor; a tensor bigger than the bucket takes the reduce-scatter path, whose "
+            "gradients are 1/SP too small, with no message. For your own model set it to at least max(4e8, the element "
+            "count of its largest parameter)")
     if knobs.optimizer_offload == "async":
         reasons["zero_optimization.offload_optimizer.ratio"] = (
             f"{SUPEROFFLOAD_RATIO:g}: SuperOffload steps this share of the optimizer states with CPU Adam and the "

@@ -192,8 +192,15 @@ def test_what_a_deepspeed_config_cannot_carry_is_said_where_it_is_handed_over(tm
     assert notes[2].endswith("each rank's loss must be its slice's summed loss divided by the whole sequence's token "
                              "count (DeepSpeed sums the gradients over the SP ranks: a per-slice mean makes them 2x too large)")
     why = json.loads((tmp_path / "mine.json").read_text())["autotune"]["why"]
-    assert list(why) == ["zero_optimization.reduce_scatter"] and "averages the gradients over the sequence-parallel" in why[
-        "zero_optimization.reduce_scatter"]
+    assert list(why) == ["zero_optimization.reduce_scatter", "zero_optimization.reduce_bucket_size"]
+    assert "averages the gradients over the sequence-parallel" in why["zero_optimization.reduce_scatter"]
+    # A newcomer's trial: a bucket smaller than its own model's largest tensor gave wrong gradients, silently; the
+    # number is the tuned model's (the 7b's embedding, 152064 x 3584), and its rule is said.
+    bucket = json.loads((tmp_path / "mine.json").read_text())["zero_optimization"]["reduce_bucket_size"]
+    assert bucket == 152064 * 3584 and why["zero_optimization.reduce_bucket_size"].startswith(
+        f"{bucket}: max(4e8, the largest of the tuned model (7b)'s embedding (vocab x hidden)")
+    assert why["zero_optimization.reduce_bucket_size"].endswith(
+        "For your own model set it to at least max(4e8, the element count of its largest parameter)")
     said = " ".join(exported.stderr.split())
     assert f"train it as probed: bash {tmp_path / 'mine.launch.sh'}" in said
     assert "mine.json is the DeepSpeed config; your own training needs beyond it: - run it on 4 ranks" in said
