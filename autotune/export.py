@@ -181,10 +181,15 @@ def beyond_the_config(knobs) -> list[str]:
                                  "without offloading)"}
         # The config's activation_checkpointing section reads as if it did this (cpu_checkpointing: true, a
         # newcomer's trial): it configures deepspeed.checkpointing.checkpoint only, which the probe never calls.
+        # Where the section has cpu_checkpointing: true (ds_config._checkpointing_section), a newcomer's trial that made
+        # those calls on CPU ranks met DeepSpeed's crash in the recompute; false there trained.
+        cpu_crash = ("; its cpu_checkpointing: true was never run by the probe, and makes deepspeed.checkpointing.checkpoint "
+                     "fail on CPU ranks (DeepSpeed 0.19.8): set it false there")
         notes.append(f"activation checkpointing ({knobs.activation_checkpointing}: {how[knobs.activation_checkpointing]}) "
                      f"is code, not config: {wrap[knobs.activation_checkpointing]} (the probe's: "
                      "trainer/checkpointing.py; the config's activation_checkpointing section applies only to "
-                     "deepspeed.checkpointing.checkpoint calls, which the probe does not make)")
+                     "deepspeed.checkpointing.checkpoint calls, which the probe does not make"
+                     + (cpu_crash if knobs.activation_checkpointing in ("offload_sync", "offload_async") else "") + ")")
     if knobs.sp_degree > 1:
         notes.append(f"Ulysses sequence parallelism (degree {knobs.sp_degree}) is code, not config: wrap attention in "
                      "deepspeed.sequence.layer.DistributedAttention and pass a sequence-parallel mpu to "

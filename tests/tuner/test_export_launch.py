@@ -291,8 +291,14 @@ def test_each_checkpointing_mode_names_the_code_that_gives_it(mode, says, not_sa
                   nodes=1)
     (note,) = beyond_the_config(knobs)
     assert note.startswith(f"activation checkpointing ({mode}: ") and says in note and not_says not in note, note
-    assert note.endswith("(the probe's: trainer/checkpointing.py; the config's activation_checkpointing section applies "
-                         "only to deepspeed.checkpointing.checkpoint calls, which the probe does not make)")
+    section = ("(the probe's: trainer/checkpointing.py; the config's activation_checkpointing section applies "
+               "only to deepspeed.checkpointing.checkpoint calls, which the probe does not make")
+    # A newcomer's trial: the offload picks' cpu_checkpointing: true crashed those calls on CPU ranks.
+    crash = ("; its cpu_checkpointing: true was never run by the probe, and makes deepspeed.checkpointing.checkpoint "
+             "fail on CPU ranks (DeepSpeed 0.19.8): set it false there")
+    from autotune.ds_config import _checkpointing_section
+    assert note.endswith(section + (crash if _checkpointing_section(mode)["cpu_checkpointing"] else "") + ")")
+    assert (mode != "recompute") == _checkpointing_section(mode)["cpu_checkpointing"]
 
 
 def test_the_export_names_the_ranks_its_batch_sizes_hold_for_and_deepspeed_agrees(tmp_path, monkeypatch):
