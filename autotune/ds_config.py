@@ -121,6 +121,21 @@ def config_reasons(candidate: Candidate) -> dict[str, str]:
     return reasons
 
 
+def not_tuned(config: dict) -> dict[str, str]:
+    """The settings deepspeed_config writes alike for every candidate (dotted key -> what to do with it): no study
+    searched them, and a newcomer's trial could not tell `lr` or `weight_decay: 0.0` from tuned values."""
+    optimizer = config["optimizer"]
+    return {
+        "optimizer": (f"the probe's {optimizer['type']} ({', '.join(f'{k} {json.dumps(v)}' for k, v in optimizer['params'].items())}): "
+                      "not searched, set your own; another class changes what an optimizer-offload pick's figures mean "
+                      "(its host step is DeepSpeed's CPU Adam)"),
+        "gradient_clipping": f"the probe's {config['gradient_clipping']:g}: not searched, set your own",
+        "steps_per_print": (f"{config['steps_per_print']}: silences DeepSpeed's step log for the probe's quiet output; "
+                            "set your own"),
+        "wall_clock_breakdown": f"the probe's {json.dumps(config['wall_clock_breakdown'])}: set your own",
+    }
+
+
 # What a candidate's knobs fix in its DeepSpeed config (dotted path, default where DeepSpeed has one): a
 # config that says otherwise trains something else than the candidate whose figures it would carry.
 _KNOB_KEYS = (

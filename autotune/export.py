@@ -15,7 +15,7 @@ from autotune.backends.launchers import probe_command
 from autotune.backends.probe_options import LAUNCHERS
 from autotune.candidate import SM_CLOCK_UNTOUCHED
 from autotune.checks import text_head
-from autotune.ds_config import config_reasons, deepspeed_config
+from autotune.ds_config import config_reasons, deepspeed_config, not_tuned
 from autotune.errors import UserError
 from autotune.export_device import GPU_FREQ_WORDS, GRES_WORDS, device_cli, device_script
 from autotune.hardware import hardware_flag
@@ -299,6 +299,7 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
         "ranks": candidate.gpus,  # the batch sizes hold for this many (ranks_note)
         "not_in_this_config": handover_notes(candidate),
         "why": config_reasons(candidate),
+        "not_tuned": not_tuned(config),  # the probe's fixed settings (optimizer, clipping, logging): the user's own
         "model_caveats": view.model_caveats,  # what of the --model file the figures model otherwise, else null
     }
     config_path.parent.mkdir(parents=True, exist_ok=True)

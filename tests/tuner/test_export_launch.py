@@ -377,3 +377,19 @@ def test_exporting_an_interrupted_trial_names_the_trial_that_probed_it_again():
         choose_trial(view, None, 4)
     with pytest.raises(UserError, match=r"^trial 9 is not a feasible evaluated trial of this study; choose one of"):
         choose_trial(view, None, 9)
+
+
+def test_the_settings_no_study_searched_are_said_to_be_the_probes_own(tmp_path):
+    """A newcomer's trial took the optimizer's lr 1e-4 and weight_decay 0.0, the clipping and a steps_per_print that
+    silenced DeepSpeed's step log for tuned values: the export names each as the probe's, to be replaced."""
+    out = tmp_path / "run"
+    assert autotune_main("run", "--model", "7b", "--nodes", "1", "--trials", "2", "--backend", "simulate",
+                         "--out", out).returncode == 0
+    assert autotune_main("export", out, "--pick", "knee", "-o", tmp_path / "knee.json").returncode == 0
+    config = json.loads((tmp_path / "knee.json").read_text())
+    said = config["autotune"]["not_tuned"]
+    assert list(said) == ["optimizer", "gradient_clipping", "steps_per_print", "wall_clock_breakdown"]
+    assert all(key in config for key in said) and all("set your own" in text for text in said.values())
+    assert said["optimizer"].startswith("the probe's AdamW (lr 0.0001, betas [0.9, 0.95], eps 1e-08, weight_decay 0.0): "
+                                        "not searched")
+    assert said["steps_per_print"].startswith(f"{config['steps_per_print']}: silences DeepSpeed's step log")
