@@ -200,16 +200,17 @@ def beyond_the_config(knobs) -> list[str]:
                      f"{knobs.sp_degree}x too large)")
     device = [f"power limit {knobs.power_limit:g} of the default"] if knobs.power_limit != 1.0 else []
     device += [f"SM clock cap {knobs.sm_clock_mhz} MHz"] if knobs.sm_clock_mhz != SM_CLOCK_UNTOUCHED else []
+    # The probe the launch script runs sets it (export_device.device_script); the user's own training does not, so
+    # it gets the commands (a one-node note said "the same way", and the JSON a user carries held no command).
+    apply, restore = (shlex.join(device_cli(action, knobs)) for action in ("apply", "restore"))
+    needs = "(NVML: root or CAP_SYS_ADMIN, and autotune installed there)"
     if device and knobs.nodes == 1:
         notes.append(f"the {' and '.join(device)} is set on the GPUs, not by DeepSpeed: the launch script does it; "
-                     "set it for your own job the same way")
+                     f"for your own job run `{apply}` on its node before training, and `{restore}` after {needs}")
     elif device:
-        # The probe the launch script runs sets it on every node (export_device.device_script); the user's own
-        # training does not, so it gets the commands.
-        apply, restore = (shlex.join(device_cli(action, knobs)) for action in ("apply", "restore"))
         notes.append(f"the {' and '.join(device)} is set on the GPUs of every node, not by DeepSpeed: the probe the "
                      f"launch script runs does it on each node; for your own job run `{apply}` on each of its "
-                     f"{knobs.nodes} nodes before training, and `{restore}` after")
+                     f"{knobs.nodes} nodes before training, and `{restore}` after {needs}")
     return notes
 
 

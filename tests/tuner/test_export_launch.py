@@ -186,7 +186,8 @@ def test_what_a_deepspeed_config_cannot_carry_is_said_where_it_is_handed_over(tm
     assert exported.stdout.split() == [str(tmp_path / name) for name in ("mine.json", "mine.candidate.json", "mine.launch.sh")]
     notes = json.loads((tmp_path / "mine.json").read_text())["autotune"]["not_in_this_config"]
     assert [note.split(" (")[0] for note in notes] == ["run it on 4 ranks", "activation checkpointing", "Ulysses sequence parallelism",
-                                                      "the power limit 0.8 of the default is set on the GPUs, not by DeepSpeed: the launch script does it; set it for your own job the same way"]
+                                                      "the power limit 0.8 of the default is set on the GPUs, not by DeepSpeed: the launch script does it; for your own job run `python -m autotune.measure.device_cli apply --power-limit 0.8 --sm-clock-mhz max --record '.autotune-device-settings.{host}.json'` on its node before training, and `python -m autotune.measure.device_cli restore --record '.autotune-device-settings.{host}.json'` after"]
+    assert notes[3].endswith("` after (NVML: root or CAP_SYS_ADMIN, and autotune installed there)")
     assert "the real global batch would be 2x" in notes[2] and "DistributedAttention" in notes[2]
     # A newcomer's trial took each rank's loss as its slice's mean: twice the gradient, no message.
     assert notes[2].endswith("each rank's loss must be its slice's summed loss divided by the whole sequence's token "
@@ -216,7 +217,11 @@ def test_knobs_a_deepspeed_config_holds_need_no_word_and_a_clock_cap_does():
 
     assert beyond_the_config(Knobs(zero_stage=2, optimizer_offload="sync", micro_batch=4)) == []
     assert beyond_the_config(Knobs(sm_clock_mhz=1500)) == [
-        "the SM clock cap 1500 MHz is set on the GPUs, not by DeepSpeed: the launch script does it; set it for your own job the same way"]
+        "the SM clock cap 1500 MHz is set on the GPUs, not by DeepSpeed: the launch script does it; for your own job run "
+        "`python -m autotune.measure.device_cli apply --power-limit 1 --sm-clock-mhz 1500 --record "
+        "'.autotune-device-settings.{host}.json'` on its node before training, and `python -m autotune.measure.device_cli "
+        "restore --record '.autotune-device-settings.{host}.json'` after (NVML: root or CAP_SYS_ADMIN, and autotune "
+        "installed there)"]
 
 
 def test_superoffloads_own_settings_are_explained_beside_the_config(make_candidate):
@@ -352,7 +357,8 @@ def test_a_multi_node_power_limit_is_said_to_be_set_on_every_node():
                     "the launch script runs does it on each node; "
                     "for your own job run `python -m autotune.measure.device_cli apply --power-limit 0.8 --sm-clock-mhz "
                     f"max --record {record}` on each of its 4 nodes before training, and `python -m "
-                    f"autotune.measure.device_cli restore --record {record}` after")
+                    f"autotune.measure.device_cli restore --record {record}` after (NVML: root or CAP_SYS_ADMIN, and "
+                    "autotune installed there)")
 
 
 def test_exporting_an_interrupted_trial_names_the_trial_that_probed_it_again():
