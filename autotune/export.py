@@ -148,11 +148,16 @@ def ranks_note(candidate) -> str:
     knobs, global_batch, words = candidate.knobs, candidate.workload.global_batch, device_words(candidate.hardware)
     per_node = f"{candidate.gpus_per_node} {words.one if candidate.gpus_per_node == 1 else words.many}"
     sp = f", sequence-parallel degree {knobs.sp_degree}" if knobs.sp_degree > 1 else ""
+    # A newcomer's trial ran a pick on 3 ranks: the formula gave 8 / (4 x 3), no whole number, and no word said so.
+    steps = global_batch // knobs.micro_batch
+    whole = ", ".join(str(size) for size in range(1, steps + 1) if steps % size == 0)
     return (f"run it on {candidate.gpus} ranks ({knobs.nodes} node(s) x {per_node}{sp}: data-parallel "
             f"size {candidate.dp_degree}): train_batch_size {global_batch} = micro-batch {knobs.micro_batch} x "
             f"gradient_accumulation_steps {candidate.grad_accum} x {candidate.dp_degree}, which DeepSpeed checks at "
             f"start-up; on another number of ranks keep train_batch_size and set gradient_accumulation_steps to "
-            f"{global_batch} / ({knobs.micro_batch} x the data-parallel size)")
+            f"{global_batch} / ({knobs.micro_batch} x the data-parallel size), a whole number only at data-parallel "
+            f"sizes {whole}; at another (3 ranks, say) the micro-batch must change too: `autotune run` at that GPU "
+            "count finds one")
 
 
 def handover_notes(candidate) -> list[str]:

@@ -326,7 +326,8 @@ def test_the_export_names_the_ranks_its_batch_sizes_hold_for_and_deepspeed_agree
     assert note == ("run it on 16 ranks (4 node(s) x 4 GPUs, sequence-parallel degree 2: data-parallel size 8): "
                     "train_batch_size 64 = micro-batch 2 x gradient_accumulation_steps 4 x 8, which DeepSpeed checks at "
                     "start-up; on another number of ranks keep train_batch_size and set gradient_accumulation_steps to "
-                    "64 / (2 x the data-parallel size)")
+                    "64 / (2 x the data-parallel size), a whole number only at data-parallel sizes 1, 2, 4, 8, 16, 32; "
+                    "at another (3 ranks, say) the micro-batch must change too: `autotune run` at that GPU count finds one")
     assert config["autotune"]["ranks"] == 16
     assert f"- {note}" in " ".join(exported.stderr.split())
     assert f"#   - {note}" in (tmp_path / "mine.launch.sh").read_text()
@@ -343,6 +344,8 @@ def test_the_export_names_the_ranks_its_batch_sizes_hold_for_and_deepspeed_agree
     with pytest.raises(AssertionError, match="Check batch related parameters"):
         at_ranks(4, settings)
     at_ranks(4, {**settings, "gradient_accumulation_steps": 64 // (2 * 2)})  # as the note says, at data-parallel size 2
+    with pytest.raises(AssertionError, match="Check batch related parameters"):  # 3 is not among the sizes it names
+        at_ranks(6, {**settings, "gradient_accumulation_steps": 64 // (2 * 3)})
 
 
 def test_a_multi_node_power_limit_is_said_to_be_set_on_every_node():
