@@ -9,7 +9,7 @@ from pathlib import Path
 
 from autotune import __version__
 from autotune.backends.probe_options import DEFAULT_LAUNCHER, LAUNCHERS, PROBE_OPTIONS, probe_bounds, probe_default
-from autotune.commands.flags import number_flag, path_flag, study_name_flag, text_flag, whole_number_flag
+from autotune.commands.flags import add_output_flag, number_flag, path_flag, study_name_flag, text_flag, whole_number_flag
 from autotune.commands.options import add_study_options, build_settings, fill_from_allocation, settings_warnings
 from autotune.commands.report import add_pick_options
 from autotune.errors import UserError, signal_words, stop_signals
@@ -68,9 +68,9 @@ def register(subparsers) -> None:
     study.add_argument("--seed", type=whole_number_flag(low=0, high=2**32 - 1), default=0, metavar="N", help="sampler seed: the same command and seed give the same study; the guided sampler resumes as if "
                        "never stopped, while tpe, random and nsga2 draw afresh from where a resume or another --trials "
                        "takes them (tpe's random start grows with --trials) (default: 0)")
-    study.add_argument("--out", type=path_flag, metavar="DIR",
-                       help=f"run directory: new, empty or an earlier run's (default: runs/<model>-<nodes>n, the model by its own "
-                            f"name, never its path: {default_run_dir_examples()}; and -NAME with --study-name NAME)")
+    add_output_flag(study, "--out", aliases=("-o", "--output"), type=path_flag, metavar="DIR",
+                    help=f"run directory: new, empty or an earlier run's (default: runs/<model>-<nodes>n, the model by its own "
+                         f"name, never its path: {default_run_dir_examples()}; and -NAME with --study-name NAME)")
     study.add_argument(
         "--storage", type=text_flag, metavar="URL", help="an Optuna RDB storage URL (sqlite:///PATH, postgresql://USER@HOST/DB) instead of "
                                           "RUN_DIR/study.db; workers sharing one split the trials"

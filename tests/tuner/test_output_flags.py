@@ -46,3 +46,24 @@ def test_calibrate_takes_out_as_its_output_flag(tmp_path):
     result = autotune("calibrate", "--reference", "gh200-study", "--no-loo", "--out", profile)
     assert result.returncode == 0, result.stderr
     assert profile.is_file() and f"wrote {profile}" in result.stdout
+
+
+@pytest.mark.parametrize("flag", ["-o", "--output"])
+def test_run_takes_o_and_output_as_its_out(tmp_path, flag):
+    out = tmp_path / "mine"
+    result = autotune_main("run", "--model", "7b", "--nodes", 1, "--trials", 1, "--backend", "simulate", flag, out)
+    assert result.returncode == 0, result.stderr
+    assert (out / "study.db").is_file() and (out / "pareto.json").is_file()
+
+
+@pytest.mark.parametrize("flags", [("-o", "a", "--out", "b"), ("--out", "a", "--output", "b"), ("-o", "a", "-o", "b")])
+def test_a_run_directory_given_twice_is_refused_whatever_its_spelling(tmp_path, flags):
+    result = autotune_main("run", "--model", "7b", "--nodes", 1, "--trials", 1, "--backend", "simulate", *flags,
+                           cwd=tmp_path)
+    assert result.returncode == 2 and "the output is given twice (a, then b); give it once" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_run_help_shows_out_alone():
+    text = autotune_main("run", "--help").stdout
+    assert "--out DIR" in text and "-o DIR" not in text and "--output" not in text
