@@ -231,11 +231,12 @@ def check_not_a_foreign_folder(run_dir: Path, out_flag: str) -> None:
                     f"{run_dir / 'autotune-run'}")
 
 
-def _report_command(run_dir: Path, args: argparse.Namespace) -> str:
-    """The `autotune report` that shows this run's study, as messages suggest it."""
+def _report_command(run_dir: Path, args: argparse.Namespace, html: bool = False) -> str:
+    """The `autotune report` that shows this run's study, as messages suggest it. `html`: with --html, where it stands
+    for the reports the run would have written (report writes report.html only when asked or already there)."""
     from autotune.study.storage import storage_flags
 
-    return f"autotune report {shell_path(run_dir)}" + storage_flags(args.storage, args.study_name)
+    return f"autotune report {shell_path(run_dir)}{' --html' if html else ''}" + storage_flags(args.storage, args.study_name)
 
 
 def _check_same_backend(study, backend, evaluated: list, where: str, again: str) -> None:
@@ -505,7 +506,7 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
         if kept:
             console.print(kept, soft_wrap=True, highlight=False, markup=False)
         # The reports are written when a run ends, not after each trial: say whose they are, or that there are none.
-        again = _report_command(run_dir, args)
+        again = _report_command(run_dir, args, html=True)
         held = (f"the reports in {run_dir} are not this run's" if (Path(run_dir) / "pareto.json").is_file()
                 else f"{run_dir} holds no report yet")
         # One line each, unwrapped: a job's output file is read by grep as much as by eye.
@@ -548,8 +549,9 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
         finish_run(study, run_dir, console, args.max_slowdown, args.eta, args.storage, args.study_name)
     except KeyboardInterrupt:
         interrupts.stopping = True  # a second signal must not cut this line
-        console.print(f"stopped while writing the reports of {run_dir}: `{_report_command(run_dir, args)}` writes them "
-                      "for every finished trial", soft_wrap=True, highlight=False, markup=False)
+        again = _report_command(run_dir, args, html=True)
+        console.print(f"stopped while writing the reports of {run_dir}: `{again}` writes them for every finished trial",
+                      soft_wrap=True, highlight=False, markup=False)
         raise
     if interrupts.received is not None:
         # Its raise was lost (in a garbage collector's callback: Python drops what is raised there) and the reports

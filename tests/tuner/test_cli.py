@@ -345,12 +345,12 @@ def test_a_run_stopped_by_ctrl_c_says_how_to_bring_its_reports_up_to_date(tmp_pa
     or there are none yet."""
     run_dir = tmp_path / "run"
     text = _interrupted_after_a_trial(run_dir, tmp_path)
-    assert (f"{run_dir} holds no report yet: `autotune report {run_dir}` writes them for every finished trial") in text
+    assert (f"{run_dir} holds no report yet: `autotune report {run_dir} --html` writes them for every finished trial") in text
     assert "completed trials are kept" in text and "not this run's" not in text
     assert subprocess.run([sys.executable, "-m", "autotune.cli", "report", str(run_dir)], capture_output=True,
                           timeout=120).returncode == 0
     text = _interrupted_after_a_trial(run_dir, tmp_path)
-    assert (f"the reports in {run_dir} are not this run's: `autotune report {run_dir}` writes them for "
+    assert (f"the reports in {run_dir} are not this run's: `autotune report {run_dir} --html` writes them for "
             "every finished trial") in text
 
 

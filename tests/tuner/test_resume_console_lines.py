@@ -134,7 +134,7 @@ def test_the_run_command_says_what_its_stop_kept_and_the_resume_what_it_takes_ov
     run_dir = tmp_path / "run"
     assert said[-2:] == [
         "trial 0 stopped during repeat 2 of 2: its finished repeat 1 is kept, and the same command takes it over",
-        f"{run_dir} holds no report yet: `autotune report {run_dir}` writes them for every finished trial"]
+        f"{run_dir} holds no report yet: `autotune report {run_dir} --html` writes them for every finished trial"]
 
     resumed = autotune_main(*run)
     assert resumed.returncode == 0, resumed.stderr

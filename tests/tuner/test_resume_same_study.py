@@ -279,7 +279,7 @@ def test_a_sigterm_while_the_reports_are_written_says_what_to_run(tmp_path, caps
     finally:
         signal.signal(signal.SIGTERM, previous)
     said = capsys.readouterr()
-    assert f"stopped while writing the reports of {out}: `autotune report {out}` writes them" in said.out + said.err
+    assert f"stopped while writing the reports of {out}: `autotune report {out} --html` writes them" in said.out + said.err
 
 
 def _unpinned(out) -> None:
