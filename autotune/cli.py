@@ -128,7 +128,7 @@ def console_main() -> None:
 
     A stderr that stops taking output is the process's business too: from then on its lines are dropped
     and the command goes on, its status what the command did (status_stream)."""
-    if sys.argv[1:2] == ["run"]:
+    if sys.argv[1:2] and sys.argv[1] in COMMANDS:
         _stop_from_the_start()
     keep_going_without_stderr()
     _forget_sizes_of_nothing()
@@ -167,10 +167,12 @@ def console_main() -> None:
 
 
 def _stop_from_the_start() -> None:
-    """`run` stops on SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 as on Ctrl-C, with the interrupted line, from its first
-    moment: until its study's handlers were set (imports, the space, the storage: seconds), SIGTERM ended it by the
-    default action, with no word (trial 51 #7). A signal the process was started ignoring (nohup's SIGHUP) stays
-    ignored here; `run` sets its own handlers later (commands/run.py)."""
+    """Every command stops on SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 as on Ctrl-C, with the interrupted line and exit
+    128 + the signal, from its first moment. `run`: until its study's handlers were set (imports, the space, the
+    storage: seconds), SIGTERM ended it by the default action, with no word (trial 51 #7); it sets its own handlers
+    later (commands/run.py). report, export, calibrate, space, compare, sensors ended by it silent (143, an empty log)
+    where Ctrl-C said what was kept; each file they write is replaced whole (atomic_write), whichever stops them. A
+    signal the process was started ignoring (nohup's SIGHUP) stays ignored here."""
     def raiser(kind):
         def handle(signum, frame):
             raise kind()

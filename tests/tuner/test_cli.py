@@ -610,3 +610,35 @@ def test_a_sigterm_during_the_start_up_of_a_run_says_it_was_interrupted(tmp_path
     done = _run_with_patch(tmp_path, patch)
     assert done.returncode == 143, done.stderr[-2000:]
     assert "autotune: interrupted; completed trials are kept" in done.stderr and "Traceback" not in done.stderr
+
+
+_WRITES_WHOLE = "autotune: interrupted; no file is left half-written: each is as before, or written whole"
+
+
+@pytest.mark.parametrize(("arguments", "line"), [
+    (["report", "runs/a"], _WRITES_WHOLE),
+    (["export", "runs/a"], _WRITES_WHOLE),
+    (["calibrate", "--reference", "gh200-study"], _WRITES_WHOLE),
+    (["space", "--model", "7b", "--nodes", "1"], "autotune: interrupted; nothing was written"),
+    (["compare", "runs/a", "runs/b"], "autotune: interrupted; nothing was written"),
+])
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP", "SIGUSR1", "SIGUSR2"])
+def test_a_signal_that_stops_a_run_stops_every_command_with_its_line(arguments, line, name):
+    """report and export ended by SIGTERM silent (143, an empty log) where Ctrl-C said what was kept: each command
+    stops on run's stop signals as on Ctrl-C, with its interrupted line and 128 + the signal."""
+    import signal
+
+    code = (
+        "import os, signal, sys, time\n"
+        "from autotune import cli\n"
+        f"from autotune.commands import {arguments[0]} as command\n"
+        "def stopped(args):\n"
+        f"    os.kill(os.getpid(), signal.{name})\n"
+        "    time.sleep(60)\n"
+        "command._run = stopped\n"
+        f"sys.argv = ['autotune', *{arguments!r}]\n"
+        "cli.console_main()\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 128 + getattr(signal, name), result.stderr
+    assert result.stderr.strip().splitlines() == [line]
