@@ -145,8 +145,9 @@ def console_main() -> None:
     except KeyboardInterrupt as stop:
         for signum in stop_signals():
             signal.signal(signum, signal.SIG_IGN)
-        with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
-            print(_interrupted_line(sys.argv[1:]), file=sys.stderr)
+        if not getattr(stop, "said", False):  # the command said what its stop kept (export: its files, written whole)
+            with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+                print(_interrupted_line(sys.argv[1:]), file=sys.stderr)
         status = getattr(stop, "status", INTERRUPTED)
     except BrokenPipeError:
         # The reader of stdout went away (`autotune space --json | head`): what it read is all it wanted.

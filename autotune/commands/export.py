@@ -102,9 +102,10 @@ def _run(args) -> int:
             _interrupted_whole(written)
             signal.raise_signal(held[0])  # by its own handler: KeyboardInterrupt, or the end SIGTERM's default makes
         _print_handover(view, trial, written, launcher)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         if not held:
             _interrupted_whole(written)
+        stop.said = True  # its line names the files: cli adds no generic one after it
         raise
     return 0
 
