@@ -14,14 +14,13 @@ EXIT_STATUSES = (
           "error (a traceback: a bug to report)"),
     ("2", "a usage error or bad input (one line `autotune CMD: error: ...` naming the fix); a run whose first probes "
           "all failed on the set-up, or that ended with no probe succeeded (its reports written)"),
-    ("129", "SIGHUP (a closed ssh session): `run` stops as after SIGTERM; any other command ends by the signal"),
+    ("129", "SIGHUP (a closed ssh session): every command stops as after SIGTERM"),
     ("130", "Ctrl-C (SIGINT): `run` keeps its finished trials, and the same command resumes; one line says what is kept"),
-    ("138", "SIGUSR1 (`#SBATCH --signal=B:USR1@...`, as many site templates ask): `run` stops as after SIGTERM; any "
-            "other command ends by the signal"),
+    ("138", "SIGUSR1 (`#SBATCH --signal=B:USR1@...`, as many site templates ask): every command stops as after SIGTERM"),
     ("140", "SIGUSR2: as SIGUSR1"),
     ("141", "the reader of standard output went away (`autotune space --json | head`), with no traceback"),
-    ("143", "SIGTERM (kill, scancel, a job's time limit): `run` stops as after Ctrl-C; any other command ends by the "
-            "signal"),
+    ("143", "SIGTERM (kill, scancel, a job's time limit): every command stops as after Ctrl-C, one line saying what is "
+            "kept"),
 )
 
 
