@@ -8,14 +8,16 @@ shown as real; a 1e308 kJ energy into an infinite percentage. Keys added since t
 
 from __future__ import annotations
 
+from autotune.backends.replay import MAX_SOLUTION_FIGURE
 from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, knob_value
 from autotune.checks import MAX_COUNT, number_problem, shown
 from autotune.workload import PRECISIONS, WORKLOAD_KEYS
 
 # The knobs every point of a pareto.json names; a study from before the device knobs ran them untouched.
 POINT_KNOBS = tuple(knob for knob in KNOBS if knob not in UNTOUCHED_DEVICE_SETTINGS)
-# A time in seconds or an energy in kJ past this is a typo or damage (31,700 years; 278 GWh), and keeps every
-# change in percent finite: a 1e308 kJ energy made "+inf%" and JSON's invalid `Infinity`.
+# A figure past this is a typo or damage, and keeps every change in percent finite: a 1e308 kJ energy made "+inf%"
+# and JSON's invalid `Infinity`. A point's time_s and energy_kj are to process the study's --samples (up to 1e12):
+# they are read up to replay's bound for them, as its study's `export --measurements` is replayed.
 MAX_FIGURE = float(MAX_COUNT)
 _OBJECTIVES = ("time", "energy")
 # Where a figure came from, as pareto.json labels it ("none": no trial has figures; "": a point without energy).
@@ -157,9 +159,9 @@ def _point_problem(point) -> str | None:
             return f"{trial} `params.{knob}` = {shown(value)} {exc}"
     if "time_s" not in point:
         return f"{trial} has no `time_s` number"
-    problem = _number("time_s", point["time_s"], low=0, low_open=True, high=MAX_FIGURE)
+    problem = _number("time_s", point["time_s"], low=0, low_open=True, high=MAX_SOLUTION_FIGURE)
     if problem is None and point.get("energy_kj") is not None:
-        problem = _number("energy_kj", point["energy_kj"], low=0, low_open=True, high=MAX_FIGURE)
+        problem = _number("energy_kj", point["energy_kj"], low=0, low_open=True, high=MAX_SOLUTION_FIGURE)
     if problem is None and "gpus" in point:
         problem = _count("gpus", point["gpus"])
     for key in ("source", "energy_source"):

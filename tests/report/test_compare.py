@@ -504,6 +504,27 @@ def test_a_pareto_json_missing_what_compare_reads_is_refused(runs, tmp_path, dam
     assert said in refused and len(refused) < 400 + 2 * len(str(run_dir)), refused
 
 
+def test_the_totals_of_a_study_of_up_to_1e12_samples_are_compared(runs, tmp_path):
+    """A study's time_s and energy_kj are to process its --samples (up to 1e12): a simulated 32b study of 1e12
+    samples on 4 nodes took 3.7e12 kJ, which replay reads (as its `export --measurements` writes it) and compare
+    refused at 1e12, its pareto.json called damaged."""
+    from autotune.backends.replay import MAX_SOLUTION_FIGURE
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    document = _pareto(runs["one_node"])
+    for point in document["front"] + document["feasible"]:
+        point.update(time_s=point["time_s"] * 1e10, energy_kj=point["energy_kj"] * 1e10)
+    assert max(p["energy_kj"] for p in document["front"]) > 1e12
+    (run_dir / "pareto.json").write_text(json.dumps(document), encoding="utf-8")
+    fastest = next(pick for pick in _compare(run_dir, runs["one_node"])["picks"] if pick["pick"] == "fastest")
+    trial = document["recommendations"]["fastest"]
+    assert fastest["studies"][0]["energy_kj"] == _point(document, trial)["energy_kj"]
+    document["front"][0].update(energy_kj=MAX_SOLUTION_FIGURE * 10)  # past it, still refused
+    (run_dir / "pareto.json").write_text(json.dumps(document), encoding="utf-8")
+    assert "`energy_kj` = " in autotune_main("compare", run_dir, runs["one_node"]).stderr
+
+
 def test_json_never_prints_infinity_or_nan(runs, monkeypatch, tmp_path):
     """A figure that slipped past the checks fails the JSON dump, not prints JSON's invalid `Infinity`."""
     import io
