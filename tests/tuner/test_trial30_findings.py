@@ -196,9 +196,9 @@ def test_a_partial_file_converges_among_its_recorded_candidates_and_says_so(tmp_
     said = " ".join((printed.err + printed.out).split())  # the run's lines on stderr, its report on stdout
     converged = _pareto(out)["search"]["converged"]
     assert converged["recorded"] == 24 and converged["unrecorded"] > 0
-    line = (f"converged after {converged['probes']} probes among the 24 recorded candidates: no unprobed recorded "
-            f"candidate has a 5% or higher chance")
-    assert line in said and "no unprobed valid candidate" not in said
+    line = (f"converged after {converged['probes']} probes among the 24 recorded candidates: the model (simulator x "
+            "correction learnt from the probes) gives no unprobed recorded candidate a 5% or higher chance")
+    assert line in said and "unprobed valid candidate" not in said
     assert (f"the recording is exhausted for the other {converged['unrecorded']} valid candidate(s), which the replayed "
             "file does not record") in said
     assert said.count(line) == 2  # as the run ends, and in its report
