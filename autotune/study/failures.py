@@ -8,7 +8,10 @@
   same command resumes, with as many tries again (and probes again those that failed on the set-up,
   retries.py).
 - `no_probe_succeeded` says why no probe of a study ran to its end (every one failed, timed out or ran
-  out of memory): the CLI exits non-zero on it, whatever the budget.
+  out of memory): the CLI exits non-zero on it, whatever the budget. A study that probed every candidate of
+  its space (FAILING_START_PROBES or fewer) and saw every one fail, with none ever run, never reaches the
+  failing-start stop, yet its failures point at the set-up just as much: it marks them as that stop does, so
+  the same command, once the set-up is fixed, probes them again (not a resume that probes nothing).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import optuna
 from optuna.trial import TrialState
 
 from autotune.errors import UserError
-from autotune.study.retries import SETUP_FAILURE_ATTR, is_evaluated, released_trials
+from autotune.study.retries import FAILING_START_ATTR, SETUP_FAILURE_ATTR, is_evaluated, released_trials
 
 # Failed probes in a row, at a run's start and with none of the study's ever run, after which the run
 # stops (see above). Three: one failure may be the candidate's; three different candidates failing
@@ -87,7 +90,9 @@ def no_probe_succeeded(study: optuna.Study, others_left: bool = True, replayed: 
     ranked (energy only estimated, or missing) succeeded as a probe: its figures and why they are not
     ranked are in the report. `others_left`: whether the space holds valid candidates not evaluated yet
     (on replay: recorded ones). `replayed`: a replay study, whose candidates were looked up, not probed;
-    `unrecorded_left`: the space holds valid candidates its file lacks."""
+    `unrecorded_left`: the space holds valid candidates its file lacks. A study (not a replay) at its space's end
+    whose every evaluated probe failed or timed out, none having ever run, records them for a resume to probe
+    again (retries.FAILING_START_ATTR), as the failing-start stop does: the space was too small to reach it."""
     released = released_trials(study)
     evaluated = [t for t in study.get_trials(deepcopy=False) if is_evaluated(t, released)]
     if not evaluated or any(t.user_attrs["result"].get("status") == "ok" for t in evaluated):
@@ -115,7 +120,14 @@ def no_probe_succeeded(study: optuna.Study, others_left: bool = True, replayed: 
         return f"{head}: {others}, or {widen}" if others_left else f"{head}: {others}; {widen}"
     setup = sum(bool(t.user_attrs.get(SETUP_FAILURE_ATTR)) for t in failed)
     again = "run the same command again" + ("" if setup == len(evaluated) else f" ({others})")
-    return f"{head}{failure}. Fix that and {again}: {_what_a_resume_does(failed)}"
+    # The space ran out before the failing-start stop's FAILING_START_PROBES: with no probe of the study ever run,
+    # these failures may be the set-up's all the same, and a resume that probed nothing left "Fix that" a dead end.
+    probed_again = not others_left and len(failed) == len(evaluated)
+    if probed_again:
+        marked = retried_after_failing_start(failed)
+        if marked:
+            study.set_user_attr(FAILING_START_ATTR, sorted(set(study.user_attrs.get(FAILING_START_ATTR, [])) | set(marked)))
+    return f"{head}{failure}. Fix that and {again}: {_what_a_resume_does(failed, probed_again=probed_again)}"
 
 
 # How a probe that did not succeed ended, as a sentence counts them.

@@ -262,3 +262,29 @@ def test_a_timeout_spent_on_a_build_lock_is_the_setups_and_its_candidate_is_prob
     assert again.probed[0] == locked.probed[0]  # the baseline, first
     retried = [t for t in _evaluated(_study(tmp_path)) if t.user_attrs.get("retry_of") == baseline.number]
     assert len(retried) == 1 and retried[0].state == TrialState.COMPLETE and retried[0].user_attrs.get("baseline")
+
+
+def test_a_space_too_small_for_the_failing_start_stop_probes_its_failures_again_once_fixed(tmp_path):
+    """Trial 54 F1: a space of three candidates or fewer, every probe failed and none of the study ever ran: the
+    run ends at the space's end before the failing-start stop, and "Fix that and run the same command again" used
+    to resume a study that probed nothing. Its failures point at the set-up as a failing start's do: probed again."""
+    settings = settings_for(*SETTINGS)
+    broken = _Probes("candidate", "timeout")
+    run_study(_study(tmp_path), settings, broken, 2, early_stop=False)
+    study = _study(tmp_path)
+    said = no_probe_succeeded(study, others_left=False)
+    assert said.endswith("Fix that and run the same command again (every candidate of the space was probed): the study "
+                         "resumes and probes these 2 candidate(s) again (no probe of the study had run, so their failures "
+                         "may be the set-up's)"), said
+    assert queue_setup_retries(_study(tmp_path)) == [0, 1]  # as `autotune run` does on resume
+    fixed = _Probes()
+    run_study(_study(tmp_path), settings, fixed, 2, early_stop=False)
+    assert fixed.probed == broken.probed
+    assert no_probe_succeeded(_study(tmp_path), others_left=False) is None
+
+
+def test_failures_with_candidates_left_stay_final_below_the_failing_start_stop(tmp_path):
+    run_study(_study(tmp_path), settings_for(*SETTINGS), _Probes("candidate"), 1)
+    study = _study(tmp_path)
+    assert no_probe_succeeded(study).endswith("the study resumes, and its failed trials are kept")
+    assert queue_setup_retries(_study(tmp_path)) == []
