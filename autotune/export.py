@@ -28,8 +28,9 @@ from autotune.report.study_points import StudyView
 PICKS = {stem: key for key, stem in PICK_FILES.items()}
 
 
-def choose_trial(view: StudyView, pick: str | None, trial: int | None) -> tuple[int, str]:
-    """(trial number, file stem) for --pick or --trial."""
+def choose_trial(view: StudyView, pick: str | None, trial: int | None, exhausted: str | None = None) -> tuple[int, str]:
+    """(trial number, file stem) for --pick or --trial. `exhausted`: report.search.nothing_more_to_evaluate's
+    sentence, said where a study has nothing to export instead of "more --trials"."""
     if trial is not None:
         if view.point(trial) is None:
             feasible = ", ".join(str(p.trial) for p in view.points) or "none"
@@ -46,7 +47,7 @@ def choose_trial(view: StudyView, pick: str | None, trial: int | None) -> tuple[
         counts = view.trials_by_status()
         said = ", ".join(f"{n} {status}" for status, n in counts.items()) or "none evaluated"
         fix = ("`autotune report` names why its probes failed" if counts.get("failed") or counts.get("timeout")
-               else "run `autotune run` with more --trials")
+               else exhausted if exhausted else "run `autotune run` with more --trials")
         raise UserError(f"this study has no feasible configuration to export yet ({len(view.trials)} trials: {said}); {fix}")
     return view.picks[key], pick or "knee"
 

@@ -84,7 +84,13 @@ def _run(args) -> int:
         return _write_measurements(study, args.measurements)
     # The picks as pareto.json and configs/ name them: with the --max-slowdown and --eta of the last run or report.
     view = study_view(study, *stored_pick_parameters(study, None, None))
-    trial, stem = choose_trial(view, args.pick if args.trial is not None else _pick_of(view, args.pick), args.trial)
+    exhausted = None
+    if not view.points:  # its no-feasible refusal says what evaluates more, where --trials does not (trial54 F2)
+        from autotune.report.search import nothing_more_to_evaluate
+
+        exhausted = nothing_more_to_evaluate(study, view.settings, study.user_attrs.get("backend", {}).get("name", "unknown"))
+    trial, stem = choose_trial(view, args.pick if args.trial is not None else _pick_of(view, args.pick), args.trial,
+                               exhausted)
     output = args.output or _check_config_paths(args.run_dir / "configs" / f"{stem}.json", "-o's default")
     if args.output is None:
         _check_not_edited(output)

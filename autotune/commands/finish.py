@@ -20,7 +20,7 @@ from autotune.report.importance import knob_importance
 from autotune.report.inputs import study_inputs
 from autotune.report.pareto_json import read_pareto_json
 from autotune.report.picks import DEFAULT_ETA, DEFAULT_MAX_SLOWDOWN, PICK_FILES
-from autotune.report.search import search_summary
+from autotune.report.search import nothing_more_to_evaluate, search_summary
 from autotune.report.table import print_report
 from autotune.study.storage import STUDY_NAME, recorded_storage, storage_flags
 
@@ -46,7 +46,11 @@ def build_report(study, max_slowdown: float | None = None, eta: float | None = N
     """(view, pareto document) of a study; `storage`: its --storage URL, None for the run directory's study.db."""
     view = study_view(study, *stored_pick_parameters(study, max_slowdown, eta))
     backend = study.user_attrs.get("backend", {})
-    document = pareto_document(view, backend.get("name", "unknown"), backend.get("reason", ""), knob_importance(study, view))
+    # Only where the note gives advice to get more points: it rebuilds the space.
+    exhausted = (nothing_more_to_evaluate(study, view.settings, backend.get("name", "unknown"))
+                 if len(view.points) <= 1 else None)
+    document = pareto_document(view, backend.get("name", "unknown"), backend.get("reason", ""), knob_importance(study, view),
+                               exhausted)
     # How the search ended and what the model says it may have missed (predicted, never on the front).
     document["search"] = search_summary(study, view, backend.get("name", "unknown"))
     document["predicted"] = document["search"].pop("predicted")

@@ -62,13 +62,16 @@ def knob_importance(study: optuna.Study, view: StudyView) -> dict:
     if len(trials) < MIN_TRIALS:
         # A guided study that stopped on its own would stop again: more --trials would not help there.
         # A replay evaluates what its file records: once each is, more --trials replay nothing.
-        from autotune.report.search import recorded_keys
+        # A study that evaluated its whole space (or recording) evaluates nothing more either (trial54 F2).
+        from autotune.report.search import nothing_more_to_evaluate, recorded_keys
 
-        recorded = recorded_keys(study, (study.user_attrs.get("backend") or {}).get("name"))
+        backend = (study.user_attrs.get("backend") or {}).get("name")
+        recorded = recorded_keys(study, backend)
         fix = ("the guided study converged on its front first; a --sampler random study of its own would measure it"
                if study.user_attrs.get(CONVERGED_ATTR) else
-               "every record of the replayed file is evaluated: measure more candidates (--backend launch)"
-               if recorded is not None and len(evaluated_trials(study)) >= len(recorded) else "run more --trials")
+               nothing_more_to_evaluate(study, view.settings, backend)
+               or ("every record of the replayed file is evaluated: measure more candidates (--backend launch)"
+                   if recorded is not None and len(evaluated_trials(study)) >= len(recorded) else "run more --trials"))
         reason = f"not enough trials: {len(trials)} feasible, importance needs at least {MIN_TRIALS} ({fix})"
         return {name: reason for name in names}
     knobs = [k for k in KNOBS if len({repr(t.params.get(k)) for t in trials}) > 1 and all(k in t.params for t in trials)]

@@ -198,8 +198,10 @@ def _with_rule(summary: dict | None) -> dict | None:
     return None if summary is None else {**summary, "rule": NOISE_RULE}
 
 
-def pareto_document(view: StudyView, backend: str, backend_reason: str, importance: dict | None = None) -> dict:
-    """`importance` comes from `report.importance.knob_importance` (it needs the study, not just the view)."""
+def pareto_document(view: StudyView, backend: str, backend_reason: str, importance: dict | None = None,
+                    exhausted: str | None = None) -> dict:
+    """`importance` comes from `report.importance.knob_importance` (it needs the study, not just the view), and
+    `exhausted` from `report.search.nothing_more_to_evaluate` (the note's advice where --trials evaluates no more)."""
     settings = view.settings
     nodes = list(settings.space.nodes)
     sources = provenance(view)
@@ -259,7 +261,8 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
         "simulator_error": error,
         # A plain sentence when there is no trade-off (no feasible point, one, or one beating all); else None.
         "note": " ".join(filter(None, (ruled_out_sentence(view.ruled_out_now), front_note(
-            view.points, view.front, trials_by_status, commonest_failure(view.trials), view.time_only)))) or None,
+            view.points, view.front, trials_by_status, commonest_failure(view.trials), view.time_only,
+            exhausted)))) or None,
         # Per objective, {knob: share of its variation explained} (largest first), or why there is none.
         "importance": importance if importance is not None else "not computed",
         "importance_method": IMPORTANCE_METHOD,

@@ -204,13 +204,17 @@ def time_only_note(points: list[Point], front: list[Point]) -> str:
 
 
 def front_note(points: list[Point], front: list[Point], trials_by_status: dict[str, int],
-               failure: tuple[str, int] | None = None, time_only: bool = False) -> str | None:
+               failure: tuple[str, int] | None = None, time_only: bool = False,
+               exhausted: str | None = None) -> str | None:
     """A plain sentence when the front offers no choice; None when it holds a trade-off. `failure`:
     `commonest_failure` of the trials, which says more than "widen the space" when probes failed.
-    `time_only`: a study of --objectives time, which never offers a trade-off (`time_only_note`)."""
+    `time_only`: a study of --objectives time, which never offers a trade-off (`time_only_note`).
+    `exhausted`: search.nothing_more_to_evaluate's sentence where a larger --trials evaluates nothing more, said
+    in place of "run more --trials" (trial54 F2)."""
     if not points:
         counts = ", ".join(f"{n} {s}" for s, n in trials_by_status.items()) or "no trials"
-        fix = "see `autotune space` for what fits, or widen the space and run more --trials."
+        fix = (f"see `autotune space` for what fits; {exhausted}." if exhausted else
+               "see `autotune space` for what fits, or widen the space and run more --trials.")
         if failure is not None:
             reason, count = failure
             fix = (f"{count} failed with: {reason.strip()[:300]}; report.html lists every trial's reason (and a "
@@ -221,7 +225,8 @@ def front_note(points: list[Point], front: list[Point], trials_by_status: dict[s
     if len(points) == 1:
         return (
             f"Only one feasible configuration (trial {points[0].trial}): every pick is that trial and there is "
-            "no trade-off to choose from; run more --trials or widen the space to compare."
+            "no trade-off to choose from; " + (f"{exhausted} to compare." if exhausted else
+                                               "run more --trials or widen the space to compare.")
         )
     if len({(p.time_s, p.energy_kj) for p in front}) == 1:  # one point, or configurations tied exactly
         why = ""

@@ -86,6 +86,29 @@ def recorded_keys(study, backend: str) -> set[str] | None:
     return set(evaluable) if isinstance(evaluable, list) else None
 
 
+def nothing_more_to_evaluate(study, settings, backend: str) -> str | None:
+    """Where a larger --trials would evaluate nothing more, why and what would instead, as a sentence to follow
+    with " to compare" or the like: every valid candidate of the space was evaluated (widen it), or on replay every
+    recorded one (measure those the file lacks). None where some are left, or the space cannot be rebuilt here
+    (`settings` None, or an error): "run more --trials" is then the advice (trial54 F2: it was given to studies that
+    had evaluated their whole space or recording)."""
+    if settings is None:
+        return None
+    try:
+        checks = valid_checks(settings)
+    except Exception:  # a study whose space cannot be rebuilt here still gets its report
+        return None
+    valid = {params_key(c.candidate.knobs.to_dict()) for c in checks if c.valid}
+    recorded = recorded_keys(study, backend)
+    reachable = valid if recorded is None else valid & recorded
+    if not valid or reachable - set(evaluated_trials(study)):
+        return None
+    if recorded is not None and valid - recorded:
+        return (f"every record of the replayed file is evaluated: measure more candidates (--backend launch; the space "
+                f"holds {len(valid - recorded)} valid one(s) the file lacks)")
+    return f"every valid candidate of the space ({len(valid)}) was evaluated: widen the space"
+
+
 def _replay_model(checks: list, recorded: set[str]):
     """The guided sampler a replay run uses: over the recorded candidates only (ReplayBackend.evaluable)."""
     from autotune.backends.replay import recorded_only

@@ -107,3 +107,28 @@ def test_importance_of_60_trials_costs_little():
     start = time.perf_counter()
     knob_importance(study, view)
     assert time.perf_counter() - start < 1.5  # about 0.5 s on 2 slow cores
+
+
+
+def test_a_study_that_evaluated_its_whole_space_is_not_told_to_run_more_trials(tmp_path):
+    """Trial 54 F2: a space of fewer valid candidates than importance needs, every one evaluated: a larger --trials
+    evaluates nothing more, and the note, the importance line and export's refusal say what does."""
+    from autotune.errors import UserError
+    from autotune.export import choose_trial
+
+    space = tmp_path / "one.toml"
+    space.write_text('zero_stage = [3]\noptimizer_offload = ["none"]\nactivation_checkpointing = ["recompute"]\n'
+                     'sp_degree = [1]\nmicro_batch = [1]\npower_limit = [1.0]\nsm_clock_mhz = ["max"]\n')
+    out = tmp_path / "r"
+    assert main(["run", "--model", "32b", "--nodes", "4", "--space", str(space), "--backend", "simulate", "--out",
+                 str(out), "-q"]) == 0
+    doc = json.loads((out / "pareto.json").read_text())
+    for said in doc["importance"].values():
+        assert said.endswith("(every valid candidate of the space (1) was evaluated: widen the space)"), said
+    assert doc["note"].endswith("no trade-off to choose from; every valid candidate of the space (1) was evaluated: "
+                                "widen the space to compare."), doc["note"]
+    assert "--trials" not in doc["note"]
+    # Export of a study with nothing feasible: the same advice, not "run `autotune run` with more --trials".
+    empty = StudyView(None, [{"trial": 0, "status": "oom", "reason": "oom"}], [], [], {}, None)
+    with pytest.raises(UserError, match=r"\(1 trials: 1 oom\); every valid candidate of the space \(1\) was evaluated"):
+        choose_trial(empty, "knee", None, "every valid candidate of the space (1) was evaluated: widen the space")
