@@ -72,6 +72,9 @@ def _unfinished(study, model, replayed=None) -> dict | None:
         "running_elsewhere": probes_running_elsewhere(study),
         # None succeeded: the set-up failed them, and a larger budget would not help (trial 37 F8).
         "succeeded": sum(t.state == optuna.trial.TrialState.COMPLETE for t in evaluated_trials(study).values()),
+        # Of those that did not, how many failed or timed out (the others ran out of memory, which no fix of the
+        # set-up changes: trial54 F3).
+        "failed": sum(t.state == optuna.trial.TrialState.FAIL for t in evaluated_trials(study).values()),
     }
     if replayed is not None:
         unfinished.update(exhausted=True, recorded_left=int(replayed.outlook(study).free.sum()))
@@ -157,6 +160,9 @@ def search_summary(study, view, backend: str) -> dict:
     if summary["sampler"] == "guided" and not converged:
         replayed = _replay_model(checks, recorded) if recorded is not None else None
         summary["unfinished"] = _unfinished(study, model, replayed) if recorded is None or replayed else None
+        if summary["unfinished"] is not None:
+            # A replay's failures are recorded: fixing nothing re-runs them (trial54 F3).
+            summary["unfinished"]["replayed"] = backend == "replay"
         evaluated = evaluated_trials(study)
         if replayed is not None and summary["unfinished"] is None and evaluated:
             # The run ended at the end of the recording (every recorded candidate evaluated) before it asked its
@@ -198,9 +204,8 @@ def search_sentences(summary: dict) -> list[str]:
         following = f"; next it would probe {knobs_sentence(unfinished['next'])}" if unfinished.get("next") else ""
         running = unfinished.get("running_elsewhere")
         beside = f" ({running} more still probing on other workers)" if running else ""
-        resume = ("No probe succeeded: fix what failed them (each trial's reason; a launched probe's log is in the run "
-                  "directory's trials/ folder), then the same command resumes the study" if unfinished.get("succeeded") == 0
-                  else "The same command with a larger --trials resumes the study")
+        resume = ("The same command with a larger --trials resumes the study" if unfinished.get("succeeded") != 0
+                  else _none_succeeded_sentence(unfinished))
         lines.append(
             f"not converged: stopped after {unfinished['probes']} probes{beside} while {unfinished['reason']}{following}. {resume}"
         )
@@ -215,6 +220,20 @@ def search_sentences(summary: dict) -> list[str]:
             f"{time_text(p['time_s'])}{energy} (predicted), {p['chance_to_enter_front']:.0%} chance to enter the front"
         )
     return lines
+
+
+def _none_succeeded_sentence(unfinished: dict) -> str:
+    """What a study stopped by its budget, none of whose evaluations succeeded, does next. A replay's failures and
+    any out-of-memory are final (trial54 F3: "fix what failed them, then the same command resumes" was said of a
+    replayed OOM, where the same command probes nothing); a launched probe's failure may be the set-up's."""
+    if unfinished.get("replayed"):
+        return ("No replayed candidate succeeded; a recorded failure or out-of-memory is final (replaying it again "
+                "changes nothing): a larger --trials replays the other recorded candidates")
+    if unfinished.get("failed") == 0:
+        return ("Every probe ran out of memory, which is final (no fix makes that candidate fit): a larger --trials "
+                "probes others, and `autotune space` shows what fits")
+    return ("No probe succeeded: fix what failed them (each trial's reason; a launched probe's log is in the run "
+            "directory's trials/ folder), then the same command resumes the study")
 
 
 def converged_sentence(probes: int, objectives: int, recorded: int = 0, unrecorded: int = 0, finished_since: int = 0) -> str:

@@ -172,7 +172,31 @@ def test_a_study_none_of_whose_probes_succeeded_asks_for_a_fix_not_a_larger_budg
     search = _pareto(out)["search"]
     assert search["unfinished"]["succeeded"] == 0
     said = " ".join(search_sentences(search))
-    assert "larger --trials" not in said and "No probe succeeded: fix what failed them" in said
+    # A replay's failures are recorded, not the set-up's: nothing to fix, the other records are what a resume adds
+    # (trial54 F3); a launched study's says "fix what failed them" (test_report_search).
+    assert "fix what failed them" not in said and "a larger --trials replays the other recorded candidates" in said
+
+
+def test_a_replayed_oom_with_a_budget_of_one_is_not_told_to_fix_it_and_resume(tmp_path):
+    """Trial 54 F3: `--trials 1` replaying an OOM said "No probe succeeded: fix what failed them ..., then the same
+    command resumes the study": the same command probes nothing, and a recorded OOM has nothing to fix."""
+    measurements, out = _space_records(tmp_path, keep=3, status="oom"), tmp_path / "run"
+    assert _run(out, "--backend", "replay", "--measurements", str(measurements), "--trials", "1") == 2
+    search = _pareto(out)["search"]
+    assert search["unfinished"]["exhausted"] is False and search["unfinished"]["failed"] == 0
+    said = " ".join(search_sentences(search))
+    assert "fix what failed them" not in said and "a larger --trials replays the other recorded candidates" in said
+
+
+def test_a_launched_study_all_of_whose_probes_ran_out_of_memory_is_not_told_to_fix_them():
+    unfinished = {"probes": 2, "reason": "fewer than 3 probes succeeded", "next": None, "succeeded": 0, "failed": 0,
+                  "replayed": False}
+    said = search_sentences({"unfinished": unfinished})[0]
+    assert said.endswith("Every probe ran out of memory, which is final (no fix makes that candidate fit): a larger "
+                         "--trials probes others, and `autotune space` shows what fits"), said
+    # One that failed (a launched probe's failure may be the set-up's): fix it, then resume.
+    said = search_sentences({"unfinished": {**unfinished, "failed": 1}})[0]
+    assert "No probe succeeded: fix what failed them" in said
 
 
 def test_an_all_oom_replay_says_the_recording_is_exhausted(tmp_path):
