@@ -29,8 +29,7 @@ def nothing_valid(checks: list) -> str | None:
     if batch:
         return f"nothing in the space is valid: {batch}"
     if any(c.memory is not None for c in checks):
-        return (f"nothing in the space fits in memory ({_closest_miss(checks)}); widen it: more --nodes, ZeRO-3, "
-                "offload or checkpointing in the --space file (see `autotune space`)")
+        return f"nothing in the space fits in memory ({_memory_miss(checks)}); {_memory_fix(checks)} (see `autotune space`)"
     return (f"nothing in the space is valid: {_closest_miss(checks)}; change those values in the --space "
             "file (`autotune space --space FILE` gives each candidate's reason)")
 
@@ -47,6 +46,49 @@ def _closest_miss(checks: list) -> str:
     reasons = Counter(c.reason for c in checks).most_common()
     listed = "; ".join(f"{reason} ({count} of {len(checks)})" for reason, count in reasons[:3])
     return f"every candidate breaks a rule: {listed}" + (f"; and {len(reasons) - 3} more" if len(reasons) > 3 else "")
+
+
+def _knobs_text(check) -> str:
+    return ", ".join(f"{knob} {value}" for knob, value in check.candidate.knobs.to_dict().items()
+                     if knob not in ("power_limit", "sm_clock_mhz"))  # they move no memory
+
+
+def _memory_miss(checks: list) -> str:
+    """Why nothing fits, by the limit that binds: the closest candidate on GPU memory, and where some fit the GPU
+    (offloading) but not host memory, the closest of those on host memory (trial54 F4: a 72B model on one node was
+    told of GPU memory alone, and offload, whose candidates fit the GPU, was then the advice)."""
+    sized = [c for c in checks if c.memory is not None]
+    over_gpu = [c for c in sized if c.memory.device_excess_gib > 0]
+    # Told by one that host memory does not rule out too, where there is one (an offloading candidate just over the
+    # GPU is far over the host: no nearer to running).
+    over_gpu = [c for c in over_gpu if c.memory.host_excess_gib <= 0] or over_gpu
+    over_host = [c for c in sized if c.memory.device_excess_gib <= 0]
+    said = []
+    if over_gpu:
+        closest = min(over_gpu, key=lambda c: c.memory.device_excess_gib)
+        said.append(f"the closest{' on GPU memory' if over_host else ''}, {_knobs_text(closest)}, {closest.reason}")
+    if over_host:
+        closest = min(over_host, key=lambda c: c.memory.host_excess_gib)
+        said.append(f"{len(over_host)} candidate(s) fit the GPU but not host memory: the closest, {_knobs_text(closest)}, "
+                    f"{closest.reason}")
+    return "; ".join(said)
+
+
+def _memory_fix(checks: list) -> str:
+    """What widens a space nothing of which fits: more --nodes always (the model states and offload's host share
+    divide over them), and only the memory-saving values the space lacks (trial54 F4: "ZeRO-3, offload or
+    checkpointing" was advised to a space holding all three)."""
+    knobs = [c.candidate.knobs for c in checks]
+    lacking = [words for words, held in (
+        ("ZeRO-3", any(k.zero_stage == 3 for k in knobs)),
+        ("optimizer offload", any(k.optimizer_offload != "none" for k in knobs)),
+        ("activation checkpointing", any(k.activation_checkpointing != "none" for k in knobs)),
+    ) if not held]
+    host = any(c.memory is not None and c.memory.device_excess_gib <= 0 for c in checks)
+    nodes = "more --nodes" + (" (offload's host memory per GPU shrinks with them too)" if host else "")
+    if lacking:
+        return f"widen it: {nodes}, or {', '.join(lacking)} in the --space file"
+    return f"the space already holds ZeRO-3, optimizer offload and activation checkpointing: {nodes}"
 
 
 NODE_COUNT_LINES = 5  # the node counts without a valid candidate said one by one; the rest in one line

@@ -324,3 +324,27 @@ def test_previewing_a_simulate_run_lists_its_simulated_figures():
     by_backend, by_flag, plain = (json.loads(done.stdout) for done in previews)
     assert by_backend == by_flag and by_backend[0]["time_s"] > 0
     assert "time_s" not in plain[0]
+
+
+def test_nothing_fits_names_the_binding_limit_and_only_what_the_space_lacks():
+    """Trial 54 F4: 72B on one node was told "the closest ... needs 319.8 GiB per GPU; widen it: more --nodes, ZeRO-3,
+    offload or checkpointing" of a space holding all three, whose offloading candidates fit the GPU and fail on host
+    memory."""
+    from autotune.commands.options import settings_for
+    from autotune.space import enumerate_space
+    from autotune.study.valid import nothing_valid
+
+    settings = settings_for("--model", "72b", "--nodes", "1")
+    checks = list(enumerate_space(settings.space, settings.model, settings.hardware, settings.workload,
+                                  settings.gpus_per_node))
+    said = nothing_valid(checks)
+    assert said.startswith("nothing in the space fits in memory (the closest on GPU memory, zero_stage 3, "
+                           "optimizer_offload none, "), said
+    assert "fit the GPU but not host memory: the closest, " in said and "GiB host memory per GPU for offload" in said
+    assert said.endswith("the space already holds ZeRO-3, optimizer offload and activation checkpointing: more --nodes "
+                         "(offload's host memory per GPU shrinks with them too) (see `autotune space`)"), said
+    # A space without offload: offload is what it lacks, and ZeRO-3, which it holds, is not advised.
+    no_offload = [c for c in checks if c.candidate.knobs.optimizer_offload == "none"]
+    said = nothing_valid(no_offload)
+    assert said.endswith("widen it: more --nodes, or optimizer offload in the --space file (see `autotune space`)"), said
+    assert "host memory" not in said
