@@ -247,7 +247,22 @@ def front_note(points: list[Point], front: list[Point], trials_by_status: dict[s
             f"One configuration (trial {front[0].trial}) is both the fastest and the least energy of "
             f"{len(points)} feasible ones: every pick is that trial.{why}"
         )
+    if len({(p.time_s, p.energy_kj) for p in front}) == 2:
+        return two_point_note(front)
     return None
+
+
+def two_point_note(front: list[Point]) -> str:
+    """A front of two points has no knee (both lie on the line the knee is measured from): front.knee takes the lower
+    trial, which is no balanced trade, and the report's "knee for a balanced default" must not read as one (trial54 F5)."""
+    from autotune.report.front import fastest, knee
+
+    chosen = knee(front)
+    which = "the fastest" if chosen.trial == fastest(front).trial else "the least energy"
+    trials = " and ".join(str(t) for t in sorted({p.trial for p in front}))
+    return (f"The front holds two configurations (trials {trials}): both lie on the line the knee is measured from, so "
+            f"there is no knee to choose on; the knee pick is the lower trial, {chosen.trial} ({which}), a tie-break, "
+            "not a balanced trade: choose between fastest and min-energy.")
 
 
 def picks_by_trial(view) -> dict[int, list[str]]:

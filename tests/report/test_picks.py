@@ -52,7 +52,14 @@ def test_front_notes():
     guessed = [replace(p, energy_source="estimated") for p in (best, worse)]
     assert ("every pick is that trial. Every energy here is estimated from the hardware profile's power model (no sensor "
             "saw it), which charges nearly the same power") in front_note(guessed, guessed[:1], {"ok": 2})
-    assert front_note([best, pt(3, 0.5, 3.0)], [pt(3, 0.5, 3.0), best], {"ok": 2}) is None
+    three = [pt(3, 0.5, 3.0), pt(5, 0.75, 1.5), best]
+    assert front_note(three, three, {"ok": 3}) is None
+    # Trial 54 F5: two points have no knee: said, with the tie-break the knee pick is.
+    assert front_note([best, pt(3, 0.5, 3.0)], [pt(3, 0.5, 3.0), best], {"ok": 2}) == (
+        f"The front holds two configurations (trials {best.trial} and 3): both lie on the line the knee is measured "
+        f"from, so there is no knee to choose on; the knee pick is the lower trial, {min(best.trial, 3)} "
+        f"({'the fastest' if min(best.trial, 3) == 3 else 'the least energy'}), a tie-break, not a balanced trade: "
+        "choose between fastest and min-energy.")
 
 
 def test_a_front_of_configurations_tied_exactly_offers_no_trade_off_and_says_so():
