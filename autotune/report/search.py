@@ -81,6 +81,25 @@ def _unfinished(study, model, replayed=None) -> dict | None:
     return unfinished
 
 
+def _evaluated_all(study, valid: set[str], recorded: set[str] | None, backend: str) -> tuple[bool | None, str]:
+    """A measured study that neither converged nor stopped short: (True, the line) where it evaluated every valid
+    candidate it could (a replay: every recorded one), else (None, ""). Trial54 F10: such a study printed no search
+    line at all, where a simulated one says "exhaustive: ..." and a study with nothing ranked "every candidate of
+    the space was probed"."""
+    reachable = valid if recorded is None else valid & recorded
+    if not reachable or reachable - set(evaluated_trials(study)):
+        return None, ""
+    every = (f"every one of the {len(reachable)} valid candidates" if len(reachable) > 1 else "the one valid candidate")
+    if backend != "replay":
+        return True, f"exhaustive: {every} of the space was probed"
+    unrecorded = len(valid - reachable)
+    if not unrecorded:
+        return True, f"exhaustive: {every} of the space was replayed from its record"
+    # Exhaustive over the recording only: the rest of the space was never measured.
+    return None, (f"every one of the {len(reachable)} recorded valid candidate(s) was replayed (the recording is "
+                  f"exhausted); the other {unrecorded} valid candidate(s) have no record and were not evaluated")
+
+
 def recorded_keys(study, backend: str) -> set[str] | None:
     """The keys of the candidates a replay study's file records; None where every candidate can be
     evaluated (another backend, a file recording them all) or the study does not say (one replayed before
@@ -173,6 +192,8 @@ def search_summary(study, view, backend: str) -> dict:
         probed = set(view_now.observations.done)
         summary["exhaustive"], summary["exhaustive_note"] = _exhaustive(pred, view_now.front, probed, objectives)
         return summary
+    if not summary["converged"] and not summary.get("unfinished"):
+        summary["exhaustive"], summary["exhaustive_note"] = _evaluated_all(study, valid_keys, recorded, backend)
     chance = np.where(view_now.free, view_now.chance_to_enter, 0.0)
     for i in np.argsort(-chance, kind="stable")[:MAX_PREDICTED]:
         if chance[i] < STOP_CHANCE:
