@@ -130,9 +130,9 @@ def worst_text(document: dict) -> str:
                                                      for metric, row in worst.items())
 
 
-def _mape_line(title: str, mape: dict | None) -> str:
+def _mape_line(title: str, mape: dict | None, why_not: str | None = None) -> str:
     if mape is None:
-        return f"{title:<28} (not computed: --no-loo)"
+        return f"{title:<28} (not computed: {why_not or '--no-loo'})"
     return f"{title:<28} " + "  ".join(f"{metric} {value:5.1f}%" for metric, value in mape.items())
 
 
@@ -177,7 +177,8 @@ def report_text(document: dict) -> str:
     for row in document["per_observation"]:
         observed = f"x{row['observed']:.4g}" if row["relative_to_baseline"] else f"{row['observed']:.5g}"
         marks = ("~" if row["approximate"] else "") + {"lower": ">", "upper": "<"}.get(row["bound"] or "", "")
-        loo = "" if row["error_loo_pct"] is None else f"{row['error_loo_pct']:+8.1f}%"
+        loo = (("n/a" if document.get("loo_skipped") else "") if row["error_loo_pct"] is None
+               else f"{row['error_loo_pct']:+8.1f}%")
         lines.append(
             f"{row['id'][:46]:<46} {row['metric']:<15} {marks + observed:>11} {row['error_before_pct']:+7.1f}% "
             f"{row['error_fit_pct']:+7.1f}% {loo:>9}"
@@ -188,7 +189,8 @@ def report_text(document: dict) -> str:
         "mean absolute percentage error",
         _mape_line("  before (base profile)", document["before_mape"]),
         _mape_line("  after the fit", document["fit_mape"]),
-        _mape_line(f"  left out, by {document['loo_by']}" if document.get("loo_by") else "  left out", document["loo_mape"]),
+        _mape_line(f"  left out, by {document['loo_by']}" if document.get("loo_by") else "  left out", document["loo_mape"],
+                   document.get("loo_skipped")),
         *_worse_after_fit(document),
         *_worst_lines(document),
         *memory_lines(document.get("memory_estimate")),

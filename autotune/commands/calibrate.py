@@ -308,8 +308,13 @@ def _run(args: argparse.Namespace) -> int:
     cal = Calibration(observations, base)
     held, by_reference = _held_constants(args, cal.names, holds)
     fit = cal.fit(tuple(n for n in cal.informed() if n not in held))
-    loo = None if args.no_loo else cal.leave_one_out(fit, args.loo_by)
-    document = calibration_document(cal, fit, loo, {"loo_by": None if args.no_loo else args.loo_by, "held": held,
+    # One fold (a single configuration, or figure): its fit sees no figure at all, and the number it gave was the full
+    # fit's start refitted a few steps, no prediction (trial54 F8): not computed, and said why.
+    one = None if args.no_loo or len(cal.folds(args.loo_by)) > 1 else args.loo_by
+    skipped = None if one is None else f"one {one} only: leaving it out leaves nothing to fit on"
+    loo = None if args.no_loo or skipped else cal.leave_one_out(fit, args.loo_by)
+    document = calibration_document(cal, fit, loo, {"loo_by": None if args.no_loo or skipped else args.loo_by,
+                                                    "loo_skipped": skipped, "held": held,
                                                     "held_by_reference": by_reference, **extra})
     if args.output is not None:
         document["replaced"] = args.output.is_file() and args.output.stat().st_size > 0  # an earlier calibrate's (checked)
@@ -329,6 +334,8 @@ def _run(args: argparse.Namespace) -> int:
     if not args.json and args.output is not None:
         unreliable = document["loo_mape"] is not None and document["reliability_warning"]
         unwritten = (" without [simulator_error] (its left-out error is not reliable: see the warning)" if unreliable
+                     else f" without [simulator_error] (no left-out error: {document['loo_skipped']}; a study on it shows "
+                     "+- ?%)" if document.get("loo_skipped")
                      else " without [simulator_error] (--no-loo computed no left-out error: a study on it shows +- ?%)"
                      if document["loo_mape"] is None else "")
         # Studies made on the file it replaces keep their own copy of it (and its error): said, not silent.
@@ -353,8 +360,10 @@ def _written_profile(path: Path, base, constants: dict, document: dict):
     warning = document["reliability_warning"]
     trusted = loo is not None and not warning
     error = loo if trusted else {}
+    # One configuration: the error is not known reliably (said so), not "not computed (--no-loo)".
     note = None if trusted else calibration_note(document["configurations"], len(document["fitted"]),
-                                                 len(document["at_bound"]), computed=loo is not None)
+                                                 len(document["at_bound"]),
+                                                 computed=loo is not None or bool(document.get("loo_skipped")))
     # A name of its own, and the node it describes kept: figures measured on the base's nodes stay its figures.
     profile = replace(with_simulator_constants(base, constants, error=error),
                       name=_calibrated_name(path, base), calibrated_from=base.base_name,
@@ -365,7 +374,8 @@ def _written_profile(path: Path, base, constants: dict, document: dict):
              f"({', '.join(document['sources'])}){'; held at the base values: ' + ', '.join(held) if held else ''}"
              f"{'; left out with --exclude: ' + ', '.join(document['excluded']) if document.get('excluded') else ''}."]
     if loo is None:
-        lines.append("Leave-one-out mean absolute error (%): not computed")
+        skipped = document.get("loo_skipped")
+        lines.append(f"Leave-one-out mean absolute error (%): not computed{': ' + skipped if skipped else ''}")
     else:
         lines.append(f"Leave-one-out mean absolute error (%){'' if trusted else ', not written to [simulator_error]'}: {loo}")
     header = "\n".join(lines) + worst_text(document) + ("" if trusted or loo is None else f"\nWarning: {warning}")

@@ -349,3 +349,23 @@ def test_a_failed_calibration_leaves_no_folder_its_output_path_made(tmp_path):
     result = autotune_main("calibrate", tmp_path / "no-such-run", "-o", tmp_path / "new" / "deeper" / "mine.toml")
     assert result.returncode == 2 and "no-such-run is not a directory" in result.stderr, result.stderr
     assert not (tmp_path / "new").exists()
+
+
+def test_one_configuration_has_no_left_out_error_and_says_why(tmp_path):
+    """Trial 54 F8: with one configuration its left-out fold saw no figure, and the 'left out' error printed (527.8%)
+    and written into the profile's header was the full fit refitted a few steps: no prediction."""
+    space = tmp_path / "one.toml"
+    space.write_text('zero_stage = [3]\noptimizer_offload = ["none"]\nactivation_checkpointing = ["recompute"]\n'
+                     'sp_degree = [1]\nmicro_batch = [1]\npower_limit = [1.0]\nsm_clock_mhz = ["max"]\n')
+    run = tmp_path / "r"
+    assert autotune("run", "--model", "32b", "--nodes", "4", "--space", space, "--out", run, "-q").returncode == 0
+    done = autotune("calibrate", run, "--allow-simulated", "-o", tmp_path / "one-cal.toml")
+    assert done.returncode == 0, done.stderr
+    why = "one configuration only: leaving it out leaves nothing to fit on"
+    assert f"left out                   (not computed: {why})" in done.stdout
+    rows = [line for line in done.stdout.splitlines() if line.startswith("r#")]
+    assert rows and all(line.rstrip().endswith("n/a") for line in rows), done.stdout
+    header = (tmp_path / "one-cal.toml").read_text().splitlines()[1]
+    assert header == f"# Leave-one-out mean absolute error (%): not computed: {why}", header
+    report = json.loads(autotune("calibrate", run, "--allow-simulated", "--json").stdout)
+    assert report["loo_mape"] is None and report["loo_skipped"] == why
