@@ -33,14 +33,16 @@ def choose_trial(view: StudyView, pick: str | None, trial: int | None, exhausted
     sentence, said where a study has nothing to export instead of "more --trials"."""
     if trial is not None:
         if view.point(trial) is None:
-            feasible = ", ".join(str(p.trial) for p in view.points) or "none"
+            feasible = ", ".join(str(p.trial) for p in view.points)
             # What became of it, where the study knows (an interrupted trial names the trial that probed it again).
             row = next((r for r in view.trials if r["trial"] == trial), None)
             became = ""
             if row is not None and row.get("reason"):
                 said = row["reason"]  # a failure's reason starts with its status already ("timeout: no result ...")
                 became = f" ({said})" if said.startswith(f"{row['status']}:") else f" ({row['status']}: {said})"
-            raise UserError(f"trial {trial} is not a feasible evaluated trial of this study{became}; choose one of: {feasible}")
+            # "choose one of: none" offered no choice (trial54 F11).
+            choose = f"choose one of: {feasible}" if feasible else "the study has no feasible trial to export"
+            raise UserError(f"trial {trial} is not a feasible evaluated trial of this study{became}; {choose}")
         return trial, f"trial-{trial}"
     key = PICKS[pick or "knee"]
     if key not in view.picks:
@@ -48,7 +50,8 @@ def choose_trial(view: StudyView, pick: str | None, trial: int | None, exhausted
         said = ", ".join(f"{n} {status}" for status, n in counts.items()) or "none evaluated"
         fix = ("`autotune report` names why its probes failed" if counts.get("failed") or counts.get("timeout")
                else exhausted if exhausted else "run `autotune run` with more --trials")
-        raise UserError(f"this study has no feasible configuration to export yet ({len(view.trials)} trials: {said}); {fix}")
+        trials = f"{len(view.trials)} trial{'' if len(view.trials) == 1 else 's'}"  # not "1 trials" (trial54 F11)
+        raise UserError(f"this study has no feasible configuration to export yet ({trials}: {said}); {fix}")
     return view.picks[key], pick or "knee"
 
 

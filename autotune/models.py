@@ -183,6 +183,14 @@ class _Reader:
                               f"{prefix} needs {', '.join(keys)} (schema: {_SCHEMA})")
 
 
+def params_text(count: float) -> str:
+    """A parameter count to read: "32.50B", "125.3M", "12.4K" ("0.00B" said nothing of a tiny test model: trial54 F11)."""
+    for divisor, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if count >= divisor:
+            return f"{count / divisor:.2f}B" if suffix == "B" else f"{count / divisor:.1f}{suffix}"
+    return f"{count:.0f}"
+
+
 def _read_llm(reader: _Reader, data: dict) -> LLMSpec:
     part = reader.part(data, "llm", _LLM_KEYS, required=True)
     reader.require(part, "llm", (*_LLM_SIZES, "mrope_sections"))

@@ -112,8 +112,10 @@ def _run(args) -> int:
     # The parameters of the model as autotune builds it: a config read otherwise than its checkpoint shows at a
     # glance (trial 44: a 21.8B mixture of experts listed as a dense 3.3B model, with no count anywhere).
     model = settings.model
-    built = (f"; as built: {model.params() / 1e9:.2f}B parameters (decoder {model.llm.params() / 1e9:.2f}B, vision "
-             f"tower and projector {(model.params() - model.llm.params()) / 1e9:.2f}B)")
+    from autotune.models import params_text
+
+    built = (f"; as built: {params_text(model.params())} parameters (decoder {params_text(model.llm.params())}, vision "
+             f"tower and projector {params_text(model.params() - model.llm.params())})")
     table = Table(title=f"{model.name} on {settings.hardware.name}: {valid} of {total} valid"
                         f"{' (listed: the valid ones)' if listed_valid else ''}{built}")
     for _, title in columns:

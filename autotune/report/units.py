@@ -14,16 +14,22 @@ def _scale(max_value: float, units: tuple[tuple[str, float], ...]) -> tuple[str,
 
 
 def time_unit(values_s: list[float]) -> tuple[str, float]:
-    """(unit name, seconds per unit) for a column of durations in seconds."""
+    """(unit name, seconds per unit) for a column of durations in seconds; s for a column with no figure (trial54
+    F11: an all-OOM study's trial table was headed "time ms", its smallest unit, over n/a alone)."""
     # ms: a tiny model's simulated job on many nodes read "1.52e-05 s" (trial 46).
-    return _scale(max((v for v in values_s if v is not None), default=0.0),
-                  (("ms", 1e-3), ("s", 1.0), ("min", 60.0), ("h", 3600.0)))
+    figures = [v for v in values_s if v is not None]
+    if not figures:
+        return ("s", 1.0)
+    return _scale(max(figures), (("ms", 1e-3), ("s", 1.0), ("min", 60.0), ("h", 3600.0)))
 
 
 def energy_unit(values_kj: list[float]) -> tuple[str, float]:
-    """(unit name, kJ per unit) for a column of energies in kJ."""
+    """(unit name, kJ per unit) for a column of energies in kJ; kJ for a column with no figure (as time_unit)."""
     units = (("mJ", 1e-6), ("J", 1e-3), ("kJ", 1.0), ("kWh", 3600.0), ("MWh", 3.6e6))
-    return _scale(max((v for v in values_kj if v is not None), default=0.0), units)
+    figures = [v for v in values_kj if v is not None]
+    if not figures:
+        return ("kJ", 1.0)
+    return _scale(max(figures), units)
 
 
 def figure(value: float | None, divisor: float = 1.0) -> str:

@@ -130,5 +130,20 @@ def test_a_study_that_evaluated_its_whole_space_is_not_told_to_run_more_trials(t
     assert "--trials" not in doc["note"]
     # Export of a study with nothing feasible: the same advice, not "run `autotune run` with more --trials".
     empty = StudyView(None, [{"trial": 0, "status": "oom", "reason": "oom"}], [], [], {}, None)
-    with pytest.raises(UserError, match=r"\(1 trials: 1 oom\); every valid candidate of the space \(1\) was evaluated"):
+    with pytest.raises(UserError, match=r"\(1 trial: 1 oom\); every valid candidate of the space \(1\) was evaluated"):
         choose_trial(empty, "knee", None, "every valid candidate of the space (1) was evaluated: widen the space")
+
+
+def test_a_table_with_no_figure_is_headed_in_base_units_and_export_offers_no_empty_choice():
+    """Trial 54 F11: an all-OOM study's trial table read "time ms" and "energy mJ" over n/a alone, and `export --trial`
+    of it said "choose one of: none"."""
+    from autotune.errors import UserError
+    from autotune.export import choose_trial
+    from autotune.report.units import energy_unit, time_unit
+
+    assert time_unit([None, None]) == ("s", 1.0) and energy_unit([]) == ("kJ", 1.0)
+    assert time_unit([0.002]) == ("ms", 1e-3) and energy_unit([5000.0]) == ("kWh", 3600.0)
+    empty = StudyView(None, [{"trial": 0, "status": "oom", "reason": "oom: out of memory"}], [], [], {}, None)
+    with pytest.raises(UserError) as refused:
+        choose_trial(empty, None, 0)
+    assert str(refused.value).endswith("; the study has no feasible trial to export") and "none" not in str(refused.value)

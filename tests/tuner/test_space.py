@@ -276,8 +276,11 @@ def test_the_listing_names_the_parameters_of_the_model_as_built(capsys):
     assert main(["space", "--model", "32b", "--nodes", "4", "--valid"]) == 0
     title = " ".join(capsys.readouterr().out.split("┏")[0].split())
     model = load_model("32b")
-    assert title.endswith(f"as built: {model.params() / 1e9:.2f}B parameters (decoder {model.llm.params() / 1e9:.2f}B, "
-                          f"vision tower and projector {(model.params() - model.llm.params()) / 1e9:.2f}B)"), title
+    from autotune.models import params_text
+
+    assert title.endswith(f"as built: {params_text(model.params())} parameters (decoder {params_text(model.llm.params())}, "
+                          f"vision tower and projector {params_text(model.params() - model.llm.params())})"), title
+    assert f"{model.params() / 1e9:.2f}B parameters" in title
     assert 32 < model.llm.params() / 1e9 < 33.5  # Qwen2.5-32B's decoder, as published: 32.8B
 
 
@@ -348,3 +351,10 @@ def test_nothing_fits_names_the_binding_limit_and_only_what_the_space_lacks():
     said = nothing_valid(no_offload)
     assert said.endswith("widen it: more --nodes, or optimizer offload in the --space file (see `autotune space`)"), said
     assert "host memory" not in said
+
+
+def test_a_parameter_count_reads_in_its_own_unit():
+    """Trial 54 F11: the tiny test model was "0.00B parameters (decoder 0.00B, ...)"."""
+    from autotune.models import params_text
+
+    assert [params_text(n) for n in (32.76e9, 675.3e6, 12_400, 512)] == ["32.76B", "675.3M", "12.4K", "512"]
