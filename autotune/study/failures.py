@@ -102,7 +102,9 @@ def no_probe_succeeded(study: optuna.Study, others_left: bool = True, replayed: 
     head = (f"no probe of this study succeeded (of its {len(evaluated)} evaluated candidate(s), {said}), so nothing "
             "is on its front")
     others = "probe others with a larger --trials" if others_left else "every candidate of the space was probed"
-    widen = "widen the space (ZeRO-3, offload, checkpointing, more --nodes in a --space file)"
+    # The memory-saving values only where memory was what failed them: widening fixes no failure (trial54 F4).
+    widen = ("widen the space (ZeRO-3, offload, checkpointing, more --nodes in a --space file)" if outcomes["ran out of memory"]
+             else "widen the space (other candidates in a --space file)")
     failed = [t for t in evaluated if t.state == TrialState.FAIL]
     failure = f". {_trial_failure(max(failed, key=lambda t: t.number))}" if failed else ""
     if replayed and others_left:

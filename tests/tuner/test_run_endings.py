@@ -288,3 +288,13 @@ def test_failures_with_candidates_left_stay_final_below_the_failing_start_stop(t
     study = _study(tmp_path)
     assert no_probe_succeeded(study).endswith("the study resumes, and its failed trials are kept")
     assert queue_setup_retries(_study(tmp_path)) == []
+
+
+def test_a_whole_space_replay_of_failures_is_not_told_to_add_memory_savings(tmp_path):
+    """Trial 54 F4: every record failed (an NCCL error), and the end said "widen the space (ZeRO-3, offload,
+    checkpointing, more --nodes ...)": those save memory, and no failure was of memory."""
+    study = _study(tmp_path)
+    run_study(study, settings_for(*SETTINGS), _Probes("candidate", "candidate"), 2, early_stop=False)
+    said = no_probe_succeeded(study, others_left=False, replayed=True, unrecorded_left=False)
+    assert said.endswith("was evaluated: widen the space (other candidates in a --space file) and measure its new "
+                         "candidates (--backend launch)"), said
