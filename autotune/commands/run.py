@@ -302,7 +302,7 @@ def _resume(study, settings, backend, args: argparse.Namespace, run_dir: Path, c
                       "the set-up (the launcher or the nodes, before the trainer ran them), not on the candidate")
     if started_failing:
         console.print(f"probing again the candidate(s) of trial(s) {', '.join(map(str, started_failing))}: they failed "
-                      "when no probe of the study had run yet (the run stopped then, pointing at the set-up)")
+                      "when no probe of the study had run yet (the run ended there, pointing at the set-up)")
     for trial in timed_out:
         differ = setting_changes(trial.user_attrs[TIMED_OUT_UNDER_ATTR], timeout_settings, recorded_only=True)
         console.print(f"probing again the candidate of trial {trial.number}: its probe timed out under other probe "
