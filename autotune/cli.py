@@ -139,6 +139,10 @@ def console_main() -> None:
     _replace_what_stdout_cannot_encode()
     try:
         status = main()
+        # The command's work is done: a stop signal from here on (a job's SIGTERM a moment late) must not turn a
+        # finished command into a silent 143 with no line (trial 56 #2); the output below is all that is left.
+        for signum in stop_signals():
+            signal.signal(signum, signal.SIG_IGN)
         # Output a pipe has not taken yet is written here, where a reader gone away is still said as below
         # (at exit, Python would print "Exception ignored ... BrokenPipeError" and end with status 120).
         sys.stdout.flush()

@@ -642,3 +642,32 @@ def test_a_signal_that_stops_a_run_stops_every_command_with_its_line(arguments, 
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 128 + getattr(signal, name), result.stderr
     assert result.stderr.strip().splitlines() == [line]
+
+
+def test_a_stop_signal_after_the_command_finished_its_work_does_not_turn_it_into_a_silent_stop(tmp_path):
+    """Trial 56 #2: a SIGTERM that came after a command had printed everything (a job's signal a moment late) ended
+    it with 143 and no line, so a job script read a finished export as stopped. Once main() returned, the stop
+    signals are ignored: the status is what the command did. The signal here comes as its output is flushed."""
+    code = (
+        "import os, signal, sys\n"
+        "from autotune import cli\n"
+        "class LateSignal:\n"
+        "    def __init__(self, stream): self.stream = stream\n"
+        "    def write(self, text): return self.stream.write(text)\n"
+        "    def flush(self):\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "        for _ in range(100000): pass  # a handler would run here\n"
+        "        return self.stream.flush()\n"
+        "    def __getattr__(self, name): return getattr(self.stream, name)\n"
+        "real = cli.main\n"
+        "def main():\n"
+        "    status = real()\n"
+        "    sys.stdout = LateSignal(sys.stdout)\n"
+        "    return status\n"
+        "cli.main = main\n"
+        "sys.argv = ['autotune', 'space', '--model', '7b', '--nodes', '1', '--valid']\n"
+        "cli.console_main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "interrupted" not in done.stderr and "valid" in done.stdout
