@@ -58,6 +58,10 @@ def environment() -> tuple[tuple[str, str], ...]:
                                                  "Python install under ~/.cache/torch_extensions)"),
         ("COLUMNS, LINES", "the terminal's size for tables and progress (0 or not a number: ignored); output that is "
                            "not a terminal is 160 columns wide whatever COLUMNS says"),
+        ("LC_ALL, LANG (and Python's PYTHONUTF8)", "under an ASCII locale a non-ASCII name typed or found on disk (a "
+         "--study-name, a model file's or checkpoint folder's name) is read as the UTF-8 it is, so a study is the same "
+         "in every locale (bytes that are not UTF-8 in a --study-name: one line, exit 2); a character the output "
+         "cannot show prints as ?, a path as the bytes typed"),
         ("NO_COLOR, TERM=dumb", "no colours (bold and dim stay); output that is not a terminal has none at all"),
         (f"{SM_CLOCK_SET_BY_ENV}, {PROBE_ID_ENV}", "set by autotune in a probe's environment (srun set the SM clock; "
                                                    "the mark that finds its processes): not to set by hand"),

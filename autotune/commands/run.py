@@ -103,7 +103,8 @@ def register(subparsers) -> None:
     )
     probe.add_argument("--launcher", choices=LAUNCHERS, default=DEFAULT_LAUNCHER, help=f"how probes start (default: {DEFAULT_LAUNCHER})")
     probe.add_argument("--hostfile", type=path_flag, metavar="FILE", help="DeepSpeed hostfile for multi-node probes")
-    for option, text in (("probe_timeout_s", "seconds before a probe is killed"),
+    for option, text in (("probe_timeout_s", "seconds from a probe's start (Python, torch and DeepSpeed included) before it is "
+                                             "killed, at least 1"),
                          ("warmup_steps", "optimizer steps before the measured window"),
                          ("probe_steps", "measured optimizer steps, at least"),
                          ("probe_seconds", "measured window, at least this long"),

@@ -76,7 +76,10 @@ def read_study(given: Path) -> ComparedStudy:
     if unread == "missing" and (run_dir / "study.db").is_file():
         raise UserError(f"{given} holds no pareto.json; run `autotune report {given}` first")
     if unread == "missing":  # no study here for `report` to read: the folder above the run directories, say
-        raise UserError(f"{given} holds no pareto.json, nor a study.db{_run_dirs_in(given)}: pass the --out directory "
+        held = _run_dirs_in(given)
+        if held:  # the folder above the run directories: one of them is the fix, not a report of the folder
+            raise UserError(f"{given} holds no pareto.json, nor a study.db{held}: pass one of them")
+        raise UserError(f"{given} holds no pareto.json, nor a study.db: pass the --out directory "
                         f"of an `autotune run`, or its pareto.json (where the run kept its study in a database, "
                         f"`autotune report {given} --storage URL --study-name NAME` writes one)")
     if unread:

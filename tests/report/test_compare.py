@@ -413,7 +413,9 @@ def test_bad_run_directories_are_one_line_naming_the_fix(runs, tmp_path):
                       "--out directory of an `autotune run`, or its pareto.json")
     assert "first" not in autotune_main("compare", empty, one).stderr
     shutil.copytree(one, empty / "run")  # the folder above the run directories: they are named
-    _one_line_refusal(autotune_main("compare", empty, one), f"(it holds the run directories {empty / 'run'})")
+    held = autotune_main("compare", empty, one)
+    _one_line_refusal(held, f"(it holds the run directories {empty / 'run'}): pass one of them")
+    assert "--storage" not in held.stderr  # a report of the folder above them is no fix (trial 56 #10)
     no_report = tmp_path / "no-report"
     shutil.copytree(one, no_report)
     (no_report / "pareto.json").unlink()
