@@ -80,7 +80,7 @@ def markdown_report(view: StudyView, document: dict) -> str:
         + (f", study {md_text(study)}" if (study := named_study(document)) else ""),
         "",
         f"**{say(provenance_sentence(document))}** Backend `{document['backend']}`. "
-        f"{document['trials']} trials ({say(counts)}); baseline trial {document['baseline']}.",
+        f"{document['trials']} trial{'' if document['trials'] == 1 else 's'} ({say(counts)}); baseline trial {document['baseline']}.",
         "",
         say(workload_sentence(document["workload"], document.get("model_caveats"))),
         "",

@@ -113,7 +113,7 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
     console.print(escape(workload_sentence(document["workload"], document.get("model_caveats"))))
     if unsearched := unsearched_nodes_sentence(document):
         console.print(escape(unsearched))
-    console.print(escape(f"{document['trials']} trials ({trial_counts(document, view)})"))
+    console.print(escape(f"{document['trials']} trial{'' if document['trials'] == 1 else 's'} ({trial_counts(document, view)})"))
     if document.get("note"):
         console.print(f"[yellow]{escape(document['note'])}[/]")
     if noise_text := noise_line(document):

@@ -74,7 +74,8 @@ def _what_a_resume_does(failed: list, probed_again: bool = False) -> str:
     setup = sum(bool(t.user_attrs.get(SETUP_FAILURE_ATTR)) for t in failed)
     again = retried_after_failing_start(failed) if probed_again else []
     if again and setup < len(failed):  # probed again (retries.FAILING_START_ATTR)
-        return (f"the study resumes and probes these {len(again)} candidate(s) again (no probe of the study had run, so "
+        these = "this candidate" if len(again) == 1 else f"these {len(again)} candidates"
+        return (f"the study resumes and probes {these} again (no probe of the study had run, so "
                 "their failures may be the set-up's)")
     if not setup:
         return "the study resumes, and its failed trials are kept"

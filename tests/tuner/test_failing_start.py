@@ -81,7 +81,7 @@ def test_the_same_command_again_probes_the_same_candidates_and_then_goes_on_once
     with pytest.raises(FailingStart) as stopped:
         run_study(_study(tmp_path), settings, _Scripted("failed"), 30)
     assert str(stopped.value).endswith("Fix that and run the same command again: the study resumes and probes these 3 "
-                                       "candidate(s) again (no probe of the study had run, so their failures may be the "
+                                       "candidates again (no probe of the study had run, so their failures may be the "
                                        "set-up's)")
     first = {json.dumps(t.params, sort_keys=True) for t in _evaluated(_study(tmp_path))}
     study = _study(tmp_path)

@@ -274,7 +274,7 @@ def test_a_space_too_small_for_the_failing_start_stop_probes_its_failures_again_
     study = _study(tmp_path)
     said = no_probe_succeeded(study, others_left=False)
     assert said.endswith("Fix that and run the same command again (every candidate of the space was probed): the study "
-                         "resumes and probes these 2 candidate(s) again (no probe of the study had run, so their failures "
+                         "resumes and probes these 2 candidates again (no probe of the study had run, so their failures "
                          "may be the set-up's)"), said
     assert queue_setup_retries(_study(tmp_path)) == [0, 1]  # as `autotune run` does on resume
     fixed = _Probes()
