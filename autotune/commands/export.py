@@ -337,9 +337,12 @@ def _write_measurements(study, path: Path) -> int:
     from autotune.study.retries import evaluated_trials
 
     settings = StudySettings.from_dict(study.user_attrs["settings"])
-    records = []
+    records, left_out = [], {}
     for trial in sorted(evaluated_trials(study).values(), key=lambda t: t.number):
         params = trial.user_attrs["candidate"]["knobs"]
+        if (why := _not_the_candidates(trial)) is not None:
+            left_out.setdefault(why, []).append(trial.number)
+            continue
         record = measurement_record(params, trial.user_attrs["result"], study_of(settings.candidate(params)))
         if record is None:
             continue
@@ -350,6 +353,8 @@ def _write_measurements(study, path: Path) -> int:
             raise UserError(f"--measurements {path}: not written: {problem}, which a replay of it would refuse; a bug "
                             "to report (a study's own results replay)") from None
         records.append(record)
+    if left_out:  # on stderr: with `--measurements -` standard output holds the records alone
+        print(_left_out_line(left_out), file=sys.stderr)
     text = "".join(json.dumps(r) + "\n" for r in records)
     if path == STDOUT:
         sys.stdout.write(text)
@@ -359,3 +364,39 @@ def _write_measurements(study, path: Path) -> int:
     write_text_atomic(path, text)
     print(f"{path}: {len(records)} probe results (replay with --backend replay --measurements {shell_path(path)})")
     return 0
+
+
+# Why a probe's failure says nothing of its candidate: a replay would hold it final, as the candidate's own.
+_TIMED_OUT = "timed out"
+_SETUP = "failed on the set-up"
+
+
+def _not_the_candidates(trial) -> str | None:
+    """Why a trial's result is left out of the measurements, or None to write it. A timeout is a property of the
+    probe settings (`--probe-timeout`, `--probe-steps`: a resume with others probes the candidate again) and a
+    set-up failure (the study's own record, `setup_failure`) of the cluster, not of the candidate; a replay has no
+    such status and cannot probe again, so its record would be a final "failed" (trial 54 F9)."""
+    from autotune.study.retries import SETUP_FAILURE_ATTR
+
+    if trial.user_attrs.get(SETUP_FAILURE_ATTR):
+        return _SETUP
+    if (trial.user_attrs.get("result") or {}).get("status") == "timeout":
+        return _TIMED_OUT
+    return None
+
+
+def _left_out_line(left_out: dict[str, list[int]]) -> str:
+    """One line: how many results are left out, and why ("3 probe results left out: they timed out (trials 0, 1,
+    2) ...")."""
+    count = sum(len(numbers) for numbers in left_out.values())
+    whys = [f"{why} (trial{'s' if len(numbers) > 1 else ''} {', '.join(map(str, numbers))})"
+            for why, numbers in sorted(left_out.items(), key=lambda item: item[1][0])]
+    fixes = []
+    if _TIMED_OUT in left_out:
+        fixes.append("a resume with a longer --probe-timeout probes a timed-out candidate again")
+    if _SETUP in left_out:
+        fixes.append("a resume after the set-up is fixed probes the set-up's failures again")
+    return (f"{count} probe result{'s' if count > 1 else ''} left out: {'they' if count > 1 else 'it'} "
+            f"{' or '.join(whys)}, which says nothing of the candidate{'s' if count > 1 else ''}, and a replay would "
+            f"hold {'them' if count > 1 else 'it'} final; a replay that proposes such a candidate fails it as \"no "
+            f"record\" ({' and '.join(fixes)}: export after it)")

@@ -55,3 +55,34 @@ def test_export_writes_no_record_a_replay_would_refuse(huge_study, tmp_path, mon
     assert f"--measurements {records}: not written: trial " in refused.stderr
     assert "energy_kj = " in refused.stderr and "which a replay of it would refuse" in refused.stderr
     assert "record format" not in refused.stderr and not records.exists()
+
+
+def test_timeouts_and_set_up_failures_are_left_out_of_the_measurements(tmp_path):
+    """A timeout is the probe settings' (a resume with a longer --probe-timeout probes it again) and a set-up failure
+    the cluster's; exported as "failed", a replay held them final, as the candidates' own (trial 54 F9)."""
+    import sqlite3
+
+    out = tmp_path / "run"
+    ran = autotune_main("run", "--model", "32b", "--nodes", "4", "--trials", "4", "--backend", "simulate", "--out", out, "-q")
+    assert ran.returncode == 0, ran.stderr
+    timeout = {"status": "timeout", "source": "measured", "energy_source": "unavailable",
+               "error": "no result within 1 s: killed the probe's process group",
+               "details": {"launcher": "torchrun", "exit_code": None}}
+    failed = {**timeout, "status": "failed", "error": "the probe exited with status 1 without writing a result",
+              "details": {"launcher": "torchrun", "exit_code": 1}}
+    with sqlite3.connect(out / "study.db") as db:  # a launch study's records, on a simulated one (finished trials)
+        ids = [row[0] for row in db.execute("SELECT trial_id FROM trials ORDER BY number")]
+        for trial_id, result in ((ids[1], timeout), (ids[2], failed)):
+            db.execute("UPDATE trial_user_attributes SET value_json = ? WHERE trial_id = ? AND key = 'result'",
+                       (json.dumps(result), trial_id))
+        db.execute("INSERT INTO trial_user_attributes (trial_id, key, value_json) VALUES (?, 'setup_failure', 'true')",
+                   (ids[2],))
+    records = tmp_path / "m.jsonl"
+    exported = autotune("export", out, "--measurements", records)
+    assert exported.returncode == 0, exported.stderr
+    assert len(records.read_text().splitlines()) == 2
+    assert all(json.loads(line)["status"] == "ok" for line in records.read_text().splitlines())
+    assert exported.stderr.count("\n") == 1, exported.stderr
+    assert ("2 probe results left out: they timed out (trial 1) or failed on the set-up (trial 2), which says nothing "
+            "of the candidates") in exported.stderr
+    assert "longer --probe-timeout" in exported.stderr and f"{records}: 2 probe results" in exported.stdout
