@@ -22,8 +22,10 @@ from pathlib import Path
 import optuna
 from optuna.trial import TrialState
 
+from autotune.backends.probe_options import probe_default
 from autotune.errors import UserError
-from autotune.study.retries import FAILING_START_ATTR, SETUP_FAILURE_ATTR, is_evaluated, released_trials
+from autotune.study.retries import (FAILING_START_ATTR, SETUP_FAILURE_ATTR, TIMED_OUT_UNDER_ATTR, is_evaluated,
+                                    released_trials)
 
 # Failed probes in a row, at a run's start and with none of the study's ever run, after which the run
 # stops (see above). Three: one failure may be the candidate's; three different candidates failing
@@ -59,7 +61,7 @@ def failing_start(evaluated: list, earlier: set[int], failures_may_be_the_setup:
     return FailingStart(
         f"stopped: the {len(now)} probes of this run all failed or timed out and no probe of this study has run "
         f"yet, which points at the set-up rather than the configurations. {_trial_failure(last)}. "
-        f"Fix that and run the same command again: {_what_a_resume_does(now, probed_again=failures_may_be_the_setup)}"
+        f"{_fix_that(now)}: {_what_a_resume_does(now, probed_again=failures_may_be_the_setup)}"
     )
 
 
@@ -68,6 +70,32 @@ def _trial_failure(t: optuna.trial.FrozenTrial) -> str:
     details = t.user_attrs["result"].get("details") or {}
     log = f" (its log: {Path(details['trial_dir']) / 'log.txt'})" if details.get("trial_dir") else ""
     return f"Trial {t.number}: {t.user_attrs.get('reason') or t.user_attrs['result'].get('status') or 'failed'}{log}"
+
+
+# A --probe-timeout below this is likely too short for a probe to start at all: torchrun, then Python, torch and
+# DeepSpeed start on every rank before the trainer's first step (tens of seconds on a cluster's file system).
+PROBE_START_S = 30.0
+
+
+def _fix_that(failed: list) -> str:
+    """"Fix that and run the same command again", or, where every probe timed out (none on a build lock: that one's
+    error names its fix), the timeout as the thing to change: the same command times out again (trial 54 F7)."""
+    results = [t.user_attrs["result"] for t in failed]
+    if not results or any(r.get("status") != "timeout" for r in results) or any(
+            t.user_attrs.get(SETUP_FAILURE_ATTR) for t in failed):
+        return "Fix that and run the same command again"
+    timeouts = {(t.user_attrs.get(TIMED_OUT_UNDER_ATTR) or {}).get("--probe-timeout") for t in failed}
+    timeout_s = timeouts.pop() if len(timeouts) == 1 else None
+    if not isinstance(timeout_s, (int, float)):  # not a launch study's (a test's backend): no timeout to name
+        return ("Every one timed out: if probes need longer (the first may build DeepSpeed's ops), raise --probe-timeout, "
+                "else fix what hangs them (their logs say how far they got), and run the command again")
+    if timeout_s < PROBE_START_S:
+        return (f"Every one timed out at --probe-timeout {timeout_s:g} s, likely too short for a probe to start (Python, "
+                "torch and DeepSpeed start first, and the first probe may build DeepSpeed's ops): raise --probe-timeout "
+                f"(default {probe_default('probe_timeout_s'):g}) and run the command again")
+    return (f"Every one timed out at --probe-timeout {timeout_s:g} s: if probes need longer (the first may build "
+            "DeepSpeed's ops), raise --probe-timeout, else fix what hangs them (their logs say how far they got), and "
+            "run the command again")
 
 
 def _what_a_resume_does(failed: list, probed_again: bool = False) -> str:
@@ -122,7 +150,7 @@ def no_probe_succeeded(study: optuna.Study, others_left: bool = True, replayed: 
     if not failed:
         return f"{head}: {others}, or {widen}" if others_left else f"{head}: {others}; {widen}"
     setup = sum(bool(t.user_attrs.get(SETUP_FAILURE_ATTR)) for t in failed)
-    again = "run the same command again" + ("" if setup == len(evaluated) else f" ({others})")
+    again = "" if setup == len(evaluated) else f" ({others})"
     # The space ran out before the failing-start stop's FAILING_START_PROBES: with no probe of the study ever run,
     # these failures may be the set-up's all the same, and a resume that probed nothing left "Fix that" a dead end.
     probed_again = not others_left and len(failed) == len(evaluated)
@@ -130,7 +158,7 @@ def no_probe_succeeded(study: optuna.Study, others_left: bool = True, replayed: 
         marked = retried_after_failing_start(failed)
         if marked:
             study.set_user_attr(FAILING_START_ATTR, sorted(set(study.user_attrs.get(FAILING_START_ATTR, [])) | set(marked)))
-    return f"{head}{failure}. Fix that and {again}: {_what_a_resume_does(failed, probed_again=probed_again)}"
+    return f"{head}{failure}. {_fix_that(failed)}{again}: {_what_a_resume_does(failed, probed_again=probed_again)}"
 
 
 # How a probe that did not succeed ended, as a sentence counts them.

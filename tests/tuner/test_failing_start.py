@@ -217,3 +217,28 @@ def test_a_replay_of_recorded_failures_looks_them_up_and_never_calls_them_the_se
     last = done.stderr.strip().splitlines()[-1]
     assert done.returncode == 2 and "of its 10 evaluated candidate(s), 10 failed" in last, done.stderr
     assert "the recording is exhausted): measure the valid candidates it lacks (--backend launch)" in last
+
+
+@pytest.mark.parametrize("timeout_s, said", [
+    (1.0, "Every one timed out at --probe-timeout 1 s, likely too short for a probe to start (Python, torch and "
+          "DeepSpeed start first, and the first probe may build DeepSpeed's ops): raise --probe-timeout (default 900) "
+          "and run the command again: the study resumes"),
+    (600.0, "Every one timed out at --probe-timeout 600 s: if probes need longer (the first may build DeepSpeed's ops), "
+            "raise --probe-timeout, else fix what hangs them (their logs say how far they got), and run the command "
+            "again: the study resumes"),
+])
+def test_a_start_of_timeouts_names_the_probe_timeout_as_the_fix(tmp_path, timeout_s, said):
+    """Trial 54 F7: `--probe-timeout 1` timed every probe out before it could start, and the stop said "Fix that and
+    run the same command again", which times out again: it names the timeout, and raising it."""
+
+    class _Timeouts(_Scripted):
+        def timeout_settings(self) -> dict:
+            return {"--probe-steps": 5, "--probe-timeout": timeout_s}
+
+    with pytest.raises(FailingStart) as stopped:
+        run_study(_study(tmp_path), settings_for(*SETTINGS), _Timeouts("timeout"), 30)
+    message = str(stopped.value)
+    assert said in message and "Fix that" not in message and "\n" not in message, message
+    with pytest.raises(FailingStart) as stopped:  # a failure among them: the set-up's, as before
+        run_study(_study(tmp_path / "mixed"), settings_for(*SETTINGS), _Timeouts("timeout", "failed"), 30)
+    assert "Fix that and run the same command again" in str(stopped.value)
