@@ -247,9 +247,25 @@ def front_note(points: list[Point], front: list[Point], trials_by_status: dict[s
             f"One configuration (trial {front[0].trial}) is both the fastest and the least energy of "
             f"{len(points)} feasible ones: every pick is that trial.{why}"
         )
-    if len({(p.time_s, p.energy_kj) for p in front}) == 2:
-        return two_point_note(front)
-    return None
+    two_points = two_point_note(front) if len({(p.time_s, p.energy_kj) for p in front}) == 2 else None
+    return " ".join(filter(None, (two_points, exact_ties_note(front)))) or None
+
+
+def exact_ties_note(front: list[Point]) -> str | None:
+    """Front points with exactly the same time and energy, where the front holds others too (the all-tie and the
+    time-only cases say theirs in front_note): the picks name the lowest trial of a tie, and the others, perhaps the
+    less intrusive setting, do exactly as well (trial54 F6). None where there is no such tie."""
+    groups: dict[tuple, list[int]] = {}
+    for p in front:
+        groups.setdefault((p.time_s, p.energy_kj), []).append(p.trial)
+    sentences = []
+    for trials in sorted((sorted(set(t)) for t in groups.values() if len(set(t)) > 1), key=lambda t: t[0]):
+        others = ", ".join(str(t) for t in trials[1:])
+        sentences.append(f"{len(trials)} configurations on the front (trials {', '.join(map(str, trials))}) tie with "
+                         f"exactly the same time and energy: a pick among them names the lowest trial, {trials[0]}, though "
+                         f"{'trial' if len(trials) == 2 else 'trials'} {others} {'does' if len(trials) == 2 else 'do'} "
+                         "as well.")
+    return " ".join(sentences) or None
 
 
 def two_point_note(front: list[Point]) -> str:

@@ -69,6 +69,21 @@ def test_a_front_of_configurations_tied_exactly_offers_no_trade_off_and_says_so(
     assert "every pick is the lowest trial, 2" in note
 
 
+def test_an_exact_tie_among_other_front_points_is_said():
+    """Trial 54 F6: two front points of exactly the same time and energy beside others: the picks named the lower
+    trial and nothing said the other did as well (a time-only study and an all-tie front said theirs)."""
+    tied = [pt(2, 1.0, 2.0), pt(3, 1.0, 2.0)]
+    front = [pt(0, 0.5, 3.0), *tied, pt(1, 1.5, 1.0)]
+    note = front_note(front, front, {"ok": 4})
+    assert note == ("2 configurations on the front (trials 2, 3) tie with exactly the same time and energy: a pick "
+                    "among them names the lowest trial, 2, though trial 3 does as well.")
+    # With two distinct points, beside the no-knee sentence.
+    two = [pt(0, 0.5, 3.0), *tied]
+    assert front_note(two, two, {"ok": 3}).endswith("tie with exactly the same time and energy: a pick among them names "
+                                                    "the lowest trial, 2, though trial 3 does as well.")
+    assert front_note(front[:2] + front[3:], front[:2] + front[3:], {"ok": 3}) is None
+
+
 def test_max_power_per_gpu():
     # GH200: GPU 600 + Grace 100 + memory 35 W exceed the 680 W module cap, which bounds them all.
     assert max_power_per_gpu_w(load_hardware("gh200")) == 680.0
