@@ -160,8 +160,8 @@ def ranks_note(candidate) -> str:
             f"gradient_accumulation_steps {candidate.grad_accum} x {candidate.dp_degree}, which DeepSpeed checks at "
             f"start-up; on another number of ranks keep train_batch_size and set gradient_accumulation_steps to "
             f"{global_batch} / ({knobs.micro_batch} x the data-parallel size), a whole number only at data-parallel "
-            f"sizes {whole}; at another (3 ranks, say) the micro-batch must change too: `autotune run` at that GPU "
-            "count finds one")
+            f"sizes {whole}; at another (3 ranks, say) the micro-batch must change too: `autotune run` with that "
+            "number of ranks finds one")
 
 
 def handover_notes(candidate) -> list[str]:
@@ -193,7 +193,7 @@ def beyond_the_config(knobs) -> list[str]:
         # Where the section has cpu_checkpointing: true (ds_config._checkpointing_section), a newcomer's trial that made
         # those calls on CPU ranks met DeepSpeed's crash in the recompute; false there trained.
         cpu_crash = ("; its cpu_checkpointing: true was never run by the probe, and makes deepspeed.checkpointing.checkpoint "
-                     "fail on CPU ranks (DeepSpeed 0.19.8): set it false there")
+                     "fail on a machine without CUDA (DeepSpeed 0.19.8): set it false there")
         notes.append(f"activation checkpointing ({knobs.activation_checkpointing}: {how[knobs.activation_checkpointing]}) "
                      f"is code, not config: {wrap[knobs.activation_checkpointing]} (the probe's: "
                      "trainer/checkpointing.py; the config's activation_checkpointing section applies only to "

@@ -300,7 +300,7 @@ def test_each_checkpointing_mode_names_the_code_that_gives_it(mode, says, not_sa
                "only to deepspeed.checkpointing.checkpoint calls, which the probe does not make")
     # A newcomer's trial: the offload picks' cpu_checkpointing: true crashed those calls on CPU ranks.
     crash = ("; its cpu_checkpointing: true was never run by the probe, and makes deepspeed.checkpointing.checkpoint "
-             "fail on CPU ranks (DeepSpeed 0.19.8): set it false there")
+             "fail on a machine without CUDA (DeepSpeed 0.19.8): set it false there")
     from autotune.ds_config import _checkpointing_section
     assert note.endswith(section + (crash if _checkpointing_section(mode)["cpu_checkpointing"] else "") + ")")
     assert (mode != "recompute") == _checkpointing_section(mode)["cpu_checkpointing"]
@@ -327,7 +327,7 @@ def test_the_export_names_the_ranks_its_batch_sizes_hold_for_and_deepspeed_agree
                     "train_batch_size 64 = micro-batch 2 x gradient_accumulation_steps 4 x 8, which DeepSpeed checks at "
                     "start-up; on another number of ranks keep train_batch_size and set gradient_accumulation_steps to "
                     "64 / (2 x the data-parallel size), a whole number only at data-parallel sizes 1, 2, 4, 8, 16, 32; "
-                    "at another (3 ranks, say) the micro-batch must change too: `autotune run` at that GPU count finds one")
+                    "at another (3 ranks, say) the micro-batch must change too: `autotune run` with that number of ranks finds one")
     assert config["autotune"]["ranks"] == 16
     assert f"- {note}" in " ".join(exported.stderr.split())
     assert f"#   - {note}" in (tmp_path / "mine.launch.sh").read_text()
