@@ -88,6 +88,22 @@ def test_a_focused_point_is_ringed_and_its_text_shown_and_a_reached_row_marked()
     assert "display: none !important" in _rule(r"\.chart \.point-detail ", STYLE[STYLE.index("@media print"):])
 
 
+def _measured_in_chromium(wrapper_html: str, run_dir, tmp_path, *flags: str) -> list[str]:
+    """What a wrapper page's script measured of the run's report.html in headless Chromium (its <output>), split."""
+    import subprocess
+    from html import unescape
+
+    from tests.report.test_html_browser import FLAGS, _chromium
+
+    wrapper = tmp_path / "wrapper.html"
+    wrapper.write_text(wrapper_html.format(src=(run_dir / "report.html").as_uri()))
+    dom = subprocess.run([_chromium(), *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--allow-file-access-from-files",
+                          *flags, "--dump-dom", wrapper.as_uri()], capture_output=True, text=True, timeout=120)
+    found = re.search(r'<output id="measured">([^<]*)</output>', dom.stdout)
+    assert found, dom.stderr[-2000:]
+    return unescape(found.group(1)).split(";")
+
+
 _FOCUS_WRAPPER = """<!DOCTYPE html><html><body>
 <iframe id="page" src="{src}" style="width:1200px;height:800px;border:0"></iframe>
 <script>
@@ -112,17 +128,7 @@ document.getElementById("page").addEventListener("load", () => {{
 
 @pytest.mark.slow
 def test_in_chromium_each_point_takes_the_focus_and_shows_its_text(simulated_run, tmp_path):
-    import subprocess
-
-    from tests.report.test_html_browser import FLAGS, _chromium
-
-    wrapper = tmp_path / "focus.html"
-    wrapper.write_text(_FOCUS_WRAPPER.format(src=(simulated_run / "report.html").as_uri()))
-    dom = subprocess.run([_chromium(), *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--allow-file-access-from-files",
-                          "--dump-dom", wrapper.as_uri()], capture_output=True, text=True, timeout=120)
-    found = re.search(r'<output id="measured">([^<]*)</output>', dom.stdout)
-    assert found, dom.stderr[-2000:]
-    points = found.group(1).split(";")
+    points = _measured_in_chromium(_FOCUS_WRAPPER, simulated_run, tmp_path)
     scatter = [p for p in points if not p.endswith(" - -")]  # points with a text strip of their own
     assert scatter and all(p == "true 0 hidden shown" for p in scatter), points
     assert all(p.startswith("true 0 ") for p in points), points  # every point, of every chart, in the Tab order
@@ -265,18 +271,7 @@ document.getElementById("page").addEventListener("load", () => {{
 @pytest.mark.slow
 def test_in_chromium_at_phone_width_a_tap_on_a_point_is_the_points(simulated_run, tmp_path):
     """No label drawn over a neighbouring point takes its tap (a 7b study's `fastest` sat under `max-slowdown`'s)."""
-    import subprocess
-    from html import unescape
-
-    from tests.report.test_html_browser import FLAGS, _chromium
-
-    wrapper = tmp_path / "tap.html"
-    wrapper.write_text(_TAP_WRAPPER.format(src=(simulated_run / "report.html").as_uri()))
-    dom = subprocess.run([_chromium(), *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--allow-file-access-from-files",
-                          "--window-size=800,900", "--dump-dom", wrapper.as_uri()], capture_output=True, text=True, timeout=120)
-    found = re.search(r'<output id="measured">([^<]*)</output>', dom.stdout)
-    assert found, dom.stderr[-2000:]
-    taps = unescape(found.group(1)).split(";")
+    taps = _measured_in_chromium(_TAP_WRAPPER, simulated_run, tmp_path, "--window-size=800,900")
     # A point drawn under another (a tie, the baseline on a trial of its figures) is the other's to tap: never a label's.
     assert taps.count("self") > len(taps) / 2 and all(t == "self" or 'class="marker ' in t for t in taps), taps
     assert "pointer-events: none" in _rule(r"\.chart \.pick-labels ")
