@@ -102,8 +102,8 @@ def ruled_out_sentence(ruled_out: dict) -> str | None:
     why = reasons[0] + (f" (and {len(reasons) - 1} other reason(s); report.html lists each trial's)" if len(reasons) > 1 else "")
     trials = ", ".join(map(str, sorted(ruled_out)))
     many = len(ruled_out)
-    return (f"{many} trial(s) evaluated earlier (by an older autotune, or on another profile) {'is' if many == 1 else 'are'} "
-            f"now ruled out (trial {trials}): {why}; {'it is' if many == 1 else 'they are'} left off the front and "
+    return (f"{many} trial{'s' if many > 1 else ''} evaluated earlier (by an older autotune, or on another profile) {'is' if many == 1 else 'are'} "
+            f"now ruled out (trial{'s' if many > 1 else ''} {trials}): {why}; {'it is' if many == 1 else 'they are'} left off the front and "
             "the picks, and kept in study.db.")
 
 

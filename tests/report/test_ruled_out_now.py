@@ -40,10 +40,18 @@ def test_trials_the_current_memory_estimate_rules_out_leave_the_front_and_the_pi
     done = autotune_main("report", out)
     assert done.returncode == 0, done.stderr
     said = " ".join(done.stdout.split())
-    assert (f"1 trial(s) evaluated earlier (by an older autotune, or on another profile) is now ruled out (trial {fastest}): "
+    assert (f"1 trial evaluated earlier (by an older autotune, or on another profile) is now ruled out (trial {fastest}): "
             "needs ") in said and "GiB per GPU, more than the 86.4 GiB usable" in said
     assert "left off the front and the picks, and kept in study.db" in said
     document = _pareto(out)
     assert fastest not in {p["trial"] for p in document["front"] + document["feasible"]}
     assert fastest not in document["recommendations"].values()
     assert document["trials_by_status"].get("invalid", 0) >= 1
+
+
+def test_two_trials_ruled_out_are_said_in_the_plural():
+    from autotune.report.study_points import ruled_out_sentence
+
+    said = ruled_out_sentence({5: "needs 88.0 GiB per GPU", 1: "needs 88.0 GiB per GPU"})
+    assert said.startswith("2 trials evaluated earlier (by an older autotune, or on another profile) are now ruled out "
+                           "(trials 1, 5): needs 88.0 GiB per GPU; they are left off"), said
