@@ -6,11 +6,11 @@ import re
 
 from autotune.report.deploy_notes import deployment_notes
 from autotune.report.device_words import view_device_words
-from autotune.report.error_bars import error_sentence, figure_bar, header_bar, point_bar
+from autotune.report.error_bars import error_sentence, figure_bar, header_bar
 from autotune.report.noise import noise_line
 from autotune.report.unmeasured_floor import unmeasured_floor_sentence
 from autotune.report.units import (
-    energy_figure, energy_text, energy_unit, estimate_header, estimate_mark, figure, per_energy_figure, time_text, time_unit,
+    energy_figure, energy_unit, estimate_header, estimate_mark, figure, per_energy_figure, time_unit,
 )
 from autotune.report.pareto_json import named_study, nodes_header, unsearched_nodes_sentence
 from autotune.report.pareto_json import hardware_text, provenance_sentence, trial_counts, workload_sentence
@@ -22,8 +22,10 @@ from autotune.report.power_limit import sweep_sentence
 from autotune.report.study_points import StudyView
 from autotune.report.within_noise import change_text, energy_change_text, ties_text
 from autotune.candidate import knobs_sentence
-from autotune.space.files import spans_text
-from autotune.report.table import knob_columns, knob_value, memory_header, memory_kind, pick_definitions_said
+from autotune.report.pick_figures import (
+    baseline_text, devices_text, figures_text, gpu_span_caveat, memory_text, spans_gpus,
+)
+from autotune.report.table import knob_columns, knob_value, memory_header, pick_definitions_said
 
 
 def md_cell(value) -> str:
@@ -143,50 +145,14 @@ def markdown_report(view: StudyView, document: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _kinds(p) -> str:
-    """What a point's figures are: "simulated", or "time measured, energy estimated" where they differ."""
-    return p.source if p.source == p.energy_source else f"time {p.source}, energy {p.energy_source}"
-
-
-def _figures(p, error) -> str:
-    """A point's absolute time and energy, with their error bars: `6.67 min +- 3.4%, 2.09 kWh +- 3.3%`."""
-    return (f"{time_text(p.time_s)}{point_bar(error, p, 'time_s')}, "
-            f"{energy_text(p.energy_kj)}{point_bar(error, p, 'energy_kj')}")
-
-
-def _spans_gpus(view: StudyView) -> bool:
-    """Whether the picks and the baseline run on more than one device count: a time change then holds the
-    devices added (trial 49 #5: an 8-node pick's "time -49.9%" against a 4-node baseline is mostly 2x the GPUs)."""
-    trials = {*view.picks.values(), *([view.baseline_trial] if view.baseline_trial is not None else [])}
-    return len({p.gpus for t in trials if (p := view.point(t)) is not None}) > 1
-
-
-def _devices(p, words, spans: bool) -> str:
-    """` (32 GPUs, 3.56 GPU-h)` after a configuration where the picks span device counts, else ""."""
-    return f" ({p.gpus} {words.many}, {figure(p.gpus * p.time_s / 3600)} {words.one}-h)" if spans else ""
-
-
 def baseline_line(view: StudyView, document: dict, error, words, spans: bool) -> str:
     """The head of the picks: the baseline every percentage is against, its configuration and its absolute figures
     (report.md said only "vs baseline trial 0", which it showed nowhere)."""
-    base = view.baseline_point()
-    if base is None:
-        row = next((r for r in view.trials if r["trial"] == view.baseline_trial), None)
-        why = f", which has no figures ({row['status']}): no change against it can be stated" if row else ""
-        return f"**Picks** (vs baseline trial {document['baseline']}{why})"
-    return (f"**Picks** (vs baseline trial {base.trial}: {knobs_sentence(base.params)}{_devices(base, words, spans)}; "
-            f"{_figures(base, error)}, {_kinds(base)}{_memory(base, words)})")
-
-
-def _memory(p, words) -> str:
-    """`; peak memory 38.1 GiB per GPU (estimated)`, labelled as the front table's column is (memory_kind)."""
-    if p.peak_mem_gib is None:
-        return ""
-    return f"; peak memory {figure(p.peak_mem_gib)} GiB per {words.one} ({memory_kind(p)})"
+    return f"**Picks** (vs baseline trial {document['baseline']}{baseline_text(view, error, words, spans)})"
 
 
 def _changes(head: str, row: dict, p, base, view: StudyView, ties: str, memory: str) -> str:
-    """A pick's line with its changes against the baseline, its peak memory (`memory`: _memory) and its ties."""
+    """A pick's line with its changes against the baseline, its peak memory (`memory`: memory_text) and its ties."""
     estimated = estimated_saving_mark(view, p)  # said here, where no energy figure stands beside it
     against = baseline_label(p, base)  # a baseline whose figures are of another kind than the pick's
     noise, stated = row.get("noise_pct"), row.get("simulator_error_pct")
@@ -214,7 +180,7 @@ def pick_lines(view: StudyView, document: dict, error) -> list[str]:
     """The picks: each one's configuration, absolute figures and changes against the baseline."""
     if not document["picks"]:
         return []
-    words, spans = view_device_words(view), _spans_gpus(view)
+    words, spans = view_device_words(view), spans_gpus(view)
     lines = [baseline_line(view, document, error, words, spans), ""]
     base = view.baseline_point()
     noted: dict[int, str] = {}  # trial -> the pick whose deployment notes said it
@@ -224,19 +190,15 @@ def pick_lines(view: StudyView, document: dict, error) -> list[str]:
         ties = ties_text(view, row)
         # The absolute figures, as the terminal gives them; an estimate says so wherever it is shown.
         head = (f"- **{label}**: trial {p.trial}, {knobs_sentence(p.params)}"
-                f"{_devices(p, words, spans)}; {_figures(p, error)}{' (estimated)' if p.energy_source == 'estimated' else ''}")
+                f"{devices_text(p, words, spans)}; {figures_text(p, error)}{' (estimated)' if p.energy_source == 'estimated' else ''}")
         if p.trial == view.baseline_trial:  # no change against itself, as in the terminal
-            lines.append(f"{head}: the baseline itself{_memory(p, words)}" + (f" ({ties})" if ties else ""))
+            lines.append(f"{head}: the baseline itself{memory_text(p, words)}" + (f" ({ties})" if ties else ""))
         else:
-            lines.append(_changes(head, row, p, base, view, ties, _memory(p, words)))
+            lines.append(_changes(head, row, p, base, view, ties, memory_text(p, words)))
         lines += deployment_lines(view, row["name"], p, noted.get(p.trial), document)
         noted.setdefault(p.trial, label)
-    if spans:
-
-        counts = spans_text(sorted({view.point(t).gpus for t in view.picks.values()}))
-        on = f" and the baseline on {base.gpus}" if base is not None else ""
-        lines.append(f"\nThe picks run on {counts} {words.many}{on}: part of a change in time is the {words.many} added or "
-                     f"taken away; {words.one}-h ({words.many} x time to solution) compares them on one footing.")
+    if caveat := gpu_span_caveat(view, words):
+        lines.append(f"\n{caveat}")
     lines.append("")
     return lines
 

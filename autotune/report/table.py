@@ -20,6 +20,7 @@ from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
 from autotune.report.pareto_json import (
     hardware_text, named_study, nodes_header, not_measured_text, trial_counts, unsearched_nodes_sentence, workload_sentence,
 )
+from autotune.report.pick_figures import baseline_text, memory_kind
 from autotune.report.payback import cost_sentence, estimated_saving_mark, payback_by_trial, payback_sentence
 from autotune.report.picks import (
     CHOOSING_A_PICK, PICK_FILES, baseline_label, missing_change, pick_definitions, pick_label, picks_by_trial, time_only_energy_words,
@@ -75,19 +76,6 @@ def stdout_console() -> Console:
     tools export the terminal's (pytest sets 80 for its children), which says nothing of a file's width."""
     piped = not sys.stdout.isatty()
     return _StdoutConsole(width=160 if piped else None, soft_wrap=piped)
-
-
-# What a probe's peak memory was read from (trainer/result.py): the column must not pass a process's RSS
-# (Python and DeepSpeed included) off as the device memory the simulator estimates.
-_MEMORY_KINDS = {"process_peak_rss": "process peak RSS", "cuda_max_memory_allocated": "CUDA peak allocated"}
-
-
-def memory_kind(p) -> str:
-    """What a point's peak memory is: the simulator's memory estimate for a simulated point ("estimated"), else
-    what the probe read ("process peak RSS"; a replayed record that does not say: "measured")."""
-    if p.source == "simulated":
-        return "estimated"
-    return _MEMORY_KINDS.get(((p.extra or {}).get("details") or {}).get("peak_mem_kind"), "measured")
 
 
 def memory_header(points) -> str:
@@ -158,6 +146,10 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
         )
     print_table(console, table)  # its first column, the trial, names each row
     base = view.baseline_point()
+    # The baseline every pick's changes are against, where the table above does not show it (trial57 #8: each line
+    # said "vs baseline trial 0", shown nowhere but in the progress lines -q hides), as report.md heads its picks.
+    if document["picks"] and not any(p.trial == view.baseline_trial for p in view.front):
+        console.print(escape(f"baseline (trial {view.baseline_trial}){baseline_text(view, error, words, False)}"))
     for row in document["picks"]:
         p = view.point(row["trial"])
         line = f"[bold]{escape(pick_label(row['name'], view.pick_parameters))}[/]: trial {p.trial}, {knobs_sentence(p.params)}"

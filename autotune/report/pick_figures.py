@@ -1,0 +1,78 @@
+"""What report.md and the terminal say alike of the baseline and the picks: the baseline's configuration and
+figures, each pick's devices and device-hours where the picks span device counts, and the caveat that then goes
+with a change in time (trial57 #6, #8: the terminal said neither, report.md both)."""
+
+from __future__ import annotations
+
+from autotune.candidate import knobs_sentence
+from autotune.report.error_bars import point_bar
+from autotune.report.study_points import StudyView
+from autotune.report.units import energy_text, figure, time_text
+from autotune.space.files import spans_text
+
+# What a probe's peak memory was read from (trainer/result.py): the column must not pass a process's RSS
+# (Python and DeepSpeed included) off as the device memory the simulator estimates.
+_MEMORY_KINDS = {"process_peak_rss": "process peak RSS", "cuda_max_memory_allocated": "CUDA peak allocated"}
+
+
+def memory_kind(p) -> str:
+    """What a point's peak memory is: the simulator's memory estimate for a simulated point ("estimated"), else
+    what the probe read ("process peak RSS"; a replayed record that does not say: "measured")."""
+    if p.source == "simulated":
+        return "estimated"
+    return _MEMORY_KINDS.get(((p.extra or {}).get("details") or {}).get("peak_mem_kind"), "measured")
+
+
+def kinds_text(p) -> str:
+    """What a point's figures are: "simulated", or "time measured, energy estimated" where they differ."""
+    return p.source if p.source == p.energy_source else f"time {p.source}, energy {p.energy_source}"
+
+
+def figures_text(p, error) -> str:
+    """A point's absolute time and energy, with their error bars: `6.67 min +- 3.4%, 2.09 kWh +- 3.3%`."""
+    return (f"{time_text(p.time_s)}{point_bar(error, p, 'time_s')}, "
+            f"{energy_text(p.energy_kj)}{point_bar(error, p, 'energy_kj')}")
+
+
+def memory_text(p, words) -> str:
+    """`; peak memory 38.1 GiB per GPU (estimated)`, labelled as the front table's column is (memory_kind)."""
+    if p.peak_mem_gib is None:
+        return ""
+    return f"; peak memory {figure(p.peak_mem_gib)} GiB per {words.one} ({memory_kind(p)})"
+
+
+def spans_gpus(view: StudyView) -> bool:
+    """Whether the picks and the baseline run on more than one device count: a time change then holds the
+    devices added (trial 49 #5: an 8-node pick's "time -49.9%" against a 4-node baseline is mostly 2x the GPUs)."""
+    trials = {*view.picks.values(), *([view.baseline_trial] if view.baseline_trial is not None else [])}
+    return len({p.gpus for t in trials if (p := view.point(t)) is not None}) > 1
+
+
+def devices_text(p, words, spans: bool) -> str:
+    """` (32 GPUs, 3.56 GPU-h)` after a configuration where the picks span device counts, else ""."""
+    return f" ({p.gpus} {words.many}, {figure(p.gpus * p.time_s / 3600)} {words.one}-h)" if spans else ""
+
+
+def baseline_text(view: StudyView, error, words, spans: bool) -> str:
+    """What follows "trial 0" where a report names the baseline every percentage is against: `: <configuration>
+    [ (GPUs, GPU-h)]; <time>, <energy>, <kinds>[; peak memory ...]`, or, where it has no figures, why no change
+    against it can be stated."""
+    base = view.baseline_point()
+    if base is None:
+        row = next((r for r in view.trials if r["trial"] == view.baseline_trial), None)
+        why = f", which has no figures ({row['status']}): no change against it can be stated" if row else ""
+        return why
+    return (f": {knobs_sentence(base.params)}{devices_text(base, words, spans)}; "
+            f"{figures_text(base, error)}, {kinds_text(base)}{memory_text(base, words)}")
+
+
+def gpu_span_caveat(view: StudyView, words) -> str | None:
+    """Where the picks and the baseline run on several device counts (spans_gpus): that part of a change in time
+    is the devices added or taken away, and that device-hours compare them on one footing; else None."""
+    if not spans_gpus(view):
+        return None
+    base = view.baseline_point()
+    counts = spans_text(sorted({view.point(t).gpus for t in view.picks.values()}))
+    on = f" and the baseline on {base.gpus}" if base is not None else ""
+    return (f"The picks run on {counts} {words.many}{on}: part of a change in time is the {words.many} added or "
+            f"taken away; {words.one}-h ({words.many} x time to solution) compares them on one footing.")
