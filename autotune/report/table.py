@@ -20,7 +20,7 @@ from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
 from autotune.report.pareto_json import (
     hardware_text, named_study, nodes_header, not_measured_text, trial_counts, unsearched_nodes_sentence, workload_sentence,
 )
-from autotune.report.pick_figures import baseline_text, memory_kind
+from autotune.report.pick_figures import baseline_text, devices_text, gpu_span_caveat, memory_kind, spans_gpus
 from autotune.report.payback import cost_sentence, estimated_saving_mark, payback_by_trial, payback_sentence
 from autotune.report.picks import (
     CHOOSING_A_PICK, PICK_FILES, baseline_label, missing_change, pick_definitions, pick_label, picks_by_trial, time_only_energy_words,
@@ -146,13 +146,16 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
         )
     print_table(console, table)  # its first column, the trial, names each row
     base = view.baseline_point()
+    # Where the picks span GPU counts, each line gives its GPUs and GPU-h, and a caveat follows them, as in report.md
+    # (trial57 #6: "2 node(s); ... -50.3% time" read as a free 2x speed-up, at the same GPU-h as the baseline).
+    spans = spans_gpus(view)
     # The baseline every pick's changes are against, where the table above does not show it (trial57 #8: each line
     # said "vs baseline trial 0", shown nowhere but in the progress lines -q hides), as report.md heads its picks.
     if document["picks"] and not any(p.trial == view.baseline_trial for p in view.front):
-        console.print(escape(f"baseline (trial {view.baseline_trial}){baseline_text(view, error, words, False)}"))
+        console.print(escape(f"baseline (trial {view.baseline_trial}){baseline_text(view, error, words, spans)}"))
     for row in document["picks"]:
         p = view.point(row["trial"])
-        line = f"[bold]{escape(pick_label(row['name'], view.pick_parameters))}[/]: trial {p.trial}, {knobs_sentence(p.params)}"
+        line = f"[bold]{escape(pick_label(row['name'], view.pick_parameters))}[/]: trial {p.trial}, {knobs_sentence(p.params)}{devices_text(p, words, spans)}"
         estimated = " (estimated)" if p.energy_source == "estimated" else ""  # an estimate says so wherever it is shown
         line += (f"; {time_text(p.time_s)}{point_bar(error, p, 'time_s')}, "
                  f"{energy_text(p.energy_kj)}{point_bar(error, p, 'energy_kj')}{estimated}")
@@ -170,6 +173,8 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
         elif p.trial == view.baseline_trial:
             line += "  (the baseline itself)"
         console.print(line)
+    if document["picks"] and (caveat := gpu_span_caveat(view, words)):
+        console.print(escape(caveat))
     sweep = sweep_sentence(view)
     if sweep:
         console.print(escape(sweep))

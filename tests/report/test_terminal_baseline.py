@@ -40,10 +40,42 @@ def test_a_baseline_off_the_front_has_its_line_before_the_picks(simulated_run):
     assert lines[at + 1].split(":")[0].split(" (")[0] in {"fastest", "min-energy", "knee", "max-slowdown", "cost-weighted"}
     assert f"trial {first.trial}, " in lines[at + 1]
     head = next(md for md in markdown_report(view, document).splitlines() if md.startswith("**Picks**"))
-    assert line.removeprefix(f"baseline (trial {base.trial})") == _no_devices(head.removeprefix(f"**Picks** (vs baseline trial {base.trial}")[:-1])
+    assert _no_devices(line.removeprefix(f"baseline (trial {base.trial})")) == _no_devices(head.removeprefix(f"**Picks** (vs baseline trial {base.trial}")[:-1])
 
 
 def test_a_baseline_on_the_front_is_not_said_twice(single_point_run):
     view, document = build_report(load_finished_study(single_point_run))
     assert view.baseline_trial in {p.trial for p in view.front}
     assert "baseline (trial" not in _terminal(view, document)
+
+
+def test_picks_on_several_gpu_counts_give_their_gpus_and_the_caveat_as_report_md_does(simulated_run):
+    """trial57 #6: a 2-node pick's "-50.3% time" against a 1-node baseline read as a free 2x speed-up."""
+    view, document = build_report(load_finished_study(simulated_run))
+    base = view.baseline_point()
+    assert {view.point(t).gpus for t in view.picks.values()} != {base.gpus}
+    terminal = _terminal(view, document)
+    lines = terminal.splitlines()
+    md = markdown_report(view, document)
+    caveat = next(line for line in md.splitlines() if line.startswith("The picks run on "))
+    assert "part of a change in time is the GPUs added or taken away" in caveat and caveat in lines
+    line = next(line for line in lines if line.startswith(f"baseline (trial {base.trial}): "))
+    assert line.removeprefix(f"baseline (trial {base.trial})") == head_of(md, base.trial)
+    assert f" ({base.gpus} GPUs, " in line
+    picks = []
+    for row in document["picks"]:
+        p = view.point(row["trial"])
+        picks.append(next(i for i, line in enumerate(lines)
+                          if f": trial {p.trial}, {knobs_sentence(p.params)} ({p.gpus} GPUs, " in line and " GPU-h); " in line))
+    assert lines.index(caveat) > max(picks)
+
+
+def test_one_gpu_count_gives_no_gpus_nor_caveat(single_point_run):
+    view, document = build_report(load_finished_study(single_point_run))
+    terminal = _terminal(view, document)
+    assert "GPU-h" not in terminal and "part of a change in time" not in terminal
+
+
+def head_of(md: str, trial: int) -> str:
+    head = next(line for line in md.splitlines() if line.startswith("**Picks**"))
+    return head.removeprefix(f"**Picks** (vs baseline trial {trial}")[:-1]
