@@ -11,7 +11,7 @@ from autotune.report.html_parts import esc, num, plus_minus, table
 from autotune.report.html_words import swatch
 from autotune.report.importance import METHOD, OBJECTIVE_TITLES, held_fixed
 from autotune.report.pareto_json import source_label
-from autotune.report.payback import SECONDS_PER_HOUR, cost_sentence, saved_label
+from autotune.report.payback import HOURLY_BASIS, SECONDS_PER_HOUR, cost_sentence, saved_label
 from autotune.report.picks import pick_label
 from autotune.report.study_points import StudyView
 from autotune.report.svg import share_bars_svg, stacked_bar_svg
@@ -65,7 +65,7 @@ def tuning_cost_section(view: StudyView, document: dict, run_dir: Path) -> str:
             esc(row["text"]),
         ])
     payback = (
-        table(["pick", "trial", "kWh saved per run of the workload", "kWh saved per hour of training with the pick",
+        table(["pick", "trial", "kWh saved per run of the workload", f"kWh saved per hour of {HOURLY_BASIS}",
                "payback h", "tuning is repaid"], rows, "payback")
         if rows else "<p>No pick, so no payback.</p>"
     )
@@ -73,9 +73,10 @@ def tuning_cost_section(view: StudyView, document: dict, run_dir: Path) -> str:
         '<section id="tuning-cost"><h2>Tuning cost and payback</h2>\n'
         f'<p class="provenance">{esc(cost_sentence(cost))}</p>\n{payback}\n'
         '<p class="explain">Saved per run of the workload = baseline energy - pick energy, both on the study\'s '
-        "fixed workload: what compares picks. Saved per hour of training with the pick = that / pick time: a faster "
-        "pick runs more of the workload in an hour, so this grows with its speed. Payback hours = tuning energy / "
-        "the hourly saving.</p></section>"
+        "fixed workload: what compares picks. Saved per hour of this pick's training = that / pick time: the energy the "
+        "pick saves on the work an hour of its training does, against the baseline doing the same work, not a drop in "
+        "power per wall-clock hour (a faster pick may draw more power than the baseline); it grows with the pick's "
+        "speed. Payback hours = tuning energy / the hourly saving.</p></section>"
     )
 
 

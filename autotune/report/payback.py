@@ -456,9 +456,14 @@ def saved_label(row: dict) -> str:
     return f" ({row['saved_source']})" if row.get("saved_source") not in (None, "measured") else ""
 
 
+# What the hourly saving is per: the work an hour of the pick's training does, which the baseline does in its own
+# time. Not a saving of power per wall-clock hour: the pick may draw more power than the baseline.
+HOURLY_BASIS = "this pick's training, against the baseline doing the same work"
+
+
 def payback_sentence(row: dict) -> str:
-    """`saves 0.4 kWh per run of the workload against the baseline (1.2 kWh per hour of training with this
-    pick); tuning is repaid after 3 h ...`."""
+    """`saves 0.4 kWh per run of the workload against the baseline (1.2 kWh saved per hour of this pick's
+    training, against the baseline doing the same work); tuning is repaid after 3 h ...`."""
     saved_kj, per_hour_kj = row["saved_kj_per_workload"], row["saved_kj_per_training_hour"]  # both set, or neither
     if saved_kj is None:
         return row["text"]
@@ -466,8 +471,10 @@ def payback_sentence(row: dict) -> str:
     rate = (
         f"saves {saved_kj / SECONDS_PER_HOUR:.3g} kWh{label}" if saved_kj > 0 else f"uses {-saved_kj / SECONDS_PER_HOUR:.3g} kWh{label} more"
     ) if saved_kj else "saves nothing"
-    hourly = (f" ({abs(per_hour_kj) / SECONDS_PER_HOUR:.3g} kWh {'less' if per_hour_kj > 0 else 'more'} per hour of training "
-              "with this pick)") if per_hour_kj else ""
+    # Not "less per hour": in a wall-clock hour a faster pick may draw more power than the baseline; this is the
+    # saving on the work that hour of the pick's training does, against the baseline doing that same work.
+    hourly = (f" ({abs(per_hour_kj) / SECONDS_PER_HOUR:.3g} kWh {'saved' if per_hour_kj > 0 else 'extra'} per hour of "
+              f"{HOURLY_BASIS})") if per_hour_kj else ""
     when, _, why = row["text"].partition(": ")
     repaid = {"never": "tuning is never repaid", "unknown": "when tuning is repaid is unknown"}.get(when, f"tuning is repaid {when}")
     noise = noise_mark(row.get("energy_change_pct"), row.get("energy_noise_pct"))

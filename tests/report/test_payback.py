@@ -75,15 +75,15 @@ def test_a_simulated_pick_that_uses_more_energy_than_the_baseline_is_never_repai
     assert more["payback_training_hours"] is None and more["payback_workloads"] is None
     assert more["text"] == "never: this pick uses no less energy than the baseline"
     assert payback_sentence(more) == ("uses 20 kWh (simulated) more per run of the workload against the baseline (2.5 kWh "
-                                      "more per hour of training with this pick); tuning is never repaid: this pick uses "
+                                      "extra per hour of this pick's training, against the baseline doing the same work); tuning is never repaid: this pick uses "
                                       "no less energy than the baseline")
     same = payback_row("fastest", 0, view, 0.0, ran_on_hardware=False)  # the baseline itself
     assert payback_sentence(same) == ("saves nothing per run of the workload against the baseline; "
                                       "tuning is never repaid: this pick is the baseline itself, which needs no tuning")
     saves = payback_row("knee", 2, view, 0.0, ran_on_hardware=False)
     assert saves["payback_training_hours"] == 0.0 and payback_sentence(saves) == (
-        "saves 200 kWh (simulated) per run of the workload against the baseline (25 kWh less per hour of training "
-        "with this pick); tuning is repaid at once: no probe ran on hardware, so tuning cost no energy")
+        "saves 200 kWh (simulated) per run of the workload against the baseline (25 kWh saved per hour of this "
+        "pick's training, against the baseline doing the same work); tuning is repaid at once: no probe ran on hardware, so tuning cost no energy")
     # Trial 46: per run of the workload is what compares picks; the hourly figure grows with a pick's speed.
     assert saves["saved_kj_per_workload"] == 720_000.0 and saves["saved_kj_per_training_hour"] == 90_000.0
 
@@ -104,15 +104,26 @@ def test_every_output_of_a_simulated_study_says_a_pick_using_more_energy_is_neve
     used_kwh = f"{-fastest['saved_kj_per_workload'] / 3600:.3g}"
     hourly = f"{-fastest['saved_kj_per_training_hour'] / 3600:.3g}"
     line = (f"fastest (trial {fastest['trial']}): uses {used_kwh} kWh (simulated) more per run of the workload against the "
-            f"baseline ({hourly} kWh more per hour of training with this pick); tuning is never repaid: this pick uses no "
+            f"baseline ({hourly} kWh extra per hour of this pick's training, against the baseline doing the same work); "
+            "tuning is never repaid: this pick uses no "
             "less energy than the baseline")
     said = " ".join(done.stdout.split())  # the report: the progress lines go to stderr
-    assert line in said and f"({hourly} kWh more per hour of training with this pick); tuning is repaid" not in said
+    assert line in said and f"({hourly} kWh extra per hour of this pick's training, against the baseline doing the same work); tuning is repaid" not in said
     markdown = autotune_main("report", run_dir, "--format", "md")
     assert markdown.returncode == 0, markdown.stderr
     assert line.removeprefix("fastest ") in " ".join(markdown.stdout.split())
     html = (run_dir / "report.html").read_text()
     assert "never: this pick uses no less energy than the baseline" in html
+    # trial57 #1: "kWh less per hour of training with this pick" read as a drop in power per wall-clock hour, while
+    # the pick may draw more: every output words the hourly figure as the saving on the same work, alike.
+    import html as html_lib
+
+    basis = "per hour of this pick's training, against the baseline doing the same work"
+    page = " ".join(html_lib.unescape(html).split())
+    assert f"kWh saved {basis}" in page and "not a drop in power per wall-clock hour" in page
+    for text in (said, " ".join(markdown.stdout.split()), page):
+        assert "per hour of training with" not in text
+        assert basis in text
 
 
 def test_measured_study_sums_every_probe_that_ran(measured_run):
@@ -192,7 +203,7 @@ def test_a_payback_from_window_only_energy_is_at_least_and_uses_the_whole_probes
     assert knee["payback_lower_bound"] is True and knee["saved_source"] == "estimated"
     sentence = payback_sentence(knee)
     assert "saves 2.78e-06 kWh (estimated) per run of the workload" in sentence
-    assert "(0.02 kWh less per hour of training with this pick)" in sentence
+    assert "(0.02 kWh saved per hour of this pick's training, against the baseline doing the same work)" in sentence
     assert "tuning is repaid after at least " in sentence
     # Trial 38 #5: the row itself says its tuning energy is the estimate, not a measured figure.
     assert knee["tuning_energy_estimated"] is True and sentence.endswith("from the whole probes' estimated energy)")
@@ -202,7 +213,7 @@ def test_a_payback_from_window_only_energy_is_at_least_and_uses_the_whole_probes
     row = tuning_cost(StudyView(settings, exact, measured, [], {"knee": 1}, 0))["payback"][0]
     assert row["payback_lower_bound"] is False and "at least" not in row["text"]
     assert row["tuning_energy_estimated"] is False and "estimated" not in row["text"]
-    assert "saves 2.78e-06 kWh per run of the workload against the baseline (0.02 kWh less" in payback_sentence(row)
+    assert "saves 2.78e-06 kWh per run of the workload against the baseline (0.02 kWh saved per hour" in payback_sentence(row)
 
 
 def test_the_probe_hours_of_a_cpu_study_are_cpu_rank_hours(tmp_path):
