@@ -104,7 +104,8 @@ def pick_definitions(parameters: PickParameters, picks, words: DeviceWords = GPU
 
 # How to choose among the picks, said after their definitions.
 CHOOSING_A_PICK = ("Which to deploy: fastest where the allocation's wall-clock time is what costs; min-energy where "
-                   "energy is; max-slowdown to save energy at a bounded cost in time; knee for a balanced default.")
+                   "energy is; max-slowdown to save energy at a bounded cost in time; cost-weighted where both the "
+                   "allocation's time and its energy are paid for (--eta weighs them); knee for a balanced default.")
 
 
 def short_pick_label(name: str, parameters: PickParameters) -> str:
