@@ -17,7 +17,7 @@ from autotune.report.study_points import StudyView
 from autotune.report.svg import share_bars_svg, stacked_bar_svg
 from autotune.report.svg_power import phase_css, power_timeline_svg
 from autotune.report.timeline import PROVENANCE_WORDS, phase_label, power_profile, simulated_phases
-from autotune.report.units import figure, time_text
+from autotune.report.units import figure, phase_figure, phase_time_text, time_unit
 from autotune.report.within_noise import noise_mark
 
 
@@ -123,14 +123,16 @@ def power_html(point: Point, words: DeviceWords = GPU_WORDS) -> str:
         step_s = sum(s for _, s in phases)
         labelled = [(phase_label(name, words), s) for name, s in phases]
         bar = stacked_bar_svg(labelled, f"simulated phases of one step, trial {point.trial}", width_px=760,
-                              value_text=time_text, css_classes=[f"band {phase_css(name)}" for name, _ in phases],
+                              value_text=phase_time_text, css_classes=[f"band {phase_css(name)}" for name, _ in phases],
                               row_ids=[phase_row_id(point.trial, name) for name, _ in phases])
         # Each row's swatch is the bar's colour key: the bar names only the phases wide enough to hold a name.
-        rows = [[swatch(f"band {phase_css(name)}") + esc(label), esc(figure(s)), esc(f"{100 * s / step_s:.1f}%")]
+        # In the unit the longest phase reads best in, as the bar's: a phase far below it reads "<0.001", never e-notation.
+        unit, divisor = time_unit([s for _, s in phases])
+        rows = [[swatch(f"band {phase_css(name)}") + esc(label), esc(phase_figure(s, divisor)), esc(f"{100 * s / step_s:.1f}%")]
                 for (name, _), (label, s) in zip(phases, labelled)]
         return (
             f'<figure class="power">{bar}\n<figcaption>Simulated by the analytic model (nothing was measured): '
             f"the phases of one {step_s:.3g} s step. No power timeline exists for a simulated trial.</figcaption></figure>\n"
-            f'{table(["phase (simulated)", "time s", "share"], rows, "phases", [phase_row_id(point.trial, n) for n, _ in phases])}'
+            f'{table(["phase (simulated)", f"time {unit}", "share"], rows, "phases", [phase_row_id(point.trial, n) for n, _ in phases])}'
         )
     return "<p>No power timeline for this trial: its result holds no energy timeline or phase breakdown.</p>"

@@ -74,6 +74,24 @@ def time_text(value_s: float | None) -> str:
     return f"{figure(value_s, divisor)} {unit}"
 
 
+# The least figure a phase of a step is given as (trial57 #5): a calibrated overhead driven to ~0 read
+# "fixed per-step overhead: 3.79e-07 ms". Phases only: elsewhere three significant figures keep a tiny figure.
+PHASE_FLOOR = 0.001
+
+
+def phase_figure(value: float | None, divisor: float = 1.0) -> str:
+    """A phase's duration in a unit (`figure`), "<0.001" where it is non-zero but below 0.001 of that unit."""
+    if value is not None and 0 < abs(value / divisor) < PHASE_FLOOR:
+        return f"<{PHASE_FLOOR:g}"
+    return figure(value, divisor)
+
+
+def phase_time_text(value_s: float | None) -> str:
+    """`time_text` for a phase of a step: "<0.001 ms" for one far below a microsecond, never e-notation."""
+    unit, divisor = time_unit([value_s or 0.0])
+    return f"{phase_figure(value_s, divisor)} {unit}"
+
+
 def energy_text(value_kj: float | None) -> str:
     """One energy in the unit that reads best for it alone (`4.2 J`, `1.3 kWh`): never 0 for a non-zero one."""
     return energy_text_in(value_kj, energy_unit([value_kj or 0.0]))

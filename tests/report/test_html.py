@@ -122,3 +122,18 @@ def test_a_tuning_energy_reads_to_three_figures_in_both_units():
     from autotune.report.payback import _energy_text
 
     assert _energy_text(6.58) == "0.00183 kWh (6.58 kJ)" and _energy_text(21_530.0) == "5.98 kWh (21,530 kJ)"
+
+
+def test_a_near_zero_simulated_phase_reads_below_a_thousandth_of_its_unit_never_e_notation():
+    """Trial57 #5: a calibrated fixed overhead driven to ~0 read "fixed per-step overhead: 3.79e-07 ms (<1%)" in the
+    phases chart and "3.79e-10" in the table beside it."""
+    from autotune.report.front import Point
+    from autotune.report.html_analysis import power_html
+    from autotune.report.units import figure
+
+    details = {"phases_s": {"fwd_bwd": 0.8, "comm_exposed": 0.002, "fixed_overhead": 3.79e-10}}
+    html = power_html(Point(trial=3, params={}, time_s=80.0, energy_kj=1.0, source="simulated", extra={"details": details}))
+    assert "e-0" not in html and "e-1" not in html
+    assert re.search(r": &lt;0\.001 ms \(&lt;1%\)</title>", html), html  # the bar's hover
+    assert "<th>time ms</th>" in html and "<td>&lt;0.001</td>" in html and "<td>800</td>" in html  # the table's
+    assert figure(3.79e-10) == "3.79e-10"  # only the phases: elsewhere a tiny figure keeps its three figures
