@@ -109,6 +109,14 @@ def config_reasons(candidate: Candidate) -> dict[str, str]:
             "the bucket holds its largest tensor; a tensor bigger than the bucket takes the reduce-scatter path, whose "
             "gradients are 1/SP too small, with no message. For your own model set it to at least max(4e8, the element "
             "count of its largest parameter)")
+    if knobs.activation_checkpointing in ("offload_sync", "offload_async"):
+        # A newcomer's trial (trial57 #7) found true beside a note saying the probe never ran it, and `why` empty.
+        reasons["activation_checkpointing.cpu_checkpointing"] = (
+            "true: DeepSpeed's own setting for activation offload, which it applies to a model that checkpoints "
+            "through deepspeed.checkpointing.checkpoint (each checkpointed input copied to host memory); it is here "
+            "so that such a model offloads as this pick did. The probe offloads through saved_tensors_hooks around "
+            "torch.utils.checkpoint instead (trainer/checkpointing.py) and never ran this setting; a model that does "
+            "as the probe does ignores it. On a machine without CUDA set it false (DeepSpeed 0.19.8 fails on it there)")
     if knobs.optimizer_offload == "async":
         reasons["zero_optimization.offload_optimizer.ratio"] = (
             f"{SUPEROFFLOAD_RATIO:g}: SuperOffload steps this share of the optimizer states with CPU Adam and the "

@@ -193,7 +193,14 @@ def test_what_a_deepspeed_config_cannot_carry_is_said_where_it_is_handed_over(tm
     assert notes[2].endswith("each rank's loss must be its slice's summed loss divided by the whole sequence's token "
                              "count (DeepSpeed sums the gradients over the SP ranks: a per-slice mean makes them 2x too large)")
     why = json.loads((tmp_path / "mine.json").read_text())["autotune"]["why"]
-    assert list(why) == ["zero_optimization.reduce_scatter", "zero_optimization.reduce_bucket_size"]
+    assert list(why) == ["zero_optimization.reduce_scatter", "zero_optimization.reduce_bucket_size",
+                         "activation_checkpointing.cpu_checkpointing"]
+    # Trial57 #7: the offload's cpu_checkpointing: true stood beside a note saying the probe never ran it, unexplained.
+    assert json.loads((tmp_path / "mine.json").read_text())["activation_checkpointing"]["cpu_checkpointing"] is True
+    assert why["activation_checkpointing.cpu_checkpointing"].startswith(
+        "true: DeepSpeed's own setting for activation offload, which it applies to a model that checkpoints through "
+        "deepspeed.checkpointing.checkpoint")
+    assert "The probe offloads through saved_tensors_hooks" in why["activation_checkpointing.cpu_checkpointing"]
     assert "averages the gradients over the sequence-parallel" in why["zero_optimization.reduce_scatter"]
     # A newcomer's trial: a bucket smaller than its own model's largest tensor gave wrong gradients, silently; the
     # number is the tuned model's (the 7b's embedding, 152064 x 3584), and its rule is said.
@@ -286,7 +293,7 @@ def test_an_srun_export_on_a_cpu_profile_asks_for_no_gpus_and_names_cpu_ranks(tm
     ("offload_async", "DeepSpeed's activation offload engine (pinned buffers, a side stream; torch.utils.checkpoint "
                       "alone recomputes without offloading)", "copy the kept inputs"),
 ])
-def test_each_checkpointing_mode_names_the_code_that_gives_it(mode, says, not_says):
+def test_each_checkpointing_mode_names_the_code_that_gives_it(mode, says, not_says, make_candidate):
     """A newcomer's trial: the offload_async pick's note named torch.utils.checkpoint or
     deepspeed.checkpointing.checkpoint, neither of which gives the asynchronous offload the probe measured."""
     from autotune.candidate import Knobs
@@ -304,6 +311,11 @@ def test_each_checkpointing_mode_names_the_code_that_gives_it(mode, says, not_sa
     from autotune.ds_config import _checkpointing_section
     assert note.endswith(section + (crash if _checkpointing_section(mode)["cpu_checkpointing"] else "") + ")")
     assert (mode != "recompute") == _checkpointing_section(mode)["cpu_checkpointing"]
+    # Trial57 #7: where the section says true, the config's `why` says why it is there.
+    from autotune.ds_config import config_reasons
+
+    why = config_reasons(make_candidate(zero_stage=3, activation_checkpointing=mode, nodes=1))
+    assert ("activation_checkpointing.cpu_checkpointing" in why) == _checkpointing_section(mode)["cpu_checkpointing"]
 
 
 def test_the_export_names_the_ranks_its_batch_sizes_hold_for_and_deepspeed_agrees(tmp_path, monkeypatch):
