@@ -337,9 +337,12 @@ def _write_measurements(study, path: Path) -> int:
     from autotune.study.retries import evaluated_trials
 
     settings = StudySettings.from_dict(study.user_attrs["settings"])
-    records, left_out = [], {}
+    records, left_out, damaged = [], {}, []
     for trial in sorted(evaluated_trials(study).values(), key=lambda t: t.number):
         params = trial.user_attrs["candidate"]["knobs"]
+        if (damage := _damaged_result(trial)) is not None:
+            damaged.append(f"trial {trial.number}'s {damage}")
+            continue
         if (why := _not_the_candidates(trial)) is not None:
             left_out.setdefault(why, []).append(trial.number)
             continue
@@ -355,6 +358,8 @@ def _write_measurements(study, path: Path) -> int:
         records.append(record)
     if left_out:  # on stderr: with `--measurements -` standard output holds the records alone
         print(_left_out_line(left_out), file=sys.stderr)
+    if damaged:
+        print(_damaged_line(damaged), file=sys.stderr)
     text = "".join(json.dumps(r) + "\n" for r in records)
     if path == STDOUT:
         sys.stdout.write(text)
@@ -369,6 +374,29 @@ def _write_measurements(study, path: Path) -> int:
 # Why a probe's failure says nothing of its candidate: a replay would hold it final, as the candidate's own.
 _TIMED_OUT = "timed out"
 _SETUP = "failed on the set-up"
+
+
+def _damaged_result(trial) -> str | None:
+    """What is wrong with a trial's recorded `result` attribute (study.db edited or damaged), or None. Such a
+    record is left out, with a line that says so (trial 58 F2)."""
+    result = trial.user_attrs.get("result")
+    if result is None:
+        return None  # no result: nothing to write, as before
+    if not isinstance(result, dict):
+        return f"`result` attribute is {type(result).__name__} {_short(result)}, not an object"
+    return None
+
+
+def _short(value) -> str:
+    text = json.dumps(value, default=repr)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _damaged_line(damaged: list[str]) -> str:
+    count = len(damaged)
+    return (f"{count} probe result{'s' if count > 1 else ''} left out: {'; '.join(damaged)} (study.db is damaged "
+            f"there); a replay that proposes {'such a candidate' if count > 1 else 'that candidate'} fails it as "
+            "\"no record\"")
 
 
 def _not_the_candidates(trial) -> str | None:

@@ -86,3 +86,33 @@ def test_timeouts_and_set_up_failures_are_left_out_of_the_measurements(tmp_path)
     assert ("2 probe results left out: they timed out (trial 1) or failed on the set-up (trial 2), which says nothing "
             "of the candidates") in exported.stderr
     assert "longer --probe-timeout" in exported.stderr and f"{records}: 2 probe results" in exported.stdout
+
+
+def _damage_result(out, number, value):
+    import sqlite3
+
+    with sqlite3.connect(out / "study.db") as db:
+        trial_id = db.execute("SELECT trial_id FROM trials WHERE number = ?", (number,)).fetchone()[0]
+        db.execute("UPDATE trial_user_attributes SET value_json = ? WHERE trial_id = ? AND key = 'result'",
+                   (json.dumps(value), trial_id))
+
+
+@pytest.fixture
+def small_study(tmp_path):
+    out = tmp_path / "run"
+    ran = autotune_main("run", "--model", "tiny", "--nodes", "1", "--trials", "3", "--backend", "simulate", "--out", out, "-q")
+    assert ran.returncode == 0, ran.stderr
+    return out
+
+
+@pytest.mark.parametrize("value", ["x", [1]])
+def test_a_result_that_is_not_an_object_is_left_out_in_one_line(small_study, tmp_path, value):
+    """A damaged `result` attribute was a traceback (trial 58 F2); it is left out, and said, and the rest written."""
+    _damage_result(small_study, 1, value)
+    records = tmp_path / "m.jsonl"
+    exported = autotune_main("export", small_study, "--measurements", records)
+    assert exported.returncode == 0, exported.stderr
+    assert "Traceback" not in exported.stderr and exported.stderr.count("\n") == 1, exported.stderr
+    assert "1 probe result left out: trial 1's `result` attribute is" in exported.stderr
+    assert "not an object" in exported.stderr and "study.db is damaged" in exported.stderr
+    assert len(records.read_text().splitlines()) == 2
