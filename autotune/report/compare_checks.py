@@ -19,6 +19,10 @@ POINT_KNOBS = tuple(knob for knob in KNOBS if knob not in UNTOUCHED_DEVICE_SETTI
 # and JSON's invalid `Infinity`. A point's time_s and energy_kj are to process the study's --samples (up to 1e12):
 # they are read up to replay's bound for them, as its study's `export --measurements` is replayed.
 MAX_FIGURE = float(MAX_COUNT)
+# The least time_s / energy_kj a point may hold: far below any probe's (a tiny model's simulated step is ~1e-4),
+# and high enough that a change in percent against it stays finite (1e-320 read as +inf%, and --json died of it:
+# trial 58 F4).
+MIN_SOLUTION_FIGURE = 1e-12
 _OBJECTIVES = ("time", "energy")
 # Where a figure came from, as pareto.json labels it ("none": no trial has figures; "": a point without energy).
 SOURCE_LABELS = ("simulated", "measured", "estimated", "unavailable", "none")
@@ -159,9 +163,9 @@ def _point_problem(point) -> str | None:
             return f"{trial} `params.{knob}` = {shown(value)} {exc}"
     if "time_s" not in point:
         return f"{trial} has no `time_s` number"
-    problem = _number("time_s", point["time_s"], low=0, low_open=True, high=MAX_SOLUTION_FIGURE)
+    problem = _number("time_s", point["time_s"], low=MIN_SOLUTION_FIGURE, high=MAX_SOLUTION_FIGURE)
     if problem is None and point.get("energy_kj") is not None:
-        problem = _number("energy_kj", point["energy_kj"], low=0, low_open=True, high=MAX_SOLUTION_FIGURE)
+        problem = _number("energy_kj", point["energy_kj"], low=MIN_SOLUTION_FIGURE, high=MAX_SOLUTION_FIGURE)
     if problem is None and "gpus" in point:
         problem = _count("gpus", point["gpus"])
     for key in ("source", "energy_source"):

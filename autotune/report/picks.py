@@ -120,7 +120,11 @@ def short_pick_label(name: str, parameters: PickParameters) -> str:
 def change_pct(new: float | None, old: float | None) -> float | None:
     if new is None or old is None or old == 0:
         return None
-    return 100.0 * (new / old - 1.0)
+    try:
+        pct = 100.0 * (new / old - 1.0)
+    except OverflowError:
+        return None
+    return pct if math.isfinite(pct) else None  # n/a, never inf (JSON has none; trial 58 F4)
 
 
 def savings(point: Point, base: Point | None) -> dict:

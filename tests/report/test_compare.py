@@ -465,8 +465,11 @@ def test_a_damaged_pareto_json_is_one_line_naming_the_report_that_rebuilds_it(ru
     (lambda d: d["recommendations"].update(knee=999), "the knee pick names trial 999"),
     (lambda d: d.update(schema_version=99), "has schema_version 99, written by a newer autotune"),
     # Every number read is checked for its range too, not only its type (a newcomer's hand-edited file, trial 50):
-    (lambda d: d["front"][0].update(time_s=-106.0), "`time_s` = -106.0 is out of range; it must be a number > 0"),
+    (lambda d: d["front"][0].update(time_s=-106.0), "`time_s` = -106.0 is out of range; it must be a number >= 1e-12"),
     (lambda d: d["front"][0].update(time_s=0.0), "`time_s` = 0.0 is out of range"),
+    # A subnormal passed `> 0`, and a change in percent against it was +inf% (--json died of it: trial 58 F4):
+    (lambda d: d["front"][0].update(time_s=1e-320), "`time_s` = 1e-320 is out of range"),
+    (lambda d: d["front"][0].update(energy_kj=1e-320), "`energy_kj` = 1e-320 is out of range"),
     (lambda d: d["front"][0].update(time_s=1e20), "`time_s` = 1e+20 is out of range"),
     (lambda d: d["front"][0].update(energy_kj=-2051.0), "`energy_kj` = -2051.0 is out of range"),
     (lambda d: d["front"][0].update(energy_kj=1e308), "`energy_kj` = 1e+308 is out of range"),
@@ -525,6 +528,13 @@ def test_the_totals_of_a_study_of_up_to_1e12_samples_are_compared(runs, tmp_path
     document["front"][0].update(energy_kj=MAX_SOLUTION_FIGURE * 10)  # past it, still refused
     (run_dir / "pareto.json").write_text(json.dumps(document), encoding="utf-8")
     assert "`energy_kj` = " in autotune_main("compare", run_dir, runs["one_node"]).stderr
+
+
+def test_a_change_in_percent_that_overflows_is_none_not_inf():
+    from autotune.report.picks import change_pct
+
+    assert change_pct(1e18, 1e-320) is None and change_pct(1e308, 1e-10) is None
+    assert change_pct(2.0, 1.0) == pytest.approx(100.0)
 
 
 def test_json_never_prints_infinity_or_nan(runs, monkeypatch, tmp_path):
