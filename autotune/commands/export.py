@@ -377,13 +377,19 @@ _SETUP = "failed on the set-up"
 
 
 def _damaged_result(trial) -> str | None:
-    """What is wrong with a trial's recorded `result` attribute (study.db edited or damaged), or None. Such a
-    record is left out, with a line that says so (trial 58 F2)."""
+    """What is wrong with a trial's recorded `result` attribute (study.db edited or damaged), or None: an object
+    whose status is one a probe gives. Such a record is left out, with a line that says so (trial 58 F2; a status
+    of another type or value was left out silently, F3)."""
+    from autotune.backends.base import STATUSES
+
     result = trial.user_attrs.get("result")
     if result is None:
         return None  # no result: nothing to write, as before
     if not isinstance(result, dict):
         return f"`result` attribute is {type(result).__name__} {_short(result)}, not an object"
+    status = result.get("status")
+    if not isinstance(status, str) or status not in STATUSES:
+        return f"`result` status is {_short(status)}, not one of {', '.join(STATUSES)}"
     return None
 
 

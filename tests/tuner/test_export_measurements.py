@@ -116,3 +116,21 @@ def test_a_result_that_is_not_an_object_is_left_out_in_one_line(small_study, tmp
     assert "1 probe result left out: trial 1's `result` attribute is" in exported.stderr
     assert "not an object" in exported.stderr and "study.db is damaged" in exported.stderr
     assert len(records.read_text().splitlines()) == 2
+
+
+@pytest.mark.parametrize("status", [5, None, "done"])
+def test_a_result_whose_status_is_unknown_is_left_out_in_one_line(small_study, tmp_path, status):
+    """A status of another type was left out silently (trial 58 F3); it is said, as the timed-out ones are."""
+    import sqlite3
+
+    with sqlite3.connect(small_study / "study.db") as db:
+        trial_id = db.execute("SELECT trial_id FROM trials WHERE number = 1").fetchone()[0]
+        result = json.loads(db.execute("SELECT value_json FROM trial_user_attributes WHERE trial_id = ? AND key = "
+                                       "'result'", (trial_id,)).fetchone()[0])
+    _damage_result(small_study, 1, {**result, "status": status})
+    records = tmp_path / "m.jsonl"
+    exported = autotune_main("export", small_study, "--measurements", records)
+    assert exported.returncode == 0, exported.stderr
+    assert exported.stderr.count("\n") == 1, exported.stderr
+    assert f"1 probe result left out: trial 1's `result` status is {json.dumps(status)}, not one of ok" in exported.stderr
+    assert len(records.read_text().splitlines()) == 2
