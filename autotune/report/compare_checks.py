@@ -253,6 +253,10 @@ def _inputs_problem(inputs: dict) -> str | None:
         return _wrong("inputs.hardware_sha256", sha, "a sha256 (64 hexadecimal digits) or null")
     if "proposed_by" in inputs and (problem := _proposed_problem(inputs["proposed_by"])):
         return problem
+    # A count of trials (null: a pareto.json from before the count); -1, 1.5, "2", true were read as 0 (trial 58 F5)
+    unrecorded = inputs.get("proposer_not_recorded")
+    if unrecorded is not None and (problem := _count("inputs.proposer_not_recorded", unrecorded, low=0)):
+        return problem
     settings = inputs.get("probe_settings")
     if settings is not None:
         if not isinstance(settings, dict) or not all(isinstance(flag, str) for flag in settings):

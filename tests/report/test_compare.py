@@ -480,6 +480,12 @@ def test_a_damaged_pareto_json_is_one_line_naming_the_report_that_rebuilds_it(ru
     (lambda d: d.update(gpu_counts=[0]), "`gpu_counts` is not a GPU count"),
     # ...and every field of `inputs` for its type: a damaged one is refused, not taken for an older autotune's.
     (lambda d: d["inputs"].update(hardware_sha256=12345), "`inputs.hardware_sha256` = 12345 is not a sha256"),
+    (lambda d: d["inputs"].update(proposer_not_recorded=-1), "`inputs.proposer_not_recorded` = -1 is out of range"),
+    (lambda d: d["inputs"].update(proposer_not_recorded=1.5), "`inputs.proposer_not_recorded` = 1.5 is not a whole"),
+    (lambda d: d["inputs"].update(proposer_not_recorded="2"), '`inputs.proposer_not_recorded` = "2" is not a whole'),
+    (lambda d: d["inputs"].update(proposer_not_recorded=True), "`inputs.proposer_not_recorded` = true is not a whole"),
+    (lambda d: d["inputs"].update(proposer_not_recorded=[]), "`inputs.proposer_not_recorded` = [] is not a whole"),
+    (lambda d: d["inputs"].update(proposer_not_recorded=1e30), "`inputs.proposer_not_recorded` = 1e+30 is"),
     (lambda d: d["inputs"].update(space="default"), '`inputs.space` = "default" is not an object'),
     (lambda d: d["inputs"]["space"].pop("zero_stage"), "`inputs.space` lacks zero_stage"),
     (lambda d: d["inputs"]["space"].update(micro_batch=["4"]), '`inputs.space.micro_batch` holds "4"'),
