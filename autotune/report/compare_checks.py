@@ -250,7 +250,8 @@ def _inputs_problem(inputs: dict) -> str | None:
     sha = inputs.get("hardware_sha256")
     # null: a study older than profile pinning, which `autotune report` writes for it (not recorded, not damaged)
     if sha is not None and not (isinstance(sha, str) and len(sha) == 64 and all(c in "0123456789abcdef" for c in sha)):
-        return _wrong("inputs.hardware_sha256", sha, "a sha256 (64 hexadecimal digits) or null")
+        # lowercase, as autotune writes it and compares it: "95407BCED9..." read as "not 64 hexadecimal digits" (F7)
+        return _wrong("inputs.hardware_sha256", sha, "a sha256 (64 lowercase hexadecimal digits) or null")
     if "proposed_by" in inputs and (problem := _proposed_problem(inputs["proposed_by"])):
         return problem
     # A count of trials (null: a pareto.json from before the count); -1, 1.5, "2", true were read as 0 (trial 58 F5)

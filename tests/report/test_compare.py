@@ -486,6 +486,7 @@ def test_a_damaged_pareto_json_is_one_line_naming_the_report_that_rebuilds_it(ru
     (lambda d: d["inputs"].update(proposer_not_recorded=True), "`inputs.proposer_not_recorded` = true is not a whole"),
     (lambda d: d["inputs"].update(proposer_not_recorded=[]), "`inputs.proposer_not_recorded` = [] is not a whole"),
     (lambda d: d["inputs"].update(proposer_not_recorded=1e30), "`inputs.proposer_not_recorded` = 1e+30 is"),
+    (lambda d: d["inputs"].update(hardware_sha256="95407BCED9" + "A" * 54), "is not a sha256 (64 lowercase hexadecimal"),
     (lambda d: d["inputs"].update(space="default"), '`inputs.space` = "default" is not an object'),
     (lambda d: d["inputs"]["space"].pop("zero_stage"), "`inputs.space` lacks zero_stage"),
     (lambda d: d["inputs"]["space"].update(micro_batch=["4"]), '`inputs.space.micro_batch` holds "4"'),
