@@ -134,3 +134,12 @@ def test_a_result_whose_status_is_unknown_is_left_out_in_one_line(small_study, t
     assert exported.stderr.count("\n") == 1, exported.stderr
     assert f"1 probe result left out: trial 1's `result` status is {json.dumps(status)}, not one of ok" in exported.stderr
     assert len(records.read_text().splitlines()) == 2
+
+
+def test_measurements_given_twice_is_refused_as_an_output_given_twice(small_study, tmp_path):
+    """The later one silently won (trial 58 F8), as -o given twice once did."""
+    first, second = tmp_path / "m.jsonl", tmp_path / "m2.jsonl"
+    refused = autotune_main("export", small_study, "--measurements", first, "--measurements", second)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
+    assert f"argument --measurements: the output is given twice ({first}, then {second}); give it once" in refused.stderr
+    assert not first.exists() and not second.exists()
