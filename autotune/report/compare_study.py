@@ -70,8 +70,9 @@ def read_study(given: Path) -> ComparedStudy:
     if (run_dir / "study.db").is_file():
         rebuild = f"run `autotune report {run_dir}`, which writes it again from the study (its study.db)"
     else:
-        rebuild = (f"run `autotune report {run_dir}` where its study is (a run directory's study.db, or the --storage "
-                   f"and --study-name its run was given), which writes it again")
+        # Not `report {run_dir}`: it has no study.db, and report refuses it (trial 58 F6)
+        rebuild = ("no study.db is beside it: run `autotune report RUN_DIR` on its run's --out directory (or with the "
+                   "--storage and --study-name its run was given), which writes it again")
     document, unread = read_pareto_json(path)
     if unread == "missing" and (run_dir / "study.db").is_file():
         raise UserError(f"{given} holds no pareto.json; run `autotune report {given}` first")
