@@ -59,3 +59,39 @@ def texts_of(value):
     if isinstance(value, (list, tuple)):
         return type(value)(texts_of(v) for v in value)
     return value
+
+
+def shell_text(text: str, stream=None) -> str:
+    """`text` as one shell word that gives it back when typed, whatever the terminal: shlex-quoted where `stream`
+    (default: standard error, where messages go) can show it, else bash's `$'...'` with the UTF-8 bytes as \\xNN.
+    Under an ASCII locale a study named 'étude' was shown as '?tude' in the fix of a refusal, and `--study-name
+    '?tude'` named another study, which was refused again (trial 58 F1)."""
+    import shlex
+
+    if shows(text, stream):
+        return shlex.quote(text)
+    word = []
+    for byte in text.encode("utf-8", "surrogateescape"):
+        char = chr(byte)
+        word.append("\\" + char if char in "\\'" else char if 0x20 <= byte < 0x7F else f"\\x{byte:02x}")
+    return "$'" + "".join(word) + "'"
+
+
+def shows(text: str, stream=None) -> bool:
+    """Whether `stream` (default: standard error) can write `text` as it is, not as '?' (an ASCII locale)."""
+    import sys
+
+    encoding = getattr(stream if stream is not None else sys.stderr, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
+
+
+def shown_name(name: str, stream=None, quoted: bool = True) -> str:
+    """A name in a message, as repr() writes it ('étude'; `quoted` False: as it is) where `stream` can show it,
+    else as the shell word that gives it back ($'\\xc3\\xa9tude'), not '?tude', another name (trial 58 F1)."""
+    if not shows(name, stream):
+        return shell_text(name, stream)
+    return repr(name) if quoted else name

@@ -18,6 +18,7 @@ from urllib.parse import unquote
 import optuna
 
 from autotune.errors import UserError
+from autotune.os_text import shell_text, shown_name
 
 STUDY_NAME = "autotune"  # a run directory's study.db holds one study; --study-name names others in a shared --storage
 METRIC_NAMES = ("time_to_solution_s", "energy_to_solution_kj")
@@ -44,7 +45,7 @@ def storage_flags(storage: str | None, study_name: str = STUDY_NAME) -> str:
     shown = recorded_storage(storage) if storage else None
     hidden = " (its password where it says ***)" if shown and shown != storage else ""
     return ((f" --storage {shlex.quote(shown)}" if shown else "")
-            + (f" --study-name {shlex.quote(study_name)}" if study_name != STUDY_NAME else "") + hidden)
+            + (f" --study-name {shell_text(study_name)}" if study_name != STUDY_NAME else "") + hidden)
 
 
 def recorded_storage(url: str) -> str:
@@ -70,7 +71,7 @@ def _recorded_study(run_dir: Path) -> str:
         return ""  # a pareto.json from before the URL was recorded
     name = held.get("study_name") if isinstance(held.get("study_name"), str) else STUDY_NAME
     hidden = " (its password where it says ***)" if "***" in url else ""
-    return f" --storage {shlex.quote(url)} --study-name {shlex.quote(name)}{hidden}"
+    return f" --storage {shlex.quote(url)} --study-name {shell_text(name)}{hidden}"
 
 
 # What a worker sees when another one created Optuna's schema while it was creating it too: SQLite
@@ -426,8 +427,8 @@ def load_finished_study(run_dir: Path, storage: str | None = None, study_name: s
             # A run directory's own study.db holds one study, whatever --study-name its run gave it
             # (calibrate reads a RUN_DIR's own study.db without the name it gives --storage's study).
             return optuna.load_study(study_name=names[0], storage=rdb)
-        held = f" (it holds {', '.join(sorted(names))}: pass --study-name NAME)" if names else ""
-        raise UserError(f"no autotune study named {study_name!r} in {shown or run_dir}{held}; run `autotune run` there "
+        held = f" (it holds {', '.join(shown_name(name, quoted=False) for name in sorted(names))}: pass --study-name NAME)" if names else ""
+        raise UserError(f"no autotune study named {shown_name(study_name)} in {shown or run_dir}{held}; run `autotune run` there "
                         "first") from None
 
 
@@ -440,11 +441,12 @@ def _check_run_dir_holds_no_other_study(run_dir: Path, rdb, study_name: str) -> 
     names = sorted(optuna.get_all_study_names(storage=rdb))
     if not names or study_name in names:
         return
-    held = ", ".join(map(repr, names))
+    held = ", ".join(map(shown_name, names))
     raise UserError(
         f"--out {run_dir} holds study {held} (in its study.db); a run directory holds one study's reports, and "
-        f"{study_name!r} would write over them: pass another --out for {study_name!r} (without --out, each --study-name "
-        f"has its own runs/<model>-<nodes>n-<name>), or --study-name {shlex.quote(names[0])} to resume {names[0]!r}"
+        f"{shown_name(study_name)} would write over them: pass another --out for {shown_name(study_name)} (without "
+        f"--out, each --study-name has its own runs/<model>-<nodes>n-<name>), or --study-name {shell_text(names[0])} to "
+        f"resume {shown_name(names[0])}"
     )
 
 

@@ -110,3 +110,36 @@ def test_a_non_ascii_path_is_recorded_as_its_name_and_shown_as_typed(tmp_path):
     done = _run_bytes("report", tmp_path / "rün", cwd=tmp_path)
     assert done.returncode == 2
     assert f"autotune report: error: {tmp_path / 'rün'} does not exist".encode() in done.stderr  # not r\udcc3\udcbcn
+
+
+def test_a_non_ascii_study_name_in_a_refusal_is_written_so_that_typing_it_back_resumes_it(tmp_path):
+    """Under an ASCII locale the fix named '?tude', another study, and following it was refused again (trial 58
+    F1): the name is the shell word of its bytes, which bash gives back as the name."""
+    out = tmp_path / "r"
+    assert _run_bytes("run", "--model", "tiny", "--nodes", 1, "--trials", 1, "-q", "--out", out, "--study-name",
+                      "étude".encode(), cwd=tmp_path).returncode == 0
+    refused = _run_bytes("run", "--model", "tiny", "--nodes", 1, "--trials", 1, "-q", "--out", out, cwd=tmp_path)
+    assert refused.returncode == 2, refused.stderr
+    said = refused.stderr.decode("ascii")
+    assert "?tude" not in said and "--study-name $'\\xc3\\xa9tude' to resume $'\\xc3\\xa9tude'" in said, said
+    typed = subprocess.run(["bash", "-c", "printf %s $'\\xc3\\xa9tude'"], capture_output=True, check=True).stdout
+    resumed = _run_bytes("run", "--model", "tiny", "--nodes", 1, "--trials", 1, "-q", "--out", out, "--study-name", typed,
+                         cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    missing = _run_bytes("report", out, "--study-name", "xtude", cwd=tmp_path)
+    assert missing.returncode == 2 and b"(it holds $'\\xc3\\xa9tude': pass --study-name NAME)" in missing.stderr
+
+
+def test_a_name_the_stream_can_show_is_quoted_as_before():
+    import io
+
+    from autotune.os_text import shell_text, shown_name
+
+    utf8 = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    ascii_ = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
+    assert shell_text("étude", utf8) == "'étude'" and shown_name("étude", utf8) == "'étude'"
+    assert shell_text("my study", ascii_) == "'my study'" and shown_name("x", ascii_) == "'x'"
+    assert shell_text("l'été", ascii_) == "$'l\\'\\xc3\\xa9t\\xc3\\xa9'"
+    typed = subprocess.run(["bash", "-c", f"printf %s {shell_text('l' + chr(39) + 'été', ascii_)}"], capture_output=True,
+                           check=True).stdout
+    assert typed.decode() == "l'été"
