@@ -13,21 +13,23 @@ from rich.table import Table
 from autotune.candidate import SM_CLOCK_UNTOUCHED, Knobs, knobs_sentence
 from autotune.report.deploy_terminal import print_deployment_notes
 from autotune.report.device_words import view_device_words
-from autotune.report.error_bars import error_sentence, figure_bar, header_bar, point_bar
+from autotune.report.error_bars import error_sentence, figure_bar, header_bar
 from autotune.report.fitted_table import print_table
 from autotune.report.noise import noise_line
 from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
 from autotune.report.pareto_json import (
     hardware_text, named_study, nodes_header, not_measured_text, trial_counts, unsearched_nodes_sentence, workload_sentence,
 )
-from autotune.report.pick_figures import baseline_text, devices_text, gpu_span_caveat, memory_kind, spans_gpus
+from autotune.report.pick_figures import (
+    baseline_text, devices_text, figures_text, gpu_span_caveat, memory_kind, spans_gpus,
+)
 from autotune.report.payback import cost_sentence, estimated_saving_mark, payback_by_trial, payback_sentence
 from autotune.report.picks import (
     CHOOSING_A_PICK, PICK_FILES, baseline_label, missing_change, pick_definitions, pick_label, picks_by_trial, time_only_energy_words,
 )
 from autotune.report.power_limit import sweep_sentence
 from autotune.report.units import (
-    energy_figure, energy_text, energy_unit, estimate_header, estimate_mark, figure, per_energy_figure, time_text, time_unit,
+    energy_figure, energy_unit, estimate_header, estimate_mark, figure, per_energy_figure, time_unit,
 )
 from autotune.report.study_points import StudyView
 from autotune.report.unmeasured_floor import unmeasured_floor_sentence
@@ -157,8 +159,7 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
         p = view.point(row["trial"])
         line = f"[bold]{escape(pick_label(row['name'], view.pick_parameters))}[/]: trial {p.trial}, {knobs_sentence(p.params)}{devices_text(p, words, spans)}"
         estimated = " (estimated)" if p.energy_source == "estimated" else ""  # an estimate says so wherever it is shown
-        line += (f"; {time_text(p.time_s)}{point_bar(error, p, 'time_s')}, "
-                 f"{energy_text(p.energy_kj)}{point_bar(error, p, 'energy_kj')}{estimated}")
+        line += f"; {figures_text(p, error)}{estimated}"
         if ties := ties_text(view, row):
             line += f" [yellow]({escape(ties)})[/]"
         # Against a feasible baseline, which has a time; an energy change it cannot state reads "unavailable".
