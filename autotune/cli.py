@@ -15,7 +15,6 @@ import os
 import signal
 import sys
 
-from autotune import __version__
 from autotune.commands.paths import undone_on_failure
 from autotune.commands.reference import reference_text
 from autotune.errors import UserError, stop_signals
@@ -42,6 +41,22 @@ class CommandParser(OneLineParser):
         return super().format_help()
 
 
+class _VersionAction(argparse.Action):
+    """`--version`, worked out when asked for: the version reads the source tree's commit (a `git status`,
+    autotune.source_label), which argparse's own version action, given its text when the parser is built, ran at
+    the start of every command."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, **kwargs):
+        super().__init__(option_strings, dest, default=argparse.SUPPRESS, nargs=0,
+                         help="show program's version number and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        import autotune
+
+        print(f"autotune {autotune.__version__}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = CommandParser(
         prog="autotune",
@@ -49,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog_from=reference_text,
         formatter_class=argparse.RawDescriptionHelpFormatter,  # the epilog's lines stay one a status or variable
     )
-    parser.add_argument("--version", action="version", version=f"autotune {__version__}")
+    parser.add_argument("--version", action=_VersionAction)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"autotune.commands.{name}").register(subparsers)

@@ -7,7 +7,6 @@ import hashlib
 import re
 from pathlib import Path
 
-from autotune import __version__
 from autotune.backends.probe_options import DEFAULT_LAUNCHER, LAUNCHERS, PROBE_OPTIONS, probe_bounds, probe_default
 from autotune.commands.flags import add_output_flag, number_flag, path_flag, study_name_flag, text_flag, whole_number_flag
 from autotune.commands.options import add_study_options, build_settings, fill_from_allocation, settings_warnings
@@ -401,6 +400,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _run_installed(args: argparse.Namespace, interrupts) -> int:
+    import autotune
     from rich.console import Console
     from rich.markup import escape
 
@@ -496,7 +496,8 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
                         study, settings, backend, args.trials, progress, checks, args.objectives,
                         shared_storage=not alone, accept_estimated_energy=args.allow_estimated_energy,
                         interrupts=interrupts, proposed_by={"sampler": args.sampler, "seed": args.seed,
-                                                            "trials_budget": args.trials, "autotune_version": __version__},
+                                                            "trials_budget": args.trials,
+                                                            "autotune_version": autotune.__version__},
                     )
     except KeyboardInterrupt as stop:
         interrupts.stopping = True  # a second signal (SLURM's to the tuner after the probe's) must not cut these lines
