@@ -44,3 +44,15 @@ def test_the_readme_says_what_an_upgrade_carries_over_and_re_checks():
     for words in ("study.db", "pareto.json", "--measurements", "--space", "calibrate -o", "schema_version",
                   "memory estimate", "profile pinning", "autotune_version"):
         assert words in section, words
+
+
+def test_a_command_starts_without_reading_the_version_and_version_still_says_it():
+    """The version runs a git status: argparse's version action, given its text when the parser was built, ran it at
+    the start of every command. Built lazily, the parser leaves it unread; `--version` reads it."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    code = "import autotune, autotune.cli as cli; cli.build_parser(); print('__version__' in vars(autotune))"
+    built = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env, cwd=ROOT)
+    assert built.returncode == 0 and built.stdout.strip() == "False", built.stderr
+    asked = subprocess.run([sys.executable, "-m", "autotune.cli", "--version"], capture_output=True, text=True, timeout=60,
+                           env=env, cwd=ROOT)
+    assert asked.returncode == 0 and asked.stdout.strip() == f"autotune {_version(env)}", asked.stderr
