@@ -25,8 +25,8 @@ Studies that are not like-for-like (another model or workload; simulated against
 whose difference includes the simulator's error) are compared all the same, and said to be so."""
 
 _JSON_HELP = ("print the comparison as JSON: studies, inputs (differ, same, not_recorded), caveats, picks and "
-              "shared_front, figures in time_s and energy_kj, changes in *_change_pct (every key: the README's "
-              "Comparing studies)")
+              "shared_front, figures in time_s and energy_kj, changes in *_change_pct (every key: "
+              "docs/commands.md, autotune compare)")
 
 
 def register(subparsers) -> None:
