@@ -67,7 +67,8 @@ def scope_note(candidates) -> str:
 # Its key in a simulator_error dict (pareto.json's too): {trial (as a string, JSON's keys): ["power limit 0.7", ...]},
 # the points whose configuration holds a model or knob value the error was not measured on. Their figures
 # show "+- ?%" and are neither tied nor marked within the error: a power-limited pick's "+- 3.4%" vouched
-# for a figure no calibration had measured (the shipped gh200 error holds for power limit 1.0 alone).
+# for a figure no calibration had measured (the shipped gh200 error holds for power limit 1.0 alone). A pick's
+# lead over another pick that is smaller than the measured error is flagged instead (report.near_ties).
 EXTRAPOLATED_KEY = "extrapolated"
 _NOT_PERCENTAGES = (SCOPE_KEY, EXTRAPOLATED_KEY)
 

@@ -24,6 +24,7 @@ from autotune.report.units import (
 from autotune.report.pareto_json import nodes_header
 from autotune.ds_config import deepspeed_config
 from autotune.report.front import Point
+from autotune.report.choosing import choosing_a_pick
 from autotune.report.html_analysis import importance_section, power_html, tuning_cost_section
 from autotune.report.html_deploy import deployment_notes_html
 from autotune.report.html_words import component_words, swatch
@@ -32,7 +33,7 @@ from autotune.report.html_parts import esc, plus_minus, table as _table, trial_r
 from autotune.report.inputs import inputs_sentence
 from autotune.report.pareto_json import hardware_text, provenance_sentence, trial_counts, unrecorded_count, workload_sentence
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar
-from autotune.report.picks import CHOOSING_A_PICK, PICK_FILES, pick_definitions, baseline_label, front_title, missing_change, pick_label, picks_by_trial
+from autotune.report.picks import PICK_FILES, pick_definitions, baseline_label, front_title, missing_change, pick_label, picks_by_trial
 from autotune.report.power_limit import power_limit_section
 from autotune.report.study_points import StudyView
 from autotune.report.svg import Marker, scatter_svg, stacked_bar_svg
@@ -235,7 +236,7 @@ def _definitions_html(view: StudyView, words: DeviceWords) -> str:
         power = (f"The cost-weighted pick's max power: {params.max_power_per_gpu_w:g} W per {esc(words.one)} x the "
                  f"configuration's {esc(words.many)}.")
     # One pick (a time-only study) leaves nothing to choose between.
-    choosing = f" {esc(CHOOSING_A_PICK)}" if len(set(view.picks)) > 1 else ""
+    choosing = f" {esc(choosing_a_pick(view))}" if len(set(view.picks)) > 1 else ""
     return (f'<div class="definitions"><p>What each pick is:</p>\n<ul>{items}</ul>\n'
             f"<p>{power}{choosing}</p></div>")
 

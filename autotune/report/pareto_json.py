@@ -16,6 +16,7 @@ from autotune.hardware import available_hardware
 from autotune.hardware.load import hardware_flag
 from autotune.measure.combine import not_measured, parts_text
 from autotune.report.error_bars import pick_ties, simulator_error, with_ties
+from autotune.report.near_ties import with_near_ties
 from autotune.report.noise import change_noise_summary, noise_summary
 from autotune.report.importance import METHOD as IMPORTANCE_METHOD
 from autotune.report.payback import tuning_cost
@@ -209,6 +210,7 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
     trials_by_status = view.trials_by_status()
     ties = pick_ties(view, error)
     picks = with_noise_ties(with_ties(pick_rows(view.picks, view.points, view.baseline_trial), ties), noise_ties(view, ties))
+    picks = with_near_ties(picks, view, error)
     return {
         "schema_version": PARETO_SCHEMA_VERSION,
         "model": settings.model.name,
@@ -258,6 +260,10 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
         # for fastest and min_energy, a front one for the others: error_bars.compared_points);
         # its `within_simulator_error`, the changes against the baseline no larger than it (`simulator_error_pct`).
         # Its `tied_within_noise`, those within measured noise (same rule as `within_noise`; `tie_noise_cv`: the CVs).
+        # Its `outside_calibration`: what of its configuration that error was not measured on ([] inside it); its
+        # `near_tie`: the other pick it leads by less than the error measured at calibrated configurations where
+        # either side's error is unknown (or null; report.near_ties), and `nearest_pick_trade`: its changes against
+        # the nearest other pick where one is LOPSIDED_RATIO times the other (or null).
         "simulator_error": error,
         # A plain sentence when there is no trade-off (no feasible point, one, or one beating all); else None.
         "note": " ".join(filter(None, (ruled_out_sentence(view.ruled_out_now), front_note(

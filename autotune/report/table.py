@@ -12,6 +12,7 @@ from rich.table import Table
 
 from autotune.candidate import SM_CLOCK_UNTOUCHED, Knobs, knobs_sentence
 from autotune.report.deploy_terminal import print_deployment_notes
+from autotune.report.choosing import choosing_a_pick
 from autotune.report.device_words import view_device_words
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar
 from autotune.report.fitted_table import print_table
@@ -25,7 +26,7 @@ from autotune.report.pick_figures import (
 )
 from autotune.report.payback import cost_sentence, estimated_saving_mark, payback_by_trial, payback_sentence
 from autotune.report.picks import (
-    CHOOSING_A_PICK, PICK_FILES, baseline_label, missing_change, pick_definitions, pick_label, picks_by_trial, time_only_energy_words,
+    PICK_FILES, baseline_label, missing_change, pick_definitions, pick_label, picks_by_trial, time_only_energy_words,
 )
 from autotune.report.power_limit import sweep_sentence
 from autotune.report.units import (
@@ -205,7 +206,7 @@ def pick_definitions_said(view: StudyView) -> tuple[list[str], str | None]:
         said = [line + (f" (max power per {words.one} here: {parameters.max_power_per_gpu_w:g} W, the hardware "
                         f"profile's most for one {words.one} with its share of the host)")
                 if line.startswith("cost-weighted:") else line for line in said]
-    return said, CHOOSING_A_PICK if len(view.picks) > 1 else None
+    return said, choosing_a_pick(view) if len(view.picks) > 1 else None
 
 
 def _print_analysis(view: StudyView, document: dict, console: Console) -> None:

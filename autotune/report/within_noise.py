@@ -32,6 +32,7 @@ import math
 
 from autotune.report.error_bars import change_error_pct, compared_points, deciding_figures, is_simulated, tie_sentence
 from autotune.report.front import Point
+from autotune.report.near_ties import near_texts
 from autotune.report.noise import point_cv
 from autotune.report.picks import change_pct
 from autotune.report.study_points import StudyView
@@ -217,5 +218,8 @@ def noise_tie_sentence(view: StudyView, row: dict) -> str:
 
 
 def ties_text(view: StudyView, row: dict) -> str:
-    """Every tie of a pick row, of either kind, for its line: the simulator's error's, then measured noise's."""
-    return "; ".join(text for text in (tie_sentence(row.get("tied_with") or []), noise_tie_sentence(view, row)) if text)
+    """Every tie of a pick row, of any kind, for its line: the simulator's error's, measured noise's, then a lead
+    inside the error measured at calibrated configurations where the figures' own is unknown, and a lopsided trade
+    against the nearest other pick (report.near_ties)."""
+    ties = (tie_sentence(row.get("tied_with") or []), noise_tie_sentence(view, row), *near_texts(row))
+    return "; ".join(text for text in ties if text)

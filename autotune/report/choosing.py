@@ -1,0 +1,56 @@
+"""How to choose among the picks (picks.CHOOSING_A_PICK), and where this study's figures undo that advice.
+
+"min-energy where energy is what costs" steered a reader to twice the knee's time for 0.2% less energy,
+a difference inside the simulator's error (trial57 #2). Where a pick leads another pick by no more than
+its figures can tell apart (the simulator's error, measured noise, or, outside the calibrated region, the
+error measured inside it: near_ties) and the other is much faster or much cheaper, the advice says so.
+"""
+
+from __future__ import annotations
+
+from autotune.report.error_bars import pick_ties, simulator_error
+from autotune.report.near_ties import LOPSIDED_RATIO, MUCH_PCT, near_ties, size_text
+from autotune.report.picks import CHOOSING_A_PICK, PICK_FILES, change_pct
+from autotune.report.within_noise import noise_ties
+
+_FIGURES = (("time_s", "time", "less time"), ("energy_kj", "energy", "less energy"))
+_WHY = {"near": "inside the error measured at calibrated configurations, so it may not be real",
+        "simulator": "within the simulator's error", "noise": "within measured noise"}
+
+
+def _tied_picks(view) -> list[tuple[str, int, str]]:
+    """(pick, other pick's trial, why) for every tie a pick has with another pick, of any rule."""
+    error = simulator_error(view)
+    simulator = pick_ties(view, error)
+    noise = noise_ties(view, simulator)
+    already = {name: set(simulator.get(name, [])) | {tie["trial"] for tie in noise.get(name, [])} for name in view.picks}
+    near = near_ties(view, error, already)
+    picked = set(view.picks.values())
+    pairs = [(name, trial, "simulator") for name, trials in simulator.items() for trial in trials]
+    pairs += [(name, tie["trial"], "noise") for name, ties in noise.items() for tie in ties]
+    pairs += [(name, tie["trial"], "near") for name, tie in near.items() if tie]
+    return [(name, trial, why) for name, trial, why in pairs if trial in picked and trial != view.picks[name]]
+
+
+def _caveat(view, name: str, other_trial: int, why: str) -> str | None:
+    """"Here min-energy takes 0.2% less energy than knee, ...: where energy is what costs, knee does as well in
+    50% less time." where the other pick is much better in the figure the pick does not lead in; else None."""
+    pick, other = view.point(view.picks[name]), view.point(other_trial)
+    # Each figure's change, the pick's against the other (negative: the pick takes less) and the other's against the pick.
+    pick_less = {key: change_pct(getattr(pick, key), getattr(other, key)) for key, _, _ in _FIGURES}
+    other_less = {key: change_pct(getattr(other, key), getattr(pick, key)) for key, _, _ in _FIGURES}
+    if any(v is None for v in (*pick_less.values(), *other_less.values())):
+        return None
+    (lead_key, lead_word, lead_less), (gain_key, _, gain_less) = sorted(_FIGURES, key=lambda f: pick_less[f[0]])
+    lead, gain = -pick_less[lead_key], -other_less[gain_key]
+    if lead < 0 or gain < max(MUCH_PCT, LOPSIDED_RATIO * lead):
+        return None
+    others = "/".join(PICK_FILES.get(n, n) for n, t in view.picks.items() if t == other_trial)
+    return (f"Here {PICK_FILES.get(name, name)} takes {size_text(lead)} {lead_less} than {others}, {_WHY[why]}: where "
+            f"{lead_word} is what costs, {others} does about as well with {size_text(gain)} {gain_less}.")
+
+
+def choosing_a_pick(view) -> str:
+    """CHOOSING_A_PICK, and a sentence for each pick it would steer to that is tied with a much better one."""
+    caveats = dict.fromkeys(filter(None, (_caveat(view, *tie) for tie in _tied_picks(view))))
+    return " ".join([CHOOSING_A_PICK, *caveats])

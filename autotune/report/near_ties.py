@@ -1,0 +1,148 @@
+"""Picks that lead one another by less than the simulator can tell apart, where their own error is unknown;
+and the marginal trade between a pick and its nearest other pick, where that trade is lopsided.
+
+A figure outside what the profile's error was measured on (error_bars.extrapolated) shows "+- ?%" and is
+tied with nothing (error_bars.pick_ties): its error is not known, so no tie can be claimed. But calling it
+a ranking is no more honest. A least-energy pick 0.2% below the knee, at twice the knee's time, read as a
+real trade (trial57 #2), though 0.2% is far inside the 3.3% the simulator misses by even where it was
+calibrated, and nothing suggests it does better outside. So such a lead is flagged, not tied: "the
+difference may not be real", against the error measured at calibrated configurations, which is a floor of
+what an extrapolated figure can be off by, not a measure of it.
+
+Among the picks only: these are the choices a reader weighs (the ties against every point stay
+error_bars.pick_ties' and within_noise.noise_ties').
+"""
+
+from __future__ import annotations
+
+from autotune.report.error_bars import EXTRAPOLATED_KEY, WHY_UNKNOWN, extrapolated, is_simulated, pct_text
+from autotune.report.picks import PICK_FILES, change_pct
+
+# A trade is lopsided where one side is at least this many times the other: 0.2% energy for 99% time.
+LOPSIDED_RATIO = 5.0
+# Below this a gain is no "much faster" however small the tie beside it (0.1% against 0.6% is no trade to warn of).
+MUCH_PCT = 5.0
+
+_WORDS = {"time_s": "time", "energy_kj": "energy"}
+_OTHER = {"time_s": "energy_kj", "energy_kj": "time_s"}
+
+
+def size_text(pct: float) -> str:
+    """A difference's size: "0.2%", "6.5%", "50%" (whole percent from 10 on, where a decimal says nothing)."""
+    return f"{pct:.0f}%" if pct >= 10 else f"{pct:.1f}%"
+
+
+def _less_pct(a: float | None, b: float | None) -> float | None:
+    """How much less `a` is than `b`, in percent of `b` (negative where it is more); None where unknown."""
+    change = change_pct(a, b)
+    return None if change is None else -change
+
+
+def _names(view, trial: int) -> list[str]:
+    return [name for name, t in view.picks.items() if t == trial]
+
+
+def _stem(names: list[str]) -> str:
+    return "/".join(PICK_FILES.get(n, n) for n in names)
+
+
+def near_ties(view, error: dict | None, already: dict[str, set[int]] | None = None) -> dict[str, dict | None]:
+    """{pick: {"trial", "picks", "figure", "lead_pct", "calibrated_error_pct", "other_figure", "other_less_pct"} or
+    None}: the other pick a pick leads by less than the profile's measured error in the figure it leads in, where
+    either side's error is unknown (extrapolated) and the other pick is ahead in the other figure. Of several, the
+    one furthest ahead there: the strongest reason to doubt the lead. `already`: {pick: trials it is tied with
+    by another rule}, said there and not again."""
+    if not error or WHY_UNKNOWN in error:  # no error measured anywhere: nothing to hold a lead against
+        return {name: None for name in view.picks}
+    found = {}
+    for name, trial in view.picks.items():
+        pick, best = view.point(trial), None
+        for other_trial in dict.fromkeys(view.picks.values()):
+            other = view.point(other_trial)
+            if other_trial == trial or other_trial in (already or {}).get(name, set()):
+                continue
+            if not (extrapolated(error, pick) or extrapolated(error, other)):
+                continue  # both inside the calibration: error_bars.pick_ties judges them
+            for figure in ("time_s", "energy_kj"):
+                lead, bound = _less_pct(getattr(pick, figure), getattr(other, figure)), error.get(f"{figure}_pct")
+                other_less = _less_pct(getattr(other, _OTHER[figure]), getattr(pick, _OTHER[figure]))
+                if (lead is None or bound is None or other_less is None or not 0 < lead <= bound or other_less <= 0
+                        or not (is_simulated(pick, figure) or is_simulated(other, figure))):
+                    continue
+                if best is None or other_less > best["other_less_pct"]:
+                    best = {"trial": other_trial, "picks": _names(view, other_trial), "figure": _WORDS[figure],
+                            "lead_pct": round(lead, 3), "calibrated_error_pct": bound,
+                            "other_figure": _WORDS[_OTHER[figure]], "other_less_pct": round(other_less, 3),
+                            "other_error_pct": error.get(f"{_OTHER[figure]}_pct")}
+        found[name] = best
+    return found
+
+
+def near_tie_text(tie: dict | None) -> str:
+    """"0.2% less energy than knee, inside the 3.3% error measured at calibrated configurations: the difference
+    may not be real; knee takes 50% less time"; "" without such a tie."""
+    if not tie:
+        return ""
+    other = _stem(tie["picks"])
+    also = ("" if tie["other_error_pct"] is None or tie["other_less_pct"] > tie["other_error_pct"]
+            else f", also inside its {pct_text(tie['other_error_pct'])}% error")
+    return (f"{size_text(tie['lead_pct'])} less {tie['figure']} than {other}, inside the {pct_text(tie['calibrated_error_pct'])}% "
+            "error measured at calibrated configurations: the difference may not be real; "
+            f"{other} takes {size_text(tie['other_less_pct'])} less {tie['other_figure']}{also}")
+
+
+def nearest_trades(view) -> dict[str, dict | None]:
+    """{pick: {"trial", "picks", "time_change_pct", "energy_change_pct"} or None}: the pick's change against the
+    nearest other pick (the least sum of the two changes' sizes), where one change is LOPSIDED_RATIO times the
+    other and they go opposite ways; None where the nearest trade is balanced, or there is no other pick."""
+    trades = {}
+    for name, trial in view.picks.items():
+        pick, nearest = view.point(trial), None
+        for other_trial in dict.fromkeys(view.picks.values()):
+            other = view.point(other_trial)
+            time_pct, energy_pct = change_pct(pick.time_s, other.time_s), change_pct(pick.energy_kj, other.energy_kj)
+            if other_trial == trial or time_pct is None or energy_pct is None:
+                continue
+            distance = abs(time_pct) + abs(energy_pct)
+            if nearest is None or distance < nearest[0]:
+                nearest = (distance, other_trial, time_pct, energy_pct)
+        trades[name] = None
+        if nearest is not None:
+            _, other_trial, time_pct, energy_pct = nearest
+            small, large = sorted((abs(time_pct), abs(energy_pct)))
+            if time_pct * energy_pct < 0 and large >= LOPSIDED_RATIO * small:
+                trades[name] = {"trial": other_trial, "picks": _names(view, other_trial),
+                                "time_change_pct": round(time_pct, 3), "energy_change_pct": round(energy_pct, 3)}
+    return trades
+
+
+def trade_text(trade: dict | None) -> str:
+    """"against knee, the nearest other pick: 0.2% less energy for 99% more time"; "" without a lopsided trade."""
+    if not trade:
+        return ""
+    time_pct, energy_pct = trade["time_change_pct"], trade["energy_change_pct"]
+    time_words = f"{size_text(abs(time_pct))} {'less' if time_pct < 0 else 'more'} time"
+    energy_words = f"{size_text(abs(energy_pct))} {'less' if energy_pct < 0 else 'more'} energy"
+    gain, cost = (time_words, energy_words) if time_pct < 0 else (energy_words, time_words)
+    return f"against {_stem(trade['picks'])}, the nearest other pick: {gain} for {cost}"
+
+
+def with_near_ties(rows: list[dict], view, error: dict | None) -> list[dict]:
+    """Pick rows (after error_bars.with_ties and within_noise.with_noise_ties) with `near_tie` (near_ties; a pair
+    those already tie is not said again), `nearest_pick_trade` (nearest_trades) and `outside_calibration` (what of
+    the pick's configuration the simulator's error was not measured on: [] inside it, as error_bars.simulator_error's
+    `extrapolated` lists it)."""
+    already = {row["name"]: set(row.get("tied_with") or []) | set(row.get("tied_within_noise") or []) for row in rows}
+    near, trades = near_ties(view, error, already), nearest_trades(view)
+    outside = (error or {}).get(EXTRAPOLATED_KEY) or {}
+    return [{**row, "near_tie": near.get(row["name"]), "nearest_pick_trade": trades.get(row["name"]),
+             "outside_calibration": outside.get(str(row["trial"]), [])} for row in rows]
+
+
+def near_texts(row: dict) -> list[str]:
+    """What a pick line says of its near tie and its lopsided nearest trade (that one only where the tie has not
+    named the same pick: the tie already says the trade)."""
+    tie, trade = row.get("near_tie"), row.get("nearest_pick_trade")
+    if tie and trade and trade["trial"] == tie["trial"]:
+        trade = None
+    return [text for text in (near_tie_text(tie), trade_text(trade)) if text]
