@@ -151,23 +151,20 @@ def outside_words(error: dict | None, trials) -> str:
 
 
 def extrapolated_sentence(error: dict | None) -> str:
-    """" Figures of trials 2, 3 (power limit 0.7/0.8) show +- ?%: ..." or "" when no point is extrapolated."""
-    outside = (error or {}).get(EXTRAPOLATED_KEY)
-    if not outside:
+    """" Those show +- ?% ..." or "" when no point is extrapolated. Which trials, and what of them lies
+    outside, is said by the +- ?% on each figure and, for the picks, by the line before the front table
+    (report.outside_calibration): said here too, it made this sentence ~700 characters (trial57 #3)."""
+    if not (error or {}).get(EXTRAPOLATED_KEY):
         return ""
-    trials = sorted(outside, key=int)
-    shown = ", ".join(trials[:8]) + (f" and {len(trials) - 8} more" if len(trials) > 8 else "")
-    named = outside_words(error, trials)
-    return (f" The figures of trial{'s' if len(trials) > 1 else ''} {shown} ({named}) show +- ?%: "
-            "the error was not measured there, so it is not known, and they are neither tied nor marked within it.")
+    return (" Those show +- ?% (their error is unknown); a pick that leads another pick by less than the error above is "
+            "flagged there, as a difference that may not be real.")
 
 
 def scope_sentence(error: dict | None) -> str:
-    """" The error was measured on ...: other configurations' figures extrapolate it." or ""."""
+    """" That error was measured on ...: other configurations' figures extrapolate it." or ""."""
     if not error or SCOPE_KEY not in error:
         return ""
-    return (f" That error was measured on {error[SCOPE_KEY]}: the figures of other configurations (another model, "
-            "another knob value) extrapolate it.")
+    return f" That error was measured on {error[SCOPE_KEY]}: other configurations' figures extrapolate it."
 
 
 def _count(n: int, word: str) -> str:

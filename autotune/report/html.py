@@ -25,6 +25,7 @@ from autotune.report.pareto_json import nodes_header
 from autotune.ds_config import deepspeed_config
 from autotune.report.front import Point
 from autotune.report.choosing import choosing_a_pick
+from autotune.report.outside_calibration import outside_calibration_line
 from autotune.report.html_analysis import importance_section, power_html, tuning_cost_section
 from autotune.report.html_deploy import deployment_notes_html
 from autotune.report.html_words import component_words, swatch
@@ -222,7 +223,9 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
     )
     floor = unmeasured_floor_sentence(document.get("unmeasured_floor"), view.settings.hardware.name)
     floor_html = f'\n<p class="note">{esc(floor[0].upper() + floor[1:])}.</p>' if floor else ""
-    return (f'<section id="picks"><h2>Recommended configurations</h2>\n{_table(headers, rows, "picks")}{floor_html}\n'
+    outside = outside_calibration_line(document)  # before the table, as the terminal and report.md say it (trial57 #3)
+    outside_html = f'<p class="note">{esc(outside)}</p>\n' if outside else ""
+    return (f'<section id="picks"><h2>Recommended configurations</h2>\n{outside_html}{_table(headers, rows, "picks")}{floor_html}\n'
             f'<p class="explain">{explain}</p>\n{_definitions_html(view, words)}</section>')
 
 

@@ -17,6 +17,7 @@ from autotune.report.device_words import view_device_words
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar
 from autotune.report.fitted_table import print_table
 from autotune.report.noise import noise_line
+from autotune.report.outside_calibration import outside_calibration_line
 from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
 from autotune.report.pareto_json import (
     hardware_text, named_study, nodes_header, not_measured_text, trial_counts, unsearched_nodes_sentence, workload_sentence,
@@ -112,6 +113,8 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
     error = document.get("simulator_error")
     if error_sentence(error):
         console.print(f"[dim]{escape(error_sentence(error))}[/]")
+    if outside := outside_calibration_line(document):  # up front, not at the end of the sentence above (trial57 #3)
+        console.print(f"[yellow]{escape(outside)}[/]")
     if not view.front:
         _print_analysis(view, document, console)
         return

@@ -155,5 +155,5 @@ def test_a_reliable_calibration_writes_its_error_and_drops_an_earlier_note(tmp_p
     study = autotune("run", "--model", "7b", "--nodes", "1", "--hardware", again, "--trials", "2", "--out", tmp_path / "run")
     said = " ".join(study.stdout.split())
     assert study.returncode == 0 and (f"That error was measured on {document['measured_on'].removeprefix('error measured on ')}:"
-                                      " the figures of other configurations") in said, said
+                                      " other configurations' figures extrapolate it") in said, said
     assert "not written" not in again.read_text() and "# Warning" not in again.read_text()

@@ -1,0 +1,35 @@
+"""One line before the front table where the picks lie outside what the simulator's error was measured on.
+
+The error bars said "+- ?%" on every figure of a 7b study, all of whose picks were ZeRO-2, and why only at
+the end of a ~700-character sentence (trial57 #3): the energy story was unvalidated extrapolation, and a
+reader had to dig for it. The line names the picks, what of their configurations the error was not measured
+on, and what to do: probe them.
+"""
+
+from __future__ import annotations
+
+from autotune.report.error_bars import EXTRAPOLATED_KEY, outside_words
+from autotune.report.picks import PICK_FILES
+
+
+def outside_calibration_line(document: dict) -> str | None:
+    """"All 5 picks lie where the simulator's error was not measured (ZeRO 2, power limit 0.7/0.8/0.9): ..." (or
+    "4 of the 5 picks (min-energy, ...)"); None where every pick lies inside it, or no figure is simulated."""
+    error = document.get("simulator_error")
+    outside = (error or {}).get(EXTRAPOLATED_KEY) or {}
+    picks = document.get("picks") or []
+    out = [row for row in picks if str(row["trial"]) in outside]
+    if not out:
+        return None
+    words = outside_words(error, [row["trial"] for row in out])
+    if len(out) == len(picks):
+        trials = len({row["trial"] for row in picks})  # knee and cost-weighted are often one configuration
+        configurations = f" ({trials} configuration{'' if trials == 1 else 's'})" if trials < len(picks) else ""
+        who = "The pick lies" if len(picks) == 1 else f"All {len(picks)} picks{configurations} lie"
+        their = "its" if len(picks) == 1 else "their"
+    else:
+        names = ", ".join(PICK_FILES.get(row["name"], row["name"]) for row in out)
+        who = f"{len(out)} of the {len(picks)} picks ({names}) {'lies' if len(out) == 1 else 'lie'}"
+        their = "its" if len(out) == 1 else "their"
+    return (f"{who} where the simulator's error was not measured ({words}): {their} error is unknown (+- ?%); "
+            f"probe {'it' if their == 'its' else 'them'} before deploying.")

@@ -1,0 +1,63 @@
+"""Where the picks lie outside what the simulator's error was measured on, one short line before the front table
+says so in every output, and the error sentence no longer lists the trials at its end (trial57 #3)."""
+
+from __future__ import annotations
+
+import html
+import io
+
+import pytest
+from rich.console import Console
+
+from autotune.cli import main
+from autotune.commands.finish import build_report
+from autotune.report.markdown import markdown_report
+from autotune.report.outside_calibration import outside_calibration_line
+from autotune.report.table import print_report
+from autotune.study import load_finished_study
+
+ALL_OUTSIDE = ("All 5 picks lie where the simulator's error was not measured (ZeRO 2, power limit 0.7/0.8/0.9): their "
+               "error is unknown (+- ?%); probe them before deploying.")
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory):
+    out = tmp_path_factory.mktemp("outside") / "run"
+    assert main(["run", "--model", "7b", "--nodes", "1-2", "--out", str(out)]) == 0
+    view, document = build_report(load_finished_study(out))
+    terminal = io.StringIO()
+    print_report(view, document, Console(file=terminal, width=1000))
+    return document, terminal.getvalue(), markdown_report(view, document), html.unescape((out / "report.html").read_text())
+
+
+def test_every_pick_outside_the_calibration_is_said_before_the_table(outputs):
+    document, terminal, md, page = outputs
+    assert outside_calibration_line(document) == ALL_OUTSIDE
+    assert terminal.index(ALL_OUTSIDE) < terminal.index("Pareto front")
+    assert md.index(ALL_OUTSIDE) < md.index("**Pareto front**")
+    assert page.index(ALL_OUTSIDE) < page.index('<table class="picks">')
+    error_line = _line(terminal, "Simulated figures carry")
+    assert "trials 0, 1, 2" not in error_line and "neither tied nor marked" not in error_line
+    assert error_line.endswith("Those show +- ?% (their error is unknown); a pick that leads another pick by less than "
+                               "the error above is flagged there, as a difference that may not be real.")
+
+
+def _line(text: str, start: str) -> str:
+    return next(line for line in text.splitlines() if line.startswith(start))
+
+
+def _document(outside: dict, picks: dict) -> dict:
+    return {"simulator_error": {"time_s_pct": 3.4, "extrapolated": outside},
+            "picks": [{"name": name, "trial": trial} for name, trial in picks.items()]}
+
+
+def test_some_picks_outside_are_named_and_none_outside_says_nothing():
+    picks = {"fastest": 1, "min_energy": 2, "knee": 3, "cost_weighted": 3}
+    some = _document({"2": ["power limit 0.7"], "3": ["power limit 0.8"]}, picks)
+    assert outside_calibration_line(some) == (
+        "3 of the 4 picks (min-energy, knee, cost-weighted) lie where the simulator's error was not measured (power "
+        "limit 0.7/0.8): their error is unknown (+- ?%); probe them before deploying.")
+    everything = _document({"1": ["ZeRO 2"], "2": ["ZeRO 2"], "3": ["ZeRO 2"]}, picks)
+    assert outside_calibration_line(everything).startswith("All 4 picks (3 configurations) lie where")
+    assert outside_calibration_line(_document({"0": ["ZeRO 1"]}, picks)) is None  # the baseline alone: not a pick
+    assert outside_calibration_line({"simulator_error": None, "picks": []}) is None  # measured
