@@ -522,11 +522,11 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
     try:
         converged = study.user_attrs.get(CONVERGED_ATTR)
         if converged:
-            from autotune.report.search import converged_sentence  # here: its model's imports are no start-up cost
+            from autotune.report.search import converged_stop_line  # here: its model's imports are no start-up cost
 
             # A replay of a file recording some of the valid candidates converged among those (backend.usable).
             recorded = getattr(backend, "usable", None) or valid_total
-            console.print(converged_sentence(converged["probes"], len(study.directions), recorded, valid_total - recorded),
+            console.print(converged_stop_line(converged["probes"], backend.name == "simulate", recorded, valid_total - recorded),
                           soft_wrap=True, highlight=False, markup=False)
         evaluated_now, elsewhere = evaluated_count(study), probes_running_elsewhere(study)
         if not converged and evaluated_now + elsewhere >= total and evaluated_now + elsewhere > done + ran:

@@ -61,7 +61,7 @@ def header_section(view: StudyView, document: dict, run_dir: Path) -> str:
     if "search" in document:
         from autotune.report.search import search_sentences
 
-        lines = search_sentences({**document["search"], "predicted": document.get("predicted", [])})
+        lines = search_sentences({**document["search"], "predicted": document.get("predicted", [])}, document["backend"])
         note += "".join(f"<p>Search: {esc(line)}</p>" for line in lines)
     if noise_text := noise_line(document):
         note += f"<p>{esc(noise_text)}</p>"

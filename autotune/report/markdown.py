@@ -142,7 +142,7 @@ def markdown_report(view: StudyView, document: dict) -> str:
         # terminal and the page said it; this one did not).
         from autotune.report.search import search_sentences
 
-        found = search_sentences({**document["search"], "predicted": document.get("predicted", [])})
+        found = search_sentences({**document["search"], "predicted": document.get("predicted", [])}, document["backend"])
         lines += ["**Search**", "", *(f"- {say(line)}" for line in found), ""] if found else []
     lines += analysis_lines(view, document)
     return "\n".join(lines) + "\n"

@@ -209,15 +209,17 @@ def search_summary(study, view, backend: str) -> dict:
     return summary
 
 
-def search_sentences(summary: dict) -> list[str]:
-    """Lines for the terminal and HTML reports."""
+def search_sentences(summary: dict, backend: str | None = None) -> list[str]:
+    """Lines for the terminal, Markdown and HTML reports; `backend`: the study's (pareto.json's `backend`), whose
+    simulate probes are said to be simulated."""
     lines = []
     converged = summary.get("converged")
     if converged:
         # The short form of the rule the search block keeps (search_summary states it per objectives).
         objectives = 1 if converged.get("rule") == stop_rule(1) else 2
         lines.append(converged_sentence(converged["probes"], objectives, converged.get("recorded", 0),
-                                        converged.get("unrecorded", 0), converged.get("finished_since", 0)))
+                                        converged.get("unrecorded", 0), converged.get("finished_since", 0),
+                                        simulated=backend == "simulate"))
     unfinished = summary.get("unfinished")
     if unfinished and unfinished.get("exhausted"):
         lines.append(_exhausted_sentence(unfinished))
@@ -257,12 +259,28 @@ def _none_succeeded_sentence(unfinished: dict) -> str:
             "directory's trials/ folder), then the same command resumes the study")
 
 
-def converged_sentence(probes: int, objectives: int, recorded: int = 0, unrecorded: int = 0, finished_since: int = 0) -> str:
-    """"converged after 9 probes: ...", as the run ends and in its report. A replay of a file that records some of
-    the valid candidates converged among those (`recorded`): the `unrecorded` others it could not probe, and "no
-    unprobed valid candidate" was false of them. `finished_since`: probes other workers had under way then."""
-    after = f"converged after {probes} probes" + (
+def _converged_after(probes: int, simulated: bool, finished_since: int = 0) -> str:
+    """"converged after 9 probes"; on the simulate backend "9 simulated probes": nothing ran on hardware, and a
+    probe is a short training run elsewhere (trial57 #10)."""
+    return f"converged after {probes} {'simulated ' if simulated else ''}probes" + (
         f" ({finished_since} more, under way on other workers then, finished since)" if finished_since else "")
+
+
+def converged_stop_line(probes: int, simulated: bool, recorded: int = 0, unrecorded: int = 0) -> str:
+    """The run's own line as its study stops early. The rule is said once, in the report's `search:` line
+    (converged_sentence): printed twice, 450 characters each, it read as two findings (trial57 #10). The report
+    follows this line on every path but a stop while it is written, whose line names the command that writes it."""
+    among = f" among the {recorded} recorded candidates" if unrecorded else ""
+    return f"{_converged_after(probes, simulated)}{among}; the report's `search:` line says why it stopped"
+
+
+def converged_sentence(probes: int, objectives: int, recorded: int = 0, unrecorded: int = 0, finished_since: int = 0,
+                       simulated: bool = False) -> str:
+    """"converged after 9 probes: ...", in the report. A replay of a file that records some of the valid candidates
+    converged among those (`recorded`): the `unrecorded` others it could not probe, and "no unprobed valid candidate"
+    was false of them. `finished_since`: probes other workers had under way then. `simulated`: the simulate
+    backend's study."""
+    after = _converged_after(probes, simulated, finished_since)
     if not unrecorded:
         return f"{after}: {stop_rule_summary(objectives)}"
     return (f"{after} among the {recorded} recorded candidates: "

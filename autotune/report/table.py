@@ -216,7 +216,7 @@ def _print_analysis(view: StudyView, document: dict, console: Console) -> None:
     if "search" in document:
         from autotune.report.search import search_sentences
 
-        for line in search_sentences({**document["search"], "predicted": document.get("predicted", [])}):
+        for line in search_sentences({**document["search"], "predicted": document.get("predicted", [])}, document["backend"]):
             console.print(f"search: {escape(line)}")
     importance = document.get("importance")
     if isinstance(importance, dict):

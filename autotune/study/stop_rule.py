@@ -113,8 +113,8 @@ def stop_rule_summary(objectives: int = 2, candidate: str = "valid candidate") -
     """`candidate`: what the rule weighed ("recorded candidate" where a replayed file records only some: the others
     could not be probed, and the report predicts them apart)."""
     return (f"the model (simulator x correction learnt from the probes) gives no unprobed {candidate} a {STOP_CHANCE:.0%} "
-            f"or higher chance of beating {_beating(objectives)}; {_ASSUMES} (the whole rule, with the knob values and "
-            "pairs it measures first where the simulator may be wrong: `autotune run --help`, --trials)")
+            f"or higher chance of beating {_beating(objectives)}; {_ASSUMES} (the whole rule: \"early stop\" at the end of "
+            "`autotune run --help`)")
 
 
 STOP_RULE_SUMMARY = stop_rule_summary(2)

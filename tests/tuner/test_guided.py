@@ -460,9 +460,15 @@ def test_a_converged_run_says_the_rule_in_short_and_pareto_json_keeps_it_whole(t
 
     run = autotune_main("run", "--model", "32b", "--nodes", "4", "--out", tmp_path / "run")
     assert run.returncode == 0, run.stderr
-    said = " ".join(run.stderr.split())
-    assert re.search(rf"converged after \d+ probes: {re.escape(STOP_RULE_SUMMARY)}", said), said
-    assert " ".join(STOP_RULE.split()) not in said  # 11 terminal lines of it, twice, before
+    said, report = " ".join(run.stderr.split()), " ".join(run.stdout.split())
+    # Trial57 #10: the rule once, in the report's search line; the run's own line as the study stops points there,
+    # and says its probes were simulated (nothing ran on hardware).
+    assert re.search(r"converged after \d+ simulated probes; the report's `search:` line says why it stopped", said), said
+    assert STOP_RULE_SUMMARY not in said
+    assert re.search(rf"search: converged after \d+ simulated probes: {re.escape(STOP_RULE_SUMMARY)}", report), report
+    assert report.count(STOP_RULE_SUMMARY) == 1
+    assert "(the whole rule: \"early stop\" at the end of `autotune run --help`)" in STOP_RULE_SUMMARY
+    assert " ".join(STOP_RULE.split()) not in said + report  # 11 terminal lines of it, twice, before
     assert json.loads((tmp_path / "run" / "pareto.json").read_text())["search"]["converged"]["rule"] == STOP_RULE
     # Trial 46: probes other workers had under way when one converged finish after it; the report counted them in
     # its trials and not in "converged after", and said nothing of the difference.
@@ -475,7 +481,7 @@ def test_a_converged_run_says_the_rule_in_short_and_pareto_json_keeps_it_whole(t
     study.set_user_attr(CONVERGED_ATTR, {**study.user_attrs[CONVERGED_ATTR], "probes": probes - 2})
     report = autotune_main("report", tmp_path / "run")
     assert report.returncode == 0, report.stderr
-    assert (f"converged after {probes - 2} probes (2 more, under way on other workers then, finished since): "
+    assert (f"converged after {probes - 2} simulated probes (2 more, under way on other workers then, finished since): "
             in " ".join(report.stdout.split()))
     assert json.loads((tmp_path / "run" / "pareto.json").read_text())["search"]["converged"]["finished_since"] == 2
 
@@ -498,7 +504,7 @@ def test_a_study_resumed_with_another_sampler_no_longer_says_it_converged_and_a_
     # guided again: converged on the probes the study now holds, with no further probe
     again = autotune_main(*common, "--trials", converged_at + 10)
     assert again.returncode == 0, again.stderr
-    assert f"converged after {converged_at + 3} probes" in " ".join(again.stderr.split())
+    assert f"converged after {converged_at + 3} simulated probes" in " ".join(again.stderr.split())
     assert search()["converged"]["probes"] == converged_at + 3
     study = optuna.load_study(study_name=None, storage=f"sqlite:///{out / 'study.db'}")
     assert len(evaluated_trials(study)) == converged_at + 3
