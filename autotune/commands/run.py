@@ -320,7 +320,7 @@ def backend_attrs(study, backend, checks: list, restricted: bool) -> dict:
     run with (kept from earlier runs: record_probe_settings writes them once a probe ran with them);
     on replay the keys of the candidates the file records (`evaluable`; None where `checks`, the
     candidates the backend can evaluate, are not `restricted` from the valid ones), so a report can say
-    what a resume could still probe."""
+    what a resume could still probe, and where it records them all, their front (search.recorded_front)."""
     from autotune.candidate import params_key
 
     earlier = study.user_attrs.get("backend") or {}
@@ -332,6 +332,11 @@ def backend_attrs(study, backend, checks: list, restricted: bool) -> dict:
     if backend.name == "replay":
         attrs["evaluable"] = [params_key(c.candidate.knobs.to_dict()) for c in checks if c.valid] if restricted else None
         attrs["measurements"] = backend.measurements_record()
+        if not restricted:  # every valid candidate recorded: its report can say whether the probes found their front
+            from autotune.report.search import RECORDED_FRONT_KEY, recorded_front
+
+            valid = {params_key(c.candidate.knobs.to_dict()) for c in checks if c.valid}
+            attrs[RECORDED_FRONT_KEY] = recorded_front(backend.records, valid)
     return attrs
 
 

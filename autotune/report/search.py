@@ -2,7 +2,8 @@
 
 - `converged`: the guided sampler's early stop fired (after how many probes, by which rule);
 - on the simulate backend the model is the truth: every valid candidate is simulated here, and the
-  front is `exhaustive` when no unprobed candidate beats the probed front by more than 1%;
+  front is `exhaustive` when no unprobed candidate beats the probed front by more than 1%; so on a replay
+  of a file that records every valid candidate, by its records (`recorded_front`);
 - otherwise `predicted`: unprobed candidates the model (simulator x correction learnt from the
   probes) still gives a real chance to enter the front. Their figures are predictions, labelled so,
   never points of the front.
@@ -27,24 +28,57 @@ from autotune.study.acquisition import ENTER_MARGIN, enters_front
 from autotune.study.loop import CONVERGED_ATTR, probes_running_elsewhere
 from autotune.study.retries import evaluated_count, evaluated_trials
 from autotune.study.valid import usable_values, valid_checks
-from autotune.study.outlook import Predictions
 from autotune.study.stop_rule import STOP_CHANCE, stop_rule, stop_rule_summary
 
 MAX_PREDICTED = 5
 
 
-def _exhaustive(pred: Predictions, front: np.ndarray, probed: set[int], objectives: int) -> tuple[bool, str]:
-    """Simulated study: is every point of the simulator's own front within 1% of the probed one? With
-    one objective (--objectives time) the front is the fastest alone, and so is the check."""
-    values = np.exp(pred.log_values[:, :objectives])
+def _exhaustive(values: np.ndarray, front: np.ndarray, probed: set[int], objectives: int, valid: int,
+                figures: str) -> tuple[bool, str]:
+    """Where every valid candidate's figures are known (`values`, (N, objectives), of `valid` candidates or of
+    their front: the simulator's on the simulate backend, a replayed file's that records them all), is every point
+    of their front within 1% of the probed `front` (positions `probed` of `values` are probed)? With one objective
+    (--objectives time) the front is the fastest alone, and so is the check. `figures`: "simulated", "recorded"."""
     truth = front_indices(values)
     missed = [i for i in truth if i not in probed and enters_front(values[i][None, None, :], front)[0, 0]]
     what = "front" if objectives == 2 else "fastest candidate"
     if missed:
-        return False, f"{len(missed)} point(s) of the simulated {what} over all {len(pred)} valid candidates were not probed"
+        return False, f"{len(missed)} point(s) of the {figures} {what} over all {valid} valid candidates were not probed"
     beats = (f"beats this front by more than {ENTER_MARGIN - 1:.0%} in time or energy" if objectives == 2 else
              f"is more than {ENTER_MARGIN - 1:.0%} faster than the fastest probe")
-    return True, f"exhaustive: all {len(pred)} valid candidates were simulated and none {beats}"
+    return True, f"exhaustive: all {valid} valid candidates were {figures} and none {beats}"
+
+
+# The study's backend record's key (commands/run.backend_attrs) for a replay of a file that records every valid
+# candidate: the front of those records, so that its report says whether the probes found it, as a simulated
+# study's does (trial57 #15: a replay of `space --simulate --json` had every figure and said nothing).
+RECORDED_FRONT_KEY = "recorded_front"
+
+
+def recorded_front(records: dict[str, dict], valid_keys: set[str]) -> list[dict]:
+    """{key, time_s, energy_kj} of the ok records of valid candidates on their time-and-energy front, and the
+    fastest of them (a time-only study's front, whose energy a file may lack): a few dozen of a file's thousands."""
+    ok = [(key, r["time_s"], r["energy_kj"]) for key, r in records.items() if key in valid_keys and r["status"] == "ok"]
+    with_energy = [row for row in ok if row[2] is not None]
+    kept = {with_energy[i][0] for i in front_indices(np.array([row[1:] for row in with_energy]))}
+    if ok:
+        kept.add(min(ok, key=lambda row: row[1])[0])
+    return [{"key": key, "time_s": time_s, "energy_kj": energy_kj} for key, time_s, energy_kj in ok if key in kept]
+
+
+def _every_record_weighed(study, view, backend: str, objectives: int, valid: int) -> tuple[bool | None, str]:
+    """A replay of a file that records every valid candidate: `_exhaustive` over its records' front against the
+    probed front (the report's). (None, "") where the study keeps no such front (a partial file, another backend,
+    a study replayed before it was kept)."""
+    front = (study.user_attrs.get("backend") or {}).get(RECORDED_FRONT_KEY) if backend == "replay" else None
+    if not isinstance(front, list):
+        return None, ""
+    rows = [r for r in front if objectives == 1 or r["energy_kj"] is not None]
+    values = np.array([[r["time_s"], r["energy_kj"]][:objectives] for r in rows], dtype=float).reshape(-1, objectives)
+    evaluated = set(evaluated_trials(study))
+    probed = {i for i, r in enumerate(rows) if r["key"] in evaluated}
+    probed_front = np.array([[p.time_s, p.energy_kj][:objectives] for p in view.front], dtype=float).reshape(-1, objectives)
+    return _exhaustive(values, probed_front, probed, objectives, valid, "recorded")
 
 
 def _unfinished(study, model, replayed=None) -> dict | None:
@@ -190,10 +224,16 @@ def search_summary(study, view, backend: str) -> dict:
             summary["converged"] = {"probes": len(evaluated), "rule": stop_rule(objectives), "at_end_of_recording": True}
     if backend == "simulate":
         probed = set(view_now.observations.done)
-        summary["exhaustive"], summary["exhaustive_note"] = _exhaustive(pred, view_now.front, probed, objectives)
+        summary["exhaustive"], summary["exhaustive_note"] = _exhaustive(
+            np.exp(pred.log_values[:, :objectives]), view_now.front, probed, objectives, len(pred), "simulated")
         return summary
     if not summary["converged"] and not summary.get("unfinished"):
         summary["exhaustive"], summary["exhaustive_note"] = _evaluated_all(study, valid_keys, recorded, backend)
+    if summary["exhaustive"] is None and not summary["exhaustive_note"]:
+        summary["exhaustive"], summary["exhaustive_note"] = _every_record_weighed(study, view, backend, objectives,
+                                                                                  len(valid_keys))
+        if summary["exhaustive"]:
+            return summary  # the records are all a replay evaluates: none left to predict, as on simulate
     chance = np.where(view_now.free, view_now.chance_to_enter, 0.0)
     for i in np.argsort(-chance, kind="stable")[:MAX_PREDICTED]:
         if chance[i] < STOP_CHANCE:
