@@ -54,6 +54,13 @@ def _study_words(document: dict) -> str:
     return f" (study {name})" if name and name != STUDY_NAME else ""
 
 
+def page_heading(document: dict) -> str:
+    """The page's one heading: its <h1> and its <title> (the browser tab's) say the same. Two wordings, `autotune: 32b
+    on gh200` and `autotune report: 32b on 4 node(s) of gh200`, read as two headings in a row (trial57 #17)."""
+    return (f"autotune report: {document['model']} on {nodes_header(document)} of {hardware_text(document)}"
+            f"{_study_words(document)}")
+
+
 def header_section(view: StudyView, document: dict, run_dir: Path) -> str:
     workload = document["workload"]
     counts = trial_counts(document, view)
@@ -68,8 +75,7 @@ def header_section(view: StudyView, document: dict, run_dir: Path) -> str:
     baseline = baseline_missing(view) if document["baseline"] is None else document["baseline"]
     inputs = f'<p class="inputs">{esc(said)}</p>\n' if (said := inputs_sentence(document.get("inputs"))) else ""
     return (
-        f"<header><h1>autotune report: {esc(document['model'])} on {esc(nodes_header(document))} of "
-        f"{esc(hardware_text(document))}{esc(_study_words(document))}</h1>\n"
+        f"<header><h1>{esc(page_heading(document))}</h1>\n"
         f'<p class="provenance provenance-{esc(document["source"] if isinstance(document["source"], str) else "mixed")}">'
         f"<strong>Where the figures come from:</strong> {esc(provenance_sentence(document))} "
         f"Backend: {esc(document['backend'])} ({esc(document.get('backend_reason', ''))}).</p>\n"
@@ -408,7 +414,7 @@ article.pick { border: 1px solid #ddd; border-radius: 6px; padding: 4px 16px; ma
 
 def render_report_html(view: StudyView, document: dict, run_dir: Path) -> str:
     body = "\n".join(section(view, document, run_dir) for section in SECTIONS)
-    title = f"autotune: {document['model']} on {document['hardware']}{_study_words(document)}"
+    title = page_heading(document)
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
         # Without it a phone lays the page out 980 px wide and zooms it all out.

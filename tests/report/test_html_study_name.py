@@ -17,3 +17,12 @@ def test_a_named_study_is_in_the_title_and_heading_escaped(simulated_run, tmp_pa
     assert re.search(rf"<title>[^<]*{escaped}</title>", page)
     assert re.search(rf"<h1>[^<]*{escaped}</h1>", page)
     assert "<script" not in page
+
+
+def test_the_page_has_one_heading_its_title_the_same(simulated_run):
+    """Trial57 #17: `autotune: 32b on gh200` (the <title>) and `autotune report: 32b on 4 node(s) of gh200` (the <h1>)
+    read as two headings in a row; the tab and the page now say one."""
+    page = (simulated_run / "report.html").read_text()
+    title, = re.findall(r"<title>([^<]*)</title>", page[:page.index("<body>")])
+    assert re.findall(r"<h1>([^<]*)</h1>", page) == [title]
+    assert title.startswith("autotune report: ") and " of gh200" in title
