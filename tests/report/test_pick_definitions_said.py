@@ -38,6 +38,12 @@ def test_md_and_the_terminal_define_every_pick_and_say_how_to_choose(simulated_r
     # Last, where a reader looks for what to do: followed only by what deploying the chosen pick needs.
     assert terminal[terminal.index(choosing) + len(choosing):].lstrip().startswith("To deploy a pick")
     assert "eta x energy + (1 - eta) x 680 W/GPU" not in terminal  # the partial line it replaces, said once now
+    # trial57 #11: five lines on every run; the one-clause definitions share one.
+    defined = [line for line in terminal.splitlines() if line.startswith("pick ")]
+    assert len(defined) == 3 and defined[0] == (
+        "pick fastest: the least time to solution; pick min-energy: the least energy to solution; pick max-slowdown: "
+        "the least energy with a time at most 1.05 x the fastest (--max-slowdown)"), defined
+    assert defined[1].startswith("pick knee: ") and defined[2].startswith("pick cost-weighted: "), defined
 
 
 def test_one_pick_is_defined_with_nothing_to_choose_among(simulated_run):
