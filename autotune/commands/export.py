@@ -12,7 +12,7 @@ from pathlib import Path
 
 from autotune.atomic_write import NAME_MAX_BYTES
 from autotune.backends.probe_options import LAUNCHERS
-from autotune.commands.flags import _GivenOnce, add_output_flag, path_flag, whole_number_flag
+from autotune.commands.flags import GivenOnce, add_output_flag, path_flag, whole_number_flag
 from autotune.commands.report import add_study_location_options
 from autotune.shell import shell_path
 
@@ -36,7 +36,7 @@ def register(subparsers) -> None:
     )
     choice.add_argument("--trial", type=whole_number_flag(low=0), metavar="N", help="any feasible trial by number")
     choice.add_argument(
-        "--measurements", type=path_flag, metavar="FILE", action=_GivenOnce,  # given twice: refused, as -o (trial 58 F8)
+        "--measurements", type=path_flag, metavar="FILE", action=GivenOnce,  # given twice: refused, as -o (trial 58 F8)
         help="write every probed candidate's result as JSON lines for `autotune run --backend replay --measurements FILE` "
              "(- for standard output)",
     )

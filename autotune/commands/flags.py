@@ -128,18 +128,34 @@ def add_output_flag(parser, *names: str, aliases: tuple[str, ...], **kwargs) -> 
     """An output flag under its canonical `names` (what --help shows) and, hidden, the `aliases` the other commands'
     output flags are spelt with: a newcomer's trial typed `export --out` (run's) and `run -o` (export's) and met
     "unrecognized arguments". Given twice, under any spelling, it is refused: the later one silently won."""
-    parser.add_argument(*names, action=_GivenOnce, **kwargs)
+    parser.add_argument(*names, action=GivenOnce, **kwargs)
     dest = parser._actions[-1].dest
-    parser.add_argument(*aliases, dest=dest, action=_GivenOnce, type=kwargs.get("type"), metavar=kwargs.get("metavar"),
+    parser.add_argument(*aliases, dest=dest, action=GivenOnce, type=kwargs.get("type"), metavar=kwargs.get("metavar"),
                         default=kwargs.get("default"), help=argparse.SUPPRESS)
 
 
-class _GivenOnce(argparse.Action):
+class GivenOnce(argparse.Action):
+    """A flag that two values of are a mistake, refused: an output (the later one silently won), a --storage (two
+    databases of a study cannot both be meant). `what` names it in the refusal. Other flags keep argparse's (and
+    GNU's) rule that the last one given wins, which a script that appends to a command line relies on."""
+
+    def __init__(self, *args, what: str = "the output", shown=str, **kwargs):
+        self.what, self.shown = what, shown
+        super().__init__(*args, **kwargs)
+
     def __call__(self, parser, namespace, values, option_string=None):
         earlier = getattr(namespace, self.dest, None)
         if earlier is not None and earlier != self.default:
-            parser.error(f"argument {option_string}: the output is given twice ({earlier}, then {values}); give it once")
+            parser.error(f"argument {option_string}: {self.what} is given twice ({self.shown(earlier)}, then "
+                         f"{self.shown(values)}); give it once")
         setattr(namespace, self.dest, values)
+
+
+def storage_shown(url: str) -> str:
+    """A --storage URL as a refusal shows it: its password hidden, as every message and pareto.json show one."""
+    from autotune.study.storage import recorded_storage  # Optuna's import: only on this way out
+
+    return recorded_storage(url)
 
 
 text_flag.__name__ = name_or_path_flag.__name__ = path_flag.__name__ = study_name_flag.__name__ = "value"

@@ -14,7 +14,7 @@ import contextlib
 import json
 import sys
 from pathlib import Path
-from autotune.commands.flags import number_flag, path_flag, study_name_flag, text_flag
+from autotune.commands.flags import GivenOnce, number_flag, path_flag, storage_shown, study_name_flag, text_flag
 from autotune.study.storage import STUDY_NAME
 
 FORMATS = ("table", "json", "md")
@@ -26,7 +26,9 @@ def add_study_location_options(parser: argparse.ArgumentParser, several: bool = 
     study of each one that keeps no study.db (calibrate.measured.run_dir_study)."""
     where = ("for the one RUN_DIR that holds no study.db, as its `autotune run --storage` gave it (RUN_DIRs with a "
              "study.db of their own are read there)") if several else "when it is not RUN_DIR/study.db"
-    parser.add_argument("--storage", type=text_flag, metavar="URL", help=f"the study's storage URL, {where}")
+    # Given twice, refused: the later URL silently won, and the refusal that followed named it alone (trial 58 F9).
+    parser.add_argument("--storage", type=text_flag, metavar="URL", action=GivenOnce, what="the storage", shown=storage_shown,
+                        help=f"the study's storage URL, {where}")
     parser.add_argument("--study-name", type=study_name_flag, default=STUDY_NAME, metavar="NAME",
                         help="the study's name in --storage (default: autotune), as `autotune run --study-name` gave it")
 

@@ -8,7 +8,8 @@ import re
 from pathlib import Path
 
 from autotune.backends.probe_options import DEFAULT_LAUNCHER, LAUNCHERS, PROBE_OPTIONS, probe_bounds, probe_default
-from autotune.commands.flags import add_output_flag, number_flag, path_flag, study_name_flag, text_flag, whole_number_flag
+from autotune.commands.flags import (GivenOnce, add_output_flag, number_flag, path_flag, storage_shown, study_name_flag, text_flag,
+                                     whole_number_flag)
 from autotune.commands.options import add_study_options, build_settings, fill_from_allocation, settings_warnings
 from autotune.commands.report import add_pick_options
 from autotune.errors import UserError, signal_words, stop_signals
@@ -71,7 +72,7 @@ def register(subparsers) -> None:
                     help=f"run directory: new, empty or an earlier run's (default: runs/<model>-<nodes>n, the model by its own "
                          f"name, never its path: {default_run_dir_examples()}; and -NAME with --study-name NAME)")
     study.add_argument(
-        "--storage", type=text_flag, metavar="URL", help="an Optuna RDB storage URL (sqlite:///PATH, postgresql://USER@HOST/DB) instead of "
+        "--storage", type=text_flag, metavar="URL", action=GivenOnce, what="the storage", shown=storage_shown, help="an Optuna RDB storage URL (sqlite:///PATH, postgresql://USER@HOST/DB) instead of "
                                           "RUN_DIR/study.db; workers sharing one split the trials"
     )
     study.add_argument(

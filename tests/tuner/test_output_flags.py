@@ -67,3 +67,15 @@ def test_a_run_directory_given_twice_is_refused_whatever_its_spelling(tmp_path, 
 def test_run_help_shows_out_alone():
     text = autotune_main("run", "--help").stdout
     assert "--out DIR" in text and "-o DIR" not in text and "--output" not in text
+
+
+@pytest.mark.parametrize("command", ["run", "report", "export", "calibrate"])
+def test_a_storage_given_twice_is_refused_naming_both_its_password_hidden(tmp_path, command):
+    """The later URL silently won, and the refusal that followed named it alone (trial 58 F9)."""
+    run_dir = () if command == "run" else (tmp_path,)
+    result = autotune_main(command, *run_dir, "--storage", "postgresql://me:secret@host/db", "--storage=sqlite:///b.db",
+                           cwd=tmp_path)
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert ("argument --storage: the storage is given twice (postgresql://me:***@host/db, then sqlite:///b.db); give it "
+            "once") in result.stderr
+    assert "secret" not in result.stderr and list(tmp_path.iterdir()) == []
