@@ -7,6 +7,9 @@ Core, not CLI: the probe (trainer/, on every rank) and device_cli import it, and
 from __future__ import annotations
 
 import argparse
+import contextlib
+import shlex
+import sys
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -18,7 +21,42 @@ class OneLineParser(argparse.ArgumentParser):
         # No prefixes: `run --trial 3` (export's flag) silently meant `--trials 3`, and a flag a script
         # half-deleted another one; a whole flag or an error.
         kwargs.setdefault("allow_abbrev", False)
-        super().__init__(*args, **kwargs)
+        # argparse's errors come back here as exceptions, where the command line they were found in is known
+        # (_explained_errors); every one still ends in error(), one line and exit 2.
+        super().__init__(*args, exit_on_error=False, **kwargs)
+
+    def parse_known_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
+        with self._explained_errors(args):
+            return super().parse_known_args(args, namespace)
+
+    def parse_known_intermixed_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
+        with self._explained_errors(args):
+            return super().parse_known_intermixed_args(args, namespace)
+
+    @contextlib.contextmanager
+    def _explained_errors(self, args: list[str]):
+        try:
+            yield
+        except argparse.ArgumentError as err:
+            self.error(self._value_read_as_option(err, args) or str(err))
+
+    def _value_read_as_option(self, err: argparse.ArgumentError, args: list[str]) -> str | None:
+        """argparse takes a word starting with '-' for an option, never for a value (bar a negative number such as
+        -1): `--probe-timeout -inf`, `-o -dash` and `--storage -x` read "expected one argument", which neither
+        says the value was seen nor how to give it. None where the next word is one of the parser's options (the
+        value was left out) or there is none."""
+        if err.message != "expected one argument" or not err.argument_name:
+            return None
+        spellings = err.argument_name.split("/")
+        for typed, value in zip(args, args[1:]):
+            if typed in spellings and value.startswith("-") and value not in ("-", "--") \
+                    and value.partition("=")[0] not in self._option_string_actions:
+                flag = typed if typed.startswith("--") else next((s for s in spellings if s.startswith("--")), typed)
+                return (f"argument {typed}: {value!r} starts with '-', so it reads as an option, not as the value of "
+                        f"{typed}; a value starting with '-' is given as {shlex.quote(f'{flag}={value}')}")
+        return None
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {one_line(message)} (see `{self.prog} --help`)\n")
