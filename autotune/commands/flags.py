@@ -26,6 +26,19 @@ def _as_number(text: str, integer: bool):
     return text
 
 
+def _spelling_problem(text: str, value) -> str | None:
+    """Why a number Python reads is not one a flag takes: int() and float() read '1_0' as 10 (a typo of 1.0 or
+    1-0 is as likely) and '５' or '٣' as 5 and 3, digits of other scripts. A flag's number is written as a shell
+    script, a SLURM variable or another tool writes it: ASCII digits, no separators."""
+    if isinstance(value, str):
+        return None  # no number at all: number_problem says so
+    if "_" in text:
+        return "has an underscore, which a number here does not take: write the number without it"
+    if not text.isascii():
+        return "has characters other than ASCII: write the number in ASCII digits (0-9)"
+    return None
+
+
 def number_flag(*, low=None, high=None, low_open: bool = False, integer: bool = False, fix: str = ""):
     """An argparse `type=`: the flag's text as an int (integer=True) or a float within the bounds.
     NaN and infinities are refused, and so is '1.5' where a whole number belongs. `fix`: what the value is,
@@ -33,7 +46,11 @@ def number_flag(*, low=None, high=None, low_open: bool = False, integer: bool = 
 
     def convert(text: str):
         value = _as_number(text.strip(), integer)
-        problem = number_problem(value, low=low, high=high, low_open=low_open, integer=integer)
+        bounds = {"low": low, "high": high, "low_open": low_open, "integer": integer}
+        problem = number_problem(value, **bounds)
+        spelling = _spelling_problem(text.strip(), value)
+        if spelling:  # with the range number_problem says of no number at all ("is not a number; it must be ...")
+            problem = f"{spelling}; {number_problem(None, **bounds).partition('; ')[2]}"
         if problem:
             raise argparse.ArgumentTypeError(f"{text!r} {problem}{f'; {fix}' if fix else ''}")
         return int(value) if integer else float(value)

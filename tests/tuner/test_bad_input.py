@@ -414,6 +414,28 @@ def test_numeric_flag_wrong_type_or_range(tmp_path, capsys, command, flag, value
     assert not out.exists()  # refused before any study or run directory was made
 
 
+@pytest.mark.parametrize("command, flag, value, words", [
+    ("run", "--probe-timeout", "1_0", "'1_0' has an underscore"), ("run", "--trials", "1_000", "'1_000' has an underscore"),
+    ("run", "--eta", "0_5", "'0_5' has an underscore"), ("run", "--trials", "３", "'３' has characters other than ASCII"),
+    ("run", "--probe-timeout", "١٠", "'١٠' has characters other than ASCII"),
+    ("sensors", "--sample", "１.５", "'１.５' has characters other than ASCII"),
+])
+def test_a_number_python_reads_but_a_flag_does_not_take_is_refused(tmp_path, capsys, command, flag, value, words):
+    """float() and int() read '1_0' as 10 and full-width or Arabic-Indic digits as ASCII ones: accepted without a
+    word (trial 58 F10), where 1_0 may as well be a typo of 1.0."""
+    out = tmp_path / "run"
+    extra = [*STUDY, "--out", str(out)] if command == "run" else []
+    err = run_main([command, *extra, f"{flag}={value}"], capsys)
+    assert_one_clear_line(err, f"argument {flag}: {words}", "; it must be a ")
+    assert not out.exists()
+
+
+def test_spaces_around_a_number_flag_are_still_taken():
+    from autotune.commands.flags import number_flag, whole_number_flag
+
+    assert number_flag(low=1)(" 5 ") == 5.0 and whole_number_flag(low=1)("\t3\n") == 3
+
+
 @pytest.mark.parametrize("argv", [
     ["run", "--out", ""], ["run", "--model", ""], ["run", "--hardware", " "], ["run", "--space", ""],
     ["run", "--storage", ""], ["run", "--hostfile", ""], ["space", "--model", ""], ["report", ""],
