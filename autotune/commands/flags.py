@@ -7,7 +7,9 @@ is parsed, before any file is read or any study opened, with the wording of `aut
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import sys
 from pathlib import Path
 
 from autotune.atomic_write import NAME_MAX_BYTES, PATH_MAX_BYTES
@@ -24,6 +26,14 @@ def _as_number(text: str, integer: bool):
         except ValueError:
             continue
     return text
+
+
+def _finite_as_typed(text: str, value):
+    """A finite number too large for a float (1e400, which float() reads as inf) as the largest float of its sign:
+    the user typed a number, and is told it is out of range with the range, not that it is "not finite"."""
+    if isinstance(value, float) and math.isinf(value) and "inf" not in text.lower():
+        return math.copysign(sys.float_info.max, value)
+    return value
 
 
 def _spelling_problem(text: str, value) -> str | None:
@@ -47,10 +57,14 @@ def number_flag(*, low=None, high=None, low_open: bool = False, integer: bool = 
     def convert(text: str):
         value = _as_number(text.strip(), integer)
         bounds = {"low": low, "high": high, "low_open": low_open, "integer": integer}
-        problem = number_problem(value, **bounds)
+        problem = number_problem(_finite_as_typed(text, value), **bounds)
         spelling = _spelling_problem(text.strip(), value)
-        if spelling:  # with the range number_problem says of no number at all ("is not a number; it must be ...")
-            problem = f"{spelling}; {number_problem(None, **bounds).partition('; ')[2]}"
+        # The range as number_problem says it of no number at all ("is not a number; it must be ...").
+        allowed = number_problem(None, **bounds).partition("; ")[2]
+        if spelling:
+            problem = f"{spelling}; {allowed}"
+        if not problem and _finite_as_typed(text, value) is not value:  # past a float, with no upper bound to pass
+            problem = f"is out of range (past {sys.float_info.max:.3g}, the largest number autotune computes with); {allowed}"
         if problem:
             raise argparse.ArgumentTypeError(f"{text!r} {problem}{f'; {fix}' if fix else ''}")
         return int(value) if integer else float(value)

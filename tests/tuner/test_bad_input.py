@@ -430,6 +430,20 @@ def test_a_number_python_reads_but_a_flag_does_not_take_is_refused(tmp_path, cap
     assert not out.exists()
 
 
+@pytest.mark.parametrize("flag, value, words", [
+    ("--probe-timeout", "1e400", "'1e400' is out of range; it must be a number >= 1 and <= 604800"),
+    ("--probe-timeout", "-1E999", "'-1E999' is out of range; it must be a number >= 1 and <= 604800"),
+    ("--trials", "1e400", "'1e400' is out of range; it must be a whole number >= 1 and <= 1000000000000"),
+    ("--max-slowdown", "1e400", "'1e400' is out of range (past 1.8e+308, the largest number autotune computes with); "
+                                "it must be a number >= 1"),
+    ("--probe-timeout", "-inf", "'-inf' is not finite"), ("--max-slowdown", "Infinity", "'Infinity' is not finite"),
+])
+def test_a_finite_number_too_large_for_a_float_is_out_of_range_not_infinite(tmp_path, capsys, flag, value, words):
+    """float('1e400') is inf: the user typed a finite number and read that it "is not finite" (trial 58 F10)."""
+    err = run_main(["run", *STUDY, "--out", str(tmp_path / "run"), f"{flag}={value}"], capsys)
+    assert_one_clear_line(err, f"argument {flag}: {words}")
+
+
 def test_spaces_around_a_number_flag_are_still_taken():
     from autotune.commands.flags import number_flag, whole_number_flag
 
