@@ -31,12 +31,15 @@ GRACE_PERIOD_S = 120
 
 
 def storage_url(run_dir: Path, storage: str | None) -> str:
-    if storage:
-        return storage
-    # SQLAlchemy decodes %XX in a URL's path and takes a '?' as the start of connection options: the
-    # study of `--out 'a?b'` went to the file `a`. Both escaped, the URL names RUN_DIR/study.db itself.
-    path = str((run_dir / "study.db").resolve()).replace("%", "%25").replace("?", "%3F")
-    return f"sqlite:///{path}"
+    return storage or sqlite_url(run_dir / "study.db")
+
+
+def sqlite_url(path: Path) -> str:
+    """The SQLite URL of the file at `path`, absolute. SQLAlchemy decodes %XX in a URL's path and takes a '?' as
+    the start of connection options: the study of `--out 'a?b'` went to the file `a`. Both escaped, the URL names
+    the file itself."""
+    escaped = str(path.resolve()).replace("%", "%25").replace("?", "%3F")
+    return f"sqlite:///{escaped}"
 
 
 def storage_flags(storage: str | None, study_name: str = STUDY_NAME) -> str:
@@ -108,6 +111,9 @@ def _check_sqlite(url: str, must_exist: bool, given: bool = True) -> Path | None
             "(sqlite:///runs/study.db) or leave out --storage to use RUN_DIR/study.db"
         )
     path = Path(parsed.database)  # relative to the working directory, as SQLAlchemy reads it
+    if given and path.is_dir():  # "there is no database at" a directory, or SQLite's "unable to open database file"
+        raise UserError(f"--storage {url!r} names the directory {path.resolve()}, not a database file; "
+                        f"{_database_in(path)}")
     if must_exist and not path.is_file():
         raise UserError(f"--storage {url!r}: there is no database at {path.resolve()}; pass the URL the run used "
                         "(a relative sqlite:///PATH is read from the current directory)")
@@ -122,6 +128,15 @@ def _check_sqlite(url: str, must_exist: bool, given: bool = True) -> Path | None
     if not must_exist:
         _check_writable(url, path, given)
     return path
+
+
+def _database_in(folder: Path) -> str:
+    """What to pass for a --storage that names a folder: the URL of its study.db, where it has one (a run
+    directory: `autotune run`'s default database, which leaving out --storage reads), else a file in it."""
+    if (folder / "study.db").is_file():
+        return (f"pass --storage {shlex.quote(sqlite_url(folder / 'study.db'))}, the study.db in it, or leave out "
+                "--storage if it is RUN_DIR's own")
+    return f"name a database file in it (--storage {shlex.quote(sqlite_url(folder / 'NAME.db'))})"
 
 
 def _with_the_umasks_mode(path: Path) -> None:

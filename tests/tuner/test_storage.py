@@ -70,6 +70,25 @@ def test_a_storage_that_cannot_be_opened_is_one_line_naming_the_url(tmp_path):
         open_study(tmp_path, "journal.log", None)
 
 
+def test_a_storage_naming_a_directory_says_so_and_names_the_study_db_in_it(tmp_path):
+    """"there is no database at RUN_DIR" (trial 58 F11), of a directory; a run's storage got SQLite's "unable to
+    open database file"."""
+    from autotune.study.storage import load_finished_study
+
+    open_study(tmp_path / "run", None, None)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UserError) as refused:
+        load_finished_study(tmp_path / "run", f"sqlite:///{tmp_path / 'run'}")
+    assert str(refused.value) == (f"--storage 'sqlite:///{tmp_path / 'run'}' names the directory {tmp_path / 'run'}, not "
+                                  f"a database file; pass --storage sqlite:///{tmp_path / 'run' / 'study.db'}, the "
+                                  "study.db in it, or leave out --storage if it is RUN_DIR's own")
+    for read in (load_finished_study, lambda run_dir, url: open_study(run_dir, url, None)):
+        with pytest.raises(UserError, match=f"names the directory {tmp_path / 'empty'}, not a database file; name a "
+                                            f"database file in it \\(--storage sqlite:///{tmp_path / 'empty'}/NAME.db\\)"):
+            read(tmp_path / "other", f"sqlite:///{tmp_path / 'empty'}")
+    assert list((tmp_path / "empty").iterdir()) == []
+
+
 def test_a_storage_password_is_never_said_in_the_terminal(tmp_path):
     """Trial 37 F2: pareto.json hid it as ***, while the error, the resume line and the suggested flags said it
     in clear, into job and CI logs."""
