@@ -8,6 +8,7 @@ import json
 import logging
 import math
 import os
+import re
 import shlex
 import time
 import warnings
@@ -101,6 +102,8 @@ def _check_sqlite(url: str, must_exist: bool, given: bool = True) -> Path | None
     try:
         parsed = sqlalchemy.engine.make_url(url)
     except Exception:  # noqa: BLE001 - not a URL at all: RDBStorage says so in its own words below
+        if given and not _URL_SCHEME.match(url):
+            _refuse_a_path(url)
         return None
     if parsed.get_backend_name() != "sqlite":
         return None
@@ -128,6 +131,18 @@ def _check_sqlite(url: str, must_exist: bool, given: bool = True) -> Path | None
     if not must_exist:
         _check_writable(url, path, given)
     return path
+
+
+# What a URL starts with (sqlite:, postgresql+psycopg2:); a --storage without one is a path.
+_URL_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def _refuse_a_path(text: str) -> None:
+    """A --storage that is a file's path (`--storage runs/x/study.db`) read "Could not parse SQLAlchemy URL" (trial
+    58 F11): it is said to be a path, with the URL of that file."""
+    path = Path(text)
+    fix = _database_in(path) if path.is_dir() else f"pass --storage {shlex.quote(sqlite_url(path))}, the URL of that file"
+    raise UserError(f"--storage {text!r} is a path, not a database URL; {fix}")
 
 
 def _database_in(folder: Path) -> str:

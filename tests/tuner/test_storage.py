@@ -66,8 +66,8 @@ def test_two_workers_never_pop_one_queued_trial_both(tmp_path):
 def test_a_storage_that_cannot_be_opened_is_one_line_naming_the_url(tmp_path):
     with pytest.raises(UserError, match=r"--storage 'sqlite:////nonexistent-dir/x.db': the directory /nonexistent-dir does not exist"):
         open_study(tmp_path, "sqlite:////nonexistent-dir/x.db", None)
-    with pytest.raises(UserError, match=r"cannot open study storage 'journal.log' \(Could not parse .*sqlite:///PATH, postgresql://"):
-        open_study(tmp_path, "journal.log", None)
+    with pytest.raises(UserError, match=r"cannot open study storage 'journal:log' \(Could not parse .*sqlite:///PATH, postgresql://"):
+        open_study(tmp_path, "journal:log", None)
 
 
 def test_a_storage_naming_a_directory_says_so_and_names_the_study_db_in_it(tmp_path):
@@ -87,6 +87,25 @@ def test_a_storage_naming_a_directory_says_so_and_names_the_study_db_in_it(tmp_p
                                             f"database file in it \\(--storage sqlite:///{tmp_path / 'empty'}/NAME.db\\)"):
             read(tmp_path / "other", f"sqlite:///{tmp_path / 'empty'}")
     assert list((tmp_path / "empty").iterdir()) == []
+
+
+def test_a_storage_given_as_a_path_is_said_to_be_one_with_its_url(tmp_path):
+    """SQLAlchemy's "Could not parse SQLAlchemy URL from given URL string" (trial 58 F11)."""
+    from autotune.study.storage import load_finished_study
+
+    open_study(tmp_path / "run", None, None)
+    database = tmp_path / "run" / "study.db"
+    with pytest.raises(UserError) as refused:
+        load_finished_study(tmp_path / "run", str(database))
+    assert str(refused.value) == (f"--storage '{database}' is a path, not a database URL; pass --storage "
+                                  f"sqlite:///{database}, the URL of that file")
+    with pytest.raises(UserError, match=f"--storage '{tmp_path / 'run'}' is a path, not a database URL; pass --storage "
+                                        f"sqlite:///{database}, the study.db in it"):
+        load_finished_study(tmp_path / "run", str(tmp_path / "run"))
+    with pytest.raises(UserError, match=f"--storage '{tmp_path / 'new.db'}' is a path, not a database URL; pass "
+                                        f"--storage sqlite:///{tmp_path / 'new.db'}, the URL of that file"):
+        open_study(tmp_path / "other", str(tmp_path / "new.db"), None)
+    assert not (tmp_path / "new.db").exists() and not (tmp_path / "other").exists()
 
 
 def test_a_storage_password_is_never_said_in_the_terminal(tmp_path):
