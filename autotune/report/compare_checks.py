@@ -11,6 +11,7 @@ from __future__ import annotations
 from autotune.backends.replay import MAX_SOLUTION_FIGURE
 from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, knob_value
 from autotune.checks import MAX_COUNT, number_problem, shown
+from autotune.measure.combine import SEPARATE_COMPONENTS
 from autotune.workload import PRECISIONS, WORKLOAD_KEYS
 
 # The knobs every point of a pareto.json names; a study from before the device knobs ran them untouched.
@@ -203,9 +204,13 @@ def _parameters_problem(parameters: dict) -> str | None:
 
 
 def _provenance_problem(document: dict) -> str | None:
+    # The parts of a node a sensor may miss, each once, as pareto.json writes them: [""], ["gpu", "gpu"] and a
+    # 5000-character name were shown as read, an empty cell among them (trial 58 F13).
     left_out = document.get("energy_not_measured")
-    if left_out is not None and not (isinstance(left_out, list) and all(isinstance(p, str) for p in left_out)):
-        return _wrong("energy_not_measured", left_out, "a list of parts of the node (strings) or null")
+    if left_out is not None and not (isinstance(left_out, list) and all(p in SEPARATE_COMPONENTS for p in left_out)
+                                     and len(set(left_out)) == len(left_out)):
+        return _wrong("energy_not_measured", left_out,
+                      f"a list of the parts no sensor saw, each once ({', '.join(map(shown, SEPARATE_COMPONENTS))}), or null")
     return None
 
 

@@ -506,6 +506,12 @@ def test_a_damaged_pareto_json_is_one_line_naming_the_report_that_rebuilds_it(ru
     (lambda d: d.update(recommendation_parameters=1.05), "`recommendation_parameters` = 1.05 is not an object or null"),
     (lambda d: d.update(inputs=[]), "`inputs` = [] is not an object or null"),
     (lambda d: d["front"][0].update(trial=-1), "front[0] `trial` = -1 is out of range"),
+    # The parts a sensor may miss, each once: "" showed as an empty cell (trial 58 F13).
+    (lambda d: d.update(energy_not_measured=[""]), '`energy_not_measured` = [""] is not a list of the parts '
+                                                   'no sensor saw, each once ("gpu", "cpu", "memory_interconnect"), or null'),
+    (lambda d: d.update(energy_not_measured=["gpu", "gpu"]), '`energy_not_measured` = ["gpu", "gpu"] is not a list'),
+    (lambda d: d.update(energy_not_measured=["x" * 5000]), '`energy_not_measured` = ["xxxx'),
+    (lambda d: d.update(energy_not_measured=[" cpu"]), '`energy_not_measured` = [" cpu"] is not a list'),
     (lambda d: d["recommendations"].update(fastest=True), "the fastest pick names trial true"),
 ])
 def test_a_pareto_json_missing_what_compare_reads_is_refused(runs, tmp_path, damage, said):
