@@ -98,11 +98,17 @@ MAX_FIGURE = 1e12  # above any real probe's seconds, kJ, TFLOP/s or GiB: a large
 # simulated 32b study of 1e12 samples on 4 nodes took 3.7e12 kJ, and its own `export --measurements` could not be
 # replayed. A million seconds or kJ a sample is past any training's.
 MAX_SOLUTION_FIGURE = MAX_COUNT * 1e6
+# The least time_s / energy_kj a record (and a pareto.json point, which compare reads) may hold: far below any
+# probe's (a tiny model's simulated step is ~1e-4), and high enough that a change in percent against it stays
+# finite (1e-320 read as +inf%, and compare --json died of it: trial 58 F4). One bound for replay, export
+# --measurements and compare: a record replay took was refused by compare once its study reported it.
+MIN_SOLUTION_FIGURE = 1e-12
 
 
-def _optional_number(origin: str, record: dict, key: str, low_open: bool = False, high: float = MAX_FIGURE):
+def _optional_number(origin: str, record: dict, key: str, low_open: bool = False, high: float = MAX_FIGURE,
+                     low: float = 0):
     value = record.get(key)
-    return None if value is None else checked_number(origin, key, value, low=0, low_open=low_open, high=high, fix=_FIX)
+    return None if value is None else checked_number(origin, key, value, low=low, low_open=low_open, high=high, fix=_FIX)
 
 
 def study_of(candidate: Candidate) -> dict:
@@ -173,11 +179,11 @@ def checked_record(origin: str, record) -> dict:
         # A finished probe did some work in some memory: 0 is a record damaged, or a figure rounded away.
         "tflops": _optional_number(origin, record, "tflops", low_open=True),
         "peak_mem_gib": _optional_number(origin, record, "peak_mem_gib", low_open=True),
-        "time_s": _optional_number(origin, record, "time_s", low_open=True, high=MAX_SOLUTION_FIGURE),
-        "energy_kj": _optional_number(origin, record, "energy_kj", low_open=True, high=MAX_SOLUTION_FIGURE),
+        "time_s": _optional_number(origin, record, "time_s", low=MIN_SOLUTION_FIGURE, high=MAX_SOLUTION_FIGURE),
+        "energy_kj": _optional_number(origin, record, "energy_kj", low=MIN_SOLUTION_FIGURE, high=MAX_SOLUTION_FIGURE),
     }
     if status == "ok" and out["time_s"] is None:
-        raise ConfigError(f"{origin}: an ok record needs time_s (a number > 0); {_FIX}")
+        raise ConfigError(f"{origin}: an ok record needs time_s (a number >= {MIN_SOLUTION_FIGURE:g}); {_FIX}")
     # Figures are a finished probe's: on an oom or failed record they were dropped without a word (a record
     # marked "oom" by hand, perhaps the wrong one), so such a record is refused.
     figures = [key for key in ("time_s", "energy_kj", "tflops") if status != "ok" and out[key] is not None]

@@ -8,7 +8,7 @@ shown as real; a 1e308 kJ energy into an infinite percentage. Keys added since t
 
 from __future__ import annotations
 
-from autotune.backends.replay import MAX_SOLUTION_FIGURE
+from autotune.backends.replay import MAX_SOLUTION_FIGURE, MIN_SOLUTION_FIGURE
 from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, knob_value
 from autotune.checks import MAX_COUNT, number_problem, shown
 from autotune.measure.combine import SEPARATE_COMPONENTS
@@ -18,12 +18,9 @@ from autotune.workload import PRECISIONS, WORKLOAD_KEYS
 POINT_KNOBS = tuple(knob for knob in KNOBS if knob not in UNTOUCHED_DEVICE_SETTINGS)
 # A figure past this is a typo or damage, and keeps every change in percent finite: a 1e308 kJ energy made "+inf%"
 # and JSON's invalid `Infinity`. A point's time_s and energy_kj are to process the study's --samples (up to 1e12):
-# they are read up to replay's bound for them, as its study's `export --measurements` is replayed.
+# they are read within replay's bounds for them (MIN_SOLUTION_FIGURE, MAX_SOLUTION_FIGURE), as its study's
+# `export --measurements` is replayed.
 MAX_FIGURE = float(MAX_COUNT)
-# The least time_s / energy_kj a point may hold: far below any probe's (a tiny model's simulated step is ~1e-4),
-# and high enough that a change in percent against it stays finite (1e-320 read as +inf%, and --json died of it:
-# trial 58 F4).
-MIN_SOLUTION_FIGURE = 1e-12
 _OBJECTIVES = ("time", "energy")
 # Where a figure came from, as pareto.json labels it ("none": no trial has figures; "": a point without energy).
 SOURCE_LABELS = ("simulated", "measured", "estimated", "unavailable", "none")

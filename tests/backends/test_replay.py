@@ -88,6 +88,9 @@ def test_labels_are_kept(tmp_path, make_candidate):
         # Trial 41: a finished probe's zero work or memory, a float count, and the space list's keys were taken.
         ({**OK, "tflops": 0}, ["line 2", "tflops = 0 is out of range; it must be a number > 0"]),
         ({**OK, "peak_mem_gib": 0.0}, ["line 2", "peak_mem_gib = 0.0 is out of range"]),
+        # Below compare's least figure, so a replayed study's report was refused by compare (trial 58): one bound.
+        ({**OK, "time_s": 5e-13}, ["line 2", "time_s = 5e-13 is out of range; it must be a number >= 1e-12 and <= 1e+18"]),
+        ({**OK, "energy_kj": 1e-320}, ["line 2", "energy_kj = 1e-320 is out of range; it must be a number >= 1e-12"]),
         ({**OK, "study": {**STUDY, "frames": 60.0}}, ["line 2", "study.frames = 60.0", "without a decimal point"]),
         ({**OK, "valid": False}, ["line 2", "a candidate listed invalid (valid false) holds time_s"]),
         ({**OK, "valid": "yes"}, ["line 2", 'valid = "yes" is not true or false']),
