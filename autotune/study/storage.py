@@ -114,6 +114,7 @@ def _check_sqlite(url: str, must_exist: bool, given: bool = True) -> Path | None
             "(sqlite:///runs/study.db) or leave out --storage to use RUN_DIR/study.db"
         )
     path = Path(parsed.database)  # relative to the working directory, as SQLAlchemy reads it
+    _check_can_be_looked_up(url, path)
     if given and path.is_dir():  # "there is no database at" a directory, or SQLite's "unable to open database file"
         raise UserError(f"--storage {url!r} names the directory {path.resolve()}, not a database file; "
                         f"{_database_in(path)}")
@@ -140,9 +141,27 @@ _URL_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 def _refuse_a_path(text: str) -> None:
     """A --storage that is a file's path (`--storage runs/x/study.db`) read "Could not parse SQLAlchemy URL" (trial
     58 F11): it is said to be a path, with the URL of that file."""
-    path = Path(text)
-    fix = _database_in(path) if path.is_dir() else f"pass --storage {shlex.quote(sqlite_url(path))}, the URL of that file"
-    raise UserError(f"--storage {text!r} is a path, not a database URL; {fix}")
+    path, is_dir = Path(text), False
+    with contextlib.suppress(OSError):  # a name too long to look up: its URL is refused as such (_check_sqlite)
+        is_dir = path.is_dir()
+    fix = _database_in(path) if is_dir else f"pass --storage {shlex.quote(_clipped(sqlite_url(path)))}, the URL of that file"
+    raise UserError(f"--storage {_clipped(text)!r} is a path, not a database URL; {fix}")
+
+
+def _clipped(text: str) -> str:
+    """A --storage as a refusal shows it: whole where it fits a line, else its start and end."""
+    return text if len(text) <= 120 else f"{text[:100]}...{text[-12:]}"
+
+
+def _check_can_be_looked_up(url: str, path: Path) -> None:
+    """A database path the system cannot look up (a name longer than it takes; a folder on the way that cannot be
+    read) ended every command in an OSError traceback: one line, naming why."""
+    try:
+        path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return  # said below, where a missing file matters
+    except OSError as exc:
+        raise UserError(f"--storage {_clipped(url)!r}: its file cannot be looked up ({exc.strerror}); name another") from None
 
 
 def _database_in(folder: Path) -> str:

@@ -108,6 +108,20 @@ def test_a_storage_given_as_a_path_is_said_to_be_one_with_its_url(tmp_path):
     assert not (tmp_path / "new.db").exists() and not (tmp_path / "other").exists()
 
 
+def test_a_storage_whose_file_cannot_be_looked_up_is_one_line(tmp_path):
+    """A name longer than the file system takes ended report and run in an OSError traceback."""
+    from autotune.study.storage import load_finished_study
+
+    long = "x" * 5000
+    for read in (load_finished_study, lambda run_dir, url: open_study(run_dir, url, None)):
+        with pytest.raises(UserError, match=r"^--storage 'sqlite:///x{90}\.\.\.x{12}': its file cannot be looked up "
+                                            r"\(File name too long\); name another$"):
+            read(tmp_path / "run", f"sqlite:///{long}")
+        with pytest.raises(UserError, match=r"^--storage 'x{100}\.\.\.x{12}' is a path, not a database URL; pass "):
+            read(tmp_path / "run", long)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_storage_password_is_never_said_in_the_terminal(tmp_path):
     """Trial 37 F2: pareto.json hid it as ***, while the error, the resume line and the suggested flags said it
     in clear, into job and CI logs."""
