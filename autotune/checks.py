@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 
 from autotune.errors import ConfigError
 
@@ -55,6 +56,55 @@ def number_problem(value, *, low=None, high=None, low_open: bool = False, intege
     if integer and whole_literal and isinstance(value, float):
         return "is not a whole number; write it without a decimal point"
     return None
+
+
+def _as_number(text: str, integer: bool):
+    """int or float as written, else the text itself (which number_problem then refuses)."""
+    for convert in ((int, float) if integer else (float,)):  # "1e3" is a whole number too
+        try:
+            return convert(text)
+        except ValueError:
+            continue
+    return text
+
+
+def _finite_as_typed(text: str, value):
+    """A finite number too large for a float (1e400, which float() reads as inf) as the largest float of its sign:
+    the user typed a number, and is told it is out of range with the range, not that it is "not finite"."""
+    if isinstance(value, float) and math.isinf(value) and "inf" not in text.lower():
+        return math.copysign(sys.float_info.max, value)
+    return value
+
+
+def _spelling_problem(text: str, value) -> str | None:
+    """Why a number Python reads is not one a flag takes: int() and float() read '1_0' as 10 (a typo of 1.0 or
+    1-0 is as likely) and '５' or '٣' as 5 and 3, digits of other scripts. A flag's number is written as a shell
+    script, a SLURM variable or another tool writes it: ASCII digits, no separators."""
+    if isinstance(value, str):
+        return None  # no number at all: number_problem says so
+    if "_" in text:
+        return "has an underscore, which a number here does not take: write the number without it"
+    if not text.isascii():
+        return "has characters other than ASCII: write the number in ASCII digits (0-9)"
+    return None
+
+
+def flag_number(text: str, *, low=None, high=None, low_open: bool = False, integer: bool = False):
+    """(value, None) for a flag's text that is an allowed number, else (None, why not): the one reading of a
+    number flag, the tuner's (autotune/commands/flags.py) and the probe's (trainer/probe.py) alike."""
+    stripped = text.strip()
+    value = _as_number(stripped, integer)
+    bounds = {"low": low, "high": high, "low_open": low_open, "integer": integer}
+    problem = number_problem(_finite_as_typed(text, value), **bounds)
+    # The range as number_problem says it of no number at all ("is not a number; it must be ...").
+    allowed = number_problem(None, **bounds).partition("; ")[2]
+    if spelling := _spelling_problem(stripped, value):
+        problem = f"{spelling}; {allowed}"
+    if not problem and _finite_as_typed(text, value) is not value:  # past a float, with no upper bound to pass
+        problem = f"is out of range (past {sys.float_info.max:.3g}, the largest number autotune computes with); {allowed}"
+    if problem:
+        return None, problem
+    return (int(value) if integer else float(value)), None
 
 
 def checked_number(

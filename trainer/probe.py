@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from autotune.candidate import KNOBS, Candidate, Knobs, candidate_from_dict, knob_allowed, knob_value
-from autotune.checks import MAX_COUNT, number_problem
+from autotune.checks import MAX_COUNT, flag_number
 from autotune.errors import UserError
 from autotune.hardware import HardwareProfile, load_hardware
 from autotune.models import ModelSpec, load_model
@@ -38,12 +38,10 @@ MAX_THREADS_PER_RANK = 4096
 
 
 def _thread_count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= MAX_THREADS_PER_RANK:  # beyond it torch.set_num_threads overflows
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1 and at most {MAX_THREADS_PER_RANK}")
+    # beyond MAX_THREADS_PER_RANK torch.set_num_threads overflows
+    value, problem = flag_number(text, low=1, high=MAX_THREADS_PER_RANK, integer=True)
+    if problem:
+        raise argparse.ArgumentTypeError(f"{text!r} {problem}")
     return value
 
 
@@ -58,17 +56,10 @@ def _number_flag(*, low, high, low_open: bool = False, integer: bool = False, me
     failed result.json (nor, for a 0, a silent "not given"). The tuner's own flags do the same
     (autotune/commands/flags.py, a layer above this one)."""
     def parse(text: str):
-        value = text.strip()
-        for convert in ((int, float) if integer else (float,)):  # "1e3" is a whole number too
-            try:
-                value = convert(value)
-                break
-            except ValueError:
-                continue  # still text: number_problem says it is not a number
-        problem = number_problem(value, low=low, high=high, low_open=low_open, integer=integer)
+        value, problem = flag_number(text, low=low, high=high, low_open=low_open, integer=integer)
         if problem:
             raise argparse.ArgumentTypeError(f"{text!r} {problem}{f' ({meaning})' if meaning else ''}")
-        return int(value) if integer else float(value)
+        return value
 
     parse.__name__ = "whole number" if integer else "number"  # argparse names the type in some errors
     return parse
@@ -201,7 +192,9 @@ def _knob_flag(knob: str, convert):
     def parse(text: str):
         try:
             try:
-                value = convert(text)
+                # int() and float() read '1_6' and '４' as 16 and 4: a knob's number is written in ASCII digits
+                # with no separator (autotune.checks.flag_number), else it is text knob_value refuses
+                value = text if convert is not str and ("_" in text or not text.isascii()) else convert(text)
             except ValueError:
                 value = text  # not even of the knob's type: knob_value says what is allowed
             return knob_value(knob, value)

@@ -7,46 +7,13 @@ is parsed, before any file is read or any study opened, with the wording of `aut
 from __future__ import annotations
 
 import argparse
-import math
 import os
-import sys
 from pathlib import Path
 
 from autotune.atomic_write import NAME_MAX_BYTES, PATH_MAX_BYTES
-from autotune.checks import MAX_COUNT, number_problem
+from autotune.checks import MAX_COUNT, flag_number
 from autotune.commands.paths import CWD_GONE, current_directory_gone
 from autotune.os_text import escaped_bytes, os_text
-
-
-def _as_number(text: str, integer: bool):
-    """int or float as written, else the text itself (which number_problem then refuses)."""
-    for convert in ((int, float) if integer else (float,)):
-        try:
-            return convert(text)
-        except ValueError:
-            continue
-    return text
-
-
-def _finite_as_typed(text: str, value):
-    """A finite number too large for a float (1e400, which float() reads as inf) as the largest float of its sign:
-    the user typed a number, and is told it is out of range with the range, not that it is "not finite"."""
-    if isinstance(value, float) and math.isinf(value) and "inf" not in text.lower():
-        return math.copysign(sys.float_info.max, value)
-    return value
-
-
-def _spelling_problem(text: str, value) -> str | None:
-    """Why a number Python reads is not one a flag takes: int() and float() read '1_0' as 10 (a typo of 1.0 or
-    1-0 is as likely) and '５' or '٣' as 5 and 3, digits of other scripts. A flag's number is written as a shell
-    script, a SLURM variable or another tool writes it: ASCII digits, no separators."""
-    if isinstance(value, str):
-        return None  # no number at all: number_problem says so
-    if "_" in text:
-        return "has an underscore, which a number here does not take: write the number without it"
-    if not text.isascii():
-        return "has characters other than ASCII: write the number in ASCII digits (0-9)"
-    return None
 
 
 def number_flag(*, low=None, high=None, low_open: bool = False, integer: bool = False, fix: str = ""):
@@ -55,19 +22,10 @@ def number_flag(*, low=None, high=None, low_open: bool = False, integer: bool = 
     said after the range (checks.checked_number's, so one bounds table serves both)."""
 
     def convert(text: str):
-        value = _as_number(text.strip(), integer)
-        bounds = {"low": low, "high": high, "low_open": low_open, "integer": integer}
-        problem = number_problem(_finite_as_typed(text, value), **bounds)
-        spelling = _spelling_problem(text.strip(), value)
-        # The range as number_problem says it of no number at all ("is not a number; it must be ...").
-        allowed = number_problem(None, **bounds).partition("; ")[2]
-        if spelling:
-            problem = f"{spelling}; {allowed}"
-        if not problem and _finite_as_typed(text, value) is not value:  # past a float, with no upper bound to pass
-            problem = f"is out of range (past {sys.float_info.max:.3g}, the largest number autotune computes with); {allowed}"
+        value, problem = flag_number(text, low=low, high=high, low_open=low_open, integer=integer)
         if problem:
             raise argparse.ArgumentTypeError(f"{text!r} {problem}{f'; {fix}' if fix else ''}")
-        return int(value) if integer else float(value)
+        return value
 
     convert.__name__ = "whole number" if integer else "number"  # argparse names the type in some errors
     return convert

@@ -34,7 +34,8 @@ class SearchSpace:
         return getattr(self, knob)
 
 
-_NODES_RANGE = re.compile(r"(\d+)-(\d+)")
+# ASCII digits only: \d also takes other scripts' digits ("５", which int() reads as 5).
+_NODES_RANGE = re.compile(r"([0-9]+)-([0-9]+)")
 _NODES_HELP = "write e.g. --nodes 4, --nodes 2-8 or --nodes 2,4,8"
 # Every node count multiplies the space: 3000 counts take minutes just to enumerate. A study over
 # more picks a few (--nodes 64,128,256).
@@ -62,7 +63,7 @@ def parse_nodes(text: str | int | None) -> tuple[int, ...] | None:
 
 def _node_part(part: str, raw: str) -> tuple[int, int]:
     """One count or LOW-HIGH of --nodes `raw`, checked."""
-    if re.fullmatch(r"[+-]?\d+", part):
+    if re.fullmatch(r"[+-]?[0-9]+", part):
         low = high = int(part)
     elif match := _NODES_RANGE.fullmatch(part):
         low, high = int(match[1]), int(match[2])

@@ -363,6 +363,8 @@ def test_space_file_missing_or_not_a_file(tmp_path):
     ("", ["not a whole number or a range"]), ("1--2", ["not a whole number or a range"]), ("4,,8", ["'' in --nodes '4,,8' is not a whole number"]),
     ("1-3000", ["3000 node counts", "more than 256"]), ("x", ["not a whole number"]),
     ("1" + "0" * 30, ["more than 1000000000000 nodes"]),
+    # digits of other scripts, which int() reads as 5 and 2-8: a node count is written in ASCII by every tool
+    ("\uff15", ["not a whole number or a range"]), ("\u0662-\u0668", ["not a whole number or a range"]),
 ])
 def test_nodes_flag(text, words):
     with pytest.raises(ConfigError) as err:
