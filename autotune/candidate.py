@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass, field
 
 from autotune.checks import MAX_COUNT, shown
+from autotune.counted import counted
 from autotune.hardware import HardwareProfile, hardware_to_dict, stored_hardware
 from autotune.models import ModelSpec, model_from_json
 from autotune.workload import Workload, with_precision
@@ -129,11 +130,11 @@ def device_knobs_text(params: dict) -> str:
 
 def knobs_sentence(params: dict) -> str:
     """A configuration in words, as every report, progress line and calibration names it: "ZeRO-3 optimizer
-    offload none, checkpointing recompute, SP 1, micro-batch 4, 4 node(s), power limit 0.8 x default"."""
+    offload none, checkpointing recompute, SP 1, micro-batch 4, 4 nodes, power limit 0.8 x default"."""
     return (
         f"ZeRO-{params['zero_stage']} optimizer offload {params['optimizer_offload']}, "
         f"checkpointing {params['activation_checkpointing']}, SP {params['sp_degree']}, "
-        f"micro-batch {params['micro_batch']}, {params['nodes']} node(s)"
+        f"micro-batch {params['micro_batch']}, {counted(params['nodes'], 'node')}"
     ) + device_knobs_text(params)
 
 
@@ -203,7 +204,7 @@ def candidate_from_dict(data: dict) -> Candidate:
 
 
 def configuration_text(candidate: Candidate) -> str:
-    """"1.5b: ZeRO-2 optimizer offload none, ..., 1 node(s), power limit 0.7 x default": the model and the
+    """"1.5b: ZeRO-2 optimizer offload none, ..., 1 node, power limit 0.7 x default": the model and the
     knobs in the words the study report named the configuration with (calibrate's worst figures and memory
     error name their probes so)."""
     return f"{candidate.model.name}: {knobs_sentence(candidate.knobs.to_dict())}"

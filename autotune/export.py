@@ -15,6 +15,7 @@ from autotune.backends.launchers import probe_command
 from autotune.backends.probe_options import LAUNCHERS
 from autotune.candidate import SM_CLOCK_UNTOUCHED
 from autotune.checks import text_head
+from autotune.counted import counted
 from autotune.ds_config import config_reasons, deepspeed_config, not_tuned
 from autotune.errors import UserError
 from autotune.export_device import GPU_FREQ_WORDS, GRES_WORDS, device_cli, device_script
@@ -155,7 +156,7 @@ def ranks_note(candidate) -> str:
     # A newcomer's trial ran a pick on 3 ranks: the formula gave 8 / (4 x 3), no whole number, and no word said so.
     steps = global_batch // knobs.micro_batch
     whole = ", ".join(str(size) for size in range(1, steps + 1) if steps % size == 0)
-    return (f"run it on {candidate.gpus} ranks ({knobs.nodes} node(s) x {per_node}{sp}: data-parallel "
+    return (f"run it on {candidate.gpus} ranks ({counted(knobs.nodes, 'node')} x {per_node}{sp}: data-parallel "
             f"size {candidate.dp_degree}): train_batch_size {global_batch} = micro-batch {knobs.micro_batch} x "
             f"gradient_accumulation_steps {candidate.grad_accum} x {candidate.dp_degree}, which DeepSpeed checks at "
             f"start-up; on another number of ranks keep train_batch_size and set gradient_accumulation_steps to "
@@ -240,10 +241,11 @@ def _hostfile_check(script_name: str, candidate) -> list[str]:
     hosts = "grep -Evc '^[[:space:]]*(#|$)' hostfile"  # DeepSpeed skips blank lines and comments too
     lines = [
         "if [ ! -f hostfile ]; then",
-        f'  echo "{script_name}: no file named hostfile in $PWD; write it first, {nodes} line{"s" if nodes > 1 else ""}, one per node: '
+        f'  echo "{script_name}: no file named hostfile in $PWD; write it first, {counted(nodes, "line")}, one per node: '
         f'HOST slots={candidate.gpus_per_node}" >&2; exit 2',
         f'elif [ "$({hosts})" -lt {nodes} ]; then',
-        f'  echo "{script_name}: $PWD/hostfile lists $({hosts}) host(s); this configuration runs on {nodes} node{"s" if nodes > 1 else ""}: '
+        # The count of hosts is the script's to find: "lists 1 of the 4 hosts" needs no "host(s)".
+        f'  echo "{script_name}: $PWD/hostfile lists $({hosts}) of the {counted(nodes, "host")} this configuration runs on: '
         f'one line per node, HOST slots={candidate.gpus_per_node}" >&2; exit 2',
         "fi",
     ]

@@ -51,6 +51,7 @@ from autotune.backends.repeat_takeover import (
 )
 from autotune.build_locks import build_locks, extensions_root
 from autotune.candidate import Candidate
+from autotune.counted import counted
 from autotune.ds_config import deepspeed_config
 from autotune.errors import ConfigError, signal_words
 from autotune.space import nodes_flag
@@ -218,7 +219,7 @@ class LaunchBackend(Backend):
         # Fewer nodes are reachable wherever more are: what can start is the node counts up to some K.
         reachable = [nodes for nodes, reason in reasons.items() if reason is None]
         instead = f"; or study what can start (--nodes {nodes_flag(reachable)})" if reachable else ""
-        raise ConfigError(f"candidates with {', '.join(map(str, unreachable))} node(s) cannot start here: "
+        raise ConfigError(f"candidates on {counted(', '.join(map(str, unreachable)), 'node')} cannot start here: "
                           f"{reasons[unreachable[0]]}{instead}")
 
     def resumes(self, trial_number: int, earlier_trials: list[int], candidate: Candidate) -> str:

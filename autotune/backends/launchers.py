@@ -25,6 +25,7 @@ from pathlib import Path
 from autotune.backends.hosts import allocation_first_node_elsewhere, is_this_machine
 from autotune.backends.probe_options import LAUNCHERS
 from autotune.candidate import SM_CLOCK_UNTOUCHED, Candidate
+from autotune.counted import counted
 from autotune.errors import UserError
 
 _NVIDIA_SMI_TIMEOUT_S = 10.0
@@ -207,27 +208,27 @@ def detect_launch_target(
             return False, f"hostfile {hostfile} does not exist"
         hosts = read_hostfile(hostfile)
         if len(hosts) < nodes:
-            return False, f"hostfile {hostfile} lists {len(hosts)} host(s); {nodes} node(s) requested"
-        return True, f"hostfile {hostfile}: {len(hosts)} host(s), {sum(hosts.values())} slot(s) (deepspeed launcher)"
+            return False, f"hostfile {hostfile} lists {counted(len(hosts), 'host')}; {counted(nodes, 'node')} requested"
+        return True, f"hostfile {hostfile}: {counted(len(hosts), 'host')}, {counted(sum(hosts.values()), 'slot')} (deepspeed launcher)"
     local, why_none = local_gpu_listing()
     allocated = slurm_nodes(environ)
     if allocated is not None:
         if allocated < nodes:
-            return False, f"SLURM allocation {environ['SLURM_JOB_ID']} has {allocated} node(s); {nodes} requested"
+            return False, f"SLURM allocation {environ['SLURM_JOB_ID']} has {counted(allocated, 'node')}; {nodes} requested"
         # This machine's GPUs stand for the allocation's only where it is one of its nodes.
         gpus = slurm_gpus_per_node(environ) or (None if allocation_first_node_elsewhere(environ) else local)
         if not gpus:
             return False, f"SLURM allocation {environ['SLURM_JOB_ID']} has no GPUs (allocate with --gpus-per-node)"
         if gpus_per_node is not None and gpus < gpus_per_node:
-            return False, f"SLURM allocation {environ['SLURM_JOB_ID']} has {gpus} GPU(s) per node; {gpus_per_node} requested"
-        return True, f"SLURM allocation {environ['SLURM_JOB_ID']}: {allocated} node(s), {gpus} GPU(s) per node (srun)"
+            return False, f"SLURM allocation {environ['SLURM_JOB_ID']} has {counted(gpus, 'GPU')} per node; {gpus_per_node} requested"
+        return True, f"SLURM allocation {environ['SLURM_JOB_ID']}: {counted(allocated, 'node')}, {counted(gpus, 'GPU')} per node (srun)"
     if not local:
         return False, f"no CUDA devices here ({why_none}), no SLURM allocation, no --hostfile"
     if nodes > 1:
-        return False, f"{local} GPU(s) on this machine only; {nodes} nodes need --hostfile or a SLURM allocation"
+        return False, f"{counted(local, 'GPU')} on this machine only; {nodes} nodes need --hostfile or a SLURM allocation"
     if gpus_per_node is not None and gpus_per_node > local:
-        return False, f"{local} GPU(s) on this machine; {gpus_per_node} requested"
-    return True, f"{local} NVIDIA GPU(s) on this machine (torchrun)"
+        return False, f"{counted(local, 'GPU')} on this machine; {gpus_per_node} requested"
+    return True, f"{counted(local, 'NVIDIA GPU')} on this machine (torchrun)"
 
 
 def check_launcher_settings(launcher: str, hostfile: Path | None, environ: dict[str, str]) -> None:

@@ -56,7 +56,7 @@ def _figures(point: dict, reference: dict | None) -> dict:
 
 def knobs_changed(params: dict, reference: dict, gpus: int | None = None, reference_gpus: int | None = None) -> dict:
     """{knob: [reference's value, this one's]} for each knob that differs: what a pick changed between studies; and
-    `gpus` where the GPU count differs (--gpus-per-node 2, or a profile of 8 GPUs a node against 4: "4 node(s)"
+    `gpus` where the GPU count differs (--gpus-per-node 2, or a profile of 8 GPUs a node against 4: "4 nodes"
     in both hid that a pick ran on half the GPUs)."""
     changed = {knob: [reference.get(knob), params.get(knob)] for knob in KNOBS if params.get(knob) != reference.get(knob)}
     if gpus is not None and reference_gpus is not None and gpus != reference_gpus:
@@ -140,7 +140,7 @@ def _row(studies: list[ComparedStudy], first: int, anchor_params: dict, by_study
     nodes = "/".join(dict.fromkeys(str(_params(p)["nodes"]) for points in by_study for p in points))
     return {
         "params": params,
-        # Matched without the node count: the sentence names each study's ("1/2 node(s)").
+        # Matched without the node count: the sentence names each study's ("1/2 nodes").
         "configuration": knobs_sentence({**params, "nodes": params.get("nodes", nodes)}),
         "matched_to": first + 1,
         "matched_on": matched_on,

@@ -45,7 +45,7 @@ def _job(differ: dict) -> list[str]:
 
 def _gpu_counts(differ: dict) -> list[str]:
     """Nodes of other GPU counts (--gpus-per-node 2, or a profile of 8 GPUs against one of 4): a node count the
-    same in both ("4 node(s)") hid that a pick ran on half the GPUs. From the inputs compared already: every study
+    same in both ("4 nodes") hid that a pick ran on half the GPUs. From the inputs compared already: every study
     records its GPUs per node, and they are not all the same."""
     per_node = differ.get("gpus_per_node")
     if per_node is None:

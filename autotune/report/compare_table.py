@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from autotune.counted import counted
 from autotune.report.compare_inputs import input_label, not_recorded_sentence, same_sentence, value_text
 from autotune.report.compare_study import ComparedStudy
 from autotune.report.fitted_table import print_table
@@ -77,7 +78,7 @@ def print_comparison(studies: list[ComparedStudy], document: dict, console: Cons
 
 
 def study_header(document: dict) -> str:
-    """`7b on 1 node(s) of gh200, backend simulate; time simulated, energy simulated`: a study as the report's
+    """`7b on 1 node of gh200, backend simulate; time simulated, energy simulated`: a study as the report's
     first line names it."""
     source, energy = (" and ".join(v) if isinstance(v, list) else v for v in (document["source"], document["energy_source"]))
     figures = "no figures" if (source, energy) == ("none", "none") else f"time {source}, energy {energy}"
@@ -171,10 +172,10 @@ def _print_shared_front(studies: list[ComparedStudy], document: dict, console: C
                 first = False
                 if entry is None:
                     counts = "/".join(map(str, document["studies"][number - 1]["node_counts"]))
-                    table.add_row(str(number), f"({counts} node(s))" if own_count else "", words, "", "",
+                    table.add_row(str(number), f"({counted(counts, 'node')})" if own_count else "", words, "", "",
                                   escape(configuration["why_absent"][number - 1]), "", "")
                     continue
-                trial = f"{entry['trial']}" + (f" ({entry['nodes']} node(s))" if own_count else "")
+                trial = f"{entry['trial']}" + (f" ({counted(entry['nodes'], 'node')})" if own_count else "")
                 table.add_row(str(number), trial, words, *_figure_cells(entry, units, number == 1))
         table.add_section()
     print_table(console, table, keys=2)

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from autotune.atomic_write import write_text_atomic
+from autotune.counted import counted
 from autotune.hardware import available_hardware
 from autotune.hardware.load import hardware_flag
 from autotune.measure.combine import not_measured, parts_text
@@ -46,10 +47,10 @@ def nodes_text(nodes) -> str:
 
 
 def nodes_header(document: dict) -> str:
-    """`2-8 node(s)`, and `2-8 node(s) (searchable: 2, 4, 8)` where some counts of the study's had no
+    """`2-8 nodes`, and `2-8 nodes (searchable: 2, 4, 8)` where some counts of the study's had no
     valid candidate (`autotune run` warned of each): the range alone would claim a search of them all."""
     nodes, searchable = document["nodes"], document.get("searchable_nodes")
-    text = f"{nodes_text(nodes)} node(s)"
+    text = counted(nodes_text(nodes), "node")
     if not searchable or set(searchable) == set([nodes] if isinstance(nodes, int) else nodes):
         return text
     return f"{text} (searchable: {nodes_text(_one_or_list(searchable))})"
@@ -65,7 +66,7 @@ def unsearched_nodes_sentence(document: dict) -> str | None:
     if not missing:
         return None
     counts = spans_text(missing)
-    return (f"No trial ran on {counts} node(s): none of the candidates there is valid (`autotune run` warned of each "
+    return (f"No trial ran on {counted(counts, 'node')}: none of the candidates there is valid (`autotune run` warned of each "
             f"count); `autotune space --nodes N` (N one of {counts}) with this study's --model and other flags says why.")
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 
 from autotune.candidate import KNOBS
+from autotune.counted import counted
 from autotune.errors import UserError
 from autotune.space import enumerate_space, spans_text
 from autotune.study.settings import StudySettings
@@ -103,7 +104,7 @@ def node_counts_without_candidates(checks: list) -> list[str]:
     if len(by_nodes) < 2:
         return []
     empty = [(nodes, group) for nodes, group in sorted(by_nodes.items()) if not any(c.valid for c in group)]
-    lines = [f"no candidate on {nodes} node(s) is valid: {_global_batch_miss(group) or _closest_miss(group)}"
+    lines = [f"no candidate on {counted(nodes, 'node')} is valid: {_global_batch_miss(group) or _closest_miss(group)}"
              for nodes, group in empty[:NODE_COUNT_LINES]]
     if len(empty) > NODE_COUNT_LINES:  # --nodes 1-256 said 249 lines before anything else
         rest = [nodes for nodes, _ in empty[NODE_COUNT_LINES:]]

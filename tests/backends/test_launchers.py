@@ -240,11 +240,11 @@ def test_detect_launch_target_reads_hostfile_slurm_then_local_gpus(hostfile, mon
     monkeypatch.setattr(launchers, "local_gpu_listing", lambda: (None, "no nvidia-smi on PATH"))
     assert detect_launch_target(hostfile, nodes=2)[0] is True
     ok, reason = detect_launch_target(hostfile, nodes=3)
-    assert not ok and "lists 2 host(s)" in reason
+    assert not ok and "lists 2 hosts" in reason
     assert detect_launch_target(None, nodes=2, environ=SLURM_2_NODES) == (
-        True, "SLURM allocation 42: 2 node(s), 4 GPU(s) per node (srun)")
+        True, "SLURM allocation 42: 2 nodes, 4 GPUs per node (srun)")
     ok, reason = detect_launch_target(None, nodes=2, gpus_per_node=8, environ=SLURM_2_NODES)
-    assert not ok and reason == "SLURM allocation 42 has 4 GPU(s) per node; 8 requested"
+    assert not ok and reason == "SLURM allocation 42 has 4 GPUs per node; 8 requested"
     ok, reason = detect_launch_target(None, environ={"SLURM_JOB_ID": "42"})
     assert not ok and "no GPUs" in reason
     ok, reason = detect_launch_target(None, environ={})
@@ -271,10 +271,10 @@ def test_a_study_with_candidates_the_launcher_cannot_start_is_refused_before_it_
     on_hostfile = LaunchBackend(run_dir=tmp_path, hostfile=hostfile, env={"PATH": pdsh_path})
     with pytest.raises(UserError) as raised:
         on_hostfile.check_candidates(checks("--nodes", "1-4"))  # 3 nodes of 4 GPUs divide no global batch 64
-    assert str(raised.value) == (f"candidates with 4 node(s) cannot start here: the candidate needs 4 nodes; hostfile "
+    assert str(raised.value) == (f"candidates on 4 nodes cannot start here: the candidate needs 4 nodes; hostfile "
                                  f"{hostfile} lists 2; or study what can start (--nodes 1-2)")
     on_hostfile.check_candidates(checks("--nodes", "1-2"))  # every one can start
-    with pytest.raises(UserError, match=r"^candidates with 2 node\(s\) cannot start here: .*torchrun starts ranks on "
+    with pytest.raises(UserError, match=r"^candidates on 2 nodes cannot start here: .*torchrun starts ranks on "
                                         r"this machine only.*--nodes 1\)$"):
         LaunchBackend(run_dir=tmp_path).check_candidates(checks("--nodes", "1-2"))
     (tmp_path / "srun").write_text("#!/bin/sh\n")  # before the backend: auto refuses an allocation without srun

@@ -52,14 +52,14 @@ def test_the_document_and_the_table_name_the_worst_figure_its_configuration_and_
         "error_pct": -30.0,
         "id": "72b-baseline-time",
         "source": "gh200-study",
-        "configuration": "72b: ZeRO-3 optimizer offload none, checkpointing recompute, SP 1, micro-batch 1, 8 node(s)",
+        "configuration": "72b: ZeRO-3 optimizer offload none, checkpointing recompute, SP 1, micro-batch 1, 8 nodes",
         "relative_to_baseline": False,
     }
     assert document["loo_worst"]["energy_kj"]["relative_to_baseline"] in (True, False)
     text = report_text(document)
     assert "\nworst left out, per metric (the figure furthest off; +: predicted too high)\n" in text
     assert ("\n  time_s            -30.0%  72b-baseline-time  (72b: ZeRO-3 optimizer offload none, checkpointing "
-            "recompute, SP 1, micro-batch 1, 8 node(s))\n") in text
+            "recompute, SP 1, micro-batch 1, 8 nodes)\n") in text
     # Under the means, before the constants.
     assert text.index("left out, by configuration") < text.index("worst left out") < text.index("constant  ")
     assert worst_text(document).startswith("\nWorst left-out error (%): ")
@@ -75,9 +75,9 @@ def test_without_leave_one_out_there_is_no_worst(cal):
 def test_a_configuration_names_its_device_settings_where_they_were_set(cal):
     candidate = cal.observations[_index(cal, "7b-baseline-time")].candidate
     assert configuration_text(candidate) == ("7b: ZeRO-3 optimizer offload none, checkpointing recompute, SP 1, "
-                                             "micro-batch 4, 1 node(s)")
+                                             "micro-batch 4, 1 node")
     limited = replace(candidate, knobs=replace(candidate.knobs, power_limit=0.7, sm_clock_mhz=1500))
-    assert configuration_text(limited).endswith(", 1 node(s), power limit 0.7 x default, SM clock cap 1500 MHz")
+    assert configuration_text(limited).endswith(", 1 node, power limit 0.7 x default, SM clock cap 1500 MHz")
 
 
 def test_the_measured_h100_study_gives_its_worst_left_out_error_as_docs_benchmarks_quotes_it(tmp_path):

@@ -95,7 +95,7 @@ def test_one_node_against_two_matches_each_configuration_across_the_node_counts(
         assert second["time_change_pct"] == pytest.approx(_pct(q["time_s"], p["time_s"]))
         assert second["energy_change_pct"] == pytest.approx(_pct(q["energy_kj"], p["energy_kj"]))
         assert second["time_change_pct"] < -40  # twice the GPUs: about half the time
-        assert "1/2 node(s)" in configuration["configuration"]
+        assert "1/2 nodes" in configuration["configuration"]
     for row in document["picks"]:
         p, q = _point(a, a["recommendations"][row["pick"]]), _point(b, b["recommendations"][row["pick"]])
         first, second = row["studies"]
@@ -112,7 +112,7 @@ def test_the_table_says_the_differing_inputs_and_each_picks_change(runs):
     done = autotune_main("compare", runs["one_node"], runs["two_nodes"])
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert f"  1: {runs['one_node']}: 7b on 1 node(s) of gh200, backend simulate; time simulated, energy simulated" in out
+    assert f"  1: {runs['one_node']}: 7b on 1 node of gh200, backend simulate; time simulated, energy simulated" in out
     cells = [[cell.strip() for cell in line.split("│")[1:-1]] for line in out.splitlines() if line.startswith("│")]
     assert ["nodes", "1", "2"] in cells and ["GPUs", "4", "8"] in cells
     assert "Same in every study: model 7b; hardware gh200; hardware profile sha256 " in out
@@ -223,7 +223,7 @@ def test_a_launch_study_s_probe_settings_with_their_switch_are_compared(runs, tm
 
 
 def test_other_gpus_per_node_are_said_though_the_node_count_is_the_same(runs):
-    """--gpus-per-node 2 against whole nodes of 4: both read "1 node(s)", and the times are of half the GPUs."""
+    """--gpus-per-node 2 against whole nodes of 4: both read "1 node", and the times are of half the GPUs."""
     document = _compare(runs["one_node"], runs["two_gpus"])
     assert document["inputs"]["differ"]["gpus_per_node"] == [[4], [2]]
     assert any(c.startswith("Other GPU counts: the studies' nodes hold other numbers of GPUs (GPUs per node, study 1: "
@@ -590,7 +590,7 @@ def test_studies_that_share_a_node_count_match_on_it_beside_one_that_does_not(ru
     assert any(c["studies"][2] for c in configurations), "no configuration on all three fronts: the runs show no match"
     out = " ".join(autotune_main("compare", runs["one_node"], runs["measured"], runs["two_nodes"]).stdout.split())
     assert "matched on every knob, nodes too between studies that share a node count" in out
-    assert "(2 node(s))" in out and "(1 node(s))" not in out
+    assert "(2 nodes)" in out and "(1 node)" not in out
 
 
 def test_a_study_of_two_node_counts_matches_each_against_the_study_of_that_count(runs):
@@ -650,7 +650,7 @@ def test_a_study_absent_at_its_own_node_count_says_the_count(runs):
     assert absent, "no configuration lacks study 1 at its own count: the runs no longer show one"
     out = autotune_main("compare", *(runs[name] for name in names)).stdout
     cells = [[cell.strip() for cell in line.split("│")[1:-1]] for line in out.splitlines() if line.startswith("│")]
-    rows = [row for row in cells if row[:2] == ["1", "(1 node(s))"]]
+    rows = [row for row in cells if row[:2] == ["1", "(1 node)"]]
     assert len(rows) == len(absent) and all(row[5] for row in rows), rows  # each with its why
 
 
@@ -683,7 +683,7 @@ def test_a_study_without_figures_says_so_in_its_header():
 
     document = {"model": "tiny", "nodes": 1, "hardware": "cpu", "backend": "launch", "source": "none",
                 "energy_source": "none"}
-    assert study_header(document) == "tiny on 1 node(s) of cpu, backend launch; no figures"
+    assert study_header(document) == "tiny on 1 node of cpu, backend launch; no figures"
 
 
 def test_help_lists_compare_and_what_it_prints():

@@ -28,7 +28,7 @@ def _view(points, fastest):
 def test_pick_text_names_the_limit_and_clock_only_when_set():
     assert device_knobs_text({"power_limit": 1.0, "sm_clock_mhz": "max"}) == ""
     assert device_knobs_text({"power_limit": 0.8, "sm_clock_mhz": 1500}) == ", power limit 0.8 x default, SM clock cap 1500 MHz"
-    assert knobs_sentence({**BASE, "power_limit": 0.7}).endswith("4 node(s), power limit 0.7 x default")
+    assert knobs_sentence({**BASE, "power_limit": 0.7}).endswith("4 nodes, power limit 0.7 x default")
     assert device_knobs_text({}) == ""  # a study from before the knobs existed
 
 

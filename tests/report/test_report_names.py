@@ -61,7 +61,7 @@ def test_the_terminal_prints_rich_markup_in_a_name_as_written(tmp_path_factory):
     view, document = _run(tmp_path_factory, "bad[/]name [red]x")
     out = io.StringIO()
     print_report(view, document, Console(file=out, width=200))
-    assert out.getvalue().splitlines()[0].startswith("bad[/]name [red]x on 1 node(s)")
+    assert out.getvalue().splitlines()[0].startswith("bad[/]name [red]x on 1 node")
 
 
 ODD_STUDY = 'st<script>alert(1)</script>&"q"|x *s*'

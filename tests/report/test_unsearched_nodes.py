@@ -17,7 +17,7 @@ def test_md_and_the_terminal_say_which_counts_ran_nothing_and_how_to_see_why(sim
     missing = [n for n in document["node_counts"] if n not in document["searchable_nodes"]]
     assert missing  # 32b on 2-8 GH200 nodes, global batch 64: 3, 5, 6 and 7 nodes of 4 GPUs divide no batch
     said = unsearched_nodes_sentence(document)
-    assert said.startswith("No trial ran on 3, 5-7 node(s): none of the candidates there is valid")
+    assert said.startswith("No trial ran on 3, 5-7 nodes: none of the candidates there is valid")
     assert "`autotune space --nodes N` (N one of 3, 5-7)" in said
     assert said in markdown_report(view, document)
     out = io.StringIO()

@@ -126,7 +126,7 @@ def test_a_launch_study_with_node_counts_out_of_reach_is_refused_before_it_opens
     )
     assert run.returncode == 2
     assert run.stderr.strip().splitlines()[-1] == (
-        "autotune run: error: candidates with 2 node(s) cannot start here: the candidate needs 2 nodes but torchrun starts "
+        "autotune run: error: candidates on 2 nodes cannot start here: the candidate needs 2 nodes but torchrun starts "
         "ranks on this machine only: give --hostfile (deepspeed launcher) or run inside a SLURM allocation (srun); "
         "or study what can start (--nodes 1)")
     assert not (tmp_path / "r").exists()

@@ -290,7 +290,7 @@ def test_a_node_count_of_a_range_with_no_valid_candidate_is_named_and_the_rest_i
     assert result.returncode == 0, result.stderr
     said = " ".join(result.stderr.split())
     assert said.count("warning: no candidate on") == 1
-    assert ("warning: no candidate on 3 node(s) is valid: no micro-batch (1, 2, 4, 8) x data-parallel size (3, 6, 12 on "
+    assert ("warning: no candidate on 3 nodes is valid: no micro-batch (1, 2, 4, 8) x data-parallel size (3, 6, 12 on "
             "these GPUs) divides the global batch 64: pass --global-batch 60 or 72") in said
     assert json.loads((tmp_path / "run" / "pareto.json").read_text())["nodes"] == [2, 3]
 
@@ -539,7 +539,7 @@ def test_quiet_prints_no_line_per_trial_and_keeps_the_rest(tmp_path):
     quiet = autotune_main("run", "--model", "32b", "--nodes", "2-4", "-q", "--out", tmp_path / "quiet")
     assert loud.returncode == quiet.returncode == 0
     assert "trial 0 (1/" in loud.stderr and "trial 0" not in quiet.stderr
-    for kept in ("warning: no candidate on 3 node(s) is valid", "converged after", "run directory:"):
+    for kept in ("warning: no candidate on 3 nodes is valid", "converged after", "run directory:"):
         assert kept in quiet.stderr
     assert quiet.stdout == loud.stdout.replace(str(tmp_path / "loud"), str(tmp_path / "quiet"))  # the report itself
 

@@ -266,7 +266,7 @@ def test_a_multi_node_launch_script_says_in_one_line_what_it_lacks(two_node_run,
     assert run_script() == (f"knee.launch.sh: no file named hostfile in {tmp_path}; write it first, 2 lines, one per node: "
                             "HOST slots=4")
     (tmp_path / "hostfile").write_text("# the nodes\nnid001 slots=4\n\n")
-    assert run_script().startswith(f"knee.launch.sh: {tmp_path}/hostfile lists 1 host(s); this configuration runs on 2 nodes")
+    assert run_script().startswith(f"knee.launch.sh: {tmp_path}/hostfile lists 1 of the 2 hosts this configuration runs on")
     (tmp_path / "hostfile").write_text("nid001 slots=4\n  nid002 slots=4\n")
     assert run_script().startswith("knee.launch.sh: pdsh not found")
     one_node = autotune_main("export", two_node_run, "--pick", "knee", "--launcher", "srun", "-o", tmp_path / "srun.json")
@@ -335,7 +335,7 @@ def test_the_export_names_the_ranks_its_batch_sizes_hold_for_and_deepspeed_agree
     assert exported.returncode == 0, exported.stderr
     config = json.loads((tmp_path / "mine.json").read_text())
     note = config["autotune"]["not_in_this_config"][0]
-    assert note == ("run it on 16 ranks (4 node(s) x 4 GPUs, sequence-parallel degree 2: data-parallel size 8): "
+    assert note == ("run it on 16 ranks (4 nodes x 4 GPUs, sequence-parallel degree 2: data-parallel size 8): "
                     "train_batch_size 64 = micro-batch 2 x gradient_accumulation_steps 4 x 8, which DeepSpeed checks at "
                     "start-up; on another number of ranks keep train_batch_size and set gradient_accumulation_steps to "
                     "64 / (2 x the data-parallel size), a whole number only at data-parallel sizes 1, 2, 4, 8, 16, 32; "

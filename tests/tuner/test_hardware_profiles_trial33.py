@@ -203,7 +203,7 @@ def test_a_copy_of_a_builtin_that_kept_its_name_is_reported_as_that_file(tmp_pat
     assert done.returncode == 0, done.stderr
     kept = json.loads((tmp_path / "run" / "pareto.json").read_text())
     assert kept["hardware"] == "gh200" and kept["hardware_file"] == str(copy.resolve())
-    assert f"7b on 1 node(s) of gh200 (the profile in {copy.resolve()})" in " ".join(done.stdout.split())
+    assert f"7b on 1 node of gh200 (the profile in {copy.resolve()})" in " ".join(done.stdout.split())
 
 
 def test_a_studys_kept_copy_is_judged_by_the_file_it_came_from(tmp_path, capsys):

@@ -48,9 +48,9 @@ def test_the_lines_say_the_knobs_and_outcome_of_each_evaluated_trial():
     out = io.StringIO()
     _show(Console(file=out, force_terminal=False, width=80))
     assert out.getvalue().splitlines() == [
-        "trial 4 (2/3): ZeRO-3 optimizer offload none, checkpointing recompute, SP 1, micro-batch 2, 4 node(s): "
+        "trial 4 (2/3): ZeRO-3 optimizer offload none, checkpointing recompute, SP 1, micro-batch 2, 4 nodes: "
         "1.5 min (measured), 12 kJ (measured)",
-        "trial 6 (3/3): ZeRO-3 optimizer offload none, checkpointing recompute, SP 1, micro-batch 2, 4 node(s), "
+        "trial 6 (3/3): ZeRO-3 optimizer offload none, checkpointing recompute, SP 1, micro-batch 2, 4 nodes, "
         "power limit 0.7 x default: oom: CUDA out of memory",
     ]
 
@@ -76,7 +76,7 @@ def test_a_probe_that_starts_says_so_and_the_first_names_the_op_build():
     lines = out.getvalue().splitlines()
     assert [line.split(" (")[0] for line in lines] == [
         f"trial {n}{what}" for n in (0, 1) for what in (": probing ZeRO-3 optimizer offload none, checkpointing recompute, SP 1, "
-                                                        "micro-batch 2, 4 node(s)", "")]
+                                                        "micro-batch 2, 4 nodes", "")]
     assert re.fullmatch(rf"trial 0: probing .* \(started \d\d:\d\d:\d\d; {FIRST_PROBE_NOTE}\)", lines[0]), lines[0]
     assert re.fullmatch(r"trial 1: probing .* \(started \d\d:\d\d:\d\d\)", lines[2]), lines[2]
     with trial_progress(Console(file=io.StringIO(), force_terminal=False), total=2) as progress:

@@ -26,7 +26,7 @@ from tests.backends.test_repeat_takeover import FAKE_PROBE
 from tests.cli import autotune_main
 
 SETTINGS = ("--model", "tiny", "--nodes", "1", "--gpus-per-node", "1", "--hardware", "cpu")
-KNOBS = "ZeRO-0 optimizer offload none, checkpointing none, SP 1, micro-batch 8, 1 node(s)"  # the baseline
+KNOBS = "ZeRO-0 optimizer offload none, checkpointing none, SP 1, micro-batch 8, 1 node"  # the baseline
 PARAMS = {"zero_stage": 0, "optimizer_offload": "none", "activation_checkpointing": "none", "sp_degree": 1,
           "micro_batch": 8, "nodes": 1, "power_limit": 1.0, "sm_clock_mhz": "max"}
 

@@ -178,7 +178,7 @@ def test_nothing_fits_names_the_candidate_nearest_to_fitting(tmp_path):
                               "data-parallel size (2, 4, 8, 16 on these GPUs) divides the global batch 3: pass "
                               "--global-batch 16"),
     (["--frames", "1000000000"], "warning: nothing in the space fits in memory (the closest, "),
-    (["--nodes", "2-3"], "warning: no candidate on 3 node(s) is valid: no micro-batch (1, 2, 4, 8) x "
+    (["--nodes", "2-3"], "warning: no candidate on 3 nodes is valid: no micro-batch (1, 2, 4, 8) x "
                          "data-parallel size (3, 6, 12 on these GPUs) divides the global batch 64"),
 ])
 def test_space_says_why_nothing_or_a_node_count_is_valid(flags, said):
@@ -238,7 +238,7 @@ def test_many_node_counts_without_a_valid_candidate_are_said_in_a_few_lines():
 
     lines = node_counts_without_candidates(valid_checks(settings_for("--model", "7b", "--nodes", "1-40")))
     assert len(lines) == NODE_COUNT_LINES + 1
-    assert lines[0].startswith("no candidate on 3 node(s) is valid")
+    assert lines[0].startswith("no candidate on 3 nodes is valid")
     assert lines[-1] == ("no candidate is valid on 29 more node count(s) either (10-15, 17-31, 33-40); "
                          "`autotune space --nodes N` says why for each")
 
