@@ -117,12 +117,18 @@ class Knobs:
 UNTOUCHED_DEVICE_SETTINGS = {"power_limit": Knobs.power_limit, "sm_clock_mhz": Knobs.sm_clock_mhz}
 
 
+def power_limit_fraction_text(fraction: float) -> str:
+    """A power limit as every output writes it: `1.0`, `0.7`, `0.75`, never a bare `1` (the sweep line's `1: trial 1`
+    beside the table's `1.0` read as two settings, trial57 #13)."""
+    return f"{fraction:.1f}" if round(fraction, 1) == fraction else f"{fraction:g}"
+
+
 def device_knobs_text(params: dict) -> str:
     """", power limit 0.8 x default, SM clock cap 1500 MHz"; empty where both are untouched (or, in runs recorded
     before these knobs existed, not named)."""
     text = ""
     if params.get("power_limit", Knobs.power_limit) != Knobs.power_limit:
-        text += f", power limit {params['power_limit']:g} x default"
+        text += f", power limit {power_limit_fraction_text(params['power_limit'])} x default"
     if params.get("sm_clock_mhz", Knobs.sm_clock_mhz) != Knobs.sm_clock_mhz:
         text += f", SM clock cap {params['sm_clock_mhz']} MHz"
     return text

@@ -15,11 +15,6 @@ def plus_minus(text: str) -> str:
     return text.replace("±", "+- ")
 
 
-def limit_text(limit: float) -> str:
-    """A power limit as every other output writes it: `1.0`, `0.7`, `0.75` (never a bare `1`)."""
-    return f"{limit:.1f}" if round(limit, 1) == limit else f"{limit:g}"
-
-
 def num(value, spec: str) -> str:
     return "n/a" if value is None else format(value, spec)
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from html import escape
 
-from autotune.candidate import UNTOUCHED_DEVICE_SETTINGS, device_knobs_text
+from autotune.candidate import UNTOUCHED_DEVICE_SETTINGS, device_knobs_text, power_limit_fraction_text
 from autotune.report.error_bars import extrapolated, outside_words, point_bar, simulator_error
 from autotune.report.front import Point
-from autotune.report.html_parts import esc, limit_text, plus_minus, table
+from autotune.report.html_parts import esc, plus_minus, table
 from autotune.report.picks import missing_change, savings
 from autotune.report.svg import (
     Frame, axes, chart_point, chart_start, detail_strip_px, hit_areas, nice_ticks, point_detail,
@@ -51,7 +51,7 @@ def sweep_sentence(view) -> str | None:
     error = simulator_error(view)
     parts = []
     for p in sweep:
-        part = f"{_limit(p):g}: trial {p.trial}"
+        part = f"{power_limit_fraction_text(_limit(p))}: trial {p.trial}"  # `1.0` as the table has it, not `1`
         if base is not None and p is not base:
             change, noise, stated = savings(p, base), savings_noise(p, base), savings_error(p, base, error)
             missing = missing_change("energy_saved_pct", p, base)
@@ -108,7 +108,7 @@ def power_limit_section(view, document: dict, run_dir) -> str:
     e_unit, e_div = energy_unit([p.energy_kj for p in sweep])
     # Each point's figures in their own unit (the axes' suits the largest): never a column of zeros; and with
     # their labels, as the time-vs-energy plot's hover and axes have them (a screenshot loses the table beside it).
-    tips = [f"trial {p.trial}: power limit {limit_text(limit)}, {time_text(p.time_s)} ({p.source}), "
+    tips = [f"trial {p.trial}: power limit {power_limit_fraction_text(limit)}, {time_text(p.time_s)} ({p.source}), "
             f"{energy_text(p.energy_kj)} ({p.energy_source})" for p, limit in zip(sweep, limits)]
     x_label = "power limit (fraction of the default)"
     # Energy is drawn at the limits that have it (a time-only study's may be unavailable; the table says so).
@@ -125,7 +125,7 @@ def power_limit_section(view, document: dict, run_dir) -> str:
     for p, limit in zip(sweep, limits):
         change = savings(p, base) if base is not None else {"energy_saved_pct": None, "time_change_pct": None}
         noise, stated = savings_noise(p, base), savings_error(p, base, error)
-        rows.append([esc(limit_text(limit)), esc(p.trial), esc(figure(p.time_s, t_div) + point_bar(error, p, "time_s")),
+        rows.append([esc(power_limit_fraction_text(limit)), esc(p.trial), esc(figure(p.time_s, t_div) + point_bar(error, p, "time_s")),
                      esc(energy_figure(p.energy_kj, e_div) + point_bar(error, p, "energy_kj")),
                      esc(plus_minus(energy_change_text(change, noise, stated, missing=missing_change("energy_saved_pct", p, base)))),
                      esc(plus_minus(change_text(change, "time_change_pct", noise, stated))),

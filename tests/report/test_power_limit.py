@@ -40,6 +40,7 @@ def test_sweep_is_the_fastest_configuration_across_limits_with_savings_against_i
     assert [p.trial for p in power_limit_sweep(view)] == [0, 1, 4, 2]
     sentence = sweep_sentence(view)
     assert "0.9: trial 1 (+8.0% energy saved, +1.0% time)" in sentence
+    assert "1.0: trial 0; " in sentence  # trial57 #13: `1: trial 0` beside the table's `1.0` read as another setting
     assert "0.7: trial 2 (+12.0% energy saved, +10.0% time)" in sentence and "simulated" in sentence
     html = power_limit_section(view, {}, None)
     assert html.count("<svg") == 2 and html.count('<circle class="sweep-point"') == 8
