@@ -123,25 +123,52 @@ def power_limit_fraction_text(fraction: float) -> str:
     return f"{fraction:.1f}" if round(fraction, 1) == fraction else f"{fraction:g}"
 
 
-def device_knobs_text(params: dict) -> str:
+def limited_device(hardware: HardwareProfile) -> str:
+    """What one power limit caps: a GH200's module (CPU + GPU + memory), where the profile's energy is the module's
+    too; else a GPU (PowerSpec)."""
+    return "module" if hardware.module_scope_energy else "GPU"
+
+
+def power_limit_watts(fraction: float, hardware: HardwareProfile | None, measured_default_w: float | None = None) -> str:
+    """" (476 W per module on the gh200 profile)": the fraction in watts, which is what a SLURM or NVML user sets
+    (trial57 #12); empty without a profile, or on one with no power limit to set (CPU ranks). `measured_default_w`:
+    the default limit NVML reported on the probe's devices (the launch backend keeps it), preferred to the
+    profile's and said to be measured."""
+    if hardware is None or not hardware.cuda:
+        return ""
+    device = limited_device(hardware)
+    if measured_default_w is not None:
+        return (f" ({fraction * measured_default_w:.0f} W per {device}: of the {measured_default_w:g} W default "
+                "NVML reported on the probe's devices)")
+    return f" ({fraction * hardware.power.module_cap_w:.0f} W per {device} on the {hardware.name} profile)"
+
+
+def power_limit_text(fraction: float, hardware: HardwareProfile | None = None, measured_default_w: float | None = None) -> str:
+    """"0.8 x default", and its watts where the profile is at hand: "0.8 x default (544 W per module on the gh200
+    profile)" (power_limit_watts)."""
+    return f"{power_limit_fraction_text(fraction)} x default{power_limit_watts(fraction, hardware, measured_default_w)}"
+
+
+def device_knobs_text(params: dict, hardware: HardwareProfile | None = None, measured_default_w: float | None = None) -> str:
     """", power limit 0.8 x default, SM clock cap 1500 MHz"; empty where both are untouched (or, in runs recorded
-    before these knobs existed, not named)."""
+    before these knobs existed, not named). With the study's `hardware`, the limit in watts too (power_limit_text)."""
     text = ""
     if params.get("power_limit", Knobs.power_limit) != Knobs.power_limit:
-        text += f", power limit {power_limit_fraction_text(params['power_limit'])} x default"
+        text += f", power limit {power_limit_text(params['power_limit'], hardware, measured_default_w)}"
     if params.get("sm_clock_mhz", Knobs.sm_clock_mhz) != Knobs.sm_clock_mhz:
         text += f", SM clock cap {params['sm_clock_mhz']} MHz"
     return text
 
 
-def knobs_sentence(params: dict) -> str:
+def knobs_sentence(params: dict, hardware: HardwareProfile | None = None, measured_default_w: float | None = None) -> str:
     """A configuration in words, as every report, progress line and calibration names it: "ZeRO-3 optimizer
-    offload none, checkpointing recompute, SP 1, micro-batch 4, 4 nodes, power limit 0.8 x default"."""
+    offload none, checkpointing recompute, SP 1, micro-batch 4, 4 nodes, power limit 0.8 x default"; where the
+    profile is at hand (a pick's line), the limit in watts too (power_limit_text)."""
     return (
         f"ZeRO-{params['zero_stage']} optimizer offload {params['optimizer_offload']}, "
         f"checkpointing {params['activation_checkpointing']}, SP {params['sp_degree']}, "
         f"micro-batch {params['micro_batch']}, {counted(params['nodes'], 'node')}"
-    ) + device_knobs_text(params)
+    ) + device_knobs_text(params, hardware, measured_default_w)
 
 
 @dataclass(frozen=True, slots=True)  # slots: a --nodes 1-256 space holds 786,432

@@ -13,7 +13,7 @@ from pathlib import Path
 from autotune.atomic_write import write_text_atomic
 from autotune.backends.launchers import probe_command
 from autotune.backends.probe_options import LAUNCHERS
-from autotune.candidate import SM_CLOCK_UNTOUCHED
+from autotune.candidate import SM_CLOCK_UNTOUCHED, limited_device, power_limit_text
 from autotune.checks import text_head
 from autotune.counted import counted
 from autotune.ds_config import config_reasons, deepspeed_config, not_tuned
@@ -167,13 +167,14 @@ def ranks_note(candidate) -> str:
 
 def handover_notes(candidate) -> list[str]:
     """Everything a training that loads the exported config needs to know beyond it, in the order said."""
-    return [ranks_note(candidate), *beyond_the_config(candidate.knobs)]
+    return [ranks_note(candidate), *beyond_the_config(candidate.knobs, candidate.hardware)]
 
 
-def beyond_the_config(knobs) -> list[str]:
+def beyond_the_config(knobs, hardware=None) -> list[str]:
     """What the probe applied that a DeepSpeed JSON cannot carry: a training that only loads the file gets
     none of it (DeepSpeed's engine never reads `activation_checkpointing`, and `sequence_parallel_size` alone
-    only changes its batch arithmetic), so each is said wherever the file is handed over."""
+    only changes its batch arithmetic), so each is said wherever the file is handed over. `hardware`: the
+    profile, which gives a power limit in watts (device_settings_note)."""
     notes = []
     if knobs.activation_checkpointing != "none":
         how = {"recompute": "recompute each block in backward",
@@ -208,20 +209,31 @@ def beyond_the_config(knobs) -> list[str]:
                      "each rank's loss must be its slice's summed loss divided by the whole sequence's token count "
                      "(DeepSpeed sums the gradients over the SP ranks: a per-slice mean makes them "
                      f"{knobs.sp_degree}x too large)")
-    device = [f"power limit {knobs.power_limit:g} of the default"] if knobs.power_limit != 1.0 else []
+    if device := device_settings_note(knobs, hardware):
+        notes.append(device)
+    return notes
+
+
+def device_settings_note(knobs, hardware=None) -> str | None:
+    """How the pick's power limit or clock cap is set, which DeepSpeed does not; None where it touches neither. With
+    the profile, the limit in watts too (candidate.power_limit_text)."""
+    limit = power_limit_text(knobs.power_limit, hardware)
+    device = [f"power limit {limit}"] if knobs.power_limit != 1.0 else []
     device += [f"SM clock cap {knobs.sm_clock_mhz} MHz"] if knobs.sm_clock_mhz != SM_CLOCK_UNTOUCHED else []
+    if not device:
+        return None
+    # A GH200's limit is its module's (CPU + GPU + memory), as launch.sh says: "set on the GPUs" misled (trial57 #12).
+    on = "modules" if knobs.power_limit != 1.0 and hardware is not None and limited_device(hardware) == "module" else "GPUs"
     # The probe the launch script runs sets it (export_device.device_script); the user's own training does not, so
     # it gets the commands (a one-node note said "the same way", and the JSON a user carries held no command).
     apply, restore = (shlex.join(device_cli(action, knobs)) for action in ("apply", "restore"))
     needs = "(NVML: root or CAP_SYS_ADMIN, and autotune installed there)"
-    if device and knobs.nodes == 1:
-        notes.append(f"the {' and '.join(device)} is set on the GPUs, not by DeepSpeed: the launch script does it; "
-                     f"for your own job run `{apply}` on its node before training, and `{restore}` after {needs}")
-    elif device:
-        notes.append(f"the {' and '.join(device)} is set on the GPUs of every node, not by DeepSpeed: the probe the "
-                     f"launch script runs does it on each node; for your own job run `{apply}` on each of its "
-                     f"{knobs.nodes} nodes before training, and `{restore}` after {needs}")
-    return notes
+    if knobs.nodes == 1:
+        return (f"the {' and '.join(device)} is set on the {on}, not by DeepSpeed: the launch script does it; "
+                f"for your own job run `{apply}` on its node before training, and `{restore}` after {needs}")
+    return (f"the {' and '.join(device)} is set on the {on} of every node, not by DeepSpeed: the probe the "
+            f"launch script runs does it on each node; for your own job run `{apply}` on each of its "
+            f"{knobs.nodes} nodes before training, and `{restore}` after {needs}")
 
 
 def hostfile_sentence(nodes: int, gpus_per_node: int) -> str:

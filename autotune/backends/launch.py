@@ -275,13 +275,14 @@ class LaunchBackend(Backend):
     def _run_repeats(self, candidate: Candidate, trial_number: int, trial_dir: Path, launcher: str, record: RunRecord,
                      taken: dict[int, TakenOver]) -> ProbeResult:
         log_path = trial_dir / "log.txt"
-        repeats, walls_s = [], []
+        repeats, walls_s, results = [], [], []
         cost = functools.partial(_with_probe_cost, walls_s=walls_s, repeats=repeats, taken=taken)
         for repeat in range(1, self.repeats + 1):
             out = trial_dir / result_name(repeat, self.repeats)
             if repeat in taken:  # checked when taken over: its figures are there
                 walls_s.append(taken[repeat].wall_s)
                 repeats.append(measured_figures(taken[repeat].result, candidate, out))
+                results.append(taken[repeat].result)
                 continue
             try:
                 outcome = self._run_repeat(launcher, candidate, trial_dir, out, repeat, record, walls_s)
@@ -292,11 +293,12 @@ class LaunchBackend(Backend):
                 return cost(outcome)  # a repeat that is not ok decides the trial
             try:
                 repeats.append(measured_figures(outcome, candidate, out))
+                results.append(outcome)
             except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
                 error = (f"result.json from the probe lacks a figure the backend needs ({exc!r}): "
                          "are the tuner and the trainer on the nodes the same version?")
                 return cost(not_ok_result("failed", error, trial_dir, log_path, launcher=launcher))
-        return cost(ok_result(repeats, trial_dir, launcher=launcher))
+        return cost(ok_result(repeats, trial_dir, launcher=launcher, **measured_default_limit(results)))
 
     def estimated_energy_only(self) -> str | None:
         """No sensor on the node of the probes' first rank: they report energy estimated from the hardware profile."""
@@ -472,6 +474,17 @@ class LaunchBackend(Backend):
     def _raise_if_aborted(self) -> None:
         if self._aborted:
             raise ProbeInterrupted("the launch backend was aborted: no probe runs any more")
+
+
+def measured_default_limit(results: list[dict]) -> dict:
+    """{"default_power_limit_w": W}: the default power limit NVML reported on the devices a probe set a power limit
+    on (result.json's device_settings, read before any change), by which the report gives the pick's limit in watts
+    rather than by the profile's figure; {} where no probe recorded one (no limit set), or devices disagree."""
+    defaults = {device.get("default_power_limit_w") for result in results
+                for node in ((result.get("device_settings") or {}).get("nodes") or [])
+                for device in (node.get("devices") or [])}
+    defaults.discard(None)
+    return {"default_power_limit_w": defaults.pop()} if len(defaults) == 1 else {}
 
 
 def old_build_locks(older_than_s: float, environ: dict[str, str] | None = None) -> list[str]:

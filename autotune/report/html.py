@@ -35,7 +35,7 @@ from autotune.report.inputs import inputs_sentence
 from autotune.report.pareto_json import hardware_text, provenance_sentence, trial_counts, unrecorded_count, workload_sentence
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar
 from autotune.report.picks import PICK_FILES, pick_definitions, baseline_label, front_title, missing_change, pick_label, picks_by_trial
-from autotune.report.power_limit import power_limit_section
+from autotune.report.power_limit import pick_knobs_sentence, power_limit_section
 from autotune.report.study_points import StudyView
 from autotune.report.svg import Marker, scatter_svg, stacked_bar_svg
 from autotune.candidate import knobs_sentence
@@ -204,7 +204,7 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
         rows.append([
             f'<a href="#trial-{p.trial}">{esc(pick_label(row["name"], view.pick_parameters))}</a>{tie}',
             esc(p.trial),
-            esc(knobs_sentence(p.params)),
+            esc(pick_knobs_sentence(view, p)),
             esc(figure(p.time_s, t_div) + figure_bar(error, picked, p, "time_s")),
             esc(energy_figure(p.energy_kj, e_div) + figure_bar(error, picked, p, "energy_kj") + estimate_mark(sources, p.energy_source)),
             esc(figure(p.tflops) + figure_bar(error, picked, p, "tflops")),
@@ -298,7 +298,7 @@ def pick_details_section(view: StudyView, document: dict, run_dir: Path) -> str:
         title = ", ".join(pick_label(n, view.pick_parameters) for n in names)
         blocks.append(
             f'<article class="pick" id="trial-{trial}"><h3>{esc(title)}: trial {trial}</h3>\n'
-            f"<p>{esc(knobs_sentence(point.params))}; {esc(point.gpus)} {esc(words.many)}.</p>\n"
+            f"<p>{esc(pick_knobs_sentence(view, point))}; {esc(point.gpus)} {esc(words.many)}.</p>\n"
             f"<h4>Energy by component</h4>\n{_components_html(point, words)}\n"
             f"<h4>{_step_heading(point, words)}</h4>\n{power_html(point, words)}\n"
             f"{_config_html(view, names, point, run_dir)}</article>"
@@ -334,7 +334,7 @@ def trials_section(view: StudyView, document: dict, run_dir: Path) -> str:
     e_unit, e_div = energy_unit([r["energy_kj"] for r in view.trials])
     # Every row that shows an energy cell: an "unavailable" one keeps the header from calling the column estimated.
     sources = [r.get("energy_source") or "" for r in view.trials if r.get("time_s") is not None]
-    columns = knob_columns(r["params"] for r in view.trials)
+    columns = knob_columns((r["params"] for r in view.trials), view.settings.hardware)
     headers = ["trial", "status", *(title for _, title in columns), f"time {t_unit}", f"energy {e_unit}{estimate_header(sources)}",
                f"TFLOP/s {view_device_words(view).per()}", "reason"]
     evaluated = [r for r in view.trials if r["status"] != "invalid"]

@@ -19,10 +19,9 @@ from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
 from autotune.report.inputs import inputs_sentence
 from autotune.report.payback import cost_sentence, estimated_saving_mark, payback_by_trial, payback_sentence
 from autotune.report.picks import PICK_FILES, baseline_label, front_title, missing_change, pick_label, picks_by_trial
-from autotune.report.power_limit import sweep_sentence
+from autotune.report.power_limit import pick_knobs_sentence, sweep_sentence
 from autotune.report.study_points import StudyView
 from autotune.report.within_noise import change_text, energy_change_text, ties_text
-from autotune.candidate import knobs_sentence
 from autotune.report.pick_figures import (
     baseline_text, devices_text, figures_text, gpu_span_caveat, memory_text, spans_gpus,
 )
@@ -103,7 +102,7 @@ def markdown_report(view: StudyView, document: dict) -> str:
         lines += [f"> **{say(outside)}**", ""]
     if view.front:
         labels = {t: [pick_label(n, view.pick_parameters) for n in names] for t, names in picks_by_trial(view).items()}
-        columns = knob_columns(p.params for p in view.front)
+        columns = knob_columns((p.params for p in view.front), view.settings.hardware)
         knob_titles = [title for _, title in columns]
         t_unit, t_div = time_unit([p.time_s for p in view.front])
         e_unit, e_div = energy_unit([p.energy_kj for p in view.front])
@@ -192,7 +191,7 @@ def pick_lines(view: StudyView, document: dict, error) -> list[str]:
         label = pick_label(row["name"], view.pick_parameters)
         ties = ties_text(view, row)
         # The absolute figures, as the terminal gives them; an estimate says so wherever it is shown.
-        head = (f"- **{label}**: trial {p.trial}, {knobs_sentence(p.params)}"
+        head = (f"- **{label}**: trial {p.trial}, {pick_knobs_sentence(view, p)}"
                 f"{devices_text(p, words, spans)}; {figures_text(p, error)}{' (estimated)' if p.energy_source == 'estimated' else ''}")
         if p.trial == view.baseline_trial:  # no change against itself, as in the terminal
             lines.append(f"{head}: the baseline itself{memory_text(p, words)}" + (f" ({ties})" if ties else ""))

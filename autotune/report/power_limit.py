@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from html import escape
 
-from autotune.candidate import UNTOUCHED_DEVICE_SETTINGS, device_knobs_text, power_limit_fraction_text
+from autotune.candidate import (
+    UNTOUCHED_DEVICE_SETTINGS, device_knobs_text, knobs_sentence, limited_device, power_limit_fraction_text,
+)
 from autotune.report.error_bars import extrapolated, outside_words, point_bar, simulator_error
 from autotune.report.front import Point
 from autotune.report.html_parts import esc, plus_minus, table
@@ -29,6 +31,31 @@ def _setting(params: dict, knob: str):
 
 def _limit(point: Point) -> float:
     return _setting(point.params, "power_limit")
+
+
+def measured_default_w(point: Point) -> float | None:
+    """The default power limit NVML reported on the devices of the point's probe (backends.launch keeps it where the
+    probe set a limit); None where none was read: simulated, replayed, or run at the default."""
+    value = ((point.extra or {}).get("details") or {}).get("default_power_limit_w")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
+
+
+def _hardware(view):
+    settings = getattr(view, "settings", None)
+    return getattr(settings, "hardware", None)
+
+
+def pick_knobs_sentence(view, point: Point) -> str:
+    """knobs_sentence with the power limit in watts too (trial57 #12: "0.7 x default" alone told a SLURM user
+    nothing to set): of the default the probe read where it read one, else of the study's profile's."""
+    return knobs_sentence(point.params, _hardware(view), measured_default_w(point))
+
+
+def power_limit_column_title(hardware) -> str:
+    """A table's power-limit column: "power limit (x 680 W)" where the profile says what the fraction is of."""
+    if hardware is None or not hardware.cuda:
+        return "power limit"
+    return f"power limit (x {hardware.power.module_cap_w:g} W)"
 
 
 def power_limit_sweep(view) -> list[Point]:
@@ -50,15 +77,35 @@ def sweep_sentence(view) -> str | None:
     base = next((p for p in sweep if _limit(p) == UNTOUCHED_DEVICE_SETTINGS["power_limit"]), None)
     error = simulator_error(view)
     parts = []
+    hardware = _hardware(view)
     for p in sweep:
-        part = f"{power_limit_fraction_text(_limit(p))}: trial {p.trial}"  # `1.0` as the table has it, not `1`
+        part = f"{power_limit_fraction_text(_limit(p))}{limit_watts_text(p, hardware)}: trial {p.trial}"  # `1.0` as the table has it
         if base is not None and p is not base:
             change, noise, stated = savings(p, base), savings_noise(p, base), savings_error(p, base, error)
             missing = missing_change("energy_saved_pct", p, base)
             saved = labelled_change_text(change, "energy_saved_pct", noise, "energy saved", stated, missing=missing)
             part += f" ({saved}, {labelled_change_text(change, 'time_change_pct', noise, 'time', stated)})"
         parts.append(part)
-    return f"power limit of the fastest configuration ({_sources(sweep, error)}): " + "; ".join(parts)
+    default = limit_default_text(sweep, hardware)
+    return f"power limit of the fastest configuration ({default + '; ' if default else ''}{_sources(sweep, error)}): " + "; ".join(parts)
+
+
+def limit_watts_text(point: Point, hardware) -> str:
+    """" (612 W)": a point's limit in watts, of the default its probe read or the profile's (limit_default_text)."""
+    default_w = measured_default_w(point) or (hardware.power.module_cap_w if hardware is not None else None)
+    return f" ({_limit(point) * default_w:.0f} W)" if default_w and hardware is not None and hardware.cuda else ""
+
+
+def limit_default_text(points: list[Point], hardware) -> str:
+    """"x default, W per module on the gh200 profile": what the points' fractions and watts (limit_watts_text) are of;
+    empty where the profile has no limit to set."""
+    if hardware is None or not hardware.cuda:
+        return ""
+    device = limited_device(hardware)
+    if any(measured_default_w(p) is not None for p in points):
+        return (f"x default, W per {device}: of the default NVML reported on the probe's devices where a probe set a "
+                f"limit, else of the {hardware.name} profile's {hardware.power.module_cap_w:g} W")
+    return f"x default, W per {device} on the {hardware.name} profile"
 
 
 def _labels(points: list[Point], key: str) -> str:
@@ -108,7 +155,8 @@ def power_limit_section(view, document: dict, run_dir) -> str:
     e_unit, e_div = energy_unit([p.energy_kj for p in sweep])
     # Each point's figures in their own unit (the axes' suits the largest): never a column of zeros; and with
     # their labels, as the time-vs-energy plot's hover and axes have them (a screenshot loses the table beside it).
-    tips = [f"trial {p.trial}: power limit {power_limit_fraction_text(limit)}, {time_text(p.time_s)} ({p.source}), "
+    hardware = _hardware(view)
+    tips = [f"trial {p.trial}: power limit {power_limit_fraction_text(limit)}{limit_watts_text(p, hardware)}, {time_text(p.time_s)} ({p.source}), "
             f"{energy_text(p.energy_kj)} ({p.energy_source})" for p, limit in zip(sweep, limits)]
     x_label = "power limit (fraction of the default)"
     # Energy is drawn at the limits that have it (a time-only study's may be unavailable; the table says so).
@@ -125,7 +173,7 @@ def power_limit_section(view, document: dict, run_dir) -> str:
     for p, limit in zip(sweep, limits):
         change = savings(p, base) if base is not None else {"energy_saved_pct": None, "time_change_pct": None}
         noise, stated = savings_noise(p, base), savings_error(p, base, error)
-        rows.append([esc(power_limit_fraction_text(limit)), esc(p.trial), esc(figure(p.time_s, t_div) + point_bar(error, p, "time_s")),
+        rows.append([esc(power_limit_fraction_text(limit) + limit_watts_text(p, hardware)), esc(p.trial), esc(figure(p.time_s, t_div) + point_bar(error, p, "time_s")),
                      esc(energy_figure(p.energy_kj, e_div) + point_bar(error, p, "energy_kj")),
                      esc(plus_minus(energy_change_text(change, noise, stated, missing=missing_change("energy_saved_pct", p, base)))),
                      esc(plus_minus(change_text(change, "time_change_pct", noise, stated))),
@@ -135,11 +183,12 @@ def power_limit_section(view, document: dict, run_dir) -> str:
     return (
         '<section id="power-limit"><h2>Power limit of the best parallel configuration</h2>\n'
         f"<p>The fastest pick's configuration ({esc(what)}) at every evaluated power limit "
-        f"({esc(_sources(sweep, error))}; each row's in its last column). Energy and time change are "
+        f"({esc('; '.join(filter(None, (limit_default_text(sweep, hardware), _sources(sweep, error)))))}; each row's in its "
+        "last column). Energy and time change are "
         "against the same configuration at its default limit (1.0), n/a where that was not evaluated. Hover a point, "
         "or reach it with Tab, for its figures (shown under its plot); click or tap it for its row below.</p>\n"
         f'<div class="importance-row">{charts}</div>\n'
-        + table(["power limit", "trial", f"time {t_unit}", f"energy {e_unit}", "energy change", "time change", "source"], rows,
+        + table([power_limit_column_title(hardware), "trial", f"time {t_unit}", f"energy {e_unit}", "energy change", "time change", "source"], rows,
                 "power-limit", [limit_row_id(p.trial) for p in sweep])
         + "</section>"
     )

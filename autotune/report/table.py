@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from autotune.candidate import SM_CLOCK_UNTOUCHED, Knobs, knobs_sentence
+from autotune.candidate import SM_CLOCK_UNTOUCHED, Knobs
 from autotune.report.deploy_terminal import print_deployment_notes
 from autotune.report.choosing import choosing_a_pick
 from autotune.report.device_words import view_device_words
@@ -29,7 +29,7 @@ from autotune.report.payback import cost_sentence, estimated_saving_mark, paybac
 from autotune.report.picks import (
     PICK_FILES, baseline_label, missing_change, pick_definitions, pick_label, picks_by_trial, time_only_energy_words,
 )
-from autotune.report.power_limit import sweep_sentence
+from autotune.report.power_limit import pick_knobs_sentence, power_limit_column_title, sweep_sentence
 from autotune.report.units import (
     energy_figure, energy_unit, estimate_header, estimate_mark, figure, per_energy_figure, time_unit,
 )
@@ -55,12 +55,14 @@ def knob_value(params: dict, knob: str):
     return params.get(knob, getattr(Knobs(), knob))
 
 
-def knob_columns(params: Iterable[dict]) -> tuple[tuple[str, str], ...]:
+def knob_columns(params: Iterable[dict], hardware=None) -> tuple[tuple[str, str], ...]:
     """The knob columns of a table of these trials' params: KNOB_COLUMNS, and the SM clock cap where one of
     them has one. Without it a capped trial read as an untouched one, its row another's with other figures
-    (a newcomer's trial: the least-energy pick, capped at 1500 MHz, read like the fastest)."""
+    (a newcomer's trial: the least-energy pick, capped at 1500 MHz, read like the fastest). With the study's
+    `hardware`, the power limit's title says the watts its fractions are of ("power limit (x 680 W)")."""
     capped = any(knob_value(p, "sm_clock_mhz") != SM_CLOCK_UNTOUCHED for p in params)
-    return KNOB_COLUMNS + ((SM_CLOCK_COLUMN,) if capped else ())
+    titled = tuple((knob, power_limit_column_title(hardware) if knob == "power_limit" else title) for knob, title in KNOB_COLUMNS)
+    return titled + ((SM_CLOCK_COLUMN,) if capped else ())
 
 
 class _StdoutConsole(Console):
@@ -126,7 +128,7 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
     table = Table(title=f"Fastest (ranked by time only; {time_only_energy_words(energy_source)})" if view.time_only
                   else f"Pareto front (time vs energy to solution: {source} time, {energy_source} energy)")
     table.add_column("trial", justify="right")
-    columns = knob_columns(p.params for p in view.front)
+    columns = knob_columns((p.params for p in view.front), view.settings.hardware)
     for _, title in columns:
         table.add_column(title)
     t_unit, t_div = time_unit([p.time_s for p in view.front])
@@ -161,7 +163,7 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
         console.print(escape(f"baseline (trial {view.baseline_trial}){baseline_text(view, error, words, spans)}"))
     for row in document["picks"]:
         p = view.point(row["trial"])
-        line = f"[bold]{escape(pick_label(row['name'], view.pick_parameters))}[/]: trial {p.trial}, {knobs_sentence(p.params)}{devices_text(p, words, spans)}"
+        line = f"[bold]{escape(pick_label(row['name'], view.pick_parameters))}[/]: trial {p.trial}, {pick_knobs_sentence(view, p)}{devices_text(p, words, spans)}"
         estimated = " (estimated)" if p.energy_source == "estimated" else ""  # an estimate says so wherever it is shown
         line += f"; {figures_text(p, error)}{estimated}"
         if ties := ties_text(view, row):

@@ -39,7 +39,7 @@ def test_every_table_of_a_study_with_a_capped_trial_shows_the_cap(tmp_path):
     assert "SM clock MHz" in terminal.getvalue()
     markdown = markdown_report(view, document)
     header = next(line for line in markdown.splitlines() if line.startswith("| trial |"))
-    assert "| power limit | SM clock MHz |" in header
+    assert "| power limit (x 680 W) | SM clock MHz |" in header
     assert any(line.startswith("| ") and "| 1.0 | 1500 |" in line for line in markdown.splitlines()), markdown
     assert "<th>SM clock MHz</th>" in (tmp_path / "run" / "report.html").read_text()
     listed = autotune_main("space", "--model", "32b", "--nodes", "4", "--space", space, "--valid")

@@ -49,6 +49,6 @@ def test_a_power_limit_pick_says_it_is_set_on_every_node():
                                     "sp_degree": 1, "micro_batch": 2, "nodes": 4, "power_limit": 0.7, "sm_clock_mhz": "max"})
     html = deployment_notes_html("{}", candidate)  # a config without the list (edited, or not written): export's notes
     text = unescape(re.sub(r"<[^>]+>", "", html))
-    assert "power limit 0.7 of the default is set on the GPUs of every node" in text
+    assert "power limit 0.7 x default (476 W per module on the gh200 profile) is set on the modules of every node" in text
     assert "<code>python -m autotune.measure.device_cli apply --power-limit 0.7" in html
     assert "run it on 16 ranks" in text and "is code, not config" in text

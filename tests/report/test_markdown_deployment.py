@@ -38,7 +38,8 @@ def test_a_power_limited_pick_says_the_limit_is_set_on_every_node(simulated_run)
     capped = replace(p, params={**p.params, "power_limit": 0.7})
     said = "\n".join(deployment_lines(view, "min_energy", capped, None, document))
     assert "configs/min-energy.json" in said
-    assert (f"the power limit 0.7 of the default is set on the GPUs of every node, not by DeepSpeed" in said
+    assert ("the power limit 0.7 x default (476 W per module on the gh200 profile) is set on the modules of every node, "
+            "not by DeepSpeed" in said
             and f"device_cli apply --power-limit 0.7" in said and f"on each of its {p.params['nodes']} nodes" in said)
     assert deployment_lines(view, "knee", capped, "min-energy (least energy)", document) == [
         "  - deploying it needs what min-energy (least energy) above does"]

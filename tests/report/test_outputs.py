@@ -24,7 +24,7 @@ def _document(run_dir):
 def _terminal(run_dir) -> str:
     view, document = build_report(load_finished_study(run_dir))
     out = io.StringIO()
-    print_report(view, document, Console(file=out, width=200))
+    print_report(view, document, Console(file=out, width=260))  # a pick line with its limit in watts, whole
     return out.getvalue()
 
 

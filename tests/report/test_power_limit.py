@@ -39,15 +39,16 @@ def test_sweep_is_the_fastest_configuration_across_limits_with_savings_against_i
     view = _view(points, fastest=1)
     assert [p.trial for p in power_limit_sweep(view)] == [0, 1, 4, 2]
     sentence = sweep_sentence(view)
-    assert "0.9: trial 1 (+8.0% energy saved, +1.0% time)" in sentence
-    assert "1.0: trial 0; " in sentence  # trial57 #13: `1: trial 0` beside the table's `1.0` read as another setting
-    assert "0.7: trial 2 (+12.0% energy saved, +10.0% time)" in sentence and "simulated" in sentence
+    assert "0.9 (612 W): trial 1 (+8.0% energy saved, +1.0% time)" in sentence
+    assert "1.0 (680 W): trial 0; " in sentence  # trial57 #13: `1: trial 0` beside the table's `1.0` read as another setting
+    assert sentence.startswith("power limit of the fastest configuration (x default, W per module on the gh200 profile; ")
+    assert "0.7 (476 W): trial 2 (+12.0% energy saved, +10.0% time)" in sentence and "simulated" in sentence
     html = power_limit_section(view, {}, None)
     assert html.count("<svg") == 2 and html.count('<circle class="sweep-point"') == 8
     assert "+12.0%" in html and "zero_stage 3" in html
     # A newcomer's trial: the axes and hover text of these charts said nothing of the figures' source.
     assert "energy to solution (kJ, simulated)" in html and "time to solution (min, simulated)" in html
-    assert "<title>trial 2: power limit 0.7, 1.83 min (simulated), 44 kJ (simulated)</title>" in html
+    assert "<title>trial 2: power limit 0.7 (476 W), 1.83 min (simulated), 44 kJ (simulated)</title>" in html
     for panel, y_label in zip(html.split("<svg")[1:], ["energy to solution", "time to solution"]):
         ticks = re.findall(r'<text class="tick" [^>]*>([^<]+)</text>', panel)
         assert ticks[:5] == ["0.6", "0.7", "0.8", "0.9", "1"] and len(ticks) > 6  # the limits, then the figures
@@ -62,9 +63,10 @@ def test_the_sweep_sentence_names_every_label_its_points_carry():
     points = [dataclasses.replace(points[0], source="measured", energy_source="estimated"),
               dataclasses.replace(points[1], source="measured", energy_source="measured")]
     sentence = sweep_sentence(_view(points, fastest=0))
-    assert sentence.startswith("power limit of the fastest configuration (measured time, estimated and measured energy): ")
+    assert sentence.startswith("power limit of the fastest configuration (x default, W per module on the gh200 profile; "
+                               "measured time, estimated and measured energy): ")
     html = power_limit_section(_view(points, fastest=0), {}, None)  # the page says it too, and each row its own
-    assert "(measured time, estimated and measured energy; each row" in html
+    assert "(x default, W per module on the gh200 profile; measured time, estimated and measured energy; each row" in html
     rows = re.findall(r"<tr[^>]*>(.*?)</tr>", html, re.S)[1:]
     assert [re.findall(r"<td[^>]*>([^<]*)</td>", row)[-1] for row in rows] == ["measured time, estimated energy", "measured"]
 
@@ -94,5 +96,34 @@ def test_the_sweep_carries_the_simulator_s_error_where_it_was_measured_and_says_
                                "recompute, SP 1, micro-batch 2/4, nodes 4, power limit 0.7/0.8/0.9/1.0, SM clock max")
     measured_there = sweep_line(tmp_path / "wide", "--hardware", wide)
     assert "+- ?%" not in measured_there
-    assert re.search(r"0\.9: trial \d+ \(\+1\.1% energy saved \(within the simulator's error: ±3\.3%\), "
+    assert re.search(r"0\.9 \(612 W\): trial \d+ \(\+1\.1% energy saved \(within the simulator's error: ±3\.3%\), "
                      r"\+0\.7% time \(within the simulator's error: ±3\.4%\)\)", measured_there), measured_there
+
+
+def test_a_pick_s_power_limit_is_said_in_watts_where_the_profile_is_at_hand():
+    """Trial57 #12: "power limit 0.7 x default" told a SLURM or NVML user nothing to set. The watts are the profile's
+    default x the fraction, per module on a GH200 (its limit caps CPU + GPU + memory), per GPU elsewhere; none where
+    the profile has no limit to set; and of the default NVML reported on the probe's devices where it read one."""
+    from autotune.report.power_limit import pick_knobs_sentence, power_limit_column_title
+
+    limited = {**BASE, "power_limit": 0.7}
+    gh200, h100, cpu = (load_hardware(name) for name in ("gh200", "h100-sxm", "cpu"))
+    assert knobs_sentence(limited, gh200).endswith("power limit 0.7 x default (476 W per module on the gh200 profile)")
+    assert knobs_sentence(limited, h100).endswith("power limit 0.7 x default (490 W per GPU on the h100-sxm profile)")
+    assert knobs_sentence(limited, cpu) == knobs_sentence(limited)  # no limit to set on CPU ranks: no figure invented
+    measured = Point(trial=2, params=limited, time_s=1.0, energy_kj=1.0, extra={"details": {"default_power_limit_w": 660.0}})
+    assert pick_knobs_sentence(_view([measured], fastest=2), measured).endswith(
+        "power limit 0.7 x default (462 W per module: of the 660 W default NVML reported on the probe's devices)")
+    assert power_limit_column_title(gh200) == "power limit (x 680 W)" and power_limit_column_title(cpu) == "power limit"
+
+
+def test_the_launch_backend_keeps_the_default_limit_the_probe_read():
+    from autotune.backends.launch import measured_default_limit
+
+    def result(*defaults_w):
+        devices = [{"index": i, "default_power_limit_w": w} for i, w in enumerate(defaults_w)]
+        return {"device_settings": {"power_limit": 0.7, "nodes": [{"node_rank": 0, "devices": devices, "error": None}]}}
+
+    assert measured_default_limit([result(680.0, 680.0), result(680.0)]) == {"default_power_limit_w": 680.0}
+    assert measured_default_limit([{"status": "ok"}]) == {}  # no limit set: nothing read
+    assert measured_default_limit([result(680.0, 700.0)]) == {}  # devices that disagree: the profile's, said so

@@ -83,7 +83,7 @@ def test_trials_without_energy_are_the_points_of_a_time_only_study(no_energy_run
     assert "No feasible configuration" not in printed and "time is measured, energy is unavailable" in printed
     assert "Fastest (ranked by time only; energy unavailable" in printed
     assert "6 s, energy unavailable" in printed and "energy saved unavailable, -25.0% time, TFLOP/kJ unavailable" in printed
-    assert "0.9: trial" in printed and "(energy saved unavailable, +8.3% time)" in printed  # the power-limit sweep
+    assert "0.9 (612 W): trial" in printed and "(energy saved unavailable, +8.3% time)" in printed  # the power-limit sweep
     # The search outlook predicts time alone: the model's unprobed candidates carry no energy either.
     assert document["search"]["unfinished"]["exhausted"] and document["predicted"]
     assert all(p["energy_kj"] is None for p in document["predicted"]) and "search: predicted, not probed" in printed

@@ -186,7 +186,13 @@ def test_what_a_deepspeed_config_cannot_carry_is_said_where_it_is_handed_over(tm
     assert exported.stdout.split() == [str(tmp_path / name) for name in ("mine.json", "mine.candidate.json", "mine.launch.sh")]
     notes = json.loads((tmp_path / "mine.json").read_text())["autotune"]["not_in_this_config"]
     assert [note.split(" (")[0] for note in notes] == ["run it on 4 ranks", "activation checkpointing", "Ulysses sequence parallelism",
-                                                      "the power limit 0.8 of the default is set on the GPUs, not by DeepSpeed: the launch script does it; for your own job run `python -m autotune.measure.device_cli apply --power-limit 0.8 --sm-clock-mhz max --record '.autotune-device-settings.{host}.json'` on its node before training, and `python -m autotune.measure.device_cli restore --record '.autotune-device-settings.{host}.json'` after"]
+                                                      "the power limit 0.8 x default"]
+    # In watts too, and on the module a GH200's limit caps (trial57 #12: "set on the GPUs" while launch.sh said module).
+    assert notes[3].startswith("the power limit 0.8 x default (544 W per module on the gh200 profile) is set on the modules, "
+                               "not by DeepSpeed: the launch script does it; for your own job run `python -m "
+                               "autotune.measure.device_cli apply --power-limit 0.8 --sm-clock-mhz max --record "
+                               "'.autotune-device-settings.{host}.json'` on its node before training, and `python -m "
+                               "autotune.measure.device_cli restore --record '.autotune-device-settings.{host}.json'` after")
     assert notes[3].endswith("` after (NVML: root or CAP_SYS_ADMIN, and autotune installed there)")
     assert "the real global batch would be 2x" in notes[2] and "DistributedAttention" in notes[2]
     # A newcomer's trial took each rank's loss as its slice's mean: twice the gradient, no message.
@@ -368,7 +374,7 @@ def test_a_multi_node_power_limit_is_said_to_be_set_on_every_node():
 
     (note,) = beyond_the_config(Knobs(power_limit=0.8, nodes=4))
     record = "'.autotune-device-settings.{host}.json'"  # device_cli requires its record, and restore reads it back
-    assert note == ("the power limit 0.8 of the default is set on the GPUs of every node, not by DeepSpeed: the probe "
+    assert note == ("the power limit 0.8 x default is set on the GPUs of every node, not by DeepSpeed: the probe "
                     "the launch script runs does it on each node; "
                     "for your own job run `python -m autotune.measure.device_cli apply --power-limit 0.8 --sm-clock-mhz "
                     f"max --record {record}` on each of its 4 nodes before training, and `python -m "
