@@ -214,10 +214,12 @@ def beyond_the_config(knobs, hardware=None) -> list[str]:
     return notes
 
 
-def device_settings_note(knobs, hardware=None) -> str | None:
+def device_settings_note(knobs, hardware=None, limit_placeholder: str | None = None) -> str | None:
     """How the pick's power limit or clock cap is set, which DeepSpeed does not; None where it touches neither. With
-    the profile, the limit in watts too (candidate.power_limit_text)."""
-    limit = power_limit_text(knobs.power_limit, hardware)
+    the profile, the limit in watts too (candidate.power_limit_text). `limit_placeholder`: written for the limit, in
+    the words and the command, where one note serves the report's picks that differ in the limit alone
+    (deploy_notes.shared_device_notes says which limit is whose)."""
+    limit = f"{limit_placeholder} x default" if limit_placeholder else power_limit_text(knobs.power_limit, hardware)
     device = [f"power limit {limit}"] if knobs.power_limit != 1.0 else []
     device += [f"SM clock cap {knobs.sm_clock_mhz} MHz"] if knobs.sm_clock_mhz != SM_CLOCK_UNTOUCHED else []
     if not device:
@@ -226,7 +228,7 @@ def device_settings_note(knobs, hardware=None) -> str | None:
     on = "modules" if knobs.power_limit != 1.0 and hardware is not None and limited_device(hardware) == "module" else "GPUs"
     # The probe the launch script runs sets it (export_device.device_script); the user's own training does not, so
     # it gets the commands (a one-node note said "the same way", and the JSON a user carries held no command).
-    apply, restore = (shlex.join(device_cli(action, knobs)) for action in ("apply", "restore"))
+    apply, restore = (shlex.join(device_cli(action, knobs, limit_placeholder)) for action in ("apply", "restore"))
     needs = "(NVML: root or CAP_SYS_ADMIN, and autotune installed there)"
     if knobs.nodes == 1:
         return (f"the {' and '.join(device)} is set on the {on}, not by DeepSpeed: the launch script does it; "

@@ -28,14 +28,14 @@ def device_settings_sentence(knobs: Knobs) -> str:
     return " and ".join(parts)
 
 
-def device_cli(action: str, knobs: Knobs) -> list[str]:
+def device_cli(action: str, knobs: Knobs, limit_placeholder: str | None = None) -> list[str]:
     """The command that applies (or restores) the knobs' device settings on one node, with its record; or
-    shows them (`show`)."""
+    shows them (`show`). `limit_placeholder`: written for the power limit (one command for several picks)."""
     command = ["python", "-m", "autotune.measure.device_cli", action]
     if action == "show":
         return command
     if action == "apply":
-        command += ["--power-limit", f"{knobs.power_limit:g}", "--sm-clock-mhz", str(knobs.sm_clock_mhz)]
+        command += ["--power-limit", limit_placeholder or f"{knobs.power_limit:g}", "--sm-clock-mhz", str(knobs.sm_clock_mhz)]
     return command + ["--record", RECORD]
 
 

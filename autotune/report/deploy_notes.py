@@ -4,7 +4,8 @@ of it: what `autotune run` prints named no rank count, no checkpointing to write
 
 The sentences are the exported config's `autotune.not_in_this_config` (export.handover_notes: the rank count its
 batch sizes hold for, checkpointing and Ulysses attention that are code, a power limit or clock cap set on every
-node), and for a pick on several nodes what its launch.sh needs beside it (a hostfile, pdsh).
+node), and for a pick on several nodes what its launch.sh needs beside it (a hostfile, pdsh). Picks whose power-limit
+notes differ in the limit alone share one, its command written with LIMIT (shared_device_notes).
 """
 
 from __future__ import annotations
@@ -12,17 +13,72 @@ from __future__ import annotations
 import json
 
 
-def deployment_notes(candidate, config_text: str | None = None) -> list[str]:
+# Written for the power limit in the one note the picks that differ in it alone share (shared_device_notes).
+LIMIT_PLACEHOLDER = "LIMIT"
+
+
+def deployment_notes(candidate, config_text: str | None = None, device_note: str | None = None) -> list[str]:
     """What training `candidate` needs beyond its DeepSpeed config. `config_text`: the exported config file as written,
     whose own `not_in_this_config` is what ships with it (report.html prints the file beside them); export's notes
-    for the candidate where it has none (not written yet, or edited into something without the list)."""
-    from autotune.export import handover_notes  # export pulls the launchers in: only when a report says the notes
+    for the candidate where it has none (not written yet, or edited into something without the list).
+    `device_note`: said in place of the candidate's own power-limit note (shared_device_notes)."""
+    from autotune.export import device_settings_note, handover_notes  # export pulls the launchers in: only when said
 
     notes = _config_notes(config_text)
     notes = list(handover_notes(candidate) if notes is None else notes)
+    if device_note is not None:
+        own = device_settings_note(candidate.knobs, candidate.hardware)
+        notes = [device_note if note == own else note for note in notes]
     if candidate.knobs.nodes > 1:
         notes.append(_hostfile_note(candidate))
     return notes
+
+
+def shared_device_notes(view) -> dict[int, str]:
+    """{trial: the power-limit note it shares}, for the picks whose notes differ in the limit alone: the note once, the
+    limit written LIMIT in its command, and which pick uses which ("LIMIT: 0.7 (476 W) for min-energy, 0.8 (544 W)
+    for knee and cost-weighted (x default, W per module on the gh200 profile)"). Said per pick, the five-line sentence
+    stood three times over with only 0.7/0.8/0.9 differing (trial57 #11). A pick whose note no other shares keeps
+    its own (no entry)."""
+    from autotune.candidate import power_limit_fraction_text
+    from autotune.export import device_settings_note
+    from autotune.report.picks import PICK_FILES, picks_by_trial
+    from autotune.report.power_limit import limit_default_text, limit_watts_text
+
+    hardware = view.settings.hardware
+    sharing: dict[str, list[int]] = {}
+    for trial in picks_by_trial(view):
+        knobs = view.settings.candidate(view.point(trial).params).knobs
+        if knobs.power_limit != 1.0:
+            sharing.setdefault(device_settings_note(knobs, hardware, LIMIT_PLACEHOLDER), []).append(trial)
+    names, shared = picks_by_trial(view), {}
+    for note, trials in sharing.items():
+        if len(trials) < 2:
+            continue
+        points = [view.point(trial) for trial in trials]
+        whose = [f"{power_limit_fraction_text(point.params['power_limit'])}{limit_watts_text(point, hardware)} for "
+                 + " and ".join(PICK_FILES.get(name, name) for name in names[point.trial]) for point in points]
+        of = limit_default_text(points, hardware)
+        shared.update(dict.fromkeys(trials, f"{note}; {LIMIT_PLACEHOLDER}: {', '.join(whose)}" + (f" ({of})" if of else "")))
+    return shared
+
+
+def device_notes_said_once(view) -> dict[int, str]:
+    """shared_device_notes for a report that says each pick's notes beside it (report.md, report.html): the shared
+    note under the first of its picks, and under each later one where it is said and with which LIMIT."""
+    from autotune.candidate import power_limit_fraction_text
+    from autotune.report.picks import PICK_FILES, picks_by_trial
+
+    names, said_by, said = picks_by_trial(view), {}, {}
+    for trial, note in shared_device_notes(view).items():
+        if note not in said_by:
+            said_by[note], said[trial] = names[trial][0], note
+            continue
+        limit = power_limit_fraction_text(view.point(trial).params["power_limit"])
+        first = PICK_FILES.get(said_by[note], said_by[note])
+        said[trial] = (f"its power limit is set as the note under {first} above says, with {LIMIT_PLACEHOLDER} {limit} "
+                       "(its line above gives the watts)")
+    return said
 
 
 def _config_notes(config_text: str | None) -> list[str] | None:
@@ -49,7 +105,9 @@ def pick_deployment_notes(view) -> dict[int, list[str]]:
     """{trial: its deployment notes} for each trial the picks name, in pick order: picks sharing a trial share them."""
     from autotune.report.picks import picks_by_trial
 
-    return {trial: deployment_notes(view.settings.candidate(view.point(trial).params)) for trial in picks_by_trial(view)}
+    shared = shared_device_notes(view)  # said once for the picks that differ in the limit alone: grouped below
+    return {trial: deployment_notes(view.settings.candidate(view.point(trial).params), device_note=shared.get(trial))
+            for trial in picks_by_trial(view)}
 
 
 def grouped_notes(notes_by_trial: dict[int, list[str]]) -> list[tuple[list[int], list[str]]]:

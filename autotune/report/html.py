@@ -280,7 +280,7 @@ def _config_html(view: StudyView, names: list[str], point: Point, run_dir: Path)
     else:  # not exported (an older run): show the same config the export would write, minus its notes
         text = json.dumps(deepspeed_config(candidate), indent=2)
         links += " (not written yet: run <code>autotune report RUN_DIR --html</code>)"
-    notes = deployment_notes_html(text, candidate)
+    notes = deployment_notes_html(text, candidate, view, point.trial)
     return f"{notes}<p>DeepSpeed config: {links}</p>\n<pre>{esc(text)}</pre>"
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from autotune.report.deploy_notes import deployment_notes
+from autotune.report.deploy_notes import deployment_notes, device_notes_said_once
 from autotune.report.html_parts import esc
 
 
@@ -20,8 +20,11 @@ def _with_code(note: str) -> str:
     return "".join(f"<code>{esc(part)}</code>" if i % 2 else esc(part) for i, part in enumerate(parts))
 
 
-def deployment_notes_html(config_text: str, candidate) -> str:
-    notes = deployment_notes(candidate, config_text)
+def deployment_notes_html(config_text: str, candidate, view=None, trial: int | None = None) -> str:
+    """The notes of pick `trial` of `view`: a power-limit note its picks share said under the first of them only
+    (deploy_notes.device_notes_said_once), as report.md says it."""
+    device_note = device_notes_said_once(view).get(trial) if view is not None else None
+    notes = deployment_notes(candidate, config_text, device_note)
     if not notes:
         return ""
     items = "".join(f"<li>{_with_code(note)}</li>" for note in notes)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from autotune.report.deploy_notes import deployment_notes
+from autotune.report.deploy_notes import deployment_notes, device_notes_said_once
 from autotune.report.device_words import view_device_words
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar
 from autotune.report.outside_calibration import outside_calibration_line
@@ -173,7 +173,7 @@ def deployment_lines(view: StudyView, name: str, p, said_by: str | None, documen
     hostfile), which report.md left out (trial 49 #2). Once per trial: a later pick of it points back."""
     if said_by is not None:
         return [f"  - deploying it needs what {said_by} above does"]
-    notes = deployment_notes(view.settings.candidate(p.params))
+    notes = deployment_notes(view.settings.candidate(p.params), device_note=device_notes_said_once(view).get(p.trial))
     return [f"  - deploying it needs, beyond its DeepSpeed config (configs/{PICK_FILES.get(name, name)}.json):",
             *(f"    - {md_names(note, document)}" for note in notes)]
 
