@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from itertools import combinations
 
+from autotune.counted import counted
 from autotune.report.compare_inputs import UNUSED, input_label, numbers_text, value_text
 from autotune.report.compare_study import ComparedStudy
 from autotune.report.error_bars import EXTRAPOLATED_KEY, WHY_UNKNOWN, outside_words, pct_text
@@ -185,7 +186,7 @@ def _searches(studies: list[ComparedStudy]) -> list[str]:
         unfinished = search.get("unfinished")
         if unfinished and unfinished.get("running_elsewhere"):
             said.append(f"Study {n} was still running elsewhere when its pareto.json was written "
-                        f"({unfinished['running_elsewhere']} probe(s) under way on other workers): its front and picks "
+                        f"({counted(unfinished['running_elsewhere'], 'probe')} under way on other workers): its front and picks "
                         f"are partial; `autotune report {study.run_dir}` again once it ends.")
         elif unfinished:
             why = f" while {unfinished['reason']}" if isinstance(unfinished.get("reason"), str) else ""

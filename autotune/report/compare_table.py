@@ -154,7 +154,7 @@ def _print_shared_front(studies: list[ComparedStudy], document: dict, console: C
         return
     entries = [e for c in configurations for points in c["studies"] for e in points]
     units = _units(entries)
-    table = Table(title=f"On more than one study's front: {len(configurations)} configuration(s), matched on {matched}")
+    table = Table(title=f"On more than one study's front: {counted(len(configurations), 'configuration')}, matched on {matched}")
     # Study and trial first, the keys a split table repeats in each part (at 80 columns a second part of blank
     # cells and "-10.0%" said neither); the configuration names its section's first row.
     table.add_column("study", justify="right")

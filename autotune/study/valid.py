@@ -70,8 +70,9 @@ def _memory_miss(checks: list) -> str:
         said.append(f"the closest{' on GPU memory' if over_host else ''}, {_knobs_text(closest)}, {closest.reason}")
     if over_host:
         closest = min(over_host, key=lambda c: c.memory.host_excess_gib)
-        said.append(f"{len(over_host)} candidate(s) fit the GPU but not host memory: the closest, {_knobs_text(closest)}, "
-                    f"{closest.reason}")
+        fit = "fits" if len(over_host) == 1 else "fit"
+        said.append(f"{counted(len(over_host), 'candidate')} {fit} the GPU but not host memory: the closest, "
+                    f"{_knobs_text(closest)}, {closest.reason}")
     return "; ".join(said)
 
 
@@ -108,7 +109,7 @@ def node_counts_without_candidates(checks: list) -> list[str]:
              for nodes, group in empty[:NODE_COUNT_LINES]]
     if len(empty) > NODE_COUNT_LINES:  # --nodes 1-256 said 249 lines before anything else
         rest = [nodes for nodes, _ in empty[NODE_COUNT_LINES:]]
-        lines.append(f"no candidate is valid on {len(rest)} more node count(s) either ({spans_text(rest)}); "
+        lines.append(f"no candidate is valid on {counted(len(rest), 'more node count')} either ({spans_text(rest)}); "
                      "`autotune space --nodes N` says why for each")
     return lines
 

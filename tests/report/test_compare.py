@@ -295,7 +295,7 @@ def test_a_search_still_running_or_stopped_before_converging_is_said(runs, tmp_p
     running = _edited(runs["one_node"], tmp_path, "running", unfinished(1))
     stopped = _edited(runs["one_node"], tmp_path, "stopped", unfinished(0))
     caveats = _compare(runs["one_node"], running, stopped)["caveats"]
-    assert (f"Study 2 was still running elsewhere when its pareto.json was written (1 probe(s) under way on other "
+    assert (f"Study 2 was still running elsewhere when its pareto.json was written (1 probe under way on other "
             f"workers): its front and picks are partial; `autotune report {running}` again once it ends.") in caveats
     assert ("Study 3 stopped before its search converged after 3 probes while fewer than 3 probes succeeded: a resumed "
             "run may still change its front and picks.") in caveats

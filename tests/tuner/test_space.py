@@ -239,7 +239,7 @@ def test_many_node_counts_without_a_valid_candidate_are_said_in_a_few_lines():
     lines = node_counts_without_candidates(valid_checks(settings_for("--model", "7b", "--nodes", "1-40")))
     assert len(lines) == NODE_COUNT_LINES + 1
     assert lines[0].startswith("no candidate on 3 nodes is valid")
-    assert lines[-1] == ("no candidate is valid on 29 more node count(s) either (10-15, 17-31, 33-40); "
+    assert lines[-1] == ("no candidate is valid on 29 more node counts either (10-15, 17-31, 33-40); "
                          "`autotune space --nodes N` says why for each")
 
 
