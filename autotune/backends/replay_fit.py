@@ -14,6 +14,7 @@ from autotune.candidate import KNOBS, params_key
 from autotune.hardware import available_hardware
 from autotune.models import PRESETS
 from autotune.space.files import nodes_flag
+from autotune.counted import counted
 
 # What the records' `study` names where a flag cannot take the name itself: a model or profile that is no preset.
 _MODEL_FILE, _PROFILE_FILE, _SPACE_FILE = "MODEL.json", "PROFILE.toml", "SPACE.toml"
@@ -122,7 +123,7 @@ def _unused(path, records: dict[str, dict], checks: list) -> tuple[int, list[tup
         every = [record["params"]["nodes"] for record in records.values()]
         causes.append((len(outside), f"{_are(len(outside), 'are', 'is')} for node counts outside this study's "
                                      f"{nodes_flag(sorted(values['nodes']))}",
-                       f"{', '.join(map(str, nodes))} node(s)", f"pass --nodes {nodes_covering(every)}"))
+                       counted(", ".join(map(str, nodes)), "node"), f"pass --nodes {nodes_covering(every)}"))
     if ruled_out:
         record, check = ruled_out[0]
         where = record["origin"].removeprefix(f"measurements {path} ")

@@ -16,6 +16,7 @@ from autotune.space import listed_nodes, load_space, parse_nodes
 from autotune.space.files import DEFAULT_SPACE
 from autotune.study.settings import StudySettings
 from autotune.workload import DEFAULT_WORKLOAD, make_workload
+from autotune.counted import counted
 
 DEFAULT_MODEL = "32b"  # the README's first command
 DEFAULT_HARDWARE = "gh200"
@@ -115,11 +116,11 @@ def fill_from_allocation(args: argparse.Namespace, environ: dict[str, str] | Non
         if nodes > MAX_COUNT:  # checked here: the --nodes check would blame a flag the user never gave
             raise ConfigError(f"{where} holds {nodes} nodes, more than {MAX_COUNT}; pass --nodes with the count to study")
         args.nodes = str(nodes)
-        filled.append(f"{nodes} node(s)")
+        filled.append(counted(nodes, "node"))
     # An allocation of no GPUs (SLURM_GPUS_ON_NODE=0) says nothing of the GPUs per node to study.
     if args.gpus_per_node is None and gpus and gpus < hardware.gpus_per_node:
         args.gpus_per_node = gpus
-        filled.append(f"{gpus} GPU(s) per node")
+        filled.append(f"{counted(gpus, 'GPU')} per node")
     elif args.gpus_per_node is None and gpus and gpus > hardware.gpus_per_node and hardware.cuda:
         warnings.append(_wider_than_profile(where, gpus, args.hardware, hardware.gpus_per_node))
     said = f"studying {', '.join(filled)}: what {where} holds (--nodes, --gpus-per-node choose another shape)" if filled else None

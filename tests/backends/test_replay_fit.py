@@ -95,12 +95,12 @@ def test_each_cause_is_counted_with_its_values_and_fix(tmp_path):
     assert ReplayBackend(path).unused_records(checks) == (
         f"measurements {path}: 5 of its 6 records are not replayed: 2 hold knob values this space lacks (power_limit "
         "0.35, 0.5 and sm_clock_mhz 1400; pass the --space they were measured with), 1 is for node counts outside this "
-        "study's 1-2 (4 node(s); pass --nodes 1-4), 2 are candidates this study rules out (first, line 5: "
+        "study's 1-2 (4 nodes; pass --nodes 1-4), 2 are candidates this study rules out (first, line 5: "
         f"{reason}; `autotune space` gives each candidate's reason)")
 
 
 @pytest.mark.parametrize("params, said", [
-    ({"nodes": 2}, "1 of its 2 records is not replayed: it is for node counts outside this study's 1 (2 node(s)); "
+    ({"nodes": 2}, "1 of its 2 records is not replayed: it is for node counts outside this study's 1 (2 nodes); "
                    "pass --nodes 1-2"),
     ({"sm_clock_mhz": 1400}, "1 of its 2 records is not replayed: it holds knob values this space lacks "
                              "(sm_clock_mhz 1400); pass the --space they were measured with"),
@@ -118,7 +118,7 @@ def test_a_record_with_two_causes_gets_both_fixes_in_one_line(tmp_path):
     path = _write(tmp_path, [{}, {"power_limit": 0.5, "nodes": 4}])
     assert ReplayBackend(path).unused_records(_checks("--nodes", "1")) == (
         f"measurements {path}: 1 of its 2 records is not replayed: 1 holds knob values this space lacks (power_limit 0.5; "
-        "pass the --space they were measured with), 1 is for node counts outside this study's 1 (4 node(s); pass --nodes 1-4)")
+        "pass the --space they were measured with), 1 is for node counts outside this study's 1 (4 nodes; pass --nodes 1-4)")
 
 
 def test_a_file_whose_every_record_the_study_can_use_says_nothing(tmp_path):
@@ -130,7 +130,7 @@ def test_the_node_fix_holds_every_record_s_count_those_replayed_too(tmp_path):
     path = _write(tmp_path, [{"nodes": 4}, {"nodes": 1}, {"nodes": 8}])
     said = ReplayBackend(path).unused_records(_checks("--nodes", "2-4"))
     assert said.endswith("2 of its 3 records are not replayed: they are for node counts outside this study's 2-4 "
-                         "(1, 8 node(s)); pass --nodes 1-8")
+                         "(1, 8 nodes); pass --nodes 1-8")
 
 
 def test_a_file_the_study_can_use_none_of_is_refused_by_why(tmp_path):

@@ -33,11 +33,11 @@ def _shape(run_dir):
 
 def test_a_study_inside_a_slurm_allocation_is_of_its_nodes_and_gpus_unless_told(tmp_path):
     said = _run(tmp_path, "--hardware", "h100-sxm", "--backend", "simulate", env=SLURM)
-    assert "studying 2 node(s), 4 GPU(s) per node: what SLURM allocation 4242 holds" in said
+    assert "studying 2 nodes, 4 GPUs per node: what SLURM allocation 4242 holds" in said
     assert _shape(tmp_path / "runs" / "7b-2n") == (2, 8)
     # a gh200 node holds 4 GPUs: the gres narrows nothing, and nothing is said of GPUs
     said = _run(tmp_path, "--backend", "simulate", "--out", "gh", env=SLURM)
-    assert "studying 2 node(s): what SLURM allocation 4242 holds" in said
+    assert "studying 2 nodes: what SLURM allocation 4242 holds" in said
     assert _shape(tmp_path / "gh") == (2, 8)
     # what the user gives is kept, and then nothing is said
     said = _run(tmp_path, "--nodes", "1", "--hardware", "h100-sxm", "--gpus-per-node", "8", "--backend", "simulate",
@@ -50,7 +50,7 @@ def test_what_an_allocation_holds_is_never_blamed_on_a_flag(tmp_path):
     the allocation, not the --nodes the user never gave."""
     said = _run(tmp_path, "--hardware", "cpu", "--backend", "simulate", "--model", "tiny",
                 env={**SLURM, "SLURM_GPUS_ON_NODE": "0"})
-    assert "studying 2 node(s): what SLURM allocation 4242 holds" in said
+    assert "studying 2 nodes: what SLURM allocation 4242 holds" in said
     environ = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
     huge = subprocess.run([sys.executable, "-m", "autotune.cli", "run", "--model", "7b", "--backend", "simulate"],
                           capture_output=True, text=True, timeout=120, cwd=tmp_path,
@@ -68,7 +68,7 @@ def test_outside_an_allocation_the_default_stays_four_whole_nodes(tmp_path):
 def test_a_hostfile_gives_the_nodes_and_its_fewest_slots_the_gpus_per_node(tmp_path):
     (tmp_path / "hostfile").write_text("node1 slots=8\nnode2 slots=4\n")
     said = _run(tmp_path, "--hardware", "h100-sxm", "--hostfile", "hostfile", "--backend", "simulate")
-    assert "studying 2 node(s), 4 GPU(s) per node: what hostfile hostfile holds" in said
+    assert "studying 2 nodes, 4 GPUs per node: what hostfile hostfile holds" in said
     assert _shape(tmp_path / "runs" / "7b-2n") == (2, 8)
 
 
@@ -101,7 +101,7 @@ def test_with_backend_launch_and_no_allocation_this_machines_gpus_are_the_shape(
     monkeypatch.setattr(launchers, "local_gpu_count", lambda: 2)
     launch = args("--hardware", "h100-sxm", "--backend", "launch")
     assert fill_from_allocation(launch, environ={}).said == (
-        "studying 1 node(s), 2 GPU(s) per node: what this machine holds (--nodes, --gpus-per-node choose another shape)")
+        "studying 1 node, 2 GPUs per node: what this machine holds (--nodes, --gpus-per-node choose another shape)")
     assert (launch.nodes, launch.gpus_per_node) == ("1", 2)
     # auto on a GPU workstation still studies the default cluster (a simulation)
     untouched = args("--hardware", "h100-sxm")
@@ -110,7 +110,7 @@ def test_with_backend_launch_and_no_allocation_this_machines_gpus_are_the_shape(
     # a cpu profile's ranks are not GPUs: this machine is one node of the profile's ranks
     cpu = args("--hardware", "cpu", "--backend", "launch")
     assert fill_from_allocation(cpu, environ={}).said == (
-        "studying 1 node(s): what this machine holds (--nodes, --gpus-per-node choose another shape)")
+        "studying 1 node: what this machine holds (--nodes, --gpus-per-node choose another shape)")
     assert (cpu.nodes, cpu.gpus_per_node) == ("1", None)
     monkeypatch.setattr(launchers, "local_gpu_count", lambda: None)
     assert fill_from_allocation(args("--backend", "launch"), environ={}).said is None
@@ -164,12 +164,12 @@ def test_a_space_file_without_nodes_leaves_them_to_the_allocation_as_no_space_do
     own.write_text(DEFAULT_SPACE.read_text().replace("micro_batch = [1, 2, 4, 8]", "micro_batch = [1, 2]"))
     for space in (DEFAULT_SPACE, own):
         nodes, said = _space_nodes(tmp_path, "--model", "7b", "--space", space, env=SLURM)
-        assert nodes == [2] and "studying 2 node(s): what SLURM allocation 4242 holds" in said
+        assert nodes == [2] and "studying 2 nodes: what SLURM allocation 4242 holds" in said
         assert _space_nodes(tmp_path, "--model", "7b", "--space", space)[0] == [4]  # no allocation: 4, as --help says
     monkeypatch.setattr(launchers, "local_gpu_count", lambda: 2)
     launch = _study_args("--hardware", "h100-sxm", "--backend", "launch", "--space", str(DEFAULT_SPACE))
     assert fill_from_allocation(launch, environ={}).said == (
-        "studying 1 node(s), 2 GPU(s) per node: what this machine holds (--nodes, --gpus-per-node choose another shape)")
+        "studying 1 node, 2 GPUs per node: what this machine holds (--nodes, --gpus-per-node choose another shape)")
     assert launch.nodes == "1"
 
 
@@ -203,7 +203,7 @@ def test_an_allocation_of_more_gpus_per_node_than_the_profile_is_warned_of(tmp_p
             "nodes of 4") in said and "autotune space:" not in said
     gh200 = _study_args()
     filled = fill_from_allocation(gh200, environ=eight)
-    assert filled.said == "studying 2 node(s): what SLURM allocation 4242 holds (--nodes, --gpus-per-node choose another shape)"
+    assert filled.said == "studying 2 nodes: what SLURM allocation 4242 holds (--nodes, --gpus-per-node choose another shape)"
     assert filled.warnings == (
         "SLURM allocation 4242 has 8 GPUs per node, while --hardware gh200 describes nodes of 4: the study is of 4 GPUs "
         "per node; pass the --hardware of these nodes (h100-sxm has 8), or --gpus-per-node 4 to study 4 of them",)
@@ -221,9 +221,9 @@ def test_space_previews_the_launch_or_hostfile_study_run_would_search(tmp_path):
     so it listed 4 nodes where `run --backend launch` searches 1."""
     (tmp_path / "hostfile").write_text("node1 slots=4\nnode2 slots=4\n")
     nodes, said = _space_nodes(tmp_path, "--model", "7b", "--hardware", "h100-sxm", "--hostfile", "hostfile")
-    assert nodes == [2] and "studying 2 node(s), 4 GPU(s) per node: what hostfile hostfile holds" in said
+    assert nodes == [2] and "studying 2 nodes, 4 GPUs per node: what hostfile hostfile holds" in said
     nodes, said = _space_nodes(tmp_path, "--model", "tiny", "--hardware", "cpu", "--backend", "launch")
-    assert nodes == [1] and "studying 1 node(s): what this machine holds" in said
+    assert nodes == [1] and "studying 1 node: what this machine holds" in said
     assert _space_nodes(tmp_path, "--model", "tiny", "--hardware", "cpu")[0] == [4]
     environ = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
     for flags, words in ((("--hostfile", "gone"), "autotune space: error: --hostfile gone is not a file; write a DeepSpeed hostfile"),

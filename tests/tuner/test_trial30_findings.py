@@ -223,7 +223,7 @@ def test_a_partial_file_converges_among_its_recorded_candidates_and_says_so(tmp_
     line = (f"converged after {converged['probes']} probes among the 24 recorded candidates: the model (simulator x "
             "correction learnt from the probes) gives no unprobed recorded candidate a 5% or higher chance")
     assert line in said and "unprobed valid candidate" not in said
-    assert (f"the recording is exhausted for the other {converged['unrecorded']} valid candidate(s), which the replayed "
+    assert (f"the recording is exhausted for the other {converged['unrecorded']} valid candidates, which the replayed "
             "file does not record") in said
     # Once, in the report (trial57 #10: it was said again as the run ended); the run's own line points there.
     assert said.count(line) == 1 and line in " ".join(printed.out.split())
