@@ -33,11 +33,17 @@ def energy_unit(values_kj: list[float]) -> tuple[str, float]:
 
 
 def figure(value: float | None, divisor: float = 1.0) -> str:
-    """Three significant figures, thousands separated; n/a where there is no figure."""
+    """Three significant figures, thousands separated; n/a where there is no figure. The trailing zeros that make
+    the three are kept: "12" beside "12.1" read as a coarser figure (trial57 #13), now "12.0"; but never a
+    trailing dot ("100", not "100.") and a zero reads "0"."""
     if value is None:
         return "n/a"
     scaled = value / divisor
-    return f"{scaled:,.0f}" if abs(scaled) >= 1000 else f"{scaled:.3g}"
+    if abs(float(f"{scaled:.3g}")) >= 1000:  # 999.7 rounds to 1,000: thousands, not "1.00e+03"
+        return f"{scaled:,.0f}"
+    if scaled == 0:
+        return "0"
+    return f"{scaled:#.3g}".rstrip(".")
 
 
 # What a report shows for an energy no sensor saw and nothing estimated (a time-only study's): never 0, never a blank.

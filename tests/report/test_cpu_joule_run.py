@@ -41,7 +41,7 @@ def test_hover_texts_show_joule_scale_figures_never_zero(cpu_joule_run):
         figures = (f"{time_text(point['time_s'])} ({point['source']}), "
                    f"{energy_text(point['energy_kj'])} ({point['energy_source']})")  # with their own labels
         assert any(t.startswith(f"trial {point['trial']} ") and t.endswith(figures) for t in titles), point["trial"]
-    assert any(t.endswith("; 3 s (measured), 4.2 J (measured)") for t in titles)
+    assert any(t.endswith("; 3.00 s (measured), 4.20 J (measured)") for t in titles)
     # The energy-by-component bar of each pick: 60% of 4.2 J is 2.52 J, not "0 kJ".
     assert any(re.fullmatch(r"CPU ranks: 2\.52 J \(60%\)", t) for t in titles)
 

@@ -88,9 +88,9 @@ def test_bar_hover_texts_pick_a_unit_per_part_and_never_read_zero():
     # A CPU probe of the tiny model: 4.2 J in all, once shown as "gpu: 0 kJ (60%)".
     bar = stacked_bar_svg([("gpu", 0.00252), ("cpu", 0.00126), ("memory_interconnect", 0.00042), ("nic", 0.00000042)], "t")
     assert _titles(bar)[1:] == ["gpu: 2.52 J (60%)", "cpu: 1.26 J (30%)", "memory_interconnect: 420 mJ (10%)",
-                                "nic: 0.42 mJ (&lt;1%)"]
+                                "nic: 0.420 mJ (&lt;1%)"]
     big = stacked_bar_svg([("gpu", 5400.0), ("cpu", 1800.0)], "t")  # a GH200 study's: each in its own unit
-    assert _titles(big)[1:] == ["gpu: 1.5 kWh (75%)", "cpu: 1,800 kJ (25%)"]
+    assert _titles(big)[1:] == ["gpu: 1.50 kWh (75%)", "cpu: 1,800 kJ (25%)"]
     phases = stacked_bar_svg([("compute", 0.0426), ("communication", 0.000446)], "t", value_text=time_text)
     assert _titles(phases)[1:] == ["compute: 42.6 ms (99%)", "communication: 0.446 ms (1%)"]
 
@@ -98,8 +98,8 @@ def test_bar_hover_texts_pick_a_unit_per_part_and_never_read_zero():
 def test_power_timeline_hover_texts_of_millisecond_phases_show_their_times_and_the_device():
     samples = [(0.0, 10.0, "llm_fwd"), (0.001, 12.0, "llm_fwd"), (0.002, 14.0, "gpu_optimizer"), (0.003, 11.0, "gpu_optimizer")]
     gpu_svg, cpu_svg = power_timeline_svg(samples, "t"), power_timeline_svg(samples, "t", CPU_RANK_WORDS)
-    assert _titles(gpu_svg)[1:] == ["LLM forward: 0-0.0015 s", "optimizer (GPU): 0.0015-0.003 s"]
-    assert _titles(cpu_svg)[1:] == ["LLM forward: 0-0.0015 s", "optimizer (CPU rank): 0.0015-0.003 s"]
+    assert _titles(gpu_svg)[1:] == ["LLM forward: 0-0.00150 s", "optimizer (GPU): 0.00150-0.00300 s"]
+    assert _titles(cpu_svg)[1:] == ["LLM forward: 0-0.00150 s", "optimizer (CPU rank): 0.00150-0.00300 s"]
     assert ">optimizer (CPU rank)</text>" in cpu_svg  # the legend too
 
 

@@ -29,7 +29,7 @@ def knobs(zero_stage, checkpointing, micro_batch, power_limit=1.0):
 BASELINE, FASTEST, RUNNER_UP, LEAST_ENERGY = (knobs(2, "none", 1), knobs(1, "recompute", 2),
                                               knobs(1, "recompute", 2, 0.9), knobs(3, "none", 1))
 FASTEST_LINE = ("fastest: trial {fastest}, ZeRO-1 optimizer offload none, checkpointing recompute, SP 1, micro-batch 2, "
-                "1 node; 6 s{bar}, 8 kJ{energy_bar}")
+                "1 node; 6.00 s{bar}, 8.00 kJ{energy_bar}")
 
 
 def record(params, time_s, energy_kj, time_cv=None, source="measured"):
@@ -90,7 +90,7 @@ def test_a_fastest_pick_ahead_by_less_than_the_noise_is_a_tie_in_every_output(tm
         f"(+20.0% energy saved, -40.0% time, +25.0% TFLOP/kJ vs baseline trial {trial['baseline']})")
     assert line_of(md, "- **fastest**") == (
         f"- **fastest**: trial {trial['fastest']}, ZeRO-1 optimizer offload none, checkpointing recompute, SP 1, "
-        f"micro-batch 2, 1 node; 6 s, 8 kJ: energy saved +20.0%, time -40.0%, TFLOP/kJ +25.0% ({tie})")
+        f"micro-batch 2, 1 node; 6.00 s, 8.00 kJ: energy saved +20.0%, time -40.0%, TFLOP/kJ +25.0% ({tie})")
     assert f'>fastest</a> <span class="note">({tie})</span>' in html
     # Said on the pick's line, and where "Which to deploy" would steer a time-minded reader to it (trial57 #2).
     assert terminal.count("within measured noise") == md.count("within measured noise") == 2

@@ -195,7 +195,7 @@ def test_a_payback_from_window_only_energy_is_at_least_and_uses_the_whole_probes
     from autotune.report.payback import cost_sentence
 
     headline = cost_sentence(document).split(". ")[0]
-    assert headline.endswith(f"({whole_kj:.3g} kJ) or more with start-up and warm-up (estimated, below), 10 J of it "
+    assert headline.endswith(f"({whole_kj:.3g} kJ) or more with start-up and warm-up (estimated, below), 10.0 J of it "
                              "in the measurement windows (estimated)"), headline
     knee = document["payback"][0]
     saved_per_hour_kj = 0.01 / 0.5 * 3600

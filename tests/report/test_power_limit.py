@@ -48,7 +48,7 @@ def test_sweep_is_the_fastest_configuration_across_limits_with_savings_against_i
     assert "+12.0%" in html and "zero_stage 3" in html
     # A newcomer's trial: the axes and hover text of these charts said nothing of the figures' source.
     assert "energy to solution (kJ, simulated)" in html and "time to solution (min, simulated)" in html
-    assert "<title>trial 2: power limit 0.7 (476 W), 1.83 min (simulated), 44 kJ (simulated)</title>" in html
+    assert "<title>trial 2: power limit 0.7 (476 W), 1.83 min (simulated), 44.0 kJ (simulated)</title>" in html
     for panel, y_label in zip(html.split("<svg")[1:], ["energy to solution", "time to solution"]):
         ticks = re.findall(r'<text class="tick" [^>]*>([^<]+)</text>', panel)
         assert ticks[:5] == ["0.6", "0.7", "0.8", "0.9", "1"] and len(ticks) > 6  # the limits, then the figures

@@ -89,4 +89,4 @@ def test_trials_with_a_time_but_no_energy_are_counted_as_such_in_every_output(tm
     failed = document["trials_by_status"]["failed"]
     words = f"{failed} failed (of them {failed} with a time but energy unavailable: no sensor saw it and nothing estimated it)"
     assert failed and all(words in text for text in (terminal, md, html))
-    assert "12 min (measured), 1.93 kWh (measured)</title>" in html
+    assert "12.0 min (measured), 1.93 kWh (measured)</title>" in html

@@ -82,7 +82,7 @@ def test_trials_without_energy_are_the_points_of_a_time_only_study(no_energy_run
     printed = said(done.stdout)
     assert "No feasible configuration" not in printed and "time is measured, energy is unavailable" in printed
     assert "Fastest (ranked by time only; energy unavailable" in printed
-    assert "6 s, energy unavailable" in printed and "energy saved unavailable, -25.0% time, TFLOP/kJ unavailable" in printed
+    assert "6.00 s, energy unavailable" in printed and "energy saved unavailable, -25.0% time, TFLOP/kJ unavailable" in printed
     assert "0.9 (612 W): trial" in printed and "(energy saved unavailable, +8.3% time)" in printed  # the power-limit sweep
     # The search outlook predicts time alone: the model's unprobed candidates carry no energy either.
     assert document["search"]["unfinished"]["exhausted"] and document["predicted"]
@@ -135,13 +135,13 @@ def test_some_trials_with_estimated_energy_and_some_without(tmp_path):
     assert document["picks"][0]["energy_saved_pct"] is None
     assert "unavailable for 2 of them" in document["note"]
     printed = said(done.stdout)
-    assert "6 s, 4 J (estimated)" in printed and "(energy saved unavailable, -25.0% time" in printed
+    assert "6.00 s, 4.00 J (estimated)" in printed and "(energy saved unavailable, -25.0% time" in printed
     assert "the baseline's (trial 0) energy is unavailable" in printed
     html = (out / "report.html").read_text()
     assert "2 trial(s) with a time but energy unavailable" in html and html.count('class="marker ') == 2
     trials = html[html.index('<section id="trials">'):]
     # Mixed labels: each estimate says so in its cell, and the header does not call the unavailable ones estimated.
-    assert "energy J (estimated)" not in trials and "<td>4 (estimated)</td>" in trials
+    assert "energy J (estimated)" not in trials and "<td>4.00 (estimated)</td>" in trials
 
 
 def test_a_two_objective_study_still_has_no_point_without_energy_and_says_why(tmp_path):

@@ -49,7 +49,7 @@ def test_the_lines_say_the_knobs_and_outcome_of_each_evaluated_trial():
     _show(Console(file=out, force_terminal=False, width=80))
     assert out.getvalue().splitlines() == [
         "trial 4 (2/3): ZeRO-3 optimizer offload none, checkpointing recompute, SP 1, micro-batch 2, 4 nodes: "
-        "1.5 min (measured), 12 kJ (measured)",
+        "1.50 min (measured), 12.0 kJ (measured)",
         "trial 6 (3/3): ZeRO-3 optimizer offload none, checkpointing recompute, SP 1, micro-batch 2, 4 nodes, "
         "power limit 0.7 x default: oom: CUDA out of memory",
     ]
@@ -106,4 +106,4 @@ def test_one_run_gives_every_energy_in_the_unit_of_its_first_figure():
             progress.on_trial(number, PARAMS, ProbeResult(status="ok", source="simulated", energy_source="simulated",
                                                           time_s=600.0, energy_kj=energy_kj), "")
     energies = [line.split(", ")[-1] for line in out.getvalue().splitlines()]
-    assert energies == ["2,024 kJ (simulated)", "3,888 kJ (simulated)", "0.0003 kJ (simulated)"]
+    assert energies == ["2,024 kJ (simulated)", "3,888 kJ (simulated)", "0.000300 kJ (simulated)"]
