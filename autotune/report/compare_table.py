@@ -42,9 +42,17 @@ def _value(value) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def _units(entries: list[dict]) -> tuple[tuple[str, float], tuple[str, float]]:
-    """One time and one energy unit for a whole table: figures read side by side must share it."""
-    return time_unit([e["time_s"] for e in entries]), energy_unit([e["energy_kj"] for e in entries])
+def _units(entries: list[dict], energy: tuple[str, float]) -> tuple[tuple[str, float], tuple[str, float]]:
+    """One time unit for a whole table (figures read side by side must share it), and `energy`, the output's."""
+    return time_unit([e["time_s"] for e in entries]), energy
+
+
+def output_energy_unit(document: dict) -> tuple[str, float]:
+    """The one energy unit of a comparison (trial57 #4): from every figure it shows, its picks' and its shared
+    front's, so its two tables never read one energy in kJ and another in kWh."""
+    shown = [e for row in document["picks"] for e in row["studies"] if e]
+    shown += [e for c in document["shared_front"]["configurations"] for points in c["studies"] for e in points or []]
+    return energy_unit([e["energy_kj"] for e in shown])
 
 
 def _figure_cells(entry: dict, units, reference_row: bool) -> list[str]:
@@ -73,8 +81,9 @@ def print_comparison(studies: list[ComparedStudy], document: dict, console: Cons
     _print_inputs(studies, document, console)
     for line in document["caveats"]:
         console.print(f"[yellow]caveat: {escape(line)}[/]")
-    _print_picks(studies, document, console)
-    _print_shared_front(studies, document, console)
+    energy = output_energy_unit(document)
+    _print_picks(studies, document, console, energy)
+    _print_shared_front(studies, document, console, energy)
 
 
 def study_header(document: dict) -> str:
@@ -110,12 +119,12 @@ def no_pick_words(document: dict) -> str:
     return "no such pick: ranked by time only" if document.get("objectives") == ["time"] else "no such pick in this study"
 
 
-def _print_picks(studies: list[ComparedStudy], document: dict, console: Console) -> None:
+def _print_picks(studies: list[ComparedStudy], document: dict, console: Console, energy: tuple[str, float]) -> None:
     rows = document["picks"]
     if not rows:
         console.print("No study has picks to compare.")
         return
-    units = _units([e for row in rows for e in row["studies"] if e])
+    units = _units([e for row in rows for e in row["studies"] if e], energy)
     table = Table(title="Picks side by side (a pick is each study's own: its configuration, not its trial, is compared)")
     for title in ("pick", "study", "trial", "configuration"):
         table.add_column(title, justify="right" if title in ("study", "trial") else "left")
@@ -146,14 +155,14 @@ def matched_words(studies: list[ComparedStudy]) -> str:
     return "every knob, nodes too between studies that share a node count"
 
 
-def _print_shared_front(studies: list[ComparedStudy], document: dict, console: Console) -> None:
+def _print_shared_front(studies: list[ComparedStudy], document: dict, console: Console, energy: tuple[str, float]) -> None:
     configurations = document["shared_front"]["configurations"]
     matched = matched_words(studies)
     if not configurations:
         console.print(f"No configuration is on more than one study's front (matched on {matched}).")
         return
     entries = [e for c in configurations for points in c["studies"] for e in points]
-    units = _units(entries)
+    units = _units(entries, energy)
     table = Table(title=f"On more than one study's front: {counted(len(configurations), 'configuration')}, matched on {matched}")
     # Study and trial first, the keys a split table repeats in each part (at 80 columns a second part of blank
     # cells and "-10.0%" said neither); the configuration names its section's first row.

@@ -18,8 +18,8 @@ from autotune.report.device_words import DeviceWords, view_device_words
 from autotune.report.payback import baseline_missing, estimated_saving_mark
 from autotune.report.unmeasured_floor import unmeasured_floor_sentence
 from autotune.report.units import (
-    UNAVAILABLE, energy_figure, energy_text, energy_unit, estimate_header, estimate_mark, figure, per_energy_figure, time_text,
-    time_unit,
+    UNAVAILABLE, energy_figure, energy_text, estimate_header, estimate_mark, figure, floored_figure, front_energy_unit,
+    per_energy_figure, report_energy_text, time_text, time_unit,
 )
 from autotune.report.pareto_json import nodes_header
 from autotune.ds_config import deepspeed_config
@@ -152,15 +152,15 @@ def scatter_section(view: StudyView, document: dict, run_dir: Path) -> str:
     if not figured:
         return '<section id="scatter"><h2>Time vs energy</h2><p>No trial has figures to plot.</p></section>'
     t_unit, t_div = time_unit([r["time_s"] for r in figured])
-    e_unit, e_div = energy_unit([r["energy_kj"] for r in figured])
+    e_unit, e_div = front_energy_unit(view.front)  # the report's one unit (trial57 #4)
     markers = []
     for r in figured:
         trial = r["trial"]
-        # Each point's figures in their own unit: the axes' unit suits the largest, and would show a
-        # CPU probe's 4 J beside a GPU study's kWh as a string of zeros.
+        # Each point's energy in the report's unit, as the axis and the tables: a figure far below it reads "<0.001".
         tooltip = (
             f"{_point_head(view, r)}: {knobs_sentence(r['params'])}; "
-            f"{time_text(r['time_s'])} ({r.get('source')}), {energy_text(r['energy_kj'])} ({r.get('energy_source')})"
+            f"{time_text(r['time_s'])} ({r.get('source')}), "
+            f"{report_energy_text(r['energy_kj'], (e_unit, e_div))} ({r.get('energy_source')})"
         )  # each point's own labels: a hover on one estimated point among measured ones must say so
         markers.append(Marker(r["time_s"] / t_div, r["energy_kj"] / e_div, _marker_class(view, trial), tooltip,
                               _marker_name(view, trial), f"#{trial_row_id(trial)}"))
@@ -190,7 +190,7 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
     rows = []
     words = view_device_words(view)
     t_unit, t_div = time_unit([view.point(r["trial"]).time_s for r in document["picks"]])
-    e_unit, e_div = energy_unit([view.point(r["trial"]).energy_kj for r in document["picks"]])
+    e_unit, e_div = front_energy_unit(view.front)
     error = document.get("simulator_error")
     picked = [view.point(row["trial"]) for row in document["picks"]]
     sources = [p.energy_source for p in picked]
@@ -250,7 +250,7 @@ def _definitions_html(view: StudyView, words: DeviceWords) -> str:
             f"<p>{power}{choosing}</p></div>")
 
 
-def _components_html(point: Point, words: DeviceWords) -> str:
+def _components_html(point: Point, words: DeviceWords, unit: tuple[str, float]) -> str:
     components = point.extra.get("energy_components_kj") or {}
     if point.energy_kj is None:
         return f"<p>Energy {UNAVAILABLE} for this trial (no sensor saw it and nothing estimated it): no breakdown by component.</p>"
@@ -259,12 +259,13 @@ def _components_html(point: Point, words: DeviceWords) -> str:
     names = [c for c in COMPONENT_ORDER if c in components] + sorted(set(components) - set(COMPONENT_ORDER))
     parts = [(component_words(name, words), float(components[name])) for name in names if components[name] is not None]
     total = sum(v for _, v in parts) or 1.0
-    e_unit, e_div = energy_unit([v for _, v in parts])
+    e_unit, e_div = unit  # the report's (units.front_energy_unit): one unit in the bar and its table (trial57 #4)
     # The bar labels only the parts wide enough for a name: each row's swatch is the bar's colour key.
-    rows = [[swatch(f"part-{i}") + esc(name), esc(figure(v, e_div)), esc(f"{100 * v / total:.1f}%")]
+    rows = [[swatch(f"part-{i}") + esc(name), esc(floored_figure(v, e_div)), esc(f"{100 * v / total:.1f}%")]
             for i, (name, v) in enumerate(parts)]
     row_ids = [f"components-{point.trial}-{i}" for i in range(len(parts))]  # the bar's parts link to their rows
-    bar = stacked_bar_svg(parts, f"energy by component, trial {point.trial} ({point.energy_source} energy)", row_ids=row_ids)
+    bar = stacked_bar_svg(parts, f"energy by component, trial {point.trial} ({point.energy_source} energy)",
+                          lambda v: report_energy_text(v, unit), row_ids=row_ids)
     source = f'<p class="explain">Energy {esc(PROVENANCE_WORDS.get(point.energy_source, point.energy_source))}.</p>'
     return f'<div class="components">{bar}\n{_table(["component", f"energy {e_unit}", "share"], rows, "components", row_ids)}{source}</div>'
 
@@ -299,7 +300,7 @@ def pick_details_section(view: StudyView, document: dict, run_dir: Path) -> str:
         blocks.append(
             f'<article class="pick" id="trial-{trial}"><h3>{esc(title)}: trial {trial}</h3>\n'
             f"<p>{esc(pick_knobs_sentence(view, point))}; {esc(point.gpus)} {esc(words.many)}.</p>\n"
-            f"<h4>Energy by component</h4>\n{_components_html(point, words)}\n"
+            f"<h4>Energy by component</h4>\n{_components_html(point, words, front_energy_unit(view.front))}\n"
             f"<h4>{_step_heading(point, words)}</h4>\n{power_html(point, words)}\n"
             f"{_config_html(view, names, point, run_dir)}</article>"
         )
@@ -331,7 +332,7 @@ def _trial_row(row: dict, feasible: set[int], t_div: float, e_div: float, source
 def trials_section(view: StudyView, document: dict, run_dir: Path) -> str:
     feasible = {p.trial for p in view.points}
     t_unit, t_div = time_unit([r["time_s"] for r in view.trials])
-    e_unit, e_div = energy_unit([r["energy_kj"] for r in view.trials])
+    e_unit, e_div = front_energy_unit(view.front)
     # Every row that shows an energy cell: an "unavailable" one keeps the header from calling the column estimated.
     sources = [r.get("energy_source") or "" for r in view.trials if r.get("time_s") is not None]
     columns = knob_columns((r["params"] for r in view.trials), view.settings.hardware)

@@ -11,13 +11,13 @@ from autotune.report.html_parts import esc, num, plus_minus, table
 from autotune.report.html_words import swatch
 from autotune.report.importance import METHOD, OBJECTIVE_TITLES, held_fixed
 from autotune.report.pareto_json import source_label
-from autotune.report.payback import HOURLY_BASIS, SECONDS_PER_HOUR, cost_sentence, saved_label
+from autotune.report.payback import HOURLY_BASIS, cost_sentence, saved_label
 from autotune.report.picks import pick_label
 from autotune.report.study_points import StudyView
 from autotune.report.svg import share_bars_svg, stacked_bar_svg
 from autotune.report.svg_power import phase_css, power_timeline_svg
 from autotune.report.timeline import PROVENANCE_WORDS, phase_label, power_profile, simulated_phases
-from autotune.report.units import figure, phase_figure, phase_time_text, time_unit
+from autotune.report.units import figure, floored_figure, front_energy_unit, phase_time_text, time_unit
 from autotune.report.within_noise import noise_mark
 
 
@@ -48,30 +48,30 @@ def tuning_cost_section(view: StudyView, document: dict, run_dir: Path) -> str:
     if not cost:
         return ""
     rows = []
+    e_unit, e_div = front_energy_unit(view.front)  # the report's one unit (trial57 #4: kWh here, kJ in its tables)
     for row in cost["payback"]:
-        def kwh(saved_kj, row=row) -> str:
-            return (num(None if saved_kj is None else saved_kj / SECONDS_PER_HOUR, ".3g")
-                    + ("" if saved_kj is None else saved_label(row))
-                    + plus_minus(noise_mark(row.get("energy_change_pct"), row.get("energy_noise_pct"))))
+        def saved(saved_kj, row=row) -> str:
+            return ("n/a" if saved_kj is None else floored_figure(saved_kj, e_div) + saved_label(row)) \
+                + plus_minus(noise_mark(row.get("energy_change_pct"), row.get("energy_noise_pct")))
 
         # The terminal says no saving of the baseline against itself; "0 (estimated)" read as a measured nothing.
         baseline = row["trial"] == view.baseline_trial
         rows.append([
             esc(pick_label(row["name"], view.pick_parameters)),
             esc(row["trial"]),
-            esc("none: the baseline" if baseline else kwh(row["saved_kj_per_workload"])),
-            esc("none: the baseline" if baseline else kwh(row["saved_kj_per_training_hour"])),
+            esc("none: the baseline" if baseline else saved(row["saved_kj_per_workload"])),
+            esc("none: the baseline" if baseline else saved(row["saved_kj_per_training_hour"])),
             esc(num(row["payback_training_hours"], ".3g")),
             esc(row["text"]),
         ])
     payback = (
-        table(["pick", "trial", "kWh saved per run of the workload", f"kWh saved per hour of {HOURLY_BASIS}",
+        table(["pick", "trial", f"{e_unit} saved per run of the workload", f"{e_unit} saved per hour of {HOURLY_BASIS}",
                "payback h", "tuning is repaid"], rows, "payback")
         if rows else "<p>No pick, so no payback.</p>"
     )
     return (
         '<section id="tuning-cost"><h2>Tuning cost and payback</h2>\n'
-        f'<p class="provenance">{esc(cost_sentence(cost))}</p>\n{payback}\n'
+        f'<p class="provenance">{esc(cost_sentence(cost, (e_unit, e_div)))}</p>\n{payback}\n'
         '<p class="explain">Saved per run of the workload = baseline energy - pick energy, both on the study\'s '
         "fixed workload: what compares picks. Saved per hour of this pick's training = that / pick time: the energy the "
         "pick saves on the work an hour of its training does, against the baseline doing the same work, not a drop in "
@@ -122,13 +122,13 @@ def power_html(point: Point, words: DeviceWords = GPU_WORDS) -> str:
     if phases and point.source == "simulated":
         step_s = sum(s for _, s in phases)
         labelled = [(phase_label(name, words), s) for name, s in phases]
-        bar = stacked_bar_svg(labelled, f"simulated phases of one step, trial {point.trial}", width_px=760,
-                              value_text=phase_time_text, css_classes=[f"band {phase_css(name)}" for name, _ in phases],
+        bar = stacked_bar_svg(labelled, f"simulated phases of one step, trial {point.trial}", phase_time_text, width_px=760,
+                              css_classes=[f"band {phase_css(name)}" for name, _ in phases],
                               row_ids=[phase_row_id(point.trial, name) for name, _ in phases])
         # Each row's swatch is the bar's colour key: the bar names only the phases wide enough to hold a name.
         # In the unit the longest phase reads best in, as the bar's: a phase far below it reads "<0.001", never e-notation.
         unit, divisor = time_unit([s for _, s in phases])
-        rows = [[swatch(f"band {phase_css(name)}") + esc(label), esc(phase_figure(s, divisor)), esc(f"{100 * s / step_s:.1f}%")]
+        rows = [[swatch(f"band {phase_css(name)}") + esc(label), esc(floored_figure(s, divisor)), esc(f"{100 * s / step_s:.1f}%")]
                 for (name, _), (label, s) in zip(phases, labelled)]
         return (
             f'<figure class="power">{bar}\n<figcaption>Simulated by the analytic model (nothing was measured): '

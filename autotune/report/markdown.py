@@ -11,7 +11,7 @@ from autotune.report.outside_calibration import outside_calibration_line
 from autotune.report.noise import noise_line
 from autotune.report.unmeasured_floor import unmeasured_floor_sentence
 from autotune.report.units import (
-    energy_figure, energy_unit, estimate_header, estimate_mark, figure, per_energy_figure, time_unit,
+    energy_figure, energy_unit, estimate_header, estimate_mark, front_energy_unit, figure, per_energy_figure, time_unit,
 )
 from autotune.report.pareto_json import named_study, nodes_header, unsearched_nodes_sentence
 from autotune.report.pareto_json import hardware_text, provenance_sentence, trial_counts, workload_sentence
@@ -192,7 +192,7 @@ def pick_lines(view: StudyView, document: dict, error) -> list[str]:
         ties = ties_text(view, row)
         # The absolute figures, as the terminal gives them; an estimate says so wherever it is shown.
         head = (f"- **{label}**: trial {p.trial}, {pick_knobs_sentence(view, p)}"
-                f"{devices_text(p, words, spans)}; {figures_text(p, error)}{' (estimated)' if p.energy_source == 'estimated' else ''}")
+                f"{devices_text(p, words, spans)}; {figures_text(p, error, front_energy_unit(view.front))}{' (estimated)' if p.energy_source == 'estimated' else ''}")
         if p.trial == view.baseline_trial:  # no change against itself, as in the terminal
             lines.append(f"{head}: the baseline itself{memory_text(p, words)}" + (f" ({ties})" if ties else ""))
         else:
@@ -216,9 +216,9 @@ def analysis_lines(view: StudyView, document: dict) -> list[str]:
         lines.append("")
     cost = document.get("tuning_cost")
     if cost:
-        lines += [f"**Tuning cost**: {md_names(cost_sentence(cost), document)}", ""]
+        lines += [f"**Tuning cost**: {md_names(cost_sentence(cost, front_energy_unit(view.front)), document)}", ""]
         lines += [
-            f"- {', '.join(pick_label(n, view.pick_parameters) for n in names)} (trial {row['trial']}): {md_names(payback_sentence(row), document)}"
+            f"- {', '.join(pick_label(n, view.pick_parameters) for n in names)} (trial {row['trial']}): {md_names(payback_sentence(row, front_energy_unit(view.front)), document)}"
             for names, row in payback_by_trial(cost["payback"])
         ]
         lines.append("")

@@ -47,7 +47,7 @@ from autotune.measure.estimate import PowerModel
 from autotune.measure.units import j_to_kj
 from autotune.report.device_words import GPU_WORDS, DeviceWords, view_device_words
 from autotune.report.study_points import StudyView
-from autotune.report.units import energy_text
+from autotune.report.units import front_energy_unit, report_energy_text
 from autotune.report.within_noise import change_noise_pct, is_within_noise, noise_mark
 
 SECONDS_PER_HOUR = 3600.0
@@ -170,9 +170,10 @@ def whole_probe_energy_kj(view: StudyView, costs: list[dict], ran: list[dict]) -
 def _whole_probe_note(whole_kj: float | None, view: StudyView, interrupted_s: float = 0.0) -> str:
     if whole_kj is None:
         return ""
+    unit = front_energy_unit(view.front)  # the report's, as every energy figure in it
     interrupted = f" and {interrupted_s:.3g} s of interrupted runs at idle power" if interrupted_s else ""
     more = "start-up, warm-up and the interrupted runs draw more" if interrupted_s else "start-up and warm-up draw more"
-    return (f" Whole probes estimated at {_energy_text(whole_kj)} or more: the windows' energy plus the {view.settings.hardware.name} "
+    return (f" Whole probes estimated at {report_energy_text(whole_kj, unit)} or more: the windows' energy plus the {view.settings.hardware.name} "
             f"profile's idle power of each probe's ranks over the rest of its wall time{interrupted} ({more}); "
             "the payback uses this.")
 
@@ -411,24 +412,17 @@ def tuning_cost(view: StudyView) -> dict:
     return document
 
 
-def _energy_text(energy_kj: float) -> str:
-    """"0.00183 kWh (6.58 kJ)": both to three figures ("(7 kJ)" beside three in kWh read as another figure)."""
-    if energy_kj < 1:
-        return energy_text(energy_kj)
-    kj = f"{energy_kj:,.0f}" if energy_kj >= 100 else f"{energy_kj:.3g}"
-    return f"{energy_kj / SECONDS_PER_HOUR:.3g} kWh ({kj} kJ)"
-
-
-def cost_sentence(cost: dict) -> str:
-    """One line for every output: what the probes took, with where the figures come from."""
+def cost_sentence(cost: dict, unit: tuple[str, float]) -> str:
+    """One line for every output: what the probes took, with where the figures come from; its energies in `unit`,
+    the report's (units.front_energy_unit)."""
     if not cost["ran_on_hardware"]:
         return cost["note"]
-    energy = "unknown energy" if cost["energy_kj"] is None else _energy_text(cost["energy_kj"])
+    energy = "unknown energy" if cost["energy_kj"] is None else report_energy_text(cost["energy_kj"], unit)
     provenance = cost["provenance"] if isinstance(cost["provenance"], str) else "mixed: " + ", ".join(cost["provenance"])
     provenance = "provenance unknown" if provenance == "unknown" else provenance  # "14.7 J; unknown." reads as no figure
     if cost.get("whole_probe_energy_kj") is not None and cost["energy_kj"] is not None:
         # The figure the payback uses first: the windows' energy alone, 20x less on a CPU study, led the line (trial 49 #14).
-        energy = (f"{_energy_text(cost['whole_probe_energy_kj'])} or more with start-up and warm-up (estimated, below), "
+        energy = (f"{report_energy_text(cost['whole_probe_energy_kj'], unit)} or more with start-up and warm-up (estimated, below), "
                   f"{energy} of it in the measurement windows ({provenance})")
         provenance = ""
     # A replay ran nothing here: its probes' cost is what they took where the file was measured.
@@ -461,24 +455,33 @@ def saved_label(row: dict) -> str:
 HOURLY_BASIS = "this pick's training, against the baseline doing the same work"
 
 
-def payback_sentence(row: dict) -> str:
+def _negligible(row: dict) -> str:
+    """`, under 0.1% of its energy` after a saving (or extra) that small a share of the baseline's energy: in the
+    report's unit it may read "<0.001 kWh", which must not pass for a figure rounded away."""
+    change_pct = row.get("energy_change_pct")
+    return ", under 0.1% of its energy" if change_pct is not None and 0 < abs(change_pct) < 0.1 else ""
+
+
+def payback_sentence(row: dict, unit: tuple[str, float]) -> str:
     """`saves 0.4 kWh per run of the workload against the baseline (1.2 kWh saved per hour of this pick's
-    training, against the baseline doing the same work); tuning is repaid after 3 h ...`."""
+    training, against the baseline doing the same work); tuning is repaid after 3 h ...`, its energies in `unit`, the
+    report's (units.front_energy_unit): a kJ report read "saves 0.000256 kWh" (trial57 #4)."""
     saved_kj, per_hour_kj = row["saved_kj_per_workload"], row["saved_kj_per_training_hour"]  # both set, or neither
     if saved_kj is None:
         return row["text"]
     label = saved_label(row)
     rate = (
-        f"saves {saved_kj / SECONDS_PER_HOUR:.3g} kWh{label}" if saved_kj > 0 else f"uses {-saved_kj / SECONDS_PER_HOUR:.3g} kWh{label} more"
+        f"saves {report_energy_text(saved_kj, unit)}{label}" if saved_kj > 0 else f"uses {report_energy_text(-saved_kj, unit)}{label} more"
     ) if saved_kj else "saves nothing"
     # Not "less per hour": in a wall-clock hour a faster pick may draw more power than the baseline; this is the
     # saving on the work that hour of the pick's training does, against the baseline doing that same work.
-    hourly = (f" ({abs(per_hour_kj) / SECONDS_PER_HOUR:.3g} kWh {'saved' if per_hour_kj > 0 else 'extra'} per hour of "
+    hourly = (f" ({report_energy_text(abs(per_hour_kj), unit)} {'saved' if per_hour_kj > 0 else 'extra'} per hour of "
               f"{HOURLY_BASIS})") if per_hour_kj else ""
     when, _, why = row["text"].partition(": ")
     repaid = {"never": "tuning is never repaid", "unknown": "when tuning is repaid is unknown"}.get(when, f"tuning is repaid {when}")
     noise = noise_mark(row.get("energy_change_pct"), row.get("energy_noise_pct"))
-    return f"{rate} per run of the workload against the baseline{noise}{hourly}; {repaid}" + (f": {why}" if why else "")
+    return (f"{rate} per run of the workload against the baseline{_negligible(row)}{noise}{hourly}; {repaid}"
+            + (f": {why}" if why else ""))
 
 
 def payback_by_trial(rows: list[dict]) -> list[tuple[list[str], dict]]:

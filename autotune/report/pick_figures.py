@@ -7,7 +7,7 @@ from __future__ import annotations
 from autotune.candidate import knobs_sentence
 from autotune.report.error_bars import point_bar
 from autotune.report.study_points import StudyView
-from autotune.report.units import energy_text, figure, time_text
+from autotune.report.units import figure, front_energy_unit, report_energy_text, time_text
 from autotune.space.files import spans_text
 
 # What a probe's peak memory was read from (trainer/result.py): the column must not pass a process's RSS
@@ -28,10 +28,11 @@ def kinds_text(p) -> str:
     return p.source if p.source == p.energy_source else f"time {p.source}, energy {p.energy_source}"
 
 
-def figures_text(p, error) -> str:
-    """A point's absolute time and energy, with their error bars: `6.67 min +- 3.4%, 2.09 kWh +- 3.3%`."""
+def figures_text(p, error, unit: tuple[str, float]) -> str:
+    """A point's absolute time and energy, with their error bars: `6.67 min +- 3.4%, 2.09 kWh +- 3.3%`; the energy
+    in `unit`, the report's (units.front_energy_unit), as its table's column."""
     return (f"{time_text(p.time_s)}{point_bar(error, p, 'time_s')}, "
-            f"{energy_text(p.energy_kj)}{point_bar(error, p, 'energy_kj')}")
+            f"{report_energy_text(p.energy_kj, unit)}{point_bar(error, p, 'energy_kj')}")
 
 
 def memory_text(p, words) -> str:
@@ -63,7 +64,7 @@ def baseline_text(view: StudyView, error, words, spans: bool) -> str:
         why = f", which has no figures ({row['status']}): no change against it can be stated" if row else ""
         return why
     return (f": {knobs_sentence(base.params)}{devices_text(base, words, spans)}; "
-            f"{figures_text(base, error)}, {kinds_text(base)}{memory_text(base, words)}")
+            f"{figures_text(base, error, front_energy_unit(view.front))}, {kinds_text(base)}{memory_text(base, words)}")
 
 
 def gpu_span_caveat(view: StudyView, words) -> str | None:

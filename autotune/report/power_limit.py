@@ -20,7 +20,7 @@ from autotune.report.picks import missing_change, savings
 from autotune.report.svg import (
     Frame, axes, chart_point, chart_start, detail_strip_px, hit_areas, nice_ticks, point_detail,
 )
-from autotune.report.units import energy_figure, energy_text, energy_unit, figure, time_text, time_unit
+from autotune.report.units import energy_figure, figure, front_energy_unit, report_energy_text, time_text, time_unit
 from autotune.report.within_noise import change_text, energy_change_text, labelled_change_text, savings_error, savings_noise
 
 
@@ -152,12 +152,12 @@ def power_limit_section(view, document: dict, run_dir) -> str:
         return ""
     limits = [_limit(p) for p in sweep]
     t_unit, t_div = time_unit([p.time_s for p in sweep])
-    e_unit, e_div = energy_unit([p.energy_kj for p in sweep])
-    # Each point's figures in their own unit (the axes' suits the largest): never a column of zeros; and with
+    e_unit, e_div = front_energy_unit(view.front)  # the report's one energy unit (trial57 #4)
+    # Each point's figures (its energy in the report's unit, "<0.001" far below it: never a column of zeros), with
     # their labels, as the time-vs-energy plot's hover and axes have them (a screenshot loses the table beside it).
     hardware = _hardware(view)
     tips = [f"trial {p.trial}: power limit {power_limit_fraction_text(limit)}{limit_watts_text(p, hardware)}, {time_text(p.time_s)} ({p.source}), "
-            f"{energy_text(p.energy_kj)} ({p.energy_source})" for p, limit in zip(sweep, limits)]
+            f"{report_energy_text(p.energy_kj, (e_unit, e_div))} ({p.energy_source})" for p, limit in zip(sweep, limits)]
     x_label = "power limit (fraction of the default)"
     # Energy is drawn at the limits that have it (a time-only study's may be unavailable; the table says so).
     have = [i for i, p in enumerate(sweep) if p.energy_kj is not None]

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from html import escape
 
-from autotune.report.units import energy_text, share_text
+from autotune.report.units import share_text
 
 
 @dataclass(frozen=True)
@@ -276,14 +276,14 @@ def _labels(anchors: list[tuple[float, float, str]]) -> list[str]:
 
 
 def stacked_bar_svg(
-    parts: list[tuple[str, float]], title: str, width_px: int = 560, height_px: int = 34,
-    value_text: Callable[[float], str] = energy_text, css_classes: list[str] | None = None,
-    row_ids: list[str] | None = None,
+    parts: list[tuple[str, float]], title: str, value_text: Callable[[float], str], width_px: int = 560,
+    height_px: int = 34, css_classes: list[str] | None = None, row_ids: list[str] | None = None,
 ) -> str:
-    """One horizontal bar split into named shares (energy by component in kJ, the default; time by
-    phase in seconds with `value_text=time_text`); classes `part-<index>` unless `css_classes` names
-    one per part. Each part's hover text picks its own unit: a CPU probe's 4 J is never "0 kJ". Each part
-    is a `chart_point`, a link to its row of the table beside the bar where `row_ids` names one per part."""
+    """One horizontal bar split into named shares (energy by component in kJ; time by phase in seconds),
+    each part's hover text its `value_text`: the report's one energy unit for energies (units.report_energy_text;
+    a unit per part read "GPUs: 1.51 kWh" beside "CPU: 615 kJ" in one chart, trial57 #4), never "0". Classes
+    `part-<index>` unless `css_classes` names one per part. Each part is a `chart_point`, a link to its row of
+    the table beside the bar where `row_ids` names one per part."""
     total = sum(v for _, v in parts if v > 0)
     shares = [f"{name}: {value_text(value)} ({share_text(value / total)})" for name, value in parts if total > 0 and value > 0]
     strip_px = detail_strip_px(shares, width_px)

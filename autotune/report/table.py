@@ -31,7 +31,7 @@ from autotune.report.picks import (
 )
 from autotune.report.power_limit import pick_knobs_sentence, power_limit_column_title, sweep_sentence
 from autotune.report.units import (
-    energy_figure, energy_unit, estimate_header, estimate_mark, figure, per_energy_figure, time_unit,
+    energy_figure, energy_unit, estimate_header, front_energy_unit, estimate_mark, figure, per_energy_figure, time_unit,
 )
 from autotune.report.study_points import StudyView
 from autotune.report.unmeasured_floor import unmeasured_floor_sentence
@@ -165,7 +165,7 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
         p = view.point(row["trial"])
         line = f"[bold]{escape(pick_label(row['name'], view.pick_parameters))}[/]: trial {p.trial}, {pick_knobs_sentence(view, p)}{devices_text(p, words, spans)}"
         estimated = " (estimated)" if p.energy_source == "estimated" else ""  # an estimate says so wherever it is shown
-        line += f"; {figures_text(p, error)}{estimated}"
+        line += f"; {figures_text(p, error, (e_unit, e_div))}{estimated}"
         if ties := ties_text(view, row):
             line += f" [yellow]({escape(ties)})[/]"
         # Against a feasible baseline, which has a time; an energy change it cannot state reads "unavailable".
@@ -235,7 +235,7 @@ def _print_analysis(view: StudyView, document: dict, console: Console) -> None:
             console.print(f"knobs that mattered for {OBJECTIVE_TITLES.get(name, name)}: {escape(importance_sentence(shares))}")
     cost = document.get("tuning_cost")
     if cost:
-        console.print(f"tuning cost: {escape(cost_sentence(cost))}")
+        console.print(f"tuning cost: {escape(cost_sentence(cost, front_energy_unit(view.front)))}")
         for names, row in payback_by_trial(cost["payback"]):
             labels = ", ".join(pick_label(n, view.pick_parameters) for n in names)
-            console.print(f"  {escape(labels)} (trial {row['trial']}): {escape(payback_sentence(row))}")
+            console.print(f"  {escape(labels)} (trial {row['trial']}): {escape(payback_sentence(row, front_energy_unit(view.front)))}")

@@ -80,22 +80,41 @@ def time_text(value_s: float | None) -> str:
     return f"{figure(value_s, divisor)} {unit}"
 
 
-# The least figure a phase of a step is given as (trial57 #5): a calibrated overhead driven to ~0 read
-# "fixed per-step overhead: 3.79e-07 ms". Phases only: elsewhere three significant figures keep a tiny figure.
-PHASE_FLOOR = 0.001
+# The least figure a phase of a step, or an energy in its report's unit, is given as (trial57 #4, #5): a calibrated
+# overhead driven to ~0 read "fixed per-step overhead: 3.79e-07 ms", a saving of 0.92 kJ in a kWh report
+# "0.000256 kWh". Elsewhere three significant figures keep a tiny figure.
+FIGURE_FLOOR = 0.001
 
 
-def phase_figure(value: float | None, divisor: float = 1.0) -> str:
-    """A phase's duration in a unit (`figure`), "<0.001" where it is non-zero but below 0.001 of that unit."""
-    if value is not None and 0 < abs(value / divisor) < PHASE_FLOOR:
-        return f"<{PHASE_FLOOR:g}"
+def floored_figure(value: float | None, divisor: float = 1.0) -> str:
+    """A figure in a unit (`figure`), "<0.001" where it is non-zero but below 0.001 of that unit."""
+    if value is not None and 0 < abs(value / divisor) < FIGURE_FLOOR:
+        return f"<{FIGURE_FLOOR:g}"
     return figure(value, divisor)
 
 
 def phase_time_text(value_s: float | None) -> str:
     """`time_text` for a phase of a step: "<0.001 ms" for one far below a microsecond, never e-notation."""
     unit, divisor = time_unit([value_s or 0.0])
-    return f"{phase_figure(value_s, divisor)} {unit}"
+    return f"{floored_figure(value_s, divisor)} {unit}"
+
+
+def front_energy_unit(front) -> tuple[str, float]:
+    """The one energy unit of a report (`energy_unit` of its front's energies), for every energy figure in it:
+    its tables, pick lines, savings, tuning cost and chart labels. A report that chose one per figure read
+    "2,023 kJ" in its table beside "saves 0.000256 kWh", and "GPUs: 1.51 kWh" beside "CPU: 615 kJ" in one chart
+    (trial57 #4). The front's largest energy is at least 1 of the unit, so a figure below 0.001 of it
+    (`report_energy_text`) is under 0.1% of that."""
+    return energy_unit([p.energy_kj for p in front])
+
+
+def report_energy_text(value_kj: float | None, unit: tuple[str, float]) -> str:
+    """One energy in its report's unit (`front_energy_unit`): `0.920 kJ`, `<0.001 kWh` for a non-zero figure
+    below a thousandth of the unit (never "0.000256 kWh" nor e-notation), `energy unavailable` for none."""
+    if value_kj is None:
+        return f"energy {UNAVAILABLE}"
+    name, divisor = unit
+    return f"{floored_figure(value_kj, divisor)} {name}"
 
 
 def energy_text(value_kj: float | None) -> str:

@@ -8,7 +8,7 @@ import pytest
 from autotune.report.device_words import CPU_RANK_WORDS
 from autotune.report.svg import Frame, Marker, axes, nice_ticks, scatter_svg, stacked_bar_svg
 from autotune.report.svg_power import power_timeline_svg
-from autotune.report.units import time_text
+from autotune.report.units import report_energy_text, time_text
 from tests.report.conftest import HOSTILE_ERROR
 
 
@@ -84,14 +84,17 @@ def _titles(svg):
     return re.findall(r"<title>([^<]*)</title>", svg)
 
 
-def test_bar_hover_texts_pick_a_unit_per_part_and_never_read_zero():
+def test_bar_hover_texts_say_the_report_s_one_unit_and_never_read_zero():
     # A CPU probe of the tiny model: 4.2 J in all, once shown as "gpu: 0 kJ (60%)".
-    bar = stacked_bar_svg([("gpu", 0.00252), ("cpu", 0.00126), ("memory_interconnect", 0.00042), ("nic", 0.00000042)], "t")
-    assert _titles(bar)[1:] == ["gpu: 2.52 J (60%)", "cpu: 1.26 J (30%)", "memory_interconnect: 420 mJ (10%)",
-                                "nic: 0.420 mJ (&lt;1%)"]
-    big = stacked_bar_svg([("gpu", 5400.0), ("cpu", 1800.0)], "t")  # a GH200 study's: each in its own unit
-    assert _titles(big)[1:] == ["gpu: 1.50 kWh (75%)", "cpu: 1,800 kJ (25%)"]
-    phases = stacked_bar_svg([("compute", 0.0426), ("communication", 0.000446)], "t", value_text=time_text)
+    in_joules = lambda v: report_energy_text(v, ("J", 1e-3))  # noqa: E731
+    bar = stacked_bar_svg([("gpu", 0.00252), ("cpu", 0.00126), ("memory_interconnect", 0.00042), ("nic", 0.00000042)], "t",
+                          in_joules)
+    assert _titles(bar)[1:] == ["gpu: 2.52 J (60%)", "cpu: 1.26 J (30%)", "memory_interconnect: 0.420 J (10%)",
+                                "nic: &lt;0.001 J (&lt;1%)"]
+    # A GH200 study's, in its report's kWh: trial57 #4 read "GPUs: 1.51 kWh" beside "CPU: 615 kJ" in one chart.
+    big = stacked_bar_svg([("gpu", 5400.0), ("cpu", 1800.0)], "t", lambda v: report_energy_text(v, ("kWh", 3600.0)))
+    assert _titles(big)[1:] == ["gpu: 1.50 kWh (75%)", "cpu: 0.500 kWh (25%)"]
+    phases = stacked_bar_svg([("compute", 0.0426), ("communication", 0.000446)], "t", time_text)
     assert _titles(phases)[1:] == ["compute: 42.6 ms (99%)", "communication: 0.446 ms (1%)"]
 
 
@@ -117,11 +120,11 @@ def test_a_small_importance_share_reads_below_one_percent_never_zero():
     assert ">&lt;1%</text>" in svg and ">0%</text>" not in svg and ">100%</text>" in svg
 
 
-def test_a_tuning_energy_reads_to_three_figures_in_both_units():
-    """Trial 38 #14d: "0.00183 kWh (7 kJ)"."""
-    from autotune.report.payback import _energy_text
+def test_a_tuning_energy_reads_to_three_figures_in_the_report_s_unit():
+    """Trial 38 #14d: "0.00183 kWh (7 kJ)"; trial57 #4: now in the report's one unit alone."""
+    from autotune.report.units import report_energy_text
 
-    assert _energy_text(6.58) == "0.00183 kWh (6.58 kJ)" and _energy_text(21_530.0) == "5.98 kWh (21,530 kJ)"
+    assert report_energy_text(6.58, ("kJ", 1.0)) == "6.58 kJ" and report_energy_text(21_530.0, ("kWh", 3600.0)) == "5.98 kWh"
 
 
 def test_a_near_zero_simulated_phase_reads_below_a_thousandth_of_its_unit_never_e_notation():

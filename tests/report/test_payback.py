@@ -8,6 +8,7 @@ import pytest
 from autotune.report.front import Point
 from autotune.report.payback import cost_sentence, payback_row, probe_cost
 from autotune.report.study_points import StudyView
+from autotune.report.units import report_energy_text
 from autotune.study import load_finished_study
 from tests.report.conftest import OOM_PROBE_COST
 
@@ -35,7 +36,7 @@ def test_probe_cost_prefers_probe_cost_then_window_then_simulated():
 def test_a_cost_of_unknown_provenance_says_so_in_words():
     cost = {"ran_on_hardware": True, "probes": 2, "time_s": 180.0, "gpu_hours": 0.1, "energy_kj": 0.0147,
             "provenance": "unknown", "note": ""}
-    assert "14.7 J; provenance unknown." in cost_sentence(cost)
+    assert "14.7 J; provenance unknown." in cost_sentence(cost, ("J", 1e-3))
 
 
 def test_payback_hours_compare_the_same_work():
@@ -74,15 +75,15 @@ def test_a_simulated_pick_that_uses_more_energy_than_the_baseline_is_never_repai
     more = payback_row("fastest", 1, view, 0.0, ran_on_hardware=False)
     assert more["payback_training_hours"] is None and more["payback_workloads"] is None
     assert more["text"] == "never: this pick uses no less energy than the baseline"
-    assert payback_sentence(more) == ("uses 20 kWh (simulated) more per run of the workload against the baseline (2.5 kWh "
+    assert payback_sentence(more, ("kWh", 3600.0)) == ("uses 20.0 kWh (simulated) more per run of the workload against the baseline (2.50 kWh "
                                       "extra per hour of this pick's training, against the baseline doing the same work); tuning is never repaid: this pick uses "
                                       "no less energy than the baseline")
     same = payback_row("fastest", 0, view, 0.0, ran_on_hardware=False)  # the baseline itself
-    assert payback_sentence(same) == ("saves nothing per run of the workload against the baseline; "
+    assert payback_sentence(same, ("kWh", 3600.0)) == ("saves nothing per run of the workload against the baseline; "
                                       "tuning is never repaid: this pick is the baseline itself, which needs no tuning")
     saves = payback_row("knee", 2, view, 0.0, ran_on_hardware=False)
-    assert saves["payback_training_hours"] == 0.0 and payback_sentence(saves) == (
-        "saves 200 kWh (simulated) per run of the workload against the baseline (25 kWh saved per hour of this "
+    assert saves["payback_training_hours"] == 0.0 and payback_sentence(saves, ("kWh", 3600.0)) == (
+        "saves 200 kWh (simulated) per run of the workload against the baseline (25.0 kWh saved per hour of this "
         "pick's training, against the baseline doing the same work); tuning is repaid at once: no probe ran on hardware, so tuning cost no energy")
     # Trial 46: per run of the workload is what compares picks; the hourly figure grows with a pick's speed.
     assert saves["saved_kj_per_workload"] == 720_000.0 and saves["saved_kj_per_training_hour"] == 90_000.0
@@ -194,16 +195,16 @@ def test_a_payback_from_window_only_energy_is_at_least_and_uses_the_whole_probes
     # Trial 49 #14: the line led with the windows' energy, 20x less than the whole probes' the payback uses.
     from autotune.report.payback import cost_sentence
 
-    headline = cost_sentence(document).split(". ")[0]
-    assert headline.endswith(f"({whole_kj:.3g} kJ) or more with start-up and warm-up (estimated, below), 10.0 J of it "
+    headline = cost_sentence(document, ("J", 1e-3)).split(". ")[0]  # one unit, the report's (trial57 #4)
+    assert headline.endswith(f"{report_energy_text(whole_kj, ('J', 1e-3))} or more with start-up and warm-up (estimated, below), 10.0 J of it "
                              "in the measurement windows (estimated)"), headline
     knee = document["payback"][0]
     saved_per_hour_kj = 0.01 / 0.5 * 3600
     assert knee["payback_training_hours"] == pytest.approx(whole_kj / saved_per_hour_kj)
     assert knee["payback_lower_bound"] is True and knee["saved_source"] == "estimated"
-    sentence = payback_sentence(knee)
-    assert "saves 2.78e-06 kWh (estimated) per run of the workload" in sentence
-    assert "(0.02 kWh saved per hour of this pick's training, against the baseline doing the same work)" in sentence
+    sentence = payback_sentence(knee, ("J", 1e-3))
+    assert "saves 10.0 J (estimated) per run of the workload" in sentence
+    assert "(72,000 J saved per hour of this pick's training, against the baseline doing the same work)" in sentence
     assert "tuning is repaid after at least " in sentence
     # Trial 38 #5: the row itself says its tuning energy is the estimate, not a measured figure.
     assert knee["tuning_energy_estimated"] is True and sentence.endswith("from the whole probes' estimated energy)")
@@ -213,7 +214,7 @@ def test_a_payback_from_window_only_energy_is_at_least_and_uses_the_whole_probes
     row = tuning_cost(StudyView(settings, exact, measured, [], {"knee": 1}, 0))["payback"][0]
     assert row["payback_lower_bound"] is False and "at least" not in row["text"]
     assert row["tuning_energy_estimated"] is False and "estimated" not in row["text"]
-    assert "saves 2.78e-06 kWh per run of the workload against the baseline (0.02 kWh saved per hour" in payback_sentence(row)
+    assert "saves 10.0 J per run of the workload against the baseline (72,000 J saved per hour" in payback_sentence(row, ("J", 1e-3))
 
 
 def test_the_probe_hours_of_a_cpu_study_are_cpu_rank_hours(tmp_path):
@@ -239,7 +240,7 @@ def test_the_probe_hours_of_a_cpu_study_are_cpu_rank_hours(tmp_path):
         run_study(study, settings, _Timed(), 2, early_stop=False)
         cost = tuning_cost(study_view(study))
         assert cost["gpu_hours"] == pytest.approx(2 * 36.0 * 2 / 3600)
-        assert f"{cost['gpu_hours']:.3g} {unit}," in cost_sentence(cost)
+        assert f"{cost['gpu_hours']:.3g} {unit}," in cost_sentence(cost, ("kJ", 1.0))
 
 
 def test_replayed_probes_without_a_recorded_cost_make_the_cost_unknown_not_zero():
@@ -255,7 +256,7 @@ def test_replayed_probes_without_a_recorded_cost_make_the_cost_unknown_not_zero(
     assert cost["time_s"] is None and cost["gpu_hours"] is None and cost["energy_kj"] is None
     assert "replayed from a measurements file that records no probe cost" in cost["note"]
     assert "have a time" not in cost["note"]  # none has
-    assert "unknown probe time and unknown energy" in cost_sentence(cost)
+    assert "unknown probe time and unknown energy" in cost_sentence(cost, ("kJ", 1.0))
     knee = cost["payback"][0]
     assert knee["saved_kj_per_training_hour"] > 0 and knee["payback_training_hours"] is None
     assert knee["text"].startswith("unknown")
@@ -323,7 +324,7 @@ def test_interrupted_repeats_on_record_count_once_and_a_missing_record_makes_the
     cost = tuning_cost(StudyView(_settings("cpu"), rows, [], [], {}, None))
     assert cost["time_s"] == pytest.approx(133.2 + 28.7 + 4.7) and cost["time_lower_bound"] is False
     assert "the 33.4 s their runs recorded" in cost["note"]
-    assert "at least" not in cost_sentence(cost).split(";")[0]
+    assert "at least" not in cost_sentence(cost, ("kJ", 1.0)).split(";")[0]
 
     # Trial 4, stopped while it waited for another worker's probe on its devices: no run started, no probe.
     record(4, {})
@@ -336,7 +337,7 @@ def test_interrupted_repeats_on_record_count_once_and_a_missing_record_makes_the
     cost = tuning_cost(StudyView(_settings("cpu"), rows, [], [], {}, None))
     assert cost["time_s"] == pytest.approx(133.2 + 4.7) and cost["time_lower_bound"] is True
     assert "the probe time is a lower bound" in cost["note"]
-    assert cost_sentence(cost).startswith("Tuning ran 3 probes: at least ")
+    assert cost_sentence(cost, ("kJ", 1.0)).startswith("Tuning ran 3 probes: at least ")
 
 
 def test_a_simulated_record_beside_probes_of_unknown_cost_does_not_make_the_cost_zero():
@@ -352,7 +353,7 @@ def test_a_simulated_record_beside_probes_of_unknown_cost_does_not_make_the_cost
     cost = tuning_cost(view)
     assert cost["time_s"] is None and cost["energy_kj"] is None and cost["provenance"] == "none"
     assert "1 trial(s) were simulated: they ran nothing on hardware" in cost["note"]
-    assert "unknown probe time and unknown energy" in cost_sentence(cost)
+    assert "unknown probe time and unknown energy" in cost_sentence(cost, ("kJ", 1.0))
     assert cost["payback"][0]["payback_training_hours"] is None and cost["payback"][0]["text"].startswith("unknown")
     # Beside a probe of known cost, the simulated one adds nothing and leaves no label.
     costed = {**replayed, "details": {"replayed_from": "m.jsonl", "probe_cost": {"time_s": 60.0, "energy_kj": 30.0}}}

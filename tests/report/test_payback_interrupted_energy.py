@@ -8,6 +8,7 @@ from autotune.measure.estimate import PowerModel
 from autotune.report.front import Point
 from autotune.report.payback import cost_sentence, payback_sentence, tuning_cost
 from autotune.report.study_points import StudyView
+from autotune.report.units import report_energy_text
 
 
 def _settings():
@@ -61,7 +62,7 @@ def test_interrupted_runs_enter_the_whole_probe_estimate_at_idle_power_not_the_m
     whole_kj = windows_kj + interrupted_kj
     assert cost["whole_probe_energy_kj"] == pytest.approx(whole_kj)
 
-    whole = f"{whole_kj / 3600:.3g} kWh ({whole_kj:,.0f} kJ)" if whole_kj >= 100 else f"{whole_kj / 3600:.3g} kWh ({whole_kj:.3g} kJ)"
+    whole = report_energy_text(whole_kj, ("kJ", 1.0))  # the report's unit: its front (none here) reads kJ (trial57 #4)
     assert cost["note"].endswith(
         "2 probe(s) were interrupted (Ctrl-C, SIGTERM) before they wrote a cost (each probed again when the study resumes): the 55.5 s their runs "
         "recorded (`probe_runs.json`) that no retry took over is in the probe time and, at idle power, in the whole-probe "
@@ -70,15 +71,15 @@ def test_interrupted_runs_enter_the_whole_probe_estimate_at_idle_power_not_the_m
         "at idle power (start-up, warm-up and the interrupted runs draw more); the payback uses this.")
     assert "their energy is not" not in cost["note"]
     # The line's measured figure stays the sensors' 2.2 kJ.
-    assert (f"GPU-hours, {whole} or more with start-up and warm-up (estimated, below), {2.2 / 3600:.3g} kWh (2.2 kJ) of it "
-            "in the measurement windows (measured). ") in cost_sentence(cost)
+    assert (f"GPU-hours, {whole} or more with start-up and warm-up (estimated, below), 2.20 kJ of it "
+            "in the measurement windows (measured). ") in cost_sentence(cost, ("kJ", 1.0))
 
     # The payback divides the estimate, interrupted runs included, and says it is a floor.
     knee = cost["payback"][0]
     saved_kj_per_hour = (2.0 - 1.0) / 5.0 * 3600
     assert knee["payback_training_hours"] == pytest.approx(whole_kj / saved_kj_per_hour)
     assert knee["payback_lower_bound"] is True
-    assert f"tuning is repaid after at least {whole_kj / saved_kj_per_hour:.3g} h of training" in payback_sentence(knee)
+    assert f"tuning is repaid after at least {whole_kj / saved_kj_per_hour:.3g} h of training" in payback_sentence(knee, ("kJ", 1.0))
 
 
 def test_without_a_whole_probe_estimate_the_interrupted_energy_is_not_counted_and_the_line_says_so(tmp_path):

@@ -21,7 +21,7 @@ def _point(trial, limit, time_s, energy_kj, **other):
 
 def _view(points, fastest):
     settings = SimpleNamespace(hardware=load_hardware("gh200"), model=SimpleNamespace(name="32b"))
-    return SimpleNamespace(points=points, picks={"fastest": fastest}, settings=settings,
+    return SimpleNamespace(points=points, front=points, picks={"fastest": fastest}, settings=settings,
                            point=lambda t: next((p for p in points if p.trial == t), None))
 
 

@@ -82,8 +82,8 @@ def test_a_replay_of_an_export_reports_the_tuning_cost_and_noise_of_the_original
     from autotune.report.payback import cost_sentence
 
     assert (before["replayed"], after["replayed"]) == (0, 5)
-    assert cost_sentence(before).startswith("Tuning ran 5 probes: ")
-    assert cost_sentence(after).startswith("The 5 replayed probes took, where they were measured, ")
+    assert cost_sentence(before, ("kJ", 1.0)).startswith("Tuning ran 5 probes: ")
+    assert cost_sentence(after, ("kJ", 1.0)).startswith("The 5 replayed probes took, where they were measured, ")
     for old, new in zip(before["payback"], after["payback"]):
         assert (new["payback_training_hours"], new["payback_lower_bound"]) == pytest.approx(
             (old["payback_training_hours"], old["payback_lower_bound"]))
