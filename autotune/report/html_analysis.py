@@ -62,7 +62,8 @@ def tuning_cost_section(view: StudyView, document: dict, run_dir: Path) -> str:
             esc("none: the baseline" if baseline else saved(row["saved_kj_per_workload"])),
             esc("none: the baseline" if baseline else saved(row["saved_kj_per_training_hour"])),
             esc(num(row["payback_training_hours"], ".3g")),
-            esc(row["text"]),
+            # A simulated study's why is the paragraph above, said once (trial57 #11): each row keeps what differs.
+            esc(_repaid_cell(row, cost)),
         ])
     payback = (
         table(["pick", "trial", f"{e_unit} saved per run of the workload", f"{e_unit} saved per hour of {HOURLY_BASIS}",
@@ -78,6 +79,12 @@ def tuning_cost_section(view: StudyView, document: dict, run_dir: Path) -> str:
         "power per wall-clock hour (a faster pick may draw more power than the baseline); it grows with the pick's "
         "speed. Payback hours = tuning energy / the hourly saving.</p></section>"
     )
+
+
+def _repaid_cell(row: dict, cost: dict) -> str:
+    """When a pick repays tuning: its row's text, "at once" alone where nothing ran on hardware (cost_sentence,
+    above the table, says why), never the same reason on every row."""
+    return "at once" if not cost["ran_on_hardware"] and row["text"].startswith("at once") else row["text"]
 
 
 def phase_row_id(trial: int, phase: str | None) -> str:

@@ -197,7 +197,8 @@ def _cost_note(probes: int, by_basis: dict[str, int], energy_kj: float | None, p
     if by_basis.get("simulated") == probes:
         return (
             f"Simulated study: nothing ran on hardware ({probes} candidates modelled analytically), so tuning "
-            f"cost no {words.one} time and no energy; a measured study would pay for its probes."
+            f"cost no {words.one} time and no energy, and a pick that saves energy repays it at once; a measured study "
+            "would pay for its probes."
         )
     parts = []
     if by_basis.get("probe_cost_window_energy"):
@@ -478,10 +479,14 @@ def payback_sentence(row: dict, unit: tuple[str, float]) -> str:
     hourly = (f" ({report_energy_text(abs(per_hour_kj), unit)} {'saved' if per_hour_kj > 0 else 'extra'} per hour of "
               f"{HOURLY_BASIS})") if per_hour_kj else ""
     when, _, why = row["text"].partition(": ")
-    repaid = {"never": "tuning is never repaid", "unknown": "when tuning is repaid is unknown"}.get(when, f"tuning is repaid {when}")
     noise = noise_mark(row.get("energy_change_pct"), row.get("energy_noise_pct"))
-    return (f"{rate} per run of the workload against the baseline{_negligible(row)}{noise}{hourly}; {repaid}"
-            + (f": {why}" if why else ""))
+    saving = f"{rate} per run of the workload against the baseline{_negligible(row)}{noise}{hourly}"
+    if when == "at once":
+        # Nothing ran on hardware: the tuning-cost line above says so, and that a saving repays it at once, once for
+        # every pick (trial57 #11: "tuning is repaid at once: no probe ran on hardware, ..." on each pick's line).
+        return saving
+    repaid = {"never": "tuning is never repaid", "unknown": "when tuning is repaid is unknown"}.get(when, f"tuning is repaid {when}")
+    return f"{saving}; {repaid}" + (f": {why}" if why else "")
 
 
 def payback_by_trial(rows: list[dict]) -> list[tuple[list[str], dict]]:
