@@ -15,7 +15,8 @@ from autotune.study.storage import STUDY_NAME
 
 from autotune.report.noise import noise_line
 from autotune.report.device_words import DeviceWords, view_device_words
-from autotune.report.payback import baseline_missing, estimated_saving_mark
+from autotune.report.payback import baseline_missing
+from autotune.report.pick_figures import change_texts
 from autotune.report.unmeasured_floor import unmeasured_floor_sentence
 from autotune.report.units import (
     UNAVAILABLE, energy_figure, energy_text, estimate_header, estimate_mark, figure, floored_figure, front_energy_unit,
@@ -34,13 +35,13 @@ from autotune.report.html_parts import esc, plus_minus, table as _table, trial_r
 from autotune.report.inputs import inputs_sentence
 from autotune.report.pareto_json import hardware_text, provenance_sentence, trial_counts, unrecorded_count, workload_sentence
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar
-from autotune.report.picks import PICK_FILES, pick_definitions, baseline_label, front_title, missing_change, pick_label, picks_by_trial
+from autotune.report.picks import PICK_FILES, pick_definitions, baseline_label, front_title, pick_label, picks_by_trial
 from autotune.report.power_limit import pick_knobs_sentence, power_limit_section
 from autotune.report.study_points import StudyView
 from autotune.report.svg import Marker, scatter_svg, stacked_bar_svg
 from autotune.candidate import knobs_sentence
 from autotune.report.table import knob_columns, knob_value
-from autotune.report.within_noise import change_text, energy_change_text, ties_text
+from autotune.report.within_noise import ties_text
 
 # Components are drawn in this order; a measured result may name others, which follow.
 COMPONENT_ORDER = ("gpu", "cpu", "memory_interconnect")
@@ -199,8 +200,6 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
         p = view.point(row["trial"])
         ties = ties_text(view, row)
         tie = f' <span class="note">({esc(ties)})</span>' if ties else ""
-        noise, stated = row.get("noise_pct"), row.get("simulator_error_pct")
-        estimated = "" if row["energy_saved_pct"] is None else estimated_saving_mark(view, p)  # both divide by energy
         rows.append([
             f'<a href="#trial-{p.trial}">{esc(pick_label(row["name"], view.pick_parameters))}</a>{tie}',
             esc(p.trial),
@@ -209,13 +208,10 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
             esc(energy_figure(p.energy_kj, e_div) + figure_bar(error, picked, p, "energy_kj") + estimate_mark(sources, p.energy_source)),
             esc(figure(p.tflops) + figure_bar(error, picked, p, "tflops")),
             esc(per_energy_figure(p.tflop_per_kj, p.energy_kj) + estimate_mark(sources, p.energy_source)),
-            *(["the baseline"] * 3 if p.trial == view.baseline_trial else [  # no change against itself, as in the terminal
-                # "energy used +0.2%" for a pick that uses more, never "energy saved -0.2%" (as report.md says it).
-                esc(plus_minus(energy_change_text(row, noise, stated, missing_change("energy_saved_pct", p, base))) + estimated),
-                esc(plus_minus(change_text(row, "time_change_pct", noise, stated, missing_change("time_change_pct", p, base)))),
-                esc(plus_minus(change_text(row, "tflop_per_kj_change_pct", noise, stated,
-                                           missing_change("tflop_per_kj_change_pct", p, base))) + estimated),
-            ]),
+            # "7.7% less energy", "10.0% less time", as the terminal and report.md say them (trial57 #9: "energy saved
+            # +7.7%" beside "-10.0%", a plus and a minus both good); no change against itself, as in the terminal.
+            *(["the baseline"] * 3 if p.trial == view.baseline_trial else
+              [esc(plus_minus(text)) for text in change_texts(view, row, p, base)]),
         ])
     headers = ["pick", "trial", "configuration", f"time {t_unit}{header_bar(error, picked, 'time_s')}",
                f"energy {e_unit}{header_bar(error, picked, 'energy_kj')}{estimate_header(sources)}", f"TFLOP/s {words.per()}{header_bar(error, picked, 'tflops')}",

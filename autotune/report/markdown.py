@@ -17,13 +17,13 @@ from autotune.report.pareto_json import named_study, nodes_header, unsearched_no
 from autotune.report.pareto_json import hardware_text, provenance_sentence, trial_counts, workload_sentence
 from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
 from autotune.report.inputs import inputs_sentence
-from autotune.report.payback import cost_sentence, estimated_saving_mark, payback_by_trial, payback_sentence
-from autotune.report.picks import PICK_FILES, baseline_label, front_title, missing_change, pick_label, picks_by_trial
+from autotune.report.payback import cost_sentence, payback_by_trial, payback_sentence
+from autotune.report.picks import PICK_FILES, baseline_label, front_title, pick_label, picks_by_trial
 from autotune.report.power_limit import pick_knobs_sentence, sweep_sentence
 from autotune.report.study_points import StudyView
-from autotune.report.within_noise import change_text, energy_change_text, ties_text
+from autotune.report.within_noise import ties_text
 from autotune.report.pick_figures import (
-    baseline_text, devices_text, figures_text, gpu_span_caveat, memory_text, spans_gpus,
+    baseline_text, change_texts, devices_text, figures_text, gpu_span_caveat, memory_text, spans_gpus,
 )
 from autotune.report.table import knob_columns, knob_value, memory_header, pick_definitions_said
 
@@ -155,14 +155,10 @@ def baseline_line(view: StudyView, document: dict, error, words, spans: bool) ->
 
 def _changes(head: str, row: dict, p, base, view: StudyView, ties: str, memory: str) -> str:
     """A pick's line with its changes against the baseline, its peak memory (`memory`: memory_text) and its ties."""
-    estimated = estimated_saving_mark(view, p)  # said here, where no energy figure stands beside it
     against = baseline_label(p, base)  # a baseline whose figures are of another kind than the pick's
-    noise, stated = row.get("noise_pct"), row.get("simulator_error_pct")
     return (
-        f"{head}: {energy_change_text(row, noise, stated, missing_change('energy_saved_pct', p, base))}"
-        f"{estimated}, time {change_text(row, 'time_change_pct', noise, stated)}, "
-        f"TFLOP/kJ {change_text(row, 'tflop_per_kj_change_pct', noise, stated, missing_change('tflop_per_kj_change_pct', p, base))}"
-        f"{estimated}" + (f" (baseline trial {base.trial}: {against})" if against else "") + memory
+        f"{head}: {', '.join(change_texts(view, row, p, base))}"
+        + (f" (baseline trial {base.trial}: {against})" if against else "") + memory
         + (f" ({ties})" if ties else "")
     )
 

@@ -35,7 +35,9 @@ tuning_energy / (E_base - E_pick) runs of the study's workload, tuning_energy th
 where there is one, else the total. No saving: never repaid. Where that energy is a lower bound, so is
 the payback: "after at least ...". The saving is labelled with its energies' provenance where they are
 not measured (estimated, simulated). A saving within the two energies' noise (report.within_noise) is
-marked so: it, and its payback, may not be there.
+marked so: it, and its payback, may not be there. A row's `energy_change_pct` is the pick's energy against the
+baseline's, 100 x (E_pick / E_base - 1): negative for a saving (a pick row's `energy_saved_pct` is the same
+figure with the other sign, positive for a saving; docs/report.md).
 """
 
 from __future__ import annotations

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from autotune.candidate import knobs_sentence
 from autotune.report.error_bars import point_bar
+from autotune.report.payback import estimated_saving_mark
+from autotune.report.picks import missing_change
 from autotune.report.study_points import StudyView
 from autotune.report.units import figure, front_energy_unit, report_energy_text, time_text
+from autotune.report.within_noise import labelled_change_text
 from autotune.space.files import spans_text
 
 # What a probe's peak memory was read from (trainer/result.py): the column must not pass a process's RSS
@@ -33,6 +36,17 @@ def figures_text(p, error, unit: tuple[str, float]) -> str:
     in `unit`, the report's (units.front_energy_unit), as its table's column."""
     return (f"{time_text(p.time_s)}{point_bar(error, p, 'time_s')}, "
             f"{report_energy_text(p.energy_kj, unit)}{point_bar(error, p, 'energy_kj')}")
+
+
+def change_texts(view: StudyView, row: dict, p, base) -> list[str]:
+    """A pick's changes against the baseline in words, as the terminal, report.md and report.html say them:
+    `7.7% less energy`, `10.0% less time`, `8.3% more TFLOP/kJ` (within_noise.labelled_change_text; pareto.json keeps
+    the signed figures), each marked where within noise or the simulator's error, and estimated where an energy is."""
+    noise, stated = row.get("noise_pct"), row.get("simulator_error_pct")
+    estimated = "" if row["energy_saved_pct"] is None else estimated_saving_mark(view, p)  # both divide by energy
+    changes = (("energy_saved_pct", "energy" + estimated), ("time_change_pct", "time"),
+               ("tflop_per_kj_change_pct", "TFLOP/kJ" + estimated))
+    return [labelled_change_text(row, key, noise, label, stated, missing_change(key, p, base)) for key, label in changes]
 
 
 def memory_text(p, words) -> str:

@@ -21,7 +21,7 @@ from autotune.report.svg import (
     Frame, axes, chart_point, chart_start, detail_strip_px, hit_areas, nice_ticks, point_detail,
 )
 from autotune.report.units import energy_figure, figure, front_energy_unit, report_energy_text, time_text, time_unit
-from autotune.report.within_noise import change_text, energy_change_text, labelled_change_text, savings_error, savings_noise
+from autotune.report.within_noise import labelled_change_text, savings_error, savings_noise
 
 
 def _setting(params: dict, knob: str):
@@ -83,7 +83,7 @@ def sweep_sentence(view) -> str | None:
         if base is not None and p is not base:
             change, noise, stated = savings(p, base), savings_noise(p, base), savings_error(p, base, error)
             missing = missing_change("energy_saved_pct", p, base)
-            saved = labelled_change_text(change, "energy_saved_pct", noise, "energy saved", stated, missing=missing)
+            saved = labelled_change_text(change, "energy_saved_pct", noise, "energy", stated, missing=missing)
             part += f" ({saved}, {labelled_change_text(change, 'time_change_pct', noise, 'time', stated)})"
         parts.append(part)
     default = limit_default_text(sweep, hardware)
@@ -175,8 +175,9 @@ def power_limit_section(view, document: dict, run_dir) -> str:
         noise, stated = savings_noise(p, base), savings_error(p, base, error)
         rows.append([esc(power_limit_fraction_text(limit) + limit_watts_text(p, hardware)), esc(p.trial), esc(figure(p.time_s, t_div) + point_bar(error, p, "time_s")),
                      esc(energy_figure(p.energy_kj, e_div) + point_bar(error, p, "energy_kj")),
-                     esc(plus_minus(energy_change_text(change, noise, stated, missing=missing_change("energy_saved_pct", p, base)))),
-                     esc(plus_minus(change_text(change, "time_change_pct", noise, stated))),
+                     esc(plus_minus(labelled_change_text(change, "energy_saved_pct", noise, "energy", stated,
+                                                         missing_change("energy_saved_pct", p, base)))),
+                     esc(plus_minus(labelled_change_text(change, "time_change_pct", noise, "time", stated))),
                      esc(p.source if p.energy_source == p.source else f"{p.source} time, {p.energy_source} energy")])
     fixed = {k: v for k, v in sweep[0].params.items() if k not in UNTOUCHED_DEVICE_SETTINGS}
     what = ", ".join(f"{k} {v}" for k, v in fixed.items()) + device_knobs_text({"sm_clock_mhz": sweep[0].params.get("sm_clock_mhz")})

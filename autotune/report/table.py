@@ -23,11 +23,11 @@ from autotune.report.pareto_json import (
     hardware_text, named_study, nodes_header, not_measured_text, trial_counts, unsearched_nodes_sentence, workload_sentence,
 )
 from autotune.report.pick_figures import (
-    baseline_text, devices_text, figures_text, gpu_span_caveat, memory_kind, spans_gpus,
+    baseline_text, change_texts, devices_text, figures_text, gpu_span_caveat, memory_kind, spans_gpus,
 )
-from autotune.report.payback import cost_sentence, estimated_saving_mark, payback_by_trial, payback_sentence
+from autotune.report.payback import cost_sentence, payback_by_trial, payback_sentence
 from autotune.report.picks import (
-    PICK_FILES, baseline_label, missing_change, pick_definitions, pick_label, picks_by_trial, time_only_energy_words,
+    PICK_FILES, baseline_label, pick_definitions, pick_label, picks_by_trial, time_only_energy_words,
 )
 from autotune.report.power_limit import pick_knobs_sentence, power_limit_column_title, sweep_sentence
 from autotune.report.units import (
@@ -35,7 +35,7 @@ from autotune.report.units import (
 )
 from autotune.report.study_points import StudyView
 from autotune.report.unmeasured_floor import unmeasured_floor_sentence
-from autotune.report.within_noise import labelled_change_text, ties_text
+from autotune.report.within_noise import ties_text
 
 
 KNOB_COLUMNS = (
@@ -170,13 +170,9 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
             line += f" [yellow]({escape(ties)})[/]"
         # Against a feasible baseline, which has a time; an energy change it cannot state reads "unavailable".
         if row["time_change_pct"] is not None and p.trial != view.baseline_trial:
-            noise, stated = row.get("noise_pct"), row.get("simulator_error_pct")
-            estimated = "" if row["energy_saved_pct"] is None else estimated_saving_mark(view, p)  # both divide by energy
-            changes = (("energy_saved_pct", "energy saved" + estimated), ("time_change_pct", "time"),
-                       ("tflop_per_kj_change_pct", "TFLOP/kJ" + estimated))
-            texts = [labelled_change_text(row, key, noise, label, stated, missing_change(key, p, base)) for key, label in changes]
             against = baseline_label(p, base)
-            line += f"  ({', '.join(texts)} vs baseline trial {view.baseline_trial}{f' ({against})' if against else ''})"
+            line += (f"  ({', '.join(change_texts(view, row, p, base))} than baseline trial {view.baseline_trial}"
+                     f"{f' ({against})' if against else ''})")
         elif p.trial == view.baseline_trial:
             line += "  (the baseline itself)"
         console.print(line)

@@ -12,12 +12,12 @@ within-probe step-time scatter). Why:
 - a simulated figure adds no noise (CV 0), and neither does a figure of unknown noise, so the combined
   figure is then a lower bound; with none known, or only simulated figures, nothing is marked.
 
-Only changes within noise are marked, `-3.0% (within noise: ±9%)`: a GPU study's ~1% noise leaves
+Only changes within noise are marked, `3.0% more energy (within noise: ±9%)`: a GPU study's ~1% noise leaves
 its real savings as they were.
 
 A simulated figure has no noise but the simulator's stated error (the profile's [simulator_error]):
 a change with a simulated side that is no larger than that error is marked the same way,
-`-0.7% (within the simulator's error: ±20%)`; the simulator cannot tell such a pick from the baseline.
+`0.7% less time (within the simulator's error: ±20%)`; the simulator cannot tell such a pick from the baseline.
 
 The same rule judges a pick against the other points (`noise_ties`): a pick whose ranking figure(s)
 (error_bars.deciding_figures) lie within the combined noise of another point's is a tie, not a ranking,
@@ -36,7 +36,6 @@ from autotune.report.near_ties import near_texts
 from autotune.report.noise import point_cv
 from autotune.report.picks import change_pct
 from autotune.report.study_points import StudyView
-from autotune.report.units import pct_text
 
 RULE = ("a change between two measured figures is within noise when its size is at most "
         "100 x sqrt(cv_a^2 + cv_b^2) percent, each figure's CV over repeats, else its within-probe step-time CV")
@@ -98,35 +97,26 @@ def _marks(changes: dict, key: str, noise: dict | None, error: dict | None) -> s
     return noise_mark(changes[key], (noise or {}).get(key)) + error_mark(changes[key], (error or {}).get(key))
 
 
-def change_text(changes: dict, key: str, noise: dict | None, error: dict | None = None, missing: str = "n/a") -> str:
-    """`+3.0% (within noise: ±9%)`, or `-28.6%` for a change beyond its noise; `error` (a row's
-    `simulator_error_pct`) marks a simulated change within the simulator's error. `missing`: what a
-    change that cannot be stated reads (units.pct_text)."""
-    return pct_text(changes[key], missing) + _marks(changes, key, noise, error)
+# Which way a pick row's change points. pareto.json keeps its signs (readers use them): energy_saved_pct is positive
+# where the pick uses less energy (a saving), time_change_pct and tflop_per_kj_change_pct where the pick's figure is
+# larger. The reports say the way in words instead (trial57 #9: "+7.7% energy saved, -10.0% time" put a plus on one
+# good change and a minus on the other).
+_POSITIVE_MEANS_LESS = ("energy_saved_pct",)
 
 
 def labelled_change_text(changes: dict, key: str, noise: dict | None, label: str, error: dict | None = None,
                          missing: str = "n/a") -> str:
-    """`+3.0% energy saved (within noise: ±9%)`: the mark after the words it qualifies; `energy saved
-    unavailable` where there is no change to state."""
-    if changes[key] is None:
+    """`7.7% less energy`, `10.0% less time`, `8.3% more TFLOP/kJ (within noise: ±9%)`: a change in words, `label`
+    naming its figure ("energy", "energy (estimated)"), the mark after the words it qualifies; `the same time`
+    where it rounds to 0.0%; `energy unavailable` where there is no change to state (`missing`: units.pct_text's).
+    `error` (a row's `simulator_error_pct`) marks a simulated change within the simulator's error."""
+    value = changes[key]
+    if value is None:
         return f"{label} {missing}"
-    if key == "energy_saved_pct" and changes[key] < 0 and label.startswith(_SAVED):
-        # "-123.1% energy saved" read as a double negative (trial 46): a pick that uses more says so.
-        return f"{pct_text(-changes[key])} energy used{label.removeprefix(_SAVED)}" + _marks(changes, key, noise, error)
-    return f"{pct_text(changes[key])} {label}" + _marks(changes, key, noise, error)
-
-
-_SAVED = "energy saved"
-
-
-def energy_change_text(changes: dict, noise: dict | None, error: dict | None = None, missing: str = "n/a") -> str:
-    """`energy saved +3.0%`, the words first as the markdown picks read; `energy used +123.1%` for a pick
-    that uses more than the baseline (not the double negative "energy saved -123.1%")."""
-    saved = changes["energy_saved_pct"]
-    if saved is not None and saved < 0:
-        return f"energy used {pct_text(-saved)}" + _marks(changes, "energy_saved_pct", noise, error)
-    return f"{_SAVED} {change_text(changes, 'energy_saved_pct', noise, error, missing)}"
+    if round(abs(value), 1) == 0:
+        return f"the same {label}" + _marks(changes, key, noise, error)
+    less = (value > 0) == (key in _POSITIVE_MEANS_LESS)
+    return f"{abs(value):.1f}% {'less' if less else 'more'} {label}" + _marks(changes, key, noise, error)
 
 
 def with_noise(rows: list[dict], points: list[Point], baseline_trial: int | None, error: dict | None = None) -> list[dict]:

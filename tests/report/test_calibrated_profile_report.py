@@ -14,7 +14,7 @@ from autotune.report.html import render_report_html
 from autotune.report.markdown import markdown_report
 from autotune.report.pareto_json import pareto_document
 from autotune.report.table import print_report
-from autotune.report.within_noise import change_text, with_noise
+from autotune.report.within_noise import labelled_change_text, with_noise
 from autotune.study import load_finished_study
 
 
@@ -42,10 +42,11 @@ def test_a_simulated_change_within_the_stated_error_is_marked_and_a_larger_one_i
     small, large = with_noise(rows, points, 0, {"time_s_pct": 20.0})
     assert small["within_simulator_error"] == ["time_change_pct"]  # -0.7% against +-20%; energy's error unknown
     assert small["simulator_error_pct"]["time_change_pct"] == 20.0 and small["simulator_error_pct"]["energy_saved_pct"] is None
-    assert change_text(small, "time_change_pct", small["noise_pct"], small["simulator_error_pct"]) == \
-        "-0.7% (within the simulator's error: ±20%)"
+    assert labelled_change_text(small, "time_change_pct", small["noise_pct"], "time", small["simulator_error_pct"]) == \
+        "0.7% less time (within the simulator's error: ±20%)"
     assert large["within_simulator_error"] == []  # -50% is beyond it
-    assert change_text(large, "time_change_pct", large["noise_pct"], large["simulator_error_pct"]) == "-50.0%"
+    assert labelled_change_text(large, "time_change_pct", large["noise_pct"], "time", large["simulator_error_pct"]) == \
+        "50.0% less time"
 
 
 def test_measured_changes_never_carry_the_simulator_error():

@@ -1,5 +1,5 @@
 """report.html words a pick's figures as the terminal and report.md do (trial 49): a pick that uses more energy
-than the baseline says "energy used +0.2%", never "energy saved -0.2%"; an error is written `+-` throughout; a
+than the baseline says "0.2% more energy", never "energy saved -0.2%" (trial57 #9: words, not signs); an error is written `+-` throughout; a
 power limit reads 1.0, not 1; the chart names picks as the tables and `export --pick` do."""
 
 import json
@@ -9,7 +9,6 @@ from html import unescape
 import pytest
 
 from autotune.report.picks import PICK_FILES
-from autotune.report.units import pct_text
 from tests.cli import autotune_main
 
 
@@ -45,8 +44,8 @@ def test_a_pick_using_more_energy_says_energy_used(range_run):
     assert more  # the fixture's point
     cells = {row[1]: row for row in _cells(html, "picks")}
     for row in more:
-        assert cells[str(row["trial"])][7].startswith(f"energy used {pct_text(-row['energy_saved_pct'])}")
-    assert "energy saved -" not in unescape(html)
+        assert cells[str(row["trial"])][7].startswith(f"{-row['energy_saved_pct']:.1f}% more energy")
+    assert "energy saved -" not in unescape(html) and "energy saved" not in unescape(html)
 
 
 def test_one_page_writes_errors_one_way_and_limits_as_one_point_zero(range_run, default_run):

@@ -256,14 +256,14 @@ def test_an_estimated_energy_says_so_in_every_table_and_on_the_plot(tmp_path, ca
     for p in view.front:  # the front table: a row per point, its trial first
         row = next(line for line in text.splitlines() if line.startswith(f"│ {p.trial:>5} │"))
         assert ("(estimated)" in row) == (p.trial in estimated), row
-    savings = [line for line in text.splitlines() if "energy saved" in line and "vs baseline trial" in line]  # pick lines
-    assert savings and all("energy saved (estimated)" in line for line in savings)
+    savings = [line for line in text.splitlines() if "% less energy" in line and "than baseline trial" in line]  # pick lines
+    assert savings and all("% less energy (estimated)" in line for line in savings)
     assert main(["report", str(out), "--format", "md"]) == 0
     md = capsys.readouterr().out
     for p in view.front:
         row = next(line for line in md.splitlines() if line.startswith(f"| {p.trial} |"))
         assert ("(estimated)" in row) == (p.trial in estimated), row
-    picked = [line for line in md.splitlines() if line.startswith("- **") and "energy saved" in line]
+    picked = [line for line in md.splitlines() if line.startswith("- **") and "% less energy" in line]
     assert picked and all("(estimated)" in line for line in picked), picked
     html = (out / "report.html").read_text()
     picks = _cells(html, "picks")

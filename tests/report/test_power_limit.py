@@ -39,13 +39,13 @@ def test_sweep_is_the_fastest_configuration_across_limits_with_savings_against_i
     view = _view(points, fastest=1)
     assert [p.trial for p in power_limit_sweep(view)] == [0, 1, 4, 2]
     sentence = sweep_sentence(view)
-    assert "0.9 (612 W): trial 1 (+8.0% energy saved, +1.0% time)" in sentence
+    assert "0.9 (612 W): trial 1 (8.0% less energy, 1.0% more time)" in sentence
     assert "1.0 (680 W): trial 0; " in sentence  # trial57 #13: `1: trial 0` beside the table's `1.0` read as another setting
     assert sentence.startswith("power limit of the fastest configuration (x default, W per module on the gh200 profile; ")
-    assert "0.7 (476 W): trial 2 (+12.0% energy saved, +10.0% time)" in sentence and "simulated" in sentence
+    assert "0.7 (476 W): trial 2 (12.0% less energy, 10.0% more time)" in sentence and "simulated" in sentence
     html = power_limit_section(view, {}, None)
     assert html.count("<svg") == 2 and html.count('<circle class="sweep-point"') == 8
-    assert "+12.0%" in html and "zero_stage 3" in html
+    assert "<td>12.0% less energy</td><td>10.0% more time</td>" in html and "zero_stage 3" in html
     # A newcomer's trial: the axes and hover text of these charts said nothing of the figures' source.
     assert "energy to solution (kJ, simulated)" in html and "time to solution (min, simulated)" in html
     assert "<title>trial 2: power limit 0.7 (476 W), 1.83 min (simulated), 44.0 kJ (simulated)</title>" in html
@@ -96,8 +96,8 @@ def test_the_sweep_carries_the_simulator_s_error_where_it_was_measured_and_says_
                                "recompute, SP 1, micro-batch 2/4, nodes 4, power limit 0.7/0.8/0.9/1.0, SM clock max")
     measured_there = sweep_line(tmp_path / "wide", "--hardware", wide)
     assert "+- ?%" not in measured_there
-    assert re.search(r"0\.9 \(612 W\): trial \d+ \(\+1\.1% energy saved \(within the simulator's error: ±3\.3%\), "
-                     r"\+0\.7% time \(within the simulator's error: ±3\.4%\)\)", measured_there), measured_there
+    assert re.search(r"0\.9 \(612 W\): trial \d+ \(1\.1% less energy \(within the simulator's error: ±3\.3%\), "
+                     r"0\.7% more time \(within the simulator's error: ±3\.4%\)\)", measured_there), measured_there
 
 
 def test_a_pick_s_power_limit_is_said_in_watts_where_the_profile_is_at_hand():

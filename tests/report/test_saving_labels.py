@@ -56,7 +56,7 @@ def test_savings_against_a_simulated_baseline_say_so_in_every_output(tmp_path, v
     assert view.baseline_point().source == "simulated"
     for row in document["picks"]:
         line = next(line for line in terminal.splitlines() if f": trial {row['trial']}," in line)
-        assert line.endswith(f"vs baseline trial {view.baseline_trial} (its figures simulated))"), line
+        assert line.endswith(f"than baseline trial {view.baseline_trial} (its figures simulated))"), line
         md_line = next(line for line in md.splitlines() if line.startswith("- **") and f": trial {row['trial']}," in line)
         assert f"(baseline trial {view.baseline_trial}: its figures simulated)" in md_line
     assert f"Savings are against the baseline trial {view.baseline_trial} (what one would run untuned; its figures simulated)" in html
@@ -74,7 +74,7 @@ def test_tflop_per_kj_of_estimated_energy_is_labelled_estimated(tmp_path, valid_
     min_energy = next(row for row in document["picks"] if row["name"] == "min_energy")
     line = next(line for line in terminal.splitlines() if line.startswith("min-energy"))
     assert view.point(min_energy["trial"]).energy_source == "estimated"
-    assert "% energy saved (estimated)" in line and "% TFLOP/kJ (estimated)" in line, line
+    assert "% less energy (estimated)" in line and "% more TFLOP/kJ (estimated)" in line, line
     assert "TFLOP/kJ (estimated)" not in next(line for line in terminal.splitlines() if line.startswith("fastest:"))
 
 

@@ -82,8 +82,8 @@ def test_trials_without_energy_are_the_points_of_a_time_only_study(no_energy_run
     printed = said(done.stdout)
     assert "No feasible configuration" not in printed and "time is measured, energy is unavailable" in printed
     assert "Fastest (ranked by time only; energy unavailable" in printed
-    assert "6.00 s, energy unavailable" in printed and "energy saved unavailable, -25.0% time, TFLOP/kJ unavailable" in printed
-    assert "0.9 (612 W): trial" in printed and "(energy saved unavailable, +8.3% time)" in printed  # the power-limit sweep
+    assert "6.00 s, energy unavailable" in printed and "energy unavailable, 25.0% less time, TFLOP/kJ unavailable" in printed
+    assert "0.9 (612 W): trial" in printed and "(energy unavailable, 8.3% more time)" in printed  # the power-limit sweep
     # The search outlook predicts time alone: the model's unprobed candidates carry no energy either.
     assert document["search"]["unfinished"]["exhausted"] and document["predicted"]
     assert all(p["energy_kj"] is None for p in document["predicted"]) and "search: predicted, not probed" in printed
@@ -107,7 +107,7 @@ def test_report_html_and_markdown_say_unavailable_where_energy_would_be(no_energ
     assert markdown.returncode == 0, markdown.stderr
     front_row = next(line for line in markdown.stdout.splitlines() if line.endswith("| fastest |"))
     assert "| unavailable |" in front_row
-    assert "energy saved unavailable, time -25.0%, TFLOP/kJ unavailable" in markdown.stdout
+    assert "energy unavailable, 25.0% less time, TFLOP/kJ unavailable" in markdown.stdout
 
 
 def test_export_writes_the_fastest_and_refuses_energy_picks_for_want_of_energy(no_energy_run, tmp_path):
@@ -135,7 +135,7 @@ def test_some_trials_with_estimated_energy_and_some_without(tmp_path):
     assert document["picks"][0]["energy_saved_pct"] is None
     assert "unavailable for 2 of them" in document["note"]
     printed = said(done.stdout)
-    assert "6.00 s, 4.00 J (estimated)" in printed and "(energy saved unavailable, -25.0% time" in printed
+    assert "6.00 s, 4.00 J (estimated)" in printed and "(energy unavailable, 25.0% less time" in printed
     assert "the baseline's (trial 0) energy is unavailable" in printed
     html = (out / "report.html").read_text()
     assert "2 trial(s) with a time but energy unavailable" in html and html.count('class="marker ') == 2

@@ -109,8 +109,8 @@ def test_a_power_limit_change_within_noise_is_marked():
               _point(3, 13.0, 0.80, details=details, power_limit=0.6, zero_stage=1)]
     view = StudyView(None, [], points, points, {"fastest": 1}, None)
     sentence = sweep_sentence(view)
-    assert "+3.0% energy saved (within noise: ±7.1%), +3.0% time (within noise: ±7.1%)" in sentence
-    assert "+20.0% energy saved, +30.0% time" in sentence  # the 0.6 limit's changes are beyond the noise
+    assert "3.0% less energy (within noise: ±7.1%), 3.0% more time (within noise: ±7.1%)" in sentence
+    assert "20.0% less energy, 30.0% more time" in sentence  # the 0.6 limit's changes are beyond the noise
 
 
 def test_cpu_noise_marks_small_savings_in_every_output(cpu_noise_run):
@@ -127,9 +127,8 @@ def test_cpu_noise_marks_small_savings_in_every_output(cpu_noise_run):
     assert payback["min_energy"]["within_noise"] and payback["min_energy"]["energy_noise_pct"] == pytest.approx(14.142, abs=1e-3)
     json.dumps(document)
     for text in (terminal, md, html.replace("+- ", "±")):  # report.html writes an error +- as its error bars do
-        assert any(said in text for said in ("+6.5% energy saved (within noise: ±14%)", "+6.5% (within noise: ±14%)",
-                                             "energy saved +6.5% (within noise: ±14%)"))
-        assert "+40.0%" in text and "+40.0% (within" not in text and "-60.0% (within" not in text
+        assert "6.5% less energy (within noise: ±14%)" in text
+        assert "40.0% more time" in text and "40.0% more time (within" not in text and "60.0% less time (within" not in text
         assert "within-probe scatter is a lower bound of run-to-run noise" in text
     assert "against the baseline (within noise: ±14%)" in terminal  # the payback of a saving inside the noise
     # In the report's one unit (trial57 #4): joules here, as its table, not "2.86e-05" kWh.
@@ -162,25 +161,21 @@ def test_a_replayed_record_s_step_scatter_is_its_noise_where_no_result_file_is(t
     assert point_cv(_point(2, details={"repeats": [{"result_file": str(tmp_path / "gone.json")}]}), "time") == (None, None)
 
 
-def test_a_pick_using_more_energy_says_energy_used_not_a_negative_saving():
-    """Trial 46: "(-123.1% energy saved, -55.8% time ...)" read as a double negative."""
+def test_a_change_says_in_words_which_way_it_goes_whatever_its_key_s_sign():
+    """Trial 46: "(-123.1% energy saved, -55.8% time ...)" read as a double negative; trial57 #9: "(+7.7% energy saved,
+    -10.0% time, +8.3% TFLOP/kJ)" put a plus on one good change and a minus on another. pareto.json's energy_saved_pct
+    is positive for less energy, time_change_pct and tflop_per_kj_change_pct for more: the words say which."""
     from autotune.report.within_noise import labelled_change_text
 
-    more = {"energy_saved_pct": -123.1}
-    assert labelled_change_text(more, "energy_saved_pct", None, "energy saved") == "+123.1% energy used"
-    assert labelled_change_text(more, "energy_saved_pct", None, "energy saved (estimated)") == "+123.1% energy used (estimated)"
-    less = {"energy_saved_pct": 20.0}
-    assert labelled_change_text(less, "energy_saved_pct", None, "energy saved") == "+20.0% energy saved"
-    noisy = labelled_change_text({"energy_saved_pct": -3.0}, "energy_saved_pct", {"energy_saved_pct": 9.0}, "energy saved")
-    assert noisy == "+3.0% energy used (within noise: ±9%)"
-
-
-def test_the_markdown_picks_say_energy_used_for_a_pick_using_more():
-    """Trial 46's double negative in report.md's picks: "energy saved -123.1%"."""
-    from autotune.report.within_noise import energy_change_text
-
-    assert energy_change_text({"energy_saved_pct": -123.1}, None) == "energy used +123.1%"
-    assert energy_change_text({"energy_saved_pct": 20.0}, None) == "energy saved +20.0%"
-    assert energy_change_text({"energy_saved_pct": None}, None, missing="unavailable") == "energy saved unavailable"
-    noisy = energy_change_text({"energy_saved_pct": -3.0}, {"energy_saved_pct": 9.0})
-    assert noisy == "energy used +3.0% (within noise: ±9%)"
+    row = {"energy_saved_pct": 7.66, "time_change_pct": -10.0, "tflop_per_kj_change_pct": 8.3}
+    said = [labelled_change_text(row, key, None, label) for key, label in
+            (("energy_saved_pct", "energy"), ("time_change_pct", "time"), ("tflop_per_kj_change_pct", "TFLOP/kJ"))]
+    assert said == ["7.7% less energy", "10.0% less time", "8.3% more TFLOP/kJ"]
+    more = {"energy_saved_pct": -123.1, "time_change_pct": 12.0}
+    assert labelled_change_text(more, "energy_saved_pct", None, "energy (estimated)") == "123.1% more energy (estimated)"
+    assert labelled_change_text(more, "time_change_pct", None, "time") == "12.0% more time"
+    assert labelled_change_text({"time_change_pct": 0.04}, "time_change_pct", None, "time") == "the same time"
+    assert labelled_change_text({"energy_saved_pct": None}, "energy_saved_pct", None, "energy", missing="unavailable") == \
+        "energy unavailable"
+    noisy = labelled_change_text({"energy_saved_pct": -3.0}, "energy_saved_pct", {"energy_saved_pct": 9.0}, "energy")
+    assert noisy == "3.0% more energy (within noise: ±9%)"
