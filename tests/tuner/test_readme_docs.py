@@ -91,7 +91,7 @@ def test_the_run_directory_page_names_every_key_of_pareto_json(tmp_path, capsys)
     capsys.readouterr()
     document = json.loads((out / "pareto.json").read_text())
     named = _named("run-directory.md")
-    keys = [*document, *document["inputs"], *document["front"][0], *document["recommendations"],
+    keys = [*document, *document["inputs"], *document["front"][0], *document["recommendations"], *document["picks"][0],
             *document["recommendation_parameters"], *document["workload"], *document["inputs"]["proposed_by"][0]]
     assert [key for key in keys if key not in named] == []
 
