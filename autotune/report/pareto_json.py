@@ -22,6 +22,7 @@ from autotune.report.noise import change_noise_summary, noise_summary
 from autotune.report.importance import METHOD as IMPORTANCE_METHOD
 from autotune.report.payback import tuning_cost
 from autotune.report.picks import commonest_failure, front_note, pick_rows
+from autotune.report.search import UNRECORDED_NODES_KEY
 from autotune.report.study_points import StudyView, ruled_out_sentence
 from autotune.report.unmeasured_floor import unmeasured_floor
 from autotune.report.within_noise import RULE as NOISE_RULE, noise_ties, with_noise, with_noise_ties
@@ -46,28 +47,65 @@ def nodes_text(nodes) -> str:
     return f"{span[0]}-{span[1]}" if span else ", ".join(map(str, nodes))
 
 
+def _unrecorded_nodes(document: dict) -> dict[int, int] | None:
+    """{node count: its valid candidates} of the counts a replayed file records none of (search.unrecorded_nodes);
+    {} where there are none, None where the report does not know (the space could not be rebuilt here)."""
+    rows = (document.get("search") or {}).get(UNRECORDED_NODES_KEY)
+    return None if rows is None else {row["nodes"]: row["valid_candidates"] for row in rows}
+
+
 def nodes_header(document: dict) -> str:
-    """`2-8 nodes`, and `2-8 nodes (searchable: 2, 4, 8)` where some counts of the study's had no
-    valid candidate (`autotune run` warned of each): the range alone would claim a search of them all."""
+    """`2-8 nodes`, and `2-8 nodes (searchable: 2, 4, 8)` where some counts of the study's had no valid candidate
+    (`autotune run` warned of each): the range alone would claim a search of them all. On a replay whose file
+    records none of some count's valid candidates, `1-2 nodes (recorded: 1)`: searchable they were, but not
+    recorded, so not searched (trial59 #1); both where both hold, `2-8 nodes (searchable: 2, 4, 8; recorded: 2, 4)`."""
     nodes, searchable = document["nodes"], document.get("searchable_nodes")
     text = counted(nodes_text(nodes), "node")
-    if not searchable or set(searchable) == set([nodes] if isinstance(nodes, int) else nodes):
+    if not searchable:
         return text
-    return f"{text} (searchable: {nodes_text(_one_or_list(searchable))})"
+    unrecorded = _unrecorded_nodes(document) or {}
+    valid = sorted({*searchable, *unrecorded})
+    parts = []
+    if set(valid) != set([nodes] if isinstance(nodes, int) else nodes):
+        parts.append(f"searchable: {nodes_text(_one_or_list(valid))}")
+    if set(searchable) != set(valid):
+        parts.append(f"recorded: {nodes_text(_one_or_list(searchable))}")
+    return f"{text} ({'; '.join(parts)})" if parts else text
+
+
+def _space_says_why(counts: list[int]) -> str:
+    """"`autotune space --nodes 3`", or for several counts "`autotune space --nodes N` (N one of 3, 5-7)"."""
+    if len(counts) == 1:
+        return f"`autotune space --nodes {counts[0]}`"
+    return f"`autotune space --nodes N` (N one of {spans_text(counts)})"
 
 
 def unsearched_nodes_sentence(document: dict) -> str | None:
-    """Which node counts of the study's had no valid candidate, so that no trial ran there, and where to read why:
-    the header's "(searchable: 2, 4, 8)" alone left a reader to think 3, 5, 6 and 7 nodes were tried and lost
-    (trial 49 #6; `autotune run` warned of each only on stderr). None where every count was searchable.
-    The reasons are not worked out again here: `autotune space` does that for a count in a fraction of a second."""
+    """Which node counts of the study's no trial ran on, why, and what to do: the header's "(searchable: 2, 4, 8)"
+    alone left a reader to think 3, 5, 6 and 7 nodes were tried and lost (trial 49 #6; `autotune run` warned of
+    each only on stderr). A count with valid candidates that a replayed file records none of is said as that
+    (trial59 #1: it read "none of the candidates there is valid", of 1012 valid ones). None where every count
+    was searched. The reasons are not worked out again here: `autotune space` does that for a count in a fraction
+    of a second."""
     nodes, searchable = document.get("node_counts") or [], document.get("searchable_nodes")
     missing = [n for n in nodes if searchable is not None and n not in searchable]
     if not missing:
         return None
-    counts = spans_text(missing)
-    return (f"No trial ran on {counted(counts, 'node')}: none of the candidates there is valid (`autotune run` warned of each "
-            f"count); `autotune space --nodes N` (N one of {counts}) with this study's --model and other flags says why.")
+    unrecorded = _unrecorded_nodes(document)
+    if unrecorded is None and document.get("backend") == "replay":  # which of the two reasons, this report cannot tell
+        return (f"No trial ran on {counted(spans_text(missing), 'node')}: the replayed file records none of the valid "
+                f"candidates there, or none is valid; {_space_says_why(missing)} with this study's --model and other "
+                "flags lists the valid ones.")
+    sentences = []
+    if not_recorded := [n for n in missing if n in (unrecorded or {})]:
+        valid = sum(unrecorded[n] for n in not_recorded)
+        sentences.append(f"No trial ran on {counted(spans_text(not_recorded), 'node')}: the replayed file records none "
+                         f"of the {counted(f'{valid:,}', 'valid candidate')} there (measure them with --backend launch).")
+    if invalid := [n for n in missing if n not in not_recorded]:
+        sentences.append(f"No trial ran on {counted(spans_text(invalid), 'node')}: none of the candidates there is valid "
+                         f"(`autotune run` warned of each count); {_space_says_why(invalid)} with this study's --model "
+                         "and other flags says why.")
+    return " ".join(sentences)
 
 
 def named_study(document: dict) -> str | None:

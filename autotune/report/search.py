@@ -175,6 +175,29 @@ def _replay_model(checks: list, recorded: set[str]):
     return GuidedSampler(checks, usable_values(checks)) if any(c.valid for c in checks) else None
 
 
+# The `search` block's key for a replay of a file that records some node counts' valid candidates not at all:
+# [{"nodes": 2, "valid_candidates": 1012}]. The study's `searchable_nodes` (the counts its sampler was offered)
+# leave those out as they leave out counts with no valid candidate, and the report said the latter of both
+# (trial59 #1), whose fix differs: measure those candidates, where the other needs other flags.
+UNRECORDED_NODES_KEY = "unrecorded_nodes"
+
+
+def unrecorded_nodes(checks: list, recorded: set[str] | None) -> list[dict]:
+    """[{nodes, valid_candidates}] of each node count with valid candidates none of which the replayed file records
+    (`recorded`: recorded_keys; None, a file that records them all or another backend: [])."""
+    if recorded is None:
+        return []
+    valid: dict[int, int] = {}
+    kept = set()
+    for check in checks:
+        if check.valid:
+            nodes = check.candidate.knobs.nodes
+            valid[nodes] = valid.get(nodes, 0) + 1
+            if params_key(check.candidate.knobs.to_dict()) in recorded:
+                kept.add(nodes)
+    return [{"nodes": nodes, "valid_candidates": count} for nodes, count in sorted(valid.items()) if nodes not in kept]
+
+
 def search_summary(study, view, backend: str) -> dict:
     """The `search` block: sampler, early stop, exhaustiveness, and the `predicted` list."""
     converged = study.user_attrs.get(CONVERGED_ATTR)
@@ -207,6 +230,7 @@ def search_summary(study, view, backend: str) -> dict:
     view_now = model.outlook(study)
     recorded = recorded_keys(study, backend)
     valid_keys = {params_key(c.candidate.knobs.to_dict()) for c in checks if c.valid}
+    summary[UNRECORDED_NODES_KEY] = unrecorded_nodes(checks, recorded)
     if converged and recorded is not None and not valid_keys <= recorded:
         # Converged among the recorded candidates: the rule weighed no other, and those it could not probe are
         # predicted below (a partial file's "no unprobed valid candidate" beside "100% chance" contradicted itself).

@@ -80,3 +80,14 @@ def test_a_range_every_count_of_which_is_searchable_reads_as_before(tmp_path):
 def test_nodes_header(nodes, searchable, said):
     document = {"nodes": nodes} if searchable is None else {"nodes": nodes, "searchable_nodes": searchable}
     assert nodes_header(document) == said
+
+
+@pytest.mark.parametrize("nodes, recorded, unrecorded, said", [
+    ([1, 2], [1], [2], "1-2 nodes (recorded: 1)"),
+    ([2, 3, 4, 5, 6, 7, 8], [2, 4], [8], "2-8 nodes (searchable: 2, 4, 8; recorded: 2, 4)"),
+])
+def test_a_replay_s_header_names_the_recorded_counts_apart_from_the_searchable_ones(nodes, recorded, unrecorded, said):
+    """A replayed file that records none of a count's valid candidates (trial59 #1): searchable, but not recorded."""
+    document = {"nodes": nodes, "searchable_nodes": recorded,
+                "search": {"unrecorded_nodes": [{"nodes": n, "valid_candidates": 10} for n in unrecorded]}}
+    assert nodes_header(document) == said
