@@ -3,12 +3,15 @@
 The error bars said "+- ?%" on every figure of a 7b study, all of whose picks were ZeRO-2, and why only at
 the end of a ~700-character sentence (trial57 #3): the energy story was unvalidated extrapolation, and a
 reader had to dig for it. The line names the picks, what of their configurations the error was not measured
-on, and what to do: probe them.
+on, and what to do: probe them. On a profile that states no error at all (never calibrated, or calibrated with
+none it can vouch for), every simulated pick's error is unknown, and the line says so of the profile: this, the
+most uncertain study, printed no line at all (trial59 #5).
 """
 
 from __future__ import annotations
 
-from autotune.report.error_bars import EXTRAPOLATED_KEY, outside_words
+from autotune.report.error_bars import EXTRAPOLATED_KEY, WHY_UNKNOWN, outside_words
+from autotune.report.pareto_json import hardware_text
 from autotune.report.picks import PICK_FILES
 
 
@@ -16,6 +19,8 @@ def outside_calibration_line(document: dict) -> str | None:
     """"All 5 picks lie where the simulator's error was not measured (ZeRO 2, power limit 0.7/0.8/0.9): ..." (or
     "4 of the 5 picks (min-energy, ...)"); None where every pick lies inside it, or no figure is simulated."""
     error = document.get("simulator_error")
+    if error is not None and (not error or WHY_UNKNOWN in error):
+        return _no_error_line(document)
     outside = (error or {}).get(EXTRAPOLATED_KEY) or {}
     picks = document.get("picks") or []
     out = [row for row in picks if str(row["trial"]) in outside]
@@ -33,3 +38,23 @@ def outside_calibration_line(document: dict) -> str | None:
         their = "its" if len(out) == 1 else "their"
     return (f"{who} where the simulator's error was not measured ({words}): {their} error is unknown (+- ?%); "
             f"probe {'it' if their == 'its' else 'them'} before deploying.")
+
+
+def _no_error_line(document: dict) -> str | None:
+    """"The simulator's error was never measured on the h100-sxm profile: ...; probe the picks before deploying."
+    (or "is not known", for a profile calibrated with no error it can vouch for; the error sentence above says why);
+    None where no pick has a simulated figure."""
+    sources = {row["trial"]: (row.get("source"), row.get("energy_source")) for row in document.get("front") or []}
+    picks = document.get("picks") or []
+    # A pick not on the front rows (none written) is taken as simulated: the profile's error is stated because some is.
+    simulated = [row for row in picks if "simulated" in sources.get(row["trial"], ("simulated",))]
+    if not simulated:
+        return None
+    state = "is not known" if WHY_UNKNOWN in document["simulator_error"] else "was never measured"
+    if len(simulated) == len(picks):
+        figures, who = "every figure's", "the pick" if len(picks) == 1 else "the picks"
+    else:
+        figures = "every simulated figure's"
+        who = ", ".join(PICK_FILES.get(row["name"], row["name"]) for row in simulated)
+    return (f"The simulator's error {state} on the {hardware_text(document)} profile: {figures} error is unknown "
+            f"(+- ?%); probe {who} before deploying.")

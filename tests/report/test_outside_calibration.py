@@ -61,3 +61,32 @@ def test_some_picks_outside_are_named_and_none_outside_says_nothing():
     assert outside_calibration_line(everything).startswith("All 4 picks (3 configurations) lie where")
     assert outside_calibration_line(_document({"0": ["ZeRO 1"]}, picks)) is None  # the baseline alone: not a pick
     assert outside_calibration_line({"simulator_error": None, "picks": []}) is None  # measured
+
+
+NEVER_MEASURED = ("The simulator's error was never measured on the h100-sxm profile: every figure's error is unknown "
+                  "(+- ?%); probe the picks before deploying.")
+
+
+def test_a_profile_never_calibrated_says_every_pick_s_error_is_unknown_in_every_output(tmp_path):
+    """Trial59 #5: the profile with no error at all, where every pick's is unknown, printed no such line."""
+    out = tmp_path / "run"
+    assert main(["run", "--model", "72b", "--nodes", "8", "--hardware", "h100-sxm", "--out", str(out), "--quiet"]) == 0
+    view, document = build_report(load_finished_study(out))
+    assert document["simulator_error"] == {}
+    assert outside_calibration_line(document) == NEVER_MEASURED
+    terminal = io.StringIO()
+    print_report(view, document, Console(file=terminal, width=1000))
+    assert NEVER_MEASURED in terminal.getvalue() and NEVER_MEASURED in markdown_report(view, document)
+    assert NEVER_MEASURED in html.unescape((out / "report.html").read_text())
+
+
+def test_a_profile_with_no_error_it_can_vouch_for_says_it_is_not_known_and_measured_picks_are_left_out():
+    document = {"simulator_error": {"why_unknown": "calibrated (from 'gh200'), error not stated"}, "hardware": "mine",
+                "calibrated_from": "gh200", "picks": [{"name": "fastest", "trial": 1}, {"name": "min_energy", "trial": 2}],
+                "front": [{"trial": 1, "source": "measured", "energy_source": "measured"},
+                          {"trial": 2, "source": "simulated", "energy_source": "simulated"}]}
+    assert outside_calibration_line(document) == (
+        "The simulator's error is not known on the mine (calibrated from gh200) profile: every simulated figure's error "
+        "is unknown (+- ?%); probe min-energy before deploying.")
+    document["front"][1].update(source="measured", energy_source="measured")
+    assert outside_calibration_line(document) is None  # nothing the simulator gave
