@@ -150,14 +150,19 @@ def outside_words(error: dict | None, trials) -> str:
     return ", ".join(f"{words} {'/'.join(sorted(vs, key=_number_first))}" for words, vs in values.items())
 
 
-def extrapolated_sentence(error: dict | None) -> str:
-    """" Those show +- ?% ..." or "" when no point is extrapolated. Which trials, and what of them lies
-    outside, is said by the +- ?% on each figure and, for the picks, by the line before the front table
+def tie_rule_sentence(error: dict | None) -> str:
+    """" Picks closer than that error are called ties on their lines." or, where some point is extrapolated,
+    " Those show +- ?% (their error is unknown); ..." with the one rule for a lead smaller than the error: a tie where
+    both sides' error is known (pick_ties), flagged as one that may not be real where either's is not
+    (report.near_ties). Said as two rules, one of them "flagged there", a reader could not tell which applied to a
+    pair inside the calibration and one outside it (trial59 #11). Which trials lie outside, and what of them, is
+    said by the +- ?% on each figure and, for the picks, by the line before the front table
     (report.outside_calibration): said here too, it made this sentence ~700 characters (trial57 #3)."""
     if not (error or {}).get(EXTRAPOLATED_KEY):
-        return ""
-    return (" Those show +- ?% (their error is unknown); a pick that leads another pick by less than the error above is "
-            "flagged there, as a difference that may not be real.")
+        return " Picks closer than that error are called ties on their lines."
+    return (" Those show +- ?% (their error is unknown); on the pick lines, a pick that leads another by less than the "
+            "error above is called a tie with it where both figures' error is known, and flagged as a lead that may not "
+            "be real where either's is unknown.")
 
 
 def scope_sentence(error: dict | None) -> str:
@@ -353,8 +358,7 @@ def error_sentence(error: dict | None) -> str | None:
     # A mean, not a bound: single left-out figures of the shipped gh200 profile were 10-13% off.
     sentence = (f"Simulated figures carry the profile's leave-one-out error, a mean over the configurations it was "
                 f"calibrated on: {parts} (single figures can be further off; the profile's header names the worst); "
-                "picks closer than that are ties, and changes against the baseline within it are marked."
-                + scope_sentence(error) + extrapolated_sentence(error))
+                "changes against the baseline within it are marked." + scope_sentence(error) + tie_rule_sentence(error))
     unknown = [_METRIC_WORDS[key] for key in _SHOWN_WITH_BARS if key not in error]
     if unknown:
         words = " and ".join(unknown)

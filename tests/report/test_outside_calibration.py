@@ -11,6 +11,7 @@ from rich.console import Console
 
 from autotune.cli import main
 from autotune.commands.finish import build_report
+from autotune.report.error_bars import error_sentence
 from autotune.report.markdown import markdown_report
 from autotune.report.outside_calibration import outside_calibration_line
 from autotune.report.table import print_report
@@ -38,8 +39,24 @@ def test_every_pick_outside_the_calibration_is_said_before_the_table(outputs):
     assert page.index(ALL_OUTSIDE) < page.index('<table class="picks">')
     error_line = _line(terminal, "Simulated figures carry")
     assert "trials 0, 1, 2" not in error_line and "neither tied nor marked" not in error_line
-    assert error_line.endswith("Those show +- ?% (their error is unknown); a pick that leads another pick by less than "
-                               "the error above is flagged there, as a difference that may not be real.")
+    assert error_line.endswith(ONE_TIE_RULE)
+
+
+# Trial59 #11: "picks closer than that are ties" and "a pick that leads another pick by less than the error above
+# is flagged there" were two rules for a pair one side of which lies outside the calibration; one rule now, and where.
+ONE_TIE_RULE = ("Those show +- ?% (their error is unknown); on the pick lines, a pick that leads another by less than the "
+                "error above is called a tie with it where both figures' error is known, and flagged as a lead that may "
+                "not be real where either's is unknown.")
+
+
+def test_the_error_sentence_states_one_rule_for_a_lead_smaller_than_the_error(outputs):
+    error_line = _line(outputs[1], "Simulated figures carry")
+    assert error_line.count("tie") == 1 and "ties" not in error_line and "flagged there" not in error_line
+    assert error_line.endswith(ONE_TIE_RULE)
+    inside = error_sentence({"time_s_pct": 3.4, "energy_kj_pct": 3.3})  # no figure outside: no unknown error to flag
+    assert inside.endswith("changes against the baseline within it are marked. Picks closer than that error are "
+                           "called ties on their lines.")
+    assert "flagged" not in inside
 
 
 def _line(text: str, start: str) -> str:
