@@ -11,14 +11,13 @@ from autotune.report.html_parts import esc, num, plus_minus, table
 from autotune.report.html_words import swatch
 from autotune.report.importance import METHOD, OBJECTIVE_TITLES, held_fixed
 from autotune.report.pareto_json import source_label
-from autotune.report.payback import HOURLY_BASIS, cost_sentence, saved_label
+from autotune.report.payback import cost_sentence, payback_sentence
 from autotune.report.picks import pick_label
 from autotune.report.study_points import StudyView
 from autotune.report.svg import share_bars_svg, stacked_bar_svg
 from autotune.report.svg_power import phase_css, power_timeline_svg
 from autotune.report.timeline import PROVENANCE_WORDS, phase_label, power_profile, simulated_phases
 from autotune.report.units import figure, floored_figure, front_energy_unit, phase_time_text, time_unit
-from autotune.report.within_noise import noise_mark
 
 
 
@@ -48,43 +47,30 @@ def tuning_cost_section(view: StudyView, document: dict, run_dir: Path) -> str:
     if not cost:
         return ""
     rows = []
-    e_unit, e_div = front_energy_unit(view.front)  # the report's one unit (trial57 #4: kWh here, kJ in its tables)
+    unit = front_energy_unit(view.front)  # the report's one unit (trial57 #4: kWh here, kJ in its tables)
     for row in cost["payback"]:
-        def saved(saved_kj, row=row) -> str:
-            return ("n/a" if saved_kj is None else floored_figure(saved_kj, e_div) + saved_label(row)) \
-                + plus_minus(noise_mark(row.get("energy_change_pct"), row.get("energy_noise_pct")))
-
-        # The terminal says no saving of the baseline against itself; "0 (estimated)" read as a measured nothing.
+        # The terminal's and report.md's words (trial59 #4: "kWh saved: -0.170" read backwards where they say "uses
+        # 0.170 kWh more"); the terminal says no saving of the baseline against itself, nor does this.
         baseline = row["trial"] == view.baseline_trial
         rows.append([
             esc(pick_label(row["name"], view.pick_parameters)),
             esc(row["trial"]),
-            esc("none: the baseline" if baseline else saved(row["saved_kj_per_workload"])),
-            esc("none: the baseline" if baseline else saved(row["saved_kj_per_training_hour"])),
+            esc("none: the baseline" if baseline else plus_minus(payback_sentence(row, unit))),
             esc(num(row["payback_training_hours"], ".3g")),
-            # A simulated study's why is the paragraph above, said once (trial57 #11): each row keeps what differs.
-            esc(_repaid_cell(row, cost)),
         ])
     payback = (
-        table(["pick", "trial", f"{e_unit} saved per run of the workload", f"{e_unit} saved per hour of {HOURLY_BASIS}",
-               "payback h", "tuning is repaid"], rows, "payback")
+        table(["pick", "trial", "energy against the baseline, and when tuning is repaid", "payback h"], rows, "payback")
         if rows else "<p>No pick, so no payback.</p>"
     )
     return (
         '<section id="tuning-cost"><h2>Tuning cost and payback</h2>\n'
-        f'<p class="provenance">{esc(cost_sentence(cost, (e_unit, e_div)))}</p>\n{payback}\n'
+        f'<p class="provenance">{esc(cost_sentence(cost, unit))}</p>\n{payback}\n'
         '<p class="explain">Saved per run of the workload = baseline energy - pick energy, both on the study\'s '
         "fixed workload: what compares picks. Saved per hour of this pick's training = that / pick time: the energy the "
         "pick saves on the work an hour of its training does, against the baseline doing the same work, not a drop in "
         "power per wall-clock hour (a faster pick may draw more power than the baseline); it grows with the pick's "
         "speed. Payback hours = tuning energy / the hourly saving.</p></section>"
     )
-
-
-def _repaid_cell(row: dict, cost: dict) -> str:
-    """When a pick repays tuning: its row's text, "at once" alone where nothing ran on hardware (cost_sentence,
-    above the table, says why), never the same reason on every row."""
-    return "at once" if not cost["ran_on_hardware"] and row["text"].startswith("at once") else row["text"]
 
 
 def phase_row_id(trial: int, phase: str | None) -> str:

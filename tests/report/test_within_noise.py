@@ -132,7 +132,7 @@ def test_cpu_noise_marks_small_savings_in_every_output(cpu_noise_run):
         assert "within-probe scatter is a lower bound of run-to-run noise" in text
     assert "against the baseline (within noise: ±14%)" in terminal  # the payback of a saving inside the noise
     # In the report's one unit (trial57 #4): joules here, as its table, not "2.86e-05" kWh.
-    assert "<th>J saved per run of the workload</th>" in html and "<td>0.200 (within noise: +- 14%)</td>" in html
+    assert "saves 0.200 J per run of the workload against the baseline (within noise: +- 14%)" in html
 
 
 def test_gpu_sized_noise_marks_nothing_that_is_a_saving(gpu_noise_run):
