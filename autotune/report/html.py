@@ -16,7 +16,7 @@ from autotune.study.storage import STUDY_NAME
 from autotune.report.noise import noise_line
 from autotune.report.device_words import DeviceWords, view_device_words
 from autotune.report.payback import baseline_missing
-from autotune.report.pick_figures import change_texts
+from autotune.report.pick_figures import change_texts, devices_text, gpu_span_caveat, spans_gpus
 from autotune.report.unmeasured_floor import unmeasured_floor_sentence
 from autotune.report.units import (
     UNAVAILABLE, energy_figure, energy_text, estimate_header, estimate_mark, figure, floored_figure, front_energy_unit,
@@ -196,6 +196,7 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
     picked = [view.point(row["trial"]) for row in document["picks"]]
     sources = [p.energy_source for p in picked]
     base = view.baseline_point()
+    spans = spans_gpus(view)
     for row in document["picks"]:
         p = view.point(row["trial"])
         ties = ties_text(view, row)
@@ -203,7 +204,8 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
         rows.append([
             f'<a href="#trial-{p.trial}">{esc(pick_label(row["name"], view.pick_parameters))}</a>{tie}',
             esc(p.trial),
-            esc(pick_knobs_sentence(view, p)),
+            # Its GPUs and GPU-h where the picks span GPU counts, as the terminal and report.md (trial59 #8).
+            esc(pick_knobs_sentence(view, p) + devices_text(p, words, spans)),
             esc(figure(p.time_s, t_div) + figure_bar(error, picked, p, "time_s")),
             esc(energy_figure(p.energy_kj, e_div) + figure_bar(error, picked, p, "energy_kj") + estimate_mark(sources, p.energy_source)),
             esc(figure(p.tflops) + figure_bar(error, picked, p, "tflops")),
@@ -225,6 +227,8 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
     )
     floor = unmeasured_floor_sentence(document.get("unmeasured_floor"), view.settings.hardware.name)
     floor_html = f'\n<p class="note">{esc(floor[0].upper() + floor[1:])}.</p>' if floor else ""
+    if caveat := gpu_span_caveat(view, words):  # what the GPU-h above are for, as the terminal says it
+        floor_html = f'\n<p class="note">{esc(caveat)}</p>' + floor_html
     outside = outside_calibration_line(document)  # before the table, as the terminal and report.md say it (trial57 #3)
     outside_html = f'<p class="note">{esc(outside)}</p>\n' if outside else ""
     return (f'<section id="picks"><h2>Recommended configurations</h2>\n{outside_html}{_table(headers, rows, "picks")}{floor_html}\n'

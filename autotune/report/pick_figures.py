@@ -87,7 +87,7 @@ def gpu_span_caveat(view: StudyView, words) -> str | None:
     if not spans_gpus(view):
         return None
     base = view.baseline_point()
-    counts = spans_text(sorted({view.point(t).gpus for t in view.picks.values()}))
+    counts = " and ".join(spans_text(sorted({view.point(t).gpus for t in view.picks.values()})).rsplit(", ", 1))
     on = f" and the baseline on {base.gpus}" if base is not None else ""
     return (f"The picks run on {counts} {words.many}{on}: part of a change in time is the {words.many} added or "
             f"taken away; {words.one}-h ({words.many} x time to solution) compares them on one footing.")
