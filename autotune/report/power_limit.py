@@ -11,7 +11,7 @@ from __future__ import annotations
 from html import escape
 
 from autotune.candidate import (
-    UNTOUCHED_DEVICE_SETTINGS, device_knobs_text, knobs_sentence, limited_device, power_limit_fraction_text,
+    UNTOUCHED_DEVICE_SETTINGS, knobs_sentence, limited_device, power_limit_fraction_text,
 )
 from autotune.report.error_bars import extrapolated, outside_words, point_bar, simulator_error
 from autotune.report.front import Point
@@ -69,6 +69,11 @@ def power_limit_sweep(view) -> list[Point]:
     return [by_limit[limit] for limit in sorted(by_limit, reverse=True)]
 
 
+# What the sweep is, as every output titles it (trial59 #13: the page's "best parallel configuration" beside the
+# terminal's and report.md's words read as another chart).
+SWEEP_TITLE = "power limit of the fastest configuration"
+
+
 def sweep_sentence(view) -> str | None:
     """One line for the terminal and Markdown; None when fewer than two limits were evaluated."""
     sweep = power_limit_sweep(view)
@@ -87,7 +92,7 @@ def sweep_sentence(view) -> str | None:
             part += f" ({saved}, {labelled_change_text(change, 'time_change_pct', noise, 'time', stated)})"
         parts.append(part)
     default = limit_default_text(sweep, hardware)
-    return f"power limit of the fastest configuration ({default + '; ' if default else ''}{_sources(sweep, error)}): " + "; ".join(parts)
+    return f"{SWEEP_TITLE} ({default + '; ' if default else ''}{_sources(sweep, error)}): " + "; ".join(parts)
 
 
 def limit_watts_text(point: Point, hardware) -> str:
@@ -113,13 +118,13 @@ def _labels(points: list[Point], key: str) -> str:
     return " and ".join(sorted({getattr(p, key) for p in points}))
 
 
-def _sources(sweep: list[Point], error: dict | None) -> str:
+def _sources(sweep: list[Point], error: dict | None, where: str = "") -> str:
     """Every label the sweep's points carry (one point's would hide an estimated energy among measured ones),
-    and where a simulated one's error is not known (the limits a calibration never measured): its changes
-    are then marked within no error, which would read as changes beyond it."""
+    then `where` (the page's table has each row's), and where a simulated one's error is not known (the limits a
+    calibration never measured): its changes are then marked within no error, which would read as changes beyond it."""
     time_sources, energy_sources = (_labels(sweep, key) for key in ("source", "energy_source"))
     unknown = [q.trial for q in sweep if extrapolated(error, q)]  # (a profile with no error at all says so above)
-    return f"{time_sources} time, {energy_sources} energy" + (
+    return f"{time_sources} time, {energy_sources} energy{where}" + (
         f"; +- ?%: the simulator's error was not measured at {outside_words(error, unknown)}" if unknown else "")
 
 
@@ -146,7 +151,7 @@ def _panel(xs: list[float], ys: list[float], tips: list[str], trials: list[int],
 
 
 def power_limit_section(view, document: dict, run_dir) -> str:
-    """report.html: energy and time against the power limit for the best parallel configuration."""
+    """report.html: energy and time against the power limit for the fastest pick's configuration (SWEEP_TITLE)."""
     sweep = power_limit_sweep(view)
     if len(sweep) < 2:
         return ""
@@ -179,13 +184,13 @@ def power_limit_section(view, document: dict, run_dir) -> str:
                                                          missing_change("energy_saved_pct", p, base)))),
                      esc(plus_minus(labelled_change_text(change, "time_change_pct", noise, "time", stated))),
                      esc(p.source if p.energy_source == p.source else f"{p.source} time, {p.energy_source} energy")])
-    fixed = {k: v for k, v in sweep[0].params.items() if k not in UNTOUCHED_DEVICE_SETTINGS}
-    what = ", ".join(f"{k} {v}" for k, v in fixed.items()) + device_knobs_text({"sm_clock_mhz": sweep[0].params.get("sm_clock_mhz")})
+    # In the words every configuration is said in (trial59 #13: "zero_stage 3, ..." here alone), less the limit it sweeps.
+    what = knobs_sentence({k: v for k, v in sweep[0].params.items() if k != "power_limit"})
+    sources = _sources(sweep, error, " (each row's labels in the source column)")  # not its error: that is in its cells
     return (
-        '<section id="power-limit"><h2>Power limit of the best parallel configuration</h2>\n'
+        f'<section id="power-limit"><h2>{esc(SWEEP_TITLE[0].upper() + SWEEP_TITLE[1:])}</h2>\n'
         f"<p>The fastest pick's configuration ({esc(what)}) at every evaluated power limit "
-        f"({esc('; '.join(filter(None, (limit_default_text(sweep, hardware), _sources(sweep, error)))))}; each row's in its "
-        "last column). Energy and time change are "
+        f"({esc('; '.join(filter(None, (limit_default_text(sweep, hardware), sources))))}). Energy and time change are "
         "against the same configuration at its default limit (1.0), n/a where that was not evaluated. Hover a point, "
         "or reach it with Tab, for its figures (shown under its plot); click or tap it for its row below.</p>\n"
         f'<div class="importance-row">{charts}</div>\n'
