@@ -12,12 +12,14 @@ within-probe step-time scatter). Why:
 - a simulated figure adds no noise (CV 0), and neither does a figure of unknown noise, so the combined
   figure is then a lower bound; with none known, or only simulated figures, nothing is marked.
 
-Only changes within noise are marked, `3.0% more energy (within noise: ±9%)`: a GPU study's ~1% noise leaves
+Only changes within noise are marked, `3.0% more energy (within noise: +- 9%)`: a GPU study's ~1% noise leaves
 its real savings as they were.
 
 A simulated figure has no noise but the simulator's stated error (the profile's [simulator_error]):
 a change with a simulated side that is no larger than that error is marked the same way,
-`0.7% less time (within the simulator's error: ±20%)`; the simulator cannot tell such a pick from the baseline.
+`0.7% less time (within the simulator's error: +- 20%)`; the simulator cannot tell such a pick from the baseline.
+The bound is written "+- 20%" as the error bars write an error ("2.28 min +- 3.4%"): one line used both notations
+(trial59 #9).
 
 The same rule judges a pick against the other points (`noise_ties`): a pick whose ranking figure(s)
 (error_bars.deciding_figures) lie within the combined noise of another point's is a tie, not a ranking,
@@ -80,16 +82,16 @@ def is_within_noise(change_pct: float | None, noise_pct: float | None) -> bool:
 def _within_mark(words: str, change_pct: float | None, bound_pct: float | None) -> str:
     if not is_within_noise(change_pct, bound_pct):
         return ""
-    return f" ({words}: ±{bound_pct:.0f}%)" if bound_pct >= 10 else f" ({words}: ±{bound_pct:.2g}%)"
+    return f" ({words}: +- {bound_pct:.0f}%)" if bound_pct >= 10 else f" ({words}: +- {bound_pct:.2g}%)"
 
 
 def noise_mark(change_pct: float | None, noise_pct: float | None) -> str:
-    """` (within noise: ±9%)` after a change no larger than its noise; `` otherwise."""
+    """` (within noise: +- 9%)` after a change no larger than its noise; `` otherwise."""
     return _within_mark("within noise", change_pct, noise_pct)
 
 
 def error_mark(change_pct: float | None, error_pct: float | None) -> str:
-    """` (within the simulator's error: ±20%)` after a change no larger than that error; `` otherwise."""
+    """` (within the simulator's error: +- 20%)` after a change no larger than that error; `` otherwise."""
     return _within_mark("within the simulator's error", change_pct, error_pct)
 
 
@@ -106,7 +108,7 @@ _POSITIVE_MEANS_LESS = ("energy_saved_pct",)
 
 def labelled_change_text(changes: dict, key: str, noise: dict | None, label: str, error: dict | None = None,
                          missing: str = "n/a") -> str:
-    """`7.7% less energy`, `10.0% less time`, `8.3% more TFLOP/kJ (within noise: ±9%)`: a change in words, `label`
+    """`7.7% less energy`, `10.0% less time`, `8.3% more TFLOP/kJ (within noise: +- 9%)`: a change in words, `label`
     naming its figure ("energy", "energy (estimated)"), the mark after the words it qualifies; `the same time`
     where it rounds to 0.0%; `energy unavailable` where there is no change to state (`missing`: units.pct_text's).
     `error` (a row's `simulator_error_pct`) marks a simulated change within the simulator's error."""

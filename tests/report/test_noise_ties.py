@@ -189,5 +189,5 @@ def test_the_tie_rule_is_the_one_changes_against_the_baseline_are_marked_by(tmp_
     exactly where the pick is a tie."""
     document, _, terminal, _, _ = replayed(tmp_path, measured(runner_up_s))
     sweep = line_of(terminal, "power limit of the fastest configuration")
-    assert ("time (within noise: ±4.2%)" in sweep) == tied
+    assert ("time (within noise: +- 4.2%)" in sweep) == tied
     assert bool(picks(document)["fastest"]["tied_within_noise"]) == tied

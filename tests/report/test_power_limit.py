@@ -103,8 +103,8 @@ def test_the_sweep_carries_the_simulator_s_error_where_it_was_measured_and_says_
                                "recompute, SP 1, micro-batch 2/4, nodes 4, power limit 0.7/0.8/0.9/1.0, SM clock max")
     measured_there = sweep_line(tmp_path / "wide", "--hardware", wide)
     assert "+- ?%" not in measured_there
-    assert re.search(r"0\.9 \(612 W\): trial \d+ \(1\.1% less energy \(within the simulator's error: ±3\.3%\), "
-                     r"0\.7% more time \(within the simulator's error: ±3\.4%\)\)", measured_there), measured_there
+    assert re.search(r"0\.9 \(612 W\): trial \d+ \(1\.1% less energy \(within the simulator's error: \+- 3\.3%\), "
+                     r"0\.7% more time \(within the simulator's error: \+- 3\.4%\)\)", measured_there), measured_there
 
 
 def test_a_pick_s_power_limit_is_said_in_watts_where_the_profile_is_at_hand():
