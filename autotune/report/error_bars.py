@@ -19,6 +19,7 @@ import re
 from typing import TYPE_CHECKING
 
 from autotune.candidate import SM_CLOCK_UNTOUCHED
+from autotune.report.picks import trials_text
 
 if TYPE_CHECKING:  # light module: `autotune space` uses error_suffix without loading the study layer
     from autotune.report.study_points import StudyView
@@ -370,5 +371,4 @@ def error_sentence(error: dict | None) -> str | None:
 def tie_sentence(tied_with: list[int]) -> str:
     if not tied_with:
         return ""
-    trials = ", ".join(str(t) for t in tied_with)
-    return f"tie with trial {trials} within the simulator's error"
+    return f"tie with {trials_text(tied_with)} within the simulator's error"

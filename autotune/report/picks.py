@@ -117,6 +117,13 @@ def short_pick_label(name: str, parameters: PickParameters) -> str:
     return PICK_FILES.get(name, name)
 
 
+def trials_text(trials) -> str:
+    """"trial 3", "trials 0 and 2", "trials 0, 2 and 5": trials as a sentence names them (trial59 #3: "tie with
+    trial 0, 2")."""
+    numbers = [str(t) for t in trials]
+    return f"trial {numbers[0]}" if len(numbers) == 1 else f"trials {', '.join(numbers[:-1])} and {numbers[-1]}"
+
+
 def change_pct(new: float | None, old: float | None) -> float | None:
     if new is None or old is None or old == 0:
         return None

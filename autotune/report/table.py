@@ -171,8 +171,9 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
         # Against a feasible baseline, which has a time; an energy change it cannot state reads "unavailable".
         if row["time_change_pct"] is not None and p.trial != view.baseline_trial:
             against = baseline_label(p, base)
-            line += (f"  ({', '.join(change_texts(view, row, p, base))} than baseline trial {view.baseline_trial}"
-                     f"{f' ({against})' if against else ''})")
+            # The baseline first, as report.md heads its changes: "the same energy than baseline trial 0" (trial59 #3).
+            line += (f"  (against baseline trial {view.baseline_trial}{f' ({against})' if against else ''}: "
+                     f"{', '.join(change_texts(view, row, p, base))})")
         elif p.trial == view.baseline_trial:
             line += "  (the baseline itself)"
         console.print(line)

@@ -36,7 +36,7 @@ from autotune.report.error_bars import change_error_pct, compared_points, decidi
 from autotune.report.front import Point
 from autotune.report.near_ties import near_texts
 from autotune.report.noise import point_cv
-from autotune.report.picks import change_pct
+from autotune.report.picks import change_pct, trials_text
 from autotune.report.study_points import StudyView
 
 RULE = ("a change between two measured figures is within noise when its size is at most "
@@ -204,9 +204,8 @@ def noise_tie_sentence(view: StudyView, row: dict) -> str:
     ties = row.get("tie_noise_cv") or []
     if not ties:
         return ""
-    trials = ", ".join(str(tie["trial"]) for tie in ties)
     cvs = "; ".join(_tie_cvs_text(view, row["trial"], tie) for tie in ties)
-    return f"tie with trial {trials} within measured noise: {cvs}"
+    return f"tie with {trials_text([tie['trial'] for tie in ties])} within measured noise: {cvs}"
 
 
 def ties_text(view: StudyView, row: dict) -> str:

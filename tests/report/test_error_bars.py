@@ -15,6 +15,7 @@ from autotune.report.error_bars import (
     error_suffix,
     pick_ties,
     simulator_error,
+    tie_sentence,
     with_calibration_note,
 )
 from autotune.report.front import Point
@@ -124,3 +125,10 @@ def test_pareto_json_terminal_and_markdown_show_the_error(simulated_run, tmp_pat
 
     page = render_report_html(view, document, simulated_run)
     assert "+- 50%" in page and "tie with trial" in page
+
+
+def test_a_tie_with_several_trials_names_them_as_a_sentence_does():
+    # trial59 #3: "tie with trial 0, 2 within the simulator's error".
+    assert tie_sentence([1]) == "tie with trial 1 within the simulator's error"
+    assert tie_sentence([0, 2]) == "tie with trials 0 and 2 within the simulator's error"
+    assert tie_sentence([0, 2, 5]) == "tie with trials 0, 2 and 5 within the simulator's error"

@@ -87,7 +87,7 @@ def test_a_fastest_pick_ahead_by_less_than_the_noise_is_a_tie_in_every_output(tm
            "knee/max-slowdown/cost-weighted, the nearest other pick: 3.2% less time for 33% more energy")
     assert line_of(terminal, "fastest:") == (
         FASTEST_LINE.format(fastest=trial["fastest"], bar="", energy_bar="") + f" ({tie})  "
-        f"(20.0% less energy, 40.0% less time, 25.0% more TFLOP/kJ than baseline trial {trial['baseline']})")
+        f"(against baseline trial {trial['baseline']}: 20.0% less energy, 40.0% less time, 25.0% more TFLOP/kJ)")
     assert line_of(md, "- **fastest**") == (
         f"- **fastest**: trial {trial['fastest']}, ZeRO-1 optimizer offload none, checkpointing recompute, SP 1, "
         f"micro-batch 2, 1 node; 6.00 s, 8.00 kJ: 20.0% less energy, 40.0% less time, 25.0% more TFLOP/kJ ({tie})")
@@ -106,7 +106,7 @@ def test_a_lead_beyond_the_noise_is_a_ranking(tmp_path):
     assert all(row["tied_within_noise"] == [] and row["tie_noise_cv"] == [] for row in document["picks"])
     assert line_of(terminal, "fastest:") == (
         FASTEST_LINE.format(fastest=trial["fastest"], bar="", energy_bar="") +
-        f"  (20.0% less energy, 40.0% less time, 25.0% more TFLOP/kJ than baseline trial {trial['baseline']})")
+        f"  (against baseline trial {trial['baseline']}: 20.0% less energy, 40.0% less time, 25.0% more TFLOP/kJ)")
     for text in (terminal, md, html):
         assert "tie with" not in text
 

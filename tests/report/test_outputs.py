@@ -256,7 +256,7 @@ def test_an_estimated_energy_says_so_in_every_table_and_on_the_plot(tmp_path, ca
     for p in view.front:  # the front table: a row per point, its trial first
         row = next(line for line in text.splitlines() if line.startswith(f"│ {p.trial:>5} │"))
         assert ("(estimated)" in row) == (p.trial in estimated), row
-    savings = [line for line in text.splitlines() if "% less energy" in line and "than baseline trial" in line]  # pick lines
+    savings = [line for line in text.splitlines() if "% less energy" in line and "against baseline trial" in line]  # pick lines
     assert savings and all("% less energy (estimated)" in line for line in savings)
     assert main(["report", str(out), "--format", "md"]) == 0
     md = capsys.readouterr().out

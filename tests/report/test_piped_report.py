@@ -16,7 +16,7 @@ def test_piped_report_keeps_each_pick_on_one_line_and_the_table_within_160_colum
         picks = [line for line in lines if line.startswith(("fastest:", "min-energy", "knee:", "max-slowdown"))]
         assert len(picks) == 4, shown
         for line in picks:  # each pick's sentence ends with its change against the baseline, on its own line
-            assert line.rstrip().endswith("than baseline trial 0)"), line
+            assert "  (against baseline trial 0: " in line and line.rstrip().endswith(")"), line
         assert any(len(line) > 160 for line in picks)  # long enough that a 160-column wrap would have cut it
         table = [line for line in lines if line.startswith(("┏", "┃", "│", "└"))]
         assert table and max(len(line) for line in table) <= 160
