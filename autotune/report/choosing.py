@@ -3,14 +3,17 @@
 "min-energy where energy is what costs" steered a reader to twice the knee's time for 0.2% less energy,
 a difference inside the simulator's error (trial57 #2). Where a pick leads another pick by no more than
 its figures can tell apart (the simulator's error, measured noise, or, outside the calibrated region, the
-error measured inside it: near_ties) and the other is much faster or much cheaper, the advice says so.
+error measured inside it: near_ties) and the other is much faster or much cheaper, the advice says so. Much
+faster on more GPUs is no better where the GPU-h are not much fewer too (trial59 #2: "knee does about as well with
+50% less time" on 8 GPUs against 4, the same GPU-h): the caveat then gives the GPU counts and GPU-h, and no advice.
 """
 
 from __future__ import annotations
 
+from autotune.report.device_words import view_device_words
 from autotune.report.error_bars import pick_ties, simulator_error
-from autotune.report.near_ties import LOPSIDED_RATIO, MUCH_PCT, near_ties, size_text
-from autotune.report.picks import CHOOSING_A_PICK, PICK_FILES, change_pct
+from autotune.report.near_ties import LOPSIDED_RATIO, MUCH_PCT, devices_clause, near_ties, size_text
+from autotune.report.picks import CHOOSING_A_PICK, PICK_FILES, change_pct, device_hours
 from autotune.report.within_noise import noise_ties
 
 _FIGURES = (("time_s", "time", "less time"), ("energy_kj", "energy", "less energy"))
@@ -34,7 +37,9 @@ def _tied_picks(view) -> list[tuple[str, int, str]]:
 
 def _caveat(view, name: str, other_trial: int, why: str) -> str | None:
     """"Here min-energy takes 0.2% less energy than knee, ...: where energy is what costs, knee does as well in
-    50% less time." where the other pick is much better in the figure the pick does not lead in; else None."""
+    50% less time." where the other pick is much better in the figure the pick does not lead in; else None. Where
+    that figure is time and the other runs on other GPUs, the GPU counts and GPU-h follow it, and the advice only
+    where the GPU-h are much better too ("...; knee takes 50% less time, on 8 GPUs against 4 (1.0% more GPU-h)")."""
     pick, other = view.point(view.picks[name]), view.point(other_trial)
     # Each figure's change, the pick's against the other (negative: the pick takes less) and the other's against the pick.
     pick_less = {key: change_pct(getattr(pick, key), getattr(other, key)) for key, _, _ in _FIGURES}
@@ -46,8 +51,12 @@ def _caveat(view, name: str, other_trial: int, why: str) -> str | None:
     if lead < 0 or gain < max(MUCH_PCT, LOPSIDED_RATIO * lead):
         return None
     others = "/".join(PICK_FILES.get(n, n) for n, t in view.picks.items() if t == other_trial)
-    return (f"Here {PICK_FILES.get(name, name)} takes {size_text(lead)} {lead_less} than {others}, {_WHY[why]}: where "
-            f"{lead_word} is what costs, {others} does about as well with {size_text(gain)} {gain_less}.")
+    head = f"Here {PICK_FILES.get(name, name)} takes {size_text(lead)} {lead_less} than {others}, {_WHY[why]}"
+    devices = devices_clause(other, pick, view_device_words(view)) if gain_key == "time_s" else ""
+    hours_change = change_pct(device_hours(other), device_hours(pick))
+    if devices and (hours_change is None or -hours_change < max(MUCH_PCT, LOPSIDED_RATIO * lead)):
+        return f"{head}; {others} takes {size_text(gain)} {gain_less}{devices}."
+    return f"{head}: where {lead_word} is what costs, {others} does about as well with {size_text(gain)} {gain_less}{devices}."
 
 
 def choosing_a_pick(view) -> str:

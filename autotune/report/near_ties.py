@@ -11,12 +11,17 @@ what an extrapolated figure can be off by, not a measure of it.
 
 Among the picks only: these are the choices a reader weighs (the ties against every point stay
 error_bars.pick_ties' and within_noise.noise_ties').
+
+Wall-clock time is no cost on its own where two picks run on different GPU counts: "knee takes 50% less time"
+on 8 GPUs against min-energy's 4 is the same GPU-h (trial59 #2). Such a time difference says the GPU counts and
+the change in GPU-h beside it (devices_clause), and a trade is lopsided only where the GPU-h trade is as well.
 """
 
 from __future__ import annotations
 
 from autotune.report.error_bars import EXTRAPOLATED_KEY, WHY_UNKNOWN, extrapolated, is_simulated, pct_text
-from autotune.report.picks import PICK_FILES, change_pct
+from autotune.report.device_words import GPU_WORDS, DeviceWords, view_device_words
+from autotune.report.picks import PICK_FILES, change_pct, device_hours
 
 # A trade is lopsided where one side is at least this many times the other: 0.2% energy for 99% time.
 LOPSIDED_RATIO = 5.0
@@ -30,6 +35,24 @@ _OTHER = {"time_s": "energy_kj", "energy_kj": "time_s"}
 def size_text(pct: float) -> str:
     """A difference's size: "0.2%", "6.5%", "50%" (whole percent from 10 on, where a decimal says nothing)."""
     return f"{pct:.0f}%" if pct >= 10 else f"{pct:.1f}%"
+
+
+def devices_clause(pick, other, words: DeviceWords = GPU_WORDS) -> str:
+    """`, on 8 GPUs against 4 (1.0% more GPU-h)`: `pick`'s GPUs against `other`'s and its GPU-h change, after a
+    difference in time between them; "" where they run on the same GPUs (or either count is unknown)."""
+    if pick.gpus is None or other.gpus is None or pick.gpus == other.gpus:
+        return ""
+    change = change_pct(device_hours(pick), device_hours(other))
+    if change is None:
+        return f", on {pick.gpus} {words.many} against {other.gpus}"
+    amount = "the same" if round(abs(change), 1) == 0 else f"{size_text(abs(change))} {'less' if change < 0 else 'more'}"
+    return f", on {pick.gpus} {words.many} against {other.gpus} ({amount} {words.one}-h)"
+
+
+def is_lopsided(change_a: float, change_b: float) -> bool:
+    """Whether two changes go opposite ways and one is at least LOPSIDED_RATIO times the other."""
+    small, large = sorted((abs(change_a), abs(change_b)))
+    return change_a * change_b < 0 and large >= LOPSIDED_RATIO * small
 
 
 def _less_pct(a: float | None, b: float | None) -> float | None:
@@ -78,23 +101,27 @@ def near_ties(view, error: dict | None, already: dict[str, set[int]] | None = No
     return found
 
 
-def near_tie_text(tie: dict | None) -> str:
+def near_tie_text(tie: dict | None, devices: str = "") -> str:
     """"0.2% less energy than knee, inside the 3.3% error measured at calibrated configurations: the difference
-    may not be real; knee takes 50% less time"; "" without such a tie."""
+    may not be real; knee takes 50% less time"; "" without such a tie. `devices` (devices_clause, of the side
+    that takes less time) follows that side's time."""
     if not tie:
         return ""
     other = _stem(tie["picks"])
     also = ("" if tie["other_error_pct"] is None or tie["other_less_pct"] > tie["other_error_pct"]
             else f", also inside its {pct_text(tie['other_error_pct'])}% error")
-    return (f"{size_text(tie['lead_pct'])} less {tie['figure']} than {other}, inside the {pct_text(tie['calibrated_error_pct'])}% "
-            "error measured at calibrated configurations: the difference may not be real; "
-            f"{other} takes {size_text(tie['other_less_pct'])} less {tie['other_figure']}{also}")
+    lead_devices, other_devices = ("", devices) if tie["other_figure"] == "time" else (devices, "")
+    return (f"{size_text(tie['lead_pct'])} less {tie['figure']} than {other}{lead_devices}, inside the "
+            f"{pct_text(tie['calibrated_error_pct'])}% error measured at calibrated configurations: the difference may "
+            f"not be real; {other} takes {size_text(tie['other_less_pct'])} less {tie['other_figure']}{other_devices}{also}")
 
 
 def nearest_trades(view) -> dict[str, dict | None]:
     """{pick: {"trial", "picks", "time_change_pct", "energy_change_pct"} or None}: the pick's change against the
     nearest other pick (the least sum of the two changes' sizes), where one change is LOPSIDED_RATIO times the
-    other and they go opposite ways; None where the nearest trade is balanced, or there is no other pick."""
+    other and they go opposite ways, and, where the two run on different GPU counts, the GPU-h and energy changes are
+    as lopsided (a time bought with GPUs is no trade of time for energy); None where the nearest trade is balanced,
+    or there is no other pick."""
     trades = {}
     for name, trial in view.picks.items():
         pick, nearest = view.point(trial), None
@@ -109,22 +136,25 @@ def nearest_trades(view) -> dict[str, dict | None]:
         trades[name] = None
         if nearest is not None:
             _, other_trial, time_pct, energy_pct = nearest
-            small, large = sorted((abs(time_pct), abs(energy_pct)))
-            if time_pct * energy_pct < 0 and large >= LOPSIDED_RATIO * small:
+            other = view.point(other_trial)
+            hours_pct = change_pct(device_hours(pick), device_hours(other))
+            same_devices = pick.gpus == other.gpus or hours_pct is None
+            if is_lopsided(time_pct, energy_pct) and (same_devices or is_lopsided(hours_pct, energy_pct)):
                 trades[name] = {"trial": other_trial, "picks": _names(view, other_trial),
                                 "time_change_pct": round(time_pct, 3), "energy_change_pct": round(energy_pct, 3)}
     return trades
 
 
-def trade_text(trade: dict | None) -> str:
-    """"against knee, the nearest other pick: 0.2% less energy for 99% more time"; "" without a lopsided trade."""
+def trade_text(trade: dict | None, devices: str = "") -> str:
+    """"against knee, the nearest other pick: 0.2% less energy for 99% more time"; "" without a lopsided trade.
+    `devices`: devices_clause, the pick's against the other's."""
     if not trade:
         return ""
     time_pct, energy_pct = trade["time_change_pct"], trade["energy_change_pct"]
     time_words = f"{size_text(abs(time_pct))} {'less' if time_pct < 0 else 'more'} time"
     energy_words = f"{size_text(abs(energy_pct))} {'less' if energy_pct < 0 else 'more'} energy"
     gain, cost = (time_words, energy_words) if time_pct < 0 else (energy_words, time_words)
-    return f"against {_stem(trade['picks'])}, the nearest other pick: {gain} for {cost}"
+    return f"against {_stem(trade['picks'])}, the nearest other pick: {gain} for {cost}{devices}"
 
 
 def with_near_ties(rows: list[dict], view, error: dict | None) -> list[dict]:
@@ -139,10 +169,17 @@ def with_near_ties(rows: list[dict], view, error: dict | None) -> list[dict]:
              "outside_calibration": outside.get(str(row["trial"]), [])} for row in rows]
 
 
-def near_texts(row: dict) -> list[str]:
+def near_texts(view, row: dict) -> list[str]:
     """What a pick line says of its near tie and its lopsided nearest trade (that one only where the tie has not
-    named the same pick: the tie already says the trade)."""
+    named the same pick: the tie already says the trade), each with the GPU counts where they differ."""
     tie, trade = row.get("near_tie"), row.get("nearest_pick_trade")
     if tie and trade and trade["trial"] == tie["trial"]:
         trade = None
-    return [text for text in (near_tie_text(tie), trade_text(trade)) if text]
+    pick, words = view.point(row["trial"]), view_device_words(view)
+    tie_devices = ""
+    if tie:
+        other = view.point(tie["trial"])
+        # Of the side that takes less time, against the other.
+        tie_devices = devices_clause(other, pick, words) if tie["other_figure"] == "time" else devices_clause(pick, other, words)
+    trade_devices = devices_clause(pick, view.point(trade["trial"]), words) if trade else ""
+    return [text for text in (near_tie_text(tie, tie_devices), trade_text(trade, trade_devices)) if text]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from autotune.candidate import knobs_sentence
 from autotune.report.error_bars import point_bar
 from autotune.report.payback import estimated_saving_mark
-from autotune.report.picks import missing_change
+from autotune.report.picks import device_hours, missing_change
 from autotune.report.study_points import StudyView
 from autotune.report.units import figure, front_energy_unit, report_energy_text, time_text
 from autotune.report.within_noise import labelled_change_text
@@ -65,7 +65,7 @@ def spans_gpus(view: StudyView) -> bool:
 
 def devices_text(p, words, spans: bool) -> str:
     """` (32 GPUs, 3.56 GPU-h)` after a configuration where the picks span device counts, else ""."""
-    return f" ({p.gpus} {words.many}, {figure(p.gpus * p.time_s / 3600)} {words.one}-h)" if spans else ""
+    return f" ({p.gpus} {words.many}, {figure(device_hours(p))} {words.one}-h)" if spans else ""
 
 
 def baseline_text(view: StudyView, error, words, spans: bool) -> str:

@@ -124,6 +124,11 @@ def trials_text(trials) -> str:
     return f"trial {numbers[0]}" if len(numbers) == 1 else f"trials {', '.join(numbers[:-1])} and {numbers[-1]}"
 
 
+def device_hours(point: Point) -> float | None:
+    """GPUs x time to solution, in hours: what an allocation bills, where wall-clock time alone hides the GPUs."""
+    return None if point.gpus is None or point.time_s is None else point.gpus * point.time_s / 3600
+
+
 def change_pct(new: float | None, old: float | None) -> float | None:
     if new is None or old is None or old == 0:
         return None

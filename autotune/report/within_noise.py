@@ -212,5 +212,5 @@ def ties_text(view: StudyView, row: dict) -> str:
     """Every tie of a pick row, of any kind, for its line: the simulator's error's, measured noise's, then a lead
     inside the error measured at calibrated configurations where the figures' own is unknown, and a lopsided trade
     against the nearest other pick (report.near_ties)."""
-    ties = (tie_sentence(row.get("tied_with") or []), noise_tie_sentence(view, row), *near_texts(row))
+    ties = (tie_sentence(row.get("tied_with") or []), noise_tie_sentence(view, row), *near_texts(view, row))
     return "; ".join(text for text in ties if text)
