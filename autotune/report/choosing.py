@@ -1,4 +1,10 @@
-"""How to choose among the picks (picks.CHOOSING_A_PICK), and where this study's figures undo that advice.
+"""How to choose among the picks (picks.WHEN_TO_DEPLOY), and where this study's figures undo that advice.
+
+Picks that are one trial are one choice, said once ("fastest and max-slowdown (one configuration, trial 9) where
+..."; every pick one trial: "deploy it"), without the words that are false of it: max-slowdown saves no energy
+where it is the fastest itself, and a knee at an end of the front is no balanced trade (trial59 #15: five-way
+advice where every pick was one trial, and "max-slowdown to save energy" where it was the fastest and used more
+energy than the baseline).
 
 "min-energy where energy is what costs" steered a reader to twice the knee's time for 0.2% less energy,
 a difference inside the simulator's error (trial57 #2). Where a pick leads another pick by no more than
@@ -13,10 +19,12 @@ from __future__ import annotations
 from autotune.report.device_words import view_device_words
 from autotune.report.error_bars import pick_ties, simulator_error
 from autotune.report.near_ties import LOPSIDED_RATIO, MUCH_PCT, devices_clause, near_ties, size_text
-from autotune.report.picks import CHOOSING_A_PICK, PICK_FILES, change_pct, device_hours
+from autotune.report.picks import PICK_FILES, WHEN_TO_DEPLOY, change_pct, device_hours, listed
 from autotune.report.within_noise import noise_ties
 
 _FIGURES = (("time_s", "time", "less time"), ("energy_kj", "energy", "less energy"))
+# A pick's word on when to deploy it is false where the same trial is this other pick too.
+_UNTRUE_BESIDE = {"max_slowdown": {"fastest"}, "knee": {"fastest", "min_energy"}}
 _WHY = {"near": "inside the error measured at calibrated configurations, so it may not be real",
         "simulator": "within the simulator's error", "noise": "within measured noise"}
 
@@ -59,7 +67,32 @@ def _caveat(view, name: str, other_trial: int, why: str) -> str | None:
     return f"{head}: where {lead_word} is what costs, {others} does about as well with {size_text(gain)} {gain_less}{devices}."
 
 
+def _when_to_deploy(view) -> str:
+    """"Which to deploy: ..." with a clause per trial the picks name (WHEN_TO_DEPLOY's, of the picks it is that hold
+    for it), or, where every pick is one trial, that one."""
+    by_trial: dict[int, list[str]] = {}
+    for name in WHEN_TO_DEPLOY:
+        if name in view.picks:
+            by_trial.setdefault(view.picks[name], []).append(name)
+    stems = {trial: listed(PICK_FILES[name] for name in names) for trial, names in by_trial.items()}
+    # The baseline as a pick saves nothing against what one would run untuned: said, so no word reads as a saving.
+    named = {trial: f"trial {trial}{', the baseline' if trial == view.baseline_trial else ''}" for trial in by_trial}
+    if len(by_trial) == 1:
+        trial = next(iter(by_trial))
+        keep = "keep it" if trial == view.baseline_trial else "deploy it"
+        return f"Which to deploy: {stems[trial]} are one configuration, {named[trial]}: {keep}."
+    clauses = []
+    for trial, names in by_trial.items():
+        whens = [WHEN_TO_DEPLOY[name] for name in names if not _UNTRUE_BESIDE.get(name, set()) & set(names)]
+        # ", or" before the last: the clauses hold commas of their own.
+        when = whens[0] if len(whens) == 1 else f"{', '.join(whens[:-1])}, or {whens[-1]}"
+        clauses.append(f"{stems[trial]} {when}" if len(names) == 1 else
+                       f"{stems[trial]} (one configuration, {named[trial]}) {when}")
+    return f"Which to deploy: {'; '.join(clauses)}."
+
+
 def choosing_a_pick(view) -> str:
-    """CHOOSING_A_PICK, and a sentence for each pick it would steer to that is tied with a much better one."""
+    """Which to deploy (_when_to_deploy), and a sentence for each pick it would steer to that is tied with a much
+    better one."""
     caveats = dict.fromkeys(filter(None, (_caveat(view, *tie) for tie in _tied_picks(view))))
-    return " ".join([CHOOSING_A_PICK, *caveats])
+    return " ".join([_when_to_deploy(view), *caveats])

@@ -102,10 +102,17 @@ def pick_definitions(parameters: PickParameters, picks, words: DeviceWords = GPU
     return [re.sub(r"\bGPU\b", words.one, re.sub(r"\bGPUs\b", words.many, said[name])) for name in said if name in picks]
 
 
-# How to choose among the picks, said after their definitions.
-CHOOSING_A_PICK = ("Which to deploy: fastest where the allocation's wall-clock time is what costs; min-energy where "
-                   "energy is; max-slowdown to save energy at a bounded cost in time; cost-weighted where both the "
-                   "allocation's time and its energy are paid for (--eta weighs them); knee for a balanced default.")
+# When to deploy each pick, said after their definitions in this order (choosing.choosing_a_pick merges the picks
+# that are one trial); fastest's comes first, and min-energy's "where energy is" reads on from it.
+WHEN_TO_DEPLOY = {
+    "fastest": "where the allocation's wall-clock time is what costs",
+    "min_energy": "where energy is",
+    "max_slowdown": "to save energy at a bounded cost in time",
+    "cost_weighted": "where both the allocation's time and its energy are paid for (--eta weighs them)",
+    "knee": "for a balanced default",
+}
+# How to choose among five picks that are five trials.
+CHOOSING_A_PICK = "Which to deploy: " + "; ".join(f"{PICK_FILES[name]} {when}" for name, when in WHEN_TO_DEPLOY.items()) + "."
 
 
 def short_pick_label(name: str, parameters: PickParameters) -> str:
@@ -117,11 +124,17 @@ def short_pick_label(name: str, parameters: PickParameters) -> str:
     return PICK_FILES.get(name, name)
 
 
+def listed(items, conjunction: str = "and") -> str:
+    """"a", "a and b", "a, b and c": items as a sentence lists them."""
+    items = [str(item) for item in items]
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} {conjunction} {items[-1]}"
+
+
 def trials_text(trials) -> str:
     """"trial 3", "trials 0 and 2", "trials 0, 2 and 5": trials as a sentence names them (trial59 #3: "tie with
     trial 0, 2")."""
-    numbers = [str(t) for t in trials]
-    return f"trial {numbers[0]}" if len(numbers) == 1 else f"trials {', '.join(numbers[:-1])} and {numbers[-1]}"
+    trials = list(trials)
+    return f"trial{'s' if len(trials) > 1 else ''} {listed(trials)}"
 
 
 def device_hours(point: Point) -> float | None:

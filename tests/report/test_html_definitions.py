@@ -6,7 +6,10 @@ import json
 import re
 from html import unescape
 
+from autotune.commands.finish import build_report
+from autotune.report.choosing import choosing_a_pick
 from autotune.report.picks import CHOOSING_A_PICK, PickParameters, pick_definitions
+from autotune.study import load_finished_study
 from tests.cli import autotune_main
 
 
@@ -25,7 +28,8 @@ def test_every_pick_is_defined_once_with_how_to_choose(simulated_run):
     for definition in definitions:
         assert definition in text, definition
     assert "knee: the front point farthest below" in text
-    assert CHOOSING_A_PICK in text
+    view, _ = build_report(load_finished_study(simulated_run))
+    assert choosing_a_pick(view) in text
     # The old partial footnote repeated what the definitions say.
     assert "(Zeus cost)" not in text and "least energy with time at most" not in text
     assert f"max power: {params.max_power_per_gpu_w:g} W per GPU x the configuration's GPUs" in text

@@ -29,12 +29,13 @@ def test_md_and_the_terminal_define_every_pick_and_say_how_to_choose(simulated_r
     for line in said:
         assert f"- {line}" in md and f"pick {line}" in terminal
     assert "(max power per GPU here: 680 W, the hardware profile's" in md
-    choosing = choosing_a_pick(view)  # CHOOSING_A_PICK, and where this study's ties undo it, a sentence saying so
-    assert choosing.startswith(CHOOSING_A_PICK) and f"\n{choosing}\n" in md
-    # trial57 #14: every pick gets a word on when to deploy it, cost-weighted too.
+    choosing = choosing_a_pick(view)  # when to deploy each, and where this study's ties undo it, a sentence saying so
+    assert choosing.startswith("Which to deploy: ") and f"\n{choosing}\n" in md
+    # trial57 #14: every pick gets a word on when to deploy it, cost-weighted too (its trial's, where it is another
+    # pick's too: this study's cost-weighted is min-energy's trial).
     for name in PICK_FILES.values():
-        assert f" {name} " in CHOOSING_A_PICK.replace(";", " ").replace(":", " "), name
-    assert "cost-weighted where both the allocation's time and its energy are paid for (--eta weighs them)" in md
+        assert f" {name} " in choosing.replace(";", " ").replace(":", " ").replace(",", " "), name
+    assert "where both the allocation's time and its energy are paid for (--eta weighs them)" in md
     # Last, where a reader looks for what to do: followed only by what deploying the chosen pick needs.
     assert terminal[terminal.index(choosing) + len(choosing):].lstrip().startswith("To deploy a pick")
     assert "eta x energy + (1 - eta) x 680 W/GPU" not in terminal  # the partial line it replaces, said once now
@@ -54,3 +55,21 @@ def test_one_pick_is_defined_with_nothing_to_choose_among(simulated_run):
     assert "- fastest: the least time to solution" in md and "knee:" not in md
     assert CHOOSING_A_PICK not in md and CHOOSING_A_PICK not in terminal
     assert terminal.split("\nTo deploy a pick")[0].rstrip().endswith("pick fastest: the least time to solution")
+
+
+def test_which_to_deploy_says_picks_that_are_one_trial_once_and_nothing_false_of_them(simulated_run):
+    # trial59 #15: "max-slowdown to save energy" where it was the fastest itself, and five-way advice where every
+    # pick was one trial.
+    view, _ = build_report(load_finished_study(simulated_run))
+    fast, least = view.picks["fastest"], view.picks["min_energy"]
+    assert fast != least and view.baseline_trial not in (fast, least)
+    merged = replace(view, picks={"fastest": fast, "min_energy": least, "knee": least, "max_slowdown": fast,
+                                  "cost_weighted": least})
+    assert choosing_a_pick(merged).startswith(
+        f"Which to deploy: fastest and max-slowdown (one configuration, trial {fast}) where the allocation's wall-clock "
+        f"time is what costs; min-energy, cost-weighted and knee (one configuration, trial {least}) where energy is, or "
+        "where both the allocation's time and its energy are paid for (--eta weighs them).")
+    one = replace(view, picks=dict.fromkeys(view.picks, fast))
+    assert choosing_a_pick(one) == ("Which to deploy: fastest, min-energy, max-slowdown, cost-weighted and knee are one "
+                                    f"configuration, trial {fast}: deploy it.")
+    assert choosing_a_pick(replace(one, baseline_trial=fast)).endswith(f"trial {fast}, the baseline: keep it.")
