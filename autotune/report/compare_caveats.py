@@ -40,7 +40,7 @@ def _job(differ: dict) -> list[str]:
     job = [input_label(name) for name in differ if name in _JOB_INPUTS or name.startswith("workload.")]
     if not job:
         return []
-    return [f"Not like-for-like: the studies train different jobs ({', '.join(job)} differ), so their times and "
+    return [f"Not like-for-like: the studies train different jobs (they differ in {', '.join(job)}), so their times and "
             "energies are of different work; a change in % is the jobs' difference as much as the configurations'."]
 
 

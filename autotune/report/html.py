@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from autotune.counted import agreeing, counted
 from autotune.atomic_write import write_text_atomic
 from autotune.study.storage import STUDY_NAME
 
@@ -178,7 +179,8 @@ def scatter_section(view: StudyView, document: dict, run_dir: Path) -> str:
     legend = (
         f'<p class="legend" id="scatter-legend">{_legend_keys(view, ", joined by the line")}infeasible or failed with figures. '
         + POINT_HELP
-        + (f" {len(timed)} trial(s) with a time but energy {UNAVAILABLE} (no sensor saw it and nothing estimated it) are "
+        + (f" {counted(len(timed), 'trial')} with a time but energy {UNAVAILABLE} (no sensor saw it and nothing estimated it) "
+           f"{agreeing(len(timed), 'is', 'are')} "
            "not on this plot; the tables below list them." if timed else "")
         + "</p>"
     )

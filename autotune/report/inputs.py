@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+from autotune.counted import counted
 from autotune.candidate import KNOBS
 from autotune.study.loop import PROPOSED_BY_ATTR
 
@@ -67,7 +68,7 @@ def inputs_sentence(inputs: dict | None) -> str | None:
             + (f" of {len(who['trials'])} trials" if len(who["trials"]) != who["evaluated"] else "")
             for who in inputs["proposed_by"]))
     if unrecorded := inputs.get("proposer_not_recorded"):
-        parts.append(f"{unrecorded} trial(s): proposer not recorded (an older autotune)")
+        parts.append(f"{counted(unrecorded, 'trial')}: proposer not recorded (an older autotune)")
     parts.append(f"searched {space_words(inputs['space'])}")
     if inputs.get("hardware_sha256"):
         parts.append(f"hardware profile sha256 {inputs['hardware_sha256'][:12]}")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import statistics
 
+from autotune.counted import counted
 from autotune.backends.probe_outcome import step_time_cv
 from autotune.report.front import Point
 from autotune.report.study_points import StudyView
@@ -48,7 +49,7 @@ def _pct(value: float | None) -> str:
 
 def noise_sentence(summary: dict) -> str:
     return (
-        f"{summary['trials']} trial(s) probed {summary['repeats']} times: coefficient of variation of time "
+        f"{counted(summary['trials'], 'trial')} probed {summary['repeats']} times: coefficient of variation of time "
         f"{_pct(summary['time_cv_median'])} median ({_pct(summary['time_cv_max'])} worst), of energy "
         f"{_pct(summary['energy_cv_median'])} median ({_pct(summary['energy_cv_max'])} worst)"
     )

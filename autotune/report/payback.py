@@ -45,6 +45,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from autotune.backends.repeat_takeover import read_record, trial_folder
+from autotune.counted import agreeing, counted
 from autotune.measure.estimate import PowerModel
 from autotune.measure.units import j_to_kj
 from autotune.report.device_words import GPU_WORDS, DeviceWords, view_device_words
@@ -210,37 +211,37 @@ def _cost_note(probes: int, by_basis: dict[str, int], energy_kj: float | None, p
         seen = (f"energy {energy} only in the windows (start-up and warm-up not counted): energy is a lower bound" if energy
                 else "energy unavailable (no sensor reading and no estimate, in the windows or outside them)")
         parts.append(
-            f"{by_basis['probe_cost_window_energy']} probe(s): time measured for the whole probe (start-up, warm-up, "
+            f"{counted(by_basis['probe_cost_window_energy'], 'probe')}: time measured for the whole probe (start-up, warm-up, "
             f"window, every repeat), {seen}"
         )
     if by_basis.get("energy_window"):
         parts.append(
-            f"{by_basis['energy_window']} probe(s) report only their measured window (start-up and warm-up "
+            f"{counted(by_basis['energy_window'], 'probe')} {agreeing(by_basis['energy_window'], 'reports', 'report')} only {agreeing(by_basis['energy_window'], 'its', 'their')} measured window (start-up and warm-up "
             "not counted): the totals are a lower bound"
         )
     if 0 < by_basis.get("simulated", 0) < probes:
-        parts.append(f"{by_basis['simulated']} trial(s) were simulated: they ran nothing on hardware and cost nothing here")
+        parts.append(f"{counted(by_basis['simulated'], 'trial')} {agreeing(by_basis['simulated'], 'was', 'were')} simulated: {agreeing(by_basis['simulated'], 'it', 'they')} ran nothing on hardware and cost nothing here")
     if by_basis.get("replayed"):
         parts.append(
-            f"{by_basis['replayed']} probe(s) were replayed from a measurements file that records no probe cost "
+            f"{counted(by_basis['replayed'], 'probe')} {agreeing(by_basis['replayed'], 'was', 'were')} replayed from a measurements file that records no probe cost "
             "(`probe_cost`): what they cost where they were measured is unknown"
         )
     if by_basis.get("interrupted"):
         # No sensor saw their energy: at most the whole-probe estimate's idle power, never the measured figure.
         energy = (" and, at idle power, in the whole-probe estimate, not in the measured energy" if interrupted_estimated
                   else ", their energy is not")
-        counted = (f": the {interrupted_s:.3g} s their runs recorded (`probe_runs.json`) that no retry took over "
+        recorded = (f": the {interrupted_s:.3g} s their runs recorded (`probe_runs.json`) that no retry took over "
                    f"is in the probe time{energy}") if interrupted_s else ""
-        parts.append(f"{by_basis['interrupted']} probe(s) were interrupted (Ctrl-C, SIGTERM) before they wrote a "
-                     f"cost (each probed again when the study resumes){counted}")
+        parts.append(f"{counted(by_basis['interrupted'], 'probe')} {agreeing(by_basis['interrupted'], 'was', 'were')} interrupted (Ctrl-C, SIGTERM) before "
+                     f"{agreeing(by_basis['interrupted'], 'it', 'they')} wrote a cost (each probed again when the study resumes){recorded}")
     if time_lower_bound:
         parts.append("some probe time is not on record: the probe time is a lower bound")
     if below_idle_probes:
-        parts.append(f"{below_idle_probes} probe(s)' recorded cost (`probe_cost`, which names no `energy_scope`) holds "
+        parts.append(counted(below_idle_probes, "probe's", "probes'") + " recorded cost (`probe_cost`, which names no `energy_scope`) holds "
                      "less energy than half the hardware profile's idle power of their ranks over its time: likely their "
                      "measured windows' energy alone, so the energy is a lower bound")
     if by_basis.get("unknown"):
-        parts.append(f"{by_basis['unknown']} probe(s) have no cost figure at all (failed before measuring)")
+        parts.append(f"{counted(by_basis['unknown'], 'probe')} {agreeing(by_basis['unknown'], 'has', 'have')} no cost figure at all (failed before measuring)")
     if energy_kj is None and (by_basis.get("probe_cost") or by_basis.get("energy_window")):
         parts.append("energy is unknown for some probes that have a time")
     return ("; ".join(parts) + ".") if parts else "Totals cover every probe, start-up and warm-up included."

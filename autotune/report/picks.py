@@ -12,6 +12,7 @@ import re
 from collections import Counter
 from dataclasses import asdict, dataclass
 
+from autotune.counted import counted
 from autotune.errors import UserError
 from autotune.hardware import HardwareProfile
 from autotune.report.device_words import GPU_WORDS, DeviceWords
@@ -208,7 +209,7 @@ def time_only_energy_words(energy_source: str) -> str:
 
 
 def front_title(time_only: bool) -> str:
-    """What the front table is called: a time-only study's is the fastest configuration(s), no trade-off."""
+    """What the front table is called: a time-only study's is its fastest configurations, no trade-off."""
     return "Fastest (ranked by time only: --objectives time)" if time_only else "Pareto front"
 
 
@@ -217,8 +218,8 @@ def time_only_note(points: list[Point], front: list[Point]) -> str:
     pick = min(front, key=lambda p: (p.time_s, p.trial))
     ties = (f"; {len(front)} configurations (trials {', '.join(str(p.trial) for p in front)}) tie at that time, and the "
             "pick is the lowest trial" if len(front) > 1 else "")
-    lead = (f"This study ranks by time only (--objectives time): the one pick is the fastest of {len(points)} feasible "
-            f"configuration(s), trial {pick.trial}{ties}. ")
+    lead = (f"This study ranks by time only (--objectives time): the one pick is the fastest of "
+            f"{counted(len(points), 'feasible configuration')}, trial {pick.trial}{ties}. ")
     energy_picks = "no energy pick (min-energy, knee, max-slowdown, cost-weighted)"
     missing = sum(p.energy_kj is None for p in points)
     if missing == len(points):

@@ -8,6 +8,7 @@ from functools import cached_property
 import optuna
 from optuna.trial import TrialState
 
+from autotune.counted import counted
 from autotune.flops import flops_per_sample
 from autotune.report.front import Point, pareto_front, recommendations
 from autotune.report.picks import DEFAULT_ETA, DEFAULT_MAX_SLOWDOWN, PickParameters, max_power_per_gpu_w
@@ -99,7 +100,7 @@ def ruled_out_sentence(ruled_out: dict) -> str | None:
     if not ruled_out:
         return None
     reasons = list(dict.fromkeys(ruled_out.values()))
-    why = reasons[0] + (f" (and {len(reasons) - 1} other reason(s); report.html lists each trial's)" if len(reasons) > 1 else "")
+    why = reasons[0] + (f" (and {counted(len(reasons) - 1, 'other reason')}; report.html lists each trial's)" if len(reasons) > 1 else "")
     trials = ", ".join(map(str, sorted(ruled_out)))
     many = len(ruled_out)
     return (f"{many} trial{'s' if many > 1 else ''} evaluated earlier (by an older autotune, or on another profile) {'is' if many == 1 else 'are'} "

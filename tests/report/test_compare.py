@@ -335,7 +335,7 @@ def test_another_workload_is_compared_and_said_not_to_be_like_for_like(runs):
     a, d = _pareto(runs["one_node"]), _pareto(runs["more_samples"])
     document = _compare(runs["one_node"], runs["more_samples"])
     assert document["inputs"]["differ"] == {"workload.samples": [2048, 4096]}
-    assert document["caveats"][0].startswith("Not like-for-like: the studies train different jobs (workload samples differ)")
+    assert document["caveats"][0].startswith("Not like-for-like: the studies train different jobs (they differ in workload samples)")
     fastest = document["picks"][0]["studies"][1]
     p, q = _point(a, a["recommendations"]["fastest"]), _point(d, d["recommendations"]["fastest"])
     assert fastest["time_change_pct"] == pytest.approx(_pct(q["time_s"], p["time_s"])) and fastest["time_change_pct"] > 90

@@ -134,4 +134,4 @@ def test_trials_an_older_autotune_proposed_are_counted_as_not_recorded(tmp_path)
     done = autotune_main("report", out, "--format", "md")
     assert done.returncode == 0, done.stderr
     assert _pareto(out)["inputs"]["proposer_not_recorded"] == 2
-    assert "; 2 trial(s): proposer not recorded (an older autotune); searched the default space" in " ".join(done.stdout.split())
+    assert "; 2 trials: proposer not recorded (an older autotune); searched the default space" in " ".join(done.stdout.split())

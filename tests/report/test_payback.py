@@ -354,7 +354,7 @@ def test_a_simulated_record_beside_probes_of_unknown_cost_does_not_make_the_cost
                      [], {"knee": 1}, 0)
     cost = tuning_cost(view)
     assert cost["time_s"] is None and cost["energy_kj"] is None and cost["provenance"] == "none"
-    assert "1 trial(s) were simulated: they ran nothing on hardware" in cost["note"]
+    assert "1 trial was simulated: it ran nothing on hardware" in cost["note"]
     assert "unknown probe time and unknown energy" in cost_sentence(cost, ("kJ", 1.0))
     assert cost["payback"][0]["payback_training_hours"] is None and cost["payback"][0]["text"].startswith("unknown")
     # Beside a probe of known cost, the simulated one adds nothing and leaves no label.
@@ -389,7 +389,7 @@ def test_a_whole_probe_cost_below_idle_power_is_taken_for_window_energy():
                 for t in (0, 1)]
 
     low = tuning_cost(StudyView(_settings(), rows(1.6), [], [], {}, None))
-    assert "2 probe(s)' recorded cost (`probe_cost`, which names no `energy_scope`) holds less energy" in low["note"]
+    assert "2 probes' recorded cost (`probe_cost`, which names no `energy_scope`) holds less energy" in low["note"]
     assert low["energy_lower_bound"] is True and "Totals cover every probe" not in low["note"]
     plausible = tuning_cost(StudyView(_settings(), rows(80.0), [], [], {}, None))  # 1 kW over two GPUs' ranks
     assert plausible["energy_lower_bound"] is False and plausible["note"].startswith("Totals cover every probe")

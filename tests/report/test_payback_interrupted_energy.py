@@ -64,7 +64,7 @@ def test_interrupted_runs_enter_the_whole_probe_estimate_at_idle_power_not_the_m
 
     whole = report_energy_text(whole_kj, ("kJ", 1.0))  # the report's unit: its front (none here) reads kJ (trial57 #4)
     assert cost["note"].endswith(
-        "2 probe(s) were interrupted (Ctrl-C, SIGTERM) before they wrote a cost (each probed again when the study resumes): the 55.5 s their runs "
+        "2 probes were interrupted (Ctrl-C, SIGTERM) before they wrote a cost (each probed again when the study resumes): the 55.5 s their runs "
         "recorded (`probe_runs.json`) that no retry took over is in the probe time and, at idle power, in the whole-probe "
         f"estimate, not in the measured energy. Whole probes estimated at {whole} or more: the windows' energy plus the "
         "h100-sxm profile's idle power of each probe's ranks over the rest of its wall time and 55.5 s of interrupted runs "

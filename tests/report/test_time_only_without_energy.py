@@ -138,7 +138,7 @@ def test_some_trials_with_estimated_energy_and_some_without(tmp_path):
     assert "6.00 s, 4.00 J (estimated)" in printed and "(energy unavailable, 25.0% less time" in printed
     assert "the baseline's (trial 0) energy is unavailable" in printed
     html = (out / "report.html").read_text()
-    assert "2 trial(s) with a time but energy unavailable" in html and html.count('class="marker ') == 2
+    assert "2 trials with a time but energy unavailable" in html and html.count('class="marker ') == 2
     trials = html[html.index('<section id="trials">'):]
     # Mixed labels: each estimate says so in its cell, and the header does not call the unavailable ones estimated.
     assert "energy J (estimated)" not in trials and "<td>4.00 (estimated)</td>" in trials
