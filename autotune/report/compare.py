@@ -82,7 +82,7 @@ def compare_picks(studies: list[ComparedStudy]) -> list[dict]:
             entries.append({
                 **_figures(point, reference if number > 1 else None),
                 "params": params,
-                "configuration": knobs_sentence(params),
+                "configuration": knobs_sentence(params, studies[number - 1].hardware),
                 "knobs_changed": (knobs_changed(params, _params(reference), point.get("gpus"), reference.get("gpus"))
                                   if number > 1 and reference else None),
             })

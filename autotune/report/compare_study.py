@@ -8,10 +8,14 @@ a --storage database, compares as well as one's own, and nothing is written."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
-from autotune.errors import UserError
+from autotune.errors import ConfigError, UserError
+from autotune.hardware import HardwareProfile, load_hardware
+from autotune.hardware.dump import hardware_to_dict
 from autotune.report.compare_checks import document_problem
+from autotune.report.inputs import content_sha256
 from autotune.report.pareto_json import PARETO_SCHEMA_VERSION, read_pareto_json
 
 @dataclass(frozen=True)
@@ -32,6 +36,18 @@ class ComparedStudy:
         gpus = self.document.get("gpu_counts", self.document.get("gpus"))
         gpus = [gpus] if isinstance(gpus, int) else gpus
         return gpus if isinstance(gpus, list) and len(gpus) == len(self.node_counts) else None
+
+    @cached_property
+    def hardware(self) -> HardwareProfile | None:
+        """The study's hardware profile, for its power limits in watts (trial59 #10: gh200's 0.7 x default is 476 W,
+        h100-sxm's 490 W): the profile its file or name loads here, only where that holds the figures the study
+        recorded (`hardware_sha256`); None otherwise (a calibrated or since-edited profile's watts would be another's)."""
+        recorded = (self.document.get("inputs") or {}).get("hardware_sha256")
+        try:
+            profile = load_hardware(self.document.get("hardware_file") or str(self.document["hardware"]))
+        except (ConfigError, KeyError):
+            return None
+        return profile if recorded and content_sha256(hardware_to_dict(profile)) == recorded else None
 
     @property
     def points(self) -> dict[int, dict]:

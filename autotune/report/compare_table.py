@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from autotune.candidate import power_limit_fraction_text
 from autotune.counted import counted
 from autotune.report.compare_inputs import input_label, not_recorded_sentence, same_sentence, value_text
 from autotune.report.compare_study import ComparedStudy
@@ -16,7 +17,9 @@ from autotune.report.fitted_table import print_table
 from autotune.report.pareto_json import hardware_text, nodes_header
 from autotune.report.picks import PICK_FILES
 from autotune.report.table import KNOB_COLUMNS, SM_CLOCK_COLUMN, stdout_console
-from autotune.report.units import UNAVAILABLE, energy_figure, energy_unit, figure, pct_text, time_unit
+from autotune.report.units import (
+    UNAVAILABLE, change_words, energy_figure, energy_unit, figure, time_unit,
+)
 
 _KNOB_TITLES = {**dict((*KNOB_COLUMNS, SM_CLOCK_COLUMN)), "gpus": "GPUs"}
 
@@ -31,14 +34,17 @@ def figures_label(entry: dict) -> str:
 
 
 def knobs_changed_text(changed: dict | None) -> str:
-    """`same`, or `nodes 1 -> 2, power limit 1 -> 0.8`: how a study's pick differs from study 1's."""
+    """`same`, or `nodes 1 -> 2, power limit 1.0 -> 0.8`: how a study's pick differs from study 1's."""
     if changed is None:
         return ""
-    return ", ".join(f"{_KNOB_TITLES.get(knob, knob)} {_value(old)} -> {_value(new)}"
+    return ", ".join(f"{_KNOB_TITLES.get(knob, knob)} {_value(knob, old)} -> {_value(knob, new)}"
                      for knob, (old, new) in changed.items()) or "same"
 
 
-def _value(value) -> str:
+def _value(knob: str, value) -> str:
+    # A limit as every output writes it (1.0, never a bare 1: trial59 #10).
+    if knob == "power_limit" and isinstance(value, (int, float)):
+        return power_limit_fraction_text(value)
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
@@ -58,8 +64,8 @@ def output_energy_unit(document: dict) -> tuple[str, float]:
 def _figure_cells(entry: dict, units, reference_row: bool) -> list[str]:
     (_, t_div), (_, e_div) = units
     changes = ["", ""] if reference_row else [
-        pct_text(entry["time_change_pct"]),
-        pct_text(entry["energy_change_pct"], UNAVAILABLE if entry["energy_kj"] is None else "n/a")]
+        change_words(entry["time_change_pct"]),
+        change_words(entry["energy_change_pct"], UNAVAILABLE if entry["energy_kj"] is None else "n/a")]
     return [figure(entry["time_s"], t_div), energy_figure(entry["energy_kj"], e_div), figures_label(entry), *changes]
 
 

@@ -67,6 +67,17 @@ def pct_text(value: float | None, missing: str = "n/a") -> str:
     return missing if value is None else f"{value:+.1f}%"
 
 
+def change_words(value: float | None, missing: str = "n/a") -> str:
+    """A change in words, as the reports say a pick's (`49.8% less`, `0.2% more`, `the same` where it rounds to
+    0.0%), for a column whose title names the figure (compare's "time vs 1"): "-49.8%" and "+0.0%" were the signed
+    form the reports dropped (trial59 #10). `missing` as pct_text's."""
+    if value is None:
+        return missing
+    if round(abs(value), 1) == 0:
+        return "the same"
+    return f"{abs(value):.1f}% {'less' if value < 0 else 'more'}"
+
+
 def share_text(fraction: float) -> str:
     """A share of a whole in whole percent (`47%`); `<1%` for a part too small to round to 1, so a
     part that is there never reads 0%."""

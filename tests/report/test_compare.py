@@ -5,11 +5,13 @@ Real simulated runs; every figure asserted is computed here again from the two p
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
 
 from autotune.report.error_bars import outside_words
+from autotune.report.units import change_words
 from autotune.space.files import DEFAULT_SPACE
 from tests.cli import autotune, autotune_main
 
@@ -119,7 +121,7 @@ def test_the_table_says_the_differing_inputs_and_each_picks_change(runs):
     fastest = next(i for i, row in enumerate(cells) if row[0] == "fastest")
     second = " ".join(next(row for row in cells[fastest + 1:] if row[1] == "2"))
     p, q = _point(a, a["recommendations"]["fastest"]), _point(b, b["recommendations"]["fastest"])
-    assert f"{_pct(q['time_s'], p['time_s']):+.1f}%" in second and f"{_pct(q['energy_kj'], p['energy_kj']):+.1f}%" in second
+    assert change_words(_pct(q['time_s'], p['time_s'])) in second and change_words(_pct(q['energy_kj'], p['energy_kj'])) in second
     assert "nodes 1 -> 2" in second and "simulated" in second
     assert "matched on every knob but nodes (the studies share no node count)" in " ".join(out.split())
     assert "caveat:" not in out
@@ -695,3 +697,32 @@ def test_help_lists_compare_and_what_it_prints():
     assert "usage: autotune compare [-h] [--json] RUN_DIR [RUN_DIR ...]" in help_text
     assert "the first is the reference every change is against" in help_text
     assert "simulated against measured figures, whose difference includes the simulator's error" in help_text
+
+
+def test_power_limits_and_changes_read_as_the_reports_write_them(runs):
+    """trial59 #10: "power limit 1 -> 0.9", no watts, and signed "+0.0%" where the reports say "1.0", the watts and
+    changes in words."""
+    from autotune.report.compare_table import knobs_changed_text
+
+    assert knobs_changed_text({"nodes": [1, 2], "power_limit": [1.0, 0.9]}) == "nodes 1 -> 2, power limit 1.0 -> 0.9"
+    assert [change_words(v) for v in (-49.84, 0.2, 0.04, -0.04, None)] == [
+        "49.8% less", "0.2% more", "the same", "the same", "n/a"]
+    document = _compare(runs["one_node"], runs["no_power_limits"])
+    min_energy = next(row for row in document["picks"] if row["pick"] == "min_energy")["studies"][0]
+    limit = min_energy["params"]["power_limit"]
+    assert f"power limit {limit:g} x default ({limit * 680:.0f} W per module on the gh200 profile)" in min_energy["configuration"]
+    out = " ".join(autotune_main("compare", runs["one_node"], runs["one_and_two_nodes"]).stdout.split())
+    assert "the same" in out and "% less" in out and "+0.0%" not in out and not re.search(r"[+-]\d+\.\d%", out)
+
+
+def test_an_edited_profile_gives_no_watts(runs, tmp_path):
+    """The watts are of the profile the study recorded: a pareto.json whose profile hash is another's names none."""
+    copy = tmp_path / "edited"
+    shutil.copytree(runs["one_node"], copy)
+    document = _pareto(copy)
+    document["inputs"]["hardware_sha256"] = "0" * 64
+    (copy / "pareto.json").write_text(json.dumps(document), encoding="utf-8")
+    compared = _compare(copy, runs["one_node"])
+    limited = [e for row in compared["picks"] for e in row["studies"] if e and e["params"]["power_limit"] < 1.0]
+    assert limited and all((" W per " in e["configuration"]) == (n % 2 == 1)
+                           for row in compared["picks"] for n, e in enumerate(row["studies"]) if e and e["params"]["power_limit"] < 1.0)
