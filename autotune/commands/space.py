@@ -108,7 +108,7 @@ def _run(args) -> int:
     from autotune.report.units import energy_unit, figure, time_unit
 
     # The report's knob columns, the SM clock cap among them where a candidate has one.
-    columns = knob_columns(r["params"] for r in rows)
+    columns = knob_columns((r["params"] for r in rows), settings.hardware)  # "power limit (x 680 W)", as the run's tables
     # The parameters of the model as autotune builds it: a config read otherwise than its checkpoint shows at a
     # glance (trial 44: a 21.8B mixture of experts listed as a dense 3.3B model, with no count anywhere).
     model = settings.model

@@ -44,3 +44,5 @@ def test_every_table_of_a_study_with_a_capped_trial_shows_the_cap(tmp_path):
     assert "<th>SM clock MHz</th>" in (tmp_path / "run" / "report.html").read_text()
     listed = autotune_main("space", "--model", "32b", "--nodes", "4", "--space", space, "--valid")
     assert "SM clock MHz" in listed.stdout
+    # trial59 #18: the power limit column says what its fractions are of, as the run's tables do.
+    assert "680 W)" in listed.stdout  # "power limit (x 680 W)", wrapped as the terminal fits it
