@@ -11,6 +11,7 @@ import json
 import math
 import sys
 
+from autotune.counted import agreeing
 from autotune.errors import ConfigError
 
 # A count (layers, samples, steps) past this is a typo; past ~1e308 it would not even fit the floats
@@ -132,7 +133,7 @@ def refuse_unknown_keys(origin: str, data: dict, known, fix: str) -> None:
     """Unknown keys are refused, not ignored: a typo must not silently leave a default in place."""
     unknown = sorted(set(data) - set(known))
     if unknown:
-        raise ConfigError(f"{origin}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(known))}; {fix}")
+        raise ConfigError(f"{origin}: unknown {agreeing(len(unknown), 'key', 'keys')} {', '.join(unknown)}; allowed: {', '.join(sorted(known))}; {fix}")
 
 
 def complete_table(origin: str, label: str, data, keys, fix: str, not_a_table: str) -> dict:
@@ -152,7 +153,7 @@ def refuse_duplicate_keys(pairs: list) -> dict:
     keys = [key for key, _ in pairs]
     repeated = sorted({key for key in keys if keys.count(key) > 1})
     if repeated:
-        raise ValueError(f"key(s) {', '.join(repeated)} appear more than once")
+        raise ValueError(f"{agreeing(len(repeated), 'key', 'keys')} {', '.join(repeated)} {agreeing(len(repeated), 'appears', 'appear')} more than once")
     return dict(pairs)
 
 

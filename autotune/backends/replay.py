@@ -38,6 +38,7 @@ import stat
 import sys
 from pathlib import Path
 
+from autotune.counted import counted
 from autotune.backends.base import Backend, ProbeResult
 from autotune.backends.probe_outcome import step_time_cv
 from autotune.backends.replay_figures import figure_problems, peak_memory_refusal
@@ -462,7 +463,7 @@ class ReplayBackend(Backend):
                 studies.setdefault(json.dumps(record["study"], sort_keys=True), []).append(record["origin"])
         if len(studies) > 1:
             # Each study's records asked for its own flags in turn ("--model 7b", then "--model 32b").
-            parts = [f"{json.loads(key)['model']} on {json.loads(key)['hardware']}: {len(origins)} record(s), first "
+            parts = [f"{json.loads(key)['model']} on {json.loads(key)['hardware']}: {counted(len(origins), 'record')}, first "
                      f"{origins[0].removeprefix(f'measurements {self.path} ')}" for key, origins in studies.items()]
             raise ConfigError(f"measurements {self.path} mixes the records of {len(studies)} studies (their \"study\" "
                               f"differs: {'; '.join(parts)}); split it into one file per study and replay each")

@@ -12,6 +12,7 @@ as a likely unit slip, and one 100,000x or more (1e-300 s, 1e11 s: a damaged rec
 
 from __future__ import annotations
 
+from autotune.counted import counted
 from autotune.candidate import params_key
 from autotune.simulator import simulate
 
@@ -39,7 +40,7 @@ def peak_memory_refusal(records: dict[str, dict], hardware) -> str | None:
         return None
     first = over[0]
     return (f"{first['origin']}: peak_mem_gib = {first['peak_mem_gib']:g} is more than the {device_gib:g} GiB a GPU of "
-            f"{hardware.name} holds, for a probe that finished ({len(over)} such record(s)): figures in MiB? (GiB = MiB / 1024); "
+            f"{hardware.name} holds, for a probe that finished ({counted(len(over), 'such record')}): figures in MiB? (GiB = MiB / 1024); "
             "fix the records, as such a peak would place the memory wall below every candidate")
 
 
@@ -69,6 +70,6 @@ def figure_problems(records: dict[str, dict], checks: list) -> tuple[str | None,
         if far >= REFUSE_RATIO:
             refusal = refusal or f"{said}: no node or unit slip explains that much; fix or drop the record"
         else:
-            warning = warning or (f"{said} ({len(found)} record(s) 100x or more from the simulator in {key}): {slip}? "
+            warning = warning or (f"{said} ({counted(len(found), 'record')} 100x or more from the simulator in {key}): {slip}? "
                                   "they are replayed as they are")
     return refusal, warning

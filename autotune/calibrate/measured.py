@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autotune.counted import counted
 from autotune.calibrate.memory_error import MeasuredPeak
 from autotune.calibrate.observations import Observation, checked_candidate, checked_knobs, checked_observation
 from autotune.candidate import Candidate, Knobs
@@ -255,7 +256,7 @@ def _drop_copies(runs: MeasuredRuns, replayed: set[str]) -> None:
             twins.append((o.value, o.source))
         observations.append(o)
     runs.observations = observations
-    runs.copies = [f"{source} (a replay of recorded figures): {len(configurations)} configuration(s) with the figures "
+    runs.copies = [f"{source} (a replay of recorded figures): {counted(len(configurations), 'configuration')} with the figures "
                    f"of {_listed(sorted(origins))}, copies of those measurements, not repeats: fitted once"
                    for source, (configurations, origins) in copies.items()]
 

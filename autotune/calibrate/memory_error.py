@@ -14,6 +14,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from autotune.counted import counted
 from autotune.candidate import Candidate, configuration_text
 
 
@@ -61,8 +62,8 @@ def memory_lines(document: dict | None) -> list[str]:
 
     return [
         "",
-        f"memory estimate against the peak device memory of {document['probes']} ok probe(s) "
-        f"({document['configurations']} configuration(s)); stated, not fitted",
+        f"memory estimate against the peak device memory of {counted(document['probes'], 'ok probe')} "
+        f"({counted(document['configurations'], 'configuration')}); stated, not fitted",
         f"  measured / estimated: median {document['median_ratio']:.2f}",
         f"  lowest  {end(document['lowest'])}",
         f"  highest {end(document['highest'])}",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from autotune.counted import counted
 from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, Candidate, Knobs, knob_value
 from autotune.checks import checked_number, refuse_unknown_keys, shown
 from autotune.errors import ConfigError
@@ -117,7 +118,7 @@ def repeated_figures(observations: list[Observation]) -> list[str]:
         seen = agreeing.setdefault(tuple(sorted({o.source for o in same})), [set(), 0.0])
         seen[0].add(candidate)
         seen[1] = max(seen[1], apart)
-    return [f"{_listed(sources)}: {len(configurations)} configuration(s) given more than once, at most {gap:.1%} apart: "
+    return [f"{_listed(sources)}: {counted(len(configurations), 'configuration')} given more than once, at most {gap:.1%} apart: "
             "fitted as repeats, and left out together" for sources, (configurations, gap) in agreeing.items()]
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from autotune.counted import agreeing, counted
 from autotune.calibrate.observations import BOUNDS, Observation, checked_candidate, checked_knobs, checked_observation
 from autotune.calibrate.plausible import implausible_figures
 from autotune.candidate import Candidate
@@ -171,11 +172,12 @@ def load_reference(name_or_path: str, hardware: HardwareProfile) -> list[Observa
     ids = [o.id for o in observations]
     repeated = sorted({i for i in ids if ids.count(i) > 1})
     if repeated:
-        raise ConfigError(f"{origin}: figure id(s) {', '.join(repeated)} appear more than once; give each figure its own id")
+        raise ConfigError(f"{origin}: figure {agreeing(len(repeated), 'id', 'ids')} {', '.join(repeated)} "
+                          f"{agreeing(len(repeated), 'appears', 'appear')} more than once; give each figure its own id")
     wrong = implausible_figures(observations)
     if wrong:
         observation, why = wrong[0]
-        more = f" ({len(wrong) - 1} more figure(s) likewise)" if len(wrong) > 1 else ""
+        more = f" ({counted(len(wrong) - 1, 'more figure')} likewise)" if len(wrong) > 1 else ""
         raise ConfigError(f"{origin}: figure {observation.id!r}: {why}{more}; or, if the figure is right, the "
                           f"profile '{hardware.name}' is not the hardware it was measured on (pass --hardware)")
     return observations

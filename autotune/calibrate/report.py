@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from autotune.counted import counted
 from autotune.calibrate.fit import Calibration, Fit, mape_by_metric, worst_by_metric
 from autotune.calibrate.memory_error import memory_lines
 from autotune.candidate import configuration_text
@@ -38,10 +39,10 @@ def reliability_warning(configurations: int, fitted: int, on_bound: list[str]) -
     the next candidate); constants on their bounds mean the model could not follow the figures."""
     reasons, fixes = [], []
     if configurations < fitted:
-        reasons.append(f"{configurations} configuration(s) with figures for {fitted} constants fitted")
+        reasons.append(f"{counted(configurations, 'configuration')} with figures for {counted(fitted, 'constant')} fitted")
         fixes.append("measure more configurations (at least as many as the constants fitted)")
     if on_bound:
-        reasons.append(f"{len(on_bound)} constant(s) ended on a bound")
+        reasons.append(f"{counted(len(on_bound), 'constant')} ended on a bound")
         # More of the same configurations do not move a constant off its bound (a newcomer's trial: 32
         # configurations for 20 constants, told to measure more): the figures ask for a mechanism it lacks.
         names = ", ".join(on_bound)
@@ -198,7 +199,7 @@ def report_text(document: dict) -> str:
         # Said whether or not the warning fires: a simulated dry run of a planned study tells how many
         # configurations to measure (docs/calibration.md, "Calibrate on your own cluster").
         f"{len(document['fitted'])} of {len(document['constants'])} constants fitted, from "
-        f"{document['configurations']} configuration(s): a reliable left-out error needs at least as many "
+        f"{counted(document['configurations'], 'configuration')}: a reliable left-out error needs at least as many "
         "configurations as constants fitted",
         f"{'constant':<30} {'base':>12} {'fitted':>12}  bounds",
     ]
@@ -212,7 +213,7 @@ def report_text(document: dict) -> str:
                   f"(--fit {name} fits it anyway):", f"  {why}"]
     if document["at_bound"]:
         lines.append(
-            f"{len(document['at_bound'])} constant(s) ended on a bound: the figures ask for more than the model's "
+            f"{counted(len(document['at_bound']), 'constant')} ended on a bound: the figures ask for more than the model's "
             "mechanisms can give there (see docs/simulator.md, Calibration)."
         )
     # The reliability warning is not among these lines: the command says it on stderr, as every warning.

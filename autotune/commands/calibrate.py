@@ -10,6 +10,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from autotune.counted import counted
 from autotune.commands.flags import add_output_flag, name_or_path_flag, path_flag, text_flag
 from autotune.commands.report import add_study_location_options
 from autotune.shell import shell_path
@@ -156,7 +157,7 @@ def _without_excluded(observations: list, excluded: list[str]) -> tuple[list, li
         if len(sources) > 1:  # two run directories of one name (a/LI, b/LI)
             raise UserError(f"--exclude {given} names trials of {len(sources)} run directories ({', '.join(sources)}); "
                             f"give the directory too, e.g. --exclude {sources[0]}#{given.rpartition('#')[2]}")
-        lines.append(f"{given}: {len(matched)} figure(s) left out with --exclude")
+        lines.append(f"{given}: {counted(len(matched), 'figure')} left out with --exclude")
     kept = [o for o in observations if not names(o) & set(excluded)]
     return kept, lines
 

@@ -14,6 +14,7 @@ import contextlib
 import json
 import sys
 from pathlib import Path
+from autotune.counted import agreeing, counted
 from autotune.commands.flags import GivenOnce, number_flag, path_flag, storage_shown, study_name_flag, text_flag
 from autotune.study.storage import STUDY_NAME
 
@@ -117,7 +118,7 @@ def _run(args) -> int:
     if "settings" not in study.user_attrs:
         if study.trials:  # another tool's Optuna study, alone in a study.db (found without its name): not "no trials"
             raise UserError(f"the study {study.study_name!r} in {args.run_dir / 'study.db'} was not made by autotune (its "
-                            f"{len(study.trials)} trial(s) hold no autotune settings); pass the --out directory of an "
+                            f"{counted(len(study.trials), 'trial')} {agreeing(len(study.trials), 'holds', 'hold')} no autotune settings); pass the --out directory of an "
                             "`autotune run`")
         raise UserError(f"the study in {args.run_dir} has no trials yet; run `autotune run` first")
     # In turns with a run's workers writing the same files (finish.reports_turn): what is written last is of the

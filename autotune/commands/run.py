@@ -7,6 +7,7 @@ import hashlib
 import re
 from pathlib import Path
 
+from autotune.counted import agreeing, counted
 from autotune.backends.probe_options import DEFAULT_LAUNCHER, LAUNCHERS, PROBE_OPTIONS, probe_bounds, probe_default
 from autotune.commands.flags import (GivenOnce, add_output_flag, number_flag, path_flag, storage_shown, study_name_flag, text_flag,
                                      whole_number_flag)
@@ -277,7 +278,7 @@ def _resume(study, settings, backend, args: argparse.Namespace, run_dir: Path, c
     # Counted as --trials counts them; a study another worker created a moment ago has none yet (two workers
     # started at once: the second said "resuming ... (1 trials so far)" of a study nobody had run).
     evaluated_so_far = evaluated_count(study)
-    console.print(f"resuming the study in {where} ({evaluated_so_far} candidate(s) evaluated so far)" if evaluated_so_far
+    console.print(f"resuming the study in {where} ({counted(evaluated_so_far, 'candidate')} evaluated so far)" if evaluated_so_far
                   else f"taking up the study in {where}, begun by an earlier or concurrent run (no candidate evaluated yet)")
     if changed:
         console.print(f"[yellow]{escape(changed)}[/]")  # escaped: "[simulator]" is not rich markup
@@ -299,10 +300,15 @@ def _resume(study, settings, backend, args: argparse.Namespace, run_dir: Path, c
     started_failing = [n for n in on_setup if n in failing_start and not trials[n].user_attrs.get(SETUP_FAILURE_ATTR)]
     on_setup = [n for n in on_setup if n not in started_failing]
     if on_setup:
-        console.print(f"probing again the candidate(s) of trial(s) {', '.join(map(str, on_setup))}: their probes failed on "
-                      "the set-up (the launcher or the nodes, before the trainer ran them), not on the candidate")
+        trial_count = len(on_setup)
+        console.print(f"probing again the {agreeing(trial_count, 'candidate', 'candidates')} of {agreeing(trial_count, 'trial', 'trials')} "
+                      f"{', '.join(map(str, on_setup))}: {agreeing(trial_count, 'its probe', 'their probes')} failed on "
+                      f"the set-up (the launcher or the nodes, before the trainer ran {agreeing(trial_count, 'it', 'them')}), not on the "
+                      f"{agreeing(trial_count, 'candidate', 'candidates')}")
     if started_failing:
-        console.print(f"probing again the candidate(s) of trial(s) {', '.join(map(str, started_failing))}: they failed "
+        trial_count = len(started_failing)
+        console.print(f"probing again the {agreeing(trial_count, 'candidate', 'candidates')} of {agreeing(trial_count, 'trial', 'trials')} "
+                      f"{', '.join(map(str, started_failing))}: {agreeing(trial_count, 'it', 'they')} failed "
                       "when no probe of the study had run yet (the run ended there, pointing at the set-up)")
     for trial in timed_out:
         differ = setting_changes(trial.user_attrs[TIMED_OUT_UNDER_ATTR], timeout_settings, recorded_only=True)
@@ -311,9 +317,11 @@ def _resume(study, settings, backend, args: argparse.Namespace, run_dir: Path, c
                       "under these")
     unranked = unranked_estimates(study) if args.allow_estimated_energy and "energy" in args.objectives else []
     if unranked:
-        console.print(f"[yellow]trial(s) {', '.join(map(str, unranked))} failed earlier because their energy was only "
-                      "estimated, and stay failed: a study probes no candidate twice (their figures are in the report's "
-                      f"trial table); to rank them, start a new study with --allow-estimated-energy ({_new_study(args)})[/]")
+        trial_count = len(unranked)
+        console.print(f"[yellow]{agreeing(trial_count, 'trial', 'trials')} {', '.join(map(str, unranked))} failed earlier because "
+                      f"{agreeing(trial_count, 'its', 'their')} energy was only estimated, and {agreeing(trial_count, 'stays', 'stay')} failed: a "
+                      f"study probes no candidate twice ({agreeing(trial_count, 'its', 'their')} figures are in the report's "
+                      f"trial table); to rank {agreeing(trial_count, 'it', 'them')}, start a new study with --allow-estimated-energy ({_new_study(args)})[/]")
 
 
 def backend_attrs(study, backend, checks: list, restricted: bool) -> dict:
@@ -390,8 +398,8 @@ def _took_over(study, alone: bool, run_dir: Path, console) -> bool:
     if taken:
         how = (f"no other worker holds {run_dir} any more" if alone
                else "their heartbeat is older than the grace")
-        console.print(f"trial(s) {', '.join(map(str, taken))} of a worker that is gone ({how}): probing their "
-                      "candidates again here before this run ends", soft_wrap=True, highlight=False, markup=False)
+        console.print(f"{agreeing(len(taken), 'trial', 'trials')} {', '.join(map(str, taken))} of a worker that is gone "
+                      f"({how}): probing {agreeing(len(taken), 'its candidate', 'their candidates')} again here before this run ends", soft_wrap=True, highlight=False, markup=False)
     return bool(taken)
 
 
@@ -551,8 +559,9 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
             again = _report_command(run_dir, args)
             # A requeued job resumes seconds after its worker died: that trial still reads as running (trial 43 F6).
             grace_s = heartbeat_seconds()[1]
-            console.print(f"{elsewhere} probe(s) still running on other workers are not in this report; `{again}` once they "
-                          f"finish (a worker killed a moment ago counts as running until its heartbeat is {grace_s} s old; a "
+            console.print(f"{counted(elsewhere, 'probe')} still running on other workers {agreeing(elsewhere, 'is', 'are')} not in "
+                          f"this report; `{again}` once {agreeing(elsewhere, 'it finishes', 'they finish')} "
+                          f"(a worker killed a moment ago counts as running until its heartbeat is {grace_s} s old; a "
                           "run of the study started after that probes its trial again)")
         finish_run(study, run_dir, console, args.max_slowdown, args.eta, args.storage, args.study_name)
     except KeyboardInterrupt:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from autotune.counted import agreeing
 from autotune.measure import hwmon, nvml, rapl
 from autotune.measure.base import PowerSource, ProbeResult, SourceStatus
 from autotune.measure.sysfs import sysfs_root
@@ -40,7 +41,7 @@ def enabled_kinds(kinds=None) -> tuple[str, ...]:
     if unknown:
         from autotune.errors import UserError
 
-        raise UserError(f"unknown energy source kind(s) {', '.join(unknown)} in {SOURCES_ENV}: "
+        raise UserError(f"unknown energy source {agreeing(len(unknown), 'kind', 'kinds')} {', '.join(unknown)} in {SOURCES_ENV}: "
                         f"use a comma list of {', '.join(SOURCE_KINDS)}")
     return tuple(k for k in SOURCE_KINDS if k in kinds)
 

@@ -7,6 +7,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from autotune.counted import agreeing
 from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, knob_value
 from autotune.checks import MAX_COUNT, shown
 from autotune.errors import ConfigError
@@ -142,7 +143,7 @@ def _read_space_file(path: Path) -> dict:
         raise ConfigError(f"space file {path} is not valid TOML ({exc}); fix it or start from search_spaces/default.toml") from None
     unknown = set(data) - set(KNOBS)
     if unknown:
-        raise ConfigError(f"space file {path}: unknown key(s) {', '.join(sorted(unknown))}; see search_spaces/default.toml")
+        raise ConfigError(f"space file {path}: unknown {agreeing(len(unknown), 'key', 'keys')} {', '.join(sorted(unknown))}; see search_spaces/default.toml")
     return data
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import optuna
 from optuna.trial import TrialState
 
+from autotune.counted import counted
 from autotune.backends.probe_options import probe_default
 from autotune.errors import UserError
 from autotune.study.retries import (FAILING_START_ATTR, SETUP_FAILURE_ATTR, TIMED_OUT_UNDER_ATTR, is_evaluated,
@@ -108,7 +109,7 @@ def _what_a_resume_does(failed: list, probed_again: bool = False) -> str:
     if not setup:
         return "the study resumes, and its failed trials are kept"
     kept = "" if setup == len(failed) else " (the others' failures are the candidates' own, and are kept)"
-    return f"the study resumes and probes again the {setup} candidate(s) that failed on the set-up{kept}"
+    return f"the study resumes and probes again the {counted(setup, 'candidate')} that failed on the set-up{kept}"
 
 
 def no_probe_succeeded(study: optuna.Study, others_left: bool = True, replayed: bool = False,
@@ -128,7 +129,7 @@ def no_probe_succeeded(study: optuna.Study, others_left: bool = True, replayed: 
         return None
     outcomes = Counter(_OUTCOME_WORDS.get(t.user_attrs["result"].get("status"), "failed") for t in evaluated)
     said = " and ".join(f"{count} {words}" for words, count in outcomes.most_common())
-    head = (f"no probe of this study succeeded (of its {len(evaluated)} evaluated candidate(s), {said}), so nothing "
+    head = (f"no probe of this study succeeded (of its {counted(len(evaluated), 'evaluated candidate')}, {said}), so nothing "
             "is on its front")
     others = "probe others with a larger --trials" if others_left else "every candidate of the space was probed"
     # The memory-saving values only where memory was what failed them: widening fixes no failure (trial54 F4).

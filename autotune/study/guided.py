@@ -52,6 +52,7 @@ from optuna.distributions import CategoricalDistribution
 from optuna.trial import FrozenTrial
 from threadpoolctl import threadpool_limits
 
+from autotune.counted import agreeing, counted
 from autotune.pareto import front_indices, knee_index
 from autotune.study.acquisition import ENTER_MARGIN
 from autotune.study.reweight import leave_one_out_log_residual
@@ -298,7 +299,7 @@ class GuidedSampler(optuna.samplers.BaseSampler):
             return "knob values or pairs of them where the simulator may be wrong are not all measured"
         hopeful = int((view.free & (view.chance_to_enter >= STOP_CHANCE)).sum())
         if hopeful:
-            return (f"{hopeful} unprobed candidate(s) still have a {STOP_CHANCE:.0%} or higher chance of beating "
+            return (f"{counted(hopeful, 'unprobed candidate')} still {agreeing(hopeful, 'has', 'have')} a {STOP_CHANCE:.0%} or higher chance of beating "
                     f"the probed front by more than {ENTER_MARGIN - 1:.0%}")
         return None
 

@@ -18,6 +18,7 @@ from urllib.parse import unquote
 
 import optuna
 
+from autotune.counted import counted
 from autotune.errors import UserError
 from autotune.os_text import shell_text, shown_name
 
@@ -436,11 +437,11 @@ def open_study(
     elsewhere = f"--study-name NEW (a name no study in {shown} has)" if storage else "--out NEW_DIR"
     if study.trials and "settings" not in study.user_attrs:  # autotune sets it before its first trial
         # Checked before anything is written to it: it is somebody else's study.
-        raise UserError(f"the study {study_name!r} in {shown or run_dir} was not made by autotune ({len(study.trials)} "
-                        f"trial(s) of parameters {', '.join(sorted(study.trials[0].params)) or 'none'}); pass {elsewhere}")
+        raise UserError(f"the study {study_name!r} in {shown or run_dir} was not made by autotune ({counted(len(study.trials), 'trial')} "
+                        f"of parameters {', '.join(sorted(study.trials[0].params)) or 'none'}); pass {elsewhere}")
     if len(study.directions) != objectives:  # load_if_exists keeps the stored directions silently
         raise UserError(
-            f"the study in {shown or run_dir} has {len(study.directions)} objective(s), this run asks for "
+            f"the study in {shown or run_dir} has {counted(len(study.directions), 'objective')}, this run asks for "
             f"{objectives}; repeat its --objectives or pass {elsewhere}"
         )
     if study.metric_names is None:
@@ -557,7 +558,7 @@ def _reports_of_another_study(run_dir: Path, study: optuna.Study | None, study_n
             return f"its pareto.json is of model {theirs[0]} on {theirs[1]}, this study of {ours[0]} on {ours[1]}"
     listed = held.get("feasible") if isinstance(held.get("feasible"), list) else []
     if study is None and listed:
-        return f"its pareto.json lists {len(listed)} trial(s), and the study is not there yet"
+        return f"its pareto.json lists {counted(len(listed), 'trial')}, and the study is not there yet"
     trials = {} if study is None or not listed else {t.number: t for t in study.get_trials(deepcopy=False)}
     for point in listed:
         if not isinstance(point, dict) or not isinstance(point.get("trial"), int):

@@ -40,7 +40,7 @@ def test_figures_as_simulated_or_ten_times_off_pass_without_a_word(tmp_path):
 
 
 @pytest.mark.parametrize("scale, said", [
-    ({"time_s": 1000.0}, ["time_s = ", " s is 1,000x the ", "(6 record(s) 100x or more from the simulator in time_s): "
+    ({"time_s": 1000.0}, ["time_s = ", " s is 1,000x the ", "(6 records 100x or more from the simulator in time_s): "
                           "ms for s? they are replayed as they are"]),
     ({"energy_kj": 1000.0}, ["energy_kj = ", " kJ is 1,000x the ", "J for kJ?"]),
     ({"time_s": 0.001}, [" s is 1/1,000 of the ", "ms for s?"]),
@@ -56,7 +56,7 @@ def test_a_unit_slip_is_warned_of_once(tmp_path, scale, said):
     ({"time_s": 1e-9}, "time_s = 1e-09 s is 1/"),  # (1e-300 is below the least time a record is read with)
     ({"time_s": 1e11}, "time_s = 1e+11 s is "),
     ({"peak_mem_gib": 70951.0}, "peak_mem_gib = 70951 is more than the 96 GiB a GPU of gh200 holds, for a probe that "
-                                "finished (6 such record(s)): figures in MiB? (GiB = MiB / 1024)"),
+                                "finished (6 such records): figures in MiB? (GiB = MiB / 1024)"),
 ])
 def test_a_figure_no_node_could_give_is_refused(tmp_path, figures, said):
     with pytest.raises(ConfigError) as refused:
@@ -73,6 +73,6 @@ def test_a_file_of_two_studies_is_refused_as_such(tmp_path):
     backend.path.write_text("\n".join(lines) + "\n")
     with pytest.raises(ConfigError) as refused:
         ReplayBackend(backend.path).check_candidates(CHECKS)
-    assert str(refused.value).endswith('mixes the records of 2 studies (their "study" differs: 32b on gh200: 5 record(s), '
-                                       "first line 1; 7b on gh200: 1 record(s), first line 4); split it into one file per "
+    assert str(refused.value).endswith('mixes the records of 2 studies (their "study" differs: 32b on gh200: 5 records, '
+                                       "first line 1; 7b on gh200: 1 record, first line 4); split it into one file per "
                                        "study and replay each")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from autotune.counted import counted
 from tests import cli
 
 autotune = cli.autotune_main  # in this process: calibration computes for seconds, the interpreter need not start again
@@ -331,8 +332,8 @@ def test_a_replay_of_a_run_is_fitted_once_not_as_its_repeats(simulated_run, tmp_
         report = json.loads(result.stdout)
         assert report["observations"] == alone["observations"] and report["sources"] == [str(simulated_run)]
         assert report["repeated"] == []
-        assert report["copies"] == [f"{replay} (a replay of recorded figures): {len({o['id'] for o in alone['per_observation']})} "
-                                    f"configuration(s) with the figures of {simulated_run}, copies of those measurements, "
+        assert report["copies"] == [f"{replay} (a replay of recorded figures): {counted(len({o['id'] for o in alone['per_observation']}), 'configuration')} "
+                                    f"with the figures of {simulated_run}, copies of those measurements, "
                                     "not repeats: fitted once"]
     text = autotune("calibrate", simulated_run, replay, "--no-loo", "--allow-simulated").stdout
     assert f"  copies: {replay} (a replay" in text and "repeated:" not in text

@@ -44,7 +44,7 @@ def test_the_measured_h100_study_states_the_memory_estimates_error():
     assert memory["highest"]["id"] == "h100_power_study#7" and "checkpointing recompute" in memory["highest"]["configuration"]
     text = autotune_main("calibrate", STUDY, "--hardware", "h100-sxm")
     assert text.returncode == 0, text.stderr
-    assert "memory estimate against the peak device memory of 10 ok probe(s)" in text.stdout
+    assert "memory estimate against the peak device memory of 10 ok probes" in text.stdout
     assert f"  measured / estimated: median {statistics.median(ratios):.2f}" in text.stdout
     assert f"  highest {max(ratios):.2f} (h100_power_study#7, " in text.stdout
     docs = " ".join((REPO / "docs" / "benchmarks.md").read_text().split())  # as quoted there, lines joined

@@ -33,7 +33,7 @@ def test_fewer_configurations_than_constants_fitted_warns_in_text_and_json():
     document = calibration_document(cal, cal.fit(names), None, {})
     assert document["configurations"] == 2
     warning = document["reliability_warning"]
-    assert f"2 configuration(s) with figures for {len(names)} constants fitted" in warning
+    assert f"2 configurations with figures for {len(names)} constants fitted" in warning
     assert "not reliable" in warning and "measure more configurations" in warning
     assert "warning:" not in report_text(document)  # the command says it on stderr (test_unreliable_error)
 
@@ -50,11 +50,11 @@ def test_constants_on_their_bounds_warn_even_with_many_configurations():
     from autotune.calibrate.report import reliability_warning
 
     bound = reliability_warning(32, 20, ["link_efficiency", "comm_overlap"])
-    assert bound.startswith("2 constant(s) ended on a bound: the left-out error")
+    assert bound.startswith("2 constants ended on a bound: the left-out error")
     # More configurations would not move them: the fix named is to hold them, or check the figures behind them.
     assert "measure more" not in bound and "--hold link_efficiency --hold comm_overlap" in bound
     both = reliability_warning(4, 14, ["link_efficiency"])
-    assert both.startswith("4 configuration(s) with figures for 14 constants fitted and 1 constant(s)")
+    assert both.startswith("4 configurations with figures for 14 constants fitted and 1 constant ended")
     assert "measure more configurations" in both and "--hold link_efficiency" in both
 
 

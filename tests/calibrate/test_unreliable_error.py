@@ -61,14 +61,14 @@ def test_the_warning_says_the_error_is_not_written_and_the_file_has_none(few):
     _, document, text, profile = few
     fitted = len(document["fitted"])
     assert document["configurations"] == 3 < fitted and not document["at_bound"]
-    warning = (f"3 configuration(s) with figures for {fitted} constants fitted: the left-out error is not reliable, so -o "
+    warning = (f"3 configurations with figures for {fitted} constants fitted: the left-out error is not reliable, so -o "
                "does not write it to [simulator_error] (a study on the profile shows +- ?%); measure more configurations "
                "(at least as many as the constants fitted) and calibrate again.")
     assert document["reliability_warning"] == warning
     # On stderr, as every other warning (trial 48 F18: it was the only one on stdout).
     assert text.stderr.splitlines() == [f"warning: {warning}"] and "warning:" not in text.stdout
     lines = text.stdout.splitlines()
-    assert f"{fitted} of 26 constants fitted, from 3 configuration(s): a reliable left-out error needs at least as many " \
+    assert f"{fitted} of 26 constants fitted, from 3 configurations: a reliable left-out error needs at least as many " \
            "configurations as constants fitted" in lines
     assert lines[-1] == (f"wrote {profile}, profile 'h100-cal' calibrated from 'h100-sxm' without [simulator_error] (its "
                          f"left-out error is not reliable: see the warning): use it with --hardware {profile}")

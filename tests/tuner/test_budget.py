@@ -102,6 +102,6 @@ def test_a_worker_whose_budget_other_workers_probes_hold_says_so(tmp_path):
     # The report's search line, too, does not read as the study's end while another probe runs beside it.
     assert "not converged: stopped after 2 probes (1 more still probing on other workers) while" in said, said
     # A requeued job resumes seconds after its worker died, whose trial reads as running (trial 43 F6): said when.
-    assert ("1 probe(s) still running on other workers are not in this report; `autotune report" in said and
+    assert ("1 probe still running on other workers is not in this report; `autotune report" in said and
             "(a worker killed a moment ago counts as running until its heartbeat is 120 s old; a run of the study "
             "started after that probes its trial again)") in said, said

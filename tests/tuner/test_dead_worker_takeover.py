@@ -73,7 +73,7 @@ def test_the_surviving_worker_probes_a_dead_workers_trial_before_it_ends(tmp_pat
     assert worker_b.returncode == 0, said[-3000:]
     stuck = int(a_err.read_text().split("stuck in trial")[1].split()[0])
     how = "their heartbeat is older than the grace" if shared else f"no other worker holds {out} any more"
-    assert f"trial(s) {stuck} of a worker that is gone ({how})" in said, said
+    assert f"trial {stuck} of a worker that is gone ({how})" in said, said
     assert "still probing on other workers" not in said
     storage = f"sqlite:///{tmp_path / 'shared.db'}" if shared else f"sqlite:///{out / 'study.db'}"
     study = optuna.load_study(study_name="autotune", storage=storage)

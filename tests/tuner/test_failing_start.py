@@ -141,7 +141,7 @@ def test_a_resume_with_estimates_allowed_names_the_trials_that_stay_failed(tmp_p
                        "--allow-estimated-energy")
     assert resumed.returncode == 0, resumed.stderr
     said = " ".join(resumed.stderr.split())
-    assert ("trial(s) 0, 1, 2 failed earlier because their energy was only estimated, and stay failed: a study probes "
+    assert ("trials 0, 1, 2 failed earlier because their energy was only estimated, and stay failed: a study probes "
             "no candidate twice") in said and "--allow-estimated-energy (--out NEW_DIR)" in said
 
 
@@ -210,12 +210,12 @@ def test_a_replay_of_recorded_failures_looks_them_up_and_never_calls_them_the_se
                          "--out", run_dir)
     assert done.returncode == 2, done.stderr
     last = done.stderr.strip().splitlines()[-1]
-    assert last == ("autotune run: error: no probe of this study succeeded (of its 5 evaluated candidate(s), 5 failed), "
+    assert last == ("autotune run: error: no probe of this study succeeded (of its 5 evaluated candidates, 5 failed), "
                     "so nothing is on its front. Trial 4: failed: NCCL timeout: replay the other recorded candidates "
                     "with a larger --trials"), last
     done = autotune_main("run", *SETTINGS, "--backend", "replay", "--measurements", measurements, "--out", run_dir)
     last = done.stderr.strip().splitlines()[-1]
-    assert done.returncode == 2 and "of its 10 evaluated candidate(s), 10 failed" in last, done.stderr
+    assert done.returncode == 2 and "of its 10 evaluated candidates, 10 failed" in last, done.stderr
     assert "the recording is exhausted): measure the valid candidates it lacks (--backend launch)" in last
 
 

@@ -31,7 +31,7 @@ def test_an_output_file_gets_a_line_per_trial_and_a_resumed_run_counts_the_study
     assert [c.split(" (")[1] for c in _counts(first.stderr)] == ["1/5)", "2/5)", "3/5)", "4/5)", "5/5)"]
     second = _run(tmp_path / "run", 9)
     assert second.returncode == 0, second.stderr
-    assert f"resuming the study in {tmp_path / 'run'} (5 candidate(s) evaluated so far)" in second.stderr
+    assert f"resuming the study in {tmp_path / 'run'} (5 candidates evaluated so far)" in second.stderr
     assert [c.split(" (")[1] for c in _counts(second.stderr)] == ["6/9)", "7/9)", "8/9)", "9/9)"]
 
 

@@ -81,7 +81,7 @@ def test_another_tool_s_optuna_study_is_not_said_to_have_no_trials(tmp_path):
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     study = optuna.create_study(storage=f"sqlite:///{tmp_path / 'study.db'}", study_name="mine")
     study.optimize(lambda trial: trial.suggest_float("x", 0, 1), n_trials=2)
-    assert _refused(tmp_path) == (f"the study 'mine' in {tmp_path / 'study.db'} was not made by autotune (its 2 trial(s) "
+    assert _refused(tmp_path) == (f"the study 'mine' in {tmp_path / 'study.db'} was not made by autotune (its 2 trials "
                                   "hold no autotune settings); pass the --out directory of an `autotune run`")
 
 

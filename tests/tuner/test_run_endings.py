@@ -13,6 +13,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
+from autotune.counted import counted
 from autotune.backends.base import Backend, ProbeResult
 from autotune.backends.simulate import SimulateBackend
 from autotune.commands.options import settings_for
@@ -86,7 +87,7 @@ def test_a_resumed_study_probes_again_the_candidates_whose_probes_failed_on_the_
     study = _study(tmp_path)
     failed = _evaluated(study)
     assert [t.user_attrs.get(SETUP_FAILURE_ATTR) for t in failed] == [True, True]
-    assert "the study resumes and probes again the 2 candidate(s) that failed on the set-up" in no_probe_succeeded(study)
+    assert "the study resumes and probes again the 2 candidates that failed on the set-up" in no_probe_succeeded(study)
     fixed = _Probes()
     run_study(study, settings, fixed, 2)  # the same command, set-up fixed: the same candidates, probed again
     assert fixed.probed == broken.probed
@@ -115,7 +116,7 @@ def test_a_failing_start_of_setup_failures_says_the_resume_probes_them_again(tmp
     with pytest.raises(FailingStart) as stopped:
         run_study(_study(tmp_path), settings_for(*SETTINGS), _Probes(*["setup"] * 30), 30)
     assert str(stopped.value).endswith("run the same command again: the study resumes and probes again the 3 "
-                                       "candidate(s) that failed on the set-up")
+                                       "candidates that failed on the set-up")
 
 
 def _records(tmp_path, statuses) -> str:
@@ -133,7 +134,7 @@ def test_a_study_in_which_no_probe_succeeded_exits_2_in_one_line_whatever_the_bu
     assert done.returncode == 2, done.stderr
     last = done.stderr.strip().splitlines()[-1]
     evaluated = min(int(trials), 2)
-    head = (f"autotune run: error: no probe of this study succeeded (of its {evaluated} evaluated candidate(s), "
+    head = (f"autotune run: error: no probe of this study succeeded (of its {counted(evaluated, 'evaluated candidate')}, "
             f"{evaluated} failed), so nothing is on its front. Trial {evaluated - 1}: failed: NCCL timeout")
     if evaluated == 1:  # a recorded candidate is left: a larger budget replays it (no "Fix that": it is recorded)
         assert last == f"{head}: replay the other recorded candidates with a larger --trials", last
@@ -149,7 +150,7 @@ def test_a_study_whose_every_probe_ran_out_of_memory_exits_2_with_what_to_widen(
     done = autotune_main(*RUN, "--backend", "replay", "--measurements", _records(tmp_path, ["oom", "oom"]), "--out", tmp_path / "r")
     assert done.returncode == 2, done.stderr
     last = done.stderr.strip().splitlines()[-1]
-    assert last == ("autotune run: error: no probe of this study succeeded (of its 2 evaluated candidate(s), 2 ran out "
+    assert last == ("autotune run: error: no probe of this study succeeded (of its 2 evaluated candidates, 2 ran out "
                     "of memory), so nothing is on its front. Every recorded candidate was evaluated (the recording is "
                     "exhausted): measure the valid candidates it lacks (--backend launch)"), last
 
@@ -159,7 +160,7 @@ def test_an_exhausted_replay_of_the_whole_space_says_to_widen_it(tmp_path):
     study = _study(tmp_path)
     run_study(study, settings_for(*SETTINGS), _Probes("oom", "oom"), 2, early_stop=False)
     said = no_probe_succeeded(study, others_left=False, replayed=True, unrecorded_left=False)
-    assert said == ("no probe of this study succeeded (of its 2 evaluated candidate(s), 2 ran out of memory), so nothing "
+    assert said == ("no probe of this study succeeded (of its 2 evaluated candidates, 2 ran out of memory), so nothing "
                     "is on its front. Every recorded candidate, and so every valid one of the space, was evaluated: "
                     "widen the space (ZeRO-3, offload, checkpointing, more --nodes in a --space file) and measure its "
                     "new candidates (--backend launch)")
@@ -202,10 +203,10 @@ def test_a_launch_study_whose_nodes_lacked_the_trainer_probes_the_same_candidate
     assert first.returncode == 2, first.stderr[-3000:]
     said = " ".join(first.stderr.split())
     assert "real probe runs via torchrun (auto)," in said
-    assert "the study resumes and probes again the 1 candidate(s) that failed on the set-up" in said
+    assert "the study resumes and probes again the 1 candidate that failed on the set-up" in said
     fixed = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert fixed.returncode == 0, fixed.stderr[-3000:]
-    assert "probing again the candidate(s) of trial(s) 0" in " ".join(fixed.stderr.split())
+    assert "probing again the candidate of trial 0" in " ".join(fixed.stderr.split())
     trials = optuna.load_study(study_name="autotune", storage=f"sqlite:///{tmp_path / 'run' / 'study.db'}").trials
     assert [t.state for t in trials] == [TrialState.FAIL, TrialState.COMPLETE]
     assert trials[1].params == trials[0].params

@@ -49,7 +49,7 @@ def test_missing_keys_take_the_defaults(tmp_path):
 
 
 @pytest.mark.parametrize("line, words", [
-    ("link_efficency = 0.5", "unknown key(s) link_efficency"),
+    ("link_efficency = 0.5", "unknown key link_efficency"),
     ("link_efficiency = 1.5", "link_efficiency = 1.5 is out of range"),
     ("link_efficiency = 'fast'", "is not a number"),
     ("link_efficiency = true", "is not a number"),
