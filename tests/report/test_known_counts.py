@@ -41,3 +41,10 @@ def test_cost_note_agrees_with_each_count():
 
 def test_compare_job_caveat_agrees():
     assert "different jobs (they differ in model)" in _job({"model": ["32b", "72b"]})[0]
+
+
+def test_ruled_out_sentence_counts_the_other_reasons():
+    from autotune.report.study_points import ruled_out_sentence
+
+    assert "(and 1 other reason; report.html" in ruled_out_sentence({1: "too big", 2: "too slow"})
+    assert "(and 2 other reasons; report.html" in ruled_out_sentence({1: "too big", 2: "too slow", 3: "no fit"})
