@@ -27,7 +27,10 @@ def memory_kind(p) -> str:
 
 
 def kinds_text(p) -> str:
-    """What a point's figures are: "simulated", or "time measured, energy estimated" where they differ."""
+    """What a point's figures are: "simulated", or "time measured, energy estimated" where they differ; "time
+    measured" where it has no energy (its figures already say "energy unavailable": trial60 #3 read it twice)."""
+    if p.energy_kj is None:
+        return f"time {p.source}"
     return p.source if p.source == p.energy_source else f"time {p.source}, energy {p.energy_source}"
 
 

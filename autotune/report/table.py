@@ -172,7 +172,8 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
         if row["time_change_pct"] is not None and p.trial != view.baseline_trial:
             against = baseline_label(p, base)
             # The baseline first, as report.md heads its changes: "the same energy than baseline trial 0" (trial59 #3).
-            line += (f"  (against baseline trial {view.baseline_trial}{f' ({against})' if against else ''}: "
+            # "its time measured, energy unavailable" after a comma: in parentheses it nested two deep (trial60 #3).
+            line += (f"  (against baseline trial {view.baseline_trial}{f', {against}' if against else ''}: "
                      f"{', '.join(change_texts(view, row, p, base))})")
         elif p.trial == view.baseline_trial:
             line += "  (the baseline itself)"
