@@ -163,3 +163,24 @@ def cpu_joule_run(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("cpu-joules") / "run"
     finished_run(run_dir, JouleScaleBackend(), 12, nodes="1", study_flags=("--model", "tiny", "--hardware", "cpu"))
     return run_dir
+
+
+@pytest.fixture(scope="session")
+def study_7b_on_1_to_2(tmp_path_factory):
+    """A simulated 7b study on 1-2 nodes as every output says it: (view, pareto.json's document, the terminal
+    report, report.md, report.html unescaped). Every pick lies outside the profile's calibration (ZeRO 2, power
+    limits below 1.0), and min-energy leads knee by 0.2% of energy on half its GPUs."""
+    import html
+
+    from autotune.cli import main
+    from autotune.commands.finish import build_report
+    from autotune.report.markdown import markdown_report
+    from autotune.report.table import print_report
+    from autotune.study import load_finished_study
+
+    out = tmp_path_factory.mktemp("7b-1to2") / "run"
+    assert main(["run", "--model", "7b", "--nodes", "1-2", "--out", str(out)]) == 0
+    view, document = build_report(load_finished_study(out))
+    terminal = io.StringIO()
+    print_report(view, document, Console(file=terminal, width=1000))
+    return view, document, terminal.getvalue(), markdown_report(view, document), html.unescape((out / "report.html").read_text())

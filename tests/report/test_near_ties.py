@@ -8,21 +8,13 @@ ZeRO 3 at power limit 1.0 only: every pick is ZeRO 2, so every figure shows "+- 
 
 from __future__ import annotations
 
-import html
-import io
 import json
 from types import SimpleNamespace
 
 import pytest
-from rich.console import Console
 
-from autotune.cli import main
-from autotune.commands.finish import build_report
 from autotune.report.front import Point
-from autotune.report.markdown import markdown_report
 from autotune.report.near_ties import devices_clause, near_ties, nearest_trades, trade_text
-from autotune.report.table import print_report
-from autotune.study import load_finished_study
 
 # The knee's 50% less time is on twice the GPUs: the same GPU-h, within rounding (trial59 #2).
 MIN_ENERGY_FLAG = ("0.2% less energy than knee, inside the 3.3% error measured at calibrated configurations: the "
@@ -32,14 +24,9 @@ DEPLOY_CAVEAT = ("Here min-energy takes 0.2% less energy than knee, inside the e
 
 
 @pytest.fixture(scope="module")
-def outputs(tmp_path_factory):
-    out = tmp_path_factory.mktemp("near") / "run"
-    assert main(["run", "--model", "7b", "--nodes", "1-2", "--out", str(out)]) == 0
-    view, document = build_report(load_finished_study(out))
-    terminal = io.StringIO()
-    print_report(view, document, Console(file=terminal, width=1000))
-    page = html.unescape((out / "report.html").read_text())
-    return view, json.loads((out / "pareto.json").read_text()), terminal.getvalue(), markdown_report(view, document), page
+def outputs(study_7b_on_1_to_2):
+    view, document, terminal, md, page = study_7b_on_1_to_2
+    return view, json.loads(json.dumps(document)), terminal, md, page
 
 
 def _line(text: str, start: str) -> str:

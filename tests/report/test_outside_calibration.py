@@ -22,13 +22,9 @@ ALL_OUTSIDE = ("All 5 picks lie where the simulator's error was not measured (Ze
 
 
 @pytest.fixture(scope="module")
-def outputs(tmp_path_factory):
-    out = tmp_path_factory.mktemp("outside") / "run"
-    assert main(["run", "--model", "7b", "--nodes", "1-2", "--out", str(out)]) == 0
-    view, document = build_report(load_finished_study(out))
-    terminal = io.StringIO()
-    print_report(view, document, Console(file=terminal, width=1000))
-    return document, terminal.getvalue(), markdown_report(view, document), html.unescape((out / "report.html").read_text())
+def outputs(study_7b_on_1_to_2):
+    _, document, terminal, md, page = study_7b_on_1_to_2
+    return document, terminal, md, page
 
 
 def test_every_pick_outside_the_calibration_is_said_before_the_table(outputs):
