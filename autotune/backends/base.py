@@ -131,6 +131,11 @@ class Backend(abc.ABC):
         record's of a replayed file."""
         return None
 
+    def energy_unrecorded(self) -> str | None:
+        """Optional hook: why this backend gives no energy figure at all (replay: a file whose ok records
+        have none), so a study ranked by energy is refused before it opens; None where it may give one."""
+        return None
+
     def probe_settings(self) -> dict:
         """Optional hook: how a probe measures ({flag: value}), kept in the study so a resume that
         measures otherwise says so. Backends that measure nothing: {}."""

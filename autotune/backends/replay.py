@@ -508,6 +508,14 @@ class ReplayBackend(Backend):
         return (f"measurements {self.path}: {len(estimated)} of its {len(ok)} records' energy was estimated (no sensor "
                 f"where it was measured; first {estimated[0].removeprefix(f'measurements {self.path} ')})")
 
+    def energy_unrecorded(self) -> str | None:
+        """A file whose ok records hold no energy (exported from a study without a sensor or estimate): none
+        of its probes could be ranked by energy."""
+        ok = [r for r in self.records.values() if r["status"] == "ok"]
+        if not ok or any(r["energy_kj"] is not None for r in ok):
+            return None
+        return f"measurements {self.path}: no record has an energy figure (its study had no sensor or estimate)"
+
     def evaluate(self, candidate: Candidate, trial_number: int = 0) -> ProbeResult:
         record = self.records.get(params_key(candidate.knobs.to_dict()))
         if record is None:

@@ -144,7 +144,15 @@ def check_energy_objective(backend: Backend, objectives: str, allow_estimated: b
     """Refuse to rank by energy that no sensor measures, unless the user accepts estimates: probes on a
     machine without a sensor, or a replayed file whose every energy was estimated where it was measured
     (each of its probes would fail on the label)."""
-    if "energy" not in objectives or allow_estimated:
+    if "energy" not in objectives:
+        return
+    # Before estimates are allowed: no estimate is there to allow, and each probe would fail on its missing energy,
+    # the run stopping after its first probes as if the set-up were wrong.
+    unrecorded = backend.energy_unrecorded()
+    if unrecorded:
+        raise UserError(f"{unrecorded}: pass --objectives time to rank by time alone (with a new --out where this one "
+                        "already holds a study ranked by energy too)")
+    if allow_estimated:
         return
     why = backend.estimated_energy_only()
     if why:

@@ -447,12 +447,16 @@ def test_a_record_without_energy_is_not_ranked_and_the_reason_names_only_what_is
     from tests.cli import autotune_main
 
     listed = json.loads(autotune_main("space", "--model", "7b", "--nodes", "1", "--simulate", "--json").stdout)
-    entry = next(e for e in listed if e["valid"])
-    path = _write(tmp_path, [{"params": entry["params"], "status": "ok", "time_s": entry["time_s"]}])
+    entry, other = [e for e in listed if e["valid"]][:2]
+    # Another record has energy: a file where none has is refused before the study opens (check_energy_objective).
+    path = _write(tmp_path, [{"params": entry["params"], "status": "ok", "time_s": entry["time_s"]},
+                             {"params": other["params"], "status": "ok", "time_s": other["time_s"],
+                              "energy_kj": other["energy_kj"], "source": "measured"}])
     done = autotune_main("run", "--model", "7b", "--nodes", "1", "--backend", "replay", "--measurements", str(path),
                     "--trials", "2", "--out", str(tmp_path / "run"))
     assert done.returncode == 0, done.stderr
-    (trial,) = optuna.load_study(study_name="autotune", storage=f"sqlite:///{tmp_path / 'run' / 'study.db'}").trials
+    trials = optuna.load_study(study_name="autotune", storage=f"sqlite:///{tmp_path / 'run' / 'study.db'}").trials
+    (trial,) = [t for t in trials if t.user_attrs["candidate"]["knobs"] == entry["params"]]
     assert trial.user_attrs["reason"] == "no energy figure to rank by (--objectives time ranks by time alone)"  # its time_s was given
 
 
@@ -472,3 +476,26 @@ def test_records_without_a_device_knob_are_replayed_untouched_and_said_once(tmp_
     assert said.count("records name no") == 1
     assert (f"measurements {path}: 3 of its {len(rows)} records name no sm_clock_mhz (taken as max) (first entry 1): "
             "replayed at the untouched setting") in said
+
+
+def test_a_file_without_energy_is_refused_before_a_study_ranked_by_energy_opens(tmp_path):
+    # Each replayed probe would fail on its missing energy, and the run would stop after its first probes
+    # calling them failed or timed out, its advice (the same command) a dead end.
+    from autotune.backends.select import check_energy_objective
+    from autotune.errors import UserError
+
+    path = _write(tmp_path, [{"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "source": "measured"},
+                             {"params": {**KNOBS_OLD, "micro_batch": 2}, "status": "oom"}])
+    backend = ReplayBackend(path)
+    for allow_estimated in (False, True):
+        with pytest.raises(UserError) as err:
+            check_energy_objective(backend, "time,energy", allow_estimated=allow_estimated)
+        assert str(err.value) == (f"measurements {path}: no record has an energy figure (its study had no sensor or "
+                                  "estimate): pass --objectives time to rank by time alone (with a new --out where this "
+                                  "one already holds a study ranked by energy too)")
+    check_energy_objective(backend, "time", allow_estimated=False)
+    # One record with energy is enough to rank by it: the others fail alone, as before.
+    some = ReplayBackend(_write(tmp_path, [{"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "source": "measured"},
+                                           {**OK, "params": {**KNOBS_OLD, "micro_batch": 2}, "energy_kj": 5.0,
+                                            "source": "measured"}], name="some.jsonl"))
+    check_energy_objective(some, "time,energy", allow_estimated=False)
