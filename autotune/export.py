@@ -15,7 +15,7 @@ from autotune.backends.launchers import probe_command
 from autotune.backends.probe_options import LAUNCHERS
 from autotune.candidate import SM_CLOCK_UNTOUCHED, limited_device, power_limit_text
 from autotune.checks import text_head
-from autotune.counted import counted
+from autotune.counted import agreeing, counted
 from autotune.ds_config import config_reasons, deepspeed_config, not_tuned
 from autotune.errors import UserError
 from autotune.export_device import GPU_FREQ_WORDS, GRES_WORDS, device_cli, device_script
@@ -155,13 +155,14 @@ def ranks_note(candidate) -> str:
     sp = f", sequence-parallel degree {knobs.sp_degree}" if knobs.sp_degree > 1 else ""
     # A newcomer's trial ran a pick on 3 ranks: the formula gave 8 / (4 x 3), no whole number, and no word said so.
     steps = global_batch // knobs.micro_batch
-    whole = ", ".join(str(size) for size in range(1, steps + 1) if steps % size == 0)
-    return (f"run it on {candidate.gpus} ranks ({counted(knobs.nodes, 'node')} x {per_node}{sp}: data-parallel "
+    sizes = [size for size in range(1, steps + 1) if steps % size == 0]
+    whole = f"{agreeing(len(sizes), 'size', 'sizes')} {', '.join(str(size) for size in sizes)}"
+    return (f"run it on {counted(candidate.gpus, 'rank')} ({counted(knobs.nodes, 'node')} x {per_node}{sp}: data-parallel "
             f"size {candidate.dp_degree}): train_batch_size {global_batch} = micro-batch {knobs.micro_batch} x "
             f"gradient_accumulation_steps {candidate.grad_accum} x {candidate.dp_degree}, which DeepSpeed checks at "
             f"start-up; on another number of ranks keep train_batch_size and set gradient_accumulation_steps to "
             f"{global_batch} / ({knobs.micro_batch} x the data-parallel size), a whole number only at data-parallel "
-            f"sizes {whole}; at another (3 ranks, say) the micro-batch must change too: `autotune run` with that "
+            f"{whole}; at another (3 ranks, say) the micro-batch must change too: `autotune run` with that "
             "number of ranks finds one")
 
 

@@ -301,7 +301,7 @@ def pick_details_section(view: StudyView, document: dict, run_dir: Path) -> str:
         title = ", ".join(pick_label(n, view.pick_parameters) for n in names)
         blocks.append(
             f'<article class="pick" id="trial-{trial}"><h3>{esc(title)}: trial {trial}</h3>\n'
-            f"<p>{esc(pick_knobs_sentence(view, point))}; {esc(point.gpus)} {esc(words.many)}.</p>\n"
+            f"<p>{esc(pick_knobs_sentence(view, point))}; {esc(counted(point.gpus, words.one, words.many))}.</p>\n"
             f"<h4>Energy by component</h4>\n{_components_html(point, words, front_energy_unit(view.front))}\n"
             f"<h4>{_step_heading(point, words)}</h4>\n{power_html(point, words)}\n"
             f"{_config_html(view, names, point, run_dir)}</article>"

@@ -420,3 +420,21 @@ def test_the_settings_no_study_searched_are_said_to_be_the_probes_own(tmp_path):
     assert said["optimizer"].startswith("the probe's AdamW (lr 0.0001, betas [0.9, 0.95], eps 1e-08, weight_decay 0.0): "
                                         "not searched")
     assert said["steps_per_print"].startswith(f"{config['steps_per_print']}: silences DeepSpeed's step log")
+
+
+def test_one_rank_is_counted_as_one_in_the_export_and_the_html_pick(tmp_path):
+    """A newcomer's trial (trial60 #7) on one CPU rank read "run it on 1 ranks", "data-parallel sizes 1" and,
+    in report.html, "1 CPU ranks."."""
+    space = tmp_path / "one.toml"
+    space.write_text('zero_stage = [0]\noptimizer_offload = ["none"]\nactivation_checkpointing = ["none"]\n'
+                     'sp_degree = [1]\nmicro_batch = [8]\npower_limit = [1.0]\nsm_clock_mhz = ["max"]\n')
+    out = tmp_path / "run"
+    done = autotune_main("run", "--model", "tiny", "--hardware", "cpu", "--nodes", "1", "--gpus-per-node", "1",
+                         "--space", space, "--trials", "2", "--allow-estimated-energy", "--out", out)
+    assert done.returncode == 0, done.stderr
+    assert autotune_main("export", out, "--trial", "0", "-o", tmp_path / "mine.json").returncode == 0
+    note = json.loads((tmp_path / "mine.json").read_text())["autotune"]["not_in_this_config"][0]
+    assert note.startswith("run it on 1 rank (1 node x 1 CPU rank: data-parallel size 1): ")
+    assert "a whole number only at data-parallel size 1; " in note
+    html = (out / "report.html").read_text()
+    assert "; 1 CPU rank.</p>" in html and "1 CPU ranks" not in html
