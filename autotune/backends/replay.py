@@ -5,7 +5,9 @@ benchmarks run in milliseconds. The file (`--measurements FILE`) is either
 
 - JSON lines, one record per candidate (what `autotune export RUN_DIR --measurements FILE` writes):
   {"params": {<every knob>: value}, "status": "ok"|"oom"|"failed", "time_s", "energy_kj", "tflops",
-   "peak_mem_gib" (optional), "source" (optional: measured | estimated | simulated; default measured)}
+   "peak_mem_gib" (optional), "peak_mem_kind" (optional: what that figure is, the trainer's
+   process_peak_rss | cuda_max_memory_allocated), "source" (optional: measured | estimated | simulated;
+   default measured)}
   `source` "estimated" means measured time and energy estimated from a power model, as the launch
   backend reports a probe without an energy sensor. An optional "probe_cost" {"time_s", "energy_kj",
   "energy_scope" (optional: "window" where the energy is the measured windows' only, a lower bound),
@@ -46,12 +48,16 @@ from autotune.backends.replay_fit import none_usable, other_study, unused_record
 from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, Candidate, knob_value, params_key
 from autotune.checks import MAX_COUNT, checked_number, complete_table, refuse_duplicate_keys, refuse_unknown_keys, shown
 from autotune.errors import ConfigError
+from autotune.memory import HOST_PEAK_KINDS
 from autotune.measure.combine import SEPARATE_COMPONENTS, not_measured
 
 SOURCES = ("measured", "estimated", "simulated")
 RECORD_STATUSES = ("ok", "oom", "failed")
+# What a probe's peak memory figure is, as the trainer names it (trainer/result.py): kept through export and replay,
+# so a replayed CPU study still reads "process peak RSS", not "measured" (trial60 #8), and is not taken for a device's.
+PEAK_MEM_KINDS = (*HOST_PEAK_KINDS, "cuda_max_memory_allocated")
 _FIX = "see `autotune run --help` (--measurements) for the record format"
-_RECORD_KEYS = ("params", "status", "time_s", "energy_kj", "tflops", "peak_mem_gib", "source", "error", "probe_cost",
+_RECORD_KEYS = ("params", "status", "time_s", "energy_kj", "tflops", "peak_mem_gib", "peak_mem_kind", "source", "error", "probe_cost",
                 "energy_not_measured", "study", "noise")
 # A record's `probe_cost.energy_scope`: "window" = energy seen only in the measured windows (a lower bound).
 ENERGY_SCOPES = ("window",)
@@ -207,6 +213,8 @@ def checked_record(origin: str, record) -> dict:
         out["energy_not_measured"] = sorted(set(left_out))
     if record.get("study") is not None:
         out["study"] = _checked_study(origin, record["study"])
+    if record.get("peak_mem_kind") is not None:
+        out["peak_mem_kind"] = _choice(origin, "peak_mem_kind", record["peak_mem_kind"], PEAK_MEM_KINDS)
     return out
 
 
@@ -361,6 +369,8 @@ def _result(record: dict) -> ProbeResult:
         details["probe_cost"] = _probe_cost_details(record["probe_cost"])
     if record.get("energy_not_measured"):
         details["energy"] = {"components": {"not_measured": record["energy_not_measured"]}}
+    if record.get("peak_mem_kind"):
+        details["peak_mem_kind"] = record["peak_mem_kind"]
     if record["status"] != "ok":
         return ProbeResult(status=record["status"], source=time_label, energy_source="unavailable",
                            error=record["error"] or _NO_REASON[record["status"]], details=details)
@@ -579,6 +589,9 @@ def measurement_record(params: dict, result: dict, study: dict | None = None) ->
     record["source"] = source
     if status == "ok":
         record.update({k: result.get(k) for k in ("time_s", "energy_kj", "tflops", "peak_mem_gib")})
+        kind = (result.get("details") or {}).get("peak_mem_kind")
+        if result.get("peak_mem_gib") is not None and kind in PEAK_MEM_KINDS:
+            record["peak_mem_kind"] = kind
     elif result.get("error"):
         record["error"] = result["error"][:500]
     details = result.get("details") or {}

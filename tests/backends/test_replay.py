@@ -499,3 +499,30 @@ def test_a_file_without_energy_is_refused_before_a_study_ranked_by_energy_opens(
                                            {**OK, "params": {**KNOBS_OLD, "micro_batch": 2}, "energy_kj": 5.0,
                                             "source": "measured"}], name="some.jsonl"))
     check_energy_objective(some, "time,energy", allow_estimated=False)
+
+
+def test_what_a_peak_memory_figure_is_is_kept_through_export_and_replay(tmp_path, make_candidate):
+    # trial60 #8: a CPU study's "mem GiB (process peak RSS)" read "mem GiB (measured)" once replayed, the
+    # record keeping the figure but not what it is (a host's resident set, not a device's memory).
+    from autotune.memory import measured_device_peak_gib
+    from autotune.report.pick_figures import memory_kind
+    from autotune.report.table import memory_header
+
+    knobs = {**KNOBS_OLD, "power_limit": 1.0, "sm_clock_mhz": "max"}
+    ok = {"status": "ok", "source": "measured", "energy_source": "estimated", "time_s": 3.0, "energy_kj": 2.0,
+          "tflops": 1.0, "peak_mem_gib": 0.35, "details": {"peak_mem_kind": "process_peak_rss"}}
+    record = measurement_record(knobs, ok)
+    assert record["peak_mem_kind"] == "process_peak_rss"
+    replayed = ReplayBackend(_write(tmp_path, [record])).evaluate(make_candidate(**KNOBS_OLD)).to_dict()
+    assert replayed["details"]["peak_mem_kind"] == "process_peak_rss"
+    assert measured_device_peak_gib(replayed) is None  # a host's figure, never taken for the device's
+
+    class Point:  # as report/study_points reads a replayed trial
+        source, peak_mem_gib, extra = "measured", 0.35, {"details": replayed["details"]}
+    assert memory_kind(Point) == "process peak RSS" and memory_header([Point]) == "mem GiB (process peak RSS)"
+    # A record with no figure says no kind; one naming a kind the trainer does not write is refused in one line.
+    assert "peak_mem_kind" not in measurement_record(knobs, {**ok, "peak_mem_gib": None})
+    bad = _write(tmp_path, [{**record, "peak_mem_kind": "rss"}], name="bad.jsonl")
+    with pytest.raises(ConfigError, match=r"line 1: peak_mem_kind = \"rss\" is not one of \"process_peak_rss\", "
+                                          r"\"cuda_max_memory_allocated\""):
+        ReplayBackend(bad)
