@@ -104,7 +104,10 @@ def noise_line(document: dict) -> str | None:
         )
     if parts:
         return (f"Measurement noise: {'; '.join(parts)}. Changes within two figures' combined noise are marked, "
-                "and a pick within it of another front point is a tie.")
+                # Fastest and min-energy are judged against every feasible point, their runner-up perhaps off the
+                # front (within_noise.noise_ties): "another front point" told a reader their ties could not be there.
+                "and a pick within it of a point it is ranked against (any feasible point for fastest and min-energy, "
+                "a front point for the others) is a tie.")
     if summary:
         return ("Measurement noise: not recorded (probed once, no step times kept), so no change is checked "
                 "against it; `--repeats N` measures it.")
