@@ -19,6 +19,7 @@ the change in GPU-h beside it (devices_clause), and a trade is lopsided only whe
 
 from __future__ import annotations
 
+from autotune.counted import counted
 from autotune.report.error_bars import EXTRAPOLATED_KEY, WHY_UNKNOWN, extrapolated, is_simulated, pct_text
 from autotune.report.device_words import GPU_WORDS, DeviceWords, view_device_words
 from autotune.report.picks import PICK_FILES, change_pct, device_hours
@@ -44,9 +45,9 @@ def devices_clause(pick, other, words: DeviceWords = GPU_WORDS) -> str:
         return ""
     change = change_pct(device_hours(pick), device_hours(other))
     if change is None:
-        return f", on {pick.gpus} {words.many} against {other.gpus}"
+        return f", on {counted(pick.gpus, words.one, words.many)} against {other.gpus}"
     amount = "the same" if round(abs(change), 1) == 0 else f"{size_text(abs(change))} {'less' if change < 0 else 'more'}"
-    return f", on {pick.gpus} {words.many} against {other.gpus} ({amount} {words.one}-h)"
+    return f", on {counted(pick.gpus, words.one, words.many)} against {other.gpus} ({amount} {words.one}-h)"
 
 
 def is_lopsided(change_a: float, change_b: float) -> bool:

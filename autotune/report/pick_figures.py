@@ -12,6 +12,7 @@ from autotune.report.study_points import StudyView
 from autotune.report.units import figure, front_energy_unit, report_energy_text, time_text
 from autotune.report.within_noise import labelled_change_text
 from autotune.space.files import spans_text
+from autotune.counted import counted
 
 # What a probe's peak memory was read from (trainer/result.py): the column must not pass a process's RSS
 # (Python and DeepSpeed included) off as the device memory the simulator estimates.
@@ -68,7 +69,7 @@ def spans_gpus(view: StudyView) -> bool:
 
 def devices_text(p, words, spans: bool) -> str:
     """` (32 GPUs, 3.56 GPU-h)` after a configuration where the picks span device counts, else ""."""
-    return f" ({p.gpus} {words.many}, {figure(device_hours(p))} {words.one}-h)" if spans else ""
+    return f" ({counted(p.gpus, words.one, words.many)}, {figure(device_hours(p))} {words.one}-h)" if spans else ""
 
 
 def baseline_text(view: StudyView, error, words, spans: bool) -> str:

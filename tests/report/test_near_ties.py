@@ -101,3 +101,13 @@ def test_a_trade_of_time_bought_with_gpus_is_lopsided_only_where_the_gpu_hours_a
     trade = nearest_trades(view)["min_energy"]
     assert trade_text(trade, devices_clause(points[0], points[1])) == (
         "against knee, the nearest other pick: 0.5% less energy for 900% more time, on 8 GPUs against 32 (150% more GPU-h)")
+
+
+def test_one_device_is_counted_as_one():
+    """Trial60: "on 1 GPUs" where a pick ran on one device; the GPU-h line after a configuration likewise."""
+    from autotune.report.pick_figures import devices_text
+    from autotune.report.device_words import GPU_WORDS
+
+    one, eight = _point(1, 1000.0, 199.0, gpus=1), _point(2, 100.0, 200.0, gpus=8)
+    assert devices_clause(one, eight).startswith(", on 1 GPU against 8 (")
+    assert devices_text(one, GPU_WORDS, True).startswith(" (1 GPU, ")
