@@ -294,7 +294,7 @@ def error_suffix(error: dict | None, metric: str) -> str:
 
 def pct_text(pct: float) -> str:
     """A stated error as the profile holds it, to one decimal: "3.4", "3". Rounded to whole percent, 2.5
-    read as 2 beside the ±2.5% the ties and marks use."""
+    read as 2 beside the +- 2.5% the ties and marks use."""
     return f"{pct:.1f}".removesuffix(".0")
 
 

@@ -32,7 +32,7 @@ from autotune.report.html_analysis import importance_section, power_html, tuning
 from autotune.report.html_deploy import deployment_notes_html
 from autotune.report.html_words import component_words, swatch
 from autotune.report.timeline import PROVENANCE_WORDS, power_profile
-from autotune.report.html_parts import esc, plus_minus, table as _table, trial_row_id
+from autotune.report.html_parts import esc, table as _table, trial_row_id
 from autotune.report.inputs import inputs_sentence
 from autotune.report.pareto_json import hardware_text, provenance_sentence, trial_counts, unrecorded_count, workload_sentence
 from autotune.report.error_bars import error_sentence, figure_bar, header_bar
@@ -215,7 +215,7 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
             # "7.7% less energy", "10.0% less time", as the terminal and report.md say them (trial57 #9: "energy saved
             # +7.7%" beside "-10.0%", a plus and a minus both good); no change against itself, as in the terminal.
             *(["the baseline"] * 3 if p.trial == view.baseline_trial else
-              [esc(plus_minus(text)) for text in change_texts(view, row, p, base)]),
+              [esc(text) for text in change_texts(view, row, p, base)]),
         ])
     headers = ["pick", "trial", "configuration", f"time {t_unit}{header_bar(error, picked, 'time_s')}",
                f"energy {e_unit}{header_bar(error, picked, 'energy_kj')}{estimate_header(sources)}", f"TFLOP/s {words.per()}{header_bar(error, picked, 'tflops')}",

@@ -9,12 +9,6 @@ def esc(value) -> str:
     return escape("" if value is None else str(value))
 
 
-def plus_minus(text: str) -> str:
-    """`(within noise: +- 9%)`: the report.within_noise marks' `±` as the rest of the page writes an error
-    (`12.6 +- ?%`, `time +- 3.4%`), so one page spells it one way."""
-    return text.replace("±", "+- ")
-
-
 def num(value, spec: str) -> str:
     return "n/a" if value is None else format(value, spec)
 

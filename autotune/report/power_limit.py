@@ -15,7 +15,7 @@ from autotune.candidate import (
 )
 from autotune.report.error_bars import extrapolated, outside_words, point_bar, simulator_error
 from autotune.report.front import Point
-from autotune.report.html_parts import esc, plus_minus, table
+from autotune.report.html_parts import esc, table
 from autotune.report.picks import missing_change, savings
 from autotune.report.svg import (
     Frame, axes, chart_point, chart_start, detail_strip_px, hit_areas, nice_ticks, point_detail,
@@ -180,9 +180,9 @@ def power_limit_section(view, document: dict, run_dir) -> str:
         noise, stated = savings_noise(p, base), savings_error(p, base, error)
         rows.append([esc(power_limit_fraction_text(limit) + limit_watts_text(p, hardware)), esc(p.trial), esc(figure(p.time_s, t_div) + point_bar(error, p, "time_s")),
                      esc(energy_figure(p.energy_kj, e_div) + point_bar(error, p, "energy_kj")),
-                     esc(plus_minus(labelled_change_text(change, "energy_saved_pct", noise, "energy", stated,
-                                                         missing_change("energy_saved_pct", p, base)))),
-                     esc(plus_minus(labelled_change_text(change, "time_change_pct", noise, "time", stated))),
+                     esc(labelled_change_text(change, "energy_saved_pct", noise, "energy", stated,
+                                              missing_change("energy_saved_pct", p, base))),
+                     esc(labelled_change_text(change, "time_change_pct", noise, "time", stated)),
                      esc(p.source if p.energy_source == p.source else f"{p.source} time, {p.energy_source} energy")])
     # In the words every configuration is said in (trial59 #13: "zero_stage 3, ..." here alone), less the limit it sweeps.
     what = knobs_sentence({k: v for k, v in sweep[0].params.items() if k != "power_limit"})
