@@ -50,7 +50,7 @@ from autotune.measure.estimate import PowerModel
 from autotune.measure.units import j_to_kj
 from autotune.report.device_words import GPU_WORDS, DeviceWords, view_device_words
 from autotune.report.study_points import StudyView
-from autotune.report.units import front_energy_unit, report_energy_text
+from autotune.report.units import figure, front_energy_unit, report_energy_text
 from autotune.report.within_noise import change_noise_pct, is_within_noise, noise_mark
 
 SECONDS_PER_HOUR = 3600.0
@@ -174,7 +174,7 @@ def _whole_probe_note(whole_kj: float | None, view: StudyView, interrupted_s: fl
     if whole_kj is None:
         return ""
     unit = front_energy_unit(view.front)  # the report's, as every energy figure in it
-    interrupted = f" and {interrupted_s:.3g} s of interrupted runs at idle power" if interrupted_s else ""
+    interrupted = f" and {figure(interrupted_s)} s of interrupted runs at idle power" if interrupted_s else ""
     more = "start-up, warm-up and the interrupted runs draw more" if interrupted_s else "start-up and warm-up draw more"
     return (f" Whole probes estimated at {report_energy_text(whole_kj, unit)} or more: the windows' energy plus the {view.settings.hardware.name} "
             f"profile's idle power of each probe's ranks over the rest of its wall time{interrupted} ({more}); "
@@ -230,7 +230,7 @@ def _cost_note(probes: int, by_basis: dict[str, int], energy_kj: float | None, p
         # No sensor saw their energy: at most the whole-probe estimate's idle power, never the measured figure.
         energy = (" and, at idle power, in the whole-probe estimate, not in the measured energy" if interrupted_estimated
                   else ", their energy is not")
-        recorded = (f": the {interrupted_s:.3g} s their runs recorded (`probe_runs.json`) that no retry took over "
+        recorded = (f": the {figure(interrupted_s)} s their runs recorded (`probe_runs.json`) that no retry took over "
                    f"is in the probe time{energy}") if interrupted_s else ""
         parts.append(f"{counted(by_basis['interrupted'], 'probe')} {agreeing(by_basis['interrupted'], 'was', 'were')} interrupted (Ctrl-C, SIGTERM) before "
                      f"{agreeing(by_basis['interrupted'], 'it', 'they')} wrote a cost (each probed again when the study resumes){recorded}")
@@ -326,7 +326,7 @@ def payback_row(name: str, trial: int, view: StudyView, tuning_energy_kj: float 
         # Said on the row itself: a payback read alone (pareto.json, a copied line) must not pass for a measured one.
         estimate = ", from the whole probes' estimated energy" if tuning_energy_estimated else ""
         row.update(payback_training_hours=hours, payback_workloads=tuning_energy_kj / saved_kj, payback_lower_bound=lower_bound,
-                   text=f"after {at_least}{hours:.3g} h of training with this pick ({tuning_energy_kj / saved_kj:.3g} runs of "
+                   text=f"after {at_least}{figure(hours)} h of training with this pick ({figure(tuning_energy_kj / saved_kj)} runs of "
                         f"the workload{estimate})")
     return row
 
@@ -436,8 +436,8 @@ def cost_sentence(cost: dict, unit: tuple[str, float]) -> str:
         return f"{ran} unknown probe time and {energy}. {cost['note']}"
     at_least = "at least " if cost.get("time_lower_bound") else ""
     return (
-        f"{ran} {at_least}{cost['time_s'] / SECONDS_PER_HOUR:.3g} h of probe time, "
-        f"{at_least}{cost['gpu_hours']:.3g} {'CPU-rank' if cost.get('gpu_hours_of') == 'CPU ranks' else 'GPU'}-hours, {energy}"
+        f"{ran} {at_least}{figure(cost['time_s'], SECONDS_PER_HOUR)} h of probe time, "
+        f"{at_least}{figure(cost['gpu_hours'])} {'CPU-rank' if cost.get('gpu_hours_of') == 'CPU ranks' else 'GPU'}-hours, {energy}"
         f"{'; ' + provenance if provenance else ''}. {cost['note']}"
     )
 

@@ -8,7 +8,7 @@ import pytest
 from autotune.report.front import Point
 from autotune.report.payback import cost_sentence, payback_row, probe_cost
 from autotune.report.study_points import StudyView
-from autotune.report.units import report_energy_text
+from autotune.report.units import figure, report_energy_text
 from autotune.study import load_finished_study
 from tests.report.conftest import OOM_PROBE_COST
 
@@ -31,6 +31,17 @@ def test_probe_cost_prefers_probe_cost_then_window_then_simulated():
     assert probe_cost(failed)["provenance"] == "unknown"
     no_energy = {"energy_source": "unavailable", "details": {"probe_cost": {"time_s": 90.0, "energy_kj": None}}}
     assert probe_cost(no_energy)["provenance"] == "unavailable"
+
+
+def test_payback_and_probe_time_figures_keep_three_significant_figures():
+    # trial60 #5: "1.62e+03 runs of the workload" and "0.025 h of probe time" (`:.3g`), beside "21,398 J" and
+    # "0.0501" in the same lines: the report's figures keep their thousands separators and trailing zeros.
+    view = StudyView(None, [], [pt(0, 100.0, 10.0), pt(1, 90.0, 9.99)], [], {}, 0)
+    row = payback_row("knee", 1, view, 16.2, ran_on_hardware=True)
+    assert "(1,620 runs of the workload)" in row["text"], row["text"]
+    cost = {"ran_on_hardware": True, "probes": 4, "time_s": 90.0, "gpu_hours": 0.05, "energy_kj": 0.01,
+            "provenance": "measured", "note": ""}
+    assert "0.0250 h of probe time, 0.0500 GPU-hours," in cost_sentence(cost, ("J", 1e-3))
 
 
 def test_a_cost_of_unknown_provenance_says_so_in_words():
@@ -242,7 +253,7 @@ def test_the_probe_hours_of_a_cpu_study_are_cpu_rank_hours(tmp_path):
         run_study(study, settings, _Timed(), 2, early_stop=False)
         cost = tuning_cost(study_view(study))
         assert cost["gpu_hours"] == pytest.approx(2 * 36.0 * 2 / 3600)
-        assert f"{cost['gpu_hours']:.3g} {unit}," in cost_sentence(cost, ("kJ", 1.0))
+        assert f"{figure(cost['gpu_hours'])} {unit}," in cost_sentence(cost, ("kJ", 1.0))
 
 
 def test_replayed_probes_without_a_recorded_cost_make_the_cost_unknown_not_zero():

@@ -8,7 +8,7 @@ from autotune.measure.estimate import PowerModel
 from autotune.report.front import Point
 from autotune.report.payback import cost_sentence, payback_sentence, tuning_cost
 from autotune.report.study_points import StudyView
-from autotune.report.units import report_energy_text
+from autotune.report.units import figure, report_energy_text
 
 
 def _settings():
@@ -79,7 +79,7 @@ def test_interrupted_runs_enter_the_whole_probe_estimate_at_idle_power_not_the_m
     saved_kj_per_hour = (2.0 - 1.0) / 5.0 * 3600
     assert knee["payback_training_hours"] == pytest.approx(whole_kj / saved_kj_per_hour)
     assert knee["payback_lower_bound"] is True
-    assert f"tuning is repaid after at least {whole_kj / saved_kj_per_hour:.3g} h of training" in payback_sentence(knee, ("kJ", 1.0))
+    assert f"tuning is repaid after at least {figure(whole_kj / saved_kj_per_hour)} h of training" in payback_sentence(knee, ("kJ", 1.0))
 
 
 def test_without_a_whole_probe_estimate_the_interrupted_energy_is_not_counted_and_the_line_says_so(tmp_path):
