@@ -194,7 +194,7 @@ def below_idle(view: StudyView, costs: list[dict], ran: list[dict]) -> int:
 
 def _cost_note(probes: int, by_basis: dict[str, int], energy_kj: float | None, provenances: list[str],
                words: DeviceWords = GPU_WORDS, interrupted_s: float = 0.0, time_lower_bound: bool = False,
-               interrupted_estimated: bool = False, below_idle_probes: int = 0) -> str:
+               interrupted_estimated: bool = False, below_idle_probes: int = 0, no_energy_probes: int = 0) -> str:
     if probes == 0:
         return "No probe ran: tuning cost nothing."
     if by_basis.get("simulated") == probes:
@@ -242,9 +242,18 @@ def _cost_note(probes: int, by_basis: dict[str, int], energy_kj: float | None, p
                      "measured windows' energy alone, so the energy is a lower bound")
     if by_basis.get("unknown"):
         parts.append(f"{counted(by_basis['unknown'], 'probe')} {agreeing(by_basis['unknown'], 'has', 'have')} no cost figure at all (failed before measuring)")
-    if energy_kj is None and (by_basis.get("probe_cost") or by_basis.get("energy_window")):
-        parts.append("energy is unknown for some probes that have a time")
-    return ("; ".join(parts) + ".") if parts else "Totals cover every probe, start-up and warm-up included."
+    if energy_kj is None and no_energy_probes:
+        # Said of the probes it is true of: "some" read oddly where none of them had an energy (trial60 #2).
+        timed = by_basis.get("probe_cost", 0) + by_basis.get("energy_window", 0)
+        why = " (no sensor reading and no estimate)" if provenances == ["unavailable"] else ""
+        those = "" if timed == probes else f" that {agreeing(timed, 'has', 'have')} a time"
+        parts.append(f"energy is unknown for {no_energy_probes} of the {timed} probes that have a time{why}" if no_energy_probes < timed
+                     else f"{'the probe' if timed == 1 else f'none of the {timed} probes'}{those} "
+                          f"{'has no energy' if timed == 1 else 'has an energy'} on record{why}")
+    if not parts:
+        return "Totals cover every probe, start-up and warm-up included."
+    note = "; ".join(parts) + "."
+    return note[0].upper() + note[1:]  # a sentence of its own in every output, after the cost line's figures
 
 
 def unevaluated_baseline(view: StudyView) -> str | None:
@@ -407,7 +416,8 @@ def tuning_cost(view: StudyView) -> dict:
         "energy_lower_bound": ran_on_hardware and (not complete or implausible > 0),
         "whole_probe_energy_kj": whole_kj,
         "note": _cost_note(len(ran), by_basis, energy_kj, provenances, view_device_words(view), interrupted_s,
-                           time_lower_bound, interrupted_estimated=whole_kj is not None, below_idle_probes=implausible)
+                           time_lower_bound, interrupted_estimated=whole_kj is not None, below_idle_probes=implausible,
+                           no_energy_probes=sum(1 for c in costed if c["basis"] in ("probe_cost", "energy_window") and c["energy_kj"] is None))
                 + _whole_probe_note(whole_kj, view, interrupted_s),
     }
     tuning_kj = whole_kj if whole_kj is not None else energy_kj
@@ -424,6 +434,9 @@ def cost_sentence(cost: dict, unit: tuple[str, float]) -> str:
     energy = "unknown energy" if cost["energy_kj"] is None else report_energy_text(cost["energy_kj"], unit)
     provenance = cost["provenance"] if isinstance(cost["provenance"], str) else "mixed: " + ", ".join(cost["provenance"])
     provenance = "provenance unknown" if provenance == "unknown" else provenance  # "14.7 J; unknown." reads as no figure
+    if cost["energy_kj"] is None:
+        # No figure to label: "unknown energy; unavailable." said it twice (trial60 #2); the note says why.
+        energy, provenance = ("energy unavailable" if provenance == "unavailable" else energy), ""
     if cost.get("whole_probe_energy_kj") is not None and cost["energy_kj"] is not None:
         # The figure the payback uses first: the windows' energy alone, 20x less on a CPU study, led the line (trial 49 #14).
         energy = (f"{report_energy_text(cost['whole_probe_energy_kj'], unit)} or more with start-up and warm-up (estimated, below), "

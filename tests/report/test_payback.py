@@ -256,6 +256,34 @@ def test_the_probe_hours_of_a_cpu_study_are_cpu_rank_hours(tmp_path):
         assert f"{figure(cost['gpu_hours'])} {unit}," in cost_sentence(cost, ("kJ", 1.0))
 
 
+def test_probes_with_no_energy_say_so_once_of_every_probe(tmp_path):
+    # trial60 #2: "..., unknown energy; unavailable. energy is unknown for some probes that have a time." of 4
+    # probes none of which had an energy: said twice, a sentence in lower case, and "some" for all.
+    from autotune.backends.simulate import SimulateBackend
+    from autotune.commands.options import settings_for
+    from autotune.report.payback import tuning_cost
+    from autotune.report.study_points import study_view
+    from autotune.study import open_study, run_study
+    from autotune.study.loop import make_sampler
+
+    class _NoSensor(SimulateBackend):  # a timed probe no sensor read and nothing estimated
+        source = "measured"
+
+        def evaluate(self, candidate, trial_number=0):
+            result = super().evaluate(candidate, trial_number)
+            return replace(result, source="measured", energy_source="unavailable",
+                           details={"probe_cost": {"time_s": 36.0, "energy_kj": None}})
+
+    settings = settings_for("--model", "tiny", "--nodes", "1", "--hardware", "cpu", "--gpus-per-node", "2")
+    study = open_study(tmp_path / "study", None, make_sampler(0, 2))
+    run_study(study, settings, _NoSensor(), 2, early_stop=False)
+    cost = tuning_cost(study_view(study))
+    said = cost_sentence(cost, ("kJ", 1.0))
+    assert said.endswith("CPU-rank-hours, energy unavailable. None of the 2 probes has an energy on record "
+                         "(no sensor reading and no estimate)."), said
+    assert said.count("unavailable") == 1 and "some" not in said
+
+
 def test_replayed_probes_without_a_recorded_cost_make_the_cost_unknown_not_zero():
     # A study replayed from a measurements file with no `probe_cost`: the probes ran on some cluster at
     # a cost the file does not say. Reported as 0 h, 0 kJ, "repaid after 0 h" before.
