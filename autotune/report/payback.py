@@ -322,7 +322,8 @@ def payback_row(name: str, trial: int, view: StudyView, tuning_energy_kj: float 
     # No saving first: a pick that uses more energy than the baseline repays nothing, however little tuning
     # cost (a simulated study's "repaid at once" beside "uses 1 kWh more" contradicted itself).
     if point is base:
-        row["text"] = "never: this pick is the baseline itself, which needs no tuning"
+        # Not "never repaid ... needs no tuning": tuning ran, and found the untuned configuration best (trial60 #11).
+        row["text"] = "no saving: this pick is the baseline itself"
     elif saved_kj <= 0:
         row["text"] = "never: this pick uses no less energy than the baseline"
     elif not ran_on_hardware:
@@ -501,6 +502,8 @@ def payback_sentence(row: dict, unit: tuple[str, float]) -> str:
         # Nothing ran on hardware: the tuning-cost line above says so, and that a saving repays it at once, once for
         # every pick (trial57 #11: "tuning is repaid at once: no probe ran on hardware, ..." on each pick's line).
         return saving
+    if when == "no saving":
+        return f"{saving}: {why}"  # the baseline against itself: nothing to repay tuning with, nor to say of it
     repaid = {"never": "tuning is never repaid", "unknown": "when tuning is repaid is unknown"}.get(when, f"tuning is repaid {when}")
     return f"{saving}; {repaid}" + (f": {why}" if why else "")
 

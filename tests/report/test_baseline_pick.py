@@ -20,7 +20,7 @@ def test_a_pick_that_is_the_baseline_says_so_and_no_change(tmp_path):
     document = json.loads((run_dir / "pareto.json").read_text())
     assert {row["trial"] for row in document["picks"]} == {document["baseline"]}
     assert {row["text"] for row in document["tuning_cost"]["payback"]} == {
-        "never: this pick is the baseline itself, which needs no tuning"}
+        "no saving: this pick is the baseline itself"}
 
     view, document = build_report(load_finished_study(run_dir))
     terminal = io.StringIO()
