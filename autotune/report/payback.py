@@ -493,10 +493,13 @@ def payback_sentence(row: dict, unit: tuple[str, float]) -> str:
     ) if saved_kj else "saves nothing"
     # Not "less per hour": in a wall-clock hour a faster pick may draw more power than the baseline; this is the
     # saving on the work that hour of the pick's training does, against the baseline doing that same work.
-    hourly = (f" ({report_energy_text(abs(per_hour_kj), unit)} {'saved' if per_hour_kj > 0 else 'extra'} per hour of "
-              f"{HOURLY_BASIS})") if per_hour_kj else ""
-    when, _, why = row["text"].partition(": ")
     noise = noise_mark(row.get("energy_change_pct"), row.get("energy_noise_pct"))
+    # The hourly figure is the same saving scaled: its label and noise mark too, after its basis rather than in
+    # parentheses of their own, two deep (trial60 #6: "(64,169 J saved per hour ...)" beside "4.03 J (estimated)").
+    qualifiers = ", ".join(q for q in (row.get("saved_source") if label else "", noise.strip()[1:-1]) if q)
+    hourly = (f" ({report_energy_text(abs(per_hour_kj), unit)} {'saved' if per_hour_kj > 0 else 'extra'} per hour of "
+              f"{HOURLY_BASIS}{'; ' + qualifiers if qualifiers else ''})") if per_hour_kj else ""
+    when, _, why = row["text"].partition(": ")
     saving = f"{rate} per run of the workload against the baseline{_negligible(row)}{noise}{hourly}"
     if when == "at once":
         # Nothing ran on hardware: the tuning-cost line above says so, and that a saving repays it at once, once for
@@ -505,7 +508,9 @@ def payback_sentence(row: dict, unit: tuple[str, float]) -> str:
     if when == "no saving":
         return f"{saving}: {why}"  # the baseline against itself: nothing to repay tuning with, nor to say of it
     repaid = {"never": "tuning is never repaid", "unknown": "when tuning is repaid is unknown"}.get(when, f"tuning is repaid {when}")
-    return f"{saving}; {repaid}" + (f": {why}" if why else "")
+    # A payback from a saving within noise is no firmer than that saving (trial60 #6).
+    unsure = ", if that saving, within noise, is there at all" if noise and row.get("payback_training_hours") else ""
+    return f"{saving}; {repaid}" + (f": {why}" if why else "") + unsure
 
 
 def payback_by_trial(rows: list[dict]) -> list[tuple[list[str], dict]]:

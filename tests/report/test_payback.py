@@ -44,6 +44,23 @@ def test_payback_and_probe_time_figures_keep_three_significant_figures():
     assert "0.0250 h of probe time, 0.0500 GPU-hours," in cost_sentence(cost, ("J", 1e-3))
 
 
+def test_an_hourly_saving_within_noise_is_labelled_as_the_saving_per_run_and_so_is_its_payback():
+    # trial60 #6: "saves 4.03 J (estimated) ... (within noise: +- 37%) (64,169 J saved per hour ...); tuning is repaid
+    # after at least 0.0492 h": the hourly figure had neither mark, and the payback read as firm.
+    from autotune.report.payback import payback_sentence
+
+    points = [replace(p, energy_source="estimated") for p in (pt(0, 100.0, 10.0), pt(1, 90.0, 9.6))]
+    view = StudyView(None, [], points, [], {}, 0)
+    row = payback_row("knee", 1, view, 16.0, ran_on_hardware=True, lower_bound=True)
+    row.update(energy_noise_pct=37.0, within_noise=True)  # what change_noise_pct gives repeats this noisy
+    said = payback_sentence(row, ("J", 1e-3))
+    assert "against the baseline doing the same work; estimated, within noise: +- 37%)" in said, said
+    assert said.endswith(", if that saving, within noise, is there at all"), said
+    row.update(energy_noise_pct=1.0, within_noise=False)  # a saving beyond its noise: the payback is stated as it is
+    said = payback_sentence(row, ("J", 1e-3))
+    assert "same work; estimated)" in said and "within noise" not in said, said
+
+
 def test_a_cost_of_unknown_provenance_says_so_in_words():
     cost = {"ran_on_hardware": True, "probes": 2, "time_s": 180.0, "gpu_hours": 0.1, "energy_kj": 0.0147,
             "provenance": "unknown", "note": ""}
@@ -87,7 +104,7 @@ def test_a_simulated_pick_that_uses_more_energy_than_the_baseline_is_never_repai
     assert more["payback_training_hours"] is None and more["payback_workloads"] is None
     assert more["text"] == "never: this pick uses no less energy than the baseline"
     assert payback_sentence(more, ("kWh", 3600.0)) == ("uses 20.0 kWh (simulated) more per run of the workload against the baseline (2.50 kWh "
-                                      "extra per hour of this pick's training, against the baseline doing the same work); tuning is never repaid: this pick uses "
+                                      "extra per hour of this pick's training, against the baseline doing the same work; simulated); tuning is never repaid: this pick uses "
                                       "no less energy than the baseline")
     same = payback_row("fastest", 0, view, 0.0, ran_on_hardware=False)  # the baseline itself
     # trial60 #11: "tuning is never repaid: this pick is the baseline itself, which needs no tuning", after tuning ran.
@@ -96,7 +113,7 @@ def test_a_simulated_pick_that_uses_more_energy_than_the_baseline_is_never_repai
     saves = payback_row("knee", 2, view, 0.0, ran_on_hardware=False)
     assert saves["payback_training_hours"] == 0.0 and payback_sentence(saves, ("kWh", 3600.0)) == (
         "saves 200 kWh (simulated) per run of the workload against the baseline (25.0 kWh saved per hour of this "
-        "pick's training, against the baseline doing the same work)")  # "repaid at once" is the cost line's, said once
+        "pick's training, against the baseline doing the same work; simulated)")  # "repaid at once" is the cost line's, said once
     # Trial 46: per run of the workload is what compares picks; the hourly figure grows with a pick's speed.
     assert saves["saved_kj_per_workload"] == 720_000.0 and saves["saved_kj_per_training_hour"] == 90_000.0
 
@@ -117,7 +134,7 @@ def test_every_output_of_a_simulated_study_says_a_pick_using_more_energy_is_neve
     used_kwh = f"{-fastest['saved_kj_per_workload'] / 3600:.3g}"
     hourly = f"{-fastest['saved_kj_per_training_hour'] / 3600:.3g}"
     line = (f"fastest (trial {fastest['trial']}): uses {used_kwh} kWh (simulated) more per run of the workload against the "
-            f"baseline ({hourly} kWh extra per hour of this pick's training, against the baseline doing the same work); "
+            f"baseline ({hourly} kWh extra per hour of this pick's training, against the baseline doing the same work; simulated); "
             "tuning is never repaid: this pick uses no "
             "less energy than the baseline")
     said = " ".join(done.stdout.split())  # the report: the progress lines go to stderr
@@ -218,7 +235,8 @@ def test_a_payback_from_window_only_energy_is_at_least_and_uses_the_whole_probes
     assert knee["payback_lower_bound"] is True and knee["saved_source"] == "estimated"
     sentence = payback_sentence(knee, ("J", 1e-3))
     assert "saves 10.0 J (estimated) per run of the workload" in sentence
-    assert "(72,000 J saved per hour of this pick's training, against the baseline doing the same work)" in sentence
+    # trial60 #6: the hourly figure carries the per-run saving's label as well.
+    assert "(72,000 J saved per hour of this pick's training, against the baseline doing the same work; estimated)" in sentence
     assert "tuning is repaid after at least " in sentence
     # Trial 38 #5: the row itself says its tuning energy is the estimate, not a measured figure.
     assert knee["tuning_energy_estimated"] is True and sentence.endswith("from the whole probes' estimated energy)")

@@ -22,7 +22,7 @@ def test_a_simulated_study_says_once_that_tuning_cost_nothing_and_each_pick_its_
         assert "a pick that saves energy repays it at once" in cost_line
         assert "no probe ran on hardware" not in text and text.count("repays it at once") == 1
         pick_lines = [line for line in text.splitlines() if re.search(r"\(trial \d+\): saves ", line)]
-        assert pick_lines and all(line.rstrip().endswith("against the baseline doing the same work)") for line in pick_lines)
+        assert pick_lines and all(line.rstrip().endswith("against the baseline doing the same work; simulated)") for line in pick_lines)
     html = (simulated_run / "report.html").read_text()
     payback = html[html.index('<table class="payback">'):]
     payback = payback[:payback.index("</table>")]
