@@ -20,7 +20,7 @@ from autotune.report.payback import baseline_missing
 from autotune.report.pick_figures import change_texts, devices_text, gpu_span_caveat, spans_gpus
 from autotune.report.unmeasured_floor import unmeasured_floor_sentence
 from autotune.report.units import (
-    UNAVAILABLE, energy_figure, energy_text, estimate_header, estimate_mark, figure, floored_figure, front_energy_unit,
+    UNAVAILABLE, energy_figure, energy_text, energy_title, estimate_header, estimate_mark, figure, floored_figure, front_energy_unit,
     per_energy_figure, report_energy_text, time_text, time_unit,
 )
 from autotune.report.pareto_json import nodes_header
@@ -218,7 +218,7 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
               [esc(text) for text in change_texts(view, row, p, base)]),
         ])
     headers = ["pick", "trial", "configuration", f"time {t_unit}{header_bar(error, picked, 'time_s')}",
-               f"energy {e_unit}{header_bar(error, picked, 'energy_kj')}{estimate_header(sources)}", f"TFLOP/s {words.per()}{header_bar(error, picked, 'tflops')}",
+               f"{energy_title([p.energy_kj for p in picked], e_unit)}{header_bar(error, picked, 'energy_kj')}{estimate_header(sources)}", f"TFLOP/s {words.per()}{header_bar(error, picked, 'tflops')}",
                f"TFLOP/kJ{estimate_header(sources)}",
                "energy change", "time change", "TFLOP/kJ change"]
     against = next((baseline_label(p, base) for p in picked if baseline_label(p, base)), "")
@@ -338,7 +338,7 @@ def trials_section(view: StudyView, document: dict, run_dir: Path) -> str:
     # Every row that shows an energy cell: an "unavailable" one keeps the header from calling the column estimated.
     sources = [r.get("energy_source") or "" for r in view.trials if r.get("time_s") is not None]
     columns = knob_columns((r["params"] for r in view.trials), view.settings.hardware)
-    headers = ["trial", "status", *(title for _, title in columns), f"time {t_unit}", f"energy {e_unit}{estimate_header(sources)}",
+    headers = ["trial", "status", *(title for _, title in columns), f"time {t_unit}", f"{energy_title([r.get('energy_kj') for r in view.trials], e_unit)}{estimate_header(sources)}",
                f"TFLOP/s {view_device_words(view).per()}", "reason"]
     evaluated = [r for r in view.trials if r["status"] != "invalid"]
     # Candidates refused before running (rules, memory estimate) are many and teach little: fold them.

@@ -11,7 +11,7 @@ from autotune.report.outside_calibration import outside_calibration_line
 from autotune.report.noise import noise_line
 from autotune.report.unmeasured_floor import unmeasured_floor_sentence
 from autotune.report.units import (
-    energy_figure, energy_unit, estimate_header, estimate_mark, front_energy_unit, figure, per_energy_figure, time_unit,
+    energy_figure, energy_title, energy_unit, estimate_header, estimate_mark, front_energy_unit, figure, per_energy_figure, time_unit,
 )
 from autotune.report.pareto_json import named_study, nodes_header, unsearched_nodes_sentence
 from autotune.report.pareto_json import hardware_text, provenance_sentence, trial_counts, workload_sentence
@@ -112,7 +112,7 @@ def markdown_report(view: StudyView, document: dict) -> str:
             f"**{front_title(view.time_only)}**",
             "",
             _row(["trial", *knob_titles, f"time {t_unit}{header_bar(error, view.front, 'time_s')}",
-                  f"energy {e_unit}{header_bar(error, view.front, 'energy_kj')}{estimate_header(sources)}", per_device,
+                  f"{energy_title([p.energy_kj for p in view.front], e_unit)}{header_bar(error, view.front, 'energy_kj')}{estimate_header(sources)}", per_device,
                   f"TFLOP /kJ{estimate_header(sources)}", memory_header(view.front), "pick"]),
             _row(["---:"] + ["---"] * len(knob_titles) + ["---:"] * 5 + ["---"]),
         ]

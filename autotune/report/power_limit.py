@@ -20,7 +20,7 @@ from autotune.report.picks import missing_change, savings
 from autotune.report.svg import (
     Frame, axes, chart_point, chart_start, detail_strip_px, hit_areas, nice_ticks, point_detail,
 )
-from autotune.report.units import energy_figure, figure, front_energy_unit, report_energy_text, time_text, time_unit
+from autotune.report.units import energy_figure, energy_title, figure, front_energy_unit, report_energy_text, time_text, time_unit
 from autotune.report.within_noise import labelled_change_text, savings_error, savings_noise
 
 
@@ -194,7 +194,7 @@ def power_limit_section(view, document: dict, run_dir) -> str:
         "against the same configuration at its default limit (1.0), n/a where that was not evaluated. Hover a point, "
         "or reach it with Tab, for its figures (shown under its plot); click or tap it for its row below.</p>\n"
         f'<div class="importance-row">{charts}</div>\n'
-        + table([power_limit_column_title(hardware), "trial", f"time {t_unit}", f"energy {e_unit}", "energy change", "time change", "source"], rows,
+        + table([power_limit_column_title(hardware), "trial", f"time {t_unit}", energy_title([p.energy_kj for p in sweep], e_unit), "energy change", "time change", "source"], rows,
                 "power-limit", [limit_row_id(p.trial) for p in sweep])
         + "</section>"
     )

@@ -31,7 +31,7 @@ from autotune.report.picks import (
 )
 from autotune.report.power_limit import pick_knobs_sentence, power_limit_column_title, sweep_sentence
 from autotune.report.units import (
-    energy_figure, energy_unit, estimate_header, front_energy_unit, estimate_mark, figure, per_energy_figure, time_unit,
+    energy_figure, energy_title, energy_unit, estimate_header, front_energy_unit, estimate_mark, figure, per_energy_figure, time_unit,
 )
 from autotune.report.study_points import StudyView
 from autotune.report.unmeasured_floor import unmeasured_floor_sentence
@@ -136,7 +136,7 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
     sources = [p.energy_source for p in view.front]
     # The error bar in the header when every figure below is simulated; else after each simulated one.
     for column in (f"time {t_unit}{header_bar(error, view.front, 'time_s')}",
-                   f"energy {e_unit}{header_bar(error, view.front, 'energy_kj')}{estimate_header(sources)}",
+                   f"{energy_title([p.energy_kj for p in view.front], e_unit)}{header_bar(error, view.front, 'energy_kj')}{estimate_header(sources)}",
                    f"TFLOP/s {words.per()}{header_bar(error, view.front, 'tflops')}", f"TFLOP /kJ{estimate_header(sources)}",
                    memory_header(view.front)):
         table.add_column(column, justify="right")

@@ -32,6 +32,12 @@ def energy_unit(values_kj: list[float]) -> tuple[str, float]:
     return _scale(max(figures), units)
 
 
+def energy_title(values_kj: list[float | None], unit_name: str) -> str:
+    """A column's title, `energy kJ`; `energy` alone over a column with no figure (a time-only study's): its kJ was
+    energy_unit's default, chosen from nothing, beside the J of the study's other reports (trial60 #10)."""
+    return f"energy {unit_name}" if any(v is not None for v in values_kj) else "energy"
+
+
 def figure(value: float | None, divisor: float = 1.0) -> str:
     """Three significant figures, thousands separated; n/a where there is no figure. The trailing zeros that make
     the three are kept: "12" beside "12.1" read as a coarser figure (trial57 #13), now "12.0"; but never a

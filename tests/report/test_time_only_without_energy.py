@@ -110,6 +110,17 @@ def test_report_html_and_markdown_say_unavailable_where_energy_would_be(no_energ
     assert "energy unavailable, 25.0% less time, TFLOP/kJ unavailable" in markdown.stdout
 
 
+def test_an_energy_column_with_no_figure_names_no_unit(no_energy_run):
+    # trial60 #10: "energy kJ" over "unavailable" cells, a unit chosen from no figure at all.
+    out, done = no_energy_run
+    html = (out / "report.html").read_text()
+    markdown = autotune_main("report", out, "--format", "md").stdout
+    header = next(line for line in markdown.splitlines() if line.startswith("| trial |"))
+    assert "| energy |" in header, header
+    assert "<th>energy</th>" in html and not re.search(r"<th>energy (m?J|kJ|kWh)", html)
+    assert " energy " in said(done.stdout) and not re.search(r"energy (m?J|kJ|kWh) ?┃", done.stdout)
+
+
 def test_export_writes_the_fastest_and_refuses_energy_picks_for_want_of_energy(no_energy_run, tmp_path):
     out, _ = no_energy_run
     config = json.loads((out / "configs" / "fastest.json").read_text())
