@@ -7,7 +7,7 @@ from pathlib import Path
 
 from autotune.report.device_words import GPU_WORDS, DeviceWords
 from autotune.report.front import Point
-from autotune.report.html_parts import esc, num, table
+from autotune.report.html_parts import esc, table
 from autotune.report.html_words import swatch
 from autotune.report.importance import METHOD, OBJECTIVE_TITLES, held_fixed
 from autotune.report.pareto_json import source_label
@@ -56,7 +56,7 @@ def tuning_cost_section(view: StudyView, document: dict, run_dir: Path) -> str:
             esc(pick_label(row["name"], view.pick_parameters)),
             esc(row["trial"]),
             esc("none: the baseline" if baseline else payback_sentence(row, unit)),
-            esc(num(row["payback_training_hours"], ".3g")),
+            esc(figure(row["payback_training_hours"])),  # three significant figures, as every output (trial60 #5)
         ])
     payback = (
         table(["pick", "trial", "energy against the baseline, and when tuning is repaid", "payback h"], rows, "payback")

@@ -61,6 +61,17 @@ def test_an_hourly_saving_within_noise_is_labelled_as_the_saving_per_run_and_so_
     assert "same work; estimated)" in said and "within noise" not in said, said
 
 
+def test_report_html_gives_the_payback_hours_to_three_significant_figures():
+    # trial60 #5: report.html's "payback h" column used `.3g` too ("0.025" beside the line's "0.0250 h").
+    from autotune.report.html_analysis import tuning_cost_section
+
+    view = StudyView(None, [], [pt(0, 100.0, 10.0), pt(1, 90.0, 9.6)], [], {}, 0)
+    row = payback_row("knee", 1, view, 0.4, ran_on_hardware=True)
+    cost = {"ran_on_hardware": True, "probes": 4, "time_s": 90.0, "gpu_hours": 0.05, "energy_kj": 0.4,
+            "provenance": "measured", "note": "", "payback": [row]}
+    assert "<td>0.0250</td>" in tuning_cost_section(view, {"tuning_cost": cost}, None)
+
+
 def test_a_cost_of_unknown_provenance_says_so_in_words():
     cost = {"ran_on_hardware": True, "probes": 2, "time_s": 180.0, "gpu_hours": 0.1, "energy_kj": 0.0147,
             "provenance": "unknown", "note": ""}
