@@ -56,7 +56,7 @@ def test_savings_against_a_simulated_baseline_say_so_in_every_output(tmp_path, v
     assert view.baseline_point().source == "simulated"
     for row in document["picks"]:
         line = next(line for line in terminal.splitlines() if f": trial {row['trial']}," in line)
-        assert f"  (against baseline trial {view.baseline_trial} (its figures simulated): " in line, line
+        assert f"  (against baseline trial {view.baseline_trial}, its figures simulated: " in line, line
         md_line = next(line for line in md.splitlines() if line.startswith("- **") and f": trial {row['trial']}," in line)
         assert f"(baseline trial {view.baseline_trial}: its figures simulated)" in md_line
     assert f"Savings are against the baseline trial {view.baseline_trial} (what one would run untuned; its figures simulated)" in html
