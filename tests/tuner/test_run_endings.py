@@ -179,12 +179,17 @@ def test_one_probe_that_succeeded_is_enough(tmp_path):
 
 
 def test_a_probe_that_ran_but_cannot_be_ranked_succeeded_as_a_probe(tmp_path):
-    """Its figures are reported with why they are not ranked (here: no energy): not a failed study."""
-    path = _records(tmp_path, ["ok"])
-    line = json.loads(open(path).read())
-    open(path, "w").write(json.dumps({**line, "time_s": 100.0}) + "\n")
+    """Its figures are reported with why they are not ranked (here: no energy): not a failed study. (Another record
+    has an energy: a file where none has one is refused before the study opens, trial60 #4.)"""
+    path = _records(tmp_path, ["ok", "ok"])
+    unranked, ranked = (json.loads(line) for line in open(path).read().splitlines())
+    open(path, "w").write(json.dumps({**unranked, "time_s": 100.0}) + "\n"
+                          + json.dumps({**ranked, "time_s": 200.0, "energy_kj": 10.0}) + "\n")
     done = autotune_main(*RUN, "--backend", "replay", "--measurements", path, "--trials", "2", "--out", tmp_path / "r")
     assert done.returncode == 0, done.stderr
+    trials = optuna.load_study(study_name="autotune", storage=f"sqlite:///{tmp_path / 'r' / 'study.db'}").trials
+    assert sorted(t.state for t in trials) == [TrialState.COMPLETE, TrialState.FAIL]
+    assert any("energy" in (t.user_attrs.get("reason") or "") for t in trials if t.state == TrialState.FAIL)
 
 
 @pytest.mark.slow

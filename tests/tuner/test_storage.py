@@ -216,7 +216,7 @@ def test_somebody_else_s_optuna_study_of_the_same_name_is_refused_and_left_as_it
     url = f"sqlite:///{tmp_path / 'shared.db'}"
     theirs = optuna.create_study(study_name="autotune", storage=url)
     theirs.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=2)
-    with pytest.raises(UserError, match=r"the study 'autotune' in .*shared.db was not made by autotune \(2 trial\(s\) of "
+    with pytest.raises(UserError, match=r"the study 'autotune' in .*shared.db was not made by autotune \(2 trials of "
                                         r"parameters x\); pass --study-name NEW"):
         open_study(tmp_path / "run", url, None)
     with pytest.raises(UserError, match="was not made by autotune; pass the --study-name of an autotune study"):
@@ -228,7 +228,7 @@ def test_somebody_else_s_optuna_study_of_the_same_name_is_refused_and_left_as_it
 def test_other_objectives_in_a_shared_storage_ask_for_another_study_name(tmp_path):
     url = f"sqlite:///{tmp_path / 'shared.db'}"
     open_study(tmp_path / "a", url, None, objectives=2)
-    with pytest.raises(UserError, match=r"has 2 objective\(s\), this run asks for 1; repeat its --objectives or pass "
+    with pytest.raises(UserError, match=r"has 2 objectives, this run asks for 1; repeat its --objectives or pass "
                                         r"--study-name NEW"):
         open_study(tmp_path / "b", url, None, objectives=1)
 
