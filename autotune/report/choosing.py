@@ -29,13 +29,19 @@ _WHY = {"near": "inside the error measured at calibrated configurations, so it m
         "simulator": "within the simulator's error", "noise": "within measured noise"}
 
 
-def _tied_picks(view) -> list[tuple[str, int, str]]:
-    """(pick, other pick's trial, why) for every tie a pick has with another pick, of any rule."""
-    error = simulator_error(view)
+def ties_by_rule(view, error: dict | None) -> tuple[dict, dict, dict]:
+    """The picks' ties by each rule, as pareto.json's pick rows and "Which to deploy" both say them: within the
+    simulator's error (error_bars.pick_ties), within measured noise (within_noise.noise_ties) and, for a pair
+    neither ties, a lead inside the error measured at calibrated configurations (near_ties.near_ties)."""
     simulator = pick_ties(view, error)
     noise = noise_ties(view, simulator)
     already = {name: set(simulator.get(name, [])) | {tie["trial"] for tie in noise.get(name, [])} for name in view.picks}
-    near = near_ties(view, error, already)
+    return simulator, noise, near_ties(view, error, already)
+
+
+def _tied_picks(view) -> list[tuple[str, int, str]]:
+    """(pick, other pick's trial, why) for every tie a pick has with another pick, of any rule."""
+    simulator, noise, near = ties_by_rule(view, simulator_error(view))
     picked = set(view.picks.values())
     pairs = [(name, trial, "simulator") for name, trials in simulator.items() for trial in trials]
     pairs += [(name, tie["trial"], "noise") for name, ties in noise.items() for tie in ties]

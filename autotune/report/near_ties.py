@@ -158,13 +158,12 @@ def trade_text(trade: dict | None, devices: str = "") -> str:
     return f"against {_stem(trade['picks'])}, the nearest other pick: {gain} for {cost}{devices}"
 
 
-def with_near_ties(rows: list[dict], view, error: dict | None) -> list[dict]:
-    """Pick rows (after error_bars.with_ties and within_noise.with_noise_ties) with `near_tie` (near_ties; a pair
-    those already tie is not said again), `nearest_pick_trade` (nearest_trades) and `outside_calibration` (what of
-    the pick's configuration the simulator's error was not measured on: [] inside it, as error_bars.simulator_error's
-    `extrapolated` lists it)."""
-    already = {row["name"]: set(row.get("tied_with") or []) | set(row.get("tied_within_noise") or []) for row in rows}
-    near, trades = near_ties(view, error, already), nearest_trades(view)
+def with_near_ties(rows: list[dict], view, error: dict | None, near: dict[str, dict | None]) -> list[dict]:
+    """Pick rows (after error_bars.with_ties and within_noise.with_noise_ties) with `near_tie` (`near`: near_ties,
+    of the pairs those do not tie, as choosing.ties_by_rule gives it), `nearest_pick_trade` (nearest_trades) and
+    `outside_calibration` (what of the pick's configuration the simulator's error was not measured on: [] inside
+    it, as error_bars.simulator_error's `extrapolated` lists it)."""
+    trades = nearest_trades(view)
     outside = (error or {}).get(EXTRAPOLATED_KEY) or {}
     return [{**row, "near_tie": near.get(row["name"]), "nearest_pick_trade": trades.get(row["name"]),
              "outside_calibration": outside.get(str(row["trial"]), [])} for row in rows]

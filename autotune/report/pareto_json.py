@@ -16,7 +16,8 @@ from autotune.counted import counted
 from autotune.hardware import available_hardware
 from autotune.hardware.load import hardware_flag
 from autotune.measure.combine import not_measured, parts_text
-from autotune.report.error_bars import pick_ties, simulator_error, with_ties
+from autotune.report.error_bars import simulator_error, with_ties
+from autotune.report.choosing import ties_by_rule
 from autotune.report.near_ties import with_near_ties
 from autotune.report.noise import change_noise_summary, noise_summary
 from autotune.report.importance import METHOD as IMPORTANCE_METHOD
@@ -25,7 +26,7 @@ from autotune.report.picks import commonest_failure, front_note, pick_rows
 from autotune.report.search import UNRECORDED_NODES_KEY
 from autotune.report.study_points import StudyView, ruled_out_sentence
 from autotune.report.unmeasured_floor import unmeasured_floor
-from autotune.report.within_noise import RULE as NOISE_RULE, noise_ties, with_noise, with_noise_ties
+from autotune.report.within_noise import RULE as NOISE_RULE, with_noise, with_noise_ties
 from autotune.space import node_span
 from autotune.space.files import spans_text
 from autotune.workload import with_precision
@@ -247,9 +248,9 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
     sources = provenance(view)
     error = simulator_error(view)
     trials_by_status = view.trials_by_status()
-    ties = pick_ties(view, error)
-    picks = with_noise_ties(with_ties(pick_rows(view.picks, view.points, view.baseline_trial), ties), noise_ties(view, ties))
-    picks = with_near_ties(picks, view, error)
+    ties, noise, near = ties_by_rule(view, error)
+    picks = with_noise_ties(with_ties(pick_rows(view.picks, view.points, view.baseline_trial), ties), noise)
+    picks = with_near_ties(picks, view, error, near)
     return {
         "schema_version": PARETO_SCHEMA_VERSION,
         "model": settings.model.name,
