@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from autotune.report.device_words import view_device_words
 from autotune.report.error_bars import pick_ties, simulator_error
-from autotune.report.near_ties import LOPSIDED_RATIO, MUCH_PCT, devices_clause, near_ties, size_text
+from autotune.report.near_ties import LOPSIDED_RATIO, MUCH_PCT, devices_clause, near_ties, pick_names, pick_stems, size_text
 from autotune.report.picks import PICK_FILES, WHEN_TO_DEPLOY, change_pct, device_hours, listed
 from autotune.report.within_noise import noise_ties
 
@@ -49,6 +49,12 @@ def _tied_picks(view) -> list[tuple[str, int, str]]:
     return [(name, trial, why) for name, trial, why in pairs if trial in picked and trial != view.picks[name]]
 
 
+def _much_more(gain_pct: float, lead_pct: float) -> bool:
+    """Whether a gain is worth a caveat beside a lead no one can tell from zero: at least MUCH_PCT, and
+    LOPSIDED_RATIO times the lead."""
+    return gain_pct >= max(MUCH_PCT, LOPSIDED_RATIO * lead_pct)
+
+
 def _caveat(view, name: str, other_trial: int, why: str) -> str | None:
     """"Here min-energy takes 0.2% less energy than knee, ...: where energy is what costs, knee does as well in
     50% less time." where the other pick is much better in the figure the pick does not lead in; else None. Where
@@ -62,13 +68,13 @@ def _caveat(view, name: str, other_trial: int, why: str) -> str | None:
         return None
     (lead_key, lead_word, lead_less), (gain_key, _, gain_less) = sorted(_FIGURES, key=lambda f: pick_less[f[0]])
     lead, gain = -pick_less[lead_key], -other_less[gain_key]
-    if lead < 0 or gain < max(MUCH_PCT, LOPSIDED_RATIO * lead):
+    if lead < 0 or not _much_more(gain, lead):
         return None
-    others = "/".join(PICK_FILES.get(n, n) for n, t in view.picks.items() if t == other_trial)
+    others = pick_stems(pick_names(view, other_trial))
     head = f"Here {PICK_FILES.get(name, name)} takes {size_text(lead)} {lead_less} than {others}, {_WHY[why]}"
     devices = devices_clause(other, pick, view_device_words(view)) if gain_key == "time_s" else ""
     hours_change = change_pct(device_hours(other), device_hours(pick))
-    if devices and (hours_change is None or -hours_change < max(MUCH_PCT, LOPSIDED_RATIO * lead)):
+    if devices and (hours_change is None or not _much_more(-hours_change, lead)):
         return f"{head}; {others} takes {size_text(gain)} {gain_less}{devices}."
     return f"{head}: where {lead_word} is what costs, {others} does about as well with {size_text(gain)} {gain_less}{devices}."
 

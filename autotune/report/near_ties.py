@@ -62,11 +62,13 @@ def _less_pct(a: float | None, b: float | None) -> float | None:
     return None if change is None else -change
 
 
-def _names(view, trial: int) -> list[str]:
+def pick_names(view, trial: int) -> list[str]:
+    """The picks that are this trial (knee and cost-weighted often are one)."""
     return [name for name, t in view.picks.items() if t == trial]
 
 
-def _stem(names: list[str]) -> str:
+def pick_stems(names: list[str]) -> str:
+    """"knee/cost-weighted": the picks as `export --pick` names them."""
     return "/".join(PICK_FILES.get(n, n) for n in names)
 
 
@@ -94,7 +96,7 @@ def near_ties(view, error: dict | None, already: dict[str, set[int]] | None = No
                         or not (is_simulated(pick, figure) or is_simulated(other, figure))):
                     continue
                 if best is None or other_less > best["other_less_pct"]:
-                    best = {"trial": other_trial, "picks": _names(view, other_trial), "figure": _WORDS[figure],
+                    best = {"trial": other_trial, "picks": pick_names(view, other_trial), "figure": _WORDS[figure],
                             "lead_pct": round(lead, 3), "calibrated_error_pct": bound,
                             "other_figure": _WORDS[_OTHER[figure]], "other_less_pct": round(other_less, 3),
                             "other_error_pct": error.get(f"{_OTHER[figure]}_pct")}
@@ -108,7 +110,7 @@ def near_tie_text(tie: dict | None, devices: str = "") -> str:
     that takes less time) follows that side's time."""
     if not tie:
         return ""
-    other = _stem(tie["picks"])
+    other = pick_stems(tie["picks"])
     also = ("" if tie["other_error_pct"] is None or tie["other_less_pct"] > tie["other_error_pct"]
             else f", also inside its {pct_text(tie['other_error_pct'])}% error")
     lead_devices, other_devices = ("", devices) if tie["other_figure"] == "time" else (devices, "")
@@ -141,7 +143,7 @@ def nearest_trades(view) -> dict[str, dict | None]:
             hours_pct = change_pct(device_hours(pick), device_hours(other))
             same_devices = pick.gpus == other.gpus or hours_pct is None
             if is_lopsided(time_pct, energy_pct) and (same_devices or is_lopsided(hours_pct, energy_pct)):
-                trades[name] = {"trial": other_trial, "picks": _names(view, other_trial),
+                trades[name] = {"trial": other_trial, "picks": pick_names(view, other_trial),
                                 "time_change_pct": round(time_pct, 3), "energy_change_pct": round(energy_pct, 3)}
     return trades
 
@@ -155,7 +157,7 @@ def trade_text(trade: dict | None, devices: str = "") -> str:
     time_words = f"{size_text(abs(time_pct))} {'less' if time_pct < 0 else 'more'} time"
     energy_words = f"{size_text(abs(energy_pct))} {'less' if energy_pct < 0 else 'more'} energy"
     gain, cost = (time_words, energy_words) if time_pct < 0 else (energy_words, time_words)
-    return f"against {_stem(trade['picks'])}, the nearest other pick: {gain} for {cost}{devices}"
+    return f"against {pick_stems(trade['picks'])}, the nearest other pick: {gain} for {cost}{devices}"
 
 
 def with_near_ties(rows: list[dict], view, error: dict | None, near: dict[str, dict | None]) -> list[dict]:
