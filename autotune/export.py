@@ -51,7 +51,7 @@ def choose_trial(view: StudyView, pick: str | None, trial: int | None, exhausted
         said = ", ".join(f"{n} {status}" for status, n in counts.items()) or "none evaluated"
         fix = ("`autotune report` names why its probes failed" if counts.get("failed") or counts.get("timeout")
                else exhausted if exhausted else "run `autotune run` with more --trials")
-        trials = f"{len(view.trials)} trial{'' if len(view.trials) == 1 else 's'}"  # not "1 trials" (trial54 F11)
+        trials = counted(len(view.trials), 'trial')  # not "1 trials" (trial54 F11)
         raise UserError(f"this study has no feasible configuration to export yet ({trials}: {said}); {fix}")
     return view.picks[key], pick or "knee"
 

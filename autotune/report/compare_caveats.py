@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from itertools import combinations
 
-from autotune.counted import counted
+from autotune.counted import agreeing, counted
 from autotune.report.compare_inputs import UNUSED, input_label, numbers_text, value_text
 from autotune.report.compare_study import ComparedStudy
 from autotune.report.error_bars import EXTRAPOLATED_KEY, WHY_UNKNOWN, outside_words, pct_text
@@ -94,7 +94,7 @@ def _simulated_against_measured(studies: list[ComparedStudy]) -> list[str]:
     real = [n for n, s in enumerate(studies, 1) if _sources(s) & {"measured", "estimated"}]
     if not (simulated and real and set(simulated) != set(real)):
         return []
-    return [f"Simulated against measured: {numbers_text(simulated)} {'has' if len(simulated) == 1 else 'have'} "
+    return [f"Simulated against measured: {numbers_text(simulated)} {agreeing(len(simulated), 'has', 'have')} "
             f"simulated figures, {numbers_text(real)} figures from hardware; a difference between them includes the "
             f"simulator's error ({_errors(studies, simulated)})."]
 
@@ -157,7 +157,7 @@ def _time_only(studies: list[ComparedStudy], differ: dict) -> list[str]:
     if not time_only:  # a study with no picks at all is said so below
         return []
     said = [f"{numbers_text(time_only).capitalize()} ranked by time only: "
-            f"{'its' if len(time_only) == 1 else 'their'} picks hold the fastest alone."]
+            f"{agreeing(len(time_only), 'its', 'their')} picks hold the fastest alone."]
     command = _reordered(studies, lambda s: s.document.get("objectives") == ["time"] or not s.document["recommendations"])
     if time_only[0] == 1 and command:  # every other pick's change would read n/a
         said.append(f"The other picks' changes are against study 1, which has only the fastest: put a study ranked by "
@@ -225,5 +225,5 @@ def _copies(studies: list[ComparedStudy]) -> list[str]:
     copies = [n for n, s in enumerate(studies[1:], 2) if s.document == first]
     if not copies:
         return []
-    return [f"{numbers_text(copies).capitalize()} {'holds' if len(copies) == 1 else 'hold'} the same pareto.json as "
+    return [f"{numbers_text(copies).capitalize()} {agreeing(len(copies), 'holds', 'hold')} the same pareto.json as "
             "study 1 (a copy of one run directory?): every change is 0."]

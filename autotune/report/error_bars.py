@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from autotune.candidate import SM_CLOCK_UNTOUCHED
 from autotune.report.picks import trials_text
+from autotune.counted import counted
 
 if TYPE_CHECKING:  # light module: `autotune space` uses error_suffix without loading the study layer
     from autotune.report.study_points import StudyView
@@ -173,16 +174,12 @@ def scope_sentence(error: dict | None) -> str:
     return f" That error was measured on {error[SCOPE_KEY]}: other configurations' figures extrapolate it."
 
 
-def _count(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
 def calibration_note(configurations: int, fitted: int, on_bound: int, computed: bool) -> str:
     """"calibrated (from 3 configurations for 13 constants), error not known reliably": why the profile
     calibrate writes has no [simulator_error] (`computed`: a left-out error was computed, and not trusted)."""
     bound = f", {on_bound} ended on a bound" if on_bound else ""
     why = "known reliably" if computed else "computed (--no-loo)"
-    return f"calibrated (from {_count(configurations, 'configuration')} for {_count(fitted, 'constant')}{bound}), error not {why}"
+    return f"calibrated (from {counted(configurations, 'configuration')} for {counted(fitted, 'constant')}{bound}), error not {why}"
 
 
 def with_calibration_note(description: str, note: str | None) -> str:

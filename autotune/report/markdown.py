@@ -26,6 +26,7 @@ from autotune.report.pick_figures import (
     baseline_text, change_texts, devices_text, figures_text, gpu_span_caveat, memory_text, spans_gpus,
 )
 from autotune.report.table import knob_columns, knob_value, memory_header, pick_definitions_said
+from autotune.counted import counted
 
 
 def md_cell(value) -> str:
@@ -82,7 +83,7 @@ def markdown_report(view: StudyView, document: dict) -> str:
         + (f", study {md_text(study)}" if (study := named_study(document)) else ""),
         "",
         f"**{say(provenance_sentence(document))}** Backend `{document['backend']}`. "
-        f"{document['trials']} trial{'' if document['trials'] == 1 else 's'} ({say(counts)}); baseline trial {document['baseline']}.",
+        f"{counted(document['trials'], 'trial')} ({say(counts)}); baseline trial {document['baseline']}.",
         "",
         say(workload_sentence(document["workload"], document.get("model_caveats"))),
         "",

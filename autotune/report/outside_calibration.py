@@ -13,6 +13,7 @@ from __future__ import annotations
 from autotune.report.error_bars import EXTRAPOLATED_KEY, WHY_UNKNOWN, outside_words
 from autotune.report.pareto_json import hardware_text
 from autotune.report.picks import PICK_FILES
+from autotune.counted import agreeing, counted
 
 
 def outside_calibration_line(document: dict) -> str | None:
@@ -29,13 +30,13 @@ def outside_calibration_line(document: dict) -> str | None:
     words = outside_words(error, [row["trial"] for row in out])
     if len(out) == len(picks):
         trials = len({row["trial"] for row in picks})  # knee and cost-weighted are often one configuration
-        configurations = f" ({trials} configuration{'' if trials == 1 else 's'})" if trials < len(picks) else ""
+        configurations = f" ({counted(trials, 'configuration')})" if trials < len(picks) else ""
         who = "The pick lies" if len(picks) == 1 else f"All {len(picks)} picks{configurations} lie"
-        their = "its" if len(picks) == 1 else "their"
+        their = agreeing(len(picks), "its", "their")
     else:
         names = ", ".join(PICK_FILES.get(row["name"], row["name"]) for row in out)
-        who = f"{len(out)} of the {len(picks)} picks ({names}) {'lies' if len(out) == 1 else 'lie'}"
-        their = "its" if len(out) == 1 else "their"
+        who = f"{len(out)} of the {len(picks)} picks ({names}) {agreeing(len(out), 'lies', 'lie')}"
+        their = agreeing(len(out), "its", "their")
     return (f"{who} where the simulator's error was not measured ({words}): {their} error is unknown (+- ?%); "
             f"probe {'it' if their == 'its' else 'them'} before deploying.")
 

@@ -29,7 +29,7 @@ from autotune.study.loop import CONVERGED_ATTR, probes_running_elsewhere
 from autotune.study.retries import evaluated_count, evaluated_trials
 from autotune.study.valid import usable_values, valid_checks
 from autotune.study.stop_rule import STOP_CHANCE, stop_rule, stop_rule_summary
-from autotune.counted import counted
+from autotune.counted import agreeing, counted
 
 MAX_PREDICTED = 5
 
@@ -44,7 +44,7 @@ def _exhaustive(values: np.ndarray, front: np.ndarray, probed: set[int], objecti
     missed = [i for i in truth if i not in probed and enters_front(values[i][None, None, :], front)[0, 0]]
     what = "front" if objectives == 2 else "fastest candidate"
     if missed:
-        return False, f"{counted(len(missed), 'point')} of the {figures} {what} over all {valid} valid candidates {'was' if len(missed) == 1 else 'were'} not probed"
+        return False, f"{counted(len(missed), 'point')} of the {figures} {what} over all {valid} valid candidates {agreeing(len(missed), 'was', 'were')} not probed"
     beats = (f"beats this front by more than {ENTER_MARGIN - 1:.0%} in time or energy" if objectives == 2 else
              f"is more than {ENTER_MARGIN - 1:.0%} faster than the fastest probe")
     return True, f"exhaustive: all {valid} valid candidates were {figures} and none {beats}"
@@ -132,7 +132,7 @@ def _evaluated_all(study, valid: set[str], recorded: set[str] | None, backend: s
         return True, f"exhaustive: {every} of the space was replayed from its record"
     # Exhaustive over the recording only: the rest of the space was never measured.
     return None, (f"every one of the {counted(len(reachable), 'recorded valid candidate')} was replayed (the recording is "
-                  f"exhausted); the other {counted(unrecorded, 'valid candidate')} {'has no record and was' if unrecorded == 1 else 'have no record and were'} not evaluated")
+                  f"exhausted); the other {counted(unrecorded, 'valid candidate')} {agreeing(unrecorded, 'has no record and was', 'have no record and were')} not evaluated")
 
 
 def recorded_keys(study, backend: str) -> set[str] | None:
@@ -356,7 +356,7 @@ def converged_sentence(probes: int, objectives: int, recorded: int = 0, unrecord
 
 def _exhausted_sentence(unfinished: dict) -> str:
     left = ("every recorded candidate is evaluated" if not unfinished.get("recorded_left") else
-            f"the {counted(unfinished['recorded_left'], 'recorded candidate')} left {'holds' if unfinished['recorded_left'] == 1 else 'hold'} none the stop rule asks for")
+            f"the {counted(unfinished['recorded_left'], 'recorded candidate')} left {agreeing(unfinished['recorded_left'], 'holds', 'hold')} none the stop rule asks for")
     following = (f"; next it would probe {knobs_sentence(unfinished['next'])}, which the replayed file does not record"
                  if unfinished.get("next") else "")
     return (f"not converged: stopped after {unfinished['probes']} probes while {unfinished['reason']}{following}. The "

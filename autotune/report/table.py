@@ -36,6 +36,7 @@ from autotune.report.units import (
 from autotune.report.study_points import StudyView
 from autotune.report.unmeasured_floor import unmeasured_floor_sentence
 from autotune.report.within_noise import ties_text
+from autotune.counted import counted
 
 
 KNOB_COLUMNS = (
@@ -107,7 +108,7 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
     console.print(escape(workload_sentence(document["workload"], document.get("model_caveats"))))
     if unsearched := unsearched_nodes_sentence(document):
         console.print(escape(unsearched))
-    console.print(escape(f"{document['trials']} trial{'' if document['trials'] == 1 else 's'} ({trial_counts(document, view)})"))
+    console.print(escape(f"{counted(document['trials'], 'trial')} ({trial_counts(document, view)})"))
     if document.get("note"):
         console.print(f"[yellow]{escape(document['note'])}[/]")
     if noise_text := noise_line(document):
