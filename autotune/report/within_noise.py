@@ -38,6 +38,7 @@ from autotune.report.near_ties import near_texts
 from autotune.report.noise import point_cv
 from autotune.report.picks import change_pct, trials_text
 from autotune.report.study_points import StudyView
+from autotune.report.units import change_words
 
 RULE = ("a change between two measured figures is within noise when its size is at most "
         "100 x sqrt(cv_a^2 + cv_b^2) percent, each figure's CV over repeats, else its within-probe step-time CV")
@@ -115,10 +116,8 @@ def labelled_change_text(changes: dict, key: str, noise: dict | None, label: str
     value = changes[key]
     if value is None:
         return f"{label} {missing}"
-    if round(abs(value), 1) == 0:
-        return f"the same {label}" + _marks(changes, key, noise, error)
-    less = (value > 0) == (key in _POSITIVE_MEANS_LESS)
-    return f"{abs(value):.1f}% {'less' if less else 'more'} {label}" + _marks(changes, key, noise, error)
+    # units.change_words says a change whose negative means less: energy_saved_pct's sign is the other way round.
+    return f"{change_words(-value if key in _POSITIVE_MEANS_LESS else value)} {label}" + _marks(changes, key, noise, error)
 
 
 def with_noise(rows: list[dict], points: list[Point], baseline_trial: int | None, error: dict | None = None) -> list[dict]:
