@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import re
+import time
 from pathlib import Path
 
 from autotune.counted import agreeing, counted
@@ -17,6 +19,7 @@ from autotune.errors import UserError, signal_words, stop_signals
 from autotune.shell import shell_path
 from autotune.space import node_span
 from autotune.study.stop_rule import stop_rule_help
+from autotune.study.time_limit import REPORT_MARGIN_S, TimeLimit, TimeLimitError, end_words, parse_time_limit, run_time_limit
 from autotune.study.storage import STUDY_NAME, recorded_storage
 
 
@@ -60,6 +63,15 @@ def register(subparsers) -> None:
         "--trials", type=whole_number_flag(low=1), default=30, metavar="N",
         help="budget: candidates to evaluate at most, earlier runs and every worker included (default: 30); "
         "the guided sampler stops earlier when it has converged (early stop, below)",
+    )
+    study.add_argument(
+        "--time-limit", type=_time_limit_flag, default=None, metavar="TIME",
+        help="no probe starts that cannot finish, the reports written, within this time of the run's start: the study "
+        "stops there as at --trials (the same command resumes it). As sbatch --time takes it: MINUTES (a bare number "
+        "is minutes, as in sbatch), MINUTES:SECONDS, HOURS:MINUTES:SECONDS, DAYS-HOURS, DAYS-HOURS:MINUTES or "
+        "DAYS-HOURS:MINUTES:SECONDS. A probe is taken to last as long as the longest of the study so far, or before "
+        f"any has finished, --probe-timeout x --repeats; {REPORT_MARGIN_S / 60:g} minutes are kept for the reports "
+        "(default: inside a SLURM job, the job's end, SLURM_JOB_END_TIME; else no limit)",
     )
     study.add_argument(
         "--sampler", choices=("guided", "tpe", "random", "nsga2"), default="guided",
@@ -118,6 +130,40 @@ def register(subparsers) -> None:
     )
     add_pick_options(parser)
     parser.set_defaults(func=_run)
+
+
+def _time_limit_flag(text: str) -> int:
+    """--time-limit in seconds; a value sbatch would not take, or a likely typo, is one line and exit 2."""
+    try:
+        return parse_time_limit(text)
+    except TimeLimitError as why:
+        raise argparse.ArgumentTypeError(f"{text!r} {why}") from None
+
+
+def time_stop_line(limit: TimeLimit) -> str:
+    """The line of a study the time limit stopped: how much time was left of which limit, what a probe takes, and how
+    to go on."""
+    from autotune.report.units import time_text
+
+    held = limit.stopped
+    now_s = time.time()
+    ends = end_words(limit.ends_s, now_s)
+    of = f"the time limit (SLURM job ends {ends})" if limit.slurm else f"--time-limit (ends {ends})"
+    margin = time_text(REPORT_MARGIN_S)
+    if held.measured:
+        need = f"and a probe of this study has taken up to {time_text(held.probe_s)} ({margin} more are kept for the reports)"
+    elif held.probe_s:
+        need = (f"and no probe has finished yet: one may take up to {time_text(held.probe_s)} (--probe-timeout x --repeats; "
+                f"{margin} more are kept for the reports)")
+    else:  # a backend whose evaluations take no time (simulate, replay)
+        need = f"less than the {margin} kept for the reports"
+    again = "resume with the same command in a new job" if limit.slurm else "run the same command again to resume"
+    if limit.slurm and limit.ends_s <= now_s:
+        # An end already past: the job is in SLURM's grace (OverTimeLimit), or its limit was raised since it started
+        # (scontrol update), which the variable does not follow.
+        again += " (where this job's limit was raised since it started, pass --time-limit with its time left)"
+    left = time_text(held.left_s) if held.left_s > 0 else "no time"
+    return f"stopped: {left} left of {of}, {need}; {again}"
 
 
 def _objectives_flag(text: str) -> str:
@@ -432,6 +478,8 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
     from autotune.study.valid import node_counts_without_candidates, valid_checks
     from autotune.report.study_points import MODEL_CAVEATS_ATTR
 
+    # First: --time-limit counts from the run's start.
+    time_limit, time_limit_warning = run_time_limit(args.time_limit, dict(os.environ))
     check_hostfile(args.hostfile)  # files are checked here; numbers while parsing (flags.py, probe_options.py)
     check_pick_options(args)
     # Its writes go to sys.stderr, the process's StatusStream (cli.console_main): losing it does not end the study.
@@ -439,6 +487,8 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
     # A job's output file or a pipe: one line per message, as printed (rich would break them at 80 columns,
     # mid-phrase, where grep and the eye look for them whole); a terminal keeps rich's wrapping.
     console.soft_wrap = not console.is_terminal
+    if time_limit_warning:
+        console.print(f"[yellow]warning: {escape(time_limit_warning)}[/]")
     filled = fill_from_allocation(args)
     if filled.said:
         console.print(filled.said)
@@ -504,7 +554,7 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
                             study_count=lambda: evaluated_count(study, recording=True), quiet=args.quiet) as progress:
             for attempt in range(_TAKE_OVER_PASSES + 1):
                 with sole_worker(run_dir, args.storage) as alone:  # asked again on each pass: a worker may have died
-                    if attempt and not _took_over(study, alone, run_dir, console):
+                    if time_limit.stopped or (attempt and not _took_over(study, alone, run_dir, console)):
                         break
                     ran += run_study(
                         study, settings, backend, args.trials, progress, checks, args.objectives,
@@ -512,6 +562,7 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
                         interrupts=interrupts, proposed_by={"sampler": args.sampler, "seed": args.seed,
                                                             "trials_budget": args.trials,
                                                             "autotune_version": autotune.__version__},
+                        time_limit=time_limit,
                     )
     except KeyboardInterrupt as stop:
         interrupts.stopping = True  # a second signal (SLURM's to the tuner after the probe's) must not cut these lines
@@ -542,6 +593,8 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
             recorded = getattr(backend, "usable", None) or valid_total
             console.print(converged_stop_line(converged["probes"], backend.name == "simulate", recorded, valid_total - recorded),
                           soft_wrap=True, highlight=False, markup=False)
+        if time_limit.stopped:
+            console.print(time_stop_line(time_limit), soft_wrap=True, highlight=False, markup=False)
         evaluated_now, elsewhere = evaluated_count(study), probes_running_elsewhere(study)
         if not converged and evaluated_now + elsewhere >= total and evaluated_now + elsewhere > done + ran:
             # A worker that stopped after two probes of ten said nothing of the other eight.

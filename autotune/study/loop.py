@@ -16,6 +16,8 @@
   the loop also stops when every valid candidate has been evaluated. A probe starts only while the
   evaluated candidates and the probes running on other workers leave room in it (`_reserve_probe`),
   so workers that start their last probes at once never evaluate more than N.
+- A probe starts only where the run's time limit (time_limit.py: --time-limit, or the SLURM job's end) leaves room
+  for it and the reports; where it does not, the study stops there as at its budget.
 - The loop runs in `study.optimize`, so several workers on one RDB storage share the study and
   Optuna's heartbeats retry the trials of a worker that died (see storage.py). Two workers that
   propose one candidate at once: the lower trial number probes it, the higher is its duplicate.
@@ -56,6 +58,7 @@ from autotune.study.retries import (
 )
 from autotune.study.settings import StudySettings
 from autotune.study.stop_rule import STOP_RULE
+from autotune.study.time_limit import PROBE_WALL_ATTR, TimeLimit, longest_probe_s, probe_bound_s
 from autotune.study.unique import OVER_BUDGET_ATTR, PROPOSAL_WAIT_S, settled_trials, trial_knobs, unique_candidates
 from autotune.study.valid import usable_values, valid_checks
 
@@ -285,8 +288,9 @@ class _Objective:
     """The function `study.optimize` calls once per proposal."""
 
     def __init__(self, settings, backend, objectives, progress, checks, accept_estimated_energy, n_trials, interrupts,
-                 proposed_by=None):
+                 proposed_by=None, time_limit: TimeLimit | None = None):
         self.settings, self.backend, self.objectives, self.progress = settings, backend, objectives, progress
+        self.time_limit = time_limit or TimeLimit(None)  # its clock times every probe, limit or not
         self.proposed_by = proposed_by  # report.inputs.PROPOSED_BY_ATTR: kept on each trial this worker evaluates
         self.choices, self.accept_estimated_energy, self.n_trials = usable_values(checks), accept_estimated_energy, n_trials
         # The space's verdicts, a backend's among them (replay: no record), so a proposal is judged as the samplers were.
@@ -324,6 +328,8 @@ class _Objective:
             trial.study.stop()
             raise ProbeFailed(f"not probed: the --trials budget of {self.n_trials} is held by probes running on other workers")
         saved = _saved_result(trial)
+        if saved is None:
+            self._hold_back_at_time_limit(trial)
         trials = trial.study.get_trials(deepcopy=False) if saved is None else []
         lineage = retry_lineage(trials, trial.number) if trials else []
         resumed = ""  # what the start line says a retry resumes
@@ -332,6 +338,7 @@ class _Objective:
             resumed = "; ".join(filter(None, (retry_words(trials, lineage), takes_over)))
         if saved is None and self.progress.on_probe_start:
             self.progress.on_probe_start(trial.number, params, resumed)
+        started_s = self.time_limit.clock()
         try:
             with self.interrupts.probing():
                 result = ProbeResult(**saved) if saved is not None else self.backend.evaluate(candidate, trial.number)
@@ -344,6 +351,8 @@ class _Objective:
                 said = str(stop) if isinstance(stop, UserError) else f"{type(stop).__name__}: {stop}"  # a bug by its name
                 trial.set_user_attr(STOPPED_BY_ATTR, " ".join(said.split())[:300])
             raise
+        if saved is None:  # what the time limit's rule weighs a next probe by, in this run or a later one
+            trial.set_user_attr(PROBE_WALL_ATTR, self.time_limit.clock() - started_s)
         trial.set_user_attr("result", result.to_dict())
         self.evaluated += 1
         memory_excess = max(check.memory.device_excess_gib, check.memory.host_excess_gib)
@@ -370,6 +379,19 @@ class _Objective:
         elif result.status == "timeout" and (settings := self.backend.timeout_settings()):
             trial.set_user_attr(TIMED_OUT_UNDER_ATTR, settings)  # see queue_setup_retries
         _fail(trial, f"{result.status}: {(result.error or '').strip()[:300]}")
+
+    def _hold_back_at_time_limit(self, trial) -> None:
+        """No probe starts that the time limit would cut (time_limit.py): the study stops as at its budget, and the
+        trial is left unprobed as one over the budget is (OVER_BUDGET_ATTR: never evaluated, its candidate free to be
+        proposed again when the study resumes)."""
+        if self.time_limit.deadline is None:
+            return
+        longest_s = longest_probe_s(trial.study.get_trials(deepcopy=False))
+        if self.time_limit.held_back(longest_s, probe_bound_s(self.backend.timeout_settings())) is None:
+            return
+        trial.set_user_attr(OVER_BUDGET_ATTR, True)
+        trial.study.stop()
+        raise ProbeFailed("not probed: too little time is left before the time limit for a probe and the reports")
 
     def _prune_invalid(self, trial, params, check) -> NoReturn:
         # A rule breaker has no memory estimate; one that does not fit has an excess > 0.
@@ -519,9 +541,11 @@ def run_study(
     early_stop: bool = True,
     interrupts: Interrupts | None = None,
     proposed_by: dict | None = None,
+    time_limit: TimeLimit | None = None,
 ) -> int:
     """Evaluate candidates until the study holds n_trials evaluated ones (every worker's); returns how many
-    this call evaluated. `proposed_by`: kept on each trial (report.inputs.PROPOSED_BY_ATTR)."""
+    this call evaluated. `proposed_by`: kept on each trial (report.inputs.PROPOSED_BY_ATTR). `time_limit`: no probe
+    starts that it would cut; where it held one back, the study stopped there (`time_limit.stopped`)."""
     progress = progress or StudyProgress()
     checks = checks if checks is not None else valid_checks(settings)
     valid_total = sum(c.valid for c in checks)
@@ -555,7 +579,7 @@ def run_study(
                          failures_may_be_the_setup=backend.failures_may_be_the_setup)
     interrupts = interrupts or Interrupts()  # without install(): no handler of ours, Python's own
     objective = _Objective(settings, backend, OBJECTIVES[objectives], progress, checks, accept_estimated_energy, n_trials,
-                           interrupts, proposed_by)
+                           interrupts, proposed_by, time_limit)
     with interrupts.study(study):
         try:
             study.optimize(objective, catch=(ProbeFailed,), callbacks=[stop])

@@ -1,0 +1,170 @@
+"""The time limit of a run: a probe that cannot finish before it is not started, and the study stops there as at
+its --trials budget (its reports written, nothing lost), instead of a job's end killing a probe half-way (its GPU
+time spent for nothing) and the run with it, with no line saying where it stopped.
+
+- The limit (`run_time_limit`): `autotune run --time-limit`, counted from the run's start, written as sbatch --time
+  takes it (`parse_time_limit`); else, inside a SLURM job, the job's end (SLURM_JOB_END_TIME, set since Slurm
+  23.02; `job_end_from_env`); else none. No squeue fallback for older SLURM: a call to the controller at every
+  start, for what --time-limit gives, is not worth its failure modes (a hung controller holds up the run).
+- The rule (`TimeLimit.held_back`): a probe starts only while the time left holds the longest probe of the study
+  so far (the wall time the loop records on each trial, PROBE_WALL_ATTR, earlier runs' too), or, before any probe
+  finished, the longest a probe may take (`probe_bound_s`: --probe-timeout x --repeats), plus REPORT_MARGIN_S
+  for the reports. The simulate and replay backends' probes take milliseconds and cannot time out: for them the
+  rule asks for the margin alone.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from autotune.checks import flag_number
+
+# Kept free after a probe for the reports (3 s for a 30-trial simulated study here; a minute for a large one) and
+# for a job script's early SIGTERM: docs/launch.md's recipe asks for it 2 minutes before the end
+# (`#SBATCH --signal=B:TERM@120`), and a probe that ends after it is stopped and lost.
+REPORT_MARGIN_S = 180.0
+# On each trial whose probe ran: its wall time in seconds, from the backend's start of it to its result.
+PROBE_WALL_ATTR = "probe_wall_s"
+SLURM_END_ENV = "SLURM_JOB_END_TIME"
+# A year: a longer limit is a typo (SLURM's own "no limit" jobs end a year after their start, too).
+MAX_TIME_LIMIT_S = 365 * 86_400
+# The range of a job's end in the environment: from 2000-01-01 (0, or a count of minutes, is no job's end) to
+# 9999-12-31T23:59:59Z, the last instant a date is written for.
+_FIRST_EPOCH_S = 946_684_800
+_LAST_EPOCH_S = 253_402_300_799
+FORMS = ("MINUTES, MINUTES:SECONDS, HOURS:MINUTES:SECONDS, DAYS-HOURS, DAYS-HOURS:MINUTES or DAYS-HOURS:MINUTES:SECONDS, "
+         "as sbatch --time takes it (a bare number is minutes)")
+# The fields of each form (sbatch's own parse, src/common/parse_time.c), and each field's largest value past the first.
+_FIELDS = {(False, 1): ("minutes",), (False, 2): ("minutes", "seconds"), (False, 3): ("hours", "minutes", "seconds"),
+           (True, 1): ("days", "hours"), (True, 2): ("days", "hours", "minutes"),
+           (True, 3): ("days", "hours", "minutes", "seconds")}
+_HIGHEST = {"hours": 23, "minutes": 59, "seconds": 59}
+_SECONDS = {"days": 86_400, "hours": 3_600, "minutes": 60, "seconds": 1}
+
+
+class TimeLimitError(ValueError):
+    """A --time-limit that is none of sbatch's forms, or out of range: its message names the problem and the fix."""
+
+
+def parse_time_limit(text: str) -> int:
+    """Seconds in `text`, a time limit as sbatch --time writes it. Stricter than sbatch where a value is more
+    likely a typo than meant: a field past the first out of its clock's range (`1:60:00`, which SLURM reads as
+    2 hours), 0 and -1 (SLURM's "no limit": here leave the flag out), non-ASCII digits, more than a year."""
+    stripped = text.strip()
+    if not stripped:
+        raise TimeLimitError(f"is empty; write it as {FORMS}")
+    if stripped.startswith("-") or stripped.upper() in ("INFINITE", "UNLIMITED"):
+        raise TimeLimitError(f"is not a time limit (SLURM's -1 and UNLIMITED are none: leave --time-limit out for no limit); "
+                             f"write it as {FORMS}")
+    days, dash, clock = stripped.partition("-")
+    clock = clock if dash else days
+    parts = ([days] if dash else []) + clock.split(":")
+    names = _FIELDS.get((bool(dash), len(parts) - bool(dash)))
+    if names is None or "-" in clock:
+        too_many = "more than one '-'" if "-" in clock else "more than two ':'"
+        raise TimeLimitError(f"has {too_many}; write it as {FORMS}")
+    seconds = 0
+    for index, (name, field) in enumerate(zip(names, parts)):
+        seconds += _field(name, field, None if index == 0 else _HIGHEST[name]) * _SECONDS[name]
+    if seconds == 0:
+        raise TimeLimitError("is 0 (SLURM's 0 is no limit): leave --time-limit out for no limit, or give one of at least "
+                             "1 second")
+    if seconds > MAX_TIME_LIMIT_S:
+        raise TimeLimitError(f"is more than a year (a typo?); write it as {FORMS}")
+    return seconds
+
+
+def _field(name: str, field: str, highest: int | None) -> int:
+    """One field of a time limit: ASCII digits within its clock's range (checks.flag_number says why not)."""
+    if not field:
+        raise TimeLimitError(f"lacks its {name}; write it as {FORMS}")
+    value, problem = flag_number(field, low=0, high=highest, integer=True)
+    if problem:
+        raise TimeLimitError(f"has {name} {field!r}, which {problem}; write it as {FORMS}")
+    if not re.fullmatch(r"[0-9]+", field):  # 1e3, +5: numbers to Python, not to sbatch
+        raise TimeLimitError(f"has {name} {field!r}, not a whole number in digits 0-9; write it as {FORMS}")
+    return value
+
+
+def job_end_from_env(environ: dict[str, str]) -> tuple[float | None, str | None]:
+    """(the SLURM job's end, epoch seconds; a warning), from SLURM_JOB_END_TIME: (None, None) where it is not set, and
+    (None, why) where it is no time of a job's end: a warning, never a stop (the run goes on without a limit). An end
+    already past is one: the job is at its end (or in SLURM's OverTimeLimit grace), and no probe would finish."""
+    raw = environ.get(SLURM_END_ENV, "").strip()
+    if not raw:
+        return None, None
+    if not re.fullmatch(r"[0-9]+", raw) or not _FIRST_EPOCH_S <= int(raw) <= _LAST_EPOCH_S:
+        return None, (f"{SLURM_END_ENV}={raw!r} in the environment is not a time (whole seconds since 1970, as SLURM sets "
+                      "it): ignored, so a probe may still be started that the job's end kills; pass --time-limit with the "
+                      "job's time left")
+    return float(raw), None
+
+
+def end_words(end_s: float, now_s: float) -> str:
+    """When a limit ends, in local time: 14:02, with the date where it is not within a day."""
+    form = "%H:%M" if 0 <= end_s - now_s < 86_400 else "%Y-%m-%d %H:%M"
+    return time.strftime(form, time.localtime(end_s))
+
+
+def probe_bound_s(timeout_settings: dict) -> float | None:
+    """The longest a probe may take before any has finished (--probe-timeout x --repeats: the timeout is each run's), or
+    None for a backend whose evaluations cannot time out (Backend.timeout_settings() is empty: simulate, replay)."""
+    timeout_s = timeout_settings.get("--probe-timeout")
+    return None if timeout_s is None else float(timeout_s) * int(timeout_settings.get("--repeats", 1))
+
+
+@dataclass(frozen=True)
+class HeldBack:
+    """Why a probe was not started: the time left, and what a probe takes (`measured`: the longest of the study so
+    far; else the bound before any finished, `probe_bound_s`)."""
+
+    left_s: float
+    probe_s: float
+    measured: bool
+
+
+class TimeLimit:
+    """A run's time limit, on a monotonic clock (a wall-clock step must not move it). `left_s`: the seconds left at its
+    start, None for no limit. `ends_s` (epoch) and `slurm` (the job's end, not --time-limit) say where it came from."""
+
+    def __init__(self, left_s: float | None, ends_s: float | None = None, slurm: bool = False,
+                 clock: Callable[[], float] = time.monotonic):
+        self.clock = clock
+        self.deadline = None if left_s is None else clock() + left_s
+        self.ends_s, self.slurm = ends_s, slurm
+        self.stopped: HeldBack | None = None  # set when the rule held a probe back
+
+    def held_back(self, longest_probe_s: float | None, bound_s: float | None) -> HeldBack | None:
+        """The rule: a HeldBack where the time left cannot hold a probe and the reports, else None."""
+        if self.deadline is None:
+            return None
+        left_s = self.deadline - self.clock()
+        measured = longest_probe_s is not None
+        probe_s = longest_probe_s if measured else (bound_s or 0.0)
+        if left_s >= probe_s + REPORT_MARGIN_S:
+            return None
+        self.stopped = HeldBack(max(left_s, 0.0), probe_s, measured)
+        return self.stopped
+
+
+
+def run_time_limit(flag_s: int | None, environ: dict[str, str], clock: Callable[[], float] = time.monotonic,
+                   now_s: float | None = None) -> tuple[TimeLimit, str | None]:
+    """(the run's limit, a warning about the environment's): --time-limit from now where given (it overrides the job's
+    end), else the SLURM job's end, else none."""
+    now_s = time.time() if now_s is None else now_s
+    if flag_s is not None:
+        return TimeLimit(flag_s, now_s + flag_s, clock=clock), None
+    end_s, warning = job_end_from_env(environ)
+    if end_s is None:
+        return TimeLimit(None, clock=clock), warning
+    return TimeLimit(end_s - now_s, end_s, slurm=True, clock=clock), None
+
+
+def longest_probe_s(trials) -> float | None:
+    """The longest wall time a probe of the study took (every run's, every worker's), or None before any finished."""
+    walls = [t.user_attrs[PROBE_WALL_ATTR] for t in trials if PROBE_WALL_ATTR in t.user_attrs]
+    return max(walls, default=None)

@@ -1,0 +1,285 @@
+"""`autotune run --time-limit`, or the SLURM job's end: no probe starts that cannot finish before it; the study
+stops there as at its budget, its reports written, with a line saying how much time was left and how to resume."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+from optuna.trial import TrialState
+
+from autotune.backends.simulate import SimulateBackend
+from autotune.candidate import params_key
+from autotune.commands.options import settings_for
+from autotune.commands.run import time_stop_line
+from autotune.study import open_study, run_study
+from autotune.study.loop import make_sampler
+from autotune.study.retries import is_evaluated
+from autotune.study.time_limit import (PROBE_WALL_ATTR, REPORT_MARGIN_S, SLURM_END_ENV, HeldBack, TimeLimit, TimeLimitError,
+                                       job_end_from_env, parse_time_limit, probe_bound_s, run_time_limit)
+from autotune.study.unique import OVER_BUDGET_ATTR
+from autotune.study.valid import valid_checks
+from tests import cli
+from tests.tuner.test_bad_input import assert_one_clear_line
+
+SPACE = Path(__file__).with_name("small_7b_space.toml")
+
+
+# --- the flag's value: sbatch --time's forms ------------------------------------------------------
+
+@pytest.mark.parametrize("text, seconds", [
+    ("120", 7200),  # a bare number is minutes, as in sbatch
+    ("30:00", 1800),  # MINUTES:SECONDS
+    ("0:30", 30),
+    ("2:00:00", 7200),
+    ("48:00:00", 172_800),  # the first field takes any count, as sbatch's does
+    ("1-12", 129_600),  # DAYS-HOURS
+    ("1-12:30", 131_400),
+    ("1-12:30:15", 131_415),
+    (" 90 ", 5400),
+    ("525600", 365 * 86_400),  # a year, the most
+])
+def test_every_form_sbatch_takes_is_read_as_sbatch_reads_it(text, seconds):
+    assert parse_time_limit(text) == seconds
+
+
+@pytest.mark.parametrize("text, said", [
+    ("", "is empty"),
+    ("-5", "leave --time-limit out for no limit"),
+    ("-1", "leave --time-limit out for no limit"),
+    ("UNLIMITED", "leave --time-limit out for no limit"),
+    ("0", "is 0 (SLURM's 0 is no limit)"),
+    ("0:00:00", "is 0"),
+    ("1:60:00", "has minutes '60', which is out of range; it must be a whole number >= 0 and <= 59"),
+    ("1:00:60", "has seconds '60'"),
+    ("1-24", "has hours '24'"),
+    ("abc", "has minutes 'abc', which is not a whole number"),
+    ("1e9", "has minutes '1e9', not a whole number in digits 0-9"),
+    ("+5", "not a whole number in digits 0-9"),
+    ("١٢٠", "characters other than ASCII"),  # Arabic-Indic 120: a digit to Python, not to sbatch
+    ("１２０", "characters other than ASCII"),  # fullwidth
+    ("1_0", "underscore"),
+    ("525601", "more than a year"),
+    ("9" * 400, "more than a year"),
+    ("1:2:3:4", "more than two ':'"),
+    ("1-2-3", "more than one '-'"),
+    ("1-", "lacks its hours"),
+    ("1::00", "lacks its minutes"),
+    ("2h", "has minutes '2h'"),
+])
+def test_a_wrong_value_is_refused_with_its_problem_and_the_forms(text, said):
+    with pytest.raises(TimeLimitError) as refused:
+        parse_time_limit(text)
+    assert said in str(refused.value)
+    if "no limit" not in said and "is 0" not in said:
+        assert str(refused.value).endswith("as sbatch --time takes it (a bare number is minutes)")
+
+
+@pytest.mark.parametrize("value", ["", "-5", "0", "1:60:00", "abc", "1e9", "١٢٠", "99999999999"])
+def test_the_command_line_refuses_a_wrong_value_in_one_line_with_exit_2(tmp_path, value):
+    result = cli.autotune_main("run", "--model", "7b", "--nodes", "1", "--backend", "simulate", f"--time-limit={value}",
+                               "--out", tmp_path / "run")
+    assert result.returncode == 2
+    assert_one_clear_line(result.stderr, "argument --time-limit", repr(value))
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_negative_value_given_apart_is_read_as_the_flags_value():
+    result = cli.autotune_main("run", "--model", "7b", "--time-limit", "-5")
+    assert result.returncode == 2
+    assert_one_clear_line(result.stderr, "argument --time-limit: '-5' is not a time limit")
+
+
+def test_help_names_the_forms_and_that_a_bare_number_is_minutes():
+    text = " ".join(cli.autotune_main("run", "--help").stdout.split())
+    assert "--time-limit TIME" in text
+    for form in ("MINUTES (a bare number is minutes, as in sbatch)", "MINUTES:SECONDS", "HOURS:MINUTES:SECONDS", "DAYS-HOURS",
+                 "DAYS-HOURS:MINUTES", "DAYS-HOURS:MINUTES:SECONDS", "SLURM_JOB_END_TIME"):
+        assert form in text
+
+
+# --- where the limit comes from ----------------------------------------------------------------------
+
+def test_the_slurm_jobs_end_is_the_default_and_the_flag_overrides_it():
+    clock = _Clock()
+    now_s = time.time()
+    environ = {SLURM_END_ENV: str(int(now_s) + 3600)}
+    limit, warning = run_time_limit(None, environ, clock=clock, now_s=now_s)
+    assert warning is None and limit.slurm and limit.deadline == pytest.approx(clock.now_s + 3600, abs=1)
+    limit, warning = run_time_limit(600, environ, clock=clock, now_s=now_s)
+    assert warning is None and not limit.slurm and limit.deadline == clock.now_s + 600
+    limit, warning = run_time_limit(None, {}, clock=clock, now_s=now_s)
+    assert warning is None and limit.deadline is None
+
+
+def test_the_environment_is_read_as_the_process_sees_it(monkeypatch):
+    monkeypatch.setenv(SLURM_END_ENV, str(int(time.time()) + 7200))
+    limit, warning = run_time_limit(None, dict(os.environ))
+    assert warning is None and limit.slurm and 7100 < limit.deadline - time.monotonic() <= 7200
+
+
+@pytest.mark.parametrize("raw", ["abc", "1.5e9", "-1", "0", "17000", "99999999999999", "１７９５８０５７０９", "1_795_805_709"])
+def test_a_wrong_slurm_end_is_a_warning_and_no_limit(raw):
+    end_s, warning = job_end_from_env({SLURM_END_ENV: raw})
+    assert end_s is None
+    assert warning.startswith(f"{SLURM_END_ENV}={raw!r} in the environment is not a time") and "--time-limit" in warning
+    limit, said = run_time_limit(None, {SLURM_END_ENV: raw})
+    assert limit.deadline is None and said == warning
+
+
+def test_an_end_already_past_is_an_end_no_probe_fits_in():
+    clock = _Clock()
+    limit, warning = run_time_limit(None, {SLURM_END_ENV: str(int(time.time()) - 60)}, clock=clock)
+    assert warning is None
+    assert limit.held_back(None, None) == HeldBack(0.0, 0.0, False)
+    assert "pass --time-limit with its time left" in time_stop_line(limit)
+
+
+def test_a_bad_environment_value_is_one_warning_line_and_the_run_goes_on(tmp_path, monkeypatch):
+    monkeypatch.setenv(SLURM_END_ENV, "tomorrow")
+    result = cli.autotune_main("run", "--model", "7b", "--nodes", "1", "--backend", "simulate", "--trials", "2", "--quiet",
+                               "--out", tmp_path / "run")
+    assert result.returncode == 0, result.stderr
+    warned = [line for line in result.stderr.splitlines() if SLURM_END_ENV in line]
+    assert len(warned) == 1 and warned[0].startswith("warning: SLURM_JOB_END_TIME='tomorrow' in the environment is not a time")
+    assert "stopped:" not in result.stderr
+
+
+# --- the rule, on a fake clock --------------------------------------------------------------------
+
+class _Clock:
+    def __init__(self):
+        self.now_s = 1000.0
+
+    def __call__(self) -> float:
+        return self.now_s
+
+
+def test_before_any_probe_the_probe_timeout_times_the_repeats_must_fit():
+    assert probe_bound_s({"--probe-timeout": 900.0, "--repeats": 2}) == 1800.0
+    assert probe_bound_s({}) is None  # simulate and replay: nothing times out
+    clock = _Clock()
+    limit = TimeLimit(1800 + REPORT_MARGIN_S, clock=clock)
+    assert limit.held_back(None, 1800.0) is None  # just fits
+    clock.now_s += 1
+    assert limit.held_back(None, 1800.0) == HeldBack(1799 + REPORT_MARGIN_S, 1800.0, False)
+
+
+def test_once_a_probe_finished_the_longest_so_far_must_fit():
+    clock = _Clock()
+    limit = TimeLimit(600, clock=clock)
+    assert limit.held_back(400.0, 3600.0) is None  # the timeout no longer counts: the probes take 400 s
+    clock.now_s += 100
+    held = limit.held_back(400.0, 3600.0)
+    assert held == HeldBack(500.0, 400.0, True) and limit.stopped == held
+
+
+def test_probes_that_take_no_time_need_only_the_reports_margin():
+    """simulate and replay: the limit applies to the wall clock, but fires only with less than the margin left."""
+    clock = _Clock()
+    limit = TimeLimit(REPORT_MARGIN_S + 1, clock=clock)
+    for _ in range(1000):  # a thousand simulated probes of a millisecond each
+        assert limit.held_back(0.001, None) is None
+        clock.now_s += 0.001
+    assert TimeLimit(None, clock=clock).held_back(10.0 ** 9, None) is None  # no limit: never
+
+
+# --- a study, with probes that take minutes on a fake clock ------------------------------------------
+
+class _TimedProbes(SimulateBackend):
+    """Simulated figures, and probes that take `walls_s` in turn on the fake clock, under a probe timeout."""
+
+    def __init__(self, clock: _Clock, walls_s: list[float], probe_timeout_s: float = 300.0):
+        super().__init__()
+        self.clock, self.walls_s, self.probe_timeout_s = clock, walls_s, probe_timeout_s
+        self.probed: list[str] = []
+
+    def evaluate(self, candidate, trial_number=0):
+        self.clock.now_s += self.walls_s[len(self.probed) % len(self.walls_s)]
+        self.probed.append(params_key(candidate.knobs.to_dict()))
+        return super().evaluate(candidate, trial_number)
+
+    def timeout_settings(self) -> dict:
+        return {"--repeats": 1, "--probe-timeout": self.probe_timeout_s}
+
+
+def _study(tmp_path):
+    settings = settings_for("--model", "7b", "--nodes", "1", "--space", str(SPACE))
+    checks = valid_checks(settings)
+    return settings, checks, open_study(tmp_path, None, make_sampler(0, 10, "guided", checks), cheap_figures=True)
+
+
+def test_the_study_stops_before_the_probe_that_would_overrun_and_resumes_without_repeating_one(tmp_path):
+    settings, checks, study = _study(tmp_path)
+    clock = _Clock()
+    backend = _TimedProbes(clock, [400.0, 500.0])
+    # 1500 s: the first probe needs its timeout (300 s) and the margin; then 400 s, 500 s: 600 s are left, less
+    # than the longest probe (500 s) and the margin.
+    limit = TimeLimit(1500.0, ends_s=time.time() + 1500, slurm=True, clock=clock)
+    ran = run_study(study, settings, backend, 10, checks=checks, early_stop=False, time_limit=limit)
+    assert ran == 2 and len(backend.probed) == 2
+    assert limit.stopped == HeldBack(600.0, 500.0, True)
+    held = [t for t in study.trials if t.user_attrs.get(OVER_BUDGET_ATTR)]
+    assert len(held) == 1 and held[0].state == TrialState.FAIL and "result" not in held[0].user_attrs
+    assert sorted(t.user_attrs[PROBE_WALL_ATTR] for t in study.trials if PROBE_WALL_ATTR in t.user_attrs) == [400.0, 500.0]
+    line = time_stop_line(limit)
+    assert re.fullmatch(r"stopped: 10\.0 min left of the time limit \(SLURM job ends \d\d:\d\d\), and a probe of this study "
+                        r"has taken up to 8\.33 min \(3\.00 min more are kept for the reports\); resume with the same command "
+                        r"in a new job", line), line
+
+    # A new job with 650 s: the earlier run's 500 s probe is the study's longest, so none starts.
+    again = TimeLimit(650.0, clock=clock)
+    assert run_study(study, settings, backend, 10, checks=checks, early_stop=False, time_limit=again) == 0
+    assert again.stopped == HeldBack(650.0, 500.0, True) and len(backend.probed) == 2
+
+    # A new job with time enough: the study goes on to its budget, and no candidate is probed twice.
+    enough = TimeLimit(10 * 3600.0, clock=clock)
+    ran = run_study(study, settings, backend, 6, checks=checks, early_stop=False, time_limit=enough)
+    assert ran == 4 and enough.stopped is None
+    evaluated = [params_key(t.params) for t in study.trials if is_evaluated(t)]
+    assert len(evaluated) == 6 and len(set(evaluated)) == 6 and len(set(backend.probed)) == len(backend.probed) == 6
+
+
+def test_before_any_probe_finished_a_limit_shorter_than_the_timeout_starts_none(tmp_path):
+    settings, checks, study = _study(tmp_path)
+    clock = _Clock()
+    backend = _TimedProbes(clock, [60.0], probe_timeout_s=900.0)
+    limit = TimeLimit(900.0, ends_s=time.time() + 900, clock=clock)
+    assert run_study(study, settings, backend, 5, checks=checks, early_stop=False, time_limit=limit) == 0
+    assert backend.probed == [] and limit.stopped == HeldBack(900.0, 900.0, False)
+    assert re.fullmatch(r"stopped: 15\.0 min left of --time-limit \(ends \d\d:\d\d\), and no probe has finished yet: one may "
+                        r"take up to 15\.0 min \(--probe-timeout x --repeats; 3\.00 min more are kept for the reports\); run "
+                        r"the same command again to resume", time_stop_line(limit))
+
+
+def test_without_a_limit_every_probe_records_its_wall_time_for_a_later_limited_run(tmp_path):
+    settings, checks, study = _study(tmp_path)
+    clock = _Clock()
+    backend = _TimedProbes(clock, [42.0])
+    assert run_study(study, settings, backend, 2, checks=checks, early_stop=False, time_limit=TimeLimit(None, clock=clock)) == 2
+    assert [t.user_attrs.get(PROBE_WALL_ATTR) for t in study.trials if is_evaluated(t)] == [42.0, 42.0]
+
+
+# --- the command --------------------------------------------------------------------------------------
+
+def test_a_simulated_run_at_its_jobs_end_stops_cleanly_with_its_reports(tmp_path):
+    """A real process, as SLURM starts it: the job ends in a second, less than the reports need, so no probe starts;
+    the run ends as at its budget (status 0, reports written) with the stop line."""
+    env = {**os.environ, SLURM_END_ENV: str(int(time.time()) + 1)}
+    out = tmp_path / "run"
+    result = cli.autotune("run", "--model", "7b", "--nodes", "1", "--backend", "simulate", "--out", out, env=env)
+    assert result.returncode == 0, result.stderr
+    stops = [line for line in result.stderr.splitlines() if line.startswith("stopped:")]
+    assert len(stops) == 1 and "left of the time limit (SLURM job ends" in stops[0], result.stderr
+    assert stops[0].endswith("resume with the same command in a new job") or "pass --time-limit" in stops[0]
+    assert (out / "pareto.json").is_file() and (out / "report.html").is_file()
+
+
+def test_a_simulated_run_with_time_enough_never_stops_on_it(tmp_path):
+    result = cli.autotune_main("run", "--model", "7b", "--nodes", "1", "--backend", "simulate", "--trials", "12",
+                               "--time-limit", "4", "--quiet", "--out", tmp_path / "run")
+    assert result.returncode == 0, result.stderr
+    assert "stopped:" not in result.stderr and "--time-limit" not in result.stderr
