@@ -292,8 +292,11 @@ def search_sentences(summary: dict, backend: str | None = None) -> list[str]:
         following = f"; next it would probe {knobs_sentence(unfinished['next'])}" if unfinished.get("next") else ""
         running = unfinished.get("running_elsewhere")
         beside = f" ({running} more still probing on other workers)" if running else ""
-        resume = ("The same command with a larger --trials resumes the study" if unfinished.get("succeeded") != 0
-                  else _none_succeeded_sentence(unfinished))
+        if not unfinished["probes"]:  # none ran (the time limit held the first back): no budget spent, nothing failed
+            resume = "The same command resumes the study"
+        else:
+            resume = ("The same command with a larger --trials resumes the study" if unfinished.get("succeeded") != 0
+                      else _none_succeeded_sentence(unfinished))
         lines.append(
             f"not converged: stopped after {unfinished['probes']} probes{beside} while {unfinished['reason']}{following}. {resume}"
         )

@@ -283,3 +283,14 @@ def test_a_simulated_run_with_time_enough_never_stops_on_it(tmp_path):
                                "--time-limit", "4", "--quiet", "--out", tmp_path / "run")
     assert result.returncode == 0, result.stderr
     assert "stopped:" not in result.stderr and "--time-limit" not in result.stderr
+
+
+def test_a_study_stopped_before_its_first_probe_is_not_said_to_have_run_out_of_memory():
+    """The report's search line of a study the time limit stopped before any probe: "stopped after 0 probes ...
+    Every probe ran out of memory, which is final" described probes that never ran."""
+    from autotune.report.search import search_sentences
+
+    unfinished = {"probes": 0, "reason": "fewer than 3 probes succeeded", "next": None, "succeeded": 0, "failed": 0,
+                  "replayed": False}
+    said = search_sentences({"unfinished": unfinished})[0]
+    assert said == "not converged: stopped after 0 probes while fewer than 3 probes succeeded. The same command resumes the study"
