@@ -26,7 +26,8 @@ from autotune.checks import flag_number
 # for a job script's early SIGTERM: docs/launch.md's recipe asks for it 2 minutes before the end
 # (`#SBATCH --signal=B:TERM@120`), and a probe that ends after it is stopped and lost.
 REPORT_MARGIN_S = 180.0
-# On each trial whose probe ran: its wall time in seconds, from the backend's start of it to its result.
+# On each trial whose probe ran: its wall time in seconds, from the backend's start of it to its result; a wait for
+# another worker's probe on the same devices (backends/device_turns.py) included, as the next probe may wait too.
 PROBE_WALL_ATTR = "probe_wall_s"
 SLURM_END_ENV = "SLURM_JOB_END_TIME"
 # A year: a longer limit is a typo (SLURM's own "no limit" jobs end a year after their start, too).
