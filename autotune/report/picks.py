@@ -16,7 +16,7 @@ from autotune.counted import counted
 from autotune.errors import UserError
 from autotune.hardware import HardwareProfile
 from autotune.report.device_words import GPU_WORDS, DeviceWords
-from autotune.report.front import Point
+from autotune.report.front import Point, time_only_fastest
 from autotune.report.units import UNAVAILABLE
 
 DEFAULT_MAX_SLOWDOWN = 1.05
@@ -215,9 +215,9 @@ def front_title(time_only: bool) -> str:
 
 def time_only_note(points: list[Point], front: list[Point]) -> str:
     """Why a time-only study (--objectives time) offers one pick, and what its energy figures are."""
-    pick = min(front, key=lambda p: (p.time_s, p.trial))
+    pick = time_only_fastest(front)
     ties = (f"; {len(front)} configurations (trials {', '.join(str(p.trial) for p in front)}) tie at that time, and the "
-            "pick is the lowest trial" if len(front) > 1 else "")
+            "pick is the one of least peak memory (then fewest devices, then lowest trial)" if len(front) > 1 else "")
     lead = (f"This study ranks by time only (--objectives time): the one pick is the fastest of "
             f"{counted(len(points), 'feasible configuration')}, trial {pick.trial}{ties}. ")
     energy_picks = "no energy pick (min-energy, knee, max-slowdown, cost-weighted)"

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from autotune.report.front import Point, pareto_front, recommendations
+from autotune.report.picks import front_note
 from tests.cli import autotune_main
 
 
@@ -30,6 +31,20 @@ def test_a_time_only_front_is_the_fastest_whatever_the_energy():
     assert recommendations([], time_only=True) == {}
 
 
+def test_a_tie_in_time_goes_to_the_least_peak_memory_then_the_fewest_gpus():
+    """Trial61: a time-only study picked trial 1 at 69.6 GiB per GPU over trial 2 at 31.0 GiB, the same time."""
+    def at(trial, gpus, peak_mem_gib):
+        return Point(trial=trial, params={"k": trial}, time_s=10.0, energy_kj=1.0, gpus=gpus, peak_mem_gib=peak_mem_gib)
+
+    tied = [at(1, 16, 69.6), at(2, 16, 31.0), at(3, 8, 31.0), at(4, 4, None)]
+    front = pareto_front(tied, time_only=True)
+    assert recommendations(front, time_only=True) == {"fastest": 3}  # 31.0 GiB on 8 GPUs; no figure is no reason
+    assert recommendations(front[:2], time_only=True) == {"fastest": 2}
+    note = front_note(tied, front, {"ok": 4}, time_only=True)
+    assert "the one pick is the fastest of 4 feasible configurations, trial 3; 4 configurations" in note
+    assert "the pick is the one of least peak memory (then fewest devices, then lowest trial)" in note
+
+
 @pytest.fixture(scope="module")
 def time_only_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs") / "time"
@@ -43,7 +58,8 @@ def test_a_time_only_study_reports_and_exports_the_fastest_alone(time_only_run):
     document = json.loads((out / "pareto.json").read_text())
     assert document["objectives"] == ["time"]
     fastest_s = min(p["time_s"] for p in document["feasible"])
-    assert document["recommendations"] == {"fastest": min(p["trial"] for p in document["feasible"] if p["time_s"] == fastest_s)}
+    tied = [p for p in document["feasible"] if p["time_s"] == fastest_s]
+    assert document["recommendations"] == {"fastest": min(tied, key=lambda p: (p["peak_mem_gib"], p["gpus"], p["trial"]))["trial"]}
     assert [row["name"] for row in document["picks"]] == ["fastest"]
     assert document["front"] and all(p["time_s"] == fastest_s for p in document["front"])
     assert "ranks by time only (--objectives time)" in document["note"] and "no energy pick" in document["note"]
