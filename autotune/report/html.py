@@ -27,7 +27,7 @@ from autotune.report.pareto_json import nodes_header
 from autotune.ds_config import deepspeed_config
 from autotune.report.front import Point
 from autotune.report.choosing import choosing_a_pick
-from autotune.report.outside_calibration import outside_calibration_line
+from autotune.report.outside_calibration import error_lines
 from autotune.report.html_analysis import importance_section, power_html, tuning_cost_section
 from autotune.report.html_deploy import deployment_notes_html
 from autotune.report.html_words import component_words, swatch
@@ -35,7 +35,7 @@ from autotune.report.timeline import PROVENANCE_WORDS, power_profile
 from autotune.report.html_parts import esc, table as _table, trial_row_id
 from autotune.report.inputs import inputs_sentence
 from autotune.report.pareto_json import hardware_text, provenance_sentence, trial_counts, unrecorded_count, workload_sentence
-from autotune.report.error_bars import error_sentence, figure_bar, header_bar
+from autotune.report.error_bars import figure_bar, header_bar
 from autotune.report.picks import PICK_FILES, pick_definitions, baseline_label, front_title, pick_label, picks_by_trial
 from autotune.report.power_limit import pick_knobs_sentence, power_limit_section
 from autotune.report.study_points import StudyView
@@ -222,7 +222,8 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
                f"TFLOP/kJ{estimate_header(sources)}",
                "energy change", "time change", "TFLOP/kJ change"]
     against = next((baseline_label(p, base) for p in picked if baseline_label(p, base)), "")
-    explain = (f"{esc(error_sentence(error))} " if error_sentence(error) else "") + (
+    sentence, outside = error_lines(document)  # the line before the table, as the terminal and report.md say it (trial57 #3)
+    explain = (f"{esc(sentence)} " if sentence else "") + (
         f"Savings are against the baseline trial {esc(document['baseline'])} (what one would run untuned"
         f"{'; ' + esc(against) if against else ''}); "
         "n/a where the baseline is not feasible. "
@@ -231,7 +232,6 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
     floor_html = f'\n<p class="note">{esc(floor[0].upper() + floor[1:])}.</p>' if floor else ""
     if caveat := gpu_span_caveat(view, words):  # what the GPU-h above are for, as the terminal says it
         floor_html = f'\n<p class="note">{esc(caveat)}</p>' + floor_html
-    outside = outside_calibration_line(document)  # before the table, as the terminal and report.md say it (trial57 #3)
     outside_html = f'<p class="note">{esc(outside)}</p>\n' if outside else ""
     return (f'<section id="picks"><h2>Recommended configurations</h2>\n{outside_html}{_table(headers, rows, "picks")}{floor_html}\n'
             f'<p class="explain">{explain}</p>\n{_definitions_html(view, words)}</section>')

@@ -6,8 +6,8 @@ import re
 
 from autotune.report.deploy_notes import deployment_notes, device_notes_said_once
 from autotune.report.device_words import view_device_words
-from autotune.report.error_bars import error_sentence, figure_bar, header_bar
-from autotune.report.outside_calibration import outside_calibration_line
+from autotune.report.error_bars import figure_bar, header_bar
+from autotune.report.outside_calibration import error_lines
 from autotune.report.noise import noise_line
 from autotune.report.unmeasured_floor import unmeasured_floor_sentence
 from autotune.report.units import (
@@ -97,9 +97,10 @@ def markdown_report(view: StudyView, document: dict) -> str:
     if noise_text := noise_line(document):
         lines += [say(noise_text), ""]
     error = document.get("simulator_error")
-    if error_sentence(error):
-        lines += [say(error_sentence(error)), ""]
-    if outside := outside_calibration_line(document):  # up front, before the table (trial57 #3)
+    sentence, outside = error_lines(document)
+    if sentence:
+        lines += [say(sentence), ""]
+    if outside:  # up front, before the table (trial57 #3)
         lines += [f"> **{say(outside)}**", ""]
     if view.front:
         labels = {t: [pick_label(n, view.pick_parameters) for n in names] for t, names in picks_by_trial(view).items()}

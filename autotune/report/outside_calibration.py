@@ -5,22 +5,39 @@ the end of a ~700-character sentence (trial57 #3): the energy story was unvalida
 reader had to dig for it. The line names the picks, what of their configurations the error was not measured
 on, and what to do: probe them. On a profile that states no error at all (never calibrated, or calibrated with
 none it can vouch for), every simulated pick's error is unknown, and the line says so of the profile: this, the
-most uncertain study, printed no line at all (trial59 #5).
+most uncertain study, printed no line at all (trial59 #5). There the line starts with the error sentence itself,
+which the reports then do not print apart (error_lines): they said twice, in two wordings, that the error was
+unknown (trial61), and, as no pick's lead is weighed against an error no one measured, the line says that once
+for all the picks, not on each.
 """
 
 from __future__ import annotations
 
-from autotune.report.error_bars import EXTRAPOLATED_KEY, WHY_UNKNOWN, outside_words
-from autotune.report.pareto_json import hardware_text
+from autotune.report.error_bars import EXTRAPOLATED_KEY, WHY_UNKNOWN, error_sentence, outside_words
 from autotune.report.picks import PICK_FILES
 from autotune.counted import agreeing, counted
+
+
+def error_lines(document: dict) -> tuple[str | None, str | None]:
+    """(the error sentence, the line before the front table) a report prints: error_bars.error_sentence and
+    outside_calibration_line, or, on a profile that states no error, the line alone, which holds the sentence."""
+    error = document.get("simulator_error")
+    outside = outside_calibration_line(document)
+    if _states_no_error(error) and outside:
+        return None, outside
+    return error_sentence(error), outside
+
+
+def _states_no_error(error: dict | None) -> bool:
+    """Whether figures are simulated on a profile with no error of its own (never calibrated, or none it can vouch for)."""
+    return error is not None and (not error or WHY_UNKNOWN in error)
 
 
 def outside_calibration_line(document: dict) -> str | None:
     """"All 5 picks lie where the simulator's error was not measured (ZeRO 2, power limit 0.7/0.8/0.9): ..." (or
     "4 of the 5 picks (min-energy, ...)"); None where every pick lies inside it, or no figure is simulated."""
     error = document.get("simulator_error")
-    if error is not None and (not error or WHY_UNKNOWN in error):
+    if _states_no_error(error):
         return _no_error_line(document)
     outside = (error or {}).get(EXTRAPOLATED_KEY) or {}
     picks = document.get("picks") or []
@@ -42,20 +59,21 @@ def outside_calibration_line(document: dict) -> str | None:
 
 
 def _no_error_line(document: dict) -> str | None:
-    """"The simulator's error was never measured on the h100-sxm profile: ...; probe the picks before deploying."
-    (or "is not known", for a profile calibrated with no error it can vouch for; the error sentence above says why);
-    None where no pick has a simulated figure."""
+    """"Simulated figures carry an unknown error (+- ?%): this hardware profile was not calibrated (...). No pick's
+    lead over another is weighed against it, so a small one may not be real: probe the picks before deploying."
+    (error_bars.error_sentence, then what it means for the picks); None where no pick has a simulated figure."""
     sources = {row["trial"]: (row.get("source"), row.get("energy_source")) for row in document.get("front") or []}
     picks = document.get("picks") or []
     # A pick not on the front rows (none written) is taken as simulated: the profile's error is stated because some is.
     simulated = [row for row in picks if "simulated" in sources.get(row["trial"], ("simulated",))]
     if not simulated:
         return None
-    state = "is not known" if WHY_UNKNOWN in document["simulator_error"] else "was never measured"
     if len(simulated) == len(picks):
-        figures, who = "every figure's", "the pick" if len(picks) == 1 else "the picks"
-    else:
-        figures = "every simulated figure's"
+        lead, who = "No pick's lead over another", "the pick" if len(picks) == 1 else "the picks"
+    else:  # a measured pair is still weighed against its noise (within_noise)
+        lead = "No pick's lead over another in a simulated figure"
         who = ", ".join(PICK_FILES.get(row["name"], row["name"]) for row in simulated)
-    return (f"The simulator's error {state} on the {hardware_text(document)} profile: {figures} error is unknown "
-            f"(+- ?%); probe {who} before deploying.")
+    probe = f"probe {who} before deploying."
+    # One pick leads no other: the weighing is no news there.
+    consequence = f"{lead} is weighed against it, so a small one may not be real: {probe}" if len(picks) > 1 else probe.capitalize()
+    return f"{error_sentence(document['simulator_error'])} {consequence}"

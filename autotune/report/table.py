@@ -14,10 +14,10 @@ from autotune.candidate import SM_CLOCK_UNTOUCHED, Knobs
 from autotune.report.deploy_terminal import print_deployment_notes
 from autotune.report.choosing import choosing_a_pick
 from autotune.report.device_words import view_device_words
-from autotune.report.error_bars import error_sentence, figure_bar, header_bar
+from autotune.report.error_bars import figure_bar, header_bar
 from autotune.report.fitted_table import print_table
 from autotune.report.noise import noise_line
-from autotune.report.outside_calibration import outside_calibration_line
+from autotune.report.outside_calibration import error_lines
 from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
 from autotune.report.pareto_json import (
     hardware_text, named_study, nodes_header, not_measured_text, trial_counts, unsearched_nodes_sentence, workload_sentence,
@@ -114,9 +114,10 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
     if noise_text := noise_line(document):
         console.print(escape(noise_text))
     error = document.get("simulator_error")
-    if error_sentence(error):
-        console.print(f"[dim]{escape(error_sentence(error))}[/]")
-    if outside := outside_calibration_line(document):  # up front, not at the end of the sentence above (trial57 #3)
+    sentence, outside = error_lines(document)
+    if sentence:
+        console.print(f"[dim]{escape(sentence)}[/]")
+    if outside:  # up front, not at the end of the sentence above (trial57 #3)
         console.print(f"[yellow]{escape(outside)}[/]")
     if not view.front:
         _print_analysis(view, document, console)
