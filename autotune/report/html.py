@@ -17,7 +17,7 @@ from autotune.study.storage import STUDY_NAME
 from autotune.report.noise import noise_line
 from autotune.report.device_words import DeviceWords, view_device_words
 from autotune.report.payback import baseline_missing
-from autotune.report.pick_figures import change_texts, devices_text, gpu_span_caveat, spans_gpus
+from autotune.report.pick_figures import change_texts, gpu_span_caveat, pick_configuration_text, spans_gpus
 from autotune.report.unmeasured_floor import unmeasured_floor_sentence
 from autotune.report.units import (
     UNAVAILABLE, energy_figure, energy_text, energy_title, estimate_header, estimate_mark, figure, floored_figure, front_energy_unit,
@@ -202,12 +202,14 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
     for row in document["picks"]:
         p = view.point(row["trial"])
         ties = ties_text(view, row)
-        tie = f' <span class="note">({esc(ties)})</span>' if ties else ""
+        # On a line of its own under the pick's name: in parentheses after "min-energy (least energy)" it made two
+        # in a row (trial61).
+        tie = f'<br><span class="note">{esc(ties[0].upper() + ties[1:])}</span>' if ties else ""
         rows.append([
             f'<a href="#trial-{p.trial}">{esc(pick_label(row["name"], view.pick_parameters))}</a>{tie}',
             esc(p.trial),
             # Its GPUs and GPU-h where the picks span GPU counts, as the terminal and report.md (trial59 #8).
-            esc(pick_knobs_sentence(view, p) + devices_text(p, words, spans)),
+            esc(pick_configuration_text(view, p, words, spans)),
             esc(figure(p.time_s, t_div) + figure_bar(error, picked, p, "time_s")),
             esc(energy_figure(p.energy_kj, e_div) + figure_bar(error, picked, p, "energy_kj") + estimate_mark(sources, p.energy_source)),
             esc(figure(p.tflops) + figure_bar(error, picked, p, "tflops")),

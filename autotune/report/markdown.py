@@ -19,11 +19,11 @@ from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
 from autotune.report.inputs import inputs_sentence
 from autotune.report.payback import cost_sentence, payback_by_trial, payback_sentence
 from autotune.report.picks import PICK_FILES, baseline_label, front_title, pick_label, picks_by_trial
-from autotune.report.power_limit import pick_knobs_sentence, sweep_sentence
+from autotune.report.power_limit import sweep_sentence
 from autotune.report.study_points import StudyView
 from autotune.report.within_noise import ties_text
 from autotune.report.pick_figures import (
-    baseline_text, change_texts, devices_text, figures_text, gpu_span_caveat, memory_text, spans_gpus,
+    baseline_text, change_texts, figures_text, gpu_span_caveat, memory_text, pick_configuration_text, spans_gpus,
 )
 from autotune.report.table import knob_columns, knob_value, memory_header, pick_definitions_said
 from autotune.counted import counted
@@ -156,13 +156,18 @@ def baseline_line(view: StudyView, document: dict, error, words, spans: bool) ->
 
 
 def _changes(head: str, row: dict, p, base, view: StudyView, ties: str, memory: str) -> str:
-    """A pick's line with its changes against the baseline, its peak memory (`memory`: memory_text) and its ties."""
+    """A pick's line with its changes against the baseline, its ties and its peak memory (`memory`: memory_text)."""
     against = baseline_label(p, base)  # a baseline whose figures are of another kind than the pick's
     return (
         f"{head}: {', '.join(change_texts(view, row, p, base))}"
-        + (f" (baseline trial {base.trial}: {against})" if against else "") + memory
-        + (f" ({ties})" if ties else "")
+        + (f" (baseline trial {base.trial}: {against})" if against else "") + _ties_clause(ties) + memory
     )
+
+
+def _ties_clause(ties: str) -> str:
+    """"; tie with trial 2 within the simulator's error", before the peak memory: in parentheses after it, they
+    followed its "(estimated)" (trial61: two parentheses in a row)."""
+    return f"; {ties}" if ties else ""
 
 
 def deployment_lines(view: StudyView, name: str, p, said_by: str | None, document: dict) -> list[str]:
@@ -189,10 +194,10 @@ def pick_lines(view: StudyView, document: dict, error) -> list[str]:
         label = pick_label(row["name"], view.pick_parameters)
         ties = ties_text(view, row)
         # The absolute figures, as the terminal gives them; an estimate says so wherever it is shown.
-        head = (f"- **{label}**: trial {p.trial}, {pick_knobs_sentence(view, p)}"
-                f"{devices_text(p, words, spans)}; {figures_text(p, error, front_energy_unit(view.front))}{' (estimated)' if p.energy_source == 'estimated' else ''}")
+        head = (f"- **{label}**: trial {p.trial}, "
+                f"{pick_configuration_text(view, p, words, spans)}; {figures_text(p, error, front_energy_unit(view.front))}{' (estimated)' if p.energy_source == 'estimated' else ''}")
         if p.trial == view.baseline_trial:  # no change against itself, as in the terminal
-            lines.append(f"{head}: the baseline itself{memory_text(p, words)}" + (f" ({ties})" if ties else ""))
+            lines.append(f"{head}: the baseline itself{_ties_clause(ties)}{memory_text(p, words)}")
         else:
             lines.append(_changes(head, row, p, base, view, ties, memory_text(p, words)))
         lines += deployment_lines(view, row["name"], p, noted.get(p.trial), document)

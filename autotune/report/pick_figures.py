@@ -4,10 +4,11 @@ with a change in time (trial57 #6, #8: the terminal said neither, report.md both
 
 from __future__ import annotations
 
-from autotune.candidate import knobs_sentence
+from autotune.candidate import UNTOUCHED_DEVICE_SETTINGS, knobs_sentence
 from autotune.report.error_bars import point_bar
 from autotune.report.payback import estimated_saving_mark
 from autotune.report.picks import device_hours, missing_change
+from autotune.report.power_limit import pick_knobs_sentence
 from autotune.report.study_points import StudyView
 from autotune.report.units import figure, front_energy_unit, report_energy_text, time_text
 from autotune.report.within_noise import labelled_change_text
@@ -72,6 +73,21 @@ def devices_text(p, words, spans: bool) -> str:
     return f" ({counted(p.gpus, words.one, words.many)}, {figure(device_hours(p))} {words.one}-h)" if spans else ""
 
 
+def with_devices(sentence: str, params: dict, devices: str) -> str:
+    """`sentence` (knobs_sentence of `params`, with or without the power limit's watts) with `devices` (devices_text)
+    after its node count, not at its end: after the watts, "(476 W per module on the gh200 profile) (4 GPUs, 1.02
+    GPU-h)" read as two parentheses in a row (trial61)."""
+    nodes = knobs_sentence({**params, **UNTOUCHED_DEVICE_SETTINGS})  # the sentence up to its node count
+    assert sentence.startswith(nodes), (sentence, nodes)
+    return nodes + devices + sentence[len(nodes):]
+
+
+def pick_configuration_text(view: StudyView, p, words, spans: bool) -> str:
+    """A pick's configuration as its line in every report names it: with the power limit's watts
+    (power_limit.pick_knobs_sentence) and, where the picks span device counts, its GPUs and GPU-h after its nodes."""
+    return with_devices(pick_knobs_sentence(view, p), p.params, devices_text(p, words, spans))
+
+
 def baseline_text(view: StudyView, error, words, spans: bool) -> str:
     """What follows "trial 0" where a report names the baseline every percentage is against: `: <configuration>
     [ (GPUs, GPU-h)]; <time>, <energy>, <kinds>[; peak memory ...]`, or, where it has no figures, why no change
@@ -81,7 +97,7 @@ def baseline_text(view: StudyView, error, words, spans: bool) -> str:
         row = next((r for r in view.trials if r["trial"] == view.baseline_trial), None)
         why = f", which has no figures ({row['status']}): no change against it can be stated" if row else ""
         return why
-    return (f": {knobs_sentence(base.params)}{devices_text(base, words, spans)}; "
+    return (f": {with_devices(knobs_sentence(base.params), base.params, devices_text(base, words, spans))}; "
             f"{figures_text(base, error, front_energy_unit(view.front))}, {kinds_text(base)}{memory_text(base, words)}")
 
 

@@ -23,13 +23,13 @@ from autotune.report.pareto_json import (
     hardware_text, named_study, nodes_header, not_measured_text, trial_counts, unsearched_nodes_sentence, workload_sentence,
 )
 from autotune.report.pick_figures import (
-    baseline_text, change_texts, devices_text, figures_text, gpu_span_caveat, memory_kind, spans_gpus,
+    baseline_text, change_texts, figures_text, gpu_span_caveat, memory_kind, pick_configuration_text, spans_gpus,
 )
 from autotune.report.payback import cost_sentence, payback_by_trial, payback_sentence
 from autotune.report.picks import (
     PICK_FILES, baseline_label, pick_definitions, pick_label, picks_by_trial, time_only_energy_words,
 )
-from autotune.report.power_limit import pick_knobs_sentence, power_limit_column_title, sweep_sentence
+from autotune.report.power_limit import power_limit_column_title, sweep_sentence
 from autotune.report.units import (
     energy_figure, energy_title, energy_unit, estimate_header, front_energy_unit, estimate_mark, figure, per_energy_figure, time_unit,
 )
@@ -165,21 +165,23 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
         console.print(escape(f"baseline (trial {view.baseline_trial}){baseline_text(view, error, words, spans)}"))
     for row in document["picks"]:
         p = view.point(row["trial"])
-        line = f"[bold]{escape(pick_label(row['name'], view.pick_parameters))}[/]: trial {p.trial}, {pick_knobs_sentence(view, p)}{devices_text(p, words, spans)}"
-        estimated = " (estimated)" if p.energy_source == "estimated" else ""  # an estimate says so wherever it is shown
-        line += f"; {figures_text(p, error, (e_unit, e_div))}{estimated}"
-        if ties := ties_text(view, row):
-            line += f" [yellow]({escape(ties)})[/]"
+        line = f"[bold]{escape(pick_label(row['name'], view.pick_parameters))}[/]: trial {p.trial}, {pick_configuration_text(view, p, words, spans)}"
+        line += f"; {figures_text(p, error, (e_unit, e_div))}"
+        # What follows the figures, in one parenthetical (trial61: "(tie ...)  (against ...)" read as two asides
+        # broken off one another): an estimate's mark (said wherever it is shown), the changes, then the ties.
+        asides = ["estimated"] if p.energy_source == "estimated" else []
         # Against a feasible baseline, which has a time; an energy change it cannot state reads "unavailable".
         if row["time_change_pct"] is not None and p.trial != view.baseline_trial:
             against = baseline_label(p, base)
             # The baseline first, as report.md heads its changes: "the same energy than baseline trial 0" (trial59 #3).
             # "its time measured, energy unavailable" after a comma: in parentheses it nested two deep (trial60 #3).
-            line += (f"  (against baseline trial {view.baseline_trial}{f', {against}' if against else ''}: "
-                     f"{', '.join(change_texts(view, row, p, base))})")
+            asides.append(escape(f"against baseline trial {view.baseline_trial}{f', {against}' if against else ''}: "
+                                 f"{', '.join(change_texts(view, row, p, base))}"))
         elif p.trial == view.baseline_trial:
-            line += "  (the baseline itself)"
-        console.print(line)
+            asides.append("the baseline itself")
+        if ties := ties_text(view, row):
+            asides.append(f"[yellow]{escape(ties)}[/]")
+        console.print(line + (f"  ({'; '.join(asides)})" if asides else ""))
     if document["picks"] and (caveat := gpu_span_caveat(view, words)):
         console.print(escape(caveat))
     sweep = sweep_sentence(view)

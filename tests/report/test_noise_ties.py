@@ -86,12 +86,12 @@ def test_a_fastest_pick_ahead_by_less_than_the_noise_is_a_tie_in_every_output(tm
     tie = (f"tie with trial {trial['runner_up']} within measured noise: time CV 3.1% and 2.8%; against "
            "knee/max-slowdown/cost-weighted, the nearest other pick: 3.2% less time for 33% more energy")
     assert line_of(terminal, "fastest:") == (
-        FASTEST_LINE.format(fastest=trial["fastest"], bar="", energy_bar="") + f" ({tie})  "
-        f"(against baseline trial {trial['baseline']}: 20.0% less energy, 40.0% less time, 25.0% more TFLOP/kJ)")
+        FASTEST_LINE.format(fastest=trial["fastest"], bar="", energy_bar="") + "  (against baseline trial "
+        f"{trial['baseline']}: 20.0% less energy, 40.0% less time, 25.0% more TFLOP/kJ; {tie})")  # one parenthetical (trial61)
     assert line_of(md, "- **fastest**") == (
         f"- **fastest**: trial {trial['fastest']}, ZeRO-1 optimizer offload none, checkpointing recompute, SP 1, "
-        f"micro-batch 2, 1 node; 6.00 s, 8.00 kJ: 20.0% less energy, 40.0% less time, 25.0% more TFLOP/kJ ({tie})")
-    assert f'>fastest</a> <span class="note">({tie})</span>' in html
+        f"micro-batch 2, 1 node; 6.00 s, 8.00 kJ: 20.0% less energy, 40.0% less time, 25.0% more TFLOP/kJ; {tie}")
+    assert f'>fastest</a><br><span class="note">{tie[0].upper() + tie[1:]}</span>' in html
     # Said on the pick's line, and where "Which to deploy" would steer a time-minded reader to it (trial57 #2).
     assert terminal.count("within measured noise") == md.count("within measured noise") == 2
     assert (f"Here fastest takes 3.2% less time than knee/max-slowdown/cost-weighted, within measured noise: where time "
@@ -116,7 +116,7 @@ def test_noisier_figures_tie_a_wider_lead(tmp_path):
     # The same 8.3% lead, from CPU-sized 6% and 7% scatters (9.2% together): a tie again.
     document, trial, terminal, _, _ = replayed(tmp_path, measured(6.5, fastest_cv=0.06, runner_up_cv=0.07))
     assert picks(document)["fastest"]["tied_within_noise"] == [trial["runner_up"]]
-    assert f"(tie with trial {trial['runner_up']} within measured noise: time CV 6.0% and 7.0%)" in terminal
+    assert f"; tie with trial {trial['runner_up']} within measured noise: time CV 6.0% and 7.0%)" in terminal
 
 
 def test_probes_without_recorded_noise_tie_nothing(tmp_path):
@@ -139,7 +139,7 @@ def test_a_mixed_study_ties_a_measured_pick_with_a_simulated_point_within_the_me
     document, trial, terminal, md, _ = replayed(tmp_path, records)
     fastest = picks(document)["fastest"]
     assert fastest["tied_with"] == [] and fastest["tie_noise_cv"] == [{"trial": trial["runner_up"], "time_cv": [0.05, 0.0]}]
-    tie = f"(tie with trial {trial['runner_up']} within measured noise: time CV 5.0% and simulated"  # ; a trade follows
+    tie = f"; tie with trial {trial['runner_up']} within measured noise: time CV 5.0% and simulated"  # ; a trade follows
     assert tie in line_of(terminal, "fastest:") and tie in line_of(md, "- **fastest**")
 
 
@@ -157,7 +157,7 @@ def test_a_mixed_pair_within_the_simulator_s_error_is_said_once_as_that(tmp_path
     document, trial, terminal, _, _ = replayed(tmp_path / "measured-pick", records, profile)
     fastest = picks(document)["fastest"]
     assert fastest["tied_with"] == [trial["runner_up"]] and fastest["tied_within_noise"] == []
-    assert f"(tie with trial {trial['runner_up']} within the simulator's error;" in line_of(terminal, "fastest:")
+    assert f"; tie with trial {trial['runner_up']} within the simulator's error;" in line_of(terminal, "fastest:")
     assert "within measured noise" not in terminal
 
     records = measured(6.12, runner_up_cv=0.01)
@@ -165,8 +165,8 @@ def test_a_mixed_pair_within_the_simulator_s_error_is_said_once_as_that(tmp_path
     document, trial, terminal, _, _ = replayed(tmp_path / "simulated-pick", records, profile)
     assert picks(document)["fastest"]["tied_with"] == [trial["runner_up"]]
     assert line_of(terminal, "fastest:").startswith(
-        FASTEST_LINE.format(fastest=trial["fastest"], bar=" +- 3.4%", energy_bar=" +- 3.3%")
-        + f" (tie with trial {trial['runner_up']} within the simulator's error;")
+        FASTEST_LINE.format(fastest=trial["fastest"], bar=" +- 3.4%", energy_bar=" +- 3.3%") + "  (against baseline")
+    assert f"; tie with trial {trial['runner_up']} within the simulator's error;" in line_of(terminal, "fastest:")
 
 
 def test_a_simulated_figure_outside_what_the_error_was_measured_on_ties_by_noise_alone(tmp_path):
@@ -178,7 +178,7 @@ def test_a_simulated_figure_outside_what_the_error_was_measured_on_ties_by_noise
     assert document["simulator_error"]["extrapolated"] == {str(trial["runner_up"]): ["model tiny", "ZeRO 1", "power limit 0.9"]}
     fastest = picks(document)["fastest"]
     assert fastest["tied_with"] == [] and fastest["tied_within_noise"] == [trial["runner_up"]]
-    assert f"(tie with trial {trial['runner_up']} within measured noise: time CV 5.0% and simulated;" in \
+    assert f"; tie with trial {trial['runner_up']} within measured noise: time CV 5.0% and simulated;" in \
         line_of(terminal, "fastest:")
     row = next(line for line in terminal.splitlines() if line.startswith("│") and f" {trial['runner_up']} │" in line[:10])
     assert "6.12 +- ?%" in row

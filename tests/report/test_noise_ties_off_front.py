@@ -64,7 +64,7 @@ def test_an_off_front_runner_up_in_time_within_the_noise_ties_the_fastest_pick(t
     fastest = picks(document)["fastest"]
     assert fastest["trial"] == trial["fastest"]
     assert fastest["tie_noise_cv"] == [{"trial": trial["runner_up"], "time_cv": [0.031, 0.028]}]
-    tie = f"(tie with trial {trial['runner_up']} within measured noise: time CV 3.1% and 2.8%)"
+    tie = f"; tie with trial {trial['runner_up']} within measured noise: time CV 3.1% and 2.8%"
     assert tie in line_of(terminal, "fastest:") and tie in line_of(md, "- **fastest**")
     # The picks that trade both off are judged against the front: the off-front point ties none of them.
     assert all(row["tied_within_noise"] == [] for row in document["picks"] if row["name"] != "fastest")
@@ -86,7 +86,7 @@ def test_an_off_front_runner_up_in_energy_within_the_noise_ties_the_least_energy
     least = picks(document)["min_energy"]
     assert least["trial"] == trial["least"]
     assert least["tie_noise_cv"] == [{"trial": trial["energy_runner_up"], "energy_cv": [0.02, 0.02]}]
-    assert (f"(tie with trial {trial['energy_runner_up']} within measured noise: energy CV 2.0% and 2.0%)"
+    assert (f"; tie with trial {trial['energy_runner_up']} within measured noise: energy CV 2.0% and 2.0%)"
             in line_of(terminal, "min-energy"))
 
 
@@ -96,7 +96,7 @@ def test_a_time_only_study_s_fastest_pick_ties_the_runner_up_within_the_noise(tm
     document, trial, terminal, md = replayed(tmp_path, off_front(6.2), "--objectives", "time")
     assert document["objectives"] == ["time"] and [p["trial"] for p in document["front"]] == [trial["fastest"]]
     assert picks(document)["fastest"]["tied_within_noise"] == [trial["runner_up"]]
-    tie = f"(tie with trial {trial['runner_up']} within measured noise: time CV 3.1% and 2.8%)"
+    tie = f"; tie with trial {trial['runner_up']} within measured noise: time CV 3.1% and 2.8%"
     assert tie in line_of(terminal, "fastest:") and tie in line_of(md, "- **fastest**")
 
 

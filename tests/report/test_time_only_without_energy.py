@@ -144,7 +144,7 @@ def test_some_trials_with_estimated_energy_and_some_without(tmp_path):
     assert document["picks"][0]["energy_saved_pct"] is None
     assert "unavailable for 2 of them" in document["note"]
     printed = said(done.stdout)
-    assert "6.00 s, 4.00 J (estimated)" in printed and "(against baseline trial 0, its time measured, energy unavailable: energy unavailable, 25.0% less time" in printed
+    assert "6.00 s, 4.00 J (estimated; against baseline trial 0, its time measured, energy unavailable: energy unavailable, 25.0% less time" in printed
     # Trial60 #3: the baseline's line said "energy unavailable" twice, its figures' and its kinds'.
     assert "8.00 s, energy unavailable, time measured fastest:" in printed
     assert "the baseline's (trial 0) energy is unavailable" in printed
