@@ -12,6 +12,10 @@ its figures can tell apart (the simulator's error, measured noise, or, outside t
 error measured inside it: near_ties) and the other is much faster or much cheaper, the advice says so. Much
 faster on more GPUs is no better where the GPU-h are not much fewer too (trial59 #2: "knee does about as well with
 50% less time" on 8 GPUs against 4, the same GPU-h): the caveat then gives the GPU counts and GPU-h, and no advice.
+Where the other is not much better, the advice still leans on the lead, and says it may not be real (trial61:
+"fastest where time is what costs; ...; max-slowdown to save energy", on a 0.7% lead in time and a 1.1% one in
+energy, both inside the error): two picks each tied with the other by one rule are said once, as neither
+difference being real.
 """
 
 from __future__ import annotations
@@ -25,8 +29,9 @@ from autotune.report.within_noise import noise_ties
 _FIGURES = (("time_s", "time", "less time"), ("energy_kj", "energy", "less energy"))
 # A pick's word on when to deploy it is false where the same trial is this other pick too.
 _UNTRUE_BESIDE = {"max_slowdown": {"fastest"}, "knee": {"fastest", "min_energy"}}
-_WHY = {"near": "inside the error measured at calibrated configurations, so it may not be real",
-        "simulator": "within the simulator's error", "noise": "within measured noise"}
+_WITHIN = {"near": "inside the error measured at calibrated configurations", "simulator": "within the simulator's error",
+           "noise": "within measured noise"}
+_WHY = {**_WITHIN, "near": f"{_WITHIN['near']}, so it may not be real"}
 
 
 def ties_by_rule(view, error: dict | None) -> tuple[dict, dict, dict]:
@@ -55,11 +60,13 @@ def _much_more(gain_pct: float, lead_pct: float) -> bool:
     return gain_pct >= max(MUCH_PCT, LOPSIDED_RATIO * lead_pct)
 
 
-def _caveat(view, name: str, other_trial: int, why: str) -> str | None:
+def _caveat(view, name: str, other_trial: int, why: str, mutual: bool) -> str | None:
     """"Here min-energy takes 0.2% less energy than knee, ...: where energy is what costs, knee does as well in
-    50% less time." where the other pick is much better in the figure the pick does not lead in; else None. Where
-    that figure is time and the other runs on other GPUs, the GPU counts and GPU-h follow it, and the advice only
-    where the GPU-h are much better too ("...; knee takes 50% less time, on 8 GPUs against 4 (1.0% more GPU-h)")."""
+    50% less time." where the other pick is much better in the figure the pick does not lead in. Where that figure
+    is time and the other runs on other GPUs, the GPU counts and GPU-h follow it, and the advice only where the
+    GPU-h are much better too ("...; knee takes 50% less time, on 8 GPUs against 4 (1.0% more GPU-h)"); where the
+    other is not much better, no advice ("...; knee takes 3.0% less time."). `mutual`: the other is tied with the
+    pick by the same rule, so neither lead may be real (_mutual_caveat)."""
     pick, other = view.point(view.picks[name]), view.point(other_trial)
     # Each figure's change, the pick's against the other (negative: the pick takes less) and the other's against the pick.
     pick_less = {key: change_pct(getattr(pick, key), getattr(other, key)) for key, _, _ in _FIGURES}
@@ -68,15 +75,30 @@ def _caveat(view, name: str, other_trial: int, why: str) -> str | None:
         return None
     (lead_key, lead_word, lead_less), (gain_key, _, gain_less) = sorted(_FIGURES, key=lambda f: pick_less[f[0]])
     lead, gain = -pick_less[lead_key], -other_less[gain_key]
-    if lead < 0 or not _much_more(gain, lead):
+    if lead < 0:
         return None
+    if mutual:
+        return _mutual_caveat(view, pick, other, why)
     others = pick_stems(pick_names(view, other_trial))
     head = f"Here {PICK_FILES.get(name, name)} takes {size_text(lead)} {lead_less} than {others}, {_WHY[why]}"
     devices = devices_clause(other, pick, view_device_words(view)) if gain_key == "time_s" else ""
     hours_change = change_pct(device_hours(other), device_hours(pick))
-    if devices and (hours_change is None or not _much_more(-hours_change, lead)):
+    if not _much_more(gain, lead) or (devices and (hours_change is None or not _much_more(-hours_change, lead))):
         return f"{head}; {others} takes {size_text(gain)} {gain_less}{devices}."
     return f"{head}: where {lead_word} is what costs, {others} does about as well with {size_text(gain)} {gain_less}{devices}."
+
+
+def _mutual_caveat(view, a, b, why: str) -> str:
+    """"Here fastest takes 0.7% less time than max-slowdown and max-slowdown 1.1% less energy, each inside the error
+    ...: neither difference may be real, so nothing here chooses between them.": the same words from either side
+    (the faster one first), so the pair is said once."""
+    fast, slow = sorted((a, b), key=lambda p: (p.time_s, p.trial))
+    fast_names, slow_names = (pick_stems(pick_names(view, p.trial)) for p in (fast, slow))
+    time_less, energy_less = -change_pct(fast.time_s, slow.time_s), -change_pct(slow.energy_kj, fast.energy_kj)
+    devices = devices_clause(fast, slow, view_device_words(view))
+    return (f"Here {fast_names} takes {size_text(time_less)} less time than {slow_names}{devices} and {slow_names} "
+            f"{size_text(energy_less)} less energy, each {_WITHIN[why]}: neither difference may be real, so nothing "
+            "here chooses between them.")
 
 
 def _when_to_deploy(view) -> str:
@@ -104,7 +126,11 @@ def _when_to_deploy(view) -> str:
 
 
 def choosing_a_pick(view) -> str:
-    """Which to deploy (_when_to_deploy), and a sentence for each pick it would steer to that is tied with a much
-    better one."""
-    caveats = dict.fromkeys(filter(None, (_caveat(view, *tie) for tie in _tied_picks(view))))
+    """Which to deploy (_when_to_deploy), and a sentence for each pick it would steer to on a lead that is a tie with
+    another pick (_caveat)."""
+    ties = _tied_picks(view)
+    # Of trials: knee and cost-weighted are often one, and either's tie holds for both.
+    tied = {(view.picks[name], trial, why) for name, trial, why in ties}
+    caveats = dict.fromkeys(filter(None, (_caveat(view, name, trial, why, (trial, view.picks[name], why) in tied)
+                                          for name, trial, why in ties)))
     return " ".join([_when_to_deploy(view), *caveats])

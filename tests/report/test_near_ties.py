@@ -54,8 +54,13 @@ def test_which_to_deploy_says_min_energy_is_near_tied_with_a_much_faster_pick(ou
     for text in (terminal, md, page):
         assert "Which to deploy: fastest where" in text and DEPLOY_CAVEAT in text
     # fastest and max-slowdown lead each other by less than the error in one figure and trail by as little in the
-    # other: flagged on their lines, but neither is "much" better, so the advice stands for them.
-    assert "Here fastest" not in terminal and "Here max-slowdown" not in terminal
+    # other: the advice ("fastest where time is what costs", "max-slowdown to save energy") leaned on those leads
+    # without a word (trial61); said once, from either side.
+    mutual = ("Here fastest takes 0.7% less time than max-slowdown and max-slowdown 1.0% less energy, each inside the "
+              "error measured at calibrated configurations: neither difference may be real, so nothing here chooses "
+              "between them.")
+    for text in (terminal, md, page):
+        assert " ".join(text.split()).count(mutual) == 1 and "Here max-slowdown" not in text
     assert "does about as well" not in terminal  # not on time bought with GPUs, at no fewer GPU-h
 
 
