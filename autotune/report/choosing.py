@@ -21,8 +21,9 @@ difference being real.
 from __future__ import annotations
 
 from autotune.report.device_words import view_device_words
-from autotune.report.error_bars import pick_ties, simulator_error
-from autotune.report.near_ties import LOPSIDED_RATIO, MUCH_PCT, devices_clause, near_ties, pick_names, pick_stems, size_text
+from autotune.report.error_bars import pct_text, pick_ties, simulator_error
+from autotune.report.near_ties import (LOPSIDED_RATIO, MUCH_PCT, SEARCH_RESOLUTION_PCT, devices_clause, near_ties, pick_names,
+                                       pick_stems, size_text)
 from autotune.report.picks import PICK_FILES, WHEN_TO_DEPLOY, change_pct, device_hours, listed
 from autotune.report.within_noise import noise_ties
 
@@ -30,8 +31,8 @@ _FIGURES = (("time_s", "time", "less time"), ("energy_kj", "energy", "less energ
 # A pick's word on when to deploy it is false where the same trial is this other pick too.
 _UNTRUE_BESIDE = {"max_slowdown": {"fastest"}, "knee": {"fastest", "min_energy"}}
 _WITHIN = {"near": "inside the error measured at calibrated configurations", "simulator": "within the simulator's error",
-           "noise": "within measured noise"}
-_WHY = {**_WITHIN, "near": f"{_WITHIN['near']}, so it may not be real"}
+           "noise": "within measured noise", "resolution": f"under the {pct_text(SEARCH_RESOLUTION_PCT)}% the search tells apart"}
+_WHY = {**_WITHIN, **{why: f"{_WITHIN[why]}, so it may not be real" for why in ("near", "resolution")}}
 
 
 def ties_by_rule(view, error: dict | None) -> tuple[dict, dict, dict]:
@@ -50,7 +51,9 @@ def _tied_picks(view) -> list[tuple[str, int, str]]:
     picked = set(view.picks.values())
     pairs = [(name, trial, "simulator") for name, trials in simulator.items() for trial in trials]
     pairs += [(name, tie["trial"], "noise") for name, ties in noise.items() for tie in ties]
-    pairs += [(name, tie["trial"], "near") for name, tie in near.items() if tie]
+    # A near tie's bound: the error measured at calibrated configurations, or the search's resolution (near_ties).
+    pairs += [(name, tie["trial"], "near" if tie["bound"] == "calibrated_error" else "resolution")
+              for name, tie in near.items() if tie]
     return [(name, trial, why) for name, trial, why in pairs if trial in picked and trial != view.picks[name]]
 
 
@@ -80,7 +83,8 @@ def _caveat(view, name: str, other_trial: int, why: str, mutual: bool) -> str | 
     if mutual:
         return _mutual_caveat(view, pick, other, why)
     others = pick_stems(pick_names(view, other_trial))
-    head = f"Here {PICK_FILES.get(name, name)} takes {size_text(lead)} {lead_less} than {others}, {_WHY[why]}"
+    # Every pick that is this trial (min-energy and cost-weighted often are one): the caveat is then said once.
+    head = f"Here {pick_stems(pick_names(view, view.picks[name]))} takes {size_text(lead)} {lead_less} than {others}, {_WHY[why]}"
     devices = devices_clause(other, pick, view_device_words(view)) if gain_key == "time_s" else ""
     hours_change = change_pct(device_hours(other), device_hours(pick))
     if not _much_more(gain, lead) or (devices and (hours_change is None or not _much_more(-hours_change, lead))):

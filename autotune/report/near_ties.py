@@ -9,6 +9,11 @@ calibrated, and nothing suggests it does better outside. So such a lead is flagg
 difference may not be real", against the error measured at calibrated configurations, which is a floor of
 what an extrapolated figure can be off by, not a measure of it.
 
+Where no error was measured at all (a profile never calibrated) or the measured one is under 1%, the floor is
+the search's own resolution: the study stops when no candidate beats the front by more than 1%
+(acquisition.ENTER_MARGIN), so it does not tell apart two simulated figures closer than that. A least-energy
+pick 0.007% below the knee at twice its time read as a ranking on an uncalibrated profile (trial61 #3).
+
 Among the picks only: these are the choices a reader weighs (the ties against every point stay
 error_bars.pick_ties' and within_noise.noise_ties').
 
@@ -23,6 +28,10 @@ from autotune.counted import counted
 from autotune.report.error_bars import EXTRAPOLATED_KEY, WHY_UNKNOWN, extrapolated, is_simulated, pct_text
 from autotune.report.device_words import GPU_WORDS, DeviceWords, view_device_words
 from autotune.report.picks import PICK_FILES, change_pct, device_hours
+from autotune.study.acquisition import ENTER_MARGIN
+
+# The least difference the search tells apart, in percent: it stops when nothing beats the front by more.
+SEARCH_RESOLUTION_PCT = round((ENTER_MARGIN - 1.0) * 100.0, 6)
 
 # A trade is lopsided where one side is at least this many times the other: 0.2% energy for 99% time.
 LOPSIDED_RATIO = 5.0
@@ -34,8 +43,11 @@ _OTHER = {"time_s": "energy_kj", "energy_kj": "time_s"}
 
 
 def size_text(pct: float) -> str:
-    """A difference's size: "0.2%", "6.5%", "50%" (whole percent from 10 on, where a decimal says nothing)."""
-    return f"{pct:.0f}%" if pct >= 10 else f"{pct:.1f}%"
+    """A difference's size: "0.007%", "0.2%", "6.5%", "50%" (whole percent from 10 on, where a decimal says nothing;
+    one significant figure under 0.1%, where "0.0%" would say there is none)."""
+    if pct >= 10:
+        return f"{pct:.0f}%"
+    return f"{pct:.1f}%" if pct >= 0.1 or pct == 0 else f"{pct:.1g}%"
 
 
 def devices_clause(pick, other, words: DeviceWords = GPU_WORDS) -> str:
@@ -73,13 +85,14 @@ def pick_stems(names: list[str]) -> str:
 
 
 def near_ties(view, error: dict | None, already: dict[str, set[int]] | None = None) -> dict[str, dict | None]:
-    """{pick: {"trial", "picks", "figure", "lead_pct", "calibrated_error_pct", "other_figure", "other_less_pct"} or
-    None}: the other pick a pick leads by less than the profile's measured error in the figure it leads in, where
-    either side's error is unknown (extrapolated) and the other pick is ahead in the other figure. Of several, the
+    """{pick: {"trial", "picks", "figure", "lead_pct", "calibrated_error_pct", "bound_pct", "bound", "other_figure",
+    "other_less_pct"} or None}: the other pick a pick leads by less than the bound in the figure it leads in: the
+    profile's measured error, or the search's resolution (SEARCH_RESOLUTION_PCT) where that is larger or no error
+    was measured ("bound": "calibrated_error" or "search_resolution"), where either side's error is unknown
+    (extrapolated, or no error measured anywhere) and the other pick is ahead in the other figure. Of several, the
     one furthest ahead there: the strongest reason to doubt the lead. `already`: {pick: trials it is tied with
     by another rule}, said there and not again."""
-    if not error or WHY_UNKNOWN in error:  # no error measured anywhere: nothing to hold a lead against
-        return {name: None for name in view.picks}
+    measured = bool(error) and WHY_UNKNOWN not in error
     found = {}
     for name, trial in view.picks.items():
         pick, best = view.point(trial), None
@@ -87,36 +100,44 @@ def near_ties(view, error: dict | None, already: dict[str, set[int]] | None = No
             other = view.point(other_trial)
             if other_trial == trial or other_trial in (already or {}).get(name, set()):
                 continue
-            if not (extrapolated(error, pick) or extrapolated(error, other)):
+            if measured and not (extrapolated(error, pick) or extrapolated(error, other)):
                 continue  # both inside the calibration: error_bars.pick_ties judges them
             for figure in ("time_s", "energy_kj"):
-                lead, bound = _less_pct(getattr(pick, figure), getattr(other, figure)), error.get(f"{figure}_pct")
+                calibrated = error.get(f"{figure}_pct") if measured else None
+                bound = max(calibrated or 0.0, SEARCH_RESOLUTION_PCT)
+                lead = _less_pct(getattr(pick, figure), getattr(other, figure))
                 other_less = _less_pct(getattr(other, _OTHER[figure]), getattr(pick, _OTHER[figure]))
                 if (lead is None or bound is None or other_less is None or not 0 < lead <= bound or other_less <= 0
                         or not (is_simulated(pick, figure) or is_simulated(other, figure))):
                     continue
                 if best is None or other_less > best["other_less_pct"]:
                     best = {"trial": other_trial, "picks": pick_names(view, other_trial), "figure": _WORDS[figure],
-                            "lead_pct": round(lead, 3), "calibrated_error_pct": bound,
+                            "lead_pct": round(lead, 3), "calibrated_error_pct": calibrated, "bound_pct": bound,
+                            "bound": "calibrated_error" if calibrated and calibrated >= bound else "search_resolution",
                             "other_figure": _WORDS[_OTHER[figure]], "other_less_pct": round(other_less, 3),
-                            "other_error_pct": error.get(f"{_OTHER[figure]}_pct")}
+                            "other_error_pct": error.get(f"{_OTHER[figure]}_pct") if measured else None}
         found[name] = best
     return found
 
 
 def near_tie_text(tie: dict | None, devices: str = "") -> str:
     """"0.2% less energy than knee, inside the 3.3% error measured at calibrated configurations: the difference
-    may not be real; knee takes 50% less time"; "" without such a tie. `devices` (devices_clause, of the side
-    that takes less time) follows that side's time."""
+    may not be real; knee takes 50% less time" ("0.007% less energy than knee, under the 1% the search tells
+    apart: ..." where that is the bound); "" without such a tie. `devices` (devices_clause, of the side that takes
+    less time) follows that side's time."""
     if not tie:
         return ""
+    # Pick rows an older autotune wrote have no "bound": theirs was always the calibrated error.
+    if tie.get("bound", "calibrated_error") == "calibrated_error":
+        inside = f"inside the {pct_text(tie['calibrated_error_pct'])}% error measured at calibrated configurations"
+    else:
+        inside = f"under the {pct_text(tie['bound_pct'])}% the search tells apart"
     other = pick_stems(tie["picks"])
     also = ("" if tie["other_error_pct"] is None or tie["other_less_pct"] > tie["other_error_pct"]
             else f", also inside its {pct_text(tie['other_error_pct'])}% error")
     lead_devices, other_devices = ("", devices) if tie["other_figure"] == "time" else (devices, "")
-    return (f"{size_text(tie['lead_pct'])} less {tie['figure']} than {other}{lead_devices}, inside the "
-            f"{pct_text(tie['calibrated_error_pct'])}% error measured at calibrated configurations: the difference may "
-            f"not be real; {other} takes {size_text(tie['other_less_pct'])} less {tie['other_figure']}{other_devices}{also}")
+    return (f"{size_text(tie['lead_pct'])} less {tie['figure']} than {other}{lead_devices}, {inside}: the difference "
+            f"may not be real; {other} takes {size_text(tie['other_less_pct'])} less {tie['other_figure']}{other_devices}{also}")
 
 
 def nearest_trades(view) -> dict[str, dict | None]:

@@ -13,7 +13,8 @@ for all the picks, not on each.
 
 from __future__ import annotations
 
-from autotune.report.error_bars import EXTRAPOLATED_KEY, WHY_UNKNOWN, error_sentence, outside_words
+from autotune.report.error_bars import EXTRAPOLATED_KEY, WHY_UNKNOWN, error_sentence, outside_words, pct_text
+from autotune.report.near_ties import SEARCH_RESOLUTION_PCT
 from autotune.report.picks import PICK_FILES
 from autotune.counted import agreeing, counted
 
@@ -60,7 +61,8 @@ def outside_calibration_line(document: dict) -> str | None:
 
 def _no_error_line(document: dict) -> str | None:
     """"Simulated figures carry an unknown error (+- ?%): this hardware profile was not calibrated (...). No pick's
-    lead over another is weighed against it, so a small one may not be real: probe the picks before deploying."
+    lead over another is weighed against it (only against the 1% the search tells apart), so a small one may not be
+    real: probe the picks before deploying."
     (error_bars.error_sentence, then what it means for the picks); None where no pick has a simulated figure."""
     sources = {row["trial"]: (row.get("source"), row.get("energy_source")) for row in document.get("front") or []}
     picks = document.get("picks") or []
@@ -75,5 +77,7 @@ def _no_error_line(document: dict) -> str | None:
         who = ", ".join(PICK_FILES.get(row["name"], row["name"]) for row in simulated)
     probe = f"probe {who} before deploying."
     # One pick leads no other: the weighing is no news there.
-    consequence = f"{lead} is weighed against it, so a small one may not be real: {probe}" if len(picks) > 1 else probe.capitalize()
+    # Only a lead under the search's resolution is flagged there (near_ties): one of a few percent is not.
+    consequence = (f"{lead} is weighed against it (only against the {pct_text(SEARCH_RESOLUTION_PCT)}% the search tells "
+                   f"apart), so a small one may not be real: {probe}" if len(picks) > 1 else probe.capitalize())
     return f"{error_sentence(document['simulator_error'])} {consequence}"

@@ -302,7 +302,7 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
         # Its `tied_within_noise`, those within measured noise (same rule as `within_noise`; `tie_noise_cv`: the CVs).
         # Its `outside_calibration`: what of its configuration that error was not measured on ([] inside it); its
         # `near_tie`: the other pick it leads by less than the error measured at calibrated configurations where
-        # either side's error is unknown (or null; report.near_ties), and `nearest_pick_trade`: its changes against
+        # either side's error is unknown, or than the search's 1% resolution (`bound`; or null; report.near_ties), and `nearest_pick_trade`: its changes against
         # the nearest other pick where one is LOPSIDED_RATIO times the other (or null).
         "simulator_error": error,
         # A plain sentence when there is no trade-off (no feasible point, one, or one beating all); else None.

@@ -90,7 +90,8 @@ def test_measured_figures_and_figures_inside_the_calibration_get_no_near_tie():
     simulated = [Point(p.trial, {}, p.time_s, p.energy_kj, source="simulated", energy_source="simulated") for p in points]
     view = _view(simulated, {"fastest": 1, "min_energy": 2})
     assert near_ties(view, {**error, "extrapolated": {}})["min_energy"] is None  # a known error: pick_ties judges them
-    assert near_ties(view, {})["min_energy"] is None  # no error measured anywhere: nothing to flag against
+    # No error measured anywhere: a lead (0.5%) under the 1% the search tells apart is still flagged (trial61 #3).
+    assert near_ties(view, {})["min_energy"]["bound"] == "search_resolution"
     assert near_ties(view, error)["min_energy"]["trial"] == 1
 
 

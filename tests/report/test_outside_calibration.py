@@ -78,7 +78,8 @@ def test_some_picks_outside_are_named_and_none_outside_says_nothing():
 
 NEVER_MEASURED = ("Simulated figures carry an unknown error (+- ?%): this hardware profile was not calibrated (`autotune "
                   "calibrate` measures the simulator's error and writes it to the profile). No pick's lead over another is "
-                  "weighed against it, so a small one may not be real: probe the picks before deploying.")
+                  "weighed against it (only against the 1% the search tells apart), so a small one may not be real: "
+                  "probe the picks before deploying.")
 
 
 def test_a_profile_never_calibrated_says_every_pick_s_error_is_unknown_in_every_output(tmp_path):
@@ -103,8 +104,8 @@ def test_a_profile_with_no_error_it_can_vouch_for_says_it_is_not_known_and_measu
                           {"trial": 2, "source": "simulated", "energy_source": "simulated"}]}
     assert outside_calibration_line(document) == (
         "Simulated figures carry an unknown error (+- ?%): this hardware profile was calibrated (from 'gh200'), error not "
-        "stated. No pick's lead over another in a simulated figure is weighed against it, so a small one may not be "
-        "real: probe min-energy before deploying.")
+        "stated. No pick's lead over another in a simulated figure is weighed against it (only against the 1% the "
+        "search tells apart), so a small one may not be real: probe min-energy before deploying.")
     assert error_lines(document) == (None, outside_calibration_line(document))  # the sentence is not said apart
     document["front"][1].update(source="measured", energy_source="measured")
     assert outside_calibration_line(document) is None  # nothing the simulator gave
