@@ -17,7 +17,9 @@ benchmarks run in milliseconds. The file (`--measurements FILE`) is either
   measured (its repeats' coefficients of variation, its measured steps' time CV; each optional), so a
   replayed report marks changes within noise as the original did; an optional
   "energy_not_measured" (["cpu", "memory_interconnect"]) the parts of the node no sensor saw, so a
-  replayed GPU-only energy is still reported as one, and an optional "study" {"model", "hardware",
+  replayed GPU-only energy is still reported as one, an optional "default_power_limit_w" (W) the default power
+  limit NVML reported on the devices of a probe that set a limit (backends.launch.measured_default_limit), so a
+  replayed report gives a pick's limit in watts of that default, not of the profile's, and an optional "study" {"model", "hardware",
   "gpus_per_node", "frames", "text_tokens", "global_batch", "samples", "precision"}: what the figures
   were measured for, which no knob says (a 7b file replayed as --model 32b would otherwise pass);
 - or the JSON list `autotune space --simulate --json` prints (entries with "valid": false are not
@@ -46,7 +48,9 @@ from autotune.backends.probe_outcome import step_time_cv
 from autotune.backends.replay_figures import figure_problems, peak_memory_refusal
 from autotune.backends.replay_fit import none_usable, other_study, unused_records
 from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, Candidate, knob_value, params_key
-from autotune.checks import MAX_COUNT, checked_number, complete_table, refuse_duplicate_keys, refuse_unknown_keys, shown
+from autotune.checks import (
+    MAX_COUNT, checked_number, complete_table, number_problem, refuse_duplicate_keys, refuse_unknown_keys, shown,
+)
 from autotune.errors import ConfigError
 from autotune.memory import HOST_PEAK_KINDS
 from autotune.measure.combine import SEPARATE_COMPONENTS, not_measured
@@ -58,7 +62,7 @@ RECORD_STATUSES = ("ok", "oom", "failed")
 PEAK_MEM_KINDS = (*HOST_PEAK_KINDS, "cuda_max_memory_allocated")
 _FIX = "see `autotune run --help` (--measurements) for the record format"
 _RECORD_KEYS = ("params", "status", "time_s", "energy_kj", "tflops", "peak_mem_gib", "peak_mem_kind", "source", "error", "probe_cost",
-                "energy_not_measured", "study", "noise")
+                "energy_not_measured", "study", "noise", "default_power_limit_w")
 # A record's `probe_cost.energy_scope`: "window" = energy seen only in the measured windows (a lower bound).
 ENERGY_SCOPES = ("window",)
 # A record's `probe_cost.energy_provenance`: how its energy was had (a failed probe's record has no `source` for it).
@@ -110,6 +114,9 @@ MAX_SOLUTION_FIGURE = MAX_COUNT * 1e6
 # finite (1e-320 read as +inf%, and compare --json died of it: trial 58 F4). One bound for replay, export
 # --measurements and compare: a record replay took was refused by compare once its study reported it.
 MIN_SOLUTION_FIGURE = 1e-12
+# The most a record's default_power_limit_w may be: the bound a hardware profile's [power] module_cap_w (the default
+# limit it assumes) has (hardware/load.py); more is a damaged record, or mW written as W.
+MAX_POWER_LIMIT_W = 1.0e5
 
 
 def _optional_number(origin: str, record: dict, key: str, low_open: bool = False, high: float = MAX_FIGURE,
@@ -189,6 +196,9 @@ def checked_record(origin: str, record) -> dict:
         "time_s": _optional_number(origin, record, "time_s", low=MIN_SOLUTION_FIGURE, high=MAX_SOLUTION_FIGURE),
         "energy_kj": _optional_number(origin, record, "energy_kj", low=MIN_SOLUTION_FIGURE, high=MAX_SOLUTION_FIGURE),
     }
+    if record.get("default_power_limit_w") is not None:
+        out["default_power_limit_w"] = _optional_number(origin, record, "default_power_limit_w", low_open=True,
+                                                        high=MAX_POWER_LIMIT_W)
     if status == "ok" and out["time_s"] is None:
         raise ConfigError(f"{origin}: an ok record needs time_s (a number >= {MIN_SOLUTION_FIGURE:g}); {_FIX}")
     # Figures are a finished probe's: on an oom or failed record they were dropped without a word (a record
@@ -371,6 +381,8 @@ def _result(record: dict) -> ProbeResult:
         details["energy"] = {"components": {"not_measured": record["energy_not_measured"]}}
     if record.get("peak_mem_kind"):
         details["peak_mem_kind"] = record["peak_mem_kind"]
+    if record.get("default_power_limit_w") is not None:  # where the launch backend keeps it (report/power_limit.py reads it)
+        details["default_power_limit_w"] = record["default_power_limit_w"]
     if record["status"] != "ok":
         return ProbeResult(status=record["status"], source=time_label, energy_source="unavailable",
                            error=record["error"] or _NO_REASON[record["status"]], details=details)
@@ -604,6 +616,10 @@ def measurement_record(params: dict, result: dict, study: dict | None = None) ->
     noise = _noise_record(details) if status == "ok" else None
     if noise:
         record["noise"] = noise
+    default_w = details.get("default_power_limit_w")
+    # What the launch backend measured (measured_default_limit); a value a replay would refuse is a damaged study.db's.
+    if default_w is not None and number_problem(default_w, low=0, low_open=True, high=MAX_POWER_LIMIT_W) is None:
+        record["default_power_limit_w"] = default_w
     return record
 
 

@@ -143,3 +143,46 @@ def test_measurements_given_twice_is_refused_as_an_output_given_twice(small_stud
     assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
     assert f"argument --measurements: the output is given twice ({first}, then {second}); give it once" in refused.stderr
     assert not first.exists() and not second.exists()
+
+
+def test_the_measured_default_power_limit_is_kept_through_export_and_replay(tmp_path):
+    """A launch probe that set a limit keeps the default NVML reported (launch.measured_default_limit), and the report
+    gives the pick's limit in watts of it; its export dropped it, and the replayed report gave the profile's watts."""
+    import sqlite3
+
+    study = ("--model", "32b", "--nodes", "4")
+    out = tmp_path / "run"
+    ran = autotune_main("run", *study, "--trials", "5", "--backend", "simulate", "--out", out, "-q")
+    assert ran.returncode == 0, ran.stderr
+    with sqlite3.connect(out / "study.db") as db:  # what the launch backend writes in a trial that set a limit
+        for trial_id, value in db.execute("SELECT trial_id, value_json FROM trial_user_attributes WHERE key = 'result'"
+                                          ).fetchall():
+            result = json.loads(value)
+            result["details"] = {**(result.get("details") or {}), "default_power_limit_w": 660.0}
+            db.execute("UPDATE trial_user_attributes SET value_json = ? WHERE trial_id = ? AND key = 'result'",
+                       (json.dumps(result), trial_id))
+    records = tmp_path / "m.jsonl"
+    exported = autotune_main("export", out, "--measurements", records)
+    assert exported.returncode == 0, exported.stderr
+    assert {json.loads(line)["default_power_limit_w"] for line in records.read_text().splitlines()} == {660.0}
+    replayed = autotune_main("run", *study, "--backend", "replay", "--measurements", records, "--out", tmp_path / "again")
+    assert replayed.returncode == 0, replayed.stderr
+    assert "of the 660 W default NVML reported on the probe's devices" in replayed.stdout
+    assert "on the gh200 profile" not in replayed.stdout.split("Pareto front")[1].split("power limit of the fastest")[0]
+
+
+@pytest.mark.parametrize("value, problem", [
+    ("660", 'default_power_limit_w = "660" is not a number'), (True, "default_power_limit_w = true is not a number"),
+    ([660], "default_power_limit_w = [660] is not a number"), (0, "default_power_limit_w = 0 is out of range"),
+    (-660.0, "default_power_limit_w = -660.0 is out of range"), (float("nan"), "default_power_limit_w = NaN is not finite"),
+    (660000.0, "default_power_limit_w = 660000.0 is out of range; it must be a number > 0 and <= 100000"),
+])
+def test_a_records_default_power_limit_is_checked(tmp_path, value, problem):
+    from autotune.backends.replay import checked_record
+    from autotune.errors import ConfigError
+
+    params = {"zero_stage": 3, "optimizer_offload": "none", "activation_checkpointing": "none", "sp_degree": 1,
+              "micro_batch": 1, "nodes": 1, "power_limit": 0.7}
+    with pytest.raises(ConfigError) as refused:
+        checked_record("line 1", {"params": params, "status": "ok", "time_s": 10.0, "default_power_limit_w": value})
+    assert str(refused.value).startswith(f"line 1: {problem}") and "\n" not in str(refused.value)
