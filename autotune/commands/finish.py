@@ -260,12 +260,29 @@ def reports_turn(run_dir: Path):
         yield
 
 
+def converged_line(document: dict) -> str | None:
+    """The run's own line as its search stops converged, from the report's `search` block: a replay that ended with
+    its recording converged there (search_summary: at_end_of_recording), and the run, which read only the study's
+    record of an early stop, said nothing of it beside a report that said "converged". None where it did not."""
+    from autotune.report.search import converged_stop_line  # here: its model's imports are no start-up cost
+
+    converged = (document.get("search") or {}).get("converged")
+    if not converged:
+        return None
+    return converged_stop_line(converged["probes"], document.get("backend") == "simulate", converged.get("recorded", 0),
+                               converged.get("unrecorded", 0))
+
+
 def finish_run(study, run_dir: Path, console, max_slowdown: float | None = None, eta: float | None = None,
-               storage: str | None = None, study_name: str = STUDY_NAME) -> dict:
+               storage: str | None = None, study_name: str = STUDY_NAME, stop_line: bool = False) -> dict:
+    """The reports of a finished run, written and printed. `stop_line`: say first how the search ended where it
+    converged (converged_line), as `autotune run` does."""
     with reports_turn(run_dir):
         view, document = build_report(study, max_slowdown, eta, storage)
         keep_pick_parameters(study, view)
         _, kept = write_outputs(view, document, run_dir)
+    if stop_line and (line := converged_line(document)):
+        console.print(line, soft_wrap=True, highlight=False, markup=False)
     print_report(view, document)
     if kept:
         console.print(kept, markup=False, highlight=False, soft_wrap=True)

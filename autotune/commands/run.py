@@ -521,7 +521,6 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
     for line in (backend.unused_records(checks), *backend.unchecked_records(checks)):
         if line:
             console.print(f"[yellow]warning: {escape(line)}[/]")
-    valid_total = sum(c.valid for c in checks)  # the study's valid candidates, recorded by a replayed file or not
     checks = evaluable
     check_energy_objective(backend, args.objectives, args.allow_estimated_energy)
     # Before any study is opened or probe started: a path that cannot be written fails now, in one line.
@@ -585,14 +584,7 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
     # SIGTERM while the reports are written (a job's time limit just after its last trial) ended the run by its
     # default action, without a word of what was not written (trial 37 F13): it stops as Ctrl-C does here.
     try:
-        converged = study.user_attrs.get(CONVERGED_ATTR)
-        if converged:
-            from autotune.report.search import converged_stop_line  # here: its model's imports are no start-up cost
-
-            # A replay of a file recording some of the valid candidates converged among those (backend.usable).
-            recorded = getattr(backend, "usable", None) or valid_total
-            console.print(converged_stop_line(converged["probes"], backend.name == "simulate", recorded, valid_total - recorded),
-                          soft_wrap=True, highlight=False, markup=False)
+        converged = study.user_attrs.get(CONVERGED_ATTR)  # its stop line: finish_run's, from the report's search block
         if time_limit.stopped:
             console.print(time_stop_line(time_limit), soft_wrap=True, highlight=False, markup=False)
         evaluated_now, elsewhere = evaluated_count(study), probes_running_elsewhere(study)
@@ -616,7 +608,8 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
                           f"this report; `{again}` once {agreeing(elsewhere, 'it finishes', 'they finish')} "
                           f"(a worker killed a moment ago counts as running until its heartbeat is {grace_s} s old; a "
                           "run of the study started after that probes its trial again)")
-        finish_run(study, run_dir, console, args.max_slowdown, args.eta, args.storage, args.study_name)
+        finish_run(study, run_dir, console, args.max_slowdown, args.eta, args.storage, args.study_name,
+                   stop_line=True)
     except KeyboardInterrupt:
         interrupts.stopping = True  # a second signal must not cut this line
         again = _report_command(run_dir, args, html=True)

@@ -186,3 +186,20 @@ def test_a_records_default_power_limit_is_checked(tmp_path, value, problem):
     with pytest.raises(ConfigError) as refused:
         checked_record("line 1", {"params": params, "status": "ok", "time_s": 10.0, "default_power_limit_w": value})
     assert str(refused.value).startswith(f"line 1: {problem}") and "\n" not in str(refused.value)
+
+
+def test_a_replay_that_ends_with_its_recording_says_it_converged_as_its_report_does(tmp_path):
+    """A replay whose --trials equals its record count stopped at the budget before its stop rule was asked: the report
+    said "converged after 5 probes" (at the end of the recording), and the run printed no line of it as it stopped."""
+    study = ("--model", "32b", "--nodes", "4")
+    out, records = tmp_path / "run", tmp_path / "m.jsonl"
+    assert autotune_main("run", *study, "--trials", "5", "--backend", "simulate", "--out", out, "-q").returncode == 0
+    assert autotune_main("export", out, "--measurements", records).returncode == 0
+    count = len(records.read_text().splitlines())
+    replayed = autotune_main("run", *study, "--backend", "replay", "--measurements", records, "--trials", count,
+                             "--out", tmp_path / "again")
+    assert replayed.returncode == 0, replayed.stderr
+    report = json.loads((tmp_path / "again" / "pareto.json").read_text())["search"]["converged"]
+    assert report["probes"] == count and report["at_end_of_recording"] is True
+    assert f"converged after {count} probes; the report's `search:` line says why it stopped" in replayed.stderr
+    assert f"search: converged after {count} probes: " in replayed.stdout
