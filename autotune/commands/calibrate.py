@@ -267,6 +267,7 @@ def _run(args: argparse.Namespace) -> int:
     from autotune.calibrate.observations import repeated_figures
     from autotune.calibrate.reference import load_reference, reference_holds
     from autotune.calibrate.report import calibration_document, report_text
+    from autotune.commands.paths import run_dir_problem
     from autotune.errors import UserError
     from autotune.hardware import dump_hardware
 
@@ -274,8 +275,9 @@ def _run(args: argparse.Namespace) -> int:
         raise UserError("nothing to calibrate against: pass measured run directories and/or --reference gh200-study")
     seen: dict[Path, Path] = {}
     for run_dir in args.run_dirs:
-        if not run_dir.is_dir():  # before --storage is judged by which of them hold a study.db
-            raise UserError(f"{run_dir} is not a directory; pass the --out directory of an `autotune run`")
+        problem = run_dir_problem(run_dir)  # before --storage is judged by which of them hold a study.db
+        if problem:  # "does not exist", a file of a run directory: as `autotune report` says it
+            raise UserError(problem)
         twin = seen.setdefault(run_dir.resolve(), run_dir)
         if twin is not run_dir:  # its probes would weigh twice in the fit and its error
             raise UserError(f"{run_dir} is given twice (also as {twin}); pass each run directory once")

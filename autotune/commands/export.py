@@ -58,13 +58,15 @@ def register(subparsers) -> None:
 
 def _run(args) -> int:
     from autotune.commands.finish import stored_pick_parameters
+    from autotune.commands.paths import run_dir_problem
     from autotune.errors import UserError
     from autotune.export import choose_trial, export_launcher, export_trial
     from autotune.report import study_view
     from autotune.study import load_finished_study
 
-    if not args.run_dir.is_dir():
-        raise UserError(f"{args.run_dir} is not a directory; pass the --out directory of an `autotune run`")
+    problem = run_dir_problem(args.run_dir)  # "does not exist", a file of a run directory: as `autotune report` says
+    if problem:
+        raise UserError(problem)
     if args.output is not None and args.measurements is not None:
         raise UserError(f"-o names a config file; --measurements {args.measurements} is the file it writes: drop -o")
     if args.launcher != "auto" and args.measurements is not None:

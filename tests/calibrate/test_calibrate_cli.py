@@ -348,7 +348,7 @@ def test_a_failed_calibration_leaves_no_folder_its_output_path_made(tmp_path):
     from tests.cli import autotune_main
 
     result = autotune_main("calibrate", tmp_path / "no-such-run", "-o", tmp_path / "new" / "deeper" / "mine.toml")
-    assert result.returncode == 2 and "no-such-run is not a directory" in result.stderr, result.stderr
+    assert result.returncode == 2 and "no-such-run does not exist; pass the --out directory" in result.stderr, result.stderr
     assert not (tmp_path / "new").exists()
 
 

@@ -73,5 +73,5 @@ def test_a_run_directory_that_is_not_one_is_said_before_storage_is_judged(runs, 
     _, url, _ = runs
     missing = autotune("calibrate", tmp_path / "nope", "--storage", url, "--study-name", "s1")
     assert missing.returncode == 2
-    assert missing.stderr == f"autotune calibrate: error: {tmp_path / 'nope'} is not a directory; pass the " \
+    assert missing.stderr == f"autotune calibrate: error: {tmp_path / 'nope'} does not exist; pass the " \
                              "--out directory of an `autotune run`\n"

@@ -107,3 +107,15 @@ def test_a_pareto_json_without_a_study_db_that_names_no_storage_is_said_as_it_is
     assert _refused(moved) == (f"RUN_DIR {moved} holds no study.db, though its pareto.json is of the directory's own "
                                f"study.db (moved or removed?); put study.db back in {moved}, or pass --storage URL where "
                                "the study is kept now")
+
+
+@pytest.mark.parametrize("command, flags", [("export", ()), ("export", ("--measurements", "m.jsonl")), ("calibrate", ())])
+def test_export_and_calibrate_say_a_run_directory_that_is_not_there_as_report_does(tmp_path, finished, command, flags):
+    """A missing RUN_DIR was "is not a directory" to export and calibrate (a newcomer's trial): it does not exist."""
+    fix = "pass the --out directory of an `autotune run`"
+    run = shutil.copytree(finished, tmp_path / "run")
+    for given, said in ((tmp_path / "nope", f"{tmp_path / 'nope'} does not exist; {fix}"),
+                        (run / "pareto.json", f"{run / 'pareto.json'} is a file of the run directory {run}; pass the directory, {run}")):
+        done = cli.autotune_main(command, given, *flags, cwd=tmp_path)
+        assert done.returncode == 2 and done.stderr == f"autotune {command}: error: {said}\n", done.stderr
+    assert not (tmp_path / "m.jsonl").exists()
