@@ -298,10 +298,29 @@ def exported_kind(path: Path) -> str | None:
     return "candidate" if _CANDIDATE_KEYS <= data.keys() else None
 
 
-def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, launcher: str = "auto") -> list[Path]:
+def pick_caveats(view: StudyView, document: dict, trial: int, pick: str | None = None) -> list[str]:
+    """What the report warns of the exported trial as a pick, a line each, in the report's words: that it lies where
+    the simulator's error was not measured (outside_calibration_line), and its ties on its pick line (a lead inside
+    an error, a lopsided trade against the nearest other pick: within_noise.ties_text). `document`: the study's
+    pareto document (its pick rows); `pick`: the --pick exported (its key), else the trial's first pick row. [] for a
+    trial that is no pick, or a pick the report warns nothing of: an export carried none of it (a newcomer's trial)."""
+    from autotune.report.outside_calibration import outside_calibration_line
+    from autotune.report.within_noise import ties_text
+
+    rows = [row for row in document.get("picks") or [] if row["trial"] == trial and pick in (None, row["name"])][:1]
+    if not rows:
+        return []
+    outside = outside_calibration_line({**document, "picks": rows})
+    ties = ties_text(view, rows[0])
+    return [line for line in (outside, ties and f"{PICK_FILES[rows[0]['name']]} (trial {trial}): {ties}") if line]
+
+
+def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, launcher: str = "auto",
+                 caveats: list[str] = ()) -> list[Path]:
     """Write the config, the candidate file and the launch command; returns the paths written.
     `launcher` "srun": launch.sh trains in one srun step of the allocation it runs in, which also sets
-    an SM clock cap (`--gpu-freq`; autotune/export_device.py)."""
+    an SM clock cap (`--gpu-freq`; autotune/export_device.py). `caveats` (pick_caveats): said in launch.sh's
+    header, which travels with the pick where the report does not."""
     point = view.point(trial)
     candidate = view.settings.candidate(point.params)
     config = deepspeed_config(candidate)
@@ -348,6 +367,7 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
         f"# Runs the probe again: trains the autotune model with {config_path.name} ({point.source} time, "
         f"{point.energy_source} energy{without}) for a warm-up and a measured window,\n"
         f"# prints what it measured and writes {result_name(config_path.name)} (more steps: add --steps N to the command below).\n"
+        + "".join(f"# Caveat: {' '.join(line.splitlines())}\n" for line in caveats)  # a line break would end the comment
         + _own_training(config_path.name, candidate) + where
         + 'cd "$(dirname "$0")"\n'
         + "".join(line + "\n" for line in (_hostfile_check(launch_path.name, candidate) if command[0] == "deepspeed" else []))

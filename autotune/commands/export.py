@@ -60,8 +60,8 @@ def _run(args) -> int:
     from autotune.commands.finish import stored_pick_parameters
     from autotune.commands.paths import run_dir_problem
     from autotune.errors import UserError
-    from autotune.export import choose_trial, export_launcher, export_trial
-    from autotune.report import study_view
+    from autotune.export import PICKS as EXPORTED_PICKS, choose_trial, export_launcher, export_trial, pick_caveats
+    from autotune.report import pareto_document, study_view
     from autotune.study import load_finished_study
 
     problem = run_dir_problem(args.run_dir)  # "does not exist", a file of a run directory: as `autotune report` says
@@ -98,8 +98,10 @@ def _run(args) -> int:
         _check_not_edited(output)
     launcher = export_launcher(args.launcher, view.settings.candidate(view.point(trial).params), trial)
     backend = study.user_attrs.get("backend", {}).get("name", "unknown")
+    # What the report warns of this pick (outside the calibration, a near tie), in launch.sh and on stderr.
+    caveats = pick_caveats(view, pareto_document(view, backend, ""), trial, EXPORTED_PICKS.get(stem))
     with _stop_signals_held() as held:  # the three files and their record are written as one, or not at all
-        written = export_trial(view, trial, output, backend, launcher=launcher)
+        written = export_trial(view, trial, output, backend, launcher=launcher, caveats=caveats)
         if args.output is None:
             _record_written(written)
         for path in written:
@@ -109,7 +111,7 @@ def _run(args) -> int:
         if held:
             _interrupted_whole(written)
             signal.raise_signal(held[0])  # by its own handler: KeyboardInterrupt, or the end SIGTERM's default makes
-        _print_handover(view, trial, written, launcher)
+        _print_handover(view, trial, written, launcher, caveats)
     except KeyboardInterrupt as stop:
         if not held:
             _interrupted_whole(written)
@@ -118,10 +120,12 @@ def _run(args) -> int:
     return 0
 
 
-def _print_handover(view, trial: int, written: list[Path], launcher: str) -> None:
-    """What to do with the files, on stderr."""
+def _print_handover(view, trial: int, written: list[Path], launcher: str, caveats: list[str] = ()) -> None:
+    """What to do with the files, on stderr, after what the report warns of the pick (export.pick_caveats)."""
     from autotune.export import handover_notes, hostfile_sentence
 
+    for line in caveats:
+        print(line, file=sys.stderr)
     candidate = view.settings.candidate(view.point(trial).params)
     print(f"train it as probed: bash {shell_path(written[-1])}", file=sys.stderr)
     if launcher == "deepspeed":  # see export._hostfile_check

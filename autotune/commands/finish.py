@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from autotune.atomic_write import write_text_atomic
-from autotune.export import export_trial
+from autotune.export import export_trial, pick_caveats
 from autotune.os_text import texts_of
 from autotune.report import pareto_document, study_view, write_pareto_json
 from autotune.report.html import write_report_html
@@ -69,13 +69,15 @@ WRITTEN_RECORD = ".written.json"
 SAME_PASS_S = 10.0
 
 
-def export_picks(view, run_dir: Path, backend: str, reports_written_at: float | None = None) -> str | None:
+def export_picks(view, run_dir: Path, backend: str, reports_written_at: float | None = None,
+                 document: dict | None = None) -> str | None:
     """Each pick's config, candidate file and launch.sh in configs/. A pick's three files are the user's
     once one of them is not what autotune last wrote there (a tuned lr, site lines in launch.sh): they are
     kept as they are, and the pick is written beside them as <pick>.new.* (launch.sh names its config, so
     the three go together; a user who moves the kept ones away gets the pick in their place, and the
     .new.* files go). `reports_written_at`: pareto.json's mtime before this pass, for a directory
-    without the record. Returns the line that says what was kept, or None."""
+    without the record. `document`: the pareto document, whose warnings of each pick its launch.sh says
+    (export.pick_caveats), as `autotune export --pick` writes it. Returns the line that says what was kept, or None."""
     if not view.picks:
         return None
     configs = run_dir / "configs"
@@ -85,8 +87,9 @@ def export_picks(view, run_dir: Path, backend: str, reports_written_at: float | 
     kept, beside = [], []
     for pick, trial in view.picks.items():
         stem = PICK_FILES[pick]
+        caveats = pick_caveats(view, document, trial, pick) if document is not None else []
         with tempfile.TemporaryDirectory(dir=configs, prefix=EXPORT_SCRATCH) as scratch:
-            fresh = export_trial(view, trial, Path(scratch) / f"{stem}.json", backend)
+            fresh = export_trial(view, trial, Path(scratch) / f"{stem}.json", backend, caveats=caveats)
             edited = [p.name for p in fresh if _edited(configs / p.name, p, record, reports_written_at)]
             if not edited:
                 # A pass stopped between a pick's three renames (SIGTERM, SIGKILL) left one trial's config beside
@@ -100,7 +103,8 @@ def export_picks(view, run_dir: Path, backend: str, reports_written_at: float | 
                     write_text_atomic(configs / path.name, path.read_text(encoding="utf-8"), mode=path.stat().st_mode & 0o777)
                 _remove_stale_new_files(configs, stem, record)
                 continue
-        record.update({p.name: file_sha256(p.read_bytes()) for p in export_trial(view, trial, configs / f"{stem}.new.json", backend)})
+        record.update({p.name: file_sha256(p.read_bytes()) for p in export_trial(view, trial, configs / f"{stem}.new.json", backend,
+                                                                         caveats=caveats)})
         kept += edited
         beside.append(f"{stem}.new.*")
     _remove_unmade_picks(configs, view.picks, record)
@@ -236,7 +240,7 @@ def write_outputs(view, document: dict, run_dir: Path, html: bool = True) -> tup
     except OSError:
         reports_written_at = None
     write_pareto_json(run_dir / "pareto.json", document)
-    kept = export_picks(view, run_dir, document["backend"], reports_written_at)
+    kept = export_picks(view, run_dir, document["backend"], reports_written_at, document)
     written = [run_dir / "pareto.json", run_dir / "configs"]
     if html or (run_dir / "report.html").exists():
         written.append(write_report_html(run_dir / "report.html", view, document, run_dir))
