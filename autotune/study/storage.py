@@ -310,9 +310,12 @@ def _open_storage(url: str, heartbeat: bool = False, must_exist: bool = False, g
                         "beyond SQLite's wait; run the same command again when that is done"
                     ) from None
                 if not given:  # the run directory's own file: no URL to check, and no --storage to leave out
+                    from autotune.study.storage_failure import kept_probe_results
+
+                    path = Path(unquote(url.removeprefix('sqlite:///')))
                     raise UserError(
-                        f"cannot open the study database {unquote(url.removeprefix('sqlite:///'))} ({first}); it is damaged or "
-                        "not a study: restore it from a copy, or start a new study with --out NEW_DIR"
+                        f"cannot open the study database {path} ({first}); it is damaged or not a study: restore it "
+                        f"from a copy, or start a new study with --out NEW_DIR{kept_probe_results(path.parent)}"
                     ) from None
                 raise UserError(
                     f"cannot open study storage {recorded_storage(url)!r} ({first}); check the URL (a database URL as Optuna's RDBStorage "

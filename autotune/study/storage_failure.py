@@ -11,6 +11,10 @@ exit status 1 (trial 43 F5). What was committed before stays in the database.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from autotune.counted import counted
+
 _CHAIN_LIMIT = 12  # exceptions followed down __cause__/__context__
 
 _KEPT = "what was evaluated before is kept in it"
@@ -57,3 +61,17 @@ def storage_failure_line(exc: BaseException) -> str | None:
 def read_only_failure(exc: BaseException) -> bool:
     """Whether `exc` is SQLite refusing a write to a database it can only read (the file or its folder read-only)."""
     return any(_READ_ONLY in str(e).lower() for e in _chain(exc))
+
+
+def kept_probe_results(run_dir: Path) -> str:
+    """"; the results of its 12 probes are kept in RUN_DIR/trials/*/result.json", or "" where none is: a damaged
+    study.db's refusal said "start a new study" alone, as if the measured probes, the expensive part of a study,
+    were lost with it (trial 61 #24). A probe with repeats writes result-1.json ... result-N.json."""
+    trials = Path(run_dir) / "trials"
+    try:
+        probes = sum(1 for folder in trials.iterdir() if folder.is_dir() and any(folder.glob("result*.json")))
+    except OSError:  # no trials/ (a simulated study's run directory), or one that cannot be read
+        return ""
+    if not probes:
+        return ""
+    return f"; the results of its {counted(probes, 'probe')} are kept in {trials}/*/result.json"

@@ -120,6 +120,29 @@ def test_a_damaged_study_db_is_named_without_a_storage_flag_nobody_gave(tmp_path
     assert "--storage" not in err and "restore it from a copy" in err
 
 
+
+def test_a_damaged_study_db_refusal_says_where_the_probes_results_are_kept(tmp_path, runs, capsys):
+    """Trial 61 #24: "start a new study with --out NEW_DIR" alone read as if the measured probes were lost with the
+    database; each probe's result is in trials/ (result-N.json with repeats), and every command's refusal says so."""
+    (tmp_path / "study.db").write_bytes((runs / "32b" / "study.db").read_bytes()[:5000])
+    for number, name in (("0000", "result.json"), ("0001", "result-1.json"), ("0002", None)):  # 0002: no result
+        (tmp_path / "trials" / number).mkdir(parents=True)
+        if name:
+            (tmp_path / "trials" / number / name).write_text("{}")
+    kept = f"; the results of its 2 probes are kept in {tmp_path / 'trials'}/*/result.json"
+    for command in (["report", str(tmp_path)], ["export", str(tmp_path), "--measurements", str(tmp_path / "m.json")],
+                    ["calibrate", str(tmp_path), "--hardware", "cpu"], [*RUN_TINY, "--out", str(tmp_path)]):
+        assert main(command) == 2
+        err = capsys.readouterr().err
+        assert err.strip().endswith(f"start a new study with --out NEW_DIR{kept}") and err.count("\n") == 1, (command, err)
+
+
+def test_a_damaged_study_db_without_probe_results_names_none(tmp_path, runs, capsys):
+    (tmp_path / "study.db").write_bytes((runs / "32b" / "study.db").read_bytes()[:5000])
+    (tmp_path / "trials" / "0000").mkdir(parents=True)  # a probe that wrote no result
+    assert main(["report", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip().endswith("start a new study with --out NEW_DIR")
+
 def _edit(configs) -> dict:
     """What a user does to the knee pick: a tuned learning rate, a site line in launch.sh."""
     config = json.loads((configs / "knee.json").read_text())
