@@ -29,6 +29,7 @@ from autotune.study.loop import CONVERGED_ATTR, probes_running_elsewhere
 from autotune.study.retries import evaluated_count, evaluated_trials
 from autotune.study.valid import usable_values, valid_checks
 from autotune.study.stop_rule import STOP_CHANCE, stop_rule, stop_rule_summary
+from autotune.study.time_limit import TIME_LIMIT_STOP_ATTR
 from autotune.counted import agreeing, counted
 
 MAX_PREDICTED = 5
@@ -110,6 +111,9 @@ def _unfinished(study, model, replayed=None) -> dict | None:
         # Of those that did not, how many failed or timed out (the others ran out of memory, which no fix of the
         # set-up changes: trial54 F3).
         "failed": sum(t.state == optuna.trial.TrialState.FAIL for t in evaluated_trials(study).values()),
+        # Stopped by the run's time limit ("slurm": the job's end; "flag": --time-limit), not by the budget: a larger
+        # --trials is not what resumes it.
+        "time_limit": study.user_attrs.get(TIME_LIMIT_STOP_ATTR),
     }
     if replayed is not None:
         unfinished.update(exhausted=True, recorded_left=int(replayed.outlook(study).free.sum()))
@@ -292,7 +296,9 @@ def search_sentences(summary: dict, backend: str | None = None) -> list[str]:
         following = f"; next it would probe {knobs_sentence(unfinished['next'])}" if unfinished.get("next") else ""
         running = unfinished.get("running_elsewhere")
         beside = f" ({running} more still probing on other workers)" if running else ""
-        if not unfinished["probes"]:  # none ran (the time limit held the first back): no budget spent, nothing failed
+        if unfinished.get("time_limit") and (not unfinished["probes"] or unfinished.get("succeeded") != 0):
+            resume = _TIME_LIMIT_RESUMES[unfinished["time_limit"]]
+        elif not unfinished["probes"]:  # none ran (the time limit held the first back): no budget spent, nothing failed
             resume = "The same command resumes the study"
         else:
             resume = ("The same command with a larger --trials resumes the study" if unfinished.get("succeeded") != 0
@@ -311,6 +317,13 @@ def search_sentences(summary: dict, backend: str | None = None) -> list[str]:
             f"{time_text(p['time_s'])}{energy} (predicted), {p['chance_to_enter_front']:.0%} chance to enter the front"
         )
     return lines
+
+
+# What resumes a study the time limit stopped (search.unfinished.time_limit), as the run's stop line says it.
+_TIME_LIMIT_RESUMES = {
+    "slurm": "Stopped for the time limit (the SLURM job's end); the same command in a new job resumes the study",
+    "flag": "Stopped for the time limit (--time-limit); the same command resumes the study",
+}
 
 
 def _none_succeeded_sentence(unfinished: dict) -> str:

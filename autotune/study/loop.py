@@ -58,7 +58,8 @@ from autotune.study.retries import (
 )
 from autotune.study.settings import StudySettings
 from autotune.study.stop_rule import STOP_RULE
-from autotune.study.time_limit import PROBE_WALL_ATTR, TimeLimit, longest_probe_s, probe_bound_s
+from autotune.study.time_limit import (PROBE_WALL_ATTR, TIME_LIMIT_STOP_ATTR, TimeLimit, forget_time_limit_stop,
+                                       longest_probe_s, probe_bound_s)
 from autotune.study.unique import OVER_BUDGET_ATTR, PROPOSAL_WAIT_S, settled_trials, trial_knobs, unique_candidates
 from autotune.study.valid import usable_values, valid_checks
 
@@ -390,6 +391,7 @@ class _Objective:
         if self.time_limit.held_back(longest_s, probe_bound_s(self.backend.timeout_settings())) is None:
             return
         trial.set_user_attr(OVER_BUDGET_ATTR, True)
+        trial.study.set_user_attr(TIME_LIMIT_STOP_ATTR, "slurm" if self.time_limit.slurm else "flag")  # for the report
         trial.study.stop()
         raise ProbeFailed("not probed: too little time is left before the time limit for a probe and the reports")
 
@@ -509,6 +511,7 @@ class _StopWhenDone:
         released = released_trials(study)
         evaluated = [t for t in trials if is_evaluated(t, released)]
         if len(evaluated) >= min(self.n_trials, self.valid_total) or len(trials) >= self.max_proposals:
+            forget_time_limit_stop(study)  # another worker's time limit stopped it before this one spent the budget
             study.stop()
         elif self.early_stop and _converged(study) and not retries_owed(study):
             study.set_user_attr(CONVERGED_ATTR, {"probes": len(evaluated), "rule": STOP_RULE})
@@ -557,6 +560,7 @@ def run_study(
             # Two workers that start at once both find the study empty: the later one's copy is skipped
             # where the first one's is already stored (else it is a duplicate trial, never a second probe).
             study.enqueue_trial(base.candidate.knobs.to_dict(), user_attrs={"baseline": True}, skip_if_exists=True)
+    forget_time_limit_stop(study)  # an earlier run's stop: set again where this run's limit stops it too
     retry_interrupted(study, include_running=not shared_storage)
     queue_setup_retries(study)  # the CLI has queued them already, to say so: then nothing is left here
     before = evaluated_count(study)

@@ -30,6 +30,10 @@ REPORT_MARGIN_S = 180.0
 # another worker's probe on the same devices (backends/device_turns.py) included, as the next probe may wait too.
 PROBE_WALL_ATTR = "probe_wall_s"
 SLURM_END_ENV = "SLURM_JOB_END_TIME"
+# Study attribute set when the time limit stopped the study (study/loop.py): "slurm" (the SLURM job's end) or "flag"
+# (--time-limit); cleared when a later run starts or the study stops otherwise. The report reads it: "a larger
+# --trials resumes the study" was said of a study whose budget was not spent.
+TIME_LIMIT_STOP_ATTR = "stopped_by_time_limit"
 # A year: a longer limit is a typo (SLURM's own "no limit" jobs end a year after their start, too).
 MAX_TIME_LIMIT_S = 365 * 86_400
 # The range of a job's end in the environment: from 2000-01-01 (0, or a count of minutes, is no job's end) to
@@ -163,6 +167,12 @@ def run_time_limit(flag_s: int | None, environ: dict[str, str], clock: Callable[
     if end_s is None:
         return TimeLimit(None, clock=clock), warning
     return TimeLimit(end_s - now_s, end_s, slurm=True, clock=clock), None
+
+
+def forget_time_limit_stop(study) -> None:
+    """The study goes on, or stopped for another reason: it is no longer one the time limit stopped."""
+    if study.user_attrs.get(TIME_LIMIT_STOP_ATTR) is not None:
+        study.set_user_attr(TIME_LIMIT_STOP_ATTR, None)
 
 
 def longest_probe_s(trials) -> float | None:

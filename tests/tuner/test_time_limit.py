@@ -18,8 +18,9 @@ from autotune.commands.run import time_stop_line
 from autotune.study import open_study, run_study
 from autotune.study.loop import make_sampler
 from autotune.study.retries import is_evaluated
-from autotune.study.time_limit import (PROBE_WALL_ATTR, REPORT_MARGIN_S, SLURM_END_ENV, HeldBack, TimeLimit, TimeLimitError,
-                                       job_end_from_env, parse_time_limit, probe_bound_s, run_time_limit)
+from autotune.study.time_limit import (PROBE_WALL_ATTR, REPORT_MARGIN_S, SLURM_END_ENV, TIME_LIMIT_STOP_ATTR, HeldBack,
+                                       TimeLimit, TimeLimitError, job_end_from_env, parse_time_limit, probe_bound_s,
+                                       run_time_limit)
 from autotune.study.unique import OVER_BUDGET_ATTR
 from autotune.study.valid import valid_checks
 from tests import cli
@@ -294,3 +295,34 @@ def test_a_study_stopped_before_its_first_probe_is_not_said_to_have_run_out_of_m
                   "replayed": False}
     said = search_sentences({"unfinished": unfinished})[0]
     assert said == "not converged: stopped after 0 probes while fewer than 3 probes succeeded. The same command resumes the study"
+
+
+def _search_line(study) -> str:
+    """The report's "not converged: ..." line of the study, as every report prints it."""
+    from autotune.commands.finish import build_report
+    from autotune.report.search import search_sentences
+
+    study.set_user_attr("sampler", "guided")  # as `autotune run` records it
+    _, document = build_report(study)
+    return next(line for line in search_sentences(document["search"]) if line.startswith("not converged"))
+
+
+def test_the_report_of_a_study_the_time_limit_stopped_says_so_not_a_larger_trials(tmp_path):
+    """The report's search line said "The same command with a larger --trials resumes the study" of a study the job's
+    end stopped with its budget unspent; a later run that ends otherwise is no longer said to have stopped for it."""
+    settings, checks, study = _study(tmp_path)
+    clock = _Clock()
+    backend = _TimedProbes(clock, [400.0, 500.0])
+    limit = TimeLimit(1500.0, ends_s=time.time() + 1500, slurm=True, clock=clock)
+    assert run_study(study, settings, backend, 10, checks=checks, early_stop=False, time_limit=limit) == 2
+    said = _search_line(study)
+    assert said.endswith(". Stopped for the time limit (the SLURM job's end); the same command in a new job resumes the "
+                         "study") and "--trials" not in said, said
+
+    flag = TimeLimit(100.0, ends_s=time.time() + 100, clock=clock)  # --time-limit: no job to start anew
+    assert run_study(study, settings, backend, 10, checks=checks, early_stop=False, time_limit=flag) == 0
+    assert _search_line(study).endswith(". Stopped for the time limit (--time-limit); the same command resumes the study")
+
+    # A later run with time enough ends at its budget: the time limit is no longer what stopped the study.
+    assert run_study(study, settings, backend, 4, checks=checks, early_stop=False, time_limit=TimeLimit(None, clock=clock)) == 2
+    assert study.user_attrs[TIME_LIMIT_STOP_ATTR] is None
