@@ -11,6 +11,11 @@ job id), the deepspeed launcher on its hostfile's hosts, torchrun on this machin
 (CUDA_VISIBLE_DEVICES where it is set: two workers given other GPUs of one node do not wait). The locks
 are files of this machine's temporary folder, one folder per user: workers on other machines (other
 allocations) never wait for each other, as their probes share no device.
+
+The lock is the user's, not the study's: the probes of another study on the same machine (another run directory)
+wait too, as they share the devices. The holder writes its process, its start, its trial and its run directory into
+the lock, so that a waiting probe says whose probe it waits for: "another worker's probe" was said of another
+study's, and read as a phantom worker of one's own (trial 61 #12).
 """
 
 from __future__ import annotations
@@ -68,16 +73,18 @@ def _lock_path(devices: str, environ: dict[str, str]) -> Path:
 
 @contextlib.contextmanager
 def taking_turns(devices: str, environ: dict[str, str], on_wait: Callable[[str], None],
-                 stopped: Callable[[], None] = lambda: None) -> Iterator[float]:
+                 stopped: Callable[[], None] = lambda: None, run_dir: Path | None = None,
+                 trial_number: int | None = None) -> Iterator[float]:
     """Holds the lock of `devices` while the block runs; yields the seconds waited for it. `on_wait` gets one
-    line when another probe holds it; `stopped` is called while waiting and raises to give up (a stop)."""
+    line when another probe holds it; `stopped` is called while waiting and raises to give up (a stop). `run_dir`
+    and `trial_number`: this probe's, written into the lock for the line of a probe that waits for it."""
     path = _lock_path(devices, environ)
     with open(path, "a+", encoding="utf-8") as handle:
         waited_from = time.monotonic()
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            on_wait(f"another worker's probe runs on {devices}{_holder(handle)}: this one starts when it ends")
+            on_wait(f"{_holder_words(handle, devices, run_dir)}: this one starts when it ends")
             while True:
                 stopped()
                 time.sleep(POLL_S)
@@ -88,7 +95,8 @@ def taking_turns(devices: str, environ: dict[str, str], on_wait: Callable[[str],
                     continue
         with contextlib.suppress(OSError):  # who holds it, for the line a waiting probe prints
             handle.truncate(0)
-            handle.write(f"{os.getpid()} {time.strftime('%H:%M:%S')}\n")
+            trial = "-" if trial_number is None else trial_number
+            handle.write(f"{os.getpid()} {time.strftime('%H:%M:%S')} {trial} {Path(run_dir).resolve() if run_dir else ''}\n")
             handle.flush()
         try:
             yield time.monotonic() - waited_from
@@ -96,12 +104,22 @@ def taking_turns(devices: str, environ: dict[str, str], on_wait: Callable[[str],
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _holder(handle) -> str:
-    """" (process 4242, since 06:07:08)": who holds the lock, as its holder wrote; "" where it did not say. A
-    worker stopped with Ctrl-Z holds it as long as it is stopped: the pid tells the user which to resume or end."""
+def _holder_words(handle, devices: str, run_dir: Path | None) -> str:
+    """Whose probe holds the lock, as its holder wrote it: "another worker's probe runs on DEVICES (trial 3, process
+    4242, since 06:07:08)" for a worker of this run directory's study (or a holder that wrote no run directory),
+    "the probe of trial 3 of /runs/other runs on DEVICES (process 4242, ...)" for another run directory's. A worker
+    stopped with Ctrl-Z holds it as long as it is stopped: the pid tells the user which to resume or end."""
     try:
         handle.seek(0)
-        pid, since = handle.read(64).split()[:2]
-    except (OSError, ValueError):
-        return ""
-    return f" (process {pid}, since {since})" if pid.isdigit() else ""
+        fields = handle.read(4096).rstrip("\n").split(" ", 3)  # pid, since, trial, run directory (spaces and all)
+    except OSError:
+        fields = []
+    if len(fields) < 2 or not fields[0].isdigit():
+        return f"another worker's probe runs on {devices}"
+    pid, since, trial, held_in = (fields + ["-", ""])[:4]
+    process = f"process {pid}, since {since}"
+    if held_in and run_dir is not None and Path(held_in) != Path(run_dir).resolve():
+        of_trial = f"trial {trial} of " if trial.isdigit() else ""
+        return f"the probe of {of_trial}{held_in} runs on {devices} ({process})"
+    of_trial = f"trial {trial}, " if trial.isdigit() else ""
+    return f"another worker's probe runs on {devices} ({of_trial}{process})"

@@ -36,7 +36,7 @@ from autotune.backends.probe_outcome import (
     stopped_from_outside,
 )
 from autotune.backends.probe_options import DEFAULT_LAUNCHER, check_probe_options, probe_default
-from autotune.backends.probe_process import TIMEOUT_ON_BUILD_LOCK, ProbeProcess
+from autotune.backends.probe_process import TIMEOUT_ON_BUILD_LOCK, ProbeProcess, outlived_words
 from autotune.backends.repeat_takeover import (
     WALL_LOWER_BOUND,
     Expected,
@@ -261,11 +261,12 @@ class LaunchBackend(Backend):
         # Another worker's probe on the same devices ends first (device_turns.py): its figures and this one's
         # would each hold the other's contention and joules.
         turns = (taking_turns(probe_devices(launcher, environ, self.hostfile), environ, stopped=self._raise_if_aborted,
-                              on_wait=lambda line: _say_waiting(trial_number, line, log_path))
+                              on_wait=lambda line: _say_waiting(trial_number, line, log_path), run_dir=self.run_dir,
+                              trial_number=trial_number)
                  if launches else contextlib.nullcontext(0.0))
         with turns as waited_s:
             if waited_s >= POLL_S:  # the start line said when the trial began waiting: this says when its probe starts
-                _say_waiting(trial_number, f"waited {waited_s:.0f} s for another worker's probe on the same devices; "
+                _say_waiting(trial_number, f"waited {waited_s:.0f} s for the other probe on the same devices; "
                              f"probing from {time.strftime('%H:%M:%S')}", log_path)
             # After the wait: the other probe's power limit is not what this one must restore.
             if launches and candidate.knobs.changes_device_settings and self._probes_here():
@@ -421,8 +422,7 @@ class LaunchBackend(Backend):
             else:
                 process.finish(self.kill_grace_s)
         except BaseException as stop:
-            process.kill_group(self.kill_grace_s)
-            _say_stopped(log_path, signal_words(stop))
+            _say_stopped(log_path, signal_words(stop), process.kill_group(self.kill_grace_s))
             raise
         finally:
             self._current = None
@@ -566,12 +566,16 @@ def _say_waiting(trial_number: int, line: str, log_path: Path) -> None:
     print(f"trial {trial_number}: {line}", file=sys.stderr, flush=True)
 
 
-def _say_stopped(log_path: Path, why: str) -> None:
+def _say_stopped(log_path: Path, why: str, outlived: list[int] | None = None) -> None:
     """The last line of the log of a probe the tuner stopped: read after a preemption, a log that ended with the
-    launcher's command line alone could not be told from a hang (trial 51 #7)."""
+    launcher's command line alone could not be told from a hang (trial 51 #7). `outlived`: its processes no signal
+    ended, said on the console too (the tuner exits without them)."""
+    left = f"; {outlived_words(outlived)}" if outlived else ""
+    if left:
+        print(f"autotune: the probe in {log_path.parent} was stopped{left}", file=sys.stderr, flush=True)
     with contextlib.suppress(OSError):  # a full disk may be why it stopped
         _append_log(log_path, f"== autotune: {time.strftime('%Y-%m-%d %H:%M:%S')}: the tuner stopped this probe "
-                              f"({why}); the trial is probed again when the study resumes\n")
+                              f"({why}); the trial is probed again when the study resumes{left}\n")
 
 
 def _append_log(log_path: Path, line: str) -> None:

@@ -87,6 +87,16 @@ def probe_members(pgid: int, probe_id: str) -> tuple[list[int], list[int]]:
     return grouped, marked
 
 
+def outlived_words(pids: list[int]) -> str:
+    """What a stopped tuner says of the processes of its probe that no signal ended (a process stuck in the kernel
+    outlives SIGKILL): it exits without them, and the next probe on those devices could run beside them unwarned."""
+    listed = ", ".join(map(str, pids))
+    return (f"its {'process' if len(pids) == 1 else 'processes'} {listed} {'was' if len(pids) == 1 else 'were'} still "
+            f"there {_SIGKILL_WAIT_S:g} s after SIGKILL (stuck in the kernel: a hung file system or device driver?); the "
+            f"tuner exits without waiting longer: `ps -p {listed.replace(', ', ',')}` shows whether they are gone before "
+            "the next probe on these devices")
+
+
 class ProbeProcess:
     """A started launcher: wait for it with a deadline, or kill every process of the probe (its group's and those
     holding its mark)."""
@@ -116,8 +126,9 @@ class ProbeProcess:
         except subprocess.TimeoutExpired:
             return None
 
-    def kill_group(self, grace_s: float) -> None:
-        """SIGTERM the group, SIGKILL whatever is left after grace_s. Idempotent.
+    def kill_group(self, grace_s: float) -> list[int]:
+        """SIGTERM the group, SIGKILL whatever is left after grace_s; returns the probe's processes still there
+        _SIGKILL_WAIT_S after SIGKILL ([] once all are gone: `outlived_words` says it otherwise). Idempotent.
 
         Safe from a signal handler that interrupted `wait()`: it never blocks on the launcher's
         wait lock (poll only), and a second Ctrl-C during the grace still ends in SIGKILL.
@@ -130,6 +141,7 @@ class ProbeProcess:
             self._wait_until_gone(_SIGKILL_WAIT_S)
             self.popen.poll()  # reap the launcher last: until then its pid (the group id) cannot be reused
             self._close()
+        return self.members()
 
     def _wait_until_gone(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s

@@ -14,10 +14,12 @@ from autotune.backends.device_turns import LOCK_DIR_ENV, probe_devices, taking_t
 HOLD_S = 2.0
 
 
-def _held_elsewhere(devices: str, environ: dict[str, str]) -> subprocess.Popen:
-    """Another process (another worker) holding the lock of `devices` for HOLD_S seconds; returns once it holds it."""
+def _held_elsewhere(devices: str, environ: dict[str, str], run_dir=None, trial_number=None) -> subprocess.Popen:
+    """Another process (another worker) holding the lock of `devices` for HOLD_S seconds; returns once it holds it.
+    `run_dir`, `trial_number`: the holder's, as a launch backend's probe gives them."""
     code = ("import sys, time; from autotune.backends.device_turns import taking_turns\n"
-            f"with taking_turns({devices!r}, {environ!r}, on_wait=print):\n"
+            f"with taking_turns({devices!r}, {environ!r}, on_wait=print, run_dir={str(run_dir) if run_dir else None!r}, "
+            f"trial_number={trial_number!r}):\n"
             f"    print('held', flush=True); time.sleep({HOLD_S})\n")
     holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "held"
@@ -38,6 +40,23 @@ def test_a_probe_waits_for_another_workers_probe_on_the_same_devices_only(tmp_pa
     assert len(said) == 1 and re.fullmatch(rf"another worker's probe runs on the GPUs 0,1 of node1 \(process {holder.pid}, "
                                            r"since \d\d:\d\d:\d\d\): this one starts when it ends", said[0]), said
     holder.wait(timeout=10)
+
+
+def test_a_probe_of_another_run_directory_is_named_by_it_not_as_another_worker(tmp_path):
+    """Trial 61 #12: the lock is the user's, so the probes of another study on the machine (another session's run)
+    held it too, and a run with no other worker said "another worker's probe runs on the devices of vm"."""
+    environ = {LOCK_DIR_ENV: str(tmp_path / "locks")}
+    other, mine = tmp_path / "other run", tmp_path / "mine"
+    for holder_dir, words in ((other, rf"the probe of trial 3 of {re.escape(str(other))} runs on the devices of node1 "
+                                      r"\(process {pid}, since \d\d:\d\d:\d\d\)"),
+                              (mine, r"another worker's probe runs on the devices of node1 \(trial 3, process {pid}, "
+                                     r"since \d\d:\d\d:\d\d\)")):
+        holder = _held_elsewhere("the devices of node1", environ, run_dir=holder_dir, trial_number=3)
+        said = []
+        with taking_turns("the devices of node1", environ, on_wait=said.append, run_dir=mine, trial_number=5):
+            pass
+        holder.wait(timeout=10)
+        assert len(said) == 1 and re.fullmatch(words.format(pid=holder.pid) + ": this one starts when it ends", said[0]), said
 
 
 def test_a_stop_while_waiting_gives_up_the_wait(tmp_path):
@@ -82,7 +101,7 @@ def test_the_launch_backend_starts_no_probe_while_another_workers_runs_on_its_de
     assert "another worker's probe runs on the devices of" in log and "== autotune: waited " in log
     err = capfd.readouterr().err
     assert "trial 7: another worker's probe runs on the devices of" in err
-    assert re.search(r"trial 7: waited \d+ s for another worker's probe on the same devices; probing from \d\d:\d\d:\d\d", err), err
+    assert re.search(r"trial 7: waited \d+ s for the other probe on the same devices; probing from \d\d:\d\d:\d\d", err), err
     holder.wait(timeout=10)
 
 

@@ -180,6 +180,44 @@ def test_a_probe_stopped_by_a_signal_from_outside_interrupts_the_trial(make_laun
     assert "the probe was stopped by SIGTERM from outside the tuner" in log[-1] and log[-1].startswith("== autotune: ")
 
 
+def test_a_stopped_probe_whose_processes_outlive_sigkill_is_said_so(make_launch_backend, make_candidate, fake_probe,
+                                                                     monkeypatch, capfd):
+    """Trial 61 #12: the tuner waits for its stopped probe's processes (SIGTERM, SIGKILL after the grace), but not
+    for ever, and one stuck in the kernel outlives SIGKILL. It exited as if the probe were gone; it now says which
+    of its processes were still there, on the console and as the log's last line."""
+    import os
+    import re
+    import signal
+
+    from autotune.backends import probe_process
+    from autotune.errors import Terminated
+
+    def terminated(signum, frame):
+        raise Terminated()
+
+    backend = make_launch_backend(python=fake_probe('print("training", flush=True)\ntime.sleep(60)\n'), kill_grace_s=0.3)
+    monkeypatch.setattr(probe_process, "_SIGKILL_WAIT_S", 0.3)
+    monkeypatch.setattr(probe_process.os, "killpg", lambda pgid, signum: None)  # no signal ends it, as in the D state
+    monkeypatch.setattr(probe_process.os, "kill", lambda pid, signum: None)
+    previous = signal.signal(signal.SIGALRM, terminated)
+    signal.setitimer(signal.ITIMER_REAL, 1.0)
+    try:
+        with pytest.raises(Terminated):
+            backend.evaluate(make_candidate(), trial_number=6)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        monkeypatch.undo()
+    last = (backend.trial_dir(6) / "log.txt").read_text().splitlines()[-1]
+    stuck = re.search(r"; its process (\d+) was still there 0.3 s after SIGKILL \(stuck in the kernel: a hung file system "
+                      r"or device driver\?\); the tuner exits without waiting longer: `ps -p (\d+)` shows whether they are "
+                      r"gone before the next probe on these devices$", last)
+    assert stuck and "the tuner stopped this probe (SIGTERM)" in last, last
+    os.kill(int(stuck[1]), signal.SIGKILL)
+    err = capfd.readouterr().err
+    assert f"autotune: the probe in {backend.trial_dir(6)} was stopped; its process {stuck[1]} was still there" in err, err
+
+
 @pytest.mark.parametrize("body, said", [
     ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n", "was killed by signal 9"),  # the OOM killer
     # a rank the OOM killer ended, the other stopped by torchrun's SIGTERM: the root cause (last) decides
