@@ -11,7 +11,7 @@ from autotune.calibrate.fit import Calibration, Fit, mape_by_metric, worst_by_me
 from autotune.calibrate.memory_error import memory_lines
 from autotune.candidate import configuration_text
 from autotune.hardware import SIMULATOR_CONSTANTS
-from autotune.report.error_bars import scope_note
+from autotune.report.error_bars import scope_of, scope_words
 
 # The [simulator_error] keys a profile carries, from the leave-one-out error of these metrics.
 ERROR_KEYS = {"time_s": "time_s_pct", "energy_kj": "energy_kj_pct", "tflops": "tflops_pct", "power_w": "power_w_pct"}
@@ -79,6 +79,7 @@ def calibration_document(cal: Calibration, fit: Fit, loo: np.ndarray | None, ext
     after = cal.pct_errors(fit.predictions)
     left_out = cal.pct_errors(loo) if loo is not None else None
     on_bound = at_bound(fit.constants, fit.fitted)
+    scope = scope_of([c for o in cal.observations for c in (o.candidate, o.relative_to) if c is not None])
     rows = []
     for i, o in enumerate(cal.observations):
         rows.append({
@@ -106,8 +107,10 @@ def calibration_document(cal: Calibration, fit: Fit, loo: np.ndarray | None, ext
         "fitted": list(fit.fitted),
         "at_bound": on_bound,
         "configurations": cal.configurations,
-        # What the left-out error vouches for (a profile -o writes keeps it in its description).
-        "measured_on": scope_note([c for o in cal.observations for c in (o.candidate, o.relative_to) if c is not None]),
+        # What the left-out error vouches for: in words (the note a profile -o writes ends its description on) and
+        # by model and knob (its [error_measured_on], which reports judge each configuration by).
+        "measured_on": f"error measured on {scope_words(scope)}",
+        "measured_on_values": scope,
         # A sentence when the fit is under-determined or pinned on bounds, else None.
         "reliability_warning": reliability_warning(cal.configurations, len(fit.fitted), on_bound),
         "per_observation": rows,

@@ -370,6 +370,7 @@ def _written_profile(path: Path, base, constants: dict, document: dict):
     # A name of its own, and the node it describes kept: figures measured on the base's nodes stay its figures.
     profile = replace(with_simulator_constants(base, constants, error=error),
                       name=_calibrated_name(path, base), calibrated_from=base.base_name,
+                      error_measured_on={k: tuple(v) for k, v in document["measured_on_values"].items()} if trusted else {},
                       description=with_scope_note(with_calibration_note(base.description, note),
                                                   document["measured_on"] if trusted else None))
     held = document["held"]

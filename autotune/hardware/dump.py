@@ -59,6 +59,9 @@ def dump_hardware(profile: HardwareProfile, header: str = "") -> str:
                   "[simulator_error]"]
         lines += [f"{key} = {_value(profile.simulator_error[key])}"
                   for key in SIMULATOR_ERROR_KEYS if key in profile.simulator_error]
+    if profile.error_measured_on:
+        lines += ["", "# The models and knob values of the configurations that error was measured on.", "[error_measured_on]"]
+        lines += [f"{key} = {json.dumps(list(values))}" for key, values in profile.error_measured_on.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -69,7 +72,7 @@ def hardware_to_dict(profile: HardwareProfile) -> dict:
 
 
 # What a profile's figures do not depend on: its names, its wording and its stated error.
-_NOT_FIGURES = ("name", "calibrated_from", "description", "simulator_error")
+_NOT_FIGURES = ("name", "calibrated_from", "description", "simulator_error", "error_measured_on")
 
 
 def figure_differences(stored: dict, current: dict) -> list[str]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from autotune.checks import checked_number, complete_table, refuse_unknown_keys
 from autotune.errors import ConfigError
 from autotune.hardware.plausible import check_plausible
-from autotune.hardware.profile import CpuSpec, GpuSpec, HardwareProfile, LinkSpec, PowerSpec
+from autotune.hardware.profile import ERROR_SCOPE_KEYS, CpuSpec, GpuSpec, HardwareProfile, LinkSpec, PowerSpec
 from autotune.hardware.simulator_constants import simulator_constants, simulator_error
 from autotune.shell import shell_path
 
@@ -46,7 +46,7 @@ _NUMBERS = {
     "min_limit_w": (0.0, True, 1.0e5, False),
 }
 _TOP_KEYS = ("name", "calibrated_from", "description", "gpus_per_node", "cuda", "module_scope_energy", "gpu", "cpu",
-             "host_link", "intra_node", "inter_node", "power", "simulator", "simulator_error")
+             "host_link", "intra_node", "inter_node", "power", "simulator", "simulator_error", "error_measured_on")
 
 
 def available_hardware() -> list[str]:
@@ -121,7 +121,7 @@ def parse_hardware(data: dict, origin: str, source: str = "") -> HardwareProfile
     for key in ("name", "gpus_per_node"):
         if key not in data:
             raise ConfigError(f"{origin}: missing '{key}'; {SCHEMA}")
-    for table in ("simulator", "simulator_error"):
+    for table in ("simulator", "simulator_error", "error_measured_on"):
         if table in data and not isinstance(data[table], dict):
             raise ConfigError(f"{origin}: '{table}' must be a [{table}] table; {SCHEMA}")
     profile = HardwareProfile(
@@ -140,9 +140,21 @@ def parse_hardware(data: dict, origin: str, source: str = "") -> HardwareProfile
         simulator=simulator_constants(origin, data.get("simulator")),
         simulator_error=simulator_error(origin, data.get("simulator_error")),
         calibrated_from=_text(origin, "calibrated_from", data.get("calibrated_from", ""), required="calibrated_from" in data),
+        error_measured_on=_error_scope(origin, data.get("error_measured_on") or {}),
     )
     _check_consistency(origin, profile)
     return _with_trusted_error(origin, profile, source)
+
+
+def _error_scope(origin: str, raw: dict) -> dict[str, tuple[str, ...]]:
+    """[error_measured_on]: per model and knob, the values the stated error was measured on, as text."""
+    refuse_unknown_keys(f"{origin} [error_measured_on]", raw, ERROR_SCOPE_KEYS,
+                        "it holds what `autotune calibrate -o` measured its [simulator_error] on")
+    for key, values in raw.items():
+        if not (isinstance(values, list) and values and all(isinstance(v, str) and v for v in values)):
+            raise ConfigError(f"{origin}: [error_measured_on] {key} = {values!r} is not allowed; it must be a list of "
+                              "non-empty strings in quotes, as `autotune calibrate -o` writes it")
+    return {key: tuple(values) for key, values in raw.items()}
 
 
 def _builtin_name(source: str) -> str | None:

@@ -6,6 +6,10 @@ from dataclasses import dataclass, field
 
 from autotune.hardware.simulator_constants import DEFAULT_SIMULATOR_CONSTANTS, SimulatorConstants
 
+# The keys of [error_measured_on]: the model and the knobs whose values a calibration's configurations covered.
+ERROR_SCOPE_KEYS = ("model", "zero_stage", "optimizer_offload", "activation_checkpointing", "sp_degree", "micro_batch",
+                    "nodes", "power_limit", "sm_clock_mhz")
+
 
 @dataclass(frozen=True)
 class GpuSpec:
@@ -72,6 +76,11 @@ class HardwareProfile:
     # The name of the profile `autotune calibrate` started from (the first one, through recalibrations);
     # empty for a profile never calibrated. See `base_name`.
     calibrated_from: str = ""
+    # What [simulator_error] was measured on, as `autotune calibrate -o` records it ([error_measured_on]): {"model":
+    # ("Meta-Llama-3-8B + SigLIP so400m/14",), "zero_stage": ("2", "3"), ...}, values as text. Structured, not read
+    # back from the description's note: a model name holds "/" (every HF config's) or " with " as the note's words do.
+    # Empty in a profile from before it was recorded (the note's words are all it has: report/error_bars.py).
+    error_measured_on: dict = field(default_factory=dict, hash=False)
 
     @property
     def base_name(self) -> str:

@@ -52,18 +52,30 @@ _SCOPE_KNOBS = (("zero_stage", "ZeRO"), ("optimizer_offload", "optimizer offload
                 ("power_limit", "power limit"), ("sm_clock_mhz", "SM clock"))
 
 
-def scope_note(candidates) -> str:
-    """"error measured on 7b/32b with ZeRO 3, optimizer offload none/sync, ...": what the configurations a
-    calibration measured cover, model by model and knob by knob (no semicolon: the description's separator)."""
+def scope_of(candidates) -> dict[str, list[str]]:
+    """{"model": ["7b", "32b"], "zero_stage": ["3"], ...}: the models (by size) and knob values (numbers by size,
+    words by name) the configurations a calibration measured cover; what `calibrate -o` records in the profile's
+    [error_measured_on] and its description's note says in words."""
     candidates = list(candidates)
-    models = list(dict.fromkeys(c.model.name for c in sorted(candidates, key=lambda c: c.model.params())))
     knobs = [c.knobs.to_dict() for c in candidates]
 
-    def ordered(values) -> str:  # numbers by size, words by name
-        return "/".join(str(v) for v in sorted(values, key=lambda v: (isinstance(v, str), v)))
+    def ordered(values) -> list[str]:
+        return [str(v) for v in sorted(values, key=lambda v: (isinstance(v, str), v))]
 
-    parts = [f"{words} {ordered({k[knob] for k in knobs})}" for knob, words in _SCOPE_KNOBS]
-    return f"error measured on {'/'.join(models)} with {', '.join(parts)}"
+    return {"model": list(dict.fromkeys(c.model.name for c in sorted(candidates, key=lambda c: c.model.params()))),
+            **{knob: ordered({k[knob] for k in knobs}) for knob, _ in _SCOPE_KNOBS}}
+
+
+def scope_words(scope: dict) -> str:
+    """"7b/32b with ZeRO 3, optimizer offload none/sync, ...": a scope (scope_of's) in words."""
+    parts = [f"{words} {'/'.join(scope[knob])}" for knob, words in _SCOPE_KNOBS if knob in scope]
+    return f"{'/'.join(scope['model'])} with {', '.join(parts)}"
+
+
+def scope_note(candidates) -> str:
+    """"error measured on 7b/32b with ZeRO 3, optimizer offload none/sync, ...": the description's note on what the
+    configurations a calibration measured cover (no semicolon: the description's separator)."""
+    return f"error measured on {scope_words(scope_of(candidates))}"
 
 
 # Its key in a simulator_error dict (pareto.json's too): {trial (as a string, JSON's keys): ["power limit 0.7", ...]},
@@ -72,16 +84,23 @@ def scope_note(candidates) -> str:
 # for a figure no calibration had measured (the shipped gh200 error holds for power limit 1.0 alone). A pick's
 # lead over another pick that is smaller than the measured error is flagged instead (report.near_ties).
 EXTRAPOLATED_KEY = "extrapolated"
-_NOT_PERCENTAGES = (SCOPE_KEY, EXTRAPOLATED_KEY)
+# Its key in profile_error's dict: the profile's [error_measured_on] (scope_of's), which measured_scope reads; dropped
+# from the dict a study's report keeps (simulator_error), whose words are SCOPE_KEY's.
+SCOPE_VALUES_KEY = "measured_on_values"
+_NOT_PERCENTAGES = (SCOPE_KEY, EXTRAPOLATED_KEY, SCOPE_VALUES_KEY)
 
 
 def scope_values(scope: str) -> dict[str, list[str]] | None:
     """{"model": ["7b", "32b"], "zero_stage": ["3"], ...} from a scope note's words ("7b/32b with ZeRO 3,
-    ..."), or None where they do not read as scope_note writes them (a hand-edited description)."""
-    models, found, knob_text = scope.partition(" with ")
+    ..."), or None where they do not read as scope_note writes them (a hand-edited description). For a profile
+    from before [error_measured_on]: the words are ambiguous where a model's name holds "/" (every HF config's,
+    "... SigLIP so400m/14") or " with ", so the knobs are read after the last " with " (no knob's words hold it)
+    and every run of "/"-joined names counts as a model ("a/b/c": a, b, c, a/b, b/c, a/b/c)."""
+    models, found, knob_text = scope.rpartition(" with ")
     if not found:
         return None
-    values = {"model": models.split("/")}
+    names = models.split("/")
+    values = {"model": ["/".join(names[i:j]) for i in range(len(names)) for j in range(i + 1, len(names) + 1)]}
     for part in knob_text.split(", "):
         for knob, words in _SCOPE_KNOBS:
             if part.startswith(words + " ") and knob not in values:
@@ -94,6 +113,8 @@ def scope_values(scope: str) -> dict[str, list[str]] | None:
 
 def measured_scope(error: dict) -> dict[str, list[str]] | None:
     """What a stated error (profile_error's) was measured on, by knob; None where it does not say."""
+    if SCOPE_VALUES_KEY in error:
+        return error[SCOPE_VALUES_KEY]
     return scope_values(error[SCOPE_KEY]) if SCOPE_KEY in error else None
 
 
@@ -206,6 +227,7 @@ def simulator_error(view: "StudyView") -> dict | None:
         outside = {str(p.trial): outside_scope(scope, view.settings.model.name, p.params, top) for p in view.points
                    if is_simulated(p, "time_s") or is_simulated(p, "energy_kj")}  # a measured figure has no simulator error
         error[EXTRAPOLATED_KEY] = {trial: words for trial, words in outside.items() if words}
+    error.pop(SCOPE_VALUES_KEY, None)  # said by SCOPE_KEY's words and judged into EXTRAPOLATED_KEY
     return error
 
 
@@ -220,6 +242,10 @@ def profile_error(hardware) -> dict:
     if not hardware.simulator_error and hardware.calibrated_from:
         return {WHY_UNKNOWN: _why_unknown(hardware)}
     error = dict(hardware.simulator_error)
+    if error and hardware.error_measured_on:  # recorded as data by calibrate -o: read as such, not from the words
+        scope = {key: list(values) for key, values in hardware.error_measured_on.items()}
+        error[SCOPE_KEY], error[SCOPE_VALUES_KEY] = scope_words(scope), scope
+        return error
     scope = _SCOPE.search(hardware.description)
     if error and scope:
         error[SCOPE_KEY] = scope.group(1).strip()

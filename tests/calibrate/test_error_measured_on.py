@@ -1,0 +1,70 @@
+"""What a profile's stated error was measured on is recorded as data ([error_measured_on]) and read as such: read
+back from the description's words, a Hugging Face config's model name ("... SigLIP so400m/14") split at its "/"
+and was never "measured", and a name holding " with " stopped the words parsing, so the error held for every
+model (trial61 #1)."""
+
+from dataclasses import replace
+
+from autotune.hardware import dump_hardware, load_hardware
+from autotune.report.error_bars import measured_scope, outside_scope, profile_error, scope_values, simulator_error
+
+HF_NAME = "Meta-Llama-3-8B + SigLIP so400m/14"
+INSIDE = {"zero_stage": 3, "optimizer_offload": "none", "activation_checkpointing": "recompute", "sp_degree": 1,
+          "micro_batch": 4, "nodes": 2, "power_limit": 1.0, "sm_clock_mhz": "max"}
+SCOPE = {"model": (HF_NAME,), "zero_stage": ("3",), "optimizer_offload": ("none",),
+         "activation_checkpointing": ("recompute",), "sp_degree": ("1",), "micro_batch": ("4",), "nodes": ("2",),
+         "power_limit": ("1.0",), "sm_clock_mhz": ("max",)}
+
+
+def _calibrated(tmp_path, scope, description="my node"):
+    base = load_hardware("h100-sxm")
+    profile = replace(base, name="my-cal", calibrated_from="h100-sxm", description=description,
+                      simulator_error={"time_s_pct": 3.0, "energy_kj_pct": 4.0}, error_measured_on=scope)
+    path = tmp_path / "my-cal.toml"
+    path.write_text(dump_hardware(profile, "Calibrated by `autotune calibrate` from h100-sxm"))
+    return load_hardware(str(path))
+
+
+def test_a_model_name_holding_a_slash_or_with_is_inside_the_scope_it_was_measured_on(tmp_path):
+    for name in (HF_NAME, "team/model-14b", "vlm with video"):
+        profile = _calibrated(tmp_path, {**SCOPE, "model": (name,)})
+        assert profile.error_measured_on["model"] == (name,)  # written and read back as data
+        scope = measured_scope(profile_error(profile))
+        assert outside_scope(scope, name, INSIDE) == []
+        # And nothing else is: the error is not applied to a model or a power limit never measured.
+        assert outside_scope(scope, "72b", {**INSIDE, "power_limit": 0.9}) == ["model 72b", "power limit 0.9"]
+
+
+def test_the_words_of_the_scope_stay_in_the_error_a_report_keeps(tmp_path):
+    error = profile_error(_calibrated(tmp_path, SCOPE))
+    assert error["measured_on"].startswith(f"{HF_NAME} with ZeRO 3, optimizer offload none")
+
+    class View:  # the study's points: none simulated, so no error at all; with one, the words and no data
+        points = [type("P", (), {"source": "simulated", "energy_source": "simulated", "trial": 0, "params": INSIDE})()]
+        settings = type("S", (), {"hardware": _calibrated(tmp_path, SCOPE), "model": type("M", (), {"name": HF_NAME})()})()
+    kept = simulator_error(View)
+    assert kept == {"time_s_pct": 3.0, "energy_kj_pct": 4.0, "measured_on": error["measured_on"], "extrapolated": {}}
+
+
+def test_an_older_profile_s_words_read_with_a_slash_or_with_in_the_model_name():
+    """A profile from before [error_measured_on] has the note alone: read as well as its words allow."""
+    knobs = ("ZeRO 3, optimizer offload none, checkpointing recompute, SP 1, micro-batch 4, nodes 2, power limit 1.0, "
+             "SM clock max")
+    for models, measured in ((HF_NAME, [HF_NAME]), ("vlm with video", ["vlm with video"]),
+                             (f"7b/{HF_NAME}", ["7b", HF_NAME])):
+        scope = scope_values(f"{models} with {knobs}")
+        assert scope is not None
+        assert all(outside_scope(scope, name, INSIDE) == [] for name in measured)
+        assert outside_scope(scope, "72b", INSIDE) == ["model 72b"]
+
+
+def test_a_hand_written_scope_of_the_wrong_shape_is_refused_with_one_line(tmp_path):
+    import pytest
+
+    from autotune.errors import ConfigError
+
+    path = _calibrated(tmp_path, SCOPE).source
+    text = open(path).read().replace('zero_stage = ["3"]', "zero_stage = 3")
+    open(path, "w").write(text)
+    with pytest.raises(ConfigError, match=r"\[error_measured_on\] zero_stage = 3 is not allowed"):
+        load_hardware(path)
