@@ -51,6 +51,9 @@ class MeasuredRuns:
     _outside: dict = field(default_factory=dict)  # run directory -> {why: trial numbers}
     copies: list[str] = field(default_factory=list)  # one line per replayed run directory whose figures were copies
     peaks: list[MeasuredPeak] = field(default_factory=list)  # ok probes' measured peak device memory, against the estimate
+    # Run directories some fitted figure of which was simulated (--allow-simulated): an error left out of such a fit
+    # measures the simulator against itself, and must not be written as a measured one (trial61 #2).
+    simulated: set = field(default_factory=set)
 
     def skip(self, origin: str, trial: int, why: str) -> None:
         self._skips.setdefault((origin, why), []).append(trial)
@@ -158,6 +161,8 @@ def _trial_observations(origin: str, trial, settings, allow_estimated: bool, all
         if isinstance(value, float) and math.isnan(value):
             raise ConfigError(f"{origin}: {key} {metric} is NaN; the result is corrupt: re-run it or leave the run out")
         metric, number = checked_observation(origin, key, metric, value, relative=False)
+        if (result.get("energy_source") if metric in _ENERGY_METRICS else result.get("source")) == "simulated":
+            runs.simulated.add(origin)
         runs.observations.append(Observation(f"{Path(origin).name}#{trial.number}", candidate, metric, number, origin))
     if partial:
         runs.skip(origin, trial.number, f"{' and '.join(partial)} leave{'s' if len(partial) == 1 else ''} out "

@@ -295,7 +295,8 @@ def _run(args: argparse.Namespace) -> int:
                                  args.storage, args.study_name)
         observations += measured.observations
         extra = {"left_out": measured.left_out, "skipped": measured.skipped, "copies": measured.copies,
-                 "not_run": measured.not_run, "memory_estimate": memory_document(measured.peaks)}
+                 "not_run": measured.not_run, "memory_estimate": memory_document(measured.peaks),
+                 "simulated": sorted(measured.simulated)}
     if args.exclude:
         observations, excluded = _without_excluded(observations, args.exclude)
         extra["skipped"] = extra["skipped"] + excluded
@@ -336,7 +337,8 @@ def _run(args: argparse.Namespace) -> int:
         print(f"warning: {document['reliability_warning']}", file=sys.stderr)
     if not args.json and args.output is not None:
         unreliable = document["loo_mape"] is not None and document["reliability_warning"]
-        unwritten = (" without [simulator_error] (its left-out error is not reliable: see the warning)" if unreliable
+        unwritten = (f" without [simulator_error] ({_SIMULATED}: a study on it shows +- ?%)" if document.get("simulated")
+                     else " without [simulator_error] (its left-out error is not reliable: see the warning)" if unreliable
                      else f" without [simulator_error] (no left-out error: {document['loo_skipped']}; a study on it shows "
                      "+- ?%)" if document.get("loo_skipped")
                      else " without [simulator_error] (--no-loo computed no left-out error: a study on it shows +- ?%)"
@@ -347,6 +349,10 @@ def _run(args: argparse.Namespace) -> int:
         sys.stdout.write(f"wrote {args.output}{replaced}, profile '{document['written_name']}' calibrated from "
                          f"'{base.base_name}'{unwritten}: use it with --hardware {shell_path(args.output)}\n")
     return 0
+
+
+# Why a fit to simulated figures (--allow-simulated) writes no error: it tests the fit, and its "0%" read as measured.
+_SIMULATED = "fitted to simulated figures: its left-out error is the simulator against itself, not measured"
 
 
 def _written_profile(path: Path, base, constants: dict, document: dict):
@@ -361,12 +367,14 @@ def _written_profile(path: Path, base, constants: dict, document: dict):
 
     loo = profile_error(document) if document["loo_mape"] is not None else None
     warning = document["reliability_warning"]
-    trusted = loo is not None and not warning
+    simulated = bool(document.get("simulated"))
+    trusted = loo is not None and not warning and not simulated
     error = loo if trusted else {}
     # One configuration: the error is not known reliably (said so), not "not computed (--no-loo)".
     note = None if trusted else calibration_note(document["configurations"], len(document["fitted"]),
                                                  len(document["at_bound"]),
-                                                 computed=loo is not None or bool(document.get("loo_skipped")))
+                                                 computed=loo is not None or bool(document.get("loo_skipped")),
+                                                 simulated=simulated)
     # A name of its own, and the node it describes kept: figures measured on the base's nodes stay its figures.
     profile = replace(with_simulator_constants(base, constants, error=error),
                       name=_calibrated_name(path, base), calibrated_from=base.base_name,
@@ -382,5 +390,7 @@ def _written_profile(path: Path, base, constants: dict, document: dict):
         lines.append(f"Leave-one-out mean absolute error (%): not computed{': ' + skipped if skipped else ''}")
     else:
         lines.append(f"Leave-one-out mean absolute error (%){'' if trusted else ', not written to [simulator_error]'}: {loo}")
-    header = "\n".join(lines) + worst_text(document) + ("" if trusted or loo is None else f"\nWarning: {warning}")
+    if simulated:
+        lines.append(f"Not a calibration of the node: {_SIMULATED} ({', '.join(document['simulated'])}; --allow-simulated).")
+    header = "\n".join(lines) + worst_text(document) + ("" if trusted or loo is None or not warning else f"\nWarning: {warning}")
     return profile, header

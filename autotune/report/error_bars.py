@@ -38,7 +38,8 @@ WHY_UNKNOWN = "why_unknown"
 # The note `autotune calibrate -o` appends to the description of a profile it writes without
 # [simulator_error]. The description is the one free-text key a profile (and the copy a study keeps of
 # it) has: a key of its own would change the profile's schema for a sentence.
-_NOTE = re.compile(r"calibrated \(from [^()]*\), error not (?:known reliably|computed \(--no-loo\))")
+_NOTE = re.compile(r"calibrated \(from [^()]*\), error not (?:known reliably|computed \(--no-loo\)|measured \(fitted to "
+                   r"simulated figures, a test of the fit\))")
 
 
 # The note `autotune calibrate -o` appends to the description of a profile whose error it writes: the models
@@ -195,11 +196,13 @@ def scope_sentence(error: dict | None) -> str:
     return f" That error was measured on {error[SCOPE_KEY]}: other configurations' figures extrapolate it."
 
 
-def calibration_note(configurations: int, fitted: int, on_bound: int, computed: bool) -> str:
+def calibration_note(configurations: int, fitted: int, on_bound: int, computed: bool, simulated: bool = False) -> str:
     """"calibrated (from 3 configurations for 13 constants), error not known reliably": why the profile
-    calibrate writes has no [simulator_error] (`computed`: a left-out error was computed, and not trusted)."""
+    calibrate writes has no [simulator_error] (`computed`: a left-out error was computed, and not trusted;
+    `simulated`: the figures fitted were the simulator's own, --allow-simulated)."""
     bound = f", {on_bound} ended on a bound" if on_bound else ""
-    why = "known reliably" if computed else "computed (--no-loo)"
+    why = ("measured (fitted to simulated figures, a test of the fit)" if simulated
+           else "known reliably" if computed else "computed (--no-loo)")
     return f"calibrated (from {counted(configurations, 'configuration')} for {counted(fitted, 'constant')}{bound}), error not {why}"
 
 

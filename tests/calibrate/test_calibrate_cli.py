@@ -97,6 +97,7 @@ def test_simulated_studies_are_not_observations_unless_allowed(simulated_run):
     assert allowed.returncode == 0, allowed.stderr
     report = json.loads(allowed.stdout)
     assert report["observations"] >= 6 and report["sources"] == [str(simulated_run)]
+    assert report["simulated"] == [str(simulated_run)]  # -o writes no error from it (test_simulated_calibration.py)
     # The simulator against its own output with its own constants: nothing to correct.
     assert all(value < 0.5 for value in report["before_mape"].values())
 
