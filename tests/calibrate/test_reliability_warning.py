@@ -66,3 +66,29 @@ def test_a_metric_the_fit_made_worse_is_said_with_why():
     assert len(said) == 1 and said[0].startswith("  (energy_kj grew in the fit: it minimises one robust loss")
     assert _worse_after_fit({"before_mape": {"time_s": 6.1}, "fit_mape": {"time_s": 5.7}}) == []
     assert _worse_after_fit({"before_mape": None, "fit_mape": {"time_s": 5.7}}) == []
+
+
+def test_a_cost_that_ended_at_zero_is_not_advised_back_to_the_base_value():
+    """A CPU study's step_overhead_s went to 0 (its measured steps took 0.2-0.9 s, the base's overhead 0.2 s):
+    the advice to hold it at the base's value made the left-out error 4x worse and pushed three more constants
+    onto their bounds (trial61 #6). A constant at 0 is advised to a value the figures allow instead."""
+    from autotune.calibrate.report import at_floor, reliability_warning
+
+    assert at_floor({"step_overhead_s": 5.5e-14, "link_efficiency": 0.95}, ["step_overhead_s", "link_efficiency"]) == [
+        "step_overhead_s"]
+    warning = reliability_warning(14, 9, ["step_overhead_s"], {"step_overhead_s": 0.2})
+    assert "--hold step_overhead_s" not in warning and "at the base profile's value (--hold" not in warning
+    assert "step_overhead_s (base 0.2) ended at 0" in warning and "a copy of the base profile with it set so" in warning
+    both = reliability_warning(14, 9, ["step_overhead_s", "link_efficiency"], {"step_overhead_s": 0.2})
+    assert "--hold link_efficiency)" in both and "--hold step_overhead_s" not in both
+
+
+def test_the_count_line_says_whether_the_configurations_are_enough():
+    """"a reliable left-out error needs at least as many configurations" was printed for 14 configurations and 9
+    constants too, read as a need unmet (trial61 #6)."""
+    enough = _observations(4)
+    document = calibration_document(enough, enough.fit(tuple(TRUE)), None, {})
+    assert "1 of 26 constants fitted, from 4 configurations: enough for a reliable left-out error" in report_text(document)
+    few = _observations(2)
+    document = calibration_document(few, few.fit(few.informed()), None, {})
+    assert "configurations: too few for a reliable left-out error" in report_text(document)

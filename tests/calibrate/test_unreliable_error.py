@@ -68,8 +68,8 @@ def test_the_warning_says_the_error_is_not_written_and_the_file_has_none(few):
     # On stderr, as every other warning (trial 48 F18: it was the only one on stdout).
     assert text.stderr.splitlines() == [f"warning: {warning}"] and "warning:" not in text.stdout
     lines = text.stdout.splitlines()
-    assert f"{fitted} of 26 constants fitted, from 3 configurations: a reliable left-out error needs at least as many " \
-           "configurations as constants fitted" in lines
+    assert f"{fitted} of 26 constants fitted, from 3 configurations: too few for a reliable left-out error, which needs at " \
+           "least as many configurations as constants fitted" in lines
     assert lines[-1] == (f"wrote {profile}, profile 'h100-cal' calibrated from 'h100-sxm' without [simulator_error] (its "
                          f"left-out error is not reliable: see the warning): use it with --hardware {profile}")
     text = profile.read_text()
