@@ -64,8 +64,13 @@ def other_study(origin: str, theirs: dict, mine: dict, differs: list[str], flags
     records hold node counts or knob values this study's lack."""
     given = []
     notes = []
+    # A file's path where a name belongs (a hand-written record naming the --model file passed): "MODEL.json is the
+    # model file named 'llama3-8b/config.json'" told the user to pass what they had passed (trial61 #7).
+    paths = [key for key in differs if key in _PATH_SUFFIX and str(theirs[key]).lower().endswith(_PATH_SUFFIX[key])]
     for key in differs:
         value = theirs[key]
+        if key in paths:
+            continue
         if key == "model" and value not in PRESETS:
             given.append(f"{flags[key]} {_MODEL_FILE}")
             notes.append(f"{_MODEL_FILE} is the model file named '{value}' (no preset has that name, and records "
@@ -85,8 +90,21 @@ def other_study(origin: str, theirs: dict, mine: dict, differs: list[str], flags
         given.append(f"--space {_SPACE_FILE}")
         notes.append(f"{_SPACE_FILE} is the space file they were measured with (this one lacks their {values_text(lacking)})")
     was = ", ".join(f"{key} {theirs[key]}" for key in differs)
+    named = ""
+    if paths:
+        fields_text = " and ".join(f"study.{key} {theirs[key]!r}" for key in paths)
+        names_text = " and ".join(repr(str(mine[key])) for key in paths)
+        are = _are(len(paths), "are files' paths", "is a file's path")
+        named = (f"{fields_text} {are} where records hold a name: if "
+                 f"they are this study's, write {names_text} there ({' and '.join(_PATH_NAME[key] for key in paths)})")
+    replay = (f"replay it with {' '.join(given)}" + (f", where {'; and '.join(notes)}" if notes else "")) if given else ""
     return (f"{origin} holds figures for {was}, not this study's {', '.join(str(mine[key]) for key in differs)}; "
-            f"replay it with {' '.join(given)}" + (f", where {'; and '.join(notes)}" if notes else ""))
+            + "; else ".join(part for part in (named, replay) if part))
+
+
+# What a record's study.model and study.hardware hold (a name), and the suffix of the file written there instead.
+_PATH_SUFFIX = {"model": ".json", "hardware": ".toml"}
+_PATH_NAME = {"model": "the model's name as autotune prints it", "hardware": "the profile's `name`"}
 
 
 def _are(count: int, plural: str, singular: str) -> str:

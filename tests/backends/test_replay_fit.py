@@ -173,6 +173,14 @@ def test_run_prints_the_unused_records_once_and_replays_the_rest(tmp_path):
     ({"hardware": "a100-80"}, ("--model", "7b", "--nodes", "1"),
      "replay it with --hardware PROFILE.toml, where PROFILE.toml is the hardware profile named (or calibrated from) "
      "'a100-80' (no built-in profile has that name)"),
+    # A file's path where the name belongs: the fix is in the records, not the flag the user passed (trial61 #7).
+    ({"model": "my-7b.json"}, ("--model", "7b", "--nodes", "1"),
+     "not this study's 7b; study.model 'my-7b.json' is a file's path where records hold a name: if they are this "
+     "study's, write '7b' there (the model's name as autotune prints it)"),
+    ({"model": "m/7b.json", "hardware": "gh200.toml", "frames": 30}, ("--model", "7b", "--nodes", "1"),
+     "study.model 'm/7b.json' and study.hardware 'gh200.toml' are files' paths where records hold a name: if they are "
+     "this study's, write '7b' and 'gh200' there (the model's name as autotune prints it and the profile's `name`); "
+     "else replay it with --frames 30"),
 ])
 def test_another_study_s_records_are_refused_with_flags_that_work(tmp_path, theirs, flags, hint):
     path = _write(tmp_path, [{}], study={**STUDY_7B, **theirs})

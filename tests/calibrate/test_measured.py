@@ -65,6 +65,15 @@ def test_energy_without_the_cpu_is_not_compared_with_whole_node_energy():
     assert any("module_power_w leave out cpu" in line for line in runs.skipped)
 
 
+def test_a_result_without_tflops_fits_its_time_and_energy_with_a_line_saying_so():
+    """A hand-written measurements record holds time and energy and no tflops (search.md does not ask for it): replay
+    took it and calibrate refused it, "re-run it", which means nothing for replayed figures (trial61 #7)."""
+    runs = _observe(_trial(tflops=None))
+    assert {o.metric for o in runs.observations} == {"time_s", "energy_kj", "module_power_w", "power_w"}
+    assert runs.skipped == ["runs/x trial 3: no tflops in the result: its time and energy are fitted (TFLOP/s is the "
+                            "model's work over that time)"]
+
+
 def test_oom_and_failed_probes_are_counted_not_fitted():
     runs = _observe(_trial(status="oom"))
     assert runs.not_run == {"oom": 1} and not runs.observations
