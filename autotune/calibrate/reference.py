@@ -89,6 +89,15 @@ def read_reference(name_or_path: str) -> tuple[dict, str]:
     return data, data.get("name") or path.stem
 
 
+def reference_origin(name_or_path: str, name: str) -> str:
+    """How messages name a reference: a built-in one by its name, a file by its path and then its `name`
+    ("reference bad/figs.json (a100-figs)"): with several copies of a file, the name alone said not which to open."""
+    path = reference_path(name_or_path)
+    if path.parent.resolve() == REFERENCE_DIR.resolve() and path.stem == name_or_path:
+        return f"reference {name}"
+    return f"reference {name_or_path}" + (f" ({name})" if name != path.stem else "")
+
+
 def _candidate(origin: str, name: str, raw, hardware: HardwareProfile) -> Candidate:
     key = f"configuration {name!r}"
     if not isinstance(raw, dict):
@@ -154,7 +163,7 @@ def _observation(origin: str, index: int, raw, candidates: dict, source: str) ->
 def load_reference(name_or_path: str, hardware: HardwareProfile) -> list[Observation]:
     """Every figure of the reference as an observation on `hardware` (the reference's, or a calibration of it)."""
     data, name = read_reference(name_or_path)
-    origin = f"reference {name}"
+    origin = reference_origin(name_or_path, name)
     if data["hardware"] != hardware.base_name:
         given = hardware.name if hardware.base_name == hardware.name else f"{hardware.name}, calibrated from {hardware.base_name}"
         raise ConfigError(
@@ -187,7 +196,7 @@ def reference_holds(name_or_path: str) -> dict[str, str]:
     """The constants the reference says its figures cannot pin (its `hold`), each with the reason."""
     data, name = read_reference(name_or_path)
     holds = data.get("hold", {})
-    origin = f"reference {name}"
+    origin = reference_origin(name_or_path, name)
     if not isinstance(holds, dict):
         raise ConfigError(f"{origin}: hold must be an object of simulator constant: reason; {_FIX}")
     known = [spec.name for spec in SIMULATOR_CONSTANTS]

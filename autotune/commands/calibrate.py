@@ -68,7 +68,7 @@ def register(subparsers) -> None:
 
 
 def _base_hardware(args: argparse.Namespace):
-    from autotune.calibrate.reference import read_reference
+    from autotune.calibrate.reference import read_reference, reference_origin
     from autotune.errors import ConfigError, UserError
     from autotune.hardware import figure_differences, hardware_to_dict, load_hardware, stored_hardware
 
@@ -98,7 +98,7 @@ def _base_hardware(args: argparse.Namespace):
             return load_hardware(data["hardware"])
         except ConfigError:
             # Not load_hardware's "or the path of a TOML profile": a reference names its profile (read_reference).
-            raise ConfigError(f"reference {name}: hardware \"{data['hardware']}\" is no built-in profile; pass --hardware "
+            raise ConfigError(f"{reference_origin(args.reference, name)}: hardware \"{data['hardware']}\" is no built-in profile; pass --hardware "
                               "with the profile file its figures were measured on (a profile of that name, or calibrated "
                               "from it)") from None
     return load_hardware("gh200")

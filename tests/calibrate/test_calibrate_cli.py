@@ -240,7 +240,7 @@ def test_a_run_whose_every_probe_failed_says_how_many_and_why(simulated_run, tmp
     (lambda text: text.replace('"gh200-study"', '"\u00e9tude"', 1).encode("latin-1"), "not valid UTF-8 JSON"),
     (lambda text: text.replace('"hardware": "gh200"', '"hardware": ["gh200"]', 1).encode(), 'hardware = ["gh200"] is not a name'),
     (lambda text: text.replace('"hardware": "gh200"', '"hardware": "gh300"', 1).encode(),
-     'reference gh200-study: hardware "gh300" is no built-in profile; pass --hardware with the profile file'),
+     'figures.json (gh200-study): hardware "gh300" is no built-in profile; pass --hardware with the profile file'),
     # Trial 41: a path, which load_hardware's message offered, never matched the profile's name, nor did --hardware PATH.
     (lambda text: text.replace('"hardware": "gh200"', '"hardware": "hw/mine.toml"', 1).encode(),
      'hardware = "hw/mine.toml" is a path; write the name of the profile the figures were measured on'),

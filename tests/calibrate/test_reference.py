@@ -128,3 +128,18 @@ def test_a_figure_id_relative_to_or_group_that_means_nothing_is_refused(tmp_path
         load_reference(_edited(tmp_path, edit), load_hardware("gh200"))
     message = str(refused.value)
     assert all(w in message for w in words) and "\n" not in message, message
+
+
+def test_a_reference_file_s_errors_name_its_path_and_its_name(tmp_path):
+    """"reference gh200-study: ..." for a copy in a user's directory did not say which file to open (trial61 #16)."""
+    from autotune.errors import ConfigError
+
+    path = _edited(tmp_path, lambda d: d["configurations"]["7b-baseline"]["knobs"].update(zero_stage=5))
+    with pytest.raises(ConfigError) as refused:
+        load_reference(path, load_hardware("gh200"))
+    assert str(refused.value).startswith(f"reference {path} (gh200-study): configuration '7b-baseline' zero_stage = 5")
+    named = _edited(tmp_path, lambda d: d.update(name="edited", hold=[]))  # its name is its file's: said once
+    with pytest.raises(ConfigError, match=f"^reference {named}: hold must be an object"):
+        from autotune.calibrate.reference import reference_holds
+
+        reference_holds(named)
