@@ -27,7 +27,7 @@ from autotune.candidate import Candidate
 from autotune.checks import checked_number, refuse_duplicate_keys, refuse_unknown_keys, shown
 from autotune.errors import ConfigError
 from autotune.hardware import SIMULATOR_CONSTANTS, HardwareProfile
-from autotune.models import load_model
+from autotune.models import PRESETS, load_model
 from autotune.workload import Workload
 
 REFERENCE_DIR = Path(__file__).parent
@@ -98,7 +98,25 @@ def reference_origin(name_or_path: str, name: str) -> str:
     return f"reference {name_or_path}" + (f" ({name})" if name != path.stem else "")
 
 
-def _candidate(origin: str, name: str, raw, hardware: HardwareProfile) -> Candidate:
+def _model(origin: str, key: str, name_or_path: str, base_dir: Path):
+    """A configuration's model: a preset, or a file read relative to the reference file's directory (a figures file
+    kept beside its model, or in a repository, broke when run from elsewhere: trial61 #10), else, as before, to the
+    working directory."""
+    beside = base_dir / name_or_path
+    relative = name_or_path not in PRESETS and not Path(name_or_path).is_absolute()
+    if relative and beside.exists():
+        name_or_path = str(beside)
+    elif relative and ("/" in name_or_path or name_or_path.lower().endswith(".json")) and not Path(name_or_path).exists():
+        raise ConfigError(f"{origin}: {key}: model {name_or_path} is neither a preset ({', '.join(PRESETS)}) nor a file "
+                          f"beside the reference ({beside}) or in the working directory; write its path relative to "
+                          "the reference file")
+    try:
+        return load_model(name_or_path)
+    except ConfigError as exc:
+        raise ConfigError(f"{origin}: {key}: {exc}") from None
+
+
+def _candidate(origin: str, name: str, raw, hardware: HardwareProfile, base_dir: Path) -> Candidate:
     key = f"configuration {name!r}"
     if not isinstance(raw, dict):
         raise ConfigError(f"{origin}: {key} must be an object; {_FIX}")
@@ -115,10 +133,7 @@ def _candidate(origin: str, name: str, raw, hardware: HardwareProfile) -> Candid
                           f"({counts['global_batch']}): a run takes at least one optimizer step; fix the workload")
     if not isinstance(raw["model"], str) or not raw["model"].strip():
         raise ConfigError(f"{origin}: {key} model = {shown(raw['model'])} is not a model name or file; {_FIX}")
-    try:
-        model = load_model(raw["model"])
-    except ConfigError as exc:
-        raise ConfigError(f"{origin}: {key}: {exc}") from None
+    model = _model(origin, key, raw["model"], base_dir)
     candidate = Candidate(checked_knobs(origin, key, raw["knobs"]), model, hardware, Workload(**counts))
     return checked_candidate(origin, key, candidate, "fix the configuration (`autotune space` lists each candidate's reason)")
 
@@ -172,7 +187,8 @@ def load_reference(name_or_path: str, hardware: HardwareProfile) -> list[Observa
         )
     if not isinstance(data["configurations"], dict) or not isinstance(data["figures"], list) or not data["figures"]:
         raise ConfigError(f"{origin}: 'configurations' must be an object and 'figures' a non-empty list; {_FIX}")
-    candidates = {n: _candidate(origin, n, raw, hardware) for n, raw in data["configurations"].items()}
+    base_dir = reference_path(name_or_path).parent
+    candidates = {n: _candidate(origin, n, raw, hardware, base_dir) for n, raw in data["configurations"].items()}
     for configuration, raw in data["configurations"].items():  # a label of where its figures were derived
         if "group" in raw and (not isinstance(raw["group"], str) or not raw["group"].strip()):
             raise ConfigError(f"{origin}: configuration {configuration!r} group = {shown(raw['group'])} is not a name; "

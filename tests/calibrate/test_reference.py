@@ -143,3 +143,29 @@ def test_a_reference_file_s_errors_name_its_path_and_its_name(tmp_path):
         from autotune.calibrate.reference import reference_holds
 
         reference_holds(named)
+
+
+def test_a_model_file_is_read_relative_to_the_reference_file(tmp_path, monkeypatch):
+    """A figures file kept beside its model broke when calibrate ran from another directory: the model's path was
+    read relative to the working directory (trial61 #10)."""
+    import copy
+    import shutil
+
+    from autotune.errors import ConfigError
+
+    repo = REFERENCE_DIR.parents[1]
+    (tmp_path / "figs" / "models").mkdir(parents=True)
+    shutil.copy(repo / "benchmarks/models/qwen2.5-1.5b.json", tmp_path / "figs" / "models" / "mine.json")
+    data = copy.deepcopy(DATA)
+    data["configurations"]["7b-baseline"]["model"] = "models/mine.json"
+    path = tmp_path / "figs" / "figures.json"
+    path.write_text(json.dumps(data))
+    monkeypatch.chdir(tmp_path)  # not the reference's directory
+    observations = load_reference(str(path), load_hardware("gh200"))
+    assert {o.candidate.model.name for o in observations if o.id.startswith("7b-baseline")} == {
+        load_model(str(tmp_path / "figs" / "models" / "mine.json")).name}
+    data["configurations"]["7b-baseline"]["model"] = "models/gone.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ConfigError) as refused:
+        load_reference(str(path), load_hardware("gh200"))
+    assert f"beside the reference ({tmp_path / 'figs' / 'models' / 'gone.json'})" in str(refused.value)
