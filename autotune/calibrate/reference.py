@@ -44,8 +44,27 @@ def available_references() -> list[str]:
     return sorted(p.stem for p in REFERENCE_DIR.glob("*.json"))
 
 
+def _is_measurements(path: Path) -> bool:
+    """Whether `path` reads as a measurements file (JSON lines of probe records, as `export --measurements`
+    writes): its first line is one JSON object with `params`."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            first = json.loads(file.readline())
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(first, dict) and "params" in first
+
+
 def reference_path(name_or_path: str) -> Path:
     path = Path(name_or_path)
+    if path.is_file() and _is_measurements(path):
+        # "unknown reference" read as "not found" for a colleague's measurements file (trial61 #14): calibrate fits
+        # probes through a run directory, which a replay of the file makes.
+        raise ConfigError(f"--reference {name_or_path} is a measurements file (JSON lines of probe records, as `autotune "
+                          f"export --measurements` writes), not figures in the reference schema: replay it into a run "
+                          f"directory (`autotune run --backend replay --measurements {name_or_path} --model MODEL "
+                          "--hardware PROFILE --nodes N --out DIR`, with the study its records name), then `autotune "
+                          "calibrate DIR`")
     if path.suffix == ".json" and path.is_file():
         return path
     if path.is_dir():  # "unknown reference" read as a typo of a name (trial 37 F18)

@@ -169,3 +169,16 @@ def test_a_model_file_is_read_relative_to_the_reference_file(tmp_path, monkeypat
     with pytest.raises(ConfigError) as refused:
         load_reference(str(path), load_hardware("gh200"))
     assert f"beside the reference ({tmp_path / 'figs' / 'models' / 'gone.json'})" in str(refused.value)
+
+
+@pytest.mark.parametrize("name", ["meas.jsonl", "meas.json"])
+def test_a_measurements_file_given_as_reference_says_how_to_calibrate_it(tmp_path, name):
+    """"unknown reference 'meas.jsonl'" read as "not found" for a file that exists (trial61 #14)."""
+    from tests import cli
+
+    path = tmp_path / name
+    path.write_text(json.dumps({"params": {"zero_stage": 3}, "status": "ok", "time_s": 9.0}) + "\n")
+    refused = cli.autotune_main("calibrate", "--reference", path, "--no-loo")
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert f"--reference {path} is a measurements file" in refused.stderr
+    assert f"autotune run --backend replay --measurements {path}" in refused.stderr and "then `autotune calibrate DIR`" in refused.stderr
