@@ -6,6 +6,7 @@ written with `repr` (exact), strings with JSON escapes (valid TOML basic strings
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import tomllib
@@ -36,12 +37,14 @@ def _table(name: str, spec) -> list[str]:
     return lines
 
 
-def dump_hardware(profile: HardwareProfile, header: str = "") -> str:
-    """The profile as a TOML document; `header` becomes leading comment lines (e.g. how it was fitted)."""
+def dump_hardware(profile: HardwareProfile, header: str = "", figures_hash: bool = True) -> str:
+    """The profile as a TOML document; `header` becomes leading comment lines (e.g. how it was fitted). A calibrated
+    profile's carries `figures_sha256` (`figures_hash: False` leaves it out: the text it is the hash of)."""
     lines = [f"# {line}" if line else "#" for line in header.splitlines()]
     lines += [
         f"name = {_value(profile.name)}",
         *([f"calibrated_from = {_value(profile.calibrated_from)}"] if profile.calibrated_from else []),
+        *([f"figures_sha256 = {_value(figures_sha256(profile))}"] if profile.calibrated_from and figures_hash else []),
         f"description = {_value(profile.description)}",
         f"gpus_per_node = {_value(profile.gpus_per_node)}",
         f"cuda = {_value(profile.cuda)}",
@@ -72,7 +75,16 @@ def hardware_to_dict(profile: HardwareProfile) -> dict:
 
 
 # What a profile's figures do not depend on: its names, its wording and its stated error.
-_NOT_FIGURES = ("name", "calibrated_from", "description", "simulator_error", "error_measured_on")
+_NOT_FIGURES = ("name", "calibrated_from", "figures_sha256", "description", "simulator_error", "error_measured_on")
+
+
+def figures_sha256(profile: HardwareProfile) -> str:
+    """The hash of what a profile's figures depend on (every table but its names, wording and stated error), which a
+    calibrated profile carries: its [simulator_error] was measured on these figures, and a copy edited to other
+    hardware (a colleague's calibrated profile, say) no longer matches it (hardware/load.py)."""
+    tables = tomllib.loads(dump_hardware(profile, figures_hash=False))
+    figures = {key: value for key, value in tables.items() if key not in _NOT_FIGURES}
+    return hashlib.sha256(json.dumps(figures, sort_keys=True).encode()).hexdigest()
 
 
 def figure_differences(stored: dict, current: dict) -> list[str]:

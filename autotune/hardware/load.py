@@ -14,6 +14,7 @@ from pathlib import Path
 
 from autotune.checks import checked_number, complete_table, refuse_unknown_keys
 from autotune.errors import ConfigError
+from autotune.hardware.dump import figures_sha256 as hashed_figures
 from autotune.hardware.plausible import check_plausible
 from autotune.hardware.profile import ERROR_SCOPE_KEYS, CpuSpec, GpuSpec, HardwareProfile, LinkSpec, PowerSpec
 from autotune.hardware.simulator_constants import simulator_constants, simulator_error
@@ -45,7 +46,7 @@ _NUMBERS = {
     "memory_interconnect_w": _WATTS,
     "min_limit_w": (0.0, True, 1.0e5, False),
 }
-_TOP_KEYS = ("name", "calibrated_from", "description", "gpus_per_node", "cuda", "module_scope_energy", "gpu", "cpu",
+_TOP_KEYS = ("name", "calibrated_from", "figures_sha256", "description", "gpus_per_node", "cuda", "module_scope_energy", "gpu", "cpu",
              "host_link", "intra_node", "inter_node", "power", "simulator", "simulator_error", "error_measured_on")
 
 
@@ -143,7 +144,8 @@ def parse_hardware(data: dict, origin: str, source: str = "") -> HardwareProfile
         error_measured_on=_error_scope(origin, data.get("error_measured_on") or {}),
     )
     _check_consistency(origin, profile)
-    return _with_trusted_error(origin, profile, source)
+    recorded = _text(origin, "figures_sha256", data["figures_sha256"]) if "figures_sha256" in data else None
+    return _with_trusted_error(origin, profile, source, recorded)
 
 
 def _error_scope(origin: str, raw: dict) -> dict[str, tuple[str, ...]]:
@@ -175,30 +177,56 @@ def _builtin_name(source: str) -> str | None:
 _WARNED_ERROR: set[str] = set()
 
 
-def _with_trusted_error(origin: str, profile: HardwareProfile, source: str) -> HardwareProfile:
+def _with_trusted_error(origin: str, profile: HardwareProfile, source: str, figures_sha256: str | None = None) -> HardwareProfile:
     """The profile, without its [simulator_error] unless that error was measured on these figures.
 
     The error is a leave-one-out error of the simulator against measurements of one node: it holds for
     the profile it was computed on. Only two kinds of file state it for themselves: a built-in profile
-    (its header says what it was calibrated against) and one `autotune calibrate -o` wrote (it records
-    `calibrated_from`; an older calibrate's records none, and is told by its first line). Any other file got its table by copying one of those (docs once said "copy
-    gh200.toml"), and every figure of a never-measured node then claimed gh200's +- 3%, its picks called
-    ties by an error that does not apply. Ignored, the figures show +- ?%, as any uncalibrated profile's.
-    (A study's or candidate's kept copy is judged by the file it was read from, its `source`.)"""
-    if not profile.simulator_error or profile.calibrated_from or _builtin_name(source) == profile.name:
+    (its header says what it was calibrated against) and one `autotune calibrate -o` wrote. Any other file got its
+    table by copying one of those (docs once said "copy gh200.toml"), and every figure of a never-measured node then
+    claimed gh200's +- 3%, its picks called ties by an error that does not apply. Ignored, the figures show +- ?%, as
+    any uncalibrated profile's. (A study's or candidate's kept copy is judged by the file it was read from, its
+    `source`, or by the hash it carries.)"""
+    if not profile.simulator_error or _builtin_name(source) == profile.name:
         return profile
-    if _older_calibrate_wrote(source):
-        return profile  # its error was measured on its own figures, as a newer calibrate's is
+    why = _unmeasured_error(profile, source, figures_sha256)
+    if why is None:
+        return profile
     if source not in _WARNED_ERROR:
         _WARNED_ERROR.add(source)
         # Printed here, not returned: every command (run, space, report, export, calibrate, the probe) reads
         # profiles through this module, and the warning must reach each without each repeating the rule.
         shown = source or profile.name
-        print(f"warning: {origin}: its [simulator_error] is ignored, and its figures show +- ?%: only a "
-              "built-in profile or one `autotune calibrate -o` wrote (it records calibrated_from) carries an error "
-              "measured on its own figures; this one was measured on the profile it was copied from; calibrate this "
+        print(f"warning: {origin}: its [simulator_error] is ignored, and its figures show +- ?%: {why}; calibrate this "
               f"one: autotune calibrate RUN_DIR --hardware {shell_path(shown)} -o FILE; docs/calibration.md", file=sys.stderr)
     return replace(profile, simulator_error={})
+
+
+def _unmeasured_error(profile: HardwareProfile, source: str, figures_sha256: str | None) -> str | None:
+    """Why the profile's [simulator_error] was not measured on its figures, or None where it was.
+
+    `calibrated_from` names the node a calibrated profile describes (its base's figures calibrate it too); the error
+    is vouched for by the hash of the figures it was measured on (`figures_sha256`, which calibrate -o writes beside
+    it) or, in a profile an older calibrate wrote, by calibrate's first line. A `calibrated_from` written by hand
+    (naming the profile itself, or kept in a colleague's calibrated profile edited to other GPUs: trial61 #5) vouches for nothing."""
+    if not profile.calibrated_from:
+        if _older_calibrate_wrote(source):
+            return None  # its error was measured on its own figures, as a newer calibrate's is
+        return ("only a built-in profile or one `autotune calibrate -o` wrote (it records calibrated_from) carries an error "
+                "measured on its own figures; this one was measured on the profile it was copied from")
+    if figures_sha256 is not None:
+        if figures_sha256 == hashed_figures(profile):
+            return None
+        return ("its figures are not those `autotune calibrate -o` measured the error on (figures_sha256 differs: edited "
+                "since, or copied onto other hardware)")
+    if _older_calibrate_wrote(source) or not _readable(source):
+        return None  # an older calibrate's file (no hash), or a study's kept copy whose file is gone: judged when read
+    return ("calibrated_from was written by hand (no figures_sha256 and no header of `autotune calibrate -o`): only the "
+            "profile calibrate writes carries an error measured on its own figures")
+
+
+def _readable(source: str) -> bool:
+    return bool(source) and Path(source).is_file()
 
 
 # The first line `autotune calibrate -o` has written since before it recorded `calibrated_from` (trial52 #4).

@@ -182,6 +182,9 @@ def test_a_copied_error_is_ignored_with_one_line_naming_the_file_and_the_fix(tmp
 
 def test_a_profile_calibrate_wrote_keeps_its_error(tmp_path, capsys):
     text = _gh200_copy(tmp_path).read_text().replace('name = "a100-80"', 'name = "a100-cal"\ncalibrated_from = "a100-80"')
+    # calibrated_from alone is hand-writable: calibrate's header (an older one's) or figures_sha256 vouches for the
+    # error (tests/calibrate/test_calibrated_from.py).
+    text = "# Calibrated by `autotune calibrate` from a100-80.toml against 40 observations (runs/x).\n" + text
     profile = load_hardware(str(_write(tmp_path, text, "a100-cal.toml")))
     assert profile.simulator_error == GH200_ERROR and capsys.readouterr().err == ""
 

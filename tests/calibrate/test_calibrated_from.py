@@ -1,0 +1,51 @@
+"""What `calibrated_from` vouches for: the node a calibrated profile describes, always; its [simulator_error], only
+with the hash of the figures that error was measured on (`figures_sha256`, which calibrate -o writes) or, in a profile
+an older calibrate wrote, its header. A hand-written `calibrated_from` (trial61 #5: a copy of a100-80.toml calling
+itself calibrated from itself) made a copied 1% error trusted on every figure."""
+
+from dataclasses import replace
+
+import pytest
+
+from autotune.hardware import dump_hardware, load_hardware
+
+ERROR = {"time_s_pct": 1.0, "energy_kj_pct": 1.0}
+
+
+@pytest.fixture
+def calibrated_text():
+    """A profile as calibrate -o writes it (no header needed: the hash vouches for the error)."""
+    profile = replace(load_hardware("h100-sxm"), name="team-cal", calibrated_from="h100-sxm", simulator_error=ERROR)
+    return dump_hardware(profile)
+
+
+def _load(tmp_path, text, name="team-cal.toml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return load_hardware(str(path))
+
+
+def test_the_profile_calibrate_writes_keeps_its_error(tmp_path, calibrated_text, capsys):
+    assert "\nfigures_sha256 = " in calibrated_text
+    assert _load(tmp_path, calibrated_text).simulator_error == ERROR and capsys.readouterr().err == ""
+
+
+def test_a_calibrated_profile_edited_to_other_gpus_loses_its_error(tmp_path, calibrated_text, capsys):
+    """A colleague's calibrated profile, its [gpu] edited to yours: the error was measured on their figures."""
+    edited = calibrated_text.replace("memory_gib = 80.0", "memory_gib = 40.0", 1)
+    assert edited != calibrated_text
+    profile = _load(tmp_path, edited)
+    assert profile.simulator_error == {} and profile.calibrated_from == "h100-sxm"  # still the node it names
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "its [simulator_error] is ignored" in line and "figures_sha256 differs: edited since, or copied onto other" in line
+
+
+def test_a_hand_written_calibrated_from_vouches_for_no_error(tmp_path, calibrated_text, capsys):
+    forged = "\n".join(line for line in calibrated_text.splitlines() if not line.startswith("figures_sha256"))
+    forged = forged.replace('name = "team-cal"', 'name = "h100-sxm-mine"').replace(
+        'calibrated_from = "h100-sxm"', 'calibrated_from = "h100-sxm-mine"')  # itself, as trial61's forgery
+    assert _load(tmp_path, forged, "forged.toml").simulator_error == {}
+    assert "calibrated_from was written by hand" in capsys.readouterr().err
+    # An older calibrate wrote no hash: its header still vouches, as before.
+    older = "# Calibrated by `autotune calibrate` from h100-sxm.toml against 40 observations (runs/x).\n" + forged
+    assert _load(tmp_path, older, "older.toml").simulator_error == ERROR
