@@ -124,7 +124,7 @@ def test_pareto_json_terminal_and_markdown_show_the_error(simulated_run, tmp_pat
     from autotune.report.html import render_report_html
 
     page = render_report_html(view, document, simulated_run)
-    assert "+- 50%" in page and "tie with trial" in page
+    assert "+- 50%" in page and "Tie with trial" in page  # on its own line under the pick's name
 
 
 def test_a_tie_with_several_trials_names_them_as_a_sentence_does():
