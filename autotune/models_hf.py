@@ -110,6 +110,12 @@ _LATENT_ATTENTION_KEYS = ("kv_lora_rank", "q_lora_rank")
 # parameters and FLOPs came out 22-31% high (Pythia-6.9B 9.0B, Phi-2 3.6B; trial 44).
 _UNGATED_MLP_TYPES = ("gpt_neox", "gpt2", "gptj", "gpt_neo", "gpt_bigcode", "codegen", "phi", "nemotron", "starcoder2",
                       "falcon", "bloom", "opt", "mpt", "persimmon", "biogpt", "xglm")
+# The model types autotune knows to be dense decoders of its shape (gated MLP, ordinary attention), or the
+# vision-language configs that hold one. Another model_type (an in-house architecture) is still read by its sizes,
+# which is what a Hugging Face user expects of a config.json, but said: the shape is then assumed, not known.
+_KNOWN_DENSE_TYPES = ("qwen2", "llama", "mistral", "phi3", "gemma", "qwen2_vl", "qwen2_5_vl", "qwen2_vl_text",
+                      "qwen2_5_vl_text", "qwen3", "gemma2", "gemma3", "gemma3_text", "internlm2", "olmo", "olmo2", "granite",
+                      "llava", "llava_next", "llava_onevision", "internvl", "internvl_chat")
 # Model classes whose tie_word_embeddings defaults to true where a config leaves it out (transformers' config
 # classes: GemmaConfig and its successors); the others autotune reads (LlamaConfig, Qwen2Config, MistralConfig,
 # Phi3Config) default to false.
@@ -186,6 +192,12 @@ def _departures(data: dict) -> list[str]:
     layer), unlike experts or a head_dim of its own (_check_modelled)."""
     text, where = _text_part(data)
     found = []
+    decoder = _model_type(data)
+    if decoder not in _KNOWN_DENSE_TYPES:
+        key = f"{where}model_type" if text is not data and isinstance(text.get("model_type"), str) else "model_type"
+        found.append(f"{key} {shown(decoder)}, a type autotune does not know ({', '.join(_KNOWN_DENSE_TYPES[:5])}, ... "
+                     "are), with a Qwen2-style dense decoder (a gated MLP of gate, up and down matrices, ordinary "
+                     "attention): check that the model is one, else its parameters, FLOPs and memory are off")
     if data.get("vision_config") is not None:
         vision = PRESETS["7b"].vision
         tokens = (vision.image_size // vision.patch // vision.pool) ** 2

@@ -305,3 +305,18 @@ def test_a_workload_longer_than_the_model_s_positions_is_said(tmp_path, capsys):
             "(max_position_embeddings): the figures are of sequences the model was not trained for") in said
     assert main(["space", "--model", str(path), "--nodes", "1", "--valid", "--frames", "10"]) == 0  # 2216 tokens
     assert "positions" not in capsys.readouterr().err
+
+
+def test_a_model_type_autotune_does_not_know_is_read_by_its_sizes_and_said(tmp_path):
+    """Trial 61 #9: an in-house model_type was read as a Qwen2-style decoder without a word."""
+    said = _warning(tmp_path, {**QWEN25_7B, "model_type": "my_custom_arch"})
+    assert said == (f"model file {tmp_path / 'config.json'} {WARNED}model_type \"my_custom_arch\", a type autotune does "
+                    "not know (qwen2, llama, mistral, phi3, gemma, ... are), with a Qwen2-style dense decoder (a gated MLP "
+                    "of gate, up and down matrices, ordinary attention): check that the model is one, else its "
+                    "parameters, FLOPs and memory are off; see docs/model-schema.md")
+    # A VL config names its decoder's type in text_config: that is the one judged, by that key.
+    text = {k: v for k, v in QWEN25_7B.items() if k not in ("_name_or_path", "architectures")}
+    said = _warning(tmp_path, {"model_type": "qwen2_5_vl", "text_config": {**text, "model_type": "house_lm"}})
+    assert 'text_config.model_type "house_lm", a type autotune does not know' in said
+    for known in ("qwen2", "llama", "mistral", "phi3", "gemma"):
+        assert _warning(tmp_path, {**QWEN25_7B, "model_type": known, "tie_word_embeddings": False}) is None, known
