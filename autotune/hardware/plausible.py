@@ -43,6 +43,7 @@ class Bound(NamedTuple):
     real: str  # what real devices span: said in the error, so the user can place their figure
     below: Misread | None  # what a value under `low` reads as
     above: Misread | None  # ... and over `high`
+    fix: str = ""  # what to write instead, where not the same figure in the key's unit
 
 
 _KW = Misread("kW", 1000.0)
@@ -76,6 +77,12 @@ _BOUNDS = (
     Bound("cpu", "max_power_w", "W", 1.0, None, False, "a host CPU share draws 1 W or more at full load", _KW, None),
     Bound("cpu", "memory_gib", "GiB", None, 65536.0, False, "no single server holds more than 64 TiB",
           None, Misread("MiB", 1.0 / 1024, "several nodes' total")),
+    # Dense bf16 tensor peaks: L4 121, A100 312, H100 989, B200 2250, B300 ~2500 TFLOP/s. Above 5000 no GPU
+    # computes: a figure "with sparsity" of a future part, a node's total, or a typo (6240 for 624).
+    Bound("gpu", "peak_bf16_tflops", "TFLOP/s", None, 5000.0, True,
+          "a CUDA GPU's dense bf16 peak is at most about 2500 TFLOP/s (B300)", None,
+          Misread("a figure with sparsity, several GPUs' total or a typo, not one GPU's dense peak", None),
+          "write the datasheet's dense bf16 figure for one GPU"),
     # Links: the fastest per GPU is NVLink 5 (900 GB/s per direction), NVLink-C2C 450; above 10 TB/s the
     # figure is MB/s.
     *(Bound(link, "bandwidth_gbs", "GB/s", None, 10000.0, False,
@@ -111,7 +118,7 @@ def _check_bound(origin: str, profile: HardwareProfile, b: Bound) -> None:
     where = " (cuda = true)" if b.cuda_only else ""
     reads = f"; it reads as {misread.said(value, b.unit)}" if misread else ""
     raise ConfigError(f"{origin}: [{b.table}] {b.key} = {value:g} is {edge} {b.unit}, and {b.real}{where}{reads}: "
-                      f"write it in {b.unit}; see docs/hardware.md")
+                      f"{b.fix or f'write it in {b.unit}'}; see docs/hardware.md")
 
 
 # Per table: an example of an idle share, and where to read the draw at rest.
@@ -144,6 +151,18 @@ def _check_cap(origin: str, p: HardwareProfile) -> None:
             f"nothing in simulation while a launch applies it to the device's own NVML default; see docs/hardware.md")
 
 
+def _check_peaks(origin: str, p: HardwareProfile) -> None:
+    """FP32 without tensor cores is a fraction of the bf16 tensor peak on every CUDA GPU (A100 19.5 of 312, H100
+    67 of 989, L4 30 of 121): one above it is a TF32 or "with sparsity" figure in the wrong key, or the two
+    swapped, and --precision fp32 would run faster than bf16 in simulation."""
+    if p.gpu.peak_fp32_tflops > p.gpu.peak_bf16_tflops:
+        raise ConfigError(
+            f"{origin}: [gpu] peak_fp32_tflops = {p.gpu.peak_fp32_tflops:g} is above [gpu] peak_bf16_tflops = "
+            f"{p.gpu.peak_bf16_tflops:g}, and a CUDA GPU's FP32 peak without tensor cores is a fraction of its dense "
+            "bf16 tensor peak (A100 19.5 of 312 TFLOP/s); it reads as a TF32 or sparsity figure, or the two swapped: "
+            "write the datasheet's FP32 (non-tensor) figure; see docs/hardware.md")
+
+
 def check_plausible(origin: str, profile: HardwareProfile) -> None:
     """Refuse, in one line naming the key, the value and the unit it reads as, a figure no real device has."""
     for b in _BOUNDS:
@@ -152,4 +171,5 @@ def check_plausible(origin: str, profile: HardwareProfile) -> None:
     if profile.cuda:
         _check_idle(origin, "gpu", profile.gpu.idle_power_w, profile.gpu.max_power_w)
         _check_cap(origin, profile)
+        _check_peaks(origin, profile)
     _check_idle(origin, "cpu", profile.cpu.idle_power_w, profile.cpu.max_power_w)

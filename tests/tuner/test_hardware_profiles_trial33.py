@@ -244,6 +244,13 @@ def test_real_nodes_load(tmp_path, text):
     ("memory_gib = 128.0", "memory_gib = 131072.0", "[cpu] memory_gib = 131072 is above 65536 GiB"),
     ("idle_power_w = 12.0", "idle_power_w = 0.012", "[cpu] idle_power_w = 0.012 is below 0.001 x [cpu] max_power_w"),
     ("bandwidth_gbs = 300.0", "bandwidth_gbs = 300000.0", "it reads as MB/s (300000 MB/s = 300 GB/s)"),
+    # Trial 61 #13: a bf16 peak no GPU has (6240 for 624, itself the sparsity figure), an FP32 peak above bf16's.
+    ("peak_bf16_tflops = 312.0", "peak_bf16_tflops = 6240.0", "[gpu] peak_bf16_tflops = 6240 is above 5000 TFLOP/s, "
+     "and a CUDA GPU's dense bf16 peak is at most about 2500 TFLOP/s (B300) (cuda = true); it reads as a figure with "
+     "sparsity, several GPUs' total or a typo, not one GPU's dense peak: write the datasheet's dense bf16 figure"),
+    ("peak_fp32_tflops = 19.5", "peak_fp32_tflops = 900.0", "[gpu] peak_fp32_tflops = 900 is above [gpu] "
+     "peak_bf16_tflops = 312, and a CUDA GPU's FP32 peak without tensor cores is a fraction of its dense bf16 tensor "
+     "peak (A100 19.5 of 312 TFLOP/s); it reads as a TF32 or sparsity figure, or the two swapped"),
 ])
 def test_a_unit_mistake_is_refused_in_one_line(tmp_path, line, new, words):
     assert line in A100
