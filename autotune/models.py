@@ -276,7 +276,8 @@ def load_model(name_or_path: str) -> ModelSpec:
     if path.suffix.lower() == ".json":
         origin = f"model file {path}"
         try:
-            data = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=refuse_duplicate_keys)
+            # utf-8-sig: a byte-order mark (a Windows editor, PowerShell's Out-File) is no part of the JSON.
+            data = json.loads(path.read_text(encoding="utf-8-sig"), object_pairs_hook=refuse_duplicate_keys)
         except FileNotFoundError:
             raise ConfigError(f"{origin} does not exist; pass a preset ({', '.join(PRESETS)}) or an existing JSON file") from None
         except OSError as exc:

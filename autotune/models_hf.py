@@ -257,7 +257,7 @@ def _hf_config_file(name_or_path: str) -> tuple[Path, dict] | None:
     if path.suffix.lower() != ".json":  # not a model file load_model reads
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8-sig"))  # as load_model reads it
     except (OSError, ValueError, RecursionError):
         return None
     return (path, data) if is_hf_config(data) else None

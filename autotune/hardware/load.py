@@ -275,7 +275,7 @@ def load_hardware(name_or_path: str) -> HardwareProfile:
     path = _profile_path(name_or_path)
     origin = f"hardware profile {path}"
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a byte-order mark (a Windows editor) is no TOML
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:  # nested too deep: RecursionError
         raise ConfigError(f"{origin}: not valid TOML ({exc}); fix the file") from None
     except OSError as exc:

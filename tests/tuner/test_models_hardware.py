@@ -3,7 +3,7 @@ import json
 import pytest
 
 from autotune.errors import ConfigError
-from autotune.hardware import available_hardware, load_hardware
+from autotune.hardware import PROFILE_DIR, available_hardware, load_hardware
 from autotune.models import PRESETS, load_model
 
 
@@ -53,3 +53,21 @@ def test_hardware_file_missing_a_section_is_refused(tmp_path):
     path.write_text('name = "x"\ngpus_per_node = 2\n')
     with pytest.raises(ConfigError, match=r"\[gpu\]"):
         load_hardware(str(path))
+
+
+def test_a_model_file_with_a_byte_order_mark_is_read(tmp_path):
+    """Trial 61 #17: a file a Windows editor saved (UTF-8 with a BOM) was refused with Python's "decode using utf-8-sig"."""
+    from autotune.models_hf import model_warning
+
+    ours = tmp_path / "mine.json"
+    ours.write_bytes(b"\xef\xbb\xbf" + json.dumps(PRESETS["tiny"].to_json()).encode())
+    assert load_model(str(ours)).llm == PRESETS["tiny"].llm
+    hf = {"model_type": "qwen2", "hidden_size": 3584, "intermediate_size": 18944, "num_attention_heads": 28,
+          "num_hidden_layers": 28, "num_key_value_heads": 4, "vocab_size": 152064, "hidden_act": "gelu"}
+    config = tmp_path / "config.json"
+    config.write_bytes(b"\xef\xbb\xbf" + json.dumps(hf).encode())
+    assert load_model(str(config)).llm.hidden == 3584
+    assert 'hidden_act "gelu"' in model_warning(str(config))  # its warning is said as for any config
+    profile = tmp_path / "mine.toml"
+    profile.write_bytes(b"\xef\xbb\xbf" + (PROFILE_DIR / "h100-sxm.toml").read_bytes())
+    assert load_hardware(str(profile)).gpus_per_node == load_hardware("h100-sxm").gpus_per_node
