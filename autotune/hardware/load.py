@@ -7,6 +7,7 @@ mid-study).
 
 from __future__ import annotations
 
+import re
 import sys
 import tomllib
 from dataclasses import fields, replace
@@ -270,16 +271,56 @@ def _profile_path(name_or_path: str) -> Path:
     )
 
 
+_AT_LINE = re.compile(r"\(at line (\d+), column \d+\)$")
+_TABLE_TWICE = re.compile(r"^Cannot declare \((.*)\) twice")
+
+
+def _first_copy(lines: list[str], line: int, key: str) -> int | None:
+    """The line of `key`'s first copy: the same key earlier in the same table (up to its [header]), else None."""
+    for number in range(line - 1, 0, -1):
+        before = lines[number - 1]
+        if before.lstrip().startswith("["):
+            return None
+        if "=" in before and before.split("=", 1)[0].strip() == key:
+            return number
+    return None
+
+
+def _toml_problem(text: str, exc: Exception) -> str:
+    """What is wrong, and the fix: tomllib's error in the profile's words: a key or table written twice named, with its lines (tomllib says
+    only "Cannot overwrite a value (at line 4, column 18)"); else tomllib's own message."""
+    message = str(exc)
+    at = _AT_LINE.search(message)
+    if not isinstance(exc, tomllib.TOMLDecodeError) or not at:
+        return f"not valid TOML ({message}); fix the file"
+    line = int(at.group(1))
+    lines = text.splitlines()
+    table = _TABLE_TWICE.match(message)
+    if table:
+        name = ".".join(part.strip().strip("'\"") for part in table.group(1).split(",") if part.strip())
+        return f"[{name}] is written twice (again at line {line}): write each table once, its keys together"
+    if message.startswith("Cannot overwrite a value") and line <= len(lines) and "=" in lines[line - 1]:
+        key = lines[line - 1].split("=", 1)[0].strip()
+        first = _first_copy(lines, line, key)
+        where = f"lines {first} and {line}" if first else f"again at line {line}"
+        return f"{key} is written twice ({where}): keep the one you mean"
+    return f"not valid TOML ({message}); fix the file"
+
+
 def load_hardware(name_or_path: str) -> HardwareProfile:
     """Load a named profile (`gh200`, `h100-sxm`, `cpu`) or a TOML file with the same schema."""
     path = _profile_path(name_or_path)
     origin = f"hardware profile {path}"
+    text = ""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a byte-order mark (a Windows editor) is no TOML
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark (a Windows editor) is no TOML
+        data = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:  # nested too deep: RecursionError
-        raise ConfigError(f"{origin}: not valid TOML ({exc}); fix the file") from None
+        raise ConfigError(f"{origin}: {_toml_problem(text, exc)}") from None
     except OSError as exc:
         raise ConfigError(f"{origin}: cannot be read ({exc.strerror}); check the path and its permissions") from None
+    if not data:  # said as such, not as its first missing key
+        raise ConfigError(f"{origin} is empty (no key, only comments or blank lines); write a profile in it ({SCHEMA})")
     # Absolute: messages and a study's settings name the file wherever a later command runs.
     return parse_hardware(data, origin, source=str(path.resolve()))
 

@@ -173,3 +173,24 @@ def test_cli_refuses_a_bad_profile_before_touching_the_study(tmp_path):
     assert len(lines) == 1 and "bandwidth_gbs" in lines[0] and '"fast"' in lines[0]
     assert "Traceback" not in result.stderr
     assert not (out / "study.db").exists()
+
+
+def test_a_key_or_table_written_twice_and_an_empty_file_are_named(tmp_path):
+    """Trial 61 #20: tomllib's "Cannot overwrite a value (at line 4, column 18)" named no key, and an empty file was
+    said to miss 'name'."""
+    text = write_toml(_copy())
+    path = tmp_path / "twice.toml"
+    path.write_text(text.replace("gpus_per_node = ", "gpus_per_node = 4\ngpus_per_node = ", 1))
+    line = text.splitlines().index(next(ln for ln in text.splitlines() if ln.startswith("gpus_per_node"))) + 1
+    with pytest.raises(ConfigError) as err:
+        load_hardware(str(path))
+    assert str(err.value) == (f"hardware profile {path}: gpus_per_node is written twice (lines {line} and {line + 1}): "
+                              "keep the one you mean")
+    path.write_text(text + "[gpu]\nname = \"again\"\n")
+    with pytest.raises(ConfigError, match=r": \[gpu\] is written twice \(again at line \d+\): write each table once"):
+        load_hardware(str(path))
+    path.write_text("# my profile, to be written\n\n")
+    with pytest.raises(ConfigError) as err:
+        load_hardware(str(path))
+    assert str(err.value) == (f"hardware profile {path} is empty (no key, only comments or blank lines); write a "
+                              "profile in it (see docs/hardware.md)")
