@@ -184,11 +184,30 @@ class _Reader:
 
 
 def params_text(count: float) -> str:
-    """A parameter count to read: "32.50B", "125.3M", "12.4K" ("0.00B" said nothing of a tiny test model: trial54 F11)."""
-    for divisor, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
+    """A parameter count to read: "1.20T", "32.50B", "125.3M", "12.4K" ("0.00B" said nothing of a tiny test model:
+    trial54 F11); past a thousand T, "2.75e+20" (not 13 digits of B: trial 61 #19)."""
+    if count >= 1e15:
+        return f"{count:.3g}"
+    for divisor, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
         if count >= divisor:
-            return f"{count / divisor:.2f}B" if suffix == "B" else f"{count / divisor:.1f}{suffix}"
+            return f"{count / divisor:.2f}{suffix}" if suffix in "TB" else f"{count / divisor:.1f}{suffix}"
     return f"{count:.0f}"
+
+
+# The largest models trained have a few trillion parameters (mixtures of experts; dense ones about 0.5T): 100T is
+# far past any, so a model file above it holds a typo (1e12 layers passed each size's own range: trial 61 #19).
+MAX_MODEL_PARAMS = 100e12
+
+
+def _size_problem(llm: LLMSpec, vis: VisionSpec) -> str | None:
+    """Why the sizes together build no model anyone trains, or None: each size is in range, their product may not be."""
+    count = llm.params() + vis.params()
+    if count <= MAX_MODEL_PARAMS:
+        return None
+    sizes = ", ".join(f"llm.{key} {getattr(llm, key)}" for key in _LLM_SIZES)
+    return (f"the sizes ({sizes}; vision.hidden {vis.hidden}, vision.layers {vis.layers}) build {params_text(count)} "
+            f"parameters, more than {params_text(MAX_MODEL_PARAMS)}, and the largest models trained have a few "
+            "trillion: one of them is a typo")
 
 
 def _read_llm(reader: _Reader, data: dict) -> LLMSpec:
@@ -256,7 +275,7 @@ def model_from_json(data: dict, origin: str = "model", default_name: str = "cust
     if len(name) > MAX_NAME_CHARS or not name.isprintable():  # a newline split every report's header in two
         reader.fail("name", name, f"is not a model name: printable characters on one line, at most {MAX_NAME_CHARS}")
     llm, vision = _read_llm(reader, data), _read_vision(reader, data)
-    problems = _shape_problems(llm, vision)
+    problems = _shape_problems(llm, vision) or [problem for problem in [_size_problem(llm, vision)] if problem]
     if problems:
         raise ConfigError(f"{origin}: {'; '.join(problems)}; fix the file (schema: {_SCHEMA})")
     return ModelSpec(name=name, llm=llm, vision=vision, default_workload=_read_default_workload(reader, data))

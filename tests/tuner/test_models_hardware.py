@@ -71,3 +71,24 @@ def test_a_model_file_with_a_byte_order_mark_is_read(tmp_path):
     profile = tmp_path / "mine.toml"
     profile.write_bytes(b"\xef\xbb\xbf" + (PROFILE_DIR / "h100-sxm.toml").read_bytes())
     assert load_hardware(str(profile)).gpus_per_node == load_hardware("h100-sxm").gpus_per_node
+
+
+def test_a_model_of_impossible_size_is_refused_with_its_count_readable(tmp_path):
+    """Trial 61 #19: 10^12 layers passed each size's own range, and space printed "275268608002.02B parameters"."""
+    from autotune.models import params_text
+
+    data = PRESETS["32b"].to_json()
+    data["llm"]["layers"] = 10**12
+    path = tmp_path / "huge.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ConfigError) as err:
+        load_model(str(path))
+    message = str(err.value)
+    assert "\n" not in message and message.startswith(f"model file {path}: the sizes (llm.hidden 5120, llm.layers "
+                                                      "1000000000000, "), message
+    assert " build 4.88e+20 parameters, more than 100.00T, and the largest models trained have a few trillion: one of " \
+           "them is a typo; fix the file (schema: docs/model-schema.md)" in message, message
+    assert [params_text(n) for n in (1.2e12, 405e9, 2.75e20)] == ["1.20T", "405.00B", "2.75e+20"]
+    data["llm"]["layers"] = 640  # a 320B dense decoder: large, and a model people train
+    path.write_text(json.dumps(data))
+    assert load_model(str(path)).llm.layers == 640
