@@ -42,8 +42,8 @@ def number_problem(value, *, low=None, high=None, low_open: bool = False, intege
                    whole_literal: bool = False) -> str | None:
     """Why `value` is not an allowed number ("is out of range; it must be a number > 0"), or None.
     The wording every check of a file or a flag shares; booleans, NaN and infinities are refused.
-    `whole_literal`: a whole number read from a file must be written as one (JSON's and TOML's 64.0
-    is a float, which a flag's parsed "1e3" may be)."""
+    `whole_literal`: a whole number must be written as one, in digits: JSON's and TOML's 64.0 or 1e2 is a
+    float, and so is a flag's "1e3" (one rule for files and flags: trial 61 #21)."""
     allowed = _allowed(integer, low, high, low_open)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return f"is not {'a whole number' if integer else 'a number'}; it must be {allowed}"
@@ -55,13 +55,13 @@ def number_problem(value, *, low=None, high=None, low_open: bool = False, intege
     if too_low or (high is not None and value > high):
         return f"is out of range; it must be {allowed}"
     if integer and whole_literal and isinstance(value, float):
-        return "is not a whole number; write it without a decimal point"
+        return f"is not a whole number; write it without a decimal point or an exponent ({int(value)})"
     return None
 
 
 def _as_number(text: str, integer: bool):
     """int or float as written, else the text itself (which number_problem then refuses)."""
-    for convert in ((int, float) if integer else (float,)):  # "1e3" is a whole number too
+    for convert in ((int, float) if integer else (float,)):  # "1e3" a float, refused where a whole number belongs
         try:
             return convert(text)
         except ValueError:
@@ -96,7 +96,8 @@ def flag_number(text: str, *, low=None, high=None, low_open: bool = False, integ
     stripped = text.strip()
     value = _as_number(stripped, integer)
     bounds = {"low": low, "high": high, "low_open": low_open, "integer": integer}
-    problem = number_problem(_finite_as_typed(text, value), **bounds)
+    # A whole number in digits, as in a file: "1e3" and "2.0" are refused there, so here too.
+    problem = number_problem(_finite_as_typed(text, value), **bounds, whole_literal=integer)
     # The range as number_problem says it of no number at all ("is not a number; it must be ...").
     allowed = number_problem(None, **bounds).partition("; ")[2]
     if spelling := _spelling_problem(stripped, value):

@@ -268,7 +268,7 @@ def test_workload_flags_that_contradict_each_other_are_one_usage_line(capsys):
 
 
 def test_counts_within_range_are_taken_as_given():
-    args = parse_args(["--model", "tiny", "--gpus-per-node", " 2", "--frames", "1e0", "--warmup-steps", "0",
+    args = parse_args(["--model", "tiny", "--gpus-per-node", " 2", "--frames", "1", "--warmup-steps", "0",
                        "--steps", "1", "--global-batch", "2", "--samples", "4", "--text-tokens", "8"])
     assert (args.gpus_per_node, args.frames, args.warmup_steps, args.steps) == (2, 1, 0, 1)
     assert (args.workload.frames, args.workload.global_batch, args.workload.samples, args.workload.text_tokens) == (1, 2, 4, 8)

@@ -50,3 +50,16 @@ def test_a_file_head_cut_inside_a_character_is_still_text(tmp_path):
     latin1.write_bytes("caf\u00e9 au lait\n".encode("latin-1"))
     assert text_head(latin1, 4096) is None  # not UTF-8: not a file autotune wrote
     assert text_head(tmp_path / "absent", 4096) is None
+
+
+def test_a_whole_number_is_written_in_digits_in_a_flag_as_in_a_file():
+    """Trial 61 #21: --frames 1e3 was taken while a model file's "layers": 1e2 was refused: one rule for both."""
+    from autotune.checks import flag_number, number_problem
+
+    said = "is not a whole number; write it without a decimal point or an exponent (1000)"
+    assert flag_number("1e3", low=1, integer=True) == (None, said)
+    assert number_problem(1e3, low=1, integer=True, whole_literal=True) == said  # JSON's 1e3, read as 1000.0
+    assert flag_number("2.0", low=1, integer=True)[1].startswith("is not a whole number; write it without")
+    assert flag_number("1000", low=1, integer=True) == (1000, None)
+    assert flag_number("1e3", low=1) == (1000.0, None)  # a number that may have a fraction takes any spelling
+    assert "is out of range" in flag_number("1e400", low=1, high=10, integer=True)[1]  # the range first, as before

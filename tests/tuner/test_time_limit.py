@@ -58,7 +58,7 @@ def test_every_form_sbatch_takes_is_read_as_sbatch_reads_it(text, seconds):
     ("1:00:60", "has seconds '60'"),
     ("1-24", "has hours '24'"),
     ("abc", "has minutes 'abc', which is not a whole number"),
-    ("1e9", "has minutes '1e9', not a whole number in digits 0-9"),
+    ("1e9", "has minutes '1e9', which is not a whole number; write it without a decimal point or an exponent"),
     ("+5", "not a whole number in digits 0-9"),
     ("١٢٠", "characters other than ASCII"),  # Arabic-Indic 120: a digit to Python, not to sbatch
     ("１２０", "characters other than ASCII"),  # fullwidth
