@@ -14,6 +14,7 @@ from pathlib import Path
 from autotune.checks import MAX_COUNT, number_problem, refuse_duplicate_keys, refuse_unknown_keys, shown
 from autotune.errors import ConfigError
 from autotune.os_text import os_text
+from autotune.shell import shell_path
 
 
 @dataclass(frozen=True)
@@ -313,10 +314,26 @@ def load_model(name_or_path: str) -> ModelSpec:
         # The file's name, not its path: surrogate escapes of a non-ASCII name (an ASCII locale) read back as UTF-8.
         return model_from_json(data, origin, default_name=os_text(path.stem, errors="replace"))
     if path.is_file():
+        if _is_hardware_profile(path):  # the two file flags swapped: renaming it .json would not help
+            raise ConfigError(f"--model {path} is a hardware profile (TOML with [gpu]), not a model: pass it as "
+                              f"--hardware, and a model as --model (a preset: {', '.join(PRESETS)}; or a JSON file, "
+                              f"schema: {_SCHEMA})")
         # The file is there: the rule it breaks is its name (a preset's name is never taken for a file of that name).
         raise ConfigError(f"--model {path}: model files are read by a .json name; give the file one ({path.stem}.json; "
                           f"schema: {_SCHEMA}), or pass a preset ({', '.join(PRESETS)})")
+    beside = path.with_name(f"{path.name}.json")  # the suffix left off a model file that is right here
+    hint = f"; {beside} is here: did you mean --model {shell_path(beside)}?" if beside.is_file() else ""
     raise ConfigError(
         f"unknown model '{name_or_path}': use one of {', '.join(PRESETS)}, the path of a JSON model file (schema: "
-        f"{_SCHEMA}), or a Hugging Face checkpoint's directory or its config.json"
+        f"{_SCHEMA}), or a Hugging Face checkpoint's directory or its config.json{hint}"
     )
+
+
+def _is_hardware_profile(path: Path) -> bool:
+    """Whether a file given as --model reads as a hardware profile: TOML with a [gpu] table."""
+    import tomllib
+
+    try:
+        return isinstance(tomllib.loads(path.read_text(encoding="utf-8-sig")).get("gpu"), dict)
+    except (OSError, ValueError, RecursionError):  # TOMLDecodeError and UnicodeDecodeError are ValueErrors
+        return False

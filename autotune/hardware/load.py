@@ -265,14 +265,27 @@ def _profile_path(name_or_path: str) -> Path:
     if path.suffix.lower() == ".toml" or "/" in name_or_path:
         raise ConfigError(f"hardware profile {path} does not exist; pass a TOML profile file or one of "
                           f"{', '.join(available_hardware())}")
+    beside = path.with_name(f"{path.name}.toml")  # the suffix left off a profile that is right here
+    hint = f"; {beside} is here: did you mean --hardware {shell_path(beside)}?" if beside.is_file() else ""
     raise ConfigError(
         f"unknown hardware '{name_or_path}': use one of {', '.join(available_hardware())} "
-        f"or the path of a TOML profile ({SCHEMA})"
+        f"or the path of a TOML profile ({SCHEMA}){hint}"
     )
 
 
 _AT_LINE = re.compile(r"\(at line (\d+), column \d+\)$")
 _TABLE_TWICE = re.compile(r"^Cannot declare \((.*)\) twice")
+
+
+def _is_model_file(text: str) -> bool:
+    """Whether a file given as --hardware reads as a model file: a JSON object of autotune's schema or a config.json."""
+    import json
+
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and ("llm" in data or "model_type" in data)
 
 
 def _first_copy(lines: list[str], line: int, key: str) -> int | None:
@@ -316,6 +329,9 @@ def load_hardware(name_or_path: str) -> HardwareProfile:
         text = path.read_text(encoding="utf-8-sig")  # a byte-order mark (a Windows editor) is no TOML
         data = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:  # nested too deep: RecursionError
+        if _is_model_file(text):  # the two file flags swapped: say so, not where the TOML broke
+            raise ConfigError(f"{origin} is a model file (JSON with llm or model_type), not a hardware profile: pass it "
+                              f"as --model, and a TOML profile as --hardware ({SCHEMA})") from None
         raise ConfigError(f"{origin}: {_toml_problem(text, exc)}") from None
     except OSError as exc:
         raise ConfigError(f"{origin}: cannot be read ({exc.strerror}); check the path and its permissions") from None

@@ -92,3 +92,29 @@ def test_a_model_of_impossible_size_is_refused_with_its_count_readable(tmp_path)
     data["llm"]["layers"] = 640  # a 320B dense decoder: large, and a model people train
     path.write_text(json.dumps(data))
     assert load_model(str(path)).llm.layers == 640
+
+
+def test_swapped_or_suffixless_file_flags_say_the_likely_slip(tmp_path, monkeypatch):
+    """Trial 61 #23: a profile passed as --model was told to be renamed .json, a model file as --hardware was "not
+    valid TOML", and --hardware a100-80 beside a100-80.toml was an unknown name."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a100-80.toml").write_text((PROFILE_DIR / "h100-sxm.toml").read_text())
+    (tmp_path / "my-14b.json").write_text(json.dumps(PRESETS["tiny"].to_json()))
+    (tmp_path / "hf").mkdir()
+    (tmp_path / "hf" / "config.json").write_text(json.dumps({"model_type": "qwen2"}))
+    expected = {
+        ("model", "a100-80.toml"): "--model a100-80.toml is a hardware profile (TOML with [gpu]), not a model: pass it "
+                                   "as --hardware, and a model as --model",
+        ("hardware", "my-14b.json"): "hardware profile my-14b.json is a model file (JSON with llm or model_type), not a "
+                                     "hardware profile: pass it as --model, and a TOML profile as --hardware",
+        ("hardware", "hf/config.json"): "hardware profile hf/config.json is a model file",
+        ("hardware", "a100-80"): "; a100-80.toml is here: did you mean --hardware a100-80.toml?",
+        ("model", "my-14b"): "; my-14b.json is here: did you mean --model my-14b.json?",
+    }
+    for (flag, value), words in expected.items():
+        with pytest.raises(ConfigError) as err:
+            (load_model if flag == "model" else load_hardware)(value)
+        assert words in str(err.value) and "\n" not in str(err.value), str(err.value)
+    with pytest.raises(ConfigError) as err:
+        load_hardware("h200")  # no file beside it: no guess
+    assert "did you mean" not in str(err.value)
