@@ -178,4 +178,6 @@ def build_settings(args: argparse.Namespace) -> StudySettings:
         gpus_per_node=gpus_per_node,
         # --nodes, else the space file's list, else 4 (as --help says, whichever file: given or the default)
         space=load_space(args.space, nodes, default_nodes=(4,)),
+        # A file's path made absolute: a refused resume says what to pass from wherever it runs.
+        model_flag=args.model if args.model in PRESETS else os.path.abspath(args.model),
     )

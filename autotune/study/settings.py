@@ -4,7 +4,8 @@ so a resumed run can check it is the same study and `report`/`export` can rebuil
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import os
+from dataclasses import asdict, dataclass, field
 
 from autotune.candidate import Candidate, Knobs
 from autotune.errors import UserError
@@ -22,6 +23,9 @@ class StudySettings:
     workload: Workload
     gpus_per_node: int
     space: SearchSpace
+    # The --model as typed (a preset's name, else the file's absolute path): what a refused resume says to pass,
+    # where the model's name ("Meta-Llama-3-8B + SigLIP so400m/14") is no value --model takes (trial 61 #15).
+    model_flag: str = field(default="", compare=False)
 
     def candidate(self, params: dict) -> Candidate:
         return Candidate(Knobs(**params), self.model, self.hardware, self.workload, self.gpus_per_node)
@@ -37,6 +41,7 @@ class StudySettings:
             "workload": self.workload.to_dict(),
             "gpus_per_node": self.gpus_per_node,
             "space": {k: list(v) for k, v in space.items()},
+            **({"model_flag": self.model_flag} if self.model_flag else {}),
         }
 
     @classmethod
@@ -47,6 +52,7 @@ class StudySettings:
             workload=Workload(**data["workload"]),
             gpus_per_node=int(data["gpus_per_node"]),
             space=SearchSpace(**{k: tuple(v) for k, v in data["space"].items()}),
+            model_flag=data["model_flag"] if isinstance(data.get("model_flag"), str) else "",
         )
 
     def check_same_as(self, stored: dict, where: str, figures_use_profile: bool, evaluated: list | None = None) -> str | None:
@@ -114,6 +120,24 @@ class StudySettings:
                 "guides the search and the memory estimates, and is kept in the study from now on")
 
 
+_START_NEW = "pass --out NEW_DIR (in a shared --storage, --study-name NEW) to start a new study"
+
+
+def _typed(path: str) -> str:
+    """A recorded absolute path as one would type it here: relative where it lies under the working directory."""
+    try:
+        relative = os.path.relpath(path)
+    except (OSError, ValueError):  # the working directory gone
+        return shell_path(path)
+    return shell_path(path if relative.startswith("..") or not os.path.isabs(path) else relative)
+
+
+def _flag_and_name(flag: str, name) -> str:
+    """What to type for a model or profile, and its name where that is not the same: `llama3-8b (Meta-Llama-3-8B)`."""
+    typed = _typed(flag)
+    return typed if typed == name else f"{typed} ({name})"
+
+
 def _resimulated_differs(candidate: Candidate, result: dict, tolerance: float = 1e-6) -> str | None:
     """How the simulator's figures of `candidate` on this profile differ from a recorded simulated result, or None."""
     from autotune.simulator import simulate
@@ -135,11 +159,16 @@ def _differences(stored: dict, current: dict, default_precision: str) -> list[st
     model, here = stored.get("model"), current["model"]
     if model != here:
         names = (model.get("name") if isinstance(model, dict) else model, here.get("name"))
-        out.append(f"--model {names[0]}, not {names[1]}" if names[0] != names[1] else
+        # As --model takes it where the study recorded that (trial 61 #15), else by its name (an older study's).
+        flags = (stored.get("model_flag") if isinstance(stored.get("model_flag"), str) else "") or "", current.get("model_flag") or ""
+        there, now = (_flag_and_name(flag, name) if flag else name for flag, name in zip(flags, names))
+        out.append(f"--model {there}, not {now}" if names[0] != names[1] else
                    f"another --model {names[1]} (its sizes differ)")
     # By the node: a calibration of the study's profile (a name of its own, its base kept) is that profile changed.
     if kept_base_name(stored) != kept_base_name(current):
-        out.append(f"--hardware {stored.get('hardware_name')}, not {current['hardware_name']}")
+        there, now = (_flag_and_name(hardware_flag(str(held["hardware"])), held.get("hardware_name"))
+                      if isinstance(held.get("hardware"), str) else held.get("hardware_name") for held in (stored, current))
+        out.append(f"--hardware {there}, not {now}")
     if stored.get("gpus_per_node") != current["gpus_per_node"]:
         out.append(f"--gpus-per-node {stored.get('gpus_per_node')}, not {current['gpus_per_node']}")
     for part in ("workload", "space"):

@@ -349,3 +349,30 @@ def test_run_refuses_to_resume_an_unpinned_study_on_a_profile_edited_since(tmp_p
     assert refused.returncode == 2, refused.stderr
     assert "does not give its figures again" in refused.stderr and "pass --out NEW_DIR" in refused.stderr
     assert _trials(out) == before
+
+
+def test_a_refused_resume_names_the_model_and_profile_as_the_flags_take_them(tmp_path):
+    """Trial 61 #15: "holds a study of --model Meta-Llama-3-8B + SigLIP so400m/14, not 7b": the model's name, which
+    --model does not take (the study was begun with --model llama3-8b, a checkpoint's directory)."""
+    from autotune.hardware import PROFILE_DIR
+
+    (tmp_path / "llama").mkdir()
+    config = {"_name_or_path": "meta-llama/Meta-Llama-3-8B", "model_type": "llama", "hidden_size": 1024,
+              "intermediate_size": 2048, "num_attention_heads": 8, "num_hidden_layers": 2, "num_key_value_heads": 2,
+              "vocab_size": 1000, "tie_word_embeddings": False}
+    (tmp_path / "llama" / "config.json").write_text(json.dumps(config))
+    (tmp_path / "node.toml").write_text((PROFILE_DIR / "h100-sxm.toml").read_text().replace('name = "h100-sxm"', 'name = "my-node"', 1))
+    begun = autotune_main("run", "--model", "llama", "--hardware", "node.toml", "--nodes", "1", "--trials", "1",
+                          "--out", "r", "-q", cwd=tmp_path)
+    assert begun.returncode == 0, begun.stderr
+    refused = autotune_main("run", "--model", "7b", "--hardware", "gh200", "--nodes", "1", "--trials", "2", "--out", "r",
+                            cwd=tmp_path)
+    assert refused.returncode == 2
+    assert refused.stderr.strip().splitlines()[-1].startswith(
+        "autotune run: error: r holds a study of --model llama (Meta-Llama-3-8B + SigLIP so400m/14), not 7b; "
+        "--hardware node.toml (my-node), not gh200;"), refused.stderr
+    elsewhere = tmp_path / "elsewhere"  # from another directory: the path to type from there, whole
+    elsewhere.mkdir()
+    refused = autotune_main("run", "--model", "tiny", "--nodes", "1", "--trials", "2", "--out", tmp_path / "r", cwd=elsewhere)
+    assert f"holds a study of --model {tmp_path / 'llama'} (Meta-Llama-3-8B + SigLIP so400m/14), not tiny;" in refused.stderr
+
