@@ -471,7 +471,7 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
     from autotune.commands.progress import trial_progress
     from autotune.commands.report import check_pick_options
     from autotune.study import open_study
-    from autotune.study.storage import sole_worker
+    from autotune.study.storage import sole_worker, stored_settings
     from autotune.study.failures import no_probe_succeeded
     from autotune.study.loop import CONVERGED_ATTR, make_sampler, probes_running_elsewhere, run_study
     from autotune.study.retries import evaluated_count, evaluated_trials
@@ -500,6 +500,10 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
     run_dir = args.out or default_run_dir(args, settings.model, settings.space.nodes)
     if not run_dir.is_absolute() and current_directory_gone():  # only the default: path_flag refuses such an --out
         raise UserError(f"the run directory {run_dir} is relative, but {CWD_GONE} or pass --out an absolute path")
+    if not args.storage:  # --out holding another study is said first, before this run's own space or files are judged
+        held = stored_settings(run_dir, args.study_name)
+        if held is not None:
+            settings.check_same_question(held, str(run_dir), device_knobs=False)
     backend = choose_backend(args, run_dir, max(settings.space.nodes), settings.gpus_per_node, settings.hardware)
     settings = keep_device_knobs_if_unsettable(settings, backend, console)
     ignored = ignored_launch_options(args, backend.name)

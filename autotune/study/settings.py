@@ -69,11 +69,8 @@ class StudySettings:
         from the profile and `evaluated` (its evaluated FrozenTrials) holds a simulated trial, only if this profile
         gives that trial's figures again: else old and new figures would mix on one front (trial52 #3)."""
         current = self.to_dict()
-        differs = _differences(stored, current, default_precision(self.hardware.cuda))
-        start_new = "pass --out NEW_DIR (in a shared --storage, --study-name NEW) to start a new study"
-        if differs:
-            raise UserError(f"{where} holds a study of {'; '.join(differs)}; {start_new}, "
-                            "or repeat the original options to resume")
+        self.check_same_question(stored, where)
+        start_new = _START_NEW
         if "hardware_profile" not in stored:
             return self._pin_unrecorded_profile(where, figures_use_profile, evaluated, start_new)
         changed = figure_differences(stored["hardware_profile"], current["hardware_profile"])
@@ -95,6 +92,15 @@ class StudySettings:
                 f"(measured or recorded, not computed from the profile) are kept, and {current['hardware']} now guides "
                 "the search and the memory estimates")
 
+
+    def check_same_question(self, stored: dict, where: str, device_knobs: bool = True) -> None:
+        """Refuse a resume with another model, hardware, workload or space, naming each option to repeat.
+        `device_knobs=False`: leave the power limit and SM clock out, which the backend may narrow later
+        (run.keep_device_knobs_if_unsettable), for the check made before the backend is chosen."""
+        differs = _differences(stored, self.to_dict(), default_precision(self.hardware.cuda), device_knobs)
+        if differs:
+            raise UserError(f"{where} holds a study of {'; '.join(differs)}; {_START_NEW}, "
+                            "or repeat the original options to resume")
 
     def _pin_unrecorded_profile(self, where: str, figures_use_profile: bool, evaluated: list | None, start_new: str) -> str:
         """The line for a resumed study that does not record its profile (an older autotune's); refuses where a
@@ -150,7 +156,7 @@ def _resimulated_differs(candidate: Candidate, result: dict, tolerance: float = 
     return None
 
 
-def _differences(stored: dict, current: dict, default_precision: str) -> list[str]:
+def _differences(stored: dict, current: dict, default_precision: str, device_knobs: bool = True) -> list[str]:
     """Each way the stored study differs from this run's options, "what: there, not here" (the model
     and each workload value and space knob by name): what to repeat to resume. A precision left out is the
     hardware's `default_precision` (workload.default_precision): `--precision bf16` given to resume a study begun
@@ -176,7 +182,7 @@ def _differences(stored: dict, current: dict, default_precision: str) -> list[st
         if part == "workload":
             held, now = ({**w, "precision": w.get("precision") or default_precision} for w in (held, now))
         for key in now:
-            if held.get(key) == now[key]:
+            if held.get(key) == now[key] or (part == "space" and not device_knobs and key in _DEVICE_KNOBS):
                 continue
             if key == "nodes":
                 out.append(f"--nodes {_nodes(held.get(key))}, not {_nodes(now[key])}")
@@ -185,6 +191,10 @@ def _differences(stored: dict, current: dict, default_precision: str) -> list[st
             else:
                 out.append(f"--space {key} = {_value(held.get(key))}, not {_value(now[key])}")
     return out
+
+
+# Space knobs a backend that cannot set them narrows to "untouched" after the options are read.
+_DEVICE_KNOBS = ("power_limit", "sm_clock_mhz")
 
 
 def _value(value) -> str:

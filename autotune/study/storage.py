@@ -243,6 +243,27 @@ def _holds_optuna_tables(path: Path) -> bool:
     return "studies" in tables
 
 
+def stored_settings(run_dir: Path, study_name: str = STUDY_NAME) -> dict | None:
+    """What the study `study_name` in a run directory's study.db is about (StudySettings.to_dict), read-only and
+    before anything else reads the options: None where there is no such study, or the file cannot be read (opening
+    it later names what is wrong). A resume of another study is said first, not after a check of the new options'
+    space that is no matter here (trial 61 #8: "nothing in the space fits in memory ... more --nodes")."""
+    import sqlite3
+
+    path = Path(run_dir) / "study.db"
+    if not path.is_file():
+        return None
+    try:
+        with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as connection:
+            row = connection.execute(
+                "SELECT a.value_json FROM study_user_attributes a JOIN studies s ON a.study_id = s.study_id "
+                "WHERE a.key = 'settings' AND s.study_name = ?", (study_name,)).fetchone()
+        settings = json.loads(row[0]) if row else None
+    except (sqlite3.Error, ValueError, TypeError, RecursionError):
+        return None
+    return settings if isinstance(settings, dict) else None
+
+
 # A day: beyond it the heartbeat thread's wait overflows (1e10 s, a traceback in the thread and no beat again),
 # and a dead worker's trial would wait longer than any job runs.
 HEARTBEAT_MAX_S = 86_400

@@ -376,3 +376,21 @@ def test_a_refused_resume_names_the_model_and_profile_as_the_flags_take_them(tmp
     refused = autotune_main("run", "--model", "tiny", "--nodes", "1", "--trials", "2", "--out", tmp_path / "r", cwd=elsewhere)
     assert f"holds a study of --model {tmp_path / 'llama'} (Meta-Llama-3-8B + SigLIP so400m/14), not tiny;" in refused.stderr
 
+
+def test_a_resume_with_another_model_is_refused_as_another_study_before_its_space_is_judged(tmp_path):
+    """Trial 61 #8: --out of a study of tiny on cpu, with --model of a 14B file: "nothing in the space fits in memory
+    ... more --nodes", about a study that was never the question; with --hardware a100: "every candidate breaks a
+    rule". The directory holding another study is said first."""
+    from autotune.models import PRESETS
+
+    out = tmp_path / "r"
+    assert autotune_main("run", "--model", "tiny", "--hardware", "cpu", "--nodes", "1", "--trials", "1", "--out", out,
+                         "-q").returncode == 0
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps({**PRESETS["32b"].to_json(), "name": "big"}))
+    for options, said in [(("--model", big, "--hardware", "cpu"), f"--model tiny, not {big} (big)"),
+                          (("--model", "tiny", "--hardware", "h100-sxm"), "--hardware cpu, not h100-sxm")]:
+        refused = autotune_main("run", *options, "--nodes", "1", "--trials", "2", "--out", out)
+        assert refused.returncode == 2
+        line = refused.stderr.strip().splitlines()[-1]
+        assert line.startswith(f"autotune run: error: {out} holds a study of ") and said in line, line
