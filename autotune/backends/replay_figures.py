@@ -31,7 +31,8 @@ def _ratio_text(ratio: float) -> str:
 
 def peak_memory_refusal(records: dict[str, dict], hardware) -> str | None:
     """The refusal of a finished probe's record whose peak memory is more than a GPU of `hardware` holds
-    (a GPU's peak is CUDA's allocation; a CPU profile's is the process's RSS, bounded by no device)."""
+    (a GPU's peak is CUDA's allocation; a CPU profile's is the process's RSS, bounded by no device), naming both
+    causes: a figure in MiB, or a profile that is not the hardware the records were measured on."""
     if not hardware.cuda:
         return None
     device_gib = hardware.gpu.memory_gib
@@ -40,8 +41,11 @@ def peak_memory_refusal(records: dict[str, dict], hardware) -> str | None:
         return None
     first = over[0]
     return (f"{first['origin']}: peak_mem_gib = {first['peak_mem_gib']:g} is more than the {device_gib:g} GiB a GPU of "
-            f"{hardware.name} holds, for a probe that finished ({counted(len(over), 'such record')}): figures in MiB? (GiB = MiB / 1024); "
-            "fix the records, as such a peak would place the memory wall below every candidate")
+            f"{hardware.name} holds, for a probe that finished ({counted(len(over), 'such record')}): figures in MiB? (GiB = MiB / 1024): "
+            # 61.3 read as MiB is 0.06 GiB, no real peak: a profile of the same name with less memory (an edited
+            # file) is as likely, and is said as calibrate's refusal of a figure says it (calibrate/reference.py).
+            f"fix the records; or, if the figure is right, the profile '{hardware.name}' is not the hardware it was "
+            "measured on (pass --hardware): such a peak would place the memory wall below every candidate")
 
 
 def figure_problems(records: dict[str, dict], checks: list) -> tuple[str | None, str | None]:

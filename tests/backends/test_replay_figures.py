@@ -56,7 +56,9 @@ def test_a_unit_slip_is_warned_of_once(tmp_path, scale, said):
     ({"time_s": 1e-9}, "time_s = 1e-09 s is 1/"),  # (1e-300 is below the least time a record is read with)
     ({"time_s": 1e11}, "time_s = 1e+11 s is "),
     ({"peak_mem_gib": 70951.0}, "peak_mem_gib = 70951 is more than the 96 GiB a GPU of gh200 holds, for a probe that "
-                                "finished (6 such records): figures in MiB? (GiB = MiB / 1024)"),
+                                "finished (6 such records): figures in MiB? (GiB = MiB / 1024): fix the records; or, if "
+                                "the figure is right, the profile 'gh200' is not the hardware it was measured on (pass "
+                                "--hardware)"),
 ])
 def test_a_figure_no_node_could_give_is_refused(tmp_path, figures, said):
     with pytest.raises(ConfigError) as refused:
