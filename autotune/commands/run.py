@@ -110,7 +110,8 @@ def register(subparsers) -> None:
         help="recorded results for --backend replay: JSON lines, one record per candidate: params (a value for every "
         "knob), status ok|oom|failed (default: ok), time_s (s, to solution), energy_kj (kJ), tflops, peak_mem_gib (GiB), "
         "source measured|estimated|simulated (default: measured; estimated: measured time, energy from a power model); "
-        "optional error (why it failed), probe_cost, noise, energy_not_measured, study (docs/search.md: Replay) "
+        "optional error (why it failed), probe_cost, noise, energy_not_measured, peak_mem_kind (what peak_mem_gib is), "
+        "default_power_limit_w (W: the default limit NVML reported), study (docs/search.md: Replay) "
         "(as `autotune export RUN_DIR --measurements FILE` writes), or the list "
         "`autotune space --simulate --json` prints; the study searches the recorded candidates only",
     )

@@ -192,3 +192,17 @@ def test_the_nodes_help_names_each_form_it_takes(monkeypatch, tmp_path):
     done = autotune_main("run", "--model", "7b", "--nodes", "1,2,4", "--trials", "2", "--backend", "simulate", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "runs" / "7b-1_2_4n" / "pareto.json").is_file()
+
+
+def test_run_help_names_every_optional_record_key_docs_search_md_documents(monkeypatch):
+    """`--measurements` lists a record's optional keys: one the doc gained (peak_mem_kind, default_power_limit_w) and
+    the help did not left a user who read only the help thinking such a file's key an error."""
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).parents[2] / "docs" / "search.md").read_text(encoding="utf-8")
+    optional = doc.split("Optional keys:", 1)[1].split("###", 1)[0]
+    keys = re.findall(r'^- `"(\w+)"`', optional, flags=re.MULTILINE)
+    assert {"error", "peak_mem_kind", "default_power_limit_w", "study"} <= set(keys), keys
+    measurements = help_of(monkeypatch, "run").split("--measurements FILE recorded results", 1)[1].split("--launcher", 1)[0]
+    assert [key for key in keys if key not in measurements] == []
