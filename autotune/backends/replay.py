@@ -20,8 +20,10 @@ benchmarks run in milliseconds. The file (`--measurements FILE`) is either
   replayed GPU-only energy is still reported as one, an optional "default_power_limit_w" (W) the default power
   limit NVML reported on the devices of a probe that set a limit (backends.launch.measured_default_limit), so a
   replayed report gives a pick's limit in watts of that default, not of the profile's, and an optional "study" {"model", "hardware",
-  "gpus_per_node", "frames", "text_tokens", "global_batch", "samples", "precision"}: what the figures
-  were measured for, which no knob says (a 7b file replayed as --model 32b would otherwise pass);
+  "gpus_per_node", "frames", "text_tokens", "global_batch", "samples", "precision", "model_sizes" (optional)}: what the
+  figures were measured for, which no knob says (a 7b file replayed as --model 32b would otherwise pass); its
+  model_sizes {"llm", "vision"} are the model's sizes as the study.db keeps them (ModelSpec.to_json: a resume checks
+  them), so that a model file or config.json of another size under the same name is refused too;
 - or the JSON list `autotune space --simulate --json` prints (entries with "valid": false are not
   candidates and are skipped).
 
@@ -46,13 +48,14 @@ from autotune.counted import counted
 from autotune.backends.base import Backend, ProbeResult
 from autotune.backends.probe_outcome import step_time_cv
 from autotune.backends.replay_figures import figure_problems, peak_memory_refusal
-from autotune.backends.replay_fit import none_usable, other_study, unused_records
+from autotune.backends.replay_fit import none_usable, other_model_sizes, other_study, unused_records
 from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, Candidate, knob_value, params_key
 from autotune.checks import (
     MAX_COUNT, checked_number, complete_table, number_problem, refuse_duplicate_keys, refuse_unknown_keys, shown,
 )
 from autotune.errors import ConfigError
 from autotune.memory import HOST_PEAK_KINDS
+from autotune.models import ModelSpec, model_from_json
 from autotune.measure.combine import SEPARATE_COMPONENTS, not_measured
 
 SOURCES = ("measured", "estimated", "simulated")
@@ -74,6 +77,10 @@ STUDY_FLAGS = {"model": "--model", "hardware": "--hardware", "gpus_per_node": "-
                "text_tokens": "--text-tokens", "global_batch": "--global-batch", "samples": "--samples",
                "precision": "--precision"}
 _STUDY_NAMES = ("model", "hardware", "precision")
+# A record's `study.model_sizes`, optional (records of an older autotune, or written by hand, have none): the model's
+# sizes beyond its name, which a model file or config.json keeping another's name (a depth-pruned variant) differs in.
+MODEL_SIZES = "model_sizes"
+_MODEL_SIZE_PARTS = ("llm", "vision")
 # What `autotune space --simulate --json` adds beside a record's keys.
 _SPACE_LIST_KEYS = ("valid", "reason", "simulator_error_pct")  # the last: the profile's, which replay reads itself
 # What JSON calls what Python parsed (a record that is `null` was "not NoneType").
@@ -125,16 +132,37 @@ def _optional_number(origin: str, record: dict, key: str, low_open: bool = False
     return None if value is None else checked_number(origin, key, value, low=low, low_open=low_open, high=high, fix=_FIX)
 
 
+def model_sizes(model: ModelSpec) -> dict:
+    """{"llm", "vision"}: a model's sizes as the study.db keeps them (ModelSpec.to_json, which a resume compares:
+    "its sizes differ"), its name and default workload apart (a record's study names the model and its workload)."""
+    data = model.to_json()
+    return {part: data[part] for part in _MODEL_SIZE_PARTS}
+
+
 def study_of(candidate: Candidate) -> dict:
     """What a candidate's figures are for beyond its knobs: a record's `study` (the hardware by its node:
-    figures measured on gh200 nodes replay under every calibration of gh200)."""
+    figures measured on gh200 nodes replay under every calibration of gh200), the model by its sizes too."""
     return {"model": candidate.model.name, "hardware": candidate.hardware.base_name, "gpus_per_node": candidate.gpus_per_node,
-            **{key: getattr(candidate.workload, key) for key in ("frames", "text_tokens", "global_batch", "samples", "precision")}}
+            **{key: getattr(candidate.workload, key) for key in ("frames", "text_tokens", "global_batch", "samples", "precision")},
+            MODEL_SIZES: model_sizes(candidate.model)}
+
+
+def _checked_model_sizes(origin: str, sizes) -> dict:
+    """A record's study.model_sizes, every value checked as a model file's are (models.model_from_json), in the
+    shape model_sizes writes (defaults filled in), so that equal sizes compare equal."""
+    complete_table(origin, f"study.{MODEL_SIZES}", sizes, _MODEL_SIZE_PARTS, _FIX,
+                   f"study.{MODEL_SIZES} = {shown(sizes)} is not an object of llm, vision (the model's sizes)")
+    return model_sizes(model_from_json(sizes, origin=f"{origin}: study.{MODEL_SIZES}"))
 
 
 def _checked_study(origin: str, study) -> dict:
-    complete_table(origin, "study", study, STUDY_FLAGS, _FIX, f"study = {shown(study)} is not an object of {', '.join(STUDY_FLAGS)}")
+    if isinstance(study, dict):
+        refuse_unknown_keys(f"{origin} study", study, (*STUDY_FLAGS, MODEL_SIZES), _FIX)
+    named = {key: value for key, value in study.items() if key != MODEL_SIZES} if isinstance(study, dict) else study
+    complete_table(origin, "study", named, STUDY_FLAGS, _FIX, f"study = {shown(study)} is not an object of {', '.join(STUDY_FLAGS)}")
     out = {}
+    if study.get(MODEL_SIZES) is not None:
+        out[MODEL_SIZES] = _checked_model_sizes(origin, study[MODEL_SIZES])
     for key in STUDY_FLAGS:
         value = study[key]
         if key in _STUDY_NAMES:
@@ -496,6 +524,11 @@ class ReplayBackend(Backend):
                 # --nodes and --space from that study's records alone: another study's in the file would be refused next.
                 same = [r for r in self.records.values() if r.get("study") == theirs]
                 raise ConfigError(other_study(record["origin"], theirs, mine, differs, STUDY_FLAGS, same, checks))
+        for record in self.records.values():
+            # Another model under this one's name: every figure would be its (a resume refuses it: "its sizes differ").
+            theirs = (record.get("study") or {}).get(MODEL_SIZES)
+            if theirs is not None and theirs != mine[MODEL_SIZES]:
+                raise ConfigError(other_model_sizes(record["origin"], mine["model"], theirs, mine[MODEL_SIZES]))
 
     def check_resumed(self, evaluated: list) -> None:
         """Refuses, in one line, to resume with a file whose records for the study's replayed trials hold

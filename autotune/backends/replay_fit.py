@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from autotune.candidate import KNOBS, params_key
 from autotune.hardware import available_hardware
-from autotune.models import PRESETS
+from autotune.models import PRESETS, model_from_json, params_text
 from autotune.space.files import nodes_flag
 from autotune.counted import counted
 
@@ -60,7 +60,7 @@ def other_study(origin: str, theirs: dict, mine: dict, differs: list[str], flags
                 checks: list) -> str:
     """The refusal of records measured for another model, hardware or workload, with every flag that replays
     them: a model or profile by name where a flag takes it (a preset, a built-in profile), else a placeholder
-    and what it must be (records keep the model's name, not its sizes); --nodes and --space where the
+    and what it must be (of the sizes the records hold, where they do); --nodes and --space where the
     records hold node counts or knob values this study's lack."""
     given = []
     notes = []
@@ -73,8 +73,8 @@ def other_study(origin: str, theirs: dict, mine: dict, differs: list[str], flags
             continue
         if key == "model" and value not in PRESETS:
             given.append(f"{flags[key]} {_MODEL_FILE}")
-            notes.append(f"{_MODEL_FILE} is the model file named '{value}' (no preset has that name, and records "
-                         "keep a model's name, not its sizes)")
+            sized = ", of the sizes the records' study.model_sizes hold" if theirs.get("model_sizes") else ""
+            notes.append(f"{_MODEL_FILE} is the model file named '{value}' (no preset has that name){sized}")
         elif key == "hardware" and value not in available_hardware():
             given.append(f"{flags[key]} {_PROFILE_FILE}")
             notes.append(f"{_PROFILE_FILE} is the hardware profile named (or calibrated from) '{value}' (no built-in "
@@ -105,6 +105,20 @@ def other_study(origin: str, theirs: dict, mine: dict, differs: list[str], flags
 # What a record's study.model and study.hardware hold (a name), and the suffix of the file written there instead.
 _PATH_SUFFIX = {"model": ".json", "hardware": ".toml"}
 _PATH_NAME = {"model": "the model's name as autotune prints it", "hardware": "the profile's `name`"}
+
+
+def other_model_sizes(origin: str, name: str, theirs: dict, mine: dict) -> str:
+    """The refusal of records measured for a model of this run's --model's name and other sizes (`study.model_sizes`,
+    as replay.model_sizes writes them): a model file or config.json that kept its base's name (a depth-pruned
+    variant) would have every figure of the base reported as its own (trial61 #4). Both named by their size."""
+    measured, here = (model_from_json(sizes, origin="model_sizes") for sizes in (theirs, mine))
+    differs = [f"{part}.{key} {theirs[part].get(key)} there, {value} here" for part in ("llm", "vision")
+               for key, value in mine[part].items() if theirs[part].get(key) != value]
+    shown = ", ".join(differs[:3]) + (f" and {len(differs) - 3} more" if len(differs) > 3 else "")
+    return (f"{origin} holds figures for a model named '{name}' of {params_text(measured.params())} parameters, and this "
+            f"run's --model of that name has {params_text(here.params())} ({shown}): every figure would be another "
+            f"model's; replay it with the --model it was measured for (the model file or config.json of the sizes its "
+            "study.model_sizes hold), or evaluate this model with --backend simulate or launch")
 
 
 def _are(count: int, plural: str, singular: str) -> str:

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from autotune.backends.replay import ReplayBackend, load_measurements, measurement_record
+from autotune.backends.replay import ReplayBackend, load_measurements, measurement_record, model_sizes
 from autotune.errors import ConfigError
+from autotune.models import PRESETS
 
 KNOBS_OLD = {"zero_stage": 3, "optimizer_offload": "none", "activation_checkpointing": "recompute",
              "sp_degree": 1, "micro_batch": 1, "nodes": 4}
@@ -365,7 +366,7 @@ def test_an_exported_file_replays_only_for_the_study_it_was_measured_for(tmp_pat
     path = tmp_path / "m.jsonl"
     assert autotune_main("export", tmp_path / "run", "--measurements", path).returncode == 0
     records = [json.loads(line) for line in path.read_text().splitlines()]
-    assert records and all(r["study"] == {**STUDY, "model": "7b"} for r in records)
+    assert records and all(r["study"] == {**STUDY, "model": "7b", "model_sizes": model_sizes(PRESETS["7b"])} for r in records)
     for flags, said in [
         (("--model", "32b"), "holds figures for model 7b, not this study's 32b; replay it with --model 7b"),
         (("--model", "7b", "--frames", "30", "--samples", "1024"),
@@ -401,7 +402,7 @@ def test_a_simulated_space_list_says_what_study_its_figures_are_for(tmp_path):
     listed = autotune_main("space", "--model", "7b", "--nodes", "1", "--simulate", "--json")
     assert listed.returncode == 0, listed.stderr
     rows = json.loads(listed.stdout)
-    assert all(r["study"] == {**STUDY, "model": "7b"} for r in rows if r["valid"]) and not any("study" in r for r in rows if not r["valid"])
+    assert all(r["study"] == {**STUDY, "model": "7b", "model_sizes": model_sizes(PRESETS["7b"])} for r in rows if r["valid"]) and not any("study" in r for r in rows if not r["valid"])
     path = tmp_path / "space.json"
     path.write_text(listed.stdout)
     refused = autotune_main("run", "--model", "7b", "--nodes", "1", "--frames", "30", "--backend", "replay", "--measurements", path,
@@ -526,3 +527,83 @@ def test_what_a_peak_memory_figure_is_is_kept_through_export_and_replay(tmp_path
     with pytest.raises(ConfigError, match=r"line 1: peak_mem_kind = \"rss\" is not one of \"process_peak_rss\", "
                                           r"\"cuda_max_memory_allocated\""):
         ReplayBackend(bad)
+
+
+def _sized(**changes) -> dict:
+    """A record whose study holds 7b's sizes with `changes` ({"llm": {...}} merged into a part, or a part replaced)."""
+    sizes = model_sizes(PRESETS["7b"])
+    for part, change in changes.items():
+        sizes[part] = {**sizes[part], **change} if isinstance(change, dict) else change
+    return {**OK, "study": {**STUDY, "model_sizes": sizes}}
+
+
+@pytest.mark.parametrize("study, words", [
+    ({**STUDY, "model_sizes": "7b"}, ['study.model_sizes = "7b" is not an object of llm, vision']),
+    ({**STUDY, "model_sizes": [1, 2]}, ["study.model_sizes = [1, 2] is not an object of llm, vision"]),
+    ({**STUDY, "model_sizes": 7}, ["study.model_sizes = 7 is not an object"]),
+    ({**STUDY, "model_sizes": {"llm": {}}}, ["study.model_sizes lacks vision"]),
+    ({**STUDY, "model_sizes": {"llm": {}, "vision": {}, "name": "7b"}}, ["study.model_sizes", "unknown key name"]),
+    (_sized(llm={"layers": "28"})["study"], ['study.model_sizes: llm.layers = "28"']),
+    (_sized(llm={"layers": 0})["study"], ["study.model_sizes: llm.layers = 0"]),
+    (_sized(llm={"layers": 28.5})["study"], ["study.model_sizes: llm.layers = 28.5"]),
+    (_sized(llm={"hidden": True})["study"], ["study.model_sizes: llm.hidden = true"]),
+    (_sized(llm={"vocab": None})["study"], ["study.model_sizes: llm.vocab = null"]),
+    (_sized(llm={"mrope_sections": [16, 24]})["study"], ["study.model_sizes: llm.mrope_sections = [16, 24]"]),
+    (_sized(llm={"tie_embeddings": "no"})["study"], ['study.model_sizes: llm.tie_embeddings = "no"']),
+    (_sized(vision={"patch": -14})["study"], ["study.model_sizes: vision.patch = -14"]),
+    (_sized(vision=None)["study"], ["study.model_sizes: vision = null is not an object"]),
+    (_sized(llm={"heads": 27})["study"], ["study.model_sizes: llm.hidden 3584 is not a multiple of llm.heads 27"]),
+])
+def test_a_records_model_sizes_are_checked_as_a_model_files(tmp_path, study, words):
+    path = _write(tmp_path, [{**OK, "study": study}])
+    with pytest.raises(ConfigError) as error:
+        load_measurements(path)
+    message = str(error.value)
+    assert "\n" not in message and f"measurements {path} line 1" in message
+    assert all(word in message for word in words), message
+
+
+def test_a_records_model_sizes_are_kept_as_the_study_db_keeps_them(tmp_path):
+    """Read back in the shape model_sizes writes, defaults filled in: equal sizes compare equal (a hand-written file
+    that leaves rope_theta out is the model with its default)."""
+    record = _sized()
+    del record["study"]["model_sizes"]["llm"]["rope_theta"]
+    (read,) = load_measurements(_write(tmp_path, [record])).values()
+    assert read["study"]["model_sizes"] == model_sizes(PRESETS["7b"]) == {
+        part: PRESETS["7b"].to_json()[part] for part in ("llm", "vision")}
+
+
+def test_a_model_of_the_same_name_and_other_sizes_is_refused(tmp_path):
+    """trial61 #4: a config.json edited to other sizes that keeps its `_name_or_path` (here a model file that keeps its
+    name) was replayed with the other model's figures, without a word; a resume of its run directory refuses it."""
+    from tests.cli import autotune_main
+
+    model = {"name": "mine", **model_sizes(PRESETS["tiny"])}
+    (tmp_path / "mine.json").write_text(json.dumps(model))
+    pruned = {**model, "llm": {**model["llm"], "layers": 1}}
+    (tmp_path / "pruned.json").write_text(json.dumps(pruned))
+    run = autotune_main("run", "--model", tmp_path / "mine.json", "--nodes", "1", "--trials", "3", "--backend", "simulate",
+                        "--out", tmp_path / "run")
+    assert run.returncode == 0, run.stderr
+    path = tmp_path / "m.jsonl"
+    assert autotune_main("export", tmp_path / "run", "--measurements", path).returncode == 0
+    refused = autotune_main("run", "--model", tmp_path / "pruned.json", "--nodes", "1", "--backend", "replay",
+                            "--measurements", path, "--out", tmp_path / "refused")
+    lines = refused.stderr.strip().splitlines()
+    assert refused.returncode == 2 and len(lines) == 1 and not (tmp_path / "refused").exists(), refused.stderr
+    assert (f"measurements {path} line 1 holds figures for a model named 'mine' of " in lines[0]
+            and "and this run's --model of that name has " in lines[0] and "(llm.layers 2 there, 1 here)" in lines[0]
+            and "replay it with the --model it was measured for" in lines[0]), lines[0]
+    same = autotune_main("run", "--model", tmp_path / "mine.json", "--nodes", "1", "--backend", "replay",
+                         "--measurements", path, "--out", tmp_path / "same")
+    assert same.returncode == 0, same.stderr
+    # Records without the sizes (an older autotune's export, a hand-written file) are taken as before.
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    for record in records:
+        del record["study"]["model_sizes"]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    older = autotune_main("run", "--model", tmp_path / "pruned.json", "--nodes", "1", "--backend", "replay",
+                          "--measurements", path, "--out", tmp_path / "older")
+    assert older.returncode == 0, older.stderr
+
+

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from autotune.backends.replay import ReplayBackend
+from autotune.backends.replay import ReplayBackend, model_sizes
 from autotune.errors import ConfigError
+from autotune.models import PRESETS
 from tests.cli import autotune_main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,8 +45,7 @@ def test_the_committed_study_s_hint_names_flags_that_replay_it_whole(tmp_path):
         f"autotune run: error: measurements {MEASURED} line 1 holds figures for model 1.5b, hardware h100-sxm, "
         "gpus_per_node 1, frames 8, global_batch 4, samples 64, not this study's 32b, gh200, 4, 60, 64, 2048; replay it "
         "with --model MODEL.json --hardware h100-sxm --gpus-per-node 1 --frames 8 --global-batch 4 --samples 64 --nodes 1 "
-        "--space SPACE.toml, where MODEL.json is the model file named '1.5b' (no preset has that name, and records keep a "
-        "model's name, not its sizes); and SPACE.toml is the space file they were measured with (this one lacks their "
+        "--space SPACE.toml, where MODEL.json is the model file named '1.5b' (no preset has that name); and SPACE.toml is the space file they were measured with (this one lacks their "
         "power_limit 0.35, 0.5)"]
     # The hint, its two files filled in, replays every record: min-energy at the 0.35 limit (3.85 kJ).
     hinted = refused.stderr.split("replay it with ")[1].split(", where")[0]
@@ -168,8 +168,11 @@ def test_run_prints_the_unused_records_once_and_replays_the_rest(tmp_path):
      "replay it with --hardware h100-sxm --gpus-per-node 8"),
     # Names no flag takes: a placeholder, and what it must be.
     ({"model": "my-13b"}, ("--model", "7b", "--nodes", "1"),
-     "replay it with --model MODEL.json, where MODEL.json is the model file named 'my-13b' (no preset has that name, "
-     "and records keep a model's name, not its sizes)"),
+     "replay it with --model MODEL.json, where MODEL.json is the model file named 'my-13b' (no preset has that name)"),
+    # Records that keep the model's sizes (an export since trial61 #4) say the file is of those sizes.
+    ({"model": "my-13b", "model_sizes": model_sizes(PRESETS["7b"])}, ("--model", "7b", "--nodes", "1"),
+     "replay it with --model MODEL.json, where MODEL.json is the model file named 'my-13b' (no preset has that name), "
+     "of the sizes the records' study.model_sizes hold"),
     ({"hardware": "a100-80"}, ("--model", "7b", "--nodes", "1"),
      "replay it with --hardware PROFILE.toml, where PROFILE.toml is the hardware profile named (or calibrated from) "
      "'a100-80' (no built-in profile has that name)"),
