@@ -126,9 +126,9 @@ DEEPSPEED_ONE_HOST_LINES = (
 )
 
 
-def _own_training(config_name: str, candidate) -> str:
+def _own_training(config_name: str, candidate, measured_default_w: float | None = None) -> str:
     return (f"# Your own training takes {config_name} as its DeepSpeed config, and needs beyond it:\n"
-            + "".join(f"#   - {note}\n" for note in handover_notes(candidate)))
+            + "".join(f"#   - {note}\n" for note in handover_notes(candidate, measured_default_w)))
 
 
 def _script_line(line: str) -> str:
@@ -166,16 +166,17 @@ def ranks_note(candidate) -> str:
             "number of ranks finds one")
 
 
-def handover_notes(candidate) -> list[str]:
-    """Everything a training that loads the exported config needs to know beyond it, in the order said."""
-    return [ranks_note(candidate), *beyond_the_config(candidate.knobs, candidate.hardware)]
+def handover_notes(candidate, measured_default_w: float | None = None) -> list[str]:
+    """Everything a training that loads the exported config needs to know beyond it, in the order said.
+    `measured_default_w`: the default power limit the trial's probe read (report.power_limit.measured_default_w)."""
+    return [ranks_note(candidate), *beyond_the_config(candidate.knobs, candidate.hardware, measured_default_w)]
 
 
-def beyond_the_config(knobs, hardware=None) -> list[str]:
+def beyond_the_config(knobs, hardware=None, measured_default_w: float | None = None) -> list[str]:
     """What the probe applied that a DeepSpeed JSON cannot carry: a training that only loads the file gets
     none of it (DeepSpeed's engine never reads `activation_checkpointing`, and `sequence_parallel_size` alone
     only changes its batch arithmetic), so each is said wherever the file is handed over. `hardware`: the
-    profile, which gives a power limit in watts (device_settings_note)."""
+    profile, which gives a power limit in watts (device_settings_note), of `measured_default_w` where a probe read it."""
     notes = []
     if knobs.activation_checkpointing != "none":
         how = {"recompute": "recompute each block in backward",
@@ -210,17 +211,21 @@ def beyond_the_config(knobs, hardware=None) -> list[str]:
                      "each rank's loss must be its slice's summed loss divided by the whole sequence's token count "
                      "(DeepSpeed sums the gradients over the SP ranks: a per-slice mean makes them "
                      f"{knobs.sp_degree}x too large)")
-    if device := device_settings_note(knobs, hardware):
+    if device := device_settings_note(knobs, hardware, measured_default_w=measured_default_w):
         notes.append(device)
     return notes
 
 
-def device_settings_note(knobs, hardware=None, limit_placeholder: str | None = None) -> str | None:
+def device_settings_note(knobs, hardware=None, limit_placeholder: str | None = None,
+                         measured_default_w: float | None = None) -> str | None:
     """How the pick's power limit or clock cap is set, which DeepSpeed does not; None where it touches neither. With
-    the profile, the limit in watts too (candidate.power_limit_text). `limit_placeholder`: written for the limit, in
-    the words and the command, where one note serves the report's picks that differ in the limit alone
-    (deploy_notes.shared_device_notes says which limit is whose)."""
-    limit = f"{limit_placeholder} x default" if limit_placeholder else power_limit_text(knobs.power_limit, hardware)
+    the profile, the limit in watts too (candidate.power_limit_text): of `measured_default_w`, the default NVML
+    reported on the probe's devices, where the probe read one, as the report's pick lines give it (an A100 whose
+    default is 250 W, not the profile's 400, read "280 W" in the note and "175 W" on its pick line).
+    `limit_placeholder`: written for the limit, in the words and the command, where one note serves the report's
+    picks that differ in the limit alone (deploy_notes.shared_device_notes says which limit is whose)."""
+    limit = (f"{limit_placeholder} x default" if limit_placeholder
+             else power_limit_text(knobs.power_limit, hardware, measured_default_w))
     device = [f"power limit {limit}"] if knobs.power_limit != 1.0 else []
     device += [f"SM clock cap {knobs.sm_clock_mhz} MHz"] if knobs.sm_clock_mhz != SM_CLOCK_UNTOUCHED else []
     if not device:
@@ -321,8 +326,11 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
     `launcher` "srun": launch.sh trains in one srun step of the allocation it runs in, which also sets
     an SM clock cap (`--gpu-freq`; autotune/export_device.py). `caveats` (pick_caveats): said in launch.sh's
     header, which travels with the pick where the report does not."""
+    from autotune.report.power_limit import measured_default_w
+
     point = view.point(trial)
     candidate = view.settings.candidate(point.params)
+    default_w = measured_default_w(point)  # the limit's watts of the default the probe read, as the report gives them
     config = deepspeed_config(candidate)
     # A GPU-only total must not read as the node's in a file that travels without the report.
     # None where the energy is not measured at all ([] would read as "every part measured").
@@ -343,7 +351,7 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
         "power_limit": candidate.knobs.power_limit,  # fraction of each device's default limit; 1.0 = untouched
         "sm_clock_mhz": candidate.knobs.sm_clock_mhz,  # "max" = untouched
         "ranks": candidate.gpus,  # the batch sizes hold for this many (ranks_note)
-        "not_in_this_config": handover_notes(candidate),
+        "not_in_this_config": handover_notes(candidate, default_w),
         "why": config_reasons(candidate),
         "not_tuned": not_tuned(config),  # the probe's fixed settings (optimizer, clipping, logging): the user's own
         "model_caveats": view.model_caveats,  # what of the --model file the figures model otherwise, else null
@@ -368,7 +376,7 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
         f"{point.energy_source} energy{without}) for a warm-up and a measured window,\n"
         f"# prints what it measured and writes {result_name(config_path.name)} (more steps: add --steps N to the command below).\n"
         + "".join(f"# Caveat: {' '.join(line.splitlines())}\n" for line in caveats)  # a line break would end the comment
-        + _own_training(config_path.name, candidate) + where
+        + _own_training(config_path.name, candidate, default_w) + where
         + 'cd "$(dirname "$0")"\n'
         + "".join(line + "\n" for line in (_hostfile_check(launch_path.name, candidate) if command[0] == "deepspeed" else []))
         # The gres first: whether srun sets the clock depends on it (export_device.device_script).

@@ -123,6 +123,7 @@ def _run(args) -> int:
 def _print_handover(view, trial: int, written: list[Path], launcher: str, caveats: list[str] = ()) -> None:
     """What to do with the files, on stderr, after what the report warns of the pick (export.pick_caveats)."""
     from autotune.export import handover_notes, hostfile_sentence
+    from autotune.report.power_limit import measured_default_w
 
     for line in caveats:
         print(line, file=sys.stderr)
@@ -131,7 +132,7 @@ def _print_handover(view, trial: int, written: list[Path], launcher: str, caveat
     if launcher == "deepspeed":  # see export._hostfile_check
         print(f"  {hostfile_sentence(candidate.knobs.nodes, candidate.gpus_per_node)}", file=sys.stderr)
     print(f"{written[0].name} is the DeepSpeed config; your own training needs beyond it:", file=sys.stderr)
-    for note in handover_notes(candidate):
+    for note in handover_notes(candidate, measured_default_w(view.point(trial))):
         print(f"  - {note}", file=sys.stderr)
 
 

@@ -17,17 +17,19 @@ import json
 LIMIT_PLACEHOLDER = "LIMIT"
 
 
-def deployment_notes(candidate, config_text: str | None = None, device_note: str | None = None) -> list[str]:
+def deployment_notes(candidate, config_text: str | None = None, device_note: str | None = None,
+                     measured_default_w: float | None = None) -> list[str]:
     """What training `candidate` needs beyond its DeepSpeed config. `config_text`: the exported config file as written,
     whose own `not_in_this_config` is what ships with it (report.html prints the file beside them); export's notes
     for the candidate where it has none (not written yet, or edited into something without the list).
-    `device_note`: said in place of the candidate's own power-limit note (shared_device_notes)."""
+    `device_note`: said in place of the candidate's own power-limit note (shared_device_notes). `measured_default_w`:
+    the default power limit the pick's probe read (power_limit.measured_default_w), which its watts are of."""
     from autotune.export import device_settings_note, handover_notes  # export pulls the launchers in: only when said
 
     notes = _config_notes(config_text)
-    notes = list(handover_notes(candidate) if notes is None else notes)
+    notes = list(handover_notes(candidate, measured_default_w) if notes is None else notes)
     if device_note is not None:
-        own = device_settings_note(candidate.knobs, candidate.hardware)
+        own = device_settings_note(candidate.knobs, candidate.hardware, measured_default_w=measured_default_w)
         notes = [device_note if note == own else note for note in notes]
     if candidate.knobs.nodes > 1:
         notes.append(_hostfile_note(candidate))
@@ -104,9 +106,11 @@ def _hostfile_note(candidate) -> str:
 def pick_deployment_notes(view) -> dict[int, list[str]]:
     """{trial: its deployment notes} for each trial the picks name, in pick order: picks sharing a trial share them."""
     from autotune.report.picks import picks_by_trial
+    from autotune.report.power_limit import measured_default_w
 
     shared = shared_device_notes(view)  # said once for the picks that differ in the limit alone: grouped below
-    return {trial: deployment_notes(view.settings.candidate(view.point(trial).params), device_note=shared.get(trial))
+    return {trial: deployment_notes(view.settings.candidate(view.point(trial).params), device_note=shared.get(trial),
+                                    measured_default_w=measured_default_w(view.point(trial)))
             for trial in picks_by_trial(view)}
 
 

@@ -12,6 +12,7 @@ import re
 
 from autotune.report.deploy_notes import deployment_notes, device_notes_said_once
 from autotune.report.html_parts import esc
+from autotune.report.power_limit import measured_default_w
 
 
 def _with_code(note: str) -> str:
@@ -24,7 +25,8 @@ def deployment_notes_html(config_text: str, candidate, view=None, trial: int | N
     """The notes of pick `trial` of `view`: a power-limit note its picks share said under the first of them only
     (deploy_notes.device_notes_said_once), as report.md says it."""
     device_note = device_notes_said_once(view).get(trial) if view is not None else None
-    notes = deployment_notes(candidate, config_text, device_note)
+    default_w = measured_default_w(view.point(trial)) if view is not None and trial is not None else None
+    notes = deployment_notes(candidate, config_text, device_note, default_w)
     if not notes:
         return ""
     items = "".join(f"<li>{_with_code(note)}</li>" for note in notes)

@@ -19,7 +19,7 @@ from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
 from autotune.report.inputs import inputs_sentence
 from autotune.report.payback import cost_sentence, payback_by_trial, payback_sentence
 from autotune.report.picks import PICK_FILES, baseline_label, front_title, pick_label, picks_by_trial
-from autotune.report.power_limit import sweep_sentence
+from autotune.report.power_limit import measured_default_w, sweep_sentence
 from autotune.report.study_points import StudyView
 from autotune.report.within_noise import ties_text
 from autotune.report.pick_figures import (
@@ -176,7 +176,8 @@ def deployment_lines(view: StudyView, name: str, p, said_by: str | None, documen
     hostfile), which report.md left out (trial 49 #2). Once per trial: a later pick of it points back."""
     if said_by is not None:
         return [f"  - deploying it needs what {said_by} above does"]
-    notes = deployment_notes(view.settings.candidate(p.params), device_note=device_notes_said_once(view).get(p.trial))
+    notes = deployment_notes(view.settings.candidate(p.params), device_note=device_notes_said_once(view).get(p.trial),
+                             measured_default_w=measured_default_w(p))
     return [f"  - deploying it needs, beyond its DeepSpeed config (configs/{PICK_FILES.get(name, name)}.json):",
             *(f"    - {md_names(note, document)}" for note in notes)]
 

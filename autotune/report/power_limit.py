@@ -35,7 +35,7 @@ def _limit(point: Point) -> float:
 
 def measured_default_w(point: Point) -> float | None:
     """The default power limit NVML reported on the devices of the point's probe (backends.launch keeps it where the
-    probe set a limit); None where none was read: simulated, replayed, or run at the default."""
+    probe set a limit, and a replay of its record); None where none was read: simulated, or run at the default."""
     value = ((point.extra or {}).get("details") or {}).get("default_power_limit_w")
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
 
