@@ -69,6 +69,9 @@ class Backend(abc.ABC):
     #: a run's first three failures then stop it (study/failures.failing_start). Replay: no, a recorded failure
     #: is looked up, and looking up the rest of the recording costs nothing.
     failures_may_be_the_setup: bool = True
+    #: seconds a probe's processes get to end after SIGTERM (at its timeout) before SIGKILL: part of the longest a probe
+    #: may take (study/time_limit.probe_bound_s). Backends whose evaluations start no process: 0.
+    kill_grace_s: float = 0.0
 
     @abc.abstractmethod
     def evaluate(self, candidate: Candidate, trial_number: int = 0) -> ProbeResult:

@@ -69,8 +69,9 @@ def register(subparsers) -> None:
         help="no probe starts that cannot finish, the reports written, within this time of the run's start: the study "
         "stops there as at --trials (the same command resumes it). As sbatch --time takes it: MINUTES (a bare number "
         "is minutes, as in sbatch), MINUTES:SECONDS, HOURS:MINUTES:SECONDS, DAYS-HOURS, DAYS-HOURS:MINUTES or "
-        "DAYS-HOURS:MINUTES:SECONDS. A probe is taken to last as long as the longest of the study so far, or before "
-        f"any has finished, --probe-timeout x --repeats; {REPORT_MARGIN_S / 60:g} minutes are kept for the reports "
+        "DAYS-HOURS:MINUTES:SECONDS. A probe is taken to last as long as the longest of the study under these probe "
+        "settings, at most --probe-timeout x --repeats (and the time to stop one), which it is taken to last where "
+        f"none ran under them; {REPORT_MARGIN_S / 60:g} minutes are kept for the reports "
         "(default: inside a SLURM job, the job's end, SLURM_JOB_END_TIME; else no limit)",
     )
     study.add_argument(
@@ -154,8 +155,9 @@ def time_stop_line(limit: TimeLimit) -> str:
     if held.measured:
         need = f"and a probe of this study has taken up to {time_text(held.probe_s)} ({margin} more are kept for the reports)"
     elif held.probe_s:
-        need = (f"and no probe has finished yet: one may take up to {time_text(held.probe_s)} (--probe-timeout x --repeats; "
-                f"{margin} more are kept for the reports)")
+        need = (f"and a probe may take up to {time_text(held.probe_s)} (--probe-timeout x --repeats and the time to stop "
+                f"one: no shorter probe of this study ran under these probe settings; {margin} more are kept for the "
+                "reports)")
     else:  # a backend whose evaluations take no time (simulate, replay)
         need = f"less than the {margin} kept for the reports"
     again = "resume with the same command in a new job" if limit.slurm else "run the same command again to resume"

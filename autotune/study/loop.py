@@ -58,8 +58,8 @@ from autotune.study.retries import (
 )
 from autotune.study.settings import StudySettings
 from autotune.study.stop_rule import STOP_RULE
-from autotune.study.time_limit import (PROBE_WALL_ATTR, TIME_LIMIT_STOP_ATTR, TimeLimit, forget_time_limit_stop,
-                                       longest_probe_s, probe_bound_s)
+from autotune.study.time_limit import (PROBE_WALL_ATTR, PROBE_WALL_UNDER_ATTR, TIME_LIMIT_STOP_ATTR, TimeLimit,
+                                       forget_time_limit_stop, longest_probe_s, probe_bound_s)
 from autotune.study.unique import OVER_BUDGET_ATTR, PROPOSAL_WAIT_S, settled_trials, trial_knobs, unique_candidates
 from autotune.study.valid import usable_values, valid_checks
 
@@ -354,6 +354,7 @@ class _Objective:
             raise
         if saved is None:  # what the time limit's rule weighs a next probe by, in this run or a later one
             trial.set_user_attr(PROBE_WALL_ATTR, self.time_limit.clock() - started_s)
+            trial.set_user_attr(PROBE_WALL_UNDER_ATTR, self.backend.timeout_settings())  # a wall under others is not weighed
         trial.set_user_attr("result", result.to_dict())
         self.evaluated += 1
         memory_excess = max(check.memory.device_excess_gib, check.memory.host_excess_gib)
@@ -387,8 +388,9 @@ class _Objective:
         proposed again when the study resumes)."""
         if self.time_limit.deadline is None:
             return
-        longest_s = longest_probe_s(trial.study.get_trials(deepcopy=False))
-        if self.time_limit.held_back(longest_s, probe_bound_s(self.backend.timeout_settings())) is None:
+        settings = self.backend.timeout_settings()
+        longest_s = longest_probe_s(trial.study.get_trials(deepcopy=False), settings)
+        if self.time_limit.held_back(longest_s, probe_bound_s(settings, self.backend.kill_grace_s)) is None:
             return
         trial.set_user_attr(OVER_BUDGET_ATTR, True)
         trial.study.set_user_attr(TIME_LIMIT_STOP_ATTR, "slurm" if self.time_limit.slurm else "flag")  # for the report

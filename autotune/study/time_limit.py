@@ -6,11 +6,16 @@ time spent for nothing) and the run with it, with no line saying where it stoppe
   takes it (`parse_time_limit`); else, inside a SLURM job, the job's end (SLURM_JOB_END_TIME, set since Slurm
   23.02; `job_end_from_env`); else none. No squeue fallback for older SLURM: a call to the controller at every
   start, for what --time-limit gives, is not worth its failure modes (a hung controller holds up the run).
-- The rule (`TimeLimit.held_back`): a probe starts only while the time left holds the longest probe of the study
-  so far (the wall time the loop records on each trial, PROBE_WALL_ATTR, earlier runs' too), or, before any probe
-  finished, the longest a probe may take (`probe_bound_s`: --probe-timeout x --repeats), plus REPORT_MARGIN_S
-  for the reports. The simulate and replay backends' probes take milliseconds and cannot time out: for them the
-  rule asks for the margin alone.
+- The rule (`TimeLimit.held_back`): a probe starts only while the time left holds the next probe's expected wall
+  time plus REPORT_MARGIN_S for the reports. That expected time is the longest probe of the study (every run's,
+  every worker's) taken under this run's probe settings (`longest_probe_s`: the wall time the loop records on each
+  trial, PROBE_WALL_ATTR, with the settings it ran under, PROBE_WALL_UNDER_ATTR: --probe-timeout, --warmup-steps,
+  --probe-steps, --probe-seconds, --repeats), never more than the longest a probe may take now (`probe_bound_s`:
+  --probe-timeout x --repeats, plus the backend's kill grace); with no probe under these settings, that bound.
+  Probes under other settings say nothing of this run's: an old 900 s timeout blocked every probe of a resume with
+  --probe-timeout 30, and old 20 s walls let a --probe-steps 2500 probe start into the reports' margin (trial 62
+  F9, F11). The simulate and replay backends' probes take milliseconds and cannot time out: for them the rule asks
+  for the margin alone.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ REPORT_MARGIN_S = 180.0
 # On each trial whose probe ran: its wall time in seconds, from the backend's start of it to its result; a wait for
 # another worker's probe on the same devices (backends/device_turns.py) included, as the next probe may wait too.
 PROBE_WALL_ATTR = "probe_wall_s"
+# Beside it: the probe settings it ran under (Backend.timeout_settings()); a wall under others is not weighed.
+PROBE_WALL_UNDER_ATTR = "probe_wall_under"
 SLURM_END_ENV = "SLURM_JOB_END_TIME"
 # Study attribute set when the time limit stopped the study (study/loop.py): "slurm" (the SLURM job's end) or "flag"
 # (--time-limit); cleared when a later run starts or the study stops otherwise. The report reads it: "a larger
@@ -114,17 +121,18 @@ def end_words(end_s: float, now_s: float) -> str:
     return time.strftime(form, time.localtime(end_s))
 
 
-def probe_bound_s(timeout_settings: dict) -> float | None:
-    """The longest a probe may take before any has finished (--probe-timeout x --repeats: the timeout is each run's), or
-    None for a backend whose evaluations cannot time out (Backend.timeout_settings() is empty: simulate, replay)."""
+def probe_bound_s(timeout_settings: dict, kill_grace_s: float = 0.0) -> float | None:
+    """The longest a probe may take under these settings (--probe-timeout x --repeats: the timeout is each run's, and
+    the run that times out ends the probe, after the `kill_grace_s` its processes are given before SIGKILL), or None
+    for a backend whose evaluations cannot time out (Backend.timeout_settings() is empty: simulate, replay)."""
     timeout_s = timeout_settings.get("--probe-timeout")
-    return None if timeout_s is None else float(timeout_s) * int(timeout_settings.get("--repeats", 1))
+    return None if timeout_s is None else float(timeout_s) * int(timeout_settings.get("--repeats", 1)) + kill_grace_s
 
 
 @dataclass(frozen=True)
 class HeldBack:
-    """Why a probe was not started: the time left, and what a probe takes (`measured`: the longest of the study so
-    far; else the bound before any finished, `probe_bound_s`)."""
+    """Why a probe was not started: the time left, and what a probe takes (`measured`: the longest of the study under
+    this run's probe settings; else the bound, `probe_bound_s`)."""
 
     left_s: float
     probe_s: float
@@ -147,7 +155,7 @@ class TimeLimit:
         if self.deadline is None:
             return None
         left_s = self.deadline - self.clock()
-        measured = longest_probe_s is not None
+        measured = longest_probe_s is not None and (bound_s is None or longest_probe_s < bound_s)
         probe_s = longest_probe_s if measured else (bound_s or 0.0)
         if left_s >= probe_s + REPORT_MARGIN_S:
             return None
@@ -175,7 +183,9 @@ def forget_time_limit_stop(study) -> None:
         study.set_user_attr(TIME_LIMIT_STOP_ATTR, None)
 
 
-def longest_probe_s(trials) -> float | None:
-    """The longest wall time a probe of the study took (every run's, every worker's), or None before any finished."""
-    walls = [t.user_attrs[PROBE_WALL_ATTR] for t in trials if PROBE_WALL_ATTR in t.user_attrs]
+def longest_probe_s(trials, timeout_settings: dict) -> float | None:
+    """The longest wall time a probe of the study took under `timeout_settings` (every run's, every worker's), or None
+    where none did. A wall kept without its settings (a study from before they were kept) is not weighed."""
+    walls = [t.user_attrs[PROBE_WALL_ATTR] for t in trials
+             if PROBE_WALL_ATTR in t.user_attrs and t.user_attrs.get(PROBE_WALL_UNDER_ATTR) == timeout_settings]
     return max(walls, default=None)

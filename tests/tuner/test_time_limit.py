@@ -193,9 +193,11 @@ def test_probes_that_take_no_time_need_only_the_reports_margin():
 class _TimedProbes(SimulateBackend):
     """Simulated figures, and probes that take `walls_s` in turn on the fake clock, under a probe timeout."""
 
-    def __init__(self, clock: _Clock, walls_s: list[float], probe_timeout_s: float = 300.0):
+    def __init__(self, clock: _Clock, walls_s: list[float], probe_timeout_s: float = 300.0, probe_steps: int = 5,
+                 kill_grace_s: float = 0.0):
         super().__init__()
         self.clock, self.walls_s, self.probe_timeout_s = clock, walls_s, probe_timeout_s
+        self.probe_steps, self.kill_grace_s = probe_steps, kill_grace_s
         self.probed: list[str] = []
 
     def evaluate(self, candidate, trial_number=0):
@@ -204,7 +206,7 @@ class _TimedProbes(SimulateBackend):
         return super().evaluate(candidate, trial_number)
 
     def timeout_settings(self) -> dict:
-        return {"--repeats": 1, "--probe-timeout": self.probe_timeout_s}
+        return {"--probe-steps": self.probe_steps, "--repeats": 1, "--probe-timeout": self.probe_timeout_s}
 
 
 def _study(tmp_path):
@@ -216,8 +218,8 @@ def _study(tmp_path):
 def test_the_study_stops_before_the_probe_that_would_overrun_and_resumes_without_repeating_one(tmp_path):
     settings, checks, study = _study(tmp_path)
     clock = _Clock()
-    backend = _TimedProbes(clock, [400.0, 500.0])
-    # 1500 s: the first probe needs its timeout (300 s) and the margin; then 400 s, 500 s: 600 s are left, less
+    backend = _TimedProbes(clock, [400.0, 500.0], probe_timeout_s=600.0)
+    # 1500 s: the first probe needs its timeout (600 s) and the margin; then 400 s, 500 s: 600 s are left, less
     # than the longest probe (500 s) and the margin.
     limit = TimeLimit(1500.0, ends_s=time.time() + 1500, slurm=True, clock=clock)
     ran = run_study(study, settings, backend, 10, checks=checks, early_stop=False, time_limit=limit)
@@ -251,9 +253,54 @@ def test_before_any_probe_finished_a_limit_shorter_than_the_timeout_starts_none(
     limit = TimeLimit(900.0, ends_s=time.time() + 900, clock=clock)
     assert run_study(study, settings, backend, 5, checks=checks, early_stop=False, time_limit=limit) == 0
     assert backend.probed == [] and limit.stopped == HeldBack(900.0, 900.0, False)
-    assert re.fullmatch(r"stopped: 15\.0 min left of --time-limit \(ends \d\d:\d\d\), and no probe has finished yet: one may "
-                        r"take up to 15\.0 min \(--probe-timeout x --repeats; 3\.00 min more are kept for the reports\); run "
-                        r"the same command again to resume", time_stop_line(limit))
+    assert re.fullmatch(r"stopped: 15\.0 min left of --time-limit \(ends \d\d:\d\d\), and a probe may take up to 15\.0 min "
+                        r"\(--probe-timeout x --repeats and the time to stop one: no shorter probe of this study ran under "
+                        r"these probe settings; 3\.00 min more are kept for the reports\); run the same command again to "
+                        r"resume", time_stop_line(limit))
+
+
+def test_a_probe_under_a_longer_timeout_than_this_runs_blocks_no_probe(tmp_path):
+    """Trial 62 F9: one probe that timed out at --probe-timeout 100 (110 s with its kill grace) stopped every resume
+    with --probe-timeout 30 and 4.5 min left, though no probe could then take more than 30 s and the grace."""
+    settings, checks, study = _study(tmp_path)
+    clock = _Clock()
+    assert run_study(study, settings, _TimedProbes(clock, [110.0], probe_timeout_s=100.0, kill_grace_s=10.0), 1,
+                     checks=checks, early_stop=False, time_limit=TimeLimit(None, clock=clock)) == 1
+    backend = _TimedProbes(clock, [20.0], probe_timeout_s=30.0, kill_grace_s=10.0)
+    limit = TimeLimit(270.0, clock=clock)
+    ran = run_study(study, settings, backend, 4, checks=checks, early_stop=False, time_limit=limit)
+    # 270 s holds a 40 s bound and the margin, then (20 s each) the probes measured under these settings.
+    assert ran == 3 and limit.stopped is None
+
+
+def test_probes_under_shorter_settings_do_not_let_a_longer_probe_start(tmp_path):
+    """Trial 62 F11: 20 s probes at --probe-steps 5 let a --probe-steps 2500 probe (up to its 500 s timeout) start with
+    3.6 min left, into the margin kept for the reports and the job script's SIGTERM."""
+    settings, checks, study = _study(tmp_path)
+    clock = _Clock()
+    assert run_study(study, settings, _TimedProbes(clock, [20.0]), 2, checks=checks, early_stop=False,
+                     time_limit=TimeLimit(None, clock=clock)) == 2
+    longer = _TimedProbes(clock, [192.0], probe_timeout_s=500.0, probe_steps=2500)
+    limit = TimeLimit(220.0, clock=clock)
+    assert run_study(study, settings, longer, 4, checks=checks, early_stop=False, time_limit=limit) == 0
+    assert longer.probed == [] and limit.stopped == HeldBack(220.0, 500.0, False)
+
+
+def test_the_next_probe_is_weighed_by_the_walls_under_the_same_settings_within_their_bound():
+    from types import SimpleNamespace
+
+    from autotune.study.time_limit import PROBE_WALL_UNDER_ATTR, longest_probe_s
+
+    now = {"--probe-steps": 5, "--probe-timeout": 60.0}
+    trials = [SimpleNamespace(user_attrs={PROBE_WALL_ATTR: wall_s, PROBE_WALL_UNDER_ATTR: under})
+              for wall_s, under in ((30.0, now), (300.0, {**now, "--probe-steps": 500}), (45.0, now))]
+    trials.append(SimpleNamespace(user_attrs={PROBE_WALL_ATTR: 999.0}))  # kept before the settings were: not weighed
+    assert longest_probe_s(trials, now) == 45.0
+    assert longest_probe_s(trials, {**now, "--probe-timeout": 30.0}) is None
+    assert probe_bound_s({"--probe-timeout": 60.0, "--repeats": 3}, kill_grace_s=10.0) == 190.0
+    clock = _Clock()
+    # A wall past the bound (a long wait for another worker's probe on the devices): the bound is what a probe takes.
+    assert TimeLimit(100.0, clock=clock).held_back(500.0, 70.0) == HeldBack(100.0, 70.0, False)
 
 
 def test_without_a_limit_every_probe_records_its_wall_time_for_a_later_limited_run(tmp_path):
@@ -312,7 +359,7 @@ def test_the_report_of_a_study_the_time_limit_stopped_says_so_not_a_larger_trial
     end stopped with its budget unspent; a later run that ends otherwise is no longer said to have stopped for it."""
     settings, checks, study = _study(tmp_path)
     clock = _Clock()
-    backend = _TimedProbes(clock, [400.0, 500.0])
+    backend = _TimedProbes(clock, [400.0, 500.0], probe_timeout_s=600.0)
     limit = TimeLimit(1500.0, ends_s=time.time() + 1500, slurm=True, clock=clock)
     assert run_study(study, settings, backend, 10, checks=checks, early_stop=False, time_limit=limit) == 2
     said = _search_line(study)
