@@ -19,7 +19,8 @@ from autotune.errors import UserError, signal_words, stop_signals
 from autotune.shell import shell_path
 from autotune.space import node_span
 from autotune.study.stop_rule import stop_rule_help
-from autotune.study.time_limit import REPORT_MARGIN_S, TimeLimit, TimeLimitError, end_words, parse_time_limit, run_time_limit
+from autotune.study.time_limit import (REPORT_MARGIN_S, TimeLimit, TimeLimitError, end_words, fitting_probe_timeout_s,
+                                       parse_time_limit, run_time_limit)
 from autotune.study.storage import STUDY_NAME, recorded_storage
 
 
@@ -142,9 +143,11 @@ def _time_limit_flag(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} {why}") from None
 
 
-def time_stop_line(limit: TimeLimit) -> str:
+def time_stop_line(limit: TimeLimit, timeout_settings: dict | None = None, kill_grace_s: float = 0.0) -> str:
     """The line of a study the time limit stopped: how much time was left of which limit, what a probe takes, and how
-    to go on."""
+    to go on. Where the limit let no probe of this run start, the same command with as much time stops there again
+    (trial 62 F2: a 15-minute job under the default --probe-timeout 900, every job): the line says what would go on,
+    a --probe-timeout that fits (`timeout_settings`, the backend's, with its `kill_grace_s`) or a longer limit."""
     from autotune.report.units import time_text
 
     held = limit.stopped
@@ -161,7 +164,15 @@ def time_stop_line(limit: TimeLimit) -> str:
     else:  # a backend whose evaluations take no time (simulate, replay)
         need = f"less than the {margin} kept for the reports"
     again = "resume with the same command in a new job" if limit.slurm else "run the same command again to resume"
-    if limit.slurm and limit.ends_s <= now_s:
+    if not limit.let_probe_start and held.left_s > 0:
+        longer = (f"a job longer than {time_text(held.probe_s + REPORT_MARGIN_S)}" if limit.slurm
+                  else f"a --time-limit longer than {time_text(held.probe_s + REPORT_MARGIN_S)}")
+        fits_s = None if held.measured else fitting_probe_timeout_s(held.left_s, timeout_settings or {}, kill_grace_s)
+        repeats = (timeout_settings or {}).get("--repeats", 1)
+        fits = f"a --probe-timeout of {fits_s} s{f' (with --repeats {repeats})' if repeats > 1 else ''} fits the time left, or "
+        again = (f"with this much time the same command stops here again: {fits if fits_s else ''}{longer} lets a probe "
+                 "start")
+    elif limit.slurm and limit.ends_s <= now_s:
         # An end already past: the job is in SLURM's grace (OverTimeLimit), or its limit was raised since it started
         # (scontrol update), which the variable does not follow.
         again += " (where this job's limit was raised since it started, pass --time-limit with its time left)"
@@ -593,7 +604,7 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
     try:
         converged = study.user_attrs.get(CONVERGED_ATTR)  # its stop line: finish_run's, from the report's search block
         if time_limit.stopped:
-            console.print(time_stop_line(time_limit), soft_wrap=True, highlight=False, markup=False)
+            console.print(time_stop_line(time_limit, backend.timeout_settings(), backend.kill_grace_s), soft_wrap=True, highlight=False, markup=False)
         evaluated_now, elsewhere = evaluated_count(study), probes_running_elsewhere(study)
         if not converged and evaluated_now + elsewhere >= total and evaluated_now + elsewhere > done + ran:
             # A worker that stopped after two probes of ten said nothing of the other eight.

@@ -149,6 +149,9 @@ class TimeLimit:
         self.deadline = None if left_s is None else clock() + left_s
         self.ends_s, self.slurm = ends_s, slurm
         self.stopped: HeldBack | None = None  # set when the rule held a probe back
+        # Whether the rule let a probe of this run start: where none did, the same command with the same time left
+        # stops in the same place (its stop line then says what would go on: time_stop_line in commands/run.py).
+        self.let_probe_start = False
 
     def held_back(self, longest_probe_s: float | None, bound_s: float | None) -> HeldBack | None:
         """The rule: a HeldBack where the time left cannot hold a probe and the reports, else None."""
@@ -158,10 +161,20 @@ class TimeLimit:
         measured = longest_probe_s is not None and (bound_s is None or longest_probe_s < bound_s)
         probe_s = longest_probe_s if measured else (bound_s or 0.0)
         if left_s >= probe_s + REPORT_MARGIN_S:
+            self.let_probe_start = True
             return None
         self.stopped = HeldBack(max(left_s, 0.0), probe_s, measured)
         return self.stopped
 
+
+
+def fitting_probe_timeout_s(left_s: float, timeout_settings: dict, kill_grace_s: float = 0.0) -> int | None:
+    """The largest whole --probe-timeout whose bound (`probe_bound_s`) and the reports' margin fit in `left_s`, or None
+    where none of at least a second does (or the backend has no timeout)."""
+    if "--probe-timeout" not in timeout_settings:
+        return None
+    fits_s = int((left_s - REPORT_MARGIN_S - kill_grace_s) // int(timeout_settings.get("--repeats", 1)))
+    return fits_s if fits_s >= 1 else None
 
 
 def run_time_limit(flag_s: int | None, environ: dict[str, str], clock: Callable[[], float] = time.monotonic,

@@ -255,8 +255,32 @@ def test_before_any_probe_finished_a_limit_shorter_than_the_timeout_starts_none(
     assert backend.probed == [] and limit.stopped == HeldBack(900.0, 900.0, False)
     assert re.fullmatch(r"stopped: 15\.0 min left of --time-limit \(ends \d\d:\d\d\), and a probe may take up to 15\.0 min "
                         r"\(--probe-timeout x --repeats and the time to stop one: no shorter probe of this study ran under "
-                        r"these probe settings; 3\.00 min more are kept for the reports\); run the same command again to "
-                        r"resume", time_stop_line(limit))
+                        r"these probe settings; 3\.00 min more are kept for the reports\); with this much time the same "
+                        r"command stops here again: a --probe-timeout of 720 s fits the time left, or a --time-limit longer "
+                        r"than 18\.0 min lets a probe start", time_stop_line(limit, backend.timeout_settings()))
+
+
+def test_a_limit_no_probe_of_the_run_fits_in_says_what_would_fit_not_the_same_command(tmp_path):
+    """Trial 62 F2: a 16.9 min job under the default --probe-timeout 900 stopped before its first probe with "resume
+    with the same command in a new job", which stops there again in every job of that length."""
+    settings, checks, study = _study(tmp_path)
+    clock = _Clock()
+    backend = _TimedProbes(clock, [60.0], probe_timeout_s=900.0, kill_grace_s=10.0)
+    backend.timeout_settings = lambda: {"--repeats": 2, "--probe-timeout": 900.0}
+    limit = TimeLimit(1014.0, ends_s=time.time() + 1014, slurm=True, clock=clock)
+    assert run_study(study, settings, backend, 5, checks=checks, early_stop=False, time_limit=limit) == 0
+    line = time_stop_line(limit, backend.timeout_settings(), backend.kill_grace_s)
+    # (1014 s - 180 s - 10 s) / 2 repeats = 412 s; 1810 s and the margin: 33.2 min.
+    assert line.endswith("3.00 min more are kept for the reports); with this much time the same command stops here again: "
+                         "a --probe-timeout of 412 s (with --repeats 2) fits the time left, or a job longer than 33.2 min "
+                         "lets a probe start"), line
+    assert "resume" not in line
+
+    # A run that did probe: the next job, as long, goes on from there.
+    limit = TimeLimit(250.0, ends_s=time.time() + 250, slurm=True, clock=clock)
+    backend.timeout_settings = lambda: {"--repeats": 1, "--probe-timeout": 60.0}
+    assert run_study(study, settings, backend, 5, checks=checks, early_stop=False, time_limit=limit) == 1
+    assert time_stop_line(limit, backend.timeout_settings(), 10.0).endswith("resume with the same command in a new job")
 
 
 def test_a_probe_under_a_longer_timeout_than_this_runs_blocks_no_probe(tmp_path):
@@ -322,7 +346,8 @@ def test_a_simulated_run_at_its_jobs_end_stops_cleanly_with_its_reports(tmp_path
     assert result.returncode == 0, result.stderr
     stops = [line for line in result.stderr.splitlines() if line.startswith("stopped:")]
     assert len(stops) == 1 and "left of the time limit (SLURM job ends" in stops[0], result.stderr
-    assert stops[0].endswith("resume with the same command in a new job") or "pass --time-limit" in stops[0]
+    assert stops[0].endswith("the same command stops here again: a job longer than 3.00 min lets a probe start") or (
+        "pass --time-limit" in stops[0]), stops[0]
     assert (out / "pareto.json").is_file() and (out / "report.html").is_file()
 
 
