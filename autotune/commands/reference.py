@@ -54,7 +54,7 @@ def environment() -> tuple[tuple[str, str], ...]:
         ("SLURM_JOB_ID, SLURM_JOB_NUM_NODES, SLURM_GPUS_ON_NODE, ...", "inside an allocation: the default --nodes and "
                                                                        "--gpus-per-node, and srun for --launcher auto"),
         ("SLURM_JOB_END_TIME", "inside an allocation: the job's end; no probe starts that could not finish before it "
-                               "(--time-limit overrides it)"),
+                               "(an earlier --time-limit replaces it)"),
         ("CUDA_VISIBLE_DEVICES", "the GPUs this machine's probes run on (workers' probes take turns per set of GPUs)"),
         ("TORCH_EXTENSIONS_DIR, XDG_CACHE_HOME", "where the probes build DeepSpeed's ops (default: a folder per "
                                                  "Python install under ~/.cache/torch_extensions)"),

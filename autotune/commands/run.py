@@ -73,7 +73,8 @@ def register(subparsers) -> None:
         "DAYS-HOURS:MINUTES:SECONDS. A probe is taken to last as long as the longest of the study under these probe "
         "settings, at most --probe-timeout x --repeats (and the time to stop one), which it is taken to last where "
         f"none ran under them; {REPORT_MARGIN_S / 60:g} minutes are kept for the reports "
-        "(default: inside a SLURM job, the job's end, SLURM_JOB_END_TIME; else no limit)",
+        "(default: inside a SLURM job, the job's end, SLURM_JOB_END_TIME, which also bounds a later --time-limit; else no "
+        "limit)",
     )
     study.add_argument(
         "--sampler", choices=("guided", "tpe", "random", "nsga2"), default="guided",
@@ -141,6 +142,18 @@ def _time_limit_flag(text: str) -> int:
         return parse_time_limit(text)
     except TimeLimitError as why:
         raise argparse.ArgumentTypeError(f"{text!r} {why}") from None
+
+
+def time_limit_line(limit: TimeLimit) -> str:
+    """The limit in force, said once as the run starts: which one it is and when it ends. One followed with tail -f
+    learned whether any applied only when the study stopped (trial 62 F5)."""
+    from autotune.report.units import time_text
+
+    now_s = time.time()
+    which = "the SLURM job's end" if limit.slurm else "--time-limit"
+    left_s = limit.ends_s - now_s
+    left = f"{time_text(left_s)} from now" if left_s > 0 else "already past"
+    return f"time limit: {which}, {end_words(limit.ends_s, now_s)} ({left})"
 
 
 def time_stop_line(limit: TimeLimit, timeout_settings: dict | None = None, kill_grace_s: float = 0.0) -> str:
@@ -503,6 +516,8 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
     console.soft_wrap = not console.is_terminal
     if time_limit_warning:
         console.print(f"[yellow]warning: {escape(time_limit_warning)}[/]")
+    if time_limit.deadline is not None:
+        console.print(time_limit_line(time_limit), soft_wrap=True, highlight=False, markup=False)
     filled = fill_from_allocation(args)
     if filled.said:
         console.print(filled.said)

@@ -179,15 +179,21 @@ def fitting_probe_timeout_s(left_s: float, timeout_settings: dict, kill_grace_s:
 
 def run_time_limit(flag_s: int | None, environ: dict[str, str], clock: Callable[[], float] = time.monotonic,
                    now_s: float | None = None) -> tuple[TimeLimit, str | None]:
-    """(the run's limit, a warning about the environment's): --time-limit from now where given (it overrides the job's
-    end), else the SLURM job's end, else none."""
+    """(the run's limit, a warning): the earlier of --time-limit from now and the SLURM job's end, either where the
+    other is not given, else none. A --time-limit that ends after the job is warned of: the job's end kills the run
+    whatever the flag says (`#SBATCH --time=12:00:00` copied into --time-limit counts from the tuner's start, after the
+    job's; trial 62 F5). One ending before the job's end wins: a job whose limit was raised since it started passes its
+    time left."""
     now_s = time.time() if now_s is None else now_s
-    if flag_s is not None:
-        return TimeLimit(flag_s, now_s + flag_s, clock=clock), None
     end_s, warning = job_end_from_env(environ)
+    if flag_s is not None and (end_s is None or now_s + flag_s <= end_s):
+        return TimeLimit(flag_s, now_s + flag_s, clock=clock), None  # a job's end that is no time: the flag gives it
     if end_s is None:
         return TimeLimit(None, clock=clock), warning
-    return TimeLimit(end_s - now_s, end_s, slurm=True, clock=clock), None
+    if flag_s is not None:
+        warning = (f"--time-limit ends at {end_words(now_s + flag_s, now_s)}, after this SLURM job's end "
+                   f"({end_words(end_s, now_s)}, {SLURM_END_ENV}), which stops the run first: the job's end is the limit")
+    return TimeLimit(end_s - now_s, end_s, slurm=True, clock=clock), warning
 
 
 def forget_time_limit_stop(study) -> None:

@@ -104,7 +104,7 @@ def test_help_names_the_forms_and_that_a_bare_number_is_minutes():
 
 # --- where the limit comes from ----------------------------------------------------------------------
 
-def test_the_slurm_jobs_end_is_the_default_and_the_flag_overrides_it():
+def test_the_slurm_jobs_end_is_the_default_and_an_earlier_flag_overrides_it():
     clock = _Clock()
     now_s = time.time()
     environ = {SLURM_END_ENV: str(int(now_s) + 3600)}
@@ -114,6 +114,30 @@ def test_the_slurm_jobs_end_is_the_default_and_the_flag_overrides_it():
     assert warning is None and not limit.slurm and limit.deadline == clock.now_s + 600
     limit, warning = run_time_limit(None, {}, clock=clock, now_s=now_s)
     assert warning is None and limit.deadline is None
+    limit, warning = run_time_limit(600, {SLURM_END_ENV: "tomorrow"}, clock=clock, now_s=now_s)
+    assert warning is None and limit.deadline == clock.now_s + 600  # the flag is the job's time left
+
+
+def test_a_flag_that_ends_after_the_slurm_job_is_warned_of_and_the_jobs_end_is_the_limit():
+    """Trial 62 F5: `--time-limit 60` (meant as seconds) in a job ending in 100 s replaced the job's end silently, and
+    probes started that the job's end then killed."""
+    clock = _Clock()
+    now_s = time.time()
+    limit, warning = run_time_limit(3600, {SLURM_END_ENV: str(int(now_s) + 100)}, clock=clock, now_s=now_s)
+    assert limit.slurm and limit.deadline == pytest.approx(clock.now_s + 100, abs=1)
+    assert re.fullmatch(r"--time-limit ends at \d\d:\d\d, after this SLURM job's end \(\d\d:\d\d, SLURM_JOB_END_TIME\), "
+                        r"which stops the run first: the job's end is the limit", warning), warning
+
+
+def test_the_run_says_once_at_its_start_which_limit_is_in_force(tmp_path, monkeypatch):
+    monkeypatch.setenv(SLURM_END_ENV, str(int(time.time()) + 7200))
+    result = cli.autotune_main("run", "--model", "7b", "--nodes", "1", "--backend", "simulate", "--trials", "2", "--quiet",
+                               "--time-limit", "3:00:00", "--out", tmp_path / "run")
+    assert result.returncode == 0, result.stderr
+    said = [line for line in result.stderr.splitlines() if "time limit" in line or "--time-limit" in line]
+    assert len(said) == 2, result.stderr
+    assert said[0].startswith("warning: --time-limit ends at") and said[0].endswith("the job's end is the limit")
+    assert re.fullmatch(r"time limit: the SLURM job's end, \d\d:\d\d \((1\.99|2\.00) h from now\)", said[1]), said[1]
 
 
 def test_the_environment_is_read_as_the_process_sees_it(monkeypatch):
@@ -355,7 +379,9 @@ def test_a_simulated_run_with_time_enough_never_stops_on_it(tmp_path):
     result = cli.autotune_main("run", "--model", "7b", "--nodes", "1", "--backend", "simulate", "--trials", "12",
                                "--time-limit", "4", "--quiet", "--out", tmp_path / "run")
     assert result.returncode == 0, result.stderr
-    assert "stopped:" not in result.stderr and "--time-limit" not in result.stderr
+    assert "stopped:" not in result.stderr
+    assert [line for line in result.stderr.splitlines() if "--time-limit" in line] == [
+        next(line for line in result.stderr.splitlines() if line.startswith("time limit: --time-limit, "))]
 
 
 def test_a_study_stopped_before_its_first_probe_is_not_said_to_have_run_out_of_memory():
