@@ -14,6 +14,9 @@ EXIT_STATUSES = (
           "error (a traceback: a bug to report)"),
     ("2", "a usage error or bad input (one line `autotune CMD: error: ...` naming the fix); a run whose first probes "
           "all failed on the set-up, or that ended with no probe succeeded (its reports written)"),
+    # study/time_limit.TIME_LIMIT_EXIT_STATUS, written here: that module's package imports Optuna.
+    ("75", "`run` stopped by the time limit (--time-limit, or the SLURM job's end) before its study ended, its reports "
+           "written: the same command in a new job resumes it (sysexits.h's EX_TEMPFAIL, 'try again later')"),
     ("129", "SIGHUP (a closed ssh session): every command stops as after SIGTERM"),
     ("130", "Ctrl-C (SIGINT): `run` keeps its finished trials, and the same command resumes; one line says what is kept"),
     ("138", "SIGUSR1 (`#SBATCH --signal=B:USR1@...`, as many site templates ask): every command stops as after SIGTERM"),

@@ -19,7 +19,7 @@ from autotune.errors import UserError, signal_words, stop_signals
 from autotune.shell import shell_path
 from autotune.space import node_span
 from autotune.study.stop_rule import stop_rule_help
-from autotune.study.time_limit import (REPORT_MARGIN_S, TimeLimit, TimeLimitError, end_words, fitting_probe_timeout_s,
+from autotune.study.time_limit import (REPORT_MARGIN_S, TIME_LIMIT_EXIT_STATUS, TimeLimit, TimeLimitError, end_words, fitting_probe_timeout_s,
                                        parse_time_limit, run_time_limit)
 from autotune.study.storage import STUDY_NAME, recorded_storage
 
@@ -663,4 +663,4 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
                                                         unrecorded_left=bool(dropped))
     if nothing:
         raise UserError(nothing)
-    return 0
+    return TIME_LIMIT_EXIT_STATUS if time_limit.stopped else 0  # a job chain submits the job again on 75

@@ -41,6 +41,10 @@ SLURM_END_ENV = "SLURM_JOB_END_TIME"
 # (--time-limit); cleared when a later run starts or the study stops otherwise. The report reads it: "a larger
 # --trials resumes the study" was said of a study whose budget was not spent.
 TIME_LIMIT_STOP_ATTR = "stopped_by_time_limit"
+# The exit status of a run the time limit stopped, its reports written: EX_TEMPFAIL of sysexits.h ("try again later"),
+# so that a job chain tells "resubmit me" from a study that ended (0); the signals' 143, 138, 140 say a stop that
+# wrote no reports (trial 62 F3).
+TIME_LIMIT_EXIT_STATUS = 75
 # A year: a longer limit is a typo (SLURM's own "no limit" jobs end a year after their start, too).
 MAX_TIME_LIMIT_S = 365 * 86_400
 # The range of a job's end in the environment: from 2000-01-01 (0, or a count of minutes, is no job's end) to

@@ -119,10 +119,11 @@ def test_the_statuses_listed_are_those_the_command_returns():
     from autotune import cli
     from autotune.commands.reference import EXIT_STATUSES
     from autotune.errors import stop_signals
+    from autotune.study.time_limit import TIME_LIMIT_EXIT_STATUS
 
     listed = [int(status) for status, _ in EXIT_STATUSES]
     stops = {kind.status for kind in stop_signals().values() if hasattr(kind, "status")}
-    assert {cli.INTERRUPTED, cli.BROKEN_PIPE} | stops | {0, 1, 2} == set(listed)
+    assert {cli.INTERRUPTED, cli.BROKEN_PIPE} | stops | {0, 1, 2, TIME_LIMIT_EXIT_STATUS} == set(listed)
 
 
 def test_every_autotune_variable_the_code_reads_is_listed(monkeypatch):
