@@ -17,7 +17,10 @@
   evaluated candidates and the probes running on other workers leave room in it (`_reserve_probe`),
   so workers that start their last probes at once never evaluate more than N.
 - A probe starts only where the run's time limit (time_limit.py: --time-limit, or the SLURM job's end) leaves room
-  for it and the reports; where it does not, the study stops there as at its budget.
+  for it and the reports; where it does not, the study stops there as at its budget. It is asked before Optuna
+  creates a trial (as the study starts, and after each trial: `_TimeLimitStop`), so a candidate not started leaves
+  no trial behind; again before the probe, as proposing may wait for other workers (PROPOSAL_WAIT_S): a trial held
+  back then is FAIL with OVER_BUDGET_ATTR.
 - The loop runs in `study.optimize`, so several workers on one RDB storage share the study and
   Optuna's heartbeats retry the trials of a worker that died (see storage.py). Two workers that
   propose one candidate at once: the lower trial number probes it, the higher is its duplicate.
@@ -285,6 +288,26 @@ class Interrupts:
         self.check()
 
 
+class _TimeLimitStop:
+    """Whether the time limit holds the next probe back (time_limit.py), asked before Optuna creates its trial: an
+    unstarted candidate's FAIL trial was a red row in optuna-dashboard at every time stop (trial 62 F12)."""
+
+    def __init__(self, time_limit: TimeLimit, backend: Backend):
+        self.time_limit, self.backend = time_limit, backend
+
+    def holds_back(self, study: optuna.Study) -> bool:
+        """True where the time left cannot hold a probe and the reports: the study is marked stopped by it (for the
+        report), and the limit's `stopped` says why."""
+        if self.time_limit.deadline is None:
+            return False
+        settings = self.backend.timeout_settings()
+        longest_s = longest_probe_s(study.get_trials(deepcopy=False), settings)
+        if self.time_limit.held_back(longest_s, probe_bound_s(settings, self.backend.kill_grace_s)) is None:
+            return False
+        study.set_user_attr(TIME_LIMIT_STOP_ATTR, "slurm" if self.time_limit.slurm else "flag")
+        return True
+
+
 class _Objective:
     """The function `study.optimize` calls once per proposal."""
 
@@ -292,6 +315,7 @@ class _Objective:
                  proposed_by=None, time_limit: TimeLimit | None = None):
         self.settings, self.backend, self.objectives, self.progress = settings, backend, objectives, progress
         self.time_limit = time_limit or TimeLimit(None)  # its clock times every probe, limit or not
+        self.time_stop = _TimeLimitStop(self.time_limit, backend)
         self.proposed_by = proposed_by  # report.inputs.PROPOSED_BY_ATTR: kept on each trial this worker evaluates
         self.choices, self.accept_estimated_energy, self.n_trials = usable_values(checks), accept_estimated_energy, n_trials
         # The space's verdicts, a backend's among them (replay: no record), so a proposal is judged as the samplers were.
@@ -329,8 +353,12 @@ class _Objective:
             trial.study.stop()
             raise ProbeFailed(f"not probed: the --trials budget of {self.n_trials} is held by probes running on other workers")
         saved = _saved_result(trial)
-        if saved is None:
-            self._hold_back_at_time_limit(trial)
+        if saved is None and self.time_stop.holds_back(trial.study):
+            # Time ran out while the trial was proposed: left unprobed as one over the budget is (never evaluated, its
+            # candidate free to be proposed again when the study resumes).
+            trial.set_user_attr(OVER_BUDGET_ATTR, True)
+            trial.study.stop()
+            raise ProbeFailed("not probed: too little time is left before the time limit for a probe and the reports")
         trials = trial.study.get_trials(deepcopy=False) if saved is None else []
         lineage = retry_lineage(trials, trial.number) if trials else []
         resumed = ""  # what the start line says a retry resumes
@@ -381,21 +409,6 @@ class _Objective:
         elif result.status == "timeout" and (settings := self.backend.timeout_settings()):
             trial.set_user_attr(TIMED_OUT_UNDER_ATTR, settings)  # see queue_setup_retries
         _fail(trial, f"{result.status}: {(result.error or '').strip()[:300]}")
-
-    def _hold_back_at_time_limit(self, trial) -> None:
-        """No probe starts that the time limit would cut (time_limit.py): the study stops as at its budget, and the
-        trial is left unprobed as one over the budget is (OVER_BUDGET_ATTR: never evaluated, its candidate free to be
-        proposed again when the study resumes)."""
-        if self.time_limit.deadline is None:
-            return
-        settings = self.backend.timeout_settings()
-        longest_s = longest_probe_s(trial.study.get_trials(deepcopy=False), settings)
-        if self.time_limit.held_back(longest_s, probe_bound_s(settings, self.backend.kill_grace_s)) is None:
-            return
-        trial.set_user_attr(OVER_BUDGET_ATTR, True)
-        trial.study.set_user_attr(TIME_LIMIT_STOP_ATTR, "slurm" if self.time_limit.slurm else "flag")  # for the report
-        trial.study.stop()
-        raise ProbeFailed("not probed: too little time is left before the time limit for a probe and the reports")
 
     def _prune_invalid(self, trial, params, check) -> NoReturn:
         # A rule breaker has no memory estimate; one that does not fit has an excess > 0.
@@ -499,11 +512,13 @@ def _earlier_unfinished_holder(study: optuna.Study, number: int, key: str, wait_
 
 class _StopWhenDone:
     """The callback after each trial: stop at the budget, at the end of the space, when the guided
-    sampler has converged, or on a failing start (kept in `failing`, raised once optimize returns)."""
+    sampler has converged, on a failing start (kept in `failing`, raised once optimize returns), or where the time
+    limit leaves no room for the next probe."""
 
     def __init__(self, n_trials: int, valid_total: int, max_proposals: int, early_stop: bool, earlier: set[int],
-                 failures_may_be_the_setup: bool = True):
+                 failures_may_be_the_setup: bool = True, time_stop: _TimeLimitStop | None = None):
         self.n_trials, self.valid_total, self.max_proposals, self.early_stop = n_trials, valid_total, max_proposals, early_stop
+        self.time_stop = time_stop  # asked last: a study its budget or its convergence ends is not one time stopped
         self.earlier = earlier  # trials finished before this run
         self.failures_may_be_the_setup = failures_may_be_the_setup  # the backend's
         self.failing: FailingStart | None = None
@@ -525,6 +540,8 @@ class _StopWhenDone:
                     again = retried_after_failing_start([t for t in evaluated if t.number not in self.earlier])
                     study.set_user_attr(FAILING_START_ATTR, sorted(set(study.user_attrs.get(FAILING_START_ATTR, [])) | set(again)))
                 study.stop()
+            elif self.time_stop is not None and self.time_stop.holds_back(study):
+                study.stop()  # before Optuna creates the next trial
 
 
 def _converged(study: optuna.Study) -> bool:
@@ -581,11 +598,13 @@ def run_study(
     choices = usable_values(checks)
     study.sampler = unique_candidates(study.sampler, choices, [c.candidate.knobs.to_dict() for c in checks if c.valid])
     finished = {t.number for t in study.get_trials(deepcopy=False) if t.state.is_finished()}
-    stop = _StopWhenDone(n_trials, valid_total, len(study.trials) + MAX_PROPOSALS_PER_TRIAL * n_trials, early_stop, finished,
-                         failures_may_be_the_setup=backend.failures_may_be_the_setup)
     interrupts = interrupts or Interrupts()  # without install(): no handler of ours, Python's own
     objective = _Objective(settings, backend, OBJECTIVES[objectives], progress, checks, accept_estimated_energy, n_trials,
                            interrupts, proposed_by, time_limit)
+    if objective.time_stop.holds_back(study):
+        return 0  # no trial created for a probe that would not start
+    stop = _StopWhenDone(n_trials, valid_total, len(study.trials) + MAX_PROPOSALS_PER_TRIAL * n_trials, early_stop, finished,
+                         failures_may_be_the_setup=backend.failures_may_be_the_setup, time_stop=objective.time_stop)
     with interrupts.study(study):
         try:
             study.optimize(objective, catch=(ProbeFailed,), callbacks=[stop])

@@ -28,8 +28,8 @@ from optuna.trial import FrozenTrial, TrialState
 from autotune.candidate import KNOBS, params_key
 
 # Set on a trial that found the --trials budget held by other workers' running probes, or too little time left
-# before the run's time limit (study/time_limit.py), and stopped before its probe (study/loop.py): its candidate
-# was never evaluated.
+# before the run's time limit once it was proposed (study/time_limit.py; asked before a trial is made, too), and
+# stopped before its probe (study/loop.py): its candidate was never evaluated.
 OVER_BUDGET_ATTR = "over_budget"
 
 
