@@ -428,3 +428,19 @@ def test_the_report_of_a_study_the_time_limit_stopped_says_so_not_a_larger_trial
     # A later run with time enough ends at its budget: the time limit is no longer what stopped the study.
     assert run_study(study, settings, backend, 4, checks=checks, early_stop=False, time_limit=TimeLimit(None, clock=clock)) == 2
     assert study.user_attrs[TIME_LIMIT_STOP_ATTR] is None
+
+
+def test_the_docs_say_a_signal_writes_no_reports_and_what_the_margin_is_for():
+    """Trial 62 F4: launch.md asked to "give the warning the time the reports take after the stop", but a SIGTERM's
+    stop writes none (the reports stay the run before's, and the tuner says so): the time limit's stop writes them."""
+    import inspect
+
+    from autotune.commands import run
+
+    text = " ".join((Path(__file__).parents[2] / "docs" / "launch.md").read_text(encoding="utf-8").split())
+    assert "the time the reports take" not in text
+    assert "It writes no reports then" in text and "which a signal's stop does not write" in text
+    # The line the docs quote is the one the run prints.
+    assert "the reports in RUN_DIR are not this run's: `autotune report RUN_DIR --html` writes them for every finished trial" in text
+    source = inspect.getsource(run)
+    assert "are not this run's\" if" in source and "writes them for every finished trial" in source
