@@ -150,20 +150,23 @@ def recorded_keys(study, backend: str) -> set[str] | None:
 def nothing_more_to_evaluate(study, settings, backend: str) -> str | None:
     """Where a larger --trials would evaluate nothing more, why and what would instead, as a sentence to follow
     with " to compare" or the like: every valid candidate of the space was evaluated (widen it), or on replay every
-    recorded one (measure those the file lacks). None where some are left, or the space cannot be rebuilt here
+    recorded one (measure those the file lacks); else, where the time limit stopped the study, that more time does. None where some are left, or the space cannot be rebuilt here
     (`settings` None, or an error): "run more --trials" is then the advice (trial54 F2: it was given to studies that
     had evaluated their whole space or recording)."""
+    # A study the time limit stopped has its budget unspent: more time evaluates more, not a larger --trials (trial 62
+    # F1: "widen the space and run more --trials" of a study stopped before its first probe).
+    time_stop = _TIME_LIMIT_FIXES.get(study.user_attrs.get(TIME_LIMIT_STOP_ATTR))
     if settings is None:
-        return None
+        return time_stop
     try:
         checks = valid_checks(settings)
     except Exception:  # a study whose space cannot be rebuilt here still gets its report
-        return None
+        return time_stop
     valid = {params_key(c.candidate.knobs.to_dict()) for c in checks if c.valid}
     recorded = recorded_keys(study, backend)
     reachable = valid if recorded is None else valid & recorded
     if not valid or reachable - set(evaluated_trials(study)):
-        return None
+        return time_stop
     if recorded is not None and valid - recorded:
         return (f"every record of the replayed file is evaluated: measure more candidates (--backend launch; the space "
                 f"holds {counted(len(valid - recorded), 'valid one')} the file lacks)")
@@ -323,6 +326,13 @@ def search_sentences(summary: dict, backend: str | None = None) -> list[str]:
 _TIME_LIMIT_RESUMES = {
     "slurm": "Stopped for the time limit (the SLURM job's end); the same command in a new job resumes the study",
     "flag": "Stopped for the time limit (--time-limit); the same command resumes the study",
+}
+
+
+# nothing_more_to_evaluate's sentence for a study the time limit stopped, by search.unfinished.time_limit.
+_TIME_LIMIT_FIXES = {
+    "slurm": "the time limit (the SLURM job's end) stopped the study: the same command in a new job resumes it",
+    "flag": "the time limit (--time-limit) stopped the study: the same command resumes it",
 }
 
 

@@ -377,6 +377,15 @@ def test_a_simulated_run_at_its_jobs_end_stops_cleanly_with_its_reports(tmp_path
     assert stops[0].endswith("the same command stops here again: a job longer than 3.00 min lets a probe start") or (
         "pass --time-limit" in stops[0]), stops[0]
     assert (out / "pareto.json").is_file() and (out / "report.html").is_file()
+    # No trial ran: the note says the time limit stopped the study, not "widen the space and run more --trials" (trial
+    # 62 F1), in pareto.json and on the terminal.
+    import json
+
+    note = json.loads((out / "pareto.json").read_text(encoding="utf-8"))["note"]
+    assert note == ("No feasible configuration: no trial ran to completion (no trials). Nothing is recommended; see "
+                    "`autotune space` for what fits; the time limit (the SLURM job's end) stopped the study: the same "
+                    "command in a new job resumes it."), note
+    assert "--trials" not in " ".join(result.stderr.split())
 
 
 def test_a_simulated_run_with_time_enough_never_stops_on_it(tmp_path):
