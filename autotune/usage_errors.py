@@ -53,9 +53,25 @@ class OneLineParser(argparse.ArgumentParser):
         for typed, value in zip(args, args[1:]):
             if typed in spellings and value.startswith("-") and value not in ("-", "--") \
                     and value.partition("=")[0] not in self._option_string_actions:
+                refused = self._refused_value(typed, value)
+                if refused:  # the spelling below would only lead to this (trial 62 F7: --time-limit -1:30)
+                    return f"argument {typed}: {refused}"
                 flag = typed if typed.startswith("--") else next((s for s in spellings if s.startswith("--")), typed)
                 return (f"argument {typed}: {value!r} starts with '-', so it reads as an option, not as the value of "
                         f"{typed}; a value starting with '-' is given as {shlex.quote(f'{flag}={value}')}")
+        return None
+
+    def _refused_value(self, typed: str, value: str) -> str | None:
+        """Why the flag's own check refuses `value` (its type's ArgumentTypeError), or None where it takes it."""
+        action = self._option_string_actions.get(typed)
+        if action is None or not callable(action.type):
+            return None
+        try:
+            action.type(value)
+        except argparse.ArgumentTypeError as why:
+            return str(why)
+        except (TypeError, ValueError):  # argparse's own wording for these is no better than the spelling
+            return None
         return None
 
     def error(self, message: str):

@@ -59,6 +59,10 @@ _FIELDS = {(False, 1): ("minutes",), (False, 2): ("minutes", "seconds"), (False,
            (True, 3): ("days", "hours", "minutes", "seconds")}
 _HIGHEST = {"hours": 23, "minutes": 59, "seconds": 59}
 _SECONDS = {"days": 86_400, "hours": 3_600, "minutes": 60, "seconds": 1}
+# Units a time limit is written with elsewhere (`1h`, `120s`): sbatch takes none, and a bare number is minutes.
+_UNITS_S = {**dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1),
+            **dict.fromkeys(("m", "min", "mins", "minute", "minutes"), 60),
+            **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), 3_600), **dict.fromkeys(("d", "day", "days"), 86_400)}
 
 
 class TimeLimitError(ValueError):
@@ -72,15 +76,21 @@ def parse_time_limit(text: str) -> int:
     stripped = text.strip()
     if not stripped:
         raise TimeLimitError(f"is empty; write it as {FORMS}")
-    if stripped.startswith("-") or stripped.upper() in ("INFINITE", "UNLIMITED"):
-        raise TimeLimitError(f"is not a time limit (SLURM's -1 and UNLIMITED are none: leave --time-limit out for no limit); "
-                             f"write it as {FORMS}")
-    days, dash, clock = stripped.partition("-")
+    if stripped == "-1" or stripped.upper() in ("INFINITE", "UNLIMITED"):
+        raise TimeLimitError("is SLURM's no limit (as -1, INFINITE and UNLIMITED are): leave --time-limit out for no limit")
+    if stripped.startswith("-"):
+        raise TimeLimitError(f"starts with '-': a time limit is a length of time, of 1 second or more; write it as {FORMS}")
+    unit = re.fullmatch(r"([0-9]+) ?([a-zA-Z]+)", stripped)
+    if unit and unit[2].lower() in _UNITS_S:
+        raise TimeLimitError(f"has a unit, which sbatch's forms take none of: {_without_unit(int(unit[1]) * _UNITS_S[unit[2].lower()])}")
+    # A '-' after a ':' is no DAYS- ('1:-5': a negative field), which the fields below say.
+    after_colon = 0 <= stripped.find(":") < stripped.find("-")
+    days, dash, clock = (stripped, "", "") if after_colon else stripped.partition("-")
     clock = clock if dash else days
     parts = ([days] if dash else []) + clock.split(":")
     names = _FIELDS.get((bool(dash), len(parts) - bool(dash)))
-    if names is None or "-" in clock:
-        too_many = "more than one '-'" if "-" in clock else "more than two ':'"
+    if names is None or (dash and "-" in clock):
+        too_many = "more than one '-'" if dash and "-" in clock else "more than two ':'"
         raise TimeLimitError(f"has {too_many}; write it as {FORMS}")
     seconds = 0
     for index, (name, field) in enumerate(zip(names, parts)):
@@ -94,15 +104,26 @@ def parse_time_limit(text: str) -> int:
 
 
 def _field(name: str, field: str, highest: int | None) -> int:
-    """One field of a time limit: ASCII digits within its clock's range (checks.flag_number says why not)."""
+    """One field of a time limit: ASCII digits (1.5, 1e3, +5, ١٠ are not: one wording for them all) within its clock's
+    range (checks.flag_number says why not)."""
     if not field:
         raise TimeLimitError(f"lacks its {name}; write it as {FORMS}")
+    if not re.fullmatch(r"[0-9]+", field):
+        what = "is negative" if field.startswith("-") else "is not a whole number in digits 0-9"
+        raise TimeLimitError(f"has {name} {field!r}, which {what}; write it as {FORMS}")
     value, problem = flag_number(field, low=0, high=highest, integer=True)
     if problem:
         raise TimeLimitError(f"has {name} {field!r}, which {problem}; write it as {FORMS}")
-    if not re.fullmatch(r"[0-9]+", field):  # 1e3, +5: numbers to Python, not to sbatch
-        raise TimeLimitError(f"has {name} {field!r}, not a whole number in digits 0-9; write it as {FORMS}")
     return value
+
+
+def _without_unit(seconds: int) -> str:
+    """A length written in sbatch's forms, as the advice to a value with a unit (`1h`: 60, or 1:00:00)."""
+    minutes, second = divmod(seconds, 60)
+    hours, minute = divmod(minutes, 60)
+    bare = f"{minutes}" if not second else f"{minutes}:{second:02d}"
+    what = "MINUTES, a bare number" if not second else "MINUTES:SECONDS"
+    return f"write it as {bare} ({what}) or {hours}:{minute:02d}:{second:02d} (HOURS:MINUTES:SECONDS)"
 
 
 def job_end_from_env(environ: dict[str, str]) -> tuple[float | None, str | None]:

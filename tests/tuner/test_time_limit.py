@@ -49,33 +49,43 @@ def test_every_form_sbatch_takes_is_read_as_sbatch_reads_it(text, seconds):
 
 @pytest.mark.parametrize("text, said", [
     ("", "is empty"),
-    ("-5", "leave --time-limit out for no limit"),
-    ("-1", "leave --time-limit out for no limit"),
+    ("-5", "starts with '-': a time limit is a length of time, of 1 second or more"),
+    ("-1:30", "starts with '-'"),
+    ("-1", "is SLURM's no limit (as -1, INFINITE and UNLIMITED are): leave --time-limit out for no limit"),
     ("UNLIMITED", "leave --time-limit out for no limit"),
+    ("infinite", "is SLURM's no limit (as -1, INFINITE and UNLIMITED are)"),  # trial 62 F8: INFINITE named
+    ("1:-5", "has seconds '-5', which is negative"),  # trial 62 F6: it was "has days '1:'"
+    ("1:2:-3", "has seconds '-3', which is negative"),
     ("0", "is 0 (SLURM's 0 is no limit)"),
     ("0:00:00", "is 0"),
     ("1:60:00", "has minutes '60', which is out of range; it must be a whole number >= 0 and <= 59"),
     ("1:00:60", "has seconds '60'"),
     ("1-24", "has hours '24'"),
     ("abc", "has minutes 'abc', which is not a whole number"),
-    ("1e9", "has minutes '1e9', which is not a whole number; write it without a decimal point or an exponent"),
-    ("+5", "not a whole number in digits 0-9"),
-    ("١٢٠", "characters other than ASCII"),  # Arabic-Indic 120: a digit to Python, not to sbatch
-    ("１２０", "characters other than ASCII"),  # fullwidth
-    ("1_0", "underscore"),
+    # One wording for every field that is not digits 0-9 (trial 62 F8: three).
+    ("1.5", "has minutes '1.5', which is not a whole number in digits 0-9"),
+    ("1e9", "has minutes '1e9', which is not a whole number in digits 0-9"),
+    ("+5", "has minutes '+5', which is not a whole number in digits 0-9"),
+    ("١٢٠", "which is not a whole number in digits 0-9"),  # Arabic-Indic 120: a digit to Python, not to sbatch
+    ("１２０", "which is not a whole number in digits 0-9"),  # fullwidth
+    ("1_0", "which is not a whole number in digits 0-9"),
     ("525601", "more than a year"),
     ("9" * 400, "more than a year"),
     ("1:2:3:4", "more than two ':'"),
     ("1-2-3", "more than one '-'"),
     ("1-", "lacks its hours"),
     ("1::00", "lacks its minutes"),
-    ("2h", "has minutes '2h'"),
+    # A unit: said, with the value in sbatch's forms (trial 62 F8).
+    ("2h", "'2h' has a unit, which sbatch's forms take none of: write it as 120 (MINUTES, a bare number) or 2:00:00 "
+           "(HOURS:MINUTES:SECONDS)"),
+    ("120s", "write it as 2 (MINUTES, a bare number) or 0:02:00 (HOURS:MINUTES:SECONDS)"),
+    ("90 sec", "write it as 1:30 (MINUTES:SECONDS) or 0:01:30"),
 ])
 def test_a_wrong_value_is_refused_with_its_problem_and_the_forms(text, said):
     with pytest.raises(TimeLimitError) as refused:
         parse_time_limit(text)
-    assert said in str(refused.value)
-    if "no limit" not in said and "is 0" not in said:
+    assert said in f"{text!r} {refused.value}"
+    if "no limit" not in said and "is 0" not in said and "write it as" not in said:
         assert str(refused.value).endswith("as sbatch --time takes it (a bare number is minutes)")
 
 
@@ -91,7 +101,15 @@ def test_the_command_line_refuses_a_wrong_value_in_one_line_with_exit_2(tmp_path
 def test_a_negative_value_given_apart_is_read_as_the_flags_value():
     result = cli.autotune_main("run", "--model", "7b", "--time-limit", "-5")
     assert result.returncode == 2
-    assert_one_clear_line(result.stderr, "argument --time-limit: '-5' is not a time limit")
+    assert_one_clear_line(result.stderr, "argument --time-limit: '-5' starts with '-': a time limit is a length of time")
+
+
+def test_a_value_starting_with_a_dash_is_refused_at_once_not_sent_to_the_equals_spelling():
+    """Trial 62 F7: `--time-limit -1:30` advised `--time-limit=-1:30`, which then failed with a second error."""
+    result = cli.autotune_main("run", "--model", "7b", "--time-limit", "-1:30")
+    assert result.returncode == 2
+    assert_one_clear_line(result.stderr, "argument --time-limit: '-1:30' starts with '-': a time limit is a length of time")
+    assert "--time-limit=" not in result.stderr
 
 
 def test_help_names_the_forms_and_that_a_bare_number_is_minutes():
