@@ -139,7 +139,7 @@ def test_the_space_table_tells_power_limit_variants_apart():
         (["run", "--nodes", "0"], "--nodes '0' must be at least 1"),
         (["space", "--space", "missing.toml"], "does not exist"),
         (["report", "."], "is not a run directory"),
-        (["export", "nowhere"], "is not a directory"),
+        (["export", "nowhere"], "does not exist"),
         (["run", "--storage", "postgresql://nobody@127.0.0.1:1/none", "--trials", "1"], "cannot open study storage"),
         (["run", "--model", "72b", "--nodes", "1", "--space", "{space}"], "nothing in the space fits in memory"),
         # 12 GPUs and a global batch of 64: the batch is the cause and the fix, not the commonest rule
