@@ -76,14 +76,20 @@ def hardware_to_dict(profile: HardwareProfile) -> dict:
 
 # What a profile's figures do not depend on: its names, its wording and its stated error.
 _NOT_FIGURES = ("name", "calibrated_from", "figures_sha256", "description", "simulator_error", "error_measured_on")
+# What the trust in a calibrated profile's [simulator_error] does not depend on: its name (a label for reports) and its
+# wording. The error itself, what it was measured on and the node it was calibrated from are calibrate's output as
+# much as the figures are: left out, a hand-lowered error, a widened [error_measured_on] or a calibrated_from naming
+# another node (whose recorded figures then replay onto it) kept a matching hash (trial63 #3, #4).
+_NOT_HASHED = ("name", "figures_sha256", "description")
 
 
 def figures_sha256(profile: HardwareProfile) -> str:
-    """The hash of what a profile's figures depend on (every table but its names, wording and stated error), which a
-    calibrated profile carries: its [simulator_error] was measured on these figures, and a copy edited to other
-    hardware (a colleague's calibrated profile, say) no longer matches it (hardware/load.py)."""
+    """The hash of everything a calibrated profile's stated error is vouched for by (every table but its name and
+    wording: its figures, [simulator_error], [error_measured_on] and calibrated_from), which calibrate -o writes
+    beside them: the error was measured on these figures, and a copy edited to other hardware (a colleague's
+    calibrated profile, say), or whose error or its scope was edited, no longer matches it (hardware/load.py)."""
     tables = tomllib.loads(dump_hardware(profile, figures_hash=False))
-    figures = {key: value for key, value in tables.items() if key not in _NOT_FIGURES}
+    figures = {key: value for key, value in tables.items() if key not in _NOT_HASHED}
     return hashlib.sha256(json.dumps(figures, sort_keys=True).encode()).hexdigest()
 
 

@@ -218,8 +218,8 @@ def _unmeasured_error(profile: HardwareProfile, source: str, figures_sha256: str
     if figures_sha256 is not None:
         if figures_sha256 == hashed_figures(profile):
             return None
-        return ("its figures are not those `autotune calibrate -o` measured the error on (figures_sha256 differs: edited "
-                "since, or copied onto other hardware)")
+        return ("its figures, error, [error_measured_on] or calibrated_from are not those `autotune calibrate -o` wrote "
+                "(figures_sha256 differs: edited since, or copied onto other hardware)")
     if _older_calibrate_wrote(source) or not _readable(source):
         return None  # an older calibrate's file (no hash), or a study's kept copy whose file is gone: judged when read
     return ("calibrated_from was written by hand (no figures_sha256 and no header of `autotune calibrate -o`): only the "

@@ -49,3 +49,20 @@ def test_a_hand_written_calibrated_from_vouches_for_no_error(tmp_path, calibrate
     # An older calibrate wrote no hash: its header still vouches, as before.
     older = "# Calibrated by `autotune calibrate` from h100-sxm.toml against 40 observations (runs/x).\n" + forged
     assert _load(tmp_path, older, "older.toml").simulator_error == ERROR
+
+
+@pytest.mark.parametrize("edit", [
+    ("time_s_pct = 1.0", "time_s_pct = 0.1"),  # an error lowered by hand turns every tie into a ranking
+    ('zero_stage = ["3"]', 'zero_stage = ["0", "1", "2", "3"]'),  # a scope widened to stages never measured
+    ('calibrated_from = "h100-sxm"', 'calibrated_from = "gh200"'),  # another node's records would replay onto it
+])
+def test_what_the_error_is_trusted_by_is_in_the_hash(tmp_path, edit, capsys):
+    """trial63 #3, #4: the hash covered the figures alone; the error, its scope and calibrated_from were edited freely."""
+    profile = replace(load_hardware("h100-sxm"), name="team-cal", calibrated_from="h100-sxm", simulator_error=ERROR,
+                      error_measured_on={"model": ("7b",), "zero_stage": ("3",)})
+    text = dump_hardware(profile)
+    assert _load(tmp_path, text).simulator_error == ERROR and capsys.readouterr().err == ""
+    edited = text.replace(*edit)
+    assert edited != text
+    assert _load(tmp_path, edited, "edited.toml").simulator_error == {}
+    assert "figures_sha256 differs" in capsys.readouterr().err
