@@ -207,19 +207,27 @@ def _unmeasured_error(profile: HardwareProfile, source: str, figures_sha256: str
     """Why the profile's [simulator_error] was not measured on its figures, or None where it was.
 
     `calibrated_from` names the node a calibrated profile describes (its base's figures calibrate it too); the error
-    is vouched for by the hash of the figures it was measured on (`figures_sha256`, which calibrate -o writes beside
-    it) or, in a profile an older calibrate wrote, by calibrate's first line. A `calibrated_from` written by hand
-    (naming the profile itself, or kept in a colleague's calibrated profile edited to other GPUs: trial61 #5) vouches for nothing."""
-    if not profile.calibrated_from:
-        if _older_calibrate_wrote(source):
-            return None  # its error was measured on its own figures, as a newer calibrate's is
-        return ("only a built-in profile or one `autotune calibrate -o` wrote (it records calibrated_from) carries an error "
-                "measured on its own figures; this one was measured on the profile it was copied from")
+    is vouched for by the hash calibrate -o writes beside it (`figures_sha256`: of the figures, the error, its
+    [error_measured_on] and calibrated_from) or, in a profile an older calibrate wrote (no hash, no
+    [error_measured_on]), by calibrate's first line. A `calibrated_from` written by hand (naming the profile itself,
+    or kept in a colleague's calibrated profile edited to other GPUs: trial61 #5) vouches for nothing, nor does a
+    current calibrate's profile whose hash was deleted (trial63 #2: the edit the warning names, undone by removing
+    the line it was told not to edit). The header rule trusts a comment: a file given calibrate's first line by hand,
+    or stripped of its hash and [error_measured_on] to pass for an older one, is a deliberate forgery, which this
+    rule does not defend against (nor could a hash anyone can recompute); it catches copies and edits."""
     if figures_sha256 is not None:
         if figures_sha256 == hashed_figures(profile):
             return None
         return ("its figures, error, [error_measured_on] or calibrated_from are not those `autotune calibrate -o` wrote "
                 "(figures_sha256 differs: edited since, or copied onto other hardware)")
+    if profile.error_measured_on:  # only a calibrate that writes the hash records it: not an older calibrate's file
+        return ("its figures_sha256 was removed (a profile with [error_measured_on] is one `autotune calibrate -o` wrote "
+                "with that hash), so nothing says its figures are still those the error was measured on")
+    if not profile.calibrated_from:
+        if _older_calibrate_wrote(source):
+            return None  # its error was measured on its own figures, as a newer calibrate's is
+        return ("only a built-in profile or one `autotune calibrate -o` wrote (it records calibrated_from) carries an error "
+                "measured on its own figures, and this one was measured on the profile it was copied from")
     if _older_calibrate_wrote(source) or not _readable(source):
         return None  # an older calibrate's file (no hash), or a study's kept copy whose file is gone: judged when read
     return ("calibrated_from was written by hand (no figures_sha256 and no header of `autotune calibrate -o`): only the "

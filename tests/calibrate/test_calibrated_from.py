@@ -66,3 +66,15 @@ def test_what_the_error_is_trusted_by_is_in_the_hash(tmp_path, edit, capsys):
     assert edited != text
     assert _load(tmp_path, edited, "edited.toml").simulator_error == {}
     assert "figures_sha256 differs" in capsys.readouterr().err
+
+
+def test_a_current_calibrate_s_profile_without_its_hash_loses_its_error(tmp_path, capsys):
+    """trial63 #2: the warning named the edited figures; deleting the figures_sha256 line it says not to edit made the
+    error trusted again, calibrate's header vouching instead. [error_measured_on] is written only beside the hash."""
+    profile = replace(load_hardware("h100-sxm"), name="team-cal", calibrated_from="h100-sxm", simulator_error=ERROR,
+                      error_measured_on={"model": ("7b",), "zero_stage": ("3",)})
+    text = dump_hardware(profile, "Calibrated by `autotune calibrate` from h100-sxm.toml against 40 observations (runs/x).")
+    edited = text.replace("memory_gib = 80.0", "memory_gib = 40.0", 1)
+    unhashed = "\n".join(line for line in edited.splitlines() if not line.startswith("figures_sha256"))
+    assert _load(tmp_path, unhashed).simulator_error == {}
+    assert "its figures_sha256 was removed" in capsys.readouterr().err
