@@ -145,8 +145,22 @@ def parse_hardware(data: dict, origin: str, source: str = "") -> HardwareProfile
         error_measured_on=_error_scope(origin, data.get("error_measured_on") or {}),
     )
     _check_consistency(origin, profile)
-    recorded = _text(origin, "figures_sha256", data["figures_sha256"]) if "figures_sha256" in data else None
+    recorded = _figures_hash(origin, data["figures_sha256"]) if "figures_sha256" in data else None
     return _with_trusted_error(origin, profile, source, recorded)
+
+
+# A SHA-256 as hashlib's hexdigest writes it (and calibrate -o with it): compared as text, so no other spelling.
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _figures_hash(origin: str, value) -> str:
+    """figures_sha256 as calibrate -o wrote it: another value (uppercase, cut short, a space) is the line edited, which
+    was called "figures edited since" and sent the user to the figures (trial63 #11)."""
+    if not isinstance(value, str) or not _SHA256.fullmatch(value):
+        raise ConfigError(f"{origin}: figures_sha256 = {value!r} is not a SHA-256 as `autotune calibrate -o` writes it "
+                          "(64 lowercase hex digits): the line was edited; restore it from calibrate's output, or calibrate "
+                          "again (docs/hardware.md)")
+    return value
 
 
 def _error_scope(origin: str, raw: dict) -> dict[str, tuple[str, ...]]:

@@ -78,3 +78,18 @@ def test_a_current_calibrate_s_profile_without_its_hash_loses_its_error(tmp_path
     unhashed = "\n".join(line for line in edited.splitlines() if not line.startswith("figures_sha256"))
     assert _load(tmp_path, unhashed).simulator_error == {}
     assert "its figures_sha256 was removed" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("written", ["upper", "short", "nonhex", "space", "number"])
+def test_a_malformed_hash_is_refused_as_such_not_called_edited_figures(tmp_path, calibrated_text, written, capsys):
+    """trial63 #11: the figures were not edited, the hash line was."""
+    from autotune.errors import ConfigError
+
+    (line,) = [line for line in calibrated_text.splitlines() if line.startswith("figures_sha256 = ")]
+    digest = line.split('"')[1]
+    value = {"upper": f'"{digest.upper()}"', "short": f'"{digest[:32]}"', "nonhex": '"' + "z" * 64 + '"',
+             "space": f'" {digest}"', "number": "5"}[written]
+    with pytest.raises(ConfigError, match=r"figures_sha256 = .* is not a SHA-256 as `autotune calibrate -o` writes it "
+                                          r"\(64 lowercase hex digits\): the line was edited"):
+        _load(tmp_path, calibrated_text.replace(line, f"figures_sha256 = {value}"))
+    assert capsys.readouterr().err == ""  # no "figures_sha256 differs" warning before it
