@@ -13,7 +13,7 @@ import tomllib
 from dataclasses import fields, replace
 from pathlib import Path
 
-from autotune.checks import checked_number, complete_table, refuse_unknown_keys
+from autotune.checks import checked_number, complete_table, refuse_unknown_keys, shown
 from autotune.errors import ConfigError
 from autotune.hardware.dump import figures_sha256 as hashed_figures
 from autotune.hardware.plausible import check_plausible
@@ -142,7 +142,7 @@ def parse_hardware(data: dict, origin: str, source: str = "") -> HardwareProfile
         simulator=simulator_constants(origin, data.get("simulator")),
         simulator_error=simulator_error(origin, data.get("simulator_error")),
         calibrated_from=_text(origin, "calibrated_from", data.get("calibrated_from", ""), required="calibrated_from" in data),
-        error_measured_on=_error_scope(origin, data.get("error_measured_on") or {}),
+        error_measured_on=_error_scope(origin, data.get("error_measured_on")),
     )
     _check_consistency(origin, profile)
     recorded = _figures_hash(origin, data["figures_sha256"]) if "figures_sha256" in data else None
@@ -163,15 +163,46 @@ def _figures_hash(origin: str, value) -> str:
     return value
 
 
-def _error_scope(origin: str, raw: dict) -> dict[str, tuple[str, ...]]:
-    """[error_measured_on]: per model and knob, the values the stated error was measured on, as text."""
+def _error_scope(origin: str, raw: dict | None) -> dict[str, tuple[str, ...]]:
+    """[error_measured_on]: per model and knob, the values the stated error was measured on, as text. A knob's value
+    must be one the knob can take: "9", "banana" or "MAX" matched no configuration, and a typo made the error vanish
+    from every figure while the header still named the scope (trial63 #10). Model names are free text."""
+    if raw is None:
+        return {}
+    fix = "restore it from `autotune calibrate -o`'s output, or calibrate again"
+    if not raw:
+        raise ConfigError(f"{origin}: [error_measured_on] is empty; it holds what `autotune calibrate -o` measured its "
+                          f"[simulator_error] on: {fix}")
     refuse_unknown_keys(f"{origin} [error_measured_on]", raw, ERROR_SCOPE_KEYS,
                         "it holds what `autotune calibrate -o` measured its [simulator_error] on")
     for key, values in raw.items():
         if not (isinstance(values, list) and values and all(isinstance(v, str) and v for v in values)):
             raise ConfigError(f"{origin}: [error_measured_on] {key} = {values!r} is not allowed; it must be a list of "
                               "non-empty strings in quotes, as `autotune calibrate -o` writes it")
+        for text in values if key != "model" else ():
+            why = _not_a_knob_value(key, text)
+            if why:
+                raise ConfigError(f"{origin}: [error_measured_on] {key} has {shown(text)}, which {why}; {fix}")
     return {key: tuple(values) for key, values in raw.items()}
+
+
+def _not_a_knob_value(knob: str, text: str) -> str | None:
+    """Why `text` (a scope's value, as calibrate writes it: str() of the knob's value) is no value of `knob`, or None."""
+    from autotune.candidate import knob_value  # here: autotune.candidate imports this package
+
+    value: object = text
+    if knob == "power_limit":
+        try:
+            value = float(text)
+        except ValueError:
+            pass
+    elif text.isascii() and text.isdigit():
+        value = int(text)
+    try:
+        knob_value(knob, value)
+    except ValueError as why:
+        return str(why)
+    return None
 
 
 def _builtin_name(source: str) -> str | None:

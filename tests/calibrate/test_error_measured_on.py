@@ -3,6 +3,7 @@ back from the description's words, a Hugging Face config's model name ("... SigL
 and was never "measured", and a name holding " with " stopped the words parsing, so the error held for every
 model (trial61 #1)."""
 
+import re
 from dataclasses import replace
 
 from autotune.hardware import dump_hardware, load_hardware
@@ -67,4 +68,30 @@ def test_a_hand_written_scope_of_the_wrong_shape_is_refused_with_one_line(tmp_pa
     text = open(path).read().replace('zero_stage = ["3"]', "zero_stage = 3")
     open(path, "w").write(text)
     with pytest.raises(ConfigError, match=r"\[error_measured_on\] zero_stage = 3 is not allowed"):
+        load_hardware(path)
+
+
+def test_a_scope_value_no_knob_can_take_is_refused_with_one_line(tmp_path):
+    """trial63 #10: "9", "MAX" or "1.0" matched no configuration, so a typo made the error vanish from every figure while
+    the header still named the scope; now each is refused naming the knob, its value and what the knob takes."""
+    import pytest
+
+    from autotune.errors import ConfigError
+
+    path = _calibrated(tmp_path, SCOPE).source
+    text = open(path).read()
+    for written, allowed in (('zero_stage = ["9"]', "is not one of the allowed values 0, 1, 2, 3"),
+                             ('sm_clock_mhz = ["MAX"]', 'is not "max" or a clock in whole MHz'),
+                             ('micro_batch = ["1.0"]', "is not a whole number >= 1"),
+                             ('optimizer_offload = ["None"]', 'is not one of the allowed values "none", "sync", "async"'),
+                             ('power_limit = ["1.5"]', "is not a fraction of the default power limit")):
+        key = written.split(" = ")[0]
+        edited = re.sub(rf"^{key} = .*$", written, text, count=1, flags=re.M)
+        open(path, "w").write(edited)
+        with pytest.raises(ConfigError, match=rf"\[error_measured_on\] {key} has \".*\", which {re.escape(allowed)}"):
+            load_hardware(path)
+    open(path, "w").write(text.replace('model = ["Meta', 'model = ["any free text, Meta'))  # a model's name is free
+    assert load_hardware(path).error_measured_on["model"] == ("any free text, Meta-Llama-3-8B + SigLIP so400m/14",)
+    open(path, "w").write(re.sub(r"(\[error_measured_on\]\n)(.*\n)*", r"\1", text))  # an empty table: refused too
+    with pytest.raises(ConfigError, match=r"\[error_measured_on\] is empty"):
         load_hardware(path)
