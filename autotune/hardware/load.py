@@ -17,7 +17,17 @@ from autotune.checks import checked_number, complete_table, refuse_unknown_keys,
 from autotune.errors import ConfigError
 from autotune.hardware.dump import figures_sha256 as hashed_figures
 from autotune.hardware.plausible import check_plausible
-from autotune.hardware.profile import ERROR_SCOPE_KEYS, CpuSpec, GpuSpec, HardwareProfile, LinkSpec, PowerSpec
+from autotune.hardware.profile import (
+    ERROR_SCOPE_KEYS,
+    IGNORED_ERROR_NOTE,
+    CpuSpec,
+    GpuSpec,
+    HardwareProfile,
+    LinkSpec,
+    PowerSpec,
+    ignored_error_note,
+    with_description_note,
+)
 from autotune.hardware.simulator_constants import simulator_constants, simulator_error
 from autotune.shell import shell_path
 
@@ -245,7 +255,9 @@ def _with_trusted_error(origin: str, profile: HardwareProfile, source: str, figu
         shown = source or profile.name
         print(f"warning: {origin}: its [simulator_error] is ignored, and its figures show +- ?%: {why}; calibrate this "
               f"one: autotune calibrate RUN_DIR --hardware {shell_path(shown)} -o FILE; docs/calibration.md", file=sys.stderr)
-    return replace(profile, simulator_error={})
+    # The reason kept where a study keeps the profile (its description), for its reports to say.
+    return replace(profile, simulator_error={},
+                   description=with_description_note(profile.description, IGNORED_ERROR_NOTE, ignored_error_note(why)))
 
 
 def _unmeasured_error(profile: HardwareProfile, source: str, figures_sha256: str | None) -> str | None:
@@ -272,11 +284,11 @@ def _unmeasured_error(profile: HardwareProfile, source: str, figures_sha256: str
         if _older_calibrate_wrote(source):
             return None  # its error was measured on its own figures, as a newer calibrate's is
         return ("only a built-in profile or one `autotune calibrate -o` wrote (it records calibrated_from) carries an error "
-                "measured on its own figures, and this one was measured on the profile it was copied from")
+                "computed on its own figures, and this one was computed on the profile it was copied from")
     if _older_calibrate_wrote(source) or not _readable(source):
         return None  # an older calibrate's file (no hash), or a study's kept copy whose file is gone: judged when read
     return ("calibrated_from was written by hand (no figures_sha256 and no header of `autotune calibrate -o`): only the "
-            "profile calibrate writes carries an error measured on its own figures")
+            "profile calibrate writes carries an error computed on its own figures")
 
 
 def _readable(source: str) -> bool:

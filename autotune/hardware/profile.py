@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from autotune.hardware.simulator_constants import DEFAULT_SIMULATOR_CONSTANTS, SimulatorConstants
@@ -9,6 +10,26 @@ from autotune.hardware.simulator_constants import DEFAULT_SIMULATOR_CONSTANTS, S
 # The keys of [error_measured_on]: the model and the knobs whose values a calibration's configurations covered.
 ERROR_SCOPE_KEYS = ("model", "zero_stage", "optimizer_offload", "activation_checkpointing", "sp_degree", "micro_batch",
                     "nodes", "power_limit", "sm_clock_mhz")
+
+
+# The note a profile's description gets where its [simulator_error] is ignored when read (hardware/load.py): the
+# description is the one free-text key the copy a study keeps of its profile has, so the study's reports and
+# pareto.json say why its figures show +- ?% (report/error_bars.py), not "error not stated: see its header" of a
+# header that states one (trial63 #7). Its reason holds no ";", the notes' separator.
+IGNORED_ERROR_NOTE = re.compile(r"read with its \[simulator_error\] ignored: [^;]*")
+
+
+def ignored_error_note(why: str) -> str:
+    return f"read with its [simulator_error] ignored: {why}"
+
+
+def with_description_note(description: str, pattern: re.Pattern, note: str | None) -> str:
+    """The description with `note` in place of any earlier note `pattern` matches (the description's
+    notes are ";"-separated)."""
+    kept = re.sub(r"(?:;\s*)?(?:" + pattern.pattern + ")", "", description).strip()
+    if note is None:
+        return kept
+    return f"{kept}; {note}" if kept else note
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ import re
 from typing import TYPE_CHECKING
 
 from autotune.candidate import SM_CLOCK_UNTOUCHED
+from autotune.hardware.profile import IGNORED_ERROR_NOTE, with_description_note
 from autotune.report.picks import trials_text
 from autotune.counted import counted
 
@@ -38,8 +39,11 @@ WHY_UNKNOWN = "why_unknown"
 # The note `autotune calibrate -o` appends to the description of a profile it writes without
 # [simulator_error]. The description is the one free-text key a profile (and the copy a study keeps of
 # it) has: a key of its own would change the profile's schema for a sentence.
-_NOTE = re.compile(r"calibrated \(from [^()]*\), error not (?:known reliably|computed \(--no-loo\)|measured \(fitted to "
+_CALIBRATE_NOTE = (r"calibrated \(from [^()]*\), error not (?:known reliably|computed \(--no-loo\)|measured \(fitted to "
                    r"simulated figures, a test of the fit\))")
+# Either note says why no error is stated; a recalibration's replaces both (an ignored error's reason is stale once
+# calibrate wrote the profile again).
+_NOTE = re.compile(f"(?:{_CALIBRATE_NOTE}|{IGNORED_ERROR_NOTE.pattern})")
 
 
 # The note `autotune calibrate -o` appends to the description of a profile whose error it writes: the models
@@ -151,16 +155,7 @@ def outside_scope(scope: dict[str, list[str]], model: str, params: dict, max_clo
 
 def with_scope_note(description: str, note: str | None) -> str:
     """The description with `note` in place of any earlier scope note."""
-    return _with_note(description, _SCOPE, note)
-
-
-def _with_note(description: str, pattern: re.Pattern, note: str | None) -> str:
-    """The description with `note` in place of any earlier note `pattern` matches (the description's
-    notes are ";"-separated)."""
-    kept = re.sub(r"(?:;\s*)?" + pattern.pattern, "", description).strip()
-    if note is None:
-        return kept
-    return f"{kept}; {note}" if kept else note
+    return with_description_note(description, _SCOPE, note)
 
 
 def outside_words(error: dict | None, trials) -> str:
@@ -208,11 +203,15 @@ def calibration_note(configurations: int, fitted: int, on_bound: int, computed: 
 
 def with_calibration_note(description: str, note: str | None) -> str:
     """The description with `note` in place of any earlier one (a recalibration's is the one that holds)."""
-    return _with_note(description, _NOTE, note)
+    return with_description_note(description, _NOTE, note)
 
 
 def _why_unknown(hardware) -> str:
-    """Why a calibrated profile states no error, and where to read more (its file's header)."""
+    """Why a profile states no error, and where to read more: why its [simulator_error] was ignored when read (the
+    warning's reason, kept in its description), else why calibrate wrote none (its file's header)."""
+    ignored = IGNORED_ERROR_NOTE.search(hardware.description)
+    if ignored:
+        return f"{ignored.group(0)} ({hardware.source})" if hardware.source else ignored.group(0)
     found = _NOTE.search(hardware.description)
     why = found.group(0) if found else f"calibrated (from '{hardware.calibrated_from}'), error not stated"
     return f"{why}: see its header ({hardware.source})" if hardware.source else f"{why}: see its file's header"
@@ -242,7 +241,7 @@ def extrapolated(error: dict | None, point) -> bool:
 def profile_error(hardware) -> dict:
     """The error a profile states for its simulated figures: {'time_s_pct': ..., ...}; {} not calibrated;
     {WHY_UNKNOWN: ...} calibrated, with no error it can vouch for (for the study report and `autotune space`)."""
-    if not hardware.simulator_error and hardware.calibrated_from:
+    if not hardware.simulator_error and hardware.calibrated_from:  # a copied table's profile: "not calibrated", as it is
         return {WHY_UNKNOWN: _why_unknown(hardware)}
     error = dict(hardware.simulator_error)
     if error and hardware.error_measured_on:  # recorded as data by calibrate -o: read as such, not from the words

@@ -93,3 +93,26 @@ def test_a_malformed_hash_is_refused_as_such_not_called_edited_figures(tmp_path,
                                           r"\(64 lowercase hex digits\): the line was edited"):
         _load(tmp_path, calibrated_text.replace(line, f"figures_sha256 = {value}"))
     assert capsys.readouterr().err == ""  # no "figures_sha256 differs" warning before it
+
+
+def test_reports_say_why_an_ignored_error_is_unknown_also_from_a_study_s_kept_copy(tmp_path, calibrated_text, capsys):
+    """trial63 #7: the reports said "calibrated (from 'h100-sxm'), error not stated: see its header" of a file whose
+    header states 3.4%, and pareto.json kept that; now they give the warning's reason, which the study keeps."""
+    from autotune.hardware import hardware_to_dict, stored_hardware
+    from autotune.report.error_bars import error_sentence, profile_error
+
+    edited = _load(tmp_path, calibrated_text.replace("memory_gib = 80.0", "memory_gib = 40.0", 1))
+    kept = stored_hardware({"hardware": edited.source, "hardware_profile": hardware_to_dict(edited)}, "study settings")
+    for profile in (edited, kept):
+        why = profile_error(profile)["why_unknown"]
+        assert why.startswith("read with its [simulator_error] ignored: its figures, error, [error_measured_on] or "
+                              "calibrated_from are not those `autotune calibrate -o` wrote (figures_sha256 differs")
+        assert "not stated" not in why and "header" not in why and why.endswith(f"({edited.source})")
+    assert "this hardware profile was read with its [simulator_error] ignored: " in error_sentence(profile_error(kept))
+    # A hand-written calibrated_from: the reason is that, not "calibrated (from ...)".
+    forged = "\n".join(line for line in calibrated_text.splitlines() if not line.startswith("figures_sha256"))
+    assert "calibrated_from was written by hand" in profile_error(_load(tmp_path, forged, "forged.toml"))["why_unknown"]
+    # A recalibration drops the stale reason with calibrate's own note.
+    from autotune.report.error_bars import with_calibration_note
+
+    assert with_calibration_note(kept.description, None) == load_hardware("h100-sxm").description

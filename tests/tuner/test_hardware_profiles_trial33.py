@@ -176,7 +176,7 @@ def test_a_copied_error_is_ignored_with_one_line_naming_the_file_and_the_fix(tmp
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1, lines
     assert lines[0].startswith(f"warning: hardware profile {path}: its [simulator_error] is ignored")
-    assert "measured on the profile it was copied from" in lines[0]
+    assert "computed on the profile it was copied from" in lines[0]
     assert f"autotune calibrate RUN_DIR --hardware {path} -o FILE; docs/calibration.md" in lines[0]
 
 
