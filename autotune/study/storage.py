@@ -21,6 +21,7 @@ import optuna
 from autotune.counted import counted
 from autotune.errors import UserError
 from autotune.os_text import shell_text, shown_name
+from autotune.study.storage_failure import kept_probe_results, unrecorded_probe_results
 
 STUDY_NAME = "autotune"  # a run directory's study.db holds one study; --study-name names others in a shared --storage
 METRIC_NAMES = ("time_to_solution_s", "energy_to_solution_kj")
@@ -331,8 +332,6 @@ def _open_storage(url: str, heartbeat: bool = False, must_exist: bool = False, g
                         "beyond SQLite's wait; run the same command again when that is done"
                     ) from None
                 if not given:  # the run directory's own file: no URL to check, and no --storage to leave out
-                    from autotune.study.storage_failure import kept_probe_results
-
                     path = Path(unquote(url.removeprefix('sqlite:///')))
                     raise UserError(
                         f"cannot open the study database {path} ({first}); it is damaged or not a study: restore it "
@@ -438,12 +437,15 @@ def open_study(
     database = run_dir / "study.db"
     if storage is None and (not database.exists() or (database.is_file() and database.stat().st_size == 0)):
         # Before opening creates a study.db beside them, or writes Optuna's tables into an empty one (trial 43 F9).
+        _check_trials_are_of(run_dir, None, storage)
         _check_reports_are_of_no_study(run_dir, study_name)
     rdb = _open_storage(url, heartbeat=storage is not None, given=storage is not None)
     # Before a new study is created in a shared database or in the run directory's own, or another one resumed here.
     existing = _existing_study(rdb, study_name)
     if storage is None:
         _check_run_dir_holds_no_other_study(run_dir, rdb, study_name)
+    _check_trials_are_of(run_dir, existing, storage)  # before the reports' refusals, whose advice keeps trials/ there
+    if storage is None:
         if existing is None:  # a new study here: reports already here are another's (a --storage run's, a lost study.db's)
             _check_reports_are_of_no_study(run_dir, study_name)
     check_run_dir_is_of(run_dir, existing, storage, study_name, "--out")
@@ -522,6 +524,19 @@ def _check_run_dir_holds_no_other_study(run_dir: Path, rdb, study_name: str) -> 
         f"--out, each --study-name has its own runs/<model>-<nodes>n-<name>), or --study-name {shell_text(names[0])} to "
         f"resume {shown_name(names[0])}"
     )
+
+
+def _check_trials_are_of(run_dir: Path, study: optuna.Study | None, storage: str | None) -> None:
+    """A study writes its probes into RUN_DIR/trials/NNNN, removing what an earlier attempt of that trial left: it
+    may not start where trials/ holds results none of its trials made (`study` None: one not created yet), or it
+    would measure over them, and with their study.db gone they are all that is left of those probes."""
+    unrecorded = unrecorded_probe_results(run_dir, study)
+    if not unrecorded:
+        return
+    where, why = ((recorded_storage(storage), "another study's run directory?") if storage
+                  else (Path(run_dir) / "study.db", "a damaged or replaced study.db?"))
+    raise UserError(f"{Path(run_dir) / 'trials'} holds the results of {counted(unrecorded, 'probe')} that no study in "
+                    f"{where} records ({why}): they are kept; start the study in another --out, or move trials/ aside")
 
 
 def _check_reports_are_of_no_study(run_dir: Path, study_name: str) -> None:

@@ -11,6 +11,7 @@ exit status 1 (trial 43 F5). What was committed before stays in the database.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from autotune.counted import counted
@@ -63,15 +64,44 @@ def read_only_failure(exc: BaseException) -> bool:
     return any(_READ_ONLY in str(e).lower() for e in _chain(exc))
 
 
+def _folders_with_results(run_dir: Path) -> list[Path]:
+    """RUN_DIR/trials/* that hold a probe's result (result.json, or result-1.json ... with repeats); none where
+    there is no trials/ (a simulated study's run directory) or it cannot be read."""
+    try:
+        return [folder for folder in (Path(run_dir) / "trials").iterdir()
+                if folder.is_dir() and any(folder.glob("result*.json"))]
+    except OSError:
+        return []
+
+
 def kept_probe_results(run_dir: Path) -> str:
     """"; the results of its 12 probes are kept in RUN_DIR/trials/*/result.json", or "" where none is: a damaged
     study.db's refusal said "start a new study" alone, as if the measured probes, the expensive part of a study,
     were lost with it (trial 61 #24). A probe with repeats writes result-1.json ... result-N.json."""
-    trials = Path(run_dir) / "trials"
-    try:
-        probes = sum(1 for folder in trials.iterdir() if folder.is_dir() and any(folder.glob("result*.json")))
-    except OSError:  # no trials/ (a simulated study's run directory), or one that cannot be read
-        return ""
+    probes = len(_folders_with_results(run_dir))
     if not probes:
         return ""
-    return f"; the results of its {counted(probes, 'probe')} are kept in {trials}/*/result.json"
+    return f"; the results of its {counted(probes, 'probe')} are kept in {Path(run_dir) / 'trials'}/*/result.json"
+
+
+def unrecorded_probe_results(run_dir: Path, study) -> int:
+    """How many of RUN_DIR/trials/* hold results that no trial of `study` (an Optuna study; None: one not made yet)
+    made: a folder not named by one of its trial numbers, or whose candidate.json is not that trial's candidate. A
+    new trial of that number would write its probe over them (trial 63 #1: a study.db emptied by a crash, a new
+    study started there, and trials/0000 and 0001 were measured again over the lost study's results)."""
+    folders = _folders_with_results(run_dir)  # read before the trials are: another worker's folder follows its trial
+    trials = study.get_trials(deepcopy=False) if study is not None else []
+    knobs = {trial.number: (trial.user_attrs.get("candidate") or {}).get("knobs") for trial in trials}
+    return sum(not _made_by(folder, knobs) for folder in folders)
+
+
+def _made_by(folder: Path, knobs: dict[int, dict | None]) -> bool:
+    """Whether `folder` is the trial directory of one of the trials whose knobs `knobs` holds, by number."""
+    if not folder.name.isdigit() or int(folder.name) not in knobs:
+        return False
+    try:
+        written = json.loads((folder / "candidate.json").read_text(encoding="utf-8"))["knobs"]
+    except (OSError, ValueError, TypeError, KeyError):  # none written, or a damaged one: the number alone tells
+        return True
+    recorded = knobs[int(folder.name)]
+    return recorded is None or json.loads(json.dumps(recorded)) == written
