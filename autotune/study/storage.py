@@ -124,6 +124,11 @@ def _check_sqlite(url: str, must_exist: bool, given: bool = True) -> Path | None
         raise UserError(f"--storage {url!r}: there is no database at {path.resolve()}; pass the URL the run used "
                         "(a relative sqlite:///PATH is read from the current directory)")
     if must_exist and not _holds_optuna_tables(path):
+        kept = "" if given else kept_probe_results(path.parent)
+        if kept:  # a run directory's study.db that a crash or a full disk emptied: its --out is the one passed
+            raise UserError(f"{path} holds no Optuna study (an empty or foreign SQLite file: a crash or a full disk "
+                            f"can leave one; left as it was); restore it from a copy, or start a new study with "
+                            f"--out NEW_DIR{kept}")
         where = f"--storage {url!r}" if given else str(path)
         raise UserError(f"{where} holds no Optuna study (an empty or foreign SQLite file; left as it was); pass "
                         + ("the URL the run used" if given else "the --out directory of an `autotune run`, or --storage "

@@ -130,3 +130,16 @@ def test_a_storage_study_is_refused_in_a_run_directory_of_results_it_does_not_re
             "directory?): they are kept") in capsys.readouterr().err
     assert _results(run) == before
 
+
+def test_read_commands_on_an_emptied_study_db_count_the_kept_results(reported, tmp_path, capsys):
+    """Trial 63 #8: "pass the --out directory of an `autotune run`" was the directory passed."""
+    run = _with_kept_results(reported, tmp_path)
+    kept = f"; the results of its 2 probes are kept in {run / 'trials'}/*/result.json"
+    for command in (["report", str(run)], ["export", str(run), "--pick", "knee"],
+                    ["calibrate", str(run), "--hardware", "cpu"]):
+        assert main(command) == 2
+        err = capsys.readouterr().err
+        assert f"{run / 'study.db'} holds no Optuna study (an empty or foreign SQLite file" in err, (command, err)
+        assert err.strip().endswith(f"start a new study with --out NEW_DIR{kept}") and err.count("\n") == 1, err
+        assert "pass the --out directory" not in err
+    assert (run / "study.db").stat().st_size == 0
