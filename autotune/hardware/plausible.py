@@ -49,6 +49,7 @@ class Bound(NamedTuple):
 _KW = Misread("kW", 1000.0)
 _GHZ = Misread("GHz", 1000.0)
 _MBS = Misread("MB/s", 0.001)
+_PFLOPS = Misread("PFLOP/s", 1000.0)
 
 _BOUNDS = (
     # A CUDA device's full-load power is tens of W (a Jetson module's 10-60 W modes, L4 72 W) to about
@@ -77,12 +78,19 @@ _BOUNDS = (
     Bound("cpu", "max_power_w", "W", 1.0, None, False, "a host CPU share draws 1 W or more at full load", _KW, None),
     Bound("cpu", "memory_gib", "GiB", None, 65536.0, False, "no single server holds more than 64 TiB",
           None, Misread("MiB", 1.0 / 1024, "several nodes' total")),
-    # Dense bf16 tensor peaks: L4 121, A100 312, H100 989, B200 2250, B300 ~2500 TFLOP/s. Above 5000 no GPU
-    # computes: a figure "with sparsity" of a future part, a node's total, or a typo (6240 for 624).
-    Bound("gpu", "peak_bf16_tflops", "TFLOP/s", None, 5000.0, True,
-          "a CUDA GPU's dense bf16 peak is at most about 2500 TFLOP/s (B300)", None,
+    # Dense bf16 tensor peaks: Jetson Orin Nano 4 GB ~5, L4 121, A100 312, H100 989, B200 2250, B300 ~2500
+    # TFLOP/s (GPUs before Ampere have no bf16 tensor cores). Datasheet tables also print PFLOP/s ("0.989
+    # PFLOPS"), where every GPU's dense peak is below 3: under 3 TFLOP/s the figure is that unit, and every
+    # simulated step a thousand times too slow. Above 5000 no GPU computes: a figure "with sparsity" of a
+    # future part, a node's total, or a typo (6240 for 624).
+    Bound("gpu", "peak_bf16_tflops", "TFLOP/s", 3.0, 5000.0, True,
+          "a CUDA GPU's dense bf16 peak is about 5 (Jetson Orin Nano) to 2500 TFLOP/s (B300)", _PFLOPS,
           Misread("a figure with sparsity, several GPUs' total or a typo, not one GPU's dense peak", None),
-          "write the datasheet's dense bf16 figure for one GPU"),
+          "write the datasheet's dense bf16 figure for one GPU, in TFLOP/s"),
+    # FP32 without tensor cores: Jetson Orin Nano 4 GB ~0.6, A100 19.5, H100 67, RTX 5090 105 TFLOP/s; in
+    # PFLOP/s every one is below 0.11. Above bf16's peak it is refused by _check_peaks.
+    Bound("gpu", "peak_fp32_tflops", "TFLOP/s", 0.3, None, True,
+          "a CUDA GPU's FP32 peak is about 0.6 (Jetson Orin Nano) to 105 TFLOP/s (RTX 5090)", _PFLOPS, None),
     # Links: the fastest per GPU is NVLink 5 (900 GB/s per direction), NVLink-C2C 450; above 10 TB/s the
     # figure is MB/s.
     *(Bound(link, "bandwidth_gbs", "GB/s", None, 10000.0, False,
@@ -165,6 +173,8 @@ def _check_peaks(origin: str, p: HardwareProfile) -> None:
 
 def check_plausible(origin: str, profile: HardwareProfile) -> None:
     """Refuse, in one line naming the key, the value and the unit it reads as, a figure no real device has."""
+    # Each figure's own bounds before the comparisons between figures: a bf16 peak in PFLOP/s lies below a
+    # right FP32 one, and only its bound blames the figure that is wrong.
     for b in _BOUNDS:
         if profile.cuda or not b.cuda_only:
             _check_bound(origin, profile, b)

@@ -246,8 +246,15 @@ def test_real_nodes_load(tmp_path, text):
     ("bandwidth_gbs = 300.0", "bandwidth_gbs = 300000.0", "it reads as MB/s (300000 MB/s = 300 GB/s)"),
     # Trial 61 #13: a bf16 peak no GPU has (6240 for 624, itself the sparsity figure), an FP32 peak above bf16's.
     ("peak_bf16_tflops = 312.0", "peak_bf16_tflops = 6240.0", "[gpu] peak_bf16_tflops = 6240 is above 5000 TFLOP/s, "
-     "and a CUDA GPU's dense bf16 peak is at most about 2500 TFLOP/s (B300) (cuda = true); it reads as a figure with "
-     "sparsity, several GPUs' total or a typo, not one GPU's dense peak: write the datasheet's dense bf16 figure"),
+     "and a CUDA GPU's dense bf16 peak is about 5 (Jetson Orin Nano) to 2500 TFLOP/s (B300) (cuda = true); it reads as "
+     "a figure with sparsity, several GPUs' total or a typo, not one GPU's dense peak: write the datasheet's dense bf16 figure"),
+    # Trial 63 #5/#12: a peak in PFLOP/s (datasheet tables print "0.312 PFLOPS"), the other figure right or not.
+    ("peak_bf16_tflops = 312.0", "peak_bf16_tflops = 0.312", "[gpu] peak_bf16_tflops = 0.312 is below 3 TFLOP/s, "
+     "and a CUDA GPU's dense bf16 peak is about 5 (Jetson Orin Nano) to 2500 TFLOP/s (B300) (cuda = true); it reads as "
+     "PFLOP/s (0.312 PFLOP/s = 312 TFLOP/s): write the datasheet's dense bf16 figure for one GPU, in TFLOP/s"),
+    ("peak_fp32_tflops = 19.5", "peak_fp32_tflops = 0.0195", "[gpu] peak_fp32_tflops = 0.0195 is below 0.3 TFLOP/s, "
+     "and a CUDA GPU's FP32 peak is about 0.6 (Jetson Orin Nano) to 105 TFLOP/s (RTX 5090) (cuda = true); it reads as "
+     "PFLOP/s (0.0195 PFLOP/s = 19.5 TFLOP/s): write it in TFLOP/s"),
     ("peak_fp32_tflops = 19.5", "peak_fp32_tflops = 900.0", "[gpu] peak_fp32_tflops = 900 is above [gpu] "
      "peak_bf16_tflops = 312, and a CUDA GPU's FP32 peak without tensor cores is a fraction of its dense bf16 tensor "
      "peak (A100 19.5 of 312 TFLOP/s); it reads as a TF32 or sparsity figure, or the two swapped"),
@@ -260,6 +267,19 @@ def test_a_unit_mistake_is_refused_in_one_line(tmp_path, line, new, words):
     message = str(err.value)
     assert "\n" not in message and message.startswith(f"hardware profile {path}: ") and words in message, message
     assert message.endswith("see docs/hardware.md")
+
+
+def test_both_peaks_in_pflops_are_refused_naming_bf16(tmp_path):
+    """Trial 63 #5: with both peaks in PFLOP/s, FP32 stays below bf16 and only bf16's own bound catches it."""
+    text = A100.replace("peak_bf16_tflops = 312.0", "peak_bf16_tflops = 0.312").replace("peak_fp32_tflops = 19.5", "peak_fp32_tflops = 0.0195")
+    with pytest.raises(ConfigError, match=r"\[gpu\] peak_bf16_tflops = 0\.312 is below 3 TFLOP/s.*reads as PFLOP/s"):
+        load_hardware(str(_write(tmp_path, text)))
+
+
+def test_the_smallest_bf16_gpu_loads(tmp_path):
+    """A Jetson Orin Nano 4 GB (~5 TFLOP/s dense bf16, ~0.6 FP32) is real hardware."""
+    text = A100.replace("peak_bf16_tflops = 312.0", "peak_bf16_tflops = 5.0").replace("peak_fp32_tflops = 19.5", "peak_fp32_tflops = 0.6")
+    assert load_hardware(str(_write(tmp_path, text))).gpu.peak_bf16_tflops == 5.0
 
 
 def test_both_clocks_in_ghz_are_refused(tmp_path):
