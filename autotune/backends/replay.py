@@ -47,7 +47,9 @@ from pathlib import Path
 from autotune.counted import counted
 from autotune.backends.base import Backend, ProbeResult
 from autotune.backends.probe_outcome import step_time_cv
-from autotune.backends.replay_figures import figure_problems, peak_memory_refusal
+from autotune.backends.replay_figures import (
+    default_limit_disagreement, default_limit_refusal, figure_problems, peak_memory_refusal,
+)
 from autotune.backends.replay_fit import none_usable, other_model_sizes, other_study, unused_records
 from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, Candidate, knob_value, params_key
 from autotune.checks import (
@@ -121,8 +123,9 @@ MAX_SOLUTION_FIGURE = MAX_COUNT * 1e6
 # finite (1e-320 read as +inf%, and compare --json died of it: trial 58 F4). One bound for replay, export
 # --measurements and compare: a record replay took was refused by compare once its study reported it.
 MIN_SOLUTION_FIGURE = 1e-12
-# The most a record's default_power_limit_w may be: the bound a hardware profile's [power] module_cap_w (the default
-# limit it assumes) has (hardware/load.py); more is a damaged record, or mW written as W.
+# The most a record's default_power_limit_w may be where it is read: the bound a hardware profile's [power] module_cap_w
+# (the default limit it assumes) has (hardware/load.py); more is a damaged record, or mW written as W. What the
+# study's own profile allows is checked once it is known (replay_figures.default_limit_refusal).
 MAX_POWER_LIMIT_W = 1.0e5
 
 
@@ -461,7 +464,8 @@ class ReplayBackend(Backend):
         valid = [c.candidate for c in checks if c.valid]
         if valid:
             self._check_study(study_of(valid[0]), checks)  # the candidates of a study share all but their knobs
-            refusal = peak_memory_refusal(self.records, valid[0].hardware)
+            refusal = (peak_memory_refusal(self.records, valid[0].hardware)
+                       or default_limit_refusal(self.records, valid[0].hardware))
             refusal, self.figure_warning = (refusal, None) if refusal else figure_problems(self.records, checks)
             if refusal:
                 raise ConfigError(refusal)
@@ -490,7 +494,7 @@ class ReplayBackend(Backend):
         """Records replayed on an assumption, a line each: without `study`, for whatever model and workload the
         run names (a hand-written file's 32b figures reported as 72b's, without a word, in a newcomer's trial);
         without a device knob, at its untouched setting (as files from before those knobs)."""
-        lines = [self.figure_warning] if self.figure_warning else []
+        lines = [line for line in (self.figure_warning, default_limit_disagreement(self.path, self.records)) if line]
         unnamed = [r for r in self.records.values() if r.get("study") is None]
         valid = [c.candidate for c in checks if c.valid]
         if unnamed and valid:

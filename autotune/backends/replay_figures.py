@@ -1,5 +1,6 @@
-"""Whether a replay file's figures can be this study's: a peak memory the device cannot hold, or a time or
-energy orders of magnitude from what the simulator gives the same candidate.
+"""Whether a replay file's figures can be this study's: a peak memory the device cannot hold, a default power
+limit no GPU of the profile has, or a time or energy orders of magnitude from what the simulator gives the same
+candidate.
 
 A record's type and range are checked where it is read (replay.checked_record), but a figure in the
 wrong unit passes them: peak memory in MiB (70,951 "GiB" on a 96 GiB GH200) made every candidate look
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from autotune.counted import counted
 from autotune.candidate import params_key
+from autotune.hardware.plausible import CAP_OVER_MAX, capped_power
 from autotune.simulator import simulate
 
 WARN_RATIO = 100.0  # beyond any profile's error: ms for s or J for kJ (1000x) lies past it
@@ -46,6 +48,68 @@ def peak_memory_refusal(records: dict[str, dict], hardware) -> str | None:
             # file) is as likely, and is said as calibrate's refusal of a figure says it (calibrate/reference.py).
             f"fix the records; or, if the figure is right, the profile '{hardware.name}' is not the hardware it was "
             "measured on (pass --hardware): such a peak would place the memory wall below every candidate")
+
+
+def _default_limit_misread(value_w: float, low_w: float, high_w: float) -> str:
+    """What a default limit outside [low_w, high_w] reads as: a unit that puts it inside, or a damaged record."""
+    for unit, factor, why in (("kW", 1000.0, ""), ("mW", 0.001, ", NVML's own unit")):
+        if low_w <= value_w * factor <= high_w:
+            return f"it reads as {unit}{why} ({value_w:g} {unit} = {value_w * factor:g} W)"
+    return "no unit slip puts it in range: a damaged record, or another device's or a node's figure"
+
+
+def default_limit_refusal(records: dict[str, dict], hardware) -> str | None:
+    """The refusal of records whose default_power_limit_w (the default NVML reported where a probe set a limit) no
+    GPU of `hardware` has; None where every one is plausible. A pick's limit is given in watts of it ("0.7 x default
+    (0 W per GPU)" of a 0.65 W figure, a kW typo), so it is held to what the profile says of that GPU:
+    - NVML never gives a default below the lowest limit it accepts, the profile's [power] min_limit_w (itself at
+      least 10 W on a CUDA profile: hardware/plausible.py);
+    - the default is about the device's full-load power (its TDP; the module's on a module-scope profile), and
+      NVML accepts at most ~1.3x that (RTX 4090: 600 of 450 W): above plausible.CAP_OVER_MAX x it, the figure
+      is a node's or several GPUs', as for a profile's own [power] module_cap_w. A site's cap (module_cap_w)
+      may lie below the default, so the default is judged by the power, not by the cap;
+    - a cuda = false profile's ranks are host processes, with no NVML limit to have a default."""
+    given = [r for r in records.values() if r.get("default_power_limit_w") is not None]
+    if not given:
+        return None
+    first = given[0]
+    value_w = first["default_power_limit_w"]
+    said = f"{first['origin']}: default_power_limit_w = {value_w:g} W"
+    if not hardware.cuda:
+        return (f"{said} is a GPU's default power limit, and {hardware.name} has none (cuda = false: its ranks are host "
+                f"processes; {counted(len(given), 'record')} give one): drop the key, or replay with the --hardware the "
+                "records were measured on")
+    capped_w, what = capped_power(hardware)
+    low_w, high_w = hardware.power.min_limit_w, CAP_OVER_MAX * capped_w
+    wrong = [r for r in given if not low_w <= r["default_power_limit_w"] <= high_w]
+    if not wrong:
+        return None
+    first = wrong[0]
+    value_w = first["default_power_limit_w"]
+    said = f"{first['origin']}: default_power_limit_w = {value_w:g} W"
+    edge = (f"below the {low_w:g} W {hardware.name} gives as NVML's lowest limit ([power] min_limit_w), under which no "
+            "default lies" if value_w < low_w else
+            f"more than {CAP_OVER_MAX:g} x {what} = {capped_w:g} W of {hardware.name}, and a default limit is about "
+            "the device's full-load power")
+    return (f"{said} is {edge} ({counted(len(wrong), 'such record')}); {_default_limit_misread(value_w, low_w, high_w)}: "
+            "write the 'Default Power Limit' of nvidia-smi -q -d POWER in W, or replay with the --hardware the records "
+            "were measured on")
+
+
+def default_limit_disagreement(path, records: dict[str, dict]) -> str | None:
+    """A warning where the records of one study give several default power limits (files of two clusters merged,
+    or one edited): each limited pick is then given in watts of its own record's, which the others do not share."""
+    by_default: dict[float, list[str]] = {}
+    for record in records.values():
+        if record.get("default_power_limit_w") is not None:
+            by_default.setdefault(record["default_power_limit_w"], []).append(record["origin"])
+    if len(by_default) < 2:
+        return None
+    parts = [f"{value_w:g} W on {counted(len(origins), 'record')}, first {origins[0].removeprefix(f'measurements {path} ')}"
+             for value_w, origins in sorted(by_default.items())]
+    return (f"measurements {path}: its records give {len(by_default)} default power limits ({'; '.join(parts)}), where "
+            "one study's GPUs share one (files of two clusters merged?); each limited pick's watts are of its own "
+            "record's default")
 
 
 def figure_problems(records: dict[str, dict], checks: list) -> tuple[str | None, str | None]:

@@ -109,7 +109,7 @@ _IDLE_SHARE_LOW = 0.001
 # + 35). A cap 1.5x above what it caps is a node's or several GPUs' figure: every power_limit fraction
 # that leaves the limit above max_power_w then does nothing in simulation, while a launch sets the fraction
 # of the GPU's own NVML default, and the two disagree.
-_CAP_OVER_MAX = 1.5
+CAP_OVER_MAX = 1.5
 
 
 def _value(profile: HardwareProfile, table: str, key: str) -> float:
@@ -145,16 +145,24 @@ def _check_idle(origin: str, table: str, idle_w: float, max_w: float) -> None:
             f"W, or as missing: give the draw at rest in W ({where}); see docs/hardware.md")
 
 
-def _check_cap(origin: str, p: HardwareProfile) -> None:
+def capped_power(p: HardwareProfile) -> tuple[float, str]:
+    """(W, its keys): the full-load power a CUDA profile's default power limit is about: the GPU's, on a
+    module-scope profile with the CPU and memory its cap covers too. A default limit above CAP_OVER_MAX x
+    it is no device's (a node's, several GPUs', or in mW)."""
     capped_w, what = p.gpu.max_power_w, "[gpu] max_power_w"
     if p.module_scope_energy:
         capped_w += p.cpu.max_power_w + p.power.memory_interconnect_w
         what += " + [cpu] max_power_w + [power] memory_interconnect_w"
-    if p.power.module_cap_w > _CAP_OVER_MAX * capped_w:
+    return capped_w, what
+
+
+def _check_cap(origin: str, p: HardwareProfile) -> None:
+    capped_w, what = capped_power(p)
+    if p.power.module_cap_w > CAP_OVER_MAX * capped_w:
         scope = ("the module's default limit, over all it powers" if p.module_scope_energy
                  else "one GPU's default power limit (nvidia-smi -q -d POWER: 'Default Power Limit', about its TDP)")
         raise ConfigError(
-            f"{origin}: [power] module_cap_w = {p.power.module_cap_w:g} is more than {_CAP_OVER_MAX:g} x {what} = "
+            f"{origin}: [power] module_cap_w = {p.power.module_cap_w:g} is more than {CAP_OVER_MAX:g} x {what} = "
             f"{capped_w:g}; it is {scope}, not a node's or several GPUs' figure: with it, a power_limit fraction does "
             f"nothing in simulation while a launch applies it to the device's own NVML default; see docs/hardware.md")
 
