@@ -2,9 +2,10 @@
 writes it to [simulator_error]), and the picks that error cannot tell apart from another point.
 
 A simulated "18.4 min" is "18.4 min +- 8%" when the profile's leave-one-out time error is 8%; a pick
-whose time (fastest), energy (least energy) or both (the other picks) lie within that error of
-another point's is a tie, not a ranking (whichever of the two is simulated): any feasible point for
-the first two, a front point for the others (compared_points). Measured studies carry no simulator
+whose time (fastest), energy (least energy; max-slowdown, within its time bound) or both (the other
+picks) lie within that error of another point's is a tie, not a ranking (whichever of the two is
+simulated): any feasible point for the first two, one within the bound for max-slowdown, a front point
+for the others (compared_points). Measured studies carry no simulator
 error: their spread over repeats is in report.noise, and picks within it of such a point are ties too
 (report.within_noise.noise_ties).
 
@@ -26,8 +27,10 @@ from autotune.counted import counted
 if TYPE_CHECKING:  # light module: `autotune space` uses error_suffix without loading the study layer
     from autotune.report.study_points import StudyView
 
-# Which figure decides each pick; the picks that trade both off need both apart to rank.
-_DECIDED_BY = {"fastest": ("time_s",), "min_energy": ("energy_kj",)}
+# Which figure decides each pick; the picks that trade both off need both apart to rank. Max-slowdown chooses by
+# energy alone among the points within its time bound (trial 63 #17: judged by both, against the front, a lead of
+# 0.2% in energy inside +- 3.3% over an off-front point in its bound was no tie, while fastest's lead in time was).
+_DECIDED_BY = {"fastest": ("time_s",), "min_energy": ("energy_kj",), "max_slowdown": ("energy_kj",)}
 _BOTH = ("time_s", "energy_kj")
 _METRIC_WORDS = {"time_s_pct": "time", "energy_kj_pct": "energy", "tflops_pct": "TFLOP/s", "power_w_pct": "power"}
 
@@ -272,9 +275,15 @@ def compared_points(view: "StudyView", pick_name: str) -> list:
     configuration in it, whatever its other figure: the runner-up in time that takes more energy is off
     the (time, energy) front, and a time-only study's front holds only the fastest, so against the front
     alone "fastest" would be said of a lead smaller than the error. It is compared with every feasible
-    point. The picks that trade time against energy choose among the front and claim only to be a better
-    trade-off than the other choices on it: a point off it is beaten in both figures by a front point, no
-    trade-off a user would take, so they are compared with the front alone."""
+    point. Max-slowdown claims the least energy among the points within its time bound, every one of them
+    (off the front too: one beaten in both figures by less than the error may be the true least). The picks
+    that trade time against energy choose among the front and claim only to be a better trade-off than the
+    other choices on it: a point off it is beaten in both figures by a front point, no trade-off a user would
+    take, so they are compared with the front alone."""
+    if pick_name == "max_slowdown":
+        from autotune.report.front import within_slowdown  # here: `autotune space` loads this module alone
+
+        return within_slowdown(view.points, view.pick_parameters.max_slowdown)
     return view.points if len(deciding_figures(pick_name)) == 1 else view.front
 
 

@@ -110,16 +110,21 @@ def min_energy(front: list[Point]) -> Point | None:
 _SLOWDOWN_REL_TOL = 1e-9
 
 
+def within_slowdown(points: list[Point], max_slowdown: float) -> list[Point]:
+    """The points no slower than max_slowdown x the fastest time of them (1.05: at most 5% slower)."""
+    if max_slowdown < 1.0:
+        raise ValueError(f"max_slowdown must be >= 1 (got {max_slowdown})")
+    quickest = fastest(points)
+    if quickest is None:
+        return []
+    limit_s = max_slowdown * quickest.time_s * (1 + _SLOWDOWN_REL_TOL)
+    return [p for p in points if p.time_s <= limit_s]
+
+
 def best_under_slowdown(front: list[Point], max_slowdown: float) -> Point | None:
     """The least energy among points no slower than max_slowdown x the fastest time (1.05: at most 5%
     slower). Searching the front is enough: a point off it is beaten by one on it that is no slower."""
-    if max_slowdown < 1.0:
-        raise ValueError(f"max_slowdown must be >= 1 (got {max_slowdown})")
-    quickest = fastest(front)
-    if quickest is None:
-        return None
-    limit_s = max_slowdown * quickest.time_s * (1 + _SLOWDOWN_REL_TOL)
-    return min_energy([p for p in front if p.time_s <= limit_s])
+    return min_energy(within_slowdown(front, max_slowdown))
 
 
 def zeus_cost_j(point: Point, eta: float, max_power_w: float) -> float:

@@ -50,6 +50,23 @@ def test_picks_within_the_error_are_ties():
     assert pick_ties(tighter, simulator_error(tighter))["fastest"] == []
 
 
+def test_max_slowdown_is_judged_by_energy_against_every_point_within_its_bound():
+    """Trial 63 #17: trial 1 is fastest and max-slowdown; trial 2, 1% slower and 0.2% more energy, is off the front.
+    Fastest was a tie with it (time inside the error) and max-slowdown, which chooses by energy, was not: judged by
+    both figures against the front alone. Its export then carried no caveat where the fastest's did."""
+    points = [
+        Point(1, {}, time_s=100.0, energy_kj=1000.0, source="simulated", energy_source="simulated"),
+        Point(2, {}, time_s=101.0, energy_kj=1002.0, source="simulated", energy_source="simulated"),
+        Point(3, {}, time_s=150.0, energy_kj=700.0, source="simulated", energy_source="simulated"),
+        Point(4, {}, time_s=110.0, energy_kj=1001.0, source="simulated", energy_source="simulated"),  # beyond 1.05 x
+    ]
+    front = [points[0], points[2]]
+    view = StudyView(_Settings({"time_s_pct": 3.4, "energy_kj_pct": 3.3}), [], points, front,
+                     {"fastest": 1, "max_slowdown": 1, "min_energy": 3}, None)
+    ties = pick_ties(view, simulator_error(view))
+    assert ties["fastest"] == [2] and ties["max_slowdown"] == [2]  # trial 4 is outside max-slowdown's 5% bound
+
+
 def test_measured_studies_carry_no_simulator_error():
     view = _view({"time_s_pct": 5.0}, source="measured")
     assert simulator_error(view) is None
