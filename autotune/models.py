@@ -15,6 +15,7 @@ from autotune.checks import MAX_COUNT, number_problem, refuse_duplicate_keys, re
 from autotune.errors import ConfigError
 from autotune.os_text import os_text
 from autotune.shell import shell_path
+from autotune.text_files import read_text
 
 
 @dataclass(frozen=True)
@@ -296,8 +297,8 @@ def load_model(name_or_path: str) -> ModelSpec:
     if path.suffix.lower() == ".json":
         origin = f"model file {path}"
         try:
-            # utf-8-sig: a byte-order mark (a Windows editor, PowerShell's Out-File) is no part of the JSON.
-            data = json.loads(path.read_text(encoding="utf-8-sig"), object_pairs_hook=refuse_duplicate_keys)
+            # text_files: a byte-order mark (a Windows editor) is no part of the JSON; UTF-16 (PowerShell's Out-File) is said.
+            data = json.loads(read_text(path, origin), object_pairs_hook=refuse_duplicate_keys)
         except FileNotFoundError:
             raise ConfigError(f"{origin} does not exist; pass a preset ({', '.join(PRESETS)}) or an existing JSON file") from None
         except OSError as exc:

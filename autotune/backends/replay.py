@@ -58,6 +58,7 @@ from autotune.checks import (
 from autotune.errors import ConfigError
 from autotune.memory import HOST_PEAK_KINDS
 from autotune.models import ModelSpec, model_from_json
+from autotune.text_files import decoded_text
 from autotune.measure.combine import SEPARATE_COMPONENTS, not_measured
 
 SOURCES = ("measured", "estimated", "simulated")
@@ -339,11 +340,7 @@ def _records(path: Path, data: bytes, size: int) -> dict[str, dict]:
     if max(len(data), size) > MAX_MEASUREMENTS_BYTES:  # a binary file passed by mistake held gigabytes in memory, twice
         raise ConfigError(f"--measurements {path} is larger than {MAX_MEASUREMENTS_BYTES >> 20} MiB, far more than any "
                           "study's records; pass the file `autotune export --measurements` or `autotune space --json` wrote")
-    try:
-        text = data.decode("utf-8-sig")  # a byte-order mark (an editor on Windows) is no part of the JSON
-    except UnicodeDecodeError as exc:  # a Latin-1 error message pasted from a log, say
-        raise ConfigError(f"measurements {path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
-                          f"{exc.start}); save it as UTF-8") from None
+    text = decoded_text(data, f"measurements {path}")  # as every file a user writes: a byte-order mark is no JSON
     records: dict[str, dict] = {}
     untold: dict[str, str] = {}  # key -> the device settings its record left out, taken as untouched
     for origin, entry in _entries(path, text):

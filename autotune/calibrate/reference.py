@@ -28,6 +28,7 @@ from autotune.checks import checked_number, refuse_duplicate_keys, refuse_unknow
 from autotune.errors import ConfigError
 from autotune.hardware import SIMULATOR_CONSTANTS, HardwareProfile
 from autotune.models import PRESETS, load_model
+from autotune.text_files import read_text
 from autotune.workload import Workload
 
 REFERENCE_DIR = Path(__file__).parent
@@ -83,12 +84,13 @@ def read_reference(name_or_path: str) -> tuple[dict, str]:
     """The reference document and the name to cite it by."""
     path = reference_path(name_or_path)
     try:
-        # JSON is UTF-8 whatever the locale; a configuration named twice would silently be its last copy.
-        data = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=refuse_duplicate_keys)
+        # JSON is UTF-8 whatever the locale (text_files: a byte-order mark dropped, UTF-16 said as such); a
+        # configuration named twice would silently be its last copy.
+        data = json.loads(read_text(path, f"reference {path}"), object_pairs_hook=refuse_duplicate_keys)
     except OSError as exc:
         raise ConfigError(f"reference {path} cannot be read ({exc.strerror or exc}); pass a readable JSON file") from None
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError, a repeated key, nested too deep
-        raise ConfigError(f"reference {path}: not valid UTF-8 JSON ({exc}); fix the file") from None
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, a repeated key, nested too deep
+        raise ConfigError(f"reference {path}: not valid JSON ({exc}); fix the file") from None
     if not isinstance(data, dict):
         raise ConfigError(f"reference {path}: the top level must be an object; {_FIX}")
     refuse_unknown_keys(f"reference {path}", data, _TOP_KEYS, _FIX)

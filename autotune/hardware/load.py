@@ -7,9 +7,7 @@ mid-study).
 
 from __future__ import annotations
 
-import re
 import sys
-import tomllib
 from dataclasses import fields, replace
 from pathlib import Path
 
@@ -30,6 +28,7 @@ from autotune.hardware.profile import (
 )
 from autotune.hardware.simulator_constants import simulator_constants, simulator_error
 from autotune.shell import shell_path
+from autotune.text_files import parse_toml, read_text
 
 PROFILE_DIR = Path(__file__).parent
 SCHEMA = "see docs/hardware.md"
@@ -338,10 +337,6 @@ def _profile_path(name_or_path: str) -> Path:
     )
 
 
-_AT_LINE = re.compile(r"\(at line (\d+), column \d+\)$")
-_TABLE_TWICE = re.compile(r"^Cannot declare \((.*)\) twice")
-
-
 def _is_model_file(text: str) -> bool:
     """Whether a file given as --hardware reads as a model file: a JSON object of autotune's schema or a config.json."""
     import json
@@ -353,53 +348,21 @@ def _is_model_file(text: str) -> bool:
     return isinstance(data, dict) and ("llm" in data or "model_type" in data)
 
 
-def _first_copy(lines: list[str], line: int, key: str) -> int | None:
-    """The line of `key`'s first copy: the same key earlier in the same table (up to its [header]), else None."""
-    for number in range(line - 1, 0, -1):
-        before = lines[number - 1]
-        if before.lstrip().startswith("["):
-            return None
-        if "=" in before and before.split("=", 1)[0].strip() == key:
-            return number
-    return None
-
-
-def _toml_problem(text: str, exc: Exception) -> str:
-    """What is wrong, and the fix: tomllib's error in the profile's words: a key or table written twice named, with its lines (tomllib says
-    only "Cannot overwrite a value (at line 4, column 18)"); else tomllib's own message."""
-    message = str(exc)
-    at = _AT_LINE.search(message)
-    if not isinstance(exc, tomllib.TOMLDecodeError) or not at:
-        return f"not valid TOML ({message}); fix the file"
-    line = int(at.group(1))
-    lines = text.splitlines()
-    table = _TABLE_TWICE.match(message)
-    if table:
-        name = ".".join(part.strip().strip("'\"") for part in table.group(1).split(",") if part.strip())
-        return f"[{name}] is written twice (again at line {line}): write each table once, its keys together"
-    if message.startswith("Cannot overwrite a value") and line <= len(lines) and "=" in lines[line - 1]:
-        key = lines[line - 1].split("=", 1)[0].strip()
-        first = _first_copy(lines, line, key)
-        where = f"lines {first} and {line}" if first else f"again at line {line}"
-        return f"{key} is written twice ({where}): keep the one you mean"
-    return f"not valid TOML ({message}); fix the file"
-
-
 def load_hardware(name_or_path: str) -> HardwareProfile:
     """Load a named profile (`gh200`, `h100-sxm`, `cpu`) or a TOML file with the same schema."""
     path = _profile_path(name_or_path)
     origin = f"hardware profile {path}"
-    text = ""
     try:
-        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark (a Windows editor) is no TOML
-        data = tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:  # nested too deep: RecursionError
+        text = read_text(path, origin)
+    except OSError as exc:
+        raise ConfigError(f"{origin}: cannot be read ({exc.strerror}); check the path and its permissions") from None
+    try:
+        data = parse_toml(text, origin)
+    except ConfigError:
         if _is_model_file(text):  # the two file flags swapped: say so, not where the TOML broke
             raise ConfigError(f"{origin} is a model file (JSON with llm or model_type), not a hardware profile: pass it "
                               f"as --model, and a TOML profile as --hardware ({SCHEMA})") from None
-        raise ConfigError(f"{origin}: {_toml_problem(text, exc)}") from None
-    except OSError as exc:
-        raise ConfigError(f"{origin}: cannot be read ({exc.strerror}); check the path and its permissions") from None
+        raise
     if not data:  # said as such, not as its first missing key
         raise ConfigError(f"{origin} is empty (no key, only comments or blank lines); write a profile in it ({SCHEMA})")
     # Absolute: messages and a study's settings name the file wherever a later command runs.

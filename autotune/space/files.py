@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,6 +10,7 @@ from autotune.counted import agreeing
 from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, knob_value
 from autotune.checks import MAX_COUNT, shown
 from autotune.errors import ConfigError
+from autotune.text_files import read_toml
 
 # In the package, so that an installed wheel has it too; search_spaces/default.toml links to it for the docs.
 DEFAULT_SPACE = Path(__file__).resolve().with_name("default.toml")
@@ -136,11 +136,9 @@ def _read_space_file(path: Path) -> dict:
         what = "is a directory, not a file" if path.is_dir() else "is not a regular file" if path.exists() else "does not exist"
         raise ConfigError(f"space file {path} {what}; pass --space with a TOML file like search_spaces/default.toml")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = read_toml(path, f"space file {path}", "fix it or start from search_spaces/default.toml")
     except OSError as exc:
         raise ConfigError(f"space file {path} cannot be read ({exc.strerror or exc}); pass a readable TOML file") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:  # nested too deep: RecursionError
-        raise ConfigError(f"space file {path} is not valid TOML ({exc}); fix it or start from search_spaces/default.toml") from None
     unknown = set(data) - set(KNOBS)
     if unknown:
         raise ConfigError(f"space file {path}: unknown {agreeing(len(unknown), 'key', 'keys')} {', '.join(sorted(unknown))}; see search_spaces/default.toml")

@@ -237,7 +237,7 @@ def test_a_run_whose_every_probe_failed_says_how_many_and_why(simulated_run, tmp
 
 
 @pytest.mark.parametrize("change, words", [
-    (lambda text: text.replace('"gh200-study"', '"\u00e9tude"', 1).encode("latin-1"), "not valid UTF-8 JSON"),
+    (lambda text: text.replace('"gh200-study"', '"\u00e9tude"', 1).encode("latin-1"), "is not UTF-8 text (byte 0xe9"),
     (lambda text: text.replace('"hardware": "gh200"', '"hardware": ["gh200"]', 1).encode(), 'hardware = ["gh200"] is not a name'),
     (lambda text: text.replace('"hardware": "gh200"', '"hardware": "gh300"', 1).encode(),
      'figures.json (gh200-study): hardware "gh300" is no built-in profile; pass --hardware with the profile file'),

@@ -229,7 +229,7 @@ def test_a_hardware_value_that_is_no_profile_says_which_it_is(tmp_path):
         ("gh2000", "unknown hardware 'gh2000': use one of cpu, gh200, h100-sxm or the path of a TOML profile"),
         ("GH200", "unknown hardware 'GH200'"),
         (str(tmp_path / "notes"), "unknown key"),
-        (str(tmp_path / "binary"), "not valid TOML"),
+        (str(tmp_path / "binary"), "is UTF-16 text (byte-order mark FF FE), not UTF-8: save it as UTF-8"),
         (str(tmp_path / "junk"), "not valid TOML"),
     ]
     for value, words in cases:
@@ -342,7 +342,7 @@ def test_space_nodes_list_is_limited_as_the_flag_is(tmp_path):
     ("zero_stage = [0]\nzero_stages = [1]\n", ["unknown key zero_stages"]),
     ("[space]\nzero_stage = [0]\n", ["unknown key space"]),
     ("zero_stage = ", ["not valid TOML"]),
-    ("zero_stage = [0]\nzero_stage = [1]\n", ["not valid TOML"]),
+    ("zero_stage = [0]\nzero_stage = [1]\n", ["zero_stage is written twice (lines 1 and 2): keep the one you mean"]),
 ])
 def test_space_file_that_is_not_a_space(tmp_path, text, words):
     path = tmp_path / "space.toml"

@@ -1,0 +1,85 @@
+"""Reading the files a user writes by hand (a hardware profile, a space file, a model file, a reference): their
+text, and a TOML document with its problems said in the file's words.
+
+One reading for all of them, so that what one learned reaches the others: a byte-order mark a Windows editor
+writes is no part of the text; a UTF-16 file (Windows PowerShell 5.1's `>` and Out-File write one) is said to be
+UTF-16, not "'utf-8' codec can't decode byte 0xff"; a TOML key or table written twice is named with its lines,
+not tomllib's "Cannot overwrite a value (at line 4, column 18)".
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+from autotune.errors import ConfigError
+
+# The byte-order marks of UTF-16 (and of UTF-32, which begins as UTF-16LE's does), as a hex dump shows them.
+_UTF16_MARKS = {b"\xff\xfe": "FF FE", b"\xfe\xff": "FE FF"}
+_AT_LINE = re.compile(r"\(at line (\d+), column \d+\)$")
+_TABLE_TWICE = re.compile(r"^Cannot declare \((.*)\) twice")
+
+
+def decoded_text(data: bytes, origin: str) -> str:
+    """`data` as UTF-8 text, a byte-order mark dropped; ConfigError, naming the encoding where it is UTF-16, else
+    the first byte that is not UTF-8."""
+    mark = _UTF16_MARKS.get(data[:2])
+    if mark:
+        raise ConfigError(f"{origin} is UTF-16 text (byte-order mark {mark}), not UTF-8: save it as UTF-8 (Windows "
+                          "PowerShell: Out-File -Encoding utf8)")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:  # a Latin-1 name, say, or a binary file
+        raise ConfigError(f"{origin} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}); "
+                          "save it as UTF-8") from None
+
+
+def read_text(path: Path, origin: str) -> str:
+    """The text of a file a user wrote (decoded_text); OSError as it comes, for the caller's words on the path."""
+    return decoded_text(Path(path).read_bytes(), origin)
+
+
+def _first_copy(lines: list[str], line: int, key: str) -> int | None:
+    """The line of `key`'s first copy: the same key earlier in the same table (up to its [header]), else None."""
+    for number in range(line - 1, 0, -1):
+        before = lines[number - 1]
+        if before.lstrip().startswith("["):
+            return None
+        if "=" in before and before.split("=", 1)[0].strip() == key:
+            return number
+    return None
+
+
+def toml_problem(text: str, exc: Exception, fix: str = "fix the file") -> str:
+    """What is wrong, and the fix: tomllib's error in the file's words: a key or table written twice named, with its
+    lines (tomllib says only "Cannot overwrite a value (at line 4, column 18)"); else tomllib's own message."""
+    message = str(exc)
+    at = _AT_LINE.search(message)
+    if not isinstance(exc, tomllib.TOMLDecodeError) or not at:
+        return f"not valid TOML ({message}); {fix}"
+    line = int(at.group(1))
+    lines = text.splitlines()
+    table = _TABLE_TWICE.match(message)
+    if table:
+        name = ".".join(part.strip().strip("'\"") for part in table.group(1).split(",") if part.strip())
+        return f"[{name}] is written twice (again at line {line}): write each table once, its keys together"
+    if message.startswith("Cannot overwrite a value") and line <= len(lines) and "=" in lines[line - 1]:
+        key = lines[line - 1].split("=", 1)[0].strip()
+        first = _first_copy(lines, line, key)
+        where = f"lines {first} and {line}" if first else f"again at line {line}"
+        return f"{key} is written twice ({where}): keep the one you mean"
+    return f"not valid TOML ({message}); {fix}"
+
+
+def parse_toml(text: str, origin: str, fix: str = "fix the file") -> dict:
+    """The TOML document of `text`; ConfigError "{origin}: {toml_problem}" where it is none."""
+    try:
+        return tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:  # nested too deep: RecursionError
+        raise ConfigError(f"{origin}: {toml_problem(text, exc, fix)}") from None
+
+
+def read_toml(path: Path, origin: str, fix: str = "fix the file") -> dict:
+    """The TOML document of a file a user wrote (read_text, parse_toml); OSError as it comes."""
+    return parse_toml(read_text(path, origin), origin, fix)
