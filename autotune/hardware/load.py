@@ -7,6 +7,7 @@ mid-study).
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import fields, replace
 from pathlib import Path
