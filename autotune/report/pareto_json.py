@@ -297,7 +297,8 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
         "picks": with_noise(picks, view.points, view.baseline_trial, error),
         # Simulated figures: the profile's leave-one-out error in percent ({} when not calibrated), else None.
         # A pick's `tied_with` lists the trials it cannot be told apart from within that error (any feasible one
-        # for fastest and min_energy, a front one for the others: error_bars.compared_points);
+        # for fastest and min_energy, one within its time bound for max_slowdown, a front one for the others:
+        # error_bars.compared_points);
         # its `within_simulator_error`, the changes against the baseline no larger than it (`simulator_error_pct`).
         # Its `tied_within_noise`, those within measured noise (same rule as `within_noise`; `tie_noise_cv`: the CVs).
         # Its `outside_calibration`: what of its configuration that error was not measured on ([] inside it); its

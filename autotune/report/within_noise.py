@@ -24,8 +24,9 @@ The bound is written "+- 20%" as the error bars write an error ("2.28 min +- 3.4
 The same rule judges a pick against the other points (`noise_ties`): a pick whose ranking figure(s)
 (error_bars.deciding_figures) lie within the combined noise of another point's is a tie, not a ranking,
 `tie with trial 5 within measured noise: time CV 3.1% and 2.8%`, as a pick within the simulator's error
-of one is (error_bars.pick_ties). Fastest and least energy are judged against every feasible point, the
-picks that trade the two off against the front (error_bars.compared_points says why).
+of one is (error_bars.pick_ties). Fastest and least energy are judged against every feasible point, max-slowdown
+against every point within its time bound, the picks that trade the two off against the front
+(error_bars.compared_points says why).
 """
 
 from __future__ import annotations
@@ -156,7 +157,8 @@ def noise_ties(view: StudyView, simulator_ties: dict[str, list[int]]) -> dict[st
     """{pick: [_tie_within_noise entries]}: the points each pick cannot be told apart from within
     measured noise, by the one rule above (is_within_noise of change_noise_pct), among those it is
     judged against (error_bars.compared_points: every feasible point for fastest and least energy, whose
-    runner-up may be off the front; the front for the picks that trade time against energy).
+    runner-up may be off the front; every point within its time bound for max-slowdown; the front for the picks
+    that trade time against energy).
 
     A study of mixed sources (a replay of measured and simulated records): a pair with a simulated figure
     is judged by this rule too, the simulated figure adding no noise, so the measured side's CV alone is
