@@ -76,10 +76,19 @@ def _name(data: dict, path: Path) -> str:
     if isinstance(given, str) and given.strip("/ ") and given.isprintable():  # else its file's name
         base = given.rstrip("/").rsplit("/", 1)[-1]
     else:
-        directory = path.parent.resolve().name
+        directory = _checkpoint_directory(path.parent.resolve())
         # A name, not a path: a non-ASCII folder's surrogate escapes (an ASCII locale) read back as the UTF-8 they are.
         base = os_text(directory if path.stem == "config" and directory else path.stem, errors="replace")
     return f"{base} + {TOWER}"
+
+
+def _checkpoint_directory(directory: Path) -> str:
+    """The name of a checkpoint's directory; in Hugging Face's cache (.../models--Qwen--Qwen2-0.5B/snapshots/<commit>/)
+    its repository's (Qwen2-0.5B), not the commit's, which a new revision changes (trial 63 #9)."""
+    repo = directory.parent.parent.name
+    if directory.parent.name == "snapshots" and repo.startswith("models--") and repo.count("--") >= 2:
+        return repo.split("--", 2)[2]
+    return directory.name
 
 
 def _check_heads(llm: dict, where: str, origin: str) -> None:

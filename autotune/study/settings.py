@@ -163,7 +163,7 @@ def _differences(stored: dict, current: dict, default_precision: str, device_kno
     without it on a GPU is the same study."""
     out = []
     model, here = stored.get("model"), current["model"]
-    if model != here:
+    if _sizes(model) != _sizes(here):
         names = (model.get("name") if isinstance(model, dict) else model, here.get("name"))
         # As --model takes it where the study recorded that (trial 61 #15), else by its name (an older study's).
         flags = (stored.get("model_flag") if isinstance(stored.get("model_flag"), str) else "") or "", current.get("model_flag") or ""
@@ -191,6 +191,13 @@ def _differences(stored: dict, current: dict, default_precision: str, device_kno
             else:
                 out.append(f"--space {key} = {_value(held.get(key))}, not {_value(now[key])}")
     return out
+
+
+def _sizes(model) -> dict | None:
+    """What makes a model the same one: its sizes, not its name, which for a checkpoint is its directory's (moved
+    or copied it is the same model, as a model file moved is: trial 63 #9). The parts replay.model_sizes keeps of a
+    ModelSpec, here of the stored JSON (an older study's may be a name alone: None, never equal to a model's)."""
+    return {part: model.get(part) for part in ("llm", "vision")} if isinstance(model, dict) else None
 
 
 # Space knobs a backend that cannot set them narrows to "untouched" after the options are read.

@@ -41,6 +41,15 @@ def test_a_name_or_path_of_more_than_one_line_gives_way_to_the_directory_s_name(
     assert model.name == "Qwen2.5-7B + SigLIP so400m/14"
 
 
+def test_a_checkpoint_in_hugging_face_s_cache_is_named_by_its_repository_not_its_snapshot(tmp_path):
+    """Trial 63 #9: .../models--Qwen--Qwen2.5-7B/snapshots/8f0a2c1d/ was "8f0a2c1d + ...", a new name for each revision."""
+    snapshot = tmp_path / "models--Qwen--Qwen2.5-7B" / "snapshots" / "8f0a2c1d"
+    snapshot.mkdir(parents=True)
+    config = {key: value for key, value in QWEN25_7B.items() if key != "_name_or_path"}
+    (snapshot / "config.json").write_text(json.dumps(config))
+    assert load_model(str(snapshot)).name == "Qwen2.5-7B + SigLIP so400m/14"
+
+
 def test_a_vl_config_is_read_from_its_text_config_and_mrope_sections(tmp_path):
     text = {k: v for k, v in QWEN25_7B.items() if k not in ("_name_or_path", "architectures", "model_type")}
     vl = {"model_type": "qwen2_5_vl", "text_config": {**text, "rope_scaling": {"type": "mrope", "mrope_section": [8, 28, 28]}},

@@ -394,3 +394,21 @@ def test_a_resume_with_another_model_is_refused_as_another_study_before_its_spac
         assert refused.returncode == 2
         line = refused.stderr.strip().splitlines()[-1]
         assert line.startswith(f"autotune run: error: {out} holds a study of ") and said in line, line
+
+
+def test_a_checkpoint_moved_or_copied_resumes_its_study(tmp_path):
+    """Trial 63 #9: a checkpoint's directory moved (or copied) was "another --model": its name is its directory's, and
+    the model is the same by its sizes, as a model file moved is."""
+    (tmp_path / "ckpt").mkdir()
+    config = {"model_type": "qwen2", "hidden_size": 896, "intermediate_size": 4864, "num_attention_heads": 14,
+              "num_hidden_layers": 2, "num_key_value_heads": 2, "vocab_size": 1000, "tie_word_embeddings": True}
+    (tmp_path / "ckpt" / "config.json").write_text(json.dumps(config))
+    options = ("run", "--hardware", "h100-sxm", "--nodes", "1", "--out", "r", "-q")
+    assert autotune_main(*options, "--model", "ckpt", "--trials", "1", cwd=tmp_path).returncode == 0
+    (tmp_path / "ckpt").rename(tmp_path / "moved")
+    resumed = autotune_main(*options, "--model", "moved", "--trials", "2", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    (tmp_path / "other").mkdir()  # other sizes in another directory: still another study
+    (tmp_path / "other" / "config.json").write_text(json.dumps({**config, "num_hidden_layers": 3}))
+    refused = autotune_main(*options, "--model", "other", "--trials", "3", cwd=tmp_path)
+    assert refused.returncode == 2 and "r holds a study of --model" in refused.stderr, refused.stderr
