@@ -176,7 +176,7 @@ def _differences(stored: dict, current: dict, default_precision: str, device_kno
                       if isinstance(held.get("hardware"), str) else held.get("hardware_name") for held in (stored, current))
         out.append(f"--hardware {there}, not {now}")
     if stored.get("gpus_per_node") != current["gpus_per_node"]:
-        out.append(f"--gpus-per-node {stored.get('gpus_per_node')}, not {current['gpus_per_node']}")
+        out += _gpus_per_node(stored, current)
     for part in ("workload", "space"):
         held, now = stored.get(part) or {}, current[part]
         if part == "workload":
@@ -191,6 +191,20 @@ def _differences(stored: dict, current: dict, default_precision: str, device_kno
             else:
                 out.append(f"--space {key} = {_value(held.get(key))}, not {_value(now[key])}")
     return out
+
+
+def _gpus_per_node(stored: dict, current: dict) -> list[str]:
+    """The --gpus-per-node line, where the user can act on it: a count that is its profile's own is said so (no flag
+    gave it), and where both are and --hardware differs the line is left out, repeating --hardware gives it back
+    (trial 63 #21: "--gpus-per-node 8, not 2", neither ever passed)."""
+    counts = stored.get("gpus_per_node"), current["gpus_per_node"]
+    profiles = [held.get("hardware_profile") if isinstance(held.get("hardware_profile"), dict) else {}
+                for held in (stored, current)]
+    own = [count == profile.get("gpus_per_node") for count, profile in zip(counts, profiles)]
+    if all(own) and kept_base_name(stored) != kept_base_name(current):
+        return []
+    there, now = (f"{count} (the profile's)" if is_own else str(count) for count, is_own in zip(counts, own))
+    return [f"--gpus-per-node {there}, not {now}"]
 
 
 def _sizes(model) -> dict | None:

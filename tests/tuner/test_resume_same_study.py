@@ -412,3 +412,15 @@ def test_a_checkpoint_moved_or_copied_resumes_its_study(tmp_path):
     (tmp_path / "other" / "config.json").write_text(json.dumps({**config, "num_hidden_layers": 3}))
     refused = autotune_main(*options, "--model", "other", "--trials", "3", cwd=tmp_path)
     assert refused.returncode == 2 and "r holds a study of --model" in refused.stderr, refused.stderr
+
+
+def test_a_gpus_per_node_the_user_never_passed_is_not_listed_as_an_option_to_repeat(tmp_path):
+    """Trial 63 #21: "--hardware h100-sxm, not cpu; --gpus-per-node 8, not 2": both the profiles' own, no flag gave them."""
+    out = tmp_path / "r"
+    assert autotune_main("run", "--model", "7b", "--hardware", "h100-sxm", "--nodes", "1", "--trials", "1", "--out", out,
+                         "-q").returncode == 0
+    for options, said in [(("--hardware", "cpu"), "--hardware h100-sxm, not cpu; pass --out"),
+                          (("--hardware", "h100-sxm", "--gpus-per-node", "4"), "--gpus-per-node 8 (the profile's), not 4;")]:
+        refused = autotune_main("run", "--model", "7b", *options, "--nodes", "1", "--trials", "2", "--out", out)
+        assert refused.returncode == 2
+        assert f"{out} holds a study of {said}" in refused.stderr, refused.stderr
