@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from autotune.candidate import Candidate, Knobs
 from autotune.errors import UserError
 from autotune.hardware import HardwareProfile, figure_differences, hardware_flag, hardware_to_dict, kept_base_name, stored_hardware
-from autotune.models import ModelSpec, model_from_json
+from autotune.models import PRESETS, ModelSpec, model_from_json, params_text
 from autotune.shell import shell_path
 from autotune.space import SearchSpace, nodes_flag
 from autotune.workload import Workload, default_precision
@@ -144,6 +144,16 @@ def _flag_and_name(flag: str, name) -> str:
     return typed if typed == name else f"{typed} ({name})"
 
 
+def _gone_model(flag: str, name, model) -> str:
+    """The study's --model where its file (or checkpoint) is no longer there: repeating it cannot resume, a file of
+    the sizes the study kept can (trial 63 #20)."""
+    try:
+        params = f", {params_text(model_from_json(model).params())} parameters"
+    except (UserError, TypeError, AttributeError):  # an older study's model, kept by its name alone
+        params = ""
+    return f"{_typed(flag)} ({name}{params}; that file is no longer there: pass a model file of the same sizes)"
+
+
 def _resimulated_differs(candidate: Candidate, result: dict, tolerance: float = 1e-6) -> str | None:
     """How the simulator's figures of `candidate` on this profile differ from a recorded simulated result, or None."""
     from autotune.simulator import simulate
@@ -168,6 +178,8 @@ def _differences(stored: dict, current: dict, default_precision: str, device_kno
         # As --model takes it where the study recorded that (trial 61 #15), else by its name (an older study's).
         flags = (stored.get("model_flag") if isinstance(stored.get("model_flag"), str) else "") or "", current.get("model_flag") or ""
         there, now = (_flag_and_name(flag, name) if flag else name for flag, name in zip(flags, names))
+        if flags[0] and flags[0] not in PRESETS and not os.path.exists(flags[0]):
+            there = _gone_model(flags[0], names[0], model)
         out.append(f"--model {there}, not {now}" if names[0] != names[1] else
                    f"another --model {names[1]} (its sizes differ)")
     # By the node: a calibration of the study's profile (a name of its own, its base kept) is that profile changed.

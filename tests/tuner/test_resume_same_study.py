@@ -424,3 +424,18 @@ def test_a_gpus_per_node_the_user_never_passed_is_not_listed_as_an_option_to_rep
         refused = autotune_main("run", "--model", "7b", *options, "--nodes", "1", "--trials", "2", "--out", out)
         assert refused.returncode == 2
         assert f"{out} holds a study of {said}" in refused.stderr, refused.stderr
+
+
+def test_a_refusal_says_the_study_s_model_file_is_gone_rather_than_to_repeat_it(tmp_path):
+    """Trial 63 #20: "holds a study of --model m2/my7.json (my7), not 7b ... or repeat the original options": m2 moved."""
+    from autotune.models import PRESETS
+
+    (tmp_path / "m2").mkdir()
+    (tmp_path / "m2" / "my7.json").write_text(json.dumps({**PRESETS["tiny"].to_json(), "name": "my7"}))
+    options = ("run", "--hardware", "cpu", "--nodes", "1", "--out", "r", "-q")
+    assert autotune_main(*options, "--model", "m2/my7.json", "--trials", "1", cwd=tmp_path).returncode == 0
+    (tmp_path / "m2").rename(tmp_path / "m2gone")
+    refused = autotune_main(*options, "--model", "7b", "--trials", "2", cwd=tmp_path)
+    assert refused.returncode == 2
+    assert ("r holds a study of --model m2/my7.json (my7, 156.0K parameters; that file is no longer there: pass a model "
+            "file of the same sizes), not 7b;") in refused.stderr, refused.stderr
