@@ -144,6 +144,29 @@ def _flag_and_name(flag: str, name) -> str:
     return typed if typed == name else f"{typed} ({name})"
 
 
+def _same_name(flags: tuple[str, str], name: str, there: str, sizes: str) -> tuple[str, str]:
+    """The study's model and this run's where both have one name ("7b": a preset, and a model file named 7b of other
+    sizes), each said as what it is (trial 63 #14: "another --model 7b" read as if --model 7b was passed)."""
+    if not flags[1]:  # an older study's settings, which kept no --model as typed
+        return name, f"another model named {name} ({sizes})"
+    if flags[0] in PRESETS:
+        there = f"{flags[0]} (the preset)"
+    elif flags[0] and os.path.exists(flags[0]):  # else said gone (_gone_model), or an older study's, by its name
+        there = f"{_typed(flags[0])} (named {name})"
+    now = (f"{flags[1]} (the preset, {sizes})" if flags[1] in PRESETS
+           else f"{_typed(flags[1])} (named {name}, {sizes})")
+    return there, now
+
+
+def _size_differences(stored_model, model: dict) -> str:
+    """"other sizes: llm.layers 20, not 28": this run's model's sizes against the study's, the first three."""
+    held = stored_model if isinstance(stored_model, dict) else {}
+    differs = [f"{part}.{key} {value}, not {(held.get(part) or {}).get(key)}" for part in ("llm", "vision")
+               for key, value in model[part].items() if (held.get(part) or {}).get(key) != value]
+    return "other sizes" + (": " + ", ".join(differs[:3]) + (f" and {len(differs) - 3} more" if len(differs) > 3 else "")
+                            if differs else "")
+
+
 def _gone_model(flag: str, name, model) -> str:
     """The study's --model where its file (or checkpoint) is no longer there: repeating it cannot resume, a file of
     the sizes the study kept can (trial 63 #20)."""
@@ -180,8 +203,9 @@ def _differences(stored: dict, current: dict, default_precision: str, device_kno
         there, now = (_flag_and_name(flag, name) if flag else name for flag, name in zip(flags, names))
         if flags[0] and flags[0] not in PRESETS and not os.path.exists(flags[0]):
             there = _gone_model(flags[0], names[0], model)
-        out.append(f"--model {there}, not {now}" if names[0] != names[1] else
-                   f"another --model {names[1]} (its sizes differ)")
+        if names[0] == names[1]:  # the same name: which one is the preset, which the file, and how the sizes differ
+            there, now = _same_name(flags, names[1], there, _size_differences(model, here))
+        out.append(f"--model {there}, not {now}")
     # By the node: a calibration of the study's profile (a name of its own, its base kept) is that profile changed.
     if kept_base_name(stored) != kept_base_name(current):
         there, now = (_flag_and_name(hardware_flag(str(held["hardware"])), held.get("hardware_name"))

@@ -439,3 +439,19 @@ def test_a_refusal_says_the_study_s_model_file_is_gone_rather_than_to_repeat_it(
     assert refused.returncode == 2
     assert ("r holds a study of --model m2/my7.json (my7, 156.0K parameters; that file is no longer there: pass a model "
             "file of the same sizes), not 7b;") in refused.stderr, refused.stderr
+
+
+def test_a_model_file_named_like_the_study_s_preset_is_said_to_be_a_file_of_other_sizes(tmp_path):
+    """Trial 63 #14: "holds a study of another --model 7b (its sizes differ)" read as if --model 7b was passed."""
+    from autotune.models import PRESETS
+
+    fake = {**PRESETS["tiny"].to_json(), "name": "tiny"}
+    fake["llm"] = {**fake["llm"], "layers": fake["llm"]["layers"] + 1}
+    (tmp_path / "fake.json").write_text(json.dumps(fake))
+    options = ("run", "--hardware", "cpu", "--nodes", "1", "--out", "r", "-q")
+    assert autotune_main(*options, "--model", "tiny", "--trials", "1", cwd=tmp_path).returncode == 0
+    refused = autotune_main(*options, "--model", "fake.json", "--trials", "2", cwd=tmp_path)
+    assert refused.returncode == 2
+    layers = PRESETS["tiny"].llm.layers
+    assert (f"r holds a study of --model tiny (the preset), not fake.json (named tiny, other sizes: llm.layers "
+            f"{layers + 1}, not {layers}); pass --out") in refused.stderr, refused.stderr
