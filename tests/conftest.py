@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
+
+import pytest
 
 from autotune.backends.device_turns import LOCK_DIR_ENV
 
@@ -26,3 +29,20 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     for folder in _locks:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+_STOP_SIGNALS = {signal.SIGINT: signal.default_int_handler, signal.SIGHUP: signal.SIG_DFL, signal.SIGTERM: signal.SIG_DFL}
+
+
+@pytest.fixture(autouse=True)
+def _default_stop_signals():
+    """Each test starts with the stop signals at their defaults, neither ignored nor blocked. A suite started under
+    nohup ignores SIGHUP, one started in the background by a shell without job control ignores SIGINT, and an
+    ignored or blocked signal stays so across exec: the commands the signal tests start then never stopped on the
+    signal they sent themselves (they hung for 60 s, or exported whole where a Ctrl-C was meant to land), as they did
+    in a whole suite run so. The tests ask how autotune meets each signal: they start from the defaults."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, set(_STOP_SIGNALS))
+    for signum, default in _STOP_SIGNALS.items():
+        if signal.getsignal(signum) is signal.SIG_IGN:
+            signal.signal(signum, default)
+    yield
