@@ -185,6 +185,22 @@ class _Reader:
                               f"{prefix} needs {', '.join(keys)} (schema: {_SCHEMA})")
 
 
+# What makes a model the same one: its sizes (these parts of its JSON), not its name, which for a checkpoint is its
+# directory's. A replay's records and a resume compare them.
+MODEL_SIZE_PARTS = ("llm", "vision")
+
+
+def size_differences(theirs: dict, mine: dict) -> list[tuple[str, object, object]]:
+    """("llm.layers", theirs, mine) for each size of `mine` that `theirs` does not share (a part missing there: None)."""
+    return [(f"{part}.{key}", (theirs.get(part) or {}).get(key), value) for part in MODEL_SIZE_PARTS
+            for key, value in (mine.get(part) or {}).items() if (theirs.get(part) or {}).get(key) != value]
+
+
+def first_three(texts: list[str]) -> str:
+    """"a, b, c and 2 more": the first three of a list of differences."""
+    return ", ".join(texts[:3]) + (f" and {len(texts) - 3} more" if len(texts) > 3 else "")
+
+
 def params_text(count: float) -> str:
     """A parameter count to read: "1.20T", "32.50B", "125.3M", "12.4K" ("0.00B" said nothing of a tiny test model:
     trial54 F11); past a thousand T, "2.75e+20" (not 13 digits of B: trial 61 #19)."""

@@ -57,7 +57,7 @@ from autotune.checks import (
 )
 from autotune.errors import ConfigError
 from autotune.memory import HOST_PEAK_KINDS
-from autotune.models import ModelSpec, model_from_json
+from autotune.models import MODEL_SIZE_PARTS, ModelSpec, model_from_json
 from autotune.text_files import decoded_text
 from autotune.measure.combine import SEPARATE_COMPONENTS, not_measured
 
@@ -83,7 +83,6 @@ _STUDY_NAMES = ("model", "hardware", "precision")
 # A record's `study.model_sizes`, optional (records of an older autotune, or written by hand, have none): the model's
 # sizes beyond its name, which a model file or config.json keeping another's name (a depth-pruned variant) differs in.
 MODEL_SIZES = "model_sizes"
-_MODEL_SIZE_PARTS = ("llm", "vision")
 # What `autotune space --simulate --json` adds beside a record's keys.
 _SPACE_LIST_KEYS = ("valid", "reason", "simulator_error_pct")  # the last: the profile's, which replay reads itself
 # What JSON calls what Python parsed (a record that is `null` was "not NoneType").
@@ -140,7 +139,7 @@ def model_sizes(model: ModelSpec) -> dict:
     """{"llm", "vision"}: a model's sizes as the study.db keeps them (ModelSpec.to_json, which a resume compares:
     "its sizes differ"), its name and default workload apart (a record's study names the model and its workload)."""
     data = model.to_json()
-    return {part: data[part] for part in _MODEL_SIZE_PARTS}
+    return {part: data[part] for part in MODEL_SIZE_PARTS}
 
 
 def study_of(candidate: Candidate) -> dict:
@@ -154,7 +153,7 @@ def study_of(candidate: Candidate) -> dict:
 def _checked_model_sizes(origin: str, sizes) -> dict:
     """A record's study.model_sizes, every value checked as a model file's are (models.model_from_json), in the
     shape model_sizes writes (defaults filled in), so that equal sizes compare equal."""
-    complete_table(origin, f"study.{MODEL_SIZES}", sizes, _MODEL_SIZE_PARTS, _FIX,
+    complete_table(origin, f"study.{MODEL_SIZES}", sizes, MODEL_SIZE_PARTS, _FIX,
                    f"study.{MODEL_SIZES} = {shown(sizes)} is not an object of llm, vision (the model's sizes)")
     return model_sizes(model_from_json(sizes, origin=f"{origin}: study.{MODEL_SIZES}"))
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from autotune.candidate import KNOBS, params_key
 from autotune.hardware import available_hardware
-from autotune.models import PRESETS, model_from_json, params_text
+from autotune.models import PRESETS, first_three, model_from_json, params_text, size_differences
 from autotune.space.files import nodes_flag
 from autotune.counted import counted
 
@@ -112,9 +112,7 @@ def other_model_sizes(origin: str, name: str, theirs: dict, mine: dict) -> str:
     as replay.model_sizes writes them): a model file or config.json that kept its base's name (a depth-pruned
     variant) would have every figure of the base reported as its own (trial61 #4). Both named by their size."""
     measured, here = (model_from_json(sizes, origin="model_sizes") for sizes in (theirs, mine))
-    differs = [f"{part}.{key} {theirs[part].get(key)} there, {value} here" for part in ("llm", "vision")
-               for key, value in mine[part].items() if theirs[part].get(key) != value]
-    shown = ", ".join(differs[:3]) + (f" and {len(differs) - 3} more" if len(differs) > 3 else "")
+    shown = first_three([f"{size} {there} there, {value} here" for size, there, value in size_differences(theirs, mine)])
     return (f"{origin} holds figures for a model named '{name}' of {params_text(measured.params())} parameters, and this "
             f"run's --model of that name has {params_text(here.params())} ({shown}): every figure would be another "
             f"model's; replay it with the --model it was measured for (the model file or config.json of the sizes its "

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from autotune.candidate import Candidate, Knobs
 from autotune.errors import UserError
 from autotune.hardware import HardwareProfile, figure_differences, hardware_flag, hardware_to_dict, kept_base_name, stored_hardware
-from autotune.models import PRESETS, ModelSpec, model_from_json, params_text
+from autotune.models import MODEL_SIZE_PARTS, PRESETS, ModelSpec, first_three, model_from_json, params_text, size_differences
 from autotune.shell import shell_path
 from autotune.space import SearchSpace, nodes_flag
 from autotune.workload import Workload, default_precision
@@ -161,10 +161,8 @@ def _same_name(flags: tuple[str, str], name: str, there: str, sizes: str) -> tup
 def _size_differences(stored_model, model: dict) -> str:
     """"other sizes: llm.layers 20, not 28": this run's model's sizes against the study's, the first three."""
     held = stored_model if isinstance(stored_model, dict) else {}
-    differs = [f"{part}.{key} {value}, not {(held.get(part) or {}).get(key)}" for part in ("llm", "vision")
-               for key, value in model[part].items() if (held.get(part) or {}).get(key) != value]
-    return "other sizes" + (": " + ", ".join(differs[:3]) + (f" and {len(differs) - 3} more" if len(differs) > 3 else "")
-                            if differs else "")
+    differs = [f"{size} {value}, not {stored}" for size, stored, value in size_differences(held, model)]
+    return "other sizes" + (": " + first_three(differs) if differs else "")
 
 
 def _gone_model(flag: str, name, model) -> str:
@@ -247,7 +245,7 @@ def _sizes(model) -> dict | None:
     """What makes a model the same one: its sizes, not its name, which for a checkpoint is its directory's (moved
     or copied it is the same model, as a model file moved is: trial 63 #9). The parts replay.model_sizes keeps of a
     ModelSpec, here of the stored JSON (an older study's may be a name alone: None, never equal to a model's)."""
-    return {part: model.get(part) for part in ("llm", "vision")} if isinstance(model, dict) else None
+    return {part: model.get(part) for part in MODEL_SIZE_PARTS} if isinstance(model, dict) else None
 
 
 # Space knobs a backend that cannot set them narrows to "untouched" after the options are read.
