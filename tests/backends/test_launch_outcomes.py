@@ -180,6 +180,26 @@ def test_a_probe_stopped_by_a_signal_from_outside_interrupts_the_trial(make_laun
     assert "the probe was stopped by SIGTERM from outside the tuner" in log[-1] and log[-1].startswith("== autotune: ")
 
 
+def _stopped_by_sigterm_after_1_s(backend, candidate, trial_number: int) -> None:
+    """`backend.evaluate`, stopped 1 s in as the tuner's SIGTERM handler stops it: Terminated raised in the main
+    thread (by SIGALRM here), which evaluate lets through once it has stopped the probe."""
+    import signal
+
+    from autotune.errors import Terminated
+
+    def terminated(signum, frame):
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGALRM, terminated)
+    signal.setitimer(signal.ITIMER_REAL, 1.0)
+    try:
+        with pytest.raises(Terminated):
+            backend.evaluate(candidate, trial_number=trial_number)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def test_a_stopped_probe_whose_processes_outlive_sigkill_is_said_so(make_launch_backend, make_candidate, fake_probe,
                                                                      monkeypatch, capfd):
     """Trial 61 #12: the tuner waits for its stopped probe's processes (SIGTERM, SIGKILL after the grace), but not
@@ -190,23 +210,14 @@ def test_a_stopped_probe_whose_processes_outlive_sigkill_is_said_so(make_launch_
     import signal
 
     from autotune.backends import probe_process
-    from autotune.errors import Terminated
-
-    def terminated(signum, frame):
-        raise Terminated()
 
     backend = make_launch_backend(python=fake_probe('print("training", flush=True)\ntime.sleep(60)\n'), kill_grace_s=0.3)
     monkeypatch.setattr(probe_process, "_SIGKILL_WAIT_S", 0.3)
     monkeypatch.setattr(probe_process.os, "killpg", lambda pgid, signum: None)  # no signal ends it, as in the D state
     monkeypatch.setattr(probe_process.os, "kill", lambda pid, signum: None)
-    previous = signal.signal(signal.SIGALRM, terminated)
-    signal.setitimer(signal.ITIMER_REAL, 1.0)
     try:
-        with pytest.raises(Terminated):
-            backend.evaluate(make_candidate(), trial_number=6)
+        _stopped_by_sigterm_after_1_s(backend, make_candidate(), trial_number=6)
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
         monkeypatch.undo()
     last = (backend.trial_dir(6) / "log.txt").read_text().splitlines()[-1]
     stuck = re.search(r"; its process (\d+) was still there 0.3 s after SIGKILL \(stuck in the kernel: a hung file system "
@@ -232,24 +243,12 @@ def test_a_probe_killed_by_sigkill_stays_a_failure(make_launch_backend, make_can
 def test_the_log_of_a_probe_the_tuner_stopped_ends_saying_so(make_launch_backend, make_candidate, fake_probe):
     """Trial 51 #7: after a preemption, the log of the probe the tuner stopped ended with the launcher's command
     line alone, which reads as a hang. It ends with the tuner's line: which signal, and when."""
-    import signal
     import threading
 
     from autotune.backends.launch import ProbeInterrupted
-    from autotune.errors import Terminated
-
-    def terminated(signum, frame):
-        raise Terminated()
 
     backend = make_launch_backend(python=fake_probe('print("training", flush=True)\ntime.sleep(60)\n'), kill_grace_s=1.0)
-    previous = signal.signal(signal.SIGALRM, terminated)
-    signal.setitimer(signal.ITIMER_REAL, 1.0)  # SIGTERM's handler raises Terminated in the main thread, as here
-    try:
-        with pytest.raises(Terminated):
-            backend.evaluate(make_candidate(), trial_number=4)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    _stopped_by_sigterm_after_1_s(backend, make_candidate(), trial_number=4)
     last = (backend.trial_dir(4) / "log.txt").read_text().splitlines()[-1]
     assert last.startswith("== autotune: ") and "the tuner stopped this probe (SIGTERM)" in last
 
