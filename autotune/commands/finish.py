@@ -47,7 +47,7 @@ def build_report(study, max_slowdown: float | None = None, eta: float | None = N
     view = study_view(study, *stored_pick_parameters(study, max_slowdown, eta))
     backend = study.user_attrs.get("backend", {})
     # Only where the note gives advice to get more points: it rebuilds the space.
-    exhausted = (nothing_more_to_evaluate(study, view.settings, backend.get("name", "unknown"))
+    exhausted = (nothing_more_to_evaluate(study, view.settings, backend.get("name", "unknown"), resume_said=False)
                  if len(view.points) <= 1 else None)
     document = pareto_document(view, backend.get("name", "unknown"), backend.get("reason", ""), knob_importance(study, view),
                                exhausted)

@@ -69,7 +69,7 @@ def knob_importance(study: optuna.Study, view: StudyView) -> dict:
         recorded = recorded_keys(study, backend)
         fix = ("the guided study converged on its front first; a --sampler random study of its own would measure it"
                if study.user_attrs.get(CONVERGED_ATTR) else
-               nothing_more_to_evaluate(study, view.settings, backend)
+               nothing_more_to_evaluate(study, view.settings, backend, resume_said=False)
                or ("every record of the replayed file is evaluated: measure more candidates (--backend launch)"
                    if recorded is not None and len(evaluated_trials(study)) >= len(recorded) else "run more --trials"))
         reason = f"not enough trials: {len(trials)} feasible, importance needs at least {MIN_TRIALS} ({fix})"

@@ -147,15 +147,18 @@ def recorded_keys(study, backend: str) -> set[str] | None:
     return set(evaluable) if isinstance(evaluable, list) else None
 
 
-def nothing_more_to_evaluate(study, settings, backend: str) -> str | None:
+def nothing_more_to_evaluate(study, settings, backend: str, resume_said: bool = True) -> str | None:
     """Where a larger --trials would evaluate nothing more, why and what would instead, as a sentence to follow
     with " to compare" or the like: every valid candidate of the space was evaluated (widen it), or on replay every
-    recorded one (measure those the file lacks); else, where the time limit stopped the study, that more time does. None where some are left, or the space cannot be rebuilt here
-    (`settings` None, or an error): "run more --trials" is then the advice (trial54 F2: it was given to studies that
-    had evaluated their whole space or recording)."""
+    recorded one (measure those the file lacks); else, where the time limit stopped the study, that more time does.
+    None where some are left, or the space cannot be rebuilt here (`settings` None, or an error): "run more
+    --trials" is then the advice (trial54 F2: it was given to studies that had evaluated their whole space or
+    recording). `resume_said` False: for the report's lines beside its `search:` line, which says what resumes a
+    study the time limit stopped; they name the stop without that advice (trial 63: it was said four times)."""
     # A study the time limit stopped has its budget unspent: more time evaluates more, not a larger --trials (trial 62
     # F1: "widen the space and run more --trials" of a study stopped before its first probe).
-    time_stop = _TIME_LIMIT_FIXES.get(study.user_attrs.get(TIME_LIMIT_STOP_ATTR))
+    stop = study.user_attrs.get(TIME_LIMIT_STOP_ATTR)
+    time_stop = _TIME_LIMIT_FIXES.get(stop) if resume_said else (_TIME_LIMIT_NAMED if stop else None)
     if settings is None:
         return time_stop
     try:
@@ -334,6 +337,9 @@ _TIME_LIMIT_FIXES = {
     "slurm": "the time limit (the SLURM job's end) stopped the study: the same command in a new job resumes it",
     "flag": "the time limit (--time-limit) stopped the study: the same command resumes it",
 }
+# The same, where the report's `search:` line says how to resume (nothing_more_to_evaluate's resume_said): it reads
+# after "; " and before " to compare".
+_TIME_LIMIT_NAMED = "resume the study the time limit stopped"
 
 
 def _none_succeeded_sentence(unfinished: dict) -> str:

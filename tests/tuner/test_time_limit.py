@@ -396,14 +396,18 @@ def test_a_simulated_run_at_its_jobs_end_stops_cleanly_with_its_reports(tmp_path
         "pass --time-limit" in stops[0]), stops[0]
     assert (out / "pareto.json").is_file() and (out / "report.html").is_file()
     # No trial ran: the note says the time limit stopped the study, not "widen the space and run more --trials" (trial
-    # 62 F1), in pareto.json and on the terminal.
+    # 62 F1), in pareto.json and on the terminal; what resumes it is said once, on the search line, not again by the
+    # note and both importance lines (trial 63: four times).
     import json
 
     note = json.loads((out / "pareto.json").read_text(encoding="utf-8"))["note"]
     assert note == ("No feasible configuration: no trial ran to completion (no trials). Nothing is recommended; see "
-                    "`autotune space` for what fits; the time limit (the SLURM job's end) stopped the study: the same "
-                    "command in a new job resumes it."), note
+                    "`autotune space` for what fits; resume the study the time limit stopped."), note
     assert "--trials" not in " ".join(result.stderr.split())
+    report = cli.autotune("report", out)
+    said = " ".join(report.stdout.split())
+    assert said.count("the same command in a new job resumes") == 1, report.stdout
+    assert "Stopped for the time limit (the SLURM job's end); the same command in a new job resumes the study" in said
 
 
 def test_a_simulated_run_with_time_enough_never_stops_on_it(tmp_path):
