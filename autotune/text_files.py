@@ -51,6 +51,20 @@ def _first_copy(lines: list[str], line: int, key: str) -> int | None:
     return None
 
 
+def _table_name(header: str) -> str:
+    """A [table] header's dotted name as tomllib's "Cannot declare" names it ("gpu", "a.b"): quotes and spaces off."""
+    return ".".join(part.strip().strip("'\"") for part in header.split(".") if part.strip())
+
+
+def _first_header(lines: list[str], line: int, name: str) -> int | None:
+    """The line of table `name`'s first [header] before `line` (a table written twice), else None."""
+    for number in range(1, line):
+        header = re.match(r"\s*\[([^\[\]]+)\]", lines[number - 1])
+        if header and _table_name(header.group(1)) == name:
+            return number
+    return None
+
+
 def toml_problem(text: str, exc: Exception, fix: str = "fix the file") -> str:
     """What is wrong, and the fix: tomllib's error in the file's words: a key or table written twice named, with its
     lines (tomllib says only "Cannot overwrite a value (at line 4, column 18)"); else tomllib's own message."""
@@ -63,7 +77,9 @@ def toml_problem(text: str, exc: Exception, fix: str = "fix the file") -> str:
     table = _TABLE_TWICE.match(message)
     if table:
         name = ".".join(part.strip().strip("'\"") for part in table.group(1).split(",") if part.strip())
-        return f"[{name}] is written twice (again at line {line}): write each table once, its keys together"
+        first = _first_header(lines, line, name)  # both lines, as for a key (trial 63 #19: only the second)
+        where = f"lines {first} and {line}" if first else f"again at line {line}"
+        return f"[{name}] is written twice ({where}): write each table once, its keys together"
     if message.startswith("Cannot overwrite a value") and line <= len(lines) and "=" in lines[line - 1]:
         key = lines[line - 1].split("=", 1)[0].strip()
         first = _first_copy(lines, line, key)
