@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from autotune.checks import MAX_COUNT, shown
+from autotune.checks import MAX_COUNT, shown, whole_literal_problem
 from autotune.counted import counted
 from autotune.hardware import HardwareProfile, hardware_to_dict, stored_hardware
 from autotune.models import ModelSpec, model_from_json
@@ -45,11 +45,11 @@ def knob_value(knob: str, value):
         allowed = _CHOICES[knob]
         if type(value) is not type(allowed[0]) or value not in allowed:
             listed = ", ".join(map(shown, allowed))
-            raise ValueError(f"is not one of the allowed values {listed}{_as_written(value, allowed.__contains__)}")
+            raise ValueError(_as_written(value, allowed.__contains__) or f"is not one of the allowed values {listed}")
         return value
     if knob in _COUNTS:
         if not _is_count(value):
-            raise ValueError(f"is not a whole number >= 1 and <= {MAX_COUNT}{_as_written(value, _is_count)}")
+            raise ValueError(_as_written(value, _is_count) or f"is not a whole number >= 1 and <= {MAX_COUNT}")
         return value
     if knob == "power_limit":
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:  # NaN fails 0 < NaN
@@ -57,7 +57,8 @@ def knob_value(knob: str, value):
         return float(value)
     assert knob == "sm_clock_mhz", f"{knob} is not a knob"
     if value != SM_CLOCK_UNTOUCHED and not _is_count(value):
-        raise ValueError(f'is not "{SM_CLOCK_UNTOUCHED}" or a clock in whole MHz >= 1 and <= {MAX_COUNT}{_as_written(value, _is_count)}')
+        raise ValueError(_as_written(value, _is_count)
+                         or f'is not "{SM_CLOCK_UNTOUCHED}" or a clock in whole MHz >= 1 and <= {MAX_COUNT}')
     return value
 
 
@@ -78,11 +79,12 @@ def _is_count(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_COUNT
 
 
-def _as_written(value, allowed) -> str:
-    """The hint for an allowed whole number written as a float (2.0 in JSON or TOML): write it without the point."""
+def _as_written(value, allowed) -> str | None:
+    """Why an allowed whole number written as a float (2.0 or 1e1 in JSON or TOML) is refused, in the flags' words
+    (checks.whole_literal_problem); None for any other value."""
     if isinstance(value, float) and value.is_integer() and allowed(int(value)):
-        return f" (write {int(value)}, not {shown(value)})"
-    return ""
+        return whole_literal_problem(value)
+    return None
 
 
 def params_key(params: dict) -> str:

@@ -38,6 +38,12 @@ def _allowed(integer: bool, low, high, low_open: bool) -> str:
     return f"{kind} {' and '.join(bounds)}".strip()
 
 
+def whole_literal_problem(value: float) -> str:
+    """Why a whole number written with a decimal point or an exponent (2.0, 1e1: a float) is refused, and the
+    number to write: the one wording of flags, files and records (trial 63 #22: three wordings)."""
+    return f"is not a whole number; write it without a decimal point or an exponent ({int(value)})"
+
+
 def number_problem(value, *, low=None, high=None, low_open: bool = False, integer: bool = False,
                    whole_literal: bool = False) -> str | None:
     """Why `value` is not an allowed number ("is out of range; it must be a number > 0"), or None.
@@ -55,7 +61,7 @@ def number_problem(value, *, low=None, high=None, low_open: bool = False, intege
     if too_low or (high is not None and value > high):
         return f"is out of range; it must be {allowed}"
     if integer and whole_literal and isinstance(value, float):
-        return f"is not a whole number; write it without a decimal point or an exponent ({int(value)})"
+        return whole_literal_problem(value)
     return None
 
 

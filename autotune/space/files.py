@@ -8,7 +8,7 @@ from pathlib import Path
 
 from autotune.counted import agreeing
 from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, knob_value
-from autotune.checks import MAX_COUNT, shown
+from autotune.checks import MAX_COUNT, shown, whole_literal_problem
 from autotune.errors import ConfigError
 from autotune.text_files import read_toml
 
@@ -70,6 +70,9 @@ def _node_part(part: str, raw: str) -> tuple[int, int]:
         low, high = int(match[1]), int(match[2])
     else:
         what = f"{part!r} in --nodes {raw!r}" if part != raw else f"--nodes {raw!r}"
+        written = _float_or_none(part)
+        if written is not None and written.is_integer() and 1 <= written <= MAX_COUNT:  # 2.0, 1e1: as the flags say it
+            raise ConfigError(f"{what} {whole_literal_problem(written)}")
         raise ConfigError(f"{what} is not a whole number or a range LOW-HIGH; {_NODES_HELP}")
     if low < 1:
         raise ConfigError(f"--nodes {raw!r} must be at least 1 (a range is LOW-HIGH with 1 <= LOW <= HIGH); {_NODES_HELP}")
@@ -79,6 +82,16 @@ def _node_part(part: str, raw: str) -> tuple[int, int]:
         fixed = raw.replace(part, f"{high}-{low}") if part != raw else f"{high}-{low}"
         raise ConfigError(f"--nodes {raw!r}: LOW {low} must not exceed HIGH {high}; write --nodes {fixed}")
     return low, high
+
+
+def _float_or_none(text: str) -> float | None:
+    """The number a --nodes part writes as a float (2.0, 1e1), in ASCII digits as the flags take them; else None."""
+    if not text.isascii():  # float() reads "５" (a full-width 5), which --nodes refuses as no whole number
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 def node_span(nodes) -> tuple[int, int] | None:

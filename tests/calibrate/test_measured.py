@@ -99,7 +99,7 @@ def test_an_unknown_knob_is_refused():
 
 @pytest.mark.parametrize("knob, value, words", [
     ("zero_stage", True, "zero_stage = true is not one of the allowed values 0, 1, 2, 3"),  # accepted before: True == 1
-    ("sp_degree", 2.0, "sp_degree = 2.0 is not a whole number >= 1 and <= 1000000000000 (write 2, not 2.0)"),  # read as 2 before
+    ("sp_degree", 2.0, "sp_degree = 2.0 is not a whole number; write it without a decimal point or an exponent (2)"),  # read as 2 before
     ("nodes", 10**13, "nodes = 10000000000000 is not a whole number"),  # no upper bound before
     ("power_limit", 1.5, "power_limit = 1.5 is not a fraction of the default power limit"),
 ])

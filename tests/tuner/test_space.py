@@ -64,6 +64,20 @@ def test_nodes_take_a_list_as_slurm_writes_one_and_say_it_back_so():
             parse_nodes(bad)
 
 
+def test_a_whole_number_written_as_a_float_is_refused_in_the_flags_words(tmp_path):
+    """Trial 63 #22: --nodes 2.0 and a space file's 1e1 said it otherwise than every whole-number flag does."""
+    words = "is not a whole number; write it without a decimal point or an exponent"
+    for bad, said in (("2.0", f"--nodes '2.0' {words} (2)"), ("1e1", f"--nodes '1e1' {words} (10)"),
+                      ("2.0,4", f"'2.0' in --nodes '2.0,4' {words} (2)")):
+        with pytest.raises(ConfigError) as refused:
+            parse_nodes(bad)
+        assert str(refused.value) == said
+    path = tmp_path / "space.toml"
+    path.write_text("micro_batch = [1, 2, 4, 1e1]\n")
+    with pytest.raises(ConfigError, match=re.escape(f"'micro_batch' has 10.0, which {words} (10)")):
+        load_space(path, (1,))
+
+
 def test_malformed_space_file_is_refused(tmp_path):
     path = tmp_path / "space.toml"
     path.write_text("zero_stage = [0, 5]\n")
