@@ -325,18 +325,14 @@ def search_sentences(summary: dict, backend: str | None = None) -> list[str]:
     return lines
 
 
-# What resumes a study the time limit stopped (search.unfinished.time_limit), as the run's stop line says it.
-_TIME_LIMIT_RESUMES = {
-    "slurm": "Stopped for the time limit (the SLURM job's end); the same command in a new job resumes the study",
-    "flag": "Stopped for the time limit (--time-limit); the same command resumes the study",
-}
-
-
-# nothing_more_to_evaluate's sentence for a study the time limit stopped, by search.unfinished.time_limit.
-_TIME_LIMIT_FIXES = {
-    "slurm": "the time limit (the SLURM job's end) stopped the study: the same command in a new job resumes it",
-    "flag": "the time limit (--time-limit) stopped the study: the same command resumes it",
-}
+# Which limit stopped a study (search.unfinished.time_limit), and what resumes it, as the run's stop line says it.
+_TIME_LIMIT_WHICH = {"slurm": "the time limit (the SLURM job's end)", "flag": "the time limit (--time-limit)"}
+_TIME_LIMIT_AGAIN = {"slurm": "the same command in a new job", "flag": "the same command"}
+# The search line's sentence, and nothing_more_to_evaluate's (read after "; " and before " to compare").
+_TIME_LIMIT_RESUMES = {stop: f"Stopped for {which}; {_TIME_LIMIT_AGAIN[stop]} resumes the study"
+                       for stop, which in _TIME_LIMIT_WHICH.items()}
+_TIME_LIMIT_FIXES = {stop: f"{which} stopped the study: {_TIME_LIMIT_AGAIN[stop]} resumes it"
+                     for stop, which in _TIME_LIMIT_WHICH.items()}
 # The same, where the report's `search:` line says how to resume (nothing_more_to_evaluate's resume_said): it reads
 # after "; " and before " to compare".
 _TIME_LIMIT_NAMED = "resume the study the time limit stopped"
