@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,11 @@ def _write(tmp_path, records, name="m.jsonl"):
     path = tmp_path / name
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     return path
+
+
+def _two_records(first: dict, second: dict) -> list[dict]:
+    """Records of two candidates: `first` of KNOBS_OLD, `second` of it at micro-batch 2 (their params set here)."""
+    return [{**first, "params": KNOBS_OLD}, {**second, "params": {**KNOBS_OLD, "micro_batch": 2}}]
 
 
 def test_a_record_without_the_device_knobs_means_untouched(tmp_path, make_candidate):
@@ -332,27 +338,31 @@ def test_a_file_for_another_node_count_is_refused_before_the_study_opens(tmp_pat
     assert ok.returncode == 0, ok.stderr
 
 
+def _energy_refusal(backend, allow_estimated: bool) -> str:
+    """The one line by which a study ranked by energy is refused the backend's records (it must be refused)."""
+    from autotune.backends.select import check_energy_objective
+    from autotune.errors import UserError
+
+    with pytest.raises(UserError) as err:
+        check_energy_objective(backend, "time,energy", allow_estimated=allow_estimated)
+    return str(err.value)
+
+
 def test_a_file_with_estimated_energy_needs_the_estimate_allowed(tmp_path):
     # Each such replayed probe would fail on its label (no sensor where it was measured), dropping it from
     # the front unseen: refused up front, whether every record or one is estimated.
     from autotune.backends.select import check_energy_objective
-    from autotune.errors import UserError
 
     estimated = {"status": "ok", "time_s": 100.0, "energy_kj": 50.0, "source": "estimated"}
-    backend = ReplayBackend(_write(tmp_path, [{"params": KNOBS_OLD, **estimated},
-                                              {"params": {**KNOBS_OLD, "micro_batch": 2}, "status": "oom"}]))
-    with pytest.raises(UserError, match="every record's energy was estimated.*--allow-estimated-energy"):
-        check_energy_objective(backend, "time,energy", allow_estimated=False)
+    backend = ReplayBackend(_write(tmp_path, _two_records(estimated, {"status": "oom"})))
+    assert re.search("every record's energy was estimated.*--allow-estimated-energy", _energy_refusal(backend, False))
     check_energy_objective(backend, "time,energy", allow_estimated=True)
     check_energy_objective(backend, "time", allow_estimated=False)
     measured = {**estimated, "source": "measured"}
-    mixed = ReplayBackend(_write(tmp_path, [{"params": KNOBS_OLD, **estimated},
-                                            {"params": {**KNOBS_OLD, "micro_batch": 2}, **measured}], name="mixed.jsonl"))
-    with pytest.raises(UserError) as err:
-        check_energy_objective(mixed, "time,energy", allow_estimated=False)
-    assert str(err.value) == (f"measurements {tmp_path / 'mixed.jsonl'}: 1 of its 2 records' energy was estimated (no sensor "
-                              "where it was measured; first line 1): pass --allow-estimated-energy to rank by estimated "
-                              "energy, or --objectives time")
+    mixed = ReplayBackend(_write(tmp_path, _two_records(estimated, measured), name="mixed.jsonl"))
+    assert _energy_refusal(mixed, False) == (
+        f"measurements {tmp_path / 'mixed.jsonl'}: 1 of its 2 records' energy was estimated (no sensor where it was "
+        "measured; first line 1): pass --allow-estimated-energy to rank by estimated energy, or --objectives time")
     check_energy_objective(mixed, "time,energy", allow_estimated=True)
 
 
@@ -483,22 +493,19 @@ def test_a_file_without_energy_is_refused_before_a_study_ranked_by_energy_opens(
     # Each replayed probe would fail on its missing energy, and the run would stop after its first probes
     # calling them failed or timed out, its advice (the same command) a dead end.
     from autotune.backends.select import check_energy_objective
-    from autotune.errors import UserError
 
-    path = _write(tmp_path, [{"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "source": "measured"},
-                             {"params": {**KNOBS_OLD, "micro_batch": 2}, "status": "oom"}])
+    no_energy = {"status": "ok", "time_s": 1.0, "source": "measured"}
+    path = _write(tmp_path, _two_records(no_energy, {"status": "oom"}))
     backend = ReplayBackend(path)
     for allow_estimated in (False, True):
-        with pytest.raises(UserError) as err:
-            check_energy_objective(backend, "time,energy", allow_estimated=allow_estimated)
-        assert str(err.value) == (f"measurements {path}: no record has an energy figure (its study had no sensor or "
-                                  "estimate): pass --objectives time to rank by time alone (with a new --out where this "
-                                  "one already holds a study ranked by energy too)")
+        assert _energy_refusal(backend, allow_estimated) == (
+            f"measurements {path}: no record has an energy figure (its study had no sensor or estimate): pass "
+            "--objectives time to rank by time alone (with a new --out where this one already holds a study ranked by "
+            "energy too)")
     check_energy_objective(backend, "time", allow_estimated=False)
     # One record with energy is enough to rank by it: the others fail alone, as before.
-    some = ReplayBackend(_write(tmp_path, [{"params": KNOBS_OLD, "status": "ok", "time_s": 1.0, "source": "measured"},
-                                           {**OK, "params": {**KNOBS_OLD, "micro_batch": 2}, "energy_kj": 5.0,
-                                            "source": "measured"}], name="some.jsonl"))
+    some = ReplayBackend(_write(tmp_path, _two_records(no_energy, {**OK, "energy_kj": 5.0, "source": "measured"}),
+                                name="some.jsonl"))
     check_energy_objective(some, "time,energy", allow_estimated=False)
 
 
