@@ -440,7 +440,8 @@ def open_study(
         run_dir.mkdir(parents=True, exist_ok=True)
     url = storage_url(run_dir, storage)
     database = run_dir / "study.db"
-    if storage is None and (not database.exists() or (database.is_file() and database.stat().st_size == 0)):
+    no_study_file = storage is None and (not database.exists() or (database.is_file() and database.stat().st_size == 0))
+    if no_study_file:
         # Before opening creates a study.db beside them, or writes Optuna's tables into an empty one (trial 43 F9).
         _check_trials_are_of(run_dir, None, storage)
         _check_reports_are_of_no_study(run_dir, study_name)
@@ -449,10 +450,11 @@ def open_study(
     existing = _existing_study(rdb, study_name)
     if storage is None:
         _check_run_dir_holds_no_other_study(run_dir, rdb, study_name)
-    _check_trials_are_of(run_dir, existing, storage)  # before the reports' refusals, whose advice keeps trials/ there
+    if not no_study_file:  # checked above already, against no study: the file held none
+        _check_trials_are_of(run_dir, existing, storage)  # before the reports' refusals, whose advice keeps trials/ there
     if storage is None:
-        if existing is None:  # a new study here: reports already here are another's (a --storage run's, a lost study.db's)
-            _check_reports_are_of_no_study(run_dir, study_name)
+        if existing is None and not no_study_file:  # a new study here (a file without one: checked above): reports
+            _check_reports_are_of_no_study(run_dir, study_name)  # already here are another's (a --storage run's, a lost study.db's)
     check_run_dir_is_of(run_dir, existing, storage, study_name, "--out")
     if cheap_figures:
         _commit_without_fsync(rdb)
