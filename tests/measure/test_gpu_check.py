@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -53,3 +54,36 @@ def test_the_resume_check_parses_and_without_a_gpu_stops_at_once(tmp_path):
                           timeout=60, env={**os.environ, "PATH": "/usr/bin:/bin"})
     assert done.returncode == 2 and "no nvidia-smi on PATH" in done.stderr
     assert not (tmp_path / "run").exists()
+
+
+HANDOVER_SCRIPT = REPO / "benchmarks" / "gpu_handover_check.sh"
+
+
+def test_the_handover_check_parses_and_without_a_gpu_stops_at_once(tmp_path):
+    assert subprocess.run(["bash", "-n", str(HANDOVER_SCRIPT)], timeout=30).returncode == 0
+    if nvml.is_available():
+        pytest.skip("a GPU is here: run the script itself")
+    done = subprocess.run(["bash", str(HANDOVER_SCRIPT), str(tmp_path / "out")], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 2 and "no nvidia-smi on PATH" in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_the_handover_check_s_steps_hold_on_cpu(tmp_path):
+    # Its GPU run is a few minutes of a lent machine: the logic of every step (two workers, the time limit's
+    # stop, measurements and their replay, both launch scripts) runs here first, on the tiny model, without
+    # the power-limit figures a CPU has not.
+    space = tmp_path / "space.toml"
+    space.write_text('zero_stage = [0, 1, 2, 3]\noptimizer_offload = ["none"]\nactivation_checkpointing = ["none"]\n'
+                     'sp_degree = [1]\nmicro_batch = [1, 2]\npower_limit = [1.0]\nsm_clock_mhz = ["max"]\n')
+    env = {**os.environ, "HARDWARE": "cpu", "MODEL": "tiny", "SPACE": str(space), "WORKLOAD": "--global-batch 2",
+           "EXTRA": "--allow-estimated-energy --sampler random", "TIME_LIMIT": "3:10", "PYTHON": sys.executable}
+    done = subprocess.run(["bash", str(HANDOVER_SCRIPT), str(tmp_path / "out")], capture_output=True, text=True,
+                          timeout=400, env=env)
+    summary = (tmp_path / "out" / "summary.txt").read_text()
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    checks = ["two_workers", "time_limit", "export_measurements", "replay", "launch_sh_torchrun", "launch_sh_deepspeed"]
+    assert [line.split(":")[0] for line in summary.splitlines()] == [f"check {name}" for name in checks]
+    assert all(": ok" in line for line in summary.splitlines())
+    assert "exit 75: stopped:" in summary
