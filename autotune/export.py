@@ -279,6 +279,22 @@ def _hostfile_check(script_name: str, candidate) -> list[str]:
             'nodes\' ranks through it: install pdsh, or drop this line and give deepspeed below another --launcher" >&2; exit 2; }']
 
 
+# Where each launcher's command comes from, for the line that says so where it is missing: on a GPU node DeepSpeed
+# installed with `pip --target DIR` left `deepspeed` out of PATH, and the script ended "command not found", exit 127.
+_LAUNCHER_FROM = {
+    "torchrun": "activate the environment PyTorch is installed in (its bin/ holds torchrun)",
+    "deepspeed": "activate the environment DeepSpeed is installed in (its bin/ holds deepspeed), or export with "
+                 "--launcher torchrun (one node)",
+    "srun": "run this script inside a SLURM allocation (sbatch, salloc)",
+}
+
+
+def _launcher_check(script_name: str, launcher: str) -> str:
+    """One line that stops the script, before it changes any device setting, where its launcher is not on PATH."""
+    return (f'command -v {launcher} >/dev/null || {{ echo "{script_name}: no {launcher} command on PATH; '
+            f'{_LAUNCHER_FROM[launcher]}" >&2; exit 2; }}')
+
+
 _CANDIDATE_KEYS = {"knobs", "model", "workload", "hardware_profile"}
 
 
@@ -379,6 +395,7 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
         + _own_training(config_path.name, candidate, default_w) + where
         + 'cd "$(dirname "$0")"\n'
         + "".join(line + "\n" for line in (_hostfile_check(launch_path.name, candidate) if command[0] == "deepspeed" else []))
+        + _launcher_check(launch_path.name, command[0]) + "\n"
         # The gres first: whether srun sets the clock depends on it (export_device.device_script).
         + "".join(_script_line(line) + "\n" for line in [*gres, *device_script(candidate.knobs, candidate.knobs.nodes, command[0])])
         + _script_line(shlex.join(command)) + "\n",

@@ -98,6 +98,25 @@ def test_a_one_node_deepspeed_script_trains_here_without_ssh_where_its_hostfile_
         in ran.stdout
 
 
+def test_a_script_whose_launcher_is_not_on_path_says_so_in_one_line_before_it_runs_anything(deepspeed_script, one_node,
+                                                                                             tmp_path):
+    # On a GPU node, DeepSpeed installed with `pip --target DIR` left `deepspeed` off PATH: the script ended
+    # "deepspeed: command not found", exit 127.
+    script, tools, _ = deepspeed_script
+    (script.parent / "hostfile").write_text("localhost slots=4\n")
+    (tools / "deepspeed").unlink()
+    missing = _run_script(script, f"{tools}:/usr/bin:/bin")
+    assert missing.returncode == 2 and missing.stdout == ""
+    assert missing.stderr.strip() == ("knee.launch.sh: no deepspeed command on PATH; activate the environment DeepSpeed "
+                                      "is installed in (its bin/ holds deepspeed), or export with --launcher torchrun "
+                                      "(one node)")
+    out = tmp_path / "torchrun"
+    assert autotune_main("export", one_node, "--launcher", "torchrun", "-o", out / "knee.json").returncode == 0
+    missing = _run_script(out / "knee.launch.sh", "/usr/bin:/bin")
+    assert missing.returncode == 2 and missing.stdout == ""
+    assert "knee.launch.sh: no torchrun command on PATH; activate the environment PyTorch is installed in" in missing.stderr
+
+
 def test_a_one_node_deepspeed_script_trains_on_another_host_through_pdsh(deepspeed_script):
     script, tools, path = deepspeed_script
     (script.parent / "hostfile").write_text("nid001 slots=4\n")
