@@ -397,7 +397,7 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
         + "".join(line + "\n" for line in (_hostfile_check(launch_path.name, candidate) if command[0] == "deepspeed" else []))
         + _launcher_check(launch_path.name, command[0]) + "\n"
         # The gres first: whether srun sets the clock depends on it (export_device.device_script).
-        + "".join(_script_line(line) + "\n" for line in [*gres, *device_script(candidate.knobs, candidate.knobs.nodes, command[0])])
+        + "".join(_script_line(line) + "\n" for line in [*gres, *device_script(candidate.knobs, candidate.knobs.nodes, command[0], candidate.gpus_per_node)])
         + _script_line(shlex.join(command)) + "\n",
         mode=0o755,
     )

@@ -28,18 +28,20 @@ def device_settings_sentence(knobs: Knobs) -> str:
     return " and ".join(parts)
 
 
-def device_cli(action: str, knobs: Knobs, limit_placeholder: str | None = None) -> list[str]:
+def device_cli(action: str, knobs: Knobs, limit_placeholder: str | None = None, gpus: int | None = None) -> list[str]:
     """The command that applies (or restores) the knobs' device settings on one node, with its record; or
-    shows them (`show`). `limit_placeholder`: written for the power limit (one command for several picks)."""
+    shows them (`show`). `limit_placeholder`: written for the power limit (one command for several picks);
+    `gpus`: the ranks per node, whose GPUs alone it changes (the others of the node may be another job's)."""
     command = ["python", "-m", "autotune.measure.device_cli", action]
     if action == "show":
         return command
     if action == "apply":
         command += ["--power-limit", limit_placeholder or f"{knobs.power_limit:g}", "--sm-clock-mhz", str(knobs.sm_clock_mhz)]
+        command += ["--gpus", str(gpus)] if gpus is not None else []
     return command + ["--record", RECORD]
 
 
-def device_script(knobs: Knobs, nodes: int, launcher: str) -> list[str]:
+def device_script(knobs: Knobs, nodes: int, launcher: str, gpus_per_node: int | None = None) -> list[str]:
     """The lines before the training command; none when the knobs touch nothing.
 
     The probe the script runs sets the knobs itself on every node (trainer/power.py: local rank 0 of each,
@@ -71,11 +73,13 @@ def device_script(knobs: Knobs, nodes: int, launcher: str) -> list[str]:
         return lines
     lines.append("# Setting them needs root or CAP_SYS_ADMIN (NVML); the script stops if NVML refuses. The probe sets")
     lines.append("# them too, and restores them on its way out; the trap below undoes them after a probe killed outright.")
-    apply, restore = (shlex.join(device_cli(action, knobs)) for action in ("apply", "restore"))
+    apply, restore = (shlex.join(device_cli(action, knobs, gpus=gpus_per_node)) for action in ("apply", "restore"))
     lines += [
         f"restore_device_settings() {{ {restore}; }}",
         "trap restore_device_settings EXIT",
-        "trap 'exit 143' TERM INT  # a signal ends the script through the EXIT trap",
+        # A signal ends the script through the EXIT trap, with the shell's status for it (Ctrl-C: 130).
+        "trap 'exit 143' TERM",
+        "trap 'exit 130' INT",
         f"{apply} || exit 2",
     ]
     return lines

@@ -1,7 +1,7 @@
 """The probe's power limit and SM clock cap: applied before the warm-up, restored on every way out.
 
-Who applies: local rank 0 of each node, for the devices this job sees on that node
-(CUDA_VISIBLE_DEVICES). One writer per node because on a GH200 the limit is the module's, and a
+Who applies: local rank 0 of each node, for the devices the node's ranks train on (the first
+LOCAL_WORLD_SIZE of CUDA_VISIBLE_DEVICES, else of the node's GPUs: nvml.ranks_indices). One writer per node because on a GH200 the limit is the module's, and a
 limit is a property of the node's hardware, not of a rank; the node leader already owns the node's
 energy sensors, and if a rank dies its leader (or, failing that, the launch backend) still restores.
 
@@ -29,7 +29,7 @@ from dataclasses import replace
 from autotune.candidate import SM_CLOCK_UNTOUCHED, Candidate
 from trainer.distributed import LaunchEnv
 
-APPLIED_BY = "local rank 0 of each node, for the devices CUDA_VISIBLE_DEVICES names there"
+APPLIED_BY = "local rank 0 of each node, for the devices its ranks train on (the first of CUDA_VISIBLE_DEVICES there)"
 SM_CLOCK_SET_BY_ENV = "AUTOTUNE_SM_CLOCK_SET_BY"  # autotune.backends.launchers sets it for srun --gpu-freq
 
 
@@ -64,7 +64,7 @@ class DeviceSettingsGuard:
         try:
             self.api = dc.nvml_api()
             self.api.init()
-            devices = dc.read_settings(self.api, dc.visible_indices(self.api))
+            devices = dc.read_settings(self.api, dc.ranks_indices(self.api, self.env.local_world_size))
             if not devices:
                 raise DeviceControlError("NVML sees none of this job's GPUs: nothing to set a power limit or clock on")
             self.records = dc.records_before(devices, self.knobs.sm_clock_mhz)  # a SIGTERM from here on restores

@@ -1,12 +1,12 @@
 """Apply or restore this node's GPU power limit and SM clock cap from a shell (exported launch.sh uses it).
 
-    python -m autotune.measure.device_cli apply --power-limit 0.8 --sm-clock-mhz 1500 --record FILE
+    python -m autotune.measure.device_cli apply --power-limit 0.8 --sm-clock-mhz 1500 [--gpus N] --record FILE
     python -m autotune.measure.device_cli restore --record FILE
     python -m autotune.measure.device_cli show [--json]
 
 `apply` writes FILE with the previous values *before* changing anything, so `restore` (e.g. from a
 shell `trap ... EXIT`) undoes a partial apply too; `restore` without FILE does nothing. Only the
-devices CUDA_VISIBLE_DEVICES names (default: all) are touched. Exit status 2 with one line on error.
+devices CUDA_VISIBLE_DEVICES names (default: all) are touched, and of them with --gpus N the first N. Exit status 2 with one line on error.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 
 from autotune.atomic_write import write_text_atomic
 from autotune.candidate import SM_CLOCK_UNTOUCHED
+from autotune.commands.flags import whole_number_flag
 from autotune.measure import device_control as dc
 from autotune.measure.errors import DeviceControlError, SourceUnavailable
 from autotune.usage_errors import OneLineParser, one_line
@@ -39,6 +40,9 @@ def _parser() -> argparse.ArgumentParser:
     apply.add_argument("--power-limit", type=float, default=1.0, help="fraction of each device's default limit")
     apply.add_argument("--sm-clock-mhz", type=_clock, default=SM_CLOCK_UNTOUCHED, help="SM clock cap, or max")
     apply.add_argument("--record", required=True, help="where the previous values are kept ({host}: this host's name)")
+    apply.add_argument("--gpus", type=whole_number_flag(low=1), default=None,
+                       help="only the first N of the devices CUDA_VISIBLE_DEVICES names (default: all of them): the ones "
+                            "a training of N ranks per node uses")
     restore = commands.add_parser("restore", help="put back what `apply` recorded", allow_abbrev=False)
     restore.add_argument("--record", required=True)
     show = commands.add_parser("show", help="each device's power limits and clocks", allow_abbrev=False)
@@ -66,7 +70,7 @@ def run(args: argparse.Namespace, api) -> list[str]:
         return [f"GPU {s['index']} ({s['name']}, {s['scope']} scope): power limit {s['power_limit_w']:g} W "
                 f"(default {s['default_power_limit_w']:g}, allowed {s['min_power_limit_w']:g}-{s['max_power_limit_w']:g}); "
                 f"SM clock {s['sm_clock_mhz']} MHz (max {s['max_sm_clock_mhz']})" for s in settings]
-    devices = dc.read_settings(api, dc.visible_indices(api))
+    devices = dc.read_settings(api, dc.visible_indices(api) if args.gpus is None else dc.ranks_indices(api, args.gpus))
     _write_record(args.record, dc.records_before(devices, args.sm_clock_mhz))
     records = dc.apply(api, devices, args.power_limit, args.sm_clock_mhz)
     _write_record(args.record, records)

@@ -23,9 +23,12 @@ from dataclasses import asdict, dataclass
 from autotune.candidate import SM_CLOCK_UNTOUCHED
 from autotune.measure import units
 from autotune.measure.errors import DeviceControlError, SourceUnavailable
+from autotune.measure import nvml
 from autotune.measure.nvml import NvmlApi, is_grace_hopper
 
 NVML_API_ENV = "AUTOTUNE_NVML_API"
+# Which devices a job may use, and which its ranks train on: read by the energy sources too, so they live in nvml.
+visible_indices, ranks_indices = nvml.visible_indices, nvml.ranks_indices
 
 
 @dataclass(frozen=True)
@@ -79,23 +82,6 @@ def read_settings(api, indices: list[int] | None = None) -> list[DeviceSettings]
     except SourceUnavailable as exc:
         raise DeviceControlError(f"cannot read GPU power limits or clocks ({exc.reason})") from None
     return settings
-
-
-def visible_indices(api, environ=None) -> list[int]:
-    """NVML indices of the devices this job may use: CUDA_VISIBLE_DEVICES (indices or UUIDs), else all.
-
-    CUDA numbers devices fastest-first, NVML by PCI bus; on the identical GPUs of one node the two agree.
-    """
-    environ = os.environ if environ is None else environ
-    count = api.device_count()
-    visible = environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is None:
-        return list(range(count))
-    entries = [e.strip() for e in visible.split(",") if e.strip()]
-    if all(e.isdigit() for e in entries):
-        return [int(e) for e in entries if int(e) < count]
-    uuids = {api.device_uuid(i): i for i in range(count)}
-    return [uuids[e] for e in entries if e in uuids]
 
 
 def target_limit_w(device: DeviceSettings, fraction: float) -> float:

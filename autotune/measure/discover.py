@@ -46,10 +46,11 @@ def enabled_kinds(kinds=None) -> tuple[str, ...]:
     return tuple(k for k in SOURCE_KINDS if k in kinds)
 
 
-def discover(root=None, *, kinds=None, nvml_api=None) -> Discovery:
-    """Every readable source on this node under the sysfs `root` (default: $AUTOTUNE_SYSFS_ROOT or /sys)."""
+def discover(root=None, *, kinds=None, nvml_api=None, nvml_ranks: int | None = None) -> Discovery:
+    """Every readable source on this node under the sysfs `root` (default: $AUTOTUNE_SYSFS_ROOT or /sys); with
+    `nvml_ranks`, of the NVIDIA GPUs only those a probe of that many ranks per node trains on (nvml.ranks_indices)."""
     root = sysfs_root(root)
-    probes = {"nvml": lambda: nvml.probe(nvml_api), "hwmon": lambda: hwmon.probe(root),
+    probes = {"nvml": lambda: nvml.probe(nvml_api, nvml_ranks), "hwmon": lambda: hwmon.probe(root),
               "rapl": lambda: rapl.probe(root)}
     found = Discovery()
     for kind in enabled_kinds(kinds):
@@ -59,7 +60,21 @@ def discover(root=None, *, kinds=None, nvml_api=None) -> Discovery:
             result = ProbeResult([], [SourceStatus(kind, kind, "?", "?", False, f"probe failed: {exc}")])
         found.sources.extend(result.sources)
         found.statuses.extend(result.statuses)
+    if nvml_ranks is not None:
+        _only_the_ranks_modules(found)
     return found
+
+
+def _only_the_ranks_modules(found: Discovery) -> None:
+    """On a Grace Hopper node (NVML module counters), the hwmon sensors of the modules the probe's ranks do not
+    train on go too: socket N is GPU N's module, and each would add a module the NVML choice left out."""
+    modules = {s.index for s in found.sources if s.kind == "nvml" and s.scope == "module"}
+    if not modules:
+        return
+    others = [s for s in found.sources if s.kind == "hwmon" and s.index not in modules]
+    for source in others:
+        source.close()
+    found.sources[:] = [s for s in found.sources if s not in others]
 
 
 def is_available(kind: str, root=None) -> bool:

@@ -22,7 +22,8 @@ class NodeMeter:
                  allow_estimate: bool = True, power_limit: float = 1.0, period_s: float = DEFAULT_PERIOD_S,
                  short_window: str = "flag", discovery: Discovery | None = None, clock=time.time):
         self.hardware, self.node, self.clock = hardware, node, clock
-        self.discovery = discovery if discovery is not None else discover(root)
+        # The GPUs the node's ranks train on (`accelerators`, where the caller knows them), not every GPU it has.
+        self.discovery = discovery if discovery is not None else discover(root, nvml_ranks=accelerators)
         self.model = None
         if not self.discovery.available and allow_estimate and hardware is not None:
             # At the run's limit: a limited GPU is clocked down to fit it, so it draws less than the default.

@@ -11,6 +11,7 @@ All of pynvml sits behind `NvmlApi`, a thin adapter: the logic here is tested on
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 
 from autotune.measure import units
@@ -185,8 +186,33 @@ def _supported(read) -> bool:
         return False
 
 
-def probe(api: NvmlApi | None = None) -> ProbeResult:
-    """One source per visible GPU (each holds one NVML init, released by its close())."""
+def visible_indices(api, environ=None) -> list[int]:
+    """NVML indices of the devices this job may use: CUDA_VISIBLE_DEVICES (indices or UUIDs), else all.
+
+    CUDA numbers devices fastest-first, NVML by PCI bus; on the identical GPUs of one node the two agree.
+    """
+    environ = os.environ if environ is None else environ
+    count = api.device_count()
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return list(range(count))
+    entries = [e.strip() for e in visible.split(",") if e.strip()]
+    if all(e.isdigit() for e in entries):
+        return [int(e) for e in entries if int(e) < count]
+    uuids = {api.device_uuid(i): i for i in range(count)}
+    return [uuids[e] for e in entries if e in uuids]
+
+
+def ranks_indices(api, ranks: int, environ=None) -> list[int]:
+    """NVML indices of the devices a node's `ranks` probe ranks train on: the first `ranks` visible ones, as each
+    rank takes the CUDA device of its local rank (trainer/distributed.py). A one-GPU probe on an eight-GPU node
+    measured and capped all eight (a newcomer's trial): seven idle GPUs' joules, or another job's, and its limit."""
+    return visible_indices(api, environ)[:ranks]
+
+
+def probe(api: NvmlApi | None = None, ranks: int | None = None) -> ProbeResult:
+    """One source per GPU (each holds one NVML init, released by its close()): every GPU of the node, or with `ranks`
+    those a probe of that many ranks per node trains on (ranks_indices)."""
     api = api or NvmlApi()
     try:
         api.init()
@@ -195,7 +221,7 @@ def probe(api: NvmlApi | None = None) -> ProbeResult:
     sources, missing = [], []
     try:
         count = api.device_count()
-        for index in range(count):
+        for index in (range(count) if ranks is None else ranks_indices(api, ranks)):
             try:
                 api.init()  # NVML counts inits: each source's close() gives one back
                 sources.append(NvmlGpuSource(api, index))

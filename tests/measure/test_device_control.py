@@ -229,3 +229,35 @@ def test_cli_says_a_missing_driver_in_one_line_prefixed_with_its_command(tmp_pat
     assert device_cli.main(["show"]) == 2
     assert capsys.readouterr().err == ("python -m autotune.measure.device_cli show: error: no driver: libnvidia-ml.so "
                                        "not found\n")
+
+
+def test_a_probe_measures_and_sets_only_the_gpus_its_ranks_train_on(monkeypatch):
+    # A newcomer's trial: a one-GPU probe on an eight-GPU node capped all eight and counted their joules.
+    from autotune.measure import nvml
+    from autotune.measure.discover import discover
+
+    api = FakeNvml(names=(H100,) * 4)
+    assert dc.ranks_indices(api, 1, {}) == [0]
+    assert dc.ranks_indices(api, 2, {"CUDA_VISIBLE_DEVICES": "2,3"}) == [2, 3]
+    assert dc.ranks_indices(api, 8, {}) == [0, 1, 2, 3]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,1")
+    assert [source.index for source in nvml.probe(api, ranks=1).sources] == [3]
+    assert [source.index for source in discover(kinds=["nvml"], nvml_api=api, nvml_ranks=2).sources] == [3, 1]
+    assert [source.index for source in nvml.probe(api).sources] == [0, 1, 2, 3]  # `autotune sensors`: the node's
+
+
+def test_on_a_grace_hopper_node_a_one_rank_probe_counts_its_own_module_alone(tmp_path, monkeypatch):
+    # The hwmon sensors of the other modules would add back what the NVML choice left out (socket N is GPU N's).
+    from measure_fakes import Gh200Tree
+
+    from autotune.measure.discover import discover
+
+    Gh200Tree(tmp_path, sockets=4)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    found = discover(tmp_path, kinds=["nvml", "hwmon"], nvml_api=FakeNvml(names=(GH200,) * 4), nvml_ranks=1)
+    assert {(s.kind, s.index) for s in found.sources} == {("nvml", 0), ("hwmon", 0)}
+    assert len([s for s in found.sources if s.kind == "hwmon"]) == 4  # socket 0's module, grace, cpu, sysio
+    whole_node = discover(tmp_path, kinds=["nvml", "hwmon"], nvml_api=FakeNvml(names=(GH200,) * 4))
+    assert {s.index for s in whole_node.sources} == {0, 1, 2, 3}
+    found.close()
+    whole_node.close()

@@ -60,6 +60,17 @@ def test_limit_applied_then_restored_on_normal_end_exception_and_oom(tmp_path, h
     assert fake.device(0)["limit_mw"] == 680_000 and fake.device(0)["locked_mhz"] is None
 
 
+def test_a_one_rank_probe_sets_the_limit_of_its_own_gpu_alone(tmp_path):
+    # A newcomer's trial: on an eight-GPU node a one-GPU probe capped all eight (others' jobs' GPUs too).
+    state = tmp_path / "nvml.json"
+    fake = FakeNvml(names=("NVIDIA H100 80GB HBM3",) * 2, state_path=state)
+    done, result = _probe(tmp_path, state, ["--power-limit", "0.5"])
+    assert result["status"] == "ok", result.get("error", "") + done.stderr[-3000:]
+    (node,) = result["device_settings"]["nodes"]
+    assert [device["index"] for device in node["devices"]] == [0]
+    assert fake.changes == [["limit", 0, 350_000, False], ["limit", 0, 700_000, False]]
+
+
 def test_sigterm_from_the_tuner_restores_before_the_probe_dies(tmp_path):
     fake, state = _fake(tmp_path)
     process = subprocess.Popen([sys.executable, *PROBE, "--power-limit", "0.7", "--out", str(tmp_path / "r.json")],

@@ -19,17 +19,18 @@ sys.path.insert(0, str(REPO / "tests" / "measure"))
 from measure_fakes import FAKE_NVML_API_SPEC, FAKE_NVML_STATE_ENV, FakeNvml  # noqa: E402
 
 
-def _view(**knobs):
+def _view(gpus_per_node=None, **knobs):
     from autotune.commands.options import settings_for
 
-    settings = settings_for("--model", "7b", "--hardware", "h100-sxm", "--nodes", "1")
+    per_node = ("--gpus-per-node", str(gpus_per_node)) if gpus_per_node else ()
+    settings = settings_for("--model", "7b", "--hardware", "h100-sxm", "--nodes", "1", *per_node)
     params = {**Knobs(zero_stage=3, **knobs).to_dict()}
     point = Point(trial=7, params=params, time_s=100.0, energy_kj=50.0, source="measured", energy_source="measured")
     return SimpleNamespace(point=lambda trial: point if trial == 7 else None, settings=settings, model_caveats=None)
 
 
-def _export(tmp_path, launcher="auto", **knobs) -> tuple[dict, Path]:
-    paths = export_trial(_view(**knobs), 7, tmp_path / "configs" / "knee.json", "launch", launcher=launcher)
+def _export(tmp_path, launcher="auto", gpus_per_node=None, **knobs) -> tuple[dict, Path]:
+    paths = export_trial(_view(gpus_per_node, **knobs), 7, tmp_path / "configs" / "knee.json", "launch", launcher=launcher)
     config, _, script = paths
     return json.loads(config.read_text()), script
 
@@ -69,6 +70,50 @@ def test_launch_sh_applies_the_limit_for_the_run_and_restores_it_on_exit(tmp_pat
     refused = subprocess.run([str(script)], env=env, capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2 and "CAP_SYS_ADMIN" in refused.stderr
     assert not seen.exists(), "training must not start at another limit than the pick's"
+
+
+def _fake_gpus_and_torchrun(tmp_path, torchrun_body: str, count: int = 2):
+    """`count` fake H100s (file-backed NVML) and a PATH whose torchrun runs `torchrun_body`."""
+    state = tmp_path / "nvml.json"
+    fake = FakeNvml(names=("NVIDIA H100 80GB HBM3",) * count, state_path=state)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "torchrun").write_text(f"#!/bin/sh\n{torchrun_body}\n")
+    (bin_dir / "torchrun").chmod(0o755)
+    (bin_dir / "python").symlink_to(sys.executable)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "PYTHONPATH": f"{REPO}:{REPO / 'tests' / 'measure'}",
+           "AUTOTUNE_NVML_API": FAKE_NVML_API_SPEC, FAKE_NVML_STATE_ENV: str(state)}
+    return fake, state, env
+
+
+def test_a_one_gpu_pick_limits_the_gpu_it_trains_on_not_every_gpu_of_the_node(tmp_path):
+    # A newcomer's trial: a one-GPU pick's launch.sh capped all eight GPUs of an eight-GPU node, others' jobs' too.
+    _, script = _export(tmp_path, gpus_per_node=1, power_limit=0.8)
+    seen = tmp_path / "seen.json"
+    fake, state, env = _fake_gpus_and_torchrun(tmp_path, f"cp {tmp_path / 'nvml.json'} {seen}")
+    done = subprocess.run([str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert [d["limit_mw"] for d in json.loads(seen.read_text())["devices"]] == [560_000, 700_000]
+    assert fake.changes == [["limit", 0, 560_000, False], ["limit", 0, 700_000, False]]
+
+
+def test_ctrl_c_ends_the_launch_script_with_130_and_the_limit_restored(tmp_path):
+    import signal
+    import time
+
+    _, script = _export(tmp_path, power_limit=0.8)
+    started = tmp_path / "started"
+    fake, state, env = _fake_gpus_and_torchrun(tmp_path, f"touch {started}; sleep 60")
+    running = subprocess.Popen([str(script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not started.exists() and time.monotonic() < deadline and running.poll() is None:
+        time.sleep(0.1)
+    assert started.exists(), running.communicate(timeout=30)
+    os.killpg(running.pid, signal.SIGINT)  # what Ctrl-C sends: the whole foreground group
+    running.communicate(timeout=60)
+    assert running.returncode == 130  # the shell's status for SIGINT, as the README's table gives it; 143 is SIGTERM
+    assert [fake.device(i)["limit_mw"] for i in (0, 1)] == [700_000, 700_000]
 
 
 def _commands(script_text: str) -> str:
