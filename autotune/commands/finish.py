@@ -266,15 +266,15 @@ def reports_turn(run_dir: Path):
 
 def converged_line(document: dict) -> str | None:
     """The run's own line as its search stops converged, from the report's `search` block: a replay that ended with
-    its recording converged there (search_summary: at_end_of_recording), and the run, which read only the study's
-    record of an early stop, said nothing of it beside a report that said "converged". None where it did not."""
+    its recording is said there too (search_summary: at_end_of_recording), where the run, which read only the study's
+    record of an early stop, said nothing of it beside a report that did. None where it did neither."""
     from autotune.report.search import converged_stop_line  # here: its model's imports are no start-up cost
 
     converged = (document.get("search") or {}).get("converged")
     if not converged:
         return None
     return converged_stop_line(converged["probes"], document.get("backend") == "simulate", converged.get("recorded", 0),
-                               converged.get("unrecorded", 0))
+                               converged.get("unrecorded", 0), bool(converged.get("at_end_of_recording")))
 
 
 def finish_run(study, run_dir: Path, console, max_slowdown: float | None = None, eta: float | None = None,

@@ -33,6 +33,9 @@ from autotune.study.time_limit import TIME_LIMIT_STOP_ATTR
 from autotune.counted import agreeing, counted
 
 MAX_PREDICTED = 5
+# What the stop rule weighed in a replay of a file that records some of the valid candidates: its rule read "no unprobed
+# valid candidate" in pareto.json beside the unrecorded ones it never weighed.
+RECORDED_CANDIDATE = "recorded candidate"
 
 
 def _exhaustive(values: np.ndarray, front: np.ndarray, probed: set[int], objectives: int, valid: int,
@@ -244,7 +247,8 @@ def search_summary(study, view, backend: str) -> dict:
     if converged and recorded is not None and not valid_keys <= recorded:
         # Converged among the recorded candidates: the rule weighed no other, and those it could not probe are
         # predicted below (a partial file's "no unprobed valid candidate" beside "100% chance" contradicted itself).
-        summary["converged"] = {**converged, "recorded": len(valid_keys & recorded), "unrecorded": len(valid_keys - recorded)}
+        summary["converged"] = {**converged, "rule": stop_rule(objectives, RECORDED_CANDIDATE),
+                                "recorded": len(valid_keys & recorded), "unrecorded": len(valid_keys - recorded)}
     if summary["sampler"] == "guided" and not converged:
         replayed = _replay_model(checks, recorded) if recorded is not None else None
         summary["unfinished"] = _unfinished(study, model, replayed) if recorded is None or replayed else None
@@ -254,9 +258,12 @@ def search_summary(study, view, backend: str) -> dict:
         evaluated = evaluated_trials(study)
         if replayed is not None and summary["unfinished"] is None and evaluated:
             # The run ended at the end of the recording (every recorded candidate evaluated) before it asked its
-            # rule, which holds over every candidate: converged, said as such (a replay of a converged study's
-            # export said nothing of how its search ended).
-            summary["converged"] = {"probes": len(evaluated), "rule": stop_rule(objectives), "at_end_of_recording": True}
+            # rule, which holds over every candidate by the model's prediction alone: the others were never measured,
+            # so it is said as a stop at the end of the recording, with how much of the space that covered (a replay
+            # of a converged study's export said nothing of how its search ended; then, the words of a study that
+            # searched its whole space).
+            summary["converged"] = {"probes": len(evaluated), "rule": stop_rule(objectives), "at_end_of_recording": True,
+                                    "recorded": len(valid_keys & recorded), "unrecorded": len(valid_keys - recorded)}
     if backend == "simulate":
         probed = set(view_now.observations.done)
         summary["exhaustive"], summary["exhaustive_note"] = _exhaustive(
@@ -291,10 +298,11 @@ def search_sentences(summary: dict, backend: str | None = None) -> list[str]:
     converged = summary.get("converged")
     if converged:
         # The short form of the rule the search block keeps (search_summary states it per objectives).
-        objectives = 1 if converged.get("rule") == stop_rule(1) else 2
+        objectives = 1 if converged.get("rule") in (stop_rule(1), stop_rule(1, RECORDED_CANDIDATE)) else 2
         lines.append(converged_sentence(converged["probes"], objectives, converged.get("recorded", 0),
                                         converged.get("unrecorded", 0), converged.get("finished_since", 0),
-                                        simulated=backend == "simulate"))
+                                        simulated=backend == "simulate",
+                                        at_end_of_recording=bool(converged.get("at_end_of_recording"))))
     unfinished = summary.get("unfinished")
     if unfinished and unfinished.get("exhausted"):
         lines.append(_exhausted_sentence(unfinished))
@@ -352,34 +360,55 @@ def _none_succeeded_sentence(unfinished: dict) -> str:
             "directory's trials/ folder), then the same command resumes the study")
 
 
+def _finished_since(finished_since: int) -> str:
+    return f" ({finished_since} more, under way on other workers then, finished since)" if finished_since else ""
+
+
 def _converged_after(probes: int, simulated: bool, finished_since: int = 0) -> str:
     """"converged after 9 probes"; on the simulate backend "9 simulated probes": nothing ran on hardware, and a
     probe is a short training run elsewhere (trial57 #10)."""
-    return f"converged after {probes} {'simulated ' if simulated else ''}probes" + (
-        f" ({finished_since} more, under way on other workers then, finished since)" if finished_since else "")
+    return f"converged after {probes} {'simulated ' if simulated else ''}probes{_finished_since(finished_since)}"
 
 
-def converged_stop_line(probes: int, simulated: bool, recorded: int = 0, unrecorded: int = 0) -> str:
+def _recording_ended(probes: int, recorded: int, unrecorded: int, finished_since: int = 0) -> str:
+    """A replay that stopped because every candidate its file records was evaluated, where the file records some of
+    the valid candidates only: "converged" there read as a search of the whole space, whose front it was not."""
+    return (f"stopped after {probes} probes{_finished_since(finished_since)}: no recorded candidate is left to replay "
+            f"({recorded} of the {recorded + unrecorded} valid candidates were recorded; the other {unrecorded} "
+            f"{agreeing(unrecorded, 'was', 'were')} not measured, so the front is the recorded candidates' front only, "
+            "not exhaustive)")
+
+
+def converged_stop_line(probes: int, simulated: bool, recorded: int = 0, unrecorded: int = 0,
+                        at_end_of_recording: bool = False) -> str:
     """The run's own line as its study stops early. The rule is said once, in the report's `search:` line
     (converged_sentence): printed twice, 450 characters each, it read as two findings (trial57 #10). The report
-    follows this line on every path but a stop while it is written, whose line names the command that writes it."""
+    follows this line on every path but a stop while it is written, whose line names the command that writes it.
+    `at_end_of_recording`: a replay that ended with its partial recording (_recording_ended)."""
+    if at_end_of_recording and unrecorded:
+        return (f"{_recording_ended(probes, recorded, unrecorded)}; the report's `search:` line says what the model "
+                "predicts of the others")
     among = f" among the {recorded} recorded candidates" if unrecorded else ""
     return f"{_converged_after(probes, simulated)}{among}; the report's `search:` line says why it stopped"
 
 
 def converged_sentence(probes: int, objectives: int, recorded: int = 0, unrecorded: int = 0, finished_since: int = 0,
-                       simulated: bool = False) -> str:
+                       simulated: bool = False, at_end_of_recording: bool = False) -> str:
     """"converged after 9 probes: ...", in the report. A replay of a file that records some of the valid candidates
     converged among those (`recorded`): the `unrecorded` others it could not probe, and "no unprobed valid candidate"
     was false of them. `finished_since`: probes other workers had under way then. `simulated`: the simulate
-    backend's study."""
+    backend's study. `at_end_of_recording`: a replay that ended with its partial recording, the rule met by the
+    model's prediction of the others alone (_recording_ended)."""
+    if at_end_of_recording and unrecorded:
+        return (f"{_recording_ended(probes, recorded, unrecorded, finished_since)}; a prediction, not a measurement: "
+                f"{stop_rule_summary(objectives, 'valid candidate the file lacks')}; --backend launch measures them")
     after = _converged_after(probes, simulated, finished_since)
     if not unrecorded:
         return f"{after}: {stop_rule_summary(objectives)}"
     return (f"{after} among the {recorded} recorded candidates: "
-            f"{stop_rule_summary(objectives, 'recorded candidate')}; the recording is exhausted for the other "
-            f"{counted(unrecorded, 'valid candidate')}, which the replayed file does not record: those predicted to matter are "
-            "listed apart, to measure (--backend launch)")
+            f"{stop_rule_summary(objectives, RECORDED_CANDIDATE)}; the other {counted(unrecorded, 'valid candidate')}, "
+            f"which the replayed file does not record, {agreeing(unrecorded, 'was', 'were')} not measured, so the front is "
+            "the recorded candidates' front only: those predicted to matter are listed apart, to measure (--backend launch)")
 
 
 def _exhausted_sentence(unfinished: dict) -> str:

@@ -41,8 +41,8 @@ def _beating(objectives: int) -> str:
     return "the probed front by more than 1% in time or energy" if objectives == 2 else "the best probed time by more than 1%"
 
 
-def _stop_rule_main(objectives: int = 2) -> str:
-    return (f"no unprobed valid candidate has a {STOP_CHANCE:.0%} or higher chance (simulator x correction learnt "
+def _stop_rule_main(objectives: int = 2, candidate: str = "valid candidate") -> str:
+    return (f"no unprobed {candidate} has a {STOP_CHANCE:.0%} or higher chance (simulator x correction learnt "
             f"from the probes) of beating {_beating(objectives)}")
 
 
@@ -67,10 +67,11 @@ def _stop_rule_coverage(objectives: int = 2) -> tuple[str, ...]:
     )
 
 
-def stop_rule(objectives: int = 2) -> str:
+def stop_rule(objectives: int = 2, candidate: str = "valid candidate") -> str:
     """One sentence: the study's record of why it stopped (pareto.json's search.converged.rule), for a
-    study of `objectives` (2: time and energy; 1: time alone)."""
-    return (f"{_stop_rule_main(objectives)}, after {_stop_rule_first(objectives)}; and ({_UNLESS_EXACT}) "
+    study of `objectives` (2: time and energy; 1: time alone). `candidate`: what the rule weighed, as in
+    stop_rule_summary ("recorded candidate" for a replay of a file that records some of the valid candidates)."""
+    return (f"{_stop_rule_main(objectives, candidate)}, after {_stop_rule_first(objectives)}; and ({_UNLESS_EXACT}) "
             f"{'; '.join(_stop_rule_coverage(objectives))}")
 
 

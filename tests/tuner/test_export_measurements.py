@@ -188,9 +188,11 @@ def test_a_records_default_power_limit_is_checked(tmp_path, value, problem):
     assert str(refused.value).startswith(f"line 1: {problem}") and "\n" not in str(refused.value)
 
 
-def test_a_replay_that_ends_with_its_recording_says_it_converged_as_its_report_does(tmp_path):
+def test_a_replay_that_ends_with_its_recording_says_so_as_its_report_does(tmp_path):
     """A replay whose --trials equals its record count stopped at the budget before its stop rule was asked: the report
-    said "converged after 5 probes" (at the end of the recording), and the run printed no line of it as it stopped."""
+    said "converged after 5 probes" (at the end of the recording), and the run printed no line of it as it stopped.
+    Both now say that the recording ended, and how little of the space it holds (the words "converged" and "no
+    unprobed valid candidate" were a whole-space search's)."""
     study = ("--model", "32b", "--nodes", "4")
     out, records = tmp_path / "run", tmp_path / "m.jsonl"
     assert autotune_main("run", *study, "--trials", "5", "--backend", "simulate", "--out", out, "-q").returncode == 0
@@ -200,6 +202,10 @@ def test_a_replay_that_ends_with_its_recording_says_it_converged_as_its_report_d
                              "--out", tmp_path / "again")
     assert replayed.returncode == 0, replayed.stderr
     report = json.loads((tmp_path / "again" / "pareto.json").read_text())["search"]["converged"]
-    assert report["probes"] == count and report["at_end_of_recording"] is True
-    assert f"converged after {count} probes; the report's `search:` line says why it stopped" in replayed.stderr
-    assert f"search: converged after {count} probes: " in replayed.stdout
+    assert report["probes"] == count and report["at_end_of_recording"] is True and report["recorded"] == count
+    ended = (f"stopped after {count} probes: no recorded candidate is left to replay ({count} of the "
+             f"{count + report['unrecorded']} valid candidates were recorded; the other {report['unrecorded']} were not "
+             "measured, so the front is the recorded candidates' front only, not exhaustive)")
+    assert f"{ended}; the report's `search:` line says what the model predicts of the others" in replayed.stderr
+    assert f"search: {ended}; a prediction, not a measurement: the model" in " ".join(replayed.stdout.split())
+    assert "converged" not in replayed.stderr

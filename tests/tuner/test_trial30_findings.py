@@ -223,8 +223,10 @@ def test_a_partial_file_converges_among_its_recorded_candidates_and_says_so(tmp_
     line = (f"converged after {converged['probes']} probes among the 24 recorded candidates: the model (simulator x "
             "correction learnt from the probes) gives no unprobed recorded candidate a 5% or higher chance")
     assert line in said and "unprobed valid candidate" not in said
-    assert (f"the recording is exhausted for the other {converged['unrecorded']} valid candidates, which the replayed "
-            "file does not record") in said
+    assert (f"the other {converged['unrecorded']} valid candidates, which the replayed file does not record, were not "
+            "measured, so the front is the recorded candidates' front only") in said
+    # pareto.json's rule too: "no unprobed valid candidate" was said of candidates the rule never weighed.
+    assert converged["rule"].startswith("no unprobed recorded candidate has a 5% or higher chance")
     # Once, in the report (trial57 #10: it was said again as the run ended); the run's own line points there.
     assert said.count(line) == 1 and line in " ".join(printed.out.split())
     assert (f"converged after {converged['probes']} probes among the 24 recorded candidates; the report's `search:` "
@@ -252,9 +254,10 @@ def test_a_file_without_the_baseline_names_the_baseline_it_lacks(tmp_path):
     assert "was not evaluated" in (out / "report.html").read_text()
 
 
-def test_a_replay_of_a_converged_studys_export_says_it_converged(tmp_path):
+def test_a_replay_of_a_converged_studys_export_says_it_stopped_at_the_end_of_its_recording(tmp_path):
     """Trial 40 #5: the replay evaluated every record, ended there before asking its stop rule, and said nothing of
-    how its search ended (every `search` field null, no line in any report)."""
+    how its search ended (every `search` field null, no line in any report). Then it said "converged: ... no unprobed
+    valid candidate ...", the words of a study that searched its whole space, of a file recording a few of them."""
     original, measurements, replayed = tmp_path / "a", tmp_path / "m.jsonl", tmp_path / "b"
     assert _run(original, "--trials", "30") == 0
     converged = _pareto(original)["search"]["converged"]
@@ -264,7 +267,14 @@ def test_a_replay_of_a_converged_studys_export_says_it_converged(tmp_path):
     again = _pareto(replayed)["search"]
     assert again["converged"]["probes"] == converged["probes"] and again["converged"]["at_end_of_recording"] is True
     assert again["unfinished"] is None
-    assert search_sentences(again)[0].startswith(f"converged after {converged['probes']} probes: ")
+    recorded, unrecorded = again["converged"]["recorded"], again["converged"]["unrecorded"]
+    assert recorded == converged["probes"] and unrecorded > 0
+    line = search_sentences(again)[0]
+    assert line.startswith(f"stopped after {recorded} probes: no recorded candidate is left to replay ({recorded} of the "
+                           f"{recorded + unrecorded} valid candidates were recorded; the other {unrecorded} were not "
+                           "measured, so the front is the recorded candidates' front only, not exhaustive); a prediction, "
+                           "not a measurement: ")
+    assert "converged" not in line
     # Nor is a larger --trials the way to more trials for importance (trial 40 nit 16): the file records no more.
     assert all("every record of the replayed file is evaluated: measure more candidates" in reason
                for reason in _pareto(replayed)["importance"].values())
