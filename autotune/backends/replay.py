@@ -44,13 +44,12 @@ import stat
 import sys
 from pathlib import Path
 
-from autotune.counted import counted
 from autotune.backends.base import Backend, ProbeResult
 from autotune.backends.probe_outcome import step_time_cv
 from autotune.backends.replay_figures import (
     default_limit_disagreement, default_limit_refusal, figure_problems, peak_memory_refusal,
 )
-from autotune.backends.replay_fit import none_usable, other_model_sizes, other_study, unused_records
+from autotune.backends.replay_fit import mixed_studies, none_usable, other_model_sizes, other_study, unused_records
 from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, Candidate, knob_value, params_key
 from autotune.checks import (
     MAX_COUNT, checked_number, complete_table, number_problem, refuse_duplicate_keys, refuse_unknown_keys, shown,
@@ -513,10 +512,8 @@ class ReplayBackend(Backend):
                 studies.setdefault(json.dumps(record["study"], sort_keys=True), []).append(record["origin"])
         if len(studies) > 1:
             # Each study's records asked for its own flags in turn ("--model 7b", then "--model 32b").
-            parts = [f"{json.loads(key)['model']} on {json.loads(key)['hardware']}: {counted(len(origins), 'record')}, first "
-                     f"{origins[0].removeprefix(f'measurements {self.path} ')}" for key, origins in studies.items()]
-            raise ConfigError(f"measurements {self.path} mixes the records of {len(studies)} studies (their \"study\" "
-                              f"differs: {'; '.join(parts)}); split it into one file per study and replay each")
+            raise ConfigError(mixed_studies(self.path, [(json.loads(key), origins) for key, origins in studies.items()],
+                                            STUDY_FLAGS))
         for record in self.records.values():
             theirs = record.get("study")
             differs = [key for key in STUDY_FLAGS if theirs is not None and theirs[key] != mine[key]]

@@ -10,6 +10,8 @@ knob values, so the values a check holds are the space's.
 
 from __future__ import annotations
 
+import json
+
 from autotune.candidate import KNOBS, params_key
 from autotune.hardware import available_hardware
 from autotune.models import PRESETS, first_three, model_from_json, params_text, size_differences
@@ -117,6 +119,60 @@ def other_model_sizes(origin: str, name: str, theirs: dict, mine: dict) -> str:
             f"run's --model of that name has {params_text(here.params())} ({shown}): every figure would be another "
             f"model's; replay it with the --model it was measured for (the model file or config.json of the sizes its "
             "study.model_sizes hold), or evaluate this model with --backend simulate or launch")
+
+
+def mixed_studies(path, studies: list[tuple[dict, list[str]]], flags: dict[str, str]) -> str:
+    """The refusal of a file holding the records of several studies (`studies`: each one's `study` and its records'
+    origins), each named by its lines and the study fields that differ between them: named by model and hardware
+    alone, two studies of one model on one node (another --global-batch, say) read alike (trial 44)."""
+    differing = [key for key in flags if len({json.dumps(study[key]) for study, _ in studies}) > 1]
+    all_sizes = [study.get("model_sizes") for study, _ in studies]
+    sizes_differ = len({json.dumps(sizes, sort_keys=True) for sizes in all_sizes}) > 1
+    fields = [*differing, *(["model_sizes"] if sizes_differ else [])]
+    parts = []
+    for (study, origins), sizes in zip(studies, all_sizes):
+        values = [f"{key} {study[key]}" for key in differing]
+        if sizes_differ:
+            values.append(_sizes_text(sizes, all_sizes))
+        parts.append(f"{_lines(path, origins)} ({', '.join(values)})")
+    # Each study replays with its own flags: those of the fields that differ (the model's sizes are its --model's).
+    again = sorted({flags.get(key, flags["model"]) for key in fields}, key=[*flags.values()].index)
+    return (f"measurements {path} mixes the records of {len(studies)} studies, whose \"study\" differs in "
+            f"{', '.join(fields)}: {'; '.join(parts)}; split it into one file per study and replay each with its own "
+            f"{', '.join(again)}")
+
+
+def _sizes_text(sizes: dict | None, all_sizes: list[dict | None]) -> str:
+    """One study's model_sizes beside the others': the sizes in which they differ ("llm.layers 48"), or, where they
+    differ only in being given, its parameter count."""
+    if sizes is None:
+        return "no model_sizes"
+    differ: dict[str, object] = {}
+    for other in all_sizes:
+        for size, _, value in size_differences(other or sizes, sizes):
+            differ.setdefault(size, value)
+    if not differ:
+        return f"model_sizes of {params_text(model_from_json(sizes, origin='model_sizes').params())} parameters"
+    return first_three([f"{size} {value}" for size, value in differ.items()])
+
+
+_MOST_SPANS = 4  # a file's studies interleaved line by line would make the line one list of numbers
+
+
+def _lines(path, origins: list[str]) -> str:
+    """"lines 1-3, 7", "entry 4": where a study's records are (a JSON lines file's lines, a JSON list's entries)."""
+    where = [origin.removeprefix(f"measurements {path} ").split(" ", 1) for origin in origins]
+    word, numbers = where[0][0], sorted(int(number) for _, number in where)
+    spans: list[list[int]] = []
+    for number in numbers:
+        if spans and number == spans[-1][1] + 1:
+            spans[-1][1] = number
+        else:
+            spans.append([number, number])
+    shown_spans = [str(low) if low == high else f"{low}-{high}" for low, high in spans[:_MOST_SPANS]]
+    more = f" and {len(numbers) - sum(high - low + 1 for low, high in spans[:_MOST_SPANS])} more" if len(spans) > _MOST_SPANS else ""
+    plural = {"line": "lines", "entry": "entries"}.get(word, word)
+    return f"{word if len(numbers) == 1 else plural} {', '.join(shown_spans)}{more}"
 
 
 def _are(count: int, plural: str, singular: str) -> str:

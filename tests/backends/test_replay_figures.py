@@ -75,6 +75,57 @@ def test_a_file_of_two_studies_is_refused_as_such(tmp_path):
     backend.path.write_text("\n".join(lines) + "\n")
     with pytest.raises(ConfigError) as refused:
         ReplayBackend(backend.path).check_candidates(CHECKS)
-    assert str(refused.value).endswith('mixes the records of 2 studies (their "study" differs: 32b on gh200: 5 records, '
-                                       "first line 1; 7b on gh200: 1 record, first line 4); split it into one file per "
-                                       "study and replay each")
+    assert str(refused.value).endswith('mixes the records of 2 studies, whose "study" differs in model: lines 1-3, 5-6 '
+                                       "(model 32b); line 4 (model 7b); split it into one file per study and replay each "
+                                       "with its own --model")
+
+
+def _mixed(tmp_path, change) -> str:
+    """The refusal of the six records' file with `change(study, line index)` applied to each record's study."""
+    backend = _backend(tmp_path)
+    records = [json.loads(line) for line in backend.path.read_text().splitlines()]
+    for index, record in enumerate(records):
+        change(record["study"], index)
+    backend.path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    with pytest.raises(ConfigError) as refused:
+        ReplayBackend(backend.path).check_candidates(CHECKS)
+    assert "\n" not in str(refused.value)
+    return str(refused.value)
+
+
+def test_two_studies_of_one_model_on_one_node_are_told_apart_by_what_differs(tmp_path):
+    """Trial 44: "32b on gh200: 3 records, first line 1; 32b on gh200: 2 records, first line 4" named two studies of
+    another --global-batch alike; each is now named by its lines and the fields that differ."""
+    def change(study, index):
+        study["global_batch"] = 64 if index < 3 else 128
+        study["samples"] = 4096 if index == 5 else study["samples"]
+
+    said = _mixed(tmp_path, change)
+    assert said.endswith('mixes the records of 3 studies, whose "study" differs in global_batch, samples: lines 1-3 '
+                         f"(global_batch 64, samples {VALID[0].workload.samples}); lines 4-5 (global_batch 128, samples "
+                         f"{VALID[0].workload.samples}); line 6 (global_batch 128, samples 4096); split it into one file "
+                         "per study and replay each with its own --global-batch, --samples"), said
+
+
+def test_two_studies_of_one_model_name_and_other_sizes_are_told_apart_by_their_sizes(tmp_path):
+    def change(study, index):
+        if index == 1:
+            study["model_sizes"]["llm"]["layers"] = 48
+        elif index == 2:
+            del study["model_sizes"]
+
+    said = _mixed(tmp_path, change)
+    assert ('differs in model_sizes: lines 1, 4-6 (llm.layers 64); line 2 (llm.layers 48); line 3 (no model_sizes); '
+            "split it into one file per study and replay each with its own --model") in said, said
+
+
+def test_a_study_whose_records_are_interleaved_with_anothers_names_its_first_lines():
+    from autotune.backends.replay import STUDY_FLAGS
+    from autotune.backends.replay_fit import mixed_studies
+
+    mine = study_of(VALID[0])
+    lines = lambda numbers: [f"measurements m.jsonl line {n}" for n in numbers]  # noqa: E731
+    said = mixed_studies("m.jsonl", [(mine, lines(range(1, 20, 2))), ({**mine, "frames": 8}, lines(range(2, 21, 2)))],
+                         STUDY_FLAGS)
+    assert ("differs in frames: lines 1, 3, 5, 7 and 6 more (frames 60); lines 2, 4, 6, 8 and 6 more (frames 8); split "
+            "it into one file per study and replay each with its own --frames") in said, said
