@@ -13,6 +13,7 @@ from pathlib import Path
 
 from autotune.checks import MAX_COUNT, number_problem, refuse_duplicate_keys, refuse_unknown_keys, shown
 from autotune.errors import ConfigError
+from autotune.file_kind import mixed_up
 from autotune.os_text import os_text
 from autotune.shell import shell_path
 from autotune.text_files import read_text
@@ -307,8 +308,9 @@ def load_model(name_or_path: str) -> ModelSpec:
     path = Path(name_or_path)
     if path.is_dir():  # a checkpoint's directory, as transformers' from_pretrained takes it
         if not (path / "config.json").is_file():
-            raise ConfigError(f"--model {path} is a directory without a config.json; pass a checkpoint directory that "
-                              f"holds one, a model JSON file (schema: {_SCHEMA}) or a preset ({', '.join(PRESETS)})")
+            raise ConfigError(_mixed_up(path) or f"--model {path} is a directory without a config.json; pass a checkpoint "
+                              f"directory that holds one, a model JSON file (schema: {_SCHEMA}) or a preset "
+                              f"({', '.join(PRESETS)})")
         path = path / "config.json"
     if path.suffix.lower() == ".json":
         origin = f"model file {path}"
@@ -328,16 +330,16 @@ def load_model(name_or_path: str) -> ModelSpec:
                 return model_from_json(model_json_from_hf(data, path, origin), f"{origin} (read as a Hugging Face config)")
             except ConfigError as exc:
                 raise ConfigError(hf_key_names(str(exc), text_prefix(data))) from None
-        # The file's name, not its path: surrogate escapes of a non-ASCII name (an ASCII locale) read back as UTF-8.
-        return model_from_json(data, origin, default_name=os_text(path.stem, errors="replace"))
+        try:
+            # The file's name, not its path: surrogate escapes of a non-ASCII name (an ASCII locale) read back as UTF-8.
+            return model_from_json(data, origin, default_name=os_text(path.stem, errors="replace"))
+        except ConfigError as refusal:  # a run's pareto.json, say: its forty keys are no typo to fix
+            raise ConfigError(_mixed_up(path) or str(refusal)) from None
     if path.is_file():
-        if _is_hardware_profile(path):  # the two file flags swapped: renaming it .json would not help
-            raise ConfigError(f"--model {path} is a hardware profile (TOML with [gpu]), not a model: pass it as "
-                              f"--hardware, and a model as --model (a preset: {', '.join(PRESETS)}; or a JSON file, "
-                              f"schema: {_SCHEMA})")
-        # The file is there: the rule it breaks is its name (a preset's name is never taken for a file of that name).
-        raise ConfigError(f"--model {path}: model files are read by a .json name; give the file one ({path.stem}.json; "
-                          f"schema: {_SCHEMA}), or pass a preset ({', '.join(PRESETS)})")
+        # The file is there: the rule it breaks is its name (a preset's name is never taken for a file of that name),
+        # unless it is another flag's file (a hardware profile, a space file), which no .json name would make a model.
+        raise ConfigError(_mixed_up(path) or f"--model {path}: model files are read by a .json name; give the file one "
+                          f"({path.stem}.json; schema: {_SCHEMA}), or pass a preset ({', '.join(PRESETS)})")
     beside = path.with_name(f"{path.name}.json")  # the suffix left off a model file that is right here
     hint = f"; {beside} is here: did you mean --model {shell_path(beside)}?" if beside.is_file() else ""
     raise ConfigError(
@@ -346,11 +348,7 @@ def load_model(name_or_path: str) -> ModelSpec:
     )
 
 
-def _is_hardware_profile(path: Path) -> bool:
-    """Whether a file given as --model reads as a hardware profile: TOML with a [gpu] table."""
-    import tomllib
-
-    try:
-        return isinstance(tomllib.loads(path.read_text(encoding="utf-8-sig")).get("gpu"), dict)
-    except (OSError, ValueError, RecursionError):  # TOMLDecodeError and UnicodeDecodeError are ValueErrors
-        return False
+def _mixed_up(path: Path) -> str | None:
+    """The refusal of another flag's file (a hardware profile, a space file, a run's results) given as --model."""
+    return mixed_up(path, "--model", "a model", f"a preset ({', '.join(PRESETS)}), a JSON model file (schema: "
+                                                f"{_SCHEMA}) or a Hugging Face checkpoint's directory")

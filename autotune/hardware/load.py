@@ -14,6 +14,7 @@ from pathlib import Path
 
 from autotune.checks import checked_number, complete_table, refuse_unknown_keys, shown
 from autotune.errors import ConfigError
+from autotune.file_kind import mixed_up
 from autotune.hardware.dump import figures_sha256 as hashed_figures
 from autotune.hardware.plausible import check_plausible
 from autotune.hardware.profile import (
@@ -325,8 +326,9 @@ def _profile_path(name_or_path: str) -> Path:
     if path.is_file():
         return path
     if path.exists():
-        what = "is a directory" if path.is_dir() else "is not a regular file"
-        raise ConfigError(f"hardware profile {path} {what}; pass a TOML profile file or one of {', '.join(available_hardware())}")
+        what = "is a directory" if path.is_dir() else "is not a regular file"  # a checkpoint's or a run's, say so
+        raise ConfigError(_mixed_up(path) or f"hardware profile {path} {what}; pass a TOML profile file or one of "
+                          f"{', '.join(available_hardware())}")
     if path.suffix.lower() == ".toml" or "/" in name_or_path:
         raise ConfigError(f"hardware profile {path} does not exist; pass a TOML profile file or one of "
                           f"{', '.join(available_hardware())}")
@@ -338,15 +340,10 @@ def _profile_path(name_or_path: str) -> Path:
     )
 
 
-def _is_model_file(text: str) -> bool:
-    """Whether a file given as --hardware reads as a model file: a JSON object of autotune's schema or a config.json."""
-    import json
-
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):
-        return False
-    return isinstance(data, dict) and ("llm" in data or "model_type" in data)
+def _mixed_up(path: Path) -> str | None:
+    """The refusal of another flag's file (a model, a space file, a run's results) given as --hardware, else None."""
+    return mixed_up(path, "--hardware", "a hardware profile",
+                    f"a built-in profile ({', '.join(available_hardware())}) or a TOML profile ({SCHEMA})")
 
 
 def load_hardware(name_or_path: str) -> HardwareProfile:
@@ -359,15 +356,12 @@ def load_hardware(name_or_path: str) -> HardwareProfile:
         raise ConfigError(f"{origin}: cannot be read ({exc.strerror}); check the path and its permissions") from None
     try:
         data = parse_toml(text, origin)
-    except ConfigError:
-        if _is_model_file(text):  # the two file flags swapped: say so, not where the TOML broke
-            raise ConfigError(f"{origin} is a model file (JSON with llm or model_type), not a hardware profile: pass it "
-                              f"as --model, and a TOML profile as --hardware ({SCHEMA})") from None
-        raise
-    if not data:  # said as such, not as its first missing key
-        raise ConfigError(f"{origin} is empty (no key, only comments or blank lines); write a profile in it ({SCHEMA})")
-    # Absolute: messages and a study's settings name the file wherever a later command runs.
-    return parse_hardware(data, origin, source=str(path.resolve()))
+        if not data:  # said as such, not as its first missing key
+            raise ConfigError(f"{origin} is empty (no key, only comments or blank lines); write a profile in it ({SCHEMA})")
+        # Absolute: messages and a study's settings name the file wherever a later command runs.
+        return parse_hardware(data, origin, source=str(path.resolve()))
+    except ConfigError as refusal:  # another flag's file (a model JSON, a space file, a run's pareto.json): say which
+        raise ConfigError(_mixed_up(path) or str(refusal)) from None
 
 
 def kept_base_name(settings: dict) -> str | None:

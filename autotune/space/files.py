@@ -10,6 +10,7 @@ from autotune.counted import agreeing
 from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, knob_value
 from autotune.checks import MAX_COUNT, shown, whole_literal_problem
 from autotune.errors import ConfigError
+from autotune.file_kind import mixed_up
 from autotune.text_files import read_toml
 
 # In the package, so that an installed wheel has it too; search_spaces/default.toml links to it for the docs.
@@ -147,15 +148,24 @@ def _read_space_file(path: Path) -> dict:
                           "and pass --space space.toml")
     if not path.is_file():
         what = "is a directory, not a file" if path.is_dir() else "is not a regular file" if path.exists() else "does not exist"
-        raise ConfigError(f"space file {path} {what}; pass --space with a TOML file like search_spaces/default.toml")
+        raise ConfigError(_mixed_up(path) or f"space file {path} {what}; pass --space with a TOML file like "
+                          "search_spaces/default.toml")
     try:
         data = read_toml(path, f"space file {path}", "fix it or start from search_spaces/default.toml")
     except OSError as exc:
         raise ConfigError(f"space file {path} cannot be read ({exc.strerror or exc}); pass a readable TOML file") from None
+    except ConfigError as refusal:  # a model JSON or a run's pareto.json is no TOML: say which file it is
+        raise ConfigError(_mixed_up(path) or str(refusal)) from None
     unknown = set(data) - set(KNOBS)
     if unknown:
-        raise ConfigError(f"space file {path}: unknown {agreeing(len(unknown), 'key', 'keys')} {', '.join(sorted(unknown))}; see search_spaces/default.toml")
+        raise ConfigError(_mixed_up(path) or f"space file {path}: unknown {agreeing(len(unknown), 'key', 'keys')} "
+                          f"{', '.join(sorted(unknown))}; see search_spaces/default.toml")
     return data
+
+
+def _mixed_up(path: Path) -> str | None:
+    """The refusal of another flag's file (a hardware profile, a model, a run's results) given as --space."""
+    return mixed_up(path, "--space", "a space file", "a TOML file of knob lists like search_spaces/default.toml")
 
 
 def _listed_nodes(data: dict, knob: str, origin: str) -> tuple[int, ...]:

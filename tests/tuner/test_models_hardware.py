@@ -5,6 +5,9 @@ import pytest
 from autotune.errors import ConfigError
 from autotune.hardware import PROFILE_DIR, available_hardware, load_hardware
 from autotune.models import PRESETS, load_model
+from autotune.space import load_space
+from autotune.space.files import DEFAULT_SPACE
+from tests import cli
 
 
 @pytest.mark.parametrize(
@@ -104,10 +107,10 @@ def test_swapped_or_suffixless_file_flags_say_the_likely_slip(tmp_path, monkeypa
     (tmp_path / "hf" / "config.json").write_text(json.dumps({"model_type": "qwen2"}))
     expected = {
         ("model", "a100-80.toml"): "--model a100-80.toml is a hardware profile (TOML with [gpu]), not a model: pass it "
-                                   "as --hardware, and a model as --model",
-        ("hardware", "my-14b.json"): "hardware profile my-14b.json is a model file (JSON with llm or model_type), not a "
-                                     "hardware profile: pass it as --model, and a TOML profile as --hardware",
-        ("hardware", "hf/config.json"): "hardware profile hf/config.json is a model file",
+                                   "as --hardware; --model takes a preset",
+        ("hardware", "my-14b.json"): "--hardware my-14b.json is a model file (JSON with llm or model_type), not a "
+                                     "hardware profile: pass it as --model; --hardware takes a built-in profile",
+        ("hardware", "hf/config.json"): "--hardware hf/config.json is a model file",
         ("hardware", "a100-80"): "; a100-80.toml is here: did you mean --hardware a100-80.toml?",
         ("model", "my-14b"): "; my-14b.json is here: did you mean --model my-14b.json?",
     }
@@ -118,3 +121,77 @@ def test_swapped_or_suffixless_file_flags_say_the_likely_slip(tmp_path, monkeypa
     with pytest.raises(ConfigError) as err:
         load_hardware("h200")  # no file beside it: no guess
     assert "did you mean" not in str(err.value)
+
+
+def _three_flags_files(tmp_path):
+    """Each file --model, --hardware and --space take, and a run directory's: those a newcomer swaps."""
+    (tmp_path / "a100-80.toml").write_text((PROFILE_DIR / "h100-sxm.toml").read_text())
+    (tmp_path / "space.toml").write_text(DEFAULT_SPACE.read_text())
+    (tmp_path / "m7b.json").write_text(json.dumps(PRESETS["tiny"].to_json()))
+    (tmp_path / "hf").mkdir()
+    (tmp_path / "hf" / "config.json").write_text(json.dumps({"model_type": "qwen2", "hidden_size": 896}))
+    (tmp_path / "r1").mkdir()  # what `autotune run` writes there: pareto.json's own keys, and the study
+    (tmp_path / "r1" / "pareto.json").write_text(json.dumps({"schema_version": 1, "front": [], "trials": [], "picks": {}}))
+    (tmp_path / "r1" / "study.db").write_bytes(b"")
+
+
+@pytest.mark.parametrize("flag, value, words", [
+    ("--model", "space.toml", "--model space.toml is a space file (TOML of knob lists, like search_spaces/default.toml), "
+                              "not a model: pass it as --space; --model takes a preset (tiny, 7b, 32b, 72b)"),
+    ("--hardware", "space.toml", "--hardware space.toml is a space file (TOML of knob lists, like "
+                                 "search_spaces/default.toml), not a hardware profile: pass it as --space; --hardware takes"),
+    ("--space", "a100-80.toml", "--space a100-80.toml is a hardware profile (TOML with [gpu]), not a space file: pass it as "
+                                "--hardware; --space takes a TOML file of knob lists like search_spaces/default.toml"),
+    ("--space", "m7b.json", "--space m7b.json is a model file (JSON with llm or model_type), not a space file: pass it as "
+                            "--model"),
+    ("--space", "hf/config.json", "--space hf/config.json is a model file (JSON with llm or model_type)"),
+    ("--hardware", "hf", "--hardware hf is a Hugging Face checkpoint's directory (with its config.json), not a hardware "
+                         "profile: pass it as --model"),
+    ("--space", "hf", "--space hf is a Hugging Face checkpoint's directory (with its config.json), not a space file: pass "
+                      "it as --model"),
+    ("--model", "r1/pareto.json", "--model r1/pareto.json is a run directory's results (pareto.json, written by autotune "
+                                  "run), not a model: read them with autotune report r1; --model takes"),
+    ("--hardware", "r1/pareto.json", "--hardware r1/pareto.json is a run directory's results (pareto.json, written by "
+                                     "autotune run), not a hardware profile: read them with autotune report r1"),
+    ("--space", "r1/pareto.json", "not a space file: read them with autotune report r1"),
+    ("--hardware", "r1", "--hardware r1 is a run directory (autotune run's --out), not a hardware profile: read it with "
+                         "autotune report r1"),
+    ("--model", "r1", "--model r1 is a run directory (autotune run's --out), not a model: read it with autotune report r1"),
+])
+def test_a_file_given_to_another_flag_says_what_it_is_and_which_flag_takes_it(tmp_path, monkeypatch, flag, value, words):
+    """Trial 63 #16: beyond c8dec21's two cases, a space file as --model was told to be renamed .json, as --hardware
+    had its knobs listed as unknown keys; a profile as --space was unknown keys, a model file "not valid TOML"; a
+    checkpoint's directory as --hardware "is a directory"; a run's pareto.json forty unknown keys, or no TOML."""
+    monkeypatch.chdir(tmp_path)
+    _three_flags_files(tmp_path)
+    load = {"--model": load_model, "--hardware": load_hardware, "--space": load_space}[flag]
+    with pytest.raises(ConfigError) as err:
+        load(value)
+    assert words in str(err.value) and "\n" not in str(err.value), str(err.value)
+
+
+def test_a_broken_file_of_the_flags_own_kind_keeps_its_own_refusal(tmp_path):
+    """The kind check speaks only for another flag's file: a profile's, a space file's, a model's own mistake is
+    still named as such."""
+    profile = tmp_path / "p.toml"
+    profile.write_text((PROFILE_DIR / "h100-sxm.toml").read_text() + "\nspeed = 1\n")
+    space = tmp_path / "s.toml"
+    space.write_text(DEFAULT_SPACE.read_text() + "\nzero_stages = [1]\n")
+    model = tmp_path / "m.json"
+    model.write_text(json.dumps(PRESETS["tiny"].to_json() | {"size": 1}))
+    for load, path, words in [(load_hardware, profile, "unknown key speed"), (load_space, space, "unknown key zero_stages"),
+                              (load_model, model, "unknown key size")]:
+        with pytest.raises(ConfigError) as err:
+            load(str(path))
+        assert words in str(err.value) and " is a " not in str(err.value), str(err.value)
+
+
+def test_a_swapped_file_stops_run_in_one_line_before_anything_is_written(tmp_path):
+    _three_flags_files(tmp_path)
+    for files in (["--hardware", "space.toml"], ["--hardware", "cpu", "--space", "a100-80.toml"]):
+        result = cli.autotune_main("run", "--backend", "simulate", "--model", "tiny", "--nodes", "1", "--out", "rx", *files,
+                                   cwd=tmp_path)
+        lines = result.stderr.strip().splitlines()
+        assert result.returncode == 2 and len(lines) == 1 and ", not a " in lines[0], result.stderr
+        assert not (tmp_path / "rx").exists()
+
