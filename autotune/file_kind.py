@@ -3,14 +3,21 @@
 --model, --hardware and --space each take a file, and a newcomer passes one to another's flag (a space file as
 --hardware, a hardware profile as --space, a run's pareto.json as --model). Each loader, where a file does not
 read as its own kind, asks here what the file is, so that its refusal says "a space file: pass it as --space", not
-which TOML line broke or which forty keys are unknown (trial 61 #23, trial 63 #16).
+which TOML line broke or which forty keys are unknown (trial 61 #23, trial 63 #16). A value that names no file gets
+a "did you mean" from here too: a file beside it with the suffix left off or other letter case, or a built-in name
+written in other case or nearly (trial 63 #18).
 """
 
 from __future__ import annotations
 
+import difflib
 import json
+import os
+import re
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 
 from autotune.errors import ConfigError
@@ -86,3 +93,63 @@ def mixed_up(path: Path, flag: str, expected: str, takes: str) -> str | None:
         return None
     return f"{flag} {path} is {kind.what}, not {expected}: {kind.use}; {flag} takes {takes}"
 
+
+# How many entries of a folder are looked through for a file of the value's name in other case.
+_MOST_ENTRIES = 10_000
+
+
+def _files_beside(path: Path) -> list[Path]:
+    """Files in `path`'s folder named as `path`, a suffix left off (.toml, .json) or in other case:
+    `sub/a100-80` -> sub/a100-80.toml; `B` -> B.TOML; `A100-80.toml` -> a100-80.toml."""
+    wanted = {path.name.lower() + suffix for suffix in ("", ".toml", ".json")}
+    folder = path.parent
+    try:
+        with os.scandir(folder) as entries:
+            found = [folder / entry.name for entry in islice(entries, _MOST_ENTRIES)
+                     if entry.name.lower() in wanted and entry.name != path.name and entry.is_file()]
+    except OSError:  # no such folder, or one that cannot be listed: nothing to suggest
+        return []
+    return sorted(found)
+
+
+def _digits(name: str) -> list[str]:
+    return re.findall(r"[0-9]+", name)
+
+
+def _near_name(value: str, names: Sequence[str]) -> str | None:
+    """The name `value` misspells: the same in other case (H100-SXM, 7B), or close (h100 -> h100-sxm) with the
+    same first letter and the same numbers: names of hardware and models differ by those (h200 is no gh200, nor
+    7b a 72b), so a guess that changes them would name another machine or model."""
+    lowered = {name.lower(): name for name in names}
+    if value.lower() in lowered:
+        return lowered[value.lower()]
+    for close in difflib.get_close_matches(value.lower(), list(lowered), n=3, cutoff=0.6):
+        if close[:1] == value[:1].lower() and _digits(close) == _digits(value):
+            return lowered[close]
+    return None
+
+
+# The suffix of each flag's own files: a file beside the value with it, of no kind known here (broken, say), is still
+# the one the value left the suffix off.
+_OWN_SUFFIX = {"--model": ".json", "--hardware": ".toml", "--space": ".toml"}
+
+
+def did_you_mean(value: str, flag: str, names: Sequence[str] = (), names_are: str = "") -> str:
+    """'; did you mean ...?' for a `flag` value that names no file of its kind, or "" where nothing is certain
+    enough to say: a file beside it (what it is, and the flag that takes it), else a built-in name (`names`,
+    which `names_are`: "built in", "a preset") that the value, or its file name without the suffix, writes in
+    other case or nearly."""
+    path = Path(value)
+    for beside in _files_beside(path):
+        kind = file_kind(beside)
+        if kind is None or kind.flag == flag:  # c8dec21: the suffix left off a file of this flag's kind
+            if kind is None and beside.suffix.lower() != _OWN_SUFFIX[flag]:
+                continue
+            return f"; {beside} is here: did you mean {flag} {shell_path(beside)}?"
+        if kind.flag:
+            return f"; {beside} is here, {kind.what}: did you mean {kind.flag} {shell_path(beside)}?"
+        return f"; {beside} is here, {kind.what}: {kind.use}"
+    for written in dict.fromkeys([path.name, path.stem]):
+        if written and (name := _near_name(written, names)) and name != value:
+            return f"; did you mean {flag} {name} ({names_are})?"
+    return ""

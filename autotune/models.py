@@ -13,9 +13,8 @@ from pathlib import Path
 
 from autotune.checks import MAX_COUNT, number_problem, refuse_duplicate_keys, refuse_unknown_keys, shown
 from autotune.errors import ConfigError
-from autotune.file_kind import mixed_up
+from autotune.file_kind import did_you_mean, mixed_up
 from autotune.os_text import os_text
-from autotune.shell import shell_path
 from autotune.text_files import read_text
 
 
@@ -318,7 +317,8 @@ def load_model(name_or_path: str) -> ModelSpec:
             # text_files: a byte-order mark (a Windows editor) is no part of the JSON; UTF-16 (PowerShell's Out-File) is said.
             data = json.loads(read_text(path, origin), object_pairs_hook=refuse_duplicate_keys)
         except FileNotFoundError:
-            raise ConfigError(f"{origin} does not exist; pass a preset ({', '.join(PRESETS)}) or an existing JSON file") from None
+            raise ConfigError(f"{origin} does not exist; pass a preset ({', '.join(PRESETS)}) or an existing JSON "
+                              f"file{_did_you_mean(name_or_path)}") from None
         except OSError as exc:
             raise ConfigError(f"{origin} cannot be read ({exc.strerror or exc}); pass a readable JSON file") from None
         except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError, a repeated key, nested too deep
@@ -340,12 +340,14 @@ def load_model(name_or_path: str) -> ModelSpec:
         # unless it is another flag's file (a hardware profile, a space file), which no .json name would make a model.
         raise ConfigError(_mixed_up(path) or f"--model {path}: model files are read by a .json name; give the file one "
                           f"({path.stem}.json; schema: {_SCHEMA}), or pass a preset ({', '.join(PRESETS)})")
-    beside = path.with_name(f"{path.name}.json")  # the suffix left off a model file that is right here
-    hint = f"; {beside} is here: did you mean --model {shell_path(beside)}?" if beside.is_file() else ""
     raise ConfigError(
         f"unknown model '{name_or_path}': use one of {', '.join(PRESETS)}, the path of a JSON model file (schema: "
-        f"{_SCHEMA}), or a Hugging Face checkpoint's directory or its config.json{hint}"
+        f"{_SCHEMA}), or a Hugging Face checkpoint's directory or its config.json{_did_you_mean(name_or_path)}"
     )
+
+
+def _did_you_mean(name_or_path: str) -> str:
+    return did_you_mean(name_or_path, "--model", list(PRESETS), "a preset")
 
 
 def _mixed_up(path: Path) -> str | None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from autotune.checks import checked_number, complete_table, refuse_unknown_keys, shown
 from autotune.errors import ConfigError
-from autotune.file_kind import mixed_up
+from autotune.file_kind import did_you_mean, mixed_up
 from autotune.hardware.dump import figures_sha256 as hashed_figures
 from autotune.hardware.plausible import check_plausible
 from autotune.hardware.profile import (
@@ -328,16 +328,18 @@ def _profile_path(name_or_path: str) -> Path:
     if path.exists():
         what = "is a directory" if path.is_dir() else "is not a regular file"  # a checkpoint's or a run's, say so
         raise ConfigError(_mixed_up(path) or f"hardware profile {path} {what}; pass a TOML profile file or one of "
-                          f"{', '.join(available_hardware())}")
+                          f"{', '.join(available_hardware())}{_did_you_mean(name_or_path)}")
     if path.suffix.lower() == ".toml" or "/" in name_or_path:
         raise ConfigError(f"hardware profile {path} does not exist; pass a TOML profile file or one of "
-                          f"{', '.join(available_hardware())}")
-    beside = path.with_name(f"{path.name}.toml")  # the suffix left off a profile that is right here
-    hint = f"; {beside} is here: did you mean --hardware {shell_path(beside)}?" if beside.is_file() else ""
+                          f"{', '.join(available_hardware())}{_did_you_mean(name_or_path)}")
     raise ConfigError(
         f"unknown hardware '{name_or_path}': use one of {', '.join(available_hardware())} "
-        f"or the path of a TOML profile ({SCHEMA}){hint}"
+        f"or the path of a TOML profile ({SCHEMA}){_did_you_mean(name_or_path)}"
     )
+
+
+def _did_you_mean(name_or_path: str) -> str:
+    return did_you_mean(name_or_path, "--hardware", available_hardware(), "built in")
 
 
 def _mixed_up(path: Path) -> str | None:

@@ -10,7 +10,7 @@ from autotune.counted import agreeing
 from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, knob_value
 from autotune.checks import MAX_COUNT, shown, whole_literal_problem
 from autotune.errors import ConfigError
-from autotune.file_kind import mixed_up
+from autotune.file_kind import did_you_mean, mixed_up
 from autotune.text_files import read_toml
 
 # In the package, so that an installed wheel has it too; search_spaces/default.toml links to it for the docs.
@@ -149,7 +149,7 @@ def _read_space_file(path: Path) -> dict:
     if not path.is_file():
         what = "is a directory, not a file" if path.is_dir() else "is not a regular file" if path.exists() else "does not exist"
         raise ConfigError(_mixed_up(path) or f"space file {path} {what}; pass --space with a TOML file like "
-                          "search_spaces/default.toml")
+                          f"search_spaces/default.toml{did_you_mean(str(path), '--space')}")
     try:
         data = read_toml(path, f"space file {path}", "fix it or start from search_spaces/default.toml")
     except OSError as exc:

@@ -195,3 +195,46 @@ def test_a_swapped_file_stops_run_in_one_line_before_anything_is_written(tmp_pat
         assert result.returncode == 2 and len(lines) == 1 and ", not a " in lines[0], result.stderr
         assert not (tmp_path / "rx").exists()
 
+
+@pytest.mark.parametrize("flag, value, words", [
+    ("--hardware", "gh200.toml", "; did you mean --hardware gh200 (built in)?"),
+    ("--hardware", "sub/a100-80", "; sub/a100-80.toml is here: did you mean --hardware sub/a100-80.toml?"),
+    ("--hardware", "mymodel", "; mymodel.json is here, a model file (JSON with llm or model_type): did you mean --model "
+                              "mymodel.json?"),
+    ("--model", "a100-80", "; a100-80.toml is here, a hardware profile (TOML with [gpu]): did you mean --hardware "
+                           "a100-80.toml?"),
+    ("--hardware", "H100-SXM", "; did you mean --hardware h100-sxm (built in)?"),
+    ("--model", "7B", "; did you mean --model 7b (a preset)?"),
+    ("--model", "7b.json", "; did you mean --model 7b (a preset)?"),
+    ("--hardware", "h100", "; did you mean --hardware h100-sxm (built in)?"),
+    ("--hardware", "A100-80", "; a100-80.toml is here: did you mean --hardware a100-80.toml?"),
+    ("--hardware", "B", "; B.TOML is here: did you mean --hardware B.TOML?"),
+    ("--hardware", "both/a100-80", "is a directory; pass a TOML profile file or one of cpu, gh200, h100-sxm; "
+                                   "both/a100-80.toml is here: did you mean --hardware both/a100-80.toml?"),
+    ("--space", "space", "; space.toml is here: did you mean --space space.toml?"),
+])
+def test_a_value_that_names_no_file_hints_the_file_or_name_meant(tmp_path, monkeypatch, flag, value, words):
+    """Trial 63 #18: of these only `--hardware a100-80` beside a100-80.toml had a hint; a path, another flag's file,
+    another letter case or a built-in name nearly written had none."""
+    monkeypatch.chdir(tmp_path)
+    profile = (PROFILE_DIR / "h100-sxm.toml").read_text()
+    for path in ("a100-80.toml", "sub/a100-80.toml", "B.TOML", "both/a100-80.toml"):
+        (tmp_path / path).parent.mkdir(exist_ok=True)
+        (tmp_path / path).write_text(profile)
+    (tmp_path / "both" / "a100-80").mkdir()
+    (tmp_path / "mymodel.json").write_text(json.dumps(PRESETS["tiny"].to_json()))
+    (tmp_path / "space.toml").write_text(DEFAULT_SPACE.read_text())
+    load = {"--model": load_model, "--hardware": load_hardware, "--space": load_space}[flag]
+    with pytest.raises(ConfigError) as err:
+        load(value)
+    assert str(err.value).endswith(words) and "\n" not in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize("flag, value", [("--hardware", "h200"), ("--hardware", "gh100"), ("--hardware", "gpu"),
+                                         ("--model", "27b"), ("--model", "qwen-7b")])
+def test_no_guess_that_changes_a_number_or_the_first_letter(flag, value):
+    """h200 is no gh200, gh100 no gh200, 27b no 72b: a close name that differs there names other hardware or another
+    model, and the refusal lists the names as it is."""
+    with pytest.raises(ConfigError) as err:
+        (load_model if flag == "--model" else load_hardware)(value)
+    assert "did you mean" not in str(err.value), str(err.value)
