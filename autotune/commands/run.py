@@ -6,7 +6,6 @@ import argparse
 import hashlib
 import os
 import re
-import time
 from pathlib import Path
 
 from autotune.counted import agreeing, counted
@@ -19,8 +18,8 @@ from autotune.errors import UserError, signal_words, stop_signals
 from autotune.shell import shell_path
 from autotune.space import node_span
 from autotune.study.stop_rule import stop_rule_help
-from autotune.study.time_limit import (REPORT_MARGIN_S, TIME_LIMIT_EXIT_STATUS, TimeLimit, TimeLimitError, end_words, fitting_probe_timeout_s,
-                                       parse_time_limit, run_time_limit)
+from autotune.study.time_limit import (REPORT_MARGIN_S, TIME_LIMIT_EXIT_STATUS, TimeLimitError, parse_time_limit, run_time_limit,
+                                       time_limit_line, time_stop_line)
 from autotune.study.storage import STUDY_NAME, recorded_storage
 
 
@@ -142,55 +141,6 @@ def _time_limit_flag(text: str) -> int:
         return parse_time_limit(text)
     except TimeLimitError as why:
         raise argparse.ArgumentTypeError(f"{text!r} {why}") from None
-
-
-def time_limit_line(limit: TimeLimit) -> str:
-    """The limit in force, said once as the run starts: which one it is and when it ends. One followed with tail -f
-    learned whether any applied only when the study stopped (trial 62 F5)."""
-    from autotune.report.units import time_text
-
-    now_s = time.time()
-    which = "the SLURM job's end" if limit.slurm else "--time-limit"
-    left_s = limit.ends_s - now_s
-    left = f"{time_text(left_s)} from now" if left_s > 0 else "already past"
-    return f"time limit: {which}, {end_words(limit.ends_s, now_s)} ({left})"
-
-
-def time_stop_line(limit: TimeLimit, timeout_settings: dict | None = None, kill_grace_s: float = 0.0) -> str:
-    """The line of a study the time limit stopped: how much time was left of which limit, what a probe takes, and how
-    to go on. Where the limit let no probe of this run start, the same command with as much time stops there again
-    (trial 62 F2: a 15-minute job under the default --probe-timeout 900, every job): the line says what would go on,
-    a --probe-timeout that fits (`timeout_settings`, the backend's, with its `kill_grace_s`) or a longer limit."""
-    from autotune.report.units import time_text
-
-    held = limit.stopped
-    now_s = time.time()
-    ends = end_words(limit.ends_s, now_s)
-    of = f"the time limit (SLURM job ends {ends})" if limit.slurm else f"--time-limit (ends {ends})"
-    margin = time_text(REPORT_MARGIN_S)
-    if held.measured:
-        need = f"and a probe of this study has taken up to {time_text(held.probe_s)} ({margin} more are kept for the reports)"
-    elif held.probe_s:
-        need = (f"and a probe may take up to {time_text(held.probe_s)} (--probe-timeout x --repeats and the time to stop "
-                f"one: no shorter probe of this study ran under these probe settings; {margin} more are kept for the "
-                "reports)")
-    else:  # a backend whose evaluations take no time (simulate, replay)
-        need = f"less than the {margin} kept for the reports"
-    again = "resume with the same command in a new job" if limit.slurm else "run the same command again to resume"
-    if not limit.let_probe_start and held.left_s > 0:
-        longer = (f"a job longer than {time_text(held.probe_s + REPORT_MARGIN_S)}" if limit.slurm
-                  else f"a --time-limit longer than {time_text(held.probe_s + REPORT_MARGIN_S)}")
-        fits_s = None if held.measured else fitting_probe_timeout_s(held.left_s, timeout_settings or {}, kill_grace_s)
-        repeats = (timeout_settings or {}).get("--repeats", 1)
-        fits = f"a --probe-timeout of {fits_s} s{f' (with --repeats {repeats})' if repeats > 1 else ''} fits the time left, or "
-        again = (f"with this much time the same command stops here again: {fits if fits_s else ''}{longer} lets a probe "
-                 "start")
-    elif limit.slurm and limit.ends_s <= now_s:
-        # An end already past: the job is in SLURM's grace (OverTimeLimit), or its limit was raised since it started
-        # (scontrol update), which the variable does not follow.
-        again += " (where this job's limit was raised since it started, pass --time-limit with its time left)"
-    left = time_text(held.left_s) if held.left_s > 0 else "no time"
-    return f"stopped: {left} left of {of}, {need}; {again}"
 
 
 def _objectives_flag(text: str) -> str:

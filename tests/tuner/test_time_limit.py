@@ -14,13 +14,12 @@ from optuna.trial import TrialState
 from autotune.backends.simulate import SimulateBackend
 from autotune.candidate import params_key
 from autotune.commands.options import settings_for
-from autotune.commands.run import time_stop_line
 from autotune.study import open_study, run_study
 from autotune.study.loop import make_sampler
 from autotune.study.retries import is_evaluated
 from autotune.study.time_limit import (PROBE_WALL_ATTR, REPORT_MARGIN_S, SLURM_END_ENV, TIME_LIMIT_STOP_ATTR, HeldBack,
                                        TimeLimit, TimeLimitError, job_end_from_env, parse_time_limit, probe_bound_s,
-                                       run_time_limit)
+                                       run_time_limit, time_stop_line)
 from autotune.study.unique import OVER_BUDGET_ATTR
 from autotune.study.valid import valid_checks
 from tests import cli
