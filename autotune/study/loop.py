@@ -19,8 +19,8 @@
 - A probe starts only where the run's time limit (time_limit.py: --time-limit, or the SLURM job's end) leaves room
   for it and the reports; where it does not, the study stops there as at its budget. It is asked before Optuna
   creates a trial (as the study starts, and after each trial: `_TimeLimitStop`), so a candidate not started leaves
-  no trial behind; again before the probe, as proposing may wait for other workers (PROPOSAL_WAIT_S): a trial held
-  back then is FAIL with OVER_BUDGET_ATTR.
+  no trial behind; again before the probe only where another worker has a trial under way, as proposing may then
+  wait for it (PROPOSAL_WAIT_S; `_other_worker_under_way`): a trial held back then is FAIL with OVER_BUDGET_ATTR.
 - The loop runs in `study.optimize`, so several workers on one RDB storage share the study and
   Optuna's heartbeats retry the trials of a worker that died (see storage.py). Two workers that
   propose one candidate at once: the lower trial number probes it, the higher is its duplicate.
@@ -353,7 +353,7 @@ class _Objective:
             trial.study.stop()
             raise ProbeFailed(f"not probed: the --trials budget of {self.n_trials} is held by probes running on other workers")
         saved = _saved_result(trial)
-        if saved is None and self.time_stop.holds_back(trial.study):
+        if saved is None and _other_worker_under_way(trial) and self.time_stop.holds_back(trial.study):
             # Time ran out while the trial was proposed: left unprobed as one over the budget is (never evaluated, its
             # candidate free to be proposed again when the study resumes).
             trial.set_user_attr(OVER_BUDGET_ATTR, True)
@@ -499,6 +499,18 @@ def _fail(trial: optuna.Trial, reason: str) -> NoReturn:
     probe that ran but cannot be ranked has no error of its own) and for the failing-start stop."""
     trial.set_user_attr("reason", reason)
     raise ProbeFailed(reason)
+
+
+def _other_worker_under_way(trial: optuna.Trial) -> bool:
+    """Whether the time left must be asked again before this trial's probe: another worker has a trial under way.
+    It was asked before the trial was made (_StopWhenDone, run_study); a worker alone has only proposed since (under
+    a second for a 72B space on 8 nodes, here), so asking again decides as then, but at the rule's edge, where it
+    held back a probe the first ask let start and left the unstarted candidate's FAIL trial that ask is there to
+    avoid (trial 62 F12). Another worker's trial is what time can pass for: its proposal is waited for
+    (unique.settled_trials, up to PROPOSAL_WAIT_S, in the sampler and in _earlier_unfinished_holder), and its probe
+    may record a longer wall meanwhile. A wait for its probe on the same devices (backends/device_turns.py) comes
+    later, inside the backend's evaluate: no ask here sees it, and the walls it lengthens weigh the next probes."""
+    return any(t.number != trial.number for t in trial.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)))
 
 
 def _earlier_unfinished_holder(study: optuna.Study, number: int, key: str, wait_s: float = PROPOSAL_WAIT_S) -> int | None:

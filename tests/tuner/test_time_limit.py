@@ -474,3 +474,55 @@ def test_the_docs_say_a_signal_writes_no_reports_and_what_the_margin_is_for():
     assert "the reports in RUN_DIR are not this run's: `autotune report RUN_DIR --html` writes them for every finished trial" in text
     source = inspect.getsource(run)
     assert "are not this run's\" if" in source and "writes them for every finished trial" in source
+
+
+# --- once per trial where the worker is alone; again before the probe where another worker may hold it up ------------
+
+def _proposing_takes(monkeypatch, clock: _Clock, seconds: float) -> None:
+    """Each proposal takes `seconds` on the fake clock (between the ask before the trial is made and its probe)."""
+    import autotune.study.loop as loop
+
+    suggest = loop._suggest
+
+    def slow_suggest(*args, **kwargs):
+        clock.now_s += seconds
+        return suggest(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "_suggest", slow_suggest)
+
+
+def test_a_worker_alone_asks_the_time_left_once_per_trial_and_leaves_no_unstarted_trial_at_the_edge(tmp_path, monkeypatch):
+    """The time left was asked before the trial was made, and again before its probe, a proposal later: at the rule's
+    edge the second ask held back the probe the first had let start, leaving an unstarted candidate's FAIL trial."""
+    settings, checks, study = _study(tmp_path)
+    clock = _Clock()
+    _proposing_takes(monkeypatch, clock, 2.0)
+    backend = _TimedProbes(clock, [250.0], probe_timeout_s=300.0)
+    # 300 s (the timeout) and the margin, and a second: the rule lets the first probe start as the study starts.
+    limit = TimeLimit(300.0 + REPORT_MARGIN_S + 1.0, ends_s=time.time() + 481, clock=clock)
+    assert run_study(study, settings, backend, 5, checks=checks, early_stop=False, time_limit=limit) == 1
+    assert not [t for t in study.trials if t.user_attrs.get(OVER_BUDGET_ATTR)]
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE]
+    assert limit.stopped == HeldBack(229.0, 250.0, True)  # after the probe: 481 - 2 - 250 s left
+
+
+def test_where_another_worker_has_a_trial_under_way_the_time_left_is_asked_again_before_the_probe(tmp_path, monkeypatch):
+    """A proposal may wait for another worker's (unique.settled_trials, up to PROPOSAL_WAIT_S): time the first ask
+    did not see."""
+    from autotune.study.loop import PROBING_ATTR, _suggest
+    from autotune.study.valid import usable_values
+
+    settings, checks, study = _study(tmp_path)
+    clock = _Clock()
+    backend = _TimedProbes(clock, [100.0], probe_timeout_s=300.0)
+    assert run_study(study, settings, backend, 1, checks=checks, early_stop=False, time_limit=TimeLimit(None, clock=clock)) == 1
+    other = study.ask()  # another worker's trial, its knobs proposed, its probe under way
+    _suggest(other, usable_values(checks), settings.space)
+    other.set_user_attr(PROBING_ATTR, True)
+    _proposing_takes(monkeypatch, clock, 60.0)
+    # The longest probe (100 s) and the margin, and 30 s: enough as the trial is asked for, not after the wait.
+    limit = TimeLimit(100.0 + REPORT_MARGIN_S + 30.0, ends_s=time.time() + 310, clock=clock)
+    assert run_study(study, settings, backend, 5, checks=checks, early_stop=False, time_limit=limit,
+                     shared_storage=True) == 0
+    assert len(backend.probed) == 1 and limit.stopped == HeldBack(250.0, 100.0, True)
+    assert [t.number for t in study.trials if t.user_attrs.get(OVER_BUDGET_ATTR)] == [2]
