@@ -365,8 +365,10 @@ class _Objective:
         if lineage:  # a retry: the backend may take over what the trials it repeats completed
             takes_over = self.backend.resumes(trial.number, lineage, candidate)
             resumed = "; ".join(filter(None, (retry_words(trials, lineage), takes_over)))
-        if saved is None and self.progress.on_probe_start:
-            self.progress.on_probe_start(trial.number, params, resumed)
+        if saved is None:
+            self.time_limit.probe_started = True
+            if self.progress.on_probe_start:
+                self.progress.on_probe_start(trial.number, params, resumed)
         started_s = self.time_limit.clock()
         try:
             with self.interrupts.probing():

@@ -179,6 +179,10 @@ class TimeLimit:
         # Whether the rule let a probe of this run start: where none did, the same command with the same time left
         # stops in the same place (its stop line then says what would go on: time_stop_line).
         self.let_probe_start = False
+        # Whether a probe of this run started (study/loop.py sets it): the rule may have let trials through that never
+        # reached a probe (duplicates, pruned), and a run that started none needs what would let one start as much as
+        # one the rule held back at once (its stop line said "run the same command again to resume").
+        self.probe_started = False
 
     def held_back(self, longest_probe_s: float | None, bound_s: float | None) -> HeldBack | None:
         """The rule: a HeldBack where the time left cannot hold a probe and the reports, else None."""
@@ -218,9 +222,10 @@ def time_limit_line(limit: TimeLimit) -> str:
 
 def time_stop_line(limit: TimeLimit, timeout_settings: dict | None = None, kill_grace_s: float = 0.0) -> str:
     """The line of a study the time limit stopped: how much time was left of which limit, what a probe takes, and how
-    to go on. Where the limit let no probe of this run start, the same command with as much time stops there again
-    (trial 62 F2: a 15-minute job under the default --probe-timeout 900, every job): the line says what would go on,
-    a --probe-timeout that fits (`timeout_settings`, the backend's, with its `kill_grace_s`) or a longer limit."""
+    to go on. Where no probe of this run started (the rule held back the first, or let through only trials that never
+    reached one), the same command with as much time stops there again (trial 62 F2: a 15-minute job under the default
+    --probe-timeout 900, every job): the line says what would go on, a --probe-timeout that fits (`timeout_settings`,
+    the backend's, with its `kill_grace_s`) or a longer limit."""
     from autotune.report.units import time_text
 
     held = limit.stopped
@@ -237,14 +242,17 @@ def time_stop_line(limit: TimeLimit, timeout_settings: dict | None = None, kill_
     else:  # a backend whose evaluations take no time (simulate, replay)
         need = f"less than the {margin} kept for the reports"
     again = "resume with the same command in a new job" if limit.slurm else "run the same command again to resume"
-    if not limit.let_probe_start and held.left_s > 0:
+    if not limit.probe_started and held.left_s > 0:
         longer = (f"a job longer than {time_text(held.probe_s + REPORT_MARGIN_S)}" if limit.slurm
                   else f"a --time-limit longer than {time_text(held.probe_s + REPORT_MARGIN_S)}")
         fits_s = None if held.measured else fitting_probe_timeout_s(held.left_s, timeout_settings or {}, kill_grace_s)
         repeats = (timeout_settings or {}).get("--repeats", 1)
         fits = f"a --probe-timeout of {fits_s} s{f' (with --repeats {repeats})' if repeats > 1 else ''} fits the time left, or "
-        again = (f"with this much time the same command stops here again: {fits if fits_s else ''}{longer} lets a probe "
-                 "start")
+        # Where the rule let trials through, none reached its probe (duplicates, pruned, or held up by another worker
+        # until the time was gone): a new run may reach one in time, or stop as this one did.
+        stops = ("with this much time the same command stops here again" if not limit.let_probe_start else
+                 "no probe of this run started; with this much time the same command may stop here again")
+        again = f"{stops}: {fits if fits_s else ''}{longer} lets a probe start"
     elif limit.slurm and limit.ends_s <= now_s:
         # An end already past: the job is in SLURM's grace (OverTimeLimit), or its limit was raised since it started
         # (scontrol update), which the variable does not follow.

@@ -526,3 +526,25 @@ def test_where_another_worker_has_a_trial_under_way_the_time_left_is_asked_again
                      shared_storage=True) == 0
     assert len(backend.probed) == 1 and limit.stopped == HeldBack(250.0, 100.0, True)
     assert [t.number for t in study.trials if t.user_attrs.get(OVER_BUDGET_ATTR)] == [2]
+
+
+def test_a_run_whose_trials_before_the_stop_never_reached_a_probe_says_what_would_let_one_start(tmp_path, monkeypatch):
+    """The rule let the run's first trial through, but it was a duplicate (here a queued copy of an evaluated
+    candidate; with two workers, one proposed at once by both), and its proposal used the time up: no probe of this run
+    started, where the stop line said "run the same command again to resume"."""
+    settings, checks, study = _study(tmp_path)
+    clock = _Clock()
+    # An earlier run's probe, under other probe settings: this run's bound (its 300 s timeout) is what a probe takes.
+    assert run_study(study, settings, _TimedProbes(clock, [100.0], probe_steps=7), 1, checks=checks, early_stop=False,
+                     time_limit=TimeLimit(None, clock=clock)) == 1
+    study.enqueue_trial(study.trials[0].params)
+    _proposing_takes(monkeypatch, clock, 2.0)
+    backend = _TimedProbes(clock, [100.0], probe_timeout_s=300.0)
+    limit = TimeLimit(300.0 + REPORT_MARGIN_S + 1.0, ends_s=time.time() + 481, clock=clock)
+    assert run_study(study, settings, backend, 5, checks=checks, early_stop=False, time_limit=limit) == 0
+    assert backend.probed == [] and study.trials[1].user_attrs.get("duplicate_of") == 0
+    assert limit.stopped == HeldBack(479.0, 300.0, False)
+    line = time_stop_line(limit, backend.timeout_settings())
+    assert line.endswith("; no probe of this run started; with this much time the same command may stop here again: a "
+                         "--probe-timeout of 299 s fits the time left, or a --time-limit longer than 8.00 min lets a "
+                         "probe start"), line
