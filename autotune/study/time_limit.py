@@ -168,12 +168,13 @@ class HeldBack:
 
 class TimeLimit:
     """A run's time limit, on a monotonic clock (a wall-clock step must not move it). `left_s`: the seconds left at its
-    start, None for no limit. `ends_s` (epoch) and `slurm` (the job's end, not --time-limit) say where it came from."""
+    start (kept as `length_s`), None for no limit. `ends_s` (epoch) and `slurm` (the job's end, not --time-limit) say where it came from."""
 
     def __init__(self, left_s: float | None, ends_s: float | None = None, slurm: bool = False,
                  clock: Callable[[], float] = time.monotonic):
         self.clock = clock
         self.deadline = None if left_s is None else clock() + left_s
+        self.length_s = left_s
         self.ends_s, self.slurm = ends_s, slurm
         self.stopped: HeldBack | None = None  # set when the rule held a probe back
         # Whether the rule let a probe of this run start: where none did, the same command with the same time left
@@ -243,8 +244,10 @@ def time_stop_line(limit: TimeLimit, timeout_settings: dict | None = None, kill_
         need = f"less than the {margin} kept for the reports"
     again = "resume with the same command in a new job" if limit.slurm else "run the same command again to resume"
     if not limit.probe_started and held.left_s > 0:
-        longer = (f"a job longer than {time_text(held.probe_s + REPORT_MARGIN_S)}" if limit.slurm
-                  else f"a --time-limit longer than {time_text(held.probe_s + REPORT_MARGIN_S)}")
+        # What the run spent before the stop (its start-up: the study opened, the space checked; trials that reached no
+        # probe) is spent again: "a --time-limit longer than 3.00 min" was said to a run given 3:06.
+        needed_s = limit.length_s - held.left_s + held.probe_s + REPORT_MARGIN_S
+        longer = f"{'a job' if limit.slurm else 'a --time-limit'} longer than {time_text(needed_s)}"
         fits_s = None if held.measured else fitting_probe_timeout_s(held.left_s, timeout_settings or {}, kill_grace_s)
         repeats = (timeout_settings or {}).get("--repeats", 1)
         fits = f"a --probe-timeout of {fits_s} s{f' (with --repeats {repeats})' if repeats > 1 else ''} fits the time left, or "

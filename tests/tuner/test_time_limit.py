@@ -391,8 +391,8 @@ def test_a_simulated_run_at_its_jobs_end_stops_cleanly_with_its_reports(tmp_path
     assert result.returncode == 75, result.stderr
     stops = [line for line in result.stderr.splitlines() if line.startswith("stopped:")]
     assert len(stops) == 1 and "left of the time limit (SLURM job ends" in stops[0], result.stderr
-    assert stops[0].endswith("the same command stops here again: a job longer than 3.00 min lets a probe start") or (
-        "pass --time-limit" in stops[0]), stops[0]
+    assert re.search(r"the same command stops here again: a job longer than 3\.\d\d min lets a probe start$", stops[0]) or (
+        "pass --time-limit" in stops[0]), stops[0]  # 3.00 min for the reports, and the run's start-up
     assert (out / "pareto.json").is_file() and (out / "report.html").is_file()
     # No trial ran: the note says the time limit stopped the study, not "widen the space and run more --trials" (trial
     # 62 F1), in pareto.json and on the terminal; what resumes it is said once, on the search line, not again by the
@@ -546,5 +546,20 @@ def test_a_run_whose_trials_before_the_stop_never_reached_a_probe_says_what_woul
     assert limit.stopped == HeldBack(479.0, 300.0, False)
     line = time_stop_line(limit, backend.timeout_settings())
     assert line.endswith("; no probe of this run started; with this much time the same command may stop here again: a "
-                         "--probe-timeout of 299 s fits the time left, or a --time-limit longer than 8.00 min lets a "
-                         "probe start"), line
+                         "--probe-timeout of 299 s fits the time left, or a --time-limit longer than 8.03 min lets a "
+                         "probe start"), line  # 2 s spent on the duplicate, 300 s and the margin
+
+
+def test_the_longer_limit_advised_counts_what_the_run_spent_before_its_stop(tmp_path):
+    """A run given --time-limit 3:06 with the simulate backend spent 6 s starting up (two workers on two cores) and was
+    told "a --time-limit longer than 3.00 min lets a probe start"."""
+    settings, checks, study = _study(tmp_path)
+    clock = _Clock()
+    limit = TimeLimit(900.0, ends_s=time.time() + 900, clock=clock)
+    clock.now_s += 30.0  # the run's start-up: the study opened, the space checked
+    backend = _TimedProbes(clock, [60.0], probe_timeout_s=900.0)
+    assert run_study(study, settings, backend, 5, checks=checks, early_stop=False, time_limit=limit) == 0
+    # 30 s, the 900 s timeout and the 180 s margin: 18.5 min; the timeout that fits the 870 s left: 690 s.
+    assert time_stop_line(limit, backend.timeout_settings()).endswith(
+        "with this much time the same command stops here again: a --probe-timeout of 690 s fits the time left, or a "
+        "--time-limit longer than 18.5 min lets a probe start")
