@@ -261,6 +261,8 @@ def time_stop_line(limit: TimeLimit, timeout_settings: dict | None = None, kill_
         # (scontrol update), which the variable does not follow.
         again += " (where this job's limit was raised since it started, pass --time-limit with its time left)"
     left = time_text(held.left_s) if held.left_s > 0 else "no time"
+    if left == time_text(held.probe_s + REPORT_MARGIN_S):  # "3.00 min left ..., less than the 3.00 min kept" (179.8 s)
+        left = f"{held.left_s:.1f} s"
     return f"stopped: {left} left of {of}, {need}; {again}"
 
 

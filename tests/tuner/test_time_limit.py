@@ -563,3 +563,12 @@ def test_the_longer_limit_advised_counts_what_the_run_spent_before_its_stop(tmp_
     assert time_stop_line(limit, backend.timeout_settings()).endswith(
         "with this much time the same command stops here again: a --probe-timeout of 690 s fits the time left, or a "
         "--time-limit longer than 18.5 min lets a probe start")
+
+
+def test_a_time_left_just_short_of_what_is_needed_is_not_said_as_equal_to_it():
+    """179.8 s left under the simulate backend read "3.00 min left ..., less than the 3.00 min kept for the reports"."""
+    clock = _Clock()
+    limit = TimeLimit(REPORT_MARGIN_S - 0.2, ends_s=time.time() + 180, clock=clock)
+    assert limit.held_back(None, None) is not None  # no probe under these settings, none that can time out
+    assert time_stop_line(limit).startswith("stopped: 179.8 s left of --time-limit (ends ")
+    assert ", less than the 3.00 min kept for the reports; " in time_stop_line(limit)
