@@ -65,13 +65,23 @@ def read_only_failure(exc: BaseException) -> bool:
 
 
 def _folders_with_results(run_dir: Path) -> list[Path]:
-    """RUN_DIR/trials/* that hold a probe's result (result.json, or result-1.json ... with repeats); none where
-    there is no trials/ (a simulated study's run directory) or it cannot be read."""
+    """RUN_DIR/trials/NNNN that hold a probe's result (result.json, or result-1.json ... with repeats); none where
+    there is no trials/ (a simulated study's run directory) or it cannot be read. Only the folders a trial writes
+    (trial_folder's names): a user's own trials/old/ of earlier results is no trial's, and no probe writes over it,
+    yet it blocked every new study there as unrecorded probe results."""
     try:
         return [folder for folder in (Path(run_dir) / "trials").iterdir()
-                if folder.is_dir() and any(folder.glob("result*.json"))]
+                if _is_trial_folder(folder) and folder.is_dir() and any(folder.glob("result*.json"))]
     except OSError:
         return []
+
+
+def _is_trial_folder(folder: Path) -> bool:
+    """Whether `folder` is named as a trial's directory is (0007, 0123, 12345): '7' or '00007' is no trial's."""
+    from autotune.backends.repeat_takeover import trial_folder
+
+    name = folder.name
+    return name.isascii() and name.isdigit() and trial_folder(folder.parent, int(name)).name == name
 
 
 def kept_probe_results(run_dir: Path) -> str:
@@ -97,7 +107,7 @@ def unrecorded_probe_results(run_dir: Path, study) -> int:
 
 def _made_by(folder: Path, knobs: dict[int, dict | None]) -> bool:
     """Whether `folder` is the trial directory of one of the trials whose knobs `knobs` holds, by number."""
-    if not folder.name.isdigit() or int(folder.name) not in knobs:
+    if int(folder.name) not in knobs:
         return False
     try:
         written = json.loads((folder / "candidate.json").read_text(encoding="utf-8"))["knobs"]

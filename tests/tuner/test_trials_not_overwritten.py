@@ -86,6 +86,23 @@ def test_a_folder_of_another_study_s_candidate_is_not_this_study_s_trial(tmp_pat
     assert unrecorded_probe_results(tmp_path, None) == 1
 
 
+def test_a_user_s_own_folder_under_trials_is_no_probe_s_and_blocks_nothing(tmp_path):
+    """trials/old/result.json (a user's earlier results kept there) blocked every new study as unrecorded probe
+    results, though no trial writes there; only trials/NNNN, the folders a trial writes, count."""
+    for folder in ("old", "7", "00007", "0003/older"):
+        (tmp_path / "trials" / folder).mkdir(parents=True)
+        (tmp_path / "trials" / folder / "result.json").write_text("{}")
+    assert unrecorded_probe_results(tmp_path, None) == 0
+    study = open_study(tmp_path, None, make_sampler(0, 2))  # a new study starts there, and leaves them as they were
+    assert not study.trials and (tmp_path / "trials" / "old" / "result.json").read_text() == "{}"
+    (tmp_path / "study.db").unlink()
+    (tmp_path / "trials" / "0012").mkdir()
+    (tmp_path / "trials" / "0012" / "result-1.json").write_text("{}")
+    assert unrecorded_probe_results(tmp_path, None) == 1  # a trial's folder still counts
+    with pytest.raises(UserError, match="holds the results of 1 probe that no study"):
+        open_study(tmp_path, None, make_sampler(0, 2))
+
+
 @pytest.fixture(scope="module")
 def reported(tmp_path_factory):
     """A finished simulated study's run directory (pareto.json, configs/)."""
