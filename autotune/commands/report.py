@@ -101,6 +101,12 @@ def _run(args) -> int:
     problem = run_dir_problem(args.run_dir)
     if problem:
         raise UserError(problem)
+    # RUN_DIR's own study.db settles which database its reports are of, before --storage's is opened: opened first,
+    # a --storage without the study (or of another) was refused in its own words, as if RUN_DIR had no study.
+    if args.storage and _names_own_study_db(args.run_dir, args.storage):
+        args.storage = None  # RUN_DIR's own study.db by a URL: reported as without --storage, and recorded so
+    if args.storage and (args.run_dir / "study.db").is_file():
+        _refuse_another_storage(args.run_dir, args.storage)
     if not (args.run_dir / "study.db").exists():
         _check_reports_without_study_db(args.run_dir, args.storage)
     check_pick_options(args)
@@ -109,11 +115,7 @@ def _run(args) -> int:
         writable_directory(args.run_dir, "RUN_DIR", fix="--html writes report.html and configs/ there; drop --html or copy the run directory")
     # A colleague's run on a shared or read-only file system: show its report, write nothing there.
     read_only = directory_problem(args.run_dir)
-    if args.storage and _names_own_study_db(args.run_dir, args.storage):
-        args.storage = None  # RUN_DIR's own study.db by a URL: reported as without --storage, and recorded so
     study = load_finished_study(args.run_dir, args.storage, args.study_name)
-    if args.storage and (args.run_dir / "study.db").is_file():
-        _refuse_another_storage(args.run_dir, args.storage)
     recorded_before = _UNRECORDED if read_only else _recorded_storage(args.run_dir)
     if "settings" not in study.user_attrs:
         if study.trials:  # another tool's Optuna study, alone in a study.db (found without its name): not "no trials"

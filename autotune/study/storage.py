@@ -510,9 +510,19 @@ def load_finished_study(run_dir: Path, storage: str | None = None, study_name: s
             # A run directory's own study.db holds one study, whatever --study-name its run gave it
             # (calibrate reads a RUN_DIR's own study.db without the name it gives --storage's study).
             return optuna.load_study(study_name=names[0], storage=rdb)
-        held = f" (it holds {', '.join(shown_name(name, quoted=False) for name in sorted(names))}: pass --study-name NAME)" if names else ""
-        raise UserError(f"no autotune study named {shown_name(study_name)} in {shown or run_dir}{held}; run `autotune run` there "
-                        "first") from None
+        raise UserError(f"no autotune study named {shown_name(study_name)} in {shown or run_dir}; "
+                        f"{_studies_held(names)}") from None
+
+
+def _studies_held(names: list[str]) -> str:
+    """The fix of a --study-name that its database does not hold: the names it does, as shell words to type back
+    (a name with a space was listed bare, and "run `autotune run` there first" followed studies that were there)."""
+    if not names:
+        return "it holds no study: pass the database the run used, or `autotune run` first"
+    words = [shell_text(name) for name in sorted(names)]
+    if len(words) == 1:
+        return f"it holds {words[0]}: pass --study-name {words[0]}"
+    return f"it holds {', '.join(words)}: pass --study-name with the one its `autotune run` was given"
 
 
 def _check_run_dir_holds_no_other_study(run_dir: Path, rdb, study_name: str) -> None:

@@ -127,7 +127,7 @@ def test_a_non_ascii_study_name_in_a_refusal_is_written_so_that_typing_it_back_r
                          cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     missing = _run_bytes("report", out, "--study-name", "xtude", cwd=tmp_path)
-    assert missing.returncode == 2 and b"(it holds $'\\xc3\\xa9tude': pass --study-name NAME)" in missing.stderr
+    assert missing.returncode == 2 and b"it holds $'\\xc3\\xa9tude': pass --study-name $'\\xc3\\xa9tude'" in missing.stderr
 
 
 def test_a_name_the_stream_can_show_is_quoted_as_before():

@@ -278,7 +278,7 @@ def test_studies_of_two_models_share_one_storage_under_their_names(tmp_path):
     assert exported.returncode == 0, exported.stderr
     missing = autotune_main("report", tmp_path / "32b", "--storage", url, "--study-name", "32b")
     assert missing.returncode == 2
-    assert "no autotune study named '32b' in" in missing.stderr and "(it holds 32b on 4, autotune: pass --study-name NAME)" in missing.stderr
+    assert "no autotune study named '32b' in" in missing.stderr and "it holds '32b on 4', autotune: pass --study-name with the one" in missing.stderr
 
 
 def test_a_study_never_writes_its_reports_over_another_studys(tmp_path):

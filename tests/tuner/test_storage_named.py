@@ -66,6 +66,32 @@ def test_a_report_of_another_database_is_refused_in_a_run_directory_with_its_own
     assert json.loads((out / "pareto.json").read_text())["storage"] is None
 
 
+def test_a_run_directory_s_own_study_db_is_said_before_another_storage_is_opened(tmp_path):
+    """`report RUN_DIR --storage OTHER` opened OTHER first: one without the study was refused as "no autotune study
+    named ... in OTHER", one of another study by its reports, and a URL of a driver not installed by that, as if
+    RUN_DIR kept no study of its own."""
+    out = tmp_path / "own"
+    assert autotune_main("run", "--model", "tiny", "--nodes", "1", "--trials", "2", "--out", out).returncode == 0
+    other = tmp_path / "other"
+    assert autotune_main("run", "--model", "tiny", "--nodes", "1", "--trials", "2", "--out", other, "--storage",
+                         f"sqlite:///{tmp_path / 'shared.db'}", "--study-name", "alpha").returncode == 0
+    for flags in (("--storage", f"sqlite:///{tmp_path / 'shared.db'}"),
+                  ("--storage", f"sqlite:///{tmp_path / 'shared.db'}", "--study-name", "alpha"),
+                  ("--storage", "nosuchdriver://u@h/db")):
+        refused = autotune_main("report", out, *flags)
+        lines = refused.stderr.strip().splitlines()
+        assert refused.returncode == 2 and len(lines) == 1, (flags, refused.stderr)
+        assert lines[0].startswith(f"autotune report: error: RUN_DIR {out} keeps its study in its own study.db"), lines
+    missing = autotune_main("report", other, "--storage", f"sqlite:///{tmp_path / 'shared.db'}", "--study-name", "beta")
+    assert missing.returncode == 2 and missing.stderr.strip().splitlines() == [
+        f"autotune report: error: no autotune study named 'beta' in sqlite:///{tmp_path / 'shared.db'}; it holds alpha: "
+        "pass --study-name alpha"]
+    gone = autotune_main("report", tmp_path / "gone", "--storage", f"sqlite:///{tmp_path / 'new.db'}")
+    assert gone.stderr.strip().splitlines() == [
+        f"autotune report: error: {tmp_path / 'gone'} does not exist; pass the --out directory of an `autotune run`"]
+    assert not (tmp_path / "new.db").exists()
+
+
 def test_a_report_of_a_copy_of_a_storage_study_says_its_reports_now_describe_the_copy(tmp_path):
     url, copy = f"sqlite:///{tmp_path / 'shared.db'}", f"sqlite:///{tmp_path / 'moved.db'}"
     out = tmp_path / "s"
