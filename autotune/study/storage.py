@@ -21,7 +21,9 @@ import optuna
 from autotune.counted import counted
 from autotune.errors import UserError
 from autotune.os_text import shell_text, shown_name
-from autotune.study.storage_failure import kept_probe_results, unrecorded_probe_results
+from autotune.study.storage_failure import (
+    kept_probe_results, open_failure_line, storage_failure_line, unrecorded_probe_results,
+)
 
 STUDY_NAME = "autotune"  # a run directory's study.db holds one study; --study-name names others in a shared --storage
 METRIC_NAMES = ("time_to_solution_s", "energy_to_solution_kj")
@@ -328,25 +330,32 @@ def _open_storage(url: str, heartbeat: bool = False, must_exist: bool = False, g
                 if _lost_schema_race(exc) and attempt < CREATE_ATTEMPTS - 1:
                     time.sleep(0.5 + attempt)
                     continue
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                if "database is locked" in first:  # a healthy file another process holds: never "damaged"
-                    held = recorded_storage(url) if given else unquote(url.removeprefix("sqlite:///"))
-                    raise UserError(
-                        f"cannot open the study database {held}: "
-                        "it is locked by another process (another autotune run on it, optuna-dashboard, sqlite3, a backup) "
-                        "beyond SQLite's wait; run the same command again when that is done"
-                    ) from None
-                if not given:  # the run directory's own file: no URL to check, and no --storage to leave out
-                    path = Path(unquote(url.removeprefix('sqlite:///')))
-                    raise UserError(
-                        f"cannot open the study database {path} ({first}); it is damaged or not a study: restore it "
-                        f"from a copy, or start a new study with --out NEW_DIR{kept_probe_results(path.parent)}"
-                    ) from None
-                raise UserError(
-                    f"cannot open study storage {recorded_storage(url)!r} ({first}); check the URL (a database URL as Optuna's RDBStorage "
-                    "takes: sqlite:///PATH, postgresql://USER@HOST/DB), the server and its driver, or leave out "
-                    "--storage to use RUN_DIR/study.db"
-                ) from None
+                raise _open_refusal(exc, url, given, database) from None
+
+
+def _open_refusal(exc: Exception, url: str, given: bool, database: Path | None) -> UserError:
+    """The one line for a database Optuna could not open: SQLite's reason where it is one (locked, full, read-only:
+    a healthy file, never "damaged"), a damaged file, a missing driver or an unreachable server (open_failure_line),
+    else SQLAlchemy's own first line."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    held = recorded_storage(url) if given else unquote(url.removeprefix("sqlite:///"))
+    known = storage_failure_line(exc, f"the study database {held}") if database is not None else None
+    if known and not _damaged(first):
+        return UserError(known)
+    if not given:  # the run directory's own file: no URL to check, and no --storage to leave out
+        return UserError(f"cannot open the study database {held} ({first}); it is damaged or not a study: restore it "
+                         f"from a copy, or start a new study with --out NEW_DIR{kept_probe_results(Path(held).parent)}")
+    if database is not None and _damaged(first):
+        return UserError(f"cannot open study storage {held!r} ({first}); it is damaged or no study database: pass the "
+                         "URL the run used, or restore the file from a copy")
+    return UserError(open_failure_line(exc, url, held) or (
+        f"cannot open study storage {held!r} ({first}); check the URL (a database URL as Optuna's RDBStorage takes: "
+        "sqlite:///PATH, postgresql://USER@HOST/DB), or leave out --storage to use RUN_DIR/study.db"))
+
+
+def _damaged(said: str) -> bool:
+    """Whether SQLite's words say its file is no database it can read (another file, or a damaged one)."""
+    return any(words in said for words in ("file is not a database", "malformed"))
 
 
 @contextlib.contextmanager

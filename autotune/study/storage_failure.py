@@ -7,6 +7,9 @@ or disk is full", "attempt to write a readonly database" (the run directory move
 run went on), "database disk image is malformed". Those are a cluster's usual ways for a long study to
 die (a quota, a scratch purge, a node losing its file system), and each was a 100-line traceback with
 exit status 1 (trial 43 F5). What was committed before stays in the database.
+
+The same words serve a database that cannot be opened (open_failure_line adds a --storage's own causes: a driver
+not installed, a server not reached), and the trials/ results a lost study leaves behind are counted here.
 """
 
 from __future__ import annotations
@@ -45,17 +48,57 @@ def _chain(exc: BaseException | None) -> list[BaseException]:
     return found
 
 
-def storage_failure_line(exc: BaseException) -> str | None:
-    """One line (without the command's prefix) for a failure of the study's database, or None for any other error."""
+def storage_failure_line(exc: BaseException, named: str = "the study's database") -> str | None:
+    """One line (without the command's prefix) for a failure of the study's database, or None for any other error.
+    `named`: the database as the line names it where the command knows which ("the study database PATH")."""
     chain = _chain(exc)
     said = " ".join(str(e).lower() for e in chain)
     for words, rest in _KNOWN:
         if words in said:
-            return f"the study's database {rest}"
+            return f"{named} {rest}"
     if any(type(e).__name__ == "StorageInternalError" for e in chain):
         inner = next((e for e in reversed(chain) if str(e).strip()), exc)
         return (f"the study's database failed mid-command ({type(inner).__name__}: {' '.join(str(inner).split())[:200]}); "
                 f"{_KEPT}: run the same command again once that is fixed")
+    return None
+
+
+# The pip package of each driver module SQLAlchemy may ask for (its module's name is not always the package's).
+_DRIVER_PACKAGES = {"psycopg": '"psycopg[binary]"', "psycopg2": "psycopg2-binary", "pymysql": "pymysql",
+                    "MySQLdb": "mysqlclient", "mysql": "mysql-connector-python"}
+_POSTGRES_EXTRA = 'pip install -e ".[postgres]"'  # pyproject's extra for PostgreSQL: psycopg 3
+
+
+def open_failure_line(exc: BaseException, url: str, shown: str) -> str | None:
+    """One line for a --storage database (`shown`: its URL, password hidden) that could not be opened for a cause
+    outside the URL's spelling: its driver not installed, a database kind SQLAlchemy does not know, a server not
+    reached or that turned the connection away. Each read "check the URL ..., the server and its driver" with
+    Optuna's "Failed to import DB access module ... Please install appropriate one", which named no module."""
+    import sqlalchemy
+
+    chain = _chain(exc)
+    try:
+        parsed = sqlalchemy.engine.make_url(url)
+    except Exception:  # noqa: BLE001 - no URL: what is wrong with it is the caller's to say
+        return None
+    kind = parsed.get_backend_name()
+    missing = next((e for e in chain if isinstance(e, ModuleNotFoundError) and e.name), None)
+    if missing is not None:
+        module = missing.name.split(".")[0]
+        fix = f"pip install {_DRIVER_PACKAGES.get(module, module)}"
+        if kind == "postgresql":
+            fix = (f"{_POSTGRES_EXTRA} in autotune's source folder (or {fix})" if module == "psycopg" else
+                   f"write the URL as {parsed.set(drivername='postgresql+psycopg').render_as_string()} to use psycopg, "
+                   f"which {_POSTGRES_EXTRA} installs, or {fix}")
+        return f"--storage {shown!r} needs the {kind} driver {module}, which is not installed: {fix}"
+    if any(type(e).__name__ == "NoSuchModuleError" for e in chain):
+        return (f"--storage {shown!r}: {parsed.drivername!r} is no database SQLAlchemy knows; write sqlite:///PATH or "
+                "postgresql://USER@HOST/DB, or leave out --storage to use RUN_DIR/study.db")
+    server = next((e for e in reversed(chain) if type(e).__name__ == "OperationalError"), None)
+    if kind != "sqlite" and server is not None:
+        said = (str(server).strip().splitlines() or [type(server).__name__])[0][:200]  # the rest: hints, a docs link
+        return (f"cannot open study storage {shown!r}: its server was not reached or turned the connection away "
+                f"({said}); start the server, or correct the URL's host, port, user, password or database name")
     return None
 
 

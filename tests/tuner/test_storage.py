@@ -70,6 +70,72 @@ def test_a_storage_that_cannot_be_opened_is_one_line_naming_the_url(tmp_path):
         open_study(tmp_path, "journal:log", None)
 
 
+@pytest.mark.parametrize("url, blocked, said", [
+    ("postgresql://u:pw@127.0.0.1:1/db", "psycopg", "--storage 'postgresql://u:***@127.0.0.1:1/db' needs the postgresql "
+     'driver psycopg, which is not installed: pip install -e ".[postgres]" in autotune\'s source folder'),
+    ("postgresql+psycopg2://u@h/db", "psycopg2", "--storage 'postgresql+psycopg2://u@h/db' needs the postgresql driver "
+     "psycopg2, which is not installed: write the URL as postgresql+psycopg://u@h/db to use psycopg, which pip install "
+     '-e ".[postgres]" installs, or pip install psycopg2-binary'),
+    ("mysql+pymysql://u@h/db", "pymysql", "--storage 'mysql+pymysql://u@h/db' needs the mysql driver pymysql, which is "
+     "not installed: pip install pymysql"),
+    ("nosuch://u@h/db", None, "--storage 'nosuch://u@h/db': 'nosuch' is no database SQLAlchemy knows; write "
+     "sqlite:///PATH or postgresql://USER@HOST/DB"),
+])
+def test_a_storage_whose_driver_is_missing_names_it_and_how_to_install_it(tmp_path, monkeypatch, url, blocked, said):
+    """Optuna's "Failed to import DB access module for the specified storage URL. Please install appropriate one" came
+    with "check the URL ..., the server and its driver": no module named, and not the project's extra that has it."""
+    import sys
+
+    if blocked:
+        monkeypatch.setitem(sys.modules, blocked, None)  # as where it is not installed
+    with pytest.raises(UserError) as refused:
+        open_study(tmp_path, url, None)
+    assert str(refused.value).startswith(said) and "\n" not in str(refused.value), str(refused.value)
+    assert "pw" not in str(refused.value)
+
+
+def test_a_storage_server_not_reached_is_said_as_such(tmp_path):
+    pytest.importorskip("psycopg")
+    with pytest.raises(UserError) as refused:
+        open_study(tmp_path, "postgresql://u@127.0.0.1:1/db", None)  # nothing listens on port 1
+    said = str(refused.value)
+    assert said.startswith("cannot open study storage 'postgresql://u@127.0.0.1:1/db': its server was not reached or "
+                           "turned the connection away (connection failed: ") and "\n" not in said, said
+    assert said.endswith("Connection refused); start the server, or correct the URL's host, port, user, password or "
+                         "database name"), said
+
+
+def test_a_damaged_storage_file_is_said_damaged_not_a_url_to_check(tmp_path):
+    (tmp_path / "junk.db").write_text("not a database, only text long enough for SQLite to read its header\n" * 2)
+    url = f"sqlite:///{tmp_path / 'junk.db'}"
+    with pytest.raises(UserError) as refused:
+        open_study(tmp_path / "run", url, None)
+    assert str(refused.value) == (f"cannot open study storage {url!r} ((sqlite3.DatabaseError) file is not a database); "
+                                  "it is damaged or no study database: pass the URL the run used, or restore the file "
+                                  "from a copy")
+
+
+def test_a_read_only_study_db_is_said_read_only_not_damaged(tmp_path, monkeypatch):
+    """SQLite's "attempt to write a readonly database" (a read-only mount, a file root alone may write) read "it is
+    damaged or not a study: restore it from a copy" of a healthy file."""
+    import sqlite3
+
+    import sqlalchemy
+
+    from autotune.study import storage
+
+    assert open_study(tmp_path, None, None) is not None
+    def read_only(*args, **kwargs):
+        raise sqlalchemy.exc.OperationalError("INSERT ...", {}, sqlite3.OperationalError("attempt to write a readonly database"))
+
+    monkeypatch.setattr(storage.optuna.storages, "RDBStorage", read_only)
+    with pytest.raises(UserError) as refused:
+        open_study(tmp_path, None, None)
+    assert str(refused.value).startswith(f"the study database {tmp_path / 'study.db'} cannot be written (the file or its "
+                                         "directory is read-only"), str(refused.value)
+    assert "damaged" not in str(refused.value)
+
+
 def test_a_storage_naming_a_directory_says_so_and_names_the_study_db_in_it(tmp_path):
     """"there is no database at RUN_DIR" (trial 58 F11), of a directory; a run's storage got SQLite's "unable to
     open database file"."""
