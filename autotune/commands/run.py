@@ -158,7 +158,10 @@ def default_run_dir(args: argparse.Namespace, model, nodes) -> Path:
     from autotune.models_hf import TOWER
 
     # The tower an HF checkpoint's name adds ("Qwen2.5-7B + SigLIP so400m/14") is the same for all of them.
-    model_name = _directory_name(model.name.removesuffix(f" + {TOWER}"))[:64] or "model"
+    own_name = model.name.removesuffix(f" + {TOWER}")
+    model_name = _directory_name(own_name)[:64] or "model"
+    if not own_name.isascii():  # its letters dropped ('Qwén' and 'Qwèn' were both Qw_n): a digest keeps them apart,
+        model_name += _digest(own_name)  # while an ASCII name keeps the directory its earlier runs resume in
     nodes = sorted(nodes)
     span = node_span(nodes)
     counts = str(nodes[0]) if len(nodes) == 1 else f"{span[0]}to{span[1]}" if span else "_".join(map(str, nodes))
@@ -168,7 +171,7 @@ def default_run_dir(args: argparse.Namespace, model, nodes) -> Path:
     # ends like that.
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", args.study_name)[:64]
     if safe != args.study_name:
-        safe += "+" + hashlib.sha256(args.study_name.encode()).hexdigest()[:10]
+        safe += _digest(args.study_name)
     name = "" if args.study_name == STUDY_NAME else "-" + safe
     return Path("runs") / f"{model_name}-{counts}n{name}"
 
@@ -183,6 +186,11 @@ def default_run_dir_examples() -> str:
     plain = Namespace(study_name=STUDY_NAME)
     return ", ".join(f"{default_run_dir(plain, PRESETS[model], nodes)}{given}" for model, nodes, given in (
         ("32b", [4], ""), ("7b", [1, 2], " for --nodes 1-2"), ("7b", [1, 2, 4], " for --nodes 1,2,4")))
+
+
+def _digest(name: str) -> str:
+    """'+' and 10 hex digits of the name's SHA-256: what keeps apart directory names that cleaning made alike."""
+    return "+" + hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:10]
 
 
 def _directory_name(text: str) -> str:

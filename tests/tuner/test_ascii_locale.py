@@ -5,6 +5,7 @@ the user told to fix a file that was right. TOML is UTF-8 by its specification; 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -91,7 +92,11 @@ def test_a_model_named_by_a_non_ascii_folder_or_file_gets_its_name_and_a_safe_di
     (checkpoint / "config.json").write_text(json.dumps(data), encoding="utf-8")
     (tmp_path / "nö.json").write_text(json.dumps({k: v for k, v in PRESETS["tiny"].to_json().items() if k != "name"}),
                                       encoding="utf-8")
-    for model, name, directory in ((checkpoint, "Qwén-7B + SigLIP so400m/14", "Qw_n-7B-1n"), ("nö.json", "nö", "n_-1n")):
+    def digest(name: str) -> str:  # what keeps two names apart that differ only in their letters beyond ASCII
+        return "+" + hashlib.sha256(name.encode()).hexdigest()[:10]
+
+    for model, name, directory in ((checkpoint, "Qwén-7B + SigLIP so400m/14", f"Qw_n-7B{digest('Qwén-7B')}-1n"),
+                                   ("nö.json", "nö", f"n_{digest('nö')}-1n")):
         done = _run_bytes("run", "--model", model, "--nodes", 1, "--trials", 1, cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         assert json.loads((tmp_path / "runs" / directory / "pareto.json").read_text(encoding="utf-8"))["model"] == name

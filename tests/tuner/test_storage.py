@@ -452,6 +452,24 @@ def test_distinct_study_names_get_distinct_default_run_directories(tmp_path):
     assert json.loads((tmp_path / directories["a/b"] / "pareto.json").read_text())["study_name"] == "a/b"
 
 
+def test_distinct_model_names_get_distinct_default_run_directories():
+    """Two model names of letters beyond ASCII were one directory ('模型' and '模子' both runs/_-1n, 'Qwén' and 'Qwèn'
+    both Qw_n): a digest of the name keeps them apart. An ASCII name keeps the directory it had, where its earlier
+    runs resume."""
+    import argparse
+    from types import SimpleNamespace
+
+    from autotune.commands.run import default_run_dir
+
+    def directory(name: str) -> str:
+        return default_run_dir(argparse.Namespace(study_name="autotune"), SimpleNamespace(name=name), (1,)).name
+
+    names = ["模型", "模子", "Qwén-7B", "Qwèn-7B", "Qw_n-7B"]
+    assert len({directory(name) for name in names}) == len(names)
+    assert directory("模型") == "_+" + hashlib.sha256("模型".encode()).hexdigest()[:10] + "-1n"
+    assert [directory(name) for name in ("Qw_n-7B", "my model!", "32b")] == ["Qw_n-7B-1n", "my_model_-1n", "32b-1n"]
+
+
 def test_a_query_string_in_an_sqlite_storage_url_is_refused_not_taken_as_the_file(tmp_path):
     """`sqlite:///.../st?x=1.db` wrote the file `st` (SQLAlchemy reads the rest as options it then drops),
     while every message named the URL given."""
