@@ -38,10 +38,17 @@ def _allowed(integer: bool, low, high, low_open: bool) -> str:
     return f"{kind} {' and '.join(bounds)}".strip()
 
 
-def whole_literal_problem(value: float) -> str:
+def whole_literal_problem(value: float, low=None, high=None, low_open: bool = False, *, range_said: str = "") -> str:
     """Why a whole number written with a decimal point or an exponent (2.0, 1e1: a float) is refused, and the
-    number to write: the one wording of flags, files and records (trial 63 #22: three wordings)."""
-    return f"is not a whole number; write it without a decimal point or an exponent ({int(value)})"
+    number to write: the one wording of flags, files and records (trial 63 #22: three wordings). Where the number
+    lies outside [low, high] (1e400; 1e3 GPUs of a 4-GPU node) the range is said in its place: the number would
+    be refused next. `range_said`: the range in other words than "a whole number >= 1 ..." (a profile's "1..4")."""
+    sentence = "is not a whole number; write it without a decimal point or an exponent"
+    too_small = low is not None and (value <= low if low_open else value < low)
+    side = "small" if too_small else "large" if high is not None and value > high else ""
+    if side:
+        return f"{sentence}, and it is too {side}: it must be {range_said or _allowed(True, low, high, low_open)}"
+    return f"{sentence} ({int(value)})"
 
 
 def number_problem(value, *, low=None, high=None, low_open: bool = False, integer: bool = False,
@@ -57,11 +64,11 @@ def number_problem(value, *, low=None, high=None, low_open: bool = False, intege
         return f"is not a whole number; it must be {allowed}"
     if isinstance(value, float) and not math.isfinite(value):  # (an int is finite, and may exceed a float)
         return f"is not finite; it must be {allowed}"
+    if integer and whole_literal and isinstance(value, float):  # 1e400 too: an exponent, whatever its size
+        return whole_literal_problem(value, low, high, low_open)
     too_low = low is not None and (value <= low if low_open else value < low)
     if too_low or (high is not None and value > high):
         return f"is out of range; it must be {allowed}"
-    if integer and whole_literal and isinstance(value, float):
-        return whole_literal_problem(value)
     return None
 
 
@@ -75,7 +82,7 @@ def _as_number(text: str, integer: bool):
     return text
 
 
-def _finite_as_typed(text: str, value):
+def finite_as_typed(text: str, value):
     """A finite number too large for a float (1e400, which float() reads as inf) as the largest float of its sign:
     the user typed a number, and is told it is out of range with the range, not that it is "not finite"."""
     if isinstance(value, float) and math.isinf(value) and "inf" not in text.lower():
@@ -103,12 +110,12 @@ def flag_number(text: str, *, low=None, high=None, low_open: bool = False, integ
     value = _as_number(stripped, integer)
     bounds = {"low": low, "high": high, "low_open": low_open, "integer": integer}
     # A whole number in digits, as in a file: "1e3" and "2.0" are refused there, so here too.
-    problem = number_problem(_finite_as_typed(text, value), **bounds, whole_literal=integer)
+    problem = number_problem(finite_as_typed(text, value), **bounds, whole_literal=integer)
     # The range as number_problem says it of no number at all ("is not a number; it must be ...").
     allowed = number_problem(None, **bounds).partition("; ")[2]
     if spelling := _spelling_problem(stripped, value):
         problem = f"{spelling}; {allowed}"
-    if not problem and _finite_as_typed(text, value) is not value:  # past a float, with no upper bound to pass
+    if not problem and finite_as_typed(text, value) is not value:  # past a float, with no upper bound to pass
         problem = f"is out of range (past {sys.float_info.max:.3g}, the largest number autotune computes with); {allowed}"
     if problem:
         return None, problem

@@ -172,8 +172,10 @@ def _checked_study(origin: str, study) -> dict:
                 raise ConfigError(f"{origin}: study.{key} = {shown(value)} is not a name; {_FIX}")
             out[key] = value
         else:
-            # Whole as the model and space files write them: 60.0 frames is a hand edit or another tool's float.
-            out[key] = checked_number(origin, f"study.{key}", value, low=1, integer=True, whole_literal=True, fix=_FIX)
+            # Whole as the model and space files write them: 60.0 frames is a hand edit or another tool's float. Up to
+            # MAX_COUNT as the flags that give them: 1e13 was told to write 10000000000000 (trial 63 #22).
+            out[key] = checked_number(origin, f"study.{key}", value, low=1, high=MAX_COUNT, integer=True,
+                                      whole_literal=True, fix=_FIX)
     return out
 
 

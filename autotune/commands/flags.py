@@ -16,13 +16,29 @@ from autotune.commands.paths import CWD_GONE, current_directory_gone
 from autotune.os_text import escaped_bytes, os_text
 
 
-def number_flag(*, low=None, high=None, low_open: bool = False, integer: bool = False, fix: str = ""):
+class WrittenWhole(int):
+    """A whole number typed with a decimal point or an exponent ('2.0', '1e3'), kept with its text for the check that
+    knows the flag's range and refuses it (checks.whole_literal_problem): --gpus-per-node's range is the profile's,
+    read after the command line, and '1e3' suggested '(1000)', which that range then refused (trial 63 #22)."""
+
+    written: str
+
+
+def number_flag(*, low=None, high=None, low_open: bool = False, integer: bool = False, fix: str = "",
+                range_later: bool = False):
     """An argparse `type=`: the flag's text as an int (integer=True) or a float within the bounds.
     NaN and infinities are refused, and so is '1.5' where a whole number belongs. `fix`: what the value is,
-    said after the range (checks.checked_number's, so one bounds table serves both)."""
+    said after the range (checks.checked_number's, so one bounds table serves both). `range_later`: a whole
+    number written '2.0' or '1e3' over the low bound is a WrittenWhole, for the check of the range known later."""
 
     def convert(text: str):
         value, problem = flag_number(text, low=low, high=high, low_open=low_open, integer=integer)
+        if problem and range_later:
+            number = flag_number(text, low=low, low_open=low_open)[0]  # 1e13 too: its range is said later
+            if number is not None and number.is_integer():
+                whole = WrittenWhole(number)
+                whole.written = text
+                return whole
         if problem:
             raise argparse.ArgumentTypeError(f"{text!r} {problem}{f'; {fix}' if fix else ''}")
         return value
@@ -31,8 +47,8 @@ def number_flag(*, low=None, high=None, low_open: bool = False, integer: bool = 
     return convert
 
 
-def whole_number_flag(*, low=None, high=MAX_COUNT):
-    return number_flag(low=low, high=high, integer=True)
+def whole_number_flag(*, low=None, high=MAX_COUNT, range_later: bool = False):
+    return number_flag(low=low, high=high, integer=True, range_later=range_later)
 
 
 def text_flag(text: str) -> str:

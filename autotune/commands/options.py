@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-from autotune.checks import MAX_COUNT
-from autotune.commands.flags import name_or_path_flag, whole_number_flag
+from autotune.checks import MAX_COUNT, whole_literal_problem
+from autotune.commands.flags import WrittenWhole, name_or_path_flag, whole_number_flag
 from autotune.errors import ConfigError, UserError
 from autotune.hardware import available_hardware, load_hardware
 from autotune.models import PRESETS, load_model
@@ -33,7 +33,7 @@ def add_study_options(parser: argparse.ArgumentParser) -> None:
     what.add_argument("--hardware", type=name_or_path_flag, default=DEFAULT_HARDWARE, metavar="NAME|FILE",
                       help=f"profile (gh200, h100-sxm, cpu) or a TOML file (default: {DEFAULT_HARDWARE})")
     what.add_argument(
-        "--gpus-per-node", type=whole_number_flag(low=1), default=None, metavar="N",
+        "--gpus-per-node", type=whole_number_flag(low=1, range_later=True), default=None, metavar="N",
         help="GPUs used per node, 1 to the profile's count (default: the whole node of the profile, or the GPUs "
              "per node of the allocation, hostfile or machine that gives the nodes, where fewer)",
     )
@@ -157,10 +157,14 @@ def build_settings(args: argparse.Namespace) -> StudySettings:
     hardware = load_hardware(args.hardware)
     # Leaving the flag out means the profile's whole node; a given value is checked, never replaced.
     gpus_per_node = hardware.gpus_per_node if args.gpus_per_node is None else args.gpus_per_node
+    node = f"1..{hardware.gpus_per_node}, the GPUs of a node of hardware '{hardware.name}'"
+    if isinstance(args.gpus_per_node, WrittenWhole):  # '2.0', '1e3': refused here, where the range is known
+        problem = whole_literal_problem(float(gpus_per_node), 1, hardware.gpus_per_node, range_said=node)
+        raise ConfigError(f"--gpus-per-node {args.gpus_per_node.written!r} {problem}")
     if not 1 <= gpus_per_node <= hardware.gpus_per_node:
         raise ConfigError(
-            f"--gpus-per-node {args.gpus_per_node} is outside 1..{hardware.gpus_per_node}, the GPUs of a "
-            f"node of hardware '{hardware.name}'; pass a count in that range, or leave the flag out to use the whole node"
+            f"--gpus-per-node {args.gpus_per_node} is outside {node}; pass a count in that range, or leave the flag "
+            "out to use the whole node"
         )
     nodes = parse_nodes(args.nodes)
     workload = make_workload(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from autotune.counted import agreeing
 from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, knob_value
-from autotune.checks import MAX_COUNT, shown, whole_literal_problem
+from autotune.checks import MAX_COUNT, finite_as_typed, shown, whole_literal_problem
 from autotune.errors import ConfigError
 from autotune.file_kind import did_you_mean, mixed_up
 from autotune.text_files import read_toml
@@ -72,8 +72,8 @@ def _node_part(part: str, raw: str) -> tuple[int, int]:
     else:
         what = f"{part!r} in --nodes {raw!r}" if part != raw else f"--nodes {raw!r}"
         written = _float_or_none(part)
-        if written is not None and written.is_integer() and 1 <= written <= MAX_COUNT:  # 2.0, 1e1: as the flags say it
-            raise ConfigError(f"{what} {whole_literal_problem(written)}")
+        if written is not None and finite_as_typed(part, written).is_integer():  # 2.0, 1e1, 1e400: as the flags say it
+            raise ConfigError(f"{what} {whole_literal_problem(finite_as_typed(part, written), 1, MAX_COUNT)}")
         raise ConfigError(f"{what} is not a whole number or a range LOW-HIGH; {_NODES_HELP}")
     if low < 1:
         raise ConfigError(f"--nodes {raw!r} must be at least 1 (a range is LOW-HIGH with 1 <= LOW <= HIGH); {_NODES_HELP}")

@@ -99,6 +99,10 @@ def test_labels_are_kept(tmp_path, make_candidate):
         ({**OK, "time_s": 5e-13}, ["line 2", "time_s = 5e-13 is out of range; it must be a number >= 1e-12 and <= 1e+18"]),
         ({**OK, "energy_kj": 1e-320}, ["line 2", "energy_kj = 1e-320 is out of range; it must be a number >= 1e-12"]),
         ({**OK, "study": {**STUDY, "frames": 60.0}}, ["line 2", "study.frames = 60.0", "without a decimal point"]),
+        # Trial 63 #22: 1e13 was told "(10000000000000)", a number past what the flag that gives it takes.
+        ({**OK, "study": {**STUDY, "gpus_per_node": 1e13}}, ["line 2", "study.gpus_per_node = 10000000000000.0 is not a "
+          "whole number; write it without a decimal point or an exponent, and it is too large: it must be a whole number "
+          ">= 1 and <= 1000000000000"]),
         ({**OK, "valid": False}, ["line 2", "a candidate listed invalid (valid false) holds time_s"]),
         ({**OK, "valid": "yes"}, ["line 2", 'valid = "yes" is not true or false']),
         ({**OK, "reason": 5}, ["line 2", "reason = 5 is not a text"]),
@@ -298,6 +302,8 @@ def test_what_measured_energy_left_out_is_kept_through_export_and_replay(tmp_pat
     ("nodes", 2.0, ["params.nodes = 2.0 is not a whole number; write it without a decimal point or an exponent (2)"]),
     ("sm_clock_mhz", 1600.0, ["params.sm_clock_mhz = 1600.0 is not a whole number; write it without a decimal point or an exponent (1600)"]),
     ("micro_batch", 10**13, ["params.micro_batch = 10000000000000 is not a whole number >= 1 and <= 1000000000000"]),
+    ("nodes", 1e13, ["params.nodes = 10000000000000.0 is not a whole number; write it without a decimal point or an exponent, "
+                     "and it is too large: it must be a whole number >= 1 and <= 1000000000000"]),  # trial 63 #22
     ("sm_clock_mhz", 10**13, ["params.sm_clock_mhz = 10000000000000"]),
     # Refused before too, shown as the file writes them.
     ("optimizer_offload", "cpu", ['params.optimizer_offload = "cpu" is not one of the allowed values "none", "sync", "async"']),

@@ -213,7 +213,9 @@ def test_a_candidate_file_autotune_wrote_is_taken(tmp_path):
 _WRONG_WHOLE_NUMBERS = [
     ("0", "is out of range"), ("-1", "is out of range"), ("1.5", "is not a whole number"),
     ("nan", "is not a whole number"), ("inf", "is not a whole number"), ("-inf", "is not a whole number"),
-    ("", "is not a whole number"), ("1e400", "is out of range"), ("99999999999999999999", "is out of range"),
+    ("", "is not a whole number"), ("99999999999999999999", "is out of range"),
+    # an exponent as 1e3 is, and too large (trial 63 #22: 'is out of range' alone)
+    ("1e400", "is not a whole number; write it without a decimal point or an exponent, and it is too large:"),
     ("1_0", "has an underscore, which a number here does not take: write the number without it"),
     ("\uff14", "has characters other than ASCII: write the number in ASCII digits (0-9)"),
     ("ten", "is not a whole number"), ("0x10", "is not a whole number"), ("2,5", "is not a whole number"),
@@ -230,7 +232,8 @@ def test_a_wrong_count_is_one_line_that_says_what_is_allowed(capsys, flag):
             continue
         line = _refused(capsys, [f"{flag}={value}"])
         shown_flag = "--local_rank/--local-rank" if flag == "--local_rank" else flag
-        assert line == f"{shown_flag}: {value!r} {problem}; it must be a whole number >= {low} and <= 1000000000000", value
+        joined = " " if problem.endswith(":") else "; "
+        assert line == f"{shown_flag}: {value!r} {problem}{joined}it must be a whole number >= {low} and <= 1000000000000", value
 
 
 @pytest.mark.parametrize("flag, taken", [

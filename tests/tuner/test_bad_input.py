@@ -435,7 +435,8 @@ def test_a_number_python_reads_but_a_flag_does_not_take_is_refused(tmp_path, cap
 @pytest.mark.parametrize("flag, value, words", [
     ("--probe-timeout", "1e400", "'1e400' is out of range; it must be a number >= 1 and <= 604800"),
     ("--probe-timeout", "-1E999", "'-1E999' is out of range; it must be a number >= 1 and <= 604800"),
-    ("--trials", "1e400", "'1e400' is out of range; it must be a whole number >= 1 and <= 1000000000000"),
+    ("--trials", "1e400", "'1e400' is not a whole number; write it without a decimal point or an exponent, and it is "
+                          "too large: it must be a whole number >= 1 and <= 1000000000000"),  # as 1e3 is (trial 63 #22)
     ("--max-slowdown", "1e400", "'1e400' is out of range (past 1.8e+308, the largest number autotune computes with); "
                                 "it must be a number >= 1"),
     ("--probe-timeout", "-inf", "'-inf' is not finite"), ("--max-slowdown", "Infinity", "'Infinity' is not finite"),
@@ -488,6 +489,11 @@ def test_a_folder_really_named_tilde_is_named_by_its_whole_path(tmp_path, monkey
 
 @pytest.mark.parametrize("argv, words", [
     (["--gpus-per-node", "3"], ["--gpus-per-node 3 is outside 1..2", "'cpu'"]),
+    # Trial 63 #22: '1e3' was told to write 1000, which the profile's node then refused: its range is said instead.
+    (["--gpus-per-node", "1e3"], ["--gpus-per-node '1e3' is not a whole number; write it without a decimal point or an "
+                                  "exponent, and it is too large: it must be 1..2, the GPUs of a node of hardware 'cpu'"]),
+    (["--gpus-per-node", "2.0"], ["--gpus-per-node '2.0' is not a whole number; write it without a decimal point or an "
+                                  "exponent (2)"]),
     (["--samples", "4"], ["--samples 4 is less than one global batch", "global_batch 8 from the default_workload of model tiny"]),
     (["--global-batch", "128"], ["samples 64 from the default_workload of model tiny", "--global-batch 128"]),
     (["--samples", "16", "--global-batch", "32"], ["--samples 16", "--global-batch 32"]),

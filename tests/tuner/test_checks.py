@@ -62,4 +62,9 @@ def test_a_whole_number_is_written_in_digits_in_a_flag_as_in_a_file():
     assert flag_number("2.0", low=1, integer=True)[1].startswith("is not a whole number; write it without")
     assert flag_number("1000", low=1, integer=True) == (1000, None)
     assert flag_number("1e3", low=1) == (1000.0, None)  # a number that may have a fraction takes any spelling
-    assert "is out of range" in flag_number("1e400", low=1, high=10, integer=True)[1]  # the range first, as before
+    # An exponent past the range is one too (trial 63 #22: 1e400 was "out of range" alone), said with the range in
+    # place of a number to write that the range refuses.
+    too_large = "write it without a decimal point or an exponent, and it is too large: it must be a whole number >= 1 and <= 10"
+    assert flag_number("1e400", low=1, high=10, integer=True) == (None, f"is not a whole number; {too_large}")
+    assert flag_number("1e2", low=1, high=10, integer=True) == (None, f"is not a whole number; {too_large}")
+    assert flag_number("0.0", low=0, low_open=True, integer=True)[1].endswith("too small: it must be a whole number > 0")

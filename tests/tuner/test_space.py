@@ -3,6 +3,7 @@ import re
 import pytest
 
 from autotune.candidate import Candidate, Knobs
+from autotune.checks import MAX_COUNT
 from autotune.errors import ConfigError
 from autotune.hardware import load_hardware
 from autotune.models import load_model
@@ -68,13 +69,19 @@ def test_a_whole_number_written_as_a_float_is_refused_in_the_flags_words(tmp_pat
     """Trial 63 #22: --nodes 2.0 and a space file's 1e1 said it otherwise than every whole-number flag does."""
     words = "is not a whole number; write it without a decimal point or an exponent"
     for bad, said in (("2.0", f"--nodes '2.0' {words} (2)"), ("1e1", f"--nodes '1e1' {words} (10)"),
-                      ("2.0,4", f"'2.0' in --nodes '2.0,4' {words} (2)")):
+                      ("2.0,4", f"'2.0' in --nodes '2.0,4' {words} (2)"),
+                      # past the range, the range, not a number it refuses (1e400 was "not a whole number or a range")
+                      ("1e400", f"--nodes '1e400' {words}, and it is too large: it must be a whole number >= 1 and <= {MAX_COUNT}"),
+                      ("0.0", f"--nodes '0.0' {words}, and it is too small: it must be a whole number >= 1 and <= {MAX_COUNT}")):
         with pytest.raises(ConfigError) as refused:
             parse_nodes(bad)
         assert str(refused.value) == said
     path = tmp_path / "space.toml"
     path.write_text("micro_batch = [1, 2, 4, 1e1]\n")
     with pytest.raises(ConfigError, match=re.escape(f"'micro_batch' has 10.0, which {words} (10)")):
+        load_space(path, (1,))
+    path.write_text("micro_batch = [1, 1e13]\n")  # a count past its range: the range, not "(10000000000000)"
+    with pytest.raises(ConfigError, match=re.escape(f"{words}, and it is too large: it must be a whole number >= 1 and <= {MAX_COUNT}")):
         load_space(path, (1,))
 
 
