@@ -65,10 +65,11 @@ def shell_text(text: str, stream=None) -> str:
     """`text` as one shell word that gives it back when typed, whatever the terminal: shlex-quoted where `stream`
     (default: standard error, where messages go) can show it, else bash's `$'...'` with the UTF-8 bytes as \\xNN.
     Under an ASCII locale a study named 'étude' was shown as '?tude' in the fix of a refusal, and `--study-name
-    '?tude'` named another study, which was refused again (trial 58 F1)."""
+    '?tude'` named another study, which was refused again (trial 58 F1). A control character (a newline in a path)
+    is written so too: shlex-quoted, a terminal showed it as a space or a line break (trial 63 #23)."""
     import shlex
 
-    if shows(text, stream):
+    if shows(text, stream) and text.isprintable():
         return shlex.quote(text)
     word = []
     for byte in text.encode("utf-8", "surrogateescape"):

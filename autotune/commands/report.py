@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from autotune.counted import agreeing, counted
 from autotune.commands.flags import GivenOnce, number_flag, path_flag, storage_shown, study_name_flag, text_flag
+from autotune.os_text import shell_text
 from autotune.study.storage import STUDY_NAME
 
 FORMATS = ("table", "json", "md")
@@ -217,15 +218,13 @@ def _refuse_another_storage(run_dir, storage: str) -> None:
     reports of another database written there (a copy's, or the server a study moved to: the same trials, so the
     check of the study let it through) pointed pareto.json at it, and the next bare report rewrote them from
     study.db again, each time the other study as it stood."""
-    import shlex
-
     from autotune.errors import UserError
     from autotune.study.storage import recorded_storage
 
     own = run_dir / "study.db"
     raise UserError(
         f"RUN_DIR {run_dir} keeps its study in its own study.db, and its reports (pareto.json, configs/) are of that one; "
-        f"--storage {shlex.quote(recorded_storage(storage))} is another database, whose study a copy or a move may have "
+        f"--storage {shell_text(recorded_storage(storage))} is another database, whose study a copy or a move may have "
         f"changed since: report it into a directory of its own (mkdir NEW_DIR, then autotune report NEW_DIR --storage "
         f"URL), drop --storage to report {own}, or, where the study moved to that database for good, move {own} out of "
         f"{run_dir} first")
@@ -250,11 +249,9 @@ def _repointed(run_dir, before: str | None, now: str | None) -> str:
     """The line that says the reports now describe another storage than pareto.json named: with --storage, the same
     study by the trials pareto.json listed (study.storage.check_run_dir_is_of: a copy or a move of it); without,
     the directory's own study.db, which is its study by definition."""
-    import shlex
-
     def where(url: str | None) -> str:
         if url:
-            return f"--storage {shlex.quote(url)}"
+            return f"--storage {shell_text(url)}"
         return "its own study.db" + ("" if (run_dir / "study.db").is_file() else f" (no longer in {run_dir})")
 
     if now is None:
@@ -262,4 +259,4 @@ def _repointed(run_dir, before: str | None, now: str | None) -> str:
                 "study.db, the study a bare `autotune report RUN_DIR` reads")
     return (f"RUN_DIR {run_dir}: its reports (pareto.json, configs/) were of {where(before)} and are now of {where(now)} (the "
             f"same study by the trials its pareto.json listed: a copy or a move of it), which `autotune report "
-            f"{shlex.quote(str(run_dir))}` names from now on")
+            f"{shell_text(str(run_dir))}` names from now on")

@@ -9,7 +9,6 @@ import logging
 import math
 import os
 import re
-import shlex
 import time
 import warnings
 from collections.abc import Iterator
@@ -52,7 +51,7 @@ def storage_flags(storage: str | None, study_name: str = STUDY_NAME) -> str:
     hidden: a terminal line ends in job and CI logs, which are often readable by more people than the database."""
     shown = recorded_storage(storage) if storage else None
     hidden = " (its password where it says ***)" if shown and shown != storage else ""
-    return ((f" --storage {shlex.quote(shown)}" if shown else "")
+    return ((f" --storage {shell_text(shown)}" if shown else "")
             + (f" --study-name {shell_text(study_name)}" if study_name != STUDY_NAME else "") + hidden)
 
 
@@ -79,7 +78,7 @@ def _recorded_study(run_dir: Path) -> str:
         return ""  # a pareto.json from before the URL was recorded
     name = held.get("study_name") if isinstance(held.get("study_name"), str) else STUDY_NAME
     hidden = " (its password where it says ***)" if "***" in url else ""
-    return f" --storage {shlex.quote(url)} --study-name {shell_text(name)}{hidden}"
+    return f" --storage {shell_text(url)} --study-name {shell_text(name)}{hidden}"
 
 
 # What a worker sees when another one created Optuna's schema while it was creating it too: SQLite
@@ -153,7 +152,7 @@ def _refuse_a_path(text: str) -> None:
     path, is_dir = Path(text), False
     with contextlib.suppress(OSError):  # a name too long to look up: its URL is refused as such (_check_sqlite)
         is_dir = path.is_dir()
-    fix = _database_in(path) if is_dir else f"pass --storage {shlex.quote(_clipped(sqlite_url(path)))}, the URL of that file"
+    fix = _database_in(path) if is_dir else f"pass --storage {shell_text(_clipped(sqlite_url(path)))}, the URL of that file"
     raise UserError(f"--storage {_clipped(text)!r} is a path, not a database URL; {fix}")
 
 
@@ -177,9 +176,9 @@ def _database_in(folder: Path) -> str:
     """What to pass for a --storage that names a folder: the URL of its study.db, where it has one (a run
     directory: `autotune run`'s default database, which leaving out --storage reads), else a file in it."""
     if (folder / "study.db").is_file():
-        return (f"pass --storage {shlex.quote(sqlite_url(folder / 'study.db'))}, the study.db in it, or leave out "
+        return (f"pass --storage {shell_text(sqlite_url(folder / 'study.db'))}, the study.db in it, or leave out "
                 "--storage if it is RUN_DIR's own")
-    return f"name a database file in it (--storage {shlex.quote(sqlite_url(folder / 'NAME.db'))})"
+    return f"name a database file in it (--storage {shell_text(sqlite_url(folder / 'NAME.db'))})"
 
 
 def _with_the_umasks_mode(path: Path) -> None:

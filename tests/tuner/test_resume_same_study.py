@@ -455,3 +455,29 @@ def test_a_model_file_named_like_the_study_s_preset_is_said_to_be_a_file_of_othe
     layers = PRESETS["tiny"].llm.layers
     assert (f"r holds a study of --model tiny (the preset), not fake.json (named tiny, other sizes: llm.layers "
             f"{layers + 1}, not {layers}); pass --out") in refused.stderr, refused.stderr
+
+
+def test_a_refusal_quotes_a_model_path_holding_a_newline_so_that_bash_gives_it_back(tmp_path):
+    """Trial 63 #23: the study's --model 'ev ...q"<newline>Z.json' was shown shlex-quoted, the newline a space on the
+    terminal, and the option pasted back named no file: control characters are written as bash's $'...\\x0a...'."""
+    import subprocess
+
+    from autotune.models import PRESETS
+    from autotune.shell import shell_path
+    from autotune.study.storage import storage_flags
+
+    name = "ev $(touch pwned)`touch pwned2`'q\"\nZ.json"
+    (tmp_path / name).write_text(json.dumps({**PRESETS["tiny"].to_json(), "name": "evil"}))
+    options = ("run", "--hardware", "cpu", "--nodes", "1", "--out", "r", "-q")
+    assert autotune_main(*options, "--model", name, "--trials", "1", cwd=tmp_path).returncode == 0
+    refused = autotune_main(*options, "--model", "7b", "--trials", "2", cwd=tmp_path)
+    assert refused.returncode == 2
+    line = refused.stderr.strip().splitlines()[-1]
+    typed = line.partition("holds a study of --model ")[2].partition(" (evil), not 7b;")[0]
+    assert typed.startswith("$'") and "\\x0a" in typed, line
+    url = f"sqlite:///{tmp_path}/a\nb.db"  # a --storage said back to paste, as the --model is
+    stored = storage_flags(url).removeprefix(" --storage ")
+    for word, path in [(typed, name), (shell_path("-a\tb"), "./-a\tb"), (shell_path("x\x7fy"), "x\x7fy"), (stored, url)]:
+        given_back = subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True, check=True, cwd=tmp_path)
+        assert given_back.stdout.decode() == path, word
+    assert not (tmp_path / "pwned").exists() and not (tmp_path / "pwned2").exists()
