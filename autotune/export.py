@@ -336,6 +336,22 @@ def pick_caveats(view: StudyView, document: dict, trial: int, pick: str | None =
     return [line for line in (outside, ties and f"{PICK_FILES[rows[0]['name']]} (trial {trial}): {ties}") if line]
 
 
+def was_probed(point) -> bool:
+    """Whether a probe measured the point's time: a simulated point's never ran, and its launch.sh saying "Runs the
+    probe again" and the terminal "train it as probed" told a user it had (trial64 #11). A replayed record keeps its
+    probe's source, so a replay of measurements still runs its probe again."""
+    return point.source != "simulated"
+
+
+def _launch_purpose(point, config_name: str, without: str) -> str:
+    """launch.sh's first words: what running it does, by where the point's figures came from (was_probed)."""
+    trains = f"trains the autotune model with {config_name}"
+    if was_probed(point):
+        return f"Runs the probe again: {trains} ({point.source} time, {point.energy_source} energy{without})"
+    figures = "simulated" if point.energy_source == "simulated" else f"simulated time, {point.energy_source} energy"
+    return f"Probes this configuration (its figures were {figures}): {trains}"
+
+
 def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, launcher: str = "auto",
                  caveats: list[str] = ()) -> list[Path]:
     """Write the config, the candidate file and the launch command; returns the paths written.
@@ -388,8 +404,7 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
     write_text_atomic(
         launch_path,
         "#!/usr/bin/env bash\n"
-        f"# Runs the probe again: trains the autotune model with {config_path.name} ({point.source} time, "
-        f"{point.energy_source} energy{without}) for a warm-up and a measured window,\n"
+        f"# {_launch_purpose(point, config_path.name, without)} for a warm-up and a measured window,\n"
         f"# prints what it measured and writes {result_name(config_path.name)} (more steps: add --steps N to the command below).\n"
         + "".join(f"# Caveat: {' '.join(line.splitlines())}\n" for line in caveats)  # a line break would end the comment
         + _own_training(config_path.name, candidate, default_w) + where

@@ -21,7 +21,8 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "export", help="write the DeepSpeed config of a pick or trial",
         description="Write the DeepSpeed config of a pick or trial of a run directory, with its candidate.json and a "
-                    "launch.sh that trains it as probed; or, with --measurements, every probe's result for a replay.")
+                    "launch.sh that trains it as the tuner's probe does; or, with --measurements, every probe's result "
+                    "for a replay.")
     parser.add_argument("run_dir", type=path_flag, metavar="RUN_DIR",
                         help="the --out directory of an `autotune run` (its default: runs/<model>-<nodes>n)")
     choice = parser.add_mutually_exclusive_group()
@@ -122,17 +123,18 @@ def _run(args) -> int:
 
 def _print_handover(view, trial: int, written: list[Path], launcher: str, caveats: list[str] = ()) -> None:
     """What to do with the files, on stderr, after what the report warns of the pick (export.pick_caveats)."""
-    from autotune.export import handover_notes, hostfile_sentence
+    from autotune.export import handover_notes, hostfile_sentence, was_probed
     from autotune.report.power_limit import measured_default_w
 
     for line in caveats:
         print(line, file=sys.stderr)
-    candidate = view.settings.candidate(view.point(trial).params)
-    print(f"train it as probed: bash {shell_path(written[-1])}", file=sys.stderr)
+    point = view.point(trial)
+    candidate = view.settings.candidate(point.params)
+    print(f"train it{' as probed' if was_probed(point) else ''}: bash {shell_path(written[-1])}", file=sys.stderr)
     if launcher == "deepspeed":  # see export._hostfile_check
         print(f"  {hostfile_sentence(candidate.knobs.nodes, candidate.gpus_per_node)}", file=sys.stderr)
     print(f"{written[0].name} is the DeepSpeed config; your own training needs beyond it:", file=sys.stderr)
-    for note in handover_notes(candidate, measured_default_w(view.point(trial))):
+    for note in handover_notes(candidate, measured_default_w(point)):
         print(f"  - {note}", file=sys.stderr)
 
 

@@ -45,7 +45,7 @@ def test_an_exported_pick_says_what_the_report_warns_of_it(study, tmp_path):
 def test_a_pick_the_report_warns_nothing_of_and_a_trial_that_is_no_pick_say_none(study, tmp_path):
     baseline = autotune_main("export", study, "--trial", "0", "-o", tmp_path / "t0.json")
     assert baseline.returncode == 0, baseline.stderr
-    assert baseline.stderr.startswith("train it as probed: ") and _caveats(tmp_path / "t0.launch.sh") == []
+    assert baseline.stderr.startswith("train it: ") and _caveats(tmp_path / "t0.launch.sh") == []
     fastest = autotune_main("export", study, "--pick", "fastest", "-o", tmp_path / "f.json")
     assert fastest.returncode == 0, fastest.stderr
     assert fastest.stderr.startswith("fastest (trial 1): 0.7% less time than max-slowdown, inside the 3.4% error")

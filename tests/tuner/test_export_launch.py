@@ -83,7 +83,7 @@ def test_the_printed_launch_command_runs_as_copied(two_node_run, tmp_path, run_n
     shutil.copytree(two_node_run, tmp_path / run_name)
     result = autotune_main("export", "--pick", "knee", *(["-o", output] if output else []), "--", run_name, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert f"train it as probed: {printed}\n" in result.stderr
+    assert f"train it: {printed}\n" in result.stderr  # a simulated pick: nothing was probed
     script = shlex.split(printed)[1]
     assert (tmp_path / script).is_file()
 
@@ -216,7 +216,7 @@ def test_what_a_deepspeed_config_cannot_carry_is_said_where_it_is_handed_over(tm
     assert why["zero_optimization.reduce_bucket_size"].endswith(
         "For your own model set it to at least max(4e8, the element count of its largest parameter)")
     said = " ".join(exported.stderr.split())
-    assert f"train it as probed: bash {tmp_path / 'mine.launch.sh'}" in said
+    assert f"train it: bash {tmp_path / 'mine.launch.sh'}" in said
     assert "mine.json is the DeepSpeed config; your own training needs beyond it: - run it on 4 ranks" in said
     assert "- activation checkpointing" in said
     script = (tmp_path / "mine.launch.sh").read_text()
