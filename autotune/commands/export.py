@@ -372,12 +372,24 @@ def _write_measurements(study, path: Path) -> int:
     text = "".join(json.dumps(r) + "\n" for r in records)
     if path == STDOUT:
         sys.stdout.write(text)
-        print(f"{len(records)} probe results on standard output (replay with --backend replay --measurements FILE)",
+        print(f"{_results_text(records)} on standard output (replay with --backend replay --measurements FILE)",
               file=sys.stderr)
         return 0
     write_text_atomic(path, text)
-    print(f"{path}: {len(records)} probe results (replay with --backend replay --measurements {shell_path(path)})")
+    print(f"{path}: {_results_text(records)} (replay with --backend replay --measurements {shell_path(path)})")
     return 0
+
+
+def _results_text(records: list[dict]) -> str:
+    """How many records were written, by their source: a simulated study's read "4 probe results", and nothing had
+    been probed (trial64 #15). A measured record (its energy estimated too) is a probe's result."""
+    from autotune.counted import counted
+
+    simulated = sum(1 for record in records if record.get("source") == "simulated")
+    probed = len(records) - simulated
+    if not simulated or not probed:
+        return counted(len(records), "simulated result" if simulated else "probe result")
+    return f"{len(records)} results ({counted(probed, 'probe result')}, {simulated} simulated)"
 
 
 # Why a probe's failure says nothing of its candidate: a replay would hold it final, as the candidate's own.

@@ -583,8 +583,9 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
             # A worker that stopped after two probes of ten said nothing of the other eight.
             spent = f"the --trials budget of {total} is spent" if total == args.trials else f"all {total} valid candidates are evaluated"
             running = f", and {elsewhere} still probing on other workers" if elsewhere else ""
-            console.print(f"{spent}: this run evaluated {ran} of them, other runs of the study {evaluated_now - ran} (earlier "
-                          f"ones, or workers beside this one){running}")
+            # The count before whom it names: "other runs of the study 1" read as a study numbered 1 (trial64 #15).
+            console.print(f"{spent}: {ran} of them evaluated by this run, {evaluated_now - ran} by other runs of the study "
+                          f"(earlier ones, or workers beside this one){running}")
         elif not converged and ran == 0 and done >= total == args.trials:
             # A resume whose budget the study had already spent probed nothing, and said nothing of why (trial 37 F14).
             console.print(f"the --trials budget of {total} is spent: the study already holds {done} evaluated candidates, so "

@@ -97,8 +97,8 @@ def test_a_worker_whose_budget_other_workers_probes_hold_says_so(tmp_path):
     held = autotune_main(*flags, "--trials", "3")
     assert held.returncode == 0, held.stderr
     said = " ".join(held.stderr.split()) + " ".join(held.stdout.split())
-    assert ("the --trials budget of 3 is spent: this run evaluated 0 of them, other runs of the study 2 (earlier ones, "
-            "or workers beside this one), and 1 still probing on other workers") in said
+    assert ("the --trials budget of 3 is spent: 0 of them evaluated by this run, 2 by other runs of the study (earlier "
+            "ones, or workers beside this one), and 1 still probing on other workers") in said
     # The report's search line, too, does not read as the study's end while another probe runs beside it.
     assert "not converged: stopped after 2 probes (1 more still probing on other workers) while" in said, said
     # A requeued job resumes seconds after its worker died, whose trial reads as running (trial 43 F6): said when.

@@ -57,7 +57,7 @@ def test_measurements_go_to_standard_output_with_a_dash(finished, tmp_path, caps
     said = capsys.readouterr()
     records = [json.loads(line) for line in said.out.splitlines()]
     assert records and all({"params", "status"} <= record.keys() for record in records)
-    assert "probe results on standard output" in said.err and not (tmp_path / "-").exists()
+    assert "simulated results on standard output" in said.err and not (tmp_path / "-").exists()
 
 
 def test_measurements_to_a_closed_standard_output_are_refused_not_said_written(finished, tmp_path):
@@ -72,4 +72,4 @@ def test_measurements_to_a_closed_standard_output_are_refused_not_said_written(f
                             preexec_fn=lambda: os.close(1), cwd=tmp_path)
     assert result.returncode == 2, result.stderr
     assert "--measurements -: standard output is closed, so the records would be lost; pass a file name" in result.stderr
-    assert "probe results on standard output" not in result.stderr
+    assert "results on standard output" not in result.stderr

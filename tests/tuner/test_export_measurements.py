@@ -85,7 +85,7 @@ def test_timeouts_and_set_up_failures_are_left_out_of_the_measurements(tmp_path)
     assert exported.stderr.count("\n") == 1, exported.stderr
     assert ("2 probe results left out: they timed out (trial 1) or failed on the set-up (trial 2), which says nothing "
             "of the candidates") in exported.stderr
-    assert "longer --probe-timeout" in exported.stderr and f"{records}: 2 probe results" in exported.stdout
+    assert "longer --probe-timeout" in exported.stderr and f"{records}: 2 simulated results" in exported.stdout
 
 
 def _damage_result(out, number, value):

@@ -49,3 +49,18 @@ def test_a_replay_of_measurements_runs_its_probe_again(studies, tmp_path):
                                                   "(measured time, measured energy) for a warm-up and a measured window,")
     assert f"train it as probed: bash {tmp_path / 'r.launch.sh'}\n" in done.stderr
 
+
+def test_measurements_are_counted_by_their_source(studies, tmp_path):
+    count = len(studies["records"].read_text().splitlines())
+    assert studies["export"].stdout.startswith(f"{studies['records']}: {count} simulated results (replay with ")
+    again = autotune_main("export", studies["replayed"], "--measurements", "-")
+    assert again.returncode == 0, again.stderr
+    assert again.stderr.startswith(f"{count} probe results on standard output"), again.stderr
+
+
+def test_a_file_of_both_sources_says_how_many_of_each():
+    from autotune.commands.export import _results_text
+
+    records = [{"source": "measured"}, {"source": "estimated"}, {"source": "simulated"}]
+    assert _results_text(records) == "3 results (2 probe results, 1 simulated)"
+    assert _results_text(records[2:]) == "1 simulated result" and _results_text([]) == "0 probe results"

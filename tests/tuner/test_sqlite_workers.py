@@ -56,7 +56,7 @@ def run_two_workers_and_check(tmp_path, storage: str | None = None) -> None:
         _, stderr = worker.communicate(timeout=600)
         assert worker.returncode == 0, stderr[-3000:]
         counts.append([int(k) for k in re.findall(r"^trial \d+ \((\d+)/\d+\)", stderr, re.MULTILINE)])
-        said.append(re.findall(r"^all (\d+) valid candidates are evaluated: this run evaluated (\d+) of them", stderr, re.MULTILINE))
+        said.append(re.findall(r"^all (\d+) valid candidates are evaluated: (\d+) of them evaluated by this run", stderr, re.MULTILINE))
 
     settings = settings_for("--model", "7b", "--nodes", "1", "--space", str(SPACE))
     valid = {params_key(c.candidate.knobs.to_dict()) for c in valid_checks(settings) if c.valid}
