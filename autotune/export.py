@@ -336,6 +336,43 @@ def pick_caveats(view: StudyView, document: dict, trial: int, pick: str | None =
     return [line for line in (outside, ties and f"{PICK_FILES[rows[0]['name']]} (trial {trial}): {ties}") if line]
 
 
+def off_front_line(view: StudyView, trial: int) -> str | None:
+    """Where the exported trial lies off the time-energy front, which front trial beats it in both figures and by how
+    much, in one line; None on the front (a pick), in a study that ranks by time alone, or for a twin of a front trial
+    (same figures: beaten in neither). `export --trial 3` of a trial that trial 1 beat in both time and energy said
+    nothing of it (trial64 #12). The front is the report's (view.front), so a dominated trial is beaten by one on it."""
+    import numpy as np
+
+    from autotune.pareto import dominates
+    from autotune.report.picks import change_pct, trials_text
+    from autotune.report.units import change_words, energy_text_in, energy_unit, figure, time_unit
+
+    point = view.point(trial)
+    if view.time_only or point.energy_kj is None:
+        return None
+
+    def figures(p) -> np.ndarray:  # as the front ranks them (report.front._objectives)
+        return np.array([p.time_s, p.energy_kj], dtype=float)
+
+    def lesser_saving_pct(p) -> float:  # a zero figure has no percent (change_pct: None): no saving to rank by
+        return min(-(change_pct(p.time_s, point.time_s) or 0.0), -(change_pct(p.energy_kj, point.energy_kj) or 0.0))
+
+    beaten_by = [p for p in view.front if p.energy_kj is not None and dominates(figures(p), figures(point))]
+    if not beaten_by:
+        return None
+    # Named: the one that beats it by the widest margin in both figures (its lesser saving the largest), not the
+    # fastest, which may save 30% time and 4% energy where another saves 9% and 5%; ties go to the faster.
+    best = max(beaten_by, key=lesser_saving_pct)
+    rest = [p.trial for p in beaten_by if p is not best]
+    (unit_s, per_s), energy = time_unit([best.time_s, point.time_s]), energy_unit([best.energy_kj, point.energy_kj])
+    also = f"; {trials_text(rest)} of the front {agreeing(len(rest), 'beats', 'beat')} it in both too" if rest else ""
+    return (f"trial {trial} is off the time-energy front: trial {best.trial} takes "
+            f"{change_words(change_pct(best.time_s, point.time_s))} time ({figure(best.time_s, per_s)} {unit_s} against "
+            f"{figure(point.time_s, per_s)} {unit_s}) and {change_words(change_pct(best.energy_kj, point.energy_kj))} "
+            f"energy ({energy_text_in(best.energy_kj, energy)} against {energy_text_in(point.energy_kj, energy)}){also}; "
+            f"--trial {best.trial} exports it")
+
+
 def was_probed(point) -> bool:
     """Whether a probe measured the point's time: a simulated point's never ran, and its launch.sh saying "Runs the
     probe again" and the terminal "train it as probed" told a user it had (trial64 #11). A replayed record keeps its

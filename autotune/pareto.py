@@ -24,13 +24,13 @@ def front_indices(values: np.ndarray, keep_ties: bool = False) -> list[int]:
         v = values[i]
         # Lexicographic order puts every row that dominates v (or ties it) before v, and a dropped one
         # is dominated by a kept one that then dominates v too: checking the kept rows is enough.
-        if any(_dominates(values[j], v) if keep_ties else np.all(values[j] <= v) for j in kept):
+        if any(dominates(values[j], v) if keep_ties else np.all(values[j] <= v) for j in kept):
             continue
         kept.append(int(i))
     return kept
 
 
-def _dominates(a: np.ndarray, b: np.ndarray) -> bool:
+def dominates(a: np.ndarray, b: np.ndarray) -> bool:
     """a is no worse than b in every objective and better in one (all minimised)."""
     return bool(np.all(a <= b) and np.any(a < b))
 
