@@ -254,6 +254,15 @@ def hostfile_sentence(nodes: int, gpus_per_node: int) -> str:
             f"'HOST slots={gpus_per_node}' (and pdsh, which starts the other nodes' ranks).")
 
 
+def shared_folder_sentence(nodes: int) -> str:
+    """Where a deepspeed launch.sh's ranks on other machines find its files and autotune: DeepSpeed's pdsh runner starts
+    them with `cd` to this folder's absolute path and this machine's python (sys.executable), and they read the config
+    and candidate by the relative names the script gives; a multi-node script said nothing of it (trial64 #17)."""
+    where = "the other nodes' ranks" if nodes > 1 else "the ranks of a hostfile host that is another machine"
+    return (f"pdsh starts {where} in this folder's path with this machine's python: the folder must be at the same path "
+            "on every node (a shared file system), with autotune installed in that python there.")
+
+
 def _hostfile_check(script_name: str, candidate) -> list[str]:
     """The deepspeed launcher's own messages for a missing hostfile or pdsh are tracebacks (ValueError:
     Num nodes is >1 but no extra nodes available via hostfile): say it in one line before anything runs."""
@@ -436,7 +445,8 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
     words = device_words(candidate.hardware)
     where = {"srun": f"# Run inside the SLURM allocation (sbatch, salloc): one srun step starts a task per {words.one}.\n",
              "torchrun": "# torchrun starts the ranks on the node this script runs on.\n",
-             "deepspeed": f"# {hostfile_sentence(candidate.knobs.nodes, candidate.gpus_per_node)}\n"}[command[0]]
+             "deepspeed": f"# {hostfile_sentence(candidate.knobs.nodes, candidate.gpus_per_node)}\n"
+                          f"# {shared_folder_sentence(candidate.knobs.nodes)}\n"}[command[0]]
     gres = [line.format(per_node=candidate.gpus_per_node) for line in GRES_LINES] if srun and candidate.hardware.cuda else []
     write_text_atomic(
         launch_path,

@@ -127,7 +127,7 @@ def _run(args) -> int:
 
 def _print_handover(view, trial: int, written: list[Path], launcher: str, caveats: list[str] = ()) -> None:
     """What to do with the files, on stderr, after what the report warns of the pick (export.pick_caveats)."""
-    from autotune.export import handover_notes, hostfile_sentence, was_probed
+    from autotune.export import handover_notes, hostfile_sentence, shared_folder_sentence, was_probed
     from autotune.report.power_limit import measured_default_w
 
     for line in caveats:
@@ -137,6 +137,7 @@ def _print_handover(view, trial: int, written: list[Path], launcher: str, caveat
     print(f"train it{' as probed' if was_probed(point) else ''}: bash {shell_path(written[-1])}", file=sys.stderr)
     if launcher == "deepspeed":  # see export._hostfile_check
         print(f"  {hostfile_sentence(candidate.knobs.nodes, candidate.gpus_per_node)}", file=sys.stderr)
+        print(f"  {shared_folder_sentence(candidate.knobs.nodes)}", file=sys.stderr)
     print(f"{written[0].name} is the DeepSpeed config; your own training needs beyond it:", file=sys.stderr)
     for note in handover_notes(candidate, measured_default_w(point)):
         print(f"  - {note}", file=sys.stderr)

@@ -170,3 +170,19 @@ def test_a_one_node_deepspeed_script_leaves_a_power_limit_to_the_probe():
     there = "\n".join(device_script(limited, 1, "deepspeed"))
     assert "device_cli apply" not in there and "trap" not in there
     assert "The probe sets the settings on every node" in there
+
+
+@pytest.mark.parametrize("nodes, whose", [(2, "the other nodes' ranks"),
+                                          (1, "the ranks of a hostfile host that is another machine")])
+def test_a_deepspeed_script_says_its_folder_must_be_shared_where_it_names_the_hostfile(one_node, two_nodes, tmp_path,
+                                                                                       nodes, whose):
+    """Trial64 #17: a 4-node deepspeed launch.sh named the hostfile and pdsh, not that pdsh starts the other nodes' ranks
+    in this folder's path with this machine's python, which passes the files by relative names."""
+    run = two_nodes if nodes == 2 else one_node
+    done = autotune_main("export", run, "--launcher", "deepspeed", "-o", tmp_path / "k.json")
+    assert done.returncode == 0, done.stderr
+    shared = (f"pdsh starts {whose} in this folder's path with this machine's python: the folder must be at the same path "
+              "on every node (a shared file system), with autotune installed in that python there.")
+    header = (tmp_path / "k.launch.sh").read_text().split('cd "$(dirname "$0")"')[0].splitlines()
+    assert header[header.index(f"# {shared}") - 1].startswith("# It needs a DeepSpeed hostfile named 'hostfile' beside it")
+    assert f"\n  {shared}\n" in done.stderr  # under the hostfile's line
