@@ -3,6 +3,7 @@
 - observations: what a measurement is (candidate, metric, value; absolute, relative or a bound);
 - reference: the published figures shipped with the project (gh200-study.json) and files like it;
 - measured: the probes of the user's own measured studies (run directories);
+- unseen_power: the power constants held where no observation gives a power or an energy;
 - fit: bounded, outlier-robust least squares over the constants, and the leave-one-out error;
 - report: the error tables (terminal and JSON).
 """

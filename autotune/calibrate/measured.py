@@ -11,6 +11,9 @@ directory: the study never proposes one, so it was enqueued by hand or the study
 since (a resume with another profile of the same node).
 A replay study's figures are copies of recorded probes: one that another run directory given gives too
 is left out (one line per replay), so that each measurement is fitted once.
+A replayed record carries no GPU power (the export format has no field for it); where its energy is the
+GPU's alone (every other part of the node listed as not measured) the GPU power is that energy over the
+time and the GPUs, exactly the figure the study it came from fitted, and is fitted as such, named derived.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from autotune.candidate import Candidate, Knobs
 from autotune.checks import shown
 from autotune.errors import ConfigError, UserError
 from autotune.hardware import HardwareProfile, hardware_flag, kept_base_name
-from autotune.measure.combine import not_measured
+from autotune.measure.combine import SEPARATE_COMPONENTS, not_measured, parts_text
 from autotune.memory import estimate_memory, measured_device_peak_gib
 from autotune.space import rule_violation, spans_text
 
@@ -49,6 +52,7 @@ class MeasuredRuns:
     not_run: dict = field(default_factory=dict)  # status (oom, failed, timeout) -> probes
     _skips: dict = field(default_factory=dict)  # (run directory, why) -> trial numbers
     _outside: dict = field(default_factory=dict)  # run directory -> {why: trial numbers}
+    _derived: dict = field(default_factory=dict)  # (run directory, how) -> trial numbers
     copies: list[str] = field(default_factory=list)  # one line per replayed run directory whose figures were copies
     peaks: list[MeasuredPeak] = field(default_factory=list)  # ok probes' measured peak device memory, against the estimate
     # Run directories some fitted figure of which was simulated (--allow-simulated): an error left out of such a fit
@@ -57,6 +61,9 @@ class MeasuredRuns:
 
     def skip(self, origin: str, trial: int, why: str) -> None:
         self._skips.setdefault((origin, why), []).append(trial)
+
+    def derive(self, origin: str, trial: int, how: str) -> None:
+        self._derived.setdefault((origin, how), []).append(trial)
 
     def leave_out(self, origin: str, trial: int, why: str) -> None:
         self._outside.setdefault(origin, {}).setdefault(why, []).append(trial)
@@ -78,7 +85,17 @@ class MeasuredRuns:
     def skipped(self) -> list[str]:
         """One line per run directory and reason a figure or probe was left out, with its trials (a GPU
         study's ten probes without a CPU sensor are one line, not ten)."""
-        return [f"{origin} {_trials(numbers)}: {why}" for (origin, why), numbers in self._skips.items()]
+        return _by_trials(self._skips)
+
+    @property
+    def derived(self) -> list[str]:
+        """One line per run directory and figure computed from its others (a GPU power from a GPU-only energy), with
+        its trials."""
+        return _by_trials(self._derived)
+
+
+def _by_trials(reasons: dict) -> list[str]:
+    return [f"{origin} {_trials(numbers)}: {why}" for (origin, why), numbers in reasons.items()]
 
 
 def _trials(numbers: list[int]) -> str:
@@ -90,16 +107,38 @@ def _listed(names: list[str]) -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
-def _figures(result: dict, candidate: Candidate) -> dict:
-    """metric -> value of one ok probe, per the ProbeResult fields (time and energy for the whole work)."""
+def _figures(result: dict, candidate: Candidate) -> tuple[dict, bool]:
+    """metric -> value of one ok probe, per the ProbeResult fields (time and energy for the whole work), and
+    whether its GPU power was derived from an energy that is the GPU's alone (gpu_only_energy_kj)."""
     figures = {"time_s": result.get("time_s"), "tflops": result.get("tflops"), "energy_kj": result.get("energy_kj"),
                "module_power_w": result.get("mean_power_w")}
     gpu_kj = (result.get("energy_components_kj") or {}).get("gpu")
+    derived = gpu_kj is None
+    if derived:
+        gpu_kj = gpu_only_energy_kj(result)
     time_s = result.get("time_s")
     if isinstance(gpu_kj, (int, float)) and isinstance(time_s, (int, float)) and time_s > 0:
         # The node counted its GPUs apart (not a GH200 module): mean GPU power per GPU over the run.
         figures["power_w"] = 1000.0 * gpu_kj / time_s / candidate.gpus
-    return figures
+    return figures, derived and "power_w" in figures
+
+
+def gpu_only_energy_kj(result: dict) -> float | None:
+    """The probe's energy where it is the GPU's alone, else None: a total whose energy block lists every other
+    part of the node (CPU, memory/interconnect) as seen by no sensor is the GPU's. A replayed record keeps that
+    list but no per-part figure (the export format has none), and this is exact, not an estimate: the total
+    the study summed was its GPU figure alone (NVML on an H100 node without RAPL)."""
+    energy_kj = result.get("energy_kj")
+    unseen = set(not_measured(result.get("details")))
+    others = set(SEPARATE_COMPONENTS) - {"gpu"}
+    if isinstance(energy_kj, (int, float)) and "gpu" not in unseen and others <= unseen:
+        return float(energy_kj)
+    return None
+
+
+# How a derived GPU power was had, as the report lists it (a line per run directory, "derived" on each figure).
+_DERIVED_POWER = ("power_w derived as energy_kj / time_s / GPUs: the energy is the GPU's alone ({unseen} not measured) "
+                  "and the result keeps no GPU figure of its own (a replay's records carry none)")
 
 
 def _outside_space(knobs: Knobs, study_settings) -> str | None:
@@ -142,7 +181,8 @@ def _trial_observations(origin: str, trial, settings, allow_estimated: bool, all
                                        estimate_memory(candidate).peak_mem_gib))
     missing = not_measured(result.get("details"))
     partial, estimated = [], []  # node-energy metrics left out, and why
-    for metric, value in _figures(result, candidate).items():
+    figures, power_derived = _figures(result, candidate)
+    for metric, value in figures.items():
         if metric in _NODE_METRICS and missing and value is not None:
             # The simulator's energy counts GPU, host share and memory: a node total without its CPU is not that.
             partial.append(metric)
@@ -169,7 +209,11 @@ def _trial_observations(origin: str, trial, settings, allow_estimated: bool, all
         metric, number = checked_observation(origin, key, metric, value, relative=False)
         if (result.get("energy_source") if metric in _ENERGY_METRICS else result.get("source")) == "simulated":
             runs.simulated.add(origin)
-        runs.observations.append(Observation(f"{Path(origin).name}#{trial.number}", candidate, metric, number, origin))
+        derived = metric == "power_w" and power_derived
+        if derived:
+            runs.derive(origin, trial.number, _DERIVED_POWER.format(unseen=parts_text(missing)))
+        runs.observations.append(Observation(f"{Path(origin).name}#{trial.number}", candidate, metric, number, origin,
+                                             derived=derived))
     if partial:
         runs.skip(origin, trial.number, f"{' and '.join(partial)} leave{'s' if len(partial) == 1 else ''} out "
                   f"{', '.join(missing)} (no sensor), unlike the simulator's whole-node figure; not fitted")

@@ -44,6 +44,7 @@ class Observation:
     bound: str | None = None  # "lower": the truth is at least `value`; "upper": at most
     approximate: bool = False
     note: str = ""
+    derived: bool = False  # computed from the record's other figures (a GPU power from a GPU-only energy), not read
 
 
 def checked_observation(origin: str, key: str, metric, value, relative: bool) -> tuple[str, float]:

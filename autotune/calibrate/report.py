@@ -9,6 +9,7 @@ import numpy as np
 from autotune.counted import counted
 from autotune.calibrate.fit import Calibration, Fit, mape_by_metric, worst_by_metric
 from autotune.calibrate.memory_error import memory_lines
+from autotune.calibrate.unseen_power import unseen_power_text
 from autotune.candidate import configuration_text
 from autotune.hardware import SIMULATOR_CONSTANTS
 from autotune.report.error_bars import scope_of, scope_words
@@ -107,6 +108,7 @@ def calibration_document(cal: Calibration, fit: Fit, loo: np.ndarray | None, ext
             "relative_to_baseline": o.relative_to is not None,
             "bound": o.bound,
             "approximate": o.approximate,
+            "derived": o.derived,
             "observed": round(o.value, 6),
             "error_before_pct": round(float(before[i]), 2),
             "error_fit_pct": round(float(after[i]), 2),
@@ -189,6 +191,9 @@ def report_text(document: dict) -> str:
     ]
     lines += [f"  left out: {line}" for line in document.get("left_out", [])]
     lines += [f"  skipped: {line}" for line in document.get("skipped", [])]
+    lines += [f"  derived: {line}" for line in document.get("derived", [])]
+    if document.get("held_without_power"):
+        lines.append(f"  {unseen_power_text(document['held_without_power'])}")
     lines += [f"  copies: {line}" for line in document.get("copies", [])]
     lines += [f"  repeated: {line}" for line in document.get("repeated", [])]
     if document.get("loo_by") == "configuration":
@@ -202,8 +207,9 @@ def report_text(document: dict) -> str:
         marks = ("~" if row["approximate"] else "") + {"lower": ">", "upper": "<"}.get(row["bound"] or "", "")
         loo = (("n/a" if document.get("loo_skipped") else "") if row["error_loo_pct"] is None
                else f"{row['error_loo_pct']:+8.1f}%")
+        metric = f"{row['metric']} derived" if row.get("derived") else row["metric"]  # 15 wide: "power_w derived"
         lines.append(
-            f"{row['id'][:46]:<46} {row['metric']:<15} {marks + observed:>11} {row['error_before_pct']:+7.1f}% "
+            f"{row['id'][:46]:<46} {metric:<15} {marks + observed:>11} {row['error_before_pct']:+7.1f}% "
             f"{row['error_fit_pct']:+7.1f}% {loo:>9}"
         )
     lines += [

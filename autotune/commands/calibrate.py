@@ -233,9 +233,11 @@ def _calibrated_name(path: Path, base) -> str:
     return f"{base.base_name}-calibrated" if path.stem in available_hardware() else path.stem
 
 
-def _held_constants(args: argparse.Namespace, names: tuple[str, ...], holds: dict[str, str]) -> tuple[list[str], dict]:
-    """The constants kept at the base profile's value: --hold's, and those the reference cannot pin
-    (`holds`, with its reasons) unless --fit asks for them; the second, those of the reference alone."""
+def _held_constants(args: argparse.Namespace, names: tuple[str, ...], holds: dict[str, str],
+                    unpowered: list[str]) -> tuple[list[str], dict, list[str]]:
+    """The constants kept at the base profile's value: --hold's, those the reference cannot pin (`holds`, with
+    its reasons) and the power constants no power figure pins (`unpowered`) unless --fit asks for them; the
+    second, those of the reference alone; the third, those held for want of a power figure."""
     from autotune.errors import UserError
 
     for flag, given in (("--hold", args.hold), ("--fit", args.fit)):
@@ -248,15 +250,17 @@ def _held_constants(args: argparse.Namespace, names: tuple[str, ...], holds: dic
     both = sorted(set(args.hold) & set(args.fit))
     if both:
         raise UserError(f"--hold and --fit both name {', '.join(both)}; give each constant one of them")
-    not_held = sorted(set(args.fit) - set(holds))
+    not_held = sorted(set(args.fit) - set(holds) - set(unpowered))
     if not_held:  # it would change nothing: every informed constant is fitted unless held
         held_here = f"the reference holds only {', '.join(holds)}" if holds else "no --reference holds a constant here"
+        held_here += f" (and, for want of a power figure, {', '.join(unpowered)})" if unpowered else ""
         raise UserError(f"--fit {', '.join(not_held)}: {held_here}, and every constant the figures inform is fitted "
                         "unless held, so --fit changes nothing; leave it out")
     # Only when the reference is all there is: figures of the user's own (gradient accumulation, say)
     # may pin what the reference cannot, and a constant they push onto a bound must still warn.
     by_reference = {} if args.run_dirs else {n: why for n, why in holds.items() if n not in args.fit + args.hold}
-    return args.hold + list(by_reference), by_reference
+    without_power = [n for n in unpowered if n not in args.fit + args.hold + list(by_reference)]
+    return args.hold + list(by_reference) + without_power, by_reference, without_power
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -267,6 +271,7 @@ def _run(args: argparse.Namespace) -> int:
     from autotune.calibrate.observations import repeated_figures
     from autotune.calibrate.reference import load_reference, reference_holds
     from autotune.calibrate.report import calibration_document, report_text
+    from autotune.calibrate.unseen_power import unseen_power_holds
     from autotune.commands.paths import run_dir_problem
     from autotune.errors import UserError
     from autotune.hardware import dump_hardware
@@ -294,7 +299,8 @@ def _run(args: argparse.Namespace) -> int:
         measured = load_measured(args.run_dirs, base, args.allow_estimated_energy, args.allow_simulated,
                                  args.storage, args.study_name)
         observations += measured.observations
-        extra = {"left_out": measured.left_out, "skipped": measured.skipped, "copies": measured.copies,
+        extra = {"left_out": measured.left_out, "skipped": measured.skipped, "derived": measured.derived,
+                 "copies": measured.copies,
                  "not_run": measured.not_run, "memory_estimate": memory_document(measured.peaks),
                  "simulated": sorted(measured.simulated)}
     if args.exclude:
@@ -310,8 +316,10 @@ def _run(args: argparse.Namespace) -> int:
         )
     extra["repeated"] = repeated_figures(observations)
     cal = Calibration(observations, base)
-    held, by_reference = _held_constants(args, cal.names, holds)
-    fit = cal.fit(tuple(n for n in cal.informed() if n not in held))
+    informed = cal.informed()
+    unpowered = unseen_power_holds(observations, informed)
+    held, by_reference, without_power = _held_constants(args, cal.names, holds, unpowered)
+    fit = cal.fit(tuple(n for n in informed if n not in held))
     # One fold (a single configuration, or figure): its fit sees no figure at all, and the number it gave was the full
     # fit's start refitted a few steps, no prediction (trial54 F8): not computed, and said why.
     one = None if args.no_loo or len(cal.folds(args.loo_by)) > 1 else args.loo_by
@@ -319,7 +327,8 @@ def _run(args: argparse.Namespace) -> int:
     loo = None if args.no_loo or skipped else cal.leave_one_out(fit, args.loo_by)
     document = calibration_document(cal, fit, loo, {"loo_by": None if args.no_loo or skipped else args.loo_by,
                                                     "loo_skipped": skipped, "held": held,
-                                                    "held_by_reference": by_reference, **extra})
+                                                    "held_by_reference": by_reference,
+                                                    "held_without_power": without_power, **extra})
     if args.output is not None:
         document["replaced"] = args.output.is_file() and args.output.stat().st_size > 0  # an earlier calibrate's (checked)
         profile, header = _written_profile(args.output, base, fit.constants, document)
