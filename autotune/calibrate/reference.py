@@ -28,6 +28,7 @@ from autotune.checks import checked_number, refuse_duplicate_keys, refuse_unknow
 from autotune.errors import ConfigError
 from autotune.hardware import SIMULATOR_CONSTANTS, HardwareProfile
 from autotune.models import PRESETS, load_model
+from autotune.shell import shell_path
 from autotune.text_files import read_text
 from autotune.workload import Workload
 
@@ -56,16 +57,34 @@ def _is_measurements(path: Path) -> bool:
     return isinstance(first, dict) and "params" in first
 
 
+def replay_route(measurements) -> str:
+    """How a measurements file is calibrated: calibrate fits the probes of a run directory's study, which a replay
+    of the file makes (docs/calibration.md)."""
+    return (f"replay it into a run directory (`autotune run --backend replay --measurements {shell_path(measurements)} "
+            "--model MODEL --hardware PROFILE --nodes N --out DIR`, with the study its records name), then `autotune "
+            "calibrate DIR`")
+
+
+def measurements_given_as_run(run_dir: Path) -> str | None:
+    """Why a RUN_DIR that is a measurements file, or a folder holding one and no study.db (a colleague's committed
+    results), is none, with the replay that makes one; None for anything else (judged as a run directory)."""
+    if run_dir.is_file() and _is_measurements(run_dir):
+        return (f"{run_dir} is a measurements file (JSON lines of probe records, as `autotune export --measurements` "
+                f"writes), not a run directory: {replay_route(run_dir)}")
+    held = run_dir / "measurements.jsonl"
+    if run_dir.is_dir() and not (run_dir / "study.db").exists() and held.is_file() and _is_measurements(held):
+        return (f"{run_dir} holds {held.name} but no study.db, so no study to calibrate: {replay_route(held)}")
+    return None
+
+
 def reference_path(name_or_path: str) -> Path:
     path = Path(name_or_path)
     if path.is_file() and _is_measurements(path):
         # "unknown reference" read as "not found" for a colleague's measurements file (trial61 #14): calibrate fits
         # probes through a run directory, which a replay of the file makes.
         raise ConfigError(f"--reference {name_or_path} is a measurements file (JSON lines of probe records, as `autotune "
-                          f"export --measurements` writes), not figures in the reference schema: replay it into a run "
-                          f"directory (`autotune run --backend replay --measurements {name_or_path} --model MODEL "
-                          "--hardware PROFILE --nodes N --out DIR`, with the study its records name), then `autotune "
-                          "calibrate DIR`")
+                          f"export --measurements` writes), not figures in the reference schema: "
+                          f"{replay_route(name_or_path)}")
     if path.suffix == ".json" and path.is_file():
         return path
     if path.is_dir():  # "unknown reference" read as a typo of a name (trial 37 F18)

@@ -269,7 +269,7 @@ def _run(args: argparse.Namespace) -> int:
     from autotune.calibrate.measured import load_measured
     from autotune.calibrate.memory_error import memory_document
     from autotune.calibrate.observations import repeated_figures
-    from autotune.calibrate.reference import load_reference, reference_holds
+    from autotune.calibrate.reference import load_reference, measurements_given_as_run, reference_holds
     from autotune.calibrate.report import calibration_document, report_text
     from autotune.calibrate.unseen_power import unseen_power_holds
     from autotune.commands.paths import run_dir_problem
@@ -280,7 +280,9 @@ def _run(args: argparse.Namespace) -> int:
         raise UserError("nothing to calibrate against: pass measured run directories and/or --reference gh200-study")
     seen: dict[Path, Path] = {}
     for run_dir in args.run_dirs:
-        problem = run_dir_problem(run_dir)  # before --storage is judged by which of them hold a study.db
+        # A colleague's measurements.jsonl, or the results folder it came in: the replay route, as --reference says
+        # it (trial64 #9), not "pass the --out directory of an `autotune run`". Not with --storage: its study is there.
+        problem = (None if args.storage else measurements_given_as_run(run_dir)) or run_dir_problem(run_dir)
         if problem:  # "does not exist", a file of a run directory: as `autotune report` says it
             raise UserError(problem)
         twin = seen.setdefault(run_dir.resolve(), run_dir)
