@@ -189,6 +189,8 @@ def report_text(document: dict) -> str:
         f"calibrating the simulator of '{document['hardware']}' against {document['observations']} observations "
         f"({', '.join(document['sources'])})",
     ]
+    if document.get("base_profile"):  # which file: a study names its profile's path on the machine it ran on
+        lines.append(f"  base profile: {document['base_profile']}")
     lines += [f"  left out: {line}" for line in document.get("left_out", [])]
     lines += [f"  skipped: {line}" for line in document.get("skipped", [])]
     lines += [f"  derived: {line}" for line in document.get("derived", [])]

@@ -68,12 +68,14 @@ def register(subparsers) -> None:
 
 
 def _base_hardware(args: argparse.Namespace):
+    """The profile to calibrate, and which file it is in words (the report's and the profile header's)."""
     from autotune.calibrate.reference import read_reference, reference_origin
     from autotune.errors import ConfigError, UserError
     from autotune.hardware import figure_differences, hardware_to_dict, load_hardware, stored_hardware
 
     if args.hardware:
-        return load_hardware(args.hardware)
+        base = load_hardware(args.hardware)
+        return base, base.source
     if args.run_dirs:
         from autotune.calibrate.measured import run_dir_study
 
@@ -85,7 +87,7 @@ def _base_hardware(args: argparse.Namespace):
             kept = [stored_hardware(s, f"the hardware profile of the study in {d}") for d, s in zip(dirs, stored)]
             first = hardware_to_dict(kept[0])
             if all(not figure_differences(first, hardware_to_dict(other)) for other in kept[1:]):
-                return kept[0]
+                return _installed_builtin(kept[0], "hardware_profile" in stored[0], len(dirs) > 1)
             # Studies on other nodes: falling back to the reference's profile (gh200) blamed whichever run
             # was not measured on it, and named its profile as the fix.
             if len({k.base_name for k in kept}) > 1:
@@ -95,13 +97,38 @@ def _base_hardware(args: argparse.Namespace):
     if args.reference:
         data, name = read_reference(args.reference)
         try:
-            return load_hardware(data["hardware"])
+            base = load_hardware(data["hardware"])
+            return base, base.source
         except ConfigError:
             # Not load_hardware's "or the path of a TOML profile": a reference names its profile (read_reference).
             raise ConfigError(f"{reference_origin(args.reference, name)}: hardware \"{data['hardware']}\" is no built-in profile; pass --hardware "
                               "with the profile file its figures were measured on (a profile of that name, or calibrated "
                               "from it)") from None
-    return load_hardware("gh200")
+    base = load_hardware("gh200")
+    return base, base.source
+
+
+def _installed_builtin(studies, kept_copy: bool, several: bool = False):
+    """The studies' profile as the base, in words: this install's built-in where they name one's file in another
+    checkout (a colleague's committed study names /their/checkout/autotune/hardware/h100-sxm.toml: read there, a stale
+    checkout at that path became the base without a word, trial64 #16) and its figures are those the studies kept;
+    else the studies' own copy (what their probes were judged on), said as such. `several`: of several run directories."""
+    from autotune.hardware import available_hardware, figure_differences, hardware_flag, hardware_to_dict, load_hardware
+
+    recorded = studies.source
+    name = hardware_flag(recorded) if recorded else ""
+    here = load_hardware(name) if name in available_hardware() and name != recorded else None
+    whose, names = ("the studies'", "the studies name") if several else ("the study's", "the study names")
+    own = f"{whose} own copy of {recorded}" if kept_copy and recorded else recorded or studies.name
+    if here is None or Path(recorded).resolve() == Path(here.source).resolve():
+        return studies, own
+    # A study that kept no copy has only the name to go by (as where that path is gone: hardware/load.py).
+    differences = figure_differences(hardware_to_dict(studies), hardware_to_dict(here)) if kept_copy else []
+    if not differences:
+        return here, f"{here.source} (this install's '{name}'; {names} {recorded}, another checkout's)"
+    return studies, (f"{own}, another checkout's '{name}', which differs from this install's in "
+                     f"{', '.join(differences[:3])}{' and more' if len(differences) > 3 else ''} (--hardware {name} "
+                     "calibrates this install's)")
 
 
 def _check_study_location(args: argparse.Namespace) -> None:
@@ -290,7 +317,7 @@ def _run(args: argparse.Namespace) -> int:
             raise UserError(f"{run_dir} is given twice (also as {twin}); pass each run directory once")
     _check_study_location(args)
     _check_output(args.output)
-    base = _base_hardware(args)
+    base, base_file = _base_hardware(args)
     _check_not_the_base(args.output, base)
     observations, extra = [], {"left_out": [], "skipped": [], "not_run": {}}
     holds: dict[str, str] = {}  # constant -> why the reference's figures cannot pin it
@@ -330,7 +357,8 @@ def _run(args: argparse.Namespace) -> int:
     document = calibration_document(cal, fit, loo, {"loo_by": None if args.no_loo or skipped else args.loo_by,
                                                     "loo_skipped": skipped, "held": held,
                                                     "held_by_reference": by_reference,
-                                                    "held_without_power": without_power, **extra})
+                                                    "held_without_power": without_power, "base_profile": base_file,
+                                                    **extra})
     if args.output is not None:
         document["replaced"] = args.output.is_file() and args.output.stat().st_size > 0  # an earlier calibrate's (checked)
         profile, header = _written_profile(args.output, base, fit.constants, document)
@@ -393,7 +421,7 @@ def _written_profile(path: Path, base, constants: dict, document: dict):
                       description=with_scope_note(with_calibration_note(base.description, note),
                                                   document["measured_on"] if trusted else None))
     held = document["held"]
-    lines = [f"{_HEADER} from {base.source or base.name} against {document['observations']} observations "
+    lines = [f"{_HEADER} from {document.get('base_profile') or base.source or base.name} against {document['observations']} observations "
              f"({', '.join(document['sources'])}){'; held at the base values: ' + ', '.join(held) if held else ''}"
              f"{'; left out with --exclude: ' + ', '.join(document['excluded']) if document.get('excluded') else ''}."]
     if loo is None:
