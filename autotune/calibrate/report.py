@@ -76,6 +76,15 @@ def reliability_warning(configurations: int, fitted: int, on_bound: list[str], f
             f"[simulator_error] (a study on the profile shows +- ?%); {'; '.join(fixes)} and calibrate again.")
 
 
+def calibrated_on(candidates) -> dict[str, list[str]]:
+    """{"model": ["1.5b"], "gpus": ["1"], "nodes": ["1"]}: the models (by size) and the GPU and node counts (by number)
+    of the configurations fitted."""
+    candidates = sorted(set(candidates), key=lambda c: c.model.params())
+    return {"model": list(dict.fromkeys(c.model.name for c in candidates)),
+            "gpus": [str(n) for n in sorted({c.gpus for c in candidates})],
+            "nodes": [str(n) for n in sorted({c.knobs.nodes for c in candidates})]}
+
+
 def worst_left_out(cal: Calibration, left_out_pct: np.ndarray) -> dict[str, dict]:
     """Per metric, the left-out figure furthest off: the mean hides it (a trial's CPU study showed a 42.8%
     mean and not the one configuration off by far more), and it is what a user must weigh before trusting
@@ -131,6 +140,9 @@ def calibration_document(cal: Calibration, fit: Fit, loo: np.ndarray | None, ext
         # by model and knob (its [error_measured_on], which reports judge each configuration by).
         "measured_on": f"error measured on {scope_words(scope)}",
         "measured_on_values": scope,
+        # What the constants were fitted on, written to every profile -o writes ([calibrated_on]), its error or not: a
+        # profile fitted on one 1.5B model on one GPU drove a 32B study on 32 GPUs without a word (trial64 #7).
+        "calibrated_on": calibrated_on(c for o in cal.observations for c in (o.candidate, o.relative_to) if c is not None),
         # A sentence when the fit is under-determined or pinned on bounds, else None.
         "reliability_warning": reliability_warning(cal.configurations, len(fit.fitted), on_bound,
                                                    {n: cal.base_constants[n] for n in at_floor(fit.constants, on_bound)}),

@@ -418,6 +418,7 @@ def _written_profile(path: Path, base, constants: dict, document: dict):
     profile = replace(with_simulator_constants(base, constants, error=error),
                       name=_calibrated_name(path, base), calibrated_from=base.base_name,
                       error_measured_on={k: tuple(v) for k, v in document["measured_on_values"].items()} if trusted else {},
+                      calibrated_on={k: tuple(v) for k, v in document.get("calibrated_on", {}).items()},
                       description=with_scope_note(with_calibration_note(base.description, note),
                                                   document["measured_on"] if trusted else None))
     held = document["held"]

@@ -65,6 +65,10 @@ def dump_hardware(profile: HardwareProfile, header: str = "", figures_hash: bool
     if profile.error_measured_on:
         lines += ["", "# The models and knob values of the configurations that error was measured on.", "[error_measured_on]"]
         lines += [f"{key} = {json.dumps(list(values))}" for key, values in profile.error_measured_on.items()]
+    if profile.calibrated_on:
+        lines += ["", "# The models, GPU counts and node counts of the configurations the constants were fitted on.",
+                  "[calibrated_on]"]
+        lines += [f"{key} = {json.dumps(list(values))}" for key, values in profile.calibrated_on.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -75,7 +79,8 @@ def hardware_to_dict(profile: HardwareProfile) -> dict:
 
 
 # What a profile's figures do not depend on: its names, its wording and its stated error.
-_NOT_FIGURES = ("name", "calibrated_from", "figures_sha256", "description", "simulator_error", "error_measured_on")
+_NOT_FIGURES = ("name", "calibrated_from", "figures_sha256", "description", "simulator_error", "error_measured_on",
+                "calibrated_on")
 # What the trust in a calibrated profile's [simulator_error] does not depend on: its name (a label for reports) and its
 # wording. The error itself, what it was measured on and the node it was calibrated from are calibrate's output as
 # much as the figures are: left out, a hand-lowered error, a widened [error_measured_on] or a calibrated_from naming

@@ -18,6 +18,7 @@ from autotune.file_kind import did_you_mean, mixed_up
 from autotune.hardware.dump import figures_sha256 as hashed_figures
 from autotune.hardware.plausible import check_plausible
 from autotune.hardware.profile import (
+    CALIBRATED_ON_KEYS,
     ERROR_SCOPE_KEYS,
     IGNORED_ERROR_NOTE,
     CpuSpec,
@@ -59,7 +60,8 @@ _NUMBERS = {
     "min_limit_w": (0.0, True, 1.0e5, False),
 }
 _TOP_KEYS = ("name", "calibrated_from", "figures_sha256", "description", "gpus_per_node", "cuda", "module_scope_energy", "gpu", "cpu",
-             "host_link", "intra_node", "inter_node", "power", "simulator", "simulator_error", "error_measured_on")
+             "host_link", "intra_node", "inter_node", "power", "simulator", "simulator_error", "error_measured_on",
+             "calibrated_on")
 
 
 def available_hardware() -> list[str]:
@@ -134,7 +136,7 @@ def parse_hardware(data: dict, origin: str, source: str = "") -> HardwareProfile
     for key in ("name", "gpus_per_node"):
         if key not in data:
             raise ConfigError(f"{origin}: missing '{key}'; {SCHEMA}")
-    for table in ("simulator", "simulator_error", "error_measured_on"):
+    for table in ("simulator", "simulator_error", "error_measured_on", "calibrated_on"):
         if table in data and not isinstance(data[table], dict):
             raise ConfigError(f"{origin}: '{table}' must be a [{table}] table; {SCHEMA}")
     profile = HardwareProfile(
@@ -154,6 +156,7 @@ def parse_hardware(data: dict, origin: str, source: str = "") -> HardwareProfile
         simulator_error=simulator_error(origin, data.get("simulator_error")),
         calibrated_from=_text(origin, "calibrated_from", data.get("calibrated_from", ""), required="calibrated_from" in data),
         error_measured_on=_error_scope(origin, data.get("error_measured_on")),
+        calibrated_on=_calibrated_on(origin, data.get("calibrated_on")),
     )
     _check_consistency(origin, profile)
     recorded = _figures_hash(origin, data["figures_sha256"]) if "figures_sha256" in data else None
@@ -194,6 +197,21 @@ def _error_scope(origin: str, raw: dict | None) -> dict[str, tuple[str, ...]]:
             why = _not_a_knob_value(key, text)
             if why:
                 raise ConfigError(f"{origin}: [error_measured_on] {key} has {shown(text)}, which {why}; {fix}")
+    return {key: tuple(values) for key, values in raw.items()}
+
+
+def _calibrated_on(origin: str, raw: dict | None) -> dict[str, tuple[str, ...]]:
+    """[calibrated_on]: the models, GPU counts and node counts a calibration fitted, as text (counts whole numbers)."""
+    if raw is None:
+        return {}
+    refuse_unknown_keys(f"{origin} [calibrated_on]", raw, CALIBRATED_ON_KEYS,
+                        "it holds what `autotune calibrate -o` fitted the profile on")
+    for key, values in raw.items():
+        if not (isinstance(values, list) and values and all(isinstance(v, str) and v for v in values)
+                and (key == "model" or all(v.isascii() and v.isdigit() and int(v) > 0 for v in values))):
+            raise ConfigError(f"{origin}: [calibrated_on] {key} = {values!r} is not allowed; it must be a list of "
+                              f"{'names' if key == 'model' else 'whole numbers'} in quotes, as `autotune calibrate -o` "
+                              "writes it: restore it from calibrate's output, or calibrate again")
     return {key: tuple(values) for key, values in raw.items()}
 
 

@@ -10,6 +10,8 @@ from autotune.hardware.simulator_constants import DEFAULT_SIMULATOR_CONSTANTS, S
 # The keys of [error_measured_on]: the model and the knobs whose values a calibration's configurations covered.
 ERROR_SCOPE_KEYS = ("model", "zero_stage", "optimizer_offload", "activation_checkpointing", "sp_degree", "micro_batch",
                     "nodes", "power_limit", "sm_clock_mhz")
+# The keys of [calibrated_on]: the models, GPU counts and node counts of the configurations a calibration fitted.
+CALIBRATED_ON_KEYS = ("model", "gpus", "nodes")
 
 
 # The note a profile's description gets where its [simulator_error] is ignored when read (hardware/load.py): the
@@ -102,6 +104,10 @@ class HardwareProfile:
     # back from the description's note: a model name holds "/" (every HF config's) or " with " as the note's words do.
     # Empty in a profile from before it was recorded (the note's words are all it has: report/error_bars.py).
     error_measured_on: dict = field(default_factory=dict, hash=False)
+    # What `autotune calibrate -o` fitted the constants on ([calibrated_on]): {"model": ("1.5b",), "gpus": ("1",),
+    # "nodes": ("1",)}, written whether or not an error is (unlike [error_measured_on]), so a study on the profile
+    # outside it says so (report/error_bars.py). Empty for a profile never calibrated, or calibrated before it was kept.
+    calibrated_on: dict = field(default_factory=dict, hash=False)
 
     @property
     def base_name(self) -> str:

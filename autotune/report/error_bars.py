@@ -226,6 +226,12 @@ def simulator_error(view: "StudyView") -> dict | None:
     if not any(p.source == "simulated" or p.energy_source == "simulated" for p in view.points):
         return None
     error = profile_error(view.settings.hardware)
+    if WHY_UNKNOWN in error and view.settings.hardware.calibrated_on:
+        gpus = {p.params.get("nodes", 1) * view.settings.gpus_per_node for p in view.points
+                if is_simulated(p, "time_s") or is_simulated(p, "energy_kj")}
+        outside = outside_calibration(view.settings.hardware.calibrated_on, view.settings.model.name, gpus)
+        if outside:
+            error[WHY_UNKNOWN] = _with_calibrated_on(error[WHY_UNKNOWN], outside)
     scope = measured_scope(error)
     if scope is not None:
         top = view.settings.hardware.gpu.max_sm_clock_mhz
@@ -234,6 +240,35 @@ def simulator_error(view: "StudyView") -> dict | None:
         error[EXTRAPOLATED_KEY] = {trial: words for trial, words in outside.items() if words}
     error.pop(SCOPE_VALUES_KEY, None)  # said by SCOPE_KEY's words and judged into EXTRAPOLATED_KEY
     return error
+
+
+def outside_calibration(calibrated_on: dict, model: str, gpu_counts) -> str | None:
+    """"calibrated on 1.5b, 1 GPU, 1 node only: this study's model 32b and 32 GPUs are outside it": where a study's
+    model or GPU counts lie outside what its profile was fitted on ([calibrated_on]), else None. A profile fitted on
+    one GPU of a 1.5B model drove a 32B study on 32 GPUs saying only "calibrated (from 10 configurations ...)" (trial64
+    #7): its link, overlap and ZeRO-3 constants were never fitted."""
+    if not calibrated_on:
+        return None
+    gpus = [n for n in sorted(gpu_counts) if str(n) not in calibrated_on.get("gpus", ())]
+    outside = ([] if model in calibrated_on.get("model", ()) else [f"model {model}"]) + ([_counts(gpus, "GPU")] if gpus else [])
+    if not outside:
+        return None
+    on = ", ".join(["/".join(calibrated_on.get("model", ())), _counts(calibrated_on.get("gpus", ()), "GPU"),
+                    _counts(calibrated_on.get("nodes", ()), "node")])
+    verb = "is" if len(outside) == 1 and gpus in ([], [1]) else "are"
+    return f"calibrated on {on} only: this study's {' and '.join(outside)} {verb} outside it"
+
+
+def _counts(values, noun: str) -> str:
+    """"1 GPU", "8/16 GPUs"."""
+    numbers = [str(v) for v in values]
+    return f"{'/'.join(numbers)} {noun}{'' if numbers == ['1'] else 's'}"
+
+
+def _with_calibrated_on(why: str, outside: str) -> str:
+    """The profile's reason for no error with what it was calibrated on in place of its "calibrated" (calibrate's
+    note, "calibrated (from 10 configurations ...)"), or after a reason of another kind."""
+    return f"{outside} {why[len('calibrated '):]}" if why.startswith("calibrated (") else f"{why}; {outside}"
 
 
 def extrapolated(error: dict | None, point) -> bool:

@@ -1,0 +1,89 @@
+"""A calibrated profile records what its constants were fitted on ([calibrated_on]: models, GPU counts, node counts),
+its error written or not, and a study outside that says so where it says the profile was calibrated (trial64 #7: a
+profile fitted on one GPU of a 1.5B model drove a 32B study on 32 GPUs saying only "calibrated (from 10
+configurations ...)"). The table is covered by figures_sha256, as [error_measured_on] is."""
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from autotune.errors import ConfigError
+from autotune.hardware import dump_hardware, load_hardware
+from autotune.report.error_bars import outside_calibration
+from tests.cli import autotune_main
+
+REPO = Path(__file__).resolve().parents[2]
+STUDY = REPO / "benchmarks" / "results" / "h100_power_study"
+ONE_GPU = {"model": ("1.5b",), "gpus": ("1",), "nodes": ("1",)}
+
+
+@pytest.fixture(scope="module")
+def calibrated(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("cal") / "h100-cal.toml"
+    result = autotune_main("calibrate", STUDY, "--hardware", "h100-sxm", "--no-loo", "-o", path)
+    assert result.returncode == 0, result.stderr
+    return path
+
+
+def test_the_profile_records_what_it_was_calibrated_on_without_an_error(calibrated):
+    text = calibrated.read_text()
+    assert '\n[calibrated_on]\nmodel = ["1.5b"]\ngpus = ["1"]\nnodes = ["1"]\n' in text
+    profile = load_hardware(str(calibrated))
+    assert profile.calibrated_on == ONE_GPU and profile.simulator_error == {} and profile.error_measured_on == {}
+
+
+def _error_sentence(run_dir: Path) -> str:
+    return json.loads((run_dir / "pareto.json").read_text())["simulator_error"]["why_unknown"]
+
+
+def test_a_study_of_another_model_and_gpu_count_says_it_is_outside_the_calibration(calibrated, tmp_path):
+    run = autotune_main("run", "--backend", "simulate", "--model", "32b", "--nodes", "4", "--hardware", calibrated,
+                        "--trials", "4", "--out", tmp_path / "32b")
+    assert run.returncode == 0, run.stderr
+    why = _error_sentence(tmp_path / "32b")
+    assert why.startswith("calibrated on 1.5b, 1 GPU, 1 node only: this study's model 32b and 32 GPUs are outside it "
+                          "(from 10 configurations for ")
+    assert "this hardware profile was calibrated on 1.5b, 1 GPU, 1 node only" in run.stdout
+
+
+def test_a_study_inside_the_calibration_says_what_it_said(calibrated, tmp_path):
+    run = autotune_main("run", "--backend", "simulate", "--model", REPO / "benchmarks/models/qwen2.5-1.5b.json",
+                        "--nodes", "1", "--gpus-per-node", "1", "--frames", "8", "--global-batch", "4", "--samples", "64",
+                        "--space", REPO / "benchmarks/spaces/one_gpu_power.toml", "--hardware", calibrated, "--trials", "4",
+                        "--out", tmp_path / "1.5b")
+    assert run.returncode == 0, run.stderr
+    assert _error_sentence(tmp_path / "1.5b").startswith("calibrated (from 10 configurations for ")
+
+
+@pytest.mark.parametrize("model, gpus, words", [
+    ("1.5b", {1}, None),
+    ("32b", {1}, "this study's model 32b is outside it"),
+    ("1.5b", {8, 16}, "this study's 8/16 GPUs are outside it"),
+])
+def test_outside_names_the_model_and_the_gpu_counts_not_fitted(model, gpus, words):
+    said = outside_calibration(ONE_GPU, model, gpus)
+    assert said == (None if words is None else f"calibrated on 1.5b, 1 GPU, 1 node only: {words}")
+    assert outside_calibration({}, "32b", {32}) is None  # a profile calibrated before it was recorded: nothing to say
+
+
+def test_an_edited_calibrated_on_loses_the_stated_error(tmp_path, capsys):
+    """Hashed as [error_measured_on] is: widened by hand, the error it came with is no longer vouched for."""
+    profile = replace(load_hardware("h100-sxm"), name="team-cal", calibrated_from="h100-sxm",
+                      simulator_error={"time_s_pct": 2.0}, calibrated_on=ONE_GPU)
+    path = tmp_path / "team-cal.toml"
+    path.write_text(dump_hardware(profile))
+    assert load_hardware(str(path)).simulator_error == {"time_s_pct": 2.0}
+    path.write_text(path.read_text().replace('gpus = ["1"]', 'gpus = ["1", "32"]'))
+    assert load_hardware(str(path)).simulator_error == {}
+    assert "figures_sha256 differs" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("line", ['gpus = ["one"]', 'gpus = [1]', 'gpus = ["0"]', 'cpus = ["1"]'])
+def test_a_hand_written_calibrated_on_of_the_wrong_shape_is_refused_in_one_line(calibrated, tmp_path, line):
+    path = tmp_path / "edited.toml"
+    path.write_text(calibrated.read_text().replace('gpus = ["1"]', line))
+    with pytest.raises(ConfigError, match=r"\[calibrated_on\]") as refused:
+        load_hardware(str(path))
+    assert "\n" not in str(refused.value)
