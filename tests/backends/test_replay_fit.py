@@ -45,7 +45,8 @@ def test_the_committed_study_s_hint_names_flags_that_replay_it_whole(tmp_path):
         f"autotune run: error: measurements {MEASURED} line 1 holds figures for model 1.5b, hardware h100-sxm, "
         "gpus_per_node 1, frames 8, global_batch 4, samples 64, not this study's 32b, gh200, 4, 60, 64, 2048; replay it "
         "with --model MODEL.json --hardware h100-sxm --gpus-per-node 1 --frames 8 --global-batch 4 --samples 64 --nodes 1 "
-        "--space SPACE.toml, where MODEL.json is the model file named '1.5b' (no preset has that name); and SPACE.toml is the space file they were measured with (this one lacks their "
+        "--space SPACE.toml, where MODEL.json is the model file named '1.5b' (no preset has that name), of the sizes the records' "
+        "study.model_sizes hold; and SPACE.toml is the space file they were measured with (this one lacks their "
         "power_limit 0.35, 0.5)"]
     # The hint, its two files filled in, replays every record: min-energy at the 0.35 limit (3.85 kJ).
     hinted = refused.stderr.split("replay it with ")[1].split(", where")[0]
