@@ -458,9 +458,12 @@ class ReplayBackend(Backend):
         apart), naming every flag that replays them (--nodes and --space too), or that holds no record of
         any valid candidate of this study (measured for another node count or space), saying why by cause:
         every probe would fail with "no record"."""
+        if checks:
+            # Any candidate, valid or not, names the study (they share all but their knobs): run.py asks this before
+            # the space's own refusals, whose advice ("pass --global-batch 16") is for this run's flags, not the records'.
+            self._check_study(study_of(checks[0].candidate), checks)
         valid = [c.candidate for c in checks if c.valid]
         if valid:
-            self._check_study(study_of(valid[0]), checks)  # the candidates of a study share all but their knobs
             refusal = (peak_memory_refusal(self.records, valid[0].hardware)
                        or default_limit_refusal(self.records, valid[0].hardware))
             refusal, self.figure_warning = (refusal, None) if refusal else figure_problems(self.records, checks)

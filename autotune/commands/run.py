@@ -460,7 +460,7 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
     from autotune.study.failures import no_probe_succeeded
     from autotune.study.loop import CONVERGED_ATTR, make_sampler, probes_running_elsewhere, run_study
     from autotune.study.retries import evaluated_count, evaluated_trials
-    from autotune.study.valid import node_counts_without_candidates, valid_checks
+    from autotune.study.valid import node_counts_without_candidates, space_checks, valid_checks
     from autotune.report.study_points import MODEL_CAVEATS_ATTR
 
     # First: --time-limit counts from the run's start.
@@ -499,10 +499,13 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
     if args.sampler == "nsga2" and args.trials <= NSGA2_POPULATION:
         console.print(f"[yellow]warning: NSGA-II draws its first generation ({NSGA2_POPULATION} trials) at random: with "
                       f"--trials {args.trials} it is --sampler random[/]")
-    checks = valid_checks(settings)
+    checks = space_checks(settings)
+    # Before the space's own refusals: a replay of another study's records ("nothing fits in memory" for the default
+    # --model 32b, "pass --global-batch 16") is refused naming the flags its records were measured with (trial64 #3).
+    backend.check_candidates(checks)
+    checks = valid_checks(settings, checks)
     for line in node_counts_without_candidates(checks):
         console.print(f"[yellow]warning: {line}[/]")
-    backend.check_candidates(checks)
     evaluable = backend.evaluable(checks)
     dropped = [after.reason for before, after in zip(checks, evaluable) if before.valid and not after.valid]
     if dropped:

@@ -13,9 +13,15 @@ from autotune.space import enumerate_space, spans_text
 from autotune.study.settings import StudySettings
 
 
-def valid_checks(settings: StudySettings) -> list:
-    """Every candidate of the study's space checked; refuses a space in which nothing can run."""
-    checks = list(enumerate_space(settings.space, settings.model, settings.hardware, settings.workload, settings.gpus_per_node))
+def space_checks(settings: StudySettings) -> list:
+    """Every candidate of the study's space checked, valid or not."""
+    return list(enumerate_space(settings.space, settings.model, settings.hardware, settings.workload, settings.gpus_per_node))
+
+
+def valid_checks(settings: StudySettings, checks: list | None = None) -> list:
+    """Every candidate of the study's space checked (`checks`, where space_checks made them already); refuses a
+    space in which nothing can run."""
+    checks = space_checks(settings) if checks is None else checks
     reason = nothing_valid(checks)
     if reason:
         raise UserError(reason)

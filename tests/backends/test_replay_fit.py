@@ -191,3 +191,18 @@ def test_another_study_s_records_are_refused_with_flags_that_work(tmp_path, thei
     refused = autotune_main("run", *flags, "--backend", "replay", "--measurements", path, "--out", tmp_path / "run")
     lines = refused.stderr.strip().splitlines()
     assert refused.returncode == 2 and len(lines) == 1 and lines[0].endswith(hint), refused.stderr
+
+
+@pytest.mark.parametrize("left_out, said", [
+    # 32b (the default model) on one H100 fits nothing: "needs 626.2 GiB per GPU ... more --nodes, or ZeRO-3".
+    ("--model", "holds figures for model 1.5b, not this study's 32b; replay it with --model MODEL.json"),
+    # 8 GPUs (the profile's) of micro-batch 2 divide no global batch 4: "pass --global-batch 16".
+    ("--gpus-per-node", "holds figures for gpus_per_node 1, not this study's 8; replay it with --gpus-per-node 1"),
+])
+def test_a_replay_missing_a_flag_is_refused_by_it_before_the_space_s_own_refusals(tmp_path, left_out, said):
+    """trial64 #3: the space's memory or batch refusal came first, with advice for a study the records are not of."""
+    flags = ["--model", MODEL_FILE, *STUDY_1_5B, "--space", SPACE_FILE]
+    at = flags.index(left_out)
+    refused = _run(tmp_path, *flags[:at], *flags[at + 2:])
+    lines = refused.stderr.strip().splitlines()
+    assert refused.returncode == 2 and len(lines) == 1 and said in lines[0], refused.stderr
