@@ -23,7 +23,8 @@ benchmarks run in milliseconds. The file (`--measurements FILE`) is either
   "gpus_per_node", "frames", "text_tokens", "global_batch", "samples", "precision", "model_sizes" (optional)}: what the
   figures were measured for, which no knob says (a 7b file replayed as --model 32b would otherwise pass); its
   model_sizes {"llm", "vision"} are the model's sizes as the study.db keeps them (ModelSpec.to_json: a resume checks
-  them), so that a model file or config.json of another size under the same name is refused too;
+  them), so that a model file or config.json of another size under the same name is refused too, and, in a simulated
+  or estimated record, its profile {"name", "sha256", "hardware"} (PROFILE: the profile whose figures they are);
 - or the JSON list `autotune space --simulate --json` prints (entries with "valid": false are not
   candidates and are skipped).
 
@@ -38,8 +39,10 @@ for type and range where it is read, with one line naming the file, the line and
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import re
 import stat
 import sys
 from pathlib import Path
@@ -49,7 +52,9 @@ from autotune.backends.probe_outcome import step_time_cv
 from autotune.backends.replay_figures import (
     default_limit_disagreement, default_limit_refusal, figure_problems, peak_memory_refusal,
 )
-from autotune.backends.replay_fit import mixed_studies, none_usable, other_model_sizes, other_study, unused_records
+from autotune.backends.replay_fit import (
+    mixed_studies, none_usable, other_model_sizes, other_profile, other_study, unused_records,
+)
 from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, Candidate, knob_value, params_key
 from autotune.checks import (
     MAX_COUNT, checked_number, complete_table, number_problem, refuse_duplicate_keys, refuse_unknown_keys, shown,
@@ -82,6 +87,14 @@ _STUDY_NAMES = ("model", "hardware", "precision")
 # A record's `study.model_sizes`, optional (records of an older autotune, or written by hand, have none): the model's
 # sizes beyond its name, which a model file or config.json keeping another's name (a depth-pruned variant) differs in.
 MODEL_SIZES = "model_sizes"
+# A simulated or estimated record's `study.profile`: the hardware profile whose figures made it, {"name", "sha256" (of
+# its content, as pareto.json's inputs.hardware_sha256), "hardware" (the --hardware it was given as)}. `study.hardware`
+# names the node, whose every calibration replays what was measured on it; a simulation is its profile's own, and an
+# export on a calibrated profile was replayed and compared as its base's figures (trial64 #2).
+PROFILE = "profile"
+PROFILE_KEYS = ("name", "sha256", "hardware")
+# The records whose figures a profile made (all, or the energy): a measured record's study names its node alone.
+PROFILE_SOURCES = ("simulated", "estimated")
 # What `autotune space --simulate --json` adds beside a record's keys.
 _SPACE_LIST_KEYS = ("valid", "reason", "simulator_error_pct")  # the last: the profile's, which replay reads itself
 # What JSON calls what Python parsed (a record that is `null` was "not NoneType").
@@ -143,10 +156,40 @@ def model_sizes(model: ModelSpec) -> dict:
 
 def study_of(candidate: Candidate) -> dict:
     """What a candidate's figures are for beyond its knobs: a record's `study` (the hardware by its node:
-    figures measured on gh200 nodes replay under every calibration of gh200), the model by its sizes too."""
+    figures measured on gh200 nodes replay under every calibration of gh200), the model by its sizes too, and
+    the profile, which measurement_record keeps for the figures it made (PROFILE_SOURCES)."""
     return {"model": candidate.model.name, "hardware": candidate.hardware.base_name, "gpus_per_node": candidate.gpus_per_node,
             **{key: getattr(candidate.workload, key) for key in ("frames", "text_tokens", "global_batch", "samples", "precision")},
-            MODEL_SIZES: model_sizes(candidate.model)}
+            MODEL_SIZES: model_sizes(candidate.model), PROFILE: profile_of(candidate.hardware)}
+
+
+def profile_of(hardware) -> dict:
+    """A record's `study.profile` (PROFILE) for figures `hardware` made."""
+    from autotune.hardware import hardware_flag
+
+    return {"name": hardware.name, "sha256": _profile_sha256(hardware),
+            "hardware": hardware_flag(hardware.source or hardware.name)}
+
+
+@functools.lru_cache(maxsize=8)  # once per profile, not per record: `space --simulate --json` writes thousands
+def _profile_sha256(hardware) -> str:
+    from autotune.hardware import hardware_to_dict
+    from autotune.report.inputs import content_sha256
+
+    return content_sha256(hardware_to_dict(hardware))  # as a study's pareto.json names it (report/inputs.study_inputs)
+
+
+def _checked_profile(origin: str, profile) -> dict:
+    complete_table(origin, f"study.{PROFILE}", profile, PROFILE_KEYS, _FIX,
+                   f"study.{PROFILE} = {shown(profile)} is not an object of {', '.join(PROFILE_KEYS)} (the hardware "
+                   "profile that made the figures)")
+    for key in ("name", "hardware"):
+        if not isinstance(profile[key], str) or not profile[key].strip():
+            raise ConfigError(f"{origin}: study.{PROFILE}.{key} = {shown(profile[key])} is not a name; {_FIX}")
+    if not isinstance(profile["sha256"], str) or not re.fullmatch("[0-9a-f]{64}", profile["sha256"]):
+        raise ConfigError(f"{origin}: study.{PROFILE}.sha256 = {shown(profile['sha256'])} is not a sha256 (64 lowercase "
+                          f"hexadecimal digits); {_FIX}")
+    return {key: profile[key] for key in PROFILE_KEYS}
 
 
 def _checked_model_sizes(origin: str, sizes) -> dict:
@@ -159,12 +202,14 @@ def _checked_model_sizes(origin: str, sizes) -> dict:
 
 def _checked_study(origin: str, study) -> dict:
     if isinstance(study, dict):
-        refuse_unknown_keys(f"{origin} study", study, (*STUDY_FLAGS, MODEL_SIZES), _FIX)
-    named = {key: value for key, value in study.items() if key != MODEL_SIZES} if isinstance(study, dict) else study
+        refuse_unknown_keys(f"{origin} study", study, (*STUDY_FLAGS, MODEL_SIZES, PROFILE), _FIX)
+    named = {key: value for key, value in study.items() if key not in (MODEL_SIZES, PROFILE)} if isinstance(study, dict) else study
     complete_table(origin, "study", named, STUDY_FLAGS, _FIX, f"study = {shown(study)} is not an object of {', '.join(STUDY_FLAGS)}")
     out = {}
     if study.get(MODEL_SIZES) is not None:
         out[MODEL_SIZES] = _checked_model_sizes(origin, study[MODEL_SIZES])
+    if study.get(PROFILE) is not None:
+        out[PROFILE] = _checked_profile(origin, study[PROFILE])
     for key in STUDY_FLAGS:
         value = study[key]
         if key in _STUDY_NAMES:
@@ -503,6 +548,8 @@ class ReplayBackend(Backend):
                          f"model, hardware and workload they were measured for), so nothing checks that they are this run's "
                          f"--model {mine['model']} --hardware {mine['hardware']}; they are replayed as its own (a \"study\" "
                          "object in each record, as `autotune export --measurements` writes it, has them checked)")
+        if valid:
+            lines += _estimated_elsewhere(self.path, self.records, study_of(valid[0])[PROFILE])
         untold = [r for r in self.records.values() if r.get("untold")]
         if untold:
             lines.append(f"measurements {self.path}: {len(untold)} of its {len(self.records)} records name no "
@@ -513,8 +560,8 @@ class ReplayBackend(Backend):
     def _check_study(self, mine: dict, checks: list) -> None:
         studies: dict[str, list[str]] = {}
         for record in self.records.values():
-            if record.get("study") is not None:
-                studies.setdefault(json.dumps(record["study"], sort_keys=True), []).append(record["origin"])
+            if record.get("study") is not None:  # by what was studied: a sensorless study's estimated records name a profile
+                studies.setdefault(json.dumps(_without_profile(record["study"]), sort_keys=True), []).append(record["origin"])
         if len(studies) > 1:
             # Each study's records asked for its own flags in turn ("--model 7b", then "--model 32b").
             raise ConfigError(mixed_studies(self.path, [(json.loads(key), origins) for key, origins in studies.items()],
@@ -524,13 +571,18 @@ class ReplayBackend(Backend):
             differs = [key for key in STUDY_FLAGS if theirs is not None and theirs[key] != mine[key]]
             if differs:
                 # --nodes and --space from that study's records alone: another study's in the file would be refused next.
-                same = [r for r in self.records.values() if r.get("study") == theirs]
+                same = [r for r in self.records.values() if _without_profile(r.get("study")) == _without_profile(theirs)]
                 raise ConfigError(other_study(record["origin"], theirs, mine, differs, STUDY_FLAGS, same, checks))
         for record in self.records.values():
             # Another model under this one's name: every figure would be its (a resume refuses it: "its sizes differ").
             theirs = (record.get("study") or {}).get(MODEL_SIZES)
             if theirs is not None and theirs != mine[MODEL_SIZES]:
                 raise ConfigError(other_model_sizes(record["origin"], mine["model"], theirs, mine[MODEL_SIZES]))
+        for record in self.records.values():
+            # Measured figures are the node's, whatever its calibration; simulated ones are the profile's.
+            theirs = (record.get("study") or {}).get(PROFILE)
+            if record["source"] == "simulated" and theirs is not None and theirs["sha256"] != mine[PROFILE]["sha256"]:
+                raise ConfigError(other_profile(record["origin"], theirs, mine[PROFILE]))
 
     def check_resumed(self, evaluated: list) -> None:
         """Refuses, in one line, to resume with a file whose records for the study's replayed trials hold
@@ -592,6 +644,23 @@ class ReplayBackend(Backend):
                 f"energy {', '.join(energies)}): {self.reason}")
 
 
+def _estimated_elsewhere(path, records: dict[str, dict], mine: dict) -> list[str]:
+    """A line on records whose energy another profile's power model estimated (their time was measured, so they
+    replay, as measured figures of the node do): their energy is that profile's estimate, not this one's."""
+    other = [r for r in records.values() if r["source"] == "estimated"
+             and ((r.get("study") or {}).get(PROFILE) or mine)["sha256"] != mine["sha256"]]
+    if not other:
+        return []
+    theirs = other[0]["study"][PROFILE]
+    return [f"measurements {path}: {len(other)} of its {len(records)} records' energy was estimated by hardware profile "
+            f"'{theirs['name']}' (sha256 {theirs['sha256'][:12]}), not this run's '{mine['name']}' (sha256 "
+            f"{mine['sha256'][:12]}): their energy is that profile's power model's, their time measured"]
+
+
+def _without_profile(study: dict | None) -> dict | None:
+    return study if study is None else {key: value for key, value in study.items() if key != PROFILE}
+
+
 def _figure(value) -> str:
     return "none" if value is None else f"{value:.6g}"
 
@@ -628,11 +697,11 @@ def measurement_record(params: dict, result: dict, study: dict | None = None) ->
     if status not in ("ok", "oom", "failed", "timeout"):
         return None
     record = {"params": {k: params[k] for k in KNOBS}, "status": "failed" if status == "timeout" else status}
-    if study is not None:
-        record["study"] = study
     source = result.get("source") or "measured"
     if result.get("energy_source") == "estimated":
         source = "estimated"
+    if study is not None:
+        record["study"] = study if source in PROFILE_SOURCES else {k: v for k, v in study.items() if k != PROFILE}
     record["source"] = source
     if status == "ok":
         record.update({k: result.get(k) for k in ("time_s", "energy_kj", "tflops", "peak_mem_gib")})

@@ -121,6 +121,24 @@ def other_model_sizes(origin: str, name: str, theirs: dict, mine: dict) -> str:
             "study.model_sizes hold), or evaluate this model with --backend simulate or launch")
 
 
+def other_profile(origin: str, theirs: dict, mine: dict) -> str:
+    """The refusal of records simulated on another hardware profile than this run's (`study.profile`, as
+    replay.profile_of writes it): a calibrated profile's simulation replayed on its base was taken as the base's
+    figures, and compare then called the hardware the same while one configuration took 43% longer (trial64 #2)."""
+    where = f"profile '{theirs['name']}' (sha256 {theirs['sha256'][:12]})"
+    here = f"this run's '{mine['name']}' (sha256 {mine['sha256'][:12]})"
+    if theirs["name"] == mine["name"]:  # the same name, other figures: a profile edited, or calibrated under its name
+        again = (f"it is another profile of that name (edited since, or another autotune's; its study gave --hardware "
+                 f"{theirs['hardware']}): replay it with the profile file it was simulated on")
+    elif theirs["hardware"] in available_hardware():
+        again = f"replay it with --hardware {theirs['hardware']}"
+    else:
+        again = (f"replay it with --hardware {_PROFILE_FILE}, where {_PROFILE_FILE} is the profile '{theirs['name']}' its "
+                 f"study gave as {theirs['hardware']}")
+    return (f"{origin} holds figures simulated on hardware {where}, not on {here}: a simulation is its profile's, "
+            f"not its node's; {again}, or simulate this profile (--backend simulate)")
+
+
 def mixed_studies(path, studies: list[tuple[dict, list[str]]], flags: dict[str, str]) -> str:
     """The refusal of a file holding the records of several studies (`studies`: each one's `study` and its records'
     origins), each named by its lines and the study fields that differ between them: named by model and hardware

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from autotune.backends.replay import ReplayBackend, load_measurements, measurement_record, model_sizes
+from autotune.backends.replay import ReplayBackend, load_measurements, measurement_record, model_sizes, profile_of
 from autotune.errors import ConfigError
+from autotune.hardware import load_hardware
 from autotune.models import PRESETS
 
 KNOBS_OLD = {"zero_stage": 3, "optimizer_offload": "none", "activation_checkpointing": "recompute",
@@ -382,7 +383,9 @@ def test_an_exported_file_replays_only_for_the_study_it_was_measured_for(tmp_pat
     path = tmp_path / "m.jsonl"
     assert autotune_main("export", tmp_path / "run", "--measurements", path).returncode == 0
     records = [json.loads(line) for line in path.read_text().splitlines()]
-    assert records and all(r["study"] == {**STUDY, "model": "7b", "model_sizes": model_sizes(PRESETS["7b"])} for r in records)
+    gh200 = profile_of(load_hardware("gh200"))  # simulated figures: the profile's own (trial64 #2)
+    assert records and all(r["study"] == {**STUDY, "model": "7b", "model_sizes": model_sizes(PRESETS["7b"]), "profile": gh200}
+                           for r in records)
     for flags, said in [
         (("--model", "32b"), "holds figures for model 7b, not this study's 32b; replay it with --model 7b"),
         (("--model", "7b", "--frames", "30", "--samples", "1024"),
@@ -418,7 +421,8 @@ def test_a_simulated_space_list_says_what_study_its_figures_are_for(tmp_path):
     listed = autotune_main("space", "--model", "7b", "--nodes", "1", "--simulate", "--json")
     assert listed.returncode == 0, listed.stderr
     rows = json.loads(listed.stdout)
-    assert all(r["study"] == {**STUDY, "model": "7b", "model_sizes": model_sizes(PRESETS["7b"])} for r in rows if r["valid"]) and not any("study" in r for r in rows if not r["valid"])
+    study = {**STUDY, "model": "7b", "model_sizes": model_sizes(PRESETS["7b"]), "profile": profile_of(load_hardware("gh200"))}
+    assert all(r["study"] == study for r in rows if r["valid"]) and not any("study" in r for r in rows if not r["valid"])
     path = tmp_path / "space.json"
     path.write_text(listed.stdout)
     refused = autotune_main("run", "--model", "7b", "--nodes", "1", "--frames", "30", "--backend", "replay", "--measurements", path,
