@@ -53,7 +53,7 @@ from autotune.backends.replay_figures import (
     default_limit_disagreement, default_limit_refusal, figure_problems, peak_memory_refusal,
 )
 from autotune.backends.replay_fit import (
-    mixed_studies, none_usable, other_model_sizes, other_profile, other_study, unused_records,
+    mixed_studies, none_usable, not_replayed, not_replayed_text, other_model_sizes, other_profile, other_study,
 )
 from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, Candidate, knob_value, params_key
 from autotune.checks import (
@@ -484,6 +484,7 @@ class ReplayBackend(Backend):
         self.reason = reason
         self.usable: int | None = None  # records of valid candidates of this study's space (evaluable() counts them)
         self.figure_warning: str | None = None  # figures far from the simulator's (check_candidates), said once
+        self.not_replayed: dict | None = None  # the records this study's space leaves out (unused_records), kept in it
 
     def measurements_record(self) -> dict:
         """What pareto.json's inputs name the replayed file by: its path as given, its records, and a hash of
@@ -495,7 +496,8 @@ class ReplayBackend(Backend):
                    for key, record in self.records.items()}
         # Absolute: the path as typed named a file relative to wherever the run was started (trial 50 #14).
         where = str(self.path) if str(self.path) == "-" else str(self.path.resolve())
-        return {"file": where, "records": len(self.records), "sha256": content_sha256(content)}
+        record = {"file": where, "records": len(self.records), "sha256": content_sha256(content)}
+        return {**record, "not_replayed": self.not_replayed} if self.not_replayed else record
 
     def check_candidates(self, checks: list) -> None:
         """Refuses, in one line, a file whose records say they were measured for another model,
@@ -531,9 +533,13 @@ class ReplayBackend(Backend):
         return f"no record in {self.path} (replay evaluates only recorded candidates)"
 
     def unused_records(self, checks: list) -> str | None:
-        """One line on the records this study cannot use, by why, with each fix (replay_fit.unused_records):
-        measured figures left out without a word would change the answer unseen. None where all are used."""
-        return unused_records(self.path, self.records, checks)
+        """One line on the records this study cannot use, by why, with each fix (replay_fit.not_replayed):
+        measured figures left out without a word would change the answer unseen. None where all are used. Kept
+        for the study's report too (measurements_record), which said nothing of them (trial64 #6)."""
+        self.not_replayed = not_replayed(self.path, self.records, checks)
+        if self.not_replayed is None:
+            return None
+        return f"measurements {self.path}: {not_replayed_text(self.not_replayed, len(self.records))}"
 
     def unchecked_records(self, checks: list) -> list[str]:
         """Records replayed on an assumption, a line each: without `study`, for whatever model and workload the

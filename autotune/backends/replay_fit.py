@@ -1,5 +1,5 @@
 """How a replay file fits the study it is replayed in: the flags that replay records measured for another
-study (`other_study`), and the records this study cannot use, counted by why (`unused_records`).
+study (`other_study`), and the records this study cannot use, counted by why (`not_replayed`).
 
 A record is used only where its knobs are a valid candidate of the study. The rest were measured, and a
 replay that drops them without a word gives another answer than the file holds (a power-limit study replayed
@@ -31,7 +31,7 @@ def space_values(checks: list) -> dict[str, set]:
     return values
 
 
-def _sorted(values) -> list:
+def sorted_values(values) -> list:
     # "max" beside clock numbers: numbers first, in order, then names.
     return sorted(values, key=lambda v: (isinstance(v, str), v if not isinstance(v, str) else 0, str(v)))
 
@@ -43,7 +43,7 @@ def lacking_values(records: list[dict], values: dict[str, set]) -> dict[str, lis
         for knob in KNOBS:
             if knob != "nodes" and record["params"][knob] not in values[knob]:
                 lacking.setdefault(knob, set()).add(record["params"][knob])
-    return {knob: _sorted(lacking[knob]) for knob in KNOBS if knob in lacking}
+    return {knob: sorted_values(lacking[knob]) for knob in KNOBS if knob in lacking}
 
 
 def values_text(lacking: dict[str, list]) -> str:
@@ -244,14 +244,17 @@ def _causes_text(unused: int, causes: list[tuple]) -> str:
     return ", ".join(f"{count} {what} ({detail}; {fix})" for count, what, detail, fix in causes)
 
 
-def unused_records(path, records: dict[str, dict], checks: list) -> str | None:
-    """One line: how many records this study cannot use and why, by cause (knob values its space lacks, node
-    counts outside its --nodes, candidates it rules out), each with its fix; None where every record is used."""
+def not_replayed(path, records: dict[str, dict], checks: list) -> dict | None:
+    """{"records": how many records this study cannot use, "why": by cause (knob values its space lacks, node counts
+    outside its --nodes, candidates it rules out), each with its fix}; None where every record is used. Kept in the
+    study (replay.measurements_record): its report and compare say it, not the run's start alone (trial64 #6)."""
     unused, causes = _unused(path, records, checks)
-    if not unused:
-        return None
-    return (f"measurements {path}: {unused} of its {len(records)} records {_are(unused, 'are', 'is')} not replayed: "
-            + _causes_text(unused, causes))
+    return {"records": unused, "why": _causes_text(unused, causes)} if unused else None
+
+
+def not_replayed_text(left_out: dict, records: int) -> str:
+    """"5 of its 10 records are not replayed: they hold knob values ...": not_replayed's, said."""
+    return f"{left_out['records']} of its {records} records {_are(left_out['records'], 'are', 'is')} not replayed: {left_out['why']}"
 
 
 def none_usable(path, records: dict[str, dict], checks: list) -> str:

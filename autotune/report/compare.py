@@ -25,20 +25,13 @@ values in that order):
 
 from __future__ import annotations
 
-from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, knob_value, knobs_sentence
+from autotune.candidate import KNOBS, knobs_sentence
 from autotune.report.compare_caveats import caveats
 from autotune.report.compare_inputs import compare_inputs
-from autotune.report.compare_study import ComparedStudy
+from autotune.report.compare_study import ComparedStudy, point_params as _params
 from autotune.report.picks import PICK_FILES, change_pct  # a change in percent of the reference, None without one
 
 PICK_ORDER = tuple(PICK_FILES)  # fastest, min_energy, knee, max_slowdown, cost_weighted: the reports' order
-
-
-def _params(point: dict) -> dict:
-    """A point's knobs, the device knobs a study from before them ran untouched included; each as a candidate
-    holds it (a power limit written 1 is 1.0, as the rest of pareto.json writes it)."""
-    params = {**UNTOUCHED_DEVICE_SETTINGS, **point["params"]}
-    return {knob: knob_value(knob, params[knob]) for knob in KNOBS}
 
 
 def _figures(point: dict, reference: dict | None) -> dict:
@@ -159,11 +152,9 @@ def why_absent(study: ComparedStudy, params: dict) -> str:
     evaluated = [p for p in study.points.values() if all(_params(p)[knob] == value for knob, value in params.items())]
     if evaluated:
         return f"evaluated (trial {', '.join(str(p['trial']) for p in evaluated)}), not on its front"
-    # A pareto.json older than `inputs` still says which node counts it searched.
-    space = {"nodes": study.node_counts, **((study.document.get("inputs") or {}).get("space") or {})}
-    outside = [f"{knob} {value}" for knob, value in params.items() if knob in space and value not in space[knob]]
+    outside = study.outside_space(params)  # a pareto.json older than `inputs` still says which node counts it searched
     if outside:
-        return f"not in its searched space ({', '.join(outside)})"
+        return f"not in its searched space ({', '.join(f'{knob} {value}' for knob, value in outside.items())})"
     invalid = _invalid_there(study, params)
     if invalid:
         return f"not valid there ({invalid})"

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from itertools import combinations
 
+from autotune.backends.replay_fit import not_replayed_text, sorted_values, values_text
 from autotune.counted import agreeing, counted
 from autotune.report.compare_inputs import UNUSED, input_label, numbers_text, value_text
-from autotune.report.compare_study import ComparedStudy
+from autotune.report.compare_study import ComparedStudy, point_params
 from autotune.report.error_bars import EXTRAPOLATED_KEY, WHY_UNKNOWN, outside_words, pct_text
 from autotune.report.picks import PICK_FILES
 
@@ -24,7 +25,7 @@ def caveats(studies: list[ComparedStudy], inputs: dict) -> list[str]:
     differ = inputs["differ"]
     said = [*_job(differ), *_gpu_counts(differ), *_simulated_against_measured(studies), *_two_simulators(studies),
             *_estimated(studies), *_parts_not_measured(differ), *_edited_profiles(studies), *_time_only(studies, differ),
-            *_rules(differ), *_searches(studies), *_no_picks(studies), *_copies(studies)]
+            *_rules(differ), *_outside_space(studies), *_searches(studies), *_no_picks(studies), *_copies(studies)]
     return said
 
 
@@ -174,6 +175,34 @@ def _rules(differ: dict) -> list[str]:
         listed = ", ".join(f"{value_text(name, v)} in study {n}" for n, v in enumerate(values, 1) if v != UNUSED)
         pick = "max-slowdown" if name == "max_slowdown" else "cost-weighted"
         said.append(f"The {pick} pick follows a different rule in each study ({input_label(name)} {listed}).")
+    return said
+
+
+def _outside_space(studies: list[ComparedStudy]) -> list[str]:
+    """Study 1's front configurations a later study's space lacks: its picks could not be them, and the pick that
+    moved (min-energy from a 0.35 power limit to 0.7) read as a finding where the space was the difference; a replay
+    whose space left its file's records of them out says so, with the --space that takes them in (trial64 #6)."""
+    said = []
+    front = [point_params(point) for point in studies[0].document["front"]]
+    for n, study in enumerate(studies[1:], 2):
+        # Knob values alone: other node counts are a comparison of scale, matched without the count (compare.py).
+        outside = [{knob: value for knob, value in study.outside_space(params).items() if knob != "nodes"}
+                   for params in front]
+        outside = [values for values in outside if values]
+        if not outside:
+            continue
+        lacked: dict[str, set] = {}
+        for values in outside:
+            for knob, value in values.items():
+                lacked.setdefault(knob, set()).add(value)
+        lacked_text = values_text({knob: sorted_values(values) for knob, values in lacked.items()})
+        measurements = (study.document.get("inputs") or {}).get("measurements") or {}
+        left_out = measurements.get("not_replayed")
+        file = (f"; its replayed file holds records it left out ({not_replayed_text(left_out, measurements['records'])})"
+                if left_out else "")
+        said.append(f"Study {n}'s space lacks {counted(len(outside), 'configuration')} of study 1's front ({lacked_text} "
+                    f"not searched there), so its picks could not be {agreeing(len(outside), 'it', 'them')}: a change "
+                    f"against study 1 there is the spaces' difference as much as the configurations'{file}.")
     return said
 
 

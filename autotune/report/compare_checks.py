@@ -278,6 +278,12 @@ def _inputs_problem(inputs: dict) -> str | None:
                 return _wrong(f"inputs.measurements.{key}", measurements.get(key), "a string")
         if problem := _count("inputs.measurements.records", measurements.get("records"), low=0):
             return problem
+        left_out = measurements.get("not_replayed")  # optional: the records its space left out (replay_fit.not_replayed)
+        if left_out is not None:
+            if not isinstance(left_out, dict) or not isinstance(left_out.get("why"), str):
+                return _wrong("inputs.measurements.not_replayed", left_out, "an object (records, why) or null")
+            if problem := _count("inputs.measurements.not_replayed.records", left_out.get("records")):
+                return problem
     return None
 
 

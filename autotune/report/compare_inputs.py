@@ -73,6 +73,8 @@ def input_values(study: ComparedStudy) -> dict:
     for key in ("measurements", "probe_settings"):
         if key in recorded:
             values[key] = recorded[key]
+    if isinstance(values.get("measurements"), dict):  # the file, not what each study's space left out of it (a caveat)
+        values["measurements"] = {k: v for k, v in values["measurements"].items() if k != "not_replayed"}
     if "objectives" in document:
         values["objectives"] = document["objectives"]
     parameters = document.get("recommendation_parameters") or {}

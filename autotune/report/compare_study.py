@@ -11,12 +11,21 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, knob_value
 from autotune.errors import ConfigError, UserError
 from autotune.hardware import HardwareProfile, load_hardware
 from autotune.hardware.dump import hardware_to_dict
 from autotune.report.compare_checks import document_problem
 from autotune.report.inputs import content_sha256
 from autotune.report.pareto_json import PARETO_SCHEMA_VERSION, read_pareto_json
+
+
+def point_params(point: dict) -> dict:
+    """A point's knobs, the device knobs a study from before them ran untouched included; each as a candidate
+    holds it (a power limit written 1 is 1.0, as the rest of pareto.json writes it)."""
+    params = {**UNTOUCHED_DEVICE_SETTINGS, **point["params"]}
+    return {knob: knob_value(knob, params[knob]) for knob in KNOBS}
+
 
 @dataclass(frozen=True)
 class ComparedStudy:
@@ -48,6 +57,12 @@ class ComparedStudy:
         except (ConfigError, KeyError):
             return None
         return profile if recorded and content_sha256(hardware_to_dict(profile)) == recorded else None
+
+    def outside_space(self, params: dict) -> dict:
+        """{knob: value} of `params`' knob values its searched space lacks (empty where it searched them all; a
+        pareto.json older than `inputs` names its node counts alone)."""
+        space = {"nodes": self.node_counts, **((self.document.get("inputs") or {}).get("space") or {})}
+        return {knob: value for knob, value in params.items() if knob in space and value not in space[knob]}
 
     @property
     def points(self) -> dict[int, dict]:

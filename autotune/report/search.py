@@ -211,6 +211,24 @@ def unrecorded_nodes(checks: list, recorded: set[str] | None) -> list[dict]:
     return [{"nodes": nodes, "valid_candidates": count} for nodes, count in sorted(valid.items()) if nodes not in kept]
 
 
+# The `search` block's key for a replay whose study could not use some of its file's records (another --space or
+# --nodes): {"records", "of" (the file's records), "why" (by cause, with each fix: replay_fit.not_replayed)}. The
+# run's start-up warning alone said so, and the report's front lacked the file's best points without a word (trial64 #6).
+NOT_REPLAYED_KEY = "not_replayed"
+
+
+def not_replayed_sentence(left_out: dict) -> str:
+    """"5 of the replayed file's 10 records were not replayed: they hold knob values ...; pass the --space ..."."""
+    were = agreeing(left_out["records"], "was", "were")
+    return f"{left_out['records']} of the replayed file's {left_out['of']} records {were} not replayed: {left_out['why']}"
+
+
+def _not_replayed(study, backend: str) -> dict | None:
+    measurements = (study.user_attrs.get("backend") or {}).get("measurements") if backend == "replay" else None
+    left_out = (measurements or {}).get("not_replayed")
+    return {**left_out, "of": measurements["records"]} if left_out else None
+
+
 def search_summary(study, view, backend: str) -> dict:
     """The `search` block: sampler, early stop, exhaustiveness, and the `predicted` list."""
     converged = study.user_attrs.get(CONVERGED_ATTR)
@@ -229,6 +247,8 @@ def search_summary(study, view, backend: str) -> dict:
         "exhaustive_note": "",
         "predicted": [],
     }
+    if left_out := _not_replayed(study, backend):
+        summary[NOT_REPLAYED_KEY] = left_out
     try:
         checks = valid_checks(view.settings)
     except Exception as exc:  # a study whose space cannot be rebuilt here still gets its report
@@ -320,6 +340,8 @@ def search_sentences(summary: dict, backend: str | None = None) -> list[str]:
         lines.append(
             f"not converged: stopped after {unfinished['probes']} probes{beside} while {unfinished['reason']}{following}. {resume}"
         )
+    if summary.get(NOT_REPLAYED_KEY):
+        lines.append(not_replayed_sentence(summary[NOT_REPLAYED_KEY]))
     if summary.get("exhaustive_note"):
         lines.append(summary["exhaustive_note"])
     for p in summary.get("predicted", []):
