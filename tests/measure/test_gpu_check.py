@@ -43,27 +43,16 @@ def test_each_check_s_subprocess_keeps_the_caller_s_pythonpath_after_this_repo(m
 
 
 RESUME_SCRIPT = REPO / "benchmarks" / "gpu_resume_check.sh"
-
-
-def test_the_resume_check_parses_and_without_a_gpu_stops_at_once(tmp_path):
-    assert subprocess.run(["bash", "-n", str(RESUME_SCRIPT)], timeout=30).returncode == 0
-    if nvml.is_available():
-        pytest.skip("a GPU is here: run the script itself")
-    # No nvidia-smi on PATH: only the directories bash needs.
-    done = subprocess.run(["bash", str(RESUME_SCRIPT), str(tmp_path / "run")], capture_output=True, text=True,
-                          timeout=60, env={**os.environ, "PATH": "/usr/bin:/bin"})
-    assert done.returncode == 2 and "no nvidia-smi on PATH" in done.stderr
-    assert not (tmp_path / "run").exists()
-
-
 HANDOVER_SCRIPT = REPO / "benchmarks" / "gpu_handover_check.sh"
 
 
-def test_the_handover_check_parses_and_without_a_gpu_stops_at_once(tmp_path):
-    assert subprocess.run(["bash", "-n", str(HANDOVER_SCRIPT)], timeout=30).returncode == 0
+@pytest.mark.parametrize("script", [RESUME_SCRIPT, HANDOVER_SCRIPT], ids=lambda path: path.stem)
+def test_a_gpu_script_parses_and_without_a_gpu_stops_at_once(tmp_path, script):
+    assert subprocess.run(["bash", "-n", str(script)], timeout=30).returncode == 0
     if nvml.is_available():
         pytest.skip("a GPU is here: run the script itself")
-    done = subprocess.run(["bash", str(HANDOVER_SCRIPT), str(tmp_path / "out")], capture_output=True, text=True,
+    # No nvidia-smi on PATH: only the directories bash needs.
+    done = subprocess.run(["bash", str(script), str(tmp_path / "out")], capture_output=True, text=True,
                           timeout=60, env={**os.environ, "PATH": "/usr/bin:/bin"})
     assert done.returncode == 2 and "no nvidia-smi on PATH" in done.stderr
     assert not (tmp_path / "out").exists()
