@@ -13,20 +13,83 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import socket
 import sys
 from pathlib import Path
 
 from autotune.atomic_write import write_text_atomic
 from autotune.candidate import SM_CLOCK_UNTOUCHED
-from autotune.commands.flags import whole_number_flag
+from autotune.commands.flags import number_flag, path_flag, whole_number_flag
+from autotune.errors import UserError
 from autotune.measure import device_control as dc
 from autotune.measure.errors import DeviceControlError, SourceUnavailable
 from autotune.usage_errors import OneLineParser, one_line
 
 
+_CLOCK_MHZ = whole_number_flag(low=1)
+
+
 def _clock(text: str) -> int | str:
-    return text if text == SM_CLOCK_UNTOUCHED else int(text)
+    """`max`, or a clock in MHz with the project's whole-number rule (argparse named its own function: `_clock`)."""
+    return text if text == SM_CLOCK_UNTOUCHED else _CLOCK_MHZ(text)
+
+
+# What restore() reads of each entry, and what makes it one: checked before anything is put back, so that a damaged or
+# foreign file is one line naming it, not a traceback from the EXIT trap of a launch.sh with its GPUs left capped.
+_RECORD_HELP = ("`python -m autotune.measure.device_cli show` lists each GPU's limit now, and `apply --power-limit 1.0 "
+                "--record OTHER.json` puts the default limit back")
+
+
+class Refusal(Exception):
+    """What this command refuses before it changes a device (a --record file apply did not write or cannot write, GPUs
+    it cannot find): the reason, said in one line."""
+
+
+def read_record(path: Path, device_count: int) -> list[dict]:
+    """The entries of a record `apply` wrote, each checked against what restore() reads and this node's devices."""
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise Refusal(f"--record {path} is not a record `device_cli apply` wrote ({type(exc).__name__}: "
+                          f"{getattr(exc, 'strerror', None) or exc}); nothing was restored: {_RECORD_HELP}") from None
+    if not isinstance(entries, list):
+        raise Refusal(f"--record {path} is not a record `device_cli apply` wrote (not a list of devices); nothing was "
+                          f"restored: {_RECORD_HELP}")
+    for number, entry in enumerate(entries, 1):
+        problem = _entry_problem(entry, device_count)
+        if problem:
+            raise Refusal(f"--record {path}, entry {number}: {problem}; nothing was restored: {_RECORD_HELP}")
+    return entries
+
+
+def _entry_problem(entry, device_count: int) -> str | None:
+    if not isinstance(entry, dict):
+        return "is not a device's settings"
+    index, limit_w, clock = entry.get("index"), entry.get("previous_power_limit_w"), entry.get("sm_clock_cap_mhz")
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < device_count:
+        return f"index {index!r} is not one of this node's GPUs (0-{device_count - 1})"
+    if entry.get("scope") not in ("gpu", "module"):
+        return f"scope {entry.get('scope')!r} is neither gpu nor module"
+    if isinstance(limit_w, bool) or not isinstance(limit_w, (int, float)) or not 0 < limit_w < 1e5:  # NaN fails too
+        return f"previous_power_limit_w {limit_w!r} is not a power limit in watts"
+    if clock is not None and (isinstance(clock, bool) or not isinstance(clock, int) or clock < 1):
+        return f"sm_clock_cap_mhz {clock!r} is not a clock in MHz"
+    return None
+
+
+def _writable_record(path: Path) -> None:
+    """Refuse, before NVML, a --record apply could not write (its first write comes before any change)."""
+    if path.is_dir():
+        raise Refusal(f"--record {path} is a directory: name a file in it, such as {path / '.autotune-device-settings.json'}")
+    if not path.parent.is_dir():
+        raise Refusal(f"--record {path}: its folder {path.parent} does not exist; create it or name a file in an existing one")
+    if path.exists():
+        # Not restored since: its entries are the values before that apply, which a new record would replace with the
+        # capped ones, and a restore would then put the cap back (a job killed outright, its launch.sh run again).
+        raise Refusal(f"--record {path} holds the settings an earlier apply changed and no restore put back (a job "
+                          f"killed outright?): `python -m autotune.measure.device_cli restore --record {path}` puts them "
+                          "back (a launch.sh's EXIT trap does it now); apply again after it")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -37,14 +100,16 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     apply = commands.add_parser("apply", help="set the power limit (fraction of the default) and SM clock cap",
                                 allow_abbrev=False)
-    apply.add_argument("--power-limit", type=float, default=1.0, help="fraction of each device's default limit")
+    apply.add_argument("--power-limit", type=number_flag(low=0.0, low_open=True, high=1.0), default=1.0,
+                       help="fraction of each device's default limit, in (0, 1]")
     apply.add_argument("--sm-clock-mhz", type=_clock, default=SM_CLOCK_UNTOUCHED, help="SM clock cap, or max")
-    apply.add_argument("--record", required=True, help="where the previous values are kept ({host}: this host's name)")
+    apply.add_argument("--record", required=True, type=path_flag,
+                       help="where the previous values are kept ({host}: this host's name); a file no earlier apply left")
     apply.add_argument("--gpus", type=whole_number_flag(low=1), default=None,
                        help="only the first N of the devices CUDA_VISIBLE_DEVICES names (default: all of them): the ones "
                             "a training of N ranks per node uses")
     restore = commands.add_parser("restore", help="put back what `apply` recorded", allow_abbrev=False)
-    restore.add_argument("--record", required=True)
+    restore.add_argument("--record", required=True, type=path_flag)
     show = commands.add_parser("show", help="each device's power limits and clocks", allow_abbrev=False)
     show.add_argument("--json", action="store_true")
     parser.set_defaults(command_parsers=commands.choices)
@@ -60,7 +125,7 @@ def run(args: argparse.Namespace, api) -> list[str]:
     if args.command == "restore":
         if not args.record.is_file():
             return []
-        done = dc.restore(api, json.loads(args.record.read_text(encoding="utf-8")))
+        done = dc.restore(api, read_record(args.record, api.device_count()))
         args.record.unlink()
         return done
     if args.command == "show":
@@ -70,7 +135,15 @@ def run(args: argparse.Namespace, api) -> list[str]:
         return [f"GPU {s['index']} ({s['name']}, {s['scope']} scope): power limit {s['power_limit_w']:g} W "
                 f"(default {s['default_power_limit_w']:g}, allowed {s['min_power_limit_w']:g}-{s['max_power_limit_w']:g}); "
                 f"SM clock {s['sm_clock_mhz']} MHz (max {s['max_sm_clock_mhz']})" for s in settings]
-    devices = dc.read_settings(api, dc.visible_indices(api) if args.gpus is None else dc.ranks_indices(api, args.gpus))
+    visible = dc.visible_indices(api)
+    if not visible:
+        raise Refusal(f"no GPU to set: CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '')!r} names none of "
+                          f"this node's {api.device_count()} GPUs")
+    if args.gpus is not None and args.gpus > len(visible):
+        raise Refusal(f"--gpus {args.gpus}: only {len(visible)} GPUs are visible here ("
+                          + (f"CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']}" if "CUDA_VISIBLE_DEVICES" in os.environ
+                             else "the node's") + "); give the ranks per node the training runs")
+    devices = dc.read_settings(api, visible if args.gpus is None else visible[:args.gpus])
     _write_record(args.record, dc.records_before(devices, args.sm_clock_mhz))
     records = dc.apply(api, devices, args.power_limit, args.sm_clock_mhz)
     _write_record(args.record, records)
@@ -91,9 +164,12 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:  # the subcommand's usage error: its --help lists its flags, the top level's does not
         args.command_parsers[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     if getattr(args, "record", None) is not None:  # one record per node when several share a directory
-        args.record = Path(args.record.replace("{host}", socket.gethostname()))
-    if args.command == "apply" and not args.power_limit > 0.0:
-        return _error(args, f"--power-limit must be a positive fraction of the default limit, got {args.power_limit}")
+        args.record = Path(str(args.record).replace("{host}", socket.gethostname()))
+    if args.command == "apply":
+        try:
+            _writable_record(args.record)
+        except Refusal as exc:
+            return _error(args, str(exc))
     if args.command == "restore" and not args.record.is_file():
         return 0  # nothing was applied here: no driver needed to undo nothing (a login node's EXIT trap)
     api = dc.nvml_api()
@@ -105,6 +181,10 @@ def main(argv: list[str] | None = None) -> int:
             api.shutdown()
     except (DeviceControlError, SourceUnavailable) as exc:
         return _error(args, exc.reason)
+    except Refusal as exc:
+        return _error(args, str(exc))
+    except UserError as exc:  # the record could not be written: its first write comes before any change
+        return _error(args, str(exc).replace("(what the study measured is kept in its database)", "(no GPU was changed)"))
     for line in lines:
         print(line)
     return 0

@@ -205,7 +205,7 @@ APPLY = "python -m autotune.measure.device_cli apply"
     (["apply", "--bogus", "--record", "x.json"], f"unrecognized arguments: --bogus (see `{APPLY} --help`)"),
     (["apply", "--power-limit", "0.8"], f"the following arguments are required: --record (see `{APPLY} --help`)"),
     (["apply", "--power-limit", "0", "--record", "x.json"],
-     "--power-limit must be a positive fraction of the default limit, got 0.0"),
+     f"argument --power-limit: '0' is out of range; it must be a number > 0 and <= 1 (see `{APPLY} --help`)"),
 ])
 def test_cli_says_a_usage_mistake_in_one_line_prefixed_with_its_command(tmp_path, monkeypatch, capsys, argv, said):
     """Trial 48 #14: argparse's usage block came first, and the command's own errors began with a bare "error:";
@@ -261,3 +261,77 @@ def test_on_a_grace_hopper_node_a_one_rank_probe_counts_its_own_module_alone(tmp
     assert {s.index for s in whole_node.sources} == {0, 1, 2, 3}
     found.close()
     whole_node.close()
+
+
+def _cli(argv, api, monkeypatch, capsys) -> tuple[int, str]:
+    """device_cli in this process on the fake `api` (None: the command must refuse before NVML): status, stderr."""
+    from autotune.measure import device_cli
+
+    monkeypatch.setattr(dc, "nvml_api", (lambda: api) if api else (lambda: pytest.fail("refused before any device")))
+    try:
+        status = device_cli.main([str(word) for word in argv])
+    except SystemExit as exit_:
+        status = exit_.code
+    return status, capsys.readouterr().err
+
+
+def test_a_second_apply_never_replaces_a_record_no_restore_put_back(tmp_path, monkeypatch, capsys):
+    # Trial 65 #1: a job killed outright left its record; a second apply wrote the capped values as the "previous"
+    # ones, and restore put GPU 0 back at the first cap, the default lost.
+    api, record = FakeNvml(names=(H100,) * 2), tmp_path / "r.json"
+    assert _cli(["apply", "--power-limit", "0.5", "--gpus", "1", "--record", record], api, monkeypatch, capsys)[0] == 0
+    status, said = _cli(["apply", "--power-limit", "0.7", "--record", record], api, monkeypatch, capsys)
+    assert status == 2 and "holds the settings an earlier apply changed and no restore put back" in said
+    assert [api.device(i)["limit_mw"] for i in (0, 1)] == [350_000, 700_000]
+    assert _cli(["restore", "--record", record], api, monkeypatch, capsys)[0] == 0
+    assert [api.device(i)["limit_mw"] for i in (0, 1)] == [700_000, 700_000]
+
+
+@pytest.mark.parametrize("text, said", [
+    ("garbage", "is not a record `device_cli apply` wrote (JSONDecodeError"),
+    ('{"a": 1}', "not a list of devices"),
+    ('["x"]', "entry 1: is not a device's settings"),
+    ('[{"index": "x"}]', "entry 1: index 'x' is not one of this node's GPUs (0-1)"),
+    ('[{"index": 99, "scope": "gpu", "previous_power_limit_w": 700}]', "index 99 is not one of this node's GPUs"),
+    ('[{"index": 0, "scope": "card", "previous_power_limit_w": 700}]', "scope 'card' is neither gpu nor module"),
+    ('[{"index": 0, "scope": "gpu", "previous_power_limit_w": 1e400}]', "previous_power_limit_w inf is not a power limit"),
+    ('[{"index": 0, "scope": "gpu", "previous_power_limit_w": NaN}]', "previous_power_limit_w nan is not a power limit"),
+    ('[{"index": 0, "scope": "gpu", "previous_power_limit_w": 700, "sm_clock_cap_mhz": -5}]', "sm_clock_cap_mhz -5"),
+])
+def test_a_damaged_record_is_one_line_and_is_kept(tmp_path, monkeypatch, capsys, text, said):
+    # Trial 65 #2: the restore of a launch.sh's EXIT trap ended in a traceback, its GPUs left capped, unsaid.
+    record = tmp_path / "r.json"
+    record.write_text(text)
+    status, err = _cli(["restore", "--record", record], FakeNvml(names=(H100,) * 2), monkeypatch, capsys)
+    assert status == 2 and said in err and "nothing was restored" in err and len(err.splitlines()) == 1
+    assert record.read_text() == text
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--record", "{dir}"], "is a directory: name a file in it"),
+    (["--record", "{dir}/no/x.json"], "does not exist; create it or name a file in an existing one"),
+    (["--record", ""], "argument --record: is empty"),
+    (["--power-limit", "inf", "--record", "x.json"], "argument --power-limit: 'inf'"),
+    (["--power-limit", "50", "--record", "x.json"], "argument --power-limit: '50' is out of range"),
+    (["--power-limit", "1e400", "--record", "x.json"], "argument --power-limit: '1e400'"),
+    (["--sm-clock-mhz", "-5", "--record", "x.json"], "argument --sm-clock-mhz: '-5' is out of range"),
+    (["--sm-clock-mhz", "1.5e3", "--record", "x.json"], "write it without a decimal point or an exponent (1500)"),
+])
+def test_apply_refuses_a_wrong_flag_or_record_path_before_any_device(tmp_path, monkeypatch, capsys, argv, said):
+    # Trial 65 #3, #11: a folder, a missing folder or "" as --record were tracebacks naming "the study"; an
+    # infinite or absurd fraction and a negative clock reached NVML; `invalid _clock value` named a function.
+    monkeypatch.chdir(tmp_path)
+    status, err = _cli(["apply", *(word.format(dir=tmp_path) for word in argv)], None, monkeypatch, capsys)
+    assert status == 2 and said in err and len(err.splitlines()) == 1 and "_clock" not in err
+
+
+def test_apply_refuses_more_gpus_than_are_visible_and_a_visible_list_of_none(tmp_path, monkeypatch, capsys):
+    # Trial 65 #5: --gpus 8 on four GPUs capped four without a word; CUDA_VISIBLE_DEVICES=7 capped none, exit 0.
+    api, record = FakeNvml(names=(H100,) * 4), tmp_path / "r.json"
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    status, err = _cli(["apply", "--power-limit", "0.5", "--gpus", "8", "--record", record], api, monkeypatch, capsys)
+    assert status == 2 and "--gpus 8: only 4 GPUs are visible here (the node's)" in err
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "7")
+    status, err = _cli(["apply", "--power-limit", "0.5", "--record", record], api, monkeypatch, capsys)
+    assert status == 2 and "no GPU to set: CUDA_VISIBLE_DEVICES='7' names none of this node's 4 GPUs" in err
+    assert not record.exists() and all(api.device(i)["limit_mw"] == 700_000 for i in range(4))

@@ -43,7 +43,7 @@ def test_untouched_knobs_add_nothing_to_the_script(tmp_path):
 
 
 def test_launch_sh_applies_the_limit_for_the_run_and_restores_it_on_exit(tmp_path):
-    config, script = _export(tmp_path, power_limit=0.8, sm_clock_mhz=1500)
+    config, script = _export(tmp_path, gpus_per_node=2, power_limit=0.8, sm_clock_mhz=1500)  # the fake node's two
     assert config["autotune"]["power_limit"] == 0.8 and config["autotune"]["sm_clock_mhz"] == 1500
     assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
     state = tmp_path / "nvml.json"
@@ -101,7 +101,7 @@ def test_ctrl_c_ends_the_launch_script_with_130_and_the_limit_restored(tmp_path)
     import signal
     import time
 
-    _, script = _export(tmp_path, power_limit=0.8)
+    _, script = _export(tmp_path, gpus_per_node=2, power_limit=0.8)
     started = tmp_path / "started"
     fake, state, env = _fake_gpus_and_torchrun(tmp_path, f"touch {started}; sleep 60")
     running = subprocess.Popen([str(script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
