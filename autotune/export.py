@@ -169,10 +169,12 @@ def ranks_note(candidate) -> str:
 def handover_notes(candidate, measured_default_w: float | None = None) -> list[str]:
     """Everything a training that loads the exported config needs to know beyond it, in the order said.
     `measured_default_w`: the default power limit the trial's probe read (report.power_limit.measured_default_w)."""
-    return [ranks_note(candidate), *beyond_the_config(candidate.knobs, candidate.hardware, measured_default_w)]
+    return [ranks_note(candidate),
+            *beyond_the_config(candidate.knobs, candidate.hardware, measured_default_w, candidate.gpus_per_node)]
 
 
-def beyond_the_config(knobs, hardware=None, measured_default_w: float | None = None) -> list[str]:
+def beyond_the_config(knobs, hardware=None, measured_default_w: float | None = None,
+                      gpus_per_node: int | None = None) -> list[str]:
     """What the probe applied that a DeepSpeed JSON cannot carry: a training that only loads the file gets
     none of it (DeepSpeed's engine never reads `activation_checkpointing`, and `sequence_parallel_size` alone
     only changes its batch arithmetic), so each is said wherever the file is handed over. `hardware`: the
@@ -211,13 +213,13 @@ def beyond_the_config(knobs, hardware=None, measured_default_w: float | None = N
                      "each rank's loss must be its slice's summed loss divided by the whole sequence's token count "
                      "(DeepSpeed sums the gradients over the SP ranks: a per-slice mean makes them "
                      f"{knobs.sp_degree}x too large)")
-    if device := device_settings_note(knobs, hardware, measured_default_w=measured_default_w):
+    if device := device_settings_note(knobs, hardware, measured_default_w=measured_default_w, gpus_per_node=gpus_per_node):
         notes.append(device)
     return notes
 
 
 def device_settings_note(knobs, hardware=None, limit_placeholder: str | None = None,
-                         measured_default_w: float | None = None) -> str | None:
+                         measured_default_w: float | None = None, gpus_per_node: int | None = None) -> str | None:
     """How the pick's power limit or clock cap is set, which DeepSpeed does not; None where it touches neither. With
     the profile, the limit in watts too (candidate.power_limit_text): of `measured_default_w`, the default NVML
     reported on the probe's devices, where the probe read one, as the report's pick lines give it (an A100 whose
@@ -234,7 +236,8 @@ def device_settings_note(knobs, hardware=None, limit_placeholder: str | None = N
     on = "modules" if knobs.power_limit != 1.0 and hardware is not None and limited_device(hardware) == "module" else "GPUs"
     # The probe the launch script runs sets it (export_device.device_script); the user's own training does not, so
     # it gets the commands (a one-node note said "the same way", and the JSON a user carries held no command).
-    apply, restore = (shlex.join(device_cli(action, knobs, limit_placeholder)) for action in ("apply", "restore"))
+    # `--gpus`: the pick's GPUs of each node alone, as launch.sh's apply (a note without it capped all eight; trial 65 #4).
+    apply, restore = (shlex.join(device_cli(action, knobs, limit_placeholder, gpus_per_node)) for action in ("apply", "restore"))
     needs = "(NVML: root or CAP_SYS_ADMIN, and autotune installed there)"
     if knobs.nodes == 1:
         return (f"the {' and '.join(device)} is set on the {on}, not by DeepSpeed: the launch script does it; "

@@ -29,7 +29,8 @@ def deployment_notes(candidate, config_text: str | None = None, device_note: str
     notes = _config_notes(config_text)
     notes = list(handover_notes(candidate, measured_default_w) if notes is None else notes)
     if device_note is not None:
-        own = device_settings_note(candidate.knobs, candidate.hardware, measured_default_w=measured_default_w)
+        own = device_settings_note(candidate.knobs, candidate.hardware, measured_default_w=measured_default_w,
+                                   gpus_per_node=candidate.gpus_per_node)
         notes = [device_note if note == own else note for note in notes]
     if candidate.knobs.nodes > 1:
         notes.append(_hostfile_note(candidate))
@@ -50,9 +51,10 @@ def shared_device_notes(view) -> dict[int, str]:
     hardware = view.settings.hardware
     sharing: dict[str, list[int]] = {}
     for trial in picks_by_trial(view):
-        knobs = view.settings.candidate(view.point(trial).params).knobs
-        if knobs.power_limit != 1.0:
-            sharing.setdefault(device_settings_note(knobs, hardware, LIMIT_PLACEHOLDER), []).append(trial)
+        candidate = view.settings.candidate(view.point(trial).params)
+        if candidate.knobs.power_limit != 1.0:
+            note = device_settings_note(candidate.knobs, hardware, LIMIT_PLACEHOLDER, gpus_per_node=candidate.gpus_per_node)
+            sharing.setdefault(note, []).append(trial)
     names, shared = picks_by_trial(view), {}
     for note, trials in sharing.items():
         if len(trials) < 2:

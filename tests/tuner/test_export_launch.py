@@ -187,10 +187,11 @@ def test_what_a_deepspeed_config_cannot_carry_is_said_where_it_is_handed_over(tm
     notes = json.loads((tmp_path / "mine.json").read_text())["autotune"]["not_in_this_config"]
     assert [note.split(" (")[0] for note in notes] == ["run it on 4 ranks", "activation checkpointing", "Ulysses sequence parallelism",
                                                       "the power limit 0.8 x default"]
-    # In watts too, and on the module a GH200's limit caps (trial57 #12: "set on the GPUs" while launch.sh said module).
+    # In watts too, and on the module a GH200's limit caps (trial57 #12: "set on the GPUs" while launch.sh said module);
+    # on the pick's 4 GPUs of each node, as launch.sh's apply (trial 65 #4: without --gpus it capped all of the node's).
     assert notes[3].startswith("the power limit 0.8 x default (544 W per module on the gh200 profile) is set on the modules, "
                                "not by DeepSpeed: the launch script does it; for your own job run `python -m "
-                               "autotune.measure.device_cli apply --power-limit 0.8 --sm-clock-mhz max --record "
+                               "autotune.measure.device_cli apply --power-limit 0.8 --sm-clock-mhz max --gpus 4 --record "
                                "'.autotune-device-settings.{host}.json'` on its node before training, and `python -m "
                                "autotune.measure.device_cli restore --record '.autotune-device-settings.{host}.json'` after")
     assert notes[3].endswith("` after (NVML: root or CAP_SYS_ADMIN, and autotune installed there)")
