@@ -50,6 +50,10 @@ def _document(path: Path) -> object:
     return None
 
 
+# A DeepSpeed config's own keys (DeepSpeed requires a batch size), and the section autotune export adds to one.
+_DEEPSPEED_KEYS = {"train_batch_size", "train_micro_batch_size_per_gpu", "zero_optimization", "autotune"}
+
+
 def _document_kind(document: object, path: Path) -> FileKind | None:
     """What a file holding `document` is, by the keys only its kind has."""
     # Lazily: candidate and models_hf read hardware profiles and models, whose loaders ask here.
@@ -58,6 +62,10 @@ def _document_kind(document: object, path: Path) -> FileKind | None:
 
     if not isinstance(document, dict):
         return None
+    # Before the space file's test: a DeepSpeed config has an activation_checkpointing section, as a space has a knob.
+    if set(document) & _DEEPSPEED_KEYS:
+        return FileKind("a DeepSpeed config (as autotune export writes configs/<pick>.json)", None,
+                        "DeepSpeed reads it (the export's launch.sh passes it), no autotune flag does")
     if "llm" in document or is_hf_config(document):  # autotune's schema, or a Hugging Face config.json
         return _taken_by("--model", "a model file (JSON with llm or model_type)")
     if isinstance(document.get("gpu"), dict):

@@ -170,6 +170,20 @@ def test_a_file_given_to_another_flag_says_what_it_is_and_which_flag_takes_it(tm
     assert words in str(err.value) and "\n" not in str(err.value), str(err.value)
 
 
+@pytest.mark.parametrize("flag", ["--model", "--hardware", "--space"])
+def test_a_deepspeed_config_is_named_as_one_not_as_a_space_file(tmp_path, flag):
+    """Trial 65 #9: export's configs/<pick>.json has an activation_checkpointing section, a knob's name, and was called a
+    space file to pass as --space, which then called it no valid TOML: round in a circle."""
+    config = tmp_path / "cost-weighted.json"
+    config.write_text(json.dumps({"train_batch_size": 8, "zero_optimization": {"stage": 1},
+                                  "activation_checkpointing": {"partition_activations": False}, "autotune": {}}))
+    load = {"--model": load_model, "--hardware": load_hardware, "--space": load_space}[flag]
+    with pytest.raises(ConfigError) as err:
+        load(str(config))
+    assert f"{flag} {config} is a DeepSpeed config (as autotune export writes configs/<pick>.json), not a" in str(err.value)
+    assert "space file (" not in str(err.value) and "\n" not in str(err.value), str(err.value)
+
+
 def test_a_broken_file_of_the_flags_own_kind_keeps_its_own_refusal(tmp_path):
     """The kind check speaks only for another flag's file: a profile's, a space file's, a model's own mistake is
     still named as such."""
