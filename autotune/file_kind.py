@@ -50,8 +50,25 @@ def _document(path: Path) -> object:
     return None
 
 
+# The first bytes of every SQLite database (a run's study.db): no text, so no document to read keys from.
+_SQLITE_HEADER = b"SQLite format 3\x00"
 # A DeepSpeed config's own keys (DeepSpeed requires a batch size), and the section autotune export adds to one.
 _DEEPSPEED_KEYS = {"train_batch_size", "train_micro_batch_size_per_gpu", "zero_optimization", "autotune"}
+
+
+def _bytes_kind(path: Path) -> FileKind | None:
+    """What a file that is no JSON or TOML document is, by its first bytes: a study database, a report."""
+    try:
+        with open(path, "rb") as file:
+            head = file.read(512)
+    except OSError:
+        return None
+    if head.startswith(_SQLITE_HEADER):
+        return FileKind("a study database (a run directory's study.db, written by autotune run)", None,
+                        f"read it with autotune report {shell_path(path.parent)}")
+    if head.lstrip().lower().startswith((b"<!doctype html", b"<html")):
+        return FileKind("a run directory's report (report.html)", None, "open it in a browser")
+    return None
 
 
 def _document_kind(document: object, path: Path) -> FileKind | None:
@@ -66,6 +83,9 @@ def _document_kind(document: object, path: Path) -> FileKind | None:
     if set(document) & _DEEPSPEED_KEYS:
         return FileKind("a DeepSpeed config (as autotune export writes configs/<pick>.json)", None,
                         "DeepSpeed reads it (the export's launch.sh passes it), no autotune flag does")
+    if isinstance(document.get("knobs"), dict) and "workload" in document:
+        return FileKind("a candidate file (as autotune export writes <pick>.candidate.json)", None,
+                        f"run the probe on it with python -m trainer.probe --candidate {shell_path(path)}")
     if "llm" in document or is_hf_config(document):  # autotune's schema, or a Hugging Face config.json
         return _taken_by("--model", "a model file (JSON with llm or model_type)")
     if isinstance(document.get("gpu"), dict):
@@ -90,7 +110,7 @@ def file_kind(path: Path) -> FileKind | None:
             return FileKind("a run directory (autotune run's --out)", None,
                             f"read it with autotune report {shell_path(path)}")
         return None
-    return _document_kind(_document(path), path)
+    return _document_kind(_document(path), path) or _bytes_kind(path)
 
 
 def mixed_up(path: Path, flag: str, expected: str, takes: str) -> str | None:

@@ -374,6 +374,8 @@ def load_hardware(name_or_path: str) -> HardwareProfile:
         text = read_text(path, origin)
     except OSError as exc:
         raise ConfigError(f"{origin}: cannot be read ({exc.strerror}); check the path and its permissions") from None
+    except ConfigError as refusal:  # no UTF-8 text: a run's study.db, say, which no re-encoding makes a profile
+        raise ConfigError(_mixed_up(path) or str(refusal)) from None
     try:
         data = parse_toml(text, origin)
         if not data:  # said as such, not as its first missing key

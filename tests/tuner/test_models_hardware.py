@@ -184,6 +184,28 @@ def test_a_deepspeed_config_is_named_as_one_not_as_a_space_file(tmp_path, flag):
     assert "space file (" not in str(err.value) and "\n" not in str(err.value), str(err.value)
 
 
+@pytest.mark.parametrize("flag", ["--model", "--hardware", "--space"])
+@pytest.mark.parametrize("name, words", [
+    ("study.db", "is a study database (a run directory's study.db, written by autotune run), not a"),
+    ("cost.candidate.json", "is a candidate file (as autotune export writes <pick>.candidate.json), not a"),
+    ("report.html", "is a run directory's report (report.html), not a"),
+])
+def test_a_runs_database_candidate_or_report_is_named_for_what_it_is(tmp_path, flag, name, words):
+    """Trial 65 #12: a study.db was to be renamed study.json or saved as UTF-8, a candidate file's keys were unknown and
+    report.html no valid TOML: advice that fits none of them."""
+    run = tmp_path / "r1"
+    run.mkdir()
+    (run / "study.db").write_bytes(b"SQLite format 3\x00" + bytes(range(256)))  # the header, then no UTF-8
+    (run / "cost.candidate.json").write_text(json.dumps({"knobs": {"zero_stage": 1}, "model": {}, "hardware": "cpu",
+                                                          "workload": {}, "gpus_per_node": 1, "hardware_profile": {}}))
+    (run / "report.html").write_text("<!DOCTYPE html>\n<html><body></body></html>\n")
+    load = {"--model": load_model, "--hardware": load_hardware, "--space": load_space}[flag]
+    with pytest.raises(ConfigError) as err:
+        load(str(run / name))
+    assert f"{flag} {run / name} {words}" in str(err.value) and "\n" not in str(err.value), str(err.value)
+    assert "UTF-8" not in str(err.value) and "fix the file" not in str(err.value), str(err.value)
+
+
 def test_a_broken_file_of_the_flags_own_kind_keeps_its_own_refusal(tmp_path):
     """The kind check speaks only for another flag's file: a profile's, a space file's, a model's own mistake is
     still named as such."""
