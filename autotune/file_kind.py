@@ -129,15 +129,17 @@ _MOST_ENTRIES = 10_000
 def _files_beside(path: Path) -> list[Path]:
     """Files in `path`'s folder named as `path`, a suffix left off (.toml, .json) or in other case:
     `sub/a100-80` -> sub/a100-80.toml; `B` -> B.TOML; `A100-80.toml` -> a100-80.toml."""
-    wanted = {path.name.lower() + suffix for suffix in ("", ".toml", ".json")}
+    as_written = {path.name + suffix for suffix in (".toml", ".json")}
+    wanted = {name.lower() for name in as_written | {path.name}}
     folder = path.parent
     try:
         with os.scandir(folder) as entries:
-            found = [folder / entry.name for entry in islice(entries, _MOST_ENTRIES)
+            found = [entry.name for entry in islice(entries, _MOST_ENTRIES)
                      if entry.name.lower() in wanted and entry.name != path.name and entry.is_file()]
     except OSError:  # no such folder, or one that cannot be listed: nothing to suggest
         return []
-    return sorted(found)
+    # The value as written with a suffix first: `cal2` beside cal2.toml and Cal2.TOML means cal2.toml (trial 65 #16).
+    return [folder / name for name in sorted(found, key=lambda name: (name not in as_written, name))]
 
 
 def _digits(name: str) -> list[str]:
@@ -147,11 +149,14 @@ def _digits(name: str) -> list[str]:
 def _near_name(value: str, names: Sequence[str]) -> str | None:
     """The name `value` misspells: the same in other case (H100-SXM, 7B), or close (h100 -> h100-sxm) with the
     same first letter and the same numbers: names of hardware and models differ by those (h200 is no gh200, nor
-    7b a 72b), so a guess that changes them would name another machine or model."""
+    7b a 72b), so a guess that changes them would name another machine or model; and not by dropping what the value
+    adds to a name (gh200-nvl, two superchips a node, is no gh200)."""
     lowered = {name.lower(): name for name in names}
     if value.lower() in lowered:
         return lowered[value.lower()]
     for close in difflib.get_close_matches(value.lower(), list(lowered), n=3, cutoff=0.6):
+        if value.lower().startswith(close):  # a suffix the name lacks: gh200-nvl is another machine than gh200
+            continue
         if close[:1] == value[:1].lower() and _digits(close) == _digits(value):
             return lowered[close]
     return None

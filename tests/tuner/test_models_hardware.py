@@ -248,13 +248,14 @@ def test_a_swapped_file_stops_run_in_one_line_before_anything_is_written(tmp_pat
     ("--hardware", "both/a100-80", "is a directory; pass a TOML profile file or one of cpu, gh200, h100-sxm; "
                                    "both/a100-80.toml is here: did you mean --hardware both/a100-80.toml?"),
     ("--space", "space", "; space.toml is here: did you mean --space space.toml?"),
+    ("--hardware", "cal2", "; cal2.toml is here: did you mean --hardware cal2.toml?"),  # trial 65 #16: not Cal2.TOML
 ])
 def test_a_value_that_names_no_file_hints_the_file_or_name_meant(tmp_path, monkeypatch, flag, value, words):
     """Trial 63 #18: of these only `--hardware a100-80` beside a100-80.toml had a hint; a path, another flag's file,
     another letter case or a built-in name nearly written had none."""
     monkeypatch.chdir(tmp_path)
     profile = (PROFILE_DIR / "h100-sxm.toml").read_text()
-    for path in ("a100-80.toml", "sub/a100-80.toml", "B.TOML", "both/a100-80.toml"):
+    for path in ("a100-80.toml", "sub/a100-80.toml", "B.TOML", "both/a100-80.toml", "Cal2.TOML", "cal2.toml"):
         (tmp_path / path).parent.mkdir(exist_ok=True)
         (tmp_path / path).write_text(profile)
     (tmp_path / "both" / "a100-80").mkdir()
@@ -267,7 +268,7 @@ def test_a_value_that_names_no_file_hints_the_file_or_name_meant(tmp_path, monke
 
 
 @pytest.mark.parametrize("flag, value", [("--hardware", "h200"), ("--hardware", "gh100"), ("--hardware", "gpu"),
-                                         ("--model", "27b"), ("--model", "qwen-7b")])
+                                         ("--model", "27b"), ("--model", "qwen-7b"), ("--hardware", "gh200-nvl")])
 def test_no_guess_that_changes_a_number_or_the_first_letter(flag, value):
     """h200 is no gh200, gh100 no gh200, 27b no 72b: a close name that differs there names other hardware or another
     model, and the refusal lists the names as it is."""
