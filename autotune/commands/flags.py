@@ -25,20 +25,26 @@ class WrittenWhole(int):
 
 
 def number_flag(*, low=None, high=None, low_open: bool = False, integer: bool = False, fix: str = "",
-                range_later: bool = False):
+                range_later: str = ""):
     """An argparse `type=`: the flag's text as an int (integer=True) or a float within the bounds.
     NaN and infinities are refused, and so is '1.5' where a whole number belongs. `fix`: what the value is,
-    said after the range (checks.checked_number's, so one bounds table serves both). `range_later`: a whole
-    number written '2.0' or '1e3' over the low bound is a WrittenWhole, for the check of the range known later."""
+    said after the range (checks.checked_number's, so one bounds table serves both). `range_later`: the range, in
+    words, of a flag whose range is known later (--gpus-per-node's, the profile's node): any whole number passes to
+    that check, which says the range in one wording for 0, 9 and 10**14 alike (trial 65 #10, #17), written '2.0' or
+    '1e3' as a WrittenWhole; what is no whole number is refused here, with the range in these words."""
 
     def convert(text: str):
         value, problem = flag_number(text, low=low, high=high, low_open=low_open, integer=integer)
         if problem and range_later:
+            typed, _ = flag_number(text, integer=True)  # in digits: 99999999999999 is whole, and only too large
+            if typed is not None:
+                return typed
             number = flag_number(text, low=low, low_open=low_open)[0]  # 1e13 too: its range is said later
             if number is not None and number.is_integer():
                 whole = WrittenWhole(number)
                 whole.written = text
                 return whole
+            problem = f"{problem.rpartition('it must be ')[0]}it must be {range_later}"
         if problem:
             raise argparse.ArgumentTypeError(f"{text!r} {problem}{f'; {fix}' if fix else ''}")
         return value
@@ -47,7 +53,7 @@ def number_flag(*, low=None, high=None, low_open: bool = False, integer: bool = 
     return convert
 
 
-def whole_number_flag(*, low=None, high=MAX_COUNT, range_later: bool = False):
+def whole_number_flag(*, low=None, high=MAX_COUNT, range_later: str = ""):
     return number_flag(low=low, high=high, integer=True, range_later=range_later)
 
 

@@ -20,6 +20,8 @@ from autotune.counted import counted
 
 DEFAULT_MODEL = "32b"  # the README's first command
 DEFAULT_HARDWARE = "gh200"
+# --gpus-per-node's range before the profile is read; build_settings says it with the profile's count ("1..8").
+GPUS_PER_NODE_RANGE = "a whole number 1..N, N the GPUs of a node of the --hardware profile"
 
 
 def add_study_options(parser: argparse.ArgumentParser) -> None:
@@ -33,7 +35,7 @@ def add_study_options(parser: argparse.ArgumentParser) -> None:
     what.add_argument("--hardware", type=name_or_path_flag, default=DEFAULT_HARDWARE, metavar="NAME|FILE",
                       help=f"profile (gh200, h100-sxm, cpu) or a TOML file (default: {DEFAULT_HARDWARE})")
     what.add_argument(
-        "--gpus-per-node", type=whole_number_flag(low=1, range_later=True), default=None, metavar="N",
+        "--gpus-per-node", type=whole_number_flag(low=1, range_later=GPUS_PER_NODE_RANGE), default=None, metavar="N",
         help="GPUs used per node, 1 to the profile's count (default: the whole node of the profile, or the GPUs "
              "per node of the allocation, hostfile or machine that gives the nodes, where fewer)",
     )

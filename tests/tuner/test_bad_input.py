@@ -489,6 +489,13 @@ def test_a_folder_really_named_tilde_is_named_by_its_whole_path(tmp_path, monkey
 
 @pytest.mark.parametrize("argv, words", [
     (["--gpus-per-node", "3"], ["--gpus-per-node 3 is outside 1..2", "'cpu'"]),
+    # Trial 65 #10, #17: past 10**12 was "not a whole number; write it without a decimal point", 0 "out of range; ...
+    # <= 1000000000000": one wording, the profile's range, for every whole number outside it.
+    (["--gpus-per-node", "99999999999999"], ["--gpus-per-node 99999999999999 is outside 1..2, the GPUs of a node of "
+                                             "hardware 'cpu'"]),
+    (["--gpus-per-node", "0"], ["--gpus-per-node 0 is outside 1..2, the GPUs of a node of hardware 'cpu'"]),
+    (["--gpus-per-node", "nan"], ["'nan' is not a whole number; it must be a whole number 1..N, N the GPUs of a node "
+                                  "of the --hardware profile"]),
     # Trial 63 #22: '1e3' was told to write 1000, which the profile's node then refused: its range is said instead.
     (["--gpus-per-node", "1e3"], ["--gpus-per-node '1e3' is not a whole number; write it without a decimal point or an "
                                   "exponent, and it is too large: it must be 1..2, the GPUs of a node of hardware 'cpu'"]),
@@ -741,7 +748,7 @@ CLI_CASES = [
     (["run", "--nodes", "8-2"], "LOW 8 must not exceed HIGH 2"),
     (["run", "--nodes", "0"], "--nodes '0' must be at least 1"),
     (["run", "--nodes", "a-b"], "not a whole number or a range"),
-    (["run", "--gpus-per-node", "0"], "--gpus-per-node: '0' is out of range"),
+    (["run", "--gpus-per-node", "0"], "--gpus-per-node 0 is outside 1..2"),
     (["run", "--gpus-per-node", "3"], "outside 1..2"),
     (["run", "--samples", "4"], "less than one global batch"),
     (["run", "--frames", "0"], "--frames"),
