@@ -182,7 +182,23 @@ def did_you_mean(value: str, flag: str, names: Sequence[str] = (), names_are: st
         if kind.flag:
             return f"; {beside} is here, {kind.what}: did you mean {kind.flag} {shell_path(beside)}?"
         return f"; {beside} is here, {kind.what}: {kind.use}"
+    if other := _builtin_of_another_flag(value, flag):
+        return other
     for written in dict.fromkeys([path.name, path.stem]):
         if written and (name := _near_name(written, names)) and name != value:
             return f"; did you mean {flag} {name} ({names_are})?"
     return ""
+
+
+def _builtin_of_another_flag(value: str, flag: str) -> str | None:
+    """'; h100-sxm is a built-in hardware profile: did you mean --hardware h100-sxm?' for another flag's built-in name,
+    as a file of another flag's kind is named (trial 65 #22: `--model h100-sxm` was only an unknown model)."""
+    # Lazily: both loaders import this module.
+    from autotune.hardware import available_hardware
+    from autotune.models import PRESETS
+
+    for other, names, what in (("--hardware", available_hardware(), "a built-in hardware profile"),
+                               ("--model", list(PRESETS), "a preset model")):
+        if other != flag and value in names:
+            return f"; {value} is {what}: did you mean {other} {value}?"
+    return None

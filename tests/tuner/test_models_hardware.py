@@ -249,6 +249,10 @@ def test_a_swapped_file_stops_run_in_one_line_before_anything_is_written(tmp_pat
                                    "both/a100-80.toml is here: did you mean --hardware both/a100-80.toml?"),
     ("--space", "space", "; space.toml is here: did you mean --space space.toml?"),
     ("--hardware", "cal2", "; cal2.toml is here: did you mean --hardware cal2.toml?"),  # trial 65 #16: not Cal2.TOML
+    # Trial 65 #22: another flag's built-in name, as another flag's file is.
+    ("--model", "h100-sxm", "; h100-sxm is a built-in hardware profile: did you mean --hardware h100-sxm?"),
+    ("--hardware", "7b", "; 7b is a preset model: did you mean --model 7b?"),
+    ("--space", "gh200", "; gh200 is a built-in hardware profile: did you mean --hardware gh200?"),
 ])
 def test_a_value_that_names_no_file_hints_the_file_or_name_meant(tmp_path, monkeypatch, flag, value, words):
     """Trial 63 #18: of these only `--hardware a100-80` beside a100-80.toml had a hint; a path, another flag's file,
