@@ -12,7 +12,7 @@ import sys
 from dataclasses import fields, replace
 from pathlib import Path
 
-from autotune.checks import checked_number, complete_table, refuse_unknown_keys, shown
+from autotune.checks import MAX_COUNT, checked_number, complete_table, refuse_unknown_keys, shown
 from autotune.errors import ConfigError
 from autotune.file_kind import did_you_mean, mixed_up
 from autotune.hardware.dump import figures_sha256 as hashed_figures
@@ -30,6 +30,7 @@ from autotune.hardware.profile import (
     with_description_note,
 )
 from autotune.hardware.simulator_constants import simulator_constants, simulator_error
+from autotune.models import MAX_NAME_CHARS
 from autotune.shell import shell_path
 from autotune.text_files import parse_toml, read_text
 
@@ -183,35 +184,55 @@ def _error_scope(origin: str, raw: dict | None) -> dict[str, tuple[str, ...]]:
     from every figure while the header still named the scope (trial63 #10). Model names are free text."""
     if raw is None:
         return {}
-    fix = "restore it from `autotune calibrate -o`'s output, or calibrate again"
-    if not raw:
-        raise ConfigError(f"{origin}: [error_measured_on] is empty; it holds what `autotune calibrate -o` measured its "
-                          f"[simulator_error] on: {fix}")
-    refuse_unknown_keys(f"{origin} [error_measured_on]", raw, ERROR_SCOPE_KEYS,
-                        "it holds what `autotune calibrate -o` measured its [simulator_error] on")
+    _scope_lists(origin, "error_measured_on", raw, ERROR_SCOPE_KEYS,
+                 "it holds what `autotune calibrate -o` measured its [simulator_error] on")
     for key, values in raw.items():
-        if not (isinstance(values, list) and values and all(isinstance(v, str) and v for v in values)):
-            raise ConfigError(f"{origin}: [error_measured_on] {key} = {values!r} is not allowed; it must be a list of "
-                              "non-empty strings in quotes, as `autotune calibrate -o` writes it")
         for text in values if key != "model" else ():
             why = _not_a_knob_value(key, text)
             if why:
-                raise ConfigError(f"{origin}: [error_measured_on] {key} has {shown(text)}, which {why}; {fix}")
+                raise ConfigError(f"{origin}: [error_measured_on] {key} has {shown(text)}, which {why}; {_SCOPE_FIX}")
     return {key: tuple(values) for key, values in raw.items()}
 
 
+_SCOPE_FIX = "restore it from `autotune calibrate -o`'s output, or calibrate again"
+
+
+def _scope_lists(origin: str, table: str, raw: dict, keys: tuple, holds: str) -> None:
+    """What [error_measured_on] and [calibrated_on] share: a table, not empty, of known keys, each a list of non-empty
+    strings, its model names printable on one line (a newline in one split the report's one-line sentence: trial65
+    #8), and no value twice ("1/1 GPUs": trial65 #14)."""
+    if not raw:
+        raise ConfigError(f"{origin}: [{table}] is empty; {holds}: {_SCOPE_FIX}")
+    refuse_unknown_keys(f"{origin} [{table}]", raw, keys, holds)
+    for key, values in raw.items():
+        if not (isinstance(values, list) and values and all(isinstance(v, str) and v for v in values)):
+            raise ConfigError(f"{origin}: [{table}] {key} = {values!r} is not allowed; it must be a list of "
+                              "non-empty strings in quotes, as `autotune calibrate -o` writes it")
+        for text in values if key == "model" else ():
+            if not text.strip() or len(text) > MAX_NAME_CHARS or not text.isprintable():
+                raise ConfigError(f"{origin}: [{table}] model has {shown(text)}, which is not a model name (printable "
+                                  f"characters on one line, at most {MAX_NAME_CHARS}); {_SCOPE_FIX}")
+        repeated = sorted({v for v in values if values.count(v) > 1})
+        if repeated:
+            raise ConfigError(f"{origin}: [{table}] {key} has {shown(repeated[0])} more than once; {_SCOPE_FIX}")
+
+
 def _calibrated_on(origin: str, raw: dict | None) -> dict[str, tuple[str, ...]]:
-    """[calibrated_on]: the models, GPU counts and node counts a calibration fitted, as text (counts whole numbers)."""
+    """[calibrated_on]: the models, GPU counts and node counts a calibration fitted, as text. calibrate -o writes all
+    three keys and each count as str() of a whole number: a table of the model alone said "calibrated on 1.5b,  GPUs,
+     nodes only", and "01" never equals a study's "1" (trial65 #8, #14)."""
     if raw is None:
         return {}
-    refuse_unknown_keys(f"{origin} [calibrated_on]", raw, CALIBRATED_ON_KEYS,
-                        "it holds what `autotune calibrate -o` fitted the profile on")
-    for key, values in raw.items():
-        if not (isinstance(values, list) and values and all(isinstance(v, str) and v for v in values)
-                and (key == "model" or all(v.isascii() and v.isdigit() and int(v) > 0 for v in values))):
-            raise ConfigError(f"{origin}: [calibrated_on] {key} = {values!r} is not allowed; it must be a list of "
-                              f"{'names' if key == 'model' else 'whole numbers'} in quotes, as `autotune calibrate -o` "
-                              "writes it: restore it from calibrate's output, or calibrate again")
+    holds = "it holds what `autotune calibrate -o` fitted the profile on"
+    _scope_lists(origin, "calibrated_on", raw, CALIBRATED_ON_KEYS, holds)
+    missing = [key for key in CALIBRATED_ON_KEYS if key not in raw]
+    if missing:
+        raise ConfigError(f"{origin}: [calibrated_on] lacks {', '.join(missing)}; {holds}: {_SCOPE_FIX}")
+    for key in ("gpus", "nodes"):
+        for text in raw[key]:
+            if not (text.isascii() and text.isdigit() and str(int(text)) == text and 0 < int(text) <= MAX_COUNT):
+                raise ConfigError(f"{origin}: [calibrated_on] {key} has {shown(text)}, which is not a whole number from 1 "
+                                  f"to {MAX_COUNT} written as calibrate -o writes it (\"8\", not \"08\"); {_SCOPE_FIX}")
     return {key: tuple(values) for key, values in raw.items()}
 
 

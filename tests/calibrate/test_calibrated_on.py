@@ -80,10 +80,30 @@ def test_an_edited_calibrated_on_loses_the_stated_error(tmp_path, capsys):
     assert "figures_sha256 differs" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("line", ['gpus = ["one"]', 'gpus = [1]', 'gpus = ["0"]', 'cpus = ["1"]'])
-def test_a_hand_written_calibrated_on_of_the_wrong_shape_is_refused_in_one_line(calibrated, tmp_path, line):
+_TABLE = '[calibrated_on]\nmodel = ["1.5b"]\ngpus = ["1"]\nnodes = ["1"]\n'
+
+
+@pytest.mark.parametrize("table", [
+    _TABLE.replace('gpus = ["1"]', 'gpus = ["one"]'), _TABLE.replace('gpus = ["1"]', 'gpus = [1]'),
+    _TABLE.replace('gpus = ["1"]', 'gpus = ["0"]'), _TABLE.replace('gpus = ["1"]', 'cpus = ["1"]'),
+    # trial65 #8, #14: a partial or empty table, a count not as calibrate writes it, twice, or past any flag's
+    # range, a blank model name and one holding a newline (which split the report's one-line sentence)
+    '[calibrated_on]\nmodel = ["1.5b"]\n', "[calibrated_on]\n", _TABLE.replace('gpus = ["1"]', 'gpus = ["01"]'),
+    _TABLE.replace('gpus = ["1"]', 'gpus = ["1", "1"]'), _TABLE.replace('gpus = ["1"]', f'gpus = ["{"9" * 26}"]'),
+    _TABLE.replace('"1.5b"', '" "'), _TABLE.replace('"1.5b"', '"1.5b\\nfoo"'),
+])
+def test_a_hand_written_calibrated_on_of_the_wrong_shape_is_refused_in_one_line(calibrated, tmp_path, table):
     path = tmp_path / "edited.toml"
-    path.write_text(calibrated.read_text().replace('gpus = ["1"]', line))
+    assert _TABLE in calibrated.read_text()
+    path.write_text(calibrated.read_text().replace(_TABLE, table))
     with pytest.raises(ConfigError, match=r"\[calibrated_on\]") as refused:
         load_hardware(str(path))
     assert "\n" not in str(refused.value)
+
+
+def test_a_refused_calibrated_on_exits_2_naming_the_fix(calibrated, tmp_path):
+    path = tmp_path / "edited.toml"
+    path.write_text(calibrated.read_text().replace(_TABLE, '[calibrated_on]\nmodel = ["1.5b"]\n'))
+    result = autotune_main("space", "--model", "32b", "--nodes", "4", "--hardware", path)
+    assert result.returncode == 2
+    assert "[calibrated_on] lacks gpus, nodes;" in result.stderr and "calibrate again" in result.stderr
