@@ -233,6 +233,10 @@ def _calibrated_on(origin: str, raw: dict | None) -> dict[str, tuple[str, ...]]:
             if not (text.isascii() and text.isdigit() and str(int(text)) == text and 0 < int(text) <= MAX_COUNT):
                 raise ConfigError(f"{origin}: [calibrated_on] {key} has {shown(text)}, which is not a whole number from 1 "
                                   f"to {MAX_COUNT} written as calibrate -o writes it (\"8\", not \"08\"); {_SCOPE_FIX}")
+    gpus, nodes = ([int(text) for text in raw[key]] for key in ("gpus", "nodes"))
+    if max(nodes) > max(gpus) or min(nodes) > min(gpus):  # each node runs one GPU at least
+        raise ConfigError(f"{origin}: [calibrated_on] nodes = {shown(raw['nodes'])} do not fit gpus = {shown(raw['gpus'])} "
+                          f"(a configuration on N nodes has N GPUs at least); {_SCOPE_FIX}")
     return {key: tuple(values) for key, values in raw.items()}
 
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from autotune.candidate import SM_CLOCK_UNTOUCHED
 from autotune.hardware.profile import IGNORED_ERROR_NOTE, with_description_note
-from autotune.report.picks import trials_text
+from autotune.report.picks import listed, trials_text
 from autotune.counted import counted
 
 if TYPE_CHECKING:  # light module: `autotune space` uses error_suffix without loading the study layer
@@ -227,9 +227,10 @@ def simulator_error(view: "StudyView") -> dict | None:
         return None
     error = profile_error(view.settings.hardware)
     if WHY_UNKNOWN in error and view.settings.hardware.calibrated_on:
-        gpus = {p.params.get("nodes", 1) * view.settings.gpus_per_node for p in view.points
-                if is_simulated(p, "time_s") or is_simulated(p, "energy_kj")}
-        outside = outside_calibration(view.settings.hardware.calibrated_on, view.settings.model.name, gpus)
+        simulated = [p for p in view.points if is_simulated(p, "time_s") or is_simulated(p, "energy_kj")]
+        nodes = {p.params.get("nodes", 1) for p in simulated}
+        outside = outside_calibration(view.settings.hardware.calibrated_on, view.settings.model.name,
+                                      {n * view.settings.gpus_per_node for n in nodes}, nodes)
         if outside:
             error[WHY_UNKNOWN] = _with_calibrated_on(error[WHY_UNKNOWN], outside)
     scope = measured_scope(error)
@@ -242,21 +243,24 @@ def simulator_error(view: "StudyView") -> dict | None:
     return error
 
 
-def outside_calibration(calibrated_on: dict, model: str, gpu_counts) -> str | None:
+def outside_calibration(calibrated_on: dict, model: str, gpu_counts, node_counts=()) -> str | None:
     """"calibrated on 1.5b, 1 GPU, 1 node only: this study's model 32b and 32 GPUs are outside it": where a study's
-    model or GPU counts lie outside what its profile was fitted on ([calibrated_on]), else None. A profile fitted on
-    one GPU of a 1.5B model drove a 32B study on 32 GPUs saying only "calibrated (from 10 configurations ...)" (trial64
-    #7): its link, overlap and ZeRO-3 constants were never fitted."""
+    model, GPU counts or node counts lie outside what its profile was fitted on ([calibrated_on]), else None. A profile
+    fitted on one GPU of a 1.5B model drove a 32B study on 32 GPUs saying only "calibrated (from 10 configurations ...)"
+    (trial64 #7): its link, overlap and ZeRO-3 constants were never fitted; nor are its inter-node link's on one node,
+    whatever its GPU count (8 GPUs on 1 node passed a study of 8 GPUs on 2: trial65 #7)."""
     if not calibrated_on:
         return None
-    gpus = [n for n in sorted(gpu_counts) if str(n) not in calibrated_on.get("gpus", ())]
-    outside = ([] if model in calibrated_on.get("model", ()) else [f"model {model}"]) + ([_counts(gpus, "GPU")] if gpus else [])
+    gpus = [n for n in sorted(gpu_counts) if str(n) not in calibrated_on["gpus"]]
+    nodes = [n for n in sorted(node_counts) if str(n) not in calibrated_on["nodes"]]
+    outside = (([] if model in calibrated_on["model"] else [f"model {model}"]) + ([_counts(gpus, "GPU")] if gpus else [])
+               + ([_counts(nodes, "node")] if nodes else []))
     if not outside:
         return None
-    on = ", ".join(["/".join(calibrated_on.get("model", ())), _counts(calibrated_on.get("gpus", ()), "GPU"),
-                    _counts(calibrated_on.get("nodes", ()), "node")])
-    verb = "is" if len(outside) == 1 and gpus in ([], [1]) else "are"
-    return f"calibrated on {on} only: this study's {' and '.join(outside)} {verb} outside it"
+    on = ", ".join(["/".join(calibrated_on["model"]), _counts(calibrated_on["gpus"], "GPU"),
+                    _counts(calibrated_on["nodes"], "node")])
+    one = len(outside) == 1 and (not gpus or gpus == [1]) and (not nodes or nodes == [1])
+    return f"calibrated on {on} only: this study's {listed(outside)} {'is' if one else 'are'} outside it"
 
 
 def _counts(values, noun: str) -> str:

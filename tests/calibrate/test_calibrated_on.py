@@ -43,7 +43,7 @@ def test_a_study_of_another_model_and_gpu_count_says_it_is_outside_the_calibrati
                         "--trials", "4", "--out", tmp_path / "32b")
     assert run.returncode == 0, run.stderr
     why = _error_sentence(tmp_path / "32b")
-    assert why.startswith("calibrated on 1.5b, 1 GPU, 1 node only: this study's model 32b and 32 GPUs are outside it "
+    assert why.startswith("calibrated on 1.5b, 1 GPU, 1 node only: this study's model 32b, 32 GPUs and 4 nodes are outside it "
                           "(from 10 configurations for ")
     assert "this hardware profile was calibrated on 1.5b, 1 GPU, 1 node only" in run.stdout
 
@@ -57,15 +57,23 @@ def test_a_study_inside_the_calibration_says_what_it_said(calibrated, tmp_path):
     assert _error_sentence(tmp_path / "1.5b").startswith("calibrated (from 10 configurations for ")
 
 
-@pytest.mark.parametrize("model, gpus, words", [
-    ("1.5b", {1}, None),
-    ("32b", {1}, "this study's model 32b is outside it"),
-    ("1.5b", {8, 16}, "this study's 8/16 GPUs are outside it"),
+@pytest.mark.parametrize("model, gpus, nodes, words", [
+    ("1.5b", {1}, {1}, None),
+    ("32b", {1}, {1}, "this study's model 32b is outside it"),
+    ("1.5b", {8, 16}, {1}, "this study's 8/16 GPUs are outside it"),
+    ("32b", {32}, {4}, "this study's model 32b, 32 GPUs and 4 nodes are outside it"),
 ])
-def test_outside_names_the_model_and_the_gpu_counts_not_fitted(model, gpus, words):
-    said = outside_calibration(ONE_GPU, model, gpus)
+def test_outside_names_the_model_gpu_and_node_counts_not_fitted(model, gpus, nodes, words):
+    said = outside_calibration(ONE_GPU, model, gpus, nodes)
     assert said == (None if words is None else f"calibrated on 1.5b, 1 GPU, 1 node only: {words}")
-    assert outside_calibration({}, "32b", {32}) is None  # a profile calibrated before it was recorded: nothing to say
+    assert outside_calibration({}, "32b", {32}, {4}) is None  # a profile calibrated before it was recorded: nothing to say
+
+
+def test_a_study_across_more_nodes_than_fitted_is_outside_though_its_gpu_count_was_fitted():
+    """trial65 #7: fitted on 8 GPUs of one node, a study of 8 GPUs on 2 nodes runs the inter-node link never fitted."""
+    one_node = {"model": ("32b",), "gpus": ("8",), "nodes": ("1",)}
+    assert outside_calibration(one_node, "32b", {8}, {2}) == "calibrated on 32b, 8 GPUs, 1 node only: this study's 2 nodes are outside it"
+    assert outside_calibration(one_node, "32b", {8}, {1}) is None
 
 
 def test_an_edited_calibrated_on_loses_the_stated_error(tmp_path, capsys):
@@ -91,6 +99,7 @@ _TABLE = '[calibrated_on]\nmodel = ["1.5b"]\ngpus = ["1"]\nnodes = ["1"]\n'
     '[calibrated_on]\nmodel = ["1.5b"]\n', "[calibrated_on]\n", _TABLE.replace('gpus = ["1"]', 'gpus = ["01"]'),
     _TABLE.replace('gpus = ["1"]', 'gpus = ["1", "1"]'), _TABLE.replace('gpus = ["1"]', f'gpus = ["{"9" * 26}"]'),
     _TABLE.replace('"1.5b"', '" "'), _TABLE.replace('"1.5b"', '"1.5b\\nfoo"'),
+    _TABLE.replace('nodes = ["1"]', 'nodes = ["4"]'),  # trial65 #7: 4 nodes of 1 GPU, a contradiction
 ])
 def test_a_hand_written_calibrated_on_of_the_wrong_shape_is_refused_in_one_line(calibrated, tmp_path, table):
     path = tmp_path / "edited.toml"
