@@ -270,9 +270,14 @@ def _counts(values, noun: str) -> str:
 
 
 def _with_calibrated_on(why: str, outside: str) -> str:
-    """The profile's reason for no error with what it was calibrated on in place of its "calibrated" (calibrate's
-    note, "calibrated (from 10 configurations ...)"), or after a reason of another kind."""
-    return f"{outside} {why[len('calibrated '):]}" if why.startswith("calibrated (") else f"{why}; {outside}"
+    """The profile's reason for no error with what it was calibrated on after calibrate's note ("calibrated (from 10
+    configurations ...) on 1.5b, 1 GPU, 1 node only: ... outside it; error not known reliably"), or after a reason of
+    another kind. Put in place of its "calibrated", the note's parenthesis followed "outside it" and read as if it
+    described the study (trial65 #20)."""
+    close = why.find("), ") if why.startswith("calibrated (") else -1
+    if close < 0:
+        return f"{why}; {outside}"
+    return f"{why[:close + 1]} {outside[len('calibrated '):]}; {why[close + 3:]}"
 
 
 def extrapolated(error: dict | None, point) -> bool:
