@@ -90,7 +90,7 @@ _NOT_HASHED = ("name", "figures_sha256", "description")
 
 def figures_sha256(profile: HardwareProfile) -> str:
     """The hash of everything a calibrated profile's stated error is vouched for by (every table but its name and
-    wording: its figures, [simulator_error], [error_measured_on] and calibrated_from), which calibrate -o writes
+    wording: its figures, [simulator_error], [error_measured_on], [calibrated_on] and calibrated_from), which calibrate -o writes
     beside them: the error was measured on these figures, and a copy edited to other hardware (a colleague's
     calibrated profile, say), or whose error or its scope was edited, no longer matches it (hardware/load.py)."""
     tables = tomllib.loads(dump_hardware(profile, figures_hash=False))

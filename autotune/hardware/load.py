@@ -309,7 +309,7 @@ def _unmeasured_error(profile: HardwareProfile, source: str, figures_sha256: str
 
     `calibrated_from` names the node a calibrated profile describes (its base's figures calibrate it too); the error
     is vouched for by the hash calibrate -o writes beside it (`figures_sha256`: of the figures, the error, its
-    [error_measured_on] and calibrated_from) or, in a profile an older calibrate wrote (no hash, no
+    [error_measured_on], [calibrated_on] and calibrated_from) or, in a profile an older calibrate wrote (no hash, no
     [error_measured_on]), by calibrate's first line. A `calibrated_from` written by hand (naming the profile itself,
     or kept in a colleague's calibrated profile edited to other GPUs: trial61 #5) vouches for nothing, nor does a
     current calibrate's profile whose hash was deleted (trial63 #2: the edit the warning names, undone by removing
@@ -319,8 +319,9 @@ def _unmeasured_error(profile: HardwareProfile, source: str, figures_sha256: str
     if figures_sha256 is not None:
         if figures_sha256 == hashed_figures(profile):
             return None
-        return ("its figures, error, [error_measured_on] or calibrated_from are not those `autotune calibrate -o` wrote "
-                "(figures_sha256 differs: edited since, or copied onto other hardware)")
+        # Each table the hash covers named: a user who edited [calibrated_on] alone was sent to others (trial65 #15).
+        return ("its figures, error, [error_measured_on], [calibrated_on] or calibrated_from are not those "
+                "`autotune calibrate -o` wrote (figures_sha256 differs: edited since, or copied onto other hardware)")
     if profile.error_measured_on:  # only a calibrate that writes the hash records it: not an older calibrate's file
         return ("its figures_sha256 was removed (a profile with [error_measured_on] is one `autotune calibrate -o` wrote "
                 "with that hash), so nothing says its figures are still those the error was measured on")

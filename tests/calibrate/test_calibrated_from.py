@@ -105,8 +105,8 @@ def test_reports_say_why_an_ignored_error_is_unknown_also_from_a_study_s_kept_co
     kept = stored_hardware({"hardware": edited.source, "hardware_profile": hardware_to_dict(edited)}, "study settings")
     for profile in (edited, kept):
         why = profile_error(profile)["why_unknown"]
-        assert why.startswith("read with its [simulator_error] ignored: its figures, error, [error_measured_on] or "
-                              "calibrated_from are not those `autotune calibrate -o` wrote (figures_sha256 differs")
+        assert why.startswith("read with its [simulator_error] ignored: its figures, error, [error_measured_on], "
+                              "[calibrated_on] or calibrated_from are not those `autotune calibrate -o` wrote (figures_sha256 differs")
         assert "not stated" not in why and "header" not in why and why.endswith(f"({edited.source})")
     assert "this hardware profile was read with its [simulator_error] ignored: " in error_sentence(profile_error(kept))
     # A hand-written calibrated_from: the reason is that, not "calibrated (from ...)".
