@@ -20,12 +20,14 @@ from autotune.hardware.plausible import check_plausible
 from autotune.hardware.profile import (
     CALIBRATED_ON_KEYS,
     ERROR_SCOPE_KEYS,
+    IGNORED_CALIBRATED_ON_NOTE,
     IGNORED_ERROR_NOTE,
     CpuSpec,
     GpuSpec,
     HardwareProfile,
     LinkSpec,
     PowerSpec,
+    ignored_calibrated_on_note,
     ignored_error_note,
     with_description_note,
 )
@@ -161,7 +163,7 @@ def parse_hardware(data: dict, origin: str, source: str = "") -> HardwareProfile
     )
     _check_consistency(origin, profile)
     recorded = _figures_hash(origin, data["figures_sha256"]) if "figures_sha256" in data else None
-    return _with_trusted_error(origin, profile, source, recorded)
+    return _with_trusted_error(origin, _with_trusted_calibrated_on(origin, profile, source, recorded), source, recorded)
 
 
 # A SHA-256 as hashlib's hexdigest writes it (and calibrate -o with it): compared as text, so no other spelling.
@@ -275,6 +277,7 @@ def _builtin_name(source: str) -> str | None:
 # Files whose ignored [simulator_error] was warned of: once per file in a process, however often a
 # command reads the profile (run reads it for the allocation, the settings and the study's copy).
 _WARNED_ERROR: set[str] = set()
+_WARNED_CALIBRATED_ON: set[str] = set()  # likewise, those whose ignored [calibrated_on] was
 
 
 def _with_trusted_error(origin: str, profile: HardwareProfile, source: str, figures_sha256: str | None = None) -> HardwareProfile:
@@ -302,6 +305,31 @@ def _with_trusted_error(origin: str, profile: HardwareProfile, source: str, figu
     # The reason kept where a study keeps the profile (its description), for its reports to say.
     return replace(profile, simulator_error={},
                    description=with_description_note(profile.description, IGNORED_ERROR_NOTE, ignored_error_note(why)))
+
+
+def _with_trusted_calibrated_on(origin: str, profile: HardwareProfile, source: str,
+                                figures_sha256: str | None) -> HardwareProfile:
+    """The profile, without its [calibrated_on] unless figures_sha256 vouches for it. The table is what drops the
+    report's "this study's ... are outside it": widened by hand in a profile with no [simulator_error] (most that
+    calibrate -o writes), whose hash was compared for the error alone, it was believed and the caveat vanished
+    (trial65 #6). Only calibrate -o writes the table, and always with the hash: without it, or where it differs, the
+    table is ignored and a study's report says what the profile was fitted on is unknown (its description's note)."""
+    if not profile.calibrated_on or _builtin_name(source) == profile.name:
+        return profile
+    if figures_sha256 is not None and figures_sha256 == hashed_figures(profile):
+        return profile
+    why = ("it is not the one `autotune calibrate -o` wrote (figures_sha256 differs: the profile was edited since)"
+           if figures_sha256 is not None else "it has no figures_sha256 beside it, which `autotune calibrate -o` writes with it")
+    # Said once per file; where its [simulator_error] is ignored for the same hash, that warning names the table.
+    if source not in _WARNED_CALIBRATED_ON and not (profile.simulator_error and figures_sha256 is not None):
+        _WARNED_CALIBRATED_ON.add(source)
+        shown = source or profile.name
+        print(f"warning: {origin}: its [calibrated_on] is ignored, so a study on it cannot say whether it lies outside "
+              f"what the profile was fitted on: {why}; calibrate again to restore it: autotune calibrate RUN_DIR "
+              f"--hardware {shell_path(shown)} -o FILE; docs/calibration.md", file=sys.stderr)
+    note = ignored_calibrated_on_note(f"{why}, so what it was fitted on is unknown")
+    return replace(profile, calibrated_on={},
+                   description=with_description_note(profile.description, IGNORED_CALIBRATED_ON_NOTE, note))
 
 
 def _unmeasured_error(profile: HardwareProfile, source: str, figures_sha256: str | None) -> str | None:

@@ -25,6 +25,15 @@ def ignored_error_note(why: str) -> str:
     return f"read with its [simulator_error] ignored: {why}"
 
 
+# Likewise where its [calibrated_on] is not vouched for by figures_sha256 (hardware/load.py): a study's report then
+# says what the profile was fitted on is unknown, not nothing (trial65 #6). Its reason holds no ";" either.
+IGNORED_CALIBRATED_ON_NOTE = re.compile(r"read with its \[calibrated_on\] ignored: [^;]*")
+
+
+def ignored_calibrated_on_note(why: str) -> str:
+    return f"read with its [calibrated_on] ignored: {why}"
+
+
 def with_description_note(description: str, pattern: re.Pattern, note: str | None) -> str:
     """The description with `note` in place of any earlier note `pattern` matches (the description's
     notes are ";"-separated)."""

@@ -20,7 +20,7 @@ import re
 from typing import TYPE_CHECKING
 
 from autotune.candidate import SM_CLOCK_UNTOUCHED
-from autotune.hardware.profile import IGNORED_ERROR_NOTE, with_description_note
+from autotune.hardware.profile import IGNORED_CALIBRATED_ON_NOTE, IGNORED_ERROR_NOTE, with_description_note
 from autotune.report.picks import listed, trials_text
 from autotune.counted import counted
 
@@ -205,8 +205,9 @@ def calibration_note(configurations: int, fitted: int, on_bound: int, computed: 
 
 
 def with_calibration_note(description: str, note: str | None) -> str:
-    """The description with `note` in place of any earlier one (a recalibration's is the one that holds)."""
-    return with_description_note(description, _NOTE, note)
+    """The description with `note` in place of any earlier one (a recalibration's is the one that holds, with the
+    [calibrated_on] it writes)."""
+    return with_description_note(with_description_note(description, IGNORED_CALIBRATED_ON_NOTE, None), _NOTE, note)
 
 
 def _why_unknown(hardware) -> str:
@@ -233,6 +234,11 @@ def simulator_error(view: "StudyView") -> dict | None:
                                       {n * view.settings.gpus_per_node for n in nodes}, nodes)
         if outside:
             error[WHY_UNKNOWN] = _with_calibrated_on(error[WHY_UNKNOWN], outside)
+    elif WHY_UNKNOWN in error and not IGNORED_ERROR_NOTE.search(view.settings.hardware.description):
+        # An ignored error's reason names [calibrated_on] among what was edited; else the table's own is said.
+        ignored = IGNORED_CALIBRATED_ON_NOTE.search(view.settings.hardware.description)
+        if ignored:
+            error[WHY_UNKNOWN] = f"{error[WHY_UNKNOWN]}; {ignored.group(0)}"
     scope = measured_scope(error)
     if scope is not None:
         top = view.settings.hardware.gpu.max_sm_clock_mhz

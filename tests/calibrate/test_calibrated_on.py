@@ -121,3 +121,26 @@ def test_a_refused_calibrated_on_exits_2_naming_the_fix(calibrated, tmp_path):
     result = autotune_main("space", "--model", "32b", "--nodes", "4", "--hardware", path)
     assert result.returncode == 2
     assert "[calibrated_on] lacks gpus, nodes;" in result.stderr and "calibrate again" in result.stderr
+
+
+@pytest.mark.parametrize("edit", ["widened", "hash removed"])
+def test_a_calibrated_on_no_hash_vouches_for_is_ignored_with_one_warning_and_the_report_says_so(calibrated, tmp_path, edit):
+    """trial65 #6: in a profile with no [simulator_error] (most calibrate -o writes) the hash was compared for the error
+    alone, so a [calibrated_on] widened by hand was believed and the study's "outside it" vanished."""
+    from autotune.report.error_bars import with_calibration_note
+
+    text = calibrated.read_text()
+    path = tmp_path / "edited.toml"
+    path.write_text(text.replace(_TABLE, '[calibrated_on]\nmodel = ["1.5b", "32b"]\ngpus = ["1", "32"]\nnodes = ["1", "4"]\n')
+                    if edit == "widened" else "".join(line for line in text.splitlines(True) if not line.startswith("figures_sha256")))
+    run = autotune_main("run", "--backend", "simulate", "--model", "32b", "--nodes", "4", "--hardware", path,
+                        "--trials", "4", "--out", tmp_path / "run")
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.count("its [calibrated_on] is ignored") == 1
+    why = _error_sentence(tmp_path / "run")
+    assert "read with its [calibrated_on] ignored: " in why and why.endswith("so what it was fitted on is unknown")
+    assert "calibrated on 1.5b/32b" not in run.stdout
+    # A recalibration writes its own table, and drops the note with the one before it.
+    profile = load_hardware(str(path))
+    assert profile.calibrated_on == {} and "[calibrated_on] ignored" in profile.description
+    assert "[calibrated_on]" not in with_calibration_note(profile.description, "calibrated (from 3 configurations)")
