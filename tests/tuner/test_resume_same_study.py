@@ -60,9 +60,10 @@ def test_an_edited_profile_file_is_refused_on_resume_of_a_simulated_study(tmp_pa
 
 
 def test_a_replayed_study_takes_the_new_profile_and_says_so(tmp_path):
-    """Replayed (and measured) figures do not come from the profile: it only guides the search, so a
-    resume may bring a calibrated one; the study then keeps the new one for its report."""
-    out, replay = _replay_study(tmp_path)
+    """Replayed measured figures do not come from the profile: it only guides the search, so a resume may bring a
+    calibrated one; the study then keeps the new one for its report. (Simulated records are their profile's, and
+    replay on it alone: tests/backends/test_replay_profile.py.)"""
+    out, replay = _replay_study(tmp_path, measured=True)
     copy = _calibrated_copy(tmp_path / "my.toml")
     result = autotune_main(*replay, "--trials", "5", "--sampler", "random", "--hardware", copy)
     assert result.returncode == 0, result.stderr
@@ -73,11 +74,17 @@ def test_a_replayed_study_takes_the_new_profile_and_says_so(tmp_path):
     assert kept["simulator"]["step_overhead_s"] == 5e-10
 
 
-def _replay_study(tmp_path):
+def _replay_study(tmp_path, measured=False):
+    """A replay study of 3 trials over `space --simulate --json`'s records, or (`measured`) the same figures recorded
+    as measured ones: the node's, not the profile's."""
     measurements = tmp_path / "m.json"
     listed = autotune_main("space", "--model", "7b", "--nodes", "1", "--gpus-per-node", "2", "--simulate", "--json")
     assert listed.returncode == 0, listed.stderr
-    measurements.write_text(listed.stdout)
+    records = json.loads(listed.stdout)
+    for record in records if measured else []:
+        record["source"] = "measured"
+        record.get("study", {}).pop("profile", None)
+    measurements.write_text(json.dumps(records))
     out = tmp_path / "r"
     replay = (*RUN, "--backend", "replay", "--measurements", measurements, "--out", out)
     first = autotune_main(*replay, "--trials", "3", "--sampler", "random")
