@@ -6,7 +6,8 @@
 
 `apply` writes FILE with the previous values *before* changing anything, so `restore` (e.g. from a
 shell `trap ... EXIT`) undoes a partial apply too; `restore` without FILE does nothing. Only the
-devices CUDA_VISIBLE_DEVICES names (default: all) are touched, and of them with --gpus N the first N. Exit status 2 with one line on error.
+devices CUDA_VISIBLE_DEVICES names (default: all) are touched, and of them with --gpus N the first N.
+Exit status 2 with one line on error.
 """
 
 from __future__ import annotations
@@ -52,10 +53,10 @@ def read_record(path: Path, device_count: int) -> list[dict]:
         entries = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise Refusal(f"--record {path} is not a record `device_cli apply` wrote ({type(exc).__name__}: "
-                          f"{getattr(exc, 'strerror', None) or exc}); nothing was restored: {_RECORD_HELP}") from None
+                      f"{getattr(exc, 'strerror', None) or exc}); nothing was restored: {_RECORD_HELP}") from None
     if not isinstance(entries, list):
         raise Refusal(f"--record {path} is not a record `device_cli apply` wrote (not a list of devices); nothing was "
-                          f"restored: {_RECORD_HELP}")
+                      f"restored: {_RECORD_HELP}")
     for number, entry in enumerate(entries, 1):
         problem = _entry_problem(entry, device_count)
         if problem:
@@ -88,8 +89,8 @@ def _writable_record(path: Path) -> None:
         # Not restored since: its entries are the values before that apply, which a new record would replace with the
         # capped ones, and a restore would then put the cap back (a job killed outright, its launch.sh run again).
         raise Refusal(f"--record {path} holds the settings an earlier apply changed and no restore put back (a job "
-                          f"killed outright?): `python -m autotune.measure.device_cli restore --record {path}` puts them "
-                          "back (a launch.sh's EXIT trap does it now); apply again after it")
+                      f"killed outright?): `python -m autotune.measure.device_cli restore --record {path}` puts them "
+                      "back (a launch.sh's EXIT trap does it now); apply again after it")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -138,11 +139,11 @@ def run(args: argparse.Namespace, api) -> list[str]:
     visible = dc.visible_indices(api)
     if not visible:
         raise Refusal(f"no GPU to set: CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '')!r} names none of "
-                          f"this node's {api.device_count()} GPUs")
+                      f"this node's {api.device_count()} GPUs")
     if args.gpus is not None and args.gpus > len(visible):
         raise Refusal(f"--gpus {args.gpus}: only {len(visible)} GPUs are visible here ("
-                          + (f"CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']}" if "CUDA_VISIBLE_DEVICES" in os.environ
-                             else "the node's") + "); give the ranks per node the training runs")
+                      + (f"CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']}" if "CUDA_VISIBLE_DEVICES" in os.environ
+                         else "the node's") + "); give the ranks per node the training runs")
     devices = dc.read_settings(api, visible if args.gpus is None else visible[:args.gpus])
     _write_record(args.record, dc.records_before(devices, args.sm_clock_mhz))
     records = dc.apply(api, devices, args.power_limit, args.sm_clock_mhz)
