@@ -208,7 +208,8 @@ def _outside_space(studies: list[ComparedStudy]) -> list[str]:
 
 def _searches(studies: list[ComparedStudy]) -> list[str]:
     """A search still under way elsewhere, or stopped before its rule was met, has a front that may still change:
-    two seeds or two samplers compared mid-search read as the samplers' difference."""
+    two seeds or two samplers compared mid-search read as the samplers' difference. A replay that ended among the
+    records of a partial file has the recorded candidates' front only (_recording_only)."""
     said = []
     for n, study in enumerate(studies, 1):
         search = study.document.get("search") or {}
@@ -224,10 +225,29 @@ def _searches(studies: list[ComparedStudy]) -> list[str]:
                     "a measured probe (--backend launch) would find" if unfinished.get("exhausted")
                     else "a resumed run may still change its front and picks")
             said.append(f"Study {n} stopped before its search converged{after}{why}: {more}.")
+        elif recording_only := _recording_only(n, search.get("converged")):
+            said.append(recording_only)
         elif search.get("exhaustive") is False and isinstance(search.get("exhaustive_note"), str):
             said.append(f"Study {n}'s search did not probe its whole simulated front ({search['exhaustive_note']}): "
                         "its front may lack them.")
     return said
+
+
+def _recording_only(n: int, converged) -> str | None:
+    """A replay of a file that records part of the space, whose search ended among its records: at the end of the
+    recording (`at_end_of_recording`), or with its stop rule met over the recorded candidates alone. Its report says
+    its front is the recorded candidates' only; compared without that, it read as a search of the whole space."""
+    if not isinstance(converged, dict) or not converged.get("unrecorded"):
+        return None
+    recorded, unrecorded = converged.get("recorded", 0), converged["unrecorded"]
+    after = f" after {converged['probes']} probes" if isinstance(converged.get("probes"), int) else ""
+    how = (f"stopped{after} with no recorded candidate left to replay, before its search converged"
+           if converged.get("at_end_of_recording") else
+           f"converged among the candidates its replayed file records{',' if after else ''}{after}")
+    return (f"Study {n} {how} ({recorded} of the {recorded + unrecorded} valid candidates "
+            f"{agreeing(recorded, 'was', 'were')} recorded; the other {unrecorded} {agreeing(unrecorded, 'was', 'were')} "
+            "not measured): its front is the recorded candidates' front only, and may lack points only a measured probe "
+            "(--backend launch) would find.")
 
 
 def _no_picks(studies: list[ComparedStudy]) -> list[str]:

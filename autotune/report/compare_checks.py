@@ -233,9 +233,10 @@ def _search_problem(search: dict) -> str | None:
     for key in ("converged", "unfinished"):
         if search.get(key) is not None and not isinstance(search[key], dict):
             return _wrong(f"search.{key}", search[key], "an object or null")
-    for key in ("probes", "running_elsewhere", "succeeded"):
-        value = (search.get("unfinished") or {}).get(key)
-        if value is not None and (problem := _count(f"search.unfinished.{key}", value, low=0)):
+    for block, key in (("unfinished", "probes"), ("unfinished", "running_elsewhere"), ("unfinished", "succeeded"),
+                       ("converged", "probes"), ("converged", "recorded"), ("converged", "unrecorded")):
+        value = (search.get(block) or {}).get(key)
+        if value is not None and (problem := _count(f"search.{block}.{key}", value, low=0)):
             return problem
     reason = (search.get("unfinished") or {}).get("reason")
     if reason is not None and not isinstance(reason, str):

@@ -304,6 +304,29 @@ def test_a_search_still_running_or_stopped_before_converging_is_said(runs, tmp_p
     assert not any("converged" in c for c in _compare(runs["one_node"], runs["two_nodes"])["caveats"])
 
 
+def test_a_replay_that_ended_among_its_partial_recording_is_said(runs, tmp_path):
+    """A replay that stopped at the end of its file's records, or converged among them, has its report say that its
+    front is the recorded candidates' only: compare said nothing, and the study read as a converged search of the
+    whole space."""
+    recorded = runs["one_node"].parent / "recorded.jsonl"
+    count = len(recorded.read_text(encoding="utf-8").splitlines())
+    _run(tmp_path / "ended", "--nodes", "1", "--backend", "replay", "--measurements", recorded, "--trials", str(count))
+    converged = _pareto(tmp_path / "ended")["search"]["converged"]
+    assert converged["at_end_of_recording"] is True  # the study this caveat is for
+    valid = converged["recorded"] + converged["unrecorded"]
+    caveats = _compare(runs["one_node"], tmp_path / "ended")["caveats"]
+    assert (f"Study 2 stopped after {count} probes with no recorded candidate left to replay, before its search "
+            f"converged ({count} of the {valid} valid candidates were recorded; the other {valid - count} were not "
+            "measured): its front is the recorded candidates' front only, and may lack points only a measured probe "
+            "(--backend launch) would find.") in caveats
+    among = _edited(runs["one_node"], tmp_path, "among", lambda d: d["search"].update(
+        converged={"probes": 3, "rule": "...", "recorded": 1, "unrecorded": 979}))
+    assert ("Study 2 converged among the candidates its replayed file records, after 3 probes (1 of the 980 valid "
+            "candidates was recorded; the other 979 were not measured): its front is the recorded candidates' front "
+            "only, and may lack points only a measured probe (--backend launch) would find.") in _compare(
+        runs["one_node"], among)["caveats"]
+
+
 def test_a_first_study_without_picks_says_to_put_one_with_picks_first(runs, tmp_path):
     empty = _edited(runs["one_node"], tmp_path, "empty", lambda d: d.update(
         recommendations={}, objectives=["time"], note="No feasible configuration: no trial ran to completion."))
@@ -507,6 +530,8 @@ def test_a_damaged_pareto_json_is_one_line_naming_the_report_that_rebuilds_it(ru
     (lambda d: d.update(objectives=["speed"]), '`objectives` = ["speed"] is not a list of "time" and "energy"'),
     (lambda d: d.update(search={"unfinished": {"running_elsewhere": -1}}), "`search.unfinished.running_elsewhere` = -1"),
     (lambda d: d.update(search={"unfinished": {"reason": 5}}), "`search.unfinished.reason` = 5 is not a string"),
+    (lambda d: d.update(search={"converged": {"probes": 3, "unrecorded": "975"}}),
+     '`search.converged.unrecorded` = "975" is not a whole number'),
     # A section a later autotune added that is not an object says what it holds, as every other value does:
     (lambda d: d.update(search=[1]), "`search` = [1] is not an object or null"),
     (lambda d: d.update(simulator_error="3%"), '`simulator_error` = "3%" is not an object or null'),
