@@ -18,12 +18,13 @@ LIMIT_PLACEHOLDER = "LIMIT"
 
 
 def deployment_notes(candidate, config_text: str | None = None, device_note: str | None = None,
-                     measured_default_w: float | None = None) -> list[str]:
+                     measured_default_w: float | None = None, *, probed: bool) -> list[str]:
     """What training `candidate` needs beyond its DeepSpeed config. `config_text`: the exported config file as written,
     whose own `not_in_this_config` is what ships with it (report.html prints the file beside them); export's notes
     for the candidate where it has none (not written yet, or edited into something without the list).
     `device_note`: said in place of the candidate's own power-limit note (shared_device_notes). `measured_default_w`:
-    the default power limit the pick's probe read (power_limit.measured_default_w), which its watts are of."""
+    the default power limit the pick's probe read (power_limit.measured_default_w), which its watts are of. `probed`:
+    whether a probe measured the pick (export.was_probed), which its launch.sh runs again; else it probes it first."""
     from autotune.export import device_settings_note, handover_notes  # export pulls the launchers in: only when said
 
     notes = _config_notes(config_text)
@@ -33,7 +34,7 @@ def deployment_notes(candidate, config_text: str | None = None, device_note: str
                                    gpus_per_node=candidate.gpus_per_node)
         notes = [device_note if note == own else note for note in notes]
     if candidate.knobs.nodes > 1:
-        notes.append(_hostfile_note(candidate))
+        notes.append(_hostfile_note(candidate, probed))
     return notes
 
 
@@ -95,11 +96,14 @@ def _config_notes(config_text: str | None) -> list[str] | None:
     return notes if isinstance(notes, list) and all(isinstance(n, str) for n in notes) else None
 
 
-def _hostfile_note(candidate) -> str:
-    """What the pick's launch.sh needs on several nodes, in the words launch.sh and `autotune export` say it in."""
+def _hostfile_note(candidate, probed: bool) -> str:
+    """What the pick's launch.sh needs on several nodes, in the words launch.sh and `autotune export` say it in: of a
+    simulated pick, whose launch.sh probes it (nothing ran on hardware), "to train it as probed" told a user it had
+    been (as `export` once did: trial64 #11)."""
     from autotune.export import hostfile_sentence
 
-    return (f"to train it as probed, its launch.sh (beside its config in configs/) starts the {candidate.knobs.nodes} "
+    purpose = "to train it as probed" if probed else "to probe it (its figures were simulated)"
+    return (f"{purpose}, its launch.sh (beside its config in configs/) starts the {candidate.knobs.nodes} "
             f"nodes' ranks with the deepspeed launcher. {hostfile_sentence(candidate.knobs.nodes, candidate.gpus_per_node)} "
             "Under SLURM, `autotune export RUN_DIR --pick NAME --launcher srun` writes a launch.sh that trains in the "
             "allocation instead, with neither.")
@@ -107,12 +111,14 @@ def _hostfile_note(candidate) -> str:
 
 def pick_deployment_notes(view) -> dict[int, list[str]]:
     """{trial: its deployment notes} for each trial the picks name, in pick order: picks sharing a trial share them."""
+    from autotune.export import was_probed
     from autotune.report.picks import picks_by_trial
     from autotune.report.power_limit import measured_default_w
 
     shared = shared_device_notes(view)  # said once for the picks that differ in the limit alone: grouped below
     return {trial: deployment_notes(view.settings.candidate(view.point(trial).params), device_note=shared.get(trial),
-                                    measured_default_w=measured_default_w(view.point(trial)))
+                                    measured_default_w=measured_default_w(view.point(trial)),
+                                    probed=was_probed(view.point(trial)))
             for trial in picks_by_trial(view)}
 
 

@@ -23,10 +23,14 @@ def _with_code(note: str) -> str:
 
 def deployment_notes_html(config_text: str, candidate, view=None, trial: int | None = None) -> str:
     """The notes of pick `trial` of `view`: a power-limit note its picks share said under the first of them only
-    (deploy_notes.device_notes_said_once), as report.md says it."""
+    (deploy_notes.device_notes_said_once), as report.md says it. Without a view, a measured pick's."""
+    from autotune.export import was_probed  # export imports the report package: only when said
+
+    point = view.point(trial) if view is not None and trial is not None else None
     device_note = device_notes_said_once(view).get(trial) if view is not None else None
-    default_w = measured_default_w(view.point(trial)) if view is not None and trial is not None else None
-    notes = deployment_notes(candidate, config_text, device_note, default_w)
+    default_w = measured_default_w(point) if point is not None else None
+    notes = deployment_notes(candidate, config_text, device_note, default_w,
+                             probed=point is None or was_probed(point))
     if not notes:
         return ""
     items = "".join(f"<li>{_with_code(note)}</li>" for note in notes)

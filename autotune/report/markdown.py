@@ -174,10 +174,12 @@ def deployment_lines(view: StudyView, name: str, p, said_by: str | None, documen
     """What deploying a pick needs beyond its DeepSpeed config, as sub-items (deploy_notes.deployment_notes, as the
     terminal and report.html say them: the rank count, checkpointing as code, a power limit set on every node, a
     hostfile), which report.md left out (trial 49 #2). Once per trial: a later pick of it points back."""
+    from autotune.export import was_probed  # export imports the report package: only when said
+
     if said_by is not None:
         return [f"  - deploying it needs what {said_by} above does"]
     notes = deployment_notes(view.settings.candidate(p.params), device_note=device_notes_said_once(view).get(p.trial),
-                             measured_default_w=measured_default_w(p))
+                             measured_default_w=measured_default_w(p), probed=was_probed(p))
     return [f"  - deploying it needs, beyond its DeepSpeed config (configs/{PICK_FILES.get(name, name)}.json):",
             *(f"    - {md_names(note, document)}" for note in notes)]
 

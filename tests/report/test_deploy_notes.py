@@ -45,7 +45,7 @@ def test_the_terminal_says_each_picks_notes_once_under_the_picks_that_need_them(
     notes = pick_deployment_notes(view)
     assert len(notes) > 1 and set(notes) == set(view.picks.values())
     for trial, said in notes.items():
-        assert said == deployment_notes(view.settings.candidate(view.point(trial).params))
+        assert said == deployment_notes(view.settings.candidate(view.point(trial).params), probed=False)
         for note in said:  # wrapped at 80 columns, each note once (a trial shared by picks is said once)
             assert _words(deploy).count(_words(note)) == 1, note
     # Each trial's notes under lines naming it by its picks, as `export --pick` names them, or "every pick".
@@ -58,6 +58,8 @@ def test_the_terminal_says_each_picks_notes_once_under_the_picks_that_need_them(
             assert _words(note) in under, (trial, note, list(said_under))
     assert "is code, not config" in deploy and re.search(r"run it on \d+ ranks", deploy)
     assert "hostfile named 'hostfile'" in deploy  # the study's picks run on several nodes
+    # Simulated: nothing was probed on hardware, and its launch.sh probes it first (as launch.sh itself says).
+    assert "to probe it (its figures were simulated), its launch.sh" in _words(deploy) and "as probed" not in deploy
 
 
 def test_piped_each_note_is_one_line(report):
@@ -77,18 +79,25 @@ def test_report_md_and_html_say_the_same_notes(report, simulated_run):
         for note in said:
             assert f"    - {note}" in md
             assert note.replace("`", "") in page, note
+    for said in (md, page):  # a simulated study: nothing was probed on hardware
+        assert "to probe it (its figures were simulated), its launch.sh" in said and "as probed" not in said
 
 
 def test_a_pick_on_several_nodes_names_the_hostfile_its_launch_script_needs():
     settings = settings_for("--model", "32b", "--nodes", "1-4")
     knobs = {"zero_stage": 3, "optimizer_offload": "none", "activation_checkpointing": "none", "sp_degree": 1,
              "micro_batch": 2, "power_limit": 1.0, "sm_clock_mhz": "max"}
-    one, four = (deployment_notes(settings.candidate({**knobs, "nodes": n})) for n in (1, 4))
+    one, four = (deployment_notes(settings.candidate({**knobs, "nodes": n}), probed=True) for n in (1, 4))
     assert not any("hostfile" in note for note in one)
     assert ("It needs a DeepSpeed hostfile named 'hostfile' beside it: 4 lines, one per node, 'HOST slots=4'"
             in four[-1] and "--launcher srun" in four[-1])
+    # Its launch.sh runs a measured pick's probe again; a simulated pick's probes it (nothing ran on hardware).
+    assert four[-1].startswith("to train it as probed, its launch.sh (beside its config in configs/) starts the 4 ")
+    simulated = deployment_notes(settings.candidate({**knobs, "nodes": 4}), probed=False)[-1]
+    assert simulated.startswith("to probe it (its figures were simulated), its launch.sh (beside its config in ")
     # The exported config's own list (report.html prints the file) is said where it has one.
-    assert deployment_notes(settings.candidate({**knobs, "nodes": 1}), '{"autotune": {"not_in_this_config": ["x"]}}') == ["x"]
+    assert deployment_notes(settings.candidate({**knobs, "nodes": 1}), '{"autotune": {"not_in_this_config": ["x"]}}',
+                            probed=True) == ["x"]
 
 
 def test_notes_are_grouped_by_the_trials_that_need_them():
