@@ -21,7 +21,7 @@ difference being real.
 from __future__ import annotations
 
 from autotune.report.device_words import view_device_words
-from autotune.report.error_bars import pct_text, pick_ties, simulator_error
+from autotune.report.error_bars import pct_text, pick_ties
 from autotune.report.near_ties import (LOPSIDED_RATIO, MUCH_PCT, SEARCH_RESOLUTION_PCT, devices_clause, near_ties, pick_names,
                                        pick_stems, size_text)
 from autotune.report.picks import PICK_FILES, WHEN_TO_DEPLOY, change_pct, device_hours, listed
@@ -47,7 +47,7 @@ def ties_by_rule(view, error: dict | None) -> tuple[dict, dict, dict]:
 
 def _tied_picks(view) -> list[tuple[str, int, str]]:
     """(pick, other pick's trial, why) for every tie a pick has with another pick, of any rule."""
-    simulator, noise, near = ties_by_rule(view, simulator_error(view))
+    simulator, noise, near = view.pick_ties
     picked = set(view.picks.values())
     pairs = [(name, trial, "simulator") for name, trials in simulator.items() for trial in trials]
     pairs += [(name, tie["trial"], "noise") for name, ties in noise.items() for tie in ties]

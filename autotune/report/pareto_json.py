@@ -17,7 +17,6 @@ from autotune.hardware import available_hardware
 from autotune.hardware.load import hardware_flag
 from autotune.measure.combine import not_measured, parts_text
 from autotune.report.error_bars import simulator_error, with_ties
-from autotune.report.choosing import ties_by_rule
 from autotune.report.near_ties import with_near_ties
 from autotune.report.noise import change_noise_summary, noise_summary
 from autotune.report.importance import METHOD as IMPORTANCE_METHOD
@@ -248,7 +247,7 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
     sources = provenance(view)
     error = simulator_error(view)
     trials_by_status = view.trials_by_status()
-    ties, noise, near = ties_by_rule(view, error)
+    ties, noise, near = view.pick_ties
     picks = with_noise_ties(with_ties(pick_rows(view.picks, view.points, view.baseline_trial), ties), noise)
     picks = with_near_ties(picks, view, error, near)
     return {

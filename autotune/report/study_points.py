@@ -59,6 +59,15 @@ class StudyView:
 
         return None if self.settings is None else baseline(valid_checks(self.settings))
 
+    @cached_property
+    def pick_ties(self) -> tuple[dict, dict, dict]:
+        """The picks' ties by each rule (choosing.ties_by_rule, at the simulator's error): judged once per view, where
+        pareto.json's pick rows and each report's "Which to deploy" read them (each judged them all again)."""
+        from autotune.report.choosing import ties_by_rule
+        from autotune.report.error_bars import simulator_error
+
+        return ties_by_rule(self, simulator_error(self))
+
     def trials_by_status(self) -> dict[str, int]:
         """{status: trials}, statuses in alphabetical order (pareto.json's `trials_by_status`)."""
         return {s: sum(r["status"] == s for r in self.trials) for s in sorted({r["status"] for r in self.trials})}
