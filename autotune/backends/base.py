@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import asdict, dataclass, field
+from typing import Callable
 
 from autotune.candidate import Candidate
 
@@ -59,6 +60,16 @@ def setting_changes(then: dict, now: dict, recorded_only: bool = False) -> list[
             if then.get(flag) != value and (flag in then or not recorded_only)]
 
 
+class ProbeHeldBack(Exception):
+    """evaluate() started no probe: after a wait before it (launch: for another worker's probe on the same devices),
+    `Backend.probe_held_back` gave the reason in the message. Nothing of the candidate ran: its trial is no failed
+    probe, and the candidate is probed when the study resumes."""
+
+
+def _never_held_back() -> str | None:
+    return None
+
+
 class Backend(abc.ABC):
     """Evaluates candidates. Implementations: `simulate` (analytic) and `launch` (real probe runs)."""
 
@@ -72,6 +83,11 @@ class Backend(abc.ABC):
     #: seconds a probe's processes get to end after SIGTERM (at its timeout) before SIGKILL: part of the longest a probe
     #: may take (study/time_limit.probe_bound_s). Backends whose evaluations start no process: 0.
     kill_grace_s: float = 0.0
+    #: Set by the study loop (run_study): why a probe must not start now (the run's time limit no longer holds one and
+    #: the reports, study/time_limit.py), or None. The loop asks the same before each trial; a backend whose evaluate()
+    #: may wait before its probe starts (launch: backends/device_turns.py) asks it again after the wait, which no ask
+    #: of the loop sees, and raises ProbeHeldBack with the reason. Default: never held back.
+    probe_held_back: Callable[[], str | None] = staticmethod(_never_held_back)
 
     @abc.abstractmethod
     def evaluate(self, candidate: Candidate, trial_number: int = 0) -> ProbeResult:

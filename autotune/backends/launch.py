@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from autotune.atomic_write import write_text_atomic
-from autotune.backends.base import Backend, ProbeResult
+from autotune.backends.base import Backend, ProbeHeldBack, ProbeResult
 from autotune.backends.device_restore import LocalDeviceSettings
 from autotune.backends.device_turns import POLL_S, lock_folder, probe_devices, taking_turns
 from autotune.backends.first_node import NodeAnswer, ask_first_node, probes_first_node
@@ -265,13 +265,25 @@ class LaunchBackend(Backend):
                               trial_number=trial_number)
                  if launches else contextlib.nullcontext(0.0))
         with turns as waited_s:
-            if waited_s >= POLL_S:  # the start line said when the trial began waiting: this says when its probe starts
-                _say_waiting(trial_number, f"waited {waited_s:.0f} s for the other probe on the same devices; "
-                             f"probing from {time.strftime('%H:%M:%S')}", log_path)
+            if waited_s >= POLL_S:
+                self._start_after_wait(trial_number, waited_s, log_path)
             # After the wait: the other probe's power limit is not what this one must restore.
             if launches and candidate.knobs.changes_device_settings and self._probes_here():
                 self._devices.record()
             return self._run_repeats(candidate, trial_number, trial_dir, launcher, record, taken)
+
+    def _start_after_wait(self, trial_number: int, waited_s: float, log_path: Path) -> None:
+        """After a wait for another probe on the same devices: the time limit asked again (the loop asked it before
+        the wait, up to that probe's length ago), a ProbeHeldBack where it no longer holds this probe, which a SLURM
+        job's end would kill half-way; else the line that says when the probe starts (the start line said when the
+        trial began waiting)."""
+        why = self.probe_held_back()
+        if why is not None:
+            _say_waiting(trial_number, f"not probed: {why}, after the wait for the other probe on the same devices; "
+                         "its candidate is probed when the study resumes", log_path)
+            raise ProbeHeldBack(why)
+        _say_waiting(trial_number, f"waited {waited_s:.0f} s for the other probe on the same devices; "
+                     f"probing from {time.strftime('%H:%M:%S')}", log_path)
 
     def _run_repeats(self, candidate: Candidate, trial_number: int, trial_dir: Path, launcher: str, record: RunRecord,
                      taken: dict[int, TakenOver]) -> ProbeResult:

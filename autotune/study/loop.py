@@ -21,6 +21,8 @@
   creates a trial (as the study starts, and after each trial: `_TimeLimitStop`), so a candidate not started leaves
   no trial behind; again before the probe only where another worker has a trial under way, as proposing may then
   wait for it (PROPOSAL_WAIT_S; `_other_worker_under_way`): a trial held back then is FAIL with OVER_BUDGET_ATTR.
+  And by the backend after a wait before its probe (launch: for another worker's probe on the same devices), through
+  `Backend.probe_held_back`: a trial held back there is FAIL, interrupted, and probed when the study resumes.
 - The loop runs in `study.optimize`, so several workers on one RDB storage share the study and
   Optuna's heartbeats retry the trials of a worker that died (see storage.py). Two workers that
   propose one candidate at once: the lower trial number probes it, the higher is its duplicate.
@@ -29,6 +31,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import signal
 import warnings
 from dataclasses import dataclass
@@ -37,7 +40,7 @@ from typing import Callable, NoReturn
 import optuna
 from optuna.trial import TrialState
 
-from autotune.backends.base import Backend, ProbeResult
+from autotune.backends.base import Backend, ProbeHeldBack, ProbeResult
 from autotune.candidate import KNOBS, params_key
 from autotune.errors import UserError
 from autotune.space import baseline, check_candidate
@@ -79,6 +82,8 @@ PROPOSED_BY_ATTR = "proposed_by"
 # Set on a trial just before its probe starts: what other workers count against the budget (a trial
 # that finds no room left is marked OVER_BUDGET_ATTR instead, unique.py).
 PROBING_ATTR = "probing"
+# Why a probe was not started where the time limit held it back after its trial was made.
+TIME_SHORT_WORDS = "too little time is left before the time limit for a probe and the reports"
 
 
 def _finished_elsewhere(exc: BaseException) -> bool:
@@ -307,6 +312,10 @@ class _TimeLimitStop:
         study.set_user_attr(TIME_LIMIT_STOP_ATTR, "slurm" if self.time_limit.slurm else "flag")
         return True
 
+    def why_held_back(self, study: optuna.Study) -> str | None:
+        """`holds_back` in words, as Backend.probe_held_back answers."""
+        return TIME_SHORT_WORDS if self.holds_back(study) else None
+
 
 class _Objective:
     """The function `study.optimize` calls once per proposal."""
@@ -358,13 +367,14 @@ class _Objective:
             # candidate free to be proposed again when the study resumes).
             trial.set_user_attr(OVER_BUDGET_ATTR, True)
             trial.study.stop()
-            raise ProbeFailed("not probed: too little time is left before the time limit for a probe and the reports")
+            raise ProbeFailed(f"not probed: {TIME_SHORT_WORDS}")
         trials = trial.study.get_trials(deepcopy=False) if saved is None else []
         lineage = retry_lineage(trials, trial.number) if trials else []
         resumed = ""  # what the start line says a retry resumes
         if lineage:  # a retry: the backend may take over what the trials it repeats completed
             takes_over = self.backend.resumes(trial.number, lineage, candidate)
             resumed = "; ".join(filter(None, (retry_words(trials, lineage), takes_over)))
+        probe_started = self.time_limit.probe_started
         if saved is None:
             self.time_limit.probe_started = True
             if self.progress.on_probe_start:
@@ -373,6 +383,9 @@ class _Objective:
         try:
             with self.interrupts.probing():
                 result = ProbeResult(**saved) if saved is not None else self.backend.evaluate(candidate, trial.number)
+        except ProbeHeldBack as held:
+            self.time_limit.probe_started = probe_started  # it waited, and never started
+            self._held_back(trial, str(held))
         except BaseException as stop:
             # Ctrl-C, SIGTERM, and an error that ended the tuner mid-probe (a full disk, the run directory
             # removed): no result, so the candidate is probed again when the study resumes. Left a plain FAIL,
@@ -411,6 +424,17 @@ class _Objective:
         elif result.status == "timeout" and (settings := self.backend.timeout_settings()):
             trial.set_user_attr(TIMED_OUT_UNDER_ATTR, settings)  # see queue_setup_retries
         _fail(trial, f"{result.status}: {(result.error or '').strip()[:300]}")
+
+    def _held_back(self, trial, why: str) -> NoReturn:
+        """A probe the backend did not start after a wait (launch: for another worker's probe on the same devices), as
+        Backend.probe_held_back said: the study stops as where the time limit holds a probe back before its trial. The
+        trial is interrupted, not over the budget: never evaluated, and its candidate is queued again when the study
+        resumes (retries.retry_interrupted), a baseline's too, where one over the budget is only free to be proposed."""
+        reason = f"not probed: {why}, after a wait for another probe on the same devices; probed when the study resumes"
+        trial.set_user_attr("interrupted", True)
+        trial.set_user_attr("reason", reason)  # the report's trial table: no "its probe was stopped (Ctrl-C, ...)"
+        trial.study.stop()
+        raise ProbeFailed(reason)
 
     def _prune_invalid(self, trial, params, check) -> NoReturn:
         # A rule breaker has no memory estimate; one that does not fit has an excess > 0.
@@ -511,7 +535,7 @@ def _other_worker_under_way(trial: optuna.Trial) -> bool:
     avoid (trial 62 F12). Another worker's trial is what time can pass for: its proposal is waited for
     (unique.settled_trials, up to PROPOSAL_WAIT_S, in the sampler and in _earlier_unfinished_holder), and its probe
     may record a longer wall meanwhile. A wait for its probe on the same devices (backends/device_turns.py) comes
-    later, inside the backend's evaluate: no ask here sees it, and the walls it lengthens weigh the next probes."""
+    later, inside the backend's evaluate, which asks again after it (Backend.probe_held_back, set by run_study)."""
     return any(t.number != trial.number for t in trial.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)))
 
 
@@ -617,6 +641,8 @@ def run_study(
                            interrupts, proposed_by, time_limit)
     if objective.time_stop.holds_back(study):
         return 0  # no trial created for a probe that would not start
+    # Asked by the backend after a wait before a probe, which no ask of this loop sees.
+    backend.probe_held_back = functools.partial(objective.time_stop.why_held_back, study)
     stop = _StopWhenDone(n_trials, valid_total, len(study.trials) + MAX_PROPOSALS_PER_TRIAL * n_trials, early_stop, finished,
                          failures_may_be_the_setup=backend.failures_may_be_the_setup, time_stop=objective.time_stop)
     with interrupts.study(study):

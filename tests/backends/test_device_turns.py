@@ -118,3 +118,38 @@ def test_a_lock_folder_that_cannot_be_made_is_refused_when_the_backend_starts(tm
                                         "point it at a folder you can write, or unset it$"):
         LaunchBackend(run_dir=tmp_path / "run", env={LOCK_DIR_ENV: str(folder)})
     assert not (tmp_path / "run").exists()
+
+
+def test_after_a_wait_the_launch_backend_asks_again_whether_a_probe_may_start_and_starts_none_it_may_not(
+        tmp_path, make_launch_backend, make_candidate, capfd):
+    """The time limit was asked before the wait (study/loop.py), up to another worker's probe ago: a probe it no longer
+    held started after the wait, and a SLURM job's end killed it half-way. Asked only after a wait: at the rule's edge
+    an ask with no time passed since the loop's would leave an unstarted candidate's trial (trial 62 F12)."""
+    from autotune.backends.base import ProbeHeldBack
+
+    fake_python = tmp_path / "python"
+    fake_python.write_text(f"#!/bin/sh\necho started >> {tmp_path / 'starts'}\nexit 3\n")
+    fake_python.chmod(0o755)
+    locks = {LOCK_DIR_ENV: str(tmp_path / "locks")}
+    backend = make_launch_backend(env_extra=locks, python=str(fake_python))
+    asked = []
+    backend.probe_held_back = lambda: asked.append(time.monotonic()) or "too little time is left"
+    assert backend.evaluate(make_candidate(gpus_per_node=1), trial_number=6).status == "failed"  # no wait: not asked
+    assert asked == [] and (tmp_path / "starts").read_text().split() == ["started"]
+
+    holder = _held_elsewhere(probe_devices("torchrun", backend._environ(), None), locks)
+    released_at = time.monotonic() + HOLD_S
+    with pytest.raises(ProbeHeldBack, match="^too little time is left$"):
+        backend.evaluate(make_candidate(gpus_per_node=1), trial_number=7)
+    assert len(asked) == 1 and asked[0] >= released_at - 0.5  # after the wait
+    assert (tmp_path / "starts").read_text().split() == ["started"]  # no probe started
+    log = (backend.run_dir / "trials" / "0007" / "log.txt").read_text()
+    assert "== autotune: repeat" not in log and "== autotune: waited" not in log
+    line = ("trial 7: not probed: too little time is left, after the wait for the other probe on the same devices; its "
+            "candidate is probed when the study resumes")
+    assert f"== autotune: {line.removeprefix('trial 7: ')}\n" in log and line in capfd.readouterr().err
+    # The devices are free again: the next probe of this worker, or another's, takes them at once.
+    holder.wait(timeout=10)
+    backend.probe_held_back = lambda: None
+    assert backend.evaluate(make_candidate(gpus_per_node=1), trial_number=8).status == "failed"
+    assert (tmp_path / "starts").read_text().split() == ["started", "started"]

@@ -375,7 +375,8 @@ def test_without_a_limit_every_probe_records_its_wall_time_for_a_later_limited_r
     settings, checks, study = _study(tmp_path)
     clock = _Clock()
     backend = _TimedProbes(clock, [42.0])
-    assert run_study(study, settings, backend, 2, checks=checks, early_stop=False, time_limit=TimeLimit(None, clock=clock)) == 2
+    no_limit = TimeLimit(None, clock=clock)
+    assert run_study(study, settings, backend, 2, checks=checks, early_stop=False, time_limit=no_limit) == 2
     assert [t.user_attrs.get(PROBE_WALL_ATTR) for t in study.trials if is_evaluated(t)] == [42.0, 42.0]
 
 
@@ -572,3 +573,58 @@ def test_a_time_left_just_short_of_what_is_needed_is_not_said_as_equal_to_it():
     assert limit.held_back(None, None) is not None  # no probe under these settings, none that can time out
     assert time_stop_line(limit).startswith("stopped: 179.8 s left of --time-limit (ends ")
     assert ", less than the 3.00 min kept for the reports; " in time_stop_line(limit)
+
+
+# --- again by the backend, after a wait before its probe (launch: for another worker's probe on the same devices) ----
+
+class _WaitingProbes(_TimedProbes):
+    """Probes whose first evaluation waits `wait_s` on the fake clock before its probe, then asks the time limit again
+    as the launch backend does after a wait for the devices (Backend.probe_held_back)."""
+
+    def __init__(self, clock: _Clock, wait_s: float, **kwargs):
+        super().__init__(clock, [100.0], **kwargs)
+        self.wait_s, self.asked = wait_s, []
+
+    def evaluate(self, candidate, trial_number=0):
+        from autotune.backends.base import ProbeHeldBack
+
+        if self.wait_s:
+            self.clock.now_s += self.wait_s
+            self.wait_s = 0.0
+            why = self.probe_held_back()
+            self.asked.append(why)
+            if why is not None:
+                raise ProbeHeldBack(why)
+        return super().evaluate(candidate, trial_number)
+
+
+def test_a_probe_held_back_after_its_wait_stops_the_study_and_its_candidate_is_probed_on_resume(tmp_path):
+    """The study stops as the time limit stops it before a trial; the trial that waited is no failed probe of its
+    candidate (it never ran) and, the baseline's here, is probed again when the study resumes (one over the budget
+    would only be free to be proposed again: the baseline is queued once)."""
+    settings, checks, study = _study(tmp_path)
+    clock = _Clock()
+    backend = _WaitingProbes(clock, wait_s=60.0, probe_timeout_s=300.0)
+    limit = TimeLimit(300.0 + REPORT_MARGIN_S + 30.0, ends_s=time.time() + 510, clock=clock)
+    assert run_study(study, settings, backend, 5, checks=checks, early_stop=False, time_limit=limit) == 0
+    assert backend.asked == ["too little time is left before the time limit for a probe and the reports"]
+    assert backend.probed == [] and limit.stopped == HeldBack(450.0, 300.0, False)
+    assert study.user_attrs[TIME_LIMIT_STOP_ATTR] == "flag" and not limit.probe_started
+    [waited] = study.trials
+    assert waited.state == TrialState.FAIL and waited.user_attrs["baseline"] and waited.user_attrs["interrupted"]
+    assert not is_evaluated(waited) and PROBE_WALL_ATTR not in waited.user_attrs
+    assert waited.user_attrs["reason"] == ("not probed: too little time is left before the time limit for a probe and "
+                                           "the reports, after a wait for another probe on the same devices; probed "
+                                           "when the study resumes")
+    assert "no probe of this run started" in time_stop_line(limit, backend.timeout_settings())
+    # The report's trial table says why, not "its probe was stopped (Ctrl-C, SIGTERM, or the tuner killed)".
+    from autotune.report.study_points import study_view
+
+    [row] = study_view(study).trials
+    assert row["status"] == "interrupted" and row["reason"] == waited.user_attrs["reason"]
+
+    no_limit = TimeLimit(None, clock=clock)
+    assert run_study(study, settings, backend, 2, checks=checks, early_stop=False, time_limit=no_limit) == 2
+    retry = next(t for t in study.trials if t.user_attrs.get("retry_of") == waited.number)
+    assert is_evaluated(retry) and retry.user_attrs["baseline"] and retry.params == waited.params
+    assert backend.probed[0] == params_key(waited.params)
