@@ -13,7 +13,9 @@ EXIT_STATUSES = (
     ("1", "standard output could not be written (a full disk or quota: one line says what is kept), or an unexpected "
           "error (a traceback: a bug to report)"),
     ("2", "a usage error or bad input (one line `autotune CMD: error: ...` naming the fix); a run whose first probes "
-          "all failed on the set-up, or that ended with no probe succeeded (its reports written)"),
+          "all failed on the set-up, or that ended with no probe succeeded (its reports written), or that the time limit "
+          "stopped before any probe could start, where a job as long stops in the same place (its last line says what "
+          "fits)"),
     # study/time_limit.TIME_LIMIT_EXIT_STATUS, written here: that module's package imports Optuna.
     ("75", "`run` stopped by the time limit (--time-limit, or the SLURM job's end) before its study ended, its reports "
            "written: the same command in a new job resumes it (sysexits.h's EX_TEMPFAIL, 'try again later')"),

@@ -18,8 +18,8 @@ from autotune.errors import UserError, signal_words, stop_signals
 from autotune.shell import shell_path
 from autotune.space import node_span
 from autotune.study.stop_rule import stop_rule_help
-from autotune.study.time_limit import (REPORT_MARGIN_S, TIME_LIMIT_EXIT_STATUS, TimeLimitError, parse_time_limit, run_time_limit,
-                                       time_limit_line, time_stop_line)
+from autotune.study.time_limit import (REPORT_MARGIN_S, TimeLimitError, parse_time_limit, run_exit_status,
+                                       run_time_limit, time_limit_line, time_stop_line)
 from autotune.study.storage import STUDY_NAME, recorded_storage
 
 
@@ -625,4 +625,4 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
                                                         unrecorded_left=bool(dropped))
     if nothing:
         raise UserError(nothing)
-    return TIME_LIMIT_EXIT_STATUS if time_limit.stopped else 0  # a job chain submits the job again on 75
+    return run_exit_status(time_limit)  # a job chain submits the job again on 75, and only on 75

@@ -47,6 +47,7 @@ TIME_LIMIT_STOP_ATTR = "stopped_by_time_limit"
 # so that a job chain tells "resubmit me" from a study that ended (0); the signals' 143, 138, 140 say a stop that
 # wrote no reports (trial 62 F3).
 TIME_LIMIT_EXIT_STATUS = 75
+TIME_LIMIT_TOO_SHORT_EXIT_STATUS = 2  # errors.USAGE_EXIT_STATUS's value: the fix is in the job's set-up
 # A year: a longer limit is a typo (SLURM's own "no limit" jobs end a year after their start, too).
 MAX_TIME_LIMIT_S = 365 * 86_400
 # The range of a job's end in the environment: from 2000-01-01 (0, or a count of minutes, is no job's end) to
@@ -221,6 +222,23 @@ def time_limit_line(limit: TimeLimit) -> str:
     return f"time limit: {which}, {end_words(limit.ends_s, now_s)} ({left})"
 
 
+def stops_again(limit: TimeLimit) -> bool:
+    """Whether the time limit stopped a run before the rule let any probe start, with time left: the same command given
+    as much time stops in the same place. Its exit status is then no "try again later" (75): a job chain that submits
+    the job again on 75 would submit, for ever, jobs that probe nothing (trial 67 #3); the stop line says what fits."""
+    held = limit.stopped
+    return held is not None and held.left_s > 0 and not limit.probe_started and not limit.let_probe_start
+
+
+def run_exit_status(limit: TimeLimit) -> int:
+    """A run's exit status where its study did not fail: 0 where the time limit did not stop it; 75 (EX_TEMPFAIL) where
+    a new job resumes it; 2 where a job as long stops in the same place (a --probe-timeout that fits, or a longer job,
+    is the fix: a set-up error, as the usage errors' status says)."""
+    if not limit.stopped:
+        return 0
+    return TIME_LIMIT_TOO_SHORT_EXIT_STATUS if stops_again(limit) else TIME_LIMIT_EXIT_STATUS
+
+
 def time_stop_line(limit: TimeLimit, timeout_settings: dict | None = None, kill_grace_s: float = 0.0) -> str:
     """The line of a study the time limit stopped: how much time was left of which limit, what a probe takes, and how
     to go on. Where no probe of this run started (the rule held back the first, or let through only trials that never
@@ -243,7 +261,7 @@ def time_stop_line(limit: TimeLimit, timeout_settings: dict | None = None, kill_
     else:  # a backend whose evaluations take no time (simulate, replay)
         need = f"less than the {margin} kept for the reports"
     again = "resume with the same command in a new job" if limit.slurm else "run the same command again to resume"
-    if not limit.probe_started and held.left_s > 0:
+    if stops_again(limit) or (not limit.probe_started and held.left_s > 0):
         # What the run spent before the stop (its start-up: the study opened, the space checked; trials that reached no
         # probe) is spent again: "a --time-limit longer than 3.00 min" was said to a run given 3:06.
         needed_s = limit.length_s - held.left_s + held.probe_s + REPORT_MARGIN_S
@@ -253,7 +271,7 @@ def time_stop_line(limit: TimeLimit, timeout_settings: dict | None = None, kill_
         fits = f"a --probe-timeout of {fits_s} s{f' (with --repeats {repeats})' if repeats > 1 else ''} fits the time left, or "
         # Where the rule let trials through, none reached its probe (duplicates, pruned, or held up by another worker
         # until the time was gone): a new run may reach one in time, or stop as this one did.
-        stops = ("with this much time the same command stops here again" if not limit.let_probe_start else
+        stops = ("with this much time the same command stops here again" if stops_again(limit) else
                  "no probe of this run started; with this much time the same command may stop here again")
         again = f"{stops}: {fits if fits_s else ''}{longer} lets a probe start"
     elif limit.slurm and limit.ends_s <= now_s:

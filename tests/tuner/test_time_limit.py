@@ -19,7 +19,7 @@ from autotune.study.loop import make_sampler
 from autotune.study.retries import is_evaluated
 from autotune.study.time_limit import (PROBE_WALL_ATTR, REPORT_MARGIN_S, SLURM_END_ENV, TIME_LIMIT_STOP_ATTR, HeldBack,
                                        TimeLimit, TimeLimitError, job_end_from_env, parse_time_limit, probe_bound_s,
-                                       run_time_limit, time_stop_line)
+                                       run_exit_status, run_time_limit, stops_again, time_stop_line)
 from autotune.study.unique import OVER_BUDGET_ATTR
 from autotune.study.valid import valid_checks
 from tests import cli
@@ -327,6 +327,31 @@ def test_a_limit_no_probe_of_the_run_fits_in_says_what_would_fit_not_the_same_co
     assert time_stop_line(limit, backend.timeout_settings(), 10.0).endswith("resume with the same command in a new job")
 
 
+def test_the_exit_status_says_whether_a_job_as_long_gets_further(tmp_path):
+    """Trial 67 #3: a run the limit stopped before any probe could start said "with this much time the same command
+    stops here again" and exited 75, on which the documented job chain submits the job again, for ever. It exits 2 (a
+    set-up to fix); 75 where a new job goes on: a probe of the run started, or the rule let one through."""
+    settings, checks, study = _study(tmp_path)
+    clock = _Clock()
+    backend = _TimedProbes(clock, [60.0], probe_timeout_s=900.0)
+    assert run_exit_status(TimeLimit(None, clock=clock)) == 0
+    short = TimeLimit(900.0, ends_s=time.time() + 900, clock=clock)
+    run_study(study, settings, backend, 5, checks=checks, early_stop=False, time_limit=short)
+    assert short.stopped and backend.probed == [] and stops_again(short) and run_exit_status(short) == 2
+    assert "the same command stops here again" in time_stop_line(short, backend.timeout_settings())
+    let_through = TimeLimit(900.0, ends_s=time.time() + 900, clock=clock)
+    let_through.let_probe_start = True  # its trials were duplicates or pruned, or held back after a wait
+    let_through.stopped = HeldBack(850.0, 900.0, False)
+    assert not stops_again(let_through) and run_exit_status(let_through) == 75
+    probed = TimeLimit(200.0, clock=clock)
+    probed.probe_started = True
+    probed.stopped = HeldBack(100.0, 60.0, True)
+    assert not stops_again(probed) and run_exit_status(probed) == 75
+    past = TimeLimit(0.0, ends_s=time.time() - 5, slurm=True, clock=clock)
+    past.stopped = HeldBack(0.0, 60.0, True)  # a job in SLURM's grace: the next job has its own end
+    assert not stops_again(past) and run_exit_status(past) == 75
+
+
 def test_a_probe_under_a_longer_timeout_than_this_runs_blocks_no_probe(tmp_path):
     """Trial 62 F9: one probe that timed out at --probe-timeout 100 (110 s with its kill grace) stopped every resume
     with --probe-timeout 30 and 4.5 min left, though no probe could then take more than 30 s and the grace."""
@@ -389,9 +414,11 @@ def test_a_simulated_run_at_its_jobs_end_stops_cleanly_with_its_reports(tmp_path
     env = {**os.environ, SLURM_END_ENV: str(int(time.time()) + 1)}
     out = tmp_path / "run"
     result = cli.autotune("run", "--model", "7b", "--nodes", "1", "--backend", "simulate", "--out", out, env=env)
-    assert result.returncode == 75, result.stderr
     stops = [line for line in result.stderr.splitlines() if line.startswith("stopped:")]
     assert len(stops) == 1 and "left of the time limit (SLURM job ends" in stops[0], result.stderr
+    # A job as long stops here again: 2, so a chain that resubmits on 75 ends (trial 67 #3); an end already past
+    # (read after the second went) is a job's grace: a new job may go on.
+    assert result.returncode == (2 if "stops here again" in stops[0] else 75), result.stderr
     assert re.search(r"the same command stops here again: a job longer than 3\.\d\d min lets a probe start$", stops[0]) or (
         "pass --time-limit" in stops[0]), stops[0]  # 3.00 min for the reports, and the run's start-up
     assert (out / "pareto.json").is_file() and (out / "report.html").is_file()
