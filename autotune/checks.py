@@ -90,6 +90,21 @@ def finite_as_typed(text: str, value):
     return value
 
 
+def written_whole(text: str) -> float | None:
+    """The whole number `text` writes with a decimal point or an exponent ('2.0', '1e2'; '1e400' as the largest
+    float: finite_as_typed), spelt as a flag takes a number (ASCII, no underscore: _spelling_problem), else None
+    (digits alone, a fraction, no number): where an input takes its own forms (--nodes 2-8, --time-limit 1:30),
+    what tells it to say whole_literal_problem as every whole-number flag does."""
+    stripped = text.strip()
+    if not stripped.isascii() or "_" in stripped or stripped.lstrip("+-").isdigit():
+        return None
+    try:
+        value = finite_as_typed(stripped, float(stripped))
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value.is_integer() else None
+
+
 def _spelling_problem(text: str, value) -> str | None:
     """Why a number Python reads is not one a flag takes: int() and float() read '1_0' as 10 (a typo of 1.0 or
     1-0 is as likely) and '５' or '٣' as 5 and 3, digits of other scripts. A flag's number is written as a shell

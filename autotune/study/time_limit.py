@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from autotune.checks import flag_number
+from autotune.checks import flag_number, whole_literal_problem, written_whole
 
 # Kept free after a probe for the reports (3 s for a 30-trial simulated study here; a minute for a large one) and
 # for a job script's early SIGTERM: docs/launch.md's recipe asks for it 2 minutes before the end
@@ -86,9 +86,11 @@ def parse_time_limit(text: str) -> int:
     unit = re.fullmatch(r"([0-9]+) ?([a-zA-Z]+)", stripped)
     if unit and unit[2].lower() in _UNITS_S:
         raise TimeLimitError(f"has a unit, which sbatch's forms take none of: {_without_unit(int(unit[1]) * _UNITS_S[unit[2].lower()])}")
-    # A '-' after a ':' is no DAYS- ('1:-5': a negative field), which the fields below say.
+    # A '-' after a ':' is no DAYS- ('1:-5': a negative field), nor is an exponent's ('1e-1' was "days '1e'"), which
+    # the fields below say.
     after_colon = 0 <= stripped.find(":") < stripped.find("-")
-    days, dash, clock = (stripped, "", "") if after_colon else stripped.partition("-")
+    exponent = re.search(r"[0-9.][eE]-", stripped)
+    days, dash, clock = (stripped, "", "") if after_colon or exponent else stripped.partition("-")
     clock = clock if dash else days
     parts = ([days] if dash else []) + clock.split(":")
     names = _FIELDS.get((bool(dash), len(parts) - bool(dash)))
@@ -97,7 +99,7 @@ def parse_time_limit(text: str) -> int:
         raise TimeLimitError(f"has {too_many}; write it as {FORMS}")
     seconds = 0
     for index, (name, field) in enumerate(zip(names, parts)):
-        seconds += _field(name, field, None if index == 0 else _HIGHEST[name]) * _SECONDS[name]
+        seconds += _field(name, field, None if index == 0 else _HIGHEST[name], alone=len(parts) == 1) * _SECONDS[name]
     if seconds == 0:
         raise TimeLimitError("is 0 (SLURM's 0 is no limit): leave --time-limit out for no limit, or give one of at least "
                              "1 second")
@@ -106,11 +108,18 @@ def parse_time_limit(text: str) -> int:
     return seconds
 
 
-def _field(name: str, field: str, highest: int | None) -> int:
-    """One field of a time limit: ASCII digits (1.5, 1e3, +5, ١٠ are not: one wording for them all) within its clock's
-    range (checks.flag_number says why not)."""
+def _field(name: str, field: str, highest: int | None, alone: bool = False) -> int:
+    """One field of a time limit: ASCII digits (1.5, +5, ١٠ are not: one wording for them all) within its clock's
+    range (checks.flag_number says why not). A whole number written as a float ('1e2', '2.0') is said as every
+    whole-number flag says it (--trials 1e2), the value to write with it; `alone`: the field is the whole value
+    (minutes), which needs no naming."""
     if not field:
         raise TimeLimitError(f"lacks its {name}; write it as {FORMS}")
+    whole = None if field.startswith("-") else written_whole(field)
+    if whole is not None:  # the first field's range: what a year holds of it (525600 minutes)
+        most = MAX_TIME_LIMIT_S // _SECONDS[name] if highest is None else highest
+        problem = whole_literal_problem(whole, 1 if alone else 0, most)
+        raise TimeLimitError(problem if alone else f"has {name} {field!r}, which {problem}")
     if not re.fullmatch(r"[0-9]+", field):
         what = "is negative" if field.startswith("-") else "is not a whole number in digits 0-9"
         raise TimeLimitError(f"has {name} {field!r}, which {what}; write it as {FORMS}")

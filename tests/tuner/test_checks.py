@@ -1,5 +1,6 @@
 import json
 import math
+import sys
 
 import pytest
 
@@ -68,3 +69,15 @@ def test_a_whole_number_is_written_in_digits_in_a_flag_as_in_a_file():
     assert flag_number("1e400", low=1, high=10, integer=True) == (None, f"is not a whole number; {too_large}")
     assert flag_number("1e2", low=1, high=10, integer=True) == (None, f"is not a whole number; {too_large}")
     assert flag_number("0.0", low=0, low_open=True, integer=True)[1].endswith("too small: it must be a whole number > 0")
+
+
+@pytest.mark.parametrize("text, whole", [
+    ("2.0", 2.0), ("1e2", 100.0), (" 1E2 ", 100.0), ("+1e2", 100.0), ("-2.0", -2.0), ("100.", 100.0),
+    ("1e400", sys.float_info.max),  # finite as typed: too large, not "not finite"
+    ("2", None), ("+5", None), ("1.5", None), ("1e-1", None), ("inf", None), ("nan", None), ("x", None), ("", None),
+    ("1_0.0", None), ("２.0", None),  # spelt as no flag takes a number: said otherwise
+])
+def test_written_whole_is_a_whole_number_written_with_a_point_or_an_exponent(text, whole):
+    from autotune.checks import written_whole
+
+    assert written_whole(text) == whole

@@ -63,7 +63,7 @@ def test_every_form_sbatch_takes_is_read_as_sbatch_reads_it(text, seconds):
     ("abc", "has minutes 'abc', which is not a whole number"),
     # One wording for every field that is not digits 0-9 (trial 62 F8: three).
     ("1.5", "has minutes '1.5', which is not a whole number in digits 0-9"),
-    ("1e9", "has minutes '1e9', which is not a whole number in digits 0-9"),
+    ("1e-1", "has minutes '1e-1', which is not a whole number in digits 0-9"),  # not "days '1e'"
     ("+5", "has minutes '+5', which is not a whole number in digits 0-9"),
     ("١٢٠", "which is not a whole number in digits 0-9"),  # Arabic-Indic 120: a digit to Python, not to sbatch
     ("１２０", "which is not a whole number in digits 0-9"),  # fullwidth
@@ -86,6 +86,38 @@ def test_a_wrong_value_is_refused_with_its_problem_and_the_forms(text, said):
     assert said in f"{text!r} {refused.value}"
     if "no limit" not in said and "is 0" not in said and "write it as" not in said:
         assert str(refused.value).endswith("as sbatch --time takes it (a bare number is minutes)")
+
+
+WHOLE_AS_FLOAT = "is not a whole number; write it without a decimal point or an exponent"
+
+
+@pytest.mark.parametrize("text, said", [
+    ("1e2", f"'1e2' {WHOLE_AS_FLOAT} (100)"), ("2.0", f"'2.0' {WHOLE_AS_FLOAT} (2)"),
+    ("+1E2", f"'+1E2' {WHOLE_AS_FLOAT} (100)"), ("1e-0", f"'1e-0' {WHOLE_AS_FLOAT} (1)"),
+    ("1e9", f"'1e9' {WHOLE_AS_FLOAT}, and it is too large: it must be a whole number >= 1 and <= 525600"),
+    ("1e400", f"'1e400' {WHOLE_AS_FLOAT}, and it is too large: it must be a whole number >= 1 and <= 525600"),
+    ("0.0", f"'0.0' {WHOLE_AS_FLOAT}, and it is too small: it must be a whole number >= 1 and <= 525600"),
+    ("1:3e1", f"'1:3e1' has seconds '3e1', which {WHOLE_AS_FLOAT} (30)"),
+    ("1:6e1", f"'1:6e1' has seconds '6e1', which {WHOLE_AS_FLOAT}, and it is too large: it must be a whole number >= 0 and <= 59"),
+    ("1-1e1", f"'1-1e1' has hours '1e1', which {WHOLE_AS_FLOAT} (10)"),
+    ("1e1-5", f"'1e1-5' has days '1e1', which {WHOLE_AS_FLOAT} (10)"),
+])
+def test_a_whole_number_written_as_a_float_is_said_as_every_whole_number_flag_says_it(text, said):
+    """--time-limit 1e2 read "has minutes '1e2', which is not a whole number in digits 0-9; write it as MINUTES, ..."
+    where --trials, --repeats and --nodes 1e2 say what to write: the same words, and the number."""
+    with pytest.raises(TimeLimitError) as refused:
+        parse_time_limit(text)
+    assert f"{text!r} {refused.value}" == said
+
+
+@pytest.mark.parametrize("value", ["1e2", "2.0", "1e400"])
+def test_the_command_line_says_a_float_written_whole_number_as_trials_does(value):
+    said = {}
+    for flag in ("--time-limit", "--trials"):
+        refused = cli.autotune_main("run", "--model", "7b", f"{flag}={value}")
+        assert refused.returncode == 2
+        said[flag] = refused.stderr.split(f"argument {flag}: ", 1)[1].split(", and it is too large")[0]
+    assert said["--time-limit"] == said["--trials"]
 
 
 @pytest.mark.parametrize("value", ["", "-5", "0", "1:60:00", "abc", "1e9", "١٢٠", "99999999999"])
