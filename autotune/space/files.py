@@ -8,7 +8,7 @@ from pathlib import Path
 
 from autotune.counted import agreeing
 from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, knob_value
-from autotune.checks import MAX_COUNT, finite_as_typed, shown, whole_literal_problem
+from autotune.checks import MAX_COUNT, flag_number, shown, whole_literal_problem, written_whole
 from autotune.errors import ConfigError
 from autotune.file_kind import did_you_mean, mixed_up
 from autotune.text_files import read_toml
@@ -70,11 +70,7 @@ def _node_part(part: str, raw: str) -> tuple[int, int]:
     elif match := _NODES_RANGE.fullmatch(part):
         low, high = int(match[1]), int(match[2])
     else:
-        what = f"{part!r} in --nodes {raw!r}" if part != raw else f"--nodes {raw!r}"
-        written = _float_or_none(part)
-        if written is not None and finite_as_typed(part, written).is_integer():  # 2.0, 1e1, 1e400: as the flags say it
-            raise ConfigError(f"{what} {whole_literal_problem(finite_as_typed(part, written), 1, MAX_COUNT)}")
-        raise ConfigError(f"{what} is not a whole number or a range LOW-HIGH; {_NODES_HELP}")
+        raise ConfigError(_part_problem(part, raw))
     if low < 1:
         raise ConfigError(f"--nodes {raw!r} must be at least 1 (a range is LOW-HIGH with 1 <= LOW <= HIGH); {_NODES_HELP}")
     if high > MAX_COUNT:
@@ -85,14 +81,25 @@ def _node_part(part: str, raw: str) -> tuple[int, int]:
     return low, high
 
 
-def _float_or_none(text: str) -> float | None:
-    """The number a --nodes part writes as a float (2.0, 1e1), in ASCII digits as the flags take them; else None."""
-    if not text.isascii():  # float() reads "５" (a full-width 5), which --nodes refuses as no whole number
-        return None
-    try:
-        return float(text)
-    except ValueError:
-        return None
+def _part_problem(part: str, raw: str) -> str:
+    """Why `part` of --nodes `raw` is neither a count nor a range LOW-HIGH. A whole number written as a float (2.0,
+    1e1, 1e400) is said as the flags say it; so is a range's end that is no count ('1-2.0' was "is not a whole number
+    or a range LOW-HIGH", which left the user to find the end meant), named LOW or HIGH."""
+    what = f"{part!r} in --nodes {raw!r}" if part != raw else f"--nodes {raw!r}"
+    whole = written_whole(part)
+    if whole is not None:
+        return f"{what} {whole_literal_problem(whole, 1, MAX_COUNT)}"
+    low, _, high = part.partition("-")
+    if low and high and "-" not in high:  # a range; '1-2-3' and '-2-4' are none, said below
+        low_problem, high_problem = (flag_number(text, low=1, high=MAX_COUNT, integer=True)[1] for text in (low, high))
+        if low_problem and low_problem == high_problem and low_problem.startswith("is not "):  # 'a-b': the range said once
+            said, _, allowed = low_problem.partition("; ")
+            return f"{what}: LOW {low!r} {said}, nor is HIGH {high!r}; {allowed}"
+        wrong = [f"{end} {text!r} {problem}" for end, text, problem in (("LOW", low, low_problem), ("HIGH", high, high_problem))
+                 if problem]
+        if wrong:  # both ends said at once: a fix of one must not meet a second refusal
+            return f"{what}: {' and '.join(wrong)}"
+    return f"{what} is not a whole number or a range LOW-HIGH; {_NODES_HELP}"
 
 
 def node_span(nodes) -> tuple[int, int] | None:

@@ -359,12 +359,12 @@ def test_space_file_missing_or_not_a_file(tmp_path):
 @pytest.mark.parametrize("text, words", [
     ("0", ["must be at least 1"]), ("-3", ["must be at least 1"]), ("0-4", ["must be at least 1"]),
     ("8-2", ["LOW 8 must not exceed HIGH 2", "--nodes 2-8"]), ("2-", ["not a whole number or a range"]),
-    ("-2", ["must be at least 1"]), ("a-b", ["not a whole number or a range"]), ("1.5", ["not a whole number or a range"]),
+    ("-2", ["must be at least 1"]), ("a-b", ["LOW 'a' is not a whole number, nor is HIGH 'b'; it must be a whole number >= 1"]), ("1.5", ["not a whole number or a range"]),
     ("", ["not a whole number or a range"]), ("1--2", ["not a whole number or a range"]), ("4,,8", ["'' in --nodes '4,,8' is not a whole number"]),
     ("1-3000", ["3000 node counts", "more than 256"]), ("x", ["not a whole number"]),
     ("1" + "0" * 30, ["more than 1000000000000 nodes"]),
     # digits of other scripts, which int() reads as 5 and 2-8: a node count is written in ASCII by every tool
-    ("\uff15", ["not a whole number or a range"]), ("\u0662-\u0668", ["not a whole number or a range"]),
+    ("\uff15", ["not a whole number or a range"]), ("\u0662-\u0668", ["LOW '\u0662' has characters other than ASCII", "HIGH '\u0668' has"]),
 ])
 def test_nodes_flag(text, words):
     with pytest.raises(ConfigError) as err:
@@ -747,7 +747,7 @@ CLI_CASES = [
     (["space", "--space", "{space}"], "'zero_stage' has true"),
     (["run", "--nodes", "8-2"], "LOW 8 must not exceed HIGH 2"),
     (["run", "--nodes", "0"], "--nodes '0' must be at least 1"),
-    (["run", "--nodes", "a-b"], "not a whole number or a range"),
+    (["run", "--nodes", "a-b"], "--nodes 'a-b': LOW 'a' is not a whole number, nor is HIGH 'b'"),
     (["run", "--gpus-per-node", "0"], "--gpus-per-node 0 is outside 1..2"),
     (["run", "--gpus-per-node", "3"], "outside 1..2"),
     (["run", "--samples", "4"], "less than one global batch"),

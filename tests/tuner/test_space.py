@@ -85,6 +85,30 @@ def test_a_whole_number_written_as_a_float_is_refused_in_the_flags_words(tmp_pat
         load_space(path, (1,))
 
 
+@pytest.mark.parametrize("text, said", [
+    ("1-2.0", "--nodes '1-2.0': HIGH '2.0' is not a whole number; write it without a decimal point or an exponent (2)"),
+    ("1e0-4", "--nodes '1e0-4': LOW '1e0' is not a whole number; write it without a decimal point or an exponent (1)"),
+    ("1.0-2.0", "--nodes '1.0-2.0': LOW '1.0' is not a whole number; write it without a decimal point or an exponent (1) "
+                "and HIGH '2.0' is not a whole number; write it without a decimal point or an exponent (2)"),
+    ("1-2.5", f"--nodes '1-2.5': HIGH '2.5' is not a whole number; it must be a whole number >= 1 and <= {MAX_COUNT}"),
+    ("x-4", f"--nodes 'x-4': LOW 'x' is not a whole number; it must be a whole number >= 1 and <= {MAX_COUNT}"),
+    ("1.5-x", f"--nodes '1.5-x': LOW '1.5' is not a whole number, nor is HIGH 'x'; it must be a whole number >= 1 and "
+              f"<= {MAX_COUNT}"),
+    ("1-1e400", "--nodes '1-1e400': HIGH '1e400' is not a whole number; write it without a decimal point or an exponent, "
+                f"and it is too large: it must be a whole number >= 1 and <= {MAX_COUNT}"),
+    ("1-1_0", "--nodes '1-1_0': HIGH '1_0' has an underscore"),
+    ("2,1-2.0", "'1-2.0' in --nodes '2,1-2.0': HIGH '2.0' is not a whole number"),
+    # no range: said as before
+    ("1-2-3", "--nodes '1-2-3' is not a whole number or a range LOW-HIGH"),
+    ("1_0", "--nodes '1_0' is not a whole number or a range LOW-HIGH"),  # not "write it without ... (10)"
+])
+def test_a_range_with_an_end_that_is_no_count_names_the_end(text, said):
+    """`--nodes 1-2.0` was "is not a whole number or a range LOW-HIGH": the end at fault, and what it must be, unsaid."""
+    with pytest.raises(ConfigError) as refused:
+        parse_nodes(text)
+    assert str(refused.value).startswith(said)
+
+
 def test_malformed_space_file_is_refused(tmp_path):
     path = tmp_path / "space.toml"
     path.write_text("zero_stage = [0, 5]\n")
