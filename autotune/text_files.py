@@ -13,6 +13,7 @@ import re
 import tomllib
 from pathlib import Path
 
+from autotune.checks import shown
 from autotune.errors import ConfigError
 
 # The byte-order marks of UTF-16 (and of UTF-32, which begins as UTF-16LE's does), as a hex dump shows them.
@@ -88,14 +89,41 @@ def toml_problem(text: str, exc: Exception, fix: str = "fix the file") -> str:
     return f"not valid TOML ({message}); {fix}"
 
 
-def parse_toml(text: str, origin: str, fix: str = "fix the file") -> dict:
-    """The TOML document of `text`; ConfigError "{origin}: {toml_problem}" where it is none."""
+class WrittenFloat(float):
+    """A TOML float that keeps the text it was written as ('1e1', '1_0.5', 'inf', '1e400'): a refusal quotes what the
+    user wrote (as_written), where Python's reading of it (10.0, 10.5, inf) is another spelling the file never held,
+    and 1e400, a finite number too large for a float, is not told from `inf` once read."""
+
+    written: str
+
+    def __new__(cls, text: str):
+        value = super().__new__(cls, text)
+        value.written = text
+        return value
+
+
+def as_written(value) -> str:
+    """A value of a TOML document read with floats_as_written, as the file writes it: a float in its own text, a
+    list or table of them too; anything else as checks.shown writes it (true, "none", 4). An integer's own spelling
+    (0x10, 1_000) is not kept by tomllib, and is said in decimal digits."""
+    if isinstance(value, WrittenFloat):
+        return value.written
+    if isinstance(value, list):
+        return f"[{', '.join(map(as_written, value))}]"
+    if isinstance(value, dict):
+        return f"{{{', '.join(f'{shown(key)}: {as_written(item)}' for key, item in value.items())}}}"
+    return shown(value)
+
+
+def parse_toml(text: str, origin: str, fix: str = "fix the file", *, floats_as_written: bool = False) -> dict:
+    """The TOML document of `text`; ConfigError "{origin}: {toml_problem}" where it is none. `floats_as_written`:
+    its floats as WrittenFloat, for a reader whose refusals quote them (as_written)."""
     try:
-        return tomllib.loads(text)
+        return tomllib.loads(text, parse_float=WrittenFloat if floats_as_written else float)
     except (tomllib.TOMLDecodeError, RecursionError) as exc:  # nested too deep: RecursionError
         raise ConfigError(f"{origin}: {toml_problem(text, exc, fix)}") from None
 
 
-def read_toml(path: Path, origin: str, fix: str = "fix the file") -> dict:
+def read_toml(path: Path, origin: str, fix: str = "fix the file", *, floats_as_written: bool = False) -> dict:
     """The TOML document of a file a user wrote (read_text, parse_toml); OSError as it comes."""
-    return parse_toml(read_text(path, origin), origin, fix)
+    return parse_toml(read_text(path, origin), origin, fix, floats_as_written=floats_as_written)

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from autotune.counted import agreeing
 from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, knob_value
-from autotune.checks import MAX_COUNT, flag_number, shown, whole_literal_problem, written_whole
+from autotune.checks import MAX_COUNT, flag_number, whole_literal_problem, written_whole
 from autotune.errors import ConfigError
 from autotune.file_kind import did_you_mean, mixed_up
-from autotune.text_files import read_toml
+from autotune.text_files import as_written, read_toml
 
 # In the package, so that an installed wheel has it too; search_spaces/default.toml links to it for the docs.
 DEFAULT_SPACE = Path(__file__).resolve().with_name("default.toml")
@@ -131,20 +131,22 @@ def _checked_value(origin: str, knob: str, value):
     try:
         return knob_value(knob, value)
     except ValueError as why:
-        raise ConfigError(f"space file {origin}: '{knob}' has {shown(value)}, which {why}; see search_spaces/default.toml") from None
+        raise ConfigError(f"space file {origin}: '{knob}' has {as_written(value)}, which {why}; see search_spaces/default.toml") from None
 
 
 def _knob_values(data: dict, knob: str, origin: str) -> tuple:
     values = data[knob]
     if not isinstance(values, list) or not values:
         raise ConfigError(
-            f"space file {origin}: '{knob}' = {shown(values) if not isinstance(values, dict) else '{...}'} "
+            f"space file {origin}: '{knob}' = {as_written(values) if not isinstance(values, dict) else '{...}'} "
             "is not a non-empty list; write e.g. " + f"{knob} = [...], see search_spaces/default.toml"
         )
     checked = [_checked_value(origin, knob, value) for value in values]
-    repeated = [value for i, value in enumerate(checked) if value in checked[:i]]
-    if repeated:
-        raise ConfigError(f"space file {origin}: '{knob}' lists {shown(repeated[0])} more than once; list each value once")
+    again = next((i for i, value in enumerate(checked) if value in checked[:i]), None)
+    if again is not None:
+        first, second = as_written(values[checked.index(checked[again])]), as_written(values[again])
+        twice = f"{first} more than once" if first == second else f"{first} and {second}, one value"  # 0.8 and 8e-1
+        raise ConfigError(f"space file {origin}: '{knob}' lists {twice}; list each value once")
     return tuple(checked)
 
 
@@ -158,7 +160,7 @@ def _read_space_file(path: Path) -> dict:
         raise ConfigError(_mixed_up(path) or f"space file {path} {what}; pass --space with a TOML file like "
                           f"search_spaces/default.toml{did_you_mean(str(path), '--space')}")
     try:
-        data = read_toml(path, f"space file {path}", "fix it or start from search_spaces/default.toml")
+        data = read_toml(path, f"space file {path}", "fix it or start from search_spaces/default.toml", floats_as_written=True)
     except OSError as exc:
         raise ConfigError(f"space file {path} cannot be read ({exc.strerror or exc}); pass a readable TOML file") from None
     except ConfigError as refusal:  # a model JSON or a run's pareto.json is no TOML: say which file it is

@@ -256,7 +256,7 @@ WRONG_SPACE_VALUES = {
     "zero_stage": ["true", "false", "1.0", '"1"', "4", "-1", "[1]"],
     "optimizer_offload": ["true", '"cpu"', "1", '["none"]', '"None"'],
     "activation_checkpointing": ["true", '"full"', "0"],
-    "sp_degree": ["0", "-1", "true", "2.0", '"2"', "[2]", "1.5", "10000000000000"],
+    "sp_degree": ["0", "-1", "true", "2.0", '"2"', "[2]", "1.5", "10000000000000", "2e0", "1_6.0"],
     "micro_batch": ["0", "-2", "true", "2.0", '"2"', "[2]", "inf"],
     "nodes": ["0", "-1", "true", "2.0", '"2"', "[2]", "nan", "1" + "0" * 30],
     "power_limit": ["0", "1.5", "-0.5", "true", '"0.9"', "nan", "inf", "[0.9]"],
@@ -286,7 +286,8 @@ def test_the_sample_space_loads(tmp_path):
 @pytest.mark.parametrize("knob, value", [(k, v) for k, values in WRONG_SPACE_VALUES.items() for v in values])
 def test_space_value_of_wrong_type_or_range(tmp_path, knob, value):
     path = write_space(tmp_path, **{knob: f"[{value}]"})
-    shown = json.dumps(__import__("tomllib").loads(f"v = {value}")["v"])
+    read = __import__("tomllib").loads(f"v = {value}")["v"]
+    shown = value if isinstance(read, float) else json.dumps(read)  # a float as written: inf, not Infinity
     refused_space(path, f"'{knob}' has {shown}, which is not")
 
 
@@ -298,10 +299,18 @@ def test_space_knob_is_not_a_list(tmp_path, knob, value):
 
 @pytest.mark.parametrize("knob, value", [
     ("zero_stage", "[1, 0, 1]"), ("optimizer_offload", '["none", "none"]'), ("micro_batch", "[2, 2]"),
-    ("power_limit", "[1, 1.0]"), ("sm_clock_mhz", '["max", 1600, 1600]'), ("nodes", "[1, 1]"),
+    ("power_limit", "[0.9, 0.9]"), ("sm_clock_mhz", '["max", 1600, 1600]'), ("nodes", "[1, 1]"),
 ])
 def test_space_value_listed_twice(tmp_path, knob, value):
     refused_space(write_space(tmp_path, **{knob: value}), f"'{knob}' lists", "more than once")
+
+
+@pytest.mark.parametrize("value, said", [("[1, 1.0]", "lists 1 and 1.0, one value"), ("[0.8, 8e-1]", "lists 0.8 and 8e-1, one value"),
+                                         ("[8e-1, 0.9, 8e-1]", "lists 8e-1 more than once")])
+def test_space_value_listed_twice_in_two_spellings_says_both(tmp_path, value, said):
+    """A value written twice in two spellings was quoted once, as Python reads it ('lists 1.0 more than once' of
+    [1, 1.0]; '0.8' of 8e-1): a text the file need not hold."""
+    refused_space(write_space(tmp_path, power_limit=value), f"'power_limit' {said}; list each value once")
 
 
 @pytest.mark.parametrize("knob", ["zero_stage", "optimizer_offload", "activation_checkpointing", "sp_degree", "micro_batch"])

@@ -78,7 +78,7 @@ def test_a_whole_number_written_as_a_float_is_refused_in_the_flags_words(tmp_pat
         assert str(refused.value) == said
     path = tmp_path / "space.toml"
     path.write_text("micro_batch = [1, 2, 4, 1e1]\n")
-    with pytest.raises(ConfigError, match=re.escape(f"'micro_batch' has 10.0, which {words} (10)")):
+    with pytest.raises(ConfigError, match=re.escape(f"'micro_batch' has 1e1, which {words} (10)")):
         load_space(path, (1,))
     path.write_text("micro_batch = [1, 1e13]\n")  # a count past its range: the range, not "(10000000000000)"
     with pytest.raises(ConfigError, match=re.escape(f"{words}, and it is too large: it must be a whole number >= 1 and <= {MAX_COUNT}")):

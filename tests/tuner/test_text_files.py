@@ -77,3 +77,26 @@ def test_a_space_file_that_is_no_toml_says_how_to_start_one(tmp_path):
     with pytest.raises(ConfigError, match=r"^space file .*space\.toml: not valid TOML \(.*\); fix it or start from "
                                           r"search_spaces/default\.toml$"):
         load_space(path, (1,))
+
+
+@pytest.mark.parametrize("written, said", [
+    ("[1e1]", "has 1e1, which"), ("[1E1]", "has 1E1, which"), ("[inf]", "has inf, which"), ("[-inf]", "has -inf, which"),
+    ("[nan]", "has nan, which"), ("[1_6.0]", "has 1_6.0, which"), ("[1.5]", "has 1.5, which"),
+    ("[[1e1]]", "has [1e1], which"), ("[{a = 1e1}]", 'has {"a": 1e1}, which'), ("1e1", "= 1e1 is not a non-empty list"),
+])
+def test_a_space_files_numbers_are_quoted_as_written(tmp_path, written, said):
+    """A space file's 1e1 was quoted back as 10.0, its inf as Infinity (JSON's word), its 1_6.0 as 16.0: the
+    refusal quotes what the file holds, in a list or not a list."""
+    path = tmp_path / "s.toml"
+    path.write_text(SPACE.replace("micro_batch = [1, 2, 4, 8]", f"micro_batch = {written}"))
+    with pytest.raises(ConfigError) as refused:
+        load_space(path, (1,))
+    assert f"'micro_batch' {said}" in str(refused.value)
+
+
+def test_as_written_quotes_floats_as_their_text_and_the_rest_as_shown():
+    from autotune.text_files import as_written, parse_toml
+
+    data = parse_toml('a = [1e1, 2, "x", true, {b = -0.0}]\nc = 1.0', "t", floats_as_written=True)
+    assert as_written(data["a"]) == '[1e1, 2, "x", true, {"b": -0.0}]' and as_written(data["c"]) == "1.0"
+    assert data["a"][0] == 10.0 and parse_toml("c = 1e1", "t")["c"].__class__ is float  # opt-in only
