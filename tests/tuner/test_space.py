@@ -85,6 +85,20 @@ def test_a_whole_number_written_as_a_float_is_refused_in_the_flags_words(tmp_pat
         load_space(path, (1,))
 
 
+@pytest.mark.parametrize("knob", ["micro_batch", "sp_degree", "nodes"])
+@pytest.mark.parametrize("written, side", [("1e400", "large"), ("-1E+400", "small")])
+def test_a_number_past_a_float_in_a_space_file_is_said_as_1e13_is(tmp_path, knob, written, side):
+    """TOML reads 1e400 as inf: it was "has Infinity, which is not a whole number >= 1 and <= ...", the wording of
+    `inf`, where 1e13 in the same file says what to write and the range. Now as 1e13, and as --nodes 1e400."""
+    path = tmp_path / "space.toml"
+    path.write_text(f"{knob} = [{written}]\n")
+    with pytest.raises(ConfigError) as refused:
+        load_space(path, (1,))
+    assert str(refused.value) == (f"space file {path}: '{knob}' has {written}, which is not a whole number; write it "
+                                  f"without a decimal point or an exponent, and it is too {side}: it must be a whole "
+                                  f"number >= 1 and <= {MAX_COUNT}; see search_spaces/default.toml")
+
+
 @pytest.mark.parametrize("text, said", [
     ("1-2.0", "--nodes '1-2.0': HIGH '2.0' is not a whole number; write it without a decimal point or an exponent (2)"),
     ("1e0-4", "--nodes '1e0-4': LOW '1e0' is not a whole number; write it without a decimal point or an exponent (1)"),
