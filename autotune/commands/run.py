@@ -160,8 +160,10 @@ def default_run_dir(args: argparse.Namespace, model, nodes) -> Path:
     # The tower an HF checkpoint's name adds ("Qwen2.5-7B + SigLIP so400m/14") is the same for all of them.
     own_name = model.name.removesuffix(f" + {TOWER}")
     model_name = _directory_name(own_name)[:64] or "model"
-    if not own_name.isascii():  # its letters dropped ('Qwén' and 'Qwèn' were both Qw_n): a digest keeps them apart,
-        model_name += _digest(own_name)  # while an ASCII name keeps the directory its earlier runs resume in
+    # Where cleaning changed the name ('a/b', 'a b' and 'a_b' were all a_b; 'Qwén' and 'Qwèn' both Qw_n; two cut at 64),
+    # a digest keeps them apart, while a name safe as it is (every preset's) keeps the directory its runs resume in.
+    if model_name != own_name:
+        model_name += _digest(own_name)
     nodes = sorted(nodes)
     span = node_span(nodes)
     counts = str(nodes[0]) if len(nodes) == 1 else f"{span[0]}to{span[1]}" if span else "_".join(map(str, nodes))

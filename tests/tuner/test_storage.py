@@ -467,7 +467,28 @@ def test_distinct_model_names_get_distinct_default_run_directories():
     names = ["模型", "模子", "Qwén-7B", "Qwèn-7B", "Qw_n-7B"]
     assert len({directory(name) for name in names}) == len(names)
     assert directory("模型") == "_+" + hashlib.sha256("模型".encode()).hexdigest()[:10] + "-1n"
-    assert [directory(name) for name in ("Qw_n-7B", "my model!", "32b")] == ["Qw_n-7B-1n", "my_model_-1n", "32b-1n"]
+    assert [directory(name) for name in ("Qw_n-7B", "32b")] == ["Qw_n-7B-1n", "32b-1n"]
+
+
+def test_model_names_that_clean_to_one_get_distinct_default_run_directories():
+    """'a/b' (a model file's name, say Qwen/Qwen2.5-7B), 'a b' and 'a_b' were all runs/a_b-1n: the second study
+    resumed, or was refused, in the first's directory. Where cleaning changed the name, a digest of it follows; a name
+    safe as it is (every preset's, a checkpoint's such as Qwen2.5-7B-Instruct) keeps its directory."""
+    import argparse
+    from types import SimpleNamespace
+
+    from autotune.commands.run import default_run_dir
+    from autotune.models import PRESETS
+
+    def directory(name: str) -> str:
+        return default_run_dir(argparse.Namespace(study_name="autotune"), SimpleNamespace(name=name), (1,)).name
+
+    names = ["a/b", "a b", "a_b", "a:b", "-a_b", "..", "model", "x" * 64, "x" * 64 + "1", "x" * 64 + "2"]
+    assert len({directory(name) for name in names}) == len(names)
+    assert directory("a/b") == "a_b+" + hashlib.sha256(b"a/b").hexdigest()[:10] + "-1n"
+    assert [directory(name) for name in ("a_b", "model", "x" * 64, "Qwen2.5-7B-Instruct")] == \
+        ["a_b-1n", "model-1n", "x" * 64 + "-1n", "Qwen2.5-7B-Instruct-1n"]
+    assert {name: directory(spec.name) for name, spec in PRESETS.items()} == {name: f"{name}-1n" for name in PRESETS}
 
 
 def test_a_query_string_in_an_sqlite_storage_url_is_refused_not_taken_as_the_file(tmp_path):
