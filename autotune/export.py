@@ -336,13 +336,19 @@ def pick_caveats(view: StudyView, document: dict, trial: int, pick: str | None =
     the simulator's error was not measured (outside_calibration_line), and its ties on its pick line (a lead inside
     an error, a lopsided trade against the nearest other pick: within_noise.ties_text). `document`: the study's
     pareto document (its pick rows); `pick`: the --pick exported (its key), else the trial's first pick row. [] for a
-    trial that is no pick, or a pick the report warns nothing of: an export carried none of it (a newcomer's trial)."""
+    pick the report warns nothing of: an export carried none of it (a newcomer's trial). A trial that is no pick gets
+    the first line alone, of itself: `--trial 0` of a trial outside the calibration said nothing of its unknown error."""
     from autotune.report.outside_calibration import outside_calibration_line
     from autotune.report.within_noise import ties_text
 
     rows = [row for row in document.get("picks") or [] if row["trial"] == trial and pick in (None, row["name"])][:1]
     if not rows:
-        return []
+        # As the pick's line, of a row of its own; its sources beside the front's, which may not hold it (off the front).
+        point = view.point(trial)
+        sources = {"trial": trial, "source": point.source, "energy_source": point.energy_source}
+        outside = outside_calibration_line({**document, "picks": [{"trial": trial, "name": f"trial {trial}"}],
+                                            "front": [sources]}, one=f"trial {trial}")
+        return [outside] if outside else []
     outside = outside_calibration_line({**document, "picks": rows})
     ties = ties_text(view, rows[0])
     return [line for line in (outside, ties and f"{PICK_FILES[rows[0]['name']]} (trial {trial}): {ties}") if line]

@@ -34,12 +34,13 @@ def _states_no_error(error: dict | None) -> bool:
     return error is not None and (not error or WHY_UNKNOWN in error)
 
 
-def outside_calibration_line(document: dict) -> str | None:
+def outside_calibration_line(document: dict, one: str = "the pick") -> str | None:
     """"All 5 picks lie where the simulator's error was not measured (ZeRO 2, power limit 0.7/0.8/0.9): ..." (or
-    "4 of the 5 picks (min-energy, ...)"); None where every pick lies inside it, or no figure is simulated."""
+    "4 of the 5 picks (min-energy, ...)"); None where every pick lies inside it, or no figure is simulated. `one`: what
+    a single pick row is called ("trial 0" where export passes a trial that is no pick)."""
     error = document.get("simulator_error")
     if _states_no_error(error):
-        return _no_error_line(document)
+        return _no_error_line(document, one)
     outside = (error or {}).get(EXTRAPOLATED_KEY) or {}
     picks = document.get("picks") or []
     out = [row for row in picks if str(row["trial"]) in outside]
@@ -49,7 +50,7 @@ def outside_calibration_line(document: dict) -> str | None:
     if len(out) == len(picks):
         trials = len({row["trial"] for row in picks})  # knee and cost-weighted are often one configuration
         configurations = f" ({counted(trials, 'configuration')})" if trials < len(picks) else ""
-        who = "The pick lies" if len(picks) == 1 else f"All {len(picks)} picks{configurations} lie"
+        who = f"{one[0].upper()}{one[1:]} lies" if len(picks) == 1 else f"All {len(picks)} picks{configurations} lie"
         their = agreeing(len(picks), "its", "their")
     else:
         names = ", ".join(PICK_FILES.get(row["name"], row["name"]) for row in out)
@@ -59,7 +60,7 @@ def outside_calibration_line(document: dict) -> str | None:
             f"probe {'it' if their == 'its' else 'them'} before deploying.")
 
 
-def _no_error_line(document: dict) -> str | None:
+def _no_error_line(document: dict, one: str = "the pick") -> str | None:
     """"Simulated figures carry an unknown error (+- ?%): this hardware profile was not calibrated (...). No pick's
     lead over another is weighed against it (only against the 1% the search tells apart), so a small one may not be
     real: probe the picks before deploying."
@@ -71,7 +72,7 @@ def _no_error_line(document: dict) -> str | None:
     if not simulated:
         return None
     if len(simulated) == len(picks):
-        lead, who = "No pick's lead over another", "the pick" if len(picks) == 1 else "the picks"
+        lead, who = "No pick's lead over another", one if len(picks) == 1 else "the picks"
     else:  # a measured pair is still weighed against its noise (within_noise)
         lead = "No pick's lead over another in a simulated figure"
         who = ", ".join(PICK_FILES.get(row["name"], row["name"]) for row in simulated)

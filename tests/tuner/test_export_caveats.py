@@ -95,3 +95,37 @@ def test_a_trial_off_the_front_by_a_lead_under_the_resolution_or_of_simulated_fi
     clear = SimpleNamespace(time_only=False, front=[point(1, 90.0, 1800.0, "measured")],
                             point={0: point(0, 100.0, 2024.0, "measured"), 1: point(1, 90.0, 1800.0, "measured")}.get)
     assert "resolution" not in off_front_line(clear, 0) and "simulated" not in off_front_line(clear, 0)
+
+
+def test_a_trial_that_is_no_pick_says_where_the_simulator_s_error_was_not_measured_as_a_pick_does(tmp_path):
+    """`export --trial 0` of the 7b study's baseline (ZeRO-1, which the profile's error was not measured on) said only
+    that it lies off the front; the pick exports said their error is unknown. The trial's line is the pick's."""
+    out = tmp_path / "run"
+    ran = autotune_main("run", "--model", "7b", "--nodes", "1", "--trials", "5", "--backend", "simulate", "--out", out, "-q")
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads((out / "pareto.json").read_text())["simulator_error"]["extrapolated"]["0"] == ["ZeRO 1"]
+    done = autotune_main("export", out, "--trial", "0", "-o", tmp_path / "t0.json")
+    assert done.returncode == 0, done.stderr
+    outside = ("Trial 0 lies where the simulator's error was not measured (ZeRO 1): its error is unknown (+- ?%); probe it "
+               "before deploying.")
+    assert done.stderr.splitlines()[0] == outside
+    assert _caveats(tmp_path / "t0.launch.sh")[0] == outside
+    assert _caveats(tmp_path / "t0.launch.sh")[1].startswith("trial 0 is off the time-energy front")
+
+
+def test_a_trial_that_is_no_pick_on_a_profile_that_states_no_error_says_so_as_a_pick_does():
+    from types import SimpleNamespace
+
+    from autotune.export import pick_caveats
+    from autotune.report.front import Point
+
+    document = {"simulator_error": {}, "picks": [{"name": "fastest", "trial": 1}],
+                "front": [{"trial": 1, "source": "simulated", "energy_source": "simulated"}]}
+    simulated = SimpleNamespace(point={0: Point(trial=0, params={}, time_s=9.0, energy_kj=9.0, source="simulated",
+                                                energy_source="simulated")}.get)
+    assert pick_caveats(simulated, document, 0) == [
+        "Simulated figures carry an unknown error (+- ?%): this hardware profile was not calibrated (`autotune calibrate` "
+        "measures the simulator's error and writes it to the profile). Probe trial 0 before deploying."]
+    measured = SimpleNamespace(point={0: Point(trial=0, params={}, time_s=9.0, energy_kj=9.0, source="measured",
+                                               energy_source="measured")}.get)
+    assert pick_caveats(measured, document, 0) == []  # nothing the simulator gave
