@@ -62,7 +62,7 @@ def _run(args) -> int:
     from autotune.commands.paths import run_dir_problem
     from autotune.errors import UserError
     from autotune.export import (
-        PICKS as EXPORTED_PICKS, choose_trial, export_launcher, export_trial, off_front_line, pick_caveats,
+        PICKS as EXPORTED_PICKS, choose_trial, export_launcher, export_trial, front_leads, off_front_line, pick_caveats,
     )
     from autotune.report import pareto_document, study_view
     from autotune.study import load_finished_study
@@ -103,8 +103,9 @@ def _run(args) -> int:
     backend = study.user_attrs.get("backend", {}).get("name", "unknown")
     # What the report warns of this pick (outside the calibration, a near tie), or that a --trial lies off the front,
     # in launch.sh and on stderr.
+    leads = front_leads(view, trial)  # the front trials that beat it in both figures, if any
     caveats = [*pick_caveats(view, pareto_document(view, backend, ""), trial, EXPORTED_PICKS.get(stem)),
-               *filter(None, [off_front_line(view, trial)])]
+               *filter(None, [off_front_line(view, trial, leads)])]
     with _stop_signals_held() as held:  # the three files and their record are written as one, or not at all
         written = export_trial(view, trial, output, backend, launcher=launcher, caveats=caveats)
         if args.output is None:

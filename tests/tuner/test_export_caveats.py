@@ -129,3 +129,27 @@ def test_a_trial_that_is_no_pick_on_a_profile_that_states_no_error_says_so_as_a_
     measured = SimpleNamespace(point={0: Point(trial=0, params={}, time_s=9.0, energy_kj=9.0, source="measured",
                                                energy_source="measured")}.get)
     assert pick_caveats(measured, document, 0) == []  # nothing the simulator gave
+
+
+def test_the_front_trials_that_beat_a_trial_are_weighed_once_and_the_line_takes_them():
+    """off_front_line computed each lead's changes three times (its ranking, its sentence, _how_sure): front_leads
+    computes them once, the widest lead in both figures first, and the line says what it is given."""
+    from types import SimpleNamespace
+
+    from autotune.export import front_leads, off_front_line
+    from autotune.report.front import Point
+
+    def point(trial, time_s, energy_kj):
+        return Point(trial=trial, params={}, time_s=time_s, energy_kj=energy_kj, source="measured",
+                     energy_source="measured")
+
+    off, fast, lean = point(0, 100.0, 2000.0), point(1, 60.0, 1900.0), point(2, 90.0, 1800.0)
+    view = SimpleNamespace(time_only=False, front=[fast, lean], point={0: off, 1: fast, 2: lean}.get)
+    leads = front_leads(view, 0)
+    assert [lead.point.trial for lead in leads] == [2, 1]  # 10% less of both beats 40% less time and 5% less energy
+    assert (leads[0].time_pct, leads[0].energy_pct) == (pytest.approx(-10.0), pytest.approx(-10.0))
+    assert leads[1].saving_pct("time_s") == pytest.approx(40.0) and leads[1].saving_pct("energy_kj") == pytest.approx(5.0)
+    assert off_front_line(view, 0, leads) == off_front_line(view, 0) and off_front_line(view, 0, []) is None
+    assert off_front_line(view, 0, leads).startswith("trial 0 is off the time-energy front: trial 2 takes 10.0% less time")
+    assert front_leads(view, 2) == []  # on the front
+    assert front_leads(SimpleNamespace(**{**vars(view), "time_only": True}), 0) is None  # no energy ranking
