@@ -452,14 +452,16 @@ def _launch_purpose(point, config_name: str, without: str) -> str:
 
 
 def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, launcher: str = "auto",
-                 caveats: list[str] = ()) -> list[Path]:
+                 caveats: list[str] = (), leads: list[FrontLead] | None = None) -> list[Path]:
     """Write the config, the candidate file and the launch command; returns the paths written.
     `launcher` "srun": launch.sh trains in one srun step of the allocation it runs in, which also sets
     an SM clock cap (`--gpu-freq`; autotune/export_device.py). `caveats` (pick_caveats): said in launch.sh's
-    header, which travels with the pick where the report does not."""
+    header, which travels with the pick where the report does not. `leads`: front_leads(view, trial), where the
+    caller has them."""
     from autotune.report.power_limit import measured_default_w
 
     point = view.point(trial)
+    leads = front_leads(view, trial) if leads is None else leads
     candidate = view.settings.candidate(point.params)
     default_w = measured_default_w(point)  # the limit's watts of the default the probe read, as the report gives them
     config = deepspeed_config(candidate)
@@ -476,6 +478,9 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
         "energy_to_solution_kj": point.energy_kj,
         "energy_not_measured": left_out,  # parts of the node no sensor saw (["cpu", "memory_interconnect"]: GPUs only); null: none measured
         "tflops_per_gpu": point.tflops,
+        # A config handed on alone said nothing of a --trial that front trials beat (off_front_line said it elsewhere).
+        "on_front": None if leads is None else not leads,  # false: front trials beat it in time and energy; null: time-only
+        "beaten_by": [lead.point.trial for lead in leads or []],  # those trials, the widest lead first (off_front_line's)
         "note": (f"figures are {point.source} (time) and {point.energy_source} "
                  f"(energy{' of the node' + without + ': no sensor saw them' if without else ''}); DeepSpeed ignores this section"),
         "candidate": point.params,

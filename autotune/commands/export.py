@@ -107,7 +107,7 @@ def _run(args) -> int:
     caveats = [*pick_caveats(view, pareto_document(view, backend, ""), trial, EXPORTED_PICKS.get(stem)),
                *filter(None, [off_front_line(view, trial, leads)])]
     with _stop_signals_held() as held:  # the three files and their record are written as one, or not at all
-        written = export_trial(view, trial, output, backend, launcher=launcher, caveats=caveats)
+        written = export_trial(view, trial, output, backend, launcher=launcher, caveats=caveats, leads=leads)
         if args.output is None:
             _record_written(written)
         for path in written:

@@ -124,6 +124,7 @@ def test_export_writes_the_fastest_and_refuses_energy_picks_for_want_of_energy(n
     config = json.loads((out / "configs" / "fastest.json").read_text())
     assert config["autotune"]["energy_to_solution_kj"] is None and config["autotune"]["energy_source"] == "unavailable"
     assert config["autotune"]["candidate"] == FASTEST
+    assert config["autotune"]["on_front"] is None and config["autotune"]["beaten_by"] == []  # no energy ranking
     exported = autotune_main("export", out, "-o", tmp_path / "default.json")
     assert exported.returncode == 0, exported.stderr
     assert json.loads((tmp_path / "default.json").read_text()) == config

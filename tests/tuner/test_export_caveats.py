@@ -68,9 +68,14 @@ def test_a_trial_off_the_front_names_the_trial_that_beats_it_in_both(tmp_path):
     off = ("trial 3 is off the time-energy front: trial 1 takes 8.4% less time (15.7 s against 17.2 s) and 4.8% less "
            "energy (3.85 kJ against 4.05 kJ); trial 2 of the front is as good in both, or better, too; --trial 1 exports it")
     assert done.stderr.splitlines()[0] == off and _caveats(tmp_path / "t3.launch.sh") == [off]
+    # The config, handed on alone, says so too: its section said nothing of it.
+    section = json.loads((tmp_path / "t3.json").read_text())["autotune"]
+    assert section["on_front"] is False and section["beaten_by"] == [1, 2]
     on_front = autotune_main("export", study, "--trial", "1", "-o", tmp_path / "t1.json")
     assert on_front.returncode == 0, on_front.stderr
     assert "off the time-energy front" not in on_front.stderr + (tmp_path / "t1.launch.sh").read_text()
+    section = json.loads((tmp_path / "t1.json").read_text())["autotune"]
+    assert section["on_front"] is True and section["beaten_by"] == []
 
 
 def test_a_trial_off_the_front_by_a_lead_under_the_resolution_or_of_simulated_figures_says_so():

@@ -26,7 +26,8 @@ def _view(gpus_per_node=None, **knobs):
     settings = settings_for("--model", "7b", "--hardware", "h100-sxm", "--nodes", "1", *per_node)
     params = {**Knobs(zero_stage=3, **knobs).to_dict()}
     point = Point(trial=7, params=params, time_s=100.0, energy_kj=50.0, source="measured", energy_source="measured")
-    return SimpleNamespace(point=lambda trial: point if trial == 7 else None, settings=settings, model_caveats=None)
+    return SimpleNamespace(point=lambda trial: point if trial == 7 else None, settings=settings, model_caveats=None,
+                           front=[point], time_only=False)  # the config says whether it is on the front
 
 
 def _export(tmp_path, launcher="auto", gpus_per_node=None, **knobs) -> tuple[dict, Path]:
