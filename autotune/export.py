@@ -259,13 +259,19 @@ def hostfile_sentence(nodes: int, gpus_per_node: int) -> str:
             f"'HOST slots={gpus_per_node}' (and pdsh, which starts the other nodes' ranks).")
 
 
-def shared_folder_sentence(nodes: int) -> str:
+def shared_folder_sentence(nodes: int, launcher: str = "deepspeed") -> str:
     """Where a deepspeed launch.sh's ranks on other machines find its files and autotune: DeepSpeed's pdsh runner starts
     them with `cd` to this folder's absolute path and this machine's python (sys.executable), and they read the config
-    and candidate by the relative names the script gives; a multi-node script said nothing of it (trial64 #17)."""
-    where = "the other nodes' ranks" if nodes > 1 else "the ranks of a hostfile host that is another machine"
-    return (f"pdsh starts {where} in this folder's path with this machine's python: the folder must be at the same path "
-            "on every node (a shared file system), with autotune installed in that python there.")
+    and candidate by the relative names the script gives; a multi-node script said nothing of it (trial64 #17). An srun
+    step's tasks alike: srun starts them in its own working directory (its --chdir default) and runs the `python` the
+    exported PATH finds on each node; a multi-node srun script said nothing of it either."""
+    if launcher == "srun":
+        starts = "srun starts the other nodes' ranks in this folder's path, each running the python this script's PATH names"
+    else:
+        where = "the other nodes' ranks" if nodes > 1 else "the ranks of a hostfile host that is another machine"
+        starts = f"pdsh starts {where} in this folder's path with this machine's python"
+    return (f"{starts}: the folder must be at the same path on every node (a shared file system), with autotune "
+            "installed in that python there.")
 
 
 def _hostfile_check(script_name: str, candidate) -> list[str]:
@@ -501,7 +507,9 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
     launch_path = config_path.with_name(config_stem(config_path.name) + ".launch.sh")
     srun = command[0] == "srun"
     words = device_words(candidate.hardware)
-    where = {"srun": f"# Run inside the SLURM allocation (sbatch, salloc): one srun step starts a task per {words.one}.\n",
+    shared = f"# {shared_folder_sentence(candidate.knobs.nodes, command[0])}\n" if candidate.knobs.nodes > 1 else ""
+    where = {"srun": f"# Run inside the SLURM allocation (sbatch, salloc): one srun step starts a task per {words.one}.\n"
+                     + shared,
              "torchrun": "# torchrun starts the ranks on the node this script runs on.\n",
              "deepspeed": f"# {hostfile_sentence(candidate.knobs.nodes, candidate.gpus_per_node)}\n"
                           f"# {shared_folder_sentence(candidate.knobs.nodes)}\n"}[command[0]]

@@ -139,6 +139,8 @@ def _print_handover(view, trial: int, written: list[Path], launcher: str, caveat
     if launcher == "deepspeed":  # see export._hostfile_check
         print(f"  {hostfile_sentence(candidate.knobs.nodes, candidate.gpus_per_node)}", file=sys.stderr)
         print(f"  {shared_folder_sentence(candidate.knobs.nodes)}", file=sys.stderr)
+    elif launcher == "srun" and candidate.knobs.nodes > 1:
+        print(f"  {shared_folder_sentence(candidate.knobs.nodes, launcher)}", file=sys.stderr)
     print(f"{written[0].name} is the DeepSpeed config; your own training needs beyond it:", file=sys.stderr)
     for note in handover_notes(candidate, measured_default_w(point)):
         print(f"  - {note}", file=sys.stderr)

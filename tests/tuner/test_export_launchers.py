@@ -186,3 +186,19 @@ def test_a_deepspeed_script_says_its_folder_must_be_shared_where_it_names_the_ho
     header = (tmp_path / "k.launch.sh").read_text().split('cd "$(dirname "$0")"')[0].splitlines()
     assert header[header.index(f"# {shared}") - 1].startswith("# It needs a DeepSpeed hostfile named 'hostfile' beside it")
     assert f"\n  {shared}\n" in done.stderr  # under the hostfile's line
+
+
+def test_a_multi_node_srun_script_says_its_folder_must_be_shared_as_a_deepspeed_one_does(one_node, two_nodes, tmp_path):
+    """srun starts the other nodes' tasks in its own working directory with the `python` of the PATH it exports: a
+    2-node srun launch.sh said nothing of the shared folder the deepspeed scripts name."""
+    done = autotune_main("export", two_nodes, "--launcher", "srun", "-o", tmp_path / "k.json")
+    assert done.returncode == 0, done.stderr
+    shared = ("srun starts the other nodes' ranks in this folder's path, each running the python this script's PATH "
+              "names: the folder must be at the same path on every node (a shared file system), with autotune "
+              "installed in that python there.")
+    header = (tmp_path / "k.launch.sh").read_text().split('cd "$(dirname "$0")"')[0].splitlines()
+    assert header[header.index(f"# {shared}") - 1].startswith("# Run inside the SLURM allocation")
+    assert f"\n  {shared}\n" in done.stderr  # under "train it: bash ..."
+    one = autotune_main("export", one_node, "--launcher", "srun", "-o", tmp_path / "one.json")
+    assert one.returncode == 0, one.stderr
+    assert "srun starts" not in one.stderr + (tmp_path / "one.launch.sh").read_text()  # one node: no other nodes
