@@ -339,10 +339,13 @@ def _check_measurements_path(path: Path, force: bool) -> None:
     writable_file(path, "--measurements", example="measurements.jsonl", replaces=_is_measurements_file,
                   kind="a measurements file an earlier export wrote")
     if not force and path.exists() and path.stat().st_size:
-        records = sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
-        raise UserError(f"--measurements {path} already holds {records} probe results (perhaps the only copy of measurements "
-                        f"taken elsewhere); give another file name such as {path.with_name(path.stem + '-2' + path.suffix)}, "
-                        "or pass --force to replace it")
+        # Said by their source, as what export wrote was (_results_text): a simulated study's file "held 4 probe
+        # results". Its simulation gives simulated ones again; only probe results may be the only copy.
+        records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        only_copy = (" (perhaps the only copy of measurements taken elsewhere)"
+                     if any(record.get("source") != "simulated" for record in records) else "")
+        raise UserError(f"--measurements {path} already holds {_results_text(records)}{only_copy}; give another file name "
+                        f"such as {path.with_name(path.stem + '-2' + path.suffix)}, or pass --force to replace it")
 
 
 def _write_measurements(study, path: Path) -> int:

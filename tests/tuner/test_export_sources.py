@@ -58,6 +58,18 @@ def test_measurements_are_counted_by_their_source(studies, tmp_path):
     assert again.stderr.startswith(f"{count} probe results on standard output"), again.stderr
 
 
+def test_a_measurements_file_kept_says_what_it_holds_by_source(studies, tmp_path):
+    """It said "already holds 4 probe results (perhaps the only copy of measurements ...)" of a simulated study's
+    records; a simulation gives them again, where probe results may be the only copy."""
+    count = len(studies["records"].read_text().splitlines())
+    for study, held in (("simulated", f"{count} simulated results; give another"),
+                        ("replayed", f"{count} probe results (perhaps the only copy of measurements taken elsewhere); ")):
+        records = tmp_path / f"{study}.jsonl"
+        assert autotune_main("export", studies[study], "--measurements", records).returncode == 0
+        kept = autotune_main("export", studies[study], "--measurements", records)
+        assert kept.returncode == 2 and f"--measurements {records} already holds {held}" in kept.stderr, kept.stderr
+
+
 def test_a_file_of_both_sources_says_how_many_of_each():
     from autotune.commands.export import _results_text
 

@@ -93,7 +93,7 @@ def test_a_measurements_file_is_replaced_only_with_force_and_nothing_else_ever(r
     assert first.returncode == 0, first.stderr
     kept = measurements.read_text()
     _refused(autotune_main("export", run_dir, "--measurements", measurements),
-             f"--measurements {measurements} already holds 5 probe results", f"such as {tmp_path / 'm-2.jsonl'}",
+             f"--measurements {measurements} already holds 5 simulated results;", f"such as {tmp_path / 'm-2.jsonl'}",
              "or pass --force to replace it")
     assert measurements.read_text() == kept
     forced = autotune_main("export", run_dir, "--measurements", measurements, "--force")
