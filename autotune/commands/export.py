@@ -61,9 +61,8 @@ def _run(args) -> int:
     from autotune.commands.finish import stored_pick_parameters
     from autotune.commands.paths import run_dir_problem
     from autotune.errors import UserError
-    from autotune.export import (
-        PICKS as EXPORTED_PICKS, choose_trial, export_launcher, export_trial, front_leads, off_front_line, pick_caveats,
-    )
+    from autotune.export import PICKS as EXPORTED_PICKS, choose_trial, export_launcher, export_trial
+    from autotune.export_caveats import front_leads, off_front_line, pick_caveats
     from autotune.report import pareto_document, study_view
     from autotune.study import load_finished_study
 
@@ -127,7 +126,7 @@ def _run(args) -> int:
 
 
 def _print_handover(view, trial: int, written: list[Path], launcher: str, caveats: list[str] = ()) -> None:
-    """What to do with the files, on stderr, after what the report warns of the pick (export.pick_caveats)."""
+    """What to do with the files, on stderr, after what the report warns of the pick (export_caveats.pick_caveats)."""
     from autotune.export import handover_notes, hostfile_sentence, shared_folder_sentence, was_probed
     from autotune.report.power_limit import measured_default_w
 

@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 
 from autotune.atomic_write import write_text_atomic
-from autotune.export import export_trial, pick_caveats
+from autotune.export import export_trial
+from autotune.export_caveats import pick_caveats
 from autotune.os_text import texts_of
 from autotune.report import pareto_document, study_view, write_pareto_json
 from autotune.report.html import write_report_html
@@ -77,7 +78,7 @@ def export_picks(view, run_dir: Path, backend: str, reports_written_at: float | 
     the three go together; a user who moves the kept ones away gets the pick in their place, and the
     .new.* files go). `reports_written_at`: pareto.json's mtime before this pass, for a directory
     without the record. `document`: the pareto document, whose warnings of each pick its launch.sh says
-    (export.pick_caveats), as `autotune export --pick` writes it. Returns the line that says what was kept, or None."""
+    (export_caveats.pick_caveats), as `autotune export --pick` writes it. Returns the line that says what was kept, or None."""
     if not view.picks:
         return None
     configs = run_dir / "configs"

@@ -83,7 +83,7 @@ def test_a_trial_off_the_front_by_a_lead_under_the_resolution_or_of_simulated_fi
     # same energy, and simulated leads stated as facts.
     from types import SimpleNamespace
 
-    from autotune.export import off_front_line
+    from autotune.export_caveats import off_front_line
     from autotune.report.front import Point
 
     def point(trial, time_s, energy_kj, source):
@@ -121,7 +121,7 @@ def test_a_trial_that_is_no_pick_says_where_the_simulator_s_error_was_not_measur
 def test_a_trial_that_is_no_pick_on_a_profile_that_states_no_error_says_so_as_a_pick_does():
     from types import SimpleNamespace
 
-    from autotune.export import pick_caveats
+    from autotune.export_caveats import pick_caveats
     from autotune.report.front import Point
 
     document = {"simulator_error": {}, "picks": [{"name": "fastest", "trial": 1}],
@@ -141,7 +141,7 @@ def test_the_front_trials_that_beat_a_trial_are_weighed_once_and_the_line_takes_
     computes them once, the widest lead in both figures first, and the line says what it is given."""
     from types import SimpleNamespace
 
-    from autotune.export import front_leads, off_front_line
+    from autotune.export_caveats import front_leads, off_front_line
     from autotune.report.front import Point
 
     def point(trial, time_s, energy_kj):
