@@ -2,8 +2,9 @@
 temporary name beside the target first, then renamed over it, so a reader sees the old file or the
 new one, never half of one; a crash leaves the old file in place. A symbolic link is written through
 (the file it names is replaced, the link stays), and a path that cannot take the file (a directory
-in its place, a file where its directory should be) is one line: every caller writes what a study
-already holds, so nothing measured is lost and the fix is to clear the way and write it again.
+in its place, a file where its directory should be) is one line: the fix is to clear the way and write it
+again. The line ends on what the failure leaves safe, which only the caller knows: most callers write what a
+study already holds (STUDY_KEPT); device_cli's first write of its record comes before any GPU is changed.
 
 The file gets the permissions a plain open(path, "w") would leave: a new file the process umask's
 (0644 under the usual 022, not tempfile.mkstemp's 0600, which no teammate or job under another
@@ -22,6 +23,8 @@ from autotune.errors import UserError
 _NEW_FILE_MODE = 0o666  # what open() asks for; the kernel takes the umask off
 NAME_MAX_BYTES = 255  # the longest file name ext4, xfs and most file systems take
 PATH_MAX_BYTES = 4096  # Linux's longest path, its final NUL included
+# What a failed write leaves safe, for most callers: they write what a study already holds.
+STUDY_KEPT = "what the study measured is kept in its database"
 
 
 def process_umask() -> int:
@@ -77,16 +80,16 @@ def temp_file_beside(path: Path) -> tuple[int, Path]:
     return fd, tmp
 
 
-def write_text_atomic(path: Path, text: str, mode: int | None = None) -> Path:
-    """Write `text` (UTF-8) to `path` in one rename; `mode` sets the permissions (e.g. 0o755)."""
+def write_text_atomic(path: Path, text: str, mode: int | None = None, kept: str = STUDY_KEPT) -> Path:
+    """Write `text` (UTF-8) to `path` in one rename; `mode` sets the permissions (e.g. 0o755). A failure is a
+    UserError of one line ending on `kept` in parentheses: what the failure leaves safe, which the caller knows."""
     path = link = Path(path)
     if path.is_symlink():
         try:
             path = path.resolve()  # the rename would replace the link itself with a file
         except (OSError, RuntimeError):  # a loop of links: RuntimeError before Python 3.13, OSError (ELOOP) since
             raise UserError(f"cannot write {link}: it is a link that leads back to itself (a loop of symbolic links); "
-                            "remove the link, and run the command again (what the study measured is kept in its "
-                            "database)") from None
+                            f"remove the link, and run the command again ({kept})") from None
     # A link whose file cannot be written (dangling: its folder gone) is named too: it is what is in the way.
     through = f" (through the link {link})" if path != link else ""
     tmp = None
@@ -105,7 +108,7 @@ def write_text_atomic(path: Path, text: str, mode: int | None = None) -> Path:
             with contextlib.suppress(OSError):  # a read-only file system refuses the clean-up too
                 tmp.unlink(missing_ok=True)
         raise UserError(f"cannot write {path}{through} ({exc.strerror or exc}); move what is in its way or choose another path, "
-                        "and run the command again (what the study measured is kept in its database)") from None
+                        f"and run the command again ({kept})") from None
     except BaseException:
         if tmp is not None:
             tmp.unlink(missing_ok=True)

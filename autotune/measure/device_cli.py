@@ -117,8 +117,9 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _write_record(path: Path, records: list[dict]) -> None:
-    write_text_atomic(path, json.dumps(records, indent=2) + "\n")
+def _write_record(path: Path, records: list[dict], kept: str) -> None:
+    """`kept`: what a failed write leaves safe (its one line ends on it), which differs before and after the change."""
+    write_text_atomic(path, json.dumps(records, indent=2) + "\n", kept=kept)
 
 
 def run(args: argparse.Namespace, api) -> list[str]:
@@ -145,9 +146,13 @@ def run(args: argparse.Namespace, api) -> list[str]:
                       + (f"CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']}" if "CUDA_VISIBLE_DEVICES" in os.environ
                          else "the node's") + "); give the ranks per node the training runs")
     devices = dc.read_settings(api, visible if args.gpus is None else visible[:args.gpus])
-    _write_record(args.record, dc.records_before(devices, args.sm_clock_mhz))
+    _write_record(args.record, dc.records_before(devices, args.sm_clock_mhz), kept="no GPU was changed")
     records = dc.apply(api, devices, args.power_limit, args.sm_clock_mhz)
-    _write_record(args.record, records)
+    # The GPUs are set by now, and the record written before the change still holds their earlier values: the line
+    # must not say no GPU was changed, and apply again would be refused until a restore.
+    _write_record(args.record, records, kept=f"the GPUs were set: restore them first with `python -m "
+                                             f"autotune.measure.device_cli restore --record {args.record}`, which puts "
+                                             "back the values it recorded before the change")
     return [f"GPU {r['index']}: power limit {r['power_limit_w']:g} W ({r['scope']} scope, was "
             f"{r['previous_power_limit_w']:g} W)" + (f", SM clock cap {r['sm_clock_cap_mhz']} MHz" if r["sm_clock_cap_mhz"] else "")
             for r in records]
@@ -184,8 +189,8 @@ def main(argv: list[str] | None = None) -> int:
         return _error(args, exc.reason)
     except Refusal as exc:
         return _error(args, str(exc))
-    except UserError as exc:  # the record could not be written: its first write comes before any change
-        return _error(args, str(exc).replace("(what the study measured is kept in its database)", "(no GPU was changed)"))
+    except UserError as exc:  # the record could not be written: its line says what that left (run's `kept`)
+        return _error(args, str(exc))
     for line in lines:
         print(line)
     return 0

@@ -335,3 +335,36 @@ def test_apply_refuses_more_gpus_than_are_visible_and_a_visible_list_of_none(tmp
     status, err = _cli(["apply", "--power-limit", "0.5", "--record", record], api, monkeypatch, capsys)
     assert status == 2 and "no GPU to set: CUDA_VISIBLE_DEVICES='7' names none of this node's 4 GPUs" in err
     assert not record.exists() and all(api.device(i)["limit_mw"] == 700_000 for i in range(4))
+
+
+@pytest.mark.parametrize("failing_write, said, changed", [
+    (1, "(no GPU was changed)", False),
+    # After the change: "no GPU was changed" was said of capped GPUs (the clause was swapped in by a string replace of
+    # atomic_write's study clause, whichever write failed); the record written before the change restores them.
+    (2, "(the GPUs were set: restore them first with `python -m autotune.measure.device_cli restore --record {record}`, "
+        "which puts back the values it recorded before the change)", True),
+])
+def test_a_record_that_cannot_be_written_says_what_was_changed(tmp_path, monkeypatch, capsys, failing_write, said,
+                                                               changed):
+    import errno
+
+    from autotune import atomic_write
+
+    api, record = FakeNvml(names=(H100,) * 2), tmp_path / "r.json"
+    temp_file_beside, writes = atomic_write.temp_file_beside, []
+
+    def disk_full_at_the_failing_write(path):
+        writes.append(path)
+        if len(writes) == failing_write:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return temp_file_beside(path)
+
+    monkeypatch.setattr(atomic_write, "temp_file_beside", disk_full_at_the_failing_write)
+    status, err = _cli(["apply", "--power-limit", "0.5", "--record", record], api, monkeypatch, capsys)
+    assert status == 2 and len(err.splitlines()) == 1 and "(No space left on device)" in err
+    assert err.rstrip("\n").endswith(said.format(record=record)), err
+    assert "what the study measured" not in err  # no study here: atomic_write's default clause is not device_cli's
+    assert [api.device(i)["limit_mw"] for i in (0, 1)] == ([350_000] * 2 if changed else [700_000] * 2)
+    if changed:  # what the line says puts them back does
+        assert _cli(["restore", "--record", record], api, monkeypatch, capsys)[0] == 0
+        assert [api.device(i)["limit_mw"] for i in (0, 1)] == [700_000, 700_000]
