@@ -163,7 +163,9 @@ def parse_hardware(data: dict, origin: str, source: str = "") -> HardwareProfile
     )
     _check_consistency(origin, profile)
     recorded = _figures_hash(origin, data["figures_sha256"]) if "figures_sha256" in data else None
-    return _with_trusted_error(origin, _with_trusted_calibrated_on(origin, profile, source, recorded), source, recorded)
+    trusted = _with_trusted_calibrated_on(origin, profile, source, recorded)
+    return _with_trusted_error(origin, trusted, source, recorded,
+                               calibrated_on_ignored=bool(profile.calibrated_on) and not trusted.calibrated_on)
 
 
 # A SHA-256 as hashlib's hexdigest writes it (and calibrate -o with it): compared as text, so no other spelling.
@@ -280,7 +282,8 @@ _WARNED_ERROR: set[str] = set()
 _WARNED_CALIBRATED_ON: set[str] = set()  # likewise, those whose ignored [calibrated_on] was
 
 
-def _with_trusted_error(origin: str, profile: HardwareProfile, source: str, figures_sha256: str | None = None) -> HardwareProfile:
+def _with_trusted_error(origin: str, profile: HardwareProfile, source: str, figures_sha256: str | None = None,
+                        calibrated_on_ignored: bool = False) -> HardwareProfile:
     """The profile, without its [simulator_error] unless that error was measured on these figures.
 
     The error is a leave-one-out error of the simulator against measurements of one node: it holds for
@@ -289,7 +292,8 @@ def _with_trusted_error(origin: str, profile: HardwareProfile, source: str, figu
     table by copying one of those (docs once said "copy gh200.toml"), and every figure of a never-measured node then
     claimed gh200's +- 3%, its picks called ties by an error that does not apply. Ignored, the figures show +- ?%, as
     any uncalibrated profile's. (A study's or candidate's kept copy is judged by the file it was read from, its
-    `source`, or by the hash it carries.)"""
+    `source`, or by the hash it carries.) `calibrated_on_ignored`: its [calibrated_on] was dropped for the same hash
+    (_with_trusted_calibrated_on), whose own warning then gives way to this one, which must say so."""
     if not profile.simulator_error or _builtin_name(source) == profile.name:
         return profile
     why = _unmeasured_error(profile, source, figures_sha256)
@@ -300,8 +304,13 @@ def _with_trusted_error(origin: str, profile: HardwareProfile, source: str, figu
         # Printed here, not returned: every command (run, space, report, export, calibrate, the probe) reads
         # profiles through this module, and the warning must reach each without each repeating the rule.
         shown = source or profile.name
-        print(f"warning: {origin}: its [simulator_error] is ignored, and its figures show +- ?%: {why}; calibrate this "
-              f"one: autotune calibrate RUN_DIR --hardware {shell_path(shown)} -o FILE; docs/calibration.md", file=sys.stderr)
+        # Its [calibrated_on] named here too: the line said only the error was ignored, and a study's report then
+        # said what the profile was fitted on is unknown with no warning having said why.
+        also = (" (its [calibrated_on] is ignored too: a study on it cannot say whether it lies outside what the "
+                "profile was fitted on)") if calibrated_on_ignored else ""
+        print(f"warning: {origin}: its [simulator_error] is ignored, and its figures show +- ?%{also}: {why}; calibrate "
+              f"this one: autotune calibrate RUN_DIR --hardware {shell_path(shown)} -o FILE; docs/calibration.md",
+              file=sys.stderr)
     # The reason kept where a study keeps the profile (its description), for its reports to say.
     return replace(profile, simulator_error={},
                    description=with_description_note(profile.description, IGNORED_ERROR_NOTE, ignored_error_note(why)))

@@ -40,6 +40,24 @@ def test_a_calibrated_profile_edited_to_other_gpus_loses_its_error(tmp_path, cal
     assert "its [simulator_error] is ignored" in line and "figures_sha256 differs: edited since, or copied onto other" in line
 
 
+def test_the_one_warning_of_an_edited_profile_names_its_ignored_calibrated_on(tmp_path, capsys):
+    """Its [calibrated_on] is dropped for the same hash, and its own warning gives way to the error's, which named the
+    table only among what may have been edited, never as ignored: the report's "what it was fitted on is unknown"
+    followed no warning of it."""
+    profile = replace(load_hardware("h100-sxm"), name="team-cal", calibrated_from="h100-sxm", simulator_error=ERROR,
+                      calibrated_on={"model": ("7b",), "gpus": ("8",), "nodes": ("1",)})
+    edited = dump_hardware(profile).replace("memory_gib = 80.0", "memory_gib = 40.0", 1)
+    loaded = _load(tmp_path, edited)
+    assert loaded.simulator_error == {} and loaded.calibrated_on == {}
+    (line,) = capsys.readouterr().err.splitlines()
+    assert ("its [simulator_error] is ignored, and its figures show +- ?% (its [calibrated_on] is ignored too: a study on "
+            "it cannot say whether it lies outside what the profile was fitted on): its figures, error") in line
+    # Without a [calibrated_on] there is none to name.
+    _load(tmp_path, dump_hardware(replace(profile, calibrated_on={})).replace("memory_gib = 80.0", "memory_gib = 40.0", 1),
+          "other.toml")
+    assert "[calibrated_on] is ignored" not in capsys.readouterr().err
+
+
 def test_a_hand_written_calibrated_from_vouches_for_no_error(tmp_path, calibrated_text, capsys):
     forged = "\n".join(line for line in calibrated_text.splitlines() if not line.startswith("figures_sha256"))
     forged = forged.replace('name = "team-cal"', 'name = "h100-sxm-mine"').replace(
