@@ -57,7 +57,7 @@ def _rows(checks: list, simulate: bool, hardware) -> list[dict]:
             # Each figure's error as the table's "+- 4.1%"; null where not known (the table's "+- ?%": an
             # uncalibrated profile, or a configuration outside what its error was measured on).
             unknown = measured_on and outside_scope(measured_on, check.candidate.model.name, row["params"],
-                                                    hardware.gpu.max_sm_clock_mhz)
+                                                    hardware.gpu.max_sm_clock_mhz, check.candidate.gpus)
             row["simulator_error_pct"] = {metric: None if unknown else error.get(f"{metric}_pct")
                                           for metric in ("time_s", "energy_kj", "tflops")}
         rows.append(row)
@@ -149,7 +149,8 @@ def _run(args) -> int:
         if args.simulate:
             # The header's error holds where it was measured; elsewhere a figure's error is not known.
             top_clock = settings.hardware.gpu.max_sm_clock_mhz
-            bar = " +- ?%" if measured_on and outside_scope(measured_on, settings.model.name, p, top_clock) else ""
+            bar = " +- ?%" if measured_on and outside_scope(measured_on, settings.model.name, p, top_clock,
+                                                            p["nodes"] * settings.gpus_per_node) else ""
             cells += ([figure(r["time_s"], t_div) + bar, figure(r["energy_kj"], e_div) + bar, figure(r["tflops"]) + bar]
                       if r["valid"] else ["", "", ""])
         table.add_row(*cells)

@@ -63,7 +63,8 @@ def dump_hardware(profile: HardwareProfile, header: str = "", figures_hash: bool
         lines += [f"{key} = {_value(profile.simulator_error[key])}"
                   for key in SIMULATOR_ERROR_KEYS if key in profile.simulator_error]
     if profile.error_measured_on:
-        lines += ["", "# The models and knob values of the configurations that error was measured on.", "[error_measured_on]"]
+        lines += ["", "# The models, knob values and GPU counts of the configurations that error was measured on.",
+                  "[error_measured_on]"]
         lines += [f"{key} = {json.dumps(list(values))}" for key, values in profile.error_measured_on.items()]
     if profile.calibrated_on:
         lines += ["", "# The models, GPU counts and node counts of the configurations the constants were fitted on.",

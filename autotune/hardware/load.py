@@ -190,8 +190,10 @@ def _error_scope(origin: str, raw: dict | None) -> dict[str, tuple[str, ...]]:
         return {}
     _scope_lists(origin, "error_measured_on", raw, ERROR_SCOPE_KEYS,
                  "it holds what `autotune calibrate -o` measured its [simulator_error] on")
+    if "gpus" in raw:  # a count, as [calibrated_on]'s: no knob takes it
+        _whole_counts(origin, "error_measured_on", "gpus", raw["gpus"])
     for key, values in raw.items():
-        for text in values if key != "model" else ():
+        for text in values if key not in ("model", "gpus") else ():
             why = _not_a_knob_value(key, text)
             if why:
                 raise ConfigError(f"{origin}: [error_measured_on] {key} has {shown(text)}, which {why}; {_SCOPE_FIX}")
@@ -233,15 +235,21 @@ def _calibrated_on(origin: str, raw: dict | None) -> dict[str, tuple[str, ...]]:
     if missing:
         raise ConfigError(f"{origin}: [calibrated_on] lacks {', '.join(missing)}; {holds}: {_SCOPE_FIX}")
     for key in ("gpus", "nodes"):
-        for text in raw[key]:
-            if not (text.isascii() and text.isdigit() and str(int(text)) == text and 0 < int(text) <= MAX_COUNT):
-                raise ConfigError(f"{origin}: [calibrated_on] {key} has {shown(text)}, which is not a whole number from 1 "
-                                  f"to {MAX_COUNT} written as calibrate -o writes it (\"8\", not \"08\"); {_SCOPE_FIX}")
+        _whole_counts(origin, "calibrated_on", key, raw[key])
     gpus, nodes = ([int(text) for text in raw[key]] for key in ("gpus", "nodes"))
     if max(nodes) > max(gpus) or min(nodes) > min(gpus):  # each node runs one GPU at least
         raise ConfigError(f"{origin}: [calibrated_on] nodes = {shown(raw['nodes'])} do not fit gpus = {shown(raw['gpus'])} "
                           f"(a configuration on N nodes has N GPUs at least); {_SCOPE_FIX}")
     return {key: tuple(values) for key, values in raw.items()}
+
+
+def _whole_counts(origin: str, table: str, key: str, values: list[str]) -> None:
+    """A scope's counts (GPUs, nodes) as calibrate -o writes them, str() of a whole number: "01" never equals a study's
+    "1" (trial65 #14)."""
+    for text in values:
+        if not (text.isascii() and text.isdigit() and str(int(text)) == text and 0 < int(text) <= MAX_COUNT):
+            raise ConfigError(f"{origin}: [{table}] {key} has {shown(text)}, which is not a whole number from 1 "
+                              f"to {MAX_COUNT} written as calibrate -o writes it (\"8\", not \"08\"); {_SCOPE_FIX}")
 
 
 def _not_a_knob_value(knob: str, text: str) -> str | None:

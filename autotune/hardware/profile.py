@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 
 from autotune.hardware.simulator_constants import DEFAULT_SIMULATOR_CONSTANTS, SimulatorConstants
 
-# The keys of [error_measured_on]: the model and the knobs whose values a calibration's configurations covered.
+# The keys of [error_measured_on]: the model, the knobs whose values a calibration's configurations covered, and their
+# GPU counts (all nodes', as [calibrated_on]'s; absent from a profile an older calibrate wrote).
 ERROR_SCOPE_KEYS = ("model", "zero_stage", "optimizer_offload", "activation_checkpointing", "sp_degree", "micro_batch",
-                    "nodes", "power_limit", "sm_clock_mhz")
+                    "nodes", "gpus", "power_limit", "sm_clock_mhz")
 # The keys of [calibrated_on]: the models, GPU counts and node counts of the configurations a calibration fitted.
 CALIBRATED_ON_KEYS = ("model", "gpus", "nodes")
 
@@ -109,9 +110,10 @@ class HardwareProfile:
     # empty for a profile never calibrated. See `base_name`.
     calibrated_from: str = ""
     # What [simulator_error] was measured on, as `autotune calibrate -o` records it ([error_measured_on]): {"model":
-    # ("Meta-Llama-3-8B + SigLIP so400m/14",), "zero_stage": ("2", "3"), ...}, values as text. Structured, not read
-    # back from the description's note: a model name holds "/" (every HF config's) or " with " as the note's words do.
-    # Empty in a profile from before it was recorded (the note's words are all it has: report/error_bars.py).
+    # ("Meta-Llama-3-8B + SigLIP so400m/14",), "zero_stage": ("2", "3"), ..., "gpus": ("8",), ...}, values as
+    # text. Structured, not read back from the description's note: a model name holds "/" (every HF config's) or
+    # " with " as the note's words do. Empty in a profile from before it was recorded (the note's words are all it
+    # has: report/error_bars.py); without "gpus" in one from before the GPU count was.
     error_measured_on: dict = field(default_factory=dict, hash=False)
     # What `autotune calibrate -o` fitted the constants on ([calibrated_on]): {"model": ("1.5b",), "gpus": ("1",),
     # "nodes": ("1",)}, written whether or not an error is (unlike [error_measured_on]), so a study on the profile

@@ -55,17 +55,19 @@ _NOTE = re.compile(f"(?:{_CALIBRATE_NOTE}|{IGNORED_ERROR_NOTE.pattern})")
 # micro-batch 1 and 4 vouched for an offload_async, micro-batch 8 pick).
 _SCOPE = re.compile(r"error measured on ([^;]*)")
 SCOPE_KEY = "measured_on"  # its key in a simulator_error dict (pareto.json's too): words, not a percentage
+# The knobs, and the GPU count (all nodes', as [calibrated_on] counts it: no knob, but an error measured on one GPU
+# of a node vouched for 8 on it, the node count alike), in the order of the words.
 _SCOPE_KNOBS = (("zero_stage", "ZeRO"), ("optimizer_offload", "optimizer offload"), ("activation_checkpointing",
                 "checkpointing"), ("sp_degree", "SP"), ("micro_batch", "micro-batch"), ("nodes", "nodes"),
-                ("power_limit", "power limit"), ("sm_clock_mhz", "SM clock"))
+                ("gpus", "GPUs"), ("power_limit", "power limit"), ("sm_clock_mhz", "SM clock"))
 
 
 def scope_of(candidates) -> dict[str, list[str]]:
-    """{"model": ["7b", "32b"], "zero_stage": ["3"], ...}: the models (by size) and knob values (numbers by size,
-    words by name) the configurations a calibration measured cover; what `calibrate -o` records in the profile's
-    [error_measured_on] and its description's note says in words."""
+    """{"model": ["7b", "32b"], "zero_stage": ["3"], ..., "gpus": ["8"], ...}: the models (by size), knob values
+    (numbers by size, words by name) and GPU counts the configurations a calibration measured cover; what `calibrate
+    -o` records in the profile's [error_measured_on] and its description's note says in words."""
     candidates = list(candidates)
-    knobs = [c.knobs.to_dict() for c in candidates]
+    knobs = [{**c.knobs.to_dict(), "gpus": c.gpus} for c in candidates]
 
     def ordered(values) -> list[str]:
         return [str(v) for v in sorted(values, key=lambda v: (isinstance(v, str), v))]
@@ -142,13 +144,17 @@ def _number_first(value: str) -> tuple:
         return (1, 0.0, value)
 
 
-def outside_scope(scope: dict[str, list[str]], model: str, params: dict, max_clock_mhz: int = 0) -> list[str]:
-    """["power limit 0.7", ...]: what of this configuration the error was not measured on; a knob its
-    params do not name (a record from before the knob existed) is not counted against it. A clock cap at the
-    device's highest clock (`max_clock_mhz`, the profile's) is the clock `max` is: the simulator gives it the
-    same figures, and it was shown "+- ?%" as an extrapolation."""
+def outside_scope(scope: dict[str, list[str]], model: str, params: dict, max_clock_mhz: int = 0,
+                  gpus: int | None = None) -> list[str]:
+    """["power limit 0.7", ...]: what of this configuration (its knobs, `params`, and all nodes' `gpus`) the error was
+    not measured on; a knob its params do not name (a record from before the knob existed) is not counted against it,
+    nor is its GPU count by a scope that does not record one (a profile from before it did: scope_sentence says so).
+    A clock cap at the device's highest clock (`max_clock_mhz`, the profile's) is the clock `max` is: the simulator
+    gives it the same figures, and it was shown "+- ?%" as an extrapolation."""
     if max_clock_mhz and params.get("sm_clock_mhz") == max_clock_mhz:
         params = {**params, "sm_clock_mhz": SM_CLOCK_UNTOUCHED}
+    if gpus is not None:
+        params = {**params, "gpus": gpus}
     outside = [] if model in scope["model"] else [f"model {model}"]
     for knob, words in _SCOPE_KNOBS:
         if knob in params and knob in scope and not any(_same_value(params[knob], v) for v in scope[knob]):
@@ -188,10 +194,15 @@ def tie_rule_sentence(error: dict | None) -> str:
 
 
 def scope_sentence(error: dict | None) -> str:
-    """" That error was measured on ...: other configurations' figures extrapolate it." or ""."""
+    """" That error was measured on ...: other configurations' figures extrapolate it." or "". A scope from before
+    the GPU count was recorded (no "GPUs" in its words) judges no figure by it, and says so rather than vouch for
+    any GPU count."""
     if not error or SCOPE_KEY not in error:
         return ""
-    return f" That error was measured on {error[SCOPE_KEY]}: other configurations' figures extrapolate it."
+    scope = scope_values(error[SCOPE_KEY])
+    unknown = (" (its GPU count not recorded: the profile predates that record, so no figure is judged by it; "
+               "calibrate again to record it)") if scope is not None and "gpus" not in scope else ""
+    return f" That error was measured on {error[SCOPE_KEY]}{unknown}: other configurations' figures extrapolate it."
 
 
 def calibration_note(configurations: int, fitted: int, on_bound: int, computed: bool, simulated: bool = False) -> str:
@@ -242,7 +253,7 @@ def simulator_error(view: "StudyView") -> dict | None:
     scope = measured_scope(error)
     if scope is not None:
         top = view.settings.hardware.gpu.max_sm_clock_mhz
-        outside = {str(p.trial): outside_scope(scope, view.settings.model.name, p.params, top) for p in view.points
+        outside = {str(p.trial): outside_scope(scope, view.settings.model.name, p.params, top, p.gpus) for p in view.points
                    if is_simulated(p, "time_s") or is_simulated(p, "energy_kj")}  # a measured figure has no simulator error
         error[EXTRAPOLATED_KEY] = {trial: words for trial, words in outside.items() if words}
     error.pop(SCOPE_VALUES_KEY, None)  # said by SCOPE_KEY's words and judged into EXTRAPOLATED_KEY

@@ -41,7 +41,8 @@ def test_the_words_of_the_scope_stay_in_the_error_a_report_keeps(tmp_path):
     assert error["measured_on"].startswith(f"{HF_NAME} with ZeRO 3, optimizer offload none")
 
     class View:  # the study's points: none simulated, so no error at all; with one, the words and no data
-        points = [type("P", (), {"source": "simulated", "energy_source": "simulated", "trial": 0, "params": INSIDE})()]
+        points = [type("P", (), {"source": "simulated", "energy_source": "simulated", "trial": 0, "params": INSIDE,
+                                 "gpus": 8})()]
         settings = type("S", (), {"hardware": _calibrated(tmp_path, SCOPE), "model": type("M", (), {"name": HF_NAME})()})()
     kept = simulator_error(View)
     assert kept == {"time_s_pct": 3.0, "energy_kj_pct": 4.0, "measured_on": error["measured_on"], "extrapolated": {}}
@@ -94,4 +95,65 @@ def test_a_scope_value_no_knob_can_take_is_refused_with_one_line(tmp_path):
     assert load_hardware(path).error_measured_on["model"] == ("any free text, Meta-Llama-3-8B + SigLIP so400m/14",)
     open(path, "w").write(re.sub(r"(\[error_measured_on\]\n)(.*\n)*", r"\1", text))  # an empty table: refused too
     with pytest.raises(ConfigError, match=r"\[error_measured_on\] is empty"):
+        load_hardware(path)
+
+
+def _view(hardware, model: str, params: dict, gpus: int):
+    """A study's view with one simulated point (`gpus`: all its nodes'), as simulator_error reads it."""
+    point = type("P", (), {"source": "simulated", "energy_source": "simulated", "trial": 0, "params": params,
+                           "gpus": gpus})()
+    settings = type("S", (), {"hardware": hardware, "model": type("M", (), {"name": model})()})()
+    return type("View", (), {"points": [point], "settings": settings})()
+
+
+def test_the_gpu_count_an_error_was_measured_on_is_recorded_and_judged(tmp_path):
+    """An error calibrate -o measured on 1 GPU vouched for a figure on 8 GPUs of the same node: [error_measured_on]
+    recorded model and nodes, no GPU count, so only another node count or model was called outside it."""
+    from pathlib import Path
+
+    from tests.cli import autotune_main
+
+    study = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "h100_power_study"
+    path = tmp_path / "cal.toml"
+    holds = [word for name in ("clock_sensitivity_compute", "gemm_half_efficiency_width", "attention_efficiency",
+                               "half_efficiency_tokens", "gpu_adam_bytes_per_param") for word in ("--hold", name)]
+    done = autotune_main("calibrate", study, "--hardware", "h100-sxm", *holds, "-o", path)
+    assert done.returncode == 0, done.stderr
+    assert '\nnodes = ["1"]\ngpus = ["1"]\n' in path.read_text()
+    profile = load_hardware(str(path))
+    assert profile.simulator_error and profile.error_measured_on["gpus"] == ("1",)
+    assert "nodes 1, GPUs 1, power limit" in profile.description  # the note's words say it too
+    inside = {knob: values[0] for knob, values in profile.error_measured_on.items() if knob not in ("model", "gpus")}
+    for gpus, outside in ((1, {}), (8, {"0": ["GPUs 8"]})):
+        error = simulator_error(_view(profile, "1.5b", inside, gpus))
+        assert error["extrapolated"] == outside
+        assert "GPU count not recorded" not in error["measured_on"]
+
+
+def test_an_older_profile_without_a_gpu_count_says_it_is_not_recorded(tmp_path):
+    """A profile an older calibrate -o wrote ([error_measured_on] without gpus) still reads, its figures judged by the
+    rest; the sentence says its GPU count is unknown rather than vouch for every one."""
+    from autotune.report.error_bars import error_sentence
+
+    profile = _calibrated(tmp_path, SCOPE)
+    error = simulator_error(_view(profile, HF_NAME, INSIDE, 64))
+    assert error["extrapolated"] == {}
+    assert ("nodes 2, power limit 1.0, SM clock max (its GPU count not recorded: the profile predates that record, so "
+            "no figure is judged by it; calibrate again to record it): other configurations' figures extrapolate it."
+            ) in error_sentence(error)
+    recorded = _calibrated(tmp_path, {**SCOPE, "gpus": ("8",)})
+    assert "not recorded" not in error_sentence(simulator_error(_view(recorded, HF_NAME, INSIDE, 8)))
+    assert simulator_error(_view(recorded, HF_NAME, INSIDE, 64))["extrapolated"] == {"0": ["GPUs 64"]}
+
+
+def test_a_gpu_count_written_otherwise_than_calibrate_writes_it_is_refused(tmp_path):
+    import pytest
+
+    from autotune.errors import ConfigError
+
+    path = _calibrated(tmp_path, {**SCOPE, "gpus": ("8",)}).source
+    text = open(path).read()
+    assert 'gpus = ["8"]' in text
+    open(path, "w").write(text.replace('gpus = ["8"]', 'gpus = ["08"]'))
+    with pytest.raises(ConfigError, match=r'\[error_measured_on\] gpus has "08", which is not a whole number from 1'):
         load_hardware(path)

@@ -17,7 +17,7 @@ from autotune.report.table import print_report
 from autotune.study import load_finished_study
 
 GH200_SCOPE = ("7b/32b/72b with ZeRO 3, optimizer offload async/none/sync, checkpointing offload_async/offload_sync/"
-               "recompute, SP 1, micro-batch 1/2/4/8, nodes 1/2/4/8/16, power limit 1.0, SM clock max")
+               "recompute, SP 1, micro-batch 1/2/4/8, nodes 1/2/4/8/16, GPUs 4/8/16/32/64, power limit 1.0, SM clock max")
 
 
 def test_the_scope_reads_back_as_calibrate_writes_it():
@@ -48,6 +48,9 @@ def test_a_configuration_outside_the_scope_names_what_lies_outside():
     # A cap at the device's highest clock is the clock `max` is (a newcomer's trial: 1980 on gh200 showed "+- ?%").
     assert outside_scope(scope, "32b", {**inside, "sm_clock_mhz": 1980}, max_clock_mhz=1980) == []
     assert outside_scope(scope, "32b", {**inside, "sm_clock_mhz": 1500}, max_clock_mhz=1980) == ["SM clock 1500"]
+    # All nodes' GPUs, a list of its own as the node counts are: one node of 2 (--gpus-per-node 2) was not measured.
+    assert outside_scope(scope, "32b", inside, gpus=16) == []
+    assert outside_scope(scope, "32b", {**inside, "nodes": 1}, gpus=2) == ["GPUs 2"]
 
 
 @pytest.fixture(scope="module")
