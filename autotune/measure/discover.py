@@ -23,6 +23,9 @@ SOURCES_ENV = "AUTOTUNE_ENERGY_SOURCES"
 class Discovery:
     sources: list[PowerSource] = field(default_factory=list)
     statuses: list[SourceStatus] = field(default_factory=list)
+    # What discovery could not decide and counted anyway, one sentence each: the flags of the energy block the
+    # sources measure (meter.NodeMeter), so the figure says what it may hold.
+    notes: list[str] = field(default_factory=list)
 
     @property
     def available(self) -> bool:
@@ -61,20 +64,64 @@ def discover(root=None, *, kinds=None, nvml_api=None, nvml_ranks: int | None = N
         found.sources.extend(result.sources)
         found.statuses.extend(result.statuses)
     if nvml_ranks is not None:
-        _only_the_ranks_modules(found)
+        _only_the_ranks_modules(found, nvml_ranks)
     return found
 
 
-def _only_the_ranks_modules(found: Discovery) -> None:
-    """On a Grace Hopper node (NVML module counters), the hwmon sensors of the modules the probe's ranks do not
-    train on go too: socket N is GPU N's module, and each would add a module the NVML choice left out."""
-    modules = {s.index for s in found.sources if s.kind == "nvml" and s.scope == "module"}
-    if not modules:
+def _only_the_ranks_modules(found: Discovery, ranks: int) -> None:
+    """On a Grace Hopper node, the hwmon sensors of the modules the probe's `ranks` do not train on go: socket N is
+    GPU N's module, and each would add a module's energy the probe did not spend. With NVML (module counters) its
+    choice of GPUs names them; without (no driver library, or AUTOTUNE_ENERGY_SOURCES=hwmon) the same choice
+    (nvml.ranks_indices) is made of the modules, every one of which was counted: a one-rank probe's figure held four
+    modules' energy. Where that choice cannot be made, all are kept and the energy block's note says so."""
+    sockets = {s.index for s in found.sources if s.kind == "hwmon"}
+    if not sockets:
         return
+    if any(s.kind == "nvml" for s in found.sources):
+        modules = {s.index for s in found.sources if s.kind == "nvml" and s.scope == "module"}
+        if not modules:
+            return
+    else:
+        modules, why_unknown = _ranks_sockets(ranks, max(sockets) + 1)
+        if why_unknown:
+            found.notes.append(f"hwmon: the sensors of all {len(sockets)} GH200 modules are counted, not only those of "
+                               f"the probe's {ranks} GPU{'' if ranks == 1 else 's'} per node: {why_unknown}; the node "
+                               "figure may hold other modules' energy (make NVML available to count the probe's alone)")
+            return
     others = [s for s in found.sources if s.kind == "hwmon" and s.index not in modules]
     for source in others:
         source.close()
     found.sources[:] = [s for s in found.sources if s not in others]
+
+
+class _UuidWithoutNvml(Exception):
+    """CUDA_VISIBLE_DEVICES names a device by UUID, and no NVML is here to say which socket's it is."""
+
+
+class _ModulesAsGpus:
+    """A node's GPUs as its GH200 modules count them (one GPU each, socket N GPU N's, as NVML numbers them), to make
+    nvml.ranks_indices' choice without NVML. It knows no device's UUID: only NVML matches one to a socket."""
+
+    def __init__(self, modules: int):
+        self.modules = modules
+
+    def device_count(self) -> int:
+        return self.modules
+
+    def device_uuid(self, index: int) -> str:
+        raise _UuidWithoutNvml
+
+
+def _ranks_sockets(ranks: int, modules: int) -> tuple[set[int], str | None]:
+    """The sockets of the GPUs a probe's `ranks` per node train on, or why they cannot be known without NVML."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    try:
+        sockets = set(nvml.ranks_indices(_ModulesAsGpus(modules), ranks))
+    except _UuidWithoutNvml:
+        return set(), f"CUDA_VISIBLE_DEVICES={visible} names devices by UUID, which only NVML matches to a module"
+    if not sockets:
+        return set(), f"CUDA_VISIBLE_DEVICES={visible} names none of the node's {modules} modules"
+    return sockets, None
 
 
 def is_available(kind: str, root=None) -> bool:

@@ -54,6 +54,7 @@ class NodeMeter:
         try:
             if self.window:
                 result = self.window.end()
+                result.flags += self.discovery.notes  # what the sources counted that discovery could not tell apart
             elif self.model:
                 result = estimate_window(self.model, self.begin_s, self.clock(), utilisation)
             else:

@@ -263,6 +263,54 @@ def test_on_a_grace_hopper_node_a_one_rank_probe_counts_its_own_module_alone(tmp
     whole_node.close()
 
 
+@pytest.mark.parametrize("visible, ranks, sockets", [(None, 1, {0}), (None, 2, {0, 1}), ("2,3", 1, {2}),
+                                                     ("3,1", 2, {1, 3}), (None, 8, {0, 1, 2, 3})])
+def test_without_nvml_a_probe_counts_the_modules_of_its_ranks_gpus_alone(tmp_path, monkeypatch, visible, ranks,
+                                                                         sockets):
+    """No NVML (no driver library, or AUTOTUNE_ENERGY_SOURCES=hwmon): every module's sensors were counted, a one-rank
+    probe's figure four modules' energy. The GPUs are chosen as NVML's path chooses them (CUDA_VISIBLE_DEVICES, then
+    the first `ranks`), socket N being GPU N's module."""
+    from measure_fakes import Gh200Tree
+
+    from autotune.measure.discover import discover
+
+    Gh200Tree(tmp_path, sockets=4)
+    if visible is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    found = discover(tmp_path, kinds=["hwmon"], nvml_ranks=ranks)
+    assert {s.index for s in found.sources} == sockets and len(found.sources) == 4 * len(sockets)
+    assert found.notes == []
+    found.close()
+
+
+@pytest.mark.parametrize("visible, why", [
+    ("GPU-8c1f2a4e-0000-0000-0000-000000000000", "names devices by UUID, which only NVML matches to a module"),
+    ("7", "names none of the node's 4 modules"),
+])
+def test_without_nvml_modules_no_rank_can_be_matched_to_are_counted_and_said(tmp_path, monkeypatch, visible, why):
+    """Honest over precise: where the ranks' modules cannot be known, every one is kept and the energy block says so,
+    not a silent figure of four modules for one GPU's probe."""
+    from measure_fakes import Gh200Tree
+
+    from autotune.measure.discover import discover
+    from autotune.measure.meter import NodeMeter
+
+    Gh200Tree(tmp_path, sockets=4)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    found = discover(tmp_path, kinds=["hwmon"], nvml_ranks=1)
+    assert {s.index for s in found.sources} == {0, 1, 2, 3}
+    (note,) = found.notes
+    assert note == (f"hwmon: the sensors of all 4 GH200 modules are counted, not only those of the probe's 1 GPU per "
+                    f"node: CUDA_VISIBLE_DEVICES={visible} {why}; the node figure may hold other modules' energy (make "
+                    "NVML available to count the probe's alone)")
+    meter = NodeMeter(root=tmp_path, accelerators=1, discovery=found)
+    meter.begin()
+    block = meter.end()
+    assert block["provenance"] == "measured" and note in block["flags"]
+
+
 def _cli(argv, api, monkeypatch, capsys) -> tuple[int, str]:
     """device_cli in this process on the fake `api` (None: the command must refuse before NVML): status, stderr."""
     from autotune.measure import device_cli
