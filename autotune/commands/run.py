@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import re
 from pathlib import Path
@@ -162,6 +163,7 @@ def default_run_dir(args: argparse.Namespace, model, nodes) -> Path:
     model_name = _directory_name(own_name)[:64] or "model"
     # Where cleaning changed the name ('a/b', 'a b' and 'a_b' were all a_b; 'Qwén' and 'Qwèn' both Qw_n; two cut at 64),
     # a digest keeps them apart, while a name safe as it is (every preset's) keeps the directory its runs resume in.
+    cleaned = model_name
     if model_name != own_name:
         model_name += _digest(own_name)
     nodes = sorted(nodes)
@@ -175,7 +177,21 @@ def default_run_dir(args: argparse.Namespace, model, nodes) -> Path:
     if safe != args.study_name:
         safe += _digest(args.study_name)
     name = "" if args.study_name == STUDY_NAME else "-" + safe
-    return Path("runs") / f"{model_name}-{counts}n{name}"
+    run_dir = Path("runs") / f"{model_name}-{counts}n{name}"
+    # Before the digest, such a name's runs went to the cleaned name's directory: the same command resumes a study
+    # there that this model made (its pareto.json names it), as README's "Upgrading" promises, and no other's.
+    before = Path("runs") / f"{cleaned}-{counts}n{name}"
+    if before != run_dir and not run_dir.exists() and _reports_model(before, model.name):
+        return before
+    return run_dir
+
+
+def _reports_model(run_dir: Path, model_name: str) -> bool:
+    """Whether the run directory's pareto.json is of the model named so (anything unreadable: no)."""
+    try:
+        return json.loads((run_dir / "pareto.json").read_text(encoding="utf-8")).get("model") == model_name
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def default_run_dir_examples() -> str:

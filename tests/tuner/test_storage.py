@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import multiprocessing
 import re
 from pathlib import Path
@@ -489,6 +490,33 @@ def test_model_names_that_clean_to_one_get_distinct_default_run_directories():
     assert [directory(name) for name in ("a_b", "model", "x" * 64, "Qwen2.5-7B-Instruct")] == \
         ["a_b-1n", "model-1n", "x" * 64 + "-1n", "Qwen2.5-7B-Instruct-1n"]
     assert {name: directory(spec.name) for name, spec in PRESETS.items()} == {name: f"{name}-1n" for name in PRESETS}
+
+
+def test_a_study_made_before_the_digest_resumes_in_its_directory(tmp_path, monkeypatch):
+    """README's "Upgrading": the same command resumes an older study. A model named 'a b' ran in runs/a_b-1n before
+    the digest; its run goes on there (its pareto.json names the model), and no other model's does."""
+    import argparse
+    from types import SimpleNamespace
+
+    from autotune.commands.run import default_run_dir
+
+    def directory(name: str) -> Path:
+        return default_run_dir(argparse.Namespace(study_name="autotune"), SimpleNamespace(name=name), (1,))
+
+    monkeypatch.chdir(tmp_path)
+    digest = "a_b+" + hashlib.sha256(b"a b").hexdigest()[:10] + "-1n"
+    assert directory("a b").name == digest  # nothing older here
+    older = tmp_path / "runs" / "a_b-1n"
+    older.mkdir(parents=True)
+    (older / "pareto.json").write_text(json.dumps({"model": "a_b"}))
+    assert directory("a b").name == digest  # another model's study
+    (older / "pareto.json").write_text(json.dumps({"model": "a b"}))
+    assert directory("a b") == Path("runs") / "a_b-1n" and directory("a/b").name.startswith("a_b+")
+    (tmp_path / "runs" / digest).mkdir()  # a study begun since in the new directory goes on there
+    assert directory("a b").name == digest
+    (tmp_path / "runs" / digest).rmdir()
+    (older / "pareto.json").write_text("{not json")
+    assert directory("a b").name == digest
 
 
 def test_a_query_string_in_an_sqlite_storage_url_is_refused_not_taken_as_the_file(tmp_path):
