@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from autotune.checks import MAX_COUNT, shown, whole_literal_problem
+from autotune.checks import MAX_COUNT, number_problem, refuse_unknown_keys, shown, whole_literal_problem
 from autotune.counted import counted
+from autotune.errors import ConfigError
 from autotune.hardware import HardwareProfile, hardware_to_dict, stored_hardware
 from autotune.models import ModelSpec, model_from_json
-from autotune.workload import Workload, with_precision
+from autotune.workload import PRECISIONS, WORKLOAD_KEYS, Workload, with_precision
 
 KNOBS = (
     "zero_stage",
@@ -232,13 +233,56 @@ class Candidate:
 
 
 def candidate_from_dict(data: dict) -> Candidate:
+    """The candidate a candidate file holds. The file is meant to be edited and probed again (README, "Run one
+    probe by hand"), so its knobs, workload and rank count are user input: each is checked as the probe's flag
+    for it is (knob_value; the count flags' range), and a wrong one is a ConfigError naming it
+    ("knobs.zero_stage = 1.5 is not one of the allowed values 0, 1, 2, 3"), never a value DeepSpeed or the
+    data-parallel arithmetic meets later (trial 66 #11: 1.5 started the ranks, true ran as ZeRO-1)."""
     return Candidate(
-        knobs=Knobs(**data["knobs"]),
+        knobs=_file_knobs(data["knobs"]),
         model=model_from_json(data["model"]),
         hardware=stored_hardware(data, "the candidate file's hardware profile"),
-        workload=Workload(**data["workload"]),
-        gpus_per_node=int(data.get("gpus_per_node", 0)),
+        workload=_file_workload(data["workload"]),
+        # absent in no file autotune wrote; 0 there means the profile's full node, as Candidate takes it
+        gpus_per_node=_file_count("gpus_per_node", data["gpus_per_node"]) if "gpus_per_node" in data else 0,
     )
+
+
+def _file_knobs(raw) -> Knobs:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"knobs = {shown(raw)} is not an object of knob values")
+    refuse_unknown_keys("knobs", raw, KNOBS, "the knobs are those of search_spaces/default.toml")
+    # Knobs' defaults (ZeRO-0, no checkpointing) are no one's choice: only the device settings may be left out,
+    # meaning untouched, as in a measurement record (calibrate/observations.py)
+    missing = [knob for knob in KNOBS if knob not in raw and knob not in UNTOUCHED_DEVICE_SETTINGS]
+    if missing:
+        raise ConfigError(f"knobs lacks {', '.join(missing)}; every knob but {' and '.join(UNTOUCHED_DEVICE_SETTINGS)} "
+                          "(left out: untouched) needs a value")
+    values = {}
+    for knob, value in raw.items():
+        try:
+            values[knob] = knob_value(knob, value)
+        except ValueError as why:
+            raise ConfigError(f"knobs.{knob} = {shown(value)} {why}") from None
+    return Knobs(**values)
+
+
+def _file_workload(raw) -> Workload:
+    if not isinstance(raw, dict) or set(raw) - {*WORKLOAD_KEYS, "precision"} or set(WORKLOAD_KEYS) - set(raw):
+        raise ConfigError(f"workload = {shown(raw)} is not an object of {', '.join(WORKLOAD_KEYS)} and precision")
+    precision = raw.get("precision")
+    if precision not in (None, *PRECISIONS):
+        raise ConfigError(f"workload.precision = {shown(precision)} is not one of {', '.join(PRECISIONS)} (or null: "
+                          "the hardware's)")
+    return Workload(**{key: _file_count(f"workload.{key}", raw[key]) for key in WORKLOAD_KEYS}, precision=precision)
+
+
+def _file_count(key: str, value) -> int:
+    """A whole number >= 1, checked as the probe's count flags (--gpus-per-node, --frames, ...) check theirs."""
+    problem = number_problem(value, low=1, high=MAX_COUNT, integer=True, whole_literal=True)
+    if problem:
+        raise ConfigError(f"{key} = {shown(value)} {problem}")
+    return value
 
 
 def configuration_text(candidate: Candidate) -> str:

@@ -142,7 +142,9 @@ def _candidate_file(text: str) -> Candidate:
     try:
         return candidate_from_dict(data)
     except (KeyError, TypeError, ValueError, UserError) as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a candidate file ({type(exc).__name__}: {exc}); give the "
+        # ours name the key and value (an edited knob); Python's are named by their type (KeyError: 'knobs')
+        why = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
+        raise argparse.ArgumentTypeError(f"{text!r} is not a candidate file ({why}); correct it, or give the "
                                          "<pick>.candidate.json `autotune export` wrote, or the knob flags") from None
 
 

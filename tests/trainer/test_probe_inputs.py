@@ -179,8 +179,9 @@ def _candidate_file(tmp_path) -> str:
                                              "(char 0)); give the candidate file `autotune export` wrote"),
     ("--candidate", "latin.json", b'{"\xe9": 1}', "'{path}' is not a readable JSON file ("),
     ("--candidate", "list.json", "[1, 2]", "'{path}' holds a JSON list, not an object; give the candidate file"),
-    ("--candidate", "other.json", '{"zero_stage": 1}', "'{path}' is not a candidate file (KeyError: 'knobs'); give "
-                                                       "the <pick>.candidate.json `autotune export` wrote, or the knob flags"),
+    ("--candidate", "other.json", '{"zero_stage": 1}', "'{path}' is not a candidate file (KeyError: 'knobs'); correct "
+                                                       "it, or give the <pick>.candidate.json `autotune export` wrote, or "
+                                                       "the knob flags"),
     ("--deepspeed-config", "folder", "DIR", "'{path}' is a folder; give the path of a DeepSpeed config JSON file"),
     ("--deepspeed-config", "empty.json", "", "'{path}' is not a readable JSON file ("),
     ("--deepspeed-config", "null.json", "null", "'{path}' holds JSON null, not an object"),
@@ -200,6 +201,43 @@ def test_a_wrong_input_file_is_one_usage_line_not_a_failed_probe(capsys, tmp_pat
     assert exit_.value.code == 2
     line = capsys.readouterr().err.strip().splitlines()[-1]
     assert line.startswith(f"{PREFIX}{flag}: {said.format(path=path)}"), line
+
+
+@pytest.mark.parametrize("key, value, said", [
+    ("knobs.zero_stage", 1.5, "knobs.zero_stage = 1.5 is not one of the allowed values 0, 1, 2, 3"),
+    ("knobs.zero_stage", "1", 'knobs.zero_stage = "1" is not one of the allowed values 0, 1, 2, 3'),
+    ("knobs.zero_stage", True, "knobs.zero_stage = true is not one of the allowed values 0, 1, 2, 3"),
+    ("knobs.zero_stage", 1.0, "knobs.zero_stage = 1.0 is not a whole number; write it without a decimal point or an "
+                              "exponent (1)"),
+    ("knobs.zero_stage", 7, "knobs.zero_stage = 7 is not one of the allowed values 0, 1, 2, 3"),
+    ("knobs.micro_batch", -3, "knobs.micro_batch = -3 is not a whole number >= 1 and <= 1000000000000"),
+    ("knobs.optimizer_offload", "on", 'knobs.optimizer_offload = "on" is not one of the allowed values "none", "sync"'),
+    ("knobs.power_limit", 1.5, "knobs.power_limit = 1.5 is not a fraction of the default power limit in (0, 1]"),
+    ("knobs.zero", 1, "knobs: unknown key zero; allowed: activation_checkpointing, micro_batch, "),
+    ("knobs.zero_stage", None, "knobs lacks zero_stage; every knob but power_limit and sm_clock_mhz (left out: "
+                               "untouched) needs a value"),
+    ("workload.frames", 0, "workload.frames = 0 is out of range; it must be a whole number >= 1"),
+    ("workload.precision", "fp16", 'workload.precision = "fp16" is not one of bf16, fp32'),
+    ("gpus_per_node", 2.0, "gpus_per_node = 2.0 is not a whole number; write it without a decimal point or an exponent (2)"),
+])
+def test_a_candidate_file_edited_to_a_wrong_value_is_one_usage_line(capsys, tmp_path, key, value, said):
+    """Trial 66 #11: the knob flags' check was not applied to the file's knobs, which is edited by hand and probed
+    again: zero_stage 1.5 started the ranks and failed inside DeepSpeed, `true` ran as ZeRO-1, micro_batch -3
+    reached the batch arithmetic. Every value is checked as its flag is, before any rank starts (None: left out)."""
+    path = Path(_candidate_file(tmp_path))
+    data = json.loads(path.read_text())
+    *tables, name = key.split(".")
+    table = data[tables[0]] if tables else data
+    if value is None:
+        del table[name]
+    else:
+        table[name] = value
+    path.write_text(json.dumps(data))
+    with pytest.raises(SystemExit) as exit_:
+        parse_args(["--candidate", str(path)])
+    assert exit_.value.code == 2
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line.startswith(f"{PREFIX}--candidate: '{path}' is not a candidate file ({said}"), line
 
 
 def test_a_candidate_file_autotune_wrote_is_taken(tmp_path):
