@@ -94,8 +94,20 @@ def off_front_line(view: StudyView, trial: int, leads: list[FrontLead] | None = 
     return (f"trial {trial} is off the time-energy front: trial {best.point.trial} takes "
             f"{change_words(best.time_pct)} time ({figure(best.point.time_s, per_s)} {unit_s} against "
             f"{figure(point.time_s, per_s)} {unit_s}) and {change_words(best.energy_pct)} "
-            f"energy ({energy_text_in(best.point.energy_kj, energy)} against {energy_text_in(point.energy_kj, energy)})"
-            f"{_how_sure(point, best)}{also}; --trial {best.point.trial} exports it")
+            f"energy ({energy_text_in(best.point.energy_kj, energy)} against {energy_text_in(point.energy_kj, energy)}"
+            f"{_estimated(best.point, point)}){_how_sure(point, best)}{also}; --trial {best.point.trial} exports it")
+
+
+def _estimated(*points) -> str:
+    """", estimated" after the two energies where both are a power model's (no sensor), as the run's lines mark each
+    "(estimated)" (units.estimate_header's rule); where one alone is, whose: trial 67 #4, a CPU study's 13.5 J against
+    100 J were quoted as if measured, on the terminal and in launch.sh."""
+    from autotune.report.units import estimate_header
+
+    if estimate_header([p.energy_source for p in points]):
+        return ", estimated"
+    estimated = [p.trial for p in points if p.energy_source == "estimated"]
+    return f", trial {estimated[0]}'s estimated" if estimated else ""
 
 
 def _how_sure(point, best: FrontLead) -> str:

@@ -158,3 +158,24 @@ def test_the_front_trials_that_beat_a_trial_are_weighed_once_and_the_line_takes_
     assert off_front_line(view, 0, leads).startswith("trial 0 is off the time-energy front: trial 2 takes 10.0% less time")
     assert front_leads(view, 2) == []  # on the front
     assert front_leads(SimpleNamespace(**{**vars(view), "time_only": True}), 0) is None  # no energy ranking
+
+
+def test_a_trial_off_the_front_labels_estimated_energies_as_the_run_does():
+    """Trial 67 #4: `export --trial 2` of a CPU probe study said "86.5% less energy (13.5 J against 100 J)", on the
+    terminal and in launch.sh, where the run said each was "(estimated)" (the cpu profile's power model)."""
+    from types import SimpleNamespace
+
+    from autotune.export_caveats import off_front_line
+    from autotune.report.front import Point
+
+    def line(off_source, ahead_source):
+        off = Point(trial=2, params={}, time_s=1.78, energy_kj=0.100, source="measured", energy_source=off_source)
+        ahead = Point(trial=0, params={}, time_s=0.224, energy_kj=0.0135, source="measured", energy_source=ahead_source)
+        return off_front_line(SimpleNamespace(time_only=False, front=[ahead], point={2: off, 0: ahead}.get), 2)
+
+    assert line("estimated", "estimated") == (
+        "trial 2 is off the time-energy front: trial 0 takes 87.4% less time (0.224 s against 1.78 s) and 86.5% less "
+        "energy (13.5 J against 100 J, estimated); --trial 0 exports it")
+    assert "(13.5 J against 100 J, trial 2's estimated)" in line("estimated", "measured")
+    assert "(13.5 J against 100 J, trial 0's estimated)" in line("measured", "estimated")
+    assert "(13.5 J against 100 J)" in line("measured", "measured")
