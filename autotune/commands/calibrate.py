@@ -35,7 +35,8 @@ def register(subparsers) -> None:
         help="the profile to calibrate: name or TOML (default: the hardware the run directories were measured on, else "
              "the reference's, gh200)",
     )
-    add_output_flag(parser, "-o", "--output", aliases=("--out",), type=path_flag, metavar="FILE",
+    # --out listed, not hidden: run spells its output so, users type it here too, and the docs name it (trial 67 #10)
+    add_output_flag(parser, "-o", "--output", "--out", aliases=(), type=path_flag, metavar="FILE",
                         help="write the calibrated profile here (TOML; use it with --hardware): a new file, or one an earlier "
                              "calibrate wrote; never a built-in profile or the profile being calibrated")
     parser.add_argument("--json", action="store_true", help="print the report as JSON (loo_mape, fit_mape, constants, ...)")

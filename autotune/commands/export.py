@@ -41,7 +41,8 @@ def register(subparsers) -> None:
         help="write every probed candidate's result as JSON lines for `autotune run --backend replay --measurements FILE` "
              "(- for standard output)",
     )
-    add_output_flag(parser, "-o", "--output", aliases=("--out",), type=path_flag, metavar="FILE",
+    # --out listed, not hidden: run spells its output so, users type it here too, and the docs name it (trial 67 #10)
+    add_output_flag(parser, "-o", "--output", "--out", aliases=(), type=path_flag, metavar="FILE",
                         help="config file (default: RUN_DIR/configs/<pick>.json); <name>.candidate.json and <name>.launch.sh go "
                              "beside it. An existing file is replaced only if an earlier export wrote it (in configs/: and nobody "
                              "edited it since, by configs/.written.json)")

@@ -141,6 +141,8 @@ def add_output_flag(parser, *names: str, aliases: tuple[str, ...], **kwargs) -> 
     "unrecognized arguments". Given twice, under any spelling, it is refused: the later one silently won."""
     parser.add_argument(*names, action=GivenOnce, **kwargs)
     dest = parser._actions[-1].dest
+    if not aliases:  # no option strings would make a positional argument
+        return
     parser.add_argument(*aliases, dest=dest, action=GivenOnce, type=kwargs.get("type"), metavar=kwargs.get("metavar"),
                         default=kwargs.get("default"), help=argparse.SUPPRESS)
 
