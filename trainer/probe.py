@@ -368,12 +368,13 @@ def main(argv: list[str] | None = None) -> int:
 
     cuda = cuda_available()
     candidate, ds_config, failed = None, None, True
-    base = results.base_result(None, None, env.world_size, device_name(cuda))
+    data = data_source(args)
+    base = results.base_result(None, None, env.world_size, device_name(cuda), data)
     device_settings = ExitStack()  # closed first on every way out: the limit is restored before teardown
     try:
         candidate = candidate_from_args(args, env.world_size)
         ds_config = _ds_config(args, candidate)
-        base = results.base_result(candidate, ds_config, env.world_size, device_name(cuda))
+        base = results.base_result(candidate, ds_config, env.world_size, device_name(cuda), data)
         base["threads_per_rank"] = threads
         check_supported(candidate, env.world_size, cuda)  # refuse before any process group exists
         init_process_group(env, args.collective_timeout_s)
@@ -402,6 +403,14 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         device_settings.close()
         teardown(failed)
+
+
+def data_source(args: argparse.Namespace) -> dict | None:
+    """result.json's `data`: None for synthetic samples; else the annotation file and the video root as given
+    (`video_root` None: the annotation file's folder, trainer/data.py)."""
+    if args.data is None:
+        return None
+    return {"annotations": args.data, "video_root": args.video_root}
 
 
 def _readable_arch_list() -> None:

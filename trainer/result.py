@@ -90,7 +90,9 @@ def throughput(candidate: Candidate, steps: int, window_s: float, world_size: in
     }
 
 
-def base_result(candidate: Candidate | None, ds_config: dict | None, world_size: int, device: str) -> dict:
+def base_result(candidate: Candidate | None, ds_config: dict | None, world_size: int, device: str,
+                data: dict | None = None) -> dict:
+    """The keys every result.json holds, whatever its status. `data`: what the probe trained on (probe.data_source)."""
     return {
         "schema_version": SCHEMA_VERSION,
         "source": "measured",
@@ -101,6 +103,9 @@ def base_result(candidate: Candidate | None, ds_config: dict | None, world_size:
         "device": device,
         # Which attention kernel the model ran: the GH200 study used FlashAttention-2.
         "attention": "flash_attn" if flash_attn_available() else "torch_sdpa",
+        # Decoding real videos costs host time and energy that synthetic samples do not (docs/data.md): two results
+        # of one candidate far apart must say which trained on what (trial 67 #8).
+        "data": data,
     }
 
 

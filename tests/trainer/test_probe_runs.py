@@ -114,15 +114,19 @@ def test_zero0_single_process_from_a_candidate_file(tmp_path):
     result = json.loads((tmp_path / "result.json").read_text())
     _assert_ok(done, result, {"zero_stage": 0, "activation_checkpointing": "none", "sp_degree": 1})
     assert result["world_size"] == 1 and result["candidate"] == candidate.to_dict()
+    assert result["data"] is None  # synthetic samples (trial 67 #8: nothing said which)
     done = torchrun([*flags, "--out", "r2.json", "--threads-per-rank", "1"], nproc=1, cwd=tmp_path, timeout_s=TIMEOUT_S)
     assert json.loads((tmp_path / "r2.json").read_text())["threads_per_rank"] == 1, done.stderr[-3000:]
 
 
 def test_superoffload_is_refused_on_cpu(tmp_path):
-    done, result = _probe(tmp_path, ["--zero-stage", "3", "--optimizer-offload", "async"], nproc=1)
+    done, result = _probe(tmp_path, ["--zero-stage", "3", "--optimizer-offload", "async", "--data", "videos/ann.json",
+                                     "--video-root", "videos"], nproc=1)
     assert done.returncode != 0
     assert result["status"] == "failed" and result["refused"] is True
     assert "SuperOffload" in result["error"] and "CUDA" in result["error"]
+    # What it was to train on, as given, on a refused probe too (trial 67 #8)
+    assert result["data"] == {"annotations": "videos/ann.json", "video_root": "videos"}
 
 
 def test_crash_on_one_rank_fails_the_probe_without_hanging_the_other(tmp_path):

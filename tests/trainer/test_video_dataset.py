@@ -163,3 +163,5 @@ def test_probe_trains_on_a_local_video_dataset(dataset_dir, tmp_path):
     result = json.loads(out.read_text())
     assert result["status"] == "ok", result.get("error", "") + done.stderr[-3000:]
     assert result["tflops"]["model_total"] > 0
+    # Trial 67 #8: nothing in result.json said it trained on videos (steps 200x a synthetic probe's)
+    assert result["data"] == {"annotations": str(dataset_dir / "annotations.json"), "video_root": None}
