@@ -7,6 +7,7 @@ mid-study).
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from dataclasses import fields, replace
@@ -20,6 +21,7 @@ from autotune.hardware.plausible import check_plausible
 from autotune.hardware.profile import (
     CALIBRATED_ON_KEYS,
     ERROR_SCOPE_KEYS,
+    ERROR_SCOPE_NOTE,
     IGNORED_CALIBRATED_ON_NOTE,
     IGNORED_ERROR_NOTE,
     CpuSpec,
@@ -164,8 +166,9 @@ def parse_hardware(data: dict, origin: str, source: str = "") -> HardwareProfile
     _check_consistency(origin, profile)
     recorded = _figures_hash(origin, data["figures_sha256"]) if "figures_sha256" in data else None
     trusted = _with_trusted_calibrated_on(origin, profile, source, recorded)
-    return _with_trusted_error(origin, trusted, source, recorded,
-                               calibrated_on_ignored=bool(profile.calibrated_on) and not trusted.calibrated_on)
+    return _with_shipped_scope(_with_trusted_error(origin, trusted, source, recorded,
+                                                   calibrated_on_ignored=bool(profile.calibrated_on) and not trusted.calibrated_on),
+                               source)
 
 
 # A SHA-256 as hashlib's hexdigest writes it (and calibrate -o with it): compared as text, so no other spelling.
@@ -282,6 +285,46 @@ def _builtin_name(source: str) -> str | None:
         return None
     here = path.parent.resolve() == PROFILE_DIR.resolve()
     return path.stem if here or path.parent.parts[-2:] == ("autotune", "hardware") else None
+
+
+def _with_shipped_scope(profile: HardwareProfile, source: str) -> HardwareProfile:
+    """The profile, with what its [simulator_error] was measured on taken from the shipped profile it is a copy of,
+    where it records none itself.
+
+    A study an older autotune made keeps a copy of gh200.toml from before that file said what its error was measured
+    on (the GH200 study: ZeRO 3, power limit 1.0). Read as measured everywhere, its +- 3.4% vouched for every
+    power-limited pick, tied picks by it and dropped "probe them before deploying", while the same study made today
+    says +- ?% there (trial67 #12). The error is the shipped one where everything it depends on is (figures_sha256
+    covers the figures and the error), so its scope is the shipped one too. Any other error without a scope (an older
+    calibrate's profile, a copy of an older gh200.toml) is of unknown scope, which report/error_bars.py says."""
+    if (not profile.simulator_error or profile.error_measured_on or ERROR_SCOPE_NOTE.search(profile.description)
+            or _shipped_file(source)):
+        return profile
+    scope = _shipped_scopes().get(hashed_figures(profile))
+    if scope is None:
+        return profile
+    table, note = scope
+    return replace(profile, error_measured_on=table,
+                   description=with_description_note(profile.description, ERROR_SCOPE_NOTE, note))
+
+
+def _shipped_file(source: str) -> bool:
+    """Whether `source` is a built-in profile's file here (which _shipped_scopes reads)."""
+    return bool(source) and Path(source).parent.resolve() == PROFILE_DIR.resolve()
+
+
+@functools.cache
+def _shipped_scopes() -> dict[str, tuple[dict, str | None]]:
+    """{figures_sha256 of a shipped profile without its [error_measured_on]: (that table, its description's scope
+    note)}, for each built-in profile whose [simulator_error] says what it was measured on."""
+    scopes = {}
+    for name in available_hardware():
+        shipped = load_hardware(name)
+        note = ERROR_SCOPE_NOTE.search(shipped.description)
+        if shipped.simulator_error and (shipped.error_measured_on or note):
+            key = hashed_figures(replace(shipped, error_measured_on={}))
+            scopes[key] = (shipped.error_measured_on, note.group(0) if note else None)
+    return scopes
 
 
 # Files whose ignored [simulator_error] was warned of: once per file in a process, however often a

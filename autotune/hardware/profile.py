@@ -35,6 +35,12 @@ def ignored_calibrated_on_note(why: str) -> str:
     return f"read with its [calibrated_on] ignored: {why}"
 
 
+# The note that ends the description of a profile whose [simulator_error] says what it was measured on, in words:
+# `autotune calibrate -o` writes it, and gh200.toml holds it. Here beside the notes above: hardware/load.py gives it to a
+# study's copy of a shipped profile from before the shipped file had it, and report/error_bars.py reads it.
+ERROR_SCOPE_NOTE = re.compile(r"error measured on ([^;]*)")
+
+
 def with_description_note(description: str, pattern: re.Pattern, note: str | None) -> str:
     """The description with `note` in place of any earlier note `pattern` matches (the description's
     notes are ";"-separated)."""

@@ -20,7 +20,7 @@ import re
 from typing import TYPE_CHECKING
 
 from autotune.candidate import SM_CLOCK_UNTOUCHED
-from autotune.hardware.profile import IGNORED_CALIBRATED_ON_NOTE, IGNORED_ERROR_NOTE, with_description_note
+from autotune.hardware.profile import ERROR_SCOPE_NOTE, IGNORED_CALIBRATED_ON_NOTE, IGNORED_ERROR_NOTE, with_description_note
 from autotune.report.picks import listed, trials_text
 from autotune.counted import counted
 
@@ -53,7 +53,7 @@ _NOTE = re.compile(f"(?:{_CALIBRATE_NOTE}|{IGNORED_ERROR_NOTE.pattern})")
 # and knob values of the configurations that error was measured on. A "+- 2%" a study repeats on every
 # figure read as an accuracy for configurations nothing measured (a newcomer's calibration on recompute,
 # micro-batch 1 and 4 vouched for an offload_async, micro-batch 8 pick).
-_SCOPE = re.compile(r"error measured on ([^;]*)")
+_SCOPE = ERROR_SCOPE_NOTE
 SCOPE_KEY = "measured_on"  # its key in a simulator_error dict (pareto.json's too): words, not a percentage
 # The knobs, and the GPU count (all nodes', as [calibrated_on] counts it: no knob, but an error measured on one GPU
 # of a node vouched for 8 on it, the node count alike), in the order of the words.
