@@ -55,6 +55,12 @@ _NOTE = re.compile(f"(?:{_CALIBRATE_NOTE}|{IGNORED_ERROR_NOTE.pattern})")
 # micro-batch 1 and 4 vouched for an offload_async, micro-batch 8 pick).
 _SCOPE = ERROR_SCOPE_NOTE
 SCOPE_KEY = "measured_on"  # its key in a simulator_error dict (pareto.json's too): words, not a percentage
+# Its words where the profile records no scope (one an older calibrate -o wrote; a study's copy of an older gh200.toml
+# that hardware/load.py cannot match to a shipped one), and the one item each simulated point then lists as
+# extrapolated: read as measured everywhere, such an error vouched for power limits and ZeRO stages it was never
+# measured on (trial67 #12). Nothing shows that it holds for any configuration, so every simulated figure shows +- ?%.
+UNRECORDED_SCOPE = "configurations not recorded"
+_COVERS_NOTHING = {"model": []}  # measured_scope's scope for it: no model, so no configuration, lies inside it
 # The knobs, and the GPU count (all nodes', as [calibrated_on] counts it: no knob, but an error measured on one GPU
 # of a node vouched for 8 on it, the node count alike), in the order of the words.
 _SCOPE_KNOBS = (("zero_stage", "ZeRO"), ("optimizer_offload", "optimizer offload"), ("activation_checkpointing",
@@ -125,6 +131,8 @@ def measured_scope(error: dict) -> dict[str, list[str]] | None:
     """What a stated error (profile_error's) was measured on, by knob; None where it does not say."""
     if SCOPE_VALUES_KEY in error:
         return error[SCOPE_VALUES_KEY]
+    if error.get(SCOPE_KEY) == UNRECORDED_SCOPE:
+        return _COVERS_NOTHING
     return scope_values(error[SCOPE_KEY]) if SCOPE_KEY in error else None
 
 
@@ -151,6 +159,8 @@ def outside_scope(scope: dict[str, list[str]], model: str, params: dict, max_clo
     nor is its GPU count by a scope that does not record one (a profile from before it did: scope_sentence says so).
     A clock cap at the device's highest clock (`max_clock_mhz`, the profile's) is the clock `max` is: the simulator
     gives it the same figures, and it was shown "+- ?%" as an extrapolation."""
+    if not scope["model"]:  # _COVERS_NOTHING: not what lies outside, but that nothing was recorded inside
+        return [UNRECORDED_SCOPE]
     if max_clock_mhz and params.get("sm_clock_mhz") == max_clock_mhz:
         params = {**params, "sm_clock_mhz": SM_CLOCK_UNTOUCHED}
     if gpus is not None:
@@ -169,6 +179,8 @@ def with_scope_note(description: str, note: str | None) -> str:
 
 def outside_words(error: dict | None, trials) -> str:
     """"power limit 0.7/0.8, model my-14b": what of `trials`' configurations the stated error was not measured on."""
+    if scope_unrecorded(error):  # said after "not measured at", as the knob values are
+        return "any configuration the profile records (it predates the record of what its error was measured on)"
     outside = (error or {}).get(EXTRAPOLATED_KEY) or {}
     values: dict[str, set[str]] = {}  # "power limit": {"0.7", "0.8"}, said as "power limit 0.7/0.8"
     for trial in trials:
@@ -176,6 +188,11 @@ def outside_words(error: dict | None, trials) -> str:
             words, value = item.rsplit(" ", 1)
             values.setdefault(words, set()).add(value)
     return ", ".join(f"{words} {'/'.join(sorted(vs, key=_number_first))}" for words, vs in values.items())
+
+
+def scope_unrecorded(error: dict | None) -> bool:
+    """Whether a stated error's profile records no scope (UNRECORDED_SCOPE): no simulated figure is within it."""
+    return bool(error) and error.get(SCOPE_KEY) == UNRECORDED_SCOPE
 
 
 def tie_rule_sentence(error: dict | None) -> str:
@@ -199,6 +216,9 @@ def scope_sentence(error: dict | None) -> str:
     any GPU count."""
     if not error or SCOPE_KEY not in error:
         return ""
+    if scope_unrecorded(error):  # as an unrecorded GPU count is said, but here no figure can be judged inside it
+        return (f" That error was measured on {UNRECORDED_SCOPE} (the profile predates that record, so no figure is "
+                "shown to lie within it; calibrate again to record it): every simulated figure extrapolates it.")
     scope = scope_values(error[SCOPE_KEY])
     unknown = (" (its GPU count not recorded: the profile predates that record, so no figure is judged by it; "
                "calibrate again to record it)") if scope is not None and "gpus" not in scope else ""
@@ -315,6 +335,8 @@ def profile_error(hardware) -> dict:
     scope = _SCOPE.search(hardware.description)
     if error and scope:
         error[SCOPE_KEY] = scope.group(1).strip()
+    elif error:  # nothing says where it was measured: shown to hold nowhere, not everywhere
+        error[SCOPE_KEY] = UNRECORDED_SCOPE
     return error
 
 

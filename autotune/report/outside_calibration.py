@@ -13,7 +13,8 @@ for all the picks, not on each.
 
 from __future__ import annotations
 
-from autotune.report.error_bars import EXTRAPOLATED_KEY, WHY_UNKNOWN, error_sentence, outside_words, pct_text
+from autotune.report.error_bars import (EXTRAPOLATED_KEY, WHY_UNKNOWN, error_sentence, outside_words, pct_text,
+                                        scope_unrecorded)
 from autotune.report.near_ties import SEARCH_RESOLUTION_PCT
 from autotune.report.picks import PICK_FILES
 from autotune.counted import agreeing, counted
@@ -46,7 +47,9 @@ def outside_calibration_line(document: dict, one: str = "the pick") -> str | Non
     out = [row for row in picks if str(row["trial"]) in outside]
     if not out:
         return None
-    words = outside_words(error, [row["trial"] for row in out])
+    # A profile that records no scope: no knob value to name, only that nothing shows the error holds there.
+    where = ("is not known to hold (the profile did not record what it was measured on)" if scope_unrecorded(error)
+             else f"was not measured ({outside_words(error, [row['trial'] for row in out])})")
     if len(out) == len(picks):
         trials = len({row["trial"] for row in picks})  # knee and cost-weighted are often one configuration
         configurations = f" ({counted(trials, 'configuration')})" if trials < len(picks) else ""
@@ -56,7 +59,7 @@ def outside_calibration_line(document: dict, one: str = "the pick") -> str | Non
         names = ", ".join(PICK_FILES.get(row["name"], row["name"]) for row in out)
         who = f"{len(out)} of the {len(picks)} picks ({names}) {agreeing(len(out), 'lies', 'lie')}"
         their = agreeing(len(out), "its", "their")
-    return (f"{who} where the simulator's error was not measured ({words}): {their} error is unknown (+- ?%); "
+    return (f"{who} where the simulator's error {where}: {their} error is unknown (+- ?%); "
             f"probe {'it' if their == 'its' else 'them'} before deploying.")
 
 

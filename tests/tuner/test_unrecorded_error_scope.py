@@ -1,14 +1,19 @@
 """A stated simulator error whose profile does not record what it was measured on (trial67 #12): a study an older
 autotune made kept a copy of gh200.toml from before its description named the GH200 study's scope, and every figure
 of it was shown with +- 3.4% (power-limited picks tied by it, no "probe them before deploying"), while the same study
-made today says +- ?% outside that scope. A copy of a shipped profile now reads with the shipped scope."""
+made today says +- ?% outside that scope. A copy of a shipped profile now reads with the shipped scope; any other error
+without one (a profile an older `calibrate -o` wrote) vouches for no figure, and the reports say why."""
 
+import json
+import re
 from dataclasses import replace
+from pathlib import Path
 
+from autotune.cli import main
 from autotune.hardware import load_hardware
 from autotune.hardware.dump import hardware_to_dict
 from autotune.hardware.load import stored_hardware
-from autotune.report.error_bars import SCOPE_KEY, profile_error
+from autotune.report.error_bars import SCOPE_KEY, UNRECORDED_SCOPE, profile_error
 
 GH200_SCOPE = ("7b/32b/72b with ZeRO 3, optimizer offload async/none/sync, checkpointing offload_async/offload_sync/"
                "recompute, SP 1, micro-batch 1/2/4/8, nodes 1/2/4/8/16, GPUs 4/8/16/32/64, power limit 1.0, SM clock max")
@@ -32,5 +37,41 @@ def test_a_copy_whose_error_is_not_the_shipped_one_gets_no_shipped_scope():
     # An older gh200.toml with another error (or other constants) was measured on something this one cannot vouch for.
     error = {**load_hardware("gh200").simulator_error, "time_s_pct": 2.9}
     profile = stored_hardware(_older_study_settings(simulator_error=error), "study settings")
-    assert profile_error(profile).get(SCOPE_KEY) != GH200_SCOPE
+    assert profile_error(profile)[SCOPE_KEY] == UNRECORDED_SCOPE  # not measured everywhere: shown to hold nowhere
     assert "error measured on" not in profile.description
+
+
+# As `autotune calibrate -o` wrote a profile before it recorded the scope (d2abca9's, from the gh200 reference): a
+# header, calibrated_from, the error, and no scope in any form. The README's Upgrading section says a newer autotune
+# reads it; its error was measured on configurations it does not name.
+OLDER_CALIBRATE_HEADER = "# Calibrated by `autotune calibrate` from gh200.toml against 65 observations (gh200-study).\n"
+
+
+def _older_calibrated_profile(path):
+    text = Path(load_hardware("gh200").source).read_text()
+    text = re.sub(r"; error measured on [^\"]*", "", text).replace('name = "gh200"', 'name = "oldcal"\ncalibrated_from = "gh200"')
+    path.write_text(OLDER_CALIBRATE_HEADER + text)
+    return path
+
+
+def test_an_error_whose_scope_is_not_recorded_vouches_for_no_figure(tmp_path, capsys):
+    profile = _older_calibrated_profile(tmp_path / "oldcal.toml")
+    assert profile_error(load_hardware(str(profile)))[SCOPE_KEY] == UNRECORDED_SCOPE
+    out = tmp_path / "run"
+    assert main(["run", "--model", "7b", "--nodes", "2", "--hardware", str(profile), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    text = " ".join(printed.split())
+    document = json.loads((out / "pareto.json").read_text())
+    error = document["simulator_error"]
+    # Every simulated point lies outside it, so no figure shows +- 3.4%, no pick is tied by it, and the picks are to be probed.
+    assert error["time_s_pct"] == 3.4 and error[SCOPE_KEY] == UNRECORDED_SCOPE
+    assert len(error["extrapolated"]) == 5  # the 5 trials, baseline included
+    assert all(error["extrapolated"][str(pick["trial"])] == [UNRECORDED_SCOPE] for pick in document["picks"])
+    assert all(pick["tied_with"] == [] for pick in document["picks"])
+    assert ("That error was measured on configurations not recorded (the profile predates that record, so no figure is "
+            "shown to lie within it; calibrate again to record it): every simulated figure extrapolates it.") in text
+    assert ("lie where the simulator's error is not known to hold (the profile did not record what it was measured on): "
+            "their error is unknown (+- ?%); probe them before deploying.") in text
+    assert "within the simulator's error" not in text
+    figures = [line for line in printed.splitlines() if line.startswith(("baseline (trial", "fastest:", "min-energy"))]
+    assert len(figures) == 3 and all("min +- ?%" in line and "+- 3.4%" not in line for line in figures), figures
