@@ -122,9 +122,10 @@ def filesystem_type(path: Path, mountinfo: Path = Path("/proc/self/mountinfo")) 
 
 def clear_stale_build_locks(root: Path | None = None, *, proc: Path = Path("/proc"),
                             mountinfo: Path = Path("/proc/self/mountinfo"), now: float | None = None) -> list[str]:
-    """Remove the stale locks under `root` (this user's only); returns one line per lock it removed or
-    could not judge, for the probe's log."""
-    root = extensions_root() if root is None else root
+    """Remove the stale locks under `root` (this user's only; by default this install's build folder, where
+    its probes build: another install's locks are that install's to judge); returns one line per lock it
+    removed or could not judge, for the probe's log."""
+    root = install_extensions_dir() if root is None else root
     locks = [path for path in build_locks(root) if _owned_by_me(path)]
     if not locks:
         return []

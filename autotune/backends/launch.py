@@ -49,7 +49,7 @@ from autotune.backends.repeat_takeover import (
     taken_over_words,
     trial_folder,
 )
-from autotune.build_locks import build_locks, extensions_root
+from autotune.build_locks import build_locks, install_extensions_dir
 from autotune.candidate import Candidate
 from autotune.counted import counted
 from autotune.ds_config import deepspeed_config
@@ -502,10 +502,14 @@ def measured_default_limit(results: list[dict]) -> dict:
 def old_build_locks(older_than_s: float, environ: dict[str, str] | None = None) -> list[str]:
     """What a timed-out probe may have waited on: the torch extension build locks older than the probe
     (autotune/build_locks.py). The probe removes the locks it can tell are stale before it starts; one
-    on a shared file system, perhaps held by another node's build, it can only name."""
+    on a shared file system, perhaps held by another node's build, it can only name.
+
+    Only the folder the probes build in (TORCH_EXTENSIONS_DIR, else this install's own; the probes run this
+    Python): a lock of another install's folder, a live build of another venv or user among them, was
+    blamed, the user told to delete it, and a real timeout re-probed on every resume (a newcomer's trial)."""
     cutoff = time.time() - older_than_s
     locks = []
-    for lock in build_locks(extensions_root(environ)):
+    for lock in build_locks(install_extensions_dir(environ)):
         try:
             if lock.stat().st_mtime < cutoff:
                 locks.append(str(lock))

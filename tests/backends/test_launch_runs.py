@@ -6,6 +6,7 @@ Kept cheap: the tiny model on CPU ranks, one warm-up and two measured steps (see
 from __future__ import annotations
 
 import json
+import os
 import signal
 import threading
 import time
@@ -71,6 +72,25 @@ def test_a_hung_probe_times_out_and_leaves_no_process(make_launch_backend, make_
     assert "12 s" in result.error and "sleeps until killed" in result.details["log_tail"]
     trial = backend.run_dir / "trials" / "0001"
     assert live_processes_mentioning(str(trial)) == []  # agent and both ranks are gone
+
+
+def test_a_real_timeout_stays_the_candidates_beside_another_installs_build_lock(make_launch_backend, make_candidate,
+                                                                                 tmp_path, monkeypatch):
+    """Another install's old build lock (its own folder under torch's) is nothing this probe waited on: the
+    timeout stays final, and the lock is left to its install (trial 67 §14: it was blamed, to be deleted)."""
+    from autotune.study.retries import setup_failure
+
+    monkeypatch.delenv("TORCH_EXTENSIONS_DIR", raising=False)  # the probes build in this install's folder
+    cache = tmp_path / "xdg"
+    others = cache / "torch_extensions" / "autotune-py311-0therinst" / "cpu_adam" / "lock"
+    others.parent.mkdir(parents=True)
+    others.write_text("")
+    os.utime(others, (time.time() - 3600, time.time() - 3600))
+    backend = make_launch_backend(env_extra={**HANG, "XDG_CACHE_HOME": str(cache)}, probe_timeout_s=12.0)
+    result = backend.evaluate(make_candidate(gpus_per_node=1), trial_number=1)
+    assert result.status == "timeout", _explain(result)
+    assert "build lock" not in result.error and "timeout_cause" not in result.details
+    assert setup_failure(result) is False and others.exists()
 
 
 def test_a_crashing_probe_is_failed_with_its_error_and_log(make_launch_backend, make_candidate):

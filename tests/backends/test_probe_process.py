@@ -64,6 +64,27 @@ def test_a_timeout_names_a_stale_extension_build_lock(tmp_path):
                     "delete it, or every probe waits on it")
 
 
+def test_a_timeout_weighs_only_the_locks_of_the_folder_the_probes_build_in(tmp_path):
+    """Each install builds in a folder of its own: another install's lock (a live build of another venv, or
+    one left there) is nothing this probe waited on, and naming it told the user to delete it (trial 67 §14)."""
+    from autotune.backends.launch import old_build_locks
+    from autotune.build_locks import install_extensions_dir
+
+    environ = {"XDG_CACHE_HOME": str(tmp_path)}
+    hour_ago = time.time() - 3600
+    others = tmp_path / "torch_extensions" / "autotune-py311-0therinst" / "cpu_adam" / "lock"
+    torchs_own = tmp_path / "torch_extensions" / "py311_cpu" / "cpu_adam" / "lock"  # a plain torch user's
+    mine = install_extensions_dir(environ) / "deepspeed_shm_comm" / "lock"
+    for lock in (others, torchs_own, mine):
+        lock.parent.mkdir(parents=True)
+        lock.write_text("")
+        os.utime(lock, (hour_ago, hour_ago))
+    assert old_build_locks(60, environ) == [str(mine)]
+    # TORCH_EXTENSIONS_DIR set: the probes build there (DeepSpeed and torch read it), and only there
+    given = {**environ, "TORCH_EXTENSIONS_DIR": str(tmp_path / "given")}
+    assert old_build_locks(60, given) == []
+
+
 RANK_IN_ITS_OWN_SESSION = """
 import os, signal, subprocess
 rank = subprocess.Popen(["sleep", "120"], start_new_session=True)  # as torch 2.13's elastic agent starts a rank

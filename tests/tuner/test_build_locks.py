@@ -141,3 +141,16 @@ def test_network_file_systems_are_not_node_local(tmp_path, fs_type):
     assert "shared file system" in clear_stale_build_locks(tmp_path, mountinfo=_mountinfo(tmp_path, fs_type,
                                                                                          str(tmp_path)))[0]
     assert lock.exists()
+
+
+def test_by_default_only_this_installs_folder_is_cleaned(tmp_path, monkeypatch):
+    """Another install's locks are that install's probes' to judge: its builds run in its own folder."""
+    from autotune.build_locks import install_extensions_dir
+
+    monkeypatch.delenv("TORCH_EXTENSIONS_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    others = _lock(tmp_path, "torch_extensions", "autotune-py311-0therinst", "cpu_adam", age_s=3600)
+    mine = _lock(install_extensions_dir(), "cpu_adam", age_s=3600)
+    said = clear_stale_build_locks(mountinfo=_mountinfo(tmp_path, "ext4", str(tmp_path)))
+    assert not mine.exists() and others.exists()
+    assert len(said) == 1 and said[0].startswith(f"removed stale build lock {mine} ")
