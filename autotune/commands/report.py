@@ -5,7 +5,8 @@ disagree with it; a damaged or missing pareto.json is rebuilt, and the report sa
 the user edited are kept (the pick goes beside them: finish.export_picks), and a RUN_DIR that holds
 another study's reports than --storage's is refused (study.storage.check_run_dir_is_of), as is another
 database than a RUN_DIR's own study.db; a --storage copy of the study a RUN_DIR's pareto.json named another
-database for is reported there, and the report says its files now describe the copy."""
+database for is reported there, and the report says its files now describe the copy. A RUN_DIR that does not
+exist is created for a --storage study's reports (one another machine ran)."""
 
 from __future__ import annotations
 
@@ -99,6 +100,7 @@ def _run(args) -> int:
     from autotune.study.storage import run_under_way
     from autotune.study.storage_failure import read_only_failure
 
+    created = bool(args.storage) and _create_for_storage_study(args.run_dir)
     problem = run_dir_problem(args.run_dir)
     if problem:
         raise UserError(problem)
@@ -152,9 +154,12 @@ def _run(args) -> int:
         print(kept, file=sys.stderr)  # the user's edits: kept, and where the study's picks went instead
     if recorded_before is not _UNRECORDED and recorded_before != document["storage"]:
         print(_repointed(args.run_dir, recorded_before, document["storage"]), file=sys.stderr)
-    if state is not None:
+    names = ", ".join(p.name + ("/" if p.suffix == "" else "") for p in written)
+    if created:
+        print(f"created {args.run_dir} for the reports of the study in {storage_shown(args.storage)}: wrote {names}",
+              file=sys.stderr)
+    elif state is not None:
         # Say so: a tool that read the old file must not go on believing it.
-        names = ", ".join(p.name + ("/" if p.suffix == "" else "") for p in written)
         verb = "rebuilt" if state.startswith("damaged") or state == "missing" else "rewrote"
         print(f"pareto.json in {args.run_dir} was {state}: {verb} {names} from the study ({args.storage or 'study.db'})",
               file=sys.stderr)
@@ -170,6 +175,18 @@ def _run(args) -> int:
         print(f"a run of this study is under way in {args.run_dir}: this report is of the trials finished so far, and the "
               "run writes the reports again when it ends", file=sys.stderr)
     return 0
+
+
+def _create_for_storage_study(run_dir: Path) -> bool:
+    """Create a RUN_DIR that does not exist for a --storage study's reports (a study another machine or worker ran
+    has no run directory here), as `-o`/`--out` paths are created (removed again if the report fails: paths.
+    undone_on_failure); whether it was created. "does not exist; pass the --out directory" named no fix that works."""
+    from autotune.commands.paths import writable_directory
+
+    if run_dir.exists() or run_dir.is_symlink():  # a dangling link is run_dir_problem's to name
+        return False
+    writable_directory(run_dir, "RUN_DIR")
+    return True
 
 
 def _check_reports_without_study_db(run_dir, storage: str | None) -> None:

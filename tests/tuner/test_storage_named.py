@@ -87,9 +87,29 @@ def test_a_run_directory_s_own_study_db_is_said_before_another_storage_is_opened
         f"autotune report: error: no autotune study named 'beta' in sqlite:///{tmp_path / 'shared.db'}; it holds alpha: "
         "pass --study-name alpha"]
     gone = autotune_main("report", tmp_path / "gone", "--storage", f"sqlite:///{tmp_path / 'new.db'}")
-    assert gone.stderr.strip().splitlines() == [
+    assert gone.returncode == 2 and gone.stderr.strip().splitlines() == [
+        f"autotune report: error: --storage 'sqlite:///{tmp_path / 'new.db'}': there is no database at "
+        f"{tmp_path / 'new.db'}; pass the URL the run used (a relative sqlite:///PATH is read from the current directory)"]
+    assert not (tmp_path / "new.db").exists() and not (tmp_path / "gone").exists()  # the RUN_DIR made for it removed
+
+
+def test_a_storage_study_is_reported_into_a_run_directory_made_for_it(tmp_path):
+    """A second machine reading a shared --storage study has no run directory for it: `report NEW_DIR --storage URL`
+    said "NEW_DIR does not exist; pass the --out directory of an `autotune run`", which is on another machine
+    (trial 66 §12). NEW_DIR is created, as --out and -o paths are, and said so; without --storage it is still refused."""
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    assert autotune_main("run", "--model", "tiny", "--nodes", "1", "--trials", "2", "--storage", url, "--study-name",
+                         "s1", "--out", tmp_path / "worker").returncode == 0
+    new = tmp_path / "here" / "s1"
+    made = autotune_main("report", new, "--storage", url, "--study-name", "s1", "--json")
+    assert made.returncode == 0, made.stderr
+    assert made.stderr.strip().splitlines() == [f"created {new} for the reports of the study in {url}: wrote pareto.json, "
+                                                "configs/"]
+    assert json.loads(made.stdout) == json.loads((new / "pareto.json").read_text())
+    assert autotune_main("report", new, "--storage", url, "--study-name", "s1").stderr == ""  # made once: nothing said
+    refused = autotune_main("report", tmp_path / "gone")
+    assert refused.returncode == 2 and refused.stderr.strip().splitlines() == [
         f"autotune report: error: {tmp_path / 'gone'} does not exist; pass the --out directory of an `autotune run`"]
-    assert not (tmp_path / "new.db").exists()
 
 
 def test_a_report_of_a_copy_of_a_storage_study_says_its_reports_now_describe_the_copy(tmp_path):
