@@ -161,7 +161,7 @@ def _run(args) -> int:
     elif state is not None:
         # Say so: a tool that read the old file must not go on believing it.
         verb = "rebuilt" if state.startswith("damaged") or state == "missing" else "rewrote"
-        print(f"pareto.json in {args.run_dir} was {state}: {verb} {names} from the study ({args.storage or 'study.db'})",
+        print(f"pareto.json in {args.run_dir} was {state}: {verb} {names} from the study ({storage_shown(args.storage) if args.storage else 'study.db'})",
               file=sys.stderr)
     if args.format == "json":
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
