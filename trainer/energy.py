@@ -17,6 +17,10 @@ import time
 from autotune.measure import NodeMeter
 from autotune.measure import merge_node_blocks as _merge_node_blocks
 
+# The clock of every `*_s` in a probe's block, named in the block (its `clock` key): seconds since the
+# node booted, not since the epoch, so a reader must not convert them to dates.
+PROBE_CLOCK = "time.monotonic"
+
 
 class ProbeEnergy:
     """One per node (local rank 0 reads the node's sensors); the probe gathers blocks on rank 0."""
@@ -52,7 +56,7 @@ class ProbeEnergy:
         """
         if not self._meter:
             return None
-        return self._meter.end(phases, utilisation)
+        return {**self._meter.end(phases, utilisation), "clock": PROBE_CLOCK}
 
 
 def merge_node_blocks(blocks: list[dict | None]) -> dict | None:

@@ -4,6 +4,10 @@ Totals add across nodes; a node whose energy is unavailable makes the cluster to
 (null), because a partial total would flatter the candidate. Any estimated node makes the total
 estimated. Phases add their energy; the timeline is node 0's (power per node over one step is what a
 profile figure shows; every node's own block carries its own when kept).
+
+Each node's `*_s` are on its own clock (a probe's: time.monotonic, seconds since that node booted), so
+no time of one node compares with another's: the merged `begin_s` is the timeline node's, the origin of
+the timeline's `t_s`, never a minimum across nodes.
 """
 
 from __future__ import annotations
@@ -37,7 +41,8 @@ def merge_node_blocks(blocks: list[dict | None]) -> dict | None:
         "energy_j": energy_j,
         "mean_power_w": units.mean_power_w(energy_j, window_s),
         "window_s": window_s,
-        "begin_s": min(b["begin_s"] for b in nodes),
+        "begin_s": nodes[0]["begin_s"],
+        **({"clock": nodes[0]["clock"]} if "clock" in nodes[0] else {}),
         "components": _merge_components([b["components"] for b in nodes]),
         "per_gpu": [g for b in nodes for g in b["per_gpu"]],
         "per_node": [n for b in nodes for n in b["per_node"]],

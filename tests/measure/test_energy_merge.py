@@ -37,3 +37,14 @@ def test_an_unavailable_node_makes_the_total_unavailable():
 
 def test_nothing_to_merge_is_none():
     assert merge_node_blocks([None, None]) is None
+
+
+def test_the_merged_begin_is_the_timeline_nodes_never_a_minimum_across_clocks():
+    """Each node's monotonic clock counts from its own boot: the earliest of two is no time at all."""
+    model = PowerModel.from_hardware(load_hardware("h100-sxm"))
+    late_booted = node_block(estimate_window(model, 10.0, 14.0, 1.0), MARKS, node=0)
+    early_booted = node_block(estimate_window(model, 90_000.0, 90_004.0, 1.0), node=1)
+    merged = merge_node_blocks([{**late_booted, "clock": "time.monotonic"},
+                                {**early_booted, "clock": "time.monotonic"}])
+    assert merged["timeline_node"] == 0 and merged["begin_s"] == 10.0
+    assert merged["clock"] == "time.monotonic"

@@ -30,6 +30,14 @@ def test_without_sensors_the_block_is_estimated_with_positive_energy(no_sensor_e
     assert merge_node_blocks([block, None]) is block
 
 
+def test_the_block_names_its_clock_which_is_not_the_epoch(no_sensor_env):
+    """docs/energy-block.md: a reader converting begin_s as a date would get 1970; the block says so."""
+    probe = ProbeEnergy(load_hardware("cpu"), node_rank=0, local_rank=0, local_world_size=1)
+    block = _run_window(probe, seconds=0.05)
+    assert block["clock"] == "time.monotonic"
+    assert abs(block["begin_s"] - time.monotonic()) < 60.0
+
+
 def test_with_a_gh200_tree_the_block_is_measured(gh200_tree, monkeypatch):
     monkeypatch.setenv("AUTOTUNE_SYSFS_ROOT", str(gh200_tree.root))
     monkeypatch.setenv("AUTOTUNE_ENERGY_SOURCES", "hwmon,rapl")

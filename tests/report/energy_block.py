@@ -4,7 +4,7 @@ hwmon module power sampled every 0.1 s, three steps of two micro-steps each, fou
 from __future__ import annotations
 
 SAMPLE_PERIOD_S = 0.1
-BEGIN_S = 1767000000.0
+BEGIN_S = 49373.74  # time.monotonic, as a probe writes it: seconds since boot
 # Node power (4 modules) in each phase, W, and its length per micro-step (optimizer: per step), s.
 PHASE_POWER_W = {"vit_fwd": 1900.0, "llm_fwd": 2350.0, "backward": 2620.0, "optimizer": 1450.0}
 PHASE_TIME_S = {"vit_fwd": 0.3, "llm_fwd": 0.5, "backward": 1.0, "optimizer": 0.4}
@@ -57,6 +57,7 @@ def energy_block(nodes: int = 4, scale: float = 1.0) -> dict:
         "mean_power_w": nodes * node_j / window_s,
         "window_s": window_s,
         "begin_s": BEGIN_S,
+        "clock": "time.monotonic",
         "components": {"module_j": nodes * node_j, "within_module": {"grace_j": 0.12 * nodes * node_j}},
         "sources": sources,
         "per_gpu": [],
