@@ -21,6 +21,7 @@ from autotune.report.near_ties import with_near_ties
 from autotune.report.noise import change_noise_summary, noise_summary
 from autotune.report.importance import METHOD as IMPORTANCE_METHOD
 from autotune.report.payback import tuning_cost
+from autotune.report.pick_figures import peak_mem_kind
 from autotune.report.picks import commonest_failure, front_note, pick_rows
 from autotune.report.search import UNRECORDED_NODES_KEY
 from autotune.report.study_points import StudyView, ruled_out_sentence
@@ -33,6 +34,12 @@ from autotune.workload import with_precision
 
 # pareto.json's layout: raised when a key is renamed, removed or changes its meaning (new keys keep it).
 PARETO_SCHEMA_VERSION = 1
+
+
+def point_json(p) -> dict:
+    """A front or feasible point, with what its `peak_mem_gib` is (`peak_mem_kind`) beside it: a CPU probe's is
+    its process's peak RSS and a simulated one the memory estimate, which the figure alone does not say."""
+    return {**p.to_dict(), "peak_mem_kind": peak_mem_kind(p)}
 
 
 def _one_or_list(values: list[int]):
@@ -284,8 +291,8 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
         "trials": len(view.trials),
         "trials_by_status": trials_by_status,
         "baseline": view.baseline_trial,
-        "front": [p.to_dict() for p in view.front],
-        "feasible": [p.to_dict() for p in view.points],
+        "front": [point_json(p) for p in view.front],
+        "feasible": [point_json(p) for p in view.points],
         # What the front and picks rank by, as --objectives spells it: ["time"] ranks by time alone (the
         # front is the fastest, `recommendations` holds `fastest` only; energy is a figure, not ranked).
         "objectives": ["time"] if view.time_only else ["time", "energy"],

@@ -15,17 +15,29 @@ from autotune.report.within_noise import labelled_change_text
 from autotune.space.files import spans_text
 from autotune.counted import counted
 
-# What a probe's peak memory was read from (trainer/result.py): the column must not pass a process's RSS
-# (Python and DeepSpeed included) off as the device memory the simulator estimates.
-_MEMORY_KINDS = {"process_peak_rss": "process peak RSS", "cuda_max_memory_allocated": "CUDA peak allocated"}
+# What a point's peak memory is, keyed as pareto.json's `peak_mem_kind` says it (the trainer's kinds, which export
+# --measurements writes too, and the simulator's estimate) and worded as the reports' memory column labels it: the
+# column must not pass a process's RSS (Python and DeepSpeed included) off as the device memory the simulator estimates.
+SIMULATOR_ESTIMATE = "simulator_estimate"
+_MEMORY_KINDS = {SIMULATOR_ESTIMATE: "estimated", "process_peak_rss": "process peak RSS",
+                 "cuda_max_memory_allocated": "CUDA peak allocated"}
+
+
+def peak_mem_kind(p) -> str | None:
+    """pareto.json's `peak_mem_kind` of a point: "simulator_estimate" for a simulated point, else what the probe read
+    ("process_peak_rss", "cuda_max_memory_allocated"; a replayed record that does not say: "measured"); None where
+    the point has no peak memory."""
+    if p.peak_mem_gib is None:
+        return None
+    if p.source == "simulated":
+        return SIMULATOR_ESTIMATE
+    return ((p.extra or {}).get("details") or {}).get("peak_mem_kind") or "measured"
 
 
 def memory_kind(p) -> str:
-    """What a point's peak memory is: the simulator's memory estimate for a simulated point ("estimated"), else
-    what the probe read ("process peak RSS"; a replayed record that does not say: "measured")."""
-    if p.source == "simulated":
-        return "estimated"
-    return _MEMORY_KINDS.get(((p.extra or {}).get("details") or {}).get("peak_mem_kind"), "measured")
+    """What a point's peak memory is in the reports' words: "estimated" (the simulator's memory estimate),
+    "process peak RSS", "CUDA peak allocated", or "measured" (a replayed record that does not say)."""
+    return _MEMORY_KINDS.get(peak_mem_kind(p), "measured")
 
 
 def kinds_text(p) -> str:

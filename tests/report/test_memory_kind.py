@@ -8,6 +8,7 @@ from rich.console import Console
 
 from autotune.commands.finish import build_report
 from autotune.report.front import Point
+from autotune.report.pareto_json import point_json
 from autotune.report.table import memory_header, print_report
 from autotune.study import load_finished_study
 from tests.cli import autotune_main
@@ -31,6 +32,18 @@ def test_the_memory_header_names_the_kind_of_its_figures(points, header):
     assert memory_header(points) == header
 
 
+@pytest.mark.parametrize("point, kind", [
+    (_point("simulated"), "simulator_estimate"),
+    (_point("measured", "process_peak_rss"), "process_peak_rss"),
+    (_point("measured", "cuda_max_memory_allocated"), "cuda_max_memory_allocated"),
+    (_point("measured"), "measured"),  # a replayed record, which does not say how
+    (_point("measured", "process_peak_rss", peak_mem_gib=None), None),  # no figure: nothing to name
+])
+def test_pareto_json_says_what_each_points_memory_is(point, kind):
+    # trial67 #2: pareto.json's peak_mem_gib was a process's RSS or the simulator's estimate without a word of which.
+    assert point_json(point)["peak_mem_kind"] == kind
+
+
 def test_space_and_a_simulated_report_say_the_memory_is_an_estimate(tmp_path):
     space = autotune_main("space", "--model", "7b", "--nodes", "1", "--valid")
     assert space.returncode == 0 and "mem GiB (estimated)" in space.stdout
@@ -39,3 +52,4 @@ def test_space_and_a_simulated_report_say_the_memory_is_an_estimate(tmp_path):
     terminal = io.StringIO()
     print_report(view, document, Console(file=terminal, width=400))
     assert "mem GiB (estimated)" in terminal.getvalue()
+    assert {p["peak_mem_kind"] for p in document["front"] + document["feasible"]} == {"simulator_estimate"}
