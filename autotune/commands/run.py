@@ -526,9 +526,10 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
         console.print(f"[yellow]warning: {line}[/]")
     evaluable = backend.evaluable(checks)
     dropped = [after.reason for before, after in zip(checks, evaluable) if before.valid and not after.valid]
-    if dropped:
-        console.print(f"searching the {sum(c.valid for c in evaluable)} of {sum(c.valid for c in checks)} valid "
-                      f"candidates the {backend.name} backend can evaluate; the others: {escape(dropped[0])}")
+    # Said once the study opens, not here: a refusal below (estimated energy, an --out that cannot be written) is its
+    # one line alone, not under a line about a search that never starts (trial67 #5).
+    searching = (f"searching the {sum(c.valid for c in evaluable)} of {sum(c.valid for c in checks)} valid candidates "
+                 f"the {backend.name} backend can evaluate; the others: {escape(dropped[0])}") if dropped else None
     # And the other way round: recorded figures this study cannot use (another --space, --nodes) are said.
     for line in (backend.unused_records(checks), *backend.unchecked_records(checks)):
         if line:
@@ -546,6 +547,8 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
     study = open_study(run_dir, args.storage, make_sampler(args.seed, args.trials, args.sampler, checks),
                        len(args.objectives.split(",")), cheap_figures=backend.name == "simulate", study_name=args.study_name)
     console.print(f"backend: {backend_line(backend, settings.space.nodes)}")
+    if searching:
+        console.print(searching)
     done_before = probed_trials(study)
     if "settings" in study.user_attrs:
         _resume(study, settings, backend, args, run_dir, console)

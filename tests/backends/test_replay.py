@@ -373,6 +373,22 @@ def test_a_file_with_estimated_energy_needs_the_estimate_allowed(tmp_path):
     check_energy_objective(mixed, "time,energy", allow_estimated=True)
 
 
+def test_a_replay_refused_for_estimated_energy_is_its_error_line_alone(tmp_path):
+    # trial67 #5: "searching the 1 of 684 valid candidates ..." came first, of a search that never starts.
+    from tests.cli import autotune_main
+
+    estimated = {"status": "ok", "time_s": 100.0, "energy_kj": 50.0, "tflops": 300, "source": "estimated"}
+    params = {**KNOBS_OLD, "power_limit": 1.0, "sm_clock_mhz": "max"}  # no warning of knobs or study it lacks
+    path = _write(tmp_path, [{**estimated, "params": params, "study": STUDY}])
+    run_dir = tmp_path / "run"
+    done = autotune_main("run", "--model", "7b", "--nodes", "4", "--backend", "replay", "--measurements", str(path),
+                         "--out", str(run_dir))
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "every record's energy was estimated" in lines[0], lines
+    assert not run_dir.exists()
+
+
 def test_an_exported_file_replays_only_for_the_study_it_was_measured_for(tmp_path):
     """Records hold knobs, not the model or workload: the `study` export writes beside them refuses a
     replay that would label 7b figures as 32b ones (or 60-frame figures as 30-frame ones)."""
