@@ -14,9 +14,16 @@ from autotune.candidate import knobs_sentence
 from autotune.measure.combine import not_measured, parts_text
 from autotune.report.units import RunEnergyUnit, time_text
 from autotune.study.loop import StudyProgress
+from autotune.usage_errors import one_line
 
 
-def _outcome(result, note: str, energy_unit: RunEnergyUnit) -> str:
+# The live bar's width for a failed probe's reason: the bar is one line, redrawn, and the report after it says
+# every reason whole (report.failed_trials). A line per trial (a job's output file) says it whole: it is what
+# `tail -f` shows of why a probe failed.
+BAR_NOTE_CHARS = 60
+
+
+def _outcome(result, note: str, energy_unit: RunEnergyUnit, note_chars: int | None = None) -> str:
     if result.ok:
         if result.energy_kj is not None:
             left_out = not_measured(result.details) if result.energy_source == "measured" else []  # a GPU-only total
@@ -26,7 +33,10 @@ def _outcome(result, note: str, energy_unit: RunEnergyUnit) -> str:
             energy = "energy unavailable" + ("" if result.energy_source == "unavailable" else f" ({result.energy_source})")
         figures = f"{time_text(result.time_s)} ({result.source}), {energy}"
         return f"{figures}; not ranked: {note}" if note else figures  # note: why the study cannot rank it
-    return f"{result.status}: {note[:60]}" if note else result.status
+    note = one_line(note)
+    if note_chars is not None and len(note) > note_chars:
+        note = note[:note_chars - 3] + "..."
+    return f"{result.status}: {note}" if note else result.status
 
 
 # A real probe's first launch on a machine may build DeepSpeed's ops before it trains: said once, so that
@@ -109,7 +119,7 @@ def trial_progress(console, total: int, done: int = 0, announce_probes: bool = F
             completed = counted(completed)
             bar.update(task, completed=completed)
             # Escaped: a probe's error may hold brackets ("[rank0]:"), which rich would read as markup.
-            bar.update(task, description=escape(f"#{number}: {_outcome(result, note, energy_unit)}"))
+            bar.update(task, description=escape(f"#{number}: {_outcome(result, note, energy_unit, BAR_NOTE_CHARS)}"))
 
         def on_start(number, params, resumed, note):
             bar.update(task, description=escape(f"#{number}: probing {knobs_sentence(params)}{_notes(resumed, note)}"))

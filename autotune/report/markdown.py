@@ -7,6 +7,7 @@ import re
 from autotune.report.deploy_notes import deployment_notes, device_notes_said_once
 from autotune.report.device_words import view_device_words
 from autotune.report.error_bars import figure_bar, header_bar
+from autotune.report.failed_trials import failure_lines
 from autotune.report.outside_calibration import error_lines
 from autotune.report.noise import noise_line
 from autotune.report.unmeasured_floor import unmeasured_floor_sentence
@@ -88,6 +89,9 @@ def markdown_report(view: StudyView, document: dict) -> str:
         say(workload_sentence(document["workload"], document.get("model_caveats"))),
         "",
     ]
+    if failed := failure_lines(view.trials):  # a probe's error is its own text: literal, never Markdown
+        heading, reasons = failed
+        lines += [f"**{md_cell(heading[0].upper() + heading[1:])}**", "", *(f"- {md_text(r)}" for r in reasons), ""]
     if unsearched := unsearched_nodes_sentence(document):
         lines += [unsearched, ""]
     if inputs := inputs_sentence(document.get("inputs")):

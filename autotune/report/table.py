@@ -15,6 +15,7 @@ from autotune.report.deploy_terminal import print_deployment_notes
 from autotune.report.choosing import choosing_a_pick
 from autotune.report.device_words import view_device_words
 from autotune.report.error_bars import figure_bar, header_bar
+from autotune.report.failed_trials import failure_lines
 from autotune.report.fitted_table import print_table
 from autotune.report.noise import noise_line
 from autotune.report.outside_calibration import error_lines
@@ -109,6 +110,11 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
     if unsearched := unsearched_nodes_sentence(document):
         console.print(escape(unsearched))
     console.print(escape(f"{counted(document['trials'], 'trial')} ({trial_counts(document, view)})"))
+    if failed := failure_lines(view.trials):  # under the counts that say how many failed: why they did
+        heading, lines = failed
+        console.print(escape(heading))
+        for line in lines:
+            console.print(escape(f"  {line}"))
     if document.get("note"):
         console.print(f"[yellow]{escape(document['note'])}[/]")
     if noise_text := noise_line(document):

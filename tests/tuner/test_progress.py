@@ -107,3 +107,24 @@ def test_one_run_gives_every_energy_in_the_unit_of_its_first_figure():
                                                           time_s=600.0, energy_kj=energy_kj), "")
     energies = [line.split(", ")[-1] for line in out.getvalue().splitlines()]
     assert energies == ["2,024 kJ (simulated)", "3,888 kJ (simulated)", "0.000300 kJ (simulated)"]
+
+
+LONG_ERROR = ("the probe exited with status 1 without writing a result: ModuleNotFoundError: No module named "
+              "'deepspeed'")
+
+
+def test_a_job_output_file_says_a_failed_probes_whole_reason():
+    # trial67 #6: cut at 60 characters, "...without writing a result: Mo" said that a probe failed, never why.
+    out = io.StringIO()
+    failed = ProbeResult(status="failed", source="measured", energy_source="unavailable", error=LONG_ERROR)
+    with trial_progress(Console(file=out, force_terminal=False, width=80), total=1) as progress:
+        progress.on_trial(0, PARAMS, failed, LONG_ERROR + "\n")
+    assert out.getvalue().splitlines()[0].endswith(f"4 nodes: failed: {LONG_ERROR}")
+
+
+def test_the_bar_shortens_a_long_reason_and_says_it_did():
+    out = io.StringIO()
+    failed = ProbeResult(status="failed", source="measured", energy_source="unavailable", error=LONG_ERROR)
+    with trial_progress(Console(file=out, force_terminal=True, width=200), total=1) as progress:
+        progress.on_trial(0, PARAMS, failed, LONG_ERROR)
+    assert f"#0: failed: {LONG_ERROR[:57]}..." in out.getvalue() and "'deepspeed'" not in out.getvalue()

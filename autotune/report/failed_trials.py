@@ -1,0 +1,46 @@
+"""Why trials failed, as the terminal and report.md say it (report.html's trial table has each row's reason): the
+probes that ran out of memory, crashed or timed out, grouped by their reason, and where each probe's log is. Without
+it a crashed probe's reason was in report.html alone, and a job's output file said that probes failed, never why."""
+
+from __future__ import annotations
+
+from autotune.backends.repeat_takeover import trial_folder
+from autotune.counted import agreeing, counted
+from autotune.space.files import spans_text
+
+# The statuses of a probe that ran and gave no figure to rank ("invalid" never ran; "interrupted" is probed again).
+FAILED_STATUSES = ("oom", "failed", "timeout")
+# A study whose probes failed many ways: its commonest reasons here, every one in report.html's trial table.
+MOST_REASONS = 5
+
+
+def failure_groups(trials: list[dict]) -> list[tuple[str, list[int], str]]:
+    """(status, trial numbers, reason) for each status and reason the failed trials give, commonest first. The
+    status is said once: a reason that starts with it ("failed: RuntimeError: ...", as the study loop keeps a
+    crash's) is given without it."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for row in trials:
+        if row["status"] in FAILED_STATUSES:
+            reason = row.get("reason") or "no reason recorded"
+            reason = reason.removeprefix(f"{row['status']}: ")
+            groups.setdefault((row["status"], reason), []).append(row["trial"])
+    ranked = sorted(groups.items(), key=lambda group: (-len(group[1]), min(group[1])))
+    return [(status, numbers, reason) for (status, reason), numbers in ranked]
+
+
+def failure_lines(trials: list[dict]) -> tuple[str, list[str]] | None:
+    """The heading and one line per reason (`trials 1, 2, 4 (failed): RuntimeError: ...`), or None where no probe
+    failed. The heading names the log of the first failed trial that has one (a probe of the launch backend; a
+    replayed record has none)."""
+    groups = failure_groups(trials)
+    if not groups:
+        return None
+    logged = sorted(row["trial"] for row in trials
+                    if row["status"] in FAILED_STATUSES and (row.get("details") or {}).get("trial_dir"))
+    log = (f" (each probe's whole output is its log in the run directory: trial {logged[0]}'s is "
+           f"{trial_folder('trials', logged[0]) / 'log.txt'})" if logged else "")
+    lines = [f"{agreeing(len(numbers), 'trial', 'trials')} {spans_text(numbers)} ({status}): {reason}"
+             for status, numbers, reason in groups[:MOST_REASONS]]
+    if len(groups) > MOST_REASONS:
+        lines.append(f"and {counted(len(groups) - MOST_REASONS, 'other reason')}: report.html's trial table gives each")
+    return f"why trials failed{log}:", lines
