@@ -44,3 +44,14 @@ def test_source_labels():
     assert source_label(["none"]) == "not available"
     assert source_label("measured") == "measured"
     assert source_label(["measured", "simulated"]) == "mixed measured/simulated"
+
+
+def test_the_run_directory_page_gives_every_shape_of_the_source_keys(infeasible_run):
+    # trial67 #7: the page documented one label, and a reader doing `d["source"] == "measured"` met a list.
+    from pathlib import Path
+
+    page = " ".join((Path(__file__).resolve().parents[2] / "docs" / "run-directory.md").read_text().split())
+    _, document = build_report(load_finished_study(infeasible_run))
+    assert document["source"] == document["energy_source"] == ["none"]
+    assert '`["none"]` where no trial has figures to rank' in page
+    assert 'a list of them where the points mix labels (a replay of measured and simulated records: `["measured", "simulated"]`)' in page
