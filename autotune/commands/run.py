@@ -19,8 +19,8 @@ from autotune.errors import UserError, signal_words, stop_signals
 from autotune.shell import shell_path
 from autotune.space import node_span
 from autotune.study.stop_rule import stop_rule_help
-from autotune.study.time_limit import (REPORT_MARGIN_S, TimeLimitError, parse_time_limit, run_exit_status,
-                                       run_time_limit, time_limit_line, time_stop_line)
+from autotune.study.time_limit import (REPORT_MARGIN_S, TIME_LIMIT_TOO_SHORT_ATTR, TimeLimitError, parse_time_limit,
+                                       run_exit_status, run_time_limit, stops_again, time_limit_line, time_stop_line)
 from autotune.study.storage import STUDY_NAME, recorded_storage
 
 
@@ -601,6 +601,8 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
     try:
         converged = study.user_attrs.get(CONVERGED_ATTR)  # its stop line: finish_run's, from the report's search block
         if time_limit.stopped:
+            if stops_again(time_limit):  # for the report's search line: what resumes it is not the same command
+                study.set_user_attr(TIME_LIMIT_TOO_SHORT_ATTR, True)
             console.print(time_stop_line(time_limit, backend.timeout_settings(), backend.kill_grace_s), soft_wrap=True, highlight=False, markup=False)
         evaluated_now, elsewhere = evaluated_count(study), probes_running_elsewhere(study)
         if not converged and evaluated_now + elsewhere >= total and evaluated_now + elsewhere > done + ran:

@@ -29,7 +29,7 @@ from autotune.study.loop import CONVERGED_ATTR, probes_running_elsewhere
 from autotune.study.retries import evaluated_count, evaluated_trials
 from autotune.study.valid import usable_values, valid_checks
 from autotune.study.stop_rule import STOP_CHANCE, stop_rule, stop_rule_summary
-from autotune.study.time_limit import TIME_LIMIT_STOP_ATTR
+from autotune.study.time_limit import TIME_LIMIT_STOP_ATTR, TIME_LIMIT_TOO_SHORT_ATTR
 from autotune.counted import agreeing, counted
 
 MAX_PREDICTED = 5
@@ -117,6 +117,8 @@ def _unfinished(study, model, replayed=None) -> dict | None:
         # Stopped by the run's time limit ("slurm": the job's end; "flag": --time-limit), not by the budget: a larger
         # --trials is not what resumes it.
         "time_limit": study.user_attrs.get(TIME_LIMIT_STOP_ATTR),
+        # ...before any probe could start, where a run as long stops there again (study/time_limit.stops_again).
+        "time_limit_too_short": bool(study.user_attrs.get(TIME_LIMIT_TOO_SHORT_ATTR)),
     }
     if replayed is not None:
         unfinished.update(exhausted=True, recorded_left=int(replayed.outlook(study).free.sum()))
@@ -332,6 +334,8 @@ def search_sentences(summary: dict, backend: str | None = None) -> list[str]:
         beside = f" ({running} more still probing on other workers)" if running else ""
         if unfinished.get("time_limit") and (not unfinished["probes"] or unfinished.get("succeeded") != 0):
             resume = _TIME_LIMIT_RESUMES[unfinished["time_limit"]]
+            if unfinished.get("time_limit_too_short"):
+                resume = _TIME_LIMIT_TOO_SHORT[unfinished["time_limit"]]
         elif not unfinished["probes"]:  # none ran (the time limit held the first back): no budget spent, nothing failed
             resume = "The same command resumes the study"
         else:
@@ -361,6 +365,11 @@ _TIME_LIMIT_AGAIN = {"slurm": "the same command in a new job", "flag": "the same
 # The search line's sentence, and nothing_more_to_evaluate's (read after "; " and before " to compare").
 _TIME_LIMIT_RESUMES = {stop: f"Stopped for {which}; {_TIME_LIMIT_AGAIN[stop]} resumes the study"
                        for stop, which in _TIME_LIMIT_WHICH.items()}
+# Where a run as long stops in the same place (no probe could start): the run's stop line gives the figures.
+_TIME_LIMIT_TOO_SHORT = {
+    stop: f"Stopped for {which} before any probe could start; {longer} resumes the study (the run's `stopped:` line "
+          "says how long, and any shorter --probe-timeout that fits)"
+    for (stop, which), longer in zip(_TIME_LIMIT_WHICH.items(), ("a longer job", "a longer --time-limit"))}
 _TIME_LIMIT_FIXES = {stop: f"{which} stopped the study: {_TIME_LIMIT_AGAIN[stop]} resumes it"
                      for stop, which in _TIME_LIMIT_WHICH.items()}
 # The same, where the report's `search:` line says how to resume (nothing_more_to_evaluate's resume_said): it reads

@@ -43,6 +43,10 @@ SLURM_END_ENV = "SLURM_JOB_END_TIME"
 # (--time-limit); cleared when a later run starts or the study stops otherwise. The report reads it: "a larger
 # --trials resumes the study" was said of a study whose budget was not spent.
 TIME_LIMIT_STOP_ATTR = "stopped_by_time_limit"
+# Set beside it where the stop came before any probe could start and a run as long stops in the same place
+# (`stops_again`): the report then says what resumes the study (a longer limit, or a --probe-timeout that fits), not
+# "the same command", which stops there again (trial 67 #3).
+TIME_LIMIT_TOO_SHORT_ATTR = "time_limit_too_short"
 # The exit status of a run the time limit stopped, its reports written: EX_TEMPFAIL of sysexits.h ("try again later"),
 # so that a job chain tells "resubmit me" from a study that ended (0); the signals' 143, 138, 140 say a stop that
 # wrote no reports (trial 62 F3).
@@ -314,8 +318,9 @@ def run_time_limit(flag_s: int | None, environ: dict[str, str], clock: Callable[
 
 def forget_time_limit_stop(study) -> None:
     """The study goes on, or stopped for another reason: it is no longer one the time limit stopped."""
-    if study.user_attrs.get(TIME_LIMIT_STOP_ATTR) is not None:
-        study.set_user_attr(TIME_LIMIT_STOP_ATTR, None)
+    for attr in (TIME_LIMIT_STOP_ATTR, TIME_LIMIT_TOO_SHORT_ATTR):
+        if study.user_attrs.get(attr) is not None:
+            study.set_user_attr(attr, None)
 
 
 def longest_probe_s(trials, timeout_settings: dict) -> float | None:
