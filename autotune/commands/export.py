@@ -68,6 +68,13 @@ def _run(args) -> int:
     from autotune.study import load_finished_study
 
     problem = run_dir_problem(args.run_dir)  # "does not exist", a file of a run directory: as `autotune report` says
+    if problem and args.storage is not None and not args.run_dir.exists() and not args.run_dir.is_symlink():
+        # A study another machine or worker ran has no run directory here: `report` creates one (trial 66 #12).
+        from autotune.study.storage import STUDY_NAME, storage_flags
+
+        problem = (f"{args.run_dir} does not exist; `autotune report {shell_path(args.run_dir)}"
+                   f"{storage_flags(args.storage, args.study_name or STUDY_NAME)}` creates it with the study's reports, "
+                   "then export from it")
     if problem:
         raise UserError(problem)
     if args.output is not None and args.measurements is not None:

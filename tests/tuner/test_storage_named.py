@@ -110,6 +110,15 @@ def test_a_storage_study_is_reported_into_a_run_directory_made_for_it(tmp_path):
     refused = autotune_main("report", tmp_path / "gone")
     assert refused.returncode == 2 and refused.stderr.strip().splitlines() == [
         f"autotune report: error: {tmp_path / 'gone'} does not exist; pass the --out directory of an `autotune run`"]
+    # export reads the study into a run directory's configs/: it names the report that makes one, which then exports.
+    elsewhere = tmp_path / "there"
+    refused = autotune_main("export", elsewhere, "--storage", url, "--study-name", "s1", "--pick", "fastest")
+    said = f"`autotune report {elsewhere} --storage {url} --study-name s1` creates it with the study's reports"
+    assert refused.returncode == 2 and said in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    assert not elsewhere.exists()
+    assert autotune_main("report", elsewhere, "--storage", url, "--study-name", "s1").returncode == 0
+    exported = autotune_main("export", elsewhere, "--storage", url, "--study-name", "s1", "--pick", "fastest")
+    assert exported.returncode == 0 and (elsewhere / "configs" / "fastest.json").is_file(), exported.stderr
 
 
 def test_a_report_of_a_copy_of_a_storage_study_says_its_reports_now_describe_the_copy(tmp_path):
