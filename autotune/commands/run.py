@@ -315,7 +315,7 @@ def _resume(study, settings, backend, args: argparse.Namespace, run_dir: Path, c
     from autotune.backends.base import setting_changes
     from autotune.study.loop import unranked_estimates
     from autotune.study.retries import (FAILING_START_ATTR, SETUP_FAILURE_ATTR, TIMED_OUT_UNDER_ATTR, evaluated_count,
-                                        is_evaluated, queue_setup_retries, timed_out_otherwise)
+                                        is_evaluated, queue_setup_retries, timed_out_otherwise, trials_by_number)
 
     where = recorded_storage(args.storage) if args.storage else str(run_dir)  # said in a log: no password
     evaluated = [t for t in study.get_trials(deepcopy=False) if is_evaluated(t)]
@@ -342,7 +342,7 @@ def _resume(study, settings, backend, args: argparse.Namespace, run_dir: Path, c
         console.print(f"[yellow]{drawn}[/]")
     timeout_settings = backend.timeout_settings()
     retried = queue_setup_retries(study, timeout_settings)
-    trials = study.get_trials(deepcopy=False)  # numbered from 0 in the study: a trial's number is its index
+    trials = trials_by_number(study.get_trials(deepcopy=False))
     timed_out = [trials[n] for n in retried if timed_out_otherwise(trials[n], timeout_settings)]
     on_setup = sorted(set(retried) - {t.number for t in timed_out})
     failing_start = set(study.user_attrs.get(FAILING_START_ATTR, []))

@@ -12,7 +12,7 @@ from autotune.counted import counted
 from autotune.flops import flops_per_sample
 from autotune.report.front import Point, pareto_front, recommendations
 from autotune.report.picks import DEFAULT_ETA, DEFAULT_MAX_SLOWDOWN, PickParameters, max_power_per_gpu_w
-from autotune.study.retries import STOPPED_BY_ATTR, killed_after_probe, retried_trials, retry_lineage
+from autotune.study.retries import STOPPED_BY_ATTR, killed_after_probe, retried_trials, retry_lineage, trials_by_number
 from autotune.study.settings import StudySettings
 from autotune.study.unique import OVER_BUDGET_ATTR
 
@@ -125,7 +125,8 @@ def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, 
     retried = retried_trials(study, trials)  # left unfinished by a stopped run (killed outright, or Ctrl-C): probed again
     # Which trial probed each of them again (the nearest retry), for its reason: "interrupted" alone left the
     # reader to find the candidate's later trial.
-    retried_as = {lineage[0]: t.number for t in trials for lineage in [retry_lineage(trials, t.number)] if lineage}
+    by_number = trials_by_number(trials)
+    retried_as = {lineage[0]: t.number for t in trials for lineage in [retry_lineage(by_number, t.number)] if lineage}
     time_only = len(study.directions) == 1  # the study's objectives, as `autotune run --objectives` set them
     for t in trials:
         if ("duplicate_of" in t.user_attrs or OVER_BUDGET_ATTR in t.user_attrs or t.state == TrialState.RUNNING

@@ -61,6 +61,7 @@ from autotune.study.retries import (
     retry_lineage,
     retry_words,
     setup_failure,
+    trials_by_number,
 )
 from autotune.study.settings import StudySettings
 from autotune.study.stop_rule import STOP_RULE
@@ -368,7 +369,7 @@ class _Objective:
             trial.set_user_attr(OVER_BUDGET_ATTR, True)
             trial.study.stop()
             raise ProbeFailed(f"not probed: {TIME_SHORT_WORDS}")
-        trials = trial.study.get_trials(deepcopy=False) if saved is None else []
+        trials = trials_by_number(trial.study.get_trials(deepcopy=False)) if saved is None else {}
         lineage = retry_lineage(trials, trial.number) if trials else []
         resumed = ""  # what the start line says a retry resumes
         if lineage:  # a retry: the backend may take over what the trials it repeats completed
@@ -472,13 +473,11 @@ def _saved_result(trial: optuna.Trial) -> dict | None:
     retries are ours (`retry_of`) or those of Optuna's heartbeat callback (system attr `failed_trial`)."""
     if "retry_of" not in trial.user_attrs and "result" not in trial.user_attrs:
         return None  # a first attempt (Optuna's retry copies the failed trial's user attrs, its result among them)
-    trials = trial.study.get_trials(deepcopy=False)
+    trials = trials_by_number(trial.study.get_trials(deepcopy=False))
     # failed_trial first: Optuna's retry copies the user attrs, an older retry_of among them.
     retried = trials[trial.number].system_attrs.get("failed_trial", trial.user_attrs.get("retry_of"))
-    if retried is None:
-        return None
-    original = trials[retried]
-    return original.user_attrs["result"] if killed_after_probe(original) else None
+    original = trials.get(retried)  # None also where the retried trial was deleted from the database since
+    return original.user_attrs["result"] if original is not None and killed_after_probe(original) else None
 
 
 def _reserve_probe(trial: optuna.Trial, n_trials: int) -> bool:
@@ -516,7 +515,7 @@ def take_over_dead_workers(study: optuna.Study, alone: bool) -> list[int]:
         with warnings.catch_warnings():  # Optuna marks it experimental; it is what optimize() runs before each trial
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             optuna.storages.fail_stale_trials(study)
-    trials = study.get_trials(deepcopy=False)
+    trials = trials_by_number(study.get_trials(deepcopy=False))
     return [number for number in running if trials[number].state != TrialState.RUNNING]
 
 

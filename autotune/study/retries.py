@@ -186,28 +186,35 @@ def retry_interrupted(study: optuna.Study, include_running: bool = True) -> int:
     return queued
 
 
-def retry_lineage(trials: list, number: int) -> list[int]:
+def trials_by_number(trials: list) -> dict[int, optuna.trial.FrozenTrial]:
+    """The study's trials by number. Optuna numbers them from 0 in order, but a trial deleted from the database by
+    hand (Optuna has no API for it, so its users do it in SQL) leaves a gap: a trial's number is then not its index
+    in study.get_trials(), and indexing the list by number raised IndexError in report and run (trial 66 #4)."""
+    return {t.number: t for t in trials}
+
+
+def retry_lineage(by_number: dict[int, optuna.trial.FrozenTrial], number: int) -> list[int]:
     """The trials whose candidate trial `number` probes again, the nearest first: the one it retries (Optuna's
     heartbeat retry names it in the system attr `failed_trial`, and copies the user attrs, an older `retry_of`
     among them; ours in `retry_of`), the one that trial retried, and so on. [] for a first attempt.
-    `trials`: the study's, indexed by number (study.get_trials())."""
-    lineage, current = [], trials[number]
+    `by_number`: the study's trials, trials_by_number's; a retried trial deleted since ends the lineage."""
+    lineage, current = [], by_number[number]
     while True:
         parent = current.system_attrs.get("failed_trial", current.user_attrs.get("retry_of"))
-        if not isinstance(parent, int) or not 0 <= parent < current.number or parent in lineage:
+        if not isinstance(parent, int) or not 0 <= parent < current.number or parent in lineage or parent not in by_number:
             return lineage
         lineage.append(parent)
-        current = trials[parent]
+        current = by_number[parent]
 
 
-def retry_words(trials: list, lineage: list[int]) -> str:
+def retry_words(by_number: dict[int, optuna.trial.FrozenTrial], lineage: list[int]) -> str:
     """A retry in a few words, for its start line: "retry of interrupted trial 0", or "retry of trial 3, which
     failed on the set-up"; "" for a first attempt. `lineage`: retry_lineage's, the nearest first."""
     if not lineage:
         return ""
-    if trials[lineage[0]].user_attrs.get(SETUP_FAILURE_ATTR):
+    if by_number[lineage[0]].user_attrs.get(SETUP_FAILURE_ATTR):
         return f"retry of trial {lineage[0]}, which failed on the set-up"
-    if trials[lineage[0]].user_attrs.get(TIMED_OUT_UNDER_ATTR):
+    if by_number[lineage[0]].user_attrs.get(TIMED_OUT_UNDER_ATTR):
         return f"retry of trial {lineage[0]}, which timed out under other probe settings"
     return f"retry of interrupted trial {lineage[0]}"
 

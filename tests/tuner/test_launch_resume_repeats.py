@@ -15,7 +15,7 @@ from autotune.backends.launch import LaunchBackend, ProbeInterrupted
 from autotune.commands.options import settings_for
 from autotune.study import open_study, run_study
 from autotune.study.loop import make_sampler
-from autotune.study.retries import retry_lineage
+from autotune.study.retries import retry_lineage, trials_by_number
 from tests.backends.test_repeat_takeover import FAKE_PROBE
 
 SETTINGS = ("--model", "tiny", "--nodes", "1", "--gpus-per-node", "1", "--hardware", "cpu")
@@ -76,7 +76,7 @@ def _trial(number: int, retry_of: int | None = None, failed_trial: int | None = 
 
 def test_the_lineage_follows_our_retries_and_optuna_s_heartbeat_retries_nearest_first():
     # 0 interrupted; 2 retries it (ours) and dies; 5 is Optuna's heartbeat retry of 2, which copied 2's retry_of.
-    trials = [_trial(0), _trial(1), _trial(2, retry_of=0), _trial(3), _trial(4), _trial(5, retry_of=0, failed_trial=2)]
+    trials = trials_by_number([_trial(0), _trial(1), _trial(2, retry_of=0), _trial(3), _trial(4), _trial(5, retry_of=0, failed_trial=2)])
     assert retry_lineage(trials, 5) == [2, 0]
     assert retry_lineage(trials, 2) == [0]
     assert retry_lineage(trials, 3) == []

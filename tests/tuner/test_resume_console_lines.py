@@ -173,7 +173,7 @@ def test_the_words_name_one_repeat_or_several():
 def test_a_retry_of_a_set_up_failure_says_so():
     from autotune.study.retries import SETUP_FAILURE_ATTR, retry_words
 
-    trials = [SimpleNamespace(user_attrs={SETUP_FAILURE_ATTR: True}), SimpleNamespace(user_attrs={})]
+    trials = {0: SimpleNamespace(user_attrs={SETUP_FAILURE_ATTR: True}), 1: SimpleNamespace(user_attrs={})}
     assert retry_words(trials, [0]) == "retry of trial 0, which failed on the set-up"
     assert retry_words(trials, [1, 0]) == "retry of interrupted trial 1"
     assert retry_words(trials, []) == ""

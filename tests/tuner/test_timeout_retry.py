@@ -17,6 +17,7 @@ from autotune.study.retries import (
     queue_setup_retries,
     released_trials,
     retry_words,
+    trials_by_number,
 )
 from tests.backends.test_repeat_takeover import FAKE_PROBE
 
@@ -54,7 +55,7 @@ def test_a_timeout_under_other_probe_settings_is_probed_again_and_under_the_same
     retry = study.trials[1]
     assert retry.state == TrialState.COMPLETE and retry.user_attrs["retry_of"] == 0
     assert retry.params == timed_out.params and retry.user_attrs.get("baseline") == timed_out.user_attrs.get("baseline")
-    assert retry_words(study.trials, [0]) == "retry of trial 0, which timed out under other probe settings"
+    assert retry_words(trials_by_number(study.trials), [0]) == "retry of trial 0, which timed out under other probe settings"
 
 
 def test_a_raised_probe_timeout_probes_a_timed_out_candidate_again(tmp_path):
