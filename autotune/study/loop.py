@@ -45,6 +45,7 @@ from autotune.candidate import KNOBS, params_key
 from autotune.errors import UserError
 from autotune.space import baseline, check_candidate
 from autotune.study.failures import FailingStart, failing_start, retried_after_failing_start
+from autotune.study.queued import QueuedOutsideSpace, suggest_knobs
 from autotune.study.retries import (
     FAILING_START_ATTR,
     SETUP_FAILURE_ATTR,
@@ -149,38 +150,6 @@ def unranked_estimates(study: optuna.Study) -> list[int]:
     --allow-estimated-energy does not probe them again (no candidate is probed twice)."""
     return [t.number for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL,))
             if t.user_attrs.get("reason") == ESTIMATED_ENERGY_REASON and "duplicate_of" not in t.user_attrs]
-
-
-class QueuedOutsideSpace(Exception):
-    """A trial queued by hand (Optuna's `study.enqueue_trial`) with a knob value the space does not hold."""
-
-
-def _suggest(trial: optuna.Trial, choices: dict[str, list], space=None) -> dict:
-    """The trial's knob values from the sampler (or a queued trial's own); `space`: the study's search space,
-    to tell a queued value it lacks from one no valid candidate of it uses."""
-    params = {}
-    with warnings.catch_warnings():  # Optuna's own warning of a queued value: QueuedOutsideSpace says it in our words
-        warnings.simplefilter("ignore", UserWarning)
-        for knob in KNOBS:
-            try:
-                params[knob] = trial.suggest_categorical(knob, choices[knob])
-            except ValueError:  # Optuna's "'0.5' not in (1.0, 0.9, ...)" for a queued value: a traceback ended the run
-                raise QueuedOutsideSpace(_queued_outside(trial, knob, choices, space)) from None
-    return params
-
-
-def _queued_outside(trial: optuna.Trial, knob: str, choices: dict[str, list], space) -> str:
-    """Why a queued trial's `knob` value cannot be probed: one the space lacks, or one no valid candidate uses."""
-    frozen = next(t for t in trial.study.get_trials(deepcopy=False) if t.number == trial.number)
-    queued = frozen.system_attrs.get("fixed_params", {}).get(knob)  # where enqueue_trial keeps them
-    usable = ", ".join(map(str, choices[knob]))
-    if space is not None and queued in space.values(knob):
-        # In the space, and in no valid candidate of it (ZeRO-0 for 32b on 4 nodes): --space cannot help.
-        why = (f"which no valid candidate of this study has (each runs out of memory or breaks a rule: "
-               f"`autotune space` says why); it is left unprobed: queue one of {usable}")
-    else:
-        why = f"which this study's space does not hold ({usable}); it is left unprobed: queue one of those values, or widen --space"
-    return f"trial {trial.number} was queued with {knob} {queued!r}, {why}"
 
 
 def _set_constraints(trial: optuna.Trial, rule: float, memory_excess: float, oom: float) -> None:
@@ -335,7 +304,7 @@ class _Objective:
 
     def __call__(self, trial: optuna.Trial):
         try:
-            params = _suggest(trial, self.choices, self.settings.space)
+            params = suggest_knobs(trial, self.choices, self.settings.space)
         except QueuedOutsideSpace as why:
             _set_constraints(trial, 1.0, 0.0, 0.0)
             trial.set_user_attr("reason", str(why))

@@ -550,13 +550,13 @@ def _proposing_takes(monkeypatch, clock: _Clock, seconds: float) -> None:
     """Each proposal takes `seconds` on the fake clock (between the ask before the trial is made and its probe)."""
     import autotune.study.loop as loop
 
-    suggest = loop._suggest
+    suggest = loop.suggest_knobs
 
     def slow_suggest(*args, **kwargs):
         clock.now_s += seconds
         return suggest(*args, **kwargs)
 
-    monkeypatch.setattr(loop, "_suggest", slow_suggest)
+    monkeypatch.setattr(loop, "suggest_knobs", slow_suggest)
 
 
 def test_a_worker_alone_asks_the_time_left_once_per_trial_and_leaves_no_unstarted_trial_at_the_edge(tmp_path, monkeypatch):
@@ -577,7 +577,8 @@ def test_a_worker_alone_asks_the_time_left_once_per_trial_and_leaves_no_unstarte
 def test_where_another_worker_has_a_trial_under_way_the_time_left_is_asked_again_before_the_probe(tmp_path, monkeypatch):
     """A proposal may wait for another worker's (unique.settled_trials, up to PROPOSAL_WAIT_S): time the first ask
     did not see."""
-    from autotune.study.loop import PROBING_ATTR, _suggest
+    from autotune.study.loop import PROBING_ATTR
+    from autotune.study.queued import suggest_knobs
     from autotune.study.valid import usable_values
 
     settings, checks, study = _study(tmp_path)
@@ -585,7 +586,7 @@ def test_where_another_worker_has_a_trial_under_way_the_time_left_is_asked_again
     backend = _TimedProbes(clock, [100.0], probe_timeout_s=300.0)
     assert run_study(study, settings, backend, 1, checks=checks, early_stop=False, time_limit=TimeLimit(None, clock=clock)) == 1
     other = study.ask()  # another worker's trial, its knobs proposed, its probe under way
-    _suggest(other, usable_values(checks), settings.space)
+    suggest_knobs(other, usable_values(checks), settings.space)
     other.set_user_attr(PROBING_ATTR, True)
     _proposing_takes(monkeypatch, clock, 60.0)
     # The longest probe (100 s) and the margin, and 30 s: enough as the trial is asked for, not after the wait.

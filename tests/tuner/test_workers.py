@@ -85,7 +85,8 @@ def test_a_dead_workers_trial_is_retried_by_another(postgres_url, tmp_path, monk
     fails it and probes the same candidate again (Optuna heartbeats)."""
     from autotune.commands.options import settings_for
     from autotune.study import open_study
-    from autotune.study.loop import _suggest, make_sampler
+    from autotune.study.loop import make_sampler
+    from autotune.study.queued import suggest_knobs
     from autotune.study.valid import usable_values, valid_checks
 
     import psycopg
@@ -104,7 +105,7 @@ def test_a_dead_workers_trial_is_retried_by_another(postgres_url, tmp_path, monk
     valid = next(c for c in checks if c.valid)
     study.enqueue_trial(valid.candidate.knobs.to_dict())
     dead = study.ask()
-    params = _suggest(dead, usable_values(checks))
+    params = suggest_knobs(dead, usable_values(checks))
     dead.set_user_attr("candidate", settings.candidate(params).to_dict())
     study._storage.record_heartbeat(dead._trial_id)  # the worker was alive once, then vanished
     time.sleep(3)

@@ -1,0 +1,66 @@
+"""Trials queued by hand: Optuna users put a known configuration in a study with `study.enqueue_trial(params)`,
+which keeps the values in the trial's system attr `fixed_params`, and the next trial takes them.
+
+A queued value is read as a space file's is (candidate.knob_value): a knob value is part of a candidate's
+identity, so it must be of the knob's type. Optuna's categorical lookup compares by ==, so `zero_stage=True`
+was probed as ZeRO-1 and `3.0` as ZeRO-3 without a word (trial 66 #2); such a trial is left unprobed, one
+line saying why, as one with a value the space lacks is.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import optuna
+
+from autotune.candidate import KNOBS, knob_value
+
+
+class QueuedOutsideSpace(Exception):
+    """A trial queued by hand (Optuna's `study.enqueue_trial`) with a knob value the space does not hold."""
+
+
+def queued_params(trial: optuna.Trial) -> dict:
+    """The knob values `trial` was queued with ({} for the sampler's proposal)."""
+    frozen = next(t for t in trial.study.get_trials(deepcopy=False) if t.number == trial.number)
+    return frozen.system_attrs.get("fixed_params", {})  # where enqueue_trial keeps them
+
+
+def suggest_knobs(trial: optuna.Trial, choices: dict[str, list], space=None) -> dict:
+    """The trial's knob values from the sampler (or a queued trial's own); `space`: the study's search space,
+    to tell a queued value it lacks from one no valid candidate of it uses."""
+    params, queued = {}, queued_params(trial)
+    with warnings.catch_warnings():  # Optuna's own warning of a queued value: QueuedOutsideSpace says it in our words
+        warnings.simplefilter("ignore", UserWarning)
+        for knob in KNOBS:
+            if knob in queued:
+                try:
+                    knob_value(knob, queued[knob])
+                except ValueError as why:
+                    raise QueuedOutsideSpace(_mistyped(trial.number, knob, queued[knob], why, choices)) from None
+            try:
+                params[knob] = trial.suggest_categorical(knob, choices[knob])
+            except ValueError:  # Optuna's "'0.5' not in (1.0, 0.9, ...)" for a queued value: a traceback ended the run
+                raise QueuedOutsideSpace(_outside(trial.number, knob, queued.get(knob), choices, space)) from None
+            if knob in queued:  # Optuna hands back the queued value itself: a power limit of 1 is the space's 1.0
+                params[knob] = knob_value(knob, params[knob])
+    return params
+
+
+def _mistyped(number: int, knob: str, queued, why: ValueError, choices: dict[str, list]) -> str:
+    """A queued value that is no value of the knob at all: of another type (True, 3.0, '3'), or outside its range."""
+    kind = f" (a {type(queued).__name__})" if isinstance(queued, bool) else ""  # True == 1 in Python: say what it is
+    return (f"trial {number} was queued with {knob} {queued!r}{kind}, which {why}; it is left unprobed: "
+            f"queue one of {', '.join(map(str, choices[knob]))}")
+
+
+def _outside(number: int, knob: str, queued, choices: dict[str, list], space) -> str:
+    """Why a queued trial's `knob` value cannot be probed: one the space lacks, or one no valid candidate uses."""
+    usable = ", ".join(map(str, choices[knob]))
+    if space is not None and queued in space.values(knob):
+        # In the space, and in no valid candidate of it (ZeRO-0 for 32b on 4 nodes): --space cannot help.
+        why = (f"which no valid candidate of this study has (each runs out of memory or breaks a rule: "
+               f"`autotune space` says why); it is left unprobed: queue one of {usable}")
+    else:
+        why = f"which this study's space does not hold ({usable}); it is left unprobed: queue one of those values, or widen --space"
+    return f"trial {number} was queued with {knob} {queued!r}, {why}"
