@@ -45,7 +45,7 @@ from autotune.candidate import KNOBS, params_key
 from autotune.errors import UserError
 from autotune.space import baseline, check_candidate
 from autotune.study.failures import FailingStart, failing_start, retried_after_failing_start
-from autotune.study.queued import QueuedOutsideSpace, suggest_knobs
+from autotune.study.queued import QueuedOutsideSpace, left_waiting, suggest_knobs, waiting_trials
 from autotune.study.retries import (
     FAILING_START_ATTR,
     SETUP_FAILURE_ATTR,
@@ -57,7 +57,6 @@ from autotune.study.retries import (
     killed_after_probe,
     queue_setup_retries,
     released_trials,
-    retries_owed,
     retry_interrupted,
     retry_lineage,
     retry_words,
@@ -536,7 +535,7 @@ class _StopWhenDone:
         if len(evaluated) >= min(self.n_trials, self.valid_total) or len(trials) >= self.max_proposals:
             forget_time_limit_stop(study)  # another worker's time limit stopped it before this one spent the budget
             study.stop()
-        elif self.early_stop and _converged(study) and not retries_owed(study):
+        elif self.early_stop and _converged(study) and not waiting_trials(study):
             study.set_user_attr(CONVERGED_ATTR, {"probes": len(evaluated), "rule": STOP_RULE})
             study.stop()
         else:
@@ -590,8 +589,9 @@ def run_study(
     queue_setup_retries(study)  # the CLI has queued them already, to say so: then nothing is left here
     before = evaluated_count(study)
     if before >= min(n_trials, valid_total):
+        _say_left_waiting(study, n_trials, valid_total, progress)
         return 0
-    if before and early_stop and _converged(study) and not retries_owed(study):
+    if before and early_stop and _converged(study) and not waiting_trials(study):
         # Converged already (in an earlier run, or by probes other workers finished since): the record
         # names the probes it converged on now. A study with nothing evaluated cannot have: no model
         # is built for it at start-up.
@@ -608,6 +608,7 @@ def run_study(
     objective = _Objective(settings, backend, OBJECTIVES[objectives], progress, checks, accept_estimated_energy, n_trials,
                            interrupts, proposed_by, time_limit)
     if objective.time_stop.holds_back(study):
+        _say_left_waiting(study, n_trials, valid_total, progress)
         return 0  # no trial created for a probe that would not start
     # Asked by the backend after a wait before a probe, which no ask of this loop sees.
     backend.probe_held_back = functools.partial(objective.time_stop.why_held_back, study)
@@ -627,4 +628,13 @@ def run_study(
                             "evaluated is kept: run the same command again to go on") from None
     if stop.failing is not None:
         raise stop.failing
+    _say_left_waiting(study, n_trials, valid_total, progress)
     return objective.evaluated
+
+
+def _say_left_waiting(study: optuna.Study, n_trials: int, valid_total: int, progress: StudyProgress) -> None:
+    """The queued trials the run leaves WAITING, said in one line (queued.left_waiting)."""
+    line = left_waiting(study, evaluated_count(study), n_trials, valid_total,
+                        study.user_attrs.get(TIME_LIMIT_STOP_ATTR) is not None)
+    if line and progress.on_note:
+        progress.on_note(line)

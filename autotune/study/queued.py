@@ -5,6 +5,11 @@ A queued value is read as a space file's is (candidate.knob_value): a knob value
 identity, so it must be of the knob's type. Optuna's categorical lookup compares by ==, so `zero_stage=True`
 was probed as ZeRO-1 and `3.0` as ZeRO-3 without a word (trial 66 #2); such a trial is left unprobed, one
 line saying why, as one with a value the space lacks is.
+
+A queued trial is the user's explicit request: a converged guided study takes the queued trials before it stops
+(`waiting_trials`), as it does a resume's retries. Where the study has no room left for them (its --trials budget
+spent, every candidate it can evaluate evaluated, the time limit) they stay WAITING in the study, and the run
+says so in one line (`left_waiting`): a resume that stopped at once had left them there without a word (trial 66 #1).
 """
 
 from __future__ import annotations
@@ -12,8 +17,10 @@ from __future__ import annotations
 import warnings
 
 import optuna
+from optuna.trial import TrialState
 
 from autotune.candidate import KNOBS, knob_value
+from autotune.counted import agreeing, counted
 
 
 class QueuedOutsideSpace(Exception):
@@ -64,3 +71,31 @@ def _outside(number: int, knob: str, queued, choices: dict[str, list], space) ->
     else:
         why = f"which this study's space does not hold ({usable}); it is left unprobed: queue one of those values, or widen --space"
     return f"trial {number} was queued with {knob} {queued!r}, {why}"
+
+
+def waiting_trials(study: optuna.Study) -> list[int]:
+    """The numbers of the study's queued trials no run has taken yet (WAITING): queued by hand, or a resume's retries
+    (retries.py). A converged model does not stop the study before them: they were asked for (by the user, or by the
+    run that said it would probe them again), and their figures may move the front it converged on."""
+    return [t.number for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,))]
+
+
+def left_waiting(study: optuna.Study, evaluated: int, n_trials: int, valid_total: int, stopped_by_time: bool) -> str | None:
+    """One line for the queued trials a run leaves WAITING, and why (None where it leaves none). `evaluated`: the
+    study's evaluated candidates (what --trials counts); `valid_total`: the candidates it can evaluate."""
+    numbers = waiting_trials(study)
+    if not numbers:
+        return None
+    them = agreeing(len(numbers), "it", "them")
+    if evaluated >= n_trials:
+        why = f"the --trials budget of {n_trials} is spent; a larger --trials takes {them}"
+    elif evaluated >= valid_total:
+        why = (f"every candidate this study can evaluate is evaluated, so {agreeing(len(numbers), 'it', 'each')} repeats an "
+               "evaluated one or is one the study cannot evaluate (invalid, or with no record to replay)")
+    elif stopped_by_time:
+        why = f"the time limit left no room for a probe; the same command takes {them} later"
+    else:
+        why = f"the study stopped before taking {them}; the same command takes {them}"
+    trials = f"{agreeing(len(numbers), 'trial', 'trials')} {', '.join(map(str, numbers))}"
+    return (f"{counted(len(numbers), 'queued trial')} ({trials}) {agreeing(len(numbers), 'is', 'are')} left unprobed, "
+            f"WAITING in the study: {why}")

@@ -145,14 +145,6 @@ def queue_setup_retries(study: optuna.Study, probe_settings: dict | None = None)
     return queued
 
 
-def retries_owed(study: optuna.Study) -> bool:
-    """Whether a resume queued candidates to probe again (interrupted, or failed on the set-up) that no
-    trial has taken yet: the run said it would probe them, so a converged model does not stop it first
-    (their figures may move the front the model converged on)."""
-    return any(t.state == TrialState.WAITING and "retry_of" in t.user_attrs
-               for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,)))
-
-
 def retry_interrupted(study: optuna.Study, include_running: bool = True) -> int:
     """Queue again the candidates of trials a stopped run left unfinished.
 

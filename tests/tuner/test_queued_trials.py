@@ -6,6 +6,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
+from tests.cli import autotune_main
 from tests.tuner.test_storage import _run_with_a_queued_trial
 
 
@@ -30,3 +31,34 @@ def test_a_queued_whole_power_limit_is_the_space_s_float(tmp_path, capsys):
     trial = optuna.load_study(study_name="s", storage=url).trials[number]
     knobs = trial.user_attrs["candidate"]["knobs"]
     assert knobs["power_limit"] == 1.0 and isinstance(knobs["power_limit"], float)
+
+
+GUIDED = ("run", "--model", "7b", "--nodes", "2", "--backend", "simulate", "-q")
+ZERO_3 = {"zero_stage": 3, "optimizer_offload": "none", "activation_checkpointing": "recompute", "sp_degree": 1,
+          "micro_batch": 2, "nodes": 2, "power_limit": 0.8, "sm_clock_mhz": "max"}
+
+
+def test_a_converged_guided_study_takes_the_trials_queued_by_hand_and_names_those_it_leaves(tmp_path):
+    """Trial 66 #1: a converged guided study, resumed with room in its budget, stopped at once and left the trials
+    queued by hand WAITING without a word; one where the budget is spent now says it leaves them, and why."""
+    from autotune.study.loop import CONVERGED_ATTR
+
+    out = tmp_path / "run"
+    assert autotune_main(*GUIDED, "--trials", "12", "--out", out).returncode == 0
+    study = optuna.load_study(study_name="autotune", storage=f"sqlite:///{out / 'study.db'}")
+    probes = study.user_attrs[CONVERGED_ATTR]["probes"]
+    assert probes < 10 and all(t.params != ZERO_3 for t in study.trials)
+    study.enqueue_trial(ZERO_3)
+    queued = study.trials[-1].number
+
+    resumed = autotune_main(*GUIDED, "--trials", "12", "--out", out)
+    assert resumed.returncode == 0 and "left unprobed" not in resumed.stderr, resumed.stderr
+    assert study.trials[queued].state == TrialState.COMPLETE and study.trials[queued].params == ZERO_3
+    assert "converged after" in resumed.stderr  # and the converged model stopped it after the queued trial
+
+    study.enqueue_trial({**ZERO_3, "micro_batch": 1})
+    study.enqueue_trial({**ZERO_3, "micro_batch": 4})
+    spent = autotune_main(*GUIDED, "--trials", str(probes + 1), "--out", out)
+    assert spent.returncode == 0, spent.stderr
+    assert f"warning: 2 queued trials (trials {queued + 1}, {queued + 2}) are left unprobed, WAITING in the study: the " \
+           f"--trials budget of {probes + 1} is spent; a larger --trials takes them" in spent.stderr.splitlines(), spent.stderr
