@@ -92,8 +92,11 @@ def space_words(space: dict) -> str:
 
 # How the reports and `autotune compare` word the parts of `inputs`.
 def proposer_text(who: dict) -> str:
-    """`guided seed 0 (--trials 30, autotune 0.1.0)`: one entry of `proposed_by`."""
-    return f"{who['sampler']} seed {who['seed']} (--trials {who['trials_budget']}, autotune {who['autotune_version']})"
+    """`guided seed 0 (--trials 30, autotune 0.1.0)`, or `queued by hand (...)`: one entry of `proposed_by`."""
+    from autotune.study.queued import QUEUED_BY_HAND
+
+    by = "queued by hand" if who["sampler"] == QUEUED_BY_HAND else f"{who['sampler']} seed {who['seed']}"
+    return f"{by} (--trials {who['trials_budget']}, autotune {who['autotune_version']})"
 
 
 def measurements_text(replayed: dict) -> str:

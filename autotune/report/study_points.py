@@ -14,7 +14,7 @@ from autotune.report.front import Point, pareto_front, recommendations
 from autotune.report.picks import DEFAULT_ETA, DEFAULT_MAX_SLOWDOWN, PickParameters, max_power_per_gpu_w
 from autotune.study.retries import STOPPED_BY_ATTR, killed_after_probe, retried_trials, retry_lineage, trials_by_number
 from autotune.study.settings import StudySettings
-from autotune.study.unique import OVER_BUDGET_ATTR
+from autotune.study.unique import OVER_BUDGET_ATTR, trial_knobs
 
 
 MODEL_CAVEATS_ATTR = "model_caveats"
@@ -84,6 +84,23 @@ def _status(t: optuna.trial.FrozenTrial) -> str:
     return result.get("status") or ("ok" if t.state == TrialState.COMPLETE else t.state.name.lower())
 
 
+def _refused_queued(t: optuna.trial.FrozenTrial) -> bool:
+    """A trial queued by hand whose values the study refused (study/queued.py): pruned before it became a candidate,
+    its reason kept. It is a trial of the study, in Optuna's tools and in pareto.json's proposed_by; the report's
+    counts left it out, and named it nowhere (trial 66 #3)."""
+    return t.state == TrialState.PRUNED and "candidate" not in t.user_attrs and "reason" in t.user_attrs
+
+
+def _refused_queued_row(t: optuna.trial.FrozenTrial, settings: StudySettings) -> dict:
+    """Its row: invalid, its values as queued (the table shows what was refused), no figures."""
+    params = trial_knobs(t)
+    nodes = params.get("nodes")
+    gpus = nodes * settings.gpus_per_node if isinstance(nodes, int) and not isinstance(nodes, bool) else None
+    return {"trial": t.number, "params": params, "status": "invalid", "reason": t.user_attrs["reason"],
+            **dict.fromkeys(("time_s", "energy_kj", "tflops", "peak_mem_gib", "source", "energy_source")),
+            "gpus": gpus, "details": {}}
+
+
 def searchable_nodes(trials: list[optuna.trial.FrozenTrial]) -> tuple[int, ...] | None:
     """The node counts of the study's space that have a valid candidate, ascending: the `nodes` choices
     the sampler was offered (study.valid.usable_values), which each trial's distribution records. Read
@@ -129,6 +146,9 @@ def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, 
     retried_as = {lineage[0]: t.number for t in trials for lineage in [retry_lineage(by_number, t.number)] if lineage}
     time_only = len(study.directions) == 1  # the study's objectives, as `autotune run --objectives` set them
     for t in trials:
+        if _refused_queued(t):
+            rows.append(_refused_queued_row(t, settings))
+            continue
         if ("duplicate_of" in t.user_attrs or OVER_BUDGET_ATTR in t.user_attrs or t.state == TrialState.RUNNING
                 or "candidate" not in t.user_attrs or killed_after_probe(t)):  # the last: its retry holds its result
             continue

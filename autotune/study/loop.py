@@ -45,7 +45,7 @@ from autotune.candidate import KNOBS, params_key
 from autotune.errors import UserError
 from autotune.space import baseline, check_candidate
 from autotune.study.failures import FailingStart, failing_start, retried_after_failing_start
-from autotune.study.queued import QueuedOutsideSpace, left_waiting, suggest_knobs, waiting_trials
+from autotune.study.queued import QueuedOutsideSpace, left_waiting, proposer, suggest_knobs, waiting_trials
 from autotune.study.retries import (
     FAILING_START_ATTR,
     SETUP_FAILURE_ATTR,
@@ -302,6 +302,8 @@ class _Objective:
         self.evaluated = 0  # candidates this worker evaluated (other workers' are in the study too)
 
     def __call__(self, trial: optuna.Trial):
+        if self.proposed_by is not None:  # first: a queued trial whose values are refused below is counted too
+            trial.set_user_attr(PROPOSED_BY_ATTR, proposer(trial, self.proposed_by))
         try:
             params = suggest_knobs(trial, self.choices, self.settings.space)
         except QueuedOutsideSpace as why:
@@ -312,8 +314,6 @@ class _Objective:
             raise optuna.TrialPruned(str(why)) from None
         candidate = self.settings.candidate(params)
         trial.set_user_attr("candidate", candidate.to_dict())  # the study's settings hold the profile
-        if self.proposed_by is not None:
-            trial.set_user_attr(PROPOSED_BY_ATTR, self.proposed_by)
         check = self.checks.get(params_key(params)) or check_candidate(candidate)
         if not check.valid:
             self._prune_invalid(trial, params, check)

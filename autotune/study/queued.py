@@ -23,14 +23,34 @@ from autotune.candidate import KNOBS, knob_value
 from autotune.counted import agreeing, counted
 
 
+# The proposer pareto.json's inputs.proposed_by names for a trial queued by hand: no sampler drew it, and it was
+# counted among the proposals of the sampler of the run that took it (trial 66 #3).
+QUEUED_BY_HAND = "queued"
+
+
 class QueuedOutsideSpace(Exception):
     """A trial queued by hand (Optuna's `study.enqueue_trial`) with a knob value the space does not hold."""
 
 
+def _frozen(trial: optuna.Trial) -> optuna.trial.FrozenTrial:
+    """The trial as stored: a live Trial does not show its system attrs."""
+    return next(t for t in trial.study.get_trials(deepcopy=False) if t.number == trial.number)
+
+
 def queued_params(trial: optuna.Trial) -> dict:
     """The knob values `trial` was queued with ({} for the sampler's proposal)."""
-    frozen = next(t for t in trial.study.get_trials(deepcopy=False) if t.number == trial.number)
-    return frozen.system_attrs.get("fixed_params", {})  # where enqueue_trial keeps them
+    return _frozen(trial).system_attrs.get("fixed_params", {})  # where enqueue_trial keeps them
+
+
+def proposer(trial: optuna.Trial, proposed_by: dict) -> dict:
+    """Who proposed `trial`, as loop.PROPOSED_BY_ATTR keeps it: `proposed_by` (the run's sampler, seed, budget and
+    version), but for a trial queued by hand, QUEUED_BY_HAND with no seed. The baseline and the retries (ours, and
+    Optuna's heartbeat's) are queued too, by autotune: the run's own proposals."""
+    frozen = _frozen(trial)
+    own = "baseline" in frozen.user_attrs or "retry_of" in frozen.user_attrs or "failed_trial" in frozen.system_attrs
+    if own or "fixed_params" not in frozen.system_attrs:
+        return proposed_by
+    return {**proposed_by, "sampler": QUEUED_BY_HAND, "seed": None}
 
 
 def suggest_knobs(trial: optuna.Trial, choices: dict[str, list], space=None) -> dict:

@@ -62,3 +62,21 @@ def test_a_converged_guided_study_takes_the_trials_queued_by_hand_and_names_thos
     assert spent.returncode == 0, spent.stderr
     assert f"warning: 2 queued trials (trials {queued + 1}, {queued + 2}) are left unprobed, WAITING in the study: the " \
            f"--trials budget of {probes + 1} is spent; a larger --trials takes them" in spent.stderr.splitlines(), spent.stderr
+
+
+@pytest.mark.parametrize("queued", [{"micro_batch": 2}, {"zero_stage": True}])
+def test_a_trial_queued_by_hand_is_no_proposal_of_the_sampler_and_counts_in_the_report(tmp_path, capsys, queued):
+    """Trial 66 #3: a queued trial was listed in pareto.json's inputs.proposed_by under the sampler of the run that
+    took it, and one whose values were refused was in no entry and no count, named nowhere in the report."""
+    import json
+
+    from autotune.report.inputs import inputs_sentence
+
+    url, number, _ = _run_with_a_queued_trial(tmp_path, capsys, ("7b", "1"), queued, 2)
+    document = json.loads((tmp_path / "run" / "pareto.json").read_text())
+    by_hand = [who for who in document["inputs"]["proposed_by"] if who["sampler"] == "queued"]
+    assert [(who["trials"], who["seed"]) for who in by_hand] == [([number], None)]
+    sampled = [t for who in document["inputs"]["proposed_by"] if who["sampler"] == "random" for t in who["trials"]]
+    assert number not in sampled and len(sampled) + 1 == len(optuna.load_study(study_name="s", storage=url).trials)
+    assert document["trials"] == sum(document["trials_by_status"].values()) == len(sampled) + 1
+    assert "queued by hand (--trials 4, autotune " in inputs_sentence(document["inputs"])
