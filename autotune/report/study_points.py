@@ -12,6 +12,7 @@ from autotune.counted import counted
 from autotune.flops import flops_per_sample
 from autotune.report.front import Point, pareto_front, recommendations
 from autotune.report.picks import DEFAULT_ETA, DEFAULT_MAX_SLOWDOWN, PickParameters, max_power_per_gpu_w
+from autotune.study.outside import ADDED_OUTSIDE_REASON, added_outside
 from autotune.study.retries import STOPPED_BY_ATTR, killed_after_probe, retried_trials, retry_lineage, trials_by_number
 from autotune.study.settings import StudySettings
 from autotune.study.unique import OVER_BUDGET_ATTR, trial_knobs
@@ -91,12 +92,13 @@ def _refused_queued(t: optuna.trial.FrozenTrial) -> bool:
     return t.state == TrialState.PRUNED and "candidate" not in t.user_attrs and "reason" in t.user_attrs
 
 
-def _refused_queued_row(t: optuna.trial.FrozenTrial, settings: StudySettings) -> dict:
-    """Its row: invalid, its values as queued (the table shows what was refused), no figures."""
+def _unevaluated_row(t: optuna.trial.FrozenTrial, settings: StudySettings, reason: str) -> dict:
+    """The row of a trial autotune did not evaluate, a queued one it refused or one added outside it (outside.py):
+    invalid, its values as queued or added (the table shows what was left out), no figures."""
     params = trial_knobs(t)
     nodes = params.get("nodes")
     gpus = nodes * settings.gpus_per_node if isinstance(nodes, int) and not isinstance(nodes, bool) else None
-    return {"trial": t.number, "params": params, "status": "invalid", "reason": t.user_attrs["reason"],
+    return {"trial": t.number, "params": params, "status": "invalid", "reason": reason,
             **dict.fromkeys(("time_s", "energy_kj", "tflops", "peak_mem_gib", "source", "energy_source")),
             "gpus": gpus, "details": {}}
 
@@ -146,8 +148,8 @@ def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, 
     retried_as = {lineage[0]: t.number for t in trials for lineage in [retry_lineage(by_number, t.number)] if lineage}
     time_only = len(study.directions) == 1  # the study's objectives, as `autotune run --objectives` set them
     for t in trials:
-        if _refused_queued(t):
-            rows.append(_refused_queued_row(t, settings))
+        if _refused_queued(t) or added_outside(t):
+            rows.append(_unevaluated_row(t, settings, ADDED_OUTSIDE_REASON if added_outside(t) else t.user_attrs["reason"]))
             continue
         if ("duplicate_of" in t.user_attrs or OVER_BUDGET_ATTR in t.user_attrs or t.state == TrialState.RUNNING
                 or "candidate" not in t.user_attrs or killed_after_probe(t)):  # the last: its retry holds its result

@@ -32,6 +32,7 @@ from autotune.study.acquisition import enters_front, improvement
 from autotune.study.correction import corrected_log_prediction
 from autotune.study.knob_kernel import knob_features
 from autotune.study.reweight import reweighted_log_prediction
+from autotune.study.outside import added_outside
 from autotune.study.unique import OVER_BUDGET_ATTR
 
 # A candidate that differs from one that ran out of memory only in micro-batch (no smaller) or device
@@ -72,7 +73,8 @@ def observe(study: optuna.Study, index: dict[str, int], current_trial: int | Non
     for t in study.get_trials(deepcopy=False):
         params = _trial_params(t)
         i = index.get(params_key(params)) if params else None
-        if i is None or t.number == current_trial or "duplicate_of" in t.user_attrs or OVER_BUDGET_ATTR in t.user_attrs:
+        if (i is None or t.number == current_trial or "duplicate_of" in t.user_attrs or OVER_BUDGET_ATTR in t.user_attrs
+                or added_outside(t)):  # its figures' source is unknown (outside.py)
             continue
         constraints = t.constraints
         if t.state in (TrialState.RUNNING, TrialState.WAITING):

@@ -26,6 +26,7 @@ from optuna.distributions import CategoricalDistribution
 from optuna.trial import FrozenTrial, TrialState
 
 from autotune.candidate import KNOBS, params_key
+from autotune.study.outside import added_outside
 
 # Set on a trial that found the --trials budget held by other workers' running probes, or too little time left
 # before the run's time limit once it was proposed (study/time_limit.py; asked before a trial is made, too), and
@@ -68,7 +69,8 @@ def held_keys(study: optuna.Study, except_number: int | None = None) -> set[str]
     held = set()
     for t in settled_trials(study, except_number) if except_number is not None else study.get_trials(deepcopy=False):
         knobs = trial_knobs(t)
-        unprobed = t.user_attrs.get("interrupted") or t.user_attrs.get(OVER_BUDGET_ATTR)
+        # A trial added outside autotune holds nothing either: its figures are left out (outside.py), its candidate free.
+        unprobed = t.user_attrs.get("interrupted") or t.user_attrs.get(OVER_BUDGET_ATTR) or added_outside(t)
         if t.number != except_number and all(k in knobs for k in KNOBS) and not unprobed:
             held.add(params_key(knobs))
     return held

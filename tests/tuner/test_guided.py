@@ -25,6 +25,11 @@ from autotune.candidate import params_key
 from tests.cli import autotune, autotune_main
 
 
+# What a probe keeps with its values: a COMPLETE trial without it was added outside autotune, and the model leaves
+# it out (study/outside.py).
+PROBED = {"result": {"status": "ok", "source": "measured"}}
+
+
 def _settings(model="32b", nodes="2-8"):
     return settings_for("--model", model, "--nodes", nodes)
 
@@ -342,7 +347,8 @@ def test_a_value_pair_held_only_by_a_probe_that_ran_out_of_memory_is_still_owed(
     for i in range(len(pred)):
         if i not in holders:  # measured 10% slower than the simulator says: not its own figures
             values = list(np.exp(pred.log_values[i]) * [1.1, 1.0])
-            study.add_trial(optuna.trial.create_trial(params=pred.params[i], distributions=distributions, values=values, constraints=ok))
+            study.add_trial(optuna.trial.create_trial(params=pred.params[i], distributions=distributions, values=values, constraints=ok,
+                                                  user_attrs=PROBED))
     study.add_trial(optuna.trial.create_trial(state=TrialState.PRUNED, params=pred.params[holders[0]], distributions=distributions,
                                               constraints={**ok, "probe_oom": 1.0}))
     monkeypatch.setattr(GuidedSampler, "_share_of_reach_to_enter", lambda self, view: np.zeros(len(view.free)))
@@ -360,7 +366,8 @@ def _study_with_probes(sampler, probes: dict[int, tuple[float, float]]):
     ok = {k: 0.0 for k in ("rule_violation", "memory_excess_gib", "probe_oom")}
     for i, factors in probes.items():
         values = list(np.exp(pred.log_values[i]) * factors)
-        study.add_trial(optuna.trial.create_trial(params=pred.params[i], distributions=distributions, values=values, constraints=ok))
+        study.add_trial(optuna.trial.create_trial(params=pred.params[i], distributions=distributions, values=values, constraints=ok,
+                                                  user_attrs=PROBED))
     return study
 
 
