@@ -64,7 +64,7 @@ def suggest_knobs(trial: optuna.Trial, choices: dict[str, list], space=None) -> 
                 try:
                     knob_value(knob, queued[knob])
                 except ValueError as why:
-                    raise QueuedOutsideSpace(_mistyped(trial.number, knob, queued[knob], why, choices)) from None
+                    raise QueuedOutsideSpace(_mistyped(trial.number, knob, queued[knob], why, choices, space)) from None
             try:
                 params[knob] = trial.suggest_categorical(knob, choices[knob])
             except ValueError:  # Optuna's "'0.5' not in (1.0, 0.9, ...)" for a queued value: a traceback ended the run
@@ -74,23 +74,36 @@ def suggest_knobs(trial: optuna.Trial, choices: dict[str, list], space=None) -> 
     return params
 
 
-def _mistyped(number: int, knob: str, queued, why: ValueError, choices: dict[str, list]) -> str:
+def _mistyped(number: int, knob: str, queued, why: ValueError, choices: dict[str, list], space) -> str:
     """A queued value that is no value of the knob at all: of another type (True, 3.0, '3'), or outside its range."""
     kind = f" (a {type(queued).__name__})" if isinstance(queued, bool) else ""  # True == 1 in Python: say what it is
-    return (f"trial {number} was queued with {knob} {queued!r}{kind}, which {why}; it is left unprobed: "
-            f"queue one of {', '.join(map(str, choices[knob]))}")
+    return f"trial {number} was queued with {knob} {queued!r}{kind}, which {why}; it is left unprobed: {_to_queue(knob, choices, space)}"
 
 
 def _outside(number: int, knob: str, queued, choices: dict[str, list], space) -> str:
     """Why a queued trial's `knob` value cannot be probed: one the space lacks, or one no valid candidate uses."""
-    usable = ", ".join(map(str, choices[knob]))
     if space is not None and queued in space.values(knob):
         # In the space, and in no valid candidate of it (ZeRO-0 for 32b on 4 nodes): --space cannot help.
         why = (f"which no valid candidate of this study has (each runs out of memory or breaks a rule: "
-               f"`autotune space` says why); it is left unprobed: queue one of {usable}")
+               f"`autotune space` says why); it is left unprobed: queue one of {_listed(choices[knob])}")
     else:
-        why = f"which this study's space does not hold ({usable}); it is left unprobed: queue one of those values, or widen --space"
+        held = space.values(knob) if space is not None else choices[knob]
+        instead = "queue one of those values" if set(held) == set(choices[knob]) else _to_queue(knob, choices, space)
+        why = f"which this study's space does not hold ({_listed(held)}); it is left unprobed: {instead}, or widen --space"
     return f"trial {number} was queued with {knob} {queued!r}, {why}"
+
+
+def _to_queue(knob: str, choices: dict[str, list], space) -> str:
+    """The values to queue instead: the space's that have valid candidates, said so where the space holds others (the
+    warning listed only those as "this study's space", and a space of ZeRO 0-3 read as one without ZeRO-0; trial 66 #9)."""
+    usable = _listed(choices[knob])
+    if space is None or set(space.values(knob)) == set(choices[knob]):
+        return f"queue one of {usable}"
+    return f"queue one of {usable} (the values of this study's space that have valid candidates)"
+
+
+def _listed(values) -> str:
+    return ", ".join(map(str, values))
 
 
 def waiting_trials(study: optuna.Study) -> list[int]:

@@ -80,3 +80,12 @@ def test_a_trial_queued_by_hand_is_no_proposal_of_the_sampler_and_counts_in_the_
     assert number not in sampled and len(sampled) + 1 == len(optuna.load_study(study_name="s", storage=url).trials)
     assert document["trials"] == sum(document["trials_by_status"].values()) == len(sampled) + 1
     assert "queued by hand (--trials 4, autotune " in inputs_sentence(document["inputs"])
+
+
+def test_a_refused_queued_value_s_warning_tells_the_space_from_its_values_with_valid_candidates(tmp_path, capsys):
+    """Trial 66 #9: "which this study's space does not hold (1, 2, 3)" of a space of ZeRO 0-3, whose ZeRO-0 has no
+    valid candidate for 7b on 2 nodes: the values to queue were called the space."""
+    _, number, err = _run_with_a_queued_trial(tmp_path, capsys, ("7b", "2"), {"zero_stage": 5, "nodes": 2}, 2)
+    lines = [line for line in err.splitlines() if "was queued with" in line]
+    assert lines == [f"warning: trial {number} was queued with zero_stage 5, which is not one of the allowed values 0, 1, 2, 3; "
+                     "it is left unprobed: queue one of 1, 2, 3 (the values of this study's space that have valid candidates)"], err
