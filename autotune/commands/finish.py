@@ -33,9 +33,21 @@ def stored_pick_parameters(study, max_slowdown: float | None, eta: float | None)
     """Command-line values first, then those the study's last run or report used, then the defaults."""
     stored = study.user_attrs.get(PICK_PARAMETERS_ATTR, {})
     return (
-        max_slowdown if max_slowdown is not None else stored.get("max_slowdown", DEFAULT_MAX_SLOWDOWN),
-        eta if eta is not None else stored.get("eta", DEFAULT_ETA),
+        max_slowdown if max_slowdown is not None else _stored(stored, "max_slowdown", DEFAULT_MAX_SLOWDOWN, low=1.0),
+        eta if eta is not None else _stored(stored, "eta", DEFAULT_ETA, low=0.0, high=1.0),
     )
+
+
+def _stored(stored, name: str, default: float, low: float, high: float | None = None) -> float:
+    """A kept pick parameter, checked as its flag is: the Optuna API edits it (study.set_user_attr), and an edited
+    one was a traceback of the picks' own range check (trial 66 #5)."""
+    from autotune.checks import checked_number
+
+    if not isinstance(stored, dict) or name not in stored:
+        return default
+    flag = "--" + name.replace("_", "-")
+    return checked_number("the study's pick_parameters", name, stored[name], low=low, high=high,
+                          fix=f"it was edited since a run kept it (study.set_user_attr): pass {flag} to replace it")
 
 
 def keep_pick_parameters(study, view) -> None:

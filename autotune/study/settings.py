@@ -8,12 +8,13 @@ import os
 from dataclasses import asdict, dataclass, field
 
 from autotune.candidate import Candidate, Knobs
-from autotune.errors import UserError
+from autotune.checks import checked_number, shown
+from autotune.errors import ConfigError, UserError
 from autotune.hardware import HardwareProfile, figure_differences, hardware_flag, hardware_to_dict, kept_base_name, stored_hardware
 from autotune.models import MODEL_SIZE_PARTS, PRESETS, ModelSpec, first_three, model_from_json, params_text, size_differences
 from autotune.shell import shell_path
 from autotune.space import SearchSpace, nodes_flag
-from autotune.workload import Workload, default_precision
+from autotune.workload import PRECISIONS, WORKLOAD_KEYS, Workload, default_precision
 
 
 @dataclass(frozen=True)
@@ -46,14 +47,23 @@ class StudySettings:
 
     @classmethod
     def from_dict(cls, data: dict) -> "StudySettings":
-        return cls(
-            model=model_from_json(data["model"]),
-            hardware=stored_hardware(data, f"the study's hardware profile '{data.get('hardware_name')}'"),
-            workload=Workload(**data["workload"]),
-            gpus_per_node=int(data["gpus_per_node"]),
-            space=SearchSpace(**{k: tuple(v) for k, v in data["space"].items()}),
-            model_flag=data["model_flag"] if isinstance(data.get("model_flag"), str) else "",
-        )
+        """The settings a study keeps (to_dict's), read as a file is: the Optuna API edits them (study.set_user_attr),
+        and an edited workload or GPU count was a traceback in report and export (a negative samples, a missing
+        workload), or a silently wrong pareto.json (gpus_per_node 0); now one line naming the value (trial 66 #5)."""
+        try:
+            hardware = stored_hardware(data, f"the study's hardware profile '{data.get('hardware_name')}'")
+            return cls(
+                model=model_from_json(data["model"]),
+                hardware=hardware,
+                workload=_stored_workload(data["workload"]),
+                gpus_per_node=checked_number(_SETTINGS, "gpus_per_node", data["gpus_per_node"], low=1,
+                                             high=hardware.gpus_per_node, integer=True, fix=_EDITED),
+                space=SearchSpace(**{k: tuple(v) for k, v in data["space"].items()}),
+                model_flag=data["model_flag"] if isinstance(data.get("model_flag"), str) else "",
+            )
+        except (KeyError, TypeError, AttributeError) as missing:  # a key deleted, or a value of another shape
+            raise ConfigError(f"{_SETTINGS} are not as autotune kept them ({type(missing).__name__}: {missing}); "
+                              f"{_EDITED}") from None
 
     def check_same_as(self, stored: dict, where: str, figures_use_profile: bool, evaluated: list | None = None) -> str | None:
         """A resumed study must be the same question; otherwise say how to start a new one.
@@ -259,3 +269,20 @@ def _value(value) -> str:
 def _nodes(counts) -> str:
     """As --nodes takes them: 4, or 2-8 for a range; a list (a space file's) as it is."""
     return nodes_flag(counts) if isinstance(counts, list) and counts else _value(counts)
+
+
+# Where a stored setting is named, and the fix for one edited since the run kept it.
+_SETTINGS = "the study's settings"
+_EDITED = ("the study's settings were edited since the run kept them (study.set_user_attr): put back the value the run kept, "
+           "or start a new study")
+
+
+def _stored_workload(stored: dict) -> Workload:
+    """The study's workload, each number checked as the flags are (make_workload's range), its precision too."""
+    if not isinstance(stored, dict):
+        raise ConfigError(f"{_SETTINGS}: workload = {shown(stored)} is not a table of {', '.join(WORKLOAD_KEYS)}; {_EDITED}")
+    values = {**stored, **{key: checked_number(_SETTINGS, f"workload.{key}", stored[key], low=1, integer=True, fix=_EDITED)
+                           for key in WORKLOAD_KEYS}}
+    if values.get("precision") not in (None, *PRECISIONS):
+        raise ConfigError(f"{_SETTINGS}: workload.precision = {shown(values['precision'])} is not bf16 or fp32; {_EDITED}")
+    return Workload(**values)

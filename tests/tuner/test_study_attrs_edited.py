@@ -1,0 +1,53 @@
+"""What a study keeps in its user attrs (settings, pick_parameters) is read as a file is: the Optuna API edits them
+(study.set_user_attr), and an edited value was a traceback in report and export (trial 66 #5)."""
+
+from __future__ import annotations
+
+import shutil
+
+import optuna
+import pytest
+
+from tests.cli import autotune_main
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "run"
+    result = autotune_main("run", "--model", "7b", "--nodes", "1", "--gpus-per-node", "2", "--backend", "simulate",
+                           "--trials", "2", "--out", out)
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def _settings(edit):
+    def apply(study):
+        settings = study.user_attrs["settings"]
+        edit(settings)
+        study.set_user_attr("settings", settings)
+    return apply
+
+
+def _picks(kept):
+    return lambda study: study.set_user_attr("pick_parameters", kept)
+
+
+@pytest.mark.parametrize("edit, said", [
+    (_picks({"max_slowdown": 1.05, "eta": 7}), "the study's pick_parameters: eta = 7 is out of range; it must be a number "
+     ">= 0 and <= 1; it was edited since a run kept it (study.set_user_attr): pass --eta to replace it"),
+    (_picks({"max_slowdown": 1.05, "eta": "abc"}), "the study's pick_parameters: eta = \"abc\" is not a number"),
+    (_picks({"max_slowdown": 0.5, "eta": 0.5}), "pick_parameters: max_slowdown = 0.5 is out of range"),
+    (_settings(lambda s: s["workload"].update(samples=-5)), "the study's settings: workload.samples = -5 is out of range; "
+     "it must be a whole number >= 1; the study's settings were edited since the run kept them (study.set_user_attr)"),
+    (_settings(lambda s: s["workload"].update(samples="abc")), "workload.samples = \"abc\" is not a whole number"),
+    (_settings(lambda s: s.pop("workload")), "the study's settings are not as autotune kept them (KeyError: 'workload')"),
+    (_settings(lambda s: s.update(gpus_per_node=0)), "the study's settings: gpus_per_node = 0 is out of range"),
+])
+def test_an_edited_user_attr_of_the_study_is_one_line_naming_it(finished_run, tmp_path, edit, said):
+    out = tmp_path / "run"
+    shutil.copytree(finished_run, out)
+    edit(optuna.load_study(study_name="autotune", storage=f"sqlite:///{out / 'study.db'}"))
+    for command in (("report", out), ("export", out, "--pick", "cost-weighted", "-o", tmp_path / "pick.json")):
+        result = autotune_main(*command)
+        assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+        assert said in result.stderr, result.stderr
