@@ -225,9 +225,13 @@ _PYSQLITE_OPTIONS = frozenset(("uri", "timeout", "isolation_level", "detect_type
 def _check_sqlite_options(url: str, parsed) -> None:
     """A '?' in a file name (`sqlite:////x/st?x=1.db`) starts a query string to SQLAlchemy: the study
     went to the file `st` while every message named the URL given. Options the driver takes pass;
-    with `uri` the rest go to SQLite's own URI, the user's choice."""
-    ignored = sorted(set(parsed.query) - _PYSQLITE_OPTIONS)
-    if not ignored or "uri" in parsed.query:
+    with `uri` the rest go to SQLite's own URI, the user's choice. The query is read from the URL as given:
+    SQLAlchemy drops a part without '=' (`sqlite:///q?x.db` went to the file `q` without a word; trial 66 #8)."""
+    from urllib.parse import parse_qsl
+
+    given = {key for key, _ in parse_qsl(url.partition("?")[2], keep_blank_values=True)} | set(parsed.query)
+    ignored = sorted(given - _PYSQLITE_OPTIONS)
+    if not ignored or "uri" in given:
         return
     query = url[url.index("?"):]
     raise UserError(

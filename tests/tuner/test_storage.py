@@ -539,6 +539,14 @@ def test_a_query_string_in_an_sqlite_storage_url_is_refused_not_taken_as_the_fil
     assert sorted(p.name for p in tmp_path.iterdir()) == ["other.db", "st?x=1.db"]
 
 
+def test_a_query_part_without_an_equals_sign_is_refused_too(tmp_path):
+    """Trial 66 #8: SQLAlchemy drops a query part without '=', so `sqlite:///q?x.db` kept the study in the file `q`
+    without a word."""
+    with pytest.raises(UserError, match=r"'\?x\.db' as connection options \(x\.db unknown to it\).*%3F"):
+        open_study(tmp_path / "run", f"sqlite:///{tmp_path}/q?x.db", None)
+    assert not (tmp_path / "q").exists()
+
+
 def test_a_run_directory_named_with_a_question_mark_keeps_its_study_in_it(tmp_path):
     """The default URL was sqlite:///RUN_DIR/study.db unescaped: `--out 'q?x'` kept its study in the file `q`."""
     from autotune.study.storage import load_finished_study
