@@ -23,7 +23,7 @@ from autotune.report.pareto_json import read_pareto_json
 from autotune.report.picks import DEFAULT_ETA, DEFAULT_MAX_SLOWDOWN, PICK_FILES
 from autotune.report.search import nothing_more_to_evaluate, search_summary
 from autotune.report.table import print_report
-from autotune.study.storage import STUDY_NAME, recorded_storage, storage_flags
+from autotune.study.storage import STUDY_NAME, absolute_storage, recorded_storage, storage_flags
 
 # The study remembers what its picks were chosen with, so `autotune report` chooses the same ones.
 PICK_PARAMETERS_ATTR = "pick_parameters"
@@ -71,7 +71,7 @@ def build_report(study, max_slowdown: float | None = None, eta: float | None = N
     document["inputs"] = study_inputs(study, view.settings)
     # So `autotune report RUN_DIR` can name the database a run directory without study.db needs; null for the
     # directory's own study.db (the key is in every pareto.json, as the README lists it).
-    document["storage"] = recorded_storage(storage) if storage else None
+    document["storage"] = recorded_storage(absolute_storage(storage)) if storage else None
     return view, texts_of(document)
 
 

@@ -13,7 +13,7 @@ import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 import optuna
 
@@ -65,6 +65,20 @@ def recorded_storage(url: str) -> str:
     except Exception:  # noqa: BLE001 - no URL SQLAlchemy reads held a study: nothing in it to hide
         return url
     return parsed.render_as_string(hide_password=True) if parsed.password else url
+
+
+# A SQLite URL whose path is relative: `sqlite:///x.db`, not `sqlite:////abs/x.db` (in memory: `sqlite:///:memory:`).
+_RELATIVE_SQLITE = re.compile(r"(sqlite(?:\+\w+)?:///)(?![/:])(.+)", re.DOTALL)
+
+
+def absolute_storage(url: str) -> str:
+    """`url` with a relative SQLite path made absolute, from the working directory as SQLAlchemy reads it: what a run
+    directory's pareto.json keeps, for the reports that send a user back to the database from anywhere. A relative
+    one sent them to `--storage sqlite:///shared.db`, which fails from any other directory (trial 66 #7)."""
+    relative = _RELATIVE_SQLITE.fullmatch(url)
+    if relative is None:
+        return url
+    return f"{relative.group(1)}{quote(os.getcwd(), safe='/')}/{relative.group(2)}"
 
 
 def _recorded_study(run_dir: Path) -> str:

@@ -30,6 +30,21 @@ def test_report_of_a_storage_run_names_its_url_and_study(tmp_path):
     assert autotune_main("report", out).stderr.strip().endswith(f"pass --storage {shlex.quote(url)} --study-name s1")
 
 
+def test_a_relative_sqlite_url_is_recorded_absolute_so_its_hint_works_from_anywhere(tmp_path):
+    """Trial 66 #7: `--storage sqlite:///shared.db` was recorded as given, and the hint `report` printed from another
+    directory named a database that is not there."""
+    (tmp_path / "sub").mkdir()
+    done = autotune_main("run", "--model", "tiny", "--nodes", "1", "--trials", "3", "--storage", "sqlite:///shared.db",
+                         "--study-name", "s1", "--out", "s1", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    assert json.loads((tmp_path / "s1" / "pareto.json").read_text())["storage"] == url
+    refused = autotune_main("report", "../s1", cwd=tmp_path / "sub")
+    assert refused.stderr.strip().endswith(f"pass --storage {shlex.quote(url)} --study-name s1"), refused.stderr
+    again = autotune_main("report", "../s1", "--storage", url, "--study-name", "s1", cwd=tmp_path / "sub")
+    assert again.returncode == 0 and "were of" not in again.stderr, again.stderr  # the same database: not repointed
+
+
 def test_a_run_directory_study_records_no_storage(tmp_path):
     done = autotune_main("run", "--model", "tiny", "--nodes", "1", "--trials", "3", "--out", tmp_path / "own")
     assert done.returncode == 0, done.stderr
