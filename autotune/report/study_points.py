@@ -19,6 +19,10 @@ from autotune.study.unique import OVER_BUDGET_ATTR, trial_knobs
 
 
 MODEL_CAVEATS_ATTR = "model_caveats"
+# A FAIL trial whose probe's result is kept (retries.killed_after_probe), before a run queues it again.
+UNRECORDED_PROBE_REASON = ("its probe's result is kept, but the trial was not recorded as finished (its run was killed "
+                           "after the probe, or the trial was marked FAIL by hand): left off the front; the next "
+                           "`autotune run` takes the result over")
 
 
 @dataclass(frozen=True)
@@ -152,7 +156,7 @@ def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, 
             rows.append(_unevaluated_row(t, settings, ADDED_OUTSIDE_REASON if added_outside(t) else t.user_attrs["reason"]))
             continue
         if ("duplicate_of" in t.user_attrs or OVER_BUDGET_ATTR in t.user_attrs or t.state == TrialState.RUNNING
-                or "candidate" not in t.user_attrs or killed_after_probe(t)):  # the last: its retry holds its result
+                or "candidate" not in t.user_attrs or (killed_after_probe(t) and t.number in retried)):  # its retry holds its result
             continue
         result = t.user_attrs.get("result") or {}
         params = t.user_attrs["candidate"]["knobs"]
@@ -161,6 +165,8 @@ def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, 
         candidate = settings.candidate(params)
         status = "interrupted" if t.number in retried else _status(t)
         reason = t.user_attrs.get("reason") or result.get("error")
+        if killed_after_probe(t):  # not queued again yet: it vanished from the report, silently (trial 66 #3)
+            status, reason = "interrupted", UNRECORDED_PROBE_REASON
         if status == "interrupted" and not reason:
             again = f"probed again as trial {retried_as[t.number]}" if t.number in retried_as else "probed again when the study resumes"
             stopped_by = t.user_attrs.get(STOPPED_BY_ATTR)
