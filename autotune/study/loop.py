@@ -46,7 +46,8 @@ from autotune.errors import UserError
 from autotune.space import baseline, check_candidate
 from autotune.study.failures import FailingStart, failing_start, retried_after_failing_start
 from autotune.study.outside import added_outside_line
-from autotune.study.queued import QueuedOutsideSpace, left_waiting, proposer, suggest_knobs, waiting_trials
+from autotune.study.queued import (QueuedOutsideSpace, left_waiting, proposer, queued_repeat, suggest_knobs,
+                                   waiting_trials)
 from autotune.study.retries import (
     FAILING_START_ATTR,
     SETUP_FAILURE_ATTR,
@@ -324,6 +325,8 @@ class _Objective:
         owner = _earlier_unfinished_holder(trial.study, trial.number, params_key(params))
         earlier = evaluated_trials(trial.study).get(params_key(params))
         if earlier is not None:
+            if self.progress.on_note and (line := queued_repeat(trial, earlier.number)):
+                self.progress.on_note(line)
             self._repeat(trial, earlier)
         if owner is not None:
             self._running_elsewhere(trial, owner)

@@ -44,13 +44,25 @@ def queued_params(trial: optuna.Trial) -> dict:
 
 def proposer(trial: optuna.Trial, proposed_by: dict) -> dict:
     """Who proposed `trial`, as loop.PROPOSED_BY_ATTR keeps it: `proposed_by` (the run's sampler, seed, budget and
-    version), but for a trial queued by hand, QUEUED_BY_HAND with no seed. The baseline and the retries (ours, and
-    Optuna's heartbeat's) are queued too, by autotune: the run's own proposals."""
-    frozen = _frozen(trial)
-    own = "baseline" in frozen.user_attrs or "retry_of" in frozen.user_attrs or "failed_trial" in frozen.system_attrs
-    if own or "fixed_params" not in frozen.system_attrs:
+    version), but for a trial queued by hand, QUEUED_BY_HAND with no seed."""
+    if not _queued_by_hand(_frozen(trial)):
         return proposed_by
     return {**proposed_by, "sampler": QUEUED_BY_HAND, "seed": None}
+
+
+def queued_repeat(trial: optuna.Trial, earlier: int) -> str | None:
+    """One line for a trial queued by hand with a candidate trial `earlier` evaluated, None for any other trial: it is
+    not probed again (its `duplicate_of` says so in the study), and the run that took it said nothing (trial 66 #1)."""
+    if not _queued_by_hand(_frozen(trial)):
+        return None
+    return (f"trial {trial.number} was queued with the candidate of trial {earlier}, evaluated already: "
+            "it is not probed again")
+
+
+def _queued_by_hand(frozen: optuna.trial.FrozenTrial) -> bool:
+    """Queued by the user: the baseline and the retries (ours, and Optuna's heartbeat's) are queued too, by autotune."""
+    own = "baseline" in frozen.user_attrs or "retry_of" in frozen.user_attrs or "failed_trial" in frozen.system_attrs
+    return not own and "fixed_params" in frozen.system_attrs
 
 
 def suggest_knobs(trial: optuna.Trial, choices: dict[str, list], space=None) -> dict:
@@ -77,7 +89,8 @@ def suggest_knobs(trial: optuna.Trial, choices: dict[str, list], space=None) -> 
 def _mistyped(number: int, knob: str, queued, why: ValueError, choices: dict[str, list], space) -> str:
     """A queued value that is no value of the knob at all: of another type (True, 3.0, '3'), or outside its range."""
     kind = f" (a {type(queued).__name__})" if isinstance(queued, bool) else ""  # True == 1 in Python: say what it is
-    return f"trial {number} was queued with {knob} {queued!r}{kind}, which {why}; it is left unprobed: {_to_queue(knob, choices, space)}"
+    return (f"trial {number} was queued with {knob} {queued!r}{kind}, which {why}; it is left unprobed: "
+            f"{_to_queue(knob, choices, space)}")
 
 
 def _outside(number: int, knob: str, queued, choices: dict[str, list], space) -> str:

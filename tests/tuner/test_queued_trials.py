@@ -48,12 +48,15 @@ def test_a_converged_guided_study_takes_the_trials_queued_by_hand_and_names_thos
     study = optuna.load_study(study_name="autotune", storage=f"sqlite:///{out / 'study.db'}")
     probes = study.user_attrs[CONVERGED_ATTR]["probes"]
     assert probes < 10 and all(t.params != ZERO_3 for t in study.trials)
+    study.enqueue_trial(study.trials[1].params)  # a repeat: said, not probed again
     study.enqueue_trial(ZERO_3)
     queued = study.trials[-1].number
 
     resumed = autotune_main(*GUIDED, "--trials", "12", "--out", out)
     assert resumed.returncode == 0 and "left unprobed" not in resumed.stderr, resumed.stderr
     assert study.trials[queued].state == TrialState.COMPLETE and study.trials[queued].params == ZERO_3
+    assert (f"warning: trial {queued - 1} was queued with the candidate of trial 1, evaluated already: it is not probed "
+            "again") in resumed.stderr.splitlines(), resumed.stderr
     assert "converged after" in resumed.stderr  # and the converged model stopped it after the queued trial
 
     study.enqueue_trial({**ZERO_3, "micro_batch": 1})
