@@ -85,6 +85,9 @@ PROPOSED_BY_ATTR = "proposed_by"
 # Set on a trial just before its probe starts: what other workers count against the budget (a trial
 # that finds no room left is marked OVER_BUDGET_ATTR instead, unique.py).
 PROBING_ATTR = "probing"
+# Set while a trial asks for room in the budget (_reserve_probe): counted against the budget like a probe, but
+# no probe of the other workers' "still running" counts (probes_running_elsewhere) until the room is granted.
+RESERVING_ATTR = "reserving_probe"
 # Why a probe was not started where the time limit held it back after its trial was made.
 TIME_SHORT_WORDS = "too little time is left before the time limit for a probe and the reports"
 
@@ -456,13 +459,18 @@ def _reserve_probe(trial: optuna.Trial, n_trials: int) -> bool:
     """Whether the trial may start its probe: the study's evaluated candidates and the probes running
     on other workers leave room in the budget. The trial's own mark is stored before the others are
     read, so of two workers that reserve at once at least one sees the other: the budget is never
-    exceeded (in that race both may stop, one short of it; the same command resumes)."""
-    trial.set_user_attr(PROBING_ATTR, True)
+    exceeded (in that race both may stop, one short of it; the same command resumes). That mark is RESERVING_ATTR:
+    PROBING_ATTR only once room is found, as a trial marked probing first, then over the budget, was another
+    worker's "1 probe still running" for a probe that never started (trial67 #9)."""
+    trial.set_user_attr(RESERVING_ATTR, True)
     taken, released = 0, released_trials(trial.study)
     for t in trial.study.get_trials(deepcopy=False):  # one snapshot: a trial is running or finished in it
-        running_probe = t.state == TrialState.RUNNING and t.user_attrs.get(PROBING_ATTR)
-        taken += t.number != trial.number and bool(running_probe or is_evaluated(t, released))
-    return taken < n_trials
+        holds_room = t.state == TrialState.RUNNING and (t.user_attrs.get(PROBING_ATTR) or t.user_attrs.get(RESERVING_ATTR))
+        taken += t.number != trial.number and bool(holds_room or is_evaluated(t, released))
+    if taken >= n_trials:
+        return False
+    trial.set_user_attr(PROBING_ATTR, True)
+    return True
 
 
 def probes_running_elsewhere(study: optuna.Study) -> int:

@@ -105,3 +105,38 @@ def test_a_worker_whose_budget_other_workers_probes_hold_says_so(tmp_path):
     assert ("1 probe still running on other workers is not in this report; `autotune report" in said and
             "(a worker killed a moment ago counts as running until its heartbeat is 120 s old; a run of the study "
             "started after that probes its trial again)") in said, said
+
+
+def test_a_trial_over_the_budget_is_never_another_workers_running_probe(tmp_path, monkeypatch):
+    """Trial67 #9: a worker marked its trial probing before it found the budget spent, and the worker beside it, reading
+    the study just then, said "1 probe still running on other workers" of a probe that never started. Two workers'
+    studies on one SQLite file; the second reads the study while the first reserves (where the race fell)."""
+    from autotune.study import loop
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    settings = settings_for("--model", "7b", "--nodes", "1", "--space", str(SPACE))
+    checks = valid_checks(settings)
+    first = optuna.create_study(study_name="s", storage=url, directions=["minimize", "minimize"])
+    run_study(first, settings, SimulateBackend(), 3, checks=checks, early_stop=False)
+    beside = optuna.load_study(study_name="s", storage=url)
+    seen_beside = []
+    real_released = loop.released_trials
+
+    def released_while_reserving(study):  # called by _reserve_probe after its own mark, before it counts the others
+        seen_beside.append(probes_running_elsewhere(beside))
+        return real_released(study)
+
+    monkeypatch.setattr(loop, "released_trials", released_while_reserving)
+    over = first.ask(fixed_distributions=first.trials[0].distributions)
+    assert not loop._reserve_probe(over, 3)
+    assert seen_beside == [0]
+    first.tell(over, state=TrialState.FAIL)  # as the loop ends it
+    # Room found: then it is a probe under way, for the budget and for the worker beside it alike.
+    room = first.ask(fixed_distributions=first.trials[0].distributions)
+    assert loop._reserve_probe(room, 4)
+    assert seen_beside == [0, 0] and probes_running_elsewhere(beside) == 1
+    # A trial still asking for room holds it against a worker that reserves at the same moment: the budget of 5
+    # (3 evaluated, 1 probing) is full with it.
+    asking = first.ask(fixed_distributions=first.trials[0].distributions)
+    asking.set_user_attr(loop.RESERVING_ATTR, True)
+    assert not loop._reserve_probe(beside.ask(fixed_distributions=first.trials[0].distributions), 5)
