@@ -291,13 +291,17 @@ def converged_line(document: dict) -> str | None:
 
 
 def finish_run(study, run_dir: Path, console, max_slowdown: float | None = None, eta: float | None = None,
-               storage: str | None = None, study_name: str = STUDY_NAME, stop_line: bool = False) -> dict:
+               storage: str | None = None, study_name: str = STUDY_NAME, stop_line: bool = False,
+               said_first=None) -> dict:
     """The reports of a finished run, written and printed. `stop_line`: say first how the search ended where it
-    converged (converged_line), as `autotune run` does."""
+    converged (converged_line), as `autotune run` does. `said_first(view)`: lines printed before all that, told by
+    the very read of the study the report is made of (a worker's "not in this report")."""
     with reports_turn(run_dir):
         view, document = build_report(study, max_slowdown, eta, storage)
         keep_pick_parameters(study, view)
         _, kept = write_outputs(view, document, run_dir)
+    for line in said_first(view) if said_first else ():
+        console.print(line, soft_wrap=True, highlight=False, markup=False)
     if stop_line and (line := converged_line(document)):
         console.print(line, soft_wrap=True, highlight=False, markup=False)
     print_report(view, document)

@@ -307,6 +307,17 @@ def _check_same_backend(study, backend, evaluated: list, where: str, again: str)
     )
 
 
+def _not_in_report_line(probes: int, again: str) -> str:
+    """What a worker says of the probes other workers had under way when its report read the study."""
+    from autotune.study.storage import heartbeat_seconds
+
+    # A requeued job resumes seconds after its worker died: that trial still reads as running (trial 43 F6).
+    grace_s = heartbeat_seconds()[1]
+    return (f"{counted(probes, 'probe')} still running on other workers {agreeing(probes, 'is', 'are')} not in this report; "
+            f"`{again}` once {agreeing(probes, 'it finishes', 'they finish')} (a worker killed a moment ago counts as running "
+            f"until its heartbeat is {grace_s} s old; a run of the study started after that probes its trial again)")
+
+
 def _resume(study, settings, backend, args: argparse.Namespace, run_dir: Path, console) -> None:
     """A study already holds trials: refuse what would mix its figures with others (another backend,
     another file, another profile its figures came from), else say what changed since it began."""
@@ -616,18 +627,14 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
             # A resume whose budget the study had already spent probed nothing, and said nothing of why (trial 37 F14).
             console.print(f"the --trials budget of {total} is spent: the study already holds {done} evaluated candidates, so "
                           "this run probed none; a larger --trials probes more")
-        if elsewhere:
-            from autotune.study.storage import heartbeat_seconds
-
-            again = _report_command(run_dir, args)
-            # A requeued job resumes seconds after its worker died: that trial still reads as running (trial 43 F6).
-            grace_s = heartbeat_seconds()[1]
-            console.print(f"{counted(elsewhere, 'probe')} still running on other workers {agreeing(elsewhere, 'is', 'are')} not in "
-                          f"this report; `{again}` once {agreeing(elsewhere, 'it finishes', 'they finish')} "
-                          f"(a worker killed a moment ago counts as running until its heartbeat is {grace_s} s old; a "
-                          "run of the study started after that probes its trial again)")
+        # Counted from the report's own read of the study: counted before it, a probe that finished in between was
+        # said to be missing from a report that held it (trial66 #10).
+        not_in_report = []
+        def said_first(view):
+            not_in_report.extend(view.running_probes)
+            return [_not_in_report_line(len(view.running_probes), _report_command(run_dir, args))] if view.running_probes else []
         finish_run(study, run_dir, console, args.max_slowdown, args.eta, args.storage, args.study_name,
-                   stop_line=True)
+                   stop_line=True, said_first=said_first)
     except KeyboardInterrupt:
         interrupts.stopping = True  # a second signal must not cut this line
         again = _report_command(run_dir, args, html=True)
@@ -644,7 +651,7 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
     # is no success, whatever the budget: the failing-start stop's exit status. Not while other workers'
     # probes may still succeed: the last of them says it.
     others_left = sum(c.valid for c in checks) > len(evaluated_trials(study))
-    nothing = None if elsewhere else no_probe_succeeded(study, others_left, replayed=backend.name == "replay",
+    nothing = None if not_in_report else no_probe_succeeded(study, others_left, replayed=backend.name == "replay",
                                                         unrecorded_left=bool(dropped))
     if nothing:
         raise UserError(nothing)

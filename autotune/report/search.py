@@ -25,7 +25,7 @@ from autotune.pareto import front_indices
 from autotune.candidate import knobs_sentence
 from autotune.report.units import energy_text, time_text
 from autotune.study.acquisition import ENTER_MARGIN, enters_front
-from autotune.study.loop import CONVERGED_ATTR, probes_running_elsewhere
+from autotune.study.loop import CONVERGED_ATTR
 from autotune.study.retries import evaluated_count, evaluated_trials
 from autotune.study.valid import usable_values, valid_checks
 from autotune.study.stop_rule import STOP_CHANCE, stop_rule, stop_rule_summary
@@ -86,16 +86,17 @@ def _every_record_weighed(study, view, backend: str, objectives: int, valid: int
     return _exhaustive(values, probed_front, probed, objectives, valid, "recorded")
 
 
-def _unfinished(study, model, replayed=None) -> dict | None:
+def _unfinished(study, model, replayed=None, running_elsewhere: int = 0) -> dict | None:
     """A guided study that stopped before its stop rule was met (the --trials budget ran out, or Ctrl-C):
     how many probes it ran, what the rule still asks for, and the candidate it would probe next. None
     when nothing is left to ask for (every valid candidate probed).
 
     `replayed`: the model of a replay study's resume (its recorded candidates only). Where it still
     has a candidate to ask for, that is the next one; else the recording is exhausted (`exhausted`) and
-    `next`, from the model of every candidate, has no record."""
+    `next`, from the model of every candidate, has no record. `running_elsewhere`: the probes under way that the
+    report's view left out (StudyView.running_probes)."""
     if replayed is not None:
-        resumed = _unfinished(study, replayed)
+        resumed = _unfinished(study, replayed, running_elsewhere=running_elsewhere)
         if resumed is not None and resumed["next"] is not None:
             return {**resumed, "exhausted": False}
     reason = model.outstanding(study)
@@ -108,7 +109,7 @@ def _unfinished(study, model, replayed=None) -> dict | None:
         "next": None if following is None else dict(model.predictions.params[following]),
         # Other workers' probes under way: "stopped after 2 probes while fewer than 3 succeeded" read as the
         # study's end while the third ran beside it.
-        "running_elsewhere": probes_running_elsewhere(study),
+        "running_elsewhere": running_elsewhere,
         # None succeeded: the set-up failed them, and a larger budget would not help (trial 37 F8).
         "succeeded": sum(t.state == optuna.trial.TrialState.COMPLETE for t in evaluated_trials(study).values()),
         # Of those that did not, how many failed or timed out (the others ran out of memory, which no fix of the
@@ -273,7 +274,7 @@ def search_summary(study, view, backend: str) -> dict:
                                 "recorded": len(valid_keys & recorded), "unrecorded": len(valid_keys - recorded)}
     if summary["sampler"] == "guided" and not converged:
         replayed = _replay_model(checks, recorded) if recorded is not None else None
-        summary["unfinished"] = _unfinished(study, model, replayed) if recorded is None or replayed else None
+        summary["unfinished"] = _unfinished(study, model, replayed, len(view.running_probes)) if recorded is None or replayed else None
         if summary["unfinished"] is not None:
             # A replay's failures are recorded: fixing nothing re-runs them (trial54 F3).
             summary["unfinished"]["replayed"] = backend == "replay"

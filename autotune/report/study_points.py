@@ -12,6 +12,7 @@ from autotune.counted import counted
 from autotune.flops import flops_per_sample
 from autotune.report.front import Point, pareto_front, recommendations
 from autotune.report.picks import DEFAULT_ETA, DEFAULT_MAX_SLOWDOWN, PickParameters, max_power_per_gpu_w
+from autotune.study.loop import running_probes
 from autotune.study.outside import ADDED_OUTSIDE_REASON, added_outside
 from autotune.study.retries import STOPPED_BY_ATTR, killed_after_probe, retried_trials, retry_lineage, trials_by_number
 from autotune.study.settings import StudySettings
@@ -46,6 +47,9 @@ class StudyView:
     # Simulated trials whose candidate today's rules or memory estimate rule out (an older autotune, whose memory
     # estimate was lower, evaluated them): {trial: reason}; left off the points, the front and the picks (trial52 #2).
     ruled_out_now: dict = field(default_factory=dict)
+    # Trials whose probe was under way (another worker's) when the view read the study: not in it. Said from this read,
+    # not another: a probe that finished between the two was said to be missing from a report that held it (trial66 #10).
+    running_probes: tuple[int, ...] = ()
 
     def point(self, trial: int) -> Point | None:
         return next((p for p in self.points if p.trial == trial), None)
@@ -205,4 +209,4 @@ def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, 
     parameters = PickParameters(max_slowdown, eta, max_power_per_gpu_w(settings.hardware))
     picks = recommendations(front, parameters.max_slowdown, parameters.eta, parameters.max_power_per_gpu_w, time_only)
     return StudyView(settings, rows, points, front, picks, baseline_trial, parameters, time_only,
-                     searchable_nodes(trials), study.user_attrs.get(MODEL_CAVEATS_ATTR), ruled_out)
+                     searchable_nodes(trials), study.user_attrs.get(MODEL_CAVEATS_ATTR), ruled_out, tuple(running_probes(trials)))

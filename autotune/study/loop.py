@@ -473,9 +473,14 @@ def _reserve_probe(trial: optuna.Trial, n_trials: int) -> bool:
     return True
 
 
+def running_probes(trials: list[optuna.trial.FrozenTrial]) -> list[int]:
+    """The numbers of the trials (of one read of the study) whose probe is under way."""
+    return [t.number for t in trials if t.state == TrialState.RUNNING and t.user_attrs.get(PROBING_ATTR)]
+
+
 def probes_running_elsewhere(study: optuna.Study) -> int:
     """Probes other workers are running on the study (after this worker's run: none of its own)."""
-    return sum(bool(t.user_attrs.get(PROBING_ATTR)) for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)))
+    return len(running_probes(study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))))
 
 
 def take_over_dead_workers(study: optuna.Study, alone: bool) -> list[int]:
@@ -485,8 +490,7 @@ def take_over_dead_workers(study: optuna.Study, alone: bool) -> list[int]:
     stayed short of its budget until a later run (trial 51 #4). A worker is dead where this one is `alone` on the
     run directory now (storage.sole_worker, asked again), or, on a --storage study, where its heartbeat is older
     than the grace (Optuna's heartbeat callback queues its retry, as at the start of each trial)."""
-    running = [t.number for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
-               if t.user_attrs.get(PROBING_ATTR)]
+    running = running_probes(study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)))
     if not running:
         return []
     if alone:

@@ -140,3 +140,37 @@ def test_a_trial_over_the_budget_is_never_another_workers_running_probe(tmp_path
     asking = first.ask(fixed_distributions=first.trials[0].distributions)
     asking.set_user_attr(loop.RESERVING_ATTR, True)
     assert not loop._reserve_probe(beside.ask(fixed_distributions=first.trials[0].distributions), 5)
+
+
+def test_a_probe_that_finishes_before_the_report_reads_the_study_is_not_said_to_be_missing_from_it(tmp_path, monkeypatch):
+    """Trial66 #10: a worker counted the other workers' running probes, then wrote its report; one that finished in
+    between was said to be "not in this report", above a report that held it. The count is the report's own read."""
+    from autotune.backends.simulate import SimulateBackend
+    from autotune.commands import finish
+    from autotune.study.settings import StudySettings
+    from tests.cli import autotune_main
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    flags = ("run", "--model", "7b", "--nodes", "1", "--backend", "simulate", "--storage", url, "--study-name", "s",
+             "--out", tmp_path / "r")
+    assert autotune_main(*flags, "--trials", "2").returncode == 0
+    study = optuna.load_study(study_name="s", storage=url)
+    other = study.ask(fixed_distributions=study.trials[0].distributions)  # another worker's probe, under way
+    other.set_user_attr(PROBING_ATTR, True)
+    real_build = finish.build_report
+
+    def finished_just_before(study, *args, **kwargs):  # the other worker records its result as the report is made
+        candidate = StudySettings.from_dict(study.user_attrs["settings"]).candidate(other.params)
+        result = SimulateBackend().evaluate(candidate, other.number)
+        other.set_user_attr("candidate", candidate.to_dict())
+        other.set_user_attr("result", result.to_dict())
+        study.tell(other, [result.time_s, result.energy_kj])
+        return real_build(study, *args, **kwargs)
+
+    monkeypatch.setattr(finish, "build_report", finished_just_before)
+    held = autotune_main(*flags, "--trials", "3")
+    assert held.returncode == 0, held.stderr
+    said = " ".join(held.stderr.split()) + " ".join(held.stdout.split())
+    assert "still probing on other workers" in said  # the budget line, told as the study stood when this worker ended
+    assert "not in this report" not in said, said
+    assert other.number in {row["trial"] for row in study_view(study).trials}
