@@ -610,7 +610,10 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
     # SIGTERM while the reports are written (a job's time limit just after its last trial) ended the run by its
     # default action, without a word of what was not written (trial 37 F13): it stops as Ctrl-C does here.
     try:
-        converged = study.user_attrs.get(CONVERGED_ATTR)  # its stop line: finish_run's, from the report's search block
+        # Its stop line: finish_run's, from the report's search block. Only a sampler with a stop rule stops there: one
+        # without (--sampler random beside a guided worker) ran on to its budget, which it says (trial66 #13).
+        stops_on_convergence = args.sampler == "guided"
+        converged = study.user_attrs.get(CONVERGED_ATTR) if stops_on_convergence else None
         if time_limit.stopped:
             if stops_again(time_limit):  # for the report's search line: what resumes it is not the same command
                 study.set_user_attr(TIME_LIMIT_TOO_SHORT_ATTR, True)
@@ -634,7 +637,7 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
             not_in_report.extend(view.running_probes)
             return [_not_in_report_line(len(view.running_probes), _report_command(run_dir, args))] if view.running_probes else []
         finish_run(study, run_dir, console, args.max_slowdown, args.eta, args.storage, args.study_name,
-                   stop_line=True, said_first=said_first)
+                   stop_line=stops_on_convergence, said_first=said_first)
     except KeyboardInterrupt:
         interrupts.stopping = True  # a second signal must not cut this line
         again = _report_command(run_dir, args, html=True)

@@ -25,7 +25,7 @@ from autotune.pareto import front_indices
 from autotune.candidate import knobs_sentence
 from autotune.report.units import energy_text, time_text
 from autotune.study.acquisition import ENTER_MARGIN, enters_front
-from autotune.study.loop import CONVERGED_ATTR
+from autotune.study.loop import CONVERGED_ATTR, PROPOSED_BY_ATTR
 from autotune.study.retries import evaluated_count, evaluated_trials
 from autotune.study.valid import usable_values, valid_checks
 from autotune.study.stop_rule import STOP_CHANCE, stop_rule, stop_rule_summary
@@ -232,6 +232,22 @@ def _not_replayed(study, backend: str) -> dict | None:
     return {**left_out, "of": measurements["records"]} if left_out else None
 
 
+def _probed_since(study, converged: dict) -> list:
+    """The evaluated trials proposed after the study converged: a worker with no stop rule (--sampler random beside a
+    guided one) goes on to its budget, and its probes were said to be "under way on other workers then" (trial66 #13).
+    Empty where the record does not say how many trials were made by then (an older autotune's)."""
+    made_then = converged.get("trials")
+    if not isinstance(made_then, int):
+        return []
+    return [t for t in evaluated_trials(study).values() if t.number >= made_then]
+
+
+def _samplers(trials: list) -> list[str]:
+    """The samplers that proposed the trials (PROPOSED_BY_ATTR), in order of name; those not recorded left out."""
+    return sorted({who["sampler"] for t in trials if isinstance(who := t.user_attrs.get(PROPOSED_BY_ATTR), dict)
+                   and isinstance(who.get("sampler"), str)})
+
+
 def search_summary(study, view, backend: str) -> dict:
     """The `search` block: sampler, early stop, exhaustiveness, and the `predicted` list."""
     converged = study.user_attrs.get(CONVERGED_ATTR)
@@ -241,8 +257,11 @@ def search_summary(study, view, backend: str) -> dict:
         # by the best time alone (guided.py), so its rule says that. Probes other workers had under way when
         # it converged finish after it: counted apart, "118 trials" beside "converged after 117 probes"
         # read as a miscount (trial 46).
-        finished_since = max(evaluated_count(study) - converged.get("probes", 0), 0)
-        converged = {**converged, "rule": stop_rule(objectives), "finished_since": finished_since}
+        probed_since = _probed_since(study, converged)
+        finished_since = max(evaluated_count(study) - converged.get("probes", 0) - len(probed_since), 0)
+        converged = {**{k: v for k, v in converged.items() if k != "trials"}, "rule": stop_rule(objectives),
+                     "finished_since": finished_since,
+                     "probed_since": len(probed_since), "probed_since_by": _samplers(probed_since)}
     summary = {
         "sampler": study.user_attrs.get("sampler", "unknown"),
         "converged": converged,
@@ -324,7 +343,8 @@ def search_sentences(summary: dict, backend: str | None = None) -> list[str]:
         objectives = 1 if converged.get("rule") in (stop_rule(1), stop_rule(1, RECORDED_CANDIDATE)) else 2
         lines.append(converged_sentence(converged["probes"], objectives, converged.get("recorded", 0),
                                         converged.get("unrecorded", 0), converged.get("finished_since", 0),
-                                        simulated=backend == "simulate",
+                                        simulated=backend == "simulate", probed_since=converged.get("probed_since", 0),
+                                        probed_since_by=converged.get("probed_since_by", []),
                                         at_end_of_recording=bool(converged.get("at_end_of_recording"))))
     unfinished = summary.get("unfinished")
     if unfinished and unfinished.get("exhausted"):
@@ -392,14 +412,21 @@ def _none_succeeded_sentence(unfinished: dict) -> str:
             "directory's trials/ folder), then the same command resumes the study")
 
 
-def _finished_since(finished_since: int) -> str:
-    return f" ({finished_since} more, under way on other workers then, finished since)" if finished_since else ""
+def _finished_since(finished_since: int, probed_since: int = 0, probed_since_by: list[str] = ()) -> str:
+    """What the study evaluated after it converged: probes other workers had under way then, and probes proposed since
+    (by a worker whose sampler has no stop rule)."""
+    by = " and ".join(f"--sampler {name}" for name in probed_since_by) or "other workers"
+    said = ([f"{finished_since} more, under way on other workers then, finished since"] if finished_since else []) + (
+        [f"{probed_since} more probed since by {by}"] if probed_since else [])
+    return f" ({'; '.join(said)})" if said else ""
 
 
-def _converged_after(probes: int, simulated: bool, finished_since: int = 0) -> str:
+def _converged_after(probes: int, simulated: bool, finished_since: int = 0, probed_since: int = 0,
+                     probed_since_by: list[str] = ()) -> str:
     """"converged after 9 probes"; on the simulate backend "9 simulated probes": nothing ran on hardware, and a
     probe is a short training run elsewhere (trial57 #10)."""
-    return f"converged after {probes} {'simulated ' if simulated else ''}probes{_finished_since(finished_since)}"
+    since = _finished_since(finished_since, probed_since, probed_since_by)
+    return f"converged after {probes} {'simulated ' if simulated else ''}probes{since}"
 
 
 def _recording_ended(probes: int, recorded: int, unrecorded: int, finished_since: int = 0) -> str:
@@ -425,16 +452,18 @@ def converged_stop_line(probes: int, simulated: bool, recorded: int = 0, unrecor
 
 
 def converged_sentence(probes: int, objectives: int, recorded: int = 0, unrecorded: int = 0, finished_since: int = 0,
-                       simulated: bool = False, at_end_of_recording: bool = False) -> str:
+                       simulated: bool = False, at_end_of_recording: bool = False, probed_since: int = 0,
+                       probed_since_by: list[str] = ()) -> str:
     """"converged after 9 probes: ...", in the report. A replay of a file that records some of the valid candidates
     converged among those (`recorded`): the `unrecorded` others it could not probe, and "no unprobed valid candidate"
-    was false of them. `finished_since`: probes other workers had under way then. `simulated`: the simulate
+    was false of them. `finished_since`: probes other workers had under way then; `probed_since`: probes proposed after
+    it, by the samplers `probed_since_by`. `simulated`: the simulate
     backend's study. `at_end_of_recording`: a replay that ended with its partial recording, the rule met by the
     model's prediction of the others alone (_recording_ended)."""
     if at_end_of_recording and unrecorded:
         return (f"{_recording_ended(probes, recorded, unrecorded, finished_since)}; a prediction, not a measurement: "
                 f"{stop_rule_summary(objectives, 'valid candidate the file lacks')}; --backend launch measures them")
-    after = _converged_after(probes, simulated, finished_since)
+    after = _converged_after(probes, simulated, finished_since, probed_since, probed_since_by)
     if not unrecorded:
         return f"{after}: {stop_rule_summary(objectives)}"
     return (f"{after} among the {recorded} recorded candidates: "

@@ -552,7 +552,8 @@ class _StopWhenDone:
             forget_time_limit_stop(study)  # another worker's time limit stopped it before this one spent the budget
             study.stop()
         elif self.early_stop and _converged(study) and not waiting_trials(study):
-            study.set_user_attr(CONVERGED_ATTR, {"probes": len(evaluated), "rule": STOP_RULE})
+            # "trials": how many were made by then; a later one was proposed after it (by a worker with no stop rule).
+            study.set_user_attr(CONVERGED_ATTR, {"probes": len(evaluated), "rule": STOP_RULE, "trials": len(trials)})
             study.stop()
         else:
             self.failing = failing_start(evaluated, self.earlier, self.failures_may_be_the_setup)
@@ -613,7 +614,7 @@ def run_study(
         # Converged already (in an earlier run, or by probes other workers finished since): the record
         # names the probes it converged on now. A study with nothing evaluated cannot have: no model
         # is built for it at start-up.
-        study.set_user_attr(CONVERGED_ATTR, {"probes": before, "rule": STOP_RULE})
+        study.set_user_attr(CONVERGED_ATTR, {"probes": before, "rule": STOP_RULE, "trials": len(study.trials)})
         return 0
     if study.user_attrs.get(CONVERGED_ATTR) and not (early_stop and hasattr(study.sampler, "converged")):
         # A sampler with no stop rule probes past a guided run's convergence: "converged after 5 probes"

@@ -560,3 +560,42 @@ def test_a_suspect_pair_no_near_front_candidate_holds_is_probed_not_the_baseline
     evaluated = {params_key(t.params) for t in trials}
     unfinished = json.loads((tmp_path / "run" / "pareto.json").read_text())["search"].get("unfinished") or {}
     assert not unfinished.get("next") or params_key(unfinished["next"]) not in evaluated
+
+
+def test_a_random_worker_beside_a_guided_one_that_converged_says_its_budget_and_its_probes_since(tmp_path, monkeypatch):
+    """Trial66 #13: a --sampler random worker ran on to its --trials budget after the guided worker beside it converged,
+    and said "converged after N probes" with no budget line, its own later probes "under way on other workers then".
+    Deterministic: the guided worker runs to its convergence while the random worker's first probe is under way."""
+    from pathlib import Path
+
+    space = Path(__file__).with_name("small_7b_space.toml")
+    flags = ("--model", "7b", "--nodes", "1", "--space", space)
+    out = tmp_path / "run"
+    real_evaluate, guided_ran = SimulateBackend.evaluate, []
+
+    def evaluate(self, candidate, trial_number):
+        if not guided_ran:  # the guided worker, on the same study.db, converges meanwhile
+            guided_ran.append(True)
+            settings = settings_for(*map(str, flags))
+            checks = valid_checks(settings)
+            study = open_study(out, None, make_sampler(0, 12, "guided", checks), cheap_figures=True)
+            run_study(study, settings, SimulateBackend(), 12, checks=checks, shared_storage=True,
+                      proposed_by={"sampler": "guided", "seed": 0, "trials_budget": 12, "autotune_version": "0"})
+            assert study.user_attrs[CONVERGED_ATTR]
+        return real_evaluate(self, candidate, trial_number)
+
+    monkeypatch.setattr(SimulateBackend, "evaluate", evaluate)
+    run = autotune_main("run", *flags, "--trials", "12", "--sampler", "random", "--seed", "3", "--backend", "simulate",
+                        "--out", out)
+    assert run.returncode == 0, run.stderr
+    said, report = " ".join(run.stderr.split()), " ".join(run.stdout.split())
+    converged = json.loads((out / "pareto.json").read_text())["search"]["converged"]
+    probes = converged["probes"]
+    # Its stop is the budget's: said so, and not the guided worker's convergence.
+    assert re.search(r"the --trials budget of 12 is spent: \d+ of them evaluated by this run, \d+ by other runs", said), said
+    assert "the report's `search:` line says why it stopped" not in said
+    # Its first probe was under way when the guided worker converged; the others it proposed since.
+    assert converged["finished_since"] == 1 and converged["probed_since"] == 12 - probes - 1, converged
+    assert converged["probed_since_by"] == ["random"]
+    assert (f"converged after {probes} simulated probes (1 more, under way on other workers then, finished since; "
+            f"{12 - probes - 1} more probed since by --sampler random): ") in report, report
