@@ -239,7 +239,7 @@ def candidate_from_dict(data: dict) -> Candidate:
     ("knobs.zero_stage = 1.5 is not one of the allowed values 0, 1, 2, 3"), never a value DeepSpeed or the
     data-parallel arithmetic meets later (trial 66 #11: 1.5 started the ranks, true ran as ZeRO-1)."""
     return Candidate(
-        knobs=_file_knobs(data["knobs"]),
+        knobs=checked_knob_table(data["knobs"]),
         model=model_from_json(data["model"]),
         hardware=stored_hardware(data, "the candidate file's hardware profile"),
         workload=_file_workload(data["workload"]),
@@ -248,22 +248,25 @@ def candidate_from_dict(data: dict) -> Candidate:
     )
 
 
-def _file_knobs(raw) -> Knobs:
+def checked_knob_table(raw, where: str = "knobs") -> Knobs:
+    """The Knobs of a configuration a file names (a candidate file, a measurement record), `where` its place there:
+    unknown knobs and impossible values are refused in one line, not guessed (trial 66 #11: a candidate file's 1.5
+    reached DeepSpeed)."""
     if not isinstance(raw, dict):
-        raise ConfigError(f"knobs = {shown(raw)} is not an object of knob values")
-    refuse_unknown_keys("knobs", raw, KNOBS, "the knobs are those of search_spaces/default.toml")
+        raise ConfigError(f"{where} = {shown(raw)} is not an object of knob values")
+    refuse_unknown_keys(where, raw, KNOBS, "the knobs are those of search_spaces/default.toml")
     # Knobs' defaults (ZeRO-0, no checkpointing) are no one's choice: only the device settings may be left out,
-    # meaning untouched, as in a measurement record (calibrate/observations.py)
+    # meaning untouched, as in a measurement record
     missing = [knob for knob in KNOBS if knob not in raw and knob not in UNTOUCHED_DEVICE_SETTINGS]
     if missing:
-        raise ConfigError(f"knobs lacks {', '.join(missing)}; every knob but {' and '.join(UNTOUCHED_DEVICE_SETTINGS)} "
+        raise ConfigError(f"{where} lacks {', '.join(missing)}; every knob but {' and '.join(UNTOUCHED_DEVICE_SETTINGS)} "
                           "(left out: untouched) needs a value")
     values = {}
     for knob, value in raw.items():
         try:
             values[knob] = knob_value(knob, value)
         except ValueError as why:
-            raise ConfigError(f"knobs.{knob} = {shown(value)} {why}") from None
+            raise ConfigError(f"{where}.{knob} = {shown(value)} {why}") from None
     return Knobs(**values)
 
 

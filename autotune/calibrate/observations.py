@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from autotune.counted import counted
-from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, Candidate, Knobs, knob_value
-from autotune.checks import checked_number, refuse_unknown_keys, shown
+from autotune.candidate import Candidate, Knobs, checked_knob_table
+from autotune.checks import checked_number
 from autotune.errors import ConfigError
 from autotune.space import check_candidate
 
@@ -60,22 +60,7 @@ def checked_observation(origin: str, key: str, metric, value, relative: bool) ->
 
 def checked_knobs(origin: str, key: str, raw) -> Knobs:
     """Knob values of one configuration: unknown knobs and impossible values are refused, not guessed."""
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{origin}: {key} knobs must be a table of knob values, got {raw!r}")
-    refuse_unknown_keys(f"{origin}: {key} knobs", raw, KNOBS, "knob names are those of search_spaces/default.toml")
-    # Knobs' defaults (ZeRO-0, no checkpointing) are no measured configuration's: only the device settings
-    # may be left out, meaning untouched.
-    missing = [knob for knob in KNOBS if knob not in raw and knob not in UNTOUCHED_DEVICE_SETTINGS]
-    if missing:
-        raise ConfigError(f"{origin}: {key} knobs lack {', '.join(missing)}; give every knob but "
-                          f"{' and '.join(UNTOUCHED_DEVICE_SETTINGS)} (left out: untouched) its value")
-    values = {}
-    for knob, value in raw.items():
-        try:
-            values[knob] = knob_value(knob, value)
-        except ValueError as why:
-            raise ConfigError(f"{origin}: {key} {knob} = {shown(value)} {why}; see search_spaces/default.toml") from None
-    return Knobs(**values)
+    return checked_knob_table(raw, f"{origin}: {key} knobs")
 
 
 def checked_candidate(origin: str, key: str, candidate: Candidate, fix: str) -> Candidate:

@@ -110,7 +110,7 @@ def _write_reference(tmp_path, change) -> str:
         (lambda d: d.update(name=7), "name = 7 is not a name"),
         (lambda d: d["configurations"]["7b-baseline"].update(model=["7b"]), 'model = ["7b"] is not a model name'),
         (lambda d: d["configurations"]["7b-baseline"].update(model="8b"), "configuration '7b-baseline': unknown model '8b'"),
-        (lambda d: d["configurations"]["7b-baseline"]["knobs"].pop("zero_stage"), "knobs lack zero_stage"),  # was ZeRO-0
+        (lambda d: d["configurations"]["7b-baseline"]["knobs"].pop("zero_stage"), "knobs lacks zero_stage"),  # was ZeRO-0
         # The space's rules, worded as `autotune space` words them (a ZeroDivisionError or a silent fit before).
         (lambda d: d["configurations"]["7b-baseline"]["knobs"].update(micro_batch=8),
          "configuration '7b-baseline' is not a valid candidate: micro-batch 8 x data-parallel size 4 = 32 does not divide "

@@ -137,7 +137,7 @@ def test_a_reference_file_s_errors_name_its_path_and_its_name(tmp_path):
     path = _edited(tmp_path, lambda d: d["configurations"]["7b-baseline"]["knobs"].update(zero_stage=5))
     with pytest.raises(ConfigError) as refused:
         load_reference(path, load_hardware("gh200"))
-    assert str(refused.value).startswith(f"reference {path} (gh200-study): configuration '7b-baseline' zero_stage = 5")
+    assert str(refused.value).startswith(f"reference {path} (gh200-study): configuration '7b-baseline' knobs.zero_stage = 5")
     named = _edited(tmp_path, lambda d: d.update(name="edited", hold=[]))  # its name is its file's: said once
     with pytest.raises(ConfigError, match=f"^reference {named}: hold must be an object"):
         from autotune.calibrate.reference import reference_holds
