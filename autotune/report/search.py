@@ -103,10 +103,20 @@ def _unfinished(study, model, replayed=None, running_elsewhere: int = 0) -> dict
     if reason is None:
         return None
     following = model.next_candidate(study, None)
-    unfinished = {
+    unfinished = {**_stop_record(study, running_elsewhere), "reason": reason,
+                  "next": None if following is None else dict(model.predictions.params[following])}
+    if replayed is not None:
+        unfinished.update(exhausted=True, recorded_left=int(replayed.outlook(study).free.sum()))
+    return unfinished
+
+
+def _stop_record(study, running_elsewhere: int) -> dict:
+    """How far a study that stopped short got, and what stopped it: `unfinished` less what a stop rule still asks
+    for (a sampler with no rule, such as --sampler random, asks for nothing: `reason` None)."""
+    return {
         "probes": len(evaluated_trials(study)),
-        "reason": reason,
-        "next": None if following is None else dict(model.predictions.params[following]),
+        "reason": None,
+        "next": None,
         # Other workers' probes under way: "stopped after 2 probes while fewer than 3 succeeded" read as the
         # study's end while the third ran beside it.
         "running_elsewhere": running_elsewhere,
@@ -121,9 +131,6 @@ def _unfinished(study, model, replayed=None, running_elsewhere: int = 0) -> dict
         # ...before any probe could start, where a run as long stops there again (study/time_limit.stops_again).
         "time_limit_too_short": bool(study.user_attrs.get(TIME_LIMIT_TOO_SHORT_ATTR)),
     }
-    if replayed is not None:
-        unfinished.update(exhausted=True, recorded_left=int(replayed.outlook(study).free.sum()))
-    return unfinished
 
 
 def _evaluated_all(study, valid: set[str], recorded: set[str] | None, backend: str) -> tuple[bool | None, str]:
@@ -306,6 +313,10 @@ def search_summary(study, view, backend: str) -> dict:
             # searched its whole space).
             summary["converged"] = {"probes": len(evaluated), "rule": stop_rule(objectives), "at_end_of_recording": True,
                                     "recorded": len(valid_keys & recorded), "unrecorded": len(valid_keys - recorded)}
+    elif not converged and study.user_attrs.get(TIME_LIMIT_STOP_ATTR):
+        # A sampler with no stop rule (random, tpe, nsga2) the time limit stopped before its --trials budget: without
+        # this its report read as a finished study, and nothing said the same command resumes it (trial68 #8).
+        summary["unfinished"] = _stop_record(study, len(view.running_probes))
     if backend == "simulate":
         probed = set(view_now.observations.done)
         summary["exhaustive"], summary["exhaustive_note"] = _exhaustive(
@@ -362,9 +373,11 @@ def search_sentences(summary: dict, backend: str | None = None) -> list[str]:
         else:
             resume = ("The same command with a larger --trials resumes the study" if unfinished.get("succeeded") != 0
                       else _none_succeeded_sentence(unfinished))
-        lines.append(
-            f"not converged: stopped after {unfinished['probes']} probes{beside} while {unfinished['reason']}{following}. {resume}"
-        )
+        if unfinished.get("reason") is None:  # a sampler with no stop rule: nothing it would converge on
+            lines.append(f"stopped after {unfinished['probes']} probes{beside}, before the --trials budget. {resume}")
+        else:
+            lines.append(f"not converged: stopped after {unfinished['probes']} probes{beside} while "
+                         f"{unfinished['reason']}{following}. {resume}")
     if summary.get(NOT_REPLAYED_KEY):
         lines.append(not_replayed_sentence(summary[NOT_REPLAYED_KEY]))
     if summary.get("exhaustive_note"):

@@ -528,6 +528,26 @@ def test_the_report_of_a_study_the_time_limit_stopped_says_so_not_a_larger_trial
     assert study.user_attrs[TIME_LIMIT_STOP_ATTR] is None
 
 
+def test_the_report_of_a_random_study_the_time_limit_stopped_says_so_and_what_resumes_it(tmp_path):
+    """trial68 #8: a --sampler random study the time limit stopped had no `unfinished` block (filled for the guided
+    sampler only) and no line of the stop: its report read as a finished study's."""
+    from autotune.commands.finish import build_report
+    from autotune.report.search import search_sentences
+
+    settings = settings_for("--model", "7b", "--nodes", "1", "--space", str(SPACE))
+    checks = valid_checks(settings)
+    study = open_study(tmp_path, None, make_sampler(0, 10, "random", checks), cheap_figures=True)
+    study.set_user_attr("sampler", "random")  # as `autotune run` records it
+    clock = _Clock()
+    backend = _TimedProbes(clock, [400.0, 500.0], probe_timeout_s=600.0)
+    limit = TimeLimit(1500.0, ends_s=time.time() + 1500, clock=clock)
+    assert run_study(study, settings, backend, 10, checks=checks, early_stop=False, time_limit=limit) == 2
+    _, document = build_report(study)
+    assert document["search"]["unfinished"]["time_limit"] == "flag"
+    assert search_sentences(document["search"])[0] == ("stopped after 2 probes, before the --trials budget. Stopped for "
+                                                        "the time limit (--time-limit); the same command resumes the study")
+
+
 def test_the_docs_say_a_signal_writes_no_reports_and_what_the_margin_is_for():
     """Trial 62 F4: launch.md asked to "give the warning the time the reports take after the stop", but a SIGTERM's
     stop writes none (the reports stay the run before's, and the tuner says so): the time limit's stop writes them."""
