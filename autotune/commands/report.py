@@ -112,6 +112,8 @@ def _run(args) -> int:
         _refuse_another_storage(args.run_dir, args.storage)
     if not (args.run_dir / "study.db").exists():
         _check_reports_without_study_db(args.run_dir, args.storage)
+        if args.storage and not created:
+            _refuse_a_folder_of_other_files(args.run_dir)
     check_pick_options(args)
     check_run_outputs(args.run_dir, "RUN_DIR")
     if args.html:
@@ -187,6 +189,26 @@ def _create_for_storage_study(run_dir: Path) -> bool:
         return False
     writable_directory(run_dir, "RUN_DIR")
     return True
+
+
+# What a --storage study's report writes in RUN_DIR: a folder holding nothing else is one of its reports' (or empty).
+_REPORT_FILES = frozenset({"pareto.json", "configs", "report.html", ".reports.lock"})
+
+
+def _refuse_a_folder_of_other_files(run_dir: Path) -> None:
+    """A RUN_DIR that exists, holds no run and other files (`autotune report . --storage URL` in a working folder):
+    the reports were written among them without a word, and the pareto.json they left made every later `autotune run
+    --out SUBDIR` below it refused as inside a run directory (trial68 #11)."""
+    from autotune.errors import UserError
+
+    others = sorted(p.name for p in run_dir.iterdir() if p.name not in _REPORT_FILES)
+    if not others:
+        return
+    shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+    raise UserError(f"RUN_DIR {run_dir} holds no run, but other files ({shown}): the reports (pareto.json, configs/) "
+                    "would be written among them, and every `autotune run --out` below it then refused as inside a run "
+                    "directory; report into a directory of its own: autotune report NEW_DIR --storage URL (NEW_DIR is "
+                    "created)")
 
 
 def _check_reports_without_study_db(run_dir, storage: str | None) -> None:

@@ -136,6 +136,28 @@ def test_a_storage_study_is_reported_into_a_run_directory_made_for_it(tmp_path):
     assert exported.returncode == 0 and (elsewhere / "configs" / "fastest.json").is_file(), exported.stderr
 
 
+def test_a_storage_study_is_not_reported_into_a_folder_of_other_files(tmp_path):
+    """trial68 #11: `report . --storage URL` in a working folder wrote pareto.json and configs/ among its files without
+    a word, and every later `run --out SUBDIR` there was refused as inside a run directory. An empty folder (mkdir
+    NEW_DIR, as other lines advise) still takes the reports."""
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    assert autotune_main("run", "--model", "tiny", "--nodes", "1", "--trials", "2", "--storage", url, "--study-name",
+                         "s1", "--out", tmp_path / "worker").returncode == 0
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "notes.txt").write_text("mine\n")
+    refused = autotune_main("report", work, "--storage", url, "--study-name", "s1")
+    assert refused.returncode == 2 and refused.stderr.strip().splitlines() == [
+        f"autotune report: error: RUN_DIR {work} holds no run, but other files (notes.txt): the reports (pareto.json, "
+        "configs/) would be written among them, and every `autotune run --out` below it then refused as inside a run "
+        "directory; report into a directory of its own: autotune report NEW_DIR --storage URL (NEW_DIR is created)"]
+    assert sorted(p.name for p in work.iterdir()) == ["notes.txt"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert autotune_main("report", empty, "--storage", url, "--study-name", "s1").returncode == 0
+    assert autotune_main("report", empty, "--storage", url, "--study-name", "s1").returncode == 0  # its own reports: again
+
+
 def test_a_report_of_a_copy_of_a_storage_study_says_its_reports_now_describe_the_copy(tmp_path):
     url, copy = f"sqlite:///{tmp_path / 'shared.db'}", f"sqlite:///{tmp_path / 'moved.db'}"
     out = tmp_path / "s"
