@@ -365,7 +365,10 @@ def _write_measurements(study, path: Path) -> int:
 
     settings = StudySettings.from_dict(study.user_attrs["settings"])
     records, left_out, damaged = [], {}, []
-    for trial in sorted(evaluated_trials(study).values(), key=lambda t: t.number):
+    evaluated = evaluated_trials(study)
+    kept = _kept_results(study, set(evaluated))
+    kept_numbers, kept_written = {t.number for t in kept}, []
+    for trial in sorted([*evaluated.values(), *kept], key=lambda t: t.number):
         params = trial.user_attrs["candidate"]["knobs"]
         if (damage := _damaged_result(trial)) is not None:
             damaged.append(f"trial {trial.number}'s {damage}")
@@ -383,19 +386,53 @@ def _write_measurements(study, path: Path) -> int:
             raise UserError(f"--measurements {path}: not written: {problem}, which a replay of it would refuse; a bug "
                             "to report (a study's own results replay)") from None
         records.append(record)
+        if trial.number in kept_numbers:
+            kept_written.append(trial.number)
     if left_out:  # on stderr: with `--measurements -` standard output holds the records alone
         print(_left_out_line(left_out), file=sys.stderr)
     if damaged:
         print(_damaged_line(damaged), file=sys.stderr)
     text = "".join(json.dumps(r) + "\n" for r in records)
+    written = _results_text(records) + _kept_text(kept_written)
     if path == STDOUT:
         sys.stdout.write(text)
-        print(f"{_results_text(records)} on standard output (replay with --backend replay --measurements FILE)",
-              file=sys.stderr)
+        print(f"{written} on standard output (replay with --backend replay --measurements FILE)", file=sys.stderr)
         return 0
     write_text_atomic(path, text)
-    print(f"{path}: {_results_text(records)} (replay with --backend replay --measurements {shell_path(path)})")
+    print(f"{path}: {written} (replay with --backend replay --measurements {shell_path(path)})")
     return 0
+
+
+def _kept_results(study, evaluated_keys: set[str]) -> list:
+    """The FAIL trials whose probe's result the study keeps (killed_after_probe: the run died after the probe, or the
+    trial was marked FAIL by hand) and whose candidate no other trial evaluated: the report counts them interrupted,
+    "its result kept", and the next run takes the result over. A measurements file without them lost a probe's
+    result without a word (trial68 #17). A running trial's worker may still record it: not one of these."""
+    from optuna.trial import TrialState
+
+    from autotune.candidate import params_key
+    from autotune.study.retries import killed_after_probe, released_trials
+
+    kept, keys, released = [], set(evaluated_keys), released_trials(study)
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.FAIL,)):
+        candidate = trial.user_attrs.get("candidate")
+        knobs = candidate.get("knobs") if isinstance(candidate, dict) else None
+        if not killed_after_probe(trial) or trial.number in released or not isinstance(knobs, dict):
+            continue
+        if (key := params_key(knobs)) not in keys:
+            keys.add(key)
+            kept.append(trial)
+    return kept
+
+
+def _kept_text(numbers: list[int]) -> str:
+    """Which of the records written are the kept results of interrupted trials, as the report names those trials."""
+    if not numbers:
+        return ""
+    listed = ", ".join(map(str, numbers))
+    if len(numbers) == 1:
+        return f", one the kept result of interrupted trial {listed}"
+    return f", {len(numbers)} the kept results of interrupted trials {listed}"
 
 
 def _results_text(records: list[dict]) -> str:

@@ -209,3 +209,20 @@ def test_a_replay_that_ends_with_its_recording_says_so_as_its_report_does(tmp_pa
     assert f"{ended}; the report's `search:` line says what the model predicts of the others" in replayed.stderr
     assert f"search: {ended}; a prediction, not a measurement: the model" in " ".join(replayed.stdout.split())
     assert "converged" not in replayed.stderr
+
+
+def test_the_kept_result_of_a_trial_marked_fail_by_hand_is_written_and_named(small_study, tmp_path):
+    """trial68 #17: a FAIL trial that keeps its probe's result (the report: "interrupted: its probe's result is kept")
+    was left out of the measurements without a word; a study killed after its last probe lost that measurement."""
+    import sqlite3
+
+    unmarked = tmp_path / "unmarked.jsonl"
+    assert autotune_main("export", small_study, "--measurements", unmarked).returncode == 0
+    with sqlite3.connect(small_study / "study.db") as db:
+        complete = [n for (n,) in db.execute("SELECT number FROM trials WHERE state = 'COMPLETE' ORDER BY number")]
+        db.execute("UPDATE trials SET state = 'FAIL' WHERE number = ?", (complete[-1],))
+    records = tmp_path / "m.jsonl"
+    exported = autotune_main("export", small_study, "--measurements", records)
+    assert exported.returncode == 0, exported.stderr
+    assert records.read_text() == unmarked.read_text()  # the same records as before the mark: none lost
+    assert f", one the kept result of interrupted trial {complete[-1]} (replay with" in exported.stdout, exported.stdout
