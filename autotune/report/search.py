@@ -26,6 +26,7 @@ from autotune.candidate import knobs_sentence
 from autotune.report.units import energy_text, time_text
 from autotune.study.acquisition import ENTER_MARGIN, enters_front
 from autotune.study.loop import CONVERGED_ATTR, PROPOSED_BY_ATTR
+from autotune.study.queued import QUEUED_BY_HAND
 from autotune.study.retries import evaluated_count, evaluated_trials
 from autotune.study.valid import usable_values, valid_checks
 from autotune.study.stop_rule import STOP_CHANCE, stop_rule, stop_rule_summary
@@ -428,9 +429,16 @@ def _none_succeeded_sentence(unfinished: dict) -> str:
 def _finished_since(finished_since: int, probed_since: int = 0, probed_since_by: list[str] = ()) -> str:
     """What the study evaluated after it converged: probes other workers had under way then, and probes proposed since
     (by a worker whose sampler has no stop rule)."""
-    by = " and ".join(f"--sampler {name}" for name in probed_since_by) or "other workers"
+    # A trial queued by hand is no sampler's: "--sampler queued" named a flag value that does not exist (trial68 #12).
+    samplers = [f"--sampler {name}" for name in probed_since_by if name != QUEUED_BY_HAND]
+    by_hand = QUEUED_BY_HAND in probed_since_by
+    if by_hand and not samplers:
+        since = f"{probed_since} more queued by hand since"
+    else:
+        by = " and ".join(samplers + (["trials queued by hand"] if by_hand else [])) or "other workers"
+        since = f"{probed_since} more probed since by {by}"
     said = ([f"{finished_since} more, under way on other workers then, finished since"] if finished_since else []) + (
-        [f"{probed_since} more probed since by {by}"] if probed_since else [])
+        [since] if probed_since else [])
     return f" ({'; '.join(said)})" if said else ""
 
 

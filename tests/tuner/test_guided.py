@@ -599,3 +599,17 @@ def test_a_random_worker_beside_a_guided_one_that_converged_says_its_budget_and_
     assert converged["probed_since_by"] == ["random"]
     assert (f"converged after {probes} simulated probes (1 more, under way on other workers then, finished since; "
             f"{12 - probes - 1} more probed since by --sampler random): ") in report, report
+
+
+@pytest.mark.parametrize("by, said", [
+    (["queued"], "(1 more queued by hand since)"),
+    (["queued", "random"], "(1 more probed since by --sampler random and trials queued by hand)"),
+])
+def test_a_trial_queued_by_hand_since_convergence_is_not_said_to_be_a_samplers(by, said):
+    """trial68 #12: "1 more probed since by --sampler queued" named a --sampler value that does not exist."""
+    from autotune.report.search import search_sentences
+    from autotune.study.stop_rule import stop_rule
+
+    converged = {"probes": 4, "rule": stop_rule(2), "finished_since": 0, "probed_since": 1, "probed_since_by": by}
+    line = search_sentences({"converged": converged}, "simulate")[0]
+    assert line.startswith(f"converged after 4 simulated probes {said}: "), line
