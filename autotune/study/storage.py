@@ -243,16 +243,57 @@ def _check_sqlite_options(url: str, parsed) -> None:
     SQLAlchemy drops a part without '=' (`sqlite:///q?x.db` went to the file `q` without a word; trial 66 #8)."""
     from urllib.parse import parse_qsl
 
-    given = {key for key, _ in parse_qsl(url.partition("?")[2], keep_blank_values=True)} | set(parsed.query)
+    pairs = parse_qsl(url.partition("?")[2], keep_blank_values=True)
+    given = {key for key, _ in pairs} | set(parsed.query)
     ignored = sorted(given - _PYSQLITE_OPTIONS)
+    kept_in = Path(parsed.database or ':memory:').resolve()
+    if "?" in url and not given:
+        # Nothing after the '?' (`sqlite:///q?`, `q?&`): SQLAlchemy drops it, and the study went to the file `q`
+        # while every line named the URL given (trial68 #14).
+        raise UserError(f"--storage {url!r}: SQLite reads the '?' as the start of connection options (none follow), "
+                        f"not as part of the file name, and would keep the study in {kept_in}; write a '?' of the file "
+                        f"name as %3F ({'%3F'.join(url.split('?'))}), or drop it")
+    _check_sqlite_option_values(url, pairs)
     if not ignored or "uri" in given:
         return
     query = url[url.index("?"):]
     raise UserError(
         f"--storage {url!r}: SQLite would read {query!r} as connection options ({', '.join(ignored)} unknown to it), "
-        f"not as part of the file name, and keep the study in {Path(parsed.database or ':memory:').resolve()}; "
+        f"not as part of the file name, and keep the study in {kept_in}; "
         f"write a '?' of the file name as %3F ({'%3F'.join(url.split('?'))})"
     )
+
+
+# The driver's options SQLAlchemy converts from the URL's text, and what each must be (its error named the value
+# in Python's words: "could not convert string to float: 'abc'", or "not 'tuple'" for an option given twice).
+_SQLITE_BOOLEANS = frozenset(("true", "false", "yes", "no", "on", "off", "y", "n", "t", "f", "1", "0"))
+_SQLITE_OPTION_KINDS = {"timeout": "a number of seconds", "detect_types": "a whole number",
+                        "cached_statements": "a whole number", "uri": "true or false", "check_same_thread": "true or false"}
+
+
+def _sqlite_option_fits(key: str, value: str) -> bool:
+    import math
+
+    if key == "timeout":
+        try:
+            seconds = float(value)
+        except ValueError:
+            return False
+        return math.isfinite(seconds) and seconds >= 0
+    if key in ("detect_types", "cached_statements"):
+        return value.isascii() and value.isdigit()
+    return value.lower() in _SQLITE_BOOLEANS
+
+
+def _check_sqlite_option_values(url: str, pairs: list[tuple[str, str]]) -> None:
+    """Each driver option given once, with a value the driver takes: one line in the project's words."""
+    keys = [key for key, _ in pairs]
+    for key, value in pairs:
+        if keys.count(key) > 1:
+            raise UserError(f"--storage {url!r}: the SQLite option {key} is given {keys.count(key)} times; give it once")
+        if key in _SQLITE_OPTION_KINDS and not _sqlite_option_fits(key, value):
+            raise UserError(f"--storage {url!r}: the SQLite option {key} = {value!r} is not "
+                            f"{_SQLITE_OPTION_KINDS[key]}; correct it in the URL")
 
 
 def _holds_optuna_tables(path: Path) -> bool:

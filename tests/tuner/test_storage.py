@@ -547,6 +547,31 @@ def test_a_query_part_without_an_equals_sign_is_refused_too(tmp_path):
     assert not (tmp_path / "q").exists()
 
 
+@pytest.mark.parametrize("query", ["?", "?&"])
+def test_an_empty_query_is_refused_as_a_question_mark_of_the_file_name(tmp_path, query):
+    """trial68 #14: `sqlite:///q?` (nothing after the '?') kept the study in the file `q` without a word."""
+    with pytest.raises(UserError, match=r"reads the '\?' as the start of connection options \(none follow\).*"
+                                        r"keep the study in .*/q; write a '\?' of the file name as %3F"):
+        open_study(tmp_path / "run", f"sqlite:///{tmp_path}/q{query}", None)
+    assert not (tmp_path / "q").exists()
+
+
+@pytest.mark.parametrize("query, said", [
+    ("timeout=abc", "the SQLite option timeout = 'abc' is not a number of seconds; correct it in the URL"),
+    ("timeout=nan", "the SQLite option timeout = 'nan' is not a number of seconds; correct it in the URL"),
+    ("timeout=5&timeout=6", "the SQLite option timeout is given 2 times; give it once"),
+    ("cached_statements=1.5", "the SQLite option cached_statements = '1.5' is not a whole number; correct it in the URL"),
+    ("check_same_thread=maybe", "the SQLite option check_same_thread = 'maybe' is not true or false; correct it in the URL"),
+])
+def test_a_wrong_or_repeated_sqlite_option_is_said_in_the_projects_words(tmp_path, query, said):
+    """trial68 #14: Python's words ("could not convert string to float: 'abc'", "not 'tuple'") named the value."""
+    url = f"sqlite:///{tmp_path}/s.db?{query}"
+    with pytest.raises(UserError) as refused:
+        open_study(tmp_path / "run", url, None)
+    assert str(refused.value) == f"--storage {url!r}: {said}"
+    assert not (tmp_path / "s.db").exists()
+
+
 def test_a_run_directory_named_with_a_question_mark_keeps_its_study_in_it(tmp_path):
     """The default URL was sqlite:///RUN_DIR/study.db unescaped: `--out 'q?x'` kept its study in the file `q`."""
     from autotune.study.storage import load_finished_study
