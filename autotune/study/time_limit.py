@@ -133,11 +133,17 @@ def _field(name: str, field: str, highest: int | None, alone: bool = False) -> i
     return value
 
 
+def sbatch_text(seconds: int) -> str:
+    """Whole seconds as --time-limit and sbatch --time take them: MINUTES, or MINUTES:SECONDS."""
+    minutes, second = divmod(seconds, 60)
+    return f"{minutes}" if not second else f"{minutes}:{second:02d}"
+
+
 def _without_unit(seconds: int) -> str:
     """A length written in sbatch's forms, as the advice to a value with a unit (`1h`: 60, or 1:00:00)."""
     minutes, second = divmod(seconds, 60)
     hours, minute = divmod(minutes, 60)
-    bare = f"{minutes}" if not second else f"{minutes}:{second:02d}"
+    bare = sbatch_text(seconds)
     what = "MINUTES, a bare number" if not second else "MINUTES:SECONDS"
     return f"write it as {bare} ({what}) or {hours}:{minute:02d}:{second:02d} (HOURS:MINUTES:SECONDS)"
 
@@ -278,7 +284,10 @@ def time_stop_line(limit: TimeLimit, timeout_settings: dict | None = None, kill_
         # What the run spent before the stop (its start-up: the study opened, the space checked; trials that reached no
         # probe) is spent again: "a --time-limit longer than 3.00 min" was said to a run given 3:06.
         needed_s = limit.length_s - held.left_s + held.probe_s + REPORT_MARGIN_S
-        longer = f"{'a job' if limit.slurm else 'a --time-limit'} longer than {time_text(needed_s)}"
+        # In the flag's own form, to the second: "longer than 3.02 min" was said to a run given 3:01, which is that
+        # as printed (trial68 #9). The next whole second past what is needed.
+        at_least = sbatch_text(int(needed_s) + 1)
+        longer = f"a job of {at_least} or more (sbatch --time)" if limit.slurm else f"a --time-limit of {at_least} or more"
         fits_s = None if held.measured else fitting_probe_timeout_s(held.left_s, timeout_settings or {}, kill_grace_s)
         repeats = (timeout_settings or {}).get("--repeats", 1)
         fits = f"a --probe-timeout of {fits_s} s{f' (with --repeats {repeats})' if repeats > 1 else ''} fits the time left, or "

@@ -332,8 +332,8 @@ def test_before_any_probe_finished_a_limit_shorter_than_the_timeout_starts_none(
     assert re.fullmatch(r"stopped: 15\.0 min left of --time-limit \(ends \d\d:\d\d\), and a probe may take up to 15\.0 min "
                         r"\(--probe-timeout x --repeats and the time to stop one: no shorter probe of this study ran under "
                         r"these probe settings; 3\.00 min more are kept for the reports\); with this much time the same "
-                        r"command stops here again: a --probe-timeout of 720 s fits the time left, or a --time-limit longer "
-                        r"than 18\.0 min lets a probe start", time_stop_line(limit, backend.timeout_settings()))
+                        r"command stops here again: a --probe-timeout of 720 s fits the time left, or a --time-limit of "
+                        r"18:01 or more lets a probe start", time_stop_line(limit, backend.timeout_settings()))
 
 
 def test_a_limit_no_probe_of_the_run_fits_in_says_what_would_fit_not_the_same_command(tmp_path):
@@ -346,10 +346,10 @@ def test_a_limit_no_probe_of_the_run_fits_in_says_what_would_fit_not_the_same_co
     limit = TimeLimit(1014.0, ends_s=time.time() + 1014, slurm=True, clock=clock)
     assert run_study(study, settings, backend, 5, checks=checks, early_stop=False, time_limit=limit) == 0
     line = time_stop_line(limit, backend.timeout_settings(), backend.kill_grace_s)
-    # (1014 s - 180 s - 10 s) / 2 repeats = 412 s; 1810 s and the margin: 33.2 min.
+    # (1014 s - 180 s - 10 s) / 2 repeats = 412 s; 1810 s and the margin: 1990 s, so 33:11 or more.
     assert line.endswith("3.00 min more are kept for the reports); with this much time the same command stops here again: "
-                         "a --probe-timeout of 412 s (with --repeats 2) fits the time left, or a job longer than 33.2 min "
-                         "lets a probe start"), line
+                         "a --probe-timeout of 412 s (with --repeats 2) fits the time left, or a job of 33:11 or more "
+                         "(sbatch --time) lets a probe start"), line
     assert "resume" not in line
 
     # A run that did probe: the next job, as long, goes on from there.
@@ -451,7 +451,7 @@ def test_a_simulated_run_at_its_jobs_end_stops_cleanly_with_its_reports(tmp_path
     # A job as long stops here again: 2, so a chain that resubmits on 75 ends (trial 67 #3); an end already past
     # (read after the second went) is a job's grace: a new job may go on.
     assert result.returncode == (2 if "stops here again" in stops[0] else 75), result.stderr
-    assert re.search(r"the same command stops here again: a job longer than 3\.\d\d min lets a probe start$", stops[0]) or (
+    assert re.search(r"the same command stops here again: a job of 3:\d\d or more \(sbatch --time\) lets a probe start$", stops[0]) or (
         "pass --time-limit" in stops[0]), stops[0]  # 3.00 min for the reports, and the run's start-up
     assert (out / "pareto.json").is_file() and (out / "report.html").is_file()
     # No trial ran: the note says the time limit stopped the study, not "widen the space and run more --trials" (trial
@@ -635,8 +635,8 @@ def test_a_run_whose_trials_before_the_stop_never_reached_a_probe_says_what_woul
     assert limit.stopped == HeldBack(479.0, 300.0, False)
     line = time_stop_line(limit, backend.timeout_settings())
     assert line.endswith("; no probe of this run started; with this much time the same command may stop here again: a "
-                         "--probe-timeout of 299 s fits the time left, or a --time-limit longer than 8.03 min lets a "
-                         "probe start"), line  # 2 s spent on the duplicate, 300 s and the margin
+                         "--probe-timeout of 299 s fits the time left, or a --time-limit of 8:03 or more lets a "
+                         "probe start"), line  # 2 s spent on the duplicate, 300 s and the margin: 482 s
 
 
 def test_the_longer_limit_advised_counts_what_the_run_spent_before_its_stop(tmp_path):
@@ -648,10 +648,24 @@ def test_the_longer_limit_advised_counts_what_the_run_spent_before_its_stop(tmp_
     clock.now_s += 30.0  # the run's start-up: the study opened, the space checked
     backend = _TimedProbes(clock, [60.0], probe_timeout_s=900.0)
     assert run_study(study, settings, backend, 5, checks=checks, early_stop=False, time_limit=limit) == 0
-    # 30 s, the 900 s timeout and the 180 s margin: 18.5 min; the timeout that fits the 870 s left: 690 s.
+    # 30 s, the 900 s timeout and the 180 s margin: 1110 s, so 18:31 or more; the timeout that fits the 870 s left: 690 s.
     assert time_stop_line(limit, backend.timeout_settings()).endswith(
         "with this much time the same command stops here again: a --probe-timeout of 690 s fits the time left, or a "
-        "--time-limit longer than 18.5 min lets a probe start")
+        "--time-limit of 18:31 or more lets a probe start")
+
+
+def test_the_longer_limit_advised_is_never_the_value_given_as_printed():
+    """trial68 #9: --time-limit 3:01 under the simulate backend was told "a --time-limit longer than 3.02 min", which
+    3:01 is as printed; the advice is in the flag's own form, to the second, and past the value given."""
+    from autotune.study.time_limit import parse_time_limit
+
+    clock = _Clock()
+    limit = TimeLimit(float(parse_time_limit("3:01")), ends_s=time.time() + 181, clock=clock)
+    clock.now_s += 1.1  # the run's start-up
+    limit.held_back(None, None)
+    line = time_stop_line(limit)
+    assert line.endswith("with this much time the same command stops here again: a --time-limit of 3:02 or more lets a "
+                         "probe start"), line
 
 
 def test_a_time_left_just_short_of_what_is_needed_is_not_said_as_equal_to_it():
