@@ -102,11 +102,50 @@ class WrittenFloat(float):
         return value
 
 
+class WrittenInt(int):
+    """A TOML integer of a top-level list written otherwise than in decimal digits (0x4, 0o17, 1_6, +1): tomllib keeps
+    no integer's spelling, so "lists 4 more than once" was said of [4, 0x4] (trial68 #10). Recovered from the text
+    (_integers_as_written); a reader that checks a value's type exactly takes int(value)."""
+
+    written: str
+
+    def __new__(cls, value: int, text: str):
+        number = super().__new__(cls, value)
+        number.written = text
+        return number
+
+
+# One top-level `key = [...]` on its lines: its items are told apart by commas where it holds no string or table.
+_TOP_LIST = re.compile(r'^[ \t]*"?([A-Za-z0-9_-]+)"?[ \t]*=[ \t]*\[([^\]"\'{}\[]*)\]', re.MULTILINE)
+
+
+def _integers_as_written(data: dict, text: str) -> dict:
+    """`data` with the integers of its top-level lists that are written otherwise than in decimal digits as
+    WrittenInt, where the list's text tells its items apart (no string, table or nested list); else as read."""
+    for key, body in _TOP_LIST.findall(text):
+        values = data.get(key)
+        items = [item.strip() for item in re.sub(r"#[^\n]*", "", body).split(",")]
+        items = items[:-1] if items and not items[-1] else items  # a trailing comma
+        if not isinstance(values, list) or len(items) != len(values):
+            continue
+        for i, (value, item) in enumerate(zip(values, items)):
+            if type(value) is int and item != str(value) and _int_text(item) == value:
+                values[i] = WrittenInt(value, item)
+    return data
+
+
+def _int_text(item: str) -> int | None:
+    try:
+        return int(item.replace("_", ""), 0)
+    except ValueError:
+        return None
+
+
 def as_written(value) -> str:
     """A value of a TOML document read with floats_as_written, as the file writes it: a float in its own text, a
-    list or table of them too; anything else as checks.shown writes it (true, "none", 4). An integer's own spelling
-    (0x10, 1_000) is not kept by tomllib, and is said in decimal digits."""
-    if isinstance(value, WrittenFloat):
+    top-level list's integer too (WrittenInt), a list or table of them; anything else as checks.shown writes it
+    (true, "none", 4)."""
+    if isinstance(value, (WrittenFloat, WrittenInt)):
         return value.written
     if isinstance(value, list):
         return f"[{', '.join(map(as_written, value))}]"
@@ -117,9 +156,11 @@ def as_written(value) -> str:
 
 def parse_toml(text: str, origin: str, fix: str = "fix the file", *, floats_as_written: bool = False) -> dict:
     """The TOML document of `text`; ConfigError "{origin}: {toml_problem}" where it is none. `floats_as_written`:
-    its floats as WrittenFloat, for a reader whose refusals quote them (as_written)."""
+    its floats as WrittenFloat and its top-level lists' integers in another spelling as WrittenInt, for a reader whose
+    refusals quote them (as_written)."""
     try:
-        return tomllib.loads(text, parse_float=WrittenFloat if floats_as_written else float)
+        data = tomllib.loads(text, parse_float=WrittenFloat if floats_as_written else float)
+        return _integers_as_written(data, text) if floats_as_written else data
     except (tomllib.TOMLDecodeError, RecursionError) as exc:  # nested too deep: RecursionError
         raise ConfigError(f"{origin}: {toml_problem(text, exc, fix)}") from None
 

@@ -11,7 +11,7 @@ from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, knob_value
 from autotune.checks import MAX_COUNT, finite_as_typed, flag_number, whole_literal_problem, written_whole
 from autotune.errors import ConfigError
 from autotune.file_kind import did_you_mean, mixed_up
-from autotune.text_files import WrittenFloat, as_written, read_toml
+from autotune.text_files import WrittenFloat, WrittenInt, as_written, read_toml
 
 # In the package, so that an installed wheel has it too; search_spaces/default.toml links to it for the docs.
 DEFAULT_SPACE = Path(__file__).resolve().with_name("default.toml")
@@ -130,7 +130,8 @@ def _checked_value(origin: str, knob: str, value):
     """One listed value, converted (power_limit to float), or a ConfigError saying what is allowed. A float too large
     for one (1e400, which TOML reads as inf) is checked as the finite number written: refused as 1e13 is ("too
     large: it must be ..."), where it was "not a whole number >= 1", the wording of `inf`."""
-    finite = finite_as_typed(value.written, value) if isinstance(value, WrittenFloat) else value
+    finite = (finite_as_typed(value.written, value) if isinstance(value, WrittenFloat)
+              else int(value) if isinstance(value, WrittenInt) else value)  # knob_value checks the type exactly
     try:
         return knob_value(knob, finite)
     except ValueError as why:

@@ -313,6 +313,23 @@ def test_space_value_listed_twice_in_two_spellings_says_both(tmp_path, value, sa
     refused_space(write_space(tmp_path, power_limit=value), f"'power_limit' {said}; list each value once")
 
 
+@pytest.mark.parametrize("knob, value, said", [
+    ("micro_batch", "[4, 0x4]", "lists 4 and 0x4, one value"), ("micro_batch", "[0x10, 1_6]", "lists 0x10 and 1_6, one value"),
+    ("zero_stage", "[+1, 0b1]", "lists +1 and 0b1, one value"), ("micro_batch", "[0x0]", "has 0x0, which is not a whole number"),
+    ("micro_batch", "[\n  0o17,  # a comment, with a comma\n  0o17,\n]", "lists 0o17 more than once"),
+])
+def test_space_integers_are_quoted_as_written(tmp_path, knob, value, said):
+    """trial68 #10: tomllib keeps no integer's spelling: [4, 0x4] was "lists 4 more than once", a text the file holds
+    once; the integers of a list are quoted as written, as its floats are."""
+    refused_space(write_space(tmp_path, **{knob: value}), f"'{knob}' {said}")
+
+
+def test_space_integers_written_otherwise_are_read_as_plain_integers(tmp_path):
+    space = load_space(write_space(tmp_path, micro_batch="[0x10, 1_6_0]", zero_stage="[+1]"), (1,))
+    assert space.micro_batch == (16, 160) and space.zero_stage == (1,)
+    assert all(type(v) is int for v in space.micro_batch + space.zero_stage)
+
+
 @pytest.mark.parametrize("knob", ["zero_stage", "optimizer_offload", "activation_checkpointing", "sp_degree", "micro_batch"])
 def test_space_required_knob_missing(tmp_path, knob):
     refused_space(write_space(tmp_path, **{knob: None}), f"'{knob}' is missing", "copy search_spaces/default.toml")
