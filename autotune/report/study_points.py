@@ -13,7 +13,7 @@ from autotune.flops import flops_per_sample
 from autotune.report.front import Point, pareto_front, recommendations
 from autotune.report.picks import DEFAULT_ETA, DEFAULT_MAX_SLOWDOWN, PickParameters, max_power_per_gpu_w
 from autotune.study.loop import running_probes
-from autotune.study.outside import ADDED_OUTSIDE_REASON, added_outside
+from autotune.study.outside import outside_reason
 from autotune.study.retries import STOPPED_BY_ATTR, killed_after_probe, retried_trials, retry_lineage, trials_by_number
 from autotune.study.settings import StudySettings
 from autotune.study.unique import OVER_BUDGET_ATTR, trial_knobs
@@ -156,8 +156,9 @@ def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, 
     retried_as = {lineage[0]: t.number for t in trials for lineage in [retry_lineage(by_number, t.number)] if lineage}
     time_only = len(study.directions) == 1  # the study's objectives, as `autotune run --objectives` set them
     for t in trials:
-        if _refused_queued(t) or added_outside(t):
-            rows.append(_unevaluated_row(t, settings, ADDED_OUTSIDE_REASON if added_outside(t) else t.user_attrs["reason"]))
+        outside = outside_reason(t)
+        if outside or _refused_queued(t):
+            rows.append(_unevaluated_row(t, settings, outside or t.user_attrs["reason"]))
             continue
         if ("duplicate_of" in t.user_attrs or OVER_BUDGET_ATTR in t.user_attrs or t.state == TrialState.RUNNING
                 or "candidate" not in t.user_attrs or (killed_after_probe(t) and t.number in retried)):  # its retry holds its result

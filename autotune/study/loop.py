@@ -45,7 +45,7 @@ from autotune.candidate import KNOBS, params_key
 from autotune.errors import UserError
 from autotune.space import baseline, check_candidate
 from autotune.study.failures import FailingStart, failing_start, retried_after_failing_start
-from autotune.study.outside import added_outside_line
+from autotune.study.outside import added_outside_lines
 from autotune.study.queued import (QueuedOutsideSpace, left_waiting, proposer, queued_repeat, suggest_knobs,
                                    waiting_trials)
 from autotune.study.retries import (
@@ -602,8 +602,8 @@ def run_study(
             # where the first one's is already stored (else it is a duplicate trial, never a second probe).
             study.enqueue_trial(base.candidate.knobs.to_dict(), user_attrs={"baseline": True}, skip_if_exists=True)
     forget_time_limit_stop(study)  # an earlier run's stop: set again where this run's limit stops it too
-    if (outside := added_outside_line(study)) and progress.on_note:
-        progress.on_note(outside)
+    for line in added_outside_lines(study) if progress.on_note else ():
+        progress.on_note(line)
     retry_interrupted(study, include_running=not shared_storage)
     queue_setup_retries(study)  # the CLI has queued them already, to say so: then nothing is left here
     before = evaluated_count(study)

@@ -7,6 +7,11 @@ sampler's model took its values as a probe's (six more probes, no convergence; n
 in a scipy traceback), and its candidate counted as held, so it was never probed (trial 66 #6). Now the guided
 model and the candidates held leave it out too (its candidate may be probed), the report counts it as invalid
 with the reason, and a run says so in one line. Optuna's own samplers (tpe, nsga2) read the study as Optuna does.
+
+A trial whose kept `result` is no record autotune wrote (not an object, a time of -5 s, no `candidate` beside it) is
+one such trial too, whatever its state: a FAIL trial edited by hand was taken over by the next run as a probe's
+figures (-5,000 ms, then a scipy traceback), and a string or a missing candidate ended run and report in tracebacks
+for good (trial 68 #3). It is left out as above, its line naming the value.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from __future__ import annotations
 import optuna
 from optuna.trial import TrialState
 
+from autotune.backends.base import STATUSES
+from autotune.checks import number_problem, shown
 from autotune.counted import agreeing
 
 # A row's reason in the report, and the run's line after the trial numbers ("trial 5 was ...").
@@ -21,16 +28,54 @@ ADDED_OUTSIDE_REASON = ("added outside autotune (study.add_trial, or told by han
                         "figures come from; left out of the search, the front and the picks")
 
 
-def added_outside(t: optuna.trial.FrozenTrial) -> bool:
-    """A COMPLETE trial without autotune's result: autotune stores the result before its objective returns the
-    values that complete a trial, so only a trial made outside it completes without one."""
-    return t.state == TrialState.COMPLETE and "result" not in t.user_attrs
-
-
-def added_outside_line(study: optuna.Study) -> str | None:
-    """One line naming the study's trials added outside autotune, and that they are left out; None where none is."""
-    numbers = [t.number for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if added_outside(t)]
-    if not numbers:
+def kept_result_fault(t: optuna.trial.FrozenTrial) -> str | None:
+    """What is wrong with the trial's kept result as a probe's record (as a measurement file's record is checked:
+    an object, a known status, a finite positive time and energy), or with the candidate it belongs to; None where
+    it holds none, or a sound one."""
+    if "result" not in t.user_attrs:
         return None
-    return (f"{agreeing(len(numbers), 'trial', 'trials')} {', '.join(map(str, numbers))} "
-            f"{agreeing(len(numbers), 'was', 'were')} {ADDED_OUTSIDE_REASON}")
+    from autotune.backends.replay import MAX_SOLUTION_FIGURE, MIN_SOLUTION_FIGURE  # replay's imports are heavy
+
+    result = t.user_attrs["result"]
+    if not isinstance(result, dict):
+        return f"its result = {shown(result)} is not a probe's record (an object)"
+    if result.get("status") not in STATUSES:
+        return f"its result.status = {shown(result.get('status'))} is not one of {', '.join(STATUSES)}"
+    for key in ("time_s", "energy_kj"):
+        # An ok probe has a time; its energy may be unavailable (None), a failed probe has neither.
+        if result.get(key) is None and not (key == "time_s" and result["status"] == "ok"):
+            continue
+        problem = number_problem(result.get(key), low=MIN_SOLUTION_FIGURE, high=MAX_SOLUTION_FIGURE)
+        if problem:
+            return f"its result.{key} = {shown(result.get(key))} {problem}"
+    candidate = t.user_attrs.get("candidate")
+    if not isinstance(candidate, dict) or not isinstance(candidate.get("knobs"), dict):
+        return "it holds a result but no candidate (the knobs its figures are for)"
+    return None
+
+
+def outside_reason(t: optuna.trial.FrozenTrial) -> str | None:
+    """Why the trial is left out as not autotune's (see the module docstring), or None where it is autotune's."""
+    if t.state == TrialState.COMPLETE and "result" not in t.user_attrs:
+        # autotune stores the result before its objective returns the values that complete a trial, so only a
+        # trial made outside it completes without one.
+        return ADDED_OUTSIDE_REASON
+    fault = kept_result_fault(t)
+    return f"{fault}: added or edited by hand; left out of the search, the front and the picks" if fault else None
+
+
+def added_outside(t: optuna.trial.FrozenTrial) -> bool:
+    """A trial added outside autotune, or one whose kept result is no record of autotune's (outside_reason)."""
+    return outside_reason(t) is not None
+
+
+def added_outside_lines(study: optuna.Study) -> list[str]:
+    """Lines naming the study's trials added outside autotune, and that they are left out: one for those without a
+    result, one for each whose kept result is wrong (its value named); none where no trial is."""
+    trials = [t for t in study.get_trials(deepcopy=False) if added_outside(t)]
+    numbers = [t.number for t in trials if outside_reason(t) == ADDED_OUTSIDE_REASON]
+    lines = [f"trial {t.number}: {outside_reason(t)}" for t in trials if t.number not in numbers]
+    if numbers:
+        lines.insert(0, f"{agreeing(len(numbers), 'trial', 'trials')} {', '.join(map(str, numbers))} "
+                        f"{agreeing(len(numbers), 'was', 'were')} {ADDED_OUTSIDE_REASON}")
+    return lines

@@ -27,6 +27,7 @@ from optuna.trial import TrialState
 from autotune.backends.base import ProbeResult
 from autotune.backends.probe_process import TIMEOUT_ON_BUILD_LOCK
 from autotune.candidate import KNOBS, params_key
+from autotune.study.outside import kept_result_fault
 from autotune.study.unique import trial_knobs
 
 # Set on a trial whose probe failed on the set-up (`setup_failure`); the study's list of such trials
@@ -49,7 +50,7 @@ def is_evaluated(t: optuna.trial.FrozenTrial, released: Collection[int] = ()) ->
     """A trial whose candidate was really evaluated (not pruned unrun, not a repeat, not interrupted).
     `released`: set-up failures queued again (`released_trials(study)`), which their retries replace."""
     return ("result" in t.user_attrs and "duplicate_of" not in t.user_attrs and not killed_after_probe(t)
-            and t.number not in released)
+            and t.number not in released and not kept_result_fault(t))  # a wrong one is left out (outside.py)
 
 
 def released_trials(study: optuna.Study) -> set[int]:
@@ -95,7 +96,8 @@ def killed_after_probe(t: optuna.trial.FrozenTrial) -> bool:
     Its retry takes the stored result: the probe is not run twice, nor lost."""
     if "result" not in t.user_attrs or "duplicate_of" in t.user_attrs or "reason" in t.user_attrs:
         return False
-    return t.state in (TrialState.RUNNING, TrialState.FAIL)
+    # A wrong kept result is not taken over as a probe's (outside.py): a FAIL trial edited to -5 s was (trial 68 #3).
+    return t.state in (TrialState.RUNNING, TrialState.FAIL) and not kept_result_fault(t)
 
 
 def evaluated_trials(study: optuna.Study) -> dict[str, optuna.trial.FrozenTrial]:

@@ -33,3 +33,43 @@ def test_a_trial_added_outside_autotune_is_left_out_of_the_search_and_the_report
     document = json.loads((out / "pareto.json").read_text())
     assert document["trials"] == len(study.trials)  # counted, as invalid
     assert added not in [point["trial"] for point in document["front"]]
+
+
+def _kept_result_trial(study, state, edit) -> int:
+    """A copy of trial 1 (its knobs made unprobed) added by hand with `edit` made to its user attrs."""
+    earlier = study.trials[1]
+    attrs = json.loads(json.dumps(earlier.user_attrs))
+    attrs["candidate"]["knobs"] = {**attrs["candidate"]["knobs"], **ADDED}
+    edit(attrs)
+    values = [1.0, 1.0] if state == optuna.trial.TrialState.COMPLETE else None
+    study.add_trial(optuna.trial.create_trial(params=ADDED, distributions=earlier.distributions, state=state,
+                                              values=values, user_attrs=attrs))
+    return study.trials[-1].number
+
+
+def test_a_wrong_kept_result_is_left_out_in_one_line_and_the_good_trials_still_reported(tmp_path):
+    """Trial 68 #3: a FAIL trial's result edited to -5 s was taken over as a probe's (-5,000 ms, then a scipy
+    traceback); a result that is a string, or one without a candidate, ended run and report in tracebacks."""
+    out = tmp_path / "run"
+    assert autotune_main(*RUN, "--trials", "3", "--out", out).returncode == 0
+    study = optuna.load_study(study_name="autotune", storage=f"sqlite:///{out / 'study.db'}")
+    FAIL, COMPLETE = optuna.trial.TrialState.FAIL, optuna.trial.TrialState.COMPLETE
+    negative = _kept_result_trial(study, FAIL, lambda a: a["result"].update(time_s=-5.0, energy_kj=1e-3))
+    text = _kept_result_trial(study, FAIL, lambda a: a.update(result="garbage"))
+    no_candidate = _kept_result_trial(study, COMPLETE, lambda a: a.pop("candidate"))
+
+    reported = autotune_main("report", out)
+    assert reported.returncode == 0, reported.stderr
+    resumed = autotune_main(*RUN, "--trials", "6", "--out", out)
+    assert resumed.returncode == 0, resumed.stderr
+    lines = resumed.stderr.splitlines()
+    hand = ": added or edited by hand; left out of the search, the front and the picks"
+    assert f"warning: trial {negative}: its result.time_s = -5.0 is out of range; it must be a number >= 1e-12 " \
+           f"and <= 1e+18{hand}" in lines
+    assert f'warning: trial {text}: its result = "garbage" is not a probe\'s record (an object){hand}' in lines
+    assert f"warning: trial {no_candidate}: it holds a result but no candidate (the knobs its figures are for){hand}" in lines
+    assert "-5,000 ms" not in resumed.stdout + resumed.stderr
+    document = json.loads((out / "pareto.json").read_text())
+    assert document["trials"] == len(study.trials)  # each counted, as invalid
+    assert {negative, text, no_candidate}.isdisjoint(point["trial"] for point in document["front"])
+    assert document["front"]
