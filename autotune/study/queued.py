@@ -127,9 +127,11 @@ def waiting_trials(study: optuna.Study) -> list[int]:
 
 
 def left_waiting(study: optuna.Study, evaluated: int, n_trials: int, valid_total: int, stopped_by_time: bool) -> str | None:
-    """One line for the queued trials a run leaves WAITING, and why (None where it leaves none). `evaluated`: the
+    """One line for the trials queued by hand a run leaves WAITING, and why (None where it leaves none). `evaluated`: the
     study's evaluated candidates (what --trials counts); `valid_total`: the candidates it can evaluate."""
-    numbers = waiting_trials(study)
+    # The user's own queued trials: the baseline autotune queues itself was called "1 queued trial (trial 0)" beside
+    # the time-limit stop line, and a resume's retries have their own line (trial 68 #7).
+    numbers = [t.number for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,)) if _queued_by_hand(t)]
     if not numbers:
         return None
     them = agreeing(len(numbers), "it", "them")
@@ -139,7 +141,9 @@ def left_waiting(study: optuna.Study, evaluated: int, n_trials: int, valid_total
         why = (f"every candidate this study can evaluate is evaluated, so {agreeing(len(numbers), 'it', 'each')} repeats an "
                "evaluated one or is one the study cannot evaluate (invalid, or with no record to replay)")
     elif stopped_by_time:
-        why = f"the time limit left no room for a probe; the same command takes {them} later"
+        # Not "the same command takes them later": where no probe fitted, the same command stops there again (the
+        # stop line says so, and what time lets a probe start).
+        why = f"the time limit left no room for a probe; a run with time for one takes {them} (the stopped: line says how much)"
     else:
         why = f"the study stopped before taking {them}; the same command takes {them}"
     trials = f"{agreeing(len(numbers), 'trial', 'trials')} {', '.join(map(str, numbers))}"

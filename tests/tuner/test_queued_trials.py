@@ -92,3 +92,22 @@ def test_a_refused_queued_value_s_warning_tells_the_space_from_its_values_with_v
     lines = [line for line in err.splitlines() if "was queued with" in line]
     assert lines == [f"warning: trial {number} was queued with zero_stage 5, which is not one of the allowed values 0, 1, 2, 3; "
                      "it is left unprobed: queue one of 1, 2, 3 (the values of this study's space that have valid candidates)"], err
+
+
+def test_a_time_limit_stop_names_the_trials_queued_by_hand_not_the_baseline_and_agrees_with_the_stop_line(tmp_path):
+    """Trial 68 #7: a stop before the first probe called the baseline autotune queued itself "1 queued trial (trial 0)
+    ... the same command takes it later", beside the stop line's "the same command stops here again"."""
+    out = tmp_path / "run"
+    run = ("run", "--model", "tiny", "--hardware", "cpu", "--nodes", "1", "--trials", "4", "--out", out, "--time-limit", "1")
+    first = autotune_main(*run)
+    assert "stops here again" in first.stderr and "queued trial" not in first.stderr, first.stderr
+    study = optuna.load_study(study_name="autotune", storage=f"sqlite:///{out / 'study.db'}")
+    knobs = dict(study.trials[0].system_attrs["fixed_params"])
+    study.enqueue_trial({**knobs, "micro_batch": 1 if knobs["micro_batch"] != 1 else 2})
+    mine = study.trials[-1].number
+
+    again = autotune_main(*run)
+    assert f"warning: 1 queued trial (trial {mine}) is left unprobed, WAITING in the study: the time limit left no room " \
+           "for a probe; a run with time for one takes it (the stopped: line says how much)" in again.stderr.splitlines(), \
+        again.stderr
+    assert "takes it later" not in again.stderr
