@@ -31,23 +31,28 @@ PICK_PARAMETERS_ATTR = "pick_parameters"
 
 def stored_pick_parameters(study, max_slowdown: float | None, eta: float | None) -> tuple[float, float]:
     """Command-line values first, then those the study's last run or report used, then the defaults."""
-    stored = study.user_attrs.get(PICK_PARAMETERS_ATTR, {})
+    # None kept yet (the study has had no report): the defaults.
+    stored = study.user_attrs.get(PICK_PARAMETERS_ATTR, {"max_slowdown": DEFAULT_MAX_SLOWDOWN, "eta": DEFAULT_ETA})
     return (
-        max_slowdown if max_slowdown is not None else _stored(stored, "max_slowdown", DEFAULT_MAX_SLOWDOWN, low=1.0),
-        eta if eta is not None else _stored(stored, "eta", DEFAULT_ETA, low=0.0, high=1.0),
+        max_slowdown if max_slowdown is not None else _stored(stored, "max_slowdown", low=1.0),
+        eta if eta is not None else _stored(stored, "eta", low=0.0, high=1.0),
     )
 
 
-def _stored(stored, name: str, default: float, low: float, high: float | None = None) -> float:
+def _stored(stored, name: str, low: float, high: float | None = None) -> float:
     """A kept pick parameter, checked as its flag is: the Optuna API edits it (study.set_user_attr), and an edited
     one was a traceback of the picks' own range check (trial 66 #5)."""
-    from autotune.checks import checked_number
+    from autotune.checks import checked_number, shown
+    from autotune.errors import ConfigError
 
-    if not isinstance(stored, dict) or name not in stored:
-        return default
     flag = "--" + name.replace("_", "-")
-    return checked_number("the study's pick_parameters", name, stored[name], low=low, high=high,
-                          fix=f"it was edited since a run kept it (study.set_user_attr): pass {flag} to replace it")
+    fix = f"it was edited since a run kept it (study.set_user_attr): pass {flag} to replace it"
+    # A wrong shape or a key gone was taken for the defaults without a word, and the picks changed (trial 68 #4).
+    if not isinstance(stored, dict):
+        raise ConfigError(f"the study's pick_parameters = {shown(stored)} is not an object of max_slowdown, eta; {fix}")
+    if name not in stored:
+        raise ConfigError(f"the study's pick_parameters lacks {name}; {fix}")
+    return checked_number("the study's pick_parameters", name, stored[name], low=low, high=high, fix=fix)
 
 
 def keep_pick_parameters(study, view) -> None:

@@ -37,6 +37,12 @@ def _picks(kept):
      ">= 0 and <= 1; it was edited since a run kept it (study.set_user_attr): pass --eta to replace it"),
     (_picks({"max_slowdown": 1.05, "eta": "abc"}), "the study's pick_parameters: eta = \"abc\" is not a number"),
     (_picks({"max_slowdown": 0.5, "eta": 0.5}), "pick_parameters: max_slowdown = 0.5 is out of range"),
+    # Trial 68 #4: a wrong shape, or a key gone, was taken for the defaults without a word (another pick).
+    (_picks([1, 2]), "the study's pick_parameters = [1, 2] is not an object of max_slowdown, eta; it was edited since a "
+     "run kept it (study.set_user_attr): pass --max-slowdown to replace it"),
+    (_picks(None), "the study's pick_parameters = null is not an object of max_slowdown, eta"),
+    (_picks({"max_slowdown": 1.05}), "the study's pick_parameters lacks eta; it was edited since a run kept it "
+     "(study.set_user_attr): pass --eta to replace it"),
     (_settings(lambda s: s["workload"].update(samples=-5)), "the study's settings: workload.samples = -5 is out of range; "
      "it must be a whole number >= 1; the study's settings were edited since the run kept them (study.set_user_attr)"),
     (_settings(lambda s: s["workload"].update(samples="abc")), "workload.samples = \"abc\" is not a whole number"),
