@@ -46,8 +46,8 @@ from autotune.errors import UserError
 from autotune.space import baseline, check_candidate
 from autotune.study.failures import FailingStart, failing_start, retried_after_failing_start
 from autotune.study.outside import added_outside_lines
-from autotune.study.queued import (QueuedOutsideSpace, left_waiting, proposer, queued_repeat, suggest_knobs,
-                                   waiting_trials)
+from autotune.study.queued import (QueuedOutsideSpace, left_waiting, proposer, queued_invalid, queued_repeat,
+                                   suggest_knobs, waiting_trials)
 from autotune.study.retries import (
     FAILING_START_ATTR,
     SETUP_FAILURE_ATTR,
@@ -419,6 +419,8 @@ class _Objective:
         else:
             _set_constraints(trial, 0.0, max(check.memory.device_excess_gib, check.memory.host_excess_gib), 0.0)
         trial.set_user_attr("reason", check.reason)
+        if self.progress.on_note and (line := queued_invalid(trial, check.reason)):
+            self.progress.on_note(line)
         if self.progress.on_trial:
             self.progress.on_trial(trial.number, params, None, check.reason)
         raise optuna.TrialPruned(check.reason)

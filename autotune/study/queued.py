@@ -59,6 +59,16 @@ def queued_repeat(trial: optuna.Trial, earlier: int) -> str | None:
             "it is not probed again")
 
 
+def queued_invalid(trial: optuna.Trial, reason: str) -> str | None:
+    """One line for a trial queued by hand whose candidate is invalid (`reason`: out of memory by the estimate, or a
+    rule it breaks), None for any other trial: the user asked for that configuration, and it was pruned without a
+    word where every other queued case gets its line (trial 68 #1)."""
+    if not _queued_by_hand(_frozen(trial)):
+        return None
+    return (f"trial {trial.number} was queued with a candidate that is not valid: {reason}; it is left unprobed: "
+            "queue a valid one (`autotune space` lists them)")
+
+
 def _queued_by_hand(frozen: optuna.trial.FrozenTrial) -> bool:
     """Queued by the user: the baseline and the retries (ours, and Optuna's heartbeat's) are queued too, by autotune."""
     own = "baseline" in frozen.user_attrs or "retry_of" in frozen.user_attrs or "failed_trial" in frozen.system_attrs

@@ -111,3 +111,15 @@ def test_a_time_limit_stop_names_the_trials_queued_by_hand_not_the_baseline_and_
            "for a probe; a run with time for one takes it (the stopped: line says how much)" in again.stderr.splitlines(), \
         again.stderr
     assert "takes it later" not in again.stderr
+
+
+def test_a_queued_candidate_that_is_not_valid_is_said_in_one_line(tmp_path, capsys):
+    """Trial 68 #1: a queued candidate that does not fit in memory was pruned without a word, where every other
+    queued case had its line."""
+    queued = {"zero_stage": 1, "optimizer_offload": "none", "activation_checkpointing": "recompute", "sp_degree": 1,
+              "micro_batch": 4, "nodes": 1, "power_limit": 1.0, "sm_clock_mhz": "max"}
+    url, number, err = _run_with_a_queued_trial(tmp_path, capsys, ("7b", "1"), queued, 2)
+    trial = optuna.load_study(study_name="s", storage=url).trials[number]
+    assert trial.state == TrialState.PRUNED and trial.user_attrs["reason"].startswith("needs ")
+    assert f"warning: trial {number} was queued with a candidate that is not valid: {trial.user_attrs['reason']}; it is " \
+           "left unprobed: queue a valid one (`autotune space` lists them)" in err.splitlines(), err
