@@ -20,7 +20,9 @@ import optuna
 from optuna.trial import TrialState
 
 from autotune.candidate import KNOBS, knob_value
+from autotune.checks import refuse_unknown_keys
 from autotune.counted import agreeing, counted
+from autotune.errors import ConfigError
 
 
 # The proposer pareto.json's inputs.proposed_by names for a trial queued by hand: no sampler drew it, and it was
@@ -79,6 +81,12 @@ def suggest_knobs(trial: optuna.Trial, choices: dict[str, list], space=None) -> 
     """The trial's knob values from the sampler (or a queued trial's own); `space`: the study's search space,
     to tell a queued value it lacks from one no valid candidate of it uses."""
     params, queued = {}, queued_params(trial)
+    try:
+        # A misspelt knob (zero_stag=3) was ignored, and the sampler's value probed in its place (trial 68 #2).
+        refuse_unknown_keys(f"trial {trial.number} was queued with values", queued, KNOBS,
+                            "it is left unprobed: queue it again with the knobs' names")
+    except ConfigError as why:
+        raise QueuedOutsideSpace(str(why)) from None
     with warnings.catch_warnings():  # Optuna's own warning of a queued value: QueuedOutsideSpace says it in our words
         warnings.simplefilter("ignore", UserWarning)
         for knob in KNOBS:

@@ -123,3 +123,13 @@ def test_a_queued_candidate_that_is_not_valid_is_said_in_one_line(tmp_path, caps
     assert trial.state == TrialState.PRUNED and trial.user_attrs["reason"].startswith("needs ")
     assert f"warning: trial {number} was queued with a candidate that is not valid: {trial.user_attrs['reason']}; it is " \
            "left unprobed: queue a valid one (`autotune space` lists them)" in err.splitlines(), err
+
+
+def test_a_queued_key_that_is_no_knob_is_refused_in_one_line(tmp_path, capsys):
+    """Trial 68 #2: a misspelt knob (zero_stag) was ignored without a word, and the sampler's value probed instead."""
+    url, number, err = _run_with_a_queued_trial(tmp_path, capsys, ("7b", "1"), {"zero_stag": 2}, 2)
+    trial = optuna.load_study(study_name="s", storage=url).trials[number]
+    assert trial.state == TrialState.PRUNED and "candidate" not in trial.user_attrs
+    assert f"warning: trial {number} was queued with values: unknown key zero_stag; allowed: activation_checkpointing, " \
+           "micro_batch, nodes, optimizer_offload, power_limit, sm_clock_mhz, sp_degree, zero_stage; it is left unprobed: " \
+           "queue it again with the knobs' names" in err.splitlines(), err
