@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, field
 
-from autotune.candidate import Candidate, Knobs
-from autotune.checks import checked_number, shown
+from autotune.candidate import KNOBS, Candidate, Knobs, knob_value
+from autotune.checks import checked_number, refuse_unknown_keys, shown
 from autotune.errors import ConfigError, UserError
 from autotune.hardware import HardwareProfile, figure_differences, hardware_flag, hardware_to_dict, kept_base_name, stored_hardware
 from autotune.models import MODEL_SIZE_PARTS, PRESETS, ModelSpec, first_three, model_from_json, params_text, size_differences
@@ -58,7 +58,7 @@ class StudySettings:
                 workload=_stored_workload(data["workload"]),
                 gpus_per_node=checked_number(_SETTINGS, "gpus_per_node", data["gpus_per_node"], low=1,
                                              high=hardware.gpus_per_node, integer=True, fix=_EDITED),
-                space=SearchSpace(**{k: tuple(v) for k, v in data["space"].items()}),
+                space=_stored_space(data["space"]),
                 model_flag=data["model_flag"] if isinstance(data.get("model_flag"), str) else "",
             )
         except (KeyError, TypeError, AttributeError) as missing:  # a key deleted, or a value of another shape
@@ -107,6 +107,8 @@ class StudySettings:
         """Refuse a resume with another model, hardware, workload or space, naming each option to repeat.
         `device_knobs=False`: leave the power limit and SM clock out, which the backend may narrow later
         (run.keep_device_knobs_if_unsettable), for the check made before the backend is chosen."""
+        if "space" in stored:  # an edited value is named as the edit it is, not blamed on the command line
+            _stored_space(stored["space"])
         differs = _differences(stored, self.to_dict(), default_precision(self.hardware.cuda), device_knobs)
         if differs:
             raise UserError(f"{where} holds a study of {'; '.join(differs)}; {_START_NEW}, "
@@ -281,8 +283,31 @@ def _stored_workload(stored: dict) -> Workload:
     """The study's workload, each number checked as the flags are (make_workload's range), its precision too."""
     if not isinstance(stored, dict):
         raise ConfigError(f"{_SETTINGS}: workload = {shown(stored)} is not a table of {', '.join(WORKLOAD_KEYS)}; {_EDITED}")
-    values = {**stored, **{key: checked_number(_SETTINGS, f"workload.{key}", stored[key], low=1, integer=True, fix=_EDITED)
+    # Whole as the flags take them: 64.0 is a hand edit (trial 68 #5).
+    values = {**stored, **{key: checked_number(_SETTINGS, f"workload.{key}", stored[key], low=1, integer=True,
+                                               whole_literal=True, fix=_EDITED)
                            for key in WORKLOAD_KEYS}}
     if values.get("precision") not in (None, *PRECISIONS):
         raise ConfigError(f"{_SETTINGS}: workload.precision = {shown(values['precision'])} is not bf16 or fp32; {_EDITED}")
     return Workload(**values)
+
+
+def _stored_space(stored) -> SearchSpace:
+    """The study's space, each value checked as a space file's is (candidate.knob_value): an edited zero_stage of
+    [1.5, "x"] was reported as the space searched, and a resume blamed the command line for it (trial 68 #5)."""
+    if not isinstance(stored, dict):
+        raise ConfigError(f"{_SETTINGS}: space = {shown(stored)} is not a table of knob lists; {_EDITED}")
+    refuse_unknown_keys(f"{_SETTINGS}: space", stored, KNOBS, _EDITED)
+    space = {}
+    for knob, values in stored.items():
+        if not isinstance(values, list) or not values:
+            raise ConfigError(f"{_SETTINGS}: space.{knob} = {shown(values)} is not a non-empty list; {_EDITED}")
+        space[knob] = tuple(_stored_knob_value(knob, value) for value in values)
+    return SearchSpace(**space)
+
+
+def _stored_knob_value(knob: str, value):
+    try:
+        return knob_value(knob, value)
+    except ValueError as why:
+        raise ConfigError(f"{_SETTINGS}: space.{knob} holds {shown(value)}, which {why}; {_EDITED}") from None

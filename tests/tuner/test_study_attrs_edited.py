@@ -48,6 +48,14 @@ def _picks(kept):
     (_settings(lambda s: s["workload"].update(samples="abc")), "workload.samples = \"abc\" is not a whole number"),
     (_settings(lambda s: s.pop("workload")), "the study's settings are not as autotune kept them (KeyError: 'workload')"),
     (_settings(lambda s: s.update(gpus_per_node=0)), "the study's settings: gpus_per_node = 0 is out of range"),
+    # Trial 68 #5: the kept space was read unchecked (reported as the space searched), and 64.0 taken as whole.
+    (_settings(lambda s: s["space"].update(zero_stage=[1.5, "x"])), "the study's settings: space.zero_stage holds 1.5, "
+     "which is not one of the allowed values 0, 1, 2, 3; the study's settings were edited since the run kept them"),
+    (_settings(lambda s: s["space"].update(micro_batch=[])), "the study's settings: space.micro_batch = [] is not a "
+     "non-empty list"),
+    (_settings(lambda s: s["space"].update(zero_stag=[1])), "the study's settings: space: unknown key zero_stag"),
+    (_settings(lambda s: s["workload"].update(global_batch=64.0)), "the study's settings: workload.global_batch = 64.0 "
+     "is not a whole number"),
 ])
 def test_an_edited_user_attr_of_the_study_is_one_line_naming_it(finished_run, tmp_path, edit, said):
     out = tmp_path / "run"
@@ -57,3 +65,16 @@ def test_an_edited_user_attr_of_the_study_is_one_line_naming_it(finished_run, tm
         result = autotune_main(*command)
         assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
         assert said in result.stderr, result.stderr
+
+
+def test_a_resume_names_an_edited_space_as_an_edit_not_as_the_command_line(finished_run, tmp_path):
+    """Trial 68 #5: run blamed the command line ("holds a study of --space zero_stage = [1.5, 'x'] ... repeat the
+    original options"), which no options could match."""
+    out = tmp_path / "run"
+    shutil.copytree(finished_run, out)
+    _settings(lambda s: s["space"].update(zero_stage=[1.5, "x"]))(
+        optuna.load_study(study_name="autotune", storage=f"sqlite:///{out / 'study.db'}"))
+    result = autotune_main("run", "--model", "7b", "--nodes", "1", "--gpus-per-node", "2", "--backend", "simulate",
+                           "--trials", "3", "--out", out)
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert "the study's settings: space.zero_stage holds 1.5" in result.stderr, result.stderr
