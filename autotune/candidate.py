@@ -232,12 +232,21 @@ class Candidate:
         return {**self.to_dict(), "hardware_profile": hardware_to_dict(self.hardware)}
 
 
+# What Candidate.to_file writes: a candidate file's keys.
+CANDIDATE_FILE_KEYS = ("knobs", "model", "hardware", "workload", "gpus_per_node", "hardware_profile")
+
+
 def candidate_from_dict(data: dict) -> Candidate:
     """The candidate a candidate file holds. The file is meant to be edited and probed again (README, "Run one
     probe by hand"), so its knobs, workload and rank count are user input: each is checked as the probe's flag
     for it is (knob_value; the count flags' range), and a wrong one is a ConfigError naming it
     ("knobs.zero_stage = 1.5 is not one of the allowed values 0, 1, 2, 3"), never a value DeepSpeed or the
-    data-parallel arithmetic meets later (trial 66 #11: 1.5 started the ranks, true ran as ZeRO-1)."""
+    data-parallel arithmetic meets later (trial 66 #11: 1.5 started the ranks, true ran as ZeRO-1). Its keys too: one
+    missing was "(KeyError: 'workload')", an unknown one passed (trial 68 #6)."""
+    refuse_unknown_keys("the file", data, CANDIDATE_FILE_KEYS, "its keys are those `autotune export` writes")
+    missing = [key for key in ("knobs", "model", "workload") if key not in data]
+    if missing:
+        raise ConfigError(f"the file lacks {', '.join(missing)}; `autotune export` writes each")
     return Candidate(
         knobs=checked_knob_table(data["knobs"]),
         model=model_from_json(data["model"]),

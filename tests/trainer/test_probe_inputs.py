@@ -179,9 +179,11 @@ def _candidate_file(tmp_path) -> str:
                                              "(char 0)); give the candidate file `autotune export` wrote"),
     ("--candidate", "latin.json", b'{"\xe9": 1}', "'{path}' is not a readable JSON file ("),
     ("--candidate", "list.json", "[1, 2]", "'{path}' holds a JSON list, not an object; give the candidate file"),
-    ("--candidate", "other.json", '{"zero_stage": 1}', "'{path}' is not a candidate file (KeyError: 'knobs'); correct "
-                                                       "it, or give the <pick>.candidate.json `autotune export` wrote, or "
-                                                       "the knob flags"),
+    ("--candidate", "other.json", '{"zero_stage": 1}', "'{path}' is not a candidate file (the file: unknown key "
+                                                       "zero_stage; allowed: gpus_per_node, hardware, hardware_profile, "
+                                                       "knobs, model, workload; its keys are those `autotune export` "
+                                                       "writes); correct it, or give the <pick>.candidate.json "
+                                                       "`autotune export` wrote, or the knob flags"),
     ("--deepspeed-config", "folder", "DIR", "'{path}' is a folder; give the path of a DeepSpeed config JSON file"),
     ("--deepspeed-config", "empty.json", "", "'{path}' is not a readable JSON file ("),
     ("--deepspeed-config", "null.json", "null", "'{path}' holds JSON null, not an object"),
@@ -219,6 +221,10 @@ def test_a_wrong_input_file_is_one_usage_line_not_a_failed_probe(capsys, tmp_pat
     ("workload.frames", 0, "workload.frames = 0 is out of range; it must be a whole number >= 1"),
     ("workload.precision", "fp16", 'workload.precision = "fp16" is not one of bf16, fp32'),
     ("gpus_per_node", 2.0, "gpus_per_node = 2.0 is not a whole number; write it without a decimal point or an exponent (2)"),
+    # Trial 68 #6: a missing workload was "(KeyError: 'workload')", an unknown top-level key passed.
+    ("workload", None, "the file lacks workload; `autotune export` writes each"),
+    ("bogus_top", 1, "the file: unknown key bogus_top; allowed: gpus_per_node, hardware, hardware_profile, knobs, model, "
+                     "workload; its keys are those `autotune export` writes"),
 ])
 def test_a_candidate_file_edited_to_a_wrong_value_is_one_usage_line(capsys, tmp_path, key, value, said):
     """Trial 66 #11: the knob flags' check was not applied to the file's knobs, which is edited by hand and probed
