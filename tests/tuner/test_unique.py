@@ -76,6 +76,10 @@ def test_a_repeated_proposal_becomes_the_nearest_unprobed_valid_candidate(tmp_pa
     for _ in range(3):
         trial = study.ask()
         proposals.append({k: trial.suggest_categorical(k, choices[k]) for k in KNOBS})
+        # Stored as autotune stores an evaluated trial: one told without its result is added outside autotune
+        # (study/outside.py), and holds no candidate.
+        trial.set_user_attr("candidate", {"knobs": proposals[-1]})
+        trial.set_user_attr("result", {"status": "ok", "time_s": 1.0, "energy_kj": None})
         study.tell(trial, 1.0)
     assert proposals[0] == first  # new: kept as proposed
     assert len({params_key(p) for p in proposals}) == 3
