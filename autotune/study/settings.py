@@ -5,6 +5,7 @@ so a resumed run can check it is the same study and `report`/`export` can rebuil
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import asdict, dataclass, field
 
 from autotune.candidate import KNOBS, Candidate, Knobs, knob_value
@@ -51,9 +52,18 @@ class StudySettings:
         and an edited workload or GPU count was a traceback in report and export (a negative samples, a missing
         workload), or a silently wrong pareto.json (gpus_per_node 0); now one line naming the value (trial 66 #5)."""
         try:
-            hardware = stored_hardware(data, f"the study's hardware profile '{data.get('hardware_name')}'")
+            try:
+                hardware = stored_hardware(data, f"the study's hardware profile '{data.get('hardware_name')}'")
+            except ConfigError as refusal:
+                if "hardware_profile" not in data:
+                    raise  # an older study's profile, loaded by name or path: its file is what to fix
+                raise _as_edit(refusal) from None
+            try:
+                model = model_from_json(data["model"], origin=f"{_SETTINGS}: model")
+            except ConfigError as refusal:
+                raise _as_edit(refusal) from None
             return cls(
-                model=model_from_json(data["model"]),
+                model=model,
                 hardware=hardware,
                 workload=_stored_workload(data["workload"]),
                 gpus_per_node=checked_number(_SETTINGS, "gpus_per_node", data["gpus_per_node"], low=1,
@@ -277,6 +287,16 @@ def _nodes(counts) -> str:
 _SETTINGS = "the study's settings"
 _EDITED = ("the study's settings were edited since the run kept them (study.set_user_attr): put back the value the run kept, "
            "or start a new study")
+
+
+# The fix a model file's or a profile file's refusal ends with: a study need not have either file (--model 7b).
+_FILE_FIX = re.compile(r"; (fix the file \(schema: [^)]*\)|see docs/hardware\.md|the file is damaged)$")
+
+
+def _as_edit(refusal: ConfigError) -> ConfigError:
+    """The refusal of the study's kept model or profile, worded as the edit of the study it is, not as a file to fix
+    (trial 68 #16: "fix the file" for a study of --model 7b, and no fix at all for its profile's gpus_per_node 0)."""
+    return ConfigError(f"{_FILE_FIX.sub('', str(refusal))}; {_EDITED}")
 
 
 def _stored_workload(stored: dict) -> Workload:

@@ -56,6 +56,13 @@ def _picks(kept):
     (_settings(lambda s: s["space"].update(zero_stag=[1])), "the study's settings: space: unknown key zero_stag"),
     (_settings(lambda s: s["workload"].update(global_batch=64.0)), "the study's settings: workload.global_batch = 64.0 "
      "is not a whole number"),
+    # Trial 68 #16: "fix the file" for a study of --model 7b (no file), and no fix at all for its profile.
+    (_settings(lambda s: s["model"]["llm"].update(layers=-5)), "the study's settings: model: llm.layers = -5 is out of "
+     "range; it must be a whole number >= 1 and <= 1000000000000; the study's settings were edited since the run kept "
+     "them (study.set_user_attr)"),
+    (_settings(lambda s: s["hardware_profile"].update(gpus_per_node=0)), "the study's hardware profile 'gh200': "
+     "gpus_per_node = 0 is out of range; it must be a whole number >= 1 and <= 1024; the study's "
+     "settings were edited since the run kept them"),
 ])
 def test_an_edited_user_attr_of_the_study_is_one_line_naming_it(finished_run, tmp_path, edit, said):
     out = tmp_path / "run"
