@@ -62,6 +62,9 @@ def keep_pick_parameters(study, view) -> None:
 
 def build_report(study, max_slowdown: float | None = None, eta: float | None = None, storage: str | None = None):
     """(view, pareto document) of a study; `storage`: its --storage URL, None for the run directory's study.db."""
+    from autotune.study.kept_attrs import check_kept_attrs
+
+    check_kept_attrs(study)  # before anything reads them: an edited one was a traceback (trial 68 #18)
     view = study_view(study, *stored_pick_parameters(study, max_slowdown, eta))
     backend = study.user_attrs.get("backend", {})
     # Only where the note gives advice to get more points: it rebuilds the space.

@@ -328,6 +328,9 @@ def _resume(study, settings, backend, args: argparse.Namespace, run_dir: Path, c
     from autotune.study.retries import (FAILING_START_ATTR, SETUP_FAILURE_ATTR, TIMED_OUT_UNDER_ATTR, evaluated_count,
                                         is_evaluated, queue_setup_retries, timed_out_otherwise, trials_by_number)
 
+    from autotune.study.kept_attrs import check_kept_attrs
+
+    check_kept_attrs(study)  # an edited record is named as such, before anything reads it (trial 68 #18)
     where = recorded_storage(args.storage) if args.storage else str(run_dir)  # said in a log: no password
     evaluated = [t for t in study.get_trials(deepcopy=False) if is_evaluated(t)]
     _check_same_backend(study, backend, evaluated, where, _report_command(run_dir, args))

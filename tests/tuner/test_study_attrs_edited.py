@@ -85,3 +85,25 @@ def test_a_resume_names_an_edited_space_as_an_edit_not_as_the_command_line(finis
                            "--trials", "3", "--out", out)
     assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
     assert "the study's settings: space.zero_stage holds 1.5" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("key, value, said", [
+    ("converged", {"probes": "abc", "rule": "r"}, "the study's converged: probes = \"abc\" is not a whole number"),
+    ("converged", {"probes": -3, "rule": "r"}, "the study's converged: probes = -3 is out of range; it must be a whole "
+                                               "number >= 0"),
+    ("converged", "x", "the study's converged = \"x\" is not an object of probes, trials and rule, or null; it was "
+                       "edited since a run kept it (study.set_user_attr)"),
+    ("backend", "x", "the study's backend = \"x\" is not an object"),
+])
+def test_an_edited_record_of_the_study_is_one_line_in_report_and_run(finished_run, tmp_path, key, value, said):
+    """Trial 68 #18: the records beside the settings ended report (and run) in a traceback, for good, or were printed
+    as found ("converged after -3 simulated probes")."""
+    out = tmp_path / "run"
+    shutil.copytree(finished_run, out)
+    optuna.load_study(study_name="autotune", storage=f"sqlite:///{out / 'study.db'}").set_user_attr(key, value)
+    run = ("run", "--model", "7b", "--nodes", "1", "--gpus-per-node", "2", "--backend", "simulate", "--trials", "3",
+           "--out", out)
+    for command in (("report", out), run):
+        result = autotune_main(*command)
+        errors = [line for line in result.stderr.splitlines() if "error" in line.lower()]  # run says its backend first
+        assert result.returncode == 2 and len(errors) == 1 and said in errors[0], result.stderr
