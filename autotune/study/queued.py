@@ -120,7 +120,11 @@ def _outside(number: int, knob: str, queued, choices: dict[str, list], space) ->
     else:
         held = space.values(knob) if space is not None else choices[knob]
         instead = "queue one of those values" if set(held) == set(choices[knob]) else _to_queue(knob, choices, space)
-        why = f"which this study's space does not hold ({_listed(held)}); it is left unprobed: {instead}, or widen --space"
+        # Not "widen --space": a study's space is fixed (a resume with a wider one is refused), and its nodes are
+        # --nodes' (trial 68 #15). A new study is what takes the value.
+        flag = "--nodes" if knob == "nodes" else "--space"
+        why = (f"which this study's space does not hold ({_listed(held)}); it is left unprobed: {instead}, or start a new "
+               f"study (--out NEW_DIR) whose {flag} holds it")
     return f"trial {number} was queued with {knob} {queued!r}, {why}"
 
 

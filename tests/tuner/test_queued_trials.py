@@ -133,3 +133,11 @@ def test_a_queued_key_that_is_no_knob_is_refused_in_one_line(tmp_path, capsys):
     assert f"warning: trial {number} was queued with values: unknown key zero_stag; allowed: activation_checkpointing, " \
            "micro_batch, nodes, optimizer_offload, power_limit, sm_clock_mhz, sp_degree, zero_stage; it is left unprobed: " \
            "queue it again with the knobs' names" in err.splitlines(), err
+
+
+def test_a_queued_node_count_outside_the_space_names_nodes_and_a_new_study_not_widen_space(tmp_path, capsys):
+    """Trial 68 #15: "or widen --space", a fix the study refuses (its space is fixed) and for nodes not even the flag."""
+    _, number, err = _run_with_a_queued_trial(tmp_path, capsys, ("7b", "1"), {"nodes": 2}, 2)
+    assert f"warning: trial {number} was queued with nodes 2, which this study's space does not hold (1); it is left " \
+           "unprobed: queue one of those values, or start a new study (--out NEW_DIR) whose --nodes holds it" \
+           in err.splitlines(), err

@@ -653,7 +653,8 @@ def test_a_trial_queued_outside_the_space_is_one_line_and_the_study_goes_on(tmp_
     url, number, err = _run_with_a_queued_trial(tmp_path, capsys, ("7b", "1"), {"zero_stage": 3, "power_limit": 0.5}, 2)
     said = [line for line in err.splitlines() if "was queued with" in line]
     assert said == [f"warning: trial {number} was queued with power_limit 0.5, which this study's space does "
-                    "not hold (1.0, 0.9, 0.8, 0.7); it is left unprobed: queue one of those values, or widen --space"], err
+                    "not hold (1.0, 0.9, 0.8, 0.7); it is left unprobed: queue one of those values, or start a new study "
+                    "(--out NEW_DIR) whose --space holds it"], err
     study = optuna.load_study(study_name="s", storage=url)
     queued = [t for t in study.trials if "was queued with" in t.user_attrs.get("reason", "")]
     assert len(queued) == 1 and queued[0].state == optuna.trial.TrialState.PRUNED
