@@ -60,6 +60,10 @@ def outside_reason(t: optuna.trial.FrozenTrial) -> str | None:
         # autotune stores the result before its objective returns the values that complete a trial, so only a
         # trial made outside it completes without one.
         return ADDED_OUTSIDE_REASON
+    if t.state == TrialState.PRUNED and not {"reason", "result", "duplicate_of"} & set(t.user_attrs):
+        # Every trial autotune prunes keeps why (an invalid candidate, a refused queued value), its out-of-memory
+        # result, or the trial it repeats: one pruned by add_trial was in no count and named nowhere (trial 68 #13).
+        return ADDED_OUTSIDE_REASON
     fault = kept_result_fault(t)
     return f"{fault}: added or edited by hand; left out of the search, the front and the picks" if fault else None
 
@@ -71,7 +75,7 @@ def added_outside(t: optuna.trial.FrozenTrial) -> bool:
 
 def added_outside_lines(study: optuna.Study) -> list[str]:
     """Lines naming the study's trials added outside autotune, and that they are left out: one for those without a
-    result, one for each whose kept result is wrong (its value named); none where no trial is."""
+    result (COMPLETE or PRUNED), one for each whose kept result is wrong (its value named); none where no trial is."""
     trials = [t for t in study.get_trials(deepcopy=False) if added_outside(t)]
     numbers = [t.number for t in trials if outside_reason(t) == ADDED_OUTSIDE_REASON]
     lines = [f"trial {t.number}: {outside_reason(t)}" for t in trials if t.number not in numbers]

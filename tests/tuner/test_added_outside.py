@@ -73,3 +73,20 @@ def test_a_wrong_kept_result_is_left_out_in_one_line_and_the_good_trials_still_r
     assert document["trials"] == len(study.trials)  # each counted, as invalid
     assert {negative, text, no_candidate}.isdisjoint(point["trial"] for point in document["front"])
     assert document["front"]
+
+
+def test_a_trial_added_outside_autotune_as_pruned_is_counted_and_named(tmp_path):
+    """Trial 68 #13: a PRUNED trial added with add_trial (no reason) was in no count ("7 trials" against Optuna's 8),
+    named by no run, and export said only that it was no feasible evaluated trial."""
+    out = tmp_path / "run"
+    assert autotune_main(*RUN, "--trials", "3", "--out", out).returncode == 0
+    study = optuna.load_study(study_name="autotune", storage=f"sqlite:///{out / 'study.db'}")
+    study.add_trial(optuna.trial.create_trial(params=ADDED, distributions=study.trials[1].distributions,
+                                              state=optuna.trial.TrialState.PRUNED))
+    added = study.trials[-1].number
+
+    resumed = autotune_main(*RUN, "--trials", "4", "--out", out)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"warning: trial {added} was added outside autotune (study.add_trial, or told by hand): no autotune result " \
+           "says where its figures come from; left out of the search, the front and the picks" in resumed.stderr.splitlines()
+    assert json.loads((out / "pareto.json").read_text())["trials"] == len(study.trials)
