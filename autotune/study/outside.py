@@ -41,10 +41,9 @@ def kept_result_fault(t: optuna.trial.FrozenTrial) -> str | None:
         return f"its result = {shown(result)} is not a probe's record (an object)"
     if result.get("status") not in STATUSES:
         return f"its result.status = {shown(result.get('status'))} is not one of {', '.join(STATUSES)}"
-    for key in ("time_s", "energy_kj"):
-        # An ok probe has a time; its energy may be unavailable (None), a failed probe has neither.
-        if result.get(key) is None and not (key == "time_s" and result["status"] == "ok"):
-            continue
+    for key in ("time_s", "energy_kj") if result["status"] == "ok" else ():  # a failed probe's figures rank nothing
+        if result.get(key) is None:
+            continue  # not measured: the run says the trial cannot be ranked (study/loop.py)
         problem = number_problem(result.get(key), low=MIN_SOLUTION_FIGURE, high=MAX_SOLUTION_FIGURE)
         if problem:
             return f"its result.{key} = {shown(result.get(key))} {problem}"
