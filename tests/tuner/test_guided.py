@@ -27,7 +27,10 @@ from tests.cli import autotune, autotune_main
 
 # What a probe keeps with its values: a COMPLETE trial without it was added outside autotune, and the model leaves
 # it out (study/outside.py).
-PROBED = {"result": {"status": "ok", "source": "measured"}}
+def _probed(params: dict, status: str = "ok") -> dict:
+    """The user attrs autotune keeps on a probed trial: its result and the candidate it is for (one without them is
+    a trial added outside autotune, left out of the model: study/outside.py)."""
+    return {"result": {"status": status, "source": "measured"}, "candidate": {"knobs": params}}
 
 
 def _settings(model="32b", nodes="2-8"):
@@ -348,9 +351,10 @@ def test_a_value_pair_held_only_by_a_probe_that_ran_out_of_memory_is_still_owed(
         if i not in holders:  # measured 10% slower than the simulator says: not its own figures
             values = list(np.exp(pred.log_values[i]) * [1.1, 1.0])
             study.add_trial(optuna.trial.create_trial(params=pred.params[i], distributions=distributions, values=values, constraints=ok,
-                                                  user_attrs=PROBED))
+                                                  user_attrs=_probed(pred.params[i])))
     study.add_trial(optuna.trial.create_trial(state=TrialState.PRUNED, params=pred.params[holders[0]], distributions=distributions,
-                                              constraints={**ok, "probe_oom": 1.0}))
+                                              constraints={**ok, "probe_oom": 1.0},
+                                              user_attrs=_probed(pred.params[holders[0]], "oom")))
     monkeypatch.setattr(GuidedSampler, "_share_of_reach_to_enter", lambda self, view: np.zeros(len(view.free)))
     view = sampler.outlook(study)
     owed = sampler._coverage(view)
@@ -367,7 +371,7 @@ def _study_with_probes(sampler, probes: dict[int, tuple[float, float]]):
     for i, factors in probes.items():
         values = list(np.exp(pred.log_values[i]) * factors)
         study.add_trial(optuna.trial.create_trial(params=pred.params[i], distributions=distributions, values=values, constraints=ok,
-                                                  user_attrs=PROBED))
+                                                  user_attrs=_probed(pred.params[i])))
     return study
 
 
