@@ -361,18 +361,25 @@ def _write_measurements(study, path: Path) -> int:
     from autotune.backends.replay import checked_record, measurement_record, study_of
     from autotune.errors import ConfigError, UserError
     from autotune.study.settings import StudySettings
+    from autotune.study.outside import kept_result_fault
     from autotune.study.retries import evaluated_trials
 
     settings = StudySettings.from_dict(study.user_attrs["settings"])
     records, left_out, damaged = [], {}, []
     evaluated = evaluated_trials(study)
-    kept = _kept_results(study, set(evaluated))
+    # A wrong kept result leaves its trial out of the evaluated ones (study/outside.py): said here too, not dropped.
+    faulty = [t for t in study.get_trials(deepcopy=False) if kept_result_fault(t) and "duplicate_of" not in t.user_attrs]
+    faulty_numbers = {t.number for t in faulty}
+    kept = [t for t in _kept_results(study, set(evaluated)) if t.number not in faulty_numbers]
     kept_numbers, kept_written = {t.number for t in kept}, []
-    for trial in sorted([*evaluated.values(), *kept], key=lambda t: t.number):
-        params = trial.user_attrs["candidate"]["knobs"]
+    for trial in sorted([*evaluated.values(), *kept, *faulty], key=lambda t: t.number):
         if (damage := _damaged_result(trial)) is not None:
             damaged.append(f"trial {trial.number}'s {damage}")
             continue
+        if (fault := kept_result_fault(trial)) is not None:
+            damaged.append(f"trial {trial.number}: {fault}")
+            continue
+        params = trial.user_attrs["candidate"]["knobs"]
         if (why := _not_the_candidates(trial)) is not None:
             left_out.setdefault(why, []).append(trial.number)
             continue

@@ -29,13 +29,11 @@ ADDED_OUTSIDE_REASON = ("added outside autotune (study.add_trial, or told by han
 
 
 def kept_result_fault(t: optuna.trial.FrozenTrial) -> str | None:
-    """What is wrong with the trial's kept result as a probe's record (as a measurement file's record is checked:
-    an object, a known status, a finite positive time and energy), or with the candidate it belongs to; None where
-    it holds none, or a sound one."""
+    """What is wrong with the trial's kept result as a probe's record (an object, a known status, an ok probe's time
+    and energy finite and positive where given), or with the candidate it belongs to; None where it holds none, or a
+    sound one."""
     if "result" not in t.user_attrs:
         return None
-    from autotune.backends.replay import MAX_SOLUTION_FIGURE, MIN_SOLUTION_FIGURE  # replay's imports are heavy
-
     result = t.user_attrs["result"]
     if not isinstance(result, dict):
         return f"its result = {shown(result)} is not a probe's record (an object)"
@@ -44,7 +42,8 @@ def kept_result_fault(t: optuna.trial.FrozenTrial) -> str | None:
     for key in ("time_s", "energy_kj") if result["status"] == "ok" else ():  # a failed probe's figures rank nothing
         if result.get(key) is None:
             continue  # not measured: the run says the trial cannot be ranked (study/loop.py)
-        problem = number_problem(result.get(key), low=MIN_SOLUTION_FIGURE, high=MAX_SOLUTION_FIGURE)
+        # Finite and positive, no more: a study of 1e12 samples keeps figures past what a replay file may hold.
+        problem = number_problem(result.get(key), low=0, low_open=True)
         if problem:
             return f"its result.{key} = {shown(result.get(key))} {problem}"
     candidate = t.user_attrs.get("candidate")
