@@ -246,6 +246,9 @@ def load_measured(run_dirs: list[Path], hardware: HardwareProfile, allow_estimat
     `study_name`: where a run directory without study.db keeps its study (run_dir_study)."""
     from dataclasses import replace
 
+    from optuna.trial import TrialState
+
+    from autotune.study.outside import kept_result_fault
     from autotune.study.retries import evaluated_trials
     from autotune.study.settings import StudySettings
 
@@ -274,7 +277,10 @@ def load_measured(run_dirs: list[Path], hardware: HardwareProfile, allow_estimat
             own = StudySettings.from_dict(stored) if "hardware_profile" in stored else settings
         except (KeyError, TypeError, ValueError) as exc:
             raise UserError(f"{run_dir}: the study's stored settings are unreadable ({exc}); the study is damaged") from None
-        for trial in evaluated_trials(study).values():
+        # A completed trial whose kept result is wrong is left out of the study's evaluated ones (study/outside.py):
+        # a fit must not go on without it, so it is read here too, and refused in its own words.
+        faulty = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if kept_result_fault(t)]
+        for trial in sorted([*evaluated_trials(study).values(), *faulty], key=lambda t: t.number):
             _trial_observations(origin, trial, settings, allow_estimated, allow_simulated, runs, own)
         if _backend_name(study) == "replay":
             replayed.add(origin)
