@@ -368,6 +368,7 @@ def main(argv: list[str] | None = None) -> int:
 
     cuda = cuda_available()
     candidate, ds_config, failed = None, None, True
+    before_candidate = True  # until the candidate is handed to the model and engine (trainer/setup_fault.py)
     data = data_source(args)
     base = results.base_result(None, None, env.world_size, device_name(cuda), data)
     device_settings = ExitStack()  # closed first on every way out: the limit is restored before teardown
@@ -383,6 +384,7 @@ def main(argv: list[str] | None = None) -> int:
         if block is not None:
             base["device_settings"] = block
         agree_or_refuse(guard, env)
+        before_candidate = False  # the test hook stands for the candidate's own failures
         run_test_hook(env.rank, candidate)
         from trainer.run import run_probe
 
@@ -398,7 +400,10 @@ def main(argv: list[str] | None = None) -> int:
     except BaseException as exc:  # noqa: BLE001 - every failure becomes a result, never a hang
         if isinstance(exc, KeyboardInterrupt):
             raise
-        _write_failure(results, out, results.failure_result(base, exc, env.rank), env)
+        from trainer.setup_fault import setup_fault
+
+        failure = results.failure_result(base, exc, env.rank, setup=setup_fault(exc, before_candidate))
+        _write_failure(results, out, failure, env)
         return 1
     finally:
         device_settings.close()

@@ -478,7 +478,7 @@ class LaunchBackend(Backend):
             return result
         status = result["status"] if result["status"] in ("oom", "failed") else "failed"
         error = result.get("error") or f"probe status {result['status']!r} without an error message"
-        for key in ("refused", "failed_rank"):
+        for key in ("refused", "failed_rank", "setup_failure"):  # setup_failure: study/retries.py `setup_failure`
             if key in result:
                 extra[key] = result[key]
         return not_ok_result(status, error, trial_dir, log_path, **extra)

@@ -366,7 +366,7 @@ def _resume(study, settings, backend, args: argparse.Namespace, run_dir: Path, c
         trial_count = len(on_setup)
         console.print(f"probing again the {agreeing(trial_count, 'candidate', 'candidates')} of {agreeing(trial_count, 'trial', 'trials')} "
                       f"{', '.join(map(str, on_setup))}: {agreeing(trial_count, 'its probe', 'their probes')} failed on "
-                      f"the set-up (the launcher or the nodes, before the trainer ran {agreeing(trial_count, 'it', 'them')}), not on the "
+                      f"the set-up (the launcher, the nodes or the trainer's own, before it ran {agreeing(trial_count, 'it', 'them')}), not on the "
                       f"{agreeing(trial_count, 'candidate', 'candidates')}")
     if started_failing:
         trial_count = len(started_failing)

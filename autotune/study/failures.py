@@ -11,7 +11,9 @@
   out of memory): the CLI exits non-zero on it, whatever the budget. A study that probed every candidate of
   its space (FAILING_START_PROBES or fewer) and saw every one fail, with none ever run, never reaches the
   failing-start stop, yet its failures point at the set-up just as much: it marks them as that stop does, so
-  the same command, once the set-up is fixed, probes them again (not a resume that probes nothing).
+  the same command, once the set-up is fixed, probes them again (not a resume that probes nothing). Where no
+  failure of it is probed again (every one the candidate's own, the trainer having run it), the line names a larger
+  --trials, never "run the same command again": that resume, its budget spent, probes nothing.
 """
 
 from __future__ import annotations
@@ -159,7 +161,23 @@ def no_probe_succeeded(study: optuna.Study, others_left: bool = True, replayed: 
         marked = retried_after_failing_start(failed)
         if marked:
             study.set_user_attr(FAILING_START_ATTR, sorted(set(study.user_attrs.get(FAILING_START_ATTR, [])) | set(marked)))
-    return f"{head}{failure}. {_fix_that(failed)}{again}: {_what_a_resume_does(failed, probed_again=probed_again)}"
+    if setup or probed_again or _all_timed_out(failed):
+        return f"{head}{failure}. {_fix_that(failed)}{again}: {_what_a_resume_does(failed, probed_again=probed_again)}"
+    # No failure here is probed again: "Fix that and run the same command again" promised a resume that, its --trials
+    # budget spent or its space probed, probed nothing and ended on this same line (trial 69 #7).
+    final = ("its failure is the candidate's own (the trainer ran it) and final" if len(failed) == 1
+             else "their failures are the candidates' own (the trainer ran them) and final")
+    if others_left:
+        return (f"{head}{failure}: {final}. A larger --trials probes others (the study resumes, and its failed trials are "
+                "kept); where a failure is the machine's rather than the candidate's (its log says), fix that first")
+    return f"{head}{failure}: {final}, and every candidate of the space was probed: {widen}"
+
+
+def _all_timed_out(failed: list) -> bool:
+    """Whether every one of `failed` timed out, none on the set-up: _fix_that then names --probe-timeout, and a resume
+    under another one probes them again (retries.TIMED_OUT_UNDER_ATTR)."""
+    return all(t.user_attrs["result"].get("status") == "timeout" and not t.user_attrs.get(SETUP_FAILURE_ATTR)
+               for t in failed)
 
 
 # How a probe that did not succeed ended, as a sentence counts them.

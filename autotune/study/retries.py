@@ -7,7 +7,8 @@
   A retry knows the trials it repeats (`retry_lineage`), so the backend may take over what they completed
   (launch: the finished repeats of `--repeats N`).
 - A probe that failed on the set-up, before the trainer ran the candidate (`setup_failure`: the launcher
-  missing, nodes out of reach, the launcher exiting without the trainer's result), is marked so, and a
+  missing, nodes out of reach, the launcher exiting without the trainer's result, the trainer's own set-up:
+  an unwritable ~/.cache, DeepSpeed's op build), is marked so, and a
   resumed study probes its candidate again (`queue_setup_retries`): the user fixed the set-up in
   between, as the failing-start stop asks (failures.py). Such a trial stops counting as evaluated once
   it is queued again. A candidate's own failure, an out-of-memory and a timeout stay final, but for a
@@ -73,8 +74,11 @@ def setup_failure(result: ProbeResult) -> bool:
     the candidate: the launch backend could not start the launcher (not installed), could not reach the
     candidate's nodes (a hostfile or an allocation too small), or the launcher ended without the trainer's
     result (a module missing on the nodes, ssh or pdsh refused, srun refused the step), or with a result
-    the tuner cannot read (another version on the nodes). The trainer writes a result naming the
-    `failed_rank` for each failure of its own (DeepSpeed's error, a candidate it refuses): the candidate's.
+    the tuner cannot read (another version on the nodes), or with the trainer's result saying
+    `setup_failure` (trainer/setup_fault.py: it failed before DeepSpeed saw the candidate, as on an unwritable
+    ~/.cache, or in building DeepSpeed's ops; named a `failed_rank`, it was kept final and the baseline never probed
+    again, trial 69 #7). Any other result the trainer writes names the `failed_rank` of a failure of its own
+    (DeepSpeed's error, a candidate it refuses): the candidate's.
     Final too: out of memory (a result), a timeout (a hang may be the candidate's, and a retry costs the
     whole timeout) and a launcher killed by SIGKILL (the kernel's OOM killer; one a stop signal from outside ended
     never gets here: launch.ProbeStoppedOutside interrupts its trial); but not a timeout the
@@ -84,8 +88,10 @@ def setup_failure(result: ProbeResult) -> bool:
     details = result.details or {}
     if result.status == "timeout":
         return "launcher" in details and details.get("timeout_cause") == TIMEOUT_ON_BUILD_LOCK
-    if result.status != "failed" or "launcher" not in details or "failed_rank" in details or "refused" in details:
+    if result.status != "failed" or "launcher" not in details or "refused" in details:
         return False
+    if "failed_rank" in details:
+        return details.get("setup_failure") is True
     exit_code = details.get("exit_code")
     return exit_code is None or exit_code >= 0
 

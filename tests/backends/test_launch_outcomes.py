@@ -56,6 +56,19 @@ def test_a_refusal_keeps_the_probe_s_error(make_launch_backend, make_candidate, 
     assert result.details["refused"] is True and result.details["exit_code"] == 1
 
 
+def test_a_trainer_failure_on_its_setup_is_the_studys_setup_failure(make_launch_backend, make_candidate, fake_probe):
+    """Trial 69 #7: an unwritable ~/.cache failed the trainer before DeepSpeed saw the candidate; its result named
+    rank 0, and the study kept the baseline's failure as final. The trainer says `setup_failure`, and the study
+    reads it (study/retries.py), so a resume probes the candidate again."""
+    from autotune.study.retries import setup_failure
+
+    python = fake_probe('write({"status": "failed", "error": "PermissionError: [Errno 13] Permission denied: '
+                        '\'/home/u/.cache\'", "failed_rank": 0, "setup_failure": True})\nsys.exit(1)\n')
+    result = make_launch_backend(python=python).evaluate(make_candidate(), trial_number=1)
+    assert result.status == "failed" and result.details["setup_failure"] is True and result.details["failed_rank"] == 0
+    assert setup_failure(result)
+
+
 def test_a_hang_kills_the_whole_group_including_grandchildren(make_launch_backend, make_candidate, fake_probe):
     # Like a launcher whose ranks start helpers: the `sleep` is a grandchild, reachable only through the group.
     python = fake_probe('subprocess.Popen(["sleep", "300", out])\nprint("hung", flush=True)\ntime.sleep(300)\n')

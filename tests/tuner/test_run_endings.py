@@ -42,6 +42,8 @@ def _failed(**details) -> ProbeResult:
     (_failed(launcher="srun", exit_code=0), True),
     (_failed(launcher="torchrun", exit_code=1, failed_rank=0), False),  # the trainer's own failure: the candidate's
     (_failed(launcher="torchrun", exit_code=1, failed_rank=0, refused=True), False),
+    # The trainer says it failed before it ran the candidate (an unwritable ~/.cache, DeepSpeed's op build): trial 69 #7.
+    (_failed(launcher="torchrun", exit_code=1, failed_rank=0, setup_failure=True), True),
     (_failed(launcher="torchrun", exit_code=-9), False),  # killed by a signal: the kernel's OOM killer, perhaps
     (ProbeResult(status="timeout", source="measured", energy_source="unavailable", details={"launcher": "torchrun"}), False),
     (ProbeResult(status="oom", source="measured", energy_source="unavailable", details={"launcher": "torchrun"}), False),
@@ -290,10 +292,28 @@ def test_a_space_too_small_for_the_failing_start_stop_probes_its_failures_again_
 
 
 def test_failures_with_candidates_left_stay_final_below_the_failing_start_stop(tmp_path):
+    """Trial 69 #7: the line said "Fix that and run the same command again", and that command, its --trials budget
+    spent, probed nothing and ended on the same line: a candidate's own failure is final, and a larger --trials is
+    what probes more."""
     run_study(_study(tmp_path), settings_for(*SETTINGS), _Probes("candidate"), 1)
     study = _study(tmp_path)
-    assert no_probe_succeeded(study).endswith("the study resumes, and its failed trials are kept")
+    said = no_probe_succeeded(study)
+    assert said.endswith(": its failure is the candidate's own (the trainer ran it) and final. A larger --trials probes "
+                         "others (the study resumes, and its failed trials are kept); where a failure is the machine's "
+                         "rather than the candidate's (its log says), fix that first"), said
+    assert "same command" not in said
     assert queue_setup_retries(_study(tmp_path)) == []
+
+
+def test_failures_of_the_whole_space_after_one_ran_name_no_same_command_either(tmp_path):
+    """Trial 69 #7: every candidate of the space probed, one out of memory and one failed by its own fault: the same
+    command probes nothing again, so the line names the space, not that command."""
+    run_study(_study(tmp_path), settings_for(*SETTINGS), _Probes("oom", "candidate"), 2, early_stop=False)
+    said = no_probe_succeeded(_study(tmp_path), others_left=False)
+    assert said.endswith("its failure is the candidate's own (the trainer ran it) and final, and every candidate of the "
+                         "space was probed: widen the space (ZeRO-3, offload, checkpointing, more --nodes in a --space "
+                         "file)"), said
+    assert "same command" not in said
 
 
 def test_a_whole_space_replay_of_failures_is_not_told_to_add_memory_savings(tmp_path):

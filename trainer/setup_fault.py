@@ -1,0 +1,50 @@
+"""Whether a probe's failure is its set-up's rather than its candidate's (result.json's `setup_failure`).
+
+The tuner probes a set-up failure's candidate again when the study resumes (autotune/study/retries.py), and keeps
+a candidate's own failure as final. Every failure the trainer writes names its `failed_rank`, so the tuner cannot
+tell the two apart by that: an unwritable ~/.cache failed the shm_comm build inside the process group's start, the
+result named rank 0, and the baseline's failure was kept as final though DeepSpeed never saw the candidate
+(trial 69 #7). The trainer knows, so it says:
+- anything raised before the candidate is handed to the model and engine (`before_candidate`): the process group,
+  the device settings, the probe's own inputs;
+- at any time, a failure of building DeepSpeed's ops (torch's cpp_extension, DeepSpeed's op builders: a compiler,
+  ninja or CUDA missing, the build folder unwritable), and a file system's refusal (permission, read-only, full,
+  over quota): what the user fixes in the environment, not by choosing another candidate.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+
+# Raised by a file system, not by a candidate: the user fixes the folder, the disk or the quota.
+_FILE_SYSTEM_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT})
+# Where DeepSpeed's ops are built (JIT): a frame of a failure there is a build's, whatever it raised.
+_BUILD_FILES = (os.path.join("torch", "utils", "cpp_extension.py"), os.path.join("deepspeed", "ops", "op_builder", ""))
+
+
+def setup_fault(exc: BaseException, before_candidate: bool) -> bool:
+    """Whether `exc`, which ended a probe, is the set-up's (see the module docstring). `before_candidate`: raised
+    before the trainer handed the candidate to its model and engine."""
+    return before_candidate or any(_environment_error(e) for e in _chain(exc))
+
+
+def _environment_error(exc: BaseException) -> bool:
+    if isinstance(exc, OSError) and exc.errno in _FILE_SYSTEM_ERRNOS:
+        return True
+    traceback = exc.__traceback__
+    while traceback is not None:
+        if any(part in traceback.tb_frame.f_code.co_filename for part in _BUILD_FILES):
+            return True
+        traceback = traceback.tb_next
+    return False
+
+
+def _chain(exc: BaseException):
+    """`exc` and the exceptions it was raised from or during (torch raises "Error building extension" from the
+    compiler's CalledProcessError)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
