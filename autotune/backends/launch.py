@@ -49,6 +49,7 @@ from autotune.backends.repeat_takeover import (
     taken_over_words,
     trial_folder,
 )
+from autotune.backends.trial_dirs import check_trials_folder, probe_files_error
 from autotune.build_locks import build_locks, install_extensions_dir
 from autotune.candidate import Candidate
 from autotune.counted import counted
@@ -136,6 +137,7 @@ class LaunchBackend(Backend):
         self.env = {k: str(v) for k, v in (env or {}).items()}
         check_launcher_settings(launcher, self.hostfile, self._environ())
         lock_folder(self._environ())  # where probes take turns on devices: a bad AUTOTUNE_PROBE_LOCKS fails here
+        check_trials_folder(self.run_dir)  # where they write: an unwritable trials/ fails here, not at a probe
         self.launcher = launcher
         self.probe_timeout_s = probe_timeout_s
         self.warmup_steps, self.probe_steps, self.probe_seconds = warmup_steps, probe_steps, probe_seconds
@@ -247,8 +249,7 @@ class LaunchBackend(Backend):
         log_path = trial_dir / "log.txt"
         resumed = self._resumed.pop(trial_number, None)
         assert resumed is None or resumed[0] == candidate, "resumes() was told another candidate than evaluate()"
-        self._prepare(trial_dir, candidate)
-        record = RunRecord(trial_dir, self.probe_settings())
+        record = self._prepare(trial_dir, candidate, trial_number)
         taken = self._take_over(trial_dir, *resumed[1:], record) if resumed else {}
         environ = self._environ()
         launcher = resolve_launcher(self.launcher, candidate, self.hostfile, environ)
@@ -351,14 +352,20 @@ class LaunchBackend(Backend):
 
     # --- steps of evaluate -----------------------------------------------------------------------
 
-    def _prepare(self, trial_dir: Path, candidate: Candidate) -> None:
-        """Fresh inputs; no result or log of an earlier attempt at this trial number may survive."""
-        trial_dir.mkdir(parents=True, exist_ok=True)
-        for stale in trial_dir.glob("result*.json"):
-            stale.unlink()
-        (trial_dir / "log.txt").write_text("", encoding="utf-8")
-        (trial_dir / "candidate.json").write_text(json.dumps(candidate.to_file(), indent=2) + "\n", encoding="utf-8")
-        (trial_dir / "ds_config.json").write_text(json.dumps(deepspeed_config(candidate), indent=2) + "\n", encoding="utf-8")
+    def _prepare(self, trial_dir: Path, candidate: Candidate, trial_number: int) -> RunRecord:
+        """Fresh inputs; no result or log of an earlier attempt at this trial number may survive. Returns the trial's
+        record. A folder it cannot write is one line (trial_dirs.py), not a traceback (trial 69 #8)."""
+        try:
+            trial_dir.mkdir(parents=True, exist_ok=True)
+            for stale in trial_dir.glob("result*.json"):
+                stale.unlink()
+            (trial_dir / "log.txt").write_text("", encoding="utf-8")
+            (trial_dir / "candidate.json").write_text(json.dumps(candidate.to_file(), indent=2) + "\n", encoding="utf-8")
+            (trial_dir / "ds_config.json").write_text(json.dumps(deepspeed_config(candidate), indent=2) + "\n",
+                                                      encoding="utf-8")
+            return RunRecord(trial_dir, self.probe_settings())
+        except OSError as exc:
+            raise probe_files_error(trial_dir, trial_number, exc) from None
 
     def _expected(self, candidate: Candidate) -> Expected:
         return Expected(candidate, deepspeed_config(candidate), self.probe_settings())
