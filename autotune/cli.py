@@ -18,7 +18,7 @@ import sys
 from autotune.commands.paths import undone_on_failure
 from autotune.commands.reference import reference_text
 from autotune.errors import UserError, stop_signals
-from autotune.status_stream import keep_going_without_stderr
+from autotune.status_stream import fill_closed_descriptors, keep_going_without_stderr
 from autotune.usage_errors import OneLineParser, one_line
 
 COMMANDS = ("run", "space", "report", "export", "sensors", "calibrate", "compare")
@@ -143,6 +143,7 @@ def console_main() -> None:
 
     A stderr that stops taking output is the process's business too: from then on its lines are dropped
     and the command goes on, its status what the command did (status_stream)."""
+    fill_closed_descriptors()
     if sys.argv[1:2] and sys.argv[1] in COMMANDS:
         _stop_from_the_start()
     keep_going_without_stderr()

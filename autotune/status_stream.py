@@ -53,6 +53,23 @@ class StatusStream:
 def keep_going_without_stderr() -> None:
     """The process's sys.stderr becomes a StatusStream: every `print(..., file=sys.stderr)` and every rich
     Console(stderr=True), which looks sys.stderr up at each write, survives its loss. A stderr closed at
-    start (`2>&-`: None) is left as it is."""
-    if sys.stderr is not None and not isinstance(sys.stderr, StatusStream):
+    start (`2>&-`: Python makes sys.stderr None) writes to devnull: `print(..., file=None)` prints on stdout,
+    which put warnings and errors into `--json` output and `export --measurements -`'s records (trial71 #1)."""
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - the process's stderr, open until it exits
+    if not isinstance(sys.stderr, StatusStream):
         sys.stderr = StatusStream(sys.stderr)
+
+
+def fill_closed_descriptors() -> None:
+    """Standard input, output and error closed at start (`<&-`, `>&-`, `2>&-`, a daemon's wrapper) are opened
+    on devnull before anything else opens a file: the first file opened would otherwise take the free number,
+    and a write meant for stdout or stderr (a probe's process, a library's C code) would land in it (study.db)."""
+    for fd, mode in ((0, os.O_RDONLY), (1, os.O_WRONLY), (2, os.O_WRONLY)):
+        try:
+            os.fstat(fd)
+        except OSError:
+            devnull = os.open(os.devnull, mode)
+            if devnull != fd:
+                os.dup2(devnull, fd)
+                os.close(devnull)

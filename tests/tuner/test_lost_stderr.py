@@ -73,3 +73,35 @@ def test_an_error_said_to_a_full_stderr_keeps_its_status():
         run = subprocess.run([sys.executable, "-m", "autotune.cli", "run", "--model", "no-such-model"],
                              stdout=subprocess.PIPE, stderr=full, text=True, timeout=120)
     assert run.returncode == 2
+
+
+def _closed_stderr(argv, tmp_path) -> subprocess.CompletedProcess:
+    """A command started with standard error closed (`2>&-`, a daemon's wrapper)."""
+    import os
+
+    return subprocess.run([sys.executable, "-m", "autotune.cli", *argv], stdout=subprocess.PIPE, text=True,
+                          preexec_fn=lambda: os.close(2), timeout=300, cwd=tmp_path)
+
+
+def test_a_stderr_closed_at_start_keeps_json_on_stdout_parseable(tmp_path):
+    """Trial71 #1: Python makes sys.stderr None, and `print(..., file=None)` prints on stdout: the warning of a node
+    count with no valid candidate went into `space --json`, which then did not parse (exit 0)."""
+    import json
+
+    done = _closed_stderr(["space", "--model", "7b", "--nodes", "1-3", "--json"], tmp_path)
+    assert done.returncode == 0
+    assert isinstance(json.loads(done.stdout), list)  # the warning for 3 nodes is not in it
+
+
+def test_a_stderr_closed_at_start_puts_no_error_on_stdout(tmp_path):
+    done = _closed_stderr(["run", "--model", "nosuch"], tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+
+
+def test_a_study_with_stderr_closed_at_start_finishes_its_files(tmp_path):
+    """The status lines go nowhere; study.db is not opened on the free descriptor 2 (where a probe's or a library's
+    write to stderr would land in it)."""
+    done = _closed_stderr([*RUN, "--out", str(tmp_path / "run")], tmp_path)
+    assert done.returncode == 0 and "Pareto front" in done.stdout
+    assert "backend: simulate" not in done.stdout and "(1/3)" not in done.stdout  # status lines, stderr's
+    _assert_finished(tmp_path / "run")
