@@ -69,7 +69,8 @@ def environment() -> tuple[tuple[str, str], ...]:
          "--study-name, a model file's or checkpoint folder's name) is read as the UTF-8 it is, so a study is the same "
          "in every locale (bytes that are not UTF-8 in a --study-name: one line, exit 2); a character the output "
          "cannot show prints as ?, a path as the bytes typed"),
-        ("NO_COLOR, TERM=dumb", "no colours (bold and dim stay); output that is not a terminal has none at all"),
+        ("NO_COLOR, TERM=dumb", "NO_COLOR: no colours (bold and dim stay); TERM=dumb: plain text (no colour, bold or "
+                                "dim); output that is not a terminal has none at all"),
         (f"{SM_CLOCK_SET_BY_ENV}, {PROBE_ID_ENV}", "set by autotune in a probe's environment (srun set the SM clock; "
                                                    "the mark that finds its processes): not to set by hand"),
         (f"{NVML_API_ENV}, AUTOTUNE_PROBE_TEST_HOOK[_RANK]", "for tests: a stand-in for NVML; a probe that hangs, "
