@@ -18,7 +18,7 @@ import sys
 from autotune.commands.paths import undone_on_failure
 from autotune.commands.reference import reference_text
 from autotune.errors import UserError, stop_signals
-from autotune.status_stream import fill_closed_descriptors, keep_going_without_stderr
+from autotune.status_stream import fill_closed_descriptors, keep_going_without_stderr, write_stdout_whole
 from autotune.usage_errors import OneLineParser, one_line
 
 COMMANDS = ("run", "space", "report", "export", "sensors", "calibrate", "compare")
@@ -152,6 +152,7 @@ def console_main() -> None:
         sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - the process's stdout, open until it exits
         print("autotune: standard output is closed: nothing is printed there (the files a command writes, a run "
               "directory's, are written as ever)", file=sys.stderr)
+    write_stdout_whole()
     _replace_what_stdout_cannot_encode()
     try:
         status = main()

@@ -8,6 +8,7 @@ inside a trial's objective, which left the trial RUNNING ("still probing on othe
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import sys
 
@@ -73,3 +74,38 @@ def fill_closed_descriptors() -> None:
             if devnull != fd:
                 os.dup2(devnull, fd)
                 os.close(devnull)
+
+
+class _WholeWrites(io.RawIOBase):
+    """A descriptor written until every byte is taken. Python's own stdout took a short write to a pipe whose
+    reader went away mid-write as the whole text: `autotune space | head` printed its table in one write, lost
+    the rest of it and exited 0, not 141 (trial71 #3). Here the next write of the rest fails as a broken pipe."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def write(self, data) -> int:
+        view = memoryview(data).cast("B")
+        done = 0
+        while done < len(view):
+            done += os.write(self._fd, view[done:])
+        return done
+
+
+def write_stdout_whole() -> None:
+    """sys.stdout, where it is no terminal (a pipe, a file), writes through _WholeWrites: its encoding and errors kept."""
+    stream = sys.stdout
+    try:
+        if stream.isatty() or stream.fileno() != 1:
+            return
+    except (AttributeError, OSError, ValueError):  # a stand-in (tests), devnull opened for a closed stdout
+        return
+    sys.stdout = io.TextIOWrapper(io.BufferedWriter(_WholeWrites(1)), encoding=stream.encoding, errors=stream.errors,
+                                  line_buffering=stream.line_buffering)

@@ -266,7 +266,7 @@ def test_a_reader_that_stops_early_ends_the_output_quietly(output):
     """`autotune space --json | head`: the pipe closes after the reader's lines; no traceback, and the
     status of a tool that SIGPIPE ended (141), as the shell reports for `yes | head`. The same for a
     table rich prints (rich's own handling ended with status 1). The reader is gone before the command
-    writes: one that went away mid-write leaves CPython's partial write unreported (status 0), by chance."""
+    writes; test_a_reader_gone_mid_write_ends_the_table_as_a_broken_pipe has one that leaves mid-write."""
     with subprocess.Popen([sys.executable, "-c", "pass"], stdin=subprocess.PIPE) as head:
         head.wait(timeout=60)
         run = subprocess.run([sys.executable, "-m", "autotune.cli", "space", "--model", "7b", "--nodes", "1", *output],
@@ -274,6 +274,18 @@ def test_a_reader_that_stops_early_ends_the_output_quietly(output):
         head.stdin.close()
     assert run.returncode == 141, run.stderr
     assert run.stderr == ""
+
+
+def test_a_reader_gone_mid_write_ends_the_table_as_a_broken_pipe():
+    """Trial71 #3: `autotune space | head -3` printed its table (hundreds of kB) in one write; CPython's stdout took
+    the pipe's short write, when the reader left, as the whole table: the rest was lost and the status was 0. The
+    reader here takes 100 bytes of a table far larger than a pipe holds and leaves."""
+    with subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.buffer.read(100)"], stdin=subprocess.PIPE) as head:
+        run = subprocess.run([sys.executable, "-m", "autotune.cli", "space", "--model", "7b", "--nodes", "1-8"],
+                             stdout=head.stdin, stderr=subprocess.PIPE, text=True, timeout=300)
+        head.stdin.close()
+    assert run.returncode == 141, run.stderr
+    assert "Traceback" not in run.stderr
 
 
 def test_a_stdout_that_cannot_encode_the_reports_characters_prints_them_as_question_marks(monkeypatch):
