@@ -86,9 +86,8 @@ def main(argv: list[str] | None = None) -> int:
         command_parser = args.command_parsers.get(args.command) or parser
         command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     if not getattr(args, "func", None):
-        # A usage error, as argparse says a missing required argument: usage and one line, both on stderr (the
-        # whole help on stdout made `autotune > out` look like a success that printed something).
-        parser.print_usage(sys.stderr)
+        # A usage error, one line on stderr as every other (the whole help on stdout made `autotune > out` look
+        # like a success; a usage line before it was the first line a log scanner took for the error: trial71 #6).
         parser.error(f"the following arguments are required: COMMAND (one of {', '.join(COMMANDS)})")
     with undone_on_failure() as outcome:
         status = _run_command(args)

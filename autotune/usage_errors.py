@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import shlex
 import sys
 
@@ -27,6 +28,7 @@ class OneLineParser(argparse.ArgumentParser):
 
     def parse_known_args(self, args=None, namespace=None):
         args = sys.argv[1:] if args is None else list(args)
+        self._words = args  # for error(): argparse calls it itself for a missing positional
         with self._explained_errors(args):
             return super().parse_known_args(args, namespace)
 
@@ -75,7 +77,23 @@ class OneLineParser(argparse.ArgumentParser):
         return None
 
     def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {one_line(message)} (see `{self.prog} --help`)\n")
+        self.exit(2, f"{self.prog}: error: {one_line(message)}{self._name_read_as_option(message)} "
+                     f"(see `{self.prog} --help`)\n")
+
+    def _name_read_as_option(self, message: str) -> str:
+        """A positional starting with '-' (`autotune report -dash2`, a run directory made with `--out ./-dash2`) is
+        taken for an option: "required: RUN_DIR" or "unrecognized arguments: -dash2" named neither the word nor how
+        to give it (trial69 #6). The hint where such a word (no option of this parser) is a path on disk, or, with a
+        positional missing, starts with one '-' (`--jsn` is more likely a flag mistyped)."""
+        missing = message.startswith("the following arguments are required")
+        if not (missing or message.startswith("unrecognized arguments")):
+            return ""
+        for word in getattr(self, "_words", []):
+            if (word.startswith("-") and word not in ("-", "--") and word.partition("=")[0] not in self._option_string_actions
+                    and not self._negative_number_matcher.match(word)
+                    and (os.path.lexists(word) or (missing and not word.startswith("--")))):
+                return f"; {word!r} starts with '-', so it reads as an option: give a name starting with '-' as ./{word}"
+        return ""
 
 
 def one_line(message: str) -> str:

@@ -47,7 +47,8 @@ def number_flag(*, low=None, high=None, low_open: bool = False, integer: bool = 
             problem = f"{problem.rpartition('it must be ')[0]}it must be {range_later}"
         if problem:
             raise argparse.ArgumentTypeError(f"{text!r} {problem}{f'; {fix}' if fix else ''}")
-        return value
+        # -0 is 0: `--eta -0` (a script's negated weight) was kept as -0.0, "eta -0" in every report (trial71 #7)
+        return abs(value) if value == 0 else value
 
     convert.__name__ = "whole number" if integer else "number"  # argparse names the type in some errors
     return convert

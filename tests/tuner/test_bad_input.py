@@ -479,6 +479,34 @@ def test_spaces_around_a_number_flag_are_still_taken():
     assert number_flag(low=1)(" 5 ") == 5.0 and whole_number_flag(low=1)("\t3\n") == 3
 
 
+def test_minus_zero_is_zero():
+    """Trial71 #7: `--eta -0` was kept as -0.0: "eta -0" in every report and compare, -0.0 in pareto.json."""
+    import math
+
+    from autotune.commands.flags import number_flag
+
+    taken = number_flag(low=0.0, high=1.0)("-0")
+    assert taken == 0 and math.copysign(1, taken) == 1 and f"{taken:g}" == "0"
+
+
+@pytest.mark.parametrize("argv, word", [(["report", "-dash2"], "-dash2"), (["export", "-dash2", "--pick", "knee"], "-dash2"),
+                                        (["compare", "base", "-dash2"], "-dash2")])
+def test_a_run_directory_starting_with_a_dash_is_named_with_its_spelling(tmp_path, capsys, monkeypatch, argv, word):
+    """Trial69 #6: `autotune report -dash2` (a directory made with `--out ./-dash2`) said "required: RUN_DIR", which
+    neither named the word nor how to give it; `compare base -dash2` said "unrecognized arguments: -dash2"."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-dash2").mkdir()
+    err = run_main(argv, capsys)
+    assert_one_clear_line(err, f"'{word}' starts with '-', so it reads as an option: give a name starting with '-' as ./{word}")
+
+
+def test_a_mistyped_flag_gets_no_path_hint(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    err = run_main(["report", "--bogus"], capsys)
+    assert_one_clear_line(err, "required: RUN_DIR")
+    assert "./--bogus" not in err
+
+
 @pytest.mark.parametrize("argv", [
     ["run", "--out", ""], ["run", "--model", ""], ["run", "--hardware", " "], ["run", "--space", ""],
     ["run", "--storage", ""], ["run", "--hostfile", ""], ["space", "--model", ""], ["report", ""],
