@@ -4,10 +4,12 @@ mean absolute percentage error per metric and its worst left-out figure, and the
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from autotune.counted import counted
-from autotune.calibrate.fit import Calibration, Fit, mape_by_metric, worst_by_metric
+from autotune.calibrate.fit import Calibration, Fit, mape_by_metric, to_unit, worst_by_metric
 from autotune.calibrate.memory_error import memory_lines
 from autotune.calibrate.unseen_power import unseen_power_text
 from autotune.candidate import configuration_text
@@ -23,27 +25,48 @@ def _rounded(values: dict[str, float], digits: int = 2) -> dict[str, float]:
     return {k: round(float(v), digits) for k, v in values.items()}
 
 
+# How close to a bound a fitted constant must end to be on it: this share of the way from the bound to the
+# constant's default, in the unit the fit searches (logarithmic for constants spanning decades). A share of the whole
+# range counted step_overhead_s [0, 5] at 2.8 ms, 1-4% of a CPU study's steps, as "at 0" (trial72 #12), and a CPU
+# Adam rate 10x its floor of 1e7 as on it; the default is the constant's expected scale.
+BOUND_SHARE = 1e-3
+
+
+def bound_reached(name: str, value: float) -> str | None:
+    """"low" or "high" where the fitted `value` ended on that bound of the constant (BOUND_SHARE), else None."""
+    spec, unit = _SPECS[name], to_unit(name, value)
+    default = to_unit(name, spec.default)
+    for side, edge in (("low", 0.0), ("high", 1.0)):
+        # A default on the bound itself leaves no scale of its own: a thousandth of the range then.
+        scale = abs(default - edge) or 1.0
+        if abs(unit - edge) <= BOUND_SHARE * scale:
+            return side
+    return None
+
+
 def at_bound(constants: dict[str, float], names) -> list[str]:
     """Fitted constants that ended on a bound: the data push them further than physics allows, which
     points at a mechanism the model lacks rather than at a better value."""
-    hits = []
-    for name in names:
-        spec, value = _SPECS[name], constants[name]
-        if abs(value - spec.low) <= 1e-3 * (spec.high - spec.low) or abs(value - spec.high) <= 1e-3 * (spec.high - spec.low):
-            hits.append(name)
-    return hits
+    return [name for name in names if bound_reached(name, constants[name])]
 
 
 def at_floor(constants: dict[str, float], on_bound: list[str]) -> list[str]:
     """The constants of `on_bound` that ended at a lower bound of 0: a cost's floor (none of it in the figures)."""
-    return [name for name in on_bound if _SPECS[name].low == 0 and constants[name] <= 1e-3 * _SPECS[name].high]
+    return [name for name in on_bound if _SPECS[name].low == 0 and bound_reached(name, constants[name]) == "low"]
 
 
-def reliability_warning(configurations: int, fitted: int, on_bound: list[str], floored: dict[str, float] | None = None) -> str | None:
+class Floored(NamedTuple):
+    """A constant that ended at its floor of 0 (at_floor): the base profile's value and the fitted one."""
+    base: float
+    fitted: float
+
+
+def reliability_warning(configurations: int, fitted: int, on_bound: list[str],
+                        floored: dict[str, Floored] | None = None) -> str | None:
     """One line when the stated error cannot be trusted: fewer configurations than constants fitted
     leaves the constants free to fit those few (and the mean over a few left-out folds says little of
     the next candidate); constants on their bounds mean the model could not follow the figures. `floored`:
-    those of `on_bound` that ended at 0 (at_floor), with the base profile's value."""
+    those of `on_bound` that ended at 0 (at_floor), with the base profile's value and the fitted one."""
     floored = floored or {}
     reasons, fixes = [], []
     if configurations < fitted:
@@ -63,8 +86,9 @@ def reliability_warning(configurations: int, fitted: int, on_bound: list[str], f
         # A cost at 0 is what the figures show of it, not a mechanism missing: held at the base's value instead (a CPU
         # study's 0.2 s step overhead, longer than its whole measured steps), it pushed three more constants onto
         # their bounds and the left-out error from 37% to 147% (trial61 #6).
-        names = ", ".join(f"{name} (base {value:g})" for name, value in floored.items())
-        fixes.append(f"{names} ended at 0: the figures show little or none of it, and held at the base profile's value "
+        # The fitted value, not a bare "0": the words and bound_reached's judgement say the same (trial72 #12).
+        names = ", ".join(f"{name} (base {f.base:g}, fitted {f.fitted:.2g})" for name, f in floored.items())
+        fixes.append(f"{names} ended at its floor of 0: the figures show little or none of it, and held at the base profile's value "
                      "the other constants must make up for it; where 0 is implausible, hold it at a value the figures "
                      "allow (a copy of the base profile with it set so, then --hold NAME), else measure configurations "
                      "that exercise it")
@@ -145,7 +169,8 @@ def calibration_document(cal: Calibration, fit: Fit, loo: np.ndarray | None, ext
         "calibrated_on": calibrated_on(c for o in cal.observations for c in (o.candidate, o.relative_to) if c is not None),
         # A sentence when the fit is under-determined or pinned on bounds, else None.
         "reliability_warning": reliability_warning(cal.configurations, len(fit.fitted), on_bound,
-                                                   {n: cal.base_constants[n] for n in at_floor(fit.constants, on_bound)}),
+                                                   {n: Floored(cal.base_constants[n], fit.constants[n])
+                                                    for n in at_floor(fit.constants, on_bound)}),
         "per_observation": rows,
         **extra,
     }

@@ -72,14 +72,15 @@ def test_a_cost_that_ended_at_zero_is_not_advised_back_to_the_base_value():
     """A CPU study's step_overhead_s went to 0 (its measured steps took 0.2-0.9 s, the base's overhead 0.2 s):
     the advice to hold it at the base's value made the left-out error 4x worse and pushed three more constants
     onto their bounds (trial61 #6). A constant at 0 is advised to a value the figures allow instead."""
-    from autotune.calibrate.report import at_floor, reliability_warning
+    from autotune.calibrate.report import Floored, at_floor, reliability_warning
 
     assert at_floor({"step_overhead_s": 5.5e-14, "link_efficiency": 0.95}, ["step_overhead_s", "link_efficiency"]) == [
         "step_overhead_s"]
-    warning = reliability_warning(14, 9, ["step_overhead_s"], {"step_overhead_s": 0.2})
+    warning = reliability_warning(14, 9, ["step_overhead_s"], {"step_overhead_s": Floored(0.2, 5.5e-14)})
     assert "--hold step_overhead_s" not in warning and "at the base profile's value (--hold" not in warning
-    assert "step_overhead_s (base 0.2) ended at 0" in warning and "a copy of the base profile with it set so" in warning
-    both = reliability_warning(14, 9, ["step_overhead_s", "link_efficiency"], {"step_overhead_s": 0.2})
+    assert "step_overhead_s (base 0.2, fitted 5.5e-14) ended at its floor of 0" in warning
+    assert "a copy of the base profile with it set so" in warning
+    both = reliability_warning(14, 9, ["step_overhead_s", "link_efficiency"], {"step_overhead_s": Floored(0.2, 0.0)})
     assert "--hold link_efficiency)" in both and "--hold step_overhead_s" not in both
 
 
@@ -92,3 +93,18 @@ def test_the_count_line_says_whether_the_configurations_are_enough():
     few = _observations(2)
     document = calibration_document(few, few.fit(few.informed()), None, {})
     assert "configurations: too few for a reliable left-out error" in report_text(document)
+
+
+def test_a_value_within_the_constants_scale_is_not_on_its_bound():
+    """A CPU study fitted step_overhead_s at 2.8 ms, 1-4% of its measured steps, and was told it "ended at 0", "at its
+    bound": the tolerance was 0.1% of the range [0, 5] s, 5 ms (trial72 #12). It is now a thousandth of the way from
+    the bound to the constant's default (0.2 ms here), in the unit the fit searches (log for a rate spanning decades)."""
+    from autotune.calibrate.report import at_bound, at_floor, bound_reached
+
+    assert bound_reached("step_overhead_s", 0.002812) is None
+    assert at_bound({"step_overhead_s": 0.002812}, ["step_overhead_s"]) == []
+    assert bound_reached("step_overhead_s", 2.7e-15) == "low" and bound_reached("step_overhead_s", 1e-4) == "low"
+    assert at_floor({"step_overhead_s": 1e-4}, ["step_overhead_s"]) == ["step_overhead_s"]
+    # A CPU Adam rate 10x its floor of 1e7 params/s (0.1% of its linear range was 1e8) is a value, not the bound.
+    assert bound_reached("cpu_adam_params_per_s", 1e8) is None and bound_reached("cpu_adam_params_per_s", 1.0e7) == "low"
+    assert bound_reached("max_compute_efficiency", 0.95) == "high" and bound_reached("max_compute_efficiency", 0.94) is None
