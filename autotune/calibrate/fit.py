@@ -111,7 +111,10 @@ class Calibration:
 
     def predict(self, constants: dict[str, float]) -> np.ndarray:
         profile = self.profile_with(constants)
-        steps = [simulate(replace(c, hardware=profile)) for c in self._candidates]
+        # A measured candidate may keep the default power limit its GPUs reported (measured.at_recorded_default): the
+        # constants are the fit's, the limit is what the probe ran under.
+        steps = [simulate(replace(c, hardware=profile if c.hardware.power == profile.power
+                                  else replace(profile, power=c.hardware.power))) for c in self._candidates]
         out = np.empty(len(self.observations))
         for i, (at, ref, metric) in enumerate(zip(self._at, self._ref, self._metrics)):
             value = metric(steps[at])

@@ -14,12 +14,17 @@ is left out (one line per replay), so that each measurement is fitted once.
 A replayed record carries no GPU power (the export format has no field for it); where its energy is the
 GPU's alone (every other part of the node listed as not measured) the GPU power is that energy over the
 time and the GPUs, exactly the figure the study it came from fitted, and is fitted as such, named derived.
+A probe that set a power limit records the default limit NVML reported on its GPUs (default_power_limit_w, as a
+launch study and a replay of its records keep it); the limit it ran under was its fraction of that default, not of
+the profile's [power] module_cap_w, and it is simulated so, at most the profile's cap (a site's cap below the
+default), with one line per run directory where the two differ. A probe of the same study that set none (at the
+default, 1.0) ran on the same GPUs: it takes the study's one recorded default.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from autotune.counted import counted
@@ -58,6 +63,7 @@ class MeasuredRuns:
     # Run directories some fitted figure of which was simulated (--allow-simulated): an error left out of such a fit
     # measures the simulator against itself, and must not be written as a measured one (trial61 #2).
     simulated: set = field(default_factory=set)
+    _at_default: dict = field(default_factory=dict)  # (run directory, default W, profile's W) -> trial numbers
 
     def skip(self, origin: str, trial: int, why: str) -> None:
         self._skips.setdefault((origin, why), []).append(trial)
@@ -86,6 +92,17 @@ class MeasuredRuns:
         """One line per run directory and reason a figure or probe was left out, with its trials (a GPU
         study's ten probes without a CPU sensor are one line, not ten)."""
         return _by_trials(self._skips)
+
+    @property
+    def default_limits(self) -> list[str]:
+        """One line per run directory whose probes' GPUs reported a default power limit other than the profile's
+        module_cap_w: their power limits were fitted as fractions of it (trial72 #10: at the profile's, four power
+        constants went to 0 to make up for 0.7 x 700 W simulated where 0.7 x 650 W ran)."""
+        return [f"{origin} {_trials(numbers)}: power limits fitted as fractions of the {default_w:g} W default power limit "
+                f"their GPUs reported, not of the profile's [power] module_cap_w = {cap_w:g} W; a study on the profile "
+                f"(and the profile -o writes) assumes {cap_w:g} W: if {default_w:g} W is your GPUs' default, set "
+                f"module_cap_w = {default_w:g} in a copy of the profile and calibrate that"
+                for (origin, default_w, cap_w), numbers in self._at_default.items()]
 
     @property
     def derived(self) -> list[str]:
@@ -141,6 +158,36 @@ _DERIVED_POWER = ("power_w derived as energy_kj / time_s / GPUs: the energy is t
                   "and the result keeps no GPU figure of its own (a replay's records carry none)")
 
 
+def recorded_default_w(result) -> float | None:
+    """The default power limit NVML reported on the probe's GPUs (W), where its result keeps one, else None."""
+    value = ((result.get("details") if isinstance(result, dict) else None) or {}).get("default_power_limit_w")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
+
+
+def study_default_w(trials) -> float | None:
+    """The one default power limit a study's probes recorded (its GPUs'), or None where none or several did (files of
+    two clusters merged: each record then keeps its own, and those without one the profile's)."""
+    defaults = {recorded_default_w(t.user_attrs.get("result")) for t in trials} - {None}
+    return defaults.pop() if len(defaults) == 1 else None
+
+
+# Defaults within this of the profile's cap are the same limit (NVML reports mW; a profile rounds to W).
+SAME_LIMIT_W = 0.5
+
+
+def at_recorded_default(candidate: Candidate, default_w: float | None) -> Candidate:
+    """`candidate` on its profile with the default power limit its GPUs reported: the simulator takes the power_limit
+    knob as a fraction of [power] module_cap_w, the launch sets it as a fraction of the NVML default. The limit stays
+    at most the profile's cap, a site's cap below the default (replay_figures.default_limit_refusal)."""
+    power = candidate.hardware.power
+    if default_w is None or abs(default_w - power.module_cap_w) <= SAME_LIMIT_W:
+        return candidate
+    cap_w = min(default_w, power.module_cap_w / candidate.knobs.power_limit)
+    if abs(cap_w - power.module_cap_w) <= SAME_LIMIT_W:
+        return candidate
+    return replace(candidate, hardware=replace(candidate.hardware, power=replace(power, module_cap_w=cap_w)))
+
+
 def _outside_space(knobs: Knobs, study_settings) -> str | None:
     """Why `knobs` are no candidate of the study's space (judged by its own settings, with the profile it
     kept), or None. The memory estimate is not asked: a measured figure shows the candidate ran."""
@@ -152,9 +199,10 @@ def _outside_space(knobs: Knobs, study_settings) -> str | None:
 
 
 def _trial_observations(origin: str, trial, settings, allow_estimated: bool, allow_simulated: bool, runs: MeasuredRuns,
-                        study_settings=None):
+                        study_settings=None, study_default: float | None = None):
     """The observations of one evaluated trial into `runs`. `settings`: the study's, on the profile being
-    calibrated; `study_settings`: the study's own (its profile may be another of the same node), else `settings`."""
+    calibrated; `study_settings`: the study's own (its profile may be another of the same node), else `settings`;
+    `study_default`: the default power limit the study's probes recorded (study_default_w)."""
     result = trial.user_attrs["result"]
     key = f"trial {trial.number}"
     if not isinstance(result, dict) or "status" not in result:
@@ -173,7 +221,11 @@ def _trial_observations(origin: str, trial, settings, allow_estimated: bool, all
         return
     # The study's own profile allowed it (above): the profile to calibrate is not the one it ran on (a
     # higher minimum power limit, say), and cannot represent what was measured.
-    candidate = checked_candidate(origin, key, settings.candidate(knobs.to_dict()),
+    default_w = recorded_default_w(result) or study_default
+    candidate = at_recorded_default(settings.candidate(knobs.to_dict()), default_w)
+    if candidate.hardware.power != settings.hardware.power:
+        runs._at_default.setdefault((origin, default_w, settings.hardware.power.module_cap_w), []).append(trial.number)
+    candidate = checked_candidate(origin, key, candidate,
                                   "calibrate the profile the study ran on (its own, without --hardware), or leave the run out")
     peak_gib = measured_device_peak_gib(result)
     if peak_gib is not None:
@@ -244,8 +296,6 @@ def load_measured(run_dirs: list[Path], hardware: HardwareProfile, allow_estimat
                   allow_simulated: bool = False, storage: str | None = None, study_name: str | None = None) -> MeasuredRuns:
     """Observations from every evaluated trial of each run directory, on `hardware`; `storage` and
     `study_name`: where a run directory without study.db keeps its study (run_dir_study)."""
-    from dataclasses import replace
-
     from optuna.trial import TrialState
 
     from autotune.study.outside import kept_result_fault
@@ -280,8 +330,10 @@ def load_measured(run_dirs: list[Path], hardware: HardwareProfile, allow_estimat
         # A completed trial whose kept result is wrong is left out of the study's evaluated ones (study/outside.py):
         # a fit must not go on without it, so it is read here too, and refused in its own words.
         faulty = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if kept_result_fault(t)]
-        for trial in sorted([*evaluated_trials(study).values(), *faulty], key=lambda t: t.number):
-            _trial_observations(origin, trial, settings, allow_estimated, allow_simulated, runs, own)
+        trials = sorted([*evaluated_trials(study).values(), *faulty], key=lambda t: t.number)
+        study_default = study_default_w(trials)
+        for trial in trials:
+            _trial_observations(origin, trial, settings, allow_estimated, allow_simulated, runs, own, study_default)
         if _backend_name(study) == "replay":
             replayed.add(origin)
     _drop_copies(runs, replayed)

@@ -231,6 +231,7 @@ def report_text(document: dict) -> str:
     lines += [f"  left out: {line}" for line in document.get("left_out", [])]
     lines += [f"  skipped: {line}" for line in document.get("skipped", [])]
     lines += [f"  derived: {line}" for line in document.get("derived", [])]
+    lines += [f"  default limit: {line}" for line in document.get("default_limits", [])]
     if document.get("held_without_power"):
         lines.append(f"  {unseen_power_text(document['held_without_power'])}")
     lines += [f"  copies: {line}" for line in document.get("copies", [])]

@@ -330,6 +330,7 @@ def _run(args: argparse.Namespace) -> int:
                                  args.storage, args.study_name)
         observations += measured.observations
         extra = {"left_out": measured.left_out, "skipped": measured.skipped, "derived": measured.derived,
+                 "default_limits": measured.default_limits,
                  "copies": measured.copies,
                  "not_run": measured.not_run, "memory_estimate": memory_document(measured.peaks),
                  "simulated": sorted(measured.simulated)}
