@@ -56,9 +56,63 @@ def at_floor(constants: dict[str, float], on_bound: list[str]) -> list[str]:
 
 
 class Floored(NamedTuple):
-    """A constant that ended at its floor of 0 (at_floor): the base profile's value and the fitted one."""
+    """A constant that ended at its floor of 0 (at_floor): the base profile's value, the fitted one, and what the
+    figures show of it (floor_effect): how much the figures it moves would change at `probe` (the base's value, or its
+    default where the base has none of it), least, mean and most, in percent, against `scatter_pct`, their mean
+    distance from the fit."""
     base: float
     fitted: float
+    probe: float = 0.0
+    least_pct: float = 0.0
+    mean_pct: float = 0.0
+    most_pct: float = 0.0
+    scatter_pct: float = 0.0
+
+    @property
+    def hidden_below(self) -> float:
+        """The value under which the constant's mean effect is within the figures' scatter: what they cannot tell
+        from 0 (its effect grows about in proportion to it)."""
+        return self.probe * self.scatter_pct / self.mean_pct if self.mean_pct > 0 else float("inf")
+
+
+# Where a cost that ended at 0 would weigh more than in the figures fitted: what the left-out error cannot speak for.
+_WEIGHS_MORE = {"step_overhead_s": "more optimizer steps per sample, as with a smaller global batch",
+                "zero3_block_overhead_s": "more micro-steps per optimizer step"}
+
+
+def floor_effect(cal: Calibration, fit: Fit, name: str) -> Floored:
+    """`name` (at its floor) back at the base profile's value, the rest as fitted: how much each absolute figure it
+    moves changes, against how far those figures lie from the fit. A recipe's micro-batches 1 and 4 left
+    step_overhead_s at 0 for a true 50 ms, 0.2-0.6% of every run, under 1% noise, and the user was told only that
+    it "ended on a bound" (trial72 #1)."""
+    base = cal.base_constants[name]
+    probe = base if base > 0 else _SPECS[name].default
+    moved = cal.predict({**fit.constants, name: probe})
+    absolute = np.array([o.relative_to is None and o.bound is None for o in cal.observations])
+    change = 100.0 * np.abs(moved / fit.predictions - 1.0)
+    shown = absolute & (change > 1e-6)
+    if not shown.any():
+        return Floored(base, fit.constants[name], probe)
+    scatter = np.abs(cal.pct_errors(fit.predictions))[shown]
+    return Floored(base, fit.constants[name], probe, float(change[shown].min()), float(change[shown].mean()),
+                   float(change[shown].max()), float(scatter.mean()))
+
+
+def _floored_text(name: str, f: Floored) -> str:
+    """One floored constant's part of the warning: what the figures show of it, why its error is not written, and
+    the fix."""
+    if f.most_pct > 0:
+        shown = (f"at {f.probe:g} it would change the figures it moves by {f.least_pct:.1f}-{f.most_pct:.1f}% (mean "
+                 f"{f.mean_pct:.1f}%), against their {f.scatter_pct:.1f}% scatter about the fit: a value under about "
+                 f"{f.hidden_below:.2g} hides in that scatter, and these figures cannot tell it from 0")
+    else:
+        shown = f"at {f.probe:g} it would change no figure fitted"
+    where = _WEIGHS_MORE.get(name, "a larger share of a figure")
+    return (f"{name} (base {f.base:g}, fitted {f.fitted:.2g}) ended at its floor of 0 ({shown}); the left-out error "
+            f"is that of a profile without it, and would not hold where it weighs more ({where}); held at the base "
+            "profile's value the other constants must make up for it: where 0 is implausible, hold it at a value you "
+            "know or the figures allow (a copy of the base profile with it set so, then --hold NAME, and the error "
+            "is written if nothing else warns), else measure configurations that exercise it")
 
 
 def reliability_warning(configurations: int, fitted: int, on_bound: list[str],
@@ -87,11 +141,7 @@ def reliability_warning(configurations: int, fitted: int, on_bound: list[str],
         # study's 0.2 s step overhead, longer than its whole measured steps), it pushed three more constants onto
         # their bounds and the left-out error from 37% to 147% (trial61 #6).
         # The fitted value, not a bare "0": the words and bound_reached's judgement say the same (trial72 #12).
-        names = ", ".join(f"{name} (base {f.base:g}, fitted {f.fitted:.2g})" for name, f in floored.items())
-        fixes.append(f"{names} ended at its floor of 0: the figures show little or none of it, and held at the base profile's value "
-                     "the other constants must make up for it; where 0 is implausible, hold it at a value the figures "
-                     "allow (a copy of the base profile with it set so, then --hold NAME), else measure configurations "
-                     "that exercise it")
+        fixes += [_floored_text(name, f) for name, f in floored.items()]
     if not reasons:
         return None
     # Not written (commands/calibrate.py): a "+- 2%" a study repeats on every figure, and ties drawn with
@@ -169,8 +219,7 @@ def calibration_document(cal: Calibration, fit: Fit, loo: np.ndarray | None, ext
         "calibrated_on": calibrated_on(c for o in cal.observations for c in (o.candidate, o.relative_to) if c is not None),
         # A sentence when the fit is under-determined or pinned on bounds, else None.
         "reliability_warning": reliability_warning(cal.configurations, len(fit.fitted), on_bound,
-                                                   {n: Floored(cal.base_constants[n], fit.constants[n])
-                                                    for n in at_floor(fit.constants, on_bound)}),
+                                                   {n: floor_effect(cal, fit, n) for n in at_floor(fit.constants, on_bound)}),
         "per_observation": rows,
         **extra,
     }

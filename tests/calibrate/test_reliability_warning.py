@@ -3,6 +3,8 @@ fitted, or constants ended on their bounds (trial 32: 4 configurations for ~14 c
 
 from dataclasses import replace
 
+import pytest
+
 from autotune.calibrate.fit import Calibration
 from autotune.calibrate.observations import Observation
 from autotune.calibrate.reference import load_reference
@@ -108,3 +110,32 @@ def test_a_value_within_the_constants_scale_is_not_on_its_bound():
     # A CPU Adam rate 10x its floor of 1e7 params/s (0.1% of its linear range was 1e8) is a value, not the bound.
     assert bound_reached("cpu_adam_params_per_s", 1e8) is None and bound_reached("cpu_adam_params_per_s", 1.0e7) == "low"
     assert bound_reached("max_compute_efficiency", 0.95) == "high" and bound_reached("max_compute_efficiency", 0.94) is None
+
+
+def test_a_cost_at_its_floor_says_what_the_figures_show_of_it_and_why_no_error_is_written():
+    """The recipe's micro-batches left step_overhead_s at 0 for a true 50 ms (0.2-0.6% of each run, under 1% noise):
+    the warning said only "1 constant ended on a bound", and a 0.7% left-out error went unwritten for a reason the
+    user could not see (trial72 #1). It now gives the cost's effect at the base value against the figures' scatter,
+    the value that hides in it, and where the error would not hold."""
+    from autotune.calibrate.report import Floored, floor_effect
+
+    base = with_simulator_constants(load_hardware("gh200"), {spec.name: spec.default for spec in SIMULATOR_CONSTANTS})
+    truth = with_simulator_constants(base, {"step_overhead_s": 0.0})
+    candidates = list({id(o.candidate): o.candidate for o in load_reference("gh200-study", base)}.values())[:4]
+    observations = [Observation(f"c{n}-time", c, "time_s", simulate(replace(c, hardware=truth)).time_s * (1.01 if n % 2 else 0.99),
+                                "synthetic") for n, c in enumerate(candidates)]
+    cal = Calibration(observations, base)
+    fit = cal.fit(("step_overhead_s",))
+    document = calibration_document(cal, fit, None, {})
+    assert document["at_bound"] == ["step_overhead_s"]
+    floored = floor_effect(cal, fit, "step_overhead_s")
+    change = 100 * abs(cal.predict({**fit.constants, "step_overhead_s": 0.2}) / fit.predictions - 1)
+    assert floored.probe == 0.2 and floored.most_pct == pytest.approx(max(change))
+    assert floored.scatter_pct == pytest.approx(1.0, abs=0.05)  # the +-1% put on each figure
+    assert floored.hidden_below == pytest.approx(0.2 * floored.scatter_pct / floored.mean_pct)
+    warning = document["reliability_warning"]
+    assert (f"step_overhead_s (base 0.2, fitted {fit.constants['step_overhead_s']:.2g}) ended at its floor of 0 (at 0.2 "
+            f"it would change the figures it moves by {floored.least_pct:.1f}-{floored.most_pct:.1f}%") in warning
+    assert f"against their 1.0% scatter about the fit: a value under about {floored.hidden_below:.2g} hides" in warning
+    assert "would not hold where it weighs more (more optimizer steps per sample, as with a smaller global batch)" in warning
+    assert Floored(0.2, 0.0).hidden_below == float("inf")
