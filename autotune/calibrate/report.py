@@ -76,8 +76,7 @@ class Floored(NamedTuple):
 
 
 # Where a cost that ended at 0 would weigh more than in the figures fitted: what the left-out error cannot speak for.
-_WEIGHS_MORE = {"step_overhead_s": "more optimizer steps per sample, as with a smaller global batch",
-                "zero3_block_overhead_s": "more micro-steps per optimizer step"}
+_WEIGHS_MORE = {"step_overhead_s": "more optimizer steps per sample, as with a smaller global batch"}
 
 
 def floor_effect(cal: Calibration, fit: Fit, name: str) -> Floored:
@@ -120,7 +119,7 @@ def reliability_warning(configurations: int, fitted: int, on_bound: list[str],
     """One line when the stated error cannot be trusted: fewer configurations than constants fitted
     leaves the constants free to fit those few (and the mean over a few left-out folds says little of
     the next candidate); constants on their bounds mean the model could not follow the figures. `floored`:
-    those of `on_bound` that ended at 0 (at_floor), with the base profile's value and the fitted one."""
+    those of `on_bound` that ended at 0 (at_floor), with what the figures show of each (floor_effect)."""
     floored = floored or {}
     reasons, fixes = [], []
     if configurations < fitted:
@@ -331,10 +330,17 @@ def report_text(document: dict) -> str:
     for name, why in (document.get("held_by_reference") or {}).items():
         lines += [f"{name} held at the base profile's value: {', '.join(document['sources'])} cannot pin it "
                   f"(--fit {name} fits it anyway):", f"  {why}"]
-    if document["at_bound"]:
+    # A cost at its floor of 0 is what the figures show of it (little or none), not more than a mechanism can give.
+    floored = at_floor(document["constants"], document["at_bound"])
+    pushed = [name for name in document["at_bound"] if name not in floored]
+    if pushed:
         lines.append(
-            f"{counted(len(document['at_bound']), 'constant')} ended on a bound: the figures ask for more than the model's "
+            f"{counted(len(pushed), 'constant')} ended on a bound: the figures ask for more than the model's "
             "mechanisms can give there (see docs/simulator.md, Calibration)."
         )
+    if floored:
+        lines.append(f"{counted(len(floored), 'constant')} ended at {'its' if len(floored) == 1 else 'their'} floor of 0 "
+                     f"({', '.join(floored)}): the figures show "
+                     "little or none of that cost (the warning says how little).")
     # The reliability warning is not among these lines: the command says it on stderr, as every warning.
     return "\n".join(lines) + "\n"

@@ -139,3 +139,19 @@ def test_a_cost_at_its_floor_says_what_the_figures_show_of_it_and_why_no_error_i
     assert f"against their 1.0% scatter about the fit: a value under about {floored.hidden_below:.2g} hides" in warning
     assert "would not hold where it weighs more (more optimizer steps per sample, as with a smaller global batch)" in warning
     assert Floored(0.2, 0.0).hidden_below == float("inf")
+
+
+def test_the_report_says_a_constant_at_its_floor_ended_there_not_that_the_figures_ask_for_more():
+    """"ended on a bound: the figures ask for more than the model's mechanisms can give" was said of a cost the figures
+    show little or none of (trial72 #12: the judgement and its words agree)."""
+    cal = _observations(4)
+    document = calibration_document(cal, cal.fit(tuple(TRUE)), None, {})
+    floored = {**document, "constants": {**document["constants"], "step_overhead_s": 1e-12},
+               "fitted": [*document["fitted"], "step_overhead_s"], "at_bound": ["step_overhead_s"]}
+    text = report_text(floored)
+    assert ("1 constant ended at its floor of 0 (step_overhead_s): the figures show little or none of that cost (the "
+            "warning says how little).") in text
+    assert "the figures ask for more" not in text
+    pushed = {**floored, "constants": {**floored["constants"], "max_compute_efficiency": 0.95},
+              "at_bound": ["max_compute_efficiency", "step_overhead_s"]}
+    assert "1 constant ended on a bound: the figures ask for more than the model's mechanisms" in report_text(pushed)
