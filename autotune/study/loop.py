@@ -189,10 +189,16 @@ class Interrupts:
 
     @contextlib.contextmanager
     def install(self, signals: dict):
-        """signals: {signal number: the KeyboardInterrupt subclass it raises}."""
+        """signals: {signal number: the KeyboardInterrupt subclass it raises}. A signal ignored here is left ignored:
+        autotune changes no disposition before this but the defaults (cli._stop_from_the_start), so it was ignored
+        from the process's start, which is the user's way to say the run must outlive it: nohup's SIGHUP (the ssh
+        session closing), the SIGINT a shell without job control ignores for a background job (`autotune run ... &`
+        in a script, whose Ctrl-C is meant for the script's foreground). Catching them stopped such a run (trial71
+        #4, exit 129 on logout)."""
         import sys
 
-        previous = {signum: signal.signal(signum, self._handler(kind)) for signum, kind in signals.items()}
+        previous = {signum: signal.signal(signum, self._handler(kind)) for signum, kind in signals.items()
+                    if signal.getsignal(signum) is not signal.SIG_IGN}
         hook = sys.unraisablehook
         sys.unraisablehook = self._unraisable(hook)
         try:

@@ -381,6 +381,34 @@ def test_a_run_whose_ssh_session_closed_stops_as_after_sigterm(tmp_path):
     assert study.trials and not [t.number for t in study.trials if t.state == optuna.trial.TrialState.RUNNING]
 
 
+@pytest.mark.parametrize("name", ["SIGHUP", "SIGINT"])
+def test_a_signal_ignored_from_the_start_stays_ignored_by_the_study(tmp_path, name):
+    """Trial71 #4: `nohup autotune run ... &` (SIGHUP ignored) and `autotune run ... &` in a script (SIGINT ignored)
+    were stopped by that signal once the study started (exit 129 on logout): the study's handlers replaced the
+    ignored disposition. The run now finishes as if the signal never came."""
+    import signal
+
+    signum = getattr(signal, name)
+    process = subprocess.Popen([sys.executable, "-m", "autotune.cli", "run", "--model", "7b", "--nodes", "1-2",
+                                "--sampler", "random", "--trials", "12", "--backend", "simulate", "--out",
+                                str(tmp_path / "run")],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               cwd=tmp_path, preexec_fn=lambda: signal.signal(signum, signal.SIG_IGN))
+    said = []
+    try:
+        for line in process.stderr:
+            said.append(line)
+            if line.startswith("trial "):  # the study is under way: its handlers are set
+                process.send_signal(signum)
+                break
+        said += process.stderr.readlines()
+        assert process.wait(timeout=120) == 0, "".join(said)
+    finally:
+        process.kill()
+    text = " ".join("".join(said).split())
+    assert "interrupted" not in text and "run directory:" in text
+
+
 def test_a_run_sent_sigusr1_stops_as_after_sigterm(tmp_path):
     """Trial 51 #3: `#SBATCH --signal=B:USR1@120`, a common site template's, killed the tuner by the default action
     (status 138, no word, no report, its trial left RUNNING). USR1 and USR2 stop a run as SIGTERM does."""
