@@ -617,10 +617,11 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
         # without (--sampler random beside a guided worker) ran on to its budget, which it says (trial66 #13).
         stops_on_convergence = args.sampler == "guided"
         converged = study.user_attrs.get(CONVERGED_ATTR) if stops_on_convergence else None
-        if time_limit.stopped:
-            if stops_again(time_limit):  # for the report's search line: what resumes it is not the same command
-                study.set_user_attr(TIME_LIMIT_TOO_SHORT_ATTR, True)
-            console.print(time_stop_line(time_limit, backend.timeout_settings(), backend.kill_grace_s), soft_wrap=True, highlight=False, markup=False)
+        stop_line = time_stop_line(time_limit, backend.timeout_settings(), backend.kill_grace_s) if time_limit.stopped else None
+        if stops_again(time_limit):  # for the report's search line: what resumes it is not the same command
+            study.set_user_attr(TIME_LIMIT_TOO_SHORT_ATTR, True)
+        elif stop_line:  # a stop that says what fits is the run's last line (below)
+            console.print(stop_line, soft_wrap=True, highlight=False, markup=False)
         evaluated_now, elsewhere = evaluated_count(study), probes_running_elsewhere(study)
         if not converged and evaluated_now + elsewhere >= total and evaluated_now + elsewhere > done + ran:
             # A worker that stopped after two probes of ten said nothing of the other eight.
@@ -661,4 +662,8 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
                                                         unrecorded_left=bool(dropped))
     if nothing:
         raise UserError(nothing)
+    if stops_again(time_limit):
+        # Exit 2, a set-up error: what fits ends the run, as an `autotune run: error:` line does, where `tail -1` of a
+        # job's log finds it; said before the report, it was 10 lines up, above the run directory (trial71 #5).
+        console.print(stop_line, soft_wrap=True, highlight=False, markup=False)
     return run_exit_status(time_limit)  # a job chain submits the job again on 75, and only on 75

@@ -172,7 +172,8 @@ def nothing_more_to_evaluate(study, settings, backend: str, resume_said: bool = 
     # A study the time limit stopped has its budget unspent: more time evaluates more, not a larger --trials (trial 62
     # F1: "widen the space and run more --trials" of a study stopped before its first probe).
     stop = study.user_attrs.get(TIME_LIMIT_STOP_ATTR)
-    time_stop = _TIME_LIMIT_FIXES.get(stop) if resume_said else (_TIME_LIMIT_NAMED if stop else None)
+    named = _TIME_LIMIT_TOO_SHORT_NAMED if study.user_attrs.get(TIME_LIMIT_TOO_SHORT_ATTR) else _TIME_LIMIT_NAMED
+    time_stop = _TIME_LIMIT_FIXES.get(stop) if resume_said else (named if stop else None)
     if settings is None:
         return time_stop
     try:
@@ -410,6 +411,8 @@ _TIME_LIMIT_FIXES = {stop: f"{which} stopped the study: {_TIME_LIMIT_AGAIN[stop]
 # The same, where the report's `search:` line says how to resume (nothing_more_to_evaluate's resume_said): it reads
 # after "; " and before " to compare".
 _TIME_LIMIT_NAMED = "resume the study the time limit stopped"
+# Where a run as long stops in the same place: "resume" was read as the same command again (trial71 #5).
+_TIME_LIMIT_TOO_SHORT_NAMED = "the time limit stopped the study before any probe could start"
 
 
 def _none_succeeded_sentence(unfinished: dict) -> str:

@@ -460,8 +460,10 @@ def test_a_simulated_run_at_its_jobs_end_stops_cleanly_with_its_reports(tmp_path
     import json
 
     note = json.loads((out / "pareto.json").read_text(encoding="utf-8"))["note"]
+    named = ("the time limit stopped the study before any probe could start" if result.returncode == 2
+             else "resume the study the time limit stopped")  # a job as long stops there again: no "resume" (trial71 #5)
     assert note == ("No feasible configuration: no trial ran to completion (no trials). Nothing is recommended; see "
-                    "`autotune space` for what fits; resume the study the time limit stopped."), note
+                    f"`autotune space` for what fits; {named}."), note
     assert "--trials" not in " ".join(result.stderr.split())
     report = cli.autotune("report", out)
     said = " ".join(report.stdout.split())
@@ -475,6 +477,22 @@ def test_a_simulated_run_at_its_jobs_end_stops_cleanly_with_its_reports(tmp_path
     # A run with time enough goes on: its report no longer says the time limit stopped it.
     again = cli.autotune("run", "--model", "7b", "--nodes", "1", "--backend", "simulate", "--out", out)
     assert again.returncode == 0 and "Stopped for the time limit" not in " ".join(again.stderr.split()), again.stderr
+
+
+def test_a_run_whose_time_limit_lets_no_probe_start_ends_with_what_fits(tmp_path):
+    """Trial71 #5: exit 2 for a time limit too short for any probe is documented as "its last line says what fits",
+    but the `stopped:` line came before the report, the run directory last, and the report said "resume the study
+    the time limit stopped" where the same command stops there again. A job log's last line is now the stop line, said
+    once, and the report names the stop without "resume"."""
+    result = cli.autotune("run", "--model", "7b", "--nodes", "2", "--trials", "6", "--backend", "simulate",
+                          "--time-limit", "0:30", "--out", tmp_path / "run")
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert [line for line in lines if line.startswith("stopped:")] == lines[-1:], result.stderr
+    assert re.search(r"the same command stops here again: a --time-limit of 3:\d\d or more lets a probe start$", lines[-1])
+    said = " ".join((result.stdout + result.stderr).split())
+    assert "resume the study the time limit stopped" not in said
+    assert said.count("(the time limit stopped the study before any probe could start)") == 2, said  # importance lines
 
 
 def test_a_simulated_run_with_time_enough_never_stops_on_it(tmp_path):
