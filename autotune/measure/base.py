@@ -17,7 +17,22 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
+from autotune.measure.errors import out_of_range
+
 COMPONENTS = ("gpu", "cpu", "memory_interconnect", "module")
+# The most one sensor of a node reads: none (a GPU, a superchip module, a CPU socket) draws 10 kW; the largest, a GB200
+# superchip, is rated about 2.7 kW. More is a bad read (an all-ones register), as a negative power is.
+MAX_SENSOR_POWER_W = 10_000.0
+
+
+def checked_power_w(power_w: float, where, reading: str) -> float:
+    """`power_w` where it is a power one sensor can read (0 to MAX_SENSOR_POWER_W), else SourceUnavailable naming
+    `where` (the file, the GPU) and its `reading` in the sensor's own unit."""
+    if power_w < 0:
+        raise out_of_range(where, reading, "a negative power")
+    if power_w > MAX_SENSOR_POWER_W:
+        raise out_of_range(where, reading, f"more than the {MAX_SENSOR_POWER_W:g} W no one sensor of a node draws")
+    return power_w
 
 
 class PowerSource(ABC):

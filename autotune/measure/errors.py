@@ -59,6 +59,13 @@ def translate_value_error(exc: ValueError, path) -> SourceUnavailable:
     return SourceUnavailable(UNREADABLE, f"{path} does not hold a number ({exc})")
 
 
+def out_of_range(where, reading: str, problem: str) -> SourceUnavailable:
+    """A number that no sensor of its kind can give (a negative power, an energy counter past the range it wraps at):
+    no measurement, as a non-number is none (translate_value_error). Taken as one, a negative power was integrated into
+    negative joules labelled `measured` (trial71 #8)."""
+    return SourceUnavailable(UNREADABLE, f"{where} reads {reading}, {problem}: not a measurement")
+
+
 def translate_nvml_error(exc: Exception) -> SourceUnavailable:
     """pynvml.NVMLError (or a failed import of pynvml) -> SourceUnavailable."""
     if isinstance(exc, ImportError):

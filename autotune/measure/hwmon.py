@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from autotune.measure import units
-from autotune.measure.base import PowerSource, ProbeResult, SourceStatus, probe_finds_sources
+from autotune.measure.base import PowerSource, ProbeResult, SourceStatus, checked_power_w, probe_finds_sources
 from autotune.measure.errors import NO_DRIVER, NOT_PRESENT, SourceUnavailable
 from autotune.measure.sysfs import SensorFile, missing_root_note, read_int, read_text, sysfs_root
 
@@ -41,13 +41,21 @@ class HwmonPowerSource(PowerSource):
             interval_ms = read_int(sensor_dir / "power1_average_interval")
         except SourceUnavailable:
             interval_ms = DEFAULT_AVERAGE_INTERVAL_MS
+        if interval_ms <= 0:  # no averaging interval: read as an unreadable one, not as a sensor that never lags
+            interval_ms = DEFAULT_AVERAGE_INTERVAL_MS
         super().__init__(label=label, scope=scope, component=component, within=within,
                          index=int(match.group(2)), unit="uW", update_period_s=units.ms_to_s(interval_ms))
         self.sensor_dir = sensor_dir
         self._power_file = SensorFile(sensor_dir / "power1_average")
+        try:
+            self.read_power_w()  # a reading out of range makes the sensor unavailable now, not in the window
+        except SourceUnavailable:
+            self.close()
+            raise
 
     def read_power_w(self) -> float:
-        return units.uw_to_w(self._power_file.read_int())
+        power_uw = self._power_file.read_int()
+        return checked_power_w(units.uw_to_w(power_uw), self._power_file.path, f"{power_uw} uW")
 
     def read_energy_j(self) -> None:
         return None

@@ -15,7 +15,7 @@ import os
 from functools import lru_cache
 
 from autotune.measure import units
-from autotune.measure.base import PowerSource, ProbeResult, SourceStatus
+from autotune.measure.base import PowerSource, ProbeResult, SourceStatus, checked_power_w
 from autotune.measure.errors import NOT_PRESENT, SourceUnavailable, translate_nvml_control_error, translate_nvml_error
 
 NVML_COUNTER_UPDATE_PERIOD_S = 0.1  # upper end of the 20-100 ms refresh NVIDIA documents
@@ -143,21 +143,23 @@ class NvmlGpuSource(PowerSource):
         super().__init__(label=f"GPU {index} ({self.device_name})", scope=scope, component=scope,
                          index=index, unit="mJ, mW", update_period_s=NVML_COUNTER_UPDATE_PERIOD_S)
         self.has_counter = _supported(lambda: api.total_energy_mj(index))
+        # A power out of range (an all-ones register) is a mode this GPU does not give.
         self.power_mode = next((mode for mode in ("instant", "average")
-                                if _supported(lambda m=mode: self._power_mw(m))), None)
+                                if _supported(lambda m=mode: self._power_w(m))), None)
         if not self.has_counter and self.power_mode is None:
             raise SourceUnavailable(NOT_PRESENT, f"GPU {index} reports neither energy nor power")
 
-    def _power_mw(self, mode: str) -> int:
-        return self.api.power_mw(self.index, instant=mode == "instant", module=self.module_scope)
+    def _power_w(self, mode: str) -> float:
+        power_mw = self.api.power_mw(self.index, instant=mode == "instant", module=self.module_scope)
+        return checked_power_w(units.mw_to_w(power_mw), f"NVML's {mode} power of GPU {self.index}", f"{power_mw} mW")
 
     def read_power_w(self) -> float | None:
-        return None if self.power_mode is None else units.mw_to_w(self._power_mw(self.power_mode))
+        return None if self.power_mode is None else self._power_w(self.power_mode)
 
     def read_average_power_w(self) -> float | None:
         """The driver's own averaged power (1 s window on Ampere and newer), for comparison."""
         try:
-            return units.mw_to_w(self._power_mw("average"))
+            return self._power_w("average")
         except SourceUnavailable:
             return None
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from autotune.measure import units
 from autotune.measure.base import PowerSource, ProbeResult, SourceStatus, probe_finds_sources
-from autotune.measure.errors import NO_DRIVER, NOT_PRESENT, SourceUnavailable
+from autotune.measure.errors import NO_DRIVER, NOT_PRESENT, SourceUnavailable, out_of_range
 from autotune.measure.sysfs import SensorFile, missing_root_note, read_int, read_text, sysfs_root
 
 RAPL_UPDATE_PERIOD_S = 0.001  # the MSRs refresh about every millisecond
@@ -52,14 +52,32 @@ class RaplEnergySource(PowerSource):
         super().__init__(label=label, scope=scope, component=component, index=index, unit="uJ",
                          update_period_s=RAPL_UPDATE_PERIOD_S)
         self.zone_dir = zone_dir
+        range_file = zone_dir / "max_energy_range_uj"
+        self.max_energy_uj = read_int(range_file)
+        if self.max_energy_uj <= 0:  # a counter that wraps at 0 or below unwinds into any figure at all
+            raise out_of_range(range_file, f"{self.max_energy_uj} uJ", "not a range a counter wraps at")
         self._energy_file = SensorFile(zone_dir / "energy_uj")
-        self._counter = WrapCounter(read_int(zone_dir / "max_energy_range_uj"))
+        try:
+            self._energy_uj()  # a reading out of range makes the zone unavailable now, not in the window
+        except SourceUnavailable:
+            self.close()
+            raise
+        self._counter = WrapCounter(self.max_energy_uj)
+
+    def _energy_uj(self) -> int:
+        """The counter as read, within 0 and the range it wraps at: a decrease inside it is a wrap (WrapCounter), a
+        value outside it no reading of this counter."""
+        energy_uj = self._energy_file.read_int()
+        if not 0 <= energy_uj <= self.max_energy_uj:
+            raise out_of_range(self._energy_file.path, f"{energy_uj} uJ",
+                               f"outside 0 to max_energy_range_uj ({self.max_energy_uj} uJ), where the counter wraps")
+        return energy_uj
 
     def read_power_w(self) -> None:
         return None
 
     def read_energy_j(self) -> float:
-        return units.uj_to_j(self._counter.update(self._energy_file.read_int()))
+        return units.uj_to_j(self._counter.update(self._energy_uj()))
 
     def close(self) -> None:
         self._energy_file.close()

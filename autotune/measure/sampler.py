@@ -2,7 +2,14 @@
 
 All sources are read in one tick and share its timestamp (`time.time()` by default, the clock the
 trainer's phase marks use), so their powers can be added tick by tick. A read that fails mid-window
-is recorded as missing and reported, never turned into 0 W.
+is recorded as missing and reported, never turned into 0 W. A reading out of its range (a negative power) is a
+failed read: the source raises it (base.checked_power_w).
+
+An energy counter comes with its wraps undone (base.PowerSource.read_energy_j: RAPL adds its range at each decrease,
+rapl.WrapCounter; NVML's 64-bit millijoule counter never wraps), so one that still goes backwards was reset (a driver
+reloaded) or misread: none of its readings in the window is a measurement. Were only those after the decrease
+dropped, the difference of those before would pass part of the window for the whole, and a reading back past the old
+value would add a jump; so all are, and the window takes the source's integrated power where it has one.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ class PowerSampler:
         self.sources, self.period_s, self.clock = list(sources), period_s, clock
         self.series = [SourceSeries() for _ in self.sources]
         self.read_errors: dict[str, str] = {}  # label -> first error seen
+        self._counters_dropped: set[int] = set()  # sources whose counter went backwards: its readings are no figure
         self._lock = threading.Lock()
         # Held while the thread runs; stop() releases it. Waiting on a raw lock with a timeout is the
         # cheapest wake-up CPython has (Event.wait costs about twice as much CPU per tick).
@@ -54,7 +62,7 @@ class PowerSampler:
         """Read every source once, now; returns the tick's timestamp. Kept lean: it runs every period."""
         with self._lock:
             now = self.clock()
-            for source, series in zip(self.sources, self.series):
+            for number, (source, series) in enumerate(zip(self.sources, self.series)):
                 try:
                     power_w = source.read_power_w()
                 except Exception as exc:  # a sensor failing mid-window must not kill the probe
@@ -63,6 +71,8 @@ class PowerSampler:
                     energy_j = source.read_energy_j()
                 except Exception as exc:
                     energy_j = self._failed(source, exc)
+                if energy_j is not None and (number in self._counters_dropped or self._went_backwards(series, energy_j)):
+                    energy_j = self._drop_counter(number, source, series, energy_j)
                 series.times_s.append(now)
                 series.power_w.append(power_w)
                 series.energy_j.append(energy_j)
@@ -70,6 +80,20 @@ class PowerSampler:
 
     def _failed(self, source, exc: Exception) -> None:
         self.read_errors.setdefault(source.label, f"{type(exc).__name__}: {exc}")
+        return None
+
+    @staticmethod
+    def _went_backwards(series: SourceSeries, energy_j: float) -> bool:
+        last_j = next((e for e in reversed(series.energy_j) if e is not None), None)
+        return last_j is not None and energy_j < last_j
+
+    def _drop_counter(self, number: int, source, series: SourceSeries, energy_j: float) -> None:
+        if number not in self._counters_dropped:
+            self._counters_dropped.add(number)
+            last_j = next(e for e in reversed(series.energy_j) if e is not None)
+            self.read_errors.setdefault(source.label, f"its energy counter went backwards ({last_j:.3f} J, then "
+                                                      f"{energy_j:.3f} J): none of its counter readings is used")
+            series.energy_j[:] = [None] * len(series.energy_j)
         return None
 
     def start(self) -> None:

@@ -82,3 +82,56 @@ def test_hwmon_without_gh200_labels_is_not_present(tmp_path):
 def test_temperatures_are_read_in_degrees(gh200_tree):
     temperatures = hwmon.read_temperatures_c(gh200_tree.root)
     assert list(temperatures.values()) == [45.0]
+
+
+def test_a_power_out_of_range_makes_its_sensor_unavailable_never_negative_joules(gh200_tree, clock):
+    """Trial71 #8: a negative power1_average was "available: yes", integrated into -300 J and labelled measured. A
+    power no sensor reads (negative, or past MAX_SENSOR_POWER_W) is no measurement, as a non-number is none."""
+    from autotune.measure import NodeMeter
+
+    gh200_tree.set_power_w("Module Power Socket 0", -300.0)
+    gh200_tree.set_power_w("Module Power Socket 1", 20_000.0)
+    found = hwmon.probe(gh200_tree.root)
+    reasons = {status.label: status.reason for status in found.missing}
+    negative = gh200_tree.files["Module Power Socket 0"]
+    assert reasons == {
+        "Module Power Socket 0": f"unreadable: {negative} reads -300000000 uW, a negative power: not a measurement",
+        "Module Power Socket 1": (f"unreadable: {gh200_tree.files['Module Power Socket 1']} reads 20000000000 uW, more "
+                                  "than the 10000 W no one sensor of a node draws: not a measurement")}
+    assert len(found.sources) == 14
+    for source in found.sources:
+        source.close()
+    # The finding's node: that one sensor alone. The probe's meter then measures nothing, and says so.
+    for label in [label for label in gh200_tree.files if label != "Module Power Socket 0"]:
+        gh200_tree.files[label].unlink()
+    meter = NodeMeter(discovery=discover(gh200_tree.root, kinds=["hwmon"]), clock=clock)
+    assert meter.mode == "unavailable"
+    meter.begin()
+    clock.advance(1.0)
+    block = meter.end()
+    assert block["provenance"] == "unavailable" and block["energy_j"] is None
+
+
+def test_a_power_out_of_range_mid_window_is_a_failed_read(gh200_tree, clock):
+    gh200_tree.set_power_w("Module Power Socket 0", 500.0)
+    found = discover(gh200_tree.root, kinds=["hwmon"])
+    module = [s for s in found.sources if s.label == "Module Power Socket 0"]
+    window = EnergyWindow(module, clock=clock, background=False)
+    window.begin()
+    clock.advance(1.0)
+    gh200_tree.set_power_w("Module Power Socket 0", -300.0)
+    window.sampler.tick()
+    clock.advance(1.0)
+    gh200_tree.set_power_w("Module Power Socket 0", 500.0)
+    result = window.end()
+    assert result.power_w["Module Power Socket 0"] == [500.0, None, 500.0]  # no -300 W in the timeline
+    assert result.entries[0].energy_j > 0
+    assert "reads -300000000 uW, a negative power: not a measurement" in result.flags[0]
+
+
+def test_an_averaging_interval_of_zero_is_read_as_none_given(gh200_tree):
+    """power1_average_interval 0 made the sensor's update period 0 s: no window was ever flagged as shorter than it."""
+    interval = gh200_tree.files["Module Power Socket 0"].with_name("power1_average_interval")
+    interval.write_text("0\n")
+    module = next(s for s in hwmon.probe(gh200_tree.root).sources if s.label == "Module Power Socket 0")
+    assert module.update_period_s == pytest.approx(hwmon.DEFAULT_AVERAGE_INTERVAL_MS / 1000)

@@ -123,3 +123,38 @@ def test_real_nvml_counter_advances_over_a_short_window():
     assert block["provenance"] == "measured" and block["energy_j"] > 0
     for entry in result.entries:
         assert entry.energy_j > 0 and 5.0 < entry.mean_power_w < 2000.0
+
+
+def test_a_counter_that_goes_backwards_is_no_measurement(clock):
+    """Trial71 #8: NVML's counter does not wrap (64-bit millijoules), so a decrease is a reset or a bad read; the window
+    took last minus first, here negative joules labelled measured. None of the counter's readings is used (RAPL's
+    decrease stays a wrap: test_rapl), and the GPU's power is integrated instead."""
+    api = FakeNvml()
+    (gpu,) = nvml.probe(api).sources
+    window = EnergyWindow([gpu], clock=clock, background=False)
+    api.run(0.0, 300.0)
+    window.begin()
+    clock.advance(1.0)
+    api.run(1.0, 300.0)
+    window.sampler.tick()
+    clock.advance(1.0)
+    api.counter_mj[0] = 5_000  # the driver reloaded: its counter starts again
+    window.sampler.tick()
+    clock.advance(1.0)
+    api.run(1.0, 300.0)
+    result = window.end()
+    (entry,) = result.entries
+    assert entry.method == "integrated" and entry.energy_j == pytest.approx(900.0) and entry.counter_j is None
+    assert any("its energy counter went backwards (10300.000 J, then 5.000 J)" in flag for flag in result.flags)
+
+
+def test_a_power_no_gpu_draws_is_no_power_reading():
+    """A power out of range (past MAX_SENSOR_POWER_W: an all-ones register) is not a mode the GPU gives."""
+    api = FakeNvml()
+    api.gpu_power_mw = [20_000_000]
+    (gpu,) = nvml.probe(api).sources
+    assert gpu.power_mode is None and gpu.read_power_w() is None and gpu.has_counter
+    assert gpu.read_average_power_w() is None
+    api.counter = False
+    (missing,) = nvml.probe(api).missing
+    assert missing.reason == "not present: GPU 0 reports neither energy nor power"

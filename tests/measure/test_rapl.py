@@ -95,3 +95,21 @@ def test_a_counter_that_never_moves_is_unavailable_not_zero(tmp_path, clock):
     assert block["phases"]["backward"]["energy_j"] is None and block["phases"]["backward"]["mean_power_w"] is None
     assert block["timeline"] and all(tick["power_w"] is None for tick in block["timeline"])
     assert all("package" not in tick["scopes"] for tick in block["timeline"])
+
+
+def test_a_counter_outside_its_range_is_no_measurement(tmp_path):
+    """Trial71 #8: a zone whose max_energy_range_uj is -5 was listed as available; one wrapping at 0 or below unwinds
+    into any figure, and a reading past the range it wraps at is no reading of the counter."""
+    tree = RaplTree(tmp_path)
+    (tree.package / "max_energy_range_uj").write_text("-5\n")
+    (tree.dram / "energy_uj").write_text(f"{tree.max_energy_range_uj + 1}\n")
+    found = rapl.probe(tmp_path)
+    assert found.sources == []
+    reasons = {status.label: status.reason for status in found.missing}
+    assert reasons == {
+        "package-0": (f"unreadable: {tree.package / 'max_energy_range_uj'} reads -5 uJ, not a range a counter wraps at: "
+                      "not a measurement"),
+        "dram": (f"unreadable: {tree.dram / 'energy_uj'} reads 1000000001 uJ, outside 0 to max_energy_range_uj "
+                 "(1000000000 uJ), where the counter wraps: not a measurement")}
+    (tree.dram / "energy_uj").write_text("-1\n")
+    assert "reads -1 uJ, outside 0 to max_energy_range_uj" in rapl.probe(tmp_path).missing[1].reason
