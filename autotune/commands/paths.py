@@ -186,13 +186,9 @@ def run_dir_problem(run_dir: Path) -> str | None:
     study's storage says the rest: a folder without a study.db may be for a --storage study's reports)."""
     run_dir = Path(run_dir)
     if run_dir.is_dir():
-        study_db = run_dir / "study.db"
-        if (study_db.exists() or study_db.is_symlink()) and not study_db.is_file():
-            # Read as "no study.db: its run kept the study in a --storage database; pass --storage" (trial 45).
-            what = (f"a link to {os.readlink(study_db)}, which does not exist" if not study_db.exists()
-                    else "a directory" if study_db.is_dir() else "not a regular file")
-            return (f"{study_db} is {what}, where the run directory's study database belongs; move it out of the way "
-                    "(the study's database is the file study.db)")
+        problem = study_db_problem(run_dir)
+        if problem:
+            return problem
         if any((run_dir / mark).exists() for mark in _RUN_DIR_MARKS):
             return None
         # With --storage too: its reports went into the run directory's configs/ (configs/configs/).
@@ -207,6 +203,20 @@ def run_dir_problem(run_dir: Path) -> str | None:
         return f"{run_dir} is a file of the run directory {enclosing}; pass the directory, {enclosing}"
     what = "a file" if run_dir.is_file() else "not a directory (a device, pipe or socket)"
     return f"{run_dir} is {what}, not a run directory; {_RUN_DIR_FIX}"
+
+
+def study_db_problem(run_dir: Path) -> str | None:
+    """Why RUN_DIR/study.db is no file a study can be kept in (a directory, a FIFO, a dangling link), else None.
+    `report` read it as "no study.db: its run kept the study in a --storage database" (trial 45), and `run`, which
+    opened it anyway, blamed a moved directory or the file system and said its trials were "kept in it" (trial69
+    #13)."""
+    study_db = Path(run_dir) / "study.db"
+    if not (study_db.exists() or study_db.is_symlink()) or study_db.is_file():
+        return None
+    what = (f"a link to {os.readlink(study_db)}, which does not exist" if not study_db.exists()
+            else "a directory" if study_db.is_dir() else "not a regular file")
+    return (f"{study_db} is {what}, where the run directory's study database belongs; move it out of the way "
+            "(the study's database is the file study.db)")
 
 
 def check_run_outputs(run_dir: Path, what: str) -> None:

@@ -484,7 +484,9 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
     from autotune.backends.launchers import check_hostfile
     from autotune.backends.select import backend_line, check_energy_objective, choose_backend
     from autotune.commands.finish import finish_run
-    from autotune.commands.paths import CWD_GONE, check_run_outputs, current_directory_gone, writable_directory
+    from autotune.commands.paths import (
+        CWD_GONE, check_run_outputs, current_directory_gone, study_db_problem, writable_directory,
+    )
     from autotune.commands.progress import trial_progress
     from autotune.commands.report import check_pick_options
     from autotune.study import open_study
@@ -558,6 +560,8 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
     # made is removed again (commands/paths.undone_on_failure), no empty --out left behind.
     writable_directory(run_dir, out_flag, fix="pass --out with a writable directory")
     check_run_outputs(run_dir, out_flag)
+    if not args.storage and (problem := study_db_problem(run_dir)):  # as `report` names it, before SQLite opens it
+        raise UserError(problem)
     study = open_study(run_dir, args.storage, make_sampler(args.seed, args.trials, args.sampler, checks),
                        len(args.objectives.split(",")), cheap_figures=backend.name == "simulate", study_name=args.study_name)
     console.print(f"backend: {backend_line(backend, settings.space.nodes)}")

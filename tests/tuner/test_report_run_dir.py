@@ -119,3 +119,16 @@ def test_export_and_calibrate_say_a_run_directory_that_is_not_there_as_report_do
         done = cli.autotune_main(command, given, *flags, cwd=tmp_path)
         assert done.returncode == 2 and done.stderr == f"autotune {command}: error: {said}\n", done.stderr
     assert not (tmp_path / "m.jsonl").exists()
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo", "dangling link"])
+def test_run_names_a_study_db_that_is_no_file_as_report_does(tmp_path, finished, kind):
+    """`run` opened it anyway and blamed a moved directory or the file system, its trials "kept in it" (trial69 #13)."""
+    run = shutil.copytree(finished, tmp_path / "run")
+    (run / "study.db").unlink()
+    {"directory": lambda path: path.mkdir(), "fifo": os.mkfifo,
+     "dangling link": lambda path: os.symlink(tmp_path / "moved.db", path)}[kind](run / "study.db")
+    done = cli.autotune_main("run", "--model", "7b", "--nodes", 1, "--trials", 4, "--backend", "simulate", "--out", run)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == f"autotune run: error: {_refused(run)}\n"
+    assert "where the run directory's study database belongs; move it out of the way" in done.stderr
