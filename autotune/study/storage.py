@@ -135,6 +135,8 @@ def _check_sqlite(url: str, must_exist: bool, given: bool = True) -> Path | None
     if given and path.is_dir():  # "there is no database at" a directory, or SQLite's "unable to open database file"
         raise UserError(f"--storage {url!r} names the directory {path.resolve()}, not a database file; "
                         f"{_database_in(path)}")
+    if path.is_file():
+        _check_readable(url, path, given, must_exist)
     if must_exist and not path.is_file():
         raise UserError(f"--storage {url!r}: there is no database at {path.resolve()}; pass the URL the run used "
                         "(a relative sqlite:///PATH is read from the current directory)")
@@ -193,6 +195,25 @@ def _database_in(folder: Path) -> str:
         return (f"pass --storage {shell_text(sqlite_url(folder / 'study.db'))}, the study.db in it, or leave out "
                 "--storage if it is RUN_DIR's own")
     return f"name a database file in it (--storage {shell_text(sqlite_url(folder / 'NAME.db'))})"
+
+
+def _check_readable(url: str, path: Path, given: bool, read_only: bool) -> None:
+    """A database file this user may not read (mode 000, another user's 0600) failed in SQLite's "unable to open
+    database file", which `report` and `export` took for a directory moved or unmounted ("put it back"), and `run`
+    for one it may not write, whose fix sent the user to `report`, which could not read it either (trial69 #1).
+    Opening it is the honest test: modes say nothing to root, and ACLs more than the mode bits. `read_only`: the
+    command only reads the study (`report`, `export`); `run` writes it too."""
+    try:
+        with open(path, "rb"):
+            pass
+    except PermissionError:
+        where = f"--storage {url!r}: " if given else ""
+        fix, mode = ("readable", "u+r") if read_only else ("readable and writable", "u+rw")
+        raise UserError(f"{where}the study database {path.resolve()} cannot be read (permission denied); make it {fix} "
+                        f"(chmod {mode} {shell_text(str(path.resolve()))}, as its owner), then run the same command "
+                        "again") from None
+    except OSError:
+        return  # another cause (a FIFO, an I/O error): opening it says what, in SQLite's words
 
 
 def _with_the_umasks_mode(path: Path) -> None:
