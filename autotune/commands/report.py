@@ -234,9 +234,9 @@ def _check_reports_without_study_db(run_dir, storage: str | None) -> None:
                         "database its run kept the study in; pass --storage URL and --study-name NAME as its `autotune "
                         "run` gave them (the report rebuilds pareto.json)")
     if "storage" in held and held["storage"] is None:
-        raise UserError(f"RUN_DIR {run_dir} holds no study.db, though its pareto.json is of the directory's own study.db "
-                        f"(moved or removed?); put study.db back in {run_dir}, or pass --storage URL where the study "
-                        "is kept now")
+        from autotune.study.storage import study_db_gone_line
+
+        raise UserError(study_db_gone_line(run_dir))
 
 
 def _names_own_study_db(run_dir, storage: str) -> bool:

@@ -95,6 +95,23 @@ def _recorded_study(run_dir: Path) -> str:
     return f" --storage {shell_text(url)} --study-name {shell_text(name)}{hidden}"
 
 
+def _reports_of_own_study_db(run_dir: Path) -> bool:
+    """Whether the run directory's pareto.json reports a study kept in the directory's own study.db (its `storage`
+    null; a --storage study's names its URL, and one from before the URL was recorded has no such key)."""
+    try:
+        held = json.loads((Path(run_dir) / "pareto.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return False
+    return isinstance(held, dict) and "storage" in held and held["storage"] is None
+
+
+def study_db_gone_line(run_dir: Path) -> str:
+    """The refusal of a RUN_DIR whose pareto.json reports its own study.db, which is not there: `export` and
+    `calibrate` said its run kept the study in a --storage database, and sent the user to a URL there never was."""
+    return (f"RUN_DIR {run_dir} holds no study.db, though its pareto.json is of the directory's own study.db (moved or "
+            f"removed?); put study.db back in {run_dir}, or pass --storage URL where the study is kept now")
+
+
 # What a worker sees when another one created Optuna's schema while it was creating it too: SQLite
 # ("table studies already exists", "UNIQUE constraint failed: alembic_version.version_num", or the
 # file locked by the other's transaction), PostgreSQL and MySQL ("duplicate key", "Duplicate entry").
@@ -576,6 +593,8 @@ def load_finished_study(run_dir: Path, storage: str | None = None, study_name: s
     """The study of an existing run directory, for `report`, `export` and `calibrate`."""
     optuna.logging.set_verbosity(logging.ERROR)
     if storage is None and not (run_dir / "study.db").is_file():
+        if _reports_of_own_study_db(run_dir):  # not a --storage run's: its study.db was moved or removed (trial69 #4)
+            raise UserError(study_db_gone_line(run_dir))
         if (run_dir / "pareto.json").is_file():  # the run kept its study in a --storage database
             flags = _recorded_study(run_dir)
             raise UserError(f"{run_dir} holds no study.db: its run kept the study in a --storage database; "
@@ -648,10 +667,18 @@ def _check_reports_are_of_no_study(run_dir: Path, study_name: str) -> None:
     """A study new to the run directory's study.db writes no reports over those a pareto.json there lists
     trials of: they are of a study kept elsewhere (--storage) or of a study.db removed since."""
     reason = _reports_of_another_study(run_dir, None, study_name, by_trials=True)
-    if reason is not None:
-        raise UserError(f"--out {run_dir} holds the reports of a study its study.db does not hold ({reason}); pass "
-                        f"another --out for {study_name!r}, the --storage URL of that study to resume it, or move "
-                        f"pareto.json and configs/ out of {run_dir} to start a study there")
+    if reason is None:
+        return
+    if not (Path(run_dir) / "study.db").exists() and _reports_of_own_study_db(run_dir):
+        # Its reports are of the directory's own study.db, gone since: putting it back resumes that study, and
+        # there is no --storage URL to pass (trial69 #4).
+        raise UserError(f"--out {run_dir} holds the reports (pareto.json, configs/) of a study kept in its own "
+                        f"study.db, which is not there (moved or removed?); put study.db back in {run_dir} to resume that study, pass "
+                        f"another --out for a new one, or move pareto.json and configs/ out of {run_dir} to start one "
+                        "there")
+    raise UserError(f"--out {run_dir} holds the reports of a study its study.db does not hold ({reason}); pass "
+                    f"another --out for {study_name!r}, the --storage URL of that study to resume it, or move "
+                    f"pareto.json and configs/ out of {run_dir} to start a study there")
 
 
 def _existing_study(rdb, study_name: str) -> optuna.Study | None:

@@ -132,3 +132,23 @@ def test_run_names_a_study_db_that_is_no_file_as_report_does(tmp_path, finished,
     assert done.returncode == 2, done.stderr
     assert done.stderr == f"autotune run: error: {_refused(run)}\n"
     assert "where the run directory's study database belongs; move it out of the way" in done.stderr
+
+
+def test_a_removed_study_db_is_said_removed_by_export_calibrate_and_run_as_by_report(tmp_path, finished):
+    """export and calibrate said "its run kept the study in a --storage database; pass the same --storage URL" of a
+    run that never had one, and run never named the likely fix, putting study.db back (trial69 #4)."""
+    run = shutil.copytree(finished, tmp_path / "run")
+    (run / "study.db").unlink()
+    said = (f"RUN_DIR {run} holds no study.db, though its pareto.json is of the directory's own study.db (moved or "
+            f"removed?); put study.db back in {run}, or pass --storage URL where the study is kept now")
+    assert _refused(run) == said
+    for argv in (("export", run, "--pick", "knee", "-o", tmp_path / "k.json"),
+                 ("export", run, "--measurements", tmp_path / "m.jsonl"), ("calibrate", run, "-o", tmp_path / "c.toml")):
+        done = cli.autotune_main(*argv)
+        assert (done.returncode, done.stderr) == (2, f"autotune {argv[0]}: error: {said}\n")
+    done = cli.autotune_main("run", "--model", "7b", "--nodes", 1, "--trials", 4, "--backend", "simulate", "--out", run)
+    assert (done.returncode, done.stderr) == (2, (
+        f"autotune run: error: --out {run} holds the reports (pareto.json, configs/) of a study kept in its own study.db, "
+        f"which is not there (moved or removed?); put study.db back in {run} to resume that study, pass another --out "
+        f"for a new one, or move pareto.json and configs/ out of {run} to start one there\n"))
+    assert not (run / "study.db").exists()
