@@ -274,10 +274,13 @@ def reports_turn(run_dir: Path):
     ending together wrote in the order they finished writing, not reading: the last pareto.json held 5
     trials of a study of 6, a snapshot taken before the other worker's last probe ended (trial 47 #3).
     Read inside the turn, the reports written last are of the study as it stands then."""
+    from autotune.errors import UserError
+    from autotune.study.storage import open_run_dir_lock
+
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
-        lock = open(run_dir / ".reports.lock", "a", encoding="utf-8")  # noqa: SIM115 - closed below
-    except OSError:  # a directory no lock can be made in: writing the reports there says why, in its own words
+        lock = open_run_dir_lock(run_dir / ".reports.lock")  # read-only: a colleague's lock serves too (trial69 #9)
+    except (OSError, UserError):  # a directory no lock can be made in: writing the reports there says why, in its own words
         yield
         return
     with lock:

@@ -490,7 +490,7 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
     from autotune.commands.progress import trial_progress
     from autotune.commands.report import check_pick_options
     from autotune.study import open_study
-    from autotune.study.storage import sole_worker, stored_settings
+    from autotune.study.storage import check_workers_lock, sole_worker, stored_settings
     from autotune.study.failures import no_probe_succeeded
     from autotune.study.loop import CONVERGED_ATTR, make_sampler, probes_running_elsewhere, run_study
     from autotune.study.retries import evaluated_count, evaluated_trials
@@ -562,6 +562,7 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
     check_run_outputs(run_dir, out_flag)
     if not args.storage and (problem := study_db_problem(run_dir)):  # as `report` names it, before SQLite opens it
         raise UserError(problem)
+    check_workers_lock(run_dir, args.storage)
     study = open_study(run_dir, args.storage, make_sampler(args.seed, args.trials, args.sampler, checks),
                        len(args.objectives.split(",")), cheap_figures=backend.name == "simulate", study_name=args.study_name)
     console.print(f"backend: {backend_line(backend, settings.space.nodes)}")

@@ -454,6 +454,34 @@ def _damaged(said: str) -> bool:
     return any(words in said for words in ("file is not a database", "malformed"))
 
 
+WORKERS_LOCK = ".workers.lock"
+
+
+def open_run_dir_lock(path: Path):
+    """A run directory's lock file (.workers.lock, .reports.lock) opened for flock, created where it is missing.
+    flock asks no write permission: read-only, the lock a colleague's run created (0644 under the usual umask) serves
+    this user too, where opening it to append was a PermissionError traceback (trial69 #9). A UserError where it is
+    no file (a directory: IsADirectoryError) or cannot be opened."""
+    if (path.exists() or path.is_symlink()) and not path.is_file():
+        raise UserError(f"{path} is not a regular file, where the lock by which the run directory's workers see each "
+                        "other belongs; move it out of the way (autotune makes it again)")
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_CREAT, 0o666)  # the umask decides, as for every file of a run
+    except OSError as exc:
+        raise UserError(f"{path} cannot be opened ({exc.strerror or exc}): it is the lock by which the run directory's "
+                        f"workers see each other; make it readable to every user of the run directory (chmod a+r "
+                        f"{shell_text(str(path))}, as its owner), or remove it while no run is under way there") from None
+    return os.fdopen(descriptor, encoding="utf-8")
+
+
+def check_workers_lock(run_dir: Path, storage: str | None) -> None:
+    """Before the study opens: a .workers.lock that sole_worker could not open is the run's one line, not one after
+    "resuming the study" (a missing one is made there, once the study is this run's)."""
+    lock = Path(run_dir) / WORKERS_LOCK
+    if storage is None and (lock.exists() or lock.is_symlink()):
+        open_run_dir_lock(lock).close()
+
+
 @contextlib.contextmanager
 def sole_worker(run_dir: Path, storage: str | None) -> Iterator[bool]:
     """Whether this worker is the only one on the study while the block runs: only then is a RUNNING
@@ -467,7 +495,7 @@ def sole_worker(run_dir: Path, storage: str | None) -> Iterator[bool]:
         yield False
         return
     run_dir.mkdir(parents=True, exist_ok=True)
-    with open(run_dir / ".workers.lock", "a", encoding="utf-8") as lock:
+    with open_run_dir_lock(run_dir / WORKERS_LOCK) as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             alone = True
@@ -485,7 +513,7 @@ def run_under_way(run_dir: Path) -> bool:
     then shows the trials finished so far (trial 43 F9: it read as the study's end). Tried for a moment without
     waiting; no lock file, no run."""
     try:
-        lock = open(Path(run_dir) / ".workers.lock", encoding="utf-8")  # noqa: SIM115 - closed below
+        lock = open(Path(run_dir) / WORKERS_LOCK, encoding="utf-8")  # noqa: SIM115 - closed below
     except OSError:
         return False
     with lock:

@@ -43,3 +43,29 @@ def test_an_unreadable_study_db_is_said_unreadable_with_the_chmod_that_fixes_it(
     assert (done.returncode, done.stderr) == (2, f"autotune run: error: {said}readable and writable (chmod u+rw {database}{again}")
     database.chmod(0o644)
     assert cli.autotune_main("report", run).returncode == 0  # nothing was written to it
+
+
+def test_a_lock_file_another_user_made_serves_this_one_and_an_unreadable_one_is_one_line(tmp_path, finished):
+    """A colleague's run left .workers.lock 0644 (their umask) in a shared run directory: the second user, who may
+    write study.db, got a PermissionError traceback, exit 1; flock needs only read permission."""
+    run = shutil.copytree(finished, tmp_path / "run")
+    for lock in (".workers.lock", ".reports.lock"):
+        (run / lock).chmod(0o444)  # not writable by this user, as another user's 0644 file
+    done = _autotune(*_RUN, run)
+    assert done.returncode == 0, done.stderr
+    (run / ".workers.lock").chmod(0)
+    done = _autotune("run", "--model", "7b", "--nodes", 1, "--trials", 6, "--backend", "simulate", "--out", run)
+    assert (done.returncode, done.stderr) == (2, (
+        f"autotune run: error: {run / '.workers.lock'} cannot be opened (Permission denied): it is the lock by which the "
+        "run directory's workers see each other; make it readable to every user of the run directory (chmod a+r "
+        f"{run / '.workers.lock'}, as its owner), or remove it while no run is under way there\n"))
+
+
+def test_a_workers_lock_that_is_a_directory_is_one_line(tmp_path, finished):
+    run = shutil.copytree(finished, tmp_path / "run")
+    (run / ".workers.lock").unlink()
+    (run / ".workers.lock").mkdir()
+    done = cli.autotune_main(*_RUN, run)
+    assert (done.returncode, done.stderr) == (2, (
+        f"autotune run: error: {run / '.workers.lock'} is not a regular file, where the lock by which the run "
+        "directory's workers see each other belongs; move it out of the way (autotune makes it again)\n"))
