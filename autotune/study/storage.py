@@ -426,7 +426,30 @@ def _open_storage(url: str, heartbeat: bool = False, must_exist: bool = False, g
                 if _lost_schema_race(exc) and attempt < CREATE_ATTEMPTS - 1:
                     time.sleep(0.5 + attempt)
                     continue
-                raise _open_refusal(exc, url, given, database) from None
+                refusal = _open_refusal(exc, url, given, database)
+                if created:
+                    _remove_if_no_study(database)
+                raise refusal from None
+
+
+def _remove_if_no_study(database: Path) -> None:
+    """A database file this command created and could not set up (a file-size limit, a full disk mid-schema) holds
+    no study: it is removed, with SQLite's journal, so that the failed command leaves nothing behind, its new --out
+    folders included (docs/commands.md; they stayed, holding a study.db of no study, trial69 #11). A file that holds
+    a study, or cannot be read to tell (another worker's, made meanwhile), stays."""
+    import sqlite3
+
+    try:
+        with contextlib.closing(sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)) as connection:
+            tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            studies = connection.execute("SELECT count(*) FROM studies").fetchone()[0] if "studies" in tables else 0
+    except (sqlite3.Error, OSError):
+        return
+    if studies:
+        return
+    for path in (database, database.with_name(f"{database.name}-journal")):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
 
 
 def _open_refusal(exc: Exception, url: str, given: bool, database: Path | None) -> UserError:

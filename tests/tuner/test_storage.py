@@ -673,6 +673,23 @@ def test_a_stored_study_refused_for_another_model_leaves_no_empty_run_directory(
     assert not (tmp_path / "runs").exists()  # its default run directory (runs/32b-4n-s) was made, and is gone again
 
 
+def test_a_study_db_that_could_not_be_set_up_leaves_no_run_directory(tmp_path):
+    """A file-size limit (EFBIG: Python ignores SIGXFSZ) hit while SQLite wrote Optuna's tables: the command failed
+    before any study was made, yet --out nd/a stayed, with a study.db of no study (trial69 #11; docs/commands.md:
+    missing folders are removed again if the command fails)."""
+    import resource
+    import subprocess
+    import sys
+
+    limit_bytes = 60 * 1024  # below the ~112 KiB of Optuna's schema
+    done = subprocess.run(
+        [sys.executable, "-m", "autotune.cli", "run", "--model", "7b", "--nodes", "1", "--backend", "simulate",
+         "--trials", "3", "--out", tmp_path / "nd" / "a"], capture_output=True, text=True, timeout=120,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes)))
+    assert done.returncode == 2 and "the study database" in done.stderr, done.stderr
+    assert not (tmp_path / "nd").exists()
+
+
 def test_a_trial_queued_with_a_value_no_valid_candidate_has_is_not_sent_to_widen_the_space(tmp_path, capsys):
     _, _, err = _run_with_a_queued_trial(tmp_path, capsys, ("32b", "4"), {"zero_stage": 0, "power_limit": 1.0}, 1)
     said = [line for line in err.splitlines() if "was queued with" in line]
