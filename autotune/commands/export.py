@@ -12,6 +12,7 @@ from pathlib import Path
 
 from autotune.atomic_write import NAME_MAX_BYTES
 from autotune.backends.probe_options import LAUNCHERS
+from autotune.counted import counted
 from autotune.commands.flags import GivenOnce, add_output_flag, path_flag, whole_number_flag
 from autotune.commands.report import add_study_location_options
 from autotune.shell import shell_path
@@ -66,6 +67,7 @@ def _run(args) -> int:
     from autotune.export_caveats import front_leads, off_front_line, pick_caveats
     from autotune.report import pareto_document, study_view
     from autotune.study import load_finished_study
+    from autotune.study.storage_failure import StudyDatabaseLost
 
     problem = run_dir_problem(args.run_dir)  # "does not exist", a file of a run directory: as `autotune report` says
     if problem and args.storage is not None and not args.run_dir.exists() and not args.run_dir.is_symlink():
@@ -89,7 +91,12 @@ def _run(args) -> int:
         _check_config_paths(args.output, "-o")
     if args.measurements is not None:
         _check_measurements_path(args.measurements, args.force)
-    study = load_finished_study(args.run_dir, args.storage, args.study_name)
+    try:
+        study = load_finished_study(args.run_dir, args.storage, args.study_name)
+    except StudyDatabaseLost as lost:  # damaged, emptied or removed: its probes' own files are read instead
+        if args.measurements is None:
+            raise
+        return _write_trial_file_measurements(args.run_dir, args.measurements, lost.reason)
     if "settings" not in study.user_attrs:
         raise UserError(f"the study in {args.run_dir} has no trials yet; run `autotune run` first")
     if args.measurements is not None:
@@ -357,9 +364,7 @@ def _check_measurements_path(path: Path, force: bool) -> None:
 
 def _write_measurements(study, path: Path) -> int:
     """One replay record per evaluated candidate (the first evaluation; repeats of it were not probed)."""
-    from autotune.atomic_write import write_text_atomic
-    from autotune.backends.replay import checked_record, measurement_record, study_of
-    from autotune.errors import ConfigError, UserError
+    from autotune.backends.replay import measurement_record, study_of
     from autotune.study.settings import StudySettings
     from autotune.study.outside import kept_result_fault
     from autotune.study.retries import evaluated_trials
@@ -386,12 +391,7 @@ def _write_measurements(study, path: Path) -> int:
         record = measurement_record(params, trial.user_attrs["result"], study_of(settings.candidate(params)))
         if record is None:
             continue
-        try:  # the replay reader's own check: a file a replay refuses is not written (its bounds once disagreed)
-            checked_record(f"trial {trial.number}", json.loads(json.dumps(record)))
-        except ConfigError as why:
-            problem = str(why).split("; see `autotune run --help`")[0]  # the record format is not the user's to fix
-            raise UserError(f"--measurements {path}: not written: {problem}, which a replay of it would refuse; a bug "
-                            "to report (a study's own results replay)") from None
+        _check_replayable(record, f"trial {trial.number}", path)
         records.append(record)
         if trial.number in kept_numbers:
             kept_written.append(trial.number)
@@ -399,8 +399,50 @@ def _write_measurements(study, path: Path) -> int:
         print(_left_out_line(left_out), file=sys.stderr)
     if damaged:
         print(_damaged_line(damaged), file=sys.stderr)
+    return _write_records(records, path, _results_text(records) + _kept_text(kept_written))
+
+
+def _check_replayable(record: dict, origin: str, path: Path) -> None:
+    """The replay reader's own check: a file a replay refuses is not written (its bounds once disagreed)."""
+    from autotune.backends.replay import checked_record
+    from autotune.errors import ConfigError, UserError
+
+    try:
+        checked_record(origin, json.loads(json.dumps(record)))
+    except ConfigError as why:
+        problem = str(why).split("; see `autotune run --help`")[0]  # the record format is not the user's to fix
+        raise UserError(f"--measurements {path}: not written: {problem}, which a replay of it would refuse; a bug "
+                        "to report (a study's own results replay)") from None
+
+
+def _write_trial_file_measurements(run_dir: Path, path: Path, reason: str) -> int:
+    """The records of a run directory whose study.db cannot be read, from its probes' own files in trials/
+    (study/trial_files.py): what it measured was kept there, and no command read it back (trial69 #14). Said on
+    stderr, with the trial directories that give no record and why."""
+    from autotune.errors import UserError
+    from autotune.study.trial_files import trial_file_records
+
+    numbered, left_out = trial_file_records(run_dir)
+    if not numbered:
+        raise UserError(f"the study database {run_dir / 'study.db'} cannot be read ({reason}), and no probe in "
+                        f"{run_dir / 'trials'} left a result a replay can take ({'; '.join(left_out)}); restore "
+                        "study.db from a copy, or start a new study with --out NEW_DIR")
+    for number, record in numbered:
+        _check_replayable(record, f"trial {number}", path)
+    print(f"the study database {run_dir / 'study.db'} cannot be read ({reason}): the records are read from the "
+          f"probes' own files in {run_dir / 'trials'}, trials {', '.join(str(number) for number, _ in numbered)}",
+          file=sys.stderr)
+    if left_out:
+        print(f"{counted(len(left_out), 'trial directory', 'trial directories')} left out: {'; '.join(left_out)}", file=sys.stderr)
+    records = [record for _, record in numbered]
+    return _write_records(records, path, _results_text(records))
+
+
+def _write_records(records: list[dict], path: Path, written: str) -> int:
+    """The records as JSON lines in `path` (replaced whole), or on standard output; `written` says what they are."""
+    from autotune.atomic_write import write_text_atomic
+
     text = "".join(json.dumps(r) + "\n" for r in records)
-    written = _results_text(records) + _kept_text(kept_written)
     if path == STDOUT:
         sys.stdout.write(text)
         print(f"{written} on standard output (replay with --backend replay --measurements FILE)", file=sys.stderr)
@@ -445,8 +487,6 @@ def _kept_text(numbers: list[int]) -> str:
 def _results_text(records: list[dict]) -> str:
     """How many records were written, by their source: a simulated study's read "4 probe results", and nothing had
     been probed (trial64 #15). A measured record (its energy estimated too) is a probe's result."""
-    from autotune.counted import counted
-
     simulated = sum(1 for record in records if record.get("source") == "simulated")
     probed = len(records) - simulated
     if not simulated or not probed:

@@ -21,7 +21,7 @@ from autotune.counted import counted
 from autotune.errors import UserError
 from autotune.os_text import shell_text, shown_name
 from autotune.study.storage_failure import (
-    kept_probe_results, open_failure_line, storage_failure_line, unrecorded_probe_results,
+    StudyDatabaseLost, kept_probe_results, open_failure_line, storage_failure_line, unrecorded_probe_results,
 )
 
 STUDY_NAME = "autotune"  # a run directory's study.db holds one study; --study-name names others in a shared --storage
@@ -109,7 +109,8 @@ def study_db_gone_line(run_dir: Path) -> str:
     """The refusal of a RUN_DIR whose pareto.json reports its own study.db, which is not there: `export` and
     `calibrate` said its run kept the study in a --storage database, and sent the user to a URL there never was."""
     return (f"RUN_DIR {run_dir} holds no study.db, though its pareto.json is of the directory's own study.db (moved or "
-            f"removed?); put study.db back in {run_dir}, or pass --storage URL where the study is kept now")
+            f"removed?); put study.db back in {run_dir}, or pass --storage URL where the study is kept now"
+            f"{kept_probe_results(run_dir)}")
 
 
 # What a worker sees when another one created Optuna's schema while it was creating it too: SQLite
@@ -160,9 +161,9 @@ def _check_sqlite(url: str, must_exist: bool, given: bool = True) -> Path | None
     if must_exist and not _holds_optuna_tables(path):
         kept = "" if given else kept_probe_results(path.parent)
         if kept:  # a run directory's study.db that a crash or a full disk emptied: its --out is the one passed
-            raise UserError(f"{path} holds no Optuna study (an empty or foreign SQLite file: a crash or a full disk "
+            raise StudyDatabaseLost(f"{path} holds no Optuna study (an empty or foreign SQLite file: a crash or a full disk "
                             f"can leave one; left as it was); restore it from a copy, or start a new study with "
-                            f"--out NEW_DIR{kept}")
+                            f"--out NEW_DIR{kept}", "no Optuna study in it: an empty or foreign SQLite file")
         where = f"--storage {url!r}" if given else str(path)
         raise UserError(f"{where} holds no Optuna study (an empty or foreign SQLite file; left as it was); pass "
                         + ("the URL the run used" if given else "the --out directory of an `autotune run`, or --storage "
@@ -462,8 +463,10 @@ def _open_refusal(exc: Exception, url: str, given: bool, database: Path | None) 
     if known and not _damaged(first):
         return UserError(known)
     if not given:  # the run directory's own file: no URL to check, and no --storage to leave out
-        return UserError(f"cannot open the study database {held} ({first}); it is damaged or not a study: restore it "
-                         f"from a copy, or start a new study with --out NEW_DIR{kept_probe_results(Path(held).parent)}")
+        kept = kept_probe_results(Path(held).parent)
+        line = (f"cannot open the study database {held} ({first}); it is damaged or not a study: restore it from a "
+                f"copy, or start a new study with --out NEW_DIR{kept}")
+        return StudyDatabaseLost(line, f"damaged or not a study: {first}") if kept else UserError(line)
     if database is not None and _damaged(first):
         return UserError(f"cannot open study storage {held!r} ({first}); it is damaged or no study database: pass the "
                          "URL the run used, or restore the file from a copy")
@@ -644,12 +647,17 @@ def load_finished_study(run_dir: Path, storage: str | None = None, study_name: s
     """The study of an existing run directory, for `report`, `export` and `calibrate`."""
     optuna.logging.set_verbosity(logging.ERROR)
     if storage is None and not (run_dir / "study.db").is_file():
+        kept = kept_probe_results(run_dir)
         if _reports_of_own_study_db(run_dir):  # not a --storage run's: its study.db was moved or removed (trial69 #4)
-            raise UserError(study_db_gone_line(run_dir))
+            raise (StudyDatabaseLost(study_db_gone_line(run_dir), "not there: moved or removed?") if kept
+                   else UserError(study_db_gone_line(run_dir)))
         if (run_dir / "pareto.json").is_file():  # the run kept its study in a --storage database
             flags = _recorded_study(run_dir)
             raise UserError(f"{run_dir} holds no study.db: its run kept the study in a --storage database; "
                             + (f"pass{flags}" if flags else "pass the same --storage URL and --study-name"))
+        if kept:  # no reports yet (a run stopped before them), but its probes' results: the run directory of a study
+            raise StudyDatabaseLost(f"RUN_DIR {run_dir} holds no study.db, though its trials/ holds probe results (moved "
+                                    f"or removed?); put study.db back in {run_dir}{kept}", "not there: moved or removed?")
         raise UserError(
             f"{run_dir} is not a run directory (no study.db); pass the --out directory of an `autotune run`"
         )

@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 
 from autotune.counted import counted
+from autotune.errors import UserError
 
 _CHAIN_LIMIT = 12  # exceptions followed down __cause__/__context__
 
@@ -107,7 +108,7 @@ def read_only_failure(exc: BaseException) -> bool:
     return any(_READ_ONLY in str(e).lower() for e in _chain(exc))
 
 
-def _folders_with_results(run_dir: Path) -> list[Path]:
+def trial_folders_with_results(run_dir: Path) -> list[Path]:
     """RUN_DIR/trials/NNNN that hold a probe's result (result.json, or result-1.json ... with repeats); none where
     there is no trials/ (a simulated study's run directory) or it cannot be read. Only the folders a trial writes
     (trial_folder's names): a user's own trials/old/ of earlier results is no trial's, and no probe writes over it,
@@ -128,13 +129,30 @@ def _is_trial_folder(folder: Path) -> bool:
 
 
 def kept_probe_results(run_dir: Path) -> str:
-    """"; the results of its 12 probes are kept in RUN_DIR/trials/*/result.json", or "" where none is: a damaged
-    study.db's refusal said "start a new study" alone, as if the measured probes, the expensive part of a study,
-    were lost with it (trial 61 #24). A probe with repeats writes result-1.json ... result-N.json."""
-    probes = len(_folders_with_results(run_dir))
+    """"; the results of its 12 probes are kept in RUN_DIR/trials/*/result.json: `autotune export ...`", or "" where
+    none is: a damaged study.db's refusal said "start a new study" alone, as if the measured probes, the expensive
+    part of a study, were lost with it (trial 61 #24); then it said they were kept, in files no command read back
+    (trial69 #14): `export --measurements` reads them (study/trial_files.py) for a replay that rebuilds the study
+    without probing. A probe with repeats writes result-1.json ... result-N.json."""
+    from autotune.shell import shell_path
+
+    probes = len(trial_folders_with_results(run_dir))
     if not probes:
         return ""
-    return f"; the results of its {counted(probes, 'probe')} are kept in {Path(run_dir) / 'trials'}/*/result.json"
+    measurements = shell_path(f"{Path(run_dir).name or 'probes'}.jsonl")
+    return (f"; the results of its {counted(probes, 'probe')} are kept in {Path(run_dir) / 'trials'}/*/result.json: "
+            f"`autotune export {shell_path(run_dir)} --measurements {measurements}` reads them back for `autotune run "
+            f"--backend replay --measurements {measurements}` (the study's flags, a new --out), which rebuilds the study "
+            "without probing")
+
+
+class StudyDatabaseLost(UserError):
+    """A run directory's own study.db that cannot be read as a study (damaged, emptied, removed) where trials/ keeps
+    the results of its probes: `export --measurements` reads those instead. `reason`: what is wrong, in a few words."""
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
 
 
 def unrecorded_probe_results(run_dir: Path, study) -> int:
@@ -142,7 +160,7 @@ def unrecorded_probe_results(run_dir: Path, study) -> int:
     made: a folder not named by one of its trial numbers, or whose candidate.json is not that trial's candidate. A
     new trial of that number would write its probe over them (trial 63 #1: a study.db emptied by a crash, a new
     study started there, and trials/0000 and 0001 were measured again over the lost study's results)."""
-    folders = _folders_with_results(run_dir)  # read before the trials are: another worker's folder follows its trial
+    folders = trial_folders_with_results(run_dir)  # read before the trials are: another worker's folder follows its trial
     trials = study.get_trials(deepcopy=False) if study is not None else []
     knobs = {trial.number: (trial.user_attrs.get("candidate") or {}).get("knobs") for trial in trials}
     return sum(not _made_by(folder, knobs) for folder in folders)

@@ -132,12 +132,20 @@ def test_a_damaged_study_db_refusal_says_where_the_probes_results_are_kept(tmp_p
         (tmp_path / "trials" / number).mkdir(parents=True)
         if name:
             (tmp_path / "trials" / number / name).write_text("{}")
-    kept = f"; the results of its 2 probes are kept in {tmp_path / 'trials'}/*/result.json"
-    for command in (["report", str(tmp_path)], ["export", str(tmp_path), "--measurements", str(tmp_path / "m.json")],
+    kept = (f"; the results of its 2 probes are kept in {tmp_path / 'trials'}/*/result.json: `autotune export {tmp_path} "
+            f"--measurements {tmp_path.name}.jsonl` reads them back for `autotune run --backend replay --measurements "
+            f"{tmp_path.name}.jsonl` (the study's flags, a new --out), which rebuilds the study without probing")
+    for command in (["report", str(tmp_path)], ["export", str(tmp_path), "--pick", "knee"],
                     ["calibrate", str(tmp_path), "--hardware", "cpu"], [*RUN_TINY, "--out", str(tmp_path)]):
         assert main(command) == 2
         err = capsys.readouterr().err
         assert err.strip().endswith(f"start a new study with --out NEW_DIR{kept}") and err.count("\n") == 1, (command, err)
+    # --measurements reads those results back (trial69 #14): these hold no probe's figures ("{}"), and it says so.
+    assert main(["export", str(tmp_path), "--measurements", str(tmp_path / "m.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and (f"and no probe in {tmp_path / 'trials'} left a result a replay can take (trial 0: "
+                                     "it holds no candidate.json; trial 1: it holds no candidate.json)") in err, err
+    assert not (tmp_path / "m.json").exists()
 
 
 def test_a_damaged_study_db_without_probe_results_names_none(tmp_path, runs, capsys):

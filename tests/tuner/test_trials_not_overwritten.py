@@ -151,7 +151,9 @@ def test_a_storage_study_is_refused_in_a_run_directory_of_results_it_does_not_re
 def test_read_commands_on_an_emptied_study_db_count_the_kept_results(reported, tmp_path, capsys):
     """Trial 63 #8: "pass the --out directory of an `autotune run`" was the directory passed."""
     run = _with_kept_results(reported, tmp_path)
-    kept = f"; the results of its 2 probes are kept in {run / 'trials'}/*/result.json"
+    kept = (f"; the results of its 2 probes are kept in {run / 'trials'}/*/result.json: `autotune export {run} "
+            f"--measurements {run.name}.jsonl` reads them back for `autotune run --backend replay --measurements "
+            f"{run.name}.jsonl` (the study's flags, a new --out), which rebuilds the study without probing")
     for command in (["report", str(run)], ["export", str(run), "--pick", "knee"],
                     ["calibrate", str(run), "--hardware", "cpu"]):
         assert main(command) == 2

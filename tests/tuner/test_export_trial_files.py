@@ -1,0 +1,97 @@
+"""A measured study whose study.db cannot be read (a full disk, a quota, a crash mid-write) keeps its probes only as
+files in trials/: `export --measurements` reads them back, as the launch backend read them when it probed, for a
+replay that rebuilds the study without probing (trial69 #14). The stand-in probe of test_repeat_takeover plays the
+trainer."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from autotune.backends.launch import LaunchBackend
+from autotune.commands.options import settings_for
+from autotune.study import open_study, run_study
+from autotune.study.loop import make_sampler
+from tests.backends.test_repeat_takeover import FAKE_PROBE
+from tests.cli import autotune_main
+
+SETTINGS = ("--model", "tiny", "--nodes", "1", "--gpus-per-node", "1", "--hardware", "cpu")
+
+
+@pytest.fixture(scope="module", params=[1, 2], ids=["one run", "repeats"])
+def probed(request, tmp_path_factory):
+    """A launch study of 3 probes (with --repeats 2 too), and the measurements its intact study.db exports."""
+    tmp_path = tmp_path_factory.mktemp("probed")
+    script = tmp_path / "fake-python"
+    script.write_text(FAKE_PROBE)
+    script.chmod(0o755)
+    run = tmp_path / "run"
+    backend = LaunchBackend(run_dir=run, launcher="torchrun", python=str(script), repeats=request.param, warmup_steps=1,
+                            probe_steps=2, probe_seconds=0.0, probe_timeout_s=60.0, kill_grace_s=5.0,
+                            env={"FAKE_CALLS": str(tmp_path / "calls.txt")})
+    study = open_study(run, None, make_sampler(0, 3))
+    assert run_study(study, settings_for(*SETTINGS), backend, 3) == 3
+    exported = autotune_main("export", run, "--measurements", tmp_path / "from-study.jsonl")
+    assert exported.returncode == 0, exported.stderr
+    return run, tmp_path / "from-study.jsonl"
+
+
+def _records(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("damage", ["malformed", "emptied", "removed"])
+def test_export_reads_a_lost_study_s_probes_back_from_trials(probed, tmp_path, damage):
+    study_run, from_study = probed
+    run = shutil.copytree(study_run, tmp_path / "run")
+    database = run / "study.db"
+    if damage == "malformed":
+        database.write_bytes(database.read_bytes()[:5000])
+    elif damage == "emptied":
+        database.write_bytes(b"")
+    else:
+        database.unlink()
+    refused = autotune_main("report", run)
+    command = f"autotune export {run} --measurements run.jsonl"
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert refused.stderr.rstrip().endswith(
+        f"; the results of its 3 probes are kept in {run / 'trials'}/*/result.json: `{command}` reads them back for "
+        "`autotune run --backend replay --measurements run.jsonl` (the study's flags, a new --out), which rebuilds the "
+        "study without probing")
+    exported = autotune_main("export", run, "--measurements", tmp_path / "run.jsonl")
+    assert exported.returncode == 0, exported.stderr
+    assert exported.stderr.startswith(f"the study database {database} cannot be read (")
+    assert f"the records are read from the probes' own files in {run / 'trials'}, trials 0, 1, 2\n" in exported.stderr
+    assert _records(tmp_path / "run.jsonl") == _records(from_study)  # what the study itself exported
+    replayed = autotune_main("run", *SETTINGS, "--backend", "replay", "--measurements", tmp_path / "run.jsonl",
+                             "--trials", 3, "--out", tmp_path / "rebuilt", "-q")
+    assert replayed.returncode == 0, replayed.stderr
+    again = autotune_main("export", tmp_path / "rebuilt", "--measurements", tmp_path / "again.jsonl")
+    assert again.returncode == 0, again.stderr
+    assert sorted(r["energy_kj"] for r in _records(tmp_path / "again.jsonl")) == sorted(
+        r["energy_kj"] for r in _records(from_study))
+
+
+def test_a_trial_whose_probe_left_no_whole_result_is_left_out_and_named(probed, tmp_path):
+    study_run, from_study = probed
+    run = shutil.copytree(study_run, tmp_path / "run")
+    (run / "study.db").write_bytes(b"")
+    (run / "trials" / "0001" / "candidate.json").write_text("{ half")
+    exported = autotune_main("export", run, "--measurements", tmp_path / "run.jsonl")
+    assert exported.returncode == 0, exported.stderr
+    assert "trials 0, 2\n1 trial directory left out: trial 1: its candidate.json is damaged (" in exported.stderr
+    assert len(_records(tmp_path / "run.jsonl")) == 2
+    for folder in ("0000", "0002"):
+        shutil.rmtree(run / "trials" / folder)
+    refused = autotune_main("export", run, "--measurements", tmp_path / "none.jsonl")
+    assert refused.returncode == 2 and "and no probe in" in refused.stderr and not (tmp_path / "none.jsonl").exists()
+
+
+def test_a_pick_is_still_refused_where_study_db_is_lost(probed, tmp_path):
+    """Only the measurements come from trials/: a pick's config needs the study's front."""
+    run = shutil.copytree(probed[0], tmp_path / "run")
+    (run / "study.db").write_bytes(b"")
+    refused = autotune_main("export", run, "--pick", "knee", "-o", tmp_path / "k.json")
+    assert refused.returncode == 2 and "holds no Optuna study" in refused.stderr, refused.stderr
