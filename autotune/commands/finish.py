@@ -275,7 +275,7 @@ def reports_turn(run_dir: Path):
     trials of a study of 6, a snapshot taken before the other worker's last probe ended (trial 47 #3).
     Read inside the turn, the reports written last are of the study as it stands then."""
     from autotune.errors import UserError
-    from autotune.study.storage import open_run_dir_lock
+    from autotune.study.run_dir_locks import open_run_dir_lock
 
     try:
         run_dir.mkdir(parents=True, exist_ok=True)

@@ -97,7 +97,7 @@ def _run(args) -> int:
     from autotune.report.markdown import markdown_report
     from autotune.report.table import print_report
     from autotune.study import load_finished_study
-    from autotune.study.storage import run_under_way
+    from autotune.study.run_dir_locks import run_under_way
     from autotune.study.storage_failure import read_only_failure
 
     created = bool(args.storage) and _create_for_storage_study(args.run_dir)

@@ -490,7 +490,8 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
     from autotune.commands.progress import trial_progress
     from autotune.commands.report import check_pick_options
     from autotune.study import open_study
-    from autotune.study.storage import check_workers_lock, sole_worker, stored_settings
+    from autotune.study.run_dir_locks import check_workers_lock, sole_worker
+    from autotune.study.storage import stored_settings
     from autotune.study.failures import no_probe_succeeded
     from autotune.study.loop import CONVERGED_ATTR, make_sampler, probes_running_elsewhere, run_study
     from autotune.study.retries import evaluated_count, evaluated_trials

@@ -496,7 +496,7 @@ def take_over_dead_workers(study: optuna.Study, alone: bool) -> list[int]:
     again, so that this worker probes them before it finishes; returns their numbers. Without it the last worker of
     an allocation finished with "1 still probing on other workers" for a worker dead a minute since, and the study
     stayed short of its budget until a later run (trial 51 #4). A worker is dead where this one is `alone` on the
-    run directory now (storage.sole_worker, asked again), or, on a --storage study, where its heartbeat is older
+    run directory now (run_dir_locks.sole_worker, asked again), or, on a --storage study, where its heartbeat is older
     than the grace (Optuna's heartbeat callback queues its retry, as at the start of each trial)."""
     running = running_probes(study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)))
     if not running:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import math
@@ -11,7 +10,6 @@ import os
 import re
 import time
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote, unquote
 
@@ -161,9 +159,9 @@ def _check_sqlite(url: str, must_exist: bool, given: bool = True) -> Path | None
     if must_exist and not _holds_optuna_tables(path):
         kept = "" if given else kept_probe_results(path.parent)
         if kept:  # a run directory's study.db that a crash or a full disk emptied: its --out is the one passed
-            raise StudyDatabaseLost(f"{path} holds no Optuna study (an empty or foreign SQLite file: a crash or a full disk "
-                            f"can leave one; left as it was); restore it from a copy, or start a new study with "
-                            f"--out NEW_DIR{kept}", "no Optuna study in it: an empty or foreign SQLite file")
+            raise StudyDatabaseLost(f"{path} holds no Optuna study (an empty or foreign SQLite file: a crash or a "
+                                    f"full disk can leave one; left as it was); restore it from a copy, or start a new "
+                                    f"study with --out NEW_DIR{kept}", "no Optuna study in it: an empty or foreign SQLite file")
         where = f"--storage {url!r}" if given else str(path)
         raise UserError(f"{where} holds no Optuna study (an empty or foreign SQLite file; left as it was); pass "
                         + ("the URL the run used" if given else "the --out directory of an `autotune run`, or --storage "
@@ -480,79 +478,6 @@ def _damaged(said: str) -> bool:
     return any(words in said for words in ("file is not a database", "malformed"))
 
 
-WORKERS_LOCK = ".workers.lock"
-
-
-def open_run_dir_lock(path: Path):
-    """A run directory's lock file (.workers.lock, .reports.lock) opened for flock, created where it is missing.
-    flock asks no write permission: read-only, the lock a colleague's run created (0644 under the usual umask) serves
-    this user too, where opening it to append was a PermissionError traceback (trial69 #9). A UserError where it is
-    no file (a directory: IsADirectoryError) or cannot be opened."""
-    if (path.exists() or path.is_symlink()) and not path.is_file():
-        raise UserError(f"{path} is not a regular file, where the lock by which the run directory's workers see each "
-                        "other belongs; move it out of the way (autotune makes it again)")
-    try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_CREAT, 0o666)  # the umask decides, as for every file of a run
-    except OSError as exc:
-        raise UserError(f"{path} cannot be opened ({exc.strerror or exc}): it is the lock by which the run directory's "
-                        f"workers see each other; make it readable to every user of the run directory (chmod a+r "
-                        f"{shell_text(str(path))}, as its owner), or remove it while no run is under way there") from None
-    return os.fdopen(descriptor, encoding="utf-8")
-
-
-def check_workers_lock(run_dir: Path, storage: str | None) -> None:
-    """Before the study opens: a .workers.lock that sole_worker could not open is the run's one line, not one after
-    "resuming the study" (a missing one is made there, once the study is this run's)."""
-    lock = Path(run_dir) / WORKERS_LOCK
-    if storage is None and (lock.exists() or lock.is_symlink()):
-        open_run_dir_lock(lock).close()
-
-
-@contextlib.contextmanager
-def sole_worker(run_dir: Path, storage: str | None) -> Iterator[bool]:
-    """Whether this worker is the only one on the study while the block runs: only then is a RUNNING
-    trial a dead run's, which may be failed and queued again (a live worker's trial may not be).
-
-    The run directory's SQLite study: every worker holds a shared lock on RUN_DIR/.workers.lock while
-    it runs; one that can take it exclusively first is alone. A --storage study may have workers on
-    other machines: never alone (Optuna's heartbeats retry dead workers' trials there).
-    """
-    if storage is not None:
-        yield False
-        return
-    run_dir.mkdir(parents=True, exist_ok=True)
-    with open_run_dir_lock(run_dir / WORKERS_LOCK) as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            alone = True
-        except BlockingIOError:
-            alone = False
-        fcntl.flock(lock, fcntl.LOCK_SH)  # converts ours, or waits for a starting worker's to convert
-        try:
-            yield alone
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def run_under_way(run_dir: Path) -> bool:
-    """Whether a run of the run directory's own study holds RUN_DIR/.workers.lock now (sole_worker): a report
-    then shows the trials finished so far (trial 43 F9: it read as the study's end). Tried for a moment without
-    waiting; no lock file, no run."""
-    try:
-        lock = open(Path(run_dir) / WORKERS_LOCK, encoding="utf-8")  # noqa: SIM115 - closed below
-    except OSError:
-        return False
-    with lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        except OSError:
-            return False
-        fcntl.flock(lock, fcntl.LOCK_UN)
-        return False
-
-
 def _serialized_if_sqlite(rdb):
     """SQLite transactions that take the write lock when they begin (BEGIN IMMEDIATE).
 
@@ -732,9 +657,9 @@ def _check_reports_are_of_no_study(run_dir: Path, study_name: str) -> None:
         # Its reports are of the directory's own study.db, gone since: putting it back resumes that study, and
         # there is no --storage URL to pass (trial69 #4).
         raise UserError(f"--out {run_dir} holds the reports (pareto.json, configs/) of a study kept in its own "
-                        f"study.db, which is not there (moved or removed?); put study.db back in {run_dir} to resume that study, pass "
-                        f"another --out for a new one, or move pareto.json and configs/ out of {run_dir} to start one "
-                        "there")
+                        f"study.db, which is not there (moved or removed?); put study.db back in {run_dir} to resume "
+                        f"that study, pass another --out for a new one, or move pareto.json and configs/ out of "
+                        f"{run_dir} to start one there")
     raise UserError(f"--out {run_dir} holds the reports of a study its study.db does not hold ({reason}); pass "
                     f"another --out for {study_name!r}, the --storage URL of that study to resume it, or move "
                     f"pareto.json and configs/ out of {run_dir} to start a study there")

@@ -70,7 +70,7 @@ def test_a_worker_whose_trial_another_worker_failed_meanwhile_stops_in_one_line(
 
 def test_a_report_of_a_study_a_run_is_still_writing_says_so(tmp_path, capsys):
     """Trial 43 F9: a report taken while a run went on read as the study's end ("36 trials (15 invalid, 21 ok)")."""
-    from autotune.study.storage import sole_worker
+    from autotune.study.run_dir_locks import sole_worker
 
     run_dir = tmp_path / "run"
     assert main([*STUDY, "--trials", "3", "--out", str(run_dir)]) == 0
