@@ -2,9 +2,10 @@
 temporary name beside the target first, then renamed over it, so a reader sees the old file or the
 new one, never half of one; a crash leaves the old file in place. A symbolic link is written through
 (the file it names is replaced, the link stays), and a path that cannot take the file (a directory
-in its place, a file where its directory should be) is one line: the fix is to clear the way and write it
-again. The line ends on what the failure leaves safe, which only the caller knows: most callers write what a
-study already holds (STUDY_KEPT); device_cli's first write of its record comes before any GPU is changed.
+in its place, a file where its directory should be, a full disk, a file-size limit) is one line whose fix is that
+of its cause: clear the way, free space, raise the limit (`ulimit -f`), or choose another path. The line ends on
+what the failure leaves safe, which only the caller knows: most callers write what a study already holds
+(STUDY_KEPT); device_cli's first write of its record comes before any GPU is changed.
 
 The file gets the permissions a plain open(path, "w") would leave: a new file the process umask's
 (0644 under the usual 022, not tempfile.mkstemp's 0600, which no teammate or job under another
@@ -13,6 +14,7 @@ account could read), an existing one its own."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import stat
@@ -80,6 +82,48 @@ def temp_file_beside(path: Path) -> tuple[int, Path]:
     return fd, tmp
 
 
+class FileNotWritten(UserError):
+    """A file write_text_atomic could not write: `problem` ("cannot write X (why)") and `fix` apart, for a caller
+    that says them in its own line (a report shown without its files: commands/report.py)."""
+
+    def __init__(self, problem: str, fix: str, kept: str):
+        super().__init__(f"{problem}; {fix}, and run the command again ({kept})")
+        self.problem, self.fix = problem, fix
+
+
+def file_size_limit_kib() -> int | None:
+    """This process's file-size limit (`ulimit -f`, RLIMIT_FSIZE) in KiB, as the shell sets it; None where unlimited."""
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    return None if limit == resource.RLIM_INFINITY else limit // 1024
+
+
+def write_failure(exc: OSError) -> str:
+    """Why a write failed, in the system's words, and a file-size limit's value where it is that: Python ignores
+    SIGXFSZ, so `ulimit -f` shows only as EFBIG, "File too large", of a file the file system would take whole."""
+    words = exc.strerror or str(exc)
+    limit_kib = file_size_limit_kib() if exc.errno == errno.EFBIG else None
+    return f"{words}: this process may write files of at most {limit_kib} KiB (ulimit -f)" if limit_kib is not None else words
+
+
+def _fix_of(exc: OSError) -> str:
+    """The fix of a failed write by its cause: "move what is in its way" was said of a full disk, a quota and a
+    file-size limit too (trial69 #5), where nothing is in the way."""
+    if exc.errno == errno.EFBIG:
+        limited = file_size_limit_kib() is not None
+        return "raise the limit (ulimit -f unlimited)" if limited else "choose a path on a file system that takes larger files"
+    if exc.errno == errno.ENOSPC:
+        return "free space on its file system (df -h), or choose another path"
+    if exc.errno == errno.EDQUOT:
+        return "free space in your disk quota (quota -s), or choose another path"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return "have its folder (and the file) made writable for you, or choose another path"
+    if exc.errno == errno.EROFS:
+        return "choose a path on a writable file system"
+    return "move what is in its way or choose another path"
+
+
 def write_text_atomic(path: Path, text: str, mode: int | None = None, kept: str = STUDY_KEPT) -> Path:
     """Write `text` (UTF-8) to `path` in one rename; `mode` sets the permissions (e.g. 0o755). A failure is a
     UserError of one line ending on `kept` in parentheses: what the failure leaves safe, which the caller knows."""
@@ -107,8 +151,7 @@ def write_text_atomic(path: Path, text: str, mode: int | None = None, kept: str 
         if tmp is not None:
             with contextlib.suppress(OSError):  # a read-only file system refuses the clean-up too
                 tmp.unlink(missing_ok=True)
-        raise UserError(f"cannot write {path}{through} ({exc.strerror or exc}); move what is in its way or choose another path, "
-                        f"and run the command again ({kept})") from None
+        raise FileNotWritten(f"cannot write {path}{through} ({write_failure(exc)})", _fix_of(exc), kept) from None
     except BaseException:
         if tmp is not None:
             tmp.unlink(missing_ok=True)
