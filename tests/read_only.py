@@ -76,3 +76,11 @@ def where_modes_apply(argv: list[str]) -> list[str]:
     if not works:
         pytest.skip("root here cannot drop the capabilities that override file modes (setpriv)")
     return [*prefix, *argv]
+
+
+def autotune_as_a_user(*args) -> subprocess.CompletedProcess:
+    """`autotune ARGS` in a process file modes apply to (where_modes_apply)."""
+    import sys
+
+    return subprocess.run(where_modes_apply([sys.executable, "-m", "autotune.cli", *map(str, args)]), capture_output=True,
+                          text=True, timeout=120)

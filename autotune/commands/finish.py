@@ -6,15 +6,16 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import os
 import shutil
 import tempfile
 import time
 from pathlib import Path
 
-from autotune.atomic_write import write_text_atomic
+from autotune.atomic_write import STUDY_KEPT, write_text_atomic
 from autotune.export import export_trial
 from autotune.export_caveats import pick_caveats
-from autotune.os_text import texts_of
+from autotune.os_text import shell_text, texts_of
 from autotune.report import pareto_document, study_view, write_pareto_json
 from autotune.report.html import write_report_html
 from autotune.report.importance import knob_importance
@@ -135,6 +136,37 @@ def export_picks(view, run_dir: Path, backend: str, reports_written_at: float | 
     return (f"{configs}: kept {', '.join(kept)}, which differ from what autotune's reports last wrote there (edited, or "
             f"exported otherwise); the study's picks are beside them as {', '.join(beside)} (move the kept files away to "
             "have them written in their place)")
+
+
+def configs_problem(run_dir: Path) -> str | None:
+    """Why the picks' configs/ in `run_dir` cannot be rewritten: a folder this user may not list or write in (a
+    colleague's, chmod 000 or 555), whose listing ended `report`, and `run` after its probes, in a traceback (trial69
+    #2). None where it can be, or is not there yet (the reports make it)."""
+    from autotune.commands.paths import directory_problem
+
+    configs = run_dir / "configs"
+    try:
+        os.listdir(configs)
+    except (FileNotFoundError, NotADirectoryError):  # made with the reports; a file there is check_run_outputs' to name
+        return None
+    except OSError as exc:
+        return f"cannot list {configs} ({exc.strerror or exc})"
+    return directory_problem(configs)
+
+
+def configs_fix(run_dir: Path) -> str:
+    """The fix of a configs_problem: the folder is there, so only its permissions stand in the way."""
+    return f"make configs/ readable and writable for you (chmod u+rwx {run_dir / 'configs'})"
+
+
+def check_configs_writable(run_dir: Path, what: str, then: str = "run the command again") -> None:
+    """configs_problem as one line: `run` asks it before its probes, and the reports before they write anything."""
+    from autotune.errors import UserError
+
+    problem = configs_problem(run_dir)
+    if problem:
+        raise UserError(f"{what} {run_dir}: {problem}, where the picks' DeepSpeed configs go; {configs_fix(run_dir)}, "
+                        f"then {then}")
 
 
 def save_written_record(configs: Path, record: dict[str, str]) -> None:
@@ -260,6 +292,9 @@ def write_outputs(view, document: dict, run_dir: Path, html: bool = True) -> tup
         reports_written_at = (run_dir / "pareto.json").stat().st_mtime
     except OSError:
         reports_written_at = None
+    # configs/ first: a pareto.json written where the picks' configs then could not be would disagree with them.
+    check_configs_writable(run_dir, "run directory",
+                           f"`autotune report {shell_text(str(run_dir))}` writes the reports ({STUDY_KEPT})")
     write_pareto_json(run_dir / "pareto.json", document)
     kept = export_picks(view, run_dir, document["backend"], reports_written_at, document)
     written = [run_dir / "pareto.json", run_dir / "configs"]

@@ -106,6 +106,12 @@ def writable_file(path: Path, what: str, example: str = "knee.json", replaces: C
     "an earlier export's DeepSpeed config"); any other existing file is refused (check_replaceable), with `fix`
     (default: another file name like `example`)."""
     path = Path(path)
+    try:
+        path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    except OSError as exc:  # a folder above it this user may not search (chmod 000): is_dir() raised it (trial69 #2)
+        raise UserError(f"{what} {path}: cannot look in {path.parent} ({exc.strerror or exc}); choose a writable path") from None
     if path.is_dir() or str(path).endswith("/"):
         # Not "knee.json/knee.json" for a directory named as the file was meant to be: a name beside it.
         instead = path / example if path.name != example else path.parent / f"{path.stem}-1{path.suffix}"

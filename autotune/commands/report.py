@@ -90,7 +90,7 @@ def register(subparsers) -> None:
 
 def _run(args) -> int:
     from autotune.commands.finish import (
-        build_report, keep_pick_parameters, pareto_json_state, reports_turn, write_outputs,
+        build_report, configs_fix, configs_problem, keep_pick_parameters, pareto_json_state, reports_turn, write_outputs,
     )
     from autotune.commands.paths import check_run_outputs, directory_problem, run_dir_problem, writable_directory
     from autotune.errors import UserError
@@ -119,7 +119,12 @@ def _run(args) -> int:
     if args.html:
         writable_directory(args.run_dir, "RUN_DIR", fix="--html writes report.html and configs/ there; drop --html or copy the run directory")
     # A colleague's run on a shared or read-only file system: show its report, write nothing there.
-    read_only = directory_problem(args.run_dir)
+    read_only, fix = directory_problem(args.run_dir), "copy the run directory to write them"
+    if not read_only and (read_only := configs_problem(args.run_dir)):  # the picks' configs/ alone (trial69 #2)
+        fix = f"{configs_fix(args.run_dir)} to write them"
+        if args.html:
+            raise UserError(f"RUN_DIR {args.run_dir}: {read_only}; --html writes report.html and configs/ there: "
+                            f"{configs_fix(args.run_dir)}, or drop --html")
     study = load_finished_study(args.run_dir, args.storage, args.study_name)
     recorded_before = _UNRECORDED if read_only else _recorded_storage(args.run_dir)
     if "settings" not in study.user_attrs:
@@ -149,7 +154,7 @@ def _run(args) -> int:
             unkept = (f"; {asked} picked this report only, not kept in the study (later reports and export --pick use "
                       "the study's own)") if asked else ""
             print(f"RUN_DIR {args.run_dir}: {read_only}: the report is shown, and pareto.json, configs/ and report.html "
-                  f"there are left as they were{unkept}; copy the run directory to write them", file=sys.stderr)
+                  f"there are left as they were{unkept}; {fix}", file=sys.stderr)
         state = None if read_only else pareto_json_state(args.run_dir / "pareto.json", document)
         written, kept = ([], None) if read_only else write_outputs(view, document, args.run_dir, html=args.html)
     if kept:

@@ -483,7 +483,7 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
 
     from autotune.backends.launchers import check_hostfile
     from autotune.backends.select import backend_line, check_energy_objective, choose_backend
-    from autotune.commands.finish import finish_run
+    from autotune.commands.finish import check_configs_writable, finish_run
     from autotune.commands.paths import (
         CWD_GONE, check_run_outputs, current_directory_gone, study_db_problem, writable_directory,
     )
@@ -564,6 +564,7 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
     if not args.storage and (problem := study_db_problem(run_dir)):  # as `report` names it, before SQLite opens it
         raise UserError(problem)
     check_workers_lock(run_dir, args.storage)
+    check_configs_writable(run_dir, out_flag)  # not after the probes, in a traceback (trial69 #2)
     study = open_study(run_dir, args.storage, make_sampler(args.seed, args.trials, args.sampler, checks),
                        len(args.objectives.split(",")), cheap_figures=backend.name == "simulate", study_name=args.study_name)
     console.print(f"backend: {backend_line(backend, settings.space.nodes)}")
