@@ -168,8 +168,8 @@ def _run(args) -> int:
     elif state is not None:
         # Say so: a tool that read the old file must not go on believing it.
         verb = "rebuilt" if state.startswith("damaged") or state == "missing" else "rewrote"
-        print(f"pareto.json in {args.run_dir} was {state}: {verb} {names} from the study ({storage_shown(args.storage) if args.storage else 'study.db'})",
-              file=sys.stderr)
+        print(f"pareto.json in {args.run_dir} was {state}: {verb} {names} from the study ({storage_shown(args.storage) if args.storage else 'study.db'})"
+              f"{_still_unreadable(args.run_dir / 'pareto.json')}", file=sys.stderr)
     if args.format == "json":
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     elif args.format == "md":
@@ -182,6 +182,16 @@ def _run(args) -> int:
         print(f"a run of this study is under way in {args.run_dir}: this report is of the trials finished so far, and the "
               "run writes the reports again when it ends", file=sys.stderr)
     return 0
+
+
+def _still_unreadable(path: Path) -> str:
+    """"; its mode (000) ...: make it readable" where the pareto.json just written cannot be read either: a rewrite keeps
+    a file's mode, and "rebuilt" alone sent `compare` users round in a loop (trial69 #3); else ""."""
+    from autotune.report.pareto_json import UNREADABLE, read_pareto_json, unreadable_fix
+
+    if read_pareto_json(path)[1] != UNREADABLE:
+        return ""
+    return f"; its mode ({path.stat().st_mode & 0o777:03o}) lets no one read it yet: {unreadable_fix(path)}"
 
 
 def _create_for_storage_study(run_dir: Path) -> bool:

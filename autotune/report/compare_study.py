@@ -17,7 +17,7 @@ from autotune.hardware import HardwareProfile, load_hardware
 from autotune.hardware.dump import hardware_to_dict
 from autotune.report.compare_checks import document_problem
 from autotune.report.inputs import content_sha256
-from autotune.report.pareto_json import PARETO_SCHEMA_VERSION, read_pareto_json
+from autotune.report.pareto_json import PARETO_SCHEMA_VERSION, UNREADABLE, read_pareto_json, unreadable_fix
 
 
 def point_params(point: dict) -> dict:
@@ -114,6 +114,8 @@ def read_study(given: Path) -> ComparedStudy:
         raise UserError(f"{given} holds no pareto.json, nor a study.db: pass the --out directory "
                         f"of an `autotune run`, or its pareto.json (where the run kept its study in a database, "
                         f"`autotune report {given} --storage URL --study-name NAME` writes one)")
+    if unread == UNREADABLE:  # not damaged: `autotune report` rewrites it with the same mode
+        raise UserError(f"{where} cannot be read (permission denied): {unreadable_fix(path)}")
     if unread:
         raise UserError(f"{where} cannot be read: {unread}; {rebuild}")
     version = document.get("schema_version") if isinstance(document, dict) else None

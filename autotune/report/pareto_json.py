@@ -329,13 +329,24 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
     }
 
 
+# Why a pareto.json this user may not read cannot be: its content may be whole, so it is not "damaged", and a report
+# that rewrites it keeps its mode, so "run `autotune report`" was no fix (trial69 #3).
+UNREADABLE = "unreadable (permission denied)"
+
+
+def unreadable_fix(path: Path) -> str:
+    return f"make it readable for you (chmod u+r {path})"
+
+
 def read_pareto_json(path: Path) -> tuple[object, str | None]:
-    """The JSON value a pareto.json holds, and None; or None and why it cannot be read: "missing",
+    """The JSON value a pareto.json holds, and None; or None and why it cannot be read: "missing", UNREADABLE,
     "damaged (JSONDecodeError: ...)". Whether the value is a report's document is the reader's to judge."""
     try:
         return json.loads(path.read_text(encoding="utf-8")), None
     except FileNotFoundError:
         return None, "missing"
+    except PermissionError:
+        return None, UNREADABLE
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:  # RecursionError: nested too deep
         return None, f"damaged ({type(exc).__name__}: {str(exc).splitlines()[0][:80] if str(exc) else 'unreadable'})"
 
