@@ -83,12 +83,12 @@ def temp_file_beside(path: Path) -> tuple[int, Path]:
 
 
 class FileNotWritten(UserError):
-    """A file write_text_atomic could not write: `problem` ("cannot write X (why)") and `fix` apart, for a caller
-    that says them in its own line (a report shown without its files: commands/report.py)."""
+    """A file write_text_atomic could not write: `problem` ("cannot write X (why)"), `fix` and the OSError's `errno`
+    apart, for a caller that says them in its own line (a report shown without its files: commands/finish.py)."""
 
-    def __init__(self, problem: str, fix: str, kept: str):
+    def __init__(self, problem: str, fix: str, kept: str, cause: int | None = None):
         super().__init__(f"{problem}; {fix}, and run the command again ({kept})")
-        self.problem, self.fix = problem, fix
+        self.problem, self.fix, self.errno = problem, fix, cause
 
 
 def file_size_limit_kib() -> int | None:
@@ -151,7 +151,7 @@ def write_text_atomic(path: Path, text: str, mode: int | None = None, kept: str 
         if tmp is not None:
             with contextlib.suppress(OSError):  # a read-only file system refuses the clean-up too
                 tmp.unlink(missing_ok=True)
-        raise FileNotWritten(f"cannot write {path}{through} ({write_failure(exc)})", _fix_of(exc), kept) from None
+        raise FileNotWritten(f"cannot write {path}{through} ({write_failure(exc)})", _fix_of(exc), kept, exc.errno) from None
     except BaseException:
         if tmp is not None:
             tmp.unlink(missing_ok=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
@@ -12,7 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from autotune.atomic_write import STUDY_KEPT, write_text_atomic
+from autotune.atomic_write import STUDY_KEPT, FileNotWritten, write_text_atomic
+from autotune.errors import UserError
 from autotune.export import export_trial
 from autotune.export_caveats import pick_caveats
 from autotune.os_text import shell_text, texts_of
@@ -155,18 +157,60 @@ def configs_problem(run_dir: Path) -> str | None:
 
 
 def configs_fix(run_dir: Path) -> str:
-    """The fix of a configs_problem: the folder is there, so only its permissions stand in the way."""
-    return f"make configs/ readable and writable for you (chmod u+rwx {run_dir / 'configs'})"
+    """The fix of a configs_problem: the folder is there, so only its permissions stand in the way; a colleague's
+    (a run directory shared in a sticky folder, trial69 #12) is not this user's to chmod."""
+    import pwd
+
+    configs = run_dir / "configs"
+    try:
+        owner = configs.stat().st_uid
+    except OSError:
+        owner = os.geteuid()
+    if owner == os.geteuid():
+        return f"make configs/ readable and writable for you (chmod u+rwx {configs})"
+    try:
+        name = pwd.getpwuid(owner).pw_name
+    except KeyError:  # a user this machine does not know (a shared file system's)
+        name = f"user {owner}"
+    return f"configs/ is {name}'s: have it made writable for you, or copy the run directory"
+
+
+class ReportsNotWritten(UserError):
+    """None of a run directory's reports could be written, and none was: `problem` and `fix` apart, for `report` and
+    `run`, which show the report all the same (what the study holds is worth seeing) and say why no file holds it."""
+
+    def __init__(self, line: str, problem: str, fix: str):
+        super().__init__(line)
+        self.problem, self.fix = problem, fix
 
 
 def check_configs_writable(run_dir: Path, what: str, then: str = "run the command again") -> None:
     """configs_problem as one line: `run` asks it before its probes, and the reports before they write anything."""
-    from autotune.errors import UserError
-
     problem = configs_problem(run_dir)
     if problem:
-        raise UserError(f"{what} {run_dir}: {problem}, where the picks' DeepSpeed configs go; {configs_fix(run_dir)}, "
-                        f"then {then}")
+        raise ReportsNotWritten(f"{what} {run_dir}: {problem}, where the picks' DeepSpeed configs go; "
+                                f"{configs_fix(run_dir)}, then {then}", problem, f"{configs_fix(run_dir)} to write them")
+
+
+# Refusals a copy of the run directory gets past: the folder or the file is not this user's to write (a colleague's
+# pareto.json in a shared, sticky folder: only its owner may replace it), or the file system is read-only.
+_NOT_YOURS = (errno.EACCES, errno.EPERM, errno.EROFS)
+
+
+def _write_first_report(run_dir: Path, document: dict) -> None:
+    """pareto.json, the first file the reports write: refused as not this user's, it leaves every report as it was
+    (ReportsNotWritten), which a report can say beside the report shown, as for a read-only run directory; it was a
+    refusal alone, the report unseen (trial69 #12)."""
+    try:
+        write_pareto_json(run_dir / "pareto.json", document)
+    except FileNotWritten as exc:
+        if exc.errno not in _NOT_YOURS:
+            raise
+        again = shell_text(str(run_dir.parent / "COPY"))
+        raise ReportsNotWritten(f"run directory {run_dir}: {exc.problem}: pareto.json, configs/ and report.html there are "
+                                f"left as they were; copy the run directory (cp -r {shell_text(str(run_dir))} {again}), "
+                                f"then `autotune report {again}` writes them there ({STUDY_KEPT})", exc.problem,
+                                "copy the run directory to write them") from None
 
 
 def save_written_record(configs: Path, record: dict[str, str]) -> None:
@@ -295,7 +339,7 @@ def write_outputs(view, document: dict, run_dir: Path, html: bool = True) -> tup
     # configs/ first: a pareto.json written where the picks' configs then could not be would disagree with them.
     check_configs_writable(run_dir, "run directory",
                            f"`autotune report {shell_text(str(run_dir))}` writes the reports ({STUDY_KEPT})")
-    write_pareto_json(run_dir / "pareto.json", document)
+    _write_first_report(run_dir, document)
     kept = export_picks(view, run_dir, document["backend"], reports_written_at, document)
     written = [run_dir / "pareto.json", run_dir / "configs"]
     if html or (run_dir / "report.html").exists():
@@ -342,15 +386,21 @@ def finish_run(study, run_dir: Path, console, max_slowdown: float | None = None,
     """The reports of a finished run, written and printed. `stop_line`: say first how the search ended where it
     converged (converged_line), as `autotune run` does. `said_first(view)`: lines printed before all that, told by
     the very read of the study the report is made of (a worker's "not in this report")."""
+    not_written = None
     with reports_turn(run_dir):
         view, document = build_report(study, max_slowdown, eta, storage)
         keep_pick_parameters(study, view)
-        _, kept = write_outputs(view, document, run_dir)
+        try:
+            _, kept = write_outputs(view, document, run_dir)
+        except ReportsNotWritten as refused:  # what the probes found is shown all the same; the refusal ends the run
+            kept, not_written = None, refused
     for line in said_first(view) if said_first else ():
         console.print(line, soft_wrap=True, highlight=False, markup=False)
     if stop_line and (line := converged_line(document)):
         console.print(line, soft_wrap=True, highlight=False, markup=False)
     print_report(view, document)
+    if not_written is not None:
+        raise not_written
     if kept:
         console.print(kept, markup=False, highlight=False, soft_wrap=True)
     # configs/ holds the picks' DeepSpeed configs: a study with no pick (every probe failed) writes none.

@@ -6,7 +6,9 @@ the user edited are kept (the pick goes beside them: finish.export_picks), and a
 another study's reports than --storage's is refused (study.storage.check_run_dir_is_of), as is another
 database than a RUN_DIR's own study.db; a --storage copy of the study a RUN_DIR's pareto.json named another
 database for is reported there, and the report says its files now describe the copy. A RUN_DIR that does not
-exist is created for a --storage study's reports (one another machine ran)."""
+exist is created for a --storage study's reports (one another machine ran). Where the reports cannot be written there
+(a read-only run directory, a configs/ or pareto.json this user may not write: a colleague's), the report is shown
+and one line says why its files are left as they were, and the fix."""
 
 from __future__ import annotations
 
@@ -90,7 +92,8 @@ def register(subparsers) -> None:
 
 def _run(args) -> int:
     from autotune.commands.finish import (
-        build_report, configs_fix, configs_problem, keep_pick_parameters, pareto_json_state, reports_turn, write_outputs,
+        ReportsNotWritten, build_report, configs_fix, configs_problem, keep_pick_parameters, pareto_json_state, reports_turn,
+        write_outputs,
     )
     from autotune.commands.paths import check_run_outputs, directory_problem, run_dir_problem, writable_directory
     from autotune.errors import UserError
@@ -153,10 +156,17 @@ def _run(args) -> int:
             # The README says --eta and --max-slowdown are kept in the study: here they cannot be, and it is said.
             unkept = (f"; {asked} picked this report only, not kept in the study (later reports and export --pick use "
                       "the study's own)") if asked else ""
-            print(f"RUN_DIR {args.run_dir}: {read_only}: the report is shown, and pareto.json, configs/ and report.html "
-                  f"there are left as they were{unkept}; {fix}", file=sys.stderr)
+            print(_left_as_they_were(args.run_dir, read_only, unkept, fix), file=sys.stderr)
         state = None if read_only else pareto_json_state(args.run_dir / "pareto.json", document)
-        written, kept = ([], None) if read_only else write_outputs(view, document, args.run_dir, html=args.html)
+        written, kept = [], None
+        if not read_only:
+            try:
+                written, kept = write_outputs(view, document, args.run_dir, html=args.html)
+            except ReportsNotWritten as refused:  # a colleague's pareto.json in a shared folder: nothing was written
+                if args.html:  # asked to write report.html: refused, as in a read-only run directory
+                    raise
+                state, recorded_before = None, _UNRECORDED
+                print(_left_as_they_were(args.run_dir, refused.problem, "", refused.fix), file=sys.stderr)
     if kept:
         print(kept, file=sys.stderr)  # the user's edits: kept, and where the study's picks went instead
     if recorded_before is not _UNRECORDED and recorded_before != document["storage"]:
@@ -182,6 +192,12 @@ def _run(args) -> int:
         print(f"a run of this study is under way in {args.run_dir}: this report is of the trials finished so far, and the "
               "run writes the reports again when it ends", file=sys.stderr)
     return 0
+
+
+def _left_as_they_were(run_dir: Path, problem: str, unkept: str, fix: str) -> str:
+    """The line of a report shown without writing its files there, whatever stood in the way."""
+    return (f"RUN_DIR {run_dir}: {problem}: the report is shown, and pareto.json, configs/ and report.html there are left "
+            f"as they were{unkept}; {fix}")
 
 
 def _still_unreadable(path: Path) -> str:

@@ -74,3 +74,81 @@ def test_reports_written_at_the_end_of_a_run_check_configs_first(finished_run, t
                               f"{run / 'configs'}), then `autotune report {run}` writes the reports (what the study "
                               "measured is kept in its database)")
     assert not (run / "pareto.json").exists()
+
+
+def _refused_as_not_yours(monkeypatch):
+    """pareto.json refused as a colleague's in a shared, sticky folder is (only its owner may replace it), whatever
+    this user's file modes: the refusal write_text_atomic makes of EPERM."""
+    import errno
+
+    from autotune.atomic_write import STUDY_KEPT, FileNotWritten
+    from autotune.commands import finish
+
+    def refused(path, document):
+        raise FileNotWritten(f"cannot write {path} (Operation not permitted)", "have its folder made writable",
+                             STUDY_KEPT, errno.EPERM)
+
+    monkeypatch.setattr(finish, "write_pareto_json", refused)
+
+
+def test_a_pareto_json_this_user_may_not_replace_leaves_the_reports_as_they_were_and_the_report_shown(
+        finished_run, tmp_path, monkeypatch):
+    """Trial69 #12: a colleague's pareto.json in a sticky folder: `report` said only "cannot write ... move what is in
+    its way", the report unseen; a read-only run directory's report is shown, and so is this one now."""
+    from tests.cli import autotune_main
+
+    run = tmp_path / "run"
+    shutil.copytree(finished_run, run)
+    before = _files(run)
+    _refused_as_not_yours(monkeypatch)
+    shown = autotune_main("report", run)
+    assert shown.returncode == 0 and "min-energy" in shown.stdout, shown.stderr
+    assert shown.stderr == (f"RUN_DIR {run}: cannot write {run / 'pareto.json'} (Operation not permitted): the report is "
+                            "shown, and pareto.json, configs/ and report.html there are left as they were; copy the run "
+                            "directory to write them\n")
+    assert _files(run) == before
+    html = autotune_main("report", run, "--html")
+    assert (html.returncode, html.stdout) == (2, "")
+    said = (f"run directory {run}: cannot write {run / 'pareto.json'} (Operation not permitted): pareto.json, configs/ "
+            f"and report.html there are left as they were; copy the run directory (cp -r {run} {tmp_path / 'COPY'}), "
+            f"then `autotune report {tmp_path / 'COPY'}` writes them there (what the study measured is kept in its "
+            "database)")
+    assert html.stderr == f"autotune report: error: {said}\n"
+    # A run whose probes ended: the report they made is shown, then the one line, exit 2.
+    ran = autotune_main("run", "--model", "7b", "--nodes", "1", "--backend", "simulate", "--trials", "4", "--out", run)
+    assert ran.returncode == 2 and "min-energy" in ran.stdout, ran.stderr
+    assert ran.stderr.splitlines()[-1] == f"autotune run: error: {said}"
+    assert "run directory: " not in ran.stdout + ran.stderr  # the line that lists the reports written there
+    assert _files(run).keys() == before.keys()
+
+
+def test_a_colleagues_pareto_json_in_a_sticky_folder_is_reported_as_the_study_holds_it(finished_run, tmp_path):
+    """The same with real owners (root only: making a file another user's needs it)."""
+    import os
+    import pwd
+
+    if os.geteuid() != 0:
+        pytest.skip("only root can make a file another user's")
+    shared = tmp_path / "shared"
+    shutil.copytree(finished_run, shared)
+    nobody = pwd.getpwnam("nobody").pw_uid
+    for path in (shared, shared / "pareto.json", shared / "report.html"):
+        os.chown(path, nobody, -1)
+    shared.chmod(0o1777)
+    before = _files(shared)
+    shown = autotune_as_a_user("report", shared)
+    assert shown.returncode == 0 and "min-energy" in shown.stdout, shown.stderr
+    assert shown.stderr == (f"RUN_DIR {shared}: cannot write {shared / 'pareto.json'} (Operation not permitted): the "
+                            "report is shown, and pareto.json, configs/ and report.html there are left as they were; "
+                            "copy the run directory to write them\n")
+    assert _files(shared) == before
+    # As the trial had it (`chown -R nobody`): configs/ is the colleague's too, which this user cannot chmod.
+    configs = shared / "configs"
+    for path in (configs, *configs.iterdir()):
+        os.chown(path, nobody, -1)
+    shown = autotune_as_a_user("report", shared)
+    assert shown.returncode == 0 and "min-energy" in shown.stdout, shown.stderr
+    assert shown.stderr == (f"RUN_DIR {shared}: cannot write in {configs} (Permission denied): the report is shown, and "
+                            "pareto.json, configs/ and report.html there are left as they were; configs/ is nobody's: "
+                            "have it made writable for you, or copy the run directory to write them\n")
+    assert _files(shared) == before
