@@ -49,6 +49,18 @@ def _chain(exc: BaseException | None) -> list[BaseException]:
     return found
 
 
+def _file_size_limited(words: str) -> str | None:
+    """SQLite's "disk I/O error" under a file-size limit (`ulimit -f`: Python ignores SIGXFSZ, so the write fails with
+    EFBIG, which SQLite does not tell apart): the limit, not the file system, is the likely cause (trial69 #5)."""
+    from autotune.atomic_write import file_size_limit_kib
+
+    limit_kib = file_size_limit_kib() if words == "disk i/o error" else None
+    if limit_kib is None:
+        return None
+    return (f"failed to read or write (disk I/O error, where this process may write files of at most {limit_kib} KiB: "
+            f"ulimit -f); {_KEPT}: raise the limit (ulimit -f unlimited), then run the same command again")
+
+
 def storage_failure_line(exc: BaseException, named: str = "the study's database") -> str | None:
     """One line (without the command's prefix) for a failure of the study's database, or None for any other error.
     `named`: the database as the line names it where the command knows which ("the study database PATH")."""
@@ -56,7 +68,7 @@ def storage_failure_line(exc: BaseException, named: str = "the study's database"
     said = " ".join(str(e).lower() for e in chain)
     for words, rest in _KNOWN:
         if words in said:
-            return f"{named} {rest}"
+            return f"{named} {_file_size_limited(words) or rest}"
     if any(type(e).__name__ == "StorageInternalError" for e in chain):
         inner = next((e for e in reversed(chain) if str(e).strip()), exc)
         return (f"the study's database failed mid-command ({type(inner).__name__}: {' '.join(str(inner).split())[:200]}); "

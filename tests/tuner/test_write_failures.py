@@ -48,3 +48,22 @@ def test_each_cause_names_its_own_fix(tmp_path, monkeypatch, code, fix):
         write_text_atomic(path, "{}", kept="nothing is lost")
     assert str(err.value) == f"cannot write {path} ({os.strerror(code)}); {fix}, and run the command again (nothing is lost)"
     assert (err.value.problem, err.value.fix) == (f"cannot write {path} ({os.strerror(code)})", fix)
+
+
+def test_a_study_database_under_a_file_size_limit_names_the_limit_not_the_file_system():
+    """SQLite says "disk I/O error" of EFBIG too: under `ulimit -f 125` the run ended "the file system under it?"."""
+    import sqlite3
+
+    from autotune.study.storage_failure import storage_failure_line
+
+    failure = sqlite3.OperationalError("disk I/O error")
+    assert "the file system under it?" in storage_failure_line(failure)  # no limit: the file system it may be
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (125 * 1024, hard))
+    try:
+        said = storage_failure_line(failure)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert said == ("the study's database failed to read or write (disk I/O error, where this process may write files "
+                    "of at most 125 KiB: ulimit -f); what was evaluated before is kept in it: raise the limit (ulimit -f "
+                    "unlimited), then run the same command again")
