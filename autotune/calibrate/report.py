@@ -269,6 +269,12 @@ def _worst_lines(document: dict) -> list[str]:
     return lines
 
 
+def _row_error(row: dict, pct: float, width: int) -> str:
+    """A figure's error in the table: "met" for a bound the prediction respects (shown as "+0.0%", it read as a
+    figure predicted exactly: trial72 #2; fit.mape_by_metric leaves it out of the means)."""
+    return f"{'met':>{width}}" if row["bound"] and pct == 0.0 else f"{pct:+{width - 1}.1f}%"
+
+
 def report_text(document: dict) -> str:
     lines = [
         f"calibrating the simulator of '{document['hardware']}' against {document['observations']} observations "
@@ -294,14 +300,15 @@ def report_text(document: dict) -> str:
         observed = f"x{row['observed']:.4g}" if row["relative_to_baseline"] else f"{row['observed']:.5g}"
         marks = ("~" if row["approximate"] else "") + {"lower": ">", "upper": "<"}.get(row["bound"] or "", "")
         loo = (("n/a" if document.get("loo_skipped") else "") if row["error_loo_pct"] is None
-               else f"{row['error_loo_pct']:+8.1f}%")
+               else _row_error(row, row["error_loo_pct"], 9))
         metric = f"{row['metric']} derived" if row.get("derived") else row["metric"]  # 15 wide: "power_w derived"
         lines.append(
-            f"{row['id'][:46]:<46} {metric:<15} {marks + observed:>11} {row['error_before_pct']:+7.1f}% "
-            f"{row['error_fit_pct']:+7.1f}% {loo:>9}"
+            f"{row['id'][:46]:<46} {metric:<15} {marks + observed:>11} {_row_error(row, row['error_before_pct'], 8)} "
+            f"{_row_error(row, row['error_fit_pct'], 8)} {loo:>9}"
         )
     lines += [
-        "  (xR: a ratio to the study's baseline; ~: published as approximate; >: a lower bound)",
+        "  (xR: a ratio to the study's baseline; ~: published as approximate; >: a lower bound; met: the prediction "
+        "respects the bound, which measures no error and counts in no mean)",
         "",
         "mean absolute percentage error",
         _mape_line("  before (base profile)", document["before_mape"]),
