@@ -32,7 +32,10 @@ if TYPE_CHECKING:  # light module: `autotune space` uses error_suffix without lo
 # 0.2% in energy inside +- 3.3% over an off-front point in its bound was no tie, while fastest's lead in time was).
 _DECIDED_BY = {"fastest": ("time_s",), "min_energy": ("energy_kj",), "max_slowdown": ("energy_kj",)}
 _BOTH = ("time_s", "energy_kj")
-_METRIC_WORDS = {"time_s_pct": "time", "energy_kj_pct": "energy", "tflops_pct": "TFLOP/s", "power_w_pct": "power"}
+# The power error is of the GPU's own power (calibrate's power_w, NVML's reading): "power +- 2.3%" on a GH200 study read
+# as the module power its energy and power limit are of, whose error was 3.3% (trial72 #11).
+_METRIC_WORDS = {"time_s_pct": "time", "energy_kj_pct": "energy", "tflops_pct": "TFLOP/s",
+                 "power_w_pct": "GPU power (the GPU alone, as NVML reads it)"}
 
 
 # The key of a simulator_error dict (pareto.json's too) that says why a calibrated profile states no error;
@@ -462,6 +465,12 @@ def change_error_pct(error: dict | None, point, base, metric: str) -> float | No
 _SHOWN_WITH_BARS = ("time_s_pct", "energy_kj_pct")
 
 
+def _error_words(key: str, pct: float) -> str:
+    """"time +- 3.4%", "GPU power +- 2.3% (the GPU alone, as NVML reads it)": a metric's words with its qualifier last."""
+    words, _, qualifier = _METRIC_WORDS.get(key, key).partition(" (")
+    return f"{words} +- {pct_text(pct)}%" + (f" ({qualifier}" if qualifier else "")
+
+
 def error_sentence(error: dict | None) -> str | None:
     """One line on how far the simulated figures can be trusted, or None for measured studies."""
     if error is None:
@@ -471,8 +480,7 @@ def error_sentence(error: dict | None) -> str | None:
                 "(`autotune calibrate` measures the simulator's error and writes it to the profile).")
     if WHY_UNKNOWN in error:
         return f"Simulated figures carry an unknown error (+- ?%): this hardware profile was {error[WHY_UNKNOWN]}."
-    parts = ", ".join(f"{_METRIC_WORDS.get(key, key)} +- {pct_text(value)}%" for key, value in error.items()
-                      if key not in _NOT_PERCENTAGES)
+    parts = ", ".join(_error_words(key, value) for key, value in error.items() if key not in _NOT_PERCENTAGES)
     # A mean, not a bound: single left-out figures of the shipped gh200 profile were 10-13% off.
     sentence = (f"Simulated figures carry the profile's leave-one-out error, a mean over the configurations it was "
                 f"calibrated on: {parts} (single figures can be further off; the profile's header names the worst); "

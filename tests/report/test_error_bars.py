@@ -149,3 +149,14 @@ def test_a_tie_with_several_trials_names_them_as_a_sentence_does():
     assert tie_sentence([1]) == "tie with trial 1 within the simulator's error"
     assert tie_sentence([0, 2]) == "tie with trials 0 and 2 within the simulator's error"
     assert tie_sentence([0, 2, 5]) == "tie with trials 0, 2 and 5 within the simulator's error"
+
+
+def test_the_power_error_says_it_is_the_gpus_own_power():
+    """gh200's power_w_pct (2.3%) is of the GPU's NVML power; the module power its energy and power limit are of was
+    off 3.3% (trial72 #11). "power +- 2.3%" read as the module's."""
+    from autotune.hardware import load_hardware
+    from autotune.report.error_bars import error_sentence, profile_error
+
+    sentence = error_sentence(profile_error(load_hardware("gh200")))
+    assert "GPU power +- 2.3% (the GPU alone, as NVML reads it)" in sentence
+    assert ", power +-" not in sentence
