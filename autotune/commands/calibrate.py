@@ -404,6 +404,7 @@ def _written_profile(path: Path, base, constants: dict, document: dict):
     why (report/error_bars.py); the header keeps the left-out figures and the warning."""
     from autotune.calibrate.report import profile_error, worst_text
     from autotune.hardware import with_simulator_constants
+    from autotune.hardware.profile import scope_table
     from autotune.report.error_bars import calibration_note, with_calibration_note, with_scope_note
 
     loo = profile_error(document) if document["loo_mape"] is not None else None
@@ -419,7 +420,7 @@ def _written_profile(path: Path, base, constants: dict, document: dict):
     # A name of its own, and the node it describes kept: figures measured on the base's nodes stay its figures.
     profile = replace(with_simulator_constants(base, constants, error=error),
                       name=_calibrated_name(path, base), calibrated_from=base.base_name,
-                      error_measured_on={k: tuple(v) for k, v in document["measured_on_values"].items()} if trusted else {},
+                      error_measured_on=scope_table(document["measured_on_values"]) if trusted else {},
                       calibrated_on={k: tuple(v) for k, v in document.get("calibrated_on", {}).items()},
                       description=with_scope_note(with_calibration_note(base.description, note),
                                                   document["measured_on"] if trusted else None))

@@ -36,7 +36,7 @@ def register(subparsers) -> None:
 
 def _rows(checks: list, simulate: bool, hardware) -> list[dict]:
     from autotune.backends.replay import study_of
-    from autotune.report.error_bars import measured_scope, outside_scope, profile_error
+    from autotune.report.error_bars import measured_scope, outside_scope, profile_error, workload_values
     from autotune.simulator import simulate as simulate_candidate
 
     error = profile_error(hardware)
@@ -57,7 +57,8 @@ def _rows(checks: list, simulate: bool, hardware) -> list[dict]:
             # Each figure's error as the table's "+- 4.1%"; null where not known (the table's "+- ?%": an
             # uncalibrated profile, or a configuration outside what its error was measured on).
             unknown = measured_on and outside_scope(measured_on, check.candidate.model.name, row["params"],
-                                                    hardware.gpu.max_sm_clock_mhz, check.candidate.gpus)
+                                                    hardware.gpu.max_sm_clock_mhz, check.candidate.gpus,
+                                                    workload_values(check.candidate.workload, hardware.cuda))
             row["simulator_error_pct"] = {metric: None if unknown else error.get(f"{metric}_pct")
                                           for metric in ("time_s", "energy_kj", "tflops")}
         rows.append(row)
@@ -124,7 +125,7 @@ def _run(args) -> int:
     table.add_column("valid / reason")
     if args.simulate:
         from autotune.report.error_bars import (error_sentence, error_suffix, measured_scope, outside_scope, profile_error,
-                                                scope_sentence)
+                                                scope_sentence, workload_values)
 
         error = profile_error(settings.hardware)  # the profile's leave-one-out error: "+- 9%", or "+- ?%"
         scope = scope_sentence(error)  # where the headers' "+- 3.4%" was measured
@@ -150,7 +151,8 @@ def _run(args) -> int:
             # The header's error holds where it was measured; elsewhere a figure's error is not known.
             top_clock = settings.hardware.gpu.max_sm_clock_mhz
             bar = " +- ?%" if measured_on and outside_scope(measured_on, settings.model.name, p, top_clock,
-                                                            p["nodes"] * settings.gpus_per_node) else ""
+                                                            p["nodes"] * settings.gpus_per_node,
+                                                            workload_values(settings.workload, settings.hardware.cuda)) else ""
             cells += ([figure(r["time_s"], t_div) + bar, figure(r["energy_kj"], e_div) + bar, figure(r["tflops"]) + bar]
                       if r["valid"] else ["", "", ""])
         table.add_row(*cells)

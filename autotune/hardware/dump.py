@@ -12,7 +12,7 @@ import math
 import tomllib
 from dataclasses import fields, replace
 
-from autotune.hardware.profile import HardwareProfile
+from autotune.hardware.profile import ERROR_SCOPE_BY_MODEL, HardwareProfile
 from autotune.hardware.simulator_constants import (
     SIMULATOR_CONSTANTS,
     SIMULATOR_ERROR_KEYS,
@@ -63,9 +63,14 @@ def dump_hardware(profile: HardwareProfile, header: str = "", figures_hash: bool
         lines += [f"{key} = {_value(profile.simulator_error[key])}"
                   for key in SIMULATOR_ERROR_KEYS if key in profile.simulator_error]
     if profile.error_measured_on:
-        lines += ["", "# The models, knob values and GPU counts of the configurations that error was measured on.",
+        lines += ["", "# The models, knob values, GPU counts and workload of the configurations that error was measured on",
+                  "# (by_model: each model's own knob values and GPU counts).",
                   "[error_measured_on]"]
-        lines += [f"{key} = {json.dumps(list(values))}" for key, values in profile.error_measured_on.items()]
+        lines += [f"{key} = {json.dumps(list(values))}" for key, values in profile.error_measured_on.items()
+                  if key != ERROR_SCOPE_BY_MODEL]
+        for model, lists in profile.error_measured_on.get(ERROR_SCOPE_BY_MODEL, {}).items():
+            lines += ["", f"[error_measured_on.{ERROR_SCOPE_BY_MODEL}.{json.dumps(model)}]"]
+            lines += [f"{key} = {json.dumps(list(values))}" for key, values in lists.items()]
     if profile.calibrated_on:
         lines += ["", "# The models, GPU counts and node counts of the configurations the constants were fitted on.",
                   "[calibrated_on]"]

@@ -20,7 +20,9 @@ from autotune.hardware.dump import figures_sha256 as hashed_figures
 from autotune.hardware.plausible import check_plausible
 from autotune.hardware.profile import (
     CALIBRATED_ON_KEYS,
+    ERROR_SCOPE_BY_MODEL,
     ERROR_SCOPE_KEYS,
+    ERROR_SCOPE_MODEL_KEYS,
     ERROR_SCOPE_NOTE,
     IGNORED_CALIBRATED_ON_NOTE,
     IGNORED_ERROR_NOTE,
@@ -31,12 +33,14 @@ from autotune.hardware.profile import (
     PowerSpec,
     ignored_calibrated_on_note,
     ignored_error_note,
+    scope_table,
     with_description_note,
 )
 from autotune.hardware.simulator_constants import simulator_constants, simulator_error
 from autotune.models import MAX_NAME_CHARS
 from autotune.shell import shell_path
 from autotune.text_files import parse_toml, read_text
+from autotune.workload import PRECISIONS
 
 PROFILE_DIR = Path(__file__).parent
 SCHEMA = "see docs/hardware.md"
@@ -191,16 +195,46 @@ def _error_scope(origin: str, raw: dict | None) -> dict[str, tuple[str, ...]]:
     from every figure while the header still named the scope (trial63 #10). Model names are free text."""
     if raw is None:
         return {}
-    _scope_lists(origin, "error_measured_on", raw, ERROR_SCOPE_KEYS,
-                 "it holds what `autotune calibrate -o` measured its [simulator_error] on")
-    if "gpus" in raw:  # a count, as [calibrated_on]'s: no knob takes it
-        _whole_counts(origin, "error_measured_on", "gpus", raw["gpus"])
+    holds = "it holds what `autotune calibrate -o` measured its [simulator_error] on"
+    raw = dict(raw)
+    by_model = raw.pop(ERROR_SCOPE_BY_MODEL, None)
+    _error_scope_lists(origin, "[error_measured_on]", raw, ERROR_SCOPE_KEYS, holds)
+    if by_model is None:
+        return scope_table(raw)
+    # Each model's own lists ("7b": GPUs 4/8), which reports judge that model's figures by (trial72 #3): a model the
+    # table does not name, or a value outside the union, is no table calibrate -o wrote.
+    if not isinstance(by_model, dict) or not by_model or not all(isinstance(v, dict) for v in by_model.values()):
+        raise ConfigError(f"{origin}: [error_measured_on] {ERROR_SCOPE_BY_MODEL} must hold one table per model, as "
+                          f"`autotune calibrate -o` writes it; {_SCOPE_FIX}")
+    for model, lists in by_model.items():
+        table = f"[error_measured_on.{ERROR_SCOPE_BY_MODEL}.{shown(model)}]"
+        if model not in raw.get("model", ()):
+            raise ConfigError(f"{origin}: {table} names a model its model list lacks; {_SCOPE_FIX}")
+        _error_scope_lists(origin, table, lists, ERROR_SCOPE_MODEL_KEYS, holds)
+        for key, values in lists.items():
+            wider = [v for v in values if v not in raw.get(key, values)]
+            if wider:
+                raise ConfigError(f"{origin}: {table} {key} has {shown(wider[0])}, which [error_measured_on] {key} lacks; "
+                                  f"{_SCOPE_FIX}")
+    return scope_table({**raw, ERROR_SCOPE_BY_MODEL: by_model})
+
+
+def _error_scope_lists(origin: str, table: str, raw: dict, keys: tuple, holds: str) -> None:
+    """One table of [error_measured_on]'s lists: known keys, each value one its knob can take (or a whole count, or a
+    precision)."""
+    _scope_lists(origin, table.strip("[]"), raw, keys, holds)
+    for key in ("gpus", "frames", "text_tokens"):  # counts, as [calibrated_on]'s: no knob takes them
+        if key in raw:
+            _whole_counts(origin, table.strip("[]"), key, raw[key])
+    for text in raw.get("precision", ()):
+        if text not in PRECISIONS:
+            raise ConfigError(f"{origin}: {table} precision has {shown(text)}, which is not one of "
+                              f"{', '.join(PRECISIONS)}; {_SCOPE_FIX}")
     for key, values in raw.items():
-        for text in values if key not in ("model", "gpus") else ():
+        for text in values if key in ERROR_SCOPE_MODEL_KEYS and key != "gpus" else ():
             why = _not_a_knob_value(key, text)
             if why:
-                raise ConfigError(f"{origin}: [error_measured_on] {key} has {shown(text)}, which {why}; {_SCOPE_FIX}")
-    return {key: tuple(values) for key, values in raw.items()}
+                raise ConfigError(f"{origin}: {table} {key} has {shown(text)}, which {why}; {_SCOPE_FIX}")
 
 
 _SCOPE_FIX = "restore it from `autotune calibrate -o`'s output, or calibrate again"
@@ -418,11 +452,13 @@ def _unmeasured_error(profile: HardwareProfile, source: str, figures_sha256: str
         # Each table the hash covers named: a user who edited [calibrated_on] alone was sent to others (trial65 #15).
         return ("its figures, error, [error_measured_on], [calibrated_on] or calibrated_from are not those "
                 "`autotune calibrate -o` wrote (figures_sha256 differs: edited since, or copied onto other hardware)")
-    if profile.error_measured_on:  # only a calibrate that writes the hash records it: not an older calibrate's file
+    # Only a calibrate that writes the hash records it with calibrated_from: not an older calibrate's file. A copy of
+    # gh200.toml (which holds the table, no calibrated_from) is a copy, said below.
+    if profile.error_measured_on and profile.calibrated_from:
         return ("its figures_sha256 was removed (a profile with [error_measured_on] is one `autotune calibrate -o` wrote "
                 "with that hash), so nothing says its figures are still those the error was measured on")
     if not profile.calibrated_from:
-        if _older_calibrate_wrote(source):
+        if _older_calibrate_wrote(source) and not profile.error_measured_on:
             return None  # its error was measured on its own figures, as a newer calibrate's is
         return ("only a built-in profile or one `autotune calibrate -o` wrote (it records calibrated_from) carries an error "
                 "computed on its own figures, and this one was computed on the profile it was copied from")

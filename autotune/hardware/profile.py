@@ -8,9 +8,23 @@ from dataclasses import dataclass, field
 from autotune.hardware.simulator_constants import DEFAULT_SIMULATOR_CONSTANTS, SimulatorConstants
 
 # The keys of [error_measured_on]: the model, the knobs whose values a calibration's configurations covered, and their
-# GPU counts (all nodes', as [calibrated_on]'s; absent from a profile an older calibrate wrote).
-ERROR_SCOPE_KEYS = ("model", "zero_stage", "optimizer_offload", "activation_checkpointing", "sp_degree", "micro_batch",
-                    "nodes", "gpus", "power_limit", "sm_clock_mhz")
+# GPU counts (all nodes', as [calibrated_on]'s; absent from a profile an older calibrate wrote); then the workload
+# they ran (frames, text tokens, precision: absent from one written before trial72 #3, where the error was quoted at
+# any sequence length and at fp32, which nothing measured).
+ERROR_SCOPE_MODEL_KEYS = ("zero_stage", "optimizer_offload", "activation_checkpointing", "sp_degree", "micro_batch",
+                          "nodes", "gpus", "power_limit", "sm_clock_mhz")
+ERROR_SCOPE_WORKLOAD_KEYS = ("frames", "text_tokens", "precision")
+ERROR_SCOPE_KEYS = ("model", *ERROR_SCOPE_MODEL_KEYS, *ERROR_SCOPE_WORKLOAD_KEYS)
+# Its sub-table [error_measured_on.by_model."7b"]: each model's own knob values and GPU counts (ERROR_SCOPE_MODEL_KEYS).
+# The lists above are their union, and judged alone they vouched for 7b on 64 GPUs at micro-batch 1 because 72b was
+# measured there (trial72 #3); a profile written before it has none, and is judged by the union as it was.
+ERROR_SCOPE_BY_MODEL = "by_model"
+
+
+def scope_table(scope: dict) -> dict:
+    """An [error_measured_on] as a profile holds it (tuples, by_model's too) from lists (calibrate's JSON, TOML)."""
+    return {key: ({model: {k: tuple(v) for k, v in lists.items()} for model, lists in values.items()}
+                  if key == ERROR_SCOPE_BY_MODEL else tuple(values)) for key, values in scope.items()}
 # The keys of [calibrated_on]: the models, GPU counts and node counts of the configurations a calibration fitted.
 CALIBRATED_ON_KEYS = ("model", "gpus", "nodes")
 

@@ -20,9 +20,11 @@ import re
 from typing import TYPE_CHECKING
 
 from autotune.candidate import SM_CLOCK_UNTOUCHED
-from autotune.hardware.profile import ERROR_SCOPE_NOTE, IGNORED_CALIBRATED_ON_NOTE, IGNORED_ERROR_NOTE, with_description_note
+from autotune.hardware.profile import (ERROR_SCOPE_BY_MODEL, ERROR_SCOPE_NOTE, IGNORED_CALIBRATED_ON_NOTE,
+                                       IGNORED_ERROR_NOTE, with_description_note)
 from autotune.report.picks import listed, trials_text
 from autotune.counted import counted
+from autotune.workload import default_precision
 
 if TYPE_CHECKING:  # light module: `autotune space` uses error_suffix without loading the study layer
     from autotune.report.study_points import StudyView
@@ -69,26 +71,60 @@ _COVERS_NOTHING = {"model": []}  # measured_scope's scope for it: no model, so n
 _SCOPE_KNOBS = (("zero_stage", "ZeRO"), ("optimizer_offload", "optimizer offload"), ("activation_checkpointing",
                 "checkpointing"), ("sp_degree", "SP"), ("micro_batch", "micro-batch"), ("nodes", "nodes"),
                 ("gpus", "GPUs"), ("power_limit", "power limit"), ("sm_clock_mhz", "SM clock"))
+# The workload the configurations ran, after the knobs: one configuration's simulated TFLOP/s moved 38% between 30
+# and 120 frames, and fp32 ran at a peak nothing measured, each quoted with the error measured at 60 frames in bf16
+# (trial72 #3). Not kept per model: a study runs one workload on all its configurations.
+_SCOPE_WORKLOAD = (("frames", "frames"), ("text_tokens", "text tokens"), ("precision", "precision"))
 
 
-def scope_of(candidates) -> dict[str, list[str]]:
-    """{"model": ["7b", "32b"], "zero_stage": ["3"], ..., "gpus": ["8"], ...}: the models (by size), knob values
-    (numbers by size, words by name) and GPU counts the configurations a calibration measured cover; what `calibrate
-    -o` records in the profile's [error_measured_on] and its description's note says in words."""
-    candidates = list(candidates)
+def _ordered(values) -> list[str]:
+    """Values as a scope holds them: text, numbers by size, then words by name."""
+    return [str(v) for v in sorted(values, key=lambda v: (isinstance(v, str), v))]
+
+
+def _knob_lists(candidates) -> dict[str, list[str]]:
     knobs = [{**c.knobs.to_dict(), "gpus": c.gpus} for c in candidates]
+    return {knob: _ordered({k[knob] for k in knobs}) for knob, _ in _SCOPE_KNOBS}
 
-    def ordered(values) -> list[str]:
-        return [str(v) for v in sorted(values, key=lambda v: (isinstance(v, str), v))]
 
-    return {"model": list(dict.fromkeys(c.model.name for c in sorted(candidates, key=lambda c: c.model.params()))),
-            **{knob: ordered({k[knob] for k in knobs}) for knob, _ in _SCOPE_KNOBS}}
+def workload_values(workload, cuda: bool) -> dict[str, str]:
+    """{"frames": "60", "text_tokens": "256", "precision": "bf16"}: a study's workload as a scope judges it (a
+    precision left out is the hardware's default, which the probes ran)."""
+    return {"frames": str(workload.frames), "text_tokens": str(workload.text_tokens),
+            "precision": workload.precision or default_precision(cuda)}
+
+
+def scope_of(candidates) -> dict:
+    """{"model": ["7b", "32b"], "zero_stage": ["3"], ..., "gpus": ["8"], ..., "frames": ["60"], ..., "by_model": {"7b":
+    {"zero_stage": ["3"], ..., "gpus": ["4"], ...}, ...}}: the models (by size), knob values (numbers by size, words
+    by name), GPU counts and workload the configurations a calibration measured cover, and each model's own knob
+    values and GPU counts; what `calibrate -o` records in the profile's [error_measured_on] and its description's note
+    says in words. By model, as docs/calibration.md's "an error measured on one GPU vouches for no figure on 8" asks:
+    the union alone vouched for 7b on 64 GPUs, measured on 4 and 8, because 72b ran on 64 (trial72 #3)."""
+    candidates = list(candidates)
+    models = list(dict.fromkeys(c.model.name for c in sorted(candidates, key=lambda c: c.model.params())))
+    workloads = [workload_values(c.workload, c.hardware.cuda) for c in candidates]
+    return {"model": models, **_knob_lists(candidates),
+            **{key: _ordered({w[key] for w in workloads}) for key, _ in _SCOPE_WORKLOAD},
+            ERROR_SCOPE_BY_MODEL: {model: _knob_lists([c for c in candidates if c.model.name == model])
+                                   for model in models}}
 
 
 def scope_words(scope: dict) -> str:
-    """"7b/32b with ZeRO 3, optimizer offload none/sync, ...": a scope (scope_of's) in words."""
-    parts = [f"{words} {'/'.join(scope[knob])}" for knob, words in _SCOPE_KNOBS if knob in scope]
-    return f"{'/'.join(scope['model'])} with {', '.join(parts)}"
+    """"7b/32b with ZeRO 3, optimizer offload none/sync, ..., frames 60, text tokens 256, precision bf16": a scope
+    (scope_of's) in words; with each model's own values after its name where they are fewer than all models' ("7b
+    (micro-batch 4/8, GPUs 4/8), 32b (...) with ...")."""
+    parts = [f"{words} {'/'.join(scope[knob])}" for knob, words in (*_SCOPE_KNOBS, *_SCOPE_WORKLOAD) if knob in scope]
+    by_model = scope.get(ERROR_SCOPE_BY_MODEL)
+    if not by_model:
+        return f"{'/'.join(scope['model'])} with {', '.join(parts)}"
+
+    def named(model: str) -> str:
+        own = [f"{words} {'/'.join(by_model[model][knob])}" for knob, words in _SCOPE_KNOBS
+               if knob in by_model.get(model, {}) and knob in scope and list(by_model[model][knob]) != list(scope[knob])]
+        return f"{model} ({', '.join(own)})" if own else model
+
+    return f"{', '.join(named(model) for model in scope['model'])} with {', '.join(parts)}"
 
 
 def scope_note(candidates) -> str:
@@ -121,7 +157,7 @@ def scope_values(scope: str) -> dict[str, list[str]] | None:
     names = models.split("/")
     values = {"model": ["/".join(names[i:j]) for i in range(len(names)) for j in range(i + 1, len(names) + 1)]}
     for part in knob_text.split(", "):
-        for knob, words in _SCOPE_KNOBS:
+        for knob, words in (*_SCOPE_KNOBS, *_SCOPE_WORKLOAD):
             if part.startswith(words + " ") and knob not in values:
                 values[knob] = part[len(words) + 1:].split("/")
                 break
@@ -156,12 +192,14 @@ def _number_first(value: str) -> tuple:
 
 
 def outside_scope(scope: dict[str, list[str]], model: str, params: dict, max_clock_mhz: int = 0,
-                  gpus: int | None = None) -> list[str]:
-    """["power limit 0.7", ...]: what of this configuration (its knobs, `params`, and all nodes' `gpus`) the error was
-    not measured on; a knob its params do not name (a record from before the knob existed) is not counted against it,
-    nor is its GPU count by a scope that does not record one (a profile from before it did: scope_sentence says so).
-    A clock cap at the device's highest clock (`max_clock_mhz`, the profile's) is the clock `max` is: the simulator
-    gives it the same figures, and it was shown "+- ?%" as an extrapolation."""
+                  gpus: int | None = None, workload: dict | None = None) -> list[str]:
+    """["power limit 0.7", "7b with GPUs 64", "frames 30", ...]: what of this configuration (its knobs, `params`, all
+    nodes' `gpus`, and the study's `workload`, workload_values') the error was not measured on: judged by its model's
+    own values where the scope records them (a value measured on another model only is "7b with GPUs 64"), else by
+    all models'. A knob its params do not name (a record from before the knob existed) is not counted against it, nor
+    is its GPU count or workload by a scope that does not record one (a profile from before it did: scope_sentence
+    says so). A clock cap at the device's highest clock (`max_clock_mhz`, the profile's) is the clock `max` is: the
+    simulator gives it the same figures, and it was shown "+- ?%" as an extrapolation."""
     if not scope["model"]:  # _COVERS_NOTHING: not what lies outside, but that nothing was recorded inside
         return [UNRECORDED_SCOPE]
     if max_clock_mhz and params.get("sm_clock_mhz") == max_clock_mhz:
@@ -169,9 +207,17 @@ def outside_scope(scope: dict[str, list[str]], model: str, params: dict, max_clo
     if gpus is not None:
         params = {**params, "gpus": gpus}
     outside = [] if model in scope["model"] else [f"model {model}"]
+    own = (scope.get(ERROR_SCOPE_BY_MODEL) or {}).get(model, {})
     for knob, words in _SCOPE_KNOBS:
-        if knob in params and knob in scope and not any(_same_value(params[knob], v) for v in scope[knob]):
+        if knob not in params or knob not in scope:
+            continue
+        if not any(_same_value(params[knob], v) for v in scope[knob]):
             outside.append(f"{words} {params[knob]}")
+        elif knob in own and not any(_same_value(params[knob], v) for v in own[knob]):
+            outside.append(f"{model} with {words} {params[knob]}")
+    for key, words in _SCOPE_WORKLOAD:
+        if workload and key in workload and key in scope and not any(_same_value(workload[key], v) for v in scope[key]):
+            outside.append(f"{words} {workload[key]}")
     return outside
 
 
@@ -223,8 +269,12 @@ def scope_sentence(error: dict | None) -> str:
         return (f" That error was measured on {UNRECORDED_SCOPE} (the profile predates that record, so no figure is "
                 "shown to lie within it; calibrate again to record it): every simulated figure extrapolates it.")
     scope = scope_values(error[SCOPE_KEY])
-    unknown = (" (its GPU count not recorded: the profile predates that record, so no figure is judged by it; "
-               "calibrate again to record it)") if scope is not None and "gpus" not in scope else ""
+    # A workload from before it was recorded is said as the GPU count is: the error was quoted at any frames and
+    # precision, and a reader must know no figure is judged by them (trial72 #3).
+    missing = [what for key, what in (("gpus", "GPU count"), ("frames", "workload (frames, text tokens, precision)"))
+               if scope is not None and key not in scope]
+    unknown = (f" (its {' and '.join(missing)} not recorded: the profile predates that record, so no figure is judged "
+               f"by {'them' if len(missing) > 1 else 'it'}; calibrate again to record it)") if missing else ""
     return f" That error was measured on {error[SCOPE_KEY]}{unknown}: other configurations' figures extrapolate it."
 
 
@@ -276,7 +326,9 @@ def simulator_error(view: "StudyView") -> dict | None:
     scope = measured_scope(error)
     if scope is not None:
         top = view.settings.hardware.gpu.max_sm_clock_mhz
-        outside = {str(p.trial): outside_scope(scope, view.settings.model.name, p.params, top, p.gpus) for p in view.points
+        workload = workload_values(view.settings.workload, view.settings.hardware.cuda)
+        outside = {str(p.trial): outside_scope(scope, view.settings.model.name, p.params, top, p.gpus, workload)
+                   for p in view.points
                    if is_simulated(p, "time_s") or is_simulated(p, "energy_kj")}  # a measured figure has no simulator error
         error[EXTRAPOLATED_KEY] = {trial: words for trial, words in outside.items() if words}
     error.pop(SCOPE_VALUES_KEY, None)  # said by SCOPE_KEY's words and judged into EXTRAPOLATED_KEY
@@ -332,7 +384,9 @@ def profile_error(hardware) -> dict:
         return {WHY_UNKNOWN: _why_unknown(hardware)}
     error = dict(hardware.simulator_error)
     if error and hardware.error_measured_on:  # recorded as data by calibrate -o: read as such, not from the words
-        scope = {key: list(values) for key, values in hardware.error_measured_on.items()}
+        scope = {key: ({model: {k: list(v) for k, v in lists.items()} for model, lists in values.items()}
+                       if key == ERROR_SCOPE_BY_MODEL else list(values))
+                 for key, values in hardware.error_measured_on.items()}
         error[SCOPE_KEY], error[SCOPE_VALUES_KEY] = scope_words(scope), scope
         return error
     scope = _SCOPE.search(hardware.description)

@@ -8,6 +8,9 @@ from dataclasses import replace
 
 from autotune.hardware import dump_hardware, load_hardware
 from autotune.report.error_bars import measured_scope, outside_scope, profile_error, scope_values, simulator_error
+from autotune.workload import Workload
+
+WORKLOAD = Workload(frames=60, text_tokens=256, global_batch=64, samples=2048)  # the study's, as simulator_error reads it
 
 HF_NAME = "Meta-Llama-3-8B + SigLIP so400m/14"
 INSIDE = {"zero_stage": 3, "optimizer_offload": "none", "activation_checkpointing": "recompute", "sp_degree": 1,
@@ -43,7 +46,8 @@ def test_the_words_of_the_scope_stay_in_the_error_a_report_keeps(tmp_path):
     class View:  # the study's points: none simulated, so no error at all; with one, the words and no data
         points = [type("P", (), {"source": "simulated", "energy_source": "simulated", "trial": 0, "params": INSIDE,
                                  "gpus": 8})()]
-        settings = type("S", (), {"hardware": _calibrated(tmp_path, SCOPE), "model": type("M", (), {"name": HF_NAME})()})()
+        settings = type("S", (), {"hardware": _calibrated(tmp_path, SCOPE), "model": type("M", (), {"name": HF_NAME})(),
+                                  "workload": WORKLOAD})()
     kept = simulator_error(View)
     assert kept == {"time_s_pct": 3.0, "energy_kj_pct": 4.0, "measured_on": error["measured_on"], "extrapolated": {}}
 
@@ -98,11 +102,11 @@ def test_a_scope_value_no_knob_can_take_is_refused_with_one_line(tmp_path):
         load_hardware(path)
 
 
-def _view(hardware, model: str, params: dict, gpus: int):
+def _view(hardware, model: str, params: dict, gpus: int, workload: Workload = WORKLOAD):
     """A study's view with one simulated point (`gpus`: all its nodes'), as simulator_error reads it."""
     point = type("P", (), {"source": "simulated", "energy_source": "simulated", "trial": 0, "params": params,
                            "gpus": gpus})()
-    settings = type("S", (), {"hardware": hardware, "model": type("M", (), {"name": model})()})()
+    settings = type("S", (), {"hardware": hardware, "model": type("M", (), {"name": model})(), "workload": workload})()
     return type("View", (), {"points": [point], "settings": settings})()
 
 
@@ -123,9 +127,11 @@ def test_the_gpu_count_an_error_was_measured_on_is_recorded_and_judged(tmp_path)
     profile = load_hardware(str(path))
     assert profile.simulator_error and profile.error_measured_on["gpus"] == ("1",)
     assert "nodes 1, GPUs 1, power limit" in profile.description  # the note's words say it too
-    inside = {knob: values[0] for knob, values in profile.error_measured_on.items() if knob not in ("model", "gpus")}
+    inside = {knob: values[0] for knob, values in profile.error_measured_on.items() if knob in INSIDE}
+    measured = profile.error_measured_on  # the study's own workload: inside it
+    workload = Workload(int(measured["frames"][0]), int(measured["text_tokens"][0]), 64, 2048, measured["precision"][0])
     for gpus, outside in ((1, {}), (8, {"0": ["GPUs 8"]})):
-        error = simulator_error(_view(profile, "1.5b", inside, gpus))
+        error = simulator_error(_view(profile, "1.5b", inside, gpus, workload))
         assert error["extrapolated"] == outside
         assert "GPU count not recorded" not in error["measured_on"]
 
@@ -138,10 +144,11 @@ def test_an_older_profile_without_a_gpu_count_says_it_is_not_recorded(tmp_path):
     profile = _calibrated(tmp_path, SCOPE)
     error = simulator_error(_view(profile, HF_NAME, INSIDE, 64))
     assert error["extrapolated"] == {}
-    assert ("nodes 2, power limit 1.0, SM clock max (its GPU count not recorded: the profile predates that record, so "
-            "no figure is judged by it; calibrate again to record it): other configurations' figures extrapolate it."
-            ) in error_sentence(error)
-    recorded = _calibrated(tmp_path, {**SCOPE, "gpus": ("8",)})
+    assert ("nodes 2, power limit 1.0, SM clock max (its GPU count and workload (frames, text tokens, precision) not "
+            "recorded: the profile predates that record, so no figure is judged by them; calibrate again to record it): "
+            "other configurations' figures extrapolate it.") in error_sentence(error)
+    recorded = _calibrated(tmp_path, {**SCOPE, "gpus": ("8",), "frames": ("60",), "text_tokens": ("256",),
+                                      "precision": ("bf16",)})
     assert "not recorded" not in error_sentence(simulator_error(_view(recorded, HF_NAME, INSIDE, 8)))
     assert simulator_error(_view(recorded, HF_NAME, INSIDE, 64))["extrapolated"] == {"0": ["GPUs 64"]}
 

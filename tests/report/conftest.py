@@ -51,6 +51,7 @@ def profile_measured_on(path, scope: str):
     from autotune.hardware import load_hardware
 
     text = Path(load_hardware("gh200").source).read_text()
+    text = text[:text.index("\n# What that error was measured on")] + "\n"  # the words alone, as an older calibrate wrote
     text = re.sub(r"error measured on [^\"]*", f"error measured on {scope}", text).replace(
         'name = "gh200"', 'name = "gh200-wide"\ncalibrated_from = "gh200"')  # a calibration's copy keeps its error
     # As an (older) calibrate wrote it: its header vouches for the error, calibrated_from alone does not.

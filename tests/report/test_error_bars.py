@@ -9,6 +9,7 @@ from rich.console import Console
 from autotune.commands.finish import build_report
 from autotune.hardware import load_hardware, with_simulator_constants
 from autotune.models import load_model
+from autotune.workload import make_workload
 from autotune.report.error_bars import (
     calibration_note,
     error_sentence,
@@ -29,6 +30,7 @@ class _Settings:
     def __init__(self, error, **profile):
         self.hardware = replace(with_simulator_constants(load_hardware("gh200"), {}, error=error), **profile)
         self.model = load_model("32b")  # among the models gh200's error was measured on
+        self.workload = make_workload(self.model)  # and its workload
 
 
 def _view(error, source="simulated", profile=None):
@@ -128,7 +130,7 @@ def test_pareto_json_terminal_and_markdown_show_the_error(simulated_run, tmp_pat
 
     document = pareto_document(view, "simulate", "test", built["importance"])
     assert {key: value for key, value in document["simulator_error"].items() if key.endswith("_pct")} == error
-    assert document["simulator_error"][SCOPE_KEY].startswith("7b/32b/72b with ZeRO 3")  # what gh200's error vouches for
+    assert document["simulator_error"][SCOPE_KEY].startswith("7b (micro-batch 4/8, nodes 1/2, GPUs 4/8), 32b (")  # what gh200's error vouches for
     assert any(row["tied_with"] for row in document["picks"])  # +-50% makes most picks ties
     json.dumps(document)
     out = io.StringIO()

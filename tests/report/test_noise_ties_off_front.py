@@ -14,6 +14,7 @@ from rich.console import Console
 from autotune.commands.finish import build_report
 from autotune.hardware import load_hardware, with_simulator_constants
 from autotune.models import load_model
+from autotune.workload import make_workload
 from autotune.report.error_bars import pick_ties, simulator_error
 from autotune.report.front import Point
 from autotune.report.markdown import markdown_report
@@ -104,7 +105,8 @@ def test_the_simulator_s_ties_compare_the_same_points():
     """The simulator's error judges the same points as measured noise does (so a mixed pair within both is said
     once, as the simulator's): the fastest against every feasible point, the knee against the front."""
     hardware = with_simulator_constants(load_hardware("gh200"), {}, error={"time_s_pct": 5.0, "energy_kj_pct": 8.0})
-    settings = type("Settings", (), {"hardware": hardware, "model": load_model("32b")})()
+    settings = type("Settings", (), {"hardware": hardware, "model": load_model("32b"),
+                                     "workload": make_workload(load_model("32b"))})()
     points = [Point(1, {}, time_s=100.0, energy_kj=1000.0, source="simulated", energy_source="simulated"),
               # Off the front: trial 1 is faster and takes less energy.
               Point(2, {}, time_s=104.0, energy_kj=1050.0, source="simulated", energy_source="simulated"),

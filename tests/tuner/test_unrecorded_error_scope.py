@@ -15,15 +15,18 @@ from autotune.hardware.dump import hardware_to_dict
 from autotune.hardware.load import stored_hardware
 from autotune.report.error_bars import SCOPE_KEY, UNRECORDED_SCOPE, profile_error
 
-GH200_SCOPE = ("7b/32b/72b with ZeRO 3, optimizer offload async/none/sync, checkpointing offload_async/offload_sync/"
-               "recompute, SP 1, micro-batch 1/2/4/8, nodes 1/2/4/8/16, GPUs 4/8/16/32/64, power limit 1.0, SM clock max")
+GH200_SCOPE = ("7b (micro-batch 4/8, nodes 1/2, GPUs 4/8), 32b (micro-batch 2/4, nodes 4/8, GPUs 16/32), 72b (micro-batch "
+               "1/2, nodes 8/16, GPUs 32/64) with ZeRO 3, optimizer offload async/none/sync, checkpointing offload_async/"
+               "offload_sync/recompute, SP 1, micro-batch 1/2/4/8, nodes 1/2/4/8/16, GPUs 4/8/16/32/64, power limit 1.0, "
+               "SM clock max, frames 60, text tokens 256, precision bf16")
 # gh200.toml's description before it named its error's scope (commit d2abca9 and earlier).
 OLDER_DESCRIPTION = "JUPITER-like node: 4x GH200 (Hopper + Grace, NVLink-C2C), InfiniBand NDR"
 
 
 def _older_study_settings(**changes) -> dict:
     """The settings a study an older autotune made keeps: its copy of gh200.toml as that checkout shipped it."""
-    kept = hardware_to_dict(replace(load_hardware("gh200"), description=OLDER_DESCRIPTION, **changes))
+    kept = hardware_to_dict(replace(load_hardware("gh200"), description=OLDER_DESCRIPTION, error_measured_on={},
+                                    **changes))
     return {"hardware": "/elsewhere/autotune/hardware/gh200.toml", "hardware_name": "gh200", "hardware_profile": kept}
 
 
@@ -49,6 +52,7 @@ OLDER_CALIBRATE_HEADER = "# Calibrated by `autotune calibrate` from gh200.toml a
 
 def _older_calibrated_profile(path):
     text = Path(load_hardware("gh200").source).read_text()
+    text = text[:text.index("\n# What that error was measured on")] + "\n"  # no [error_measured_on] either
     text = re.sub(r"; error measured on [^\"]*", "", text).replace('name = "gh200"', 'name = "oldcal"\ncalibrated_from = "gh200"')
     path.write_text(OLDER_CALIBRATE_HEADER + text)
     return path
