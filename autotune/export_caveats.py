@@ -95,7 +95,21 @@ def off_front_line(view: StudyView, trial: int, leads: list[FrontLead] | None = 
             f"{change_words(best.time_pct)} time ({figure(best.point.time_s, per_s)} {unit_s} against "
             f"{figure(point.time_s, per_s)} {unit_s}) and {change_words(best.energy_pct)} "
             f"energy ({energy_text_in(best.point.energy_kj, energy)} against {energy_text_in(point.energy_kj, energy)}"
-            f"{_estimated(best.point, point)}){_how_sure(point, best)}{also}; --trial {best.point.trial} exports it")
+            f"{_estimated(best.point, point)}){_how_sure(point, best)}{also}{_least_cost(view, point, best.point)}; "
+            f"--trial {best.point.trial} exports it")
+
+
+def _least_cost(view: StudyView, point, best) -> str:
+    """Why a cost-weighted pick off the front is the pick all the same (report.front.cost_weighted), as its report
+    line says it (choosing.off_front_text); "" for any other trial."""
+    from autotune.report.choosing import gpu_time_reason
+    from autotune.report.device_words import view_device_words
+    from autotune.report.near_ties import devices_clause
+
+    if view.picks.get("cost_weighted") != point.trial:
+        return ""
+    devices = devices_clause(best, point, view_device_words(view)).removeprefix(",")  # " on 64 GPUs against 32 (...)"
+    return f"; it is the cost-weighted pick all the same: trial {best.trial} runs{devices}, and {gpu_time_reason(view)}"
 
 
 def _estimated(*points) -> str:

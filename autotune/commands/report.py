@@ -56,8 +56,9 @@ def add_pick_options(parser: argparse.ArgumentParser) -> None:
     picks.add_argument(
         "--eta", type=number_flag(low=0.0, high=1.0), metavar="ETA",
         help="the 'cost_weighted' pick minimises ETA x energy + (1 - ETA) x max power per GPU x GPUs x time (Zeus's "
-             "cost); 1 = energy only, 0 = GPU time only (the fastest where every candidate has the same GPUs; across "
-             "node counts, the fewest GPU-hours) (default: 0.5, or what the study's last run or report used)",
+             "cost) over every feasible trial, on the time-energy front or off it; 1 = energy only, 0 = GPU time only "
+             "(the fastest where every candidate has the same GPUs; across node counts, the fewest GPU-hours) "
+             "(default: 0.5, or what the study's last run or report used)",
     )
 
 

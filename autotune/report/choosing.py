@@ -25,7 +25,8 @@ from autotune.report.error_bars import pct_text, pick_ties
 from autotune.report.near_ties import (LOPSIDED_RATIO, MUCH_PCT, SEARCH_RESOLUTION_PCT, devices_clause, near_ties, pick_names,
                                        pick_stems, size_text)
 from autotune.report.picks import PICK_FILES, WHEN_TO_DEPLOY, change_pct, device_hours, listed
-from autotune.report.within_noise import noise_ties
+from autotune.report.units import change_words
+from autotune.report.within_noise import noise_ties, ties_text
 
 _FIGURES = (("time_s", "time", "less time"), ("energy_kj", "energy", "less energy"))
 # A pick's word on when to deploy it is false where the same trial is this other pick too.
@@ -138,3 +139,48 @@ def choosing_a_pick(view) -> str:
     caveats = dict.fromkeys(filter(None, (_caveat(view, name, trial, why, (trial, view.picks[name], why) in tied)
                                           for name, trial, why in ties)))
     return " ".join([_when_to_deploy(view), *caveats])
+
+
+def front_beaters(view, trial: int) -> list[int]:
+    """The front trials that beat a pick in both time and energy, the widest lead first (export_caveats.front_leads);
+    [] on the front, or in a study of --objectives time. Only the cost-weighted pick can have any: its cost weighs
+    GPUs x time, which the front does not rank (front.cost_weighted)."""
+    from autotune.export_caveats import front_leads
+
+    return [lead.point.trial for lead in front_leads(view, trial) or []]
+
+
+def with_front_place(rows: list[dict], view) -> list[dict]:
+    """Pick rows with `on_front` (false for a pick that front trials beat in both time and energy; null in a study of
+    --objectives time, which ranks no energy) and `beaten_by` (those trials, the widest lead first), as an exported
+    config's `autotune` section has them."""
+    placed = []
+    for row in rows:
+        beaters = None if view.time_only else front_beaters(view, row["trial"])
+        placed.append({**row, "on_front": None if beaters is None else not beaters, "beaten_by": beaters or []})
+    return placed
+
+
+def off_front_text(view, row: dict) -> str | None:
+    """"off the time-energy front: trial 15 takes 38.1% less time and 4.4% less energy, on 64 GPUs against 32 (30.6%
+    more GPU-h), and costs more: the cost counts GPUs x time, which the front does not rank" for a pick row off the
+    front (with_front_place), else None: a least-cost pick that front trials beat in both figures must say why it is
+    the pick all the same (trial72 #9), on its line in every report."""
+    if not row.get("beaten_by"):
+        return None
+    pick, best = view.point(row["trial"]), view.point(row["beaten_by"][0])
+    words = view_device_words(view)
+    return (f"off the time-energy front: trial {best.trial} takes {change_words(change_pct(best.time_s, pick.time_s))} "
+            f"time and {change_words(change_pct(best.energy_kj, pick.energy_kj))} energy"
+            f"{devices_clause(best, pick, words)}, and costs more: {gpu_time_reason(view)}")
+
+
+def gpu_time_reason(view) -> str:
+    """Why the least cost may lie off the front, as every line that says it words it."""
+    return f"the cost counts {view_device_words(view).many} x time, which the front does not rank"
+
+
+def pick_notes(view, row: dict) -> str:
+    """What a pick's line says after its figures and changes, in every report: that it lies off the front
+    (off_front_text), then its ties (within_noise.ties_text)."""
+    return "; ".join(filter(None, (off_front_text(view, row), ties_text(view, row))))

@@ -417,14 +417,15 @@ def compared_points(view: "StudyView", pick_name: str) -> list:
     alone "fastest" would be said of a lead smaller than the error. It is compared with every feasible
     point. Max-slowdown claims the least energy among the points within its time bound, every one of them
     (off the front too: one beaten in both figures by less than the error may be the true least). The picks
-    that trade time against energy choose among the front and claim only to be a better trade-off than the
-    other choices on it: a point off it is beaten in both figures by a front point, no trade-off a user would
-    take, so they are compared with the front alone."""
+    that trade time against energy on the front (knee) claim only to be a better trade-off than the other choices
+    on it: a point off it is beaten in both figures by a front point, no trade-off a user would take, so it is
+    compared with the front alone. Cost-weighted claims the least cost of every feasible point (its GPUs x time
+    term is no figure of the front: front.cost_weighted), so it is compared with every one."""
     if pick_name == "max_slowdown":
         from autotune.report.front import within_slowdown  # here: `autotune space` loads this module alone
 
         return within_slowdown(view.points, view.pick_parameters.max_slowdown)
-    return view.points if len(deciding_figures(pick_name)) == 1 else view.front
+    return view.points if len(deciding_figures(pick_name)) == 1 or pick_name == "cost_weighted" else view.front
 
 
 def _simulated_pair(pick, other, figures) -> bool:

@@ -139,20 +139,27 @@ def zeus_cost_j(point: Point, eta: float, max_power_w: float) -> float:
     return eta * kj_to_j(point.energy_kj) + (1 - eta) * max_power_w * point.gpus * point.time_s
 
 
-def cost_weighted(front: list[Point], eta: float, max_power_w: float) -> Point | None:
-    """The point of least Zeus cost (see `zeus_cost_j`); ties go to the faster, then the lower trial.
-    The cost grows with time and with energy, so its minimum is always on the front."""
+def cost_weighted(points: list[Point], eta: float, max_power_w: float) -> Point | None:
+    """The point of least Zeus cost (see `zeus_cost_j`) among `points`, every feasible one; ties go to the faster,
+    then the lower trial.
+
+    Not the front alone: the time term is GPUs x time, which the front does not rank, so across GPU counts the least
+    cost may lie off it (trial72 #9: at eta 0, a 32-GPU point beaten in time and energy by a 64-GPU one used fewer
+    GPU-h than any front point, and the pick was the front's least, 5% dearer). A user comparing node counts asks
+    for the fewest GPU-hours, not the fewest among points chosen by time and energy alone. Where every point has the
+    same GPUs, the cost grows with time and with energy and its least is on the front anyway."""
     if not 0.0 <= eta <= 1.0:
         raise ValueError(f"eta must be within [0, 1] (got {eta})")
-    return min(front, key=lambda p: (zeus_cost_j(p, eta, max_power_w), p.time_s, p.trial), default=None)
+    return min(points, key=lambda p: (zeus_cost_j(p, eta, max_power_w), p.time_s, p.trial), default=None)
 
 
 def recommendations(
     front: list[Point], max_slowdown: float = 1.05, eta: float = 0.5, max_power_w: float | None = None,
-    time_only: bool = False,
+    time_only: bool = False, feasible: list[Point] | None = None,
 ) -> dict[str, int]:
     """Trial numbers of the picks: fastest, min_energy, knee, max_slowdown and, when the per-GPU max
-    power is known, cost_weighted (empty when nothing is feasible). `time_only` (--objectives time):
+    power is known, cost_weighted (empty when nothing is feasible). `feasible`: every feasible point, which
+    cost_weighted chooses among (the front where not given: the same pick where all have one GPU count). `time_only` (--objectives time):
     the fastest alone (time_only_fastest breaks its ties): every other pick ranks by energy, which the user did
     not ask for (and may not have allowed as an estimate)."""
     if not front:
@@ -166,5 +173,5 @@ def recommendations(
         "max_slowdown": best_under_slowdown(front, max_slowdown).trial,
     }
     if max_power_w is not None:
-        picks["cost_weighted"] = cost_weighted(front, eta, max_power_w).trial
+        picks["cost_weighted"] = cost_weighted(front if feasible is None else feasible, eta, max_power_w).trial
     return picks

@@ -26,7 +26,7 @@ from autotune.report.units import (
 from autotune.report.pareto_json import nodes_header
 from autotune.ds_config import deepspeed_config
 from autotune.report.front import Point
-from autotune.report.choosing import choosing_a_pick
+from autotune.report.choosing import choosing_a_pick, pick_notes
 from autotune.report.outside_calibration import error_lines
 from autotune.report.html_analysis import importance_section, power_html, tuning_cost_section
 from autotune.report.html_deploy import deployment_notes_html
@@ -42,7 +42,6 @@ from autotune.report.study_points import StudyView
 from autotune.report.svg import Marker, scatter_svg, stacked_bar_svg
 from autotune.candidate import knobs_sentence
 from autotune.report.table import knob_columns, knob_value
-from autotune.report.within_noise import ties_text
 
 # Components are drawn in this order; a measured result may name others, which follow.
 COMPONENT_ORDER = ("gpu", "cpu", "memory_interconnect")
@@ -201,7 +200,7 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
     spans = spans_gpus(view)
     for row in document["picks"]:
         p = view.point(row["trial"])
-        ties = ties_text(view, row)
+        ties = pick_notes(view, row)
         # On a line of its own under the pick's name: in parentheses after "min-energy (least energy)" it made two
         # in a row (trial61).
         tie = f'<br><span class="note">{esc(ties[0].upper() + ties[1:])}</span>' if ties else ""

@@ -22,7 +22,7 @@ from autotune.report.payback import cost_sentence, payback_by_trial, payback_sen
 from autotune.report.picks import PICK_FILES, baseline_label, front_title, pick_label, picks_by_trial
 from autotune.report.power_limit import measured_default_w, sweep_sentence
 from autotune.report.study_points import StudyView
-from autotune.report.within_noise import ties_text
+from autotune.report.choosing import pick_notes
 from autotune.report.pick_figures import (
     baseline_text, change_texts, figures_text, gpu_span_caveat, memory_text, pick_configuration_text, spans_gpus,
 )
@@ -199,7 +199,7 @@ def pick_lines(view: StudyView, document: dict, error) -> list[str]:
     for row in document["picks"]:
         p = view.point(row["trial"])
         label = pick_label(row["name"], view.pick_parameters)
-        ties = ties_text(view, row)
+        ties = pick_notes(view, row)
         # The absolute figures, as the terminal gives them; an estimate says so wherever it is shown.
         head = (f"- **{label}**: trial {p.trial}, "
                 f"{pick_configuration_text(view, p, words, spans)}; {figures_text(p, error, front_energy_unit(view.front))}{' (estimated)' if p.energy_source == 'estimated' else ''}")

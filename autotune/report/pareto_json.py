@@ -22,6 +22,7 @@ from autotune.report.noise import change_noise_summary, noise_summary
 from autotune.report.importance import METHOD as IMPORTANCE_METHOD
 from autotune.report.payback import tuning_cost
 from autotune.report.pick_figures import peak_mem_kind
+from autotune.report.choosing import with_front_place
 from autotune.report.picks import commonest_failure, front_note, pick_rows
 from autotune.report.search import UNRECORDED_NODES_KEY
 from autotune.report.study_points import StudyView, ruled_out_sentence
@@ -256,7 +257,7 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
     trials_by_status = view.trials_by_status()
     ties, noise, near = view.pick_ties
     picks = with_noise_ties(with_ties(pick_rows(view.picks, view.points, view.baseline_trial), ties), noise)
-    picks = with_near_ties(picks, view, error, near)
+    picks = with_front_place(with_near_ties(picks, view, error, near), view)
     return {
         "schema_version": PARETO_SCHEMA_VERSION,
         "model": settings.model.name,
@@ -303,10 +304,12 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
         "picks": with_noise(picks, view.points, view.baseline_trial, error),
         # Simulated figures: the profile's leave-one-out error in percent ({} when not calibrated), else None.
         # A pick's `tied_with` lists the trials it cannot be told apart from within that error (any feasible one
-        # for fastest and min_energy, one within its time bound for max_slowdown, a front one for the others:
+        # for fastest, min_energy and cost_weighted, one within its time bound for max_slowdown, a front one for knee:
         # error_bars.compared_points);
         # its `within_simulator_error`, the changes against the baseline no larger than it (`simulator_error_pct`).
         # Its `tied_within_noise`, those within measured noise (same rule as `within_noise`; `tie_noise_cv`: the CVs).
+        # Its `on_front`/`beaten_by`: false, and the front trials that beat it in both figures, for a cost_weighted
+        # pick off the front (its cost weighs GPUs x time, which the front does not rank; null: time-only).
         # Its `outside_calibration`: what of its configuration that error was not measured on ([] inside it); its
         # `near_tie`: the other pick it leads by less than the error measured at calibrated configurations where
         # either side's error is unknown, or than the search's 1% resolution (`bound`; or null; report.near_ties), and `nearest_pick_trade`: its changes against

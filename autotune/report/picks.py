@@ -96,9 +96,10 @@ def pick_definitions(parameters: PickParameters, picks, words: DeviceWords = GPU
                  "saving of one costs more of the other"),
         "max_slowdown": (f"max-slowdown: the least energy with a time at most {parameters.max_slowdown:g} x the "
                          "fastest (--max-slowdown)"),
-        "cost_weighted": (f"cost-weighted: the least eta x energy + (1 - eta) x max power per GPU x GPUs x time, eta "
-                          f"{parameters.eta:g} (--eta; Zeus's cost, NSDI 2023): 1 weighs energy alone, 0 GPU time alone, "
-                          "which is the fastest only where every candidate has the same GPUs"),
+        "cost_weighted": (f"cost-weighted: the least eta x energy + (1 - eta) x max power per GPU x GPUs x time of every "
+                          f"feasible trial, eta {parameters.eta:g} (--eta; Zeus's cost, NSDI 2023): 1 weighs energy alone, "
+                          "0 GPU time (GPUs x time) alone, which is the fastest only where every candidate has the same "
+                          "GPUs; across GPU counts it may lie off the time-energy front, which does not rank GPUs x time"),
     }
     return [re.sub(r"\bGPU\b", words.one, re.sub(r"\bGPUs\b", words.many, said[name])) for name in said if name in picks]
 

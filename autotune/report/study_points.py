@@ -208,6 +208,7 @@ def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, 
             )
     front = pareto_front(points, time_only)
     parameters = PickParameters(max_slowdown, eta, max_power_per_gpu_w(settings.hardware))
-    picks = recommendations(front, parameters.max_slowdown, parameters.eta, parameters.max_power_per_gpu_w, time_only)
+    picks = recommendations(front, parameters.max_slowdown, parameters.eta, parameters.max_power_per_gpu_w, time_only,
+                            feasible=points)
     return StudyView(settings, rows, points, front, picks, baseline_trial, parameters, time_only,
                      searchable_nodes(trials), study.user_attrs.get(MODEL_CAVEATS_ATTR), ruled_out, tuple(running_probes(trials)))

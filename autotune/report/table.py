@@ -12,7 +12,7 @@ from rich.table import Table
 
 from autotune.candidate import SM_CLOCK_UNTOUCHED, Knobs
 from autotune.report.deploy_terminal import print_deployment_notes
-from autotune.report.choosing import choosing_a_pick
+from autotune.report.choosing import choosing_a_pick, pick_notes
 from autotune.report.device_words import view_device_words
 from autotune.report.error_bars import figure_bar, header_bar
 from autotune.report.failed_trials import failure_lines
@@ -36,7 +36,6 @@ from autotune.report.units import (
 )
 from autotune.report.study_points import StudyView
 from autotune.report.unmeasured_floor import unmeasured_floor_sentence
-from autotune.report.within_noise import ties_text
 from autotune.counted import counted
 
 
@@ -185,7 +184,7 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
                                  f"{', '.join(change_texts(view, row, p, base))}"))
         elif p.trial == view.baseline_trial:
             asides.append("the baseline itself")
-        if ties := ties_text(view, row):
+        if ties := pick_notes(view, row):
             asides.append(f"[yellow]{escape(ties)}[/]")
         console.print(line + (f"  ({'; '.join(asides)})" if asides else ""))
     if document["picks"] and (caveat := gpu_span_caveat(view, words)):

@@ -91,13 +91,13 @@ def test_a_trial_off_the_front_by_a_lead_under_the_resolution_or_of_simulated_fi
 
     for source, simulated in (("measured", False), ("simulated", True)):
         off, ahead = point(0, 100.0, 2024.0, source), point(1, 90.0, 2023.0, source)
-        view = SimpleNamespace(time_only=False, front=[ahead], point={0: off, 1: ahead}.get)
+        view = SimpleNamespace(time_only=False, picks={}, front=[ahead], point={0: off, 1: ahead}.get)
         line = off_front_line(view, 0)
         assert line.startswith("trial 0 is off the time-energy front: trial 1 takes 10.0% less time")
         assert "the energy under the search's 1% resolution: as good, if not better" in line
         assert ("simulated figures, whose error this line does not weigh" in line) is simulated
         assert line.endswith("; --trial 1 exports it")
-    clear = SimpleNamespace(time_only=False, front=[point(1, 90.0, 1800.0, "measured")],
+    clear = SimpleNamespace(time_only=False, picks={}, front=[point(1, 90.0, 1800.0, "measured")],
                             point={0: point(0, 100.0, 2024.0, "measured"), 1: point(1, 90.0, 1800.0, "measured")}.get)
     assert "resolution" not in off_front_line(clear, 0) and "simulated" not in off_front_line(clear, 0)
 
@@ -149,7 +149,7 @@ def test_the_front_trials_that_beat_a_trial_are_weighed_once_and_the_line_takes_
                      energy_source="measured")
 
     off, fast, lean = point(0, 100.0, 2000.0), point(1, 60.0, 1900.0), point(2, 90.0, 1800.0)
-    view = SimpleNamespace(time_only=False, front=[fast, lean], point={0: off, 1: fast, 2: lean}.get)
+    view = SimpleNamespace(time_only=False, picks={}, front=[fast, lean], point={0: off, 1: fast, 2: lean}.get)
     leads = front_leads(view, 0)
     assert [lead.point.trial for lead in leads] == [2, 1]  # 10% less of both beats 40% less time and 5% less energy
     assert (leads[0].time_pct, leads[0].energy_pct) == (pytest.approx(-10.0), pytest.approx(-10.0))
@@ -171,7 +171,7 @@ def test_a_trial_off_the_front_labels_estimated_energies_as_the_run_does():
     def line(off_source, ahead_source):
         off = Point(trial=2, params={}, time_s=1.78, energy_kj=0.100, source="measured", energy_source=off_source)
         ahead = Point(trial=0, params={}, time_s=0.224, energy_kj=0.0135, source="measured", energy_source=ahead_source)
-        return off_front_line(SimpleNamespace(time_only=False, front=[ahead], point={2: off, 0: ahead}.get), 2)
+        return off_front_line(SimpleNamespace(time_only=False, picks={}, front=[ahead], point={2: off, 0: ahead}.get), 2)
 
     assert line("estimated", "estimated") == (
         "trial 2 is off the time-energy front: trial 0 takes 87.4% less time (0.224 s against 1.78 s) and 86.5% less "
