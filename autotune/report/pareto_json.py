@@ -231,12 +231,26 @@ def trial_counts(document: dict, view: StudyView) -> str:
     return ", ".join(f"{n} {s}{words.get(s, '')}" for s, n in document["trials_by_status"].items()) or "none"
 
 
+def partial_steps_text(workload: dict) -> str:
+    """` (time and energy are for 100 / 64 = 1.56 optimizer steps at the steady per-step rate; a job of whole steps
+    runs 1 or 2)` where --samples is no whole number of global batches, else "". The simulator and the probes' window
+    charge samples / global batch steps, a fraction DeepSpeed never runs (trial72 #7); said, not refused: a study
+    is fixed to its workload, and a refusal would lock out a resumed older one."""
+    samples, batch = workload.get("samples"), workload.get("global_batch")
+    if not isinstance(samples, int) or not isinstance(batch, int) or batch <= 0 or samples % batch == 0:
+        return ""
+    whole = samples // batch
+    return (f" (time and energy are for {samples} / {batch} = {samples / batch:.3g} optimizer steps at the steady "
+            f"per-step rate; a job of whole steps runs {whole} or {whole + 1})")
+
+
 def workload_sentence(workload: dict, model_caveats: str | None = None) -> str:
     """The fixed work every trial is measured on, for the top of every report, and what of the model's file autotune
     models otherwise where it does (every figure holds for the model as modelled)."""
     caveat = f" The figures are of the model as autotune builds it: {model_caveats}" if model_caveats else ""
     return (
-        f"Workload held fixed for every trial: {workload.get('samples')} samples, global batch {workload.get('global_batch')}, "
+        f"Workload held fixed for every trial: {workload.get('samples')} samples, global batch {workload.get('global_batch')}"
+        f"{partial_steps_text(workload)}, "
         f"{workload.get('frames')} frames and {workload.get('text_tokens')} text tokens per sample, "
         f"{workload.get('precision')} precision.{caveat}"
     )
