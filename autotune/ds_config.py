@@ -125,7 +125,11 @@ def config_reasons(candidate: Candidate) -> dict[str, str]:
         reasons["zero_optimization.offload_optimizer.cpuadam_cores_perc"] = (
             f"{SUPEROFFLOAD_CPU_CORES:g}: the share of the host's cores SuperOffload pins its CPU Adam threads to "
             "(the same example)")
-        reasons["zero_optimization.overlap_comm"] = "false: SuperOffload's example turns it off"
+        reasons["zero_optimization.overlap_comm"] = (
+            "false: SuperOffload's example turns it off (on one GPU, where no collective is hidden; SuperOffload does "
+            "not need it off). DeepSpeed then runs ZeRO-3's gathers and reduce-scatters on the compute stream, yet the "
+            "simulated figures keep their overlap, which the GH200 study's SuperOffload runs ask for (docs/simulator.md): "
+            "probe before trusting a simulated time, or try true on several GPUs")
     return reasons
 
 
