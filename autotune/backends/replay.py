@@ -364,8 +364,18 @@ def load_measurements(path: Path) -> dict[str, dict]:
             with open(path, "rb") as handle:
                 data = handle.read(MAX_MEASUREMENTS_BYTES + 1)
     except OSError as exc:
-        raise ConfigError(f"cannot read --measurements {path} ({exc.strerror or exc}); pass an existing file") from None
+        raise ConfigError(f"cannot read --measurements {path} ({exc.strerror or exc}); {_unreadable_fix(exc)}") from None
     return _records(path, data, size)
+
+
+def _unreadable_fix(exc: OSError) -> str:
+    """What to do about a file that could not be read, by why: "pass an existing file" told the owner of one
+    whose mode forbids reading to look for it (trial69 #10)."""
+    if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+        return "pass an existing file"
+    if isinstance(exc, IsADirectoryError):
+        return "pass the records file, not a folder"
+    return "make it readable (check its permissions and those of its folders), or pass a readable file"
 
 
 def _standard_input() -> bytes:

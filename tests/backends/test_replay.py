@@ -217,6 +217,28 @@ def test_a_measurements_file_is_read_within_bounds_and_a_byte_order_mark_is_no_p
         load_measurements(marked)
 
 
+def test_an_unreadable_measurements_file_is_told_to_be_made_readable(tmp_path, monkeypatch):
+    """Trial69 #10: a file whose mode forbids reading was told to "pass an existing file". Root reads any file, so
+    the refused read is made here."""
+    from autotune.backends import replay
+
+    path = _write(tmp_path, [OK])
+
+    def refused(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(replay, "open", refused, raising=False)  # the module's open, ahead of the builtin
+    with pytest.raises(ConfigError) as refusal:
+        load_measurements(path)
+    assert str(refusal.value) == (f"cannot read --measurements {path} (Permission denied); make it readable (check its "
+                                  "permissions and those of its folders), or pass a readable file")
+    monkeypatch.undo()
+    with pytest.raises(ConfigError, match=r"\(No such file or directory\); pass an existing file$"):
+        load_measurements(tmp_path / "missing.jsonl")
+    with pytest.raises(ConfigError, match=r"\(Is a directory\); pass the records file, not a folder$"):
+        load_measurements(tmp_path)
+
+
 def test_the_space_list_is_accepted_and_invalid_entries_skipped(tmp_path):
     rows = [
         {"params": KNOBS_OLD, "valid": True, "reason": None, "peak_mem_gib": 40.0, "time_s": 10.0, "energy_kj": 5.0,
