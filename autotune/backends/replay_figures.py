@@ -9,13 +9,16 @@ unable to fit, and the study "converged" after three probes on the untuned basel
 within ten times it (on a CPU it is 6-12x off a 2-rank probe of the tiny model), so only what no
 plausible node explains is said: a figure 100x or more from the simulator's is warned of once per file,
 as a likely unit slip, and one 100,000x or more (1e-300 s, 1e11 s: a damaged record) is refused.
+The profile itself bounds what its device can give, as it bounds a reference file's figures for calibrate
+(hardware/plausible.py): a TFLOP/s above the dense peak (5000 per H100: a node's figure, or GFLOP/s) is
+refused, though within 100x of the simulator, since the reports show it and calibrate fits it.
 """
 
 from __future__ import annotations
 
 from autotune.counted import counted
 from autotune.candidate import params_key
-from autotune.hardware.plausible import CAP_OVER_MAX, capped_power
+from autotune.hardware.plausible import CAP_OVER_MAX, capped_power, other_hardware, tflops_problem
 from autotune.simulator import simulate
 
 WARN_RATIO = 100.0  # beyond any profile's error: ms for s or J for kJ (1000x) lies past it
@@ -116,12 +119,16 @@ def figure_problems(records: dict[str, dict], checks: list) -> tuple[str | None,
     """(refusal, warning) for the finished probes' records of the study's valid candidates whose time or
     energy is far from the simulator's figure for the same candidate; None where there is none."""
     worst: dict[str, list] = {}
+    impossible: list[str] = []  # a line per record whose figure no device of the profile gives
     for check in checks:
         if not check.valid:
             continue
         record = records.get(params_key(check.candidate.knobs.to_dict()))
         if record is None or record["status"] != "ok":
             continue
+        why = _impossible(record, check.candidate)
+        if why:
+            impossible.append(f"{record['origin']}: {why}")
         simulated = simulate(check.candidate)
         for key, unit, slip in _FIGURES:
             value, model = record.get(key), getattr(simulated, key)
@@ -140,4 +147,18 @@ def figure_problems(records: dict[str, dict], checks: list) -> tuple[str | None,
         else:
             warning = warning or (f"{said} ({counted(len(found), 'record')} 100x or more from the simulator in {key}): {slip}? "
                                   "they are replayed as they are")
+    if impossible and refusal is None:
+        hardware = next(c.candidate.hardware for c in checks if c.valid)
+        more = f" ({counted(len(impossible) - 1, 'more record')} likewise)" if len(impossible) > 1 else ""
+        refusal = f"{impossible[0]}{more}; {other_hardware(hardware)}"
     return refusal, warning
+
+
+def _impossible(record: dict, candidate) -> str | None:
+    """Why a finished probe's record holds a figure no device of the candidate's profile gives, or None. A cuda =
+    false profile's "GPU" is a process on host cores, which hardware/plausible.py bounds by nothing."""
+    if not candidate.hardware.cuda:
+        return None
+    if record["tflops"] is not None:
+        return tflops_problem(record["tflops"], candidate.hardware, candidate.precision)
+    return None

@@ -30,6 +30,7 @@ from pathlib import Path
 from autotune.counted import counted
 from autotune.calibrate.memory_error import MeasuredPeak
 from autotune.calibrate.observations import Observation, checked_candidate, checked_knobs, checked_observation
+from autotune.calibrate.plausible import impossible_in_studies
 from autotune.candidate import Candidate, Knobs
 from autotune.checks import shown
 from autotune.errors import ConfigError, UserError
@@ -337,6 +338,9 @@ def load_measured(run_dirs: list[Path], hardware: HardwareProfile, allow_estimat
         if _backend_name(study) == "replay":
             replayed.add(origin)
     _drop_copies(runs, replayed)
+    refusal = impossible_in_studies(runs.observations, hardware)
+    if refusal:
+        raise ConfigError(refusal)
     runs.peaks = peaks_without_copies(runs.peaks, replayed)
     return runs
 

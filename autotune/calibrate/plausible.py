@@ -6,27 +6,26 @@ factor of 4 to 3600, and a fit through it drags every constant to its bound. Eac
 held against the profile: TFLOP/s per GPU at most the dense peak; a time no shorter than the model's
 work at that peak; a mean power per GPU between half the GPU's idle power and one and a half times
 what the GPU, its host share and its memory can draw together (and the power an energy and a time of
-one configuration imply, the same). The margins are wide: they catch factors of ten and more (J for
-kJ, ms for s, kW for W, a figure of one GPU for all of them) and often a per-node figure, never a
-profile's estimate that is off by a quarter; a Wh for kJ (3.6) may pass.
+one configuration imply, the same): the bounds of hardware/plausible.py, which a replayed record is
+held to as well. The margins are wide: they catch factors of ten and more (J for kJ, ms for s, kW for
+W, a figure of one GPU for all of them) and often a per-node figure, never a profile's estimate that is
+off by a quarter; a Wh for kJ (3.6) may pass.
+
+`impossible` is what no run on the hardware gives; `implausible` adds a time so slow that a unit slip
+explains it better (LOWEST_MFU), which a published figure is held to, and a study's own probes are not:
+a tiny model on many GPUs of a real node runs below it.
 """
 
 from __future__ import annotations
 
 from autotune.calibrate.observations import Observation
+from autotune.counted import counted
 from autotune.flops import flops_per_sample
+from autotune.hardware.plausible import (
+    ABOVE_PEAK, POWER_ABOVE_MAX, energy_power_problem, module_power_bounds_w, other_hardware, tflops_problem,
+)
 
-ABOVE_PEAK = 1.1  # a measured TFLOP/s at most the dense peak (the profile's datasheet figure, and some slack)
 LOWEST_MFU = 1e-3  # slower than this is a time in the wrong unit, not a configuration (CPU ranks run at 1-5%)
-POWER_BELOW_IDLE = 0.5
-POWER_ABOVE_MAX = 1.5
-
-
-def _power_bounds_w(observation: Observation) -> tuple[float, float]:
-    """Mean module power per GPU that one GPU and its share of host and memory can draw."""
-    hardware = observation.candidate.hardware
-    most_w = hardware.gpu.max_power_w + hardware.cpu.max_power_w + hardware.power.memory_interconnect_w
-    return POWER_BELOW_IDLE * hardware.gpu.idle_power_w, POWER_ABOVE_MAX * most_w
 
 
 def _model_tflop(observation: Observation) -> float:
@@ -40,27 +39,23 @@ def _absolute(observation: Observation) -> bool:
     return observation.relative_to is None and observation.bound is None
 
 
-def implausible(observation: Observation) -> str | None:
-    """Why one absolute figure cannot be what its metric says (a unit mistake, most likely), or None."""
+def impossible(observation: Observation) -> str | None:
+    """Why one absolute figure is more or less than a device of its profile can give, or None."""
     if not _absolute(observation):
         return None
     hardware = observation.candidate.hardware
     peak = hardware.peak_tflops(observation.candidate.precision)
     value = observation.value
-    if observation.metric == "tflops" and value > ABOVE_PEAK * peak:
-        return (f"tflops {value:g} per GPU is above the dense peak of {peak:g} TFLOP/s of '{hardware.name}': a "
-                "figure per node or in GFLOP/s? Give model TFLOP/s per GPU")
+    if observation.metric == "tflops":
+        return tflops_problem(value, hardware, observation.candidate.precision)
     if observation.metric == "time_s":
         implied = _model_tflop(observation) / value
         if implied > ABOVE_PEAK * peak:
             return (f"time_s {value:g} is shorter than the configuration's work at the dense peak ({implied:.3g} "
                     f"TFLOP/s per GPU against {peak:g}): a time in minutes or hours? Give seconds for the whole "
                     "workload's samples")
-        if implied < LOWEST_MFU * peak:
-            return (f"time_s {value:g} means {implied:.3g} TFLOP/s per GPU, {implied / peak:.1e} of the peak: a "
-                    "time in milliseconds, or the samples of another workload? Give seconds for the workload's samples")
     if observation.metric in ("power_w", "module_power_w"):
-        low_w, high_w = _power_bounds_w(observation)
+        low_w, high_w = module_power_bounds_w(hardware)
         if observation.metric == "power_w":
             high_w = POWER_ABOVE_MAX * hardware.gpu.max_power_w
         if not low_w <= value <= high_w:
@@ -69,28 +64,50 @@ def implausible(observation: Observation) -> str | None:
     return None
 
 
+def implausible(observation: Observation) -> str | None:
+    """Why one absolute figure cannot be what its metric says (a unit mistake, most likely), or None."""
+    why = impossible(observation)
+    if why or not _absolute(observation) or observation.metric != "time_s":
+        return why
+    peak = observation.candidate.hardware.peak_tflops(observation.candidate.precision)
+    implied = _model_tflop(observation) / observation.value
+    if implied < LOWEST_MFU * peak:
+        return (f"time_s {observation.value:g} means {implied:.3g} TFLOP/s per GPU, {implied / peak:.1e} of the peak: a "
+                "time in milliseconds, or the samples of another workload? Give seconds for the workload's samples")
+    return None
+
+
 def implausible_energy(energy: Observation, time: Observation) -> str | None:
     """Why an energy and a time of one configuration cannot both be right (the mean power they imply), or None."""
-    power_w = 1000.0 * energy.value / time.value / energy.candidate.gpus
-    low_w, high_w = _power_bounds_w(energy)
-    if low_w <= power_w <= high_w:
-        return None
-    return (f"energy_kj {energy.value:g} over time_s {time.value:g} on {energy.candidate.gpus} GPUs is {power_w:.4g} W "
-            f"per GPU, outside the {low_w:g}-{high_w:g} W one GPU of '{energy.candidate.hardware.name}' and its host "
-            "share can draw: an energy in J or Wh, or for one GPU? Give kJ for every module over the whole workload")
+    return energy_power_problem(energy.value, time.value, energy.candidate.gpus, energy.candidate.hardware)
 
 
-def implausible_figures(observations: list[Observation]) -> list[tuple[Observation, str]]:
-    """Every figure a unit mistake explains better than a measurement, each with why."""
-    found = [(o, why) for o in observations if (why := implausible(o))]
+def implausible_figures(observations: list[Observation], judge=implausible) -> list[tuple[Observation, str]]:
+    """Every figure a unit mistake explains better than a measurement, each with why; `judge=impossible`: every
+    figure no run on the hardware gives."""
+    found = [(o, why) for o in observations if (why := judge(o))]
     times = {}
     for o in observations:
         if _absolute(o) and o.metric == "time_s":
             times.setdefault((o.source, o.candidate), o)
     for o in observations:
         time = times.get((o.source, o.candidate))
-        if _absolute(o) and o.metric == "energy_kj" and time is not None and not implausible(time):
+        if _absolute(o) and o.metric == "energy_kj" and time is not None and not judge(time):
             why = implausible_energy(o, time)
             if why:
                 found.append((o, why))
     return found
+
+
+def impossible_in_studies(observations: list[Observation], hardware) -> str | None:
+    """The refusal of run directories' figures no device of `hardware` gives, or None: a study replayed from a file
+    before replay checked its records (a TFLOP/s of 5000 per H100) keeps them, and a fit would blame the simulator
+    for them. A cuda = false profile's "GPU" is a process on host cores, bounded by nothing (hardware/plausible.py).
+    A probe slower than LOWEST_MFU is a real run's (a tiny model on many GPUs): not judged."""
+    wrong = implausible_figures(observations, judge=impossible) if hardware.cuda else []
+    if not wrong:
+        return None
+    observation, why = wrong[0]
+    more = f" ({counted(len(wrong) - 1, 'more figure')} likewise)" if len(wrong) > 1 else ""
+    return (f"{observation.source}: {observation.id}: {why}{more}; a figure no run gives (a replay's record, or a damaged "
+            f"study): fix the measurements and replay again, or leave the run out; {other_hardware(hardware)}")

@@ -9,6 +9,10 @@ wrong unit puts the value that the mistake cannot pass (every GPU's power in kW 
 
 The [gpu] and [power] bounds hold on a CUDA profile only: with `cuda = false` a "GPU" is a process on
 host cores (autotune/hardware/cpu.toml: 15 W, no clocks, a 40 W "cap"), which may be anything.
+
+The profile bounds in turn what a figure measured on its device can be (`tflops_problem`,
+`energy_power_problem`): a reference file's figures (calibrate/plausible.py), a replayed record's
+(backends/replay_figures.py) and a calibrated study's are held to the same bounds.
 """
 
 from __future__ import annotations
@@ -191,3 +195,51 @@ def check_plausible(origin: str, profile: HardwareProfile) -> None:
         _check_cap(origin, profile)
         _check_peaks(origin, profile)
     _check_idle(origin, "cpu", profile.cpu.idle_power_w, profile.cpu.max_power_w)
+
+
+# What a figure measured on a device of the profile can be. The margins are wide: they catch factors of ten and more
+# (J for kJ, a figure per GPU given for all of them, GFLOP/s for TFLOP/s) and often a per-node figure, never a profile
+# that is off by a quarter, nor a measurement of a real run of another cluster of the same device:
+# - a model TFLOP/s per GPU at most the dense peak: the datasheet figure no kernel passes (the best measured training
+#   runs reach 40-60% of it), and 10% slack for a FLOP count that differs from ours (attention terms);
+# - a mean power per GPU, over every module an energy covers, from half the GPU's idle draw (no device at work draws
+#   less than at rest: half is for an idle figure estimated high, and a GPU-only energy is held to it too) to one and a
+#   half times what GPU, host share and memory draw at full load together (NVML accepts a limit ~1.3x the default).
+#   A module-scope sensor (GH200) counts CPU and memory with the GPU: inside the same sum. On h100-sxm that is
+#   35-1155 W per GPU: a job's energy given per GPU is caught from two nodes on (16x low: ~31 W), not on one (8x low
+#   reads ~74 W, which an idle estimate cannot tell from a real run's).
+ABOVE_PEAK = 1.1
+POWER_BELOW_IDLE = 0.5
+POWER_ABOVE_MAX = 1.5
+
+
+def module_power_bounds_w(hardware: HardwareProfile) -> tuple[float, float]:
+    """(low, high) W: the mean power per GPU that one GPU with its share of host and memory can draw."""
+    most_w = hardware.gpu.max_power_w + hardware.cpu.max_power_w + hardware.power.memory_interconnect_w
+    return POWER_BELOW_IDLE * hardware.gpu.idle_power_w, POWER_ABOVE_MAX * most_w
+
+
+def tflops_problem(tflops: float, hardware: HardwareProfile, precision: str) -> str | None:
+    """Why a model TFLOP/s per GPU measured on `hardware` cannot be one, or None."""
+    peak = hardware.peak_tflops(precision)
+    if tflops <= ABOVE_PEAK * peak:
+        return None
+    return (f"tflops {tflops:g} per GPU is above the dense peak of {peak:g} TFLOP/s of '{hardware.name}': a figure per "
+            "node or in GFLOP/s? Give model TFLOP/s per GPU")
+
+
+def energy_power_problem(energy_kj: float, time_s: float, gpus: int, hardware: HardwareProfile) -> str | None:
+    """Why an energy and a time of one run on `gpus` GPUs of `hardware` cannot both be right (the mean power per GPU
+    they imply), or None."""
+    power_w = 1000.0 * energy_kj / time_s / gpus
+    low_w, high_w = module_power_bounds_w(hardware)
+    if low_w <= power_w <= high_w:
+        return None
+    return (f"energy_kj {energy_kj:g} over time_s {time_s:g} on {gpus} GPUs is {power_w:.4g} W per GPU, outside the "
+            f"{low_w:g}-{high_w:g} W one GPU of '{hardware.name}' and its host share can draw: an energy in J or Wh, or "
+            "for one GPU? Give kJ for every module over the whole workload")
+
+
+def other_hardware(hardware: HardwareProfile) -> str:
+    """The other cause of a figure a device of `hardware` cannot give, as each refusal of one ends."""
+    return f"or, if the figure is right, the profile '{hardware.name}' is not the hardware it was measured on (pass --hardware)"

@@ -66,6 +66,18 @@ def test_a_figure_no_node_could_give_is_refused(tmp_path, figures, said):
     assert said in str(refused.value) and "m.jsonl line " in str(refused.value)
 
 
+def test_a_tflops_above_the_devices_peak_is_refused_as_a_reference_figure_is(tmp_path):
+    """Trial72 #4: a record's 5000 TFLOP/s per GPU (peak 989) was replayed, shown and fitted by calibrate, which blamed
+    the simulator for it; the same figure in a --reference file is refused."""
+    with pytest.raises(ConfigError) as refused:
+        _backend(tmp_path, tflops=5000.0).check_candidates(CHECKS)
+    assert str(refused.value) == (
+        f"measurements {tmp_path / 'm.jsonl'} line 1: tflops 5000 per GPU is above the dense peak of 989 TFLOP/s of "
+        "'gh200': a figure per node or in GFLOP/s? Give model TFLOP/s per GPU (5 more records likewise); or, if the "
+        "figure is right, the profile 'gh200' is not the hardware it was measured on (pass --hardware)")
+    _backend(tmp_path, tflops=1.1 * 989).check_candidates(CHECKS)  # the dense peak, and slack for another FLOP count
+
+
 def test_a_file_of_two_studies_is_refused_as_such(tmp_path):
     backend = _backend(tmp_path)
     lines = backend.path.read_text().splitlines()

@@ -86,3 +86,26 @@ def test_a_replay_without_gpu_power_holds_the_power_constants_and_says_so(tmp_pa
                            "--fit", "gpu_activity_optimizer")
     assert forced.returncode == 0, forced.stderr
     assert "gpu_activity_optimizer" in json.loads(forced.stdout)["fitted"]
+
+
+def test_a_study_replayed_from_a_tflops_above_the_peak_is_refused_not_fitted(tmp_path, monkeypatch):
+    """Trial72 #4: a study replayed from a record of 5000 TFLOP/s per H100 (before replay refused one) was fitted, and
+    its 93% "simulator error" reported; its figure is refused as a --reference file's is."""
+    from autotune.backends import replay_figures
+
+    records = (STUDY / "measurements.jsonl").read_text().splitlines()
+    records[1] = json.dumps({**json.loads(records[1]), "tflops": 5000.0})
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(records) + "\n")
+    run = [*H100_STUDY, "--out", tmp_path / "replayed"]
+    run[run.index("--measurements") + 1] = bad
+    monkeypatch.setattr(replay_figures, "_impossible", lambda record, candidate: None)  # as replay was before the check
+    assert autotune_main(*run).returncode == 0
+    monkeypatch.undo()
+    result = autotune_main("calibrate", tmp_path / "replayed", "--hardware", "h100-sxm", "--no-loo")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr == (
+        f"autotune calibrate: error: {tmp_path / 'replayed'}: replayed#1: tflops 5000 per GPU is above the dense peak of "
+        "989 TFLOP/s of 'h100-sxm': a figure per node or in GFLOP/s? Give model TFLOP/s per GPU; a figure no run gives "
+        "(a replay's record, or a damaged study): fix the measurements and replay again, or leave the run out; or, if the "
+        "figure is right, the profile 'h100-sxm' is not the hardware it was measured on (pass --hardware)\n")
