@@ -34,10 +34,10 @@ def _two_records(first: dict, second: dict) -> list[dict]:
 
 
 def test_a_record_without_the_device_knobs_means_untouched(tmp_path, make_candidate):
-    path = _write(tmp_path, [{"params": KNOBS_OLD, "status": "ok", "time_s": 100.0, "energy_kj": 50.0, "tflops": 300}])
+    path = _write(tmp_path, [{"params": KNOBS_OLD, "status": "ok", "time_s": 100.0, "energy_kj": 500.0, "tflops": 300}])
     backend = ReplayBackend(path)
     result = backend.evaluate(make_candidate(**KNOBS_OLD))
-    assert result.ok and result.time_s == 100.0 and result.energy_kj == 50.0 and result.tflops == 300
+    assert result.ok and result.time_s == 100.0 and result.energy_kj == 500.0 and result.tflops == 300
     assert result.source == "measured" and result.energy_source == "measured"  # the default label
     other = backend.evaluate(make_candidate(**KNOBS_OLD, power_limit=0.8))
     assert other.status == "failed" and "no record" in other.error and str(path) in other.error
@@ -45,7 +45,7 @@ def test_a_record_without_the_device_knobs_means_untouched(tmp_path, make_candid
 
 def test_labels_are_kept(tmp_path, make_candidate):
     records = [
-        {"params": KNOBS_OLD, "status": "ok", "time_s": 100.0, "energy_kj": 50.0, "source": "estimated"},
+        {"params": KNOBS_OLD, "status": "ok", "time_s": 100.0, "energy_kj": 500.0, "source": "estimated"},
         {"params": {**KNOBS_OLD, "micro_batch": 2}, "status": "oom", "source": "simulated"},
     ]
     backend = ReplayBackend(_write(tmp_path, records))
@@ -353,7 +353,7 @@ def test_a_file_for_another_node_count_is_refused_before_the_study_opens(tmp_pat
     # Records of 4-node candidates replayed as a 1-node study: every probe would fail with "no record".
     from tests.cli import autotune_main
 
-    path = _write(tmp_path, [{"params": KNOBS_OLD, "status": "ok", "time_s": 100.0, "energy_kj": 50.0, "tflops": 300}])
+    path = _write(tmp_path, [{"params": KNOBS_OLD, "status": "ok", "time_s": 100.0, "energy_kj": 500.0, "tflops": 300}])
     run_dir = tmp_path / "run"
     done = autotune_main("run", "--model", "7b", "--nodes", "1", "--backend", "replay", "--measurements", str(path),
                     "--trials", "5", "--out", str(run_dir))
@@ -382,7 +382,7 @@ def test_a_file_with_estimated_energy_needs_the_estimate_allowed(tmp_path):
     # the front unseen: refused up front, whether every record or one is estimated.
     from autotune.backends.select import check_energy_objective
 
-    estimated = {"status": "ok", "time_s": 100.0, "energy_kj": 50.0, "source": "estimated"}
+    estimated = {"status": "ok", "time_s": 100.0, "energy_kj": 500.0, "source": "estimated"}
     backend = ReplayBackend(_write(tmp_path, _two_records(estimated, {"status": "oom"})))
     assert re.search("every record's energy was estimated.*--allow-estimated-energy", _energy_refusal(backend, False))
     check_energy_objective(backend, "time,energy", allow_estimated=True)
@@ -399,7 +399,7 @@ def test_a_replay_refused_for_estimated_energy_is_its_error_line_alone(tmp_path)
     # trial67 #5: "searching the 1 of 684 valid candidates ..." came first, of a search that never starts.
     from tests.cli import autotune_main
 
-    estimated = {"status": "ok", "time_s": 100.0, "energy_kj": 50.0, "tflops": 300, "source": "estimated"}
+    estimated = {"status": "ok", "time_s": 100.0, "energy_kj": 500.0, "tflops": 300, "source": "estimated"}
     params = {**KNOBS_OLD, "power_limit": 1.0, "sm_clock_mhz": "max"}  # no warning of knobs or study it lacks
     path = _write(tmp_path, [{**estimated, "params": params, "study": STUDY}])
     run_dir = tmp_path / "run"

@@ -33,16 +33,18 @@ def _backend(tmp_path, scale=None, **figures) -> ReplayBackend:
 
 
 def test_figures_as_simulated_or_ten_times_off_pass_without_a_word(tmp_path):
-    for scale in (None, {"time_s": 10.0, "energy_kj": 0.1}):  # a CPU probe is 6-12x off the simulator
+    # A CPU probe is 6-12x off the simulator. Time and energy move together: a time 10x and an energy a tenth imply a
+    # hundredth of the simulated power, 5 W per GH200, which no device draws (refused below).
+    for scale in (None, {"time_s": 10.0, "energy_kj": 10.0}, {"time_s": 0.1, "energy_kj": 0.1}):
         backend = _backend(tmp_path, scale)
         backend.check_candidates(CHECKS)
         assert backend.figure_warning is None
 
 
 @pytest.mark.parametrize("scale, said", [
+    # Its energy's power is then a thousandth of a GPU's: the time's slip is said, not the energy's.
     ({"time_s": 1000.0}, ["time_s = ", " s is 1,000x the ", "(6 records 100x or more from the simulator in time_s): "
                           "ms for s? they are replayed as they are"]),
-    ({"energy_kj": 1000.0}, ["energy_kj = ", " kJ is 1,000x the ", "J for kJ?"]),
     ({"time_s": 0.001}, [" s is 1/1,000 of the ", "ms for s?"]),
 ])
 def test_a_unit_slip_is_warned_of_once(tmp_path, scale, said):
@@ -76,6 +78,23 @@ def test_a_tflops_above_the_devices_peak_is_refused_as_a_reference_figure_is(tmp
         "'gh200': a figure per node or in GFLOP/s? Give model TFLOP/s per GPU (5 more records likewise); or, if the "
         "figure is right, the profile 'gh200' is not the hardware it was measured on (pass --hardware)")
     _backend(tmp_path, tflops=1.1 * 989).check_candidates(CHECKS)  # the dense peak, and slack for another FLOP count
+
+
+@pytest.mark.parametrize("scale", [
+    {"energy_kj": 1 / 16},  # the job's energy given per GPU, on 16 GPUs
+    {"energy_kj": 8.0},  # a GPU's energy times 8 (4,708 W per H100 in the trial)
+    {"energy_kj": 1000.0},  # J for kJ: warned of before, as 1,000x the simulator's
+])
+def test_an_energy_whose_power_no_gpu_draws_is_refused(tmp_path, scale):
+    """Trial72 #8: per-GPU energies given as the job's (8-16x low) passed under the simulator's 100x warning, and the
+    study's picks claimed "50% less energy" for doubling the nodes; an energy of 4,708 W per H100 passed too."""
+    with pytest.raises(ConfigError) as refused:
+        _backend(tmp_path, scale).check_candidates(CHECKS)
+    said = str(refused.value)
+    assert said.startswith(f"measurements {tmp_path / 'm.jsonl'} line 1: energy_kj ") and "W per GPU, outside the 45-1102.5 W" in said
+    assert said.endswith(" one GPU of 'gh200' and its host share can draw: an energy in J or Wh, or for one GPU? Give kJ "
+                         "for every module over the whole workload (5 more records likewise); or, if the figure is "
+                         "right, the profile 'gh200' is not the hardware it was measured on (pass --hardware)"), said
 
 
 def test_a_file_of_two_studies_is_refused_as_such(tmp_path):

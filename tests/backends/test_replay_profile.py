@@ -65,7 +65,7 @@ def test_a_calibrated_profile_s_simulation_replays_on_that_profile_only(tmp_path
 
 
 def test_a_base_profile_s_simulation_is_refused_on_its_calibration_and_named_by_its_flag(tmp_path):
-    record = measurement_record(KNOBS, {"status": "ok", "time_s": 800.0, "energy_kj": 1.0, "source": "simulated"},
+    record = measurement_record(KNOBS, {"status": "ok", "time_s": 800.0, "energy_kj": 1000.0, "source": "simulated"},
                                 study_of(_candidate()))
     path = tmp_path / "m.jsonl"
     path.write_text(json.dumps(record) + "\n")
@@ -76,9 +76,9 @@ def test_a_base_profile_s_simulation_is_refused_on_its_calibration_and_named_by_
 
 def test_measured_records_name_the_node_alone_and_replay_on_its_calibrations(tmp_path):
     candidate = _candidate()
-    measured = measurement_record(KNOBS, {"status": "ok", "time_s": 800.0, "energy_kj": 1.0, "source": "measured"},
+    measured = measurement_record(KNOBS, {"status": "ok", "time_s": 800.0, "energy_kj": 1000.0, "source": "measured"},
                                   study_of(candidate))
-    estimated = measurement_record(KNOBS, {"status": "ok", "time_s": 800.0, "energy_kj": 1.0, "source": "measured",
+    estimated = measurement_record(KNOBS, {"status": "ok", "time_s": 800.0, "energy_kj": 1000.0, "source": "measured",
                                            "energy_source": "estimated"}, study_of(candidate))
     assert "profile" not in measured["study"] and estimated["study"]["profile"] == profile_of(candidate.hardware)
     for record, name in ((measured, "measured.jsonl"), (estimated, "estimated.jsonl")):
@@ -121,8 +121,8 @@ def test_a_records_profile_is_checked(tmp_path, profile, words):
 def test_a_sensorless_study_s_estimated_and_measured_records_are_one_study(tmp_path):
     """Only the estimated records carry the profile: the file is still one study's, not "mixes the records of 2"."""
     study = study_of(_candidate())
-    records = [measurement_record(KNOBS, {"status": "ok", "time_s": 800.0, "energy_kj": 1.0, "energy_source": "estimated"}, study),
-               measurement_record({**KNOBS, "micro_batch": 2}, {"status": "ok", "time_s": 800.0, "energy_kj": 1.0}, study)]
+    records = [measurement_record(KNOBS, {"status": "ok", "time_s": 800.0, "energy_kj": 1000.0, "energy_source": "estimated"}, study),
+               measurement_record({**KNOBS, "micro_batch": 2}, {"status": "ok", "time_s": 800.0, "energy_kj": 1000.0}, study)]
     path = tmp_path / "m.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     replayed = _replay(tmp_path, path, "gh200")

@@ -137,15 +137,15 @@ def test_export_writes_the_fastest_and_refuses_energy_picks_for_want_of_energy(n
 def test_some_trials_with_estimated_energy_and_some_without(tmp_path):
     """The fastest has an estimated energy, the baseline none: the pick's saving cannot be stated, and the plot
     of time against energy leaves out (and counts) the trials it cannot place."""
-    out, done = replayed(tmp_path, "--objectives", "time", energies_kj={1: 0.004, 3: 0.005})
+    out, done = replayed(tmp_path, "--objectives", "time", energies_kj={1: 4.0, 3: 5.0})  # 167 and 139 W per GPU
     assert done.returncode == 0, done.stderr
     document = json.loads((out / "pareto.json").read_text())
     assert document["energy_source"] == ["estimated", "unavailable"]
-    assert [p["params"] for p in document["front"]] == [FASTEST] and document["front"][0]["energy_kj"] == 0.004
+    assert [p["params"] for p in document["front"]] == [FASTEST] and document["front"][0]["energy_kj"] == 4.0
     assert document["picks"][0]["energy_saved_pct"] is None
     assert "unavailable for 2 of them" in document["note"]
     printed = said(done.stdout)
-    assert "6.00 s, 4.00 J (estimated; against baseline trial 0, its time measured, energy unavailable: energy unavailable, 25.0% less time" in printed
+    assert "6.00 s, 4.00 kJ (estimated; against baseline trial 0, its time measured, energy unavailable: energy unavailable, 25.0% less time" in printed
     # Trial60 #3: the baseline's line said "energy unavailable" twice, its figures' and its kinds'.
     assert "8.00 s, energy unavailable, time measured fastest:" in printed
     assert "the baseline's (trial 0) energy is unavailable" in printed

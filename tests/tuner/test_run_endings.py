@@ -186,7 +186,7 @@ def test_a_probe_that_ran_but_cannot_be_ranked_succeeded_as_a_probe(tmp_path):
     path = _records(tmp_path, ["ok", "ok"])
     unranked, ranked = (json.loads(line) for line in open(path).read().splitlines())
     open(path, "w").write(json.dumps({**unranked, "time_s": 100.0}) + "\n"
-                          + json.dumps({**ranked, "time_s": 200.0, "energy_kj": 10.0}) + "\n")
+                          + json.dumps({**ranked, "time_s": 200.0, "energy_kj": 100.0}) + "\n")
     done = autotune_main(*RUN, "--backend", "replay", "--measurements", path, "--trials", "2", "--out", tmp_path / "r")
     assert done.returncode == 0, done.stderr
     trials = optuna.load_study(study_name="autotune", storage=f"sqlite:///{tmp_path / 'r' / 'study.db'}").trials
