@@ -94,7 +94,7 @@ def test_a_fastest_pick_ahead_by_less_than_the_noise_is_a_tie_in_every_output(tm
     assert f'>fastest</a><br><span class="note">{tie[0].upper() + tie[1:]}</span>' in html
     # Said on the pick's line, and where "Which to deploy" would steer a time-minded reader to it (trial57 #2).
     assert terminal.count("within measured noise") == md.count("within measured noise") == 2
-    assert (f"Here fastest takes 3.2% less time than knee/max-slowdown/cost-weighted, within measured noise: where time "
+    assert ("Here fastest takes 3.2% less time than knee/max-slowdown/cost-weighted, within measured noise: where time "
             "is what costs, knee/max-slowdown/cost-weighted does about as well with 25% less energy.") in md
     # The tie rule as the picks apply it: fastest and min-energy against every feasible point (trial60 #9).
     assert ("Changes within two figures' combined noise are marked, and a pick within it of a point it is ranked "
