@@ -81,9 +81,10 @@ def register(subparsers) -> None:
         help="guided (default): simulator predictions corrected by the probes, probes next the candidate most likely to beat the front, "
         "early stop; tpe, random, nsga2: Optuna's, for comparison (they run the whole budget)",
     )
-    study.add_argument("--seed", type=whole_number_flag(low=0, high=2**32 - 1), default=0, metavar="N", help="sampler seed: the same command and seed give the same study; the guided sampler resumes as if "
-                       "never stopped, while tpe, random and nsga2 draw afresh from where a resume or another --trials "
-                       "takes them (tpe's random start grows with --trials) (default: 0)")
+    study.add_argument("--seed", type=whole_number_flag(low=0, high=2**32 - 1), default=0, metavar="N", help="sampler seed: the same command and seed give the same study, run by one worker; the guided sampler "
+                       "resumes as if never stopped, while tpe, random and nsga2 draw afresh on a resume or beside another "
+                       "worker, each worker with a seed derived from this one and its first trial's number (tpe's random "
+                       "start grows with --trials) (default: 0)")
     add_output_flag(study, "--out", aliases=("-o", "--output"), type=path_flag, metavar="DIR",
                     help=f"run directory: new, empty or an earlier run's (default: runs/<model>-<nodes>n, the model by its own "
                          f"name, never its path: {default_run_dir_examples()}; and -NAME with --study-name NAME)")

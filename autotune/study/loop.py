@@ -71,6 +71,7 @@ from autotune.study.time_limit import (PROBE_WALL_ATTR, PROBE_WALL_UNDER_ATTR, T
                                        forget_time_limit_stop, longest_probe_s, probe_bound_s)
 from autotune.study.unique import OVER_BUDGET_ATTR, PROPOSAL_WAIT_S, settled_trials, trial_knobs, unique_candidates
 from autotune.study.valid import usable_values, valid_checks
+from autotune.study.worker_seed import WorkerSeededSampler
 
 CONSTRAINT_KEYS = ("rule_violation", "memory_excess_gib", "probe_oom")
 # Proposals per evaluated trial before the loop gives up on finding new valid candidates.
@@ -123,6 +124,8 @@ def make_sampler(seed: int | None, n_trials: int, kind: str = "tpe", checks: lis
     for comparison (benchmarks/search_efficiency.py): TPE (multivariate, constraint-aware) with a short
     random start, since the baseline is enqueued first and budgets are 10-60 trials; random; NSGA-II.
     GPSampler would fit too, but it imports torch, which the simulate path must not load.
+    The guided sampler is deterministic and takes `seed` as given; the others draw with a seed of each worker's
+    own, `seed` itself on a fresh study (worker_seed.py), so a resume or a second worker draws afresh.
     """
     if kind == "guided":
         from autotune.study.guided import GuidedSampler
@@ -131,17 +134,17 @@ def make_sampler(seed: int | None, n_trials: int, kind: str = "tpe", checks: lis
             raise ValueError("the guided sampler needs the space's checks (valid_checks(settings))")
         return GuidedSampler(checks, usable_values(checks), seed)
     if kind == "random":
-        return optuna.samplers.RandomSampler(seed=seed)
+        return WorkerSeededSampler(lambda drawing_seed: optuna.samplers.RandomSampler(seed=drawing_seed), seed)
     if kind == "nsga2":
-        return optuna.samplers.NSGAIISampler(seed=seed)
+        return WorkerSeededSampler(lambda drawing_seed: optuna.samplers.NSGAIISampler(seed=drawing_seed), seed)
     if kind != "tpe":
         raise UserError(f"unknown sampler {kind!r}; choose one of {', '.join(SAMPLERS)}")
-    return optuna.samplers.TPESampler(
-        seed=seed,
+    return WorkerSeededSampler(lambda drawing_seed: optuna.samplers.TPESampler(
+        seed=drawing_seed,
         multivariate=True,
         n_startup_trials=max(3, min(10, n_trials // 4)),
         constant_liar=True,
-    )
+    ), seed)
 
 
 # Why a probe that ran with estimated energy failed (kept as its reason; a resume with the flag names them).
