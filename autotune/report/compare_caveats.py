@@ -228,7 +228,9 @@ def _searches(studies: list[ComparedStudy]) -> list[str]:
         elif recording_only := _recording_only(n, search.get("converged")):
             said.append(recording_only)
         elif search.get("exhaustive") is False and isinstance(search.get("exhaustive_note"), str):
-            said.append(f"Study {n}'s search did not probe its whole simulated front ({search['exhaustive_note']}): "
+            # The note names whose front it is (report/search._exhaustive): the simulator's, or a replayed file's
+            # records', measured ones among them; "its whole simulated front" called a measured replay's simulated.
+            said.append(f"Study {n}'s search did not probe its whole front ({search['exhaustive_note']}): "
                         "its front may lack them.")
     return said
 

@@ -327,6 +327,23 @@ def test_a_replay_that_ended_among_its_partial_recording_is_said(runs, tmp_path)
         runs["one_node"], among)["caveats"]
 
 
+def test_a_replayed_front_the_search_did_not_wholly_probe_is_not_called_simulated(runs, tmp_path):
+    """trial70 #2: a measured replay whose search missed points of its recorded front was said to miss its "whole
+    simulated front (18 points of the recorded front ...)"; the note says whose front it is."""
+    def missed(figures: str):
+        note = f"18 points of the {figures} front over all 980 valid candidates were not probed"
+        return lambda d: d["search"].update(converged=None, unfinished=None, exhaustive=False, exhaustive_note=note)
+
+    replayed = _edited(runs["measured"], tmp_path, "replayed", missed("recorded"))
+    simulated = _edited(runs["one_node"], tmp_path, "simulated", missed("simulated"))
+    caveats = _compare(runs["one_node"], replayed, simulated)["caveats"]
+    assert ("Study 2's search did not probe its whole front (18 points of the recorded front over all 980 valid "
+            "candidates were not probed): its front may lack them.") in caveats
+    assert ("Study 3's search did not probe its whole front (18 points of the simulated front over all 980 valid "
+            "candidates were not probed): its front may lack them.") in caveats
+    assert not any("simulated front (18 points of the recorded" in c for c in caveats)
+
+
 def test_a_first_study_without_picks_says_to_put_one_with_picks_first(runs, tmp_path):
     empty = _edited(runs["one_node"], tmp_path, "empty", lambda d: d.update(
         recommendations={}, objectives=["time"], note="No feasible configuration: no trial ran to completion."))
