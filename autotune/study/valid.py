@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 
 from autotune.candidate import KNOBS
+from autotune.checks import MAX_COUNT
 from autotune.counted import counted
 from autotune.errors import UserError
 from autotune.space import enumerate_space, spans_text
@@ -134,7 +135,8 @@ def _global_batch_miss(checks: list) -> str | None:
     data_parallel = sorted({c.dp_degree for c in shapes})
     step = max(data_parallel) * min(c.knobs.micro_batch for c in shapes)  # every SP degree then fits
     lower, upper = global_batch // step * step, (global_batch // step + 1) * step
-    nearest = " or ".join(str(b) for b in (lower, upper) if b > 0)
+    # No more than --global-batch takes: 4,000,000,000,000 was advised for --nodes 1000000000000 and refused (trial70 #3).
+    nearest = " or ".join(str(b) for b in (lower, upper) if 0 < b <= MAX_COUNT)
     micro_batches = sorted({c.knobs.micro_batch for c in shapes})
     if len(data_parallel) <= LISTED_SIZES:
         sizes = ", ".join(map(str, data_parallel))
@@ -145,6 +147,9 @@ def _global_batch_miss(checks: list) -> str | None:
         sizes = f"{len(data_parallel)} sizes from {data_parallel[0]} to {data_parallel[-1]}"
         fix = (f"a --global-batch that the data-parallel sizes of the node counts you want divide ({nearest} suits only "
                "the largest), a narrower --nodes, or another --gpus-per-node")
+    if not nearest:
+        fix = (f"fewer --nodes or --gpus-per-node (the global batch every data-parallel size here divides, {upper}, is "
+               f"more than the {MAX_COUNT} --global-batch takes)")
     return (f"no micro-batch ({', '.join(map(str, micro_batches))}) x data-parallel size ({sizes} on these GPUs) divides "
             f"the global batch {global_batch}: pass {fix}")
 

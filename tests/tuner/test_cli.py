@@ -152,6 +152,10 @@ def test_the_space_table_tells_power_limit_variants_apart():
         (["run", "--model", "7b", "--nodes", "5-7"],
          "data-parallel size (10 sizes from 3 to 28 on these GPUs) divides the global batch 64: pass a --global-batch "
          "that the data-parallel sizes of the node counts you want divide (56 or 84 suits only the largest)"),
+        # trial70 #3: the batch these sizes divide, 4000000000000, was advised, and --global-batch refused it.
+        (["run", "--model", "7b", "--nodes", "1000000000000"],
+         "divides the global batch 64: pass fewer --nodes or --gpus-per-node (the global batch every data-parallel size "
+         "here divides, 4000000000000, is more than the 1000000000000 --global-batch takes)"),
     ],
 )
 def test_bad_input_one_line_exit_2(tmp_path, args, message):
