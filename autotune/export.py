@@ -30,20 +30,25 @@ from autotune.report.study_points import StudyView
 PICKS = {stem: key for key, stem in PICK_FILES.items()}
 
 
-def choose_trial(view: StudyView, pick: str | None, trial: int | None, exhausted: str | None = None) -> tuple[int, str]:
+# Feasible trials --trial's refusal names one by one; past them it names the front's and where all are listed: a study
+# of 1,000 named every one in a line of 5,689 characters (trial70 #4).
+LISTED_TRIALS = 12
+
+
+def choose_trial(view: StudyView, pick: str | None, trial: int | None, exhausted: str | None = None,
+                 report_command: str = "autotune report RUN_DIR --json") -> tuple[int, str]:
     """(trial number, file stem) for --pick or --trial. `exhausted`: report.search.nothing_more_to_evaluate's
-    sentence, said where a study has nothing to export instead of "more --trials"."""
+    sentence, said where a study has nothing to export instead of "more --trials". `report_command`: the
+    `autotune report --json` of this study, which lists every feasible trial where --trial's refusal names a few."""
     if trial is not None:
         if view.point(trial) is None:
-            feasible = ", ".join(str(p.trial) for p in view.points)
             # What became of it, where the study knows (an interrupted trial names the trial that probed it again).
             row = next((r for r in view.trials if r["trial"] == trial), None)
             became = ""
             if row is not None and row.get("reason"):
                 said = row["reason"]  # a failure's reason starts with its status already ("timeout: no result ...")
                 became = f" ({said})" if said.startswith(f"{row['status']}:") else f" ({row['status']}: {said})"
-            # "choose one of: none" offered no choice (trial54 F11).
-            choose = f"choose one of: {feasible}" if feasible else "the study has no feasible trial to export"
+            choose = _trial_choices(view, report_command)
             raise UserError(f"trial {trial} is not a feasible evaluated trial of this study{became}; {choose}")
         return trial, f"trial-{trial}"
     key = PICKS[pick or "knee"]
@@ -55,6 +60,19 @@ def choose_trial(view: StudyView, pick: str | None, trial: int | None, exhausted
         trials = counted(len(view.trials), 'trial')  # not "1 trials" (trial54 F11)
         raise UserError(f"this study has no feasible configuration to export yet ({trials}: {said}); {fix}")
     return view.picks[key], pick or "knee"
+
+
+def _trial_choices(view: StudyView, report_command: str) -> str:
+    """The feasible trials --trial may name: all of them where few, else the front's and the command that lists all."""
+    if not view.points:  # "choose one of: none" offered no choice (trial54 F11)
+        return "the study has no feasible trial to export"
+    if len(view.points) <= LISTED_TRIALS:
+        return f"choose one of: {', '.join(str(p.trial) for p in view.points)}"
+    front = sorted(p.trial for p in view.front)
+    named = ", ".join(map(str, front[:LISTED_TRIALS]))
+    more = f" and {len(front) - LISTED_TRIALS} more" if len(front) > LISTED_TRIALS else ""
+    return (f"choose one of its {len(view.points)} feasible trials, such as the front's {named}{more} "
+            f"(`{report_command}` lists them all under \"feasible\")")
 
 
 # srun's GPU request in launch.sh: a bash array the script fills where the job has GPU gres (the tuner

@@ -109,7 +109,7 @@ def _run(args) -> int:
 
         exhausted = nothing_more_to_evaluate(study, view.settings, study.user_attrs.get("backend", {}).get("name", "unknown"))
     trial, stem = choose_trial(view, args.pick if args.trial is not None else _pick_of(view, args.pick), args.trial,
-                               exhausted)
+                               exhausted, _report_command(args))
     output = args.output or _check_config_paths(args.run_dir / "configs" / f"{stem}.json", "-o's default")
     if args.output is None:
         _check_not_edited(output)
@@ -189,6 +189,13 @@ def _interrupted_whole(written: list[Path]) -> None:
     with contextlib.suppress(OSError):  # a terminal gone with the signal
         print(f"autotune export: interrupted after the export was written whole: {', '.join(map(str, written))}",
               file=sys.stderr)
+
+
+def _report_command(args) -> str:
+    """The `autotune report --json` of the exported study: it lists every feasible trial ("feasible")."""
+    from autotune.study.storage import STUDY_NAME, storage_flags
+
+    return f"autotune report {shell_path(args.run_dir)} --json{storage_flags(args.storage, args.study_name or STUDY_NAME)}"
 
 
 def _pick_of(view, pick: str | None) -> str | None:

@@ -407,6 +407,31 @@ def test_exporting_an_interrupted_trial_names_the_trial_that_probed_it_again():
         choose_trial(view, None, 9)
 
 
+def test_exporting_an_infeasible_trial_of_a_big_study_names_the_front_not_every_trial():
+    """trial70 #4: on a study of 1,000 feasible trials the refusal was one line of 5,689 characters naming each."""
+    from types import SimpleNamespace
+
+    from autotune.errors import UserError
+    from autotune.export import LISTED_TRIALS, choose_trial
+
+    def view(feasible: int, front: list[int]):
+        points = [SimpleNamespace(trial=n) for n in range(0, 2 * feasible, 2)]
+        return SimpleNamespace(points=points, front=[p for p in points if p.trial in front], trials=[],
+                               point=lambda n: next((p for p in points if p.trial == n), None))
+
+    with pytest.raises(UserError) as refused:
+        choose_trial(view(1000, [40, 6, 1998]), None, 5, None, "autotune report runs/big --json")
+    assert str(refused.value) == ("trial 5 is not a feasible evaluated trial of this study; choose one of its 1000 "
+                                  "feasible trials, such as the front's 6, 40, 1998 (`autotune report runs/big --json` "
+                                  "lists them all under \"feasible\")")
+    with pytest.raises(UserError) as refused:  # a long front: a few of it, and how many more
+        choose_trial(view(1000, list(range(0, 60, 2))), None, 5)
+    assert f"the front's {', '.join(str(n) for n in range(0, 2 * LISTED_TRIALS, 2))} and {30 - LISTED_TRIALS} more " in str(refused.value)
+    assert len(str(refused.value)) < 300
+    with pytest.raises(UserError, match=r"; choose one of: 0, 2, 4$"):  # a few: each named, as before
+        choose_trial(view(3, [0]), None, 5)
+
+
 def test_the_settings_no_study_searched_are_said_to_be_the_probes_own(tmp_path):
     """A newcomer's trial took the optimizer's lr 1e-4 and weight_decay 0.0, the clipping and a steps_per_print that
     silenced DeepSpeed's step log for tuned values: the export names each as the probe's, to be replaced."""
