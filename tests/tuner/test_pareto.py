@@ -1,6 +1,7 @@
 """The front and knee on arrays (autotune/pareto.py), shared by the report and the guided sampler."""
 
 import numpy as np
+import pytest
 
 from autotune.pareto import front_indices, knee_index
 
@@ -34,3 +35,25 @@ def test_front_keeps_every_exact_tie_when_asked_and_still_drops_what_a_tie_domin
     assert front_indices(values) == [1, 2, 0]  # the samplers' fronts: one row of a tie is enough
     assert front_indices(np.array([[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]]), keep_ties=True) == [0, 1, 2]
     assert front_indices(np.empty((0, 2)), keep_ties=True) == []
+
+
+@pytest.mark.parametrize("objectives", [1, 2, 3])
+@pytest.mark.parametrize("keep_ties", [False, True])
+def test_the_front_is_the_rows_no_other_row_dominates(objectives, keep_ties):
+    """front_indices against its definition, row by row, on values with exact ties and repeated rows (its kept rows
+    are compared at once since trial70 #7: the same rows in the same order)."""
+
+    from autotune.pareto import dominates, front_indices
+
+    rng = np.random.default_rng(objectives)
+    values = rng.integers(0, 6, size=(300, objectives)).astype(float)
+    order = np.lexsort(values.T[::-1])
+    expected, kept = [], []
+    for i in order:
+        rows = [values[j] for j in kept]
+        if any(dominates(row, values[i]) if keep_ties else np.all(row <= values[i]) for row in rows):
+            continue
+        kept.append(i)
+        expected.append(int(i))
+    assert front_indices(values, keep_ties=keep_ties) == expected
+    assert front_indices(values[:0]) == []
