@@ -184,5 +184,5 @@ def study_7b_on_1_to_2(tmp_path_factory):
     assert main(["run", "--model", "7b", "--nodes", "1-2", "--out", str(out)]) == 0
     view, document = build_report(load_finished_study(out))
     terminal = io.StringIO()
-    print_report(view, document, Console(file=terminal, width=1000))
+    print_report(view, document, Console(file=terminal, width=4000))  # the error sentence on one line
     return view, document, terminal.getvalue(), markdown_report(view, document), html.unescape((out / "report.html").read_text())

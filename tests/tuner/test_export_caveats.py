@@ -103,15 +103,16 @@ def test_a_trial_off_the_front_by_a_lead_under_the_resolution_or_of_simulated_fi
 
 
 def test_a_trial_that_is_no_pick_says_where_the_simulator_s_error_was_not_measured_as_a_pick_does(tmp_path):
-    """`export --trial 0` of the 7b study's baseline (ZeRO-1, which the profile's error was not measured on) said only
+    """`export --trial 0` of the 7b study's baseline (ZeRO-1, and micro-batch 2, which 7b was not measured at: the profile's
+    error was not measured on either) said only
     that it lies off the front; the pick exports said their error is unknown. The trial's line is the pick's."""
     out = tmp_path / "run"
     ran = autotune_main("run", "--model", "7b", "--nodes", "1", "--trials", "5", "--backend", "simulate", "--out", out, "-q")
     assert ran.returncode == 0, ran.stderr
-    assert json.loads((out / "pareto.json").read_text())["simulator_error"]["extrapolated"]["0"] == ["ZeRO 1"]
+    assert json.loads((out / "pareto.json").read_text())["simulator_error"]["extrapolated"]["0"] == ["ZeRO 1", "7b with micro-batch 2"]
     done = autotune_main("export", out, "--trial", "0", "-o", tmp_path / "t0.json")
     assert done.returncode == 0, done.stderr
-    outside = ("Trial 0 lies where the simulator's error was not measured (ZeRO 1): its error is unknown (+- ?%); probe it "
+    outside = ("Trial 0 lies where the simulator's error was not measured (ZeRO 1, 7b with micro-batch 2): its error is unknown (+- ?%); probe it "
                "before deploying.")
     assert done.stderr.splitlines()[0] == outside
     assert _caveats(tmp_path / "t0.launch.sh")[0] == outside
