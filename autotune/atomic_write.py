@@ -107,7 +107,7 @@ def write_failure(exc: OSError) -> str:
     return f"{words}: this process may write files of at most {limit_kib} KiB (ulimit -f)" if limit_kib is not None else words
 
 
-def _fix_of(exc: OSError) -> str:
+def write_fix(exc: OSError) -> str:
     """The fix of a failed write by its cause: "move what is in its way" was said of a full disk, a quota and a
     file-size limit too (trial69 #5), where nothing is in the way."""
     if exc.errno == errno.EFBIG:
@@ -151,7 +151,7 @@ def write_text_atomic(path: Path, text: str, mode: int | None = None, kept: str 
         if tmp is not None:
             with contextlib.suppress(OSError):  # a read-only file system refuses the clean-up too
                 tmp.unlink(missing_ok=True)
-        raise FileNotWritten(f"cannot write {path}{through} ({write_failure(exc)})", _fix_of(exc), kept, exc.errno) from None
+        raise FileNotWritten(f"cannot write {path}{through} ({write_failure(exc)})", write_fix(exc), kept, exc.errno) from None
     except BaseException:
         if tmp is not None:
             tmp.unlink(missing_ok=True)

@@ -20,17 +20,17 @@ from autotune.errors import UserError
 
 
 def unwritable_words(folder: Path, exc: OSError) -> str:
-    """"FOLDER cannot be written (why): the fix", for an OSError raised by a write in `folder`."""
-    why = exc.strerror or str(exc)
+    """"FOLDER cannot be written (why): the fix", for an OSError raised by a write in `folder`: a full disk, a quota or a
+    file-size limit as any file write says them (atomic_write.write_fix)."""
+    from autotune.atomic_write import write_failure, write_fix
+
     if exc.errno == errno.EROFS:
         fix = "copy the run directory to a writable file system and resume there"
-    elif exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        fix = "free space on its file system (or raise the quota)"
-    elif exc.errno == errno.EFBIG:
-        fix = "raise the file-size limit (ulimit -f)"
+    elif exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        fix = write_fix(exc)
     else:  # EACCES, EPERM: its owner or mode
         fix = f"make it writable (chmod u+rwx {folder}, as its owner), or move it aside"
-    return f"{folder} cannot be written ({why}), and the probes write their files there: {fix}"
+    return f"{folder} cannot be written ({write_failure(exc)}), and the probes write their files there: {fix}"
 
 
 def written_folder(exc: OSError, fallback: Path) -> Path:
