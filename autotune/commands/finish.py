@@ -188,8 +188,9 @@ def check_configs_writable(run_dir: Path, what: str, then: str = "run the comman
     """configs_problem as one line: `run` asks it before its probes, and the reports before they write anything."""
     problem = configs_problem(run_dir)
     if problem:
-        raise ReportsNotWritten(f"{what} {run_dir}: {problem}, where the picks' DeepSpeed configs go; "
-                                f"{configs_fix(run_dir)}, then {then}", problem, f"{configs_fix(run_dir)} to write them")
+        fix = configs_fix(run_dir)
+        raise ReportsNotWritten(f"{what} {run_dir}: {problem}, where the picks' DeepSpeed configs go; {fix}, then {then}",
+                                problem, f"{fix} to write them")
 
 
 # Refusals a copy of the run directory gets past: the folder or the file is not this user's to write (a colleague's
@@ -353,7 +354,6 @@ def reports_turn(run_dir: Path):
     ending together wrote in the order they finished writing, not reading: the last pareto.json held 5
     trials of a study of 6, a snapshot taken before the other worker's last probe ended (trial 47 #3).
     Read inside the turn, the reports written last are of the study as it stands then."""
-    from autotune.errors import UserError
     from autotune.study.run_dir_locks import open_run_dir_lock
 
     try:

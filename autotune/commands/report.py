@@ -125,10 +125,11 @@ def _run(args) -> int:
     # A colleague's run on a shared or read-only file system: show its report, write nothing there.
     read_only, fix = directory_problem(args.run_dir), "copy the run directory to write them"
     if not read_only and (read_only := configs_problem(args.run_dir)):  # the picks' configs/ alone (trial69 #2)
-        fix = f"{configs_fix(args.run_dir)} to write them"
+        configs_fixed = configs_fix(args.run_dir)
+        fix = f"{configs_fixed} to write them"
         if args.html:
             raise UserError(f"RUN_DIR {args.run_dir}: {read_only}; --html writes report.html and configs/ there: "
-                            f"{configs_fix(args.run_dir)}, or drop --html")
+                            f"{configs_fixed}, or drop --html")
     study = load_finished_study(args.run_dir, args.storage, args.study_name)
     recorded_before = _UNRECORDED if read_only else _recorded_storage(args.run_dir)
     if "settings" not in study.user_attrs:
