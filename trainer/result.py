@@ -111,7 +111,9 @@ def base_result(candidate: Candidate | None, ds_config: dict | None, world_size:
 
 def failure_result(base: dict, exc: BaseException, rank: int, refused: bool = False, setup: bool = False) -> dict:
     """`setup`: the failure is the set-up's, not the candidate's (trainer/setup_fault.py): `setup_failure: true`, and
-    the tuner probes the candidate again when the study resumes. Never for a refusal or an out-of-memory."""
+    the tuner probes the candidate again when the study resumes; `false` for the candidate's own, said rather than left
+    out, so the tuner tells it from a result of a trainer older than the key (which cannot say; study/failures.py).
+    Neither for a refusal nor an out-of-memory."""
     result = dict(base)
     result["status"] = "oom" if is_oom(exc) else "failed"
     result["error"] = f"{type(exc).__name__}: {exc}"
@@ -119,8 +121,8 @@ def failure_result(base: dict, exc: BaseException, rank: int, refused: bool = Fa
     if refused:
         result["refused"] = True
     else:
-        if setup and result["status"] == "failed":
-            result["setup_failure"] = True
+        if result["status"] == "failed":
+            result["setup_failure"] = setup
         result["traceback"] = "".join(traceback.format_exception(exc))[-4000:]
     return result
 

@@ -13,7 +13,8 @@
   failing-start stop, yet its failures point at the set-up just as much: it marks them as that stop does, so
   the same command, once the set-up is fixed, probes them again (not a resume that probes nothing). Where no
   failure of it is probed again (every one the candidate's own, the trainer having run it), the line names a larger
-  --trials, never "run the same command again": that resume, its budget spent, probes nothing.
+  --trials, never "run the same command again": that resume, its budget spent, probes nothing. A failure the trainer
+  wrote before it said whose a failure was (`unjudged_by_trainer`) is final too, and said to be of unknown cause.
 """
 
 from __future__ import annotations
@@ -165,12 +166,37 @@ def no_probe_succeeded(study: optuna.Study, others_left: bool = True, replayed: 
         return f"{head}{failure}. {_fix_that(failed)}{again}: {_what_a_resume_does(failed, probed_again=probed_again)}"
     # No failure here is probed again: "Fix that and run the same command again" promised a resume that, its --trials
     # budget spent or its space probed, probed nothing and ended on this same line (trial 69 #7).
-    final = ("its failure is the candidate's own (the trainer ran it) and final" if len(failed) == 1
-             else "their failures are the candidates' own (the trainer ran them) and final")
+    final = _final_words(failed)
     if others_left:
         return (f"{head}{failure}: {final}. A larger --trials probes others (the study resumes, and its failed trials are "
                 "kept); where a failure is the machine's rather than the candidate's (its log says), fix that first")
     return f"{head}{failure}: {final}, and every candidate of the space was probed: {widen}"
+
+
+def unjudged_by_trainer(t: optuna.trial.FrozenTrial) -> bool:
+    """A failure the trainer wrote (it names its `failed_rank`) without saying whether it was the set-up's: a trainer
+    older than result.json's `setup_failure` wrote it, and such a trainer called its set-up's failures (an unwritable
+    ~/.cache) its own as well (trial 69 #7). Which it was, nothing on record tells."""
+    details = t.user_attrs["result"].get("details") or {}
+    return "failed_rank" in details and "setup_failure" not in details and "refused" not in details
+
+
+def _final_words(failed: list) -> str:
+    """Why no failure of `failed` is probed again: the candidates' own, as the trainer said; or, for one recorded before
+    the trainer said so (unjudged_by_trainer), that nothing tells whose it was: "the candidate's own" was not true of an
+    old study's set-up failure."""
+    unjudged = sum(unjudged_by_trainer(t) for t in failed)
+    if not unjudged:
+        return ("its failure is the candidate's own (the trainer ran it) and final" if len(failed) == 1
+                else "their failures are the candidates' own (the trainer ran them) and final")
+    whose = "whether each was the candidate's own or the set-up's, only its log says"
+    if len(failed) == 1:
+        return ("its failure is final, and was recorded before autotune marked set-up failures: whether it was the "
+                "candidate's own or the set-up's, only its log says")
+    if unjudged == len(failed):
+        return f"their failures are final, and were recorded before autotune marked set-up failures: {whose}"
+    return (f"their failures are final: {len(failed) - unjudged} the candidates' own (the trainer ran them), {unjudged} "
+            f"recorded before autotune marked set-up failures ({whose})")
 
 
 def _all_timed_out(failed: list) -> bool:

@@ -74,7 +74,9 @@ def test_a_probe_that_fails_as_its_process_group_starts_says_it_is_the_setups(tm
     assert result["error"].startswith("PermissionError: [Errno 13] Permission denied")
 
 
-def test_a_probe_whose_candidate_fails_says_nothing_of_the_setup(tmp_path, monkeypatch):
+def test_a_probe_whose_candidate_fails_says_it_is_not_the_setups(tmp_path, monkeypatch):
+    """`setup_failure: false`, said: a result without the key is a trainer's older than it, which could not tell the
+    two apart (study/failures.py says so of such a failure rather than call it the candidate's own)."""
     # run_test_hook stands where the candidate runs (AUTOTUNE_PROBE_TEST_HOOK=crash raises there)
     result = _probe_failing(tmp_path, monkeypatch, "run_test_hook", RuntimeError("shapes cannot be multiplied"))
-    assert result["status"] == "failed" and result["failed_rank"] == 0 and "setup_failure" not in result
+    assert result["status"] == "failed" and result["failed_rank"] == 0 and result["setup_failure"] is False

@@ -68,7 +68,9 @@ class _Probes(Backend):
             return SimulateBackend().evaluate(candidate, trial_number)
         if outcome == "setup":  # the launcher ended without the trainer's result
             return _failed(launcher="torchrun", exit_code=1)
-        if outcome == "candidate":
+        if outcome == "candidate":  # the trainer's own failure, which it says is not the set-up's
+            return _failed(launcher="torchrun", exit_code=1, failed_rank=0, setup_failure=False)
+        if outcome == "unjudged":  # the same, of a trainer older than `setup_failure`: it did not say whose it was
             return _failed(launcher="torchrun", exit_code=1, failed_rank=0)
         return ProbeResult(status=outcome, source="measured", energy_source="unavailable", details={"launcher": "torchrun"})
 
@@ -303,6 +305,24 @@ def test_failures_with_candidates_left_stay_final_below_the_failing_start_stop(t
                          "rather than the candidate's (its log says), fix that first"), said
     assert "same command" not in said
     assert queue_setup_retries(_study(tmp_path)) == []
+
+
+def test_a_failure_recorded_before_the_trainer_said_whose_it_was_is_not_called_the_candidates_own(tmp_path):
+    """A study recorded before result.json's `setup_failure`: its trainer named a `failed_rank` for a failure of its
+    set-up as well (trial 69 #7), so nothing tells whose the failure was, and the line said "the candidate's own (the
+    trainer ran it)" of it."""
+    run_study(_study(tmp_path), settings_for(*SETTINGS), _Probes("unjudged"), 1)
+    said = no_probe_succeeded(_study(tmp_path))
+    assert said.endswith(": its failure is final, and was recorded before autotune marked set-up failures: whether it "
+                         "was the candidate's own or the set-up's, only its log says. A larger --trials probes others "
+                         "(the study resumes, and its failed trials are kept); where a failure is the machine's rather "
+                         "than the candidate's (its log says), fix that first"), said
+    assert "the candidate's own (the trainer ran it)" not in said
+    tmp_mixed = tmp_path / "mixed"
+    run_study(_study(tmp_mixed), settings_for(*SETTINGS), _Probes("candidate", "unjudged"), 2)
+    said = no_probe_succeeded(_study(tmp_mixed))
+    assert ": their failures are final: 1 the candidates' own (the trainer ran them), 1 recorded before autotune marked " \
+           "set-up failures (whether each was the candidate's own or the set-up's, only its log says). " in said, said
 
 
 def test_failures_of_the_whole_space_after_one_ran_name_no_same_command_either(tmp_path):
