@@ -9,7 +9,10 @@ Cost of one probe, best figure first:
 3. a simulated trial ran nothing: 0 s and 0 kJ of hardware;
 4. a trial replayed from a measurements file with no `probe_cost`: it ran somewhere, at a cost the file
    does not say;
-5. a probe interrupted (Ctrl-C, SIGTERM) before it wrote a cost: it ran for a while, and was probed again.
+5. a probe interrupted (Ctrl-C, SIGTERM, or an error of the tuner: the trial's `stopped_by`) before it wrote a cost:
+   it ran for a while, and was probed again. One that an error of the tuner stopped before its probe started (its
+   trial folder unwritable, trial 69 #8: no `probe_runs.json`, which is written before the launcher starts) ran
+   nothing: it is no probe, and the note names it.
    Its repeats' wall times are on record in its trial directory's `probe_runs.json` (`wall_s`, written when
    a repeat ends, an interrupted one's too); those no retry took over (`probe_cost.parts.taken_over` of
    the retry, which counts them itself) are its time, so nothing is counted twice. Where the record is
@@ -192,17 +195,49 @@ def below_idle(view: StudyView, costs: list[dict], ran: list[dict]) -> int:
                and c["energy_kj"] * 1000.0 / c["time_s"] < 0.5 * _idle_w(view, r))
 
 
+def _tuner_error(rows: list[dict]) -> str:
+    """'"the error"' of the one of `rows` (else 'the last, trial N: "the error"'), trials an error of the tuner stopped (their `stopped_by`, its fix
+    kept, what follows it cut): the terminal and Markdown reports show no interrupted trial's reason elsewhere."""
+    last = max(rows, key=lambda r: r["trial"])
+    said = f'"{last["stopped_by"].split("; ")[0]}"'
+    return said if len(rows) == 1 else f'the last, trial {last["trial"]}: {said}'
+
+
+def _interrupted_how(interrupted: int, by_tuner: list[dict]) -> str:
+    """How `interrupted` probes were stopped, `by_tuner` (rows) of them by an error of the tuner (a trial's `stopped_by`)
+    rather than Ctrl-C or a signal: "interrupted (Ctrl-C, SIGTERM)" said of those was untrue (trial 69 #8)."""
+    if not by_tuner:
+        return "interrupted (Ctrl-C, SIGTERM)"
+    if len(by_tuner) == interrupted:
+        return f"stopped by an error of the tuner ({_tuner_error(by_tuner)})"
+    return f"interrupted (Ctrl-C, SIGTERM, or for {len(by_tuner)} of them an error of the tuner, {_tuner_error(by_tuner)})"
+
+
+def _not_started_sentence(rows: list[dict]) -> str:
+    """The trials an error of the tuner stopped before their probe started: no probe, nothing spent."""
+    n = len(rows)
+    which = ", ".join(str(r["trial"]) for r in rows)
+    return (f" {agreeing(n, 'Trial', 'Trials')} {which} {agreeing(n, 'was', 'were')} stopped by an error of the tuner "
+            f"before {agreeing(n, 'its', 'their')} probe started ({_tuner_error(rows)}): no probe ran, nothing was spent, "
+            f"and the study probes {agreeing(n, 'its candidate', 'their candidates')} when it resumes.") if rows else ""
+
+
 def _cost_note(probes: int, by_basis: dict[str, int], energy_kj: float | None, provenances: list[str],
                words: DeviceWords = GPU_WORDS, interrupted_s: float = 0.0, time_lower_bound: bool = False,
-               interrupted_estimated: bool = False, below_idle_probes: int = 0, no_energy_probes: int = 0) -> str:
+               interrupted_estimated: bool = False, below_idle_probes: int = 0, no_energy_probes: int = 0,
+               interrupted_by_tuner: list[dict] = (), stopped_before_probe: list[dict] = ()) -> str:
+    """`interrupted_by_tuner`: of the interrupted probes, the rows of those an error of the tuner stopped;
+    `stopped_before_probe`: the rows of trials an error of the tuner stopped before their probe started (not among the
+    `probes`)."""
+    not_started = _not_started_sentence(list(stopped_before_probe))
     if probes == 0:
-        return "No probe ran: tuning cost nothing."
+        return "No probe ran: tuning cost nothing." + not_started
     if by_basis.get("simulated") == probes:
         return (
             f"Simulated study: nothing ran on hardware ({probes} candidates modelled analytically), so tuning "
             f"cost no {words.one} time and no energy, and a pick that saves energy repays it at once; a measured study "
             "would pay for its probes."
-        )
+        ) + not_started
     parts = []
     if by_basis.get("probe_cost_window_energy"):
         # A probe without a sensor estimates its windows' energy: "measured" would claim a sensor; with no sensor
@@ -232,7 +267,8 @@ def _cost_note(probes: int, by_basis: dict[str, int], energy_kj: float | None, p
                   else ", their energy is not")
         recorded = (f": the {figure(interrupted_s)} s their runs recorded (`probe_runs.json`) that no retry took over "
                    f"is in the probe time{energy}") if interrupted_s else ""
-        parts.append(f"{counted(by_basis['interrupted'], 'probe')} {agreeing(by_basis['interrupted'], 'was', 'were')} interrupted (Ctrl-C, SIGTERM) before "
+        how = _interrupted_how(by_basis["interrupted"], list(interrupted_by_tuner))
+        parts.append(f"{counted(by_basis['interrupted'], 'probe')} {agreeing(by_basis['interrupted'], 'was', 'were')} {how} before "
                      f"{agreeing(by_basis['interrupted'], 'it', 'they')} wrote a cost (each probed again when the study resumes){recorded}")
     if time_lower_bound:
         parts.append("some probe time is not on record: the probe time is a lower bound")
@@ -251,9 +287,9 @@ def _cost_note(probes: int, by_basis: dict[str, int], energy_kj: float | None, p
                      else f"{'the probe' if timed == 1 else f'none of the {timed} probes'}{those} "
                           f"{'has no energy' if timed == 1 else 'has an energy'} on record{why}")
     if not parts:
-        return "Totals cover every probe, start-up and warm-up included."
+        return "Totals cover every probe, start-up and warm-up included." + not_started
     note = "; ".join(parts) + "."
-    return note[0].upper() + note[1:]  # a sentence of its own in every output, after the cost line's figures
+    return note[0].upper() + note[1:] + not_started  # a sentence of its own in every output, after the cost line's figures
 
 
 def unevaluated_baseline(view: StudyView) -> str | None:
@@ -342,11 +378,14 @@ def payback_row(name: str, trial: int, view: StudyView, tuning_energy_kj: float 
 
 
 def _never_started(row: dict, root: Path | None) -> bool:
-    """An interrupted trial whose probe_runs.json records no run: no repeat of its probe started."""
+    """An interrupted trial whose probe_runs.json records no run: no repeat of its probe started. Or one an error of
+    the tuner stopped (`stopped_by`) with no readable probe_runs.json: the launch backend writes it with the probe's
+    files, before the launcher starts, so the error came first (an unwritable trial folder, trial 69 #8). Ctrl-C
+    without a record stays a probe of unknown time: the record may be what is lost."""
     if row["status"] != "interrupted" or root is None:
         return False
     record = read_record(trial_folder(root, row["trial"]))
-    return record is not None and not record["runs"]
+    return not record["runs"] if record is not None else bool(row.get("stopped_by"))
 
 
 def _add_interrupted_time(view: StudyView, costs: list[dict], ran: list[dict], root: Path | None) -> None:
@@ -369,6 +408,8 @@ def tuning_cost(view: StudyView) -> dict:
     # Refused before running, or stopped before the probe started (waiting for another worker's probe on its
     # devices): they cost nothing, and were no probe ("Tuning ran 5 probes" of 4, one "probed again").
     ran = [r for r in view.trials if r["status"] != "invalid" and not _never_started(r, root)]
+    # Named in the note: "interrupted" alone read as a probe the user stopped (trial 69 #8).
+    stopped_before_probe = [r for r in view.trials if r.get("stopped_by") and _never_started(r, root)]
     costs = [probe_cost(r) for r in ran]
     bases = {c["basis"] for c in costs}
     if root is None and "simulated" in bases and bases <= {"simulated", "interrupted"}:
@@ -418,7 +459,9 @@ def tuning_cost(view: StudyView) -> dict:
         "whole_probe_energy_kj": whole_kj,
         "note": _cost_note(len(ran), by_basis, energy_kj, provenances, view_device_words(view), interrupted_s,
                            time_lower_bound, interrupted_estimated=whole_kj is not None, below_idle_probes=implausible,
-                           no_energy_probes=sum(1 for c in costed if c["basis"] in ("probe_cost", "energy_window") and c["energy_kj"] is None))
+                           no_energy_probes=sum(1 for c in costed if c["basis"] in ("probe_cost", "energy_window") and c["energy_kj"] is None),
+                           interrupted_by_tuner=[r for c, r in zip(costs, ran) if c["basis"] == "interrupted" and r.get("stopped_by")],
+                           stopped_before_probe=stopped_before_probe)
                 + _whole_probe_note(whole_kj, view, interrupted_s),
     }
     tuning_kj = whole_kj if whole_kj is not None else energy_kj

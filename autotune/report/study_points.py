@@ -182,6 +182,8 @@ def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, 
             ruled_out[t.number] = now
             status, reason, feasible = "invalid", f"ruled out by this autotune, though evaluated earlier: {now}", False
         row = {"trial": t.number, "params": params, "status": status, "reason": reason}
+        if status == "interrupted" and t.user_attrs.get(STOPPED_BY_ATTR):
+            row["stopped_by"] = t.user_attrs[STOPPED_BY_ATTR]  # an error of the tuner, not Ctrl-C: the cost note says which
         row.update({k: result.get(k) for k in ("time_s", "energy_kj", "tflops", "peak_mem_gib", "source", "energy_source")})
         row.update({"gpus": candidate.gpus, "details": result.get("details") or {}})
         rows.append(row)

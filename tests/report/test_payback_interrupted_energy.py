@@ -108,3 +108,60 @@ def test_interrupted_probes_without_a_record_add_nothing_to_the_estimate(tmp_pat
     cost = tuning_cost(view)
     assert cost["whole_probe_energy_kj"] == pytest.approx(alone["whole_probe_energy_kj"])
     assert "interrupted runs at idle power" not in cost["note"] and "start-up and warm-up draw more" in cost["note"]
+
+
+def test_a_probe_an_error_of_the_tuner_stopped_is_not_said_to_be_interrupted_by_ctrl_c(tmp_path):
+    """Trial 69 #8: a run stopped on an error of the tuner (its trial folder unwritable) read, in the tuning cost,
+    "1 probe was interrupted (Ctrl-C, SIGTERM)", though no signal was sent. Mid-probe, it is a probe stopped by that
+    error; before its probe started (no probe_runs.json: the launch backend writes it before the launcher starts), it
+    is no probe at all, and the note says what stopped it."""
+    view = _study(tmp_path)
+    error = "trial 1 was not probed: /r/trials/0001 cannot be written (Permission denied): make it writable; kept"
+    view.trials[1]["stopped_by"] = error  # trial 1 has its runs on record: its probe ran
+    note = tuning_cost(view)["note"]
+    assert ('2 probes were interrupted (Ctrl-C, SIGTERM, or for 1 of them an error of the tuner, "trial 1 was not probed: '
+            '/r/trials/0001 cannot be written (Permission denied): make it writable") before they wrote a cost') in note
+    view.trials[0]["stopped_by"] = error.replace("1", "0")
+    assert "2 probes were stopped by an error of the tuner (the last, trial 1: \"trial 1 was not probed" in tuning_cost(view)["note"]
+
+    (tmp_path / "trials" / "0001" / "probe_runs.json").unlink()  # trial 1's error came before its probe files
+    cost = tuning_cost(view)
+    assert cost["probes"] == 3 and cost["time_s"] == pytest.approx(80.0 + 60.0 + 43.5)
+    assert ('1 probe was stopped by an error of the tuner ("trial 0 was not probed: /r/trials/0000 cannot be written '
+            '(Permission denied): make it writable") before it wrote a cost') in cost["note"]
+    assert (' Trial 1 was stopped by an error of the tuner before its probe started ("trial 1 was not probed: '
+            '/r/trials/0001 cannot be written (Permission denied): make it writable"): no probe ran, nothing was spent, '
+            "and the study probes its candidate when it resumes.") in cost["note"]
+    assert "Ctrl-C" not in cost["note"]
+
+
+def test_a_run_stopped_before_a_probe_on_an_unwritable_trial_folder_counts_no_probe_for_it(tmp_path):
+    """The same through a study: the loop keeps the error on the trial (`stopped_by`), the report's view hands it on."""
+    from autotune.backends.base import Backend, ProbeResult
+    from autotune.backends.trial_dirs import probe_files_error
+    from autotune.commands.options import settings_for
+    from autotune.errors import UserError
+    from autotune.study import open_study, run_study
+    from autotune.study.loop import make_sampler
+    from autotune.report.study_points import study_view
+
+    trials = tmp_path / "trials"
+
+    class _Probes(Backend):
+        name, source = "launch", "measured"
+
+        def evaluate(self, candidate, trial_number: int = 0) -> ProbeResult:
+            folder = trials / f"{trial_number:04d}"
+            if trial_number == 2:
+                raise probe_files_error(folder, 2, PermissionError(13, "Permission denied", str(folder / "log.txt")))
+            cost = {"time_s": 10.0, "energy_kj": 1.0, "energy_scope": "window", "parts": {"window_s": 2.0}}
+            return ProbeResult(status="ok", source="measured", energy_source="measured", time_s=5.0 + trial_number,
+                               energy_kj=1.0 + trial_number, details={"trial_dir": str(folder), "probe_cost": cost})
+
+    settings = settings_for("--model", "tiny", "--nodes", "1", "--hardware", "cpu", "--gpus-per-node", "1")
+    with pytest.raises(UserError, match="trial 2 was not probed"):
+        run_study(open_study(tmp_path, None, make_sampler(0, 30)), settings, _Probes(), 4, early_stop=False)
+    cost = tuning_cost(study_view(open_study(tmp_path, None, make_sampler(0, 30))))
+    assert cost["probes"] == 2 and "interrupted" not in cost["note"], cost["note"]
+    assert f' Trial 2 was stopped by an error of the tuner before its probe started ("trial 2 was not probed: {trials / "0002"} ' \
+           "cannot be written (Permission denied)" in cost["note"]
