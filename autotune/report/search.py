@@ -27,7 +27,7 @@ from autotune.report.units import energy_text, time_text
 from autotune.study.acquisition import ENTER_MARGIN, enters_front
 from autotune.study.loop import CONVERGED_ATTR, PROPOSED_BY_ATTR
 from autotune.study.queued import QUEUED_BY_HAND
-from autotune.study.retries import evaluated_count, evaluated_trials
+from autotune.study.retries import evaluated_count, evaluated_trials, first_on_resume
 from autotune.study.valid import usable_values, valid_checks
 from autotune.study.stop_rule import STOP_CHANCE, stop_rule, stop_rule_summary
 from autotune.study.time_limit import TIME_LIMIT_STOP_ATTR, TIME_LIMIT_TOO_SHORT_ATTR
@@ -105,7 +105,12 @@ def _unfinished(study, model, replayed=None, running_elsewhere: int = 0) -> dict
         return None
     following = model.next_candidate(study, None)
     unfinished = {**_stop_record(study, running_elsewhere), "reason": reason,
-                  "next": None if following is None else dict(model.predictions.params[following])}
+                  "next": None if following is None else dict(model.predictions.params[following]), "next_of": None}
+    first = first_on_resume(study)
+    if first is not None:
+        # A resume probes what it queues before its sampler proposes (a set-up failure again, an interrupted trial,
+        # one queued by hand): "next it would probe" named the model's choice over them.
+        unfinished.update(next=first[0], next_of={"trial": first[1], "why": first[2]})
     if replayed is not None:
         unfinished.update(exhausted=True, recorded_left=int(replayed.outlook(study).free.sum()))
     return unfinished
@@ -363,7 +368,7 @@ def search_sentences(summary: dict, backend: str | None = None) -> list[str]:
     if unfinished and unfinished.get("exhausted"):
         lines.append(_exhausted_sentence(unfinished))
     elif unfinished:
-        following = f"; next it would probe {knobs_sentence(unfinished['next'])}" if unfinished.get("next") else ""
+        following = _next_words(unfinished)
         running = unfinished.get("running_elsewhere")
         beside = f" ({running} more still probing on other workers)" if running else ""
         if unfinished.get("time_limit") and (not unfinished["probes"] or unfinished.get("succeeded") != 0):
@@ -413,6 +418,23 @@ _TIME_LIMIT_FIXES = {stop: f"{which} stopped the study: {_TIME_LIMIT_AGAIN[stop]
 _TIME_LIMIT_NAMED = "resume the study the time limit stopped"
 # Where a run as long stops in the same place: "resume" was read as the same command again (trial71 #5).
 _TIME_LIMIT_TOO_SHORT_NAMED = "the time limit stopped the study before any probe could start"
+
+
+# Why a resume probes a trial's candidate before its sampler proposes one (search.unfinished.next_of.why).
+_NEXT_OF_WORDS = {"setup": "which failed on the set-up", "interrupted": "which a stopped run left unfinished",
+                  "queued": "queued and not yet taken"}
+
+
+def _next_words(unfinished: dict) -> str:
+    """"; next it would probe KNOBS", and where that is a trial a resume takes before its sampler (`next_of`), which."""
+    if not unfinished.get("next"):
+        return ""
+    of = unfinished.get("next_of")
+    if not of:
+        return f"; next it would probe {knobs_sentence(unfinished['next'])}"
+    again = "" if of["why"] == "queued" else " again"
+    return (f"; next it would probe{again} the candidate of trial {of['trial']}, {_NEXT_OF_WORDS[of['why']]} "
+            f"({knobs_sentence(unfinished['next'])})")
 
 
 def _none_succeeded_sentence(unfinished: dict) -> str:

@@ -120,11 +120,9 @@ def timed_out_otherwise(t: optuna.trial.FrozenTrial, probe_settings: dict | None
     return bool(probe_settings) and isinstance(under, dict) and under != probe_settings
 
 
-def queue_setup_retries(study: optuna.Study, probe_settings: dict | None = None) -> list[int]:
-    """On resume, queue again the candidate of each trial whose probe failed on the set-up, or timed out
-    under other probe settings than `probe_settings` (see the module docstring); that trial then counts no
-    more as evaluated. Once per trial, and not for a candidate another trial has evaluated since or holds
-    queued or running. Returns the trial numbers whose candidates were queued."""
+def setup_retries(study: optuna.Study, probe_settings: dict | None = None) -> list[optuna.trial.FrozenTrial]:
+    """The trials whose candidates a resume queues again (queue_setup_retries), in the order it queues them: reads the
+    study only, so the report says what a resume probes first."""
     trials = study.get_trials(deepcopy=False)
     released = released_trials(study)
 
@@ -137,20 +135,67 @@ def queue_setup_retries(study: optuna.Study, probe_settings: dict | None = None)
     taken = {params_key(trial_knobs(t)) for t in trials
              if (t.state in (TrialState.RUNNING, TrialState.WAITING) and all(k in trial_knobs(t) for k in KNOBS))
              or (is_evaluated(t, released) and not retryable(t))}
-    queued = []
+    again = []
     for t in trials:
         if t.state != TrialState.FAIL or not retryable(t) or not is_evaluated(t, released):
             continue
         key = params_key(t.params)
         if key in taken:
             continue
+        taken.add(key)
+        again.append(t)
+    return again
+
+
+def queue_setup_retries(study: optuna.Study, probe_settings: dict | None = None) -> list[int]:
+    """On resume, queue again the candidate of each trial whose probe failed on the set-up, or timed out
+    under other probe settings than `probe_settings` (see the module docstring); that trial then counts no
+    more as evaluated. Once per trial, and not for a candidate another trial has evaluated since or holds
+    queued or running. Returns the trial numbers whose candidates were queued."""
+    released = released_trials(study)
+    queued = []
+    for t in setup_retries(study, probe_settings):
         attrs = {"retry_of": t.number, **({"baseline": True} if t.user_attrs.get("baseline") else {})}
         study.enqueue_trial(t.params, user_attrs=attrs)
-        taken.add(key)
         queued.append(t.number)
     if queued:
         study.set_user_attr(SETUP_RETRIED_ATTR, sorted(released | set(queued)))
     return queued
+
+
+def interrupted_retries(study: optuna.Study, trials: list, include_running: bool = True) -> list[tuple]:
+    """(trial, its knob values or None) of each trial a stopped run left unfinished that retry_interrupted queues
+    again (None: killed before its first suggest, with no values to queue), in its order; reads the study only."""
+    done_before = retried_trials(study, trials)
+    unfinished = []
+    for t in trials:
+        running = include_running and t.state == TrialState.RUNNING
+        if not (running or (t.state == TrialState.FAIL and (t.user_attrs.get("interrupted") or killed_after_probe(t)))):
+            continue
+        if t.number in done_before:
+            continue
+        # A trial killed before its first suggest still has its queued knobs (the baseline, a retry).
+        unfinished.append((t, t.params if len(t.params) == len(KNOBS) else t.system_attrs.get("fixed_params")))
+    return unfinished
+
+
+def first_on_resume(study: optuna.Study) -> tuple[dict, int, str] | None:
+    """(knob values, trial number, why) of the candidate a resumed run probes first, before its sampler proposes any:
+    a queued trial no run took ("queued"), else the first set-up failure it probes again ("setup"), else the first
+    trial a stopped run left unfinished ("interrupted"), as `autotune run` queues them (Optuna takes queued trials in
+    order). None where the sampler proposes the next. Another worker's RUNNING trial is not taken for a dead one,
+    and a timeout under other probe settings is not weighed: neither is known here."""
+    for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
+        params = t.system_attrs.get("fixed_params")
+        if params and len(params) == len(KNOBS):
+            return dict(params), t.number, "queued"
+    again = setup_retries(study)
+    if again:
+        return dict(again[0].params), again[0].number, "setup"
+    for t, params in interrupted_retries(study, study.get_trials(deepcopy=False), include_running=False):
+        if params and not killed_after_probe(t):  # one whose probe finished takes its stored result: no probe
+            return dict(params), t.number, "interrupted"
+    return None
 
 
 def retry_interrupted(study: optuna.Study, include_running: bool = True) -> int:
@@ -161,20 +206,13 @@ def retry_interrupted(study: optuna.Study, include_running: bool = True) -> int:
     storage a RUNNING trial may be a live worker's, and Optuna's heartbeats retry the dead ones.
     """
     trials = study.get_trials(deepcopy=False)
-    done_before = retried_trials(study, trials)
     retried = set(study.user_attrs.get(RETRIED_ATTR, []))  # ours, kept in the study
     queued = 0
-    for t in trials:
-        running = include_running and t.state == TrialState.RUNNING
-        unfinished = running or (t.state == TrialState.FAIL and (t.user_attrs.get("interrupted") or killed_after_probe(t)))
-        if not unfinished or t.number in done_before:
-            continue
+    for t, params in interrupted_retries(study, trials, include_running):
         if t.state == TrialState.RUNNING:
             # Public API: tell() finishes a RUNNING trial by number. A run killed between creating a
             # trial and its first suggest leaves one with no params: failed too, or it stays forever.
             study.tell(t.number, state=TrialState.FAIL)
-        # A trial killed before its first suggest still has its queued knobs (the baseline, a retry).
-        params = t.params if len(t.params) == len(KNOBS) else t.system_attrs.get("fixed_params")
         if not params:
             continue
         attrs = {"retry_of": t.number, **({"baseline": True} if t.user_attrs.get("baseline") else {})}
