@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -354,12 +355,23 @@ def reports_turn(run_dir: Path):
     ending together wrote in the order they finished writing, not reading: the last pareto.json held 5
     trials of a study of 6, a snapshot taken before the other worker's last probe ended (trial 47 #3).
     Read inside the turn, the reports written last are of the study as it stands then."""
-    from autotune.study.run_dir_locks import open_run_dir_lock
+    from autotune.study.run_dir_locks import REPORTS_LOCK, LockUnusable, open_run_dir_lock
 
+    path = run_dir / REPORTS_LOCK
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
-        lock = open_run_dir_lock(run_dir / ".reports.lock")  # read-only: a colleague's lock serves too (trial69 #9)
-    except (OSError, UserError):  # a directory no lock can be made in: writing the reports there says why, in its own words
+        there = os.path.lexists(path)
+        lock = open_run_dir_lock(path)  # read-only: a colleague's lock serves too (trial69 #9)
+    except LockUnusable as unusable:
+        if there:
+            # One this user cannot open (a colleague's of mode 000, or no file) was passed over without a word. The
+            # reports are still worth writing: the lock only puts them in turns, so one line says what goes without it.
+            print(f"{unusable.problem}: this command writes the reports without it, the lock by which one command at a "
+                  "time writes them (another writing them meanwhile may leave its older ones last); "
+                  f"{unusable.fix}", file=sys.stderr)
+        yield  # else a directory no lock can be made in: writing the reports there says why, in its own words
+        return
+    except OSError:  # the run directory cannot be made: so says writing the reports there
         yield
         return
     with lock:

@@ -16,22 +16,36 @@ from autotune.os_text import shell_text
 
 
 WORKERS_LOCK = ".workers.lock"
+REPORTS_LOCK = ".reports.lock"
+# What each lock is for, as the line that names one says.
+_PURPOSES = {WORKERS_LOCK: "the lock by which the run directory's workers see each other",
+             REPORTS_LOCK: "the lock by which one command at a time writes the run directory's reports"}
+
+
+class LockUnusable(UserError):
+    """A run directory's lock file that cannot serve: no file, or one this user cannot open. `problem` and `fix`
+    apart, for a command that goes on without the lock and says so in its own words (finish.reports_turn)."""
+
+    def __init__(self, problem: str, purpose_said: str, fix: str):
+        super().__init__(f"{problem}{purpose_said}; {fix}")
+        self.problem, self.fix = problem, fix
 
 
 def open_run_dir_lock(path: Path):
     """A run directory's lock file (.workers.lock, .reports.lock) opened for flock, created where it is missing.
     flock asks no write permission: read-only, the lock a colleague's run created (0644 under the usual umask) serves
-    this user too, where opening it to append was a PermissionError traceback (trial69 #9). A UserError where it is
-    no file (a directory: IsADirectoryError) or cannot be opened."""
+    this user too, where opening it to append was a PermissionError traceback (trial69 #9). A LockUnusable where it is
+    no file (a directory: IsADirectoryError) or cannot be opened (or made)."""
+    purpose = _PURPOSES.get(path.name, _PURPOSES[WORKERS_LOCK])
     if (path.exists() or path.is_symlink()) and not path.is_file():
-        raise UserError(f"{path} is not a regular file, where the lock by which the run directory's workers see each "
-                        "other belongs; move it out of the way (autotune makes it again)")
+        raise LockUnusable(f"{path} is not a regular file", f", where {purpose} belongs",
+                           "move it out of the way (autotune makes it again)")
     try:
         descriptor = os.open(path, os.O_RDONLY | os.O_CREAT, 0o666)  # the umask decides, as for every file of a run
     except OSError as exc:
-        raise UserError(f"{path} cannot be opened ({exc.strerror or exc}): it is the lock by which the run directory's "
-                        f"workers see each other; make it readable to every user of the run directory (chmod a+r "
-                        f"{shell_text(str(path))}, as its owner), or remove it while no run is under way there") from None
+        raise LockUnusable(f"{path} cannot be opened ({exc.strerror or exc})", f": it is {purpose}",
+                           f"make it readable to every user of the run directory (chmod a+r {shell_text(str(path))}, as "
+                           "its owner), or remove it while no run is under way there") from None
     return os.fdopen(descriptor, encoding="utf-8")
 
 

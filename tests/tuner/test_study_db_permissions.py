@@ -61,6 +61,24 @@ def test_a_lock_file_another_user_made_serves_this_one_and_an_unreadable_one_is_
         f"{run / '.workers.lock'}, as its owner), or remove it while no run is under way there\n"))
 
 
+def test_a_reports_lock_this_user_cannot_open_is_said_and_the_reports_written_without_it(tmp_path, finished):
+    """A colleague's .reports.lock of mode 000 in a shared run directory was passed over without a word. It only puts
+    the commands writing the reports in turns, so `report` and `run` write them all the same, and say so in one line."""
+    run = shutil.copytree(finished, tmp_path / "run")
+    lock = run / ".reports.lock"
+    lock.chmod(0)
+    said = (f"{lock} cannot be opened (Permission denied): this command writes the reports without it, the lock by "
+            "which one command at a time writes them (another writing them meanwhile may leave its older ones last); "
+            f"make it readable to every user of the run directory (chmod a+r {lock}, as its owner), or remove it while "
+            "no run is under way there\n")
+    (run / "pareto.json").unlink()
+    done = _autotune("report", run)
+    assert (done.returncode, done.stderr.startswith(said)) == (0, True), done.stderr
+    assert (run / "pareto.json").is_file()
+    done = _autotune(*_RUN, run)
+    assert done.returncode == 0 and done.stderr.count(said) == 1, done.stderr
+
+
 def test_a_workers_lock_that_is_a_directory_is_one_line(tmp_path, finished):
     run = shutil.copytree(finished, tmp_path / "run")
     (run / ".workers.lock").unlink()
