@@ -9,7 +9,7 @@ from autotune.report.device_words import GPU_WORDS, DeviceWords
 from autotune.report.front import Point
 from autotune.report.html_parts import esc, table
 from autotune.report.html_words import swatch
-from autotune.report.importance import METHOD, OBJECTIVE_TITLES, held_fixed
+from autotune.report.importance import OBJECTIVE_TITLES, held_fixed, importance_method
 from autotune.report.pareto_json import source_label
 from autotune.report.payback import cost_sentence, payback_sentence
 from autotune.report.picks import pick_label
@@ -37,7 +37,7 @@ def importance_section(view: StudyView, document: dict, run_dir: Path) -> str:
     return (
         '<section id="importance"><h2>Which knobs mattered</h2>\n'
         f'<div class="importance-row">{"".join(blocks)}</div>\n'
-        f'<p class="explain">{esc(METHOD)}. Shares describe this study\'s {len(view.points)} feasible trials, '
+        f'<p class="explain">{esc(importance_method(len(view.points)))}. Shares describe this study\'s {len(view.points)} feasible trials, '
         f"as the sampler chose them, not the whole space.{esc(fixed_text)}</p></section>"
     )
 

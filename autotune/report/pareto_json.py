@@ -19,7 +19,7 @@ from autotune.measure.combine import not_measured, parts_text
 from autotune.report.error_bars import simulator_error, with_ties
 from autotune.report.near_ties import with_near_ties
 from autotune.report.noise import change_noise_summary, noise_summary
-from autotune.report.importance import METHOD as IMPORTANCE_METHOD
+from autotune.report.importance import importance_method
 from autotune.report.payback import tuning_cost
 from autotune.report.pick_figures import peak_mem_kind
 from autotune.report.choosing import with_front_place
@@ -335,7 +335,7 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
             exhausted)))) or None,
         # Per objective, {knob: share of its variation explained} (largest first), or why there is none.
         "importance": importance if importance is not None else "not computed",
-        "importance_method": IMPORTANCE_METHOD,
+        "importance_method": importance_method(len(view.points)),
         # The probes' own time and energy, and after how many training hours each pick repays them.
         "tuning_cost": tuning_cost(view),
         # Spread over repeated probes (--repeats): a saving smaller than this is noise.

@@ -12,7 +12,9 @@ from optuna.trial import TrialState, create_trial
 from autotune.candidate import KNOBS
 from autotune.cli import main
 from autotune.report.front import Point
-from autotune.report.importance import MIN_TRIALS, knob_importance
+from autotune.report.importance import (
+    LONG_STUDY_TRIALS, MIN_TRIALS, N_TREES, SEED, SHALLOW_DEPTH, importance_method, knob_importance,
+)
 from autotune.report.study_points import StudyView
 from autotune.study.loop import CONVERGED_ATTR
 from autotune.study.storage import METRIC_NAMES
@@ -108,6 +110,55 @@ def test_importance_of_60_trials_costs_little():
     knob_importance(study, view)
     assert time.perf_counter() - start < 1.5  # about 0.5 s on 2 slow cores
 
+
+
+def _noisy(n: int):
+    """`n` trials over the whole grid of DISTRIBUTIONS, each figure scattered by up to 20% (seeded): unlike _grid's, a
+    forest over them grows about one leaf per trial."""
+    import random
+
+    draw = random.Random(3)
+    rows = []
+    for _ in range(n):
+        params = {**BASE, **{k: draw.choice(d.choices) for k, d in DISTRIBUTIONS.items()}}
+        time_s = 1000.0 / params["sp_degree"] * (1.3 if params["optimizer_offload"] == "sync" else 1.0)
+        rows.append((params, (time_s * draw.uniform(0.8, 1.2), (500.0 + 40.0 * params["micro_batch"]) * draw.uniform(0.8, 1.2))))
+    return rows
+
+
+def test_a_long_study_fits_shallow_trees_and_says_so_and_a_short_one_is_as_before(monkeypatch):
+    """Trial 70 #1: the importance took 46 s of `report` on an 800-trial study, a full-depth forest's marginal variances
+    growing with its leaves. Past LONG_STUDY_TRIALS feasible trials the trees stop at SHALLOW_DEPTH levels, and the
+    method (pareto.json's `importance_method`, the HTML report) says so; a shorter study's shares are as before."""
+    import math
+
+    made = []
+    real = optuna.importance.FanovaImportanceEvaluator
+
+    def evaluator(**kwargs):
+        made.append(kwargs)
+        return real(**kwargs)
+
+    def full_depth(study) -> dict:
+        shares = optuna.importance.get_param_importances(
+            study, evaluator=real(n_trees=N_TREES, seed=SEED), target=lambda t: math.log(t.values[0]),
+            params=["zero_stage", "optimizer_offload", "activation_checkpointing", "sp_degree", "micro_batch"])
+        return {knob: round(float(share), 4) for knob, share in shares.items()}
+
+    short, short_view = _study_and_view(_noisy(LONG_STUDY_TRIALS))
+    long, long_view = _study_and_view(_noisy(LONG_STUDY_TRIALS + 50))
+    monkeypatch.setattr(optuna.importance, "FanovaImportanceEvaluator", evaluator)
+    shares = knob_importance(short, short_view)["time_to_solution_s"]
+    assert [m.get("max_depth") for m in made] == [None, None] and shares == full_depth(short)
+    assert "levels deep" not in importance_method(len(short_view.points))
+
+    made.clear()
+    shares = knob_importance(long, long_view)["time_to_solution_s"]
+    assert [m.get("max_depth") for m in made] == [SHALLOW_DEPTH] * 2
+    full = full_depth(long)
+    assert list(shares) == list(full) and all(abs(shares[k] - full[k]) < 0.02 for k in full), (shares, full)
+    assert (f"random forest of {N_TREES} trees, each at most {SHALLOW_DEPTH} levels deep as the study has over "
+            f"{LONG_STUDY_TRIALS} feasible trials, seed {SEED}") in importance_method(len(long_view.points))
 
 
 def test_a_study_that_evaluated_its_whole_space_is_not_told_to_run_more_trials(tmp_path):
