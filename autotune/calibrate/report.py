@@ -14,7 +14,7 @@ from autotune.calibrate.memory_error import memory_lines
 from autotune.calibrate.unseen_power import unseen_power_text
 from autotune.candidate import configuration_text
 from autotune.hardware import SIMULATOR_CONSTANTS
-from autotune.report.error_bars import scope_of, scope_words
+from autotune.report.error_scope import scope_of, scope_words
 
 # The [simulator_error] keys a profile carries, from the leave-one-out error of these metrics.
 ERROR_KEYS = {"time_s": "time_s_pct", "energy_kj": "energy_kj_pct", "tflops": "tflops_pct", "power_w": "power_w_pct"}

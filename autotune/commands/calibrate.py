@@ -405,7 +405,8 @@ def _written_profile(path: Path, base, constants: dict, document: dict):
     from autotune.calibrate.report import profile_error, worst_text
     from autotune.hardware import with_simulator_constants
     from autotune.hardware.profile import scope_table
-    from autotune.report.error_bars import calibration_note, with_calibration_note, with_scope_note
+    from autotune.report.error_scope import with_scope_note
+    from autotune.report.error_unknown import calibration_note, with_calibration_note
 
     loo = profile_error(document) if document["loo_mape"] is not None else None
     warning = document["reliability_warning"]

@@ -36,7 +36,8 @@ def register(subparsers) -> None:
 
 def _rows(checks: list, simulate: bool, hardware) -> list[dict]:
     from autotune.backends.replay import study_of
-    from autotune.report.error_bars import measured_scope, outside_scope, profile_error, workload_values
+    from autotune.report.error_bars import profile_error
+    from autotune.report.error_scope import measured_scope, outside_scope, workload_values
     from autotune.simulator import simulate as simulate_candidate
 
     error = profile_error(hardware)
@@ -124,8 +125,8 @@ def _run(args) -> int:
     table.add_column("mem GiB (estimated)")  # the memory estimate that judges a candidate valid
     table.add_column("valid / reason")
     if args.simulate:
-        from autotune.report.error_bars import (error_sentence, error_suffix, measured_scope, outside_scope, profile_error,
-                                                scope_sentence, workload_values)
+        from autotune.report.error_bars import error_sentence, error_suffix, profile_error
+        from autotune.report.error_scope import measured_scope, outside_scope, scope_sentence, workload_values
 
         error = profile_error(settings.hardware)  # the profile's leave-one-out error: "+- 9%", or "+- ?%"
         scope = scope_sentence(error)  # where the headers' "+- 3.4%" was measured

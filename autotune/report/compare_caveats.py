@@ -12,7 +12,9 @@ from autotune.backends.replay_fit import not_replayed_text, sorted_values, value
 from autotune.counted import agreeing, counted
 from autotune.report.compare_inputs import UNUSED, input_label, numbers_text, value_text
 from autotune.report.compare_study import ComparedStudy, point_params
-from autotune.report.error_bars import EXTRAPOLATED_KEY, WHY_UNKNOWN, outside_words, pct_text
+from autotune.report.error_bars import pct_text
+from autotune.report.error_scope import EXTRAPOLATED_KEY, outside_words
+from autotune.report.error_unknown import WHY_UNKNOWN
 from autotune.report.picks import PICK_FILES
 
 # Inputs that change the job itself (what a time or an energy is the cost of), not how it is run.

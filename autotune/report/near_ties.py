@@ -25,7 +25,9 @@ the change in GPU-h beside it (devices_clause), and a trade is lopsided only whe
 from __future__ import annotations
 
 from autotune.counted import counted
-from autotune.report.error_bars import EXTRAPOLATED_KEY, WHY_UNKNOWN, extrapolated, is_simulated, pct_text
+from autotune.report.error_bars import extrapolated, is_simulated, pct_text
+from autotune.report.error_scope import EXTRAPOLATED_KEY
+from autotune.report.error_unknown import WHY_UNKNOWN
 from autotune.report.device_words import GPU_WORDS, DeviceWords, view_device_words
 from autotune.report.picks import PICK_FILES, change_pct, device_hours
 from autotune.study.acquisition import ENTER_MARGIN

@@ -13,8 +13,9 @@ for all the picks, not on each.
 
 from __future__ import annotations
 
-from autotune.report.error_bars import (EXTRAPOLATED_KEY, WHY_UNKNOWN, error_sentence, outside_words, pct_text,
-                                        scope_unrecorded)
+from autotune.report.error_bars import error_sentence, pct_text
+from autotune.report.error_scope import EXTRAPOLATED_KEY, outside_words, scope_unrecorded
+from autotune.report.error_unknown import WHY_UNKNOWN
 from autotune.report.near_ties import SEARCH_RESOLUTION_PCT
 from autotune.report.picks import PICK_FILES
 from autotune.counted import agreeing, counted

@@ -13,7 +13,8 @@ from html import escape
 from autotune.candidate import (
     UNTOUCHED_DEVICE_SETTINGS, knobs_sentence, limited_device, power_limit_fraction_text,
 )
-from autotune.report.error_bars import extrapolated, outside_words, point_bar, simulator_error
+from autotune.report.error_bars import extrapolated, point_bar, simulator_error
+from autotune.report.error_scope import outside_words
 from autotune.report.front import Point
 from autotune.report.html_parts import esc, table
 from autotune.report.picks import missing_change, savings

@@ -10,7 +10,8 @@ from autotune.calibrate.report import calibration_document, report_text
 from autotune.hardware import load_hardware
 from autotune.hardware.dump import hardware_to_dict
 from autotune.hardware.load import stored_hardware
-from autotune.report.error_bars import SCOPE_KEY, UNRECORDED_SCOPE, profile_error
+from autotune.report.error_bars import profile_error
+from autotune.report.error_scope import SCOPE_KEY, UNRECORDED_SCOPE
 
 BOUND = "32b-optimizer-offload-async-tflops"
 

@@ -131,6 +131,6 @@ def test_reports_say_why_an_ignored_error_is_unknown_also_from_a_study_s_kept_co
     forged = "\n".join(line for line in calibrated_text.splitlines() if not line.startswith("figures_sha256"))
     assert "calibrated_from was written by hand" in profile_error(_load(tmp_path, forged, "forged.toml"))["why_unknown"]
     # A recalibration drops the stale reason with calibrate's own note.
-    from autotune.report.error_bars import with_calibration_note
+    from autotune.report.error_unknown import with_calibration_note
 
     assert with_calibration_note(kept.description, None) == load_hardware("h100-sxm").description

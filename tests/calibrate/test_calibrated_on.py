@@ -12,7 +12,7 @@ import pytest
 
 from autotune.errors import ConfigError
 from autotune.hardware import dump_hardware, load_hardware
-from autotune.report.error_bars import outside_calibration
+from autotune.report.error_unknown import outside_calibration
 from tests.cli import autotune_main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -127,7 +127,7 @@ def test_a_refused_calibrated_on_exits_2_naming_the_fix(calibrated, tmp_path):
 def test_a_calibrated_on_no_hash_vouches_for_is_ignored_with_one_warning_and_the_report_says_so(calibrated, tmp_path, edit):
     """trial65 #6: in a profile with no [simulator_error] (most calibrate -o writes) the hash was compared for the error
     alone, so a [calibrated_on] widened by hand was believed and the study's "outside it" vanished."""
-    from autotune.report.error_bars import with_calibration_note
+    from autotune.report.error_unknown import with_calibration_note
 
     text = calibrated.read_text()
     path = tmp_path / "edited.toml"

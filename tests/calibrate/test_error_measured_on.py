@@ -7,7 +7,8 @@ import re
 from dataclasses import replace
 
 from autotune.hardware import dump_hardware, load_hardware
-from autotune.report.error_bars import measured_scope, outside_scope, profile_error, scope_values, simulator_error
+from autotune.report.error_bars import profile_error, simulator_error
+from autotune.report.error_scope import measured_scope, outside_scope, scope_values
 from autotune.workload import Workload
 
 WORKLOAD = Workload(frames=60, text_tokens=256, global_batch=64, samples=2048)  # the study's, as simulator_error reads it

@@ -130,7 +130,7 @@ def test_a_reliable_calibration_writes_its_error_and_drops_an_earlier_note(tmp_p
     """A --no-loo calibration leaves a note ("error not computed"); calibrating it again with a left-out
     error the warning does not question writes [simulator_error] and the base's description alone."""
     from autotune.hardware import load_hardware
-    from autotune.report.error_bars import with_scope_note
+    from autotune.report.error_scope import with_scope_note
 
     quick = tmp_path / "quick.toml"
     done = autotune("calibrate", "--reference", "gh200-study", "--no-loo", "-o", quick)

@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from autotune.report.error_bars import outside_words
+from autotune.report.error_scope import outside_words
 from autotune.report.units import change_words
 from autotune.space.files import DEFAULT_SPACE
 from tests.cli import autotune, autotune_main

@@ -10,15 +10,8 @@ from autotune.commands.finish import build_report
 from autotune.hardware import load_hardware, with_simulator_constants
 from autotune.models import load_model
 from autotune.workload import make_workload
-from autotune.report.error_bars import (
-    calibration_note,
-    error_sentence,
-    error_suffix,
-    pick_ties,
-    simulator_error,
-    tie_sentence,
-    with_calibration_note,
-)
+from autotune.report.error_bars import error_sentence, error_suffix, pick_ties, simulator_error, tie_sentence
+from autotune.report.error_unknown import calibration_note, with_calibration_note
 from autotune.report.front import Point
 from autotune.report.markdown import markdown_report
 from autotune.report.study_points import StudyView
@@ -126,7 +119,7 @@ def test_pareto_json_terminal_and_markdown_show_the_error(simulated_run, tmp_pat
     view = replace(view, settings=replace(view.settings, hardware=with_simulator_constants(view.settings.hardware, {}, error=error)))
     from autotune.report.pareto_json import pareto_document
 
-    from autotune.report.error_bars import SCOPE_KEY
+    from autotune.report.error_scope import SCOPE_KEY
 
     document = pareto_document(view, "simulate", "test", built["importance"])
     assert {key: value for key, value in document["simulator_error"].items() if key.endswith("_pct")} == error

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from autotune.cli import main
 from autotune.commands.finish import build_report
-from autotune.report.error_bars import outside_scope, scope_note, scope_values
+from autotune.report.error_scope import outside_scope, scope_note, scope_values
 from autotune.report.markdown import markdown_report
 from autotune.report.table import print_report
 from autotune.study import load_finished_study

@@ -9,7 +9,8 @@ import pytest
 
 from autotune.errors import ConfigError
 from autotune.hardware import load_hardware
-from autotune.report.error_bars import measured_scope, outside_scope, profile_error
+from autotune.report.error_bars import profile_error
+from autotune.report.error_scope import measured_scope, outside_scope
 from tests import cli
 
 autotune = cli.autotune_main

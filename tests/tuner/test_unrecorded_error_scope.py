@@ -13,7 +13,8 @@ from autotune.cli import main
 from autotune.hardware import load_hardware
 from autotune.hardware.dump import hardware_to_dict
 from autotune.hardware.load import stored_hardware
-from autotune.report.error_bars import SCOPE_KEY, UNRECORDED_SCOPE, profile_error
+from autotune.report.error_bars import profile_error
+from autotune.report.error_scope import SCOPE_KEY, UNRECORDED_SCOPE
 
 GH200_SCOPE = ("7b (micro-batch 4/8, nodes 1/2, GPUs 4/8), 32b (micro-batch 2/4, nodes 4/8, GPUs 16/32), 72b (micro-batch "
                "1/2, nodes 8/16, GPUs 32/64) with ZeRO 3, optimizer offload async/none/sync, checkpointing offload_async/"
