@@ -145,8 +145,9 @@ def simulator_constants(origin: str, raw: dict | None, base=None) -> SimulatorCo
 
 DEFAULT_SIMULATOR_CONSTANTS = simulator_constants("built-in defaults", {})
 
-# The cross-validated error `autotune calibrate` writes: percent, per metric.
-SIMULATOR_ERROR_KEYS = ("time_s_pct", "energy_kj_pct", "tflops_pct", "power_w_pct")
+# The cross-validated error `autotune calibrate` writes: percent, per metric (power_w: the GPU's own, as NVML reads
+# it; module_power_w: GPU, host share and memory, the power a module-scope node's energy and limit are of).
+SIMULATOR_ERROR_KEYS = ("time_s_pct", "energy_kj_pct", "tflops_pct", "power_w_pct", "module_power_w_pct")
 
 
 def simulator_error(origin: str, raw: dict | None) -> dict[str, float]:

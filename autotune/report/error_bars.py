@@ -33,9 +33,14 @@ if TYPE_CHECKING:  # light module: `autotune space` uses error_suffix without lo
 _DECIDED_BY = {"fastest": ("time_s",), "min_energy": ("energy_kj",), "max_slowdown": ("energy_kj",)}
 _BOTH = ("time_s", "energy_kj")
 # The power error is of the GPU's own power (calibrate's power_w, NVML's reading): "power +- 2.3%" on a GH200 study read
-# as the module power its energy and power limit are of, whose error was 3.3% (trial72 #11).
+# as the module power its energy and power limit are of, whose error was 3.3% (trial72 #11), now said beside it.
 _METRIC_WORDS = {"time_s_pct": "time", "energy_kj_pct": "energy", "tflops_pct": "TFLOP/s",
-                 "power_w_pct": "GPU power (the GPU alone, as NVML reads it)"}
+                 "power_w_pct": "GPU power (the GPU alone, as NVML reads it)",
+                 "module_power_w_pct": "module power (GPU, CPU and memory, as the module's sensor reads it: the power "
+                                       "this profile's energy and power limit are of)"}
+# Said on a module-scope profile only: elsewhere the power limit is the GPU's (power_w_pct's) and the module figure, a
+# sum of the GPU and its share of the host, is no power a user sets or reads (energy_kj_pct covers what it adds).
+_MODULE_POWER = "module_power_w_pct"
 
 
 _NOT_PERCENTAGES = (SCOPE_KEY, EXTRAPOLATED_KEY, SCOPE_VALUES_KEY)
@@ -96,7 +101,8 @@ def profile_error(hardware) -> dict:
     {WHY_UNKNOWN: ...} calibrated, with no error it can vouch for (for the study report and `autotune space`)."""
     if not hardware.simulator_error and hardware.calibrated_from:  # a copied table's profile: "not calibrated", as it is
         return {WHY_UNKNOWN: why_unknown(hardware)}
-    error = dict(hardware.simulator_error)
+    error = {key: pct for key, pct in hardware.simulator_error.items()
+             if key != _MODULE_POWER or hardware.module_scope_energy}
     if error and hardware.error_measured_on:  # recorded as data by calibrate -o: read as such, not from the words
         scope = {key: ({model: {k: list(v) for k, v in lists.items()} for model, lists in values.items()}
                        if key == ERROR_SCOPE_BY_MODEL else list(values))

@@ -155,3 +155,25 @@ def test_the_power_error_says_it_is_the_gpus_own_power():
     sentence = error_sentence(profile_error(load_hardware("gh200")))
     assert "GPU power +- 2.3% (the GPU alone, as NVML reads it)" in sentence
     assert ", power +-" not in sentence
+
+
+def test_a_module_scope_profile_states_its_module_power_error():
+    """gh200's energy and power limit are the module's: its module power error (3.3%, which calibrate printed and did
+    not write) is stated beside the GPU's (trial72 #11). On a GPU-scope node the limit is the GPU's: not said there."""
+    from dataclasses import replace
+
+    from autotune.calibrate.report import profile_error as written_error
+    from autotune.hardware import load_hardware
+    from autotune.report.error_bars import error_sentence, profile_error
+
+    gh200 = load_hardware("gh200")
+    assert gh200.simulator_error["module_power_w_pct"] == 3.3
+    sentence = error_sentence(profile_error(gh200))
+    assert ("GPU power +- 2.3% (the GPU alone, as NVML reads it), module power +- 3.3% (GPU, CPU and memory, as the "
+            "module's sensor reads it: the power this profile's energy and power limit are of)") in sentence
+    gpu_scope = replace(gh200, module_scope_energy=False)
+    assert "module power" not in error_sentence(profile_error(gpu_scope))
+    # calibrate -o writes it where the figures held module power, as it writes the GPU's
+    loo = {"time_s": 3.41, "energy_kj": 3.32, "tflops": 4.49, "power_w": 2.31, "module_power_w": 3.26}
+    assert written_error({"loo_mape": loo}) == {"time_s_pct": 3.4, "energy_kj_pct": 3.3, "tflops_pct": 4.5,
+                                                "power_w_pct": 2.3, "module_power_w_pct": 3.3}
