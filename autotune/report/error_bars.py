@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 from autotune.hardware.profile import (ERROR_SCOPE_BY_MODEL, ERROR_SCOPE_NOTE, IGNORED_CALIBRATED_ON_NOTE,
                                        IGNORED_ERROR_NOTE)
 from autotune.report.error_scope import (EXTRAPOLATED_KEY, SCOPE_KEY, SCOPE_VALUES_KEY, UNRECORDED_SCOPE,
-                                         measured_scope, outside_scope, scope_sentence, scope_words, workload_values)
+                                         measured_scope, outside_scope, scope_sentence, scope_values, scope_words,
+                                         unrecorded_words, workload_values)
 from autotune.report.error_unknown import WHY_UNKNOWN, outside_calibration, why_unknown, with_calibrated_on
 from autotune.report.picks import trials_text
 
@@ -107,11 +108,15 @@ def profile_error(hardware) -> dict:
         scope = {key: ({model: {k: list(v) for k, v in lists.items()} for model, lists in values.items()}
                        if key == ERROR_SCOPE_BY_MODEL else list(values))
                  for key, values in hardware.error_measured_on.items()}
-        error[SCOPE_KEY], error[SCOPE_VALUES_KEY] = scope_words(scope), scope
+        error[SCOPE_KEY], error[SCOPE_VALUES_KEY] = scope_words(scope) + unrecorded_words(scope), scope
         return error
-    scope = ERROR_SCOPE_NOTE.search(hardware.description)
-    if error and scope:
-        error[SCOPE_KEY] = scope.group(1).strip()
+    note = ERROR_SCOPE_NOTE.search(hardware.description)
+    if error and note:  # an older calibrate's words: their values as read, and what they do not record said after them
+        words = note.group(1).strip()
+        scope = scope_values(words)
+        error[SCOPE_KEY] = words + unrecorded_words(scope)
+        if scope is not None:
+            error[SCOPE_VALUES_KEY] = scope
     elif error:  # nothing says where it was measured: shown to hold nowhere, not everywhere
         error[SCOPE_KEY] = UNRECORDED_SCOPE
     return error

@@ -71,18 +71,25 @@ def scope_of(candidates) -> dict:
 def scope_words(scope: dict) -> str:
     """"7b/32b with ZeRO 3, optimizer offload none/sync, ..., frames 60, text tokens 256, precision bf16": a scope
     (scope_of's) in words; with each model's own values after its name where they are fewer than all models' ("7b
-    (micro-batch 4/8, GPUs 4/8), 32b (...) with ...")."""
-    parts = [f"{words} {'/'.join(scope[knob])}" for knob, words in (*_SCOPE_KNOBS, *_SCOPE_WORKLOAD) if knob in scope]
-    by_model = scope.get(ERROR_SCOPE_BY_MODEL)
-    if not by_model:
-        return f"{'/'.join(scope['model'])} with {', '.join(parts)}"
+    (micro-batch 4/8, GPUs 4/8), 32b (...) with ..."), and after "with" only what the lists of all models add: a knob
+    every model's own values are said for is not said again as their union, which judges none of their figures (the
+    union's micro-batches, nodes and GPU counts followed each model's own in 370 characters of scope: trial72 #3)."""
+    by_model = scope.get(ERROR_SCOPE_BY_MODEL) or {}
 
-    def named(model: str) -> str:
-        own = [f"{words} {'/'.join(by_model[model][knob])}" for knob, words in _SCOPE_KNOBS
-               if knob in by_model.get(model, {}) and knob in scope and list(by_model[model][knob]) != list(scope[knob])]
-        return f"{model} ({', '.join(own)})" if own else model
+    def own(model: str) -> dict[str, str]:
+        lists = by_model.get(model, {})
+        return {knob: f"{words} {'/'.join(lists[knob])}" for knob, words in _SCOPE_KNOBS
+                if knob in lists and knob in scope and list(lists[knob]) != list(scope[knob])}
 
-    return f"{', '.join(named(model) for model in scope['model'])} with {', '.join(parts)}"
+    said = {model: own(model) for model in scope["model"]}
+    parts = [f"{words} {'/'.join(scope[knob])}" for knob, words in (*_SCOPE_KNOBS, *_SCOPE_WORKLOAD)
+             if knob in scope and not (by_model and all(knob in said[model] for model in scope["model"]))]
+    if by_model:
+        models = ", ".join(f"{model} ({', '.join(said[model].values())})" if said[model] else model
+                           for model in scope["model"])
+    else:
+        models = "/".join(scope["model"])
+    return f"{models} with {', '.join(parts)}" if parts else models
 
 
 def scope_note(candidates) -> str:
@@ -203,18 +210,23 @@ def scope_unrecorded(error: dict | None) -> bool:
 
 def scope_sentence(error: dict | None) -> str:
     """" That error was measured on ...: other configurations' figures extrapolate it." or "". A scope from before
-    the GPU count was recorded (no "GPUs" in its words) judges no figure by it, and says so rather than vouch for
+    the GPU count was recorded judges no figure by it, and its words say so (unrecorded_words) rather than vouch for
     any GPU count."""
     if not error or SCOPE_KEY not in error:
         return ""
     if scope_unrecorded(error):  # as an unrecorded GPU count is said, but here no figure can be judged inside it
         return (f" That error was measured on {UNRECORDED_SCOPE} (the profile predates that record, so no figure is "
                 "shown to lie within it; calibrate again to record it): every simulated figure extrapolates it.")
-    scope = scope_values(error[SCOPE_KEY])
+    return f" That error was measured on {error[SCOPE_KEY]}: other configurations' figures extrapolate it."
+
+
+def unrecorded_words(scope: dict | None) -> str:
+    """" (its GPU count and workload (...) not recorded: ...)" after a scope's words where the scope predates that
+    record, or "". Judged from the scope's values (profile_error puts it in the words): read back from the words, a
+    scope whose models' own lists say their GPU counts looked like one that records none."""
     # A workload from before it was recorded is said as the GPU count is: the error was quoted at any frames and
     # precision, and a reader must know no figure is judged by them (trial72 #3).
     missing = [what for key, what in (("gpus", "GPU count"), ("frames", "workload (frames, text tokens, precision)"))
                if scope is not None and key not in scope]
-    unknown = (f" (its {' and '.join(missing)} not recorded: the profile predates that record, so no figure is judged "
-               f"by {'them' if len(missing) > 1 else 'it'}; calibrate again to record it)") if missing else ""
-    return f" That error was measured on {error[SCOPE_KEY]}{unknown}: other configurations' figures extrapolate it."
+    return (f" (its {' and '.join(missing)} not recorded: the profile predates that record, so no figure is judged "
+            f"by {'them' if len(missing) > 1 else 'it'}; calibrate again to record it)") if missing else ""

@@ -105,3 +105,22 @@ def test_a_scope_table_written_otherwise_than_calibrate_writes_it_is_refused_in_
     with pytest.raises(ConfigError, match="restore it from `autotune calibrate -o`'s output") as refused:
         load_hardware(str(path))
     assert words in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_the_scope_sentence_says_each_model_s_values_then_only_what_all_models_add():
+    """The sentence said each model's micro-batches, nodes and GPU counts, then their union again (~400 characters of
+    scope, trial72 #3): a knob every model says its own values of is said once per model, and the rest after "with"."""
+    from autotune.report.error_bars import error_sentence
+
+    sentence = error_sentence(profile_error(load_hardware("gh200")))
+    assert ("That error was measured on 7b (micro-batch 4/8, nodes 1/2, GPUs 4/8), 32b (micro-batch 2/4, nodes 4/8, GPUs "
+            "16/32), 72b (micro-batch 1/2, nodes 8/16, GPUs 32/64) with ZeRO 3, optimizer offload async/none/sync, "
+            "checkpointing offload_async/offload_sync/recompute, SP 1, power limit 1.0, SM clock max, frames 60, text "
+            "tokens 256, precision bf16: other configurations' figures extrapolate it.") in sentence
+    assert "micro-batch 1/2/4/8" not in sentence and "not recorded" not in sentence
+    # the union is said where some model has no list of its own (a by_model table naming only 7b)
+    scope = {"model": ["7b", "32b"], "micro_batch": ["2", "4"], "gpus": ["4"], "frames": ["60"],
+             "by_model": {"7b": {"micro_batch": ["4"], "gpus": ["4"]}}}
+    from autotune.report.error_scope import scope_words
+
+    assert scope_words(scope) == "7b (micro-batch 4), 32b with micro-batch 2/4, GPUs 4, frames 60"
