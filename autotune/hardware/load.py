@@ -223,7 +223,7 @@ def _error_scope_lists(origin: str, table: str, raw: dict, keys: tuple, holds: s
     """One table of [error_measured_on]'s lists: known keys, each value one its knob can take (or a whole count, or a
     precision)."""
     _scope_lists(origin, table.strip("[]"), raw, keys, holds)
-    for key in ("gpus", "frames", "text_tokens"):  # counts, as [calibrated_on]'s: no knob takes them
+    for key in ("gpus", "global_batch", "frames", "text_tokens"):  # counts, as [calibrated_on]'s: no knob takes them
         if key in raw:
             _whole_counts(origin, table.strip("[]"), key, raw[key])
     for text in raw.get("precision", ()):
@@ -231,7 +231,7 @@ def _error_scope_lists(origin: str, table: str, raw: dict, keys: tuple, holds: s
             raise ConfigError(f"{origin}: {table} precision has {shown(text)}, which is not one of "
                               f"{', '.join(PRECISIONS)}; {_SCOPE_FIX}")
     for key, values in raw.items():
-        for text in values if key in ERROR_SCOPE_MODEL_KEYS and key != "gpus" else ():
+        for text in values if key in ERROR_SCOPE_MODEL_KEYS and key not in ("gpus", "global_batch") else ():
             why = _not_a_knob_value(key, text)
             if why:
                 raise ConfigError(f"{origin}: {table} {key} has {shown(text)}, which {why}; {_SCOPE_FIX}")

@@ -10,9 +10,11 @@ from autotune.hardware.simulator_constants import DEFAULT_SIMULATOR_CONSTANTS, S
 # The keys of [error_measured_on]: the model, the knobs whose values a calibration's configurations covered, and their
 # GPU counts (all nodes', as [calibrated_on]'s; absent from a profile an older calibrate wrote); then the workload
 # they ran (frames, text tokens, precision: absent from one written before trial72 #3, where the error was quoted at
-# any sequence length and at fp32, which nothing measured).
+# any sequence length and at fp32, which nothing measured). The global batch is the workload's, kept with the knobs
+# (per model too: the GH200 study's is its local batch x GPUs, 16-64 for 7b, 32-128 for 32b and 72b); absent from a
+# profile written before it was recorded, where a study at any --global-batch got the error as if measured there.
 ERROR_SCOPE_MODEL_KEYS = ("zero_stage", "optimizer_offload", "activation_checkpointing", "sp_degree", "micro_batch",
-                          "nodes", "gpus", "power_limit", "sm_clock_mhz")
+                          "nodes", "gpus", "power_limit", "sm_clock_mhz", "global_batch")
 ERROR_SCOPE_WORKLOAD_KEYS = ("frames", "text_tokens", "precision")
 ERROR_SCOPE_KEYS = ("model", *ERROR_SCOPE_MODEL_KEYS, *ERROR_SCOPE_WORKLOAD_KEYS)
 # Its sub-table [error_measured_on.by_model."7b"]: each model's own knob values and GPU counts (ERROR_SCOPE_MODEL_KEYS).

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from autotune.candidate import SM_CLOCK_UNTOUCHED
 from autotune.hardware.profile import ERROR_SCOPE_BY_MODEL, ERROR_SCOPE_NOTE, with_description_note
+from autotune.report.picks import listed
 from autotune.workload import default_precision
 
 
@@ -24,11 +25,15 @@ SCOPE_KEY = "measured_on"  # its key in a simulator_error dict (pareto.json's to
 # measured on (trial67 #12). Nothing shows that it holds for any configuration, so every simulated figure shows +- ?%.
 UNRECORDED_SCOPE = "configurations not recorded"
 _COVERS_NOTHING = {"model": []}  # measured_scope's scope for it: no model, so no configuration, lies inside it
-# The knobs, and the GPU count (all nodes', as [calibrated_on] counts it: no knob, but an error measured on one GPU
-# of a node vouched for 8 on it, the node count alike), in the order of the words.
+# The knobs, the GPU count (all nodes', as [calibrated_on] counts it: no knob, but an error measured on one GPU
+# of a node vouched for 8 on it, the node count alike) and the global batch, in the order of the words. The global
+# batch is the workload's, kept per model as the knobs are: with the micro-batch and GPUs it sets the gradient
+# accumulation steps, and a study at another --global-batch got the error as if measured there (the GH200 study ran
+# one micro-step per step, at global batch 16-128; trial72 #3).
 _SCOPE_KNOBS = (("zero_stage", "ZeRO"), ("optimizer_offload", "optimizer offload"), ("activation_checkpointing",
                 "checkpointing"), ("sp_degree", "SP"), ("micro_batch", "micro-batch"), ("nodes", "nodes"),
-                ("gpus", "GPUs"), ("power_limit", "power limit"), ("sm_clock_mhz", "SM clock"))
+                ("gpus", "GPUs"), ("power_limit", "power limit"), ("sm_clock_mhz", "SM clock"),
+                ("global_batch", "global batch"))
 # The workload the configurations ran, after the knobs: one configuration's simulated TFLOP/s moved 38% between 30
 # and 120 frames, and fp32 ran at a peak nothing measured, each quoted with the error measured at 60 frames in bf16
 # (trial72 #3). Not kept per model: a study runs one workload on all its configurations.
@@ -41,15 +46,15 @@ def _ordered(values) -> list[str]:
 
 
 def _knob_lists(candidates) -> dict[str, list[str]]:
-    knobs = [{**c.knobs.to_dict(), "gpus": c.gpus} for c in candidates]
+    knobs = [{**c.knobs.to_dict(), "gpus": c.gpus, "global_batch": c.workload.global_batch} for c in candidates]
     return {knob: _ordered({k[knob] for k in knobs}) for knob, _ in _SCOPE_KNOBS}
 
 
 def workload_values(workload, cuda: bool) -> dict[str, str]:
-    """{"frames": "60", "text_tokens": "256", "precision": "bf16"}: a study's workload as a scope judges it (a
-    precision left out is the hardware's default, which the probes ran)."""
+    """{"frames": "60", "text_tokens": "256", "precision": "bf16", "global_batch": "64"}: a study's workload as a scope
+    judges it (a precision left out is the hardware's default, which the probes ran)."""
     return {"frames": str(workload.frames), "text_tokens": str(workload.text_tokens),
-            "precision": workload.precision or default_precision(cuda)}
+            "precision": workload.precision or default_precision(cuda), "global_batch": str(workload.global_batch)}
 
 
 def scope_of(candidates) -> dict:
@@ -170,6 +175,8 @@ def outside_scope(scope: dict[str, list[str]], model: str, params: dict, max_clo
         params = {**params, "sm_clock_mhz": SM_CLOCK_UNTOUCHED}
     if gpus is not None:
         params = {**params, "gpus": gpus}
+    if workload and "global_batch" in workload:  # judged with the knobs, by its model's own values
+        params = {**params, "global_batch": workload["global_batch"]}
     outside = [] if model in scope["model"] else [f"model {model}"]
     own = (scope.get(ERROR_SCOPE_BY_MODEL) or {}).get(model, {})
     for knob, words in _SCOPE_KNOBS:
@@ -226,7 +233,8 @@ def unrecorded_words(scope: dict | None) -> str:
     scope whose models' own lists say their GPU counts looked like one that records none."""
     # A workload from before it was recorded is said as the GPU count is: the error was quoted at any frames and
     # precision, and a reader must know no figure is judged by them (trial72 #3).
-    missing = [what for key, what in (("gpus", "GPU count"), ("frames", "workload (frames, text tokens, precision)"))
+    missing = [what for key, what in (("gpus", "GPU count"), ("global_batch", "global batch"),
+                                      ("frames", "workload (frames, text tokens, precision)"))
                if scope is not None and key not in scope]
-    return (f" (its {' and '.join(missing)} not recorded: the profile predates that record, so no figure is judged "
+    return (f" (its {listed(missing)} not recorded: the profile predates that record, so no figure is judged "
             f"by {'them' if len(missing) > 1 else 'it'}; calibrate again to record it)") if missing else ""

@@ -130,7 +130,8 @@ def test_the_gpu_count_an_error_was_measured_on_is_recorded_and_judged(tmp_path)
     assert "nodes 1, GPUs 1, power limit" in profile.description  # the note's words say it too
     inside = {knob: values[0] for knob, values in profile.error_measured_on.items() if knob in INSIDE}
     measured = profile.error_measured_on  # the study's own workload: inside it
-    workload = Workload(int(measured["frames"][0]), int(measured["text_tokens"][0]), 64, 2048, measured["precision"][0])
+    workload = Workload(int(measured["frames"][0]), int(measured["text_tokens"][0]), int(measured["global_batch"][0]), 2048,
+                        measured["precision"][0])
     for gpus, outside in ((1, {}), (8, {"0": ["GPUs 8"]})):
         error = simulator_error(_view(profile, "1.5b", inside, gpus, workload))
         assert error["extrapolated"] == outside
@@ -145,11 +146,11 @@ def test_an_older_profile_without_a_gpu_count_says_it_is_not_recorded(tmp_path):
     profile = _calibrated(tmp_path, SCOPE)
     error = simulator_error(_view(profile, HF_NAME, INSIDE, 64))
     assert error["extrapolated"] == {}
-    assert ("nodes 2, power limit 1.0, SM clock max (its GPU count and workload (frames, text tokens, precision) not "
-            "recorded: the profile predates that record, so no figure is judged by them; calibrate again to record it): "
-            "other configurations' figures extrapolate it.") in error_sentence(error)
-    recorded = _calibrated(tmp_path, {**SCOPE, "gpus": ("8",), "frames": ("60",), "text_tokens": ("256",),
-                                      "precision": ("bf16",)})
+    assert ("nodes 2, power limit 1.0, SM clock max (its GPU count, global batch and workload (frames, text tokens, "
+            "precision) not recorded: the profile predates that record, so no figure is judged by them; calibrate again "
+            "to record it): other configurations' figures extrapolate it.") in error_sentence(error)
+    recorded = _calibrated(tmp_path, {**SCOPE, "gpus": ("8",), "global_batch": ("64",), "frames": ("60",),
+                                      "text_tokens": ("256",), "precision": ("bf16",)})
     assert "not recorded" not in error_sentence(simulator_error(_view(recorded, HF_NAME, INSIDE, 8)))
     assert simulator_error(_view(recorded, HF_NAME, INSIDE, 64))["extrapolated"] == {"0": ["GPUs 64"]}
 

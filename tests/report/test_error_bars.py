@@ -123,7 +123,7 @@ def test_pareto_json_terminal_and_markdown_show_the_error(simulated_run, tmp_pat
 
     document = pareto_document(view, "simulate", "test", built["importance"])
     assert {key: value for key, value in document["simulator_error"].items() if key.endswith("_pct")} == error
-    assert document["simulator_error"][SCOPE_KEY].startswith("7b (micro-batch 4/8, nodes 1/2, GPUs 4/8), 32b (")  # what gh200's error vouches for
+    assert document["simulator_error"][SCOPE_KEY].startswith("7b (micro-batch 4/8, nodes 1/2, GPUs 4/8, global batch 16/32/64), 32b (")  # what gh200's error vouches for
     assert any(row["tied_with"] for row in document["picks"])  # +-50% makes most picks ties
     json.dumps(document)
     out = io.StringIO()

@@ -113,8 +113,9 @@ def test_the_scope_sentence_says_each_model_s_values_then_only_what_all_models_a
     from autotune.report.error_bars import error_sentence
 
     sentence = error_sentence(profile_error(load_hardware("gh200")))
-    assert ("That error was measured on 7b (micro-batch 4/8, nodes 1/2, GPUs 4/8), 32b (micro-batch 2/4, nodes 4/8, GPUs "
-            "16/32), 72b (micro-batch 1/2, nodes 8/16, GPUs 32/64) with ZeRO 3, optimizer offload async/none/sync, "
+    assert ("That error was measured on 7b (micro-batch 4/8, nodes 1/2, GPUs 4/8, global batch 16/32/64), 32b (micro-batch "
+            "2/4, nodes 4/8, GPUs 16/32, global batch 32/64/128), 72b (micro-batch 1/2, nodes 8/16, GPUs 32/64, global "
+            "batch 32/64/128) with ZeRO 3, optimizer offload async/none/sync, "
             "checkpointing offload_async/offload_sync/recompute, SP 1, power limit 1.0, SM clock max, frames 60, text "
             "tokens 256, precision bf16: other configurations' figures extrapolate it.") in sentence
     assert "micro-batch 1/2/4/8" not in sentence and "not recorded" not in sentence
@@ -124,3 +125,34 @@ def test_the_scope_sentence_says_each_model_s_values_then_only_what_all_models_a
     from autotune.report.error_scope import scope_words
 
     assert scope_words(scope) == "7b (micro-batch 4), 32b with micro-batch 2/4, GPUs 4, frames 60"
+
+
+def test_the_global_batch_is_judged_by_its_model_s_own_values(gh200_scope, tmp_path):
+    """A study at another --global-batch got the error as if measured there (trial72 #3): gh200's 7b ran at global
+    batch 16-64, 32b and 72b at 32-128 (local batch x GPUs, one micro-step per step)."""
+    config = {**KNOBS, "micro_batch": 4, "nodes": 1}
+
+    def outside(global_batch):
+        return outside_scope(gh200_scope, "7b", config, gpus=4, workload={**MEASURED_WORKLOAD,
+                                                                            "global_batch": global_batch})
+
+    assert outside("64") == [] and outside("128") == ["7b with global batch 128"]
+    assert outside("1024") == ["global batch 1024"]
+    assert {error for _, _, error in _errors(tmp_path, "--nodes", "1", "--global-batch", "512")} == {None}
+
+
+def test_a_scope_recorded_before_the_global_batch_says_so_and_judges_no_figure_by_it():
+    from dataclasses import replace
+
+    from autotune.report.error_bars import error_sentence
+
+    gh200 = load_hardware("gh200")
+    older = {key: values for key, values in gh200.error_measured_on.items() if key != "global_batch"}
+    older["by_model"] = {model: {k: v for k, v in lists.items() if k != "global_batch"}
+                         for model, lists in older["by_model"].items()}
+    error = profile_error(replace(gh200, error_measured_on=older))
+    config = {**KNOBS, "micro_batch": 4, "nodes": 1}
+    assert outside_scope(measured_scope(error), "7b", config, gpus=4,
+                         workload={**MEASURED_WORKLOAD, "global_batch": "1024"}) == []
+    assert ("precision bf16 (its global batch not recorded: the profile predates that record, so no figure is judged by "
+            "it; calibrate again to record it): other configurations' figures extrapolate it.") in error_sentence(error)

@@ -175,9 +175,10 @@ def test_a_simulated_figure_outside_what_the_error_was_measured_on_ties_by_noise
     records = measured(6.12, fastest_cv=0.05)
     records[2] = record(RUNNER_UP, 6.12, 6.0, source="simulated")
     document, trial, terminal, _, _ = replayed(tmp_path, records)
-    # tiny's own workload too: gh200's error was measured at 60 frames and 256 text tokens (trial72 #3)
+    # tiny's own workload too: gh200's error was measured at 60 frames, 256 text tokens and global batch 16-128
+    # (trial72 #3)
     assert document["simulator_error"]["extrapolated"] == {str(trial["runner_up"]): [
-        "model tiny", "ZeRO 1", "power limit 0.9", "frames 2", "text tokens 32"]}
+        "model tiny", "ZeRO 1", "power limit 0.9", "global batch 8", "frames 2", "text tokens 32"]}
     fastest = picks(document)["fastest"]
     assert fastest["tied_with"] == [] and fastest["tied_within_noise"] == [trial["runner_up"]]
     assert f"; tie with trial {trial['runner_up']} within measured noise: time CV 5.0% and simulated;" in \

@@ -16,8 +16,8 @@ from autotune.hardware.load import stored_hardware
 from autotune.report.error_bars import profile_error
 from autotune.report.error_scope import SCOPE_KEY, UNRECORDED_SCOPE
 
-GH200_SCOPE = ("7b (micro-batch 4/8, nodes 1/2, GPUs 4/8), 32b (micro-batch 2/4, nodes 4/8, GPUs 16/32), 72b (micro-batch "
-               "1/2, nodes 8/16, GPUs 32/64) with ZeRO 3, optimizer offload async/none/sync, checkpointing offload_async/"
+GH200_SCOPE = ("7b (micro-batch 4/8, nodes 1/2, GPUs 4/8, global batch 16/32/64), 32b (micro-batch 2/4, nodes 4/8, GPUs "
+               "16/32, global batch 32/64/128), 72b (micro-batch 1/2, nodes 8/16, GPUs 32/64, global batch 32/64/128) with ZeRO 3, optimizer offload async/none/sync, checkpointing offload_async/"
                "offload_sync/recompute, SP 1, power limit 1.0, SM clock max, frames 60, text tokens 256, precision bf16")
 # gh200.toml's description before it named its error's scope (commit d2abca9 and earlier).
 OLDER_DESCRIPTION = "JUPITER-like node: 4x GH200 (Hopper + Grace, NVLink-C2C), InfiniBand NDR"
