@@ -228,13 +228,22 @@ def scope_sentence(error: dict | None) -> str:
 
 
 def unrecorded_words(scope: dict | None) -> str:
-    """" (its GPU count and workload (...) not recorded: ...)" after a scope's words where the scope predates that
-    record, or "". Judged from the scope's values (profile_error puts it in the words): read back from the words, a
-    scope whose models' own lists say their GPU counts looked like one that records none."""
+    """" (its GPU count and workload (...) not recorded: ...; nor its values per model, ...)" after a scope's words
+    where the scope predates that record, or "". Judged from the scope's values (profile_error puts it in the words):
+    read back from the words, a scope whose models' own lists say their GPU counts looked like one that records none."""
     # A workload from before it was recorded is said as the GPU count is: the error was quoted at any frames and
     # precision, and a reader must know no figure is judged by them (trial72 #3).
+    if scope is None:
+        return ""
     missing = [what for key, what in (("gpus", "GPU count"), ("global_batch", "global batch"),
-                                      ("frames", "workload (frames, text tokens, precision)"))
-               if scope is not None and key not in scope]
-    return (f" (its {listed(missing)} not recorded: the profile predates that record, so no figure is judged "
-            f"by {'them' if len(missing) > 1 else 'it'}; calibrate again to record it)") if missing else ""
+                                      ("frames", "workload (frames, text tokens, precision)")) if key not in scope]
+    said = [f"its {listed(missing)} not recorded: the profile predates that record, so no figure is judged by "
+            f"{'them' if len(missing) > 1 else 'it'}"] if missing else []
+    # Without each model's own lists, every model is judged by all models' values: the union vouched for 7b on 64 GPUs
+    # because 72b ran there (trial72 #3), and an older scope said nothing of it. (A scope read from words counts a
+    # model whose name holds "/" as several: scope_values.)
+    if len(scope["model"]) > 1 and ERROR_SCOPE_BY_MODEL not in scope:
+        said.append("nor its values per model" if missing else
+                    "its values not recorded per model: the profile predates that record")
+        said[-1] += ", so a value measured on one of its models counts for all of them"
+    return f" ({'; '.join(said)}; calibrate again to record it)" if said else ""

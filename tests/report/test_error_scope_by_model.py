@@ -156,3 +156,19 @@ def test_a_scope_recorded_before_the_global_batch_says_so_and_judges_no_figure_b
                          workload={**MEASURED_WORKLOAD, "global_batch": "1024"}) == []
     assert ("precision bf16 (its global batch not recorded: the profile predates that record, so no figure is judged by "
             "it; calibrate again to record it): other configurations' figures extrapolate it.") in error_sentence(error)
+
+
+def test_a_scope_recorded_before_each_model_s_own_lists_says_so():
+    """An older table (no by_model) judges every model by all models' values, 7b on 64 GPUs because 72b ran there, and
+    said nothing of it (trial72 #3). A one-model scope's lists are its model's own: nothing to say there."""
+    from dataclasses import replace
+
+    from autotune.report.error_bars import error_sentence
+
+    gh200 = load_hardware("gh200")
+    older = {key: values for key, values in gh200.error_measured_on.items() if key != "by_model"}
+    sentence = error_sentence(profile_error(replace(gh200, error_measured_on=older)))
+    assert ("precision bf16 (its values not recorded per model: the profile predates that record, so a value measured "
+            "on one of its models counts for all of them; calibrate again to record it): other configurations' figures "
+            "extrapolate it.") in sentence
+    assert "per model" not in error_sentence(profile_error(replace(gh200, error_measured_on={**older, "model": ("7b",)})))
