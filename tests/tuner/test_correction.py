@@ -198,3 +198,66 @@ def test_knob_distances_in_blocks_are_the_distances_whole(monkeypatch):
     assert np.array_equal(knob_kernel._distance(a, b), whole)
     monkeypatch.setattr(knob_kernel, "_DIFFERENCES_AT_ONCE", 1)  # at least one row at a time
     assert np.array_equal(knob_kernel._distance(a, b), whole)
+
+
+
+def _weighted_pairs_as_they_were(features, a, b, gamma):
+    """Kernel.weighted's pair part before trial70 #7: every candidate's pairs, copied and weighted."""
+    return (features.pairs[a] * gamma) @ features.pairs[b].T
+
+
+def test_the_pair_part_weighted_on_the_probes_side_is_the_same(monkeypatch):
+    """Trial70 #7: the variances went on every candidate's (candidates x pairs) matrix, a copy of it per objective
+    and proposal; on the probes' side the products are the same (pairs are 0 or 1), and so is the fit."""
+    from autotune.study.knob_kernel import Kernel
+
+    features = knob_features(PARAMS)
+    rng = np.random.default_rng(0)
+    gamma = rng.random(features.pairs.shape[1]) * 0.01
+    probes = [0, 5, 17, 40, 41, 70, 99, 101, 120, 143]
+    weighted = Kernel(features).weighted((None, None, None), slice(None), np.array(probes), gamma)[2]
+    assert np.allclose(weighted, _weighted_pairs_as_they_were(features, np.arange(len(PARAMS)), probes, gamma), rtol=1e-12, atol=0)
+
+    truth = np.where([p["micro_batch"] == 8 and p["optimizer_offload"] == "async" for p in PARAMS], 0.3, 0.0)
+    measured = truth[probes] + rng.normal(0, 0.01, len(probes))
+    new = corrected_log_prediction(features, np.zeros(len(PARAMS)), probes, measured)
+    monkeypatch.setattr(Kernel, "weighted", lambda self, parts, a, b, g: parts if g is None else
+                        (parts[0], parts[1], _weighted_pairs_as_they_were(self.f, np.arange(len(self.f.values))[a], b, g)))
+    old = corrected_log_prediction(features, np.zeros(len(PARAMS)), probes, measured)
+    for got, expected in zip(new, old):
+        assert np.allclose(got, expected, rtol=1e-12, atol=1e-15)
+
+
+def test_the_correction_holds_no_copy_of_every_candidates_value_pairs():
+    """Trial70 #7: two (candidates x pairs) arrays per objective and proposal, 320 MB over 39,340 candidates."""
+    import tracemalloc
+
+    values = {"zero_stage": [1, 2, 3], "optimizer_offload": ["none", "sync", "async"],
+              "activation_checkpointing": ["none", "recompute", "offload_sync", "offload_async"],
+              "micro_batch": [1, 2, 3, 4, 5, 6, 7, 8], "sp_degree": [1, 2, 4, 8], "nodes": [1, 2, 4, 8, 16]}
+    params = [dict(zip(values, combo), power_limit=1.0, sm_clock_mhz="max") for combo in itertools.product(*values.values())]
+    features = knob_features(params)
+    probes = list(range(0, len(params), len(params) // 12))
+    measured = np.random.default_rng(1).normal(0, 0.05, len(probes))
+    tracemalloc.start()
+    corrected_log_prediction(features, np.zeros(len(params)), probes, measured)
+    peak_bytes = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak_bytes < features.pairs.nbytes  # 3.6 times it before
+
+
+def test_the_gram_matrix_alone_is_the_one_with_its_slopes():
+    """The cross Gram matrix (candidates x probes) is built without the likelihood's slopes (trial70 #7): the same
+    matrix to the last bit as the slopes' sum it was."""
+    from autotune.study.knob_kernel import Kernel
+
+    features = knob_features(PARAMS)
+    kernel = Kernel(features)
+    parts = kernel.parts(np.arange(len(PARAMS)), np.array([0, 5, 17, 40, 99]))
+    theta = np.log([0.02, 0.6, 0.01, 0.003, 1e-4])
+    amp_m, length, amp_1, amp_2 = np.exp(theta[:4])
+    from autotune.study.knob_kernel import matern_of
+
+    as_it_was = amp_m * matern_of(parts[0] / length) + amp_1 * parts[1] + amp_2 * parts[2]
+    assert np.array_equal(kernel.gram(theta, parts), as_it_was)
+    assert np.array_equal(kernel.gram_and_slopes(theta, parts)[0], as_it_was)
