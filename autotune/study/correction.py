@@ -212,6 +212,25 @@ def _unseen_pair_share(features: KnobFeatures, probed: list[int]) -> np.ndarray:
     return features.unseen_value_pairs(probed) / (k * (k - 1) / 2) if k > 1 else np.ones(len(features.values))
 
 
+# Candidates whose kernel parts with the probes are built at once: whole, the parts and the Gram matrix's
+# temporaries were a dozen (candidates x probes) matrices, 2 MB per probe over 39,340 candidates (trial70 #7).
+_CANDIDATES_AT_ONCE = 4096
+
+
+def _cross_gram(kernel: Kernel, theta: np.ndarray, at: np.ndarray, gamma: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """(N, probes) the Gram matrix of every candidate with the probes `at`, and (N,) each candidate's
+    prior Matern correlation with its nearest probe; built in blocks of candidates (views of their
+    features, not copies), every element as whole."""
+    n = len(kernel.f.values)
+    cross, nearest_probe = np.empty((n, len(at))), np.empty(n)
+    for start in range(0, n, _CANDIDATES_AT_ONCE):
+        rows = slice(start, start + _CANDIDATES_AT_ONCE)
+        parts = kernel.weighted(kernel.parts(rows, at), rows, at, gamma)
+        cross[rows] = kernel.gram(theta, parts)
+        nearest_probe[rows] = matern_of(parts[0] / MAX_LENGTH_SCALE).max(axis=1)  # parts[0]: knob distances
+    return cross, nearest_probe
+
+
 def corrected_log_prediction(
     features: KnobFeatures, log_predicted: np.ndarray, probed: list[int], log_measured: np.ndarray, exact: bool = False
 ) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
@@ -232,7 +251,6 @@ def corrected_log_prediction(
     kernel = Kernel(features)
     at = np.array(probed)
     y = residual - offset
-    everyone = slice(None)  # a view of every candidate's features, not a copy (candidates x pairs: 160 MB)
     probe_parts = kernel.parts(at, at)
     gamma = None
     theta = _fit(kernel, probe_parts, y) if len(probed) >= MIN_PROBES_TO_FIT else _PRIOR_THETA
@@ -243,8 +261,7 @@ def corrected_log_prediction(
     if len(probed) >= MIN_PROBES_TO_FIT and not exact:
         theta, gamma = _fit_sparse(kernel, at, probe_parts, y, theta)
         chol = np.linalg.cholesky(kernel.gram(theta, kernel.weighted(probe_parts, at, at, gamma)) + kernel.noise_diagonal(theta, len(at)))
-    cross_parts = kernel.weighted(kernel.parts(everyone, at), everyone, at, gamma)
-    cross = kernel.gram(theta, cross_parts)  # (n, probes)
+    cross, nearest_probe = _cross_gram(kernel, theta, at, gamma)
     mean = cross @ np.linalg.solve(chol.T, np.linalg.solve(chol, y))
     v = np.linalg.solve(chol, cross.T)
     prior = kernel.prior_variance(theta, gamma)
@@ -260,9 +277,9 @@ def corrected_log_prediction(
     else:
         calibrated = _doubt_std(at, even_chol, y, math.exp(theta[4]), _unseen_pair_share(features, probed))
         doubt = np.where(features.holds_unseen_value(probed), MIN_RESIDUAL_STD, calibrated)
-        nearest_probe = matern_of(cross_parts[0] / MAX_LENGTH_SCALE).max(axis=1)  # cross_parts[0]: knob distances
         doubt = doubt * np.sqrt(1.0 - nearest_probe**2)
     noise_std = min(math.sqrt(math.exp(theta[4])), MAX_NOISE_STD) if len(probed) >= MIN_PROBES_TO_FIT else 0.0
     # The doubt is not the GP's: it is taken as independent of every probe (no covariance).
-    with_probes = cross - v.T @ v[:, at]
+    with_probes = cross  # in place: one (candidates x probes) matrix less
+    with_probes -= v.T @ v[:, at]
     return log_predicted + offset + mean, np.maximum(np.maximum(latent, doubt), 1e-6), noise_std, with_probes

@@ -228,22 +228,48 @@ def test_the_pair_part_weighted_on_the_probes_side_is_the_same(monkeypatch):
         assert np.allclose(got, expected, rtol=1e-12, atol=1e-15)
 
 
-def test_the_correction_holds_no_copy_of_every_candidates_value_pairs():
-    """Trial70 #7: two (candidates x pairs) arrays per objective and proposal, 320 MB over 39,340 candidates."""
-    import tracemalloc
-
+def _wide_space() -> list[dict]:
+    """5,760 candidates, some 300 value pairs."""
     values = {"zero_stage": [1, 2, 3], "optimizer_offload": ["none", "sync", "async"],
               "activation_checkpointing": ["none", "recompute", "offload_sync", "offload_async"],
               "micro_batch": [1, 2, 3, 4, 5, 6, 7, 8], "sp_degree": [1, 2, 4, 8], "nodes": [1, 2, 4, 8, 16]}
-    params = [dict(zip(values, combo), power_limit=1.0, sm_clock_mhz="max") for combo in itertools.product(*values.values())]
-    features = knob_features(params)
-    probes = list(range(0, len(params), len(params) // 12))
+    return [dict(zip(values, combo), power_limit=1.0, sm_clock_mhz="max") for combo in itertools.product(*values.values())]
+
+
+def _peak_bytes(features, probe_count: int) -> int:
+    import tracemalloc
+
+    import scipy.linalg  # noqa: F401  (imported by the fit: its modules are not the fit's memory)
+    import scipy.optimize  # noqa: F401
+
+    n = len(features.values)
+    probes = list(range(0, n, n // probe_count))[:probe_count]
     measured = np.random.default_rng(1).normal(0, 0.05, len(probes))
     tracemalloc.start()
-    corrected_log_prediction(features, np.zeros(len(params)), probes, measured)
+    corrected_log_prediction(features, np.zeros(n), probes, measured)
     peak_bytes = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    assert peak_bytes < features.pairs.nbytes  # 3.6 times it before
+    return peak_bytes
+
+
+def test_the_correction_holds_no_copy_of_every_candidates_value_pairs():
+    """Trial70 #7: two (candidates x pairs) arrays per objective and proposal, 320 MB over 39,340 candidates."""
+    features = knob_features(_wide_space())
+    assert _peak_bytes(features, 12) < features.pairs.nbytes  # 3.6 times it before
+
+
+def test_the_correction_holds_few_candidates_x_probes_matrices(monkeypatch):
+    """Trial70 #7: the kernel parts of every candidate with the probes and the Gram matrix's temporaries were
+    built whole, nine (candidates x probes) matrices at once (2 MB per probe over 39,340 candidates); in blocks
+    of candidates, three."""
+    from autotune.study import correction, knob_kernel
+
+    monkeypatch.setattr(knob_kernel, "_DIFFERENCES_AT_ONCE", 1 << 14)  # the distances' own blocks aside
+    monkeypatch.setattr(correction, "_CANDIDATES_AT_ONCE", 256, raising=False)
+    features = knob_features(_wide_space())
+    column_bytes = len(features.values) * 8
+    per_probe = (_peak_bytes(features, 40) - _peak_bytes(features, 10)) / 30
+    assert per_probe < 4 * column_bytes
 
 
 def test_the_gram_matrix_alone_is_the_one_with_its_slopes():
@@ -261,3 +287,18 @@ def test_the_gram_matrix_alone_is_the_one_with_its_slopes():
     as_it_was = amp_m * matern_of(parts[0] / length) + amp_1 * parts[1] + amp_2 * parts[2]
     assert np.array_equal(kernel.gram(theta, parts), as_it_was)
     assert np.array_equal(kernel.gram_and_slopes(theta, parts)[0], as_it_was)
+
+
+def test_the_candidates_in_blocks_are_the_candidates_whole(monkeypatch):
+    """The blocks of candidates give every figure as one block (the computation as it was) did, to the last bit."""
+    from autotune.study import correction
+
+    features = knob_features(PARAMS)
+    rng = np.random.default_rng(2)
+    probes = [0, 3, 17, 40, 41, 70, 99, 101, 120, 143]
+    measured = rng.normal(0, 0.05, len(probes))
+    monkeypatch.setattr(correction, "_CANDIDATES_AT_ONCE", len(PARAMS))
+    whole = corrected_log_prediction(features, np.zeros(len(PARAMS)), probes, measured)
+    monkeypatch.setattr(correction, "_CANDIDATES_AT_ONCE", 7)  # the last block short
+    for got, expected in zip(corrected_log_prediction(features, np.zeros(len(PARAMS)), probes, measured), whole):
+        assert np.array_equal(got, expected)
