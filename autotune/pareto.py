@@ -19,6 +19,8 @@ def front_indices(values: np.ndarray, keep_ties: bool = False) -> list[int]:
     if not len(values):
         return []
     order = np.lexsort(values.T[::-1])  # stable: exact ties stay in the given order
+    if values.shape[1] == 2 and np.isfinite(values).all():
+        return _front_indices_2d(values[order], order, keep_ties)
     kept: list[int] = []
     # The kept rows' values, compared with each row at once: a loop over them took a second per call on a space of
     # 39,340 candidates, several times per probe (trial70 #7).
@@ -34,6 +36,24 @@ def front_indices(values: np.ndarray, keep_ties: bool = False) -> list[int]:
         kept_values[len(kept)] = v
         kept.append(int(i))
     return kept
+
+
+def _front_indices_2d(ordered: np.ndarray, order: np.ndarray, keep_ties: bool) -> list[int]:
+    """front_indices for two finite objectives, rows already in lexicographic order, without a loop
+    (the guided sampler takes the front of 39,340 predictions per proposal: a second each, trial70 #7).
+
+    Every earlier row is no slower, so a row is dominated or tied by an earlier one exactly when one of
+    them uses no more energy: it stays when its energy is below every earlier row's. With
+    `keep_ties` its exact twins (the run of equal rows just before it) do not count against it; any
+    other earlier row with no more energy dominates it."""
+    energy = ordered[:, 1]
+    least_before = np.concatenate([[np.inf], np.minimum.accumulate(energy)[:-1]])
+    if keep_ties:
+        starts_run = np.ones(len(ordered), dtype=bool)
+        starts_run[1:] = np.any(ordered[1:] != ordered[:-1], axis=1)
+        run_start = np.maximum.accumulate(np.where(starts_run, np.arange(len(ordered)), 0))
+        least_before = least_before[run_start]
+    return [int(i) for i in order[energy < least_before]]
 
 
 def dominates(a: np.ndarray, b: np.ndarray) -> bool:

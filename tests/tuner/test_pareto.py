@@ -57,3 +57,21 @@ def test_the_front_is_the_rows_no_other_row_dominates(objectives, keep_ties):
         expected.append(int(i))
     assert front_indices(values, keep_ties=keep_ties) == expected
     assert front_indices(values[:0]) == []
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("keep_ties", [False, True])
+def test_two_objective_front_without_a_loop_is_the_general_ones(seed, keep_ties):
+    """Two finite objectives take a sorted running minimum (the guided sampler's fronts of 39,340 predictions):
+    the same rows in the same order as the row-by-row comparison the rows with an infinite value still take."""
+    rng = np.random.default_rng(seed)
+    values = rng.integers(0, 2 + 4 * seed, size=(200 + 50 * seed, 2)).astype(float)
+    values[rng.random(len(values)) < 0.3] *= 1.5  # some rows off the integer grid
+    general = values.copy()
+    general[-1] = np.inf  # a row the fast path does not take: the whole array goes by the loop
+    # The loop's answer over the finite rows is its answer over all of them less the row with inf (dominated by
+    # any finite row, it is never on a front of finite rows).
+    expected = [i for i in front_indices(general[:-1].tolist() + [[np.inf, np.inf]], keep_ties=keep_ties)
+                if i != len(values) - 1]
+    finite = values[:-1]
+    assert front_indices(finite, keep_ties=keep_ties) == expected
