@@ -180,7 +180,7 @@ class LaunchBackend(Backend):
         node = self.first_node()
         if node is not None:
             return node.settable, "" if node.settable else f"{node.settable_reason} on {node.where}"
-        return self._devices.available()
+        return self._devices.available(self._environ())
 
     def _probes_here(self) -> bool:
         """Whether the probes' first rank runs on this machine (names compared, nothing asked): only then can
@@ -270,7 +270,7 @@ class LaunchBackend(Backend):
                 self._start_after_wait(trial_number, waited_s, log_path)
             # After the wait: the other probe's power limit is not what this one must restore.
             if launches and candidate.knobs.changes_device_settings and self._probes_here():
-                self._devices.record()
+                self._devices.record(environ)
             return self._run_repeats(candidate, trial_number, trial_dir, launcher, record, taken)
 
     def _start_after_wait(self, trial_number: int, waited_s: float, log_path: Path) -> None:
@@ -446,7 +446,7 @@ class LaunchBackend(Backend):
         finally:
             self._current = None
             if exit_code != 0:  # killed, crashed or timed out: it may have left a device capped
-                for line in self._devices.restore_after(candidate):
+                for line in self._devices.restore_after(candidate, environ):
                     _append_log(log_path, f"== autotune: {line}\n")
         if self._aborted:
             _say_stopped(log_path, "abort()")

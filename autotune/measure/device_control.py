@@ -149,10 +149,12 @@ def restore(api, records: list[dict]) -> list[str]:
     return done
 
 
-def control_available(api=None) -> tuple[bool, str]:
-    """Whether this process may change the local GPUs' power limits and clocks; the reason when not.
+def control_available(api=None, environ=None) -> tuple[bool, str]:
+    """Whether this process may change the power limits and clocks of the GPUs it may use; the reason when not.
 
-    Asks NVML to set device 0's limit to its current value: the same privilege check, no change. Never raises.
+    Asks NVML to set the first device CUDA_VISIBLE_DEVICES names (in `environ`, default this process's) to its
+    current limit: the same privilege check, no change. Device 0 was asked whatever CUDA_VISIBLE_DEVICES said, a
+    write to another job's GPU (trial75 #11). Never raises.
     """
     try:
         api = api or nvml_api()
@@ -162,8 +164,11 @@ def control_available(api=None) -> tuple[bool, str]:
     try:
         if api.device_count() == 0:
             return False, "NVML sees no GPU on this machine"
-        (device,) = read_settings(api, [0])
-        api.set_power_limit_mw(0, round(device.power_limit_w * 1e3), module=device.scope == "module")
+        visible = visible_indices(api, environ)
+        if not visible:
+            return False, "NVML sees none of the GPUs CUDA_VISIBLE_DEVICES names"
+        (device,) = read_settings(api, visible[:1])
+        api.set_power_limit_mw(device.index, round(device.power_limit_w * 1e3), module=device.scope == "module")
         return True, ""
     except (DeviceControlError, SourceUnavailable) as exc:
         return False, exc.reason

@@ -28,13 +28,13 @@ def fake_gpus(tmp_path, monkeypatch):
     return fake, {**env, "PYTHONPATH": f"{REPO}:{REPO / 'tests' / 'measure'}"}
 
 
-def _killed_probe(tmp_path, power_limit: str) -> str:
+def _killed_probe(tmp_path, power_limit: str, *more: str) -> str:
     """A stand-in probe that caps the GPUs (through the device CLI) and dies by SIGKILL: nothing in it can restore."""
     script = tmp_path / "fake-python"
     script.write_text(f"#!{sys.executable}\n" + textwrap.dedent(f"""
         import os, signal, subprocess, sys
         subprocess.run([{sys.executable!r}, "-m", "autotune.measure.device_cli", "apply", "--power-limit",
-                        {power_limit!r}, "--record", "record.json"], check=True)
+                        {power_limit!r}, *{list(more)!r}, "--record", "record.json"], check=True)
         os.kill(os.getpid(), signal.SIGKILL)
     """))
     script.chmod(0o755)
@@ -44,12 +44,36 @@ def _killed_probe(tmp_path, power_limit: str) -> str:
 def test_the_backend_restores_what_a_killed_probe_left(tmp_path, fake_gpus, make_launch_backend, make_candidate):
     fake, env = fake_gpus
     backend = make_launch_backend(env_extra=env, python=_killed_probe(tmp_path, "0.6"))
-    result = backend.evaluate(make_candidate(power_limit=0.6), trial_number=1)
+    result = backend.evaluate(make_candidate(power_limit=0.6, hardware="h100-sxm", gpus_per_node=2), trial_number=1)
     assert result.status == "failed" and "killed by signal 9" in result.error
     assert [fake.device(i)["limit_mw"] for i in (0, 1)] == [700_000, 700_000]
     assert ["limit", 0, 420_000, False] in fake.changes  # the probe did cap it
     log = (backend.trial_dir(1) / "log.txt").read_text()
     assert "== autotune: GPU 0: power limit 420 W -> 700 W restored" in log
+
+
+def test_after_a_dead_probe_only_its_own_gpus_are_restored(tmp_path, monkeypatch, make_launch_backend, make_candidate):
+    # trial75 #11: a failed SM-clock probe made the backend reset the clock locks of every GPU of the node, and put
+    # back a limit another job had set on its own GPU; the permission check wrote GPU 0's limit, not this job's GPU.
+    state = tmp_path / "nvml.json"
+    fake = FakeNvml(names=("NVIDIA H100 80GB HBM3",) * 4, state_path=state)
+    env = {"AUTOTUNE_NVML_API": FAKE_NVML_API_SPEC, FAKE_NVML_STATE_ENV: str(state),
+           "PYTHONPATH": f"{REPO}:{REPO / 'tests' / 'measure'}", "CUDA_VISIBLE_DEVICES": "1"}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    fake.lock_sm_clocks_mhz(2, 345, 1410)  # another job's GPUs: a clock lock and a power limit of theirs
+    fake.set_power_limit_mw(3, 500_000)
+    before = len(fake.changes)
+    backend = make_launch_backend(env_extra=env, python=_killed_probe(tmp_path, "0.6", "--sm-clock-mhz", "1500", "--gpus", "1"))
+    assert backend.device_settings_available() == (True, "")
+    result = backend.evaluate(make_candidate(power_limit=0.6, sm_clock_mhz=1500, hardware="h100-sxm"), trial_number=1)
+    assert result.status == "failed" and "killed by signal 9" in result.error
+    touched = {change[1] for change in fake.changes[before:]}
+    assert touched == {1}, fake.changes[before:]
+    assert fake.device(1)["limit_mw"] == 700_000 and fake.device(1)["locked_mhz"] is None
+    assert fake.device(2)["locked_mhz"] == [345, 1410] and fake.device(3)["limit_mw"] == 500_000
+    log = (backend.trial_dir(1) / "log.txt").read_text()
+    assert "GPU 1: locked SM clocks reset" in log and "GPU 0:" not in log and "GPU 2:" not in log
 
 
 def test_a_probe_of_untouched_knobs_leaves_the_devices_alone(tmp_path, fake_gpus, make_launch_backend, make_candidate):

@@ -84,6 +84,13 @@ def test_control_available_with_permission_changes_nothing():
     assert dc.control_available(FakeNvml(names=())) == (False, "NVML sees no GPU on this machine")
 
 
+def test_control_available_asks_a_gpu_this_job_may_use():
+    # trial75 #11: device 0's limit was written whatever CUDA_VISIBLE_DEVICES said: another job's GPU.
+    api = FakeNvml(names=(H100,) * 4)
+    assert dc.control_available(api, environ={"CUDA_VISIBLE_DEVICES": "3"}) == (True, "")
+    assert [change[1] for change in api.changes] == [3]
+
+
 def test_visible_devices_by_index_or_uuid():
     api = FakeNvml(names=(H100,) * 4)
     assert dc.visible_indices(api, {}) == [0, 1, 2, 3]
