@@ -12,8 +12,16 @@ Ways out and who restores:
 - SIGKILL, or a rank stuck in a collective past the grace: nothing in-process can run; the launch
   backend compares every local device with the values it recorded before the study and restores.
 
-A run whose knobs leave power and clock untouched touches nothing (NVML is not even loaded). Under
-`srun --gpu-freq` (AUTOTUNE_SM_CLOCK_SET_BY=srun, set by the launch backend) SLURM applies and resets
+"power_limit 1.0" and "sm_clock_mhz max" mean the device's default limit and its unlocked clock, as the
+reports give them. A run whose knobs ask for those reads its devices (no privilege needed; no NVML: nothing
+to read or cap) and touches nothing where they are at their defaults. A device found below its default
+limit (the site's cap, or what a probe that died left) is set to the default for the probe and the found
+limit put back after, where NVML allows it; where it does not, the probe runs as found. A clock found held
+by a user's setting is left as found: NVML cannot read a lock's range, so a reset could not be undone. Either
+way result.json's `device_settings` records what each device held, and a note saying how it differed
+(trial75 #16: a whole study was measured at 450 W and reported as untouched at 700 W).
+
+Under `srun --gpu-freq` (AUTOTUNE_SM_CLOCK_SET_BY=srun, set by the launch backend) SLURM applies and resets
 the clock: the probe then leaves the clock alone and records who set it.
 """
 
@@ -47,6 +55,7 @@ class DeviceSettingsGuard:
         self.api = None
         self.records: list[dict] = []
         self.error: str | None = None
+        self.off_default: str | None = None  # how this node's devices differed from their defaults before the probe
         self._restored = False
         self._previous_handler = None
 
@@ -55,7 +64,10 @@ class DeviceSettingsGuard:
         return self.knobs.changes_device_settings and self.env.is_node_leader
 
     def apply(self) -> None:
+        if not self.env.is_node_leader:
+            return
         if not self.active:
+            self._apply_defaults()
             return
         from autotune.measure import device_control as dc
         from autotune.measure.errors import DeviceControlError, SourceUnavailable
@@ -67,13 +79,48 @@ class DeviceSettingsGuard:
             devices = dc.read_settings(self.api, dc.ranks_indices(self.api, self.env.local_world_size))
             if not devices:
                 raise DeviceControlError("NVML sees none of this job's GPUs: nothing to set a power limit or clock on")
+            self.off_default = dc.off_default_words([d.to_dict() for d in devices])
             self.records = dc.records_before(devices, self.knobs.sm_clock_mhz)  # a SIGTERM from here on restores
             self.records = dc.apply(self.api, devices, self.knobs.power_limit, self.knobs.sm_clock_mhz)
         except (DeviceControlError, SourceUnavailable) as exc:
             self.error = f"power limit / SM clock not applied on node {self.env.node_rank}: {exc.reason}"
 
+    def _apply_defaults(self) -> None:
+        """Knobs of the defaults: the devices read, and set to the default limit where found below it and NVML allows."""
+        from autotune.measure import device_control as dc
+        from autotune.measure.errors import DeviceControlError, SourceUnavailable
+
+        try:
+            api = dc.nvml_api()
+            api.init()
+        except Exception:  # noqa: BLE001 - no NVML (a CPU machine): nothing can be capped, nothing is read
+            return
+        try:
+            devices = dc.read_settings(api, dc.ranks_indices(api, self.env.local_world_size))
+            self.off_default = dc.off_default_words([d.to_dict() for d in devices])
+        except (DeviceControlError, SourceUnavailable):
+            self.off_default = None
+        if self.off_default is None:
+            api.shutdown()
+            return
+        self.api = api
+        self._previous_handler = signal.signal(signal.SIGTERM, self._on_sigterm) or signal.SIG_DFL
+        self.records = dc.records_before(devices, SM_CLOCK_UNTOUCHED)
+        done = []
+        try:
+            self.records = dc.apply(api, devices, 1.0, SM_CLOCK_UNTOUCHED)
+            if any(r["power_limit_w"] != r["previous_power_limit_w"] for r in self.records):
+                done.append("the default limit set for this probe, the found one put back after")
+        except DeviceControlError as exc:
+            done.append(f"run at the found limit ({exc.reason.split(';')[0]})")
+        if any(r["sm_clocks_locked"] for r in self.records):
+            done.append("a clock setting kept as found (NVML cannot read a lock's range to put it back)")
+        self.off_default = f"{self.off_default}: {'; '.join(done)}"
+        print(f"probe node {self.env.node_rank}: not at the defaults power_limit 1.0 and sm_clock_mhz max stand for: "
+              f"{self.off_default}", file=sys.stderr, flush=True)
+
     def restore(self) -> None:
-        if self._restored or not self.active:
+        if self._restored or (self.api is None and self._previous_handler is None):
             return
         self._restored = True
         try:
@@ -98,18 +145,23 @@ class DeviceSettingsGuard:
         os.kill(os.getpid(), signum)  # and dies of the signal as it would have
 
     def summary(self) -> dict | None:
-        """This node's part of result.json's `device_settings`; None when the knobs touch nothing."""
-        if not self.asked.changes_device_settings:
+        """This node's part of result.json's `device_settings`; None when the knobs touch nothing and the devices were
+        at their defaults. `off_default`: how the devices differed from their defaults before the probe, and what was
+        done about it."""
+        if not self.asked.changes_device_settings and self.off_default is None:
             return None
-        return {"node_rank": self.env.node_rank, "devices": self.records, "error": self.error}
+        return {"node_rank": self.env.node_rank, "devices": self.records, "error": self.error,
+                "off_default": self.off_default}
 
 
 def device_settings_block(candidate: Candidate, node_parts: list[dict]) -> dict | None:
-    """result.json's `device_settings`: what was asked, who applied it, each node's devices."""
-    if not candidate.knobs.changes_device_settings:
+    """result.json's `device_settings`: what was asked, who applied it, each node's devices; for knobs of the
+    defaults, only where a node found its devices off them."""
+    nodes = [p for p in node_parts if p is not None]
+    if not candidate.knobs.changes_device_settings and not nodes:
         return None
     block = {"power_limit": candidate.knobs.power_limit, "sm_clock_mhz": candidate.knobs.sm_clock_mhz,
-             "applied_by": APPLIED_BY, "nodes": [p for p in node_parts if p is not None]}
+             "applied_by": APPLIED_BY, "nodes": nodes}
     if clock_set_by_launcher() and candidate.knobs.sm_clock_mhz != SM_CLOCK_UNTOUCHED:
         block["sm_clock_set_by"] = f"{clock_set_by_launcher()} --gpu-freq={candidate.knobs.sm_clock_mhz}"
     return block

@@ -126,6 +126,12 @@ class Backend(abc.ABC):
         not (the study then keeps those knobs untouched). Backends that change no device: (True, "")."""
         return True, ""
 
+    def devices_off_default(self) -> str | None:
+        """Optional hook: one line, said before any probe, where the GPUs the probes use are not at their default power
+        limit or hold a user's clock setting (what "power_limit 1.0" and "sm_clock_mhz max" stand for), saying what the
+        probes do about it; None (default) where they are, or the backend touches no device."""
+        return None
+
     def sets_clock_itself(self) -> bool:
         """Optional hook: whether the launcher applies sm_clock_mhz without privileges (srun --gpu-freq),
         so the clock stays searchable where device_settings_available() says no."""

@@ -38,17 +38,28 @@ class LocalDeviceSettings:
         self._before = []
         self._with_api(lambda dc, api: self._before.extend(dc.read_settings(api, dc.visible_indices(api, environ))))
 
+    def off_default(self, environ: dict[str, str]) -> str | None:
+        """How the devices the probes may use differ from their defaults (device_control.off_default_words), read now;
+        None where they do not, or NVML is not usable here."""
+        found: list = []
+        self._with_api(lambda dc, api: found.extend(d.to_dict() for d in dc.read_settings(api, dc.visible_indices(api, environ))))
+        from autotune.measure.device_control import off_default_words
+
+        return off_default_words(found)
+
     def restore_after(self, candidate: Candidate, environ: dict[str, str]) -> list[str]:
         """Put back what a dead probe of `candidate` may have left on the devices its ranks trained on; one line per
         change, or why it failed."""
-        if not candidate.knobs.changes_device_settings or not candidate.hardware.cuda or not self._before:
+        if not candidate.hardware.cuda or not self._before:
             return []  # a profile without CUDA trains on CPU ranks: its probe touches no GPU
         lines: list[str] = []
 
         def restore(dc, api):
             used = set(dc.ranks_indices(api, candidate.gpus_per_node, environ))
             before = [device for device in self._before if device.index in used]
-            lines.extend(dc.restore(api, dc.records_before(before, candidate.knobs.sm_clock_mhz)))
+            # A probe of the defaults changes a device only where it found it below its default limit (trainer/power.py)
+            if candidate.knobs.changes_device_settings or dc.off_default_words([d.to_dict() for d in before]):
+                lines.extend(dc.restore(api, dc.records_before(before, candidate.knobs.sm_clock_mhz)))
 
         error = self._with_api(restore)
         return lines + ([f"could not restore the local GPU settings: {error}"] if error else [])

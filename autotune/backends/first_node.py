@@ -42,6 +42,7 @@ class NodeAnswer:
     settable: bool  # power limits and clocks
     settable_reason: str
     gpu_models: tuple[tuple[str, float], ...] | None = None  # (name, GiB) per GPU nvidia-smi lists; None: not said
+    devices: tuple[dict, ...] = ()  # each GPU's limits and clocks there (device_control.DeviceSettings.to_dict())
 
     @property
     def where(self) -> str:
@@ -151,7 +152,15 @@ def _answer(host: str, how: str, stdout: str) -> NodeAnswer:
         raise unexpected from None
     if not isinstance(settable, bool) or not isinstance(reason, str) or not isinstance(sources, list):
         raise unexpected
-    return NodeAnswer(host, how, available, settable, reason, _gpu_models(report.get("gpus")))
+    return NodeAnswer(host, how, available, settable, reason, _gpu_models(report.get("gpus")), _devices(report.get("devices")))
+
+
+def _devices(devices) -> tuple[dict, ...]:
+    """The GPUs' limits the node listed, those that hold what device_control.off_default_words reads; () without."""
+    keys = ("index", "power_limit_w", "default_power_limit_w")
+    if not isinstance(devices, list):
+        return ()
+    return tuple(d for d in devices if isinstance(d, dict) and all(isinstance(d.get(k), (int, float)) for k in keys))
 
 
 def _gpu_models(gpus) -> tuple[tuple[str, float], ...] | None:

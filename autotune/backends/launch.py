@@ -182,6 +182,26 @@ class LaunchBackend(Backend):
             return node.settable, "" if node.settable else f"{node.settable_reason} on {node.where}"
         return self._devices.available(self._environ())
 
+    def devices_off_default(self) -> str | None:
+        """The probes' GPUs found off their defaults before the study (on this machine, or as the first node answered):
+        what each probe does about it (trainer/power.py), in one line."""
+        node = self.first_node()
+        if node is not None:
+            from autotune.measure.device_control import off_default_words
+
+            found, where = off_default_words(list(node.devices)), f" on {node.where}"
+        else:
+            found, where = self._devices.off_default(self._environ()), ""
+        if found is None:
+            return None
+        settable, reason = self.device_settings_available()
+        limit = ("each probe of power_limit 1.0 sets the default limit and puts the found one back after" if settable else
+                 f"this user cannot change them ({reason.split(';')[0]}), so the probes run at what they hold")
+        return (f"the GPUs are not at the defaults power_limit 1.0 and sm_clock_mhz max stand for{where} ({found}): {limit}; "
+                "a clock setting is kept as found (NVML cannot read a lock's range to put it back); each result records "
+                "what its GPUs held; to measure at the defaults, reset them as root first (nvidia-smi -i N -pl DEFAULT_W, "
+                "nvidia-smi -i N -rgc)")
+
     def _probes_here(self) -> bool:
         """Whether the probes' first rank runs on this machine (names compared, nothing asked): only then can
         the tuner put back what a dead probe left on the GPUs."""

@@ -529,6 +529,8 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
             settings.check_same_question(held, str(run_dir), device_knobs=False)
     backend = choose_backend(args, run_dir, max(settings.space.nodes), settings.gpus_per_node, settings.hardware)
     settings = keep_device_knobs_if_unsettable(settings, backend, console)
+    if settings.hardware.cuda and (off_default := backend.devices_off_default()):
+        console.print(f"[yellow]warning: {escape(off_default)}[/]")
     ignored = ignored_launch_options(args, backend.name)
     if ignored:
         console.print(f"[yellow]warning: {ignored}[/]")

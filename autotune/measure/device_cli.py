@@ -136,7 +136,8 @@ def run(args: argparse.Namespace, api) -> list[str]:
             return [json.dumps(settings, indent=2)]
         return [f"GPU {s['index']} ({s['name']}, {s['scope']} scope): power limit {s['power_limit_w']:g} W "
                 f"(default {s['default_power_limit_w']:g}, allowed {s['min_power_limit_w']:g}-{s['max_power_limit_w']:g}); "
-                f"SM clock {s['sm_clock_mhz']} MHz (max {s['max_sm_clock_mhz']})" for s in settings]
+                f"SM clock {s['sm_clock_mhz']} MHz (max {s['max_sm_clock_mhz']}"
+                + ("; held by a user setting: locked clocks)" if s["sm_clocks_locked"] else ")") for s in settings]
     visible = dc.visible_indices(api)
     if not visible:
         raise Refusal(f"no GPU to set: CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '')!r} names none of "

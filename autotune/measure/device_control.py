@@ -27,6 +27,7 @@ from autotune.measure import nvml
 from autotune.measure.nvml import NvmlApi, is_grace_hopper
 
 NVML_API_ENV = "AUTOTUNE_NVML_API"
+LIMIT_TOLERANCE_W = 0.5  # NVML rounds limits to whole mW; a difference beyond this was set by someone
 # Which devices a job may use, and which its ranks train on: read by the energy sources too, so they live in nvml.
 visible_indices, ranks_indices = nvml.visible_indices, nvml.ranks_indices
 
@@ -45,9 +46,27 @@ class DeviceSettings:
     sm_clock_mhz: int
     max_sm_clock_mhz: int
     min_supported_sm_clock_mhz: int
+    # A user's clock setting holds the SM clock (NVML's event reasons: a lock, `srun --gpu-freq`); None: NVML did not say
+    sm_clocks_locked: bool | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def off_default_words(devices: list[dict]) -> str | None:
+    """How the devices (DeviceSettings.to_dict()s) differ from their defaults, in words, or None where none does:
+    "power_limit 1.0" and "sm_clock_mhz max" mean the default limit and the unlocked clock, and a GPU found capped
+    (by the site, or by a probe that died) was measured and reported as untouched at its default (trial75 #16)."""
+    words = []
+    for device in devices:
+        held = []
+        if abs(device["power_limit_w"] - device["default_power_limit_w"]) > LIMIT_TOLERANCE_W:
+            held.append(f"at {device['power_limit_w']:g} W of its {device['default_power_limit_w']:g} W default limit")
+        if device.get("sm_clocks_locked"):
+            held.append("its SM clock held by a user setting (locked clocks)")
+        if held:
+            words.append(f"GPU {device['index']} {', '.join(held)}")
+    return "; ".join(words) or None
 
 
 def nvml_api():
@@ -78,10 +97,18 @@ def read_settings(api, indices: list[int] | None = None) -> list[DeviceSettings]
                 min_power_limit_w=units.mw_to_w(limits["min"]), max_power_limit_w=units.mw_to_w(limits["max"]),
                 sm_clock_mhz=clocks["current"], max_sm_clock_mhz=clocks["max"],
                 min_supported_sm_clock_mhz=min(clocks["supported"], default=0),
+                sm_clocks_locked=_clocks_locked(api, index),
             ))
     except SourceUnavailable as exc:
         raise DeviceControlError(f"cannot read GPU power limits or clocks ({exc.reason})") from None
     return settings
+
+
+def _clocks_locked(api, index: int) -> bool | None:
+    try:
+        return api.sm_clocks_user_defined(index)
+    except SourceUnavailable:  # an older driver or GPU without event reasons: not said
+        return None
 
 
 def target_limit_w(device: DeviceSettings, fraction: float) -> float:
@@ -97,19 +124,24 @@ def target_limit_w(device: DeviceSettings, fraction: float) -> float:
 def records_before(devices: list[DeviceSettings], sm_clock_mhz: int | str) -> list[dict]:
     """What restore() needs, written down *before* anything changes (a process killed mid-apply is undone too)."""
     clock = None if sm_clock_mhz == SM_CLOCK_UNTOUCHED else int(sm_clock_mhz)
+    # `sm_clocks_locked`: a user's clock setting held the clock before (kept by a probe of "max": NVML cannot read
+    # its range, so a reset could not be undone); `power_limit_w`: what the device holds, read back after apply.
     return [{"index": d.index, "name": d.name, "scope": d.scope, "previous_power_limit_w": d.power_limit_w,
              "power_limit_w": d.power_limit_w, "default_power_limit_w": d.default_power_limit_w,
-             "sm_clock_cap_mhz": clock} for d in devices]
+             "sm_clock_cap_mhz": clock, "sm_clocks_locked": d.sm_clocks_locked} for d in devices]
 
 
 def apply(api, devices: list[DeviceSettings], power_limit: float, sm_clock_mhz: int | str) -> list[dict]:
-    """Set the limit and clock cap on each device; returns the record restore() needs.
+    """Set the limit and clock cap on each device; returns the record restore() needs, with the limit each device
+    holds afterwards as NVML reads it back (what a result records is what the GPU held).
 
-    All or nothing: when one device refuses, every device is restored before the error leaves.
+    A fraction is of the default, 1.0 included: a device found below its default is set to it (restore() puts the
+    found limit back), so that "power limit 1.0" is the default limit the reports give it as. A device already at
+    the target is not written. All or nothing: when one device refuses, every device is restored before the error
+    leaves.
     """
     for device in devices:  # refuse what is out of range before NVML changes anything
-        if power_limit != 1.0:
-            target_limit_w(device, power_limit)
+        target_limit_w(device, power_limit)
         if sm_clock_mhz != SM_CLOCK_UNTOUCHED and not (
                 device.min_supported_sm_clock_mhz <= int(sm_clock_mhz) <= device.max_sm_clock_mhz):
             raise DeviceControlError(f"SM clock {sm_clock_mhz} MHz is outside GPU {device.index}'s "
@@ -117,9 +149,10 @@ def apply(api, devices: list[DeviceSettings], power_limit: float, sm_clock_mhz: 
     records = records_before(devices, sm_clock_mhz)
     try:
         for device, record in zip(devices, records):
-            if power_limit != 1.0:
-                record["power_limit_w"] = target_limit_w(device, power_limit)
-                api.set_power_limit_mw(device.index, round(record["power_limit_w"] * 1e3), module=device.scope == "module")
+            limit_w, module = target_limit_w(device, power_limit), device.scope == "module"
+            if abs(device.power_limit_w - limit_w) > LIMIT_TOLERANCE_W:
+                api.set_power_limit_mw(device.index, round(limit_w * 1e3), module=module)
+                record["power_limit_w"] = units.mw_to_w(api.power_limits_mw(device.index, module=module)["current"])
             if record["sm_clock_cap_mhz"] is not None:
                 api.lock_sm_clocks_mhz(device.index, device.min_supported_sm_clock_mhz, record["sm_clock_cap_mhz"])
     except BaseException:
@@ -136,7 +169,7 @@ def restore(api, records: list[dict]) -> list[str]:
         try:
             current_w = units.mw_to_w(api.power_limits_mw(index, module=module)["current"])
             previous_w = record["previous_power_limit_w"]
-            if abs(current_w - previous_w) > 0.5:  # NVML rounds to whole mW; anything else is ours to undo
+            if abs(current_w - previous_w) > LIMIT_TOLERANCE_W:  # anything else is ours to undo
                 api.set_power_limit_mw(index, round(previous_w * 1e3), module=module)
                 done.append(f"GPU {index}: power limit {current_w:g} W -> {previous_w:g} W restored")
             if record.get("sm_clock_cap_mhz") is not None:

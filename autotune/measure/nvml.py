@@ -122,6 +122,15 @@ class NvmlApi:
                 "max": int(self._call("nvmlDeviceGetMaxClockInfo", handle, pynvml.NVML_CLOCK_SM)),
                 "supported": supported}
 
+    def sm_clocks_user_defined(self, index: int) -> bool:
+        """Whether NVML gives a user's clock setting (locked or application clocks: `nvidia-smi -lgc`, `srun
+        --gpu-freq`) as a reason the SM clock is held now. NVML has no query for a lock's range; this bit is what it
+        tells (the event reasons, no privilege needed)."""
+        pynvml, handle = self._lib(), self._handle(index)
+        read = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or pynvml.nvmlDeviceGetCurrentClocksThrottleReasons
+        reasons = self._call(read.__name__, handle)
+        return bool(int(reasons) & pynvml.nvmlClocksThrottleReasonUserDefinedClocks)
+
     def lock_sm_clocks_mhz(self, index: int, min_mhz: int, max_mhz: int) -> None:
         self._call("nvmlDeviceSetGpuLockedClocks", self._handle(index), int(min_mhz), int(max_mhz),
                    translate=translate_nvml_control_error)

@@ -83,6 +83,20 @@ def test_a_probe_of_untouched_knobs_leaves_the_devices_alone(tmp_path, fake_gpus
     assert fake.changes == []
 
 
+def test_a_dead_probe_of_the_defaults_on_a_capped_gpu_gets_its_found_limit_back(
+        tmp_path, fake_gpus, make_launch_backend, make_candidate):
+    # A probe of power_limit 1.0 sets a GPU found at 450 W to its default (trial75 #16); killed, it could not put
+    # 450 W back, and the backend restored only after probes of other limits: the site's cap was left raised.
+    fake, env = fake_gpus
+    fake.set_power_limit_mw(0, 450_000)
+    backend = make_launch_backend(env_extra=env, python=_killed_probe(tmp_path, "1.0", "--gpus", "1"))
+    assert backend.devices_off_default() is not None  # said before the study, as run does; the devices recorded
+    result = backend.evaluate(make_candidate(hardware="h100-sxm"), trial_number=1)
+    assert result.status == "failed" and ["limit", 0, 700_000, False] in fake.changes  # the probe did raise it
+    assert fake.device(0)["limit_mw"] == 450_000
+    assert "== autotune: GPU 0: power limit 700 W -> 450 W restored" in (backend.trial_dir(1) / "log.txt").read_text()
+
+
 def _h100_settings():
     from autotune.commands.options import settings_for
 
@@ -167,3 +181,22 @@ def test_under_srun_the_clock_stays_searchable_without_permission(tmp_path, fake
     assert not backend.sets_clock_itself()
     plan = build_plan("srun", candidate, ["--out", "r.json"], python="py", hostfile=None, environ={})
     assert not any(word.startswith("--gpu-freq") for word in plan.command) and SM_CLOCK_SET_BY_ENV not in plan.env
+
+
+@pytest.mark.parametrize("permission, said", [
+    (True, "each probe of power_limit 1.0 sets the default limit and puts the found one back after"),
+    (False, "this user cannot change them (changing GPU power limits or clocks needs root or CAP_SYS_ADMIN (NVML: no "
+            "permission)), so the probes run at what they hold"),
+])
+def test_gpus_found_off_their_defaults_are_said_before_any_probe(fake_gpus, make_launch_backend, permission, said):
+    # trial75 #16: a GPU capped at 450 W before the study was measured and reported as untouched at 700 W.
+    fake, env = fake_gpus
+    fake.set_power_limit_mw(1, 450_000)
+    fake.permission = permission
+    line = make_launch_backend(env_extra=env).devices_off_default()
+    assert line.startswith("the GPUs are not at the defaults power_limit 1.0 and sm_clock_mhz max stand for "
+                           "(GPU 1 at 450 W of its 700 W default limit): ")
+    assert said in line and "each result records what its GPUs held" in line and "\n" not in line
+    fake.permission = True
+    fake.set_power_limit_mw(1, 700_000)
+    assert make_launch_backend(env_extra=env).devices_off_default() is None  # at the defaults: nothing said

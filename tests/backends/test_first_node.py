@@ -177,6 +177,21 @@ def test_the_first_host_s_gpu_controls_decide_whether_the_power_limit_is_searche
     assert fake.device(0)["limit_mw"] == 700_000  # asked, never changed
 
 
+def test_the_first_host_s_gpus_off_their_defaults_are_said_naming_it(stand_ins, remote_hostfile, make_launch_backend,
+                                                                    tmp_path):
+    # trial75 #16: a GPU capped before the study was measured and reported as untouched at its default.
+    state = tmp_path / "nvml.json"
+    fake = FakeNvml(names=("NVIDIA H100 80GB HBM3",), state_path=state)
+    fake.set_power_limit_mw(0, 450_000)
+    fake.permission = False
+    gpus = {"AUTOTUNE_NVML_API": FAKE_NVML_API_SPEC, FAKE_NVML_STATE_ENV: str(state),
+            "PYTHONPATH": f"{REPO}:{REPO / 'tests' / 'measure'}"}
+    backend = make_launch_backend(launcher="deepspeed", hostfile=remote_hostfile, env_extra=gpus)
+    line = backend.devices_off_default()
+    assert ("stand for on nid001 (the probes' first node, asked over ssh) (GPU 0 at 450 W of its 700 W default "
+            "limit): this user cannot change them") in line
+
+
 def test_a_hostfile_that_names_this_machine_first_is_judged_here(stand_ins, make_launch_backend, tmp_path):
     _, log = stand_ins
     hostfile = tmp_path / "hostfile"

@@ -209,6 +209,9 @@ class FakeNvml:
         current = d["sm_clock_mhz"] if d["locked_mhz"] is None else min(d["sm_clock_mhz"], d["locked_mhz"][1])
         return {"current": current, "max": d["max_sm_clock_mhz"], "supported": SUPPORTED_SM_CLOCKS_MHZ}
 
+    def sm_clocks_user_defined(self, index):
+        return self.device(index)["locked_mhz"] is not None
+
     def lock_sm_clocks_mhz(self, index, min_mhz, max_mhz):
         self._change(index, ["lock", index, min_mhz, max_mhz], locked_mhz=[min_mhz, max_mhz])
 

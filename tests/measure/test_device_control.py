@@ -342,6 +342,23 @@ def test_a_second_apply_never_replaces_a_record_no_restore_put_back(tmp_path, mo
     assert [api.device(i)["limit_mw"] for i in (0, 1)] == [700_000, 700_000]
 
 
+def test_show_says_which_gpus_are_off_their_defaults(monkeypatch, capsys):
+    # trial75 #16: a GPU left at 450 W and locked at 1200 MHz read as a GPU at its defaults.
+    from autotune.measure import device_cli
+
+    api = FakeNvml(names=(H100,) * 2)
+    api.set_power_limit_mw(1, 450_000)
+    api.lock_sm_clocks_mhz(1, 345, 1200)
+    monkeypatch.setattr(dc, "nvml_api", lambda: api)
+    assert device_cli.main(["show"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("SM clock 1980 MHz (max 1980)")
+    assert lines[1] == ("GPU 1 (NVIDIA H100 80GB HBM3, gpu scope): power limit 450 W (default 700, allowed 200-700); "
+                        "SM clock 1200 MHz (max 1980; held by a user setting: locked clocks)")
+    assert dc.off_default_words([d.to_dict() for d in dc.read_settings(api)]) == (
+        "GPU 1 at 450 W of its 700 W default limit, its SM clock held by a user setting (locked clocks)")
+
+
 @pytest.mark.parametrize("text, said", [
     ("garbage", "is not a record `device_cli apply` wrote (JSONDecodeError"),
     ('{"a": 1}', "not a list of devices"),
