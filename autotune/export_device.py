@@ -68,7 +68,7 @@ def device_script(knobs: Knobs, nodes: int, launcher: str, gpus_per_node: int | 
         what = "power limit" if srun else "settings"
         lines += [f"# The probe sets the {what} on every node (local rank 0 of each, through NVML: root or CAP_SYS_ADMIN",
                   "# there) before its warm-up, refuses to train where it cannot, and puts the previous values back on its",
-                  "# way out (its end, an error, SIGTERM: scancel, a time limit); after a SIGKILL, run",
+                  "# way out (its end, an error, SIGTERM: scancel, a time limit; SIGHUP; SIGUSR1/2: --signal); after a SIGKILL, run",
                   f"# `{shlex.join(device_cli('show', knobs))}` on a node to see what it was left at."]
         return lines
     lines.append("# Setting them needs root or CAP_SYS_ADMIN (NVML); the script stops if NVML refuses. The probe sets")

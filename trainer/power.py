@@ -7,8 +7,11 @@ energy sensors, and if a rank dies its leader (or, failing that, the launch back
 
 Ways out and who restores:
 - normal end, exception, out-of-memory: the `with` block's exit (probe.main's finally);
-- SIGTERM (the tuner's timeout kills the process group): a handler restores, then lets the signal
-  take the process down as before;
+- SIGTERM (the tuner's timeout kills the process group), SIGHUP (a probe run by hand over ssh that lost its
+  session), SIGUSR1/SIGUSR2 (a job's `#SBATCH --signal=USR1@...` that reaches the steps): the stop signals every
+  autotune command handles (autotune.errors.STOP_SIGNALS); a handler restores, then lets the signal take the
+  process down as before. Only SIGTERM did, and a HUP or USR1 left the GPU capped and locked (trial75 #15).
+  SIGINT raises KeyboardInterrupt, which leaves through the `with` block;
 - SIGKILL, or a rank stuck in a collective past the grace: nothing in-process can run; the launch
   backend compares every local device with the values it recorded before the study and restores.
 
@@ -57,7 +60,7 @@ class DeviceSettingsGuard:
         self.error: str | None = None
         self.off_default: str | None = None  # how this node's devices differed from their defaults before the probe
         self._restored = False
-        self._previous_handler = None
+        self._previous_handlers: dict = {}  # signal number -> the handler before ours (SIG_DFL for one outside Python)
 
     @property
     def active(self) -> bool:
@@ -72,7 +75,7 @@ class DeviceSettingsGuard:
         from autotune.measure import device_control as dc
         from autotune.measure.errors import DeviceControlError, SourceUnavailable
 
-        self._previous_handler = signal.signal(signal.SIGTERM, self._on_sigterm) or signal.SIG_DFL
+        self._catch_stop_signals()
         try:
             self.api = dc.nvml_api()
             self.api.init()
@@ -104,7 +107,7 @@ class DeviceSettingsGuard:
             api.shutdown()
             return
         self.api = api
-        self._previous_handler = signal.signal(signal.SIGTERM, self._on_sigterm) or signal.SIG_DFL
+        self._catch_stop_signals()
         self.records = dc.records_before(devices, SM_CLOCK_UNTOUCHED)
         done = []
         try:
@@ -120,7 +123,7 @@ class DeviceSettingsGuard:
               f"{self.off_default}", file=sys.stderr, flush=True)
 
     def restore(self) -> None:
-        if self._restored or (self.api is None and self._previous_handler is None):
+        if self._restored or (self.api is None and not self._previous_handlers):
             return
         self._restored = True
         try:
@@ -137,11 +140,18 @@ class DeviceSettingsGuard:
                     self.api.shutdown()
                 except Exception:  # noqa: BLE001
                     pass
-            if self._previous_handler is not None:  # SIG_DFL stands for a handler installed outside Python
-                signal.signal(signal.SIGTERM, self._previous_handler)
+            for signum, previous in self._previous_handlers.items():
+                signal.signal(signum, previous)
 
-    def _on_sigterm(self, signum, frame) -> None:
-        self.restore()  # puts the previous handler back
+    def _catch_stop_signals(self) -> None:
+        from autotune.errors import stop_signals
+
+        for signum in stop_signals():
+            if signum != signal.SIGINT:  # KeyboardInterrupt: the `with` block's exit restores
+                self._previous_handlers[signum] = signal.signal(signum, self._on_stop_signal) or signal.SIG_DFL
+
+    def _on_stop_signal(self, signum, frame) -> None:
+        self.restore()  # puts the previous handlers back
         os.kill(os.getpid(), signum)  # and dies of the signal as it would have
 
     def summary(self) -> dict | None:

@@ -91,6 +91,44 @@ def test_sigterm_from_the_tuner_restores_before_the_probe_dies(tmp_path):
     assert "power limit 476 W -> 680 W restored" in stderr
 
 
+# The guard as probe.main holds it, in a process of its own that the test signals: a GH200 candidate (the probe itself
+# refuses power limits on CPU ranks), holding its limit and clock until a signal ends it.
+_HOLDER = """
+import sys, time
+from autotune.candidate import Candidate, Knobs
+from autotune.hardware import load_hardware
+from autotune.models import load_model
+from autotune.workload import make_workload
+from trainer.distributed import LaunchEnv
+from trainer.power import applied_device_settings
+
+spec = load_model("tiny")
+candidate = Candidate(Knobs(power_limit=0.7, sm_clock_mhz=1500), spec, load_hardware("gh200"),
+                      make_workload(spec, global_batch=1), gpus_per_node=1)
+with applied_device_settings(candidate, LaunchEnv(0, 1, 0, 1)):
+    print("applied", flush=True)
+    time.sleep(120)
+"""
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP", "SIGUSR1", "SIGUSR2"])
+def test_every_stop_signal_restores_before_the_probe_dies(tmp_path, signame):
+    # trial75 #15: SIGHUP (an ssh session lost) and SIGUSR1 (#SBATCH --signal=USR1@...) left the GPU capped and locked.
+    fake, state = _fake(tmp_path)
+    process = subprocess.Popen([sys.executable, "-c", _HOLDER], cwd=tmp_path, env=_env(tmp_path, state),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout.readline() == "applied\n", process.stderr.read()[-2000:]
+        assert fake.device(0)["limit_mw"] == 476_000 and fake.device(0)["locked_mhz"] == [345, 1500]
+        process.send_signal(getattr(signal, signame))
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == -getattr(signal, signame)  # it still dies of the signal
+    assert fake.device(0)["limit_mw"] == 680_000 and fake.device(0)["locked_mhz"] is None, stderr[-2000:]
+    assert "power limit 476 W -> 680 W restored" in stderr and "locked SM clocks reset" in stderr
+
+
 def test_without_permission_the_probe_is_refused_with_the_reason(tmp_path):
     fake, state = _fake(tmp_path, permission=False)
     done, result = _probe(tmp_path, state, ["--power-limit", "0.8"])
