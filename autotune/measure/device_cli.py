@@ -24,7 +24,7 @@ from autotune.candidate import SM_CLOCK_UNTOUCHED
 from autotune.commands.flags import number_flag, path_flag, whole_number_flag
 from autotune.errors import UserError
 from autotune.measure import device_control as dc
-from autotune.measure.errors import DeviceControlError, SourceUnavailable
+from autotune.measure.errors import NEEDS_PRIVILEGE, DeviceControlError, SourceUnavailable
 from autotune.usage_errors import OneLineParser, one_line
 
 
@@ -148,7 +148,15 @@ def run(args: argparse.Namespace, api) -> list[str]:
                          else "the node's") + "); give the ranks per node the training runs")
     devices = dc.read_settings(api, visible if args.gpus is None else visible[:args.gpus])
     _write_record(args.record, dc.records_before(devices, args.sm_clock_mhz), kept="no GPU was changed")
-    records = dc.apply(api, devices, args.power_limit, args.sm_clock_mhz)
+    try:
+        records = dc.apply(api, devices, args.power_limit, args.sm_clock_mhz)
+    except dc.RestoreFailed:
+        raise  # a GPU may still hold a change: the record is what `restore` needs
+    except DeviceControlError:
+        # Refused (out of range, no permission): apply changed nothing or put every GPU back (all or nothing). A record
+        # left behind made the next apply say an earlier one had changed the GPUs (trial75 #7).
+        args.record.unlink(missing_ok=True)
+        raise
     # The GPUs are set by now, and the record written before the change still holds their earlier values: the line
     # must not say no GPU was changed, and apply again would be refused until a restore.
     _write_record(args.record, records, kept=f"the GPUs were set: restore them first with `python -m "
@@ -159,8 +167,17 @@ def run(args: argparse.Namespace, api) -> list[str]:
             for r in records]
 
 
+# NVML's refusal words its fix for a study ("keep power_limit = [1.0] ... in the space"): by hand, the fix is this.
+_NEEDS_PRIVILEGE_HERE = ("changing GPU power limits or clocks needs root or CAP_SYS_ADMIN (NVML: no permission); run this "
+                         "command as root (sudo) or in a container given CAP_SYS_ADMIN")
+_AFTER_REFUSAL = {"apply": ", or train at the default limit and clock without apply; no GPU was changed",
+                  "restore": "; the GPUs keep what the record's apply set until a restore as root"}
+
+
 def _error(args: argparse.Namespace, message: str) -> int:
     """One line prefixed with the subcommand, as `autotune` words its errors ("... apply: error: ..."), exit 2."""
+    if message == NEEDS_PRIVILEGE:
+        message = _NEEDS_PRIVILEGE_HERE + _AFTER_REFUSAL.get(args.command, "")
     print(f"{args.command_parsers[args.command].prog}: error: {one_line(message)}", file=sys.stderr)
     return 2
 

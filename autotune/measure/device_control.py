@@ -69,6 +69,10 @@ def off_default_words(devices: list[dict]) -> str | None:
     return "; ".join(words) or None
 
 
+class RestoreFailed(DeviceControlError):
+    """restore() could not put every device back: some GPU may still hold a change, so its record must be kept."""
+
+
 def nvml_api():
     """The NVML adapter, or the double AUTOTUNE_NVML_API names."""
     spec = os.environ.get(NVML_API_ENV)
@@ -178,7 +182,7 @@ def restore(api, records: list[dict]) -> list[str]:
         except (DeviceControlError, SourceUnavailable) as exc:
             failures.append(f"GPU {index}: {getattr(exc, 'reason', exc)}")
     if failures:
-        raise DeviceControlError("could not restore " + "; ".join(failures))
+        raise RestoreFailed("could not restore " + "; ".join(failures))
     return done
 
 

@@ -359,6 +359,40 @@ def test_show_says_which_gpus_are_off_their_defaults(monkeypatch, capsys):
         "GPU 1 at 450 W of its 700 W default limit, its SM clock held by a user setting (locked clocks)")
 
 
+@pytest.mark.parametrize("flags, permission, said", [
+    (["--power-limit", "0.1", "--gpus", "2"], True, "power limit 0.1 x 700 W = 70 W is outside GPU 0's allowed 200-700 W"),
+    (["--power-limit", "0.7"], False, "needs root or CAP_SYS_ADMIN (NVML: no permission); run this command as root "
+                                      "(sudo) or in a container given CAP_SYS_ADMIN, or train at the default limit and "
+                                      "clock without apply; no GPU was changed"),
+])
+def test_a_refused_apply_leaves_no_record_and_the_next_apply_goes_ahead(tmp_path, monkeypatch, capsys, flags, permission,
+                                                                       said):
+    # trial75 #7: a refused apply left its record, and the next apply was told an earlier one had changed the GPUs.
+    api, record = FakeNvml(names=(H100,) * 2, permission=permission), tmp_path / "r.json"
+    status, err = _cli(["apply", *flags, "--record", record], api, monkeypatch, capsys)
+    assert status == 2 and said in err and len(err.splitlines()) == 1 and "in the space" not in err
+    assert not record.exists() and api.changes == []
+    api.permission = True
+    assert _cli(["apply", "--power-limit", "0.7", "--record", record], api, monkeypatch, capsys)[0] == 0
+    assert record.exists() and api.device(0)["limit_mw"] == 490_000
+
+
+def test_an_apply_whose_undo_failed_keeps_its_record(tmp_path, monkeypatch, capsys):
+    # All or nothing: GPU 1 refuses, and GPU 0, already set, cannot be put back: its record is what restore needs.
+    api, record = FakeNvml(names=(H100,) * 2), tmp_path / "r.json"
+    set_limit = api.set_power_limit_mw
+
+    def refuse_gpu_1_then_all(index, limit_mw, module=False):
+        if index == 1 or api.changes:
+            raise DeviceControlError("NVML refused the change (unknown error)")
+        set_limit(index, limit_mw, module=module)
+
+    monkeypatch.setattr(api, "set_power_limit_mw", refuse_gpu_1_then_all)
+    status, err = _cli(["apply", "--power-limit", "0.7", "--record", record], api, monkeypatch, capsys)
+    assert status == 2 and "could not restore GPU 0" in err
+    assert record.exists() and api.device(0)["limit_mw"] == 490_000
+
+
 @pytest.mark.parametrize("text, said", [
     ("garbage", "is not a record `device_cli apply` wrote (JSONDecodeError"),
     ('{"a": 1}', "not a list of devices"),
