@@ -52,7 +52,7 @@ class DeviceSettingsGuard:
     """Applies a candidate's limit and clock on this node; `restore()` is idempotent and signal-safe."""
 
     def __init__(self, candidate: Candidate, env: LaunchEnv):
-        self.asked, self.env = candidate.knobs, env
+        self.candidate, self.asked, self.env = candidate, candidate.knobs, env
         # What NVML must do here: the clock is not ours when the launcher set it.
         self.knobs = replace(self.asked, sm_clock_mhz=SM_CLOCK_UNTOUCHED) if clock_set_by_launcher() else self.asked
         self.api = None
@@ -68,6 +68,9 @@ class DeviceSettingsGuard:
 
     def apply(self) -> None:
         if not self.env.is_node_leader:
+            return
+        if not self.candidate.hardware.cuda:  # CPU ranks: no GPU of this node is theirs to set, read or cap
+            self.error = self._no_gpus()
             return
         if not self.active:
             self._apply_defaults()
@@ -87,6 +90,21 @@ class DeviceSettingsGuard:
             self.records = dc.apply(self.api, devices, self.knobs.power_limit, self.knobs.sm_clock_mhz)
         except (DeviceControlError, SourceUnavailable) as exc:
             self.error = f"power limit / SM clock not applied on node {self.env.node_rank}: {exc.reason}"
+
+    def _no_gpus(self) -> str | None:
+        """Why a candidate that sets a limit or clock cannot run on a profile without GPUs (as the space's rules say
+        it); None for one that sets neither. A `--hardware cpu` probe capped a GPU it did not train on, and its CPU
+        run was recorded as one at the limit (trial75 #8)."""
+        asked = []
+        if self.asked.power_limit != 1.0:
+            asked.append(f"a power limit ({self.asked.power_limit:g} of the default)")
+        if self.asked.sm_clock_mhz != SM_CLOCK_UNTOUCHED:
+            asked.append(f"an SM clock cap ({self.asked.sm_clock_mhz} MHz)")
+        if not asked:
+            return None
+        name = self.candidate.hardware.name
+        return (f"{' and '.join(asked)} needs NVIDIA GPUs; hardware '{name}' has none, so this probe's ranks train on CPU "
+                "and no GPU is set: use a GPU hardware profile, or power_limit 1.0 and sm_clock_mhz max")
 
     def _apply_defaults(self) -> None:
         """Knobs of the defaults: the devices read, and set to the default limit where found below it and NVML allows."""
@@ -182,7 +200,7 @@ def agree_or_refuse(guard: DeviceSettingsGuard, env: LaunchEnv) -> None:
 
     A probe at the wrong limit would measure another candidate, so it is refused, never run.
     """
-    if not guard.knobs.changes_device_settings:
+    if not guard.asked.changes_device_settings:
         return
     errors = [guard.error]
     if env.world_size > 1:

@@ -1,7 +1,8 @@
 """The probe applies the power limit / SM clock before its warm-up and restores them on every way out.
 
-Real probe processes on CPU; the GPUs are the fake NVML of tests/measure, whose state lives in a JSON
-file, so the test sees what the probe did even after the probe was killed.
+The GPUs are the fake NVML of tests/measure, whose state lives in a JSON file, so the test sees what the probe did
+even after it was killed. A probe on CPU ranks (`--hardware cpu`) sets no GPU (trial75 #8): the guard of a GPU
+profile's candidate is run here, in this process or in one the test signals, as probe.main holds it.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -45,50 +45,74 @@ def _probe(tmp_path, state, flags, **extra):
     return done, json.loads(out.read_text())
 
 
-@pytest.mark.parametrize("hook, status", [("", "ok"), ("crash", "failed"), ("oom", "oom")])
-def test_limit_applied_then_restored_on_normal_end_exception_and_oom(tmp_path, hook, status):
+def _guard_env(monkeypatch, state, **extra) -> None:
+    """The fake GPUs for the guard run in this process, as the probe's node leader runs it."""
+    monkeypatch.setenv("AUTOTUNE_NVML_API", FAKE_NVML_API_SPEC)
+    monkeypatch.setenv(FAKE_NVML_STATE_ENV, str(state))
+    for key, value in extra.items():
+        monkeypatch.setenv(key, value)
+
+
+def _candidate(hardware: str = "gh200", gpus_per_node: int = 1, **knobs):
+    from autotune.candidate import Candidate, Knobs
+    from autotune.hardware import load_hardware
+    from autotune.models import load_model
+    from autotune.workload import make_workload
+
+    spec = load_model("tiny")
+    return Candidate(Knobs(**knobs), spec, load_hardware(hardware), make_workload(spec, global_batch=1),
+                     gpus_per_node=gpus_per_node)
+
+
+def _held(candidate, fail: Exception | None = None) -> dict | None:
+    """result.json's device_settings of a one-rank probe that held `candidate`'s settings and ended normally or by
+    `fail` (probe.main holds the guard so, the limit restored before teardown)."""
+    from trainer.distributed import LaunchEnv
+    from trainer.power import applied_device_settings, device_settings_block
+
+    block = None
+    try:
+        with applied_device_settings(candidate, LaunchEnv(0, 1, 0, 1)) as guard:
+            block = device_settings_block(candidate, [guard.summary()])
+            if fail is not None:
+                raise fail
+    except Exception as exc:  # noqa: BLE001 - the way out under test
+        assert exc is fail
+    return block
+
+
+@pytest.mark.parametrize("fail", [None, RuntimeError("crash"), MemoryError("CUDA out of memory")])
+def test_limit_applied_then_restored_on_normal_end_exception_and_oom(tmp_path, monkeypatch, fail):
     fake, state = _fake(tmp_path)
-    done, result = _probe(tmp_path, state, ["--power-limit", "0.8", "--sm-clock-mhz", "1500"],
-                          AUTOTUNE_PROBE_TEST_HOOK=hook)
-    assert result["status"] == status, result.get("error", "") + done.stderr[-3000:]
-    (node,) = result["device_settings"]["nodes"]
+    _guard_env(monkeypatch, state)
+    block = _held(_candidate(power_limit=0.8, sm_clock_mhz=1500), fail=fail)
+    (node,) = block["nodes"]
     (device,) = node["devices"]
     assert device["power_limit_w"] == pytest.approx(544.0) and device["previous_power_limit_w"] == 680
     assert device["scope"] == "module" and device["sm_clock_cap_mhz"] == 1500 and node["error"] is None
-    assert result["device_settings"]["power_limit"] == 0.8
+    assert block["power_limit"] == 0.8
     assert fake.changes == [["limit", 0, 544_000, True], ["lock", 0, 345, 1500], ["limit", 0, 680_000, True], ["reset", 0]]
     assert fake.device(0)["limit_mw"] == 680_000 and fake.device(0)["locked_mhz"] is None
 
 
-def test_a_one_rank_probe_sets_the_limit_of_its_own_gpu_alone(tmp_path):
+def test_a_one_rank_probe_sets_the_limit_of_its_own_gpu_alone(tmp_path, monkeypatch):
     # A newcomer's trial: on an eight-GPU node a one-GPU probe capped all eight (others' jobs' GPUs too).
     state = tmp_path / "nvml.json"
     fake = FakeNvml(names=("NVIDIA H100 80GB HBM3",) * 2, state_path=state)
-    done, result = _probe(tmp_path, state, ["--power-limit", "0.5"])
-    assert result["status"] == "ok", result.get("error", "") + done.stderr[-3000:]
-    (node,) = result["device_settings"]["nodes"]
+    _guard_env(monkeypatch, state)
+    (node,) = _held(_candidate("h100-sxm", power_limit=0.5))["nodes"]
     assert [device["index"] for device in node["devices"]] == [0]
     assert fake.changes == [["limit", 0, 350_000, False], ["limit", 0, 700_000, False]]
 
 
-def test_sigterm_from_the_tuner_restores_before_the_probe_dies(tmp_path):
+def test_a_cpu_probe_of_a_power_limit_is_refused_and_touches_no_gpu(tmp_path):
+    # trial75 #8: `--hardware cpu --power-limit 0.7` capped GPU 0, trained on CPU, and was recorded ok at the limit.
     fake, state = _fake(tmp_path)
-    process = subprocess.Popen([sys.executable, *PROBE, "--power-limit", "0.7", "--out", str(tmp_path / "r.json")],
-                               cwd=tmp_path, env=_env(tmp_path, state, AUTOTUNE_PROBE_TEST_HOOK="hang"),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + TIMEOUT_S
-        while fake.device(0)["limit_mw"] == 680_000 and time.monotonic() < deadline and process.poll() is None:
-            time.sleep(0.2)
-        assert fake.device(0)["limit_mw"] == 476_000, "the probe never applied the limit"
-        time.sleep(0.5)  # let it reach the hang
-        process.send_signal(signal.SIGTERM)
-        _, stderr = process.communicate(timeout=60)
-    finally:
-        process.kill()
-    assert process.returncode == -signal.SIGTERM
-    assert fake.device(0)["limit_mw"] == 680_000, stderr[-2000:]
-    assert "power limit 476 W -> 680 W restored" in stderr
+    done, result = _probe(tmp_path, state, ["--power-limit", "0.7", "--sm-clock-mhz", "1500"])
+    assert done.returncode == 1 and result["status"] == "failed" and result.get("refused") is True, done.stderr[-3000:]
+    assert ("a power limit (0.7 of the default) and an SM clock cap (1500 MHz) needs NVIDIA GPUs; hardware 'cpu' has "
+            "none") in result["error"]
+    assert fake.changes == []
 
 
 # The guard as probe.main holds it, in a process of its own that the test signals: a GH200 candidate (the probe itself
@@ -129,11 +153,16 @@ def test_every_stop_signal_restores_before_the_probe_dies(tmp_path, signame):
     assert "power limit 476 W -> 680 W restored" in stderr and "locked SM clocks reset" in stderr
 
 
-def test_without_permission_the_probe_is_refused_with_the_reason(tmp_path):
+def test_without_permission_the_probe_is_refused_with_the_reason(tmp_path, monkeypatch):
+    from trainer.distributed import LaunchEnv
+    from trainer.engine import UnsupportedCandidate
+    from trainer.power import agree_or_refuse, applied_device_settings
+
     fake, state = _fake(tmp_path, permission=False)
-    done, result = _probe(tmp_path, state, ["--power-limit", "0.8"])
-    assert done.returncode == 1 and result["status"] == "failed" and result.get("refused") is True
-    assert "root or CAP_SYS_ADMIN" in result["error"]
+    _guard_env(monkeypatch, state)
+    with applied_device_settings(_candidate(power_limit=0.8), LaunchEnv(0, 1, 0, 1)) as guard:
+        with pytest.raises(UnsupportedCandidate, match="root or CAP_SYS_ADMIN"):
+            agree_or_refuse(guard, LaunchEnv(0, 1, 0, 1))
     assert fake.changes == [] and fake.device(0)["limit_mw"] == 680_000
 
 
@@ -144,11 +173,10 @@ def test_untouched_knobs_touch_nothing(tmp_path):
     assert "device_settings" not in result and fake.changes == []
 
 
-def test_a_clock_set_by_srun_is_left_to_slurm(tmp_path):
+def test_a_clock_set_by_srun_is_left_to_slurm(tmp_path, monkeypatch):
     fake, state = _fake(tmp_path)
-    done, result = _probe(tmp_path, state, ["--power-limit", "0.9", "--sm-clock-mhz", "1500"],
-                          AUTOTUNE_SM_CLOCK_SET_BY="srun")
-    assert result["status"] == "ok", done.stderr[-3000:]
-    assert result["device_settings"]["sm_clock_set_by"] == "srun --gpu-freq=1500"
-    assert result["device_settings"]["nodes"][0]["devices"][0]["sm_clock_cap_mhz"] is None
+    _guard_env(monkeypatch, state, AUTOTUNE_SM_CLOCK_SET_BY="srun")
+    block = _held(_candidate(power_limit=0.9, sm_clock_mhz=1500))
+    assert block["sm_clock_set_by"] == "srun --gpu-freq=1500"
+    assert block["nodes"][0]["devices"][0]["sm_clock_cap_mhz"] is None
     assert fake.changes == [["limit", 0, 612_000, True], ["limit", 0, 680_000, True]]  # no lock, no reset
