@@ -25,7 +25,8 @@ way result.json's `device_settings` records what each device held, and a note sa
 (trial75 #16: a whole study was measured at 450 W and reported as untouched at 700 W).
 
 Under `srun --gpu-freq` (AUTOTUNE_SM_CLOCK_SET_BY=srun, set by the launch backend) SLURM applies and resets
-the clock: the probe then leaves the clock alone and records who set it.
+the clock: the probe then leaves the clock alone, records who set it, and reads the devices' application
+clocks back (what slurmd sets), refusing the candidate where a GPU is above the cap.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class DeviceSettingsGuard:
         self.records: list[dict] = []
         self.error: str | None = None
         self.off_default: str | None = None  # how this node's devices differed from their defaults before the probe
+        self.launcher_clock: str | None = None  # the clock srun --gpu-freq set, as read back (or why it was not)
         self._restored = False
         self._previous_handlers: dict = {}  # signal number -> the handler before ours (SIG_DFL for one outside Python)
 
@@ -72,9 +74,14 @@ class DeviceSettingsGuard:
         if not self.candidate.hardware.cuda:  # CPU ranks: no GPU of this node is theirs to set, read or cap
             self.error = self._no_gpus()
             return
-        if not self.active:
+        if self.active:
+            self._apply_knobs()
+        else:
             self._apply_defaults()
-            return
+        if self.error is None and clock_set_by_launcher() and self.asked.sm_clock_mhz != SM_CLOCK_UNTOUCHED:
+            self._check_launcher_clock()
+
+    def _apply_knobs(self) -> None:
         from autotune.measure import device_control as dc
         from autotune.measure.errors import DeviceControlError, SourceUnavailable
 
@@ -90,6 +97,33 @@ class DeviceSettingsGuard:
             self.records = dc.apply(self.api, devices, self.knobs.power_limit, self.knobs.sm_clock_mhz)
         except (DeviceControlError, SourceUnavailable) as exc:
             self.error = f"power limit / SM clock not applied on node {self.env.node_rank}: {exc.reason}"
+
+    def _check_launcher_clock(self) -> None:
+        """The clock `srun --gpu-freq` was asked for, read back from the devices' application clocks (no privilege):
+        what slurmd does with it depends on the site (its GPU plugin), and a step where it had no effect recorded its
+        full-clock run as one at the cap (trial75 #13). Above the cap the candidate is refused; unreadable, flagged."""
+        from autotune.measure import device_control as dc
+
+        cap_mhz = int(self.asked.sm_clock_mhz)
+        try:
+            api = dc.nvml_api()
+            api.init()
+        except Exception as exc:  # noqa: BLE001 - said in the result, as the flag it is
+            self.launcher_clock = f"not read back: NVML is not usable here ({getattr(exc, 'reason', exc)})"
+            return
+        try:
+            above = dc.applications_clocks_above(api, dc.ranks_indices(api, self.env.local_world_size), cap_mhz)
+            self.launcher_clock = "read back: at or below the cap"
+        except Exception as exc:  # noqa: BLE001 - an older driver or GPU without application clocks
+            above, self.launcher_clock = [], f"not read back ({getattr(exc, 'reason', exc)})"
+        finally:
+            api.shutdown()
+        if above:
+            self.launcher_clock = f"read back: {'; '.join(above)}"
+            self.error = (f"srun --gpu-freq={cap_mhz} did not cap the SM clock on node {self.env.node_rank}: "
+                          f"{'; '.join(above)} (slurmd applies --gpu-freq through its GPU plugin, where the site enabled "
+                          f"it); this probe would measure the full clock as {cap_mhz} MHz: ask the site about "
+                          "--gpu-freq, or probe where NVML may set clocks (root) in a job without GPU gres")
 
     def _no_gpus(self) -> str | None:
         """Why a candidate that sets a limit or clock cannot run on a profile without GPUs (as the space's rules say
@@ -178,8 +212,11 @@ class DeviceSettingsGuard:
         done about it."""
         if not self.asked.changes_device_settings and self.off_default is None:
             return None
-        return {"node_rank": self.env.node_rank, "devices": self.records, "error": self.error,
+        part = {"node_rank": self.env.node_rank, "devices": self.records, "error": self.error,
                 "off_default": self.off_default}
+        if self.launcher_clock is not None:
+            part["sm_clock_set_by_launcher"] = self.launcher_clock
+        return part
 
 
 def device_settings_block(candidate: Candidate, node_parts: list[dict]) -> dict | None:

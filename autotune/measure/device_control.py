@@ -115,6 +115,21 @@ def _clocks_locked(api, index: int) -> bool | None:
         return None
 
 
+SM_CLOCK_STEP_MHZ = 15  # NVIDIA's supported SM clocks lie 15 MHz apart; SLURM rounds --gpu-freq to the nearest one
+
+
+def applications_clocks_above(api, indices: list[int], cap_mhz: int) -> list[str]:
+    """For a clock a launcher set (`srun --gpu-freq`): each listed device whose application SM clock is above the cap
+    (beyond SLURM's rounding), in words; [] where every one is at or below it. Raises SourceUnavailable where NVML
+    cannot read them."""
+    above = []
+    for index in indices:
+        clock_mhz = api.applications_sm_clock_mhz(index)
+        if clock_mhz > cap_mhz + SM_CLOCK_STEP_MHZ:
+            above.append(f"GPU {index}'s application SM clock is {clock_mhz} MHz")
+    return above
+
+
 def target_limit_w(device: DeviceSettings, fraction: float) -> float:
     limit_w = fraction * device.default_power_limit_w
     if not device.min_power_limit_w <= limit_w <= device.max_power_limit_w:

@@ -122,6 +122,12 @@ class NvmlApi:
                 "max": int(self._call("nvmlDeviceGetMaxClockInfo", handle, pynvml.NVML_CLOCK_SM)),
                 "supported": supported}
 
+    def applications_sm_clock_mhz(self, index: int) -> int:
+        """The graphics (SM) clock the device's application clocks set, in MHz: what `srun --gpu-freq` sets (slurmd's
+        gpu/nvml plugin calls nvmlDeviceSetApplicationsClocks); the maximum where nothing set them. No privilege."""
+        pynvml = self._lib()
+        return int(self._call("nvmlDeviceGetApplicationsClock", self._handle(index), pynvml.NVML_CLOCK_GRAPHICS))
+
     def sm_clocks_user_defined(self, index: int) -> bool:
         """Whether NVML gives a user's clock setting (locked or application clocks: `nvidia-smi -lgc`, `srun
         --gpu-freq`) as a reason the SM clock is held now. NVML has no query for a lock's range; this bit is what it

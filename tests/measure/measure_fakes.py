@@ -209,6 +209,11 @@ class FakeNvml:
         current = d["sm_clock_mhz"] if d["locked_mhz"] is None else min(d["sm_clock_mhz"], d["locked_mhz"][1])
         return {"current": current, "max": d["max_sm_clock_mhz"], "supported": SUPPORTED_SM_CLOCKS_MHZ}
 
+    def applications_sm_clock_mhz(self, index):
+        """What srun --gpu-freq set (the state's "applications_mhz"), else the maximum, as NVML gives an untouched GPU's."""
+        d = self.device(index)
+        return d.get("applications_mhz") or d["max_sm_clock_mhz"]
+
     def sm_clocks_user_defined(self, index):
         return self.device(index)["locked_mhz"] is not None
 

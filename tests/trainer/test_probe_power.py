@@ -173,10 +173,52 @@ def test_untouched_knobs_touch_nothing(tmp_path):
     assert "device_settings" not in result and fake.changes == []
 
 
-def test_a_clock_set_by_srun_is_left_to_slurm(tmp_path, monkeypatch):
+def _srun_set(fake: FakeNvml, applications_mhz: int) -> None:
+    """What slurmd's GPU plugin left on the fake GPU for the step: its application clock (no lock)."""
+    state = fake._load()
+    state["devices"][0]["applications_mhz"] = applications_mhz
+    fake._save()
+
+
+def test_a_clock_set_by_srun_is_left_to_slurm_and_read_back(tmp_path, monkeypatch):
     fake, state = _fake(tmp_path)
+    _srun_set(fake, 1500)
     _guard_env(monkeypatch, state, AUTOTUNE_SM_CLOCK_SET_BY="srun")
     block = _held(_candidate(power_limit=0.9, sm_clock_mhz=1500))
     assert block["sm_clock_set_by"] == "srun --gpu-freq=1500"
-    assert block["nodes"][0]["devices"][0]["sm_clock_cap_mhz"] is None
+    (node,) = block["nodes"]
+    assert node["devices"][0]["sm_clock_cap_mhz"] is None and node["error"] is None
+    assert node["sm_clock_set_by_launcher"] == "read back: at or below the cap"
     assert fake.changes == [["limit", 0, 612_000, True], ["limit", 0, 680_000, True]]  # no lock, no reset
+
+
+@pytest.mark.parametrize("power_limit", [1.0, 0.9])
+def test_a_clock_srun_did_not_set_refuses_the_candidate(tmp_path, monkeypatch, power_limit):
+    # trial75 #13: slurmd had not applied --gpu-freq (GPU at 1980 MHz), and the probe was recorded ok at 1500 MHz.
+    from trainer.distributed import LaunchEnv
+    from trainer.engine import UnsupportedCandidate
+    from trainer.power import agree_or_refuse, applied_device_settings
+
+    fake, state = _fake(tmp_path, permission=power_limit != 1.0)  # a clock study under srun needs no root
+    _guard_env(monkeypatch, state, AUTOTUNE_SM_CLOCK_SET_BY="srun")
+    with applied_device_settings(_candidate(power_limit=power_limit, sm_clock_mhz=1500), LaunchEnv(0, 1, 0, 1)) as guard:
+        with pytest.raises(UnsupportedCandidate, match=r"srun --gpu-freq=1500 did not cap the SM clock on node 0: GPU "
+                                                       r"0's application SM clock is 1980 MHz"):
+            agree_or_refuse(guard, LaunchEnv(0, 1, 0, 1))
+    assert fake.device(0)["limit_mw"] == 680_000 and fake.device(0)["locked_mhz"] is None
+    _srun_set(fake, 1515)  # SLURM rounds to the nearest supported clock: one 15 MHz step above is the cap
+    with applied_device_settings(_candidate(power_limit=power_limit, sm_clock_mhz=1500), LaunchEnv(0, 1, 0, 1)) as guard:
+        agree_or_refuse(guard, LaunchEnv(0, 1, 0, 1))
+
+
+def test_a_clock_srun_set_that_nvml_cannot_read_back_is_flagged(tmp_path, monkeypatch):
+    from autotune.measure.errors import SourceUnavailable
+
+    def unreadable(self, index):
+        raise SourceUnavailable("not supported", "this GPU does not report it")
+
+    fake, state = _fake(tmp_path)
+    _guard_env(monkeypatch, state, AUTOTUNE_SM_CLOCK_SET_BY="srun")
+    monkeypatch.setattr(FakeNvml, "applications_sm_clock_mhz", unreadable)
+    (node,) = _held(_candidate(sm_clock_mhz=1500))["nodes"]
+    assert node["error"] is None and node["sm_clock_set_by_launcher"].startswith("not read back (")
