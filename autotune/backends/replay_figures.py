@@ -12,9 +12,9 @@ as a likely unit slip, and one 100,000x or more (1e-300 s, 1e11 s: a damaged rec
 The profile itself bounds what its device can give, as it bounds a reference file's figures for calibrate
 (hardware/plausible.py): a TFLOP/s above the dense peak (5000 per H100: a node's figure, or GFLOP/s) is
 refused, though within 100x of the simulator, since the reports show it and calibrate fits it; so is an
-energy whose mean power per GPU is below half the GPU's idle draw or far above what GPU, host share and
-memory draw at full load (the job's energy given per GPU, in J, for one node of several), which passed
-the simulator's 100x at 8-16x and made a study's picks "50% less energy" for doubling the nodes.
+energy whose mean power per GPU is below what the parts it covers draw at rest or far above what GPU, host
+share and memory draw at full load (the job's energy given per GPU, in J), which passed the simulator's
+100x at 8-16x and made a study's picks "50% less energy" for doubling the nodes.
 """
 
 from __future__ import annotations
@@ -176,4 +176,4 @@ def _impossible(record: dict, candidate, simulated_time_s: float) -> str | None:
     time_s = record["time_s"]
     if simulated_time_s and not 1 / WARN_RATIO < time_s / simulated_time_s < WARN_RATIO:
         return None
-    return energy_power_problem(record["energy_kj"], time_s, candidate.gpus, hardware)
+    return energy_power_problem(record["energy_kj"], time_s, candidate.gpus, hardware, record.get("energy_not_measured") or ())

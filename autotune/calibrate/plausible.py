@@ -4,7 +4,7 @@ Every value of a reference file passes its own check (a positive number), yet a 
 instead of per GPU, an energy in J instead of kJ, or a time in hours instead of seconds is off by a
 factor of 4 to 3600, and a fit through it drags every constant to its bound. Each absolute figure is
 held against the profile: TFLOP/s per GPU at most the dense peak; a time no shorter than the model's
-work at that peak; a mean power per GPU between half the GPU's idle power and one and a half times
+work at that peak; a mean power per GPU between what it covers draws at rest and one and a half times
 what the GPU, its host share and its memory can draw together (and the power an energy and a time of
 one configuration imply, the same): the bounds of hardware/plausible.py, which a replayed record is
 held to as well. The margins are wide: they catch factors of ten and more (J for kJ, ms for s, kW for
@@ -22,9 +22,12 @@ from autotune.calibrate.observations import Observation
 from autotune.counted import counted
 from autotune.flops import flops_per_sample
 from autotune.hardware.plausible import (
-    ABOVE_PEAK, POWER_ABOVE_MAX, energy_power_problem, module_power_bounds_w, other_hardware, tflops_problem,
+    ABOVE_PEAK, POWER_ABOVE_MAX, energy_power_problem, idle_power_w, module_power_bounds_w, other_hardware, tflops_problem,
 )
+from autotune.measure.combine import SEPARATE_COMPONENTS
 
+# What a GPU power figure (power_w, NVML's) leaves out of the node: its floor is the GPU's own idle draw.
+GPU_ALONE = tuple(part for part in SEPARATE_COMPONENTS if part != "gpu")
 LOWEST_MFU = 1e-3  # slower than this is a time in the wrong unit, not a configuration (CPU ranks run at 1-5%)
 
 
@@ -56,8 +59,8 @@ def impossible(observation: Observation) -> str | None:
                     "workload's samples")
     if observation.metric in ("power_w", "module_power_w"):
         low_w, high_w = module_power_bounds_w(hardware)
-        if observation.metric == "power_w":
-            high_w = POWER_ABOVE_MAX * hardware.gpu.max_power_w
+        if observation.metric == "power_w":  # NVML's: the GPU alone, at rest and at full load
+            low_w, high_w = idle_power_w(hardware, GPU_ALONE), POWER_ABOVE_MAX * hardware.gpu.max_power_w
         if not low_w <= value <= high_w:
             return (f"{observation.metric} {value:g} W is outside the {low_w:g}-{high_w:g} W one GPU of "
                     f"'{hardware.name}' can draw: a figure per node, or in kW? Give watts per GPU")

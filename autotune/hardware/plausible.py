@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from autotune.errors import ConfigError
+from autotune.hardware.power_model import PowerCurve
 from autotune.hardware.profile import HardwareProfile
 
 
@@ -202,21 +203,32 @@ def check_plausible(origin: str, profile: HardwareProfile) -> None:
 # that is off by a quarter, nor a measurement of a real run of another cluster of the same device:
 # - a model TFLOP/s per GPU at most the dense peak: the datasheet figure no kernel passes (the best measured training
 #   runs reach 40-60% of it), and 10% slack for a FLOP count that differs from ours (attention terms);
-# - a mean power per GPU, over every module an energy covers, from half the GPU's idle draw (no device at work draws
-#   less than at rest: half is for an idle figure estimated high, and a GPU-only energy is held to it too) to one and a
-#   half times what GPU, host share and memory draw at full load together (NVML accepts a limit ~1.3x the default).
-#   A module-scope sensor (GH200) counts CPU and memory with the GPU: inside the same sum. On h100-sxm that is
-#   35-1155 W per GPU: a job's energy given per GPU is caught from two nodes on (16x low: ~31 W), not on one (8x low
-#   reads ~74 W, which an idle estimate cannot tell from a real run's).
+# - a mean power per GPU, over the parts an energy covers, from what those parts draw at rest to one and a half times
+#   what GPU, host share and memory draw at full load together (NVML accepts a limit ~1.3x the default). The floor is
+#   the idle power itself, as the power model has it (power_model.py at no activity: [gpu] and [cpu] idle_power_w,
+#   [simulator] memory_idle_fraction of [power] memory_interconnect_w): a GPU that trains is held at its highest
+#   performance state, clocks up, between kernels and collectives too, and never averages below its draw at rest (the
+#   GH200 study's lowest GPU power is 406 W, 4.5x the profile's 90 W idle), nor does the simulator give less. Half
+#   the idle power, the floor before, let the job's energy given per GPU pass on one node (8x low: ~74 W per H100
+#   against a 35 W floor, trial72 #8); at idle, 97.5 W on h100-sxm, it is caught there too. Parts no sensor saw
+#   (`energy_not_measured`: a GPU-only NVML energy) are left out of the floor, as they are of the energy. A
+#   module-scope sensor (GH200) counts CPU and memory with the GPU: inside the same sum.
 ABOVE_PEAK = 1.1
-POWER_BELOW_IDLE = 0.5
 POWER_ABOVE_MAX = 1.5
 
 
-def module_power_bounds_w(hardware: HardwareProfile) -> tuple[float, float]:
-    """(low, high) W: the mean power per GPU that one GPU with its share of host and memory can draw."""
+def idle_power_w(hardware: HardwareProfile, not_measured: tuple[str, ...] | list[str] = ()) -> float:
+    """W per GPU that the parts an energy covers draw at rest (the GPU, its host share, memory and interconnect, less
+    `not_measured`'s: names as measure/combine.SEPARATE_COMPONENTS and the power model give them)."""
+    at_rest_w = PowerCurve.from_hardware(hardware).shares_w(0.0, 0.0, 0.0)
+    return sum(power_w for part, power_w in at_rest_w.items() if part not in not_measured)
+
+
+def module_power_bounds_w(hardware: HardwareProfile, not_measured: tuple[str, ...] | list[str] = ()) -> tuple[float, float]:
+    """(low, high) W: the mean power per GPU that one GPU with its share of host and memory can draw, the parts
+    `not_measured` left out of the low end (idle_power_w)."""
     most_w = hardware.gpu.max_power_w + hardware.cpu.max_power_w + hardware.power.memory_interconnect_w
-    return POWER_BELOW_IDLE * hardware.gpu.idle_power_w, POWER_ABOVE_MAX * most_w
+    return idle_power_w(hardware, not_measured), POWER_ABOVE_MAX * most_w
 
 
 def tflops_problem(tflops: float, hardware: HardwareProfile, precision: str) -> str | None:
@@ -228,15 +240,18 @@ def tflops_problem(tflops: float, hardware: HardwareProfile, precision: str) -> 
             "node or in GFLOP/s? Give model TFLOP/s per GPU")
 
 
-def energy_power_problem(energy_kj: float, time_s: float, gpus: int, hardware: HardwareProfile) -> str | None:
+def energy_power_problem(energy_kj: float, time_s: float, gpus: int, hardware: HardwareProfile,
+                         not_measured: tuple[str, ...] | list[str] = ()) -> str | None:
     """Why an energy and a time of one run on `gpus` GPUs of `hardware` cannot both be right (the mean power per GPU
-    they imply), or None."""
+    they imply), or None. `not_measured`: the parts of the node the energy leaves out (a record's
+    energy_not_measured)."""
     power_w = 1000.0 * energy_kj / time_s / gpus
-    low_w, high_w = module_power_bounds_w(hardware)
+    low_w, high_w = module_power_bounds_w(hardware, not_measured)
     if low_w <= power_w <= high_w:
         return None
     return (f"energy_kj {energy_kj:g} over time_s {time_s:g} on {gpus} GPUs is {power_w:.4g} W per GPU, outside the "
-            f"{low_w:g}-{high_w:g} W one GPU of '{hardware.name}' and its host share can draw: an energy in J or Wh, or "
+            f"{low_w:g}-{high_w:g} W one GPU of '{hardware.name}' and its host share can draw (at rest to {POWER_ABOVE_MAX:g} x "
+            "full load): an energy in J or Wh, or "
             "for one GPU? Give kJ for every module over the whole workload")
 
 

@@ -91,10 +91,49 @@ def test_an_energy_whose_power_no_gpu_draws_is_refused(tmp_path, scale):
     with pytest.raises(ConfigError) as refused:
         _backend(tmp_path, scale).check_candidates(CHECKS)
     said = str(refused.value)
-    assert said.startswith(f"measurements {tmp_path / 'm.jsonl'} line 1: energy_kj ") and "W per GPU, outside the 45-1102.5 W" in said
-    assert said.endswith(" one GPU of 'gh200' and its host share can draw: an energy in J or Wh, or for one GPU? Give kJ "
+    assert said.startswith(f"measurements {tmp_path / 'm.jsonl'} line 1: energy_kj ") and "W per GPU, outside the 150.461-1102.5 W" in said
+    assert said.endswith(" one GPU of 'gh200' and its host share can draw (at rest to 1.5 x full load): an energy in J or Wh, or for one GPU? Give kJ "
                          "for every module over the whole workload (5 more records likewise); or, if the figure is "
                          "right, the profile 'gh200' is not the hardware it was measured on (pass --hardware)"), said
+
+
+H100_CHECKS = valid_checks(settings_for("--model", "7b", "--nodes", "1", "--hardware", "h100-sxm"))
+
+
+def _h100_records(tmp_path, energy_factor: float, **extra) -> ReplayBackend:
+    """Six of an 8-GPU H100 node's candidates at their simulated figures, the energy times `energy_factor`."""
+    lines = []
+    for candidate in [c.candidate for c in H100_CHECKS if c.valid][:6]:
+        simulated = simulate(candidate)
+        lines.append(json.dumps({"params": candidate.knobs.to_dict(), "status": "ok", "study": study_of(candidate),
+                                 "time_s": simulated.time_s, "energy_kj": simulated.energy_kj * energy_factor, **extra}))
+    path = tmp_path / "h100.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return ReplayBackend(path)
+
+
+def test_the_jobs_energy_given_per_gpu_on_one_node_is_refused(tmp_path):
+    """Trial72 #8: on one 8-GPU node the job's energy given per GPU reads ~60-75 W per H100, above the floor of half
+    the GPU's idle draw (35 W), and passed; a GPU, its host share and memory draw 97.5 W at rest on h100-sxm."""
+    with pytest.raises(ConfigError) as refused:
+        _h100_records(tmp_path, 1 / 8).check_candidates(H100_CHECKS)
+    said = str(refused.value)
+    assert said.startswith(f"measurements {tmp_path / 'h100.jsonl'} line 1: energy_kj ") and "\n" not in said
+    assert "on 8 GPUs is " in said and " W per GPU, outside the 97.5-1155 W one GPU of 'h100-sxm'" in said, said
+    _h100_records(tmp_path, 1.0).check_candidates(H100_CHECKS)  # the simulator's own figures pass
+
+
+def test_a_gpu_only_energy_is_held_to_the_gpus_idle_draw_alone(tmp_path):
+    """An energy NVML measured alone (energy_not_measured: the host share and memory) leaves their idle draw out of
+    the floor too: the simulated total (521-565 W per H100) / 6.5, 80-87 W, is above the GPU's 70 W at rest."""
+    gpu_only = {"energy_not_measured": ["cpu", "memory_interconnect"]}
+    _h100_records(tmp_path, 1 / 6.5, **gpu_only).check_candidates(H100_CHECKS)
+    with pytest.raises(ConfigError) as refused:
+        _h100_records(tmp_path, 1 / 6.5).check_candidates(H100_CHECKS)
+    assert "outside the 97.5-1155 W" in str(refused.value)
+    with pytest.raises(ConfigError) as refused:
+        _h100_records(tmp_path, 1 / 9, **gpu_only).check_candidates(H100_CHECKS)
+    assert "outside the 70-1155 W" in str(refused.value)
 
 
 def test_a_file_of_two_studies_is_refused_as_such(tmp_path):

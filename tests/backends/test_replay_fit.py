@@ -73,7 +73,8 @@ def test_the_committed_study_over_the_default_space_says_which_records_it_leaves
 
 def _write(tmp_path, params_list, study=None, name="m.jsonl"):
     path = tmp_path / name
-    records = [{"params": {**VALID_7B, **params}, "status": "ok", "time_s": 100.0 + i, "energy_kj": 50.0 - i, "tflops": 300.0,
+    # 7b on a GH200 node: 300 TFLOP/s per GPU is what ~1330 s give its workload, 3000 kJ ~560 W per module.
+    records = [{"params": {**VALID_7B, **params}, "status": "ok", "time_s": 1330.0 + i, "energy_kj": 3000.0 - i, "tflops": 300.0,
                 **({"study": study} if study else {})} for i, params in enumerate(params_list)]
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     return path

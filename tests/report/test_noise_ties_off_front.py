@@ -53,9 +53,10 @@ def picks(document) -> dict:
 
 def off_front(runner_up_s: float) -> list[dict]:
     """The runner-up in time takes 8.5 kJ, more than the fastest's 8 kJ: the fastest beats it in both, so it is off
-    the front. Time CVs 3.1% and 2.8% (4.2% together), energy CVs 2%."""
+    the front. Time CVs 3.1% and 2.8% (4.2% together), energy CVs 2%. The least energy, 5 kJ over 8 s, is 156 W per
+    GH200 module, above the 150 W it draws at rest (plausible.idle_power_w)."""
     return [record(BASELINE, 10.0, 10.0, 0.02), record(FASTEST, 6.0, 8.0, 0.031),
-            record(RUNNER_UP, runner_up_s, 8.5, 0.028), record(LEAST_ENERGY, 9.0, 5.0, 0.02)]
+            record(RUNNER_UP, runner_up_s, 8.5, 0.028), record(LEAST_ENERGY, 8.0, 5.0, 0.02)]
 
 
 def test_an_off_front_runner_up_in_time_within_the_noise_ties_the_fastest_pick(tmp_path):
@@ -79,9 +80,9 @@ def test_an_off_front_runner_up_beyond_the_noise_leaves_the_fastest_a_ranking(tm
 
 
 def test_an_off_front_runner_up_in_energy_within_the_noise_ties_the_least_energy_pick(tmp_path):
-    # 5.1 kJ against 5 kJ is 2% more, within the 2.8% two 2% energy CVs make; 9.5 s is slower than the least-energy
-    # pick's 9 s, so the point is off the front.
-    records = off_front(6.5) + [record(ENERGY_RUNNER_UP, 9.5, 5.1, 0.02)]
+    # 5.1 kJ against 5 kJ is 2% more, within the 2.8% two 2% energy CVs make; 8.2 s is slower than the least-energy
+    # pick's 8 s, so the point is off the front.
+    records = off_front(6.5) + [record(ENERGY_RUNNER_UP, 8.2, 5.1, 0.02)]
     document, trial, terminal, _ = replayed(tmp_path, records)
     assert trial["energy_runner_up"] not in [p["trial"] for p in document["front"]]
     least = picks(document)["min_energy"]

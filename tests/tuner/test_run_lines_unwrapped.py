@@ -15,7 +15,8 @@ def test_a_long_message_stays_on_one_line_in_a_pipe(tmp_path):
     records = folder / "recorded.jsonl"
     knobs = {"zero_stage": 3, "optimizer_offload": "none", "activation_checkpointing": "recompute", "sp_degree": 1,
              "micro_batch": 1, "nodes": 1, "power_limit": 1.0, "sm_clock_mhz": "max"}
-    records.write_text(json.dumps({"params": knobs, "status": "ok", "time_s": 100.0, "energy_kj": 50.0}) + "\n")
+    # 100 kJ over 100 s: 250 W per GH200 module, above what it draws at rest.
+    records.write_text(json.dumps({"params": knobs, "status": "ok", "time_s": 100.0, "energy_kj": 100.0}) + "\n")
     done = autotune_main("run", "--model", "7b", "--nodes", "1", "--backend", "replay", "--measurements", records,
                          "--trials", "1", "--out", tmp_path / "run")
     assert done.returncode == 0, done.stderr
