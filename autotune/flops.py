@@ -83,6 +83,13 @@ def flops_per_sample(model: ModelSpec, workload: Workload) -> FlopsPerSample:
     )
 
 
+def workload_model_tflop(candidate: Candidate) -> float:
+    """The model TFLOP one GPU runs for the candidate's whole workload: what its model TFLOP/s per GPU times the
+    workload's time is (the trainer's result and the simulator count TFLOP/s by model_train)."""
+    per_sample = flops_per_sample(candidate.model, candidate.workload).model_train
+    return per_sample * candidate.workload.samples / candidate.gpus / 1e12
+
+
 def hardware_flops_per_sample(candidate: Candidate) -> float:
     """FLOPs the trainer really runs for one training sample, over all ranks that share it.
 

@@ -14,7 +14,8 @@ The profile itself bounds what its device can give, as it bounds a reference fil
 refused, though within 100x of the simulator, since the reports show it and calibrate fits it; so is an
 energy whose mean power per GPU is below what the parts it covers draw at rest or far above what GPU, host
 share and memory draw at full load (the job's energy given per GPU, in J), which passed the simulator's
-100x at 8-16x and made a study's picks "50% less energy" for doubling the nodes.
+100x at 8-16x and made a study's picks "50% less energy" for doubling the nodes; and a TFLOP/s that its
+own time, over the workload's model FLOPs, does not give (a figure per node under the peak: 3x, 4x).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from __future__ import annotations
 from autotune.counted import counted
 from autotune.candidate import params_key
 from autotune.hardware.plausible import (
-    CAP_OVER_MAX, capped_power, energy_power_problem, other_hardware, tflops_problem,
+    CAP_OVER_MAX, capped_power, energy_power_problem, other_hardware, tflops_problem, tflops_time_problem,
 )
 from autotune.simulator import simulate
 
@@ -123,9 +124,10 @@ def default_limit_disagreement(path, records: dict[str, dict]) -> str | None:
 def figure_problems(records: dict[str, dict], checks: list) -> tuple[str | None, str | None]:
     """(refusal, warning) for the finished probes' records of the study's valid candidates whose time or
     energy is far from the simulator's figure for the same candidate, or that hold a figure no device of the
-    profile gives (refused); None where there is none."""
+    profile gives or a TFLOP/s their time does not give (refused); None where there is none."""
     worst: dict[str, list] = {}
-    impossible: list[str] = []  # a line per record whose figure no device of the profile gives
+    impossible: list[tuple[str, bool]] = []  # a line per record whose figure no device of the profile gives, and
+    # whether another profile could explain it (a TFLOP/s at odds with its own time is wrong on any hardware)
     for check in checks:
         if not check.valid:
             continue
@@ -135,7 +137,7 @@ def figure_problems(records: dict[str, dict], checks: list) -> tuple[str | None,
         simulated = simulate(check.candidate)
         why = _impossible(record, check.candidate, simulated.time_s)
         if why:
-            impossible.append(f"{record['origin']}: {why}")
+            impossible.append((f"{record['origin']}: {why[0]}", why[1]))
         for key, unit, slip in _FIGURES:
             value, model = record.get(key), getattr(simulated, key)
             if value is None or not model:
@@ -156,24 +158,31 @@ def figure_problems(records: dict[str, dict], checks: list) -> tuple[str | None,
     if impossible and refusal is None:
         hardware = next(c.candidate.hardware for c in checks if c.valid)
         more = f" ({counted(len(impossible) - 1, 'more record')} likewise)" if len(impossible) > 1 else ""
-        refusal = f"{impossible[0]}{more}; {other_hardware(hardware)}"
+        line, of_hardware = impossible[0]
+        refusal = f"{line}{more}" + (f"; {other_hardware(hardware)}" if of_hardware else "")
     return refusal, warning
 
 
-def _impossible(record: dict, candidate, simulated_time_s: float) -> str | None:
-    """Why a finished probe's record holds a figure no device of the candidate's profile gives, or None. A cuda =
-    false profile's "GPU" is a process on host cores, which hardware/plausible.py bounds by nothing."""
-    hardware = candidate.hardware
-    if not hardware.cuda:
-        return None
-    if record["tflops"] is not None and (why := tflops_problem(record["tflops"], hardware, candidate.precision)):
-        return why
-    if record["energy_kj"] is None:
-        return None
-    # The mean power per GPU an energy and its time imply (trial72 #8: per-GPU energies given as the job's, 8-16x low,
-    # and x8, passed under the 100x warning). A time 100x or more from the simulator's is warned of as a slip of its
-    # own, and the power it implies would blame the energy for it: not judged.
-    time_s = record["time_s"]
+def _impossible(record: dict, candidate, simulated_time_s: float) -> tuple[str, bool] | None:
+    """Why a finished probe's record holds a figure no device of the candidate's profile gives, or a TFLOP/s its own
+    time does not give, and whether another profile could explain it; or None. A cuda = false profile's "GPU" is a
+    process on host cores, whose figures hardware/plausible.py bounds by nothing."""
+    hardware, tflops, time_s = candidate.hardware, record["tflops"], record["time_s"]
+    if hardware.cuda and tflops is not None and (why := tflops_problem(tflops, hardware, candidate.precision)):
+        return why, True
+    # A time 100x or more from the simulator's is warned of as a slip of its own, and what it implies (a mean power, a
+    # TFLOP/s) would blame the other figure for it: not judged.
     if simulated_time_s and not 1 / WARN_RATIO < time_s / simulated_time_s < WARN_RATIO:
         return None
-    return energy_power_problem(record["energy_kj"], time_s, candidate.gpus, hardware, record.get("energy_not_measured") or ())
+    # A TFLOP/s against its own time, on any profile (the FLOPs are the model's, whatever runs them), where the FLOPs
+    # are known: a record naming its study is of this run's model and workload (replay refuses another's), and its
+    # TFLOP/s counts them as flops.py does (autotune's trainer or simulator); one without is not judged
+    # (hardware/plausible.py).
+    if tflops is not None and record.get("study") is not None and (why := tflops_time_problem(tflops, time_s, candidate)):
+        return why, False
+    if not hardware.cuda or record["energy_kj"] is None:
+        return None
+    # The mean power per GPU an energy and its time imply (trial72 #8: per-GPU energies given as the job's, 8-16x low,
+    # and x8, passed under the 100x warning).
+    why = energy_power_problem(record["energy_kj"], time_s, candidate.gpus, hardware, record.get("energy_not_measured") or ())
+    return (why, True) if why else None

@@ -20,9 +20,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from autotune.counted import agreeing, counted
+from autotune.counted import agreeing
 from autotune.calibrate.observations import BOUNDS, Observation, checked_candidate, checked_knobs, checked_observation
-from autotune.calibrate.plausible import implausible_figures
+from autotune.calibrate.plausible import implausible_figures, refused_figure
 from autotune.candidate import Candidate
 from autotune.checks import checked_number, refuse_duplicate_keys, refuse_unknown_keys, shown
 from autotune.errors import ConfigError
@@ -241,10 +241,7 @@ def load_reference(name_or_path: str, hardware: HardwareProfile) -> list[Observa
                           f"{agreeing(len(repeated), 'appears', 'appear')} more than once; give each figure its own id")
     wrong = implausible_figures(observations)
     if wrong:
-        observation, why = wrong[0]
-        more = f" ({counted(len(wrong) - 1, 'more figure')} likewise)" if len(wrong) > 1 else ""
-        raise ConfigError(f"{origin}: figure {observation.id!r}: {why}{more}; or, if the figure is right, the "
-                          f"profile '{hardware.name}' is not the hardware it was measured on (pass --hardware)")
+        raise ConfigError(refused_figure(f"{origin}: figure {wrong[0][0].id!r}", wrong, hardware))
     return observations
 
 

@@ -19,9 +19,15 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from typing import TYPE_CHECKING
+
+from autotune.counted import counted
 from autotune.errors import ConfigError
 from autotune.hardware.power_model import PowerCurve
 from autotune.hardware.profile import HardwareProfile
+
+if TYPE_CHECKING:  # a candidate holds a hardware profile: autotune.candidate imports this package
+    from autotune.candidate import Candidate
 
 
 class Misread(NamedTuple):
@@ -253,6 +259,37 @@ def energy_power_problem(energy_kj: float, time_s: float, gpus: int, hardware: H
             f"{low_w:g}-{high_w:g} W one GPU of '{hardware.name}' and its host share can draw (at rest to {POWER_ABOVE_MAX:g} x "
             "full load): an energy in J or Wh, or "
             "for one GPU? Give kJ for every module over the whole workload")
+
+
+# A model TFLOP/s per GPU and the time of the whole workload say one thing twice: the workload's model FLOPs
+# (autotune/flops.py, which the trainer's result and the simulator count by) over the time and the GPUs. A probe's own
+# pair agrees to ~1% (its TFLOP/s is over the measured window, its time the mean step time x the workload's steps:
+# a 2-rank CPU study, 0.4-1.3%); a mean over repeats, a rounded figure and a FLOP count of the record's own that
+# differs from ours (recomputation counted as work: 4/3 of the model FLOPs; causal attention halved, or attention left
+# out as 6 x parameters x tokens does: ~0.7-0.9 at 60 frames) move it further, each well inside a factor of 2. The slips
+# it is for lie beyond it: a figure per node (4 GH200 modules, 8 H100s) or in GFLOP/s, a time in minutes (60x) or of
+# another workload's samples. Where the record's model and workload are not known (a file written by hand from an own
+# script's figures, without the `study` autotune's export writes) its FLOPs are not either: not judged (the callers).
+TFLOPS_OFF_TIME = 2.0
+
+
+def tflops_time_problem(tflops: float, time_s: float, candidate: Candidate) -> str | None:
+    """Why a model TFLOP/s per GPU and a time of the candidate's whole workload cannot both be right (they disagree
+    on its model FLOPs by more than TFLOPS_OFF_TIME), or None."""
+    from autotune.flops import workload_model_tflop  # imports autotune.candidate, which imports this package
+
+    implied = workload_model_tflop(candidate) / time_s
+    ratio = tflops / implied
+    if 1 / TFLOPS_OFF_TIME <= ratio <= TFLOPS_OFF_TIME:
+        return None
+    far = f"{max(ratio, 1 / ratio):.3g}"
+    said = f"{far}x" if ratio > 1 else f"1/{far} of"
+    slip = ("a TFLOP/s per node or of every GPU, or a time of more samples than the workload's" if ratio > 1 else
+            "a TFLOP/s in PFLOP/s or of a share of the GPUs, or a time in minutes or of fewer samples")
+    return (f"tflops {tflops:g} per GPU is {said} the {implied:.4g} TFLOP/s that time_s {time_s:g} gives the workload's "
+            f"model FLOPs ({candidate.workload.samples:g} samples on {counted(candidate.gpus, 'GPU')}), more than the "
+            f"{TFLOPS_OFF_TIME:g}x another FLOP count explains: {slip}? Give model TFLOP/s per GPU and seconds for the "
+            "whole workload")
 
 
 def other_hardware(hardware: HardwareProfile) -> str:

@@ -32,11 +32,12 @@ candidate.pop("hardware_profile", None)  # the result holds Candidate.to_dict(),
 with open(arg("--deepspeed-config")) as handle:
     ds_config = json.load(handle)
 energy_j = 100.0 + len(out) % 7 + (time.time() % 1.0)  # differs per repeat
+tflops = float(os.environ.get("FAKE_TFLOPS", "1.0"))  # what a replay of its export needs its 0.5 s steps to give
 result = {{"schema_version": 1, "source": "measured", "status": os.environ.get("FAKE_STATUS", "ok"),
           "candidate": candidate, "ds_config": ds_config, "world_size": 1,
           "steps": {{"warmup": int(arg("--warmup-steps")), "measured": int(arg("--steps"))}},
           "window_s": 0.1, "step_time_s": {{"mean": 0.5, "std": 0.0, "min": 0.5, "max": 0.5}},
-          "tflops": {{"model_total": 1.0, "model_per_device": 1.0}}, "mfu": 0.1, "peak_memory_gib": 1.0,
+          "tflops": {{"model_total": tflops, "model_per_device": tflops}}, "mfu": 0.1, "peak_memory_gib": 1.0,
           "energy": {{"provenance": "measured", "energy_j": energy_j, "window_s": 0.1}}}}
 with open(out + ".tmp", "w") as handle:
     json.dump(result, handle)

@@ -399,7 +399,8 @@ def test_a_replay_refused_for_estimated_energy_is_its_error_line_alone(tmp_path)
     # trial67 #5: "searching the 1 of 684 valid candidates ..." came first, of a search that never starts.
     from tests.cli import autotune_main
 
-    estimated = {"status": "ok", "time_s": 100.0, "energy_kj": 500.0, "tflops": 300, "source": "estimated"}
+    # 7b on 16 GH200s: 300 TFLOP/s per GPU is what ~330 s give its workload, 2000 kJ ~380 W per module.
+    estimated = {"status": "ok", "time_s": 330.0, "energy_kj": 2000.0, "tflops": 300, "source": "estimated"}
     params = {**KNOBS_OLD, "power_limit": 1.0, "sm_clock_mhz": "max"}  # no warning of knobs or study it lacks
     path = _write(tmp_path, [{**estimated, "params": params, "study": STUDY}])
     run_dir = tmp_path / "run"

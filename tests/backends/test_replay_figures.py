@@ -18,14 +18,17 @@ CHECKS = valid_checks(settings_for("--model", "32b", "--nodes", "4"))
 VALID = [c.candidate for c in CHECKS if c.valid][:6]
 
 
-def _backend(tmp_path, scale=None, **figures) -> ReplayBackend:
-    """A file of six of the study's candidates at their simulated figures, times `scale` for its keys."""
+def _backend(tmp_path, scale=None, each=None, **figures) -> ReplayBackend:
+    """A file of six of the study's candidates at their simulated figures, times `scale` for its keys; `each(record,
+    simulated)` changes each record further."""
     lines = []
     for candidate in VALID:
         simulated = simulate(candidate)
         record = {"params": candidate.knobs.to_dict(), "status": "ok", "study": study_of(candidate),
                   "time_s": simulated.time_s, "energy_kj": simulated.energy_kj, "peak_mem_gib": simulated.peak_mem_gib}
         record.update({key: record[key] * factor for key, factor in (scale or {}).items()}, **figures)
+        if each:
+            each(record, simulated)
         lines.append(json.dumps(record))
     path = tmp_path / "m.jsonl"
     path.write_text("\n".join(lines) + "\n")
@@ -77,7 +80,50 @@ def test_a_tflops_above_the_devices_peak_is_refused_as_a_reference_figure_is(tmp
         f"measurements {tmp_path / 'm.jsonl'} line 1: tflops 5000 per GPU is above the dense peak of 989 TFLOP/s of "
         "'gh200': a figure per node or in GFLOP/s? Give model TFLOP/s per GPU (5 more records likewise); or, if the "
         "figure is right, the profile 'gh200' is not the hardware it was measured on (pass --hardware)")
-    _backend(tmp_path, tflops=1.1 * 989).check_candidates(CHECKS)  # the dense peak, and slack for another FLOP count
+    # The dense peak, and slack for another FLOP count, where the record's time gives it (time and energy as fast).
+    peak_tflops = 1.1 * 989
+
+    def at_peak(record, simulated):
+        faster = simulated.tflops / peak_tflops
+        record.update(tflops=peak_tflops, time_s=simulated.time_s * faster, energy_kj=simulated.energy_kj * faster)
+
+    _backend(tmp_path, each=at_peak).check_candidates(CHECKS)
+
+
+def _tflops_times(factor: float, named: bool = True):
+    """`each` for _backend: a record's TFLOP/s `factor` times what its time gives; without its study where not `named`."""
+    def change(record, simulated):
+        record["tflops"] = simulated.tflops * factor
+        if not named:
+            del record["study"]
+    return change
+
+
+@pytest.mark.parametrize("factor, ratio, slip", [
+    # 2.2x the 361-473 TFLOP/s its time gives: 794-1041, under the 1088 the peak check allows.
+    (2.2, "2.2x", "a TFLOP/s per node or of every GPU, or a time of more samples than the workload's"),
+    (1 / 60, "1/60 of", "a TFLOP/s in PFLOP/s or of a share of the GPUs, or a time in minutes or of fewer samples"),
+])
+def test_a_tflops_its_own_time_does_not_give_is_refused(tmp_path, factor, ratio, slip):
+    """Trial72 #4: a record's TFLOP/s was held to the device's peak alone; one that its own time, over the workload's
+    model FLOPs, does not give (a figure of several GPUs' work under the peak, or of a share of them) was replayed and
+    shown beside that time. Refused in one line, without "the profile is not the hardware": no profile explains it."""
+    with pytest.raises(ConfigError) as refused:
+        _backend(tmp_path, each=_tflops_times(factor)).check_candidates(CHECKS)
+    first = simulate(VALID[0])  # the simulator's TFLOP/s is what its time gives the workload's model FLOPs
+    assert str(refused.value) == (
+        f"measurements {tmp_path / 'm.jsonl'} line 1: tflops {first.tflops * factor:g} per GPU is {ratio} the "
+        f"{first.tflops:.4g} TFLOP/s that time_s {first.time_s:g} gives the workload's model FLOPs "
+        f"({VALID[0].workload.samples} samples on 16 GPUs), more than the 2x another FLOP count explains: {slip}? Give "
+        "model TFLOP/s per GPU and seconds for the whole workload (5 more records likewise)")
+
+
+def test_a_tflops_within_twice_its_time_or_of_a_record_naming_no_study_passes(tmp_path):
+    """Another FLOP count (recomputation counted: 4/3) stays inside the factor of 2; a record without its study (written
+    by hand from an own script's figures) is of a model and workload nothing names: its FLOPs are not known."""
+    for factor in (1.9, 4 / 3, 0.55):
+        _backend(tmp_path, each=_tflops_times(factor)).check_candidates(CHECKS)
+    _backend(tmp_path, each=_tflops_times(2.2, named=False)).check_candidates(CHECKS)
 
 
 @pytest.mark.parametrize("scale", [

@@ -166,6 +166,8 @@ def test_a_model_file_is_read_relative_to_the_reference_file(tmp_path, monkeypat
     shutil.copy(repo / "benchmarks/models/qwen2.5-1.5b.json", tmp_path / "figs" / "models" / "mine.json")
     data = copy.deepcopy(DATA)
     data["configurations"]["7b-baseline"]["model"] = "models/mine.json"
+    # 7B's TFLOP/s is 2.65x what its time gives the 1.5B's FLOPs (refused as at odds with its time): left out.
+    data["figures"] = [f for f in data["figures"] if f["id"] != "7b-baseline-tflops"]
     path = tmp_path / "figs" / "figures.json"
     path.write_text(json.dumps(data))
     monkeypatch.chdir(tmp_path)  # not the reference's directory
@@ -190,3 +192,17 @@ def test_a_measurements_file_given_as_reference_says_how_to_calibrate_it(tmp_pat
     assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
     assert f"--reference {path} is a measurements file" in refused.stderr
     assert f"autotune run --backend replay --measurements {path}" in refused.stderr and "then `autotune calibrate DIR`" in refused.stderr
+
+
+def test_a_tflops_its_own_time_does_not_give_is_refused_without_blaming_the_hardware(tmp_path):
+    """Trial72 #4: a TFLOP/s was held to the device's peak alone. 7B's baseline at 2.5x (1070.5, under 1.1 x 989) is
+    2.56x what its 20.8 min give the group's model FLOPs: a figure of several GPUs' work, on any hardware."""
+    from autotune.errors import ConfigError
+
+    with pytest.raises(ConfigError) as refused:
+        load_reference(_with_figure(tmp_path, "7b-baseline-tflops", 2.5), load_hardware("gh200"))
+    assert str(refused.value) == (
+        f"reference {tmp_path / 'figures.json'} (gh200-study): figure '7b-baseline-tflops': tflops 1070.52 per GPU is "
+        "2.56x the 418 TFLOP/s that time_s 1248 gives the workload's model FLOPs (2685 samples on 4 GPUs), more than the "
+        "2x another FLOP count explains: a TFLOP/s per node or of every GPU, or a time of more samples than the workload's? "
+        "Give model TFLOP/s per GPU and seconds for the whole workload")

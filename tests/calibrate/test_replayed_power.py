@@ -109,3 +109,29 @@ def test_a_study_replayed_from_a_tflops_above_the_peak_is_refused_not_fitted(tmp
         "989 TFLOP/s of 'h100-sxm': a figure per node or in GFLOP/s? Give model TFLOP/s per GPU; a figure no run gives "
         "(a replay's record, or a damaged study): fix the measurements and replay again, or leave the run out; or, if the "
         "figure is right, the profile 'h100-sxm' is not the hardware it was measured on (pass --hardware)\n")
+
+
+def test_a_study_replayed_from_a_tflops_its_time_does_not_give_is_refused_not_fitted(tmp_path, monkeypatch):
+    """Trial72 #4: a record's TFLOP/s at 0.3x what its own time gives (under the peak, so not refused as above the peak),
+    replayed before replay held the two together, would be fitted as a 70% simulator miss; refused without "the profile
+    is not the hardware", which no profile would change."""
+    from autotune.backends import replay_figures
+
+    records = (STUDY / "measurements.jsonl").read_text().splitlines()
+    records[1] = json.dumps({**json.loads(records[1]), "tflops": 0.3 * json.loads(records[1])["tflops"]})
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(records) + "\n")
+    run = [*H100_STUDY, "--out", tmp_path / "replayed"]
+    run[run.index("--measurements") + 1] = bad
+    monkeypatch.setattr(replay_figures, "_impossible", lambda *args: None)  # as replay was before the check
+    assert autotune_main(*run).returncode == 0
+    monkeypatch.undo()
+    result = autotune_main("calibrate", tmp_path / "replayed", "--hardware", "h100-sxm", "--no-loo")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"autotune calibrate: error: {tmp_path / 'replayed'}: replayed#1: tflops 41.1015 per "
+                                    "GPU is 1/3.35 of the 137.5 TFLOP/s that time_s 15.7424 "), result.stderr
+    assert result.stderr.endswith("(64 samples on 1 GPU), more than the 2x another FLOP count explains: a TFLOP/s in "
+                                  "PFLOP/s or of a share of the GPUs, or a time in minutes or of fewer samples? Give model "
+                                  "TFLOP/s per GPU and seconds for the whole workload; a figure no run gives (a replay's "
+                                  "record, or a damaged study): fix the measurements and replay again, or leave the run "
+                                  "out\n"), result.stderr

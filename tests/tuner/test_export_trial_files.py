@@ -30,7 +30,8 @@ def probed(request, tmp_path_factory):
     run = tmp_path / "run"
     backend = LaunchBackend(run_dir=run, launcher="torchrun", python=str(script), repeats=request.param, warmup_steps=1,
                             probe_steps=2, probe_seconds=0.0, probe_timeout_s=60.0, kill_grace_s=5.0,
-                            env={"FAKE_CALLS": str(tmp_path / "calls.txt")})
+                            # The tiny model's work over its 0.5 s steps: ~0.0005 TFLOP/s, which a replay holds it to.
+                            env={"FAKE_CALLS": str(tmp_path / "calls.txt"), "FAKE_TFLOPS": "0.0005"})
     study = open_study(run, None, make_sampler(0, 3))
     assert run_study(study, settings_for(*SETTINGS), backend, 3) == 3
     exported = autotune_main("export", run, "--measurements", tmp_path / "from-study.jsonl")
