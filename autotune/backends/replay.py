@@ -53,13 +53,14 @@ from autotune.backends.replay_figures import (
     default_limit_disagreement, default_limit_refusal, figure_problems, peak_memory_refusal,
 )
 from autotune.backends.replay_fit import (
-    mixed_studies, none_usable, not_replayed, not_replayed_text, other_model_sizes, other_profile, other_study,
+    claimed_node, mixed_studies, none_usable, not_replayed, not_replayed_text, other_model_sizes, other_profile, other_study,
 )
 from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, Candidate, knob_value, params_key
 from autotune.checks import (
     MAX_COUNT, checked_number, complete_table, number_problem, refuse_duplicate_keys, refuse_unknown_keys, shown,
 )
 from autotune.errors import ConfigError
+from autotune.hardware import claimed_node_problem
 from autotune.memory import HOST_PEAK_KINDS
 from autotune.models import MODEL_SIZE_PARTS, ModelSpec, model_from_json
 from autotune.text_files import decoded_text
@@ -589,6 +590,14 @@ class ReplayBackend(Backend):
                 # --nodes and --space from that study's records alone: another study's in the file would be refused next.
                 same = [r for r in self.records.values() if _without_profile(r.get("study")) == _without_profile(theirs)]
                 raise ConfigError(other_study(record["origin"], theirs, mine, differs, STUDY_FLAGS, same, checks))
+        hardware = checks[0].candidate.hardware
+        for record in self.records.values():
+            # Matched by the node a calibrated profile describes: where a calibrated_from written by hand names it, the
+            # profile's figures (power, memory, peak) may be another node's, and every record is judged by them.
+            node = (record.get("study") or {}).get("hardware")
+            why = node is not None and claimed_node_problem(hardware, node)
+            if why:
+                raise ConfigError(claimed_node(record["origin"], node, why))
         for record in self.records.values():
             # Another model under this one's name: every figure would be its (a resume refuses it: "its sizes differ").
             theirs = (record.get("study") or {}).get(MODEL_SIZES)

@@ -109,6 +109,15 @@ _PATH_SUFFIX = {"model": ".json", "hardware": ".toml"}
 _PATH_NAME = {"model": "the model's name as autotune prints it", "hardware": "the profile's `name`"}
 
 
+def claimed_node(origin: str, node: str, why: str) -> str:
+    """The refusal of records measured on `node` where this run's profile names that node only by a calibrated_from
+    nothing vouches for (hardware.claimed_node_problem's `why`): its figures may be another node's."""
+    again = (f"--hardware {node}" if node in available_hardware() else
+             f"--hardware {_PROFILE_FILE}, where {_PROFILE_FILE} is the profile '{node}' they were measured on")
+    return (f"{origin} holds figures measured on '{node}' nodes, and {why}: replay it with {again}, or with the profile "
+            f"`autotune calibrate -o` wrote from '{node}'")
+
+
 def other_model_sizes(origin: str, name: str, theirs: dict, mine: dict) -> str:
     """The refusal of records measured for a model of this run's --model's name and other sizes (`study.model_sizes`,
     as replay.model_sizes writes them): a model file or config.json that kept its base's name (a depth-pruned

@@ -34,7 +34,7 @@ from autotune.calibrate.plausible import impossible_in_studies
 from autotune.candidate import Candidate, Knobs
 from autotune.checks import shown
 from autotune.errors import ConfigError, UserError
-from autotune.hardware import HardwareProfile, hardware_flag, kept_base_name
+from autotune.hardware import HardwareProfile, claimed_node_problem, hardware_flag, kept_base_name
 from autotune.measure.combine import SEPARATE_COMPONENTS, not_measured, parts_text
 from autotune.memory import estimate_memory, measured_device_peak_gib
 from autotune.space import rule_violation, spans_text
@@ -320,6 +320,11 @@ def load_measured(run_dirs: list[Path], hardware: HardwareProfile, allow_estimat
                 f"{run_dir} was measured on hardware '{kept_base_name(stored)}' but the profile to calibrate is "
                 f"'{_described(hardware)}'; pass --hardware {flag} (calibrate one kind of node at a time)"
             )
+        claimed = claimed_node_problem(hardware, kept_base_name(stored))
+        if claimed:  # its figures may be another node's, which -o would then vouch for as the claimed node's
+            raise UserError(f"{run_dir} was measured on hardware '{kept_base_name(stored)}', and {claimed}: pass "
+                            f"--hardware {hardware_flag(str(stored.get('hardware')))} (or a profile `autotune calibrate -o` "
+                            "wrote from it)")
         try:
             # The stored profile path may be gone (another machine): the candidates take `hardware` instead.
             settings = replace(StudySettings.from_dict({**stored, "hardware": hardware.source or hardware.name}), hardware=hardware)

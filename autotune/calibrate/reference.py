@@ -26,7 +26,7 @@ from autotune.calibrate.plausible import implausible_figures, refused_figure
 from autotune.candidate import Candidate
 from autotune.checks import checked_number, refuse_duplicate_keys, refuse_unknown_keys, shown
 from autotune.errors import ConfigError
-from autotune.hardware import SIMULATOR_CONSTANTS, HardwareProfile
+from autotune.hardware import SIMULATOR_CONSTANTS, HardwareProfile, claimed_node_problem
 from autotune.models import PRESETS, load_model
 from autotune.shell import shell_path
 from autotune.text_files import read_text
@@ -225,6 +225,11 @@ def load_reference(name_or_path: str, hardware: HardwareProfile) -> list[Observa
             f"{origin} holds figures measured on '{data['hardware']}' hardware, but --hardware is '{given}'; "
             f"pass --hardware {data['hardware']} (or a profile of that name or calibrated from it) to calibrate against it"
         )
+    claimed = claimed_node_problem(hardware, data["hardware"])
+    if claimed:  # its figures may be another node's: a fit would make them the claimed node's, and -o would vouch
+        raise ConfigError(f"{origin} holds figures measured on '{data['hardware']}' hardware, and {claimed}: pass "
+                          f"--hardware {data['hardware']} (or a profile `autotune calibrate -o` wrote from it) to calibrate "
+                          "against it")
     if not isinstance(data["configurations"], dict) or not isinstance(data["figures"], list) or not data["figures"]:
         raise ConfigError(f"{origin}: 'configurations' must be an object and 'figures' a non-empty list; {_FIX}")
     base_dir = reference_path(name_or_path).parent

@@ -13,6 +13,7 @@ from autotune.hardware.dump import dump_hardware, figure_differences, hardware_t
 from autotune.hardware.load import (
     PROFILE_DIR,
     available_hardware,
+    claimed_node_problem,
     hardware_flag,
     kept_base_name,
     load_hardware,
@@ -41,6 +42,7 @@ __all__ = [
     "SIMULATOR_CONSTANTS",
     "SIMULATOR_ERROR_KEYS",
     "available_hardware",
+    "claimed_node_problem",
     "dump_hardware",
     "figure_differences",
     "hardware_flag",

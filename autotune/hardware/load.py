@@ -169,6 +169,9 @@ def parse_hardware(data: dict, origin: str, source: str = "") -> HardwareProfile
     )
     _check_consistency(origin, profile)
     recorded = _figures_hash(origin, data["figures_sha256"]) if "figures_sha256" in data else None
+    if profile.calibrated_from:  # as its error is judged: the hash (or an older calibrate's header) vouches for both
+        why = _unmeasured_error(profile, source, recorded) or ""
+        profile = replace(profile, calibrated_from_unvouched=_BY_HAND if why.startswith(_BY_HAND) else why)
     trusted = _with_trusted_calibrated_on(origin, profile, source, recorded)
     return _with_shipped_scope(_with_trusted_error(origin, trusted, source, recorded,
                                                    calibrated_on_ignored=bool(profile.calibrated_on) and not trusted.calibrated_on),
@@ -464,8 +467,10 @@ def _unmeasured_error(profile: HardwareProfile, source: str, figures_sha256: str
                 "computed on its own figures, and this one was computed on the profile it was copied from")
     if _older_calibrate_wrote(source) or not _readable(source):
         return None  # an older calibrate's file (no hash), or a study's kept copy whose file is gone: judged when read
-    return ("calibrated_from was written by hand (no figures_sha256 and no header of `autotune calibrate -o`): only the "
-            "profile calibrate writes carries an error computed on its own figures")
+    return f"{_BY_HAND}: only the profile calibrate writes carries an error computed on its own figures"
+
+
+_BY_HAND = "calibrated_from was written by hand (no figures_sha256 and no header of `autotune calibrate -o`)"
 
 
 def _readable(source: str) -> bool:
@@ -484,6 +489,18 @@ def _older_calibrate_wrote(source: str) -> bool:
             return file.readline().startswith(_CALIBRATE_HEADER)
     except (OSError, UnicodeDecodeError, ValueError):  # a name, not a file; a kept copy whose file is gone
         return False
+
+
+def claimed_node_problem(profile: HardwareProfile, node: str) -> str | None:
+    """Why figures measured on `node` (a record's or a reference's `hardware`) are not known to be `profile`'s
+    node's, or None: it names `node` by its calibrated_from alone, and that was written by hand or edited since. Its
+    base_name makes such figures its own, so a profile of H100 figures given calibrated_from = "gh200" by hand
+    replayed and calibrated on GH200 measurements without a word."""
+    if node == profile.name or node != profile.calibrated_from or not profile.calibrated_from_unvouched:
+        return None
+    where = f"{profile.source}" if profile.source else f"'{profile.name}'"
+    return (f"the profile {where} names '{node}' as its node only by calibrated_from = {node!r}, and nothing vouches "
+            f"for that: {profile.calibrated_from_unvouched}")
 
 
 def hardware_flag(source: str) -> str:

@@ -131,6 +131,10 @@ class HardwareProfile:
     # The name of the profile `autotune calibrate` started from (the first one, through recalibrations);
     # empty for a profile never calibrated. See `base_name`.
     calibrated_from: str = ""
+    # Why nothing vouches that this profile describes the node `calibrated_from` names ("" where calibrate -o wrote
+    # it, or it names none): written by hand, or edited since (hardware/load.py). Figures measured on that node are
+    # taken as this profile's by that name alone (base_name), so a reader of them asks (claimed_node_problem).
+    calibrated_from_unvouched: str = field(default="", compare=False)
     # What [simulator_error] was measured on, as `autotune calibrate -o` records it ([error_measured_on]): {"model":
     # ("Meta-Llama-3-8B + SigLIP so400m/14",), "zero_stage": ("2", "3"), ..., "gpus": ("8",), ...}, values as
     # text. Structured, not read back from the description's note: a model name holds "/" (every HF config's) or
