@@ -21,7 +21,7 @@ from autotune.space import node_span
 from autotune.study.stop_rule import stop_rule_help
 from autotune.study.time_limit import (REPORT_MARGIN_S, TIME_LIMIT_TOO_SHORT_ATTR, TimeLimitError, parse_time_limit,
                                        run_exit_status, run_time_limit, stops_again, time_limit_line, time_stop_line)
-from autotune.study.storage import STUDY_NAME, recorded_storage
+from autotune.study.storage import STUDY_NAME, recorded_storage, stored_settings
 
 
 NSGA2_POPULATION = 50  # optuna.samplers.NSGAIISampler's default population_size, which make_sampler keeps
@@ -157,6 +157,12 @@ def default_run_dir(args: argparse.Namespace, model, nodes) -> Path:
     checkpoint's), never its path: a path would put the run beside or inside the checkpoint, and every
     `.../config.json` would share `config`. From the node counts the study holds (a --space file's `nodes`
     too), and -<study name> when one is given: two studies must not share a run directory's reports."""
+    return _default_run_dirs(args, model, nodes)[0]
+
+
+def _default_run_dirs(args: argparse.Namespace, model, nodes) -> tuple[Path, Path]:
+    """The run directory of this study, and the one this version names it (another where an older autotune's name
+    for it holds the study)."""
     from autotune.models_hf import TOWER
 
     # The tower an HF checkpoint's name adds ("Qwen2.5-7B + SigLIP so400m/14") is the same for all of them.
@@ -175,22 +181,27 @@ def default_run_dir(args: argparse.Namespace, model, nodes) -> Path:
     # whole name keeps their directories apart; '+' never survives the cleaning, so no name kept as given
     # ends like that.
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", args.study_name)[:64]
-    if safe != args.study_name:
-        safe += _digest(args.study_name)
     name = "" if args.study_name == STUDY_NAME else "-" + safe
-    run_dir = Path("runs") / f"{model_name}-{counts}n{name}"
-    # Before the digest, such a name's runs went to the cleaned name's directory: the same command resumes a study
-    # there that this model made (its pareto.json names it), as README's "Upgrading" promises, and no other's.
-    before = Path("runs") / f"{cleaned}-{counts}n{name}"
-    if before != run_dir and not run_dir.exists() and _reports_model(before, model.name):
-        return before
-    return run_dir
+    digested = name + _digest(args.study_name) if name and safe != args.study_name else name
+    run_dir = Path("runs") / f"{model_name}-{counts}n{digested}"
+    # Before the digests (the study name's first, the model name's later), such a study's runs went to the cleaned
+    # names' directory: the same command resumes the study there, as README's "Upgrading" promises, and no other.
+    for before in (Path("runs") / f"{cleaned}-{counts}n{digested}", Path("runs") / f"{cleaned}-{counts}n{name}"):
+        if before != run_dir and not run_dir.exists() and _holds_study(before, args.study_name, model.name):
+            return before, run_dir
+    return run_dir, run_dir
 
 
-def _reports_model(run_dir: Path, model_name: str) -> bool:
-    """Whether the run directory's pareto.json is of the model named so (anything unreadable: no)."""
+def _holds_study(run_dir: Path, study_name: str, model_name: str) -> bool:
+    """Whether the run directory holds the study of that name of the model named so: by its study.db (a run stopped
+    before its first report has no pareto.json), else by its pareto.json (a --storage study's reports). Anything
+    unreadable: no."""
+    held = stored_settings(run_dir, study_name)
+    if held is not None:
+        return isinstance(held.get("model"), dict) and held["model"].get("name") == model_name
     try:
-        return json.loads((run_dir / "pareto.json").read_text(encoding="utf-8")).get("model") == model_name
+        report = json.loads((run_dir / "pareto.json").read_text(encoding="utf-8"))
+        return report.get("model") == model_name and report.get("study_name", study_name) == study_name
     except (OSError, ValueError, AttributeError):
         return False
 
@@ -492,7 +503,6 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
     from autotune.commands.report import check_pick_options
     from autotune.study import open_study
     from autotune.study.run_dir_locks import check_workers_lock, sole_worker
-    from autotune.study.storage import stored_settings
     from autotune.study.failures import no_probe_succeeded
     from autotune.study.loop import CONVERGED_ATTR, make_sampler, probes_running_elsewhere, run_study
     from autotune.study.retries import evaluated_count, evaluated_trials
@@ -520,7 +530,10 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
     settings = build_settings(args)
     for line in settings_warnings(args, settings):
         console.print(f"[yellow]warning: {escape(line)}[/]")
-    run_dir = args.out or default_run_dir(args, settings.model, settings.space.nodes)
+    run_dir, named_now = (args.out, args.out) if args.out else _default_run_dirs(args, settings.model, settings.space.nodes)
+    if run_dir != named_now:
+        console.print(f"{run_dir} holds this study, as an older autotune named its run directory (this version names a "
+                      f"new one {named_now}): it goes on there", soft_wrap=True, highlight=False, markup=False)
     if not run_dir.is_absolute() and current_directory_gone():  # only the default: path_flag refuses such an --out
         raise UserError(f"the run directory {run_dir} is relative, but {CWD_GONE} or pass --out an absolute path")
     if not args.storage:  # --out holding another study is said first, before this run's own space or files are judged

@@ -754,3 +754,30 @@ def test_a_database_failing_mid_command_says_what_happened_not_optunas_guess(mes
     line = storage_failure_line(_failed_commit(message))
     assert line.startswith("the study's database ") and words in line and "exceeding max length" not in line, line
     assert storage_failure_line(ValueError("a bug")) is None  # any other error stays a traceback
+
+
+def test_a_study_in_an_older_autotunes_run_directory_resumes_with_the_same_command(tmp_path):
+    """trial73 #11: a study name cleaned for its directory ('cap 1') had runs/7b-1n-cap_1 before the study name's digest,
+    and a model file named 'me/7b' had runs/me_7b-1n before the model name's: the same command went on in a new
+    directory and probed every candidate again. It resumes there now, found by its study.db (an interrupted run
+    has no pareto.json), and says so; another study of that directory is not taken for it."""
+    from autotune.models import PRESETS
+    from tests.cli import autotune_main
+
+    (tmp_path / "me7b.json").write_text(json.dumps({**PRESETS["7b"].to_json(), "name": "me/7b"}))
+    for older, study_name, model in (("7b-1n-cap_1", "cap 1", "7b"), ("me_7b-1n", "autotune", "me7b.json")):
+        command = ("run", "--model", model, "--study-name", study_name, "--nodes", "1", "--trials", "2")
+        made = autotune_main(*command, "--out", Path("runs") / older, cwd=tmp_path)  # as the older autotune named it
+        assert made.returncode == 0, made.stderr
+        (tmp_path / "runs" / older / "pareto.json").unlink()  # stopped before its first report
+        resumed = autotune_main(*command[:-1], "3", cwd=tmp_path)
+        assert resumed.returncode == 0, resumed.stderr
+        said = " ".join(resumed.stderr.split())
+        assert f"runs/{older} holds this study, as an older autotune named its run directory" in said
+        assert "resuming the study in runs/" + older in said
+        assert not [p for p in (tmp_path / "runs").iterdir() if "+" in p.name]  # no new directory beside it
+        storage = f"sqlite:///{tmp_path / 'runs' / older / 'study.db'}"
+        assert len(optuna.load_study(study_name=study_name, storage=storage).trials) == 3
+    other = autotune_main("run", "--model", "7b", "--study-name", "cap:1", "--nodes", "1", "--trials", "2", cwd=tmp_path)
+    assert other.returncode == 0 and "older autotune" not in other.stderr  # cleans to cap_1 too: its own directory
+    assert (tmp_path / "runs" / ("7b-1n-cap_1+" + hashlib.sha256(b"cap:1").hexdigest()[:10])).is_dir()
