@@ -94,8 +94,18 @@ def _number(origin: str, key: str, value, field_name: str):
     return checked_number(origin, key, value, low=low, high=high, low_open=low_open, integer=integer, whole_literal=True)
 
 
+# Keys an older autotune's profile held where they are no more, with their place now: a copy of an older built-in
+# profile (docs/calibration.md's way to make one) was refused as if it held a typo (trial73 #8). The CPU Adam rate
+# became a simulator constant (commit 3135000); the value is the user's own figure, so it is moved, not dropped.
+_MOVED_KEYS = {("cpu", "adam_params_per_s"): ("simulator", "cpu_adam_params_per_s")}
+
+
 def _section(cls, data: dict, section: str, origin: str):
     names = [f.name for f in fields(cls)]
+    for (table, key), (now_table, now_key) in _MOVED_KEYS.items():
+        if table == section and isinstance(data.get(section), dict) and key in data[section]:
+            raise ConfigError(f"{origin}: [{table}] {key} is an older autotune's key: move it to [{now_table}] as "
+                              f"{now_key} (the same value); {SCHEMA}")
     raw = complete_table(origin, f"[{section}]", data.get(section), names, SCHEMA, f"missing [{section}] table")
     values = {}
     for n in names:

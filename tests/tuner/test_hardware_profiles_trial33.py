@@ -129,6 +129,25 @@ def test_the_hint_names_the_builtin_not_another_checkouts_file(tmp_path):
     assert "pass --hardware h100-sxm (" in refused.stderr and "/home/alice" not in refused.stderr
 
 
+def _older_autotunes_profile(text: str) -> str:
+    """A profile as autotune wrote it before the CPU Adam rate moved from [cpu] to [simulator] (commit 3135000)."""
+    rate = re.search(r"^cpu_adam_params_per_s = (\S+)", text, re.M)
+    text = text.replace(rate.group(0), "")
+    return text.replace("[cpu]\n", f"[cpu]\nadam_params_per_s = {rate.group(1)}\n", 1)
+
+
+def test_a_copy_of_an_older_profile_names_where_its_moved_key_goes_now(tmp_path):
+    """trial73 #8: a profile copied from an older autotune's built-in (docs/calibration.md's way to make one) was
+    refused for "unknown key adam_params_per_s", read as a typo; the line now names the key's place now."""
+    mine = tmp_path / "mynode.toml"
+    mine.write_text(_older_autotunes_profile((PROFILE_DIR / "h100-sxm.toml").read_text()).replace(
+        'name = "h100-sxm"', 'name = "mynode"', 1))
+    refused = autotune_main("run", "--model", "7b", "--nodes", "1", "--hardware", mine, "--trials", "2", "--out", tmp_path / "r")
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert (f"hardware profile {mine}: [cpu] adam_params_per_s is an older autotune's key: move it to [simulator] as "
+            "cpu_adam_params_per_s (the same value)") in " ".join(refused.stderr.split())
+
+
 @pytest.mark.parametrize("recorded, hardware_name", [
     ("/home/alice/profiles/h100-sxm.toml", "h100-sxm"),  # the user's own file, named like a built-in
     (ELSEWHERE, "my-h100"),  # a file in a checkout's profile folder that is not that built-in
