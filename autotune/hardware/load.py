@@ -582,15 +582,17 @@ def kept_base_name(settings: dict) -> str | None:
 def _recorded_hardware(recorded: str, name: str | None) -> HardwareProfile:
     """The profile a study or candidate from before copies were kept names by path (or name).
 
-    Where that path is gone and was a built-in profile's file (a study made in another checkout: the
-    committed benchmarks/results/h100_power_study names /work/main/autotune/hardware/h100-sxm.toml), the
-    built-in of that name here. Such a study keeps nothing else of its profile to compare (no copy, no
+    Where that path was a built-in profile's file (a study made in another checkout: the committed
+    benchmarks/results/h100_power_study names /work/main/autotune/hardware/h100-sxm.toml), the built-in of that
+    name here, whether that file is gone or still there in an older install. Such a study keeps nothing else of its profile to compare (no copy, no
     hash; `hardware_name` only), so this is as safe as reading the path was: that file was this built-in,
     and reading it always gave its current text, never the one the study began with. A path outside a
     checkout's autotune/hardware/, or a stored `hardware_name` other than the file's, is the user's own
     file, and no built-in stands in for it (its figures may be anything)."""
     builtin = _builtin_name(recorded)
-    if builtin and builtin != recorded and not Path(recorded).is_file() and name in (None, builtin):
+    # By what it is, not where it was: the file there is the built-in of whichever autotune is installed there now,
+    # refused by this one where its keys have changed since (an older install kept beside the upgrade: trial73 #4).
+    if builtin and builtin != recorded and name in (None, builtin):
         return load_hardware(builtin)
     return load_hardware(recorded)
 

@@ -41,11 +41,13 @@ def test_a_built_in_profile_of_another_checkout_is_read_from_this_install_and_na
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     assert document["defaults"]["step_overhead_s"] == 0.2  # this install's, not the stale checkout's 0.4
-    assert document["base_profile"] == f"{here.source} (this install's 'h100-sxm'; the study names {stale}, another checkout's)"
+    # The study's profile is read as the built-in it names (hardware/load.py, trial73 #4), so the base is this
+    # install's file, named, and the stale checkout's path is nowhere.
+    assert document["base_profile"] == here.source
     header = (tmp_path / "mine.toml").read_text().splitlines()[0]
-    assert header.startswith(f"# Calibrated by `autotune calibrate` from {here.source} (this install's 'h100-sxm'")
+    assert header.startswith(f"# Calibrated by `autotune calibrate` from {here.source}")
     text = autotune_main("calibrate", run, "--no-loo").stdout
-    assert f"\n  base profile: {here.source} (this install's 'h100-sxm'; the study names {stale}" in text
+    assert f"\n  base profile: {here.source}\n" in text and str(stale) not in text + header
 
 
 def test_a_profile_of_ones_own_is_the_base_as_recorded_and_named(tmp_path):

@@ -136,6 +136,23 @@ def _older_autotunes_profile(text: str) -> str:
     return text.replace("[cpu]\n", f"[cpu]\nadam_params_per_s = {rate.group(1)}\n", 1)
 
 
+def test_a_study_of_an_older_install_still_there_reads_this_installs_builtin(tmp_path):
+    """trial73 #4: while the older autotune a study was made with is still installed (its venv kept beside the upgrade),
+    the path the study recorded was read, that install's own built-in, and refused for a key this version moved: every
+    command but `run` was one line pointing into the other package. The built-in is read by its name, as where that
+    install is gone."""
+    older = tmp_path / "old-venv" / "autotune" / "hardware" / "h100-sxm.toml"
+    older.parent.mkdir(parents=True)
+    older.write_text(_older_autotunes_profile((PROFILE_DIR / "h100-sxm.toml").read_text()))
+    run_dir = _moved_study(tmp_path, str(older))
+    for command in (("report", run_dir), ("export", run_dir, "--measurements", tmp_path / "m.jsonl"),
+                    ("export", run_dir, "--trial", "0", "-o", tmp_path / "t0.json"), ("calibrate", run_dir, "--no-loo", "--json")):
+        done = autotune_main(*command)
+        assert done.returncode == 0, (command, done.stderr)
+        assert str(older) not in done.stderr
+    assert len((tmp_path / "m.jsonl").read_text().splitlines()) == 10
+
+
 def test_a_copy_of_an_older_profile_names_where_its_moved_key_goes_now(tmp_path):
     """trial73 #8: a profile copied from an older autotune's built-in (docs/calibration.md's way to make one) was
     refused for "unknown key adam_params_per_s", read as a typo; the line now names the key's place now."""
