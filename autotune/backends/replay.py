@@ -45,6 +45,7 @@ import math
 import re
 import stat
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 from autotune.backends.base import Backend, ProbeResult
@@ -89,7 +90,7 @@ _STUDY_NAMES = ("model", "hardware", "precision")
 # sizes beyond its name, which a model file or config.json keeping another's name (a depth-pruned variant) differs in.
 MODEL_SIZES = "model_sizes"
 # A simulated or estimated record's `study.profile`: the hardware profile whose figures made it, {"name", "sha256" (of
-# its content, as pareto.json's inputs.hardware_sha256), "hardware" (the --hardware it was given as)}. `study.hardware`
+# what its figures depend on: hardware.simulation_sha256), "hardware" (the --hardware it was given as)}. `study.hardware`
 # names the node, whose every calibration replays what was measured on it; a simulation is its profile's own, and an
 # export on a calibrated profile was replayed and compared as its base's figures (trial64 #2).
 PROFILE = "profile"
@@ -174,10 +175,22 @@ def profile_of(hardware) -> dict:
 
 @functools.lru_cache(maxsize=8)  # once per profile, not per record: `space --simulate --json` writes thousands
 def _profile_sha256(hardware) -> str:
-    from autotune.hardware import hardware_to_dict
-    from autotune.report.inputs import content_sha256
+    from autotune.hardware import simulation_sha256
 
-    return content_sha256(hardware_to_dict(hardware))  # as a study's pareto.json names it (report/inputs.study_inputs)
+    return simulation_sha256(hardware)  # its figures' constants, not its stated error: hardware/dump.py
+
+
+def _simulated_again(records: dict[str, dict], checks: list) -> bool:
+    """Whether this run's profile gives each of these simulated records' figures again, where it can tell (one record
+    of a candidate of the space at least). Records of an older autotune name their profile by a hash of its whole
+    content, its stated error too, which a built-in's next version changed alone: its figures were refused as
+    another profile's (trial73 #1); the figures themselves tell."""
+    from autotune.simulator import resimulated_differs
+
+    candidates = {params_key(asdict(c.candidate.knobs)): c.candidate for c in checks if c.valid}
+    compared = [(candidates[key], record) for key, record in records.items()
+                if key in candidates and record.get("time_s") is not None]
+    return bool(compared) and all(resimulated_differs(candidate, record) is None for candidate, record in compared)
 
 
 def _checked_profile(origin: str, profile) -> dict:
@@ -603,11 +616,12 @@ class ReplayBackend(Backend):
             theirs = (record.get("study") or {}).get(MODEL_SIZES)
             if theirs is not None and theirs != mine[MODEL_SIZES]:
                 raise ConfigError(other_model_sizes(record["origin"], mine["model"], theirs, mine[MODEL_SIZES]))
-        for record in self.records.values():
-            # Measured figures are the node's, whatever its calibration; simulated ones are the profile's.
-            theirs = (record.get("study") or {}).get(PROFILE)
-            if record["source"] == "simulated" and theirs is not None and theirs["sha256"] != mine[PROFILE]["sha256"]:
-                raise ConfigError(other_profile(record["origin"], theirs, mine[PROFILE]))
+        # Measured figures are the node's, whatever its calibration; simulated ones are the profile's.
+        other = {key: r for key, r in self.records.items() if r["source"] == "simulated" and (r.get("study") or {}).get(
+            PROFILE) is not None and r["study"][PROFILE]["sha256"] != mine[PROFILE]["sha256"]}
+        if other and not _simulated_again(other, checks):
+            first = next(iter(other.values()))
+            raise ConfigError(other_profile(first["origin"], first["study"][PROFILE], mine[PROFILE]))
 
     def check_resumed(self, evaluated: list) -> None:
         """Refuses, in one line, to resume with a file whose records for the study's replayed trials hold

@@ -9,7 +9,7 @@ estimated-energy model use, and the simulator's constants (`[simulator]`, see do
 
 from __future__ import annotations
 
-from autotune.hardware.dump import dump_hardware, figure_differences, hardware_to_dict, with_simulator_constants
+from autotune.hardware.dump import dump_hardware, figure_differences, hardware_to_dict, simulation_sha256, with_simulator_constants
 from autotune.hardware.load import (
     PROFILE_DIR,
     available_hardware,
@@ -45,6 +45,7 @@ __all__ = [
     "claimed_node_problem",
     "dump_hardware",
     "figure_differences",
+    "simulation_sha256",
     "hardware_flag",
     "hardware_to_dict",
     "kept_base_name",

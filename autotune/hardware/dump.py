@@ -104,6 +104,16 @@ def figures_sha256(profile: HardwareProfile) -> str:
     return hashlib.sha256(json.dumps(figures, sort_keys=True).encode()).hexdigest()
 
 
+def simulation_sha256(profile: HardwareProfile) -> str:
+    """The hash of what a profile's simulated and estimated figures depend on (every table but its names, wording and
+    stated error: what figure_differences compares), which a simulated record names its profile by: a built-in whose
+    [simulator_error] or [error_measured_on] changed between versions gives the same figures, and its older records
+    were refused as another profile's (trial73 #1). Edited constants still change it."""
+    tables = hardware_to_dict(profile)
+    return hashlib.sha256(json.dumps({k: v for k, v in tables.items() if k not in _NOT_FIGURES}, sort_keys=True)
+                          .encode()).hexdigest()
+
+
 def figure_differences(stored: dict, current: dict) -> list[str]:
     """The keys (`[simulator] step_overhead_s`) on which two profiles' dicts differ in what a figure
     depends on; empty when every simulated or estimated figure would be the same."""

@@ -4,6 +4,6 @@ Its constants are data, in the hardware profile's `[simulator]` table (autotune.
 """
 
 from autotune.simulator.constants import SIMULATOR_CONSTANTS
-from autotune.simulator.model import Phase, SimulatedStep, simulate, step_phases
+from autotune.simulator.model import Phase, SimulatedStep, resimulated_differs, simulate, step_phases
 
-__all__ = ["SIMULATOR_CONSTANTS", "Phase", "SimulatedStep", "simulate", "step_phases"]
+__all__ = ["SIMULATOR_CONSTANTS", "Phase", "SimulatedStep", "resimulated_differs", "simulate", "step_phases"]

@@ -178,3 +178,14 @@ def simulate(candidate: Candidate) -> SimulatedStep:
         peak_mem_gib=estimate_memory(candidate).peak_mem_gib,
         phases=tuple(phases),
     )
+
+
+def resimulated_differs(candidate: Candidate, result: dict, tolerance: float = 1e-6) -> str | None:
+    """How the simulator's figures of `candidate` on its profile differ from a recorded simulated result (a study's
+    trial, a replayed record), or None: whether the profile gives an older autotune's figures again."""
+    step = simulate(candidate)
+    for key, unit in (("time_s", "s"), ("energy_kj", "kJ")):
+        recorded, now = result.get(key), getattr(step, key)
+        if recorded is not None and abs(now - recorded) > tolerance * max(abs(recorded), 1e-12):
+            return f"{key.split('_')[0]} {recorded:.6g} {unit} then, {now:.6g} {unit} now"
+    return None

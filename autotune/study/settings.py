@@ -127,12 +127,14 @@ class StudySettings:
     def _pin_unrecorded_profile(self, where: str, figures_use_profile: bool, evaluated: list | None, start_new: str) -> str:
         """The line for a resumed study that does not record its profile (an older autotune's); refuses where a
         simulated trial's figures are not given again by this profile."""
+        from autotune.simulator import resimulated_differs
+
         profile = self.hardware.source or self.hardware.name
         if figures_use_profile and evaluated is not None:
             trial = next((t for t in evaluated if (t.user_attrs.get("result") or {}).get("source") == "simulated"
                           and (t.user_attrs.get("result") or {}).get("time_s") is not None), None)
             if trial is not None:
-                differs = _resimulated_differs(self.candidate(trial.user_attrs["candidate"]["knobs"]), trial.user_attrs["result"])
+                differs = resimulated_differs(self.candidate(trial.user_attrs["candidate"]["knobs"]), trial.user_attrs["result"])
                 if differs:
                     raise UserError(
                         f"{where} holds a study made by an older autotune, which did not record its hardware profile, and "
@@ -195,18 +197,6 @@ def _gone_model(flag: str, name, model) -> str:
     except (UserError, TypeError, AttributeError):  # an older study's model, kept by its name alone
         params = ""
     return f"{_typed(flag)} ({name}{params}; that file is no longer there: pass a model file of the same sizes)"
-
-
-def _resimulated_differs(candidate: Candidate, result: dict, tolerance: float = 1e-6) -> str | None:
-    """How the simulator's figures of `candidate` on this profile differ from a recorded simulated result, or None."""
-    from autotune.simulator import simulate
-
-    step = simulate(candidate)
-    for key, unit in (("time_s", "s"), ("energy_kj", "kJ")):
-        recorded, now = result.get(key), getattr(step, key)
-        if recorded is not None and abs(now - recorded) > tolerance * max(abs(recorded), 1e-12):
-            return f"{key.split('_')[0]} {recorded:.6g} {unit} then, {now:.6g} {unit} now"
-    return None
 
 
 def _differences(stored: dict, current: dict, default_precision: str, device_knobs: bool = True) -> list[str]:

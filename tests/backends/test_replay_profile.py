@@ -12,7 +12,7 @@ import pytest
 from autotune.backends.replay import load_measurements, measurement_record, profile_of, study_of
 from autotune.candidate import Candidate, Knobs
 from autotune.errors import ConfigError
-from autotune.hardware import dump_hardware, load_hardware, with_simulator_constants
+from autotune.hardware import dump_hardware, load_hardware, simulation_sha256, with_simulator_constants
 from autotune.models import load_model
 from autotune.workload import make_workload
 from tests.cli import autotune_main
@@ -48,8 +48,8 @@ def test_a_calibrated_profile_s_simulation_replays_on_that_profile_only(tmp_path
     path = tmp_path / "sim.jsonl"
     assert autotune_main("export", tmp_path / "cal", "--measurements", path).returncode == 0
     records = [json.loads(line) for line in path.read_text().splitlines()]
-    sha = json.loads((tmp_path / "cal" / "pareto.json").read_text())["inputs"]["hardware_sha256"]
-    # The node, and the profile by the sha256 its study's pareto.json (and compare) names it by.
+    sha = simulation_sha256(load_hardware(str(profile)))
+    # The node, and the profile by the sha256 of what its figures depend on (trial73 #1: not its stated error).
     assert records and all(r["study"]["hardware"] == "gh200" and r["source"] == "simulated" for r in records)
     assert all(r["study"]["profile"] == {"name": "gh200-cal", "sha256": sha, "hardware": str(profile)} for r in records)
     refused = _replay(tmp_path, path, "gh200")
@@ -61,7 +61,8 @@ def test_a_calibrated_profile_s_simulation_replays_on_that_profile_only(tmp_path
                              f"study gave as {profile}, or simulate this profile (--backend simulate)")
     replayed = _replay(tmp_path, path, profile)
     assert replayed.returncode == 0, replayed.stderr
-    assert json.loads((tmp_path / "replay" / "pareto.json").read_text())["inputs"]["hardware_sha256"] == sha
+    assert json.loads((tmp_path / "replay" / "pareto.json").read_text())["inputs"]["hardware_sha256"] == \
+        json.loads((tmp_path / "cal" / "pareto.json").read_text())["inputs"]["hardware_sha256"]
 
 
 def test_a_base_profile_s_simulation_is_refused_on_its_calibration_and_named_by_its_flag(tmp_path):
@@ -127,3 +128,31 @@ def test_a_sensorless_study_s_estimated_and_measured_records_are_one_study(tmp_p
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     replayed = _replay(tmp_path, path, "gh200")
     assert replayed.returncode == 0 and "mixes" not in replayed.stderr, replayed.stderr
+
+
+def test_a_builtins_older_version_whose_stated_error_alone_changed_replays_its_figures(tmp_path):
+    """trial73 #1: the built-in gh200 changed between versions in its stated error alone (tflops_pct 4.1 -> 4.5, an
+    [error_measured_on] added); the older autotune's export named it by a hash of its whole content, and the upgrade
+    refused its figures as another profile's, naming a profile file the upgrade removed. A profile is now named by
+    what its figures depend on, and an older record whose hash differs replays where this profile simulates its
+    figures again; other figures under the name are still refused."""
+    from autotune.hardware import hardware_to_dict
+    from autotune.report.inputs import content_sha256
+    from autotune.simulator import simulate
+
+    candidate = _candidate()
+    older = replace(candidate.hardware, simulator_error={**candidate.hardware.simulator_error, "tflops_pct": 4.1},
+                    error_measured_on={})
+    assert simulation_sha256(older) == simulation_sha256(candidate.hardware)
+    assert simulation_sha256(with_simulator_constants(older, {"step_overhead_s": 0.5})) != simulation_sha256(older)
+    study = study_of(candidate)
+    study["profile"] = {**study["profile"], "sha256": content_sha256(hardware_to_dict(older))}  # as the older one hashed
+    step = simulate(candidate)
+    for factor, out in ((1.0, "same"), (1.3, "other")):
+        record = measurement_record(KNOBS, {"status": "ok", "time_s": step.time_s * factor, "energy_kj": step.energy_kj,
+                                            "source": "simulated"}, study)
+        path = tmp_path / f"{out}.jsonl"
+        path.write_text(json.dumps(record) + "\n")
+        done = _replay(tmp_path, path, "gh200", out=out)
+        assert done.returncode == (0 if factor == 1.0 else 2), done.stderr
+    assert "holds figures simulated on hardware profile 'gh200'" in done.stderr
