@@ -27,7 +27,7 @@ from autotune.report.units import energy_text, time_text
 from autotune.study.acquisition import ENTER_MARGIN, enters_front
 from autotune.study.loop import CONVERGED_ATTR, PROPOSED_BY_ATTR
 from autotune.study.queued import QUEUED_BY_HAND
-from autotune.study.retries import evaluated_count, evaluated_trials, first_on_resume
+from autotune.study.retries import FAILING_START_ATTR, SETUP_FAILURE_ATTR, evaluated_count, evaluated_trials, first_on_resume
 from autotune.study.valid import usable_values, valid_checks
 from autotune.study.stop_rule import STOP_CHANCE, stop_rule, stop_rule_summary
 from autotune.study.time_limit import TIME_LIMIT_STOP_ATTR, TIME_LIMIT_TOO_SHORT_ATTR
@@ -136,7 +136,19 @@ def _stop_record(study, running_elsewhere: int) -> dict:
         "time_limit": study.user_attrs.get(TIME_LIMIT_STOP_ATTR),
         # ...before any probe could start, where a run as long stops there again (study/time_limit.stops_again).
         "time_limit_too_short": bool(study.user_attrs.get(TIME_LIMIT_TOO_SHORT_ATTR)),
+        # No failure here is probed again on resume (none on the set-up, none a timeout): they are final, and "fix
+        # what failed them, then the same command resumes" led to a resume that probed nothing (trial73 #10).
+        "failures_final": _failures_final(study),
     }
+
+
+def _failures_final(study) -> bool:
+    """Whether the study's failed trials are all final, as study/failures.no_probe_succeeded judges them: none failed
+    on the set-up or in a failing start (a resume probes those again), none timed out (a longer --probe-timeout does)."""
+    failing_start = set(study.user_attrs.get(FAILING_START_ATTR, []))
+    failed = [t for t in evaluated_trials(study).values() if t.state == optuna.trial.TrialState.FAIL]
+    return bool(failed) and not any(t.user_attrs.get(SETUP_FAILURE_ATTR) or t.number in failing_start
+                                    or t.user_attrs["result"].get("status") == "timeout" for t in failed)
 
 
 def _evaluated_all(study, valid: set[str], recorded: set[str] | None, backend: str) -> tuple[bool | None, str]:
@@ -377,9 +389,10 @@ def search_sentences(summary: dict, backend: str | None = None) -> list[str]:
                 resume = _TIME_LIMIT_TOO_SHORT[unfinished["time_limit"]]
         elif not unfinished["probes"]:  # none ran (the time limit held the first back): no budget spent, nothing failed
             resume = "The same command resumes the study"
+        elif unfinished.get("succeeded") == 0:
+            resume = _none_succeeded_sentence(unfinished)
         else:
-            resume = ("The same command with a larger --trials resumes the study" if unfinished.get("succeeded") != 0
-                      else _none_succeeded_sentence(unfinished))
+            resume = "The same command with a larger --trials resumes the study"
         if unfinished.get("reason") is None:  # a sampler with no stop rule: nothing it would converge on
             lines.append(f"stopped after {unfinished['probes']} probes{beside}, before the --trials budget. {resume}")
         else:
@@ -447,6 +460,10 @@ def _none_succeeded_sentence(unfinished: dict) -> str:
     if unfinished.get("failed") == 0:
         return ("Every probe ran out of memory, which is final (no fix makes that candidate fit): a larger --trials "
                 "probes others, and `autotune space` shows what fits")
+    if unfinished.get("failures_final"):  # as the run's own last line says (study/failures.no_probe_succeeded)
+        return ("No probe succeeded, and the failures are the candidates' own (the trainer ran them) and final: "
+                "a larger --trials probes others (each trial's reason says why; where a failure is the machine's rather than the candidate's, its log in the "
+                "run directory's trials/ folder says so: fix that first)")
     return ("No probe succeeded: fix what failed them (each trial's reason; a launched probe's log is in the run "
             "directory's trials/ folder), then the same command resumes the study")
 

@@ -344,3 +344,33 @@ def test_a_whole_space_replay_of_failures_is_not_told_to_add_memory_savings(tmp_
     said = no_probe_succeeded(study, others_left=False, replayed=True, unrecorded_left=False)
     assert said.endswith("was evaluated: widen the space (other candidates in a --space file) and measure its new "
                          "candidates (--backend launch)"), said
+
+
+_PROPOSED_BY = {"sampler": "guided", "seed": 0, "autotune_version": "test"}  # as `autotune run` keeps it on each trial
+
+
+def _search_line(tmp_path, budget: int, *outcomes: str, probes: int) -> str:
+    """The report's `search:` line of a guided launch study whose last run, of --trials `budget`, stopped after `probes`
+    evaluations (fewer: interrupted)."""
+    from autotune.commands.finish import build_report
+    from autotune.report.search import search_sentences
+
+    study = _study(tmp_path)
+    study.set_user_attr("sampler", "guided")
+    study.set_user_attr("backend", {"name": "launch", "reason": "test"})
+    run_study(study, settings_for(*SETTINGS), _Probes(*outcomes), probes,
+              proposed_by={**_PROPOSED_BY, "trials_budget": budget})
+    return search_sentences(build_report(_study(tmp_path))[1]["search"])[0]
+
+
+def test_the_report_of_a_study_whose_failures_are_final_names_a_larger_budget(tmp_path):
+    """trial73 #10: the run's own last line names a larger --trials where no failure is probed again (trial 69 #7), but
+    the report's search line still said "fix what failed them, then the same command resumes the study", which, the
+    budget spent, probes nothing."""
+    said = _search_line(tmp_path, 2, "candidate", "candidate", probes=2)
+    assert said.endswith("No probe succeeded, and the failures are the candidates' own (the trainer ran them) and final: "
+                         "a larger --trials probes others (each trial's reason says why; where a failure is the machine's "
+                         "rather than the candidate's, its log in the run directory's trials/ folder says so: fix that "
+                         "first)"), said
+    assert "same command" not in said
+
