@@ -136,10 +136,21 @@ def _stop_record(study, running_elsewhere: int) -> dict:
         "time_limit": study.user_attrs.get(TIME_LIMIT_STOP_ATTR),
         # ...before any probe could start, where a run as long stops there again (study/time_limit.stops_again).
         "time_limit_too_short": bool(study.user_attrs.get(TIME_LIMIT_TOO_SHORT_ATTR)),
+        # The last run stopped before its --trials budget (interrupted): the same command resumes it, where "a larger
+        # --trials" was said of it (trial73 #7).
+        "budget_left": _budget_left(study),
         # No failure here is probed again on resume (none on the set-up, none a timeout): they are final, and "fix
         # what failed them, then the same command resumes" led to a resume that probed nothing (trial73 #10).
         "failures_final": _failures_final(study),
     }
+
+
+def _budget_left(study) -> bool:
+    """Whether the --trials budget of the study's last run is above the candidates it holds evaluated."""
+    last = max((t for t in study.get_trials(deepcopy=False) if isinstance(t.user_attrs.get(PROPOSED_BY_ATTR), dict)),
+               key=lambda t: t.number, default=None)
+    budget = None if last is None else last.user_attrs[PROPOSED_BY_ATTR].get("trials_budget")
+    return isinstance(budget, int) and budget > evaluated_count(study)
 
 
 def _failures_final(study) -> bool:
@@ -392,11 +403,11 @@ def search_sentences(summary: dict, backend: str | None = None) -> list[str]:
         elif unfinished.get("succeeded") == 0:
             resume = _none_succeeded_sentence(unfinished)
         else:
-            resume = "The same command with a larger --trials resumes the study"
+            resume = f"The same command{'' if unfinished.get('budget_left') else ' with a larger --trials'} resumes the study"
         if unfinished.get("reason") is None:  # a sampler with no stop rule: nothing it would converge on
-            lines.append(f"stopped after {unfinished['probes']} probes{beside}, before the --trials budget. {resume}")
+            lines.append(f"stopped after {counted(unfinished['probes'], 'probe')}{beside}, before the --trials budget. {resume}")
         else:
-            lines.append(f"not converged: stopped after {unfinished['probes']} probes{beside} while "
+            lines.append(f"not converged: stopped after {counted(unfinished['probes'], 'probe')}{beside} while "
                          f"{unfinished['reason']}{following}. {resume}")
     if summary.get(NOT_REPLAYED_KEY):
         lines.append(not_replayed_sentence(summary[NOT_REPLAYED_KEY]))
@@ -461,8 +472,9 @@ def _none_succeeded_sentence(unfinished: dict) -> str:
         return ("Every probe ran out of memory, which is final (no fix makes that candidate fit): a larger --trials "
                 "probes others, and `autotune space` shows what fits")
     if unfinished.get("failures_final"):  # as the run's own last line says (study/failures.no_probe_succeeded)
-        return ("No probe succeeded, and the failures are the candidates' own (the trainer ran them) and final: "
-                "a larger --trials probes others (each trial's reason says why; where a failure is the machine's rather than the candidate's, its log in the "
+        return (f"No probe succeeded, and the failures are the candidates' own (the trainer ran them) and final: "
+                f"{'the same command' if unfinished.get('budget_left') else 'a larger --trials'} probes others (each "
+                "trial's reason says why; where a failure is the machine's rather than the candidate's, its log in the "
                 "run directory's trials/ folder says so: fix that first)")
     return ("No probe succeeded: fix what failed them (each trial's reason; a launched probe's log is in the run "
             "directory's trials/ folder), then the same command resumes the study")

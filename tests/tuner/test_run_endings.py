@@ -374,3 +374,10 @@ def test_the_report_of_a_study_whose_failures_are_final_names_a_larger_budget(tm
                          "first)"), said
     assert "same command" not in said
 
+
+def test_the_report_of_a_study_stopped_before_its_budget_says_the_same_command_resumes_it(tmp_path):
+    """trial73 #7: a run interrupted after its first probe of --trials 4 said "run the same command again to resume",
+    which does, and its report said "The same command with a larger --trials resumes the study" (and "1 probes")."""
+    said = _search_line(tmp_path, 4, probes=1)
+    assert said.startswith("not converged: stopped after 1 probe while fewer than 3 probes succeeded"), said
+    assert said.endswith(". The same command resumes the study"), said
