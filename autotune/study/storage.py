@@ -93,14 +93,17 @@ def _recorded_study(run_dir: Path) -> str:
     return f" --storage {shell_text(url)} --study-name {shell_text(name)}{hidden}"
 
 
-def _reports_of_own_study_db(run_dir: Path) -> bool:
+def _reports_of_own_study_db(run_dir: Path) -> bool | None:
     """Whether the run directory's pareto.json reports a study kept in the directory's own study.db (its `storage`
-    null; a --storage study's names its URL, and one from before the URL was recorded has no such key)."""
+    null; a --storage study's names its URL); None where it cannot tell: one from before the URL was recorded has no
+    such key, whichever storage its run used (trial73 #3: it was taken for a --storage study's)."""
     try:
         held = json.loads((Path(run_dir) / "pareto.json").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return False
-    return isinstance(held, dict) and "storage" in held and held["storage"] is None
+    if isinstance(held, dict) and "storage" not in held:
+        return None
+    return isinstance(held, dict) and held["storage"] is None
 
 
 def study_db_gone_line(run_dir: Path) -> str:
@@ -573,9 +576,15 @@ def load_finished_study(run_dir: Path, storage: str | None = None, study_name: s
     optuna.logging.set_verbosity(logging.ERROR)
     if storage is None and not (run_dir / "study.db").is_file():
         kept = kept_probe_results(run_dir)
-        if _reports_of_own_study_db(run_dir):  # not a --storage run's: its study.db was moved or removed (trial69 #4)
+        own = _reports_of_own_study_db(run_dir)
+        if own:  # not a --storage run's: its study.db was moved or removed (trial69 #4)
             raise (StudyDatabaseLost(study_db_gone_line(run_dir), "not there: moved or removed?") if kept
                    else UserError(study_db_gone_line(run_dir)))
+        if own is None:  # an older autotune's pareto.json, silent on where its study was kept: both ways named
+            line = (f"RUN_DIR {run_dir} holds no study.db, and its pareto.json (an older autotune's) does not record where "
+                    f"the study was kept: if its run gave --storage, pass the same --storage URL and --study-name; else "
+                    f"its study.db was moved or removed: put it back in {run_dir}{kept}")
+            raise StudyDatabaseLost(line, "not there: moved or removed?") if kept else UserError(line)
         if (run_dir / "pareto.json").is_file():  # the run kept its study in a --storage database
             flags = _recorded_study(run_dir)
             raise UserError(f"{run_dir} holds no study.db: its run kept the study in a --storage database; "

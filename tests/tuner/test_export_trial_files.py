@@ -96,3 +96,24 @@ def test_a_pick_is_still_refused_where_study_db_is_lost(probed, tmp_path):
     (run / "study.db").write_bytes(b"")
     refused = autotune_main("export", run, "--pick", "knee", "-o", tmp_path / "k.json")
     assert refused.returncode == 2 and "holds no Optuna study" in refused.stderr, refused.stderr
+
+
+def test_a_lost_study_db_beside_an_older_pareto_json_is_not_said_to_be_a_storage_study(probed, tmp_path):
+    """trial73 #3: a pareto.json from before the `storage` key was recorded was read as a --storage study's, whatever
+    its run used: "its run kept the study in a --storage database; pass the same --storage URL", a URL that never was,
+    and its probes' results in trials/ went unread. Both ways are named now, and `export --measurements` reads them."""
+    study_run, from_study = probed
+    run = shutil.copytree(study_run, tmp_path / "run")
+    assert autotune_main("report", run).returncode == 0
+    report = json.loads((run / "pareto.json").read_text())
+    del report["storage"]  # as an older autotune wrote it
+    (run / "pareto.json").write_text(json.dumps(report))
+    (run / "study.db").unlink()
+    refused = autotune_main("report", run)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert (f"RUN_DIR {run} holds no study.db, and its pareto.json (an older autotune's) does not record where the study "
+            "was kept: if its run gave --storage, pass the same --storage URL and --study-name; else its study.db was "
+            f"moved or removed: put it back in {run}; the results of its 3 probes are kept in ") in refused.stderr
+    exported = autotune_main("export", run, "--measurements", tmp_path / "run.jsonl")
+    assert exported.returncode == 0, exported.stderr
+    assert _records(tmp_path / "run.jsonl") == _records(from_study)
