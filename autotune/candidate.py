@@ -136,10 +136,10 @@ def limited_device(hardware: HardwareProfile) -> str:
 
 
 def power_limit_watts(fraction: float, hardware: HardwareProfile | None, measured_default_w: float | None = None) -> str:
-    """" (476 W per module on the gh200 profile)": the fraction in watts, which is what a SLURM or NVML user sets
-    (trial57 #12); empty without a profile, or on one with no power limit to set (CPU ranks). `measured_default_w`:
-    the default limit NVML reported on the probe's devices (the launch backend keeps it), preferred to the
-    profile's and said to be measured."""
+    """" (476 W per module on the gh200 profile)": the fraction in watts, which is what an NVML user (root) sets
+    (trial57 #12; SLURM has no power-limit option: trial75 #17); empty without a profile, or on one with no power
+    limit to set (CPU ranks). `measured_default_w`: the default limit NVML reported on the probe's devices (the
+    launch backend keeps it), preferred to the profile's and said to be measured."""
     if hardware is None or not hardware.cuda:
         return ""
     device = limited_device(hardware)

@@ -39,3 +39,13 @@ def test_the_two_point_knee_is_said_as_the_code_picks_it():
     note = two_point_note([_point(0, 10.0, 20.0), _point(1, 20.0, 10.0)])
     said = note[note.index("the knee pick is"):note.index(", not a balanced trade") + len(", not a balanced trade")]
     assert f'("{said}")' in PAGE and "nearer the ideal corner" not in PAGE
+
+
+def test_the_page_says_who_sets_a_limits_watts_as_the_tool_does():
+    """Trial75 #17: the page said the watts were what "a SLURM or NVML user sets", where SLURM has no power-limit
+    option (docs/launch.md) and every deployment note sends the user to `device_cli apply` (NVML, root)."""
+    launch = " ".join((Path(__file__).resolve().parents[2] / "docs" / "launch.md").read_text(encoding="utf-8").split())
+    assert "SLURM has no per-step power-limit option" in launch
+    section = PAGE[PAGE.index("## Power limit of the fastest configuration"):PAGE.index("## Which knobs mattered")]
+    assert "SLURM or NVML user" not in section
+    assert "`device_cli apply` sets through NVML, as root or with CAP_SYS_ADMIN, for SLURM has no power-limit option" in section
