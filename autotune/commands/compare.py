@@ -11,8 +11,9 @@ import sys
 _DESCRIPTION = """\
 Compare two or more studies from their run directories' pareto.json, or those files alone (written by
 `autotune run` and `autotune report`; nothing is written, study.db is not read). Prints:
-  1. the inputs that differ (model, hardware and its profile's hash, node counts, GPUs, workload, each
-     knob's searched values, backend and where the figures came from, sampler and seed, replayed file),
+  1. the inputs that differ (model, hardware and its profile's hash, the default power limit a fraction is
+     of, node counts, GPUs, workload, each knob's searched values, backend and where the figures came from,
+     sampler and seed, replayed file),
      and briefly those that are the same;
   2. each pick (fastest, min-energy, knee, max-slowdown, cost-weighted) side by side: each study's
      configuration, time and energy with where they came from (measured, estimated, simulated), and the

@@ -12,7 +12,8 @@ values in that order):
     caveats        [sentence]: why a difference is not like-for-like (other jobs, simulated vs measured, ...)
     picks          [{pick, studies: [null (no such pick) | pick entry]}]; a pick entry: {trial, params,
                    configuration, time_s, energy_kj, time_source, energy_source, time_change_pct,
-                   energy_change_pct, knobs_changed ({knob: [study 1's, this study's]}; null for study 1)}
+                   energy_change_pct, knobs_changed ({knob: [study 1's, this study's]}, `gpus` and `power_limit_w`
+                   too where they differ; null for study 1)}
     shared_front   {configurations: [{params, configuration, matched_to, matched_on, matched_without_nodes,
                    studies: [[point entry]], why_absent}]}: the configurations on more than one study's front, each
                    a point of study `matched_to`'s front and the points of the others that match it: on `matched_on`,
@@ -25,7 +26,7 @@ values in that order):
 
 from __future__ import annotations
 
-from autotune.candidate import KNOBS, knobs_sentence
+from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, knobs_sentence
 from autotune.report.compare_caveats import caveats
 from autotune.report.compare_inputs import compare_inputs
 from autotune.report.compare_study import ComparedStudy, point_params as _params
@@ -47,13 +48,18 @@ def _figures(point: dict, reference: dict | None) -> dict:
     }
 
 
-def knobs_changed(params: dict, reference: dict, gpus: int | None = None, reference_gpus: int | None = None) -> dict:
+def knobs_changed(params: dict, reference: dict, gpus: int | None = None, reference_gpus: int | None = None,
+                  limit_w: float | None = None, reference_limit_w: float | None = None) -> dict:
     """{knob: [reference's value, this one's]} for each knob that differs: what a pick changed between studies; and
     `gpus` where the GPU count differs (--gpus-per-node 2, or a profile of 8 GPUs a node against 4: "4 nodes"
-    in both hid that a pick ran on half the GPUs)."""
+    in both hid that a pick ran on half the GPUs); and `power_limit_w` where the same limit set in both is other watts
+    (ComparedStudy.limit_w): "0.6 x default" of a 600 W and of a 1000 W default read as the same pick (trial75 #12)."""
     changed = {knob: [reference.get(knob), params.get(knob)] for knob in KNOBS if params.get(knob) != reference.get(knob)}
     if gpus is not None and reference_gpus is not None and gpus != reference_gpus:
         changed["gpus"] = [reference_gpus, gpus]
+    same_limit = params.get("power_limit") == reference.get("power_limit") != UNTOUCHED_DEVICE_SETTINGS["power_limit"]
+    if same_limit and None not in (limit_w, reference_limit_w) and round(limit_w) != round(reference_limit_w):
+        changed["power_limit_w"] = [round(reference_limit_w), round(limit_w)]  # whole watts, as every report says them
     return changed
 
 
@@ -66,6 +72,7 @@ def compare_picks(studies: list[ComparedStudy]) -> list[dict]:
         points = [s.points[s.document["recommendations"][name]] if name in s.document["recommendations"] else None
                   for s in studies]
         reference = points[0]
+        reference_w = studies[0].limit_w(reference) if reference else None
         entries = []
         for number, point in enumerate(points, 1):
             if point is None:
@@ -75,8 +82,10 @@ def compare_picks(studies: list[ComparedStudy]) -> list[dict]:
             entries.append({
                 **_figures(point, reference if number > 1 else None),
                 "params": params,
-                "configuration": knobs_sentence(params, studies[number - 1].hardware),
-                "knobs_changed": (knobs_changed(params, _params(reference), point.get("gpus"), reference.get("gpus"))
+                # Its watts of the default its probe read, as its own report's pick line gives them.
+                "configuration": knobs_sentence(params, studies[number - 1].hardware, point.get("default_power_limit_w")),
+                "knobs_changed": (knobs_changed(params, _params(reference), point.get("gpus"), reference.get("gpus"),
+                                                studies[number - 1].limit_w(point), reference_w)
                                   if number > 1 and reference else None),
             })
         rows.append({"pick": name, "studies": entries})

@@ -27,7 +27,8 @@ def caveats(studies: list[ComparedStudy], inputs: dict) -> list[str]:
     differ = inputs["differ"]
     said = [*_job(differ), *_gpu_counts(differ), *_simulated_against_measured(studies), *_two_simulators(studies),
             *_estimated(studies), *_parts_not_measured(differ), *_edited_profiles(studies), *_time_only(studies, differ),
-            *_rules(differ), *_outside_space(studies), *_searches(studies), *_no_picks(studies), *_copies(studies)]
+            *_default_limits(studies, differ), *_rules(differ), *_outside_space(studies), *_searches(studies),
+            *_no_picks(studies), *_copies(studies)]
     return said
 
 
@@ -166,6 +167,20 @@ def _time_only(studies: list[ComparedStudy], differ: dict) -> list[str]:
         said.append(f"The other picks' changes are against study 1, which has only the fastest: put a study ranked by "
                     f"time and energy first (`{command}`).")
     return said
+
+
+def _default_limits(studies: list[ComparedStudy], differ: dict) -> list[str]:
+    """Studies whose power limits are fractions of other defaults (a 600 W and a 1000 W NVML default, or one against a
+    profile's 700 W), where some point of theirs is limited: the same "0.6 x default" is another limit in watts in each,
+    and was matched as one configuration (trial75 #12)."""
+    values = differ.get("default_power_limit")
+    limited = any(point_params(point)["power_limit"] != 1.0 for study in studies for point in study.points.values())
+    if values is None or not limited:
+        return []
+    each = "; ".join(f"study {n}: {value_text('default_power_limit', v)}" for n, v in enumerate(values, 1))
+    return [f"Other default power limits ({each}): the same fraction (power limit 0.6 x default) is another limit in "
+            "watts in each study, though picks and front points are matched on it; each pick's configuration gives its "
+            "own watts, and `knobs vs 1` names a change as `power limit W` before -> after."]
 
 
 def _rules(differ: dict) -> list[str]:

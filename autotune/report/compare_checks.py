@@ -32,7 +32,7 @@ def document_problem(document) -> str | None:
     if not isinstance(document, dict):
         return f"it holds a JSON {type(document).__name__}, not an object"
     for check in (_top_problem, _nodes_problem, _workload_problem, _points_problem, _picks_problem,
-                  _objectives_problem, _provenance_problem):
+                  _objectives_problem, _provenance_problem, _default_limits_problem):
         problem = check(document)
         if problem:
             return problem
@@ -166,6 +166,8 @@ def _point_problem(point) -> str | None:
         problem = _number("energy_kj", point["energy_kj"], low=MIN_SOLUTION_FIGURE, high=MAX_SOLUTION_FIGURE)
     if problem is None and "gpus" in point:
         problem = _count("gpus", point["gpus"])
+    if problem is None:
+        problem = _default_limit_problem("default_power_limit_w", point.get("default_power_limit_w"))
     for key in ("source", "energy_source"):
         if problem is None and point.get(key) not in (None, "", *SOURCE_LABELS):
             problem = _wrong(key, point[key], f"one of {', '.join(SOURCE_LABELS)}")
@@ -197,6 +199,32 @@ def _parameters_problem(parameters: dict) -> str | None:
             problem = _number(f"recommendation_parameters.{key}", parameters[key], **bounds)
             if problem:
                 return problem
+    return None
+
+
+# The most watts a default power limit may be where compare reads one (pareto.json `default_power_limit_w`): a
+# generous bound past any device's, which keeps a kW-sized typo's watts finite and printable; replay holds a recorded
+# one to its profile (backends.replay_figures.default_limit_refusal).
+MAX_DEFAULT_LIMIT_W = 100_000.0
+_DEFAULT_LIMIT_SOURCES = ("measured", "profile")
+
+
+def _default_limit_problem(key: str, value) -> str | None:
+    return None if value is None else _number(key, value, low=0, low_open=True, high=MAX_DEFAULT_LIMIT_W)
+
+
+def _default_limits_problem(document: dict) -> str | None:
+    """`default_power_limit_w` (a number, the list of several a study's probes recorded, or null) and its
+    `default_power_limit_source` (measured, profile, or null); both may be missing (an older pareto.json)."""
+    source = document.get("default_power_limit_source")
+    if source not in (None, *_DEFAULT_LIMIT_SOURCES):
+        return _wrong("default_power_limit_source", source, f"one of {', '.join(_DEFAULT_LIMIT_SOURCES)}, or null")
+    watts = document.get("default_power_limit_w")
+    for value in (watts if isinstance(watts, list) and source == "measured" else [watts]):
+        if problem := _default_limit_problem("default_power_limit_w", value):
+            return problem
+    if source is not None and watts is None:
+        return f"`default_power_limit_w` is null, where `default_power_limit_source` is {source}: it must be in W"
     return None
 
 

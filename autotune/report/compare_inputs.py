@@ -20,7 +20,7 @@ _LABELS = {
     "gpu_counts": "GPUs", "time_source": "time", "energy_source": "energy",
     "energy_not_measured": "energy no sensor saw", "proposed_by": "trials proposed by", "measurements": "replayed file",
     "probe_settings": "probe settings", "objectives": "ranked by", "max_slowdown": "max-slowdown bound",
-    "eta": "cost-weighted eta", "model_caveats": "model caveats",
+    "eta": "cost-weighted eta", "model_caveats": "model caveats", "default_power_limit": "default power limit",
 }
 _SPACE_KNOBS = tuple(knob for knob in KNOBS if knob != "nodes")  # node counts are `node_counts`
 # `energy_not_measured` of a replay: [] there is a file whose records need not name the parts no sensor saw
@@ -49,6 +49,9 @@ def input_values(study: ComparedStudy) -> dict:
               "hardware": hardware_text(document)}
     if recorded.get("hardware_sha256") is not None:  # null: its study does not record its profile (see below)
         values["hardware_sha256"] = recorded["hardware_sha256"]
+    if "default_power_limit_source" in document:  # what each "x default" is in watts of (pareto_json.default_power_limit)
+        values["default_power_limit"] = {"watts": document.get("default_power_limit_w"),
+                                         "source": document["default_power_limit_source"]}
     values["node_counts"] = study.node_counts
     if gpus is not None:
         values["gpus_per_node"] = sorted({g // n for g, n in zip(gpus, study.node_counts)})
@@ -120,6 +123,8 @@ def value_text(name: str, value) -> str:
         return probe_settings_text(value)
     if name == "energy_not_measured":
         return ", ".join(value) if value else "nothing (the sensors saw the whole node)"
+    if name == "default_power_limit" and isinstance(value, dict):
+        return default_limit_text(value)
     if name == "objectives":
         return " and ".join(value)
     if isinstance(value, list):
@@ -127,6 +132,16 @@ def value_text(name: str, value) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     return str(value)
+
+
+def default_limit_text(value: dict) -> str:
+    """"600 W (NVML's, on the probes' devices)", "680 W (the profile's)", "none (no GPU power limit)": the input
+    "default power limit", what every "x default" of a study is in watts of."""
+    watts, source = value.get("watts"), value.get("source")
+    if source is None:
+        return "none (no GPU power limit)"
+    said = "/".join(f"{w:g}" for w in watts) if isinstance(watts, list) else f"{watts:g}"
+    return f"{said} W (NVML's, on the probes' devices)" if source == "measured" else f"{said} W (the profile's)"
 
 
 def same_sentence(same: dict) -> str:

@@ -64,6 +64,15 @@ class ComparedStudy:
         space = {"nodes": self.node_counts, **((self.document.get("inputs") or {}).get("space") or {})}
         return {knob: value for knob, value in params.items() if knob in space and value not in space[knob]}
 
+    def limit_w(self, point: dict) -> float | None:
+        """A point's power limit in watts, as its study's report gives them: of the default NVML reported on its
+        probe's devices, else of what the study's fractions are of (pareto.json `default_power_limit_w`: the default
+        its probes recorded, or its profile's); None where neither is one number (a CPU study, several defaults)."""
+        default_w = point.get("default_power_limit_w")
+        if default_w is None and self.document.get("default_power_limit_source") is not None:
+            default_w = self.document.get("default_power_limit_w")
+        return point_params(point)["power_limit"] * default_w if isinstance(default_w, (int, float)) else None
+
     @property
     def points(self) -> dict[int, dict]:
         """Every point it lists, by trial: the front's and the other feasible ones."""

@@ -21,7 +21,7 @@ from autotune.report.units import (
     UNAVAILABLE, change_words, energy_figure, energy_unit, figure, time_unit,
 )
 
-_KNOB_TITLES = {**dict((*KNOB_COLUMNS, SM_CLOCK_COLUMN)), "gpus": "GPUs"}
+_KNOB_TITLES = {**dict((*KNOB_COLUMNS, SM_CLOCK_COLUMN)), "gpus": "GPUs", "power_limit_w": "power limit W"}
 
 
 def figures_label(entry: dict) -> str:

@@ -47,9 +47,10 @@ def shared_device_notes(view) -> dict[int, str]:
     from autotune.candidate import power_limit_fraction_text
     from autotune.export import device_settings_note
     from autotune.report.picks import PICK_FILES, picks_by_trial
-    from autotune.report.power_limit import limit_default_text, limit_watts_text
+    from autotune.report.power_limit import limit_default_text, limit_default_w, limit_watts_text
 
     hardware = view.settings.hardware
+    default_w = limit_default_w(view.points, hardware)  # the study's, as its sweep and table give the watts
     sharing: dict[str, list[int]] = {}
     for trial in picks_by_trial(view):
         candidate = view.settings.candidate(view.point(trial).params)
@@ -61,9 +62,9 @@ def shared_device_notes(view) -> dict[int, str]:
         if len(trials) < 2:
             continue
         points = [view.point(trial) for trial in trials]
-        whose = [f"{power_limit_fraction_text(point.params['power_limit'])}{limit_watts_text(point, hardware)} for "
+        whose = [f"{power_limit_fraction_text(point.params['power_limit'])}{limit_watts_text(point, default_w)} for "
                  + " and ".join(PICK_FILES.get(name, name) for name in names[point.trial]) for point in points]
-        of = limit_default_text(points, hardware)
+        of = limit_default_text(view.points, hardware)
         shared.update(dict.fromkeys(trials, f"{note}; {LIMIT_PLACEHOLDER}: {', '.join(whose)}" + (f" ({of})" if of else "")))
     return shared
 

@@ -338,7 +338,7 @@ def trials_section(view: StudyView, document: dict, run_dir: Path) -> str:
     e_unit, e_div = front_energy_unit(view.front)
     # Every row that shows an energy cell: an "unavailable" one keeps the header from calling the column estimated.
     sources = [r.get("energy_source") or "" for r in view.trials if r.get("time_s") is not None]
-    columns = knob_columns((r["params"] for r in view.trials), view.settings.hardware)
+    columns = knob_columns((r["params"] for r in view.trials), view.settings.hardware, view.points)
     headers = ["trial", "status", *(title for _, title in columns), f"time {t_unit}", f"{energy_title([r.get('energy_kj') for r in view.trials], e_unit)}{estimate_header(sources)}",
                f"TFLOP/s {view_device_words(view).per()}", "reason"]
     evaluated = [r for r in view.trials if r["status"] != "invalid"]

@@ -108,7 +108,7 @@ def markdown_report(view: StudyView, document: dict) -> str:
         lines += [f"> **{say(outside)}**", ""]
     if view.front:
         labels = {t: [pick_label(n, view.pick_parameters) for n in names] for t, names in picks_by_trial(view).items()}
-        columns = knob_columns((p.params for p in view.front), view.settings.hardware)
+        columns = knob_columns((p.params for p in view.front), view.settings.hardware, view.points)
         knob_titles = [title for _, title in columns]
         t_unit, t_div = time_unit([p.time_s for p in view.front])
         e_unit, e_div = energy_unit([p.energy_kj for p in view.front])

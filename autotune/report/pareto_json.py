@@ -22,6 +22,7 @@ from autotune.report.noise import change_noise_summary, noise_summary
 from autotune.report.importance import importance_method
 from autotune.report.payback import tuning_cost
 from autotune.report.pick_figures import peak_mem_kind
+from autotune.report.power_limit import measured_default_w, recorded_defaults_w
 from autotune.report.choosing import with_front_place
 from autotune.report.picks import commonest_failure, front_note, pick_rows
 from autotune.report.search import UNRECORDED_NODES_KEY
@@ -39,8 +40,25 @@ PARETO_SCHEMA_VERSION = 1
 
 def point_json(p) -> dict:
     """A front or feasible point, with what its `peak_mem_gib` is (`peak_mem_kind`) beside it: a CPU probe's is
-    its process's peak RSS and a simulated one the memory estimate, which the figure alone does not say."""
-    return {**p.to_dict(), "peak_mem_kind": peak_mem_kind(p)}
+    its process's peak RSS and a simulated one the memory estimate, which the figure alone does not say; and the
+    default power limit NVML reported on its probe's devices where it set one (`default_power_limit_w`, W, else
+    null), which its limit's watts are of (trial75 #12: compare, which reads this file alone, gave the profile's)."""
+    return {**p.to_dict(), "peak_mem_kind": peak_mem_kind(p), "default_power_limit_w": measured_default_w(p)}
+
+
+def default_power_limit(view: StudyView) -> dict:
+    """{"default_power_limit_w": W, "default_power_limit_source": "measured" | "profile"}: what every "x default" of
+    the study is in watts of (report.power_limit.limit_default_w): the default its probes recorded, else its
+    profile's; W a list of them where the probes recorded several (then no line gives watts), both null where the
+    profile has no limit to set (CPU ranks). compare tells two studies' "0.6 x default" apart by it."""
+    hardware = view.settings.hardware
+    recorded = recorded_defaults_w(view.points)
+    if not hardware.cuda:
+        return {"default_power_limit_w": None, "default_power_limit_source": None}
+    if recorded:
+        return {"default_power_limit_w": recorded[0] if len(recorded) == 1 else recorded,
+                "default_power_limit_source": "measured"}
+    return {"default_power_limit_w": hardware.power.module_cap_w, "default_power_limit_source": "profile"}
 
 
 def _one_or_list(values: list[int]):
@@ -289,6 +307,8 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
         # The profile `autotune calibrate` started from when `hardware` is a calibration of it, else None.
         "calibrated_from": settings.hardware.calibrated_from or None,
         "hardware_file": hardware_file(settings.hardware),
+        # What a point's power limit fraction is in watts of, and whose that default is (default_power_limit).
+        **default_power_limit(view),
         "backend": backend,
         "backend_reason": backend_reason,
         # "simulated" or "measured" for time; energy may be estimated where a probe had no sensor.

@@ -52,11 +52,13 @@ def pick_knobs_sentence(view, point: Point) -> str:
     return knobs_sentence(point.params, _hardware(view), measured_default_w(point))
 
 
-def power_limit_column_title(hardware) -> str:
-    """A table's power-limit column: "power limit (x 680 W)" where the profile says what the fraction is of."""
+def power_limit_column_title(hardware, points: list[Point] = ()) -> str:
+    """A table's power-limit column: "power limit (x 680 W)", of the default the study's `points` recorded where they
+    did (limit_default_w; "x default" where they recorded several), else of the profile's."""
     if hardware is None or not hardware.cuda:
         return "power limit"
-    return f"power limit (x {hardware.power.module_cap_w:g} W)"
+    default_w = limit_default_w(list(points), hardware)
+    return f"power limit (x {default_w:g} W)" if default_w else "power limit (x default)"
 
 
 def power_limit_sweep(view) -> list[Point]:
@@ -84,33 +86,54 @@ def sweep_sentence(view) -> str | None:
     error = simulator_error(view)
     parts = []
     hardware = _hardware(view)
+    default_w = limit_default_w(view.points, hardware)
     for p in sweep:
-        part = f"{power_limit_fraction_text(_limit(p))}{limit_watts_text(p, hardware)}: trial {p.trial}"  # `1.0` as the table has it
+        part = f"{power_limit_fraction_text(_limit(p))}{limit_watts_text(p, default_w)}: trial {p.trial}"  # `1.0` as the table has it
         if base is not None and p is not base:
             change, noise, stated = savings(p, base), savings_noise(p, base), savings_error(p, base, error)
             missing = missing_change("energy_saved_pct", p, base)
             saved = labelled_change_text(change, "energy_saved_pct", noise, "energy", stated, missing=missing)
             part += f" ({saved}, {labelled_change_text(change, 'time_change_pct', noise, 'time', stated)})"
         parts.append(part)
-    default = limit_default_text(sweep, hardware)
+    default = limit_default_text(view.points, hardware)
     return f"{SWEEP_TITLE} ({default + '; ' if default else ''}{_sources(sweep, error)}): " + "; ".join(parts)
 
 
-def limit_watts_text(point: Point, hardware) -> str:
-    """" (612 W)": a point's limit in watts, of the default its probe read or the profile's (limit_default_text)."""
-    default_w = measured_default_w(point) or (hardware.power.module_cap_w if hardware is not None else None)
-    return f" ({_limit(point) * default_w:.0f} W)" if default_w and hardware is not None and hardware.cuda else ""
+def recorded_defaults_w(points: list[Point]) -> list[float]:
+    """The default limits the points' probes recorded (measured_default_w), each once, lowest first."""
+    return sorted({w for p in points if (w := measured_default_w(p)) is not None})
+
+
+def limit_default_w(points: list[Point], hardware) -> float | None:
+    """What every fraction of a study's lines is in watts of (its sweep, its table's column, its picks' shared
+    LIMIT): the default its probes recorded, where they recorded one (the 1.0 row's too: its probe set no limit, so
+    read none, but ran on the same GPUs), else the profile's; None where the profile has no limit to set, or the
+    probes recorded several (files of two clusters merged: replay warns). One line gave 1.0 in the profile's 700 W and
+    0.8 in a 1000 W default's 800 W, the limited point above the untouched one (trial75 #2). `points`: the study's."""
+    if hardware is None or not hardware.cuda:
+        return None
+    recorded = recorded_defaults_w(points)
+    if len(recorded) > 1:
+        return None
+    return recorded[0] if recorded else hardware.power.module_cap_w
+
+
+def limit_watts_text(point: Point, default_w: float | None) -> str:
+    """" (612 W)": a point's limit in watts of `default_w` (limit_default_w); empty without one."""
+    return f" ({_limit(point) * default_w:.0f} W)" if default_w else ""
 
 
 def limit_default_text(points: list[Point], hardware) -> str:
-    """"x default, W per module on the gh200 profile": what the points' fractions and watts (limit_watts_text) are of;
-    empty where the profile has no limit to set."""
+    """"x default, W per module on the gh200 profile": what the fractions and watts of limit_default_w(points,
+    hardware) are of; empty where the profile has no limit to set."""
     if hardware is None or not hardware.cuda:
         return ""
-    device = limited_device(hardware)
-    if any(measured_default_w(p) is not None for p in points):
-        return (f"x default, W per {device}: of the default NVML reported on the probe's devices where a probe set a "
-                f"limit, else of the {hardware.name} profile's {hardware.power.module_cap_w:g} W")
+    device, recorded = limited_device(hardware), recorded_defaults_w(points)
+    if len(recorded) > 1:
+        return (f"x default; no watts: the probes' devices reported {len(recorded)} default limits "
+                f"({', '.join(f'{w:g} W' for w in recorded)})")
+    if recorded:
+        return f"x default, W per {device}: of the {recorded[0]:g} W default NVML reported on the probes' devices"
     return f"x default, W per {device} on the {hardware.name} profile"
 
 
@@ -162,7 +185,8 @@ def power_limit_section(view, document: dict, run_dir) -> str:
     # Each point's figures (its energy in the report's unit, "<0.001" far below it: never a column of zeros), with
     # their labels, as the time-vs-energy plot's hover and axes have them (a screenshot loses the table beside it).
     hardware = _hardware(view)
-    tips = [f"trial {p.trial}: power limit {power_limit_fraction_text(limit)}{limit_watts_text(p, hardware)}, {time_text(p.time_s)} ({p.source}), "
+    default_w = limit_default_w(view.points, hardware)
+    tips = [f"trial {p.trial}: power limit {power_limit_fraction_text(limit)}{limit_watts_text(p, default_w)}, {time_text(p.time_s)} ({p.source}), "
             f"{report_energy_text(p.energy_kj, (e_unit, e_div))} ({p.energy_source})" for p, limit in zip(sweep, limits)]
     x_label = "power limit (fraction of the default)"
     # Energy is drawn at the limits that have it (a time-only study's may be unavailable; the table says so).
@@ -179,7 +203,7 @@ def power_limit_section(view, document: dict, run_dir) -> str:
     for p, limit in zip(sweep, limits):
         change = savings(p, base) if base is not None else {"energy_saved_pct": None, "time_change_pct": None}
         noise, stated = savings_noise(p, base), savings_error(p, base, error)
-        rows.append([esc(power_limit_fraction_text(limit) + limit_watts_text(p, hardware)), esc(p.trial), esc(figure(p.time_s, t_div) + point_bar(error, p, "time_s")),
+        rows.append([esc(power_limit_fraction_text(limit) + limit_watts_text(p, default_w)), esc(p.trial), esc(figure(p.time_s, t_div) + point_bar(error, p, "time_s")),
                      esc(energy_figure(p.energy_kj, e_div) + point_bar(error, p, "energy_kj")),
                      esc(labelled_change_text(change, "energy_saved_pct", noise, "energy", stated,
                                               missing_change("energy_saved_pct", p, base))),
@@ -191,11 +215,11 @@ def power_limit_section(view, document: dict, run_dir) -> str:
     return (
         f'<section id="power-limit"><h2>{esc(SWEEP_TITLE[0].upper() + SWEEP_TITLE[1:])}</h2>\n'
         f"<p>The fastest pick's configuration ({esc(what)}) at every evaluated power limit "
-        f"({esc('; '.join(filter(None, (limit_default_text(sweep, hardware), sources))))}). Energy and time change are "
+        f"({esc('; '.join(filter(None, (limit_default_text(view.points, hardware), sources))))}). Energy and time change are "
         "against the same configuration at its default limit (1.0), n/a where that was not evaluated. Hover a point, "
         "or reach it with Tab, for its figures (shown under its plot); click or tap it for its row below.</p>\n"
         f'<div class="importance-row">{charts}</div>\n'
-        + table([power_limit_column_title(hardware), "trial", f"time {t_unit}", energy_title([p.energy_kj for p in sweep], e_unit), "energy change", "time change", "source"], rows,
+        + table([power_limit_column_title(hardware, view.points), "trial", f"time {t_unit}", energy_title([p.energy_kj for p in sweep], e_unit), "energy change", "time change", "source"], rows,
                 "power-limit", [limit_row_id(p.trial) for p in sweep])
         + "</section>"
     )

@@ -56,13 +56,14 @@ def knob_value(params: dict, knob: str):
     return params.get(knob, getattr(Knobs(), knob))
 
 
-def knob_columns(params: Iterable[dict], hardware=None) -> tuple[tuple[str, str], ...]:
+def knob_columns(params: Iterable[dict], hardware=None, study_points=()) -> tuple[tuple[str, str], ...]:
     """The knob columns of a table of these trials' params: KNOB_COLUMNS, and the SM clock cap where one of
     them has one. Without it a capped trial read as an untouched one, its row another's with other figures
     (a newcomer's trial: the least-energy pick, capped at 1500 MHz, read like the fastest). With the study's
-    `hardware`, the power limit's title says the watts its fractions are of ("power limit (x 680 W)")."""
+    `hardware`, the power limit's title says the watts its fractions are of ("power limit (x 680 W)"): of the default
+    the probes among `study_points` (the study's) recorded, where they did (power_limit_column_title)."""
     capped = any(knob_value(p, "sm_clock_mhz") != SM_CLOCK_UNTOUCHED for p in params)
-    titled = tuple((knob, power_limit_column_title(hardware) if knob == "power_limit" else title) for knob, title in KNOB_COLUMNS)
+    titled = tuple((knob, power_limit_column_title(hardware, study_points) if knob == "power_limit" else title) for knob, title in KNOB_COLUMNS)
     return titled + ((SM_CLOCK_COLUMN,) if capped else ())
 
 
@@ -135,7 +136,7 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
     table = Table(title=f"Fastest (ranked by time only; {time_only_energy_words(energy_source)})" if view.time_only
                   else f"Pareto front (time vs energy to solution: {source} time, {energy_source} energy)")
     table.add_column("trial", justify="right")
-    columns = knob_columns((p.params for p in view.front), view.settings.hardware)
+    columns = knob_columns((p.params for p in view.front), view.settings.hardware, view.points)
     for _, title in columns:
         table.add_column(title)
     t_unit, t_div = time_unit([p.time_s for p in view.front])
