@@ -11,7 +11,8 @@ values in that order):
     inputs         {differ: {input: [value per study]}, same: {input: value}, not_recorded: {input: [study]}}
     caveats        [sentence]: why a difference is not like-for-like (other jobs, simulated vs measured, ...)
     picks          [{pick, studies: [null (no such pick) | pick entry]}]; a pick entry: {trial, params,
-                   configuration, time_s, energy_kj, time_source, energy_source, time_change_pct,
+                   configuration, time_s, energy_kj, time_source, energy_source, error_unknown (the simulated
+                   figures, "time_s" and "energy_kj", whose error its report gives as +- ?%), time_change_pct,
                    energy_change_pct, knobs_changed ({knob: [study 1's, this study's]}, `gpus` and `power_limit_w`
                    too where they differ; null for study 1)}
     shared_front   {configurations: [{params, configuration, matched_to, matched_on, matched_without_nodes,
@@ -19,7 +20,7 @@ values in that order):
                    a point of study `matched_to`'s front and the points of the others that match it: on `matched_on`,
                    every knob, but the node count for the studies in `matched_without_nodes`, which share no node
                    count with it (and for all, where none does; `params` then lacks `nodes`); a point entry:
-                   {trial, nodes, time_s, energy_kj, time_source, energy_source, time_change_pct,
+                   {trial, nodes, time_s, energy_kj, time_source, energy_source, error_unknown, time_change_pct,
                    energy_change_pct}; `why_absent`: [null | why a study's front lacks it: evaluated off its front,
                    not in its space, not valid there, not evaluated (or not valid there)]
 """
@@ -35,7 +36,7 @@ from autotune.report.picks import PICK_FILES, change_pct  # a change in percent 
 PICK_ORDER = tuple(PICK_FILES)  # fastest, min_energy, knee, max_slowdown, cost_weighted: the reports' order
 
 
-def _figures(point: dict, reference: dict | None) -> dict:
+def _figures(study: ComparedStudy, point: dict, reference: dict | None) -> dict:
     return {
         "trial": point["trial"],
         "time_s": point["time_s"],
@@ -43,9 +44,24 @@ def _figures(point: dict, reference: dict | None) -> dict:
         # pareto.json's `source` labels the time (measured unless simulated); `energy_source` the energy.
         "time_source": point.get("source") or "unknown",
         "energy_source": point.get("energy_source") or "unknown",
+        "error_unknown": error_unknown(study, point),
         "time_change_pct": None if reference is None else change_pct(point["time_s"], reference["time_s"]),
         "energy_change_pct": None if reference is None else change_pct(point.get("energy_kj"), reference.get("energy_kj")),
     }
+
+
+def error_unknown(study: ComparedStudy, point: dict) -> list[str]:
+    """The simulated figures of a point ("time_s", "energy_kj") whose error is unknown, which its study's report marks
+    "+- ?%" (error_bars.point_bar: a configuration the profile's error was not measured on, or a profile that states
+    none). compare showed a power-limited pick's "23.0% less" energy clean, where its report said to probe it before
+    deploying (trial75 #4)."""
+    from types import SimpleNamespace
+
+    from autotune.report.error_bars import point_bar
+
+    error = study.document.get("simulator_error")
+    as_point = SimpleNamespace(trial=point["trial"], source=point.get("source"), energy_source=point.get("energy_source"))
+    return [metric for metric in ("time_s", "energy_kj") if point_bar(error, as_point, metric) == " +- ?%"]
 
 
 def knobs_changed(params: dict, reference: dict, gpus: int | None = None, reference_gpus: int | None = None,
@@ -80,7 +96,7 @@ def compare_picks(studies: list[ComparedStudy]) -> list[dict]:
                 continue
             params = _params(point)
             entries.append({
-                **_figures(point, reference if number > 1 else None),
+                **_figures(studies[number - 1], point, reference if number > 1 else None),
                 "params": params,
                 # Its watts of the default its probe read, as its own report's pick line gives them.
                 "configuration": knobs_sentence(params, studies[number - 1].hardware, point.get("default_power_limit_w")),
@@ -147,8 +163,8 @@ def _row(studies: list[ComparedStudy], first: int, anchor_params: dict, by_study
         "matched_to": first + 1,
         "matched_on": matched_on,
         "matched_without_nodes": [n + 1 for n in without_nodes],
-        "studies": [[{**_figures(p, reference if number > 0 else None), "nodes": _params(p)["nodes"]} for p in points]
-                    for number, points in enumerate(by_study)],
+        "studies": [[{**_figures(studies[number], p, reference if number > 0 else None), "nodes": _params(p)["nodes"]}
+                     for p in points] for number, points in enumerate(by_study)],
         "why_absent": [None if points else why_absent(study, params if n not in without_nodes else
                                                        {k: v for k, v in params.items() if k != "nodes"})
                        for n, (study, points) in enumerate(zip(studies, by_study))],

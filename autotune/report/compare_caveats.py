@@ -26,6 +26,7 @@ def caveats(studies: list[ComparedStudy], inputs: dict) -> list[str]:
     """Every caveat that holds for these studies, in the order a reader weighs them."""
     differ = inputs["differ"]
     said = [*_job(differ), *_gpu_counts(differ), *_simulated_against_measured(studies), *_two_simulators(studies),
+            *_unknown_errors(studies),
             *_estimated(studies), *_parts_not_measured(differ), *_edited_profiles(studies), *_time_only(studies, differ),
             *_default_limits(studies, differ), *_rules(differ), *_outside_space(studies), *_searches(studies),
             *_no_picks(studies), *_copies(studies)]
@@ -122,6 +123,20 @@ def _two_simulators(studies: list[ComparedStudy]) -> list[str]:
         return []
     return [f"Simulated on different hardware profiles: the simulated figures of {numbers_text(simulated)} are each "
             f"profile's model output, so a change between them includes each profile's error ({_errors(studies, simulated)})."]
+
+
+def _unknown_errors(studies: list[ComparedStudy]) -> list[str]:
+    """Each study's own line on the picks whose simulated error is unknown (outside_calibration_line: a power-limited
+    or clock-capped pick where the profile's error was measured at the untouched GPUs alone), as its report says it:
+    compare said nothing of it between two simulated studies on one profile, where "with and without power limits"
+    is its first use, and showed their changes as clean as any (trial75 #4)."""
+    from autotune.report.outside_calibration import outside_calibration_line
+
+    said = []
+    for n, study in enumerate(studies, 1):
+        if line := outside_calibration_line(study.document):
+            said.append(f"Study {n}, as its report says: {line}")
+    return said
 
 
 def _estimated(studies: list[ComparedStudy]) -> list[str]:

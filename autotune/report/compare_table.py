@@ -66,7 +66,10 @@ def _figure_cells(entry: dict, units, reference_row: bool) -> list[str]:
     changes = ["", ""] if reference_row else [
         change_words(entry["time_change_pct"]),
         change_words(entry["energy_change_pct"], UNAVAILABLE if entry["energy_kj"] is None else "n/a")]
-    return [figure(entry["time_s"], t_div), energy_figure(entry["energy_kj"], e_div), figures_label(entry), *changes]
+    unknown = entry.get("error_unknown") or []  # "+- ?%" as its study's report marks them (compare.error_unknown)
+    return [figure(entry["time_s"], t_div) + (" +- ?%" if "time_s" in unknown else ""),
+            energy_figure(entry["energy_kj"], e_div) + (" +- ?%" if "energy_kj" in unknown else ""),
+            figures_label(entry), *changes]
 
 
 def _add_figure_columns(table: Table, units) -> None:

@@ -11,6 +11,7 @@ import shutil
 import pytest
 
 from autotune.report.error_scope import outside_words
+from autotune.report.outside_calibration import outside_calibration_line
 from autotune.report.units import change_words
 from autotune.space.files import DEFAULT_SPACE
 from tests.cli import autotune, autotune_main
@@ -76,7 +77,10 @@ def test_one_node_against_two_matches_each_configuration_across_the_node_counts(
     assert document["inputs"]["same"]["model"] == "7b" and document["inputs"]["same"]["workload.samples"] == 2048
     assert document["inputs"]["same"]["space.power_limit"] == [1.0, 0.9, 0.8, 0.7]
     assert document["inputs"]["not_recorded"] == {}
-    assert document["caveats"] == []  # the same job, simulated in both: like-for-like
+    # The same job, simulated in both: like-for-like; but each study's picks lie where the simulator's error was not
+    # measured, which each one's report says, and so does compare (trial75 #4).
+    assert document["caveats"] == [f"Study {n}, as its report says: {outside_calibration_line(study)}"
+                                   for n, study in enumerate((a, b), 1)]
     shared = document["shared_front"]
     for configuration in shared["configurations"]:
         assert configuration["matched_on"] == ["zero_stage", "optimizer_offload", "activation_checkpointing",
@@ -124,7 +128,8 @@ def test_the_table_says_the_differing_inputs_and_each_picks_change(runs):
     assert change_words(_pct(q['time_s'], p['time_s'])) in second and change_words(_pct(q['energy_kj'], p['energy_kj'])) in second
     assert "nodes 1 -> 2" in second and "simulated" in second
     assert "matched on every knob but nodes (the studies share no node count)" in " ".join(out.split())
-    assert "caveat:" not in out
+    assert [line for line in out.splitlines() if line.startswith("caveat:")] == [
+        f"caveat: Study {n}, as its report says: {outside_calibration_line(study)}" for n, study in enumerate((a, b), 1)]
 
 
 def test_without_power_limits_the_least_energy_pick_differs_by_its_power_limit(runs):
@@ -773,3 +778,23 @@ def test_an_edited_profile_gives_no_watts(runs, tmp_path):
     limited = [e for row in compared["picks"] for e in row["studies"] if e and e["params"]["power_limit"] < 1.0]
     assert limited and all((" W per " in e["configuration"]) == (n % 2 == 1)
                            for row in compared["picks"] for n, e in enumerate(row["studies"]) if e and e["params"]["power_limit"] < 1.0)
+
+
+def test_picks_whose_simulated_error_is_unknown_keep_their_reports_caveat(runs):
+    """Trial75 #4: with and without power limits, both simulated on one profile, compare showed the power-limited
+    picks' "23.0% less" energy clean: no "+- ?%" and no caveat, where each study's own report said their error is
+    unknown and to probe them before deploying."""
+    limited = _pareto(runs["one_node"])
+    document = _compare(runs["no_power_limits"], runs["one_node"])
+    line = outside_calibration_line(limited)
+    assert line and "probe them before deploying" in line
+    assert f"Study 2, as its report says: {line}" in document["caveats"]
+    outside = limited["simulator_error"]["extrapolated"]
+    entries = [row["studies"][1] for row in document["picks"]]
+    assert entries and all(e["error_unknown"] == (["time_s", "energy_kj"] if str(e["trial"]) in outside else [])
+                           for e in entries)
+    done = autotune_main("compare", runs["no_power_limits"], runs["one_node"])
+    assert done.returncode == 0, done.stderr
+    cells = [[cell.strip() for cell in row.split("│")[1:-1]] for row in done.stdout.splitlines() if row.startswith("│")]
+    marked = [row for row in cells if len(row) > 5 and row[1] == "2" and row[4].endswith("+- ?%")]
+    assert marked and all(row[5].endswith("+- ?%") for row in marked)
