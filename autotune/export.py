@@ -6,6 +6,7 @@ ran, plus an `autotune` section (ignored by DeepSpeed) that says where its figur
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 from pathlib import Path
@@ -145,9 +146,9 @@ DEEPSPEED_ONE_HOST_LINES = (
 )
 
 
-def _own_training(config_name: str, candidate, measured_default_w: float | None = None) -> str:
+def _own_training(config_name: str, candidate, measured_default_w: float | None = None, launcher: str | None = None) -> str:
     return (f"# Your own training takes {config_name} as its DeepSpeed config, and needs beyond it:\n"
-            + "".join(f"#   - {note}\n" for note in handover_notes(candidate, measured_default_w)))
+            + "".join(f"#   - {note}\n" for note in handover_notes(candidate, measured_default_w, launcher)))
 
 
 def _script_line(line: str) -> str:
@@ -185,15 +186,16 @@ def ranks_note(candidate) -> str:
             "number of ranks finds one")
 
 
-def handover_notes(candidate, measured_default_w: float | None = None) -> list[str]:
+def handover_notes(candidate, measured_default_w: float | None = None, launcher: str | None = None) -> list[str]:
     """Everything a training that loads the exported config needs to know beyond it, in the order said.
-    `measured_default_w`: the default power limit the trial's probe read (report.power_limit.measured_default_w)."""
+    `measured_default_w`: the default power limit the trial's probe read (report.power_limit.measured_default_w);
+    `launcher`: the export's (export_launcher), where there is one: under srun SLURM sets the clock (device_settings_note)."""
     return [ranks_note(candidate),
-            *beyond_the_config(candidate.knobs, candidate.hardware, measured_default_w, candidate.gpus_per_node)]
+            *beyond_the_config(candidate.knobs, candidate.hardware, measured_default_w, candidate.gpus_per_node, launcher)]
 
 
 def beyond_the_config(knobs, hardware=None, measured_default_w: float | None = None,
-                      gpus_per_node: int | None = None) -> list[str]:
+                      gpus_per_node: int | None = None, launcher: str | None = None) -> list[str]:
     """What the probe applied that a DeepSpeed JSON cannot carry: a training that only loads the file gets
     none of it (DeepSpeed's engine never reads `activation_checkpointing`, and `sequence_parallel_size` alone
     only changes its batch arithmetic), so each is said wherever the file is handed over. `hardware`: the
@@ -232,19 +234,26 @@ def beyond_the_config(knobs, hardware=None, measured_default_w: float | None = N
                      "each rank's loss must be its slice's summed loss divided by the whole sequence's token count "
                      "(DeepSpeed sums the gradients over the SP ranks: a per-slice mean makes them "
                      f"{knobs.sp_degree}x too large)")
-    if device := device_settings_note(knobs, hardware, measured_default_w=measured_default_w, gpus_per_node=gpus_per_node):
+    if device := device_settings_note(knobs, hardware, measured_default_w=measured_default_w, gpus_per_node=gpus_per_node,
+                                      launcher=launcher):
         notes.append(device)
     return notes
 
 
 def device_settings_note(knobs, hardware=None, limit_placeholder: str | None = None,
-                         measured_default_w: float | None = None, gpus_per_node: int | None = None) -> str | None:
+                         measured_default_w: float | None = None, gpus_per_node: int | None = None,
+                         launcher: str | None = None) -> str | None:
     """How the pick's power limit or clock cap is set, which DeepSpeed does not; None where it touches neither. With
     the profile, the limit in watts too (candidate.power_limit_text): of `measured_default_w`, the default NVML
     reported on the probe's devices, where the probe read one, as the report's pick lines give it (an A100 whose
     default is 250 W, not the profile's 400, read "280 W" in the note and "175 W" on its pick line).
     `limit_placeholder`: written for the limit, in the words and the command, where one note serves the report's
-    picks that differ in the limit alone (deploy_notes.shared_device_notes says which limit is whose)."""
+    picks that differ in the limit alone (deploy_notes.shared_device_notes says which limit is whose). `launcher`
+    "srun": the clock is SLURM's to set (srun_clock_note), and the NVML command sets the limit alone."""
+    if launcher == "srun" and knobs.sm_clock_mhz != SM_CLOCK_UNTOUCHED and hardware is not None and hardware.cuda:
+        untouched_clock = dataclasses.replace(knobs, sm_clock_mhz=SM_CLOCK_UNTOUCHED)
+        limit = device_settings_note(untouched_clock, hardware, limit_placeholder, measured_default_w, gpus_per_node)
+        return "; ".join(filter(None, (srun_clock_note(knobs), limit)))
     limit = (f"{limit_placeholder} x default" if limit_placeholder
              else power_limit_text(knobs.power_limit, hardware, measured_default_w))
     device = [f"power limit {limit}"] if knobs.power_limit != 1.0 else []
@@ -264,6 +273,16 @@ def device_settings_note(knobs, hardware=None, limit_placeholder: str | None = N
     return (f"the {' and '.join(device)} is set on the {on} of every node, not by DeepSpeed: the probe the "
             f"launch script runs does it on each node; for your own job run `{apply}` on each of its "
             f"{knobs.nodes} nodes before training, and `{restore}` after {needs}")
+
+
+def srun_clock_note(knobs) -> str:
+    """How an srun export's clock cap is set: by SLURM, as its launch.sh does it (export_device.device_script), without
+    privileges; the note sent a SLURM user to device_cli apply (NVML: root) for it (trial75 #3)."""
+    flag = f"--gpu-freq={knobs.sm_clock_mhz}"
+    return (f"the SM clock cap {knobs.sm_clock_mhz} MHz is set by SLURM, not by DeepSpeed: the launch script's srun step "
+            f"asks for it ({flag}, where the job has GPU gres); for your own job add `{flag}` to its srun step, and "
+            "SLURM sets and resets the clock of the step's GPUs without privileges (in a job without GPU gres it sets "
+            "none)")
 
 
 def hostfile_sentence(nodes: int, gpus_per_node: int) -> str:
@@ -385,6 +404,7 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
     leads = front_leads(view, trial) if leads is None else leads
     candidate = view.settings.candidate(point.params)
     default_w = measured_default_w(point)  # the limit's watts of the default the probe read, as the report gives them
+    launcher = export_launcher(launcher, candidate, trial)  # the notes say how its launcher sets a clock
     config = deepspeed_config(candidate)
     # A GPU-only total must not read as the node's in a file that travels without the report.
     # None where the energy is not measured at all ([] would read as "every part measured").
@@ -408,7 +428,7 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
         "power_limit": candidate.knobs.power_limit,  # fraction of each device's default limit; 1.0 = untouched
         "sm_clock_mhz": candidate.knobs.sm_clock_mhz,  # "max" = untouched
         "ranks": candidate.gpus,  # the batch sizes hold for this many (ranks_note)
-        "not_in_this_config": handover_notes(candidate, default_w),
+        "not_in_this_config": handover_notes(candidate, default_w, launcher),
         "why": config_reasons(candidate),
         "not_tuned": not_tuned(config),  # the probe's fixed settings (optimizer, clipping, logging): the user's own
         "model_caveats": view.model_caveats,  # what of the --model file the figures model otherwise, else null
@@ -435,7 +455,7 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
         f"# {_launch_purpose(point, config_path.name, without)} for a warm-up and a measured window,\n"
         f"# prints what it measured and writes {result_name(config_path.name)} (more steps: add --steps N to the command below).\n"
         + "".join(f"# Caveat: {' '.join(line.splitlines())}\n" for line in caveats)  # a line break would end the comment
-        + _own_training(config_path.name, candidate, default_w) + where
+        + _own_training(config_path.name, candidate, default_w, command[0]) + where
         + 'cd "$(dirname "$0")"\n'
         + "".join(line + "\n" for line in (_hostfile_check(launch_path.name, candidate) if command[0] == "deepspeed" else []))
         + _launcher_check(launch_path.name, command[0]) + "\n"

@@ -156,7 +156,7 @@ def _print_handover(view, trial: int, written: list[Path], launcher: str, caveat
     elif launcher == "srun" and candidate.knobs.nodes > 1:
         print(f"  {shared_folder_sentence(candidate.knobs.nodes, launcher)}", file=sys.stderr)
     print(f"{written[0].name} is the DeepSpeed config; your own training needs beyond it:", file=sys.stderr)
-    for note in handover_notes(candidate, measured_default_w(point)):
+    for note in handover_notes(candidate, measured_default_w(point), launcher):
         print(f"  - {note}", file=sys.stderr)
 
 
