@@ -63,12 +63,7 @@ def input_values(study: ComparedStudy) -> dict:
     values.update({"backend": document["backend"], "time_source": document["source"],
                    "energy_source": document["energy_source"]})
     if "energy_not_measured" in document:
-        left_out = document["energy_not_measured"]
-        if left_out == [] and document["backend"] == "replay":
-            left_out = NOT_RECORDED
-        elif left_out == [] and document["energy_source"] in ("simulated", "none"):
-            left_out = None  # an older autotune wrote [] for a study that measured no energy: n/a, not "nothing"
-        values["energy_not_measured"] = left_out
+        values["energy_not_measured"] = _parts_not_measured(document)
     if isinstance(recorded.get("proposed_by"), list):
         # Who proposed, not which trials: trial numbers are each study's own.
         values["proposed_by"] = [{k: v for k, v in who.items() if k not in ("trials", "evaluated")}
@@ -84,6 +79,19 @@ def input_values(study: ComparedStudy) -> dict:
     time_only = document.get("objectives") == ["time"]
     values.update({key: UNUSED if time_only else parameters[key] for key in ("max_slowdown", "eta") if key in parameters})
     return values
+
+
+def _parts_not_measured(document: dict):
+    """`energy_not_measured` as it is meant now: None where no energy was measured, whatever an older autotune wrote.
+    It wrote [] for every study that measured none (simulated, estimated from a power model: trial73 #9), and [] now
+    means that sensors saw the whole node, which no estimate had; so [] counts only where some energy was measured."""
+    left_out = document["energy_not_measured"]
+    sources = document["energy_source"] if isinstance(document["energy_source"], list) else [document["energy_source"]]
+    if left_out == [] and "measured" not in sources:
+        return None  # n/a, not "nothing": the report rewrites the key so (pareto_json), compare reads the file as it is
+    if left_out == [] and document["backend"] == "replay":
+        return NOT_RECORDED
+    return left_out
 
 
 def compare_inputs(studies: list[ComparedStudy]) -> dict:

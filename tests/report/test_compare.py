@@ -430,6 +430,26 @@ def test_a_study_older_than_profile_pinning_is_compared_with_its_profile_not_rec
     assert not any(c.startswith("Simulated on different") for c in _compare(older, runs["one_node"])["caveats"])
 
 
+def test_an_older_estimated_energy_study_s_empty_parts_not_measured_is_no_sensor_not_the_whole_node(runs, tmp_path):
+    """An older autotune wrote `energy_not_measured: []` for a study whose energy was estimated from a power model
+    (trial73 #9): read at today's meaning, compare said the sensors saw the whole node, an input the studies differ
+    in, beside the caveat that no sensor measured it. An estimate saw no sensor: n/a, as report rewrites it."""
+    def estimated(old: bool):
+        def edit(d):
+            d.update(backend="launch", source="measured", energy_source="estimated", energy_not_measured=[] if old else None)
+            for point in d["front"] + d["feasible"]:
+                point.update(source="measured", energy_source="estimated")
+        return edit
+
+    old = _edited(runs["one_node"], tmp_path, "estimated-old", estimated(True))
+    now = _edited(runs["one_node"], tmp_path, "estimated-now", estimated(False))
+    compared = _compare(old, now)
+    assert "energy_not_measured" not in compared["inputs"]["differ"]
+    assert compared["inputs"]["same"]["energy_not_measured"] is None
+    out = " ".join(autotune_main("compare", old, now).stdout.split())
+    assert "nothing (the sensors saw the whole node)" not in out and "Energy of studies 1, 2 is estimated" in out
+
+
 def _one_line_refusal(done, *said: str) -> None:
     assert done.returncode == 2, done.stdout
     assert done.stdout == ""
