@@ -12,6 +12,7 @@ from autotune.backends.replay_fit import not_replayed_text, sorted_values, value
 from autotune.counted import agreeing, counted
 from autotune.report.compare_inputs import UNUSED, input_label, numbers_text, value_text
 from autotune.report.compare_study import ComparedStudy, point_params
+from autotune.report.compare_versions import versions_caveat
 from autotune.report.error_bars import pct_text
 from autotune.report.error_scope import EXTRAPOLATED_KEY, outside_words
 from autotune.report.error_unknown import WHY_UNKNOWN
@@ -26,8 +27,7 @@ def caveats(studies: list[ComparedStudy], inputs: dict) -> list[str]:
     """Every caveat that holds for these studies, in the order a reader weighs them."""
     differ = inputs["differ"]
     said = [*_job(differ), *_gpu_counts(differ), *_simulated_against_measured(studies), *_two_simulators(studies),
-            *_unknown_errors(studies),
-            *_estimated(studies), *_parts_not_measured(differ), *_edited_profiles(studies), *_time_only(studies, differ),
+            *_unknown_errors(studies), *_simulator_versions(studies), *_estimated(studies), *_parts_not_measured(differ), *_edited_profiles(studies), *_time_only(studies, differ),
             *_default_limits(studies, differ), *_rules(differ), *_outside_space(studies), *_searches(studies),
             *_no_picks(studies), *_copies(studies)]
     return said
@@ -115,10 +115,14 @@ def _profiles_differ(one: ComparedStudy, other: ComparedStudy) -> bool:
     return name != other_name or (None not in (sha, other_sha) and sha != other_sha)
 
 
+def _simulated(studies: list[ComparedStudy]) -> list[int]:
+    return [n for n, s in enumerate(studies, 1) if "simulated" in _sources(s)]
+
+
 def _two_simulators(studies: list[ComparedStudy]) -> list[str]:
     """Simulated studies on other profiles: each figure is its own profile's model output, and an uncalibrated
     one's error is unknown (`+- ?%`), which a bare "-44.3%" between a gh200 and an h100 study hid."""
-    simulated = [n for n, s in enumerate(studies, 1) if "simulated" in _sources(s)]
+    simulated = _simulated(studies)
     if not any(_profiles_differ(studies[a - 1], studies[b - 1]) for a, b in combinations(simulated, 2)):
         return []
     return [f"Simulated on different hardware profiles: the simulated figures of {numbers_text(simulated)} are each "
@@ -137,6 +141,11 @@ def _unknown_errors(studies: list[ComparedStudy]) -> list[str]:
         if line := outside_calibration_line(study.document):
             said.append(f"Study {n}, as its report says: {line}")
     return said
+
+
+def _simulator_versions(studies: list[ComparedStudy]) -> list[str]:
+    """Simulated studies of other autotune versions (compare_versions)."""
+    return versions_caveat(studies, _simulated(studies))
 
 
 def _estimated(studies: list[ComparedStudy]) -> list[str]:

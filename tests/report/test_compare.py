@@ -293,6 +293,34 @@ def test_an_edited_profile_is_said_for_each_pair_of_studies(runs, tmp_path):
             "edited or calibrated, and simulated figures follow its constants.") in caveats
 
 
+def _made_by(version: str, sha256: str | None = "keep"):
+    """An edit making a pareto.json one that autotune `version` wrote (its built-in profile's sha256 `sha256`)."""
+    def edit(d):
+        for who in d["inputs"]["proposed_by"]:
+            who["autotune_version"] = version
+        if sha256 != "keep":
+            d["inputs"]["hardware_sha256"] = sha256
+    return edit
+
+
+def test_simulated_studies_of_other_autotune_versions_say_the_simulator_may_have_changed(runs, tmp_path):
+    """The same configuration was 8.86 min in an older autotune's study and 6.86 in today's; compare said nothing, and
+    "23.1% less" read as a better pick (trial73 #6). The versions are recorded in `inputs.proposed_by`; a study older
+    than that record is said to be an unrecorded one's."""
+    current = _pareto(runs["one_node"])["inputs"]["proposed_by"][0]["autotune_version"]
+    older = _edited(runs["one_node"], tmp_path, "older", _made_by("0.0.9+gold"))
+    caveat = next(c for c in _compare(older, runs["one_node"])["caveats"] if "autotune versions" in c)
+    assert caveat.startswith(f"Simulated by different autotune versions (study 1: 0.0.9+gold; study 2: {current}): ")
+    assert "may be the simulator's own, not the configurations'" in caveat
+    unrecorded = _edited(runs["one_node"], tmp_path, "unrecorded", lambda d: d.pop("inputs"))
+    caveat = next(c for c in _compare(unrecorded, runs["one_node"])["caveats"] if "autotune versions" in c)
+    assert f"(study 1: not recorded (an older autotune); study 2: {current})" in caveat
+    # Two studies of one version, or neither recorded: nothing known to differ.
+    assert not any("autotune versions" in c for c in _compare(runs["one_node"], runs["two_nodes"])["caveats"])
+    assert not any("autotune versions" in c for c in _compare(unrecorded, _edited(
+        runs["one_node"], tmp_path, "unrecorded2", lambda d: d.pop("inputs")))["caveats"])
+
+
 def test_a_search_still_running_or_stopped_before_converging_is_said(runs, tmp_path):
     def unfinished(running: int):
         return lambda d: d.update(search={"sampler": "guided", "converged": None, "unfinished": {
