@@ -12,7 +12,7 @@ from autotune.backends.replay_fit import not_replayed_text, sorted_values, value
 from autotune.counted import agreeing, counted
 from autotune.report.compare_inputs import UNUSED, input_label, numbers_text, value_text
 from autotune.report.compare_study import ComparedStudy, point_params
-from autotune.report.compare_versions import versions_caveat
+from autotune.report.compare_versions import builtin_of_other_versions, versions_caveat
 from autotune.report.error_bars import pct_text
 from autotune.report.error_scope import EXTRAPOLATED_KEY, outside_words
 from autotune.report.error_unknown import WHY_UNKNOWN
@@ -121,12 +121,14 @@ def _simulated(studies: list[ComparedStudy]) -> list[int]:
 
 def _two_simulators(studies: list[ComparedStudy]) -> list[str]:
     """Simulated studies on other profiles: each figure is its own profile's model output, and an uncalibrated
-    one's error is unknown (`+- ?%`), which a bare "-44.3%" between a gh200 and an h100 study hid."""
-    simulated = _simulated(studies)
-    if not any(_profiles_differ(studies[a - 1], studies[b - 1]) for a, b in combinations(simulated, 2)):
+    one's error is unknown (`+- ?%`), which a bare "-44.3%" between a gh200 and an h100 study hid. Only the studies
+    known to differ are named: one whose profile is not recorded was listed among them (trial73 #2)."""
+    differ = sorted({n for pair in combinations(_simulated(studies), 2)
+                     if _profiles_differ(*(studies[n - 1] for n in pair)) for n in pair})
+    if not differ:
         return []
-    return [f"Simulated on different hardware profiles: the simulated figures of {numbers_text(simulated)} are each "
-            f"profile's model output, so a change between them includes each profile's error ({_errors(studies, simulated)})."]
+    return [f"Simulated on different hardware profiles: the simulated figures of {numbers_text(differ)} are each "
+            f"profile's model output, so a change between them includes each profile's error ({_errors(studies, differ)})."]
 
 
 def _unknown_errors(studies: list[ComparedStudy]) -> list[str]:
@@ -144,8 +146,12 @@ def _unknown_errors(studies: list[ComparedStudy]) -> list[str]:
 
 
 def _simulator_versions(studies: list[ComparedStudy]) -> list[str]:
-    """Simulated studies of other autotune versions (compare_versions)."""
-    return versions_caveat(studies, _simulated(studies))
+    """Simulated studies of other autotune versions (compare_versions), with the built-in profiles that changed
+    between them, which _edited_profiles leaves to this caveat."""
+    builtin = [(a, b) for a, b in combinations(range(1, len(studies) + 1), 2)
+               if _same_name_other_content(studies[a - 1], studies[b - 1])
+               and builtin_of_other_versions(studies[a - 1], studies[b - 1])]
+    return versions_caveat(studies, _simulated(studies), builtin)
 
 
 def _estimated(studies: list[ComparedStudy]) -> list[str]:
@@ -166,11 +172,17 @@ def _parts_not_measured(differ: dict) -> list[str]:
             "the totals are not of the same parts."]
 
 
+def _same_name_other_content(one: ComparedStudy, other: ComparedStudy) -> bool:
+    """One profile name, both sha256 recorded, and different."""
+    (name, sha), (other_name, other_sha) = _profile(one), _profile(other)
+    return name == other_name and None not in (sha, other_sha) and sha != other_sha
+
+
 def _edited_profiles(studies: list[ComparedStudy]) -> list[str]:
-    """Judged per pair of studies: a third study on another profile hid the edit between the first two."""
+    """Judged per pair of studies: a third study on another profile hid the edit between the first two. A built-in
+    profile of two autotune versions differs as those versions shipped it: said by _simulator_versions instead."""
     pairs = [(a, b) for (a, sa), (b, sb) in combinations(enumerate(studies, 1), 2)
-             if _profile(sa)[0] == _profile(sb)[0] and None not in (_profile(sa)[1], _profile(sb)[1])
-             and _profile(sa)[1] != _profile(sb)[1]]
+             if _same_name_other_content(sa, sb) and not builtin_of_other_versions(sa, sb)]
     if not pairs:
         return []
     which = "; ".join(f"{a} and {b}" for a, b in pairs)

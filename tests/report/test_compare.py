@@ -303,6 +303,24 @@ def _made_by(version: str, sha256: str | None = "keep"):
     return edit
 
 
+def test_a_built_in_profile_of_another_autotune_version_is_not_called_edited(runs, tmp_path):
+    """Each study used the built-in gh200 of its autotune version, which changed between versions: "one was edited or
+    calibrated" sent the user looking for an edit never made (trial73 #2); and a study whose sha256 is not recorded
+    was listed among those on "different hardware profiles" as if known to differ."""
+    older = _edited(runs["one_node"], tmp_path, "older", _made_by("0.0.9+gold", "b" * 64))
+    unpinned = _edited(runs["one_node"], tmp_path, "unpinned", lambda d: d["inputs"].update(hardware_sha256=None))
+    caveats = _compare(unpinned, older, runs["one_node"])["caveats"]
+    assert not any("edited or calibrated, and" in c for c in caveats), caveats
+    versions = next(c for c in caveats if c.startswith("Simulated by different autotune versions"))
+    assert ("The built-in gh200 profile of studies 2 and 3 differs in content (sha256) because their versions shipped "
+            "other ones, not because it was edited or calibrated.") in versions
+    profiles = next(c for c in caveats if c.startswith("Simulated on different hardware profiles"))
+    assert profiles.startswith("Simulated on different hardware profiles: the simulated figures of studies 2, 3 are")
+    # One version, two contents: the built-in was edited in place (or the file is a copy), as said before.
+    edited = _edited(runs["one_node"], tmp_path, "edited", lambda d: d["inputs"].update(hardware_sha256="a" * 64))
+    assert any("one was edited or calibrated" in c for c in _compare(runs["one_node"], edited)["caveats"])
+
+
 def test_simulated_studies_of_other_autotune_versions_say_the_simulator_may_have_changed(runs, tmp_path):
     """The same configuration was 8.86 min in an older autotune's study and 6.86 in today's; compare said nothing, and
     "23.1% less" read as a better pick (trial73 #6). The versions are recorded in `inputs.proposed_by`; a study older
@@ -311,7 +329,7 @@ def test_simulated_studies_of_other_autotune_versions_say_the_simulator_may_have
     older = _edited(runs["one_node"], tmp_path, "older", _made_by("0.0.9+gold"))
     caveat = next(c for c in _compare(older, runs["one_node"])["caveats"] if "autotune versions" in c)
     assert caveat.startswith(f"Simulated by different autotune versions (study 1: 0.0.9+gold; study 2: {current}): ")
-    assert "may be the simulator's own, not the configurations'" in caveat
+    assert "may be the simulator's own, not the configurations'" in caveat and "built-in" in caveat
     unrecorded = _edited(runs["one_node"], tmp_path, "unrecorded", lambda d: d.pop("inputs"))
     caveat = next(c for c in _compare(unrecorded, runs["one_node"])["caveats"] if "autotune versions" in c)
     assert f"(study 1: not recorded (an older autotune); study 2: {current})" in caveat
