@@ -22,7 +22,8 @@ from autotune.hardware.profile import (ERROR_SCOPE_BY_MODEL, ERROR_SCOPE_NOTE, I
 from autotune.report.error_scope import (EXTRAPOLATED_KEY, SCOPE_KEY, SCOPE_VALUES_KEY, UNRECORDED_SCOPE,
                                          measured_scope, outside_scope, scope_sentence, scope_values, scope_words,
                                          unrecorded_words, workload_values)
-from autotune.report.error_unknown import WHY_UNKNOWN, outside_calibration, why_unknown, with_calibrated_on
+from autotune.report.error_unknown import (WHY_UNKNOWN, outside_calibration, unrecorded_profile, why_unknown,
+                                           with_calibrated_on)
 from autotune.report.picks import trials_text
 
 if TYPE_CHECKING:  # light module: `autotune space` uses error_suffix without loading the study layer
@@ -64,9 +65,11 @@ def tie_rule_sentence(error: dict | None) -> str:
 
 def simulator_error(view: "StudyView") -> dict | None:
     """{'time_s_pct': ..., ...} of the profile when some figure is simulated (empty: not calibrated;
-    {WHY_UNKNOWN: ...}: calibrated, with no error it can vouch for); None else."""
+    {WHY_UNKNOWN: ...}: calibrated, with no error it can vouch for, or a study that kept no profile); None else."""
     if not any(p.source == "simulated" or p.energy_source == "simulated" for p in view.points):
         return None
+    if not view.profile_recorded:  # a study's figures carry the error of the profile that made them, or none known
+        return {WHY_UNKNOWN: unrecorded_profile(view.settings.hardware)}
     error = profile_error(view.settings.hardware)
     if WHY_UNKNOWN in error and view.settings.hardware.calibrated_on:
         simulated = [p for p in view.points if is_simulated(p, "time_s") or is_simulated(p, "energy_kj")]

@@ -54,6 +54,16 @@ def why_unknown(hardware) -> str:
     return f"{why}: see its header ({hardware.source})" if hardware.source else f"{why}: see its file's header"
 
 
+def unrecorded_profile(hardware) -> str:
+    """Why the simulated figures of a study an older autotune made carry no known error: it kept no copy of its profile,
+    and the one of that name here is today's, whose stated error is of today's figures (a configuration's went from
+    531 s then to 412 s now, and the report lent them today's +- 3.4%: trial73 #5). Said after "this hardware profile
+    was"."""
+    return (f"not kept by the older autotune that simulated them (its study holds no copy), and the '{hardware.name}' "
+            "profile here states the error of today's simulator, whose figures may differ from these: `autotune run` "
+            "with the study's options and a new --out simulates figures that carry it")
+
+
 def outside_calibration(calibrated_on: dict, model: str, gpu_counts, node_counts=()) -> str | None:
     """"calibrated on 1.5b, 1 GPU, 1 node only: this study's model 32b and 32 GPUs are outside it": where a study's
     model, GPU counts or node counts lie outside what its profile was fitted on ([calibrated_on]), else None. A profile

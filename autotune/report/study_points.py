@@ -50,6 +50,9 @@ class StudyView:
     # Trials whose probe was under way (another worker's) when the view read the study: not in it. Said from this read,
     # not another: a probe that finished between the two was said to be missing from a report that held it (trial66 #10).
     running_probes: tuple[int, ...] = ()
+    # Whether the study kept its hardware profile: an older autotune's did not, and the profile of that name here is
+    # today's, whose error is not its figures' (report.error_bars.simulator_error).
+    profile_recorded: bool = True
 
     def point(self, trial: int) -> Point | None:
         return next((p for p in self.points if p.trial == trial), None)
@@ -213,4 +216,5 @@ def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, 
     picks = recommendations(front, parameters.max_slowdown, parameters.eta, parameters.max_power_per_gpu_w, time_only,
                             feasible=points)
     return StudyView(settings, rows, points, front, picks, baseline_trial, parameters, time_only,
-                     searchable_nodes(trials), study.user_attrs.get(MODEL_CAVEATS_ATTR), ruled_out, tuple(running_probes(trials)))
+                     searchable_nodes(trials), study.user_attrs.get(MODEL_CAVEATS_ATTR), ruled_out, tuple(running_probes(trials)),
+                     profile_recorded="hardware_profile" in study.user_attrs["settings"])

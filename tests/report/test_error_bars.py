@@ -177,3 +177,31 @@ def test_a_module_scope_profile_states_its_module_power_error():
     loo = {"time_s": 3.41, "energy_kj": 3.32, "tflops": 4.49, "power_w": 2.31, "module_power_w": 3.26}
     assert written_error({"loo_mape": loo}) == {"time_s_pct": 3.4, "energy_kj_pct": 3.3, "tflops_pct": 4.5,
                                                 "power_w_pct": 2.3, "module_power_w_pct": 3.3}
+
+
+def test_a_study_that_kept_no_profile_is_not_lent_today_s_error(tmp_path):
+    """An older autotune's simulated study kept no copy of its profile; its report took the one of that name here and
+    said its figures carry today's +- 3.4%, figures today's simulator would not give (531 s then, 411.55 s now), where
+    the old report stated no error at all (trial73 #5). A study's figures carry its own profile's error, or none known."""
+    import sqlite3
+
+    from autotune.report.error_unknown import WHY_UNKNOWN
+    from tests.cli import autotune_main
+
+    out = tmp_path / "older"
+    done = autotune_main("run", "--model", "7b", "--nodes", "1", "--backend", "simulate", "--trials", "3", "--out", out)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((out / "pareto.json").read_text(encoding="utf-8"))["simulator_error"]["time_s_pct"] == 3.4
+    with sqlite3.connect(out / "study.db") as db:  # as an autotune older than profile pinning left it
+        (value,) = db.execute("SELECT value_json FROM study_user_attributes WHERE key = 'settings'").fetchone()
+        settings = json.loads(value)
+        del settings["hardware_profile"]
+        db.execute("UPDATE study_user_attributes SET value_json = ? WHERE key = 'settings'", (json.dumps(settings),))
+    done = autotune_main("report", out)
+    assert done.returncode == 0, done.stderr
+    said = " ".join(done.stdout.split())
+    assert ("Simulated figures carry an unknown error (+- ?%): this hardware profile was not kept by the older autotune "
+            "that simulated them (its study holds no copy)") in said
+    assert "+- 3.4%" not in said and "min +- ?%" in said
+    error = json.loads((out / "pareto.json").read_text(encoding="utf-8"))["simulator_error"]
+    assert list(error) == [WHY_UNKNOWN]
