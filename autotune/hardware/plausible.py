@@ -57,6 +57,10 @@ class Bound(NamedTuple):
     fix: str = ""  # what to write instead, where not the same figure in the key's unit
 
 
+# Every CUDA GPU's graphics clocks (the comment at their bounds below): a profile's clocks and a space file's
+# sm_clock_mhz are held to them.
+GPU_CLOCK_MHZ = (50.0, 5000.0)
+
 _KW = Misread("kW", 1000.0)
 _GHZ = Misread("GHz", 1000.0)
 _MBS = Misread("MB/s", 0.001)
@@ -82,8 +86,9 @@ _BOUNDS = (
     # Graphics clocks NVML lists (nvidia-smi -q -d SUPPORTED_CLOCKS): lowest 76.8 MHz (Jetson Nano), 135
     # (V100), 210 (A100, H100); highest 0.9-3 GHz. In GHz every clock is below 4; above 5000 MHz is a typo
     # (in kHz it would be above load.py's 1e5).
-    *(Bound("gpu", key, "MHz", 50.0, 5000.0, True, "a CUDA GPU's graphics clocks lie between 50 and 5000 MHz",
-            _GHZ, None) for key in ("min_sm_clock_mhz", "max_sm_clock_mhz")),
+    *(Bound("gpu", key, "MHz", *GPU_CLOCK_MHZ, True, "a CUDA GPU's graphics clocks lie between 50 and 5000 MHz",
+            _GHZ, None)
+      for key in ("min_sm_clock_mhz", "max_sm_clock_mhz")),
     # The host share of one accelerator: a Jetson's CPU draws a few W, a Grace 100-250 W, an x86 share
     # 30-90 W; below 1 W it is kW. The largest single servers hold 24-48 TiB; a share above 64 TiB is MiB.
     Bound("cpu", "max_power_w", "W", 1.0, None, False, "a host CPU share draws 1 W or more at full load", _KW, None),

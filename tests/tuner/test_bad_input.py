@@ -260,7 +260,7 @@ WRONG_SPACE_VALUES = {
     "micro_batch": ["0", "-2", "true", "2.0", '"2"', "[2]", "inf"],
     "nodes": ["0", "-1", "true", "2.0", '"2"', "[2]", "nan", "1" + "0" * 30],
     "power_limit": ["0", "1.5", "-0.5", "true", '"0.9"', "nan", "inf", "[0.9]"],
-    "sm_clock_mhz": ['"min"', "0", "-1", "1600.5", "1600.0", "true", '["max"]', '"MAX"'],
+    "sm_clock_mhz": ['"min"', "0", "-1", "1600.5", "1600.0", "true", '["max"]', '"MAX"', "1", "49", "5001", "1500000"],
 }
 
 
@@ -289,6 +289,15 @@ def test_space_value_of_wrong_type_or_range(tmp_path, knob, value):
     read = __import__("tomllib").loads(f"v = {value}")["v"]
     shown = value if isinstance(read, float) else json.dumps(read)  # a float as written: inf, not Infinity
     refused_space(path, f"'{knob}' has {shown}, which is not")
+
+
+@pytest.mark.parametrize("value, reads", [("1500000", "kHz (1500000 kHz = 1500 MHz)"), ("2", "GHz (2 GHz = 2000 MHz)"),
+                                           ("0", None), ("20000", None)])
+def test_space_clock_no_gpu_has_is_refused_with_the_unit_it_reads_as(tmp_path, value, reads):
+    """trial75 #6: a kHz clock passed (checked only to 10^12 MHz), and the device's range then dropped it silently."""
+    said = refused_space(write_space(tmp_path, sm_clock_mhz=f'["max", {value}]'), "whole MHz from 50 to 5000")
+    assert (f"it reads as {reads}: write it in MHz" in said) if reads else "reads as" not in said
+    assert "1000000000000" not in said
 
 
 @pytest.mark.parametrize("knob", list(SPACE))
