@@ -16,7 +16,7 @@ from autotune.study.storage import STUDY_NAME
 
 from autotune.report.noise import noise_line
 from autotune.report.device_words import DeviceWords, view_device_words
-from autotune.report.payback import baseline_missing
+from autotune.report.payback import baseline_missing, no_baseline_sentence
 from autotune.report.pick_figures import change_texts, gpu_span_caveat, pick_configuration_text, spans_gpus
 from autotune.report.unmeasured_floor import unmeasured_floor_sentence
 from autotune.report.units import (
@@ -227,7 +227,8 @@ def picks_section(view: StudyView, document: dict, run_dir: Path) -> str:
     explain = (f"{esc(sentence)} " if sentence else "") + (
         f"Savings are against the baseline trial {esc(document['baseline'])} (what one would run untuned"
         f"{'; ' + esc(against) if against else ''}); "
-        "n/a where the baseline is not feasible. "
+        "n/a where the baseline is not feasible. " if document["baseline"] is not None
+        else f"N{esc(no_baseline_sentence(view)[1:])}. "  # not "the baseline trial None" (trial75 #18)
     )
     floor = unmeasured_floor_sentence(document.get("unmeasured_floor"), view.settings.hardware.name)
     floor_html = f'\n<p class="note">{esc(floor[0].upper() + floor[1:])}.</p>' if floor else ""

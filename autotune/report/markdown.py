@@ -18,6 +18,7 @@ from autotune.report.pareto_json import named_study, nodes_header, unsearched_no
 from autotune.report.pareto_json import hardware_text, provenance_sentence, trial_counts, workload_sentence
 from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
 from autotune.report.inputs import inputs_sentence
+from autotune.report.payback import baseline_missing, no_baseline_sentence
 from autotune.report.payback import cost_sentence, payback_by_trial, payback_sentence
 from autotune.report.picks import PICK_FILES, baseline_label, front_title, pick_label, picks_by_trial
 from autotune.report.power_limit import measured_default_w, sweep_sentence
@@ -84,7 +85,9 @@ def markdown_report(view: StudyView, document: dict) -> str:
         + (f", study {md_text(study)}" if (study := named_study(document)) else ""),
         "",
         f"**{say(provenance_sentence(document))}** Backend `{document['backend']}`. "
-        f"{counted(document['trials'], 'trial')} ({say(counts)}); baseline trial {document['baseline']}.",
+        f"{counted(document['trials'], 'trial')} ({say(counts)}); "
+        + (f"baseline trial {document['baseline']}." if document["baseline"] is not None
+           else f"no baseline: {say(baseline_missing(view))}."),
         "",
         say(workload_sentence(document["workload"], document.get("model_caveats"))),
         "",
@@ -156,6 +159,8 @@ def markdown_report(view: StudyView, document: dict) -> str:
 def baseline_line(view: StudyView, document: dict, error, words, spans: bool) -> str:
     """The head of the picks: the baseline every percentage is against, its configuration and its absolute figures
     (report.md said only "vs baseline trial 0", which it showed nowhere)."""
+    if document["baseline"] is None:  # not "vs baseline trial None" (trial75 #18)
+        return f"**Picks** ({md_names(no_baseline_sentence(view), document)})"
     return f"**Picks** (vs baseline trial {document['baseline']}{baseline_text(view, error, words, spans)})"
 
 

@@ -309,7 +309,6 @@ def no_baseline_in_space(words: DeviceWords = GPU_WORDS) -> str:
             f"{words.many}' own power limit and clock)")
 
 
-
 def baseline_missing(view: StudyView) -> str:
     """Why no pick can be measured against the baseline: the space has none, it was not evaluated, or it did
     not run."""
@@ -317,6 +316,18 @@ def baseline_missing(view: StudyView) -> str:
         return unevaluated_baseline(view) or no_baseline_in_space(view_device_words(view))
     status = next((r["status"] for r in view.trials if r["trial"] == view.baseline_trial), "not evaluated")
     return f"the baseline (trial {view.baseline_trial}) is not feasible ({status})"
+
+
+def no_baseline_sentence(view: StudyView) -> str:
+    """What heads the picks of a study without a baseline, in place of the baseline's line: why their savings are not
+    stated, and what to add to the space for one (trial75 #18: the reports said "baseline (trial None)")."""
+    from autotune.space.baseline import baseline_lacks
+
+    lacks = (baseline_lacks(view.settings.space) if view.baseline_trial is None and view.settings is not None
+             and not unevaluated_baseline(view) else [])
+    listed = ", ".join(lacks[:-1]) + " and " + lacks[-1] if len(lacks) > 1 else "".join(lacks)
+    fix = f": list {listed} in the --space file for one" if lacks else ""
+    return f"no baseline to measure savings against: {baseline_missing(view)}{fix}"
 
 
 def _saved_source(point, base) -> str:

@@ -26,7 +26,7 @@ from autotune.report.pareto_json import (
 from autotune.report.pick_figures import (
     baseline_text, change_texts, figures_text, gpu_span_caveat, memory_kind, pick_configuration_text, spans_gpus,
 )
-from autotune.report.payback import cost_sentence, payback_by_trial, payback_sentence
+from autotune.report.payback import cost_sentence, no_baseline_sentence, payback_by_trial, payback_sentence
 from autotune.report.picks import (
     PICK_FILES, baseline_label, pick_definitions, pick_label, picks_by_trial, time_only_energy_words,
 )
@@ -167,7 +167,9 @@ def print_report(view: StudyView, document: dict, console: Console | None = None
     spans = spans_gpus(view)
     # The baseline every pick's changes are against, where the table above does not show it (trial57 #8: each line
     # said "vs baseline trial 0", shown nowhere but in the progress lines -q hides), as report.md heads its picks.
-    if document["picks"] and not any(p.trial == view.baseline_trial for p in view.front):
+    if document["picks"] and view.baseline_trial is None:
+        console.print(escape(no_baseline_sentence(view)))
+    elif document["picks"] and not any(p.trial == view.baseline_trial for p in view.front):
         console.print(escape(f"baseline (trial {view.baseline_trial}){baseline_text(view, error, words, spans)}"))
     for row in document["picks"]:
         p = view.point(row["trial"])

@@ -79,3 +79,31 @@ def test_one_gpu_count_gives_no_gpus_nor_caveat(single_point_run):
 def head_of(md: str, trial: int) -> str:
     head = next(line for line in md.splitlines() if line.startswith("**Picks**"))
     return head.removeprefix(f"**Picks** (vs baseline trial {trial}")[:-1]
+
+
+def test_a_space_without_a_baseline_says_why_and_what_to_list_never_trial_none(tmp_path):
+    """trial75 #18, trial76 #1: a space of power limits 0.9 and 0.8 printed "baseline (trial None)", report.md
+    "baseline trial None" and "(vs baseline trial None)"."""
+    from autotune.backends.simulate import SimulateBackend
+    from autotune.space.files import DEFAULT_SPACE
+    from tests.report.conftest import finished_run
+
+    space = tmp_path / "no10.toml"
+    space.write_text(DEFAULT_SPACE.read_text().replace("power_limit = [1.0, 0.9, 0.8, 0.7]", "power_limit = [0.9, 0.8]"))
+    run_dir = tmp_path / "run"
+    finished_run(run_dir, SimulateBackend(), 4, study_flags=("--model", "32b", "--space", str(space)))
+    view, document = build_report(load_finished_study(run_dir))
+    assert document["baseline"] is None and document["picks"]
+    terminal, md = _terminal(view, document), markdown_report(view, document)
+    for text in (terminal, md):
+        assert "None" not in text
+    said = ("no baseline to measure savings against: this space holds no baseline (a candidate without offload or "
+            "sequence parallelism, at the GPUs' own power limit and clock): list power_limit = 1.0 in the --space file "
+            "for one")
+    assert said in terminal.splitlines()
+    assert f"**Picks** ({said})" in md.splitlines()
+    assert "; no baseline: this space holds no baseline (" in md
+    from autotune.report.html import render_report_html
+
+    page = render_report_html(view, document, run_dir)
+    assert "baseline trial None" not in page and "N" + said[1:].replace("'", "&#x27;") + "." in page
