@@ -187,3 +187,74 @@ def build_settings(args: argparse.Namespace) -> StudySettings:
         # A file's path made absolute: a refused resume says what to pass from wherever it runs.
         model_flag=args.model if args.model in PRESETS else os.path.abspath(args.model),
     )
+
+
+# What lets a study search the power limit and the SM clock where its probes cannot set them (docs/launch.md).
+_SET_ON_PROBE_NODES = "the probe nodes need NVML (the NVIDIA driver) and root or CAP_SYS_ADMIN"
+_LAUNCH_DOC = "docs/launch.md, Power limits and SM clocks"
+
+
+def narrowed_for_backend(settings: StudySettings, backend) -> tuple[StudySettings, list[dict]]:
+    """The settings whose space the backend can search, and what of the file's power limits and SM clocks is not
+    searched, and why (space.unsearched's entries): the values the hardware cannot take (said only of a --space file's
+    lists: the packaged default's limits on a cpu profile are nobody's choice), and, where the probes cannot set
+    limits or clocks (no NVML, no permission), every other limit and clock, which stay untouched while the rest of
+    the space is searched. Under srun with GPU gres the clock stays searchable (srun --gpu-freq needs no privilege)."""
+    from dataclasses import replace
+
+    from autotune.candidate import UNTOUCHED_DEVICE_SETTINGS
+    from autotune.space.unsearched import entry, touched_values, unsettable_on_hardware
+
+    space = settings.space
+    skipped = unsettable_on_hardware(space, settings.hardware) if Path(space.source) != DEFAULT_SPACE else []
+    wanted = {knob: touched_values(space, knob, skipped) for knob in UNTOUCHED_DEVICE_SETTINGS}
+    if not settings.hardware.cuda or not any(wanted.values()):  # asked only where a probe would set something
+        return settings, skipped
+    settable, reason = backend.device_settings_available()
+    if settable:
+        return settings, skipped
+    pinned = ["power_limit"] + ([] if backend.sets_clock_itself() else ["sm_clock_mhz"])
+    dropped = {knob: wanted[knob] for knob in pinned if wanted[knob]}
+    skipped += [entry(knob, values, _unsettable_why(reason), _unsettable_fix(dropped)) for knob, values in dropped.items()]
+    untouched = {knob: (UNTOUCHED_DEVICE_SETTINGS[knob],) for knob in pinned}
+    return replace(settings, space=replace(space, **untouched)), skipped
+
+
+def _unsettable_why(reason: str) -> str:
+    """The backend's reason without the fix NVML's permission error carries for every context ("or keep power_limit =
+    [1.0] and sm_clock_mhz = ["max"] in the space"): under srun the clock stays searchable, and the line that follows
+    said to list clocks (trial75 #9); the fix this line gives is its own (_unsettable_fix). A node the reason names
+    then follows the refusal, not "in the space"."""
+    from autotune.measure.errors import NEEDS_PRIVILEGE
+
+    refusal = NEEDS_PRIVILEGE.split("; ")[0]
+    return reason.replace(NEEDS_PRIVILEGE, refusal)
+
+
+def _unsettable_fix(dropped: dict[str, list]) -> str:
+    """What searches the `dropped` values ({knob: values}); under srun, where only the limit is dropped, nothing of the
+    clock, which srun sets (trial75 #9: the line said to keep it at max, the next to list clocks)."""
+    them = "them" if sum(map(len, dropped.values())) > 1 else "it"
+    clock = ("; --launcher srun in a job with GPU gres sets the SM clock without root" if "sm_clock_mhz" in dropped
+             else "; no SLURM option sets a power limit")
+    return f"to search {them}, {_SET_ON_PROBE_NODES}{clock} ({_LAUNCH_DOC})"
+
+
+def not_searched_lines(skipped: list[dict], narrowed: StudySettings, backend) -> list[str]:
+    """The warning before any probe (`narrowed_for_backend`'s values, and why), and where the limit alone was
+    dropped under srun while the space lists no clock, how to search the clock, which srun sets without root."""
+    from autotune.candidate import SM_CLOCK_UNTOUCHED
+    from autotune.report.inputs import not_searched_sentence
+
+    if not skipped:
+        return []
+    lines = [not_searched_sentence(skipped)]
+    limit_unsettable = any(e["knob"] == "power_limit" and e["fix"] for e in skipped)
+    if limit_unsettable and narrowed.space.sm_clock_mhz == (SM_CLOCK_UNTOUCHED,) and backend.sets_clock_itself():
+        # Without the limit nothing in this space trades time for energy at a fixed GPU count, while the
+        # clock srun sets needs no privilege: say how to search it (NVIDIA clocks step by 15 MHz).
+        top = narrowed.hardware.gpu.max_sm_clock_mhz
+        ladder = ", ".join(str(int(top * share / 15) * 15) for share in (0.85, 0.7))
+        lines.append("the SM clock is still settable here (srun --gpu-freq, no root needed) and trades time for "
+                     f'energy: list it in a --space file, e.g. sm_clock_mhz = ["max", {ladder}]')
+    return lines

@@ -13,11 +13,13 @@ from autotune.counted import agreeing, counted
 from autotune.backends.probe_options import DEFAULT_LAUNCHER, LAUNCHERS, PROBE_OPTIONS, probe_bounds, probe_default
 from autotune.commands.flags import (GivenOnce, add_output_flag, number_flag, path_flag, storage_shown, study_name_flag, text_flag,
                                      whole_number_flag)
-from autotune.commands.options import add_study_options, build_settings, fill_from_allocation, settings_warnings
+from autotune.commands.options import (add_study_options, build_settings, fill_from_allocation, narrowed_for_backend,
+                                       not_searched_lines, settings_warnings)
 from autotune.commands.report import add_pick_options
 from autotune.errors import UserError, signal_words, stop_signals
 from autotune.shell import shell_path
 from autotune.space import node_span
+from autotune.space.unsearched import NOT_SEARCHED_ATTR
 from autotune.study.stop_rule import stop_rule_help
 from autotune.study.time_limit import (REPORT_MARGIN_S, TIME_LIMIT_TOO_SHORT_ATTR, TimeLimitError, parse_time_limit,
                                        run_exit_status, run_time_limit, stops_again, time_limit_line, time_stop_line)
@@ -227,35 +229,6 @@ def _directory_name(text: str) -> str:
     """`text` as one safe path component: letters, digits, '.', '_' and '-' (runs of others become one
     '_'), and no leading '.' or '-' (a hidden directory, '..', or a name read as an option)."""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).lstrip(".-")
-
-
-def keep_device_knobs_if_unsettable(settings, backend, console):
-    """Where the backend cannot set power limits or clocks (no NVML, no permission), those knobs stay
-    untouched and the rest of the space is searched: said once, before any candidate is enumerated."""
-    from dataclasses import replace
-
-    from autotune.candidate import SM_CLOCK_UNTOUCHED
-
-    space = settings.space
-    untouched = space.power_limit == (1.0,) and space.sm_clock_mhz == (SM_CLOCK_UNTOUCHED,)
-    if untouched or not settings.hardware.cuda:  # without CUDA the validity rules refuse each, with the reason
-        return settings
-    settable, reason = backend.device_settings_available()
-    if settable:
-        return settings
-    untouched = {"power_limit": (1.0,)}
-    if not backend.sets_clock_itself():
-        untouched["sm_clock_mhz"] = (SM_CLOCK_UNTOUCHED,)
-    kept = " and ".join(f"{knob} stays {values[0]}" for knob, values in untouched.items())
-    console.print(f"[yellow]warning: {kept} for this study: {reason}[/]")
-    if "sm_clock_mhz" not in untouched and space.sm_clock_mhz == (SM_CLOCK_UNTOUCHED,):
-        # Without the limit nothing in this space trades time for energy at a fixed GPU count, while the
-        # clock srun sets needs no privilege: say how to search it (NVIDIA clocks step by 15 MHz).
-        top = settings.hardware.gpu.max_sm_clock_mhz
-        ladder = ", ".join(str(int(top * share / 15) * 15) for share in (0.85, 0.7))
-        console.print(f"[yellow]the SM clock is still settable here (srun --gpu-freq, no root needed) and trades time for "
-                      f'energy: list it in a --space file, e.g. sm_clock_mhz = ["max", {ladder}][/]')
-    return replace(settings, space=replace(space, **untouched))
 
 
 # What makes a directory a run directory: a study's storage, or the reports of one (a --storage study's).
@@ -541,7 +514,9 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
         if held is not None:
             settings.check_same_question(held, str(run_dir), device_knobs=False)
     backend = choose_backend(args, run_dir, max(settings.space.nodes), settings.gpus_per_node, settings.hardware)
-    settings = keep_device_knobs_if_unsettable(settings, backend, console)
+    settings, not_searched = narrowed_for_backend(settings, backend)
+    for i, line in enumerate(not_searched_lines(not_searched, settings, backend)):
+        console.print(f"[yellow]{'warning: ' if i == 0 else ''}{escape(line)}[/]")
     if settings.hardware.cuda and (off_default := backend.devices_off_default()):
         console.print(f"[yellow]warning: {escape(off_default)}[/]")
     ignored = ignored_launch_options(args, backend.name)
@@ -589,6 +564,7 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
     done_before = probed_trials(study)
     if "settings" in study.user_attrs:
         _resume(study, settings, backend, args, run_dir, console)
+    study.set_user_attr(NOT_SEARCHED_ATTR, not_searched)  # this run's: the reports say what it left out, and why
     study.set_user_attr("backend", backend_attrs(study, backend, checks, restricted=bool(dropped)))
     study.set_user_attr("sampler", args.sampler)
     # Said with the figures in every report (report.study_points.MODEL_CAVEATS_ATTR), as warned above.

@@ -9,8 +9,9 @@ from __future__ import annotations
 import hashlib
 import json
 
-from autotune.counted import counted
+from autotune.counted import agreeing, counted
 from autotune.candidate import KNOBS
+from autotune.space.unsearched import NOT_SEARCHED_ATTR
 from autotune.study.loop import PROPOSED_BY_ATTR
 
 
@@ -52,6 +53,8 @@ def study_inputs(study, settings) -> dict:
         "probe_settings": ({**(backend.get("probe_settings") or {}), **(backend.get("run_settings") or {})}
                            if backend.get("probe_settings") or backend.get("run_settings") else None),
         "measurements": backend.get("measurements"),
+        # The space file's power limits and clocks the study did not search, and why (space.unsearched).
+        "not_searched": study.user_attrs.get(NOT_SEARCHED_ATTR) or [],
     }
 
 
@@ -69,7 +72,9 @@ def inputs_sentence(inputs: dict | None) -> str | None:
             for who in inputs["proposed_by"]))
     if unrecorded := inputs.get("proposer_not_recorded"):
         parts.append(f"{counted(unrecorded, 'trial')}: proposer not recorded (an older autotune)")
-    parts.append(f"searched {space_words(inputs['space'])}")
+    not_searched = inputs.get("not_searched")
+    parts.append(f"searched {space_words(inputs['space'])}"
+                 + (f" ({not_searched_sentence(not_searched)})" if not_searched else ""))
     if inputs.get("hardware_sha256"):
         parts.append(f"hardware profile sha256 {inputs['hardware_sha256'][:12]}")
     if replayed := inputs.get("measurements"):
@@ -79,15 +84,40 @@ def inputs_sentence(inputs: dict | None) -> str | None:
     return "Inputs: " + "; ".join(parts) + " (pareto.json `inputs`)."
 
 
+def not_searched_sentence(skipped: list[dict]) -> str:
+    """`power_limit 0.7 and sm_clock_mhz 1500 are not searched: <why>; <fix>`: the values of a space file a study
+    left out (space.unsearched's entries, pareto.json `inputs.not_searched`), those of one cause in one clause."""
+    from autotune.report.picks import listed
+
+    causes: dict[tuple, list[dict]] = {}
+    for left_out in skipped:
+        causes.setdefault((left_out["why"], left_out.get("fix")), []).append(left_out)
+    return ". ".join(f"{not_searched_values(entries)} not searched: {why}" + (f"; {fix}" if fix else "")
+                     for (why, fix), entries in causes.items())
+
+
+def not_searched_values(skipped: list[dict]) -> str:
+    """`power_limit 0.7 and sm_clock_mhz 1500 are`: the values of `not_searched` entries, and the verb they take."""
+    from autotune.report.picks import listed
+
+    values = sum(len(e["values"]) for e in skipped)
+    knobs = listed(e["knob"] + " " + listed(e["values"]) for e in skipped)
+    return f"{knobs} {agreeing(values, 'is', 'are')}"
+
+
 def space_words(space: dict) -> str:
-    """`the default space` or `the default space but power_limit 1.0`: the knob values a --space file changed
-    from the built-in default (the node counts are --nodes's, said in the header)."""
+    """`the default space`, or `a --space file's power_limit 1.0, the other knobs as in the default space`: the knob
+    values a --space file changed from the built-in default (the node counts are --nodes's, said in the header).
+    Not "the default space but ...": a study of a file of its own read as one of the default (trial75 #1)."""
     from autotune.space.files import load_space
 
     default = load_space(nodes=(1,))  # the file lists no node counts
-    changed = [f"{knob} {'/'.join(map(str, values))}" for knob, values in space.items()
-               if knob != "nodes" and tuple(values) != tuple(default.values(knob))]
-    return "the default space" + (f" but {', '.join(changed)}" if changed else "")
+    knobs = [knob for knob in space if knob != "nodes"]
+    changed = [f"{knob} {'/'.join(map(str, space[knob]))}" for knob in knobs
+               if tuple(space[knob]) != tuple(default.values(knob))]
+    if not changed:
+        return "the default space"
+    return f"a --space file's {', '.join(changed)}" + (", the other knobs as in the default space" if len(changed) < len(knobs) else "")
 
 
 # How the reports and `autotune compare` word the parts of `inputs`.

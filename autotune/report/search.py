@@ -25,6 +25,7 @@ from autotune.pareto import front_indices
 from autotune.candidate import knobs_sentence
 from autotune.report.units import energy_text, time_text
 from autotune.study.acquisition import ENTER_MARGIN, enters_front
+from autotune.space.unsearched import NOT_SEARCHED_ATTR
 from autotune.study.loop import CONVERGED_ATTR, PROPOSED_BY_ATTR
 from autotune.study.queued import QUEUED_BY_HAND
 from autotune.study.retries import FAILING_START_ATTR, SETUP_FAILURE_ATTR, evaluated_count, evaluated_trials, first_on_resume
@@ -216,7 +217,17 @@ def nothing_more_to_evaluate(study, settings, backend: str, resume_said: bool = 
     if recorded is not None and valid - recorded:
         return (f"every record of the replayed file is evaluated: measure more candidates (--backend launch; the space "
                 f"holds {counted(len(valid - recorded), 'valid one')} the file lacks)")
-    return f"every valid candidate of the space ({len(valid)}) was evaluated: widen the space"
+    every = f"every valid candidate of the space ({len(valid)}) was evaluated"
+    not_searched = study.user_attrs.get(NOT_SEARCHED_ATTR) or []
+    if not not_searched:
+        return f"{every}: widen the space"
+    # The file listed more than was searched: widening it is not the fix where the probes could not set its power
+    # limits or clocks, and on the hardware that refused them only other knobs widen it (trial75 #1, #5). Why they
+    # were not searched is the search line's (search_summary), said once.
+    from autotune.report.inputs import not_searched_values
+
+    fix = next((e["fix"] for e in not_searched if e["fix"]), None)
+    return f"{every}; its file's {not_searched_values(not_searched)} not searched: {fix or 'only more values of its other knobs widen it'}"
 
 
 def _replay_model(checks: list, recorded: set[str]):
@@ -286,7 +297,19 @@ def _samplers(trials: list) -> list[str]:
 
 
 def search_summary(study, view, backend: str) -> dict:
-    """The `search` block: sampler, early stop, exhaustiveness, and the `predicted` list."""
+    """The `search` block: sampler, early stop, exhaustiveness, and the `predicted` list. An exhaustive search of a
+    space the study narrowed says so: "the one valid candidate of the space was probed" read as the whole of what
+    its file listed (trial75 #1)."""
+    from autotune.report.inputs import not_searched_sentence
+
+    summary = _search_summary(study, view, backend)
+    not_searched = study.user_attrs.get(NOT_SEARCHED_ATTR)
+    if summary["exhaustive"] and not_searched:
+        summary["exhaustive_note"] += f"; {not_searched_sentence(not_searched)}"
+    return summary
+
+
+def _search_summary(study, view, backend: str) -> dict:
     converged = study.user_attrs.get(CONVERGED_ATTR)
     objectives = len(study.directions)
     if converged:

@@ -57,31 +57,44 @@ def _global_batch_fixed(c: Candidate) -> str | None:
     return None
 
 
-def _power_limit_settable(c: Candidate) -> str | None:
-    fraction = c.knobs.power_limit
+def power_limit_problem(fraction: float, hardware) -> str | None:
+    """Why `hardware` cannot take the power limit `fraction` of its default whatever the other knobs, or None."""
     if fraction == 1.0:
         return None
-    if not c.hardware.cuda:
-        return f"a power limit ({fraction:g} of the default) needs NVIDIA GPUs; hardware '{c.hardware.name}' has none"
-    limit_w = fraction * c.hardware.power.module_cap_w
-    if limit_w < c.hardware.power.min_limit_w:
+    if not hardware.cuda:
+        return f"a power limit ({fraction:g} of the default) needs NVIDIA GPUs; hardware '{hardware.name}' has none"
+    limit_w = fraction * hardware.power.module_cap_w
+    if limit_w < hardware.power.min_limit_w:
         return (
-            f"power limit {fraction:g} x {c.hardware.power.module_cap_w:g} W = {limit_w:g} W is below the device's "
-            f"minimum of {c.hardware.power.min_limit_w:g} W"
+            f"power limit {fraction:g} x {hardware.power.module_cap_w:g} W = {limit_w:g} W is below the device's "
+            f"minimum of {hardware.power.min_limit_w:g} W"
         )
     return None
 
 
-def _sm_clock_settable(c: Candidate) -> str | None:
-    clock = c.knobs.sm_clock_mhz
+def sm_clock_problem(clock, hardware) -> str | None:
+    """Why `hardware` cannot take the SM clock cap `clock` (MHz) whatever the other knobs, or None."""
     if clock == SM_CLOCK_UNTOUCHED:
         return None
-    if not c.hardware.cuda:
-        return f"an SM clock cap ({clock} MHz) needs NVIDIA GPUs; hardware '{c.hardware.name}' has none"
-    gpu = c.hardware.gpu
+    if not hardware.cuda:
+        return f"an SM clock cap ({clock} MHz) needs NVIDIA GPUs; hardware '{hardware.name}' has none"
+    gpu = hardware.gpu
     if not gpu.min_sm_clock_mhz <= clock <= gpu.max_sm_clock_mhz:
         return f"SM clock {clock} MHz is outside the device's {gpu.min_sm_clock_mhz:g}-{gpu.max_sm_clock_mhz:g} MHz"
     return None
+
+
+# The device settings' rules, by knob: a value each refuses is refused for every candidate of a space
+# (space.unsearched says so before a study starts).
+DEVICE_KNOB_PROBLEMS = {"power_limit": power_limit_problem, "sm_clock_mhz": sm_clock_problem}
+
+
+def _power_limit_settable(c: Candidate) -> str | None:
+    return power_limit_problem(c.knobs.power_limit, c.hardware)
+
+
+def _sm_clock_settable(c: Candidate) -> str | None:
+    return sm_clock_problem(c.knobs.sm_clock_mhz, c.hardware)
 
 
 RULES = (

@@ -106,7 +106,7 @@ def _h100_settings():
 def test_without_permission_the_study_keeps_the_knobs_untouched_and_searches_the_rest(
         tmp_path, fake_gpus, make_launch_backend):
     from autotune.backends.simulate import SimulateBackend
-    from autotune.commands.run import keep_device_knobs_if_unsettable
+    from tests.backends.narrowing import keep_device_knobs_if_unsettable
     from autotune.study import open_study, run_study
     from autotune.study.loop import make_sampler
     from autotune.study.valid import valid_checks
@@ -120,7 +120,9 @@ def test_without_permission_the_study_keeps_the_knobs_untouched_and_searches_the
     narrowed = keep_device_knobs_if_unsettable(settings, backend, Console(file=out, width=300))
     warning = out.getvalue()
     assert warning.count("warning") == 1 and "root or CAP_SYS_ADMIN" in warning
-    assert "power_limit stays 1.0 and sm_clock_mhz stays max" in warning
+    assert warning.startswith("warning: power_limit 0.9, 0.8 and 0.7 are not searched: changing GPU power limits or "
+                              "clocks needs root or CAP_SYS_ADMIN (NVML: no permission); to search them, ")
+    assert "keep power_limit" not in warning  # NVML's fix for every context: this line gives its own
     assert narrowed.space.power_limit == (1.0,) and narrowed.space.sm_clock_mhz == ("max",)
     assert narrowed.space.zero_stage == settings.space.zero_stage  # the rest of the space is untouched
     assert fake.changes == []
@@ -134,7 +136,7 @@ def test_without_permission_the_study_keeps_the_knobs_untouched_and_searches_the
 
 
 def test_with_permission_the_space_is_kept_and_the_devices_recorded(fake_gpus, make_launch_backend):
-    from autotune.commands.run import keep_device_knobs_if_unsettable
+    from tests.backends.narrowing import keep_device_knobs_if_unsettable
 
     fake, env = fake_gpus
     settings = _h100_settings()
@@ -145,7 +147,7 @@ def test_with_permission_the_space_is_kept_and_the_devices_recorded(fake_gpus, m
 
 def test_under_srun_the_clock_stays_searchable_without_permission(tmp_path, fake_gpus, make_launch_backend, monkeypatch):
     from autotune.backends.launchers import SM_CLOCK_SET_BY_ENV, build_plan
-    from autotune.commands.run import keep_device_knobs_if_unsettable
+    from tests.backends.narrowing import keep_device_knobs_if_unsettable
     from dataclasses import replace
 
     from autotune.space import SearchSpace
@@ -166,7 +168,10 @@ def test_under_srun_the_clock_stays_searchable_without_permission(tmp_path, fake
     out = io.StringIO()
     narrowed = keep_device_knobs_if_unsettable(settings, backend, Console(file=out, width=300))
     assert narrowed.space.power_limit == (1.0,) and narrowed.space.sm_clock_mhz == ("max", 1500)
-    assert "power_limit stays 1.0 for this study" in out.getvalue() and "still settable" not in out.getvalue()
+    said = out.getvalue()
+    assert said.startswith("warning: power_limit 0.9, 0.8 and 0.7 are not searched: ") and "still settable" not in said
+    # trial75 #9: the clock srun sets is not said to stay at max, nor is srun named as the limit's fix
+    assert 'sm_clock_mhz = ["max"]' not in said and "sm_clock_mhz" not in said and "--launcher srun" not in said
     # the default space lists no clock: without the limit nothing would trade time for energy, so say how
     default = io.StringIO()
     keep_device_knobs_if_unsettable(_h100_settings(), backend, Console(file=default, width=300))

@@ -70,7 +70,7 @@ def test_a_space_file_and_an_edited_copy_of_a_profile_are_told_apart(tmp_path):
     assert first["inputs"]["hardware_sha256"] != second["inputs"]["hardware_sha256"]
     assert first["inputs"]["space"]["power_limit"] == [1.0]
     _, _, md, _ = reports(tmp_path / "a")
-    assert "; searched the default space but power_limit 1.0; hardware profile sha256 " in md
+    assert "; searched a --space file's power_limit 1.0, the other knobs as in the default space; hardware profile sha256 " in md
 
 
 def test_a_replay_names_its_file_and_the_content_of_its_records(tmp_path):

@@ -1,0 +1,92 @@
+"""Power limits and SM clocks a space file lists that a study does not search (trial75 #1, #5, #9): said in
+one line before any probe, kept in pareto.json's `inputs.not_searched`, said again by the reports in place of
+"widen the space"."""
+
+import json
+
+from autotune.backends.simulate import SimulateBackend
+from autotune.commands.options import narrowed_for_backend, not_searched_lines, settings_for
+from tests.cli import autotune_main
+
+ONE_CONFIGURATION = ('zero_stage = [3]\noptimizer_offload = ["none"]\nactivation_checkpointing = ["recompute"]\n'
+                     "sp_degree = [1]\nmicro_batch = [1]\n")
+
+
+class _NoNvml(SimulateBackend):
+    """Simulated figures, from probes that could not set a power limit or clock (as a launch without NVML)."""
+
+    def device_settings_available(self):
+        return False, "NVML is not usable here (no driver: libnvidia-ml.so not found)"
+
+
+def _space(tmp_path, lines: str):
+    path = tmp_path / "space.toml"
+    path.write_text(ONE_CONFIGURATION + lines)
+    return path
+
+
+def test_limits_below_the_device_minimum_are_said_before_any_probe_and_in_the_reports(tmp_path):
+    """#5: gh200's minimum is 400 W of 680: 0.5 and below were dropped without a word, then "widen the space"."""
+    space = _space(tmp_path, "power_limit = [1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1]\n")
+    run = autotune_main("run", "--model", "32b", "--nodes", "4", "--space", space, "--backend", "simulate", "--trials",
+                        "10", "--sampler", "random", "--out", tmp_path / "run")  # random: every valid candidate
+    assert run.returncode == 0, run.stderr
+    said = ("power_limit 0.5, 0.4, 0.3, 0.2 and 0.1 are not searched: power limit 0.5 x 680 W = 340 W is below the "
+            "device's minimum of 400 W")
+    lines = run.stderr.splitlines()
+    assert lines.index(f"warning: {said}") < next(i for i, line in enumerate(lines) if line.startswith("backend:"))
+    document = json.loads((tmp_path / "run" / "pareto.json").read_text())
+    assert document["inputs"]["not_searched"] == [{"knob": "power_limit", "values": [0.5, 0.4, 0.3, 0.2, 0.1],
+                                                   "why": said.split(": ", 1)[1], "fix": None}]
+    assert "widen the space" not in run.stdout + run.stderr + json.dumps(document)
+    assert "only more values of its other knobs widen it" in run.stdout
+    assert f"; {said}" in document["search"]["exhaustive_note"]
+    md = autotune_main("report", tmp_path / "run", "--format", "md").stdout
+    assert f"power_limit 1.0/0.9/0.8/0.7/0.6/0.5/0.4/0.3/0.2/0.1, the other knobs as in the default space ({said});" in md
+
+
+def test_a_profile_without_gpus_drops_a_space_file_s_limits_and_clocks_in_one_reason_the_default_space_s_unsaid(tmp_path):
+    settings = settings_for("--model", "tiny", "--hardware", "cpu", "--nodes", "1", "--space",
+                            str(_space(tmp_path, 'power_limit = [1.0, 0.7]\nsm_clock_mhz = ["max", 1500]\n')))
+    narrowed, skipped = narrowed_for_backend(settings, SimulateBackend())
+    assert narrowed is settings  # the rules leave them out, each candidate with its reason (`autotune space`)
+    assert not_searched_lines(skipped, narrowed, SimulateBackend()) == [
+        "power_limit 0.7 and sm_clock_mhz 1500 are not searched: hardware 'cpu' has no NVIDIA GPUs to set them on"]
+    default = settings_for("--model", "tiny", "--hardware", "cpu", "--nodes", "1")
+    assert narrowed_for_backend(default, SimulateBackend()) == (default, [])  # nobody chose its 0.9/0.8/0.7 for a cpu
+
+
+def test_limits_the_probes_cannot_set_are_named_with_the_fix_not_widen_the_space(tmp_path, capsys):
+    """#1: the reports said "searched the default space but ... power_limit 1.0" and "widen the space"."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from autotune.commands.finish import finish_run
+    from autotune.space.unsearched import NOT_SEARCHED_ATTR
+    from autotune.study import open_study, run_study
+    from autotune.study.loop import make_sampler
+
+    settings = settings_for("--model", "32b", "--nodes", "4", "--hardware", "h100-sxm", "--space",
+                            str(_space(tmp_path, 'power_limit = [1.0, 0.7]\nsm_clock_mhz = ["max", 1500]\n')))
+    narrowed, skipped = narrowed_for_backend(settings, _NoNvml())
+    assert narrowed.space.power_limit == (1.0,) and narrowed.space.sm_clock_mhz == ("max",)
+    line, = not_searched_lines(skipped, narrowed, _NoNvml())
+    assert line == ("power_limit 0.7 and sm_clock_mhz 1500 are not searched: NVML is not usable here (no driver: "
+                    "libnvidia-ml.so not found); to search them, the probe nodes need NVML (the NVIDIA driver) and root "
+                    "or CAP_SYS_ADMIN; --launcher srun in a job with GPU gres sets the SM clock without root "
+                    "(docs/launch.md, Power limits and SM clocks)")
+    study = open_study(tmp_path / "run", None, make_sampler(0, 3))
+    run_study(study, narrowed, SimulateBackend(), 3)
+    study.set_user_attr("backend", {"name": "simulate", "reason": "test"})
+    study.set_user_attr(NOT_SEARCHED_ATTR, skipped)
+    finish_run(study, tmp_path / "run", Console(file=StringIO()))
+    terminal = capsys.readouterr().out
+    assert "widen the space" not in terminal
+    assert "every valid candidate of the space (1) was evaluated; its file's power_limit 0.7 and sm_clock_mhz 1500 are " \
+           "not searched: to search them, the probe nodes need NVML" in terminal
+    assert "search: exhaustive: all 1 valid candidates were simulated" in terminal and f"; {line}" in terminal
+    md = autotune_main("report", tmp_path / "run", "--format", "md").stdout
+    assert "searched the default space" not in md and "the default space but" not in md
+    assert (f"searched a --space file's zero_stage 3, optimizer_offload none, activation_checkpointing recompute, "
+            f"sp_degree 1, micro_batch 1, power_limit 1.0, the other knobs as in the default space ({line}); ") in md
