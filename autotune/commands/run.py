@@ -275,6 +275,25 @@ def _report_command(run_dir: Path, args: argparse.Namespace, html: bool = False)
     return f"autotune report {shell_path(run_dir)}{' --html' if html else ''}" + storage_flags(args.storage, args.study_name)
 
 
+def check_resumable_device_knobs(stored: dict, file_space, space, not_searched: list[dict], where: str, again: str) -> None:
+    """A study that searched power limits or clocks, resumed where the probes cannot set them: the space file is the
+    same, and the tuner's own narrowing made the spaces differ. Refused naming that cause and its fixes; the refusal
+    of a changed --space ("repeat the original options") could not be followed, and a new --out would leave the
+    measured study behind (trial75 #10)."""
+    held = stored.get("space") if isinstance(stored, dict) else None
+    if not isinstance(held, dict):
+        return
+    unsettable = [e for e in not_searched if e["fix"]]
+    lost = [e["knob"] for e in unsettable
+            if held.get(e["knob"]) == list(file_space.values(e["knob"])) != list(space.values(e["knob"]))]
+    if not lost:
+        return
+    searched = " and ".join(f"{knob} {'/'.join(map(str, held[knob]))}" for knob in lost)
+    first = next(e for e in unsettable if e["knob"] in lost)
+    raise UserError(f"{where} holds a study that searched {searched}, which the probes cannot set here ({first['why']}): "
+                    f"resume it with the same command where they can ({first['fix']}); `{again}` reads what it measured")
+
+
 def _check_same_backend(study, backend, evaluated: list, where: str, again: str) -> None:
     """A study evaluated by one backend resumes only with it: a probe's measured seconds and the
     simulator's, or a replayed file's, are not figures of one front (the default `--backend auto`
@@ -514,7 +533,10 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
         if held is not None:
             settings.check_same_question(held, str(run_dir), device_knobs=False)
     backend = choose_backend(args, run_dir, max(settings.space.nodes), settings.gpus_per_node, settings.hardware)
+    file_space = settings.space
     settings, not_searched = narrowed_for_backend(settings, backend)
+    if not args.storage and held is not None:  # before the line below: a refusal is the run's one line (trial75 #10)
+        check_resumable_device_knobs(held, file_space, settings.space, not_searched, str(run_dir), _report_command(run_dir, args))
     for i, line in enumerate(not_searched_lines(not_searched, settings, backend)):
         console.print(f"[yellow]{'warning: ' if i == 0 else ''}{escape(line)}[/]")
     if settings.hardware.cuda and (off_default := backend.devices_off_default()):
@@ -563,6 +585,9 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
         console.print(searching)
     done_before = probed_trials(study)
     if "settings" in study.user_attrs:
+        check_resumable_device_knobs(study.user_attrs["settings"], file_space, settings.space, not_searched,
+                                     recorded_storage(args.storage) if args.storage else str(run_dir),
+                                     _report_command(run_dir, args))
         _resume(study, settings, backend, args, run_dir, console)
     study.set_user_attr(NOT_SEARCHED_ATTR, not_searched)  # this run's: the reports say what it left out, and why
     study.set_user_attr("backend", backend_attrs(study, backend, checks, restricted=bool(dropped)))

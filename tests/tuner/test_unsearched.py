@@ -1,11 +1,14 @@
-"""Power limits and SM clocks a space file lists that a study does not search (trial75 #1, #5, #9): said in
+"""Power limits and SM clocks a space file lists that a study does not search (trial75 #1, #5, #9, #10): said in
 one line before any probe, kept in pareto.json's `inputs.not_searched`, said again by the reports in place of
 "widen the space"."""
 
 import json
 
+import pytest
+
 from autotune.backends.simulate import SimulateBackend
 from autotune.commands.options import narrowed_for_backend, not_searched_lines, settings_for
+from autotune.errors import UserError
 from tests.cli import autotune_main
 
 ONE_CONFIGURATION = ('zero_stage = [3]\noptimizer_offload = ["none"]\nactivation_checkpointing = ["recompute"]\n'
@@ -90,3 +93,23 @@ def test_limits_the_probes_cannot_set_are_named_with_the_fix_not_widen_the_space
     assert "searched the default space" not in md and "the default space but" not in md
     assert (f"searched a --space file's zero_stage 3, optimizer_offload none, activation_checkpointing recompute, "
             f"sp_degree 1, micro_batch 1, power_limit 1.0, the other knobs as in the default space ({line}); ") in md
+
+
+def test_a_resume_where_the_limits_can_no_longer_be_set_names_that_cause(tmp_path):
+    """#10: "holds a study of --space power_limit = [1.0, 0.7], not [1.0] ... repeat the original options", the
+    original options given, the [1.0] the tuner's own."""
+    from autotune.commands.run import check_resumable_device_knobs
+
+    settings = settings_for("--model", "32b", "--nodes", "4", "--hardware", "h100-sxm", "--space",
+                            str(_space(tmp_path, 'power_limit = [1.0, 0.7]\nsm_clock_mhz = ["max", 1500]\n')))
+    narrowed, skipped = narrowed_for_backend(settings, _NoNvml())
+    stored = settings.to_dict()  # the study began where they could be set
+    with pytest.raises(UserError) as refused:
+        check_resumable_device_knobs(stored, settings.space, narrowed.space, skipped, "runs/r", "autotune report runs/r")
+    said = str(refused.value)
+    assert said.startswith("runs/r holds a study that searched power_limit 1.0/0.7 and sm_clock_mhz max/1500, which the "
+                           "probes cannot set here (NVML is not usable here (no driver: libnvidia-ml.so not found)): "
+                           "resume it with the same command where they can (to search them, the probe nodes need NVML")
+    assert said.endswith("`autotune report runs/r` reads what it measured") and "--out NEW_DIR" not in said
+    # A study begun where they could not be set resumes here as it began.
+    check_resumable_device_knobs(narrowed.to_dict(), settings.space, narrowed.space, skipped, "runs/r", "again")
