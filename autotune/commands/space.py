@@ -23,7 +23,9 @@ def register(subparsers) -> None:
     where = parser.add_argument_group("where the previewed run's probes would start (the default nodes and GPUs per node)")
     where.add_argument("--backend", choices=("auto", "simulate", "launch"), default="auto",
                        help="the backend of the run to preview: with launch, and no SLURM allocation or --hostfile, "
-                       "one node of this machine; simulate adds the simulated figures, as --simulate does (default: auto)")
+                       "one node of this machine, and the power limits and SM clocks its probes cannot set (no NVML, no "
+                       "root) listed as not searched, as run leaves them out; simulate adds the simulated figures, as "
+                       "--simulate does (default: auto)")
     where.add_argument("--hostfile", type=path_flag, metavar="FILE", help="DeepSpeed hostfile: its hosts and fewest slots, as for run")
     parser.add_argument("--json", action="store_true", help="print a JSON list")
     parser.add_argument("--simulate", action="store_true",
@@ -66,9 +68,51 @@ def _rows(checks: list, simulate: bool, hardware) -> list[dict]:
     return rows
 
 
+def _narrowed_as_run_would(args, settings) -> tuple:
+    """(the settings `autotune run` with these flags would search, its backend, what of the file's power limits and
+    clocks it would leave out: options.narrowed_for_backend). With --backend launch the probes' NVML is asked as run
+    asks it, where the preview listed as valid the limits and clocks run then pinned (trial75 #14); the backend is
+    the run's with its default probe options, and writes nothing (its run directory is a temporary one, never made)."""
+    import tempfile
+    from argparse import Namespace
+    from pathlib import Path
+
+    from autotune.backends.select import choose_backend
+    from autotune.backends.simulate import SimulateBackend
+    from autotune.commands.options import narrowed_for_backend
+    from autotune.commands.run import LAUNCH_ONLY
+
+    if args.backend != "launch":  # auto asks no node (a hostfile's first over ssh): the preview stays a pure one
+        backend = SimulateBackend("the preview of a run")
+        return (*narrowed_for_backend(settings, backend), backend)
+    flags = Namespace(**{**LAUNCH_ONLY, **vars(args), "measurements": None, "allow_estimated_energy": False})
+    with tempfile.TemporaryDirectory(prefix="autotune-space-") as scratch:
+        backend = choose_backend(flags, Path(scratch) / "preview", max(settings.space.nodes), settings.gpus_per_node,
+                                 settings.hardware)
+        narrowed, not_searched = narrowed_for_backend(settings, backend)
+    return narrowed, not_searched, backend
+
+
+def _not_searched_as_invalid(checks: list, space, not_searched: list[dict]) -> list:
+    """`checks` with each candidate whose power limit or clock the run would not search (the probes cannot set it)
+    made invalid, its reason saying why, as the rules' own refusals are listed."""
+    from autotune.space import CandidateCheck
+
+    why = {e["knob"]: e["why"] for e in not_searched if e["fix"]}
+    if not why:
+        return checks
+    out = []
+    for check in checks:
+        knobs = check.candidate.knobs
+        unset = next((knob for knob in why if getattr(knobs, knob) not in space.values(knob)), None)
+        out.append(CandidateCheck(check.candidate, f"not searched: {why[unset]}", check.memory)
+                   if check.valid and unset else check)
+    return out
+
+
 def _run(args) -> int:
     from autotune.backends.launchers import check_hostfile
-    from autotune.commands.options import build_settings, fill_from_allocation, settings_warnings
+    from autotune.commands.options import build_settings, fill_from_allocation, not_searched_lines, settings_warnings
 
     check_hostfile(args.hostfile)
     # The preview of a simulate run shows what that run would see: the simulated figures (trial 48 §4: `--backend
@@ -85,7 +129,11 @@ def _run(args) -> int:
     settings = build_settings(args)
     for line in settings_warnings(args, settings):
         print(f"warning: {line}", file=sys.stderr)
+    narrowed, not_searched, backend = _narrowed_as_run_would(args, settings)
+    for i, line in enumerate(not_searched_lines(not_searched, narrowed, backend)):
+        print(f"{'warning: ' if i == 0 else ''}{line}", file=sys.stderr)  # as run says them, before its first probe
     checks = list(enumerate_space(settings.space, settings.model, settings.hardware, settings.workload, settings.gpus_per_node))
+    checks = _not_searched_as_invalid(checks, narrowed.space, not_searched)
     # What `autotune run` would refuse or leave out, said here too (on stderr: the listing stays data).
     nothing = nothing_valid(checks)
     for line in [nothing] if nothing else node_counts_without_candidates(checks):

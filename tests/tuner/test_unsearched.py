@@ -1,15 +1,16 @@
-"""Power limits and SM clocks a space file lists that a study does not search (trial75 #1, #5, #9, #10): said in
+"""Power limits and SM clocks a space file lists that a study does not search (trial75 #1, #5, #9, #10, #14): said in
 one line before any probe, kept in pareto.json's `inputs.not_searched`, said again by the reports in place of
-"widen the space"."""
+"widen the space", and previewed by `autotune space --backend launch` as run searches."""
 
 import json
+import os
 
 import pytest
 
 from autotune.backends.simulate import SimulateBackend
 from autotune.commands.options import narrowed_for_backend, not_searched_lines, settings_for
 from autotune.errors import UserError
-from tests.cli import autotune_main
+from tests.cli import autotune, autotune_main
 
 ONE_CONFIGURATION = ('zero_stage = [3]\noptimizer_offload = ["none"]\nactivation_checkpointing = ["recompute"]\n'
                      "sp_degree = [1]\nmicro_batch = [1]\n")
@@ -29,7 +30,7 @@ def _space(tmp_path, lines: str):
 
 
 def test_limits_below_the_device_minimum_are_said_before_any_probe_and_in_the_reports(tmp_path):
-    """#5: gh200's minimum is 400 W of 680: 0.5 and below were dropped without a word, then "widen the space"."""
+    """#5: gh200's minimum is 400 W of 680: 0.5 and below were dropped without a word, then "widen the space", and previewed by `autotune space --backend launch` as run searches."""
     space = _space(tmp_path, "power_limit = [1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1]\n")
     run = autotune_main("run", "--model", "32b", "--nodes", "4", "--space", space, "--backend", "simulate", "--trials",
                         "10", "--sampler", "random", "--out", tmp_path / "run")  # random: every valid candidate
@@ -60,7 +61,7 @@ def test_a_profile_without_gpus_drops_a_space_file_s_limits_and_clocks_in_one_re
 
 
 def test_limits_the_probes_cannot_set_are_named_with_the_fix_not_widen_the_space(tmp_path, capsys):
-    """#1: the reports said "searched the default space but ... power_limit 1.0" and "widen the space"."""
+    """#1: the reports said "searched the default space but ... power_limit 1.0" and "widen the space", and previewed by `autotune space --backend launch` as run searches."""
     from io import StringIO
 
     from rich.console import Console
@@ -113,3 +114,25 @@ def test_a_resume_where_the_limits_can_no_longer_be_set_names_that_cause(tmp_pat
     assert said.endswith("`autotune report runs/r` reads what it measured") and "--out NEW_DIR" not in said
     # A study begun where they could not be set resumes here as it began.
     check_resumable_device_knobs(narrowed.to_dict(), settings.space, narrowed.space, skipped, "runs/r", "again")
+
+
+def test_space_with_backend_launch_previews_what_run_leaves_out(tmp_path):
+    """#14: `space --backend launch` listed 0.7 and 1500 as valid, and run then searched one candidate."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "nvidia-smi").write_text('#!/bin/sh\ncase "$*" in\n  -L) echo "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0)";;\n'
+                                        '  *query-gpu=name,memory.total*) echo "NVIDIA H100 80GB HBM3, 81559";;\nesac\n')
+    (bin_dir / "nvidia-smi").chmod(0o755)
+    env = {key: value for key, value in os.environ.items() if not key.startswith("SLURM_")}
+    env.update(PATH=f"{bin_dir}:{env['PATH']}", AUTOTUNE_NVML_API="no_such_module:api")  # NVML not usable
+    space = _space(tmp_path, 'power_limit = [1.0, 0.7]\nsm_clock_mhz = ["max", 1500]\n')
+    flags = ("--model", "tiny", "--nodes", "1", "--gpus-per-node", "1", "--hardware", "h100-sxm", "--space", space)
+    listed = autotune("space", *flags, "--backend", "launch", "--json", env=env, cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    rows = json.loads(listed.stdout)
+    assert [row["valid"] for row in rows] == [True, False, False, False]
+    assert all(row["reason"].startswith("not searched: NVML is not usable here") for row in rows[1:])
+    assert listed.stderr.startswith("warning: power_limit 0.7 and sm_clock_mhz 1500 are not searched: NVML is not usable")
+    # simulate sets no device: every candidate is listed valid, as its run searches them
+    simulated = autotune("space", *flags, "--backend", "simulate", "--json", env=env, cwd=tmp_path)
+    assert all(row["valid"] for row in json.loads(simulated.stdout))
