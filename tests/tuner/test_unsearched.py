@@ -136,3 +136,23 @@ def test_space_with_backend_launch_previews_what_run_leaves_out(tmp_path):
     # simulate sets no device: every candidate is listed valid, as its run searches them
     simulated = autotune("space", *flags, "--backend", "simulate", "--json", env=env, cwd=tmp_path)
     assert all(row["valid"] for row in json.loads(simulated.stdout))
+
+
+@pytest.mark.parametrize("sampler", ["guided", "random"])
+def test_docs_say_what_a_study_records_of_values_no_valid_candidate_has(tmp_path, sampler):
+    """trial75 #5: docs/search.md said each invalid candidate "is recorded as a pruned trial"; a value no valid
+    candidate has is never proposed, so no trial of it is recorded, pruned or otherwise."""
+    from pathlib import Path
+
+    import optuna
+
+    doc = " ".join((Path(__file__).parents[2] / "docs" / "search.md").read_text(encoding="utf-8").split())
+    assert "A value no valid candidate has (SuperOffload without CUDA, ZeRO-0 of a 72B model, a power limit below the " \
+           "device's minimum) is never offered to a sampler." in doc
+    assert "Each is recorded as a pruned trial" not in doc
+    space = _space(tmp_path, "power_limit = [1.0, 0.6, 0.5, 0.4, 0.3]\n")
+    run = autotune_main("run", "--model", "32b", "--nodes", "4", "--space", space, "--backend", "simulate", "--trials",
+                        "10", "--sampler", sampler, "--out", tmp_path / "run", "--quiet")
+    assert run.returncode == 0, run.stderr
+    trials = optuna.load_study(study_name="autotune", storage=f"sqlite:///{tmp_path / 'run' / 'study.db'}").trials
+    assert {t.params["power_limit"] for t in trials} <= {1.0, 0.6}
