@@ -35,6 +35,7 @@ import functools
 import signal
 import warnings
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Callable, NoReturn
 
 import optuna
@@ -45,7 +46,7 @@ from autotune.candidate import KNOBS, params_key
 from autotune.errors import UserError
 from autotune.space import baseline, check_candidate
 from autotune.study.failures import FailingStart, failing_start, retried_after_failing_start
-from autotune.study.outside import added_outside_lines
+from autotune.study.outside import added_outside_lines, kept_result_fault
 from autotune.study.queued import (QueuedOutsideSpace, left_waiting, proposer, queued_invalid, queued_repeat,
                                    suggest_knobs, waiting_trials)
 from autotune.study.retries import (
@@ -53,9 +54,11 @@ from autotune.study.retries import (
     SETUP_FAILURE_ATTR,
     STOPPED_BY_ATTR,
     TIMED_OUT_UNDER_ATTR,
+    TOLD_OUTSIDE_ATTR,
     evaluated_trials,
     evaluated_count,
     is_evaluated,
+    keep_told_outcome,
     killed_after_probe,
     queue_setup_retries,
     released_trials,
@@ -63,6 +66,8 @@ from autotune.study.retries import (
     retry_lineage,
     retry_words,
     setup_failure,
+    taken_over,
+    told_outside_words,
     trials_by_number,
 )
 from autotune.study.settings import StudySettings
@@ -314,8 +319,12 @@ class _Objective:
         self.checks = {params_key(c.candidate.knobs.to_dict()): c for c in checks}
         self.interrupts = interrupts
         self.evaluated = 0  # candidates this worker evaluated (other workers' are in the study too)
+        self.trial_number: int | None = None  # the trial being evaluated
+        self.told_outside_line: str | None = None  # _told_outside's, for run_study to say
 
     def __call__(self, trial: optuna.Trial):
+        self.trial_number = trial.number  # which trial a tell from outside finished, where run_study catches it
+        self.told_outside_line = None
         if self.proposed_by is not None:  # first: a queued trial whose values are refused below is counted too
             trial.set_user_attr(PROPOSED_BY_ATTR, proposer(trial, self.proposed_by))
         try:
@@ -380,10 +389,15 @@ class _Objective:
                 said = str(stop) if isinstance(stop, UserError) else f"{type(stop).__name__}: {stop}"  # a bug by its name
                 trial.set_user_attr(STOPPED_BY_ATTR, " ".join(said.split())[:300])
             raise
-        if saved is None:  # what the time limit's rule weighs a next probe by, in this run or a later one
-            trial.set_user_attr(PROBE_WALL_ATTR, self.time_limit.clock() - started_s)
-            trial.set_user_attr(PROBE_WALL_UNDER_ATTR, self.backend.timeout_settings())  # a wall under others is not weighed
-        trial.set_user_attr("result", result.to_dict())
+        # What the time limit's rule weighs a next probe by, in this run or a later one (a wall under other settings
+        # is not weighed).
+        walls = {PROBE_WALL_ATTR: self.time_limit.clock() - started_s,
+                 PROBE_WALL_UNDER_ATTR: self.backend.timeout_settings()} if saved is None else {}
+        try:
+            for key, value in {**walls, "result": result.to_dict()}.items():
+                trial.set_user_attr(key, value)
+        except optuna.exceptions.UpdateFinishedTrialError:
+            self._told_outside(trial, params, result, walls)
         self.evaluated += 1
         memory_excess = max(check.memory.device_excess_gib, check.memory.host_excess_gib)
         _set_constraints(trial, 0.0, memory_excess, 1.0 if result.status == "oom" else 0.0)
@@ -409,6 +423,23 @@ class _Objective:
         elif result.status == "timeout" and (settings := self.backend.timeout_settings()):
             trial.set_user_attr(TIMED_OUT_UNDER_ATTR, settings)  # see queue_setup_retries
         _fail(trial, f"{result.status}: {(result.error or '').strip()[:300]}")
+
+    def _told_outside(self, trial, params: dict, result: ProbeResult, walls: dict) -> NoReturn:
+        """Trial finished from outside autotune while its probe ran (`study.tell`, Optuna's way to cancel a hanging
+        trial), where no other worker took it (that is run_study's heartbeat line): its probe's outcome is queued with
+        a retry that records it without probing again, and the run goes on (run_study says so in one line). It ended
+        the run with a stopped-worker story that was not true, and the outcome was lost: a timeout probed again
+        (trial74 #1)."""
+        trials = trial.study.get_trials(deepcopy=False)
+        if taken_over(trials, trial.number):
+            raise ProbeFailed("finished by another worker")  # run_study: the heartbeat's line
+        told = trials_by_number(trials)[trial.number]
+        attrs = {**walls, **({"baseline": True} if trial.user_attrs.get("baseline") else {})}
+        retry = keep_told_outcome(trial.study, trial.number, params, result.to_dict(), attrs)
+        outcome = result.status if result.ok else f"{result.status}: {' '.join((result.error or '').split())[:120]}"
+        self.told_outside_line = (f"{told_outside_words(told)} while its probe ran; the probe's outcome ({outcome}) "
+                                  f"is kept: trial {retry} records it without probing again")
+        raise ProbeFailed(self.told_outside_line)
 
     def _held_back(self, trial, why: str) -> NoReturn:
         """A probe the backend did not start after a wait (launch: for another worker's probe on the same devices), as
@@ -463,6 +494,11 @@ def _saved_result(trial: optuna.Trial) -> dict | None:
     # failed_trial first: Optuna's retry copies the user attrs, an older retry_of among them.
     retried = trials[trial.number].system_attrs.get("failed_trial", trial.user_attrs.get("retry_of"))
     original = trials.get(retried)  # None also where the retried trial was deleted from the database since
+    told = trial.user_attrs.get(TOLD_OUTSIDE_ATTR)
+    if told is not None and original is not None and original.state.is_finished() and "result" not in original.user_attrs:
+        # The probe of a trial finished from outside while it ran (_Objective._told_outside): read as a kept result is.
+        fault = kept_result_fault(SimpleNamespace(user_attrs={"result": told, "candidate": trial.user_attrs.get("candidate")}))
+        return told if fault is None else None
     return original.user_attrs["result"] if original is not None and killed_after_probe(original) else None
 
 
@@ -645,21 +681,41 @@ def run_study(
     stop = _StopWhenDone(n_trials, valid_total, len(study.trials) + MAX_PROPOSALS_PER_TRIAL * n_trials, early_stop, finished,
                          failures_may_be_the_setup=backend.failures_may_be_the_setup, time_stop=objective.time_stop)
     with interrupts.study(study):
-        try:
-            study.optimize(objective, catch=(ProbeFailed,), callbacks=[stop])
-        except (ValueError, optuna.exceptions.UpdateFinishedTrialError) as exc:
-            if not _finished_elsewhere(exc):
-                raise
-            # A worker stopped (Ctrl-Z, SIGSTOP, a frozen machine) past the heartbeat's grace: another worker took
-            # its trial for a dead worker's, failed it and probed it again; Optuna's "Cannot tell a FAIL trial" was
-            # a traceback (trial 43 F7).
-            raise UserError("this worker was stopped longer than the heartbeat's grace (Ctrl-Z, SIGSTOP, a frozen "
-                            "machine): another worker took its trial for a dead worker's and probes it again; what was "
-                            "evaluated is kept: run the same command again to go on") from None
+        while not _optimize(study, objective, stop, progress):
+            pass  # a trial finished from outside autotune: said, and the study goes on
     if stop.failing is not None:
         raise stop.failing
     _say_left_waiting(study, n_trials, valid_total, progress)
     return objective.evaluated
+
+
+def _optimize(study: optuna.Study, objective: _Objective, stop: _StopWhenDone, progress: StudyProgress) -> bool:
+    """study.optimize; False where a trial was finished from outside autotune meanwhile (Optuna then refuses the
+    trial's own tell), which is said in one line: optimize is to be called again."""
+    try:
+        study.optimize(objective, catch=(ProbeFailed,), callbacks=[stop])
+        return True
+    except (ValueError, optuna.exceptions.UpdateFinishedTrialError) as exc:
+        if not _finished_elsewhere(exc):
+            raise
+    trials = study.get_trials(deepcopy=False)
+    number = objective.trial_number
+    if number is None or taken_over(trials, number):
+        # A worker stopped (Ctrl-Z, SIGSTOP, a frozen machine) past the heartbeat's grace: another worker took
+        # its trial for a dead worker's, failed it and probed it again; Optuna's "Cannot tell a FAIL trial" was
+        # a traceback (trial 43 F7).
+        raise UserError("this worker was stopped longer than the heartbeat's grace (Ctrl-Z, SIGSTOP, a frozen "
+                        "machine): another worker took its trial for a dead worker's and probes it again; what was "
+                        "evaluated is kept: run the same command again to go on") from None
+    # No retry of it anywhere: finished by a tell from outside (trial74 #1), while its probe ran (its outcome kept,
+    # _Objective._told_outside) or before or after it (nothing probed, or its result kept on the trial).
+    line = objective.told_outside_line or (
+        f"{told_outside_words(trials_by_number(trials)[number])} before autotune recorded it; "
+        + ("its probe's result is kept on it" if "result" in trials_by_number(trials)[number].user_attrs
+           else "it was not probed, and its candidate may be proposed again"))
+    if progress.on_note:
+        progress.on_note(line)
+    return False
 
 
 def _say_left_waiting(study: optuna.Study, n_trials: int, valid_total: int, progress: StudyProgress) -> None:

@@ -45,6 +45,10 @@ FAILING_START_ATTR = "failing_start_trials"
 STOPPED_BY_ATTR = "stopped_by"
 # On a trial whose probe timed out: the settings that decided it (Backend.timeout_settings()).
 TIMED_OUT_UNDER_ATTR = "timed_out_under"
+# On the retry queued for a trial finished from outside autotune while its probe ran (`study.tell` of a RUNNING trial,
+# Optuna's way to cancel a hanging one): that probe's result, which the retry records without probing again. Not kept
+# as `result`: a queued trial is not evaluated until it is taken.
+TOLD_OUTSIDE_ATTR = "told_trial_result"
 
 
 def is_evaluated(t: optuna.trial.FrozenTrial, released: Collection[int] = ()) -> bool:
@@ -222,6 +226,29 @@ def retry_interrupted(study: optuna.Study, include_running: bool = True) -> int:
     if queued:
         study.set_user_attr(RETRIED_ATTR, sorted(retried))
     return queued
+
+
+def taken_over(trials: list, number: int) -> bool:
+    """Whether a retry of trial `number` is queued or made (ours, `retry_of`, or Optuna's heartbeat callback's,
+    `failed_trial`): another worker took it for a dead worker's, and probes it again. A retry that keeps the outcome
+    of a trial told from outside (TOLD_OUTSIDE_ATTR) is this worker's own."""
+    return any(t.number != number and number in (t.system_attrs.get("failed_trial"), t.user_attrs.get("retry_of"))
+               and TOLD_OUTSIDE_ATTR not in t.user_attrs for t in trials)
+
+
+def told_outside_words(t: optuna.trial.FrozenTrial) -> str:
+    """"trial 0 was finished from outside autotune (state COMPLETE, values [1.0, 1.0]: Optuna's study.tell)"."""
+    values = f", values {t.values}" if t.values is not None else ""
+    return f"trial {t.number} was finished from outside autotune (state {t.state.name}{values}: Optuna's study.tell)"
+
+
+def keep_told_outcome(study: optuna.Study, number: int, knobs: dict, result: dict, attrs: dict) -> int:
+    """Queue the candidate of trial `number`, finished from outside autotune while its probe ran, with that probe's
+    result (TOLD_OUTSIDE_ATTR) and `attrs` (the probe's wall, the baseline mark): its retry records the outcome without
+    a second probe (a timeout costs --probe-timeout again, a hang on real hardware). Returns the retry's number."""
+    study.enqueue_trial(knobs, user_attrs={"retry_of": number, TOLD_OUTSIDE_ATTR: result, **attrs})
+    return max(t.number for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+               if t.user_attrs.get("retry_of") == number)
 
 
 def trials_by_number(trials: list) -> dict[int, optuna.trial.FrozenTrial]:

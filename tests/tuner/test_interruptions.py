@@ -57,6 +57,8 @@ def test_a_worker_whose_trial_another_worker_failed_meanwhile_stops_in_one_line(
         if len(calls) == 2:  # what another worker's fail_stale_trials does to this worker's trial while it is stopped
             study = optuna.load_study(study_name="autotune", storage=f"sqlite:///{run_dir / 'study.db'}")
             study.tell(trial_number, state=optuna.trial.TrialState.FAIL)
+            # ... and its heartbeat callback (storage.py): the trial queued again, to be probed by that worker
+            optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=2)(study, study.trials[trial_number])
         return result
 
     monkeypatch.setattr(SimulateBackend, "evaluate", failed_meanwhile)
@@ -81,3 +83,55 @@ def test_a_report_of_a_study_a_run_is_still_writing_says_so(tmp_path, capsys):
         assert f"{said} {run_dir}: this report is of the trials finished so far" in capsys.readouterr().err
     assert main(["report", str(run_dir)]) == 0
     assert said not in capsys.readouterr().err
+
+
+def _told_while_probing(run_dir, monkeypatch, told: dict):
+    """The simulate backend, whose second probe sees its trial told from outside (`study.tell(**told)`) while it runs;
+    returns the trial numbers each probe ran for."""
+    evaluate, calls = SimulateBackend.evaluate, []
+
+    def told_meanwhile(self, candidate, trial_number=0):
+        calls.append(trial_number)
+        if len(calls) == 2:  # an Optuna user cancelling a probe that seems to hang, from another shell
+            study = optuna.load_study(study_name="autotune", storage=f"sqlite:///{run_dir / 'study.db'}")
+            study.tell(trial_number, **told)
+        return evaluate(self, candidate, trial_number)
+
+    monkeypatch.setattr(SimulateBackend, "evaluate", told_meanwhile)
+    return calls
+
+
+def test_a_trial_told_from_outside_while_its_probe_runs_is_said_so_and_its_outcome_kept(tmp_path, capsys, monkeypatch):
+    """Trial74 #1: a RUNNING trial told COMPLETE from outside (study.tell) while its probe ran ended the run, exit 2,
+    with "this worker was stopped longer than the heartbeat's grace ... another worker ... probes it again", none of
+    which was so, and the probe's outcome was lost (a timeout probed again by the next run)."""
+    run_dir = tmp_path / "run"
+    calls = _told_while_probing(run_dir, monkeypatch, {"values": [1.0, 1.0]})
+    assert main([*STUDY, "--trials", "3", "--out", str(run_dir)]) == 0
+    said = capsys.readouterr()
+    told = calls[1]
+    study = optuna.load_study(study_name="autotune", storage=f"sqlite:///{run_dir / 'study.db'}")
+    retry = next(t for t in study.trials if t.user_attrs.get("retry_of") == told)
+    assert (f"warning: trial {told} was finished from outside autotune (state COMPLETE, values [1.0, 1.0]: Optuna's "
+            f"study.tell) while its probe ran; the probe's outcome (ok) is kept: trial {retry.number} records it without "
+            "probing again") in said.out + said.err
+    assert "heartbeat" not in said.out + said.err
+    assert retry.state == optuna.trial.TrialState.COMPLETE and retry.user_attrs["result"]["status"] == "ok"
+    assert len(calls) == 3 and calls.count(told) == 1  # the candidate is not probed again: 3 probes for 3 candidates
+    assert retry.params == study.trials[told].params
+
+
+def test_a_trial_told_failed_from_outside_while_its_probe_runs_keeps_its_outcome(tmp_path, capsys, monkeypatch):
+    """Trial74 #1: `study.tell(n, state=FAIL)`, Optuna's way to cancel a hanging trial: the same false line, and the
+    report then showed a '1 fail' with no reason and no probe."""
+    run_dir = tmp_path / "run"
+    calls = _told_while_probing(run_dir, monkeypatch, {"state": optuna.trial.TrialState.FAIL})
+    assert main([*STUDY, "--trials", "3", "--out", str(run_dir)]) == 0
+    said = capsys.readouterr()
+    told = calls[1]
+    assert (f"trial {told} was finished from outside autotune (state FAIL: Optuna's study.tell) while its probe ran"
+            in said.out + said.err)
+    study = optuna.load_study(study_name="autotune", storage=f"sqlite:///{run_dir / 'study.db'}")
+    retry = next(t for t in study.trials if t.user_attrs.get("retry_of") == told)
+    assert retry.state == optuna.trial.TrialState.COMPLETE and len(calls) == 3
+    assert retry.number in [point["trial"] for point in json.loads((run_dir / "pareto.json").read_text())["feasible"]]
