@@ -19,7 +19,8 @@ from autotune.counted import counted
 from autotune.errors import UserError
 from autotune.os_text import shell_text, shown_name
 from autotune.study.storage_failure import (
-    StudyDatabaseLost, kept_probe_results, open_failure_line, storage_failure_line, unrecorded_probe_results,
+    StudyDatabaseLost, kept_probe_results, open_failure_line, reported_study_gone, storage_failure_line,
+    unrecorded_probe_results,
 )
 
 STUDY_NAME = "autotune"  # a run directory's study.db holds one study; --study-name names others in a shared --storage
@@ -535,6 +536,9 @@ def open_study(
     rdb = _open_storage(url, heartbeat=storage is not None, given=storage is not None)
     # Before a new study is created in a shared database or in the run directory's own, or another one resumed here.
     existing = _existing_study(rdb, study_name)
+    if existing is None and (gone := reported_study_gone(run_dir, optuna.get_all_study_names(storage=rdb), storage,
+                                                         study_name, "--out")):
+        raise UserError(gone)  # its reports are all that is left of it: a new study of that name must not replace them
     if storage is None:
         _check_run_dir_holds_no_other_study(run_dir, rdb, study_name)
     if not no_study_file:  # checked above already, against no study: the file held none
@@ -606,6 +610,8 @@ def load_finished_study(run_dir: Path, storage: str | None = None, study_name: s
         return study
     except KeyError:
         names = optuna.get_all_study_names(storage=rdb)
+        if gone := reported_study_gone(run_dir, names, storage, study_name, "RUN_DIR"):
+            raise UserError(gone) from None
         if storage is None and study_name == STUDY_NAME and len(names) == 1:
             # A run directory's own study.db holds one study, whatever --study-name its run gave it
             # (calibrate reads a RUN_DIR's own study.db without the name it gives --storage's study).

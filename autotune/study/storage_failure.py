@@ -188,3 +188,40 @@ def _made_by(folder: Path, knobs: dict[int, dict | None]) -> bool:
         return True
     recorded = knobs[int(folder.name)]
     return recorded is None or json.loads(json.dumps(recorded)) == written
+
+
+def reported_study_gone(run_dir: Path, names: list[str], storage: str | None, study_name: str, what: str) -> str | None:
+    """The refusal of a run directory whose reports (pareto.json, configs/) are of study `study_name`, which their
+    database (`storage`, None: RUN_DIR's own study.db) no longer holds (`names`: the studies it holds): deleted, by
+    `optuna delete-study` most likely. None where pareto.json names another study or database, or the study is there.
+    With its study.db's own study deleted, `report` took the one study left there (a --storage run's) and wrote that
+    one's reports over the only record of the deleted one (trial74 #6); in a shared database, the line sent the user to
+    the study left, which belongs to another run directory and was refused there (trial74 #7). `what`: "RUN_DIR" or
+    "--out"."""
+    from autotune.os_text import shell_text, shown_name
+    from autotune.study.storage import absolute_storage, recorded_storage, sqlite_url
+
+    try:
+        held = json.loads((Path(run_dir) / "pareto.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if not isinstance(held, dict) or held.get("study_name") != study_name or study_name in names:
+        return None
+    url = recorded_storage(absolute_storage(storage)) if storage else None
+    if "storage" not in held or held["storage"] != url:
+        return None  # another database's reports: check_run_dir_is_of's to say
+    where = shell_text(url) if url else "its study.db"
+    left = f"it holds {', '.join(map(shown_name, sorted(names)))} now" if names else "it holds no study now"
+    back = "pass --storage with the database that holds it now" if url else "put back a study.db that holds it (a backup)"
+    if what == "--out":
+        fix = f"pass --out NEW_DIR to start {shown_name(study_name)} anew, or {back} to resume it"
+    elif url or not names:  # a shared database's other studies are other run directories' (trial74 #7)
+        fix = back
+    else:  # a --storage run's study in this study.db: its reports belong in a directory of their own
+        other = sorted(names)[0] if len(names) == 1 else "NAME"
+        fix = (f"{back}, or report {'that study' if len(names) == 1 else 'one of those'} into a directory of its own: "
+               f"autotune report NEW_DIR --storage {shell_text(sqlite_url(Path(run_dir) / 'study.db'))} "
+               f"--study-name {shell_text(other)}")
+    return (f"{what} {run_dir} reports study {shown_name(study_name)} (pareto.json, configs/), which {where} no longer "
+            f"holds (deleted from it: `optuna delete-study`?; {left}): those reports, all that is left of it, are kept as "
+            f"they are; {fix}")
