@@ -57,6 +57,7 @@ from autotune.pareto import front_indices, knee_index
 from autotune.study.acquisition import ENTER_MARGIN
 from autotune.study.reweight import leave_one_out_log_residual
 from autotune.study.outlook import Outlook, Predictions, observe, outlook
+from autotune.study.queued import partly_queued, queued_completion
 from autotune.study.unique import settled_trials
 from autotune.study.stop_rule import MIN_OK_PROBES_TO_STOP, MIN_PAIR_REACH, PAIR_REACH, STOP_CHANCE, SUSPECT_MISS
 
@@ -315,11 +316,14 @@ class GuidedSampler(optuna.samplers.BaseSampler):
         return {knob: CategoricalDistribution(values) for knob, values in self._choices.items()}
 
     def sample_relative(self, study, trial: FrozenTrial, search_space: dict) -> dict:
-        if trial.system_attrs.get("fixed_params"):
+        if "fixed_params" in trial.system_attrs and partly_queued(trial) is None:
             return {}  # an enqueued trial (baseline, retry): its knobs are given
         settled_trials(study, trial.number)  # another worker's proposal under way counts as being probed
         i = self.next_candidate(study, trial.number)
-        return {} if i is None else dict(self.predictions.params[i])
+        proposal = {} if i is None else dict(self.predictions.params[i])
+        if partly_queued(trial) is not None:  # queued in part: the valid candidate holding its values nearest to ours
+            return queued_completion(study, trial, proposal, (c.candidate.knobs.to_dict() for c in self._checks if c.valid))
+        return proposal
 
     def sample_independent(self, study, trial, param_name, param_distribution):
         # Only reached when every candidate is probed or taken: the loop then stops or refuses it.

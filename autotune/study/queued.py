@@ -14,15 +14,18 @@ says so in one line (`left_waiting`): a resume that stopped at once had left the
 
 from __future__ import annotations
 
+import random
 import warnings
+from collections.abc import Iterable
 
 import optuna
-from optuna.trial import TrialState
+from optuna.trial import FrozenTrial, TrialState
 
-from autotune.candidate import KNOBS, knob_value
+from autotune.candidate import KNOBS, knob_value, params_key
 from autotune.checks import refuse_unknown_keys
 from autotune.counted import agreeing, counted
 from autotune.errors import ConfigError
+from autotune.study.unique import changed_knobs, held_keys
 
 
 # The proposer pareto.json's inputs.proposed_by names for a trial queued by hand: no sampler drew it, and it was
@@ -64,11 +67,53 @@ def queued_repeat(trial: optuna.Trial, earlier: int) -> str | None:
 def queued_invalid(trial: optuna.Trial, reason: str) -> str | None:
     """One line for a trial queued by hand whose candidate is invalid (`reason`: out of memory by the estimate, or a
     rule it breaks), None for any other trial: the user asked for that configuration, and it was pruned without a
-    word where every other queued case gets its line (trial 68 #1)."""
-    if not _queued_by_hand(_frozen(trial)):
+    word where every other queued case gets its line (trial 68 #1). Queued with some knobs only, no valid candidate
+    holds their values (queued_completion): the others were the sampler's, and the line says so (trial74 #5)."""
+    frozen = _frozen(trial)
+    if not _queued_by_hand(frozen):
         return None
-    return (f"trial {trial.number} was queued with a candidate that is not valid: {reason}; it is left unprobed: "
-            "queue a valid one (`autotune space` lists them)")
+    if partly_queued(frozen) is None:
+        return (f"trial {trial.number} was queued with a candidate that is not valid: {reason}; it is left unprobed: "
+                "queue a valid one (`autotune space` lists them)")
+    given = partly_queued(frozen)
+    values = ", ".join(f"{knob} {value!r}" for knob, value in given.items()) or "no knob values"
+    return (f"trial {trial.number} was queued with {values}, which no valid candidate of this study holds; with the "
+            f"sampler's values for the other knobs it is not valid either ({reason}); it is left unprobed: queue values "
+            "a valid candidate holds (`autotune space` lists them)")
+
+
+def partly_queued(trial: FrozenTrial) -> dict | None:
+    """The knob values of a trial queued with some knobs, not all (Optuna's `enqueue_trial` with a part of a candidate,
+    or {}), or None for any other trial."""
+    queued = trial.system_attrs.get("fixed_params")
+    if queued is None or all(knob in queued for knob in KNOBS):
+        return None
+    return queued
+
+
+def queued_completion(study: optuna.Study, trial: FrozenTrial, proposal: dict, valid: Iterable[dict]) -> dict:
+    """The candidate a partly queued trial (partly_queued) is probed as: of the `valid` ones holding its queued values,
+    the nearest to the sampler's `proposal` (fewest knobs changed; one no trial holds yet first; ties broken by the
+    trial number, as unique.py does). Optuna filled the knobs a queued trial leaves out with the sampler's independent
+    draws, which pay no heed to validity: queued as micro-batch 8 and SP 4, it ran out of memory with the sampler's
+    ZeRO-2 and was dropped as an invalid candidate the user queued, where 76 valid ones held those values (trial74 #5).
+    {} where no valid candidate holds them, or one of them is no knob's value (suggest_knobs and queued_invalid say so):
+    the sampler fills the rest as before."""
+    given = {}
+    for knob, value in (partly_queued(trial) or {}).items():
+        try:
+            if knob not in KNOBS:
+                raise ValueError(knob)
+            given[knob] = knob_value(knob, value)
+        except ValueError:  # a misspelt knob or a mistyped value: refused by suggest_knobs
+            return {}
+    holding = [knobs for knobs in valid if all(knobs[knob] == value for knob, value in given.items())]
+    if not holding:
+        return {}
+    held = held_keys(study, except_number=trial.number)
+    pool = [knobs for knobs in holding if params_key(knobs) not in held] or holding
+    fewest = min(changed_knobs(proposal, knobs) for knobs in pool)
+    return dict(random.Random(trial.number).choice([knobs for knobs in pool if changed_knobs(proposal, knobs) == fewest]))
 
 
 def _queued_by_hand(frozen: optuna.trial.FrozenTrial) -> bool:

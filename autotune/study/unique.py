@@ -76,8 +76,9 @@ def held_keys(study: optuna.Study, except_number: int | None = None) -> set[str]
     return held
 
 
-def _changed_knobs(a: dict, b: dict) -> int:
-    return sum(a[k] != b[k] for k in KNOBS)
+def changed_knobs(proposal: dict, knobs: dict) -> int:
+    """How many knobs of `knobs` differ from the `proposal` (one that leaves a knob out differs in it)."""
+    return sum(proposal.get(k) != knobs[k] for k in KNOBS)
 
 
 class UniqueCandidateSampler(optuna.samplers.BaseSampler):
@@ -101,20 +102,24 @@ class UniqueCandidateSampler(optuna.samplers.BaseSampler):
         return dict(self.space)
 
     def sample_relative(self, study, trial: FrozenTrial, search_space: dict) -> dict:
-        if trial.system_attrs.get("fixed_params"):
+        from autotune.study.queued import partly_queued, queued_completion
+
+        if "fixed_params" in trial.system_attrs and partly_queued(trial) is None:
             return {}  # a queued candidate (baseline, retry): not the sampler's to change
         proposal = dict(self.base.sample_relative(study, trial, self.base.infer_relative_search_space(study, trial)))
         for knob in KNOBS:
             if knob not in proposal:
                 proposal[knob] = self.base.sample_independent(study, trial, knob, self.space[knob])
+        if partly_queued(trial) is not None:  # the rest of a candidate queued in part: a valid one
+            return queued_completion(study, trial, proposal, self.valid.values())
         held = held_keys(study, except_number=trial.number)
         if params_key(proposal) not in held:
             return proposal
         free = [knobs for key, knobs in self.valid.items() if key not in held]
         if not free:
             return proposal  # nothing new is left; the loop stops on its own
-        fewest = min(_changed_knobs(proposal, knobs) for knobs in free)
-        nearest = [knobs for knobs in free if _changed_knobs(proposal, knobs) == fewest]
+        fewest = min(changed_knobs(proposal, knobs) for knobs in free)
+        nearest = [knobs for knobs in free if changed_knobs(proposal, knobs) == fewest]
         self.replaced += 1
         return dict(random.Random(trial.number).choice(nearest))
 

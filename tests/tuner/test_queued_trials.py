@@ -141,3 +141,45 @@ def test_a_queued_node_count_outside_the_space_names_nodes_and_a_new_study_not_w
     assert f"warning: trial {number} was queued with nodes 2, which this study's space does not hold (1); it is left " \
            "unprobed: queue one of those values, or start a new study (--out NEW_DIR) whose --nodes holds it" \
            in err.splitlines(), err
+
+
+def _resume_with_queued(tmp_path, sampler: str, queued: list[dict]) -> tuple[optuna.Study, list[int], str]:
+    """A simulated 7b study of 2 trials, `queued` put in it with enqueue_trial, then resumed with room for them all:
+    (the study, the queued trials' numbers, the resume's stderr)."""
+    out = tmp_path / "run"
+    flags = ("run", "--model", "7b", "--nodes", "1", "--backend", "simulate", "--sampler", sampler, "--out", out)
+    assert autotune_main(*flags, "--trials", "2").returncode == 0
+    study = optuna.load_study(study_name="autotune", storage=f"sqlite:///{out / 'study.db'}")
+    for params in queued:
+        study.enqueue_trial(params)
+    numbers = [t.number for t in study.trials[-len(queued):]]
+    resumed = autotune_main(*flags, "--trials", str(2 + len(queued)))
+    assert resumed.returncode == 0, resumed.stderr
+    return study, numbers, resumed.stderr
+
+
+@pytest.mark.parametrize("sampler", ["random", "nsga2", "guided"])
+def test_a_partly_queued_trial_is_completed_with_a_valid_candidate_holding_its_values(tmp_path, sampler):
+    """Trial74 #5: a trial queued with some knobs was filled in by the sampler's independent draws, which pay no heed
+    to validity: {'micro_batch': 8, 'sp_degree': 4} with the sampler's ZeRO-2 ran out of memory and was dropped with
+    "queued with a candidate that is not valid", where 76 valid candidates held those values; {} likewise."""
+    part = {"micro_batch": 8, "sp_degree": 4}
+    study, numbers, err = _resume_with_queued(tmp_path, sampler, [part, part, part, {}, {"zero_stage": 3}])
+    assert "not valid" not in err, err
+    trials = [study.trials[n] for n in numbers]
+    assert all(t.state == TrialState.COMPLETE for t in trials), [(t.number, t.state, t.user_attrs.get("reason")) for t in trials]
+    assert all(t.params["micro_batch"] == 8 and t.params["sp_degree"] == 4 for t in trials[:3])
+    assert len({tuple(sorted(t.params.items())) for t in trials[:3]}) == 3  # three candidates, none probed twice
+    assert trials[4].params["zero_stage"] == 3
+
+
+def test_a_partly_queued_trial_no_valid_candidate_completes_says_whose_values_were_not_valid(tmp_path):
+    """Trial74 #5: the line blamed the user's queue for values the sampler chose ("queued with a candidate that is not
+    valid: ..."); queued values no valid candidate holds (async offload needs ZeRO-3) now say so."""
+    study, (number,), err = _resume_with_queued(tmp_path, "random", [{"zero_stage": 1, "optimizer_offload": "async"}])
+    (line,) = [line for line in err.splitlines() if f"trial {number} was queued" in line]
+    assert line.startswith(f"warning: trial {number} was queued with zero_stage 1, optimizer_offload 'async', which no "
+                           "valid candidate of this study holds; with the sampler's values for the other knobs it is not "
+                           "valid either ("), line
+    assert line.endswith("it is left unprobed: queue values a valid candidate holds (`autotune space` lists them)")
+    assert study.trials[number].state == TrialState.PRUNED
