@@ -435,16 +435,43 @@ def _changed_proposals(study, args: argparse.Namespace) -> str | None:
     """A resume with another --seed or --sampler than the study's last run: said, and taken. Unlike the
     settings (the question) and the backend (where the figures came from), which are refused, these only
     choose which candidates are probed next, as --trials chooses how many: the figures so far stay
-    comparable, but the study is no longer the one its first seed alone gives, and the user should know."""
-    was = {"--sampler": study.user_attrs.get("sampler"), "--seed": study.user_attrs.get(SEED_ATTR)}
+    comparable, but the study is no longer the one its first seed alone gives, and the user should know.
+    The earlier values are every earlier run's, as pareto.json's inputs.proposed_by lists them: the last run's
+    alone called a study of guided, then tpe trials "the study --sampler tpe alone gives" (trial74 #8)."""
+    earlier, last = _earlier_proposers(study)
     now = {"--sampler": args.sampler, "--seed": args.seed}
-    changed = [flag for flag in was if was[flag] is not None and was[flag] != now[flag]]
+    changed = [flag for flag in now if last is not None and last[flag] != now[flag]]
     if not changed:
         return None
-    then, here = (" ".join(f"{flag} {values[flag]}" for flag in changed) for values in (was, now))
+    values = {flag: list(dict.fromkeys(who[flag] for who in earlier)) for flag in changed}
+    alone = " alone" if all(len(values[flag]) == 1 for flag in changed) else ""
+    then = (" " if alone else ", ").join(f"{flag} {', then '.join(map(str, values[flag]))}" for flag in changed)
+    here = " ".join(f"{flag} {now[flag]}" for flag in changed)
     return (f"resuming with {here}, not the {then} of this study's earlier runs: its trials are kept and its next "
-            f"candidates are proposed with {here}, so it is no longer the study {then} alone gives (pass {_new_study(args)} "
+            f"candidates are proposed with {here}, so it is no longer the study {then}{alone} gives (pass {_new_study(args)} "
             f"to start a study with {here})")
+
+
+def _earlier_proposers(study) -> tuple[list[dict], dict | None]:
+    """{"--sampler": ..., "--seed": ...} of each sampler and seed that proposed the study's trials, in the order of
+    their first trial (inputs.proposed_by's; trials queued by hand have none), and of the last run's (the one that
+    proposed the latest trial); else the study's `sampler` and `seed` attributes (a study older than that record);
+    ([], None) where none is a value `run` takes. A value edited by hand (a sampler 'foo', a seed 'abc') was said
+    back as this study's earlier run's (trial74 #8)."""
+    from autotune.report.inputs import proposers
+    from autotune.study.loop import SAMPLERS
+
+    def taken(who) -> bool:
+        seed = who.get("seed")
+        return who.get("sampler") in SAMPLERS and type(seed) is int and 0 <= seed < 2**32
+
+    recorded = [who for who in proposers(study.get_trials(deepcopy=False)) if taken(who)]
+    if not recorded and taken(kept := {"sampler": study.user_attrs.get("sampler"), "seed": study.user_attrs.get(SEED_ATTR)}):
+        recorded = [{**kept, "trials": []}]
+    if not recorded:
+        return [], None
+    flags = [{"--sampler": who["sampler"], "--seed": who["seed"]} for who in recorded]
+    return flags, flags[max(range(len(recorded)), key=lambda i: max(recorded[i]["trials"], default=-1))]
 
 
 def _new_study(args: argparse.Namespace) -> str:

@@ -488,3 +488,23 @@ def test_a_refusal_quotes_a_model_path_holding_a_newline_so_that_bash_gives_it_b
         given_back = subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True, check=True, cwd=tmp_path)
         assert given_back.stdout.decode() == path, word
     assert not (tmp_path / "pwned").exists() and not (tmp_path / "pwned2").exists()
+
+
+def test_a_changed_sampler_names_every_earlier_run_s_as_proposed_by_lists_them(tmp_path):
+    """Trial74 #8: the line named the last run's sampler and seed only ("not the --sampler tpe --seed 0 of this study's
+    earlier runs ... the study --sampler tpe --seed 0 alone gives") for a study of guided, then tpe trials, and said
+    back a sampler and seed edited by hand in the study's attributes ('foo', 'abc') that no trial was proposed by."""
+    out = tmp_path / "r"
+    assert autotune_main(*RUN, "--trials", "2", "--out", out).returncode == 0
+    assert autotune_main(*RUN, "--trials", "4", "--sampler", "tpe", "--out", out).returncode == 0
+    other = autotune_main(*RUN, "--trials", "6", "--sampler", "guided", "--seed", "7", "--out", out)
+    line = " ".join(other.stderr.split())
+    assert other.returncode == 0 and ("resuming with --sampler guided --seed 7, not the --sampler guided, then tpe, "
+                                      "--seed 0 of this study's earlier runs") in line, line
+    assert "so it is no longer the study --sampler guided, then tpe, --seed 0 gives" in line, line
+    study = optuna.load_study(study_name="autotune", storage=f"sqlite:///{out / 'study.db'}")
+    assert any((t.user_attrs.get("proposed_by") or {}).get("seed") == 7 for t in study.trials)  # the last run's
+    study.set_user_attr("sampler", "foo")
+    study.set_user_attr("seed", "abc")
+    same = autotune_main(*RUN, "--trials", "7", "--sampler", "guided", "--seed", "7", "--out", out)
+    assert same.returncode == 0 and "resuming with" not in same.stderr and "foo" not in same.stderr, same.stderr
