@@ -110,10 +110,10 @@ def _run(args) -> int:
         raise UserError(problem)
     # RUN_DIR's own study.db settles which database its reports are of, before --storage's is opened: opened first,
     # a --storage without the study (or of another) was refused in its own words, as if RUN_DIR had no study.
-    if args.storage and _names_own_study_db(args.run_dir, args.storage):
+    if args.storage and names_own_study_db(args.run_dir, args.storage):
         args.storage = None  # RUN_DIR's own study.db by a URL: reported as without --storage, and recorded so
     if args.storage and (args.run_dir / "study.db").is_file():
-        _refuse_another_storage(args.run_dir, args.storage)
+        refuse_another_storage(args.run_dir, args.storage)
     if not (args.run_dir / "study.db").exists():
         _check_reports_without_study_db(args.run_dir, args.storage)
         if args.storage and not created:
@@ -272,7 +272,7 @@ def _check_reports_without_study_db(run_dir, storage: str | None) -> None:
         raise UserError(study_db_gone_line(run_dir))
 
 
-def _names_own_study_db(run_dir, storage: str) -> bool:
+def names_own_study_db(run_dir, storage: str) -> bool:
     """Whether the --storage URL is an SQLite URL of RUN_DIR/study.db itself."""
     import sqlalchemy
 
@@ -285,20 +285,24 @@ def _names_own_study_db(run_dir, storage: str) -> bool:
         return False
 
 
-def _refuse_another_storage(run_dir, storage: str) -> None:
+def refuse_another_storage(run_dir, storage: str, command: str = "report") -> None:
     """A run directory with a study.db holds that study's reports: a bare `autotune report RUN_DIR` reads it. The
     reports of another database written there (a copy's, or the server a study moved to: the same trials, so the
     check of the study let it through) pointed pareto.json at it, and the next bare report rewrote them from
-    study.db again, each time the other study as it stood."""
+    study.db again, each time the other study as it stood. `command`: "report", or "run" (`run --storage COPY --out
+    RUN_DIR` probed into the copy and wrote its reports there, beside study.db's study; trial74 #9)."""
     from autotune.errors import UserError
     from autotune.study.storage import recorded_storage
 
     own = run_dir / "study.db"
+    elsewhere = ("run it into a directory of its own (--out NEW_DIR), drop --storage to resume " if command == "run" else
+                 "report it into a directory of its own (mkdir NEW_DIR, then autotune report NEW_DIR --storage URL), drop "
+                 "--storage to report ")
+    flag = "--out" if command == "run" else "RUN_DIR"
     raise UserError(
-        f"RUN_DIR {run_dir} keeps its study in its own study.db, and its reports (pareto.json, configs/) are of that one; "
+        f"{flag} {run_dir} keeps its study in its own study.db, and its reports (pareto.json, configs/) are of that one; "
         f"--storage {shell_text(recorded_storage(storage))} is another database, whose study a copy or a move may have "
-        f"changed since: report it into a directory of its own (mkdir NEW_DIR, then autotune report NEW_DIR --storage "
-        f"URL), drop --storage to report {own}, or, where the study moved to that database for good, move {own} out of "
+        f"changed since: {elsewhere}{own}, or, where the study moved to that database for good, move {own} out of "
         f"{run_dir} first")
 
 

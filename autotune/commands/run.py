@@ -519,7 +519,7 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
         CWD_GONE, check_run_outputs, current_directory_gone, study_db_problem, writable_directory,
     )
     from autotune.commands.progress import trial_progress
-    from autotune.commands.report import check_pick_options
+    from autotune.commands.report import check_pick_options, names_own_study_db, refuse_another_storage
     from autotune.study import open_study
     from autotune.study.run_dir_locks import check_workers_lock, sole_worker
     from autotune.study.failures import no_probe_succeeded
@@ -603,6 +603,8 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
     check_run_outputs(run_dir, out_flag)
     if not args.storage and (problem := study_db_problem(run_dir)):  # as `report` names it, before SQLite opens it
         raise UserError(problem)
+    if args.storage and (run_dir / "study.db").is_file() and not names_own_study_db(run_dir, args.storage):
+        refuse_another_storage(run_dir, args.storage, "run")  # its reports are study.db's study's, as `report` holds
     check_workers_lock(run_dir, args.storage)
     check_configs_writable(run_dir, out_flag)  # not after the probes, in a traceback (trial69 #2)
     study = open_study(run_dir, args.storage, make_sampler(args.seed, args.trials, args.sampler, checks),

@@ -67,6 +67,12 @@ def test_a_run_into_another_study_s_run_directory_is_refused_before_a_study_is_m
     before = _files(run)
     shared = _url(tmp_path / "shared.db")
     assert main([*RUN_32B, "--storage", shared, "--out", str(run)]) == 2
+    err = capsys.readouterr().err  # its own study.db is said first, as `report` says it (trial74 #9)
+    assert f"--out {run} keeps its study in its own study.db" in err and "(--out NEW_DIR)" in err
+    assert optuna.get_all_study_names(shared) == [] and _files(run) == before
+    (run / "study.db").unlink()  # a --storage run's directory: its reports alone
+    before = _files(run)
+    assert main([*RUN_32B, "--storage", shared, "--out", str(run)]) == 2
     err = capsys.readouterr().err
     assert f"--out {run} holds the reports of another study than 'autotune'" in err and "pass --out NEW_DIR" in err
     assert "the study is not there yet" in err

@@ -81,6 +81,27 @@ def test_a_report_of_another_database_is_refused_in_a_run_directory_with_its_own
     assert json.loads((out / "pareto.json").read_text())["storage"] is None
 
 
+def test_a_run_of_another_database_is_refused_in_a_run_directory_with_its_own_study_db(tmp_path):
+    """Trial74 #9: `run --storage COPY --out RUN_DIR`, where RUN_DIR's own study.db holds the original, was taken: it
+    probed into the copy and wrote the copy's reports over RUN_DIR's, which the next bare report flipped back. Refused
+    now, before any probe, as `report` refuses the same."""
+    import optuna
+
+    out = tmp_path / "own"
+    assert autotune_main("run", "--model", "tiny", "--nodes", "1", "--trials", "2", "--out", out).returncode == 0
+    copy = f"sqlite:///{tmp_path / 'copy.db'}"
+    optuna.copy_study(from_study_name="autotune", from_storage=f"sqlite:///{out / 'study.db'}", to_storage=copy)
+    before = _files(out)
+    refused = autotune_main("run", "--model", "tiny", "--nodes", "1", "--trials", "4", "--storage", copy, "--out", out)
+    lines = refused.stderr.strip().splitlines()
+    assert refused.returncode == 2 and lines[-1].startswith(
+        f"autotune run: error: --out {out} keeps its study in its own study.db, and its reports (pareto.json, configs/) "
+        f"are of that one; --storage {copy} is another database"), refused.stderr
+    assert f"run it into a directory of its own (--out NEW_DIR), drop --storage to resume {out / 'study.db'}" in lines[-1]
+    assert _files(out) == before
+    assert len(optuna.load_study(study_name="autotune", storage=copy).trials) == 2  # nothing probed into the copy
+
+
 def test_a_run_directory_s_own_study_db_is_said_before_another_storage_is_opened(tmp_path):
     """`report RUN_DIR --storage OTHER` opened OTHER first: one without the study was refused as "no autotune study
     named ... in OTHER", one of another study by its reports, and a URL of a driver not installed by that, as if
