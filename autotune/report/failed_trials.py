@@ -4,7 +4,8 @@ it a crashed probe's reason was in report.html alone, and a job's output file sa
 
 from __future__ import annotations
 
-from autotune.backends.repeat_takeover import trial_folder
+from pathlib import PurePath
+
 from autotune.counted import agreeing, counted
 from autotune.space.files import spans_text
 
@@ -35,10 +36,12 @@ def failure_lines(trials: list[dict]) -> tuple[str, list[str]] | None:
     groups = failure_groups(trials)
     if not groups:
         return None
-    logged = sorted(row["trial"] for row in trials
+    # The folder its probe wrote, not the trial's number: a retry that records the outcome of an earlier trial's probe
+    # (one killed after it, or told from outside while it ran: study/retries.py) has no folder of its own.
+    logged = sorted((row["trial"], PurePath(row["details"]["trial_dir"]).name) for row in trials
                     if row["status"] in FAILED_STATUSES and (row.get("details") or {}).get("trial_dir"))
-    log = (f" (each probe's whole output is its log in the run directory: trial {logged[0]}'s is "
-           f"{trial_folder('trials', logged[0]) / 'log.txt'})" if logged else "")
+    log = (f" (each probe's whole output is its log in the run directory: trial {logged[0][0]}'s is "
+           f"{PurePath('trials', logged[0][1], 'log.txt')})" if logged else "")
     lines = [f"{agreeing(len(numbers), 'trial', 'trials')} {spans_text(numbers)} ({status}): {reason}"
              for status, numbers, reason in groups[:MOST_REASONS]]
     if len(groups) > MOST_REASONS:

@@ -30,6 +30,13 @@ def test_failed_trials_are_grouped_by_reason_with_the_status_said_once():
                      "trial 6 (timeout): no reason recorded"]
 
 
+def test_a_retry_that_records_an_earlier_trial_s_probe_names_that_probe_s_log():
+    """Trial74 #1: trial 1 recorded the timeout of trial 0's probe (told from outside while it ran), and the heading sent
+    the user to trials/0001/log.txt, which no probe wrote."""
+    heading, _ = failure_lines([_row(1, "timeout", "timeout: no result within 40 s", "/r/trials/0000")])
+    assert heading.endswith("trial 1's is trials/0000/log.txt):"), heading
+
+
 def test_no_failure_says_nothing_and_a_replay_names_no_log():
     assert failure_lines([_row(0, "ok", None), _row(1, "invalid", "does not fit")]) is None
     heading, _ = failure_lines([_row(1, "failed", "failed: recorded so")])  # a replayed record: no trial directory
