@@ -568,6 +568,12 @@ def open_study(
             f"the study in {shown or run_dir} has {counted(len(study.directions), 'objective')}, this run asks for "
             f"{objectives}; repeat its --objectives or pass {elsewhere}"
         )
+    # A study created beforehand (`optuna create-study --directions minimize maximize`) keeps its directions too:
+    # Optuna's samplers and best_trials then steer to MORE energy while autotune's front ranks less (trial74 #11).
+    maximized = [name for name, d in zip(METRIC_NAMES, study.directions) if d != optuna.study.StudyDirection.MINIMIZE]
+    if maximized:
+        raise UserError(f"the study in {shown or run_dir} maximizes {' and '.join(maximized)}; autotune minimizes "
+                        f"{' and '.join(METRIC_NAMES[:objectives])}: pass {elsewhere}")
     if study.metric_names is None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)

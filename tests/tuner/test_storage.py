@@ -781,3 +781,21 @@ def test_a_study_in_an_older_autotunes_run_directory_resumes_with_the_same_comma
     other = autotune_main("run", "--model", "7b", "--study-name", "cap:1", "--nodes", "1", "--trials", "2", cwd=tmp_path)
     assert other.returncode == 0 and "older autotune" not in other.stderr  # cleans to cap_1 too: its own directory
     assert (tmp_path / "runs" / ("7b-1n-cap_1+" + hashlib.sha256(b"cap:1").hexdigest()[:10])).is_dir()
+
+
+@pytest.mark.parametrize("directions, maximized", [(["minimize", "maximize"], "energy_to_solution_kj"),
+                                                   (["maximize", "maximize"], "time_to_solution_s and energy_to_solution_kj")])
+def test_a_study_created_beforehand_that_maximizes_an_objective_is_refused(tmp_path, directions, maximized):
+    """`optuna create-study --directions minimize maximize` beforehand: the run went on, and Optuna's samplers and best
+    trials steered to the most energy (trial74 #11). Refused as a study of another number of objectives is."""
+    import optuna
+
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    optuna.create_study(study_name="autotune", storage=url, directions=directions)
+    with pytest.raises(UserError, match=rf"the study in .*shared.db maximizes {maximized}; autotune minimizes "
+                                        r"time_to_solution_s and energy_to_solution_kj: pass --study-name NEW"):
+        open_study(tmp_path / "run", url, None)
+    (tmp_path / "own").mkdir()
+    optuna.create_study(study_name="autotune", storage=f"sqlite:///{tmp_path / 'own' / 'study.db'}", directions=directions)
+    with pytest.raises(UserError, match=r"maximizes .*: pass --out NEW_DIR"):
+        open_study(tmp_path / "own", None, None)
