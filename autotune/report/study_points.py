@@ -159,6 +159,8 @@ def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, 
     retried_as = {lineage[0]: t.number for t in trials for lineage in [retry_lineage(by_number, t.number)] if lineage}
     time_only = len(study.directions) == 1  # the study's objectives, as `autotune run --objectives` set them
     for t in trials:
+        if t.state == TrialState.WAITING:
+            continue  # queued: not evaluated, whatever user_attrs it was queued with (retries.is_evaluated)
         outside = outside_reason(t)
         if outside or _refused_queued(t):
             rows.append(_unevaluated_row(t, settings, outside or t.user_attrs["reason"]))

@@ -54,8 +54,11 @@ TOLD_OUTSIDE_ATTR = "told_trial_result"
 def is_evaluated(t: optuna.trial.FrozenTrial, released: Collection[int] = ()) -> bool:
     """A trial whose candidate was really evaluated (not pruned unrun, not a repeat, not interrupted).
     `released`: set-up failures queued again (`released_trials(study)`), which their retries replace."""
+    # A queued trial is not evaluated whatever it holds: one queued with a copied trial's user_attrs (its result among
+    # them, Optuna's way to queue a trial again "as it was") was counted "ok" and evaluated before it ran (trial74 #4).
     return ("result" in t.user_attrs and "duplicate_of" not in t.user_attrs and not killed_after_probe(t)
-            and t.number not in released and not kept_result_fault(t))  # a wrong one is left out (outside.py)
+            and t.state != TrialState.WAITING and t.number not in released
+            and not kept_result_fault(t))  # a wrong one is left out (outside.py)
 
 
 def released_trials(study: optuna.Study) -> set[int]:

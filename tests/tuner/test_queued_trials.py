@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import optuna
 import pytest
 from optuna.trial import TrialState
@@ -183,3 +185,19 @@ def test_a_partly_queued_trial_no_valid_candidate_completes_says_whose_values_we
                            "valid either ("), line
     assert line.endswith("it is left unprobed: queue values a valid candidate holds (`autotune space` lists them)")
     assert study.trials[number].state == TrialState.PRUNED
+
+
+def test_a_trial_queued_with_a_copied_result_is_neither_ok_nor_evaluated_before_it_runs(tmp_path):
+    """Trial74 #4: `enqueue_trial(t.params, user_attrs=t.user_attrs)` (queueing a trial again "as it was") counted the
+    queued trial "ok" in the report and evaluated in the resume's line before it ran."""
+    from autotune.study.retries import evaluated_count
+
+    out = tmp_path / "run"
+    assert autotune_main(*GUIDED, "--trials", "3", "--out", out).returncode == 0
+    study = optuna.load_study(study_name="autotune", storage=f"sqlite:///{out / 'study.db'}")
+    study.enqueue_trial(study.trials[1].params, user_attrs=study.trials[1].user_attrs)
+    assert evaluated_count(study) == 3
+    reported = autotune_main("report", out)
+    assert reported.returncode == 0, reported.stderr
+    document = json.loads((out / "pareto.json").read_text())
+    assert document["trials"] == 3 and document["trials_by_status"] == {"ok": 3}
