@@ -26,7 +26,7 @@ from autotune.report.power_limit import measured_default_w, recorded_defaults_w
 from autotune.report.choosing import with_front_place
 from autotune.report.picks import commonest_failure, front_note, pick_rows
 from autotune.report.search import UNRECORDED_NODES_KEY
-from autotune.report.study_points import StudyView, ruled_out_sentence
+from autotune.report.study_points import StudyView, left_out_sentence, ruled_out_sentence
 from autotune.report.unmeasured_floor import unmeasured_floor
 from autotune.report.within_noise import RULE as NOISE_RULE, with_noise, with_noise_ties
 from autotune.space import node_span
@@ -350,7 +350,7 @@ def pareto_document(view: StudyView, backend: str, backend_reason: str, importan
         # the nearest other pick where one is LOPSIDED_RATIO times the other (or null).
         "simulator_error": error,
         # A plain sentence when there is no trade-off (no feasible point, one, or one beating all); else None.
-        "note": " ".join(filter(None, (ruled_out_sentence(view.ruled_out_now), front_note(
+        "note": " ".join(filter(None, (left_out_sentence(view.left_out), ruled_out_sentence(view.ruled_out_now), front_note(
             view.points, view.front, trials_by_status, commonest_failure(view.trials), view.time_only,
             exhausted)))) or None,
         # Per objective, {knob: share of its variation explained} (largest first), or why there is none.

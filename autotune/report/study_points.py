@@ -13,7 +13,7 @@ from autotune.flops import flops_per_sample
 from autotune.report.front import Point, pareto_front, recommendations
 from autotune.report.picks import DEFAULT_ETA, DEFAULT_MAX_SLOWDOWN, PickParameters, max_power_per_gpu_w
 from autotune.study.loop import running_probes
-from autotune.study.outside import outside_reason
+from autotune.study.outside import LEFT_OUT, by_reason, outside_reason
 from autotune.study.retries import STOPPED_BY_ATTR, killed_after_probe, retried_trials, retry_lineage, trials_by_number
 from autotune.study.settings import StudySettings
 from autotune.study.unique import OVER_BUDGET_ATTR, trial_knobs
@@ -50,6 +50,9 @@ class StudyView:
     # Trials whose probe was under way (another worker's) when the view read the study: not in it. Said from this read,
     # not another: a probe that finished between the two was said to be missing from a report that held it (trial66 #10).
     running_probes: tuple[int, ...] = ()
+    # Trials that are no probe of this study, {trial: why} (outside.outside_reason): their rows say why, and pareto.json's
+    # note names them in one sentence (left_out_sentence), as a run does on stderr: the report only counted them.
+    left_out: dict = field(default_factory=dict)
     # Whether the study kept its hardware profile: an older autotune's did not, and the profile of that name here is
     # today's, whose error is not its figures' (report.error_bars.simulator_error).
     profile_recorded: bool = True
@@ -147,10 +150,19 @@ def ruled_out_sentence(ruled_out: dict) -> str | None:
             "the picks, and kept in study.db.")
 
 
+def left_out_sentence(left_out: dict) -> str | None:
+    """One sentence naming the trials that are no probe of this study and why, or None: the report counted them as
+    invalid, and said why only in report.html's table."""
+    if not left_out:
+        return None
+    reasons = {number: reason.removesuffix(LEFT_OUT) for number, reason in left_out.items()}
+    return f"Left out of the search, the front and the picks as no probe of this study: {by_reason(reasons)}."
+
+
 def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, eta: float = DEFAULT_ETA) -> StudyView:
     """The study's trials, feasible points, front and picks (chosen with max_slowdown and eta)."""
     settings = StudySettings.from_dict(study.user_attrs["settings"])
-    rows, points, baseline_trial, ruled_out = [], [], None, {}
+    rows, points, baseline_trial, ruled_out, left_out = [], [], None, {}, {}
     trials = study.get_trials(deepcopy=False)
     retried = retried_trials(study, trials)  # left unfinished by a stopped run (killed outright, or Ctrl-C): probed again
     # Which trial probed each of them again (the nearest retry), for its reason: "interrupted" alone left the
@@ -164,6 +176,8 @@ def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, 
         outside = outside_reason(t)
         if outside or _refused_queued(t):
             rows.append(_unevaluated_row(t, settings, outside or t.user_attrs["reason"]))
+            if outside:
+                left_out[t.number] = outside
             continue
         if ("duplicate_of" in t.user_attrs or OVER_BUDGET_ATTR in t.user_attrs or t.state == TrialState.RUNNING
                 or "candidate" not in t.user_attrs or (killed_after_probe(t) and t.number in retried)):  # its retry holds its result
@@ -219,4 +233,4 @@ def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, 
                             feasible=points)
     return StudyView(settings, rows, points, front, picks, baseline_trial, parameters, time_only,
                      searchable_nodes(trials), study.user_attrs.get(MODEL_CAVEATS_ATTR), ruled_out, tuple(running_probes(trials)),
-                     profile_recorded="hardware_profile" in study.user_attrs["settings"])
+                     left_out, profile_recorded="hardware_profile" in study.user_attrs["settings"])

@@ -11,10 +11,14 @@ with the reason, and a run says so in one line. Optuna's own samplers (tpe, nsga
 A trial whose kept `result` is no record autotune wrote (not an object, a time of -5 s, no `candidate` beside it) is
 one such trial too, whatever its state: a FAIL trial edited by hand was taken over by the next run as a probe's
 figures (-5,000 ms, then a scipy traceback), and a string or a missing candidate ended run and report in tracebacks
-for good (trial 68 #3). It is left out as above, its line naming the value.
+for good (trial 68 #3). It is left out as above, its line naming the value. So is one whose Optuna values or params
+are not its kept record's (trial74 #3): autotune completes a trial with its result's figures, for the candidate its
+params make, so a trial whose values disagree was made or edited by hand, and which of the two is true nothing says.
 """
 
 from __future__ import annotations
+
+import math
 
 import optuna
 from optuna.trial import TrialState
@@ -23,9 +27,11 @@ from autotune.backends.base import STATUSES
 from autotune.checks import number_problem, shown
 from autotune.counted import agreeing
 
+# The end of every reason a trial is left out for: the report's sentence (study_points.left_out_sentence) says it once.
+LEFT_OUT = "; left out of the search, the front and the picks"
 # A row's reason in the report, and the run's line after the trial numbers ("trial 5 was ...").
 ADDED_OUTSIDE_REASON = ("added outside autotune (study.add_trial, or told by hand): no autotune result says where its "
-                        "figures come from; left out of the search, the front and the picks")
+                        "figures come from" + LEFT_OUT)
 
 
 def kept_result_fault(t: optuna.trial.FrozenTrial) -> str | None:
@@ -49,6 +55,26 @@ def kept_result_fault(t: optuna.trial.FrozenTrial) -> str | None:
     candidate = t.user_attrs.get("candidate")
     if not isinstance(candidate, dict) or not isinstance(candidate.get("knobs"), dict):
         return "it holds a result but no candidate (the knobs its figures are for)"
+    return _record_disagreement(t, result, candidate["knobs"])
+
+
+def _record_disagreement(t: optuna.trial.FrozenTrial, result: dict, knobs: dict) -> str | None:
+    """Where the trial's own params or Optuna values are not its kept record's, what differs; else None. autotune
+    suggests the params its candidate is built from, and completes a trial with its result's time (and energy): a
+    trial added by hand with values of its own (50, 50) beside a copied result was ranked by the result's figures while
+    Optuna's best_trials ranked it by its values, and the guided model took those figures for its candidate's."""
+    for knob, value in t.params.items():
+        if knob in knobs and knobs[knob] != value:
+            return f"its candidate.knobs {knob} = {shown(knobs[knob])} is not its param {shown(value)}"
+    if t.state != TrialState.COMPLETE or t.values is None:
+        return None
+    for key, value in zip(("time_s", "energy_kj"), t.values):  # a time-only study has one value
+        kept = result.get(key)
+        # A figure the result does not hold is no disagreement (kept_result_fault passes it too): the values stand alone.
+        if kept is None:
+            continue
+        if not isinstance(kept, (int, float)) or not math.isclose(value, kept, rel_tol=1e-9):
+            return f"its Optuna value {value:g} is not its result.{key} = {shown(kept)}"
     return None
 
 
@@ -63,12 +89,21 @@ def outside_reason(t: optuna.trial.FrozenTrial) -> str | None:
         # result, or the trial it repeats: one pruned by add_trial was in no count and named nowhere (trial 68 #13).
         return ADDED_OUTSIDE_REASON
     fault = kept_result_fault(t)
-    return f"{fault}: added or edited by hand; left out of the search, the front and the picks" if fault else None
+    return f"{fault}: added or edited by hand{LEFT_OUT}" if fault else None
 
 
 def added_outside(t: optuna.trial.FrozenTrial) -> bool:
     """A trial added outside autotune, or one whose kept result is no record of autotune's (outside_reason)."""
     return outside_reason(t) is not None
+
+
+def by_reason(reasons: dict[int, str]) -> str:
+    """Trials and why, those of one reason together: "trials 4, 5 (why); trial 7 (why)"."""
+    numbers_by_reason: dict[str, list[int]] = {}
+    for number, reason in sorted(reasons.items()):
+        numbers_by_reason.setdefault(reason, []).append(number)
+    return "; ".join(f"trial{'s' if len(numbers) > 1 else ''} {', '.join(map(str, numbers))} ({reason})"
+                     for reason, numbers in numbers_by_reason.items())
 
 
 def added_outside_lines(study: optuna.Study) -> list[str]:

@@ -89,3 +89,27 @@ def test_a_trial_added_outside_autotune_as_pruned_is_counted_and_named(tmp_path)
     assert f"warning: trial {added} was added outside autotune (study.add_trial, or told by hand): no autotune result " \
            "says where its figures come from; left out of the search, the front and the picks" in resumed.stderr.splitlines()
     assert json.loads((out / "pareto.json").read_text())["trials"] == len(study.trials)
+
+
+def test_a_trial_whose_optuna_values_are_not_its_kept_result_is_left_out_of_the_model_and_named(tmp_path):
+    """Trial74 #3: values (50, 50) beside a copied result: the report ranked it by the result, Optuna's best_trials by
+    its values, and the guided model took the result's figures for its candidate's (seven more probes of its
+    neighbours), without a word."""
+    from autotune.study.outlook import observe
+
+    out = tmp_path / "run"
+    assert autotune_main(*RUN, "--trials", "3", "--out", out).returncode == 0
+    study = optuna.load_study(study_name="autotune", storage=f"sqlite:///{out / 'study.db'}")
+    added = _kept_result_trial(study, optuna.trial.TrialState.COMPLETE, lambda attrs: None)  # values (1, 1)
+    # The guided model's observations, indexed here by trial number (any index holding every candidate will do).
+    seen = observe(study, {params_key(t.params): t.number for t in study.trials})
+    assert seen.ok and added not in seen.ok and added not in seen.failed
+
+    reported = autotune_main("report", out)
+    assert reported.returncode == 0, reported.stderr
+    document = json.loads((out / "pareto.json").read_text())
+    assert added not in {p["trial"] for p in document["feasible"]} | set(document["recommendations"].values())
+    time_s = study.trials[1].user_attrs["result"]["time_s"]
+    assert (f"Left out of the search, the front and the picks as no probe of this study: trial {added} (its Optuna "
+            f"value 1 is not its result.time_s = {time_s!r}: added or edited by hand)") in document["note"]
+    assert document["note"] in " ".join(reported.stdout.split())
