@@ -13,6 +13,7 @@ from autotune.counted import agreeing, counted
 from autotune.candidate import KNOBS
 from autotune.space.unsearched import NOT_SEARCHED_ATTR
 from autotune.study.loop import PROPOSED_BY_ATTR
+from autotune.study.retries import released_trials
 
 
 def content_sha256(value) -> str:
@@ -20,9 +21,11 @@ def content_sha256(value) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True).encode("utf-8")).hexdigest()
 
 
-def proposers(trials) -> list[dict]:
+def proposers(trials, released=()) -> list[dict]:
     """Each distinct proposer with the trials it proposed, in the order of their first trial. Trials of
-    a study older than the record are left out (their count is the difference to `trials`)."""
+    a study older than the record are left out (their count is the difference to `trials`). `released`: trials
+    holding a result that counts as no probe of the study (retries.released_trials: a copy of another study's
+    trial keeps its proposer, and was counted evaluated by it; trial74 #2)."""
     from autotune.study.retries import is_evaluated
 
     groups: dict[str, dict] = {}
@@ -33,7 +36,7 @@ def proposers(trials) -> list[dict]:
         group = groups.setdefault(json.dumps(who, sort_keys=True), {**who, "trials": [], "evaluated": 0})
         group["trials"].append(t.number)
         # A proposal the space refused is a trial too, not a probe: "--trials 20: 30" read as the budget overrun.
-        group["evaluated"] += is_evaluated(t)
+        group["evaluated"] += is_evaluated(t, released)
     return list(groups.values())
 
 
@@ -46,7 +49,7 @@ def study_inputs(study, settings) -> dict:
     return {
         "space": {knob: list(settings.space.values(knob)) for knob in KNOBS},
         "hardware_sha256": content_sha256(stored) if stored is not None else None,
-        "proposed_by": proposers(study.get_trials(deepcopy=False)),
+        "proposed_by": proposers(study.get_trials(deepcopy=False), released_trials(study)),
         # Trials no `proposed_by` entry covers: those an autotune older than the record proposed (trial52 #6).
         "proposer_not_recorded": sum(not isinstance(t.user_attrs.get(PROPOSED_BY_ATTR), dict)
                                      for t in study.get_trials(deepcopy=False)),

@@ -13,6 +13,7 @@ from autotune.flops import flops_per_sample
 from autotune.report.front import Point, pareto_front, recommendations
 from autotune.report.picks import DEFAULT_ETA, DEFAULT_MAX_SLOWDOWN, PickParameters, max_power_per_gpu_w
 from autotune.study.loop import running_probes
+from autotune.study.foreign import foreign_trials
 from autotune.study.outside import LEFT_OUT, by_reason, outside_reason
 from autotune.study.retries import STOPPED_BY_ATTR, killed_after_probe, retried_trials, retry_lineage, trials_by_number
 from autotune.study.settings import StudySettings
@@ -170,10 +171,14 @@ def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, 
     by_number = trials_by_number(trials)
     retried_as = {lineage[0]: t.number for t in trials for lineage in [retry_lineage(by_number, t.number)] if lineage}
     time_only = len(study.directions) == 1  # the study's objectives, as `autotune run --objectives` set them
+    # Copies of other studies' trials, second records of one probe, figures the backend never gives (foreign.py): left
+    # out as a trial added by hand is, and named in the note. Not shown as this study's, nor taken as its baseline (a
+    # copy keeps its `baseline` mark): the study's own probes stand without them (trial74 #2).
+    foreign = foreign_trials(study, trials)
     for t in trials:
         if t.state == TrialState.WAITING:
             continue  # queued: not evaluated, whatever user_attrs it was queued with (retries.is_evaluated)
-        outside = outside_reason(t)
+        outside = outside_reason(t, foreign)
         if outside or _refused_queued(t):
             rows.append(_unevaluated_row(t, settings, outside or t.user_attrs["reason"]))
             if outside:

@@ -32,6 +32,7 @@ from autotune.study.acquisition import enters_front, improvement
 from autotune.study.correction import corrected_log_prediction
 from autotune.study.knob_kernel import knob_features
 from autotune.study.reweight import reweighted_log_prediction
+from autotune.study.foreign import foreign_trials
 from autotune.study.outside import added_outside
 from autotune.study.unique import OVER_BUDGET_ATTR
 
@@ -70,11 +71,13 @@ def _trial_params(t: optuna.trial.FrozenTrial) -> dict | None:
 
 def observe(study: optuna.Study, index: dict[str, int], current_trial: int | None = None) -> Observations:
     obs = Observations({}, set(), set(), set(), set())
-    for t in study.get_trials(deepcopy=False):
+    trials = study.get_trials(deepcopy=False)
+    foreign = foreign_trials(study, trials)  # copies of other studies' trials: no figures of this study's (trial74 #2)
+    for t in trials:
         params = _trial_params(t)
         i = index.get(params_key(params)) if params else None
         if (i is None or t.number == current_trial or "duplicate_of" in t.user_attrs or OVER_BUDGET_ATTR in t.user_attrs
-                or added_outside(t)):  # its figures' source is unknown (outside.py)
+                or added_outside(t, foreign)):  # its figures' source is unknown (outside.py)
             continue
         constraints = t.constraints
         if t.state in (TrialState.RUNNING, TrialState.WAITING):

@@ -78,8 +78,9 @@ def _record_disagreement(t: optuna.trial.FrozenTrial, result: dict, knobs: dict)
     return None
 
 
-def outside_reason(t: optuna.trial.FrozenTrial) -> str | None:
-    """Why the trial is left out as not autotune's (see the module docstring), or None where it is autotune's."""
+def outside_reason(t: optuna.trial.FrozenTrial, foreign: dict[int, str] | None = None) -> str | None:
+    """Why the trial is left out as not autotune's (see the module docstring), or None where it is autotune's.
+    `foreign`: the study's trials not probed in it (foreign.foreign_trials), where the caller has them."""
     if t.state == TrialState.COMPLETE and "result" not in t.user_attrs:
         # autotune stores the result before its objective returns the values that complete a trial, so only a
         # trial made outside it completes without one.
@@ -89,12 +90,19 @@ def outside_reason(t: optuna.trial.FrozenTrial) -> str | None:
         # result, or the trial it repeats: one pruned by add_trial was in no count and named nowhere (trial 68 #13).
         return ADDED_OUTSIDE_REASON
     fault = kept_result_fault(t)
-    return f"{fault}: added or edited by hand{LEFT_OUT}" if fault else None
+    if fault:
+        return f"{fault}: added or edited by hand{LEFT_OUT}"
+    if foreign and t.number in foreign:
+        from autotune.study.foreign import NOT_PROBED_HERE  # it reads this module
+
+        return f"{foreign[t.number]}: {NOT_PROBED_HERE}"
+    return None
 
 
-def added_outside(t: optuna.trial.FrozenTrial) -> bool:
-    """A trial added outside autotune, or one whose kept result is no record of autotune's (outside_reason)."""
-    return outside_reason(t) is not None
+def added_outside(t: optuna.trial.FrozenTrial, foreign: dict[int, str] | None = None) -> bool:
+    """A trial added outside autotune, one whose kept result is no record of autotune's, or (given the study's
+    `foreign` trials) one not probed in this study (outside_reason)."""
+    return outside_reason(t, foreign) is not None
 
 
 def by_reason(reasons: dict[int, str]) -> str:
@@ -108,11 +116,14 @@ def by_reason(reasons: dict[int, str]) -> str:
 
 def added_outside_lines(study: optuna.Study) -> list[str]:
     """Lines naming the study's trials added outside autotune, and that they are left out: one for those without a
-    result (COMPLETE or PRUNED), one for each whose kept result is wrong (its value named); none where no trial is."""
+    result (COMPLETE or PRUNED), one for each whose kept result is wrong (its value named), one for those not probed
+    in this study (foreign.py); none where no trial is."""
     trials = [t for t in study.get_trials(deepcopy=False) if added_outside(t)]
     numbers = [t.number for t in trials if outside_reason(t) == ADDED_OUTSIDE_REASON]
     lines = [f"trial {t.number}: {outside_reason(t)}" for t in trials if t.number not in numbers]
     if numbers:
         lines.insert(0, f"{agreeing(len(numbers), 'trial', 'trials')} {', '.join(map(str, numbers))} "
                         f"{agreeing(len(numbers), 'was', 'were')} {ADDED_OUTSIDE_REASON}")
-    return lines
+    from autotune.study.foreign import foreign_line, foreign_trials  # it reads this module
+
+    return lines + ([line] if (line := foreign_line(foreign_trials(study))) else [])

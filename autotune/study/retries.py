@@ -62,8 +62,12 @@ def is_evaluated(t: optuna.trial.FrozenTrial, released: Collection[int] = ()) ->
 
 
 def released_trials(study: optuna.Study) -> set[int]:
-    """Trials whose probe failed on the set-up and whose candidate a resumed run queued again."""
-    return set(study.user_attrs.get(SETUP_RETRIED_ATTR, []))
+    """Trials that hold a result yet count as no probe of the study: those whose probe failed on the set-up and whose
+    candidate a resumed run queued again, and those not probed in it (foreign.foreign_trials: a copy of another
+    study's trial, a second record of one probe; trial74 #2)."""
+    from autotune.study.foreign import foreign_trials  # it reads is_evaluated
+
+    return set(study.user_attrs.get(SETUP_RETRIED_ATTR, [])) | set(foreign_trials(study))
 
 
 def evaluated_count(study: optuna.Study, recording: bool = False) -> int:
@@ -166,7 +170,7 @@ def queue_setup_retries(study: optuna.Study, probe_settings: dict | None = None)
         study.enqueue_trial(t.params, user_attrs=attrs)
         queued.append(t.number)
     if queued:
-        study.set_user_attr(SETUP_RETRIED_ATTR, sorted(released | set(queued)))
+        study.set_user_attr(SETUP_RETRIED_ATTR, sorted(set(study.user_attrs.get(SETUP_RETRIED_ATTR, [])) | set(queued)))
     return queued
 
 

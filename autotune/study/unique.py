@@ -26,6 +26,7 @@ from optuna.distributions import CategoricalDistribution
 from optuna.trial import FrozenTrial, TrialState
 
 from autotune.candidate import KNOBS, params_key
+from autotune.study.foreign import foreign_trials
 from autotune.study.outside import added_outside
 
 # Set on a trial that found the --trials budget held by other workers' running probes, or too little time left
@@ -67,10 +68,13 @@ def held_keys(study: optuna.Study, except_number: int | None = None) -> set[str]
     interrupted trial (Ctrl-C) or one stopped by the budget holds nothing: its candidate was never
     evaluated and may be proposed."""
     held = set()
-    for t in settled_trials(study, except_number) if except_number is not None else study.get_trials(deepcopy=False):
+    trials = settled_trials(study, except_number) if except_number is not None else study.get_trials(deepcopy=False)
+    foreign = foreign_trials(study, trials)
+    for t in trials:
         knobs = trial_knobs(t)
-        # A trial added outside autotune holds nothing either: its figures are left out (outside.py), its candidate free.
-        unprobed = t.user_attrs.get("interrupted") or t.user_attrs.get(OVER_BUDGET_ATTR) or added_outside(t)
+        # A trial added outside autotune, or not probed in this study, holds nothing either: its figures are left out
+        # (outside.py, foreign.py), its candidate free.
+        unprobed = t.user_attrs.get("interrupted") or t.user_attrs.get(OVER_BUDGET_ATTR) or added_outside(t, foreign)
         if t.number != except_number and all(k in knobs for k in KNOBS) and not unprobed:
             held.add(params_key(knobs))
     return held

@@ -1,0 +1,94 @@
+"""Trials that hold an autotune record, but that autotune did not probe in this study (study/foreign.py, trial74 #2):
+left out of the probe counts, the guided model, the front and the picks, and named in one line by run and report."""
+
+from __future__ import annotations
+
+import json
+
+import optuna
+import pytest
+
+from autotune.study.foreign import foreign_trials
+from autotune.study.retries import evaluated_count
+from tests.cli import autotune_main
+
+RUN = ("run", "--model", "7b", "--nodes", "2", "--backend", "simulate", "-q")
+NOT_HERE = "not probed in this study, but added to it by hand"
+
+
+def _study(out) -> optuna.Study:
+    return optuna.load_study(study_name="autotune", storage=f"sqlite:///{out / 'study.db'}")
+
+
+@pytest.fixture(scope="module")
+def studies(tmp_path_factory):
+    """A 3-trial study of the default workload, and one of 16 frames, to copy trials from."""
+    root = tmp_path_factory.mktemp("foreign")
+    for name, extra in (("own", ()), ("frames16", ("--frames", "16"))):
+        done = autotune_main(*RUN, "--trials", "3", *extra, "--out", root / name)
+        assert done.returncode == 0, done.stderr
+    return root
+
+
+def _copy(studies, tmp_path):
+    import shutil
+
+    shutil.copytree(studies / "own", tmp_path / "run")
+    return tmp_path / "run"
+
+
+def _picked_trials(out) -> set[int]:
+    document = json.loads((out / "pareto.json").read_text())
+    return {p["trial"] for p in document["front"]} | set(document["recommendations"].values())
+
+
+def test_a_trial_copied_from_a_study_of_another_workload_is_left_out_and_named(studies, tmp_path):
+    """A 16-frame study's trial, copied with add_trial, was the 60-frame study's fastest pick, and its `baseline` mark
+    moved the baseline to a candidate invalid at 60 frames."""
+    out = _copy(studies, tmp_path)
+    study = _study(out)
+    own = {t.number for t in study.trials}
+    for t in _study(studies / "frames16").trials:
+        if t.state == optuna.trial.TrialState.COMPLETE:
+            study.add_trial(t)
+    copied = sorted({t.number for t in study.trials} - own)
+    assert copied and set(foreign_trials(study)) == set(copied)
+    assert evaluated_count(study) == len(own)
+
+    reported = autotune_main("report", out)
+    assert reported.returncode == 0, reported.stderr
+    document = json.loads((out / "pareto.json").read_text())
+    assert _picked_trials(out).isdisjoint(copied)
+    assert document["baseline"] == 0
+    assert document["trials_by_status"]["invalid"] >= len(copied)
+    shown = " ".join(reported.stdout.split())  # rich wraps the sentence
+    numbers = ", ".join(map(str, copied))
+    assert (f"Left out of the search, the front and the picks as no probe of this study: trials {numbers} (its "
+            f"candidate is of workload frames 16, this study's 60: {NOT_HERE}") in shown
+    resumed = autotune_main(*RUN, "--trials", "3", "--out", out)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"warning: {len(copied)} trials were {NOT_HERE}" in resumed.stderr
+    assert f"trials {numbers} (its candidate is of workload frames 16, this study's 60)" in " ".join(resumed.stderr.split())
+
+
+def test_measured_figures_added_to_a_simulated_study_and_a_re_added_trial_are_left_out(studies, tmp_path):
+    """A made-up `measured` result in a study whose backend only simulates was its fastest pick, labelled measured; a
+    study's own trials added again counted as two more probes, and the copy of the baseline became the baseline."""
+    out = _copy(studies, tmp_path)
+    study = _study(out)
+    first, baseline = study.trials[1], study.trials[0]
+    made_up = json.loads(json.dumps(first.user_attrs))
+    made_up["result"].update(source="measured", energy_source="measured", time_s=1.0, energy_kj=1.0)
+    study.add_trial(optuna.trial.create_trial(params=first.params, distributions=first.distributions, values=[1.0, 1.0],
+                                              user_attrs=made_up))
+    study.add_trial(baseline)
+    measured, again = study.trials[-2].number, study.trials[-1].number
+    assert foreign_trials(study) == {
+        measured: "its result's source is measured, which this study's backend (simulate) never gives",
+        again: "its candidate is trial 0's, which this study evaluated already"}
+
+    assert autotune_main("report", out).returncode == 0
+    document = json.loads((out / "pareto.json").read_text())
+    assert _picked_trials(out).isdisjoint({measured, again})
+    assert document["baseline"] == 0 and document["source"] == "simulated"
+    assert sum(who["evaluated"] for who in document["inputs"]["proposed_by"]) == 3
