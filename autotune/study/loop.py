@@ -657,15 +657,18 @@ def run_study(
     if before >= min(n_trials, valid_total):
         _say_left_waiting(study, n_trials, valid_total, progress)
         return 0
-    if before and early_stop and _converged(study) and not waiting_trials(study):
+    converged_now = bool(before and early_stop and _converged(study))
+    if converged_now and not waiting_trials(study):
         # Converged already (in an earlier run, or by probes other workers finished since): the record
         # names the probes it converged on now. A study with nothing evaluated cannot have: no model
         # is built for it at start-up.
         study.set_user_attr(CONVERGED_ATTR, {"probes": before, "rule": STOP_RULE, "trials": len(study.trials)})
         return 0
-    if study.user_attrs.get(CONVERGED_ATTR) and not (early_stop and hasattr(study.sampler, "converged")):
+    if study.user_attrs.get(CONVERGED_ATTR) and not converged_now:
         # A sampler with no stop rule probes past a guided run's convergence: "converged after 5 probes"
-        # would then describe a study of 12.
+        # would then describe a study of 12. So does a guided run whose model no longer holds the study converged
+        # (trials queued or added since): "converged after 4 probes (26 more probed since by --sampler guided)" was
+        # said of a study its --trials budget stopped (trial74 #3). A converged study that takes queued trials keeps it.
         study.set_user_attr(CONVERGED_ATTR, None)
     choices = usable_values(checks)
     study.sampler = unique_candidates(study.sampler, choices, [c.candidate.knobs.to_dict() for c in checks if c.valid])

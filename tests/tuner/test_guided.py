@@ -617,3 +617,23 @@ def test_a_trial_queued_by_hand_since_convergence_is_not_said_to_be_a_samplers(b
     converged = {"probes": 4, "rule": stop_rule(2), "finished_since": 0, "probed_since": 1, "probed_since_by": by}
     line = search_sentences({"converged": converged}, "simulate")[0]
     assert line.startswith(f"converged after 4 simulated probes {said}: "), line
+
+
+def test_a_guided_resume_that_probes_past_an_earlier_convergence_drops_that_record(tmp_path):
+    """Trial74 #3: a resumed guided study whose model no longer held it converged probed until its --trials budget,
+    and run and report still said "converged after 4 simulated probes (26 more probed since by --sampler guided)"."""
+    from autotune.study.stop_rule import STOP_RULE
+
+    out = tmp_path / "run"
+    assert autotune_main("run", "--model", "7b", "--nodes", "2", "--backend", "simulate", "-q", "--trials", "2", "--out", out).returncode == 0
+    study = optuna.load_study(study_name="autotune", storage=f"sqlite:///{out / 'study.db'}")
+    # An earlier run's record, as a guided run keeps it, of a study the model does not hold converged now.
+    study.set_user_attr(CONVERGED_ATTR, {"probes": 2, "rule": STOP_RULE, "trials": 2})
+    resumed = autotune_main("run", "--model", "7b", "--nodes", "2", "--backend", "simulate", "-q", "--trials", "4", "--out", out)
+    assert resumed.returncode == 0, resumed.stderr
+    probed = sum("result" in t.user_attrs for t in study.trials)
+    assert probed > 2  # the guided run went on: the model did not hold the study converged
+    record = study.user_attrs.get(CONVERGED_ATTR)
+    assert record is None or record["probes"] == probed  # converged again at its end, or not at all
+    search = json.loads((out / "pareto.json").read_text())["search"]
+    assert not search["converged"] or search["converged"]["probes"] == probed
