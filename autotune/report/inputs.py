@@ -90,8 +90,6 @@ def inputs_sentence(inputs: dict | None) -> str | None:
 def not_searched_sentence(skipped: list[dict]) -> str:
     """`power_limit 0.7 and sm_clock_mhz 1500 are not searched: <why>; <fix>`: the values of a space file a study
     left out (space.unsearched's entries, pareto.json `inputs.not_searched`), those of one cause in one clause."""
-    from autotune.report.picks import listed
-
     causes: dict[tuple, list[dict]] = {}
     for left_out in skipped:
         causes.setdefault((left_out["why"], left_out.get("fix")), []).append(left_out)

@@ -163,7 +163,6 @@ def queue_setup_retries(study: optuna.Study, probe_settings: dict | None = None)
     under other probe settings than `probe_settings` (see the module docstring); that trial then counts no
     more as evaluated. Once per trial, and not for a candidate another trial has evaluated since or holds
     queued or running. Returns the trial numbers whose candidates were queued."""
-    released = released_trials(study)
     queued = []
     for t in setup_retries(study, probe_settings):
         attrs = {"retry_of": t.number, **({"baseline": True} if t.user_attrs.get("baseline") else {})}
