@@ -17,9 +17,11 @@ from pathlib import Path
 from autotune.backends.base import ProbeResult
 from autotune.backends.launch import measured_default_limit, probe_cost
 from autotune.backends.probe_outcome import measured_figures, not_ok_result, ok_result, read_result
-from autotune.backends.replay import measurement_record, study_of
+from autotune.backends.replay import checked_record, measurement_record, study_of
 from autotune.backends.repeat_takeover import read_record, result_name
 from autotune.candidate import candidate_from_dict, params_key
+from autotune.checks import shown
+from autotune.errors import ConfigError
 from autotune.study.storage_failure import trial_folders_with_results
 
 
@@ -75,7 +77,8 @@ def _record(folder: Path) -> dict:
         try:
             figures.append(measured_figures(result, candidate, path))
         except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
-            raise _LeftOut(f"{path.name} lacks a figure ({exc!r})") from None
+            raise _LeftOut(f"{path} lacks a figure ({exc!r})") from None
+        _check_figures(figures[-1], result, path, candidate.knobs.to_dict())
         results.append(result)
     if outcome is None:
         outcome = ok_result(figures, folder, **measured_default_limit(results))
@@ -84,4 +87,36 @@ def _record(folder: Path) -> dict:
     record = measurement_record(candidate.knobs.to_dict(), outcome.to_dict(), study_of(candidate))
     if record is None:
         raise _LeftOut(f"its status {outcome.status!r} is none a replay takes")
+    try:  # what _check_figures cannot trace to one field (probe_runs.json's wall times: the probe's cost)
+        checked_record("its record", json.loads(json.dumps(record)))
+    except ConfigError as why:
+        raise _LeftOut(f"its files give a record a replay refuses ({_problem(why)})") from None
     return record
+
+
+# Each figure of a record and the field of result.json it is worked out from (docs/result-schema.md).
+_RESULT_FIELDS = {"time_s": ("step_time_s", "mean"), "energy_kj": ("energy", "energy_j"),
+                  "tflops": ("tflops", "model_per_device"), "peak_mem_gib": ("peak_memory_gib",)}
+
+
+def _check_figures(figures: dict, result: dict, path: Path, params: dict) -> None:
+    """A figure a replay would refuse (a negative energy, a zero step time), traced to its field in result.json: a
+    damaged file leaves its trial out with a line naming the file, the field and its value, and the intact trials
+    are written (trial76 #3: one such file stopped the export as "a bug to report"). The bounds are the replay's own
+    (checked_record), one figure at a time, time_s first: an ok record needs it."""
+    for key, field in _RESULT_FIELDS.items():
+        if figures.get(key) is None:
+            continue
+        try:
+            checked_record("it", {"params": params, "time_s": figures["time_s"], key: figures[key]})
+        except ConfigError as why:
+            raw = result
+            for part in field:
+                raw = raw[part]
+            raise _LeftOut(f"{path} has {'.'.join(field)} = {shown(raw)}, a damaged figure (scaled to the workload: "
+                           f"{_problem(why)}); a replay would refuse it") from None
+
+
+def _problem(why: ConfigError) -> str:
+    """The checked value's problem, without the origin and the record format's fix, which are not the user's."""
+    return str(why).split(": ", 1)[-1].split("; see `autotune run --help`")[0]

@@ -117,3 +117,20 @@ def test_a_lost_study_db_beside_an_older_pareto_json_is_not_said_to_be_a_storage
     exported = autotune_main("export", run, "--measurements", tmp_path / "run.jsonl")
     assert exported.returncode == 0, exported.stderr
     assert _records(tmp_path / "run.jsonl") == _records(from_study)
+
+
+def test_a_damaged_figure_in_one_result_leaves_that_trial_out_and_writes_the_others(probed, tmp_path):
+    """A negative energy in one result.json stopped the whole export as "a bug to report", naming neither the file
+    nor the field (trial76 #3): every intact measurement was lost to the replay."""
+    run = shutil.copytree(probed[0], tmp_path / "run")
+    (run / "study.db").unlink()
+    damaged = sorted((run / "trials" / "0002").glob("result*.json"))[0]
+    result = json.loads(damaged.read_text())
+    result["energy"]["energy_j"] = -3
+    damaged.write_text(json.dumps(result))
+    exported = autotune_main("export", run, "--measurements", tmp_path / "run.jsonl")
+    assert exported.returncode == 0, exported.stderr
+    assert "bug" not in exported.stderr
+    assert (f"trials 0, 1\n1 trial directory left out: trial 2: {damaged} has energy.energy_j = -3, a damaged figure "
+            "(scaled to the workload: energy_kj = ") in exported.stderr, exported.stderr
+    assert [r["params"] for r in _records(tmp_path / "run.jsonl")] == [r["params"] for r in _records(probed[1])][:2]
