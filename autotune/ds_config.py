@@ -57,14 +57,23 @@ def _zero_section(candidate: Candidate) -> dict:
     return zero
 
 
-def _checkpointing_section(mode: str) -> dict:
+def _checkpointing_section(mode: str, cuda: bool = True) -> dict:
+    """DeepSpeed's own checkpointing settings (for deepspeed.checkpointing.checkpoint, which the probe never calls:
+    its engine ignores the section). `cuda`: the profile's. Without CUDA, DeepSpeed 0.19.8's checkpoint with
+    cpu_checkpointing true fails in the recompute (a 0-d tensor reaches ZeRO-3's linear: trial76 #7), and host
+    memory is the device's own, so there is nothing to offload to: false there."""
     return {
         "partition_activations": False,
-        "cpu_checkpointing": mode in ("offload_sync", "offload_async"),
+        "cpu_checkpointing": offloads_activations(mode) and cuda,
         "contiguous_memory_optimization": False,
         "synchronize_checkpoint_boundary": False,
         "profile": False,
     }
+
+
+def offloads_activations(mode: str) -> bool:
+    """Whether an activation_checkpointing mode copies the kept block inputs to host memory."""
+    return mode in ("offload_sync", "offload_async")
 
 
 def deepspeed_config(candidate: Candidate, learning_rate: float = 1e-4) -> dict:
@@ -85,7 +94,7 @@ def deepspeed_config(candidate: Candidate, learning_rate: float = 1e-4) -> dict:
         "bf16": {"enabled": candidate.precision == "bf16"},
     }
     if knobs.activation_checkpointing != "none":
-        config["activation_checkpointing"] = _checkpointing_section(knobs.activation_checkpointing)
+        config["activation_checkpointing"] = _checkpointing_section(knobs.activation_checkpointing, candidate.hardware.cuda)
     if knobs.sp_degree > 1:
         config["sequence_parallel_size"] = knobs.sp_degree
     return config
@@ -109,7 +118,7 @@ def config_reasons(candidate: Candidate) -> dict[str, str]:
             "the bucket holds its largest tensor; a tensor bigger than the bucket takes the reduce-scatter path, whose "
             "gradients are 1/SP too small, with no message. For your own model set it to at least max(4e8, the element "
             "count of its largest parameter)")
-    if knobs.activation_checkpointing in ("offload_sync", "offload_async"):
+    if offloads_activations(knobs.activation_checkpointing) and candidate.hardware.cuda:
         # A newcomer's trial (trial57 #7) found true beside a note saying the probe never ran it, and `why` empty.
         reasons["activation_checkpointing.cpu_checkpointing"] = (
             "true: DeepSpeed's own setting for activation offload, which it applies to a model that checkpoints "
@@ -117,6 +126,15 @@ def config_reasons(candidate: Candidate) -> dict[str, str]:
             "so that such a model offloads as this pick did. The probe offloads through saved_tensors_hooks around "
             "torch.utils.checkpoint instead (trainer/checkpointing.py) and never ran this setting; a model that does "
             "as the probe does ignores it. On a machine without CUDA set it false (DeepSpeed 0.19.8 fails on it there)")
+    elif offloads_activations(knobs.activation_checkpointing):
+        # Trial76 #7: the cpu profile's pick said true, and the why told the user to undo it by hand.
+        reasons["activation_checkpointing.cpu_checkpointing"] = (
+            f"false, though this pick offloads activations: its profile ({candidate.hardware.name}) has no CUDA, where "
+            "DeepSpeed 0.19.8's deepspeed.checkpointing.checkpoint fails with cpu_checkpointing true (in the recompute, "
+            "\"both arguments to matmul need to be at least 1D\"), and host memory is the device's own, so there is "
+            "nothing to offload to. The probe offloads through saved_tensors_hooks around torch.utils.checkpoint "
+            "(trainer/checkpointing.py) and never ran this setting; on a CUDA machine set it true for a model that "
+            "checkpoints through deepspeed.checkpointing.checkpoint")
     if knobs.optimizer_offload == "async":
         reasons["zero_optimization.offload_optimizer.ratio"] = (
             f"{SUPEROFFLOAD_RATIO:g}: SuperOffload steps this share of the optimizer states with CPU Adam and the "

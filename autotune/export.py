@@ -17,7 +17,7 @@ from autotune.backends.probe_options import LAUNCHERS
 from autotune.candidate import SM_CLOCK_UNTOUCHED, limited_device, power_limit_text
 from autotune.checks import text_head
 from autotune.counted import agreeing, counted
-from autotune.ds_config import config_reasons, deepspeed_config, not_tuned
+from autotune.ds_config import config_reasons, deepspeed_config, not_tuned, offloads_activations
 from autotune.errors import UserError
 from autotune.export_caveats import FrontLead, front_leads
 from autotune.export_device import GPU_FREQ_WORDS, GRES_WORDS, device_cli, device_script
@@ -221,11 +221,14 @@ def beyond_the_config(knobs, hardware=None, measured_default_w: float | None = N
         # those calls on CPU ranks met DeepSpeed's crash in the recompute; false there trained.
         cpu_crash = ("; its cpu_checkpointing: true was never run by the probe, and makes deepspeed.checkpointing.checkpoint "
                      "fail on a machine without CUDA (DeepSpeed 0.19.8): set it false there")
+        if hardware is not None and not hardware.cuda:  # ds_config._checkpointing_section wrote false already
+            cpu_crash = ("; its cpu_checkpointing is false, as this profile has no CUDA, where DeepSpeed 0.19.8 fails "
+                         "on true: set it true on a CUDA machine")
         notes.append(f"activation checkpointing ({knobs.activation_checkpointing}: {how[knobs.activation_checkpointing]}) "
                      f"is code, not config: {wrap[knobs.activation_checkpointing]} (the probe's: "
                      "trainer/checkpointing.py; the config's activation_checkpointing section applies only to "
                      "deepspeed.checkpointing.checkpoint calls, which the probe does not make"
-                     + (cpu_crash if knobs.activation_checkpointing in ("offload_sync", "offload_async") else "") + ")")
+                     + (cpu_crash if offloads_activations(knobs.activation_checkpointing) else "") + ")")
     if knobs.sp_degree > 1:
         notes.append(f"Ulysses sequence parallelism (degree {knobs.sp_degree}) is code, not config: wrap attention in "
                      "deepspeed.sequence.layer.DistributedAttention and pass a sequence-parallel mpu to "

@@ -325,6 +325,27 @@ def test_each_checkpointing_mode_names_the_code_that_gives_it(mode, says, not_sa
     assert ("activation_checkpointing.cpu_checkpointing" in why) == _checkpointing_section(mode)["cpu_checkpointing"]
 
 
+@pytest.mark.parametrize("mode", ["offload_sync", "offload_async"])
+def test_an_offload_pick_of_a_profile_without_cuda_exports_cpu_checkpointing_false(mode, make_candidate):
+    """Trial76 #7: a cpu study's offload pick said cpu_checkpointing: true, which its own `why` said DeepSpeed 0.19.8
+    fails on without CUDA, and which did fail a user's deepspeed.checkpointing.checkpoint on CPU ranks."""
+    from autotune.ds_config import config_reasons, deepspeed_config
+    from autotune.export import beyond_the_config
+
+    candidate = make_candidate(hardware="cpu", zero_stage=3, activation_checkpointing=mode, nodes=1, gpus_per_node=2)
+    assert deepspeed_config(candidate)["activation_checkpointing"]["cpu_checkpointing"] is False
+    why = config_reasons(candidate)["activation_checkpointing.cpu_checkpointing"]
+    assert why.startswith("false, though this pick offloads activations: its profile (cpu) has no CUDA, where "
+                          "DeepSpeed 0.19.8's deepspeed.checkpointing.checkpoint fails with cpu_checkpointing true"), why
+    (note,) = beyond_the_config(candidate.knobs, candidate.hardware)
+    assert note.endswith("; its cpu_checkpointing is false, as this profile has no CUDA, where DeepSpeed 0.19.8 fails "
+                         "on true: set it true on a CUDA machine)"), note
+    assert "true was never run" not in note
+    # A CUDA profile keeps DeepSpeed's own offload setting.
+    gpu = make_candidate(zero_stage=3, activation_checkpointing=mode, nodes=1)
+    assert deepspeed_config(gpu)["activation_checkpointing"]["cpu_checkpointing"] is True
+
+
 def test_the_export_names_the_ranks_its_batch_sizes_hold_for_and_deepspeed_agrees(tmp_path, monkeypatch):
     """A newcomer's trial: a 16-rank pick's config on one rank stopped at DeepSpeed's batch check
     (train_batch_size 64 != 2 * 2 * 1) with nothing in the export naming 16. The note's arithmetic is
