@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import sys
+import tempfile
 from pathlib import Path
 
 from autotune.atomic_write import NAME_MAX_BYTES
@@ -111,8 +112,6 @@ def _run(args) -> int:
     trial, stem = choose_trial(view, args.pick if args.trial is not None else _pick_of(view, args.pick), args.trial,
                                exhausted, _report_command(args))
     output = args.output or _check_config_paths(args.run_dir / "configs" / f"{stem}.json", "-o's default")
-    if args.output is None:
-        _check_not_edited(output)
     launcher = export_launcher(args.launcher, view.settings.candidate(view.point(trial).params), trial)
     backend = study.user_attrs.get("backend", {}).get("name", "unknown")
     # What the report warns of this pick (outside the calibration, a near tie), or that a --trial lies off the front,
@@ -120,6 +119,9 @@ def _run(args) -> int:
     leads = front_leads(view, trial)  # the front trials that beat it in both figures, if any
     caveats = [*pick_caveats(view, pareto_document(view, backend, ""), trial, EXPORTED_PICKS.get(stem)),
                *filter(None, [off_front_line(view, trial, leads)])]
+    if args.output is None:
+        _check_not_edited(output, lambda path: export_trial(view, trial, path, backend, launcher=launcher, caveats=caveats,
+                                                            leads=leads))
     with _stop_signals_held() as held:  # the three files and their record are written as one, or not at all
         written = export_trial(view, trial, output, backend, launcher=launcher, caveats=caveats, leads=leads)
         if args.output is None:
@@ -292,24 +294,30 @@ def _dash_name_problem(output: Path) -> str:
             f"option; give a name such as {output.with_name(output.name.lstrip('-') or 'knee.json')}")
 
 
-def _check_not_edited(config: Path) -> None:
-    """A pick's files in configs/ that differ from what autotune last wrote there (configs/.written.json) were
-    edited (a tuned lr, site lines in launch.sh): `run` and `report` keep them and write the pick beside them;
-    export, which writes to one place, refuses rather than replace them without a word."""
-    from autotune.commands.finish import WRITTEN_RECORD, file_sha256, recorded_shas, written_record
+def _check_not_edited(config: Path, export_to) -> None:
+    """A pick's files in configs/ that autotune did not write there (a tuned lr, site lines in launch.sh): `run` and
+    `report` keep them and write the pick beside them; export, which writes to one place, refuses rather than
+    replace them without a word. Judged as report judges them (finish.edited_since_written): by
+    configs/.written.json, and for a file it does not name (the record lost, or a copy made without it: trial76 #9)
+    by what export would write now, `export_to(path)`, and pareto.json's time."""
+    from autotune.commands.finish import WRITTEN_RECORD, edited_since_written, written_record
     from autotune.errors import UserError
-    from autotune.export import config_stem
 
-    record = written_record(config.parent)
-    for name in (config.name, *(config_stem(config.name) + suffix for suffix in (".candidate.json", ".launch.sh"))):
-        path = config.with_name(name)
-        try:
-            held = path.read_bytes()
-        except OSError:
-            continue  # not there (or unreadable, which writing it reports)
-        if name in record and file_sha256(held) not in recorded_shas(record, name):
-            raise UserError(f"{path} differs from what autotune last wrote there ({config.parent / WRITTEN_RECORD}): edited "
-                            "since, and export would replace it; move it away to export the pick there, or pass -o FILE")
+    configs = config.parent
+    if not configs.is_dir():
+        return
+    record, reports_written_at = written_record(configs), None
+    with contextlib.suppress(OSError):
+        reports_written_at = (configs.parent / "pareto.json").stat().st_mtime
+    with tempfile.TemporaryDirectory(prefix="autotune-export-") as scratch:  # launch.sh names its files by its own folder
+        for fresh in export_to(Path(scratch) / config.name):
+            path = config.with_name(fresh.name)
+            if not edited_since_written(path, fresh, record, reports_written_at):
+                continue
+            since = (f"what autotune last wrote there ({configs / WRITTEN_RECORD})" if path.name in record else
+                     f"what export writes there now, and {configs / WRITTEN_RECORD} has no record of it")
+            raise UserError(f"{path} differs from {since}: edited since, and export would replace it; move it away to "
+                            "export the pick there, or pass -o FILE")
 
 
 def _record_written(paths: list[Path]) -> None:

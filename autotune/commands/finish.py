@@ -115,7 +115,7 @@ def export_picks(view, run_dir: Path, backend: str, reports_written_at: float | 
         caveats = pick_caveats(view, document, trial, pick) if document is not None else []
         with tempfile.TemporaryDirectory(dir=configs, prefix=EXPORT_SCRATCH) as scratch:
             fresh = export_trial(view, trial, Path(scratch) / f"{stem}.json", backend, caveats=caveats)
-            edited = [p.name for p in fresh if _edited(configs / p.name, p, record, reports_written_at)]
+            edited = [p.name for p in fresh if edited_since_written(configs / p.name, p, record, reports_written_at)]
             if not edited:
                 # A pass stopped between a pick's three renames (SIGTERM, SIGKILL) left one trial's config beside
                 # another's candidate and launch.sh, which the next pass took for the user's edits and kept for
@@ -270,7 +270,7 @@ def remove_litter(configs: Path) -> None:
                 path.unlink()
 
 
-def _edited(path: Path, fresh: Path, record: dict[str, str], reports_written_at: float | None) -> bool:
+def edited_since_written(path: Path, fresh: Path, record: dict[str, str], reports_written_at: float | None) -> bool:
     """Whether `path` holds what autotune did not write there: not `fresh` (what it writes now), and not
     what it last wrote (by the record, else by the time). A config that is not JSON any more is damaged,
     not tuned: it is rewritten."""

@@ -20,6 +20,8 @@ import autotune.export as export
 write, count, after, name = export.write_text_atomic, [], int(sys.argv[1]), sys.argv[2]
 def interrupting(path, text, mode=None):
     written = write(path, text, mode)
+    if "autotune-export-" in str(path):  # what export would write, to compare the files in configs/ with
+        return written
     count.append(path)
     if len(count) == after:
         os.kill(os.getpid(), getattr(signal, name))
