@@ -36,7 +36,7 @@ from autotune.report.html_parts import esc, table as _table, trial_row_id
 from autotune.report.inputs import inputs_sentence
 from autotune.report.pareto_json import hardware_text, provenance_sentence, trial_counts, unrecorded_count, workload_sentence
 from autotune.report.error_bars import figure_bar, header_bar
-from autotune.report.picks import PICK_FILES, pick_definitions, baseline_label, front_title, pick_label, picks_by_trial
+from autotune.report.picks import PICK_FILES, pick_config_files, pick_definitions, baseline_label, front_title, pick_label, picks_by_trial
 from autotune.report.power_limit import pick_knobs_sentence, power_limit_section
 from autotune.report.study_points import StudyView
 from autotune.report.svg import Marker, scatter_svg, stacked_bar_svg
@@ -275,10 +275,15 @@ def _components_html(point: Point, words: DeviceWords, unit: tuple[str, float]) 
 
 
 def _config_html(view: StudyView, names: list[str], point: Point, run_dir: Path) -> str:
-    links = " ".join(
-        f'<a href="configs/{esc(PICK_FILES[n])}.json">configs/{esc(PICK_FILES[n])}.json</a>' for n in names
-    )
-    path = run_dir / "configs" / f"{PICK_FILES[names[0]]}.json"
+    configs = run_dir / "configs"
+    files = [pick_config_files(configs, name) for name in names]
+    links = " ".join(f'<a href="configs/{esc(study_file)}">configs/{esc(study_file)}</a>' for study_file, _ in files)
+    edited = [kept for _, kept in files if kept]
+    if edited:  # the page shows what the study evaluated, never a user's edit under the study's figures
+        links += (f" ({', '.join(f'<code>configs/{esc(kept)}</code>' for kept in edited)} "
+                  f"{'differs' if len(edited) == 1 else 'differ'} from what autotune wrote there: edited, and kept as "
+                  "it is; not shown)")
+    path = configs / files[0][0]
     candidate = view.settings.candidate(point.params)
     if path.is_file():
         text = path.read_text(encoding="utf-8")

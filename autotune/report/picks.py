@@ -11,6 +11,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from autotune.counted import counted
 from autotune.errors import UserError
@@ -30,6 +31,18 @@ PICK_FILES = {
     "max_slowdown": "max-slowdown",
     "cost_weighted": "cost-weighted",
 }
+
+
+def pick_config_files(configs: Path, name: str) -> tuple[str, str | None]:
+    """(the file of `configs` that holds the study's pick `name`, the user's edited file kept in its place or None).
+    A pass that finds a pick's files edited keeps them and writes the pick beside them as <pick>.new.*, and removes
+    those once the pick is written in their place (commands/finish.export_picks): where <pick>.new.json is there,
+    <pick>.json is the user's, and no figure of the study is its (trial76 #4: report.html showed an edited ZeRO stage
+    under the figures of another)."""
+    stem = PICK_FILES.get(name, name)
+    if (configs / f"{stem}.new.json").is_file():
+        return f"{stem}.new.json", f"{stem}.json"
+    return f"{stem}.json", None
 
 
 @dataclass(frozen=True)
