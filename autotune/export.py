@@ -20,6 +20,7 @@ from autotune.counted import agreeing, counted
 from autotune.ds_config import config_reasons, deepspeed_config, not_tuned, offloads_activations
 from autotune.errors import UserError
 from autotune.export_caveats import FrontLead, front_leads
+from autotune.report.within_noise import gaps_within_noise
 from autotune.export_device import GPU_FREQ_WORDS, GRES_WORDS, device_cli, device_script
 from autotune.hardware import hardware_flag
 from autotune.measure.combine import not_measured, parts_text
@@ -425,6 +426,9 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
         # A config handed on alone said nothing of a --trial that front trials beat (off_front_line said it elsewhere).
         "on_front": None if leads is None else not leads,  # false: front trials beat it in time and energy; null: time-only
         "beaten_by": [lead.point.trial for lead in leads or []],  # those trials, the widest lead first (off_front_line's)
+        # Those of them whose leads in both figures lie within measured noise: the run report calls such a pair a tie
+        # (trial76 #2: a CPU study's 18% "beaten" was inside its 24% noise).
+        "beaten_within_noise": [lead.point.trial for lead in leads or [] if len(gaps_within_noise(point, lead.point)) == 2],
         "note": (f"figures are {point.source} (time) and {point.energy_source} "
                  f"(energy{' of the node' + without + ': no sensor saw them' if without else ''}); DeepSpeed ignores this section"),
         "candidate": point.params,

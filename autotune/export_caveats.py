@@ -130,11 +130,19 @@ def _how_sure(point, best: FrontLead) -> str:
     weigh (trial 65 #13: "beats it in both", stated as a fact, for a 0.05% lead of two simulated figures)."""
     from autotune.report.error_bars import is_simulated
     from autotune.report.near_ties import SEARCH_RESOLUTION_PCT
+    from autotune.report.within_noise import bound_text, gaps_within_noise
 
     small = [words for words, metric in (("time", "time_s"), ("energy", "energy_kj"))
              if best.saving_pct(metric) < SEARCH_RESOLUTION_PCT]
     said = (f", the {' and the '.join(small)} under the search's {SEARCH_RESOLUTION_PCT:g}% resolution: as good, if not "
             "better" if small else "")
+    # Measured figures, weighed as the report weighs its ties (within_noise): a CPU study's 18% may be noise.
+    noisy = gaps_within_noise(point, best.point)
+    if noisy:
+        both = len(noisy) == 2
+        said += (f"; {'both' if both else f'the {next(iter(noisy))}'} within measured noise ("
+                 + ", ".join(f"{words} {bound_text(bound_pct)}" for words, bound_pct in noisy.items())
+                 + f"): {'a tie, as the run report calls such a pair, not a lead' if both else 'no lead in it'}")
     if any(is_simulated(p, metric) for p in (point, best.point) for metric in ("time_s", "energy_kj")):
         said += "; simulated figures, whose error this line does not weigh: probe both before choosing between them"
     return said

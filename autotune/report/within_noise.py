@@ -81,10 +81,15 @@ def is_within_noise(change_pct: float | None, noise_pct: float | None) -> bool:
     return change_pct is not None and noise_pct is not None and abs(change_pct) <= noise_pct
 
 
+def bound_text(bound_pct: float) -> str:
+    """`+- 21%`, `+- 3.4%`: a noise or error bound as the error bars write one."""
+    return f"+- {bound_pct:.0f}%" if bound_pct >= 10 else f"+- {bound_pct:.2g}%"
+
+
 def _within_mark(words: str, change_pct: float | None, bound_pct: float | None) -> str:
     if not is_within_noise(change_pct, bound_pct):
         return ""
-    return f" ({words}: +- {bound_pct:.0f}%)" if bound_pct >= 10 else f" ({words}: +- {bound_pct:.2g}%)"
+    return f" ({words}: {bound_text(bound_pct)})"
 
 
 def noise_mark(change_pct: float | None, noise_pct: float | None) -> str:
@@ -151,6 +156,18 @@ def _tie_within_noise(pick: Point, other: Point, figures: tuple[str, ...]) -> di
             return None
         tie[f"{metric}_cv"] = [point_cv(pick, metric)[0], point_cv(other, metric)[0]]
     return tie
+
+
+def gaps_within_noise(point: Point, other: Point) -> dict[str, float]:
+    """{"time" / "energy": the combined noise %} for each figure whose gap between two points is within it, by the
+    rule above: what an export of `point` says of a front trial `other` that beats it (trial76 #2: "trial 2 takes
+    18.0% less time" where the report called the two a tie within measured noise)."""
+    within = {}
+    for figure, metric in (("time_s", "time"), ("energy_kj", "energy")):
+        noise_pct = change_noise_pct(other, point, metric)
+        if is_within_noise(change_pct(getattr(other, figure), getattr(point, figure)), noise_pct):
+            within[metric] = noise_pct
+    return within
 
 
 def noise_ties(view: StudyView, simulator_ties: dict[str, list[int]]) -> dict[str, list[dict]]:

@@ -71,6 +71,7 @@ def test_a_trial_off_the_front_names_the_trial_that_beats_it_in_both(tmp_path):
     # The config, handed on alone, says so too: its section said nothing of it.
     section = json.loads((tmp_path / "t3.json").read_text())["autotune"]
     assert section["on_front"] is False and section["beaten_by"] == [1, 2]
+    assert section["beaten_within_noise"] == []  # measured once on a GPU: leads beyond its noise, or of unknown noise
     on_front = autotune_main("export", study, "--trial", "1", "-o", tmp_path / "t1.json")
     assert on_front.returncode == 0, on_front.stderr
     assert "off the time-energy front" not in on_front.stderr + (tmp_path / "t1.launch.sh").read_text()
@@ -180,3 +181,33 @@ def test_a_trial_off_the_front_labels_estimated_energies_as_the_run_does():
     assert "(13.5 J against 100 J, trial 2's estimated)" in line("estimated", "measured")
     assert "(13.5 J against 100 J, trial 0's estimated)" in line("measured", "estimated")
     assert "(13.5 J against 100 J)" in line("measured", "measured")
+
+
+def test_a_trial_off_the_front_by_leads_within_measured_noise_says_so_as_the_report_weighs_them():
+    """Trial76 #2: `export --trial 1` of a CPU study said trial 2 "takes 18.0% less time" and "18.8% less energy", and
+    wrote on_front false and beaten_by [2], where the run report called the two a tie within measured noise (time CV
+    4.6% and 23.5%: +- 24%). The export weighs the gaps by the report's own rule (within_noise.gaps_within_noise)."""
+    from types import SimpleNamespace
+
+    from autotune.export_caveats import off_front_line
+    from autotune.report.front import Point
+    from autotune.report.within_noise import gaps_within_noise
+
+    def point(trial, time_s, energy_kj, cv):
+        return Point(trial=trial, params={}, time_s=time_s, energy_kj=energy_kj, source="measured",
+                     energy_source="measured", extra={"details": {"cv": {"time": cv, "energy": cv}}})
+
+    def line(off, ahead):
+        return off_front_line(SimpleNamespace(time_only=False, picks={}, front=[ahead], point={1: off, 2: ahead}.get), 1)
+
+    off, ahead = point(1, 341.0, 19.9, 0.046), point(2, 280.0, 16.2, 0.235)
+    assert gaps_within_noise(off, ahead) == {"time": pytest.approx(23.95, abs=0.01), "energy": pytest.approx(23.95, abs=0.01)}
+    assert line(off, ahead).endswith("less energy (16.2 kJ against 19.9 kJ); both within measured noise (time +- 24%, "
+                                     "energy +- 24%): a tie, as the run report calls such a pair, not a lead; --trial 2 "
+                                     "exports it"), line(off, ahead)
+    # One gap beyond the noise: the other is said alone.
+    lean = point(2, 280.0, 10.0, 0.235)
+    assert "; the time within measured noise (time +- 24%): no lead in it; --trial 2" in line(off, lean)
+    # Quiet probes: a lead, said as before.
+    steady = point(1, 341.0, 19.9, 0.01), point(2, 280.0, 16.2, 0.01)
+    assert "noise" not in line(*steady) and gaps_within_noise(*steady) == {}
