@@ -103,7 +103,7 @@ def _run(args) -> int:
     if args.measurements is not None:
         return _write_measurements(study, args.measurements)
     # The picks as pareto.json and configs/ name them: with the --max-slowdown and --eta of the last run or report.
-    view = study_view(study, *stored_pick_parameters(study, None, None))
+    view = study_view(study, *stored_pick_parameters(study, None, None, fix=_pick_parameters_fix(args)))
     exhausted = None
     if not view.points:  # its no-feasible refusal says what evaluates more, where --trials does not (trial54 F2)
         from autotune.report.search import nothing_more_to_evaluate
@@ -191,6 +191,17 @@ def _interrupted_whole(written: list[Path]) -> None:
     with contextlib.suppress(OSError):  # a terminal gone with the signal
         print(f"autotune export: interrupted after the export was written whole: {', '.join(map(str, written))}",
               file=sys.stderr)
+
+
+def _pick_parameters_fix(args) -> str:
+    """What replaces the study's kept --max-slowdown and --eta from export, which takes neither flag (trial76 #8: its
+    line said "pass --max-slowdown", which export refused)."""
+    from autotune.report.picks import DEFAULT_ETA, DEFAULT_MAX_SLOWDOWN
+    from autotune.study.storage import STUDY_NAME, storage_flags
+
+    return (f"`autotune report {shell_path(args.run_dir)}{storage_flags(args.storage, args.study_name or STUDY_NAME)} "
+            f"--max-slowdown {DEFAULT_MAX_SLOWDOWN:g} --eta {DEFAULT_ETA:g}` (the defaults, or your own; export takes "
+            "neither flag) replaces them; then export again")
 
 
 def _report_command(args) -> str:

@@ -33,14 +33,28 @@ from autotune.study.storage import STUDY_NAME, absolute_storage, recorded_storag
 PICK_PARAMETERS_ATTR = "pick_parameters"
 
 
-def stored_pick_parameters(study, max_slowdown: float | None, eta: float | None) -> tuple[float, float]:
-    """Command-line values first, then those the study's last run or report used, then the defaults."""
+def stored_pick_parameters(study, max_slowdown: float | None, eta: float | None,
+                           fix: str | None = None) -> tuple[float, float]:
+    """Command-line values first, then those the study's last run or report used, then the defaults. A kept one
+    edited since (the Optuna API: study.set_user_attr) is refused in one line naming every bad value (trial76 #8:
+    one report per value), with `fix`, what replaces them, else the flags that do."""
+    from autotune.errors import ConfigError
+
     # None kept yet (the study has had no report): the defaults.
     stored = study.user_attrs.get(PICK_PARAMETERS_ATTR, {"max_slowdown": DEFAULT_MAX_SLOWDOWN, "eta": DEFAULT_ETA})
-    return (
-        max_slowdown if max_slowdown is not None else _stored(stored, "max_slowdown", low=1.0),
-        eta if eta is not None else _stored(stored, "eta", low=0.0, high=1.0),
-    )
+    values, problems = {}, {}
+    for name, given, low, high in (("max_slowdown", max_slowdown, 1.0, None), ("eta", eta, 0.0, 1.0)):
+        try:
+            values[name] = given if given is not None else _stored(stored, name, low=low, high=high)
+        except ConfigError as why:
+            problems[name] = str(why)
+    if problems:
+        flags = " and ".join("--" + name.replace("_", "-") for name in problems)
+        fix = fix or f"pass {flags} to replace {'them' if len(problems) > 1 else 'it'}"
+        said = list(dict.fromkeys(problems.values()))  # a wrong shape is one problem of both
+        raise ConfigError(f"{'; '.join(said)}; {'they were' if len(said) > 1 else 'it was'} edited since a run kept "
+                          f"{'them' if len(said) > 1 else 'it'} (study.set_user_attr): {fix}")
+    return values["max_slowdown"], values["eta"]
 
 
 def _stored(stored, name: str, low: float, high: float | None = None) -> float:
@@ -49,14 +63,12 @@ def _stored(stored, name: str, low: float, high: float | None = None) -> float:
     from autotune.checks import checked_number, shown
     from autotune.errors import ConfigError
 
-    flag = "--" + name.replace("_", "-")
-    fix = f"it was edited since a run kept it (study.set_user_attr): pass {flag} to replace it"
     # A wrong shape or a key gone was taken for the defaults without a word, and the picks changed (trial 68 #4).
     if not isinstance(stored, dict):
-        raise ConfigError(f"the study's pick_parameters = {shown(stored)} is not an object of max_slowdown, eta; {fix}")
+        raise ConfigError(f"the study's pick_parameters = {shown(stored)} is not an object of max_slowdown, eta")
     if name not in stored:
-        raise ConfigError(f"the study's pick_parameters lacks {name}; {fix}")
-    return checked_number("the study's pick_parameters", name, stored[name], low=low, high=high, fix=fix)
+        raise ConfigError(f"the study's pick_parameters lacks {name}")
+    return checked_number("the study's pick_parameters", name, stored[name], low=low, high=high)
 
 
 def keep_pick_parameters(study, view) -> None:

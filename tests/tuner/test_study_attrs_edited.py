@@ -34,15 +34,15 @@ def _picks(kept):
 
 @pytest.mark.parametrize("edit, said", [
     (_picks({"max_slowdown": 1.05, "eta": 7}), "the study's pick_parameters: eta = 7 is out of range; it must be a number "
-     ">= 0 and <= 1; it was edited since a run kept it (study.set_user_attr): pass --eta to replace it"),
+     ">= 0 and <= 1; it was edited since a run kept it (study.set_user_attr): "),
     (_picks({"max_slowdown": 1.05, "eta": "abc"}), "the study's pick_parameters: eta = \"abc\" is not a number"),
     (_picks({"max_slowdown": 0.5, "eta": 0.5}), "pick_parameters: max_slowdown = 0.5 is out of range"),
     # Trial 68 #4: a wrong shape, or a key gone, was taken for the defaults without a word (another pick).
     (_picks([1, 2]), "the study's pick_parameters = [1, 2] is not an object of max_slowdown, eta; it was edited since a "
-     "run kept it (study.set_user_attr): pass --max-slowdown to replace it"),
+     "run kept it (study.set_user_attr): "),
     (_picks(None), "the study's pick_parameters = null is not an object of max_slowdown, eta"),
     (_picks({"max_slowdown": 1.05}), "the study's pick_parameters lacks eta; it was edited since a run kept it "
-     "(study.set_user_attr): pass --eta to replace it"),
+     "(study.set_user_attr): "),
     (_settings(lambda s: s["workload"].update(samples=-5)), "the study's settings: workload.samples = -5 is out of range; "
      "it must be a whole number >= 1; the study's settings were edited since the run kept them (study.set_user_attr)"),
     (_settings(lambda s: s["workload"].update(samples="abc")), "workload.samples = \"abc\" is not a whole number"),
@@ -72,6 +72,32 @@ def test_an_edited_user_attr_of_the_study_is_one_line_naming_it(finished_run, tm
         result = autotune_main(*command)
         assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
         assert said in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("kept, said, flags", [
+    ({"max_slowdown": 1.05, "eta": 7}, "eta = 7 is out of range; it must be a number >= 0 and <= 1; it was", "--eta"),
+    ([1, 2], "= [1, 2] is not an object of max_slowdown, eta; it was", "--max-slowdown and --eta"),
+    ({"max_slowdown": -3, "eta": "x"}, "max_slowdown = -3 is out of range; it must be a number >= 1; the study's "
+     "pick_parameters: eta = \"x\" is not a number; it must be a number >= 0 and <= 1; they were", "--max-slowdown and --eta"),
+])
+def test_edited_pick_parameters_are_named_at_once_with_each_command_s_own_fix(finished_run, tmp_path, kept, said, flags):
+    """Trial76 #8: export's line said "pass --max-slowdown to replace it", a flag export refuses, and named one bad
+    value per run. Report names its flags; export the report that replaces them."""
+    out = tmp_path / "run"
+    shutil.copytree(finished_run, out)
+    _picks(kept)(optuna.load_study(study_name="autotune", storage=f"sqlite:///{out / 'study.db'}"))
+    report = autotune_main("report", out)
+    assert report.returncode == 2 and said in report.stderr, report.stderr
+    them = "them" if " and " in flags else "it"
+    assert report.stderr.rstrip().endswith(f"(study.set_user_attr): pass {flags} to replace {them}"), report.stderr
+    export = autotune_main("export", out, "--trial", "0", "-o", tmp_path / "t0.json")
+    assert export.returncode == 2 and said in export.stderr, export.stderr
+    assert export.stderr.rstrip().endswith(
+        f"(study.set_user_attr): `autotune report {out} --max-slowdown 1.05 --eta 0.5` (the defaults, or your own; "
+        "export takes neither flag) replaces them; then export again"), export.stderr
+    fixed = autotune_main("report", out, "--max-slowdown", "1.05", "--eta", "0.5")
+    assert fixed.returncode == 0, fixed.stderr
+    assert autotune_main("export", out, "--trial", "0", "-o", tmp_path / "t0.json").returncode == 0
 
 
 def test_a_resume_names_an_edited_space_as_an_edit_not_as_the_command_line(finished_run, tmp_path):
