@@ -379,6 +379,40 @@ def exported_kind(path: Path) -> str | None:
     return "candidate" if _CANDIDATE_KEYS <= data.keys() else None
 
 
+def export_edit(config_path: Path) -> str | None:
+    """Where an earlier export's config at `config_path` no longer holds what export wrote for the candidate beside it
+    (NAME.candidate.json): "optimizer.params.lr 0.0005 (export wrote 0.0001)"; None where it does, or where that
+    cannot be told (no candidate file beside it, or one of another version). Outside configs/ no record says what
+    export wrote, and a second export replaced a user's tuned lr in their own job's folder without a word (trial76
+    #5); deepspeed_config is the one function that wrote it, so it tells."""
+    from autotune.candidate import candidate_from_dict
+
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+        beside = config_path.with_name(config_stem(config_path.name) + ".candidate.json")
+        wrote = deepspeed_config(candidate_from_dict(json.loads(beside.read_text(encoding="utf-8"))))
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):  # ConfigError is a ValueError
+        return None
+    return _first_difference({k: v for k, v in config.items() if k != "autotune"}, wrote, "")
+
+
+def _first_difference(held, wrote, at: str) -> str | None:
+    if isinstance(held, dict) and isinstance(wrote, dict):
+        for key in [*wrote, *(k for k in held if k not in wrote)]:
+            found = _first_difference(held.get(key, _ABSENT), wrote.get(key, _ABSENT), f"{at}.{key}" if at else key)
+            if found:
+                return found
+        return None
+    if held == wrote and type(held) is type(wrote):
+        return None
+    shown = {id(_ABSENT): "absent"}
+    return (f"{at} {shown.get(id(held), json.dumps(held, default=str))} (export wrote "
+            f"{shown.get(id(wrote), json.dumps(wrote, default=str))})")
+
+
+_ABSENT = object()
+
+
 def was_probed(point) -> bool:
     """Whether a probe measured the point's time: a simulated point's never ran, and its launch.sh saying "Runs the
     probe again" and the terminal "train it as probed" told a user it had (trial64 #11). A replayed record keeps its

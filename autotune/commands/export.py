@@ -46,8 +46,9 @@ def register(subparsers) -> None:
     # --out listed, not hidden: run spells its output so, users type it here too, and the docs name it (trial 67 #10)
     add_output_flag(parser, "-o", "--output", "--out", aliases=(), type=path_flag, metavar="FILE",
                         help="config file (default: RUN_DIR/configs/<pick>.json); <name>.candidate.json and <name>.launch.sh go "
-                             "beside it. An existing file is replaced only if an earlier export wrote it (in configs/: and nobody "
-                             "edited it since, by configs/.written.json)")
+                             "beside it. An existing file is replaced only if an earlier export wrote it and nobody edited it since (a "
+                             "config's DeepSpeed settings against its candidate file; in configs/, by configs/.written.json); "
+                             "never into another run directory's configs/")
     parser.add_argument("--force", action="store_true",
                         help="with --measurements: replace the file an earlier `export --measurements` wrote (without it an "
                              "existing measurements file is kept); any other existing file is never replaced")
@@ -89,7 +90,7 @@ def _run(args) -> int:
         raise UserError("--force replaces an earlier --measurements file; an exported config replaces an earlier export "
                         "without it (and never another file): drop --force")
     if args.output is not None:  # before the study is read: a bad path fails first, in one line
-        _check_config_paths(args.output, "-o")
+        _check_config_paths(args.output, "-o", args.run_dir)
     if args.measurements is not None:
         _check_measurements_path(args.measurements, args.force)
     try:
@@ -240,15 +241,20 @@ def _pick_flag(name: str) -> str:
     return name.replace("_", "-")
 
 
-def _check_config_paths(output: Path, what: str) -> Path:
+def _check_config_paths(output: Path, what: str, run_dir: Path | None = None) -> Path:
     """The config and the two files export writes beside it: each new, empty, or an earlier export's own."""
     from autotune.commands.paths import writable_file
     from autotune.errors import UserError
-    from autotune.export import config_stem, exported_kind
+    from autotune.export import config_stem, export_edit, exported_kind
 
     default = what != "-o"
     if output.name.startswith("-"):
         raise UserError(_dash_name_problem(output))
+    if run_dir is not None:  # -o: the user's own path
+        _check_not_another_run_dirs(output, run_dir)
+        if exported_kind(output) == "config" and (edit := export_edit(output)) is not None:
+            raise UserError(f"-o {output}: {edit}: edited since an earlier export wrote it, and export would replace "
+                            "it; move it away to export there, or choose another -o")
     writable_file(output, what, replaces=lambda path: exported_kind(path) == "config",
                   kind="a config an earlier `autotune export` wrote", fix="move it away or pass -o FILE" if default else "")
     # DeepSpeed reads its config file as JSON (hjson), whatever its name: `-o ds.yaml` would hold JSON under a
@@ -271,6 +277,23 @@ def _check_config_paths(output: Path, what: str) -> Path:
                       fix="move it away or pass -o FILE" if default else "move it away or choose another -o")
     _check_no_namesake(output, what)
     return output
+
+
+def _check_not_another_run_dirs(output: Path, run_dir: Path) -> None:
+    """-o into the configs/ of a run directory: that directory's reports keep their own picks there, and took another
+    study's export for a user's edits, kept for good (trial76 #5). Its own RUN_DIR's configs/ is export's default."""
+    from autotune.commands.paths import enclosing_run_dir
+    from autotune.errors import UserError
+
+    enclosing = enclosing_run_dir(output)
+    if enclosing is None or output.parent != enclosing / "configs":
+        return
+    with contextlib.suppress(OSError):
+        if os.path.samefile(enclosing, run_dir):
+            return
+    raise UserError(f"-o {output}: that is the configs/ folder of another run directory, {enclosing}, whose reports "
+                    f"keep that study's picks there; export into {run_dir / 'configs'} (no -o), or choose "
+                    "a folder outside a run directory")
 
 
 def _check_no_namesake(output: Path, what: str) -> None:

@@ -177,7 +177,7 @@ _RUN_DIR_MARKS = ("study.db", "pareto.json")
 _RUN_DIR_FIX = "pass the --out directory of an `autotune run`"
 
 
-def _enclosing_run_dir(path: Path) -> Path | None:
+def enclosing_run_dir(path: Path) -> Path | None:
     """The nearest folder above `path` (a run directory's pareto.json, configs/knee.json, trials/0003/result.json)
     that is a run directory, else None."""
     for parent in list(Path(path).parents)[:3]:
@@ -198,13 +198,13 @@ def run_dir_problem(run_dir: Path) -> str | None:
         if any((run_dir / mark).exists() for mark in _RUN_DIR_MARKS):
             return None
         # With --storage too: its reports went into the run directory's configs/ (configs/configs/).
-        enclosing = _enclosing_run_dir(run_dir)
+        enclosing = enclosing_run_dir(run_dir)
         return None if enclosing is None else f"{run_dir} is inside the run directory {enclosing}; pass {enclosing}"
     if not run_dir.exists():
         if run_dir.is_symlink():
             return f"{run_dir} is a link to {os.readlink(run_dir)}, which does not exist; {_RUN_DIR_FIX}"
         return f"{run_dir} does not exist; {_RUN_DIR_FIX}"
-    enclosing = _enclosing_run_dir(run_dir)
+    enclosing = enclosing_run_dir(run_dir)
     if enclosing is not None:
         return f"{run_dir} is a file of the run directory {enclosing}; pass the directory, {enclosing}"
     what = "a file" if run_dir.is_file() else "not a directory (a device, pipe or socket)"

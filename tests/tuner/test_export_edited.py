@@ -98,3 +98,37 @@ def test_measurements_to_a_closed_standard_output_are_refused_not_said_written(f
     assert result.returncode == 2, result.stderr
     assert "--measurements -: standard output is closed, so the records would be lost; pass a file name" in result.stderr
     assert "results on standard output" not in result.stderr
+
+
+def test_an_edited_config_outside_configs_is_refused_and_kept(finished, tmp_path, capsys):
+    """Trial76 #5: outside configs/ no record says what export wrote, and a second export to the user's own job folder
+    replaced their tuned lr without a word. What export wrote is deepspeed_config of the candidate file beside it."""
+    config = tmp_path / "job" / "ds.json"
+    config.parent.mkdir()
+    assert main(["export", str(finished), "--pick", "fastest", "-o", str(config)]) == 0
+    assert main(["export", str(finished), "--pick", "knee", "-o", str(config)]) == 0  # unedited: replaced
+    tuned = json.loads(config.read_text())
+    tuned["optimizer"]["params"]["lr"] = 5e-4
+    config.write_text(json.dumps(tuned, indent=2))
+    capsys.readouterr()
+    assert main(["export", str(finished), "--pick", "fastest", "-o", str(config)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"autotune export: error: -o {config}: optimizer.params.lr 0.0005 (export wrote 0.0001): edited since an "
+        "earlier export wrote it, and export would replace it; move it away to export there, or choose another -o")
+    assert json.loads(config.read_text())["optimizer"]["params"]["lr"] == 5e-4  # kept
+
+
+def test_export_into_another_run_directory_s_configs_is_refused(finished, tmp_path, capsys):
+    """Trial76 #5: `export A --pick fastest -o B/configs/knee.json` replaced B's own knee pick with A's, and B's next
+    report kept A's files for good as a user's edits."""
+    other = tmp_path / "other"
+    shutil.copytree(finished, other)
+    knee = (other / "configs" / "knee.json").read_bytes()
+    capsys.readouterr()
+    assert main(["export", str(finished), "--pick", "fastest", "-o", str(other / "configs" / "knee.json")]) == 2
+    err = capsys.readouterr().err
+    assert (f"-o {other / 'configs' / 'knee.json'}: that is the configs/ folder of another run directory, {other}, "
+            f"whose reports keep that study's picks there; export into {finished / 'configs'} (no -o)") in err, err
+    assert (other / "configs" / "knee.json").read_bytes() == knee
+    # Its own configs/ is taken, as the default is.
+    assert main(["export", str(other), "--pick", "fastest", "-o", str(other / "configs" / "mine.json")]) == 0
