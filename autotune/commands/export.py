@@ -250,11 +250,6 @@ def _check_config_paths(output: Path, what: str, run_dir: Path | None = None) ->
     default = what != "-o"
     if output.name.startswith("-"):
         raise UserError(_dash_name_problem(output))
-    if run_dir is not None:  # -o: the user's own path
-        _check_not_another_run_dirs(output, run_dir)
-        if exported_kind(output) == "config" and (edit := export_edit(output)) is not None:
-            raise UserError(f"-o {output}: {edit}: edited since an earlier export wrote it, and export would replace "
-                            "it; move it away to export there, or choose another -o")
     writable_file(output, what, replaces=lambda path: exported_kind(path) == "config",
                   kind="a config an earlier `autotune export` wrote", fix="move it away or pass -o FILE" if default else "")
     # DeepSpeed reads its config file as JSON (hjson), whatever its name: `-o ds.yaml` would hold JSON under a
@@ -275,8 +270,31 @@ def _check_config_paths(output: Path, what: str, run_dir: Path | None = None) ->
                       replaces=lambda path, kind=kind: exported_kind(path) == kind,
                       kind=f"a {said} an earlier `autotune export` wrote",
                       fix="move it away or pass -o FILE" if default else "move it away or choose another -o")
+    if run_dir is not None:  # -o: the user's own path (after the names' own checks: a link's is_symlink raised on one too long)
+        _check_no_link(output)
+        _check_not_another_run_dirs(output, run_dir)
+        if exported_kind(output) == "config" and (edit := export_edit(output)) is not None:
+            raise UserError(f"-o {output}: {edit}: edited since an earlier export wrote it, and export would replace "
+                            "it; move it away to export there, or choose another -o")
     _check_no_namesake(output, what)
     return output
+
+
+def _check_no_link(output: Path) -> None:
+    """-o naming a link (to an earlier export, or to nothing): the config went through it, and its candidate.json and
+    launch.sh beside the link, so the config the link points to stood beside another pick's two files, and launch.sh
+    ran one pick's candidate with another's config (trial76 #11). The three are one export: refused, in one line."""
+    from autotune.export import config_stem
+    from autotune.errors import UserError
+
+    for path in (output, *(output.with_name(config_stem(output.name) + suffix) for suffix in (".candidate.json", ".launch.sh"))):
+        if path.is_symlink():
+            target = Path(os.readlink(path))
+            fix = (f"pass -o {shell_path(output.parent / target)} (the file it points to)" if path == output else
+                   "choose another -o")
+            raise UserError(f"-o {output}{'' if path == output else f': {path}'} is a link to {target}{'' if path.exists() else ', which does not exist'}, "
+                            "and export writes a config, its candidate.json and launch.sh as one, beside each other; "
+                            f"{fix}, or remove the link")
 
 
 def _check_not_another_run_dirs(output: Path, run_dir: Path) -> None:

@@ -132,3 +132,24 @@ def test_export_into_another_run_directory_s_configs_is_refused(finished, tmp_pa
     assert (other / "configs" / "knee.json").read_bytes() == knee
     # Its own configs/ is taken, as the default is.
     assert main(["export", str(other), "--pick", "fastest", "-o", str(other / "configs" / "mine.json")]) == 0
+
+
+def test_an_output_that_is_a_link_is_refused(finished, tmp_path, capsys):
+    """Trial76 #11: `-o link.json` (a link to an earlier export so.json) wrote the knee config through the link into
+    so.json, and its candidate.json and launch.sh beside the link: so.launch.sh then ran the fastest pick's candidate
+    with the knee's config. A dangling link wrote outside the folder named."""
+    first = tmp_path / "so.json"
+    assert main(["export", str(finished), "--pick", "fastest", "-o", str(first)]) == 0
+    written = {path: path.read_bytes() for path in tmp_path.iterdir()}
+    link, dangling = tmp_path / "link.json", tmp_path / "dangling.json"
+    link.symlink_to(first)
+    dangling.symlink_to(tmp_path / "elsewhere" / "nowhere.json")
+    capsys.readouterr()
+    assert main(["export", str(finished), "--pick", "knee", "-o", str(link)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"autotune export: error: -o {link} is a link to {first}, and export writes a config, its candidate.json and "
+        f"launch.sh as one, beside each other; pass -o {first} (the file it points to), or remove the link")
+    assert main(["export", str(finished), "--pick", "knee", "-o", str(dangling)]) == 2
+    assert "which does not exist" in capsys.readouterr().err
+    assert {path: path.read_bytes() for path in written} == written and not (tmp_path / "elsewhere").exists()
+    assert sorted(tmp_path.iterdir()) == sorted([*written, link, dangling])
