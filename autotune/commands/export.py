@@ -102,7 +102,7 @@ def _run(args) -> int:
     if "settings" not in study.user_attrs:
         raise UserError(f"the study in {args.run_dir} has no trials yet; run `autotune run` first")
     if args.measurements is not None:
-        return _write_measurements(study, args.measurements)
+        return _write_measurements(study, args.measurements, args.run_dir)
     # The picks as pareto.json and configs/ name them: with the --max-slowdown and --eta of the last run or report.
     view = study_view(study, *stored_pick_parameters(study, None, None, fix=_pick_parameters_fix(args)))
     exhausted = None
@@ -429,7 +429,7 @@ def _check_measurements_path(path: Path, force: bool) -> None:
                         f"such as {path.with_name(path.stem + '-2' + path.suffix)}, or pass --force to replace it")
 
 
-def _write_measurements(study, path: Path) -> int:
+def _write_measurements(study, path: Path, run_dir: Path) -> int:
     """One replay record per evaluated candidate (the first evaluation; repeats of it were not probed)."""
     from autotune.backends.replay import measurement_record, study_of
     from autotune.study.settings import StudySettings
@@ -466,7 +466,7 @@ def _write_measurements(study, path: Path) -> int:
         print(_left_out_line(left_out), file=sys.stderr)
     if damaged:
         print(_damaged_line(damaged), file=sys.stderr)
-    return _write_records(records, path, _results_text(records) + _kept_text(kept_written))
+    return _write_records(records, path, _results_text(records) + _kept_text(kept_written), run_dir)
 
 
 def _check_replayable(record: dict, origin: str, path: Path) -> None:
@@ -502,16 +502,27 @@ def _write_trial_file_measurements(run_dir: Path, path: Path, reason: str) -> in
     if left_out:
         print(f"{counted(len(left_out), 'trial directory', 'trial directories')} left out: {'; '.join(left_out)}", file=sys.stderr)
     records = [record for _, record in numbered]
-    return _write_records(records, path, _results_text(records))
+    return _write_records(records, path, _results_text(records), run_dir)
 
 
-def _write_records(records: list[dict], path: Path, written: str) -> int:
+def _write_records(records: list[dict], path: Path, written: str, run_dir: Path) -> int:
     """The records as JSON lines in `path` (replaced whole), or on standard output; `written` says what they are."""
     from autotune.atomic_write import write_text_atomic
 
     text = "".join(json.dumps(r) + "\n" for r in records)
     if path == STDOUT:
-        sys.stdout.write(text)
+        try:  # flushed before the line that says they are there (trial76 #12: said, then a full disk at exit)
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise  # the reader went away: cli ends as a tool killed by SIGPIPE does
+        except OSError as exc:
+            with contextlib.suppress(OSError, ValueError, AttributeError):  # nothing flushed again at exit
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            print(f"autotune export: --measurements -: the records were not written whole ({exc.strerror or exc} on "
+                  f"standard output); run `autotune export {shell_path(run_dir)} --measurements FILE` to write them to a "
+                  "file, or again with room on standard output", file=sys.stderr)
+            return 1
         print(f"{written} on standard output (replay with --backend replay --measurements FILE)", file=sys.stderr)
         return 0
     write_text_atomic(path, text)

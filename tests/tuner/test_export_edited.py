@@ -153,3 +153,20 @@ def test_an_output_that_is_a_link_is_refused(finished, tmp_path, capsys):
     assert "which does not exist" in capsys.readouterr().err
     assert {path: path.read_bytes() for path in written} == written and not (tmp_path / "elsewhere").exists()
     assert sorted(tmp_path.iterdir()) == sorted([*written, link, dangling])
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_measurements_to_a_full_standard_output_are_not_said_written(finished):
+    """Trial76 #12: `export --measurements - > /dev/full` said "N probe results on standard output", then, at exit,
+    the generic line whose fix was `autotune report RUN_DIR`, which prints no records."""
+    import subprocess
+    import sys
+
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "autotune.cli", "export", str(finished), "--measurements", "-"],
+                              stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == (
+        "autotune export: --measurements -: the records were not written whole (No space left on device on standard "
+        f"output); run `autotune export {finished} --measurements FILE` to write them to a file, or again with room on "
+        "standard output\n")
