@@ -45,7 +45,7 @@ def register(subparsers) -> None:
     )
     # --out listed, not hidden: run spells its output so, users type it here too, and the docs name it (trial 67 #10)
     add_output_flag(parser, "-o", "--output", "--out", aliases=(), type=path_flag, metavar="FILE",
-                        help="config file (default: RUN_DIR/configs/<pick>.json); <name>.candidate.json and <name>.launch.sh go "
+                        help="config file (default: RUN_DIR/configs/<pick>.json, or trial-N.json for --trial N); <name>.candidate.json and <name>.launch.sh go "
                              "beside it. An existing file is replaced only if an earlier export wrote it and nobody edited it since (a "
                              "config's DeepSpeed settings against its candidate file; in configs/, by configs/.written.json); "
                              "never into another run directory's configs/")

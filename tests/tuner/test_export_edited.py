@@ -170,3 +170,17 @@ def test_measurements_to_a_full_standard_output_are_not_said_written(finished):
         "autotune export: --measurements -: the records were not written whole (No space left on device on standard "
         f"output); run `autotune export {finished} --measurements FILE` to write them to a file, or again with room on "
         "standard output\n")
+
+
+def test_a_trial_s_default_file_is_named_where_the_default_is(finished, tmp_path, capsys):
+    """Trial76 #6: `export RUN_DIR --trial 3` wrote configs/trial-3.json, which neither --help nor commands.md named."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(finished, run_dir)
+    capsys.readouterr()
+    assert main(["export", str(run_dir), "--trial", "0"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == str(run_dir / "configs" / "trial-0.json")
+    with pytest.raises(SystemExit):
+        main(["export", "--help"])
+    assert "or trial-N.json for --trial N" in " ".join(capsys.readouterr().out.split())
+    commands_md = (Path(__file__).parents[2] / "docs" / "commands.md").read_text()
+    assert "`RUN_DIR/configs/trial-N.json` for `--trial N`" in commands_md
