@@ -429,6 +429,29 @@ def _launch_purpose(point, config_name: str, without: str) -> str:
     return f"Probes this configuration (its figures were {figures}): {trains}"
 
 
+def figures_for(candidate) -> dict:
+    """The model, hardware profile and workload an exported config's figures and memory fit hold for: the file goes
+    into another training job, and said none of them (trial76 #10: its time_to_solution_s had no unit of work, and
+    its micro-batch was judged to fit at a sequence length it did not state)."""
+    workload = candidate.workload
+    tokens = workload.tokens_per_sample(candidate.model)
+    return {
+        "model": candidate.model.name,
+        "hardware": candidate.hardware.name,
+        "samples": workload.samples,
+        "global_batch": workload.global_batch,
+        "frames_per_sample": workload.frames,
+        "text_tokens_per_sample": workload.text_tokens,
+        "tokens_per_sample": tokens,
+        "precision": candidate.precision,
+        "note": (f"time_to_solution_s and energy_to_solution_kj are for training {workload.samples} samples of "
+                 f"{candidate.model.name} on the {candidate.hardware.name} profile, and micro-batch "
+                 f"{candidate.knobs.micro_batch} was judged to fit at {tokens} tokens per sample ({workload.frames} "
+                 f"frames x {candidate.model.vision.tokens_per_frame} + {workload.text_tokens} text tokens); another model, sequence length or hardware changes "
+                 "both: run `autotune run` for it"),
+    }
+
+
 def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, launcher: str = "auto",
                  caveats: list[str] = (), leads: list[FrontLead] | None = None) -> list[Path]:
     """Write the config, the candidate file and the launch command; returns the paths written.
@@ -463,6 +486,7 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
         # Those of them whose leads in both figures lie within measured noise: the run report calls such a pair a tie
         # (trial76 #2: a CPU study's 18% "beaten" was inside its 24% noise).
         "beaten_within_noise": [lead.point.trial for lead in leads or [] if len(gaps_within_noise(point, lead.point)) == 2],
+        "figures_for": figures_for(candidate),  # what the figures and the memory fit hold for (trial76 #10)
         "note": (f"figures are {point.source} (time) and {point.energy_source} "
                  f"(energy{' of the node' + without + ': no sensor saw them' if without else ''}); DeepSpeed ignores this section"),
         "candidate": point.params,

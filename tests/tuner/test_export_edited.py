@@ -184,3 +184,21 @@ def test_a_trial_s_default_file_is_named_where_the_default_is(finished, tmp_path
     assert "or trial-N.json for --trial N" in " ".join(capsys.readouterr().out.split())
     commands_md = (Path(__file__).parents[2] / "docs" / "commands.md").read_text()
     assert "`RUN_DIR/configs/trial-N.json` for `--trial N`" in commands_md
+
+
+def test_the_config_says_what_its_figures_and_memory_fit_hold_for(finished, tmp_path):
+    """Trial76 #10: a config taken into another job named neither the model, the hardware nor the workload its
+    time_to_solution_s and its micro-batch's memory fit were for (they lived in the candidate file alone)."""
+    config = tmp_path / "ds.json"
+    assert main(["export", str(finished), "--pick", "fastest", "-o", str(config)]) == 0
+    section = json.loads(config.read_text())["autotune"]
+    candidate = json.loads((tmp_path / "ds.candidate.json").read_text())
+    held = section["figures_for"]
+    assert (held["model"], held["hardware"]) == ("32b", "gh200")
+    workload = candidate["workload"]
+    assert (held["samples"], held["global_batch"], held["frames_per_sample"], held["text_tokens_per_sample"]) == (
+        workload["samples"], workload["global_batch"], workload["frames"], workload["text_tokens"])
+    assert held["note"].startswith(f"time_to_solution_s and energy_to_solution_kj are for training {workload['samples']} "
+                                   f"samples of 32b on the gh200 profile, and micro-batch "
+                                   f"{section['candidate']['micro_batch']} was judged to fit at "
+                                   f"{held['tokens_per_sample']} tokens per sample ({workload['frames']} frames x ")
