@@ -185,7 +185,7 @@ def _run(args) -> int:
     if args.format == "json":
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     elif args.format == "md":
-        sys.stdout.write(markdown_report(view, document))
+        sys.stdout.write(markdown_report(view, document, args.run_dir / "configs"))
     else:
         print_report(view, document)
     if args.html:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from autotune.report.deploy_notes import deployment_notes, device_notes_said_once
 from autotune.report.device_words import view_device_words
@@ -20,7 +21,7 @@ from autotune.report.importance import OBJECTIVE_TITLES, importance_sentence
 from autotune.report.inputs import inputs_sentence
 from autotune.report.payback import baseline_missing, no_baseline_sentence
 from autotune.report.payback import cost_sentence, payback_by_trial, payback_sentence
-from autotune.report.picks import PICK_FILES, baseline_label, front_title, pick_label, picks_by_trial
+from autotune.report.picks import PICK_FILES, baseline_label, front_title, pick_config_files, pick_label, picks_by_trial
 from autotune.report.power_limit import measured_default_w, sweep_sentence
 from autotune.report.study_points import StudyView
 from autotune.report.choosing import pick_notes
@@ -74,7 +75,8 @@ def _row(cells) -> str:
     return "| " + " | ".join(md_cell(c) for c in cells) + " |"
 
 
-def markdown_report(view: StudyView, document: dict) -> str:
+def markdown_report(view: StudyView, document: dict, configs: Path | None = None) -> str:
+    """`configs`: the run directory's configs/, whose files each pick's deployment line names (pick_config_files)."""
     counts = trial_counts(document, view)
 
     def say(sentence: str) -> str:  # a sentence of ours that may quote a name: the name escaped, the rest kept
@@ -137,7 +139,7 @@ def markdown_report(view: StudyView, document: dict) -> str:
                 ", ".join(labels.get(p.trial, [])),
             ]))
         lines.append("")
-    lines += pick_lines(view, document, error)
+    lines += pick_lines(view, document, error, configs)
     said, choosing = pick_definitions_said(view)
     if said:  # knee and cost-weighted were defined nowhere in md, and nothing said which pick to deploy (trial 49 #4)
         lines += ["**What the picks are**", "", *(f"- {line}" for line in said), ""] + ([choosing, ""] if choosing else [])
@@ -179,7 +181,8 @@ def _ties_clause(ties: str) -> str:
     return f"; {ties}" if ties else ""
 
 
-def deployment_lines(view: StudyView, name: str, p, said_by: str | None, document: dict) -> list[str]:
+def deployment_lines(view: StudyView, name: str, p, said_by: str | None, document: dict,
+                     configs: Path | None = None) -> list[str]:
     """What deploying a pick needs beyond its DeepSpeed config, as sub-items (deploy_notes.deployment_notes, as the
     terminal and report.html say them: the rank count, checkpointing as code, a power limit set on every node, a
     hostfile), which report.md left out (trial 49 #2). Once per trial: a later pick of it points back."""
@@ -189,11 +192,14 @@ def deployment_lines(view: StudyView, name: str, p, said_by: str | None, documen
         return [f"  - deploying it needs what {said_by} above does"]
     notes = deployment_notes(view.settings.candidate(p.params), device_note=device_notes_said_once(view).get(p.trial),
                              measured_default_w=measured_default_w(p), probed=was_probed(p))
-    return [f"  - deploying it needs, beyond its DeepSpeed config (configs/{PICK_FILES.get(name, name)}.json):",
+    study_file, kept = pick_config_files(configs, name) if configs is not None else (f"{PICK_FILES.get(name, name)}.json", None)
+    # An edited configs/<pick>.json is not what the study evaluated: the pick is in <pick>.new.json (trial76 #4).
+    edited = f"; configs/{kept} is edited, kept as it is, and not the study's" if kept else ""
+    return [f"  - deploying it needs, beyond its DeepSpeed config (configs/{study_file}{edited}):",
             *(f"    - {md_names(note, document)}" for note in notes)]
 
 
-def pick_lines(view: StudyView, document: dict, error) -> list[str]:
+def pick_lines(view: StudyView, document: dict, error, configs: Path | None = None) -> list[str]:
     """The picks: each one's configuration, absolute figures and changes against the baseline."""
     if not document["picks"]:
         return []
@@ -212,7 +218,7 @@ def pick_lines(view: StudyView, document: dict, error) -> list[str]:
             lines.append(f"{head}: the baseline itself{_ties_clause(ties)}{memory_text(p, words)}")
         else:
             lines.append(_changes(head, row, p, base, view, ties, memory_text(p, words)))
-        lines += deployment_lines(view, row["name"], p, noted.get(p.trial), document)
+        lines += deployment_lines(view, row["name"], p, noted.get(p.trial), document, configs)
         noted.setdefault(p.trial, label)
     if caveat := gpu_span_caveat(view, words):
         lines.append(f"\n{caveat}")
