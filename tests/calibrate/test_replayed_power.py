@@ -88,13 +88,13 @@ def test_a_replay_without_gpu_power_holds_the_power_constants_and_says_so(tmp_pa
     assert "gpu_activity_optimizer" in json.loads(forced.stdout)["fitted"]
 
 
-def test_a_study_replayed_from_a_tflops_above_the_peak_is_refused_not_fitted(tmp_path, monkeypatch):
-    """Trial72 #4: a study replayed from a record of 5000 TFLOP/s per H100 (before replay refused one) was fitted, and
-    its 93% "simulator error" reported; its figure is refused as a --reference file's is."""
+def _calibrate_replayed_with_tflops(tmp_path, monkeypatch, tflops_of):
+    """Calibrate a study replayed, as replay was before it checked TFLOP/s, from the h100 study's records with the second
+    record's TFLOP/s given by `tflops_of(its TFLOP/s)`: calibrate's own answer."""
     from autotune.backends import replay_figures
 
     records = (STUDY / "measurements.jsonl").read_text().splitlines()
-    records[1] = json.dumps({**json.loads(records[1]), "tflops": 5000.0})
+    records[1] = json.dumps({**json.loads(records[1]), "tflops": tflops_of(json.loads(records[1])["tflops"])})
     bad = tmp_path / "bad.jsonl"
     bad.write_text("\n".join(records) + "\n")
     run = [*H100_STUDY, "--out", tmp_path / "replayed"]
@@ -102,7 +102,13 @@ def test_a_study_replayed_from_a_tflops_above_the_peak_is_refused_not_fitted(tmp
     monkeypatch.setattr(replay_figures, "_impossible", lambda *args: None)  # as replay was before the check
     assert autotune_main(*run).returncode == 0
     monkeypatch.undo()
-    result = autotune_main("calibrate", tmp_path / "replayed", "--hardware", "h100-sxm", "--no-loo")
+    return autotune_main("calibrate", tmp_path / "replayed", "--hardware", "h100-sxm", "--no-loo")
+
+
+def test_a_study_replayed_from_a_tflops_above_the_peak_is_refused_not_fitted(tmp_path, monkeypatch):
+    """Trial72 #4: a study replayed from a record of 5000 TFLOP/s per H100 (before replay refused one) was fitted, and
+    its 93% "simulator error" reported; its figure is refused as a --reference file's is."""
+    result = _calibrate_replayed_with_tflops(tmp_path, monkeypatch, lambda _: 5000.0)
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
     assert result.stderr == (
         f"autotune calibrate: error: {tmp_path / 'replayed'}: replayed#1: tflops 5000 per GPU is above the dense peak of "
@@ -115,18 +121,7 @@ def test_a_study_replayed_from_a_tflops_its_time_does_not_give_is_refused_not_fi
     """Trial72 #4: a record's TFLOP/s at 0.3x what its own time gives (under the peak, so not refused as above the peak),
     replayed before replay held the two together, would be fitted as a 70% simulator miss; refused without "the profile
     is not the hardware", which no profile would change."""
-    from autotune.backends import replay_figures
-
-    records = (STUDY / "measurements.jsonl").read_text().splitlines()
-    records[1] = json.dumps({**json.loads(records[1]), "tflops": 0.3 * json.loads(records[1])["tflops"]})
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text("\n".join(records) + "\n")
-    run = [*H100_STUDY, "--out", tmp_path / "replayed"]
-    run[run.index("--measurements") + 1] = bad
-    monkeypatch.setattr(replay_figures, "_impossible", lambda *args: None)  # as replay was before the check
-    assert autotune_main(*run).returncode == 0
-    monkeypatch.undo()
-    result = autotune_main("calibrate", tmp_path / "replayed", "--hardware", "h100-sxm", "--no-loo")
+    result = _calibrate_replayed_with_tflops(tmp_path, monkeypatch, lambda tflops: 0.3 * tflops)
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
     assert result.stderr.startswith(f"autotune calibrate: error: {tmp_path / 'replayed'}: replayed#1: tflops 41.1015 per "
                                     "GPU is 1/3.35 of the 137.5 TFLOP/s that time_s 15.7424 "), result.stderr
