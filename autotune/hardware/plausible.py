@@ -260,7 +260,7 @@ def energy_power_problem(energy_kj: float, time_s: float, gpus: int, hardware: H
     low_w, high_w = module_power_bounds_w(hardware, not_measured)
     if low_w <= power_w <= high_w:
         return None
-    return (f"energy_kj {energy_kj:g} over time_s {time_s:g} on {gpus} GPUs is {power_w:.4g} W per GPU, outside the "
+    return (f"energy_kj {energy_kj:g} over time_s {time_s:g} on {counted(gpus, 'GPU')} is {power_w:.4g} W per GPU, outside the "
             f"{low_w:g}-{high_w:g} W one GPU of '{hardware.name}' and its host share can draw (at rest to {POWER_ABOVE_MAX:g} x "
             "full load): an energy in J or Wh, or "
             "for one GPU? Give kJ for every module over the whole workload")

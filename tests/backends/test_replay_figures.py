@@ -245,3 +245,13 @@ def test_a_study_whose_records_are_interleaved_with_anothers_names_its_first_lin
                          STUDY_FLAGS)
     assert ("differs in frames: lines 1, 3, 5, 7 and 6 more (frames 60); lines 2, 4, 6, 8 and 6 more (frames 8); split "
             "it into one file per study and replay each with its own --frames") in said, said
+
+
+def test_an_energy_of_one_gpu_is_said_of_one_gpu():
+    """The energy refusal said "on 1 GPUs" (fix47D's note): the count and its noun agree."""
+    from autotune.hardware import load_hardware
+    from autotune.hardware.plausible import energy_power_problem
+
+    said = energy_power_problem(1.0, 100.0, 1, load_hardware("h100-sxm"))
+    assert said.startswith("energy_kj 1 over time_s 100 on 1 GPU is 10 W per GPU, outside the "), said
+    assert " on 8 GPUs is " in energy_power_problem(1.0, 100.0, 8, load_hardware("h100-sxm"))
