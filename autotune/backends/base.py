@@ -132,6 +132,12 @@ class Backend(abc.ABC):
         probes do about it; None (default) where they are, or the backend touches no device."""
         return None
 
+    def default_limit_off_profile(self, hardware) -> str | None:
+        """Optional hook: one line, said before any probe, where the default power limit of the GPUs the probes use
+        (what "power_limit" is a fraction of there) is not `hardware`'s [power] module_cap_w (what the simulator takes
+        it of); None (default) where it is, or the backend touches no device."""
+        return None
+
     def sets_clock_itself(self) -> bool:
         """Optional hook: whether the launcher applies sm_clock_mhz without privileges (srun --gpu-freq),
         so the clock stays searchable where device_settings_available() says no."""

@@ -38,14 +38,12 @@ class LocalDeviceSettings:
         self._before = []
         self._with_api(lambda dc, api: self._before.extend(dc.read_settings(api, dc.visible_indices(api, environ))))
 
-    def off_default(self, environ: dict[str, str]) -> str | None:
-        """How the devices the probes may use differ from their defaults (device_control.off_default_words), read now;
-        None where they do not, or NVML is not usable here."""
+    def read_now(self, environ: dict[str, str]) -> list[dict]:
+        """The settings (DeviceSettings.to_dict()) of the devices the probes may use, read now; [] where NVML is not
+        usable here."""
         found: list = []
         self._with_api(lambda dc, api: found.extend(d.to_dict() for d in dc.read_settings(api, dc.visible_indices(api, environ))))
-        from autotune.measure.device_control import off_default_words
-
-        return off_default_words(found)
+        return found
 
     def restore_after(self, candidate: Candidate, environ: dict[str, str]) -> list[str]:
         """Put back what a dead probe of `candidate` may have left on the devices its ranks trained on; one line per

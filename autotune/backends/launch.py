@@ -182,16 +182,21 @@ class LaunchBackend(Backend):
             return node.settable, "" if node.settable else f"{node.settable_reason} on {node.where}"
         return self._devices.available(self._environ())
 
+    def _probe_devices(self) -> tuple[list[dict], str]:
+        """The probes' GPUs' settings (DeviceSettings.to_dict()s: on this machine, read now, or as the first node
+        answered), and where they are in words ("" here)."""
+        node = self.first_node()
+        if node is not None:
+            return list(node.devices), f" on {node.where}"
+        return self._devices.read_now(self._environ()), ""
+
     def devices_off_default(self) -> str | None:
         """The probes' GPUs found off their defaults before the study (on this machine, or as the first node answered):
         what each probe does about it (trainer/power.py), in one line."""
-        node = self.first_node()
-        if node is not None:
-            from autotune.measure.device_control import off_default_words
+        from autotune.measure.device_control import off_default_words
 
-            found, where = off_default_words(list(node.devices)), f" on {node.where}"
-        else:
-            found, where = self._devices.off_default(self._environ()), ""
+        devices, where = self._probe_devices()
+        found = off_default_words(devices)
         if found is None:
             return None
         settable, reason = self.device_settings_available()
@@ -201,6 +206,32 @@ class LaunchBackend(Backend):
                 "a clock setting is kept as found (NVML cannot read a lock's range to put it back); each result records "
                 "what its GPUs held; to measure at the defaults, reset them as root first (nvidia-smi -i N -pl DEFAULT_W, "
                 "nvidia-smi -i N -rgc)")
+
+    def default_limit_off_profile(self, hardware) -> str | None:
+        """One line, said before any probe, where the probes' GPUs' default power limit (NVML's, which each probe takes
+        power_limit as a fraction of) is not the profile's [power] module_cap_w, which the simulator, the guided
+        sampler's predictions and the cost-weighted pick take it of (an H100 PCIe at 350 W under h100-sxm's 700 W:
+        trial75 #2, #12); None where they agree. A GPU's default is compared with a GPU profile's cap, a GH200
+        module's with a module-scope profile's, never one with the other (device_control.defaults_off)."""
+        from autotune.candidate import limited_device
+        from autotune.measure.device_control import defaults_off
+
+        devices, where = self._probe_devices()
+        cap_w = hardware.power.module_cap_w
+        off = defaults_off(devices, cap_w, "module" if hardware.module_scope_energy else "gpu")
+        if not off:
+            return None
+        device = limited_device(hardware)
+        every_one = len(off) == 1 and len(next(iter(off.values()))) == len(devices)  # which ones, only where not all
+        defaults = (f"{next(iter(off)):g} W" if every_one else
+                    " and ".join(f"{default_w:g} W on {device} {', '.join(map(str, indices))}"
+                                 for default_w, indices in sorted(off.items())))
+        copy = f"a copy of {hardware.source}" if hardware.source else f"a copy of the {hardware.name} profile"
+        return (f"the probes' GPUs{where} have a default power limit of {defaults} (NVML), not the {hardware.name} "
+                f"profile's [power] module_cap_w = {cap_w:g} W: each probe sets power_limit as a fraction of its GPUs' "
+                f"default, while the simulator, the guided sampler's predictions and the cost-weighted pick's max power "
+                f"per {device} take it of {cap_w:g} W, so their watts are not the probes'; pass a hardware profile of "
+                f"these GPUs (--hardware FILE: {copy} with [power] module_cap_w = {min(off):g}, docs/hardware.md)")
 
     def _probes_here(self) -> bool:
         """Whether the probes' first rank runs on this machine (names compared, nothing asked): only then can

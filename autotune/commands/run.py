@@ -568,6 +568,8 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
         console.print(f"[yellow]{'warning: ' if i == 0 else ''}{escape(line)}[/]")
     if settings.hardware.cuda and (off_default := backend.devices_off_default()):
         console.print(f"[yellow]warning: {escape(off_default)}[/]")
+    if settings.hardware.cuda and (off_profile := backend.default_limit_off_profile(settings.hardware)):
+        console.print(f"[yellow]warning: {escape(off_profile)}[/]")
     ignored = ignored_launch_options(args, backend.name)
     if ignored:
         console.print(f"[yellow]warning: {ignored}[/]")

@@ -69,6 +69,19 @@ def off_default_words(devices: list[dict]) -> str | None:
     return "; ".join(words) or None
 
 
+def defaults_off(devices: list[dict], limit_w: float, scope: str) -> dict[float, list[int]]:
+    """The default limits (W) of the devices (DeviceSettings.to_dict()s) of `scope` that differ from `limit_w`, each
+    with its devices' indices; {} where none does. LIMIT_TOLERANCE_W is enough: a default limit is the board's
+    firmware figure, whole watts that never drift, so a difference beyond NVML's mW rounding is another board or a
+    site's setting. A device of the other scope is not compared: a Grace Hopper module's limit (CPU + GPU + memory)
+    and a GPU's are different figures (nor is a device whose scope is not said)."""
+    off: dict[float, list[int]] = {}
+    for device in devices:
+        if device.get("scope") == scope and abs(device["default_power_limit_w"] - limit_w) > LIMIT_TOLERANCE_W:
+            off.setdefault(device["default_power_limit_w"], []).append(device["index"])
+    return off
+
+
 class RestoreFailed(DeviceControlError):
     """restore() could not put every device back: some GPU may still hold a change, so its record must be kept."""
 

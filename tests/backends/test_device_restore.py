@@ -205,3 +205,68 @@ def test_gpus_found_off_their_defaults_are_said_before_any_probe(fake_gpus, make
     fake.permission = True
     fake.set_power_limit_mw(1, 700_000)
     assert make_launch_backend(env_extra=env).devices_off_default() is None  # at the defaults: nothing said
+
+
+def test_a_default_limit_other_than_the_profile_s_is_said_before_any_probe(fake_gpus, make_launch_backend):
+    # trial75 #2, #12: probes of H100 PCIe cards (350 W default) under the h100-sxm profile (700 W) ran power_limit 0.8
+    # at 280 W while the simulator, the sampler's predictions and the cost-weighted pick took it as 560 W, unsaid.
+    from autotune.hardware import load_hardware
+
+    fake, env = fake_gpus
+    h100_sxm = load_hardware("h100-sxm")
+    assert make_launch_backend(env_extra=env).default_limit_off_profile(h100_sxm) is None  # 700 W boards: nothing said
+    for index in (0, 1):
+        fake.set_board_default_mw(index, 350_000)
+    line = make_launch_backend(env_extra=env).default_limit_off_profile(h100_sxm)
+    assert line == (
+        "the probes' GPUs have a default power limit of 350 W (NVML), not the h100-sxm profile's [power] module_cap_w = "
+        "700 W: each probe sets power_limit as a fraction of its GPUs' default, while the simulator, the guided "
+        "sampler's predictions and the cost-weighted pick's max power per GPU take it of 700 W, so their watts are not "
+        f"the probes'; pass a hardware profile of these GPUs (--hardware FILE: a copy of {h100_sxm.source} with [power] "
+        "module_cap_w = 350, docs/hardware.md)")
+    assert make_launch_backend(env_extra=env).devices_off_default() is None  # at their own default: that line is not said
+    fake.set_board_default_mw(1, 700_000)
+    line = make_launch_backend(env_extra=env).default_limit_off_profile(h100_sxm)
+    assert "a default power limit of 350 W on GPU 0 (NVML)" in line  # one of two boards: which one
+    fake.set_board_default_mw(0, 700_500)  # within NVML's mW rounding of the profile's whole watts
+    assert make_launch_backend(env_extra=env).default_limit_off_profile(h100_sxm) is None
+
+
+def test_a_module_s_default_limit_is_compared_with_a_module_scope_profile_only(tmp_path, monkeypatch, make_launch_backend):
+    # A GH200's NVML limit is the module's (CPU + GPU + memory), as gh200's module_cap_w is; an H100 profile's is one
+    # GPU's: a different figure, never compared with a module's.
+    from autotune.hardware import load_hardware
+
+    state = tmp_path / "nvml.json"
+    fake = FakeNvml(names=("NVIDIA GH200 480GB",), state_path=state)
+    env = {"AUTOTUNE_NVML_API": FAKE_NVML_API_SPEC, FAKE_NVML_STATE_ENV: str(state)}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    gh200, h100_sxm = load_hardware("gh200"), load_hardware("h100-sxm")
+    assert make_launch_backend(env_extra=env).default_limit_off_profile(gh200) is None  # 680 W, as the profile
+    fake.set_board_default_mw(0, 900_000)
+    line = make_launch_backend(env_extra=env).default_limit_off_profile(gh200)
+    assert "a default power limit of 900 W (NVML), not the gh200 profile's [power] module_cap_w = 680 W" in line
+    assert "max power per module take it of 680 W" in line and "module_cap_w = 900, docs/hardware.md)" in line
+    assert make_launch_backend(env_extra=env).default_limit_off_profile(h100_sxm) is None
+
+
+def test_run_says_a_default_limit_other_than_the_profile_s_before_any_probe(tmp_path, fake_gpus, monkeypatch, capsys):
+    import autotune.backends.select as select
+    from autotune.backends.launch import LaunchBackend
+    from autotune.cli import main
+
+    fake, env = fake_gpus
+    for index in (0, 1):
+        fake.set_board_default_mw(index, 350_000)
+    monkeypatch.setattr(select, "choose_backend", lambda args, run_dir, *rest, **kwargs: LaunchBackend(run_dir=run_dir, env=env))
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "notes.txt").write_text("not a run's\n")  # a refusal after the start-up warnings: no probe starts
+    assert main(["run", "--model", "tiny", "--hardware", "h100-sxm", "--nodes", "1", "--gpus-per-node", "2",
+                 "--backend", "launch", "--objectives", "time", "--out", str(out)]) == 2
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "a default power limit" in line]
+    assert len(warnings) == 1 and warnings[0].startswith(
+        "warning: the probes' GPUs have a default power limit of 350 W (NVML), not the h100-sxm profile's [power] "
+        "module_cap_w = 700 W: ")
+    assert not list(out.glob("trials/*"))  # said before any probe

@@ -193,6 +193,21 @@ def test_the_first_host_s_gpus_off_their_defaults_are_said_naming_it(stand_ins, 
             "limit): this user cannot change them") in line
 
 
+def test_the_first_host_s_default_limit_other_than_the_profile_s_is_said_naming_it(
+        stand_ins, remote_hostfile, make_launch_backend, tmp_path):
+    # trial75 #2, #12: the probes' GPUs are the first node's, whose default limit its `sensors --json` lists.
+    from autotune.hardware import load_hardware
+
+    state = tmp_path / "nvml.json"
+    FakeNvml(names=("NVIDIA H100 PCIe",), state_path=state).set_board_default_mw(0, 350_000)
+    gpus = {"AUTOTUNE_NVML_API": FAKE_NVML_API_SPEC, FAKE_NVML_STATE_ENV: str(state),
+            "PYTHONPATH": f"{REPO}:{REPO / 'tests' / 'measure'}"}
+    backend = make_launch_backend(launcher="deepspeed", hostfile=remote_hostfile, env_extra=gpus)
+    line = backend.default_limit_off_profile(load_hardware("h100-sxm"))
+    assert line.startswith("the probes' GPUs on nid001 (the probes' first node, asked over ssh) have a default power "
+                           "limit of 350 W (NVML), not the h100-sxm profile's [power] module_cap_w = 700 W: ")
+
+
 def test_a_hostfile_that_names_this_machine_first_is_judged_here(stand_ins, make_launch_backend, tmp_path):
     _, log = stand_ins
     hostfile = tmp_path / "hostfile"

@@ -139,6 +139,12 @@ class FakeNvml:
         """The control state of one fake GPU (a copy when file-backed: call again after a change)."""
         return self._load()["devices"][index]
 
+    def set_board_default_mw(self, index: int, default_mw: int) -> None:
+        """Another board's (or a site's firmware) default limit: an H100 PCIe's 350 W, say; the GPU at it, as after boot."""
+        state = self._load()
+        state["devices"][index].update(limit_mw=default_mw, default_mw=default_mw, max_mw=default_mw)
+        self._save()
+
     @property
     def permission(self) -> bool:
         return self._load()["permission"]
