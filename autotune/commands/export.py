@@ -431,26 +431,27 @@ def _check_measurements_path(path: Path, force: bool) -> None:
 
 def _write_measurements(study, path: Path, run_dir: Path) -> int:
     """One replay record per evaluated candidate (the first evaluation; repeats of it were not probed)."""
+    from optuna.trial import TrialState
+
     from autotune.backends.replay import measurement_record, study_of
-    from autotune.study.settings import StudySettings
-    from autotune.study.outside import kept_result_fault
+    from autotune.study.foreign import foreign_trials
+    from autotune.study.outside import outside_reason
     from autotune.study.retries import evaluated_trials
+    from autotune.study.settings import StudySettings
 
     settings = StudySettings.from_dict(study.user_attrs["settings"])
-    records, left_out, damaged = [], {}, []
+    trials = study.get_trials(deepcopy=False)
+    # No probe of this study (outside.py: added or edited by hand; foreign.py: a copied trial, made-up figures, a second
+    # record of one probe): out of the evaluated trials, so out of the file too, and said in the run's own words. They
+    # were dropped without a word, or called "study.db is damaged there" for a trial added by hand.
+    foreign = foreign_trials(study, trials)
+    not_probed = {t.number: reason for t in trials if t.state != TrialState.WAITING and "duplicate_of" not in t.user_attrs
+                  and (reason := outside_reason(t, foreign)) is not None}
+    records, left_out = [], {}
     evaluated = evaluated_trials(study)
-    # A wrong kept result leaves its trial out of the evaluated ones (study/outside.py): said here too, not dropped.
-    faulty = [t for t in study.get_trials(deepcopy=False) if kept_result_fault(t) and "duplicate_of" not in t.user_attrs]
-    faulty_numbers = {t.number for t in faulty}
-    kept = [t for t in _kept_results(study, set(evaluated)) if t.number not in faulty_numbers]
+    kept = [t for t in _kept_results(study, set(evaluated)) if t.number not in not_probed]
     kept_numbers, kept_written = {t.number for t in kept}, []
-    for trial in sorted([*evaluated.values(), *kept, *faulty], key=lambda t: t.number):
-        if (damage := _damaged_result(trial)) is not None:
-            damaged.append(f"trial {trial.number}'s {damage}")
-            continue
-        if (fault := kept_result_fault(trial)) is not None:
-            damaged.append(f"trial {trial.number}: {fault}")
-            continue
+    for trial in sorted([*evaluated.values(), *kept], key=lambda t: t.number):
         params = trial.user_attrs["candidate"]["knobs"]
         if (why := _not_the_candidates(trial)) is not None:
             left_out.setdefault(why, []).append(trial.number)
@@ -464,9 +465,19 @@ def _write_measurements(study, path: Path, run_dir: Path) -> int:
             kept_written.append(trial.number)
     if left_out:  # on stderr: with `--measurements -` standard output holds the records alone
         print(_left_out_line(left_out), file=sys.stderr)
-    if damaged:
-        print(_damaged_line(damaged), file=sys.stderr)
+    if not_probed:
+        print(_not_probed_line(not_probed), file=sys.stderr)
     return _write_records(records, path, _results_text(records) + _kept_text(kept_written), run_dir)
+
+
+def _not_probed_line(not_probed: dict[int, str]) -> str:
+    """One line naming the trials left out as no probe of this study, each with the run's and report's reason
+    (outside.outside_reason), their common end ("left out of the search, ...") said once, as the report says it."""
+    from autotune.study.outside import LEFT_OUT, by_reason
+
+    reasons = {number: reason.removesuffix(LEFT_OUT) for number, reason in not_probed.items()}
+    return (f"{counted(len(reasons), 'trial')} left out of the measurements as no probe of this study (as of the search, "
+            f"the front and the picks): {by_reason(reasons)}")
 
 
 def _check_replayable(record: dict, origin: str, path: Path) -> None:
@@ -575,35 +586,6 @@ def _results_text(records: list[dict]) -> str:
 # Why a probe's failure says nothing of its candidate: a replay would hold it final, as the candidate's own.
 _TIMED_OUT = "timed out"
 _SETUP = "failed on the set-up"
-
-
-def _damaged_result(trial) -> str | None:
-    """What is wrong with a trial's recorded `result` attribute (study.db edited or damaged), or None: an object
-    whose status is one a probe gives. Such a record is left out, with a line that says so (trial 58 F2; a status
-    of another type or value was left out silently, F3)."""
-    from autotune.backends.base import STATUSES
-
-    result = trial.user_attrs.get("result")
-    if result is None:
-        return None  # no result: nothing to write, as before
-    if not isinstance(result, dict):
-        return f"`result` attribute is {type(result).__name__} {_short(result)}, not an object"
-    status = result.get("status")
-    if not isinstance(status, str) or status not in STATUSES:
-        return f"`result` status is {_short(status)}, not one of {', '.join(STATUSES)}"
-    return None
-
-
-def _short(value) -> str:
-    text = json.dumps(value, default=repr)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _damaged_line(damaged: list[str]) -> str:
-    count = len(damaged)
-    return (f"{count} probe result{'s' if count > 1 else ''} left out: {'; '.join(damaged)} (study.db is damaged "
-            f"there); a replay that proposes {'such a candidate' if count > 1 else 'that candidate'} fails it as "
-            "\"no record\"")
 
 
 def _not_the_candidates(trial) -> str | None:

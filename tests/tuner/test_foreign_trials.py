@@ -92,3 +92,28 @@ def test_measured_figures_added_to_a_simulated_study_and_a_re_added_trial_are_le
     assert _picked_trials(out).isdisjoint({measured, again})
     assert document["baseline"] == 0 and document["source"] == "simulated"
     assert sum(who["evaluated"] for who in document["inputs"]["proposed_by"]) == 3
+
+
+def test_export_measurements_names_the_trials_it_leaves_out_as_no_probe_of_this_study(studies, tmp_path):
+    """`export --measurements` left a copied trial, made-up figures and a second record of one probe out without a word,
+    and called a trial added by hand with values of its own "study.db is damaged there": one line names them all, each
+    in the run's and the report's words (outside.outside_reason)."""
+    out = _copy(studies, tmp_path)
+    study = _study(out)
+    copied = next(t for t in _study(studies / "frames16").trials if t.state == optuna.trial.TrialState.COMPLETE)
+    study.add_trial(copied)
+    first = study.trials[1]
+    study.add_trial(optuna.trial.create_trial(params=first.params, distributions=first.distributions, values=[50.0, 50.0],
+                                              user_attrs=dict(first.user_attrs)))
+    study.add_trial(study.trials[0])
+    records = tmp_path / "m.jsonl"
+    exported = autotune_main("export", out, "--measurements", records)
+    assert exported.returncode == 0, exported.stderr
+    assert len(records.read_text().splitlines()) == 3  # the study's own three probes
+    assert exported.stderr.count("\n") == 1 and "study.db is damaged" not in exported.stderr, exported.stderr
+    assert exported.stderr.startswith("3 trials left out of the measurements as no probe of this study (as of the "
+                                      "search, the front and the picks): trial 3 (its candidate is of workload frames "
+                                      f"16, this study's 60: {NOT_HERE}")
+    assert "trial 4 (its Optuna value 50 is not its result.time_s = " in exported.stderr
+    assert ": added or edited by hand); trial 5 (its candidate is trial 0's, which this study evaluated already: " in (
+        exported.stderr)
