@@ -497,7 +497,9 @@ def _saved_result(trial: optuna.Trial) -> dict | None:
     told = trial.user_attrs.get(TOLD_OUTSIDE_ATTR)
     if told is not None and original is not None and original.state.is_finished() and "result" not in original.user_attrs:
         # The probe of a trial finished from outside while it ran (_Objective._told_outside): read as a kept result is.
-        fault = kept_result_fault(SimpleNamespace(user_attrs={"result": told, "candidate": trial.user_attrs.get("candidate")}))
+        # Checked as a kept result is, against this retry's own params (it is still running: no values to compare).
+        fault = kept_result_fault(SimpleNamespace(user_attrs={"result": told, "candidate": trial.user_attrs.get("candidate")},
+                                                  params=trial.params, state=TrialState.RUNNING, values=None))
         return told if fault is None else None
     return original.user_attrs["result"] if original is not None and killed_after_probe(original) else None
 

@@ -49,6 +49,7 @@ def test_the_words_of_the_scope_stay_in_the_error_a_report_keeps(tmp_path):
                                  "gpus": 8})()]
         settings = type("S", (), {"hardware": _calibrated(tmp_path, SCOPE), "model": type("M", (), {"name": HF_NAME})(),
                                   "workload": WORKLOAD})()
+        profile_recorded = True
     kept = simulator_error(View)
     assert kept == {"time_s_pct": 3.0, "energy_kj_pct": 4.0, "measured_on": error["measured_on"], "extrapolated": {}}
 
@@ -108,7 +109,7 @@ def _view(hardware, model: str, params: dict, gpus: int, workload: Workload = WO
     point = type("P", (), {"source": "simulated", "energy_source": "simulated", "trial": 0, "params": params,
                            "gpus": gpus})()
     settings = type("S", (), {"hardware": hardware, "model": type("M", (), {"name": model})(), "workload": workload})()
-    return type("View", (), {"points": [point], "settings": settings})()
+    return type("View", (), {"points": [point], "settings": settings, "profile_recorded": True})()
 
 
 def test_the_gpu_count_an_error_was_measured_on_is_recorded_and_judged(tmp_path):

@@ -24,7 +24,7 @@ def _point(trial, limit, time_s, energy_kj, **other):
 def _view(points, fastest):
     settings = SimpleNamespace(hardware=load_hardware("gh200"), model=SimpleNamespace(name="32b"),
                                workload=Workload(frames=60, text_tokens=256, global_batch=64, samples=2048))
-    return SimpleNamespace(points=points, front=points, picks={"fastest": fastest}, settings=settings,
+    return SimpleNamespace(points=points, front=points, picks={"fastest": fastest}, settings=settings, profile_recorded=True,
                            point=lambda t: next((p for p in points if p.trial == t), None))
 
 

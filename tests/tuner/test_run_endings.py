@@ -4,6 +4,7 @@ the nodes), while a candidate's own failure, an out-of-memory and a timeout stay
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -64,8 +65,10 @@ class _Probes(Backend):
     def evaluate(self, candidate, trial_number: int = 0) -> ProbeResult:
         outcome = self.outcomes[len(self.probed)] if len(self.probed) < len(self.outcomes) else "ok"
         self.probed.append(candidate.knobs.to_dict())
-        if outcome == "ok":
-            return SimulateBackend().evaluate(candidate, trial_number)
+        if outcome == "ok":  # the simulator's figures, labelled as a launch probe's (a simulated label is no probe of
+            # a launch study: study/foreign.py leaves it out)
+            return dataclasses.replace(SimulateBackend().evaluate(candidate, trial_number), source="measured",
+                                       energy_source="measured")
         if outcome == "setup":  # the launcher ended without the trainer's result
             return _failed(launcher="torchrun", exit_code=1)
         if outcome == "candidate":  # the trainer's own failure, which it says is not the set-up's
