@@ -18,6 +18,7 @@ import optuna
 from autotune.counted import counted
 from autotune.errors import UserError
 from autotune.os_text import shell_text, shown_name
+from autotune.study.heartbeat import BeatSkippingStorage
 from autotune.study.storage_failure import (
     StudyDatabaseLost, kept_probe_results, open_failure_line, reported_study_gone, storage_failure_line,
     unrecorded_probe_results,
@@ -26,7 +27,7 @@ from autotune.study.storage_failure import (
 STUDY_NAME = "autotune"  # a run directory's study.db holds one study; --study-name names others in a shared --storage
 METRIC_NAMES = ("time_to_solution_s", "energy_to_solution_kj")
 # Shared storage: a worker records a heartbeat every interval while it runs a trial; a trial whose
-# heartbeat is older than the grace period belongs to a dead worker and is retried (twice at most).
+# heartbeat is older than the grace period belongs to a dead worker and is retried (twice at most; heartbeat.py).
 # The environment may shorten them (tests) or lengthen them (a slow shared database).
 HEARTBEAT_INTERVAL_ENV, GRACE_PERIOD_ENV = "AUTOTUNE_HEARTBEAT_INTERVAL_S", "AUTOTUNE_HEARTBEAT_GRACE_S"
 HEARTBEAT_INTERVAL_S = 30
@@ -418,7 +419,7 @@ def _open_storage(url: str, heartbeat: bool = False, must_exist: bool = False, g
         created = database is not None and not database.exists()
         for attempt in range(CREATE_ATTEMPTS):
             try:
-                rdb = optuna.storages.RDBStorage(url, **kwargs)
+                rdb = (BeatSkippingStorage if heartbeat else optuna.storages.RDBStorage)(url, **kwargs)
                 if created and database.is_file():
                     _with_the_umasks_mode(database)
                 return _serialized_if_sqlite(rdb)
