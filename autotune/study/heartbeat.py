@@ -5,6 +5,10 @@
   thread's one line about the same lock (trial80 #2). A skipped beat costs nothing while the grace is several
   intervals (storage.heartbeat_seconds), and a database out of reach longer stops the run at its next write, where
   storage_failure.py names the cause in one line and what was evaluated is kept.
+- A dead worker's trial (its heartbeat older than the grace) is failed and its candidate queued again (Optuna's
+  RetryHeartbeatStaleTrialCallback). The callback keeps which trials this worker failed, so a take-over names those
+  alone (loop.take_over_dead_workers): a trial that stopped RUNNING because its live owner finished it is no dead
+  worker's (trial80 #1).
 """
 
 from __future__ import annotations
@@ -22,3 +26,25 @@ class BeatSkippingStorage(optuna.storages.RDBStorage):
         except (optuna.exceptions.StorageInternalError, sqlalchemy.exc.SQLAlchemyError):
             pass  # the next beat, an interval later, tries again; the main thread says a lasting failure
 
+
+class RetryDeadWorkersTrials(optuna.storages.RetryHeartbeatStaleTrialCallback):
+    """Optuna's retry of a stale trial; `failed` lists every trial this worker failed for a dead worker's, in order
+    (Optuna calls back for those alone: a trial another worker failed first is not)."""
+
+    def __init__(self, max_retry: int) -> None:
+        super().__init__(max_retry=max_retry)
+        self.failed: list[int] = []
+
+    def __call__(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+        self.failed.append(trial.number)
+        super().__call__(study, trial)
+
+
+def fail_dead_workers_trials(study: optuna.Study) -> list[int]:
+    """Optuna's fail_stale_trials (what optimize() runs before each trial); returns the numbers of the trials it
+    failed here, each a dead worker's, in order. [] on a storage without our heartbeat callback."""
+    callback = study._storage.get_heartbeat_stale_trial_callback()  # Optuna's own fail_stale_trials reads it so
+    failed = callback.failed if isinstance(callback, RetryDeadWorkersTrials) else []
+    before = len(failed)
+    optuna.storages.fail_stale_trials(study)
+    return failed[before:]

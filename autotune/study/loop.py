@@ -46,6 +46,7 @@ from autotune.candidate import KNOBS, params_key
 from autotune.errors import UserError
 from autotune.space import baseline, check_candidate
 from autotune.study.failures import FailingStart, failing_start, retried_after_failing_start
+from autotune.study.heartbeat import fail_dead_workers_trials
 from autotune.study.outside import added_outside_lines, kept_result_fault
 from autotune.study.queued import (QueuedOutsideSpace, left_waiting, proposer, queued_invalid, queued_repeat,
                                    suggest_knobs, waiting_trials)
@@ -538,18 +539,20 @@ def take_over_dead_workers(study: optuna.Study, alone: bool) -> list[int]:
     an allocation finished with "1 still probing on other workers" for a worker dead a minute since, and the study
     stayed short of its budget until a later run (trial 51 #4). A worker is dead where this one is `alone` on the
     run directory now (run_dir_locks.sole_worker, asked again), or, on a --storage study, where its heartbeat is older
-    than the grace (Optuna's heartbeat callback queues its retry, as at the start of each trial)."""
-    running = running_probes(study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)))
-    if not running:
+    than the grace (Optuna's heartbeat callback queues its retry, as at the start of each trial). A trial that stopped
+    RUNNING meanwhile is named only where this worker failed it: one its live owner completed between the two reads
+    was announced as a dead worker's, to be probed again, and never was (trial80 #1)."""
+    probing = running_probes(study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)))
+    if not probing:
         return []
-    if alone:
+    if alone:  # no other worker writes to the study: what is no longer RUNNING was finished here
         retry_interrupted(study, include_running=True)
-    else:
-        with warnings.catch_warnings():  # Optuna marks it experimental; it is what optimize() runs before each trial
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            optuna.storages.fail_stale_trials(study)
-    trials = trials_by_number(study.get_trials(deepcopy=False))
-    return [number for number in running if trials[number].state != TrialState.RUNNING]
+        trials = trials_by_number(study.get_trials(deepcopy=False))
+        return [number for number in probing if trials[number].state != TrialState.RUNNING]
+    with warnings.catch_warnings():  # Optuna marks it experimental; it is what optimize() runs before each trial
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        failed_here = set(fail_dead_workers_trials(study))
+    return [number for number in probing if number in failed_here]
 
 
 def _fail(trial: optuna.Trial, reason: str) -> NoReturn:

@@ -18,7 +18,7 @@ import optuna
 from autotune.counted import counted
 from autotune.errors import UserError
 from autotune.os_text import shell_text, shown_name
-from autotune.study.heartbeat import BeatSkippingStorage
+from autotune.study.heartbeat import BeatSkippingStorage, RetryDeadWorkersTrials
 from autotune.study.storage_failure import (
     StudyDatabaseLost, kept_probe_results, open_failure_line, reported_study_gone, storage_failure_line,
     unrecorded_probe_results,
@@ -414,7 +414,7 @@ def _open_storage(url: str, heartbeat: bool = False, must_exist: bool = False, g
             kwargs = {
                 "heartbeat_interval": interval_s,
                 "grace_period": grace_s,
-                "heartbeat_stale_trial_callback": optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=2),
+                "heartbeat_stale_trial_callback": RetryDeadWorkersTrials(max_retry=2),
             }
         created = database is not None and not database.exists()
         for attempt in range(CREATE_ATTEMPTS):

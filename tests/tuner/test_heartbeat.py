@@ -1,5 +1,5 @@
-"""The heartbeat of --storage workers (study/heartbeat.py), driven on prepared studies: no second process, no wait
-for a grace to pass."""
+"""The heartbeat of --storage workers (study/heartbeat.py) and the take-over of dead workers' trials, driven on
+prepared studies: no second process, no wait for a grace to pass."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ import sqlite3
 
 import optuna
 import pytest
+from optuna.trial import TrialState
 
 from autotune.candidate import KNOBS
 from autotune.study import open_study
-from autotune.study.loop import PROBING_ATTR
+from autotune.study.loop import PROBING_ATTR, take_over_dead_workers
 
 # Trials are asked here, not run by optimize: Optuna's warning that heartbeats are meant for optimize is no finding.
 pytestmark = pytest.mark.filterwarnings("ignore:Heartbeat of storage is supposed to be used with Study.optimize")
@@ -36,6 +37,38 @@ def _probing(study: optuna.Study) -> optuna.Trial:
     trial = _asked(study)
     trial.set_user_attr(PROBING_ATTR, True)
     return trial
+
+
+def _stale(monkeypatch, study: optuna.Study, *trials: optuna.Trial) -> None:
+    """The trials' heartbeats are older than the grace (as Optuna's storage reports it)."""
+    ids = [t._trial_id for t in trials]
+    monkeypatch.setattr(type(study._storage._backend), "_get_stale_trial_ids", lambda self, study_id: ids)
+
+
+@pytest.mark.parametrize("storage", [False, True], ids=["run-directory", "storage"])
+def test_a_trial_its_live_owner_completes_meanwhile_is_no_dead_workers(tmp_path, monkeypatch, storage):
+    """Trial80 #1: a trial that stopped being RUNNING between the take-over's two reads, as its owner completed it, was
+    announced as "of a worker that is gone ... probing its candidate again", and no retry was ever made."""
+    study = _study(tmp_path, storage)
+    trial = _probing(study)
+    stale_check = optuna.storages.fail_stale_trials
+
+    def owner_completes_it_first(s):
+        study.tell(trial, [1.0, 2.0])  # the other worker, alive, finishes its probe
+        stale_check(s)  # nothing is stale
+
+    monkeypatch.setattr(optuna.storages, "fail_stale_trials", owner_completes_it_first)
+    assert take_over_dead_workers(study, alone=False) == []
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE]
+
+
+def test_a_trial_whose_heartbeat_this_worker_failed_is_taken_over(tmp_path, monkeypatch):
+    study = _study(tmp_path, storage=True)
+    trial = _probing(study)
+    _stale(monkeypatch, study, trial)
+    assert take_over_dead_workers(study, alone=False) == [trial.number]
+    retry = study.get_trials(states=(TrialState.WAITING,))
+    assert [t.system_attrs["failed_trial"] for t in retry] == [trial.number]
 
 
 def test_a_beat_the_locked_database_refuses_is_skipped(tmp_path):
