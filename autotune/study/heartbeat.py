@@ -6,7 +6,9 @@
   intervals (storage.heartbeat_seconds), and a database out of reach longer stops the run at its next write, where
   storage_failure.py names the cause in one line and what was evaluated is kept.
 - A dead worker's trial (its heartbeat older than the grace) is failed and its candidate queued again (Optuna's
-  RetryHeartbeatStaleTrialCallback). The callback keeps which trials this worker failed, so a take-over names those
+  RetryHeartbeatStaleTrialCallback), but for one whose candidate was found invalid before its worker died: nothing
+  is probed for it, so a retry would only be pruned again (or left WAITING for a budget already spent, trial80 #7).
+  The callback keeps which trials this worker failed, so a take-over names those
   alone (loop.take_over_dead_workers): a trial that stopped RUNNING because its live owner finished it is no dead
   worker's (trial80 #1).
 """
@@ -15,6 +17,8 @@ from __future__ import annotations
 
 import optuna
 import sqlalchemy.exc
+
+from autotune.study.retries import found_invalid
 
 
 class BeatSkippingStorage(optuna.storages.RDBStorage):
@@ -28,8 +32,8 @@ class BeatSkippingStorage(optuna.storages.RDBStorage):
 
 
 class RetryDeadWorkersTrials(optuna.storages.RetryHeartbeatStaleTrialCallback):
-    """Optuna's retry of a stale trial; `failed` lists every trial this worker failed for a dead worker's, in order
-    (Optuna calls back for those alone: a trial another worker failed first is not)."""
+    """Optuna's retry of a stale trial, but for one found invalid; `failed` lists every trial this worker failed
+    for a dead worker's, in order (Optuna calls back for those alone: a trial another worker failed first is not)."""
 
     def __init__(self, max_retry: int) -> None:
         super().__init__(max_retry=max_retry)
@@ -37,7 +41,8 @@ class RetryDeadWorkersTrials(optuna.storages.RetryHeartbeatStaleTrialCallback):
 
     def __call__(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
         self.failed.append(trial.number)
-        super().__call__(study, trial)
+        if not found_invalid(trial):
+            super().__call__(study, trial)
 
 
 def fail_dead_workers_trials(study: optuna.Study) -> list[int]:

@@ -58,6 +58,7 @@ from autotune.study.retries import (
     TOLD_OUTSIDE_ATTR,
     evaluated_trials,
     evaluated_count,
+    found_invalid,
     is_evaluated,
     keep_told_outcome,
     killed_after_probe,
@@ -541,9 +542,12 @@ def take_over_dead_workers(study: optuna.Study, alone: bool) -> list[int]:
     run directory now (run_dir_locks.sole_worker, asked again), or, on a --storage study, where its heartbeat is older
     than the grace (Optuna's heartbeat callback queues its retry, as at the start of each trial). A trial that stopped
     RUNNING meanwhile is named only where this worker failed it: one its live owner completed between the two reads
-    was announced as a dead worker's, to be probed again, and never was (trial80 #1)."""
-    probing = running_probes(study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)))
-    if not probing:
+    was announced as a dead worker's, to be probed again, and never was (trial80 #1). A dead worker's trial whose
+    candidate was found invalid is pruned (retries.found_invalid), not probed again, and not named: it was left
+    RUNNING by the survivor, then retried as an interrupted probe (trial80 #7)."""
+    running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+    probing = running_probes(running)
+    if not probing and not any(found_invalid(t) for t in running):
         return []
     if alone:  # no other worker writes to the study: what is no longer RUNNING was finished here
         retry_interrupted(study, include_running=True)

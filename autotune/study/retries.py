@@ -173,6 +173,15 @@ def queue_setup_retries(study: optuna.Study, probe_settings: dict | None = None)
     return queued
 
 
+def found_invalid(t: optuna.trial.FrozenTrial) -> bool:
+    """A trial whose candidate was found invalid (a rule broken, no fit, a queued value outside the space), never
+    probed: its reason is kept before it is PRUNED (loop._Objective._prune_invalid), so one whose worker died in
+    between holds it, and no result. Pruned, never probed again: its retry was counted an interrupted probe and left
+    WAITING (trial80 #7). A probe held back before it started keeps a reason too, and is interrupted."""
+    return ("reason" in t.user_attrs and "result" not in t.user_attrs and not t.user_attrs.get("interrupted")
+            and "duplicate_of" not in t.user_attrs)
+
+
 def interrupted_retries(study: optuna.Study, trials: list, include_running: bool = True) -> list[tuple]:
     """(trial, its knob values or None) of each trial a stopped run left unfinished that retry_interrupted queues
     again (None: killed before its first suggest, with no values to queue), in its order; reads the study only."""
@@ -182,7 +191,7 @@ def interrupted_retries(study: optuna.Study, trials: list, include_running: bool
         running = include_running and t.state == TrialState.RUNNING
         if not (running or (t.state == TrialState.FAIL and (t.user_attrs.get("interrupted") or killed_after_probe(t)))):
             continue
-        if t.number in done_before:
+        if t.number in done_before or found_invalid(t):
             continue
         # A trial killed before its first suggest still has its queued knobs (the baseline, a retry).
         unfinished.append((t, t.params if len(t.params) == len(KNOBS) else t.system_attrs.get("fixed_params")))
@@ -216,6 +225,9 @@ def retry_interrupted(study: optuna.Study, include_running: bool = True) -> int:
     storage a RUNNING trial may be a live worker's, and Optuna's heartbeats retry the dead ones.
     """
     trials = study.get_trials(deepcopy=False)
+    for t in trials if include_running else ():
+        if t.state == TrialState.RUNNING and found_invalid(t):
+            study.tell(t.number, state=TrialState.PRUNED)  # as its worker would have: its constraints are stored
     retried = set(study.user_attrs.get(RETRIED_ATTR, []))  # ours, kept in the study
     queued = 0
     for t, params in interrupted_retries(study, trials, include_running):

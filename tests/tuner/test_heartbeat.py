@@ -13,7 +13,9 @@ from optuna.trial import TrialState
 from autotune.candidate import KNOBS
 from autotune.study import open_study
 from autotune.study.loop import PROBING_ATTR, take_over_dead_workers
+from autotune.study.retries import retry_interrupted
 
+RULE_BROKEN = "async optimizer offload (SuperOffload) needs ZeRO stage 3"
 # Trials are asked here, not run by optimize: Optuna's warning that heartbeats are meant for optimize is no finding.
 pytestmark = pytest.mark.filterwarnings("ignore:Heartbeat of storage is supposed to be used with Study.optimize")
 
@@ -36,6 +38,15 @@ def _probing(study: optuna.Study) -> optuna.Trial:
     """Another worker's trial whose probe is under way."""
     trial = _asked(study)
     trial.set_user_attr(PROBING_ATTR, True)
+    return trial
+
+
+def _pruning(study: optuna.Study) -> optuna.Trial:
+    """A trial whose worker found its candidate invalid and died before it was PRUNED (_Objective._prune_invalid:
+    constraints and reason stored, no probe)."""
+    trial = _asked(study)
+    trial.set_user_attr("candidate", {"knobs": trial.params})
+    trial.set_user_attr("reason", RULE_BROKEN)
     return trial
 
 
@@ -82,3 +93,32 @@ def test_a_beat_the_locked_database_refuses_is_skipped(tmp_path):
         other.execute("COMMIT")
     study._storage.record_heartbeat(trial._trial_id)  # the next beat is recorded
     assert study._storage._backend._get_stale_trial_ids(study._study_id) == []
+
+
+def test_a_dead_workers_trial_found_invalid_is_pruned_by_the_survivor_alone(tmp_path):
+    """Trial80 #7: the survivor left it RUNNING; a restart then counted it interrupted and queued a retry of a
+    candidate that breaks a rule, left WAITING."""
+    study = _study(tmp_path, storage=False)
+    trial = _pruning(study)
+    assert take_over_dead_workers(study, alone=True) == []  # nothing to probe again: not named
+    [pruned] = study.trials
+    assert (pruned.state, pruned.user_attrs["reason"]) == (TrialState.PRUNED, RULE_BROKEN)
+    assert trial.number == pruned.number
+
+
+def test_a_restart_prunes_a_trial_found_invalid_and_queues_no_retry(tmp_path):
+    study = _study(tmp_path, storage=False)
+    _pruning(study)
+    probing = _probing(study)
+    assert retry_interrupted(study, include_running=True) == 1
+    states = {t.number: t.state for t in study.trials}
+    assert states[0] == TrialState.PRUNED and states[probing.number] == TrialState.FAIL
+    assert [t.user_attrs["retry_of"] for t in study.get_trials(states=(TrialState.WAITING,))] == [probing.number]
+
+
+def test_a_stale_trial_found_invalid_is_failed_and_not_retried(tmp_path, monkeypatch):
+    study = _study(tmp_path, storage=True)
+    trial = _pruning(study)
+    _stale(monkeypatch, study, trial)
+    assert take_over_dead_workers(study, alone=False) == []
+    assert [t.state for t in study.trials] == [TrialState.FAIL]  # no WAITING retry
