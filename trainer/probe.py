@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 from autotune.candidate import KNOBS, Candidate, Knobs, candidate_from_dict, knob_allowed, knob_value
 from autotune.checks import MAX_COUNT, flag_number
-from autotune.errors import UserError
+from autotune.errors import ConfigError, UserError
 from autotune.hardware import HardwareProfile, load_hardware
 from autotune.models import ModelSpec, load_model
 from autotune.usage_errors import OneLineParser
@@ -276,6 +276,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if not args.candidate and not args.model:
         parser.error("give --candidate FILE or --model (plus knob flags)")
+    problem = _data_problem(args)
+    if problem:
+        parser.error(problem)
     fixed = _flags_a_candidate_fixes(args)
     if args.candidate and fixed:
         parser.error(f"--candidate already fixes {', '.join(fixed)}: give either the file or the flags")
@@ -287,6 +290,29 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         except UserError as exc:
             parser.error(str(exc))
     return args
+
+
+def _data_problem(args: argparse.Namespace) -> str | None:
+    """--data and --video-root checked with the other flags, on every rank before DeepSpeed starts: a missing,
+    unreadable or empty annotation file was a failed result.json after the process group and DeepSpeed's op build,
+    taken for the candidate's own failure (trial77 #2). The file is read as the dataset reads it (load_annotations),
+    its videos are not: which of them a probe reads depends on the workload. None where nothing is wrong."""
+    if args.data is None:
+        if args.video_root is not None:
+            return "argument --video-root: given without --data, so no video is read; add --data FILE or drop it"
+        return None
+    if not args.data.strip():  # Path("") is the current folder: "annotation file . is a folder"
+        return "argument --data: is empty; give the path of a LLaVA-Video JSON file (docs/data.md)"
+    from trainer.video_dataset import load_annotations
+    from trainer.video_decode import require_decoder
+
+    try:
+        load_annotations(Path(args.data), None if args.video_root is None else Path(args.video_root))
+        require_decoder()
+    except ConfigError as exc:
+        flag = "--video-root" if str(exc).startswith("video root") else "--data"
+        return f"argument {flag}: {exc}"
+    return None
 
 
 def _flags_a_candidate_fixes(args: argparse.Namespace) -> list[str]:

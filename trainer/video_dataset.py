@@ -54,13 +54,21 @@ def _entry(raw: object, position: int, video_root: Path, origin: str) -> VideoEn
 
 
 def load_annotations(annotations_path: Path, video_root: Path | None = None) -> list[VideoEntry]:
-    """Parse and check the annotation file; videos are not opened here (that is the workers' job)."""
+    """Parse and check the annotation file; videos are not opened here (that is the workers' job). The probe calls it
+    while it checks its flags too (trainer/probe.py), so a wrong --data is a usage line before DeepSpeed starts."""
     if not annotations_path.is_file():
-        raise ConfigError(f"annotation file {annotations_path} not found; pass the path of a LLaVA-Video JSON file")
+        what = "is a folder" if annotations_path.is_dir() else "is not a file" if annotations_path.exists() else "not found"
+        raise ConfigError(f"annotation file {annotations_path} {what}; pass the path of a LLaVA-Video JSON file")
     root = video_root if video_root is not None else annotations_path.parent
     if not root.is_dir():
         raise ConfigError(f"video root {root} is not a folder; pass the folder the annotation's video paths are under")
-    text = annotations_path.read_text(encoding="utf-8")
+    try:
+        text = annotations_path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:  # no read permission; not UTF-8 (JSON is)
+        raise ConfigError(f"annotation file {annotations_path} cannot be read ({getattr(exc, 'strerror', None) or exc}); pass a readable UTF-8 "
+                          "LLaVA-Video JSON file") from None
+    if not text.strip():
+        raise ConfigError(f"annotation file {annotations_path} is empty; pass a LLaVA-Video JSON file with samples")
     try:
         if annotations_path.suffix == ".jsonl":
             raw_entries = [json.loads(line) for line in text.splitlines() if line.strip()]

@@ -348,3 +348,66 @@ def test_the_trials_wrong_values_stop_the_probe_command_before_anything_starts(t
     assert refused.value.code == 2
     assert len(lines) == 1 and lines[0].startswith(f"{PREFIX}{said}"), lines
     assert not out.exists()
+
+
+ENTRY = {"id": "v", "video": "v.mp4", "conversations": [{"from": "human", "value": "<image>\nQ"},
+                                                         {"from": "gpt", "value": "A"}]}
+
+
+@pytest.mark.parametrize("name, content, said", [
+    ("nosuch.json", None, "--data: annotation file {path} not found; pass the path of a LLaVA-Video JSON file"),
+    ("folder", "DIR", "--data: annotation file {path} is a folder; pass the path of a LLaVA-Video JSON file"),
+    ("empty.json", "", "--data: annotation file {path} is empty; pass a LLaVA-Video JSON file with samples"),
+    ("blank.jsonl", "\n  \n", "--data: annotation file {path} is empty; pass a LLaVA-Video JSON file with samples"),
+    ("latin.json", b'[{"\xe9": 1}]', "--data: annotation file {path} cannot be read ("),
+    ("list.json", "[]", "--data: annotation file {path}: expected a non-empty JSON list of samples"),
+    ("notes.json", "not json", "--data: annotation file {path}: not valid JSON ("),
+])
+def test_a_wrong_data_file_stops_the_probe_before_anything_starts(tmp_path, capsys, name, content, said):
+    """Trial77 #2: `--data nosuch.json` started the process group and built DeepSpeed's op (13 s), then wrote a
+    failed result.json that took the missing file for the candidate's own failure (`setup_failure: false`), exit 1.
+    Every rank refuses it as it refuses a wrong --out: one usage line, exit status 2, no result.json."""
+    path = tmp_path / name
+    if content == "DIR":
+        path.mkdir()
+    elif isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content is not None:
+        path.write_text(content)
+    out = tmp_path / "result.json"
+    with pytest.raises(SystemExit) as refused:
+        main(["--model", "tiny", "--data", str(path), "--out", str(out)])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert refused.value.code == 2
+    assert len(lines) == 1 and lines[0].startswith(f"{PREFIX}{said.format(path=path)}"), lines
+    assert not out.exists() and not torch.distributed.is_initialized()
+
+
+def test_an_unreadable_data_file_is_one_usage_line(tmp_path, capsys):
+    if os.geteuid() == 0:
+        pytest.skip("root reads a file whatever its permission bits")
+    path = tmp_path / "ann.json"
+    path.write_text(json.dumps([ENTRY]))
+    path.chmod(0)
+    line = _refused(capsys, ["--data", str(path)])
+    assert line == f"--data: annotation file {path} cannot be read (Permission denied); pass a readable UTF-8 " \
+                   "LLaVA-Video JSON file"
+
+
+def test_a_wrong_video_root_or_one_without_data_is_one_usage_line(tmp_path, capsys):
+    (tmp_path / "ann.json").write_text(json.dumps([ENTRY]))
+    missing = tmp_path / "videos"
+    assert _refused(capsys, ["--data", str(tmp_path / "ann.json"), "--video-root", str(missing)]) == (
+        f"--video-root: video root {missing} is not a folder; pass the folder the annotation's video paths are under")
+    assert _refused(capsys, ["--video-root", str(tmp_path)]) == (
+        "--video-root: given without --data, so no video is read; add --data FILE or drop it")
+    assert _refused(capsys, ["--data", ""]) == (
+        "--data: is empty; give the path of a LLaVA-Video JSON file (docs/data.md)")
+
+
+def test_a_data_file_the_dataset_reads_is_taken_as_given(tmp_path):
+    """Its videos are not opened here (the workload decides which the probe reads): a missing one is the dataset's."""
+    pytest.importorskip("av")
+    (tmp_path / "ann.jsonl").write_text(json.dumps(ENTRY) + "\n")
+    args = parse_args(["--model", "tiny", "--data", str(tmp_path / "ann.jsonl"), "--video-root", str(tmp_path)])
+    assert (args.data, args.video_root) == (str(tmp_path / "ann.jsonl"), str(tmp_path))

@@ -120,6 +120,10 @@ def test_zero0_single_process_from_a_candidate_file(tmp_path):
 
 
 def test_superoffload_is_refused_on_cpu(tmp_path):
+    # An annotation file the probe's flag check reads (trial77 #2); its video is never opened by a refused probe.
+    (tmp_path / "videos").mkdir()
+    entry = {"video": "v.mp4", "conversations": [{"from": "human", "value": "Q"}, {"from": "gpt", "value": "A"}]}
+    (tmp_path / "videos" / "ann.json").write_text(json.dumps([entry]))
     done, result = _probe(tmp_path, ["--zero-stage", "3", "--optimizer-offload", "async", "--data", "videos/ann.json",
                                      "--video-root", "videos"], nproc=1)
     assert done.returncode != 0
