@@ -27,8 +27,9 @@ with window-only energy, is a lower bound (`energy_lower_bound`).
 Window-only energy can be a thousandth of what a probe drew (a 2-minute CPU probe with a 0.1 s window),
 so where probes have it, the whole probes' energy is estimated (`whole_probe_energy_kj`): each such
 probe's window energy plus the hardware profile's idle power of its ranks over the rest of its wall
-time, and each interrupted probe's recorded time (kind 5) at the idle power of its candidate's ranks.
-Start-up, warm-up and a running probe draw more than idle, so this is a floor as well, only a far closer one.
+time (all of it for one that timed out, crashed or ran out of memory before a window closed), and each
+interrupted probe's recorded time (kind 5) at the idle power of its candidate's ranks. It is None where a probe's
+window ran with no sensor reading it (idle power alone would count that window as 0 J). Start-up, warm-up and a running probe draw more than idle, so this is a floor as well, only a far closer one.
 
 Payback compares a pick with the baseline on the same work. Per sample the pick saves
 (E_base - E_pick) / samples; one hour of training with the pick processes samples / T_pick * 3600
@@ -150,8 +151,9 @@ def _idle_w(view: StudyView, row: dict) -> float:
 
 def whole_probe_energy_kj(view: StudyView, costs: list[dict], ran: list[dict]) -> float | None:
     """The probes' whole energy where sensors saw only their windows (module docstring): None where no
-    probe's energy is window-only, or another probe's energy is unknown. Interrupted probes' recorded
-    time (`_add_interrupted_time`) counts at idle power."""
+    probe's energy is window-only, where a probe's window ran with no sensor reading it, or where another probe's
+    energy is unknown. Interrupted probes' recorded time (`_add_interrupted_time`), and the whole time of a probe
+    that failed before any window closed, count at idle power."""
     if not any(c["basis"] == "probe_cost_window_energy" for c in costs):
         return None
     total_kj = 0.0
@@ -166,11 +168,20 @@ def whole_probe_energy_kj(view: StudyView, costs: list[dict], ran: list[dict]) -
                 return None
             total_kj += cost["energy_kj"]
             continue
-        if cost["energy_kj"] is None and cost["provenance"] == "unavailable":
+        if cost["energy_kj"] is None and cost["provenance"] == "unavailable" and _window_ran(cost, row):
             return None  # its window ran with no sensor reading it: idle power alone would count the window as 0 J
-        rest_s = max(0.0, cost["time_s"] - (cost.get("window_s") or 0.0))
-        total_kj += (cost["energy_kj"] or 0.0) + j_to_kj(_idle_w(view, row) * rest_s)  # None: no window opened (OOM)
+        # No window energy on record (a timeout, crash or OOM before any window closed): all of its time at idle power,
+        # as an interrupted probe's. One timeout left the whole study without the estimate, and its payback came from
+        # the windows' joules, 50x too soon (trial77 #4).
+        idle_s = cost["time_s"] if cost["energy_kj"] is None else max(0.0, cost["time_s"] - (cost.get("window_s") or 0.0))
+        total_kj += (cost["energy_kj"] or 0.0) + j_to_kj(_idle_w(view, row) * idle_s)
     return total_kj
+
+
+def _window_ran(cost: dict, row: dict) -> bool:
+    """Whether a window-scoped probe's measured window ran: it gave a result (ok), or a window's seconds are on record
+    (an earlier repeat's). A probe that timed out, crashed or ran out of memory with neither never closed one."""
+    return row.get("status") == "ok" or cost.get("window_s") is not None
 
 
 def _whole_probe_note(whole_kj: float | None, view: StudyView, interrupted_s: float = 0.0) -> str:

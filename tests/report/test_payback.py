@@ -473,3 +473,35 @@ def test_an_interrupted_trial_of_a_simulated_study_cost_nothing_either():
     cost = tuning_cost(StudyView(None, [simulated, interrupted], [], [], {}, None))
     assert cost["ran_on_hardware"] is False and cost["probes_by_basis"] == {"simulated": 2}
     assert cost["note"].startswith("Simulated study: nothing ran on hardware (2 candidates modelled analytically)")
+
+
+def test_a_probe_that_failed_before_its_window_counts_at_idle_power_in_the_whole_probe_estimate():
+    """Trial77 #4: one timed-out probe (its cost window-scoped, its energy None, "unavailable") left the study with no
+    whole-probe estimate, and the payback came from the windows' joules: 11.5 runs of the workload where ~530 was
+    right. A probe that timed out, crashed or ran out of memory before any window closed counts its whole time at
+    idle power, as an interrupted one does; one whose window ran with no sensor reading it still gives no estimate."""
+    from autotune.backends.launch import probe_cost as launch_probe_cost
+    from autotune.measure.estimate import PowerModel
+    from autotune.report.payback import tuning_cost
+
+    settings = _settings("cpu")
+    ok_cost = {"time_s": 20.0, "energy_kj": 0.005, "energy_scope": "window", "energy_provenance": "estimated",
+               "parts": {"window_s": 0.5}}
+    ok = [{"trial": t, "status": "ok", "gpus": 2, "energy_source": "estimated",
+           "details": {"energy": {"provenance": "estimated"}, "probe_cost": ok_cost}} for t in (1, 2)]
+    timed_out = {"trial": 0, "status": "timeout", "gpus": 2, "energy_source": "unavailable",
+                 "details": {"probe_cost": launch_probe_cost([45.0], [])}}  # as the launch backend writes it
+    points = [Point(trial=1, params={}, time_s=1.0, energy_kj=0.02, gpus=2, energy_source="estimated"),
+              Point(trial=2, params={}, time_s=0.5, energy_kj=0.01, gpus=2, energy_source="estimated")]
+    document = tuning_cost(StudyView(settings, [timed_out, *ok], points, [], {"knee": 2}, 1))
+    idle_w = PowerModel.from_hardware(settings.hardware, accelerators=2).node_power_w(0.0)
+    whole_kj = 2 * (0.005 + idle_w * 19.5 / 1000) + idle_w * 45.0 / 1000
+    assert document["whole_probe_energy_kj"] == pytest.approx(whole_kj)
+    assert document["energy_kj"] == pytest.approx(0.01)  # what sensors saw: the timeout adds nothing to it
+    knee = document["payback"][0]
+    assert knee["tuning_energy_estimated"] is True and knee["payback_workloads"] == pytest.approx(whole_kj / 0.01)
+    # A window that ran unseen (an earlier repeat's seconds on record, or an ok probe's): no estimate, as before.
+    seen_window = {**timed_out, "details": {"probe_cost": {**launch_probe_cost([45.0], []), "parts": {"window_s": 0.5}}}}
+    assert tuning_cost(StudyView(settings, [seen_window, *ok], points, [], {"knee": 2}, 1))["whole_probe_energy_kj"] is None
+    unseen_ok = {**timed_out, "status": "ok"}
+    assert tuning_cost(StudyView(settings, [unseen_ok, *ok], points, [], {"knee": 2}, 1))["whole_probe_energy_kj"] is None
