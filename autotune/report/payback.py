@@ -509,8 +509,10 @@ def cost_sentence(cost: dict, unit: tuple[str, float]) -> str:
                   f"{energy} of it in the measurement windows ({provenance})")
         provenance = ""
     # A replay ran nothing here: its probes' cost is what they took where the file was measured.
-    ran = (f"The {cost['probes']} replayed probes took, where they were measured," if cost.get("replayed") == cost["probes"]
-           else f"Tuning ran {cost['probes']} probes:")
+    # The count and its noun agree: "Tuning ran 1 probes" beside "1 probe: ..." in the note (trial77 #3).
+    ran = (f"The {counted(cost['probes'], 'replayed probe')} took, where "
+           f"{agreeing(cost['probes'], 'it was', 'they were')} measured," if cost.get("replayed") == cost["probes"]
+           else f"Tuning ran {counted(cost['probes'], 'probe')}:")
     if cost["time_s"] is None:
         return f"{ran} unknown probe time and {energy}. {cost['note']}"
     at_least = "at least " if cost.get("time_lower_bound") else ""

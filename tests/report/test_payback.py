@@ -505,3 +505,15 @@ def test_a_probe_that_failed_before_its_window_counts_at_idle_power_in_the_whole
     assert tuning_cost(StudyView(settings, [seen_window, *ok], points, [], {"knee": 2}, 1))["whole_probe_energy_kj"] is None
     unseen_ok = {**timed_out, "status": "ok"}
     assert tuning_cost(StudyView(settings, [unseen_ok, *ok], points, [], {"knee": 2}, 1))["whole_probe_energy_kj"] is None
+
+
+def test_the_cost_line_counts_one_probe_in_the_singular():
+    """Trial77 #3: "Tuning ran 1 probes: 0.00311 h of probe time, ..." (the note beside it said "1 probe: ...")."""
+    cost = {"ran_on_hardware": True, "probes": 1, "time_s": 11.2, "gpu_hours": 0.0062, "energy_kj": 0.01,
+            "provenance": "estimated", "note": ""}
+    assert cost_sentence(cost, ("J", 1e-3)).startswith("Tuning ran 1 probe: 0.00311 h of probe time, ")
+    assert cost_sentence({**cost, "probes": 2}, ("J", 1e-3)).startswith("Tuning ran 2 probes: ")
+    replayed = {**cost, "replayed": 1}
+    assert cost_sentence(replayed, ("J", 1e-3)).startswith("The 1 replayed probe took, where it was measured, 0.00311 h")
+    assert cost_sentence({**replayed, "probes": 2, "replayed": 2}, ("J", 1e-3)).startswith(
+        "The 2 replayed probes took, where they were measured, ")
