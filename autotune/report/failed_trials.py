@@ -42,8 +42,21 @@ def failure_lines(trials: list[dict]) -> tuple[str, list[str]] | None:
                     if row["status"] in FAILED_STATUSES and (row.get("details") or {}).get("trial_dir"))
     log = (f" (each probe's whole output is its log in the run directory: trial {logged[0][0]}'s is "
            f"{PurePath('trials', logged[0][1], 'log.txt')})" if logged else "")
+    again = {row["trial"]: row["probed_again_as"] for row in trials if row.get("probed_again_as") is not None}
     lines = [f"{agreeing(len(numbers), 'trial', 'trials')} {spans_text(numbers)} ({status}): {reason}"
-             for status, numbers, reason in groups[:MOST_REASONS]]
+             f"{_probed_again(numbers, again)}" for status, numbers, reason in groups[:MOST_REASONS]]
     if len(groups) > MOST_REASONS:
         lines.append(f"and {counted(len(groups) - MOST_REASONS, 'other reason')}: report.html's trial table gives each")
     return f"why trials failed{log}:", lines
+
+
+def _probed_again(numbers: list[int], again: dict[int, int]) -> str:
+    """`; probed again as trial 3` after a reason whose trial a resume probed again (a timeout under other probe
+    settings, a set-up failure: study/retries.py), as an interrupted trial's reason says it; "" where none was. Without
+    it a timed-out candidate read as failed beside the baseline line that showed it ok (trial77 #7)."""
+    retried = [n for n in numbers if n in again]
+    if not retried:
+        return ""
+    if len(numbers) == 1:
+        return f"; probed again as trial {again[retried[0]]}"
+    return "; probed again: " + ", ".join(f"trial {n} as trial {again[n]}" for n in retried)

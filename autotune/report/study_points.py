@@ -206,6 +206,8 @@ def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, 
             ruled_out[t.number] = now
             status, reason, feasible = "invalid", f"ruled out by this autotune, though evaluated earlier: {now}", False
         row = {"trial": t.number, "params": params, "status": status, "reason": reason}
+        if t.number in retried_as:  # a timeout or set-up failure probed again: "why trials failed" names it (failed_trials.py)
+            row["probed_again_as"] = retried_as[t.number]
         if status == "interrupted" and t.user_attrs.get(STOPPED_BY_ATTR):
             row["stopped_by"] = t.user_attrs[STOPPED_BY_ATTR]  # an error of the tuner, not Ctrl-C: the cost note says which
         row.update({k: result.get(k) for k in ("time_s", "energy_kj", "tflops", "peak_mem_gib", "source", "energy_source")})

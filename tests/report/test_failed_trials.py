@@ -63,3 +63,15 @@ def test_the_terminal_and_markdown_reports_say_why_trials_failed(failing_run):
     markdown = markdown_report(view, document).splitlines()
     assert "**Why trials failed:**" in markdown
     assert any(line.startswith("- trial") and line.endswith(md_text(f"(failed): {HOSTILE_ERROR}")) for line in markdown)
+
+
+def test_a_failed_trial_probed_again_names_its_retry():
+    """Trial77 #7: after a resume probed a timed-out candidate again under other probe settings (ok, the baseline now),
+    "why trials failed" still said "trial 0 (timeout): ..." alone, where an interrupted trial says "probed again as
+    trial 4"."""
+    timeout = "no result within 45 s: killed the probe's process group"
+    rows = [{**_row(0, "timeout", f"timeout: {timeout}", "/r/trials/0000"), "probed_again_as": 3},
+            _row(3, "ok", None, "/r/trials/0003")]
+    assert failure_lines(rows)[1] == [f"trial 0 (timeout): {timeout}; probed again as trial 3"]
+    rows += [{**_row(1, "timeout", f"timeout: {timeout}"), "probed_again_as": 5}, _row(2, "timeout", f"timeout: {timeout}")]
+    assert failure_lines(rows)[1] == [f"trials 0-2 (timeout): {timeout}; probed again: trial 0 as trial 3, trial 1 as trial 5"]

@@ -49,3 +49,11 @@ def test_the_page_says_who_sets_a_limits_watts_as_the_tool_does():
     section = PAGE[PAGE.index("## Power limit of the fastest configuration"):PAGE.index("## Which knobs mattered")]
     assert "SLURM or NVML user" not in section
     assert "`device_cli apply` sets through NVML, as root or with CAP_SYS_ADMIN, for SLURM has no power-limit option" in section
+
+
+def test_the_quoted_retry_of_a_failed_trial_is_as_the_report_writes_it():
+    from autotune.report.failed_trials import failure_lines
+
+    row = {"trial": 0, "status": "timeout", "reason": "timeout: no result within 45 s: killed the probe's process group",
+           "details": {}, "probed_again_as": 3}
+    assert f"`{failure_lines([row])[1][0]}`" in PAGE

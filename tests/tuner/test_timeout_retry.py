@@ -56,6 +56,12 @@ def test_a_timeout_under_other_probe_settings_is_probed_again_and_under_the_same
     assert retry.state == TrialState.COMPLETE and retry.user_attrs["retry_of"] == 0
     assert retry.params == timed_out.params and retry.user_attrs.get("baseline") == timed_out.user_attrs.get("baseline")
     assert retry_words(trials_by_number(study.trials), [0]) == "retry of trial 0, which timed out under other probe settings"
+    # The report's "why trials failed" names the retry, as an interrupted trial's reason does (trial77 #7).
+    from autotune.report.failed_trials import failure_lines
+    from autotune.report.study_points import study_view
+
+    _, lines = failure_lines(study_view(study).trials)
+    assert len(lines) == 1 and lines[0].startswith("trial 0 (timeout): ") and lines[0].endswith("; probed again as trial 1")
 
 
 def test_a_raised_probe_timeout_probes_a_timed_out_candidate_again(tmp_path):
