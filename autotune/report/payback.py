@@ -450,11 +450,15 @@ def tuning_cost(view: StudyView) -> dict:
              if c["time_s"] is not None and not (ran_on_hardware and c["basis"] == "simulated")]
     # A window-scoped probe that never opened its window (OOM, crash) drew energy no sensor saw: the
     # total leaves it out and is a lower bound (the note says so), rather than unknown altogether.
-    energies = [c["energy_kj"] for c in costed if not (c["basis"] == "probe_cost_window_energy" and c["energy_kj"] is None)]
+    in_total = [c for c in costed if not (c["basis"] == "probe_cost_window_energy" and c["energy_kj"] is None)]
+    energies = [c["energy_kj"] for c in in_total]
     # Probes that ran, none of known cost: the cost is unknown, not zero.
     energy_kj = None if any(e is None for e in energies) or (ran and not energies) else sum(energies)
     time_s = sum(c["time_s"] for c, _ in timed) if timed or not ran else None
-    provenances = sorted({c["provenance"] for c in costed})
+    # The label of the energy the total holds: a probe it leaves out adds no joules, nor its "unavailable" (a timed-out
+    # probe's made the windows' estimated joules read "mixed: estimated, unavailable", trial77 #4). With none in the
+    # total, every probe's: "unavailable" says why there is no figure.
+    provenances = sorted({c["provenance"] for c in in_total} or {c["provenance"] for c in costed})
     complete = set(by_basis) <= {"probe_cost", "simulated"}
     # Time is a floor where a probe's time is not (or not all) on record; an unknown total is no floor.
     time_lower_bound = time_s is not None and any(c["time_s"] is None or c.get("time_complete") is False for c in costs if c["basis"] != "simulated") \

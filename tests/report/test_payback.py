@@ -517,3 +517,23 @@ def test_the_cost_line_counts_one_probe_in_the_singular():
     assert cost_sentence(replayed, ("J", 1e-3)).startswith("The 1 replayed probe took, where it was measured, 0.00311 h")
     assert cost_sentence({**replayed, "probes": 2, "replayed": 2}, ("J", 1e-3)).startswith(
         "The 2 replayed probes took, where they were measured, ")
+
+
+def test_the_windows_energy_is_labelled_by_the_probes_it_holds_not_by_one_that_added_none():
+    """Trial77 #4: beside a timed-out probe (no window, energy "unavailable") the windows' estimated joules read
+    "17.1 J; mixed: estimated, unavailable"; the timeout adds no joule to them. With no probe's energy in the
+    total, the label still says why there is no figure."""
+    from autotune.backends.launch import probe_cost as launch_probe_cost
+    from autotune.report.payback import tuning_cost
+
+    ok_cost = {"time_s": 20.0, "energy_kj": 0.005, "energy_scope": "window", "energy_provenance": "estimated",
+               "parts": {"window_s": 0.5}}
+    ok = {"trial": 1, "status": "ok", "gpus": 2, "energy_source": "estimated",
+          "details": {"energy": {"provenance": "estimated"}, "probe_cost": ok_cost}}
+    timed_out = {"trial": 0, "status": "timeout", "gpus": 2, "energy_source": "unavailable",
+                 "details": {"probe_cost": launch_probe_cost([45.0], [])}}
+    document = tuning_cost(StudyView(_settings("cpu"), [timed_out, ok], [], [], {}, None))
+    assert document["provenance"] == "estimated"
+    assert "5.00 J of it in the measurement windows (estimated)." in cost_sentence(document, ("J", 1e-3))
+    alone = tuning_cost(StudyView(_settings("cpu"), [timed_out], [], [], {}, None))
+    assert alone["energy_kj"] is None and alone["provenance"] == "unavailable"
