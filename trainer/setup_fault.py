@@ -9,13 +9,18 @@ result named rank 0, and the baseline's failure was kept as final though DeepSpe
   the device settings, the probe's own inputs;
 - at any time, a failure of building DeepSpeed's ops (torch's cpp_extension, DeepSpeed's op builders: a compiler,
   ninja or CUDA missing, the build folder unwritable), and a file system's refusal (permission, read-only, full,
-  over quota): what the user fixes in the environment, not by choosing another candidate.
+  over quota): what the user fixes in the environment, not by choosing another candidate;
+- at any time, a `ConfigError`: one of the probe's own input files (the --data annotation file's entries, a video
+  missing or that ffmpeg cannot decode: the trainer raises it for nothing else) is read only once the candidate's
+  engine is up, and was written `setup_failure: false`, the candidate's own (trial77 #2).
 """
 
 from __future__ import annotations
 
 import errno
 import os
+
+from autotune.errors import ConfigError
 
 # Raised by a file system, not by a candidate: the user fixes the folder, the disk or the quota.
 _FILE_SYSTEM_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT})
@@ -30,7 +35,7 @@ def setup_fault(exc: BaseException, before_candidate: bool) -> bool:
 
 
 def _environment_error(exc: BaseException) -> bool:
-    if isinstance(exc, OSError) and exc.errno in _FILE_SYSTEM_ERRNOS:
+    if isinstance(exc, OSError) and exc.errno in _FILE_SYSTEM_ERRNOS or isinstance(exc, ConfigError):
         return True
     traceback = exc.__traceback__
     while traceback is not None:

@@ -80,3 +80,14 @@ def test_a_probe_whose_candidate_fails_says_it_is_not_the_setups(tmp_path, monke
     # run_test_hook stands where the candidate runs (AUTOTUNE_PROBE_TEST_HOOK=crash raises there)
     result = _probe_failing(tmp_path, monkeypatch, "run_test_hook", RuntimeError("shapes cannot be multiplied"))
     assert result["status"] == "failed" and result["failed_rank"] == 0 and result["setup_failure"] is False
+
+
+def test_a_probe_whose_data_fails_once_the_candidate_runs_says_it_is_the_setups(tmp_path, monkeypatch):
+    """Trial77 #2: the probe's own input, read where the candidate's engine is up (a video the annotation names is
+    missing, or ffmpeg cannot decode it: docs/data.md), was written as the candidate's own failure."""
+    from autotune.errors import ConfigError
+
+    missing = ConfigError("video v.mp4 not found (1 of 1 used videos missing); check the video root (--video-root)")
+    result = _probe_failing(tmp_path, monkeypatch, "run_test_hook", missing)
+    assert result["status"] == "failed" and result["setup_failure"] is True
+    assert setup_fault(missing, before_candidate=False)
