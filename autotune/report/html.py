@@ -334,8 +334,17 @@ def _trial_row(row: dict, feasible: set[int], t_div: float, e_div: float, source
         f'<span class="status status-{esc(row["status"])}">{esc(status)}</span>',
         *(esc(knob_value(row["params"], knob)) for knob, _ in columns),
         *figures_or_reason,
-        esc(row.get("reason") or ""),
+        esc(_reason_with_retry(row)),
     ]
+
+
+def _reason_with_retry(row: dict) -> str:
+    """A timeout or set-up failure a resume probed again names its retry, as "why trials failed" does (trial77 #7);
+    an interrupted trial's reason names it already."""
+    reason = row.get("reason") or ""
+    if row.get("probed_again_as") is None or "probed again" in reason:
+        return reason
+    return f"{reason}; probed again as trial {row['probed_again_as']}"
 
 
 def trials_section(view: StudyView, document: dict, run_dir: Path) -> str:

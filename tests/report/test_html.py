@@ -140,3 +140,14 @@ def test_a_near_zero_simulated_phase_reads_below_a_thousandth_of_its_unit_never_
     assert re.search(r": &lt;0\.001 ms \(&lt;1%\)</title>", html), html  # the bar's hover
     assert "<th>time ms</th>" in html and "<td>&lt;0.001</td>" in html and "<td>800</td>" in html  # the table's
     assert figure(3.79e-10) == "3.79e-10"  # only the phases: elsewhere a tiny figure keeps its three figures
+
+
+def test_a_failed_trials_reason_names_the_trial_that_probed_it_again():
+    """The trial table gave a timeout's reason without its retry, where "why trials failed" names it (trial77 #7)."""
+    from autotune.report.html import _reason_with_retry
+
+    timeout = {"reason": "timeout: no result within 45 s", "probed_again_as": 3}
+    assert _reason_with_retry(timeout) == "timeout: no result within 45 s; probed again as trial 3"
+    interrupted = {"reason": "its probe was stopped (Ctrl-C): probed again as trial 4", "probed_again_as": 4}
+    assert _reason_with_retry(interrupted) == interrupted["reason"]
+    assert _reason_with_retry({"reason": "out of memory"}) == "out of memory"
