@@ -318,11 +318,11 @@ def unreachable_reason(launcher: str, candidate: Candidate, hostfile: Path | Non
                     "give --hostfile (deepspeed launcher) or run inside a SLURM allocation (srun)")
         local = local_gpu_count() if candidate.hardware.cuda else None
         if local is not None and per_node > local:
-            return f"the candidate needs {per_node} GPUs per node; this machine has {local} (--gpus-per-node {local} studies what fits)"
+            return f"the candidate needs {counted(per_node, 'GPU')} per node; this machine has {local} (--gpus-per-node {local} studies what fits)"
     elif launcher == "deepspeed":
         hosts = read_hostfile(hostfile)
         if len(hosts) < nodes:
-            return f"the candidate needs {nodes} nodes; hostfile {hostfile} lists {len(hosts)}"
+            return f"the candidate needs {counted(nodes, 'node')}; hostfile {hostfile} lists {len(hosts)}"
         remote = nodes > 1 or not first_host_here(hostfile, environ)
         if remote and shutil.which("pdsh", path=environ.get("PATH")) is None:
             # DeepSpeed's runner starts every other host's ranks through pdsh (its default multi-node
@@ -332,15 +332,15 @@ def unreachable_reason(launcher: str, candidate: Candidate, hostfile: Path | Non
                     "(--launcher srun)")
         short = [host for host, slots in list(hosts.items())[:nodes] if slots < per_node]
         if short:
-            return (f"the candidate needs {per_node} GPUs per node; hostfile {hostfile} gives fewer on {', '.join(short)} "
+            return (f"the candidate needs {counted(per_node, 'GPU')} per node; hostfile {hostfile} gives fewer on {', '.join(short)} "
                     "(--gpus-per-node N studies what fits)")
     elif launcher == "srun":
         allocated = slurm_nodes(environ) or 0
         if nodes > allocated:
-            return f"the candidate needs {nodes} nodes; SLURM allocation {environ.get('SLURM_JOB_ID')} has {allocated}"
+            return f"the candidate needs {counted(nodes, 'node')}; SLURM allocation {environ.get('SLURM_JOB_ID')} has {allocated}"
         gres = slurm_gpus_per_node(environ)
         if gres is not None and per_node > gres:
-            return (f"the candidate needs {per_node} GPUs per node; SLURM allocation {environ.get('SLURM_JOB_ID')} "
+            return (f"the candidate needs {counted(per_node, 'GPU')} per node; SLURM allocation {environ.get('SLURM_JOB_ID')} "
                     f"has {gres} (--gpus-per-node {gres} studies what fits)")
     return None
 

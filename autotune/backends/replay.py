@@ -57,6 +57,7 @@ from autotune.backends.replay_fit import (
     claimed_node, mixed_studies, none_usable, not_replayed, not_replayed_text, other_model_sizes, other_profile, other_study,
 )
 from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, Candidate, knob_value, params_key
+from autotune.counted import agreeing, counted
 from autotune.checks import (
     MAX_COUNT, checked_number, complete_table, number_problem, refuse_duplicate_keys, refuse_unknown_keys, shown,
 )
@@ -574,7 +575,8 @@ class ReplayBackend(Backend):
         valid = [c.candidate for c in checks if c.valid]
         if unnamed and valid:
             mine = study_of(valid[0])
-            lines.append(f"measurements {self.path}: {len(unnamed)} of its {len(self.records)} records name no study (the "
+            lines.append(f"measurements {self.path}: {len(unnamed)} of its {counted(len(self.records), 'record')} "
+                         f"{agreeing(len(unnamed), 'names', 'name')} no study (the "
                          f"model, hardware and workload they were measured for), so nothing checks that they are this run's "
                          f"--model {mine['model']} --hardware {mine['hardware']}; they are replayed as its own (a \"study\" "
                          "object in each record, as `autotune export --measurements` writes it, has them checked)")
@@ -582,7 +584,8 @@ class ReplayBackend(Backend):
             lines += _estimated_elsewhere(self.path, self.records, study_of(valid[0])[PROFILE])
         untold = [r for r in self.records.values() if r.get("untold")]
         if untold:
-            lines.append(f"measurements {self.path}: {len(untold)} of its {len(self.records)} records name no "
+            lines.append(f"measurements {self.path}: {len(untold)} of its {counted(len(self.records), 'record')} "
+                         f"{agreeing(len(untold), 'names', 'name')} no "
                          f"{untold[0]['untold']} (first {untold[0]['origin'].removeprefix(f'measurements {self.path} ')}): "
                          "replayed at the untouched setting, as files from before those knobs are")
         return lines
@@ -679,7 +682,7 @@ class ReplayBackend(Backend):
         # The records this study replays, where the warning above said some are not (another space, node count).
         used = (f", {self.usable} of them valid in this study's space"
                 if self.usable is not None and self.usable < len(self.records) else "")
-        return (f"replay ({len(self.records)} recorded candidates from {self.path}{used}; time {', '.join(times)}, "
+        return (f"replay ({counted(len(self.records), 'recorded candidate')} from {self.path}{used}; time {', '.join(times)}, "
                 f"energy {', '.join(energies)}): {self.reason}")
 
 
@@ -691,7 +694,8 @@ def _estimated_elsewhere(path, records: dict[str, dict], mine: dict) -> list[str
     if not other:
         return []
     theirs = other[0]["study"][PROFILE]
-    return [f"measurements {path}: {len(other)} of its {len(records)} records' energy was estimated by hardware profile "
+    of_records = counted(len(records), "record's", "records'")
+    return [f"measurements {path}: {len(other)} of its {of_records} energy was estimated by hardware profile "
             f"'{theirs['name']}' (sha256 {theirs['sha256'][:12]}), not this run's '{mine['name']}' (sha256 "
             f"{mine['sha256'][:12]}): their energy is that profile's power model's, their time measured"]
 

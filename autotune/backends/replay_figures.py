@@ -20,7 +20,7 @@ own time, over the workload's model FLOPs, does not give (a figure per node unde
 
 from __future__ import annotations
 
-from autotune.counted import counted
+from autotune.counted import agreeing, counted
 from autotune.candidate import params_key
 from autotune.hardware.plausible import (
     CAP_OVER_MAX, capped_power, energy_power_problem, other_hardware, tflops_problem, tflops_time_problem,
@@ -86,7 +86,7 @@ def default_limit_refusal(records: dict[str, dict], hardware) -> str | None:
     said = f"{first['origin']}: default_power_limit_w = {value_w:g} W"
     if not hardware.cuda:
         return (f"{said} is a GPU's default power limit, and {hardware.name} has none (cuda = false: its ranks are host "
-                f"processes; {counted(len(given), 'record')} give one): drop the key, or replay with the --hardware the "
+                f"processes; {counted(len(given), 'record')} {agreeing(len(given), 'gives', 'give')} one): drop the key, or replay with the --hardware the "
                 "records were measured on")
     capped_w, what = capped_power(hardware)
     low_w, high_w = hardware.power.min_limit_w, CAP_OVER_MAX * capped_w

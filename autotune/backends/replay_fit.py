@@ -269,5 +269,5 @@ def not_replayed_text(left_out: dict, records: int) -> str:
 def none_usable(path, records: dict[str, dict], checks: list) -> str:
     """The refusal of a file no record of which this study can use (every probe would fail "no record"), why."""
     unused, causes = _unused(path, records, checks)
-    return (f"measurements {path}: none of its {len(records)} records is a valid candidate of this study: "
+    return (f"measurements {path}: none of its {counted(len(records), 'record')} is a valid candidate of this study: "
             + _causes_text(unused, causes))

@@ -273,7 +273,7 @@ def _searches(studies: list[ComparedStudy]) -> list[str]:
                         f"are partial; `autotune report {study.run_dir}` again once it ends.")
         elif unfinished:
             why = f" while {unfinished['reason']}" if isinstance(unfinished.get("reason"), str) else ""
-            after = f" after {unfinished['probes']} probes" if isinstance(unfinished.get("probes"), int) else ""
+            after = f" after {counted(unfinished['probes'], 'probe')}" if isinstance(unfinished.get("probes"), int) else ""
             more = ("its replayed file records no more of what the search asks for, so its front may lack points only "
                     "a measured probe (--backend launch) would find" if unfinished.get("exhausted")
                     else "a resumed run may still change its front and picks")
@@ -295,7 +295,7 @@ def _recording_only(n: int, converged) -> str | None:
     if not isinstance(converged, dict) or not converged.get("unrecorded"):
         return None
     recorded, unrecorded = converged.get("recorded", 0), converged["unrecorded"]
-    after = f" after {converged['probes']} probes" if isinstance(converged.get("probes"), int) else ""
+    after = f" after {counted(converged['probes'], 'probe')}" if isinstance(converged.get("probes"), int) else ""
     how = (f"stopped{after} with no recorded candidate left to replay, before its search converged"
            if converged.get("at_end_of_recording") else
            f"converged among the candidates its replayed file records{',' if after else ''}{after}")

@@ -366,7 +366,7 @@ def trials_section(view: StudyView, document: dict, run_dir: Path) -> str:
         unrecorded = unrecorded_count(view)
         why = "a rule or the memory estimate" + (f"; {unrecorded} of them no record in the replayed file" if unrecorded else "")
         html += (
-            f"\n<details><summary>{len(refused)} candidates refused before running (invalid: {esc(why)})</summary>\n"
+            f"\n<details><summary>{counted(len(refused), 'candidate')} refused before running (invalid: {esc(why)})</summary>\n"
             f"{_table(headers, [_trial_row(r, feasible, t_div, e_div, sources, columns) for r in refused], 'trials', [trial_row_id(r['trial']) for r in refused])}</details>"
         )
     return html + "</section>"

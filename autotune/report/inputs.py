@@ -71,7 +71,7 @@ def inputs_sentence(inputs: dict | None) -> str | None:
     if inputs["proposed_by"]:
         parts.append("trials proposed by " + ", ".join(
             f"{proposer_text(who)}: {who['evaluated']} evaluated"
-            + (f" of {len(who['trials'])} trials" if len(who["trials"]) != who["evaluated"] else "")
+            + (f" of {counted(len(who['trials']), 'trial')}" if len(who["trials"]) != who["evaluated"] else "")
             for who in inputs["proposed_by"]))
     if unrecorded := inputs.get("proposer_not_recorded"):
         parts.append(f"{counted(unrecorded, 'trial')}: proposer not recorded (an older autotune)")
@@ -132,7 +132,7 @@ def proposer_text(who: dict) -> str:
 
 def measurements_text(replayed: dict) -> str:
     """`/runs/m.jsonl (528 records, sha256 be740b63307c)`: a replay's `measurements`."""
-    return f"{replayed['file']} ({replayed['records']} records, sha256 {replayed['sha256'][:12]})"
+    return f"{replayed['file']} ({counted(replayed['records'], 'record')}, sha256 {replayed['sha256'][:12]})"
 
 
 def probe_settings_text(probe: dict) -> str:

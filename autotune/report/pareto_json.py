@@ -269,7 +269,7 @@ def workload_sentence(workload: dict, model_caveats: str | None = None) -> str:
     return (
         f"Workload held fixed for every trial: {workload.get('samples')} samples, global batch {workload.get('global_batch')}"
         f"{partial_steps_text(workload)}, "
-        f"{workload.get('frames')} frames and {workload.get('text_tokens')} text tokens per sample, "
+        f"{counted(workload.get('frames'), 'frame')} and {workload.get('text_tokens')} text tokens per sample, "
         f"{workload.get('precision')} precision.{caveat}"
     )
 

@@ -524,14 +524,15 @@ def _converged_after(probes: int, simulated: bool, finished_since: int = 0, prob
     """"converged after 9 probes"; on the simulate backend "9 simulated probes": nothing ran on hardware, and a
     probe is a short training run elsewhere (trial57 #10)."""
     since = _finished_since(finished_since, probed_since, probed_since_by)
-    return f"converged after {probes} {'simulated ' if simulated else ''}probes{since}"
+    return f"converged after {counted(probes, ('simulated ' if simulated else '') + 'probe')}{since}"
 
 
 def _recording_ended(probes: int, recorded: int, unrecorded: int, finished_since: int = 0) -> str:
     """A replay that stopped because every candidate its file records was evaluated, where the file records some of
     the valid candidates only: "converged" there read as a search of the whole space, whose front it was not."""
-    return (f"stopped after {probes} probes{_finished_since(finished_since)}: no recorded candidate is left to replay "
-            f"({recorded} of the {recorded + unrecorded} valid candidates were recorded; the other {unrecorded} "
+    return (f"stopped after {counted(probes, 'probe')}{_finished_since(finished_since)}: no recorded candidate is left "
+            f"to replay ({recorded} of the {recorded + unrecorded} valid candidates {agreeing(recorded, 'was', 'were')} "
+            f"recorded; the other {unrecorded} "
             f"{agreeing(unrecorded, 'was', 'were')} not measured, so the front is the recorded candidates' front only, "
             "not exhaustive)")
 
@@ -545,7 +546,7 @@ def converged_stop_line(probes: int, simulated: bool, recorded: int = 0, unrecor
     if at_end_of_recording and unrecorded:
         return (f"{_recording_ended(probes, recorded, unrecorded)}; the report's `search:` line says what the model "
                 "predicts of the others")
-    among = f" among the {recorded} recorded candidates" if unrecorded else ""
+    among = f" among the {counted(recorded, 'recorded candidate')}" if unrecorded else ""
     return f"{_converged_after(probes, simulated)}{among}; the report's `search:` line says why it stopped"
 
 
@@ -564,7 +565,7 @@ def converged_sentence(probes: int, objectives: int, recorded: int = 0, unrecord
     after = _converged_after(probes, simulated, finished_since, probed_since, probed_since_by)
     if not unrecorded:
         return f"{after}: {stop_rule_summary(objectives)}"
-    return (f"{after} among the {recorded} recorded candidates: "
+    return (f"{after} among the {counted(recorded, 'recorded candidate')}: "
             f"{stop_rule_summary(objectives, RECORDED_CANDIDATE)}; the other {counted(unrecorded, 'valid candidate')}, "
             f"which the replayed file does not record, {agreeing(unrecorded, 'was', 'were')} not measured, so the front is "
             "the recorded candidates' front only: those predicted to matter are listed apart, to measure (--backend launch)")
@@ -575,6 +576,6 @@ def _exhausted_sentence(unfinished: dict) -> str:
             f"the {counted(unfinished['recorded_left'], 'recorded candidate')} left {agreeing(unfinished['recorded_left'], 'holds', 'hold')} none the stop rule asks for")
     following = (f"; next it would probe {knobs_sentence(unfinished['next'])}, which the replayed file does not record"
                  if unfinished.get("next") else "")
-    return (f"not converged: stopped after {unfinished['probes']} probes while {unfinished['reason']}{following}. The "
+    return (f"not converged: stopped after {counted(unfinished['probes'], 'probe')} while {unfinished['reason']}{following}. The "
             f"recording is exhausted ({left}): a larger --trials replays nothing more; the next candidate needs "
             "measuring (--backend launch)")

@@ -158,6 +158,13 @@ def test_more_nodes_than_reachable_is_a_reason_not_an_exception(make_candidate, 
     assert unreachable_reason("srun", make_candidate(gpus_per_node=8), None, {**SLURM_2_NODES, "SLURM_GPUS_ON_NODE": ""}) is None
 
 
+def test_a_reason_s_gpu_count_agrees_with_its_noun(make_candidate, monkeypatch):
+    # "needs 1 GPUs per node" (trial77 #3: a count and its noun agree, as counted() writes them)
+    monkeypatch.setattr(launchers, "local_gpu_count", lambda: 0)
+    said = unreachable_reason("torchrun", make_candidate(gpus_per_node=1, hardware="h100-sxm"), None, {})
+    assert said.startswith("the candidate needs 1 GPU per node; this machine has 0"), said
+
+
 def test_the_allocation_shape_is_the_hostfiles_else_the_slurm_jobs(hostfile, tmp_path):
     assert allocation_shape(hostfile, SLURM_2_NODES) == (2, 4, f"hostfile {hostfile}")
     uneven = tmp_path / "uneven"

@@ -359,7 +359,7 @@ def test_a_file_for_another_node_count_is_refused_before_the_study_opens(tmp_pat
                     "--trials", "5", "--out", str(run_dir))
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "none of its 1 records is a valid candidate of this study" in lines[0]
+    assert len(lines) == 1 and "none of its 1 record is a valid candidate of this study" in lines[0]
     assert "--nodes 4" in lines[0] and not run_dir.exists()
     # A study whose node range holds the file's 4 nodes replays it.
     ok = autotune_main("run", "--model", "32b", "--nodes", "2-8", "--backend", "replay", "--measurements", str(path),

@@ -88,6 +88,10 @@ def test_a_default_on_a_profile_without_nvml_limits_is_refused(tmp_path):
         "line 1: default_power_limit_w = 650 W is a GPU's default power limit, and cpu has none (cuda = false: its "
         "ranks are host processes; 3 records give one): drop the key, or replay with the --hardware the records were "
         "measured on")
+    # One such record: its verb agrees (trial77 #3: "1 record give one").
+    with pytest.raises(ConfigError) as refused:
+        _write(tmp_path, [650.0, None, None, None, None, None], checks).check_candidates(checks)
+    assert "ranks are host processes; 1 record gives one): drop the key" in str(refused.value), str(refused.value)
 
 
 def test_the_run_refuses_it_in_one_line_with_status_2(tmp_path):

@@ -89,7 +89,7 @@ def test_measured_records_name_the_node_alone_and_replay_on_its_calibrations(tmp
         assert replayed.returncode == 0, replayed.stderr
         # Estimated energy is the other profile's power model's: replayed, and said.
         said = " ".join(replayed.stderr.split())
-        assert (f"measurements {path}: 1 of its 1 records' energy was estimated by hardware profile 'gh200' (sha256 "
+        assert (f"measurements {path}: 1 of its 1 record's energy was estimated by hardware profile 'gh200' (sha256 "
                 in said) == (record is estimated), said
 
 

@@ -21,6 +21,8 @@ def test_estimated_records_are_described_as_measured_time_and_estimated_energy(t
     backend = _backend(tmp_path, {"params": KNOBS, "status": "ok", "time_s": 0.173, "energy_kj": 0.0105, "source": "estimated"})
     line = backend.describe()
     assert "; time measured, energy estimated)" in line and "figures" not in line, line
+    # Its count agrees with its noun (trial77 #3: "1 recorded candidates from meas.jsonl").
+    assert line.startswith(f"replay (1 recorded candidate from {backend.path}; "), line
     result = backend.evaluate(make_candidate(**KNOBS))  # the trial line's labels, which the backend line repeats
     assert (result.source, result.energy_source) == ("measured", "estimated")
 
