@@ -5,7 +5,8 @@
     python -m autotune.measure.device_cli show [--json]
 
 `apply` writes FILE with the previous values *before* changing anything, so `restore` (e.g. from a
-shell `trap ... EXIT`) undoes a partial apply too; `restore` without FILE does nothing. Only the
+shell `trap ... EXIT`) undoes a partial apply too; `restore` without FILE changes nothing and says where it looked
+(exit 0: an EXIT trap where no apply ran). Only the
 devices CUDA_VISIBLE_DEVICES names (default: all) are touched, and of them with --gpus N the first N.
 Exit status 2 with one line on error.
 """
@@ -79,6 +80,12 @@ def _entry_problem(entry, device_count: int) -> str | None:
     return None
 
 
+def no_record_line(path: Path) -> str:
+    """What a restore that found no record says: where it looked, and where apply put it."""
+    return (f"no record at {path.absolute()}: nothing restored (apply writes a relative --record in the directory "
+            "apply ran in: run restore from there, or give both one absolute path)")
+
+
 def _writable_record(path: Path) -> None:
     """Refuse, before NVML, a --record apply could not write (its first write comes before any change)."""
     if path.is_dir():
@@ -110,7 +117,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="only the first N of the devices CUDA_VISIBLE_DEVICES names (default: all of them): the ones "
                             "a training of N ranks per node uses")
     restore = commands.add_parser("restore", help="put back what `apply` recorded", allow_abbrev=False)
-    restore.add_argument("--record", required=True, type=path_flag)
+    restore.add_argument("--record", required=True, type=path_flag,
+                         help="the file apply's --record wrote ({host}: this host's name; a relative path is from the "
+                              "directory you run in, as apply's was); deleted once restored. Where there is none, "
+                              "nothing is changed: one line says where it looked, exit status 0")
     show = commands.add_parser("show", help="each device's power limits and clocks", allow_abbrev=False)
     show.add_argument("--json", action="store_true")
     parser.set_defaults(command_parsers=commands.choices)
@@ -195,7 +205,10 @@ def main(argv: list[str] | None = None) -> int:
         except Refusal as exc:
             return _error(args, str(exc))
     if args.command == "restore" and not args.record.is_file():
-        return 0  # nothing was applied here: no driver needed to undo nothing (a login node's EXIT trap)
+        # Nothing was applied here: no driver needed to undo nothing (a login node's EXIT trap), so exit 0. Said, as a
+        # restore from another directory than apply's found no record, said nothing, and left the GPUs capped (trial77 #5).
+        print(f"{args.command_parsers['restore'].prog}: {no_record_line(args.record)}", file=sys.stderr)
+        return 0
     api = dc.nvml_api()
     try:
         api.init()

@@ -173,17 +173,35 @@ def json_state(path):
     return json.loads(path.read_text())
 
 
-def test_cli_restore_with_no_record_needs_no_driver(tmp_path, monkeypatch, capsys):
+def test_cli_restore_with_no_record_needs_no_driver_and_says_where_it_looked(tmp_path, monkeypatch, capsys):
     """`restore` without its record undoes nothing; it failed "no driver" on a host without NVML (the EXIT trap
-    of a launch.sh whose apply had failed there said the error twice)."""
+    of a launch.sh whose apply had failed there said the error twice). Exit 0 for that trap, but one line: a restore
+    run from another directory than apply's found no record, said nothing, and left the GPUs capped (trial77 #5)."""
+    import socket
+
     from autotune.measure import device_cli
 
     def no_driver():
         raise SourceUnavailable("no driver: libnvidia-ml.so not found")
 
     monkeypatch.setattr(dc, "nvml_api", no_driver)
-    assert device_cli.main(["restore", "--record", str(tmp_path / "none.json")]) == 0
-    assert capsys.readouterr().err == ""
+    monkeypatch.chdir(tmp_path)
+    assert device_cli.main(["restore", "--record", ".autotune-device-settings.{host}.json"]) == 0
+    out, err = capsys.readouterr()
+    looked = tmp_path / f".autotune-device-settings.{socket.gethostname()}.json"
+    assert out == "" and err == (
+        f"python -m autotune.measure.device_cli restore: no record at {looked}: nothing restored (apply writes a relative "
+        "--record in the directory apply ran in: run restore from there, or give both one absolute path)\n")
+
+
+def test_restore_s_help_describes_its_record(capsys):
+    from autotune.measure import device_cli
+
+    with pytest.raises(SystemExit):
+        device_cli.main(["restore", "--help"])
+    said = " ".join(capsys.readouterr().out.split())
+    assert "--record RECORD the file apply's --record wrote ({host}: this host's name;" in said, said
+    assert "Where there is none, nothing is changed: one line says where it looked, exit status 0" in said, said
 
 
 @pytest.mark.parametrize("argv", [
