@@ -350,24 +350,23 @@ def _check_not_edited(config: Path, export_to) -> None:
     """A pick's files in configs/ that autotune did not write there (a tuned lr, site lines in launch.sh): `run` and
     `report` keep them and write the pick beside them; export, which writes to one place, refuses rather than
     replace them without a word. Judged as report judges them (finish.edited_since_written): by
-    configs/.written.json, and for a file it does not name (the record lost, or a copy made without it: trial76 #9)
-    by what export would write now, `export_to(path)`, and pareto.json's time."""
-    from autotune.commands.finish import WRITTEN_RECORD, edited_since_written, written_record
+    configs/.written.json, and for a file it does not name (the record lost, damaged, or a copy made without it:
+    trial76 #9, trial78 #8) by what export would write now, `export_to(path)`."""
+    from autotune.commands.finish import WRITTEN_RECORD, edited_since_written, record_problem, written_record
     from autotune.errors import UserError
 
     configs = config.parent
     if not configs.is_dir():
         return
-    record, reports_written_at = written_record(configs), None
-    with contextlib.suppress(OSError):
-        reports_written_at = (configs.parent / "pareto.json").stat().st_mtime
+    record = written_record(configs)
     with tempfile.TemporaryDirectory(prefix="autotune-export-") as scratch:  # launch.sh names its files by its own folder
         for fresh in export_to(Path(scratch) / config.name):
             path = config.with_name(fresh.name)
-            if not edited_since_written(path, fresh, record, reports_written_at):
+            if not edited_since_written(path, fresh, record):
                 continue
             since = (f"what autotune last wrote there ({configs / WRITTEN_RECORD})" if path.name in record else
-                     f"what export writes there now, and {configs / WRITTEN_RECORD} has no record of it")
+                     f"what export writes there now, and {configs / WRITTEN_RECORD} "
+                     f"{record_problem(configs) or 'has no record of it'}")
             raise UserError(f"{path} differs from {since}: edited since, and export would replace it; move it away to "
                             "export the pick there, or pass -o FILE")
 

@@ -99,21 +99,18 @@ def build_report(study, max_slowdown: float | None = None, eta: float | None = N
     return view, texts_of(document)
 
 
-# What autotune last wrote to each file of configs/ (name: SHA-256), to tell a user's edit from its own.
+# What autotune last wrote to each file of configs/ (name: SHA-256), to tell a user's edit from its own. A file it
+# does not name (the record lost, damaged, or left behind by `cp configs/*`) is taken for autotune's only where it
+# is what autotune writes now: a copy gives every file the copy's time, so no time tells an edit apart (trial78 #8).
 WRITTEN_RECORD = ".written.json"
-# A run directory written before that record: a file of configs/ is autotune's if it is no newer than
-# pareto.json (written just before it) by more than this; one changed later was edited, or exported.
-SAME_PASS_S = 10.0
 
 
-def export_picks(view, run_dir: Path, backend: str, reports_written_at: float | None = None,
-                 document: dict | None = None) -> str | None:
+def export_picks(view, run_dir: Path, backend: str, document: dict | None = None) -> str | None:
     """Each pick's config, candidate file and launch.sh in configs/. A pick's three files are the user's
     once one of them is not what autotune last wrote there (a tuned lr, site lines in launch.sh): they are
     kept as they are, and the pick is written beside them as <pick>.new.* (launch.sh names its config, so
     the three go together; a user who moves the kept ones away gets the pick in their place, and the
-    .new.* files go). `reports_written_at`: pareto.json's mtime before this pass, for a directory
-    without the record. `document`: the pareto document, whose warnings of each pick its launch.sh says
+    .new.* files go). `document`: the pareto document, whose warnings of each pick its launch.sh says
     (export_caveats.pick_caveats), as `autotune export --pick` writes it. Returns the line that says what was kept, or None."""
     if not view.picks:
         return None
@@ -121,13 +118,14 @@ def export_picks(view, run_dir: Path, backend: str, reports_written_at: float | 
     configs.mkdir(parents=True, exist_ok=True)
     remove_litter(configs)
     record = written_record(configs)
+    named, unrecorded = set(record), record_problem(configs)  # as the pass found it: it records what it writes
     kept, beside = [], []
     for pick, trial in view.picks.items():
         stem = PICK_FILES[pick]
         caveats = pick_caveats(view, document, trial, pick) if document is not None else []
         with tempfile.TemporaryDirectory(dir=configs, prefix=EXPORT_SCRATCH) as scratch:
             fresh = export_trial(view, trial, Path(scratch) / f"{stem}.json", backend, caveats=caveats)
-            edited = [p.name for p in fresh if edited_since_written(configs / p.name, p, record, reports_written_at)]
+            edited = [p.name for p in fresh if edited_since_written(configs / p.name, p, record)]
             if not edited:
                 # A pass stopped between a pick's three renames (SIGTERM, SIGKILL) left one trial's config beside
                 # another's candidate and launch.sh, which the next pass took for the user's edits and kept for
@@ -148,9 +146,19 @@ def export_picks(view, run_dir: Path, backend: str, reports_written_at: float | 
     save_written_record(configs, record)
     if not kept:
         return None
-    return (f"{configs}: kept {', '.join(kept)}, which differ from what autotune's reports last wrote there (edited, or "
-            f"exported otherwise); the study's picks are beside them as {', '.join(beside)} (move the kept files away to "
-            "have them written in their place)")
+    return (f"{configs}: kept {', '.join(kept)}, which differ from {_kept_because(configs, kept, named, unrecorded)}; the "
+            f"study's picks are beside them as {', '.join(beside)} (move the kept files away to have them written in "
+            "their place)")
+
+
+def _kept_because(configs: Path, kept: list[str], named: set[str], unrecorded: str | None) -> str:
+    """Why export_picks took kept files for a user's: what the record says autotune wrote, or, where the record
+    cannot say (record_problem) or does not name one of them, what autotune writes now, with that said."""
+    if unrecorded is None and named.issuperset(kept):
+        return "what autotune's reports last wrote there (edited, or exported otherwise)"
+    why = unrecorded or "does not name them"
+    return (f"what autotune writes there now and may be your edits: {configs / WRITTEN_RECORD}, the record of what "
+            f"autotune wrote there, {why}")
 
 
 def configs_problem(run_dir: Path) -> str | None:
@@ -237,15 +245,34 @@ def file_sha256(data: bytes) -> str:
 
 def written_record(configs: Path) -> dict[str, str | list[str]]:
     """{file name: the SHA-256 of what autotune last wrote there, or the list of those it may hold (a pass
-    stopped while writing it)}."""
-    try:
-        record = json.loads((configs / WRITTEN_RECORD).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
-        return {}
-    if not isinstance(record, dict):
-        return {}
+    stopped while writing it)}; {} where there is none to read (record_problem says why)."""
+    record, _ = _read_written_record(configs)
     return {k: v for k, v in record.items()
             if isinstance(v, str) or (isinstance(v, list) and all(isinstance(sha, str) for sha in v))}
+
+
+def record_problem(configs: Path) -> str | None:
+    """Why configs/.written.json vouches for no file ("is missing", "is damaged (not JSON)"), in words that follow
+    its name; None where it reads. A damaged record was read as an empty one without a word (trial78 #8)."""
+    return _read_written_record(configs)[1]
+
+
+def _read_written_record(configs: Path) -> tuple[dict, str | None]:
+    try:
+        text = (configs / WRITTEN_RECORD).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}, "is missing (a copy made without it, such as `cp configs/*`)"
+    except (OSError, UnicodeDecodeError) as exc:
+        return {}, f"cannot be read ({getattr(exc, 'strerror', None) or exc})"
+    try:
+        record = json.loads(text)
+    except (ValueError, RecursionError):
+        return {}, "is damaged (not JSON)" if text.strip() else "is empty"
+    if not isinstance(record, dict):
+        return {}, f"is damaged (a JSON {type(record).__name__}, not an object of file names)"
+    if not record:
+        return {}, "names no file"
+    return record, None
 
 
 def recorded_shas(record: dict, name: str) -> list[str]:
@@ -282,22 +309,16 @@ def remove_litter(configs: Path) -> None:
                 path.unlink()
 
 
-def edited_since_written(path: Path, fresh: Path, record: dict[str, str], reports_written_at: float | None) -> bool:
+def edited_since_written(path: Path, fresh: Path, record: dict[str, str]) -> bool:
     """Whether `path` holds what autotune did not write there: not `fresh` (what it writes now), and not
-    what it last wrote (by the record, else by the time). A config that is not JSON any more is damaged,
-    not tuned: it is rewritten."""
+    what it last wrote by the record. A config that is not JSON any more is damaged, not tuned: it is rewritten."""
     try:
-        held, modified_at = path.read_bytes(), path.stat().st_mtime
+        held = path.read_bytes()
     except FileNotFoundError:
         return False
     except OSError:
         return True
-    if held == fresh.read_bytes():
-        return False
-    if path.name in record:
-        if file_sha256(held) in recorded_shas(record, path.name):
-            return False
-    elif reports_written_at is not None and modified_at <= reports_written_at + SAME_PASS_S:
+    if held == fresh.read_bytes() or file_sha256(held) in recorded_shas(record, path.name):
         return False
     if path.name.endswith(".json"):
         try:
@@ -346,15 +367,11 @@ def write_outputs(view, document: dict, run_dir: Path, html: bool = True) -> tup
     """pareto.json, the picks' configs/ and report.html (when asked for, or when one is there to keep
     in step): every file written whole, to a temporary name first, so none can disagree or be half written.
     Returns the paths written, and the line that names the edited files of configs/ kept (export_picks)."""
-    try:
-        reports_written_at = (run_dir / "pareto.json").stat().st_mtime
-    except OSError:
-        reports_written_at = None
     # configs/ first: a pareto.json written where the picks' configs then could not be would disagree with them.
     check_configs_writable(run_dir, "run directory",
                            f"`autotune report {shell_text(str(run_dir))}` writes the reports ({STUDY_KEPT})")
     _write_first_report(run_dir, document)
-    kept = export_picks(view, run_dir, document["backend"], reports_written_at, document)
+    kept = export_picks(view, run_dir, document["backend"], document)
     written = [run_dir / "pareto.json", run_dir / "configs"]
     if html or (run_dir / "report.html").exists():
         written.append(write_report_html(run_dir / "report.html", view, document, run_dir))

@@ -37,21 +37,17 @@ def test_an_edited_config_is_refused_and_kept(finished, tmp_path, capsys):
 def test_without_the_record_an_edited_config_is_refused_as_report_keeps_it(finished, tmp_path, capsys):
     """Trial76 #9: with configs/.written.json missing (copied with `cp configs/*`), export replaced an edited lr
     without a word, where report kept the same edit. Both judge it alike now (finish.edited_since_written): a file
-    that differs from what export writes, changed after the reports were written."""
-    import os
-
+    that differs from what export writes, whatever its time (trial78 #8: a copy's time is no edit's)."""
     run_dir = tmp_path / "run"
     shutil.copytree(finished, run_dir)
     (run_dir / "configs" / ".written.json").unlink()
-    pareto = run_dir / "pareto.json"
-    os.utime(pareto, (pareto.stat().st_mtime - 3600,) * 2)  # the reports an hour before the edit
     config = run_dir / "configs" / "knee.json"
     config.write_text(json.dumps({**json.loads(config.read_text()), "lr": 7e-4}))
     capsys.readouterr()
     assert main(["export", str(run_dir), "--pick", "knee"]) == 2
     err = capsys.readouterr().err
-    assert (f"{config} differs from what export writes there now, and {config.parent / '.written.json'} has no record "
-            "of it: edited since, and export would replace it; move it away to export the pick there, or pass -o FILE"
+    assert (f"{config} differs from what export writes there now, and {config.parent / '.written.json'} is missing (a "
+            "copy made without it, such as `cp configs/*`): edited since, and export would replace it; move it away to export the pick there, or pass -o FILE"
             ) in err, err
     assert json.loads(config.read_text())["lr"] == 7e-4  # kept
     # An unedited pick is what export writes: replaced, and recorded.

@@ -193,23 +193,51 @@ def test_a_report_keeps_hand_edited_configs_and_writes_the_pick_beside_them(tmp_
     assert not list(configs.glob("*.new.*")) and not list(configs.glob(".export-*"))
 
 
-def test_a_run_directory_without_the_record_keeps_only_files_changed_after_its_reports(tmp_path, runs, capsys):
-    """Written before autotune kept its record: a file no newer than pareto.json is autotune's own (here
-    one an older version wrote otherwise, replaced); a file changed later was edited (kept)."""
+def test_a_run_directory_without_the_record_keeps_files_that_differ_from_what_autotune_writes_now(tmp_path, runs, capsys):
+    """Trial78 #8: a copy made without the hidden record (`cp configs/*`) gives every file the copy's time, and a
+    file no newer than pareto.json was taken for autotune's: a tuned lr replaced without a word. With no record to
+    vouch for it, a file that differs from what autotune writes now is kept, and the line says why; one that is
+    what autotune writes now is its own."""
     run = _copy(runs, "32b", tmp_path)
     configs = run / "configs"
     (configs / ".written.json").unlink()
     edited = _edit(configs)
-    older = json.loads((configs / "fastest.json").read_text())
-    (configs / "fastest.json").write_text(json.dumps({**older, "older_autotune": True}))
     reports_at = (run / "pareto.json").stat().st_mtime
-    os.utime(configs / "fastest.json", (reports_at, reports_at))
-    for name in edited:
-        os.utime(configs / name, (reports_at + 3600, reports_at + 3600))
+    for name in edited:  # edited, then copied: the copy's time, that of pareto.json
+        os.utime(configs / name, (reports_at, reports_at))
+    unedited = (configs / "fastest.json").read_bytes()
     assert main(["report", str(run)]) == 0
-    assert "kept knee.json, knee.launch.sh," in capsys.readouterr().err
+    lines = [line for line in capsys.readouterr().err.splitlines() if "kept" in line]
+    assert lines == [f"{configs}: kept knee.json, knee.launch.sh, which differ from what autotune writes there now and "
+                     f"may be your edits: {configs / '.written.json'}, the record of what autotune wrote there, is "
+                     "missing (a copy made without it, such as `cp configs/*`); the study's picks are beside them as "
+                     "knee.new.* (move the kept files away to have them written in their place)"], lines
     assert {name: (configs / name).read_bytes() for name in edited} == edited
-    assert "older_autotune" not in json.loads((configs / "fastest.json").read_text())
+    assert (configs / "fastest.json").read_bytes() == unedited and not list(configs.glob("fastest.new.*"))
+    # The record the report wrote names what it wrote, not the kept files: the next report keeps them too.
+    assert main(["report", str(run)]) == 0
+    assert "kept knee.json, knee.launch.sh" in capsys.readouterr().err
+    assert {name: (configs / name).read_bytes() for name in edited} == edited
+
+
+@pytest.mark.parametrize(("record", "said"), [
+    ("{}", "names no file"), ("[]", "is damaged (a JSON list, not an object of file names)"),
+    ('"x"', "is damaged (a JSON str, not an object of file names)"), ("", "is empty"),
+    ("not json", "is damaged (not JSON)"),
+])
+def test_a_damaged_record_is_said_and_vouches_for_no_file(tmp_path, runs, capsys, record, said):
+    """Trial78 #8: a damaged or emptied record was read as an empty one without a word, and an edit within 10 s of
+    pareto.json's time was replaced."""
+    run = _copy(runs, "32b", tmp_path)
+    configs = run / "configs"
+    (configs / ".written.json").write_text(record)
+    edited = _edit(configs)
+    assert main(["report", str(run)]) == 0
+    err = capsys.readouterr().err
+    assert f"{configs / '.written.json'}, the record of what autotune wrote there, {said}; " in err, err
+    assert {name: (configs / name).read_bytes() for name in edited} == edited
+    assert main(["export", str(run), "--pick", "knee"]) == 2  # export refuses them alike
+    assert f"{configs / 'knee.json'} differs from what export writes there now, and " in capsys.readouterr().err
 
 
 def test_a_report_stopped_between_a_pick_s_files_is_made_whole_by_the_next(tmp_path, runs, capsys, monkeypatch):
