@@ -16,11 +16,12 @@ from pathlib import Path
 
 from autotune.backends.base import ProbeResult
 from autotune.backends.launch import measured_default_limit, probe_cost
+from autotune.backends.probe_options import probe_bounds
 from autotune.backends.probe_outcome import measured_figures, not_ok_result, ok_result, read_result
 from autotune.backends.replay import checked_record, measurement_record, study_of
-from autotune.backends.repeat_takeover import read_record, result_name
+from autotune.backends.repeat_takeover import RUNS_FILE, read_record, result_name
 from autotune.candidate import candidate_from_dict, params_key
-from autotune.checks import shown
+from autotune.checks import checked_number, number_problem, shown
 from autotune.errors import ConfigError
 from autotune.study.storage_failure import trial_folders_with_results
 
@@ -42,6 +43,11 @@ def trial_file_records(run_dir: Path) -> tuple[list[tuple[int, dict]], list[str]
         except _LeftOut as why:
             left_out.append(f"trial {number}: {why}")
             continue
+        except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError) as exc:
+            # A damage _record does not trace to its field: this trial's, not study.db's, whose refusal ("start the
+            # study over") it became, every intact trial lost with it (trial78 #11).
+            left_out.append(f"trial {number}: its files in {folder} are damaged ({' '.join(str(exc).split())[:120]})")
+            continue
         by_candidate[params_key(record["params"])] = (number, record)
     return sorted(by_candidate.values(), key=lambda item: item[0]), left_out
 
@@ -59,7 +65,7 @@ def _record(folder: Path) -> dict:
     except (ValueError, TypeError, KeyError, AttributeError) as exc:  # ConfigError is a ValueError
         raise _LeftOut(f"its candidate.json is damaged ({' '.join(str(exc).split())[:120]})") from None
     runs = read_record(folder)  # probe_runs.json: the repeats asked, each one's wall time
-    repeats = int(runs["probe_settings"].get("--repeats", 1)) if runs else 1
+    repeats = _repeats(folder, runs)
     figures, results, walls_s = [], [], []
     outcome: ProbeResult | None = None
     for repeat in range(1, repeats + 1):
@@ -67,9 +73,9 @@ def _record(folder: Path) -> dict:
         result = read_result(path)
         if result is None:
             raise _LeftOut(f"{path.name} is missing or unreadable (its probe was interrupted, or never ran)")
-        wall_s = ((runs or {}).get("runs") or {}).get(str(repeat), {}).get("wall_s")
-        if isinstance(wall_s, (int, float)):
-            walls_s.append(float(wall_s))
+        wall_s = _wall_s(folder, runs, repeat)
+        if wall_s is not None:
+            walls_s.append(wall_s)
         if result["status"] != "ok":  # a repeat that is not ok decides the trial, as when it was probed
             outcome = not_ok_result(str(result["status"]), str(result.get("error") or "no reason given"), folder,
                                     folder / "log.txt")
@@ -77,7 +83,7 @@ def _record(folder: Path) -> dict:
         try:
             figures.append(measured_figures(result, candidate, path))
         except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
-            raise _LeftOut(f"{path} lacks a figure ({exc!r})") from None
+            raise _LeftOut(_unread_figure(result, path) or f"{path} lacks a figure ({exc!r})") from None
         _check_figures(figures[-1], result, path, candidate.knobs.to_dict())
         results.append(result)
     if outcome is None:
@@ -92,6 +98,56 @@ def _record(folder: Path) -> dict:
     except ConfigError as why:
         raise _LeftOut(f"its files give a record a replay refuses ({_problem(why)})") from None
     return record
+
+
+def _repeats(folder: Path, runs: dict | None) -> int:
+    """The repeats the probe was asked for (probe_runs.json's probe_settings), checked as the --repeats flag is: a
+    hand-edited "abc" or -3 was a ValueError that ended the export as a damaged study.db, and 2.5 was read as 2
+    (trial78 #11)."""
+    if not runs:
+        return 1
+    try:
+        return checked_number(str(folder / RUNS_FILE), "probe_settings.--repeats", runs["probe_settings"].get("--repeats", 1),
+                              **{k: v for k, v in probe_bounds("repeats").items() if k != "fix"})
+    except ConfigError as why:
+        raise _LeftOut(f"{why} (the repeats its probe was asked for)") from None
+
+
+def _wall_s(folder: Path, runs: dict | None, repeat: int) -> float | None:
+    """One repeat's wall time in probe_runs.json (its cost), None where it holds none."""
+    entry = runs["runs"].get(str(repeat)) if runs else None  # read_record: "runs" is an object
+    if entry is None:
+        return None
+    if not isinstance(entry, dict):
+        raise _LeftOut(f"{folder / RUNS_FILE} has runs.{repeat} = {shown(entry)}, not an object with its wall_s")
+    wall_s = entry.get("wall_s")
+    return float(wall_s) if isinstance(wall_s, (int, float)) and not isinstance(wall_s, bool) else None
+
+
+# The fields of an ok result.json that measured_figures computes with (docs/result-schema.md), what each must be,
+# and whether every ok result holds it (an energy block may hold none: no sensor).
+_FIGURE_FIELDS = ((("step_time_s", "mean"), {}, True), (("tflops", "model_per_device"), {}, True), (("mfu",), {}, True),
+                  (("steps", "measured"), {"low": 1, "integer": True}, True), (("energy", "energy_j"), {}, False),
+                  (("energy", "mean_power_w"), {}, False))
+_ABSENT = object()
+
+
+def _unread_figure(result: dict, path: Path) -> str | None:
+    """The field and value of `result` that measured_figures could not compute with, said as a file's damaged
+    field is: its exception's text ("can't multiply sequence by non-int of type 'float'") named neither (trial78
+    #11). None where no field of _FIGURE_FIELDS tells it."""
+    for field, bounds, required in _FIGURE_FIELDS:
+        raw = result
+        for part in field:
+            raw = raw.get(part, _ABSENT) if isinstance(raw, dict) else _ABSENT
+        if raw is _ABSENT or raw is None:
+            if required:
+                return f"{path} lacks {'.'.join(field)}, a figure of every ok result"
+            continue
+        if (problem := number_problem(raw, **bounds)) is not None:
+            problem = problem.removesuffix("; it must be a number")  # "is not a number" says it all
+            return f"{path} has {'.'.join(field)} = {shown(raw)}, which {problem}"
+    return None
 
 
 # Each figure of a record and the field of result.json it is worked out from (docs/result-schema.md).

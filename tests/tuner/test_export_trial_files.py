@@ -134,3 +134,45 @@ def test_a_damaged_figure_in_one_result_leaves_that_trial_out_and_writes_the_oth
     assert (f"trials 0, 1\n1 trial directory left out: trial 2: {damaged} has energy.energy_j = -3, a damaged figure "
             "(scaled to the workload: energy_kj = ") in exported.stderr, exported.stderr
     assert [r["params"] for r in _records(tmp_path / "run.jsonl")] == [r["params"] for r in _records(probed[1])][:2]
+
+
+@pytest.mark.parametrize(("repeats", "said"), [
+    ('"abc"', 'probe_settings.--repeats = "abc" is not a whole number; it must be a whole number >= 1 and <= 1000000000000'),
+    ("-3", "probe_settings.--repeats = -3 is out of range; it must be a whole number >= 1 and <= 1000000000000"),
+    ("2.5", "probe_settings.--repeats = 2.5 is not a whole number; it must be a whole number >= 1 and <= 1000000000000"),
+])
+def test_a_damaged_repeats_leaves_that_trial_out_and_writes_the_others(probed, tmp_path, repeats, said):
+    """Trial78 #11: a hand-edited --repeats in one trial's probe_runs.json ("abc", -3) made export write nothing and
+    blame study.db ("start the study over"), and 2.5 was read as 2, blamed on a missing result-1.json."""
+    run = shutil.copytree(probed[0], tmp_path / "run")
+    (run / "study.db").write_bytes(b"")
+    runs = run / "trials" / "0000" / "probe_runs.json"
+    runs.write_text(f'{{"probe_settings": {{"--repeats": {repeats}}}, "runs": {{}}}}')
+    exported = autotune_main("export", run, "--measurements", tmp_path / "run.jsonl")
+    assert exported.returncode == 0, exported.stderr
+    assert (f"trials 1, 2\n1 trial directory left out: trial 0: {runs}: {said} (the repeats its probe was asked for)\n"
+            ) in exported.stderr, exported.stderr
+    assert [r["params"] for r in _records(tmp_path / "run.jsonl")] == [r["params"] for r in _records(probed[1])][1:]
+
+
+@pytest.mark.parametrize(("field", "value", "said"), [
+    (("step_time_s", "mean"), "fast", 'has step_time_s.mean = "fast", which is not a number'),
+    (("steps", "measured"), 0, "has steps.measured = 0, which is out of range; it must be a whole number >= 1"),
+    (("tflops", "model_per_device"), None, "lacks tflops.model_per_device, a figure of every ok result"),
+])
+def test_a_figure_measured_figures_cannot_use_is_named_with_its_value(probed, tmp_path, field, value, said):
+    """Trial78 #11: "lacks a figure (TypeError("can't multiply sequence by non-int of type 'float'"))" named neither
+    the field nor its value."""
+    run = shutil.copytree(probed[0], tmp_path / "run")
+    (run / "study.db").unlink()
+    damaged = sorted((run / "trials" / "0000").glob("result*.json"))[0]
+    result = json.loads(damaged.read_text())
+    if value is None:
+        del result[field[0]][field[1]]
+    else:
+        result[field[0]][field[1]] = value
+    damaged.write_text(json.dumps(result))
+    exported = autotune_main("export", run, "--measurements", tmp_path / "run.jsonl")
+    assert exported.returncode == 0, exported.stderr
+    assert f"1 trial directory left out: trial 0: {damaged} {said}\n" in exported.stderr, exported.stderr
+    assert len(_records(tmp_path / "run.jsonl")) == 2
