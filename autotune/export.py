@@ -7,6 +7,7 @@ ran, plus an `autotune` section (ignored by DeepSpeed) that says where its figur
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import shlex
 from pathlib import Path
@@ -396,6 +397,29 @@ def export_edit(config_path: Path) -> str | None:
     return _first_difference({k: v for k, v in config.items() if k != "autotune"}, wrote, "")
 
 
+def edited_beside(config_path: Path) -> Path | None:
+    """The candidate file or launch.sh beside an earlier export's config at `config_path` that is no longer what that
+    export wrote there, by the SHA-256 its config keeps of each (autotune.written_beside); None where both are, are
+    gone, or where that cannot be told (a config of an older export, which kept none). A site line in launch.sh was
+    replaced by the next export without a word, where the config's tuned lr was refused (trial78 #9)."""
+    try:
+        section = json.loads(config_path.read_text(encoding="utf-8")).get("autotune")
+        wrote = section.get("written_beside")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(wrote, dict):
+        return None
+    for suffix in (".launch.sh", ".candidate.json"):  # only the two names export writes: the config names no others
+        path = config_path.with_name(config_stem(config_path.name) + suffix)
+        try:
+            held = path.read_bytes()
+        except OSError:  # gone: nothing of the user's to lose there
+            continue
+        if isinstance(wrote.get(path.name), str) and file_sha256(held) != wrote[path.name]:
+            return path
+    return None
+
+
 def _first_difference(held, wrote, at: str) -> str | None:
     if isinstance(held, dict) and isinstance(wrote, dict):
         for key in [*wrote, *(k for k in held if k not in wrote)]:
@@ -452,6 +476,41 @@ def figures_for(candidate) -> dict:
     }
 
 
+def _launch_script(point, candidate, config_name: str, candidate_name: str, script_name: str, launcher: str,
+                   caveats: list[str], default_w: float | None, without: str) -> str:
+    """launch.sh's text: trains `config_name` with `candidate_name` as the probe did, its caveats in its header."""
+    command = launch_command(candidate, config_name, candidate_name, launcher)
+    srun = command[0] == "srun"
+    words = device_words(candidate.hardware)
+    shared = f"# {shared_folder_sentence(candidate.knobs.nodes, command[0])}\n" if candidate.knobs.nodes > 1 else ""
+    where = {"srun": f"# Run inside the SLURM allocation (sbatch, salloc): one srun step starts a task per {words.one}.\n"
+                     + shared,
+             "torchrun": "# torchrun starts the ranks on the node this script runs on.\n",
+             "deepspeed": f"# {hostfile_sentence(candidate.knobs.nodes, candidate.gpus_per_node)}\n"
+                          f"# {shared_folder_sentence(candidate.knobs.nodes)}\n"}[command[0]]
+    gres = [line.format(per_node=candidate.gpus_per_node) for line in GRES_LINES] if srun and candidate.hardware.cuda else []
+    return ("#!/usr/bin/env bash\n"
+            f"# {_launch_purpose(point, config_name, without)} for a warm-up and a measured window,\n"
+            f"# prints what it measured and writes {result_name(config_name)} (more steps: add --steps N to the command below).\n"
+            + "".join(f"# Caveat: {' '.join(line.splitlines())}\n" for line in caveats)  # a line break would end the comment
+            + _own_training(config_name, candidate, default_w, command[0]) + where
+            + 'cd "$(dirname "$0")"\n'
+            + "".join(line + "\n" for line in (_hostfile_check(script_name, candidate) if command[0] == "deepspeed" else []))
+            + _launcher_check(script_name, command[0]) + "\n"
+            # The gres first: whether srun sets the clock depends on it (export_device.device_script).
+            + "".join(_script_line(line) + "\n" for line in [*gres, *device_script(candidate.knobs, candidate.knobs.nodes, command[0], candidate.gpus_per_node)])
+            + _script_line(shlex.join(command)) + "\n")
+
+
+def file_sha256(data: bytes) -> str:
+    """A written file's content, as configs/.written.json and a config's autotune.written_beside keep it."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def _written_bytes(text: str) -> bytes:
+    return text.encode("utf-8", errors="surrogateescape")  # as write_text_atomic writes it (a non-UTF-8 file name)
+
+
 def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, launcher: str = "auto",
                  caveats: list[str] = (), leads: list[FrontLead] | None = None) -> list[Path]:
     """Write the config, the candidate file and the launch command; returns the paths written.
@@ -498,35 +557,18 @@ def export_trial(view: StudyView, trial: int, config_path: Path, backend: str, l
         "not_tuned": not_tuned(config),  # the probe's fixed settings (optimizer, clipping, logging): the user's own
         "model_caveats": view.model_caveats,  # what of the --model file the figures model otherwise, else null
     }
+    candidate_path = config_path.with_name(config_stem(config_path.name) + ".candidate.json")
+    candidate_text = json.dumps(portable_candidate(candidate), indent=2) + "\n"
+    launch_path = config_path.with_name(config_stem(config_path.name) + ".launch.sh")
+    launch_text = _launch_script(point, candidate, config_path.name, candidate_path.name, launch_path.name, launcher,
+                                 caveats, default_w, without)
+    # What export writes beside the config, by content: a later export to the same -o tells an edit of either (a
+    # site line in launch.sh) from its own, as it tells the config's by its candidate file (export_edit). Outside
+    # configs/ no other record says what export wrote, and both were replaced without a word (trial78 #9).
+    config["autotune"]["written_beside"] = {candidate_path.name: file_sha256(_written_bytes(candidate_text)),
+                                            launch_path.name: file_sha256(_written_bytes(launch_text))}
     config_path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(config_path, json.dumps(config, indent=2) + "\n")
-    candidate_path = config_path.with_name(config_stem(config_path.name) + ".candidate.json")
-    candidate_data = portable_candidate(candidate)
-    write_text_atomic(candidate_path, json.dumps(candidate_data, indent=2) + "\n")
-    command = launch_command(candidate, config_path.name, candidate_path.name, launcher)
-    launch_path = config_path.with_name(config_stem(config_path.name) + ".launch.sh")
-    srun = command[0] == "srun"
-    words = device_words(candidate.hardware)
-    shared = f"# {shared_folder_sentence(candidate.knobs.nodes, command[0])}\n" if candidate.knobs.nodes > 1 else ""
-    where = {"srun": f"# Run inside the SLURM allocation (sbatch, salloc): one srun step starts a task per {words.one}.\n"
-                     + shared,
-             "torchrun": "# torchrun starts the ranks on the node this script runs on.\n",
-             "deepspeed": f"# {hostfile_sentence(candidate.knobs.nodes, candidate.gpus_per_node)}\n"
-                          f"# {shared_folder_sentence(candidate.knobs.nodes)}\n"}[command[0]]
-    gres = [line.format(per_node=candidate.gpus_per_node) for line in GRES_LINES] if srun and candidate.hardware.cuda else []
-    write_text_atomic(
-        launch_path,
-        "#!/usr/bin/env bash\n"
-        f"# {_launch_purpose(point, config_path.name, without)} for a warm-up and a measured window,\n"
-        f"# prints what it measured and writes {result_name(config_path.name)} (more steps: add --steps N to the command below).\n"
-        + "".join(f"# Caveat: {' '.join(line.splitlines())}\n" for line in caveats)  # a line break would end the comment
-        + _own_training(config_path.name, candidate, default_w, command[0]) + where
-        + 'cd "$(dirname "$0")"\n'
-        + "".join(line + "\n" for line in (_hostfile_check(launch_path.name, candidate) if command[0] == "deepspeed" else []))
-        + _launcher_check(launch_path.name, command[0]) + "\n"
-        # The gres first: whether srun sets the clock depends on it (export_device.device_script).
-        + "".join(_script_line(line) + "\n" for line in [*gres, *device_script(candidate.knobs, candidate.knobs.nodes, command[0], candidate.gpus_per_node)])
-        + _script_line(shlex.join(command)) + "\n",
-        mode=0o755,
-    )
+    write_text_atomic(candidate_path, candidate_text)
+    write_text_atomic(launch_path, launch_text, mode=0o755)
     return [config_path, candidate_path, launch_path]

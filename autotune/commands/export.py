@@ -47,7 +47,8 @@ def register(subparsers) -> None:
     add_output_flag(parser, "-o", "--output", "--out", aliases=(), type=path_flag, metavar="FILE",
                         help="config file (default: RUN_DIR/configs/<pick>.json, or trial-N.json for --trial N); <name>.candidate.json and <name>.launch.sh go "
                              "beside it. An existing file is replaced only if an earlier export wrote it and nobody edited it since (a "
-                             "config's DeepSpeed settings against its candidate file; in configs/, by configs/.written.json); "
+                             "config's DeepSpeed settings against its candidate file, and the two files beside it against what "
+                             "the config keeps of them; in configs/, by configs/.written.json); "
                              "never into another run directory's configs/")
     parser.add_argument("--force", action="store_true",
                         help="with --measurements: replace the file an earlier `export --measurements` wrote (without it an "
@@ -245,7 +246,7 @@ def _check_config_paths(output: Path, what: str, run_dir: Path | None = None) ->
     """The config and the two files export writes beside it: each new, empty, or an earlier export's own."""
     from autotune.commands.paths import writable_file
     from autotune.errors import UserError
-    from autotune.export import config_stem, export_edit, exported_kind
+    from autotune.export import config_stem, edited_beside, export_edit, exported_kind
 
     default = what != "-o"
     if output.name.startswith("-"):
@@ -273,6 +274,11 @@ def _check_config_paths(output: Path, what: str, run_dir: Path | None = None) ->
     if run_dir is not None:  # -o: the user's own path (after the names' own checks: a link's is_symlink raised on one too long)
         _check_no_link(output)
         _check_not_another_run_dirs(output, run_dir)
+        if exported_kind(output) == "config" and (beside := edited_beside(output)) is not None:
+            # First: an edited candidate file would read as an edit of the config (export_edit compares the two).
+            raise UserError(f"-o {output}: {beside.name} beside it differs from what that export wrote there (its "
+                            f"SHA-256 in {output.name}, autotune.written_beside): edited since, and export would replace "
+                            "it; move it away to export there, or choose another -o")
         if exported_kind(output) == "config" and (edit := export_edit(output)) is not None:
             raise UserError(f"-o {output}: {edit}: edited since an earlier export wrote it, and export would replace "
                             "it; move it away to export there, or choose another -o")

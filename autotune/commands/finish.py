@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import hashlib
 import json
 import os
 import shutil
@@ -16,7 +15,7 @@ from pathlib import Path
 
 from autotune.atomic_write import STUDY_KEPT, FileNotWritten, write_text_atomic
 from autotune.errors import UserError
-from autotune.export import export_trial
+from autotune.export import export_trial, file_sha256
 from autotune.export_caveats import pick_caveats
 from autotune.os_text import shell_text, texts_of
 from autotune.report import pareto_document, study_view, write_pareto_json
@@ -237,10 +236,6 @@ def _write_first_report(run_dir: Path, document: dict) -> None:
 
 def save_written_record(configs: Path, record: dict[str, str]) -> None:
     write_text_atomic(configs / WRITTEN_RECORD, json.dumps(record, indent=1, sort_keys=True) + "\n")
-
-
-def file_sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def written_record(configs: Path) -> dict[str, str | list[str]]:

@@ -75,10 +75,11 @@ def test_a_time_only_study_reports_and_exports_the_fastest_alone(time_only_run):
 
 def test_export_of_a_time_only_study_takes_the_fastest_and_refuses_energy_picks(time_only_run, tmp_path):
     out, _ = time_only_run
-    exported = autotune_main("export", out, "-o", tmp_path / "default.json")
+    # Named as configs/ names it: the config keeps the SHA-256 of the two files beside it, which name it
+    exported = autotune_main("export", out, "-o", tmp_path / "fastest.json")  # no --pick: the default
     assert exported.returncode == 0, exported.stderr
     fastest = json.loads((out / "configs" / "fastest.json").read_text())
-    assert json.loads((tmp_path / "default.json").read_text()) == fastest
+    assert json.loads((tmp_path / "fastest.json").read_text()) == fastest
     for pick in ("knee", "min-energy", "max-slowdown", "cost-weighted"):
         refused = autotune_main("export", out, "--pick", pick, "-o", tmp_path / f"{pick}.json")
         assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr

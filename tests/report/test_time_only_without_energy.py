@@ -125,9 +125,10 @@ def test_export_writes_the_fastest_and_refuses_energy_picks_for_want_of_energy(n
     assert config["autotune"]["energy_to_solution_kj"] is None and config["autotune"]["energy_source"] == "unavailable"
     assert config["autotune"]["candidate"] == FASTEST
     assert config["autotune"]["on_front"] is None and config["autotune"]["beaten_by"] == []  # no energy ranking
-    exported = autotune_main("export", out, "-o", tmp_path / "default.json")
+    # Named as configs/ names it: the config keeps the SHA-256 of the two files beside it, which name it
+    exported = autotune_main("export", out, "-o", tmp_path / "fastest.json")  # no --pick: the default
     assert exported.returncode == 0, exported.stderr
-    assert json.loads((tmp_path / "default.json").read_text()) == config
+    assert json.loads((tmp_path / "fastest.json").read_text()) == config
     for pick in ("knee", "min-energy", "max-slowdown", "cost-weighted"):
         refused = autotune_main("export", out, "--pick", pick, "-o", tmp_path / f"{pick}.json")
         assert refused.returncode == 2 and "has no energy figure (unavailable" in refused.stderr, refused.stderr

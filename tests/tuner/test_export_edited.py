@@ -114,6 +114,34 @@ def test_an_edited_config_outside_configs_is_refused_and_kept(finished, tmp_path
     assert json.loads(config.read_text())["optimizer"]["params"]["lr"] == 5e-4  # kept
 
 
+@pytest.mark.parametrize("suffix", [".launch.sh", ".candidate.json"])
+def test_an_edited_launch_sh_or_candidate_file_outside_configs_is_refused_and_kept(finished, tmp_path, capsys, suffix):
+    """Trial78 #9: a second export to the same -o replaced a site line added to NAME.launch.sh, or an edited
+    NAME.candidate.json, without a word, where the config's tuned lr was refused. What export wrote beside the config
+    is kept in it (autotune.written_beside)."""
+    config = tmp_path / "job" / "knee.json"
+    config.parent.mkdir()
+    assert main(["export", str(finished), "--pick", "knee", "-o", str(config)]) == 0
+    beside = config.with_name("knee" + suffix)
+    if suffix == ".launch.sh":
+        edited = beside.read_text().replace("bash\n", "bash\nmodule load site-nccl  # a site line\n", 1)
+    else:
+        candidate = json.loads(beside.read_text())
+        candidate["workload"]["samples"] *= 2
+        edited = json.dumps(candidate, indent=2)
+    assert edited != beside.read_text()
+    beside.write_text(edited)
+    capsys.readouterr()
+    assert main(["export", str(finished), "--pick", "knee", "-o", str(config)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"autotune export: error: -o {config}: knee{suffix} beside it differs from what that export wrote there (its "
+        "SHA-256 in knee.json, autotune.written_beside): edited since, and export would replace it; move it away to "
+        "export there, or choose another -o")
+    assert beside.read_text() == edited  # kept
+    beside.unlink()  # moved away: exported again
+    assert main(["export", str(finished), "--pick", "knee", "-o", str(config)]) == 0
+
+
 def test_export_into_another_run_directory_s_configs_is_refused(finished, tmp_path, capsys):
     """Trial76 #5: `export A --pick fastest -o B/configs/knee.json` replaced B's own knee pick with A's, and B's next
     report kept A's files for good as a user's edits."""
