@@ -33,6 +33,7 @@ from autotune.backends.probe_outcome import (
     not_ok_result,
     ok_result,
     read_result,
+    signal_said,
     stopped_from_outside,
 )
 from autotune.backends.probe_options import DEFAULT_LAUNCHER, check_probe_options, probe_default
@@ -526,7 +527,7 @@ class LaunchBackend(Backend):
                                   "when the study resumes\n")
             raise stop
         if result is None:
-            how = f"was killed by signal {-exit_code}" if exit_code < 0 else f"exited with status {exit_code}"
+            how = f"was killed by {signal_said(-exit_code)}" if exit_code < 0 else f"exited with status {exit_code}"
             # e.g. a module missing before the trainer started: the log's exception says which
             return not_ok_result("failed", f"the probe {how} without writing a result", trial_dir, log_path,
                                  name_exception=True, **extra)

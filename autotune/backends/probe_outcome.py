@@ -49,18 +49,30 @@ _EXCEPTION_LINE = re.compile(r"(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|
 _SLURM_ERROR_LINE = re.compile(r"(?:srun|slurmstepd|salloc)(?:-\d+)?: error: .*")
 
 
+# The tuner's own lines in a probe's log (the launcher's command, notes about other trials' result files): never
+# the probe's output.
+TUNER_LINE = "== autotune: "
+
+
+def _probe_lines(tail: str) -> list[str]:
+    """The lines of a log's tail the probe and its launcher wrote: a note of the tuner's that another trial's file was
+    "unreadable or partial (JSONDecodeError)" was given as the exception of a probe killed by SIGKILL (trial79 #3)."""
+    return [line for line in tail.splitlines() if not line.startswith(TUNER_LINE)]
+
+
 def last_exception_line(tail: str) -> str | None:
     """The last exception a probe's log shows, where it shows one: torchrun's failure table and
     DeepSpeed's launcher summary follow it, so the log's last line says less. Else SLURM's last error
     line (srun: error: Unable to allocate resources ...), where the step never started Python."""
-    for line in reversed(tail.splitlines()):
+    lines = _probe_lines(tail)
+    for line in reversed(lines):
         found = _EXCEPTION_LINE.search(line.strip())
         if found and not found.group(0).startswith(("torch.distributed.elastic", "ChildFailedError")):
             text = found.group(0)
             if text.count(")") > text.count("("):  # quoted inside a parenthesis: "(ModuleNotFoundError: ...)"
                 text = text[: text.rfind(")")]
             return text[:300]
-    for line in reversed(tail.splitlines()):
+    for line in reversed(lines):
         found = _SLURM_ERROR_LINE.search(line.strip())
         if found:
             return found.group(0)[:300]
@@ -109,6 +121,19 @@ def stopped_from_outside(exit_code: int | None, tail: str) -> tuple[int, str] | 
             # SIGKILL ended, with a rank its agent then stopped by SIGTERM listed above it, is a failure).
             return (int(signum), found.group(0).strip()[:200]) if signum in stops else None
     return None
+
+
+def signal_said(signum: int) -> str:
+    """A signal that ended a probe, by number and name, SIGKILL with what sends it on a node: "signal 9 (SIGKILL: the
+    kernel's OOM killer, or a kill -9)", "signal 11 (SIGSEGV)"."""
+    import signal
+
+    try:
+        name = signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+    return f"signal {signum} ({name}: the kernel's OOM killer, or a kill -9)" if signum == signal.SIGKILL else \
+        f"signal {signum} ({name})"
 
 
 def workload_steps(candidate: Candidate) -> float:

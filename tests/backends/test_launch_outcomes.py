@@ -253,6 +253,22 @@ def test_a_probe_killed_by_sigkill_stays_a_failure(make_launch_backend, make_can
     assert result.status == "failed" and said in result.error
 
 
+def test_a_probe_killed_by_sigkill_names_no_exception_from_the_tuners_notes(make_launch_backend, make_candidate,
+                                                                           fake_probe):
+    """Trial79 #3: the tuner's note that an earlier trial's result.json was "unreadable or partial (JSONDecodeError)"
+    was given as the exception of a resumed probe the kernel killed."""
+    backend = make_launch_backend(python=fake_probe("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n"))
+    earlier = backend.trial_dir(1)
+    earlier.mkdir(parents=True)
+    (earlier / "result.json").write_text('{"status": "ok", "step_')
+    candidate = make_candidate()
+    backend.resumes(2, [1], candidate)
+    result = backend.evaluate(candidate, trial_number=2)
+    assert "JSONDecodeError" in result.details["log_tail"]  # the tuner's note is there
+    assert result.error == ("the probe was killed by signal 9 (SIGKILL: the kernel's OOM killer, or a kill -9) without "
+                            "writing a result")
+
+
 def test_the_log_of_a_probe_the_tuner_stopped_ends_saying_so(make_launch_backend, make_candidate, fake_probe):
     """Trial 51 #7: after a preemption, the log of the probe the tuner stopped ended with the launcher's command
     line alone, which reads as a hang. It ends with the tuner's line: which signal, and when."""

@@ -102,3 +102,15 @@ def test_the_last_exception_of_a_probe_log_names_why_it_wrote_no_result(tail, ex
     from autotune.backends.probe_outcome import last_exception_line
 
     assert last_exception_line(tail) == expected
+
+
+def test_the_tuners_own_log_lines_are_never_the_probes_exception():
+    """Trial79 #3: a probe killed by SIGKILL was told with "JSONDecodeError", from the tuner's note about another
+    trial's result file at the top of its log."""
+    from autotune.backends.probe_outcome import last_exception_line
+
+    tail = ("== autotune: did not take over /run/trials/0006/result.json: unreadable or partial (JSONDecodeError)\n"
+            "== autotune: repeat 1/1, torchrun: python -m torch.distributed.run -m trainer.probe\n"
+            "DeepSpeed deepspeed.ops.comm.deepspeed_shm_comm_op built successfully\n")
+    assert last_exception_line(tail) is None
+    assert last_exception_line(tail + "ValueError: bad\n") == "ValueError: bad"
