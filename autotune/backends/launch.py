@@ -28,6 +28,7 @@ from autotune.backends.launchers import (
     unreachable_reason,
 )
 from autotune.backends.probe_outcome import (
+    TEARDOWN_LINES,
     log_tail,
     measured_figures,
     not_ok_result,
@@ -521,7 +522,7 @@ class LaunchBackend(Backend):
                 extra.update(timeout_cause=TIMEOUT_ON_BUILD_LOCK, build_locks=locks)
             _append_log(log_path, f"== autotune: timeout: {error}\n")
             return not_ok_result("timeout", error, trial_dir, log_path, **extra)
-        if result is None and (stopped := stopped_from_outside(exit_code, log_tail(log_path))) is not None:
+        if result is None and (stopped := stopped_from_outside(exit_code, log_tail(log_path, TEARDOWN_LINES))) is not None:
             stop = ProbeStoppedOutside(*stopped)
             _append_log(log_path, f"== autotune: {time.strftime('%Y-%m-%d %H:%M:%S')}: {stop.reason}; the trial is probed again "
                                   "when the study resumes\n")

@@ -19,6 +19,9 @@ from autotune.backends.base import ProbeResult
 from autotune.candidate import Candidate
 
 LOG_TAIL_LINES = 40
+# Enough of a log's end (within _LOG_TAIL_BYTES) to hold torchrun's teardown lines above its failure table: the table
+# of 8 ranks alone is past LOG_TAIL_LINES.
+TEARDOWN_LINES = 1000
 _LOG_TAIL_BYTES = 64 * 1024
 
 
@@ -84,10 +87,19 @@ def last_exception_line(tail: str) -> str | None:
 # launcher ("Main process received SIGTERM, exiting"), slurmstepd ("*** STEP 7.0 ON n1 CANCELLED AT ... ***").
 _SIGNALLED_LINES = (
     re.compile(r"SignalException: Process \d+ got signal: (?P<signum>\d+)"),
-    re.compile(r"Signal (?P<signum>\d+) \(SIG\w+\) received by PID \d+"),
+    re.compile(r"Signal (?P<signum>\d+) \(SIG\w+\) received by PID (?P<pid>\d+)"),
     re.compile(r"Main process received (?P<name>SIG[A-Z0-9]+), exiting"),
     re.compile(r"\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+(?P<why>.*?)\*\*\*"),
 )
+# torchrun's own teardown of the ranks still running once one has failed (its subprocess and its spawn ways of starting
+# them): the SIGTERM such a rank then dies of is the launcher's, not a stop from outside.
+_LAUNCHER_CLOSED_LINE = re.compile(r"(?:Sending process (?P<pid>\d+) closing signal|Closing process (?P<spawned>\d+) "
+                                   r"via signal) SIG\w+")
+
+
+def _closed_by_launcher(tail: str) -> set[int]:
+    """The PIDs of the ranks the launcher itself signalled to stop, after another rank failed."""
+    return {int(found.group("pid") or found.group("spawned")) for found in _LAUNCHER_CLOSED_LINE.finditer(tail)}
 
 
 def stopped_from_outside(exit_code: int | None, tail: str) -> tuple[int, str] | None:
@@ -105,12 +117,19 @@ def stopped_from_outside(exit_code: int | None, tail: str) -> tuple[int, str] | 
         return -exit_code, f"the launcher was ended by {signal.Signals(-exit_code).name}"
     if exit_code is None:
         return None
-    for line in reversed(tail.splitlines()[-LOG_TAIL_LINES:]):
+    # A rank torchrun stopped itself, once another rank had failed, is no evidence: where the rank that failed exited
+    # with a status (its traceback; no signal line), its sibling's "Signal 15 (SIGTERM) received by PID" was the last
+    # such line, and one rank's crash stopped the study (exit 143) on every resume (trial79 #1). `tail` holds the
+    # launcher's teardown lines, above the table's last LOG_TAIL_LINES.
+    closed = _closed_by_launcher(tail)
+    for line in reversed(_probe_lines(tail)[-LOG_TAIL_LINES:]):
         for pattern in _SIGNALLED_LINES:
             found = pattern.search(line)
             if found is None:
                 continue
             groups = found.groupdict()
+            if groups.get("pid") and int(groups["pid"]) in closed:
+                continue
             if groups.get("signum"):
                 signum = int(groups["signum"])
             elif groups.get("name"):

@@ -253,6 +253,22 @@ def test_a_probe_killed_by_sigkill_stays_a_failure(make_launch_backend, make_can
     assert result.status == "failed" and said in result.error
 
 
+def test_a_crash_whose_sibling_torchrun_stopped_is_a_failure_not_a_stop(make_launch_backend, make_candidate, fake_probe):
+    """Trial79 #1: rank 0 raised, and torchrun SIGTERMed rank 1 itself: the candidate's failure, and the study goes on
+    (it stopped with 143 on "SIGTERM from outside the tuner", and every resume stopped on it again)."""
+    from tests.backends.test_probe_outcome import TORCHRUN_SIBLING_STOPPED
+
+    from autotune.backends.launch import ProbeInterrupted
+
+    python = fake_probe(f"print({TORCHRUN_SIBLING_STOPPED!r}, file=sys.stderr)\nsys.exit(1)\n")
+    try:
+        result = make_launch_backend(python=python).evaluate(make_candidate(), trial_number=3)
+    except ProbeInterrupted as stop:  # a KeyboardInterrupt: it would end the test session
+        pytest.fail(f"a crash taken for a stop: {stop}")
+    assert result.status == "failed" and result.error == ("the probe exited with status 1 without writing a result: "
+                                                          "KeyError: 'missing_key'")
+
+
 def test_a_probe_killed_by_sigkill_names_no_exception_from_the_tuners_notes(make_launch_backend, make_candidate,
                                                                            fake_probe):
     """Trial79 #3: the tuner's note that an earlier trial's result.json was "unreadable or partial (JSONDecodeError)"

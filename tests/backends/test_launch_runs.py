@@ -102,6 +102,35 @@ def test_a_crashing_probe_is_failed_with_its_error_and_log(make_launch_backend, 
     assert result.details["exit_code"] != 0 and result.energy_kj is None
 
 
+def _own_trainer_probe(tmp_path, body: str) -> str:
+    """A PYTHONPATH whose `trainer.probe` is `body` (a user's own training script, run by torchrun's ranks as the
+    probe), every other trainer module the real one: ranks that fail as `body` says, without importing torch."""
+    from tests.backends.conftest import REPO
+
+    package = tmp_path / "own" / "trainer"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(f"__path__.append({str(REPO / 'trainer')!r})\n")
+    (package / "probe.py").write_text("import os, signal, sys, time\nrank = int(os.environ['RANK'])\n" + body)
+    return f"{package.parent}:{REPO}"
+
+
+def test_a_rank_that_crashes_while_the_other_works_fails_the_candidate_under_torchrun(make_launch_backend,
+                                                                                    make_candidate, tmp_path):
+    """Trial79 #1: rank 0 raises while rank 1 still works (as ranks are when one fails); torchrun stops rank 1 with
+    SIGTERM itself. A failed trial, and the study goes on: it was "stopped by SIGTERM from outside the tuner" (exit 143),
+    on every resume."""
+    path = _own_trainer_probe(tmp_path, "if rank == 0:\n    raise RuntimeError('rank 0 lost its GPU (simulated)')\n"
+                                        "time.sleep(60)\n")
+    backend = make_launch_backend(env_extra={"PYTHONPATH": path})
+    try:
+        result = backend.evaluate(make_candidate(gpus_per_node=2), trial_number=1)
+    except ProbeInterrupted as stop:  # a KeyboardInterrupt: it would end the test session
+        pytest.fail(f"a crash taken for a stop: {stop}")
+    assert result.status == "failed", _explain(result)
+    assert result.error.startswith("the probe exited with status 1 without writing a result"), _explain(result)
+    assert "closing signal SIGTERM" in (backend.trial_dir(1) / "log.txt").read_text()  # the race was lost: rank 1 ran
+
+
 def test_an_out_of_memory_probe_is_oom(make_launch_backend, make_candidate):
     backend = make_launch_backend(env_extra={"AUTOTUNE_PROBE_TEST_HOOK": "oom"})
     result = backend.evaluate(make_candidate(gpus_per_node=1), trial_number=3)

@@ -114,3 +114,36 @@ def test_the_tuners_own_log_lines_are_never_the_probes_exception():
             "DeepSpeed deepspeed.ops.comm.deepspeed_shm_comm_op built successfully\n")
     assert last_exception_line(tail) is None
     assert last_exception_line(tail + "ValueError: bad\n") == "ValueError: bad"
+
+
+# torchrun's teardown after rank 0 raised (a status, no signal line): it stopped rank 1 itself (trial79 #1).
+TORCHRUN_SIBLING_STOPPED = """\
+KeyError: 'missing_key'
+W1128 09:50:19.113000 30159 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 30201 closing signal SIGTERM
+E1128 09:50:19.200000 30159 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1) local_rank: 0
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+Failures:
+[1]:
+  rank      : 1 (local_rank: 1)
+  exitcode  : -15 (pid: 30201)  (SIGTERM)
+  traceback : Signal 15 (SIGTERM) received by PID 30201
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-28_09:50:19
+  host      : localhost
+  rank      : 0 (local_rank: 0)
+  exitcode  : 1 (pid: 30200)
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================"""
+
+
+def test_a_rank_its_launcher_stopped_after_another_crashed_is_no_stop_from_outside():
+    """Trial79 #1: the sibling's SIGTERM, sent by torchrun once rank 0 crashed, was taken for a SLURM stop: the study
+    stopped (143) and every resume probed the crashing candidate again, and stopped again."""
+    from autotune.backends.probe_outcome import stopped_from_outside
+
+    assert stopped_from_outside(1, TORCHRUN_SIBLING_STOPPED) is None
+    # The same table where no launcher stopped it (SLURM signalled the ranks itself) stays a stop from outside.
+    signalled = TORCHRUN_SIBLING_STOPPED.replace("Sending process 30201 closing signal SIGTERM", "rank 1 stopped")
+    assert stopped_from_outside(1, signalled) == (15, "Signal 15 (SIGTERM) received by PID 30201")
