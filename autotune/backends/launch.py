@@ -7,6 +7,7 @@ import functools
 import json
 import os
 import shlex
+import signal
 import sys
 import time
 from dataclasses import replace
@@ -36,6 +37,7 @@ from autotune.backends.probe_outcome import (
     read_result,
     signal_said,
     stopped_from_outside,
+    unreadable_result,
 )
 from autotune.backends.probe_options import DEFAULT_LAUNCHER, check_probe_options, probe_default
 from autotune.backends.probe_process import TIMEOUT_ON_BUILD_LOCK, ProbeProcess, outlived_words
@@ -77,8 +79,6 @@ class ProbeStoppedOutside(ProbeInterrupted):
     than start the next probe into the same stop (trial 51 #1)."""
 
     def __init__(self, signum: int, evidence: str):
-        import signal
-
         name = signal.Signals(signum).name
         self.reason = f"the probe was stopped by {name} from outside the tuner (a SLURM stop?): {evidence}"
         self.status = 128 + signum  # as the tuner's own stop by that signal exits (errors.STOP_SIGNALS)
@@ -504,12 +504,13 @@ class LaunchBackend(Backend):
         if self._aborted:
             _say_stopped(log_path, "abort()")
         self._raise_if_aborted()
-        return self._outcome(read_result(out), exit_code, trial_dir, launcher, time.time() - started_at_s)
+        return self._outcome(out, exit_code, trial_dir, launcher, time.time() - started_at_s)
 
-    def _outcome(self, result: dict | None, exit_code: int | None, trial_dir: Path, launcher: str,
+    def _outcome(self, out: Path, exit_code: int | None, trial_dir: Path, launcher: str,
                  probe_age_s: float) -> dict | ProbeResult:
-        """The file is authoritative: a probe that wrote its result and then hung in teardown still counts.
+        """The file `out` is authoritative: a probe that wrote its result and then hung in teardown still counts.
         `probe_age_s`: since the launcher's start; a build lock older than that was not the probe's own."""
+        result = read_result(out)
         log_path = trial_dir / "log.txt"
         extra = {"launcher": launcher, "exit_code": exit_code}
         if result is None and exit_code is None:
@@ -528,10 +529,7 @@ class LaunchBackend(Backend):
                                   "when the study resumes\n")
             raise stop
         if result is None:
-            how = f"was killed by {signal_said(-exit_code)}" if exit_code < 0 else f"exited with status {exit_code}"
-            # e.g. a module missing before the trainer started: the log's exception says which
-            return not_ok_result("failed", f"the probe {how} without writing a result", trial_dir, log_path,
-                                 name_exception=True, **extra)
+            return self._without_result(out, exit_code, log_path, extra)
         if exit_code is None:
             _append_log(log_path, f"== autotune: killed after {self.probe_timeout_s:g} s, after the result was written\n")
         if result["status"] == "ok":
@@ -542,6 +540,17 @@ class LaunchBackend(Backend):
             if key in result:
                 extra[key] = result[key]
         return not_ok_result(status, error, trial_dir, log_path, **extra)
+
+    def _without_result(self, out: Path, exit_code: int, log_path: Path, extra: dict) -> ProbeResult:
+        """A probe that ended without a result the tuner can read: how it ended, and what it left at `out`."""
+        how = f"was killed by {signal_said(-exit_code)}" if exit_code < 0 else f"exited with status {exit_code}"
+        unreadable = unreadable_result(out)
+        if unreadable is not None:  # its writer, not its start, is what to look at
+            return not_ok_result("failed", f"the probe {how} and left an unreadable result ({out}: {unreadable})",
+                                 log_path.parent, log_path, **extra)
+        # e.g. a module missing before the trainer started: the log's exception says which
+        return not_ok_result("failed", f"the probe {how} without writing a result", log_path.parent, log_path,
+                             name_exception=True, **extra)
 
     def _raise_if_aborted(self) -> None:
         if self._aborted:

@@ -27,12 +27,31 @@ _LOG_TAIL_BYTES = 64 * 1024
 
 def read_result(path: Path) -> dict | None:
     """The probe's result, or None when it wrote none (or a torn one: the probe writes atomically,
-    so that means something else went wrong)."""
+    so that means something else went wrong; unreadable_result says what)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) and "status" in data else None
+
+
+def unreadable_result(path: Path) -> str | None:
+    """Why a result file that is there is no probe's result (its parse error), for read_result's None; None where
+    there is no file. A torn file told as "without writing a result" sent a user to ask why their trainer never
+    wrote, not what it wrote (trial79 #4)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        return f"{type(exc).__name__}: {getattr(exc, 'strerror', None) or exc}"
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        return f"{type(exc).__name__}: {exc}"
+    if not isinstance(data, dict) or "status" not in data:
+        return "a JSON value without a status, not a probe's result"
+    return None
 
 
 def log_tail(log_path: Path, lines: int = LOG_TAIL_LINES) -> str:

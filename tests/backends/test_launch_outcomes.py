@@ -269,6 +269,17 @@ def test_a_crash_whose_sibling_torchrun_stopped_is_a_failure_not_a_stop(make_lau
                                                           "KeyError: 'missing_key'")
 
 
+def test_a_torn_result_is_said_unreadable_not_unwritten(make_launch_backend, make_candidate, fake_probe):
+    """Trial79 #4: a result.json that does not parse was told as "exited with status 0 without writing a result"."""
+    python = fake_probe('open(out, "w").write(\'{"status": "ok", "step_time_s": \')\n')
+    backend = make_launch_backend(python=python)
+    result = backend.evaluate(make_candidate(), trial_number=3)
+    out = backend.trial_dir(3).resolve() / "result.json"
+    assert result.status == "failed" and result.error == (
+        f"the probe exited with status 0 and left an unreadable result ({out}: JSONDecodeError: Expecting value: "
+        "line 1 column 33 (char 32))")
+
+
 def test_a_probe_killed_by_sigkill_names_no_exception_from_the_tuners_notes(make_launch_backend, make_candidate,
                                                                            fake_probe):
     """Trial79 #3: the tuner's note that an earlier trial's result.json was "unreadable or partial (JSONDecodeError)"

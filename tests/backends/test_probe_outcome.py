@@ -147,3 +147,18 @@ def test_a_rank_its_launcher_stopped_after_another_crashed_is_no_stop_from_outsi
     # The same table where no launcher stopped it (SLURM signalled the ranks itself) stays a stop from outside.
     signalled = TORCHRUN_SIBLING_STOPPED.replace("Sending process 30201 closing signal SIGTERM", "rank 1 stopped")
     assert stopped_from_outside(1, signalled) == (15, "Signal 15 (SIGTERM) received by PID 30201")
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    (None, None),
+    ('{"status": "ok", "step_time_s": ', "JSONDecodeError: Expecting value: line 1 column 33 (char 32)"),
+    ("[1, 2]", "a JSON value without a status, not a probe's result"),
+    ('{"status": "ok"}', None),
+])
+def test_an_unreadable_result_file_says_why(tmp_path, text, said):
+    from autotune.backends.probe_outcome import unreadable_result
+
+    path = tmp_path / "result.json"
+    if text is not None:
+        path.write_text(text)
+    assert unreadable_result(path) == said
