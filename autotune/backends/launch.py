@@ -34,6 +34,7 @@ from autotune.backends.probe_outcome import (
     measured_figures,
     not_ok_result,
     ok_result,
+    rank_signal,
     read_result,
     signal_said,
     stopped_from_outside,
@@ -542,15 +543,26 @@ class LaunchBackend(Backend):
         return not_ok_result(status, error, trial_dir, log_path, **extra)
 
     def _without_result(self, out: Path, exit_code: int, log_path: Path, extra: dict) -> ProbeResult:
-        """A probe that ended without a result the tuner can read: how it ended, and what it left at `out`."""
+        """A probe that ended without a result the tuner can read: how it ended (the signal that ended its launcher,
+        or a rank of it), and what it left at `out`."""
         how = f"was killed by {signal_said(-exit_code)}" if exit_code < 0 else f"exited with status {exit_code}"
         unreadable = unreadable_result(out)
         if unreadable is not None:  # its writer, not its start, is what to look at
             return not_ok_result("failed", f"the probe {how} and left an unreadable result ({out}: {unreadable})",
                                  log_path.parent, log_path, **extra)
-        # e.g. a module missing before the trainer started: the log's exception says which
-        return not_ok_result("failed", f"the probe {how} without writing a result", log_path.parent, log_path,
-                             name_exception=True, **extra)
+        ended = rank_signal(log_tail(log_path, TEARDOWN_LINES))
+        if ended is None:
+            # e.g. a module missing before the trainer started: the log's exception says which
+            return not_ok_result("failed", f"the probe {how} without writing a result", log_path.parent, log_path,
+                                 name_exception=True, **extra)
+        rank, signum = ended
+        if signum == signal.SIGKILL:
+            # The OOM killer's signal: the candidate's failure, as of a launcher it kills (docs/launch.md); a rank other
+            # signals end (a segfault) stays the set-up's, probed again (study/retries.py `setup_failure`).
+            extra.update(failed_rank=rank, setup_failure=False)
+        # No exception named: the one the log shows is another rank's, whose collective lost this rank.
+        return not_ok_result("failed", f"the probe {how} without writing a result: rank {rank} was killed by "
+                             f"{signal_said(signum)}", log_path.parent, log_path, **extra)
 
     def _raise_if_aborted(self) -> None:
         if self._aborted:

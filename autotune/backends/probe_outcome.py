@@ -161,6 +161,23 @@ def stopped_from_outside(exit_code: int | None, tail: str) -> tuple[int, str] | 
     return None
 
 
+# The entry of torchrun's failure table it names the root cause: the rank, and its exit code (negative: a signal).
+_ROOT_CAUSE = re.compile(r"Root Cause \(first observed failure\):\n\[\d+\]:\n(?:.*\n)*?\s*rank\s*: (?P<rank>\d+).*\n"
+                         r"\s*exitcode\s*: (?P<exit_code>-?\d+)")
+
+
+def rank_signal(tail: str) -> tuple[int, int] | None:
+    """(rank, signal number) where torchrun's failure table names as the root cause a rank that a signal ended (the
+    kernel's OOM killer kills the biggest process: a rank, rarely the launcher); else None. The launcher itself then
+    exits with a status, so its exit code alone never says it (trial79 #6)."""
+    found = None
+    for found in _ROOT_CAUSE.finditer(tail):
+        pass
+    if found is None or int(found.group("exit_code")) >= 0:
+        return None
+    return int(found.group("rank")), -int(found.group("exit_code"))
+
+
 def signal_said(signum: int) -> str:
     """A signal that ended a probe, by number and name, SIGKILL with what sends it on a node: "signal 9 (SIGKILL: the
     kernel's OOM killer, or a kill -9)", "signal 11 (SIGSEGV)"."""

@@ -269,6 +269,27 @@ def test_a_crash_whose_sibling_torchrun_stopped_is_a_failure_not_a_stop(make_lau
                                                           "KeyError: 'missing_key'")
 
 
+def test_a_rank_killed_by_sigkill_is_named_and_stays_the_candidates_failure(make_launch_backend, make_candidate,
+                                                                           fake_probe):
+    """Trial79 #6: torchrun exits 1 when the OOM killer ends a rank: that read as a set-up failure (probed again on
+    every resume) with no word of the signal, though a SIGKILL stays the candidate's failure (docs/launch.md)."""
+    from autotune.study.retries import setup_failure
+    from tests.backends.test_probe_outcome import TORCHRUN_SIBLING_STOPPED
+
+    table = TORCHRUN_SIBLING_STOPPED.replace("  rank      : 0 (local_rank: 0)\n  exitcode  : 1 (pid: 30200)",
+                                             "  rank      : 1 (local_rank: 1)\n  exitcode  : -9 (pid: 30200)  (SIGKILL)")
+    result = make_launch_backend(python=fake_probe(f"print({table!r}, file=sys.stderr)\nsys.exit(1)\n")).evaluate(
+        make_candidate(), trial_number=3)
+    assert result.status == "failed" and result.error == (
+        "the probe exited with status 1 without writing a result: rank 1 was killed by signal 9 (SIGKILL: the kernel's "
+        "OOM killer, or a kill -9)")  # not the other rank's KeyError
+    assert result.details["failed_rank"] == 1 and setup_failure(result) is False
+    segfault = table.replace("-9 (pid: 30200)  (SIGKILL)", "-11 (pid: 30200)  (SIGSEGV)")
+    result = make_launch_backend(python=fake_probe(f"print({segfault!r}, file=sys.stderr)\nsys.exit(1)\n")).evaluate(
+        make_candidate(), trial_number=4)
+    assert result.error.endswith("rank 1 was killed by signal 11 (SIGSEGV)") and setup_failure(result) is True
+
+
 def test_a_torn_result_is_said_unreadable_not_unwritten(make_launch_backend, make_candidate, fake_probe):
     """Trial79 #4: a result.json that does not parse was told as "exited with status 0 without writing a result"."""
     python = fake_probe('open(out, "w").write(\'{"status": "ok", "step_time_s": \')\n')

@@ -131,6 +131,17 @@ def test_a_rank_that_crashes_while_the_other_works_fails_the_candidate_under_tor
     assert "closing signal SIGTERM" in (backend.trial_dir(1) / "log.txt").read_text()  # the race was lost: rank 1 ran
 
 
+def test_a_rank_killed_by_sigkill_under_torchrun_is_named_and_final(make_launch_backend, make_candidate, tmp_path):
+    """Trial79 #6: the OOM killer's SIGKILL of one rank read as a set-up failure, the signal said nowhere."""
+    from autotune.study.retries import setup_failure
+
+    path = _own_trainer_probe(tmp_path, "if rank == 1:\n    os.kill(os.getpid(), signal.SIGKILL)\ntime.sleep(60)\n")
+    backend = make_launch_backend(env_extra={"PYTHONPATH": path})
+    result = backend.evaluate(make_candidate(gpus_per_node=2), trial_number=1)
+    assert result.status == "failed" and "rank 1 was killed by signal 9 (SIGKILL" in result.error, _explain(result)
+    assert result.details["failed_rank"] == 1 and setup_failure(result) is False
+
+
 def test_an_out_of_memory_probe_is_oom(make_launch_backend, make_candidate):
     backend = make_launch_backend(env_extra={"AUTOTUNE_PROBE_TEST_HOOK": "oom"})
     result = backend.evaluate(make_candidate(gpus_per_node=1), trial_number=3)

@@ -149,6 +149,18 @@ def test_a_rank_its_launcher_stopped_after_another_crashed_is_no_stop_from_outsi
     assert stopped_from_outside(1, signalled) == (15, "Signal 15 (SIGTERM) received by PID 30201")
 
 
+def test_a_rank_a_signal_ended_is_read_from_torchruns_root_cause():
+    """Trial79 #6: torchrun exits 1 when the OOM killer's SIGKILL ends a rank; its table's root cause says which."""
+    from autotune.backends.probe_outcome import rank_signal
+
+    killed = TORCHRUN_SIBLING_STOPPED.replace("rank      : 1 (local_rank: 1)", "rank      : 0 (local_rank: 0)").replace(
+        "  rank      : 0 (local_rank: 0)\n  exitcode  : 1 (pid: 30200)",
+        "  rank      : 1 (local_rank: 1)\n  exitcode  : -9 (pid: 30200)  (SIGKILL)")
+    assert rank_signal(killed) == (1, 9)
+    assert rank_signal(TORCHRUN_SIBLING_STOPPED) is None  # the root cause exited with a status
+    assert rank_signal("Segmentation fault (core dumped)") is None
+
+
 @pytest.mark.parametrize(("text", "said"), [
     (None, None),
     ('{"status": "ok", "step_time_s": ', "JSONDecodeError: Expecting value: line 1 column 33 (char 32)"),
