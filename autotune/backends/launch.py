@@ -54,6 +54,7 @@ from autotune.backends.repeat_takeover import (
     taken_over_words,
     trial_folder,
 )
+from autotune.backends.result_check import result_fault
 from autotune.backends.trial_dirs import check_trials_folder, probe_files_error
 from autotune.build_locks import build_locks, install_extensions_dir
 from autotune.candidate import Candidate
@@ -359,6 +360,14 @@ class LaunchBackend(Backend):
                 raise
             if isinstance(outcome, ProbeResult):
                 return cost(outcome)  # a repeat that is not ok decides the trial
+            fault = result_fault(outcome, candidate)
+            if fault is not None:
+                # Rank 0 wrote it: the candidate's failure, as one the trainer names (failed_rank), never probed again
+                # (study/retries.py `setup_failure`); no figure of it ranks anything.
+                error = f"refused the probe's result: {out} {fault}"
+                _append_log(log_path, f"== autotune: {error}\n")
+                return cost(not_ok_result("failed", error, trial_dir, log_path, launcher=launcher, failed_rank=0,
+                                          setup_failure=False))
             try:
                 repeats.append(measured_figures(outcome, candidate, out))
                 results.append(outcome)

@@ -24,6 +24,7 @@ from pathlib import Path
 from autotune.atomic_write import write_text_atomic
 from autotune.backends.base import setting_changes
 from autotune.backends.probe_outcome import measured_figures
+from autotune.backends.result_check import result_fault
 from autotune.candidate import Candidate
 
 RUNS_FILE = "probe_runs.json"
@@ -169,6 +170,9 @@ def _checked(path: Path, repeat: int, number: int, record: dict | None, expected
         measured_figures(result, expected.candidate, path)
     except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
         return f"it lacks a figure the backend needs ({exc!r})"
+    fault = result_fault(result, expected.candidate)
+    if fault is not None:
+        return f"it {fault}"
     wall = _wall(path, record["runs"].get(str(repeat)))
     if isinstance(wall, str):
         return wall

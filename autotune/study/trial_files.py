@@ -20,8 +20,9 @@ from autotune.backends.probe_options import probe_bounds
 from autotune.backends.probe_outcome import measured_figures, not_ok_result, ok_result, read_result
 from autotune.backends.replay import checked_record, measurement_record, study_of
 from autotune.backends.repeat_takeover import RUNS_FILE, read_record, result_name
+from autotune.backends.result_check import checked_problem, lacking_field, result_fault, scaled_figure_fault
 from autotune.candidate import candidate_from_dict, params_key
-from autotune.checks import checked_number, number_problem, shown
+from autotune.checks import checked_number, shown
 from autotune.errors import ConfigError
 from autotune.study.storage_failure import trial_folders_with_results
 
@@ -83,8 +84,14 @@ def _record(folder: Path) -> dict:
         try:
             figures.append(measured_figures(result, candidate, path))
         except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
-            raise _LeftOut(_unread_figure(result, path) or f"{path} lacks a figure ({exc!r})") from None
-        _check_figures(figures[-1], result, path, candidate.knobs.to_dict())
+            # The field and value it could not compute with: its exception's text named neither (trial78 #11).
+            raise _LeftOut(f"{path} {result_fault(result, candidate) or lacking_field(result) or f'lacks a figure ({exc!r})'}"
+                           ) from None
+        # A damaged file leaves its trial out with a line naming the file, the field and its value, and the intact
+        # trials are written (trial76 #3: one such file stopped the export as "a bug to report").
+        damaged = scaled_figure_fault(figures[-1], result, candidate.knobs.to_dict())
+        if damaged:
+            raise _LeftOut(f"{path} {damaged}; a replay would refuse it")
         results.append(result)
     if outcome is None:
         outcome = ok_result(figures, folder, **measured_default_limit(results))
@@ -93,10 +100,10 @@ def _record(folder: Path) -> dict:
     record = measurement_record(candidate.knobs.to_dict(), outcome.to_dict(), study_of(candidate))
     if record is None:
         raise _LeftOut(f"its status {outcome.status!r} is none a replay takes")
-    try:  # what _check_figures cannot trace to one field (probe_runs.json's wall times: the probe's cost)
+    try:  # what scaled_figure_fault cannot trace to one field (probe_runs.json's wall times: the probe's cost)
         checked_record("its record", json.loads(json.dumps(record)))
     except ConfigError as why:
-        raise _LeftOut(f"its files give a record a replay refuses ({_problem(why)})") from None
+        raise _LeftOut(f"its files give a record a replay refuses ({checked_problem(why)})") from None
     return record
 
 
@@ -123,56 +130,3 @@ def _wall_s(folder: Path, runs: dict | None, repeat: int) -> float | None:
     wall_s = entry.get("wall_s")
     return float(wall_s) if isinstance(wall_s, (int, float)) and not isinstance(wall_s, bool) else None
 
-
-# The fields of an ok result.json that measured_figures computes with (docs/result-schema.md), what each must be,
-# and whether every ok result holds it (an energy block may hold none: no sensor).
-_FIGURE_FIELDS = ((("step_time_s", "mean"), {}, True), (("tflops", "model_per_device"), {}, True), (("mfu",), {}, True),
-                  (("steps", "measured"), {"low": 1, "integer": True}, True), (("energy", "energy_j"), {}, False),
-                  (("energy", "mean_power_w"), {}, False))
-_ABSENT = object()
-
-
-def _unread_figure(result: dict, path: Path) -> str | None:
-    """The field and value of `result` that measured_figures could not compute with, said as a file's damaged
-    field is: its exception's text ("can't multiply sequence by non-int of type 'float'") named neither (trial78
-    #11). None where no field of _FIGURE_FIELDS tells it."""
-    for field, bounds, required in _FIGURE_FIELDS:
-        raw = result
-        for part in field:
-            raw = raw.get(part, _ABSENT) if isinstance(raw, dict) else _ABSENT
-        if raw is _ABSENT or raw is None:
-            if required:
-                return f"{path} lacks {'.'.join(field)}, a figure of every ok result"
-            continue
-        if (problem := number_problem(raw, **bounds)) is not None:
-            problem = problem.removesuffix("; it must be a number")  # "is not a number" says it all
-            return f"{path} has {'.'.join(field)} = {shown(raw)}, which {problem}"
-    return None
-
-
-# Each figure of a record and the field of result.json it is worked out from (docs/result-schema.md).
-_RESULT_FIELDS = {"time_s": ("step_time_s", "mean"), "energy_kj": ("energy", "energy_j"),
-                  "tflops": ("tflops", "model_per_device"), "peak_mem_gib": ("peak_memory_gib",)}
-
-
-def _check_figures(figures: dict, result: dict, path: Path, params: dict) -> None:
-    """A figure a replay would refuse (a negative energy, a zero step time), traced to its field in result.json: a
-    damaged file leaves its trial out with a line naming the file, the field and its value, and the intact trials
-    are written (trial76 #3: one such file stopped the export as "a bug to report"). The bounds are the replay's own
-    (checked_record), one figure at a time, time_s first: an ok record needs it."""
-    for key, field in _RESULT_FIELDS.items():
-        if figures.get(key) is None:
-            continue
-        try:
-            checked_record("it", {"params": params, "time_s": figures["time_s"], key: figures[key]})
-        except ConfigError as why:
-            raw = result
-            for part in field:
-                raw = raw[part]
-            raise _LeftOut(f"{path} has {'.'.join(field)} = {shown(raw)}, a damaged figure (scaled to the workload: "
-                           f"{_problem(why)}); a replay would refuse it") from None
-
-
-def _problem(why: ConfigError) -> str:
-    """The checked value's problem, without the origin and the record format's fix, which are not the user's."""
-    return str(why).split(": ", 1)[-1].split("; see `autotune run --help`")[0]

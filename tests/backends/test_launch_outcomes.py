@@ -317,6 +317,31 @@ def test_a_probe_killed_by_sigkill_names_no_exception_from_the_tuners_notes(make
                             "writing a result")
 
 
+@pytest.mark.parametrize("change, said", [
+    # trial79 #11: shown as "-4,000 ms (measured), -400 J", and the sampler proposed the candidate 276 times
+    ({"step_time_s": {"mean": -0.5, "all": [-0.5]}, "energy": {"provenance": "estimated", "energy_j": -100.0}},
+     "has step_time_s.mean = -0.5, which is out of range; it must be a number > 0"),
+    ({"energy": {"provenance": "estimated", "energy_j": -100.0}},
+     "has energy.energy_j = -100.0, which is out of range; it must be a number > 0"),
+    ({"tflops": "fast"}, 'has tflops = "fast", not an object with model_per_device'),  # was a TypeError, no field
+    ({"mfu": float("nan")}, "has mfu = NaN, which is not finite; it must be a number >= 0"),
+    ({"step_time_s": {"mean": 1e-30}}, "has step_time_s.mean = 1e-30, a damaged figure (scaled to the workload: "),
+])
+def test_a_result_with_a_figure_out_of_range_is_refused_where_it_is_read(make_launch_backend, make_candidate, fake_probe,
+                                                                        change, said):
+    """Trial79 #11: a result.json's figures were taken unchecked; one out of range is the candidate's failed trial,
+    naming the file, the field and its value, and is never probed again (not the set-up's)."""
+    from autotune.study.retries import setup_failure
+
+    doctored = {**probe_result(), **change}
+    backend = make_launch_backend(python=fake_probe(f"write(json.loads({json.dumps(doctored)!r}))\n"))
+    result = backend.evaluate(make_candidate(), trial_number=3)
+    out = backend.trial_dir(3).resolve() / "result.json"
+    assert result.status == "failed" and result.time_s is None and result.energy_kj is None
+    assert result.error.startswith(f"refused the probe's result: {out} {said}"), result.error
+    assert setup_failure(result) is False
+
+
 def test_the_log_of_a_probe_the_tuner_stopped_ends_saying_so(make_launch_backend, make_candidate, fake_probe):
     """Trial 51 #7: after a preemption, the log of the probe the tuner stopped ended with the launcher's command
     line alone, which reads as a hang. It ends with the tuner's line: which signal, and when."""

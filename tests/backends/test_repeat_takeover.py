@@ -181,6 +181,9 @@ def test_a_result_of_another_candidate_or_other_probe_settings_is_not_taken_over
     (lambda path: path.write_text(path.read_text()[:40]), "unreadable or partial (JSONDecodeError)"),
     (lambda path: path.write_text(json.dumps({**json.loads(path.read_text()), "status": "oom"})), "its status is 'oom', not ok"),
     (lambda path: (path.parent / RUNS_FILE).unlink(), f"no {RUNS_FILE} beside it to say the probe settings it ran with"),
+    # trial79 #11: a figure out of range is refused where it is read, a result taken over too
+    (lambda path: path.write_text(json.dumps({**json.loads(path.read_text()), "mfu": -1})),
+     "it has mfu = -1, which is out of range; it must be a number >= 0"),
 ])
 def test_a_partial_failed_or_unrecorded_result_is_not_taken_over(backend_for, make_candidate, probe, damage, why):
     candidate = make_candidate()
@@ -194,7 +197,7 @@ def test_a_partial_failed_or_unrecorded_result_is_not_taken_over(backend_for, ma
     assert resumed.evaluate(candidate, 1).ok
     refused = _refused(resumed, 1)
     assert refused and refused[0].startswith(f"== autotune: did not take over {first.trial_dir(0).resolve() / 'result-1.json'}: {why}")
-    if "status" in why or "partial" in why:  # repeat 2 is still whole
+    if "status" in why or "partial" in why or "range" in why:  # repeat 2 is still whole
         assert _calls(probe) == ["0001/result-1.json", "0001/result-3.json"]
     else:
         assert _calls(probe) == [f"0001/result-{i}.json" for i in (1, 2, 3)]

@@ -156,7 +156,7 @@ def test_a_damaged_repeats_leaves_that_trial_out_and_writes_the_others(probed, t
 
 
 @pytest.mark.parametrize(("field", "value", "said"), [
-    (("step_time_s", "mean"), "fast", 'has step_time_s.mean = "fast", which is not a number'),
+    (("step_time_s", "mean"), "fast", 'has step_time_s.mean = "fast", which is not a number; it must be a number > 0'),
     (("steps", "measured"), 0, "has steps.measured = 0, which is out of range; it must be a whole number >= 1"),
     (("tflops", "model_per_device"), None, "lacks tflops.model_per_device, a figure of every ok result"),
 ])
