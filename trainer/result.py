@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from trainer.model.attention import flash_attn_available
-from autotune.atomic_write import temp_file_beside
+from autotune.atomic_write import temp_file_beside, write_failure, write_fix
 from autotune.candidate import Candidate
 from autotune.checks import text_head
 from autotune.flops import flops_per_sample, hardware_flops_per_sample
@@ -154,10 +154,15 @@ def write_result(path: Path, result: dict, overwrite: bool) -> bool:
     under other accounts read results."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = temp_file_beside(path)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(result, handle, indent=2, default=str)
-        handle.write("\n")
     try:
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(result, handle, indent=2, default=str)
+                handle.write("\n")
+        except OSError as exc:
+            # The errno stays (trainer/setup_fault.py reads it: a full disk or `ulimit -f` is the set-up's); the words
+            # name the file and, for EFBIG, the limit, which "[Errno 27] File too large" alone did not (trial79 #5).
+            raise OSError(exc.errno, f"cannot write {path}: {write_failure(exc)}; {write_fix(exc)}") from exc
         if overwrite:
             os.replace(tmp, path)
             return True

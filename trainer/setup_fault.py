@@ -9,7 +9,7 @@ result named rank 0, and the baseline's failure was kept as final though DeepSpe
   the device settings, the probe's own inputs;
 - at any time, a failure of building DeepSpeed's ops (torch's cpp_extension, DeepSpeed's op builders: a compiler,
   ninja or CUDA missing, the build folder unwritable), and a file system's refusal (permission, read-only, full,
-  over quota): what the user fixes in the environment, not by choosing another candidate;
+  over quota, a file-size limit): what the user fixes in the environment, not by choosing another candidate;
 - at any time, a `ConfigError`: one of the probe's own input files (the --data annotation file's entries, a video
   missing or that ffmpeg cannot decode: the trainer raises it for nothing else) is read only once the candidate's
   engine is up, and was written `setup_failure: false`, the candidate's own (trial77 #2).
@@ -22,8 +22,9 @@ import os
 
 from autotune.errors import ConfigError
 
-# Raised by a file system, not by a candidate: the user fixes the folder, the disk or the quota.
-_FILE_SYSTEM_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT})
+# Raised by a file system, not by a candidate: the user fixes the folder, the disk, the quota or the file-size limit
+# (EFBIG: a job's `ulimit -f`, which the tuner calls "full" too: autotune/cli.py _OUTPUT_FULL, trial79 #5).
+_FILE_SYSTEM_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 # Where DeepSpeed's ops are built (JIT): a frame of a failure there is a build's, whatever it raised.
 _BUILD_FILES = (os.path.join("torch", "utils", "cpp_extension.py"), os.path.join("deepspeed", "ops", "op_builder", ""))
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import errno
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -34,6 +36,7 @@ OP_BUILDER = os.path.join("site-packages", "deepspeed", "ops", "op_builder", "bu
     (PermissionError(errno.EACCES, "Permission denied", "/home/u/.cache"), False, True),  # an unwritable ~/.cache
     (OSError(errno.ENOSPC, "No space left on device"), False, True),
     (OSError(errno.EDQUOT, "Disk quota exceeded"), False, True),
+    (OSError(errno.EFBIG, "File too large"), False, True),  # a job's `ulimit -f` (trial79 #5)
     (_raised_in(BUILD, RuntimeError("Error building extension 'cpu_adam'")), False, True),  # a compiler missing
     (_raised_in(OP_BUILDER, RuntimeError("Unable to JIT load the cpu_adam op")), False, True),
     (AssertionError("ZeRO-3 needs ..."), False, False),
@@ -91,3 +94,26 @@ def test_a_probe_whose_data_fails_once_the_candidate_runs_says_it_is_the_setups(
     result = _probe_failing(tmp_path, monkeypatch, "run_test_hook", missing)
     assert result["status"] == "failed" and result["setup_failure"] is True
     assert setup_fault(missing, before_candidate=False)
+
+
+def test_a_result_over_the_file_size_limit_names_the_file_and_the_limit_and_leaves_no_temporary_file(tmp_path):
+    """`ulimit -f` (RLIMIT_FSIZE) under the probe: "[Errno 27] File too large" named neither the file nor the limit, and
+    the temporary file stayed in the trial folder (trial79 #5). The errno stays: setup_fault reads it."""
+    script = (
+        "import errno, resource, sys\n"
+        "from pathlib import Path\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))\n"
+        "from trainer.result import write_result\n"
+        "from trainer.setup_fault import setup_fault\n"
+        "try:\n"
+        "    write_result(Path(sys.argv[1]), {'status': 'ok', 'padding': 'x' * 10000}, overwrite=True)\n"
+        "except OSError as exc:\n"
+        "    print(exc.errno == errno.EFBIG, setup_fault(exc, before_candidate=False), exc.strerror, sep='|')\n"
+    )
+    out = tmp_path / "result.json"
+    done = subprocess.run([sys.executable, "-c", script, str(out)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (f"True|True|cannot write {out}: File too large: this process may write files of at "
+                                   "most 4 KiB (ulimit -f); raise the limit (ulimit -f unlimited)")
+    assert list(tmp_path.iterdir()) == []
