@@ -54,26 +54,41 @@ def unreadable_result(path: Path) -> str | None:
     return None
 
 
-def log_tail(log_path: Path, lines: int = LOG_TAIL_LINES) -> str:
+def _log_end(log_path: Path) -> list[str]:
+    """The lines of the log's last _LOG_TAIL_BYTES ([] where it cannot be read)."""
     try:
         with open(log_path, "rb") as handle:
             handle.seek(0, 2)
             handle.seek(max(0, handle.tell() - _LOG_TAIL_BYTES))
-            text = handle.read().decode("utf-8", errors="replace")
+            return handle.read().decode("utf-8", errors="replace").splitlines()
     except OSError:
-        return ""
-    return "\n".join(text.splitlines()[-lines:])
+        return []
+
+
+def log_tail(log_path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    return "\n".join(_log_end(log_path)[-lines:])
+
+
+# The tuner's own lines in a probe's log (the launcher's command, notes about other trials' result files): never
+# the probe's output.
+TUNER_LINE = "== autotune: "
+_LAUNCH_LINE = TUNER_LINE + "repeat "  # launch.py's line before each start of the launcher
+
+
+def launch_output(log_path: Path) -> str:
+    """What the last launch wrote to the log: the lines after the tuner's own line that starts it, without the
+    tuner's lines. Where an exception of a probe is looked for: torchrun's own traceback and failure table follow a
+    rank's and take 40 lines with 2 ranks, more with more (so the last 40 lines held none: trial79 #2), and neither
+    an earlier repeat's output nor the tuner's notes about other trials' files are the probe's (trial79 #3)."""
+    lines = _log_end(log_path)
+    starts = [index for index, line in enumerate(lines) if line.startswith(_LAUNCH_LINE)]
+    return "\n".join(line for line in lines[starts[-1] + 1 if starts else 0:] if not line.startswith(TUNER_LINE))
 
 
 # A Python exception's last line, as a traceback ends ("ModuleNotFoundError: No module named 'torch'").
 _EXCEPTION_LINE = re.compile(r"(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit)\b.*")
 # SLURM's own refusals (no allocation, a bad step request) end a probe before Python starts.
 _SLURM_ERROR_LINE = re.compile(r"(?:srun|slurmstepd|salloc)(?:-\d+)?: error: .*")
-
-
-# The tuner's own lines in a probe's log (the launcher's command, notes about other trials' result files): never
-# the probe's output.
-TUNER_LINE = "== autotune: "
 
 
 def _probe_lines(tail: str) -> list[str]:
@@ -301,9 +316,10 @@ def ok_result(repeats: list[dict], trial_dir: Path, **extra_details) -> ProbeRes
 def not_ok_result(status: str, error: str, trial_dir: Path, log_path: Path, *, name_exception: bool = False,
                   **details) -> ProbeResult:
     """oom, failed or timeout: no figures; the error and the end of the log say why. `name_exception`:
-    the error gets the last exception the log shows (a probe that wrote no result says no more itself)."""
+    the error gets the last exception the last launch's output shows (a probe that wrote no result says no more
+    itself)."""
     tail = log_tail(log_path)
-    raised = last_exception_line(tail) if name_exception else None
+    raised = last_exception_line(launch_output(log_path)) if name_exception else None
     return ProbeResult(
         status=status,
         source="measured",

@@ -174,3 +174,93 @@ def test_an_unreadable_result_file_says_why(tmp_path, text, said):
     if text is not None:
         path.write_text(text)
     assert unreadable_result(path) == said
+
+
+def _rank_traceback(rank: int) -> str:
+    return f"""\
+fake probe: rank={rank}
+Traceback (most recent call last):
+  File "<frozen runpy>", line 198, in _run_module_as_main
+  File "<frozen runpy>", line 88, in _run_code
+  File "/home/u/mine/trainer/probe.py", line 26, in <module>
+    deep()
+  File "/home/u/mine/trainer/probe.py", line 25, in deep
+    def deep(): return {{}}["missing_key"]
+                       ~~^^^^^^^^^^^^^^^
+KeyError: 'missing_key'
+"""
+
+
+def _failure_entry(rank: int) -> str:
+    return f"""\
+[{rank}]:
+  time      : 2026-11-28_09:50:11
+  host      : localhost
+  rank      : {rank} (local_rank: {rank})
+  exitcode  : 1 (pid: {30109 + rank})
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+"""
+
+
+# torchrun's own end of a probe whose 2 ranks raised before writing a result (trial79 #2): 40 lines of it.
+TORCHRUN_END = """\
+E1128 09:50:11.493000 30064 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1) local_rank: 0 (pid: 30109) of binary: /venv/bin/python
+Traceback (most recent call last):
+  File "<frozen runpy>", line 198, in _run_module_as_main
+  File "<frozen runpy>", line 88, in _run_code
+  File "/venv/lib/python3.11/site-packages/torch/distributed/run.py", line 1032, in <module>
+    main()
+  File "/venv/lib/python3.11/site-packages/torch/distributed/elastic/multiprocessing/errors/__init__.py", line 367, in wrapper
+    return f(*args, **kwargs)
+           ^^^^^^^^^^^^^^^^^^
+  File "/venv/lib/python3.11/site-packages/torch/distributed/run.py", line 1028, in main
+    run(args)
+  File "/venv/lib/python3.11/site-packages/torch/distributed/run.py", line 1019, in run
+    elastic_launch(
+  File "/venv/lib/python3.11/site-packages/torch/distributed/launcher/api.py", line 194, in __call__
+    return launch_agent(
+           ^^^^^^^^^^^^^
+  File "/venv/lib/python3.11/site-packages/torch/distributed/launcher/api.py", line 383, in launch_agent
+    raise ChildFailedError(
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError: 
+============================================================
+trainer.probe FAILED
+------------------------------------------------------------
+Failures:
+""" + _failure_entry(1) + """\
+------------------------------------------------------------
+Root Cause (first observed failure):
+""" + _failure_entry(0) + "============================================================\n"
+
+
+def _failed_without_result(tmp_path, log: str) -> str:
+    from autotune.backends.probe_outcome import not_ok_result
+
+    log_path = tmp_path / "log.txt"
+    log_path.write_text(log, encoding="utf-8")
+    return not_ok_result("failed", "the probe exited with status 1 without writing a result", tmp_path, log_path,
+                         name_exception=True).error
+
+
+@pytest.mark.parametrize("ranks", [2, 8])
+def test_the_exception_of_ranks_under_torchrun_is_named_past_torchrun_s_own_traceback_and_table(tmp_path, ranks):
+    """trial79 #2: with 2 ranks and more, torchrun's traceback and failure table filled the 40 lines searched."""
+    assert TORCHRUN_END.count("\n") >= 40
+    log = ("== autotune: did not take over /r/trials/0006/result.json: unreadable or partial (JSONDecodeError)\n"
+           "== autotune: repeat 1/1, torchrun: python -m torch.distributed.run --nproc_per_node=2 -m trainer.probe\n"
+           + "".join(_rank_traceback(rank) for rank in range(ranks)) + TORCHRUN_END)
+    assert _failed_without_result(tmp_path, log) == ("the probe exited with status 1 without writing a result: "
+                                                     "KeyError: 'missing_key'")
+
+
+def test_an_exception_is_looked_for_in_the_last_launch_s_output_only(tmp_path):
+    """Neither an earlier repeat's output nor the tuner's own notes (of another trial's file) are this launch's."""
+    log = ("== autotune: repeat 1/2, torchrun: python -m torch.distributed.run -m trainer.probe\n"
+           "ValueError: something repeat 1 printed\n"
+           "== autotune: did not take over /r/trials/0006/result.json: unreadable or partial (JSONDecodeError)\n"
+           "== autotune: repeat 2/2, torchrun: python -m torch.distributed.run -m trainer.probe\n"
+           "Killed\n"
+           "== autotune: note: JSONDecodeError in a note of the tuner\n")
+    assert _failed_without_result(tmp_path, log) == "the probe exited with status 1 without writing a result"
+
