@@ -87,8 +87,10 @@ def launch_output(log_path: Path) -> str:
 
 # A Python exception's last line, as a traceback ends ("ModuleNotFoundError: No module named 'torch'").
 _EXCEPTION_LINE = re.compile(r"(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit)\b.*")
-# SLURM's own refusals (no allocation, a bad step request) end a probe before Python starts.
-_SLURM_ERROR_LINE = re.compile(r"(?:srun|slurmstepd|salloc)(?:-\d+)?: error: .*")
+# A program's refusal in its own words, before any rank raised: SLURM's (no allocation, a bad step request: "srun:
+# error: ..."), and argparse's "PROG: error: ..." of a launcher that refuses its command line or environment
+# (torchrun's "run.py: error: argument --monitor-interval: invalid float value", exit 2: trial79 #10) or of the probe.
+_ERROR_LINE = re.compile(r"(?:srun|slurmstepd|salloc)(?:-\d+)?: error: .*|^[\w./-]+(?: -m [\w.]+)?: error: .*")
 
 
 def _probe_lines(tail: str) -> list[str]:
@@ -99,8 +101,9 @@ def _probe_lines(tail: str) -> list[str]:
 
 def last_exception_line(tail: str) -> str | None:
     """The last exception a probe's log shows, where it shows one: torchrun's failure table and
-    DeepSpeed's launcher summary follow it, so the log's last line says less. Else SLURM's last error
-    line (srun: error: Unable to allocate resources ...), where the step never started Python."""
+    DeepSpeed's launcher summary follow it, so the log's last line says less. Else the last error line
+    of SLURM (srun: error: Unable to allocate resources ...) or of a launcher's argument parser, where
+    no rank started Python."""
     lines = _probe_lines(tail)
     for line in reversed(lines):
         found = _EXCEPTION_LINE.search(line.strip())
@@ -110,7 +113,7 @@ def last_exception_line(tail: str) -> str | None:
                 text = text[: text.rfind(")")]
             return text[:300]
     for line in reversed(lines):
-        found = _SLURM_ERROR_LINE.search(line.strip())
+        found = _ERROR_LINE.search(line.strip())
         if found:
             return found.group(0)[:300]
     return None

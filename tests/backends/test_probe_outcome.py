@@ -264,3 +264,16 @@ def test_an_exception_is_looked_for_in_the_last_launch_s_output_only(tmp_path):
            "== autotune: note: JSONDecodeError in a note of the tuner\n")
     assert _failed_without_result(tmp_path, log) == "the probe exited with status 1 without writing a result"
 
+
+@pytest.mark.parametrize(("last_line", "named"), [
+    # torchrun refusing its own command line or environment (PET_MONITOR_INTERVAL=abc): trial79 #10
+    ("run.py: error: argument --monitor-interval/--monitor_interval: invalid float value: 'abc'",
+     "run.py: error: argument --monitor-interval/--monitor_interval: invalid float value: 'abc'"),
+    ("python -m trainer.probe: error: argument --steps: '0' must be at least 1 (see --help)",
+     "python -m trainer.probe: error: argument --steps: '0' must be at least 1 (see --help)"),
+])
+def test_a_launcher_s_usage_error_is_named(tmp_path, last_line, named):
+    log = ("== autotune: repeat 1/1, torchrun: python -m torch.distributed.run --monitor-interval abc\n"
+           "usage: run.py [-h] [--nnodes NNODES]\n"
+           "              training_script ...\n" + last_line + "\n")
+    assert _failed_without_result(tmp_path, log) == f"the probe exited with status 1 without writing a result: {named}"
