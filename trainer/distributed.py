@@ -57,11 +57,40 @@ def init_process_group(env: LaunchEnv, timeout_s: float) -> None:
     os.environ.setdefault("LOCAL_RANK", str(env.local_rank))
     if get_accelerator().device_name() == "cuda":
         get_accelerator().set_device(env.local_rank)
-    deepspeed.init_distributed(
-        dist_backend=get_accelerator().communication_backend_name(),
-        timeout=datetime.timedelta(seconds=timeout_s),
-        verbose=False,
-    )
+    timeout = datetime.timedelta(seconds=timeout_s)
+    groups_take_timeout(timeout)
+    deepspeed.init_distributed(dist_backend=get_accelerator().communication_backend_name(), timeout=timeout,
+                               verbose=False)
+
+
+def groups_take_timeout(timeout: datetime.timedelta) -> None:
+    """Every process group created after this waits for a peer at most `timeout`, not only the default one.
+
+    DeepSpeed creates groups of its own (its clone of the world group in deepspeed.initialize, its ZeRO and
+    sequence-parallel groups) with torch's new_group and no timeout, and torch then gives them its default: 30
+    minutes under gloo, 10 under NCCL. A rank that hung left its peers waiting there, in the clone's set-up, far
+    past --collective-timeout-s and past the tuner's --probe-timeout, so the probe never reported the stuck rank
+    itself (trial79 #8). torch reads these defaults when it creates a group, so they are set here, in this
+    process only."""
+    from torch.distributed import distributed_c10d
+
+    for name in ("default_pg_timeout", "default_pg_nccl_timeout"):
+        if isinstance(getattr(distributed_c10d, name, None), datetime.timedelta):
+            setattr(distributed_c10d, name, timeout)
+
+
+def collective_timeout_words(exc: BaseException, timeout_s: float) -> str:
+    """What a failure's error adds where the collective timeout ran out ("" where it did not): torch's own words
+    ("DistStoreError: wait timeout after 48000ms, keys: ...", gloo's "Timed out waiting 48000ms for recv") say
+    neither that another rank is the likely cause nor which setting decided the wait."""
+    text = str(exc).lower()
+    timed_out = "timeout" in text or "timed out" in text
+    from_c10d = isinstance(exc, getattr(torch.distributed, "DistError", ())) or any(
+        word in text for word in ("gloo", "nccl", "c10d", "watchdog"))
+    if not (timed_out and from_c10d):
+        return ""
+    return (f" (the collective timeout, --collective-timeout-s {timeout_s:g}, ran out: another rank did not join, "
+            "hung or far slower; its own lines in the log say where it was)")
 
 
 def collective_device() -> torch.device:

@@ -31,7 +31,7 @@ from autotune.hardware import HardwareProfile, load_hardware
 from autotune.models import ModelSpec, load_model
 from autotune.usage_errors import OneLineParser
 from autotune.workload import DEFAULT_WORKLOAD, PRECISIONS, default_precision, make_workload
-from trainer.distributed import LaunchEnv, init_process_group, launch_env, teardown
+from trainer.distributed import LaunchEnv, collective_timeout_words, init_process_group, launch_env, teardown
 from trainer.power import agree_or_refuse, applied_device_settings, device_settings_block
 
 MAX_THREADS_PER_RANK = 4096
@@ -429,6 +429,7 @@ def main(argv: list[str] | None = None) -> int:
         from trainer.setup_fault import setup_fault
 
         failure = results.failure_result(base, exc, env.rank, setup=setup_fault(exc, before_candidate))
+        failure["error"] += collective_timeout_words(exc, args.collective_timeout_s)
         _write_failure(results, out, failure, env)
         return 1
     finally:

@@ -26,6 +26,21 @@ def no_launcher(monkeypatch):
         monkeypatch.delenv(name)
 
 
+def test_groups_made_after_the_process_group_take_the_collective_timeout(monkeypatch):
+    """DeepSpeed makes groups of its own without a timeout, which torch then gave its default (30 minutes under gloo):
+    a rank waiting on a hung peer there outwaited --collective-timeout-s and the tuner's --probe-timeout (trial79 #8)."""
+    import datetime
+
+    from torch.distributed import Backend, distributed_c10d
+
+    from trainer.distributed import groups_take_timeout
+
+    for name in ("default_pg_timeout", "default_pg_nccl_timeout"):  # put back after the test
+        monkeypatch.setattr(distributed_c10d, name, getattr(distributed_c10d, name))
+    groups_take_timeout(datetime.timedelta(seconds=48))
+    assert distributed_c10d._get_default_timeout(Backend.GLOO) == datetime.timedelta(seconds=48)
+
+
 def test_a_plain_run_is_one_rank(no_launcher):
     assert launch_env() == LaunchEnv(rank=0, world_size=1, local_rank=0, local_world_size=1)
 

@@ -141,6 +141,17 @@ def test_crash_on_one_rank_fails_the_probe_without_hanging_the_other(tmp_path):
     assert "simulated probe failure" in result["error"]
 
 
+def test_a_rank_that_hangs_is_reported_by_its_peer_within_the_collective_timeout(tmp_path):
+    """trial79 #8: rank 0 waited in DeepSpeed's clone of the world group, created with torch's default timeout (30
+    minutes under gloo), not --collective-timeout-s: the tuner's --probe-timeout always killed the probe first."""
+    done, result = _probe(tmp_path, ["--global-batch", "2", "--collective-timeout-s", "5"], AUTOTUNE_PROBE_TEST_HOOK="hang",
+                          AUTOTUNE_PROBE_TEST_HOOK_RANK="1")
+    assert done.returncode != 0 and "rank 1 sleeps until killed" in done.stderr
+    assert result["status"] == "failed" and result["failed_rank"] == 0, result.get("error")
+    assert result["error"].endswith("(the collective timeout, --collective-timeout-s 5, ran out: another rank did not "
+                                    "join, hung or far slower; its own lines in the log say where it was)")
+
+
 def test_oom_hook_gives_status_oom(tmp_path):
     done, result = _probe(tmp_path, ["--global-batch", "2"], AUTOTUNE_PROBE_TEST_HOOK="oom")
     assert done.returncode != 0
