@@ -30,6 +30,7 @@ from autotune.backends.launchers import (
 )
 from autotune.backends.probe_outcome import (
     TEARDOWN_LINES,
+    ended_at_repeat,
     log_tail,
     measured_figures,
     not_ok_result,
@@ -358,16 +359,17 @@ class LaunchBackend(Backend):
             except KeyboardInterrupt:
                 self._stopped = (trial_number, repeat, candidate)  # kept_after_interruption() says what it keeps
                 raise
-            if isinstance(outcome, ProbeResult):
-                return cost(outcome)  # a repeat that is not ok decides the trial
+            if isinstance(outcome, ProbeResult):  # a repeat that is not ok decides the trial
+                return cost(ended_at_repeat(outcome, repeat, self.repeats, repeats))
             fault = result_fault(outcome, candidate)
             if fault is not None:
                 # Rank 0 wrote it: the candidate's failure, as one the trainer names (failed_rank), never probed again
                 # (study/retries.py `setup_failure`); no figure of it ranks anything.
                 error = f"refused the probe's result: {out} {fault}"
                 _append_log(log_path, f"== autotune: {error}\n")
-                return cost(not_ok_result("failed", error, trial_dir, log_path, launcher=launcher, failed_rank=0,
-                                          setup_failure=False))
+                refused = not_ok_result("failed", error, trial_dir, log_path, launcher=launcher, failed_rank=0,
+                                        setup_failure=False)
+                return cost(ended_at_repeat(refused, repeat, self.repeats, repeats))
             try:
                 repeats.append(measured_figures(outcome, candidate, out))
                 results.append(outcome)

@@ -8,6 +8,7 @@ simulated figures answer the same question.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import re
@@ -293,8 +294,7 @@ def ok_result(repeats: list[dict], trial_dir: Path, **extra_details) -> ProbeRes
         "energy": repeats[0]["energy"],
         "phases_s": repeats[0]["phases_s"],
         "peak_mem_kind": repeats[0].get("peak_mem_kind"),
-        "repeats": [{k: r[k] for k in ("result_file", "time_s", "energy_kj", "step_time_s", "tflops", "energy_source")}
-                    for r in repeats],
+        "repeats": [_repeat_figures(r) for r in repeats],
         "trial_dir": str(trial_dir),
         **extra_details,
     }
@@ -330,6 +330,31 @@ def not_ok_result(status: str, error: str, trial_dir: Path, log_path: Path, *, n
         error=error + (f": {raised}" if raised else ""),
         details={"trial_dir": str(trial_dir), "log_tail": tail, **details},
     )
+
+
+def _repeat_figures(repeat: dict) -> dict:
+    """What details["repeats"] keeps of one ok repeat's figures (measured_figures)."""
+    return {k: repeat[k] for k in ("result_file", "time_s", "energy_kj", "step_time_s", "tflops", "energy_source")}
+
+
+def ended_at_repeat(outcome: ProbeResult, repeat: int, repeats: int, finished: list[dict]) -> ProbeResult:
+    """`outcome` of repeat `repeat` of `repeats`, which was not ok and so ends its trial with its status
+    (docs/launch.md), saying which repeat it was and what the repeats before it measured (`finished`: their
+    measured_figures), which stay on the trial as `details["finished_repeats"]`: a timeout in repeat 2 read as the
+    candidate's only probe, and repeat 1's measurement was said nowhere (trial79 #9)."""
+    if repeats == 1:
+        return outcome
+    error = f"repeat {repeat} of {repeats}: {outcome.error}"
+    if finished:
+        numbers = ", ".join(str(number) for number in range(1, len(finished) + 1))
+        steps_s = ", ".join(f"{r['step_time_s']:.3g}" for r in finished)
+        files = ", ".join(Path(r["result_file"]).name for r in finished)
+        error += (f"; repeat{'s' if len(finished) > 1 else ''} {numbers} finished ok ({steps_s} s per step, kept in "
+                  f"{files})")
+    details = {**outcome.details, "ended_at_repeat": repeat}
+    if finished:
+        details["finished_repeats"] = [_repeat_figures(r) for r in finished]
+    return dataclasses.replace(outcome, error=error, details=details)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -359,3 +359,19 @@ def test_the_log_of_a_probe_the_tuner_stopped_ends_saying_so(make_launch_backend
     with pytest.raises(ProbeInterrupted):
         backend.evaluate(make_candidate(), trial_number=5)
     assert "the tuner stopped this probe (abort())" in (backend.trial_dir(5) / "log.txt").read_text().splitlines()[-1]
+
+
+def test_a_repeat_that_times_out_says_which_and_keeps_what_the_finished_ones_measured(make_launch_backend, make_candidate,
+                                                                                       fake_probe):
+    """trial79 #9: repeat 2 of 2 timed out, and the trial said only "no result within 40 s": repeat 1's ok result was
+    said nowhere. The status stays the last repeat's (docs/launch.md); the error and the details say the rest."""
+    python = fake_probe(f'if out.endswith("result-1.json"):\n    write({probe_result(step_time_s=0.984)!r})\n'
+                        'else:\n    time.sleep(60)\n')
+    backend = make_launch_backend(python=python, repeats=2, probe_timeout_s=3.0, kill_grace_s=1.0)
+    result = backend.evaluate(make_candidate(), trial_number=7)
+    assert result.status == "timeout"
+    assert result.error == ("repeat 2 of 2: no result within 3 s: killed the probe's process group; repeat 1 finished ok "
+                            "(0.984 s per step, kept in result-1.json)")
+    assert result.details["ended_at_repeat"] == 2
+    [finished] = result.details["finished_repeats"]
+    assert finished["step_time_s"] == 0.984 and finished["result_file"] == str(backend.trial_dir(7) / "result-1.json")
