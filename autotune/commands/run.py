@@ -329,8 +329,8 @@ def _resume(study, settings, backend, args: argparse.Namespace, run_dir: Path, c
 
     from autotune.backends.base import setting_changes
     from autotune.study.loop import unranked_estimates
-    from autotune.study.retries import (FAILING_START_ATTR, SETUP_FAILURE_ATTR, TIMED_OUT_UNDER_ATTR, evaluated_count,
-                                        is_evaluated, queue_setup_retries, timed_out_otherwise, trials_by_number)
+    from autotune.study.retries import evaluated_count, is_evaluated, queue_setup_retries
+    from autotune.study.run_dir_locks import sole_worker
 
     from autotune.study.kept_attrs import check_kept_attrs
 
@@ -360,28 +360,9 @@ def _resume(study, settings, backend, args: argparse.Namespace, run_dir: Path, c
         console.print(f"[yellow]{drawn}[/]")
     timeout_settings = backend.timeout_settings()
     retried = queue_setup_retries(study, timeout_settings)
-    trials = trials_by_number(study.get_trials(deepcopy=False))
-    timed_out = [trials[n] for n in retried if timed_out_otherwise(trials[n], timeout_settings)]
-    on_setup = sorted(set(retried) - {t.number for t in timed_out})
-    failing_start = set(study.user_attrs.get(FAILING_START_ATTR, []))
-    started_failing = [n for n in on_setup if n in failing_start and not trials[n].user_attrs.get(SETUP_FAILURE_ATTR)]
-    on_setup = [n for n in on_setup if n not in started_failing]
-    if on_setup:
-        trial_count = len(on_setup)
-        console.print(f"probing again the {agreeing(trial_count, 'candidate', 'candidates')} of {agreeing(trial_count, 'trial', 'trials')} "
-                      f"{', '.join(map(str, on_setup))}: {agreeing(trial_count, 'its probe', 'their probes')} failed on "
-                      f"the set-up (the launcher, the nodes or the trainer's own, before it ran {agreeing(trial_count, 'it', 'them')}), not on the "
-                      f"{agreeing(trial_count, 'candidate', 'candidates')}")
-    if started_failing:
-        trial_count = len(started_failing)
-        console.print(f"probing again the {agreeing(trial_count, 'candidate', 'candidates')} of {agreeing(trial_count, 'trial', 'trials')} "
-                      f"{', '.join(map(str, started_failing))}: {agreeing(trial_count, 'it', 'they')} failed "
-                      "when no probe of the study had run yet (the run ended there, pointing at the set-up)")
-    for trial in timed_out:
-        differ = setting_changes(trial.user_attrs[TIMED_OUT_UNDER_ATTR], timeout_settings, recorded_only=True)
-        console.print(f"probing again the candidate of trial {trial.number}: its probe timed out under other probe "
-                      f"settings ({'; '.join(differ) or 'other probe settings'}), which says nothing of the candidate "
-                      "under these")
+    with sole_worker(run_dir, args.storage) as alone:  # only then is a RUNNING trial a dead run's, probed again
+        for line in probing_again_lines(study, timeout_settings, retried, include_running=alone):
+            console.print(line)
     unranked = unranked_estimates(study) if args.allow_estimated_energy and "energy" in args.objectives else []
     if unranked:
         trial_count = len(unranked)
@@ -390,6 +371,54 @@ def _resume(study, settings, backend, args: argparse.Namespace, run_dir: Path, c
                       f"study probes no candidate twice ({agreeing(trial_count, 'its', 'their')} figures are in the report's "
                       f"trial table); to rank {agreeing(trial_count, 'it', 'them')}, start a new study with --allow-estimated-energy ({_new_study(args)})[/]")
 
+
+def probing_again_lines(study, timeout_settings: dict, retried: list[int], include_running: bool) -> list[str]:
+    """The resume's header: every trial whose candidate it probes again, by why. `retried`: the trials whose
+    candidates this resume queued again (queue_setup_retries); with them, the retries an earlier run queued and no
+    run took, and the trials a stopped run left unfinished (retry_interrupted's, queued when the study starts;
+    `include_running`: a RUNNING trial is a dead run's): the header named the first alone, and trials probed again
+    as the others were said only on their own start lines (trial79 #7)."""
+    from autotune.backends.base import setting_changes
+    from autotune.study.retries import (FAILING_START_ATTR, SETUP_FAILURE_ATTR, TIMED_OUT_UNDER_ATTR,
+                                        interrupted_to_probe, retries_queued_earlier, timed_out_otherwise,
+                                        trials_by_number)
+
+    trials = trials_by_number(study.get_trials(deepcopy=False))
+    earlier = [n for n in retries_queued_earlier(study) if n not in retried and n in trials]
+    failing_start = set(study.user_attrs.get(FAILING_START_ATTR, []))
+    # A retry queued earlier is said by why its trial is one, in the words of its start line (retries.retry_words).
+    timed_out = ([n for n in retried if timed_out_otherwise(trials[n], timeout_settings)]
+                 + [n for n in earlier if trials[n].user_attrs.get(TIMED_OUT_UNDER_ATTR)
+                    and not trials[n].user_attrs.get(SETUP_FAILURE_ATTR)])
+    setup_like = [n for n in [*earlier, *retried] if n not in timed_out]
+    started_failing = [n for n in setup_like if n in failing_start and not trials[n].user_attrs.get(SETUP_FAILURE_ATTR)]
+    on_setup = [n for n in setup_like if n not in started_failing
+                and (n in retried or trials[n].user_attrs.get(SETUP_FAILURE_ATTR))]
+    interrupted = ([n for n in setup_like if n not in started_failing and n not in on_setup]
+                   + [n for n in interrupted_to_probe(study, include_running) if n not in earlier])
+    lines = []
+    if on_setup:
+        count = len(on_setup)
+        lines.append(f"probing again the {agreeing(count, 'candidate', 'candidates')} of {agreeing(count, 'trial', 'trials')} "
+                     f"{', '.join(map(str, on_setup))}: {agreeing(count, 'its probe', 'their probes')} failed on "
+                     f"the set-up (the launcher, the nodes or the trainer's own, before it ran {agreeing(count, 'it', 'them')}), "
+                     f"not on the {agreeing(count, 'candidate', 'candidates')}")
+    if started_failing:
+        count = len(started_failing)
+        lines.append(f"probing again the {agreeing(count, 'candidate', 'candidates')} of {agreeing(count, 'trial', 'trials')} "
+                     f"{', '.join(map(str, started_failing))}: {agreeing(count, 'it', 'they')} failed "
+                     "when no probe of the study had run yet (the run ended there, pointing at the set-up)")
+    for number in timed_out:
+        differ = setting_changes(trials[number].user_attrs[TIMED_OUT_UNDER_ATTR], timeout_settings, recorded_only=True)
+        lines.append(f"probing again the candidate of trial {number}: its probe timed out under other probe "
+                     f"settings ({'; '.join(differ) or 'other probe settings'}), which says nothing of the candidate "
+                     "under these")
+    if interrupted:
+        count = len(interrupted)
+        lines.append(f"probing again the {agreeing(count, 'candidate', 'candidates')} of interrupted "
+                     f"{agreeing(count, 'trial', 'trials')} {', '.join(map(str, interrupted))}: a stopped run left "
+                     f"{agreeing(count, 'it', 'them')} unfinished")
+    return lines
 
 def backend_attrs(study, backend, checks: list, restricted: bool) -> dict:
     """The study's `backend` record: name and reason; the probe settings the study's probes were last

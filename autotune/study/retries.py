@@ -198,6 +198,22 @@ def interrupted_retries(study: optuna.Study, trials: list, include_running: bool
     return unfinished
 
 
+def retries_queued_earlier(study: optuna.Study) -> list[int]:
+    """The trials whose candidates a run queued again that no run has probed since (a run stopped before it took
+    them), in the order a resume takes them (Optuna takes queued trials in order). A retry that records the result
+    of a trial told from outside probes nothing, and is not among them."""
+    return [t.user_attrs["retry_of"] for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+            if isinstance(t.user_attrs.get("retry_of"), int) and TOLD_OUTSIDE_ATTR not in t.user_attrs]
+
+
+def interrupted_to_probe(study: optuna.Study, include_running: bool) -> list[int]:
+    """The trials a stopped run left unfinished whose candidates retry_interrupted queues again and a resume probes,
+    in its order: not one whose probe had finished (its retry takes the stored result), nor one killed before its
+    first suggest (nothing to queue)."""
+    return [t.number for t, params in interrupted_retries(study, study.get_trials(deepcopy=False), include_running)
+            if params and not killed_after_probe(t)]
+
+
 def first_on_resume(study: optuna.Study) -> tuple[dict, int, str] | None:
     """(knob values, trial number, why) of the candidate a resumed run probes first, before its sampler proposes any:
     a queued trial no run took ("queued"), else the first set-up failure it probes again ("setup"), else the first

@@ -140,6 +140,8 @@ def test_the_run_command_says_what_its_stop_kept_and_the_resume_what_it_takes_ov
     assert resumed.returncode == 0, resumed.stderr
     start = next(line for line in resumed.stderr.splitlines() if line.startswith("trial 1: probing"))
     assert "(retry of interrupted trial 0; takes over repeat 1 of 2, runs repeat 2; started " in start, start
+    # The header names it too, as it names the set-up failures it probes again (trial79 #7).
+    assert "probing again the candidate of interrupted trial 0: a stopped run left it unfinished" in resumed.stderr
 
 
 def test_a_trial_without_an_energy_figure_says_energy_unavailable_once():
