@@ -329,14 +329,15 @@ def _resume(study, settings, backend, args: argparse.Namespace, run_dir: Path, c
 
     from autotune.backends.base import setting_changes
     from autotune.study.loop import unranked_estimates
-    from autotune.study.retries import evaluated_count, is_evaluated, queue_setup_retries
+    from autotune.study.retries import evaluated_count, is_evaluated, queue_setup_retries, released_trials
     from autotune.study.run_dir_locks import sole_worker
 
     from autotune.study.kept_attrs import check_kept_attrs
 
     check_kept_attrs(study)  # an edited record is named as such, before anything reads it (trial 68 #18)
     where = recorded_storage(args.storage) if args.storage else str(run_dir)  # said in a log: no password
-    evaluated = [t for t in study.get_trials(deepcopy=False) if is_evaluated(t)]
+    released = released_trials(study)  # a copy of another study's trial (foreign.py) is no probe of this one's backend
+    evaluated = [t for t in study.get_trials(deepcopy=False) if is_evaluated(t, released)]
     _check_same_backend(study, backend, evaluated, where, _report_command(run_dir, args))
     backend.check_resumed(evaluated)
     # A replayed estimate was made where it was measured: only simulated and launch-estimated figures use this profile.

@@ -117,3 +117,24 @@ def test_export_measurements_names_the_trials_it_leaves_out_as_no_probe_of_this_
     assert "trial 4 (its Optuna value 50 is not its result.time_s = " in exported.stderr
     assert ": added or edited by hand); trial 5 (its candidate is trial 0's, which this study evaluated already: " in (
         exported.stderr)
+
+
+def test_a_study_whose_only_records_are_copies_resumes_with_another_backend(studies, tmp_path):
+    """A study that had probed nothing, only holding trials copied from a simulated study, was refused with `--backend
+    replay` as one "evaluated by the simulate backend": a copy is no probe of this study (foreign.py)."""
+    own = _study(studies / "own")
+    out = tmp_path / "run"
+    out.mkdir()
+    study = optuna.create_study(study_name="autotune", storage=f"sqlite:///{out / 'study.db'}", directions=own.directions)
+    for key, value in own.user_attrs.items():
+        study.set_user_attr(key, value)
+    copied = [t for t in _study(studies / "frames16").trials if t.state == optuna.trial.TrialState.COMPLETE]
+    for t in copied:
+        study.add_trial(t)
+    listed = autotune_main("space", "--model", "7b", "--nodes", "2", "--simulate", "--json")
+    assert listed.returncode == 0, listed.stderr
+    (tmp_path / "m.json").write_text(listed.stdout)
+    resumed = autotune_main("run", "--model", "7b", "--nodes", "2", "-q", "--backend", "replay", "--measurements",
+                            tmp_path / "m.json", "--trials", "1", "--out", out)
+    assert resumed.returncode == 0, resumed.stderr
+    assert evaluated_count(_study(out)) == 1 and set(foreign_trials(_study(out))) == {t.number for t in copied}
