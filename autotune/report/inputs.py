@@ -12,6 +12,7 @@ import json
 from autotune.counted import agreeing, counted
 from autotune.candidate import KNOBS
 from autotune.space.unsearched import NOT_SEARCHED_ATTR
+from autotune.study.foreign import foreign_trials
 from autotune.study.loop import PROPOSED_BY_ATTR
 from autotune.study.retries import released_trials
 
@@ -24,8 +25,9 @@ def content_sha256(value) -> str:
 def proposers(trials, released=()) -> list[dict]:
     """Each distinct proposer with the trials it proposed, in the order of their first trial. Trials of
     a study older than the record are left out (their count is the difference to `trials`). `released`: trials
-    holding a result that counts as no probe of the study (retries.released_trials: a copy of another study's
-    trial keeps its proposer, and was counted evaluated by it; trial74 #2)."""
+    holding a result that counts as no probe of the study (retries.released_trials: a set-up failure whose retry is
+    the probe; a copy of another study's trial was counted evaluated by the proposer it keeps, trial74 #2, and
+    study_inputs leaves copies out altogether)."""
     from autotune.study.retries import is_evaluated
 
     groups: dict[str, dict] = {}
@@ -46,13 +48,18 @@ def study_inputs(study, settings) -> dict:
     launch's probe settings, a replay's file and its records' hash."""
     backend = study.user_attrs.get("backend") or {}
     stored = (study.user_attrs.get("settings") or {}).get("hardware_profile")
+    # A trial copied from another study keeps the proposer that proposed it there ("guided seed 0: 3 evaluated of 5
+    # trials" said of a study of three), and a copy from an older autotune read as this study's "proposer not recorded".
+    # It is named where the report leaves it out (foreign.py).
+    every_trial = study.get_trials(deepcopy=False)
+    foreign = foreign_trials(study, every_trial)
+    trials = [t for t in every_trial if t.number not in foreign]
     return {
         "space": {knob: list(settings.space.values(knob)) for knob in KNOBS},
         "hardware_sha256": content_sha256(stored) if stored is not None else None,
-        "proposed_by": proposers(study.get_trials(deepcopy=False), released_trials(study)),
+        "proposed_by": proposers(trials, released_trials(study)),
         # Trials no `proposed_by` entry covers: those an autotune older than the record proposed (trial52 #6).
-        "proposer_not_recorded": sum(not isinstance(t.user_attrs.get(PROPOSED_BY_ATTR), dict)
-                                     for t in study.get_trials(deepcopy=False)),
+        "proposer_not_recorded": sum(not isinstance(t.user_attrs.get(PROPOSED_BY_ATTR), dict) for t in trials),
         "probe_settings": ({**(backend.get("probe_settings") or {}), **(backend.get("run_settings") or {})}
                            if backend.get("probe_settings") or backend.get("run_settings") else None),
         "measurements": backend.get("measurements"),

@@ -138,3 +138,30 @@ def test_a_study_whose_only_records_are_copies_resumes_with_another_backend(stud
                             tmp_path / "m.json", "--trials", "1", "--out", out)
     assert resumed.returncode == 0, resumed.stderr
     assert evaluated_count(_study(out)) == 1 and set(foreign_trials(_study(out))) == {t.number for t in copied}
+
+
+def _in_memory(studies, numbers=None) -> optuna.Study:
+    """The 3-trial study again, in memory (its trials `numbers` only, in that order): a study one test may add to."""
+    own = _study(studies / "own")
+    study = optuna.create_study(directions=own.directions)
+    for key, value in own.user_attrs.items():
+        study.set_user_attr(key, value)
+    for number in numbers if numbers is not None else range(len(own.trials)):
+        study.add_trial(own.trials[number])
+    return study
+
+
+def test_a_copied_trial_is_proposed_by_no_proposer_of_the_study(studies):
+    """A copy keeps the proposer that proposed it in its own study: pareto.json's inputs listed it among this study's
+    proposer's trials ("trials proposed by guided seed 0 (--trials 3, ...): 3 evaluated of 4 trials")."""
+    from autotune.report.inputs import study_inputs
+    from autotune.study.settings import StudySettings
+
+    study = _in_memory(studies)
+    own = [t.number for t in study.trials]
+    copied = next(t for t in _study(studies / "frames16").trials if t.state == optuna.trial.TrialState.COMPLETE)
+    assert isinstance(copied.user_attrs.get("proposed_by"), dict)
+    study.add_trial(copied)
+    inputs = study_inputs(study, StudySettings.from_dict(study.user_attrs["settings"]))
+    assert sorted(n for who in inputs["proposed_by"] for n in who["trials"]) == own
+    assert inputs["proposer_not_recorded"] == 0
