@@ -14,6 +14,11 @@ holds what needs the study: its settings, its backend, and its other trials.
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import weakref
+from dataclasses import dataclass, field
+
 import optuna
 from optuna.trial import TrialState
 
@@ -60,6 +65,56 @@ def _other_source(result: dict, backend: str | None) -> str | None:
     return None
 
 
+@dataclass
+class _Scan:
+    """foreign_trials' reading of a study's finished trials, in number order, kept to go on from where it ended."""
+
+    basis: tuple  # the study's settings, backend and set-up retries: what a trial's reason depends on beside its own
+    read: list = field(default_factory=list)  # the finished trials read, in number order
+    foreign: dict[int, str] = field(default_factory=dict)
+    evaluated_by: dict[str, int] = field(default_factory=dict)  # candidate key: the first trial that evaluated it
+
+    def cut(self, kept: int) -> None:
+        """Forget all but the first `kept` trials read. What each trial added has its number, and later trials only add
+        (a candidate's first evaluating trial is set once), so what is left is what reading those alone leaves."""
+        if kept < len(self.read):
+            first_forgotten = self.read[kept].number
+            self.read = self.read[:kept]
+            self.foreign = {n: why for n, why in self.foreign.items() if n < first_forgotten}
+            self.evaluated_by = {key: n for key, n in self.evaluated_by.items() if n < first_forgotten}
+
+
+# Each study's scan (by the Study object, gone with it). Read once per trial and more (the stop callback, the budget,
+# the progress line, the sampler's held candidates all count evaluated trials), a scan of every trial on each call made
+# a study's cost per trial grow with its trials. Now each call reads the trials finished since. It cannot go stale,
+# across workers either: Optuna refuses any change to a finished trial (UpdateFinishedTrialError), so a finished trial
+# read once stays as read; other workers only add trials and finish theirs, and one that finished after a higher-
+# numbered one comes before it in number order: the scan goes on from its place (the trials after it read again). The
+# study's attributes a reason depends on are compared on each call, and a change reads every trial again. A trial must
+# be the very object read (Optuna's storage hands back one object per finished trial, with deepcopy=False), else it is
+# read again.
+_scans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _scan_of(study: optuna.Study, basis: tuple, finished: list) -> _Scan:
+    """The study's scan, cut to the first of `finished` (in number order) it read the same."""
+    try:
+        scan = _scans.get(study)
+    except TypeError:  # a stand-in for a study that cannot be weakly referenced: read every trial
+        return _Scan(basis)
+    if scan is None or scan.basis != basis:
+        scan = _Scan(copy.deepcopy(basis))  # a copy: a stand-in study's attributes may be changed in place
+        with contextlib.suppress(TypeError):
+            _scans[study] = scan
+    same = 0
+    for earlier, now in zip(scan.read, finished):
+        if earlier is not now:
+            break
+        same += 1
+    scan.cut(same)
+    return scan
+
+
 def foreign_trials(study: optuna.Study, trials: list | None = None) -> dict[int, str]:
     """{trial: why it was not probed in this study} for each finished trial holding an autotune record that another
     study's settings made, whose labels this study's backend never gives, or whose candidate an earlier trial of the
@@ -73,11 +128,14 @@ def foreign_trials(study: optuna.Study, trials: list | None = None) -> dict[int,
     backend = attrs["backend"].get("name") if isinstance(attrs.get("backend"), dict) else None
     # Set-up failures queued again: their retries probe the candidate again, and are no copies.
     released = set(attrs.get(SETUP_RETRIED_ATTR, []))
-    foreign, evaluated_by = {}, {}
-    for t in sorted(trials if trials is not None else study.get_trials(deepcopy=False), key=lambda t: t.number):
+    finished = sorted((t for t in (trials if trials is not None else study.get_trials(deepcopy=False))
+                       if t.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)), key=lambda t: t.number)
+    scan = _scan_of(study, (settings, backend, released), finished)
+    foreign, evaluated_by = scan.foreign, scan.evaluated_by
+    for t in finished[len(scan.read):]:
+        scan.read.append(t)
         candidate, result = t.user_attrs.get("candidate"), t.user_attrs.get("result")
-        finished = t.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
-        if (not finished or "duplicate_of" in t.user_attrs or not isinstance(result, dict)
+        if ("duplicate_of" in t.user_attrs or not isinstance(result, dict)
                 or kept_result_fault(t) is not None):  # no record, or one outside.py leaves out already
             continue
         key = params_key(candidate["knobs"])
@@ -92,7 +150,7 @@ def foreign_trials(study: optuna.Study, trials: list | None = None) -> dict[int,
             foreign[t.number] = reason
         elif is_evaluated(t, released):
             evaluated_by.setdefault(key, t.number)
-    return foreign
+    return dict(foreign)
 
 
 def foreign_line(foreign: dict[int, str]) -> str | None:

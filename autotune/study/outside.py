@@ -19,6 +19,7 @@ params make, so a trial whose values disagree was made or edited by hand, and wh
 from __future__ import annotations
 
 import math
+import weakref
 
 import optuna
 from optuna.trial import TrialState
@@ -34,10 +35,34 @@ ADDED_OUTSIDE_REASON = ("added outside autotune (study.add_trial, or told by han
                         "figures come from" + LEFT_OUT)
 
 
+# kept_result_fault's answer for each finished trial asked, by the trial object (Optuna's storage hands back one object
+# per finished trial): each count of the study's evaluated trials asks it of every trial, several times a trial, and a
+# study's cost per trial grew with its trials. A finished trial cannot change (Optuna refuses:
+# UpdateFinishedTrialError), so its answer holds; it goes with the object (a weak reference: an id is reused only once
+# its object is gone).
+_FINISHED_FAULTS: dict[int, tuple[weakref.ref, str | None]] = {}
+
+
 def kept_result_fault(t: optuna.trial.FrozenTrial) -> str | None:
     """What is wrong with the trial's kept result as a probe's record (an object, a known status, an ok probe's time
     and energy finite and positive where given), or with the candidate it belongs to; None where it holds none, or a
     sound one."""
+    if not isinstance(t, optuna.trial.FrozenTrial) or not t.state.is_finished():
+        return _kept_result_fault(t)
+    known = _FINISHED_FAULTS.get(id(t))
+    if known is not None and known[0]() is t:
+        return known[1]
+    key = id(t)
+
+    def forget(ref: weakref.ref) -> None:
+        if _FINISHED_FAULTS.get(key, (None,))[0] is ref:
+            del _FINISHED_FAULTS[key]
+
+    _FINISHED_FAULTS[key] = (weakref.ref(t, forget), fault := _kept_result_fault(t))
+    return fault
+
+
+def _kept_result_fault(t) -> str | None:
     if "result" not in t.user_attrs:
         return None
     result = t.user_attrs["result"]

@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import Collection
 
 import optuna
@@ -121,8 +122,26 @@ def evaluated_trials(study: optuna.Study) -> dict[str, optuna.trial.FrozenTrial]
     done, released = {}, released_trials(study)
     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED)):
         if is_evaluated(t, released):
-            done.setdefault(params_key(t.user_attrs["candidate"]["knobs"]), t)
+            done.setdefault(_candidate_key(study, t), t)
     return done
+
+
+# Each study's candidate keys of its finished trials (by the Study object, gone with it), each with the trial object it
+# was read from: the trial loop asks evaluated_trials on every trial, and a key is the knobs' JSON (params_key), which
+# made each ask cost more with each trial. A finished trial cannot change (Optuna refuses: UpdateFinishedTrialError);
+# another object of that number (a deep copy, the trial re-read) is read anew.
+_candidate_keys: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _candidate_key(study: optuna.Study, t: optuna.trial.FrozenTrial) -> str:
+    try:
+        keys = _candidate_keys.setdefault(study, {})
+    except TypeError:  # a stand-in for a study that cannot be weakly referenced
+        keys = {}
+    read = keys.get(t.number)
+    if read is None or read[0] is not t:
+        read = keys[t.number] = (t, params_key(t.user_attrs["candidate"]["knobs"]))
+    return read[1]
 
 
 def timed_out_otherwise(t: optuna.trial.FrozenTrial, probe_settings: dict | None) -> bool:

@@ -165,3 +165,53 @@ def test_a_copied_trial_is_proposed_by_no_proposer_of_the_study(studies):
     inputs = study_inputs(study, StudySettings.from_dict(study.user_attrs["settings"]))
     assert sorted(n for who in inputs["proposed_by"] for n in who["trials"]) == own
     assert inputs["proposer_not_recorded"] == 0
+
+
+def test_each_count_of_the_evaluated_trials_reads_only_the_trials_finished_since_the_last(studies, monkeypatch):
+    """The stop callback, the budget, the progress line and the sampler count the study's evaluated trials on every
+    trial, and each count read every trial's record again (foreign_trials, kept_result_fault): a simulated study's cost
+    per trial grew with its trials (0.2 s a trial at 200 trials, 0.58 s at 1,400). A count now reads the trials finished
+    since the last one, and says what a first read of every trial says; so does the list of evaluated trials by
+    candidate."""
+    import copy
+
+    from autotune.study import foreign, outside, retries
+
+    study = _in_memory(studies)
+    evaluated = evaluated_count(study)
+    for t in _study(studies / "frames16").trials:
+        if t.state == optuna.trial.TrialState.COMPLETE:
+            study.add_trial(t)
+            break
+    study.add_trial(study.trials[0])
+    read = {"records": 0, "results": 0}
+    for name, module, key in (("_other_setting", foreign, "records"), ("_kept_result_fault", outside, "results")):
+        def counted(*args, _real=getattr(module, name, None), _key=key):
+            read[_key] += 1
+            return _real(*args)
+        monkeypatch.setattr(module, name, counted, raising=False)
+    assert evaluated_count(study) == evaluated and evaluated_count(study) == evaluated
+    assert read == {"records": 2, "results": 2}  # the two trials added, once
+    copied, again = (t.number for t in study.trials[-2:])
+    assert set(foreign_trials(study)) == {copied, again}
+    assert foreign_trials(study) == foreign_trials(study, copy.deepcopy(study.get_trials()))  # other objects: read anew
+    first_read = retries.evaluated_trials(study)
+    keyed = []
+    monkeypatch.setattr(retries, "params_key", lambda knobs, _real=retries.params_key: keyed.append(knobs) or _real(knobs))
+    assert retries.evaluated_trials(study) == first_read and not keyed  # the trial loop asks it on every trial
+
+
+def test_a_trial_that_finishes_after_a_later_numbered_one_is_read_in_its_place(studies):
+    """Two workers: trial 2 still runs when trial 3 (its candidate) finishes; once trial 2 finishes with its record,
+    trial 2 is the probe and trial 3 the second record of it, as a first read of the study says."""
+    own = _study(studies / "own")
+    done = next(t for t in own.trials if t.state == optuna.trial.TrialState.COMPLETE and not t.user_attrs.get("baseline"))
+    study = _in_memory(studies, [t.number for t in own.trials if t.number != done.number])
+    running = study.ask()
+    study.add_trial(done)
+    assert running.number not in foreign_trials(study) and running.number + 1 not in foreign_trials(study)
+    for key in ("candidate", "result"):
+        running.set_user_attr(key, done.user_attrs[key])
+    study.tell(running, done.values)
+    assert foreign_trials(study) == {
+        running.number + 1: f"its candidate is trial {running.number}'s, which this study evaluated already"}
