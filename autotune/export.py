@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import shlex
 from pathlib import Path
 
@@ -168,6 +169,18 @@ def portable_candidate(candidate) -> dict:
     return data
 
 
+def divisors(number: int) -> list[int]:
+    """The whole numbers that divide `number`, in ascending order. Tried up to its square root, each found with
+    its partner: --global-batch takes up to 10^12, where trying every number up to it hung a newcomer's report."""
+    small, large = [], []
+    for size in range(1, math.isqrt(number) + 1):
+        if number % size == 0:
+            small.append(size)
+            if size != number // size:
+                large.append(number // size)
+    return small + large[::-1]
+
+
 def ranks_note(candidate) -> str:
     """The number of ranks the config's batch sizes hold for: DeepSpeed checks train_batch_size = micro-batch x
     gradient_accumulation_steps x data-parallel size at start-up, and a newcomer's trial ran a 16-rank pick's
@@ -177,7 +190,7 @@ def ranks_note(candidate) -> str:
     sp = f", sequence-parallel degree {knobs.sp_degree}" if knobs.sp_degree > 1 else ""
     # A newcomer's trial ran a pick on 3 ranks: the formula gave 8 / (4 x 3), no whole number, and no word said so.
     steps = global_batch // knobs.micro_batch
-    sizes = [size for size in range(1, steps + 1) if steps % size == 0]
+    sizes = divisors(steps)
     whole = f"{agreeing(len(sizes), 'size', 'sizes')} {', '.join(str(size) for size in sizes)}"
     return (f"run it on {counted(candidate.gpus, 'rank')} ({counted(knobs.nodes, 'node')} x {per_node}{sp}: data-parallel "
             f"size {candidate.dp_degree}): train_batch_size {global_batch} = micro-batch {knobs.micro_batch} x "

@@ -485,3 +485,23 @@ def test_one_rank_is_counted_as_one_in_the_export_and_the_html_pick(tmp_path):
     assert "a whole number only at data-parallel size 1; " in note
     html = (out / "report.html").read_text()
     assert "; 1 CPU rank.</p>" in html and "1 CPU ranks" not in html
+
+
+def test_the_ranks_note_of_the_largest_global_batch_is_written_at_once(make_candidate):
+    """A newcomer's trial (trial78 #10): --global-batch 1000000000000, inside its allowed range, hung the run while
+    it wrote its reports: the note tried every number up to 1.25e11 as a data-parallel size. Its sizes are the
+    divisors, found up to the square root, and the same as trying them all for the sizes a study has."""
+    import time
+
+    from autotune.export import divisors, ranks_note
+
+    assert all(divisors(n) == [d for d in range(1, n + 1) if n % d == 0] for n in range(1, 400))
+    started = time.monotonic()
+    candidate = make_candidate(model="tiny", hardware="cpu", nodes=1, micro_batch=8,
+                               workload={"global_batch": 10**12, "samples": 10**12})
+    note = ranks_note(candidate)
+    assert time.monotonic() - started < 10
+    # 10^12 / 8 = 2^9 x 5^12: 10 x 13 divisors, from 1 to the number itself.
+    assert "a whole number only at data-parallel sizes 1, 2, 4, 5, 8, 10, " in note
+    assert ", 62500000000, 125000000000; " in note
+    assert len(divisors(125_000_000_000)) == 130
