@@ -15,6 +15,7 @@ from autotune.checks import MAX_COUNT, number_problem, refuse_unknown_keys, show
 from autotune.counted import counted
 from autotune.errors import ConfigError
 from autotune.hardware import HardwareProfile, hardware_to_dict, stored_hardware
+from autotune.hardware.plausible import GPU_CLOCK_MHZ
 from autotune.models import ModelSpec, model_from_json
 from autotune.workload import PRECISIONS, WORKLOAD_KEYS, Workload, with_precision
 
@@ -57,9 +58,8 @@ def knob_value(knob: str, value):
             raise ValueError("is not a fraction of the default power limit in (0, 1], e.g. 0.8")
         return float(value)
     assert knob == "sm_clock_mhz", f"{knob} is not a knob"
-    if value != SM_CLOCK_UNTOUCHED and not _is_count(value):
-        raise ValueError(_as_written(value, _is_count)
-                         or f'is not "{SM_CLOCK_UNTOUCHED}" or a clock in whole MHz >= 1 and <= {MAX_COUNT}')
+    if value != SM_CLOCK_UNTOUCHED and not _is_clock_mhz(value):
+        raise ValueError(_as_written(value, _is_clock_mhz) or _not_a_clock(value))
     return value
 
 
@@ -73,11 +73,31 @@ def knob_allowed(knob: str) -> str:
     if knob == "power_limit":
         return "a fraction in (0, 1]"
     assert knob == "sm_clock_mhz", f"{knob} is not a knob"
-    return f"{SM_CLOCK_UNTOUCHED} (untouched) or whole MHz >= 1"
+    low_mhz, high_mhz = GPU_CLOCK_MHZ
+    return f"{SM_CLOCK_UNTOUCHED} (untouched) or whole MHz from {low_mhz:g} to {high_mhz:g}"
 
 
 def _is_count(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_COUNT
+
+
+def _is_clock_mhz(value) -> bool:
+    """A clock some GPU has, the range a hardware profile's clocks are held to (hardware/plausible.py): one range for
+    every reader of the knob, where a space file said 50 to 5000 and a candidate file up to 10^12 (trial78 #1)."""
+    low_mhz, high_mhz = GPU_CLOCK_MHZ
+    return isinstance(value, int) and not isinstance(value, bool) and low_mhz <= value <= high_mhz
+
+
+def _not_a_clock(value) -> str:
+    """Why `value` is no sm_clock_mhz; a whole number that is a clock in kHz or GHz says so (1500000 passed the
+    10^12 bound, to be dropped by the device's range without a word: trial75 #6)."""
+    low_mhz, high_mhz = GPU_CLOCK_MHZ
+    reads = ""
+    if isinstance(value, int) and not isinstance(value, bool):
+        reads = next((f"; it reads as {unit} ({value} {unit} = {value * factor:g} MHz): write it in MHz"
+                      for unit, factor in (("kHz", 1e-3), ("GHz", 1e3)) if low_mhz <= value * factor <= high_mhz), "")
+    return (f'is not "{SM_CLOCK_UNTOUCHED}" or a clock in whole MHz from {low_mhz:g} to {high_mhz:g}, where every '
+            f"CUDA GPU's graphics clocks lie{reads}")
 
 
 def _as_written(value, allowed=None) -> str | None:

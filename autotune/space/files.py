@@ -11,7 +11,6 @@ from autotune.candidate import KNOBS, SM_CLOCK_UNTOUCHED, UNTOUCHED_DEVICE_SETTI
 from autotune.checks import MAX_COUNT, finite_as_typed, flag_number, whole_literal_problem, written_whole
 from autotune.errors import ConfigError
 from autotune.file_kind import did_you_mean, mixed_up
-from autotune.hardware.plausible import GPU_CLOCK_MHZ
 from autotune.text_files import WrittenFloat, WrittenInt, as_written, read_toml
 
 # In the package, so that an installed wheel has it too; search_spaces/default.toml links to it for the docs.
@@ -134,24 +133,9 @@ def _checked_value(origin: str, knob: str, value):
     finite = (finite_as_typed(value.written, value) if isinstance(value, WrittenFloat)
               else int(value) if isinstance(value, WrittenInt) else value)  # knob_value checks the type exactly
     try:
-        if knob == "sm_clock_mhz" and type(finite) is int:
-            _check_plausible_clock(finite)
         return knob_value(knob, finite)
     except ValueError as why:
         raise ConfigError(f"space file {origin}: '{knob}' has {as_written(value)}, which {why}; see search_spaces/default.toml") from None
-
-
-def _check_plausible_clock(clock_mhz: int) -> None:
-    """A clock no GPU has is refused as a profile's is (hardware/plausible.py): knob_value takes any whole MHz up to
-    10^12, and a kHz figure (1500000) passed, to be dropped by the device's range without a word, and the clock knob
-    with it (trial75 #6)."""
-    low_mhz, high_mhz = GPU_CLOCK_MHZ
-    if low_mhz <= clock_mhz <= high_mhz:
-        return
-    reads = next((f"; it reads as {unit} ({clock_mhz} {unit} = {clock_mhz * factor:g} MHz): write it in MHz"
-                  for unit, factor in (("kHz", 1e-3), ("GHz", 1e3)) if low_mhz <= clock_mhz * factor <= high_mhz), "")
-    raise ValueError(f'is not "{SM_CLOCK_UNTOUCHED}" or a clock in whole MHz from {low_mhz:g} to {high_mhz:g}, where every '
-                     f"CUDA GPU's graphics clocks lie{reads}")
 
 
 def _knob_values(data: dict, knob: str, origin: str) -> tuple:

@@ -1033,3 +1033,17 @@ def test_a_path_longer_than_the_system_takes_is_one_line(tmp_path, capsys, comma
     long = str(tmp_path / "/".join(["d" * 200] * 25))
     err = run_main([part.replace("{long}", long) for part in command], capsys)
     assert_one_clear_line(err, "bytes, longer than the system takes (4095); give a shorter one")
+
+
+@pytest.mark.parametrize("value", ['"MAX"', "1500.5", "true", "20", "10000000"])
+def test_space_clock_refusals_state_one_range(tmp_path, value):
+    """trial78 #1: 20 was refused as outside 50 to 5000, "MAX" and 1500.5 with "whole MHz >= 1 and <= 1000000000000":
+    two ranges for one knob. Every reader of sm_clock_mhz (a space file, a candidate or measurement file, the probe's
+    flag and its --help) states the one range, hardware/plausible.py's."""
+    from autotune.candidate import knob_allowed, knob_value
+
+    said = refused_space(write_space(tmp_path, sm_clock_mhz=f'["max", {value}]'), "whole MHz from 50 to 5000")
+    assert "1000000000000" not in said
+    assert knob_allowed("sm_clock_mhz") == "max (untouched) or whole MHz from 50 to 5000"
+    with pytest.raises(ValueError, match="whole MHz from 50 to 5000"):  # as a candidate file's value
+        knob_value("sm_clock_mhz", __import__("tomllib").loads(f"v = {value}")["v"])
