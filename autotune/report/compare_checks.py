@@ -31,7 +31,7 @@ def document_problem(document) -> str | None:
     of range), as `key = value is ...; it must be ...`; else None."""
     if not isinstance(document, dict):
         return f"it holds a JSON {type(document).__name__}, not an object"
-    for check in (_top_problem, _nodes_problem, _workload_problem, _points_problem, _picks_problem,
+    for check in (_top_problem, _nodes_problem, _workload_problem, _points_problem, _picks_problem, _pick_rows_problem,
                   _objectives_problem, _provenance_problem, _default_limits_problem):
         problem = check(document)
         if problem:
@@ -179,6 +179,27 @@ def _picks_problem(document: dict) -> str | None:
     for name, trial in document["recommendations"].items():
         if trial not in trials or not _is(trial, int):
             return f"the {name} pick names trial {shown(trial)}, which no point of `front` or `feasible` is"
+    return None
+
+
+def _pick_rows_problem(document: dict) -> str | None:
+    """`picks`, each pick against the baseline: compare reads a row's `name` and `trial` (outside_calibration.py),
+    and a hand-edited "knee" or [5] was a traceback, a row naming trial 999 or a pick "bogus" taken without a word
+    (trial78 #2). A row is the pick `recommendations` names, with its trial; the list may be missing or null."""
+    picks, named = document.get("picks"), document["recommendations"]
+    if picks is None:
+        return None
+    if not isinstance(picks, list):
+        return _wrong("picks", picks, "a list of pick objects or null")
+    for index, row in enumerate(picks):
+        if not isinstance(row, dict):
+            return _wrong(f"picks[{index}]", row, "an object")
+        name, trial = row.get("name"), row.get("trial")
+        if not isinstance(name, str) or name not in named:
+            return _wrong(f"picks[{index}].name", name, f"a pick of `recommendations` ({', '.join(named) or 'none'})")
+        if not _is(trial, int) or trial != named[name]:
+            return _wrong(f"picks[{index}].trial", trial, f"trial {shown(named[name])}, which `recommendations` names "
+                                                          f"for the {name} pick")
     return None
 
 

@@ -397,7 +397,7 @@ def test_a_replayed_front_the_search_did_not_wholly_probe_is_not_called_simulate
 
 def test_a_first_study_without_picks_says_to_put_one_with_picks_first(runs, tmp_path):
     empty = _edited(runs["one_node"], tmp_path, "empty", lambda d: d.update(
-        recommendations={}, objectives=["time"], note="No feasible configuration: no trial ran to completion."))
+        recommendations={}, picks=[], objectives=["time"], note="No feasible configuration: no trial ran to completion."))
     caveats = _compare(empty, runs["one_node"])["caveats"]
     assert "Study 1 has no picks: no feasible configuration: no trial ran to completion." in caveats
     assert (f"Every change is against study 1, which has no picks: put a study with picks first (`autotune compare "
@@ -409,6 +409,7 @@ def test_a_time_only_study_uses_no_max_slowdown_or_eta(runs, tmp_path):
     def time_only(d):
         d["objectives"] = ["time"]
         d["recommendations"] = {"fastest": d["recommendations"]["fastest"]}
+        d["picks"] = [row for row in d["picks"] if row["name"] == "fastest"]  # as a time-only study writes them
 
     timed = _edited(runs["one_node"], tmp_path, "timed", time_only)
     document = _compare(runs["one_node"], timed)
@@ -633,6 +634,12 @@ def test_a_damaged_pareto_json_is_one_line_naming_the_report_that_rebuilds_it(ru
     (lambda d: d.update(energy_not_measured=["x" * 5000]), '`energy_not_measured` = ["xxxx'),
     (lambda d: d.update(energy_not_measured=[" cpu"]), '`energy_not_measured` = [" cpu"] is not a list'),
     (lambda d: d["recommendations"].update(fastest=True), "the fastest pick names trial true"),
+    # `picks`, whose rows compare reads by name and trial: "knee" and [5] were a traceback, the others taken (trial78 #2).
+    (lambda d: d.update(picks="knee"), '`picks` = "knee" is not a list of pick objects or null'),
+    (lambda d: d.update(picks=[5]), "`picks[0]` = 5 is not an object"),
+    (lambda d: d["picks"][0].update(trial=999), "`picks[0].trial` = 999 is not trial "),
+    (lambda d: d["picks"][0].update(trial=str(d["picks"][0]["trial"])), "`picks[0].trial` = \""),
+    (lambda d: d["picks"][0].update(name="bogus"), '`picks[0].name` = "bogus" is not a pick of `recommendations`'),
 ])
 def test_a_pareto_json_missing_what_compare_reads_is_refused(runs, tmp_path, damage, said):
     run_dir = tmp_path / "run"
