@@ -85,7 +85,7 @@ def reference_path(name_or_path: str) -> Path:
         raise ConfigError(f"--reference {name_or_path} is a measurements file (JSON lines of probe records, as `autotune "
                           f"export --measurements` writes), not figures in the reference schema: "
                           f"{replay_route(name_or_path)}")
-    if path.suffix == ".json" and path.is_file():
+    if path.is_file():  # any name, as --space and --hardware take: read as JSON, which says what is wrong (trial78 #4)
         return path
     if path.is_dir():  # "unknown reference" read as a typo of a name (trial 37 F18)
         raise ConfigError(f"--reference {name_or_path} is a directory; give a JSON file of figures ({_FIX}), or measured "
@@ -93,8 +93,8 @@ def reference_path(name_or_path: str) -> Path:
     path = REFERENCE_DIR / f"{name_or_path}.json"
     if not path.is_file():
         raise ConfigError(
-            f"unknown reference '{name_or_path}': use one of {', '.join(available_references())} "
-            f"or the path of a JSON file of figures ({_FIX})"
+            f"unknown reference '{name_or_path}': no built-in reference has that name and no file is there; use one of "
+            f"{', '.join(available_references())} or the path of a JSON file of figures ({_FIX})"
         )
     return path
 

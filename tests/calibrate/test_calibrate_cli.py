@@ -371,3 +371,20 @@ def test_one_configuration_has_no_left_out_error_and_says_why(tmp_path):
     assert header == f"# Leave-one-out mean absolute error (%): not computed: {why}", header
     report = json.loads(autotune("calibrate", run, "--allow-simulated", "--json").stdout)
     assert report["loo_mape"] is None and report["loo_skipped"] == why
+
+
+def test_a_reference_file_is_read_whatever_its_name_ends_in(tmp_path):
+    """trial78 #4: `--reference ref_noext`, a copy of gh200-study.json, was "unknown reference": use ... the path of a
+    JSON file of figures, what the user had given. Any existing file is read as JSON; one that is not JSON says so,
+    and a name that is neither a file nor a built-in reference says both."""
+    from autotune.calibrate.reference import REFERENCE_DIR, read_reference
+    from autotune.errors import ConfigError
+
+    copy = tmp_path / "ref_noext"
+    copy.write_bytes((REFERENCE_DIR / "gh200-study.json").read_bytes())
+    assert read_reference(str(copy))[0] == read_reference("gh200-study")[0]
+    (tmp_path / "afile").write_text("hello\n")
+    with pytest.raises(ConfigError, match=r"^reference .*afile: not valid JSON"):
+        read_reference(str(tmp_path / "afile"))
+    with pytest.raises(ConfigError, match="no built-in reference has that name and no file is there"):
+        read_reference(str(tmp_path / "nothere.json"))
