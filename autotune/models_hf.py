@@ -157,6 +157,10 @@ def _check_modelled(text: dict, llm: dict, where: str, origin: str) -> None:
                           f"{_FIX}")
     if text.get("sliding_window") is not None:
         checked_number(origin, where + "sliding_window", text["sliding_window"], low=1, high=MAX_COUNT, integer=True, fix=_FIX)
+    if text.get("max_position_embeddings") is not None:
+        # Read for the context-length warning (context_warning): a damaged 0, -5 or "x" hid the very case it warns of.
+        checked_number(origin, where + "max_position_embeddings", text["max_position_embeddings"], low=1, high=MAX_COUNT,
+                       integer=True, fix=_FIX)
     head_dim = text.get("head_dim")
     if head_dim is not None:
         checked_number(origin, where + "head_dim", head_dim, low=1, high=MAX_COUNT, integer=True, fix=_FIX)

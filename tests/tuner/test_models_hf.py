@@ -119,6 +119,11 @@ def test_null_kv_heads_are_one_per_query_head_as_transformers_reads_them(tmp_pat
     ({"head_dim": 256, "model_type": "gemma2"}, "autotune cannot model this decoder (editing head_dim out of the file"),
     ({"use_sliding_window": "yes"}, 'use_sliding_window = "yes" is not true or false'),
     ({"sliding_window": "4096"}, 'sliding_window = "4096" is not a whole number'),
+    # Read for the context-length warning, which a damaged value skipped without a word (trial78 #5):
+    ({"max_position_embeddings": 0}, "max_position_embeddings = 0 is out of range; it must be a whole number >= 1"),
+    ({"max_position_embeddings": -5}, "max_position_embeddings = -5 is out of range"),
+    ({"max_position_embeddings": "x"}, 'max_position_embeddings = "x" is not a whole number'),
+    ({"max_position_embeddings": 10.5}, "max_position_embeddings = 10.5 is not a whole number"),
 ])
 def test_a_bad_value_is_one_line_naming_the_file_and_key(tmp_path, change, words):
     data = {**QWEN25_7B, **{k: v for k, v in change.items() if k != "drop"}}
