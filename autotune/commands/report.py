@@ -80,12 +80,16 @@ def register(subparsers) -> None:
     parser.add_argument("run_dir", type=path_flag, metavar="RUN_DIR",
                         help="the --out directory of an `autotune run` (its default: runs/<model>-<nodes>n)")
     add_study_location_options(parser)
-    parser.add_argument(
-        "--format", choices=FORMATS, default="table",
+    # One or the other: given both (--json --format md), the last won without a word (trial78 #6).
+    output = parser.add_mutually_exclusive_group()
+    # No default of "table": argparse lets a flag given as its default past the group (--format table --json).
+    output.add_argument(
+        "--format", choices=FORMATS, default=None,
         help="table (default, for the terminal), json (the pareto.json document) or md (Markdown, for an issue)",
     )
     # As `space`, `sensors` and `calibrate` spell it: a script that passes --json to every command gets JSON here too.
-    parser.add_argument("--json", dest="format", action="store_const", const="json", help="the same as --format json")
+    output.add_argument("--json", dest="format", action="store_const", const="json",
+                        help="the same as --format json (not with --format)")
     parser.add_argument("--html", action="store_true", help="also write RUN_DIR/report.html (rewritten anyway when there)")
     add_pick_options(parser)
     parser.set_defaults(func=_run)
@@ -186,7 +190,7 @@ def _run(args) -> int:
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     elif args.format == "md":
         sys.stdout.write(markdown_report(view, document, args.run_dir / "configs"))
-    else:
+    else:  # table, the default
         print_report(view, document)
     if args.html:
         print(f"wrote {args.run_dir / 'report.html'}", file=sys.stderr)

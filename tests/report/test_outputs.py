@@ -170,6 +170,17 @@ def test_report_markdown_escapes_pipes(simulated_run):
     assert "a\\|b" in markdown_report(view, document)
 
 
+@pytest.mark.parametrize("flags", [["--json", "--format", "md"], ["--format", "md", "--json"],
+                                   ["--format", "table", "--json"]])
+def test_two_output_formats_are_refused_in_one_line(simulated_run, capsys, flags):
+    """trial78 #6: --json with --format md printed whichever came last, without a word."""
+    with pytest.raises(SystemExit) as stopped:
+        main(["report", str(simulated_run), *flags])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and len(err.splitlines()) == 1, err
+    assert "not allowed with argument" in err and "--json" in err and "--format" in err
+
+
 @pytest.mark.parametrize(("option", "value"), [
     ("--max-slowdown", "0.5"), ("--max-slowdown", "nan"), ("--max-slowdown", "inf"), ("--max-slowdown", "1.05x"),
     ("--eta", "-0.1"), ("--eta", "1.5"), ("--eta", "nan"),
