@@ -71,6 +71,20 @@ def check_pick_options(args: argparse.Namespace) -> None:
     )
 
 
+def drop_unread_pick_options(args: argparse.Namespace, time_only: bool) -> str | None:
+    """A line naming --max-slowdown and --eta given to a study ranked by time alone (--objectives time), which are
+    then dropped; None where neither is given or the study ranks energy too. Its one pick is the fastest, which
+    neither chooses: they were kept without a word, and a report rewrote pareto.json and configs/ "out of date" for
+    them (trial78 #7), where every other flag a run does not read is said (run.ignored_launch_options)."""
+    given = [flag for flag, value in (("--max-slowdown", args.max_slowdown), ("--eta", args.eta)) if value is not None]
+    if not time_only or not given:
+        return None
+    args.max_slowdown = args.eta = None
+    one = len(given) == 1
+    return (f"{' and '.join(given)} {'is' if one else 'are'} not read by a study ranked by time only (--objectives "
+            f"time): its one pick is the fastest, which {'it does' if one else 'they do'} not choose; ignored")
+
+
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "report", help="print the Pareto front and picks of a run directory",
@@ -135,6 +149,8 @@ def _run(args) -> int:
             raise UserError(f"RUN_DIR {args.run_dir}: {read_only}; --html writes report.html and configs/ there: "
                             f"{configs_fixed}, or drop --html")
     study = load_finished_study(args.run_dir, args.storage, args.study_name)
+    if unread := drop_unread_pick_options(args, time_only=len(study.directions) == 1):
+        print(f"warning: {unread}", file=sys.stderr)
     recorded_before = _UNRECORDED if read_only else _recorded_storage(args.run_dir)
     if "settings" not in study.user_attrs:
         if study.trials:  # another tool's Optuna study, alone in a study.db (found without its name): not "no trials"

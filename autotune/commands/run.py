@@ -549,7 +549,9 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
         CWD_GONE, check_run_outputs, current_directory_gone, study_db_problem, writable_directory,
     )
     from autotune.commands.progress import trial_progress
-    from autotune.commands.report import check_pick_options, names_own_study_db, refuse_another_storage
+    from autotune.commands.report import (
+        check_pick_options, drop_unread_pick_options, names_own_study_db, refuse_another_storage,
+    )
     from autotune.study import open_study
     from autotune.study.run_dir_locks import check_workers_lock, sole_worker
     from autotune.study.failures import no_probe_succeeded
@@ -603,6 +605,8 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
     ignored = ignored_launch_options(args, backend.name)
     if ignored:
         console.print(f"[yellow]warning: {ignored}[/]")
+    if unread := drop_unread_pick_options(args, time_only=args.objectives == "time"):
+        console.print(f"[yellow]warning: {unread}[/]")
     if args.sampler == "nsga2" and args.trials <= NSGA2_POPULATION:
         console.print(f"[yellow]warning: NSGA-II draws its first generation ({NSGA2_POPULATION} trials) at random: with "
                       f"--trials {args.trials} it is --sampler random[/]")

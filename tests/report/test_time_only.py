@@ -102,3 +102,22 @@ def test_a_report_removes_the_energy_picks_an_earlier_report_exported_unless_edi
     assert done.returncode == 0, done.stderr
     assert not (configs / "knee.json").exists() and (configs / "min-energy.json").read_text() == '{"lr": 1}\n'
     assert "knee.json" not in json.loads((configs / ".written.json").read_text())
+
+
+def test_pick_flags_on_a_time_only_study_are_warned_of_and_change_nothing(time_only_run, tmp_path):
+    """trial78 #7: --eta and --max-slowdown on a study of --objectives time were kept without a word, and a report
+    rewrote pareto.json and configs/ "out of date" for them: they choose picks such a study does not have."""
+    out, _ = time_only_run
+    before = (out / "pareto.json").read_bytes()
+    reported = autotune_main("report", out, "--eta", "0.3")
+    assert reported.returncode == 0, reported.stderr
+    assert ("warning: --eta is not read by a study ranked by time only (--objectives time): its one pick is the "
+            "fastest, which it does not choose; ignored") in reported.stderr
+    assert "out of date" not in reported.stderr and (out / "pareto.json").read_bytes() == before
+    run = autotune_main("run", "--model", "tiny", "--nodes", "1", "--hardware", "cpu", "--backend", "simulate", "-q",
+                        "--trials", "2", "--objectives", "time", "--eta", "0.2", "--max-slowdown", "1.3",
+                        "--out", tmp_path / "run")
+    assert run.returncode == 0, run.stderr
+    assert "warning: --max-slowdown and --eta are not read by a study ranked by time only" in run.stderr
+    parameters = json.loads((tmp_path / "run" / "pareto.json").read_text())["recommendation_parameters"]
+    assert (parameters["max_slowdown"], parameters["eta"]) == (1.05, 0.5)  # the defaults: nothing kept of them
