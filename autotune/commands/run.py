@@ -548,6 +548,7 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
     from autotune.commands.paths import (
         CWD_GONE, check_run_outputs, current_directory_gone, study_db_problem, writable_directory,
     )
+    from autotune.commands.held_lines import HeldLines
     from autotune.commands.progress import trial_progress
     from autotune.commands.report import (
         check_pick_options, drop_unread_pick_options, names_own_study_db, refuse_another_storage,
@@ -569,6 +570,7 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
     # A job's output file or a pipe: one line per message, as printed (rich would break them at 80 columns,
     # mid-phrase, where grep and the eye look for them whole); a terminal keeps rich's wrapping.
     console.soft_wrap = not console.is_terminal
+    console = HeldLines(console)  # until the inputs are checked: a refusal is the run's one line (held_lines.py)
     if time_limit_warning:
         console.print(f"[yellow]warning: {escape(time_limit_warning)}[/]")
     if time_limit.deadline is not None:
@@ -653,7 +655,8 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
         check_resumable_device_knobs(study.user_attrs["settings"], file_space, settings.space, not_searched,
                                      recorded_storage(args.storage) if args.storage else str(run_dir),
                                      _report_command(run_dir, args))
-        _resume(study, settings, backend, args, run_dir, console)
+        _resume(study, settings, backend, args, run_dir, console.checked())
+    console = console.release()
     study.set_user_attr(NOT_SEARCHED_ATTR, not_searched)  # this run's: the reports say what it left out, and why
     study.set_user_attr("backend", backend_attrs(study, backend, checks, restricted=bool(dropped)))
     study.set_user_attr("sampler", args.sampler)

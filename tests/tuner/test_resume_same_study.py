@@ -56,6 +56,7 @@ def test_an_edited_profile_file_is_refused_on_resume_of_a_simulated_study(tmp_pa
     # The flag just given is no fix: the file changed since the study began.
     said = " ".join(result.stderr.split())
     assert result.returncode == 2 and "put back the figures the file had when the study began to resume" in said
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr  # no "backend: ..." first (trial78 #3)
     assert f"--hardware {profile} to resume" not in said
 
 
@@ -98,7 +99,7 @@ def test_a_study_resumes_only_with_the_backend_that_evaluated_it(tmp_path):
     for other in (("--backend", "auto"), ("--backend", "simulate")):  # auto simulates on this machine
         result = autotune_main(*RUN, *other, "--trials", "5", "--out", out)
         assert result.returncode == 2
-        line = result.stderr.strip().splitlines()[-1]
+        (line,) = result.stderr.strip().splitlines()  # the refusal alone: no "backend: ..." line first (trial78 #3)
         assert line == (f"autotune run: error: {out} holds a study evaluated by the replay backend; resuming it with the "
                         "simulate backend would put simulated figures on one front with its replayed ones: pass --backend "
                         f"replay --measurements FILE to resume (`autotune report {out}` shows it as it is), or --out "
@@ -120,7 +121,7 @@ def test_a_replayed_study_resumes_only_with_the_figures_it_replayed(tmp_path):
     slower.write_text(json.dumps([{**e, "time_s": e["time_s"] * 1.3} if e.get("valid") else e for e in listed]))
     result = autotune_main(*RUN, "--backend", "replay", "--measurements", slower, "--out", out, "--trials", "5")
     assert result.returncode == 2
-    line = result.stderr.strip().splitlines()[-1]
+    (line,) = result.stderr.strip().splitlines()  # the refusal alone: no "backend: replay (...)" first (trial78 #3)
     assert line.startswith(f"autotune run: error: measurements {slower} gives other figures than this study replayed (trial 0: time_s ")
     assert f" in measurements {tmp_path / 'm.json'} entry " in line and "3 of 3 evaluated trials differ" in line
     assert "resume with the file it was replayed from, or pass --out NEW_DIR" in line and _trials(out) == before
@@ -134,6 +135,30 @@ def test_a_replayed_study_resumes_only_with_the_figures_it_replayed(tmp_path):
     resumed = autotune_main(*RUN, "--backend", "replay", "--measurements", lines, "--out", out, "--trials", "5", "--sampler", "random")
     assert resumed.returncode == 0, resumed.stderr
     assert _trials(out)[:len(before)] == before and len(_trials(out)) > len(before)
+
+
+def test_a_refused_run_says_the_refusal_alone_and_a_resume_still_says_its_backend_first(tmp_path):
+    """trial78 #3: "backend: replay (...)" and "searching the 3 of 196 valid candidates ..." came before the refusal
+    of a replay resume of a simulated study, "studying 1 node: what this machine holds" before a launcher's: lines of
+    a search that never started. They are held until the checks pass, then said in their order."""
+    out = tmp_path / "r"
+    assert autotune_main(*RUN, "--trials", "3", "--out", out).returncode == 0
+    measurements = tmp_path / "r.jsonl"
+    assert autotune_main("export", out, "--measurements", measurements).returncode == 0
+    refused = autotune_main(*RUN, "--backend", "replay", "--measurements", measurements, "--trials", "5", "--out", out)
+    assert refused.returncode == 2
+    (line,) = refused.stderr.strip().splitlines()
+    assert line.startswith(f"autotune run: error: {out} holds a study evaluated by the simulate backend")
+    launch = autotune_main("run", "--model", "tiny", "--hardware", "cpu", "--backend", "launch", "--trials", "2",
+                           "--allow-estimated-energy", "--launcher", "srun", "--out", tmp_path / "l")
+    assert launch.returncode == 2
+    assert launch.stderr.strip().splitlines() == [
+        "autotune run: error: the srun launcher runs inside a SLURM allocation: start autotune from sbatch or salloc"]
+    resumed = autotune_main(*RUN, "--trials", "4", "--out", out)
+    assert resumed.returncode == 0, resumed.stderr
+    said = resumed.stderr.splitlines()
+    backend = next(i for i, text in enumerate(said) if text.startswith("backend: simulate"))
+    assert said[backend + 1].startswith(f"resuming the study in {out}"), said
 
 
 def test_a_study_with_nothing_evaluated_yet_takes_any_backend(tmp_path):
