@@ -322,6 +322,27 @@ def _not_in_report_line(probes: int, again: str) -> str:
             f"until its heartbeat is {grace_s} s old; a run of the study started after that probes its trial again)")
 
 
+def _proposals_settled(study) -> None:
+    """Waits, up to PROPOSAL_WAIT_S as the samplers wait for them, while another worker's trial is being proposed (RUNNING,
+    its probe not started): the closing report then finds each trial finished, and in it, or probing, and named as not
+    in it. A guided worker that converged first read 5 trials while two proposals were under way on other workers, and
+    they were neither in its report nor named (trial80 #3). A trial started longer ago is a dead worker's, not waited for."""
+    import time
+    from datetime import datetime
+
+    from optuna.trial import TrialState
+
+    from autotune.study.loop import PROBING_ATTR
+    from autotune.study.unique import PROPOSAL_WAIT_S
+
+    deadline = time.monotonic() + PROPOSAL_WAIT_S
+    while time.monotonic() < deadline and any(
+            not t.user_attrs.get(PROBING_ATTR) and t.datetime_start is not None
+            and (datetime.now() - t.datetime_start).total_seconds() < PROPOSAL_WAIT_S
+            for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))):
+        time.sleep(0.05)
+
+
 def _resume(study, settings, backend, args: argparse.Namespace, run_dir: Path, console) -> None:
     """A study already holds trials: refuse what would mix its figures with others (another backend,
     another file, another profile its figures came from), else say what changed since it began."""
@@ -729,6 +750,7 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
         # Counted from the report's own read of the study: counted before it, a probe that finished in between was
         # said to be missing from a report that held it (trial66 #10).
         not_in_report = []
+        _proposals_settled(study)
         def said_first(view):
             not_in_report.extend(view.running_probes)
             return [_not_in_report_line(len(view.running_probes), _report_command(run_dir, args))] if view.running_probes else []

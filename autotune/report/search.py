@@ -26,7 +26,7 @@ from autotune.candidate import knobs_sentence
 from autotune.report.units import energy_text, time_text
 from autotune.study.acquisition import ENTER_MARGIN, enters_front
 from autotune.space.unsearched import NOT_SEARCHED_ATTR
-from autotune.study.loop import CONVERGED_ATTR, PROPOSED_BY_ATTR
+from autotune.study.loop import PROPOSED_BY_ATTR
 from autotune.study.queued import QUEUED_BY_HAND
 from autotune.study.retries import FAILING_START_ATTR, SETUP_FAILURE_ATTR, evaluated_count, evaluated_trials, first_on_resume
 from autotune.study.valid import usable_values, valid_checks
@@ -280,18 +280,21 @@ def _not_replayed(study, backend: str) -> dict | None:
     return {**left_out, "of": measurements["records"]} if left_out else None
 
 
-def _probed_since(study, converged: dict) -> list:
-    """The evaluated trials proposed after the study converged: a worker with no stop rule (--sampler random beside a
-    guided one) goes on to its budget, and its probes were said to be "under way on other workers then" (trial66 #13).
-    Empty where the record does not say how many trials were made by then (an older autotune's)."""
+def _probed_since(view, converged: dict) -> list[int]:
+    """The evaluated trials of the report's read (`view`) proposed after the study converged: a worker with no stop rule
+    (--sampler random beside a guided one) goes on to its budget, and its probes were said to be "under way on other
+    workers then" (trial66 #13). Empty where the record does not say how many trials were made by then (an older
+    autotune's)."""
     made_then = converged.get("trials")
     if not isinstance(made_then, int):
         return []
-    return [t for t in evaluated_trials(study).values() if t.number >= made_then]
+    return [number for number in view.evaluated if number >= made_then]
 
 
-def _samplers(trials: list) -> list[str]:
-    """The samplers that proposed the trials (PROPOSED_BY_ATTR), in order of name; those not recorded left out."""
+def _samplers(study, numbers: list[int]) -> list[str]:
+    """The samplers that proposed the trials `numbers` (PROPOSED_BY_ATTR, kept as a trial starts), in order of name;
+    those not recorded left out."""
+    trials = [t for t in study.get_trials(deepcopy=False) if t.number in set(numbers)]
     return sorted({who["sampler"] for t in trials if isinstance(who := t.user_attrs.get(PROPOSED_BY_ATTR), dict)
                    and isinstance(who.get("sampler"), str)})
 
@@ -310,18 +313,19 @@ def search_summary(study, view, backend: str) -> dict:
 
 
 def _search_summary(study, view, backend: str) -> dict:
-    converged = study.user_attrs.get(CONVERGED_ATTR)
+    converged = view.converged
     objectives = len(study.directions)
     if converged:
         # The study records the time-and-energy rule whatever its objectives: a time-only study was judged
         # by the best time alone (guided.py), so its rule says that. Probes other workers had under way when
         # it converged finish after it: counted apart, "118 trials" beside "converged after 117 probes"
-        # read as a miscount (trial 46).
-        probed_since = _probed_since(study, converged)
-        finished_since = max(evaluated_count(study) - converged.get("probes", 0) - len(probed_since), 0)
+        # read as a miscount (trial 46). Counted in the report's own read of the study (the view): a later read
+        # counted probes that finished after it, "finished since" beside a trial count without them (trial80 #3).
+        probed_since = _probed_since(view, converged)
+        finished_since = max(len(view.evaluated) - converged.get("probes", 0) - len(probed_since), 0)
         converged = {**{k: v for k, v in converged.items() if k != "trials"}, "rule": stop_rule(objectives),
                      "finished_since": finished_since,
-                     "probed_since": len(probed_since), "probed_since_by": _samplers(probed_since)}
+                     "probed_since": len(probed_since), "probed_since_by": _samplers(study, probed_since)}
     summary = {
         "sampler": study.user_attrs.get("sampler", "unknown"),
         "converged": converged,

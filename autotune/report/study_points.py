@@ -12,10 +12,12 @@ from autotune.counted import counted
 from autotune.flops import flops_per_sample
 from autotune.report.front import Point, pareto_front, recommendations
 from autotune.report.picks import DEFAULT_ETA, DEFAULT_MAX_SLOWDOWN, PickParameters, max_power_per_gpu_w
-from autotune.study.loop import running_probes
+from autotune.study.loop import CONVERGED_ATTR, running_probes
 from autotune.study.foreign import foreign_trials
 from autotune.study.outside import LEFT_OUT, by_reason, outside_reason
-from autotune.study.retries import STOPPED_BY_ATTR, killed_after_probe, retried_trials, retry_lineage, trials_by_number
+from autotune.study.retries import (
+    STOPPED_BY_ATTR, is_evaluated, killed_after_probe, released_trials, retried_trials, retry_lineage, trials_by_number,
+)
 from autotune.study.settings import StudySettings
 from autotune.study.unique import OVER_BUDGET_ATTR, trial_knobs
 
@@ -57,6 +59,13 @@ class StudyView:
     # Whether the study kept its hardware profile: an older autotune's did not, and the profile of that name here is
     # today's, whose error is not its figures' (report.error_bars.simulator_error).
     profile_recorded: bool = True
+    # The trials of that same read whose candidate was evaluated (retries.is_evaluated, as --trials counts them): the
+    # search block counts what finished after an early stop from it, not from a later read, in which a probe that
+    # finished meanwhile was "finished since" beside a trial count without it (trial80 #3).
+    evaluated: tuple[int, ...] = ()
+    # The guided sampler's early-stop record (loop.CONVERGED_ATTR) as it stood just before that read: one another worker
+    # wrote after it said "converged after 11 probes" beside the read's 10 trials (trial80 #3).
+    converged: dict | None = None
 
     def point(self, trial: int) -> Point | None:
         return next((p for p in self.points if p.trial == trial), None)
@@ -164,6 +173,7 @@ def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, 
     """The study's trials, feasible points, front and picks (chosen with max_slowdown and eta)."""
     settings = StudySettings.from_dict(study.user_attrs["settings"])
     rows, points, baseline_trial, ruled_out, left_out = [], [], None, {}, {}
+    converged = study.user_attrs.get(CONVERGED_ATTR)  # first: a record no newer than the trials read next
     trials = study.get_trials(deepcopy=False)
     retried = retried_trials(study, trials)  # left unfinished by a stopped run (killed outright, or Ctrl-C): probed again
     # Which trial probed each of them again (the nearest retry), for its reason: "interrupted" alone left the
@@ -240,4 +250,11 @@ def study_view(study: optuna.Study, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, 
                             feasible=points)
     return StudyView(settings, rows, points, front, picks, baseline_trial, parameters, time_only,
                      searchable_nodes(trials), study.user_attrs.get(MODEL_CAVEATS_ATTR), ruled_out, tuple(running_probes(trials)),
-                     left_out, profile_recorded="hardware_profile" in study.user_attrs["settings"])
+                     left_out, profile_recorded="hardware_profile" in study.user_attrs["settings"],
+                     evaluated=_evaluated(study, trials), converged=converged)
+
+
+def _evaluated(study: optuna.Study, trials: list[optuna.trial.FrozenTrial]) -> tuple[int, ...]:
+    """The numbers of the `trials` (one read of the study) whose candidate was evaluated (retries.evaluated_count's)."""
+    released = released_trials(study)
+    return tuple(t.number for t in trials if is_evaluated(t, released))
