@@ -48,15 +48,15 @@ def retried_after_failing_start(failed: list) -> list[int]:
     return [t.number for t in failed if (t.user_attrs.get("result") or {}).get("status") != "ok"]
 
 
-def failing_start(evaluated: list, earlier: set[int], failures_may_be_the_setup: bool = True) -> FailingStart | None:
-    """A FailingStart when this run's probes are FAILING_START_PROBES or more, every one failed, and no
-    probe of the study has ever run (on shared storage another worker's that ran counts too).
+def failing_start(evaluated: list, own: set[int], failures_may_be_the_setup: bool = True) -> FailingStart | None:
+    """A FailingStart when this run's probes (`own`: the numbers of its trials) are FAILING_START_PROBES or more,
+    every one failed, and no probe of the study has ever run (on shared storage another worker's that ran counts too).
     `failures_may_be_the_setup` (Backend's): False for a replay, whose recorded failures are the recording's
     (the rest of it is looked up); its probes that ran but cannot be ranked (no energy to rank by) still stop
     it, as a flag fixes them."""
     if any(t.state != TrialState.FAIL for t in evaluated):
         return None
-    now = [t for t in evaluated if t.number not in earlier]
+    now = [t for t in evaluated if t.number in own]
     if len(now) < FAILING_START_PROBES:
         return None
     if not failures_may_be_the_setup and any(t.user_attrs["result"].get("status") != "ok" for t in now):

@@ -592,15 +592,18 @@ class _StopWhenDone:
     sampler has converged, on a failing start (kept in `failing`, raised once optimize returns), or where the time
     limit leaves no room for the next probe."""
 
-    def __init__(self, n_trials: int, valid_total: int, max_proposals: int, early_stop: bool, earlier: set[int],
+    def __init__(self, n_trials: int, valid_total: int, max_proposals: int, early_stop: bool,
                  failures_may_be_the_setup: bool = True, time_stop: _TimeLimitStop | None = None):
         self.n_trials, self.valid_total, self.max_proposals, self.early_stop = n_trials, valid_total, max_proposals, early_stop
         self.time_stop = time_stop  # asked last: a study its budget or its convergence ends is not one time stopped
-        self.earlier = earlier  # trials finished before this run
+        # This run's own trials, each passed here as it ends: not "every trial that finished since it began", which
+        # counted other workers' failures as "the N probes of this run" and named their log (trial80 #4).
+        self.own: set[int] = set()
         self.failures_may_be_the_setup = failures_may_be_the_setup  # the backend's
         self.failing: FailingStart | None = None
 
     def __call__(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+        self.own.add(trial.number)
         trials = study.get_trials(deepcopy=False)
         released = released_trials(study)
         evaluated = [t for t in trials if is_evaluated(t, released)]
@@ -612,10 +615,10 @@ class _StopWhenDone:
             study.set_user_attr(CONVERGED_ATTR, {"probes": len(evaluated), "rule": STOP_RULE, "trials": len(trials)})
             study.stop()
         else:
-            self.failing = failing_start(evaluated, self.earlier, self.failures_may_be_the_setup)
+            self.failing = failing_start(evaluated, self.own, self.failures_may_be_the_setup)
             if self.failing is not None:
                 if self.failures_may_be_the_setup:  # probed again when the study resumes (retries.FAILING_START_ATTR)
-                    again = retried_after_failing_start([t for t in evaluated if t.number not in self.earlier])
+                    again = retried_after_failing_start([t for t in evaluated if t.number in self.own])
                     study.set_user_attr(FAILING_START_ATTR, sorted(set(study.user_attrs.get(FAILING_START_ATTR, [])) | set(again)))
                 study.stop()
             elif self.time_stop is not None and self.time_stop.holds_back(study):
@@ -681,7 +684,6 @@ def run_study(
         study.set_user_attr(CONVERGED_ATTR, None)
     choices = usable_values(checks)
     study.sampler = unique_candidates(study.sampler, choices, [c.candidate.knobs.to_dict() for c in checks if c.valid])
-    finished = {t.number for t in study.get_trials(deepcopy=False) if t.state.is_finished()}
     interrupts = interrupts or Interrupts()  # without install(): no handler of ours, Python's own
     objective = _Objective(settings, backend, OBJECTIVES[objectives], progress, checks, accept_estimated_energy, n_trials,
                            interrupts, proposed_by, time_limit)
@@ -690,7 +692,7 @@ def run_study(
         return 0  # no trial created for a probe that would not start
     # Asked by the backend after a wait before a probe, which no ask of this loop sees.
     backend.probe_held_back = functools.partial(objective.time_stop.why_held_back, study)
-    stop = _StopWhenDone(n_trials, valid_total, len(study.trials) + MAX_PROPOSALS_PER_TRIAL * n_trials, early_stop, finished,
+    stop = _StopWhenDone(n_trials, valid_total, len(study.trials) + MAX_PROPOSALS_PER_TRIAL * n_trials, early_stop,
                          failures_may_be_the_setup=backend.failures_may_be_the_setup, time_stop=objective.time_stop)
     with interrupts.study(study):
         while not _optimize(study, objective, stop, progress):

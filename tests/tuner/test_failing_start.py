@@ -242,3 +242,28 @@ def test_a_start_of_timeouts_names_the_probe_timeout_as_the_fix(tmp_path, timeou
     with pytest.raises(FailingStart) as stopped:  # a failure among them: the set-up's, as before
         run_study(_study(tmp_path / "mixed"), settings_for(*SETTINGS), _Timeouts("timeout", "failed"), 30)
     assert "Fix that and run the same command again" in str(stopped.value)
+
+
+def test_a_failing_start_counts_and_names_only_this_workers_probes(tmp_path):
+    """Trial80 #4: three array tasks on one study, every probe failing on the set-up: each counted every failure
+    finished since it began as "the N probes of this run" and named the last of them, another task's trial with its
+    job's log. Another worker's three failures land during this worker's first probe; this one stops on its own
+    three, naming its own last trial and log."""
+    settings = settings_for(*SETTINGS)
+
+    class _WithAnotherWorker(_Scripted):
+        def evaluate(self, candidate, trial_number: int = 0) -> ProbeResult:
+            if self.calls == 0:  # the other worker's run, start to end, while this probe runs
+                with pytest.raises(FailingStart):
+                    run_study(_study(tmp_path), settings, _Scripted("failed", log_tail="job 3001"), 30, shared_storage=True)
+            return super().evaluate(candidate, trial_number)
+
+    study = _study(tmp_path)
+    with pytest.raises(FailingStart) as stopped:
+        run_study(study, settings, _WithAnotherWorker("failed", log_tail="job 3003"), 30, shared_storage=True)
+    message = str(stopped.value)
+    own = [t.number for t in _evaluated(study) if "job 3003" in t.user_attrs["result"]["error"]]
+    assert len(own) == FAILING_START_PROBES and len(_evaluated(study)) == 2 * FAILING_START_PROBES
+    assert f"the {FAILING_START_PROBES} probes of this run all failed" in message, message
+    assert f"Trial {max(own)}: failed: " in message and "job 3003" in message and "job 3001" not in message, message
+    assert f"(its log: /runs/x/trials/{max(own):04d}/log.txt)" in message, message
