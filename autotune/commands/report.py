@@ -20,7 +20,7 @@ from pathlib import Path
 from autotune.counted import agreeing, counted
 from autotune.commands.flags import GivenOnce, number_flag, path_flag, storage_shown, study_name_flag, text_flag
 from autotune.os_text import shell_text
-from autotune.study.storage import STUDY_NAME
+from autotune.study.storage import STUDY_NAME, storage_flags
 
 FORMATS = ("table", "json", "md")
 
@@ -213,7 +213,22 @@ def _run(args) -> int:
     if args.storage is None and run_under_way(args.run_dir):
         print(f"a run of this study is under way in {args.run_dir}: this report is of the trials finished so far, and the "
               "run writes the reports again when it ends", file=sys.stderr)
+    elif args.storage and view.running_probes:  # its workers hold no lock here: the study's probes under way tell
+        again = f"autotune report {shell_text(str(args.run_dir))}{storage_flags(args.storage, args.study_name)}"
+        print(not_in_report_line(len(view.running_probes), again, where="on the study's workers"), file=sys.stderr)
     return 0
+
+
+def not_in_report_line(probes: int, again: str, where: str = "on other workers") -> str:
+    """What a report says of the probes under way (`where`) when it read the study: `run` of other workers' as it ends,
+    `report` of a --storage study's, whose workers hold no lock on RUN_DIR to tell by (trial80 #5)."""
+    from autotune.study.storage import heartbeat_seconds
+
+    # A requeued job resumes seconds after its worker died: that trial still reads as running (trial 43 F6).
+    grace_s = heartbeat_seconds()[1]
+    return (f"{counted(probes, 'probe')} still running {where} {agreeing(probes, 'is', 'are')} not in this report; "
+            f"`{again}` once {agreeing(probes, 'it finishes', 'they finish')} (a worker killed a moment ago counts as running "
+            f"until its heartbeat is {grace_s} s old; a run of the study started after that probes its trial again)")
 
 
 def _left_as_they_were(run_dir: Path, problem: str, unkept: str, fix: str) -> str:

@@ -311,17 +311,6 @@ def _check_same_backend(study, backend, evaluated: list, where: str, again: str)
     )
 
 
-def _not_in_report_line(probes: int, again: str) -> str:
-    """What a worker says of the probes other workers had under way when its report read the study."""
-    from autotune.study.storage import heartbeat_seconds
-
-    # A requeued job resumes seconds after its worker died: that trial still reads as running (trial 43 F6).
-    grace_s = heartbeat_seconds()[1]
-    return (f"{counted(probes, 'probe')} still running on other workers {agreeing(probes, 'is', 'are')} not in this report; "
-            f"`{again}` once {agreeing(probes, 'it finishes', 'they finish')} (a worker killed a moment ago counts as running "
-            f"until its heartbeat is {grace_s} s old; a run of the study started after that probes its trial again)")
-
-
 def _proposals_settled(study) -> None:
     """Waits, up to PROPOSAL_WAIT_S as the samplers wait for them, while another worker's trial is being proposed (RUNNING,
     its probe not started): the closing report then finds each trial finished, and in it, or probing, and named as not
@@ -572,7 +561,7 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
     from autotune.commands.held_lines import HeldLines
     from autotune.commands.progress import trial_progress
     from autotune.commands.report import (
-        check_pick_options, drop_unread_pick_options, names_own_study_db, refuse_another_storage,
+        check_pick_options, drop_unread_pick_options, names_own_study_db, not_in_report_line, refuse_another_storage,
     )
     from autotune.study import open_study
     from autotune.study.run_dir_locks import check_workers_lock, sole_worker
@@ -753,7 +742,7 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
         _proposals_settled(study)
         def said_first(view):
             not_in_report.extend(view.running_probes)
-            return [_not_in_report_line(len(view.running_probes), _report_command(run_dir, args))] if view.running_probes else []
+            return [not_in_report_line(len(view.running_probes), _report_command(run_dir, args))] if view.running_probes else []
         finish_run(study, run_dir, console, args.max_slowdown, args.eta, args.storage, args.study_name,
                    stop_line=stops_on_convergence, said_first=said_first)
     except KeyboardInterrupt:

@@ -374,6 +374,11 @@ def _search_summary(study, view, backend: str) -> dict:
         # A sampler with no stop rule (random, tpe, nsga2) the time limit stopped before its --trials budget: without
         # this its report read as a finished study, and nothing said the same command resumes it (trial68 #8).
         summary["unfinished"] = _stop_record(study, len(view.running_probes))
+    if view.running_probes and not summary.get("unfinished"):
+        # Probes under way when the report read the study (a --storage study's workers, or those beside a worker that
+        # ended first): its pareto.json said nothing of them, and `compare` took the half-done study for a finished
+        # one (trial80 #5). A study its stop rule or time limit stopped says them in its own record, above.
+        summary["unfinished"] = _stop_record(study, len(view.running_probes))
     if backend == "simulate":
         probed = set(view_now.observations.done)
         summary["exhaustive"], summary["exhaustive_note"] = _exhaustive(
@@ -417,6 +422,12 @@ def search_sentences(summary: dict, backend: str | None = None) -> list[str]:
     unfinished = summary.get("unfinished")
     if unfinished and unfinished.get("exhausted"):
         lines.append(_exhausted_sentence(unfinished))
+    elif unfinished and unfinished.get("reason") is None and unfinished.get("running_elsewhere") and not unfinished.get("time_limit"):
+        # No stop to say: the study is still being probed (search_summary's record of the probes under way).
+        running = unfinished["running_elsewhere"]
+        lines.append(f"under way: {counted(running, 'probe')} still running on the study's workers "
+                     f"{agreeing(running, 'is', 'are')} not in this report (`autotune report` again once "
+                     f"{agreeing(running, 'it finishes', 'they finish')})")
     elif unfinished:
         following = _next_words(unfinished)
         running = unfinished.get("running_elsewhere")
