@@ -62,16 +62,32 @@ def _notes(*notes: str) -> str:
     return f" ({'; '.join(given)})" if given else ""
 
 
+def study_energy_unit(checks: list) -> tuple[str, float]:
+    """The energy unit of a study's progress lines (report.units.energy_unit), the same in each of its workers: that of
+    the simulator's figure for its baseline candidate (else its first valid one), which the study's settings alone
+    decide. Chosen by each worker's first probe, one worker of a study printed kWh where the others printed kJ
+    (trial80 #6). kJ where the space has no valid candidate."""
+    from autotune.report.units import energy_unit
+    from autotune.simulator import simulate
+    from autotune.space.baseline import baseline
+
+    check = baseline(checks) or next((c for c in checks if c.valid), None)
+    simulated_kj = simulate(check.candidate).energy_kj if check is not None else None  # the model, no probe
+    return energy_unit([simulated_kj] if simulated_kj else [])
+
+
 @contextlib.contextmanager
 def trial_progress(console, total: int, done: int = 0, announce_probes: bool = False,
-                   study_count: Callable[[], int] | None = None, quiet: bool = False):
+                   study_count: Callable[[], int] | None = None, quiet: bool = False,
+                   energy_unit: tuple[str, float] | None = None):
     """`total`: evaluated candidates the study will hold at the end; `done`: those it holds already
     (a resumed study), so the count is the study's, not this session's. `announce_probes`: say when each
     probe starts (a real probe takes minutes, and a SLURM job's output file would show nothing meanwhile).
     `study_count`: the study's evaluated trials now, every worker's, so that "(k/N)" counts the shared
     budget's k rather than this worker's (two workers on one study ended at 7/12 and 5/12; the first to
-    start cannot know that another will join). `quiet`: nothing per trial (a 300-trial job's output file)."""
-    energy_unit = RunEnergyUnit()
+    start cannot know that another will join). `quiet`: nothing per trial (a 300-trial job's output file).
+    `energy_unit`: the study's (study_energy_unit); None, that of the first figure shown."""
+    energy_unit = RunEnergyUnit(energy_unit)
     if quiet:  # --quiet: no line or bar per trial; the warnings still, which no trial line carries
         yield StudyProgress(on_note=lambda line: console.print(f"warning: {line}", soft_wrap=True, highlight=False,
                                                                markup=False))

@@ -559,7 +559,7 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
         CWD_GONE, check_run_outputs, current_directory_gone, study_db_problem, writable_directory,
     )
     from autotune.commands.held_lines import HeldLines
-    from autotune.commands.progress import trial_progress
+    from autotune.commands.progress import study_energy_unit, trial_progress
     from autotune.commands.report import (
         check_pick_options, drop_unread_pick_options, names_own_study_db, not_in_report_line, refuse_another_storage,
     )
@@ -681,7 +681,8 @@ def _run_installed(args: argparse.Namespace, interrupts) -> int:
         # the probe is killed, trials kept.
         ran = 0
         with trial_progress(console, total, done, announce_probes=backend.name == "launch",
-                            study_count=lambda: evaluated_count(study, recording=True), quiet=args.quiet) as progress:
+                            study_count=lambda: evaluated_count(study, recording=True), quiet=args.quiet,
+                            energy_unit=study_energy_unit(checks)) as progress:
             for attempt in range(_TAKE_OVER_PASSES + 1):
                 with sole_worker(run_dir, args.storage) as alone:  # asked again on each pass: a worker may have died
                     if time_limit.stopped or (attempt and not _took_over(study, alone, run_dir, console)):

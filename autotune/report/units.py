@@ -150,10 +150,11 @@ def energy_text_in(value_kj: float | None, unit: tuple[str, float]) -> str:
 
 
 class RunEnergyUnit:
-    """The energy unit of one run's progress lines: chosen by the first non-zero figure shown, then kept."""
+    """The energy unit of one run's progress lines: `unit` where given (the study's, which every worker of it shares),
+    else chosen by the first non-zero figure shown, then kept."""
 
-    def __init__(self) -> None:
-        self.unit: tuple[str, float] | None = None
+    def __init__(self, unit: tuple[str, float] | None = None) -> None:
+        self.unit = unit
 
     def text(self, value_kj: float) -> str:
         if self.unit is None:

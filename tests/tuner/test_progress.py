@@ -128,3 +128,23 @@ def test_the_bar_shortens_a_long_reason_and_says_it_did():
     with trial_progress(Console(file=out, force_terminal=True, width=200), total=1) as progress:
         progress.on_trial(0, PARAMS, failed, LONG_ERROR)
     assert f"#0: failed: {LONG_ERROR[:57]}..." in out.getvalue() and "'deepspeed'" not in out.getvalue()
+
+
+def test_every_worker_of_a_study_gives_energies_in_the_studys_unit_whatever_its_first_probe():
+    """Trial80 #6: chosen by each worker's first probe, one worker of a study (its first 5,308 kJ) printed kWh where
+    the others (their first about 2,000 kJ) printed kJ. The unit is now the study's: its settings decide it."""
+    from autotune.commands.options import settings_for
+    from autotune.commands.progress import study_energy_unit
+    from autotune.study.valid import valid_checks
+
+    checks = valid_checks(settings_for("--model", "7b", "--nodes", "1-2"))
+    unit = study_energy_unit(checks)
+    assert unit == study_energy_unit(list(reversed(checks))) == ("kJ", 1.0)  # the baseline's, not the first listed
+    for first_kj in (2_006.0, 5_308.0):  # two workers' first probes
+        out = io.StringIO()
+        with trial_progress(Console(file=out, force_terminal=False, width=200), total=2, energy_unit=unit) as progress:
+            for number, energy_kj in enumerate((first_kj, 1_754.0)):
+                progress.on_trial(number, PARAMS, ProbeResult(status="ok", source="simulated", energy_source="simulated",
+                                                              time_s=600.0, energy_kj=energy_kj), "")
+        energies = [line.split(", ")[-1] for line in out.getvalue().splitlines()]
+        assert energies == [f"{first_kj:,.0f} kJ (simulated)", "1,754 kJ (simulated)"], energies
