@@ -88,24 +88,23 @@ def _every_record_weighed(study, view, backend: str, objectives: int, valid: int
     return _exhaustive(values, probed_front, probed, objectives, valid, "recorded")
 
 
-def _unfinished(study, model, replayed=None, running_elsewhere: int = 0) -> dict | None:
+def _unfinished(study, model, view, replayed=None) -> dict | None:
     """A guided study that stopped before its stop rule was met (the --trials budget ran out, or Ctrl-C):
     how many probes it ran, what the rule still asks for, and the candidate it would probe next. None
     when nothing is left to ask for (every valid candidate probed).
 
     `replayed`: the model of a replay study's resume (its recorded candidates only). Where it still
     has a candidate to ask for, that is the next one; else the recording is exhausted (`exhausted`) and
-    `next`, from the model of every candidate, has no record. `running_elsewhere`: the probes under way that the
-    report's view left out (StudyView.running_probes)."""
+    `next`, from the model of every candidate, has no record. `view`: the report's read of the study (_stop_record)."""
     if replayed is not None:
-        resumed = _unfinished(study, replayed, running_elsewhere=running_elsewhere)
+        resumed = _unfinished(study, replayed, view)
         if resumed is not None and resumed["next"] is not None:
             return {**resumed, "exhausted": False}
     reason = model.outstanding(study)
     if reason is None:
         return None
     following = model.next_candidate(study, None)
-    unfinished = {**_stop_record(study, running_elsewhere), "reason": reason,
+    unfinished = {**_stop_record(study, view), "reason": reason,
                   "next": None if following is None else dict(model.predictions.params[following]), "next_of": None}
     first = first_on_resume(study)
     if first is not None:
@@ -117,21 +116,24 @@ def _unfinished(study, model, replayed=None, running_elsewhere: int = 0) -> dict
     return unfinished
 
 
-def _stop_record(study, running_elsewhere: int) -> dict:
+def _stop_record(study, view) -> dict:
     """How far a study that stopped short got, and what stopped it: `unfinished` less what a stop rule still asks
-    for (a sampler with no rule, such as --sampler random, asks for nothing: `reason` None)."""
+    for (a sampler with no rule, such as --sampler random, asks for nothing: `reason` None). Counted in the report's
+    read of the study (`view`): from a later one, a pareto.json said 21 probes beside its own "16 ok" (trial80 #5)."""
+    read = set(view.evaluated)
+    evaluated = [t for t in evaluated_trials(study).values() if t.number in read]
     return {
-        "probes": len(evaluated_trials(study)),
+        "probes": len(evaluated),
         "reason": None,
         "next": None,
         # Other workers' probes under way: "stopped after 2 probes while fewer than 3 succeeded" read as the
         # study's end while the third ran beside it.
-        "running_elsewhere": running_elsewhere,
+        "running_elsewhere": len(view.running_probes),
         # None succeeded: the set-up failed them, and a larger budget would not help (trial 37 F8).
-        "succeeded": sum(t.state == optuna.trial.TrialState.COMPLETE for t in evaluated_trials(study).values()),
+        "succeeded": sum(t.state == optuna.trial.TrialState.COMPLETE for t in evaluated),
         # Of those that did not, how many failed or timed out (the others ran out of memory, which no fix of the
         # set-up changes: trial54 F3).
-        "failed": sum(t.state == optuna.trial.TrialState.FAIL for t in evaluated_trials(study).values()),
+        "failed": sum(t.state == optuna.trial.TrialState.FAIL for t in evaluated),
         # Stopped by the run's time limit ("slurm": the job's end; "flag": --time-limit), not by the budget: a larger
         # --trials is not what resumes it.
         "time_limit": study.user_attrs.get(TIME_LIMIT_STOP_ATTR),
@@ -357,7 +359,7 @@ def _search_summary(study, view, backend: str) -> dict:
                                 "recorded": len(valid_keys & recorded), "unrecorded": len(valid_keys - recorded)}
     if summary["sampler"] == "guided" and not converged:
         replayed = _replay_model(checks, recorded) if recorded is not None else None
-        summary["unfinished"] = _unfinished(study, model, replayed, len(view.running_probes)) if recorded is None or replayed else None
+        summary["unfinished"] = _unfinished(study, model, view, replayed) if recorded is None or replayed else None
         if summary["unfinished"] is not None:
             # A replay's failures are recorded: fixing nothing re-runs them (trial54 F3).
             summary["unfinished"]["replayed"] = backend == "replay"
@@ -373,12 +375,12 @@ def _search_summary(study, view, backend: str) -> dict:
     elif not converged and study.user_attrs.get(TIME_LIMIT_STOP_ATTR):
         # A sampler with no stop rule (random, tpe, nsga2) the time limit stopped before its --trials budget: without
         # this its report read as a finished study, and nothing said the same command resumes it (trial68 #8).
-        summary["unfinished"] = _stop_record(study, len(view.running_probes))
+        summary["unfinished"] = _stop_record(study, view)
     if view.running_probes and not summary.get("unfinished"):
         # Probes under way when the report read the study (a --storage study's workers, or those beside a worker that
         # ended first): its pareto.json said nothing of them, and `compare` took the half-done study for a finished
         # one (trial80 #5). A study its stop rule or time limit stopped says them in its own record, above.
-        summary["unfinished"] = _stop_record(study, len(view.running_probes))
+        summary["unfinished"] = _stop_record(study, view)
     if backend == "simulate":
         probed = set(view_now.observations.done)
         summary["exhaustive"], summary["exhaustive_note"] = _exhaustive(
