@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autotune.counted import agreeing
-from autotune.candidate import KNOBS, SM_CLOCK_UNTOUCHED, UNTOUCHED_DEVICE_SETTINGS, knob_value
+from autotune.candidate import KNOBS, UNTOUCHED_DEVICE_SETTINGS, knob_value
 from autotune.checks import MAX_COUNT, finite_as_typed, flag_number, whole_literal_problem, written_whole
 from autotune.errors import ConfigError
 from autotune.file_kind import did_you_mean, mixed_up
