@@ -21,14 +21,18 @@ from tests.backends.test_repeat_takeover import FAKE_PROBE
 SETTINGS = ("--model", "tiny", "--nodes", "1", "--gpus-per-node", "1", "--hardware", "cpu")
 
 
-def _backend(tmp_path, **env: str) -> LaunchBackend:
+def fake_probe_backend(tmp_path, repeats: int = 3, probe_timeout_s: float = 60.0, kill_grace_s: float = 5.0,
+                       **env: str) -> LaunchBackend:
+    """A launch backend whose probe is FAKE_PROBE (its calls counted in calls.txt)."""
     script = tmp_path / "fake-python"
     if not script.exists():
         script.write_text(FAKE_PROBE)
         script.chmod(0o755)
-    return LaunchBackend(run_dir=tmp_path / "run", launcher="torchrun", python=str(script), repeats=3, warmup_steps=1,
-                         probe_steps=2, probe_seconds=0.0, probe_timeout_s=60.0, kill_grace_s=5.0,
-                         env={"FAKE_CALLS": str(tmp_path / "calls.txt"), **env})
+    return LaunchBackend(run_dir=tmp_path / "run", launcher="torchrun", python=str(script), repeats=repeats,
+                         warmup_steps=1, probe_steps=2, probe_seconds=0.0, probe_timeout_s=probe_timeout_s,
+                         kill_grace_s=kill_grace_s, env={"FAKE_CALLS": str(tmp_path / "calls.txt"), **env})
+
+
 
 
 def _abort_when(backend: LaunchBackend, log, text: str) -> threading.Thread:
@@ -48,7 +52,7 @@ def _abort_when(backend: LaunchBackend, log, text: str) -> threading.Thread:
 def test_a_resumed_study_runs_only_the_repeats_its_interrupted_trial_left(tmp_path):
     settings = settings_for(*SETTINGS)
     study = open_study(tmp_path / "run", None, make_sampler(0, 1))
-    first = _backend(tmp_path, FAKE_HANG_ON="0000/result-3.json")
+    first = fake_probe_backend(tmp_path, FAKE_HANG_ON="0000/result-3.json")
     watcher = _abort_when(first, first.trial_dir(0) / "log.txt", "repeat 3/3")
     with pytest.raises(ProbeInterrupted):
         run_study(study, settings, first, 1)
@@ -56,7 +60,7 @@ def test_a_resumed_study_runs_only_the_repeats_its_interrupted_trial_left(tmp_pa
     assert study.trials[0].user_attrs.get("interrupted")
     (tmp_path / "calls.txt").unlink()
 
-    second = _backend(tmp_path)
+    second = fake_probe_backend(tmp_path)
     study = open_study(tmp_path / "run", None, make_sampler(0, 1))
     assert run_study(study, settings, second, 1) == 1
     retry = study.trials[1]

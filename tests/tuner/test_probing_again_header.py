@@ -14,19 +14,13 @@ from autotune.commands.run import probing_again_lines
 from autotune.study import open_study, run_study
 from autotune.study.loop import make_sampler
 from autotune.study.retries import SETUP_FAILURE_ATTR, queue_setup_retries
-from tests.backends.test_repeat_takeover import FAKE_PROBE
+from tests.tuner.test_launch_resume_repeats import fake_probe_backend
 
 SETTINGS = ("--model", "tiny", "--nodes", "1", "--gpus-per-node", "1", "--hardware", "cpu")
 
 
 def _backend(tmp_path, **env: str) -> LaunchBackend:
-    script = tmp_path / "fake-python"
-    if not script.exists():
-        script.write_text(FAKE_PROBE)
-        script.chmod(0o755)
-    return LaunchBackend(run_dir=tmp_path / "run", launcher="torchrun", python=str(script), repeats=1, warmup_steps=1,
-                         probe_steps=2, probe_seconds=0.0, probe_timeout_s=30.0, kill_grace_s=1.0,
-                         env={"FAKE_CALLS": str(tmp_path / "calls.txt"), **env})
+    return fake_probe_backend(tmp_path, repeats=1, probe_timeout_s=30.0, kill_grace_s=1.0, **env)
 
 
 def test_the_header_names_retries_queued_earlier_and_interrupted_trials(tmp_path):
