@@ -172,6 +172,16 @@ def _candidate_file(tmp_path) -> str:
     return str(path)
 
 
+def _write_input(path, content) -> None:
+    """An input file as a parametrized case gives it: "DIR" a folder, bytes or text its content, None no file."""
+    if content == "DIR":
+        path.mkdir()
+    elif isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content is not None:
+        path.write_text(content)
+
+
 @pytest.mark.parametrize("flag, name, content, said", [
     ("--candidate", "absent.json", None, "'{path}' is missing; give the path of a candidate JSON file"),
     ("--candidate", "folder", "DIR", "'{path}' is a folder; give the path of a candidate JSON file"),
@@ -192,12 +202,7 @@ def test_a_wrong_input_file_is_one_usage_line_not_a_failed_probe(capsys, tmp_pat
     """Seen in a newcomer's trial: a missing or non-JSON --candidate, or a folder as --deepspeed-config, was a raw
     FileNotFoundError / JSONDecodeError / IsADirectoryError in a failed result.json, exit 1."""
     path = tmp_path / name
-    if content == "DIR":
-        path.mkdir()
-    elif isinstance(content, bytes):
-        path.write_bytes(content)
-    elif content is not None:
-        path.write_text(content)
+    _write_input(path, content)
     with pytest.raises(SystemExit) as exit_:
         parse_args([flag, str(path)] if flag == "--candidate" else ["--model", "tiny", flag, str(path)])
     assert exit_.value.code == 2
@@ -368,12 +373,7 @@ def test_a_wrong_data_file_stops_the_probe_before_anything_starts(tmp_path, caps
     failed result.json that took the missing file for the candidate's own failure (`setup_failure: false`), exit 1.
     Every rank refuses it as it refuses a wrong --out: one usage line, exit status 2, no result.json."""
     path = tmp_path / name
-    if content == "DIR":
-        path.mkdir()
-    elif isinstance(content, bytes):
-        path.write_bytes(content)
-    elif content is not None:
-        path.write_text(content)
+    _write_input(path, content)
     out = tmp_path / "result.json"
     with pytest.raises(SystemExit) as refused:
         main(["--model", "tiny", "--data", str(path), "--out", str(out)])
